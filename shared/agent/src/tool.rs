@@ -1,0 +1,170 @@
+//! The tool interface and registry.
+//!
+//! A tool does not know whether it runs for a lead, a teammate or a sub-agent: all it
+//! gets is its input and a [`ToolContext`]. Permission checks happen before `call`, in
+//! the loop, using [`Tool::permission_target`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use roo_llm::ToolSpec;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// What kind of effect a call has; the permission mode decides on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    /// Reads files or state only (ReadFile, Glob, Grep).
+    Read,
+    /// Writes files (WriteFile, EditFile).
+    Write,
+    /// Runs commands (Bash).
+    Execute,
+    /// Touches no files and runs nothing outside the agent (plan mode, task and
+    /// message tools). Always allowed by the mode layer.
+    Internal,
+}
+
+/// What a call will touch, for the dangerous-command, sandbox and rule layers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionTarget {
+    /// Nothing outside the agent.
+    None,
+    /// A path as the model gave it (relative paths are resolved against the cwd).
+    Path(PathBuf),
+    /// A shell command line.
+    Command(String),
+}
+
+/// Everything a tool call may use besides its input.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Working directory; relative paths are resolved against it.
+    pub cwd: PathBuf,
+    /// Directory of the current session, where large outputs spill.
+    pub session_dir: PathBuf,
+    /// Cancelled when the user stops the loop; tools must stop promptly and kill
+    /// any child processes.
+    pub cancel: CancellationToken,
+    /// Extra environment for child processes (`ROO_HOME`, `ROO_TEAM`, `ROO_AGENT_NAME`).
+    pub env: Vec<(String, String)>,
+    /// Outputs longer than this many characters spill to a file with a preview.
+    pub max_result_chars: usize,
+}
+
+/// The result of one call, as returned to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// An error result; the loop continues and the model sees the message.
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// A capability offered to the model.
+pub trait Tool: Send + Sync {
+    /// Name the model calls it by (`ReadFile`, `mcp__server__tool`).
+    fn name(&self) -> &str;
+
+    /// Description sent to the model. Precise: it decides how well the model uses it.
+    fn description(&self) -> String;
+
+    /// JSON Schema of the input object.
+    fn input_schema(&self) -> Value;
+
+    /// Effect class for the permission mode layer.
+    fn kind(&self) -> ToolKind;
+
+    /// Whether this call may run at the same time as other concurrency-safe calls.
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
+
+    /// What this call touches, for permission checks.
+    fn permission_target(&self, _input: &Value) -> PermissionTarget {
+        PermissionTarget::None
+    }
+
+    /// One-line human summary of a call, e.g. `Bash(cargo test)`, for UIs.
+    fn summarize(&self, input: &Value) -> String {
+        match self.permission_target(input) {
+            PermissionTarget::None => self.name().to_string(),
+            PermissionTarget::Path(p) => format!("{}({})", self.name(), p.display()),
+            PermissionTarget::Command(c) => format!("{}({})", self.name(), c),
+        }
+    }
+
+    /// Runs the call. Invalid input is an error result, not a panic.
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput>;
+
+    /// The spec offered to the model.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description(),
+            input_schema: self.input_schema(),
+        }
+    }
+}
+
+/// The set of tools an agent has. Order is stable (by name) so the tools part of the
+/// prompt stays cacheable.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces a tool.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.name().to_string(), tool);
+    }
+
+    /// Removes a tool by name; returns whether it was there.
+    pub fn remove(&mut self, name: &str) -> bool {
+        self.tools.remove(name).is_some()
+    }
+
+    /// Looks a tool up by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Names of all tools.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// Specs of all tools, for the request.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.values().map(|t| t.spec()).collect()
+    }
+
+    /// Keeps only the tools for which `keep` returns true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.tools.retain(|name, _| keep(name));
+    }
+}

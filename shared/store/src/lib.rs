@@ -1,0 +1,1 @@
+//! On-disk coordination state of RooCode Teams (see `docs/PROTOCOL.md`).

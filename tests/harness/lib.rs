@@ -1,0 +1,1 @@
+//! Test harness for end-to-end tests: locating the built binaries, temp homes and repos.
