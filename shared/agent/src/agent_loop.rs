@@ -1,0 +1,782 @@
+//! The agent loop: call the model, run the tools it asks for, feed the results back,
+//! repeat until it answers without tools.
+//!
+//! The loop makes no decisions of its own (seed 000: "LLM做决策，系统做执行"): it
+//! runs calls faithfully, in concurrency-safe batches, behind the permission policy,
+//! and stops on end-turn, max turns, cancel or repeated unknown tools. Everything it
+//! does is reported as [`AgentEvent`]s; it never knows which UI listens.
+
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use futures_util::future::BoxFuture;
+use futures_util::{FutureExt, StreamExt, stream};
+use roo_llm::{ContentBlock, Message, Provider, Request, Role, StopReason, StreamEvent, Usage};
+use serde_json::Value;
+use tokio::sync::Mutex as AsyncMutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{CompactionOptions, compact, estimate_text, estimate_tokens};
+use crate::conversation::{push_user, repair_chain};
+use crate::event::{AgentEvent, EventSink, Outcome};
+use crate::permissions::{Approval, Approver, PermissionDecision, PermissionPolicy};
+use crate::prompt::{plan_mode_reminder, system_reminder};
+use crate::session::Session;
+use crate::tool::{Tool, ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::spill_if_large;
+
+/// The permission policy, shared with tools that change the mode (plan mode) and
+/// with the UI (`/mode`).
+pub type SharedPolicy = Arc<RwLock<PermissionPolicy>>;
+
+/// Something consulted at the top of every turn; the texts it returns are injected
+/// into the conversation as system reminders. Teammates use it to deliver inbox
+/// messages between tool calls of a long run.
+pub trait TurnHook: Send + Sync {
+    fn before_turn(&self) -> BoxFuture<'_, Vec<String>>;
+}
+
+/// Tunables of one agent.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Name sent with requests (the scripted provider keys replies on it).
+    pub agent_name: String,
+    /// Model override; empty = the provider's model.
+    pub model: String,
+    /// Model calls per run before stopping.
+    pub max_turns: u32,
+    /// Output budget per response.
+    pub max_tokens: u32,
+    /// Concurrency-safe calls run at most this many at a time.
+    pub tool_concurrency: usize,
+    /// Consecutive turns whose calls all name unknown tools before stopping.
+    pub unknown_tool_limit: u32,
+    pub compaction: CompactionOptions,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            agent_name: "lead".to_string(),
+            model: String::new(),
+            max_turns: 50,
+            max_tokens: 16_384,
+            tool_concurrency: 8,
+            unknown_tool_limit: 3,
+            compaction: CompactionOptions::default(),
+        }
+    }
+}
+
+/// What a run returns (also sent as [`AgentEvent::Done`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    pub outcome: Outcome,
+    pub final_text: String,
+    pub turns: u32,
+    /// Usage of this run alone.
+    pub usage: Usage,
+}
+
+/// One agent: its conversation, tools, policy and session.
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    tools: ToolRegistry,
+    policy: SharedPolicy,
+    approver: Arc<dyn Approver>,
+    /// Serializes questions to the human when a concurrent batch asks twice.
+    ask_lock: AsyncMutex<()>,
+    system: Vec<String>,
+    messages: Vec<Message>,
+    /// Reminders to put in front of the next user input (resume notes).
+    pending_reminders: Vec<String>,
+    /// ROOCODE.md instructions: sent with the first input and again after compaction.
+    instructions: Option<String>,
+    session: Option<Session>,
+    context: ToolContext,
+    options: AgentOptions,
+    hooks: Vec<Arc<dyn TurnHook>>,
+    total_usage: Usage,
+    /// (messages covered, prompt+output tokens) from the last response's usage.
+    measured: Option<(usize, u64)>,
+    plan_file: std::path::PathBuf,
+}
+
+impl Agent {
+    /// Builds an agent. `context.cancel` is replaced by each run's token.
+    #[expect(clippy::too_many_arguments, reason = "one-time wiring of the agent's parts")]
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        tools: ToolRegistry,
+        policy: SharedPolicy,
+        approver: Arc<dyn Approver>,
+        system: Vec<String>,
+        context: ToolContext,
+        options: AgentOptions,
+        plan_file: std::path::PathBuf,
+    ) -> Self {
+        Self {
+            provider,
+            tools,
+            policy,
+            approver,
+            ask_lock: AsyncMutex::new(()),
+            system,
+            messages: Vec::new(),
+            pending_reminders: Vec::new(),
+            instructions: None,
+            session: None,
+            context,
+            options,
+            hooks: Vec::new(),
+            total_usage: Usage::default(),
+            measured: None,
+            plan_file,
+        }
+    }
+
+    /// Attaches a transcript; `messages` is the history restored from it (empty for
+    /// a new session).
+    pub fn with_session(mut self, session: Session, messages: Vec<Message>) -> Self {
+        self.session = Some(session);
+        self.messages = messages;
+        self
+    }
+
+    /// Adds a hook consulted at the top of every turn.
+    pub fn add_hook(&mut self, hook: Arc<dyn TurnHook>) {
+        self.hooks.push(hook);
+    }
+
+    /// Sets the instruction-file text (ROOCODE.md stack), injected as a system
+    /// reminder with the first input and after every compaction.
+    pub fn set_instructions(&mut self, text: Option<String>) {
+        self.instructions = text;
+    }
+
+    /// Queues a system reminder for the next user input.
+    pub fn remind(&mut self, text: String) {
+        self.pending_reminders.push(text);
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Total usage of this agent since it was built.
+    pub fn total_usage(&self) -> Usage {
+        self.total_usage
+    }
+
+    /// The provider (for cost and model names).
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    /// The model requests use.
+    pub fn model(&self) -> &str {
+        if self.options.model.is_empty() {
+            self.provider.model()
+        } else {
+            &self.options.model
+        }
+    }
+
+    /// The shared permission policy.
+    pub fn policy(&self) -> &SharedPolicy {
+        &self.policy
+    }
+
+    /// The session transcript, if any.
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// The tools this agent has.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// Forgets the conversation (`/clear`); the transcript records it.
+    pub fn clear(&mut self) -> Result<(), crate::session::SessionError> {
+        self.messages.clear();
+        self.measured = None;
+        if let Some(session) = &mut self.session {
+            session.replace("clear", &[])?;
+        }
+        Ok(())
+    }
+
+    /// Runs the loop for one user input until the model ends its turn or a stop
+    /// condition hits. Never panics on model or tool failures: they end up in the
+    /// outcome or in tool results.
+    pub async fn run(
+        &mut self,
+        input: &str,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> RunResult {
+        let mut usage = Usage::default();
+        let mut turns = 0;
+        let outcome = self.run_inner(input, events, &cancel, &mut usage, &mut turns).await;
+        let final_text = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(Message::text)
+            .unwrap_or_default();
+        // Whatever happened, leave a history every provider accepts.
+        if let Some(what) = repair_chain(&mut self.messages) {
+            events.emit(AgentEvent::Notice {
+                text: format!("repaired the history: {what}"),
+            });
+            self.persist_replace("repair", events);
+        }
+        let result = RunResult {
+            outcome,
+            final_text,
+            turns,
+            usage,
+        };
+        events.emit(AgentEvent::Done {
+            outcome: result.outcome.clone(),
+            final_text: result.final_text.clone(),
+            turns: result.turns,
+            usage: result.usage,
+        });
+        result
+    }
+
+    async fn run_inner(
+        &mut self,
+        input: &str,
+        events: &EventSink,
+        cancel: &CancellationToken,
+        usage: &mut Usage,
+        turns: &mut u32,
+    ) -> Outcome {
+        let instructions = self
+            .instructions
+            .clone()
+            .filter(|_| self.messages.is_empty());
+        let mut blocks: Vec<ContentBlock> = instructions
+            .into_iter()
+            .chain(self.pending_reminders.drain(..))
+            .map(|text| ContentBlock::Text {
+                text: system_reminder(&text),
+            })
+            .collect();
+        blocks.push(ContentBlock::Text {
+            text: input.to_string(),
+        });
+        self.append_user(blocks, events);
+
+        let mut unknown_streak = 0;
+        loop {
+            if cancel.is_cancelled() {
+                return Outcome::Cancelled;
+            }
+            if *turns >= self.options.max_turns {
+                events.emit(AgentEvent::Notice {
+                    text: format!(
+                        "The agent ran {} turns without finishing and was stopped. Continue with a new message, or raise the limit with --max-turns.",
+                        self.options.max_turns
+                    ),
+                });
+                return Outcome::MaxTurns {
+                    limit: self.options.max_turns,
+                };
+            }
+            *turns += 1;
+            self.inject_turn_reminders(events).await;
+            self.compact_if_needed(events, cancel, usage).await;
+
+            events.emit(AgentEvent::TurnStart { turn: *turns });
+            let request = self.request();
+            let call = roo_llm::collect(self.provider.stream(request), |event| {
+                forward_stream_event(event, events)
+            })
+            .fuse();
+            let response = tokio::select! {
+                r = call => r,
+                _ = cancel.cancelled() => return Outcome::Cancelled,
+            };
+            let response = match response {
+                Ok(response) => response,
+                Err(e) => {
+                    let message = e.to_string();
+                    events.emit(AgentEvent::Error {
+                        message: message.clone(),
+                    });
+                    return Outcome::Error { message };
+                }
+            };
+
+            usage.add(&response.usage);
+            self.total_usage.add(&response.usage);
+            events.emit(AgentEvent::Usage {
+                turn: response.usage,
+                total: self.total_usage,
+                cost_usd: roo_llm::cost(self.model(), &self.total_usage),
+            });
+            if response.stop_reason == StopReason::MaxTokens {
+                events.emit(AgentEvent::Notice {
+                    text: format!(
+                        "the response hit the output limit of {} tokens",
+                        self.options.max_tokens
+                    ),
+                });
+            }
+
+            let message = response.message;
+            let calls: Vec<(String, String, Value)> = message
+                .tool_uses()
+                .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
+                .collect();
+            if !message.content.is_empty() {
+                events.emit(AgentEvent::AssistantMessage {
+                    message: message.clone(),
+                });
+                self.append(message, events);
+            }
+            self.measured = Some((
+                self.messages.len(),
+                response.usage.context_tokens() + response.usage.output_tokens,
+            ));
+            if calls.is_empty() {
+                return Outcome::Completed;
+            }
+
+            let unknown: Vec<String> = calls
+                .iter()
+                .filter(|(_, name, _)| self.tools.get(name).is_none())
+                .map(|(_, name, _)| name.clone())
+                .collect();
+            let all_unknown = unknown.len() == calls.len();
+
+            let results = self.execute(calls, events, cancel).await;
+            self.append_user(results, events);
+
+            if cancel.is_cancelled() {
+                return Outcome::Cancelled;
+            }
+            if all_unknown {
+                unknown_streak += 1;
+                if unknown_streak >= self.options.unknown_tool_limit {
+                    return Outcome::UnknownTools { names: unknown };
+                }
+            } else {
+                unknown_streak = 0;
+            }
+        }
+    }
+
+    fn request(&self) -> Request {
+        let mut system = self.system.clone();
+        if self.policy_mode_is_plan() {
+            system.push(plan_mode_reminder(&self.plan_file));
+        }
+        Request {
+            model: self.options.model.clone(),
+            system,
+            messages: self.messages.clone(),
+            tools: self.tools.specs(),
+            max_tokens: self.options.max_tokens,
+            temperature: None,
+            agent: self.options.agent_name.clone(),
+        }
+    }
+
+    fn policy_mode_is_plan(&self) -> bool {
+        self.policy
+            .read()
+            .map(|p| p.mode() == crate::permissions::PermissionMode::Plan)
+            .unwrap_or(false)
+    }
+
+    async fn inject_turn_reminders(&mut self, events: &EventSink) {
+        let mut texts = Vec::new();
+        for hook in &self.hooks {
+            texts.extend(hook.before_turn().await);
+        }
+        if texts.is_empty() {
+            return;
+        }
+        events.emit(AgentEvent::Notice {
+            text: format!("{} message(s) delivered into the conversation", texts.len()),
+        });
+        let blocks = texts
+            .iter()
+            .map(|t| ContentBlock::Text {
+                text: system_reminder(t),
+            })
+            .collect();
+        self.append_user(blocks, events);
+    }
+
+    /// Estimated size of the next prompt: the last measured usage plus an estimate of
+    /// what was appended since.
+    fn estimated_prompt_tokens(&self) -> u64 {
+        let fixed: u64 = self.system.iter().map(|s| estimate_text(s)).sum();
+        match self.measured {
+            Some((covered, tokens)) if covered <= self.messages.len() => {
+                tokens + estimate_tokens(&self.messages[covered..])
+            }
+            _ => fixed + estimate_tokens(&self.messages),
+        }
+    }
+
+    async fn compact_if_needed(
+        &mut self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+        usage: &mut Usage,
+    ) {
+        let window = self.provider.context_window();
+        let estimate = self.estimated_prompt_tokens();
+        if (estimate as f64) < window as f64 * self.options.compaction.threshold {
+            return;
+        }
+        let base = self.request();
+        let Some(compacted) = compact(
+            self.provider.as_ref(),
+            &base,
+            &self.messages,
+            window,
+            &self.options.compaction,
+            cancel,
+        )
+        .await
+        else {
+            return;
+        };
+        if let Some(reason) = &compacted.fallback_reason {
+            events.emit(AgentEvent::Notice {
+                text: format!("context summary not used ({reason}); dropped the oldest rounds instead"),
+            });
+        }
+        usage.add(&compacted.usage);
+        self.total_usage.add(&compacted.usage);
+        events.emit(AgentEvent::Compaction {
+            method: compacted.method,
+            messages_before: self.messages.len(),
+            messages_after: compacted.messages.len(),
+            tokens_before: estimate,
+        });
+        self.messages = compacted.messages;
+        if let (Some(text), Some(first)) = (&self.instructions, self.messages.first_mut()) {
+            first.content.insert(
+                0,
+                ContentBlock::Text {
+                    text: system_reminder(text),
+                },
+            );
+        }
+        self.measured = None;
+        self.persist_replace("compaction", events);
+    }
+
+    /// Runs the calls of one response: consecutive concurrency-safe calls together
+    /// (at most `tool_concurrency` at once), the others one by one. Results come back
+    /// in call order.
+    async fn execute(
+        &self,
+        calls: Vec<(String, String, Value)>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Vec<ContentBlock> {
+        let mut context = self.context.clone();
+        context.cancel = cancel.clone();
+        let mut results = Vec::with_capacity(calls.len());
+        for batch in partition(calls, &self.tools) {
+            if batch.concurrent {
+                let outputs: Vec<ContentBlock> = stream::iter(
+                    batch
+                        .calls
+                        .into_iter()
+                        .map(|call| self.execute_one(call, &context, events)),
+                )
+                .buffered(self.options.tool_concurrency.max(1))
+                .collect()
+                .await;
+                results.extend(outputs);
+            } else {
+                for call in batch.calls {
+                    results.push(self.execute_one(call, &context, events).await);
+                }
+            }
+        }
+        results
+    }
+
+    async fn execute_one(
+        &self,
+        (id, name, input): (String, String, Value),
+        context: &ToolContext,
+        events: &EventSink,
+    ) -> ContentBlock {
+        let output = if context.cancel.is_cancelled() {
+            ToolOutput::error("Interrupted by the user before this call ran.")
+        } else {
+            match self.tools.get(&name) {
+                None => ToolOutput::error(format!(
+                    "Unknown tool \"{name}\". Available tools: {}.",
+                    self.tools.names().collect::<Vec<_>>().join(", ")
+                )),
+                Some(tool) if !input.is_object() => ToolOutput::error(format!(
+                    "The input of {} must be a JSON object matching its schema, got: {input}",
+                    tool.name()
+                )),
+                Some(tool) => self.call_permitted(tool.as_ref(), &id, input, context, events).await,
+            }
+        };
+        let output = spill_if_large(output, &id, context);
+        ContentBlock::ToolResult {
+            tool_use_id: id,
+            content: output.content,
+            is_error: output.is_error,
+        }
+    }
+
+    async fn call_permitted(
+        &self,
+        tool: &dyn Tool,
+        id: &str,
+        input: Value,
+        context: &ToolContext,
+        events: &EventSink,
+    ) -> ToolOutput {
+        let summary = tool.summarize(&input);
+        let decision = match self.policy.read() {
+            Ok(policy) => policy.check(tool, &input, &context.cwd),
+            Err(_) => PermissionDecision::Deny {
+                reason: "the permission policy is unavailable".to_string(),
+            },
+        };
+        let denied = |reason: String| {
+            events.emit(AgentEvent::PermissionDenied {
+                id: id.to_string(),
+                summary: summary.clone(),
+                reason: reason.clone(),
+            });
+            ToolOutput::error(format!("Permission denied for {summary}: {reason}"))
+        };
+        match decision {
+            PermissionDecision::Allow => {}
+            PermissionDecision::Deny { reason } => return denied(reason),
+            PermissionDecision::Ask { reason } => {
+                let request = match self.policy.read() {
+                    Ok(policy) => policy.request(tool, &input, reason),
+                    Err(_) => return denied("the permission policy is unavailable".to_string()),
+                };
+                let _one_question_at_a_time = self.ask_lock.lock().await;
+                events.emit(AgentEvent::PermissionRequest {
+                    request: request.clone(),
+                });
+                let approval = tokio::select! {
+                    a = self.approver.ask(&request) => a,
+                    _ = context.cancel.cancelled() => Approval::Deny { feedback: Some("the run was cancelled".to_string()) },
+                };
+                match approval {
+                    Approval::AllowOnce => {}
+                    Approval::AllowAlways => {
+                        let saved = match self.policy.write() {
+                            Ok(mut policy) => policy.allow_always(&request.suggested_rule),
+                            Err(_) => Ok(()),
+                        };
+                        if let Err(e) = saved {
+                            events.emit(AgentEvent::Error {
+                                message: format!("could not save the rule {}: {e}", request.suggested_rule),
+                            });
+                        }
+                    }
+                    Approval::Deny { feedback } => {
+                        let reason = match feedback {
+                            Some(f) if !f.trim().is_empty() => {
+                                format!("the user refused this call and said: {}", f.trim())
+                            }
+                            _ => "the user refused this call".to_string(),
+                        };
+                        return denied(reason);
+                    }
+                }
+            }
+        }
+
+        events.emit(AgentEvent::ToolStart {
+            id: id.to_string(),
+            name: tool.name().to_string(),
+            summary: summary.clone(),
+            input: input.clone(),
+        });
+        let started = Instant::now();
+        let output = tool.call(input, context).await;
+        events.emit(AgentEvent::ToolEnd {
+            id: id.to_string(),
+            name: tool.name().to_string(),
+            summary,
+            is_error: output.is_error,
+            preview: preview(&output.content),
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+        output
+    }
+
+    fn append(&mut self, message: Message, events: &EventSink) {
+        if let Some(session) = &mut self.session
+            && let Err(e) = session.append_message(&message)
+        {
+            events.emit(AgentEvent::Error {
+                message: e.to_string(),
+            });
+        }
+        self.messages.push(message);
+    }
+
+    fn append_user(&mut self, blocks: Vec<ContentBlock>, events: &EventSink) {
+        if blocks.is_empty() {
+            return;
+        }
+        let merge = self.messages.last().is_some_and(|m| m.role == Role::User);
+        push_user(&mut self.messages, blocks.clone());
+        if merge {
+            // The transcript only appends: record the merged message as a replace of
+            // the history, which replays to the same conversation.
+            self.persist_replace("merge user input", events);
+        } else if let Some(session) = &mut self.session
+            && let Some(last) = self.messages.last()
+            && let Err(e) = session.append_message(last)
+        {
+            events.emit(AgentEvent::Error {
+                message: e.to_string(),
+            });
+        }
+    }
+
+    fn persist_replace(&mut self, reason: &str, events: &EventSink) {
+        if let Some(session) = &mut self.session
+            && let Err(e) = session.replace(reason, &self.messages)
+        {
+            events.emit(AgentEvent::Error {
+                message: e.to_string(),
+            });
+        }
+    }
+}
+
+fn forward_stream_event(event: &StreamEvent, events: &EventSink) {
+    match event {
+        StreamEvent::TextDelta { text } => events.emit(AgentEvent::TextDelta { text: text.clone() }),
+        StreamEvent::ThinkingDelta { text } => {
+            events.emit(AgentEvent::ThinkingDelta { text: text.clone() })
+        }
+        _ => {}
+    }
+}
+
+/// First lines of a result, for UIs.
+fn preview(content: &str) -> String {
+    const MAX_LINES: usize = 4;
+    const MAX_CHARS: usize = 400;
+    let mut out: String = content.lines().take(MAX_LINES).collect::<Vec<_>>().join("\n");
+    if out.chars().count() > MAX_CHARS {
+        out = out.chars().take(MAX_CHARS).collect();
+        out.push('…');
+    } else if content.lines().count() > MAX_LINES {
+        out.push_str("\n…");
+    }
+    out
+}
+
+/// Calls that run together or alone.
+#[derive(Debug, PartialEq)]
+struct Batch {
+    concurrent: bool,
+    calls: Vec<(String, String, Value)>,
+}
+
+/// Partitions calls into batches: consecutive concurrency-safe calls share one
+/// batch; every other call gets a batch of its own. Unknown tools count as unsafe.
+fn partition(calls: Vec<(String, String, Value)>, tools: &ToolRegistry) -> Vec<Batch> {
+    let mut batches: Vec<Batch> = Vec::new();
+    for call in calls {
+        let safe = tools
+            .get(&call.1)
+            .is_some_and(|t| t.is_concurrency_safe(&call.2));
+        match batches.last_mut() {
+            Some(last) if safe && last.concurrent => last.calls.push(call),
+            _ => batches.push(Batch {
+                concurrent: safe,
+                calls: vec![call],
+            }),
+        }
+    }
+    batches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::{PermissionTarget, ToolKind};
+    use serde_json::json;
+
+    struct Fake {
+        name: &'static str,
+        safe: bool,
+    }
+
+    impl Tool for Fake {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn description(&self) -> String {
+            String::new()
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn kind(&self) -> ToolKind {
+            ToolKind::Read
+        }
+        fn is_concurrency_safe(&self, _: &Value) -> bool {
+            self.safe
+        }
+        fn permission_target(&self, _: &Value) -> PermissionTarget {
+            PermissionTarget::None
+        }
+        fn call<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+            Box::pin(async { ToolOutput::ok("") })
+        }
+    }
+
+    #[test]
+    fn partition_matches_the_seed_example() {
+        let mut tools = ToolRegistry::new();
+        tools.register(Arc::new(Fake { name: "Read", safe: true }));
+        tools.register(Arc::new(Fake { name: "Edit", safe: false }));
+        let names = ["Read", "Read", "Edit", "Read", "Read", "Nope", "Read"];
+        let calls = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (i.to_string(), n.to_string(), json!({})))
+            .collect();
+        let shape: Vec<(bool, usize)> = partition(calls, &tools)
+            .iter()
+            .map(|b| (b.concurrent, b.calls.len()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![(true, 2), (false, 1), (true, 2), (false, 1), (true, 1)]
+        );
+    }
+
+    #[test]
+    fn preview_is_short() {
+        let long = (0..100).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        let p = preview(&long);
+        assert_eq!(p.lines().count(), 5);
+        assert!(p.ends_with('…'));
+    }
+}

@@ -1,0 +1,190 @@
+//! Plan mode tools: `EnterPlanMode` and `ExitPlanMode`.
+//!
+//! Plan mode is enforced by the prompt (seed 000, Plan Mode：只想不做): the permission
+//! matrix stays as in default mode, only the plan file is auto-allowed. Leaving plan
+//! mode is a write-class call, so in plan mode it always goes through the permission
+//! layer and the human (or, for a teammate, the lead) approves the plan.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::agent_loop::SharedPolicy;
+use crate::permissions::PermissionMode;
+use crate::prompt::plan_mode_reminder;
+use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+
+/// State shared by the two plan-mode tools.
+struct PlanState {
+    policy: SharedPolicy,
+    plan_file: PathBuf,
+    /// Mode to return to when the plan is approved.
+    previous: Mutex<Option<PermissionMode>>,
+}
+
+/// Builds the `EnterPlanMode` and `ExitPlanMode` tools over one policy.
+pub fn plan_mode_tools(policy: SharedPolicy, plan_file: PathBuf) -> Vec<Arc<dyn Tool>> {
+    let state = Arc::new(PlanState {
+        policy,
+        plan_file,
+        previous: Mutex::new(None),
+    });
+    vec![
+        Arc::new(EnterPlanMode(state.clone())),
+        Arc::new(ExitPlanMode(state)),
+    ]
+}
+
+/// Switches the agent into plan mode.
+struct EnterPlanMode(Arc<PlanState>);
+
+/// Presents the plan for approval and leaves plan mode when it is approved.
+struct ExitPlanMode(Arc<PlanState>);
+
+impl PlanState {
+    fn mode(&self) -> Option<PermissionMode> {
+        self.policy.read().ok().map(|p| p.mode())
+    }
+
+    fn set_mode(&self, mode: PermissionMode) -> bool {
+        match self.policy.write() {
+            Ok(mut policy) => {
+                policy.set_mode(mode);
+                policy.set_plan_file(
+                    (mode == PermissionMode::Plan).then(|| self.plan_file.clone()),
+                );
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+impl Tool for EnterPlanMode {
+    fn name(&self) -> &str {
+        "EnterPlanMode"
+    }
+
+    fn description(&self) -> String {
+        "Switch to plan mode before a large or risky change (many files, unclear requirements, \
+         several possible designs). In plan mode you explore read-only, write your plan to the \
+         plan file, and call ExitPlanMode to ask the user to approve it before changing anything. \
+         Do not use it for small, clear tasks."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    fn call<'a>(&'a self, _input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let state = &self.0;
+            match state.mode() {
+                Some(PermissionMode::Plan) => {
+                    return ToolOutput::ok(format!(
+                        "Plan mode is already active.\n\n{}",
+                        plan_mode_reminder(&state.plan_file)
+                    ));
+                }
+                Some(PermissionMode::DontAsk) => {
+                    return ToolOutput::error(
+                        "Plan mode is not available to this agent: nobody could approve the plan.",
+                    );
+                }
+                Some(current) => {
+                    if let Ok(mut previous) = state.previous.lock() {
+                        *previous = Some(current);
+                    }
+                }
+                None => {}
+            }
+            if !state.set_mode(PermissionMode::Plan) {
+                return ToolOutput::error("The permission policy is unavailable.");
+            }
+            ToolOutput::ok(format!(
+                "Entered plan mode.\n\n{}",
+                plan_mode_reminder(&state.plan_file)
+            ))
+        })
+    }
+}
+
+impl Tool for ExitPlanMode {
+    fn name(&self) -> &str {
+        "ExitPlanMode"
+    }
+
+    fn description(&self) -> String {
+        "In plan mode, present your finished plan to the user for approval. Pass the complete \
+         plan (Markdown: the steps, the files to change, how you will verify). If the user \
+         approves, plan mode ends and you carry out the plan; if not, you get their feedback and \
+         stay in plan mode to revise it. Only call it when the plan is complete."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "plan": {"type": "string", "description": "The complete plan, in Markdown."}
+            },
+            "required": ["plan"],
+            "additionalProperties": false
+        })
+    }
+
+    /// Write-class: in plan mode the permission layer asks the human to approve.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Write
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let plan = input.get("plan").and_then(Value::as_str).unwrap_or("");
+        format!("ExitPlanMode: approve this plan?\n\n{}", plan.trim())
+    }
+
+    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let state = &self.0;
+            if state.mode() != Some(PermissionMode::Plan) {
+                return ToolOutput::error("Plan mode is not active; there is nothing to exit.");
+            }
+            let Some(plan) = input.get("plan").and_then(Value::as_str) else {
+                return ToolOutput::error("Missing required string field \"plan\".");
+            };
+            let plan_file = state.plan_file.clone();
+            let text = plan.to_string();
+            let saved = tokio::task::spawn_blocking(move || {
+                if let Some(dir) = plan_file.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::fs::write(&plan_file, text)
+            })
+            .await;
+            let note = match saved {
+                Ok(Ok(())) => format!("The plan is saved in {}.", state.plan_file.display()),
+                Ok(Err(e)) => format!("(The plan could not be saved: {e}.)"),
+                Err(e) => format!("(The plan could not be saved: {e}.)"),
+            };
+            let back_to = state
+                .previous
+                .lock()
+                .ok()
+                .and_then(|mut p| p.take())
+                .unwrap_or(PermissionMode::Default);
+            if !state.set_mode(back_to) {
+                return ToolOutput::error("The permission policy is unavailable.");
+            }
+            ToolOutput::ok(format!(
+                "The user approved the plan. Plan mode is off (permission mode: {back_to}). {note} Carry out the plan now."
+            ))
+        })
+    }
+}

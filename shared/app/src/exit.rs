@@ -1,0 +1,57 @@
+//! Exit codes of `roo-lead` and `roo-worker`, and the errors that map onto them.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | the run completed |
+//! | 1 | the run ended without completing (max turns, cancelled, repeated unknown tools) |
+//! | 2 | usage or configuration error (bad flag, no model configured, bad config file) |
+//! | 3 | file or session I/O error |
+//! | 4 | the model could not be reached or refused the request |
+
+use roo_agent::event::Outcome;
+
+/// The run completed.
+pub const OK: u8 = 0;
+/// The run ended without completing.
+pub const NOT_COMPLETED: u8 = 1;
+/// Usage or configuration error.
+pub const USAGE: u8 = 2;
+/// File or session I/O error.
+pub const IO: u8 = 3;
+/// The model could not be reached or refused the request.
+pub const MODEL: u8 = 4;
+
+/// Errors that end `roo-lead` before or outside a run. Messages read after "roo-lead: ".
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Io(String),
+    #[error("{0}")]
+    Model(String),
+}
+
+impl AppError {
+    /// The documented exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            AppError::Usage(_) | AppError::Config(_) => USAGE,
+            AppError::Io(_) => IO,
+            AppError::Model(_) => MODEL,
+        }
+    }
+}
+
+/// Exit code for how a run ended.
+pub fn for_outcome(outcome: &Outcome) -> u8 {
+    match outcome {
+        Outcome::Completed => OK,
+        Outcome::MaxTurns { .. } | Outcome::Cancelled | Outcome::UnknownTools { .. } => {
+            NOT_COMPLETED
+        }
+        Outcome::Error { .. } => MODEL,
+    }
+}

@@ -1,0 +1,147 @@
+//! `roo-lead`: flags and entry point.
+//!
+//! Without `-p` on a terminal it starts the interactive REPL; with `-p PROMPT` (or
+//! with stdin not a terminal and `-p -`) it runs once and prints the answer.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+
+use crate::exit::{self, AppError};
+use crate::{headless, repl, setup};
+
+/// Output of a headless run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The final answer as plain text.
+    Text,
+    /// One JSON object with the answer, outcome, usage and cost.
+    Json,
+    /// Every agent event as a JSON line while it happens, then the result object.
+    StreamJson,
+}
+
+/// Model provider flags (shared with `roo-worker`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ProviderArgs {
+    /// Model provider: anthropic, openai (any OpenAI-compatible server) or script.
+    #[arg(long, env = "ROO_PROVIDER", value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, e.g. claude-sonnet-4-5, gpt-4.1, qwen2.5-coder.
+    #[arg(long, env = "ROO_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// API base URL (OpenAI-compatible: up to and including /v1; Anthropic: the root).
+    #[arg(long, env = "ROO_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Script file for --provider script (replayed turns; see docs/LLM.md).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+}
+
+/// roo-lead — the RooCode Teams lead agent.
+#[derive(Debug, Parser)]
+#[command(
+    name = "roo-lead",
+    version,
+    about = "RooCode Teams: an AI coding agent for your terminal",
+    after_help = "Examples:\n  roo-lead                                  interactive session in this directory\n  roo-lead -p \"why does test_parse fail?\"   one-shot, prints the answer\n  roo-lead -p - < task.md                   prompt from stdin\n  roo-lead --continue                       resume the latest session of this project\n  roo-lead -p \"fix the bug\" --permission-mode acceptEdits --output-format json\n  roo-lead --provider openai --base-url http://localhost:11434/v1 --model qwen2.5-coder\n\nExit codes: 0 done, 1 the run did not finish (max turns, cancelled, denied), 2 usage or\nconfiguration error, 3 file or session I/O error, 4 the model could not be reached or refused."
+)]
+pub struct LeadArgs {
+    /// Run once with this prompt and print the result ("-" reads it from stdin).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// Output format of a -p run.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+
+    /// Permission mode: default, acceptEdits, plan or bypassPermissions. In a -p run a
+    /// question nobody can answer is denied.
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+
+    /// Maximum model turns per prompt.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub max_turns: u32,
+
+    /// Resume a session by id.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
+    pub resume: Option<String>,
+
+    /// Resume the most recent session of this project.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_latest: bool,
+
+    /// Work in this directory instead of the current one.
+    #[arg(short = 'C', long = "cwd", value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+
+    /// Print progress (tool calls) to stderr in -p runs.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Entry point of the `roo-lead` binary.
+pub fn main() -> ExitCode {
+    let args = match LeadArgs::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(exit::USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("roo-lead: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::Io(format!("failed to start the async runtime: {e}")))?;
+    let interactive = args.prompt.is_none();
+    if interactive && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return Err(AppError::Usage(
+            "the interactive mode needs a terminal; pass -p \"PROMPT\" (or -p - to read stdin) for a one-shot run".to_string(),
+        ));
+    }
+    runtime.block_on(async move {
+        let prompt = match &args.prompt {
+            Some(p) if p == "-" => Some(read_stdin().await?),
+            Some(p) => Some(p.clone()),
+            None => None,
+        };
+        let mut built = setup::build(&args, interactive).await?;
+        match prompt {
+            Some(prompt) => headless::run(&mut built, &prompt, args.output_format, args.verbose).await,
+            None => repl::run(built).await,
+        }
+    })
+}
+
+async fn read_stdin() -> Result<String, AppError> {
+    use tokio::io::AsyncReadExt;
+    let mut text = String::new();
+    tokio::io::stdin()
+        .read_to_string(&mut text)
+        .await
+        .map_err(|e| AppError::Io(format!("failed to read the prompt from stdin: {e}")))?;
+    if text.trim().is_empty() {
+        return Err(AppError::Usage("the prompt on stdin is empty".to_string()));
+    }
+    Ok(text)
+}

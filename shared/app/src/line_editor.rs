@@ -1,0 +1,274 @@
+//! A small line editor for the REPL prompt: insert, delete, move, history, paste.
+//!
+//! Key handling is a pure state machine ([`LineEditor::key`]) so it is unit-tested
+//! without a terminal; [`LineEditor::render`] redraws the prompt in place, handling
+//! lines that wrap past the terminal width.
+
+use std::io::Write;
+
+use crossterm::cursor::{MoveToColumn, MoveUp};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::queue;
+use crossterm::terminal::{Clear, ClearType};
+
+/// What a key did to the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditAction {
+    /// Keep editing (redraw).
+    Continue,
+    /// Enter: the line is done.
+    Submit(String),
+    /// Ctrl+C.
+    Interrupt,
+    /// Ctrl+D on an empty line.
+    Eof,
+}
+
+/// The prompt line being edited, and the history of submitted lines.
+#[derive(Debug, Default)]
+pub struct LineEditor {
+    buf: Vec<char>,
+    cursor: usize,
+    history: Vec<String>,
+    /// Index into `history` while browsing with Up/Down.
+    browsing: Option<usize>,
+    /// The unsent line, kept while browsing history.
+    draft: Vec<char>,
+    /// Rows above the cursor the last render used (for redraw in place).
+    rendered_rows_above: u16,
+}
+
+impl LineEditor {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current text.
+    pub fn text(&self) -> String {
+        self.buf.iter().collect()
+    }
+
+    /// Empties the line.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.cursor = 0;
+        self.browsing = None;
+    }
+
+    /// Inserts pasted text (may contain newlines) at the cursor.
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        for c in text.chars() {
+            self.buf.insert(self.cursor, c);
+            self.cursor += 1;
+        }
+    }
+
+    /// Applies one key.
+    pub fn key(&mut self, key: KeyEvent) -> EditAction {
+        if key.kind == KeyEventKind::Release {
+            return EditAction::Continue;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('c') if ctrl => return EditAction::Interrupt,
+            KeyCode::Char('d') if ctrl => {
+                if self.buf.is_empty() {
+                    return EditAction::Eof;
+                }
+                self.delete_forward();
+            }
+            KeyCode::Char('a') if ctrl => self.cursor = 0,
+            KeyCode::Char('e') if ctrl => self.cursor = self.buf.len(),
+            KeyCode::Char('u') if ctrl => {
+                self.buf.drain(..self.cursor);
+                self.cursor = 0;
+            }
+            KeyCode::Char('k') if ctrl => self.buf.truncate(self.cursor),
+            KeyCode::Char('w') if ctrl => self.delete_word_back(),
+            KeyCode::Char('j') if ctrl => self.insert('\n'),
+            KeyCode::Char(c) if !ctrl => self.insert(c),
+            KeyCode::Enter => {
+                // A trailing backslash continues the input on a new line.
+                if self.cursor == self.buf.len() && self.buf.last() == Some(&'\\') {
+                    self.buf.pop();
+                    self.cursor -= 1;
+                    self.insert('\n');
+                    return EditAction::Continue;
+                }
+                let line = self.text();
+                if !line.trim().is_empty() && self.history.last() != Some(&line) {
+                    self.history.push(line.clone());
+                }
+                self.clear();
+                return EditAction::Submit(line);
+            }
+            KeyCode::Backspace if self.cursor > 0 => {
+                self.cursor -= 1;
+                self.buf.remove(self.cursor);
+            }
+            KeyCode::Delete => self.delete_forward(),
+            KeyCode::Left => self.cursor = self.cursor.saturating_sub(1),
+            KeyCode::Right => self.cursor = (self.cursor + 1).min(self.buf.len()),
+            KeyCode::Home => self.cursor = 0,
+            KeyCode::End => self.cursor = self.buf.len(),
+            KeyCode::Up => self.history_back(),
+            KeyCode::Down => self.history_forward(),
+            _ => {}
+        }
+        EditAction::Continue
+    }
+
+    fn insert(&mut self, c: char) {
+        self.buf.insert(self.cursor, c);
+        self.cursor += 1;
+    }
+
+    fn delete_forward(&mut self) {
+        if self.cursor < self.buf.len() {
+            self.buf.remove(self.cursor);
+        }
+    }
+
+    fn delete_word_back(&mut self) {
+        let mut start = self.cursor;
+        while start > 0 && self.buf[start - 1].is_whitespace() {
+            start -= 1;
+        }
+        while start > 0 && !self.buf[start - 1].is_whitespace() {
+            start -= 1;
+        }
+        self.buf.drain(start..self.cursor);
+        self.cursor = start;
+    }
+
+    fn history_back(&mut self) {
+        let index = match self.browsing {
+            None if self.history.is_empty() => return,
+            None => {
+                self.draft = self.buf.clone();
+                self.history.len() - 1
+            }
+            Some(0) => return,
+            Some(i) => i - 1,
+        };
+        self.browsing = Some(index);
+        self.buf = self.history[index].chars().collect();
+        self.cursor = self.buf.len();
+    }
+
+    fn history_forward(&mut self) {
+        let Some(i) = self.browsing else { return };
+        if i + 1 < self.history.len() {
+            self.browsing = Some(i + 1);
+            self.buf = self.history[i + 1].chars().collect();
+        } else {
+            self.browsing = None;
+            self.buf = std::mem::take(&mut self.draft);
+        }
+        self.cursor = self.buf.len();
+    }
+
+    /// Redraws `prompt` and the line in place. Newlines show as `↵` so the line stays
+    /// one logical row; rows wrapped by the terminal are accounted for.
+    pub fn render(&mut self, out: &mut impl Write, prompt: &str, width: u16) -> std::io::Result<()> {
+        let width = usize::from(width.max(10));
+        let shown: String = self
+            .buf
+            .iter()
+            .map(|&c| if c == '\n' { '↵' } else { c })
+            .collect();
+        let prompt_len = prompt.chars().count();
+        if self.rendered_rows_above > 0 {
+            queue!(out, MoveUp(self.rendered_rows_above))?;
+        }
+        queue!(out, MoveToColumn(0), Clear(ClearType::FromCursorDown))?;
+        write!(out, "{prompt}{shown}")?;
+        let end = prompt_len + self.buf.len();
+        let at = prompt_len + self.cursor;
+        // Where the terminal left the cursor after printing, and where it should be.
+        let end_row = if end > 0 && end % width == 0 { end / width - 1 } else { end / width };
+        let (row, col) = (at / width, at % width);
+        if end_row > row {
+            queue!(out, MoveUp((end_row - row) as u16))?;
+        }
+        queue!(out, MoveToColumn(col as u16))?;
+        self.rendered_rows_above = row as u16;
+        out.flush()
+    }
+
+    /// Forgets the previous render (after the line was submitted and a newline printed).
+    pub fn reset_render(&mut self) {
+        self.rendered_rows_above = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(ed: &mut LineEditor, code: KeyCode) -> EditAction {
+        ed.key(KeyEvent::new(code, KeyModifiers::NONE))
+    }
+
+    fn ctrl(ed: &mut LineEditor, c: char) -> EditAction {
+        ed.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+    }
+
+    fn typed(ed: &mut LineEditor, text: &str) {
+        for c in text.chars() {
+            press(ed, KeyCode::Char(c));
+        }
+    }
+
+    #[test]
+    fn edit_and_submit() {
+        let mut ed = LineEditor::new();
+        typed(&mut ed, "helo");
+        press(&mut ed, KeyCode::Left);
+        typed(&mut ed, "l");
+        assert_eq!(press(&mut ed, KeyCode::Enter), EditAction::Submit("hello".into()));
+        assert_eq!(ed.text(), "");
+    }
+
+    #[test]
+    fn history_browsing_keeps_the_draft() {
+        let mut ed = LineEditor::new();
+        typed(&mut ed, "first");
+        press(&mut ed, KeyCode::Enter);
+        typed(&mut ed, "second");
+        press(&mut ed, KeyCode::Enter);
+        typed(&mut ed, "dra");
+        press(&mut ed, KeyCode::Up);
+        assert_eq!(ed.text(), "second");
+        press(&mut ed, KeyCode::Up);
+        assert_eq!(ed.text(), "first");
+        press(&mut ed, KeyCode::Down);
+        press(&mut ed, KeyCode::Down);
+        assert_eq!(ed.text(), "dra");
+    }
+
+    #[test]
+    fn control_keys() {
+        let mut ed = LineEditor::new();
+        assert_eq!(ctrl(&mut ed, 'd'), EditAction::Eof);
+        typed(&mut ed, "rm -rf build");
+        ctrl(&mut ed, 'w');
+        assert_eq!(ed.text(), "rm -rf ");
+        assert_eq!(ctrl(&mut ed, 'c'), EditAction::Interrupt);
+        ctrl(&mut ed, 'u');
+        assert_eq!(ed.text(), "");
+    }
+
+    #[test]
+    fn backslash_enter_continues_and_paste_keeps_newlines() {
+        let mut ed = LineEditor::new();
+        typed(&mut ed, "line one\\");
+        assert_eq!(press(&mut ed, KeyCode::Enter), EditAction::Continue);
+        ed.paste("two\r\nthree");
+        assert_eq!(
+            press(&mut ed, KeyCode::Enter),
+            EditAction::Submit("line one\ntwo\nthree".into())
+        );
+    }
+}

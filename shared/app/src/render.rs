@@ -1,0 +1,257 @@
+//! Terminal rendering of agent events: streamed text, one-line tool summaries,
+//! colours only on a terminal and never with `NO_COLOR`.
+
+use std::io::{IsTerminal, Write};
+
+use roo_agent::event::{AgentEvent, CompactionMethod, Outcome};
+
+/// Colour on or off for one stream.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    color: bool,
+}
+
+impl Style {
+    /// Colours for stdout when it is a terminal and `NO_COLOR` is unset.
+    pub fn for_stdout() -> Self {
+        Self {
+            color: std::io::stdout().is_terminal() && no_color_unset(),
+        }
+    }
+
+    /// Colours for stderr when it is a terminal and `NO_COLOR` is unset.
+    pub fn for_stderr() -> Self {
+        Self {
+            color: std::io::stderr().is_terminal() && no_color_unset(),
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    pub fn dim(&self, text: &str) -> String {
+        self.paint("2", text)
+    }
+    pub fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+    pub fn red(&self, text: &str) -> String {
+        self.paint("31", text)
+    }
+    pub fn green(&self, text: &str) -> String {
+        self.paint("32", text)
+    }
+    pub fn yellow(&self, text: &str) -> String {
+        self.paint("33", text)
+    }
+    pub fn cyan(&self, text: &str) -> String {
+        self.paint("36", text)
+    }
+}
+
+fn no_color_unset() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Writes to the terminal in raw mode, where `\n` alone does not return the
+/// carriage: every newline becomes `\r\n`.
+pub struct RawWriter<W: Write> {
+    inner: W,
+}
+
+impl<W: Write> RawWriter<W> {
+    pub fn new(inner: W) -> Self {
+        Self { inner }
+    }
+}
+
+impl<W: Write> Write for RawWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut start = 0;
+        for (i, &b) in buf.iter().enumerate() {
+            if b == b'\n' {
+                self.inner.write_all(&buf[start..i])?;
+                self.inner.write_all(b"\r\n")?;
+                start = i + 1;
+            }
+        }
+        self.inner.write_all(&buf[start..])?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Renders the event stream of runs in the interactive terminal.
+pub struct Renderer<W: Write> {
+    out: W,
+    style: Style,
+    /// Whether the cursor is in the middle of streamed text.
+    mid_line: bool,
+    in_thinking: bool,
+}
+
+impl<W: Write> Renderer<W> {
+    pub fn new(out: W, style: Style) -> Self {
+        Self {
+            out,
+            style,
+            mid_line: false,
+            in_thinking: false,
+        }
+    }
+
+    /// The underlying writer (for prompts printed between events).
+    pub fn out(&mut self) -> &mut W {
+        &mut self.out
+    }
+
+    /// Ends a line of streamed text, if one is open.
+    pub fn break_line(&mut self) {
+        if self.mid_line {
+            let _ = writeln!(self.out);
+            self.mid_line = false;
+        }
+        self.in_thinking = false;
+    }
+
+    /// Prints one event.
+    pub fn event(&mut self, event: &AgentEvent) {
+        let s = self.style;
+        match event {
+            AgentEvent::TextDelta { text } => {
+                if self.in_thinking {
+                    self.break_line();
+                }
+                let _ = write!(self.out, "{text}");
+                self.mid_line = !text.ends_with('\n');
+            }
+            AgentEvent::ThinkingDelta { text } => {
+                if !self.in_thinking {
+                    self.break_line();
+                    self.in_thinking = true;
+                }
+                let _ = write!(self.out, "{}", s.dim(text));
+                self.mid_line = !text.ends_with('\n');
+            }
+            AgentEvent::ToolStart { summary, .. } => {
+                self.break_line();
+                let _ = writeln!(self.out, "{} {}", s.cyan("●"), s.bold(first_line(summary)));
+            }
+            AgentEvent::ToolEnd {
+                is_error,
+                preview,
+                duration_ms,
+                ..
+            } => {
+                let status = if *is_error { s.red("error") } else { s.green("ok") };
+                let _ = writeln!(
+                    self.out,
+                    "  {} {} {} {}",
+                    s.dim("⎿"),
+                    status,
+                    s.dim(&format!("{}", Millis(*duration_ms))),
+                    s.dim(first_line(preview))
+                );
+            }
+            AgentEvent::PermissionDenied { summary, reason, .. } => {
+                self.break_line();
+                let _ = writeln!(
+                    self.out,
+                    "{} {} {}",
+                    s.red("✗"),
+                    first_line(summary),
+                    s.dim(&format!("— {reason}"))
+                );
+            }
+            AgentEvent::Compaction {
+                method,
+                messages_before,
+                messages_after,
+                tokens_before,
+            } => {
+                self.break_line();
+                let how = match method {
+                    CompactionMethod::Summary => "summarized",
+                    CompactionMethod::DropOldest => "dropped the oldest rounds",
+                };
+                let _ = writeln!(
+                    self.out,
+                    "{}",
+                    s.dim(&format!(
+                        "context compacted ({how}): {messages_before} → {messages_after} messages, was ~{tokens_before} tokens"
+                    ))
+                );
+            }
+            AgentEvent::Notice { text } => {
+                self.break_line();
+                let _ = writeln!(self.out, "{}", s.dim(text));
+            }
+            AgentEvent::Error { message } => {
+                self.break_line();
+                let _ = writeln!(self.out, "{}", s.red(&format!("error: {message}")));
+            }
+            AgentEvent::Done { outcome, .. } => {
+                self.break_line();
+                match outcome {
+                    Outcome::Completed => {}
+                    Outcome::Cancelled => {
+                        let _ = writeln!(self.out, "{}", s.yellow("⏹ stopped"));
+                    }
+                    other => {
+                        let _ = writeln!(self.out, "{}", s.yellow(&other.describe()));
+                    }
+                }
+            }
+            AgentEvent::TurnStart { .. }
+            | AgentEvent::AssistantMessage { .. }
+            | AgentEvent::PermissionRequest { .. }
+            | AgentEvent::Usage { .. } => {}
+        }
+        let _ = self.out.flush();
+    }
+}
+
+/// A duration in ms printed as `12 ms` or `3.4 s`.
+struct Millis(u64);
+
+impl std::fmt::Display for Millis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 < 1000 {
+            write!(f, "{} ms", self.0)
+        } else {
+            write!(f, "{:.1} s", self.0 as f64 / 1000.0)
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_writer_returns_the_carriage() {
+        let mut buf = Vec::new();
+        write!(RawWriter::new(&mut buf), "a\nb\n").unwrap();
+        assert_eq!(buf, b"a\r\nb\r\n");
+    }
+
+    #[test]
+    fn no_escape_codes_without_colour() {
+        let s = Style { color: false };
+        assert_eq!(s.red("x"), "x");
+        let s = Style { color: true };
+        assert_eq!(s.red("x"), "\x1b[31mx\x1b[0m");
+    }
+}

@@ -1,0 +1,361 @@
+//! The interactive `roo-lead` session on a terminal.
+//!
+//! One `select!` loop linearizes everything that can happen while a run is under
+//! way: agent events (rendered as they stream), keys (Esc stops the run, Ctrl+C twice
+//! exits), and permission questions from the agent (answered with y / n / a). Slash
+//! commands are handled here and never reach the model.
+
+use std::io::{Stdout, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::terminal;
+use roo_agent::event::EventSink;
+use roo_agent::permissions::{Approval, PermissionMode};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::exit::{self, AppError};
+use crate::line_editor::{EditAction, LineEditor};
+use crate::render::{RawWriter, Renderer, Style};
+use crate::setup::{Built, PendingApproval};
+
+const PROMPT: &str = "› ";
+/// Two Ctrl+C presses within this window exit.
+const DOUBLE_PRESS: Duration = Duration::from_secs(2);
+
+const HELP: &str = "Commands:
+  /help            this help
+  /clear           forget the conversation (the transcript keeps it)
+  /cost            tokens used and cost of this session
+  /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions
+  /exit            leave (also Ctrl+D, or Ctrl+C twice)
+Keys: Esc stops the current run; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
+
+/// Puts the terminal in raw mode for the session and restores it on drop.
+struct RawMode;
+
+impl RawMode {
+    fn enable() -> Result<Self, AppError> {
+        terminal::enable_raw_mode()
+            .map_err(|e| AppError::Io(format!("failed to set up the terminal: {e}")))?;
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
+        Ok(Self)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableBracketedPaste);
+        let _ = terminal::disable_raw_mode();
+    }
+}
+
+/// Reads terminal events on a thread of its own (crossterm's reader blocks).
+fn spawn_key_reader() -> mpsc::UnboundedReceiver<Event> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        while let Ok(event) = crossterm::event::read() {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Whether a key is Ctrl+C.
+fn is_ctrl_c(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)
+}
+
+/// Runs the interactive session until the user leaves.
+pub async fn run(built: Built) -> Result<ExitCode, AppError> {
+    let Built {
+        mut agent,
+        notices,
+        approvals,
+        ..
+    } = built;
+    let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
+    let style = Style::for_stdout();
+    // Restore the terminal even if something panics.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = terminal::disable_raw_mode();
+        default_hook(info);
+    }));
+    let _raw = RawMode::enable()?;
+    let mut keys = spawn_key_reader();
+    let mut render = Renderer::new(RawWriter::new(std::io::stdout()), style);
+    let mut editor = LineEditor::new();
+
+    {
+        let out = render.out();
+        let session = agent.session().map(|s| s.id().to_string()).unwrap_or_default();
+        let mode = agent.policy().read().map(|p| p.mode().to_string()).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{} {}",
+            style.bold("RooCode"),
+            style.dim(&format!(
+                "· {} ({}) · mode {} · session {}",
+                agent.model(),
+                agent.provider().name(),
+                mode,
+                session
+            ))
+        );
+        let _ = writeln!(
+            out,
+            "{}",
+            style.dim("/help for commands · Esc stops a run · Ctrl+C twice exits")
+        );
+        for notice in &notices {
+            let _ = writeln!(out, "{}", style.dim(&format!("note: {notice}")));
+        }
+        if !agent.messages().is_empty() {
+            let _ = writeln!(
+                out,
+                "{}",
+                style.dim(&format!("resumed {} messages", agent.messages().len()))
+            );
+        }
+    }
+
+    let mut last_ctrl_c: Option<Instant> = None;
+    loop {
+        // Read one line.
+        let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+        let _ = editor.render(render.out(), PROMPT, width);
+        let line = loop {
+            let Some(event) = keys.recv().await else {
+                return Ok(ExitCode::from(exit::OK));
+            };
+            let action = match event {
+                Event::Key(key) if key.kind != KeyEventKind::Release => {
+                    if !is_ctrl_c(&key) {
+                        last_ctrl_c = None;
+                    }
+                    editor.key(key)
+                }
+                Event::Paste(text) => {
+                    editor.paste(&text);
+                    EditAction::Continue
+                }
+                Event::Resize(..) => EditAction::Continue,
+                _ => continue,
+            };
+            let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+            match action {
+                EditAction::Continue => {
+                    let _ = editor.render(render.out(), PROMPT, width);
+                }
+                EditAction::Submit(line) => {
+                    let _ = writeln!(render.out());
+                    editor.reset_render();
+                    break line;
+                }
+                EditAction::Eof => {
+                    let _ = writeln!(render.out());
+                    return Ok(ExitCode::from(exit::OK));
+                }
+                EditAction::Interrupt => {
+                    if last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
+                        let _ = writeln!(render.out());
+                        return Ok(ExitCode::from(exit::OK));
+                    }
+                    last_ctrl_c = Some(Instant::now());
+                    editor.clear();
+                    let _ = writeln!(render.out());
+                    editor.reset_render();
+                    let _ = writeln!(render.out(), "{}", style.dim("(press Ctrl+C again to exit)"));
+                    let _ = editor.render(render.out(), PROMPT, width);
+                }
+            }
+        };
+
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if let Some(command) = trimmed.strip_prefix('/') {
+            match slash_command(command, &mut agent, render.out(), &style) {
+                Flow::Continue => continue,
+                Flow::Exit => return Ok(ExitCode::from(exit::OK)),
+            }
+        }
+
+        // Run the agent on the line.
+        let cancel = CancellationToken::new();
+        let (sink, mut events) = EventSink::channel();
+        let mut asking: Option<PendingApproval> = None;
+        let mut exit_after = false;
+        {
+            let run = agent.run(trimmed, &sink, cancel.clone());
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    _ = &mut run => break,
+                    Some(event) = events.recv() => render.event(&event),
+                    Some(pending) = approvals.recv(), if asking.is_none() => {
+                        render.break_line();
+                        ask(render.out(), &style, &pending);
+                        asking = Some(pending);
+                    }
+                    Some(event) = keys.recv() => {
+                        let Event::Key(key) = event else { continue };
+                        if key.kind == KeyEventKind::Release {
+                            continue;
+                        }
+                        if is_ctrl_c(&key) {
+                            if last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
+                                exit_after = true;
+                            } else {
+                                last_ctrl_c = Some(Instant::now());
+                                render.break_line();
+                                let _ = writeln!(render.out(), "{}", style.dim("(stopping; press Ctrl+C again to exit)"));
+                            }
+                            if let Some(pending) = asking.take() {
+                                let _ = pending.reply.send(Approval::Deny { feedback: None });
+                            }
+                            cancel.cancel();
+                            continue;
+                        }
+                        last_ctrl_c = None;
+                        if let Some(pending) = asking.take() {
+                            match answer(&key) {
+                                Some(approval) => {
+                                    let stop = key.code == KeyCode::Esc;
+                                    let _ = writeln!(render.out(), "{}", style.dim(answer_label(&approval)));
+                                    let _ = pending.reply.send(approval);
+                                    if stop {
+                                        cancel.cancel();
+                                    }
+                                }
+                                None => asking = Some(pending),
+                            }
+                        } else if key.code == KeyCode::Esc {
+                            cancel.cancel();
+                        }
+                    }
+                }
+            }
+        }
+        drop(sink);
+        while let Ok(event) = events.try_recv() {
+            render.event(&event);
+        }
+        if exit_after {
+            return Ok(ExitCode::from(exit::OK));
+        }
+    }
+}
+
+enum Flow {
+    Continue,
+    Exit,
+}
+
+fn slash_command(
+    command: &str,
+    agent: &mut roo_agent::agent_loop::Agent,
+    out: &mut RawWriter<Stdout>,
+    style: &Style,
+) -> Flow {
+    let mut words = command.split_whitespace();
+    let name = words.next().unwrap_or("");
+    let arg = words.next();
+    match name {
+        "exit" | "quit" => return Flow::Exit,
+        "help" | "" => {
+            let _ = writeln!(out, "{HELP}");
+        }
+        "clear" => match agent.clear() {
+            Ok(()) => {
+                let _ = writeln!(out, "{}", style.dim("conversation cleared"));
+            }
+            Err(e) => {
+                let _ = writeln!(out, "{}", style.red(&format!("error: {e}")));
+            }
+        },
+        "cost" => {
+            let usage = agent.total_usage();
+            let cost = roo_llm::cost(agent.model(), &usage)
+                .map_or_else(|| "unknown (no price for this model)".to_string(), |c| format!("${c:.4}"));
+            let _ = writeln!(
+                out,
+                "model {}\ninput {} · output {} · cache read {} · cache write {} tokens\ncost {}",
+                agent.model(),
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                cost
+            );
+        }
+        "mode" => match arg {
+            None => {
+                let mode = agent.policy().read().map(|p| p.mode().to_string()).unwrap_or_default();
+                let _ = writeln!(out, "permission mode: {mode}");
+            }
+            Some(m) => match m.parse::<PermissionMode>() {
+                Ok(mode) => {
+                    if let Ok(mut policy) = agent.policy().write() {
+                        policy.set_mode(mode);
+                    }
+                    let _ = writeln!(out, "{}", style.dim(&format!("permission mode: {mode}")));
+                }
+                Err(e) => {
+                    let _ = writeln!(out, "{}", style.red(&format!("error: {e}")));
+                }
+            },
+        },
+        other => {
+            let _ = writeln!(
+                out,
+                "{}",
+                style.red(&format!("unknown command /{other}; /help lists the commands"))
+            );
+        }
+    }
+    Flow::Continue
+}
+
+fn ask(out: &mut RawWriter<Stdout>, style: &Style, pending: &PendingApproval) {
+    let request = &pending.request;
+    let _ = writeln!(out, "{} {}", style.yellow("?"), style.bold(&request.summary));
+    if !request.reason.is_empty() {
+        let _ = writeln!(out, "  {}", style.dim(&request.reason));
+    }
+    let _ = writeln!(
+        out,
+        "  {} yes   {} no   {} always allow {}   {}",
+        style.bold("[y]"),
+        style.bold("[n]"),
+        style.bold("[a]"),
+        request.suggested_rule,
+        style.dim("(Esc: no, and stop)")
+    );
+    let _ = out.flush();
+}
+
+fn answer(key: &KeyEvent) -> Option<Approval> {
+    match key.code {
+        KeyCode::Char('y') | KeyCode::Char('Y') => Some(Approval::AllowOnce),
+        KeyCode::Char('a') | KeyCode::Char('A') => Some(Approval::AllowAlways),
+        KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
+            Some(Approval::Deny { feedback: None })
+        }
+        _ => None,
+    }
+}
+
+fn answer_label(approval: &Approval) -> &'static str {
+    match approval {
+        Approval::AllowOnce => "  → allowed once",
+        Approval::AllowAlways => "  → always allowed",
+        Approval::Deny { .. } => "  → denied",
+    }
+}
