@@ -1,1 +1,74 @@
-//! On-disk coordination state of RooCode Teams (see `docs/PROTOCOL.md`).
+//! On-disk coordination state of RooCode Teams: team config, mailboxes, task list, and the
+//! lock protocol that guards them (see `docs/PROTOCOL.md`, which this crate implements).
+//!
+//! Everything here is synchronous and has no LLM knowledge: the same code serves the
+//! `roo-mail`/`roo-task` CLIs (which must start fast) and the async team runtime (which
+//! calls it through `spawn_blocking`). Handles ([`RooHome`], [`Team`], [`Mailbox`],
+//! [`TaskList`]) are cheap to clone and `Send + Sync`; all state lives in files, so
+//! in-process teammates coordinate through the same locks as separate processes.
+//!
+//! ```no_run
+//! use roo_store::{Member, Name, Outgoing, RooHome, Team};
+//! # fn main() -> roo_store::Result<()> {
+//! let home = RooHome::from_env()?;
+//! let name = Name::parse_as("team name", "refactor")?;
+//! let lead = Member::new(Name::parse("lead")?, &name);
+//! let alice = Member::new(Name::parse("alice")?, &name);
+//! let team = Team::create(&home, name, "split the auth module", lead, vec![alice])?;
+//! team.mailbox().send(
+//!     &Name::parse("lead")?,
+//!     "alice",
+//!     Outgoing::text("Start with the data layer.", "start with the data layer"),
+//! )?;
+//! let unread = team.mailbox().take_unread(&Name::parse("alice")?)?;
+//! assert_eq!(unread.len(), 1);
+//! # Ok(()) }
+//! ```
+
+mod doc;
+mod error;
+mod home;
+mod lock;
+mod mailbox;
+mod message;
+mod name;
+mod task;
+mod task_list;
+mod team;
+mod time;
+mod watch;
+
+pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion};
+pub use error::{Error, LockHolder, Result};
+pub use home::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, RooHome};
+pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
+pub use mailbox::{ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter};
+pub use message::{
+    MAX_SUMMARY_CHARS, Message, MessageBody, MessageId, Outgoing, PermissionDecision,
+    TEAMMATE_MESSAGE_NOTICE, render_reminder,
+};
+pub use name::{MAX_NAME_LEN, Name};
+pub use task::{Lease, Task, TaskId, TaskNote, TaskStatus, paths_overlap, scopes_overlap};
+pub use task_list::{
+    ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,
+    TaskList, TaskListDoc, TaskPatch, owner_gone,
+};
+pub use team::{BackendType, Member, Team, TeamConfig};
+pub use time::Timestamp;
+pub use watch::{InboxWatcher, POLL_WITH_NOTIFY, POLL_WITHOUT_NOTIFY, WaitOutcome, WatchWaker};
+
+#[cfg(test)]
+mod send_sync {
+    fn assert_send_sync<T: Send + Sync + Clone>() {}
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn handles_are_send_sync_and_clone() {
+        assert_send_sync::<super::RooHome>();
+        assert_send_sync::<super::Team>();
+        assert_send_sync::<super::Mailbox>();
+        assert_send_sync::<super::TaskList>();
+        assert_send_sync::<super::WatchWaker>();
+        assert_send::<super::InboxWatcher>();
+    }
+}

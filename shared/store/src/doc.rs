@@ -1,0 +1,351 @@
+//! Versioned JSON documents: whole-file read, corruption handling, atomic replace.
+//!
+//! Every file of the protocol is one JSON document carrying `"version": "MAJOR.MINOR"`.
+//! This module owns the three rules that keep those files trustworthy:
+//! - a file written by a newer *major* version is refused with a clear error and left
+//!   untouched (newer minors are read; unknown fields are ignored);
+//! - a file that does not parse is moved aside to `<name>.corrupt-<timestamp>` with an
+//!   error naming the new path — never silently replaced, and never moved aside by a
+//!   reader that does not hold the lock (it could be racing a writer);
+//! - a write goes to a temp file in the same directory, is fsynced, then renamed over the
+//!   original, so readers see the old or the new document, never half of one.
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{Error, Result};
+use crate::home::RooHome;
+use crate::lock::{FileLock, Rng};
+use crate::time::Timestamp;
+
+/// Major format version this build reads and writes.
+pub const FORMAT_MAJOR: u32 = 1;
+/// Minor format version this build writes.
+pub const FORMAT_MINOR: u32 = 0;
+
+/// A `MAJOR.MINOR` format version, serialized as a string such as `"1.0"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormatVersion {
+    /// Incompatible changes bump this; readers refuse a newer major.
+    pub major: u32,
+    /// Compatible additions bump this; readers accept any minor.
+    pub minor: u32,
+}
+
+impl FormatVersion {
+    /// The version this build writes.
+    pub const CURRENT: FormatVersion = FormatVersion {
+        major: FORMAT_MAJOR,
+        minor: FORMAT_MINOR,
+    };
+
+    fn parse(s: &str) -> Option<FormatVersion> {
+        let (major, minor) = s.split_once('.').unwrap_or((s, "0"));
+        Some(FormatVersion {
+            major: major.parse().ok()?,
+            minor: minor.parse().ok()?,
+        })
+    }
+}
+
+impl Default for FormatVersion {
+    fn default() -> Self {
+        FormatVersion::CURRENT
+    }
+}
+
+impl fmt::Display for FormatVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl Serialize for FormatVersion {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FormatVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let raw = String::deserialize(deserializer)?;
+        FormatVersion::parse(&raw)
+            .ok_or_else(|| serde::de::Error::custom(format!("invalid format version {raw:?}")))
+    }
+}
+
+/// A document type stored in one file.
+pub(crate) trait Document: Serialize + DeserializeOwned {
+    /// The version recorded in the document.
+    fn version(&self) -> FormatVersion;
+
+    /// Parses the file's bytes; documents with a legacy shape override this.
+    fn parse(bytes: &[u8]) -> serde_json::Result<Self> {
+        serde_json::from_slice(bytes)
+    }
+}
+
+/// Reads `path` without the lock. Returns `None` if it does not exist. If it does not
+/// parse, takes the lock and looks again before moving it aside.
+pub(crate) fn load<T: Document>(home: &RooHome, path: &Path) -> Result<Option<T>> {
+    match try_load(path)? {
+        Ok(doc) => Ok(doc),
+        Err(_) => {
+            let _lock = FileLock::acquire(path, home.lock_policy())?;
+            load_locked(path)
+        }
+    }
+}
+
+/// Reads `path`; the caller holds its lock. A corrupt file is moved aside.
+pub(crate) fn load_locked<T: Document>(path: &Path) -> Result<Option<T>> {
+    match try_load(path)? {
+        Ok(doc) => Ok(doc),
+        Err(detail) => {
+            let moved_to = move_aside(path)?;
+            Err(Error::Corrupt {
+                path: path.to_owned(),
+                moved_to,
+                detail,
+            })
+        }
+    }
+}
+
+/// `Ok(Ok(doc))`, `Ok(Err(parse error))`, or `Err` for I/O and newer-version errors.
+fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, String>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Ok(None)),
+        Err(e) => return Err(Error::io("read", path, e)),
+    };
+    match T::parse(&bytes) {
+        Ok(doc) => {
+            check_version(path, doc.version())?;
+            Ok(Ok(Some(doc)))
+        }
+        Err(parse_error) => {
+            // A newer major may have changed the shape: report the version, not corruption.
+            if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
+                && let Some(version) = value
+                    .get("version")
+                    .and_then(|v| v.as_str())
+                    .and_then(FormatVersion::parse)
+            {
+                check_version(path, version)?;
+            }
+            Ok(Err(parse_error.to_string()))
+        }
+    }
+}
+
+fn check_version(path: &Path, version: FormatVersion) -> Result<()> {
+    if version.major > FORMAT_MAJOR {
+        return Err(Error::NewerFormat {
+            path: path.to_owned(),
+            found: version.to_string(),
+            supported: FORMAT_MAJOR,
+        });
+    }
+    Ok(())
+}
+
+/// Renames a corrupt `path` to `<name>.corrupt-<timestamp>` (made unique).
+fn move_aside(path: &Path) -> Result<PathBuf> {
+    let stamp = Timestamp::now().to_string().replace(':', "-");
+    let mut n = 0;
+    loop {
+        let mut os = path.as_os_str().to_owned();
+        os.push(format!(".corrupt-{stamp}"));
+        if n > 0 {
+            os.push(format!("-{n}"));
+        }
+        let target = PathBuf::from(os);
+        if !target.exists() {
+            std::fs::rename(path, &target)
+                .map_err(|e| Error::io("move corrupt file aside", path, e))?;
+            return Ok(target);
+        }
+        n += 1;
+    }
+}
+
+/// Writes `doc` to `path` atomically: temp file in the same directory, fsync, rename.
+pub(crate) fn store<T: Serialize>(path: &Path, doc: &T) -> Result<()> {
+    let mut bytes =
+        serde_json::to_vec_pretty(doc).map_err(|e| Error::io("encode", path, e.into()))?;
+    bytes.push(b'\n');
+    write_atomically(path, &bytes)
+}
+
+/// Replaces `path` with `bytes` atomically.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(
+        ".{file_name}.tmp-{}-{:08x}",
+        std::process::id(),
+        Rng::seeded().next() as u32
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+            .map_err(|e| Error::io("create temp file", &temp, e))?;
+        file.write_all(bytes)
+            .map_err(|e| Error::io("write temp file", &temp, e))?;
+        file.sync_data()
+            .map_err(|e| Error::io("sync temp file", &temp, e))?;
+        std::fs::rename(&temp, path).map_err(|e| Error::io("replace", path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Whether a locked update changed the document (and so must be written back).
+pub(crate) enum Outcome<R> {
+    /// Write the document back, then return the value.
+    Write(R),
+    /// Leave the file alone, return the value.
+    Keep(R),
+}
+
+/// Locked read → modify → write. `missing` supplies the document when the file does not
+/// exist (or refuses). If `change` fails, nothing is written.
+pub(crate) fn update<T: Document, R>(
+    home: &RooHome,
+    path: &Path,
+    missing: impl FnOnce() -> Result<T>,
+    change: impl FnOnce(&mut T) -> Result<Outcome<R>>,
+) -> Result<R> {
+    let _lock = FileLock::acquire(path, home.lock_policy())?;
+    let mut doc = match load_locked::<T>(path)? {
+        Some(doc) => doc,
+        None => missing()?,
+    };
+    match change(&mut doc)? {
+        Outcome::Write(r) => {
+            store(path, &doc)?;
+            Ok(r)
+        }
+        Outcome::Keep(r) => Ok(r),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Doc {
+        #[serde(default)]
+        version: FormatVersion,
+        n: u32,
+    }
+
+    impl Document for Doc {
+        fn version(&self) -> FormatVersion {
+            self.version
+        }
+    }
+
+    #[test]
+    fn round_trip_and_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        assert_eq!(load::<Doc>(&home, &path).unwrap(), None);
+        let doc = Doc {
+            version: FormatVersion::CURRENT,
+            n: 7,
+        };
+        store(&path, &doc).unwrap();
+        assert_eq!(load::<Doc>(&home, &path).unwrap(), Some(doc));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"version\": \"1.0\""), "{text}");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn newer_major_is_refused_and_left_alone_newer_minor_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        std::fs::write(&path, r#"{"version":"1.7","n":1,"future":true}"#).unwrap();
+        assert_eq!(load::<Doc>(&home, &path).unwrap().unwrap().n, 1);
+        std::fs::write(&path, r#"{"version":"2.0","m":"reshaped"}"#).unwrap();
+        let err = load::<Doc>(&home, &path).unwrap_err();
+        assert!(matches!(err, Error::NewerFormat { .. }), "{err}");
+        assert!(err.to_string().contains("format version 2.0"), "{err}");
+        assert!(path.exists());
+    }
+
+    #[test]
+    fn corrupt_file_is_moved_aside_loudly() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        std::fs::write(&path, b"{\"n\": 1,").unwrap();
+        let err = load::<Doc>(&home, &path).unwrap_err();
+        let Error::Corrupt { moved_to, .. } = &err else {
+            panic!("{err}")
+        };
+        assert!(!path.exists());
+        assert_eq!(std::fs::read(moved_to).unwrap(), b"{\"n\": 1,");
+        let name = moved_to.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("d.json.corrupt-"), "{name}");
+        assert!(err.to_string().contains(&name), "{err}");
+    }
+
+    #[test]
+    fn failed_change_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        let mk = || {
+            Ok(Doc {
+                version: FormatVersion::CURRENT,
+                n: 0,
+            })
+        };
+        update(&home, &path, mk, |d: &mut Doc| {
+            d.n = 1;
+            Ok(Outcome::Write(()))
+        })
+        .unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let err = update(&home, &path, mk, |d: &mut Doc| {
+            d.n = 99;
+            Err::<Outcome<()>, _>(Error::InvalidMessage {
+                reason: "no".into(),
+            })
+        });
+        assert!(err.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            leftovers
+                .iter()
+                .all(|n| !n.to_string_lossy().contains(".tmp-")),
+            "{leftovers:?}"
+        );
+    }
+}

@@ -1,0 +1,253 @@
+//! The error type of the store.
+//!
+//! Every variant is an *expected*, user-facing failure: the CLIs map each one onto a
+//! documented exit code, so the set of variants is part of the public API. Messages are
+//! lowercase fragments that read well after "failed to …", and say what failed, on what
+//! path or name, and what to do about it.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Result alias of the store.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Who held a lock when we gave up waiting for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    /// Process id written into the lock file, if it could be read.
+    pub pid: Option<u32>,
+    /// How long the lock had been held, if known.
+    pub age: Option<Duration>,
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pid {
+            Some(pid) => write!(f, "held by pid {pid}")?,
+            None => write!(f, "held by an unknown process")?,
+        }
+        if let Some(age) = self.age {
+            write!(f, " for {} ms", age.as_millis())?;
+        }
+        Ok(())
+    }
+}
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A name did not match `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.
+    #[error("accept {what} {value:?}: {reason} (names match ^[A-Za-z0-9][A-Za-z0-9._-]{{0,63}}$)")]
+    InvalidName {
+        /// What kind of name ("team name", "member name").
+        what: &'static str,
+        /// The rejected input.
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+
+    /// A file-system operation failed.
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What we were doing ("read", "create directory", …).
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+
+    /// The lock could not be taken within the retry budget.
+    #[error(
+        "acquire lock {path} after {attempts} attempts in {} ms ({holder}); retry later, or \
+         remove the lock file if no roo process is running",
+        waited.as_millis()
+    )]
+    LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// How many times we tried.
+        attempts: u32,
+        /// How long we waited in total.
+        waited: Duration,
+        /// Who held it when we gave up.
+        holder: LockHolder,
+    },
+
+    /// A JSON file could not be parsed; it was moved aside, never silently replaced.
+    #[error(
+        "parse {path}: {detail}; the corrupt file was moved aside to {moved_to}, inspect it and \
+         restore what you need (the next write starts from an empty file)"
+    )]
+    Corrupt {
+        /// The file that was corrupt.
+        path: PathBuf,
+        /// Where it was moved.
+        moved_to: PathBuf,
+        /// The parse error.
+        detail: String,
+    },
+
+    /// A file was written by a newer, incompatible version of the protocol.
+    #[error(
+        "read {path}: it has format version {found}, but this program understands major version \
+         {supported} only; upgrade roo (the file was left untouched)"
+    )]
+    NewerFormat {
+        /// The file.
+        path: PathBuf,
+        /// The version found in the file.
+        found: String,
+        /// The major version we support.
+        supported: u32,
+    },
+
+    /// The team has no config file.
+    #[error(
+        "find team {team:?}: {path} does not exist; create it with `roo-mail team create --team \
+         {team} --lead NAME`"
+    )]
+    TeamNotFound {
+        /// The team.
+        team: String,
+        /// The config path that is missing.
+        path: PathBuf,
+    },
+
+    /// The team already exists.
+    #[error(
+        "create team {team:?}: it already exists at {path}; pick another name or delete it first"
+    )]
+    TeamExists {
+        /// The team.
+        team: String,
+        /// Its config path.
+        path: PathBuf,
+    },
+
+    /// The team still has active members.
+    #[error(
+        "delete team {team:?}: members {active:?} are still active; shut them down first (or force)"
+    )]
+    TeamActive {
+        /// The team.
+        team: String,
+        /// Names of the active members.
+        active: Vec<String>,
+    },
+
+    /// No member with that name or agent id.
+    #[error("find member {name:?} in team {team:?}: no member has that name or agent id")]
+    MemberNotFound {
+        /// The team.
+        team: String,
+        /// The name or agent id looked up.
+        name: String,
+    },
+
+    /// A member with that name already exists.
+    #[error("add member {name:?} to team {team:?}: a member with that name or agent id exists")]
+    MemberExists {
+        /// The team.
+        team: String,
+        /// The name.
+        name: String,
+    },
+
+    /// A message recipient is not a member of the team.
+    #[error(
+        "send to {to:?} in team {team:?}: no member has that name or agent id (use a member name, \
+         an agent id or \"*\")"
+    )]
+    UnknownRecipient {
+        /// The team.
+        team: String,
+        /// The recipient as given.
+        to: String,
+    },
+
+    /// A broadcast found nobody to deliver to.
+    #[error("broadcast in team {team:?}: there are no members besides {from:?}")]
+    NoRecipients {
+        /// The team.
+        team: String,
+        /// The sender.
+        from: String,
+    },
+
+    /// A message is malformed (missing summary, empty text, …).
+    #[error("send message: {reason}")]
+    InvalidMessage {
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// The sender is not allowed to send this message (protocol rule).
+    #[error("{action}: {reason}")]
+    NotPermitted {
+        /// What was attempted.
+        action: String,
+        /// Which rule forbids it.
+        reason: String,
+    },
+
+    /// No message with that id.
+    #[error("find message {id:?} in team {team:?}: no inbox or archive holds it")]
+    MessageNotFound {
+        /// The team.
+        team: String,
+        /// The id.
+        id: String,
+    },
+
+    /// No task with that id.
+    #[error("find task {id:?} in team {team:?}: no such task (see `roo-task list`)")]
+    TaskNotFound {
+        /// The team.
+        team: String,
+        /// The id.
+        id: String,
+    },
+
+    /// A dependency would create a cycle.
+    #[error(
+        "add dependency in team {team:?}: task {task} blocked by {blocker} would create the cycle \
+         {}",
+        cycle.join(" -> ")
+    )]
+    DependencyCycle {
+        /// The team.
+        team: String,
+        /// The task that would wait.
+        task: String,
+        /// The task it would wait on.
+        blocker: String,
+        /// The cycle, as task ids.
+        cycle: Vec<String>,
+    },
+
+    /// A task change is malformed or not allowed in the task's state.
+    #[error("{action} task {id:?}: {reason}")]
+    InvalidTask {
+        /// What was attempted.
+        action: &'static str,
+        /// The task id ("" for a new task).
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// Builds an [`Error::Io`].
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

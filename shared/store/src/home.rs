@@ -1,0 +1,172 @@
+//! `ROO_HOME` and the paths under it.
+//!
+//! [`RooHome`] is the root of all cross-project state. Path builders take only validated
+//! [`Name`]s, so no caller can build a path outside the home. The home also carries the
+//! [`LockPolicy`] every store operation uses, so tests and benchmarks can choose the
+//! original protocol or the improved one without global state.
+
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::lock::LockPolicy;
+use crate::name::Name;
+
+/// Environment variable naming the home directory.
+pub const ROO_HOME_ENV: &str = "ROO_HOME";
+/// Environment variable that selects the lock mode: `protocol` disables the queue layer
+/// (see [`LockPolicy::protocol`]); anything else, or unset, uses [`LockPolicy::default`].
+pub const ROO_LOCK_MODE_ENV: &str = "ROO_LOCK_MODE";
+
+/// The root directory of RooCode state (`$ROO_HOME`, default `~/.roocode`).
+#[derive(Clone, Debug)]
+pub struct RooHome {
+    root: Arc<Path>,
+    lock_policy: LockPolicy,
+}
+
+impl RooHome {
+    /// A home at `root` with the default lock policy.
+    pub fn new(root: impl Into<PathBuf>) -> RooHome {
+        RooHome {
+            root: Arc::from(root.into()),
+            lock_policy: LockPolicy::default(),
+        }
+    }
+
+    /// The home named by `$ROO_HOME`, else `~/.roocode`; `$ROO_LOCK_MODE=protocol` selects
+    /// the original lock protocol without the queue layer.
+    pub fn from_env() -> Result<RooHome> {
+        let root = match std::env::var_os(ROO_HOME_ENV).filter(|v| !v.is_empty()) {
+            Some(root) => PathBuf::from(root),
+            None => {
+                let home = std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| {
+                        Error::io(
+                            "locate the home directory",
+                            "$HOME",
+                            std::io::Error::new(
+                                std::io::ErrorKind::NotFound,
+                                "neither ROO_HOME nor HOME is set; set ROO_HOME",
+                            ),
+                        )
+                    })?;
+                PathBuf::from(home).join(".roocode")
+            }
+        };
+        let mut home = RooHome::new(root);
+        if std::env::var(ROO_LOCK_MODE_ENV).is_ok_and(|m| m == "protocol") {
+            home.lock_policy = LockPolicy::protocol();
+        }
+        Ok(home)
+    }
+
+    /// The same home with another lock policy.
+    pub fn with_lock_policy(mut self, policy: LockPolicy) -> RooHome {
+        self.lock_policy = policy;
+        self
+    }
+
+    /// The lock policy store operations use.
+    pub fn lock_policy(&self) -> &LockPolicy {
+        &self.lock_policy
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `teams/`.
+    pub fn teams_dir(&self) -> PathBuf {
+        self.root.join("teams")
+    }
+
+    /// `teams/<team>/`.
+    pub fn team_dir(&self, team: &Name) -> PathBuf {
+        self.teams_dir().join(team.as_str())
+    }
+
+    /// `teams/<team>/config.json`.
+    pub fn team_config(&self, team: &Name) -> PathBuf {
+        self.team_dir(team).join("config.json")
+    }
+
+    /// `teams/<team>/inboxes/`.
+    pub fn inboxes_dir(&self, team: &Name) -> PathBuf {
+        self.team_dir(team).join("inboxes")
+    }
+
+    /// `teams/<team>/inboxes/<member>.json`.
+    pub fn inbox(&self, team: &Name, member: &Name) -> PathBuf {
+        self.inboxes_dir(team).join(format!("{member}.json"))
+    }
+
+    /// `teams/<team>/inboxes/<member>.archive.jsonl`: read messages moved out of the inbox.
+    pub fn inbox_archive(&self, team: &Name, member: &Name) -> PathBuf {
+        self.inboxes_dir(team)
+            .join(format!("{member}.archive.jsonl"))
+    }
+
+    /// `teams/<team>/transcripts/<member>.jsonl`.
+    pub fn transcript(&self, team: &Name, member: &Name) -> PathBuf {
+        self.team_dir(team)
+            .join("transcripts")
+            .join(format!("{member}.jsonl"))
+    }
+
+    /// `teams/<team>/logs/<member>.log`.
+    pub fn log(&self, team: &Name, member: &Name) -> PathBuf {
+        self.team_dir(team)
+            .join("logs")
+            .join(format!("{member}.log"))
+    }
+
+    /// `tasks/<team>/`.
+    pub fn tasks_dir(&self, team: &Name) -> PathBuf {
+        self.root.join("tasks").join(team.as_str())
+    }
+
+    /// `tasks/<team>/tasks.json`.
+    pub fn task_list(&self, team: &Name) -> PathBuf {
+        self.tasks_dir(team).join("tasks.json")
+    }
+}
+
+/// Creates `dir` and its missing parents with mode 0700.
+pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::io("create directory", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_the_layout() {
+        let home = RooHome::new("/h");
+        let team = Name::parse("t").unwrap();
+        let alice = Name::parse("alice").unwrap();
+        assert_eq!(home.team_config(&team), Path::new("/h/teams/t/config.json"));
+        assert_eq!(
+            home.inbox(&team, &alice),
+            Path::new("/h/teams/t/inboxes/alice.json")
+        );
+        assert_eq!(
+            home.transcript(&team, &alice),
+            Path::new("/h/teams/t/transcripts/alice.jsonl")
+        );
+        assert_eq!(
+            home.log(&team, &alice),
+            Path::new("/h/teams/t/logs/alice.log")
+        );
+        assert_eq!(home.task_list(&team), Path::new("/h/tasks/t/tasks.json"));
+    }
+}

@@ -1,0 +1,513 @@
+//! Mailboxes: one inbox file per member, written under its lock, bounded by an archive.
+//!
+//! `teams/<team>/inboxes/<name>.json` holds `{"version": "1.0", "messages": [...]}` (a bare
+//! JSON array, the original design's shape, is read as version 1.0 too). Every change is
+//! the lock protocol's whole-file read → modify → atomic replace.
+//!
+//! **Bounded inboxes.** An inbox keeps every unread message and the newest
+//! [`RETAINED_READ`] read ones. When more than `RETAINED_READ + ARCHIVE_BATCH` read
+//! messages accumulate, the oldest read ones are appended to
+//! `<name>.archive.jsonl` (one message per line, fsynced) under the same lock, then the
+//! shortened inbox is written. The cost of a send therefore depends on the unread backlog,
+//! not on the inbox's history. A crash between the append and the replace can leave a
+//! message in both files; readers of the archive keep the first copy of an id.
+//!
+//! **Receipts.** `delivered_at` is set when a message is handed to a model
+//! ([`Mailbox::take_unread`], [`Mailbox::mark_delivered`]); `acknowledged_at` when the
+//! recipient acknowledges it. Receipts for archived messages are appended to the archive
+//! as `{"receipt": "...", "id": "...", "at": "..."}` lines.
+
+use std::collections::HashSet;
+use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::doc::{self, Document, FormatVersion, Outcome};
+use crate::error::{Error, Result};
+use crate::message::{Message, MessageId, Outgoing};
+use crate::name::Name;
+use crate::team::Team;
+use crate::time::Timestamp;
+use crate::watch::InboxWatcher;
+
+/// Read messages an inbox keeps before archiving.
+pub const RETAINED_READ: usize = 100;
+/// Read messages beyond [`RETAINED_READ`] that trigger an archive pass (amortises it).
+pub const ARCHIVE_BATCH: usize = 50;
+
+/// The inbox document.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct InboxDoc {
+    /// Format version.
+    #[serde(default)]
+    pub version: FormatVersion,
+    /// Messages in arrival order.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+}
+
+impl Document for InboxDoc {
+    fn version(&self) -> FormatVersion {
+        self.version
+    }
+
+    fn parse(bytes: &[u8]) -> serde_json::Result<Self> {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        match first {
+            // An empty file is an empty inbox (e.g. made by `touch`).
+            None => Ok(InboxDoc::default()),
+            // The original design's bare array.
+            Some(b'[') => Ok(InboxDoc {
+                version: FormatVersion::CURRENT,
+                messages: serde_json::from_slice(bytes)?,
+            }),
+            Some(_) => serde_json::from_slice(bytes),
+        }
+    }
+}
+
+/// Which messages [`Mailbox::read`] returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadFilter {
+    /// Only unread messages.
+    pub unread_only: bool,
+    /// Also archived messages (oldest first, before the inbox's).
+    pub include_archived: bool,
+    /// At most this many, the newest.
+    pub limit: Option<usize>,
+}
+
+/// Where a message is and what happened to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageStatus {
+    /// The inbox that holds it.
+    pub inbox: Name,
+    /// The message, receipts included.
+    pub message: Message,
+    /// Whether it has moved to the archive.
+    pub archived: bool,
+}
+
+impl MessageStatus {
+    /// `acknowledged`, `delivered`, `read` or `unread`.
+    pub fn state(&self) -> &'static str {
+        let m = &self.message;
+        if m.acknowledged_at.is_some() {
+            "acknowledged"
+        } else if m.delivered_at.is_some() {
+            "delivered"
+        } else if m.read {
+            "read"
+        } else {
+            "unread"
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct ReceiptLine {
+    receipt: String,
+    id: MessageId,
+    at: Timestamp,
+}
+
+/// The mailboxes of one team. Cheap to clone, `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct Mailbox {
+    team: Team,
+}
+
+impl Mailbox {
+    /// The mailbox of `team`.
+    pub fn new(team: Team) -> Mailbox {
+        Mailbox { team }
+    }
+
+    /// The team.
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    /// Path of `name`'s inbox.
+    pub fn inbox_path(&self, name: &Name) -> PathBuf {
+        self.team.home().inbox(self.team.name(), name)
+    }
+
+    /// Path of `name`'s archive.
+    pub fn archive_path(&self, name: &Name) -> PathBuf {
+        self.team.home().inbox_archive(self.team.name(), name)
+    }
+
+    /// Sends `message` from `from` to `to` (a member name, an agent id, or `*` for every
+    /// member but the sender). Each inbox is written under its own lock. Returns the
+    /// stored copies, one per recipient.
+    pub fn send(&self, from: &Name, to: &str, message: Outgoing) -> Result<Vec<Message>> {
+        message.validate()?;
+        let config = self.team.config()?;
+        let kind = message.body.type_name();
+        if message.body.lead_only() && !config.is_lead(from.as_str()) {
+            return Err(Error::NotPermitted {
+                action: format!("send {kind} from {from:?}"),
+                reason: "only the team's lead may send it".into(),
+            });
+        }
+        if (message.body.lead_only() || message.body.to_lead_only()) && to == "*" {
+            return Err(Error::NotPermitted {
+                action: format!("broadcast {kind}"),
+                reason: "it answers one request and must go to one member".into(),
+            });
+        }
+        if message.body.to_lead_only() && !config.is_lead(to) {
+            return Err(Error::NotPermitted {
+                action: format!("send {kind} to {to:?}"),
+                reason: "it may only be sent to the team's lead".into(),
+            });
+        }
+        let recipients = config.resolve(to, from.as_str())?;
+        self.ensure_inbox_dir()?;
+        let mut sent = Vec::with_capacity(recipients.len());
+        for recipient in recipients {
+            let stored = Message {
+                id: MessageId::generate(),
+                from: from.clone(),
+                to: if to == "*" {
+                    "*".to_owned()
+                } else {
+                    recipient.to_string()
+                },
+                body: message.body.clone(),
+                text: message.text.clone(),
+                summary: message
+                    .summary
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+                timestamp: Timestamp::now(),
+                read: false,
+                delivered_at: None,
+                acknowledged_at: None,
+            };
+            self.update(&recipient, |inbox| {
+                inbox.messages.push(stored.clone());
+                Ok(Outcome::Write(()))
+            })?;
+            sent.push(stored);
+        }
+        Ok(sent)
+    }
+
+    /// Messages in `name`'s inbox (and archive, if asked), oldest first. No lock needed.
+    pub fn read(&self, name: &Name, filter: &ReadFilter) -> Result<Vec<Message>> {
+        let mut messages = if filter.include_archived {
+            self.archived(name)?
+        } else {
+            Vec::new()
+        };
+        messages.extend(self.load(name)?.messages);
+        if filter.unread_only {
+            messages.retain(|m| !m.read);
+        }
+        if let Some(limit) = filter.limit {
+            let skip = messages.len().saturating_sub(limit);
+            messages.drain(..skip);
+        }
+        Ok(messages)
+    }
+
+    /// Number of unread messages in `name`'s inbox. No lock needed.
+    pub fn unread_count(&self, name: &Name) -> Result<usize> {
+        Ok(self.load(name)?.messages.iter().filter(|m| !m.read).count())
+    }
+
+    /// Marks the given messages read; returns how many changed.
+    pub fn mark_read(&self, name: &Name, ids: &[MessageId]) -> Result<usize> {
+        let wanted: HashSet<&MessageId> = ids.iter().collect();
+        self.update(name, |inbox| {
+            let mut changed = 0;
+            for m in inbox.messages.iter_mut().filter(|m| wanted.contains(&m.id)) {
+                if !m.read {
+                    m.read = true;
+                    changed += 1;
+                }
+            }
+            Ok(if changed > 0 {
+                Outcome::Write(changed)
+            } else {
+                Outcome::Keep(0)
+            })
+        })
+    }
+
+    /// Atomically returns the unread messages and marks them read and delivered. An agent
+    /// calls this at the top of each loop turn; with nothing unread it takes no lock.
+    pub fn take_unread(&self, name: &Name) -> Result<Vec<Message>> {
+        if self.unread_count(name)? == 0 {
+            return Ok(Vec::new());
+        }
+        let now = Timestamp::now();
+        self.update(name, |inbox| {
+            let mut taken = Vec::new();
+            for m in inbox.messages.iter_mut().filter(|m| !m.read) {
+                m.read = true;
+                m.delivered_at.get_or_insert(now);
+                taken.push(m.clone());
+            }
+            Ok(if taken.is_empty() {
+                Outcome::Keep(taken)
+            } else {
+                Outcome::Write(taken)
+            })
+        })
+    }
+
+    /// Receipt: the messages were delivered into the recipient model's context (marks them
+    /// read too). Returns how many were found.
+    pub fn mark_delivered(&self, name: &Name, ids: &[MessageId]) -> Result<usize> {
+        self.receipt(name, ids, "delivered")
+    }
+
+    /// Receipt: the recipient acknowledged the messages (marks them read too). Returns how
+    /// many were found, in the inbox or the archive.
+    pub fn acknowledge(&self, name: &Name, ids: &[MessageId]) -> Result<usize> {
+        self.receipt(name, ids, "acknowledged")
+    }
+
+    fn receipt(&self, name: &Name, ids: &[MessageId], kind: &'static str) -> Result<usize> {
+        let now = Timestamp::now();
+        let mut missing: HashSet<&MessageId> = ids.iter().collect();
+        let archive = self.archive_path(name);
+        self.update(name, |inbox| {
+            let mut found = 0;
+            for m in inbox.messages.iter_mut() {
+                if missing.remove(&m.id) {
+                    found += 1;
+                    m.read = true;
+                    if kind == "acknowledged" {
+                        m.acknowledged_at.get_or_insert(now);
+                    } else {
+                        m.delivered_at.get_or_insert(now);
+                    }
+                }
+            }
+            if !missing.is_empty() {
+                let archived: HashSet<MessageId> = read_archive(&archive)?
+                    .into_iter()
+                    .map(|m| m.id)
+                    .filter(|id| missing.contains(id))
+                    .collect();
+                let lines: Vec<ReceiptLine> = archived
+                    .into_iter()
+                    .map(|id| ReceiptLine {
+                        receipt: kind.to_owned(),
+                        id,
+                        at: now,
+                    })
+                    .collect();
+                found += lines.len();
+                append_lines(&archive, &lines)?;
+            }
+            Ok(Outcome::Write(found))
+        })
+    }
+
+    /// Finds a message by id in any inbox or archive of the team.
+    pub fn status(&self, id: &MessageId) -> Result<MessageStatus> {
+        let names = self.inbox_names()?;
+        for name in &names {
+            if let Some(message) = self.load(name)?.messages.into_iter().find(|m| &m.id == id) {
+                return Ok(MessageStatus {
+                    inbox: name.clone(),
+                    message,
+                    archived: false,
+                });
+            }
+        }
+        for name in &names {
+            let path = self.archive_path(name);
+            if let Some(message) = read_archive_filtered(&path, Some(id))?.into_iter().next() {
+                return Ok(MessageStatus {
+                    inbox: name.clone(),
+                    message,
+                    archived: true,
+                });
+            }
+        }
+        Err(Error::MessageNotFound {
+            team: self.team.name().to_string(),
+            id: id.to_string(),
+        })
+    }
+
+    /// Archived messages of `name`, oldest first, receipts applied.
+    pub fn archived(&self, name: &Name) -> Result<Vec<Message>> {
+        read_archive(&self.archive_path(name))
+    }
+
+    /// Names of the inboxes that exist on disk.
+    pub fn inbox_names(&self) -> Result<Vec<Name>> {
+        let dir = self.team.home().inboxes_dir(self.team.name());
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("list inboxes", &dir, e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list inboxes", &dir, e))?;
+            let file = entry.file_name();
+            let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(".json")) else {
+                continue;
+            };
+            if let Ok(name) = Name::parse(stem) {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// A watcher that wakes when `name`'s inbox changes.
+    pub fn watcher(&self, name: &Name) -> Result<InboxWatcher> {
+        self.ensure_inbox_dir()?;
+        InboxWatcher::new(self.inbox_path(name))
+    }
+
+    fn load(&self, name: &Name) -> Result<InboxDoc> {
+        Ok(doc::load::<InboxDoc>(self.team.home(), &self.inbox_path(name))?.unwrap_or_default())
+    }
+
+    fn update<R>(
+        &self,
+        name: &Name,
+        change: impl FnOnce(&mut InboxDoc) -> Result<Outcome<R>>,
+    ) -> Result<R> {
+        let path = self.inbox_path(name);
+        let archive = self.archive_path(name);
+        doc::update(
+            self.team.home(),
+            &path,
+            || Ok(InboxDoc::default()),
+            |inbox| {
+                let outcome = change(inbox)?;
+                if let Outcome::Write(_) = &outcome {
+                    archive_overflow(inbox, &archive)?;
+                }
+                Ok(outcome)
+            },
+        )
+    }
+
+    /// Creates `inboxes/` inside an existing team directory (never the team directory
+    /// itself: a concurrent `team delete` must not be undone by a late send).
+    fn ensure_inbox_dir(&self) -> Result<()> {
+        let dir = self.team.home().inboxes_dir(self.team.name());
+        match std::fs::DirBuilder::new().create(&dir) {
+            Ok(()) => {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(|e| Error::io("set permissions of", &dir, e))
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::TeamNotFound {
+                team: self.team.name().to_string(),
+                path: self.team.config_path(),
+            }),
+            Err(e) => Err(Error::io("create directory", &dir, e)),
+        }
+    }
+}
+
+/// Moves the oldest read messages beyond [`RETAINED_READ`] to the archive, once more than
+/// `RETAINED_READ + ARCHIVE_BATCH` have accumulated.
+fn archive_overflow(inbox: &mut InboxDoc, archive: &Path) -> Result<()> {
+    let read = inbox.messages.iter().filter(|m| m.read).count();
+    if read <= RETAINED_READ + ARCHIVE_BATCH {
+        return Ok(());
+    }
+    let mut to_move = read - RETAINED_READ;
+    let mut moved = Vec::with_capacity(to_move);
+    let mut kept = Vec::with_capacity(inbox.messages.len() - to_move);
+    for m in inbox.messages.drain(..) {
+        if m.read && to_move > 0 {
+            to_move -= 1;
+            moved.push(m);
+        } else {
+            kept.push(m);
+        }
+    }
+    append_lines(archive, &moved)?;
+    inbox.messages = kept;
+    Ok(())
+}
+
+fn append_lines<T: Serialize>(path: &Path, items: &[T]) -> Result<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let mut buf = Vec::new();
+    for item in items {
+        serde_json::to_writer(&mut buf, item).map_err(|e| Error::io("encode", path, e.into()))?;
+        buf.push(b'\n');
+    }
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::io("open archive", path, e))?;
+    file.write_all(&buf)
+        .map_err(|e| Error::io("append to archive", path, e))?;
+    file.sync_data()
+        .map_err(|e| Error::io("sync archive", path, e))
+}
+
+fn read_archive(path: &Path) -> Result<Vec<Message>> {
+    read_archive_filtered(path, None)
+}
+
+/// Reads an archive, folding receipt lines into their messages. Torn or foreign lines
+/// (e.g. a crash mid-append) are skipped; duplicates keep the first copy.
+fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("open archive", path, e)),
+    };
+    let mut messages: Vec<Message> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|e| Error::io("read archive", path, e))?;
+        if let Some(id) = only
+            && !line.contains(id.as_str())
+        {
+            continue;
+        }
+        if line.contains("\"receipt\"")
+            && let Ok(receipt) = serde_json::from_str::<ReceiptLine>(&line)
+        {
+            if let Some(&i) = index.get(&receipt.id) {
+                let m: &mut Message = &mut messages[i];
+                match receipt.receipt.as_str() {
+                    "acknowledged" => {
+                        m.acknowledged_at.get_or_insert(receipt.at);
+                    }
+                    _ => {
+                        m.delivered_at.get_or_insert(receipt.at);
+                    }
+                }
+            }
+            continue;
+        }
+        if let Ok(message) = serde_json::from_str::<Message>(&line)
+            && !index.contains_key(&message.id)
+        {
+            index.insert(message.id.clone(), messages.len());
+            messages.push(message);
+        }
+    }
+    Ok(messages)
+}

@@ -1,0 +1,763 @@
+//! The shared task list (`tasks/<team>/tasks.json`) and its operations.
+//!
+//! Every change is one locked whole-file update, so each operation is atomic with respect
+//! to every other process: a claim checks and takes a task in the same write, ids come
+//! from a high-water mark kept in the file (never reused, even after deletes),
+//! `blocks`/`blocked_by` are kept symmetric, and a dependency that would close a cycle is
+//! refused. A failed operation writes nothing.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::doc::{self, Document, FormatVersion, Outcome};
+use crate::error::{Error, Result};
+use crate::name::Name;
+use crate::task::{Lease, Task, TaskId, TaskNote, TaskStatus, scopes_overlap};
+use crate::team::Team;
+use crate::time::Timestamp;
+
+/// Lease a claim gets unless the caller says otherwise.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(600);
+
+/// The task-list document.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TaskListDoc {
+    /// Format version.
+    #[serde(default)]
+    pub version: FormatVersion,
+    /// High-water mark: the id the next task gets.
+    #[serde(default = "one")]
+    pub next_id: u64,
+    /// The tasks, in id order.
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl TaskListDoc {
+    /// An empty list.
+    pub fn empty() -> TaskListDoc {
+        TaskListDoc {
+            version: FormatVersion::CURRENT,
+            next_id: 1,
+            tasks: Vec::new(),
+        }
+    }
+}
+
+impl Document for TaskListDoc {
+    fn version(&self) -> FormatVersion {
+        self.version
+    }
+}
+
+/// A task to create.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NewTask {
+    /// One line: what to do (required).
+    pub subject: String,
+    /// Details.
+    pub description: String,
+    /// Present-continuous form.
+    pub active_form: Option<String>,
+    /// Tasks it waits on.
+    pub blocked_by: Vec<TaskId>,
+    /// Tasks that wait on it.
+    pub blocks: Vec<TaskId>,
+    /// Scope.
+    pub paths: Vec<String>,
+    /// Free-form data.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// Pre-assigned owner (the task stays pending until that owner claims it).
+    pub owner: Option<Name>,
+}
+
+/// A change to a task; `None`/empty fields are left alone.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskPatch {
+    /// New subject.
+    pub subject: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+    /// New active form.
+    pub active_form: Option<String>,
+    /// New status.
+    pub status: Option<TaskStatus>,
+    /// `Some(Some(x))` sets the owner, `Some(None)` clears it.
+    pub owner: Option<Option<Name>>,
+    /// Tasks that will wait on this one (both sides are updated).
+    pub add_blocks: Vec<TaskId>,
+    /// Tasks this one will wait on (both sides are updated).
+    pub add_blocked_by: Vec<TaskId>,
+    /// Dependencies to drop (both sides).
+    pub remove_blocks: Vec<TaskId>,
+    /// Dependencies to drop (both sides).
+    pub remove_blocked_by: Vec<TaskId>,
+    /// New scope.
+    pub paths: Option<Vec<String>>,
+    /// Merged into metadata; a `null` value deletes the key.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// A note to append.
+    pub note: Option<String>,
+    /// Who makes the change (recorded with the note).
+    pub by: Option<Name>,
+}
+
+/// Which tasks [`TaskList::list`] returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    /// Only this status.
+    pub status: Option<TaskStatus>,
+    /// Only this owner.
+    pub owner: Option<Name>,
+}
+
+/// How a claim is made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimOptions {
+    /// Lease length.
+    pub lease: Duration,
+    /// Claim even if the task's scope overlaps another in-progress task's.
+    pub ignore_scope: bool,
+}
+
+impl Default for ClaimOptions {
+    fn default() -> Self {
+        ClaimOptions {
+            lease: DEFAULT_LEASE,
+            ignore_scope: false,
+        }
+    }
+}
+
+/// What a claim did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClaimOutcome {
+    /// The task is now `in_progress` and owned by the claimer (also when it already was).
+    Claimed(Box<Task>),
+    /// Someone else owns it.
+    AlreadyOwned {
+        /// The owner.
+        owner: Name,
+        /// Its status.
+        status: TaskStatus,
+    },
+    /// Some blockers are not completed.
+    Blocked {
+        /// The unfinished blockers.
+        by: Vec<TaskId>,
+    },
+    /// It is not pending (and not the claimer's).
+    NotPending {
+        /// Its status.
+        status: TaskStatus,
+    },
+    /// Its scope overlaps an in-progress task of another owner.
+    ScopeConflict {
+        /// The in-progress task.
+        with: TaskId,
+        /// That task's owner.
+        owner: Option<Name>,
+    },
+    /// No such task.
+    NotFound,
+}
+
+/// The ready set, and what was held back for scope.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ReadyReport {
+    /// Pending, unowned, unblocked, no scope conflict; id order.
+    pub ready: Vec<Task>,
+    /// Otherwise ready, but overlapping the scope of the given in-progress task.
+    pub held_back: Vec<(Task, TaskId)>,
+}
+
+/// A task returned to the ready set by [`TaskList::reclaim_where`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reclaimed {
+    /// The task after the change.
+    pub task: Task,
+    /// Who owned it.
+    pub previous_owner: Name,
+    /// Why it was reclaimed.
+    pub reason: String,
+}
+
+/// The task list of one team. Cheap to clone, `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct TaskList {
+    team: Team,
+}
+
+impl TaskList {
+    /// The task list of `team`.
+    pub fn new(team: Team) -> TaskList {
+        TaskList { team }
+    }
+
+    /// Path of the file.
+    pub fn path(&self) -> PathBuf {
+        self.team.home().task_list(self.team.name())
+    }
+
+    /// Creates a task with the next id; dependencies are validated and made symmetric.
+    pub fn create(&self, new: NewTask) -> Result<Task> {
+        if new.subject.trim().is_empty() {
+            return Err(Error::InvalidTask {
+                action: "create",
+                id: String::new(),
+                reason: "the subject is empty".into(),
+            });
+        }
+        self.update_doc(|list| {
+            let now = Timestamp::now();
+            let id = TaskId::from_number(list.next_id);
+            list.next_id += 1;
+            list.tasks.push(Task {
+                id: id.clone(),
+                subject: new.subject.trim().to_owned(),
+                description: new.description,
+                active_form: new.active_form,
+                status: TaskStatus::Pending,
+                owner: new.owner,
+                blocks: Vec::new(),
+                blocked_by: Vec::new(),
+                metadata: new.metadata,
+                paths: new.paths,
+                lease: None,
+                notes: Vec::new(),
+                created_at: now,
+                updated_at: now,
+                completed_at: None,
+            });
+            for blocker in &new.blocked_by {
+                self.add_edge(list, &id, blocker)?;
+            }
+            for waiter in &new.blocks {
+                self.add_edge(list, waiter, &id)?;
+            }
+            Ok(Outcome::Write(self.find(list, &id)?.clone()))
+        })
+    }
+
+    /// One task.
+    pub fn get(&self, id: &TaskId) -> Result<Task> {
+        let list = self.load()?;
+        Ok(self.find(&list, id)?.clone())
+    }
+
+    /// Tasks matching `filter`, in id order.
+    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
+        let mut tasks = self.load()?.tasks;
+        tasks.retain(|t| {
+            filter.status.is_none_or(|s| t.status == s)
+                && filter
+                    .owner
+                    .as_ref()
+                    .is_none_or(|o| t.owner.as_ref() == Some(o))
+        });
+        tasks.sort_by_key(|t| t.id.number());
+        Ok(tasks)
+    }
+
+    /// Applies `patch` to task `id`.
+    pub fn update(&self, id: &TaskId, patch: TaskPatch) -> Result<Task> {
+        self.update_doc(|list| {
+            let now = Timestamp::now();
+            for blocker in &patch.add_blocked_by {
+                self.add_edge(list, id, blocker)?;
+            }
+            for waiter in &patch.add_blocks {
+                self.add_edge(list, waiter, id)?;
+            }
+            for blocker in &patch.remove_blocked_by {
+                remove_edge(list, id, blocker);
+            }
+            for waiter in &patch.remove_blocks {
+                remove_edge(list, waiter, id);
+            }
+            let unfinished = unfinished_blockers(list, id);
+            let index = self.index(list, id)?;
+            let task = &mut list.tasks[index];
+            if let Some(subject) = patch.subject {
+                if subject.trim().is_empty() {
+                    return Err(self.invalid("update", id, "the subject is empty"));
+                }
+                subject.trim().clone_into(&mut task.subject);
+            }
+            if let Some(description) = patch.description {
+                task.description = description;
+            }
+            if let Some(active_form) = patch.active_form {
+                task.active_form = Some(active_form);
+            }
+            if let Some(paths) = patch.paths {
+                task.paths = paths;
+            }
+            for (key, value) in patch.metadata {
+                if value.is_null() {
+                    task.metadata.remove(&key);
+                } else {
+                    task.metadata.insert(key, value);
+                }
+            }
+            if let Some(owner) = patch.owner {
+                task.owner = owner;
+            }
+            if let Some(status) = patch.status {
+                if status == TaskStatus::InProgress
+                    && task.status != TaskStatus::InProgress
+                    && !unfinished.is_empty()
+                {
+                    return Err(self.invalid(
+                        "update",
+                        id,
+                        &format!("it is blocked by unfinished tasks {}", join(&unfinished)),
+                    ));
+                }
+                if status != task.status && status == TaskStatus::Completed {
+                    task.completed_at = Some(now);
+                }
+                if status != TaskStatus::Completed {
+                    task.completed_at = None;
+                }
+                task.status = status;
+            }
+            match (task.status, task.owner.clone()) {
+                (TaskStatus::InProgress, None) => {
+                    return Err(self.invalid(
+                        "update",
+                        id,
+                        "an in-progress task needs an owner (--owner NAME), or use claim",
+                    ));
+                }
+                (TaskStatus::InProgress, Some(owner)) => {
+                    if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
+                        task.lease = Some(new_lease(owner, now, DEFAULT_LEASE));
+                    }
+                }
+                _ => task.lease = None,
+            }
+            if let Some(text) = patch.note {
+                task.notes.push(TaskNote {
+                    at: now,
+                    by: patch.by,
+                    text,
+                });
+            }
+            task.updated_at = now;
+            Ok(Outcome::Write(task.clone()))
+        })
+    }
+
+    /// Atomically claims task `id` for `owner`: succeeds only if it is pending, unowned (or
+    /// pre-assigned to `owner`), all blockers are completed and (unless ignored) its scope
+    /// overlaps no in-progress task of another owner. Sets owner, `in_progress` and a lease
+    /// in the same write. Claiming a task one already holds renews its lease.
+    pub fn claim(&self, id: &TaskId, owner: &Name, options: &ClaimOptions) -> Result<ClaimOutcome> {
+        self.update_doc(|list| {
+            let Some(index) = list.tasks.iter().position(|t| &t.id == id) else {
+                return Ok(Outcome::Keep(ClaimOutcome::NotFound));
+            };
+            let outcome = claim_at(list, index, owner, options);
+            Ok(match outcome {
+                ClaimOutcome::Claimed(_) => Outcome::Write(outcome),
+                _ => Outcome::Keep(outcome),
+            })
+        })
+    }
+
+    /// Atomically claims the first ready task (lowest id) for `owner`, if any.
+    pub fn claim_next(&self, owner: &Name, options: &ClaimOptions) -> Result<Option<Task>> {
+        self.update_doc(|list| {
+            let report = ready_report(list);
+            for task in report.ready {
+                let Some(index) = list.tasks.iter().position(|t| t.id == task.id) else {
+                    continue;
+                };
+                if let ClaimOutcome::Claimed(task) = claim_at(list, index, owner, options) {
+                    return Ok(Outcome::Write(Some(*task)));
+                }
+            }
+            Ok(Outcome::Keep(None))
+        })
+    }
+
+    /// Renews `owner`'s lease on task `id` for `lease` from now.
+    pub fn renew(&self, id: &TaskId, owner: &Name, lease: Duration) -> Result<Task> {
+        self.update_doc(|list| {
+            let index = self.index(list, id)?;
+            let task = &mut list.tasks[index];
+            if task.status != TaskStatus::InProgress || task.owner.as_ref() != Some(owner) {
+                return Err(Error::NotPermitted {
+                    action: format!("renew the lease on task {id} for {owner}"),
+                    reason: format!(
+                        "the task is {} and owned by {}; claim it first",
+                        task.status,
+                        task.owner.as_ref().map_or("nobody", Name::as_str)
+                    ),
+                });
+            }
+            let now = Timestamp::now();
+            let lease = match task.lease.take() {
+                Some(mut l) => {
+                    l.renewed_at = now;
+                    l.expires_at = now.plus(lease);
+                    l
+                }
+                None => new_lease(owner.clone(), now, lease),
+            };
+            task.lease = Some(lease);
+            task.updated_at = now;
+            Ok(Outcome::Write(task.clone()))
+        })
+    }
+
+    /// Returns in-progress (or pre-assigned) tasks whose owner `gone` judges gone to the
+    /// ready set: status `pending`, no owner, no lease, and a note with the reason `gone`
+    /// gives. `gone` sees each owned, unfinished task and the current time.
+    pub fn reclaim_where(
+        &self,
+        by: Option<&Name>,
+        gone: impl Fn(&Task, Timestamp) -> Option<String>,
+    ) -> Result<Vec<Reclaimed>> {
+        self.update_doc(|list| {
+            let now = Timestamp::now();
+            let mut reclaimed = Vec::new();
+            for task in list.tasks.iter_mut() {
+                if task.status == TaskStatus::Completed {
+                    continue;
+                }
+                let Some(owner) = task.owner.clone() else {
+                    continue;
+                };
+                let Some(reason) = gone(task, now) else {
+                    continue;
+                };
+                task.status = TaskStatus::Pending;
+                task.owner = None;
+                task.lease = None;
+                task.updated_at = now;
+                task.notes.push(TaskNote {
+                    at: now,
+                    by: by.cloned(),
+                    text: format!("reclaimed from {owner}: {reason}"),
+                });
+                reclaimed.push(Reclaimed {
+                    task: task.clone(),
+                    previous_owner: owner,
+                    reason,
+                });
+            }
+            Ok(if reclaimed.is_empty() {
+                Outcome::Keep(reclaimed)
+            } else {
+                Outcome::Write(reclaimed)
+            })
+        })
+    }
+
+    /// Reclaims tasks whose owner is not in `live_members`, or whose lease has expired.
+    pub fn reclaim(&self, by: Option<&Name>, live_members: &[Name]) -> Result<Vec<Reclaimed>> {
+        self.reclaim_where(by, |task, now| owner_gone(task, now, live_members))
+    }
+
+    /// Pending, unowned tasks whose blockers are all completed and whose scope does not
+    /// overlap an in-progress task's, in id order.
+    pub fn ready(&self) -> Result<Vec<Task>> {
+        Ok(self.ready_report()?.ready)
+    }
+
+    /// [`TaskList::ready`], plus the tasks held back only by scope.
+    pub fn ready_report(&self) -> Result<ReadyReport> {
+        Ok(ready_report(&self.load()?))
+    }
+
+    /// Deletes task `id` and drops it from every other task's dependencies. Its id is
+    /// never reused.
+    pub fn delete(&self, id: &TaskId) -> Result<Task> {
+        self.update_doc(|list| {
+            let index = self.index(list, id)?;
+            let task = list.tasks.remove(index);
+            let now = Timestamp::now();
+            for other in list.tasks.iter_mut() {
+                let before = other.blocks.len() + other.blocked_by.len();
+                other.blocks.retain(|x| x != id);
+                other.blocked_by.retain(|x| x != id);
+                if other.blocks.len() + other.blocked_by.len() != before {
+                    other.updated_at = now;
+                }
+            }
+            Ok(Outcome::Write(task))
+        })
+    }
+
+    fn load(&self) -> Result<TaskListDoc> {
+        self.require_team()?;
+        Ok(doc::load::<TaskListDoc>(self.team.home(), &self.path())?
+            .unwrap_or_else(TaskListDoc::empty))
+    }
+
+    fn update_doc<R>(
+        &self,
+        change: impl FnOnce(&mut TaskListDoc) -> Result<Outcome<R>>,
+    ) -> Result<R> {
+        self.require_team()?;
+        crate::home::ensure_dir(&self.team.home().tasks_dir(self.team.name()))?;
+        doc::update(
+            self.team.home(),
+            &self.path(),
+            || Ok(TaskListDoc::empty()),
+            change,
+        )
+    }
+
+    /// Refuses a team without a config rather than creating a stray task list.
+    fn require_team(&self) -> Result<()> {
+        let config = self.team.config_path();
+        if config.is_file() {
+            Ok(())
+        } else {
+            Err(Error::TeamNotFound {
+                team: self.team.name().to_string(),
+                path: config,
+            })
+        }
+    }
+
+    fn index(&self, list: &TaskListDoc, id: &TaskId) -> Result<usize> {
+        list.tasks
+            .iter()
+            .position(|t| &t.id == id)
+            .ok_or_else(|| self.not_found(id))
+    }
+
+    fn find<'a>(&self, list: &'a TaskListDoc, id: &TaskId) -> Result<&'a Task> {
+        Ok(&list.tasks[self.index(list, id)?])
+    }
+
+    fn not_found(&self, id: &TaskId) -> Error {
+        Error::TaskNotFound {
+            team: self.team.name().to_string(),
+            id: id.to_string(),
+        }
+    }
+
+    fn invalid(&self, action: &'static str, id: &TaskId, reason: &str) -> Error {
+        Error::InvalidTask {
+            action,
+            id: id.to_string(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// Records "`waiter` is blocked by `blocker`" on both sides; refuses unknown ids,
+    /// self-dependencies and cycles.
+    fn add_edge(&self, list: &mut TaskListDoc, waiter: &TaskId, blocker: &TaskId) -> Result<()> {
+        let w = self.index(list, waiter)?;
+        let b = self.index(list, blocker)?;
+        if w == b {
+            return Err(self.invalid("update", waiter, "a task cannot block itself"));
+        }
+        if list.tasks[w].blocked_by.contains(blocker) {
+            return Ok(());
+        }
+        if let Some(mut path) = path_between(list, blocker, waiter) {
+            path.insert(0, waiter.to_string());
+            return Err(Error::DependencyCycle {
+                team: self.team.name().to_string(),
+                task: waiter.to_string(),
+                blocker: blocker.to_string(),
+                cycle: path,
+            });
+        }
+        list.tasks[w].blocked_by.push(blocker.clone());
+        if !list.tasks[b].blocks.contains(waiter) {
+            list.tasks[b].blocks.push(waiter.clone());
+        }
+        Ok(())
+    }
+}
+
+fn join(ids: &[TaskId]) -> String {
+    ids.iter()
+        .map(TaskId::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn new_lease(owner: Name, now: Timestamp, length: Duration) -> Lease {
+    Lease {
+        owner,
+        acquired_at: now,
+        renewed_at: now,
+        expires_at: now.plus(length),
+    }
+}
+
+fn remove_edge(list: &mut TaskListDoc, waiter: &TaskId, blocker: &TaskId) {
+    for task in list.tasks.iter_mut() {
+        if &task.id == waiter {
+            task.blocked_by.retain(|x| x != blocker);
+        } else if &task.id == blocker {
+            task.blocks.retain(|x| x != waiter);
+        }
+    }
+}
+
+/// A blocked-by path from `from` to `to` (ids, `from` first, `to` last), if any.
+fn path_between(list: &TaskListDoc, from: &TaskId, to: &TaskId) -> Option<Vec<String>> {
+    let by_id: HashMap<&TaskId, &Task> = list.tasks.iter().map(|t| (&t.id, t)).collect();
+    let mut stack = vec![(from, vec![from.to_string()])];
+    let mut seen = HashSet::new();
+    while let Some((id, path)) = stack.pop() {
+        if id == to {
+            return Some(path);
+        }
+        if !seen.insert(id) {
+            continue;
+        }
+        for next in by_id
+            .get(id)
+            .map(|t| t.blocked_by.iter())
+            .into_iter()
+            .flatten()
+        {
+            let mut p = path.clone();
+            p.push(next.to_string());
+            stack.push((next, p));
+        }
+    }
+    None
+}
+
+fn unfinished_blockers(list: &TaskListDoc, id: &TaskId) -> Vec<TaskId> {
+    let Some(task) = list.tasks.iter().find(|t| &t.id == id) else {
+        return Vec::new();
+    };
+    task.blocked_by
+        .iter()
+        .filter(|b| {
+            list.tasks
+                .iter()
+                .find(|t| &t.id == *b)
+                .is_some_and(|t| t.status != TaskStatus::Completed)
+        })
+        .cloned()
+        .collect()
+}
+
+fn claim_at(
+    list: &mut TaskListDoc,
+    index: usize,
+    owner: &Name,
+    options: &ClaimOptions,
+) -> ClaimOutcome {
+    let task = &list.tasks[index];
+    if let Some(current) = &task.owner
+        && current != owner
+    {
+        return ClaimOutcome::AlreadyOwned {
+            owner: current.clone(),
+            status: task.status,
+        };
+    }
+    let now = Timestamp::now();
+    match task.status {
+        TaskStatus::InProgress => {
+            // Ours already (checked above): renew.
+            let task = &mut list.tasks[index];
+            task.lease = Some(match task.lease.take() {
+                Some(mut l) => {
+                    l.renewed_at = now;
+                    l.expires_at = now.plus(options.lease);
+                    l
+                }
+                None => new_lease(owner.clone(), now, options.lease),
+            });
+            task.updated_at = now;
+            return ClaimOutcome::Claimed(Box::new(task.clone()));
+        }
+        TaskStatus::Completed => {
+            return ClaimOutcome::NotPending {
+                status: task.status,
+            };
+        }
+        TaskStatus::Pending => {}
+    }
+    let unfinished = unfinished_blockers(list, &task.id);
+    if !unfinished.is_empty() {
+        return ClaimOutcome::Blocked { by: unfinished };
+    }
+    if !options.ignore_scope
+        && let Some(other) = list.tasks.iter().find(|o| {
+            o.status == TaskStatus::InProgress
+                && o.owner.as_ref() != Some(owner)
+                && scopes_overlap(&o.paths, &task.paths)
+        })
+    {
+        return ClaimOutcome::ScopeConflict {
+            with: other.id.clone(),
+            owner: other.owner.clone(),
+        };
+    }
+    let task = &mut list.tasks[index];
+    task.owner = Some(owner.clone());
+    task.status = TaskStatus::InProgress;
+    task.lease = Some(new_lease(owner.clone(), now, options.lease));
+    task.updated_at = now;
+    ClaimOutcome::Claimed(Box::new(task.clone()))
+}
+
+fn ready_report(list: &TaskListDoc) -> ReadyReport {
+    let mut report = ReadyReport::default();
+    let in_progress: Vec<&Task> = list
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::InProgress)
+        .collect();
+    let mut candidates: Vec<&Task> = list
+        .tasks
+        .iter()
+        .filter(|t| {
+            t.status == TaskStatus::Pending
+                && t.owner.is_none()
+                && unfinished_blockers(list, &t.id).is_empty()
+        })
+        .collect();
+    candidates.sort_by_key(|t| t.id.number());
+    for task in candidates {
+        match in_progress
+            .iter()
+            .find(|o| scopes_overlap(&o.paths, &task.paths))
+        {
+            Some(other) => report.held_back.push((task.clone(), other.id.clone())),
+            None => report.ready.push(task.clone()),
+        }
+    }
+    report
+}
+
+/// Why `task`'s owner counts as gone: not among `live_members`, or its lease expired.
+pub fn owner_gone(task: &Task, now: Timestamp, live_members: &[Name]) -> Option<String> {
+    let owner = task.owner.as_ref()?;
+    if !live_members.contains(owner) {
+        return Some(format!("{owner} is no longer a live member of the team"));
+    }
+    if task.status == TaskStatus::InProgress
+        && let Some(lease) = &task.lease
+        && lease.expires_at < now
+    {
+        return Some(format!(
+            "the lease of {owner} expired at {}",
+            lease.expires_at
+        ));
+    }
+    None
+}

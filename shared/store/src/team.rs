@@ -1,0 +1,412 @@
+//! Team config (`teams/<team>/config.json`) and the [`Team`] handle.
+//!
+//! The config is the roster: who leads, who is a member, how each member runs. It is
+//! changed only under its lock, like every other file. A terminated member is removed
+//! from `members` (no tombstones), so "listed" means "alive or idle". [`Team`] is the
+//! cheap, cloneable handle the other parts of the store hang off: its mailbox and its
+//! task list.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::doc::{self, Document, FormatVersion, Outcome};
+use crate::error::{Error, Result};
+use crate::home::{RooHome, ensure_dir};
+use crate::mailbox::Mailbox;
+use crate::name::Name;
+use crate::task_list::{TaskList, TaskListDoc};
+use crate::time::Timestamp;
+
+/// Where a member runs (per member: one team may mix backends).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendType {
+    /// A `roo-worker` process in a tmux pane.
+    #[serde(rename = "tmux")]
+    Tmux,
+    /// A `roo-worker` process in an iTerm2 pane.
+    #[serde(rename = "iterm2")]
+    Iterm2,
+    /// A task inside the lead's process.
+    #[serde(rename = "in-process")]
+    InProcess,
+}
+
+/// One member of a team.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Member {
+    /// Name, unique in the team; also the inbox file name.
+    pub name: Name,
+    /// Agent id, unique in the team (default `<name>@<team>`); messages may address it.
+    pub agent_id: String,
+    /// The agent definition it runs (`general-purpose`, `Explore`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// Model override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Git worktree it works in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree_path: Option<PathBuf>,
+    /// Where it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_type: Option<BackendType>,
+    /// Terminal pane id (tmux `%N`, iTerm2 session id), when it runs in a pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane_id: Option<String>,
+    /// Process id, when it runs as its own process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Absent or `true`: active; `false`: idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_active: Option<bool>,
+    /// Must send a plan for approval before writing.
+    #[serde(default)]
+    pub plan_mode_required: bool,
+    /// Display colour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// When it joined.
+    pub joined_at: Timestamp,
+}
+
+impl Member {
+    /// A member with only a name; the agent id is `<name>@<team>`.
+    pub fn new(name: Name, team: &Name) -> Member {
+        Member {
+            agent_id: format!("{name}@{team}"),
+            name,
+            agent_type: None,
+            model: None,
+            worktree_path: None,
+            backend_type: None,
+            pane_id: None,
+            pid: None,
+            is_active: None,
+            plan_mode_required: false,
+            color: None,
+            joined_at: Timestamp::now(),
+        }
+    }
+
+    /// Absent or `true` means active.
+    pub fn is_active(&self) -> bool {
+        self.is_active != Some(false)
+    }
+}
+
+/// The team config document.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TeamConfig {
+    /// Format version.
+    #[serde(default)]
+    pub version: FormatVersion,
+    /// Team name.
+    pub name: Name,
+    /// What the team is for.
+    #[serde(default)]
+    pub description: String,
+    /// Agent id of the lead (also a member).
+    pub lead_agent_id: String,
+    /// When the team was created.
+    pub created_at: Timestamp,
+    /// The roster, lead included.
+    #[serde(default)]
+    pub members: Vec<Member>,
+}
+
+impl Document for TeamConfig {
+    fn version(&self) -> FormatVersion {
+        self.version
+    }
+}
+
+impl TeamConfig {
+    /// The lead's member entry.
+    pub fn lead(&self) -> Option<&Member> {
+        self.members
+            .iter()
+            .find(|m| m.agent_id == self.lead_agent_id)
+    }
+
+    /// Whether `name` (a member name or agent id) is the lead.
+    pub fn is_lead(&self, name: &str) -> bool {
+        self.lead()
+            .is_some_and(|lead| lead.name == name || lead.agent_id == name)
+    }
+
+    /// The member with this name or agent id.
+    pub fn member(&self, name_or_id: &str) -> Option<&Member> {
+        self.members
+            .iter()
+            .find(|m| m.name == name_or_id)
+            .or_else(|| self.members.iter().find(|m| m.agent_id == name_or_id))
+    }
+
+    /// Inbox names a message to `to` goes to: one member, or with `*` every member but
+    /// `from`. Unknown recipients are an error, never a new inbox.
+    pub fn resolve(&self, to: &str, from: &str) -> Result<Vec<Name>> {
+        if to == "*" {
+            let names: Vec<Name> = self
+                .members
+                .iter()
+                .filter(|m| m.name != from && m.agent_id != from)
+                .map(|m| m.name.clone())
+                .collect();
+            if names.is_empty() {
+                return Err(Error::NoRecipients {
+                    team: self.name.to_string(),
+                    from: from.to_owned(),
+                });
+            }
+            return Ok(names);
+        }
+        self.member(to)
+            .map(|m| vec![m.name.clone()])
+            .ok_or_else(|| Error::UnknownRecipient {
+                team: self.name.to_string(),
+                to: to.to_owned(),
+            })
+    }
+}
+
+/// A handle on one team under one home: cheap to clone, `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct Team {
+    home: RooHome,
+    name: Name,
+}
+
+impl Team {
+    /// Creates the team with `lead` as its first member plus `members`, and an empty task
+    /// list. Refuses if the team exists.
+    pub fn create(
+        home: &RooHome,
+        name: Name,
+        description: &str,
+        lead: Member,
+        members: Vec<Member>,
+    ) -> Result<Team> {
+        let team = Team {
+            home: home.clone(),
+            name,
+        };
+        ensure_dir(&home.inboxes_dir(&team.name))?;
+        ensure_dir(&home.tasks_dir(&team.name))?;
+        let config_path = home.team_config(&team.name);
+        let mut roster = vec![lead.clone()];
+        for member in members {
+            if roster
+                .iter()
+                .any(|m| m.name == member.name || m.agent_id == member.agent_id)
+            {
+                return Err(Error::MemberExists {
+                    team: team.name.to_string(),
+                    name: member.name.to_string(),
+                });
+            }
+            roster.push(member);
+        }
+        let created = std::cell::Cell::new(false);
+        doc::update(
+            home,
+            &config_path,
+            || {
+                created.set(true);
+                Ok(TeamConfig {
+                    version: FormatVersion::CURRENT,
+                    name: team.name.clone(),
+                    description: description.to_owned(),
+                    lead_agent_id: lead.agent_id.clone(),
+                    created_at: Timestamp::now(),
+                    members: roster,
+                })
+            },
+            |_| {
+                if !created.get() {
+                    return Err(Error::TeamExists {
+                        team: team.name.to_string(),
+                        path: config_path.clone(),
+                    });
+                }
+                // The task list is created before the config becomes visible, so a team
+                // that exists always has one.
+                let tasks = home.task_list(&team.name);
+                doc::update(
+                    home,
+                    &tasks,
+                    || Ok(TaskListDoc::empty()),
+                    |_| Ok(Outcome::Write(())),
+                )?;
+                Ok(Outcome::Write(()))
+            },
+        )?;
+        Ok(team)
+    }
+
+    /// Opens an existing team; refuses one without a config.
+    pub fn open(home: &RooHome, name: Name) -> Result<Team> {
+        let path = home.team_config(&name);
+        if !path.is_file() {
+            return Err(Error::TeamNotFound {
+                team: name.to_string(),
+                path,
+            });
+        }
+        Ok(Team {
+            home: home.clone(),
+            name,
+        })
+    }
+
+    /// Team name.
+    pub fn name(&self) -> &Name {
+        &self.name
+    }
+
+    /// The home it lives in.
+    pub fn home(&self) -> &RooHome {
+        &self.home
+    }
+
+    /// Path of the config file.
+    pub fn config_path(&self) -> PathBuf {
+        self.home.team_config(&self.name)
+    }
+
+    /// Reads the config (no lock needed: writes are atomic renames).
+    pub fn config(&self) -> Result<TeamConfig> {
+        let path = self.config_path();
+        doc::load::<TeamConfig>(&self.home, &path)?.ok_or_else(|| self.not_found(&path))
+    }
+
+    /// The team's mailbox.
+    pub fn mailbox(&self) -> Mailbox {
+        Mailbox::new(self.clone())
+    }
+
+    /// The team's task list.
+    pub fn tasks(&self) -> TaskList {
+        TaskList::new(self.clone())
+    }
+
+    /// Adds a member; refuses a duplicate name or agent id.
+    pub fn add_member(&self, member: Member) -> Result<Member> {
+        self.update(|config| {
+            if config
+                .members
+                .iter()
+                .any(|m| m.name == member.name || m.agent_id == member.agent_id)
+            {
+                return Err(Error::MemberExists {
+                    team: self.name.to_string(),
+                    name: member.name.to_string(),
+                });
+            }
+            config.members.push(member.clone());
+            Ok(Outcome::Write(member))
+        })
+    }
+
+    /// Changes one member's fields under the lock (`is_active`, `pane_id`, `pid`, …).
+    /// The name and agent id cannot change.
+    pub fn update_member(
+        &self,
+        name_or_id: &str,
+        change: impl FnOnce(&mut Member),
+    ) -> Result<Member> {
+        self.update(|config| {
+            let member = config
+                .members
+                .iter_mut()
+                .find(|m| m.name == name_or_id || m.agent_id == name_or_id)
+                .ok_or_else(|| self.member_not_found(name_or_id))?;
+            let (name, agent_id) = (member.name.clone(), member.agent_id.clone());
+            change(member);
+            member.name = name;
+            member.agent_id = agent_id;
+            Ok(Outcome::Write(member.clone()))
+        })
+    }
+
+    /// Marks a member active or idle.
+    pub fn set_active(&self, name_or_id: &str, active: bool) -> Result<Member> {
+        self.update_member(name_or_id, |m| m.is_active = Some(active))
+    }
+
+    /// Removes a member (it terminated). The lead cannot be removed.
+    pub fn remove_member(&self, name_or_id: &str) -> Result<Member> {
+        self.update(|config| {
+            let index = config
+                .members
+                .iter()
+                .position(|m| m.name == name_or_id || m.agent_id == name_or_id)
+                .ok_or_else(|| self.member_not_found(name_or_id))?;
+            if config.members[index].agent_id == config.lead_agent_id {
+                return Err(Error::NotPermitted {
+                    action: format!("remove member {name_or_id:?}"),
+                    reason: "it is the team's lead; delete the team instead".into(),
+                });
+            }
+            Ok(Outcome::Write(config.members.remove(index)))
+        })
+    }
+
+    /// Deletes the team directory and its task list. Unless `force`, refuses while any
+    /// member other than the lead is active.
+    pub fn delete(&self, force: bool) -> Result<()> {
+        let path = self.config_path();
+        let _lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
+        let config = doc::load_locked::<TeamConfig>(&path)?.ok_or_else(|| self.not_found(&path))?;
+        let active: Vec<String> = config
+            .members
+            .iter()
+            .filter(|m| m.agent_id != config.lead_agent_id && m.is_active())
+            .map(|m| m.name.to_string())
+            .collect();
+        if !force && !active.is_empty() {
+            return Err(Error::TeamActive {
+                team: self.name.to_string(),
+                active,
+            });
+        }
+        // Rename first so concurrent operations see the team gone at once, then remove.
+        let stamp = Timestamp::now().unix_ms();
+        for dir in [
+            self.home.team_dir(&self.name),
+            self.home.tasks_dir(&self.name),
+        ] {
+            let Some(parent) = dir.parent() else { continue };
+            let doomed = parent.join(format!(".{}.deleted-{stamp}", self.name));
+            match std::fs::rename(&dir, &doomed) {
+                Ok(()) => std::fs::remove_dir_all(&doomed)
+                    .map_err(|e| Error::io("remove directory", &doomed, e))?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("remove directory", &dir, e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn update<R>(&self, change: impl FnOnce(&mut TeamConfig) -> Result<Outcome<R>>) -> Result<R> {
+        let path = self.config_path();
+        if !path.is_file() {
+            return Err(self.not_found(&path));
+        }
+        doc::update(&self.home, &path, || Err(self.not_found(&path)), change)
+    }
+
+    fn not_found(&self, path: &Path) -> Error {
+        Error::TeamNotFound {
+            team: self.name.to_string(),
+            path: path.to_owned(),
+        }
+    }
+
+    fn member_not_found(&self, name: &str) -> Error {
+        Error::MemberNotFound {
+            team: self.name.to_string(),
+            name: name.to_owned(),
+        }
+    }
+}

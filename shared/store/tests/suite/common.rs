@@ -1,0 +1,33 @@
+//! Shared fixtures.
+use roo_store::{Member, Name, RooHome, Team};
+
+pub struct Fixture {
+    pub _dir: tempfile::TempDir,
+    pub home: RooHome,
+    pub team: Team,
+}
+
+pub fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+/// A team `t` led by `lead` with members `alice` and `bob`.
+pub fn team() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let t = name("t");
+    let members = vec![Member::new(name("alice"), &t), Member::new(name("bob"), &t)];
+    let team = Team::create(
+        &home,
+        t.clone(),
+        "test team",
+        Member::new(name("lead"), &t),
+        members,
+    )
+    .unwrap();
+    Fixture {
+        _dir: dir,
+        home,
+        team,
+    }
+}

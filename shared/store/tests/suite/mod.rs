@@ -1,0 +1,6 @@
+//! Test modules.
+mod common;
+mod mailbox;
+mod tasks;
+mod team;
+mod watch;

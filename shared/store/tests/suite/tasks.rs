@@ -1,0 +1,357 @@
+//! Task list.
+use std::time::Duration;
+
+use roo_store::{
+    ClaimOptions, ClaimOutcome, Error, Member, Name, NewTask, RooHome, TaskFilter, TaskId,
+    TaskList, TaskPatch, TaskStatus, Team,
+};
+
+use super::common::{name, team};
+
+fn id(s: &str) -> TaskId {
+    TaskId::parse(s).unwrap()
+}
+
+fn new(subject: &str) -> NewTask {
+    NewTask {
+        subject: subject.into(),
+        ..Default::default()
+    }
+}
+
+fn create(list: &TaskList, subject: &str, blocked_by: &[&str], paths: &[&str]) -> TaskId {
+    list.create(NewTask {
+        blocked_by: blocked_by.iter().map(|b| id(b)).collect(),
+        paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+        ..new(subject)
+    })
+    .unwrap()
+    .id
+}
+
+#[test]
+fn ids_are_sequential_and_never_reused() {
+    let f = team();
+    let list = f.team.tasks();
+    assert_eq!(create(&list, "a", &[], &[]).as_str(), "1");
+    assert_eq!(create(&list, "b", &[], &[]).as_str(), "2");
+    list.delete(&id("2")).unwrap();
+    assert_eq!(create(&list, "c", &[], &[]).as_str(), "3");
+}
+
+#[test]
+fn dependencies_are_symmetric_and_cycles_refused() {
+    let f = team();
+    let list = f.team.tasks();
+    let a = create(&list, "data layer", &[], &[]);
+    let b = create(&list, "tests", &["1"], &[]);
+    let c = create(&list, "verify", &[], &[]);
+    list.update(
+        &c,
+        TaskPatch {
+            add_blocked_by: vec![b.clone()],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(list.get(&a).unwrap().blocks, vec![b.clone()]);
+    assert_eq!(list.get(&b).unwrap().blocks, vec![c.clone()]);
+    assert_eq!(list.get(&c).unwrap().blocked_by, vec![b.clone()]);
+    let before = std::fs::read(list.path()).unwrap();
+    let err = list
+        .update(
+            &a,
+            TaskPatch {
+                add_blocked_by: vec![c.clone()],
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    let Error::DependencyCycle { cycle, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(cycle, &["1", "3", "2", "1"]);
+    assert_eq!(
+        std::fs::read(list.path()).unwrap(),
+        before,
+        "nothing written"
+    );
+    let err = list
+        .update(
+            &a,
+            TaskPatch {
+                add_blocks: vec![a.clone()],
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot block itself"), "{err}");
+    let err = list
+        .update(
+            &a,
+            TaskPatch {
+                add_blocks: vec![id("99")],
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::TaskNotFound { .. }), "{err}");
+    list.delete(&b).unwrap();
+    assert!(list.get(&a).unwrap().blocks.is_empty());
+    assert!(list.get(&c).unwrap().blocked_by.is_empty());
+}
+
+#[test]
+fn claim_outcomes() {
+    let f = team();
+    let list = f.team.tasks();
+    let opts = ClaimOptions::default();
+    let a = create(&list, "a", &[], &[]);
+    let b = create(&list, "b", &["1"], &[]);
+    assert_eq!(
+        list.claim(&id("42"), &name("alice"), &opts).unwrap(),
+        ClaimOutcome::NotFound
+    );
+    assert_eq!(
+        list.claim(&b, &name("alice"), &opts).unwrap(),
+        ClaimOutcome::Blocked {
+            by: vec![a.clone()]
+        }
+    );
+    let ClaimOutcome::Claimed(task) = list.claim(&a, &name("alice"), &opts).unwrap() else {
+        panic!()
+    };
+    assert_eq!(task.status, TaskStatus::InProgress);
+    assert_eq!(task.owner, Some(name("alice")));
+    assert!(task.lease.is_some());
+    assert_eq!(
+        list.claim(&a, &name("bob"), &opts).unwrap(),
+        ClaimOutcome::AlreadyOwned {
+            owner: name("alice"),
+            status: TaskStatus::InProgress
+        }
+    );
+    assert!(matches!(
+        list.claim(&a, &name("alice"), &opts).unwrap(),
+        ClaimOutcome::Claimed(_)
+    ));
+    list.update(
+        &a,
+        TaskPatch {
+            status: Some(TaskStatus::Completed),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(list.get(&a).unwrap().lease.is_none());
+    assert!(matches!(
+        list.claim(&b, &name("bob"), &opts).unwrap(),
+        ClaimOutcome::Claimed(_)
+    ));
+    let c = create(&list, "c", &[], &[]);
+    list.update(
+        &c,
+        TaskPatch {
+            status: Some(TaskStatus::Completed),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        list.claim(&c, &name("bob"), &opts).unwrap(),
+        ClaimOutcome::NotPending {
+            status: TaskStatus::Completed
+        }
+    );
+}
+
+#[test]
+fn update_refuses_in_progress_without_owner_or_with_open_blockers() {
+    let f = team();
+    let list = f.team.tasks();
+    create(&list, "a", &[], &[]);
+    let b = create(&list, "b", &["1"], &[]);
+    let err = list
+        .update(
+            &id("1"),
+            TaskPatch {
+                status: Some(TaskStatus::InProgress),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("needs an owner"), "{err}");
+    let err = list
+        .update(
+            &b,
+            TaskPatch {
+                status: Some(TaskStatus::InProgress),
+                owner: Some(Some(name("bob"))),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("blocked by unfinished tasks 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ready_is_pending_unowned_unblocked_and_scope_aware() {
+    let f = team();
+    let list = f.team.tasks();
+    create(&list, "auth data", &[], &["src/auth/"]);
+    create(&list, "auth service", &[], &["src/auth/service.rs"]);
+    create(&list, "docs", &[], &["docs/**"]);
+    create(&list, "after docs", &["3"], &[]);
+    create(&list, "anything", &[], &[]);
+    let ids = |tasks: Vec<roo_store::Task>| -> Vec<String> {
+        tasks.into_iter().map(|t| t.id.to_string()).collect()
+    };
+    assert_eq!(ids(list.ready().unwrap()), ["1", "2", "3", "5"]);
+    let opts = ClaimOptions::default();
+    assert!(matches!(
+        list.claim(&id("1"), &name("alice"), &opts).unwrap(),
+        ClaimOutcome::Claimed(_)
+    ));
+    let report = list.ready_report().unwrap();
+    assert_eq!(ids(report.ready), ["3", "5"]);
+    assert_eq!(report.held_back.len(), 1);
+    assert_eq!(report.held_back[0].1, id("1"));
+    assert_eq!(
+        list.claim(&id("2"), &name("bob"), &opts).unwrap(),
+        ClaimOutcome::ScopeConflict {
+            with: id("1"),
+            owner: Some(name("alice"))
+        }
+    );
+    let forced = ClaimOptions {
+        ignore_scope: true,
+        ..ClaimOptions::default()
+    };
+    assert!(matches!(
+        list.claim(&id("2"), &name("bob"), &forced).unwrap(),
+        ClaimOutcome::Claimed(_)
+    ));
+    let next = list.claim_next(&name("carol"), &opts).unwrap().unwrap();
+    assert_eq!(next.id, id("3"));
+    let mine = list
+        .list(&TaskFilter {
+            owner: Some(name("carol")),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(ids(mine), ["3"]);
+}
+
+#[test]
+fn leases_renew_and_gone_owners_are_reclaimed_with_a_note() {
+    let f = team();
+    let list = f.team.tasks();
+    create(&list, "a", &[], &[]);
+    create(&list, "b", &[], &[]);
+    let short = ClaimOptions {
+        lease: Duration::ZERO,
+        ..ClaimOptions::default()
+    };
+    list.claim(&id("1"), &name("alice"), &ClaimOptions::default())
+        .unwrap();
+    list.claim(&id("2"), &name("bob"), &short).unwrap();
+    let renewed = list
+        .renew(&id("1"), &name("alice"), Duration::from_secs(60))
+        .unwrap();
+    assert!(renewed.lease.unwrap().expires_at > roo_store::Timestamp::now());
+    let err = list
+        .renew(&id("1"), &name("bob"), Duration::from_secs(60))
+        .unwrap_err();
+    assert!(matches!(err, Error::NotPermitted { .. }), "{err}");
+    // Let bob's zero-length lease lapse.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while roo_store::Timestamp::now() <= list.get(&id("2")).unwrap().lease.unwrap().expires_at {
+        assert!(std::time::Instant::now() < deadline);
+        std::thread::yield_now();
+    }
+    let live = [name("alice"), name("bob"), name("lead")];
+    let reclaimed = list.reclaim(Some(&name("lead")), &live).unwrap();
+    assert_eq!(reclaimed.len(), 1);
+    assert_eq!(reclaimed[0].previous_owner, name("bob"));
+    let b = list.get(&id("2")).unwrap();
+    assert_eq!(b.status, TaskStatus::Pending);
+    assert_eq!(b.owner, None);
+    assert!(
+        b.notes[0]
+            .text
+            .starts_with("reclaimed from bob: the lease of bob expired")
+    );
+    // alice left the team.
+    let reclaimed = list.reclaim(None, &[name("lead")]).unwrap();
+    assert_eq!(reclaimed[0].task.id, id("1"));
+    assert!(reclaimed[0].reason.contains("no longer a live member"));
+    assert_eq!(list.ready().unwrap().len(), 2);
+}
+
+#[test]
+fn a_team_that_does_not_exist_gets_no_stray_task_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let ghost = name("ghost");
+    // A handle can only be had for an existing team; make one and delete it.
+    let team = Team::create(
+        &home,
+        ghost.clone(),
+        "",
+        Member::new(name("l"), &ghost),
+        vec![],
+    )
+    .unwrap();
+    team.delete(true).unwrap();
+    let err = team.tasks().create(new("x")).unwrap_err();
+    assert!(matches!(err, Error::TeamNotFound { .. }), "{err}");
+    assert!(!home.tasks_dir(&ghost).exists());
+    let _ = Name::parse("x");
+}
+
+#[test]
+fn corrupt_task_list_is_moved_aside() {
+    let f = team();
+    let list = f.team.tasks();
+    create(&list, "a", &[], &[]);
+    std::fs::write(list.path(), "{\"tasks\": [}").unwrap();
+    let err = list.list(&TaskFilter::default()).unwrap_err();
+    assert!(err.to_string().contains("tasks.json.corrupt-"), "{err}");
+    assert!(!list.path().exists());
+}
+
+#[test]
+fn concurrent_threads_claim_each_task_exactly_once() {
+    let f = team();
+    let list = f.team.tasks();
+    for i in 0..20 {
+        create(&list, &format!("t{i}"), &[], &[]);
+    }
+    let claimed: Vec<Vec<String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|w| {
+                let list = list.clone();
+                s.spawn(move || {
+                    let me = name(&format!("w{w}"));
+                    let mut mine = Vec::new();
+                    for i in 1..=20 {
+                        if let ClaimOutcome::Claimed(t) = list
+                            .claim(&id(&i.to_string()), &me, &ClaimOptions::default())
+                            .unwrap()
+                        {
+                            mine.push(t.id.to_string());
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all: Vec<String> = claimed.into_iter().flatten().collect();
+    all.sort_by_key(|s| s.parse::<u32>().unwrap());
+    assert_eq!(all, (1..=20).map(|i| i.to_string()).collect::<Vec<_>>());
+}
