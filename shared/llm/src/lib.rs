@@ -1,13 +1,34 @@
 //! LLM client layer of RooCode Teams.
 //!
-//! One [`Provider`] interface, implemented for the Anthropic Messages API, the
-//! OpenAI-compatible Chat Completions API and a scripted provider for tests and demos.
-//! All of them produce the same normalized [`StreamEvent`] sequence.
+//! One [`Provider`] interface, implemented for the Anthropic Messages API
+//! ([`anthropic`]), the OpenAI-compatible Chat Completions API ([`openai`]) and a
+//! scripted provider for tests and demos ([`script`]). All of them produce the same
+//! normalized [`StreamEvent`] sequence, which [`collect`] drains into a [`Response`].
+//! [`LlmSettings::resolve`] decides which provider to use from flags, environment and
+//! config files, and [`build_provider`] builds it. [`mock_server`] is a local HTTP
+//! server speaking both wire formats, for tests and benchmarks.
 
+pub mod anthropic;
+pub mod collect;
 pub mod error;
+pub mod mock_server;
+pub mod models;
+pub mod openai;
 pub mod provider;
+pub mod retry;
+pub mod script;
+pub mod settings;
+pub mod sse;
+mod transport;
 pub mod types;
 
+pub use collect::{MessageBuilder, collect};
 pub use error::{LlmError, Result};
+pub use models::{Price, PriceTable, cost};
 pub use provider::{EventStream, Provider};
+pub use retry::RetryPolicy;
+pub use script::ScriptProvider;
+pub use settings::{
+    FileSettings, LlmFlags, LlmSettings, ProviderKind, Timeouts, build_provider,
+};
 pub use types::*;

@@ -1,0 +1,620 @@
+//! Which model to talk to, and how: provider, model, base URL, key, limits, timeouts,
+//! retries, prices and the script file — resolved from flags, environment and config
+//! files with one precedence rule (flags > env > project config > user config >
+//! defaults), plus [`build_provider`] turning the result into a [`Provider`].
+//!
+//! The config files (`~/.roocode/config.yaml`, `.roocode/config.yaml`,
+//! `.roocode/config.local.yaml`) are shared with other layers (`permissions`, `hooks`,
+//! `mcp_servers`), so [`FileSettings`] reads only its own top-level keys and ignores
+//! the rest.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::anthropic::{self, AnthropicProvider};
+use crate::error::{LlmError, Result};
+use crate::models::{PriceSpec, PriceTable};
+use crate::openai::{self, OpenAiProvider};
+use crate::provider::Provider;
+use crate::retry::RetryPolicy;
+use crate::script::ScriptProvider;
+use crate::types::Usage;
+
+/// Which protocol to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI-compatible Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, DeepSeek, …).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Replays a script file; no network, no key.
+    Script,
+}
+
+impl ProviderKind {
+    /// The name used in flags, env and config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Script => "script",
+        }
+    }
+
+    /// Model used when none is configured.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "claude-sonnet-4-5",
+            ProviderKind::OpenAi => "gpt-4.1",
+            ProviderKind::Script => "script",
+        }
+    }
+
+    /// Base URL used when none is configured.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => anthropic::DEFAULT_BASE_URL,
+            ProviderKind::OpenAi => openai::DEFAULT_BASE_URL,
+            ProviderKind::Script => "",
+        }
+    }
+
+    fn key_env(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
+            ProviderKind::Script => None,
+        }
+    }
+
+    fn base_url_env(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Anthropic => Some("ANTHROPIC_BASE_URL"),
+            ProviderKind::OpenAi => Some("OPENAI_BASE_URL"),
+            ProviderKind::Script => None,
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ProviderKind {
+    type Err = LlmError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "anthropic" | "claude" => Ok(ProviderKind::Anthropic),
+            "openai" | "openai-compatible" | "openai_compatible" => Ok(ProviderKind::OpenAi),
+            "script" | "scripted" => Ok(ProviderKind::Script),
+            other => Err(LlmError::Config(format!(
+                "select provider `{other}`: it is unknown; use anthropic, openai or script"
+            ))),
+        }
+    }
+}
+
+/// Timeouts of one model request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing the TCP/TLS connection.
+    pub connect: Duration,
+    /// The whole request, from sending to the last event.
+    pub request: Duration,
+    /// Longest silence allowed between pieces of the response (including the wait for
+    /// the response headers). Reasoning models can be silent for minutes.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            request: Duration::from_secs(1200),
+            idle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Default `max_tokens` of a response.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Everything needed to build a provider. Build one with [`LlmSettings::resolve`] or,
+/// in tests, from [`LlmSettings::defaults`] with fields overridden.
+#[derive(Clone, PartialEq)]
+pub struct LlmSettings {
+    pub provider: ProviderKind,
+    pub model: String,
+    /// Anthropic: the server root (`/v1/messages` is appended). OpenAI-compatible: up to
+    /// and including `/v1` (`/chat/completions` is appended). Empty for `script`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub max_tokens: u32,
+    pub timeouts: Timeouts,
+    pub retry: RetryPolicy,
+    /// Overrides the built-in context window of the model.
+    pub context_window: Option<u64>,
+    /// Anthropic extended thinking budget in tokens (`None`: thinking off).
+    pub thinking_budget: Option<u32>,
+    pub prices: PriceTable,
+    /// Script file of the `script` provider.
+    pub script: Option<PathBuf>,
+    /// Where the `script` provider persists its per-agent cursors, so that a restarted
+    /// process continues where it left off (`ROO_SCRIPT_STATE`).
+    pub script_state: Option<PathBuf>,
+}
+
+impl fmt::Debug for LlmSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmSettings")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("max_tokens", &self.max_tokens)
+            .field("timeouts", &self.timeouts)
+            .field("retry", &self.retry)
+            .field("context_window", &self.context_window)
+            .field("thinking_budget", &self.thinking_budget)
+            .field("script", &self.script)
+            .field("script_state", &self.script_state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Provider-related command-line flags, as the app parsed them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LlmFlags {
+    /// `--provider anthropic|openai|script`
+    pub provider: Option<String>,
+    /// `--model`
+    pub model: Option<String>,
+    /// `--base-url`
+    pub base_url: Option<String>,
+    /// `--script FILE` (implies `--provider script` when no provider is given)
+    pub script: Option<PathBuf>,
+    /// `--max-tokens`
+    pub max_tokens: Option<u32>,
+}
+
+/// Timeouts as written in config, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeoutsSpec {
+    pub connect: Option<f64>,
+    pub request: Option<f64>,
+    pub idle: Option<f64>,
+}
+
+/// Retry policy as written in config (delays in seconds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RetrySpec {
+    pub max_retries: Option<u32>,
+    pub base_delay: Option<f64>,
+    pub max_delay: Option<f64>,
+    pub max_retry_after: Option<f64>,
+}
+
+/// The top-level keys of a config file this layer reads. Every field is optional and
+/// unknown keys are ignored (other layers own them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileSettings {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub max_tokens: Option<u32>,
+    pub timeouts: Option<TimeoutsSpec>,
+    pub retries: Option<RetrySpec>,
+    pub prices: Option<BTreeMap<String, PriceSpec>>,
+    pub context_window: Option<u64>,
+    pub thinking_budget: Option<u32>,
+    /// Script file; a relative path is relative to the config file's directory.
+    pub script: Option<PathBuf>,
+    /// Script cursor state file; relative like `script`.
+    pub script_state: Option<PathBuf>,
+    /// The file these settings came from (set by [`FileSettings::load`]).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+impl FileSettings {
+    /// Reads one config file. A missing file is `Ok(None)`; an unreadable or
+    /// unparsable one is an error naming the file.
+    pub fn load(path: &Path) -> Result<Option<FileSettings>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(LlmError::ConfigFile {
+                    path: path.to_owned(),
+                    message: e.to_string(),
+                });
+            }
+        };
+        if text.trim().is_empty() {
+            return Ok(Some(FileSettings {
+                source: Some(path.to_owned()),
+                ..FileSettings::default()
+            }));
+        }
+        let mut settings: FileSettings =
+            serde_yaml_ng::from_str(&text).map_err(|e| LlmError::ConfigFile {
+                path: path.to_owned(),
+                message: format!("{e}; fix the YAML (see docs/LLM.md for the keys)"),
+            })?;
+        settings.source = Some(path.to_owned());
+        Ok(Some(settings))
+    }
+
+    /// Loads the standard layers in increasing priority: `<roo_home>/config.yaml`
+    /// (user), `<project>/.roocode/config.yaml`, `<project>/.roocode/config.local.yaml`.
+    /// Missing files are skipped.
+    pub fn load_layers(roo_home: &Path, project: &Path) -> Result<Vec<FileSettings>> {
+        let paths = [
+            roo_home.join("config.yaml"),
+            project.join(".roocode").join("config.yaml"),
+            project.join(".roocode").join("config.local.yaml"),
+        ];
+        let mut layers = Vec::new();
+        for path in paths {
+            if let Some(settings) = FileSettings::load(&path)? {
+                layers.push(settings);
+            }
+        }
+        Ok(layers)
+    }
+
+    fn relative(&self, path: &Path) -> PathBuf {
+        match self.source.as_deref().and_then(Path::parent) {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_owned(),
+        }
+    }
+}
+
+impl LlmSettings {
+    /// Defaults of `provider`: its default model and base URL, no key, default limits.
+    pub fn defaults(provider: ProviderKind) -> Self {
+        Self {
+            provider,
+            model: provider.default_model().to_owned(),
+            base_url: provider.default_base_url().to_owned(),
+            api_key: None,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            context_window: None,
+            thinking_budget: None,
+            prices: PriceTable::default(),
+            script: None,
+            script_state: None,
+        }
+    }
+
+    /// Resolves settings with precedence flags > env > config files > defaults.
+    ///
+    /// `env` looks up environment variables (pass `|k| std::env::var(k).ok()`; tests
+    /// pass a map). `files` are config layers in increasing priority, as returned by
+    /// [`FileSettings::load_layers`] (user, project, project-local): later files win.
+    /// Empty values count as unset.
+    ///
+    /// Without any provider setting, the provider is `script` if a script is given,
+    /// else anthropic if `ANTHROPIC_API_KEY` is set, else openai if `OPENAI_API_KEY` is
+    /// set, else an error that says how to configure one.
+    pub fn resolve(
+        flags: &LlmFlags,
+        env: &dyn Fn(&str) -> Option<String>,
+        files: &[FileSettings],
+    ) -> Result<LlmSettings> {
+        let env = |key: &str| env(key).filter(|v| !v.trim().is_empty());
+        let file = |pick: &dyn Fn(&FileSettings) -> Option<String>| {
+            files.iter().rev().find_map(|f| pick(f).filter(|v| !v.trim().is_empty()))
+        };
+        let script = flags
+            .script
+            .clone()
+            .or_else(|| env("ROO_SCRIPT").map(PathBuf::from))
+            .or_else(|| {
+                files
+                    .iter()
+                    .rev()
+                    .find_map(|f| f.script.as_deref().map(|p| f.relative(p)))
+            });
+
+        let provider_name = flags
+            .provider
+            .clone()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| env("ROO_PROVIDER"))
+            .or_else(|| file(&|f| f.provider.clone()));
+        let provider = match provider_name {
+            Some(name) => name.parse()?,
+            None if script.is_some() => ProviderKind::Script,
+            None if env("ANTHROPIC_API_KEY").is_some() => ProviderKind::Anthropic,
+            None if env("OPENAI_API_KEY").is_some() => ProviderKind::OpenAi,
+            None => {
+                return Err(LlmError::Config(
+                    "choose a model provider: none is configured; set ANTHROPIC_API_KEY or OPENAI_API_KEY, \
+                     pass --provider anthropic|openai (with --base-url for a local server), \
+                     or run the scripted demo with --provider script --script FILE"
+                        .to_owned(),
+                ));
+            }
+        };
+
+        let mut settings = LlmSettings::defaults(provider);
+        if let Some(model) = flags
+            .model
+            .clone()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| env("ROO_MODEL"))
+            .or_else(|| file(&|f| f.model.clone()))
+        {
+            settings.model = model;
+        }
+        if let Some(url) = flags
+            .base_url
+            .clone()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| env("ROO_BASE_URL"))
+            .or_else(|| provider.base_url_env().and_then(env))
+            .or_else(|| file(&|f| f.base_url.clone()))
+        {
+            settings.base_url = url.trim().to_owned();
+        }
+        settings.api_key = provider
+            .key_env()
+            .and_then(env)
+            .or_else(|| file(&|f| f.api_key.clone()))
+            .map(|k| k.trim().to_owned());
+        settings.max_tokens = flags
+            .max_tokens
+            .or_else(|| files.iter().rev().find_map(|f| f.max_tokens))
+            .unwrap_or(DEFAULT_MAX_TOKENS);
+        settings.context_window = files.iter().rev().find_map(|f| f.context_window);
+        settings.thinking_budget = files.iter().rev().find_map(|f| f.thinking_budget);
+        for layer in files {
+            if let Some(t) = &layer.timeouts {
+                apply_secs(&mut settings.timeouts.connect, t.connect, "timeouts.connect")?;
+                apply_secs(&mut settings.timeouts.request, t.request, "timeouts.request")?;
+                apply_secs(&mut settings.timeouts.idle, t.idle, "timeouts.idle")?;
+            }
+            if let Some(r) = &layer.retries {
+                if let Some(n) = r.max_retries {
+                    settings.retry.max_retries = n;
+                }
+                apply_secs(&mut settings.retry.base_delay, r.base_delay, "retries.base_delay")?;
+                apply_secs(&mut settings.retry.max_delay, r.max_delay, "retries.max_delay")?;
+                apply_secs(
+                    &mut settings.retry.max_retry_after,
+                    r.max_retry_after,
+                    "retries.max_retry_after",
+                )?;
+            }
+            if let Some(prices) = &layer.prices {
+                settings
+                    .prices
+                    .merge(&PriceTable::with_overrides(prices.clone()));
+            }
+        }
+        settings.script = script;
+        settings.script_state = env("ROO_SCRIPT_STATE").map(PathBuf::from).or_else(|| {
+            files
+                .iter()
+                .rev()
+                .find_map(|f| f.script_state.as_deref().map(|p| f.relative(p)))
+        });
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks that the settings can work: a script for `script`, an http(s) base URL,
+    /// and a key for the providers' own endpoints (local servers need none).
+    pub fn validate(&self) -> Result<()> {
+        match self.provider {
+            ProviderKind::Script => {
+                if self.script.is_none() {
+                    return Err(LlmError::Config(
+                        "use the script provider: no script file given; pass --script FILE or set ROO_SCRIPT"
+                            .to_owned(),
+                    ));
+                }
+            }
+            ProviderKind::Anthropic | ProviderKind::OpenAi => {
+                if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+                    return Err(LlmError::Config(format!(
+                        "use base URL `{}`: it must start with http:// or https://",
+                        self.base_url
+                    )));
+                }
+                let official = self.base_url.trim_end_matches('/')
+                    == self.provider.default_base_url().trim_end_matches('/');
+                if official && self.api_key.is_none() {
+                    let key = self.provider.key_env().unwrap_or("the API key");
+                    return Err(LlmError::Config(format!(
+                        "use the {} provider: no API key; set {key} (or `api_key` in ~/.roocode/config.yaml), \
+                         or point --base-url at a local server",
+                        self.provider
+                    )));
+                }
+            }
+        }
+        if self.max_tokens == 0 {
+            return Err(LlmError::Config(
+                "use max_tokens 0: it must be at least 1".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Cost in USD of `usage` on `model` with the configured prices.
+    pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
+        self.prices.cost(model, usage)
+    }
+}
+
+fn apply_secs(slot: &mut Duration, value: Option<f64>, key: &str) -> Result<()> {
+    if let Some(secs) = value {
+        if !(secs.is_finite() && secs > 0.0) {
+            return Err(LlmError::Config(format!(
+                "use {key} = {secs}: it must be a positive number of seconds"
+            )));
+        }
+        *slot = Duration::from_secs_f64(secs);
+    }
+    Ok(())
+}
+
+/// Builds the provider `settings` describe.
+pub fn build_provider(settings: &LlmSettings) -> Result<Arc<dyn Provider>> {
+    settings.validate()?;
+    Ok(match settings.provider {
+        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(settings)?),
+        ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(settings)?),
+        ProviderKind::Script => Arc::new(ScriptProvider::from_settings(settings)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn yaml(text: &str) -> FileSettings {
+        serde_yaml_ng::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn precedence_flags_env_project_user() {
+        let user = yaml("provider: openai\nmodel: user-model\nbase_url: http://user/v1\nmax_tokens: 100\npermissions: {allow: [x]}\n");
+        let project = yaml("model: project-model\nhooks: []\ntimeouts: {idle: 5}\n");
+        let env = env_of(&[("ROO_MODEL", "env-model"), ("OPENAI_API_KEY", "sk-env")]);
+        let s = LlmSettings::resolve(&LlmFlags::default(), &env, &[user.clone(), project.clone()])
+            .unwrap();
+        assert_eq!(s.provider, ProviderKind::OpenAi);
+        assert_eq!(s.model, "env-model");
+        assert_eq!(s.base_url, "http://user/v1");
+        assert_eq!(s.api_key.as_deref(), Some("sk-env"));
+        assert_eq!(s.max_tokens, 100);
+        assert_eq!(s.timeouts.idle, Duration::from_secs(5));
+
+        let no_env = env_of(&[]);
+        let s = LlmSettings::resolve(&LlmFlags::default(), &no_env, &[user.clone(), project.clone()])
+            .unwrap();
+        assert_eq!(s.model, "project-model");
+
+        let flags = LlmFlags {
+            model: Some("flag-model".into()),
+            base_url: Some("http://flag/v1".into()),
+            ..LlmFlags::default()
+        };
+        let env = env_of(&[("ROO_MODEL", "env-model"), ("OPENAI_BASE_URL", "http://env/v1")]);
+        let s = LlmSettings::resolve(&flags, &env, &[user, project]).unwrap();
+        assert_eq!(s.model, "flag-model");
+        assert_eq!(s.base_url, "http://flag/v1");
+    }
+
+    #[test]
+    fn default_provider_detection_and_errors() {
+        let none = LlmSettings::resolve(&LlmFlags::default(), &env_of(&[]), &[]).unwrap_err();
+        assert!(none.to_string().contains("ANTHROPIC_API_KEY"), "{none}");
+
+        let both = env_of(&[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")]);
+        let s = LlmSettings::resolve(&LlmFlags::default(), &both, &[]).unwrap();
+        assert_eq!(s.provider, ProviderKind::Anthropic);
+        assert_eq!(s.base_url, "https://api.anthropic.com");
+        assert_eq!(s.model, "claude-sonnet-4-5");
+
+        let openai = env_of(&[("OPENAI_API_KEY", "o"), ("ANTHROPIC_API_KEY", "")]);
+        let s = LlmSettings::resolve(&LlmFlags::default(), &openai, &[]).unwrap();
+        assert_eq!(s.provider, ProviderKind::OpenAi);
+
+        let flags = LlmFlags {
+            provider: Some("anthropic".into()),
+            ..LlmFlags::default()
+        };
+        let err = LlmSettings::resolve(&flags, &env_of(&[]), &[]).unwrap_err();
+        assert!(err.to_string().contains("set ANTHROPIC_API_KEY"), "{err}");
+
+        // A local server needs no key.
+        let flags = LlmFlags {
+            provider: Some("openai".into()),
+            base_url: Some("http://localhost:11434/v1".into()),
+            ..LlmFlags::default()
+        };
+        let s = LlmSettings::resolve(&flags, &env_of(&[]), &[]).unwrap();
+        assert_eq!(s.api_key, None);
+
+        let bad = LlmFlags {
+            provider: Some("gemini".into()),
+            ..LlmFlags::default()
+        };
+        let err = LlmSettings::resolve(&bad, &env_of(&[]), &[]).unwrap_err();
+        assert!(err.to_string().contains("anthropic, openai or script"), "{err}");
+    }
+
+    #[test]
+    fn script_flag_implies_script_provider() {
+        let flags = LlmFlags {
+            script: Some("demo.yaml".into()),
+            ..LlmFlags::default()
+        };
+        let env = env_of(&[("ANTHROPIC_API_KEY", "a"), ("ROO_SCRIPT_STATE", "/tmp/s.json")]);
+        let s = LlmSettings::resolve(&flags, &env, &[]).unwrap();
+        assert_eq!(s.provider, ProviderKind::Script);
+        assert_eq!(s.script_state.as_deref(), Some(Path::new("/tmp/s.json")));
+        let err = LlmSettings::resolve(
+            &LlmFlags {
+                provider: Some("script".into()),
+                ..LlmFlags::default()
+            },
+            &env_of(&[]),
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("--script FILE"), "{err}");
+    }
+
+    #[test]
+    fn file_loading() {
+        let dir = std::env::temp_dir().join(format!("roo-llm-settings-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("p/.roocode")).unwrap();
+        std::fs::write(dir.join("config.yaml"), "provider: script\nscript: demo.yaml\nmcp_servers: {x: {command: y}}\n").unwrap();
+        std::fs::write(dir.join("p/.roocode/config.yaml"), "prices: {my-model: {input: 1, output: 2}}\n").unwrap();
+        std::fs::write(dir.join("p/.roocode/config.local.yaml"), "model: [unclosed\n").unwrap();
+        let err = FileSettings::load_layers(&dir, &dir.join("p")).unwrap_err();
+        assert!(err.to_string().contains("config.local.yaml"), "{err}");
+        std::fs::remove_file(dir.join("p/.roocode/config.local.yaml")).unwrap();
+        let layers = FileSettings::load_layers(&dir, &dir.join("p")).unwrap();
+        assert_eq!(layers.len(), 2);
+        let s = LlmSettings::resolve(&LlmFlags::default(), &env_of(&[]), &layers).unwrap();
+        assert_eq!(s.script.as_deref(), Some(dir.join("demo.yaml").as_path()));
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        assert_eq!(s.cost("my-model", &usage), Some(1.0));
+        assert_eq!(FileSettings::load(&dir.join("missing.yaml")).unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
