@@ -1,19 +1,11 @@
-//! The `roo-mail` and `roo-task` command-line interfaces.
+//! The `roo-mail` and `roo-task` command-line interfaces: argument parsing (clap structs
+//! live here so they can be tested), output, and the one exit-code table ([`exit`]).
+//!
+//! No async runtime: both binaries are invoked once per message or claim by scripts and
+//! agents' shells, so start-up time is part of the send latency.
 
-pub mod mail {
-    //! `roo-mail`.
-    /// Entry point of the `roo-mail` binary.
-    pub fn main() -> std::process::ExitCode {
-        eprintln!("roo-mail: not built yet");
-        std::process::ExitCode::from(2)
-    }
-}
-
-pub mod task {
-    //! `roo-task`.
-    /// Entry point of the `roo-task` binary.
-    pub fn main() -> std::process::ExitCode {
-        eprintln!("roo-task: not built yet");
-        std::process::ExitCode::from(2)
-    }
-}
+mod common;
+pub mod exit;
+pub mod mail;
+mod output;
+pub mod task;

@@ -1,0 +1,126 @@
+//! What `roo-mail` and `roo-task` share: the global flags (`--team`, `--as`, `--json`),
+//! resolving them against the environment, and the `main` wrapper that turns results
+//! into exit codes.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use roo_store::{Name, RooHome, Team};
+
+use crate::exit::{CliError, CliResult, OK, USAGE, report};
+use crate::output::Style;
+
+/// Flags every command accepts.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Common {
+    /// Team to work on [default: $ROO_TEAM]
+    #[arg(long, global = true, value_name = "TEAM")]
+    pub team: Option<String>,
+
+    /// Act as this member (sender, reader, claimer) [default: $ROO_AGENT_NAME]
+    #[arg(
+        long = "as",
+        visible_alias = "from",
+        global = true,
+        value_name = "NAME"
+    )]
+    pub agent: Option<String>,
+
+    /// Print machine-readable JSON
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The environment a command runs in (kept apart so tests can pass their own).
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// Global flags.
+    pub common: Common,
+    /// Output style.
+    pub style: Style,
+}
+
+fn env_nonempty(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+impl Context {
+    /// Flags plus the environment.
+    pub fn new(common: Common) -> Context {
+        Context {
+            common,
+            style: Style::detect(),
+        }
+    }
+
+    /// `$ROO_HOME` (default `~/.roocode`).
+    pub fn home(&self) -> CliResult<RooHome> {
+        Ok(RooHome::from_env()?)
+    }
+
+    /// The team name from `--team` or `$ROO_TEAM`.
+    pub fn team_name(&self) -> CliResult<Name> {
+        let raw = self
+            .common
+            .team
+            .clone()
+            .or_else(|| env_nonempty("ROO_TEAM"))
+            .ok_or_else(|| {
+                CliError::Usage("pick a team: pass --team TEAM or set ROO_TEAM".into())
+            })?;
+        Ok(Name::parse_as("team name", &raw)?)
+    }
+
+    /// The existing team (refuses one that does not exist).
+    pub fn team(&self) -> CliResult<Team> {
+        Ok(Team::open(&self.home()?, self.team_name()?)?)
+    }
+
+    /// The member name from `--as`/`--from` or `$ROO_AGENT_NAME`.
+    pub fn agent(&self) -> CliResult<Name> {
+        self.agent_opt()?.ok_or_else(|| {
+            CliError::Usage(
+                "say who you are: pass --as NAME (or --from NAME) or set ROO_AGENT_NAME".into(),
+            )
+        })
+    }
+
+    /// The member name, if given.
+    pub fn agent_opt(&self) -> CliResult<Option<Name>> {
+        match self
+            .common
+            .agent
+            .clone()
+            .or_else(|| env_nonempty("ROO_AGENT_NAME"))
+        {
+            Some(raw) => Ok(Some(Name::parse_as("member name", &raw)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether to print JSON.
+    pub fn json(&self) -> bool {
+        self.common.json
+    }
+}
+
+/// Parses `args` as `C` and runs it; turns the outcome into an exit code.
+pub fn main_with<C: Parser>(
+    program: &str,
+    args: impl IntoIterator<Item = OsString>,
+    run: impl FnOnce(C) -> CliResult,
+) -> ExitCode {
+    let cli = match C::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { USAGE } else { OK });
+        }
+    };
+    match run(cli).and_then(|()| io::stdout().flush().map_err(CliError::from)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(program, &e),
+    }
+}

@@ -1,0 +1,129 @@
+//! The one exit-code table of `roo-mail` and `roo-task`, and the error type that maps
+//! onto it.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (also: output closed early by a pipe reader such as `head`) |
+//! | 1 | operation refused: claim lost, task blocked, cycle, not permitted, team exists or still active |
+//! | 2 | usage or bad input: bad flags, invalid name, unknown team/member/task/message |
+//! | 3 | I/O failure, lock timeout, corrupt file (moved aside), file from a newer format |
+//!
+//! Every store error is mapped explicitly (no wildcard arm), so a new error variant does
+//! not compile until someone decides its exit code.
+
+use std::io;
+use std::process::ExitCode;
+
+use roo_store::Error as StoreError;
+
+/// Success.
+pub const OK: u8 = 0;
+/// The operation was refused (e.g. claim lost).
+pub const REFUSED: u8 = 1;
+/// Usage error or bad input.
+pub const USAGE: u8 = 2;
+/// I/O failure or lock timeout.
+pub const IO: u8 = 3;
+
+/// The exit-code table as printed in `--help`.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success
+  1  operation refused (claim lost, task blocked, dependency cycle, not permitted, ...)
+  2  usage or bad input (bad flags, invalid name, unknown team, member, task or message)
+  3  I/O failure, lock timeout, corrupt file (moved aside), or a file from a newer format";
+
+/// A failure of a CLI command.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The store refused or failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Bad flags or input not caught by the argument parser.
+    #[error("{0}")]
+    Usage(String),
+    /// The operation was refused (e.g. a claim lost to another teammate).
+    #[error("{0}")]
+    Refused(String),
+    /// Writing output failed.
+    #[error("write output: {0}")]
+    Output(#[from] io::Error),
+}
+
+/// Result alias of the CLIs.
+pub type CliResult<T = ()> = Result<T, CliError>;
+
+impl CliError {
+    /// The exit code of this error.
+    pub fn code(&self) -> u8 {
+        match self {
+            CliError::Store(e) => store_code(e),
+            CliError::Usage(_) => USAGE,
+            CliError::Refused(_) => REFUSED,
+            CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => OK,
+            CliError::Output(_) => IO,
+        }
+    }
+}
+
+/// The exit code of a store error.
+pub fn store_code(error: &StoreError) -> u8 {
+    match error {
+        StoreError::TeamExists { .. }
+        | StoreError::TeamActive { .. }
+        | StoreError::MemberExists { .. }
+        | StoreError::NoRecipients { .. }
+        | StoreError::NotPermitted { .. }
+        | StoreError::DependencyCycle { .. } => REFUSED,
+        StoreError::InvalidName { .. }
+        | StoreError::InvalidMessage { .. }
+        | StoreError::InvalidTask { .. }
+        | StoreError::TeamNotFound { .. }
+        | StoreError::MemberNotFound { .. }
+        | StoreError::UnknownRecipient { .. }
+        | StoreError::MessageNotFound { .. }
+        | StoreError::TaskNotFound { .. } => USAGE,
+        StoreError::Io { .. }
+        | StoreError::LockTimeout { .. }
+        | StoreError::Corrupt { .. }
+        | StoreError::NewerFormat { .. } => IO,
+    }
+}
+
+/// Prints `error` as `<program>: failed to <message>` and returns its exit code (a broken
+/// pipe is silent and exits 0).
+pub fn report(program: &str, error: &CliError) -> ExitCode {
+    let code = error.code();
+    if !matches!(error, CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe) {
+        eprintln!("{program}: failed to {error}");
+    }
+    ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_the_table() {
+        let refused = StoreError::TeamExists {
+            team: "t".into(),
+            path: "/x".into(),
+        };
+        assert_eq!(CliError::from(refused).code(), REFUSED);
+        let bad = StoreError::TaskNotFound {
+            team: "t".into(),
+            id: "9".into(),
+        };
+        assert_eq!(CliError::from(bad).code(), USAGE);
+        let io_err = StoreError::Io {
+            action: "read",
+            path: "/x".into(),
+            source: io::Error::other("boom"),
+        };
+        assert_eq!(CliError::from(io_err).code(), IO);
+        let pipe = CliError::Output(io::Error::from(io::ErrorKind::BrokenPipe));
+        assert_eq!(pipe.code(), OK);
+        assert_eq!(CliError::Usage("x".into()).code(), USAGE);
+    }
+}

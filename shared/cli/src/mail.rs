@@ -1,0 +1,262 @@
+//! `roo-mail`: the mailbox CLI (send, read, list, watch, status, ack, team setup).
+
+mod send;
+mod team;
+mod watch;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use roo_store::{MessageId, ReadFilter};
+use serde::Serialize;
+
+use crate::common::{Common, Context, main_with};
+use crate::exit::{CliResult, EXIT_CODES_HELP};
+use crate::output::{print_json, write_message};
+
+const EXAMPLES: &str = "\
+Examples:
+  roo-mail team create --team demo --lead lead --member alice --member bob
+  roo-mail send --team demo --from lead --to alice --summary 'start on the parser' \\
+      'Please take task 1: the parser.'
+  echo 'long text' | roo-mail send --to '*' --type status_update -
+  roo-mail read --team demo --as alice --unread --mark-read
+  roo-mail watch --team demo --as alice --json
+  roo-mail list --team demo
+  roo-mail status msg-1767225600000-4242-0
+
+--team defaults to $ROO_TEAM, --as/--from to $ROO_AGENT_NAME, the home to $ROO_HOME
+(default ~/.roocode). Colours only on a terminal and never with NO_COLOR set.
+Protocol: docs/PROTOCOL.md.";
+
+/// The mailbox CLI of RooCode Teams.
+#[derive(Parser, Debug)]
+#[command(
+    name = "roo-mail",
+    version,
+    about = "Send and read RooCode team messages (lock-file mailboxes under $ROO_HOME)",
+    after_help = format!("{EXAMPLES}\n\n{EXIT_CODES_HELP}")
+)]
+pub struct MailCli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    command: MailCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum MailCommand {
+    /// Send a message to a member, an agent id, or '*' (everyone but you)
+    Send(send::SendArgs),
+    /// Print your inbox
+    #[command(
+        after_help = "Examples:\n  roo-mail read --as alice --unread --mark-read\n  \
+                            roo-mail read --as alice --json --archived --limit 20"
+    )]
+    Read(ReadArgs),
+    /// List members with their unread counts
+    List,
+    /// Print messages as they arrive (until interrupted, --count or --timeout)
+    Watch(watch::WatchArgs),
+    /// Show where a message is and its receipts (delivered, acknowledged)
+    Status {
+        /// Message id
+        id: String,
+    },
+    /// Acknowledge messages you received (receipt)
+    Ack {
+        /// Message ids
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Create, inspect and delete teams
+    #[command(subcommand)]
+    Team(team::TeamCommand),
+}
+
+#[derive(clap::Args, Debug)]
+struct ReadArgs {
+    /// Only unread messages
+    #[arg(long)]
+    unread: bool,
+    /// Mark the printed messages read
+    #[arg(long)]
+    mark_read: bool,
+    /// Include archived (older, read) messages
+    #[arg(long)]
+    archived: bool,
+    /// At most N messages (the newest)
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+}
+
+/// Entry point of the `roo-mail` binary.
+pub fn main() -> ExitCode {
+    main_with("roo-mail", std::env::args_os(), run)
+}
+
+fn run(cli: MailCli) -> CliResult {
+    let ctx = Context::new(cli.common);
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match cli.command {
+        MailCommand::Send(args) => send::run(&ctx, args, &mut out),
+        MailCommand::Read(args) => read(&ctx, args, &mut out),
+        MailCommand::List => list(&ctx, &mut out),
+        MailCommand::Watch(args) => watch::run(&ctx, args, &mut out),
+        MailCommand::Status { id } => status(&ctx, &id, &mut out),
+        MailCommand::Ack { ids } => ack(&ctx, &ids, &mut out),
+        MailCommand::Team(command) => team::run(&ctx, command, &mut out),
+    }
+}
+
+fn read(ctx: &Context, args: ReadArgs, out: &mut impl Write) -> CliResult {
+    let team = ctx.team()?;
+    let me = ctx.agent()?;
+    team::require_member(&team, &me)?;
+    let mailbox = team.mailbox();
+    let messages = mailbox.read(
+        &me,
+        &ReadFilter {
+            unread_only: args.unread,
+            include_archived: args.archived,
+            limit: args.limit,
+        },
+    )?;
+    if args.mark_read {
+        let ids: Vec<MessageId> = messages
+            .iter()
+            .filter(|m| !m.read)
+            .map(|m| m.id.clone())
+            .collect();
+        if !ids.is_empty() {
+            mailbox.mark_read(&me, &ids)?;
+        }
+    }
+    if ctx.json() {
+        print_json(out, &messages)?;
+    } else if messages.is_empty() {
+        writeln!(out, "no messages")?;
+    } else {
+        for m in &messages {
+            write_message(out, ctx.style, m)?;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct MemberRow {
+    name: String,
+    agent_id: String,
+    lead: bool,
+    is_active: bool,
+    unread: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backend_type: Option<roo_store::BackendType>,
+}
+
+fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
+    let team = ctx.team()?;
+    let config = team.config()?;
+    let mailbox = team.mailbox();
+    let mut rows = Vec::new();
+    for m in &config.members {
+        rows.push(MemberRow {
+            name: m.name.to_string(),
+            agent_id: m.agent_id.clone(),
+            lead: m.agent_id == config.lead_agent_id,
+            is_active: m.is_active(),
+            unread: mailbox.unread_count(&m.name)?,
+            backend_type: m.backend_type,
+        });
+    }
+    if ctx.json() {
+        print_json(out, &rows)?;
+        return Ok(());
+    }
+    for r in &rows {
+        let role = if r.lead { " (lead)" } else { "" };
+        let state = if r.is_active { "active" } else { "idle" };
+        let unread = if r.unread > 0 {
+            ctx.style.yellow(&format!("{} unread", r.unread))
+        } else {
+            ctx.style.dim("0 unread")
+        };
+        writeln!(
+            out,
+            "{}{role}  {}  {unread}",
+            ctx.style.bold(&r.name),
+            ctx.style.dim(state)
+        )?;
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct StatusView<'a> {
+    id: &'a str,
+    inbox: &'a str,
+    state: &'a str,
+    archived: bool,
+    read: bool,
+    timestamp: String,
+    delivered_at: Option<String>,
+    acknowledged_at: Option<String>,
+    message: &'a roo_store::Message,
+}
+
+fn status(ctx: &Context, id: &str, out: &mut impl Write) -> CliResult {
+    let team = ctx.team()?;
+    let status = team.mailbox().status(&MessageId::from_string(id))?;
+    let m = &status.message;
+    let view = StatusView {
+        id: m.id.as_str(),
+        inbox: status.inbox.as_str(),
+        state: status.state(),
+        archived: status.archived,
+        read: m.read,
+        timestamp: m.timestamp.to_string(),
+        delivered_at: m.delivered_at.map(|t| t.to_string()),
+        acknowledged_at: m.acknowledged_at.map(|t| t.to_string()),
+        message: m,
+    };
+    if ctx.json() {
+        print_json(out, &view)?;
+        return Ok(());
+    }
+    let or_dash = |t: &Option<String>| t.clone().unwrap_or_else(|| "-".into());
+    writeln!(out, "{}  {}", ctx.style.bold(view.id), view.state)?;
+    writeln!(
+        out,
+        "  inbox:        {}{}",
+        view.inbox,
+        if view.archived { " (archived)" } else { "" }
+    )?;
+    writeln!(out, "  sent:         {}", view.timestamp)?;
+    writeln!(out, "  delivered:    {}", or_dash(&view.delivered_at))?;
+    writeln!(out, "  acknowledged: {}", or_dash(&view.acknowledged_at))?;
+    Ok(())
+}
+
+fn ack(ctx: &Context, ids: &[String], out: &mut impl Write) -> CliResult {
+    let team = ctx.team()?;
+    let me = ctx.agent()?;
+    team::require_member(&team, &me)?;
+    let ids: Vec<MessageId> = ids.iter().map(MessageId::from_string).collect();
+    let found = team.mailbox().acknowledge(&me, &ids)?;
+    if found < ids.len() {
+        return Err(crate::exit::CliError::Usage(format!(
+            "acknowledge {} of the {} messages: the others are not in {me}'s inbox or archive",
+            ids.len() - found,
+            ids.len()
+        )));
+    }
+    if ctx.json() {
+        print_json(out, &serde_json::json!({ "acknowledged": found }))?;
+    } else {
+        writeln!(out, "acknowledged {found}")?;
+    }
+    Ok(())
+}

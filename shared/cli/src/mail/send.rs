@@ -1,0 +1,204 @@
+//! `roo-mail send`: builds a typed message from flags and sends it.
+
+use std::io::{Read, Write};
+
+use clap::ValueEnum;
+use roo_store::{MessageBody, Outgoing, PermissionDecision};
+
+use crate::common::Context;
+use crate::exit::{CliError, CliResult};
+use crate::output::print_json;
+
+/// Message types, as on the wire.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[value(rename_all = "snake_case")]
+pub enum MessageType {
+    /// Plain text (needs --summary)
+    Text,
+    /// FYI progress news; never an instruction
+    StatusUpdate,
+    /// "Please take this task" (needs --task-id)
+    TaskAssignment,
+    /// The sender is idle (optional --task-id: the task it completed)
+    IdleNotification,
+    /// Ask a member to shut down (optional --request-id)
+    ShutdownRequest,
+    /// Answer a shutdown request, to the lead only (--approve or --reject, --reason)
+    ShutdownResponse,
+    /// Submit a plan to the lead (--request-id, --plan)
+    PlanApprovalRequest,
+    /// The lead's verdict on a plan (--request-id, --approve/--reject, --feedback)
+    PlanApprovalResponse,
+    /// Ask the lead to allow a tool call (--request-id, --tool, --input JSON)
+    PermissionRequest,
+    /// The lead relays the user's decision (--request-id, --decision allow|deny)
+    PermissionResponse,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  roo-mail send --from lead --to alice --summary 'interface changed' 'Authenticate() takes ctx now'
+  roo-mail send --from alice --to '*' --type status_update 'module 1 refactored'
+  roo-mail send --from lead --to bob --type task_assignment --task-id 3 'take the tests'
+  roo-mail send --from bob --to lead --type shutdown_response --approve --reason 'all done'
+  git diff | roo-mail send --to lead --summary 'my diff for review' -")]
+pub struct SendArgs {
+    /// Recipient: member name, agent id, or '*' for everyone but you
+    #[arg(long, value_name = "NAME|*")]
+    to: String,
+    /// Message type
+    #[arg(long = "type", value_enum, default_value = "text")]
+    kind: MessageType,
+    /// 5-10 word preview (required for text)
+    #[arg(long)]
+    summary: Option<String>,
+    /// Task id (task_assignment, idle_notification)
+    #[arg(long, value_name = "ID")]
+    task_id: Option<String>,
+    /// Request id (shutdown, plan and permission messages)
+    #[arg(long, value_name = "ID")]
+    request_id: Option<String>,
+    /// Approve (shutdown_response, plan_approval_response)
+    #[arg(long, conflicts_with = "reject")]
+    approve: bool,
+    /// Reject (shutdown_response, plan_approval_response)
+    #[arg(long)]
+    reject: bool,
+    /// Reason (shutdown_response, permission_response)
+    #[arg(long)]
+    reason: Option<String>,
+    /// Feedback (plan_approval_response)
+    #[arg(long)]
+    feedback: Option<String>,
+    /// The plan (plan_approval_request; '-' reads stdin)
+    #[arg(long)]
+    plan: Option<String>,
+    /// Tool name (permission_request)
+    #[arg(long)]
+    tool: Option<String>,
+    /// Tool input as JSON (permission_request)
+    #[arg(long, value_name = "JSON")]
+    input: Option<String>,
+    /// Decision (permission_response)
+    #[arg(long, value_enum)]
+    decision: Option<Decision>,
+    /// Message text; '-' reads it from stdin
+    text: Option<String>,
+}
+
+/// Runs `roo-mail send`.
+pub fn run(ctx: &Context, args: SendArgs, out: &mut impl Write) -> CliResult {
+    let team = ctx.team()?;
+    let from = ctx.agent()?;
+    let outgoing = build(args.kind, &args)?;
+    let sent = team.mailbox().send(&from, &args.to, outgoing)?;
+    if ctx.json() {
+        print_json(out, &sent)?;
+    } else {
+        for m in &sent {
+            writeln!(out, "{}", m.id)?;
+        }
+    }
+    Ok(())
+}
+
+fn stdin_if_dash(value: Option<&str>) -> CliResult<Option<String>> {
+    match value {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| CliError::Usage(format!("read the text from stdin: {e}")))?;
+            Ok(Some(text))
+        }
+        other => Ok(other.map(str::to_owned)),
+    }
+}
+
+fn need(value: Option<&String>, flag: &str, kind: &str) -> CliResult<String> {
+    value
+        .cloned()
+        .ok_or_else(|| CliError::Usage(format!("send {kind}: it needs {flag}")))
+}
+
+fn verdict(args: &SendArgs, kind: &str) -> CliResult<bool> {
+    match (args.approve, args.reject) {
+        (true, false) => Ok(true),
+        (false, true) => Ok(false),
+        _ => Err(CliError::Usage(format!(
+            "send {kind}: it needs --approve or --reject"
+        ))),
+    }
+}
+
+fn build(kind: MessageType, args: &SendArgs) -> CliResult<Outgoing> {
+    let text = stdin_if_dash(args.text.as_deref())?.unwrap_or_default();
+    let name = kind
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default();
+    let body = match kind {
+        MessageType::Text => MessageBody::Text,
+        MessageType::StatusUpdate => MessageBody::StatusUpdate,
+        MessageType::TaskAssignment => MessageBody::TaskAssignment {
+            task_id: need(args.task_id.as_ref(), "--task-id", &name)?,
+        },
+        MessageType::IdleNotification => MessageBody::IdleNotification {
+            completed_task_id: args.task_id.clone(),
+        },
+        MessageType::ShutdownRequest => MessageBody::ShutdownRequest {
+            request_id: args.request_id.clone(),
+        },
+        MessageType::ShutdownResponse => MessageBody::ShutdownResponse {
+            approve: verdict(args, &name)?,
+            reason: args.reason.clone().unwrap_or_default(),
+            request_id: args.request_id.clone(),
+        },
+        MessageType::PlanApprovalRequest => MessageBody::PlanApprovalRequest {
+            request_id: need(args.request_id.as_ref(), "--request-id", &name)?,
+            plan: stdin_if_dash(args.plan.as_deref())?
+                .ok_or_else(|| CliError::Usage(format!("send {name}: it needs --plan")))?,
+        },
+        MessageType::PlanApprovalResponse => MessageBody::PlanApprovalResponse {
+            request_id: need(args.request_id.as_ref(), "--request-id", &name)?,
+            approve: verdict(args, &name)?,
+            feedback: args.feedback.clone().unwrap_or_default(),
+        },
+        MessageType::PermissionRequest => MessageBody::PermissionRequest {
+            request_id: need(args.request_id.as_ref(), "--request-id", &name)?,
+            tool: need(args.tool.as_ref(), "--tool", &name)?,
+            input: match &args.input {
+                Some(raw) => serde_json::from_str(raw)
+                    .map_err(|e| CliError::Usage(format!("parse --input as JSON: {e}")))?,
+                None => serde_json::Value::Null,
+            },
+        },
+        MessageType::PermissionResponse => MessageBody::PermissionResponse {
+            request_id: need(args.request_id.as_ref(), "--request-id", &name)?,
+            decision: match args.decision {
+                Some(Decision::Allow) => PermissionDecision::Allow,
+                Some(Decision::Deny) => PermissionDecision::Deny,
+                None => {
+                    return Err(CliError::Usage(format!(
+                        "send {name}: it needs --decision allow|deny"
+                    )));
+                }
+            },
+            reason: args.reason.clone().unwrap_or_default(),
+        },
+    };
+    if matches!(kind, MessageType::Text | MessageType::StatusUpdate) && text.trim().is_empty() {
+        return Err(CliError::Usage(format!(
+            "send {name}: give the text as an argument, or '-' to read it from stdin"
+        )));
+    }
+    let mut outgoing = Outgoing::new(body, text);
+    outgoing.summary = args.summary.clone();
+    Ok(outgoing)
+}

@@ -1,0 +1,197 @@
+//! `roo-mail team …`: set a team up without the lead (scripts, people, other agents).
+
+use std::io::Write;
+
+use clap::Subcommand;
+use roo_store::{Error as StoreError, Member, Name, Team};
+
+use crate::common::Context;
+use crate::exit::CliResult;
+use crate::output::print_json;
+
+/// Team subcommands.
+#[derive(Subcommand, Debug)]
+pub enum TeamCommand {
+    /// Create a team with its lead and members (and an empty task list)
+    #[command(
+        after_help = "Example:\n  roo-mail team create --team demo --lead lead --member alice --member bob"
+    )]
+    Create {
+        /// The lead's member name
+        #[arg(long, value_name = "NAME")]
+        lead: String,
+        /// A member to add (repeatable)
+        #[arg(long = "member", value_name = "NAME")]
+        members: Vec<String>,
+        /// What the team is for
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// Add a member
+    #[command(after_help = "Example:\n  roo-mail team add --team demo carol --agent-type Explore")]
+    Add {
+        /// Member name
+        name: String,
+        /// Agent definition it runs
+        #[arg(long)]
+        agent_type: Option<String>,
+        /// Model override
+        #[arg(long)]
+        model: Option<String>,
+        /// Display colour
+        #[arg(long)]
+        color: Option<String>,
+        /// The member must get its plans approved by the lead
+        #[arg(long)]
+        plan_mode_required: bool,
+    },
+    /// Remove a member (it has terminated)
+    Remove {
+        /// Member name or agent id
+        name: String,
+    },
+    /// Print the team config
+    Show,
+    /// Delete the team and its task list (refused while members other than the lead are
+    /// active, unless --force)
+    Delete {
+        /// Delete even if members are active
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Fails unless `name` is a member of `team`.
+pub fn require_member(team: &Team, name: &Name) -> CliResult {
+    if team.config()?.member(name.as_str()).is_none() {
+        return Err(StoreError::MemberNotFound {
+            team: team.name().to_string(),
+            name: name.to_string(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn member(raw: &str, team: &Name) -> CliResult<Member> {
+    Ok(Member::new(Name::parse_as("member name", raw)?, team))
+}
+
+/// Runs a team subcommand.
+pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResult {
+    match command {
+        TeamCommand::Create {
+            lead,
+            members,
+            description,
+        } => {
+            let name = ctx.team_name()?;
+            let lead = member(&lead, &name)?;
+            let members = members
+                .iter()
+                .map(|m| member(m, &name))
+                .collect::<CliResult<Vec<_>>>()?;
+            let team = Team::create(&ctx.home()?, name, &description, lead, members)?;
+            show(ctx, &team, out)
+        }
+        TeamCommand::Add {
+            name,
+            agent_type,
+            model,
+            color,
+            plan_mode_required,
+        } => {
+            let team = ctx.team()?;
+            let mut m = member(&name, team.name())?;
+            m.agent_type = agent_type;
+            m.model = model;
+            m.color = color;
+            m.plan_mode_required = plan_mode_required;
+            let added = team.add_member(m)?;
+            if ctx.json() {
+                print_json(out, &added)?;
+            } else {
+                writeln!(out, "added {} ({})", added.name, added.agent_id)?;
+            }
+            Ok(())
+        }
+        TeamCommand::Remove { name } => {
+            let team = ctx.team()?;
+            let removed = team.remove_member(&name)?;
+            if ctx.json() {
+                print_json(out, &removed)?;
+            } else {
+                writeln!(out, "removed {}", removed.name)?;
+            }
+            Ok(())
+        }
+        TeamCommand::Show => show(ctx, &ctx.team()?, out),
+        TeamCommand::Delete { force } => {
+            let team = ctx.team()?;
+            team.delete(force)?;
+            if ctx.json() {
+                print_json(out, &serde_json::json!({ "deleted": team.name() }))?;
+            } else {
+                writeln!(out, "deleted team {}", team.name())?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {
+    let config = team.config()?;
+    if ctx.json() {
+        print_json(out, &config)?;
+        return Ok(());
+    }
+    let style = ctx.style;
+    writeln!(out, "team {}", style.bold(config.name.as_str()))?;
+    if !config.description.is_empty() {
+        writeln!(out, "  {}", config.description)?;
+    }
+    writeln!(out, "  created {}", config.created_at)?;
+    for m in &config.members {
+        let role = if m.agent_id == config.lead_agent_id {
+            " (lead)"
+        } else {
+            ""
+        };
+        let state = if m.is_active() { "active" } else { "idle" };
+        let mut extra = Vec::new();
+        if let Some(t) = &m.agent_type {
+            extra.push(format!("type {t}"));
+        }
+        if let Some(b) = m.backend_type {
+            extra.push(format!(
+                "backend {}",
+                serde_json::to_value(b)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or("")
+            ));
+        }
+        if let Some(p) = &m.pane_id {
+            extra.push(format!("pane {p}"));
+        }
+        if let Some(p) = m.pid {
+            extra.push(format!("pid {p}"));
+        }
+        if let Some(w) = &m.worktree_path {
+            extra.push(format!("worktree {}", w.display()));
+        }
+        let extra = if extra.is_empty() {
+            String::new()
+        } else {
+            format!("  {}", style.dim(&extra.join(", ")))
+        };
+        writeln!(
+            out,
+            "  {}{role}  {}  {}{extra}",
+            style.bold(m.name.as_str()),
+            m.agent_id,
+            state
+        )?;
+    }
+    Ok(())
+}

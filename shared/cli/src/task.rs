@@ -1,0 +1,461 @@
+//! `roo-task`: the task-list CLI (create, list, get, update, claim, renew, reclaim, ready,
+//! delete).
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use roo_store::{
+    ClaimOptions, ClaimOutcome, DEFAULT_LEASE, Name, NewTask, TaskFilter, TaskId, TaskPatch,
+    TaskStatus, pid_alive,
+};
+use serde_json::json;
+
+use crate::common::{Common, Context, main_with};
+use crate::exit::{CliError, CliResult, EXIT_CODES_HELP};
+use crate::output::{print_json, write_task, write_task_line};
+
+const EXAMPLES: &str = "\
+Examples:
+  roo-task create --team demo --subject 'Refactor the data layer' --path src/db/
+  roo-task create --subject 'Update tests' --blocked-by 1
+  roo-task ready --json
+  roo-task claim 1 --as alice          # exit 1 if someone else got it first
+  roo-task claim --next --as alice     # the first ready task, atomically
+  roo-task update 1 --status completed
+  roo-task update 3 --add-blocked-by 2
+  roo-task list --status in_progress --owner alice
+  roo-task reclaim --as lead           # return tasks of gone owners to the ready set
+
+--team defaults to $ROO_TEAM, --as to $ROO_AGENT_NAME, the home to $ROO_HOME (default
+~/.roocode). The team must exist (see `roo-mail team create`). Protocol: docs/PROTOCOL.md.";
+
+/// The task-list CLI of RooCode Teams.
+#[derive(Parser, Debug)]
+#[command(
+    name = "roo-task",
+    version,
+    about = "Script the shared task list of a RooCode team",
+    after_help = format!("{EXAMPLES}\n\n{EXIT_CODES_HELP}")
+)]
+pub struct TaskCli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    command: TaskCommand,
+}
+
+fn parse_status(raw: &str) -> Result<TaskStatus, String> {
+    TaskStatus::parse(raw)
+        .ok_or_else(|| format!("{raw:?} is not a status: use pending, in_progress or completed"))
+}
+
+fn parse_id(raw: &str) -> Result<TaskId, String> {
+    TaskId::parse(raw).map_err(|e| e.to_string())
+}
+
+fn parse_meta(raw: &str) -> Result<(String, serde_json::Value), String> {
+    let (key, value) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("{raw:?} is not KEY=VALUE"))?;
+    let value = serde_json::from_str(value).unwrap_or_else(|_| json!(value));
+    Ok((key.to_owned(), value))
+}
+
+#[derive(Subcommand, Debug)]
+enum TaskCommand {
+    /// Create a task; prints its id
+    Create {
+        /// One line: what to do
+        #[arg(long)]
+        subject: String,
+        /// Details
+        #[arg(long, default_value = "")]
+        description: String,
+        /// Present-continuous form ("Refactoring the data layer")
+        #[arg(long)]
+        active_form: Option<String>,
+        /// A task this one waits on (repeatable)
+        #[arg(long = "blocked-by", value_name = "ID", value_parser = parse_id)]
+        blocked_by: Vec<TaskId>,
+        /// A task that waits on this one (repeatable)
+        #[arg(long = "blocks", value_name = "ID", value_parser = parse_id)]
+        blocks: Vec<TaskId>,
+        /// A path or glob the task will touch (repeatable; used by scope-aware ready)
+        #[arg(long = "path", value_name = "PATH")]
+        paths: Vec<String>,
+        /// Pre-assign an owner (the task stays pending until the owner claims it)
+        #[arg(long)]
+        owner: Option<String>,
+        /// Metadata KEY=VALUE (VALUE parsed as JSON if it can be; repeatable)
+        #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_meta)]
+        metadata: Vec<(String, serde_json::Value)>,
+    },
+    /// List tasks
+    List {
+        /// Only this status (pending, in_progress, completed)
+        #[arg(long, value_parser = parse_status)]
+        status: Option<TaskStatus>,
+        /// Only this owner
+        #[arg(long)]
+        owner: Option<String>,
+    },
+    /// Show one task
+    Get {
+        /// Task id
+        #[arg(value_parser = parse_id)]
+        id: TaskId,
+    },
+    /// Change a task
+    Update(UpdateArgs),
+    /// Claim a task atomically: pending, unowned, unblocked, no scope conflict
+    Claim {
+        /// Task id
+        #[arg(value_parser = parse_id, required_unless_present = "next", conflicts_with = "next")]
+        id: Option<TaskId>,
+        /// Claim the first ready task instead
+        #[arg(long)]
+        next: bool,
+        /// Lease length in seconds (the owner renews it with `roo-task renew`)
+        #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs())]
+        lease: u64,
+        /// Claim even if the task's paths overlap another in-progress task's
+        #[arg(long)]
+        ignore_scope: bool,
+    },
+    /// Renew your lease on a task you own
+    Renew {
+        /// Task id
+        #[arg(value_parser = parse_id)]
+        id: TaskId,
+        /// New lease length in seconds from now
+        #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs())]
+        lease: u64,
+    },
+    /// Return tasks whose owner is gone (not a member, dead pid, expired lease) to the
+    /// ready set, with a note
+    Reclaim,
+    /// Tasks ready to claim: pending, unowned, unblocked, no scope overlap with work in
+    /// progress
+    Ready,
+    /// Delete a task (its id is never reused)
+    Delete {
+        /// Task id
+        #[arg(value_parser = parse_id)]
+        id: TaskId,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  roo-task update 2 --status completed --note 'merged in abc123'
+  roo-task update 4 --add-blocked-by 2 --add-blocked-by 3
+  roo-task update 5 --owner bob          # pre-assign
+  roo-task update 5 --status pending --no-owner")]
+struct UpdateArgs {
+    /// Task id
+    #[arg(value_parser = parse_id)]
+    id: TaskId,
+    /// New status (pending, in_progress, completed)
+    #[arg(long, value_parser = parse_status)]
+    status: Option<TaskStatus>,
+    /// New owner
+    #[arg(long, conflicts_with = "no_owner")]
+    owner: Option<String>,
+    /// Clear the owner
+    #[arg(long)]
+    no_owner: bool,
+    /// New subject
+    #[arg(long)]
+    subject: Option<String>,
+    /// New description
+    #[arg(long)]
+    description: Option<String>,
+    /// New active form
+    #[arg(long)]
+    active_form: Option<String>,
+    /// Tasks that will wait on this one (repeatable)
+    #[arg(long = "add-blocks", value_name = "ID", value_parser = parse_id)]
+    add_blocks: Vec<TaskId>,
+    /// Tasks this one will wait on (repeatable)
+    #[arg(long = "add-blocked-by", value_name = "ID", value_parser = parse_id)]
+    add_blocked_by: Vec<TaskId>,
+    /// Drop "this blocks ID" (repeatable)
+    #[arg(long = "remove-blocks", value_name = "ID", value_parser = parse_id)]
+    remove_blocks: Vec<TaskId>,
+    /// Drop "this is blocked by ID" (repeatable)
+    #[arg(long = "remove-blocked-by", value_name = "ID", value_parser = parse_id)]
+    remove_blocked_by: Vec<TaskId>,
+    /// Replace the scope with these paths (repeatable)
+    #[arg(long = "path", value_name = "PATH")]
+    paths: Vec<String>,
+    /// Metadata KEY=VALUE (null deletes the key; repeatable)
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_meta)]
+    metadata: Vec<(String, serde_json::Value)>,
+    /// Append a note to the task's history
+    #[arg(long)]
+    note: Option<String>,
+}
+
+/// Entry point of the `roo-task` binary.
+pub fn main() -> ExitCode {
+    main_with("roo-task", std::env::args_os(), run)
+}
+
+fn member_name(raw: &str) -> CliResult<Name> {
+    Ok(Name::parse_as("member name", raw)?)
+}
+
+fn run(cli: TaskCli) -> CliResult {
+    let ctx = Context::new(cli.common);
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let out = &mut out;
+    let team = ctx.team()?;
+    let tasks = team.tasks();
+    let style = ctx.style;
+    let print_one = |out: &mut io::StdoutLock<'_>, task: &roo_store::Task| -> CliResult {
+        if ctx.json() {
+            print_json(out, task)?;
+        } else {
+            write_task(out, style, task)?;
+        }
+        Ok(())
+    };
+    match cli.command {
+        TaskCommand::Create {
+            subject,
+            description,
+            active_form,
+            blocked_by,
+            blocks,
+            paths,
+            owner,
+            metadata,
+        } => {
+            let task = tasks.create(NewTask {
+                subject,
+                description,
+                active_form,
+                blocked_by,
+                blocks,
+                paths,
+                metadata: metadata.into_iter().collect(),
+                owner: owner.as_deref().map(member_name).transpose()?,
+            })?;
+            if ctx.json() {
+                print_json(out, &task)?;
+            } else {
+                writeln!(out, "{}", task.id)?;
+            }
+        }
+        TaskCommand::List { status, owner } => {
+            let list = tasks.list(&TaskFilter {
+                status,
+                owner: owner.as_deref().map(member_name).transpose()?,
+            })?;
+            if ctx.json() {
+                print_json(out, &list)?;
+            } else if list.is_empty() {
+                writeln!(out, "no tasks")?;
+            } else {
+                for t in &list {
+                    write_task_line(out, style, t)?;
+                }
+            }
+        }
+        TaskCommand::Get { id } => print_one(out, &tasks.get(&id)?)?,
+        TaskCommand::Update(args) => {
+            let owner = match (args.owner, args.no_owner) {
+                (Some(o), _) => Some(Some(member_name(&o)?)),
+                (None, true) => Some(None),
+                (None, false) => None,
+            };
+            let task = tasks.update(
+                &args.id,
+                TaskPatch {
+                    subject: args.subject,
+                    description: args.description,
+                    active_form: args.active_form,
+                    status: args.status,
+                    owner,
+                    add_blocks: args.add_blocks,
+                    add_blocked_by: args.add_blocked_by,
+                    remove_blocks: args.remove_blocks,
+                    remove_blocked_by: args.remove_blocked_by,
+                    paths: (!args.paths.is_empty()).then_some(args.paths),
+                    metadata: args.metadata.into_iter().collect(),
+                    note: args.note,
+                    by: ctx.agent_opt()?,
+                },
+            )?;
+            print_one(out, &task)?;
+        }
+        TaskCommand::Claim {
+            id,
+            next,
+            lease,
+            ignore_scope,
+        } => {
+            let me = ctx.agent()?;
+            let options = ClaimOptions {
+                lease: Duration::from_secs(lease),
+                ignore_scope,
+            };
+            if next {
+                match tasks.claim_next(&me, &options)? {
+                    Some(task) => print_one(out, &task)?,
+                    None => {
+                        if ctx.json() {
+                            print_json(out, &json!({"claimed": false, "reason": "none_ready"}))?;
+                        }
+                        return Err(CliError::Refused("claim a task: none is ready".into()));
+                    }
+                }
+            } else if let Some(id) = id {
+                claim(&ctx, &tasks, &id, &me, &options, out)?;
+            }
+        }
+        TaskCommand::Renew { id, lease } => {
+            let me = ctx.agent()?;
+            let task = tasks.renew(&id, &me, Duration::from_secs(lease))?;
+            print_one(out, &task)?;
+        }
+        TaskCommand::Reclaim => {
+            let config = team.config()?;
+            let live: Vec<Name> = config
+                .members
+                .iter()
+                .filter(|m| m.pid.is_none_or(pid_alive))
+                .map(|m| m.name.clone())
+                .collect();
+            let reclaimed = tasks.reclaim(ctx.agent_opt()?.as_ref(), &live)?;
+            if ctx.json() {
+                let rows: Vec<_> = reclaimed
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "task": r.task,
+                            "previous_owner": r.previous_owner,
+                            "reason": r.reason,
+                        })
+                    })
+                    .collect();
+                print_json(out, &rows)?;
+            } else if reclaimed.is_empty() {
+                writeln!(out, "nothing to reclaim")?;
+            } else {
+                for r in &reclaimed {
+                    writeln!(
+                        out,
+                        "reclaimed {} from {}: {}",
+                        r.task.id, r.previous_owner, r.reason
+                    )?;
+                }
+            }
+        }
+        TaskCommand::Ready => {
+            let report = tasks.ready_report()?;
+            if ctx.json() {
+                print_json(out, &report.ready)?;
+            } else {
+                if report.ready.is_empty() {
+                    writeln!(out, "no task is ready")?;
+                }
+                for t in &report.ready {
+                    write_task_line(out, style, t)?;
+                }
+                for (t, with) in &report.held_back {
+                    writeln!(
+                        out,
+                        "{}",
+                        style.dim(&format!(
+                            "held back: task {} overlaps the paths of in-progress task {with}",
+                            t.id
+                        ))
+                    )?;
+                }
+            }
+        }
+        TaskCommand::Delete { id } => {
+            let task = tasks.delete(&id)?;
+            if ctx.json() {
+                print_json(out, &task)?;
+            } else {
+                writeln!(out, "deleted task {}", task.id)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn claim(
+    ctx: &Context,
+    tasks: &roo_store::TaskList,
+    id: &TaskId,
+    me: &Name,
+    options: &ClaimOptions,
+    out: &mut impl Write,
+) -> CliResult {
+    let (reason, detail, message) = match tasks.claim(id, me, options)? {
+        ClaimOutcome::Claimed(task) => {
+            if ctx.json() {
+                print_json(out, &task)?;
+            } else {
+                write_task(out, ctx.style, &task)?;
+            }
+            return Ok(());
+        }
+        ClaimOutcome::AlreadyOwned { owner, status } => (
+            "already_owned",
+            json!({"owner": owner, "status": status}),
+            format!("it is owned by {owner} ({status})"),
+        ),
+        ClaimOutcome::Blocked { by } => {
+            let ids: Vec<&str> = by.iter().map(TaskId::as_str).collect();
+            (
+                "blocked",
+                json!({"blocked_by": by}),
+                format!("it is blocked by unfinished tasks {}", ids.join(", ")),
+            )
+        }
+        ClaimOutcome::NotPending { status } => (
+            "not_pending",
+            json!({"status": status}),
+            format!("it is {status}"),
+        ),
+        ClaimOutcome::ScopeConflict { with, owner } => (
+            "scope_conflict",
+            json!({"with": with, "owner": owner}),
+            format!(
+                "its paths overlap in-progress task {with} of {} (use --ignore-scope to claim anyway)",
+                owner.as_ref().map_or("nobody", Name::as_str)
+            ),
+        ),
+        ClaimOutcome::NotFound => {
+            return Err(roo_store::Error::TaskNotFound {
+                team: tasks_team(tasks),
+                id: id.to_string(),
+            }
+            .into());
+        }
+    };
+    if ctx.json() {
+        let mut body = json!({"claimed": false, "id": id, "reason": reason});
+        if let (Some(b), Some(d)) = (body.as_object_mut(), detail.as_object()) {
+            b.extend(d.clone());
+        }
+        print_json(out, &body)?;
+    }
+    Err(CliError::Refused(format!("claim task {id}: {message}")))
+}
+
+fn tasks_team(tasks: &roo_store::TaskList) -> String {
+    tasks
+        .path()
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
