@@ -1,1 +1,513 @@
-//! placeholder
+//! A local mock LLM server speaking both providers' real HTTP + SSE wire formats.
+//!
+//! Tests, the agent's tests and the agent-overhead benchmark point the real providers
+//! at it (`base_url(Protocol::…)`), so the whole protocol stack runs end to end without
+//! a key. It routes by path — `POST /v1/messages` is Anthropic, `POST
+//! /v1/chat/completions` is OpenAI — and answers each request with, in order:
+//!
+//! 1. the next queued [`MockReply`] ([`MockServer::push`]): a scripted turn encoded in
+//!    the request's protocol, or raw bytes with chosen status, headers, chunk
+//!    boundaries, delays and ending (complete, connection reset, or held open);
+//! 2. otherwise the next turn of its script (same format and selection as the scripted
+//!    provider; `when: {system_contains: …}` tells agents apart, since a real request
+//!    carries no agent name — or send an `x-roo-agent` header);
+//! 3. otherwise an HTTP 500 saying there is nothing to answer with.
+//!
+//! Every request is recorded (method, path, headers, JSON body) for assertions.
+//! Responses are written with chunked transfer encoding, one HTTP chunk per SSE event
+//! (or per raw chunk), so the client sees exactly the chosen boundaries. It is
+//! hand-rolled HTTP/1.1 over `tokio::net::TcpListener` (keep-alive included) to stay
+//! dependency-free and to answer instantly.
+
+mod encode;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::script::{ScriptPlayer, ScriptTurn, ScriptedReply, Cursors, Script};
+
+pub use encode::{anthropic_query, anthropic_sse, openai_query, openai_sse};
+
+/// Which wire protocol a base URL is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Anthropic,
+    OpenAi,
+}
+
+impl Protocol {
+    fn of_path(path: &str) -> Option<Protocol> {
+        let path = path.split('?').next().unwrap_or(path);
+        match path {
+            "/v1/messages" => Some(Protocol::Anthropic),
+            "/v1/chat/completions" => Some(Protocol::OpenAi),
+            _ => None,
+        }
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Header names lowercased, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON (`Null` if it is not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One queued answer.
+#[derive(Debug, Clone)]
+pub enum MockReply {
+    /// A scripted turn, encoded in the protocol of the request that receives it.
+    Turn(ScriptTurn),
+    /// Exact bytes.
+    Raw(RawReply),
+}
+
+/// How a raw reply ends after its last chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawEnd {
+    /// The body is complete (terminating chunk sent; the connection stays usable).
+    Complete,
+    /// The connection is reset (TCP RST) mid-body.
+    Reset,
+    /// The connection is held open until the client closes it, which is counted in
+    /// [`MockServer::disconnects`].
+    Hold,
+}
+
+/// A raw HTTP response: status, headers, body chunks with delays, ending.
+#[derive(Debug, Clone)]
+pub struct RawReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    /// Body pieces, each written as its own HTTP chunk after its delay.
+    pub chunks: Vec<(Duration, Vec<u8>)>,
+    pub end: RawEnd,
+}
+
+impl RawReply {
+    /// A `200 text/event-stream` reply sending `chunks` as they are.
+    pub fn sse<I, B>(chunks: I) -> Self
+    where
+        I: IntoIterator<Item = B>,
+        B: Into<Vec<u8>>,
+    {
+        Self {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            chunks: chunks.into_iter().map(|c| (Duration::ZERO, c.into())).collect(),
+            end: RawEnd::Complete,
+        }
+    }
+
+    /// A reply with `status` and a JSON body.
+    pub fn json(status: u16, body: &Value) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            chunks: vec![(Duration::ZERO, body.to_string().into_bytes())],
+            end: RawEnd::Complete,
+        }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_ascii_lowercase(), value.to_owned()));
+        self
+    }
+
+    /// Sets how the reply ends.
+    pub fn ending(mut self, end: RawEnd) -> Self {
+        self.end = end;
+        self
+    }
+
+    /// Waits `delay` before each chunk.
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        for chunk in &mut self.chunks {
+            chunk.0 = delay;
+        }
+        self
+    }
+}
+
+struct Shared {
+    replies: Mutex<VecDeque<MockReply>>,
+    script: Option<Arc<ScriptPlayer>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    disconnects: AtomicUsize,
+    counter: AtomicU64,
+    changed: Notify,
+}
+
+/// A running mock server; stops (and drops its connections) when dropped.
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl MockServer {
+    /// A server on a free loopback port answering only queued replies.
+    pub async fn start() -> std::io::Result<MockServer> {
+        Self::bind("127.0.0.1:0".parse().map_err(std::io::Error::other)?, None).await
+    }
+
+    /// A server on a free loopback port answering from `script` (in-memory cursors).
+    pub async fn with_script(script: Script) -> std::io::Result<MockServer> {
+        let player = ScriptPlayer::new(script, "mock script", Cursors::in_memory());
+        Self::bind("127.0.0.1:0".parse().map_err(std::io::Error::other)?, Some(player)).await
+    }
+
+    /// A server on `addr` answering from `script`, if any, after queued replies.
+    pub async fn bind(addr: SocketAddr, script: Option<ScriptPlayer>) -> std::io::Result<MockServer> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            replies: Mutex::new(VecDeque::new()),
+            script: script.map(Arc::new),
+            requests: Mutex::new(Vec::new()),
+            disconnects: AtomicUsize::new(0),
+            counter: AtomicU64::new(0),
+            changed: Notify::new(),
+        });
+        let task = tokio::spawn(accept_loop(listener, shared.clone()));
+        Ok(MockServer { addr, shared, task })
+    }
+
+    /// The socket address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL to configure for `protocol` (`http://ip:port` for Anthropic,
+    /// `http://ip:port/v1` for OpenAI-compatible).
+    pub fn base_url(&self, protocol: Protocol) -> String {
+        match protocol {
+            Protocol::Anthropic => format!("http://{}", self.addr),
+            Protocol::OpenAi => format!("http://{}/v1", self.addr),
+        }
+    }
+
+    /// Queues a reply; queued replies are used in order before the script.
+    pub fn push(&self, reply: MockReply) {
+        lock(&self.shared.replies).push_back(reply);
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// How many held-open replies ([`RawEnd::Hold`]) saw the client close the
+    /// connection.
+    pub fn disconnects(&self) -> usize {
+        self.shared.disconnects.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `condition` holds (re-checked on every request and disconnect), at
+    /// most `timeout`. Returns whether it held.
+    pub async fn wait_until(&self, timeout: Duration, condition: impl Fn(&MockServer) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if condition(self) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return condition(self);
+            }
+        }
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    // Owning the connection tasks here means aborting this task ends them all.
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(serve_connection(stream, shared.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!("mock server accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// A parsed request head and body.
+struct HttpRequest {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
+    let mut buf = Vec::with_capacity(16 * 1024);
+    loop {
+        let request = match read_request(&mut stream, &mut buf).await {
+            Ok(Some(request)) => request,
+            Ok(None) | Err(_) => return,
+        };
+        let close = request
+            .headers
+            .iter()
+            .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let recorded = RecordedRequest {
+            method: request.method.clone(),
+            path: request.path.clone(),
+            headers: request.headers.clone(),
+            body: body.clone(),
+        };
+        lock(&shared.requests).push(recorded);
+        shared.changed.notify_waiters();
+
+        let reply = choose_reply(&shared, &request, &body).await;
+        let keep_open = match write_reply(&mut stream, &reply).await {
+            Ok(keep) => keep,
+            Err(_) => return,
+        };
+        match reply.end {
+            RawEnd::Complete if keep_open && !close => continue,
+            RawEnd::Complete => return,
+            RawEnd::Reset => {
+                reset(stream);
+                return;
+            }
+            RawEnd::Hold => {
+                // Wait for the client to go away (EOF or error), then count it.
+                let mut sink = [0u8; 1024];
+                while let Ok(n) = stream.read(&mut sink).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+                shared.disconnects.fetch_add(1, Ordering::SeqCst);
+                shared.changed.notify_waiters();
+                return;
+            }
+        }
+    }
+}
+
+/// Closes with a TCP RST instead of a FIN.
+#[expect(deprecated, reason = "SO_LINGER 0 resets at once; the blocking concern of the deprecation applies to non-zero linger only")]
+fn reset(stream: TcpStream) {
+    let _ = stream.set_linger(Some(Duration::ZERO));
+    drop(stream);
+}
+
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<HttpRequest>> {
+    let head_end = loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos;
+        }
+        if buf.len() > 1024 * 1024 {
+            return Err(std::io::Error::other("request head too large"));
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or("").split(' ');
+    let method = first.next().unwrap_or("").to_owned();
+    let path = first.next().unwrap_or("/").to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let body_start = head_end + 4;
+    while buf.len() < body_start + length {
+        let mut chunk = [0u8; 64 * 1024];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = buf[body_start..body_start + length].to_vec();
+    buf.drain(..body_start + length);
+    Ok(Some(HttpRequest {
+        method,
+        path,
+        headers,
+        body,
+    }))
+}
+
+async fn choose_reply(shared: &Shared, request: &HttpRequest, body: &Value) -> RawReply {
+    let Some(protocol) = Protocol::of_path(&request.path).filter(|_| request.method == "POST")
+    else {
+        return RawReply::json(
+            404,
+            &json!({"type": "error", "error": {"type": "not_found_error",
+                "message": format!("{} {} is not an endpoint of this server", request.method, request.path)}}),
+        );
+    };
+    let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
+    let queued = lock(&shared.replies).pop_front();
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("mock").to_owned();
+    let agent = request
+        .headers
+        .iter()
+        .find(|(k, _)| k == "x-roo-agent")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let reply = match queued {
+        Some(MockReply::Raw(raw)) => return raw,
+        Some(MockReply::Turn(turn)) => {
+            let script = Script {
+                agents: [("*".to_owned(), vec![turn])].into(),
+            };
+            let player = ScriptPlayer::new(script, "queued turn", Cursors::in_memory());
+            player.next_reply(&query(protocol, body, "", request.body.len()))
+        }
+        None => match &shared.script {
+            Some(player) => {
+                let query = query(protocol, body, &agent, request.body.len());
+                if player.is_persisted() {
+                    let player = player.clone();
+                    tokio::task::spawn_blocking(move || player.next_reply(&query))
+                        .await
+                        .unwrap_or_else(|e| Err(crate::LlmError::Script(e.to_string())))
+                } else {
+                    player.next_reply(&query)
+                }
+            }
+            None => Err(crate::LlmError::Script(
+                "answer: the mock server has no queued reply and no script".to_owned(),
+            )),
+        },
+    };
+    match reply {
+        Ok(reply) => encode(protocol, &reply, &model, n),
+        Err(e) => error_reply(protocol, 500, &e.to_string()),
+    }
+}
+
+fn query(protocol: Protocol, body: &Value, agent: &str, len: usize) -> crate::script::ScriptQuery {
+    match protocol {
+        Protocol::Anthropic => anthropic_query(body, agent, len),
+        Protocol::OpenAi => openai_query(body, agent, len),
+    }
+}
+
+fn encode(protocol: Protocol, reply: &ScriptedReply, model: &str, n: u64) -> RawReply {
+    let events = match protocol {
+        Protocol::Anthropic => anthropic_sse(reply, model, &format!("msg_mock_{n}")),
+        Protocol::OpenAi => openai_sse(reply, model, &format!("chatcmpl-mock-{n}")),
+    };
+    let mut raw = RawReply::sse(events);
+    if let Some(first) = raw.chunks.first_mut() {
+        first.0 = reply.delay;
+    }
+    raw
+}
+
+fn error_reply(protocol: Protocol, status: u16, message: &str) -> RawReply {
+    let body = match protocol {
+        Protocol::Anthropic => {
+            json!({"type": "error", "error": {"type": "api_error", "message": message}})
+        }
+        Protocol::OpenAi => json!({"error": {"message": message, "type": "server_error"}}),
+    };
+    RawReply::json(status, &body).header("x-should-retry", "false")
+}
+
+/// Writes `reply`. Returns whether the connection can serve another request.
+async fn write_reply(stream: &mut TcpStream, reply: &RawReply) -> std::io::Result<bool> {
+    let reason = match reply.status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        529 => "Overloaded",
+        _ => "Status",
+    };
+    let mut out = format!("HTTP/1.1 {} {reason}\r\n", reply.status).into_bytes();
+    for (name, value) in &reply.headers {
+        out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    out.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
+    let first_delay = reply.chunks.first().map_or(Duration::ZERO, |c| c.0);
+    if !first_delay.is_zero() {
+        tokio::time::sleep(first_delay).await;
+    }
+    for (i, (delay, bytes)) in reply.chunks.iter().enumerate() {
+        if i > 0 && !delay.is_zero() {
+            // Flush what is pending so the delay separates the pieces on the wire.
+            stream.write_all(&out).await?;
+            out.clear();
+            tokio::time::sleep(*delay).await;
+        }
+        if bytes.is_empty() {
+            continue; // an empty chunk would end the body
+        }
+        out.extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
+        out.extend_from_slice(bytes);
+        out.extend_from_slice(b"\r\n");
+    }
+    if reply.end == RawEnd::Complete {
+        out.extend_from_slice(b"0\r\n\r\n");
+    }
+    stream.write_all(&out).await?;
+    stream.flush().await?;
+    Ok(reply.end == RawEnd::Complete)
+}

@@ -1,0 +1,143 @@
+//! `roo-mockllm`: the mock LLM server as a process, for end-to-end tests, demos and the
+//! agent-overhead benchmark. Prints its base URL as the first line of stdout, then
+//! serves until killed.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use roo_llm::mock_server::{MockServer, Protocol};
+use roo_llm::script::{Cursors, Script, ScriptPlayer};
+
+const HELP: &str = "\
+roo-mockllm: a local mock LLM server speaking the Anthropic Messages and OpenAI Chat
+Completions streaming wire formats, answering from a script file.
+
+Usage: roo-mockllm [--protocol anthropic|openai] [--script FILE] [--port N] [--host IP]
+
+Options:
+  --protocol P   which base URL to print (both protocols are always served):
+                 anthropic -> http://IP:PORT, openai -> http://IP:PORT/v1 [default: openai]
+  --script FILE  script of assistant turns (same format as --provider script; see docs/LLM.md)
+  --port N       port to listen on; 0 picks a free one [default: 0]
+  --host IP      address to listen on [default: 127.0.0.1]
+  -h, --help     show this help
+
+Examples:
+  url=$(roo-mockllm --protocol anthropic --script demo.yaml | head -n1)
+  roo-mockllm --protocol openai --script team.yaml --port 8089
+";
+
+struct Args {
+    protocol: Protocol,
+    script: Option<PathBuf>,
+    port: u16,
+    host: IpAddr,
+}
+
+fn parse_args() -> Result<Option<Args>, String> {
+    let mut args = Args {
+        protocol: Protocol::OpenAi,
+        script: None,
+        port: 0,
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| {
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .ok_or_else(|| format!("parse arguments: {name} needs a value"))
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--protocol" => {
+                args.protocol = match value("--protocol")?.as_str() {
+                    "anthropic" => Protocol::Anthropic,
+                    "openai" => Protocol::OpenAi,
+                    other => {
+                        return Err(format!(
+                            "parse arguments: unknown protocol `{other}`; use anthropic or openai"
+                        ));
+                    }
+                }
+            }
+            "--script" => args.script = Some(PathBuf::from(value("--script")?)),
+            "--port" => {
+                let v = value("--port")?;
+                args.port = v
+                    .parse()
+                    .map_err(|_| format!("parse arguments: --port `{v}` is not a port number"))?;
+            }
+            "--host" => {
+                let v = value("--host")?;
+                args.host = v
+                    .parse()
+                    .map_err(|_| format!("parse arguments: --host `{v}` is not an IP address"))?;
+            }
+            other => {
+                return Err(format!(
+                    "parse arguments: unexpected `{other}`; see roo-mockllm --help"
+                ));
+            }
+        }
+    }
+    Ok(Some(args))
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("roo-mockllm: failed to {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let player = match &args.script {
+        Some(path) => match Script::load(path) {
+            Ok(script) => Some(ScriptPlayer::new(
+                script,
+                path.display().to_string(),
+                Cursors::in_memory(),
+            )),
+            Err(e) => {
+                eprintln!("roo-mockllm: failed to {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("roo-mockllm: failed to start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let addr = SocketAddr::new(args.host, args.port);
+        let server = match MockServer::bind(addr, player).await {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("roo-mockllm: failed to listen on {addr}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!("{}", server.base_url(args.protocol));
+        // Serve until killed; a closed stdout (reader gone) must not stop the server.
+        std::future::pending::<()>().await;
+        ExitCode::SUCCESS
+    })
+}
