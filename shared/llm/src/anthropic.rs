@@ -42,7 +42,10 @@ impl AnthropicProvider {
         let base = settings.base_url.trim_end_matches('/');
         let url = format!("{base}/v1/messages");
         let mut headers = HeaderMap::new();
-        headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
+        headers.insert(
+            "anthropic-version",
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
         headers.insert("content-type", HeaderValue::from_static("application/json"));
         headers.insert("accept", HeaderValue::from_static("text/event-stream"));
         if let Some(key) = &settings.api_key {
@@ -218,7 +221,8 @@ fn wire_block(block: &ContentBlock) -> Option<Value> {
             content,
             is_error,
         } => {
-            let mut v = json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
+            let mut v =
+                json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
             if *is_error {
                 v["is_error"] = json!(true);
             }

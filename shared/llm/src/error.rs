@@ -32,16 +32,22 @@ pub enum LlmError {
         message: String,
     },
     /// The stream broke or ended before the message was complete.
-    #[error("read the whole {provider} response: the stream ended before the message was complete ({message})")]
+    #[error(
+        "read the whole {provider} response: the stream ended before the message was complete ({message})"
+    )]
     Truncated { provider: String, message: String },
     /// The provider sent an `error` event or a payload that does not fit its protocol.
     #[error("get a response from {provider}: {message}")]
     Provider { provider: String, message: String },
     /// No data arrived within the idle timeout.
-    #[error("get a response from {provider}: no data for {secs} s (raise `timeouts.idle` in config.yaml if the model is just slow)")]
+    #[error(
+        "get a response from {provider}: no data for {secs} s (raise `timeouts.idle` in config.yaml if the model is just slow)"
+    )]
     Timeout { provider: String, secs: u64 },
     /// The whole request took longer than the request timeout.
-    #[error("finish the {provider} request within {secs} s (raise `timeouts.request` in config.yaml for long answers)")]
+    #[error(
+        "finish the {provider} request within {secs} s (raise `timeouts.request` in config.yaml for long answers)"
+    )]
     Deadline { provider: String, secs: u64 },
     /// The scripted provider cannot answer (bad script file, no turn left, scripted error).
     #[error("{0}")]

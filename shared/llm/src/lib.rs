@@ -28,7 +28,5 @@ pub use models::{Price, PriceTable, cost};
 pub use provider::{EventStream, Provider};
 pub use retry::RetryPolicy;
 pub use script::ScriptProvider;
-pub use settings::{
-    FileSettings, LlmFlags, LlmSettings, ProviderKind, Timeouts, build_provider,
-};
+pub use settings::{FileSettings, LlmFlags, LlmSettings, ProviderKind, Timeouts, build_provider};
 pub use types::*;

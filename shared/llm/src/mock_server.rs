@@ -33,7 +33,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::script::{ScriptPlayer, ScriptTurn, ScriptedReply, Cursors, Script};
+use crate::script::{Cursors, Script, ScriptPlayer, ScriptTurn, ScriptedReply};
 
 pub use encode::{anthropic_query, anthropic_sse, openai_query, openai_sse};
 
@@ -118,7 +118,10 @@ impl RawReply {
         Self {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
-            chunks: chunks.into_iter().map(|c| (Duration::ZERO, c.into())).collect(),
+            chunks: chunks
+                .into_iter()
+                .map(|c| (Duration::ZERO, c.into()))
+                .collect(),
             end: RawEnd::Complete,
         }
     }
@@ -135,7 +138,8 @@ impl RawReply {
 
     /// Adds a header.
     pub fn header(mut self, name: &str, value: &str) -> Self {
-        self.headers.push((name.to_ascii_lowercase(), value.to_owned()));
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_owned()));
         self
     }
 
@@ -179,11 +183,18 @@ impl MockServer {
     /// A server on a free loopback port answering from `script` (in-memory cursors).
     pub async fn with_script(script: Script) -> std::io::Result<MockServer> {
         let player = ScriptPlayer::new(script, "mock script", Cursors::in_memory());
-        Self::bind("127.0.0.1:0".parse().map_err(std::io::Error::other)?, Some(player)).await
+        Self::bind(
+            "127.0.0.1:0".parse().map_err(std::io::Error::other)?,
+            Some(player),
+        )
+        .await
     }
 
     /// A server on `addr` answering from `script`, if any, after queued replies.
-    pub async fn bind(addr: SocketAddr, script: Option<ScriptPlayer>) -> std::io::Result<MockServer> {
+    pub async fn bind(
+        addr: SocketAddr,
+        script: Option<ScriptPlayer>,
+    ) -> std::io::Result<MockServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
@@ -230,7 +241,11 @@ impl MockServer {
 
     /// Waits until `condition` holds (re-checked on every request and disconnect), at
     /// most `timeout`. Returns whether it held.
-    pub async fn wait_until(&self, timeout: Duration, condition: impl Fn(&MockServer) -> bool) -> bool {
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        condition: impl Fn(&MockServer) -> bool,
+    ) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let notified = self.shared.changed.notified();
@@ -334,13 +349,19 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
 }
 
 /// Closes with a TCP RST instead of a FIN.
-#[expect(deprecated, reason = "SO_LINGER 0 resets at once; the blocking concern of the deprecation applies to non-zero linger only")]
+#[expect(
+    deprecated,
+    reason = "SO_LINGER 0 resets at once; the blocking concern of the deprecation applies to non-zero linger only"
+)]
 fn reset(stream: TcpStream) {
     let _ = stream.set_linger(Some(Duration::ZERO));
     drop(stream);
 }
 
-async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<HttpRequest>> {
+async fn read_request(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<HttpRequest>> {
     let head_end = loop {
         if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break pos;
@@ -399,7 +420,11 @@ async fn choose_reply(shared: &Shared, request: &HttpRequest, body: &Value) -> R
     };
     let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
     let queued = lock(&shared.replies).pop_front();
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("mock").to_owned();
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock")
+        .to_owned();
     let agent = request
         .headers
         .iter()

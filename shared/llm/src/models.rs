@@ -117,7 +117,10 @@ fn base_name(model: &str) -> &str {
     model.rsplit('/').next().unwrap_or(model)
 }
 
-fn longest_prefix<'a, T: Copy>(table: impl Iterator<Item = (&'a str, T)>, model: &str) -> Option<T> {
+fn longest_prefix<'a, T: Copy>(
+    table: impl Iterator<Item = (&'a str, T)>,
+    model: &str,
+) -> Option<T> {
     let name = base_name(model);
     // Routers write versions with dots (`claude-sonnet-4.5`); the table uses dashes
     // where the vendor does.
@@ -166,12 +169,9 @@ impl PriceTable {
 
     /// Price of `model`: configured (longest prefix) first, then built-in.
     pub fn price(&self, model: &str) -> Option<Price> {
-        longest_prefix(
-            self.overrides.iter().map(|(k, v)| (k.as_str(), *v)),
-            model,
-        )
-        .map(Price::from)
-        .or_else(|| price(model))
+        longest_prefix(self.overrides.iter().map(|(k, v)| (k.as_str(), *v)), model)
+            .map(Price::from)
+            .or_else(|| price(model))
     }
 
     /// Cost in USD of `usage` on `model`, if its price is known.
@@ -225,7 +225,10 @@ mod tests {
         );
         table.merge(&PriceTable::with_overrides(overrides));
         let p = table.price("claude-sonnet-4-5").unwrap();
-        assert_eq!((p.input, p.output, p.cache_read, p.cache_write), (1.0, 2.0, 1.0, 0.5));
+        assert_eq!(
+            (p.input, p.output, p.cache_read, p.cache_write),
+            (1.0, 2.0, 1.0, 0.5)
+        );
         assert_eq!(table.price("gpt-4o").unwrap().input, 2.50);
     }
 }

@@ -286,7 +286,10 @@ mod tests {
         );
         assert_eq!(body["max_tokens"], json!(100));
         assert_eq!(body["stream_options"], json!({"include_usage": true}));
-        assert_eq!(body["tools"][0]["function"]["parameters"], json!({"type": "object"}));
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"],
+            json!({"type": "object"})
+        );
 
         let official = request_body(&request, "gpt-4.1", 100, true);
         assert_eq!(official["max_completion_tokens"], json!(100));

@@ -112,7 +112,10 @@ mod tests {
         for retry in 0..8 {
             let full = Duration::from_millis(100 * (1 << retry)).min(Duration::from_millis(1000));
             let d = policy.backoff(retry);
-            assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?} vs {full:?}");
+            assert!(
+                d >= full / 2 && d <= full,
+                "retry {retry}: {d:?} vs {full:?}"
+            );
         }
         assert!(policy.backoff(u32::MAX) <= Duration::from_millis(1000));
     }

@@ -404,9 +404,15 @@ agents:
       tool_calls: [{name: ReadFile, input: {path: a}}, {name: Grep}]
 "#,
         );
-        let r = collect(p.stream(request("alice", "go")), |_| {}).await.unwrap();
+        let r = collect(p.stream(request("alice", "go")), |_| {})
+            .await
+            .unwrap();
         assert_eq!(r.stop_reason, StopReason::ToolUse);
-        let ids: Vec<_> = r.message.tool_uses().map(|(id, _, _)| id.to_owned()).collect();
+        let ids: Vec<_> = r
+            .message
+            .tool_uses()
+            .map(|(id, _, _)| id.to_owned())
+            .collect();
         assert_eq!(ids, ["toolu_script_1", "toolu_script_2"]);
         assert_eq!(r.message.tool_uses().nth(1).unwrap().2, &json!({}));
         // Estimated usage: non-zero, from sizes.
@@ -427,7 +433,9 @@ agents:
         );
         // Other agents fall back to "*" with their own cursor.
         for agent in ["bob", "carol"] {
-            let r = collect(p.stream(request(agent, "x")), |_| {}).await.unwrap();
+            let r = collect(p.stream(request(agent, "x")), |_| {})
+                .await
+                .unwrap();
             assert_eq!(r.message.text(), "default one");
         }
     }
@@ -443,7 +451,9 @@ agents:
   usage: {input_tokens: 10, output_tokens: 2, cache_read_tokens: 5}
 "#,
         );
-        let err = collect(p.stream(request("", "x")), |_| {}).await.unwrap_err();
+        let err = collect(p.stream(request("", "x")), |_| {})
+            .await
+            .unwrap_err();
         assert!(err.is_transient(), "{err}");
         let r = collect(p.stream(request("", "x")), |_| {}).await.unwrap();
         assert_eq!(

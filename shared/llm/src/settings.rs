@@ -319,7 +319,10 @@ impl LlmSettings {
     ) -> Result<LlmSettings> {
         let env = |key: &str| env(key).filter(|v| !v.trim().is_empty());
         let file = |pick: &dyn Fn(&FileSettings) -> Option<String>| {
-            files.iter().rev().find_map(|f| pick(f).filter(|v| !v.trim().is_empty()))
+            files
+                .iter()
+                .rev()
+                .find_map(|f| pick(f).filter(|v| !v.trim().is_empty()))
         };
         let script = flags
             .script
@@ -386,16 +389,32 @@ impl LlmSettings {
         settings.thinking_budget = files.iter().rev().find_map(|f| f.thinking_budget);
         for layer in files {
             if let Some(t) = &layer.timeouts {
-                apply_secs(&mut settings.timeouts.connect, t.connect, "timeouts.connect")?;
-                apply_secs(&mut settings.timeouts.request, t.request, "timeouts.request")?;
+                apply_secs(
+                    &mut settings.timeouts.connect,
+                    t.connect,
+                    "timeouts.connect",
+                )?;
+                apply_secs(
+                    &mut settings.timeouts.request,
+                    t.request,
+                    "timeouts.request",
+                )?;
                 apply_secs(&mut settings.timeouts.idle, t.idle, "timeouts.idle")?;
             }
             if let Some(r) = &layer.retries {
                 if let Some(n) = r.max_retries {
                     settings.retry.max_retries = n;
                 }
-                apply_secs(&mut settings.retry.base_delay, r.base_delay, "retries.base_delay")?;
-                apply_secs(&mut settings.retry.max_delay, r.max_delay, "retries.max_delay")?;
+                apply_secs(
+                    &mut settings.retry.base_delay,
+                    r.base_delay,
+                    "retries.base_delay",
+                )?;
+                apply_secs(
+                    &mut settings.retry.max_delay,
+                    r.max_delay,
+                    "retries.max_delay",
+                )?;
                 apply_secs(
                     &mut settings.retry.max_retry_after,
                     r.max_retry_after,
@@ -432,7 +451,8 @@ impl LlmSettings {
                 }
             }
             ProviderKind::Anthropic | ProviderKind::OpenAi => {
-                if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+                if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://"))
+                {
                     return Err(LlmError::Config(format!(
                         "use base URL `{}`: it must start with http:// or https://",
                         self.base_url
@@ -506,7 +526,9 @@ mod tests {
 
     #[test]
     fn precedence_flags_env_project_user() {
-        let user = yaml("provider: openai\nmodel: user-model\nbase_url: http://user/v1\nmax_tokens: 100\npermissions: {allow: [x]}\n");
+        let user = yaml(
+            "provider: openai\nmodel: user-model\nbase_url: http://user/v1\nmax_tokens: 100\npermissions: {allow: [x]}\n",
+        );
         let project = yaml("model: project-model\nhooks: []\ntimeouts: {idle: 5}\n");
         let env = env_of(&[("ROO_MODEL", "env-model"), ("OPENAI_API_KEY", "sk-env")]);
         let s = LlmSettings::resolve(&LlmFlags::default(), &env, &[user.clone(), project.clone()])
@@ -519,8 +541,12 @@ mod tests {
         assert_eq!(s.timeouts.idle, Duration::from_secs(5));
 
         let no_env = env_of(&[]);
-        let s = LlmSettings::resolve(&LlmFlags::default(), &no_env, &[user.clone(), project.clone()])
-            .unwrap();
+        let s = LlmSettings::resolve(
+            &LlmFlags::default(),
+            &no_env,
+            &[user.clone(), project.clone()],
+        )
+        .unwrap();
         assert_eq!(s.model, "project-model");
 
         let flags = LlmFlags {
@@ -528,7 +554,10 @@ mod tests {
             base_url: Some("http://flag/v1".into()),
             ..LlmFlags::default()
         };
-        let env = env_of(&[("ROO_MODEL", "env-model"), ("OPENAI_BASE_URL", "http://env/v1")]);
+        let env = env_of(&[
+            ("ROO_MODEL", "env-model"),
+            ("OPENAI_BASE_URL", "http://env/v1"),
+        ]);
         let s = LlmSettings::resolve(&flags, &env, &[user, project]).unwrap();
         assert_eq!(s.model, "flag-model");
         assert_eq!(s.base_url, "http://flag/v1");
@@ -570,7 +599,10 @@ mod tests {
             ..LlmFlags::default()
         };
         let err = LlmSettings::resolve(&bad, &env_of(&[]), &[]).unwrap_err();
-        assert!(err.to_string().contains("anthropic, openai or script"), "{err}");
+        assert!(
+            err.to_string().contains("anthropic, openai or script"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -579,7 +611,10 @@ mod tests {
             script: Some("demo.yaml".into()),
             ..LlmFlags::default()
         };
-        let env = env_of(&[("ANTHROPIC_API_KEY", "a"), ("ROO_SCRIPT_STATE", "/tmp/s.json")]);
+        let env = env_of(&[
+            ("ANTHROPIC_API_KEY", "a"),
+            ("ROO_SCRIPT_STATE", "/tmp/s.json"),
+        ]);
         let s = LlmSettings::resolve(&flags, &env, &[]).unwrap();
         assert_eq!(s.provider, ProviderKind::Script);
         assert_eq!(s.script_state.as_deref(), Some(Path::new("/tmp/s.json")));
@@ -599,9 +634,21 @@ mod tests {
     fn file_loading() {
         let dir = std::env::temp_dir().join(format!("roo-llm-settings-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("p/.roocode")).unwrap();
-        std::fs::write(dir.join("config.yaml"), "provider: script\nscript: demo.yaml\nmcp_servers: {x: {command: y}}\n").unwrap();
-        std::fs::write(dir.join("p/.roocode/config.yaml"), "prices: {my-model: {input: 1, output: 2}}\n").unwrap();
-        std::fs::write(dir.join("p/.roocode/config.local.yaml"), "model: [unclosed\n").unwrap();
+        std::fs::write(
+            dir.join("config.yaml"),
+            "provider: script\nscript: demo.yaml\nmcp_servers: {x: {command: y}}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("p/.roocode/config.yaml"),
+            "prices: {my-model: {input: 1, output: 2}}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("p/.roocode/config.local.yaml"),
+            "model: [unclosed\n",
+        )
+        .unwrap();
         let err = FileSettings::load_layers(&dir, &dir.join("p")).unwrap_err();
         assert!(err.to_string().contains("config.local.yaml"), "{err}");
         std::fs::remove_file(dir.join("p/.roocode/config.local.yaml")).unwrap();

@@ -150,7 +150,11 @@ mod tests {
             },
         ];
         for piece in 1..=wire.len() {
-            assert_eq!(decode_in_pieces(wire.as_bytes(), piece), expected, "piece {piece}");
+            assert_eq!(
+                decode_in_pieces(wire.as_bytes(), piece),
+                expected,
+                "piece {piece}"
+            );
         }
     }
 

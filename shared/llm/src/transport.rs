@@ -31,8 +31,7 @@ use crate::types::StreamEvent;
 /// Turns the SSE events of one protocol into normalized events.
 pub(crate) trait WireParser: Send + 'static {
     /// Handles one SSE event, appending any normalized events to `out`.
-    fn event(&mut self, event: SseEvent, out: &mut VecDeque<StreamEvent>)
-    -> Result<(), WireError>;
+    fn event(&mut self, event: SseEvent, out: &mut VecDeque<StreamEvent>) -> Result<(), WireError>;
     /// The body ended cleanly; finish the message or report it as truncated.
     fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), WireError>;
     /// Whether the message is complete; nothing after this point is read.
@@ -331,14 +330,14 @@ impl Run {
             return Ok(());
         }
         let text = error_body(self.wait_until(), response).await;
-        let retryable = should_retry_header(&headers).unwrap_or(is_retryable_status(status.as_u16()));
+        let retryable =
+            should_retry_header(&headers).unwrap_or(is_retryable_status(status.as_u16()));
         Err(Failure {
             error: status_error(target, status, &text),
             retryable,
             retry_after: retry_after(&headers),
         })
     }
-
 
     async fn read(&mut self) -> Result<(), Failure> {
         let wait_until = self.wait_until();
@@ -434,9 +433,13 @@ fn status_error(target: &HttpTarget, status: StatusCode, body: &str) -> LlmError
             "{} or model `{}` does not exist; check --model and --base-url (OpenAI-compatible base URLs end in /v1, Anthropic base URLs are the server root)",
             target.url, target.model
         ),
-        413 => "the request is too large; the conversation may exceed the model's context window".to_owned(),
+        413 => "the request is too large; the conversation may exceed the model's context window"
+            .to_owned(),
         429 => "rate limited; wait a little or run fewer agents at once".to_owned(),
-        s if s >= 500 => format!("{} is failing or overloaded; try again later", target.provider),
+        s if s >= 500 => format!(
+            "{} is failing or overloaded; try again later",
+            target.provider
+        ),
         _ => String::new(),
     };
     let message = match (message.is_empty(), hint.is_empty()) {
@@ -515,8 +518,7 @@ mod tests {
 
     #[test]
     fn error_messages_from_both_providers() {
-        let anthropic =
-            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        let anthropic = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
         assert_eq!(
             error_message(anthropic),
             "authentication_error: invalid x-api-key"
@@ -527,6 +529,9 @@ mod tests {
             "invalid_request_error: Incorrect API key provided"
         );
         assert_eq!(error_message("  plain text \n"), "plain text");
-        assert_eq!(error_message(r#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(
+            error_message(r#"{"error":"model not found"}"#),
+            "model not found"
+        );
     }
 }

@@ -41,7 +41,10 @@ pub(crate) struct AnthropicParser {
 impl WireParser for AnthropicParser {
     fn event(&mut self, sse: SseEvent, out: &mut VecDeque<StreamEvent>) -> Result<(), WireError> {
         let data: Value = serde_json::from_str(&sse.data).map_err(|e| {
-            WireError::Protocol(format!("event `{}` is not JSON ({e}): {}", sse.event, sse.data))
+            WireError::Protocol(format!(
+                "event `{}` is not JSON ({e}): {}",
+                sse.event, sse.data
+            ))
         })?;
         let kind = data
             .get("type")
@@ -122,7 +125,11 @@ impl WireParser for AnthropicParser {
 }
 
 impl AnthropicParser {
-    fn block_start(&mut self, data: &Value, out: &mut VecDeque<StreamEvent>) -> Result<(), WireError> {
+    fn block_start(
+        &mut self,
+        data: &Value,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), WireError> {
         let index = index_of(data)?;
         let block = data.get("content_block").unwrap_or(&Value::Null);
         let text_field = |name: &str| {
@@ -179,7 +186,11 @@ impl AnthropicParser {
         Ok(())
     }
 
-    fn block_delta(&mut self, data: &Value, out: &mut VecDeque<StreamEvent>) -> Result<(), WireError> {
+    fn block_delta(
+        &mut self,
+        data: &Value,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), WireError> {
         let index = index_of(data)?;
         let delta = data.get("delta").unwrap_or(&Value::Null);
         let field = |name: &str| delta.get(name).and_then(Value::as_str).unwrap_or("");
@@ -188,17 +199,24 @@ impl AnthropicParser {
                 "content_block_delta for block {index} that never started"
             )));
         };
-        match (delta.get("type").and_then(Value::as_str).unwrap_or(""), block) {
+        match (
+            delta.get("type").and_then(Value::as_str).unwrap_or(""),
+            block,
+        ) {
             ("text_delta", _) => {
                 let text = field("text");
                 if !text.is_empty() {
-                    out.push_back(StreamEvent::TextDelta { text: text.to_owned() });
+                    out.push_back(StreamEvent::TextDelta {
+                        text: text.to_owned(),
+                    });
                 }
             }
             ("thinking_delta", _) => {
                 let text = field("thinking");
                 if !text.is_empty() {
-                    out.push_back(StreamEvent::ThinkingDelta { text: text.to_owned() });
+                    out.push_back(StreamEvent::ThinkingDelta {
+                        text: text.to_owned(),
+                    });
                 }
             }
             ("signature_delta", _) => out.push_back(StreamEvent::ThinkingSignature {
@@ -220,7 +238,11 @@ impl AnthropicParser {
         Ok(())
     }
 
-    fn block_stop(&mut self, data: &Value, out: &mut VecDeque<StreamEvent>) -> Result<(), WireError> {
+    fn block_stop(
+        &mut self,
+        data: &Value,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), WireError> {
         let index = index_of(data)?;
         if let Some(Block::Tool {
             id,
@@ -347,7 +369,9 @@ data: {"type":"message_stop"}
         assert_eq!(
             parse(DOC_TOOL_USE).unwrap(),
             vec![
-                StreamEvent::TextDelta { text: "Okay".into() },
+                StreamEvent::TextDelta {
+                    text: "Okay".into()
+                },
                 StreamEvent::TextDelta {
                     text: ", let's check:".into()
                 },

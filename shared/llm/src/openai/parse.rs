@@ -135,7 +135,10 @@ impl OpenAiParser {
         call: &Value,
         out: &mut VecDeque<StreamEvent>,
     ) -> Result<(), WireError> {
-        let index = call.get("index").and_then(Value::as_u64).unwrap_or(position);
+        let index = call
+            .get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(position);
         let id = call.get("id").and_then(Value::as_str).unwrap_or("");
         let name = call
             .pointer("/function/name")
@@ -193,7 +196,11 @@ impl OpenAiParser {
     }
 
     /// Ends the call at `index` if its arguments are already a complete JSON object.
-    fn close_if_complete(&mut self, index: u64, out: &mut VecDeque<StreamEvent>) -> Result<(), WireError> {
+    fn close_if_complete(
+        &mut self,
+        index: u64,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), WireError> {
         let Some(tool) = self.tools.get_mut(&index) else {
             return Ok(());
         };
@@ -401,7 +408,10 @@ mod tests {
     #[test]
     fn text_reasoning_and_usage_with_null_choices() {
         let wire = [
-            chunk(json!({"role": "assistant", "reasoning_content": "think"}), None),
+            chunk(
+                json!({"role": "assistant", "reasoning_content": "think"}),
+                None,
+            ),
             chunk(json!({"content": "Hel"}), None),
             chunk(json!({"content": "lo"}), None),
             chunk(json!({}), Some("stop")),

@@ -140,7 +140,9 @@ impl Script {
                 path.display()
             ))
         })?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
         Script::parse(&text, is_json).map_err(|message| {
             LlmError::Script(format!("parse script file {}: {message}", path.display()))
         })
@@ -252,7 +254,10 @@ agents:
         .unwrap();
         assert_eq!(script.agents["*"].len(), 2);
         assert_eq!(script.agents["alice"][1].usage.unwrap().input_tokens, 1200);
-        assert_eq!(script.agents["alice"][2].error.as_deref(), Some("overloaded"));
+        assert_eq!(
+            script.agents["alice"][2].error.as_deref(),
+            Some("overloaded")
+        );
     }
 
     #[test]
@@ -267,8 +272,8 @@ agents:
         assert!(err.contains("txt"), "{err}");
         let err = Script::parse("agents: {\"*\": [{delay_ms: 3}]}", false).unwrap_err();
         assert!(err.contains("is empty"), "{err}");
-        let err = Script::parse("agents: {\"*\": [{text: a, stop_reason: done}]}", false)
-            .unwrap_err();
+        let err =
+            Script::parse("agents: {\"*\": [{text: a, stop_reason: done}]}", false).unwrap_err();
         assert!(err.contains("stop_reason"), "{err}");
     }
 }

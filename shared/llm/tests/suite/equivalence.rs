@@ -1,0 +1,103 @@
+//! The acceptance check of the layer: for equivalent responses, the Anthropic
+//! protocol, the OpenAI-compatible protocol and the scripted provider yield identical
+//! normalized event sequences (and so identical collected messages).
+
+use roo_llm::mock_server::{MockServer, Protocol};
+use roo_llm::script::{Cursors, Script, ScriptPlayer};
+use roo_llm::{
+    LlmSettings, Message, ProviderKind, Request, ScriptProvider, StreamEvent, build_provider,
+};
+
+use super::support::{drain, settings};
+
+const SCRIPT: &str = r#"
+agents:
+  "*":
+    - thinking: "The test fails on line 3; read the file, then search callers."
+      text: "I'll look at the code first — ünïcödé ✓."
+      tool_calls:
+        - {name: ReadFile, input: {path: src/lib.rs}}
+        - {name: Grep, input: {pattern: "fn parse", path: src, glob: "*.rs"}}
+      usage: {input_tokens: 1200, output_tokens: 80, cache_read_tokens: 3000}
+    - text: "Fixed the off-by-one in parse()."
+      usage: {input_tokens: 1500, output_tokens: 12}
+    - when: {last_user_contains: "max out"}
+      text: "This answer was cut"
+      stop_reason: max_tokens
+      usage: {input_tokens: 10, output_tokens: 8192}
+"#;
+
+fn request(text: &str) -> Request {
+    Request {
+        system: vec!["You are a coding agent.".into()],
+        messages: vec![Message::user_text(text)],
+        ..Request::default()
+    }
+}
+
+async fn run_all(kind: Option<ProviderKind>) -> Vec<Vec<StreamEvent>> {
+    let script = Script::parse(SCRIPT, false).unwrap();
+    let server = MockServer::with_script(script.clone()).await.unwrap();
+    let provider = match kind {
+        Some(kind) => build_provider(&settings(kind, &server)).unwrap(),
+        None => std::sync::Arc::new(ScriptProvider::new(
+            ScriptPlayer::new(script, "inline", Cursors::in_memory()),
+            "script",
+            200_000,
+        )),
+    };
+    let mut runs = Vec::new();
+    for text in ["fix the test", "please max out", "thanks"] {
+        let (events, error) = drain(provider.stream(request(text))).await;
+        assert!(error.is_none(), "{kind:?}: {error:?}");
+        runs.push(events);
+    }
+    runs
+}
+
+#[tokio::test]
+async fn anthropic_openai_and_script_yield_identical_events() {
+    let scripted = run_all(None).await;
+    let anthropic = run_all(Some(ProviderKind::Anthropic)).await;
+    let openai = run_all(Some(ProviderKind::OpenAi)).await;
+    assert_eq!(anthropic, scripted, "anthropic vs script");
+    assert_eq!(openai, scripted, "openai vs script");
+
+    // And the sequences are the interesting ones: thinking, text, two whole tool calls
+    // with ids from the script, stop reasons and usage as scripted.
+    let first = &scripted[0];
+    assert!(matches!(first[0], StreamEvent::ThinkingDelta { .. }));
+    assert!(matches!(first[1], StreamEvent::TextDelta { .. }));
+    assert_eq!(
+        first[2],
+        StreamEvent::ToolCallStart {
+            id: "toolu_script_1".into(),
+            name: "ReadFile".into()
+        }
+    );
+    assert!(matches!(&first[4], StreamEvent::ToolCallEnd { id, .. } if id == "toolu_script_1"));
+    assert!(matches!(&first[7], StreamEvent::ToolCallEnd { id, .. } if id == "toolu_script_2"));
+    let StreamEvent::MessageStop { stop_reason, usage } = first.last().unwrap() else {
+        panic!("no stop");
+    };
+    assert_eq!(*stop_reason, roo_llm::StopReason::ToolUse);
+    assert_eq!((usage.input_tokens, usage.cache_read_tokens), (1200, 3000));
+    // The `when` turn was picked for the matching request, out of order.
+    assert!(matches!(
+        scripted[1].last(),
+        Some(StreamEvent::MessageStop {
+            stop_reason: roo_llm::StopReason::MaxTokens,
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn the_mock_binary_protocols_match_the_settings_conventions() {
+    // --base-url conventions: Anthropic root vs OpenAI up to /v1.
+    let server = MockServer::start().await.unwrap();
+    assert!(!server.base_url(Protocol::Anthropic).ends_with("/v1"));
+    assert!(server.base_url(Protocol::OpenAi).ends_with("/v1"));
+    let s = LlmSettings::defaults(ProviderKind::OpenAi);
+    assert_eq!(s.base_url, "https://api.openai.com/v1");
+}

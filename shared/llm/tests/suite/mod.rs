@@ -1,0 +1,7 @@
+mod anthropic_wire;
+mod equivalence;
+mod mockllm_bin;
+mod openai_wire;
+mod robustness;
+mod script_provider;
+mod support;
