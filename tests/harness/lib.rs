@@ -1,1 +1,65 @@
-//! Test harness for end-to-end tests: locating the built binaries, temp homes and repos.
+//! Harness for the end-to-end tests: locate the built binaries, make temp homes and
+//! directories, run commands with a readable failure report, wait for conditions.
+//!
+//! The binaries are found next to the test executable (`target/<profile>/deps/e2e-…` →
+//! `target/<profile>/roo-mail`), so the tests drive exactly what `cargo build --workspace
+//! --bins` produced with the same `CARGO_TARGET_DIR`. Every [`TestCommand`] runs with a
+//! private `ROO_HOME` and without the developer's `ROO_*` variables, so a test never
+//! touches real state.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod command;
+mod diff;
+mod dir;
+
+pub use command::{ChildGuard, RunOutput, TestCommand};
+pub use diff::line_diff;
+pub use dir::{TempDir, TempHome};
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Path of a built binary of the workspace (`roo-mail`, `roo-task`, …).
+///
+/// Panics with instructions if it has not been built.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("locate the test executable");
+    // target/<profile>/deps/<test-binary> → target/<profile>/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test executable lives in target/<profile>/deps");
+    let path = profile_dir.join(name);
+    assert!(
+        path.is_file(),
+        "binary {name} not found at {}: build the binaries first with \
+         `cargo build --workspace --bins` (same CARGO_TARGET_DIR), or run scripts/test",
+        path.display()
+    );
+    path
+}
+
+/// Polls `check` until it returns `Some`, or panics after `timeout` naming `what` and the
+/// last state `describe` reports.
+pub fn wait_until<T>(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> Option<T>,
+    describe: impl Fn() -> String,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "timed out after {timeout:?} waiting for {what}; last state:\n{}",
+                describe()
+            );
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}

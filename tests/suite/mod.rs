@@ -1,1 +1,6 @@
 //! Test modules.
+mod cli_mail;
+mod cli_task;
+mod store_concurrency;
+mod store_crash;
+mod store_files;

@@ -53,7 +53,7 @@ pub struct SendArgs {
     #[arg(long, value_name = "NAME|*")]
     to: String,
     /// Message type
-    #[arg(long = "type", value_enum, default_value = "text")]
+    #[arg(long = "type", value_name = "TYPE", value_enum, default_value = "text")]
     kind: MessageType,
     /// 5-10 word preview (required for text)
     #[arg(long)]

@@ -52,6 +52,17 @@ pub fn run(ctx: &Context, args: WatchArgs, out: &mut impl Write) -> CliResult {
         .filter(|m| !args.existing || m.read)
         .map(|m| m.id)
         .collect();
+    // Tell the caller (a person, or a script waiting on stderr) that nothing sent from
+    // now on can be missed.
+    eprintln!(
+        "roo-mail: watching the inbox of {me} in team {} ({})",
+        team.name(),
+        if watcher.uses_notifications() {
+            "file-change notification"
+        } else {
+            "polling"
+        }
+    );
     let mut printed = 0usize;
     loop {
         let all = mailbox.read(&me, &ReadFilter::default())?;

@@ -1,0 +1,373 @@
+//! Benchmark of the coordination substrate (run with `scripts/bench-store`).
+//!
+//! Prints: in-process send latency, `roo-mail send` whole-process latency, send→watch
+//! delivery latency (CLI watcher and in-process watcher), throughput at 1/4/16 concurrent
+//! writer processes with the improved lock and with the original protocol, and per-send
+//! cost at inbox sizes 10 / 1,000 / 10,000 (read history, and unread backlog).
+//!
+//! Writers are this executable re-run with `--writer`, so they are real OS processes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use roo_store::{
+    InboxDoc, LockPolicy, Member, Message, MessageBody, MessageId, Name, Outgoing, RooHome, Team,
+    Timestamp, WaitOutcome,
+};
+
+fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        path.is_file(),
+        "build {name} first (scripts/bench-store does)"
+    );
+    path
+}
+
+fn team(home: &RooHome, members: &[String]) -> Team {
+    let t = name("bench");
+    let members = members.iter().map(|m| Member::new(name(m), &t)).collect();
+    Team::create(
+        home,
+        t.clone(),
+        "benchmark",
+        Member::new(name("lead"), &t),
+        members,
+    )
+    .unwrap()
+}
+
+struct Stats(Vec<Duration>);
+
+impl Stats {
+    fn pct(&self, p: f64) -> Duration {
+        let mut v = self.0.clone();
+        v.sort();
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    }
+    fn line(&self) -> String {
+        format!(
+            "p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms  (n={})",
+            ms(self.pct(0.5)),
+            ms(self.pct(0.9)),
+            ms(self.pct(0.99)),
+            self.0.len()
+        )
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--writer") {
+        return writer(&args[2..]);
+    }
+    // `cargo bench` passes `--bench`; anything else is ignored.
+    let quick = std::env::var_os("ROO_BENCH_QUICK").is_some();
+    let n = |full: usize, small: usize| if quick { small } else { full };
+    println!("# Coordination substrate benchmark");
+    println!(
+        "machine: {} cores, {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu_model()
+    );
+    println!("date: {}\n", Timestamp::now());
+
+    in_process_send(n(1000, 100));
+    whole_process_send(n(200, 30));
+    delivery(n(100, 20));
+    throughput(n(40, 10));
+    inbox_sizes(n(200, 30));
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+fn in_process_send(iterations: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let team = team(&home, &["alice".into()]);
+    let mb = team.mailbox();
+    let (lead, alice) = (name("lead"), name("alice"));
+    let mut samples = Vec::new();
+    for i in 0..iterations {
+        let started = Instant::now();
+        mb.send(
+            &lead,
+            "alice",
+            Outgoing::text(format!("m{i}"), "benchmark message"),
+        )
+        .unwrap();
+        samples.push(started.elapsed());
+        mb.take_unread(&alice).unwrap();
+    }
+    println!(
+        "in-process send (Mailbox::send, 1 recipient)   {}",
+        Stats(samples).line()
+    );
+}
+
+fn whole_process_send(iterations: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let team = team(&home, &["alice".into()]);
+    let mail = bin("roo-mail");
+    let mut samples = Vec::new();
+    for i in 0..iterations {
+        let started = Instant::now();
+        let status = Command::new(&mail)
+            .args(["send", "--team", "bench", "--from", "lead", "--to", "alice"])
+            .args(["--summary", "benchmark message", &format!("m{i}")])
+            .env("ROO_HOME", dir.path())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        samples.push(started.elapsed());
+        assert!(status.success());
+        team.mailbox().take_unread(&name("alice")).unwrap();
+    }
+    println!(
+        "roo-mail send (whole process)                  {}",
+        Stats(samples).line()
+    );
+}
+
+fn delivery(iterations: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let team = team(&home, &["alice".into(), "bob".into()]);
+    let mb = team.mailbox();
+    let lead = name("lead");
+
+    // A `roo-mail watch` process.
+    let mut watch = Command::new(bin("roo-mail"))
+        .args([
+            "watch",
+            "--team",
+            "bench",
+            "--as",
+            "alice",
+            "--json",
+            "--mark-read",
+        ])
+        .env("ROO_HOME", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = BufReader::new(watch.stderr.take().unwrap());
+    let mut line = String::new();
+    ready.read_line(&mut line).unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut samples = Vec::new();
+    for i in 0..iterations {
+        let started = Instant::now();
+        mb.send(
+            &lead,
+            "alice",
+            Outgoing::text(format!("d{i}"), "delivery probe"),
+        )
+        .unwrap();
+        let got = lines.next().unwrap().unwrap();
+        samples.push(started.elapsed());
+        assert!(got.contains(&format!("\"d{i}\"")), "{got}");
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    println!(
+        "send -> roo-mail watch prints it               {}",
+        Stats(samples).line()
+    );
+
+    // An in-process watcher, as the agent runtime uses it.
+    let bob = name("bob");
+    let mut watcher = mb.watcher(&bob).unwrap();
+    let mut samples = Vec::new();
+    for i in 0..iterations {
+        let sender = mb.clone();
+        let started = Instant::now();
+        let t = std::thread::spawn(move || {
+            sender
+                .send(
+                    &name("lead"),
+                    "bob",
+                    Outgoing::text(format!("w{i}"), "delivery probe"),
+                )
+                .unwrap();
+        });
+        loop {
+            assert_eq!(watcher.wait(Duration::from_secs(10)), WaitOutcome::Changed);
+            if !mb.take_unread(&bob).unwrap().is_empty() {
+                break;
+            }
+        }
+        samples.push(started.elapsed());
+        t.join().unwrap();
+    }
+    println!(
+        "send -> InboxWatcher wakes + take_unread       {}",
+        Stats(samples).line()
+    );
+    println!("(the original design polls every 500 ms: 250 ms mean, 500 ms worst case)");
+}
+
+fn throughput(per_writer: usize) {
+    println!("\nthroughput, W writer processes x {per_writer} sends each into one inbox:");
+    for mode in ["queue", "protocol"] {
+        for writers in [1usize, 4, 16] {
+            let dir = tempfile::tempdir().unwrap();
+            let home = RooHome::new(dir.path());
+            let names: Vec<String> = (0..writers).map(|w| format!("w{w}")).collect();
+            let mut members = names.clone();
+            members.push("sink".into());
+            team(&home, &members);
+            let exe = std::env::current_exe().unwrap();
+            let started = Instant::now();
+            let children: Vec<_> = names
+                .iter()
+                .map(|w| {
+                    Command::new(&exe)
+                        .args(["--writer", &dir.path().to_string_lossy(), w])
+                        .arg(per_writer.to_string())
+                        .arg(mode)
+                        .stdout(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            let mut failures = 0usize;
+            let mut worst = Duration::ZERO;
+            for child in children {
+                let out = child.wait_with_output().unwrap();
+                let text = String::from_utf8_lossy(&out.stdout);
+                let mut parts = text.split_whitespace();
+                failures += parts.next().unwrap_or("0").parse::<usize>().unwrap_or(0);
+                let w: f64 = parts.next().unwrap_or("0").parse().unwrap_or(0.0);
+                worst = worst.max(Duration::from_secs_f64(w / 1000.0));
+            }
+            let elapsed = started.elapsed();
+            let delivered = team_unread(&home);
+            let sent = writers * per_writer;
+            println!(
+                "  {mode:<8} W={writers:<2}  {:>7.0} sends/s  worst send {:>8.1} ms  \
+                 lock timeouts {failures:>3}/{sent}  delivered {delivered}/{sent}",
+                sent as f64 / elapsed.as_secs_f64(),
+                ms(worst)
+            );
+        }
+    }
+}
+
+fn team_unread(home: &RooHome) -> usize {
+    Team::open(home, name("bench"))
+        .unwrap()
+        .mailbox()
+        .unread_count(&name("sink"))
+        .unwrap()
+}
+
+/// Child mode: send `count` messages to `sink`; print "<failures> <worst ms>".
+fn writer(args: &[String]) {
+    let home = RooHome::new(&args[0]);
+    let home = if args[3] == "protocol" {
+        home.with_lock_policy(LockPolicy::protocol())
+    } else {
+        home
+    };
+    let me = name(&args[1]);
+    let count: usize = args[2].parse().unwrap();
+    let mb = Team::open(&home, name("bench")).unwrap().mailbox();
+    let mut failures = 0;
+    let mut worst = Duration::ZERO;
+    for i in 0..count {
+        let started = Instant::now();
+        if mb
+            .send(
+                &me,
+                "sink",
+                Outgoing::text(format!("{me}-{i}"), "throughput message"),
+            )
+            .is_err()
+        {
+            failures += 1;
+        }
+        worst = worst.max(started.elapsed());
+    }
+    println!("{failures} {}", ms(worst));
+}
+
+fn inbox_sizes(iterations: usize) {
+    println!("\nper-send cost by inbox size ({iterations} sends each):");
+    for size in [10usize, 1_000, 10_000] {
+        for unread in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let home = RooHome::new(dir.path());
+            let team = team(&home, &["alice".into()]);
+            let mb = team.mailbox();
+            prefill(&mb.inbox_path(&name("alice")), size, !unread);
+            let lead = name("lead");
+            let mut samples = Vec::new();
+            for i in 0..iterations {
+                let started = Instant::now();
+                mb.send(
+                    &lead,
+                    "alice",
+                    Outgoing::text(format!("s{i}"), "size probe"),
+                )
+                .unwrap();
+                samples.push(started.elapsed());
+                if !unread {
+                    mb.take_unread(&name("alice")).unwrap();
+                }
+            }
+            let kind = if unread {
+                "unread backlog"
+            } else {
+                "read history "
+            };
+            println!("  {size:>6} messages, {kind}  {}", Stats(samples).line());
+        }
+    }
+}
+
+fn prefill(inbox: &Path, size: usize, read: bool) {
+    let messages = (0..size)
+        .map(|i| Message {
+            id: MessageId::from_string(format!("pre-{i}")),
+            from: name("lead"),
+            to: "alice".into(),
+            body: MessageBody::Text,
+            text: format!("prefilled message number {i} with a little body text"),
+            summary: Some("prefilled benchmark message".into()),
+            timestamp: Timestamp::now(),
+            read,
+            delivered_at: None,
+            acknowledged_at: None,
+        })
+        .collect();
+    let doc = InboxDoc {
+        version: Default::default(),
+        messages,
+    };
+    std::fs::write(inbox, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+}

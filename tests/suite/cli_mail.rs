@@ -1,0 +1,385 @@
+//! `roo-mail` through the built binary.
+
+use std::io::{BufRead, BufReader};
+use std::time::Duration;
+
+use roo_tests::{TempHome, wait_until};
+
+fn send(env: &TempHome, from: &str, to: &str, summary: &str, text: &str) -> String {
+    let out = env
+        .mail()
+        .args([
+            "send",
+            "--team",
+            "t",
+            "--from",
+            from,
+            "--to",
+            to,
+            "--summary",
+            summary,
+            text,
+        ])
+        .run();
+    out.assert_ok();
+    out.stdout().trim().to_owned()
+}
+
+#[test]
+fn help_has_examples_and_the_exit_code_table() {
+    let env = TempHome::new();
+    for bin in ["roo-mail", "roo-task"] {
+        let out = env.cmd(bin).arg("--help").run();
+        out.assert_ok()
+            .assert_stdout_contains("Examples:")
+            .assert_stdout_contains("Exit codes:")
+            .assert_stdout_contains("1  operation refused");
+    }
+    env.mail()
+        .args(["send", "--help"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("--type <TYPE>")
+        .assert_stdout_contains("status_update");
+    env.mail().arg("--bogus").run().assert_code(2);
+}
+
+#[test]
+fn send_read_mark_read_and_json_shape() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice", "bob"]);
+    let id = send(
+        &env,
+        "lead",
+        "alice",
+        "start on the parser",
+        "Please take task 1.",
+    );
+    assert!(id.starts_with("msg-"), "{id}");
+    let out = env
+        .mail()
+        .args([
+            "read",
+            "--team",
+            "t",
+            "--as",
+            "alice",
+            "--json",
+            "--unread",
+            "--mark-read",
+        ])
+        .run();
+    out.assert_ok();
+    let messages = out.json();
+    let m = &messages.as_array().unwrap()[0];
+    for key in [
+        "id",
+        "from",
+        "to",
+        "type",
+        "text",
+        "summary",
+        "timestamp",
+        "read",
+    ] {
+        assert!(m.get(key).is_some(), "{key} missing in {m}");
+    }
+    assert_eq!(m["id"], id.as_str());
+    assert_eq!(m["from"], "lead");
+    assert_eq!(m["type"], "text");
+    assert_eq!(m["summary"], "start on the parser");
+    let again = env
+        .mail()
+        .args(["read", "--team", "t", "--as", "alice", "--json", "--unread"])
+        .run();
+    assert_eq!(again.json(), serde_json::json!([]));
+    env.mail()
+        .args(["read", "--team", "t", "--as", "alice"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("lead -> alice [text]")
+        .assert_stdout_contains("  Please take task 1.");
+}
+
+#[test]
+fn environment_supplies_team_and_name_and_stdin_supplies_text() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    env.mail()
+        .env("ROO_TEAM", "t")
+        .env("ROO_AGENT_NAME", "alice")
+        .args(["send", "--to", "lead", "--type", "status_update", "-"])
+        .stdin("line one\nline two\n")
+        .run()
+        .assert_ok();
+    let out = env
+        .mail()
+        .env("ROO_TEAM", "t")
+        .env("ROO_AGENT_NAME", "lead")
+        .args(["read", "--json"])
+        .run();
+    let m = &out.json()[0];
+    assert_eq!(m["type"], "status_update");
+    assert_eq!(m["text"], "line one\nline two\n");
+    assert_eq!(m["from"], "alice");
+    env.mail()
+        .args(["send", "--to", "lead", "--summary", "x y", "hi"])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("--team TEAM or set ROO_TEAM");
+}
+
+#[test]
+fn broadcast_typed_messages_and_protocol_rules() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice", "bob"]);
+    let out = env
+        .mail()
+        .args([
+            "send",
+            "--team",
+            "t",
+            "--from",
+            "alice",
+            "--to",
+            "*",
+            "--type",
+            "status_update",
+        ])
+        .args(["module 1 is done", "--json"])
+        .run();
+    out.assert_ok();
+    assert_eq!(out.json().as_array().unwrap().len(), 2);
+    env.mail()
+        .args(["send", "--team", "t", "--from", "lead", "--to", "bob"])
+        .args(["--type", "task_assignment", "take it"])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("needs --task-id");
+    env.mail()
+        .args(["send", "--team", "t", "--from", "alice", "--to", "bob"])
+        .args([
+            "--type",
+            "plan_approval_response",
+            "--request-id",
+            "r1",
+            "--approve",
+        ])
+        .run()
+        .assert_code(1)
+        .assert_stderr_contains("only the team's lead");
+    env.mail()
+        .args(["send", "--team", "t", "--from", "bob", "--to", "lead"])
+        .args([
+            "--type",
+            "permission_request",
+            "--request-id",
+            "p1",
+            "--tool",
+            "Bash",
+        ])
+        .args(["--input", "{\"command\": \"rm -rf build\"}"])
+        .run()
+        .assert_ok();
+    let read = env
+        .mail()
+        .args(["read", "--team", "t", "--as", "lead", "--json"])
+        .run();
+    let last = read.json().as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["type"], "permission_request");
+    assert_eq!(last["tool"], "Bash");
+    assert_eq!(last["input"]["command"], "rm -rf build");
+    env.mail()
+        .args([
+            "send",
+            "--team",
+            "t",
+            "--from",
+            "lead",
+            "--to",
+            "nobody",
+            "--summary",
+            "x y",
+            "hi",
+        ])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("no member has that name");
+}
+
+#[test]
+fn list_status_and_ack() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    let id = send(&env, "lead", "alice", "a message to track", "track me");
+    let list = env.mail().args(["list", "--team", "t", "--json"]).run();
+    let rows = list.json();
+    let alice = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "alice")
+        .unwrap()
+        .clone();
+    assert_eq!(alice["unread"], 1);
+    let status = |env: &TempHome| {
+        env.mail()
+            .args(["status", "--team", "t", "--json", &id])
+            .run()
+            .json()
+    };
+    assert_eq!(status(&env)["state"], "unread");
+    env.mail()
+        .args(["ack", "--team", "t", "--as", "alice", &id])
+        .run()
+        .assert_ok();
+    let s = status(&env);
+    assert_eq!(s["state"], "acknowledged");
+    assert!(s["acknowledged_at"].is_string());
+    env.mail()
+        .args(["status", "--team", "t", "msg-0-0-0"])
+        .run()
+        .assert_code(2);
+}
+
+#[test]
+fn watch_prints_messages_as_they_arrive() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    send(&env, "lead", "alice", "sent before watching", "old");
+    let mut watch = env
+        .mail()
+        .args([
+            "watch", "--team", "t", "--as", "alice", "--json", "--count", "2",
+        ])
+        .args(["--timeout", "60"])
+        .spawn();
+    // The watcher announces on stderr once it is subscribed and has looked at the inbox.
+    let stderr = watch.child().stderr.take().unwrap();
+    let mut stderr = BufReader::new(stderr).lines();
+    let ready = stderr.next().unwrap().unwrap();
+    assert!(ready.contains("watching the inbox of alice"), "{ready}");
+    send(&env, "lead", "alice", "first live message", "new 1");
+    send(&env, "lead", "alice", "second live message", "new 2");
+    let stdout = watch.child().stdout.take().unwrap();
+    let lines: Vec<serde_json::Value> = BufReader::new(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    let out = watch.wait();
+    out.assert_ok();
+    let texts: Vec<&str> = lines.iter().map(|m| m["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["new 1", "new 2"]);
+}
+
+#[test]
+fn watch_existing_mark_read_marks_delivered() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    let id = send(&env, "lead", "alice", "waiting in the inbox", "hello");
+    env.mail()
+        .args([
+            "watch",
+            "--team",
+            "t",
+            "--as",
+            "alice",
+            "--existing",
+            "--mark-read",
+        ])
+        .args(["--count", "1", "--timeout", "30"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("hello");
+    let state = wait_until(
+        "the delivery receipt",
+        Duration::from_secs(10),
+        || {
+            let s = env
+                .mail()
+                .args(["status", "--team", "t", "--json", &id])
+                .run()
+                .json();
+            (s["state"] == "delivered").then_some(s)
+        },
+        || "not delivered".into(),
+    );
+    assert!(state["delivered_at"].is_string());
+}
+
+#[test]
+fn team_setup_without_the_lead() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    env.mail()
+        .args(["team", "create", "--team", "t", "--lead", "x"])
+        .run()
+        .assert_code(1)
+        .assert_stderr_contains("already exists");
+    env.mail()
+        .args([
+            "team",
+            "add",
+            "--team",
+            "t",
+            "carol",
+            "--agent-type",
+            "Explore",
+        ])
+        .run()
+        .assert_ok();
+    let show = env
+        .mail()
+        .args(["team", "show", "--team", "t", "--json"])
+        .run();
+    let config = show.json();
+    assert_eq!(config["version"], "1.0");
+    assert_eq!(config["lead_agent_id"], "lead@t");
+    let names: Vec<&str> = config["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lead", "alice", "carol"]);
+    env.mail()
+        .args(["team", "delete", "--team", "t"])
+        .run()
+        .assert_code(1)
+        .assert_stderr_contains("still active");
+    env.mail()
+        .args(["team", "delete", "--team", "t", "--force"])
+        .run()
+        .assert_ok();
+    assert!(!env.home.join("teams/t").exists());
+    assert!(!env.home.join("tasks/t").exists());
+}
+
+#[test]
+fn no_colour_without_a_terminal_and_broken_pipe_is_not_an_error() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    for i in 0..40 {
+        send(&env, "lead", "alice", "filling the inbox", &format!("m{i}"));
+    }
+    let out = env
+        .mail()
+        .args(["read", "--team", "t", "--as", "alice"])
+        .run();
+    assert!(!out.stdout().contains('\x1b'), "escape codes without a TTY");
+    // `| head -1`: the reader closes the pipe early.
+    let bin = roo_tests::bin("roo-mail");
+    let shell = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("\"$MAIL\" read --team t --as alice | head -1 >/dev/null; echo ${PIPESTATUS:-x}")
+        .env("MAIL", &bin)
+        .env("ROO_HOME", env.path())
+        .output()
+        .unwrap();
+    assert!(shell.status.success());
+    assert!(
+        !String::from_utf8_lossy(&shell.stderr).contains("failed"),
+        "{}",
+        String::from_utf8_lossy(&shell.stderr)
+    );
+}
