@@ -6,39 +6,59 @@ use std::process::{Command, Stdio};
 use roo_tests::{TempHome, bin};
 
 /// `writers` shell processes each run `roo-mail send` `per_writer` times, concurrently.
-fn concurrent_sends(env: &TempHome, writers: usize, per_writer: usize, lock_mode: Option<&str>) {
+/// Returns the texts whose send failed; every failure must be a reported lock timeout
+/// (exit 3), never anything else.
+fn concurrent_sends(
+    env: &TempHome,
+    writers: usize,
+    per_writer: usize,
+    lock_mode: Option<&str>,
+) -> HashSet<String> {
     let mail = bin("roo-mail");
     let mut children = Vec::new();
     for w in 0..writers {
         let script = format!(
             "for i in $(seq 1 {per_writer}); do \
                \"$MAIL\" send --team t --from w{w} --to sink --summary \"seq $i\" \"w{w}-$i\" \
-                 >/dev/null || exit 1; \
-             done"
+                 >/dev/null 2>\"$ERRDIR/err-w{w}\"; rc=$?; \
+               if [ $rc -ne 0 ]; then \
+                 if [ $rc -eq 3 ] && grep -q 'acquire lock' \"$ERRDIR/err-w{w}\"; then \
+                   echo \"w{w}-$i\"; \
+                 else cat \"$ERRDIR/err-w{w}\" >&2; rm -f \"$ERRDIR/err-w{w}\"; exit 1; fi; \
+               fi; \
+             done; rm -f \"$ERRDIR/err-w{w}\""
         );
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(script)
             .env("MAIL", &mail)
+            .env("ERRDIR", env.cwd.path())
             .env("ROO_HOME", env.path())
             .env_remove("ROO_TEAM")
             .env_remove("ROO_AGENT_NAME")
             .env_remove("ROO_LOCK_MODE")
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(mode) = lock_mode {
             cmd.env("ROO_LOCK_MODE", mode);
         }
         children.push(cmd.spawn().unwrap());
     }
+    let mut failed = HashSet::new();
     for (w, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().unwrap();
         assert!(
             out.status.success(),
-            "writer w{w} failed: {}",
+            "writer w{w} failed unexpectedly: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        failed.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned),
+        );
     }
+    failed
 }
 
 fn team_with_writers(env: &TempHome, writers: usize) {
@@ -49,7 +69,13 @@ fn team_with_writers(env: &TempHome, writers: usize) {
     env.team("t", "lead", &members);
 }
 
-fn assert_inbox_complete(env: &TempHome, writers: usize, per_writer: usize) {
+/// Every message whose send succeeded is in the inbox exactly once; no failed one is.
+fn assert_inbox_complete(
+    env: &TempHome,
+    writers: usize,
+    per_writer: usize,
+    failed: &HashSet<String>,
+) {
     let out = env
         .mail()
         .args([
@@ -76,30 +102,41 @@ fn assert_inbox_complete(env: &TempHome, writers: usize, per_writer: usize) {
     for w in 0..writers {
         for i in 1..=per_writer {
             let key = format!("w{w}-{i}");
+            let expected = if failed.contains(&key) {
+                None
+            } else {
+                Some(&1)
+            };
             assert_eq!(
                 texts.get(&key),
-                Some(&1),
+                expected,
                 "message {key} lost or duplicated"
             );
         }
     }
-    assert_eq!(messages.len(), writers * per_writer);
+    assert_eq!(messages.len(), writers * per_writer - failed.len());
 }
 
 #[test]
 fn sixteen_writer_processes_lose_and_duplicate_nothing() {
     let env = TempHome::new();
     team_with_writers(&env, 16);
-    concurrent_sends(&env, 16, 15, None);
-    assert_inbox_complete(&env, 16, 15);
+    let failed = concurrent_sends(&env, 16, 15, None);
+    assert!(
+        failed.is_empty(),
+        "lock timeouts with the queue layer: {failed:?}"
+    );
+    assert_inbox_complete(&env, 16, 15, &failed);
 }
 
 #[test]
-fn four_writer_processes_with_the_original_protocol_lose_nothing() {
+fn the_original_protocol_under_contention_reports_every_failure_and_loses_nothing() {
+    // Without the queue layer a send may exhaust its 10 retries (that is what the queue
+    // fixes, see docs/BENCHMARKS.md); it must then fail loudly and write nothing.
     let env = TempHome::new();
-    team_with_writers(&env, 4);
-    concurrent_sends(&env, 4, 10, Some("protocol"));
-    assert_inbox_complete(&env, 4, 10);
+    team_with_writers(&env, 8);
+    let failed = concurrent_sends(&env, 8, 10, Some("protocol"));
+    assert_inbox_complete(&env, 8, 10, &failed);
 }
 
 #[test]
