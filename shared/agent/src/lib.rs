@@ -5,3 +5,6 @@
 //! [`event::AgentEvent`]s and never knows which UI consumes them.
 
 pub mod tool;
+pub mod tools;
+pub mod permissions;
+pub mod config;

@@ -1,0 +1,117 @@
+//! Writing "always allow" rules to the local config file.
+//!
+//! When the human answers "always" to a permission prompt, the rule goes to
+//! `<project>/.roocode/config.local.yaml` under `permissions.allow` (seed 000).
+//! The file is read, changed and written back atomically (temp file + rename,
+//! mode 0600) under an advisory lock on the `.roocode` directory, so teammates
+//! approving rules at the same moment do not lose each other's rules; every other
+//! key in the file is kept (comments are not: the file is rewritten from its
+//! parsed form). When the file is first created, a `.roocode/.gitignore` naming
+//! it is created too if there is none, so personal rules stay out of git.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde_yaml_ng::{Mapping, Value};
+
+use super::{ConfigError, local_config_path, parse_yaml};
+
+const HEADER: &str = "# Personal RooCode settings for this project; keep this file out of git.\n\
+# \"Always allow\" answers to permission prompts are added to permissions.allow.\n";
+
+/// Appends `rule` to `permissions.allow` of the project's local config file,
+/// creating the file (and `.roocode/`) if needed. An existing identical rule is
+/// not added twice. The rule is stored as given; callers validate it first.
+pub fn append_local_allow(project_root: &Path, rule: &str) -> Result<(), ConfigError> {
+    let path = local_config_path(project_root);
+    let dir = path.parent().unwrap_or(project_root).to_path_buf();
+    let write_err = |source: std::io::Error| ConfigError::Write {
+        path: path.clone(),
+        source,
+    };
+    fs::create_dir_all(&dir).map_err(write_err)?;
+    // Held until the end of the function; released on drop.
+    let _lock = File::open(&dir)
+        .ok()
+        .and_then(|d| Flock::lock(d, FlockArg::LockExclusive).ok());
+
+    let (mut value, existed) = match fs::read_to_string(&path) {
+        Ok(text) => (parse_yaml(&text, &path)?, true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            (Value::Mapping(Mapping::new()), false)
+        }
+        Err(e) => return Err(ConfigError::Read { path, source: e }),
+    };
+    let invalid = |key: &str, message: &str| ConfigError::Invalid {
+        path: path.clone(),
+        key: key.to_string(),
+        message: format!("{message}; fix it by hand, then approve again"),
+    };
+    let Some(root) = value.as_mapping_mut() else {
+        return Err(invalid("(top level)", "must be a mapping"));
+    };
+    let permissions = root
+        .entry(Value::from("permissions"))
+        .or_insert_with(|| Value::Mapping(Mapping::new()));
+    if permissions.is_null() {
+        *permissions = Value::Mapping(Mapping::new());
+    }
+    let Some(permissions) = permissions.as_mapping_mut() else {
+        return Err(invalid("permissions", "is not a mapping"));
+    };
+    let allow = permissions
+        .entry(Value::from("allow"))
+        .or_insert_with(|| Value::Sequence(Vec::new()));
+    if allow.is_null() {
+        *allow = Value::Sequence(Vec::new());
+    }
+    let Some(allow) = allow.as_sequence_mut() else {
+        return Err(invalid("permissions.allow", "is not a list"));
+    };
+    let rule_value = Value::from(rule);
+    if allow.contains(&rule_value) {
+        return Ok(());
+    }
+    allow.push(rule_value);
+
+    let body =
+        serde_yaml_ng::to_string(&value).map_err(|e| invalid("(document)", &e.to_string()))?;
+    let text = if existed {
+        body
+    } else {
+        format!("{HEADER}{body}")
+    };
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let temp = dir.join(format!(
+        ".config.local.yaml.{}-{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_data()?;
+        fs::rename(&temp, &path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&temp);
+        write_err(e)
+    })?;
+    if !existed {
+        let gitignore = dir.join(".gitignore");
+        if !gitignore.exists() {
+            // Best effort: the rule is saved either way.
+            let _ = fs::write(&gitignore, "config.local.yaml\n");
+        }
+    }
+    Ok(())
+}

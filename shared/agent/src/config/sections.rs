@@ -1,0 +1,319 @@
+//! Typed readers for the config sections this crate owns.
+//!
+//! Each reader takes one file's parsed document and either returns the typed
+//! section or an error that names the file, the key and what shape was expected,
+//! so a typo is reported at start-up instead of being silently ignored.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_yaml_ng::Value;
+
+use super::{ConfigError, Source};
+use crate::permissions::{PermissionMode, Rule, RuleKind, RuleSet};
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEvent {
+    /// A session starts or resumes.
+    SessionStart,
+    /// A session ends.
+    SessionEnd,
+    /// The user submitted a prompt, before the model sees it.
+    UserPromptSubmit,
+    /// Before a tool call runs; a failing hook blocks the call.
+    PreToolUse,
+    /// After a tool call finished.
+    PostToolUse,
+    /// The agent finished its turn.
+    Stop,
+    /// A sub-agent finished.
+    SubagentStop,
+    /// Before the conversation is compacted.
+    PreCompact,
+    /// A teammate became idle.
+    TeammateIdle,
+    /// A task was marked completed.
+    TaskCompleted,
+}
+
+/// What a hook does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HookAction {
+    /// Runs a shell command; context variables such as `$FILE_PATH` and
+    /// `$TOOL_NAME` are provided in its environment.
+    Command {
+        command: String,
+        /// Optional limit; the hook runner picks a default.
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+    },
+}
+
+/// One configured hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hook {
+    pub event: HookEvent,
+    /// The optional `if:` condition, as written (e.g. `tool == "WriteFile"`).
+    pub condition: Option<String>,
+    pub action: HookAction,
+    /// The file it was configured in.
+    pub source: Source,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawHook {
+    event: HookEvent,
+    #[serde(rename = "if", default)]
+    condition: Option<String>,
+    action: HookAction,
+}
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A child process speaking MCP over stdio.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        /// Working directory; the project root when absent.
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable-HTTP server.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One configured MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerConfig {
+    pub transport: McpTransport,
+    /// The file whose definition won.
+    pub source: Source,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawServer {
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default, deserialize_with = "string_list")]
+    args: Vec<String>,
+    #[serde(default, deserialize_with = "string_map")]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default, deserialize_with = "string_map")]
+    headers: BTreeMap<String, String>,
+}
+
+/// Scalars (`8080`, `true`) as their text.
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let values = Vec::<Value>::deserialize(d)?;
+    values
+        .iter()
+        .map(|v| {
+            scalar_text(v).ok_or_else(|| serde::de::Error::custom("expected a list of strings"))
+        })
+        .collect()
+}
+
+fn string_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    let values = BTreeMap::<String, Value>::deserialize(d)?;
+    values
+        .into_iter()
+        .map(|(k, v)| {
+            scalar_text(&v)
+                .map(|v| (k.clone(), v))
+                .ok_or_else(|| serde::de::Error::custom(format!("`{k}` must be a string")))
+        })
+        .collect()
+}
+
+fn invalid(path: &Path, key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        path: path.to_path_buf(),
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+/// `permission_mode:`, checked.
+pub(crate) fn check_mode(
+    value: &Value,
+    path: &Path,
+) -> Result<Option<PermissionMode>, ConfigError> {
+    match value.get("permission_mode") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => s
+            .parse::<PermissionMode>()
+            .map(Some)
+            .map_err(|e| invalid(path, "permission_mode", e.to_string())),
+        Some(_) => Err(invalid(
+            path,
+            "permission_mode",
+            "must be one of default, acceptEdits, plan, bypassPermissions, dontAsk",
+        )),
+    }
+}
+
+/// `permissions: {allow, ask, deny}` into `rules` under `source`.
+pub(crate) fn rules_into(
+    value: &Value,
+    source: Source,
+    path: &Path,
+    rules: &mut RuleSet,
+) -> Result<(), ConfigError> {
+    let section = match value.get("permissions") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Mapping(m)) => m,
+        Some(_) => {
+            return Err(invalid(
+                path,
+                "permissions",
+                "must be a mapping with allow, ask and deny lists",
+            ));
+        }
+    };
+    for kind in [RuleKind::Allow, RuleKind::Ask, RuleKind::Deny] {
+        let key = format!("permissions.{}", kind.key());
+        let list = match section.get(kind.key()) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Sequence(list)) => list,
+            Some(_) => {
+                return Err(invalid(
+                    path,
+                    &key,
+                    "must be a list of rules such as \"Bash(git *)\"",
+                ));
+            }
+        };
+        for item in list {
+            let Value::String(text) = item else {
+                return Err(invalid(
+                    path,
+                    &key,
+                    "must contain only strings such as \"Bash(git *)\"",
+                ));
+            };
+            let rule = Rule::parse(text).map_err(|e| ConfigError::InvalidRule {
+                path: path.to_path_buf(),
+                rule: e.rule,
+                message: e.message,
+            })?;
+            rules.push(source, kind, rule);
+        }
+    }
+    Ok(())
+}
+
+/// `hooks:` as a list of hooks.
+pub(crate) fn hooks(value: &Value, source: Source, path: &Path) -> Result<Vec<Hook>, ConfigError> {
+    let list = match value.get("hooks") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Sequence(list)) => list,
+        Some(_) => {
+            return Err(invalid(
+                path,
+                "hooks",
+                "must be a list of {event, if, action} entries",
+            ));
+        }
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let raw: RawHook = serde_yaml_ng::from_value(item.clone())
+                .map_err(|e| invalid(path, &format!("hooks[{i}]"), e.to_string()))?;
+            Ok(Hook {
+                event: raw.event,
+                condition: raw.condition,
+                action: raw.action,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// `mcp_servers:` by name.
+pub(crate) fn mcp_servers(
+    value: &Value,
+    source: Source,
+    path: &Path,
+) -> Result<Vec<(String, McpServerConfig)>, ConfigError> {
+    let map = match value.get("mcp_servers") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Mapping(map)) => map,
+        Some(_) => {
+            return Err(invalid(
+                path,
+                "mcp_servers",
+                "must be a mapping of server names to servers",
+            ));
+        }
+    };
+    let mut servers = Vec::new();
+    for (name, server) in map {
+        let Some(name) = name.as_str() else {
+            return Err(invalid(path, "mcp_servers", "server names must be strings"));
+        };
+        let key = format!("mcp_servers.{name}");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(invalid(
+                path,
+                &key,
+                "is not a valid server name: use letters, digits, `-` and `_` (tools appear as mcp__<server>__<tool>)",
+            ));
+        }
+        let raw: RawServer = serde_yaml_ng::from_value(server.clone())
+            .map_err(|e| invalid(path, &key, e.to_string()))?;
+        let transport = match (raw.command, raw.url) {
+            (Some(command), None) => McpTransport::Stdio {
+                command,
+                args: raw.args,
+                env: raw.env,
+                cwd: raw.cwd,
+            },
+            (None, Some(url)) => McpTransport::Http {
+                url,
+                headers: raw.headers,
+            },
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    path,
+                    &key,
+                    "has both `command` and `url`; give one of them",
+                ));
+            }
+            (None, None) => {
+                return Err(invalid(
+                    path,
+                    &key,
+                    "needs `command` (a stdio server) or `url` (a streamable HTTP server)",
+                ));
+            }
+        };
+        servers.push((name.to_string(), McpServerConfig { transport, source }));
+    }
+    Ok(servers)
+}

@@ -1,0 +1,359 @@
+//! The permission policy: layers 1–4 chained, and "always allow".
+//!
+//! [`PermissionPolicy::check`] is what the loop calls before every tool call. It
+//! walks the layers in order and returns at the first one that decides, so a
+//! deny from the dangerous-command list or the sandbox can never be overturned by
+//! a rule or a mode, and an allow or deny rule is never overturned by the mode.
+//! Only `dontAsk` touches the outcome afterwards, turning an ask into a deny.
+//! The policy is plain data (`Clone`): each agent owns its own copy, so one
+//! agent's approvals and mode changes do not leak to another (seed 000).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::dangerous;
+use super::mode::{self, CallFacts, PermissionMode};
+use super::rules::{PathTarget, Rule, RuleKind, RuleSet, RuleTarget};
+use super::sandbox::{self, ResolveError};
+use super::shell::{ParsedCommand, SHELLS};
+use super::{PermissionDecision, PermissionRequest};
+use crate::config::{ConfigError, ConfigFiles, Source, append_local_allow, local_config_path};
+use crate::tool::{PermissionTarget, Tool, ToolKind};
+
+/// Programs for which "always allow" saves the exact command rather than a
+/// `prog sub *` prefix: a prefix rule for them would allow arbitrary code.
+const EXACT_ONLY: &[&str] = &[
+    "eval", "exec", "env", "sudo", "xargs", "nohup", "timeout", "time", "command", "builtin",
+    "python", "python2", "python3", "node", "perl", "ruby", "php", "deno", "bun", "npx", "source",
+    ".", "nice", "setsid", "watch",
+];
+
+/// The permission policy of one agent.
+#[derive(Debug, Clone)]
+pub struct PermissionPolicy {
+    project_root: PathBuf,
+    mode: PermissionMode,
+    rules: RuleSet,
+    extra_roots: Vec<PathBuf>,
+    plan_file: Option<PathBuf>,
+}
+
+impl PermissionPolicy {
+    /// A policy for `project_root` (resolved through symlinks) with a mode and
+    /// the rules of the config files.
+    pub fn new(project_root: PathBuf, mode: PermissionMode, rules: RuleSet) -> Self {
+        Self {
+            project_root: sandbox::resolve_root(&project_root),
+            mode,
+            rules,
+            extra_roots: Vec::new(),
+            plan_file: None,
+        }
+    }
+
+    /// A policy from loaded config files: `mode` if given, else the configured
+    /// `permission_mode`, else default.
+    pub fn from_config(
+        config: &ConfigFiles,
+        project_root: PathBuf,
+        mode: Option<PermissionMode>,
+    ) -> Result<Self, ConfigError> {
+        let mode = match mode {
+            Some(mode) => mode,
+            None => config.permission_mode()?.unwrap_or_default(),
+        };
+        Ok(Self::new(project_root, mode, config.rules()))
+    }
+
+    /// The project root, resolved.
+    pub fn project_root(&self) -> &Path {
+        &self.project_root
+    }
+
+    /// The rules in force.
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> PermissionMode {
+        self.mode
+    }
+
+    /// Changes the mode (`/mode`, plan mode entry and exit).
+    pub fn set_mode(&mut self, mode: PermissionMode) {
+        self.mode = mode;
+    }
+
+    /// Sets (or clears) the plan file: in plan mode writing it needs no approval,
+    /// and its directory is an allowed root.
+    pub fn set_plan_file(&mut self, plan_file: Option<PathBuf>) {
+        self.plan_file = plan_file.map(|p| sandbox::resolve_root(&p));
+    }
+
+    /// Lets file tools reach `root` too (the session directory, where large
+    /// results spill; a worktree).
+    pub fn add_allowed_root(&mut self, root: PathBuf) {
+        let root = sandbox::resolve_root(&root);
+        if !self.extra_roots.contains(&root) {
+            self.extra_roots.push(root);
+        }
+    }
+
+    /// Every directory file tools may reach: the project root, the extra roots
+    /// and the plan file's directory.
+    pub fn allowed_roots(&self) -> Vec<&Path> {
+        let mut roots: Vec<&Path> = vec![&self.project_root];
+        roots.extend(self.extra_roots.iter().map(PathBuf::as_path));
+        if let Some(dir) = self.plan_file.as_deref().and_then(Path::parent) {
+            roots.push(dir);
+        }
+        roots
+    }
+
+    /// Layers 1–4 for one call. `cwd` resolves relative paths.
+    pub fn check(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> PermissionDecision {
+        let name = tool.name();
+        let mut facts = CallFacts {
+            kind: tool.kind(),
+            has_path: false,
+            inside_project: false,
+            is_plan_file: false,
+            protected: false,
+        };
+        match tool.permission_target(input) {
+            PermissionTarget::None => self.rules_then_mode(name, &RuleTarget::None, facts),
+            PermissionTarget::Command(command) => {
+                // Layer 1.
+                if let Some(reason) = dangerous::check(&command) {
+                    return PermissionDecision::Deny { reason };
+                }
+                let parsed = ParsedCommand::parse(&command);
+                let target = RuleTarget::Command {
+                    line: &command,
+                    parsed: &parsed,
+                };
+                self.rules_then_mode(name, &target, facts)
+            }
+            PermissionTarget::Path(path) => {
+                // Layer 2.
+                let absolute = if path.is_absolute() {
+                    path.clone()
+                } else {
+                    cwd.join(&path)
+                };
+                let resolved = match sandbox::resolve(&absolute) {
+                    Ok(resolved) => resolved,
+                    Err(ResolveError::TooManySymlinks) => {
+                        return PermissionDecision::Deny {
+                            reason: format!(
+                                "{} cannot be resolved: its symlinks form a loop",
+                                path.display()
+                            ),
+                        };
+                    }
+                };
+                if !self
+                    .allowed_roots()
+                    .iter()
+                    .any(|root| sandbox::is_within(&resolved, root))
+                {
+                    return PermissionDecision::Deny {
+                        reason: self.outside_reason(&path, &absolute, &resolved),
+                    };
+                }
+                let relative = resolved.strip_prefix(&self.project_root).ok();
+                facts.has_path = true;
+                facts.inside_project = relative.is_some();
+                facts.is_plan_file = self.plan_file.as_deref() == Some(resolved.as_path());
+                facts.protected =
+                    relative.is_some_and(|r| r.starts_with(".git") || r.starts_with(".roocode"));
+                let target = RuleTarget::Path(PathTarget {
+                    absolute: &resolved,
+                    relative,
+                });
+                self.rules_then_mode(name, &target, facts)
+            }
+        }
+    }
+
+    fn outside_reason(&self, given: &Path, absolute: &Path, resolved: &Path) -> String {
+        let via = if sandbox::is_within(&sandbox::normalize_lexically(absolute), &self.project_root)
+        {
+            format!(" (it leads through a symlink to {})", resolved.display())
+        } else {
+            String::new()
+        };
+        format!(
+            "{} is outside the project {}{via}; file tools may only touch files inside the project. \
+             Work on files inside it, or ask the user to start RooCode in a directory that contains this path",
+            given.display(),
+            self.project_root.display()
+        )
+    }
+
+    /// Layers 3 and 4, then `dontAsk`.
+    fn rules_then_mode(
+        &self,
+        tool: &str,
+        target: &RuleTarget<'_>,
+        facts: CallFacts,
+    ) -> PermissionDecision {
+        let decision = match self.rules.decide(tool, target) {
+            Some(hit) => {
+                let origin = match hit.source {
+                    Some(source) => {
+                        format!("in the {source} config ({})", self.source_path(source))
+                    }
+                    None => "in the config files".to_string(),
+                };
+                match hit.kind {
+                    RuleKind::Allow => PermissionDecision::Allow,
+                    RuleKind::Deny => PermissionDecision::Deny {
+                        reason: format!(
+                            "denied by the permission rule `{}` {origin}; do the task another way \
+                             or ask the user to change the rule",
+                            hit.rule
+                        ),
+                    },
+                    RuleKind::Ask => PermissionDecision::Ask {
+                        reason: format!(
+                            "the permission rule `{}` {origin} asks for approval",
+                            hit.rule
+                        ),
+                    },
+                }
+            }
+            None => mode::decide(self.mode, facts),
+        };
+        match decision {
+            PermissionDecision::Ask { reason } if self.mode == PermissionMode::DontAsk => {
+                PermissionDecision::Deny {
+                    reason: format!(
+                        "{reason}, but this agent runs in dontAsk mode where nobody can approve it; \
+                     only an allow rule can grant it"
+                    ),
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn source_path(&self, source: Source) -> String {
+        match source {
+            Source::User => "~/.roocode/config.yaml".to_string(),
+            Source::Project => ".roocode/config.yaml".to_string(),
+            Source::Local => ".roocode/config.local.yaml".to_string(),
+        }
+    }
+
+    /// The request shown to the human for a call `check` answered with `Ask`.
+    pub fn request(&self, tool: &dyn Tool, input: &Value, reason: String) -> PermissionRequest {
+        PermissionRequest {
+            tool: tool.name().to_string(),
+            summary: tool.summarize(input),
+            input: input.clone(),
+            reason,
+            suggested_rule: self.suggested_rule(tool, input),
+        }
+    }
+
+    /// The rule "always allow" would save for this call: `Bash(cargo test *)` for
+    /// `cargo test --all`, the exact command line for compound commands and
+    /// interpreters, `EditFile(src/**)` for a file in `src/`, the bare tool name
+    /// for calls without a target.
+    pub fn suggested_rule(&self, tool: &dyn Tool, input: &Value) -> String {
+        let name = tool.name();
+        match tool.permission_target(input) {
+            PermissionTarget::None => name.to_string(),
+            PermissionTarget::Command(command) => suggest_command_rule(name, &command),
+            PermissionTarget::Path(path) => {
+                let absolute = if path.is_absolute() {
+                    path
+                } else {
+                    self.project_root.join(path)
+                };
+                let resolved = sandbox::resolve(&absolute).unwrap_or(absolute);
+                let (shown, is_dir) = match resolved.strip_prefix(&self.project_root) {
+                    Ok(rel) => (rel.to_path_buf(), resolved.is_dir()),
+                    Err(_) => (resolved.clone(), resolved.is_dir()),
+                };
+                if shown.as_os_str().is_empty() {
+                    return name.to_string();
+                }
+                if is_dir || tool.kind() == ToolKind::Read {
+                    let dir = if is_dir {
+                        shown.as_path()
+                    } else {
+                        shown.parent().unwrap_or(&shown)
+                    };
+                    if dir.as_os_str().is_empty() {
+                        return name.to_string();
+                    }
+                    return format!("{name}({}/**)", dir.display());
+                }
+                match shown.parent() {
+                    Some(dir) if !dir.as_os_str().is_empty() => {
+                        format!("{name}({}/**)", dir.display())
+                    }
+                    _ => format!("{name}({})", shown.display()),
+                }
+            }
+        }
+    }
+
+    /// "Always allow": saves `rule` to `.roocode/config.local.yaml` (creating it,
+    /// keeping its other keys) and adds it to the rules in force.
+    pub fn allow_always(&mut self, rule: &str) -> Result<(), ConfigError> {
+        let parsed = Rule::parse(rule).map_err(|e| ConfigError::InvalidRule {
+            path: local_config_path(&self.project_root),
+            rule: e.rule,
+            message: e.message,
+        })?;
+        append_local_allow(&self.project_root, parsed.as_str())?;
+        self.rules.push(Source::Local, RuleKind::Allow, parsed);
+        Ok(())
+    }
+}
+
+fn suggest_command_rule(tool: &str, command: &str) -> String {
+    let exact = || {
+        format!(
+            "{tool}({})",
+            command.split_whitespace().collect::<Vec<_>>().join(" ")
+        )
+    };
+    let parsed = ParsedCommand::parse(command);
+    let [segment] = parsed.segments.as_slice() else {
+        return exact();
+    };
+    if parsed.substitutes_anywhere() || !parsed.nested.is_empty() {
+        return exact();
+    }
+    let words = &segment.words;
+    let Some(first) = words.first() else {
+        return exact();
+    };
+    let program = super::shell::basename(&first.value);
+    if first.raw != first.value
+        || first.raw.contains('=')
+        || SHELLS.contains(&program)
+        || EXACT_ONLY.contains(&program)
+    {
+        return exact();
+    }
+    let is_subcommand = |w: &str| {
+        w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
+    };
+    let prefix = match words.get(1) {
+        Some(second) if is_subcommand(&second.raw) => format!("{} {}", first.raw, second.raw),
+        _ => first.raw.clone(),
+    };
+    format!("{tool}({prefix} *)")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,423 @@
+//! Tests of the whole chain: each layer, their order, and "always allow".
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::os::unix::fs::symlink;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::json;
+
+use super::*;
+use crate::config::Source::{Local, Project, User};
+use crate::tool::{ToolContext, ToolOutput};
+use crate::tools::{Bash, EditFile, Glob, ReadFile, WriteFile};
+
+/// An internal tool (no target), like the plan-mode and task tools.
+struct Internal;
+
+impl Tool for Internal {
+    fn name(&self) -> &str {
+        "TaskList"
+    }
+    fn description(&self) -> String {
+        String::new()
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+    fn call<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async { ToolOutput::ok("") }.boxed()
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    outside: PathBuf,
+}
+
+fn project() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let base = fs::canonicalize(dir.path()).unwrap();
+    let root = base.join("project");
+    let outside = base.join("outside");
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+    fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    Fixture {
+        _dir: dir,
+        root,
+        outside,
+    }
+}
+
+fn policy(
+    p: &Fixture,
+    mode: PermissionMode,
+    rules: &[(Source, RuleKind, &str)],
+) -> PermissionPolicy {
+    let mut set = RuleSet::new();
+    for (source, kind, rule) in rules {
+        set.add(*source, *kind, rule).unwrap();
+    }
+    PermissionPolicy::new(p.root.clone(), mode, set)
+}
+
+fn bash(command: &str) -> Value {
+    json!({"command": command})
+}
+
+fn path(path: &str) -> Value {
+    json!({"path": path, "content": "x", "old_string": "a", "new_string": "b"})
+}
+
+fn is_allow(d: &PermissionDecision) -> bool {
+    *d == PermissionDecision::Allow
+}
+fn is_ask(d: &PermissionDecision) -> bool {
+    matches!(d, PermissionDecision::Ask { .. })
+}
+fn deny_reason(d: &PermissionDecision) -> &str {
+    match d {
+        PermissionDecision::Deny { reason } => reason,
+        other => panic!("expected a deny, got {other:?}"),
+    }
+}
+
+#[test]
+fn layer1_dangerous_commands_beat_allow_rules_and_bypass() {
+    let p = project();
+    let policy = policy(
+        &p,
+        PermissionMode::BypassPermissions,
+        &[(Local, RuleKind::Allow, "Bash")],
+    );
+    let d = policy.check(&Bash, &bash("rm -rf ~"), &p.root);
+    assert!(deny_reason(&d).contains("dangerous"));
+    assert!(is_allow(&policy.check(
+        &Bash,
+        &bash("rm -rf ./build"),
+        &p.root
+    )));
+}
+
+#[test]
+fn layer2_paths_outside_the_project_are_denied_whatever_the_rules() {
+    let p = project();
+    let policy = policy(
+        &p,
+        PermissionMode::BypassPermissions,
+        &[(Local, RuleKind::Allow, "ReadFile")],
+    );
+    let secret = p.outside.join("secret.txt");
+    let d = policy.check(&ReadFile, &path(secret.to_str().unwrap()), &p.root);
+    assert!(deny_reason(&d).contains("outside the project"), "{d:?}");
+    let d = policy.check(&ReadFile, &path("../outside/secret.txt"), &p.root);
+    assert!(deny_reason(&d).contains("outside the project"));
+    let d = policy.check(&ReadFile, &path("src/../../outside/secret.txt"), &p.root);
+    assert!(deny_reason(&d).contains("outside the project"));
+    assert!(is_allow(&policy.check(
+        &ReadFile,
+        &path("src/main.rs"),
+        &p.root
+    )));
+    // Relative paths resolve against the cwd, which may be a subdirectory.
+    assert!(is_allow(&policy.check(
+        &ReadFile,
+        &path("main.rs"),
+        &p.root.join("src")
+    )));
+}
+
+#[test]
+fn layer2_symlinks_pointing_outside_are_denied() {
+    let p = project();
+    symlink(&p.outside, p.root.join("escape")).unwrap();
+    symlink(
+        p.outside.join("secret.txt"),
+        p.root.join("src/innocent.txt"),
+    )
+    .unwrap();
+    symlink(p.outside.join("not-yet"), p.root.join("dangling")).unwrap();
+    let policy = policy(&p, PermissionMode::BypassPermissions, &[]);
+    for (tool, input) in [
+        (&ReadFile as &dyn Tool, path("escape/secret.txt")),
+        (&ReadFile, path("src/innocent.txt")),
+        (&WriteFile, path("escape/new-file.txt")),
+        (&WriteFile, path("dangling")),
+        (&Glob, json!({"pattern": "*", "path": "escape"})),
+    ] {
+        let d = policy.check(tool, &input, &p.root);
+        let reason = deny_reason(&d);
+        assert!(reason.contains("symlink"), "{reason}");
+    }
+    // A symlink that stays inside the project is fine.
+    symlink(p.root.join("src"), p.root.join("src-link")).unwrap();
+    assert!(is_allow(&policy.check(
+        &EditFile,
+        &path("src-link/main.rs"),
+        &p.root
+    )));
+}
+
+#[test]
+fn layer2_extra_roots_and_the_plan_directory_are_allowed() {
+    let p = project();
+    let mut policy = policy(&p, PermissionMode::Default, &[]);
+    let session = p.outside.join("session");
+    let spilled = session.join("tool-results/x.txt");
+    assert!(matches!(
+        policy.check(&ReadFile, &path(spilled.to_str().unwrap()), &p.root),
+        PermissionDecision::Deny { .. }
+    ));
+    policy.add_allowed_root(session.clone());
+    assert!(is_allow(&policy.check(
+        &ReadFile,
+        &path(spilled.to_str().unwrap()),
+        &p.root
+    )));
+
+    let plan = p.outside.join("plans/plan.md");
+    policy.set_plan_file(Some(plan.clone()));
+    policy.set_mode(PermissionMode::Plan);
+    assert!(is_allow(&policy.check(
+        &WriteFile,
+        &path(plan.to_str().unwrap()),
+        &p.root
+    )));
+    let other = p.outside.join("plans/other.md");
+    assert!(is_ask(&policy.check(
+        &WriteFile,
+        &path(other.to_str().unwrap()),
+        &p.root
+    )));
+    policy.set_plan_file(None);
+    assert!(matches!(
+        policy.check(&WriteFile, &path(plan.to_str().unwrap()), &p.root),
+        PermissionDecision::Deny { .. }
+    ));
+}
+
+#[test]
+fn layer3_rules_decide_before_the_mode() {
+    let p = project();
+    let policy = policy(
+        &p,
+        PermissionMode::BypassPermissions,
+        &[
+            (Project, RuleKind::Deny, "Bash(git push *)"),
+            (Local, RuleKind::Ask, "EditFile(src/**)"),
+        ],
+    );
+    let d = policy.check(&Bash, &bash("git push origin feature"), &p.root);
+    let reason = deny_reason(&d);
+    assert!(reason.contains("`Bash(git push *)`"), "{reason}");
+    assert!(reason.contains("project config"), "{reason}");
+    // An explicit ask rule is honoured even in bypassPermissions.
+    let d = policy.check(&EditFile, &path("src/main.rs"), &p.root);
+    assert!(is_ask(&d), "{d:?}");
+
+    let policy = policy_default_with_allow(&p);
+    assert!(is_allow(&policy.check(
+        &Bash,
+        &bash("cargo test --all"),
+        &p.root
+    )));
+    assert!(is_ask(&policy.check(
+        &Bash,
+        &bash("cargo publish"),
+        &p.root
+    )));
+}
+
+fn policy_default_with_allow(p: &Fixture) -> PermissionPolicy {
+    policy(
+        p,
+        PermissionMode::Default,
+        &[(User, RuleKind::Allow, "Bash(cargo test *)")],
+    )
+}
+
+#[test]
+fn regression_local_deny_beats_project_allow_through_the_policy() {
+    let p = project();
+    let policy = policy(
+        &p,
+        PermissionMode::Default,
+        &[
+            (Project, RuleKind::Allow, "Bash(npm *)"),
+            (Local, RuleKind::Deny, "Bash(npm publish *)"),
+        ],
+    );
+    let d = policy.check(&Bash, &bash("npm publish"), &p.root);
+    assert!(deny_reason(&d).contains("local config"));
+    assert!(is_allow(&policy.check(&Bash, &bash("npm test"), &p.root)));
+}
+
+#[test]
+fn layer4_modes() {
+    let p = project();
+    let check =
+        |mode, tool: &dyn Tool, input: Value| policy(&p, mode, &[]).check(tool, &input, &p.root);
+    use PermissionMode::*;
+    assert!(is_allow(&check(Default, &ReadFile, path("src/main.rs"))));
+    assert!(is_ask(&check(Default, &EditFile, path("src/main.rs"))));
+    assert!(is_ask(&check(Default, &Bash, bash("cargo build"))));
+    assert!(is_allow(&check(
+        AcceptEdits,
+        &EditFile,
+        path("src/main.rs")
+    )));
+    assert!(is_allow(&check(
+        AcceptEdits,
+        &WriteFile,
+        path("src/new/file.rs")
+    )));
+    assert!(is_ask(&check(
+        AcceptEdits,
+        &WriteFile,
+        path(".roocode/config.local.yaml")
+    )));
+    assert!(is_ask(&check(
+        AcceptEdits,
+        &WriteFile,
+        path(".git/hooks/pre-commit")
+    )));
+    assert!(is_ask(&check(AcceptEdits, &Bash, bash("cargo build"))));
+    assert!(is_ask(&check(Plan, &EditFile, path("src/main.rs"))));
+    assert!(is_allow(&check(
+        BypassPermissions,
+        &Bash,
+        bash("cargo build")
+    )));
+    assert!(is_allow(&check(Default, &Internal, json!({}))));
+}
+
+#[test]
+fn dont_ask_turns_every_ask_into_a_deny() {
+    let p = project();
+    let policy = policy(
+        &p,
+        PermissionMode::DontAsk,
+        &[
+            (Local, RuleKind::Allow, "Bash(cargo test *)"),
+            (Local, RuleKind::Ask, "EditFile(src/**)"),
+        ],
+    );
+    assert!(is_allow(&policy.check(
+        &ReadFile,
+        &path("src/main.rs"),
+        &p.root
+    )));
+    assert!(is_allow(&policy.check(&Bash, &bash("cargo test"), &p.root)));
+    assert!(is_allow(&policy.check(&Internal, &json!({}), &p.root)));
+    let d = policy.check(&Bash, &bash("cargo build"), &p.root);
+    assert!(deny_reason(&d).contains("dontAsk"));
+    let d = policy.check(&EditFile, &path("src/main.rs"), &p.root);
+    assert!(deny_reason(&d).contains("asks for approval"), "{d:?}");
+    let d = policy.check(&WriteFile, &path("notes.txt"), &p.root);
+    assert!(deny_reason(&d).contains("dontAsk"));
+}
+
+#[test]
+fn internal_tools_follow_rules_too() {
+    let p = project();
+    let policy = policy(
+        &p,
+        PermissionMode::BypassPermissions,
+        &[(User, RuleKind::Deny, "TaskList")],
+    );
+    assert!(matches!(
+        policy.check(&Internal, &json!({}), &p.root),
+        PermissionDecision::Deny { .. }
+    ));
+}
+
+#[test]
+fn requests_carry_summary_and_a_useful_suggested_rule() {
+    let p = project();
+    let policy = policy(&p, PermissionMode::Default, &[]);
+    let request = policy.request(&Bash, &bash("cargo test --all"), "why".to_string());
+    assert_eq!(request.tool, "Bash");
+    assert_eq!(request.summary, "Bash(cargo test --all)");
+    assert_eq!(request.suggested_rule, "Bash(cargo test *)");
+    assert_eq!(request.reason, "why");
+    let rule = |tool: &dyn Tool, input: Value| policy.suggested_rule(tool, &input);
+    assert_eq!(rule(&Bash, bash("ls -la")), "Bash(ls *)");
+    assert_eq!(rule(&Bash, bash("git status")), "Bash(git status *)");
+    assert_eq!(
+        rule(&Bash, bash("npm  ci && npm test")),
+        "Bash(npm ci && npm test)"
+    );
+    assert_eq!(
+        rule(&Bash, bash("python3 script.py")),
+        "Bash(python3 script.py)"
+    );
+    assert_eq!(rule(&Bash, bash("FOO=1 make")), "Bash(FOO=1 make)");
+    assert_eq!(rule(&EditFile, path("src/main.rs")), "EditFile(src/**)");
+    assert_eq!(rule(&WriteFile, path("notes.md")), "WriteFile(notes.md)");
+    assert_eq!(rule(&Glob, json!({"pattern": "*"})), "Glob");
+    assert_eq!(
+        rule(&Glob, json!({"pattern": "*", "path": "src"})),
+        "Glob(src/**)"
+    );
+    assert_eq!(rule(&Internal, json!({})), "TaskList");
+    // Every suggestion parses as a rule and would allow the call it came from.
+    for (tool, input) in [
+        (&Bash as &dyn Tool, bash("cargo test --all")),
+        (&Bash, bash("npm ci && npm test")),
+        (&EditFile, path("src/main.rs")),
+    ] {
+        let mut set = RuleSet::new();
+        set.add(Local, RuleKind::Allow, &policy.suggested_rule(tool, &input))
+            .unwrap();
+        let allowed = PermissionPolicy::new(p.root.clone(), PermissionMode::Default, set);
+        assert!(is_allow(&allowed.check(tool, &input, &p.root)), "{input}");
+    }
+}
+
+#[test]
+fn allow_always_saves_to_the_local_file_and_applies_at_once() {
+    let p = project();
+    fs::create_dir_all(p.root.join(".roocode")).unwrap();
+    fs::write(
+        p.root.join(".roocode/config.local.yaml"),
+        "model: local-model\npermissions:\n  deny: [\"Bash(rm *)\"]\n",
+    )
+    .unwrap();
+    let mut policy = policy(&p, PermissionMode::Default, &[]);
+    assert!(is_ask(&policy.check(&Bash, &bash("cargo test"), &p.root)));
+    policy.allow_always("Bash(cargo test *)").unwrap();
+    policy.allow_always("Bash(cargo test *)").unwrap();
+    assert!(is_allow(&policy.check(&Bash, &bash("cargo test"), &p.root)));
+
+    let config = crate::config::ConfigFiles::load(&p.outside, &p.root).unwrap();
+    let local = config.value(Source::Local).unwrap();
+    assert_eq!(local["model"], serde_yaml_ng::Value::from("local-model"));
+    let allow = local["permissions"]["allow"].as_sequence().unwrap();
+    assert_eq!(allow.len(), 1, "saved once");
+    assert_eq!(allow[0], serde_yaml_ng::Value::from("Bash(cargo test *)"));
+    assert_eq!(
+        local["permissions"]["deny"][0],
+        serde_yaml_ng::Value::from("Bash(rm *)")
+    );
+    // A fresh policy from the files sees the rule.
+    let fresh = PermissionPolicy::from_config(&config, p.root.clone(), None).unwrap();
+    assert!(is_allow(&fresh.check(
+        &Bash,
+        &bash("cargo test --all"),
+        &p.root
+    )));
+
+    let err = policy.allow_always("Bash(").unwrap_err();
+    assert!(
+        err.to_string().contains("load permission rule `Bash(`"),
+        "{err}"
+    );
+}

@@ -1,0 +1,496 @@
+//! Layer 3: allow / ask / deny rules from the three config files.
+//!
+//! A rule is `Tool` (every call of that tool) or `Tool(pattern)`. For Bash the
+//! pattern is a glob over the command line where `*` matches anything; a single
+//! trailing ` *` or the legacy `:*` suffix also matches the bare prefix
+//! (`Bash(git *)` matches `git` and `git status`). For file tools the pattern is
+//! a path glob relative to the project root (`src/**`, `*.md` at any depth,
+//! `/abs/path/**` for absolute paths). Tool names may use `*`
+//! (`mcp__github__*`).
+//!
+//! Rules come from three sources, and **the highest-priority source that has a
+//! matching rule decides** (local > project > user); within one source deny beats
+//! ask beats allow. Getting this order wrong let a project allow overturn a local
+//! deny in the seed's first implementation; the regression tests below pin it.
+//!
+//! Compound commands are judged part by part: a deny or ask rule matching any
+//! part (or the whole line, or a command nested in `$(…)` / `bash -c`) applies to
+//! the whole command, while an allow needs every part allowed — `Bash(git *)`
+//! does not approve `git status && curl … | sh` — and never approves a command
+//! that substitutes command output (`$(…)`), whose effect its text cannot show.
+//! An exact rule without wildcards (as "always allow" writes for a compound
+//! command) approves exactly that command line.
+
+use std::fmt;
+use std::path::Path;
+
+use globset::{GlobBuilder, GlobMatcher};
+use regex::Regex;
+
+use super::shell::{ParsedCommand, Segment};
+use crate::config::Source;
+
+/// What a rule does when it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RuleKind {
+    /// Run without asking.
+    Allow,
+    /// Ask the human, whatever the mode.
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
+impl RuleKind {
+    /// The config key for this kind: `allow`, `ask` or `deny`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// Why a rule string is not a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parse permission rule `{rule}`: {message}")]
+pub struct RuleError {
+    /// The rule as written.
+    pub rule: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// One parsed rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    text: String,
+    tool: Regex,
+    content: Option<Content>,
+}
+
+/// The `(pattern)` part of a rule, compiled for both kinds of target.
+#[derive(Debug, Clone)]
+struct Content {
+    pattern: String,
+    /// Whether the pattern has a `*`.
+    wildcard: bool,
+    command: Regex,
+    /// Path globs; `None` if the pattern is not a valid glob (then it can only
+    /// match commands).
+    paths: Option<PathPattern>,
+}
+
+#[derive(Debug, Clone)]
+struct PathPattern {
+    absolute: bool,
+    globs: Vec<GlobMatcher>,
+}
+
+impl Rule {
+    /// Parses `Tool` or `Tool(pattern)`.
+    pub fn parse(text: &str) -> Result<Self, RuleError> {
+        let text = text.trim();
+        let fail = |message: &str| RuleError {
+            rule: text.to_string(),
+            message: message.to_string(),
+        };
+        let (tool, content) = match text.find('(') {
+            None => (text, None),
+            Some(open) => {
+                let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                    return Err(fail(
+                        "a pattern must be closed with `)` at the end, as in `Bash(git *)`",
+                    ));
+                };
+                let inner = inner.trim();
+                if inner.is_empty() {
+                    return Err(fail(
+                        "the pattern in parentheses is empty; write just the tool name to match every call",
+                    ));
+                }
+                (text[..open].trim(), Some(inner))
+            }
+        };
+        if tool.is_empty() {
+            return Err(fail(
+                "the tool name is missing; write `Tool` or `Tool(pattern)`",
+            ));
+        }
+        if !tool
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*')
+        {
+            return Err(fail(
+                "a tool name may only contain letters, digits, `_`, `-` and `*`",
+            ));
+        }
+        let tool_regex = wildcard_regex(tool, false).map_err(|e| fail(&e))?;
+        let content = content
+            .map(|pattern| -> Result<Content, RuleError> {
+                Ok(Content {
+                    pattern: pattern.to_string(),
+                    wildcard: pattern.contains('*'),
+                    command: wildcard_regex(pattern, true).map_err(|e| fail(&e))?,
+                    paths: path_pattern(pattern),
+                })
+            })
+            .transpose()?;
+        Ok(Self {
+            text: text.to_string(),
+            tool: tool_regex,
+            content,
+        })
+    }
+
+    /// The rule as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    fn matches_tool(&self, tool: &str) -> bool {
+        self.tool.is_match(tool)
+    }
+
+    /// Matches a bare tool rule, or a path rule against a path target.
+    fn matches_path(&self, path: &PathTarget<'_>) -> bool {
+        match &self.content {
+            None => true,
+            Some(content) => content.paths.as_ref().is_some_and(|p| {
+                if p.absolute {
+                    p.globs.iter().any(|g| g.is_match(path.absolute))
+                } else {
+                    path.relative
+                        .is_some_and(|rel| p.globs.iter().any(|g| g.is_match(rel)))
+                }
+            }),
+        }
+    }
+
+    fn matches_text(&self, text: &str) -> bool {
+        match &self.content {
+            None => true,
+            Some(content) => content.command.is_match(text),
+        }
+    }
+
+    /// An exact (wildcard-free) rule equal to the whole command line.
+    fn matches_exactly(&self, command: &str) -> bool {
+        match &self.content {
+            None => true,
+            Some(content) => !content.wildcard && content.pattern == squash(command),
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// `*` matches anything; everything else is literal. For commands, one trailing
+/// ` *` (or `:*`) also matches the bare prefix.
+fn wildcard_regex(pattern: &str, command: bool) -> Result<Regex, String> {
+    let (body, optional_tail) = if command && let Some(prefix) = pattern.strip_suffix(":*") {
+        (prefix, true)
+    } else if command
+        && let Some(prefix) = pattern.strip_suffix(" *")
+        && !prefix.contains('*')
+    {
+        (prefix, true)
+    } else {
+        (pattern, false)
+    };
+    let mut regex = String::from("(?s)^");
+    for (i, part) in body.split('*').enumerate() {
+        if i > 0 {
+            regex.push_str(".*");
+        }
+        regex.push_str(&regex::escape(part));
+    }
+    if optional_tail {
+        regex.push_str("(?: .*)?");
+    }
+    regex.push('$');
+    Regex::new(&regex).map_err(|e| e.to_string())
+}
+
+/// Compiles a path pattern: relative patterns without `/` match at any depth;
+/// `dir/**` also matches `dir` itself.
+fn path_pattern(pattern: &str) -> Option<PathPattern> {
+    let mut pattern = pattern.trim_start_matches("./").to_string();
+    let absolute = if let Some(rest) = pattern.strip_prefix("~/") {
+        let home = std::env::var_os("HOME")?;
+        pattern = format!("{}/{rest}", Path::new(&home).display());
+        true
+    } else {
+        pattern.starts_with('/')
+    };
+    let mut sources = vec![if !absolute && !pattern.contains('/') {
+        format!("**/{pattern}")
+    } else {
+        pattern.clone()
+    }];
+    if let Some(stem) = pattern.strip_suffix("/**")
+        && !stem.is_empty()
+    {
+        sources.push(stem.to_string());
+    }
+    let globs = sources
+        .iter()
+        .map(|s| {
+            GlobBuilder::new(s)
+                .literal_separator(true)
+                .build()
+                .map(|g| g.compile_matcher())
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    Some(PathPattern { absolute, globs })
+}
+
+/// Collapses runs of whitespace, for comparing command lines.
+fn squash(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The allow, ask and deny rules of one source.
+#[derive(Debug, Clone, Default)]
+pub struct SourceRules {
+    pub allow: Vec<Rule>,
+    pub ask: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
+impl SourceRules {
+    fn list(&self, kind: RuleKind) -> &[Rule] {
+        match kind {
+            RuleKind::Allow => &self.allow,
+            RuleKind::Ask => &self.ask,
+            RuleKind::Deny => &self.deny,
+        }
+    }
+
+    fn list_mut(&mut self, kind: RuleKind) -> &mut Vec<Rule> {
+        match kind {
+            RuleKind::Allow => &mut self.allow,
+            RuleKind::Ask => &mut self.ask,
+            RuleKind::Deny => &mut self.deny,
+        }
+    }
+}
+
+/// The rules of all three sources.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    user: SourceRules,
+    project: SourceRules,
+    local: SourceRules,
+}
+
+/// What a call touches, as the rule layer sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RuleTarget<'a> {
+    None,
+    Path(PathTarget<'a>),
+    Command {
+        line: &'a str,
+        parsed: &'a ParsedCommand,
+    },
+}
+
+/// A resolved path: absolute, and relative to the project root when inside it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PathTarget<'a> {
+    pub(crate) absolute: &'a Path,
+    pub(crate) relative: Option<&'a Path>,
+}
+
+/// The rule that decided a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleHit {
+    pub kind: RuleKind,
+    /// Where the deciding rule is configured; `None` when allow rules of several
+    /// sources together approved the parts of a compound command.
+    pub source: Option<Source>,
+    /// The deciding rule(s), as written.
+    pub rule: String,
+}
+
+impl RuleSet {
+    /// No rules.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The rules of one source.
+    pub fn source(&self, source: Source) -> &SourceRules {
+        match source {
+            Source::User => &self.user,
+            Source::Project => &self.project,
+            Source::Local => &self.local,
+        }
+    }
+
+    fn source_mut(&mut self, source: Source) -> &mut SourceRules {
+        match source {
+            Source::User => &mut self.user,
+            Source::Project => &mut self.project,
+            Source::Local => &mut self.local,
+        }
+    }
+
+    /// Parses and adds a rule.
+    pub fn add(&mut self, source: Source, kind: RuleKind, rule: &str) -> Result<(), RuleError> {
+        let rule = Rule::parse(rule)?;
+        self.push(source, kind, rule);
+        Ok(())
+    }
+
+    /// Adds a parsed rule (once: an identical rule of the same kind and source is
+    /// not added again).
+    pub fn push(&mut self, source: Source, kind: RuleKind, rule: Rule) {
+        let list = self.source_mut(source).list_mut(kind);
+        if !list.iter().any(|r| r.text == rule.text) {
+            list.push(rule);
+        }
+    }
+
+    /// Whether no source has any rule.
+    pub fn is_empty(&self) -> bool {
+        Source::ALL.iter().all(|s| {
+            let r = self.source(*s);
+            r.allow.is_empty() && r.ask.is_empty() && r.deny.is_empty()
+        })
+    }
+
+    /// The decision of the rule layer, or `None` when no rule matches.
+    pub(crate) fn decide(&self, tool: &str, target: &RuleTarget<'_>) -> Option<RuleHit> {
+        for source in Source::BY_PRIORITY {
+            let rules = self.source(source);
+            if let Some((kind, rule)) = decide_in(rules, tool, target) {
+                return Some(RuleHit {
+                    kind,
+                    source: Some(source),
+                    rule,
+                });
+            }
+        }
+        // No source decided alone: no deny or ask rule matched anywhere. Allow rules
+        // of different sources may still cover every part of a compound command.
+        if let RuleTarget::Command { parsed, .. } = target
+            && !parsed.substitutes_anywhere()
+            && !parsed.segments.is_empty()
+        {
+            let allow: Vec<&Rule> = Source::BY_PRIORITY
+                .iter()
+                .flat_map(|s| self.source(*s).allow.iter())
+                .filter(|r| r.matches_tool(tool))
+                .collect();
+            let mut used = Vec::new();
+            for segment in &parsed.segments {
+                let text = segment.raw_text();
+                let rule = allow.iter().find(|r| r.matches_text(&text))?;
+                if !used.contains(&rule.as_str()) {
+                    used.push(rule.as_str());
+                }
+            }
+            return Some(RuleHit {
+                kind: RuleKind::Allow,
+                source: None,
+                rule: used.join(", "),
+            });
+        }
+        None
+    }
+}
+
+/// The decision of one source: deny > ask > allow.
+fn decide_in(
+    rules: &SourceRules,
+    tool: &str,
+    target: &RuleTarget<'_>,
+) -> Option<(RuleKind, String)> {
+    for kind in [RuleKind::Deny, RuleKind::Ask] {
+        let hit = rules
+            .list(kind)
+            .iter()
+            .filter(|r| r.matches_tool(tool))
+            .find(|r| match target {
+                RuleTarget::None => r.content.is_none(),
+                RuleTarget::Path(path) => r.matches_path(path),
+                RuleTarget::Command { line, parsed } => {
+                    r.content.is_none()
+                        || r.matches_text(line.trim())
+                        || parsed
+                            .all_segments()
+                            .iter()
+                            .any(|s| segment_matches_restrictive(r, s))
+                }
+            });
+        if let Some(rule) = hit {
+            return Some((kind, rule.text.clone()));
+        }
+    }
+    let allow: Vec<&Rule> = rules
+        .allow
+        .iter()
+        .filter(|r| r.matches_tool(tool))
+        .collect();
+    let covering = match target {
+        RuleTarget::None => allow
+            .iter()
+            .find(|r| r.content.is_none())
+            .map(|r| r.text.clone()),
+        RuleTarget::Path(path) => allow
+            .iter()
+            .find(|r| r.matches_path(path))
+            .map(|r| r.text.clone()),
+        RuleTarget::Command { line, parsed } => {
+            if let Some(exact) = allow.iter().find(|r| r.matches_exactly(line)) {
+                Some(exact.text.clone())
+            } else if parsed.substitutes_anywhere() || parsed.segments.is_empty() {
+                None
+            } else {
+                let mut used: Vec<&str> = Vec::new();
+                for segment in &parsed.segments {
+                    let text = segment.raw_text();
+                    let rule = allow.iter().find(|r| r.matches_text(&text))?;
+                    if !used.contains(&rule.as_str()) {
+                        used.push(rule.as_str());
+                    }
+                }
+                Some(used.join(", "))
+            }
+        }
+    };
+    covering.map(|rule| (RuleKind::Allow, rule))
+}
+
+/// Deny and ask rules see a part as typed, de-quoted, and without wrappers
+/// (`sudo rm`, `env X=1 rm`, `nohup rm` all count as `rm`).
+fn segment_matches_restrictive(rule: &Rule, segment: &Segment) -> bool {
+    let effective = segment.effective();
+    let candidates = [
+        segment.raw_text(),
+        segment.value_text(),
+        effective
+            .iter()
+            .map(|w| w.raw.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        effective
+            .iter()
+            .map(|w| w.value.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    ];
+    candidates
+        .iter()
+        .any(|c| !c.is_empty() && rule.matches_text(c))
+}
+
+#[cfg(test)]
+mod tests;

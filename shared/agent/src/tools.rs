@@ -1,0 +1,231 @@
+//! The six built-in tools: ReadFile, WriteFile, EditFile, Bash, Glob and Grep.
+//!
+//! Each tool lives in its own module and implements [`Tool`]; this module owns what
+//! they share: the error type whose messages the model reads, input parsing that
+//! forgives the usual model slips (numbers sent as strings), path resolution
+//! against the call's working directory, and running blocking file work off the
+//! async runtime. Large results are not cut here: the loop hands every result to
+//! [`spill_if_large`], which writes the full text under the session directory.
+
+pub mod bash;
+pub mod edit_file;
+pub mod glob;
+pub mod grep;
+pub mod read_file;
+pub mod spill;
+pub mod write_file;
+
+mod head_tail;
+mod input;
+mod walk;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::tool::{Tool, ToolOutput};
+
+pub use bash::Bash;
+pub use edit_file::EditFile;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use read_file::ReadFile;
+pub use spill::spill_if_large;
+pub use write_file::WriteFile;
+
+/// The six built-in tools, ready to register.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ReadFile),
+        Arc::new(WriteFile),
+        Arc::new(EditFile),
+        Arc::new(Bash),
+        Arc::new(Glob),
+        Arc::new(Grep),
+    ]
+}
+
+/// Why a built-in tool call failed. The model sees `failed to {error}`, so every
+/// message says what failed, on what, and what to try instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The input object does not match the tool's schema.
+    #[error("parse the input of {tool}: {message}; check the tool's input schema")]
+    InvalidInput { tool: &'static str, message: String },
+    /// The path does not exist.
+    #[error("open {path}: no such file or directory; check the path (Glob finds files by name)")]
+    NotFound { path: PathBuf },
+    /// A file tool was pointed at a directory.
+    #[error("read {path}: it is a directory; list its contents with Glob (pattern `*`) instead")]
+    IsDirectory { path: PathBuf },
+    /// ReadFile refuses binary files.
+    #[error(
+        "read {path}: it looks like a binary file (NUL bytes in the first 8 KiB); ReadFile only \
+         reads text, inspect binaries with Bash (e.g. `file`, `xxd | head`)"
+    )]
+    Binary { path: PathBuf },
+    /// A window or position outside the file.
+    #[error("read {path}: {message}")]
+    OutOfRange { path: PathBuf, message: String },
+    /// Any other I/O failure.
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// EditFile could not apply the edit; the message explains why and what to do.
+    #[error("edit {path}: {message}")]
+    Edit { path: PathBuf, message: String },
+    /// A glob or regex did not compile.
+    #[error("compile the pattern `{pattern}`: {message}")]
+    Pattern { pattern: String, message: String },
+    /// The call was cancelled before it finished.
+    #[error("finish {tool}: the call was cancelled")]
+    Cancelled { tool: &'static str },
+    /// The blocking worker thread of the call died.
+    #[error("finish {tool}: its worker thread stopped unexpectedly ({message})")]
+    Worker { tool: &'static str, message: String },
+}
+
+impl ToolError {
+    /// An I/O error on a path, mapped to the clearer variants where one fits.
+    pub(crate) fn io(action: &'static str, path: &Path, source: io::Error) -> Self {
+        match source.kind() {
+            io::ErrorKind::NotFound => Self::NotFound {
+                path: path.to_path_buf(),
+            },
+            io::ErrorKind::IsADirectory => Self::IsDirectory {
+                path: path.to_path_buf(),
+            },
+            _ => Self::Io {
+                action,
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+
+    /// The result the model sees.
+    pub(crate) fn into_output(self) -> ToolOutput {
+        ToolOutput::error(format!("failed to {self}"))
+    }
+}
+
+/// Parses a tool's input object into its typed form.
+pub(crate) fn parse_input<T: DeserializeOwned>(
+    tool: &'static str,
+    input: Value,
+) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|e| ToolError::InvalidInput {
+        tool,
+        message: e.to_string(),
+    })
+}
+
+/// Resolves a path the model gave against the working directory. `~` is not
+/// expanded: the schemas ask for absolute or cwd-relative paths.
+pub(crate) fn resolve_path(cwd: &Path, path: &str) -> PathBuf {
+    let path = Path::new(path);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    }
+}
+
+/// Reads the `path` field of an input, for permission targets and summaries.
+pub(crate) fn input_str<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input.get(key).and_then(Value::as_str)
+}
+
+/// Runs blocking file work on the blocking pool so the runtime keeps serving
+/// other calls and streams.
+pub(crate) async fn run_blocking<T, F>(tool: &'static str, work: F) -> Result<T, ToolError>
+where
+    F: FnOnce() -> Result<T, ToolError> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) => Err(ToolError::Worker {
+            tool,
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Shows a path to the model: relative to the working directory when it is inside
+/// it (shorter, and directly usable in the next call), absolute otherwise.
+pub(crate) fn display_path(cwd: &Path, path: &Path) -> String {
+    match path.strip_prefix(cwd) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => path.display().to_string(),
+    }
+}
+
+/// Whether the first 8 KiB of a file's content contain a NUL byte: the same
+/// heuristic git and ripgrep use to call a file binary.
+pub(crate) fn looks_binary(head: &[u8]) -> bool {
+    head.iter().take(8 * 1024).any(|&b| b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn builtin_tools_have_distinct_names_and_object_schemas() {
+        let tools = builtin_tools();
+        let mut names: Vec<_> = tools.iter().map(|t| t.name().to_string()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        );
+        for tool in &tools {
+            let schema = tool.input_schema();
+            assert_eq!(schema["type"], "object", "{}", tool.name());
+            assert!(schema["required"].is_array(), "{}", tool.name());
+            assert!(
+                tool.description().len() > 200,
+                "{} description",
+                tool.name()
+            );
+        }
+    }
+
+    #[test]
+    fn resolve_path_keeps_absolute_and_joins_relative() {
+        let cwd = Path::new("/work/project");
+        assert_eq!(resolve_path(cwd, "/etc/hosts"), PathBuf::from("/etc/hosts"));
+        assert_eq!(
+            resolve_path(cwd, "src/main.rs"),
+            PathBuf::from("/work/project/src/main.rs")
+        );
+    }
+
+    #[test]
+    fn display_path_is_relative_inside_cwd() {
+        let cwd = Path::new("/p");
+        assert_eq!(display_path(cwd, Path::new("/p/a/b.rs")), "a/b.rs");
+        assert_eq!(display_path(cwd, Path::new("/q/c.rs")), "/q/c.rs");
+        assert_eq!(display_path(cwd, Path::new("/p")), "/p");
+    }
+
+    #[test]
+    fn error_messages_read_after_failed_to() {
+        let out = ToolError::NotFound {
+            path: PathBuf::from("/x/y"),
+        }
+        .into_output();
+        assert!(out.is_error);
+        assert!(out.content.starts_with("failed to open /x/y: no such file"));
+    }
+}

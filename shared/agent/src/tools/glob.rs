@@ -1,0 +1,287 @@
+//! Glob: find files by name pattern.
+//!
+//! Patterns are matched against paths relative to the search directory with
+//! `globset` (`*` stays within one directory, `**` crosses directories, `{a,b}`
+//! alternates). The walk honours `.gitignore` (see `walk`), so build output and
+//! dependencies do not drown the answer. Results are sorted newest first — the
+//! files someone is working on are usually the ones wanted — and capped.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use globset::GlobBuilder;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::walk::{is_file, walker};
+use super::{ToolError, display_path, parse_input, resolve_path, run_blocking};
+use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+
+/// Most paths returned by one call.
+pub const MAX_RESULTS: usize = 500;
+
+const NAME: &str = "Glob";
+
+/// Finds files by glob pattern.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Glob;
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+impl Tool for Glob {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Finds files whose path matches a glob pattern, fast, in a directory tree of any size.\n\n\
+             Usage:\n\
+             - `pattern` is matched against paths relative to `path` (default: the working \
+             directory). `*` matches within one directory level, `**` across levels, `?` one \
+             character, `{{a,b}}` alternatives, `[abc]` a character class. Examples: `**/*.rs`, \
+             `src/**/*.{{ts,tsx}}`, `*.md` (top level only), `**/Cargo.toml`.\n\
+             - Files ignored by .gitignore and the `.git` directory are skipped; hidden files \
+             are included.\n\
+             - Returns matching file paths, most recently modified first, at most {MAX_RESULTS}; \
+             if there are more, narrow the pattern or the path.\n\
+             - Use Grep to search file contents. To explore open-endedly, run several Glob and \
+             Grep calls in the same turn: they run in parallel."
+        )
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob pattern relative to the search directory, e.g. \"**/*.rs\"."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Directory to search in, absolute or relative to the working directory. Defaults to the working directory."
+                }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn permission_target(&self, input: &Value) -> PermissionTarget {
+        let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
+        PermissionTarget::Path(PathBuf::from(if path.is_empty() { "." } else { path }))
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
+        match input.get("path").and_then(Value::as_str) {
+            Some(path) if !path.is_empty() => format!("{NAME}({pattern} in {path})"),
+            _ => format!("{NAME}({pattern})"),
+        }
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let input: Input = match parse_input(NAME, input) {
+                Ok(input) => input,
+                Err(e) => return e.into_output(),
+            };
+            let root = resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."));
+            let cwd = ctx.cwd.clone();
+            let cancel = ctx.cancel.clone();
+            let pattern = input.pattern;
+            match run_blocking(NAME, move || find(&root, &pattern, &cwd, &cancel)).await {
+                Ok(text) => ToolOutput::ok(text),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// Finds files under `root` matching `pattern`, newest first, as text for the model.
+fn find(
+    root: &Path,
+    pattern: &str,
+    cwd: &Path,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
+    let pattern_text = pattern.trim().trim_start_matches("./");
+    if Path::new(pattern_text).is_absolute() {
+        return Err(ToolError::Pattern {
+            pattern: pattern.to_string(),
+            message: "the pattern must be relative to the search directory; pass the \
+                      directory as `path` and a relative pattern"
+                .to_string(),
+        });
+    }
+    let matcher = GlobBuilder::new(pattern_text)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| ToolError::Pattern {
+            pattern: pattern.to_string(),
+            message: e.kind().to_string(),
+        })?
+        .compile_matcher();
+    let meta = std::fs::metadata(root).map_err(|e| ToolError::io("search", root, e))?;
+    if !meta.is_dir() {
+        return Err(ToolError::Io {
+            action: "search",
+            path: root.to_path_buf(),
+            source: std::io::Error::other("not a directory; `path` must be a directory"),
+        });
+    }
+
+    let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
+    for entry in walker(root).flatten() {
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled { tool: NAME });
+        }
+        if !is_file(&entry) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        if matcher.is_match(rel) {
+            let modified = entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            found.push((modified, entry.into_path()));
+        }
+    }
+    if found.is_empty() {
+        return Ok(format!(
+            "No files match `{pattern}` under {}.",
+            display_path(cwd, root)
+        ));
+    }
+    // Newest first; ties by path for a stable order.
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let total = found.len();
+    let mut lines: Vec<String> = found
+        .iter()
+        .take(MAX_RESULTS)
+        .map(|(_, p)| display_path(cwd, p))
+        .collect();
+    if total > MAX_RESULTS {
+        lines.push(format!(
+            "[Showing the {MAX_RESULTS} most recently modified of {total} matches; narrow the \
+             pattern or the path to see the rest.]"
+        ));
+    }
+    Ok(lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use std::fs;
+    use std::process::Command;
+    use std::time::Duration;
+
+    fn touch(root: &Path, rel: &str, age_secs: u64) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, rel).unwrap();
+        let when = SystemTime::now() - Duration::from_secs(age_secs);
+        fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+
+    fn git_repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        dir
+    }
+
+    #[test]
+    fn matches_recursively_newest_first_and_honours_gitignore() {
+        let repo = git_repo();
+        let root = repo.path();
+        fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
+        touch(root, "src/old.rs", 300);
+        touch(root, "src/new.rs", 10);
+        touch(root, "src/deep/mid.rs", 100);
+        touch(root, "target/debug/build.rs", 1);
+        touch(root, "notes.log", 1);
+        let out = find(root, "**/*.rs", root, &CancellationToken::new()).unwrap();
+        assert_eq!(out, "src/new.rs\nsrc/deep/mid.rs\nsrc/old.rs");
+        let out = find(root, "*.log", root, &CancellationToken::new()).unwrap();
+        assert!(out.starts_with("No files match"), "{out}");
+        let out = find(root, "**/HEAD", root, &CancellationToken::new()).unwrap();
+        assert!(out.starts_with("No files match"), "{out}");
+    }
+
+    #[test]
+    fn star_stays_in_one_directory_and_path_narrows() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        touch(root, "a.md", 5);
+        touch(root, "docs/b.md", 50);
+        let cancel = CancellationToken::new();
+        assert_eq!(find(root, "*.md", root, &cancel).unwrap(), "a.md");
+        assert_eq!(
+            find(&root.join("docs"), "*.md", root, &cancel).unwrap(),
+            "docs/b.md"
+        );
+        assert_eq!(
+            find(root, "{a,docs/b}.md", root, &cancel).unwrap(),
+            "a.md\ndocs/b.md"
+        );
+    }
+
+    #[test]
+    fn caps_results_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..(MAX_RESULTS + 5) {
+            touch(dir.path(), &format!("f{i}.txt"), 1);
+        }
+        let out = find(dir.path(), "*.txt", dir.path(), &CancellationToken::new()).unwrap();
+        assert_eq!(out.lines().count(), MAX_RESULTS + 1);
+        assert!(out.contains(&format!("of {} matches", MAX_RESULTS + 5)));
+    }
+
+    #[test]
+    fn bad_patterns_and_paths_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let err = find(dir.path(), "a[", dir.path(), &cancel).unwrap_err();
+        assert!(err.to_string().contains("compile the pattern"), "{err}");
+        let err = find(dir.path(), "/etc/*", dir.path(), &cancel).unwrap_err();
+        assert!(err.to_string().contains("relative"), "{err}");
+        let err = find(&dir.path().join("nope"), "*", dir.path(), &cancel).unwrap_err();
+        assert!(matches!(err, ToolError::NotFound { .. }));
+    }
+}

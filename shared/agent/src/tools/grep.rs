@@ -1,0 +1,498 @@
+//! Grep: search file contents with a regular expression.
+//!
+//! A small ripgrep: Rust `regex` syntax, the same `.gitignore`-aware walk as Glob,
+//! binary files skipped, three output modes (matching files, matching lines with
+//! optional context, counts per file) and a cap on results so one broad pattern
+//! cannot flood the context. Matching is line by line.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use globset::{GlobBuilder, GlobMatcher};
+use regex::{Regex, RegexBuilder};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::input::{opt_bool, opt_usize};
+use super::walk::{is_file, walker};
+use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
+use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+
+/// Results (files, lines or counts) returned when the call gives no `max_results`.
+pub const DEFAULT_MAX_RESULTS: usize = 500;
+/// Characters kept of a matching line.
+pub const MAX_LINE_CHARS: usize = 500;
+/// Files larger than this are skipped (logs, dumps); the result says so.
+const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;
+
+const NAME: &str = "Grep";
+
+/// Searches file contents.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Grep;
+
+/// What Grep prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// `path:line:text` for each matching line (plus context lines).
+    Content,
+    /// Paths of files with at least one match.
+    #[default]
+    FilesWithMatches,
+    /// `path:count` per file with matches.
+    Count,
+}
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+    #[serde(default, deserialize_with = "opt_bool")]
+    case_insensitive: Option<bool>,
+    #[serde(default)]
+    output_mode: Option<OutputMode>,
+    #[serde(default, deserialize_with = "opt_usize")]
+    context: Option<usize>,
+    #[serde(default, deserialize_with = "opt_usize")]
+    max_results: Option<usize>,
+}
+
+impl Tool for Grep {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Searches file contents for a regular expression, fast, across a directory tree of \
+             any size (like ripgrep).\n\n\
+             Usage:\n\
+             - `pattern` uses Rust regex syntax (like ripgrep / PCRE without look-around or \
+             backreferences): `fn\\s+main`, `log.*Error`, `\\bTODO\\b`. Escape literal braces and \
+             parentheses: `interface\\{{\\}}` , `foo\\(`. Matching is per line.\n\
+             - `path`: file or directory to search (default: the working directory).\n\
+             - `glob`: only search files matching it, e.g. `*.rs`, `*.{{ts,tsx}}`, `src/**/*.py` \
+             (a pattern without `/` is matched against the file name).\n\
+             - `output_mode`: `files_with_matches` (default: just the paths), `content` (matching \
+             lines as `path:line:text`; add `context` for that many lines before and after), or \
+             `count` (matches per file).\n\
+             - `case_insensitive`: true to ignore case.\n\
+             - At most `max_results` files, lines or counts are returned (default \
+             {DEFAULT_MAX_RESULTS}); lines are cut at {MAX_LINE_CHARS} characters.\n\
+             - Files ignored by .gitignore, the `.git` directory and binary files are skipped.\n\
+             - Always use Grep for searching; never run `grep` or `rg` through Bash. For open-ended \
+             exploration run several Grep and Glob calls in the same turn: they run in parallel."
+        )
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Regular expression to search for (Rust regex syntax)."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "File or directory to search, absolute or relative to the working directory. Defaults to the working directory."
+                },
+                "glob": {
+                    "type": "string",
+                    "description": "Only search files matching this glob, e.g. \"*.rs\" or \"src/**/*.ts\"."
+                },
+                "case_insensitive": {
+                    "type": "boolean",
+                    "description": "Ignore case when matching."
+                },
+                "output_mode": {
+                    "type": "string",
+                    "enum": ["content", "files_with_matches", "count"],
+                    "description": "What to return (default files_with_matches)."
+                },
+                "context": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Lines of context before and after each match (content mode only)."
+                },
+                "max_results": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": format!("Maximum files, lines or counts to return (default {DEFAULT_MAX_RESULTS}).")
+                }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn permission_target(&self, input: &Value) -> PermissionTarget {
+        let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
+        PermissionTarget::Path(PathBuf::from(if path.is_empty() { "." } else { path }))
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
+        match input.get("path").and_then(Value::as_str) {
+            Some(path) if !path.is_empty() => format!("{NAME}({pattern} in {path})"),
+            _ => format!("{NAME}({pattern})"),
+        }
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let input: Input = match parse_input(NAME, input) {
+                Ok(input) => input,
+                Err(e) => return e.into_output(),
+            };
+            let root = resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."));
+            let search = match Search::new(&input, root, ctx.cwd.clone()) {
+                Ok(search) => search,
+                Err(e) => return e.into_output(),
+            };
+            let cancel = ctx.cancel.clone();
+            match run_blocking(NAME, move || search.run(&cancel)).await {
+                Ok(text) => ToolOutput::ok(text),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// One compiled search.
+struct Search {
+    regex: Regex,
+    pattern: String,
+    root: PathBuf,
+    cwd: PathBuf,
+    glob: Option<(GlobMatcher, bool)>,
+    mode: OutputMode,
+    context: usize,
+    max_results: usize,
+}
+
+impl Search {
+    fn new(input: &Input, root: PathBuf, cwd: PathBuf) -> Result<Self, ToolError> {
+        let regex = RegexBuilder::new(&input.pattern)
+            .case_insensitive(input.case_insensitive.unwrap_or(false))
+            .build()
+            .map_err(|e| ToolError::Pattern {
+                pattern: input.pattern.clone(),
+                message: e.to_string(),
+            })?;
+        let glob = match input
+            .glob
+            .as_deref()
+            .map(str::trim)
+            .filter(|g| !g.is_empty())
+        {
+            None => None,
+            Some(g) => {
+                let by_path = g.contains('/');
+                let matcher = GlobBuilder::new(g.trim_start_matches("./"))
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| ToolError::Pattern {
+                        pattern: g.to_string(),
+                        message: e.kind().to_string(),
+                    })?
+                    .compile_matcher();
+                Some((matcher, by_path))
+            }
+        };
+        Ok(Self {
+            regex,
+            pattern: input.pattern.clone(),
+            root,
+            cwd,
+            glob,
+            mode: input.output_mode.unwrap_or_default(),
+            context: input.context.unwrap_or(0),
+            max_results: input
+                .max_results
+                .filter(|&m| m > 0)
+                .unwrap_or(DEFAULT_MAX_RESULTS),
+        })
+    }
+
+    fn wanted(&self, path: &Path) -> bool {
+        match &self.glob {
+            None => true,
+            Some((matcher, true)) => path
+                .strip_prefix(&self.root)
+                .is_ok_and(|rel| matcher.is_match(rel)),
+            Some((matcher, false)) => path.file_name().is_some_and(|n| matcher.is_match(n)),
+        }
+    }
+
+    fn run(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
+        let meta =
+            std::fs::metadata(&self.root).map_err(|e| ToolError::io("search", &self.root, e))?;
+        let files: Box<dyn Iterator<Item = PathBuf>> = if meta.is_file() {
+            Box::new(std::iter::once(self.root.clone()))
+        } else {
+            Box::new(
+                walker(&self.root)
+                    .flatten()
+                    .filter(is_file)
+                    .map(ignore::DirEntry::into_path)
+                    .filter(|p| self.wanted(p)),
+            )
+        };
+
+        let mut out = String::new();
+        let mut results = 0usize;
+        let mut truncated = false;
+        let mut skipped_large = 0usize;
+        for path in files {
+            if cancel.is_cancelled() {
+                return Err(ToolError::Cancelled { tool: NAME });
+            }
+            if results >= self.max_results {
+                truncated = true;
+                break;
+            }
+            if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
+                skipped_large += 1;
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            if looks_binary(&bytes) {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let shown = display_path(&self.cwd, &path);
+            match self.mode {
+                OutputMode::FilesWithMatches => {
+                    if text.lines().any(|l| self.regex.is_match(l)) {
+                        let _ = writeln!(out, "{shown}");
+                        results += 1;
+                    }
+                }
+                OutputMode::Count => {
+                    let n = text.lines().filter(|l| self.regex.is_match(l)).count();
+                    if n > 0 {
+                        let _ = writeln!(out, "{shown}:{n}");
+                        results += 1;
+                    }
+                }
+                OutputMode::Content => {
+                    let budget = self.max_results - results;
+                    let (printed, cut) = self.content(&text, &shown, budget, &mut out);
+                    results += printed;
+                    truncated |= cut;
+                }
+            }
+        }
+        if out.is_empty() {
+            return Ok(format!(
+                "No matches for `{}` in {}.",
+                self.pattern,
+                display_path(&self.cwd, &self.root)
+            ));
+        }
+        let mut text = out.trim_end().to_string();
+        if truncated {
+            let _ = write!(
+                text,
+                "\n[Stopped after {} results; narrow the pattern, path or glob, or raise max_results.]",
+                self.max_results
+            );
+        }
+        if skipped_large > 0 {
+            let _ = write!(
+                text,
+                "\n[{skipped_large} file(s) over {} MiB were skipped.]",
+                MAX_FILE_BYTES / (1024 * 1024)
+            );
+        }
+        Ok(text)
+    }
+
+    /// Appends the matching lines of one file (with context) to `out`; returns how
+    /// many matching lines were printed and whether the budget cut the file short.
+    fn content(&self, text: &str, shown: &str, budget: usize, out: &mut String) -> (usize, bool) {
+        let lines: Vec<&str> = text.lines().collect();
+        let matches: Vec<usize> = (0..lines.len())
+            .filter(|&i| self.regex.is_match(lines[i]))
+            .collect();
+        if matches.is_empty() {
+            return (0, false);
+        }
+        let cut = matches.len() > budget;
+        let matches = &matches[..matches.len().min(budget)];
+        let mut last_printed: Option<usize> = None;
+        for &m in matches {
+            let from = m.saturating_sub(self.context);
+            let to = (m + self.context).min(lines.len() - 1);
+            let from = match last_printed {
+                Some(last) if from <= last => last + 1,
+                Some(_) if self.context > 0 => {
+                    out.push_str("--\n");
+                    from
+                }
+                _ => from,
+            };
+            for (i, line) in lines.iter().enumerate().take(to + 1).skip(from) {
+                let sep = if matches.binary_search(&i).is_ok() || i == m {
+                    ':'
+                } else {
+                    '-'
+                };
+                let line = line.trim_end_matches('\r');
+                let shown_line: String = line.chars().take(MAX_LINE_CHARS).collect();
+                let more = if shown_line.len() < line.len() {
+                    " …"
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, "{shown}{sep}{}{sep}{shown_line}{more}", i + 1);
+            }
+            last_printed = Some(to.max(last_printed.unwrap_or(0)));
+        }
+        (matches.len(), cut)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use std::fs;
+    use std::process::Command;
+
+    fn search(root: &Path, input: Value) -> String {
+        let input: Input = serde_json::from_value(input).unwrap();
+        Search::new(&input, root.to_path_buf(), root.to_path_buf())
+            .unwrap()
+            .run(&CancellationToken::new())
+            .unwrap()
+    }
+
+    fn project() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let root = dir.path();
+        fs::create_dir_all(root.join("src")).unwrap();
+        fs::create_dir_all(root.join("target")).unwrap();
+        fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        fs::write(
+            root.join("src/main.rs"),
+            "fn main() {\n    let total = add(1, 2);\n    println!(\"{total}\");\n}\n",
+        )
+        .unwrap();
+        fs::write(
+            root.join("src/lib.rs"),
+            "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n",
+        )
+        .unwrap();
+        fs::write(root.join("target/gen.rs"), "fn add() {}\n").unwrap();
+        fs::write(root.join("src/blob.bin"), b"add\0\x01").unwrap();
+        fs::write(root.join("README.md"), "Call ADD to add.\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn files_mode_honours_gitignore_and_skips_binaries() {
+        let dir = project();
+        let out = search(dir.path(), json!({"pattern": "add"}));
+        assert_eq!(out, "README.md\nsrc/lib.rs\nsrc/main.rs");
+    }
+
+    #[test]
+    fn content_mode_prints_line_numbers_and_context() {
+        let dir = project();
+        let out = search(
+            dir.path(),
+            json!({"pattern": "total", "output_mode": "content", "glob": "*.rs"}),
+        );
+        assert_eq!(
+            out,
+            "src/main.rs:2:    let total = add(1, 2);\nsrc/main.rs:3:    println!(\"{total}\");"
+        );
+        let out = search(
+            dir.path(),
+            json!({"pattern": "a \\+ b", "output_mode": "content", "context": 1}),
+        );
+        assert_eq!(
+            out,
+            "src/lib.rs-1-pub fn add(a: u32, b: u32) -> u32 {\nsrc/lib.rs:2:    a + b\nsrc/lib.rs-3-}"
+        );
+    }
+
+    #[test]
+    fn count_mode_and_case_insensitivity() {
+        let dir = project();
+        let out = search(
+            dir.path(),
+            json!({"pattern": "add", "output_mode": "count", "case_insensitive": true, "glob": "*.md"}),
+        );
+        assert_eq!(out, "README.md:1");
+        let out = search(
+            dir.path(),
+            json!({"pattern": "ADD", "output_mode": "count"}),
+        );
+        assert_eq!(out, "README.md:1");
+    }
+
+    #[test]
+    fn caps_results_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (0..50).map(|i| format!("hit {i}\n")).collect();
+        fs::write(dir.path().join("a.txt"), text).unwrap();
+        let out = search(
+            dir.path(),
+            json!({"pattern": "hit", "output_mode": "content", "max_results": 10}),
+        );
+        assert_eq!(out.lines().filter(|l| l.starts_with("a.txt:")).count(), 10);
+        assert!(out.contains("Stopped after 10 results"), "{out}");
+    }
+
+    #[test]
+    fn searches_a_single_file_and_reports_no_match() {
+        let dir = project();
+        let out = search(
+            &dir.path().join("src/lib.rs"),
+            json!({"pattern": "a \\+ b"}),
+        );
+        assert!(out.ends_with("src/lib.rs"), "{out}");
+        let out = search(dir.path(), json!({"pattern": "nothing-here"}));
+        assert!(out.starts_with("No matches for `nothing-here`"), "{out}");
+    }
+
+    #[test]
+    fn invalid_regex_is_a_clear_error() {
+        let input: Input = serde_json::from_value(json!({"pattern": "fn("})).unwrap();
+        let err = Search::new(&input, PathBuf::from("."), PathBuf::from("."))
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().starts_with("compile the pattern `fn(`"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,358 @@
+//! ReadFile: a text file with line numbers, a window at a time.
+//!
+//! Output follows `cat -n` (right-aligned 1-based line number, a tab, the line) so
+//! the model can cite lines and build EditFile calls from them. Long files are
+//! read a window at a time (`offset`/`limit`) and the result says how to get the
+//! next window; very long lines are cut so one minified file cannot flood the
+//! context. Binary files and directories are refused with a pointer to the right
+//! tool. The file is streamed, so memory stays bounded by the window.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Cursor, Read};
+use std::path::{Path, PathBuf};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::input::opt_usize;
+use super::{ToolError, input_str, looks_binary, parse_input, resolve_path, run_blocking};
+use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+
+/// Lines returned when the call gives no `limit`.
+pub const DEFAULT_LIMIT: usize = 2000;
+/// Characters kept of one line; the rest is replaced by a marker.
+pub const MAX_LINE_CHARS: usize = 2000;
+
+const NAME: &str = "ReadFile";
+
+/// Reads a text file with line numbers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadFile;
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    path: String,
+    #[serde(default, deserialize_with = "opt_usize")]
+    offset: Option<usize>,
+    #[serde(default, deserialize_with = "opt_usize")]
+    limit: Option<usize>,
+}
+
+impl Tool for ReadFile {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Reads a text file from the local filesystem and returns its lines numbered like \
+             `cat -n` (line number, a tab, then the line; numbers start at 1).\n\n\
+             Usage:\n\
+             - `path` may be absolute or relative to the working directory.\n\
+             - By default up to {DEFAULT_LIMIT} lines are returned from the start of the file. \
+             For long files pass `offset` (the 1-based line number to start at) and `limit` (how \
+             many lines); the result says when it is partial and which offset reads the next part.\n\
+             - Lines longer than {MAX_LINE_CHARS} characters are cut and marked.\n\
+             - Read a file before editing it: EditFile needs the exact current text, without the \
+             line-number prefix.\n\
+             - Binary files (images, archives, executables) and directories are refused; use Glob \
+             to list a directory and Grep to search many files at once.\n\
+             - Reading several files is cheap: call ReadFile for each file you need in the same \
+             turn; the calls run in parallel."
+        )
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Path of the file to read, absolute or relative to the working directory."
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "1-based line number to start reading at. Only for files too long to read at once."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": format!("Maximum number of lines to return (default {DEFAULT_LIMIT}).")
+                }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn permission_target(&self, input: &Value) -> PermissionTarget {
+        input_str(input, "path").map_or(PermissionTarget::None, |p| {
+            PermissionTarget::Path(PathBuf::from(p))
+        })
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let input: Input = match parse_input(NAME, input) {
+                Ok(input) => input,
+                Err(e) => return e.into_output(),
+            };
+            let path = resolve_path(&ctx.cwd, &input.path);
+            let start = input.offset.unwrap_or(1).max(1);
+            let limit = input.limit.filter(|&l| l > 0).unwrap_or(DEFAULT_LIMIT);
+            match run_blocking(NAME, move || read_numbered(&path, start, limit)).await {
+                Ok(text) => ToolOutput::ok(text),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// Reads lines `start..start + limit` (1-based) of `path`, numbered, with a footer
+/// when the result is partial.
+pub(crate) fn read_numbered(path: &Path, start: usize, limit: usize) -> Result<String, ToolError> {
+    let meta = std::fs::metadata(path).map_err(|e| ToolError::io("read", path, e))?;
+    if meta.is_dir() {
+        return Err(ToolError::IsDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut file = File::open(path).map_err(|e| ToolError::io("read", path, e))?;
+    let mut head = Vec::with_capacity(8 * 1024);
+    (&mut file)
+        .take(8 * 1024)
+        .read_to_end(&mut head)
+        .map_err(|e| ToolError::io("read", path, e))?;
+    if looks_binary(&head) {
+        return Err(ToolError::Binary {
+            path: path.to_path_buf(),
+        });
+    }
+    if head.is_empty() {
+        return Ok(format!("<{} is empty: 0 lines>", path.display()));
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
+
+    let mut out = String::new();
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    let mut shown = 0usize;
+    let mut cut_lines = 0usize;
+    let end = start.saturating_add(limit);
+    loop {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| ToolError::io("read", path, e))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if number < start {
+            continue;
+        }
+        if number >= end {
+            // Past the window: only count what is left.
+            number += count_remaining_lines(&mut reader, line.last() == Some(&b'\n'))
+                .map_err(|e| ToolError::io("read", path, e))?;
+            number -= 1;
+            break;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\n').trim_end_matches('\r');
+        if text.chars().count() > MAX_LINE_CHARS {
+            cut_lines += 1;
+            let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
+            let rest = text.chars().count() - MAX_LINE_CHARS;
+            out.push_str(&format!(
+                "{number:>6}\t{cut}… [line cut: {rest} more characters]\n"
+            ));
+        } else {
+            out.push_str(&format!("{number:>6}\t{text}\n"));
+        }
+        shown += 1;
+    }
+    let total = number;
+    if shown == 0 {
+        return Err(ToolError::OutOfRange {
+            path: path.to_path_buf(),
+            message: format!(
+                "offset {start} is past the end of the file, which has {total} lines; \
+                 use an offset between 1 and {total}"
+            ),
+        });
+    }
+    let last = start + shown - 1;
+    if start > 1 || last < total {
+        out.push_str(&format!("\n[Showing lines {start}-{last} of {total}."));
+        if last < total {
+            out.push_str(&format!(
+                " To read more, call ReadFile with offset={} (and a limit if you need fewer lines).",
+                last + 1
+            ));
+        }
+        out.push(']');
+    }
+    if cut_lines > 0 {
+        out.push_str(&format!(
+            "\n[{cut_lines} line(s) longer than {MAX_LINE_CHARS} characters were cut; use Grep \
+             or Bash to inspect them.]"
+        ));
+    }
+    Ok(out.trim_end_matches('\n').to_string())
+}
+
+/// Counts the lines left in `reader`, including the one just read. `ended` says
+/// whether that line had its newline (it always counts as one line).
+fn count_remaining_lines(reader: &mut impl BufRead, ended: bool) -> std::io::Result<usize> {
+    let mut lines = 1;
+    let mut open_line = !ended;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        for &b in buf {
+            if b == b'\n' {
+                if open_line {
+                    open_line = false;
+                } else {
+                    lines += 1;
+                }
+            } else if !open_line {
+                // First byte of a new line.
+                open_line = true;
+                lines += 1;
+            }
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use std::fs;
+
+    fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
+        let p = dir.join(name);
+        fs::write(&p, content).unwrap();
+        p
+    }
+
+    #[test]
+    fn numbers_lines_from_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.txt", b"alpha\r\nbeta\ngamma");
+        let out = read_numbered(&p, 1, 100).unwrap();
+        assert_eq!(out, "     1\talpha\n     2\tbeta\n     3\tgamma");
+    }
+
+    #[test]
+    fn window_says_how_to_read_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+        let p = write(dir.path(), "a.txt", text.as_bytes());
+        let out = read_numbered(&p, 3, 4).unwrap();
+        assert!(out.starts_with("     3\tl3\n"));
+        assert!(out.contains("     6\tl6\n"));
+        assert!(!out.contains("l7"));
+        assert!(out.contains("Showing lines 3-6 of 10"), "{out}");
+        assert!(out.contains("offset=7"), "{out}");
+    }
+
+    #[test]
+    fn total_counts_a_last_line_without_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.txt", b"1\n2\n3\n4");
+        let out = read_numbered(&p, 1, 2).unwrap();
+        assert!(out.contains("of 4."), "{out}");
+        let p = write(dir.path(), "b.txt", b"1\n2\n3\n4\n");
+        let out = read_numbered(&p, 1, 2).unwrap();
+        assert!(out.contains("of 4."), "{out}");
+        let p = write(dir.path(), "c.txt", b"1\n2\n\n\n");
+        let out = read_numbered(&p, 1, 1).unwrap();
+        assert!(out.contains("of 4."), "{out}");
+    }
+
+    #[test]
+    fn whole_file_has_no_footer() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.txt", b"one\ntwo\n");
+        assert_eq!(read_numbered(&p, 1, 2).unwrap(), "     1\tone\n     2\ttwo");
+    }
+
+    #[test]
+    fn long_lines_are_cut_with_a_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(MAX_LINE_CHARS + 50);
+        let p = write(dir.path(), "a.txt", format!("{long}\nshort\n").as_bytes());
+        let out = read_numbered(&p, 1, 10).unwrap();
+        assert!(out.contains("[line cut: 50 more characters]"));
+        assert!(out.contains("     2\tshort"));
+        assert!(out.contains("1 line(s) longer than"));
+    }
+
+    #[test]
+    fn refuses_binary_files_and_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "bin", b"ELF\0\x01\x02");
+        let err = read_numbered(&p, 1, 10).unwrap_err();
+        assert!(matches!(err, ToolError::Binary { .. }));
+        assert!(err.to_string().contains("binary"));
+        let err = read_numbered(dir.path(), 1, 10).unwrap_err();
+        assert!(matches!(err, ToolError::IsDirectory { .. }));
+    }
+
+    #[test]
+    fn missing_file_and_offset_past_end_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_numbered(&dir.path().join("nope"), 1, 10).unwrap_err();
+        assert!(matches!(err, ToolError::NotFound { .. }));
+        let p = write(dir.path(), "a.txt", b"1\n2\n");
+        let err = read_numbered(&p, 9, 10).unwrap_err();
+        assert!(err.to_string().contains("has 2 lines"), "{err}");
+    }
+
+    #[test]
+    fn empty_file_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "e.txt", b"");
+        assert!(read_numbered(&p, 1, 10).unwrap().contains("is empty"));
+    }
+
+    #[tokio::test]
+    async fn call_resolves_relative_paths_against_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.txt", b"hello\n");
+        let ctx = ToolContext {
+            cwd: dir.path().to_path_buf(),
+            session_dir: dir.path().join("session"),
+            cancel: Default::default(),
+            env: Vec::new(),
+            max_result_chars: 100_000,
+        };
+        let out = ReadFile.call(json!({"path": "a.txt"}), &ctx).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.content, "     1\thello");
+        let out = ReadFile.call(json!({"offset": 1}), &ctx).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("missing field `path`"));
+    }
+}

@@ -1,0 +1,248 @@
+//! WriteFile: create or replace a whole file, atomically.
+//!
+//! The content goes to a temporary file in the same directory, is flushed to disk
+//! and renamed over the target, so a crash or a concurrent reader never sees half
+//! a file. An existing file keeps its permission bits; writing through a symlink
+//! replaces the file it points to, not the link. EditFile reuses
+//! [`write_atomic`].
+
+use std::fs::{self, OpenOptions, Permissions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ToolError, input_str, parse_input, resolve_path, run_blocking};
+use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+
+const NAME: &str = "WriteFile";
+
+/// Creates or overwrites a file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteFile;
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    path: String,
+    content: String,
+}
+
+impl Tool for WriteFile {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> String {
+        "Writes a file to the local filesystem, creating it (and any missing parent \
+         directories) or replacing its whole content.\n\n\
+         Usage:\n\
+         - `path` may be absolute or relative to the working directory.\n\
+         - `content` is the complete new content of the file, exactly as it should be on disk; \
+         do not include ReadFile's line-number prefixes.\n\
+         - To change part of an existing file prefer EditFile: it sends only the changed text \
+         and cannot accidentally drop the rest of the file. If you do overwrite an existing \
+         file, read it first so nothing you did not mean to change is lost.\n\
+         - The write is atomic (temporary file + rename) and keeps the permissions of an \
+         existing file.\n\
+         - The result says whether the file was created or overwritten and how many lines it has.\n\
+         - Only create files the task needs; do not create documentation or README files \
+         unless asked."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Path of the file to write, absolute or relative to the working directory."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The complete content to write."
+                }
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Write
+    }
+
+    fn permission_target(&self, input: &Value) -> PermissionTarget {
+        input_str(input, "path").map_or(PermissionTarget::None, |p| {
+            PermissionTarget::Path(PathBuf::from(p))
+        })
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let input: Input = match parse_input(NAME, input) {
+                Ok(input) => input,
+                Err(e) => return e.into_output(),
+            };
+            let path = resolve_path(&ctx.cwd, &input.path);
+            let shown = input.path.clone();
+            let result = run_blocking(NAME, move || {
+                let previous = match fs::metadata(&path) {
+                    Ok(meta) if meta.is_dir() => return Err(ToolError::IsDirectory { path }),
+                    Ok(_) => Some(
+                        fs::read(&path)
+                            .map(|old| line_count(&String::from_utf8_lossy(&old)))
+                            .unwrap_or(0),
+                    ),
+                    Err(_) => None,
+                };
+                write_atomic(&path, input.content.as_bytes())?;
+                Ok((previous, line_count(&input.content)))
+            })
+            .await;
+            match result {
+                Ok((None, lines)) => ToolOutput::ok(format!("Created {shown} ({lines} lines).")),
+                Ok((Some(before), lines)) => ToolOutput::ok(format!(
+                    "Overwrote {shown} ({lines} lines; it had {before} lines before)."
+                )),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// Lines as an editor counts them: a trailing newline does not start a new line.
+pub(crate) fn line_count(text: &str) -> usize {
+    text.lines().count()
+}
+
+/// Writes `content` to `path` atomically: temp file in the same directory, fsync,
+/// rename. Creates missing parent directories; keeps an existing file's mode;
+/// follows a symlink to the file it names.
+pub(crate) fn write_atomic(path: &Path, content: &[u8]) -> Result<(), ToolError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).map_err(|e| ToolError::Io {
+        action: "create the directory",
+        path: parent.clone(),
+        source: e,
+    })?;
+    let permissions: Option<Permissions> = fs::metadata(&target).ok().map(|m| m.permissions());
+    let file_name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".to_string());
+    let temp = parent.join(format!(
+        ".{file_name}.roo-{}-{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(content)?;
+        if let Some(perms) = &permissions {
+            file.set_permissions(perms.clone())?;
+        }
+        file.sync_data()?;
+        fs::rename(&temp, &target)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&temp);
+        ToolError::io("write", &target, e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext {
+            cwd: dir.to_path_buf(),
+            session_dir: dir.join("session"),
+            cancel: Default::default(),
+            env: Vec::new(),
+            max_result_chars: 100_000,
+        }
+    }
+
+    #[tokio::test]
+    async fn creates_parents_then_reports_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let out = WriteFile
+            .call(json!({"path": "a/b/c.txt", "content": "one\ntwo\n"}), &ctx)
+            .await;
+        assert_eq!(out.content, "Created a/b/c.txt (2 lines).");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
+            "one\ntwo\n"
+        );
+        let out = WriteFile
+            .call(json!({"path": "a/b/c.txt", "content": "x"}), &ctx)
+            .await;
+        assert_eq!(
+            out.content,
+            "Overwrote a/b/c.txt (1 lines; it had 2 lines before)."
+        );
+        // No temporary files are left behind.
+        let names: Vec<_> = fs::read_dir(dir.path().join("a/b"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["c.txt"]);
+    }
+
+    #[tokio::test]
+    async fn keeps_mode_and_follows_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("script.sh");
+        fs::write(&real, "old").unwrap();
+        fs::set_permissions(&real, Permissions::from_mode(0o750)).unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("link.sh")).unwrap();
+        let out = WriteFile
+            .call(
+                json!({"path": "link.sh", "content": "new"}),
+                &ctx(dir.path()),
+            )
+            .await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+        assert_eq!(
+            fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+            0o750
+        );
+        assert!(
+            fs::symlink_metadata(dir.path().join("link.sh"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    #[tokio::test]
+    async fn refuses_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = WriteFile
+            .call(json!({"path": ".", "content": "x"}), &ctx(dir.path()))
+            .await;
+        assert!(out.is_error);
+        assert!(out.content.contains("is a directory"), "{}", out.content);
+    }
+}
