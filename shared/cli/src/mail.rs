@@ -260,3 +260,26 @@ fn ack(ctx: &Context, ids: &[String], out: &mut impl Write) -> CliResult {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        MailCli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_go_anywhere() {
+        let cli = MailCli::try_parse_from([
+            "roo-mail", "send", "--to", "bob", "--team", "t", "--from", "alice", "--json", "hi",
+        ])
+        .unwrap();
+        assert_eq!(cli.common.team.as_deref(), Some("t"));
+        assert_eq!(cli.common.agent.as_deref(), Some("alice"));
+        assert!(cli.common.json);
+    }
+}

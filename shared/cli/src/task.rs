@@ -459,3 +459,35 @@ fn tasks_team(tasks: &roo_store::TaskList) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        TaskCli::command().debug_assert();
+    }
+
+    #[test]
+    fn ids_and_statuses_are_validated_by_the_parser() {
+        assert!(TaskCli::try_parse_from(["roo-task", "get", "x1"]).is_err());
+        assert!(TaskCli::try_parse_from(["roo-task", "list", "--status", "done"]).is_err());
+        let cli = TaskCli::try_parse_from(["roo-task", "list", "--status", "in-progress"]).unwrap();
+        let TaskCommand::List { status, .. } = cli.command else {
+            panic!("not list")
+        };
+        assert_eq!(status, Some(TaskStatus::InProgress));
+        assert!(TaskCli::try_parse_from(["roo-task", "claim"]).is_err());
+        assert!(TaskCli::try_parse_from(["roo-task", "claim", "--next"]).is_ok());
+    }
+
+    #[test]
+    fn metadata_values_are_json_when_they_parse() {
+        assert_eq!(parse_meta("n=3").unwrap(), ("n".into(), json!(3)));
+        assert_eq!(parse_meta("s=abc").unwrap(), ("s".into(), json!("abc")));
+        assert!(parse_meta("novalue").is_err());
+    }
+}
