@@ -366,8 +366,8 @@ fn prefill(inbox: &Path, size: usize, read: bool) {
         })
         .collect();
     let doc = InboxDoc {
-        version: Default::default(),
         messages,
+        ..Default::default()
     };
     std::fs::write(inbox, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
 }

@@ -47,6 +47,9 @@ pub struct InboxDoc {
     /// Messages in arrival order.
     #[serde(default)]
     pub messages: Vec<Message>,
+    /// Members this version does not know (from a newer minor version), kept on rewrite.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Document for InboxDoc {
@@ -63,6 +66,7 @@ impl Document for InboxDoc {
             Some(b'[') => Ok(InboxDoc {
                 version: FormatVersion::CURRENT,
                 messages: serde_json::from_slice(bytes)?,
+                extra: Default::default(),
             }),
             Some(_) => serde_json::from_slice(bytes),
         }

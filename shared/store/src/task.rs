@@ -169,6 +169,9 @@ pub struct Task {
     /// Completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<Timestamp>,
+    /// Members this version does not know (from a newer minor version), kept on rewrite.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Whether two scopes share a file (conservatively: a glob stands for everything under its

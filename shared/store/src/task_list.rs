@@ -34,6 +34,9 @@ pub struct TaskListDoc {
     /// The tasks, in id order.
     #[serde(default)]
     pub tasks: Vec<Task>,
+    /// Members this version does not know (from a newer minor version), kept on rewrite.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 fn one() -> u64 {
@@ -47,6 +50,7 @@ impl TaskListDoc {
             version: FormatVersion::CURRENT,
             next_id: 1,
             tasks: Vec::new(),
+            extra: Default::default(),
         }
     }
 }
@@ -235,6 +239,7 @@ impl TaskList {
                 created_at: now,
                 updated_at: now,
                 completed_at: None,
+                extra: Default::default(),
             });
             for blocker in &new.blocked_by {
                 self.add_edge(list, &id, blocker)?;

@@ -68,6 +68,9 @@ pub struct Member {
     pub color: Option<String>,
     /// When it joined.
     pub joined_at: Timestamp,
+    /// Members this version does not know (from a newer minor version), kept on rewrite.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Member {
@@ -86,6 +89,7 @@ impl Member {
             plan_mode_required: false,
             color: None,
             joined_at: Timestamp::now(),
+            extra: Default::default(),
         }
     }
 
@@ -113,6 +117,9 @@ pub struct TeamConfig {
     /// The roster, lead included.
     #[serde(default)]
     pub members: Vec<Member>,
+    /// Members this version does not know (from a newer minor version), kept on rewrite.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Document for TeamConfig {
@@ -220,6 +227,7 @@ impl Team {
                     lead_agent_id: lead.agent_id.clone(),
                     created_at: Timestamp::now(),
                     members: roster,
+                    extra: Default::default(),
                 })
             },
             |_| {

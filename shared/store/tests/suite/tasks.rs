@@ -355,3 +355,23 @@ fn concurrent_threads_claim_each_task_exactly_once() {
     all.sort_by_key(|s| s.parse::<u32>().unwrap());
     assert_eq!(all, (1..=20).map(|i| i.to_string()).collect::<Vec<_>>());
 }
+
+#[test]
+fn members_of_a_newer_minor_version_survive_a_rewrite() {
+    let f = team();
+    let list = f.team.tasks();
+    let path = list.path();
+    std::fs::write(
+        &path,
+        r#"{"version": "1.3", "next_id": 2, "future_list_field": [1, 2],
+            "tasks": [{"id": "1", "subject": "a", "status": "pending",
+                       "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+                       "future_task_field": {"x": true}}]}"#,
+    )
+    .unwrap();
+    create(&list, "b", &[], &[]);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(doc["future_list_field"], serde_json::json!([1, 2]));
+    assert_eq!(doc["tasks"][0]["future_task_field"]["x"], true);
+    assert_eq!(doc["tasks"][1]["id"], "2");
+}
