@@ -314,7 +314,7 @@ fn run(cli: TaskCli) -> CliResult {
                     }
                 }
             } else if let Some(id) = id {
-                claim(&ctx, &tasks, &id, &me, &options, out)?;
+                claim(&ctx, &tasks, team.name(), &id, &me, &options, out)?;
             }
         }
         TaskCommand::Renew { id, lease } => {
@@ -393,6 +393,7 @@ fn run(cli: TaskCli) -> CliResult {
 fn claim(
     ctx: &Context,
     tasks: &roo_store::TaskList,
+    team: &Name,
     id: &TaskId,
     me: &Name,
     options: &ClaimOptions,
@@ -435,7 +436,7 @@ fn claim(
         ),
         ClaimOutcome::NotFound => {
             return Err(roo_store::Error::TaskNotFound {
-                team: tasks_team(tasks),
+                team: team.to_string(),
                 id: id.to_string(),
             }
             .into());
@@ -449,15 +450,6 @@ fn claim(
         print_json(out, &body)?;
     }
     Err(CliError::Refused(format!("claim task {id}: {message}")))
-}
-
-fn tasks_team(tasks: &roo_store::TaskList) -> String {
-    tasks
-        .path()
-        .parent()
-        .and_then(|p| p.file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
