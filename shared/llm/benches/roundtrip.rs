@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use roo_llm::mock_server::MockServer;
-use roo_llm::script::{Cursors, Script, ScriptPlayer, ScriptTurn, ScriptToolCall};
+use roo_llm::script::{Cursors, Script, ScriptPlayer, ScriptToolCall, ScriptTurn};
 use roo_llm::{
-    LlmSettings, Message, Provider, ProviderKind, Request, ScriptProvider, build_provider,
-    collect,
+    LlmSettings, Message, Provider, ProviderKind, Request, ScriptProvider, build_provider, collect,
 };
 use serde_json::json;
 
@@ -85,8 +84,11 @@ fn main() {
                 _ => roo_llm::mock_server::Protocol::OpenAi,
             });
             settings.api_key = Some("bench".into());
-            measure(&format!("{kind} via mock server"), build_provider(&settings).unwrap())
-                .await;
+            measure(
+                &format!("{kind} via mock server"),
+                build_provider(&settings).unwrap(),
+            )
+            .await;
         }
     });
 }

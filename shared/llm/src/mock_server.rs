@@ -163,6 +163,7 @@ struct Shared {
     script: Option<Arc<ScriptPlayer>>,
     requests: Mutex<Vec<RecordedRequest>>,
     disconnects: AtomicUsize,
+    connections: AtomicUsize,
     counter: AtomicU64,
     changed: Notify,
 }
@@ -202,6 +203,7 @@ impl MockServer {
             script: script.map(Arc::new),
             requests: Mutex::new(Vec::new()),
             disconnects: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
             counter: AtomicU64::new(0),
             changed: Notify::new(),
         });
@@ -237,6 +239,11 @@ impl MockServer {
     /// connection.
     pub fn disconnects(&self) -> usize {
         self.shared.disconnects.load(Ordering::SeqCst)
+    }
+
+    /// How many TCP connections were accepted (keep-alive reuses one for many requests).
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
     }
 
     /// Waits until `condition` holds (re-checked on every request and disconnect), at
@@ -279,6 +286,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
+                    shared.connections.fetch_add(1, Ordering::SeqCst);
                     connections.spawn(serve_connection(stream, shared.clone()));
                 }
                 Err(e) => {

@@ -202,15 +202,22 @@ impl ScriptPlayer {
                 ))
             })?;
         self.cursors.update(agent, |cursor| {
-            let unused = |i: &usize| !cursor.used.contains(i);
-            let matching = (0..turns.len()).filter(unused).find(|&i| {
-                turns[i]
-                    .when
-                    .as_ref()
-                    .is_some_and(|w| matches(w, query))
-            });
+            // One pass: the first unused matching `when` turn wins; else the first
+            // unused plain turn.
+            let mut matching = None;
+            let mut plain = None;
+            for (i, turn) in turns.iter().enumerate() {
+                match &turn.when {
+                    Some(when) if matches(when, query) && !cursor.used.contains(&i) => {
+                        matching = Some(i);
+                        break;
+                    }
+                    None if plain.is_none() && !cursor.used.contains(&i) => plain = Some(i),
+                    _ => {}
+                }
+            }
             let index = matching
-                .or_else(|| (0..turns.len()).filter(unused).find(|&i| turns[i].when.is_none()))
+                .or(plain)
                 .ok_or_else(|| {
                     LlmError::Script(format!(
                         "answer agent `{agent}`: the script for agent {agent} has no turn left after {} (script {})",
@@ -218,7 +225,7 @@ impl ScriptPlayer {
                         self.name
                     ))
                 })?;
-            cursor.used.push(index);
+            cursor.used.insert(index);
             Ok(resolve(&turns[index], query, &mut cursor.tool_ids))
         })
     }

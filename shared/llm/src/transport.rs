@@ -16,7 +16,7 @@ use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{FutureExt, Stream, StreamExt};
+use futures_util::{Stream, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use tokio::time::{Instant, timeout_at};
@@ -372,21 +372,38 @@ impl Run {
                         .event(event, &mut self.queue)
                         .map_err(|e| wire_failure(provider, e))?;
                     if parser.done() {
-                        // Consume the end of the body if it is already here, so the
-                        // connection goes back to the pool instead of being closed.
-                        for _ in 0..4 {
-                            match body.next().now_or_never() {
-                                Some(Some(Ok(_))) => continue,
-                                _ => break,
-                            }
+                        if let Phase::Body { body, .. } =
+                            std::mem::replace(&mut self.phase, Phase::Done)
+                        {
+                            finish_body(body).await;
                         }
-                        self.phase = Phase::Done;
                         break;
                     }
                 }
                 Ok(())
             }
         }
+    }
+}
+
+/// Reads the rest of a finished response (normally just the end of the chunked body,
+/// already on its way) so the connection goes back to the pool for the next request
+/// instead of being closed. Waits briefly inline — the next request of an agent follows
+/// at once and should find the connection idle — then leaves a server that keeps
+/// sending after the message ended to a bounded background drain.
+async fn finish_body(mut body: BodyStream) {
+    let inline = async { while let Some(Ok(_)) = body.next().await {} };
+    if tokio::time::timeout(Duration::from_millis(20), inline)
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            let drain = async { while let Some(Ok(_)) = body.next().await {} };
+            let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+        });
     }
 }
 

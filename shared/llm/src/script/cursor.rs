@@ -7,7 +7,7 @@
 //! rewritten whole through a temp file and a rename. Callers run this on a blocking
 //! thread.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use crate::error::{LlmError, Result};
 pub struct AgentCursor {
     /// Indices of the turns already used.
     #[serde(default)]
-    pub used: Vec<usize>,
+    pub used: BTreeSet<usize>,
     /// Tool call ids handed out so far (`toolu_script_<n>` counts from 1).
     #[serde(default)]
     pub tool_ids: u64,
@@ -67,7 +67,9 @@ impl Cursors {
         self.state_path.is_some()
     }
 
-    /// Runs `f` on the cursor of `agent`; the change is kept only if `f` succeeds.
+    /// Runs `f` on the cursor of `agent` and keeps its changes. `f` must not change the
+    /// cursor when it fails: persisted cursors drop a failed update, in-memory ones are
+    /// updated in place.
     pub fn update<R>(
         &self,
         agent: &str,
@@ -75,7 +77,12 @@ impl Cursors {
     ) -> Result<R> {
         let Some(path) = &self.state_path else {
             let mut state = self.memory.lock().unwrap_or_else(|e| e.into_inner());
-            let mut cursor = state.agents.get(agent).cloned().unwrap_or_default();
+            if let Some(cursor) = state.agents.get_mut(agent) {
+                // In place, without a copy: long scripts would pay for cloning the
+                // used set on every turn.
+                return f(cursor);
+            }
+            let mut cursor = AgentCursor::default();
             let out = f(&mut cursor)?;
             state.agents.insert(agent.to_owned(), cursor);
             return Ok(out);

@@ -52,6 +52,10 @@ async fn run_all(kind: Option<ProviderKind>) -> Vec<Vec<StreamEvent>> {
         assert!(error.is_none(), "{kind:?}: {error:?}");
         runs.push(events);
     }
+    if kind.is_some() {
+        // Complete responses leave the connection reusable: one for all requests.
+        assert_eq!(server.connections(), 1, "{kind:?}: keep-alive was not used");
+    }
     runs
 }
 
