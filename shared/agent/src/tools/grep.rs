@@ -6,6 +6,7 @@
 //! cannot flood the context. Matching is line by line.
 
 use std::fmt::Write as _;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use futures_util::FutureExt;
@@ -272,12 +273,9 @@ impl Search {
                 skipped_large += 1;
                 continue;
             }
-            let Ok(bytes) = std::fs::read(&path) else {
+            let Some(bytes) = read_text(&path) else {
                 continue;
             };
-            if looks_binary(&bytes) {
-                continue;
-            }
             let text = String::from_utf8_lossy(&bytes);
             let shown = display_path(&self.cwd, &path);
             match self.mode {
@@ -370,6 +368,19 @@ impl Search {
         }
         (matches.len(), cut)
     }
+}
+
+/// The content of a text file; `None` for binary or unreadable files. Only the
+/// first 8 KiB of a binary file are read.
+fn read_text(path: &Path) -> Option<Vec<u8>> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    (&mut file).take(8 * 1024).read_to_end(&mut bytes).ok()?;
+    if looks_binary(&bytes) {
+        return None;
+    }
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 #[cfg(test)]

@@ -1,0 +1,4 @@
+//! Test modules.
+mod common;
+mod permissions;
+mod tools;

@@ -1,0 +1,164 @@
+//! The permission policy built from real config files.
+
+use std::os::unix::fs::symlink;
+
+use roo_agent::config::{ConfigFiles, Source};
+use roo_agent::permissions::{
+    Approval, Approver, DenyApprover, PermissionDecision, PermissionMode, PermissionPolicy,
+};
+use roo_agent::tool::Tool;
+use roo_agent::tools::{Bash, EditFile, ReadFile};
+use serde_json::{Value, json};
+
+use super::common::{Workspace, write};
+
+fn policy(ws: &Workspace, mode: Option<PermissionMode>) -> PermissionPolicy {
+    let config = ConfigFiles::load(&ws.roo_home, &ws.project).unwrap();
+    PermissionPolicy::from_config(&config, ws.project.clone(), mode).unwrap()
+}
+
+fn check(
+    policy: &PermissionPolicy,
+    ws: &Workspace,
+    tool: &dyn Tool,
+    input: Value,
+) -> PermissionDecision {
+    policy.check(tool, &input, &ws.project)
+}
+
+fn kind(d: &PermissionDecision) -> &'static str {
+    match d {
+        PermissionDecision::Allow => "allow",
+        PermissionDecision::Ask { .. } => "ask",
+        PermissionDecision::Deny { .. } => "deny",
+    }
+}
+
+#[test]
+fn three_config_files_drive_the_policy() {
+    let ws = Workspace::new();
+    write(
+        &ws.roo_home.join("config.yaml"),
+        "permissions:\n  allow: [\"Bash(git *)\"]\n",
+    );
+    ws.project_config(
+        "config.yaml",
+        "permission_mode: acceptEdits\npermissions:\n  allow: [\"Bash(cargo *)\"]\n",
+    );
+    ws.project_config(
+        "config.local.yaml",
+        "permissions:\n  deny: [\"Bash(cargo publish *)\"]\n",
+    );
+    let policy = policy(&ws, None);
+    assert_eq!(policy.mode(), PermissionMode::AcceptEdits);
+    let bash = |cmd: &str| check(&policy, &ws, &Bash, json!({"command": cmd}));
+    assert_eq!(kind(&bash("cargo test")), "allow");
+    assert_eq!(kind(&bash("git log --oneline")), "allow");
+    assert_eq!(kind(&bash("cargo fmt && git diff")), "allow");
+    // Seed 000's bug, end to end: the local deny must beat the project allow.
+    assert_eq!(kind(&bash("cargo publish --dry-run")), "deny");
+    assert_eq!(kind(&bash("make")), "ask");
+    assert_eq!(kind(&bash("rm -rf ~")), "deny");
+    let edit = check(&policy, &ws, &EditFile, json!({"path": "src/lib.rs"}));
+    assert_eq!(kind(&edit), "allow");
+    // The flag overrides the configured mode.
+    let strict = self::policy(&ws, Some(PermissionMode::Default));
+    assert_eq!(
+        kind(&check(
+            &strict,
+            &ws,
+            &EditFile,
+            json!({"path": "src/lib.rs"})
+        )),
+        "ask"
+    );
+}
+
+#[test]
+fn a_local_allow_beats_a_project_deny() {
+    let ws = Workspace::new();
+    ws.project_config(
+        "config.yaml",
+        "permissions:\n  deny: [\"Bash(git push *)\"]\n",
+    );
+    ws.project_config(
+        "config.local.yaml",
+        "permissions:\n  allow: [\"Bash(git push origin my-branch)\"]\n",
+    );
+    let policy = policy(&ws, None);
+    let push = |cmd: &str| kind(&check(&policy, &ws, &Bash, json!({"command": cmd})));
+    assert_eq!(push("git push origin my-branch"), "allow");
+    assert_eq!(push("git push origin other"), "deny");
+}
+
+#[test]
+fn always_allow_persists_for_the_next_session() {
+    let ws = Workspace::new();
+    ws.project_config("config.local.yaml", "model: mine\n");
+    let mut first = policy(&ws, None);
+    let input = json!({"command": "cargo test --workspace"});
+    let PermissionDecision::Ask { reason } = check(&first, &ws, &Bash, input.clone()) else {
+        panic!("a command asks in default mode");
+    };
+    let request = first.request(&Bash, &input, reason);
+    assert_eq!(request.suggested_rule, "Bash(cargo test *)");
+    first.allow_always(&request.suggested_rule).unwrap();
+    assert_eq!(kind(&check(&first, &ws, &Bash, input.clone())), "allow");
+
+    let config = ConfigFiles::load(&ws.roo_home, &ws.project).unwrap();
+    assert_eq!(
+        config.value(Source::Local).unwrap()["model"],
+        serde_yaml_ng::Value::from("mine")
+    );
+    let second = PermissionPolicy::from_config(&config, ws.project.clone(), None).unwrap();
+    assert_eq!(
+        kind(&check(
+            &second,
+            &ws,
+            &Bash,
+            json!({"command": "cargo test -p x"})
+        )),
+        "allow"
+    );
+    assert_eq!(
+        kind(&check(
+            &second,
+            &ws,
+            &Bash,
+            json!({"command": "cargo build"})
+        )),
+        "ask"
+    );
+}
+
+#[test]
+fn a_symlink_out_of_the_project_is_denied() {
+    let ws = Workspace::new();
+    write(&ws.roo_home.join("credentials"), "token\n");
+    symlink(
+        ws.roo_home.join("credentials"),
+        ws.project.join("src/notes.txt"),
+    )
+    .unwrap();
+    let policy = policy(&ws, Some(PermissionMode::BypassPermissions));
+    let d = check(&policy, &ws, &ReadFile, json!({"path": "src/notes.txt"}));
+    let PermissionDecision::Deny { reason } = d else {
+        panic!("expected a deny, got {d:?}");
+    };
+    assert!(reason.contains("symlink"), "{reason}");
+}
+
+#[tokio::test]
+async fn nobody_approves_in_headless_runs() {
+    let ws = Workspace::new();
+    let policy = policy(&ws, None);
+    let input = json!({"command": "make"});
+    let request = policy.request(&Bash, &input, "commands need approval".to_string());
+    let Approval::Deny {
+        feedback: Some(feedback),
+    } = DenyApprover.ask(&request).await
+    else {
+        panic!("DenyApprover denies");
+    };
+    assert!(feedback.contains("Bash(make *)"), "{feedback}");
+}

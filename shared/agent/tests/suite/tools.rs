@@ -1,0 +1,142 @@
+//! The built-in tools through the registry, in a real git project.
+
+use roo_agent::permissions::{PermissionDecision, PermissionMode, PermissionPolicy, RuleSet};
+use roo_agent::tool::ToolRegistry;
+use roo_agent::tools::bash::pid_is_running;
+use roo_agent::tools::{builtin_tools, spill_if_large};
+use serde_json::json;
+
+use super::common::{Workspace, wait_until};
+
+fn registry() -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    for tool in builtin_tools() {
+        registry.register(tool);
+    }
+    registry
+}
+
+#[tokio::test]
+async fn find_read_edit_and_verify_a_bug_fix() {
+    let ws = Workspace::new();
+    let ctx = ws.context(100_000);
+    let tools = registry();
+    let call = |name: &str, input: serde_json::Value| {
+        let tool = tools.get(name).unwrap().clone();
+        let ctx = ctx.clone();
+        async move { tool.call(input, &ctx).await }
+    };
+
+    let found = call("Grep", json!({"pattern": "a - b"})).await;
+    assert_eq!(found.content, "src/lib.rs", "target/ is gitignored");
+    let files = call("Glob", json!({"pattern": "**/*.rs"})).await;
+    assert_eq!(files.content, "src/lib.rs");
+
+    let read = call("ReadFile", json!({"path": "src/lib.rs"})).await;
+    assert_eq!(
+        read.content,
+        "     1\tpub fn add(a: u32, b: u32) -> u32 {\n     2\t    a - b\n     3\t}"
+    );
+    let edit = call(
+        "EditFile",
+        json!({"path": "src/lib.rs", "old_string": "a - b", "new_string": "a + b"}),
+    )
+    .await;
+    assert!(!edit.is_error, "{}", edit.content);
+    assert!(
+        edit.content.contains("     2\t    a + b"),
+        "{}",
+        edit.content
+    );
+
+    let check = call(
+        "Bash",
+        json!({"command": "grep -c 'a + b' src/lib.rs && git status --porcelain", "description": "Check the fix"}),
+    )
+    .await;
+    assert!(!check.is_error, "{}", check.content);
+    assert!(check.content.starts_with("1\n"), "{}", check.content);
+    assert!(check.content.contains("src/"), "{}", check.content);
+    assert!(check.content.ends_with("[exit code 0]"));
+
+    let written = call(
+        "WriteFile",
+        json!({"path": "src/new.rs", "content": "pub const X: u8 = 1;\n"}),
+    )
+    .await;
+    assert_eq!(written.content, "Created src/new.rs (1 lines).");
+}
+
+#[tokio::test]
+async fn spilled_results_can_be_read_back_through_the_sandbox() {
+    let ws = Workspace::new();
+    let ctx = ws.context(4_000);
+    let tools = registry();
+    let bash = tools.get("Bash").unwrap();
+    let out = bash
+        .call(json!({"command": "seq 1 3000 | sed 's/^/row /'"}), &ctx)
+        .await;
+    assert!(out.content.len() > 4_000);
+    let spilled = spill_if_large(out, "toolu_01", &ctx);
+    let saved = ws.session.join("tool-results/toolu_01.txt");
+    assert!(spilled.content.contains(&saved.display().to_string()));
+    assert!(spilled.content.contains("row 1\n"));
+    assert!(spilled.content.contains("row 3000"));
+    assert!(!spilled.content.contains("row 1500\n"));
+
+    // The model follows the hint: ReadFile on the saved path, with an offset.
+    let read_file = tools.get("ReadFile").unwrap();
+    let input = json!({"path": saved, "offset": 1500, "limit": 1});
+    let mut policy =
+        PermissionPolicy::new(ws.project.clone(), PermissionMode::Default, RuleSet::new());
+    assert!(matches!(
+        policy.check(read_file.as_ref(), &input, &ctx.cwd),
+        PermissionDecision::Deny { .. }
+    ));
+    policy.add_allowed_root(ws.session.clone());
+    assert_eq!(
+        policy.check(read_file.as_ref(), &input, &ctx.cwd),
+        PermissionDecision::Allow
+    );
+    let middle = read_file.call(input, &ctx).await;
+    assert!(
+        middle.content.starts_with("  1500\trow 1500\n"),
+        "{}",
+        middle.content
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_bash_call_kills_its_children() {
+    let ws = Workspace::new();
+    let ctx = ws.context(100_000);
+    let tools = registry();
+    let bash = tools.get("Bash").unwrap().clone();
+    let cancel = ctx.cancel.clone();
+    let marker = ws.project.join("started");
+    let canceller = tokio::spawn(async move {
+        wait_until("the command to start", || marker.exists()).await;
+        cancel.cancel();
+    });
+    let out = bash
+        .call(
+            json!({"command": "sleep 300 & echo child=$!; touch started; wait"}),
+            &ctx,
+        )
+        .await;
+    canceller.await.unwrap();
+    assert!(out.is_error);
+    assert!(
+        out.content.contains("[cancelled by the user"),
+        "{}",
+        out.content
+    );
+    let pid: i32 = out
+        .content
+        .lines()
+        .find_map(|l| l.strip_prefix("child="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    wait_until("the child sleep to be gone", || !pid_is_running(pid)).await;
+}
