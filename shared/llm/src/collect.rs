@@ -31,8 +31,8 @@ pub async fn collect(
         }
     }
     Err(LlmError::Truncated {
-        provider: "the model".to_owned(),
-        message: "no message_stop event".to_owned(),
+        provider: "model".to_owned(),
+        message: "the stream ended without a stop event".to_owned(),
     })
 }
 
