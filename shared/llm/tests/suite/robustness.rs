@@ -243,9 +243,8 @@ async fn whole_request_timeout_fires() {
     let server = MockServer::start().await.unwrap();
     let mut s = settings(ProviderKind::OpenAi, &server);
     s.timeouts.request = Duration::from_millis(400);
-    s.timeouts.idle = Duration::from_millis(250);
     let provider = OpenAiProvider::new(&s).unwrap();
-    // Data keeps trickling in (so the idle timeout never fires) but never finishes.
+    // Data keeps trickling in (far within the 10 s idle timeout) but never finishes.
     let trickle: Vec<String> = (0..40)
         .map(|i| {
             format!(
@@ -294,4 +293,21 @@ async fn a_non_streamed_answer_is_reported() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("text/event-stream"), "{err}");
+}
+
+#[tokio::test]
+async fn x_should_retry_false_is_honoured() {
+    // Nothing queued and no script: the mock answers 500 with `x-should-retry: false`,
+    // which overrides the "5xx is retryable" rule.
+    let server = MockServer::start().await.unwrap();
+    let provider = AnthropicProvider::new(&settings(ProviderKind::Anthropic, &server)).unwrap();
+    let err = collect(provider.stream(ask("hi")), |_| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Http { status: 500, .. }), "{err}");
+    assert!(
+        err.to_string().contains("no queued reply and no script"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1);
 }
