@@ -106,7 +106,12 @@ fn compile(patterns: &[(&str, &'static str)]) -> Vec<(Regex, &'static str)> {
 }
 
 /// Why `command` must never run, or `None` if layer 1 has no objection.
-pub(crate) fn check(command: &str) -> Option<String> {
+pub fn check(command: &str) -> Option<String> {
+    check_parsed_command(command, &ParsedCommand::parse(command))
+}
+
+/// [`check`] for a command already parsed by the caller.
+pub(crate) fn check_parsed_command(command: &str, parsed: &ParsedCommand) -> Option<String> {
     let squashed: String = command.chars().filter(|c| !c.is_whitespace()).collect();
     for (regex, reason) in FORK_BOMB.iter() {
         for caps in regex.captures_iter(&squashed) {
@@ -117,8 +122,7 @@ pub(crate) fn check(command: &str) -> Option<String> {
             }
         }
     }
-    let parsed = ParsedCommand::parse(command);
-    check_parsed(&parsed).map(|reason| deny(command, &reason))
+    check_parsed(parsed).map(|reason| deny(command, &reason))
 }
 
 fn deny(command: &str, reason: &str) -> String {

@@ -126,10 +126,10 @@ impl PermissionPolicy {
             PermissionTarget::None => self.rules_then_mode(name, &RuleTarget::None, facts),
             PermissionTarget::Command(command) => {
                 // Layer 1.
-                if let Some(reason) = dangerous::check(&command) {
+                let parsed = ParsedCommand::parse(&command);
+                if let Some(reason) = dangerous::check_parsed_command(&command, &parsed) {
                     return PermissionDecision::Deny { reason };
                 }
-                let parsed = ParsedCommand::parse(&command);
                 let target = RuleTarget::Command {
                     line: &command,
                     parsed: &parsed,

@@ -603,6 +603,29 @@ mod tests {
     }
 
     #[test]
+    fn arbitrary_input_does_not_panic() {
+        // A deterministic pseudo-random walk over the characters the lexer treats
+        // specially.
+        let alphabet: Vec<char> = " \t\n;&|()<>'\"\\`$#{}=-*~/.0123abcrm语".chars().collect();
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        for len in 0..400 {
+            let text: String = (0..len % 40)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    alphabet[(state % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let parsed = ParsedCommand::parse(&text);
+            for segment in parsed.all_segments() {
+                let _ = (segment.command_name(), segment.raw_text(), segment.prefix());
+            }
+            let _ = super::super::dangerous::check(&text);
+        }
+    }
+
+    #[test]
     fn unterminated_input_does_not_panic() {
         for cmd in [
             "echo 'abc",

@@ -496,6 +496,24 @@ mod tests {
     }
 
     #[test]
+    fn symlinks_out_of_the_tree_are_not_read() {
+        let dir = project();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret.txt"), "add secret\n").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.txt"),
+            dir.path().join("src/link.txt"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("linkdir")).unwrap();
+        let out = search(
+            dir.path(),
+            json!({"pattern": "secret", "output_mode": "content"}),
+        );
+        assert!(out.starts_with("No matches"), "{out}");
+    }
+
+    #[test]
     fn invalid_regex_is_a_clear_error() {
         let input: Input = serde_json::from_value(json!({"pattern": "fn("})).unwrap();
         let err = Search::new(&input, PathBuf::from("."), PathBuf::from("."))

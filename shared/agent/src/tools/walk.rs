@@ -3,7 +3,9 @@
 //! Both must see the project the way its developers do: `.gitignore`, `.ignore`
 //! and git's global excludes are honoured (also before `git init`), hidden files
 //! such as `.github/` are included, and `.git/` itself is never entered. The walk
-//! is sorted by path so results are stable from one call to the next.
+//! is sorted by path so results are stable from one call to the next. Symlinks
+//! are not followed, to files or directories, so a search never reads outside
+//! the tree it was allowed to search.
 
 use std::path::Path;
 
@@ -20,11 +22,9 @@ pub(crate) fn walker(root: &Path) -> ignore::Walk {
         .build()
 }
 
-/// Whether an entry is a regular file (or a symlink to one).
+/// Whether an entry is a regular file. Symlinks are skipped like symlinked
+/// directories: a link may lead out of the project, and the permission sandbox
+/// only vetted the directory searched, not where its links point.
 pub(crate) fn is_file(entry: &DirEntry) -> bool {
-    match entry.file_type() {
-        Some(t) if t.is_file() => true,
-        Some(t) if t.is_symlink() => entry.path().is_file(),
-        _ => false,
-    }
+    entry.file_type().is_some_and(|t| t.is_file())
 }
