@@ -311,3 +311,25 @@ async fn x_should_retry_false_is_honoured() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn tls_is_set_up_and_a_handshake_failure_is_reported() {
+    // The mock speaks plain HTTP, so an https:// base URL exercises the whole rustls
+    // stack (ring provider, platform verifier) up to a failed handshake — no network.
+    let server = MockServer::start().await.unwrap();
+    let mut s = settings(ProviderKind::Anthropic, &server);
+    s.base_url = format!("https://{}", server.addr());
+    s.retry.max_retries = 0;
+    // The mock waits for an HTTP request that never comes; the connect timeout (which
+    // covers the handshake) ends it.
+    s.timeouts.connect = Duration::from_millis(300);
+    let provider = build_provider(&s).unwrap();
+    let err = collect(provider.stream(ask("hi")), |_| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Connect { .. }), "{err}");
+    // The default endpoints build too (TLS client construction only, no request).
+    let mut official = roo_llm::LlmSettings::defaults(ProviderKind::OpenAi);
+    official.api_key = Some("sk-test".into());
+    assert_eq!(build_provider(&official).unwrap().model(), "gpt-4.1");
+}
