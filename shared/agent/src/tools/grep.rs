@@ -77,7 +77,7 @@ impl Tool for Grep {
              Usage:\n\
              - `pattern` uses Rust regex syntax (like ripgrep / PCRE without look-around or \
              backreferences): `fn\\s+main`, `log.*Error`, `\\bTODO\\b`. Escape literal braces and \
-             parentheses: `interface\\{{\\}}` , `foo\\(`. Matching is per line.\n\
+             parentheses: `interface\\{{\\}}`, `foo\\(`. Matching is per line.\n\
              - `path`: file or directory to search (default: the working directory).\n\
              - `glob`: only search files matching it, e.g. `*.rs`, `*.{{ts,tsx}}`, `src/**/*.py` \
              (a pattern without `/` is matched against the file name).\n\
