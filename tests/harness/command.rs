@@ -9,12 +9,26 @@ use std::process::{Child, Command, Output, Stdio};
 use crate::diff::line_diff;
 
 /// Environment variables that would leak the developer's state into a test.
-const SCRUBBED: [&str; 5] = [
+const SCRUBBED: [&str; 19] = [
     "ROO_HOME",
     "ROO_TEAM",
     "ROO_AGENT_NAME",
     "ROO_LOCK_MODE",
     "NO_COLOR",
+    "ROO_PROVIDER",
+    "ROO_MODEL",
+    "ROO_BASE_URL",
+    "ROO_SCRIPT_STATE",
+    "ROO_TEAMMATE_MODE",
+    "ROO_LOG",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "TMUX",
+    "TMUX_PANE",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
 ];
 
 /// A command to run, built step by step.

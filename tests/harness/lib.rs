@@ -11,10 +11,16 @@
 mod command;
 mod diff;
 mod dir;
+mod mock_llm;
+mod repo;
+mod tmux;
 
 pub use command::{ChildGuard, RunOutput, TestCommand};
 pub use diff::line_diff;
 pub use dir::{TempDir, TempHome};
+pub use mock_llm::MockLlm;
+pub use repo::{bugfix_repo, demo_data, git, git_init_commit};
+pub use tmux::Tmux;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

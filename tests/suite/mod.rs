@@ -1,6 +1,7 @@
 //! Test modules.
 mod cli_mail;
 mod cli_task;
+mod lead_headless;
 mod store_concurrency;
 mod store_crash;
 mod store_files;

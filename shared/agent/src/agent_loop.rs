@@ -52,6 +52,8 @@ pub struct AgentOptions {
     /// Consecutive turns whose calls all name unknown tools before stopping.
     pub unknown_tool_limit: u32,
     pub compaction: CompactionOptions,
+    /// Prices for the cost figures in usage events (built-in plus config overrides).
+    pub prices: roo_llm::PriceTable,
 }
 
 impl Default for AgentOptions {
@@ -64,6 +66,7 @@ impl Default for AgentOptions {
             tool_concurrency: 8,
             unknown_tool_limit: 3,
             compaction: CompactionOptions::default(),
+            prices: roo_llm::PriceTable::default(),
         }
     }
 }
@@ -104,7 +107,10 @@ pub struct Agent {
 
 impl Agent {
     /// Builds an agent. `context.cancel` is replaced by each run's token.
-    #[expect(clippy::too_many_arguments, reason = "one-time wiring of the agent's parts")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one-time wiring of the agent's parts"
+    )]
     pub fn new(
         provider: Arc<dyn Provider>,
         tools: ToolRegistry,
@@ -169,6 +175,11 @@ impl Agent {
         self.total_usage
     }
 
+    /// Cost in USD of `usage` on this agent's model, if its price is known.
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        self.options.prices.cost(self.model(), usage)
+    }
+
     /// The provider (for cost and model names).
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
@@ -219,7 +230,9 @@ impl Agent {
     ) -> RunResult {
         let mut usage = Usage::default();
         let mut turns = 0;
-        let outcome = self.run_inner(input, events, &cancel, &mut usage, &mut turns).await;
+        let outcome = self
+            .run_inner(input, events, &cancel, &mut usage, &mut turns)
+            .await;
         let final_text = self
             .messages
             .iter()
@@ -319,7 +332,7 @@ impl Agent {
             events.emit(AgentEvent::Usage {
                 turn: response.usage,
                 total: self.total_usage,
-                cost_usd: roo_llm::cost(self.model(), &self.total_usage),
+                cost_usd: self.options.prices.cost(self.model(), &self.total_usage),
             });
             if response.stop_reason == StopReason::MaxTokens {
                 events.emit(AgentEvent::Notice {
@@ -454,7 +467,9 @@ impl Agent {
         };
         if let Some(reason) = &compacted.fallback_reason {
             events.emit(AgentEvent::Notice {
-                text: format!("context summary not used ({reason}); dropped the oldest rounds instead"),
+                text: format!(
+                    "context summary not used ({reason}); dropped the oldest rounds instead"
+                ),
             });
         }
         usage.add(&compacted.usage);
@@ -529,7 +544,10 @@ impl Agent {
                     "The input of {} must be a JSON object matching its schema, got: {input}",
                     tool.name()
                 )),
-                Some(tool) => self.call_permitted(tool.as_ref(), &id, input, context, events).await,
+                Some(tool) => {
+                    self.call_permitted(tool.as_ref(), &id, input, context, events)
+                        .await
+                }
             }
         };
         let output = spill_if_large(output, &id, context);
@@ -588,15 +606,18 @@ impl Agent {
                         };
                         if let Err(e) = saved {
                             events.emit(AgentEvent::Error {
-                                message: format!("could not save the rule {}: {e}", request.suggested_rule),
+                                message: format!(
+                                    "could not save the rule {}: {e}",
+                                    request.suggested_rule
+                                ),
                             });
                         }
                     }
                     Approval::Deny { feedback } => {
+                        // The approver words its own feedback (the user's note, the
+                        // lead's answer, or why nobody could approve).
                         let reason = match feedback {
-                            Some(f) if !f.trim().is_empty() => {
-                                format!("the user refused this call and said: {}", f.trim())
-                            }
+                            Some(f) if !f.trim().is_empty() => f.trim().to_string(),
                             _ => "the user refused this call".to_string(),
                         };
                         return denied(reason);
@@ -668,7 +689,9 @@ impl Agent {
 
 fn forward_stream_event(event: &StreamEvent, events: &EventSink) {
     match event {
-        StreamEvent::TextDelta { text } => events.emit(AgentEvent::TextDelta { text: text.clone() }),
+        StreamEvent::TextDelta { text } => {
+            events.emit(AgentEvent::TextDelta { text: text.clone() })
+        }
         StreamEvent::ThinkingDelta { text } => {
             events.emit(AgentEvent::ThinkingDelta { text: text.clone() })
         }
@@ -680,7 +703,11 @@ fn forward_stream_event(event: &StreamEvent, events: &EventSink) {
 fn preview(content: &str) -> String {
     const MAX_LINES: usize = 4;
     const MAX_CHARS: usize = 400;
-    let mut out: String = content.lines().take(MAX_LINES).collect::<Vec<_>>().join("\n");
+    let mut out: String = content
+        .lines()
+        .take(MAX_LINES)
+        .collect::<Vec<_>>()
+        .join("\n");
     if out.chars().count() > MAX_CHARS {
         out = out.chars().take(MAX_CHARS).collect();
         out.push('…');
@@ -754,8 +781,14 @@ mod tests {
     #[test]
     fn partition_matches_the_seed_example() {
         let mut tools = ToolRegistry::new();
-        tools.register(Arc::new(Fake { name: "Read", safe: true }));
-        tools.register(Arc::new(Fake { name: "Edit", safe: false }));
+        tools.register(Arc::new(Fake {
+            name: "Read",
+            safe: true,
+        }));
+        tools.register(Arc::new(Fake {
+            name: "Edit",
+            safe: false,
+        }));
         let names = ["Read", "Read", "Edit", "Read", "Read", "Nope", "Read"];
         let calls = names
             .iter()
@@ -774,7 +807,10 @@ mod tests {
 
     #[test]
     fn preview_is_short() {
-        let long = (0..100).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        let long = (0..100)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let p = preview(&long);
         assert_eq!(p.lines().count(), 5);
         assert!(p.ends_with('…'));

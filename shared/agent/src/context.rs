@@ -104,6 +104,15 @@ pub async fn compact(
     cancel: &CancellationToken,
 ) -> Option<Compacted> {
     let keep_budget = (window as f64 * options.keep_fraction) as u64;
+    // A summary longer than a tenth of the window would defeat the purpose (and not
+    // fit small local models).
+    let options = &CompactionOptions {
+        summary_max_tokens: options
+            .summary_max_tokens
+            .min(u32::try_from(window / 10).unwrap_or(u32::MAX))
+            .max(256),
+        ..options.clone()
+    };
     let cut = choose_cut(messages, keep_budget)?;
     let (old, recent) = messages.split_at(cut);
 
@@ -257,7 +266,10 @@ mod tests {
 
     #[test]
     fn drop_note_keeps_first_request() {
-        let note = drop_note(&[Message::user_text("fix the parser"), Message::assistant_text("ok")]);
+        let note = drop_note(&[
+            Message::user_text("fix the parser"),
+            Message::assistant_text("ok"),
+        ]);
         assert!(note.contains("fix the parser"));
         assert!(note.contains("2 earlier messages"));
     }

@@ -221,12 +221,7 @@ mod tests {
     #[test]
     fn push_user_merges_consecutive_user_turns() {
         let mut m = vec![Message::user_text("a")];
-        push_user(
-            &mut m,
-            vec![ContentBlock::Text {
-                text: "b".into(),
-            }],
-        );
+        push_user(&mut m, vec![ContentBlock::Text { text: "b".into() }]);
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].content.len(), 2);
     }

@@ -37,9 +37,9 @@ impl Outcome {
     pub fn describe(&self) -> String {
         match self {
             Outcome::Completed => "completed".to_string(),
-            Outcome::MaxTurns { limit } => format!(
-                "stopped after {limit} turns without finishing (raise it with --max-turns)"
-            ),
+            Outcome::MaxTurns { limit } => {
+                format!("stopped after {limit} turns without finishing (raise it with --max-turns)")
+            }
             Outcome::Cancelled => "cancelled".to_string(),
             Outcome::UnknownTools { names } => format!(
                 "stopped: the model kept calling tools that do not exist ({})",

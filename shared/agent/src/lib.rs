@@ -1,10 +1,17 @@
 //! The agent engine of RooCode Teams.
 //!
 //! One loop, many agents: the lead, every teammate and every sub-agent run
-//! [`agent_loop::AgentLoop`] with a different tool set. The loop emits
+//! [`agent_loop::Agent`] with a different tool set. The loop emits
 //! [`event::AgentEvent`]s and never knows which UI consumes them.
 
+pub mod agent_loop;
+pub mod config;
+pub mod context;
+pub mod conversation;
+pub mod event;
+pub mod permissions;
+pub mod plan_mode;
+pub mod prompt;
+pub mod session;
 pub mod tool;
 pub mod tools;
-pub mod permissions;
-pub mod config;

@@ -52,9 +52,8 @@ impl PlanState {
         match self.policy.write() {
             Ok(mut policy) => {
                 policy.set_mode(mode);
-                policy.set_plan_file(
-                    (mode == PermissionMode::Plan).then(|| self.plan_file.clone()),
-                );
+                policy
+                    .set_plan_file((mode == PermissionMode::Plan).then(|| self.plan_file.clone()));
                 true
             }
             Err(_) => false,

@@ -84,7 +84,10 @@ pub fn system_prompt(persona: &Persona, env: &Environment) -> Vec<String> {
     text.push_str(&format!("- Date: {}\n", env.date));
     match &env.git {
         Some(git) => {
-            text.push_str(&format!("- Git repository: yes, on branch {}\n", git.branch));
+            text.push_str(&format!(
+                "- Git repository: yes, on branch {}\n",
+                git.branch
+            ));
             if !git.recent_commits.is_empty() {
                 text.push_str("- Recent commits:\n");
                 for line in git.recent_commits.lines() {
@@ -183,7 +186,13 @@ fn expand_file(path: &Path, stack: &mut Vec<PathBuf>, depth: usize) -> String {
             in_fence = !in_fence;
         }
         match trimmed.strip_prefix("@include") {
-            Some(rest) if !in_fence && (rest.starts_with(' ') || rest.starts_with('\t') || rest.starts_with("./") || rest.starts_with('/')) => {
+            Some(rest)
+                if !in_fence
+                    && (rest.starts_with(' ')
+                        || rest.starts_with('\t')
+                        || rest.starts_with("./")
+                        || rest.starts_with('/')) =>
+            {
                 let target = rest.trim();
                 let target = target.strip_prefix('~').map_or_else(
                     || base.join(target),
@@ -210,7 +219,12 @@ fn os_description() -> String {
             .map(|v| v.trim_matches('"').to_string())
     });
     match pretty {
-        Some(name) => format!("{} ({}, {})", name, std::env::consts::OS, std::env::consts::ARCH),
+        Some(name) => format!(
+            "{} ({}, {})",
+            name,
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ),
         None => format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH),
     }
 }
@@ -245,11 +259,7 @@ fn cap_lines(text: &str, max: usize) -> String {
     if lines.len() <= max {
         return text.to_string();
     }
-    format!(
-        "{}\n… {} more",
-        lines[..max].join("\n"),
-        lines.len() - max
-    )
+    format!("{}\n… {} more", lines[..max].join("\n"), lines.len() - max)
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.
@@ -300,8 +310,16 @@ mod tests {
         let home = root.join("home");
         fs::create_dir_all(root.join(".roocode/docs")).unwrap();
         fs::create_dir_all(&home).unwrap();
-        fs::write(root.join("ROOCODE.md"), "# Project\nUse any, not interface{}.\n@include .roocode/docs/style.md\n").unwrap();
-        fs::write(root.join(".roocode/docs/style.md"), "Commit messages in English.\n@include ../../ROOCODE.md\n").unwrap();
+        fs::write(
+            root.join("ROOCODE.md"),
+            "# Project\nUse any, not interface{}.\n@include .roocode/docs/style.md\n",
+        )
+        .unwrap();
+        fs::write(
+            root.join(".roocode/docs/style.md"),
+            "Commit messages in English.\n@include ../../ROOCODE.md\n",
+        )
+        .unwrap();
         fs::write(root.join(".roocode/ROOCODE.md"), "Local notes.").unwrap();
         fs::write(home.join("ROOCODE.md"), "User prefs.").unwrap();
 
@@ -310,7 +328,10 @@ mod tests {
         let included = text.find("Commit messages in English").unwrap();
         let local = text.find("Local notes").unwrap();
         let user = text.find("User prefs").unwrap();
-        assert!(project < included && included < local && local < user, "{text}");
+        assert!(
+            project < included && included < local && local < user,
+            "{text}"
+        );
         assert!(text.contains("include cycle"), "{text}");
         assert_eq!(text.matches("\n---\n").count(), 2);
         fs::remove_dir_all(root).unwrap();

@@ -391,7 +391,10 @@ mod tests {
         assert_eq!(restored.session.id(), "s1");
         assert_eq!(
             restored.messages,
-            vec![Message::user_text("summary"), Message::assistant_text("after")]
+            vec![
+                Message::user_text("summary"),
+                Message::assistant_text("after")
+            ]
         );
         assert_eq!(restored.notices.len(), 1);
         // Appending after the repair starts on a clean line.

@@ -67,7 +67,7 @@ pub async fn run(
         .session()
         .map(|s| s.id().to_string())
         .unwrap_or_default();
-    let cost = roo_llm::cost(built.agent.model(), &result.usage);
+    let cost = built.agent.cost(&result.usage);
     let code = exit::for_outcome(&result.outcome);
     let mut stdout = std::io::stdout();
     match format {
@@ -116,7 +116,11 @@ fn progress_line(event: &AgentEvent, style: &Style) {
             duration_ms,
             ..
         } => {
-            let status = if *is_error { style.red("error") } else { style.green("ok") };
+            let status = if *is_error {
+                style.red("error")
+            } else {
+                style.green("ok")
+            };
             eprintln!(
                 "  {} {} ({} ms) {}",
                 style.dim("⎿"),
@@ -125,8 +129,15 @@ fn progress_line(event: &AgentEvent, style: &Style) {
                 style.dim(first_line(preview))
             );
         }
-        AgentEvent::PermissionDenied { summary, reason, .. } => {
-            eprintln!("  {} {}: {}", style.red("denied"), first_line(summary), reason);
+        AgentEvent::PermissionDenied {
+            summary, reason, ..
+        } => {
+            eprintln!(
+                "  {} {}: {}",
+                style.red("denied"),
+                first_line(summary),
+                reason
+            );
         }
         AgentEvent::Compaction {
             method,

@@ -127,7 +127,9 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
         };
         let mut built = setup::build(&args, interactive).await?;
         match prompt {
-            Some(prompt) => headless::run(&mut built, &prompt, args.output_format, args.verbose).await,
+            Some(prompt) => {
+                headless::run(&mut built, &prompt, args.output_format, args.verbose).await
+            }
             None => repl::run(built).await,
         }
     })

@@ -1,19 +1,12 @@
-//! Interaction layer of `roo-lead` and `roo-worker`.
+//! Interaction layer of `roo-lead` and `roo-worker`: flags, wiring, the headless
+//! runner and the interactive terminal UI. The agent engine lives in `roo-agent`;
+//! nothing here decides what the agent does.
 
-pub mod lead {
-    //! `roo-lead`.
-    /// Entry point of the `roo-lead` binary.
-    pub fn main() -> std::process::ExitCode {
-        eprintln!("roo-lead: not built yet");
-        std::process::ExitCode::from(2)
-    }
-}
-
-pub mod worker {
-    //! `roo-worker`.
-    /// Entry point of the `roo-worker` binary.
-    pub fn main() -> std::process::ExitCode {
-        eprintln!("roo-worker: not built yet");
-        std::process::ExitCode::from(2)
-    }
-}
+pub mod exit;
+pub mod headless;
+pub mod lead;
+pub mod line_editor;
+pub mod render;
+pub mod repl;
+pub mod setup;
+pub mod worker;

@@ -171,7 +171,12 @@ impl LineEditor {
 
     /// Redraws `prompt` and the line in place. Newlines show as `↵` so the line stays
     /// one logical row; rows wrapped by the terminal are accounted for.
-    pub fn render(&mut self, out: &mut impl Write, prompt: &str, width: u16) -> std::io::Result<()> {
+    pub fn render(
+        &mut self,
+        out: &mut impl Write,
+        prompt: &str,
+        width: u16,
+    ) -> std::io::Result<()> {
         let width = usize::from(width.max(10));
         let shown: String = self
             .buf
@@ -187,7 +192,11 @@ impl LineEditor {
         let end = prompt_len + self.buf.len();
         let at = prompt_len + self.cursor;
         // Where the terminal left the cursor after printing, and where it should be.
-        let end_row = if end > 0 && end % width == 0 { end / width - 1 } else { end / width };
+        let end_row = if end > 0 && end % width == 0 {
+            end / width - 1
+        } else {
+            end / width
+        };
         let (row, col) = (at / width, at % width);
         if end_row > row {
             queue!(out, MoveUp((end_row - row) as u16))?;
@@ -227,7 +236,10 @@ mod tests {
         typed(&mut ed, "helo");
         press(&mut ed, KeyCode::Left);
         typed(&mut ed, "l");
-        assert_eq!(press(&mut ed, KeyCode::Enter), EditAction::Submit("hello".into()));
+        assert_eq!(
+            press(&mut ed, KeyCode::Enter),
+            EditAction::Submit("hello".into())
+        );
         assert_eq!(ed.text(), "");
     }
 

@@ -151,7 +151,11 @@ impl<W: Write> Renderer<W> {
                 duration_ms,
                 ..
             } => {
-                let status = if *is_error { s.red("error") } else { s.green("ok") };
+                let status = if *is_error {
+                    s.red("error")
+                } else {
+                    s.green("ok")
+                };
                 let _ = writeln!(
                     self.out,
                     "  {} {} {} {}",
@@ -161,7 +165,9 @@ impl<W: Write> Renderer<W> {
                     s.dim(first_line(preview))
                 );
             }
-            AgentEvent::PermissionDenied { summary, reason, .. } => {
+            AgentEvent::PermissionDenied {
+                summary, reason, ..
+            } => {
                 self.break_line();
                 let _ = writeln!(
                     self.out,

@@ -93,8 +93,15 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
 
     {
         let out = render.out();
-        let session = agent.session().map(|s| s.id().to_string()).unwrap_or_default();
-        let mode = agent.policy().read().map(|p| p.mode().to_string()).unwrap_or_default();
+        let session = agent
+            .session()
+            .map(|s| s.id().to_string())
+            .unwrap_or_default();
+        let mode = agent
+            .policy()
+            .read()
+            .map(|p| p.mode().to_string())
+            .unwrap_or_default();
         let _ = writeln!(
             out,
             "{} {}",
@@ -170,7 +177,11 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                     editor.clear();
                     let _ = writeln!(render.out());
                     editor.reset_render();
-                    let _ = writeln!(render.out(), "{}", style.dim("(press Ctrl+C again to exit)"));
+                    let _ = writeln!(
+                        render.out(),
+                        "{}",
+                        style.dim("(press Ctrl+C again to exit)")
+                    );
                     let _ = editor.render(render.out(), PROMPT, width);
                 }
             }
@@ -282,8 +293,10 @@ fn slash_command(
         },
         "cost" => {
             let usage = agent.total_usage();
-            let cost = roo_llm::cost(agent.model(), &usage)
-                .map_or_else(|| "unknown (no price for this model)".to_string(), |c| format!("${c:.4}"));
+            let cost = agent.cost(&usage).map_or_else(
+                || "unknown (no price for this model)".to_string(),
+                |c| format!("${c:.4}"),
+            );
             let _ = writeln!(
                 out,
                 "model {}\ninput {} · output {} · cache read {} · cache write {} tokens\ncost {}",
@@ -297,7 +310,11 @@ fn slash_command(
         }
         "mode" => match arg {
             None => {
-                let mode = agent.policy().read().map(|p| p.mode().to_string()).unwrap_or_default();
+                let mode = agent
+                    .policy()
+                    .read()
+                    .map(|p| p.mode().to_string())
+                    .unwrap_or_default();
                 let _ = writeln!(out, "permission mode: {mode}");
             }
             Some(m) => match m.parse::<PermissionMode>() {
@@ -316,7 +333,9 @@ fn slash_command(
             let _ = writeln!(
                 out,
                 "{}",
-                style.red(&format!("unknown command /{other}; /help lists the commands"))
+                style.red(&format!(
+                    "unknown command /{other}; /help lists the commands"
+                ))
             );
         }
     }
@@ -325,7 +344,12 @@ fn slash_command(
 
 fn ask(out: &mut RawWriter<Stdout>, style: &Style, pending: &PendingApproval) {
     let request = &pending.request;
-    let _ = writeln!(out, "{} {}", style.yellow("?"), style.bold(&request.summary));
+    let _ = writeln!(
+        out,
+        "{} {}",
+        style.yellow("?"),
+        style.bold(&request.summary)
+    );
     if !request.reason.is_empty() {
         let _ = writeln!(out, "  {}", style.dim(&request.reason));
     }

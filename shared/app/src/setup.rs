@@ -82,7 +82,10 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
             .map_err(|e| AppError::Io(format!("failed to read the current directory: {e}")))?,
     };
     let cwd = std::fs::canonicalize(&cwd).map_err(|e| {
-        AppError::Usage(format!("failed to open working directory {}: {e}", cwd.display()))
+        AppError::Usage(format!(
+            "failed to open working directory {}: {e}",
+            cwd.display()
+        ))
     })?;
     let roo_home = roo_home()?;
     let (project_root, environment) = {
@@ -92,8 +95,8 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
             .map_err(|e| AppError::Io(format!("failed to inspect the working directory: {e}")))?
     };
 
-    let config = ConfigFiles::load(&roo_home, &project_root)
-        .map_err(|e| AppError::Config(e.to_string()))?;
+    let config =
+        ConfigFiles::load(&roo_home, &project_root).map_err(|e| AppError::Config(e.to_string()))?;
     let settings = resolve_llm(args, &config)?;
     let provider =
         roo_llm::build_provider(&settings).map_err(|e| AppError::Config(e.to_string()))?;
@@ -101,8 +104,12 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     // Session: new, or resumed with its history repaired.
     let sessions = project_sessions_dir(&roo_home, &project_root);
     let resume_path = match (&args.resume, args.continue_latest) {
-        (Some(id), _) => Some(session_path(&sessions, id).map_err(|e| AppError::Usage(e.to_string()))?),
-        (None, true) => Some(latest_session(&sessions).map_err(|e| AppError::Usage(e.to_string()))?),
+        (Some(id), _) => {
+            Some(session_path(&sessions, id).map_err(|e| AppError::Usage(e.to_string()))?)
+        }
+        (None, true) => {
+            Some(latest_session(&sessions).map_err(|e| AppError::Usage(e.to_string()))?)
+        }
         (None, false) => None,
     };
     let (session, messages, notices) = match resume_path {
@@ -113,8 +120,8 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         None => {
             let id = new_session_id();
             let path = sessions.join(format!("{id}.jsonl"));
-            let session = Session::create(path, id, &cwd, "lead")
-                .map_err(|e| AppError::Io(e.to_string()))?;
+            let session =
+                Session::create(path, id, &cwd, "lead").map_err(|e| AppError::Io(e.to_string()))?;
             (session, Vec::new(), Vec::new())
         }
     };
@@ -123,7 +130,9 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     let plan_file = session_dir.join("plan.md");
 
     let mode = match &args.permission_mode {
-        Some(m) => m.parse::<PermissionMode>().map_err(|e| AppError::Usage(e.to_string()))?,
+        Some(m) => m
+            .parse::<PermissionMode>()
+            .map_err(|e| AppError::Usage(e.to_string()))?,
         None => config
             .permission_mode()
             .map_err(|e| AppError::Config(e.to_string()))?
@@ -164,6 +173,8 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     let options = AgentOptions {
         agent_name: "lead".to_string(),
         max_turns: args.max_turns,
+        max_tokens: settings.max_tokens,
+        prices: settings.prices.clone(),
         ..AgentOptions::default()
     };
     let system = system_prompt(&Persona::default(), &environment);
@@ -220,7 +231,10 @@ pub fn roo_home() -> Result<PathBuf, AppError> {
         .filter(|v| !v.is_empty())
         .map(|home| PathBuf::from(home).join(".roocode"))
         .ok_or_else(|| {
-            AppError::Config("neither ROO_HOME nor HOME is set; set ROO_HOME to a directory for RooCode's state".to_string())
+            AppError::Config(
+                "neither ROO_HOME nor HOME is set; set ROO_HOME to a directory for RooCode's state"
+                    .to_string(),
+            )
         })
 }
 

@@ -1,4 +1,5 @@
 //! Test modules.
+mod agent_loop;
 mod common;
 mod permissions;
 mod tools;

@@ -1,0 +1,636 @@
+//! The agent loop against an in-process fake provider: stop conditions, batching,
+//! ordering, cancellation, compaction, sessions and turn hooks.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
+use roo_agent::context::CompactionOptions;
+use roo_agent::event::{AgentEvent, CompactionMethod, EventSink, Outcome};
+use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
+use roo_agent::session::Session;
+use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
+use roo_llm::{
+    ContentBlock, EventStream, Message, Provider, Request, Role, StopReason, StreamEvent, Usage,
+};
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+use tokio_util::sync::CancellationToken;
+
+/// One scripted reply of the fake provider.
+#[derive(Clone)]
+enum Reply {
+    /// Text and tool calls (name, input), with the prompt size to report.
+    Turn {
+        text: String,
+        calls: Vec<(String, Value)>,
+        input_tokens: u64,
+    },
+    /// Never answers (for cancel tests).
+    Hang,
+}
+
+fn turn(text: &str, calls: &[(&str, Value)]) -> Reply {
+    Reply::Turn {
+        text: text.to_string(),
+        calls: calls
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect(),
+        input_tokens: 100,
+    }
+}
+
+fn turn_sized(text: &str, calls: &[(&str, Value)], input_tokens: u64) -> Reply {
+    Reply::Turn {
+        text: text.to_string(),
+        calls: calls
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect(),
+        input_tokens,
+    }
+}
+
+struct FakeProvider {
+    replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<Request>>,
+    window: u64,
+    next_id: Mutex<u32>,
+}
+
+impl FakeProvider {
+    fn new(replies: Vec<Reply>) -> Arc<Self> {
+        Self::with_window(replies, 200_000)
+    }
+
+    fn with_window(replies: Vec<Reply>, window: u64) -> Arc<Self> {
+        Arc::new(Self {
+            replies: Mutex::new(replies.into()),
+            requests: Mutex::new(Vec::new()),
+            window,
+            next_id: Mutex::new(0),
+        })
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Provider for FakeProvider {
+    fn name(&self) -> &str {
+        "fake"
+    }
+    fn model(&self) -> &str {
+        "fake-model"
+    }
+    fn context_window(&self) -> u64 {
+        self.window
+    }
+    fn stream(&self, request: Request) -> EventStream {
+        self.requests.lock().unwrap().push(request);
+        let reply = self.replies.lock().unwrap().pop_front();
+        let Some(Reply::Turn {
+            text,
+            calls,
+            input_tokens,
+        }) = reply
+        else {
+            if reply.is_none() {
+                panic!("the fake provider ran out of replies");
+            }
+            return Box::pin(futures_util::stream::pending());
+        };
+        let mut events = Vec::new();
+        if !text.is_empty() {
+            events.push(StreamEvent::TextDelta { text });
+        }
+        let has_calls = !calls.is_empty();
+        for (name, input) in calls {
+            let mut n = self.next_id.lock().unwrap();
+            *n += 1;
+            let id = format!("call_{n}");
+            events.push(StreamEvent::ToolCallStart {
+                id: id.clone(),
+                name: name.clone(),
+            });
+            events.push(StreamEvent::ToolCallEnd { id, name, input });
+        }
+        events.push(StreamEvent::MessageStop {
+            stop_reason: if has_calls {
+                StopReason::ToolUse
+            } else {
+                StopReason::EndTurn
+            },
+            usage: Usage {
+                input_tokens,
+                output_tokens: 10,
+                ..Usage::default()
+            },
+        });
+        Box::pin(futures_util::stream::iter(events.into_iter().map(Ok)))
+    }
+}
+
+/// A tool that records calls, optionally waits on a barrier (to prove concurrency)
+/// or blocks until cancelled.
+struct Probe {
+    name: &'static str,
+    safe: bool,
+    log: Arc<Mutex<Vec<String>>>,
+    barrier: Option<Arc<Barrier>>,
+    block_until_cancel: bool,
+}
+
+impl Tool for Probe {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> String {
+        format!("probe {}", self.name)
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+    fn is_concurrency_safe(&self, _: &Value) -> bool {
+        self.safe
+    }
+    fn permission_target(&self, _: &Value) -> PermissionTarget {
+        PermissionTarget::None
+    }
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let tag = input["tag"].as_str().unwrap_or("").to_string();
+            self.log.lock().unwrap().push(format!("start {tag}"));
+            if let Some(barrier) = &self.barrier {
+                barrier.wait().await;
+            }
+            if self.block_until_cancel {
+                ctx.cancel.cancelled().await;
+                self.log.lock().unwrap().push(format!("cancelled {tag}"));
+                return ToolOutput::error("killed by cancel");
+            }
+            self.log.lock().unwrap().push(format!("end {tag}"));
+            ToolOutput::ok(format!("result {tag}"))
+        })
+    }
+}
+
+struct Fixture {
+    dir: PathBuf,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("roo-loop-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self {
+            dir,
+            log: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn probe(&self, name: &'static str, safe: bool) -> Probe {
+        Probe {
+            name,
+            safe,
+            log: self.log.clone(),
+            barrier: None,
+            block_until_cancel: false,
+        }
+    }
+
+    fn agent(
+        &self,
+        provider: Arc<FakeProvider>,
+        tools: Vec<Probe>,
+        options: AgentOptions,
+    ) -> Agent {
+        let mut registry = ToolRegistry::new();
+        for tool in tools {
+            registry.register(Arc::new(tool));
+        }
+        let policy: SharedPolicy = Arc::new(RwLock::new(PermissionPolicy::new(
+            self.dir.clone(),
+            PermissionMode::Default,
+            RuleSet::default(),
+        )));
+        let context = ToolContext {
+            cwd: self.dir.clone(),
+            session_dir: self.dir.join("session"),
+            cancel: CancellationToken::new(),
+            env: Vec::new(),
+            max_result_chars: 100_000,
+        };
+        Agent::new(
+            provider,
+            registry,
+            policy,
+            Arc::new(DenyApprover),
+            vec!["system".to_string()],
+            context,
+            options,
+            self.dir.join("plan.md"),
+        )
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn run(
+    agent: &mut Agent,
+    input: &str,
+) -> (roo_agent::agent_loop::RunResult, Vec<AgentEvent>) {
+    let (sink, mut rx) = EventSink::channel();
+    let result = agent.run(input, &sink, CancellationToken::new()).await;
+    drop(sink);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (result, events)
+}
+
+fn tool_results(message: &Message) -> Vec<(String, String)> {
+    message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } => Some((tool_use_id.clone(), content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn ends_when_the_model_answers_without_tools() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![turn("All done.", &[])]);
+    let mut agent = fx.agent(provider.clone(), vec![], AgentOptions::default());
+    let (result, events) = run(&mut agent, "hello").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.final_text, "All done.");
+    assert_eq!(result.turns, 1);
+    assert!(matches!(events.last(), Some(AgentEvent::Done { .. })));
+    assert_eq!(provider.requests()[0].agent, "lead");
+}
+
+#[tokio::test]
+async fn safe_calls_run_together_and_results_keep_call_order() {
+    let fx = Fixture::new();
+    let barrier = Arc::new(Barrier::new(2));
+    let mut read = fx.probe("Read", true);
+    read.barrier = Some(barrier);
+    let edit = fx.probe("Edit", false);
+    let provider = FakeProvider::new(vec![
+        turn(
+            "",
+            &[
+                ("Read", json!({"tag": "r1"})),
+                ("Read", json!({"tag": "r2"})),
+                ("Edit", json!({"tag": "e1"})),
+            ],
+        ),
+        turn("done", &[]),
+    ]);
+    let mut agent = fx.agent(provider.clone(), vec![read, edit], AgentOptions::default());
+    // If the two reads did not run at the same time, the barrier would never open.
+    let (result, _) = tokio::time::timeout(Duration::from_secs(10), run(&mut agent, "go"))
+        .await
+        .expect("the two safe calls must run concurrently");
+    assert_eq!(result.outcome, Outcome::Completed);
+    let log = fx.log();
+    let edit_start = log.iter().position(|l| l == "start e1").unwrap();
+    assert!(log.iter().position(|l| l == "end r1").unwrap() < edit_start);
+    assert!(log.iter().position(|l| l == "end r2").unwrap() < edit_start);
+
+    let second = &provider.requests()[1];
+    let results = tool_results(second.messages.last().unwrap());
+    let order: Vec<&str> = results.iter().map(|(_, c)| c.as_str()).collect();
+    assert_eq!(order, ["result r1", "result r2", "result e1"]);
+}
+
+#[tokio::test]
+async fn max_turns_stops_with_a_clear_outcome() {
+    let fx = Fixture::new();
+    let replies = (0..5)
+        .map(|i| turn("", &[("Read", json!({"tag": format!("r{i}")}))]))
+        .collect();
+    let provider = FakeProvider::new(replies);
+    let options = AgentOptions {
+        max_turns: 3,
+        ..AgentOptions::default()
+    };
+    let mut agent = fx.agent(provider.clone(), vec![fx.probe("Read", true)], options);
+    let (result, events) = run(&mut agent, "loop forever").await;
+    assert_eq!(result.outcome, Outcome::MaxTurns { limit: 3 });
+    assert_eq!(provider.requests().len(), 3);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Notice { text } if text.contains("3 turns")))
+    );
+    // The history still pairs every call with a result.
+    let last = agent.messages().last().unwrap();
+    assert_eq!(last.role, Role::User);
+    assert_eq!(tool_results(last).len(), 1);
+}
+
+#[tokio::test]
+async fn repeated_unknown_tools_stop_the_run() {
+    let fx = Fixture::new();
+    let replies = (0..4).map(|_| turn("", &[("Nope", json!({}))])).collect();
+    let provider = FakeProvider::new(replies);
+    let mut agent = fx.agent(
+        provider.clone(),
+        vec![fx.probe("Read", true)],
+        AgentOptions::default(),
+    );
+    let (result, _) = run(&mut agent, "x").await;
+    assert_eq!(
+        result.outcome,
+        Outcome::UnknownTools {
+            names: vec!["Nope".to_string()]
+        }
+    );
+    assert_eq!(provider.requests().len(), 3);
+    let results = tool_results(&provider.requests()[1].messages.last().unwrap().clone());
+    assert!(results[0].1.contains("Unknown tool \"Nope\""));
+    assert!(results[0].1.contains("Read"), "lists the available tools");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_once_is_just_an_error_result() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![
+        turn("", &[("Nope", json!({}))]),
+        turn("", &[("Read", json!({"tag": "a"}))]),
+        turn("ok", &[]),
+    ]);
+    let mut agent = fx.agent(
+        provider,
+        vec![fx.probe("Read", true)],
+        AgentOptions::default(),
+    );
+    let (result, _) = run(&mut agent, "x").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+}
+
+#[tokio::test]
+async fn cancel_during_a_tool_stops_it_and_keeps_pairs() {
+    let fx = Fixture::new();
+    let mut slow = fx.probe("Slow", false);
+    slow.block_until_cancel = true;
+    let provider = FakeProvider::new(vec![turn(
+        "",
+        &[
+            ("Slow", json!({"tag": "s"})),
+            ("Slow", json!({"tag": "never"})),
+        ],
+    )]);
+    let mut agent = fx.agent(provider, vec![slow], AgentOptions::default());
+    let (sink, mut rx) = EventSink::channel();
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            if matches!(event, AgentEvent::ToolStart { .. }) {
+                canceller.cancel();
+            }
+        }
+    });
+    let result = agent.run("go", &sink, cancel).await;
+    drop(sink);
+    watcher.await.unwrap();
+    assert_eq!(result.outcome, Outcome::Cancelled);
+    assert_eq!(
+        fx.log(),
+        ["start s", "cancelled s"],
+        "the second call never ran"
+    );
+    let results = tool_results(agent.messages().last().unwrap());
+    assert_eq!(results.len(), 2);
+    assert!(results[1].1.contains("Interrupted"));
+}
+
+#[tokio::test]
+async fn cancel_while_waiting_for_the_model() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![Reply::Hang]);
+    let mut agent = fx.agent(provider, vec![], AgentOptions::default());
+    let (sink, _rx) = EventSink::channel();
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        c.cancel();
+    });
+    let result = tokio::time::timeout(Duration::from_secs(10), agent.run("x", &sink, cancel))
+        .await
+        .expect("cancel must end the run");
+    assert_eq!(result.outcome, Outcome::Cancelled);
+    assert_eq!(agent.messages(), &[Message::user_text("x")]);
+}
+
+#[tokio::test]
+async fn compaction_summarizes_old_rounds_and_keeps_pairs() {
+    let fx = Fixture::new();
+    // Window of 10k tokens; each reply reports a growing prompt so the loop
+    // compacts once it passes 80 %.
+    let read = |i: u64, input_tokens: u64| {
+        turn_sized(
+            "",
+            &[(
+                "Read",
+                json!({"tag": format!("r{i}"), "pad": "x".repeat(4000)}),
+            )],
+            input_tokens,
+        )
+    };
+    let replies = vec![
+        read(0, 2000),
+        read(1, 3500),
+        read(2, 5000),
+        read(3, 6500),
+        read(4, 8000), // the next prompt is over 80 % of the window
+        turn_sized("SUMMARY: read r0..r4", &[], 500),
+        read(5, 3000),
+        turn("finished", &[]),
+    ];
+    let provider = FakeProvider::with_window(replies, 10_000);
+    let options = AgentOptions {
+        compaction: CompactionOptions {
+            threshold: 0.8,
+            keep_fraction: 0.3,
+            summary_max_tokens: 500,
+        },
+        ..AgentOptions::default()
+    };
+    let mut agent = fx.agent(provider.clone(), vec![fx.probe("Read", true)], options);
+    let session_path = fx.dir.join("s.jsonl");
+    let session = Session::create(session_path.clone(), "s".into(), &fx.dir, "lead").unwrap();
+    agent = agent.with_session(session, Vec::new());
+    agent.set_instructions(Some("Always use tabs.".to_string()));
+
+    let (result, events) = run(&mut agent, "read everything").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    let compactions: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Compaction { method, .. } => Some(*method),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(compactions, [CompactionMethod::Summary]);
+    // The summary request ended with the instruction; the next request starts with it.
+    let requests = provider.requests();
+    let summary_request = requests
+        .iter()
+        .find(|r| {
+            r.messages
+                .last()
+                .unwrap()
+                .text()
+                .contains("Summarize the conversation")
+        })
+        .expect("a summary request was sent");
+    assert!(
+        !summary_request.tools.is_empty(),
+        "same tools as normal requests"
+    );
+    let after = requests.last().unwrap();
+    let first = after.messages[0].text();
+    assert!(first.contains("SUMMARY: read r0..r4"), "{first}");
+    assert!(
+        first.contains("Always use tabs."),
+        "instructions survive compaction"
+    );
+    // Every call still has its result.
+    let mut repaired = after.messages.clone();
+    assert_eq!(roo_agent::conversation::repair_chain(&mut repaired), None);
+
+    // The transcript replays to the compacted conversation.
+    let restored = Session::open(&session_path).unwrap();
+    assert_eq!(restored.messages, agent.messages());
+}
+
+#[tokio::test]
+async fn compaction_drops_oldest_when_the_summary_would_not_fit() {
+    let fx = Fixture::new();
+    // One huge early round: summarizing it would not fit the window.
+    let replies = vec![
+        turn_sized(
+            "",
+            &[("Read", json!({"tag": "big", "pad": "x".repeat(70_000)}))],
+            1000,
+        ),
+        turn_sized("", &[("Read", json!({"tag": "small"}))], 19_000),
+        turn("finished", &[]),
+    ];
+    let provider = FakeProvider::with_window(replies, 20_000);
+    let mut agent = fx.agent(
+        provider.clone(),
+        vec![fx.probe("Read", true)],
+        AgentOptions::default(),
+    );
+    let (result, events) = run(&mut agent, "the original task").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    assert!(events.iter().any(|e| matches!(
+        e,
+        AgentEvent::Compaction {
+            method: CompactionMethod::DropOldest,
+            ..
+        }
+    )));
+    let last = provider.requests().last().unwrap().clone();
+    assert!(last.messages[0].text().contains("the original task"));
+    let mut repaired = last.messages.clone();
+    assert_eq!(roo_agent::conversation::repair_chain(&mut repaired), None);
+}
+
+struct Inbox(Mutex<Vec<String>>);
+
+impl TurnHook for Inbox {
+    fn before_turn(&self) -> BoxFuture<'_, Vec<String>> {
+        Box::pin(async move { std::mem::take(&mut *self.0.lock().unwrap()) })
+    }
+}
+
+#[tokio::test]
+async fn turn_hooks_inject_messages_between_tool_calls() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![
+        turn("", &[("Read", json!({"tag": "a"}))]),
+        turn("ok", &[]),
+    ]);
+    let mut agent = fx.agent(
+        provider.clone(),
+        vec![fx.probe("Read", true)],
+        AgentOptions::default(),
+    );
+    let inbox = Arc::new(Inbox(Mutex::new(vec![
+        "<teammate-message from=\"bob\" type=\"text\">hi</teammate-message>".to_string(),
+    ])));
+    agent.add_hook(inbox.clone());
+    let (result, _) = run(&mut agent, "go").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    let first = &provider.requests()[0];
+    let text = first.messages.last().unwrap().text();
+    assert!(text.contains("<system-reminder>") && text.contains("from=\"bob\""));
+    // Delivered once, not again.
+    assert!(
+        !provider.requests()[1]
+            .messages
+            .last()
+            .unwrap()
+            .text()
+            .contains("bob")
+    );
+}
+
+#[tokio::test]
+async fn transcript_resumes_the_same_conversation() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![
+        turn("", &[("Read", json!({"tag": "a"}))]),
+        turn("first answer", &[]),
+        turn("second answer", &[]),
+    ]);
+    let path = fx.dir.join("t.jsonl");
+    let session = Session::create(path.clone(), "t".into(), &fx.dir, "lead").unwrap();
+    let mut agent = fx
+        .agent(
+            provider.clone(),
+            vec![fx.probe("Read", true)],
+            AgentOptions::default(),
+        )
+        .with_session(session, Vec::new());
+    run(&mut agent, "one").await;
+    run(&mut agent, "two").await;
+    let restored = Session::open(&path).unwrap();
+    assert_eq!(restored.messages, agent.messages());
+    assert_eq!(restored.messages.len(), 6);
+}

@@ -1,0 +1,126 @@
+//! A private tmux server per test (`tmux -L roo-test-<pid>-<n> -f /dev/null`), killed on
+//! drop, for driving interactive programs in a real terminal.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// One tmux server with one window running a command.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts a server whose only pane runs `command` (a shell line) in `cwd` with `env`,
+    /// 120×40, kept after the command exits so the last screen can be read.
+    pub fn start(cwd: &Path, env: &[(&str, String)], command: &str) -> Tmux {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let socket = format!(
+            "roo-test-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let tmux = Tmux { socket };
+        let mut args: Vec<String> = vec![
+            "new-session".into(),
+            "-d".into(),
+            "-s".into(),
+            "main".into(),
+            "-x".into(),
+            "120".into(),
+            "-y".into(),
+            "40".into(),
+            "-c".into(),
+            cwd.display().to_string(),
+        ];
+        for (k, v) in env {
+            args.push("-e".into());
+            args.push(format!("{k}={v}"));
+        }
+        // A placeholder first, so remain-on-exit is set before the real command runs.
+        args.push("sleep 1000000".into());
+        tmux.run(&args);
+        tmux.run(&["set-option", "-g", "remain-on-exit", "on"]);
+        tmux.run(&["respawn-pane", "-k", "-t", "main", command]);
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &self.socket, "-f", "/dev/null"]);
+        cmd
+    }
+
+    /// Runs a tmux command, panicking on failure.
+    pub fn run<S: AsRef<str>>(&self, args: &[S]) -> String {
+        let out = self
+            .command()
+            .args(args.iter().map(|a| a.as_ref()))
+            .output()
+            .expect("run tmux");
+        assert!(
+            out.status.success(),
+            "tmux {:?} failed: {}",
+            args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The visible screen.
+    pub fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "main"])
+    }
+
+    /// Types `text` literally.
+    pub fn type_text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "main", "-l", text]);
+    }
+
+    /// Presses keys by tmux name (`Enter`, `Escape`, `C-c`, `y`).
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "main"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Whether the pane's command has exited.
+    pub fn exited(&self) -> bool {
+        self.run(&["list-panes", "-t", "main", "-F", "#{pane_dead}"])
+            .trim()
+            == "1"
+    }
+
+    /// Exit status of the pane's command once it has exited.
+    pub fn exit_status(&self) -> Option<i32> {
+        let out = self.run(&[
+            "list-panes",
+            "-t",
+            "main",
+            "-F",
+            "#{pane_dead} #{pane_dead_status}",
+        ]);
+        let mut parts = out.split_whitespace();
+        (parts.next() == Some("1")).then(|| parts.next().and_then(|s| s.parse().ok()).unwrap_or(-1))
+    }
+
+    /// Waits until `check(screen)` holds; on timeout panics showing `what` and the screen.
+    pub fn wait_for(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        crate::wait_until(
+            what,
+            Duration::from_secs(20),
+            || {
+                let screen = self.screen();
+                check(&screen).then_some(screen)
+            },
+            || self.screen(),
+        )
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").output();
+    }
+}
