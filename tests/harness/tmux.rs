@@ -6,6 +6,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// What the wrapper prints when the command ends, followed by its status and `]`.
+const EXIT_MARK: &str = "[roo-test exit ";
+
 /// One tmux server with one window running a command.
 pub struct Tmux {
     socket: String,
@@ -42,7 +45,10 @@ impl Tmux {
         args.push("sleep 1000000".into());
         tmux.run(&args);
         tmux.run(&["set-option", "-g", "remain-on-exit", "on"]);
-        tmux.run(&["respawn-pane", "-k", "-t", "main", command]);
+        // tmux loses the exit status when the program closes the terminal before it is
+        // reaped, so the shell reports it on the screen instead.
+        let wrapped = format!("{command}; echo \"{EXIT_MARK}$?]\"");
+        tmux.run(&["respawn-pane", "-k", "-t", "main", &wrapped]);
         tmux
     }
 
@@ -87,22 +93,14 @@ impl Tmux {
 
     /// Whether the pane's command has exited.
     pub fn exited(&self) -> bool {
-        self.run(&["list-panes", "-t", "main", "-F", "#{pane_dead}"])
-            .trim()
-            == "1"
+        self.exit_status().is_some()
     }
 
     /// Exit status of the pane's command once it has exited.
     pub fn exit_status(&self) -> Option<i32> {
-        let out = self.run(&[
-            "list-panes",
-            "-t",
-            "main",
-            "-F",
-            "#{pane_dead} #{pane_dead_status}",
-        ]);
-        let mut parts = out.split_whitespace();
-        (parts.next() == Some("1")).then(|| parts.next().and_then(|s| s.parse().ok()).unwrap_or(-1))
+        let screen = self.screen();
+        let line = screen.lines().rev().find(|l| l.starts_with(EXIT_MARK))?;
+        line[EXIT_MARK.len()..].trim_end_matches(']').parse().ok()
     }
 
     /// Waits until `check(screen)` holds; on timeout panics showing `what` and the screen.

@@ -650,7 +650,7 @@ fn configuration_errors_exit_2_with_a_clear_message() {
 fn an_unreachable_model_exits_4() {
     let home = TempHome::new();
     home.cwd
-        .write(".roocode/config.local.yaml", "retry: {max_retries: 0}\n");
+        .write(".roocode/config.local.yaml", "retries: {max_retries: 0}\n");
     let out = lead(&home)
         .env("ANTHROPIC_API_KEY", "k")
         .args([

@@ -1,0 +1,188 @@
+//! The interactive `roo-lead` in a real terminal: a private tmux server per test.
+
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use roo_tests::{TempHome, Tmux, bin, bugfix_repo, wait_until};
+
+/// Starts `roo-lead` with a script in a tmux pane over the home's project.
+fn start(home: &TempHome, script: &Path, extra: &str) -> Tmux {
+    let command = format!(
+        "{} --provider script --script {} {extra}",
+        bin("roo-lead").display(),
+        script.display()
+    );
+    let tmux = Tmux::start(
+        home.cwd.path(),
+        &[("ROO_HOME", home.path().display().to_string())],
+        &command,
+    );
+    tmux.wait_for("the banner and prompt", |s| {
+        s.contains("RooCode") && s.contains('›')
+    });
+    tmux
+}
+
+fn read_pid(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn process_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn a_session_streams_asks_and_remembers_always_allow() {
+    let home = TempHome::new();
+    bugfix_repo(home.cwd.path());
+    let script = home.home.write(
+        "session.yaml",
+        r#"
+agents:
+  "*":
+    - text: "Reading calc.py."
+      tool_calls:
+        - {name: ReadFile, input: {path: calc.py}}
+    - text: "Fixing the loop."
+      tool_calls:
+        - {name: EditFile, input: {path: calc.py, old_string: "    for v in values[1:]:", new_string: "    for v in values:"}}
+    - text: "Fixed the loop in average()."
+    - text: "Tidying the docstring."
+      tool_calls:
+        - {name: EditFile, input: {path: calc.py, old_string: "Small statistics helpers.", new_string: "Small statistics helpers (mean, spread)."}}
+    - text: "Second edit done."
+"#,
+    );
+    let tmux = start(&home, &script, "");
+    tmux.type_text("fix the bug in calc.py");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the permission question for the edit", |s| {
+        s.contains("[y] yes") && s.contains("EditFile(calc.py)")
+    });
+    assert!(
+        screen.contains("Reading calc.py."),
+        "streamed text:\n{screen}"
+    );
+    assert!(
+        screen.contains("● ReadFile(calc.py)"),
+        "tool line:\n{screen}"
+    );
+    tmux.keys(&["a"]);
+    tmux.wait_for("the answer after the edit", |s| {
+        s.contains("always allowed") && s.contains("Fixed the loop in average().")
+    });
+    assert!(home.cwd.read("calc.py").contains("    for v in values:\n"));
+    let local = home.cwd.read(".roocode/config.local.yaml");
+    assert!(
+        local.contains("EditFile"),
+        "always-allow rule saved:\n{local}"
+    );
+
+    // The saved rule covers the next edit of the file: no second question.
+    tmux.type_text("tidy the docstring");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the second answer", |s| s.contains("Second edit done."));
+    assert_eq!(
+        screen.matches("[y] yes").count(),
+        1,
+        "asked again:\n{screen}"
+    );
+    assert!(home.cwd.read("calc.py").contains("(mean, spread)"));
+
+    // Slash commands never reach the model.
+    tmux.type_text("/cost");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the cost report", |s| {
+        s.contains("cache read") && s.contains("tokens")
+    });
+    tmux.type_text("/mode acceptEdits");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the mode change", |s| {
+        s.contains("permission mode: acceptEdits")
+    });
+    tmux.type_text("/nonsense");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the unknown-command error", |s| {
+        s.contains("unknown command /nonsense")
+    });
+
+    // Ctrl+C twice leaves.
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the exit hint", |s| {
+        s.contains("press Ctrl+C again to exit")
+    });
+    tmux.keys(&["C-c"]);
+    let status = wait_until(
+        "roo-lead to exit",
+        Duration::from_secs(10),
+        || tmux.exit_status(),
+        || tmux.screen(),
+    );
+    assert_eq!(status, 0);
+}
+
+#[test]
+fn escape_stops_a_long_command_but_not_the_program() {
+    let home = TempHome::new();
+    bugfix_repo(home.cwd.path());
+    let script = home.home.write(
+        "long.yaml",
+        r#"
+agents:
+  "*":
+    - text: "Starting the long job."
+      tool_calls:
+        - name: Bash
+          input: {command: "echo $$ > bash.pid; sleep 300 & echo $! > sleep.pid; wait", timeout_ms: 600000}
+    - text: "Still here after the stop."
+"#,
+    );
+    let tmux = start(&home, &script, "--permission-mode bypassPermissions");
+    tmux.type_text("run the long job");
+    tmux.keys(&["Enter"]);
+    let sleep_pid = wait_until(
+        "the long command to start",
+        Duration::from_secs(20),
+        || read_pid(&home.cwd.join("sleep.pid")),
+        || tmux.screen(),
+    );
+    let bash_pid = read_pid(&home.cwd.join("bash.pid")).unwrap();
+    tmux.keys(&["Escape"]);
+    let stopped = std::panic::catch_unwind(|| {
+        tmux.wait_for("the run to stop", |s| s.contains("stopped"));
+        wait_until(
+            "the command's process group to be killed",
+            Duration::from_secs(10),
+            || process_gone(sleep_pid).then_some(()),
+            || tmux.screen(),
+        );
+    });
+    if stopped.is_err() {
+        let _ = killpg(Pid::from_raw(bash_pid), Signal::SIGKILL);
+        std::panic::resume_unwind(stopped.unwrap_err());
+    }
+    assert!(!tmux.exited(), "Esc stops the loop, not the program");
+
+    tmux.type_text("are you still there?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the next answer", |s| {
+        s.contains("Still here after the stop.")
+    });
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    let status = wait_until(
+        "roo-lead to exit",
+        Duration::from_secs(10),
+        || tmux.exit_status(),
+        || tmux.screen(),
+    );
+    assert_eq!(status, 0);
+}
