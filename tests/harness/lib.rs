@@ -12,6 +12,7 @@ mod command;
 mod diff;
 mod dir;
 mod mock_llm;
+mod process;
 mod repo;
 mod tmux;
 
@@ -19,6 +20,7 @@ pub use command::{ChildGuard, RunOutput, TestCommand};
 pub use diff::line_diff;
 pub use dir::{TempDir, TempHome};
 pub use mock_llm::MockLlm;
+pub use process::{process_gone, read_pid};
 pub use repo::{bugfix_repo, demo_data, git, git_init_commit};
 pub use tmux::Tmux;
 

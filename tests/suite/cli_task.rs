@@ -71,7 +71,7 @@ fn create_list_get_update_delete() {
         .assert_stderr_contains("cycle 1 -> 3 -> 1");
     let list = env.task().args(["list", "--team", "t"]).run();
     list.assert_ok().assert_stdout(
-        "   1  pending  data layer\n   2  pending  service layer\n   3  pending  tests (blocked by 1, 2)\n",
+        "   1  pending  data layer\n   2  pending  service layer\n   3  pending  tests (depends on 1, 2)\n",
     );
     env.task()
         .args(["delete", "2", "--team", "t"])

@@ -1,12 +1,14 @@
 //! `roo-lead -p`: the real binary on real git repositories, with the scripted provider
 //! and with the mock server speaking both providers' wire formats.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use roo_tests::{MockLlm, TempHome, TestCommand, bugfix_repo, demo_data, git, wait_until};
+use roo_tests::{
+    MockLlm, TempHome, TestCommand, bugfix_repo, demo_data, git, process_gone, read_pid, wait_until,
+};
 use serde_json::Value;
 
 const PROMPT: &str = "The tests fail. Find the bug and fix it.";
@@ -346,21 +348,6 @@ fn max_turns_stops_the_run_with_exit_code_1() {
         .run();
     out.assert_code(1);
     out.assert_stderr_contains("--max-turns");
-}
-
-/// Whether `pid` is gone (or a zombie nobody has reaped yet).
-fn process_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
-fn read_pid(path: &Path) -> Option<i32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 const LONG_BASH: &str = r#"

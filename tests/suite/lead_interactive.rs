@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use roo_tests::{TempHome, Tmux, bin, bugfix_repo, wait_until};
+use roo_tests::{TempHome, Tmux, bin, bugfix_repo, process_gone, read_pid, wait_until};
 
 /// Starts `roo-lead` with a script in a tmux pane over the home's project.
 fn start(home: &TempHome, script: &Path, extra: &str) -> Tmux {
@@ -23,20 +23,6 @@ fn start(home: &TempHome, script: &Path, extra: &str) -> Tmux {
         s.contains("RooCode") && s.contains('›')
     });
     tmux
-}
-
-fn read_pid(path: &Path) -> Option<i32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-fn process_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
 }
 
 #[test]
@@ -165,9 +151,9 @@ agents:
             || tmux.screen(),
         );
     });
-    if stopped.is_err() {
+    if let Err(panic) = stopped {
         let _ = killpg(Pid::from_raw(bash_pid), Signal::SIGKILL);
-        std::panic::resume_unwind(stopped.unwrap_err());
+        std::panic::resume_unwind(panic);
     }
     assert!(!tmux.exited(), "Esc stops the loop, not the program");
 

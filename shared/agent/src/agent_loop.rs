@@ -307,6 +307,13 @@ impl Agent {
             self.compact_if_needed(events, cancel, usage).await;
 
             events.emit(AgentEvent::TurnStart { turn: *turns });
+            tracing::debug!(
+                agent = %self.options.agent_name,
+                turn = *turns,
+                messages = self.messages.len(),
+                estimated_tokens = self.estimated_prompt_tokens(),
+                "model request"
+            );
             let request = self.request();
             let call = roo_llm::collect(self.provider.stream(request), |event| {
                 forward_stream_event(event, events)
@@ -320,6 +327,7 @@ impl Agent {
                 Ok(response) => response,
                 Err(e) => {
                     let message = e.to_string();
+                    tracing::warn!(agent = %self.options.agent_name, error = %message, "model call failed");
                     events.emit(AgentEvent::Error {
                         message: message.clone(),
                     });
@@ -472,6 +480,13 @@ impl Agent {
                 ),
             });
         }
+        tracing::info!(
+            method = ?compacted.method,
+            before = self.messages.len(),
+            after = compacted.messages.len(),
+            estimated_tokens = estimate,
+            "context compacted"
+        );
         usage.add(&compacted.usage);
         self.total_usage.add(&compacted.usage);
         events.emit(AgentEvent::Compaction {
@@ -634,6 +649,13 @@ impl Agent {
         });
         let started = Instant::now();
         let output = tool.call(input, context).await;
+        tracing::debug!(
+            tool = tool.name(),
+            id,
+            is_error = output.is_error,
+            ms = started.elapsed().as_millis() as u64,
+            "tool call"
+        );
         events.emit(AgentEvent::ToolEnd {
             id: id.to_string(),
             name: tool.name().to_string(),

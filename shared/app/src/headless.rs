@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
 use crate::lead::OutputFormat;
-use crate::render::Style;
+use crate::render::{Style, headline};
 use crate::setup::Built;
 
 /// Runs `prompt` once and prints the result.
@@ -107,6 +107,12 @@ pub async fn run(
 /// One progress line on stderr for `--verbose`.
 fn progress_line(event: &AgentEvent, style: &Style) {
     match event {
+        AgentEvent::AssistantMessage { message } => {
+            let text = message.text();
+            if !text.trim().is_empty() && message.tool_uses().next().is_some() {
+                eprintln!("{}", text.trim_end());
+            }
+        }
         AgentEvent::ToolStart { summary, .. } => {
             eprintln!("{} {}", style.cyan("●"), first_line(summary));
         }
@@ -126,7 +132,7 @@ fn progress_line(event: &AgentEvent, style: &Style) {
                 style.dim("⎿"),
                 status,
                 duration_ms,
-                style.dim(first_line(preview))
+                style.dim(headline(preview))
             );
         }
         AgentEvent::PermissionDenied {

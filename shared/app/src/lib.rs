@@ -6,6 +6,7 @@ pub mod exit;
 pub mod headless;
 pub mod lead;
 pub mod line_editor;
+pub mod logging;
 pub mod render;
 pub mod repl;
 pub mod setup;

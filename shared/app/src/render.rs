@@ -162,7 +162,7 @@ impl<W: Write> Renderer<W> {
                     s.dim("⎿"),
                     status,
                     s.dim(&format!("{}", Millis(*duration_ms))),
-                    s.dim(first_line(preview))
+                    s.dim(headline(preview))
                 );
             }
             AgentEvent::PermissionDenied {
@@ -242,6 +242,16 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
 
+/// The first line of a result preview that says something (skips blank lines and
+/// rulers such as `=====`), for one-line tool summaries.
+pub fn headline(preview: &str) -> &str {
+    preview
+        .lines()
+        .map(str::trim)
+        .find(|l| l.chars().any(char::is_alphanumeric))
+        .unwrap_or("")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,6 +261,12 @@ mod tests {
         let mut buf = Vec::new();
         write!(RawWriter::new(&mut buf), "a\nb\n").unwrap();
         assert_eq!(buf, b"a\r\nb\r\n");
+    }
+
+    #[test]
+    fn headline_skips_rulers() {
+        assert_eq!(headline("=====\n\nFAIL: test_x\n"), "FAIL: test_x");
+        assert_eq!(headline(""), "");
     }
 
     #[test]

@@ -88,6 +88,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         ))
     })?;
     let roo_home = roo_home()?;
+    crate::logging::init(&roo_home, "roo-lead");
     let (project_root, environment) = {
         let cwd = cwd.clone();
         tokio::task::spawn_blocking(move || (project_root(&cwd), Environment::detect(&cwd)))

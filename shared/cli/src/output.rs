@@ -111,7 +111,7 @@ pub fn write_task_line(out: &mut impl Write, style: Style, t: &Task) -> io::Resu
         String::new()
     } else {
         let ids: Vec<&str> = t.blocked_by.iter().map(|i| i.as_str()).collect();
-        style.dim(&format!(" (blocked by {})", ids.join(", ")))
+        style.dim(&format!(" (depends on {})", ids.join(", ")))
     };
     writeln!(
         out,

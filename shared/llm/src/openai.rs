@@ -99,16 +99,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn stream(&self, request: Request) -> EventStream {
-        let model = if request.model.is_empty() {
-            &self.model
-        } else {
-            &request.model
-        };
-        let max_tokens = if request.max_tokens == 0 {
-            self.max_tokens
-        } else {
-            request.max_tokens
-        };
+        let (model, max_tokens) = request.model_and_max_tokens(&self.model, self.max_tokens);
         let body = request_body(&request, model, max_tokens, self.official);
         let body = Bytes::from(body.to_string());
         transport::stream(self.target.clone(), body, OpenAiParser::default)

@@ -118,6 +118,24 @@ pub struct Request {
     pub agent: String,
 }
 
+impl Request {
+    /// The model and output budget to send: the request's own, or the provider's
+    /// defaults where the request leaves them empty (zero).
+    pub fn model_and_max_tokens<'a>(&'a self, model: &'a str, max_tokens: u32) -> (&'a str, u32) {
+        let model = if self.model.is_empty() {
+            model
+        } else {
+            &self.model
+        };
+        let max_tokens = if self.max_tokens == 0 {
+            max_tokens
+        } else {
+            self.max_tokens
+        };
+        (model, max_tokens)
+    }
+}
+
 /// Token usage of one response. Missing counts are zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::input::{opt_bool, opt_usize};
-use super::walk::{is_file, walker};
+use super::walk::{is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
@@ -143,16 +143,11 @@ impl Tool for Grep {
     }
 
     fn permission_target(&self, input: &Value) -> PermissionTarget {
-        let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
-        PermissionTarget::Path(PathBuf::from(if path.is_empty() { "." } else { path }))
+        search_target(input)
     }
 
     fn summarize(&self, input: &Value) -> String {
-        let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
-        match input.get("path").and_then(Value::as_str) {
-            Some(path) if !path.is_empty() => format!("{NAME}({pattern} in {path})"),
-            _ => format!("{NAME}({pattern})"),
-        }
+        search_summary(NAME, input)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -7,9 +7,12 @@
 //! are not followed, to files or directories, so a search never reads outside
 //! the tree it was allowed to search.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ignore::{DirEntry, WalkBuilder};
+use serde_json::Value;
+
+use crate::tool::PermissionTarget;
 
 /// A walker over `root` with the shared settings.
 pub(crate) fn walker(root: &Path) -> ignore::Walk {
@@ -27,4 +30,20 @@ pub(crate) fn walker(root: &Path) -> ignore::Walk {
 /// only vetted the directory searched, not where its links point.
 pub(crate) fn is_file(entry: &DirEntry) -> bool {
     entry.file_type().is_some_and(|t| t.is_file())
+}
+
+/// The directory a Glob or Grep call searches (`path`, default the working
+/// directory), for the permission layer.
+pub(crate) fn search_target(input: &Value) -> PermissionTarget {
+    let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
+    PermissionTarget::Path(PathBuf::from(if path.is_empty() { "." } else { path }))
+}
+
+/// `Name(pattern)` or `Name(pattern in path)`, the one-line summary of a search call.
+pub(crate) fn search_summary(name: &str, input: &Value) -> String {
+    let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
+    match input.get("path").and_then(Value::as_str) {
+        Some(path) if !path.is_empty() => format!("{name}({pattern} in {path})"),
+        _ => format!("{name}({pattern})"),
+    }
 }
