@@ -634,3 +634,82 @@ async fn transcript_resumes_the_same_conversation() {
     assert_eq!(restored.messages, agent.messages());
     assert_eq!(restored.messages.len(), 6);
 }
+
+/// Approves everything and records what it was asked.
+struct YesApprover(Mutex<Vec<String>>);
+
+impl roo_agent::permissions::Approver for YesApprover {
+    fn ask<'a>(
+        &'a self,
+        request: &'a roo_agent::permissions::PermissionRequest,
+    ) -> BoxFuture<'a, roo_agent::permissions::Approval> {
+        self.0.lock().unwrap().push(request.summary.clone());
+        Box::pin(async { roo_agent::permissions::Approval::AllowOnce })
+    }
+}
+
+#[tokio::test]
+async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
+    let fx = Fixture::new();
+    let plan_file = fx.dir.join("session/plan.md");
+    let policy: SharedPolicy = Arc::new(RwLock::new(PermissionPolicy::new(
+        fx.dir.clone(),
+        PermissionMode::AcceptEdits,
+        RuleSet::default(),
+    )));
+    let mut registry = ToolRegistry::new();
+    for tool in roo_agent::plan_mode::plan_mode_tools(policy.clone(), plan_file.clone()) {
+        registry.register(tool);
+    }
+    let provider = FakeProvider::new(vec![
+        turn("", &[("EnterPlanMode", json!({}))]),
+        turn(
+            "",
+            &[("ExitPlanMode", json!({"plan": "1. change a\n2. test"}))],
+        ),
+        turn("planned", &[]),
+    ]);
+    let approver = Arc::new(YesApprover(Mutex::new(Vec::new())));
+    let context = ToolContext {
+        cwd: fx.dir.clone(),
+        session_dir: fx.dir.join("session"),
+        cancel: CancellationToken::new(),
+        env: Vec::new(),
+        max_result_chars: 100_000,
+    };
+    let mut agent = Agent::new(
+        provider.clone(),
+        registry,
+        policy.clone(),
+        approver.clone(),
+        vec!["system".to_string()],
+        context,
+        AgentOptions::default(),
+        plan_file.clone(),
+    );
+    let (result, _) = run(&mut agent, "plan it").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    // While in plan mode the request carried the plan-mode rules.
+    let requests = provider.requests();
+    assert!(
+        requests[1]
+            .system
+            .iter()
+            .any(|s| s.contains("Plan mode is active"))
+    );
+    assert!(
+        !requests[2]
+            .system
+            .iter()
+            .any(|s| s.contains("Plan mode is active"))
+    );
+    // Leaving plan mode went to the human, with the plan in the question.
+    let asked = approver.0.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("1. change a"));
+    assert_eq!(
+        std::fs::read_to_string(&plan_file).unwrap(),
+        "1. change a\n2. test"
+    );
+    assert_eq!(policy.read().unwrap().mode(), PermissionMode::AcceptEdits);
+}
