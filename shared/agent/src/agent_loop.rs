@@ -95,6 +95,8 @@ pub struct Agent {
     pending_reminders: Vec<String>,
     /// ROOCODE.md instructions: sent with the first input and again after compaction.
     instructions: Option<String>,
+    /// Text of the newest assistant message of the current run.
+    answer: String,
     session: Option<Session>,
     context: ToolContext,
     options: AgentOptions,
@@ -131,6 +133,7 @@ impl Agent {
             messages: Vec::new(),
             pending_reminders: Vec::new(),
             instructions: None,
+            answer: String::new(),
             session: None,
             context,
             options,
@@ -230,16 +233,11 @@ impl Agent {
     ) -> RunResult {
         let mut usage = Usage::default();
         let mut turns = 0;
+        self.answer.clear();
         let outcome = self
             .run_inner(input, events, &cancel, &mut usage, &mut turns)
             .await;
-        let final_text = self
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant)
-            .map(Message::text)
-            .unwrap_or_default();
+        let final_text = std::mem::take(&mut self.answer);
         // Whatever happened, leave a history every provider accepts.
         if let Some(what) = repair_chain(&mut self.messages) {
             events.emit(AgentEvent::Notice {
@@ -360,6 +358,10 @@ impl Agent {
                 events.emit(AgentEvent::AssistantMessage {
                     message: message.clone(),
                 });
+                let text = message.text();
+                if !text.trim().is_empty() {
+                    self.answer = text;
+                }
                 self.append(message, events);
             }
             self.measured = Some((

@@ -713,3 +713,18 @@ async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
     );
     assert_eq!(policy.read().unwrap().mode(), PermissionMode::AcceptEdits);
 }
+
+#[tokio::test]
+async fn a_run_reports_only_its_own_answer() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![turn("first answer", &[]), Reply::Hang]);
+    let mut agent = fx.agent(provider, vec![], AgentOptions::default());
+    let (first, _) = run(&mut agent, "one").await;
+    assert_eq!(first.final_text, "first answer");
+    let (sink, _rx) = EventSink::channel();
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let second = agent.run("two", &sink, cancel).await;
+    assert_eq!(second.outcome, Outcome::Cancelled);
+    assert_eq!(second.final_text, "", "not the previous run's answer");
+}
