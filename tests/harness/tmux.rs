@@ -103,6 +103,16 @@ impl Tmux {
         line[EXIT_MARK.len()..].trim_end_matches(']').parse().ok()
     }
 
+    /// Waits for the command to exit and returns its status.
+    pub fn wait_exit(&self) -> i32 {
+        crate::wait_until(
+            "the command to exit",
+            Duration::from_secs(10),
+            || self.exit_status(),
+            || self.screen(),
+        )
+    }
+
     /// Waits until `check(screen)` holds; on timeout panics showing `what` and the screen.
     pub fn wait_for(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
         crate::wait_until(

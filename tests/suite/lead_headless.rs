@@ -22,6 +22,16 @@ fn script(home: &TempHome, name: &str, yaml: &str) -> PathBuf {
     home.home.write(name, yaml)
 }
 
+/// Runs `roo-lead -p PROMPT` with the scripted provider replaying `yaml`.
+fn run_script(home: &TempHome, yaml: &str, prompt: &str, args: &[&str]) -> roo_tests::RunOutput {
+    let script = script(home, "script.yaml", yaml);
+    lead(home)
+        .args(["-p", prompt, "--provider", "script", "--script"])
+        .arg(&script)
+        .args(args)
+        .run()
+}
+
 /// The one session transcript of the project, parsed line by line.
 fn transcript(home: &TempHome) -> Vec<Value> {
     let projects = home.path().join("projects");
@@ -251,9 +261,9 @@ fn fixes_the_bug_over_both_provider_wire_formats() {
 fn a_dangerous_command_is_denied_and_the_model_works_around_it() {
     let home = TempHome::new();
     bugfix_repo(home.cwd.path());
-    let script = script(
+    // Even bypassPermissions never overturns the dangerous-command layer.
+    let out = run_script(
         &home,
-        "danger.yaml",
         r#"
 agents:
   "*":
@@ -265,18 +275,14 @@ agents:
         - {name: Bash, input: {command: "echo vendored > tool.txt"}}
     - text: "Done without piping a download into a shell."
 "#,
-    );
-    // Even bypassPermissions never overturns the dangerous-command layer.
-    let out = lead(&home)
-        .args(["-p", "install the tool", "--provider", "script", "--script"])
-        .arg(&script)
-        .args([
+        "install the tool",
+        &[
             "--permission-mode",
             "bypassPermissions",
             "--output-format",
             "stream-json",
-        ])
-        .run();
+        ],
+    );
     out.assert_ok();
     let events = stream_events(&out.stdout());
     let denied: Vec<&Value> = events
@@ -305,9 +311,8 @@ agents:
 fn a_question_nobody_can_answer_is_denied_not_hung() {
     let home = TempHome::new();
     bugfix_repo(home.cwd.path());
-    let script = script(
+    let out = run_script(
         &home,
-        "ask.yaml",
         r#"
 agents:
   "*":
@@ -315,12 +320,9 @@ agents:
         - {name: WriteFile, input: {path: notes.txt, content: "hello"}}
     - text: "I could not write the file without approval."
 "#,
+        "write notes",
+        &["--output-format", "stream-json"],
     );
-    let out = lead(&home)
-        .args(["-p", "write notes", "--provider", "script", "--script"])
-        .arg(&script)
-        .args(["--output-format", "stream-json"])
-        .run();
     out.assert_ok();
     let events = stream_events(&out.stdout());
     let denied = events
@@ -491,9 +493,8 @@ fn compaction_in_a_long_run_keeps_tool_pairs_intact() {
         ".roocode/config.local.yaml",
         "context_window: 7500\nmax_tokens: 1000\n",
     );
-    let script = script(
+    let out = run_script(
         &home,
-        "long-read.yaml",
         r#"
 agents:
   "*":
@@ -507,18 +508,9 @@ agents:
         - {name: ReadFile, input: {path: big.txt}}
     - text: "Finished reading."
 "#,
+        "read big.txt twice",
+        &["--output-format", "stream-json"],
     );
-    let out = lead(&home)
-        .args([
-            "-p",
-            "read big.txt twice",
-            "--provider",
-            "script",
-            "--script",
-        ])
-        .arg(&script)
-        .args(["--output-format", "stream-json"])
-        .run();
     out.assert_ok();
     let events = stream_events(&out.stdout());
     let compactions: Vec<&Value> = events
@@ -558,9 +550,8 @@ agents:
 fn plan_mode_in_a_headless_run_cannot_be_approved() {
     let home = TempHome::new();
     bugfix_repo(home.cwd.path());
-    let script = script(
+    let out = run_script(
         &home,
-        "plan.yaml",
         r#"
 agents:
   "*":
@@ -569,17 +560,14 @@ agents:
         - {name: ExitPlanMode, input: {plan: "1. Fix the loop in average()\n2. Run the tests"}}
     - text: "The plan needs your approval; run me interactively."
 "#,
-    );
-    let out = lead(&home)
-        .args(["-p", "plan the fix", "--provider", "script", "--script"])
-        .arg(&script)
-        .args([
+        "plan the fix",
+        &[
             "--permission-mode",
             "plan",
             "--output-format",
             "stream-json",
-        ])
-        .run();
+        ],
+    );
     out.assert_ok();
     let events = stream_events(&out.stdout());
     assert!(events.iter().any(|e| e["type"] == "permission_denied"

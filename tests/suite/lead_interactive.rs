@@ -106,13 +106,7 @@ agents:
         s.contains("press Ctrl+C again to exit")
     });
     tmux.keys(&["C-c"]);
-    let status = wait_until(
-        "roo-lead to exit",
-        Duration::from_secs(10),
-        || tmux.exit_status(),
-        || tmux.screen(),
-    );
-    assert_eq!(status, 0);
+    assert_eq!(tmux.wait_exit(), 0);
 }
 
 #[test]
@@ -164,11 +158,5 @@ agents:
     });
     tmux.type_text("/exit");
     tmux.keys(&["Enter"]);
-    let status = wait_until(
-        "roo-lead to exit",
-        Duration::from_secs(10),
-        || tmux.exit_status(),
-        || tmux.screen(),
-    );
-    assert_eq!(status, 0);
+    assert_eq!(tmux.wait_exit(), 0);
 }
