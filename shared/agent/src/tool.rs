@@ -54,6 +54,24 @@ pub struct ToolContext {
     pub max_result_chars: usize,
 }
 
+impl ToolContext {
+    /// Default [`ToolContext::max_result_chars`].
+    pub const DEFAULT_MAX_RESULT_CHARS: usize = 100_000;
+
+    /// A context for `cwd` with no extra environment, a fresh cancellation token and
+    /// the default result cap. Callers override fields with struct-update syntax, so
+    /// adding a field does not touch every construction site.
+    pub fn new(cwd: PathBuf, session_dir: PathBuf) -> Self {
+        Self {
+            cwd,
+            session_dir,
+            cancel: CancellationToken::new(),
+            env: Vec::new(),
+            max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
+        }
+    }
+}
+
 /// The result of one call, as returned to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {

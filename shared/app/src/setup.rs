@@ -22,7 +22,6 @@ use roo_agent::tool::{ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmFlags, LlmSettings};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
 
 use crate::exit::AppError;
 use crate::lead::LeadArgs;
@@ -162,14 +161,12 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     }
 
     let context = ToolContext {
-        cwd: cwd.clone(),
-        session_dir,
-        cancel: CancellationToken::new(),
         env: vec![(
             "ROO_HOME".to_string(),
             roo_home.to_string_lossy().into_owned(),
         )],
         max_result_chars: MAX_RESULT_CHARS,
+        ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
         agent_name: "lead".to_string(),

@@ -341,13 +341,7 @@ mod tests {
     async fn call_resolves_relative_paths_against_cwd() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.txt", b"hello\n");
-        let ctx = ToolContext {
-            cwd: dir.path().to_path_buf(),
-            session_dir: dir.path().join("session"),
-            cancel: Default::default(),
-            env: Vec::new(),
-            max_result_chars: 100_000,
-        };
+        let ctx = ToolContext::new(dir.path().to_path_buf(), dir.path().join("session"));
         let out = ReadFile.call(json!({"path": "a.txt"}), &ctx).await;
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(out.content, "     1\thello");

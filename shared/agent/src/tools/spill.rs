@@ -111,11 +111,8 @@ mod tests {
 
     fn ctx(dir: &Path, max: usize) -> ToolContext {
         ToolContext {
-            cwd: dir.to_path_buf(),
-            session_dir: dir.join("session"),
-            cancel: Default::default(),
-            env: Vec::new(),
             max_result_chars: max,
+            ..ToolContext::new(dir.to_path_buf(), dir.join("session"))
         }
     }
 

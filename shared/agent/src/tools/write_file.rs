@@ -173,13 +173,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            session_dir: dir.join("session"),
-            cancel: Default::default(),
-            env: Vec::new(),
-            max_result_chars: 100_000,
-        }
+        ToolContext::new(dir.to_path_buf(), dir.join("session"))
     }
 
     #[tokio::test]

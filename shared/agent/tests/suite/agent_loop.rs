@@ -226,13 +226,7 @@ impl Fixture {
             PermissionMode::Default,
             RuleSet::default(),
         )));
-        let context = ToolContext {
-            cwd: self.dir.clone(),
-            session_dir: self.dir.join("session"),
-            cancel: CancellationToken::new(),
-            env: Vec::new(),
-            max_result_chars: 100_000,
-        };
+        let context = ToolContext::new(self.dir.clone(), self.dir.join("session"));
         Agent::new(
             provider,
             registry,
@@ -670,13 +664,7 @@ async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
         turn("planned", &[]),
     ]);
     let approver = Arc::new(YesApprover(Mutex::new(Vec::new())));
-    let context = ToolContext {
-        cwd: fx.dir.clone(),
-        session_dir: fx.dir.join("session"),
-        cancel: CancellationToken::new(),
-        env: Vec::new(),
-        max_result_chars: 100_000,
-    };
+    let context = ToolContext::new(fx.dir.clone(), fx.dir.join("session"));
     let mut agent = Agent::new(
         provider.clone(),
         registry,

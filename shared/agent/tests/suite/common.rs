@@ -5,7 +5,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use roo_agent::tool::ToolContext;
-use tokio_util::sync::CancellationToken;
 
 /// A temp `ROO_HOME`, a git project with a small Rust-like tree, and a session
 /// directory outside the project.
@@ -48,14 +47,12 @@ impl Workspace {
     /// A tool context running in the project.
     pub fn context(&self, max_result_chars: usize) -> ToolContext {
         ToolContext {
-            cwd: self.project.clone(),
-            session_dir: self.session.clone(),
-            cancel: CancellationToken::new(),
             env: vec![(
                 "ROO_HOME".to_string(),
                 self.roo_home.to_string_lossy().into_owned(),
             )],
             max_result_chars,
+            ..ToolContext::new(self.project.clone(), self.session.clone())
         }
     }
 

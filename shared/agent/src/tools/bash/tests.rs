@@ -6,17 +6,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::*;
 
 fn ctx(dir: &Path) -> ToolContext {
     ToolContext {
-        cwd: dir.to_path_buf(),
-        session_dir: dir.join("session"),
-        cancel: CancellationToken::new(),
         env: vec![("ROO_TEST_VALUE".to_string(), "forty-two".to_string())],
-        max_result_chars: 100_000,
+        ..ToolContext::new(dir.to_path_buf(), dir.join("session"))
     }
 }
 
