@@ -382,10 +382,7 @@ impl Agent {
                 .into_iter()
                 .map(|call| {
                     events.emit(AgentEvent::Notice {
-                        text: format!(
-                            "the model's {} call was not run: {}",
-                            call.name, call.error
-                        ),
+                        text: format!("the model's {} call was not run: {}", call.name, call.error),
                     });
                     let truncated = cut_off && last_call.as_deref() == Some(call.id.as_str());
                     let text = invalid_call_result(&call.name, &call.error, truncated);
