@@ -145,10 +145,13 @@ impl OpenAiParser {
             .pointer("/function/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let args = call
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        // Arguments are a JSON string; some local servers send the object itself.
+        let arguments = match call.pointer("/function/arguments") {
+            Some(Value::String(s)) => s.clone(),
+            Some(object @ Value::Object(_)) => object.to_string(),
+            _ => String::new(),
+        };
+        let args = arguments.as_str();
 
         if let Some(previous) = self.current.filter(|&p| p != index) {
             self.close_if_complete(previous, out)?;
@@ -473,6 +476,18 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn arguments_sent_as_an_object_are_taken_as_is() {
+        let call = json!({"tool_calls": [{"index": 0, "id": "c", "type": "function",
+            "function": {"name": "ReadFile", "arguments": {"path": "a.rs"}}}]});
+        let wire = [chunk(call, None), chunk(json!({}), Some("tool_calls"))].concat();
+        let events = parse(&wire).unwrap();
+        assert!(
+            matches!(&events[2], StreamEvent::ToolCallEnd { input, .. } if input == &json!({"path": "a.rs"})),
+            "{events:?}"
+        );
     }
 
     #[test]
