@@ -4,11 +4,13 @@
 //! The loop makes no decisions of its own (seed 000: "LLM做决策，系统做执行"): it
 //! runs calls faithfully, in concurrency-safe batches, behind the permission policy,
 //! and stops on end-turn, max turns, cancel, or repeated unknown tools or malformed
-//! calls. A misbehaving model never ends the run by itself: a call whose arguments
-//! are not a JSON object (broken, or cut off at `max_tokens`) gets an error result the
-//! model can correct, and a call written as text can be run as a call
-//! ([`crate::text_tool_call`]). Everything it
-//! does is reported as [`AgentEvent`]s; it never knows which UI listens.
+//! calls. Everything it does is reported as [`AgentEvent`]s; it never knows which UI
+//! listens.
+//!
+//! A misbehaving model never ends the run by itself: a call whose arguments are not a
+//! JSON object (broken, or cut off at `max_tokens`) gets an error result the model can
+//! correct, and a call written as text can be run as a call
+//! ([`crate::text_tool_call`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -628,19 +630,17 @@ impl Agent {
         let output = if context.cancel.is_cancelled() {
             ToolOutput::error("Interrupted by the user before this call ran.")
         } else {
-            match self.tools.get(&name) {
-                None => ToolOutput::error(format!(
+            match (self.tools.get(&name), invalid.get(&id)) {
+                (None, _) => ToolOutput::error(format!(
                     "Unknown tool \"{name}\". Available tools: {}.",
                     self.tools.names().collect::<Vec<_>>().join(", ")
                 )),
-                Some(_) if invalid.contains_key(&id) => {
-                    ToolOutput::error(invalid.get(&id).cloned().unwrap_or_default())
-                }
-                Some(tool) if !input.is_object() => ToolOutput::error(format!(
+                (Some(_), Some(why)) => ToolOutput::error(why.clone()),
+                (Some(tool), None) if !input.is_object() => ToolOutput::error(format!(
                     "The input of {} must be a JSON object matching its schema; this call was not run.",
                     tool.name()
                 )),
-                Some(tool) => {
+                (Some(tool), None) => {
                     self.call_permitted(tool.as_ref(), &id, input, context, events)
                         .await
                 }
