@@ -3,11 +3,19 @@
 //!
 //! The loop makes no decisions of its own (seed 000: "LLM做决策，系统做执行"): it
 //! runs calls faithfully, in concurrency-safe batches, behind the permission policy,
-//! and stops on end-turn, max turns, cancel or repeated unknown tools. Everything it
-//! does is reported as [`AgentEvent`]s; it never knows which UI listens.
+//! and stops on end-turn, max turns, cancel, or repeated unknown tools or malformed
+//! calls. Everything it does is reported as [`AgentEvent`]s; it never knows which UI
+//! listens.
+//!
+//! A misbehaving model never ends the run by itself: a call whose arguments are not a
+//! JSON object (broken, or cut off at `max_tokens`) gets an error result the model can
+//! correct, and a call written as text can be run as a call
+//! ([`crate::text_tool_call`]).
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt, stream};
@@ -22,6 +30,7 @@ use crate::event::{AgentEvent, EventSink, Outcome};
 use crate::permissions::{Approval, Approver, PermissionDecision, PermissionPolicy};
 use crate::prompt::{plan_mode_reminder, system_reminder};
 use crate::session::Session;
+use crate::text_tool_call::parse_text_tool_call;
 use crate::tool::{Tool, ToolContext, ToolOutput, ToolRegistry};
 use crate::tools::spill_if_large;
 
@@ -51,6 +60,13 @@ pub struct AgentOptions {
     pub tool_concurrency: usize,
     /// Consecutive turns whose calls all name unknown tools before stopping.
     pub unknown_tool_limit: u32,
+    /// Consecutive turns whose calls all have unusable arguments (not a JSON object,
+    /// e.g. cut off at `max_tokens`) before stopping.
+    pub malformed_call_limit: u32,
+    /// Run a tool call the model wrote as text (the whole text of a turn without
+    /// structured calls is one `{"name", "arguments"}` object naming a registered
+    /// tool) as a call. See `LlmSettings::text_tool_calls_enabled`.
+    pub text_tool_calls: bool,
     pub compaction: CompactionOptions,
     /// Prices for the cost figures in usage events (built-in plus config overrides).
     pub prices: roo_llm::PriceTable,
@@ -65,6 +81,8 @@ impl Default for AgentOptions {
             max_tokens: 16_384,
             tool_concurrency: 8,
             unknown_tool_limit: 3,
+            malformed_call_limit: 3,
+            text_tool_calls: false,
             compaction: CompactionOptions::default(),
             prices: roo_llm::PriceTable::default(),
         }
@@ -285,6 +303,7 @@ impl Agent {
         self.append_user(blocks, events);
 
         let mut unknown_streak = 0;
+        let mut malformed_streak = 0;
         loop {
             if cancel.is_cancelled() {
                 return Outcome::Cancelled;
@@ -349,7 +368,29 @@ impl Agent {
                 });
             }
 
-            let message = response.message;
+            let mut message = response.message;
+            if self.options.text_tool_calls
+                && message.tool_uses().next().is_none()
+                && let Some(name) = self.adopt_text_tool_call(&mut message)
+            {
+                events.emit(AgentEvent::Notice {
+                    text: format!("the model wrote a {name} call as text; running it as a call"),
+                });
+            }
+            let last_call = message.tool_uses().last().map(|(id, _, _)| id.to_string());
+            let cut_off = response.stop_reason == StopReason::MaxTokens;
+            let invalid: HashMap<String, String> = response
+                .invalid_tool_calls
+                .into_iter()
+                .map(|call| {
+                    events.emit(AgentEvent::Notice {
+                        text: format!("the model's {} call was not run: {}", call.name, call.error),
+                    });
+                    let truncated = cut_off && last_call.as_deref() == Some(call.id.as_str());
+                    let text = invalid_call_result(&call.name, &call.error, truncated);
+                    (call.id, text)
+                })
+                .collect();
             let calls: Vec<(String, String, Value)> = message
                 .tool_uses()
                 .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
@@ -378,8 +419,9 @@ impl Agent {
                 .map(|(_, name, _)| name.clone())
                 .collect();
             let all_unknown = unknown.len() == calls.len();
+            let all_malformed = calls.iter().all(|(id, _, _)| invalid.contains_key(id));
 
-            let results = self.execute(calls, events, cancel).await;
+            let results = self.execute(calls, &invalid, events, cancel).await;
             self.append_user(results, events);
 
             if cancel.is_cancelled() {
@@ -393,7 +435,41 @@ impl Agent {
             } else {
                 unknown_streak = 0;
             }
+            if all_malformed {
+                malformed_streak += 1;
+                if malformed_streak >= self.options.malformed_call_limit {
+                    return Outcome::MalformedToolCalls {
+                        turns: malformed_streak,
+                    };
+                }
+            } else {
+                malformed_streak = 0;
+            }
         }
+    }
+
+    /// If the text of `message` (which has no tool calls) is one tool call written as
+    /// text, replaces its text blocks by that call and returns the tool's name.
+    /// Thinking blocks stay, so the message is what a structured call would have been.
+    fn adopt_text_tool_call(&self, message: &mut Message) -> Option<String> {
+        let (name, input) =
+            parse_text_tool_call(&message.text(), |name| self.tools.get(name).is_some())?;
+        let at = message
+            .content
+            .iter()
+            .position(|b| matches!(b, ContentBlock::Text { .. }))?;
+        message
+            .content
+            .retain(|b| !matches!(b, ContentBlock::Text { .. }));
+        message.content.insert(
+            at.min(message.content.len()),
+            ContentBlock::ToolUse {
+                id: text_call_id(),
+                name: name.clone(),
+                input,
+            },
+        );
+        Some(name)
     }
 
     fn request(&self) -> Request {
@@ -516,6 +592,7 @@ impl Agent {
     async fn execute(
         &self,
         calls: Vec<(String, String, Value)>,
+        invalid: &HashMap<String, String>,
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Vec<ContentBlock> {
@@ -528,7 +605,7 @@ impl Agent {
                     batch
                         .calls
                         .into_iter()
-                        .map(|call| self.execute_one(call, &context, events)),
+                        .map(|call| self.execute_one(call, invalid, &context, events)),
                 )
                 .buffered(self.options.tool_concurrency.max(1))
                 .collect()
@@ -536,7 +613,7 @@ impl Agent {
                 results.extend(outputs);
             } else {
                 for call in batch.calls {
-                    results.push(self.execute_one(call, &context, events).await);
+                    results.push(self.execute_one(call, invalid, &context, events).await);
                 }
             }
         }
@@ -546,22 +623,24 @@ impl Agent {
     async fn execute_one(
         &self,
         (id, name, input): (String, String, Value),
+        invalid: &HashMap<String, String>,
         context: &ToolContext,
         events: &EventSink,
     ) -> ContentBlock {
         let output = if context.cancel.is_cancelled() {
             ToolOutput::error("Interrupted by the user before this call ran.")
         } else {
-            match self.tools.get(&name) {
-                None => ToolOutput::error(format!(
+            match (self.tools.get(&name), invalid.get(&id)) {
+                (None, _) => ToolOutput::error(format!(
                     "Unknown tool \"{name}\". Available tools: {}.",
                     self.tools.names().collect::<Vec<_>>().join(", ")
                 )),
-                Some(tool) if !input.is_object() => ToolOutput::error(format!(
-                    "The input of {} must be a JSON object matching its schema, got: {input}",
+                (Some(_), Some(why)) => ToolOutput::error(why.clone()),
+                (Some(tool), None) if !input.is_object() => ToolOutput::error(format!(
+                    "The input of {} must be a JSON object matching its schema; this call was not run.",
                     tool.name()
                 )),
-                Some(tool) => {
+                (Some(tool), None) => {
                     self.call_permitted(tool.as_ref(), &id, input, context, events)
                         .await
                 }
@@ -709,6 +788,36 @@ impl Agent {
             });
         }
     }
+}
+
+/// The error result of a call whose arguments were unusable. `error` is bounded (it
+/// never holds the whole raw text); `truncated` says the response hit `max_tokens` in
+/// this call.
+fn invalid_call_result(name: &str, error: &str, truncated: bool) -> String {
+    let advice = if truncated {
+        "Your response hit the output limit (max_tokens) in the middle of this call, so \
+         its arguments were cut off. Make smaller calls: e.g. split a large WriteFile into \
+         a shorter file plus EditFile calls that add the rest."
+    } else {
+        "Send the call again with its arguments as one complete JSON object matching the \
+         tool's input schema."
+    };
+    format!("This {name} call was not run: {error}. {advice}")
+}
+
+/// A fresh id for a call the model wrote as text. Unique across processes too (a
+/// resumed session keeps the old ids), in the character set both providers accept.
+fn text_call_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "toolu_text_{nanos:x}_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 fn forward_stream_event(event: &StreamEvent, events: &EventSink) {

@@ -23,6 +23,9 @@ pub enum Outcome {
     Cancelled,
     /// The model kept calling tools that do not exist.
     UnknownTools { names: Vec<String> },
+    /// The model kept sending tool calls whose arguments were not a JSON object
+    /// (broken, or cut off at the output limit), `turns` turns in a row.
+    MalformedToolCalls { turns: u32 },
     /// The model call failed (after retries) or the session could not be written.
     Error { message: String },
 }
@@ -44,6 +47,11 @@ impl Outcome {
             Outcome::UnknownTools { names } => format!(
                 "stopped: the model kept calling tools that do not exist ({})",
                 names.join(", ")
+            ),
+            Outcome::MalformedToolCalls { turns } => format!(
+                "stopped: the model sent only tool calls with invalid arguments {turns} turns in a row \
+                 (not valid JSON, or cut off at the output limit); raise max_tokens or use a model \
+                 that handles tool calls better"
             ),
             Outcome::Error { message } => format!("failed: {message}"),
         }

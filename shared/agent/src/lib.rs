@@ -13,5 +13,6 @@ pub mod permissions;
 pub mod plan_mode;
 pub mod prompt;
 pub mod session;
+pub mod text_tool_call;
 pub mod tool;
 pub mod tools;

@@ -173,6 +173,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         max_turns: args.max_turns,
         max_tokens: settings.max_tokens,
         prices: settings.prices.clone(),
+        text_tool_calls: settings.text_tool_calls_enabled(),
         ..AgentOptions::default()
     };
     let system = system_prompt(&Persona::default(), &environment);

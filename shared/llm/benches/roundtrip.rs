@@ -25,6 +25,7 @@ fn turn() -> ScriptTurn {
             id: None,
             name: "ReadFile".into(),
             input: json!({"path": "src/lib.rs"}),
+            raw_arguments: None,
         }],
         ..ScriptTurn::default()
     }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::{LlmError, Result};
 use crate::provider::EventStream;
-use crate::types::{ContentBlock, Message, Response, Role, StreamEvent};
+use crate::types::{ContentBlock, InvalidToolCall, Message, Response, Role, StreamEvent};
 
 /// Drains `stream` into a complete assistant [`Response`], calling `on_event` for each
 /// event as it arrives (the loop forwards text deltas to the UI from there).
@@ -45,6 +45,7 @@ pub struct MessageBuilder {
     open: Option<usize>,
     /// Tool calls started but not ended: id → index of their placeholder block.
     pending_tools: Vec<(String, usize)>,
+    invalid_tools: Vec<InvalidToolCall>,
 }
 
 impl MessageBuilder {
@@ -93,13 +94,17 @@ impl MessageBuilder {
             }
             StreamEvent::ToolInputDelta { .. } => {}
             StreamEvent::ToolCallEnd { id, name, input } => {
-                let Some(pos) = self.pending_tools.iter().position(|(p, _)| *p == id) else {
-                    return Err(protocol(format!(
-                        "tool call {id} ({name}) ended without starting"
-                    )));
-                };
-                let (_, at) = self.pending_tools.remove(pos);
+                let at = self.end_tool(&id, &name)?;
                 self.content[at] = ContentBlock::ToolUse { id, name, input };
+            }
+            StreamEvent::ToolCallInvalid { id, name, error } => {
+                let at = self.end_tool(&id, &name)?;
+                self.content[at] = ContentBlock::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: Value::Object(Default::default()),
+                };
+                self.invalid_tools.push(InvalidToolCall { id, name, error });
             }
             StreamEvent::MessageStop { stop_reason, usage } => {
                 if let Some((id, _)) = self.pending_tools.first() {
@@ -115,10 +120,21 @@ impl MessageBuilder {
                     },
                     stop_reason,
                     usage,
+                    invalid_tool_calls: std::mem::take(&mut self.invalid_tools),
                 }));
             }
         }
         Ok(None)
+    }
+
+    /// Marks the pending call `id` ended; returns the index of its block.
+    fn end_tool(&mut self, id: &str, name: &str) -> Result<usize> {
+        let Some(pos) = self.pending_tools.iter().position(|(p, _)| p == id) else {
+            return Err(protocol(format!(
+                "tool call {id} ({name}) ended without starting"
+            )));
+        };
+        Ok(self.pending_tools.remove(pos).1)
     }
 
     fn open_block(&mut self) -> Option<&mut ContentBlock> {
@@ -236,6 +252,42 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("boom"));
+    }
+
+    #[tokio::test]
+    async fn invalid_tool_input_keeps_the_call_with_an_empty_input() {
+        let list = vec![
+            StreamEvent::ToolCallStart {
+                id: "t".into(),
+                name: "A".into(),
+            },
+            StreamEvent::ToolCallInvalid {
+                id: "t".into(),
+                name: "A".into(),
+                error: "not valid JSON".into(),
+            },
+            StreamEvent::MessageStop {
+                stop_reason: StopReason::MaxTokens,
+                usage: Usage::default(),
+            },
+        ];
+        let response = collect(events(list), |_| {}).await.unwrap();
+        assert_eq!(
+            response.message.content,
+            vec![ContentBlock::ToolUse {
+                id: "t".into(),
+                name: "A".into(),
+                input: json!({})
+            }]
+        );
+        assert_eq!(
+            response.invalid_tool_calls,
+            vec![InvalidToolCall {
+                id: "t".into(),
+                name: "A".into(),
+                error: "not valid JSON".into()
+            }]
+        );
     }
 
     #[tokio::test]

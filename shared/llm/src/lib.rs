@@ -19,6 +19,7 @@ pub mod retry;
 pub mod script;
 pub mod settings;
 pub mod sse;
+pub mod tool_input;
 mod transport;
 pub mod types;
 
@@ -28,5 +29,8 @@ pub use models::{Price, PriceTable, cost};
 pub use provider::{EventStream, Provider};
 pub use retry::RetryPolicy;
 pub use script::ScriptProvider;
-pub use settings::{FileSettings, LlmFlags, LlmSettings, ProviderKind, Timeouts, build_provider};
+pub use settings::{
+    FileSettings, LlmFlags, LlmSettings, ProviderKind, TextToolCalls, Timeouts, build_provider,
+};
+pub use tool_input::parse_tool_input;
 pub use types::*;

@@ -22,6 +22,7 @@ use serde_json::Value;
 use crate::error::{LlmError, Result};
 use crate::provider::{EventStream, Provider};
 use crate::settings::LlmSettings;
+use crate::tool_input::parse_tool_input;
 use crate::types::{ContentBlock, Request, Role, StopReason, StreamEvent, Usage};
 
 pub use cursor::{AgentCursor, Cursors};
@@ -92,14 +93,42 @@ fn block_chars(block: &ContentBlock) -> usize {
     }
 }
 
+/// A tool call of a [`ScriptedReply`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptedCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    /// Argument text sent verbatim instead of `input` (may be broken JSON).
+    pub raw_arguments: Option<String>,
+}
+
+impl ScriptedCall {
+    /// A well-formed call.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            input,
+            raw_arguments: None,
+        }
+    }
+
+    /// The argument text as it goes on the wire.
+    pub fn arguments(&self) -> String {
+        self.raw_arguments
+            .clone()
+            .unwrap_or_else(|| self.input.to_string())
+    }
+}
+
 /// A selected turn with everything decided: ids, stop reason, usage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScriptedReply {
     pub thinking: Option<String>,
     pub signature: Option<String>,
     pub text: Option<String>,
-    /// `(id, name, input)` of each tool call.
-    pub tool_calls: Vec<(String, String, Value)>,
+    pub tool_calls: Vec<ScriptedCall>,
     pub stop_reason: StopReason,
     pub usage: Usage,
     pub delay: Duration,
@@ -125,19 +154,28 @@ impl ScriptedReply {
         if let Some(text) = self.text.as_ref().filter(|t| !t.is_empty()) {
             events.push(StreamEvent::TextDelta { text: text.clone() });
         }
-        for (id, name, input) in &self.tool_calls {
+        for call in &self.tool_calls {
+            let (id, name) = (call.id.clone(), call.name.clone());
             events.push(StreamEvent::ToolCallStart {
                 id: id.clone(),
                 name: name.clone(),
             });
+            let arguments = call.arguments();
             events.push(StreamEvent::ToolInputDelta {
                 id: id.clone(),
-                partial_json: input.to_string(),
+                partial_json: arguments.clone(),
             });
-            events.push(StreamEvent::ToolCallEnd {
-                id: id.clone(),
-                name: name.clone(),
-                input: input.clone(),
+            // Raw arguments go through the same parse as the wire parsers' ones.
+            events.push(match &call.raw_arguments {
+                None => StreamEvent::ToolCallEnd {
+                    id,
+                    name,
+                    input: call.input.clone(),
+                },
+                Some(_) => match parse_tool_input(&arguments) {
+                    Ok(input) => StreamEvent::ToolCallEnd { id, name, input },
+                    Err(error) => StreamEvent::ToolCallInvalid { id, name, error },
+                },
             });
         }
         events.push(StreamEvent::MessageStop {
@@ -242,7 +280,7 @@ fn matches(when: &When, query: &ScriptQuery) -> bool {
 }
 
 fn resolve(turn: &ScriptTurn, query: &ScriptQuery, tool_ids: &mut u64) -> ScriptedReply {
-    let tool_calls: Vec<(String, String, Value)> = turn
+    let tool_calls: Vec<ScriptedCall> = turn
         .tool_calls
         .iter()
         .map(|call| {
@@ -250,7 +288,12 @@ fn resolve(turn: &ScriptTurn, query: &ScriptQuery, tool_ids: &mut u64) -> Script
                 *tool_ids += 1;
                 format!("toolu_script_{tool_ids}")
             });
-            (id, call.name.clone(), call.input.clone())
+            ScriptedCall {
+                id,
+                name: call.name.clone(),
+                input: call.input.clone(),
+                raw_arguments: call.raw_arguments.clone(),
+            }
         })
         .collect();
     let stop_reason = turn
@@ -267,7 +310,7 @@ fn resolve(turn: &ScriptTurn, query: &ScriptQuery, tool_ids: &mut u64) -> Script
             + turn.thinking.as_ref().map_or(0, String::len)
             + tool_calls
                 .iter()
-                .map(|(_, name, input)| name.len() + input.to_string().len())
+                .map(|call| call.name.len() + call.arguments().len())
                 .sum::<usize>();
         Usage {
             input_tokens: estimate_tokens(query.prompt_chars),

@@ -127,6 +127,51 @@ impl Default for Timeouts {
     }
 }
 
+/// Whether a tool call the model wrote as text (a lone `{"name": …, "arguments": …}`
+/// object, bare, fenced or in `<tool_call>` tags) is run as a call. Small local
+/// models often do that instead of using the API's tool calling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextToolCalls {
+    /// On unless the base URL is the vendor's own API (`api.anthropic.com`,
+    /// `api.openai.com`), whose models use structured calls; off for `script`.
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl FromStr for TextToolCalls {
+    type Err = LlmError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(TextToolCalls::Auto),
+            "on" | "true" | "yes" => Ok(TextToolCalls::On),
+            "off" | "false" | "no" => Ok(TextToolCalls::Off),
+            other => Err(LlmError::Config(format!(
+                "set text_tool_calls to `{other}`: it must be auto, on or off"
+            ))),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TextToolCalls {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bool(bool),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Bool(true) => Ok(TextToolCalls::On),
+            Raw::Bool(false) => Ok(TextToolCalls::Off),
+            Raw::Text(text) => text.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// Default `max_tokens` of a response.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
@@ -153,6 +198,8 @@ pub struct LlmSettings {
     /// Where the `script` provider persists its per-agent cursors, so that a restarted
     /// process continues where it left off (`ROO_SCRIPT_STATE`).
     pub script_state: Option<PathBuf>,
+    /// Whether tool calls written as text are run (see [`LlmSettings::text_tool_calls_enabled`]).
+    pub text_tool_calls: TextToolCalls,
 }
 
 impl fmt::Debug for LlmSettings {
@@ -169,6 +216,7 @@ impl fmt::Debug for LlmSettings {
             .field("thinking_budget", &self.thinking_budget)
             .field("script", &self.script)
             .field("script_state", &self.script_state)
+            .field("text_tool_calls", &self.text_tool_calls)
             .finish_non_exhaustive()
     }
 }
@@ -223,6 +271,8 @@ pub struct FileSettings {
     pub script: Option<PathBuf>,
     /// Script cursor state file; relative like `script`.
     pub script_state: Option<PathBuf>,
+    /// `auto` (default), `on` or `off`.
+    pub text_tool_calls: Option<TextToolCalls>,
     /// The file these settings came from (set by [`FileSettings::load`]).
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -299,6 +349,24 @@ impl LlmSettings {
             prices: PriceTable::default(),
             script: None,
             script_state: None,
+            text_tool_calls: TextToolCalls::Auto,
+        }
+    }
+
+    /// Whether tool calls the model writes as text are run as calls: `on`/`off` as
+    /// configured; `auto` means on for every server except the vendor's own API
+    /// (`api.anthropic.com`, `api.openai.com`) and off for `script`.
+    pub fn text_tool_calls_enabled(&self) -> bool {
+        match self.text_tool_calls {
+            TextToolCalls::On => true,
+            TextToolCalls::Off => false,
+            TextToolCalls::Auto => match self.provider {
+                ProviderKind::Script => false,
+                ProviderKind::Anthropic | ProviderKind::OpenAi => !matches!(
+                    url_host(&self.base_url).as_str(),
+                    "api.anthropic.com" | "api.openai.com"
+                ),
+            },
         }
     }
 
@@ -427,6 +495,11 @@ impl LlmSettings {
                     .merge(&PriceTable::with_overrides(prices.clone()));
             }
         }
+        settings.text_tool_calls = files
+            .iter()
+            .rev()
+            .find_map(|f| f.text_tool_calls)
+            .unwrap_or_default();
         settings.script = script;
         settings.script_state = env("ROO_SCRIPT_STATE").map(PathBuf::from).or_else(|| {
             files
@@ -504,6 +577,16 @@ pub fn build_provider(settings: &LlmSettings) -> Result<Arc<dyn Provider>> {
         ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(settings)?),
         ProviderKind::Script => Arc::new(ScriptProvider::from_settings(settings)?),
     })
+}
+
+/// The lowercased host of an http(s) URL (no scheme, user info, port or path).
+fn url_host(url: &str) -> String {
+    let rest = url.trim();
+    let rest = rest.split_once("://").map_or(rest, |(_, after)| after);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = host.split(':').next().unwrap_or("");
+    host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 #[cfg(test)]
@@ -663,5 +746,73 @@ mod tests {
         assert_eq!(s.cost("my-model", &usage), Some(1.0));
         assert_eq!(FileSettings::load(&dir.join("missing.yaml")).unwrap(), None);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn text_tool_calls_are_on_for_local_servers_and_off_for_the_vendor_apis() {
+        let with = |provider: ProviderKind, url: &str, mode: TextToolCalls| LlmSettings {
+            base_url: url.to_owned(),
+            text_tool_calls: mode,
+            ..LlmSettings::defaults(provider)
+        };
+        use TextToolCalls::{Auto, Off, On};
+        for (provider, url, mode, on) in [
+            (
+                ProviderKind::Anthropic,
+                "https://api.anthropic.com",
+                Auto,
+                false,
+            ),
+            (
+                ProviderKind::Anthropic,
+                "https://API.anthropic.com:443/",
+                Auto,
+                false,
+            ),
+            (
+                ProviderKind::OpenAi,
+                "https://api.openai.com/v1",
+                Auto,
+                false,
+            ),
+            (ProviderKind::OpenAi, "http://127.0.0.1:8080/v1", Auto, true),
+            (ProviderKind::Anthropic, "http://localhost:8080", Auto, true),
+            // A look-alike host is not the vendor.
+            (
+                ProviderKind::OpenAi,
+                "https://api.openai.com.evil.example/v1",
+                Auto,
+                true,
+            ),
+            (ProviderKind::OpenAi, "https://api.openai.com/v1", On, true),
+            (ProviderKind::OpenAi, "http://127.0.0.1:8080/v1", Off, false),
+            (ProviderKind::Script, "", Auto, false),
+        ] {
+            assert_eq!(
+                with(provider, url, mode).text_tool_calls_enabled(),
+                on,
+                "{provider} {url} {mode:?}"
+            );
+        }
+
+        let files = [
+            yaml("text_tool_calls: off\n"),
+            yaml("text_tool_calls: true\n"),
+        ];
+        let env = env_of(&[("OPENAI_API_KEY", "k")]);
+        let flags = LlmFlags {
+            provider: Some("openai".into()),
+            ..LlmFlags::default()
+        };
+        let s = LlmSettings::resolve(&flags, &env, &files[..1]).unwrap();
+        assert_eq!(s.text_tool_calls, Off);
+        let s = LlmSettings::resolve(&flags, &env, &files).unwrap();
+        assert_eq!(s.text_tool_calls, On);
+        let s = LlmSettings::resolve(&flags, &env, &[]).unwrap();
+        assert_eq!(s.text_tool_calls, Auto);
+        let bad = serde_yaml_ng::from_str::<FileSettings>("text_tool_calls: sometimes\n")
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("auto, on or off"), "{bad}");
     }
 }

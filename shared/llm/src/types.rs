@@ -179,7 +179,8 @@ pub enum StopReason {
 /// The normalized stream every provider produces.
 ///
 /// Order guarantees: for each tool call, `ToolCallStart` comes before its
-/// `ToolInputDelta`s, which come before its `ToolCallEnd`; `MessageStop` is last.
+/// `ToolInputDelta`s, which come before its `ToolCallEnd` (or `ToolCallInvalid`);
+/// `MessageStop` is last.
 /// Text and thinking deltas of one block are contiguous.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -211,6 +212,15 @@ pub enum StreamEvent {
         name: String,
         input: Value,
     },
+    /// The call is complete but its arguments are unusable: not valid JSON (e.g. cut
+    /// off at `max_tokens`) or not a JSON object. Ends the call instead of
+    /// `ToolCallEnd`. `error` says why in bounded size (never the whole raw text);
+    /// the raw fragments were in the `ToolInputDelta`s.
+    ToolCallInvalid {
+        id: String,
+        name: String,
+        error: String,
+    },
     MessageStop {
         stop_reason: StopReason,
         usage: Usage,
@@ -223,4 +233,19 @@ pub struct Response {
     pub message: Message,
     pub stop_reason: StopReason,
     pub usage: Usage,
+    /// Tool calls of `message` whose arguments were unusable
+    /// ([`StreamEvent::ToolCallInvalid`]). Their `ToolUse` blocks carry `{}` as input,
+    /// so the message stays valid for every provider and for the transcript; the
+    /// caller must not run them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_tool_calls: Vec<InvalidToolCall>,
+}
+
+/// A tool call whose arguments could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvalidToolCall {
+    pub id: String,
+    pub name: String,
+    /// Why, in bounded size (see [`crate::tool_input`]).
+    pub error: String,
 }

@@ -1,5 +1,6 @@
 //! Test modules.
 mod agent_loop;
 mod common;
+mod model_misbehaviour;
 mod permissions;
 mod tools;

@@ -3,7 +3,9 @@
 //! Anthropic streams hierarchical blocks: `message_start`, then for each content block
 //! `content_block_start`, deltas and `content_block_stop`, then `message_delta` (stop
 //! reason, cumulative usage) and `message_stop`. Blocks are keyed by `index`; a tool
-//! call's input arrives as `input_json_delta` fragments and is parsed at its stop.
+//! call's input arrives as `input_json_delta` fragments and is parsed at its stop;
+//! input that does not parse (e.g. cut off at `max_tokens`) ends the call as
+//! `ToolCallInvalid` rather than failing the response.
 //! Unknown event and block types are ignored, as the API's versioning policy asks.
 
 use std::collections::{HashMap, VecDeque};
@@ -11,6 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::Value;
 
 use crate::sse::SseEvent;
+use crate::tool_input::parse_tool_input;
 use crate::transport::{WireError, WireParser};
 use crate::types::{StopReason, StreamEvent, Usage};
 
@@ -251,19 +254,20 @@ impl AnthropicParser {
             initial,
         }) = self.blocks.remove(&index)
         {
-            let input = if json.trim().is_empty() {
-                match initial {
+            if json.trim().is_empty() {
+                let input = match initial {
                     Value::Object(_) => initial,
                     _ => Value::Object(Default::default()),
-                }
+                };
+                out.push_back(StreamEvent::ToolCallEnd { id, name, input });
             } else {
-                serde_json::from_str(&json).map_err(|e| {
-                    WireError::Protocol(format!(
-                        "the input of tool call {id} ({name}) is not valid JSON ({e}): {json}"
-                    ))
-                })?
-            };
-            out.push_back(StreamEvent::ToolCallEnd { id, name, input });
+                // Broken arguments are the model's mistake, not a broken stream: the
+                // call ends as invalid and the response goes on.
+                out.push_back(match parse_tool_input(&json) {
+                    Ok(input) => StreamEvent::ToolCallEnd { id, name, input },
+                    Err(error) => StreamEvent::ToolCallInvalid { id, name, error },
+                });
+            }
         }
         Ok(())
     }
@@ -460,6 +464,33 @@ data: {"type": "message_stop"}
                 }
             }
         );
+    }
+
+    #[test]
+    fn tool_input_cut_at_max_tokens_is_an_invalid_call_not_an_error() {
+        let wire = DOC_TOOL_USE
+            .replace(" \\\"San Francisco, CA\\\"}", " \\\"San Fran")
+            .replace(
+                "\"stop_reason\":\"tool_use\"",
+                "\"stop_reason\":\"max_tokens\"",
+            );
+        let events = parse(&wire).unwrap();
+        let n = events.len();
+        match &events[n - 2] {
+            StreamEvent::ToolCallInvalid { id, name, error } => {
+                assert_eq!(id, "toolu_01T1x1fJ34qAmk2tNTrN7Up6");
+                assert_eq!(name, "get_weather");
+                assert!(error.contains("EOF"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            &events[n - 1],
+            StreamEvent::MessageStop {
+                stop_reason: StopReason::MaxTokens,
+                ..
+            }
+        ));
     }
 
     #[test]

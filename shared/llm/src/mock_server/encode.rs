@@ -63,13 +63,13 @@ pub fn anthropic_sse(reply: &ScriptedReply, model: &str, message_id: &str) -> Ve
         push(json!({"type": "content_block_stop", "index": index}));
         index += 1;
     }
-    for (id, name, input) in &reply.tool_calls {
+    for call in &reply.tool_calls {
         push(json!({"type": "content_block_start", "index": index,
-                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}));
+                    "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}}));
         push(json!({"type": "content_block_delta", "index": index,
                     "delta": {"type": "input_json_delta", "partial_json": ""}}));
         push(json!({"type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}));
+                    "delta": {"type": "input_json_delta", "partial_json": call.arguments()}}));
         push(json!({"type": "content_block_stop", "index": index}));
         index += 1;
     }
@@ -117,15 +117,15 @@ pub fn openai_sse(reply: &ScriptedReply, model: &str, completion_id: &str) -> Ve
     if let Some(text) = reply.text.as_deref().filter(|t| !t.is_empty()) {
         chunk(json!({"content": text}), None);
     }
-    for (index, (id, name, input)) in reply.tool_calls.iter().enumerate() {
+    for (index, call) in reply.tool_calls.iter().enumerate() {
         chunk(
-            json!({"tool_calls": [{"index": index, "id": id, "type": "function",
-                                   "function": {"name": name, "arguments": ""}}]}),
+            json!({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                                   "function": {"name": call.name, "arguments": ""}}]}),
             None,
         );
         chunk(
             json!({"tool_calls": [{"index": index,
-                                   "function": {"arguments": input.to_string()}}]}),
+                                   "function": {"arguments": call.arguments()}}]}),
             None,
         );
     }

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use crate::sse::SseEvent;
+use crate::tool_input::parse_tool_input;
 use crate::transport::{WireError, WireParser, error_message};
 use crate::types::{StopReason, StreamEvent, Usage};
 
@@ -144,10 +145,13 @@ impl OpenAiParser {
             .pointer("/function/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let args = call
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        // Arguments are a JSON string; some local servers send the object itself.
+        let arguments = match call.pointer("/function/arguments") {
+            Some(Value::String(s)) => s.clone(),
+            Some(object @ Value::Object(_)) => object.to_string(),
+            _ => String::new(),
+        };
+        let args = arguments.as_str();
 
         if let Some(previous) = self.current.filter(|&p| p != index) {
             self.close_if_complete(previous, out)?;
@@ -229,21 +233,13 @@ impl OpenAiParser {
                     "tool call at index {index} never received a function name"
                 )));
             }
-            let input = if tool.args.trim().is_empty() {
-                Value::Object(Default::default())
-            } else {
-                serde_json::from_str(&tool.args).map_err(|e| {
-                    WireError::Protocol(format!(
-                        "the arguments of tool call {} ({}) are not valid JSON ({e}): {}",
-                        tool.id, tool.name, tool.args
-                    ))
-                })?
-            };
             tool.ended = true;
-            out.push_back(StreamEvent::ToolCallEnd {
-                id: tool.id.clone(),
-                name: tool.name.clone(),
-                input,
+            let (id, name) = (tool.id.clone(), tool.name.clone());
+            // Broken arguments (e.g. cut off by `finish_reason: length`) are the
+            // model's mistake, not a broken stream: the call ends as invalid.
+            out.push_back(match parse_tool_input(&tool.args) {
+                Ok(input) => StreamEvent::ToolCallEnd { id, name, input },
+                Err(error) => StreamEvent::ToolCallInvalid { id, name, error },
             });
         }
         Ok(())
@@ -447,12 +443,51 @@ mod tests {
         assert!(matches!(parse(&cut), Err(WireError::Truncated(_))));
         let error = "data: {\"error\":{\"message\":\"Provider returned error\",\"code\":502}}\n\n";
         assert!(matches!(parse(error), Err(WireError::Remote { .. })));
+    }
+
+    #[test]
+    fn broken_or_cut_arguments_are_an_invalid_call_not_an_error() {
         let bad_args = [
             chunk(tc(0, Some("c"), Some("X"), "{not json"), None),
             chunk(json!({}), Some("tool_calls")),
         ]
         .concat();
-        assert!(matches!(parse(&bad_args), Err(WireError::Protocol(_))));
+        let events = parse(&bad_args).unwrap();
+        assert!(
+            matches!(&events[2], StreamEvent::ToolCallInvalid { id, error, .. }
+                if id == "c" && error.contains("not valid JSON")),
+            "{events:?}"
+        );
+        let cut = [
+            chunk(tc(0, Some("c"), Some("X"), "{\"path\": \"a"), None),
+            chunk(json!({}), Some("length")),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat();
+        let events = parse(&cut).unwrap();
+        assert!(
+            matches!(&events[2], StreamEvent::ToolCallInvalid { error, .. } if error.contains("EOF")),
+            "{events:?}"
+        );
+        assert!(matches!(
+            events[3],
+            StreamEvent::MessageStop {
+                stop_reason: StopReason::MaxTokens,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn arguments_sent_as_an_object_are_taken_as_is() {
+        let call = json!({"tool_calls": [{"index": 0, "id": "c", "type": "function",
+            "function": {"name": "ReadFile", "arguments": {"path": "a.rs"}}}]});
+        let wire = [chunk(call, None), chunk(json!({}), Some("tool_calls"))].concat();
+        let events = parse(&wire).unwrap();
+        assert!(
+            matches!(&events[2], StreamEvent::ToolCallEnd { input, .. } if input == &json!({"path": "a.rs"})),
+            "{events:?}"
+        );
     }
 
     #[test]

@@ -88,6 +88,11 @@ pub struct ScriptToolCall {
     pub name: String,
     #[serde(default = "empty_object")]
     pub input: Value,
+    /// The argument text to send verbatim instead of `input`, e.g. broken JSON or
+    /// arguments cut off (with `stop_reason: max_tokens`), to test how a misbehaving
+    /// model is handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_arguments: Option<String>,
 }
 
 fn empty_object() -> Value {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use roo_llm::anthropic::AnthropicProvider;
 use roo_llm::mock_server::{MockReply, MockServer, RawEnd, RawReply, anthropic_sse};
-use roo_llm::script::{ScriptTurn, ScriptedReply};
+use roo_llm::script::{ScriptTurn, ScriptedCall, ScriptedReply};
 use roo_llm::{
     ContentBlock, LlmError, Message, Provider, ProviderKind, Request, Role, StopReason,
     StreamEvent, ToolSpec, Usage, collect,
@@ -19,9 +19,9 @@ fn unicode_reply() -> ScriptedReply {
         thinking: Some("Überlegung: 検討中…".into()),
         signature: Some("EqQBCgIYAhIM".into()),
         text: Some("héllo 🦀 世界 — done".into()),
-        tool_calls: vec![(
-            "toolu_01".into(),
-            "WriteFile".into(),
+        tool_calls: vec![ScriptedCall::new(
+            "toolu_01",
+            "WriteFile",
             json!({"path": "docs/ß.md", "content": "emoji 🎉 and 中文"}),
         )],
         stop_reason: StopReason::ToolUse,

@@ -105,3 +105,78 @@ async fn the_mock_binary_protocols_match_the_settings_conventions() {
     let s = LlmSettings::defaults(ProviderKind::OpenAi);
     assert_eq!(s.base_url, "https://api.openai.com/v1");
 }
+
+/// Broken and cut-off tool arguments are a model mistake, not a broken stream: every
+/// provider ends such a call as `ToolCallInvalid` (same error text) and the response
+/// completes, while the well-formed call next to it stays intact.
+#[tokio::test]
+async fn broken_and_cut_tool_arguments_are_invalid_calls_on_every_provider() {
+    let big = format!(
+        r#"{{"path": "big.txt", "content": "{}TAIL-MARKER"#,
+        "y".repeat(20_000)
+    );
+    let script = format!(
+        r#"
+- tool_calls:
+    - {{name: Glob, input: {{pattern: "*.rs"}}}}
+    - {{name: ReadFile, raw_arguments: '{{"path": "a.txt",, }}'}}
+- tool_calls:
+    - {{name: WriteFile, raw_arguments: '{big}'}}
+  stop_reason: max_tokens
+"#
+    );
+    let script = Script::parse(&script, false).unwrap();
+    let mut all = Vec::new();
+    for kind in [
+        None,
+        Some(ProviderKind::Anthropic),
+        Some(ProviderKind::OpenAi),
+    ] {
+        let server = MockServer::with_script(script.clone()).await.unwrap();
+        let provider = match kind {
+            Some(kind) => build_provider(&settings(kind, &server)).unwrap(),
+            None => std::sync::Arc::new(ScriptProvider::new(
+                ScriptPlayer::new(script.clone(), "inline", Cursors::in_memory()),
+                "script",
+                200_000,
+            )),
+        };
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let response = roo_llm::collect(provider.stream(request("go")), |_| {})
+                .await
+                .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+            runs.push(response);
+        }
+        all.push(runs);
+    }
+    for runs in &all[1..] {
+        assert_eq!(runs[0].message, all[0][0].message);
+        assert_eq!(runs[0].invalid_tool_calls, all[0][0].invalid_tool_calls);
+        assert_eq!(runs[1].invalid_tool_calls, all[0][1].invalid_tool_calls);
+        assert_eq!(runs[1].stop_reason, roo_llm::StopReason::MaxTokens);
+    }
+    let first = &all[1][0];
+    let inputs: Vec<_> = first
+        .message
+        .tool_uses()
+        .map(|(_, n, i)| (n, i.clone()))
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            ("Glob", serde_json::json!({"pattern": "*.rs"})),
+            ("ReadFile", serde_json::json!({}))
+        ]
+    );
+    assert_eq!(first.invalid_tool_calls.len(), 1);
+    assert!(first.invalid_tool_calls[0].error.contains("not valid JSON"));
+    let cut = &all[2][1].invalid_tool_calls[0];
+    assert_eq!(cut.name, "WriteFile");
+    assert!(cut.error.contains("EOF"), "{}", cut.error);
+    assert!(
+        !cut.error.contains("TAIL-MARKER") && cut.error.len() < 300,
+        "{}",
+        cut.error
+    );
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use roo_llm::mock_server::{MockReply, MockServer, RawEnd, RawReply, openai_sse};
 use roo_llm::openai::OpenAiProvider;
-use roo_llm::script::{ScriptTurn, ScriptedReply};
+use roo_llm::script::{ScriptTurn, ScriptedCall, ScriptedReply};
 use roo_llm::{
     ContentBlock, LlmError, Message, Provider, ProviderKind, Request, Role, StopReason,
     StreamEvent, ToolSpec, Usage, collect,
@@ -120,12 +120,8 @@ async fn scripted_reply_survives_any_chunking() {
         signature: None,
         text: Some("naïve café ☕".into()),
         tool_calls: vec![
-            ("call_1".into(), "Bash".into(), json!({"command": "echo é"})),
-            (
-                "call_2".into(),
-                "Glob".into(),
-                json!({"pattern": "**/*.rs"}),
-            ),
+            ScriptedCall::new("call_1", "Bash", json!({"command": "echo é"})),
+            ScriptedCall::new("call_2", "Glob", json!({"pattern": "**/*.rs"})),
         ],
         stop_reason: StopReason::ToolUse,
         usage: Usage {
