@@ -42,8 +42,8 @@ use serde_yaml_ng::Value;
 use crate::permissions::{PermissionMode, RuleSet};
 
 pub use local::append_local_allow;
-pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
 pub use sections::{Hook, HookAction, HookEvent, McpServerConfig, McpTransport};
+pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
 
 /// Where a config value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -287,10 +287,12 @@ impl ConfigFiles {
                 continue;
             };
             let Some(value) = &file.value else { continue };
-            let settings = roo_llm::FileSettings::from_value(value.clone(), &file.path)
-                .map_err(|e| ConfigError::Settings {
-                    path: file.path.clone(),
-                    message: e.to_string(),
+            let settings =
+                roo_llm::FileSettings::from_value(value.clone(), &file.path).map_err(|e| {
+                    ConfigError::Settings {
+                        path: file.path.clone(),
+                        message: e.to_string(),
+                    }
                 })?;
             layers.push(settings);
         }

@@ -656,10 +656,11 @@ mod tests {
         .unwrap();
         let err = FileSettings::load(&dir.join("p/.roocode/config.local.yaml")).unwrap_err();
         assert!(err.to_string().contains("config.local.yaml"), "{err}");
-        let layers: Vec<FileSettings> = [dir.join("config.yaml"), dir.join("p/.roocode/config.yaml")]
-            .iter()
-            .map(|p| FileSettings::load(p).unwrap().unwrap())
-            .collect();
+        let layers: Vec<FileSettings> =
+            [dir.join("config.yaml"), dir.join("p/.roocode/config.yaml")]
+                .iter()
+                .map(|p| FileSettings::load(p).unwrap().unwrap())
+                .collect();
         let from_value = FileSettings::from_value(
             serde_yaml_ng::from_str("max_tokens: [1]\n").unwrap(),
             &dir.join("x.yaml"),

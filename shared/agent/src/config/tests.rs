@@ -376,7 +376,10 @@ fn an_untrusted_project_may_only_narrow() {
         assert!(config.mcp_servers().is_empty());
         let llm = config.llm_settings().unwrap();
         assert_eq!(llm.len(), 2, "the project layer is empty");
-        assert!(llm.iter().all(|f| f.script.is_none() && f.api_key.is_none()));
+        assert!(
+            llm.iter()
+                .all(|f| f.script.is_none() && f.api_key.is_none())
+        );
         assert!(
             llm.iter()
                 .all(|f| f.base_url.as_deref() != Some("http://127.0.0.1:9/v1"))
@@ -396,7 +399,10 @@ fn an_untrusted_project_may_only_narrow() {
             "mcp_servers",
             "trusted_projects",
         ] {
-            assert!(keys.contains(&key), "{source}: {key} not reported in {keys:?}");
+            assert!(
+                keys.contains(&key),
+                "{source}: {key} not reported in {keys:?}"
+            );
         }
         assert!(config.ignored().iter().all(|i| i.source == source));
         assert!(!config.lists_as_trusted(&d.project));
@@ -409,7 +415,10 @@ fn an_untrusted_project_may_only_narrow() {
         assert_eq!(config.mcp_servers().len(), 1);
         assert_eq!(config.rules().source(source).allow.len(), 2);
         let llm = config.llm_settings().unwrap();
-        assert_eq!(llm.last().unwrap().base_url.as_deref(), Some("http://user/v1"));
+        assert_eq!(
+            llm.last().unwrap().base_url.as_deref(),
+            Some("http://user/v1")
+        );
         // The user file sets no mode: a trusted project's mode applies.
         assert_eq!(
             config.permission_mode().unwrap(),
@@ -422,7 +431,12 @@ fn an_untrusted_project_may_only_narrow() {
 fn project_modes_narrow_and_the_users_mode_outranks_a_wider_one() {
     let cases = [
         // (user, project, trust, expected)
-        (None, Some("plan"), ProjectTrust::Untrusted, Some(PermissionMode::Plan)),
+        (
+            None,
+            Some("plan"),
+            ProjectTrust::Untrusted,
+            Some(PermissionMode::Plan),
+        ),
         (None, Some("acceptEdits"), ProjectTrust::Untrusted, None),
         (None, Some("default"), ProjectTrust::Untrusted, None),
         (
@@ -476,7 +490,10 @@ fn project_modes_narrow_and_the_users_mode_outranks_a_wider_one() {
     write(&d, Source::Project, "permission_mode: plan\n");
     write(&d, Source::Local, "permission_mode: bypassPermissions\n");
     let config = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Untrusted).unwrap();
-    assert_eq!(config.permission_mode().unwrap(), Some(PermissionMode::Plan));
+    assert_eq!(
+        config.permission_mode().unwrap(),
+        Some(PermissionMode::Plan)
+    );
 }
 
 #[test]
@@ -513,10 +530,18 @@ fn the_trust_list_is_saved_atomically_and_compared_canonically() {
     assert_eq!(list.len(), 1, "saved once: {list:?}");
     assert_eq!(
         list[0],
-        Value::from(fs::canonicalize(&d.project).unwrap().to_string_lossy().into_owned())
+        Value::from(
+            fs::canonicalize(&d.project)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        )
     );
     use std::os::unix::fs::PermissionsExt;
-    let mode = fs::metadata(user_config_path(&d.home)).unwrap().permissions().mode();
+    let mode = fs::metadata(user_config_path(&d.home))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
 
