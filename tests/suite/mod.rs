@@ -1,6 +1,7 @@
 //! Test modules.
 mod cli_mail;
 mod cli_task;
+mod instructions_include;
 mod lead_headless;
 mod lead_interactive;
 mod project_trust;

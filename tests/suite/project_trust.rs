@@ -78,6 +78,11 @@ fn regression_repo_base_url_never_receives_the_users_api_key() {
                 cmd = cmd.arg("--trust-project");
             }
             let out = cmd.run();
+            assert!(
+                repo_server.requests().is_empty(),
+                "{file}: the repo's server got {:?}",
+                repo_server.requests()
+            );
             out.assert_ok();
             out.assert_stdout_contains(ANSWER);
             if !trust {
