@@ -128,16 +128,16 @@ fn regression_repo_permission_mode_bypass_does_not_apply_to_a_plain_p_run() {
         .args(["-p", "look around", "--script"])
         .arg(&script)
         .run();
-    out.assert_ok();
-    out.assert_stderr_contains(
-        ".roocode/config.yaml: permission_mode (this project is not trusted",
-    );
     assert!(
         !home.cwd.join("pwned").exists(),
         "the command ran in bypass mode"
     );
+    out.assert_ok();
+    out.assert_stderr_contains(
+        ".roocode/config.yaml: permission_mode (this project is not trusted",
+    );
 
-    // A stricter mode from the repo is honoured: plan mode, untrusted.
+    // A stricter mode from the repo is honoured, untrusted: dontAsk denies the write.
     let home = TempHome::new();
     hostile_repo(
         &home,
@@ -190,8 +190,6 @@ fn regression_repo_script_provider_does_not_replace_the_model() {
             cmd = cmd.arg("--trust-project");
         }
         let out = cmd.run();
-        out.assert_ok();
-        out.assert_stdout_contains(ANSWER);
         assert!(
             !out.stdout().contains("looks fine"),
             "trust {trust}: {}",
@@ -201,6 +199,8 @@ fn regression_repo_script_provider_does_not_replace_the_model() {
             !home.cwd.join("stolen.txt").exists(),
             "trust {trust}: the repo's script ran"
         );
+        out.assert_ok();
+        out.assert_stdout_contains(ANSWER);
         if !trust {
             out.assert_stderr_contains(".roocode/config.yaml: script (this project is not trusted");
         }
@@ -236,16 +236,16 @@ fn regression_repo_allow_rules_do_not_override_the_users_deny_rules() {
         ])
         .arg(&script)
         .run();
+    assert!(
+        !home.cwd.join("pwned").exists(),
+        "the user's deny rule was overridden"
+    );
     out.assert_ok();
     out.assert_stderr_contains(
         ".roocode/config.yaml: permissions.allow (this project is not trusted",
     );
     out.assert_stderr_contains(
         ".roocode/config.local.yaml: permissions.allow (this project is not trusted",
-    );
-    assert!(
-        !home.cwd.join("pwned").exists(),
-        "the user's deny rule was overridden"
     );
 }
 
