@@ -152,10 +152,10 @@ pub struct ConfigFile {
 #[derive(Debug, Clone)]
 pub struct ConfigFiles {
     /// As read from disk.
-    files: [ConfigFile; 3],
+    raw: [ConfigFile; 3],
     /// What counts: the user file as read; the project files whole when
     /// trusted, else only their narrowing part.
-    effective: [ConfigFile; 3],
+    files: [ConfigFile; 3],
     trust: ProjectTrust,
     ignored: Vec<IgnoredSetting>,
     trusted_projects: Vec<PathBuf>,
@@ -198,9 +198,10 @@ impl ConfigFiles {
             None => PermissionMode::default(),
         };
         let mut ignored = Vec::new();
-        let mut effective = files.clone();
+        let raw = files;
+        let mut files = raw.clone();
         if trust == ProjectTrust::Untrusted {
-            for file in effective.iter_mut().filter(|f| f.source != Source::User) {
+            for file in files.iter_mut().filter(|f| f.source != Source::User) {
                 if let Some(value) = &file.value {
                     file.value = Some(trust::narrow(
                         value,
@@ -215,7 +216,7 @@ impl ConfigFiles {
         let mut rules = RuleSet::new();
         let mut hooks = Vec::new();
         let mut mcp_servers = BTreeMap::new();
-        for file in &effective {
+        for file in &files {
             let Some(value) = &file.value else { continue };
             sections::check_mode(value, &file.path)?;
             sections::rules_into(value, file.source, &file.path, &mut rules)?;
@@ -225,8 +226,8 @@ impl ConfigFiles {
             }
         }
         Ok(Self {
+            raw,
             files,
-            effective,
             trust,
             ignored,
             trusted_projects,
@@ -242,7 +243,7 @@ impl ConfigFiles {
         if trust == self.trust {
             return Ok(self);
         }
-        Self::from_files(self.files, trust)
+        Self::from_files(self.raw, trust)
     }
 
     /// The trust these files were filtered with.
@@ -265,13 +266,13 @@ impl ConfigFiles {
     /// The three files as they count (after the trust filter), in increasing
     /// priority.
     pub fn files(&self) -> &[ConfigFile; 3] {
-        &self.effective
+        &self.files
     }
 
     /// The document of one source as it counts (after the trust filter), if
     /// that file exists.
     pub fn value(&self, source: Source) -> Option<&Value> {
-        self.effective
+        self.files
             .iter()
             .find(|f| f.source == source)
             .and_then(|f| f.value.as_ref())
@@ -283,7 +284,7 @@ impl ConfigFiles {
     pub fn llm_settings(&self) -> Result<Vec<roo_llm::FileSettings>, ConfigError> {
         let mut layers = Vec::new();
         for source in [Source::Project, Source::Local, Source::User] {
-            let Some(file) = self.effective.iter().find(|f| f.source == source) else {
+            let Some(file) = self.files.iter().find(|f| f.source == source) else {
                 continue;
             };
             let Some(value) = &file.value else { continue };
@@ -312,7 +313,7 @@ impl ConfigFiles {
     /// file sets none. `--permission-mode` outranks all of this (the app).
     pub fn permission_mode(&self) -> Result<Option<PermissionMode>, ConfigError> {
         let mut modes = Vec::new();
-        for file in &self.effective {
+        for file in &self.files {
             let mode = match &file.value {
                 Some(value) => sections::check_mode(value, &file.path)?,
                 None => None,
