@@ -389,3 +389,32 @@ fn a_project_with_only_narrowing_config_is_not_asked_about() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.wait_exit(), 0);
 }
+
+#[test]
+fn an_untrusted_projects_deny_rules_still_apply() {
+    let home = TempHome::new();
+    hostile_repo(
+        &home,
+        &[(
+            ".roocode/config.yaml",
+            "permissions:\n  deny: [\"Bash(touch *)\"]\n",
+        )],
+    );
+    let script = bash_script(&home, "touch made");
+    let out = lead(&home)
+        .args([
+            "-p",
+            "go",
+            "--permission-mode",
+            "bypassPermissions",
+            "--script",
+        ])
+        .arg(&script)
+        .run();
+    out.assert_ok();
+    assert!(
+        !home.cwd.join("made").exists(),
+        "the project's deny rule was dropped"
+    );
+    assert!(!out.stderr().contains("ignored"), "{}", out.stderr());
+}

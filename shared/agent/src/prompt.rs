@@ -258,8 +258,11 @@ impl Loader<'_> {
             Ok(found) => found,
             Err(Refusal::Failed(e)) => return format!("[@include {given} failed: {e}]"),
             Err(Refusal::Refused(reason)) => {
-                self.notices
-                    .push(format!("instructions: {given} was not read: {reason}"));
+                self.notices.push(format!(
+                    "instructions: {} was not read: {}",
+                    given.escape_debug(),
+                    reason.escape_debug()
+                ));
                 return format!("[@include {given} refused: {reason}]");
             }
         };
@@ -307,8 +310,10 @@ impl Loader<'_> {
         let path = if target == "~" || target.starts_with("~/") {
             if !scope.user {
                 let reason = "`~` paths are only expanded in the user's ROOCODE.md; include files inside the project by a relative path".to_string();
-                self.notices
-                    .push(format!("instructions: {target} was not read: {reason}"));
+                self.notices.push(format!(
+                    "instructions: {} was not read: {reason}",
+                    target.escape_debug()
+                ));
                 return format!("[@include {target} refused: {reason}]");
             }
             home_dir().join(target.trim_start_matches('~').trim_start_matches('/'))

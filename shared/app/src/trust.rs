@@ -7,7 +7,8 @@
 //! project's files hold something that trust would enable — and saves a "yes"
 //! to the trust list; a `-p` run never asks and lists what it ignored.
 
-use std::io::{BufRead, Write};
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use roo_agent::config::{ConfigFiles, IgnoredSetting, ProjectTrust, trust_project};
@@ -103,14 +104,27 @@ fn question(project_root: &Path, ignored: &[IgnoredSetting]) -> String {
 }
 
 /// Prints the question and reads a line from the terminal; only `y`/`yes`
-/// counts as yes (end of input is no).
+/// counts as yes (end of input is no). Reads byte by byte from the descriptor,
+/// so nothing typed after the answer is swallowed by a buffer before the REPL
+/// reads the terminal.
 fn ask(question: &str) -> bool {
     let mut out = std::io::stdout();
     let _ = out.write_all(question.as_bytes());
     let _ = out.flush();
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) | Err(_) => false,
-        Ok(_) => matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    let mut terminal = std::fs::File::from(fd);
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() < 64 {
+        match terminal.read(&mut byte) {
+            Ok(1) if byte[0] == b'\n' => break,
+            Ok(1) => line.push(byte[0]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            _ => break,
+        }
     }
+    let answer = String::from_utf8_lossy(&line).trim().to_ascii_lowercase();
+    matches!(answer.as_str(), "y" | "yes")
 }

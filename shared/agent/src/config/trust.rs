@@ -84,11 +84,13 @@ pub(crate) fn narrow(
     base: PermissionMode,
     ignored: &mut Vec<IgnoredSetting>,
 ) -> Result<Value, ConfigError> {
+    // Keys come from the repository and are shown on the terminal: control
+    // characters are escaped so they cannot rewrite the screen.
     let mut ignore = |key: String| {
         ignored.push(IgnoredSetting {
             path: path.to_path_buf(),
             source,
-            key,
+            key: key.escape_debug().to_string(),
         })
     };
     let mut kept = Mapping::new();
