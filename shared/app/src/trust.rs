@@ -52,16 +52,23 @@ pub async fn decide(
             .await
             .map_err(|e| AppError::Io(format!("failed to ask about trusting the project: {e}")))?;
         if yes {
-            trust_project(roo_home, project_root).map_err(config_err)?;
+            let saved = match trust_project(roo_home, project_root) {
+                Ok(()) => format!(
+                    "trusted {} (saved in {}; delete it from trusted_projects there to undo)",
+                    project_root.display(),
+                    roo_agent::config::user_config_path(roo_home).display()
+                ),
+                // The answer still holds for this session.
+                Err(e) => format!(
+                    "trusted {} for this session only: {e}",
+                    project_root.display()
+                ),
+            };
             return Ok(TrustDecision {
                 config: config
                     .with_trust(ProjectTrust::Trusted)
                     .map_err(config_err)?,
-                notices: vec![format!(
-                    "trusted {} (saved to {}; remove it from trusted_projects there to undo)",
-                    project_root.display(),
-                    roo_agent::config::user_config_path(roo_home).display()
-                )],
+                notices: vec![saved],
             });
         }
     }
