@@ -3,6 +3,8 @@
 //! The stable part (role, guidelines, environment) goes first so it stays a prompt
 //! cache hit; instructions from `ROOCODE.md` files are injected as a system reminder
 //! in the first user turn (seed 000, 项目指令文件), as are mode-specific rules.
+//! Their text reaches the model without a tool call, so instruction files and their
+//! `@include`s are confined like the file tools (see [`load_instructions`]).
 
 use std::collections::HashSet;
 use std::fs;
@@ -184,7 +186,7 @@ pub fn load_instructions(
     let mut seen_files = HashSet::new();
     let mut parts = Vec::new();
     for (path, scope) in candidates {
-        // Absent files are simply absent (a dangling link too: nothing to read).
+        // Absent files are simply absent; anything else goes through the checks.
         if fs::symlink_metadata(&path).is_err() {
             continue;
         }
