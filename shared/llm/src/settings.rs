@@ -530,7 +530,7 @@ mod tests {
     }
 
     #[test]
-    fn precedence_flags_env_project_user() {
+    fn precedence_flags_env_then_later_files() {
         let user = yaml(
             "provider: openai\nmodel: user-model\nbase_url: http://user/v1\nmax_tokens: 100\npermissions: {allow: [x]}\n",
         );
