@@ -122,6 +122,7 @@ fn scripted_agent_reads_edits_and_runs_tests_in_a_git_repo() {
             "acceptEdits",
             "--output-format",
             "json",
+            "--trust-project",
         ])
         .run();
     out.assert_ok();
@@ -509,7 +510,7 @@ agents:
     - text: "Finished reading."
 "#,
         "read big.txt twice",
-        &["--output-format", "stream-json"],
+        &["--output-format", "stream-json", "--trust-project"],
     );
     out.assert_ok();
     let events = stream_events(&out.stdout());
@@ -635,6 +636,7 @@ fn an_unreachable_model_exits_4() {
             "anthropic",
             "--base-url",
             "http://127.0.0.1:9",
+            "--trust-project",
         ])
         .run();
     out.assert_code(4);

@@ -10,7 +10,7 @@ use roo_tests::{TempHome, Tmux, bin, bugfix_repo, process_gone, read_pid, wait_u
 /// Starts `roo-lead` with a script in a tmux pane over the home's project.
 fn start(home: &TempHome, script: &Path, extra: &str) -> Tmux {
     let command = format!(
-        "{} --provider script --script {} {extra}",
+        "{} --provider script --script {} --trust-project {extra}",
         bin("roo-lead").display(),
         script.display()
     );

@@ -1,9 +1,11 @@
 //! Test modules.
 mod cli_mail;
 mod cli_task;
+mod instructions_include;
 mod lead_headless;
 mod lead_interactive;
 mod lead_misbehaving_model;
+mod project_trust;
 mod store_concurrency;
 mod store_crash;
 mod store_files;

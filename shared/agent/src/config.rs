@@ -5,12 +5,14 @@
 //! `<project>/.roocode/config.local.yaml` (local, personal, not committed) —
 //! in increasing priority. [`ConfigFiles::load`] reads all three once (a missing
 //! file is simply absent; a broken one is an error naming the file and line),
-//! keeps each parsed document, and checks the sections this crate owns:
+//! keeps each parsed document, filters the two project files by [`ProjectTrust`]
+//! (an untrusted project may only narrow; see [`trust`]), and checks the sections
+//! this crate owns:
 //! `permission_mode`, `permissions` (rules, per source — their priority is
 //! applied by the rule layer), `hooks` (added up across files) and `mcp_servers`
-//! (merged by name, higher priority wins). Other keys — provider settings, which
-//! `roo_llm::FileSettings` reads from the same files via [`ConfigFiles::paths`] —
-//! are ignored here.
+//! (merged by name, higher priority wins). Provider settings are handed to
+//! `roo_llm` by [`ConfigFiles::llm_settings`], after the same filter and with the
+//! user's file last (it outranks the project's).
 //!
 //! ```yaml
 //! permission_mode: acceptEdits
@@ -29,6 +31,7 @@
 
 mod local;
 mod sections;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -40,6 +43,7 @@ use crate::permissions::{PermissionMode, RuleSet};
 
 pub use local::append_local_allow;
 pub use sections::{Hook, HookAction, HookEvent, McpServerConfig, McpTransport};
+pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
 
 /// Where a config value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -107,6 +111,9 @@ pub enum ConfigError {
         rule: String,
         message: String,
     },
+    /// The provider settings of a config file do not have the expected shape.
+    #[error("load config file {path}: {message}; see docs/LLM.md for the keys")]
+    Settings { path: PathBuf, message: String },
     /// A config file could not be written.
     #[error("write config file {path}: {source}")]
     Write {
@@ -141,10 +148,17 @@ pub struct ConfigFile {
     pub value: Option<Value>,
 }
 
-/// The three config files of a project, parsed and checked.
+/// The three config files of a project, parsed, filtered by trust and checked.
 #[derive(Debug, Clone)]
 pub struct ConfigFiles {
+    /// As read from disk.
+    raw: [ConfigFile; 3],
+    /// What counts: the user file as read; the project files whole when
+    /// trusted, else only their narrowing part.
     files: [ConfigFile; 3],
+    trust: ProjectTrust,
+    ignored: Vec<IgnoredSetting>,
+    trusted_projects: Vec<PathBuf>,
     rules: RuleSet,
     hooks: Vec<Hook>,
     mcp_servers: BTreeMap<String, McpServerConfig>,
@@ -152,8 +166,13 @@ pub struct ConfigFiles {
 
 impl ConfigFiles {
     /// Loads the user file under `roo_home` and the project and local files
-    /// under `project_root`.
-    pub fn load(roo_home: &Path, project_root: &Path) -> Result<Self, ConfigError> {
+    /// under `project_root`, honouring the project files as far as `trust`
+    /// allows (see [`ProjectTrust`]).
+    pub fn load(
+        roo_home: &Path,
+        project_root: &Path,
+        trust: ProjectTrust,
+    ) -> Result<Self, ConfigError> {
         let load = |source: Source, path: PathBuf| -> Result<ConfigFile, ConfigError> {
             let value = read_yaml(&path)?;
             Ok(ConfigFile {
@@ -167,11 +186,33 @@ impl ConfigFiles {
             load(Source::Project, project_config_path(project_root))?,
             load(Source::Local, local_config_path(project_root))?,
         ];
-        Self::from_files(files)
+        Self::from_files(files, trust)
     }
 
     /// Builds the typed views from already-parsed files (in increasing priority).
-    pub fn from_files(files: [ConfigFile; 3]) -> Result<Self, ConfigError> {
+    pub fn from_files(files: [ConfigFile; 3], trust: ProjectTrust) -> Result<Self, ConfigError> {
+        let [user, _, _] = &files;
+        let trusted_projects = trust::trust_list(user.value.as_ref(), &user.path)?;
+        let base = match &user.value {
+            Some(value) => sections::check_mode(value, &user.path)?.unwrap_or_default(),
+            None => PermissionMode::default(),
+        };
+        let mut ignored = Vec::new();
+        let raw = files;
+        let mut files = raw.clone();
+        if trust == ProjectTrust::Untrusted {
+            for file in files.iter_mut().filter(|f| f.source != Source::User) {
+                if let Some(value) = &file.value {
+                    file.value = Some(trust::narrow(
+                        value,
+                        &file.path,
+                        file.source,
+                        base,
+                        &mut ignored,
+                    )?);
+                }
+            }
+        }
         let mut rules = RuleSet::new();
         let mut hooks = Vec::new();
         let mut mcp_servers = BTreeMap::new();
@@ -185,25 +226,51 @@ impl ConfigFiles {
             }
         }
         Ok(Self {
+            raw,
             files,
+            trust,
+            ignored,
+            trusted_projects,
             rules,
             hooks,
             mcp_servers,
         })
     }
 
-    /// The three file paths in increasing priority (user, project, local), for
-    /// readers of other sections such as `roo_llm::FileSettings`.
-    pub fn paths(&self) -> [(Source, PathBuf); 3] {
-        self.files.clone().map(|f| (f.source, f.path))
+    /// The same files filtered for another trust decision (no second read, so
+    /// what the user was shown is what gets honoured).
+    pub fn with_trust(self, trust: ProjectTrust) -> Result<Self, ConfigError> {
+        if trust == self.trust {
+            return Ok(self);
+        }
+        Self::from_files(self.raw, trust)
     }
 
-    /// The three files in increasing priority.
+    /// The trust these files were filtered with.
+    pub fn trust(&self) -> ProjectTrust {
+        self.trust
+    }
+
+    /// Whether the user file lists `project_root` in `trusted_projects`.
+    pub fn lists_as_trusted(&self, project_root: &Path) -> bool {
+        trust::listed(&self.trusted_projects, project_root)
+    }
+
+    /// What the trust filter left out of the project files (empty when
+    /// trusted). Computed for [`ProjectTrust::Untrusted`], this is also what
+    /// trusting the project would enable.
+    pub fn ignored(&self) -> &[IgnoredSetting] {
+        &self.ignored
+    }
+
+    /// The three files as they count (after the trust filter), in increasing
+    /// priority.
     pub fn files(&self) -> &[ConfigFile; 3] {
         &self.files
     }
 
-    /// The parsed document of one source, if that file exists.
+    /// The document of one source as it counts (after the trust filter), if
+    /// that file exists.
     pub fn value(&self, source: Source) -> Option<&Value> {
         self.files
             .iter()
@@ -211,31 +278,73 @@ impl ConfigFiles {
             .and_then(|f| f.value.as_ref())
     }
 
-    /// The permission rules of all sources.
+    /// The provider settings for `roo_llm`, in increasing priority: project,
+    /// local, then the user file, so the user's own settings outrank the
+    /// project's. An untrusted project contributes none.
+    pub fn llm_settings(&self) -> Result<Vec<roo_llm::FileSettings>, ConfigError> {
+        let mut layers = Vec::new();
+        for source in [Source::Project, Source::Local, Source::User] {
+            let Some(file) = self.files.iter().find(|f| f.source == source) else {
+                continue;
+            };
+            let Some(value) = &file.value else { continue };
+            let settings =
+                roo_llm::FileSettings::from_value(value.clone(), &file.path).map_err(|e| {
+                    ConfigError::Settings {
+                        path: file.path.clone(),
+                        message: e.to_string(),
+                    }
+                })?;
+            layers.push(settings);
+        }
+        Ok(layers)
+    }
+
+    /// The permission rules of all sources (after the trust filter).
     pub fn rules(&self) -> RuleSet {
         self.rules.clone()
     }
 
-    /// The configured default permission mode (`permission_mode:`), from the
-    /// highest-priority file that sets one.
+    /// The configured default permission mode (`permission_mode:`).
+    ///
+    /// The user file's mode counts first. A project file's mode (the local
+    /// file's over the project file's) replaces it when it is stricter (see
+    /// [`strictness`]), and — only in a trusted project — also when the user
+    /// file sets none. `--permission-mode` outranks all of this (the app).
     pub fn permission_mode(&self) -> Result<Option<PermissionMode>, ConfigError> {
-        for file in self.files.iter().rev() {
-            if let Some(value) = &file.value
-                && let Some(mode) = sections::check_mode(value, &file.path)?
-            {
-                return Ok(Some(mode));
-            }
+        let mut modes = Vec::new();
+        for file in &self.files {
+            let mode = match &file.value {
+                Some(value) => sections::check_mode(value, &file.path)?,
+                None => None,
+            };
+            modes.push(mode);
         }
-        Ok(None)
+        let (user, project, local) = (modes[0], modes[1], modes[2]);
+        let base = user.unwrap_or_default();
+        let project_side = match self.trust {
+            ProjectTrust::Trusted => local.or(project),
+            // Only modes stricter than the user's survive the filter.
+            ProjectTrust::Untrusted => [project, local]
+                .into_iter()
+                .flatten()
+                .max_by_key(|m| strictness(*m)),
+        };
+        Ok(match project_side {
+            Some(mode) if strictness(mode) > strictness(base) => Some(mode),
+            Some(mode) if user.is_none() && self.trust == ProjectTrust::Trusted => Some(mode),
+            _ => user,
+        })
     }
 
     /// Hooks of all files, user first (hooks add up; none overrides another).
+    /// An untrusted project has none.
     pub fn hooks(&self) -> &[Hook] {
         &self.hooks
     }
 
     /// MCP servers by name; a server defined in several files takes the
-    /// highest-priority definition whole.
+    /// highest-priority definition whole. An untrusted project has none.
     pub fn mcp_servers(&self) -> &BTreeMap<String, McpServerConfig> {
         &self.mcp_servers
     }

@@ -3,11 +3,15 @@
 //! The stable part (role, guidelines, environment) goes first so it stays a prompt
 //! cache hit; instructions from `ROOCODE.md` files are injected as a system reminder
 //! in the first user turn (seed 000, 项目指令文件), as are mode-specific rules.
+//! Their text reaches the model without a tool call, so instruction files and their
+//! `@include`s are confined like the file tools (see [`load_instructions`]).
 
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::permissions::sandbox;
 
 /// Facts about where the agent runs, gathered once per session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,85 +131,271 @@ pub fn system_reminder(text: &str) -> String {
     format!("<system-reminder>\n{}\n</system-reminder>", text.trim())
 }
 
+/// The instructions of the `ROOCODE.md` files, and what was refused on the way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Instructions {
+    /// The joined text; `None` when there are no instruction files.
+    pub text: Option<String>,
+    /// One line per refused file or `@include`, for the app to show the user
+    /// (the text carries the same refusal inline, so the model knows too).
+    pub notices: Vec<String>,
+}
+
+/// Decides whether reading `path` (resolved) is denied, with the reason: the
+/// app passes one built from the `ReadFile` deny rules.
+pub type ReadDenied<'a> = &'a dyn Fn(&Path) -> Option<String>;
+
+/// Largest instruction or included file read, in bytes; larger ones are refused.
+pub const MAX_INSTRUCTION_FILE_BYTES: u64 = 128 * 1024;
+
 /// The `ROOCODE.md` stack, highest priority first: project root, `.roocode/` in the
 /// project, then the user's `ROO_HOME`. Joined with `---`; `@include path` lines are
 /// replaced by the file they name (relative to the including file; cycles and depth
 /// beyond 5 are reported inline, never fatal).
-pub fn load_instructions(project_root: &Path, roo_home: &Path) -> Option<String> {
+///
+/// Files are confined like the file tools: the project's files and what they
+/// include must resolve (symlinks followed) inside `project_root`, the user's file
+/// and its includes inside `roo_home` (`~/` is expanded only there, and must still
+/// land inside `roo_home`). Paths `denied` refuses, anything that is not a regular
+/// file, and files over [`MAX_INSTRUCTION_FILE_BYTES`] are refused too. A refusal
+/// is never read: it becomes a note inline and in [`Instructions::notices`].
+pub fn load_instructions(
+    project_root: &Path,
+    roo_home: &Path,
+    denied: ReadDenied<'_>,
+) -> Instructions {
+    let project = Scope {
+        root: sandbox::resolve_root(project_root),
+        label: "the project",
+        user: false,
+    };
+    let user = Scope {
+        root: sandbox::resolve_root(roo_home),
+        label: "ROO_HOME",
+        user: true,
+    };
     let candidates = [
-        project_root.join("ROOCODE.md"),
-        project_root.join(".roocode").join("ROOCODE.md"),
-        roo_home.join("ROOCODE.md"),
+        (project_root.join("ROOCODE.md"), &project),
+        (project_root.join(".roocode").join("ROOCODE.md"), &project),
+        (roo_home.join("ROOCODE.md"), &user),
     ];
+    let mut loader = Loader {
+        denied,
+        notices: Vec::new(),
+    };
     let mut seen_files = HashSet::new();
-    let parts: Vec<String> = candidates
-        .iter()
-        .filter(|p| p.is_file())
-        .filter(|p| seen_files.insert(fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())))
-        .filter_map(|p| {
-            let mut stack = Vec::new();
-            let text = expand_file(p, &mut stack, 0);
-            let text = text.trim();
-            (!text.is_empty()).then(|| format!("Contents of {}:\n\n{}", p.display(), text))
-        })
-        .collect();
-    if parts.is_empty() {
-        None
-    } else {
-        Some(format!(
+    let mut parts = Vec::new();
+    for (path, scope) in candidates {
+        // Absent files are simply absent; anything else goes through the checks.
+        if fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let resolved = scope.absolute(&path);
+        let resolved = sandbox::resolve(&resolved).unwrap_or(resolved);
+        if !seen_files.insert(resolved) {
+            continue;
+        }
+        let mut stack = Vec::new();
+        let text = loader.expand(&path.display().to_string(), &path, scope, &mut stack, 0);
+        let text = text.trim();
+        if !text.is_empty() {
+            parts.push(format!("Contents of {}:\n\n{}", path.display(), text));
+        }
+    }
+    let text = (!parts.is_empty()).then(|| {
+        format!(
             "Instructions from the project's and the user's ROOCODE.md files (earlier ones take priority):\n\n{}",
             parts.join("\n\n---\n\n")
-        ))
+        )
+    });
+    Instructions {
+        text,
+        notices: loader.notices,
     }
 }
 
 const MAX_INCLUDE_DEPTH: usize = 5;
 
-fn expand_file(path: &Path, stack: &mut Vec<PathBuf>, depth: usize) -> String {
-    let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    if stack.contains(&canonical) {
-        return format!("[@include {} skipped: include cycle]", path.display());
-    }
-    if depth > MAX_INCLUDE_DEPTH {
-        return format!(
-            "[@include {} skipped: includes nested deeper than {MAX_INCLUDE_DEPTH}]",
-            path.display()
-        );
-    }
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) => return format!("[@include {} failed: {e}]", path.display()),
-    };
-    stack.push(canonical);
-    let base = path.parent().unwrap_or(Path::new("."));
-    let mut out = String::with_capacity(text.len());
-    let mut in_fence = false;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("```") {
-            in_fence = !in_fence;
+/// Where the files of one `ROOCODE.md` may come from.
+struct Scope {
+    /// Resolved root directory.
+    root: PathBuf,
+    label: &'static str,
+    /// The user's file: `~/` may be used (and must land inside `root`).
+    user: bool,
+}
+
+impl Scope {
+    fn absolute(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
         }
-        match trimmed.strip_prefix("@include") {
-            Some(rest)
-                if !in_fence
-                    && (rest.starts_with(' ')
-                        || rest.starts_with('\t')
-                        || rest.starts_with("./")
-                        || rest.starts_with('/')) =>
-            {
-                let target = rest.trim();
-                let target = target.strip_prefix('~').map_or_else(
-                    || base.join(target),
-                    |rest| home_dir().join(rest.trim_start_matches('/')),
-                );
-                out.push_str(expand_file(&target, stack, depth + 1).trim_end());
+    }
+}
+
+struct Loader<'a> {
+    denied: ReadDenied<'a>,
+    notices: Vec<String>,
+}
+
+impl Loader<'_> {
+    /// Reads `path` (named `given` in messages) with its includes expanded, or
+    /// a one-line note saying why it was not read.
+    fn expand(
+        &mut self,
+        given: &str,
+        path: &Path,
+        scope: &Scope,
+        stack: &mut Vec<PathBuf>,
+        depth: usize,
+    ) -> String {
+        if depth > MAX_INCLUDE_DEPTH {
+            return format!(
+                "[@include {given} skipped: includes nested deeper than {MAX_INCLUDE_DEPTH}]"
+            );
+        }
+        let (resolved, text) = match self.read_confined(path, scope) {
+            Ok(found) => found,
+            Err(Refusal::Failed(e)) => return format!("[@include {given} failed: {e}]"),
+            Err(Refusal::Refused(reason)) => {
+                self.notices.push(format!(
+                    "instructions: {} was not read: {}",
+                    given.escape_debug(),
+                    reason.escape_debug()
+                ));
+                return format!("[@include {given} refused: {reason}]");
             }
-            _ => out.push_str(line),
+        };
+        if stack.contains(&resolved) {
+            return format!("[@include {given} skipped: include cycle]");
         }
-        out.push('\n');
+        stack.push(resolved);
+        let base = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let mut out = String::with_capacity(text.len());
+        let mut in_fence = false;
+        for line in text.lines() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("```") {
+                in_fence = !in_fence;
+            }
+            match trimmed.strip_prefix("@include") {
+                Some(rest)
+                    if !in_fence
+                        && (rest.starts_with(' ')
+                            || rest.starts_with('\t')
+                            || rest.starts_with("./")
+                            || rest.starts_with('/')) =>
+                {
+                    let target = rest.trim();
+                    let expanded = self.include(target, &base, scope, stack, depth);
+                    out.push_str(expanded.trim_end());
+                }
+                _ => out.push_str(line),
+            }
+            out.push('\n');
+        }
+        stack.pop();
+        out
     }
-    stack.pop();
-    out
+
+    /// One `@include target` line of a file in `base`.
+    fn include(
+        &mut self,
+        target: &str,
+        base: &Path,
+        scope: &Scope,
+        stack: &mut Vec<PathBuf>,
+        depth: usize,
+    ) -> String {
+        let path = if target == "~" || target.starts_with("~/") {
+            if !scope.user {
+                let reason = "`~` paths are only expanded in the user's ROOCODE.md; include files inside the project by a relative path".to_string();
+                self.notices.push(format!(
+                    "instructions: {} was not read: {reason}",
+                    target.escape_debug()
+                ));
+                return format!("[@include {target} refused: {reason}]");
+            }
+            home_dir().join(target.trim_start_matches('~').trim_start_matches('/'))
+        } else {
+            base.join(target)
+        };
+        self.expand(target, &path, scope, stack, depth + 1)
+    }
+
+    /// Opens `path` if it resolves inside the scope, is not denied, is a
+    /// regular file and not too large; returns its resolved path and text.
+    fn read_confined(&self, path: &Path, scope: &Scope) -> Result<(PathBuf, String), Refusal> {
+        let absolute = scope.absolute(path);
+        let resolved = sandbox::resolve(&absolute)
+            .map_err(|_| Refusal::Refused("its symlinks form a loop".to_string()))?;
+        if !sandbox::is_within(&resolved, &scope.root) {
+            let via = if resolved != sandbox::normalize_lexically(&absolute) {
+                format!(" (it leads to {})", resolved.display())
+            } else {
+                String::new()
+            };
+            return Err(Refusal::Refused(format!(
+                "it is outside {} {}{via}; instruction files may only include files inside it",
+                scope.label,
+                scope.root.display()
+            )));
+        }
+        if let Some(reason) = (self.denied)(&resolved) {
+            return Err(Refusal::Refused(reason));
+        }
+        let text = read_regular_file(&resolved, MAX_INSTRUCTION_FILE_BYTES)?;
+        Ok((resolved, text))
+    }
+}
+
+enum Refusal {
+    /// Not read for a reason of policy; the user is told.
+    Refused(String),
+    /// Could not be read (missing, not UTF-8).
+    Failed(std::io::Error),
+}
+
+/// Reads a regular file of at most `max` bytes. Opened without following a
+/// final symlink and without blocking, so a FIFO or device swapped in after the
+/// check is refused rather than waited on.
+fn read_regular_file(path: &Path, max: u64) -> Result<String, Refusal> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_regular =
+        || Refusal::Refused("it is not a regular file (a FIFO, device or directory)".to_string());
+    // Checked before opening: opening a device can have effects of its own.
+    if !fs::metadata(path).map_err(Refusal::Failed)?.is_file() {
+        return Err(not_regular());
+    }
+    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits())
+        .open(path)
+        .map_err(Refusal::Failed)?;
+    let meta = file.metadata().map_err(Refusal::Failed)?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    if meta.len() > max {
+        return Err(Refusal::Refused(format!(
+            "it is {} bytes, more than the limit of {max} bytes for instruction files",
+            meta.len()
+        )));
+    }
+    let mut text = String::new();
+    file.take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(Refusal::Failed)?;
+    if text.len() as u64 > max {
+        return Err(Refusal::Refused(format!(
+            "it grew beyond the limit of {max} bytes for instruction files"
+        )));
+    }
+    Ok(text)
 }
 
 fn home_dir() -> PathBuf {
@@ -323,7 +513,9 @@ mod tests {
         fs::write(root.join(".roocode/ROOCODE.md"), "Local notes.").unwrap();
         fs::write(home.join("ROOCODE.md"), "User prefs.").unwrap();
 
-        let text = load_instructions(&root, &home).unwrap();
+        let text = load_instructions(&root, &home, &|_: &Path| None)
+            .text
+            .unwrap();
         let project = text.find("Use any").unwrap();
         let included = text.find("Commit messages in English").unwrap();
         let local = text.find("Local notes").unwrap();
@@ -340,8 +532,130 @@ mod tests {
     #[test]
     fn no_instruction_files_means_none() {
         let root = temp_dir("none");
-        assert_eq!(load_instructions(&root, &root.join("nohome")), None);
+        assert_eq!(
+            load_instructions(&root, &root.join("nohome"), &|_: &Path| None),
+            Instructions::default()
+        );
         fs::remove_dir_all(root).unwrap();
+    }
+
+    const SECRET: &str = "SECRET-CONTENT-42";
+
+    /// A project next to an `outside/secret.txt`, and a user home.
+    fn confined_fixture(tag: &str) -> (PathBuf, PathBuf, PathBuf) {
+        let dir = fs::canonicalize(temp_dir(tag)).unwrap();
+        let root = dir.join("project");
+        let home = dir.join("roo-home");
+        fs::create_dir_all(root.join("docs")).unwrap();
+        fs::create_dir_all(dir.join("outside")).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        fs::write(dir.join("outside/secret.txt"), SECRET).unwrap();
+        (dir, root, home)
+    }
+
+    fn refused(text: &str, target: &str) -> bool {
+        text.contains(&format!("[@include {target} refused:"))
+    }
+
+    #[test]
+    fn includes_outside_the_project_are_refused_unread() {
+        let (dir, root, home) = confined_fixture("outside");
+        std::os::unix::fs::symlink(dir.join("outside/secret.txt"), root.join("docs/link.md"))
+            .unwrap();
+        let absolute = dir.join("outside/secret.txt");
+        fs::write(
+            root.join("ROOCODE.md"),
+            format!(
+                "Intro.\n@include ../outside/secret.txt\n@include {}\n@include ~/.ssh/id_rsa\n@include docs/link.md\n@include docs/ok.md\n",
+                absolute.display()
+            ),
+        )
+        .unwrap();
+        fs::write(root.join("docs/ok.md"), "Inside is fine.").unwrap();
+        let loaded = load_instructions(&root, &home, &|_: &Path| None);
+        let text = loaded.text.unwrap();
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(text.contains("Inside is fine."), "{text}");
+        for target in [
+            "../outside/secret.txt",
+            &absolute.display().to_string(),
+            "~/.ssh/id_rsa",
+            "docs/link.md",
+        ] {
+            assert!(refused(&text, target), "{target}: {text}");
+        }
+        assert!(
+            text.contains("(it leads to"),
+            "names the symlink target: {text}"
+        );
+        assert_eq!(loaded.notices.len(), 4, "{:?}", loaded.notices);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_instruction_file_that_is_a_symlink_out_of_the_project_is_refused() {
+        let (dir, root, home) = confined_fixture("toplink");
+        std::os::unix::fs::symlink(dir.join("outside/secret.txt"), root.join("ROOCODE.md"))
+            .unwrap();
+        let loaded = load_instructions(&root, &home, &|_: &Path| None);
+        let text = loaded.text.unwrap_or_default();
+        assert!(!text.contains(SECRET), "{text}");
+        assert_eq!(loaded.notices.len(), 1, "{:?}", loaded.notices);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_user_file_includes_only_inside_roo_home() {
+        let (dir, root, home) = confined_fixture("user");
+        fs::write(home.join("style.md"), "User style.").unwrap();
+        fs::write(
+            home.join("ROOCODE.md"),
+            "@include style.md\n@include ../outside/secret.txt\n@include ~/.ssh/id_rsa\n",
+        )
+        .unwrap();
+        let loaded = load_instructions(&root, &home, &|_: &Path| None);
+        let text = loaded.text.unwrap();
+        assert!(text.contains("User style."), "{text}");
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(refused(&text, "../outside/secret.txt"), "{text}");
+        // `~` is expanded for the user file, but HOME/.ssh is not inside ROO_HOME.
+        assert!(refused(&text, "~/.ssh/id_rsa"), "{text}");
+        assert!(text.contains("outside ROO_HOME"), "{text}");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn denied_fifo_and_oversized_includes_are_refused() {
+        let (dir, root, home) = confined_fixture("kinds");
+        fs::write(root.join(".env"), SECRET).unwrap();
+        nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        fs::write(
+            root.join("big.md"),
+            "x".repeat(MAX_INSTRUCTION_FILE_BYTES as usize + 1),
+        )
+        .unwrap();
+        fs::write(
+            root.join("ROOCODE.md"),
+            "@include .env\n@include pipe\n@include big.md\n@include missing.md\n",
+        )
+        .unwrap();
+        let env = root.join(".env");
+        let denied = move |p: &Path| (p == env).then(|| "denied by ReadFile(.env)".to_string());
+        let loaded = load_instructions(&root, &home, &denied);
+        let text = loaded.text.unwrap();
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(
+            text.contains("[@include .env refused: denied by ReadFile(.env)]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[@include pipe refused: it is not a regular file"),
+            "{text}"
+        );
+        assert!(text.contains("[@include big.md refused: it is"), "{text}");
+        assert!(text.contains("[@include missing.md failed:"), "{text}");
+        assert_eq!(loaded.notices.len(), 3, "{:?}", loaded.notices);
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

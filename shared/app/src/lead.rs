@@ -81,6 +81,12 @@ pub struct LeadArgs {
     #[command(flatten)]
     pub provider: ProviderArgs,
 
+    /// Honour this project's .roocode/config.yaml and config.local.yaml in full for this
+    /// run (not saved). Without it, a project not in trusted_projects of
+    /// ~/.roocode/config.yaml may only add deny/ask rules and a stricter mode.
+    #[arg(long)]
+    pub trust_project: bool,
+
     /// Print progress (tool calls) to stderr in -p runs.
     #[arg(short, long)]
     pub verbose: bool,

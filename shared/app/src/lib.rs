@@ -10,4 +10,5 @@ pub mod logging;
 pub mod render;
 pub mod repl;
 pub mod setup;
+pub mod trust;
 pub mod worker;

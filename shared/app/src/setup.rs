@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
-use roo_agent::config::ConfigFiles;
+use roo_agent::config::{ConfigFiles, ProjectTrust};
 use roo_agent::permissions::{
     Approval, Approver, DenyApprover, PermissionMode, PermissionPolicy, PermissionRequest,
 };
@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::exit::AppError;
 use crate::lead::LeadArgs;
+use crate::trust::TrustDecision;
 
 /// Tool results longer than this spill to a file with a preview.
 pub const MAX_RESULT_CHARS: usize = 40_000;
@@ -95,8 +96,20 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
             .map_err(|e| AppError::Io(format!("failed to inspect the working directory: {e}")))?
     };
 
-    let config =
-        ConfigFiles::load(&roo_home, &project_root).map_err(|e| AppError::Config(e.to_string()))?;
+    // Loaded untrusted first: what that leaves out is what trust would enable.
+    let config = ConfigFiles::load(&roo_home, &project_root, ProjectTrust::Untrusted)
+        .map_err(|e| AppError::Config(e.to_string()))?;
+    let TrustDecision {
+        config,
+        notices: trust_notices,
+    } = crate::trust::decide(
+        config,
+        &project_root,
+        &roo_home,
+        args.trust_project,
+        interactive,
+    )
+    .await?;
     let settings = resolve_llm(args, &config)?;
     let provider =
         roo_llm::build_provider(&settings).map_err(|e| AppError::Config(e.to_string()))?;
@@ -112,7 +125,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         }
         (None, false) => None,
     };
-    let (session, messages, notices) = match resume_path {
+    let (session, messages, mut notices) = match resume_path {
         Some(path) => {
             let restored = Session::open(&path).map_err(|e| AppError::Io(e.to_string()))?;
             (restored.session, restored.messages, restored.notices)
@@ -125,6 +138,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
             (session, Vec::new(), Vec::new())
         }
     };
+    notices.splice(0..0, trust_notices);
     let resumed = !messages.is_empty();
     let session_dir = session.dir();
     let plan_file = session_dir.join("plan.md");
@@ -183,11 +197,14 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     .with_session(session, messages);
     if !resumed {
         let (root, home) = (project_root.clone(), roo_home.clone());
-        let instructions = tokio::task::spawn_blocking(move || load_instructions(&root, &home))
-            .await
-            .ok()
-            .flatten();
-        agent.set_instructions(instructions);
+        let read_denied = read_denied_by_rules(&config, &project_root, &roo_home);
+        let instructions = tokio::task::spawn_blocking(move || {
+            load_instructions(&root, &home, &|path: &Path| read_denied(path))
+        })
+        .await
+        .unwrap_or_default();
+        notices.extend(instructions.notices);
+        agent.set_instructions(instructions.text);
     }
 
     Ok(Built {
@@ -208,17 +225,44 @@ fn resolve_llm(args: &LeadArgs, config: &ConfigFiles) -> Result<LlmSettings, App
         script: args.provider.script.clone(),
         ..LlmFlags::default()
     };
-    let mut files = Vec::new();
-    for (_, path) in config.paths() {
-        if let Some(file) =
-            roo_llm::FileSettings::load(&path).map_err(|e| AppError::Config(e.to_string()))?
-        {
-            files.push(file);
-        }
-    }
-    // FileSettings are in increasing priority (user, project, local).
+    // In increasing priority (project, local, user), after the trust filter.
+    let files = config
+        .llm_settings()
+        .map_err(|e| AppError::Config(e.to_string()))?;
     LlmSettings::resolve(&flags, &|key| std::env::var(key).ok(), &files)
         .map_err(|e| AppError::Config(e.to_string()))
+}
+
+/// Whether the `ReadFile` deny rules deny reading `path`, with the reason; for
+/// `@include` in `ROOCODE.md`. A policy holding only the deny rules, in bypass
+/// mode, over the two roots instructions may come from: a `Deny` can only come
+/// from a deny rule (the includes are already confined to those roots).
+fn read_denied_by_rules(
+    config: &ConfigFiles,
+    project_root: &Path,
+    roo_home: &Path,
+) -> impl Fn(&Path) -> Option<String> + Send + 'static {
+    let all = config.rules();
+    let mut deny = roo_agent::permissions::RuleSet::new();
+    for source in roo_agent::config::Source::ALL {
+        for rule in &all.source(source).deny {
+            deny.push(source, roo_agent::permissions::RuleKind::Deny, rule.clone());
+        }
+    }
+    let mut policy = PermissionPolicy::new(
+        project_root.to_path_buf(),
+        PermissionMode::BypassPermissions,
+        deny,
+    );
+    policy.add_allowed_root(roo_home.to_path_buf());
+    let root = project_root.to_path_buf();
+    move |path: &Path| {
+        let input = serde_json::json!({ "path": path });
+        match policy.check(&roo_agent::tools::ReadFile, &input, &root) {
+            roo_agent::permissions::PermissionDecision::Deny { reason } => Some(reason),
+            _ => None,
+        }
+    }
 }
 
 /// `ROO_HOME`, or `~/.roocode`.

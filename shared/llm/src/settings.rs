@@ -1,7 +1,10 @@
 //! Which model to talk to, and how: provider, model, base URL, key, limits, timeouts,
 //! retries, prices and the script file — resolved from flags, environment and config
-//! files with one precedence rule (flags > env > project config > user config >
-//! defaults), plus [`build_provider`] turning the result into a [`Provider`].
+//! files with one precedence rule (flags > env > config layers in the order the
+//! caller gives them > defaults), plus [`build_provider`] turning the result into a
+//! [`Provider`]. The app passes the layers as project < local < user, so the user's
+//! own file outranks a project's, and an untrusted project passes none (see
+//! docs/PERMISSIONS.md, "Project trust").
 //!
 //! The config files (`~/.roocode/config.yaml`, `.roocode/config.yaml`,
 //! `.roocode/config.local.yaml`) are shared with other layers (`permissions`, `hooks`,
@@ -307,22 +310,24 @@ impl FileSettings {
         Ok(Some(settings))
     }
 
-    /// Loads the standard layers in increasing priority: `<roo_home>/config.yaml`
-    /// (user), `<project>/.roocode/config.yaml`, `<project>/.roocode/config.local.yaml`.
-    /// Missing files are skipped.
-    pub fn load_layers(roo_home: &Path, project: &Path) -> Result<Vec<FileSettings>> {
-        let paths = [
-            roo_home.join("config.yaml"),
-            project.join(".roocode").join("config.yaml"),
-            project.join(".roocode").join("config.local.yaml"),
-        ];
-        let mut layers = Vec::new();
-        for path in paths {
-            if let Some(settings) = FileSettings::load(&path)? {
-                layers.push(settings);
-            }
-        }
-        Ok(layers)
+    /// Reads the settings from an already-parsed config document that came from
+    /// `source` (relative `script` paths are relative to its directory). Which
+    /// files count, and in what order, is decided by the caller
+    /// (`roo_agent::config::ConfigFiles::llm_settings` applies project trust and
+    /// puts the user's file last, so it wins).
+    pub fn from_value(value: serde_yaml_ng::Value, source: &Path) -> Result<FileSettings> {
+        let value = if value.is_null() {
+            serde_yaml_ng::Value::Mapping(Default::default())
+        } else {
+            value
+        };
+        let mut settings: FileSettings =
+            serde_yaml_ng::from_value(value).map_err(|e| LlmError::ConfigFile {
+                path: source.to_owned(),
+                message: format!("{e}; fix the value (see docs/LLM.md for the keys)"),
+            })?;
+        settings.source = Some(source.to_owned());
+        Ok(settings)
     }
 
     fn relative(&self, path: &Path) -> PathBuf {
@@ -373,8 +378,8 @@ impl LlmSettings {
     /// Resolves settings with precedence flags > env > config files > defaults.
     ///
     /// `env` looks up environment variables (pass `|k| std::env::var(k).ok()`; tests
-    /// pass a map). `files` are config layers in increasing priority, as returned by
-    /// [`FileSettings::load_layers`] (user, project, project-local): later files win.
+    /// pass a map). `files` are config layers in increasing priority: later files win
+    /// (`roo_agent::config::ConfigFiles::llm_settings` gives project, local, user).
     /// Empty values count as unset.
     ///
     /// Without any provider setting, the provider is `script` if a script is given,
@@ -608,7 +613,7 @@ mod tests {
     }
 
     #[test]
-    fn precedence_flags_env_project_user() {
+    fn precedence_flags_env_then_later_files() {
         let user = yaml(
             "provider: openai\nmodel: user-model\nbase_url: http://user/v1\nmax_tokens: 100\npermissions: {allow: [x]}\n",
         );
@@ -732,11 +737,19 @@ mod tests {
             "model: [unclosed\n",
         )
         .unwrap();
-        let err = FileSettings::load_layers(&dir, &dir.join("p")).unwrap_err();
+        let err = FileSettings::load(&dir.join("p/.roocode/config.local.yaml")).unwrap_err();
         assert!(err.to_string().contains("config.local.yaml"), "{err}");
-        std::fs::remove_file(dir.join("p/.roocode/config.local.yaml")).unwrap();
-        let layers = FileSettings::load_layers(&dir, &dir.join("p")).unwrap();
-        assert_eq!(layers.len(), 2);
+        let layers: Vec<FileSettings> =
+            [dir.join("config.yaml"), dir.join("p/.roocode/config.yaml")]
+                .iter()
+                .map(|p| FileSettings::load(p).unwrap().unwrap())
+                .collect();
+        let from_value = FileSettings::from_value(
+            serde_yaml_ng::from_str("max_tokens: [1]\n").unwrap(),
+            &dir.join("x.yaml"),
+        )
+        .unwrap_err();
+        assert!(from_value.to_string().contains("x.yaml"), "{from_value}");
         let s = LlmSettings::resolve(&LlmFlags::default(), &env_of(&[]), &layers).unwrap();
         assert_eq!(s.script.as_deref(), Some(dir.join("demo.yaml").as_path()));
         let usage = Usage {

@@ -1,18 +1,19 @@
-//! Writing "always allow" rules to the local config file.
+//! Writing to config files: "always allow" rules and the trust list.
 //!
 //! When the human answers "always" to a permission prompt, the rule goes to
-//! `<project>/.roocode/config.local.yaml` under `permissions.allow` (seed 000).
-//! The file is read, changed and written back atomically (temp file + rename,
-//! mode 0600) under an advisory lock on the `.roocode` directory, so teammates
-//! approving rules at the same moment do not lose each other's rules; every other
-//! key in the file is kept (comments are not: the file is rewritten from its
-//! parsed form). When the file is first created, a `.roocode/.gitignore` naming
-//! it is created too if there is none, so personal rules stay out of git.
+//! `<project>/.roocode/config.local.yaml` under `permissions.allow` (seed 000);
+//! trusting a project adds it to `trusted_projects` of the user file. Both go
+//! through [`update_yaml`]: the file is read, changed and written back atomically
+//! (temp file + rename, mode 0600) under an advisory lock on its directory, so
+//! agents writing at the same moment do not lose each other's changes; every
+//! other key in the file is kept (comments are not: the file is rewritten from
+//! its parsed form). When the local file is first created, a `.roocode/.gitignore`
+//! naming it is created too if there is none, so personal rules stay out of git.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::fcntl::{Flock, FlockArg};
@@ -28,9 +29,61 @@ const HEADER: &str = "# Personal RooCode settings for this project; keep this fi
 /// not added twice. The rule is stored as given; callers validate it first.
 pub fn append_local_allow(project_root: &Path, rule: &str) -> Result<(), ConfigError> {
     let path = local_config_path(project_root);
-    let dir = path.parent().unwrap_or(project_root).to_path_buf();
+    let created = update_yaml(&path, HEADER, |root, invalid| {
+        let permissions = root
+            .entry(Value::from("permissions"))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        if permissions.is_null() {
+            *permissions = Value::Mapping(Mapping::new());
+        }
+        let Some(permissions) = permissions.as_mapping_mut() else {
+            return Err(invalid("permissions", "is not a mapping"));
+        };
+        let allow = permissions
+            .entry(Value::from("allow"))
+            .or_insert_with(|| Value::Sequence(Vec::new()));
+        if allow.is_null() {
+            *allow = Value::Sequence(Vec::new());
+        }
+        let Some(allow) = allow.as_sequence_mut() else {
+            return Err(invalid("permissions.allow", "is not a list"));
+        };
+        let rule_value = Value::from(rule);
+        if allow.contains(&rule_value) {
+            return Ok(false);
+        }
+        allow.push(rule_value);
+        Ok(true)
+    })?;
+    if created && let Some(dir) = path.parent() {
+        let gitignore = dir.join(".gitignore");
+        if !gitignore.exists() {
+            // Best effort: the rule is saved either way.
+            let _ = fs::write(&gitignore, "config.local.yaml\n");
+        }
+    }
+    Ok(())
+}
+
+/// Builds the error for a key of unexpected shape found while editing a file.
+pub(crate) type InvalidKey<'a> = &'a dyn Fn(&str, &str) -> ConfigError;
+
+/// Reads the YAML file at `path` (a missing file is an empty mapping), lets
+/// `edit` change its top-level mapping, and writes it back atomically under a
+/// lock on its directory if `edit` returns `true`. `header` starts a newly
+/// created file. Returns whether the file was created. A file whose shape
+/// `edit` does not expect is left alone (`edit` returns the error it builds with
+/// the given constructor).
+pub(crate) fn update_yaml(
+    path: &Path,
+    header: &str,
+    edit: impl FnOnce(&mut Mapping, InvalidKey<'_>) -> Result<bool, ConfigError>,
+) -> Result<bool, ConfigError> {
+    let dir = path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let write_err = |source: std::io::Error| ConfigError::Write {
-        path: path.clone(),
+        path: path.to_path_buf(),
         source,
     };
     fs::create_dir_all(&dir).map_err(write_err)?;
@@ -39,55 +92,43 @@ pub fn append_local_allow(project_root: &Path, rule: &str) -> Result<(), ConfigE
         .ok()
         .and_then(|d| Flock::lock(d, FlockArg::LockExclusive).ok());
 
-    let (mut value, existed) = match fs::read_to_string(&path) {
-        Ok(text) => (parse_yaml(&text, &path)?, true),
+    let (mut value, existed) = match fs::read_to_string(path) {
+        Ok(text) => (parse_yaml(&text, path)?, true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             (Value::Mapping(Mapping::new()), false)
         }
-        Err(e) => return Err(ConfigError::Read { path, source: e }),
+        Err(e) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source: e,
+            });
+        }
     };
     let invalid = |key: &str, message: &str| ConfigError::Invalid {
-        path: path.clone(),
+        path: path.to_path_buf(),
         key: key.to_string(),
-        message: format!("{message}; fix it by hand, then approve again"),
+        message: format!("{message}; fix it by hand, then try again"),
     };
     let Some(root) = value.as_mapping_mut() else {
         return Err(invalid("(top level)", "must be a mapping"));
     };
-    let permissions = root
-        .entry(Value::from("permissions"))
-        .or_insert_with(|| Value::Mapping(Mapping::new()));
-    if permissions.is_null() {
-        *permissions = Value::Mapping(Mapping::new());
+    if !edit(root, &invalid)? {
+        return Ok(false);
     }
-    let Some(permissions) = permissions.as_mapping_mut() else {
-        return Err(invalid("permissions", "is not a mapping"));
-    };
-    let allow = permissions
-        .entry(Value::from("allow"))
-        .or_insert_with(|| Value::Sequence(Vec::new()));
-    if allow.is_null() {
-        *allow = Value::Sequence(Vec::new());
-    }
-    let Some(allow) = allow.as_sequence_mut() else {
-        return Err(invalid("permissions.allow", "is not a list"));
-    };
-    let rule_value = Value::from(rule);
-    if allow.contains(&rule_value) {
-        return Ok(());
-    }
-    allow.push(rule_value);
 
     let body =
         serde_yaml_ng::to_string(&value).map_err(|e| invalid("(document)", &e.to_string()))?;
     let text = if existed {
         body
     } else {
-        format!("{HEADER}{body}")
+        format!("{header}{body}")
     };
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map_or_else(|| "config".into(), |n| n.to_string_lossy().into_owned());
     let temp = dir.join(format!(
-        ".config.local.yaml.{}-{}.tmp",
+        ".{name}.{}-{}.tmp",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
@@ -100,18 +141,11 @@ pub fn append_local_allow(project_root: &Path, rule: &str) -> Result<(), ConfigE
             .open(&temp)?;
         file.write_all(text.as_bytes())?;
         file.sync_data()?;
-        fs::rename(&temp, &path)
+        fs::rename(&temp, path)
     };
     write().map_err(|e| {
         let _ = fs::remove_file(&temp);
         write_err(e)
     })?;
-    if !existed {
-        let gitignore = dir.join(".gitignore");
-        if !gitignore.exists() {
-            // Best effort: the rule is saved either way.
-            let _ = fs::write(&gitignore, "config.local.yaml\n");
-        }
-    }
-    Ok(())
+    Ok(!existed)
 }

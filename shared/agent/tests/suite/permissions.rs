@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::symlink;
 
-use roo_agent::config::{ConfigFiles, Source};
+use roo_agent::config::{ConfigFiles, ProjectTrust, Source};
 use roo_agent::permissions::{
     Approval, Approver, DenyApprover, PermissionDecision, PermissionMode, PermissionPolicy,
 };
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::common::{Workspace, write};
 
 fn policy(ws: &Workspace, mode: Option<PermissionMode>) -> PermissionPolicy {
-    let config = ConfigFiles::load(&ws.roo_home, &ws.project).unwrap();
+    let config = ConfigFiles::load(&ws.roo_home, &ws.project, ProjectTrust::Trusted).unwrap();
     PermissionPolicy::from_config(&config, ws.project.clone(), mode).unwrap()
 }
 
@@ -105,7 +105,7 @@ fn always_allow_persists_for_the_next_session() {
     first.allow_always(&request.suggested_rule).unwrap();
     assert_eq!(kind(&check(&first, &ws, &Bash, input.clone())), "allow");
 
-    let config = ConfigFiles::load(&ws.roo_home, &ws.project).unwrap();
+    let config = ConfigFiles::load(&ws.roo_home, &ws.project, ProjectTrust::Trusted).unwrap();
     assert_eq!(
         config.value(Source::Local).unwrap()["model"],
         serde_yaml_ng::Value::from("mine")

@@ -397,7 +397,9 @@ fn allow_always_saves_to_the_local_file_and_applies_at_once() {
     policy.allow_always("Bash(cargo test *)").unwrap();
     assert!(is_allow(&policy.check(&Bash, &bash("cargo test"), &p.root)));
 
-    let config = crate::config::ConfigFiles::load(&p.outside, &p.root).unwrap();
+    let config =
+        crate::config::ConfigFiles::load(&p.outside, &p.root, crate::config::ProjectTrust::Trusted)
+            .unwrap();
     let local = config.value(Source::Local).unwrap();
     assert_eq!(local["model"], serde_yaml_ng::Value::from("local-model"));
     let allow = local["permissions"]["allow"].as_sequence().unwrap();
