@@ -6,6 +6,7 @@
 //! and stops on end-turn, max turns, cancel or repeated unknown tools. Everything it
 //! does is reported as [`AgentEvent`]s; it never knows which UI listens.
 
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -584,12 +585,23 @@ impl Agent {
         events: &EventSink,
     ) -> ToolOutput {
         let summary = tool.summarize(&input);
+        // The roots the check judged against go with the call, so the file
+        // tools open paths under the same roots (see `ToolContext::allowed_roots`).
+        let mut context = context.clone();
         let decision = match self.policy.read() {
-            Ok(policy) => policy.check(tool, &input, &context.cwd),
+            Ok(policy) => {
+                context.allowed_roots = policy
+                    .allowed_roots()
+                    .into_iter()
+                    .map(Path::to_path_buf)
+                    .collect();
+                policy.check(tool, &input, &context.cwd)
+            }
             Err(_) => PermissionDecision::Deny {
                 reason: "the permission policy is unavailable".to_string(),
             },
         };
+        let context = &context;
         let denied = |reason: String| {
             events.emit(AgentEvent::PermissionDenied {
                 id: id.to_string(),

@@ -170,6 +170,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
             roo_home.to_string_lossy().into_owned(),
         )],
         max_result_chars: MAX_RESULT_CHARS,
+        allowed_roots: Vec::new(),
     };
     let options = AgentOptions {
         agent_name: "lead".to_string(),

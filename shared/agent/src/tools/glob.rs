@@ -98,11 +98,15 @@ impl Tool for Glob {
                 Ok(input) => input,
                 Err(e) => return e.into_output(),
             };
-            let root = resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."));
+            let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or(".")) {
+                Ok(root) => root,
+                Err(e) => return e.into_output(),
+            };
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
             let pattern = input.pattern;
-            match run_blocking(NAME, move || find(&root, &pattern, &cwd, &cancel)).await {
+            let work = move || find(&root, &pattern, &cwd, &cancel);
+            match run_blocking(NAME, &ctx.cancel, work).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => e.into_output(),
             }

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::input::{opt_bool, opt_usize};
+use super::confined::open_regular;
 use super::walk::{is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
@@ -28,6 +29,8 @@ pub const DEFAULT_MAX_RESULTS: usize = 500;
 pub const MAX_LINE_CHARS: usize = 500;
 /// Files larger than this are skipped (logs, dumps); the result says so.
 const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;
+/// Most skipped files named in a result; the rest are counted.
+const MAX_SKIPPED_LISTED: usize = 10;
 
 const NAME: &str = "Grep";
 
@@ -156,13 +159,16 @@ impl Tool for Grep {
                 Ok(input) => input,
                 Err(e) => return e.into_output(),
             };
-            let root = resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."));
+            let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or(".")) {
+                Ok(root) => root,
+                Err(e) => return e.into_output(),
+            };
             let search = match Search::new(&input, root, ctx.cwd.clone()) {
                 Ok(search) => search,
                 Err(e) => return e.into_output(),
             };
             let cancel = ctx.cancel.clone();
-            match run_blocking(NAME, move || search.run(&cancel)).await {
+            match run_blocking(NAME, &ctx.cancel, move || search.run(&cancel)).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => e.into_output(),
             }
@@ -181,6 +187,7 @@ struct Search {
     mode: OutputMode,
     context: usize,
     max_results: usize,
+    max_file_bytes: u64,
 }
 
 impl Search {
@@ -224,6 +231,7 @@ impl Search {
                 .max_results
                 .filter(|&m| m > 0)
                 .unwrap_or(DEFAULT_MAX_RESULTS),
+            max_file_bytes: MAX_FILE_BYTES,
         })
     }
 
@@ -240,7 +248,7 @@ impl Search {
     fn run(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
         let meta =
             std::fs::metadata(&self.root).map_err(|e| ToolError::io("search", &self.root, e))?;
-        let files: Box<dyn Iterator<Item = PathBuf>> = if meta.is_file() {
+        let files: Box<dyn Iterator<Item = PathBuf>> = if !meta.is_dir() {
             Box::new(std::iter::once(self.root.clone()))
         } else {
             Box::new(
@@ -255,7 +263,8 @@ impl Search {
         let mut out = String::new();
         let mut results = 0usize;
         let mut truncated = false;
-        let mut skipped_large = 0usize;
+        let mut skipped_large: Vec<String> = Vec::new();
+        let mut skipped_special: Vec<String> = Vec::new();
         for path in files {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled { tool: NAME });
@@ -264,15 +273,20 @@ impl Search {
                 truncated = true;
                 break;
             }
-            if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
-                skipped_large += 1;
-                continue;
-            }
-            let Some(bytes) = read_text(&path) else {
-                continue;
+            let shown = display_path(&self.cwd, &path);
+            let bytes = match read_text(&path, self.max_file_bytes) {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => continue,
+                Err(Skip::Large) => {
+                    skipped_large.push(shown);
+                    continue;
+                }
+                Err(Skip::Special) => {
+                    skipped_special.push(shown);
+                    continue;
+                }
             };
             let text = String::from_utf8_lossy(&bytes);
-            let shown = display_path(&self.cwd, &path);
             match self.mode {
                 OutputMode::FilesWithMatches => {
                     if text.lines().any(|l| self.regex.is_match(l)) {
@@ -295,14 +309,15 @@ impl Search {
                 }
             }
         }
-        if out.is_empty() {
-            return Ok(format!(
+        let mut text = if out.is_empty() {
+            format!(
                 "No matches for `{}` in {}.",
                 self.pattern,
                 display_path(&self.cwd, &self.root)
-            ));
-        }
-        let mut text = out.trim_end().to_string();
+            )
+        } else {
+            out.trim_end().to_string()
+        };
         if truncated {
             let _ = write!(
                 text,
@@ -310,11 +325,23 @@ impl Search {
                 self.max_results
             );
         }
-        if skipped_large > 0 {
+        if !skipped_large.is_empty() {
             let _ = write!(
                 text,
-                "\n[{skipped_large} file(s) over {} MiB were skipped.]",
-                MAX_FILE_BYTES / (1024 * 1024)
+                "\n[{} file(s) over {} MiB were not searched: {}; read them a window at a time \
+                 with ReadFile (offset/limit).]",
+                skipped_large.len(),
+                self.max_file_bytes.div_ceil(1024 * 1024),
+                listed(&skipped_large)
+            );
+        }
+        if !skipped_special.is_empty() {
+            let _ = write!(
+                text,
+                "\n[{} file(s) that are not regular files (FIFOs, sockets, devices) were not \
+                 searched: {}.]",
+                skipped_special.len(),
+                listed(&skipped_special)
             );
         }
         Ok(text)
@@ -365,17 +392,50 @@ impl Search {
     }
 }
 
-/// The content of a text file; `None` for binary or unreadable files. Only the
-/// first 8 KiB of a binary file are read.
-fn read_text(path: &Path) -> Option<Vec<u8>> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    (&mut file).take(8 * 1024).read_to_end(&mut bytes).ok()?;
-    if looks_binary(&bytes) {
-        return None;
+/// Why a file was left out of a search, for the result's notes.
+enum Skip {
+    /// Over the size limit.
+    Large,
+    /// A FIFO, socket or device (possibly swapped in after the walk).
+    Special,
+}
+
+/// The content of a text file; `Ok(None)` for binary or unreadable files. The
+/// file is opened without blocking and without following a symlink, and
+/// checked on the open handle; only the first 8 KiB of a binary file are read.
+fn read_text(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, Skip> {
+    let mut file = match open_regular(path) {
+        Ok(file) => file,
+        Err(ToolError::NotRegular { .. }) => return Err(Skip::Special),
+        Err(_) => return Ok(None),
+    };
+    if file.metadata().is_ok_and(|m| m.len() > max_bytes) {
+        return Err(Skip::Large);
     }
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    let mut bytes = Vec::new();
+    if (&mut file).take(8 * 1024).read_to_end(&mut bytes).is_err() || looks_binary(&bytes) {
+        return Ok(None);
+    }
+    // The size was checked on this handle; a file still growing is cut at the limit.
+    let rest = max_bytes.saturating_sub(bytes.len() as u64);
+    if file.take(rest).read_to_end(&mut bytes).is_err() {
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
+/// The first few of `paths`, comma-separated, with a count of the rest.
+fn listed(paths: &[String]) -> String {
+    let mut text = paths
+        .iter()
+        .take(MAX_SKIPPED_LISTED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if paths.len() > MAX_SKIPPED_LISTED {
+        let _ = write!(text, " and {} more", paths.len() - MAX_SKIPPED_LISTED);
+    }
+    text
 }
 
 #[cfg(test)]

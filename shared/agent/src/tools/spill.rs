@@ -116,6 +116,7 @@ mod tests {
             cancel: Default::default(),
             env: Vec::new(),
             max_result_chars: max,
+            allowed_roots: Vec::new(),
         }
     }
 

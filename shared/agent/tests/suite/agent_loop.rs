@@ -232,6 +232,7 @@ impl Fixture {
             cancel: CancellationToken::new(),
             env: Vec::new(),
             max_result_chars: 100_000,
+            allowed_roots: Vec::new(),
         };
         Agent::new(
             provider,
@@ -676,6 +677,7 @@ async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
         cancel: CancellationToken::new(),
         env: Vec::new(),
         max_result_chars: 100_000,
+        allowed_roots: Vec::new(),
     };
     let mut agent = Agent::new(
         provider.clone(),

@@ -56,6 +56,7 @@ impl Workspace {
                 self.roo_home.to_string_lossy().into_owned(),
             )],
             max_result_chars,
+            allowed_roots: Vec::new(),
         }
     }
 

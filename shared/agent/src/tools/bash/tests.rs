@@ -17,6 +17,7 @@ fn ctx(dir: &Path) -> ToolContext {
         cancel: CancellationToken::new(),
         env: vec![("ROO_TEST_VALUE".to_string(), "forty-two".to_string())],
         max_result_chars: 100_000,
+        allowed_roots: Vec::new(),
     }
 }
 
