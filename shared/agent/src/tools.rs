@@ -284,11 +284,39 @@ mod tests {
     #[test]
     fn resolve_path_keeps_absolute_and_joins_relative() {
         let cwd = Path::new("/work/project");
-        assert_eq!(resolve_path(cwd, "/etc/hosts"), PathBuf::from("/etc/hosts"));
         assert_eq!(
-            resolve_path(cwd, "src/main.rs"),
+            resolve_path(cwd, "/etc/hosts").unwrap(),
+            PathBuf::from("/etc/hosts")
+        );
+        assert_eq!(
+            resolve_path(cwd, "src/main.rs").unwrap(),
             PathBuf::from("/work/project/src/main.rs")
         );
+        assert_eq!(
+            resolve_path(cwd, "./~x").unwrap(),
+            PathBuf::from("/work/project/~x")
+        );
+        assert_eq!(
+            resolve_path(cwd, "a/~/b").unwrap(),
+            PathBuf::from("/work/project/a/~/b")
+        );
+    }
+
+    #[test]
+    fn tilde_is_the_home_directory_never_a_directory_named_tilde() {
+        let cwd = Path::new("/work/project");
+        let home = expand_home("~").unwrap();
+        assert!(home.is_absolute(), "{}", home.display());
+        assert_eq!(resolve_path(cwd, "~/x").unwrap(), home.join("x"));
+        assert_eq!(resolve_path(cwd, "~").unwrap(), home);
+        assert_eq!(target_path("~/.ssh/id_rsa"), home.join(".ssh/id_rsa"));
+        assert_eq!(resolve_path(cwd, "~root/x").unwrap(), {
+            let root = nix::unistd::User::from_name("root").unwrap().unwrap();
+            root.dir.join("x")
+        });
+        let err = resolve_path(cwd, "~no-such-user-roo/x").unwrap_err();
+        assert!(matches!(err, ToolError::Home { .. }), "{err}");
+        assert!(err.to_string().contains("./~no-such-user-roo/x"), "{err}");
     }
 
     #[test]

@@ -330,3 +330,155 @@ pub(crate) fn open_regular(path: &Path) -> Result<File, ToolError> {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::tool::{Tool, ToolContext, ToolOutput};
+    use crate::tools::{EditFile, Grep, ReadFile, WriteFile, run_blocking};
+    use serde_json::json;
+    use std::fs;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use std::time::Duration;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(dir: &Path, roots: Vec<PathBuf>) -> ToolContext {
+        ToolContext {
+            cwd: dir.to_path_buf(),
+            session_dir: dir.join("session"),
+            cancel: CancellationToken::new(),
+            env: Vec::new(),
+            max_result_chars: 100_000,
+            allowed_roots: roots,
+        }
+    }
+
+    /// Runs a tool call, failing (not hanging) if it does not finish; on a
+    /// timeout `unblock` runs first so a reader stuck on a FIFO is released.
+    async fn call_within(
+        tool: &dyn Tool,
+        input: serde_json::Value,
+        ctx: &ToolContext,
+        unblock: impl FnOnce(),
+    ) -> ToolOutput {
+        match tokio::time::timeout(Duration::from_secs(20), tool.call(input, ctx)).await {
+            Ok(out) => out,
+            Err(_) => {
+                unblock();
+                panic!("{} blocked on a non-regular file", tool.name());
+            }
+        }
+    }
+
+    /// Opens the write end without blocking, so a reader blocked in `open` or
+    /// `read` on the FIFO gets EOF.
+    fn release(fifo: &Path) {
+        let _ = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc_nonblock())
+            .open(fifo);
+    }
+
+    fn libc_nonblock() -> i32 {
+        OFlag::O_NONBLOCK.bits()
+    }
+
+    fn project_with_fifo() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
+        (dir, fifo)
+    }
+
+    #[tokio::test]
+    async fn read_file_on_a_fifo_is_an_error_not_a_hang() {
+        let (dir, fifo) = project_with_fifo();
+        let ctx = ctx(dir.path(), Vec::new());
+        let out = call_within(&ReadFile, json!({"path": "pipe"}), &ctx, || release(&fifo)).await;
+        assert!(out.is_error, "{}", out.content);
+        assert!(out.content.contains("FIFO"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn edit_and_write_on_a_fifo_are_errors_not_hangs() {
+        let (dir, fifo) = project_with_fifo();
+        let ctx = ctx(dir.path(), Vec::new());
+        let input = json!({"path": "pipe", "old_string": "a", "new_string": "b"});
+        let out = call_within(&EditFile, input, &ctx, || release(&fifo)).await;
+        assert!(out.is_error, "{}", out.content);
+        assert!(out.content.contains("FIFO"), "{}", out.content);
+        let input = json!({"path": "pipe", "content": "x"});
+        let out = call_within(&WriteFile, input, &ctx, || release(&fifo)).await;
+        assert!(out.is_error, "{}", out.content);
+        assert!(out.content.contains("FIFO"), "{}", out.content);
+        assert!(
+            fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+            "the FIFO is left alone"
+        );
+    }
+
+    #[tokio::test]
+    async fn grep_skips_a_fifo_with_a_note() {
+        let (dir, fifo) = project_with_fifo();
+        fs::write(dir.path().join("a.txt"), "needle\n").unwrap();
+        let ctx = ctx(dir.path(), Vec::new());
+        let input = json!({"pattern": "needle", "path": "pipe"});
+        let out = call_within(&Grep, input, &ctx, || release(&fifo)).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.contains("not regular files"), "{}", out.content);
+        assert!(out.content.contains("pipe"), "{}", out.content);
+        let out = call_within(&Grep, json!({"pattern": "needle"}), &ctx, || release(&fifo)).await;
+        assert_eq!(out.content, "a.txt");
+    }
+
+    #[tokio::test]
+    async fn read_file_on_a_device_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path(), vec![PathBuf::from("/dev")]);
+        for device in ["/dev/zero", "/dev/null"] {
+            let out = call_within(&ReadFile, json!({"path": device}), &ctx, || {}).await;
+            assert!(out.is_error, "{}", out.content);
+            assert!(out.content.contains("character device"), "{}", out.content);
+        }
+    }
+
+    #[tokio::test]
+    async fn blocking_work_returns_promptly_when_cancelled() {
+        let cancel = CancellationToken::new();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let stuck = run_blocking("ReadFile", &cancel, move || {
+            // Blocks like a read that never returns, until the test ends it.
+            let _ = rx.recv();
+            Ok(())
+        });
+        let trigger = cancel.clone();
+        tokio::spawn(async move { trigger.cancel() });
+        let result = tokio::time::timeout(Duration::from_secs(20), stuck).await;
+        drop(tx);
+        let err = result.expect("cancel did not end the call").unwrap_err();
+        assert!(matches!(err, ToolError::Cancelled { .. }), "{err}");
+    }
+
+    #[test]
+    fn locate_refuses_paths_outside_the_roots_and_symlinked_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(dir.path()).unwrap();
+        let project = base.join("project");
+        fs::create_dir_all(project.join("src")).unwrap();
+        fs::create_dir_all(base.join("outside")).unwrap();
+        std::os::unix::fs::symlink(base.join("outside"), project.join("out")).unwrap();
+        let roots = [project.clone()];
+        let err = locate(&project.join("out/x"), &roots, Parents::Create).unwrap_err();
+        assert!(matches!(err, ToolError::Outside { .. }), "{err}");
+        assert!(!base.join("outside/x").exists());
+        let err = locate(&project, &roots, Parents::Create).unwrap_err();
+        assert!(matches!(err, ToolError::IsDirectory { .. }), "{err}");
+        let located = locate(&project.join("new/dir/f.txt"), &roots, Parents::Create).unwrap();
+        located.write_atomic(b"hi", None).unwrap();
+        assert_eq!(fs::read_to_string(project.join("new/dir/f.txt")).unwrap(), "hi");
+        let err = locate(&project.join("missing/f.txt"), &roots, Parents::Existing).unwrap_err();
+        assert!(matches!(err, ToolError::NotFound { .. }), "{err}");
+    }
+}

@@ -275,6 +275,7 @@ mod tests {
 
     use super::*;
     use std::fs;
+    use std::path::PathBuf;
 
     /// [`super::read_numbered`] of a path, opened as the tool opens it with the
     /// path's directory as the allowed root.

@@ -164,6 +164,7 @@ mod tests {
             cancel: Default::default(),
             env: Vec::new(),
             max_result_chars: 100_000,
+            allowed_roots: Vec::new(),
         }
     }
 

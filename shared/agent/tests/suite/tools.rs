@@ -1,9 +1,12 @@
 //! The built-in tools through the registry, in a real git project.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use roo_agent::permissions::{PermissionDecision, PermissionMode, PermissionPolicy, RuleSet};
-use roo_agent::tool::ToolRegistry;
+use roo_agent::tool::{Tool, ToolRegistry};
 use roo_agent::tools::bash::pid_is_running;
-use roo_agent::tools::{builtin_tools, spill_if_large};
+use roo_agent::tools::{WriteFile, builtin_tools, spill_if_large};
 use serde_json::json;
 
 use super::common::{Workspace, wait_until};
@@ -98,6 +101,13 @@ async fn spilled_results_can_be_read_back_through_the_sandbox() {
         policy.check(read_file.as_ref(), &input, &ctx.cwd),
         PermissionDecision::Allow
     );
+    // The loop hands the tools the roots the policy judged against.
+    let mut ctx = ctx;
+    ctx.allowed_roots = policy
+        .allowed_roots()
+        .into_iter()
+        .map(|p| p.to_path_buf())
+        .collect();
     let middle = read_file.call(input, &ctx).await;
     assert!(
         middle.content.starts_with("  1500\trow 1500\n"),
@@ -139,4 +149,79 @@ async fn cancelling_a_bash_call_kills_its_children() {
         .parse()
         .unwrap();
     wait_until("the child sleep to be gone", || !pid_is_running(pid)).await;
+}
+
+/// Seed 000's check/use race: a symlink inside the project flipped between a
+/// directory inside and one outside while WriteFile calls run, each checked by
+/// the policy first exactly as the loop does. Before file tools opened paths
+/// through directory handles, about one allowed write in ten landed outside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_flipped_during_writes_never_leads_a_write_outside_the_project() {
+    let ws = Workspace::new();
+    let outside = ws.project.parent().unwrap().join("outside");
+    let inside = ws.project.join("real");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(&inside).unwrap();
+    let link = ws.project.join("d");
+    std::os::unix::fs::symlink(&inside, &link).unwrap();
+
+    let policy = PermissionPolicy::new(
+        ws.project.clone(),
+        PermissionMode::BypassPermissions,
+        RuleSet::new(),
+    );
+    let mut ctx = ws.context(100_000);
+    ctx.allowed_roots = policy
+        .allowed_roots()
+        .into_iter()
+        .map(|p| p.to_path_buf())
+        .collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let flips = Arc::new(AtomicUsize::new(0));
+    let flipper = {
+        let (stop, flips) = (stop.clone(), flips.clone());
+        let (project, outside, inside) = (ws.project.clone(), outside.clone(), inside.clone());
+        std::thread::spawn(move || {
+            let mut i = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let target = if i % 2 == 0 { &outside } else { &inside };
+                let temp = project.join(format!(".flip{i}"));
+                std::os::unix::fs::symlink(target, &temp).unwrap();
+                std::fs::rename(&temp, project.join("d")).unwrap();
+                flips.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+            }
+        })
+    };
+    // 1,000 writes the policy allowed, each racing the flips.
+    let (mut allowed, mut written) = (0, 0);
+    for i in 0..1_000_000 {
+        if allowed == 1000 {
+            break;
+        }
+        let input = json!({"path": format!("d/f{i}.txt"), "content": "x"});
+        if policy.check(&WriteFile, &input, &ws.project) != PermissionDecision::Allow {
+            continue;
+        }
+        allowed += 1;
+        if !WriteFile.call(input, &ctx).await.is_error {
+            written += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+
+    let escaped: Vec<_> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        escaped.is_empty(),
+        "{} of {allowed} allowed writes landed outside the project: {escaped:?}",
+        escaped.len()
+    );
+    assert_eq!(allowed, 1000);
+    assert!(flips.load(Ordering::Relaxed) > 100, "the link kept flipping");
+    assert!(written > 0, "some writes went through while the link pointed inside");
 }
