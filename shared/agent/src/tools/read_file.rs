@@ -345,6 +345,52 @@ mod tests {
     }
 
     #[test]
+    fn a_100_mb_line_is_cut_without_being_held_whole() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("minified.js");
+        let mut file = std::io::BufWriter::new(fs::File::create(&p).unwrap());
+        let chunk = vec![b'x'; 1024 * 1024];
+        for _ in 0..100 {
+            file.write_all(&chunk).unwrap();
+        }
+        file.write_all(b"\nshort\n").unwrap();
+        drop(file);
+        let out = read_numbered(&p, 1, 1_000_000_000).unwrap();
+        let more = 100 * 1024 * 1024 - MAX_LINE_CHARS;
+        assert!(
+            out.contains(&format!("[line cut: {more} more characters]")),
+            "{}",
+            &out[out.len().saturating_sub(300)..]
+        );
+        assert!(out.contains("     2\tshort"), "{}", &out[out.len() - 300..]);
+        assert!(out.len() < MAX_LINE_CHARS + 1000, "{} bytes", out.len());
+    }
+
+    #[test]
+    fn a_huge_limit_is_capped_by_the_output_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (1..=200_000).map(|i| format!("line {i}\n")).collect();
+        let p = write(dir.path(), "long.txt", text.as_bytes());
+        let out = read_numbered(&p, 1, 1_000_000_000).unwrap();
+        assert!(out.len() <= MAX_OUTPUT_BYTES + 500, "{} bytes", out.len());
+        let footer = out.lines().last().unwrap();
+        assert!(footer.contains("of 200000."), "{footer}");
+        assert!(footer.contains("at most 512 KiB"), "{footer}");
+        let next: usize = footer
+            .split("offset=")
+            .nth(1)
+            .unwrap()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(out.contains(&format!("{:>6}\tline {}\n", next - 1, next - 1)));
+        assert!(!out.contains(&format!("\tline {next}\n")));
+    }
+
+    #[test]
     fn refuses_binary_files_and_directories() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "bin", b"ELF\0\x01\x02");
