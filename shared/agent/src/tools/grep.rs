@@ -483,6 +483,34 @@ mod tests {
     }
 
     #[test]
+    fn files_over_the_size_limit_are_named_not_silently_skipped() {
+        let dir = project();
+        let root = dir.path();
+        for i in 0..12 {
+            fs::write(root.join(format!("big{i:02}.log")), "add\n".repeat(100)).unwrap();
+        }
+        let input: Input = serde_json::from_value(json!({"pattern": "add"})).unwrap();
+        let mut search = Search::new(&input, root.to_path_buf(), root.to_path_buf()).unwrap();
+        search.max_file_bytes = 100;
+        let out = search.run(&CancellationToken::new()).unwrap();
+        assert!(out.contains("src/lib.rs"), "{out}");
+        assert!(
+            out.contains("[12 file(s) over 1 MiB were not searched: big00.log, big01.log"),
+            "{out}"
+        );
+        assert!(out.contains("big09.log and 2 more;"), "{out}");
+        assert!(!out.contains("big10.log"), "{out}");
+
+        // Also when nothing else matched.
+        let input: Input = serde_json::from_value(json!({"pattern": "add", "glob": "*.log"})).unwrap();
+        let mut search = Search::new(&input, root.to_path_buf(), root.to_path_buf()).unwrap();
+        search.max_file_bytes = 100;
+        let out = search.run(&CancellationToken::new()).unwrap();
+        assert!(out.starts_with("No matches"), "{out}");
+        assert!(out.contains("12 file(s) over"), "{out}");
+    }
+
+    #[test]
     fn files_mode_honours_gitignore_and_skips_binaries() {
         let dir = project();
         let out = search(dir.path(), json!({"pattern": "add"}));
