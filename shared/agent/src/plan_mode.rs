@@ -4,6 +4,12 @@
 //! matrix stays as in default mode, only the plan file is auto-allowed. Leaving plan
 //! mode is a write-class call, so in plan mode it always goes through the permission
 //! layer and the human (or, for a teammate, the lead) approves the plan.
+//!
+//! A run nobody can answer (headless `-p`, a background agent) could never
+//! leave plan mode once in it: every write and command would be refused for
+//! the rest of the run, bypassPermissions included. So there `EnterPlanMode` is
+//! refused with a result telling the model to carry on in its current mode; a
+//! run *started* in plan mode stays there (the user asked for a plan only).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -16,19 +22,34 @@ use crate::permissions::PermissionMode;
 use crate::prompt::plan_mode_reminder;
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
 
+/// Whether anyone can approve a plan in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanApprover {
+    /// A human (or the lead, for a teammate) answers permission requests.
+    Present,
+    /// Nobody does: requests are denied (headless and background runs).
+    Absent,
+}
+
 /// State shared by the two plan-mode tools.
 struct PlanState {
     policy: SharedPolicy,
     plan_file: PathBuf,
+    approver: PlanApprover,
     /// Mode to return to when the plan is approved.
     previous: Mutex<Option<PermissionMode>>,
 }
 
 /// Builds the `EnterPlanMode` and `ExitPlanMode` tools over one policy.
-pub fn plan_mode_tools(policy: SharedPolicy, plan_file: PathBuf) -> Vec<Arc<dyn Tool>> {
+pub fn plan_mode_tools(
+    policy: SharedPolicy,
+    plan_file: PathBuf,
+    approver: PlanApprover,
+) -> Vec<Arc<dyn Tool>> {
     let state = Arc::new(PlanState {
         policy,
         plan_file,
+        approver,
         previous: Mutex::new(None),
     });
     vec![
@@ -96,6 +117,13 @@ impl Tool for EnterPlanMode {
                     return ToolOutput::error(
                         "Plan mode is not available to this agent: nobody could approve the plan.",
                     );
+                }
+                Some(current) if state.approver == PlanApprover::Absent => {
+                    return ToolOutput::error(format!(
+                        "Plan mode is not available in this run: nobody is there to approve a \
+                         plan, so you could never leave plan mode. Carry on with the task \
+                         directly; the permission mode stays {current}."
+                    ));
                 }
                 Some(current) => {
                     if let Ok(mut previous) = state.previous.lock() {
