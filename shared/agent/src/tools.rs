@@ -203,9 +203,16 @@ fn expand_home(path: &str) -> Result<PathBuf, ToolError> {
             .ok_or_else(|| fail(format!("there is no user named `{user}`")))?
     };
     if !home.is_absolute() {
-        return Err(fail(format!("the home directory {} is not absolute", home.display())));
+        return Err(fail(format!(
+            "the home directory {} is not absolute",
+            home.display()
+        )));
     }
-    Ok(if tail.is_empty() { home } else { home.join(tail) })
+    Ok(if tail.is_empty() {
+        home
+    } else {
+        home.join(tail)
+    })
 }
 
 /// Reads the `path` field of an input, for permission targets and summaries.

@@ -69,13 +69,19 @@ pub(crate) fn effective_roots(roots: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
 
 /// Resolves `path` (absolute), checks that it lies strictly below one of
 /// `roots`, and opens its parent directory without following symlinks.
-pub(crate) fn locate(path: &Path, roots: &[PathBuf], parents: Parents) -> Result<Located, ToolError> {
+pub(crate) fn locate(
+    path: &Path,
+    roots: &[PathBuf],
+    parents: Parents,
+) -> Result<Located, ToolError> {
     let mut last = None;
     for _ in 0..ATTEMPTS {
         match locate_once(path, roots, parents) {
-            Err(Attempt::Changed) => last = Some(ToolError::Changed {
-                path: path.to_path_buf(),
-            }),
+            Err(Attempt::Changed) => {
+                last = Some(ToolError::Changed {
+                    path: path.to_path_buf(),
+                })
+            }
             Err(Attempt::Failed(e)) => return Err(e),
             Ok(located) => return Ok(located),
         }
@@ -199,8 +205,12 @@ impl Located {
         // Refuse a device by its name first, so it is never even opened (opening
         // some devices has effects); the check on the handle below is the one
         // that holds against a swap in between.
-        if let Ok(stat) = fstatat(&self.dir, self.name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
-            self.check_kind(stat.st_mode as u32)?;
+        if let Ok(stat) = fstatat(
+            &self.dir,
+            self.name.as_os_str(),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
+            self.check_kind(mode_of(&stat))?;
         }
         let fd = openat(
             &self.dir,
@@ -225,9 +235,13 @@ impl Located {
     /// The mode bits of an existing entry (`None` if there is none); refuses a
     /// directory or a non-regular file.
     pub(crate) fn existing_mode(&self) -> Result<Option<u32>, ToolError> {
-        match fstatat(&self.dir, self.name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+        match fstatat(
+            &self.dir,
+            self.name.as_os_str(),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
             Ok(stat) => {
-                let mode = stat.st_mode as u32;
+                let mode = mode_of(&stat);
                 // A symlink here appeared after the check; the rename below
                 // replaces the link itself, inside this directory.
                 if SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) == SFlag::S_IFLNK {
@@ -287,7 +301,12 @@ impl Located {
             let mut file = File::from(fd);
             file.write_all(content).map_err(io_errno)?;
             file.sync_data().map_err(io_errno)?;
-            renameat(&self.dir, temp.as_os_str(), &self.dir, self.name.as_os_str())
+            renameat(
+                &self.dir,
+                temp.as_os_str(),
+                &self.dir,
+                self.name.as_os_str(),
+            )
         };
         write().map_err(|e| {
             let _ = unlinkat(&self.dir, temp.as_os_str(), UnlinkatFlags::NoRemoveDir);
@@ -299,6 +318,12 @@ impl Located {
             }
         })
     }
+}
+
+/// `st_mode` as `u32` (it is `u16` on macOS).
+#[allow(clippy::unnecessary_cast)]
+fn mode_of(stat: &nix::sys::stat::FileStat) -> u32 {
+    stat.st_mode as u32
 }
 
 fn io_errno(e: io::Error) -> Errno {
@@ -316,7 +341,9 @@ pub(crate) fn open_regular(path: &Path) -> Result<File, ToolError> {
     )
     .map_err(|e| ToolError::io("read", path, e.into()))?;
     let file = File::from(fd);
-    let meta = file.metadata().map_err(|e| ToolError::io("read", path, e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| ToolError::io("read", path, e))?;
     if meta.is_dir() {
         return Err(ToolError::IsDirectory {
             path: path.to_path_buf(),
@@ -477,7 +504,10 @@ mod tests {
         assert!(matches!(err, ToolError::IsDirectory { .. }), "{err}");
         let located = locate(&project.join("new/dir/f.txt"), &roots, Parents::Create).unwrap();
         located.write_atomic(b"hi", None).unwrap();
-        assert_eq!(fs::read_to_string(project.join("new/dir/f.txt")).unwrap(), "hi");
+        assert_eq!(
+            fs::read_to_string(project.join("new/dir/f.txt")).unwrap(),
+            "hi"
+        );
         let err = locate(&project.join("missing/f.txt"), &roots, Parents::Existing).unwrap_err();
         assert!(matches!(err, ToolError::NotFound { .. }), "{err}");
     }

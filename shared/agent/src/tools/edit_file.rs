@@ -17,8 +17,8 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::input::opt_bool;
 use super::confined::{Parents, effective_roots, locate};
+use super::input::opt_bool;
 use super::{
     ToolError, input_str, looks_binary, parse_input, resolve_path, run_blocking, target_path,
 };

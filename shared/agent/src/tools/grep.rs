@@ -17,8 +17,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::input::{opt_bool, opt_usize};
 use super::confined::open_regular;
+use super::input::{opt_bool, opt_usize};
 use super::walk::{is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
@@ -502,7 +502,8 @@ mod tests {
         assert!(!out.contains("big10.log"), "{out}");
 
         // Also when nothing else matched.
-        let input: Input = serde_json::from_value(json!({"pattern": "add", "glob": "*.log"})).unwrap();
+        let input: Input =
+            serde_json::from_value(json!({"pattern": "add", "glob": "*.log"})).unwrap();
         let mut search = Search::new(&input, root.to_path_buf(), root.to_path_buf()).unwrap();
         search.max_file_bytes = 100;
         let out = search.run(&CancellationToken::new()).unwrap();

@@ -177,7 +177,11 @@ pub(crate) fn read_numbered(
             capped = number + 1 < end;
             break number + count_lines(&mut reader).map_err(io_err)?;
         }
-        let keep = if number + 1 < start { 0 } else { MAX_LINE_BYTES };
+        let keep = if number + 1 < start {
+            0
+        } else {
+            MAX_LINE_BYTES
+        };
         let Some(dropped) = next_line(&mut reader, &mut line, keep).map_err(io_err)? else {
             break number;
         };

@@ -222,6 +222,12 @@ async fn a_symlink_flipped_during_writes_never_leads_a_write_outside_the_project
         escaped.len()
     );
     assert_eq!(allowed, 1000);
-    assert!(flips.load(Ordering::Relaxed) > 100, "the link kept flipping");
-    assert!(written > 0, "some writes went through while the link pointed inside");
+    assert!(
+        flips.load(Ordering::Relaxed) > 100,
+        "the link kept flipping"
+    );
+    assert!(
+        written > 0,
+        "some writes went through while the link pointed inside"
+    );
 }
