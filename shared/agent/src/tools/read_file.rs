@@ -369,6 +369,52 @@ mod tests {
         );
         assert!(out.contains("     2\tshort"), "{}", &out[out.len() - 300..]);
         assert!(out.len() < MAX_LINE_CHARS + 1000, "{} bytes", out.len());
+
+        // The peak memory of the read, measured in a fresh process (this test
+        // binary re-run on the probe below) so no other test counts.
+        if cfg!(target_os = "linux") {
+            let probe = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "tools::read_file::tests::probe_peak_memory_of_a_read",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("ROO_READ_PROBE_FILE", &p)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&probe.stdout);
+            assert!(probe.status.success(), "{stdout}");
+            let peak_kb: u64 = stdout
+                .lines()
+                .find_map(|l| l.split("PEAK_KB=").nth(1))
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no PEAK_KB in {stdout}"))
+                .parse()
+                .unwrap();
+            assert!(peak_kb < 48 * 1024, "reading the file peaked at {peak_kb} kB");
+        }
+    }
+
+    #[test]
+    #[ignore = "run in a child process by a_100_mb_line_is_cut_without_being_held_whole"]
+    fn probe_peak_memory_of_a_read() {
+        let Some(p) = std::env::var_os("ROO_READ_PROBE_FILE") else {
+            return;
+        };
+        let out = read_numbered(Path::new(&p), 1, 1_000_000_000).unwrap();
+        assert!(out.contains("line cut"));
+        let status = fs::read_to_string("/proc/self/status").unwrap();
+        let peak = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        println!("PEAK_KB={peak}");
     }
 
     #[test]

@@ -231,3 +231,39 @@ async fn a_symlink_flipped_during_writes_never_leads_a_write_outside_the_project
         "some writes went through while the link pointed inside"
     );
 }
+
+/// `~/x` is the home directory's `x`, judged (and denied) as outside the
+/// project; it never becomes a directory named `~` inside it.
+#[tokio::test]
+async fn a_tilde_path_is_the_home_directory_not_a_tilde_directory() {
+    let ws = Workspace::new();
+    let policy = PermissionPolicy::new(
+        ws.project.clone(),
+        PermissionMode::BypassPermissions,
+        RuleSet::new(),
+    );
+    let tools = registry();
+    for (tool, input) in [
+        ("WriteFile", json!({"path": "~/x.txt", "content": "x"})),
+        ("EditFile", json!({"path": "~/x.txt", "old_string": "a", "new_string": "b"})),
+        ("ReadFile", json!({"path": "~/.bashrc"})),
+        ("Glob", json!({"pattern": "*", "path": "~"})),
+        ("Grep", json!({"pattern": "x", "path": "~/"})),
+    ] {
+        let tool = tools.get(tool).unwrap();
+        let decision = policy.check(tool.as_ref(), &input, &ws.project);
+        assert!(
+            matches!(&decision, PermissionDecision::Deny { reason } if reason.contains("outside the project")),
+            "{}: {decision:?}",
+            tool.name()
+        );
+        // The file tools, even called without the policy, refuse it: it is
+        // outside their roots. (Glob and Grep rely on the policy alone.)
+        if matches!(tool.name(), "WriteFile" | "EditFile" | "ReadFile") {
+            let out = tool.call(input, &ws.context(100_000)).await;
+            assert!(out.is_error, "{}: {}", tool.name(), out.content);
+            assert!(out.content.contains("outside"), "{}", out.content);
+        }
+    }
+    assert!(!ws.project.join("~").exists());
+}
