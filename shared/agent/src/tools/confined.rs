@@ -468,6 +468,11 @@ mod tests {
             let out = call_within(&ReadFile, json!({"path": device}), &ctx, || {}).await;
             assert!(out.is_error, "{}", out.content);
             assert!(out.content.contains("character device"), "{}", out.content);
+            // Reading /dev/zero whole would never end (and never stop allocating).
+            let input = json!({"path": device, "old_string": "a", "new_string": "b"});
+            let out = call_within(&EditFile, input, &ctx, || {}).await;
+            assert!(out.is_error, "{}", out.content);
+            assert!(out.content.contains("character device"), "{}", out.content);
         }
     }
 
