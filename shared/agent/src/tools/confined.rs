@@ -52,7 +52,7 @@ pub(crate) struct Located {
 pub(crate) enum Parents {
     /// They must exist.
     Existing,
-    /// Missing ones are created (below the root only).
+    /// Missing ones are created (the root and below only).
     Create,
 }
 
@@ -138,8 +138,9 @@ fn locate_once(path: &Path, roots: &[PathBuf], parents: Parents) -> Result<Locat
             continue;
         };
         so_far.push(part);
-        // `depth` counts `/` as component 0, like `root_depth`.
-        let below_root = depth + 1 > root_depth;
+        // `depth` counts `/` as component 0, like `root_depth`: the root itself
+        // (a session directory not made yet) and what is below it may be created.
+        let below_root = depth + 1 >= root_depth;
         dir = match open_dir(&dir, part) {
             Ok(next) => next,
             Err(Errno::ENOENT) if below_root && parents == Parents::Create => {
