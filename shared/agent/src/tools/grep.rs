@@ -263,8 +263,8 @@ impl Search {
         let mut out = String::new();
         let mut results = 0usize;
         let mut truncated = false;
-        let mut skipped_large: Vec<String> = Vec::new();
-        let mut skipped_special: Vec<String> = Vec::new();
+        let mut skipped_large = Skipped::default();
+        let mut skipped_special = Skipped::default();
         for path in files {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled { tool: NAME });
@@ -325,23 +325,23 @@ impl Search {
                 self.max_results
             );
         }
-        if !skipped_large.is_empty() {
+        if skipped_large.count > 0 {
             let _ = write!(
                 text,
                 "\n[{} file(s) over {} MiB were not searched: {}; read them a window at a time \
                  with ReadFile (offset/limit).]",
-                skipped_large.len(),
+                skipped_large.count,
                 self.max_file_bytes.div_ceil(1024 * 1024),
-                listed(&skipped_large)
+                skipped_large.listed()
             );
         }
-        if !skipped_special.is_empty() {
+        if skipped_special.count > 0 {
             let _ = write!(
                 text,
                 "\n[{} file(s) that are not regular files (FIFOs, sockets, devices) were not \
                  searched: {}.]",
-                skipped_special.len(),
-                listed(&skipped_special)
+                skipped_special.count,
+                skipped_special.listed()
             );
         }
         Ok(text)
@@ -424,18 +424,29 @@ fn read_text(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, Skip> {
     Ok(Some(bytes))
 }
 
-/// The first few of `paths`, comma-separated, with a count of the rest.
-fn listed(paths: &[String]) -> String {
-    let mut text = paths
-        .iter()
-        .take(MAX_SKIPPED_LISTED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if paths.len() > MAX_SKIPPED_LISTED {
-        let _ = write!(text, " and {} more", paths.len() - MAX_SKIPPED_LISTED);
+/// Files left out of a search: all counted, the first few named.
+#[derive(Default)]
+struct Skipped {
+    count: usize,
+    names: Vec<String>,
+}
+
+impl Skipped {
+    fn push(&mut self, name: String) {
+        self.count += 1;
+        if self.names.len() < MAX_SKIPPED_LISTED {
+            self.names.push(name);
+        }
     }
-    text
+
+    /// The named ones, comma-separated, with a count of the rest.
+    fn listed(&self) -> String {
+        let mut text = self.names.join(", ");
+        if self.count > self.names.len() {
+            let _ = write!(text, " and {} more", self.count - self.names.len());
+        }
+        text
+    }
 }
 
 #[cfg(test)]

@@ -393,7 +393,10 @@ mod tests {
                 .unwrap_or_else(|| panic!("no PEAK_KB in {stdout}"))
                 .parse()
                 .unwrap();
-            assert!(peak_kb < 48 * 1024, "reading the file peaked at {peak_kb} kB");
+            assert!(
+                peak_kb < 48 * 1024,
+                "reading the file peaked at {peak_kb} kB"
+            );
         }
     }
 

@@ -245,7 +245,10 @@ async fn a_tilde_path_is_the_home_directory_not_a_tilde_directory() {
     let tools = registry();
     for (tool, input) in [
         ("WriteFile", json!({"path": "~/x.txt", "content": "x"})),
-        ("EditFile", json!({"path": "~/x.txt", "old_string": "a", "new_string": "b"})),
+        (
+            "EditFile",
+            json!({"path": "~/x.txt", "old_string": "a", "new_string": "b"}),
+        ),
         ("ReadFile", json!({"path": "~/.bashrc"})),
         ("Glob", json!({"pattern": "*", "path": "~"})),
         ("Grep", json!({"pattern": "x", "path": "~/"})),
