@@ -67,6 +67,26 @@ pub(crate) fn effective_roots(roots: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
     }
 }
 
+/// The directory (or file) a search starts from: `path` resolved, checked to
+/// be one of `roots` or below one, so the walk starts from a path with no
+/// symlink in it rather than one a swapped link could redirect.
+pub(crate) fn search_root(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, ToolError> {
+    let resolved =
+        sandbox::resolve(path).map_err(|ResolveError::TooManySymlinks| ToolError::Io {
+            action: "resolve",
+            path: path.to_path_buf(),
+            source: io::Error::from_raw_os_error(Errno::ELOOP as i32),
+        })?;
+    if roots.iter().any(|root| sandbox::is_within(&resolved, root)) {
+        Ok(resolved)
+    } else {
+        Err(ToolError::Outside {
+            path: path.to_path_buf(),
+            resolved,
+        })
+    }
+}
+
 /// Resolves `path` (absolute), checks that it lies strictly below one of
 /// `roots`, and opens its parent directory without following symlinks.
 pub(crate) fn locate(

@@ -17,10 +17,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::confined::open_regular;
+use super::confined::{effective_roots, open_regular, search_root};
 use super::input::{opt_bool, opt_usize};
 use super::walk::{is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
+use crate::permissions::sandbox::resolve_root;
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Results (files, lines or counts) returned when the call gives no `max_results`.
@@ -159,11 +160,15 @@ impl Tool for Grep {
                 Ok(input) => input,
                 Err(e) => return e.into_output(),
             };
-            let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or(".")) {
+            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
+            let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
+                .and_then(|root| search_root(&root, &roots))
+            {
                 Ok(root) => root,
                 Err(e) => return e.into_output(),
             };
-            let search = match Search::new(&input, root, ctx.cwd.clone()) {
+            let cwd = resolve_root(&ctx.cwd);
+            let search = match Search::new(&input, root, cwd) {
                 Ok(search) => search,
                 Err(e) => return e.into_output(),
             };

@@ -260,13 +260,75 @@ async fn a_tilde_path_is_the_home_directory_not_a_tilde_directory() {
             "{}: {decision:?}",
             tool.name()
         );
-        // The file tools, even called without the policy, refuse it: it is
-        // outside their roots. (Glob and Grep rely on the policy alone.)
-        if matches!(tool.name(), "WriteFile" | "EditFile" | "ReadFile") {
-            let out = tool.call(input, &ws.context(100_000)).await;
-            assert!(out.is_error, "{}: {}", tool.name(), out.content);
-            assert!(out.content.contains("outside"), "{}", out.content);
-        }
+        // The tools, even called without the policy, refuse it: it is outside
+        // their roots.
+        let out = tool.call(input, &ws.context(100_000)).await;
+        assert!(out.is_error, "{}: {}", tool.name(), out.content);
+        assert!(out.content.contains("outside"), "{}", out.content);
     }
     assert!(!ws.project.join("~").exists());
+}
+
+/// The same race against a search: Grep on a path whose symlink flips between a
+/// directory inside the project and one outside holding a secret. The search
+/// starts from the path resolved and checked again, never from the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_flipped_during_searches_never_leads_a_search_outside_the_project() {
+    let ws = Workspace::new();
+    let outside = ws.project.parent().unwrap().join("outside");
+    let inside = ws.project.join("real");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(&inside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "TOKEN=outside-secret\n").unwrap();
+    std::fs::write(inside.join("notes.txt"), "TOKEN=inside\n").unwrap();
+    std::os::unix::fs::symlink(&inside, ws.project.join("d")).unwrap();
+
+    let policy = PermissionPolicy::new(ws.project.clone(), PermissionMode::Default, RuleSet::new());
+    let mut ctx = ws.context(100_000);
+    ctx.allowed_roots = policy
+        .allowed_roots()
+        .into_iter()
+        .map(|p| p.to_path_buf())
+        .collect();
+    let grep = roo_agent::tools::Grep;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = stop.clone();
+        let (project, outside, inside) = (ws.project.clone(), outside.clone(), inside.clone());
+        std::thread::spawn(move || {
+            let mut i = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let target = if i % 2 == 0 { &outside } else { &inside };
+                let temp = project.join(format!(".flip{i}"));
+                std::os::unix::fs::symlink(target, &temp).unwrap();
+                std::fs::rename(&temp, project.join("d")).unwrap();
+                i += 1;
+            }
+        })
+    };
+    let input = json!({"pattern": "TOKEN", "path": "d", "output_mode": "content"});
+    let (mut allowed, mut leaked) = (0, Vec::new());
+    for _ in 0..1_000_000 {
+        if allowed == 300 {
+            break;
+        }
+        if policy.check(&grep, &input, &ws.project) != PermissionDecision::Allow {
+            continue;
+        }
+        allowed += 1;
+        let out = grep.call(input.clone(), &ctx).await;
+        if out.content.contains("outside-secret") {
+            leaked.push(out.content);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert_eq!(allowed, 300);
+    assert!(
+        leaked.is_empty(),
+        "{} of {allowed} allowed searches read outside: {:?}",
+        leaked.len(),
+        leaked.first()
+    );
 }
