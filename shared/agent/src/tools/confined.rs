@@ -71,12 +71,7 @@ pub(crate) fn effective_roots(roots: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
 /// be one of `roots` or below one, so the walk starts from a path with no
 /// symlink in it rather than one a swapped link could redirect.
 pub(crate) fn search_root(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, ToolError> {
-    let resolved =
-        sandbox::resolve(path).map_err(|ResolveError::TooManySymlinks| ToolError::Io {
-            action: "resolve",
-            path: path.to_path_buf(),
-            source: io::Error::from_raw_os_error(Errno::ELOOP as i32),
-        })?;
+    let resolved = resolve(path)?;
     if roots.iter().any(|root| sandbox::is_within(&resolved, root)) {
         Ok(resolved)
     } else {
@@ -86,6 +81,22 @@ pub(crate) fn search_root(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, Too
         })
     }
 }
+
+/// Where `path` leads, as layer 2 judges it; a symlink loop is an error.
+fn resolve(path: &Path) -> Result<PathBuf, ToolError> {
+    sandbox::resolve(path).map_err(|ResolveError::TooManySymlinks| ToolError::Io {
+        action: "resolve",
+        path: path.to_path_buf(),
+        source: io::Error::from_raw_os_error(Errno::ELOOP as i32),
+    })
+}
+
+/// Flags of the directory handles walked through: on Linux `O_PATH`, which
+/// needs only search (x) permission on the directory, like a path lookup.
+#[cfg(target_os = "linux")]
+const DIR_ACCESS: OFlag = OFlag::O_PATH;
+#[cfg(not(target_os = "linux"))]
+const DIR_ACCESS: OFlag = OFlag::O_RDONLY;
 
 /// Resolves `path` (absolute), checks that it lies strictly below one of
 /// `roots`, and opens its parent directory without following symlinks.
@@ -120,13 +131,7 @@ enum Attempt {
 }
 
 fn locate_once(path: &Path, roots: &[PathBuf], parents: Parents) -> Result<Located, Attempt> {
-    let resolved = sandbox::resolve(path).map_err(|ResolveError::TooManySymlinks| {
-        Attempt::Failed(ToolError::Io {
-            action: "resolve",
-            path: path.to_path_buf(),
-            source: io::Error::from_raw_os_error(Errno::ELOOP as i32),
-        })
-    })?;
+    let resolved = resolve(path).map_err(Attempt::Failed)?;
     let Some(root) = roots
         .iter()
         .filter(|root| sandbox::is_within(&resolved, root))
@@ -148,7 +153,7 @@ fn locate_once(path: &Path, roots: &[PathBuf], parents: Parents) -> Result<Locat
     let mut dir = openat(
         AT_FDCWD,
         "/",
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        DIR_ACCESS | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
     .map_err(|e| Attempt::Failed(ToolError::io("open", Path::new("/"), e.into())))?;
@@ -191,7 +196,7 @@ fn open_dir(dir: &OwnedFd, name: &OsStr) -> Result<OwnedFd, Errno> {
     openat(
         dir,
         name,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        DIR_ACCESS | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
 }
