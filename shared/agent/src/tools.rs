@@ -15,7 +15,7 @@ pub mod read_file;
 pub mod spill;
 pub mod write_file;
 
-mod confined;
+pub(crate) mod confined;
 mod head_tail;
 mod input;
 mod walk;
