@@ -91,9 +91,11 @@ impl Tool for Grep {
              - `case_insensitive`: true to ignore case.\n\
              - At most `max_results` files, lines or counts are returned (default \
              {DEFAULT_MAX_RESULTS}); lines are cut at {MAX_LINE_CHARS} characters.\n\
-             - Files ignored by .gitignore, the `.git` directory and binary files are skipped.\n\
+             - Files ignored by .gitignore, the `.git` directory and binary files are skipped; \
+             files over {} MiB are not searched and the result names them.\n\
              - Always use Grep for searching; never run `grep` or `rg` through Bash. For open-ended \
-             exploration run several Grep and Glob calls in the same turn: they run in parallel."
+             exploration run several Grep and Glob calls in the same turn: they run in parallel.",
+            MAX_FILE_BYTES / (1024 * 1024)
         )
     }
 

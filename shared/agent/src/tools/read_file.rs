@@ -69,8 +69,8 @@ impl Tool for ReadFile {
              - Lines longer than {MAX_LINE_CHARS} characters are cut and marked.\n\
              - Read a file before editing it: EditFile needs the exact current text, without the \
              line-number prefix.\n\
-             - Binary files (images, archives, executables) and directories are refused; use Glob \
-             to list a directory and Grep to search many files at once.\n\
+             - Binary files (images, archives, executables), directories, FIFOs and devices are \
+             refused; use Glob to list a directory and Grep to search many files at once.\n\
              - Reading several files is cheap: call ReadFile for each file you need in the same \
              turn; the calls run in parallel."
         )
