@@ -641,3 +641,138 @@ fn an_unreachable_model_exits_4() {
         .run();
     out.assert_code(4);
 }
+
+/// Waits (bounded) for a spawned `roo-lead` to exit on its own and returns its
+/// output; a run that hangs fails the test and is killed.
+fn wait_for_exit(mut child: roo_tests::ChildGuard, what: &str) -> roo_tests::RunOutput {
+    wait_until(
+        what,
+        Duration::from_secs(60),
+        || child.child().try_wait().unwrap().map(|_| ()),
+        || "roo-lead is still running".to_string(),
+    );
+    child.wait()
+}
+
+#[test]
+fn a_fifo_read_by_the_file_tools_is_an_error_and_the_run_ends() {
+    let home = TempHome::new();
+    bugfix_repo(home.cwd.path());
+    nix::unistd::mkfifo(
+        &home.cwd.join("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let script = script(
+        &home,
+        "fifo.yaml",
+        r#"
+agents:
+  "*":
+    - tool_calls:
+        - {name: ReadFile, input: {path: pipe}}
+        - {name: EditFile, input: {path: pipe, old_string: a, new_string: b}}
+        - {name: WriteFile, input: {path: pipe, content: x}}
+    - text: "The pipe is not a file I can read."
+"#,
+    );
+    let child = lead(&home)
+        .args(["-p", "read the pipe", "--provider", "script", "--script"])
+        .arg(&script)
+        .args([
+            "--permission-mode",
+            "bypassPermissions",
+            "--output-format",
+            "stream-json",
+        ])
+        .spawn();
+    let out = wait_for_exit(child, "roo-lead to finish after reading a FIFO");
+    out.assert_ok();
+    let events = stream_events(&out.stdout());
+    let ends: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_end").collect();
+    assert_eq!(ends.len(), 3, "{events:#?}");
+    for end in ends {
+        assert_eq!(end["is_error"], true, "{end}");
+        assert!(end["preview"].as_str().unwrap().contains("FIFO"), "{end}");
+    }
+    assert_eq!(events.last().unwrap()["outcome"]["kind"], "completed");
+}
+
+#[test]
+fn sigterm_cancels_a_run_blocked_in_a_long_tool() {
+    let home = TempHome::new();
+    bugfix_repo(home.cwd.path());
+    let script = script(&home, "long.yaml", LONG_BASH);
+    let child = lead(&home)
+        .args(["-p", "run the long job", "--provider", "script", "--script"])
+        .arg(&script)
+        .args([
+            "--permission-mode",
+            "bypassPermissions",
+            "--output-format",
+            "json",
+        ])
+        .spawn();
+    let sleep_pid = wait_until(
+        "the Bash tool to start sleep",
+        Duration::from_secs(20),
+        || read_pid(&home.cwd.join("sleep.pid")),
+        || home.cwd.files().join("\n"),
+    );
+    let bash_pid = read_pid(&home.cwd.join("bash.pid")).unwrap();
+    kill(Pid::from_raw(child.pid() as i32), Signal::SIGTERM).unwrap();
+    let out = wait_for_exit(child, "roo-lead to exit after SIGTERM");
+    if !process_gone(sleep_pid) {
+        let _ = killpg(Pid::from_raw(bash_pid), Signal::SIGKILL);
+    }
+    // Documented: a cancelled run exits 1 ("did not complete").
+    out.assert_code(1);
+    assert_eq!(out.json()["outcome"]["kind"], "cancelled");
+}
+
+#[test]
+fn a_headless_bypass_run_that_tries_plan_mode_carries_on() {
+    let home = TempHome::new();
+    bugfix_repo(home.cwd.path());
+    let out = run_script(
+        &home,
+        r#"
+agents:
+  "*":
+    - text: "This is a big change; let me plan first."
+      tool_calls:
+        - {name: EnterPlanMode, input: {}}
+    - text: "No plan mode here; doing it directly."
+      tool_calls:
+        - {name: WriteFile, input: {path: notes.txt, content: "done\n"}}
+    - text: "Wrote the notes."
+"#,
+        "write notes",
+        &[
+            "--permission-mode",
+            "bypassPermissions",
+            "--output-format",
+            "stream-json",
+        ],
+    );
+    out.assert_ok();
+    let events = stream_events(&out.stdout());
+    let enter = events
+        .iter()
+        .find(|e| e["type"] == "tool_end" && e["name"] == "EnterPlanMode")
+        .unwrap();
+    assert_eq!(enter["is_error"], true, "{enter}");
+    assert!(
+        enter["preview"]
+            .as_str()
+            .unwrap()
+            .contains("stays bypassPermissions"),
+        "{enter}"
+    );
+    assert!(
+        !events.iter().any(|e| e["type"] == "permission_denied"),
+        "{events:#?}"
+    );
+    assert_eq!(home.cwd.read("notes.txt"), "done\n");
+    assert_eq!(events.last().unwrap()["outcome"]["kind"], "completed");
+}

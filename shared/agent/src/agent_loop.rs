@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -663,12 +664,23 @@ impl Agent {
         events: &EventSink,
     ) -> ToolOutput {
         let summary = tool.summarize(&input);
+        // The roots the check judged against go with the call, so the file
+        // tools open paths under the same roots (see `ToolContext::allowed_roots`).
+        let mut context = context.clone();
         let decision = match self.policy.read() {
-            Ok(policy) => policy.check(tool, &input, &context.cwd),
+            Ok(policy) => {
+                context.allowed_roots = policy
+                    .allowed_roots()
+                    .into_iter()
+                    .map(Path::to_path_buf)
+                    .collect();
+                policy.check(tool, &input, &context.cwd)
+            }
             Err(_) => PermissionDecision::Deny {
                 reason: "the permission policy is unavailable".to_string(),
             },
         };
+        let context = &context;
         let denied = |reason: String| {
             events.emit(AgentEvent::PermissionDenied {
                 id: id.to_string(),

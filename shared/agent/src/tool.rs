@@ -52,6 +52,12 @@ pub struct ToolContext {
     pub env: Vec<(String, String)>,
     /// Outputs longer than this many characters spill to a file with a preview.
     pub max_result_chars: usize,
+    /// Directories the file tools may open paths under (resolved): the
+    /// permission policy's allowed roots, set by the loop for each call. The
+    /// tools open files relative to a handle on one of them, so a symlink
+    /// changed after the permission check cannot lead them outside. Empty
+    /// means the working directory alone.
+    pub allowed_roots: Vec<PathBuf>,
 }
 
 impl ToolContext {
@@ -68,6 +74,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             env: Vec::new(),
             max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
+            allowed_roots: Vec::new(),
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod read_file;
 pub mod spill;
 pub mod write_file;
 
+pub(crate) mod confined;
 mod head_tail;
 mod input;
 mod walk;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::tool::{Tool, ToolOutput};
 
@@ -70,6 +72,31 @@ pub enum ToolError {
     /// A window or position outside the file.
     #[error("read {path}: {message}")]
     OutOfRange { path: PathBuf, message: String },
+    /// A FIFO, socket or device: reading or writing it could block forever.
+    #[error(
+        "open {path}: it is {kind}, not a regular file; the file tools only read and write \
+         regular files (reading a pipe or device could block forever)"
+    )]
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// A directory on the way became a symlink (or a file) between the
+    /// permission check and the open.
+    #[error(
+        "open {path}: the path changed while it was being opened (a symlink or file replaced a \
+         directory on the way); nothing was read or written, try again"
+    )]
+    Changed { path: PathBuf },
+    /// The path leads outside every directory the file tools may open.
+    #[error(
+        "open {path}: it leads to {resolved}, outside the directories file tools may use; work \
+         on files inside the project"
+    )]
+    Outside { path: PathBuf, resolved: PathBuf },
+    /// A `~` path whose home directory is unknown.
+    #[error(
+        "expand `{path}`: {message}; give an absolute path or one relative to the working \
+         directory (write `./{path}` for a file whose name starts with `~`)"
+    )]
+    Home { path: String, message: String },
     /// Any other I/O failure.
     #[error("{action} {path}: {source}")]
     Io {
@@ -127,15 +154,65 @@ pub(crate) fn parse_input<T: DeserializeOwned>(
     })
 }
 
-/// Resolves a path the model gave against the working directory. `~` is not
-/// expanded: the schemas ask for absolute or cwd-relative paths.
-pub(crate) fn resolve_path(cwd: &Path, path: &str) -> PathBuf {
-    let path = Path::new(path);
-    if path.is_absolute() {
-        path.to_path_buf()
+/// Resolves a path the model gave against the working directory. A leading
+/// `~` or `~user` is expanded as a shell would (the path sandbox then judges
+/// the real location), so `~/x` never becomes a directory named `~`.
+pub(crate) fn resolve_path(cwd: &Path, path: &str) -> Result<PathBuf, ToolError> {
+    let expanded = expand_home(path)?;
+    Ok(if expanded.is_absolute() {
+        expanded
     } else {
-        cwd.join(path)
+        cwd.join(expanded)
+    })
+}
+
+/// The path a file tool call targets, for the permission layer: `~` expanded
+/// where possible (a call whose `~` cannot be expanded fails in the tool).
+pub(crate) fn target_path(path: &str) -> PathBuf {
+    expand_home(path).unwrap_or_else(|_| PathBuf::from(path))
+}
+
+/// Expands a leading `~` (the user's home: `$HOME`, else the password
+/// database) or `~name` (that user's home). Other paths are returned as given.
+fn expand_home(path: &str) -> Result<PathBuf, ToolError> {
+    let Some(rest) = path.strip_prefix('~') else {
+        return Ok(PathBuf::from(path));
+    };
+    let (user, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i + 1..].trim_start_matches('/')),
+        None => (rest, ""),
+    };
+    let fail = |message: String| ToolError::Home {
+        path: path.to_string(),
+        message,
+    };
+    let home = if user.is_empty() {
+        match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(home) => PathBuf::from(home),
+            None => nix::unistd::User::from_uid(nix::unistd::getuid())
+                .ok()
+                .flatten()
+                .map(|u| u.dir)
+                .ok_or_else(|| fail("HOME is not set and the user database has no home".into()))?,
+        }
+    } else {
+        nix::unistd::User::from_name(user)
+            .ok()
+            .flatten()
+            .map(|u| u.dir)
+            .ok_or_else(|| fail(format!("there is no user named `{user}`")))?
+    };
+    if !home.is_absolute() {
+        return Err(fail(format!(
+            "the home directory {} is not absolute",
+            home.display()
+        )));
     }
+    Ok(if tail.is_empty() {
+        home
+    } else {
+        home.join(tail)
+    })
 }
 
 /// Reads the `path` field of an input, for permission targets and summaries.
@@ -144,18 +221,28 @@ pub(crate) fn input_str<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// Runs blocking file work on the blocking pool so the runtime keeps serving
-/// other calls and streams.
-pub(crate) async fn run_blocking<T, F>(tool: &'static str, work: F) -> Result<T, ToolError>
+/// other calls and streams. Returns as soon as `cancel` fires: a read stuck in
+/// the kernel then finishes (or not) on its own thread, unobserved, and never
+/// holds up the agent.
+pub(crate) async fn run_blocking<T, F>(
+    tool: &'static str,
+    cancel: &CancellationToken,
+    work: F,
+) -> Result<T, ToolError>
 where
     F: FnOnce() -> Result<T, ToolError> + Send + 'static,
     T: Send + 'static,
 {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => result,
-        Err(e) => Err(ToolError::Worker {
-            tool,
-            message: e.to_string(),
-        }),
+    let task = tokio::task::spawn_blocking(work);
+    tokio::select! {
+        joined = task => match joined {
+            Ok(result) => result,
+            Err(e) => Err(ToolError::Worker {
+                tool,
+                message: e.to_string(),
+            }),
+        },
+        () = cancel.cancelled() => Err(ToolError::Cancelled { tool }),
     }
 }
 
@@ -204,11 +291,39 @@ mod tests {
     #[test]
     fn resolve_path_keeps_absolute_and_joins_relative() {
         let cwd = Path::new("/work/project");
-        assert_eq!(resolve_path(cwd, "/etc/hosts"), PathBuf::from("/etc/hosts"));
         assert_eq!(
-            resolve_path(cwd, "src/main.rs"),
+            resolve_path(cwd, "/etc/hosts").unwrap(),
+            PathBuf::from("/etc/hosts")
+        );
+        assert_eq!(
+            resolve_path(cwd, "src/main.rs").unwrap(),
             PathBuf::from("/work/project/src/main.rs")
         );
+        assert_eq!(
+            resolve_path(cwd, "./~x").unwrap(),
+            PathBuf::from("/work/project/~x")
+        );
+        assert_eq!(
+            resolve_path(cwd, "a/~/b").unwrap(),
+            PathBuf::from("/work/project/a/~/b")
+        );
+    }
+
+    #[test]
+    fn tilde_is_the_home_directory_never_a_directory_named_tilde() {
+        let cwd = Path::new("/work/project");
+        let home = expand_home("~").unwrap();
+        assert!(home.is_absolute(), "{}", home.display());
+        assert_eq!(resolve_path(cwd, "~/x").unwrap(), home.join("x"));
+        assert_eq!(resolve_path(cwd, "~").unwrap(), home);
+        assert_eq!(target_path("~/.ssh/id_rsa"), home.join(".ssh/id_rsa"));
+        assert_eq!(resolve_path(cwd, "~root/x").unwrap(), {
+            let root = nix::unistd::User::from_name("root").unwrap().unwrap();
+            root.dir.join("x")
+        });
+        let err = resolve_path(cwd, "~no-such-user-roo/x").unwrap_err();
+        assert!(matches!(err, ToolError::Home { .. }), "{err}");
+        assert!(err.to_string().contains("./~no-such-user-roo/x"), "{err}");
     }
 
     #[test]

@@ -125,7 +125,7 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
             "the interactive mode needs a terminal; pass -p \"PROMPT\" (or -p - to read stdin) for a one-shot run".to_string(),
         ));
     }
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         let prompt = match &args.prompt {
             Some(p) if p == "-" => Some(read_stdin().await?),
             Some(p) => Some(p.clone()),
@@ -138,7 +138,11 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
             }
             None => repl::run(built).await,
         }
-    })
+    });
+    // A tool call abandoned on cancel may still sit in a blocking read on a
+    // worker thread; do not wait for it (dropping the runtime would).
+    runtime.shutdown_background();
+    result
 }
 
 async fn read_stdin() -> Result<String, AppError> {

@@ -13,7 +13,7 @@ use roo_agent::config::{ConfigFiles, ProjectTrust};
 use roo_agent::permissions::{
     Approval, Approver, DenyApprover, PermissionMode, PermissionPolicy, PermissionRequest,
 };
-use roo_agent::plan_mode::plan_mode_tools;
+use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
 use roo_agent::prompt::{Environment, Persona, load_instructions, system_prompt};
 use roo_agent::session::{
     Session, latest_session, new_session_id, project_sessions_dir, session_path,
@@ -170,7 +170,12 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     for tool in builtin_tools() {
         tools.register(tool);
     }
-    for tool in plan_mode_tools(policy.clone(), plan_file.clone()) {
+    let plan_approver = if interactive {
+        PlanApprover::Present
+    } else {
+        PlanApprover::Absent
+    };
+    for tool in plan_mode_tools(policy.clone(), plan_file.clone(), plan_approver) {
         tools.register(tool);
     }
 

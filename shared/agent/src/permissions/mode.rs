@@ -132,6 +132,36 @@ pub(crate) struct CallFacts {
     pub(crate) protected: bool,
 }
 
+/// Directories whose files hold history and configuration: changing them needs
+/// approval even in acceptEdits mode.
+const PROTECTED_DIRS: [&str; 2] = [".git", ".roocode"];
+
+/// Whether `relative` (a path inside the project) lies in a `.git/` or
+/// `.roocode/` directory, at any depth (a nested repository's hooks run too).
+/// Names compare case-insensitively and without the code points HFS+ ignores,
+/// as git itself does: on a case-insensitive file system (macOS, Windows)
+/// `.ROOCODE/config.local.yaml` or `.Git/hooks/…` is the protected file, and
+/// asking once too often elsewhere costs little.
+pub(crate) fn is_protected(relative: &std::path::Path) -> bool {
+    relative.components().any(|c| match c {
+        std::path::Component::Normal(name) => {
+            let name: String = name
+                .to_string_lossy()
+                .chars()
+                .filter(|&c| !is_hfs_ignorable(c))
+                .collect();
+            PROTECTED_DIRS.iter().any(|p| name.eq_ignore_ascii_case(p))
+        }
+        _ => false,
+    })
+}
+
+/// Code points HFS+ drops when comparing names (git's `is_hfs_dotgit` list).
+fn is_hfs_ignorable(c: char) -> bool {
+    matches!(c,
+        '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}')
+}
+
 /// The mode layer's verdict (before `dontAsk` turns asks into denials).
 pub(crate) fn decide(mode: PermissionMode, facts: CallFacts) -> PermissionDecision {
     let ask = |reason: String| PermissionDecision::Ask { reason };
@@ -238,6 +268,56 @@ mod tests {
             ..facts(ToolKind::Write)
         };
         assert!(is_ask(&decide(m, no_path)));
+    }
+
+    #[test]
+    fn protection_ignores_case_and_hfs_ignorable_characters() {
+        use std::path::Path;
+        for path in [
+            ".roocode/config.local.yaml",
+            ".ROOCODE/config.local.yaml",
+            ".RooCode/config.yaml",
+            ".git/hooks/pre-commit",
+            ".Git/hooks/pre-commit",
+            ".GIT/config",
+            ".g\u{200c}it/config",
+            "\u{feff}.roocode/config.yaml",
+            "vendor/lib/.git/hooks/post-checkout",
+            ".git",
+        ] {
+            assert!(is_protected(Path::new(path)), "{path}");
+        }
+        for path in [
+            "src/main.rs",
+            ".github/workflows/ci.yml",
+            ".gitignore",
+            "roocode/notes.md",
+            ".roocode.md",
+        ] {
+            assert!(!is_protected(Path::new(path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn accept_edits_asks_for_protected_files_in_any_case() {
+        use crate::permissions::{PermissionPolicy, RuleSet};
+        use crate::tools::{EditFile, WriteFile};
+        let dir = tempfile::tempdir().unwrap();
+        let policy = PermissionPolicy::new(
+            dir.path().to_path_buf(),
+            PermissionMode::AcceptEdits,
+            RuleSet::new(),
+        );
+        for path in [".ROOCODE/config.local.yaml", ".Git/hooks/pre-commit"] {
+            let input = serde_json::json!({"path": path, "content": "x"});
+            let decision = policy.check(&WriteFile, &input, dir.path());
+            assert!(is_ask(&decision), "{path}: {decision:?}");
+        }
+        let input = serde_json::json!({"path": "src/a.rs", "old_string": "a", "new_string": "b"});
+        assert_eq!(
+            policy.check(&EditFile, &input, dir.path()),
+            PermissionDecision::Allow
+        );
     }
 
     #[test]

@@ -167,8 +167,7 @@ impl PermissionPolicy {
                 facts.has_path = true;
                 facts.inside_project = relative.is_some();
                 facts.is_plan_file = self.plan_file.as_deref() == Some(resolved.as_path());
-                facts.protected =
-                    relative.is_some_and(|r| r.starts_with(".git") || r.starts_with(".roocode"));
+                facts.protected = relative.is_some_and(mode::is_protected);
                 let target = RuleTarget::Path(PathTarget {
                     absolute: &resolved,
                     relative,

@@ -8,6 +8,8 @@
 //! an edit the result shows the changed lines with context, numbered like
 //! ReadFile, so the model can check its work without reading the file again.
 
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use futures_util::FutureExt;
@@ -15,9 +17,11 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::confined::{Parents, effective_roots, locate};
 use super::input::opt_bool;
-use super::write_file::write_atomic;
-use super::{ToolError, input_str, looks_binary, parse_input, resolve_path, run_blocking};
+use super::{
+    ToolError, input_str, looks_binary, parse_input, resolve_path, run_blocking, target_path,
+};
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 const NAME: &str = "EditFile";
@@ -96,7 +100,7 @@ impl Tool for EditFile {
 
     fn permission_target(&self, input: &Value) -> PermissionTarget {
         input_str(input, "path").map_or(PermissionTarget::None, |p| {
-            PermissionTarget::Path(PathBuf::from(p))
+            PermissionTarget::Path(target_path(p))
         })
     }
 
@@ -106,11 +110,21 @@ impl Tool for EditFile {
                 Ok(input) => input,
                 Err(e) => return e.into_output(),
             };
-            let path = resolve_path(&ctx.cwd, &input.path);
+            let path = match resolve_path(&ctx.cwd, &input.path) {
+                Ok(path) => path,
+                Err(e) => return e.into_output(),
+            };
+            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
             let shown = input.path.clone();
             let replace_all = input.replace_all.unwrap_or(false);
-            let result = run_blocking(NAME, move || {
-                edit(&path, &input.old_string, &input.new_string, replace_all)
+            let result = run_blocking(NAME, &ctx.cancel, move || {
+                edit(
+                    &path,
+                    &roots,
+                    &input.old_string,
+                    &input.new_string,
+                    replace_all,
+                )
             })
             .await;
             match result {
@@ -144,9 +158,11 @@ pub(crate) struct Applied {
     pub(crate) snippet: String,
 }
 
-/// Applies one edit to the file at `path`.
+/// Applies one edit to the file at `path`, which must lie under one of `roots`
+/// (see `confined`): read and rewritten through the same directory handle.
 pub(crate) fn edit(
     path: &Path,
+    roots: &[PathBuf],
     old: &str,
     new: &str,
     replace_all: bool,
@@ -166,7 +182,17 @@ pub(crate) fn edit(
             "old_string and new_string are identical, so there is nothing to change".to_string(),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| ToolError::io("read", path, e))?;
+    let located = locate(path, roots, Parents::Existing)?;
+    let mut file = located.open_read()?;
+    let mode = file
+        .metadata()
+        .map_err(|e| ToolError::io("read", path, e))?
+        .mode()
+        & 0o7777;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io("read", path, e))?;
+    drop(file);
     if looks_binary(&bytes) {
         return Err(ToolError::Binary {
             path: path.to_path_buf(),
@@ -206,7 +232,7 @@ pub(crate) fn edit(
     } else {
         content.replacen(&old, &new, 1)
     };
-    write_atomic(path, updated.as_bytes())?;
+    located.write_atomic(updated.as_bytes(), Some(mode))?;
 
     let first = starts[0];
     let first_line = line_of(&updated, first);
@@ -350,6 +376,12 @@ mod tests {
 
     use super::*;
     use std::fs;
+
+    /// [`super::edit`] with the file's directory as the one allowed root.
+    fn edit(p: &Path, old: &str, new: &str, all: bool) -> Result<Applied, ToolError> {
+        let root = fs::canonicalize(p.parent().unwrap()).unwrap();
+        super::edit(p, &[root], old, new, all)
+    }
 
     fn file(content: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();

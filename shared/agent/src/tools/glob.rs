@@ -16,8 +16,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::confined::{effective_roots, search_root};
 use super::walk::{is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, parse_input, resolve_path, run_blocking};
+use crate::permissions::sandbox::resolve_root;
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Most paths returned by one call.
@@ -98,11 +100,18 @@ impl Tool for Glob {
                 Ok(input) => input,
                 Err(e) => return e.into_output(),
             };
-            let root = resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."));
-            let cwd = ctx.cwd.clone();
+            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
+            let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
+                .and_then(|root| search_root(&root, &roots))
+            {
+                Ok(root) => root,
+                Err(e) => return e.into_output(),
+            };
+            let cwd = resolve_root(&ctx.cwd);
             let cancel = ctx.cancel.clone();
             let pattern = input.pattern;
-            match run_blocking(NAME, move || find(&root, &pattern, &cwd, &cancel)).await {
+            let work = move || find(&root, &pattern, &cwd, &cancel);
+            match run_blocking(NAME, &ctx.cancel, work).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => e.into_output(),
             }

@@ -17,9 +17,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::confined::{effective_roots, open_regular, search_root};
 use super::input::{opt_bool, opt_usize};
 use super::walk::{is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
+use crate::permissions::sandbox::resolve_root;
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Results (files, lines or counts) returned when the call gives no `max_results`.
@@ -28,6 +30,8 @@ pub const DEFAULT_MAX_RESULTS: usize = 500;
 pub const MAX_LINE_CHARS: usize = 500;
 /// Files larger than this are skipped (logs, dumps); the result says so.
 const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;
+/// Most skipped files named in a result; the rest are counted.
+const MAX_SKIPPED_LISTED: usize = 10;
 
 const NAME: &str = "Grep";
 
@@ -87,9 +91,11 @@ impl Tool for Grep {
              - `case_insensitive`: true to ignore case.\n\
              - At most `max_results` files, lines or counts are returned (default \
              {DEFAULT_MAX_RESULTS}); lines are cut at {MAX_LINE_CHARS} characters.\n\
-             - Files ignored by .gitignore, the `.git` directory and binary files are skipped.\n\
+             - Files ignored by .gitignore, the `.git` directory and binary files are skipped; \
+             files over {} MiB are not searched and the result names them.\n\
              - Always use Grep for searching; never run `grep` or `rg` through Bash. For open-ended \
-             exploration run several Grep and Glob calls in the same turn: they run in parallel."
+             exploration run several Grep and Glob calls in the same turn: they run in parallel.",
+            MAX_FILE_BYTES / (1024 * 1024)
         )
     }
 
@@ -156,13 +162,20 @@ impl Tool for Grep {
                 Ok(input) => input,
                 Err(e) => return e.into_output(),
             };
-            let root = resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."));
-            let search = match Search::new(&input, root, ctx.cwd.clone()) {
+            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
+            let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
+                .and_then(|root| search_root(&root, &roots))
+            {
+                Ok(root) => root,
+                Err(e) => return e.into_output(),
+            };
+            let cwd = resolve_root(&ctx.cwd);
+            let search = match Search::new(&input, root, cwd) {
                 Ok(search) => search,
                 Err(e) => return e.into_output(),
             };
             let cancel = ctx.cancel.clone();
-            match run_blocking(NAME, move || search.run(&cancel)).await {
+            match run_blocking(NAME, &ctx.cancel, move || search.run(&cancel)).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => e.into_output(),
             }
@@ -181,6 +194,7 @@ struct Search {
     mode: OutputMode,
     context: usize,
     max_results: usize,
+    max_file_bytes: u64,
 }
 
 impl Search {
@@ -224,6 +238,7 @@ impl Search {
                 .max_results
                 .filter(|&m| m > 0)
                 .unwrap_or(DEFAULT_MAX_RESULTS),
+            max_file_bytes: MAX_FILE_BYTES,
         })
     }
 
@@ -240,7 +255,7 @@ impl Search {
     fn run(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
         let meta =
             std::fs::metadata(&self.root).map_err(|e| ToolError::io("search", &self.root, e))?;
-        let files: Box<dyn Iterator<Item = PathBuf>> = if meta.is_file() {
+        let files: Box<dyn Iterator<Item = PathBuf>> = if !meta.is_dir() {
             Box::new(std::iter::once(self.root.clone()))
         } else {
             Box::new(
@@ -255,7 +270,8 @@ impl Search {
         let mut out = String::new();
         let mut results = 0usize;
         let mut truncated = false;
-        let mut skipped_large = 0usize;
+        let mut skipped_large = Skipped::default();
+        let mut skipped_special = Skipped::default();
         for path in files {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled { tool: NAME });
@@ -264,15 +280,20 @@ impl Search {
                 truncated = true;
                 break;
             }
-            if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
-                skipped_large += 1;
-                continue;
-            }
-            let Some(bytes) = read_text(&path) else {
-                continue;
+            let shown = display_path(&self.cwd, &path);
+            let bytes = match read_text(&path, self.max_file_bytes) {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => continue,
+                Err(Skip::Large) => {
+                    skipped_large.push(shown);
+                    continue;
+                }
+                Err(Skip::Special) => {
+                    skipped_special.push(shown);
+                    continue;
+                }
             };
             let text = String::from_utf8_lossy(&bytes);
-            let shown = display_path(&self.cwd, &path);
             match self.mode {
                 OutputMode::FilesWithMatches => {
                     if text.lines().any(|l| self.regex.is_match(l)) {
@@ -295,14 +316,15 @@ impl Search {
                 }
             }
         }
-        if out.is_empty() {
-            return Ok(format!(
+        let mut text = if out.is_empty() {
+            format!(
                 "No matches for `{}` in {}.",
                 self.pattern,
                 display_path(&self.cwd, &self.root)
-            ));
-        }
-        let mut text = out.trim_end().to_string();
+            )
+        } else {
+            out.trim_end().to_string()
+        };
         if truncated {
             let _ = write!(
                 text,
@@ -310,11 +332,23 @@ impl Search {
                 self.max_results
             );
         }
-        if skipped_large > 0 {
+        if skipped_large.count > 0 {
             let _ = write!(
                 text,
-                "\n[{skipped_large} file(s) over {} MiB were skipped.]",
-                MAX_FILE_BYTES / (1024 * 1024)
+                "\n[{} file(s) over {} MiB were not searched: {}; read them a window at a time \
+                 with ReadFile (offset/limit).]",
+                skipped_large.count,
+                self.max_file_bytes.div_ceil(1024 * 1024),
+                skipped_large.listed()
+            );
+        }
+        if skipped_special.count > 0 {
+            let _ = write!(
+                text,
+                "\n[{} file(s) that are not regular files (FIFOs, sockets, devices) were not \
+                 searched: {}.]",
+                skipped_special.count,
+                skipped_special.listed()
             );
         }
         Ok(text)
@@ -365,17 +399,61 @@ impl Search {
     }
 }
 
-/// The content of a text file; `None` for binary or unreadable files. Only the
-/// first 8 KiB of a binary file are read.
-fn read_text(path: &Path) -> Option<Vec<u8>> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    (&mut file).take(8 * 1024).read_to_end(&mut bytes).ok()?;
-    if looks_binary(&bytes) {
-        return None;
+/// Why a file was left out of a search, for the result's notes.
+enum Skip {
+    /// Over the size limit.
+    Large,
+    /// A FIFO, socket or device (possibly swapped in after the walk).
+    Special,
+}
+
+/// The content of a text file; `Ok(None)` for binary or unreadable files. The
+/// file is opened without blocking and without following a symlink, and
+/// checked on the open handle; only the first 8 KiB of a binary file are read.
+fn read_text(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, Skip> {
+    let mut file = match open_regular(path) {
+        Ok(file) => file,
+        Err(ToolError::NotRegular { .. }) => return Err(Skip::Special),
+        Err(_) => return Ok(None),
+    };
+    if file.metadata().is_ok_and(|m| m.len() > max_bytes) {
+        return Err(Skip::Large);
     }
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    let mut bytes = Vec::new();
+    if (&mut file).take(8 * 1024).read_to_end(&mut bytes).is_err() || looks_binary(&bytes) {
+        return Ok(None);
+    }
+    // The size was checked on this handle; a file still growing is cut at the limit.
+    let rest = max_bytes.saturating_sub(bytes.len() as u64);
+    if file.take(rest).read_to_end(&mut bytes).is_err() {
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
+/// Files left out of a search: all counted, the first few named.
+#[derive(Default)]
+struct Skipped {
+    count: usize,
+    names: Vec<String>,
+}
+
+impl Skipped {
+    fn push(&mut self, name: String) {
+        self.count += 1;
+        if self.names.len() < MAX_SKIPPED_LISTED {
+            self.names.push(name);
+        }
+    }
+
+    /// The named ones, comma-separated, with a count of the rest.
+    fn listed(&self) -> String {
+        let mut text = self.names.join(", ");
+        if self.count > self.names.len() {
+            let _ = write!(text, " and {} more", self.count - self.names.len());
+        }
+        text
+    }
 }
 
 #[cfg(test)]
@@ -420,6 +498,35 @@ mod tests {
         fs::write(root.join("src/blob.bin"), b"add\0\x01").unwrap();
         fs::write(root.join("README.md"), "Call ADD to add.\n").unwrap();
         dir
+    }
+
+    #[test]
+    fn files_over_the_size_limit_are_named_not_silently_skipped() {
+        let dir = project();
+        let root = dir.path();
+        for i in 0..12 {
+            fs::write(root.join(format!("big{i:02}.log")), "add\n".repeat(100)).unwrap();
+        }
+        let input: Input = serde_json::from_value(json!({"pattern": "add"})).unwrap();
+        let mut search = Search::new(&input, root.to_path_buf(), root.to_path_buf()).unwrap();
+        search.max_file_bytes = 100;
+        let out = search.run(&CancellationToken::new()).unwrap();
+        assert!(out.contains("src/lib.rs"), "{out}");
+        assert!(
+            out.contains("[12 file(s) over 1 MiB were not searched: big00.log, big01.log"),
+            "{out}"
+        );
+        assert!(out.contains("big09.log and 2 more;"), "{out}");
+        assert!(!out.contains("big10.log"), "{out}");
+
+        // Also when nothing else matched.
+        let input: Input =
+            serde_json::from_value(json!({"pattern": "add", "glob": "*.log"})).unwrap();
+        let mut search = Search::new(&input, root.to_path_buf(), root.to_path_buf()).unwrap();
+        search.max_file_bytes = 100;
+        let out = search.run(&CancellationToken::new()).unwrap();
+        assert!(out.starts_with("No matches"), "{out}");
+        assert!(out.contains("12 file(s) over"), "{out}");
     }
 
     #[test]

@@ -5,25 +5,37 @@
 //! read a window at a time (`offset`/`limit`) and the result says how to get the
 //! next window; very long lines are cut so one minified file cannot flood the
 //! context. Binary files and directories are refused with a pointer to the right
-//! tool. The file is streamed, so memory stays bounded by the window.
+//! tool; so are FIFOs, sockets and devices, which could block the read forever.
+//! The file is streamed: memory stays bounded by what is shown, however long a
+//! line or however large a `limit` (one call returns at most
+//! [`MAX_OUTPUT_BYTES`]; the result says where to continue).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Cursor, Read};
-use std::path::{Path, PathBuf};
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::path::Path;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::confined::{Parents, effective_roots, locate};
 use super::input::opt_usize;
-use super::{ToolError, input_str, looks_binary, parse_input, resolve_path, run_blocking};
+use super::write_file::count_lines;
+use super::{
+    ToolError, input_str, looks_binary, parse_input, resolve_path, run_blocking, target_path,
+};
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Lines returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 2000;
 /// Characters kept of one line; the rest is replaced by a marker.
 pub const MAX_LINE_CHARS: usize = 2000;
+/// Bytes of numbered lines one call returns at most, whatever the `limit`.
+pub const MAX_OUTPUT_BYTES: usize = 512 * 1024;
+/// Bytes of one line kept in memory: enough for [`MAX_LINE_CHARS`] characters
+/// of any UTF-8 text; the rest of the line is only counted.
+const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 
 const NAME: &str = "ReadFile";
 
@@ -57,8 +69,8 @@ impl Tool for ReadFile {
              - Lines longer than {MAX_LINE_CHARS} characters are cut and marked.\n\
              - Read a file before editing it: EditFile needs the exact current text, without the \
              line-number prefix.\n\
-             - Binary files (images, archives, executables) and directories are refused; use Glob \
-             to list a directory and Grep to search many files at once.\n\
+             - Binary files (images, archives, executables), directories, FIFOs and devices are \
+             refused; use Glob to list a directory and Grep to search many files at once.\n\
              - Reading several files is cheap: call ReadFile for each file you need in the same \
              turn; the calls run in parallel."
         )
@@ -98,7 +110,7 @@ impl Tool for ReadFile {
 
     fn permission_target(&self, input: &Value) -> PermissionTarget {
         input_str(input, "path").map_or(PermissionTarget::None, |p| {
-            PermissionTarget::Path(PathBuf::from(p))
+            PermissionTarget::Path(target_path(p))
         })
     }
 
@@ -108,10 +120,18 @@ impl Tool for ReadFile {
                 Ok(input) => input,
                 Err(e) => return e.into_output(),
             };
-            let path = resolve_path(&ctx.cwd, &input.path);
+            let path = match resolve_path(&ctx.cwd, &input.path) {
+                Ok(path) => path,
+                Err(e) => return e.into_output(),
+            };
+            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
             let start = input.offset.unwrap_or(1).max(1);
             let limit = input.limit.filter(|&l| l > 0).unwrap_or(DEFAULT_LIMIT);
-            match run_blocking(NAME, move || read_numbered(&path, start, limit)).await {
+            let read = move || {
+                let file = locate(&path, &roots, Parents::Existing)?.open_read()?;
+                read_numbered(file, &path, start, limit)
+            };
+            match run_blocking(NAME, &ctx.cancel, read).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => e.into_output(),
             }
@@ -120,21 +140,20 @@ impl Tool for ReadFile {
     }
 }
 
-/// Reads lines `start..start + limit` (1-based) of `path`, numbered, with a footer
-/// when the result is partial.
-pub(crate) fn read_numbered(path: &Path, start: usize, limit: usize) -> Result<String, ToolError> {
-    let meta = std::fs::metadata(path).map_err(|e| ToolError::io("read", path, e))?;
-    if meta.is_dir() {
-        return Err(ToolError::IsDirectory {
-            path: path.to_path_buf(),
-        });
-    }
-    let mut file = File::open(path).map_err(|e| ToolError::io("read", path, e))?;
+/// Reads lines `start..start + limit` (1-based) of `file` (opened from
+/// `path`), numbered, with a footer when the result is partial.
+pub(crate) fn read_numbered(
+    mut file: File,
+    path: &Path,
+    start: usize,
+    limit: usize,
+) -> Result<String, ToolError> {
+    let io_err = |e| ToolError::io("read", path, e);
     let mut head = Vec::with_capacity(8 * 1024);
     (&mut file)
         .take(8 * 1024)
         .read_to_end(&mut head)
-        .map_err(|e| ToolError::io("read", path, e))?;
+        .map_err(io_err)?;
     if looks_binary(&head) {
         return Err(ToolError::Binary {
             path: path.to_path_buf(),
@@ -150,32 +169,33 @@ pub(crate) fn read_numbered(path: &Path, start: usize, limit: usize) -> Result<S
     let mut number = 0usize;
     let mut shown = 0usize;
     let mut cut_lines = 0usize;
+    let mut capped = false;
     let end = start.saturating_add(limit);
-    loop {
-        line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| ToolError::io("read", path, e))?;
-        if read == 0 {
-            break;
+    let total = loop {
+        if number + 1 >= end || out.len() >= MAX_OUTPUT_BYTES {
+            // Past the window: only count what is left.
+            capped = number + 1 < end;
+            break number + count_lines(&mut reader).map_err(io_err)?;
         }
+        let keep = if number + 1 < start {
+            0
+        } else {
+            MAX_LINE_BYTES
+        };
+        let Some(dropped) = next_line(&mut reader, &mut line, keep).map_err(io_err)? else {
+            break number;
+        };
         number += 1;
         if number < start {
             continue;
         }
-        if number >= end {
-            // Past the window: only count what is left.
-            number += count_remaining_lines(&mut reader, line.last() == Some(&b'\n'))
-                .map_err(|e| ToolError::io("read", path, e))?;
-            number -= 1;
-            break;
-        }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches('\n').trim_end_matches('\r');
-        if text.chars().count() > MAX_LINE_CHARS {
+        let chars = text.chars().count();
+        if chars > MAX_LINE_CHARS || dropped > 0 {
             cut_lines += 1;
             let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
-            let rest = text.chars().count() - MAX_LINE_CHARS;
+            let rest = chars.saturating_sub(MAX_LINE_CHARS) + dropped;
             out.push_str(&format!(
                 "{number:>6}\t{cut}… [line cut: {rest} more characters]\n"
             ));
@@ -183,8 +203,7 @@ pub(crate) fn read_numbered(path: &Path, start: usize, limit: usize) -> Result<S
             out.push_str(&format!("{number:>6}\t{text}\n"));
         }
         shown += 1;
-    }
-    let total = number;
+    };
     if shown == 0 {
         return Err(ToolError::OutOfRange {
             path: path.to_path_buf(),
@@ -197,6 +216,12 @@ pub(crate) fn read_numbered(path: &Path, start: usize, limit: usize) -> Result<S
     let last = start + shown - 1;
     if start > 1 || last < total {
         out.push_str(&format!("\n[Showing lines {start}-{last} of {total}."));
+        if capped && last < total {
+            out.push_str(&format!(
+                " One call returns at most {} KiB.",
+                MAX_OUTPUT_BYTES / 1024
+            ));
+        }
         if last < total {
             out.push_str(&format!(
                 " To read more, call ReadFile with offset={} (and a limit if you need fewer lines).",
@@ -214,33 +239,38 @@ pub(crate) fn read_numbered(path: &Path, start: usize, limit: usize) -> Result<S
     Ok(out.trim_end_matches('\n').to_string())
 }
 
-/// Counts the lines left in `reader`, including the one just read. `ended` says
-/// whether that line had its newline (it always counts as one line).
-fn count_remaining_lines(reader: &mut impl BufRead, ended: bool) -> std::io::Result<usize> {
-    let mut lines = 1;
-    let mut open_line = !ended;
+/// Reads the next line into `line`, keeping at most `keep` bytes of it (its
+/// newline included when kept). Returns `None` at the end of the input, else
+/// how many characters of the line were dropped (counted as UTF-8 lead bytes,
+/// the newline not included), so a 100 MB line costs `keep` bytes of memory.
+fn next_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    keep: usize,
+) -> io::Result<Option<usize>> {
+    line.clear();
+    let mut any = false;
+    let mut dropped = 0usize;
     loop {
         let buf = reader.fill_buf()?;
         if buf.is_empty() {
-            break;
+            return Ok(any.then_some(dropped));
         }
-        for &b in buf {
-            if b == b'\n' {
-                if open_line {
-                    open_line = false;
-                } else {
-                    lines += 1;
-                }
-            } else if !open_line {
-                // First byte of a new line.
-                open_line = true;
-                lines += 1;
-            }
+        any = true;
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let chunk = &buf[..newline.map_or(buf.len(), |i| i + 1)];
+        let take = chunk.len().min(keep.saturating_sub(line.len()));
+        line.extend_from_slice(&chunk[..take]);
+        dropped += chunk[take..]
+            .iter()
+            .filter(|&&b| b != b'\n' && (b & 0xC0) != 0x80)
+            .count();
+        let used = chunk.len();
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(Some(dropped));
         }
-        let n = buf.len();
-        reader.consume(n);
     }
-    Ok(lines)
 }
 
 #[cfg(test)]
@@ -249,6 +279,15 @@ mod tests {
 
     use super::*;
     use std::fs;
+    use std::path::PathBuf;
+
+    /// [`super::read_numbered`] of a path, opened as the tool opens it with the
+    /// path's directory as the allowed root.
+    fn read_numbered(p: &Path, start: usize, limit: usize) -> Result<String, ToolError> {
+        let root = fs::canonicalize(p.parent().unwrap()).unwrap();
+        let file = locate(p, &[root], Parents::Existing)?.open_read()?;
+        super::read_numbered(file, p, start, limit)
+    }
 
     fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
         let p = dir.join(name);
@@ -307,6 +346,101 @@ mod tests {
         assert!(out.contains("[line cut: 50 more characters]"));
         assert!(out.contains("     2\tshort"));
         assert!(out.contains("1 line(s) longer than"));
+    }
+
+    #[test]
+    fn a_100_mb_line_is_cut_without_being_held_whole() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("minified.js");
+        let mut file = std::io::BufWriter::new(fs::File::create(&p).unwrap());
+        let chunk = vec![b'x'; 1024 * 1024];
+        for _ in 0..100 {
+            file.write_all(&chunk).unwrap();
+        }
+        file.write_all(b"\nshort\n").unwrap();
+        drop(file);
+        let out = read_numbered(&p, 1, 1_000_000_000).unwrap();
+        let more = 100 * 1024 * 1024 - MAX_LINE_CHARS;
+        assert!(
+            out.contains(&format!("[line cut: {more} more characters]")),
+            "{}",
+            &out[out.len().saturating_sub(300)..]
+        );
+        assert!(out.contains("     2\tshort"), "{}", &out[out.len() - 300..]);
+        assert!(out.len() < MAX_LINE_CHARS + 1000, "{} bytes", out.len());
+
+        // The peak memory of the read, measured in a fresh process (this test
+        // binary re-run on the probe below) so no other test counts.
+        if cfg!(target_os = "linux") {
+            let probe = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "tools::read_file::tests::probe_peak_memory_of_a_read",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("ROO_READ_PROBE_FILE", &p)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&probe.stdout);
+            assert!(probe.status.success(), "{stdout}");
+            let peak_kb: u64 = stdout
+                .lines()
+                .find_map(|l| l.split("PEAK_KB=").nth(1))
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no PEAK_KB in {stdout}"))
+                .parse()
+                .unwrap();
+            assert!(
+                peak_kb < 48 * 1024,
+                "reading the file peaked at {peak_kb} kB"
+            );
+        }
+    }
+
+    #[test]
+    #[ignore = "run in a child process by a_100_mb_line_is_cut_without_being_held_whole"]
+    fn probe_peak_memory_of_a_read() {
+        let Some(p) = std::env::var_os("ROO_READ_PROBE_FILE") else {
+            return;
+        };
+        let out = read_numbered(Path::new(&p), 1, 1_000_000_000).unwrap();
+        assert!(out.contains("line cut"));
+        let status = fs::read_to_string("/proc/self/status").unwrap();
+        let peak = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        println!("PEAK_KB={peak}");
+    }
+
+    #[test]
+    fn a_huge_limit_is_capped_by_the_output_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (1..=200_000).map(|i| format!("line {i}\n")).collect();
+        let p = write(dir.path(), "long.txt", text.as_bytes());
+        let out = read_numbered(&p, 1, 1_000_000_000).unwrap();
+        assert!(out.len() <= MAX_OUTPUT_BYTES + 500, "{} bytes", out.len());
+        let footer = out.lines().last().unwrap();
+        assert!(footer.contains("of 200000."), "{footer}");
+        assert!(footer.contains("at most 512 KiB"), "{footer}");
+        let next: usize = footer
+            .split("offset=")
+            .nth(1)
+            .unwrap()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(out.contains(&format!("{:>6}\tline {}\n", next - 1, next - 1)));
+        assert!(!out.contains(&format!("\tline {next}\n")));
     }
 
     #[test]

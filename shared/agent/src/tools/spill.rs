@@ -91,12 +91,21 @@ fn save(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     }
+    // Never through a symlink, and never blocking on a FIFO planted at the name
+    // (opening one for writing without a reader fails at once with O_NONBLOCK).
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
         .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    file.set_len(0)?;
     file.write_all(text.as_bytes())?;
     // A pre-existing file keeps its mode on open; make sure it is private.
     fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
@@ -162,6 +171,20 @@ mod tests {
         let text = "語".repeat(4000);
         let out = spill_if_large(ToolOutput::ok(text.clone()), "id", &ctx(dir.path(), 5000));
         assert_eq!(out.content, text);
+    }
+
+    #[test]
+    fn a_fifo_at_the_spill_path_fails_instead_of_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = spill_path(&dir.path().join("session"), "id");
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let out = spill_if_large(
+            ToolOutput::ok("x".repeat(20_000)),
+            "id",
+            &ctx(dir.path(), 10_000),
+        );
+        assert!(out.content.contains("failed"), "{}", &out.content[..300]);
     }
 
     #[test]

@@ -7,11 +7,12 @@
 //! are not followed, to files or directories, so a search never reads outside
 //! the tree it was allowed to search.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ignore::{DirEntry, WalkBuilder};
 use serde_json::Value;
 
+use super::target_path;
 use crate::tool::PermissionTarget;
 
 /// A walker over `root` with the shared settings.
@@ -36,7 +37,7 @@ pub(crate) fn is_file(entry: &DirEntry) -> bool {
 /// directory), for the permission layer.
 pub(crate) fn search_target(input: &Value) -> PermissionTarget {
     let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
-    PermissionTarget::Path(PathBuf::from(if path.is_empty() { "." } else { path }))
+    PermissionTarget::Path(target_path(if path.is_empty() { "." } else { path }))
 }
 
 /// `Name(pattern)` or `Name(pattern in path)`, the one-line summary of a search call.

@@ -3,20 +3,20 @@
 //! The content goes to a temporary file in the same directory, is flushed to disk
 //! and renamed over the target, so a crash or a concurrent reader never sees half
 //! a file. An existing file keeps its permission bits; writing through a symlink
-//! replaces the file it points to, not the link. EditFile reuses
-//! [`write_atomic`].
+//! replaces the file it points to, not the link. The directory is reached
+//! without following symlinks (`confined`), so a link swapped in after the
+//! permission check cannot redirect the write; a FIFO or device at the path is
+//! refused. EditFile writes the same way.
 
-use std::fs::{self, OpenOptions, Permissions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io::{BufRead, BufReader, Read};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ToolError, input_str, parse_input, resolve_path, run_blocking};
+use super::confined::{Parents, effective_roots, locate};
+use super::{input_str, parse_input, resolve_path, run_blocking, target_path};
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 const NAME: &str = "WriteFile";
@@ -78,7 +78,7 @@ impl Tool for WriteFile {
 
     fn permission_target(&self, input: &Value) -> PermissionTarget {
         input_str(input, "path").map_or(PermissionTarget::None, |p| {
-            PermissionTarget::Path(PathBuf::from(p))
+            PermissionTarget::Path(target_path(p))
         })
     }
 
@@ -88,19 +88,23 @@ impl Tool for WriteFile {
                 Ok(input) => input,
                 Err(e) => return e.into_output(),
             };
-            let path = resolve_path(&ctx.cwd, &input.path);
+            let path = match resolve_path(&ctx.cwd, &input.path) {
+                Ok(path) => path,
+                Err(e) => return e.into_output(),
+            };
+            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
             let shown = input.path.clone();
-            let result = run_blocking(NAME, move || {
-                let previous = match fs::metadata(&path) {
-                    Ok(meta) if meta.is_dir() => return Err(ToolError::IsDirectory { path }),
-                    Ok(_) => Some(
-                        fs::read(&path)
-                            .map(|old| line_count(&String::from_utf8_lossy(&old)))
-                            .unwrap_or(0),
-                    ),
-                    Err(_) => None,
-                };
-                write_atomic(&path, input.content.as_bytes())?;
+            let result = run_blocking(NAME, &ctx.cancel, move || {
+                let located = locate(&path, &roots, Parents::Create)?;
+                let mode = located.existing_mode()?;
+                let previous = mode.map(|_| {
+                    located
+                        .open_read()
+                        .ok()
+                        .and_then(|file| count_lines(file).ok())
+                        .unwrap_or(0)
+                });
+                located.write_atomic(input.content.as_bytes(), mode)?;
                 Ok((previous, line_count(&input.content)))
             })
             .await;
@@ -121,48 +125,27 @@ pub(crate) fn line_count(text: &str) -> usize {
     text.lines().count()
 }
 
-/// Writes `content` to `path` atomically: temp file in the same directory, fsync,
-/// rename. Creates missing parent directories; keeps an existing file's mode;
-/// follows a symlink to the file it names.
-pub(crate) fn write_atomic(path: &Path, content: &[u8]) -> Result<(), ToolError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let parent = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&parent).map_err(|e| ToolError::Io {
-        action: "create the directory",
-        path: parent.clone(),
-        source: e,
-    })?;
-    let permissions: Option<Permissions> = fs::metadata(&target).ok().map(|m| m.permissions());
-    let file_name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".to_string());
-    let temp = parent.join(format!(
-        ".{file_name}.roo-{}-{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(content)?;
-        if let Some(perms) = &permissions {
-            file.set_permissions(perms.clone())?;
+/// [`line_count`] of a file, streamed so a huge file is never held in memory.
+pub(crate) fn count_lines(file: impl Read) -> std::io::Result<usize> {
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let (mut lines, mut open_line) = (0usize, false);
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
         }
-        file.sync_data()?;
-        fs::rename(&temp, &target)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&temp);
-        ToolError::io("write", &target, e)
-    })
+        for &b in buf {
+            if b == b'\n' {
+                lines += 1;
+                open_line = false;
+            } else {
+                open_line = true;
+            }
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
+    Ok(lines + usize::from(open_line))
 }
 
 #[cfg(test)]
@@ -170,7 +153,9 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use std::fs::{self, Permissions};
     use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
 
     fn ctx(dir: &Path) -> ToolContext {
         ToolContext::new(dir.to_path_buf(), dir.join("session"))

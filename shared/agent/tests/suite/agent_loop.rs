@@ -652,7 +652,11 @@ async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
         RuleSet::default(),
     )));
     let mut registry = ToolRegistry::new();
-    for tool in roo_agent::plan_mode::plan_mode_tools(policy.clone(), plan_file.clone()) {
+    for tool in roo_agent::plan_mode::plan_mode_tools(
+        policy.clone(),
+        plan_file.clone(),
+        roo_agent::plan_mode::PlanApprover::Present,
+    ) {
         registry.register(tool);
     }
     let provider = FakeProvider::new(vec![
