@@ -288,14 +288,6 @@ fn check_inline_code(words: &[Word]) -> Option<String> {
     })
 }
 
-fn is_redirection(value: &str) -> bool {
-    !value.is_empty()
-        && value.chars().any(|c| c == '<' || c == '>')
-        && value
-            .chars()
-            .all(|c| c.is_ascii_digit() || "<>&|".contains(c))
-}
-
 /// Splits arguments into short/long options and operands (everything after `--`
 /// is an operand).
 fn split_args<'a>(args: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {

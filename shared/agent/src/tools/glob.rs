@@ -16,9 +16,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::walk::{is_file, search_summary, search_target, walker};
+use super::walk::{Skipped, is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, parse_input, resolve_path, run_blocking};
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{PermissionTarget, ReadFilter, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Most paths returned by one call.
 pub const MAX_RESULTS: usize = 500;
@@ -102,7 +102,8 @@ impl Tool for Glob {
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
             let pattern = input.pattern;
-            match run_blocking(NAME, move || find(&root, &pattern, &cwd, &cancel)).await {
+            let filter = ctx.read_filter.clone();
+            match run_blocking(NAME, move || find(&root, &pattern, &cwd, &cancel, &filter)).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => e.into_output(),
             }
@@ -117,6 +118,7 @@ fn find(
     pattern: &str,
     cwd: &Path,
     cancel: &CancellationToken,
+    filter: &ReadFilter,
 ) -> Result<String, ToolError> {
     let pattern_text = pattern.trim().trim_start_matches("./");
     if Path::new(pattern_text).is_absolute() {
@@ -146,6 +148,7 @@ fn find(
     }
 
     let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
+    let mut denied = Skipped::default();
     for entry in walker(root).flatten() {
         if cancel.is_cancelled() {
             return Err(ToolError::Cancelled { tool: NAME });
@@ -156,7 +159,7 @@ fn find(
         let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
-        if matcher.is_match(rel) {
+        if matcher.is_match(rel) && !denied.denied(filter, entry.path()) {
             let modified = entry
                 .metadata()
                 .ok()
@@ -165,10 +168,12 @@ fn find(
             found.push((modified, entry.into_path()));
         }
     }
+    let denied_note = denied.note("omitted").map(|n| format!("\n{n}"));
     if found.is_empty() {
         return Ok(format!(
-            "No files match `{pattern}` under {}.",
-            display_path(cwd, root)
+            "No files match `{pattern}` under {}.{}",
+            display_path(cwd, root),
+            denied_note.unwrap_or_default()
         ));
     }
     // Newest first; ties by path for a stable order.
@@ -185,7 +190,11 @@ fn find(
              pattern or the path to see the rest.]"
         ));
     }
-    Ok(lines.join("\n"))
+    let mut text = lines.join("\n");
+    if let Some(note) = denied_note {
+        text.push_str(&note);
+    }
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -231,11 +240,32 @@ mod tests {
         touch(root, "src/deep/mid.rs", 100);
         touch(root, "target/debug/build.rs", 1);
         touch(root, "notes.log", 1);
-        let out = find(root, "**/*.rs", root, &CancellationToken::new()).unwrap();
+        let out = find(
+            root,
+            "**/*.rs",
+            root,
+            &CancellationToken::new(),
+            &ReadFilter::default(),
+        )
+        .unwrap();
         assert_eq!(out, "src/new.rs\nsrc/deep/mid.rs\nsrc/old.rs");
-        let out = find(root, "*.log", root, &CancellationToken::new()).unwrap();
+        let out = find(
+            root,
+            "*.log",
+            root,
+            &CancellationToken::new(),
+            &ReadFilter::default(),
+        )
+        .unwrap();
         assert!(out.starts_with("No files match"), "{out}");
-        let out = find(root, "**/HEAD", root, &CancellationToken::new()).unwrap();
+        let out = find(
+            root,
+            "**/HEAD",
+            root,
+            &CancellationToken::new(),
+            &ReadFilter::default(),
+        )
+        .unwrap();
         assert!(out.starts_with("No files match"), "{out}");
     }
 
@@ -246,13 +276,23 @@ mod tests {
         touch(root, "a.md", 5);
         touch(root, "docs/b.md", 50);
         let cancel = CancellationToken::new();
-        assert_eq!(find(root, "*.md", root, &cancel).unwrap(), "a.md");
         assert_eq!(
-            find(&root.join("docs"), "*.md", root, &cancel).unwrap(),
+            find(root, "*.md", root, &cancel, &ReadFilter::default()).unwrap(),
+            "a.md"
+        );
+        assert_eq!(
+            find(
+                &root.join("docs"),
+                "*.md",
+                root,
+                &cancel,
+                &ReadFilter::default()
+            )
+            .unwrap(),
             "docs/b.md"
         );
         assert_eq!(
-            find(root, "{a,docs/b}.md", root, &cancel).unwrap(),
+            find(root, "{a,docs/b}.md", root, &cancel, &ReadFilter::default()).unwrap(),
             "a.md\ndocs/b.md"
         );
     }
@@ -263,7 +303,14 @@ mod tests {
         for i in 0..(MAX_RESULTS + 5) {
             touch(dir.path(), &format!("f{i}.txt"), 1);
         }
-        let out = find(dir.path(), "*.txt", dir.path(), &CancellationToken::new()).unwrap();
+        let out = find(
+            dir.path(),
+            "*.txt",
+            dir.path(),
+            &CancellationToken::new(),
+            &ReadFilter::default(),
+        )
+        .unwrap();
         assert_eq!(out.lines().count(), MAX_RESULTS + 1);
         assert!(out.contains(&format!("of {} matches", MAX_RESULTS + 5)));
     }
@@ -272,11 +319,32 @@ mod tests {
     fn bad_patterns_and_paths_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
-        let err = find(dir.path(), "a[", dir.path(), &cancel).unwrap_err();
+        let err = find(
+            dir.path(),
+            "a[",
+            dir.path(),
+            &cancel,
+            &ReadFilter::default(),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("compile the pattern"), "{err}");
-        let err = find(dir.path(), "/etc/*", dir.path(), &cancel).unwrap_err();
+        let err = find(
+            dir.path(),
+            "/etc/*",
+            dir.path(),
+            &cancel,
+            &ReadFilter::default(),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("relative"), "{err}");
-        let err = find(&dir.path().join("nope"), "*", dir.path(), &cancel).unwrap_err();
+        let err = find(
+            &dir.path().join("nope"),
+            "*",
+            dir.path(),
+            &cancel,
+            &ReadFilter::default(),
+        )
+        .unwrap_err();
         assert!(matches!(err, ToolError::NotFound { .. }));
     }
 }

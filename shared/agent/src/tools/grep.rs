@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::input::{opt_bool, opt_usize};
-use super::walk::{is_file, search_summary, search_target, walker};
+use super::walk::{Skipped, is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{PermissionTarget, ReadFilter, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Results (files, lines or counts) returned when the call gives no `max_results`.
 pub const DEFAULT_MAX_RESULTS: usize = 500;
@@ -158,7 +158,10 @@ impl Tool for Grep {
             };
             let root = resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."));
             let search = match Search::new(&input, root, ctx.cwd.clone()) {
-                Ok(search) => search,
+                Ok(search) => Search {
+                    filter: ctx.read_filter.clone(),
+                    ..search
+                },
                 Err(e) => return e.into_output(),
             };
             let cancel = ctx.cancel.clone();
@@ -181,6 +184,8 @@ struct Search {
     mode: OutputMode,
     context: usize,
     max_results: usize,
+    /// Files the permission rules deny to reading are skipped.
+    filter: ReadFilter,
 }
 
 impl Search {
@@ -224,6 +229,7 @@ impl Search {
                 .max_results
                 .filter(|&m| m > 0)
                 .unwrap_or(DEFAULT_MAX_RESULTS),
+            filter: ReadFilter::default(),
         })
     }
 
@@ -241,6 +247,12 @@ impl Search {
         let meta =
             std::fs::metadata(&self.root).map_err(|e| ToolError::io("search", &self.root, e))?;
         let files: Box<dyn Iterator<Item = PathBuf>> = if meta.is_file() {
+            if let Some(reason) = self.filter.denied(&self.root) {
+                return Err(ToolError::Denied {
+                    path: self.root.clone(),
+                    reason,
+                });
+            }
             Box::new(std::iter::once(self.root.clone()))
         } else {
             Box::new(
@@ -256,9 +268,13 @@ impl Search {
         let mut results = 0usize;
         let mut truncated = false;
         let mut skipped_large = 0usize;
+        let mut denied = Skipped::default();
         for path in files {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled { tool: NAME });
+            }
+            if denied.denied(&self.filter, &path) {
+                continue;
             }
             if results >= self.max_results {
                 truncated = true;
@@ -295,11 +311,13 @@ impl Search {
                 }
             }
         }
+        let denied_note = denied.note("skipped").map(|n| format!("\n{n}"));
         if out.is_empty() {
             return Ok(format!(
-                "No matches for `{}` in {}.",
+                "No matches for `{}` in {}.{}",
                 self.pattern,
-                display_path(&self.cwd, &self.root)
+                display_path(&self.cwd, &self.root),
+                denied_note.unwrap_or_default()
             ));
         }
         let mut text = out.trim_end().to_string();
@@ -309,6 +327,9 @@ impl Search {
                 "\n[Stopped after {} results; narrow the pattern, path or glob, or raise max_results.]",
                 self.max_results
             );
+        }
+        if let Some(note) = denied_note {
+            text.push_str(&note);
         }
         if skipped_large > 0 {
             let _ = write!(
