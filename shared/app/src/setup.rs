@@ -143,6 +143,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     if mode == PermissionMode::Plan {
         policy.set_plan_file(Some(plan_file.clone()));
     }
+    let read_filter = policy.read_filter();
     let policy: SharedPolicy = Arc::new(RwLock::new(policy));
 
     let (approver, approvals): (Arc<dyn Approver>, _) = if interactive {
@@ -166,6 +167,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
             roo_home.to_string_lossy().into_owned(),
         )],
         max_result_chars: MAX_RESULT_CHARS,
+        read_filter,
         ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
