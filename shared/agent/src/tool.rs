@@ -62,7 +62,10 @@ pub struct ToolContext {
 /// to ReadFile (`ReadFile(.env)`), so a search does not reveal what a read may
 /// not. Built by the permission policy; tools only ask it about paths.
 #[derive(Clone, Default)]
-pub struct ReadFilter(Option<Arc<dyn Fn(&Path) -> Option<String> + Send + Sync>>);
+pub struct ReadFilter(Option<Arc<DeniedFn>>);
+
+/// Why reading a path is denied, or `None`.
+type DeniedFn = dyn Fn(&Path) -> Option<String> + Send + Sync;
 
 impl ReadFilter {
     /// A filter answering with `denied`: why reading a path is denied, or `None`.

@@ -635,9 +635,7 @@ fn git(args: &[&Word], _: &Scope<'_>) -> Option<Blocker> {
         }
         i += 1;
     }
-    let Some(sub) = args.get(i).map(|w| w.value.as_str()) else {
-        return None;
-    };
+    let sub = args.get(i).map(|w| w.value.as_str())?;
     let rest = &args[i + 1..];
     let operands = rest.iter().filter(|w| !w.value.starts_with('-')).count();
     match sub {

@@ -295,20 +295,20 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The literal parts of a pattern between its wildcards (`\*` is literal).
 fn split_wildcards(pattern: &str) -> Vec<String> {
-    let mut parts = vec![String::new()];
+    let mut parts = Vec::new();
+    let mut current = String::new();
     let mut chars = pattern.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
             '\\' if chars.peek() == Some(&'*') => {
                 chars.next();
-                parts.last_mut().map(|p| p.push('*'));
+                current.push('*');
             }
-            '*' => parts.push(String::new()),
-            c => {
-                parts.last_mut().map(|p| p.push(c));
-            }
+            '*' => parts.push(std::mem::take(&mut current)),
+            c => current.push(c),
         }
     }
+    parts.push(current);
     parts
 }
 
