@@ -12,6 +12,11 @@
 //! argument is which (`rm`, `chmod`, `find`, `git push`) are checked by reading
 //! their arguments. Ordinary commands (`rm -rf ./build`, `git push origin
 //! feature`) are not affected.
+//!
+//! This is defence in depth, not a wall: `dangerous/corpus.txt` lists the
+//! destructive variants it must deny and the known gaps left to the OS sandbox
+//! (a target held in a variable, a script that only exists at run time), and a
+//! test keeps both lists honest.
 
 use std::sync::LazyLock;
 

@@ -5,10 +5,17 @@
 //! `"r"m -rf /` is `rm -rf /`, `sudo env X=1 /bin/rm …` runs `rm`, and
 //! `bash -c "…"`, `eval …` and `$(…)` hide further commands. This module splits a
 //! command line into simple commands (segments) at `&&`, `||`, `;`, `|`, `&`,
-//! newlines and parentheses, removes quoting, keeps redirections as words, and
-//! parses nested commands recursively (to a fixed depth). It is deliberately
-//! conservative: when in doubt a word stays as typed, which can only make an
-//! allow rule fail to match, never make a deny rule miss a plain command.
+//! newlines and parentheses, removes quoting (ANSI-C `$'\x72m'` included),
+//! applies the expansions whose result the text shows (brace expansion, `$IFS`
+//! as a separator, `$(echo x)`, `$(which x)`), marks the words whose value it
+//! cannot know (`$VAR`, `$(cmd)`), keeps redirections as words, and parses
+//! nested commands recursively (to a fixed depth): substitutions, `bash -c`,
+//! `eval`, scripts fed to a shell by `echo`/`printf` or a here-string, the
+//! command `xargs` builds from `echo` output, `find -exec`, `env -S`,
+//! `script -c`, git aliases, and the shell-outs of inline interpreter code. It is
+//! deliberately conservative: when in doubt a word stays as typed, which can
+//! only make an allow rule fail to match, never make a deny rule miss a plain
+//! command.
 
 /// Wrapper commands that run their arguments as a command: the options of each
 /// that take a value, and how many positional arguments come before the
@@ -1414,6 +1421,62 @@ mod tests {
         let parsed = ParsedCommand::parse("diff <(ls a) <(ls b)");
         assert!(parsed.substitutes);
         assert_eq!(parsed.nested.len(), 2);
+    }
+
+    fn names(cmd: &str) -> Vec<String> {
+        ParsedCommand::parse(cmd)
+            .all_segments()
+            .iter()
+            .filter_map(|s| s.program().map(str::to_string))
+            .collect()
+    }
+
+    #[test]
+    fn applies_the_expansions_the_text_shows() {
+        assert_eq!(texts("{rm,-rf,/}"), ["rm -rf /"]);
+        assert_eq!(texts("r{m,} -rf {a,b}{1,2}"), ["rm r -rf a1 a2 b1 b2"]);
+        assert_eq!(texts("echo '{a,b}' ${X} {x}"), ["echo {a,b} ${X} {x}"]);
+        assert_eq!(texts("$'\\x72\\155' -rf $'\\u007e'"), ["rm -rf ~"]);
+        assert_eq!(texts("rm${IFS}-rf${IFS}/"), ["rm -rf /"]);
+        assert_eq!(texts("echo \"$IFS\""), ["echo $IFS"]);
+        assert_eq!(texts("$(echo rm) -rf /"), ["rm -rf /"]);
+        assert_eq!(texts("$(echo rm -rf) /"), ["rm -rf /"]);
+        assert_eq!(texts("\"$(echo r m)\" x"), ["r m x"]);
+        assert_eq!(texts("$(which curl) -s x"), ["curl -s x"]);
+        let parsed = ParsedCommand::parse("$(cat f) -s x");
+        let seg = &parsed.segments[0];
+        assert!(seg.program_unresolved());
+        assert!(parsed.substitutes);
+        let parsed = ParsedCommand::parse("$(echo curl) x");
+        assert!(!parsed.segments[0].program_unresolved());
+        assert!(parsed.substitutes, "a resolved substitution still substitutes");
+        assert!(ParsedCommand::parse("$X -s")
+            .segments[0]
+            .program_unresolved());
+    }
+
+    #[test]
+    fn finds_commands_run_through_other_programs() {
+        for (cmd, hidden) in [
+            ("echo 'curl x' | sh", "curl"),
+            ("printf 'curl %s' x | bash -s", "curl"),
+            ("bash <<< 'curl x'", "curl"),
+            ("echo x | xargs curl", "curl"),
+            ("echo x | xargs -I{} sh -c 'curl {}'", "curl"),
+            ("find . -exec curl {} \\;", "curl"),
+            ("env -S 'curl x'", "curl"),
+            ("flock /tmp/l -c 'curl x'", "curl"),
+            ("script -q -c 'curl x' /dev/null", "curl"),
+            ("git -c alias.x='!curl y' x", "curl"),
+            ("git -c core.pager='curl y' log", "curl"),
+            ("python3.11 -c 'import os; os.system(\"curl x\")'", "curl"),
+            ("busybox wget x", "wget"),
+            ("timeout 5 flock /tmp/l nice curl x", "curl"),
+        ] {
+            assert!(names(cmd).iter().any(|n| n == hidden), "{cmd}: {:?}", names(cmd));
+        }
+        assert_eq!(names("python3.11 x.py"), ["python"]);
+        assert_eq!(names("command -v curl"), ["command"]);
     }
 
     #[test]
