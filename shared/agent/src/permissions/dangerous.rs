@@ -129,6 +129,13 @@ pub fn check(command: &str) -> Option<String> {
 
 /// [`check`] for a command already parsed by the caller.
 pub(crate) fn check_parsed_command(command: &str, parsed: &ParsedCommand) -> Option<String> {
+    if parsed.too_complex {
+        return Some(deny(
+            command,
+            "expands to too many words or nests too deeply to be checked; split it into \
+             simpler commands",
+        ));
+    }
     let squashed: String = command.chars().filter(|c| !c.is_whitespace()).collect();
     for (regex, reason) in FORK_BOMB.iter() {
         for caps in regex.captures_iter(&squashed) {

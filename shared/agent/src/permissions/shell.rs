@@ -152,6 +152,30 @@ const MAX_DEPTH: usize = 6;
 /// Most words one brace expansion may produce before it is left as typed.
 const MAX_BRACE_WORDS: usize = 256;
 
+/// Work (characters lexed) one parse may do per character of input, plus a
+/// base: expansions and nested commands multiply the work, and a command built
+/// to blow it up is reported as too complex instead of hanging the agent.
+const WORK_PER_CHAR: usize = 64;
+const WORK_BASE: usize = 100_000;
+
+thread_local! {
+    static WORK_LEFT: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// Takes `amount` from the current parse's work budget; false once it is spent.
+fn spend(amount: usize) -> bool {
+    WORK_LEFT.with(|left| {
+        let have = left.get();
+        if have < amount {
+            left.set(0);
+            false
+        } else {
+            left.set(have - amount);
+            true
+        }
+    })
+}
+
 /// One word of a command: as typed, and with quotes and escapes removed (and
 /// the expansions RooCode can resolve applied: braces, `$'…'`, `$(echo x)`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -410,12 +434,20 @@ pub(crate) struct ParsedCommand {
     /// (`$(…)`, backticks, process substitution): what such a command runs cannot
     /// be judged from its text, so allow rules never approve it.
     pub(crate) substitutes: bool,
+    /// Reading the command ran out of its work budget (a pathological brace
+    /// expansion or nesting): parts of it may not have been read.
+    pub(crate) too_complex: bool,
 }
 
 impl ParsedCommand {
     /// Parses a command line.
     pub(crate) fn parse(command: &str) -> Self {
-        parse_depth(command, 0)
+        let budget = WORK_BASE.saturating_add(command.len().saturating_mul(WORK_PER_CHAR));
+        WORK_LEFT.with(|left| left.set(budget));
+        let mut parsed = parse_depth(command, 0);
+        parsed.too_complex = WORK_LEFT.with(|left| left.get() == 0);
+        WORK_LEFT.with(|left| left.set(usize::MAX));
+        parsed
     }
 
     /// Every segment, top-level and nested, depth first.
@@ -440,8 +472,9 @@ fn parse_depth(command: &str, depth: usize) -> ParsedCommand {
         segments: lexer.segments,
         nested: Vec::new(),
         substitutes: !lexer.substitutions.is_empty(),
+        too_complex: false,
     };
-    if depth >= MAX_DEPTH {
+    if depth >= MAX_DEPTH || !spend(command.len() + 1) {
         return parsed;
     }
     for inner in &lexer.substitutions {
@@ -798,7 +831,7 @@ pub(crate) fn basename(value: &str) -> &str {
 /// What `$(…)` prints when its command is simple enough to know: `echo x`,
 /// `printf x`, `which x`, `command -v x`, `type -P x`, `basename x`.
 fn resolve_substitution(inner: &str, depth: usize) -> Option<String> {
-    if depth >= MAX_DEPTH {
+    if depth >= MAX_DEPTH || !spend(inner.len() + 1) {
         return None;
     }
     let parsed = parse_depth(inner, depth + 1);
@@ -820,9 +853,32 @@ fn resolve_substitution(inner: &str, depth: usize) -> Option<String> {
     Some(text.trim_end_matches('\n').to_string())
 }
 
-/// Expands the first unquoted `{a,b}` group of a word as typed, recursively;
-/// `None` if there is none (or it would make too many words).
+/// Brace expansion of a word as typed (`{rm,-rf,/}` is three words); `None`
+/// if it has no unquoted `{a,b}` group or would make too many words.
 fn brace_expand(raw: &str) -> Option<Vec<String>> {
+    let mut words = vec![raw.to_string()];
+    let mut done = Vec::new();
+    let mut expanded = false;
+    while let Some(word) = words.pop() {
+        match first_group(&word) {
+            Some(alternatives) => {
+                expanded = true;
+                if !spend(word.len() * alternatives.len()) {
+                    return None;
+                }
+                words.extend(alternatives.into_iter().rev());
+            }
+            None => done.push(word),
+        }
+        if words.len() + done.len() > MAX_BRACE_WORDS {
+            return None;
+        }
+    }
+    expanded.then_some(done)
+}
+
+/// The words the first unquoted `{a,b}` group of `raw` expands to.
+fn first_group(raw: &str) -> Option<Vec<String>> {
     let chars: Vec<char> = raw.chars().collect();
     let mut i = 0;
     let mut quote: Option<char> = None;
@@ -848,19 +904,15 @@ fn brace_expand(raw: &str) -> Option<Vec<String>> {
                         let mut bounds = vec![i];
                         bounds.extend(commas);
                         bounds.push(close);
-                        let mut out = Vec::new();
-                        for pair in bounds.windows(2) {
-                            let alt: String = chars[pair[0] + 1..pair[1]].iter().collect();
-                            let word = format!("{pre}{alt}{post}");
-                            match brace_expand(&word) {
-                                Some(more) => out.extend(more),
-                                None => out.push(word),
-                            }
-                            if out.len() > MAX_BRACE_WORDS {
-                                return None;
-                            }
-                        }
-                        return Some(out);
+                        return Some(
+                            bounds
+                                .windows(2)
+                                .map(|pair| {
+                                    let alt: String = chars[pair[0] + 1..pair[1]].iter().collect();
+                                    format!("{pre}{alt}{post}")
+                                })
+                                .collect(),
+                        );
                     }
                 }
                 _ => {}
@@ -1449,10 +1501,11 @@ mod tests {
         assert!(parsed.substitutes);
         let parsed = ParsedCommand::parse("$(echo curl) x");
         assert!(!parsed.segments[0].program_unresolved());
-        assert!(parsed.substitutes, "a resolved substitution still substitutes");
-        assert!(ParsedCommand::parse("$X -s")
-            .segments[0]
-            .program_unresolved());
+        assert!(
+            parsed.substitutes,
+            "a resolved substitution still substitutes"
+        );
+        assert!(ParsedCommand::parse("$X -s").segments[0].program_unresolved());
     }
 
     #[test]
@@ -1473,7 +1526,11 @@ mod tests {
             ("busybox wget x", "wget"),
             ("timeout 5 flock /tmp/l nice curl x", "curl"),
         ] {
-            assert!(names(cmd).iter().any(|n| n == hidden), "{cmd}: {:?}", names(cmd));
+            assert!(
+                names(cmd).iter().any(|n| n == hidden),
+                "{cmd}: {:?}",
+                names(cmd)
+            );
         }
         assert_eq!(names("python3.11 x.py"), ["python"]);
         assert_eq!(names("command -v curl"), ["command"]);
@@ -1507,6 +1564,22 @@ mod tests {
             }
             let _ = super::super::dangerous::check(&text);
         }
+    }
+
+    #[test]
+    fn pathological_expansions_are_reported_not_expanded_forever() {
+        // 40 brace groups would be 2^40 words; nested substitutions multiply.
+        let braces = "{a,b}".repeat(40);
+        let parsed = ParsedCommand::parse(&format!("echo {braces}"));
+        assert_eq!(parsed.segments.len(), 1);
+        let nested = "$(echo {a,b}{c,d}{e,f}{g,h}".repeat(6) + &")".repeat(6);
+        let _ = ParsedCommand::parse(&nested);
+        let wide = format!(
+            "echo {}",
+            "{x,y}{x,y}{x,y}{x,y}{x,y}{x,y}{x,y} ".repeat(2000)
+        );
+        assert!(ParsedCommand::parse(&wide).too_complex);
+        assert!(!ParsedCommand::parse("rm -rf {a,b}/{c,d}").too_complex);
     }
 
     #[test]
