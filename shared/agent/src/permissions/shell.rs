@@ -685,9 +685,12 @@ pub(crate) fn find_roots<'a>(args: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// Shell commands in `git -c alias.x='!cmd'`, `-c core.pager=cmd` and other
-/// config values git runs through a shell.
+/// config values git runs through a shell; `git config alias.x '!cmd'` too; and
+/// the command a `-c alias.x=…` alias expands to when it is the one run
+/// (`git -c alias.p='push --force' p origin main`).
 fn git_config_commands(args: &[Word]) -> Vec<String> {
     let mut out = Vec::new();
+    let mut aliases: Vec<(String, String)> = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let value = args[i].value.as_str();
@@ -699,9 +702,10 @@ fn git_config_commands(args: &[Word]) -> Vec<String> {
         };
         if let Some((key, val)) = setting.and_then(|s| s.split_once('=')) {
             let key = key.to_ascii_lowercase();
-            if key.starts_with("alias.") {
-                if let Some(cmd) = val.strip_prefix('!') {
-                    out.push(cmd.to_string());
+            if let Some(name) = key.strip_prefix("alias.") {
+                match val.strip_prefix('!') {
+                    Some(cmd) => out.push(cmd.to_string()),
+                    None => aliases.push((name.to_string(), val.to_string())),
                 }
             } else if [
                 "pager",
@@ -723,6 +727,31 @@ fn git_config_commands(args: &[Word]) -> Vec<String> {
             break;
         }
         i += 1;
+    }
+    let rest = &args[i.min(args.len())..];
+    if let Some((sub, more)) = rest.split_first() {
+        let sub = sub.value.to_ascii_lowercase();
+        if let Some((_, expansion)) = aliases.iter().find(|(name, _)| *name == sub) {
+            out.push(format!("git {expansion} {}", quote_words(more)));
+        }
+        // `git config [--global] alias.x '!cmd'`, `git config core.pager cmd`.
+        if sub == "config" {
+            let operands: Vec<&Word> = more.iter().filter(|w| !w.value.starts_with('-')).collect();
+            if let [key, value, ..] = operands.as_slice() {
+                let key = key.value.to_ascii_lowercase();
+                let val = value.value.as_str();
+                if key.starts_with("alias.") {
+                    if let Some(cmd) = val.strip_prefix('!') {
+                        out.push(cmd.to_string());
+                    }
+                } else if ["pager", "editor", "sshcommand", "fsmonitor", "external"]
+                    .iter()
+                    .any(|k| key.contains(k))
+                {
+                    out.push(val.to_string());
+                }
+            }
+        }
     }
     out
 }
