@@ -103,7 +103,11 @@ impl Tool for Glob {
             let cancel = ctx.cancel.clone();
             let pattern = input.pattern;
             let filter = ctx.read_filter.clone();
-            match run_blocking(NAME, move || find(&root, &pattern, &cwd, &cancel, &filter)).await {
+            match run_blocking(NAME, move || {
+                find_files(&root, &pattern, &cwd, &cancel, &filter)
+            })
+            .await
+            {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => e.into_output(),
             }
@@ -112,8 +116,9 @@ impl Tool for Glob {
     }
 }
 
-/// Finds files under `root` matching `pattern`, newest first, as text for the model.
-fn find(
+/// Finds files under `root` matching `pattern`, newest first, as text for the model;
+/// files `filter` denies are left out with a note.
+fn find_files(
     root: &Path,
     pattern: &str,
     cwd: &Path,
@@ -206,6 +211,15 @@ mod tests {
     use std::process::Command;
     use std::time::Duration;
 
+    fn find(
+        root: &Path,
+        pattern: &str,
+        cwd: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<String, ToolError> {
+        find_files(root, pattern, cwd, cancel, &ReadFilter::default())
+    }
+
     fn touch(root: &Path, rel: &str, age_secs: u64) {
         let p = root.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -240,32 +254,11 @@ mod tests {
         touch(root, "src/deep/mid.rs", 100);
         touch(root, "target/debug/build.rs", 1);
         touch(root, "notes.log", 1);
-        let out = find(
-            root,
-            "**/*.rs",
-            root,
-            &CancellationToken::new(),
-            &ReadFilter::default(),
-        )
-        .unwrap();
+        let out = find(root, "**/*.rs", root, &CancellationToken::new()).unwrap();
         assert_eq!(out, "src/new.rs\nsrc/deep/mid.rs\nsrc/old.rs");
-        let out = find(
-            root,
-            "*.log",
-            root,
-            &CancellationToken::new(),
-            &ReadFilter::default(),
-        )
-        .unwrap();
+        let out = find(root, "*.log", root, &CancellationToken::new()).unwrap();
         assert!(out.starts_with("No files match"), "{out}");
-        let out = find(
-            root,
-            "**/HEAD",
-            root,
-            &CancellationToken::new(),
-            &ReadFilter::default(),
-        )
-        .unwrap();
+        let out = find(root, "**/HEAD", root, &CancellationToken::new()).unwrap();
         assert!(out.starts_with("No files match"), "{out}");
     }
 
@@ -276,23 +269,13 @@ mod tests {
         touch(root, "a.md", 5);
         touch(root, "docs/b.md", 50);
         let cancel = CancellationToken::new();
+        assert_eq!(find(root, "*.md", root, &cancel).unwrap(), "a.md");
         assert_eq!(
-            find(root, "*.md", root, &cancel, &ReadFilter::default()).unwrap(),
-            "a.md"
-        );
-        assert_eq!(
-            find(
-                &root.join("docs"),
-                "*.md",
-                root,
-                &cancel,
-                &ReadFilter::default()
-            )
-            .unwrap(),
+            find(&root.join("docs"), "*.md", root, &cancel).unwrap(),
             "docs/b.md"
         );
         assert_eq!(
-            find(root, "{a,docs/b}.md", root, &cancel, &ReadFilter::default()).unwrap(),
+            find(root, "{a,docs/b}.md", root, &cancel).unwrap(),
             "a.md\ndocs/b.md"
         );
     }
@@ -303,14 +286,7 @@ mod tests {
         for i in 0..(MAX_RESULTS + 5) {
             touch(dir.path(), &format!("f{i}.txt"), 1);
         }
-        let out = find(
-            dir.path(),
-            "*.txt",
-            dir.path(),
-            &CancellationToken::new(),
-            &ReadFilter::default(),
-        )
-        .unwrap();
+        let out = find(dir.path(), "*.txt", dir.path(), &CancellationToken::new()).unwrap();
         assert_eq!(out.lines().count(), MAX_RESULTS + 1);
         assert!(out.contains(&format!("of {} matches", MAX_RESULTS + 5)));
     }
@@ -319,32 +295,11 @@ mod tests {
     fn bad_patterns_and_paths_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
-        let err = find(
-            dir.path(),
-            "a[",
-            dir.path(),
-            &cancel,
-            &ReadFilter::default(),
-        )
-        .unwrap_err();
+        let err = find(dir.path(), "a[", dir.path(), &cancel).unwrap_err();
         assert!(err.to_string().contains("compile the pattern"), "{err}");
-        let err = find(
-            dir.path(),
-            "/etc/*",
-            dir.path(),
-            &cancel,
-            &ReadFilter::default(),
-        )
-        .unwrap_err();
+        let err = find(dir.path(), "/etc/*", dir.path(), &cancel).unwrap_err();
         assert!(err.to_string().contains("relative"), "{err}");
-        let err = find(
-            &dir.path().join("nope"),
-            "*",
-            dir.path(),
-            &cancel,
-            &ReadFilter::default(),
-        )
-        .unwrap_err();
+        let err = find(&dir.path().join("nope"), "*", dir.path(), &cancel).unwrap_err();
         assert!(matches!(err, ToolError::NotFound { .. }));
     }
 }
