@@ -61,6 +61,10 @@ agents:
         screen.contains("● ReadFile(calc.py)"),
         "tool line:\n{screen}"
     );
+    assert!(
+        screen.contains("always (saves: EditFile(calc.py))"),
+        "the rule \"always\" saves is shown:\n{screen}"
+    );
     tmux.keys(&["a"]);
     tmux.wait_for("the answer after the edit", |s| {
         s.contains("always allowed") && s.contains("Fixed the loop in average().")

@@ -5,6 +5,7 @@ mod instructions_include;
 mod lead_headless;
 mod lead_interactive;
 mod lead_misbehaving_model;
+mod lead_permissions;
 mod project_trust;
 mod store_concurrency;
 mod store_crash;

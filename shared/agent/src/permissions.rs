@@ -14,6 +14,7 @@
 //! layer. [`PermissionPolicy::check`] runs layers 1–4; a denial (or a refusal by
 //! the human) becomes an error result for the model and the loop goes on.
 
+pub(crate) mod approvable;
 pub mod dangerous;
 pub mod mode;
 pub mod policy;

@@ -242,14 +242,7 @@ mod tests {
     }
 
     fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            session_dir: dir.join("session"),
-            cancel: Default::default(),
-            env: Vec::new(),
-            max_result_chars: 100_000,
-            allowed_roots: Vec::new(),
-        }
+        ToolContext::new(dir.to_path_buf(), dir.join("session"))
     }
 
     #[tokio::test]

@@ -5,7 +5,8 @@
 //! the loop, using [`Tool::permission_target`].
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -58,6 +59,41 @@ pub struct ToolContext {
     /// changed after the permission check cannot lead them outside. Empty
     /// means the working directory alone.
     pub allowed_roots: Vec<PathBuf>,
+    /// Files the user's rules deny to reading; tools that read (Grep, Glob) skip
+    /// them. The default skips nothing.
+    pub read_filter: ReadFilter,
+}
+
+/// Which files tools must not read or list: the paths a permission rule denies
+/// to ReadFile (`ReadFile(.env)`), so a search does not reveal what a read may
+/// not. Built by the permission policy; tools only ask it about paths.
+#[derive(Clone, Default)]
+pub struct ReadFilter(Option<Arc<DeniedFn>>);
+
+/// Why reading a path is denied, or `None`.
+type DeniedFn = dyn Fn(&Path) -> Option<String> + Send + Sync;
+
+impl ReadFilter {
+    /// A filter answering with `denied`: why reading a path is denied, or `None`.
+    pub fn new(denied: impl Fn(&Path) -> Option<String> + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(denied)))
+    }
+
+    /// Why reading `path` is denied (e.g. "denied by the permission rule
+    /// `ReadFile(.env)` …"), or `None`.
+    pub fn denied(&self, path: &Path) -> Option<String> {
+        self.0.as_ref().and_then(|f| f(path))
+    }
+}
+
+impl fmt::Debug for ReadFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ReadFilter(active)"
+        } else {
+            "ReadFilter(none)"
+        })
+    }
 }
 
 impl ToolContext {
@@ -75,6 +111,7 @@ impl ToolContext {
             env: Vec::new(),
             max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
             allowed_roots: Vec::new(),
+            read_filter: ReadFilter::default(),
         }
     }
 }

@@ -108,6 +108,9 @@ pub enum ToolError {
     /// EditFile could not apply the edit; the message explains why and what to do.
     #[error("edit {path}: {message}")]
     Edit { path: PathBuf, message: String },
+    /// The user's permission rules deny reading this file.
+    #[error("read {path}: it is {reason}; leave it out or ask the user")]
+    Denied { path: PathBuf, reason: String },
     /// A glob or regex did not compile.
     #[error("compile the pattern `{pattern}`: {message}")]
     Pattern { pattern: String, message: String },

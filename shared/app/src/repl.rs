@@ -355,7 +355,7 @@ fn ask(out: &mut RawWriter<Stdout>, style: &Style, pending: &PendingApproval) {
     }
     let _ = writeln!(
         out,
-        "  {} yes   {} no   {} always allow {}   {}",
+        "  {} yes   {} no   {} always (saves: {})   {}",
         style.bold("[y]"),
         style.bold("[n]"),
         style.bold("[a]"),

@@ -157,6 +157,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     if mode == PermissionMode::Plan {
         policy.set_plan_file(Some(plan_file.clone()));
     }
+    let read_filter = policy.read_filter();
     let policy: SharedPolicy = Arc::new(RwLock::new(policy));
 
     let (approver, approvals): (Arc<dyn Approver>, _) = if interactive {
@@ -185,6 +186,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
             roo_home.to_string_lossy().into_owned(),
         )],
         max_result_chars: MAX_RESULT_CHARS,
+        read_filter: read_filter.clone(),
         ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
@@ -202,9 +204,9 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     .with_session(session, messages);
     if !resumed {
         let (root, home) = (project_root.clone(), roo_home.clone());
-        let read_denied = read_denied_by_rules(&config, &project_root, &roo_home);
+        // `@include` honours the same ReadFile deny rules as the tools.
         let instructions = tokio::task::spawn_blocking(move || {
-            load_instructions(&root, &home, &|path: &Path| read_denied(path))
+            load_instructions(&root, &home, &|path: &Path| read_filter.denied(path))
         })
         .await
         .unwrap_or_default();
@@ -236,38 +238,6 @@ fn resolve_llm(args: &LeadArgs, config: &ConfigFiles) -> Result<LlmSettings, App
         .map_err(|e| AppError::Config(e.to_string()))?;
     LlmSettings::resolve(&flags, &|key| std::env::var(key).ok(), &files)
         .map_err(|e| AppError::Config(e.to_string()))
-}
-
-/// Whether the `ReadFile` deny rules deny reading `path`, with the reason; for
-/// `@include` in `ROOCODE.md`. A policy holding only the deny rules, in bypass
-/// mode, over the two roots instructions may come from: a `Deny` can only come
-/// from a deny rule (the includes are already confined to those roots).
-fn read_denied_by_rules(
-    config: &ConfigFiles,
-    project_root: &Path,
-    roo_home: &Path,
-) -> impl Fn(&Path) -> Option<String> + Send + 'static {
-    let all = config.rules();
-    let mut deny = roo_agent::permissions::RuleSet::new();
-    for source in roo_agent::config::Source::ALL {
-        for rule in &all.source(source).deny {
-            deny.push(source, roo_agent::permissions::RuleKind::Deny, rule.clone());
-        }
-    }
-    let mut policy = PermissionPolicy::new(
-        project_root.to_path_buf(),
-        PermissionMode::BypassPermissions,
-        deny,
-    );
-    policy.add_allowed_root(roo_home.to_path_buf());
-    let root = project_root.to_path_buf();
-    move |path: &Path| {
-        let input = serde_json::json!({ "path": path });
-        match policy.check(&roo_agent::tools::ReadFile, &input, &root) {
-            roo_agent::permissions::PermissionDecision::Deny { reason } => Some(reason),
-            _ => None,
-        }
-    }
 }
 
 /// `ROO_HOME`, or `~/.roocode`.

@@ -214,13 +214,29 @@ pub(crate) fn rules_into(
             };
             let rule = Rule::parse(text).map_err(|e| ConfigError::InvalidRule {
                 path: path.to_path_buf(),
+                message: match rule_line(path, text) {
+                    Some(line) => format!("line {line}: {}", e.message),
+                    None => e.message,
+                },
                 rule: e.rule,
-                message: e.message,
             })?;
             rules.push(source, kind, rule);
         }
     }
     Ok(())
+}
+
+/// The 1-based line of `path` where the rule `text` is written, for error
+/// messages (parsed YAML values carry no positions). Read again only when a rule
+/// is wrong; `None` if the file cannot be read or the text is not found verbatim.
+fn rule_line(path: &Path, text: &str) -> Option<usize> {
+    let file = std::fs::read_to_string(path).ok()?;
+    file.lines()
+        .position(|line| {
+            let code = line.trim_start();
+            !code.starts_with('#') && line.contains(text)
+        })
+        .map(|i| i + 1)
 }
 
 /// `hooks:` as a list of hooks.

@@ -12,18 +12,35 @@
 //! argument is which (`rm`, `chmod`, `find`, `git push`) are checked by reading
 //! their arguments. Ordinary commands (`rm -rf ./build`, `git push origin
 //! feature`) are not affected.
+//!
+//! This is defence in depth, not a wall: `dangerous/corpus.txt` lists the
+//! destructive variants it must deny and the known gaps left to the OS sandbox
+//! (a target held in a variable, a script that only exists at run time), and a
+//! test keeps both lists honest.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::shell::{ParsedCommand, SHELLS, Segment, basename};
+use super::shell::{
+    INTERPRETERS as LANGUAGES, ParsedCommand, SHELLS, Segment, Word, basename, find_roots,
+    is_operator, program_name, string_literals,
+};
 
 /// Programs that download data (the first half of `curl … | sh`).
 const DOWNLOADERS: &[&str] = &["curl", "wget", "fetch", "aria2c", "http", "https", "xh"];
-/// Programs that run code read from stdin or an argument.
-const INTERPRETERS: &[&str] = &[
-    "python", "python2", "python3", "perl", "ruby", "node", "php", "source", ".", "eval",
+/// Shell builtins that run code read from a file or an argument.
+const SOURCES: &[&str] = &["source", ".", "eval"];
+/// Calls in inline code that delete a directory tree.
+const TREE_DELETERS: &[&str] = &[
+    "rmtree",
+    "rm_rf",
+    "rm_r",
+    "remove_tree",
+    "rmSync",
+    "rmdirSync",
+    "rimraf",
+    "remove_dir_all",
 ];
 /// Disk devices, as named after `/dev/`.
 const DISK: &str = r"/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|rdisk|md|dm-|mapper/|loop)";
@@ -112,6 +129,13 @@ pub fn check(command: &str) -> Option<String> {
 
 /// [`check`] for a command already parsed by the caller.
 pub(crate) fn check_parsed_command(command: &str, parsed: &ParsedCommand) -> Option<String> {
+    if parsed.too_complex {
+        return Some(deny(
+            command,
+            "expands to too many words or nests too deeply to be checked; split it into \
+             simpler commands",
+        ));
+    }
     let squashed: String = command.chars().filter(|c| !c.is_whitespace()).collect();
     for (regex, reason) in FORK_BOMB.iter() {
         for caps in regex.captures_iter(&squashed) {
@@ -180,7 +204,8 @@ fn check_pipelines(parsed: &ParsedCommand) -> Option<String> {
 }
 
 fn runs_code(name: &str) -> bool {
-    SHELLS.contains(&name) || INTERPRETERS.contains(&name)
+    let name = program_name(name);
+    SHELLS.contains(&name) || LANGUAGES.contains(&name) || SOURCES.contains(&name)
 }
 
 fn downloads(parsed: &ParsedCommand) -> bool {
@@ -199,9 +224,10 @@ fn check_segment(segment: &Segment) -> Option<String> {
         }
     }
     let words = segment.effective();
-    let name = words.first().map(|w| basename(&w.value))?;
-    let text = std::iter::once(name)
-        .chain(words[1..].iter().map(|w| w.value.as_str()))
+    let first = words.first()?;
+    let name = program_name(basename(&first.value));
+    let text = std::iter::once(name.to_string())
+        .chain(words[1..].iter().map(|w| normalize_word(&w.value)))
         .collect::<Vec<_>>()
         .join(" ");
     for (regex, reason) in COMMAND_PATTERNS.iter() {
@@ -209,7 +235,12 @@ fn check_segment(segment: &Segment) -> Option<String> {
             return Some((*reason).to_string());
         }
     }
-    let whole = segment.value_text();
+    let whole = segment
+        .words
+        .iter()
+        .map(|w| normalize_word(&w.value))
+        .collect::<Vec<_>>()
+        .join(" ");
     for (regex, reason) in SEGMENT_PATTERNS.iter() {
         if regex.is_match(&whole) {
             return Some((*reason).to_string());
@@ -217,26 +248,58 @@ fn check_segment(segment: &Segment) -> Option<String> {
     }
     let args: Vec<&str> = words[1..]
         .iter()
+        .filter(|w| !is_operator(w))
         .map(|w| w.value.as_str())
-        .filter(|v| !is_redirection(v))
         .collect();
+    if first.expands {
+        // `$X -rf /`: the program is unknown, so read the arguments as the
+        // destructive programs would.
+        return check_rm(&args).or_else(|| check_mv(&args)).map(|reason| {
+            format!(
+                "runs a program named by an expansion ({}) that {reason}",
+                first.raw
+            )
+        });
+    }
     match name {
         "rm" => check_rm(&args),
         "chmod" | "chown" | "chgrp" => check_chmod(name, &args),
         "find" => check_find(&args),
         "mv" => check_mv(&args),
         "git" => check_git(&args),
+        "tar" | "gtar" | "bsdtar" => check_tar(&args),
+        "rsync" => check_rsync(&args),
         "kill" | "pkill" => check_kill(&args),
+        n if LANGUAGES.contains(&n) => check_inline_code(words),
         _ => None,
     }
 }
 
-fn is_redirection(value: &str) -> bool {
-    !value.is_empty()
-        && value.chars().any(|c| c == '<' || c == '>')
-        && value
-            .chars()
-            .all(|c| c.is_ascii_digit() || "<>&|".contains(c))
+/// A path-like word with `.`/`..`/`//` resolved (`/dev/./sda` is `/dev/sda`,
+/// `of=/dev//sda` is `of=/dev/sda`).
+fn normalize_word(value: &str) -> String {
+    let (key, path) = match value.split_once("=/") {
+        Some((key, rest)) if !key.contains('/') => (format!("{key}="), format!("/{rest}")),
+        _ => (String::new(), value.to_string()),
+    };
+    match normalize_absolute(&path) {
+        Some(parts) if path.len() > 1 => format!("{key}/{}", parts.join("/")),
+        _ => value.to_string(),
+    }
+}
+
+/// `python3 -c 'import shutil; shutil.rmtree("/")'` and the like: inline code
+/// that deletes a protected tree by name.
+fn check_inline_code(words: &[Word]) -> Option<String> {
+    words[1..].iter().find_map(|w| {
+        let code = w.value.as_str();
+        if !TREE_DELETERS.iter().any(|d| code.contains(d)) {
+            return None;
+        }
+        string_literals(code).iter().find_map(|t| {
+            protected_target(t).map(|what| format!("deletes `{t}` ({what}) from inline code"))
+        })
+    })
 }
 
 /// Splits arguments into short/long options and operands (everything after `--`
@@ -256,18 +319,27 @@ fn split_args<'a>(args: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
     (options, operands)
 }
 
+/// Whether `-x` (alone or in a cluster such as `-rf`) or `--long` (or an
+/// abbreviation GNU accepts, such as `--rec`) is among the options.
 fn has_flag(options: &[&str], short: char, long: &str) -> bool {
     options.iter().any(|o| {
-        *o == long
+        long_option(o, long)
             || (!o.starts_with("--")
                 && o[1..].chars().all(|c| c.is_ascii_alphabetic())
                 && o.contains(short))
     })
 }
 
+/// `--rec` for `--recursive`: a GNU long option or an abbreviation of it (at
+/// least one letter), with or without `=value`.
+fn long_option(option: &str, long: &str) -> bool {
+    let name = option.split('=').next().unwrap_or(option);
+    name.len() > 2 && name.starts_with("--") && long.starts_with(name)
+}
+
 fn check_rm(args: &[&str]) -> Option<String> {
     let (options, operands) = split_args(args);
-    if options.contains(&"--no-preserve-root") {
+    if options.iter().any(|o| long_option(o, "--no-preserve-root")) {
         return Some("disables rm's protection of `/`".to_string());
     }
     let recursive =
@@ -281,10 +353,18 @@ fn check_rm(args: &[&str]) -> Option<String> {
 }
 
 fn check_chmod(name: &str, args: &[&str]) -> Option<String> {
-    let (options, operands) = split_args(args);
+    // `chmod -w x`: a mode that starts with `-` is an operand, not an option.
+    let (options, mut operands) = split_args(args);
+    let (options, modes): (Vec<&str>, Vec<&str>) = options
+        .into_iter()
+        .partition(|o| o.starts_with("--") || o[1..].chars().all(|c| "RcfvhHLP".contains(c)));
+    if name == "chmod" {
+        operands.splice(0..0, modes);
+    }
     let recursive = has_flag(&options, 'R', "--recursive");
-    // The first operand is the mode or owner.
-    operands.iter().skip(1).find_map(|t| {
+    // The first operand is the mode or owner, unless `--reference` gives it.
+    let skip = usize::from(!options.iter().any(|o| long_option(o, "--reference")));
+    operands.iter().skip(skip).find_map(|t| {
         let what = protected_target(t)?;
         (recursive || is_root(t))
             .then(|| format!("changes ownership or permissions of `{t}` ({what}) with `{name}`"))
@@ -292,15 +372,14 @@ fn check_chmod(name: &str, args: &[&str]) -> Option<String> {
 }
 
 fn check_find(args: &[&str]) -> Option<String> {
-    let paths: Vec<&str> = args
-        .iter()
-        .copied()
-        .take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!")
-        .collect();
+    let paths = find_roots(args);
     let deletes = args.iter().enumerate().any(|(i, a)| {
         *a == "-delete"
             || (matches!(*a, "-exec" | "-execdir" | "-ok" | "-okdir")
-                && args.get(i + 1).is_some_and(|c| basename(c) == "rm"))
+                && args.get(i + 1).is_some_and(|c| {
+                    let name = program_name(basename(c));
+                    matches!(name, "rm" | "shred" | "unlink" | "rmdir") || runs_code(name)
+                }))
     });
     if !deletes {
         return None;
@@ -311,11 +390,54 @@ fn check_find(args: &[&str]) -> Option<String> {
 }
 
 fn check_mv(args: &[&str]) -> Option<String> {
-    let (_, operands) = split_args(args);
-    let sources = &operands[..operands.len().saturating_sub(1)];
+    let (options, operands) = split_args(args);
+    // `mv -t DIR src…` / `--target-directory=DIR`: every operand is a source.
+    let target_option = args
+        .iter()
+        .position(|a| *a == "-t" || long_option(a, "--target-directory") && !a.contains('='));
+    let sources: Vec<&str> = match target_option {
+        Some(i) => operands
+            .iter()
+            .copied()
+            .filter(|o| args.get(i + 1) != Some(o))
+            .collect(),
+        None if options.iter().any(|o| {
+            (o.starts_with("-t") && !o.starts_with("--")) || long_option(o, "--target-directory")
+        }) =>
+        {
+            operands.clone()
+        }
+        None => operands[..operands.len().saturating_sub(1)].to_vec(),
+    };
     sources
         .iter()
         .find_map(|t| protected_target(t).map(|what| format!("moves `{t}` ({what}) away")))
+}
+
+/// `tar … --remove-files /`: archiving a protected tree and deleting it.
+fn check_tar(args: &[&str]) -> Option<String> {
+    if !args.iter().any(|a| long_option(a, "--remove-files")) {
+        return None;
+    }
+    let (_, operands) = split_args(args);
+    operands.iter().find_map(|t| {
+        protected_target(t).map(|what| format!("archives and deletes `{t}` ({what})"))
+    })
+}
+
+/// `rsync --delete … ~/`: mirroring over a protected directory deletes what it
+/// holds.
+fn check_rsync(args: &[&str]) -> Option<String> {
+    let (options, operands) = split_args(args);
+    let deletes = options
+        .iter()
+        .any(|o| o.starts_with("--delete") || long_option(o, "--remove-source-files"));
+    if !deletes {
+        return None;
+    }
+    operands.last().and_then(|t| {
+        protected_target(t).map(|what| format!("deletes files in `{t}` ({what}) while mirroring"))
+    })
 }
 
 /// `git push --force` (or `+ref`, `--mirror`, a delete) to main or master.
@@ -393,8 +515,8 @@ fn protected_target(target: &str) -> Option<&'static str> {
     if t.is_empty() || t == "*" {
         return None;
     }
-    for home in ["~", "$HOME", "${HOME}"] {
-        if let Some(rest) = t.strip_prefix(home) {
+    for home in home_prefixes(t) {
+        if let Some(rest) = t.strip_prefix(home.as_str()) {
             if rest.is_empty() || rest.starts_with('/') {
                 let parts = normalize_relative(rest.trim_start_matches('/'));
                 return (parts.is_empty() || parts[0] == "..").then_some("your home directory");
@@ -415,6 +537,18 @@ fn protected_target(target: &str) -> Option<&'static str> {
     }
     let parts = normalize_relative(t);
     (parts.first().is_some_and(|p| p == "..")).then_some("a directory above the working directory")
+}
+
+/// The spellings of the home directory `target` may start with: `~`, `$HOME`,
+/// `${HOME}` and parameter forms such as `${HOME:?}` or `${HOME%/}`.
+fn home_prefixes(target: &str) -> Vec<String> {
+    let mut out = vec!["~".to_string(), "$HOME".to_string()];
+    if let Some(rest) = target.strip_prefix("${HOME")
+        && let Some(close) = rest.find('}')
+    {
+        out.push(format!("${{HOME{}", &rest[..=close]));
+    }
+    out
 }
 
 /// Components of an absolute path after resolving `.` and `..` lexically.
@@ -591,10 +725,82 @@ mod tests {
             "crontab -l",
             "systemctl status nginx",
             "f() { echo hi; }; f",
+            "echo '{rm,-rf,/}'",
+            "echo {a,b}.txt",
+            "find . -name '*.rs' -exec rustfmt {} \\;",
+            "find . -exec grep -l x {} +",
+            "find -L . -name '*.o' -delete",
+            "git -c user.name=x commit -m y",
+            "python3 -c 'import subprocess; subprocess.run([\"ls\", \"-la\"])'",
+            "python3.11 -c 'print(1)'",
+            "printf '%s\\n' a b",
+            "chmod -x script.sh",
+            "chmod -R u+w ./build",
+            "mv -t dist a.txt b.txt",
+            "mv -t /tmp/x build",
+            "find . -name '*.o' | xargs rm -f",
+            "echo build | xargs rm -rf",
+            "bash <<< 'echo hi'",
+            "echo 'ls -la' | sh",
+            "rm -rf ${HOME}/.cache/x",
+            "rm -rf \"${HOME:?}/.cache/x\"",
+            "rm -rf $TMPDIR/x",
+            "$CC -o x x.c",
+            "$EDITOR -R notes.txt",
+            "rm --force build.log",
+            "env -S 'cargo test'",
+            "flock /tmp/lock cargo build",
+            "script -q -c 'cargo test' /dev/null",
+            "dd if=/dev/zero of=./disk.img bs=1M count=1",
+            "git push -u origin main",
+            "kill -9 $PID",
         ];
         for cmd in ordinary {
             assert_eq!(check(cmd), None, "wrongly blocked: {cmd}");
         }
+    }
+
+    /// The corpus of destructive variants: one `deny` or `sandbox` verdict per line.
+    pub(crate) fn corpus() -> Vec<(&'static str, String)> {
+        include_str!("dangerous/corpus.txt")
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| {
+                let (verdict, cmd) = l.split_once(' ').expect("`deny CMD` or `sandbox CMD`");
+                assert!(
+                    matches!(verdict, "deny" | "sandbox"),
+                    "bad corpus line: {l}"
+                );
+                (verdict, cmd.replace('⏎', "\n"))
+            })
+            .collect()
+    }
+
+    /// Known gaps left to the OS sandbox; this number may only go down.
+    const SANDBOX_GAPS: usize = 18;
+
+    #[test]
+    fn corpus_of_destructive_variants_is_denied_or_a_documented_gap() {
+        let corpus = corpus();
+        assert!(corpus.len() >= 100, "{}", corpus.len());
+        let mut wrong = Vec::new();
+        for (verdict, cmd) in &corpus {
+            let denied = check(cmd).is_some();
+            match (*verdict, denied) {
+                ("deny", false) => wrong.push(format!("not denied: {cmd}")),
+                ("sandbox", true) => wrong.push(format!("now denied, move it to `deny`: {cmd}")),
+                _ => {}
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        let gaps = corpus.iter().filter(|(v, _)| *v == "sandbox").count();
+        assert!(gaps <= SANDBOX_GAPS, "the known gaps grew to {gaps}");
+    }
+
+    #[test]
+    fn the_briefs_own_examples_are_denied() {
+        assert!(check("$(echo rm) -rf /").is_some());
+        assert!(check("echo / | xargs rm -rf").is_some());
     }
 
     #[test]

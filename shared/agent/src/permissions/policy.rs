@@ -12,22 +12,52 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::approvable::{self, Scope};
 use super::dangerous;
 use super::mode::{self, CallFacts, PermissionMode};
 use super::rules::{PathTarget, Rule, RuleKind, RuleSet, RuleTarget};
 use super::sandbox::{self, ResolveError};
-use super::shell::{ParsedCommand, SHELLS};
+use super::shell::ParsedCommand;
 use super::{PermissionDecision, PermissionRequest};
 use crate::config::{ConfigError, ConfigFiles, Source, append_local_allow, local_config_path};
-use crate::tool::{PermissionTarget, Tool, ToolKind};
+use crate::tool::{PermissionTarget, ReadFilter, Tool, ToolKind};
 
-/// Programs for which "always allow" saves the exact command rather than a
-/// `prog sub *` prefix: a prefix rule for them would allow arbitrary code.
-const EXACT_ONLY: &[&str] = &[
-    "eval", "exec", "env", "sudo", "xargs", "nohup", "timeout", "time", "command", "builtin",
-    "python", "python2", "python3", "node", "perl", "ruby", "php", "deno", "bun", "npx", "source",
-    ".", "nice", "setsid", "watch",
+/// Commands for which "always allow" saves `prefix *` instead of the exact
+/// command: read-only or build-and-test commands whose further arguments do
+/// not change what kind of thing they do. Anything else gets the exact command.
+const SAFE_PREFIXES: &[&str] = &[
+    "git status",
+    "git diff",
+    "git log",
+    "git show",
+    "git branch",
+    "git blame",
+    "git ls-files",
+    "git rev-parse",
+    "cargo test",
+    "cargo build",
+    "cargo check",
+    "cargo clippy",
+    "cargo fmt",
+    "cargo nextest",
+    "cargo doc",
+    "cargo tree",
+    "npm test",
+    "npm run test",
+    "npm run build",
+    "npm run lint",
+    "pnpm test",
+    "yarn test",
+    "go test",
+    "go build",
+    "go vet",
+    "pytest",
+    "ls",
+    "pwd",
 ];
+
+/// The tool whose path denials also hold for the other tools that read.
+const READ_TOOL: &str = "ReadFile";
 
 /// The permission policy of one agent.
 #[derive(Debug, Clone)]
@@ -130,11 +160,36 @@ impl PermissionPolicy {
                 if let Some(reason) = dangerous::check_parsed_command(&command, &parsed) {
                     return PermissionDecision::Deny { reason };
                 }
+                let scope = Scope {
+                    cwd,
+                    project_root: &self.project_root,
+                };
+                let blockers: Vec<_> = parsed
+                    .segments
+                    .iter()
+                    .map(|s| approvable::blocker(s, &scope))
+                    .collect();
                 let target = RuleTarget::Command {
                     line: &command,
                     parsed: &parsed,
+                    blockers: &blockers,
                 };
-                self.rules_then_mode(name, &target, facts)
+                let decision = self.rules_then_mode(name, &target, facts);
+                match decision {
+                    PermissionDecision::Ask { reason }
+                        if parsed.all_segments().iter().any(|s| s.program_unresolved())
+                            && self.rules.has_restrictive_patterns(name) =>
+                    {
+                        PermissionDecision::Ask {
+                            reason: format!(
+                                "{reason}; its program comes from an expansion RooCode cannot \
+                                 resolve, so no allow rule applies and the deny and ask rules \
+                                 cannot tell what it runs"
+                            ),
+                        }
+                    }
+                    other => other,
+                }
             }
             PermissionTarget::Path(path) => {
                 // Layer 2.
@@ -164,6 +219,18 @@ impl PermissionPolicy {
                     };
                 }
                 let relative = resolved.strip_prefix(&self.project_root).ok();
+                // A path denied to ReadFile is denied to every tool that reads.
+                if tool.kind() == ToolKind::Read
+                    && name != READ_TOOL
+                    && let Some(reason) = self.read_denied_resolved(&resolved)
+                {
+                    return PermissionDecision::Deny {
+                        reason: format!(
+                            "{} is {reason}, which holds for every tool that reads",
+                            path.display()
+                        ),
+                    };
+                }
                 facts.has_path = true;
                 facts.inside_project = relative.is_some();
                 facts.is_plan_file = self.plan_file.as_deref() == Some(resolved.as_path());
@@ -175,6 +242,46 @@ impl PermissionPolicy {
                 self.rules_then_mode(name, &target, facts)
             }
         }
+    }
+
+    /// Why reading `path` is denied by the rules (a `ReadFile` deny rule of any
+    /// source, honouring source priority), or `None`. Relative paths are taken
+    /// from the project root; symlinks are resolved. Grep and Glob skip such
+    /// files, ROOCODE.md includes refuse them.
+    pub fn read_denied(&self, path: &Path) -> Option<String> {
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.project_root.join(path)
+        };
+        let resolved = sandbox::resolve(&absolute).unwrap_or(absolute);
+        self.read_denied_resolved(&resolved)
+    }
+
+    fn read_denied_resolved(&self, resolved: &Path) -> Option<String> {
+        let target = PathTarget {
+            absolute: resolved,
+            relative: resolved.strip_prefix(&self.project_root).ok(),
+        };
+        let hit = self.rules.denies(READ_TOOL, &target)?;
+        let origin = hit
+            .source
+            .map(|s| format!(" in the {s} config ({})", self.source_path(s)))
+            .unwrap_or_default();
+        Some(format!(
+            "denied by the permission rule `{}`{origin}",
+            hit.rule
+        ))
+    }
+
+    /// [`Self::read_denied`] as a filter tools can hold: a snapshot of the
+    /// current rules, which knows nothing else of the policy.
+    pub fn read_filter(&self) -> ReadFilter {
+        if !self.rules.has_deny_rules(READ_TOOL) {
+            return ReadFilter::default();
+        }
+        let policy = self.clone();
+        ReadFilter::new(move |path| policy.read_denied(path))
     }
 
     fn outside_reason(&self, given: &Path, absolute: &Path, resolved: &Path) -> String {
@@ -259,14 +366,20 @@ impl PermissionPolicy {
     }
 
     /// The rule "always allow" would save for this call: `Bash(cargo test *)` for
-    /// `cargo test --all`, the exact command line for compound commands and
-    /// interpreters, `EditFile(src/**)` for a file in `src/`, the bare tool name
+    /// `cargo test --all` (a known-safe prefix), the exact command line for any
+    /// other command, `EditFile(src/**)` for a file in `src/`, the bare tool name
     /// for calls without a target.
     pub fn suggested_rule(&self, tool: &dyn Tool, input: &Value) -> String {
         let name = tool.name();
         match tool.permission_target(input) {
             PermissionTarget::None => name.to_string(),
-            PermissionTarget::Command(command) => suggest_command_rule(name, &command),
+            PermissionTarget::Command(command) => {
+                let scope = Scope {
+                    cwd: &self.project_root,
+                    project_root: &self.project_root,
+                };
+                suggest_command_rule(name, &command, &scope)
+            }
             PermissionTarget::Path(path) => {
                 let absolute = if path.is_absolute() {
                     path
@@ -316,42 +429,33 @@ impl PermissionPolicy {
     }
 }
 
-fn suggest_command_rule(tool: &str, command: &str) -> String {
+/// The narrowest rule for a command: `prefix *` for a command that starts with
+/// one of [`SAFE_PREFIXES`] and has nothing an allow rule may not approve (see
+/// [`approvable`]), else the exact command (`*` escaped).
+fn suggest_command_rule(tool: &str, command: &str, scope: &Scope<'_>) -> String {
     let exact = || {
-        format!(
-            "{tool}({})",
-            command.split_whitespace().collect::<Vec<_>>().join(" ")
-        )
+        let squashed = command.split_whitespace().collect::<Vec<_>>().join(" ");
+        format!("{tool}({})", squashed.replace('*', "\\*"))
     };
     let parsed = ParsedCommand::parse(command);
     let [segment] = parsed.segments.as_slice() else {
         return exact();
     };
-    if parsed.substitutes_anywhere() || !parsed.nested.is_empty() {
-        return exact();
-    }
-    let words = &segment.words;
-    let Some(first) = words.first() else {
-        return exact();
-    };
-    let program = super::shell::basename(&first.value);
-    if first.raw != first.value
-        || first.raw.contains('=')
-        || SHELLS.contains(&program)
-        || EXACT_ONLY.contains(&program)
+    if parsed.substitutes_anywhere()
+        || !parsed.nested.is_empty()
+        || approvable::blocker(segment, scope).is_some()
     {
         return exact();
     }
-    let is_subcommand = |w: &str| {
-        w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-            && w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
-    };
-    let prefix = match words.get(1) {
-        Some(second) if is_subcommand(&second.raw) => format!("{} {}", first.raw, second.raw),
-        _ => first.raw.clone(),
-    };
-    format!("{tool}({prefix} *)")
+    let words: Vec<&str> = segment.words.iter().map(|w| w.raw.as_str()).collect();
+    SAFE_PREFIXES
+        .iter()
+        .filter(|prefix| {
+            let prefix: Vec<&str> = prefix.split(' ').collect();
+            words.starts_with(&prefix)
+        })
+        .max_by_key(|prefix| prefix.len())
+        .map_or_else(exact, |prefix| format!("{tool}({prefix} *)"))
 }
 
 #[cfg(test)]

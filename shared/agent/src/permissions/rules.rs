@@ -15,11 +15,21 @@
 //!
 //! Compound commands are judged part by part: a deny or ask rule matching any
 //! part (or the whole line, or a command nested in `$(…)` / `bash -c`) applies to
-//! the whole command, while an allow needs every part allowed — `Bash(git *)`
-//! does not approve `git status && curl … | sh` — and never approves a command
-//! that substitutes command output (`$(…)`), whose effect its text cannot show.
-//! An exact rule without wildcards (as "always allow" writes for a compound
-//! command) approves exactly that command line.
+//! the whole command, and sees each part's normalised program (`/usr/bin/curl`,
+//! `$(which curl)`, `{curl,-s,x}`, `$'curl'`, `command curl` are all `curl`).
+//! An allow needs every part allowed — `Bash(git *)` does not approve `git
+//! status && curl … | sh` — never approves a command that substitutes command
+//! output (`$(…)`), whose effect its text cannot show, and approves a part only
+//! if [`super::approvable`] finds nothing risky in it (`find -exec`, a
+//! redirection outside the project, `$VAR`…). An exact rule without wildcards
+//! (as "always allow" writes) approves exactly that command line. A command
+//! whose program cannot be resolved (`$X -s …`) matches no allow rule when
+//! deny or ask rules with patterns exist: it is left to the mode.
+//!
+//! Rule text is strict: a tool name in the wrong case or close to a built-in
+//! one (`bash(…)`, `Bsah`), or a space before or just inside the parentheses
+//! (`Bash (git *)`, `Bash( git *)`), is an error rather than a rule that
+//! silently matches nothing. In a pattern `\*` is a literal `*`.
 
 use std::fmt;
 use std::path::Path;
@@ -27,7 +37,8 @@ use std::path::Path;
 use globset::{GlobBuilder, GlobMatcher};
 use regex::Regex;
 
-use super::shell::{ParsedCommand, Segment};
+use super::approvable::Blocker;
+use super::shell::{ParsedCommand, Segment, basename, program_name};
 use crate::config::Source;
 
 /// What a rule does when it matches.
@@ -70,12 +81,29 @@ pub struct Rule {
     content: Option<Content>,
 }
 
+/// Built-in tool names: a rule naming something close to one of them is a typo.
+const KNOWN_TOOLS: &[&str] = &[
+    "Bash",
+    "ReadFile",
+    "WriteFile",
+    "EditFile",
+    "Glob",
+    "Grep",
+    "EnterPlanMode",
+    "ExitPlanMode",
+];
+
 /// The `(pattern)` part of a rule, compiled for both kinds of target.
 #[derive(Debug, Clone)]
 struct Content {
     pattern: String,
-    /// Whether the pattern has a `*`.
+    /// The pattern with `\*` read as `*`, for exact comparisons.
+    literal: String,
+    /// Whether the pattern has a wildcard `*`.
     wildcard: bool,
+    /// The first word of a command pattern when it is literal (`curl` in
+    /// `curl *`): deny and ask rules compare programs by normalised name.
+    program: Option<String>,
     command: Regex,
     /// Path globs; `None` if the pattern is not a valid glob (then it can only
     /// match commands).
@@ -104,13 +132,25 @@ impl Rule {
                         "a pattern must be closed with `)` at the end, as in `Bash(git *)`",
                     ));
                 };
-                let inner = inner.trim();
-                if inner.is_empty() {
+                if inner.trim().is_empty() {
                     return Err(fail(
                         "the pattern in parentheses is empty; write just the tool name to match every call",
                     ));
                 }
-                (text[..open].trim(), Some(inner))
+                let name = &text[..open];
+                if name.ends_with(char::is_whitespace) {
+                    return Err(fail(&format!(
+                        "remove the space between the tool name and `(`: write `{}({inner})`",
+                        name.trim()
+                    )));
+                }
+                if inner.trim() != inner {
+                    return Err(fail(&format!(
+                        "remove the spaces just inside the parentheses: write `{name}({})`",
+                        inner.trim()
+                    )));
+                }
+                (name, Some(inner))
             }
         };
         if tool.is_empty() {
@@ -126,13 +166,22 @@ impl Rule {
                 "a tool name may only contain letters, digits, `_`, `-` and `*`",
             ));
         }
+        if let Some(known) = near_known_tool(tool) {
+            return Err(fail(&format!(
+                "unknown tool `{tool}`; tool names are case-sensitive: did you mean `{known}`?"
+            )));
+        }
         let tool_regex = wildcard_regex(tool, false).map_err(|e| fail(&e))?;
         let content = content
             .map(|pattern| -> Result<Content, RuleError> {
+                let command = squash(pattern);
+                let first = command.split(' ').next().unwrap_or("");
                 Ok(Content {
                     pattern: pattern.to_string(),
-                    wildcard: pattern.contains('*'),
-                    command: wildcard_regex(pattern, true).map_err(|e| fail(&e))?,
+                    literal: pattern.replace("\\*", "*"),
+                    wildcard: split_wildcards(pattern).len() > 1,
+                    program: (!first.contains('*') && !first.is_empty()).then(|| first.to_string()),
+                    command: wildcard_regex(&command, true).map_err(|e| fail(&e))?,
                     paths: path_pattern(pattern),
                 })
             })
@@ -179,7 +228,28 @@ impl Rule {
     fn matches_exactly(&self, command: &str) -> bool {
         match &self.content {
             None => true,
-            Some(content) => !content.wildcard && content.pattern == squash(command),
+            Some(content) => !content.wildcard && squash(&content.literal) == squash(command),
+        }
+    }
+
+    /// Whether this allow rule approves one part of a command: its pattern
+    /// matches the part as typed, and nothing risky was found in the part
+    /// unless the rule itself names the risky option.
+    fn approves(&self, segment: &Segment, blocker: Option<&Blocker>) -> bool {
+        let Some(content) = &self.content else {
+            return true;
+        };
+        if !content.command.is_match(&segment.raw_text()) {
+            return false;
+        }
+        match blocker {
+            None => true,
+            Some(Blocker {
+                token: Some(token), ..
+            }) => split_wildcards(&content.pattern)
+                .iter()
+                .any(|part| part.contains(token.as_str())),
+            Some(_) => false,
         }
     }
 }
@@ -190,6 +260,58 @@ impl fmt::Display for Rule {
     }
 }
 
+/// `bash` for `Bash`, `Bsah` for `Bash`: a tool name that is not a built-in one
+/// but close to one (case-insensitively equal, or two edits away).
+fn near_known_tool(tool: &str) -> Option<&'static str> {
+    if tool.contains('*') || KNOWN_TOOLS.contains(&tool) {
+        return None;
+    }
+    let lower = tool.to_ascii_lowercase();
+    KNOWN_TOOLS.iter().copied().find(|known| {
+        let known_lower = known.to_ascii_lowercase();
+        known_lower == lower || (lower.len() >= 4 && edit_distance(&lower, &known_lower) <= 2)
+    })
+}
+
+/// Levenshtein distance, for spotting typos in tool names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(row[j]).min(cur)
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The literal parts of a pattern between its wildcards (`\*` is literal).
+fn split_wildcards(pattern: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'*') => {
+                chars.next();
+                current.push('*');
+            }
+            '*' => parts.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    parts.push(current);
+    parts
+}
+
 /// `*` matches anything; everything else is literal. For commands, one trailing
 /// ` *` (or `:*`) also matches the bare prefix.
 fn wildcard_regex(pattern: &str, command: bool) -> Result<Regex, String> {
@@ -197,14 +319,14 @@ fn wildcard_regex(pattern: &str, command: bool) -> Result<Regex, String> {
         (prefix, true)
     } else if command
         && let Some(prefix) = pattern.strip_suffix(" *")
-        && !prefix.contains('*')
+        && split_wildcards(prefix).len() == 1
     {
         (prefix, true)
     } else {
         (pattern, false)
     };
     let mut regex = String::from("(?s)^");
-    for (i, part) in body.split('*').enumerate() {
+    for (i, part) in split_wildcards(body).iter().enumerate() {
         if i > 0 {
             regex.push_str(".*");
         }
@@ -298,6 +420,8 @@ pub(crate) enum RuleTarget<'a> {
     Command {
         line: &'a str,
         parsed: &'a ParsedCommand,
+        /// Why each top-level segment may not be approved by a pattern rule.
+        blockers: &'a [Option<Blocker>],
     },
 }
 
@@ -366,11 +490,46 @@ impl RuleSet {
         })
     }
 
+    /// Whether any source has a deny rule for `tool`.
+    pub(crate) fn has_deny_rules(&self, tool: &str) -> bool {
+        Source::ALL
+            .iter()
+            .any(|s| self.source(*s).deny.iter().any(|r| r.matches_tool(tool)))
+    }
+
+    /// Whether any source has a deny or ask rule with a pattern for `tool`: a
+    /// command whose program cannot be resolved might be what it names.
+    pub(crate) fn has_restrictive_patterns(&self, tool: &str) -> bool {
+        Source::ALL.iter().any(|s| {
+            let rules = self.source(*s);
+            rules
+                .deny
+                .iter()
+                .chain(&rules.ask)
+                .any(|r| r.content.is_some() && r.matches_tool(tool))
+        })
+    }
+
+    /// The first rule that denies reading `path` with `tool` (`ReadFile`),
+    /// honouring source priority, or `None`.
+    pub(crate) fn denies(&self, tool: &str, path: &PathTarget<'_>) -> Option<RuleHit> {
+        if !self.has_deny_rules(tool) {
+            return None;
+        }
+        self.decide(tool, &RuleTarget::Path(*path))
+            .filter(|hit| hit.kind == RuleKind::Deny)
+    }
+
     /// The decision of the rule layer, or `None` when no rule matches.
     pub(crate) fn decide(&self, tool: &str, target: &RuleTarget<'_>) -> Option<RuleHit> {
+        // `$X -s …` may be `curl`: no allow rule may approve it while deny or
+        // ask rules with patterns exist.
+        let unresolvable = matches!(target, RuleTarget::Command { parsed, .. }
+            if parsed.all_segments().iter().any(|s| s.program_unresolved()))
+            && self.has_restrictive_patterns(tool);
         for source in Source::BY_PRIORITY {
             let rules = self.source(source);
-            if let Some((kind, rule)) = decide_in(rules, tool, target) {
+            if let Some((kind, rule)) = decide_in(rules, tool, target, unresolvable) {
                 return Some(RuleHit {
                     kind,
                     source: Some(source),
@@ -380,7 +539,10 @@ impl RuleSet {
         }
         // No source decided alone: no deny or ask rule matched anywhere. Allow rules
         // of different sources may still cover every part of a compound command.
-        if let RuleTarget::Command { parsed, .. } = target
+        if let RuleTarget::Command {
+            parsed, blockers, ..
+        } = target
+            && !unresolvable
             && !parsed.substitutes_anywhere()
             && !parsed.segments.is_empty()
         {
@@ -390,9 +552,9 @@ impl RuleSet {
                 .filter(|r| r.matches_tool(tool))
                 .collect();
             let mut used = Vec::new();
-            for segment in &parsed.segments {
-                let text = segment.raw_text();
-                let rule = allow.iter().find(|r| r.matches_text(&text))?;
+            for (i, segment) in parsed.segments.iter().enumerate() {
+                let blocker = blockers.get(i).and_then(Option::as_ref);
+                let rule = allow.iter().find(|r| r.approves(segment, blocker))?;
                 if !used.contains(&rule.as_str()) {
                     used.push(rule.as_str());
                 }
@@ -412,6 +574,7 @@ fn decide_in(
     rules: &SourceRules,
     tool: &str,
     target: &RuleTarget<'_>,
+    unresolvable: bool,
 ) -> Option<(RuleKind, String)> {
     for kind in [RuleKind::Deny, RuleKind::Ask] {
         let hit = rules
@@ -421,7 +584,7 @@ fn decide_in(
             .find(|r| match target {
                 RuleTarget::None => r.content.is_none(),
                 RuleTarget::Path(path) => r.matches_path(path),
-                RuleTarget::Command { line, parsed } => {
+                RuleTarget::Command { line, parsed, .. } => {
                     r.content.is_none()
                         || r.matches_text(line.trim())
                         || parsed
@@ -448,16 +611,21 @@ fn decide_in(
             .iter()
             .find(|r| r.matches_path(path))
             .map(|r| r.text.clone()),
-        RuleTarget::Command { line, parsed } => {
+        RuleTarget::Command { .. } if unresolvable => None,
+        RuleTarget::Command {
+            line,
+            parsed,
+            blockers,
+        } => {
             if let Some(exact) = allow.iter().find(|r| r.matches_exactly(line)) {
                 Some(exact.text.clone())
             } else if parsed.substitutes_anywhere() || parsed.segments.is_empty() {
                 None
             } else {
                 let mut used: Vec<&str> = Vec::new();
-                for segment in &parsed.segments {
-                    let text = segment.raw_text();
-                    let rule = allow.iter().find(|r| r.matches_text(&text))?;
+                for (i, segment) in parsed.segments.iter().enumerate() {
+                    let blocker = blockers.get(i).and_then(Option::as_ref);
+                    let rule = allow.iter().find(|r| r.approves(segment, blocker))?;
                     if !used.contains(&rule.as_str()) {
                         used.push(rule.as_str());
                     }
@@ -469,10 +637,33 @@ fn decide_in(
     covering.map(|rule| (RuleKind::Allow, rule))
 }
 
-/// Deny and ask rules see a part as typed, de-quoted, and without wrappers
-/// (`sudo rm`, `env X=1 rm`, `nohup rm` all count as `rm`).
+/// Deny and ask rules see a part as typed, de-quoted, without wrappers (`sudo
+/// rm`, `env X=1 rm`, `nohup rm` all count as `rm`), and with the program
+/// compared by normalised name (`/usr/bin/curl` and `curl`, `python3.11` and
+/// `python3`).
 fn segment_matches_restrictive(rule: &Rule, segment: &Segment) -> bool {
     let effective = segment.effective();
+    let rest = || {
+        effective
+            .iter()
+            .skip(1)
+            .map(|w| format!(" {}", w.value))
+            .collect::<String>()
+    };
+    let renamed = rule
+        .content
+        .as_ref()
+        .and_then(|c| c.program.as_deref())
+        .filter(|p| {
+            let theirs = program_name(basename(p));
+            segment
+                .program()
+                .is_some_and(|ours| ours == theirs || program_name(ours) == program_name(theirs))
+        })
+        .map(|p| format!("{p}{}", rest()));
+    if renamed.is_some_and(|c| rule.matches_text(&c)) {
+        return true;
+    }
     let candidates = [
         segment.raw_text(),
         segment.value_text(),

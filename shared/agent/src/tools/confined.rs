@@ -399,12 +399,8 @@ mod tests {
 
     fn ctx(dir: &Path, roots: Vec<PathBuf>) -> ToolContext {
         ToolContext {
-            cwd: dir.to_path_buf(),
-            session_dir: dir.join("session"),
-            cancel: CancellationToken::new(),
-            env: Vec::new(),
-            max_result_chars: 100_000,
             allowed_roots: roots,
+            ..ToolContext::new(dir.to_path_buf(), dir.join("session"))
         }
     }
 

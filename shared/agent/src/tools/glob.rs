@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::confined::{effective_roots, search_root};
-use super::walk::{is_file, search_summary, search_target, walker};
+use super::walk::{Skipped, is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, parse_input, resolve_path, run_blocking};
 use crate::permissions::sandbox::resolve_root;
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{PermissionTarget, ReadFilter, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Most paths returned by one call.
 pub const MAX_RESULTS: usize = 500;
@@ -110,7 +110,8 @@ impl Tool for Glob {
             let cwd = resolve_root(&ctx.cwd);
             let cancel = ctx.cancel.clone();
             let pattern = input.pattern;
-            let work = move || find(&root, &pattern, &cwd, &cancel);
+            let filter = ctx.read_filter.clone();
+            let work = move || find_files(&root, &pattern, &cwd, &cancel, &filter);
             match run_blocking(NAME, &ctx.cancel, work).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => e.into_output(),
@@ -120,12 +121,14 @@ impl Tool for Glob {
     }
 }
 
-/// Finds files under `root` matching `pattern`, newest first, as text for the model.
-fn find(
+/// Finds files under `root` matching `pattern`, newest first, as text for the model;
+/// files `filter` denies are left out with a note.
+fn find_files(
     root: &Path,
     pattern: &str,
     cwd: &Path,
     cancel: &CancellationToken,
+    filter: &ReadFilter,
 ) -> Result<String, ToolError> {
     let pattern_text = pattern.trim().trim_start_matches("./");
     if Path::new(pattern_text).is_absolute() {
@@ -155,6 +158,7 @@ fn find(
     }
 
     let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
+    let mut denied = Skipped::default();
     for entry in walker(root).flatten() {
         if cancel.is_cancelled() {
             return Err(ToolError::Cancelled { tool: NAME });
@@ -165,7 +169,7 @@ fn find(
         let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
-        if matcher.is_match(rel) {
+        if matcher.is_match(rel) && !denied.denied(filter, entry.path()) {
             let modified = entry
                 .metadata()
                 .ok()
@@ -174,10 +178,12 @@ fn find(
             found.push((modified, entry.into_path()));
         }
     }
+    let denied_note = denied.note("omitted").map(|n| format!("\n{n}"));
     if found.is_empty() {
         return Ok(format!(
-            "No files match `{pattern}` under {}.",
-            display_path(cwd, root)
+            "No files match `{pattern}` under {}.{}",
+            display_path(cwd, root),
+            denied_note.unwrap_or_default()
         ));
     }
     // Newest first; ties by path for a stable order.
@@ -194,7 +200,11 @@ fn find(
              pattern or the path to see the rest.]"
         ));
     }
-    Ok(lines.join("\n"))
+    let mut text = lines.join("\n");
+    if let Some(note) = denied_note {
+        text.push_str(&note);
+    }
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -205,6 +215,15 @@ mod tests {
     use std::fs;
     use std::process::Command;
     use std::time::Duration;
+
+    fn find(
+        root: &Path,
+        pattern: &str,
+        cwd: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<String, ToolError> {
+        find_files(root, pattern, cwd, cancel, &ReadFilter::default())
+    }
 
     fn touch(root: &Path, rel: &str, age_secs: u64) {
         let p = root.join(rel);

@@ -19,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::confined::{effective_roots, open_regular, search_root};
 use super::input::{opt_bool, opt_usize};
-use super::walk::{is_file, search_summary, search_target, walker};
+use super::walk::{Skipped, is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
 use crate::permissions::sandbox::resolve_root;
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{PermissionTarget, ReadFilter, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Results (files, lines or counts) returned when the call gives no `max_results`.
 pub const DEFAULT_MAX_RESULTS: usize = 500;
@@ -171,7 +171,10 @@ impl Tool for Grep {
             };
             let cwd = resolve_root(&ctx.cwd);
             let search = match Search::new(&input, root, cwd) {
-                Ok(search) => search,
+                Ok(search) => Search {
+                    filter: ctx.read_filter.clone(),
+                    ..search
+                },
                 Err(e) => return e.into_output(),
             };
             let cancel = ctx.cancel.clone();
@@ -195,6 +198,8 @@ struct Search {
     context: usize,
     max_results: usize,
     max_file_bytes: u64,
+    /// Files the permission rules deny to reading are skipped.
+    filter: ReadFilter,
 }
 
 impl Search {
@@ -239,6 +244,7 @@ impl Search {
                 .filter(|&m| m > 0)
                 .unwrap_or(DEFAULT_MAX_RESULTS),
             max_file_bytes: MAX_FILE_BYTES,
+            filter: ReadFilter::default(),
         })
     }
 
@@ -256,6 +262,12 @@ impl Search {
         let meta =
             std::fs::metadata(&self.root).map_err(|e| ToolError::io("search", &self.root, e))?;
         let files: Box<dyn Iterator<Item = PathBuf>> = if !meta.is_dir() {
+            if let Some(reason) = self.filter.denied(&self.root) {
+                return Err(ToolError::Denied {
+                    path: self.root.clone(),
+                    reason,
+                });
+            }
             Box::new(std::iter::once(self.root.clone()))
         } else {
             Box::new(
@@ -270,11 +282,15 @@ impl Search {
         let mut out = String::new();
         let mut results = 0usize;
         let mut truncated = false;
-        let mut skipped_large = Skipped::default();
-        let mut skipped_special = Skipped::default();
+        let mut skipped_large = SkippedNames::default();
+        let mut skipped_special = SkippedNames::default();
+        let mut denied = Skipped::default();
         for path in files {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled { tool: NAME });
+            }
+            if denied.denied(&self.filter, &path) {
+                continue;
             }
             if results >= self.max_results {
                 truncated = true;
@@ -331,6 +347,10 @@ impl Search {
                 "\n[Stopped after {} results; narrow the pattern, path or glob, or raise max_results.]",
                 self.max_results
             );
+        }
+        if let Some(note) = denied.note("skipped") {
+            text.push('\n');
+            text.push_str(&note);
         }
         if skipped_large.count > 0 {
             let _ = write!(
@@ -433,12 +453,12 @@ fn read_text(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, Skip> {
 
 /// Files left out of a search: all counted, the first few named.
 #[derive(Default)]
-struct Skipped {
+struct SkippedNames {
     count: usize,
     names: Vec<String>,
 }
 
-impl Skipped {
+impl SkippedNames {
     fn push(&mut self, name: String) {
         self.count += 1;
         if self.names.len() < MAX_SKIPPED_LISTED {

@@ -13,7 +13,7 @@ use ignore::{DirEntry, WalkBuilder};
 use serde_json::Value;
 
 use super::target_path;
-use crate::tool::PermissionTarget;
+use crate::tool::{PermissionTarget, ReadFilter};
 
 /// A walker over `root` with the shared settings.
 pub(crate) fn walker(root: &Path) -> ignore::Walk {
@@ -38,6 +38,34 @@ pub(crate) fn is_file(entry: &DirEntry) -> bool {
 pub(crate) fn search_target(input: &Value) -> PermissionTarget {
     let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
     PermissionTarget::Path(target_path(if path.is_empty() { "." } else { path }))
+}
+
+/// Files a search left out because the permission rules deny reading them.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped {
+    count: usize,
+    reason: Option<String>,
+}
+
+impl Skipped {
+    /// Whether `path` is denied by `filter`; counts it if so.
+    pub(crate) fn denied(&mut self, filter: &ReadFilter, path: &Path) -> bool {
+        match filter.denied(path) {
+            Some(reason) => {
+                self.count += 1;
+                self.reason.get_or_insert(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `[2 files skipped: denied by the permission rule …]`, if any were.
+    pub(crate) fn note(&self, verb: &str) -> Option<String> {
+        let reason = self.reason.as_deref()?;
+        let files = if self.count == 1 { "file" } else { "files" };
+        Some(format!("[{} {files} {verb}: {reason}]", self.count))
+    }
 }
 
 /// `Name(pattern)` or `Name(pattern in path)`, the one-line summary of a search call.

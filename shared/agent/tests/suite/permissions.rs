@@ -160,5 +160,103 @@ async fn nobody_approves_in_headless_runs() {
     else {
         panic!("DenyApprover denies");
     };
-    assert!(feedback.contains("Bash(make *)"), "{feedback}");
+    assert!(feedback.contains("`Bash(make)`"), "{feedback}");
+}
+
+#[test]
+fn regression_a_misspelt_rule_is_an_error_naming_the_file_and_line() {
+    for (rule, hint) in [
+        ("bash(git *)", "did you mean `Bash`"),
+        ("Bash (git *)", "remove the space"),
+        ("Bash( git *)", "remove the spaces"),
+        ("Bsah(curl *)", "did you mean `Bash`"),
+    ] {
+        let ws = Workspace::new();
+        ws.project_config(
+            "config.yaml",
+            &format!(
+                "# team rules\npermissions:\n  allow:\n    - \"Bash(cargo test *)\"\n  deny:\n    - \"{rule}\"\n"
+            ),
+        );
+        let err = ConfigFiles::load(&ws.roo_home, &ws.project, ProjectTrust::Untrusted)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(".roocode/config.yaml"), "{err}");
+        assert!(err.contains("line 6"), "{err}");
+        assert!(err.contains(hint), "{err}");
+    }
+}
+
+/// A project with a secret denied to ReadFile, and the tools' context built
+/// from the policy the way the app builds it.
+fn secret_workspace() -> (Workspace, roo_agent::tool::ToolContext) {
+    let ws = Workspace::new();
+    write(&ws.project.join(".env"), "API_KEY=hunter2\n");
+    write(&ws.project.join("config/.env"), "DB_PASSWORD=hunter3\n");
+    write(
+        &ws.project.join("src/lib.rs"),
+        "// reads API_KEY from the env\n",
+    );
+    ws.project_config(
+        "config.yaml",
+        "permissions:\n  deny: [\"ReadFile(.env)\"]\n",
+    );
+    let policy = policy(&ws, Some(PermissionMode::BypassPermissions));
+    let context = roo_agent::tool::ToolContext {
+        read_filter: policy.read_filter(),
+        ..ws.context(100_000)
+    };
+    (ws, context)
+}
+
+#[tokio::test]
+async fn regression_grep_does_not_print_a_file_denied_to_readfile() {
+    let (ws, ctx) = secret_workspace();
+    let out = roo_agent::tools::Grep
+        .call(
+            json!({"pattern": "API_KEY|PASSWORD", "output_mode": "content"}),
+            &ctx,
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(!out.content.contains("hunter"), "{}", out.content);
+    assert!(out.content.contains("src/lib.rs"), "{}", out.content);
+    assert!(
+        out.content
+            .contains("[2 files skipped: denied by the permission rule `ReadFile(.env)`"),
+        "{}",
+        out.content
+    );
+    // Pointed at the file itself: the policy denies the call, and the tool
+    // refuses on its own too.
+    let policy = policy(&ws, Some(PermissionMode::BypassPermissions));
+    let input = json!({"pattern": "KEY", "path": ".env"});
+    assert_eq!(
+        kind(&check(&policy, &ws, &roo_agent::tools::Grep, input.clone())),
+        "deny"
+    );
+    let out = roo_agent::tools::Grep.call(input, &ctx).await;
+    assert!(out.is_error, "{}", out.content);
+    assert!(!out.content.contains("hunter"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn regression_glob_does_not_list_a_file_denied_to_readfile() {
+    let (_ws, ctx) = secret_workspace();
+    let out = roo_agent::tools::Glob
+        .call(json!({"pattern": "**/.env*"}), &ctx)
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(!out.content.contains(".env\n"), "{}", out.content);
+    assert!(out.content.starts_with("No files match"), "{}", out.content);
+    assert!(out.content.contains("2 files omitted"), "{}", out.content);
+    let out = roo_agent::tools::Glob
+        .call(json!({"pattern": "**/*"}), &ctx)
+        .await;
+    assert!(out.content.contains("src/lib.rs"), "{}", out.content);
+    assert!(
+        !out.content.lines().any(|l| l.ends_with(".env")),
+        "{}",
+        out.content
+    );
 }

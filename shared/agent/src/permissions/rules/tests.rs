@@ -8,12 +8,23 @@ use super::*;
 
 fn decide_command(rules: &RuleSet, command: &str) -> Option<(RuleKind, Option<Source>)> {
     let parsed = ParsedCommand::parse(command);
+    let root = Path::new("/project");
+    let scope = crate::permissions::approvable::Scope {
+        cwd: root,
+        project_root: root,
+    };
+    let blockers: Vec<_> = parsed
+        .segments
+        .iter()
+        .map(|s| crate::permissions::approvable::blocker(s, &scope))
+        .collect();
     rules
         .decide(
             "Bash",
             &RuleTarget::Command {
                 line: command,
                 parsed: &parsed,
+                blockers: &blockers,
             },
         )
         .map(|hit| (hit.kind, hit.source))
@@ -320,4 +331,45 @@ fn duplicate_rules_are_kept_once() {
     assert_eq!(rules.source(Local).allow.len(), 1);
     assert!(!rules.is_empty());
     assert!(RuleSet::new().is_empty());
+}
+
+#[test]
+fn regression_misspelt_tool_names_and_odd_spacing_are_errors() {
+    for bad in [
+        "bash(git *)",
+        "BASH",
+        "readfile(.env)",
+        "Bsah(git *)",
+        "ReadFlie(.env)",
+        "Bash (git *)",
+        "Bash( git *)",
+        "Bash(git * )",
+    ] {
+        let err = Rule::parse(bad).unwrap_err();
+        assert!(
+            err.message.contains("did you mean") || err.message.contains("remove the space"),
+            "{bad}: {err}"
+        );
+    }
+    assert!(
+        Rule::parse("bash(git *)")
+            .unwrap_err()
+            .message
+            .contains("`Bash`")
+    );
+    for good in [
+        "Bash",
+        "mcp__github__*",
+        "TaskCreate",
+        "SendMessage",
+        "Bash(git  status)",
+    ] {
+        assert!(Rule::parse(good).is_ok(), "{good}");
+    }
+    // Runs of spaces in a command pattern mean one space, as in a command.
+    assert!(
+        Rule::parse("Bash(git  status)")
+            .unwrap()
+            .matches_text("git status")
+    );
 }
