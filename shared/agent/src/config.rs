@@ -214,6 +214,7 @@ impl ConfigFiles {
             }
         }
         let mut rules = RuleSet::new();
+        rules.set_project_narrows_only(trust == ProjectTrust::Untrusted);
         let mut hooks = Vec::new();
         let mut mcp_servers = BTreeMap::new();
         for file in &files {

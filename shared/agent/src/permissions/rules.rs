@@ -410,6 +410,9 @@ pub struct RuleSet {
     user: SourceRules,
     project: SourceRules,
     local: SourceRules,
+    /// The project sources are from an untrusted project: they may add denials
+    /// and questions but never lift a denial of the user's.
+    project_narrows_only: bool,
 }
 
 /// What a call touches, as the rule layer sees it.
@@ -447,6 +450,13 @@ impl RuleSet {
     /// No rules.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Marks the project and local sources as coming from an untrusted project:
+    /// their `ask` rules, which outrank the user's rules, may no longer turn a
+    /// user `deny` into a question (the stricter of the two decides).
+    pub fn set_project_narrows_only(&mut self, narrows_only: bool) {
+        self.project_narrows_only = narrows_only;
     }
 
     /// The rules of one source.
@@ -520,6 +530,25 @@ impl RuleSet {
             .filter(|hit| hit.kind == RuleKind::Deny)
     }
 
+    /// The first deny rule of `sources` (in that order) that matches.
+    fn lower_deny(
+        &self,
+        sources: &[Source],
+        tool: &str,
+        target: &RuleTarget<'_>,
+    ) -> Option<RuleHit> {
+        sources.iter().find_map(|&source| {
+            match decide_in(self.source(source), tool, target, false)? {
+                (RuleKind::Deny, rule) => Some(RuleHit {
+                    kind: RuleKind::Deny,
+                    source: Some(source),
+                    rule,
+                }),
+                _ => None,
+            }
+        })
+    }
+
     /// The decision of the rule layer, or `None` when no rule matches.
     pub(crate) fn decide(&self, tool: &str, target: &RuleTarget<'_>) -> Option<RuleHit> {
         // `$X -s …` may be `curl`: no allow rule may approve it while deny or
@@ -527,9 +556,16 @@ impl RuleSet {
         let unresolvable = matches!(target, RuleTarget::Command { parsed, .. }
             if parsed.all_segments().iter().any(|s| s.program_unresolved()))
             && self.has_restrictive_patterns(tool);
-        for source in Source::BY_PRIORITY {
+        for (i, source) in Source::BY_PRIORITY.into_iter().enumerate() {
             let rules = self.source(source);
             if let Some((kind, rule)) = decide_in(rules, tool, target, unresolvable) {
+                if kind == RuleKind::Ask
+                    && self.project_narrows_only
+                    && source != Source::User
+                    && let Some(deny) = self.lower_deny(&Source::BY_PRIORITY[i + 1..], tool, target)
+                {
+                    return Some(deny);
+                }
                 return Some(RuleHit {
                     kind,
                     source: Some(source),

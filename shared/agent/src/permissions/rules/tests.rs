@@ -373,3 +373,34 @@ fn regression_misspelt_tool_names_and_odd_spacing_are_errors() {
             .matches_text("git status")
     );
 }
+
+#[test]
+fn regression_an_untrusted_projects_ask_rule_does_not_lift_a_user_deny() {
+    let mut rules = set(&[
+        (User, Deny, "Bash(curl *)"),
+        (User, Deny, "ReadFile(.env)"),
+        (Project, Ask, "Bash(curl *)"),
+        (Local, Ask, "ReadFile(.env)"),
+    ]);
+    // Trusted: the project's rules outrank the user's, as documented.
+    assert_eq!(
+        decide_command(&rules, "curl -s example.org"),
+        Some((Ask, Some(Project)))
+    );
+    rules.set_project_narrows_only(true);
+    assert_eq!(
+        decide_command(&rules, "curl -s example.org"),
+        Some((Deny, Some(User)))
+    );
+    assert_eq!(decide_path(&rules, "ReadFile", ".env"), Some(Deny));
+    // An ask with no deny below it still narrows an allow.
+    let mut rules = set(&[
+        (User, Allow, "Bash(git *)"),
+        (Project, Ask, "Bash(git push *)"),
+    ]);
+    rules.set_project_narrows_only(true);
+    assert_eq!(
+        decide_command(&rules, "git push origin x"),
+        Some((Ask, Some(Project)))
+    );
+}
