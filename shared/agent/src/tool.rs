@@ -13,6 +13,8 @@ use roo_llm::ToolSpec;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::sandbox::CommandSandbox;
+
 /// What kind of effect a call has; the permission mode decides on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolKind {
@@ -52,6 +54,11 @@ pub struct ToolContext {
     pub env: Vec<(String, String)>,
     /// Outputs longer than this many characters spill to a file with a preview.
     pub max_result_chars: usize,
+    /// How commands are started: through the sandbox helper, confined or not.
+    /// `None` starts them directly, unconfined and unsupervised (unit tests).
+    pub sandbox: Option<Arc<CommandSandbox>>,
+    /// Variables removed from child processes' environment (API keys).
+    pub env_remove: Vec<String>,
 }
 
 impl ToolContext {
@@ -68,6 +75,8 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             env: Vec::new(),
             max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
+            sandbox: None,
+            env_remove: Vec::new(),
         }
     }
 }

@@ -81,6 +81,10 @@ pub struct LeadArgs {
     #[command(flatten)]
     pub provider: ProviderArgs,
 
+    /// Run commands without the OS sandbox (they can then write anywhere you can).
+    #[arg(long)]
+    pub no_sandbox: bool,
+
     /// Print progress (tool calls) to stderr in -p runs.
     #[arg(short, long)]
     pub verbose: bool,
@@ -88,6 +92,9 @@ pub struct LeadArgs {
 
 /// Entry point of the `roo-lead` binary.
 pub fn main() -> ExitCode {
+    if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
+        return code;
+    }
     let args = match LeadArgs::try_parse() {
         Ok(args) => args,
         Err(e) => {

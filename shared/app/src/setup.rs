@@ -15,6 +15,7 @@ use roo_agent::permissions::{
 };
 use roo_agent::plan_mode::plan_mode_tools;
 use roo_agent::prompt::{Environment, Persona, load_instructions, system_prompt};
+use roo_agent::sandbox::{CommandSandbox, PolicyEnv, SandboxSettings, scrubbed_env_names};
 use roo_agent::session::{
     Session, latest_session, new_session_id, project_sessions_dir, session_path,
 };
@@ -160,12 +161,23 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         tools.register(tool);
     }
 
+    let (sandbox, sandbox_notices, env_remove) = command_sandbox(
+        &config,
+        &project_root,
+        &roo_home,
+        &settings,
+        args.no_sandbox,
+    )?;
+    let mut notices = notices;
+    notices.extend(sandbox_notices);
     let context = ToolContext {
         env: vec![(
             "ROO_HOME".to_string(),
             roo_home.to_string_lossy().into_owned(),
         )],
         max_result_chars: MAX_RESULT_CHARS,
+        sandbox: Some(Arc::new(sandbox)),
+        env_remove,
         ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
@@ -197,6 +209,29 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         approvals,
         settings,
     })
+}
+
+/// The sandbox commands run in, the notices about it, and the API key
+/// variables commands must not see.
+fn command_sandbox(
+    config: &ConfigFiles,
+    project_root: &Path,
+    roo_home: &Path,
+    llm: &LlmSettings,
+    no_sandbox: bool,
+) -> Result<(CommandSandbox, Vec<String>, Vec<String>), AppError> {
+    let env = PolicyEnv::from_env(roo_home);
+    let settings = SandboxSettings::resolve(config, project_root, env.home.as_deref(), no_sandbox)
+        .map_err(|e| AppError::Config(e.to_string()))?;
+    let helper = std::env::current_exe().map_err(|e| {
+        AppError::Io(format!(
+            "failed to locate the running executable, which runs commands in the sandbox: {e}"
+        ))
+    })?;
+    let (sandbox, notices) = CommandSandbox::for_agent(project_root, &settings, &env, helper);
+    let key = llm.api_key.as_deref().unwrap_or_default();
+    let env_remove = scrubbed_env_names(std::env::vars(), &[key], &settings.pass_env);
+    Ok((sandbox, notices, env_remove))
 }
 
 fn resolve_llm(args: &LeadArgs, config: &ConfigFiles) -> Result<LlmSettings, AppError> {

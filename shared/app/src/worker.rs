@@ -49,6 +49,9 @@ pub struct WorkerArgs {
 
 /// Entry point of the `roo-worker` binary.
 pub fn main() -> ExitCode {
+    if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
+        return code;
+    }
     match WorkerArgs::try_parse() {
         Ok(args) => {
             eprintln!(
