@@ -275,8 +275,49 @@ mod linux {
         signalled.len()
     }
 
-    /// Live (not zombie) processes whose parent chain leads to `root`.
+    /// Live (not zombie) processes whose parent chain leads to `root`: read
+    /// from each process's `/proc/<pid>/task/*/children`, which costs a few
+    /// reads per descendant; where the kernel lacks those files, from a scan
+    /// of every process's `stat`.
     fn descendants(root: i32) -> Vec<i32> {
+        if !Path::new(&format!("/proc/{root}/task/{root}/children")).exists() {
+            return descendants_by_scan(root);
+        }
+        let mut found = vec![root];
+        let mut live = Vec::new();
+        let mut i = 0;
+        while i < found.len() {
+            let parent = found[i];
+            i += 1;
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                let Some(text) = read_small(&task.path().join("children")) else {
+                    continue;
+                };
+                for pid in text
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok())
+                {
+                    if found.contains(&pid) {
+                        continue;
+                    }
+                    found.push(pid);
+                    let zombie = read_small(Path::new(&format!("/proc/{pid}/stat")))
+                        .and_then(|stat| proc_stat(&stat))
+                        .is_some_and(|stat| stat.state == 'Z' || stat.state == 'X');
+                    if !zombie {
+                        live.push(pid);
+                    }
+                }
+            }
+        }
+        live
+    }
+
+    /// [`descendants`] from every process's parent pid.
+    fn descendants_by_scan(root: i32) -> Vec<i32> {
         let Ok(entries) = std::fs::read_dir("/proc") else {
             return Vec::new();
         };
@@ -289,7 +330,7 @@ mod linux {
             else {
                 continue;
             };
-            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            if let Some(stat) = read_small(Path::new(&format!("/proc/{pid}/stat")))
                 && let Some(stat) = proc_stat(&stat)
             {
                 table.push((pid, stat));
@@ -311,6 +352,22 @@ mod linux {
             i += 1;
         }
         live
+    }
+
+    /// A small `/proc` file in as few reads as possible (no size query).
+    fn read_small(path: &Path) -> Option<String> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(path).ok()?;
+        let mut text = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => text.extend_from_slice(&buf[..n]),
+                Err(_) => return None,
+            }
+        }
+        String::from_utf8(text).ok()
     }
 }
 
