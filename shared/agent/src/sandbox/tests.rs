@@ -301,6 +301,7 @@ mod landlock_rules {
         }
         std::fs::write(base.join("home/.ssh/id_rsa"), "secret").unwrap();
         std::fs::write(base.join("home/keep.txt"), "keep").unwrap();
+        std::os::unix::fs::symlink(base.join("home/.ssh/id_rsa"), base.join("proj/key")).unwrap();
         let policy = SandboxPolicy {
             write: vec![base.join("proj"), PathBuf::from("/dev/null")],
             deny_read: vec![base.join("home/.ssh")],
@@ -315,7 +316,8 @@ mod landlock_rules {
                 std::fs::write(base.join("proj/ok.txt"), "ok").is_ok(),
                 std::fs::write(base.join("outside/x.txt"), "x").is_ok(),
                 std::fs::remove_file(base.join("home/keep.txt")).is_ok(),
-                std::fs::read_to_string(base.join("home/.ssh/id_rsa")).is_ok(),
+                std::fs::read_to_string(base.join("home/.ssh/id_rsa")).is_ok()
+                    || std::fs::read_to_string(base.join("proj/key")).is_ok(),
                 std::fs::read_to_string(base.join("home/keep.txt")).is_ok(),
                 std::fs::write("/dev/null", "x").is_ok(),
                 std::net::TcpListener::bind("127.0.0.1:0").is_ok(),
@@ -328,7 +330,10 @@ mod landlock_rules {
         assert!(proj, "writes inside the project are allowed");
         assert!(!outside, "writes outside are refused");
         assert!(!removed, "deleting in HOME is refused");
-        assert!(!secret, "the secret cannot be read");
+        assert!(
+            !secret,
+            "the secret cannot be read, directly or through a symlink"
+        );
         assert!(keep, "other files stay readable");
         assert!(null, "/dev/null is writable");
         assert!(!tcp, "TCP is refused with the network off");

@@ -94,7 +94,7 @@ impl Tool for Bash {
              detached daemons (`nohup`, `setsid`, `&`) included. To try a server, start it and \
              use it in the same command: `./server > /tmp/server.log 2>&1 & sleep 1; curl -s \
              localhost:8080/health`.\n\
-             - Commands run in an OS sandbox: they may write only inside the project and the \
+             - Commands normally run in an OS sandbox: they may write only inside the project and the \
              temp dir (/tmp), cannot read credentials (~/.ssh, cloud and registry tokens) and \
              do not see the provider's API keys. A `Permission denied` outside the project \
              is the sandbox: do not try to get around it.\n\
