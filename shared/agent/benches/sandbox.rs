@@ -6,8 +6,9 @@
 //! - direct: the shell is started by the agent itself (no helper);
 //! - supervised: through the helper (`roo-lead` in helper mode) without a
 //!   policy, as with `--no-sandbox`;
-//! - sandboxed: through the helper with the default policy for a project (the
-//!   Landlock ruleset is built and applied for every call).
+//! - sandboxed: through the helper with the default policy for a project whose
+//!   fake home holds `~/.ssh`, `~/.aws`, `~/.roocode/config.yaml` and 50 other
+//!   entries (the Landlock ruleset is built and applied for every call).
 //!
 //! Prints median and p90 per call and the ratios to the direct run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -44,7 +45,20 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
-    let env = PolicyEnv::from_env(&dir.path().join("roo"));
+    // A home with secrets to deny and 50 other entries, so the read rules are
+    // decomposed as on a real machine (and the user config exists).
+    let home = dir.path().join("home");
+    for rel in [".ssh/id_rsa", ".aws/credentials", ".roocode/config.yaml"] {
+        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(home.join(rel), "secret").unwrap();
+    }
+    for i in 0..50 {
+        std::fs::create_dir_all(home.join(format!("dir{i}"))).unwrap();
+    }
+    let env = PolicyEnv {
+        home: Some(home.clone()),
+        ..PolicyEnv::from_env(&home.join(".roocode"))
+    };
     let policy = SandboxPolicy::for_root(&project, &SandboxSettings::default(), &env);
     let context = |sandbox: Option<CommandSandbox>| ToolContext {
         sandbox: sandbox.map(Arc::new),
