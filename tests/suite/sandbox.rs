@@ -213,7 +213,10 @@ fn api_keys_are_not_in_the_environment_of_commands() {
     let world = World::new();
     let run = |world: &World| -> RunOutput {
         world
-            .lead(&["env > env.txt"])
+            .lead(
+                &["env > env.txt; lead=$(awk '{print $4}' /proc/$PPID/stat); \
+                 tr '\\0' '\\n' < /proc/$lead/environ > lead-env.txt"],
+            )
             .env("ANTHROPIC_API_KEY", "sk-ant-test-secret")
             .env("EXTRA_SERVICE_API_KEY", "sk-extra-secret")
             .env("ROO_VISIBLE_MARKER", "visible")
@@ -225,6 +228,15 @@ fn api_keys_are_not_in_the_environment_of_commands() {
     assert!(!env.contains("sk-ant-test-secret"), "{env}");
     assert!(!env.contains("sk-extra-secret"), "{env}");
     assert!(!env.contains("ANTHROPIC_API_KEY"), "{env}");
+    // Nor in the environment block the agent itself was started with, which a
+    // command can read from /proc (the agent re-executes itself without them).
+    let lead_env = std::fs::read_to_string(world.path("project/lead-env.txt")).unwrap();
+    assert!(
+        lead_env.contains("ROO_VISIBLE_MARKER=visible"),
+        "{lead_env}"
+    );
+    assert!(!lead_env.contains("sk-ant-test-secret"), "{lead_env}");
+    assert!(!lead_env.contains("sk-extra-secret"), "{lead_env}");
 
     // The user may pass one through.
     world.root.write(

@@ -37,7 +37,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use env::{is_secret_env_name, scrubbed_env_names};
+pub use env::{
+    SEALED_ENV_FD, is_secret_env_name, scrubbed_env_names, seal_secret_env, sealed_secrets,
+    secret_env,
+};
 pub use helper::{
     Enforcement, HELPER_FAILED, HelperReport, LEFTOVER_GRACE, run_helper_if_requested,
 };
