@@ -52,6 +52,9 @@ pub fn main() -> ExitCode {
     if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
         return code;
     }
+    if let Some(warning) = roo_agent::sandbox::seal_secret_env() {
+        eprintln!("roo-worker: warning: {warning}; commands may read API keys from /proc");
+    }
     match WorkerArgs::try_parse() {
         Ok(args) => {
             eprintln!(
