@@ -53,7 +53,7 @@ static SEALED: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
 pub fn seal_secret_env() -> Option<String> {
     if let Some(fd) = std::env::var_os(SEALED_ENV_FD) {
         let fd: i32 = fd.to_str().and_then(|s| s.parse().ok())?;
-        let map = std::fs::read(format!("/proc/self/fd/{fd}"))
+        let map = std::fs::read(format!("/dev/fd/{fd}"))
             .ok()
             .and_then(|text| serde_json::from_slice(&text).ok())
             .unwrap_or_default();
@@ -82,8 +82,7 @@ fn reexec_sealed(secrets: &std::collections::BTreeMap<String, String>) -> Result
     }
     let exe = std::env::current_exe().map_err(|e| format!("locate the executable: {e}"))?;
     // Neither end is close-on-exec; the write end is closed before the exec.
-    let (reader, writer) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::empty()).map_err(|e| format!("pipe: {e}"))?;
+    let (reader, writer) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
     std::fs::File::from(writer)
         .write_all(&text)
         .map_err(|e| format!("write the sealed variables: {e}"))?;

@@ -312,10 +312,7 @@ pub(crate) async fn run(
     };
     // The helper reports how the command ended on its stdin: a pipe to us.
     let report_pipe = match ctx.sandbox {
-        Some(_) => Some(
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                .map_err(|e| start_error(std::io::Error::from(e)))?,
-        ),
+        Some(_) => Some(cloexec_pipe().map_err(|e| start_error(std::io::Error::from(e)))?),
         None => None,
     };
     let mut cmd = Command::new(&program);
@@ -426,6 +423,23 @@ pub(crate) async fn run(
         leftovers,
         sandboxed: ctx.sandbox.as_deref().is_some_and(|s| s.policy.is_some()),
     })
+}
+
+/// A pipe whose ends are not inherited by other children.
+#[cfg(target_os = "linux")]
+fn cloexec_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+}
+
+/// A pipe whose ends are not inherited by other children (no `pipe2` here).
+#[cfg(not(target_os = "linux"))]
+fn cloexec_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    let (reader, writer) = nix::unistd::pipe()?;
+    for fd in [&reader, &writer] {
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    }
+    Ok((reader, writer))
 }
 
 /// How long the helper may take to end leftovers (TERM, grace, KILL, reap).
