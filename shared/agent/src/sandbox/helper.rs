@@ -69,6 +69,7 @@ pub fn run_helper_if_requested() -> Option<ExitCode> {
 
 /// Why the helper could not run the command.
 #[derive(Debug, thiserror::Error)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) enum HelperError {
     #[error("the command helper was started without its arguments (internal error)")]
     Usage,
