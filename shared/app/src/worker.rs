@@ -45,6 +45,9 @@ pub struct WorkerArgs {
     pub plan_mode_required: bool,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    /// Run commands without the OS sandbox (passed on from the lead's --no-sandbox).
+    #[arg(long)]
+    pub no_sandbox: bool,
 }
 
 /// Entry point of the `roo-worker` binary.
