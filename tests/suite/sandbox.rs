@@ -43,9 +43,14 @@ impl World {
     /// `roo-lead -p` in the project with the scripted model running `commands`
     /// as one Bash call each, in bypass mode.
     fn lead(&self, commands: &[&str]) -> TestCommand {
+        self.lead_with_timeout(commands, 600_000)
+    }
+
+    /// [`World::lead`] with each call's `timeout_ms`.
+    fn lead_with_timeout(&self, commands: &[&str], timeout_ms: u64) -> TestCommand {
         let mut script = String::from("agents:\n  \"*\":\n");
         for command in commands {
-            let input = serde_json::json!({"command": command, "timeout_ms": 600000});
+            let input = serde_json::json!({"command": command, "timeout_ms": timeout_ms});
             script.push_str(&format!(
                 "    - tool_calls:\n        - {{name: Bash, input: {input}}}\n"
             ));
@@ -320,4 +325,27 @@ fn killing_the_lead_ends_daemons_and_jobs_of_the_running_command() {
     });
     kill_all(&started);
     gone.unwrap();
+}
+
+#[test]
+fn a_timed_out_command_ends_its_daemons_and_jobs_too() {
+    let world = World::new();
+    let out = world
+        .lead_with_timeout(&[&format!("{ESCAPING}; sleep 600")], 1500)
+        .run();
+    let pids = pids(&world);
+    let alive: Vec<i32> = pids.iter().copied().filter(|&p| !process_gone(p)).collect();
+    kill_all(&alive);
+    out.assert_ok();
+    assert_eq!(pids.len(), 3, "all pid files written");
+    assert!(
+        alive.is_empty(),
+        "still running after the timeout: {alive:?}"
+    );
+    let results = world.tool_results();
+    assert!(
+        results[0].contains("[timed out after 1500 ms"),
+        "{}",
+        results[0]
+    );
 }
