@@ -90,7 +90,8 @@ impl SandboxSettings {
                     ));
                 }
                 Some(false) => ignored.push(ignore("enabled")),
-                Some(true) if widen_ok => {
+                // Turning it on only narrows: any file may.
+                Some(true) => {
                     settings.enabled = true;
                     settings.disabled_by = None;
                 }

@@ -80,6 +80,12 @@ fn a_project_config_may_narrow_the_sandbox() {
         [PathBuf::from("/proj/.env"), PathBuf::from("/home/u/notes")]
     );
     assert!(settings.ignored.is_empty());
+    // Turning the sandbox back on narrows too.
+    let settings = merge(&[
+        (Source::User, "{enabled: false}"),
+        (Source::Local, "{enabled: true}"),
+    ]);
+    assert!(settings.enabled && settings.disabled_by.is_none());
 }
 
 #[test]
