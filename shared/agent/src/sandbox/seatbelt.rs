@@ -1,7 +1,7 @@
 //! macOS: the policy as a Seatbelt (SBPL) profile for `sandbox-exec`.
 //!
 //! Everything is allowed except writing outside the writable paths, reading the
-//! denied paths and, with the network off, IP traffic. Compiled on every
+//! denied paths and, with the network off, outbound connections and binds. Compiled on every
 //! platform so the profile is unit-tested where it cannot run.
 
 use std::ffi::OsString;
@@ -28,7 +28,10 @@ pub fn seatbelt_profile(policy: &SandboxPolicy) -> String {
         profile.push_str(&format!("(deny file-read*\n  {})\n", denied.join("\n  ")));
     }
     if !policy.network {
-        profile.push_str("(deny network-outbound (remote ip))\n(deny network-bind (local ip))\n");
+        // Every outbound connection and bind, UNIX sockets included: stricter
+        // than Landlock's TCP-only rule, and free of filter syntax that
+        // differs between macOS releases.
+        profile.push_str("(deny network-outbound)\n(deny network-bind)\n");
     }
     profile
 }

@@ -216,7 +216,7 @@ fn the_seatbelt_profile_denies_writes_outside_and_reads_of_secrets() {
         "{profile}"
     );
     assert!(profile.contains("(deny file-read*\n  (subpath \"/nonexistent/home/.ssh\"))"));
-    assert!(profile.contains("(deny network-outbound (remote ip))"));
+    assert!(profile.contains("(deny network-outbound)\n(deny network-bind)"));
     let open = seatbelt_profile(&SandboxPolicy {
         network: true,
         ..policy.clone()
