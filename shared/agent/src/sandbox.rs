@@ -37,6 +37,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::{ConfigError, ConfigFiles};
+
 pub use env::{
     SEALED_ENV_FD, is_secret_env_name, scrubbed_env_names, seal_secret_env, sealed_secrets,
     secret_env,
@@ -185,6 +187,53 @@ impl CommandSandbox {
             None
         };
         (Self { helper, policy }, notices)
+    }
+}
+
+/// Everything an agent's tool context needs to start commands: the sandbox,
+/// the variables to remove and to add, and notices for the user.
+#[derive(Debug, Clone)]
+pub struct CommandSetup {
+    pub sandbox: CommandSandbox,
+    /// Names removed from commands' environment (API keys, [`SEALED_ENV_FD`]).
+    pub env_remove: Vec<String>,
+    /// Sealed keys the user passes on with `sandbox.pass_env`.
+    pub env_add: Vec<(String, String)>,
+    pub notices: Vec<String>,
+}
+
+impl CommandSetup {
+    /// For an agent working in `root`, with the `sandbox:` settings of
+    /// `config`, `--no-sandbox`, the provider's `api_key` (scrubbed whatever
+    /// variable holds it) and `helper` (normally the running executable).
+    pub fn for_agent(
+        config: &ConfigFiles,
+        root: &Path,
+        roo_home: &Path,
+        api_key: Option<&str>,
+        no_sandbox: bool,
+        helper: PathBuf,
+    ) -> Result<Self, ConfigError> {
+        let env = PolicyEnv::from_env(roo_home);
+        let settings = SandboxSettings::resolve(config, root, env.home.as_deref(), no_sandbox)?;
+        let (sandbox, notices) = CommandSandbox::for_agent(root, &settings, &env, helper);
+        let mut env_remove = scrubbed_env_names(
+            std::env::vars(),
+            &[api_key.unwrap_or_default()],
+            &settings.pass_env,
+        );
+        env_remove.push(SEALED_ENV_FD.to_string());
+        // Sealed keys left the environment; the user may pass some on.
+        let env_add = sealed_secrets()
+            .into_iter()
+            .filter(|(name, _)| settings.pass_env.contains(name))
+            .collect();
+        Ok(Self {
+            sandbox,
+            env_remove,
+            env_add,
+            notices,
+        })
     }
 }
 

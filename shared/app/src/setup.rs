@@ -15,9 +15,7 @@ use roo_agent::permissions::{
 };
 use roo_agent::plan_mode::plan_mode_tools;
 use roo_agent::prompt::{Environment, Persona, load_instructions, system_prompt};
-use roo_agent::sandbox::{
-    CommandSandbox, PolicyEnv, SEALED_ENV_FD, SandboxSettings, scrubbed_env_names, sealed_secrets,
-};
+use roo_agent::sandbox::CommandSetup;
 use roo_agent::session::{
     Session, latest_session, new_session_id, project_sessions_dir, session_path,
 };
@@ -163,25 +161,32 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         tools.register(tool);
     }
 
-    let (sandbox, sandbox_notices, env_remove, pass_on) = command_sandbox(
+    let helper = std::env::current_exe().map_err(|e| {
+        AppError::Io(format!(
+            "failed to locate the running executable, which runs commands in the sandbox: {e}"
+        ))
+    })?;
+    let commands = CommandSetup::for_agent(
         &config,
         &project_root,
         &roo_home,
-        &settings,
+        settings.api_key.as_deref(),
         args.no_sandbox,
-    )?;
+        helper,
+    )
+    .map_err(|e| AppError::Config(e.to_string()))?;
     let mut notices = notices;
-    notices.extend(sandbox_notices);
+    notices.extend(commands.notices);
     let mut env = vec![(
         "ROO_HOME".to_string(),
         roo_home.to_string_lossy().into_owned(),
     )];
-    env.extend(pass_on);
+    env.extend(commands.env_add);
     let context = ToolContext {
         env,
         max_result_chars: MAX_RESULT_CHARS,
-        sandbox: Some(Arc::new(sandbox)),
-        env_remove,
+        sandbox: Some(Arc::new(commands.sandbox)),
+        env_remove: commands.env_remove,
         ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
@@ -213,43 +218,6 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         approvals,
         settings,
     })
-}
-
-/// The sandbox commands run in, the notices about it, the variables commands
-/// must not see, and sealed API keys the user passes on to them.
-type SandboxSetup = (
-    CommandSandbox,
-    Vec<String>,
-    Vec<String>,
-    Vec<(String, String)>,
-);
-
-/// Builds the [`SandboxSetup`] of an agent working in `project_root`.
-fn command_sandbox(
-    config: &ConfigFiles,
-    project_root: &Path,
-    roo_home: &Path,
-    llm: &LlmSettings,
-    no_sandbox: bool,
-) -> Result<SandboxSetup, AppError> {
-    let env = PolicyEnv::from_env(roo_home);
-    let settings = SandboxSettings::resolve(config, project_root, env.home.as_deref(), no_sandbox)
-        .map_err(|e| AppError::Config(e.to_string()))?;
-    let helper = std::env::current_exe().map_err(|e| {
-        AppError::Io(format!(
-            "failed to locate the running executable, which runs commands in the sandbox: {e}"
-        ))
-    })?;
-    let (sandbox, notices) = CommandSandbox::for_agent(project_root, &settings, &env, helper);
-    let key = llm.api_key.as_deref().unwrap_or_default();
-    let mut env_remove = scrubbed_env_names(std::env::vars(), &[key], &settings.pass_env);
-    env_remove.push(SEALED_ENV_FD.to_string());
-    // Sealed keys left the environment; put back the ones the user passes on.
-    let pass_on: Vec<(String, String)> = sealed_secrets()
-        .into_iter()
-        .filter(|(name, _)| settings.pass_env.contains(name))
-        .collect();
-    Ok((sandbox, notices, env_remove, pass_on))
 }
 
 fn resolve_llm(args: &LeadArgs, config: &ConfigFiles) -> Result<LlmSettings, AppError> {
