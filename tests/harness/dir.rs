@@ -13,13 +13,20 @@ pub struct TempDir {
 }
 
 impl TempDir {
-    /// Creates `roo-test-<pid>-<n>-<nanos>`.
+    /// Creates `roo-test-<pid>-<n>-<nanos>` under the system temp dir.
     pub fn new() -> TempDir {
+        TempDir::new_in(&std::env::temp_dir())
+    }
+
+    /// Creates `roo-test-<pid>-<n>-<nanos>` under `parent` (for tests that need
+    /// a directory outside the system temp dir, which the OS sandbox leaves
+    /// writable).
+    pub fn new_in(parent: &Path) -> TempDir {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!(
+        let path = parent.join(format!(
             "roo-test-{}-{}-{nanos}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)

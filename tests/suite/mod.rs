@@ -7,6 +7,7 @@ mod lead_interactive;
 mod lead_misbehaving_model;
 mod lead_permissions;
 mod project_trust;
+mod sandbox;
 mod store_concurrency;
 mod store_crash;
 mod store_files;

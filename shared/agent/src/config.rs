@@ -42,7 +42,8 @@ use serde_yaml_ng::Value;
 use crate::permissions::{PermissionMode, RuleSet};
 
 pub use local::append_local_allow;
-pub use sections::{Hook, HookAction, HookEvent, McpServerConfig, McpTransport};
+pub(crate) use sections::sandbox as sandbox_section;
+pub use sections::{Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection};
 pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
 
 /// Where a config value comes from.
@@ -220,6 +221,7 @@ impl ConfigFiles {
         for file in &files {
             let Some(value) = &file.value else { continue };
             sections::check_mode(value, &file.path)?;
+            sections::sandbox(value, &file.path)?;
             sections::rules_into(value, file.source, &file.path, &mut rules)?;
             hooks.extend(sections::hooks(value, file.source, &file.path)?);
             for (name, server) in sections::mcp_servers(value, file.source, &file.path)? {

@@ -12,6 +12,7 @@ pub mod event;
 pub mod permissions;
 pub mod plan_mode;
 pub mod prompt;
+pub mod sandbox;
 pub mod session;
 pub mod text_tool_call;
 pub mod tool;

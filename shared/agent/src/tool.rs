@@ -14,6 +14,8 @@ use roo_llm::ToolSpec;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::sandbox::CommandSandbox;
+
 /// What kind of effect a call has; the permission mode decides on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolKind {
@@ -62,6 +64,11 @@ pub struct ToolContext {
     /// Files the user's rules deny to reading; tools that read (Grep, Glob) skip
     /// them. The default skips nothing.
     pub read_filter: ReadFilter,
+    /// How commands are started: through the sandbox helper, confined or not.
+    /// `None` starts them directly, unconfined and unsupervised (unit tests).
+    pub sandbox: Option<Arc<CommandSandbox>>,
+    /// Variables removed from child processes' environment (API keys).
+    pub env_remove: Vec<String>,
 }
 
 /// Which files tools must not read or list: the paths a permission rule denies
@@ -112,6 +119,8 @@ impl ToolContext {
             max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
             allowed_roots: Vec::new(),
             read_filter: ReadFilter::default(),
+            sandbox: None,
+            env_remove: Vec::new(),
         }
     }
 }

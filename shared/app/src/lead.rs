@@ -86,6 +86,9 @@ pub struct LeadArgs {
     /// ~/.roocode/config.yaml may only add deny/ask rules and a stricter mode.
     #[arg(long)]
     pub trust_project: bool,
+    /// Run commands without the OS sandbox (they can then write anywhere you can).
+    #[arg(long)]
+    pub no_sandbox: bool,
 
     /// Print progress (tool calls) to stderr in -p runs.
     #[arg(short, long)]
@@ -94,6 +97,12 @@ pub struct LeadArgs {
 
 /// Entry point of the `roo-lead` binary.
 pub fn main() -> ExitCode {
+    if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
+        return code;
+    }
+    if let Some(warning) = roo_agent::sandbox::seal_secret_env() {
+        eprintln!("roo-lead: warning: {warning}; commands may read API keys from /proc");
+    }
     let args = match LeadArgs::try_parse() {
         Ok(args) => args,
         Err(e) => {

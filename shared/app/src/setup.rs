@@ -15,6 +15,7 @@ use roo_agent::permissions::{
 };
 use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
 use roo_agent::prompt::{Environment, Persona, load_instructions, system_prompt};
+use roo_agent::sandbox::CommandSetup;
 use roo_agent::session::{
     Session, latest_session, new_session_id, project_sessions_dir, session_path,
 };
@@ -180,13 +181,33 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         tools.register(tool);
     }
 
+    let helper = std::env::current_exe().map_err(|e| {
+        AppError::Io(format!(
+            "failed to locate the running executable, which runs commands in the sandbox: {e}"
+        ))
+    })?;
+    let commands = CommandSetup::for_agent(
+        &config,
+        &project_root,
+        &roo_home,
+        settings.api_key.as_deref(),
+        args.no_sandbox,
+        helper,
+    )
+    .map_err(|e| AppError::Config(e.to_string()))?;
+    let mut notices = notices;
+    notices.extend(commands.notices);
+    let mut env = vec![(
+        "ROO_HOME".to_string(),
+        roo_home.to_string_lossy().into_owned(),
+    )];
+    env.extend(commands.env_add);
     let context = ToolContext {
-        env: vec![(
-            "ROO_HOME".to_string(),
-            roo_home.to_string_lossy().into_owned(),
-        )],
+        env,
         max_result_chars: MAX_RESULT_CHARS,
         read_filter: read_filter.clone(),
+        sandbox: Some(Arc::new(commands.sandbox)),
+        env_remove: commands.env_remove,
         ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
@@ -236,7 +257,7 @@ fn resolve_llm(args: &LeadArgs, config: &ConfigFiles) -> Result<LlmSettings, App
     let files = config
         .llm_settings()
         .map_err(|e| AppError::Config(e.to_string()))?;
-    LlmSettings::resolve(&flags, &|key| std::env::var(key).ok(), &files)
+    LlmSettings::resolve(&flags, &roo_agent::sandbox::secret_env, &files)
         .map_err(|e| AppError::Config(e.to_string()))
 }
 

@@ -45,10 +45,19 @@ pub struct WorkerArgs {
     pub plan_mode_required: bool,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    /// Run commands without the OS sandbox (passed on from the lead's --no-sandbox).
+    #[arg(long)]
+    pub no_sandbox: bool,
 }
 
 /// Entry point of the `roo-worker` binary.
 pub fn main() -> ExitCode {
+    if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
+        return code;
+    }
+    if let Some(warning) = roo_agent::sandbox::seal_secret_env() {
+        eprintln!("roo-worker: warning: {warning}; commands may read API keys from /proc");
+    }
     match WorkerArgs::try_parse() {
         Ok(args) => {
             eprintln!(

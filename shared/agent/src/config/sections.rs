@@ -333,3 +333,40 @@ pub(crate) fn mcp_servers(
     }
     Ok(servers)
 }
+
+/// One file's `sandbox:` section as written; [`crate::sandbox::SandboxSettings`]
+/// merges the files and decides what each source may change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// `false` runs commands unconfined.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Extra writable paths (`~/` allowed).
+    #[serde(default, deserialize_with = "string_list")]
+    pub allow_write: Vec<String>,
+    /// Extra paths whose contents commands may not read.
+    #[serde(default, deserialize_with = "string_list")]
+    pub deny_read: Vec<String>,
+    /// `false` blocks TCP bind/connect where the kernel supports it.
+    #[serde(default)]
+    pub network: Option<bool>,
+    /// Environment variables commands keep although they look like API keys.
+    #[serde(default, deserialize_with = "string_list")]
+    pub pass_env: Vec<String>,
+}
+
+/// `sandbox:`, checked.
+pub(crate) fn sandbox(value: &Value, path: &Path) -> Result<Option<SandboxSection>, ConfigError> {
+    match value.get("sandbox") {
+        None | Some(Value::Null) => Ok(None),
+        Some(section @ Value::Mapping(_)) => serde_yaml_ng::from_value(section.clone())
+            .map(Some)
+            .map_err(|e| invalid(path, "sandbox", e.to_string())),
+        Some(_) => Err(invalid(
+            path,
+            "sandbox",
+            "must be a mapping such as {enabled: true, allow_write: [\"~/.cargo\"], network: true}",
+        )),
+    }
+}

@@ -73,8 +73,10 @@ pub fn strictness(mode: PermissionMode) -> u8 {
 }
 
 /// The narrowing part of an untrusted project file: `permissions.deny`,
-/// `permissions.ask`, and `permission_mode` if it is stricter than `base` (the
-/// user's mode, or default). Every other key is added to `ignored`. Values of
+/// `permissions.ask`, `permission_mode` if it is stricter than `base` (the
+/// user's mode, or default), `sandbox` (whose reader keeps only narrowing keys
+/// from project files) and `text_tool_calls: off`. Every other key is added to
+/// `ignored`. Values of
 /// the kept keys are not checked here; the section readers check them, so a
 /// malformed narrowing setting is still an error.
 pub(crate) fn narrow(
@@ -125,6 +127,20 @@ pub(crate) fn narrow(
                 Some(_) => ignore(name.to_string()),
                 None => {}
             },
+            // The sandbox reader takes only narrowing keys (more deny-read paths,
+            // network off) from project files and reports the rest itself.
+            "sandbox" => {
+                kept.insert(key.clone(), item.clone());
+            }
+            // Turning text tool calls off only narrows what a model can do.
+            "text_tool_calls"
+                if item.as_bool() == Some(false)
+                    || item
+                        .as_str()
+                        .is_some_and(|v| v.trim().eq_ignore_ascii_case("off")) =>
+            {
+                kept.insert(key.clone(), item.clone());
+            }
             _ if item.is_null() => {}
             _ => ignore(name.to_string()),
         }

@@ -8,11 +8,14 @@
 //! [`OUTPUT_TAIL_BYTES`] bytes in memory. The result always ends with how the
 //! command ended: its exit code, the signal that killed it, a timeout or a cancel.
 //! Background processes left behind when the shell exits are ended too, so no
-//! agent leaks processes; the description tells the model how to start a server
-//! that must outlive the call.
+//! agent leaks processes. With a [`crate::sandbox::CommandSandbox`] in the
+//! context the shell runs under the sandbox helper, which confines it and also
+//! ends processes that left the group (`set -m` jobs, double-forked daemons),
+//! reporting how many; API keys named in `ctx.env_remove` are not passed on.
 
 mod group;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -28,6 +31,7 @@ use tokio::process::Command;
 use super::head_tail::HeadTail;
 use super::input::opt_usize;
 use super::{ToolError, parse_input};
+use crate::sandbox::HelperReport;
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 use group::ProcessGroup;
@@ -86,9 +90,14 @@ impl Tool for Bash {
              - Output is capped: about the first {OUTPUT_HEAD_BYTES} and last {OUTPUT_TAIL_BYTES} \
              bytes are kept with a marker in between, so filter noisy commands (`| tail -50`, \
              `--quiet`) when only the end matters.\n\
-             - Processes still running when the command finishes are terminated. To start a \
-             server that must keep running, detach it and redirect its output: \
-             `setsid nohup CMD > /tmp/server.log 2>&1 &`.\n\
+             - Every process the command started is ended when it finishes, background jobs and \
+             detached daemons (`nohup`, `setsid`, `&`) included. To try a server, start it and \
+             use it in the same command: `./server > /tmp/server.log 2>&1 & sleep 1; curl -s \
+             localhost:8080/health`.\n\
+             - Commands normally run in an OS sandbox: they may write only inside the project and the \
+             temp dir (/tmp), cannot read credentials (~/.ssh, cloud and registry tokens) and \
+             do not see the provider's API keys. A `Permission denied` outside the project \
+             is the sandbox: do not try to get around it.\n\
              - Destructive commands (`rm -rf /`, `sudo`, force-pushing main, piping downloads \
              into a shell, ...) are refused by the permission system; find a safer way.\n\
              - `description`: a short (5-10 words) active-voice summary of what the command \
@@ -177,9 +186,11 @@ pub(crate) enum Ending {
 pub(crate) struct Outcome {
     pub(crate) ending: Ending,
     pub(crate) output: String,
-    /// Processes of the group were still running after the shell exited and
-    /// were terminated.
-    pub(crate) reaped_background: bool,
+    /// How many processes were still running after the shell exited and were
+    /// ended (at least 1 when only the fact is known).
+    pub(crate) leftovers: usize,
+    /// The command ran in the OS sandbox.
+    pub(crate) sandboxed: bool,
 }
 
 impl Outcome {
@@ -224,10 +235,19 @@ impl Outcome {
                 true
             }
         };
-        if self.reaped_background {
+        if self.leftovers > 0 {
+            text.push_str(&format!(
+                "\n[ended {} leftover background process(es): nothing a command starts outlives \
+                 it, so start a server and use it within the same command]",
+                self.leftovers
+            ));
+        }
+        if self.sandboxed && is_error && looks_like_sandbox_denial(&text) {
             text.push_str(
-                "\n[the command left background processes running; they were terminated. To \
-                 keep a server running, start it with `setsid nohup CMD > LOG 2>&1 &`]",
+                "\n[note: commands run in an OS sandbox: writes are allowed only in the project, \
+                 the temp dir and the paths the user lists in `sandbox.allow_write` of their \
+                 ~/.roocode/config.yaml; credentials such as ~/.ssh cannot be read. Do not try to \
+                 get around it: work inside the project, or ask the user to allow the path]",
             );
         }
         ToolOutput {
@@ -235,6 +255,17 @@ impl Outcome {
             is_error,
         }
     }
+}
+
+/// Whether output looks like a file access the sandbox refused.
+fn looks_like_sandbox_denial(text: &str) -> bool {
+    [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
 }
 
 /// The shell to run commands with: bash if it is on PATH, else sh.
@@ -252,7 +283,8 @@ fn shell() -> &'static PathBuf {
 }
 
 /// Runs `command` to its end, timeout or cancel, and always leaves no process of
-/// its group behind.
+/// its group behind. With `ctx.sandbox` the shell runs under the sandbox helper,
+/// which also ends processes that left the group (`set -m` jobs, daemons).
 pub(crate) async fn run(
     command: &str,
     timeout: Duration,
@@ -268,23 +300,49 @@ pub(crate) async fn run(
             ),
         });
     }
-    let mut cmd = Command::new(shell());
-    cmd.arg("-c")
-        .arg(command)
+    let shell_args = [OsString::from("-c"), OsString::from(command)];
+    let (program, args) = match ctx.sandbox.as_deref() {
+        Some(sandbox) => sandbox.wrap(shell(), &shell_args),
+        None => (shell().clone(), shell_args.to_vec()),
+    };
+    let start_error = |source| ToolError::Io {
+        action: "start",
+        path: program.clone(),
+        source,
+    };
+    // The helper reports how the command ended on its stdin: a pipe to us.
+    let report_pipe = match ctx.sandbox {
+        Some(_) => Some(cloexec_pipe().map_err(|e| start_error(std::io::Error::from(e)))?),
+        None => None,
+    };
+    let mut cmd = Command::new(&program);
+    cmd.args(&args)
         .current_dir(&ctx.cwd)
         .env("GIT_TERMINAL_PROMPT", "0")
         .envs(ctx.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| ToolError::Io {
-        action: "start",
-        path: shell().clone(),
-        source: e,
-    })?;
+        .process_group(0);
+    for name in &ctx.env_remove {
+        cmd.env_remove(name);
+    }
+    let report_reader = match report_pipe {
+        Some((reader, writer)) => {
+            cmd.stdin(Stdio::from(writer));
+            Some(reader)
+        }
+        None => {
+            cmd.stdin(Stdio::null());
+            None
+        }
+    };
+    let spawned = cmd.spawn();
+    // Drops our copy of the report pipe's write end.
+    drop(cmd);
+    let mut child = spawned.map_err(start_error)?;
     let group = child.id().and_then(ProcessGroup::new);
+    let supervised = ctx.sandbox.is_some();
+    let mut guard = EndOnDrop { group, supervised };
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut output = HeadTail::new(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
@@ -320,7 +378,7 @@ pub(crate) async fn run(
                     drain.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
                 }
                 Err(e) => {
-                    return Err(ToolError::Io { action: "wait for", path: shell().clone(), source: e });
+                    return Err(ToolError::Io { action: "wait for", path: program.clone(), source: e });
                 }
             },
             _ = &mut drain, if status.is_some() => {
@@ -330,25 +388,109 @@ pub(crate) async fn run(
         }
     };
 
-    let mut reaped_background = false;
+    // The supervisor needs time to end what left the group before it exits.
+    let grace = if supervised {
+        group::TERM_GRACE + helper_grace()
+    } else {
+        group::TERM_GRACE
+    };
+    let mut leftovers = 0;
     if let Some(group) = group {
         match ending {
             Ending::Exited(_) => {
                 if group.is_alive() {
-                    reaped_background = true;
-                    group.terminate(&mut child).await;
+                    leftovers += 1;
+                    group.terminate(&mut child, grace).await;
                 }
             }
             Ending::TimedOut | Ending::Cancelled => {
-                group.terminate(&mut child).await;
+                group.terminate(&mut child, grace).await;
             }
         }
+    }
+    guard.group = None;
+    let report = report_reader.and_then(read_report);
+    let ending = match (ending, &report) {
+        (Ending::Exited(_), Some(report)) => Ending::Exited(report_status(report)),
+        (ending, _) => ending,
+    };
+    if let Some(report) = &report {
+        leftovers = leftovers.max(report.leftovers);
     }
     Ok(Outcome {
         ending,
         output: output.render(),
-        reaped_background,
+        leftovers,
+        sandboxed: ctx.sandbox.as_deref().is_some_and(|s| s.policy.is_some()),
     })
+}
+
+/// A pipe whose ends are not inherited by other children.
+#[cfg(target_os = "linux")]
+fn cloexec_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+}
+
+/// A pipe whose ends are not inherited by other children (no `pipe2` here).
+#[cfg(not(target_os = "linux"))]
+fn cloexec_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    let (reader, writer) = nix::unistd::pipe()?;
+    for fd in [&reader, &writer] {
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    }
+    Ok((reader, writer))
+}
+
+/// How long the helper may take to end leftovers (TERM, grace, KILL, reap).
+fn helper_grace() -> Duration {
+    crate::sandbox::LEFTOVER_GRACE * 4
+}
+
+/// Ends the command's group if the call is dropped before it finished (the
+/// future was cancelled from outside): SIGTERM to a supervised group, so the
+/// helper ends the whole tree; SIGKILL to an unsupervised one.
+struct EndOnDrop {
+    group: Option<ProcessGroup>,
+    supervised: bool,
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        if let Some(group) = self.group.take() {
+            group.signal(if self.supervised {
+                nix::sys::signal::Signal::SIGTERM
+            } else {
+                nix::sys::signal::Signal::SIGKILL
+            });
+        }
+    }
+}
+
+/// The helper's report, if it wrote one (it has exited, so this never blocks
+/// for long; the read end is non-blocking anyway).
+fn read_report(reader: std::os::fd::OwnedFd) -> Option<HelperReport> {
+    use std::io::Read;
+    use std::os::fd::AsFd;
+
+    let flags = nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(reader.as_fd(), nix::fcntl::FcntlArg::F_SETFL(flags)).ok()?;
+    let mut text = Vec::new();
+    let _ = std::fs::File::from(reader)
+        .take(64 * 1024)
+        .read_to_end(&mut text);
+    let line = text.split(|&b| b == b'\n').next()?;
+    serde_json::from_slice(line).ok()
+}
+
+/// The command's own exit status from the helper's report.
+fn report_status(report: &HelperReport) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    match (report.code, report.signal) {
+        (Some(code), _) => ExitStatus::from_raw((code & 0xff) << 8),
+        (None, Some(signal)) => ExitStatus::from_raw(signal & 0x7f),
+        (None, None) => ExitStatus::from_raw(1 << 8),
+    }
 }
 
 /// Reads one chunk from an optional pipe; `None` at EOF or error. A closed pipe

@@ -44,13 +44,18 @@ impl ProcessGroup {
         }
     }
 
-    /// Ends every member: SIGTERM (+SIGCONT), then SIGKILL after [`TERM_GRACE`].
+    /// Sends `signal` to every member, without waiting.
+    pub(crate) fn signal(self, signal: Signal) {
+        let _ = killpg(self.0, signal);
+    }
+
+    /// Ends every member: SIGTERM (+SIGCONT), then SIGKILL after `grace`.
     /// Reaps `leader` along the way so its zombie does not keep the group alive.
     /// Returns whether SIGKILL was needed.
-    pub(crate) async fn terminate(self, leader: &mut Child) -> bool {
+    pub(crate) async fn terminate(self, leader: &mut Child, grace: Duration) -> bool {
         let _ = killpg(self.0, Signal::SIGTERM);
         let _ = killpg(self.0, Signal::SIGCONT);
-        let deadline = Instant::now() + TERM_GRACE;
+        let deadline = Instant::now() + grace;
         loop {
             let _ = leader.try_wait();
             if !self.is_alive() {
@@ -100,12 +105,7 @@ fn has_running_member(pgid: i32) -> bool {
 /// `(state, pgrp)` from a `/proc/<pid>/stat` line. The command name may contain
 /// spaces and parentheses, so fields are counted from the last `)`.
 fn parse_stat(stat: &str) -> Option<(char, i32)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
+    crate::sandbox::proc_stat(stat).map(|s| (s.state, s.pgrp))
 }
 
 /// Whether process `pid` still runs: it exists and is not a zombie (a zombie is

@@ -173,7 +173,7 @@ async fn background_processes_do_not_outlive_the_call() {
     assert!(!out.is_error, "{}", out.content);
     assert!(out.content.contains("[exit code 0]"));
     assert!(
-        out.content.contains("background processes"),
+        out.content.contains("leftover background process(es)"),
         "{}",
         out.content
     );

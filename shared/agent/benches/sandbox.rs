@@ -1,0 +1,119 @@
+//! Benchmark: what the OS sandbox and the supervisor add to one Bash call (run
+//! with `scripts/bench-sandbox`, which builds the release binaries first).
+//!
+//! The Bash tool runs `true` N times in each of three set-ups, interleaved so
+//! machine load hits all three alike:
+//! - direct: the shell is started by the agent itself (no helper);
+//! - supervised: through the helper (`roo-lead` in helper mode) without a
+//!   policy, as with `--no-sandbox`;
+//! - sandboxed: through the helper with the default policy for a project whose
+//!   fake home holds `~/.ssh`, `~/.aws`, `~/.roocode/config.yaml` and 50 other
+//!   entries (the Landlock ruleset is built and applied for every call).
+//!
+//! Prints median and p90 per call and the ratios to the direct run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use roo_agent::sandbox::{CommandSandbox, PolicyEnv, SandboxPolicy, SandboxSettings};
+use roo_agent::tool::{Tool, ToolContext};
+use roo_agent::tools::bash::Bash;
+use serde_json::json;
+
+fn helper() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join("roo-lead");
+    assert!(
+        path.is_file(),
+        "build roo-lead first (scripts/bench-sandbox does): {}",
+        path.display()
+    );
+    path
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(300);
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    // A home with secrets to deny and 50 other entries, so the read rules are
+    // decomposed as on a real machine (and the user config exists).
+    let home = dir.path().join("home");
+    for rel in [".ssh/id_rsa", ".aws/credentials", ".roocode/config.yaml"] {
+        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(home.join(rel), "secret").unwrap();
+    }
+    for i in 0..50 {
+        std::fs::create_dir_all(home.join(format!("dir{i}"))).unwrap();
+    }
+    let env = PolicyEnv {
+        home: Some(home.clone()),
+        ..PolicyEnv::from_env(&home.join(".roocode"))
+    };
+    let policy = SandboxPolicy::for_root(&project, &SandboxSettings::default(), &env);
+    let context = |sandbox: Option<CommandSandbox>| ToolContext {
+        sandbox: sandbox.map(Arc::new),
+        ..ToolContext::new(project.clone(), dir.path().join("session"))
+    };
+    let setups = [
+        ("direct", context(None)),
+        (
+            "supervised",
+            context(Some(CommandSandbox {
+                helper: helper(),
+                policy: None,
+            })),
+        ),
+        (
+            "sandboxed",
+            context(Some(CommandSandbox {
+                helper: helper(),
+                policy: Some(policy),
+            })),
+        ),
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); setups.len()];
+    runtime.block_on(async {
+        for i in 0..runs + 10 {
+            for (k, (name, ctx)) in setups.iter().enumerate() {
+                let start = Instant::now();
+                let out = Bash.call(json!({"command": "true"}), ctx).await;
+                let elapsed = start.elapsed();
+                assert!(!out.is_error, "{name}: {}", out.content);
+                if i >= 10 {
+                    times[k].push(elapsed);
+                }
+            }
+        }
+    });
+    println!("Bash tool, `true`, {runs} calls per set-up (interleaved, 10 warm-up calls)");
+    let mut direct_median = Duration::ZERO;
+    for (k, (name, _)) in setups.iter().enumerate() {
+        let mut sorted = times[k].clone();
+        sorted.sort();
+        let median = percentile(&sorted, 0.5);
+        if k == 0 {
+            direct_median = median;
+        }
+        println!(
+            "  {name:<10}  median {:>7.2} ms   p90 {:>7.2} ms   ×{:.2} of direct   (+{:.2} ms)",
+            median.as_secs_f64() * 1e3,
+            percentile(&sorted, 0.9).as_secs_f64() * 1e3,
+            median.as_secs_f64() / direct_median.as_secs_f64(),
+            (median.as_secs_f64() - direct_median.as_secs_f64()) * 1e3,
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! The OS sandbox and supervisor every command a tool runs goes through.
+//!
+//! A command does not start directly: the tool starts the agent's own binary in
+//! a hidden helper mode ([`HELPER_ARG`]), which confines itself and then starts
+//! the command as its child. Doing this in a fresh process keeps the agent free
+//! of `unsafe` `pre_exec` code, and lets one small supervisor guarantee that no
+//! process a command started outlives it or the agent:
+//!
+//! - **Confinement** ([`SandboxPolicy`]): on Linux a Landlock ruleset (writes
+//!   only beneath the allowed paths, reads everywhere except the denied
+//!   secrets, optionally no TCP), on macOS a Seatbelt profile run through
+//!   `/usr/bin/sandbox-exec`. `None` runs the command unconfined (`--no-sandbox`).
+//! - **Supervision** (Linux): the helper is a child subreaper with a
+//!   parent-death signal. When the command's shell exits it ends every process
+//!   still running below it — background jobs in other process groups and
+//!   double-forked daemons included, since orphans reparent to the helper — and
+//!   reports how many; when the agent dies, the kernel sends the helper SIGTERM
+//!   and it ends the whole tree.
+//!
+//! The parent-death signal fires when the *thread* that started the helper
+//! exits, so callers must start commands from a thread that lives as long as
+//! the agent: `roo-lead` drives its tools on the main thread of a
+//! current-thread runtime (never from `spawn_blocking`).
+//!
+//! Tools get a [`CommandSandbox`] through their context and never learn which
+//! binary they run in; hooks can start their commands the same way.
+
+mod env;
+mod helper;
+#[cfg(target_os = "linux")]
+mod landlock;
+mod seatbelt;
+mod settings;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ConfigError, ConfigFiles};
+
+pub use env::{
+    SEALED_ENV_FD, is_secret_env_name, scrubbed_env_names, seal_secret_env, sealed_secrets,
+    secret_env,
+};
+pub use helper::{
+    Enforcement, HELPER_FAILED, HelperReport, LEFTOVER_GRACE, run_helper_if_requested,
+};
+pub use seatbelt::{seatbelt_command, seatbelt_profile};
+pub use settings::{SandboxSettings, default_deny_read};
+
+/// First argument that switches `roo-lead`/`roo-worker` into the helper mode.
+pub const HELPER_ARG: &str = "__roo-command-helper";
+
+/// What a sandboxed command may touch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    /// Directories (everything beneath) and files the command may write,
+    /// create, rename and delete. Paths that do not exist are skipped.
+    pub write: Vec<PathBuf>,
+    /// Directories and files whose contents the command may not read.
+    pub deny_read: Vec<PathBuf>,
+    /// Whether TCP bind and connect are allowed.
+    pub network: bool,
+}
+
+/// Where a policy's default paths come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyEnv {
+    /// The user's home directory (`$HOME`), for `~` and the default secrets.
+    pub home: Option<PathBuf>,
+    /// `ROO_HOME`: its `teams/` and `tasks/` are writable (the team CLIs), its
+    /// `config.yaml` is unreadable (it may hold API keys).
+    pub roo_home: PathBuf,
+    /// The system temp dirs (`/tmp`, `/var/tmp`, `$TMPDIR`).
+    pub temp_dirs: Vec<PathBuf>,
+}
+
+impl PolicyEnv {
+    /// From the process environment.
+    pub fn from_env(roo_home: &Path) -> Self {
+        let mut temp_dirs = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
+        temp_dirs.push(std::env::temp_dir());
+        Self {
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            roo_home: roo_home.to_path_buf(),
+            temp_dirs,
+        }
+    }
+}
+
+/// Character devices and device dirs a shell writes to.
+pub const WRITABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+impl SandboxPolicy {
+    /// The policy for commands working in `root` (the project, or a teammate's
+    /// worktree): writes to `root`, the temp dirs, the shell's devices, the
+    /// team store and `settings.allow_write`; reads denied on the default
+    /// secrets and `settings.deny_read`.
+    pub fn for_root(root: &Path, settings: &SandboxSettings, env: &PolicyEnv) -> Self {
+        let mut write = vec![root.to_path_buf()];
+        write.extend(env.temp_dirs.iter().cloned());
+        write.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
+        write.push(env.roo_home.join("teams"));
+        write.push(env.roo_home.join("tasks"));
+        write.extend(settings.allow_write.iter().cloned());
+        let mut deny_read = default_deny_read(env.home.as_deref(), &env.roo_home);
+        deny_read.extend(settings.deny_read.iter().cloned());
+        dedup(&mut write);
+        dedup(&mut deny_read);
+        Self {
+            write,
+            deny_read,
+            network: settings.network,
+        }
+    }
+}
+
+fn dedup(paths: &mut Vec<PathBuf>) {
+    let mut seen = std::collections::BTreeSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
+}
+
+/// How commands are started: through `helper` (an executable that honours
+/// [`HELPER_ARG`]), confined by `policy` unless it is `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSandbox {
+    pub helper: PathBuf,
+    pub policy: Option<SandboxPolicy>,
+}
+
+impl CommandSandbox {
+    /// How an agent working in `root` starts its commands: through `helper`
+    /// (normally the running executable), confined unless `settings` turn the
+    /// sandbox off or this machine has none. Returns notices for the user: the
+    /// sandbox is off or unavailable, project settings were ignored.
+    pub fn for_agent(
+        root: &Path,
+        settings: &SandboxSettings,
+        env: &PolicyEnv,
+        helper: PathBuf,
+    ) -> (Self, Vec<String>) {
+        let mut notices = Vec::new();
+        if !settings.ignored.is_empty() {
+            notices.push(format!(
+                "ignored sandbox settings that only your user config may widen: {}",
+                settings.ignored.join(", ")
+            ));
+        }
+        let policy = if settings.enabled {
+            match availability() {
+                Ok(_) => {
+                    // The team CLIs write there; rules need existing paths.
+                    for dir in ["teams", "tasks"] {
+                        let _ = std::fs::create_dir_all(env.roo_home.join(dir));
+                    }
+                    Some(SandboxPolicy::for_root(root, settings, env))
+                }
+                Err(why) => {
+                    notices.push(format!(
+                        "the OS sandbox is unavailable ({why}): commands run unconfined"
+                    ));
+                    None
+                }
+            }
+        } else {
+            notices.push(format!(
+                "the OS sandbox is off ({}): commands can write anywhere you can and read your \
+                 credentials",
+                settings
+                    .disabled_by
+                    .as_deref()
+                    .unwrap_or("by configuration")
+            ));
+            None
+        };
+        (Self { helper, policy }, notices)
+    }
+}
+
+/// Everything an agent's tool context needs to start commands: the sandbox,
+/// the variables to remove and to add, and notices for the user.
+#[derive(Debug, Clone)]
+pub struct CommandSetup {
+    pub sandbox: CommandSandbox,
+    /// Names removed from commands' environment (API keys, [`SEALED_ENV_FD`]).
+    pub env_remove: Vec<String>,
+    /// Sealed keys the user passes on with `sandbox.pass_env`.
+    pub env_add: Vec<(String, String)>,
+    pub notices: Vec<String>,
+}
+
+impl CommandSetup {
+    /// For an agent working in `root`, with the `sandbox:` settings of
+    /// `config`, `--no-sandbox`, the provider's `api_key` (scrubbed whatever
+    /// variable holds it) and `helper` (normally the running executable).
+    pub fn for_agent(
+        config: &ConfigFiles,
+        root: &Path,
+        roo_home: &Path,
+        api_key: Option<&str>,
+        no_sandbox: bool,
+        helper: PathBuf,
+    ) -> Result<Self, ConfigError> {
+        let env = PolicyEnv::from_env(roo_home);
+        let settings = SandboxSettings::resolve(config, root, env.home.as_deref(), no_sandbox)?;
+        let (sandbox, notices) = CommandSandbox::for_agent(root, &settings, &env, helper);
+        let mut env_remove = scrubbed_env_names(
+            std::env::vars(),
+            &[api_key.unwrap_or_default()],
+            &settings.pass_env,
+        );
+        env_remove.push(SEALED_ENV_FD.to_string());
+        // Sealed keys left the environment; the user may pass some on.
+        let env_add = sealed_secrets()
+            .into_iter()
+            .filter(|(name, _)| settings.pass_env.contains(name))
+            .collect();
+        Ok(Self {
+            sandbox,
+            env_remove,
+            env_add,
+            notices,
+        })
+    }
+}
+
+/// What the helper is told; the first argument after [`HELPER_ARG`], as JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct HelperSpec {
+    pub(crate) policy: Option<SandboxPolicy>,
+    /// Pid of the agent that started the helper; if the helper's parent is
+    /// already another process, the agent died before the parent-death signal
+    /// was armed, and the command is not started.
+    pub(crate) parent: u32,
+}
+
+impl CommandSandbox {
+    /// The helper executable and its arguments for running `program args` in
+    /// the sandbox. The helper reports how the command ended on its stdin,
+    /// which the caller must make the write end of a pipe (see [`HelperReport`]).
+    pub fn wrap(&self, program: &Path, args: &[OsString]) -> (PathBuf, Vec<OsString>) {
+        let spec = HelperSpec {
+            policy: self.policy.clone(),
+            parent: std::process::id(),
+        };
+        // Serialising plain paths and bools cannot fail; an empty spec would be
+        // refused by the helper, so nothing runs unconfined by accident.
+        let spec = serde_json::to_string(&spec).unwrap_or_default();
+        let mut argv = vec![OsString::from(HELPER_ARG), OsString::from(spec)];
+        argv.push(program.as_os_str().to_os_string());
+        argv.extend(args.iter().cloned());
+        (self.helper.clone(), argv)
+    }
+}
+
+/// Whether the OS sandbox can confine commands on this machine; the error says
+/// why not (shown once, then commands run unconfined).
+pub fn availability() -> Result<&'static str, String> {
+    #[cfg(target_os = "linux")]
+    {
+        landlock::probe()
+    }
+    #[cfg(target_os = "macos")]
+    {
+        if Path::new(seatbelt::SANDBOX_EXEC).is_file() {
+            Ok("Seatbelt")
+        } else {
+            Err(format!("{} is missing", seatbelt::SANDBOX_EXEC))
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        Err("no OS sandbox is implemented for this platform".to_string())
+    }
+}
+
+/// Fields of one `/proc/<pid>/stat` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcStat {
+    pub(crate) state: char,
+    pub(crate) ppid: i32,
+    pub(crate) pgrp: i32,
+}
+
+/// Parses a `/proc/<pid>/stat` line. The command name may contain spaces and
+/// parentheses, so fields are counted from the last `)`.
+pub(crate) fn proc_stat(stat: &str) -> Option<ProcStat> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(ProcStat { state, ppid, pgrp })
+}
+
+#[cfg(test)]
+mod tests;

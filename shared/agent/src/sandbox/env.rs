@@ -1,0 +1,120 @@
+//! Provider API keys are not for the commands the model runs.
+//!
+//! A command sees the agent's environment minus every variable that looks like
+//! an API key (`*_API_KEY`, `*_APIKEY`, `ANTHROPIC_AUTH_TOKEN`) or whose value
+//! is the key the agent itself uses, except those the user passes through with
+//! `sandbox: {pass_env: [...]}` in the user config.
+
+/// Whether `name` looks like an API key variable.
+pub fn is_secret_env_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.ends_with("_API_KEY") || upper.ends_with("_APIKEY") || upper == "ANTHROPIC_AUTH_TOKEN"
+}
+
+/// Names of the variables in `vars` to remove from commands' environment:
+/// key-like names and any variable whose value is one of `secret_values`
+/// (non-empty), except the names in `pass`.
+pub fn scrubbed_env_names(
+    vars: impl IntoIterator<Item = (String, String)>,
+    secret_values: &[&str],
+    pass: &[String],
+) -> Vec<String> {
+    let mut names: Vec<String> = vars
+        .into_iter()
+        .filter(|(name, value)| {
+            is_secret_env_name(name)
+                || secret_values
+                    .iter()
+                    .any(|secret| !secret.is_empty() && value == secret)
+        })
+        .map(|(name, _)| name)
+        .filter(|name| !pass.iter().any(|p| p == name))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Variable that tells a re-executed agent where its sealed secrets are.
+pub const SEALED_ENV_FD: &str = "ROO_SEALED_ENV_FD";
+
+static SEALED: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
+    std::sync::OnceLock::new();
+
+/// Takes API keys out of this process's environment block.
+///
+/// `/proc/<pid>/environ` shows the environment a process was *started* with,
+/// and a sandboxed command can read the agent's (Landlock does not stop it on
+/// every kernel). So when the agent starts with key-like variables, it passes
+/// them to a fresh image of itself through a pipe and re-executes without
+/// them; the new image reads them back ([`secret_env`]) and closes the pipe.
+/// Call first thing in `main`, while the process has one thread. Returns only
+/// if no re-exec was needed or it failed (then with a warning to print).
+pub fn seal_secret_env() -> Option<String> {
+    if let Some(fd) = std::env::var_os(SEALED_ENV_FD) {
+        let fd: i32 = fd.to_str().and_then(|s| s.parse().ok())?;
+        let map = std::fs::read(format!("/dev/fd/{fd}"))
+            .ok()
+            .and_then(|text| serde_json::from_slice(&text).ok())
+            .unwrap_or_default();
+        let _ = nix::unistd::close(fd);
+        let _ = SEALED.set(map);
+        return None;
+    }
+    let secrets: std::collections::BTreeMap<String, String> = std::env::vars()
+        .filter(|(name, _)| is_secret_env_name(name))
+        .collect();
+    if secrets.is_empty() {
+        return None;
+    }
+    reexec_sealed(&secrets).err()
+}
+
+fn reexec_sealed(secrets: &std::collections::BTreeMap<String, String>) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    let text = serde_json::to_vec(secrets).map_err(|e| e.to_string())?;
+    // The pipe must hold it all: nobody reads until after the exec.
+    if text.len() > 16 * 1024 {
+        return Err("the API key variables are too large to seal".to_string());
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("locate the executable: {e}"))?;
+    // Neither end is close-on-exec; the write end is closed before the exec.
+    let (reader, writer) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    std::fs::File::from(writer)
+        .write_all(&text)
+        .map_err(|e| format!("write the sealed variables: {e}"))?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .args(std::env::args_os().skip(1))
+        .env(SEALED_ENV_FD, reader.as_raw_fd().to_string());
+    if let Some(arg0) = std::env::args_os().next() {
+        command.arg0(arg0);
+    }
+    for name in secrets.keys() {
+        command.env_remove(name);
+    }
+    let error = command.exec();
+    Err(format!(
+        "re-execute without the API keys in the environment: {error}"
+    ))
+}
+
+/// The value of `name`: from the sealed secrets if the agent sealed them,
+/// else from the environment.
+pub fn secret_env(name: &str) -> Option<String> {
+    SEALED
+        .get()
+        .and_then(|map| map.get(name).cloned())
+        .or_else(|| std::env::var(name).ok())
+}
+
+/// All sealed secrets (empty if nothing was sealed).
+pub fn sealed_secrets() -> Vec<(String, String)> {
+    SEALED
+        .get()
+        .map(|map| map.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}

@@ -1,0 +1,357 @@
+//! Tests of the sandbox settings, policy, profile and (on Linux) the Landlock
+//! ruleset applied to a real thread.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::config::{ConfigFile, ConfigFiles, SandboxSection, Source};
+
+fn section(yaml: &str) -> SandboxSection {
+    serde_yaml_ng::from_str(yaml).unwrap()
+}
+
+fn merge(sections: &[(Source, &str)]) -> SandboxSettings {
+    let sections: Vec<_> = sections
+        .iter()
+        .map(|(source, yaml)| {
+            (
+                *source,
+                PathBuf::from(format!("/{}.yaml", source.label())),
+                section(yaml),
+            )
+        })
+        .collect();
+    SandboxSettings::merge(&sections, Path::new("/proj"), Some(Path::new("/home/u")))
+}
+
+#[test]
+fn the_sandbox_is_on_with_network_by_default() {
+    let settings = merge(&[]);
+    assert!(settings.enabled);
+    assert!(settings.network);
+    assert!(settings.allow_write.is_empty() && settings.ignored.is_empty());
+}
+
+#[test]
+fn the_user_config_may_widen_the_sandbox() {
+    let settings = merge(&[(
+        Source::User,
+        "{enabled: false, allow_write: ['~/.cargo', /opt/cache], pass_env: [OPENAI_API_KEY]}",
+    )]);
+    assert!(!settings.enabled);
+    assert_eq!(
+        settings.allow_write,
+        [PathBuf::from("/home/u/.cargo"), PathBuf::from("/opt/cache")]
+    );
+    assert_eq!(settings.pass_env, ["OPENAI_API_KEY"]);
+    assert!(settings.disabled_by.unwrap().contains("/user.yaml"));
+}
+
+#[test]
+fn a_project_config_cannot_widen_the_sandbox() {
+    for source in [Source::Project, Source::Local] {
+        let settings = merge(&[
+            (Source::User, "{network: false}"),
+            (
+                source,
+                "{enabled: false, allow_write: ['~'], network: true, pass_env: [ANTHROPIC_API_KEY]}",
+            ),
+        ]);
+        assert!(settings.enabled, "{source}");
+        assert!(!settings.network, "{source}");
+        assert!(settings.allow_write.is_empty(), "{source}");
+        assert!(settings.pass_env.is_empty(), "{source}");
+        assert_eq!(settings.ignored.len(), 4, "{:?}", settings.ignored);
+        assert!(settings.ignored[0].contains("sandbox.enabled"));
+    }
+}
+
+#[test]
+fn a_project_config_may_narrow_the_sandbox() {
+    let settings = merge(&[(
+        Source::Project,
+        "{deny_read: [.env, '~/notes'], network: false}",
+    )]);
+    assert!(!settings.network);
+    assert_eq!(
+        settings.deny_read,
+        [PathBuf::from("/proj/.env"), PathBuf::from("/home/u/notes")]
+    );
+    assert!(settings.ignored.is_empty());
+    // Turning the sandbox back on narrows too.
+    let settings = merge(&[
+        (Source::User, "{enabled: false}"),
+        (Source::Local, "{enabled: true}"),
+    ]);
+    assert!(settings.enabled && settings.disabled_by.is_none());
+}
+
+#[test]
+fn a_misspelt_sandbox_key_is_a_config_error_naming_the_file() {
+    let files = [
+        ConfigFile {
+            source: Source::User,
+            path: PathBuf::from("/u/config.yaml"),
+            value: Some(serde_yaml_ng::from_str("sandbox: {alow_write: [x]}").unwrap()),
+        },
+        ConfigFile {
+            source: Source::Project,
+            path: PathBuf::from("/p/config.yaml"),
+            value: None,
+        },
+        ConfigFile {
+            source: Source::Local,
+            path: PathBuf::from("/p/config.local.yaml"),
+            value: None,
+        },
+    ];
+    let err = ConfigFiles::from_files(files, crate::config::ProjectTrust::Untrusted)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("/u/config.yaml") && err.contains("alow_write"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_no_sandbox_flag_turns_it_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ConfigFiles::load(
+        dir.path(),
+        dir.path(),
+        crate::config::ProjectTrust::Untrusted,
+    )
+    .unwrap();
+    let settings = SandboxSettings::resolve(&config, dir.path(), None, true).unwrap();
+    assert!(!settings.enabled);
+    assert_eq!(settings.disabled_by.as_deref(), Some("--no-sandbox"));
+}
+
+fn policy_env() -> PolicyEnv {
+    PolicyEnv {
+        home: Some(PathBuf::from("/home/u")),
+        roo_home: PathBuf::from("/home/u/.roocode"),
+        temp_dirs: vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")],
+    }
+}
+
+#[test]
+fn the_policy_writes_to_the_root_temp_devices_and_team_store_only() {
+    let settings = SandboxSettings {
+        allow_write: vec![PathBuf::from("/home/u/.cargo")],
+        deny_read: vec![PathBuf::from("/proj/.env")],
+        ..SandboxSettings::default()
+    };
+    let policy = SandboxPolicy::for_root(Path::new("/proj"), &settings, &policy_env());
+    for path in [
+        "/proj",
+        "/tmp",
+        "/var/tmp",
+        "/dev/null",
+        "/dev/pts",
+        "/home/u/.roocode/teams",
+        "/home/u/.roocode/tasks",
+        "/home/u/.cargo",
+    ] {
+        assert!(policy.write.contains(&PathBuf::from(path)), "{path}");
+    }
+    assert!(!policy.write.iter().any(|p| p == Path::new("/home/u")));
+    assert!(
+        !policy
+            .write
+            .iter()
+            .any(|p| p == Path::new("/home/u/.roocode"))
+    );
+    for path in [
+        "/home/u/.ssh",
+        "/home/u/.aws",
+        "/home/u/.gnupg",
+        "/home/u/.config/gcloud",
+        "/home/u/.netrc",
+        "/home/u/.docker/config.json",
+        "/home/u/.kube",
+        "/home/u/.roocode/config.yaml",
+        "/proj/.env",
+    ] {
+        assert!(policy.deny_read.contains(&PathBuf::from(path)), "{path}");
+    }
+    assert!(policy.network);
+}
+
+#[test]
+fn api_keys_are_scrubbed_unless_passed_through() {
+    let vars = [
+        ("ANTHROPIC_API_KEY", "a"),
+        ("OPENAI_API_KEY", "o"),
+        ("my_service_apikey", "m"),
+        ("ANTHROPIC_AUTH_TOKEN", "t"),
+        ("CUSTOM_LLM_SECRET", "the-key"),
+        ("PATH", "/usr/bin"),
+        ("HOME", "/home/u"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let removed = scrubbed_env_names(vars.clone(), &["the-key", ""], &[]);
+    assert_eq!(
+        removed,
+        [
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CUSTOM_LLM_SECRET",
+            "OPENAI_API_KEY",
+            "my_service_apikey"
+        ]
+    );
+    let removed = scrubbed_env_names(vars, &[], &["OPENAI_API_KEY".to_string()]);
+    assert!(!removed.contains(&"OPENAI_API_KEY".to_string()));
+    assert!(removed.contains(&"ANTHROPIC_API_KEY".to_string()));
+}
+
+#[test]
+fn the_seatbelt_profile_denies_writes_outside_and_reads_of_secrets() {
+    let policy = SandboxPolicy {
+        write: vec![PathBuf::from("/nonexistent/proj \"x\"")],
+        deny_read: vec![PathBuf::from("/nonexistent/home/.ssh")],
+        network: false,
+    };
+    let profile = seatbelt_profile(&policy);
+    assert!(profile.starts_with("(version 1)\n(allow default)\n(deny file-write*)\n"));
+    assert!(
+        profile.contains("(allow file-write*\n  (subpath \"/nonexistent/proj \\\"x\\\"\"))"),
+        "{profile}"
+    );
+    assert!(profile.contains("(deny file-read*\n  (subpath \"/nonexistent/home/.ssh\"))"));
+    assert!(profile.contains("(deny network-outbound)\n(deny network-bind)"));
+    let open = seatbelt_profile(&SandboxPolicy {
+        network: true,
+        ..policy.clone()
+    });
+    assert!(!open.contains("network"));
+
+    let (program, args) = seatbelt_command(
+        &policy,
+        Path::new("/bin/bash"),
+        &["-c".into(), "echo hi".into()],
+    );
+    assert_eq!(program, Path::new("/usr/bin/sandbox-exec"));
+    assert_eq!(args[0], "-p");
+    assert_eq!(args[1], std::ffi::OsString::from(profile));
+    assert_eq!(&args[2..], ["/bin/bash", "-c", "echo hi"]);
+}
+
+#[test]
+fn the_helper_command_line_carries_the_policy_and_the_parent() {
+    let sandbox = CommandSandbox {
+        helper: PathBuf::from("/usr/bin/roo-lead"),
+        policy: Some(SandboxPolicy {
+            write: vec![PathBuf::from("/proj")],
+            deny_read: vec![],
+            network: true,
+        }),
+    };
+    let (program, args) = sandbox.wrap(Path::new("/bin/bash"), &["-c".into(), "true".into()]);
+    assert_eq!(program, Path::new("/usr/bin/roo-lead"));
+    assert_eq!(args[0], HELPER_ARG);
+    let spec: HelperSpec = serde_json::from_str(args[1].to_str().unwrap()).unwrap();
+    assert_eq!(spec.policy, sandbox.policy);
+    assert_eq!(spec.parent, std::process::id());
+    assert_eq!(&args[2..], ["/bin/bash", "-c", "true"]);
+}
+
+#[test]
+fn parses_proc_stat_lines() {
+    let stat = proc_stat("4242 (my (odd) cmd) S 17 4240 4240 0 -1").unwrap();
+    assert_eq!((stat.state, stat.ppid, stat.pgrp), ('S', 17, 4240));
+    assert!(proc_stat("garbage").is_none());
+}
+
+#[cfg(target_os = "linux")]
+mod landlock_rules {
+    use super::*;
+    use crate::sandbox::landlock::{apply, read_grants};
+
+    #[test]
+    fn read_grants_cover_everything_but_the_denied_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("home/.ssh")).unwrap();
+        std::fs::write(base.join("home/.ssh/id_rsa"), "secret").unwrap();
+        std::fs::write(base.join("home/notes.txt"), "notes").unwrap();
+        std::fs::create_dir(base.join("home/src")).unwrap();
+        std::os::unix::fs::symlink(base.join("home/.ssh"), base.join("home/link")).unwrap();
+        let grants = read_grants(&[base.join("home/.ssh")]).unwrap();
+        assert!(grants.contains(&base.join("home/notes.txt")));
+        assert!(grants.contains(&base.join("home/src")));
+        // Neither the secret, nor anything above it, nor a link to it.
+        for path in [
+            base.join("home/.ssh"),
+            base.join("home"),
+            base.clone(),
+            PathBuf::from("/"),
+            base.join("home/link"),
+        ] {
+            assert!(!grants.contains(&path), "{}", path.display());
+        }
+        assert!(grants.contains(&PathBuf::from("/usr")));
+        assert_eq!(read_grants(&[]).unwrap(), [PathBuf::from("/")]);
+        assert!(read_grants(&[PathBuf::from("/")]).unwrap().is_empty());
+    }
+
+    /// Landlock confines only the calling thread (and what it starts), so a
+    /// test thread can enter the sandbox and probe it for real.
+    #[test]
+    fn a_confined_thread_writes_only_where_allowed_and_cannot_read_secrets() {
+        if availability().is_err() {
+            eprintln!("skipped: this kernel has no Landlock");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        for sub in ["proj", "outside", "home/.ssh"] {
+            std::fs::create_dir_all(base.join(sub)).unwrap();
+        }
+        std::fs::write(base.join("home/.ssh/id_rsa"), "secret").unwrap();
+        std::fs::write(base.join("home/keep.txt"), "keep").unwrap();
+        std::os::unix::fs::symlink(base.join("home/.ssh/id_rsa"), base.join("proj/key")).unwrap();
+        let policy = SandboxPolicy {
+            write: vec![base.join("proj"), PathBuf::from("/dev/null")],
+            deny_read: vec![base.join("home/.ssh")],
+            network: false,
+        };
+        let base2 = base.clone();
+        let results = std::thread::spawn(move || {
+            let enforcement = apply(&policy).unwrap();
+            let base = base2;
+            (
+                enforcement,
+                std::fs::write(base.join("proj/ok.txt"), "ok").is_ok(),
+                std::fs::write(base.join("outside/x.txt"), "x").is_ok(),
+                std::fs::remove_file(base.join("home/keep.txt")).is_ok(),
+                std::fs::read_to_string(base.join("home/.ssh/id_rsa")).is_ok()
+                    || std::fs::read_to_string(base.join("proj/key")).is_ok(),
+                std::fs::read_to_string(base.join("home/keep.txt")).is_ok(),
+                std::fs::write("/dev/null", "x").is_ok(),
+                std::net::TcpListener::bind("127.0.0.1:0").is_ok(),
+            )
+        })
+        .join()
+        .unwrap();
+        let (enforcement, proj, outside, removed, secret, keep, null, tcp) = results;
+        assert_eq!(enforcement, Enforcement::Full);
+        assert!(proj, "writes inside the project are allowed");
+        assert!(!outside, "writes outside are refused");
+        assert!(!removed, "deleting in HOME is refused");
+        assert!(
+            !secret,
+            "the secret cannot be read, directly or through a symlink"
+        );
+        assert!(keep, "other files stay readable");
+        assert!(null, "/dev/null is writable");
+        assert!(!tcp, "TCP is refused with the network off");
+        // This thread was never confined.
+        assert!(std::fs::write(base.join("outside/x.txt"), "x").is_ok());
+        assert!(base.join("home/keep.txt").exists());
+    }
+}
