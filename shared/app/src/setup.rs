@@ -195,7 +195,6 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         helper,
     )
     .map_err(|e| AppError::Config(e.to_string()))?;
-    let mut notices = notices;
     notices.extend(commands.notices);
     let mut env = vec![(
         "ROO_HOME".to_string(),
