@@ -12,7 +12,7 @@
 
 use std::fmt;
 use std::fs::OpenOptions;
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -20,8 +20,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
+use crate::fsio;
 use crate::home::RooHome;
-use crate::lock::{FileLock, Rng};
+use crate::lock::{FileLock, Rng, pid_alive};
 use crate::time::Timestamp;
 
 /// Major format version this build reads and writes.
@@ -120,10 +121,8 @@ pub(crate) fn load_locked<T: Document>(path: &Path) -> Result<Option<T>> {
 
 /// `Ok(Ok(doc))`, `Ok(Err(parse error))`, or `Err` for I/O and newer-version errors.
 fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, String>> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Ok(None)),
-        Err(e) => return Err(Error::io("read", path, e)),
+    let Some(bytes) = fsio::read_regular(path, "read")? else {
+        return Ok(Ok(None));
     };
     match T::parse(&bytes) {
         Ok(doc) => {
@@ -176,16 +175,26 @@ fn move_aside(path: &Path) -> Result<PathBuf> {
     }
 }
 
-/// Writes `doc` to `path` atomically: temp file in the same directory, fsync, rename.
-pub(crate) fn store<T: Serialize>(path: &Path, doc: &T) -> Result<()> {
+/// Writes `doc` to `path` atomically (temp file in the same directory, fsync, rename),
+/// checking right before the rename that `lock` is still ours (the fence).
+pub(crate) fn store<T: Serialize>(path: &Path, doc: &T, lock: &FileLock) -> Result<()> {
     let mut bytes =
         serde_json::to_vec_pretty(doc).map_err(|e| Error::io("encode", path, e.into()))?;
     bytes.push(b'\n');
-    write_atomically(path, &bytes)
+    write_atomically(path, &bytes, || {
+        #[cfg(test)]
+        crate::lock::hooks::before_fence();
+        lock.verify(path)
+    })
 }
 
-/// Replaces `path` with `bytes` atomically.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Replaces `path` with `bytes` atomically; `fence` runs right before the rename and its
+/// failure leaves `path` untouched.
+pub(crate) fn write_atomically(
+    path: &Path,
+    bytes: &[u8],
+    fence: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let file_name = path
         .file_name()
@@ -207,12 +216,43 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
             .map_err(|e| Error::io("write temp file", &temp, e))?;
         file.sync_data()
             .map_err(|e| Error::io("sync temp file", &temp, e))?;
+        fence()?;
         std::fs::rename(&temp, path).map_err(|e| Error::io("replace", path, e))
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Removes `.<name>.tmp-<pid>-<hex>` files of `path` left by writers that died between
+/// creating and renaming them (their pid is not alive). Called by the lock holder before
+/// each write, so it costs one directory listing per write and never runs on reads; a
+/// temp file of a live writer (even one that lost its lock) is left alone. Best effort.
+pub(crate) fn sweep_temp_files(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        let Some(rest) = file_name.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !pid_alive(pid) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Whether a locked update changed the document (and so must be written back).
@@ -231,14 +271,15 @@ pub(crate) fn update<T: Document, R>(
     missing: impl FnOnce() -> Result<T>,
     change: impl FnOnce(&mut T) -> Result<Outcome<R>>,
 ) -> Result<R> {
-    let _lock = FileLock::acquire(path, home.lock_policy())?;
+    let lock = FileLock::acquire(path, home.lock_policy())?;
     let mut doc = match load_locked::<T>(path)? {
         Some(doc) => doc,
         None => missing()?,
     };
     match change(&mut doc)? {
         Outcome::Write(r) => {
-            store(path, &doc)?;
+            sweep_temp_files(path);
+            store(path, &doc, &lock)?;
             Ok(r)
         }
         Outcome::Keep(r) => Ok(r),
@@ -272,7 +313,9 @@ mod tests {
             version: FormatVersion::CURRENT,
             n: 7,
         };
-        store(&path, &doc).unwrap();
+        let lock = FileLock::acquire(&path, home.lock_policy()).unwrap();
+        store(&path, &doc, &lock).unwrap();
+        drop(lock);
         assert_eq!(load::<Doc>(&home, &path).unwrap(), Some(doc));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"version\": \"1.0\""), "{text}");
