@@ -649,6 +649,223 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "200");
     }
 
+    /// A lock file that looks stale: its holder pid does not exist.
+    fn plant_dead_lock(lock_path: &Path) {
+        let info = LockInfo {
+            pid: 999_999_999,
+            time: Timestamp::now(),
+            token: "dead".into(),
+        };
+        std::fs::write(lock_path, serde_json::to_vec(&info).unwrap()).unwrap();
+    }
+
+    fn token_in(lock_path: &Path) -> Option<String> {
+        read_info(lock_path).map(|i| i.token)
+    }
+
+    /// Starts a thread that takes the lock of `target` with `policy`, pausing right after
+    /// it judged the lock stale until `resume` is sent. Returns (judged, resume, handle).
+    fn paused_breaker(
+        target: PathBuf,
+        policy: LockPolicy,
+    ) -> (
+        mpsc::Receiver<()>,
+        mpsc::Sender<()>,
+        std::thread::JoinHandle<Result<FileLock>>,
+    ) {
+        let (judged_tx, judged_rx) = mpsc::channel();
+        let (resume_tx, resume_rx) = mpsc::channel::<()>();
+        let handle = std::thread::spawn(move || {
+            hooks::set_after_stale_judge(move || {
+                judged_tx.send(()).unwrap();
+                resume_rx.recv().unwrap();
+            });
+            FileLock::acquire(&target, &policy)
+        });
+        (judged_rx, resume_tx, handle)
+    }
+
+    fn short(policy: LockPolicy) -> LockPolicy {
+        LockPolicy {
+            retries: 3,
+            max_delay: Duration::from_millis(10),
+            ..policy
+        }
+    }
+
+    #[test]
+    fn stale_lock_race_never_deletes_the_lock_another_writer_just_took_protocol_mode() {
+        let dir = temp();
+        let target = dir.path().join("tasks.json");
+        let lock_path = dir.path().join("tasks.json.lock");
+        plant_dead_lock(&lock_path);
+        let policy = short(LockPolicy::protocol());
+        let (judged, resume, slow) = paused_breaker(target.clone(), policy.clone());
+        judged.recv().unwrap();
+        // While the slow breaker sits between judging and removing, a fast one breaks the
+        // same stale lock and takes the lock.
+        let fast = FileLock::acquire(&target, &policy).unwrap();
+        resume.send(()).unwrap();
+        let slow = slow.join().unwrap();
+        assert!(
+            matches!(slow, Err(Error::LockTimeout { .. })),
+            "both writers hold the lock: {slow:?}"
+        );
+        assert_eq!(token_in(&lock_path), Some(fast.token.clone()));
+        fast.verify(&target).unwrap();
+    }
+
+    #[test]
+    fn stale_lock_race_never_deletes_a_lock_of_a_protocol_only_participant_default_mode() {
+        let dir = temp();
+        let target = dir.path().join("inbox.json");
+        let lock_path = dir.path().join("inbox.json.lock");
+        plant_dead_lock(&lock_path);
+        let (judged, resume, ours) = paused_breaker(target, short(LockPolicy::default()));
+        judged.recv().unwrap();
+        // A participant implementing only §3.1 (no queue) breaks the stale lock by unlink
+        // and takes it, live, with its own pid.
+        std::fs::remove_file(&lock_path).unwrap();
+        let foreign = LockInfo {
+            pid: std::process::id(),
+            time: Timestamp::now(),
+            token: "foreign".into(),
+        };
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock_path)
+            .unwrap();
+        file.write_all(&serde_json::to_vec(&foreign).unwrap())
+            .unwrap();
+        resume.send(()).unwrap();
+        let ours = ours.join().unwrap();
+        assert!(
+            matches!(ours, Err(Error::LockTimeout { .. })),
+            "took a lock a live participant holds: {ours:?}"
+        );
+        assert_eq!(token_in(&lock_path).as_deref(), Some("foreign"));
+    }
+
+    #[test]
+    fn a_broken_lock_fails_the_fence_and_release_leaves_the_new_holders_lock() {
+        let dir = temp();
+        let target = dir.path().join("t.json");
+        let lock_path = dir.path().join("t.json.lock");
+        let old = FileLock::acquire(&target, &LockPolicy::protocol()).unwrap();
+        old.verify(&target).unwrap();
+        // Someone judges it stale (it outlived the stale age) and takes over.
+        let impatient = LockPolicy {
+            stale_after: Duration::ZERO,
+            ..LockPolicy::protocol()
+        };
+        std::thread::sleep(Duration::from_millis(5));
+        let new = FileLock::acquire(&target, &impatient).unwrap();
+        let err = old.verify(&target).unwrap_err();
+        assert!(matches!(err, Error::LockLost { .. }), "{err}");
+        assert!(err.to_string().contains("nothing was written"), "{err}");
+        drop(old);
+        assert_eq!(token_in(&lock_path), Some(new.token.clone()));
+    }
+
+    fn set_mtime(path: &Path, when: SystemTime) {
+        let t = nix::sys::time::TimeSpec::from(when.duration_since(UNIX_EPOCH).unwrap());
+        nix::sys::stat::utimensat(
+            nix::fcntl::AT_FDCWD,
+            path,
+            &t,
+            &t,
+            nix::sys::stat::UtimensatFlags::NoFollowSymlink,
+        )
+        .unwrap();
+    }
+
+    fn hour_ago() -> SystemTime {
+        SystemTime::now() - Duration::from_secs(3600)
+    }
+
+    #[test]
+    fn a_lock_dated_in_the_future_with_a_live_pid_does_not_wedge_the_file() {
+        let dir = temp();
+        let target = dir.path().join("f.json");
+        let lock_path = dir.path().join("f.json.lock");
+        let info = LockInfo {
+            pid: std::process::id(),
+            time: Timestamp::now().plus(Duration::from_secs(86_400 * 365)),
+            token: "future".into(),
+        };
+        std::fs::write(&lock_path, serde_json::to_vec(&info).unwrap()).unwrap();
+        set_mtime(&lock_path, hour_ago());
+        let policy = short(LockPolicy::protocol());
+        FileLock::acquire(&target, &policy).expect("future time is clamped to the mtime");
+        // Both the time and the mtime in the future: no credible age, so stale.
+        std::fs::write(&lock_path, serde_json::to_vec(&info).unwrap()).unwrap();
+        set_mtime(&lock_path, SystemTime::now() + Duration::from_secs(86_400));
+        FileLock::acquire(&target, &policy).expect("a lock with no credible age is stale");
+    }
+
+    #[test]
+    fn a_dangling_symlink_lock_is_judged_by_its_own_age_and_not_followed() {
+        let dir = temp();
+        let target = dir.path().join("s.json");
+        let lock_path = dir.path().join("s.json.lock");
+        let elsewhere = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&elsewhere, &lock_path).unwrap();
+        let policy = short(LockPolicy::protocol());
+        // Fresh: it blocks like any lock.
+        assert!(matches!(
+            FileLock::acquire(&target, &policy),
+            Err(Error::LockTimeout { .. })
+        ));
+        set_mtime(&lock_path, hour_ago());
+        let lock = FileLock::acquire(&target, &policy).expect("an old dangling symlink is stale");
+        assert!(!elsewhere.exists(), "the symlink was followed");
+        assert!(std::fs::symlink_metadata(&lock_path).unwrap().is_file());
+        drop(lock);
+    }
+
+    #[test]
+    fn an_empty_lock_left_by_a_dead_creator_does_not_block_for_the_stale_age() {
+        let dir = temp();
+        let target = dir.path().join("e.json");
+        let lock_path = dir.path().join("e.json.lock");
+        std::fs::write(&lock_path, b"").unwrap();
+        let policy = short(LockPolicy::protocol());
+        // Just created: its creator is writing it.
+        assert!(matches!(
+            FileLock::acquire(&target, &policy),
+            Err(Error::LockTimeout { .. })
+        ));
+        set_mtime(&lock_path, SystemTime::now() - EMPTY_LOCK_GRACE * 2);
+        assert!(EMPTY_LOCK_GRACE * 2 < policy.stale_after);
+        FileLock::acquire(&target, &policy).expect("an empty lock past its grace is stale");
+    }
+
+    #[test]
+    fn a_directory_at_the_lock_path_is_broken_when_old() {
+        let dir = temp();
+        let target = dir.path().join("d.json");
+        let lock_path = dir.path().join("d.json.lock");
+        std::fs::create_dir(&lock_path).unwrap();
+        set_mtime(&lock_path, hour_ago());
+        let lock = FileLock::acquire(&target, &short(LockPolicy::protocol())).unwrap();
+        assert!(std::fs::symlink_metadata(&lock_path).unwrap().is_file());
+        drop(lock);
+    }
+
+    #[test]
+    fn a_symlinked_lock_queue_is_refused_and_its_target_untouched() {
+        let dir = temp();
+        let target = dir.path().join("q.json");
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, b"precious").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.path().join("q.json.lock.queue")).unwrap();
+        let err = FileLock::acquire(&target, &LockPolicy::default()).unwrap_err();
+        assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read(&outside).unwrap(), b"precious");
+    }
+
     #[test]
     fn jitter_stays_in_range() {
         let mut rng = Rng::seeded();
