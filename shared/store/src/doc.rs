@@ -289,6 +289,7 @@ pub(crate) fn update<T: Document, R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::LockPolicy;
 
     #[derive(Serialize, Deserialize, Debug, PartialEq)]
     struct Doc {
@@ -390,5 +391,145 @@ mod tests {
                 .all(|n| !n.to_string_lossy().contains(".tmp-")),
             "{leftovers:?}"
         );
+    }
+
+    fn mk() -> Result<Doc> {
+        Ok(Doc {
+            version: FormatVersion::CURRENT,
+            n: 0,
+        })
+    }
+
+    fn set(n: u32) -> impl FnOnce(&mut Doc) -> Result<Outcome<()>> {
+        move |d: &mut Doc| {
+            d.n = n;
+            Ok(Outcome::Write(()))
+        }
+    }
+
+    const FENCE_DIR_ENV: &str = "ROO_TEST_FENCE_DIR";
+
+    /// Helper mode of the test below: writes `n = 1` to `$ROO_TEST_FENCE_DIR/d.json` in
+    /// the default lock mode, stopping itself (`SIGSTOP`) while it holds the lock right
+    /// before the fence. Passes only if the write is refused as `LockLost`.
+    #[test]
+    #[ignore = "helper process for a_holder_stopped_past_the_stale_age_does_not_overwrite_newer_data"]
+    fn fence_helper_stops_while_holding_the_lock() {
+        let Some(dir) = std::env::var_os(FENCE_DIR_ENV) else {
+            return;
+        };
+        let dir = PathBuf::from(dir);
+        let home = RooHome::new(&dir);
+        crate::lock::hooks::set_before_fence(|| {
+            nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP).unwrap();
+        });
+        let outcome = update(&home, &dir.join("d.json"), mk, set(1));
+        assert!(
+            matches!(outcome, Err(Error::LockLost { .. })),
+            "a holder that outlived the stale age wrote: {outcome:?}"
+        );
+    }
+
+    fn process_state(pid: u32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+    }
+
+    #[test]
+    fn a_holder_stopped_past_the_stale_age_does_not_overwrite_newer_data() {
+        use std::time::{Duration, Instant};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.json");
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "doc::tests::fence_helper_stops_while_holding_the_lock",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .env(FENCE_DIR_ENV, dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while process_state(pid) != Some('T') {
+            assert!(Instant::now() < deadline, "the holder never stopped");
+            assert!(child.try_wait().unwrap().is_none(), "the holder exited early");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The holder is stopped with the lock. A participant in protocol mode waits until
+        // the lock is older than the stale age (1 s here, set through LockPolicy so the
+        // test stays short; the real age is 10 s), breaks it and writes newer data.
+        let lock_path = dir.path().join("d.json.lock");
+        assert!(lock_path.exists());
+        let home = RooHome::new(dir.path()).with_lock_policy(LockPolicy {
+            retries: 1000,
+            max_delay: Duration::from_millis(20),
+            stale_after: Duration::from_secs(1),
+            ..LockPolicy::protocol()
+        });
+        update(&home, &path, mk, set(2)).unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGCONT,
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("1 passed"), "{text}");
+        let doc: Doc = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(doc.n, 2, "the resumed holder overwrote newer data");
+        assert!(!lock_path.exists(), "a lock was left behind");
+    }
+
+    #[test]
+    fn temp_files_of_dead_writers_are_swept_on_write_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        let dead = dir.path().join(".d.json.tmp-999999999-0badf00d");
+        let live = dir
+            .path()
+            .join(format!(".d.json.tmp-{}-0000beef", std::process::id()));
+        let other = dir.path().join(".e.json.tmp-999999999-0badf00d");
+        for p in [&dead, &live, &other] {
+            std::fs::write(p, b"half a document").unwrap();
+        }
+        update(&home, &path, mk, set(1)).unwrap();
+        assert!(!dead.exists(), "a dead writer's temp file stayed");
+        assert!(live.exists(), "a live writer's temp file was removed");
+        assert!(other.exists(), "another document's temp file was touched");
+    }
+
+    #[test]
+    fn a_symlinked_document_is_refused_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        let outside = dir.path().join("outside.json");
+        std::fs::write(&outside, r#"{"version":"1.0","n":42}"#).unwrap();
+        std::os::unix::fs::symlink(&outside, &path).unwrap();
+        let err = load::<Doc>(&home, &path).unwrap_err();
+        assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
+        let err = update(&home, &path, mk, set(1)).unwrap_err();
+        assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            r#"{"version":"1.0","n":42}"#
+        );
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn a_fifo_document_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = load::<Doc>(&home, &path).unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
     }
 }
