@@ -3,4 +3,5 @@ mod common;
 mod mailbox;
 mod tasks;
 mod team;
+mod symlinks;
 mod watch;
