@@ -20,7 +20,11 @@ fn roo_mail_read_does_not_print_a_symlinked_inbox_target() {
         .run();
     out.assert_code(3)
         .assert_stderr_contains("symbolic link, not a regular file");
-    assert!(!out.stdout().contains("SECRET-FILE-CONTENT"), "{}", out.stdout());
+    assert!(
+        !out.stdout().contains("SECRET-FILE-CONTENT"),
+        "{}",
+        out.stdout()
+    );
     // A send writes nothing through the link either.
     env.mail()
         .args(["send", "--team", "t", "--from", "lead", "--to", "alice"])

@@ -456,7 +456,10 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(30);
         while process_state(pid) != Some('T') {
             assert!(Instant::now() < deadline, "the holder never stopped");
-            assert!(child.try_wait().unwrap().is_none(), "the holder exited early");
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the holder exited early"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         // The holder is stopped with the lock. A participant in protocol mode waits until
@@ -478,7 +481,11 @@ mod tests {
         .unwrap();
         let out = child.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(text.contains("1 passed"), "{text}");
         let doc: Doc = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(doc.n, 2, "the resumed holder overwrote newer data");

@@ -366,9 +366,14 @@ impl Observed {
     /// Whether `other` (the file moved aside) is the very lock this observation judged.
     fn same_lock(&self, other: &Observed) -> bool {
         match (self, other) {
-            (Observed::Info { info: a, id: ia, .. }, Observed::Info { info: b, id: ib, .. }) => {
-                a.token == b.token && (ia.dev, ia.ino) == (ib.dev, ib.ino)
-            }
+            (
+                Observed::Info {
+                    info: a, id: ia, ..
+                },
+                Observed::Info {
+                    info: b, id: ib, ..
+                },
+            ) => a.token == b.token && (ia.dev, ia.ino) == (ib.dev, ib.ino),
             (Observed::Opaque { id: a, .. }, Observed::Opaque { id: b, .. }) => a == b,
             _ => false,
         }
