@@ -2,9 +2,12 @@
 //!
 //! **Protocol** (what every participant, including foreign programs, must do): take
 //! `<file>.lock` with `O_CREAT|O_EXCL`; on failure retry after a random 5–100 ms, at most
-//! 10 retries, then fail with a clear error. A lock older than 10 s is stale and removed.
-//! The lock file holds the holder's pid and time, so a lock whose holder has died is
-//! removed at once instead of after 10 s.
+//! 10 retries, then fail with a clear error. A lock older than 10 s (judged by the later
+//! of its recorded time and its mtime) is stale; the lock file holds the holder's pid, so
+//! a lock whose holder has died is stale at once. A stale lock is broken by renaming it to
+//! a unique name and deleting it only if it is still the lock judged, so a fresh lock taken
+//! meanwhile survives; every write is fenced ([`FileLock::verify`] right before its
+//! rename), so a holder that outlived the stale age writes nothing.
 //!
 //! **Queue layer** (our improvement, on by default): before the `O_EXCL` step, a process
 //! takes a blocking `flock` on the permanent sidecar `<file>.lock.queue`. Our own
