@@ -11,3 +11,4 @@ mod sandbox;
 mod store_concurrency;
 mod store_crash;
 mod store_files;
+mod store_symlinks;

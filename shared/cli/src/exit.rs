@@ -85,6 +85,8 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::TaskNotFound { .. } => USAGE,
         StoreError::Io { .. }
         | StoreError::LockTimeout { .. }
+        | StoreError::LockLost { .. }
+        | StoreError::NotRegularFile { .. }
         | StoreError::Corrupt { .. }
         | StoreError::NewerFormat { .. } => IO,
     }

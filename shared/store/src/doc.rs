@@ -12,7 +12,7 @@
 
 use std::fmt;
 use std::fs::OpenOptions;
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -20,8 +20,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
+use crate::fsio;
 use crate::home::RooHome;
-use crate::lock::{FileLock, Rng};
+use crate::lock::{FileLock, Rng, pid_alive};
 use crate::time::Timestamp;
 
 /// Major format version this build reads and writes.
@@ -120,10 +121,8 @@ pub(crate) fn load_locked<T: Document>(path: &Path) -> Result<Option<T>> {
 
 /// `Ok(Ok(doc))`, `Ok(Err(parse error))`, or `Err` for I/O and newer-version errors.
 fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, String>> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Ok(None)),
-        Err(e) => return Err(Error::io("read", path, e)),
+    let Some(bytes) = fsio::read_regular(path, "read")? else {
+        return Ok(Ok(None));
     };
     match T::parse(&bytes) {
         Ok(doc) => {
@@ -176,16 +175,26 @@ fn move_aside(path: &Path) -> Result<PathBuf> {
     }
 }
 
-/// Writes `doc` to `path` atomically: temp file in the same directory, fsync, rename.
-pub(crate) fn store<T: Serialize>(path: &Path, doc: &T) -> Result<()> {
+/// Writes `doc` to `path` atomically (temp file in the same directory, fsync, rename),
+/// checking right before the rename that `lock` is still ours (the fence).
+pub(crate) fn store<T: Serialize>(path: &Path, doc: &T, lock: &FileLock) -> Result<()> {
     let mut bytes =
         serde_json::to_vec_pretty(doc).map_err(|e| Error::io("encode", path, e.into()))?;
     bytes.push(b'\n');
-    write_atomically(path, &bytes)
+    write_atomically(path, &bytes, || {
+        #[cfg(test)]
+        crate::lock::hooks::before_fence();
+        lock.verify(path)
+    })
 }
 
-/// Replaces `path` with `bytes` atomically.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Replaces `path` with `bytes` atomically; `fence` runs right before the rename and its
+/// failure leaves `path` untouched.
+pub(crate) fn write_atomically(
+    path: &Path,
+    bytes: &[u8],
+    fence: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let file_name = path
         .file_name()
@@ -207,12 +216,43 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
             .map_err(|e| Error::io("write temp file", &temp, e))?;
         file.sync_data()
             .map_err(|e| Error::io("sync temp file", &temp, e))?;
+        fence()?;
         std::fs::rename(&temp, path).map_err(|e| Error::io("replace", path, e))
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Removes `.<name>.tmp-<pid>-<hex>` files of `path` left by writers that died between
+/// creating and renaming them (their pid is not alive). Called by the lock holder before
+/// each write, so it costs one directory listing per write and never runs on reads; a
+/// temp file of a live writer (even one that lost its lock) is left alone. Best effort.
+pub(crate) fn sweep_temp_files(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        let Some(rest) = file_name.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !pid_alive(pid) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Whether a locked update changed the document (and so must be written back).
@@ -231,14 +271,15 @@ pub(crate) fn update<T: Document, R>(
     missing: impl FnOnce() -> Result<T>,
     change: impl FnOnce(&mut T) -> Result<Outcome<R>>,
 ) -> Result<R> {
-    let _lock = FileLock::acquire(path, home.lock_policy())?;
+    let lock = FileLock::acquire(path, home.lock_policy())?;
     let mut doc = match load_locked::<T>(path)? {
         Some(doc) => doc,
         None => missing()?,
     };
     match change(&mut doc)? {
         Outcome::Write(r) => {
-            store(path, &doc)?;
+            sweep_temp_files(path);
+            store(path, &doc, &lock)?;
             Ok(r)
         }
         Outcome::Keep(r) => Ok(r),
@@ -248,6 +289,7 @@ pub(crate) fn update<T: Document, R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::LockPolicy;
 
     #[derive(Serialize, Deserialize, Debug, PartialEq)]
     struct Doc {
@@ -272,7 +314,9 @@ mod tests {
             version: FormatVersion::CURRENT,
             n: 7,
         };
-        store(&path, &doc).unwrap();
+        let lock = FileLock::acquire(&path, home.lock_policy()).unwrap();
+        store(&path, &doc, &lock).unwrap();
+        drop(lock);
         assert_eq!(load::<Doc>(&home, &path).unwrap(), Some(doc));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"version\": \"1.0\""), "{text}");
@@ -347,5 +391,152 @@ mod tests {
                 .all(|n| !n.to_string_lossy().contains(".tmp-")),
             "{leftovers:?}"
         );
+    }
+
+    fn mk() -> Result<Doc> {
+        Ok(Doc {
+            version: FormatVersion::CURRENT,
+            n: 0,
+        })
+    }
+
+    fn set(n: u32) -> impl FnOnce(&mut Doc) -> Result<Outcome<()>> {
+        move |d: &mut Doc| {
+            d.n = n;
+            Ok(Outcome::Write(()))
+        }
+    }
+
+    const FENCE_DIR_ENV: &str = "ROO_TEST_FENCE_DIR";
+
+    /// Helper mode of the test below: writes `n = 1` to `$ROO_TEST_FENCE_DIR/d.json` in
+    /// the default lock mode, stopping itself (`SIGSTOP`) while it holds the lock right
+    /// before the fence. Passes only if the write is refused as `LockLost`.
+    #[test]
+    #[ignore = "helper process for a_holder_stopped_past_the_stale_age_does_not_overwrite_newer_data"]
+    fn fence_helper_stops_while_holding_the_lock() {
+        let Some(dir) = std::env::var_os(FENCE_DIR_ENV) else {
+            return;
+        };
+        let dir = PathBuf::from(dir);
+        let home = RooHome::new(&dir);
+        crate::lock::hooks::set_before_fence(|| {
+            nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP).unwrap();
+        });
+        let outcome = update(&home, &dir.join("d.json"), mk, set(1));
+        assert!(
+            matches!(outcome, Err(Error::LockLost { .. })),
+            "a holder that outlived the stale age wrote: {outcome:?}"
+        );
+    }
+
+    fn process_state(pid: u32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+    }
+
+    #[test]
+    fn a_holder_stopped_past_the_stale_age_does_not_overwrite_newer_data() {
+        use std::time::{Duration, Instant};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.json");
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "doc::tests::fence_helper_stops_while_holding_the_lock",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .env(FENCE_DIR_ENV, dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while process_state(pid) != Some('T') {
+            assert!(Instant::now() < deadline, "the holder never stopped");
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the holder exited early"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The holder is stopped with the lock. A participant in protocol mode waits until
+        // the lock is older than the stale age (1 s here, set through LockPolicy so the
+        // test stays short; the real age is 10 s), breaks it and writes newer data.
+        let lock_path = dir.path().join("d.json.lock");
+        assert!(lock_path.exists());
+        let home = RooHome::new(dir.path()).with_lock_policy(LockPolicy {
+            retries: 1000,
+            max_delay: Duration::from_millis(20),
+            stale_after: Duration::from_secs(1),
+            ..LockPolicy::protocol()
+        });
+        update(&home, &path, mk, set(2)).unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGCONT,
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("1 passed"), "{text}");
+        let doc: Doc = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(doc.n, 2, "the resumed holder overwrote newer data");
+        assert!(!lock_path.exists(), "a lock was left behind");
+    }
+
+    #[test]
+    fn temp_files_of_dead_writers_are_swept_on_write_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        let dead = dir.path().join(".d.json.tmp-999999999-0badf00d");
+        let live = dir
+            .path()
+            .join(format!(".d.json.tmp-{}-0000beef", std::process::id()));
+        let other = dir.path().join(".e.json.tmp-999999999-0badf00d");
+        for p in [&dead, &live, &other] {
+            std::fs::write(p, b"half a document").unwrap();
+        }
+        update(&home, &path, mk, set(1)).unwrap();
+        assert!(!dead.exists(), "a dead writer's temp file stayed");
+        assert!(live.exists(), "a live writer's temp file was removed");
+        assert!(other.exists(), "another document's temp file was touched");
+    }
+
+    #[test]
+    fn a_symlinked_document_is_refused_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        let outside = dir.path().join("outside.json");
+        std::fs::write(&outside, r#"{"version":"1.0","n":42}"#).unwrap();
+        std::os::unix::fs::symlink(&outside, &path).unwrap();
+        let err = load::<Doc>(&home, &path).unwrap_err();
+        assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
+        let err = update(&home, &path, mk, set(1)).unwrap_err();
+        assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            r#"{"version":"1.0","n":42}"#
+        );
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn a_fifo_document_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join("d.json");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = load::<Doc>(&home, &path).unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
     }
 }

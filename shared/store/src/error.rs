@@ -77,6 +77,34 @@ pub enum Error {
         holder: LockHolder,
     },
 
+    /// The lock was broken while we held it (we outlived the stale age, e.g. stopped or
+    /// swapped out), so our write was refused before it could replace newer data.
+    #[error(
+        "write {path}: the lock {lock} is no longer ours ({holder}), it was judged stale and \
+         taken over while this process held it; nothing was written, retry the command"
+    )]
+    LockLost {
+        /// The document that was not written.
+        path: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+        /// Who holds it now.
+        holder: LockHolder,
+    },
+
+    /// A store path is a symbolic link, directory or special file instead of a regular
+    /// file; the store never follows links or opens special files.
+    #[error(
+        "open {path}: it is a {kind}, not a regular file; roo never follows links or opens \
+         special files inside ROO_HOME, remove it (or replace it with the real file)"
+    )]
+    NotRegularFile {
+        /// The offending path.
+        path: PathBuf,
+        /// What it is ("symbolic link", "directory", "FIFO", …).
+        kind: &'static str,
+    },
+
     /// A JSON file could not be parsed; it was moved aside, never silently replaced.
     #[error(
         "parse {path}: {detail}; the corrupt file was moved aside to {moved_to}, inspect it and \

@@ -27,6 +27,7 @@
 
 mod doc;
 mod error;
+mod fsio;
 mod home;
 mod lock;
 mod mailbox;

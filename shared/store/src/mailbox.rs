@@ -457,12 +457,12 @@ fn append_lines<T: Serialize>(path: &Path, items: &[T]) -> Result<()> {
         serde_json::to_writer(&mut buf, item).map_err(|e| Error::io("encode", path, e.into()))?;
         buf.push(b'\n');
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| Error::io("open archive", path, e))?;
+    let mut file = crate::fsio::open_regular(
+        path,
+        OpenOptions::new().create(true).append(true).mode(0o600),
+        "open archive",
+    )?
+    .ok_or_else(|| Error::io("open archive", path, ErrorKind::NotFound.into()))?;
     file.write_all(&buf)
         .map_err(|e| Error::io("append to archive", path, e))?;
     file.sync_data()
@@ -476,10 +476,10 @@ fn read_archive(path: &Path) -> Result<Vec<Message>> {
 /// Reads an archive, folding receipt lines into their messages. Torn or foreign lines
 /// (e.g. a crash mid-append) are skipped; duplicates keep the first copy.
 fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("open archive", path, e)),
+    let Some(file) =
+        crate::fsio::open_regular(path, std::fs::OpenOptions::new().read(true), "open archive")?
+    else {
+        return Ok(Vec::new());
     };
     let mut messages: Vec<Message> = Vec::new();
     let mut index = std::collections::HashMap::new();
