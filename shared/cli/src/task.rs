@@ -144,6 +144,9 @@ enum TaskCommand {
         /// Task id
         #[arg(value_parser = parse_id)]
         id: TaskId,
+        /// Delete another member's in-progress task anyway (recorded in the output)
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -196,6 +199,10 @@ struct UpdateArgs {
     /// Append a note to the task's history
     #[arg(long)]
     note: Option<String>,
+    /// Change the owner or status of another member's in-progress task anyway (who, when
+    /// and what is recorded in the task's notes)
+    #[arg(long)]
+    force: bool,
 }
 
 /// Entry point of the `roo-task` binary.
@@ -288,6 +295,7 @@ fn run(cli: TaskCli) -> CliResult {
                     metadata: args.metadata.into_iter().collect(),
                     note: args.note,
                     by: ctx.agent_opt()?,
+                    force: args.force,
                 },
             )?;
             print_one(out, &task)?;
@@ -378,8 +386,8 @@ fn run(cli: TaskCli) -> CliResult {
                 }
             }
         }
-        TaskCommand::Delete { id } => {
-            let task = tasks.delete(&id)?;
+        TaskCommand::Delete { id, force } => {
+            let task = tasks.delete(&id, ctx.agent_opt()?.as_ref(), force)?;
             if ctx.json() {
                 print_json(out, &task)?;
             } else {

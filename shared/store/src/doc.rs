@@ -21,6 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
 use crate::home::RooHome;
+use crate::limits;
 use crate::lock::{FileLock, Rng};
 use crate::time::Timestamp;
 
@@ -125,7 +126,7 @@ fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, S
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Ok(None)),
         Err(e) => return Err(Error::io("read", path, e)),
     };
-    match T::parse(&bytes) {
+    match parse_bounded::<T>(&bytes) {
         Ok(doc) => {
             check_version(path, doc.version())?;
             Ok(Ok(Some(doc)))
@@ -140,7 +141,7 @@ fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, S
             {
                 check_version(path, version)?;
             }
-            Ok(Err(parse_error.to_string()))
+            Ok(Err(parse_error))
         }
     }
 }
@@ -176,11 +177,33 @@ fn move_aside(path: &Path) -> Result<PathBuf> {
     }
 }
 
+/// The reader's parse: the document's own shape, and no deeper than
+/// [`limits::MAX_DOCUMENT_DEPTH`].
+fn parse_bounded<T: Document>(bytes: &[u8]) -> std::result::Result<T, String> {
+    let depth = limits::text_depth(bytes);
+    if depth > limits::MAX_DOCUMENT_DEPTH {
+        return Err(format!(
+            "the document is nested {depth} levels deep; the limit is {}",
+            limits::MAX_DOCUMENT_DEPTH
+        ));
+    }
+    T::parse(bytes).map_err(|e| e.to_string())
+}
+
 /// Writes `doc` to `path` atomically: temp file in the same directory, fsync, rename.
-pub(crate) fn store<T: Serialize>(path: &Path, doc: &T) -> Result<()> {
+///
+/// Never writes what a reader would reject: the encoded document is parsed back with the
+/// reader's own checks first, and if that fails nothing is written.
+pub(crate) fn store<T: Document>(path: &Path, doc: &T) -> Result<()> {
     let mut bytes =
         serde_json::to_vec_pretty(doc).map_err(|e| Error::io("encode", path, e.into()))?;
     bytes.push(b'\n');
+    if let Err(reason) = parse_bounded::<T>(&bytes) {
+        return Err(Error::Unwritable {
+            path: path.to_owned(),
+            reason,
+        });
+    }
     write_atomically(path, &bytes)
 }
 

@@ -91,6 +91,18 @@ pub enum Error {
         detail: String,
     },
 
+    /// A change would produce a document that readers reject; nothing was written.
+    #[error(
+        "write {path}: {reason}; the change was refused and nothing was written (a reader \
+         would reject the result)"
+    )]
+    Unwritable {
+        /// The document.
+        path: PathBuf,
+        /// What a reader would reject.
+        reason: String,
+    },
+
     /// A file was written by a newer, incompatible version of the protocol.
     #[error(
         "read {path}: it has format version {found}, but this program understands major version \

@@ -28,6 +28,7 @@
 mod doc;
 mod error;
 mod home;
+pub mod limits;
 mod lock;
 mod mailbox;
 mod message;

@@ -35,7 +35,7 @@ fn ids_are_sequential_and_never_reused() {
     let list = f.team.tasks();
     assert_eq!(create(&list, "a", &[], &[]).as_str(), "1");
     assert_eq!(create(&list, "b", &[], &[]).as_str(), "2");
-    list.delete(&id("2")).unwrap();
+    list.delete(&id("2"), None, false).unwrap();
     assert_eq!(create(&list, "c", &[], &[]).as_str(), "3");
 }
 
@@ -96,7 +96,7 @@ fn dependencies_are_symmetric_and_cycles_refused() {
         )
         .unwrap_err();
     assert!(matches!(err, Error::TaskNotFound { .. }), "{err}");
-    list.delete(&b).unwrap();
+    list.delete(&b, None, false).unwrap();
     assert!(list.get(&a).unwrap().blocks.is_empty());
     assert!(list.get(&c).unwrap().blocked_by.is_empty());
 }
@@ -139,6 +139,7 @@ fn claim_outcomes() {
         &a,
         TaskPatch {
             status: Some(TaskStatus::Completed),
+            by: Some(name("alice")),
             ..Default::default()
         },
     )
@@ -234,11 +235,11 @@ fn ready_is_pending_unowned_unblocked_and_scope_aware() {
         list.claim(&id("2"), &name("bob"), &forced).unwrap(),
         ClaimOutcome::Claimed(_)
     ));
-    let next = list.claim_next(&name("carol"), &opts).unwrap().unwrap();
+    let next = list.claim_next(&name("lead"), &opts).unwrap().unwrap();
     assert_eq!(next.id, id("3"));
     let mine = list
         .list(&TaskFilter {
-            owner: Some(name("carol")),
+            owner: Some(name("lead")),
             ..Default::default()
         })
         .unwrap();
@@ -327,6 +328,11 @@ fn corrupt_task_list_is_moved_aside() {
 fn concurrent_threads_claim_each_task_exactly_once() {
     let f = team();
     let list = f.team.tasks();
+    for w in 0..6 {
+        f.team
+            .add_member(Member::new(name(&format!("w{w}")), f.team.name()))
+            .unwrap();
+    }
     for i in 0..20 {
         create(&list, &format!("t{i}"), &[], &[]);
     }
