@@ -87,6 +87,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         StoreError::Io { .. }
         | StoreError::LockTimeout { .. }
         | StoreError::Corrupt { .. }
+        | StoreError::Damaged { .. }
         | StoreError::NewerFormat { .. } => IO,
     }
 }

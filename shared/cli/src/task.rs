@@ -139,6 +139,12 @@ enum TaskCommand {
     /// Tasks ready to claim: pending, unowned, unblocked, no scope overlap with work in
     /// progress
     Ready,
+    /// List the team's quarantined (damaged) data; --acknowledge ends the warnings
+    Doctor {
+        /// Rename each quarantined file to <name>.acknowledged (kept for inspection)
+        #[arg(long)]
+        acknowledge: bool,
+    },
     /// Delete a task (its id is never reused)
     Delete {
         /// Task id
@@ -219,6 +225,9 @@ fn run(cli: TaskCli) -> CliResult {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let out = &mut out;
+    if let TaskCommand::Doctor { acknowledge } = cli.command {
+        return crate::common::doctor(&ctx, acknowledge, out);
+    }
     let team = ctx.team()?;
     let tasks = team.tasks();
     let style = ctx.style;
@@ -386,6 +395,7 @@ fn run(cli: TaskCli) -> CliResult {
                 }
             }
         }
+        TaskCommand::Doctor { .. } => {}
         TaskCommand::Delete { id, force } => {
             let task = tasks.delete(&id, ctx.agent_opt()?.as_ref(), force)?;
             if ctx.json() {

@@ -91,6 +91,18 @@ pub enum Error {
         detail: String,
     },
 
+    /// A document cannot be read at all; it was left in place (only a change moves it).
+    #[error(
+        "read {path}: {detail}; the file is damaged and was left untouched (the next change \
+         moves it aside to a .corrupt- file; see `roo-task doctor` / `roo-mail doctor`)"
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        detail: String,
+    },
+
     /// A change would produce a document that readers reject; nothing was written.
     #[error(
         "write {path}: {reason}; the change was refused and nothing was written (a reader \

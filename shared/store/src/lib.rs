@@ -33,6 +33,7 @@ mod lock;
 mod mailbox;
 mod message;
 mod name;
+pub mod quarantine;
 mod task;
 mod task_list;
 mod team;

@@ -54,6 +54,8 @@ pub struct InboxDoc {
 }
 
 impl Document for InboxDoc {
+    const RECORDS: Option<&'static str> = Some("messages");
+
     fn version(&self) -> FormatVersion {
         self.version
     }

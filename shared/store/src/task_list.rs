@@ -57,6 +57,8 @@ impl TaskListDoc {
 }
 
 impl Document for TaskListDoc {
+    const RECORDS: Option<&'static str> = Some("tasks");
+
     fn version(&self) -> FormatVersion {
         self.version
     }
@@ -570,11 +572,15 @@ impl TaskList {
     ) -> Result<R> {
         self.require_team()?;
         crate::home::ensure_dir(&self.team.home().tasks_dir(self.team.name()))?;
+        let path = self.path();
         doc::update(
             self.team.home(),
-            &self.path(),
+            &path,
             || Ok(TaskListDoc::empty()),
-            change,
+            |list| {
+                raise_high_water(list, &path);
+                change(list)
+            },
         )
     }
 
@@ -700,6 +706,21 @@ impl TaskList {
         }
         Ok(())
     }
+}
+
+/// Makes sure `next_id` is above every id that ever existed: those in the list and those
+/// in its quarantined files (a damaged record or a whole damaged list must not let an id
+/// be handed out twice).
+fn raise_high_water(list: &mut TaskListDoc, path: &std::path::Path) {
+    let listed = list.tasks.iter().map(|t| t.id.number()).max().unwrap_or(0);
+    let quarantined = crate::quarantine::siblings(path, true)
+        .iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .map(|bytes| crate::quarantine::highest_task_id(&bytes))
+        .max()
+        .unwrap_or(0);
+    let floor = listed.max(quarantined).saturating_add(1);
+    list.next_id = list.next_id.max(floor);
 }
 
 fn owner_str(owner: Option<&Name>) -> &str {
