@@ -518,3 +518,49 @@ fn non_members_cannot_claim() {
         .json();
     assert_eq!(task["status"], "pending");
 }
+
+#[test]
+fn quarantined_data_is_reported_until_the_doctor_acknowledges_it() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    for s in ["a", "b"] {
+        create(&env, &["--subject", s]);
+    }
+    let path = env.path().join("tasks/t/tasks.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    doc["tasks"][1]["status"] = "done".into();
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    // A read shows the valid task, warns, and moves nothing.
+    let list = env.task().args(["list", "--team", "t", "--json"]).run();
+    list.assert_ok().assert_stderr_contains("damaged record");
+    assert_eq!(list.json().as_array().unwrap().len(), 1);
+    assert!(env.home.files().iter().all(|f| !f.contains(".corrupt-")));
+    // A change quarantines task 2 and continues with id 3.
+    assert_eq!(create(&env, &["--subject", "c"]), "3");
+    // Every later command reports the quarantined file, in both CLIs.
+    env.task()
+        .args(["get", "1", "--team", "t"])
+        .run()
+        .assert_ok()
+        .assert_stderr_contains("tasks.json.corrupt-");
+    env.mail()
+        .args(["list", "--team", "t"])
+        .run()
+        .assert_ok()
+        .assert_stderr_contains("roo-task doctor");
+    env.task()
+        .args(["doctor", "--team", "t"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("tasks.json.corrupt-");
+    env.mail()
+        .args(["doctor", "--team", "t", "--acknowledge"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains(".acknowledged");
+    let quiet = env.task().args(["get", "1", "--team", "t"]).run();
+    quiet.assert_ok();
+    assert!(!quiet.stderr().contains("corrupt"), "{}", quiet.stderr());
+    assert_eq!(create(&env, &["--subject", "d"]), "4");
+}
