@@ -131,8 +131,8 @@ pub(crate) fn load<T: Document>(_home: &RooHome, path: &Path) -> Result<Option<T
 }
 
 /// Reads `path`; the caller holds its lock and is about to change it. Damaged records are
-/// moved to a `.corrupt-<timestamp>` sibling and the valid ones returned; a file that
-/// cannot be read at all is moved aside whole.
+/// moved to a `.corrupt-<timestamp>` sibling, the file is rewritten with the valid ones,
+/// and those are returned; a file that cannot be read at all is moved aside whole.
 pub(crate) fn load_locked<T: Document>(path: &Path) -> Result<Option<T>> {
     match try_load(path)? {
         Ok(doc) => Ok(doc),
@@ -140,7 +140,10 @@ pub(crate) fn load_locked<T: Document>(path: &Path) -> Result<Option<T>> {
             detail,
             salvaged: Some((doc, bad)),
         }) => {
+            // Quarantine first, then drop the bad records from the file, so each bad
+            // record lands in exactly one quarantined file whatever the change does next.
             let moved_to = quarantine_records::<T>(path, bad.clone(), &detail)?;
+            store(path, &doc)?;
             crate::quarantine::warn(format!(
                 "{}: moved {} damaged record(s) to {} ({detail}); the other records are kept",
                 path.display(),

@@ -443,3 +443,23 @@ fn members_of_a_newer_minor_version_survive_a_rewrite() {
     assert_eq!(doc["tasks"][0]["future_task_field"]["x"], true);
     assert_eq!(doc["tasks"][1]["id"], "2");
 }
+
+#[test]
+fn a_refused_change_still_quarantines_a_bad_task_exactly_once() {
+    let f = team();
+    let list = f.team.tasks();
+    for s in ["a", "b"] {
+        create(&list, s, &[], &[]);
+    }
+    edit_tasks(&list, |doc| doc["tasks"][1]["status"] = "done".into());
+    // A claim that is refused writes nothing of its own, but the bad record is moved once.
+    for _ in 0..2 {
+        assert_eq!(
+            list.claim(&id("9"), &name("alice"), &ClaimOptions::default())
+                .unwrap(),
+            ClaimOutcome::NotFound
+        );
+    }
+    let dir = list.path().parent().unwrap().to_owned();
+    assert_eq!(corrupt_files(&dir).len(), 1);
+}
