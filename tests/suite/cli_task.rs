@@ -470,6 +470,15 @@ fn forcing_over_a_claim_is_recorded_in_the_notes() {
         .run()
         .json();
     assert_eq!(task["owner"], "bob");
+    // Forcing needs a name to record.
+    env.task()
+        .args([
+            "update", "2", "--team", "t", "--status", "pending", "--force",
+        ])
+        .env_remove("ROO_AGENT_NAME")
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("--as NAME");
     let note = &task["notes"][0];
     assert_eq!(note["by"], "bob");
     assert!(note["at"].is_string(), "{note}");

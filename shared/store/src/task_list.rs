@@ -617,11 +617,16 @@ impl TaskList {
         {
             return Ok(None);
         }
-        let by_name = by.map_or("someone who did not say who (--as)", Name::as_str);
+        let by_name = by.map_or("an unnamed caller", Name::as_str);
         if force {
-            return Ok(Some(format!(
-                "forced by {by_name} over {owner}'s claim: {what}"
-            )));
+            let Some(by) = by else {
+                return Err(self.invalid(
+                    "force a change of",
+                    &task.id,
+                    "say who forces it with --as NAME; it is recorded in the task's notes",
+                ));
+            };
+            return Ok(Some(format!("forced by {by} over {owner}'s claim: {what}")));
         }
         Err(Error::NotPermitted {
             action: format!("change task {} ({what}) as {by_name}", task.id),
