@@ -387,3 +387,47 @@ fn no_colour_without_a_terminal_and_broken_pipe_is_not_an_error() {
     out.assert_ok();
     assert_eq!(out.stderr(), "", "a closed pipe is not an error");
 }
+
+#[test]
+fn deeply_nested_input_does_not_corrupt_the_leads_inbox() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["bob"]);
+    send(&env, "bob", "lead", "first one", "keep me");
+    let deep = format!("{}{}", "[".repeat(127), "]".repeat(127));
+    env.mail()
+        .args(["send", "--team", "t", "--from", "bob", "--to", "lead"])
+        .args(["--type", "permission_request", "--request-id", "p1"])
+        .args(["--tool", "Bash", "--input", &deep])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("the limit is 32");
+    let read = env
+        .mail()
+        .args(["read", "--team", "t", "--as", "lead", "--json"])
+        .run();
+    read.assert_ok();
+    assert_eq!(read.json()[0]["text"], "keep me");
+    let files = env.home.files();
+    assert!(files.iter().all(|f| !f.contains(".corrupt-")), "{files:?}");
+}
+
+#[test]
+fn oversized_message_text_is_refused_with_the_limit() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["bob"]);
+    let big = "x".repeat(64 * 1024 + 1);
+    env.mail()
+        .args(["send", "--team", "t", "--from", "bob", "--to", "lead"])
+        .args(["--summary", "too big", &big])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("the limit is 65536 bytes");
+    let plan = "p".repeat(64 * 1024 + 1);
+    env.mail()
+        .args(["send", "--team", "t", "--from", "bob", "--to", "lead"])
+        .args(["--type", "plan_approval_request", "--request-id", "r1"])
+        .args(["--plan", &plan])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("the limit is 65536 bytes");
+}

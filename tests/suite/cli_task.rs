@@ -153,7 +153,16 @@ fn claim_ready_and_exit_codes() {
         .assert_code(1)
         .assert_stderr_contains("none is ready");
     env.task()
-        .args(["update", "1", "--team", "t", "--status", "completed"])
+        .args([
+            "update",
+            "1",
+            "--team",
+            "t",
+            "--status",
+            "completed",
+            "--as",
+            "alice",
+        ])
         .run()
         .assert_ok();
     let next = env
@@ -280,4 +289,287 @@ fn renew_extends_only_your_own_lease() {
         .run()
         .assert_code(1)
         .assert_stderr_contains("owned by alice");
+}
+
+/// JSON nested `depth` levels: `[[[...]]]`.
+fn nested(depth: usize) -> String {
+    format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+/// After a refused write the list still reads, and the next id follows the last one.
+fn assert_list_intact_and_next_id(env: &TempHome, next: &str) {
+    env.task()
+        .args(["list", "--team", "t", "--json"])
+        .run()
+        .assert_ok();
+    let files = env.home.files();
+    assert!(files.iter().all(|f| !f.contains(".corrupt-")), "{files:?}");
+    assert_eq!(create(env, &["--subject", "after"]), next);
+}
+
+#[test]
+fn a_ten_thousand_year_lease_does_not_corrupt_the_task_list() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    create(&env, &["--subject", "a"]);
+    create(&env, &["--subject", "b"]);
+    env.task()
+        .args(["claim", "2", "--team", "t", "--as", "alice"])
+        .args(["--lease", "300000000000"])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("604800 s");
+    env.task()
+        .args([
+            "claim", "2", "--team", "t", "--as", "alice", "--lease", "60",
+        ])
+        .run()
+        .assert_ok();
+    env.task()
+        .args(["renew", "2", "--team", "t", "--as", "alice"])
+        .args(["--lease", "18446744073709551615"])
+        .run()
+        .assert_code(2);
+    assert_list_intact_and_next_id(&env, "3");
+}
+
+#[test]
+fn deeply_nested_meta_does_not_corrupt_the_task_list() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    create(&env, &["--subject", "a"]);
+    for depth in [33, 127] {
+        env.task()
+            .args(["create", "--team", "t", "--subject", "deep"])
+            .args(["--meta", &format!("x={}", nested(depth))])
+            .run()
+            .assert_code(2)
+            .assert_stderr_contains("the limit is 32");
+        env.task()
+            .args(["update", "1", "--team", "t"])
+            .args(["--meta", &format!("x={}", nested(depth))])
+            .run()
+            .assert_code(2);
+    }
+    // At the limit it is stored and read back.
+    env.task()
+        .args(["update", "1", "--team", "t"])
+        .args(["--meta", &format!("x={}", nested(31))])
+        .run()
+        .assert_ok();
+    assert_list_intact_and_next_id(&env, "2");
+}
+
+#[test]
+fn oversized_task_fields_are_refused_with_the_limit() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    let long_line = "s".repeat(1025);
+    env.task()
+        .args(["create", "--team", "t", "--subject", &long_line])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("the limit is 1024 bytes");
+    create(&env, &["--subject", "a"]);
+    let big = "d".repeat(64 * 1024 + 1);
+    env.task()
+        .args(["update", "1", "--team", "t", "--description", &big])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("the limit is 65536 bytes");
+    env.task()
+        .args([
+            "update",
+            "1",
+            "--team",
+            "t",
+            "--meta",
+            &format!("k=\"{big}\""),
+        ])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("metadata");
+    let task = env
+        .task()
+        .args(["get", "1", "--team", "t", "--json"])
+        .run()
+        .json();
+    assert_eq!(task["description"], "");
+}
+
+#[test]
+fn another_members_claim_cannot_be_taken_over_completed_or_deleted() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice", "bob"]);
+    create(&env, &["--subject", "a"]);
+    env.task()
+        .args(["claim", "1", "--team", "t", "--as", "alice"])
+        .run()
+        .assert_ok();
+    for args in [
+        &["update", "1", "--owner", "bob", "--as", "bob"][..],
+        &["update", "1", "--status", "completed", "--as", "bob"],
+        &[
+            "update",
+            "1",
+            "--status",
+            "pending",
+            "--no-owner",
+            "--as",
+            "bob",
+        ],
+        &["update", "1", "--status", "completed"],
+        &["delete", "1", "--as", "bob"],
+    ] {
+        env.task()
+            .args(args)
+            .args(["--team", "t"])
+            .run()
+            .assert_code(1)
+            .assert_stderr_contains("claimed by alice");
+    }
+    let task = env
+        .task()
+        .args(["get", "1", "--team", "t", "--json"])
+        .run()
+        .json();
+    assert_eq!(task["owner"], "alice");
+    assert_eq!(task["status"], "in_progress");
+    // Bob may still edit the text; the owner and the lead may change status.
+    env.task()
+        .args(["update", "1", "--team", "t", "--as", "bob", "--note", "fyi"])
+        .run()
+        .assert_ok();
+    env.task()
+        .args([
+            "update", "1", "--team", "t", "--as", "lead", "--status", "pending",
+        ])
+        .args(["--no-owner"])
+        .run()
+        .assert_ok();
+}
+
+#[test]
+fn forcing_over_a_claim_is_recorded_in_the_notes() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice", "bob"]);
+    create(&env, &["--subject", "a"]);
+    create(&env, &["--subject", "b"]);
+    for id in ["1", "2"] {
+        env.task()
+            .args(["claim", id, "--team", "t", "--as", "alice"])
+            .run()
+            .assert_ok();
+    }
+    let task = env
+        .task()
+        .args([
+            "update", "1", "--team", "t", "--as", "bob", "--owner", "bob",
+        ])
+        .args(["--force", "--json"])
+        .run()
+        .json();
+    assert_eq!(task["owner"], "bob");
+    // Forcing needs a name to record.
+    env.task()
+        .args([
+            "update", "2", "--team", "t", "--status", "pending", "--force",
+        ])
+        .env_remove("ROO_AGENT_NAME")
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("--as NAME");
+    let note = &task["notes"][0];
+    assert_eq!(note["by"], "bob");
+    assert!(note["at"].is_string(), "{note}");
+    let text = note["text"].as_str().unwrap();
+    assert!(text.contains("forced by bob over alice's claim"), "{text}");
+    assert!(text.contains("owner alice -> bob"), "{text}");
+    let deleted = env
+        .task()
+        .args([
+            "delete", "2", "--team", "t", "--as", "bob", "--force", "--json",
+        ])
+        .run()
+        .json();
+    let text = deleted["notes"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("forced by bob over alice's claim: deleted"),
+        "{text}"
+    );
+}
+
+#[test]
+fn non_members_cannot_claim() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    create(&env, &["--subject", "a"]);
+    env.task()
+        .args(["claim", "1", "--team", "t", "--as", "mallory"])
+        .run()
+        .assert_code(1)
+        .assert_stderr_contains("not a member");
+    env.task()
+        .args(["claim", "--next", "--team", "t", "--as", "mallory"])
+        .run()
+        .assert_code(1)
+        .assert_stderr_contains("not a member");
+    env.task()
+        .args(["update", "1", "--team", "t", "--owner", "mallory"])
+        .args(["--status", "in_progress"])
+        .run()
+        .assert_code(1)
+        .assert_stderr_contains("not a member");
+    let task = env
+        .task()
+        .args(["get", "1", "--team", "t", "--json"])
+        .run()
+        .json();
+    assert_eq!(task["status"], "pending");
+}
+
+#[test]
+fn quarantined_data_is_reported_until_the_doctor_acknowledges_it() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    for s in ["a", "b"] {
+        create(&env, &["--subject", s]);
+    }
+    let path = env.path().join("tasks/t/tasks.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    doc["tasks"][1]["status"] = "done".into();
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    // A read shows the valid task, warns, and moves nothing.
+    let list = env.task().args(["list", "--team", "t", "--json"]).run();
+    list.assert_ok().assert_stderr_contains("damaged record");
+    assert_eq!(list.json().as_array().unwrap().len(), 1);
+    assert!(env.home.files().iter().all(|f| !f.contains(".corrupt-")));
+    // A change quarantines task 2 and continues with id 3.
+    assert_eq!(create(&env, &["--subject", "c"]), "3");
+    // Every later command reports the quarantined file, in both CLIs.
+    env.task()
+        .args(["get", "1", "--team", "t"])
+        .run()
+        .assert_ok()
+        .assert_stderr_contains("tasks.json.corrupt-");
+    env.mail()
+        .args(["list", "--team", "t"])
+        .run()
+        .assert_ok()
+        .assert_stderr_contains("roo-task doctor");
+    env.task()
+        .args(["doctor", "--team", "t"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("tasks.json.corrupt-");
+    env.mail()
+        .args(["doctor", "--team", "t", "--acknowledge"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains(".acknowledged");
+    let quiet = env.task().args(["get", "1", "--team", "t"]).run();
+    quiet.assert_ok();
+    assert!(!quiet.stderr().contains("corrupt"), "{}", quiet.stderr());
+    assert_eq!(create(&env, &["--subject", "d"]), "4");
 }

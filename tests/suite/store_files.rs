@@ -3,17 +3,28 @@
 use roo_tests::TempHome;
 
 #[test]
-fn corrupt_inbox_is_moved_aside_and_named_in_the_error() {
+fn corrupt_inbox_is_left_by_readers_and_moved_aside_by_the_next_send() {
     let env = TempHome::new();
     env.team("t", "lead", &["alice"]);
     let inbox = env
         .home
         .write("teams/t/inboxes/alice.json", "[{\"id\": \"torn");
-    let out = env
-        .mail()
+    // A reader reports the damage and moves nothing.
+    env.mail()
         .args(["read", "--team", "t", "--as", "alice"])
-        .run();
-    out.assert_code(3)
+        .run()
+        .assert_code(3)
+        .assert_stderr_contains("left untouched");
+    assert!(inbox.exists());
+    // The next change moves it aside and names where.
+    let send = || {
+        env.mail()
+            .args(["send", "--team", "t", "--from", "lead", "--to", "alice"])
+            .args(["--summary", "after the corruption", "hello"])
+            .run()
+    };
+    send()
+        .assert_code(3)
         .assert_stderr_contains("alice.json.corrupt-");
     assert!(!inbox.exists());
     let aside: Vec<String> = env
@@ -24,12 +35,10 @@ fn corrupt_inbox_is_moved_aside_and_named_in_the_error() {
         .collect();
     assert_eq!(aside.len(), 1);
     assert_eq!(env.home.read(&aside[0]), "[{\"id\": \"torn");
-    // The next send starts a fresh inbox; the corrupt one is still there to inspect.
-    env.mail()
-        .args(["send", "--team", "t", "--from", "lead", "--to", "alice"])
-        .args(["--summary", "after the corruption", "hello"])
-        .run()
-        .assert_ok();
+    // The send after that starts a fresh inbox, and says quarantined data exists.
+    send()
+        .assert_ok()
+        .assert_stderr_contains("alice.json.corrupt-");
     assert_eq!(env.home.read(&aside[0]), "[{\"id\": \"torn");
 }
 

@@ -73,9 +73,21 @@ impl Context {
         Ok(Name::parse_as("team name", &raw)?)
     }
 
-    /// The existing team (refuses one that does not exist).
+    /// The existing team (refuses one that does not exist). Reports the team's
+    /// quarantined files on stderr, once per process.
     pub fn team(&self) -> CliResult<Team> {
-        Ok(Team::open(&self.home()?, self.team_name()?)?)
+        let (home, name) = (self.home()?, self.team_name()?);
+        static REPORTED: std::sync::Once = std::sync::Once::new();
+        REPORTED.call_once(|| {
+            for path in roo_store::quarantine::quarantined(&home, &name) {
+                roo_store::quarantine::warn_later(format!(
+                    "quarantined data at {}; inspect it, then run `roo-task doctor --team {name} \
+                     --acknowledge`",
+                    path.display()
+                ));
+            }
+        });
+        Ok(Team::open(&home, name)?)
     }
 
     /// The member name from `--as`/`--from` or `$ROO_AGENT_NAME`.
@@ -119,8 +131,45 @@ pub fn main_with<C: Parser>(
             return ExitCode::from(if e.use_stderr() { USAGE } else { OK });
         }
     };
-    match run(cli).and_then(|()| io::stdout().flush().map_err(CliError::from)) {
+    let result = run(cli).and_then(|()| io::stdout().flush().map_err(CliError::from));
+    for warning in roo_store::quarantine::take_warnings() {
+        eprintln!("{program}: warning: {warning}");
+    }
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => report(program, &e),
     }
+}
+
+/// `doctor`: lists the team's quarantined files, or acknowledges them (renamed to
+/// `<name>.acknowledged`, which ends the warnings; the files are kept).
+pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResult {
+    let (home, team) = (ctx.home()?, ctx.team_name()?);
+    let found = roo_store::quarantine::quarantined(&home, &team);
+    let acknowledged = if acknowledge {
+        roo_store::quarantine::acknowledge(&home, &team)?
+    } else {
+        Vec::new()
+    };
+    if ctx.json() {
+        crate::output::print_json(
+            out,
+            &serde_json::json!({"quarantined": found, "acknowledged": acknowledged}),
+        )?;
+    } else if found.is_empty() {
+        writeln!(out, "no quarantined data in team {team}")?;
+    } else if acknowledge {
+        for path in &acknowledged {
+            writeln!(out, "acknowledged {}", path.display())?;
+        }
+    } else {
+        for path in &found {
+            writeln!(out, "quarantined {}", path.display())?;
+        }
+        writeln!(
+            out,
+            "inspect these files and restore what you need, then run `doctor --acknowledge`"
+        )?;
+    }
+    Ok(())
 }

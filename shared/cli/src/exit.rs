@@ -78,6 +78,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         StoreError::InvalidName { .. }
         | StoreError::InvalidMessage { .. }
         | StoreError::InvalidTask { .. }
+        | StoreError::Unwritable { .. }
         | StoreError::TeamNotFound { .. }
         | StoreError::MemberNotFound { .. }
         | StoreError::UnknownRecipient { .. }
@@ -88,6 +89,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::LockLost { .. }
         | StoreError::NotRegularFile { .. }
         | StoreError::Corrupt { .. }
+        | StoreError::Damaged { .. }
         | StoreError::NewerFormat { .. } => IO,
     }
 }

@@ -70,6 +70,12 @@ enum MailCommand {
         #[arg(required = true)]
         ids: Vec<String>,
     },
+    /// List the team's quarantined (damaged) data; --acknowledge ends the warnings
+    Doctor {
+        /// Rename each quarantined file to <name>.acknowledged (kept for inspection)
+        #[arg(long)]
+        acknowledge: bool,
+    },
     /// Create, inspect and delete teams
     #[command(subcommand)]
     Team(team::TeamCommand),
@@ -108,6 +114,7 @@ fn run(cli: MailCli) -> CliResult {
         MailCommand::Status { id } => status(&ctx, &id, &mut out),
         MailCommand::Ack { ids } => ack(&ctx, &ids, &mut out),
         MailCommand::Team(command) => team::run(&ctx, command, &mut out),
+        MailCommand::Doctor { acknowledge } => crate::common::doctor(&ctx, acknowledge, &mut out),
     }
 }
 

@@ -139,11 +139,20 @@ enum TaskCommand {
     /// Tasks ready to claim: pending, unowned, unblocked, no scope overlap with work in
     /// progress
     Ready,
+    /// List the team's quarantined (damaged) data; --acknowledge ends the warnings
+    Doctor {
+        /// Rename each quarantined file to <name>.acknowledged (kept for inspection)
+        #[arg(long)]
+        acknowledge: bool,
+    },
     /// Delete a task (its id is never reused)
     Delete {
         /// Task id
         #[arg(value_parser = parse_id)]
         id: TaskId,
+        /// Delete another member's in-progress task anyway (recorded in the output)
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -196,6 +205,10 @@ struct UpdateArgs {
     /// Append a note to the task's history
     #[arg(long)]
     note: Option<String>,
+    /// Change the owner or status of another member's in-progress task anyway (who, when
+    /// and what is recorded in the task's notes)
+    #[arg(long)]
+    force: bool,
 }
 
 /// Entry point of the `roo-task` binary.
@@ -212,6 +225,9 @@ fn run(cli: TaskCli) -> CliResult {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let out = &mut out;
+    if let TaskCommand::Doctor { acknowledge } = cli.command {
+        return crate::common::doctor(&ctx, acknowledge, out);
+    }
     let team = ctx.team()?;
     let tasks = team.tasks();
     let style = ctx.style;
@@ -288,6 +304,7 @@ fn run(cli: TaskCli) -> CliResult {
                     metadata: args.metadata.into_iter().collect(),
                     note: args.note,
                     by: ctx.agent_opt()?,
+                    force: args.force,
                 },
             )?;
             print_one(out, &task)?;
@@ -378,8 +395,9 @@ fn run(cli: TaskCli) -> CliResult {
                 }
             }
         }
-        TaskCommand::Delete { id } => {
-            let task = tasks.delete(&id)?;
+        TaskCommand::Doctor { .. } => {}
+        TaskCommand::Delete { id, force } => {
+            let task = tasks.delete(&id, ctx.agent_opt()?.as_ref(), force)?;
             if ctx.json() {
                 print_json(out, &task)?;
             } else {

@@ -22,6 +22,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::{Error, Result};
 use crate::fsio;
 use crate::home::RooHome;
+use crate::limits;
 use crate::lock::{FileLock, Rng, pid_alive};
 use crate::time::Timestamp;
 
@@ -86,29 +87,73 @@ pub(crate) trait Document: Serialize + DeserializeOwned {
     /// The version recorded in the document.
     fn version(&self) -> FormatVersion;
 
+    /// The member holding the document's records (`"messages"`, `"tasks"`), if it has
+    /// any: a damaged record is quarantined alone and the others are kept.
+    const RECORDS: Option<&'static str> = None;
+
     /// Parses the file's bytes; documents with a legacy shape override this.
     fn parse(bytes: &[u8]) -> serde_json::Result<Self> {
         serde_json::from_slice(bytes)
     }
 }
 
-/// Reads `path` without the lock. Returns `None` if it does not exist. If it does not
-/// parse, takes the lock and looks again before moving it aside.
-pub(crate) fn load<T: Document>(home: &RooHome, path: &Path) -> Result<Option<T>> {
+/// A document that did not parse as a whole, and what of it could be kept.
+struct Damaged<T> {
+    /// Why it did not parse.
+    detail: String,
+    /// The document with only its valid records, and the records that are not valid.
+    salvaged: Option<(T, Vec<serde_json::Value>)>,
+}
+
+/// Reads `path` without the lock, and never moves or changes it. Returns `None` if it
+/// does not exist. A document with damaged records is returned with its valid records
+/// (and a warning, [`crate::quarantine::take_warnings`]); one that cannot be read at all
+/// is an [`Error::Damaged`] — the next *change* moves it aside.
+pub(crate) fn load<T: Document>(_home: &RooHome, path: &Path) -> Result<Option<T>> {
     match try_load(path)? {
         Ok(doc) => Ok(doc),
-        Err(_) => {
-            let _lock = FileLock::acquire(path, home.lock_policy())?;
-            load_locked(path)
+        Err(Damaged {
+            detail,
+            salvaged: Some((doc, bad)),
+        }) => {
+            crate::quarantine::warn(format!(
+                "{}: {} damaged record(s) are skipped ({detail}); the next change moves them \
+                 to a .corrupt- file",
+                path.display(),
+                bad.len()
+            ));
+            Ok(Some(doc))
         }
+        Err(Damaged { detail, .. }) => Err(Error::Damaged {
+            path: path.to_owned(),
+            detail,
+        }),
     }
 }
 
-/// Reads `path`; the caller holds its lock. A corrupt file is moved aside.
-pub(crate) fn load_locked<T: Document>(path: &Path) -> Result<Option<T>> {
+/// Reads `path`; the caller holds its lock and is about to change it. Damaged records are
+/// moved to a `.corrupt-<timestamp>` sibling, the file is rewritten with the valid ones,
+/// and those are returned; a file that cannot be read at all is moved aside whole.
+pub(crate) fn load_locked<T: Document>(path: &Path, lock: &FileLock) -> Result<Option<T>> {
     match try_load(path)? {
         Ok(doc) => Ok(doc),
-        Err(detail) => {
+        Err(Damaged {
+            detail,
+            salvaged: Some((doc, bad)),
+        }) => {
+            // Quarantine first, then drop the bad records from the file, so each bad
+            // record lands in exactly one quarantined file whatever the change does next.
+            let moved_to = quarantine_records::<T>(path, bad.clone(), &detail, lock)?;
+            store(path, &doc, lock)?;
+            crate::quarantine::warn(format!(
+                "{}: moved {} damaged record(s) to {} ({detail}); the other records are kept",
+                path.display(),
+                bad.len(),
+                moved_to.display()
+            ));
+            Ok(Some(doc))
+        }
+        Err(Damaged { detail, .. }) => {
             let moved_to = move_aside(path)?;
             Err(Error::Corrupt {
                 path: path.to_owned(),
@@ -119,12 +164,68 @@ pub(crate) fn load_locked<T: Document>(path: &Path) -> Result<Option<T>> {
     }
 }
 
-/// `Ok(Ok(doc))`, `Ok(Err(parse error))`, or `Err` for I/O and newer-version errors.
-fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, String>> {
+/// Splits a document that does not parse into its valid and its damaged records, if the
+/// document itself is sound JSON with a records array.
+fn salvage<T: Document>(bytes: &[u8]) -> Option<(T, Vec<serde_json::Value>)> {
+    use serde_json::Value;
+    let key = T::RECORDS?;
+    let (shell, records) = match serde_json::from_slice::<Value>(bytes).ok()? {
+        Value::Array(items) => (serde_json::Map::new(), items),
+        Value::Object(mut map) => match map.remove(key)? {
+            Value::Array(items) => (map, items),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let parses = |shell: &serde_json::Map<String, Value>, records: Vec<Value>| {
+        let mut doc = shell.clone();
+        doc.insert(key.to_owned(), Value::Array(records));
+        serde_json::to_vec(&doc)
+            .ok()
+            .and_then(|b| parse_bounded::<T>(&b).ok())
+    };
+    let (mut good, mut bad) = (Vec::new(), Vec::new());
+    for record in records {
+        if parses(&shell, vec![record.clone()]).is_some() {
+            good.push(record);
+        } else {
+            bad.push(record);
+        }
+    }
+    if bad.is_empty() {
+        return None;
+    }
+    let doc = parses(&shell, good)?;
+    Some((doc, bad))
+}
+
+/// Writes `bad` records of `path` to a new `.corrupt-<timestamp>` sibling, in the
+/// document's own shape (so they can be inspected and merged back), and returns its path.
+fn quarantine_records<T: Document>(
+    path: &Path,
+    bad: Vec<serde_json::Value>,
+    detail: &str,
+    lock: &FileLock,
+) -> Result<PathBuf> {
+    let key = T::RECORDS.unwrap_or("records");
+    let mut doc = serde_json::Map::new();
+    doc.insert("version".into(), FormatVersion::CURRENT.to_string().into());
+    doc.insert("quarantined_because".into(), detail.into());
+    doc.insert(key.into(), serde_json::Value::Array(bad));
+    let mut bytes =
+        serde_json::to_vec_pretty(&doc).map_err(|e| Error::io("encode", path, e.into()))?;
+    bytes.push(b'\n');
+    let target = corrupt_sibling(path);
+    write_atomically(&target, &bytes, || lock.verify(path))?;
+    Ok(target)
+}
+
+/// `Ok(Ok(doc))`, `Ok(Err(damage))`, or `Err` for I/O and newer-version errors.
+fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, Damaged<T>>> {
     let Some(bytes) = fsio::read_regular(path, "read")? else {
         return Ok(Ok(None));
     };
-    match T::parse(&bytes) {
+    match parse_bounded::<T>(&bytes) {
         Ok(doc) => {
             check_version(path, doc.version())?;
             Ok(Ok(Some(doc)))
@@ -139,7 +240,10 @@ fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, S
             {
                 check_version(path, version)?;
             }
-            Ok(Err(parse_error.to_string()))
+            Ok(Err(Damaged {
+                detail: parse_error,
+                salvaged: salvage::<T>(&bytes),
+            }))
         }
     }
 }
@@ -157,6 +261,13 @@ fn check_version(path: &Path, version: FormatVersion) -> Result<()> {
 
 /// Renames a corrupt `path` to `<name>.corrupt-<timestamp>` (made unique).
 fn move_aside(path: &Path) -> Result<PathBuf> {
+    let target = corrupt_sibling(path);
+    std::fs::rename(path, &target).map_err(|e| Error::io("move corrupt file aside", path, e))?;
+    Ok(target)
+}
+
+/// A free `<name>.corrupt-<timestamp>[-N]` path next to `path`.
+fn corrupt_sibling(path: &Path) -> PathBuf {
     let stamp = Timestamp::now().to_string().replace(':', "-");
     let mut n = 0;
     loop {
@@ -166,21 +277,41 @@ fn move_aside(path: &Path) -> Result<PathBuf> {
             os.push(format!("-{n}"));
         }
         let target = PathBuf::from(os);
-        if !target.exists() {
-            std::fs::rename(path, &target)
-                .map_err(|e| Error::io("move corrupt file aside", path, e))?;
-            return Ok(target);
+        if std::fs::symlink_metadata(&target).is_err() {
+            return target;
         }
         n += 1;
     }
 }
 
+/// The reader's parse: the document's own shape, and no deeper than
+/// [`limits::MAX_DOCUMENT_DEPTH`].
+fn parse_bounded<T: Document>(bytes: &[u8]) -> std::result::Result<T, String> {
+    let depth = limits::text_depth(bytes);
+    if depth > limits::MAX_DOCUMENT_DEPTH {
+        return Err(format!(
+            "the document is nested {depth} levels deep; the limit is {}",
+            limits::MAX_DOCUMENT_DEPTH
+        ));
+    }
+    T::parse(bytes).map_err(|e| e.to_string())
+}
+
 /// Writes `doc` to `path` atomically (temp file in the same directory, fsync, rename),
 /// checking right before the rename that `lock` is still ours (the fence).
-pub(crate) fn store<T: Serialize>(path: &Path, doc: &T, lock: &FileLock) -> Result<()> {
+///
+/// Never writes what a reader would reject: the encoded document is parsed back with the
+/// reader's own checks first, and if that fails nothing is written.
+pub(crate) fn store<T: Document>(path: &Path, doc: &T, lock: &FileLock) -> Result<()> {
     let mut bytes =
         serde_json::to_vec_pretty(doc).map_err(|e| Error::io("encode", path, e.into()))?;
     bytes.push(b'\n');
+    if let Err(reason) = parse_bounded::<T>(&bytes) {
+        return Err(Error::Unwritable {
+            path: path.to_owned(),
+            reason,
+        });
+    }
     write_atomically(path, &bytes, || {
         #[cfg(test)]
         crate::lock::hooks::before_fence();
@@ -272,7 +403,7 @@ pub(crate) fn update<T: Document, R>(
     change: impl FnOnce(&mut T) -> Result<Outcome<R>>,
 ) -> Result<R> {
     let lock = FileLock::acquire(path, home.lock_policy())?;
-    let mut doc = match load_locked::<T>(path)? {
+    let mut doc = match load_locked::<T>(path, &lock)? {
         Some(doc) => doc,
         None => missing()?,
     };
@@ -345,7 +476,12 @@ mod tests {
         let home = RooHome::new(dir.path());
         let path = dir.path().join("d.json");
         std::fs::write(&path, b"{\"n\": 1,").unwrap();
+        // A reader reports it and leaves it; the next change moves it aside.
         let err = load::<Doc>(&home, &path).unwrap_err();
+        assert!(matches!(err, Error::Damaged { .. }), "{err}");
+        assert!(path.exists());
+        let lock = FileLock::acquire(&path, home.lock_policy()).unwrap();
+        let err = load_locked::<Doc>(&path, &lock).unwrap_err();
         let Error::Corrupt { moved_to, .. } = &err else {
             panic!("{err}")
         };

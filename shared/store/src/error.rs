@@ -119,6 +119,30 @@ pub enum Error {
         detail: String,
     },
 
+    /// A document cannot be read at all; it was left in place (only a change moves it).
+    #[error(
+        "read {path}: {detail}; the file is damaged and was left untouched (the next change \
+         moves it aside to a .corrupt- file; see `roo-task doctor` / `roo-mail doctor`)"
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        detail: String,
+    },
+
+    /// A change would produce a document that readers reject; nothing was written.
+    #[error(
+        "write {path}: {reason}; the change was refused and nothing was written (a reader \
+         would reject the result)"
+    )]
+    Unwritable {
+        /// The document.
+        path: PathBuf,
+        /// What a reader would reject.
+        reason: String,
+    },
+
     /// A file was written by a newer, incompatible version of the protocol.
     #[error(
         "read {path}: it has format version {found}, but this program understands major version \

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::doc::{self, Document, FormatVersion, Outcome};
 use crate::error::{Error, Result};
+use crate::limits::MAX_UNREAD_BYTES;
 use crate::message::{Message, MessageId, Outgoing};
 use crate::name::Name;
 use crate::team::Team;
@@ -53,6 +54,8 @@ pub struct InboxDoc {
 }
 
 impl Document for InboxDoc {
+    const RECORDS: Option<&'static str> = Some("messages");
+
     fn version(&self) -> FormatVersion {
         self.version
     }
@@ -196,6 +199,24 @@ impl Mailbox {
                 acknowledged_at: None,
             };
             self.update(&recipient, |inbox| {
+                let unread: usize = inbox
+                    .messages
+                    .iter()
+                    .filter(|m| !m.read)
+                    .map(encoded_len)
+                    .sum();
+                let size = encoded_len(&stored);
+                if unread.saturating_add(size) > MAX_UNREAD_BYTES {
+                    return Err(Error::NotPermitted {
+                        action: format!("send {kind} to {recipient}"),
+                        reason: format!(
+                            "the inbox is full: it holds {unread} bytes of unread messages and \
+                             this one is {size} bytes, over the limit of {MAX_UNREAD_BYTES} bytes \
+                             ({} MiB); retry after {recipient} has read its messages",
+                            MAX_UNREAD_BYTES / (1024 * 1024)
+                        ),
+                    });
+                }
                 inbox.messages.push(stored.clone());
                 Ok(Outcome::Write(()))
             })?;
@@ -514,4 +535,9 @@ fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Me
         }
     }
     Ok(messages)
+}
+
+/// Bytes of `message` encoded as JSON (what it adds to the inbox file).
+fn encoded_len(message: &Message) -> usize {
+    serde_json::to_vec(message).map_or(usize::MAX, |v| v.len())
 }

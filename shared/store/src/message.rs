@@ -396,6 +396,15 @@ impl Outgoing {
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |reason: String| Err(Error::InvalidMessage { reason });
         let summary = self.summary.as_deref().map(str::trim).unwrap_or("");
+        use crate::limits::{MAX_MESSAGE_FIELDS, MAX_MESSAGE_TEXT, check_len, check_value};
+        check_len("the text", self.text.len(), MAX_MESSAGE_TEXT).or_else(invalid)?;
+        let fields = serde_json::to_value(&self.body).unwrap_or_default();
+        check_value(
+            &format!("the {} fields", self.body.type_name()),
+            &fields,
+            MAX_MESSAGE_FIELDS,
+        )
+        .or_else(invalid)?;
         if summary.chars().count() > MAX_SUMMARY_CHARS {
             return invalid(format!(
                 "the summary is longer than {MAX_SUMMARY_CHARS} characters; keep it to 5-10 words"

@@ -174,6 +174,36 @@ pub struct Task {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+impl Task {
+    /// Checks the size limits of [`crate::limits`]; `Err` says which field and the limit.
+    pub fn check_limits(&self) -> std::result::Result<(), String> {
+        use crate::limits::*;
+        check_len("the subject", self.subject.len(), MAX_TASK_LINE)?;
+        if let Some(active_form) = &self.active_form {
+            check_len("the active form", active_form.len(), MAX_TASK_LINE)?;
+        }
+        check_len("the description", self.description.len(), MAX_TASK_TEXT)?;
+        check_value(
+            "the metadata",
+            &serde_json::Value::Object(self.metadata.clone()),
+            MAX_TASK_METADATA,
+        )?;
+        if self.paths.len() > MAX_TASK_PATHS {
+            return Err(format!(
+                "the task has {} paths; the limit is {MAX_TASK_PATHS}",
+                self.paths.len()
+            ));
+        }
+        for path in &self.paths {
+            check_len("a path", path.len(), MAX_TASK_PATH)?;
+        }
+        for note in &self.notes {
+            check_len("a note", note.text.len(), MAX_TASK_TEXT)?;
+        }
+        Ok(())
+    }
+}
+
 /// Whether two scopes share a file (conservatively: a glob stands for everything under its
 /// literal prefix). A task without paths has an unknown scope and conflicts with nothing.
 pub fn scopes_overlap(a: &[String], b: &[String]) -> bool {

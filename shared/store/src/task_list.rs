@@ -14,9 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::doc::{self, Document, FormatVersion, Outcome};
 use crate::error::{Error, Result};
+use crate::limits::{MAX_LEASE, MAX_TASK_NOTES};
 use crate::name::Name;
 use crate::task::{Lease, Task, TaskId, TaskNote, TaskStatus, scopes_overlap};
-use crate::team::Team;
+use crate::team::{Team, TeamConfig};
 use crate::time::Timestamp;
 
 /// Lease a claim gets unless the caller says otherwise.
@@ -56,6 +57,8 @@ impl TaskListDoc {
 }
 
 impl Document for TaskListDoc {
+    const RECORDS: Option<&'static str> = Some("tasks");
+
     fn version(&self) -> FormatVersion {
         self.version
     }
@@ -109,8 +112,11 @@ pub struct TaskPatch {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// A note to append.
     pub note: Option<String>,
-    /// Who makes the change (recorded with the note).
+    /// Who makes the change (recorded with the note; checked against the owner).
     pub by: Option<Name>,
+    /// Change the owner or status of another member's in-progress task anyway (the
+    /// override is recorded in the task's notes).
+    pub force: bool,
 }
 
 /// Which tasks [`TaskList::list`] returns.
@@ -247,7 +253,9 @@ impl TaskList {
             for waiter in &new.blocks {
                 self.add_edge(list, waiter, &id)?;
             }
-            Ok(Outcome::Write(self.find(list, &id)?.clone()))
+            let task = self.find(list, &id)?;
+            self.check_limits("create", task)?;
+            Ok(Outcome::Write(task.clone()))
         })
     }
 
@@ -272,9 +280,41 @@ impl TaskList {
     }
 
     /// Applies `patch` to task `id`.
+    ///
+    /// Changing the owner or status of an in-progress task, or taking one over, needs its
+    /// owner, the team's lead, or `patch.force` (recorded in the task's notes); a task
+    /// becomes in progress only for a member of the team.
     pub fn update(&self, id: &TaskId, patch: TaskPatch) -> Result<Task> {
+        let config = self.team.config()?;
         self.update_doc(|list| {
             let now = Timestamp::now();
+            let forced = {
+                let task = self.find(list, id)?;
+                let changes_owner = patch.owner.as_ref().is_some_and(|o| *o != task.owner);
+                let changes_status = patch.status.is_some_and(|s| s != task.status);
+                let mut change = Vec::new();
+                if changes_owner {
+                    change.push(format!(
+                        "owner {} -> {}",
+                        owner_str(task.owner.as_ref()),
+                        owner_str(patch.owner.as_ref().and_then(Option::as_ref))
+                    ));
+                }
+                if changes_status {
+                    change.push(format!(
+                        "status {} -> {}",
+                        task.status,
+                        patch.status.unwrap_or(task.status)
+                    ));
+                }
+                self.guard_claim(
+                    &config,
+                    task,
+                    patch.by.as_ref(),
+                    patch.force,
+                    &change.join(", "),
+                )?
+            };
             for blocker in &patch.add_blocked_by {
                 self.add_edge(list, id, blocker)?;
             }
@@ -349,15 +389,22 @@ impl TaskList {
                 }
                 _ => task.lease = None,
             }
+            if let Some(text) = forced {
+                push_note(task, now, patch.by.clone(), text);
+            }
             if let Some(text) = patch.note {
-                task.notes.push(TaskNote {
-                    at: now,
-                    by: patch.by,
-                    text,
-                });
+                push_note(task, now, patch.by.clone(), text);
+            }
+            if task.status == TaskStatus::InProgress
+                && let Some(owner) = &task.owner
+                && config.member(owner.as_str()).is_none()
+            {
+                return Err(not_a_member("update", id, owner));
             }
             task.updated_at = now;
-            Ok(Outcome::Write(task.clone()))
+            let task = task.clone();
+            self.check_limits("update", &task)?;
+            Ok(Outcome::Write(task))
         })
     }
 
@@ -366,6 +413,7 @@ impl TaskList {
     /// overlaps no in-progress task of another owner. Sets owner, `in_progress` and a lease
     /// in the same write. Claiming a task one already holds renews its lease.
     pub fn claim(&self, id: &TaskId, owner: &Name, options: &ClaimOptions) -> Result<ClaimOutcome> {
+        self.check_claimer("claim", id, owner, options.lease)?;
         self.update_doc(|list| {
             let Some(index) = list.tasks.iter().position(|t| &t.id == id) else {
                 return Ok(Outcome::Keep(ClaimOutcome::NotFound));
@@ -380,6 +428,7 @@ impl TaskList {
 
     /// Atomically claims the first ready task (lowest id) for `owner`, if any.
     pub fn claim_next(&self, owner: &Name, options: &ClaimOptions) -> Result<Option<Task>> {
+        self.check_claimer("claim", &TaskId::from_number(0), owner, options.lease)?;
         self.update_doc(|list| {
             let report = ready_report(list);
             for task in report.ready {
@@ -396,6 +445,7 @@ impl TaskList {
 
     /// Renews `owner`'s lease on task `id` for `lease` from now.
     pub fn renew(&self, id: &TaskId, owner: &Name, lease: Duration) -> Result<Task> {
+        check_lease("renew", id, lease)?;
         self.update_doc(|list| {
             let index = self.index(list, id)?;
             let task = &mut list.tasks[index];
@@ -449,11 +499,12 @@ impl TaskList {
                 task.owner = None;
                 task.lease = None;
                 task.updated_at = now;
-                task.notes.push(TaskNote {
-                    at: now,
-                    by: by.cloned(),
-                    text: format!("reclaimed from {owner}: {reason}"),
-                });
+                push_note(
+                    task,
+                    now,
+                    by.cloned(),
+                    format!("reclaimed from {owner}: {reason}"),
+                );
                 reclaimed.push(Reclaimed {
                     task: task.clone(),
                     previous_owner: owner,
@@ -485,12 +536,18 @@ impl TaskList {
     }
 
     /// Deletes task `id` and drops it from every other task's dependencies. Its id is
-    /// never reused.
-    pub fn delete(&self, id: &TaskId) -> Result<Task> {
+    /// never reused. Another member's in-progress task can be deleted only by its owner,
+    /// the lead, or with `force` (the returned task then carries a note saying so).
+    pub fn delete(&self, id: &TaskId, by: Option<&Name>, force: bool) -> Result<Task> {
+        let config = self.team.config()?;
         self.update_doc(|list| {
             let index = self.index(list, id)?;
-            let task = list.tasks.remove(index);
+            let forced = self.guard_claim(&config, &list.tasks[index], by, force, "deleted")?;
+            let mut task = list.tasks.remove(index);
             let now = Timestamp::now();
+            if let Some(text) = forced {
+                push_note(&mut task, now, by.cloned(), text);
+            }
             for other in list.tasks.iter_mut() {
                 let before = other.blocks.len() + other.blocked_by.len();
                 other.blocks.retain(|x| x != id);
@@ -515,11 +572,15 @@ impl TaskList {
     ) -> Result<R> {
         self.require_team()?;
         crate::home::ensure_dir(&self.team.home().tasks_dir(self.team.name()))?;
+        let path = self.path();
         doc::update(
             self.team.home(),
-            &self.path(),
+            &path,
             || Ok(TaskListDoc::empty()),
-            change,
+            |list| {
+                raise_high_water(list, &path);
+                change(list)
+            },
         )
     }
 
@@ -534,6 +595,68 @@ impl TaskList {
                 path: config,
             })
         }
+    }
+
+    /// Refuses a change (`what`, empty for none) to another member's in-progress task
+    /// unless `by` is its owner or the lead, or `force` is set; with `force`, returns the
+    /// note that records the override.
+    fn guard_claim(
+        &self,
+        config: &TeamConfig,
+        task: &Task,
+        by: Option<&Name>,
+        force: bool,
+        what: &str,
+    ) -> Result<Option<String>> {
+        let Some(owner) = task.owner.as_ref() else {
+            return Ok(None);
+        };
+        if what.is_empty()
+            || task.status != TaskStatus::InProgress
+            || by.is_some_and(|b| b == owner || config.is_lead(b.as_str()))
+        {
+            return Ok(None);
+        }
+        let by_name = by.map_or("an unnamed caller", Name::as_str);
+        if force {
+            let Some(by) = by else {
+                return Err(self.invalid(
+                    "force a change of",
+                    &task.id,
+                    "say who forces it with --as NAME; it is recorded in the task's notes",
+                ));
+            };
+            return Ok(Some(format!("forced by {by} over {owner}'s claim: {what}")));
+        }
+        Err(Error::NotPermitted {
+            action: format!("change task {} ({what}) as {by_name}", task.id),
+            reason: format!(
+                "it is in progress and claimed by {owner}; only {owner} or the lead may change its \
+                 owner or status or delete it (pass --as NAME), or force it with --force, which \
+                 is recorded in the task's notes"
+            ),
+        })
+    }
+
+    /// Refuses a claim by a non-member or with an out-of-range lease.
+    fn check_claimer(
+        &self,
+        action: &'static str,
+        id: &TaskId,
+        owner: &Name,
+        lease: Duration,
+    ) -> Result<()> {
+        check_lease(action, id, lease)?;
+        let config = self.team.config()?;
+        if config.member(owner.as_str()).is_none() {
+            return Err(not_a_member(action, id, owner));
+        }
+        Ok(())
+    }
+
+    fn check_limits(&self, action: &'static str, task: &Task) -> Result<()> {
+        task.check_limits()
+            .map_err(|reason| self.invalid(action, &task.id, &reason))
     }
 
     fn index(&self, list: &TaskListDoc, id: &TaskId) -> Result<usize> {
@@ -588,6 +711,57 @@ impl TaskList {
         }
         Ok(())
     }
+}
+
+/// Makes sure `next_id` is above every id that ever existed: those in the list and those
+/// in its quarantined files (a damaged record or a whole damaged list must not let an id
+/// be handed out twice).
+fn raise_high_water(list: &mut TaskListDoc, path: &std::path::Path) {
+    let listed = list.tasks.iter().map(|t| t.id.number()).max().unwrap_or(0);
+    let quarantined = crate::quarantine::siblings(path, true)
+        .iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .map(|bytes| crate::quarantine::highest_task_id(&bytes))
+        .max()
+        .unwrap_or(0);
+    let floor = listed.max(quarantined).saturating_add(1);
+    list.next_id = list.next_id.max(floor);
+}
+
+fn owner_str(owner: Option<&Name>) -> &str {
+    owner.map_or("nobody", Name::as_str)
+}
+
+/// Appends a note, keeping the newest [`MAX_TASK_NOTES`].
+fn push_note(task: &mut Task, at: Timestamp, by: Option<Name>, text: String) {
+    task.notes.push(TaskNote { at, by, text });
+    let excess = task.notes.len().saturating_sub(MAX_TASK_NOTES);
+    task.notes.drain(..excess);
+}
+
+fn not_a_member(action: &'static str, id: &TaskId, owner: &Name) -> Error {
+    Error::NotPermitted {
+        action: format!("{action} task {id} for {owner}"),
+        reason: format!(
+            "{owner} is not a member of the team; only members can hold a task (see `roo-mail \
+             list`)"
+        ),
+    }
+}
+
+fn check_lease(action: &'static str, id: &TaskId, lease: Duration) -> Result<()> {
+    if lease > MAX_LEASE {
+        return Err(Error::InvalidTask {
+            action,
+            id: id.to_string(),
+            reason: format!(
+                "a lease of {} s is out of range; give at most {} s (7 days) and renew it",
+                lease.as_secs(),
+                MAX_LEASE.as_secs()
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn join(ids: &[TaskId]) -> String {

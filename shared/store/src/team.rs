@@ -198,9 +198,23 @@ impl Team {
             home: home.clone(),
             name,
         };
+        let config_path = home.team_config(&team.name);
+        // A quarantined config means the team existed: refounding it would adopt its
+        // inboxes and task list under a new roster.
+        if let Some(quarantined) = crate::quarantine::siblings(&config_path, false).first() {
+            return Err(Error::NotPermitted {
+                action: format!("create team {:?}", team.name.as_str()),
+                reason: format!(
+                    "its config was quarantined to {} and its inboxes and tasks still exist; \
+                     restore the config from that file, or acknowledge it with `roo-mail doctor \
+                     --team {} --acknowledge` to create the team anew over them",
+                    quarantined.display(),
+                    team.name
+                ),
+            });
+        }
         ensure_dir(&home.inboxes_dir(&team.name))?;
         ensure_dir(&home.tasks_dir(&team.name))?;
-        let config_path = home.team_config(&team.name);
         let mut roster = vec![lead.clone()];
         for member in members {
             if roster
@@ -364,8 +378,8 @@ impl Team {
     /// member other than the lead is active.
     pub fn delete(&self, force: bool) -> Result<()> {
         let path = self.config_path();
-        let _lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
-        let config = doc::load_locked::<TeamConfig>(&path)?.ok_or_else(|| self.not_found(&path))?;
+        let lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
+        let config = doc::load_locked::<TeamConfig>(&path, &lock)?.ok_or_else(|| self.not_found(&path))?;
         let active: Vec<String> = config
             .members
             .iter()

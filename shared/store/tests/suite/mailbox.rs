@@ -280,3 +280,58 @@ fn newer_major_inbox_is_refused_untouched() {
         r#"{"version":"2.0","entries":[]}"#
     );
 }
+
+#[test]
+fn one_bad_message_is_quarantined_and_the_unread_ones_survive() {
+    let f = team();
+    let mailbox = f.team.mailbox();
+    let alice = name("alice");
+    mailbox
+        .send(
+            &name("bob"),
+            "alice",
+            Outgoing::text("first", "the first one"),
+        )
+        .unwrap();
+    mailbox
+        .send(
+            &name("bob"),
+            "alice",
+            Outgoing::text("second", "the second one"),
+        )
+        .unwrap();
+    let path = mailbox.inbox_path(&alice);
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    doc["messages"][1]["type"] = "from_the_future".into();
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let texts = |m: &roo_store::Mailbox| -> Vec<String> {
+        m.read(&alice, &ReadFilter::default())
+            .unwrap()
+            .into_iter()
+            .map(|m| m.text)
+            .collect()
+    };
+    // Read-only: the valid message is shown, nothing is moved.
+    assert_eq!(texts(&mailbox), ["first"]);
+    assert!(roo_store::quarantine::quarantined(&f.home, f.team.name()).is_empty());
+    // A send quarantines the bad message alone; the unread one survives.
+    mailbox
+        .send(
+            &name("bob"),
+            "alice",
+            Outgoing::text("third", "the third one"),
+        )
+        .unwrap();
+    assert_eq!(texts(&mailbox), ["first", "third"]);
+    let quarantined = roo_store::quarantine::quarantined(&f.home, f.team.name());
+    assert_eq!(quarantined.len(), 1, "{quarantined:?}");
+    let bad: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&quarantined[0]).unwrap()).unwrap();
+    assert_eq!(bad["messages"][0]["text"], "second");
+    let warnings = roo_store::quarantine::take_warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains("damaged record")),
+        "{warnings:?}"
+    );
+}

@@ -1,5 +1,6 @@
 //! Test modules.
 mod common;
+mod limits;
 mod mailbox;
 mod symlinks;
 mod tasks;

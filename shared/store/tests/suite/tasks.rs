@@ -35,7 +35,7 @@ fn ids_are_sequential_and_never_reused() {
     let list = f.team.tasks();
     assert_eq!(create(&list, "a", &[], &[]).as_str(), "1");
     assert_eq!(create(&list, "b", &[], &[]).as_str(), "2");
-    list.delete(&id("2")).unwrap();
+    list.delete(&id("2"), None, false).unwrap();
     assert_eq!(create(&list, "c", &[], &[]).as_str(), "3");
 }
 
@@ -96,7 +96,7 @@ fn dependencies_are_symmetric_and_cycles_refused() {
         )
         .unwrap_err();
     assert!(matches!(err, Error::TaskNotFound { .. }), "{err}");
-    list.delete(&b).unwrap();
+    list.delete(&b, None, false).unwrap();
     assert!(list.get(&a).unwrap().blocks.is_empty());
     assert!(list.get(&c).unwrap().blocked_by.is_empty());
 }
@@ -139,6 +139,7 @@ fn claim_outcomes() {
         &a,
         TaskPatch {
             status: Some(TaskStatus::Completed),
+            by: Some(name("alice")),
             ..Default::default()
         },
     )
@@ -234,11 +235,11 @@ fn ready_is_pending_unowned_unblocked_and_scope_aware() {
         list.claim(&id("2"), &name("bob"), &forced).unwrap(),
         ClaimOutcome::Claimed(_)
     ));
-    let next = list.claim_next(&name("carol"), &opts).unwrap().unwrap();
+    let next = list.claim_next(&name("lead"), &opts).unwrap().unwrap();
     assert_eq!(next.id, id("3"));
     let mine = list
         .list(&TaskFilter {
-            owner: Some(name("carol")),
+            owner: Some(name("lead")),
             ..Default::default()
         })
         .unwrap();
@@ -313,20 +314,87 @@ fn a_team_that_does_not_exist_gets_no_stray_task_list() {
 }
 
 #[test]
-fn corrupt_task_list_is_moved_aside() {
+fn corrupt_task_list_is_moved_aside_by_a_change_and_ids_are_not_reused() {
     let f = team();
     let list = f.team.tasks();
-    create(&list, "a", &[], &[]);
-    std::fs::write(list.path(), "{\"tasks\": [}").unwrap();
+    for s in ["a", "b", "c"] {
+        create(&list, s, &[], &[]);
+    }
+    std::fs::write(list.path(), "{\"tasks\": [{\"id\": \"3\"}").unwrap();
+    // A read reports it and moves nothing.
     let err = list.list(&TaskFilter::default()).unwrap_err();
+    assert!(matches!(err, Error::Damaged { .. }), "{err}");
+    assert!(list.path().exists());
+    // A change moves it aside ...
+    let err = list.create(new("d")).unwrap_err();
     assert!(err.to_string().contains("tasks.json.corrupt-"), "{err}");
     assert!(!list.path().exists());
+    // ... and the next id is above every id the damaged file mentions.
+    assert_eq!(list.create(new("e")).unwrap().id, id("4"));
+}
+
+/// Rewrites the task list's JSON with `edit`.
+fn edit_tasks(list: &TaskList, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(list.path()).unwrap()).unwrap();
+    edit(&mut doc);
+    std::fs::write(list.path(), serde_json::to_vec(&doc).unwrap()).unwrap();
+}
+
+fn corrupt_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".corrupt-"))
+        .collect()
+}
+
+#[test]
+fn one_bad_task_is_quarantined_alone_and_its_id_is_not_reused() {
+    let f = team();
+    let list = f.team.tasks();
+    for s in ["a", "b", "c"] {
+        create(&list, s, &[], &[]);
+    }
+    edit_tasks(&list, |doc| {
+        doc["tasks"][2]["status"] = "done".into();
+        doc["next_id"] = 3.into();
+    });
+    let ids = |list: &TaskList| -> Vec<String> {
+        list.list(&TaskFilter::default())
+            .unwrap()
+            .iter()
+            .map(|t| t.id.to_string())
+            .collect()
+    };
+    // Readers keep the valid tasks and move nothing.
+    assert_eq!(ids(&list), ["1", "2"]);
+    let dir = list.path().parent().unwrap().to_owned();
+    assert!(corrupt_files(&dir).is_empty());
+    // A change quarantines only the bad task, and never reissues its id.
+    assert_eq!(list.create(new("d")).unwrap().id, id("4"));
+    assert_eq!(ids(&list), ["1", "2", "4"]);
+    let quarantined = corrupt_files(&dir);
+    assert_eq!(quarantined.len(), 1, "{quarantined:?}");
+    let bad: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&quarantined[0]).unwrap()).unwrap();
+    assert_eq!(bad["tasks"][0]["id"], "3");
+    assert_eq!(bad["tasks"][0]["status"], "done");
+    // Even with the quarantined file acknowledged and the mark lowered, 3 stays used.
+    roo_store::quarantine::acknowledge(&f.home, f.team.name()).unwrap();
+    edit_tasks(&list, |doc| doc["next_id"] = 1.into());
+    assert_eq!(list.create(new("e")).unwrap().id, id("5"));
 }
 
 #[test]
 fn concurrent_threads_claim_each_task_exactly_once() {
     let f = team();
     let list = f.team.tasks();
+    for w in 0..6 {
+        f.team
+            .add_member(Member::new(name(&format!("w{w}")), f.team.name()))
+            .unwrap();
+    }
     for i in 0..20 {
         create(&list, &format!("t{i}"), &[], &[]);
     }
@@ -374,4 +442,24 @@ fn members_of_a_newer_minor_version_survive_a_rewrite() {
     assert_eq!(doc["future_list_field"], serde_json::json!([1, 2]));
     assert_eq!(doc["tasks"][0]["future_task_field"]["x"], true);
     assert_eq!(doc["tasks"][1]["id"], "2");
+}
+
+#[test]
+fn a_refused_change_still_quarantines_a_bad_task_exactly_once() {
+    let f = team();
+    let list = f.team.tasks();
+    for s in ["a", "b"] {
+        create(&list, s, &[], &[]);
+    }
+    edit_tasks(&list, |doc| doc["tasks"][1]["status"] = "done".into());
+    // A claim that is refused writes nothing of its own, but the bad record is moved once.
+    for _ in 0..2 {
+        assert_eq!(
+            list.claim(&id("9"), &name("alice"), &ClaimOptions::default())
+                .unwrap(),
+            ClaimOutcome::NotFound
+        );
+    }
+    let dir = list.path().parent().unwrap().to_owned();
+    assert_eq!(corrupt_files(&dir).len(), 1);
 }

@@ -104,10 +104,40 @@ fn delete_refuses_active_members_unless_forced() {
 fn corrupt_config_is_moved_aside_with_its_new_name_in_the_error() {
     let f = team();
     std::fs::write(f.team.config_path(), "{ not json").unwrap();
+    // Reading reports it and moves nothing.
     let err = f.team.config().unwrap_err();
+    assert!(matches!(err, Error::Damaged { .. }), "{err}");
+    assert!(f.team.config_path().exists());
+    // A change moves it aside.
+    let err = f.team.set_active("alice", false).unwrap_err();
     let Error::Corrupt { moved_to, .. } = &err else {
         panic!("{err}")
     };
     assert_eq!(std::fs::read_to_string(moved_to).unwrap(), "{ not json");
     assert!(err.to_string().contains("config.json.corrupt-"), "{err}");
+}
+
+#[test]
+fn a_quarantined_config_does_not_let_team_create_refound_the_team() {
+    let f = team();
+    std::fs::write(f.team.config_path(), "{ not json").unwrap();
+    f.team.set_active("alice", false).unwrap_err();
+    let t = name("t");
+    let refound = || {
+        Team::create(
+            &f.home,
+            t.clone(),
+            "again",
+            Member::new(name("mallory"), &t),
+            vec![],
+        )
+    };
+    let err = refound().unwrap_err();
+    assert!(matches!(err, Error::NotPermitted { .. }), "{err}");
+    assert!(err.to_string().contains("doctor"), "{err}");
+    assert_eq!(roo_store::quarantine::quarantined(&f.home, &t).len(), 1);
+    // Acknowledged by the doctor, the team may be created anew.
+    roo_store::quarantine::acknowledge(&f.home, &t).unwrap();
+    assert!(roo_store::quarantine::quarantined(&f.home, &t).is_empty());
+    refound().unwrap();
 }

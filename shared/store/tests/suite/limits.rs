@@ -1,0 +1,206 @@
+//! "A writer never writes what a reader rejects": randomized round trips (fixed seed) and
+//! the limits that keep every send and write bounded.
+use std::time::Duration;
+
+use roo_store::limits::{MAX_LEASE, MAX_UNREAD_BYTES};
+use roo_store::{
+    ClaimOptions, ClaimOutcome, Error, MessageBody, NewTask, Outgoing, ReadFilter, TaskPatch,
+};
+use serde_json::{Value, json};
+
+use super::common::{name, team};
+
+/// xorshift64*: deterministic, so a failure reproduces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn string(&mut self, max: u64) -> String {
+        const ALPHABET: &[char] = &[
+            'a', 'Z', ' ', '\n', '\t', '\u{0}', '\u{1b}', '"', '\\', '/', 'é', '中', '🦀',
+            '\u{202e}', '[', '{', '}', ']',
+        ];
+        let len = self.below(max + 1);
+        (0..len)
+            .map(|_| ALPHABET[self.below(ALPHABET.len() as u64) as usize])
+            .collect()
+    }
+    fn value(&mut self, depth: u64) -> Value {
+        if depth == 0 {
+            return match self.below(4) {
+                0 => json!(self.string(8)),
+                1 => json!(self.next() as i64),
+                2 => json!(f64::from(self.below(1000) as u32) / 7.0),
+                _ => Value::Null,
+            };
+        }
+        if self.below(2) == 0 {
+            json!([self.value(depth - 1)])
+        } else {
+            let key = self.string(4);
+            let mut map = serde_json::Map::new();
+            map.insert(key, self.value(depth - 1));
+            Value::Object(map)
+        }
+    }
+    fn text(&mut self) -> String {
+        let n = self.size();
+        self.string(n)
+    }
+    fn size(&mut self) -> u64 {
+        // Mostly small, sometimes around the limits.
+        match self.below(8) {
+            0 => 64 * 1024 + self.below(3),
+            1 => 1024 + self.below(3),
+            _ => self.below(40),
+        }
+    }
+}
+
+#[test]
+fn every_task_the_writer_accepts_reads_back_equal() {
+    let f = team();
+    let list = f.team.tasks();
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..150 {
+        let mut metadata = serde_json::Map::new();
+        let depth = rng.below(40);
+        metadata.insert(rng.string(6), rng.value(depth));
+        let new = NewTask {
+            subject: format!("s{}", rng.text()),
+            description: rng.text(),
+            active_form: Some(rng.text()),
+            paths: (0..rng.below(4)).map(|_| rng.string(10)).collect(),
+            metadata,
+            ..Default::default()
+        };
+        match list.create(new) {
+            Ok(task) => {
+                accepted += 1;
+                assert_eq!(list.get(&task.id).unwrap(), task);
+                let lease = Duration::from_secs(rng.next() % (MAX_LEASE.as_secs() * 2));
+                let opts = ClaimOptions {
+                    lease,
+                    ignore_scope: true,
+                };
+                match list.claim(&task.id, &name("alice"), &opts) {
+                    Ok(ClaimOutcome::Claimed(claimed)) => {
+                        assert!(lease <= MAX_LEASE);
+                        assert_eq!(list.get(&task.id).unwrap(), *claimed);
+                    }
+                    Ok(other) => panic!("{other:?}"),
+                    Err(e) => {
+                        assert!(lease > MAX_LEASE, "{e}");
+                        assert!(matches!(e, Error::InvalidTask { .. }), "{e}");
+                    }
+                }
+                let patch = TaskPatch {
+                    note: Some(rng.text()),
+                    by: Some(name("alice")),
+                    ..Default::default()
+                };
+                if let Ok(updated) = list.update(&task.id, patch) {
+                    assert_eq!(list.get(&task.id).unwrap(), updated);
+                }
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(matches!(e, Error::InvalidTask { .. }), "{e}");
+            }
+        }
+        // Whatever happened, the list still reads.
+        list.list(&Default::default()).unwrap();
+    }
+    assert!(
+        accepted > 20 && refused > 5,
+        "{accepted} accepted, {refused} refused"
+    );
+    let files: Vec<_> = std::fs::read_dir(list.path().parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(files.iter().all(|f| !f.contains(".corrupt-")), "{files:?}");
+}
+
+#[test]
+fn every_message_the_writer_accepts_reads_back_equal() {
+    let f = team();
+    let mailbox = f.team.mailbox();
+    let mut rng = Rng(0x5eed_1234_abcd_0002);
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..150 {
+        let depth = rng.below(40);
+        let body = match rng.below(3) {
+            0 => MessageBody::Text,
+            1 => MessageBody::PlanApprovalRequest {
+                request_id: rng.string(8),
+                plan: rng.text(),
+            },
+            _ => MessageBody::PermissionRequest {
+                request_id: rng.string(8),
+                tool: rng.string(8),
+                input: rng.value(depth),
+            },
+        };
+        let outgoing = Outgoing::new(body, format!("t{}", rng.text())).with_summary("a summary");
+        match mailbox.send(&name("bob"), "lead", outgoing) {
+            Ok(sent) => {
+                accepted += 1;
+                let inbox = mailbox.read(&name("lead"), &ReadFilter::default()).unwrap();
+                let stored = inbox.iter().find(|m| m.id == sent[0].id).unwrap();
+                assert_eq!(*stored, sent[0]);
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(matches!(e, Error::InvalidMessage { .. }), "{e}");
+            }
+        }
+        mailbox.read(&name("lead"), &ReadFilter::default()).unwrap();
+        // Keep the unread volume under the inbox limit.
+        mailbox.take_unread(&name("lead")).unwrap();
+    }
+    assert!(
+        accepted > 20 && refused > 5,
+        "{accepted} accepted, {refused} refused"
+    );
+}
+
+#[test]
+fn a_full_inbox_refuses_sends_until_it_is_read() {
+    let f = team();
+    let mailbox = f.team.mailbox();
+    let text = "x".repeat(60 * 1024);
+    let mut sent = 0;
+    let err = loop {
+        match mailbox.send(
+            &name("bob"),
+            "alice",
+            Outgoing::text(text.clone(), "big one"),
+        ) {
+            Ok(_) => sent += 1,
+            Err(e) => break e,
+        }
+        assert!(sent < 200, "never refused");
+    };
+    assert!(matches!(err, Error::NotPermitted { .. }), "{err}");
+    assert!(err.to_string().contains("inbox is full"), "{err}");
+    assert!(
+        err.to_string().contains(&MAX_UNREAD_BYTES.to_string()),
+        "{err}"
+    );
+    assert!(sent * 60 * 1024 <= MAX_UNREAD_BYTES, "{sent}");
+    assert_eq!(mailbox.unread_count(&name("alice")).unwrap(), sent);
+    mailbox.take_unread(&name("alice")).unwrap();
+    mailbox
+        .send(&name("bob"), "alice", Outgoing::text(text, "big one"))
+        .unwrap();
+}
