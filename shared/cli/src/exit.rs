@@ -76,6 +76,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::NotPermitted { .. }
         | StoreError::DependencyCycle { .. } => REFUSED,
         StoreError::InvalidName { .. }
+        | StoreError::NoHome
         | StoreError::InvalidMessage { .. }
         | StoreError::InvalidTask { .. }
         | StoreError::TeamNotFound { .. }
