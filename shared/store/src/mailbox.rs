@@ -175,7 +175,8 @@ impl Mailbox {
     /// `recipient` gets the id `<key>:<recipient>` and a recipient whose inbox or archive
     /// already holds that id is skipped (listed in [`SendReport::already`]), so a retry
     /// with the same key delivers only to those that missed it. A broadcast (`*`) without
-    /// a key gets a fresh one ([`SendReport::key`]) so it can be retried safely.
+    /// a key gets a fresh one ([`SendReport::key`]) so it can be retried safely. Only a
+    /// caller's key costs a look-up in each recipient's archive.
     /// Errors before any delivery (validation, permissions, unknown recipient) are
     /// returned as `Err`; per-recipient failures are in [`SendReport::failed`].
     pub fn send_keyed(
@@ -186,6 +187,9 @@ impl Mailbox {
         key: Option<&str>,
     ) -> Result<SendReport> {
         message.validate()?;
+        // Only a key given by the caller can already be in an inbox; a fresh one cannot,
+        // so an ordinary broadcast skips the look-up (and its archive read).
+        let retryable = key.is_some();
         let key = match key {
             Some(raw) => Some(Name::parse_as("message key", raw)?.to_string()),
             None if to == "*" => Some(MessageId::generate().as_str().to_owned()),
@@ -246,7 +250,7 @@ impl Mailbox {
                 acknowledged_at: None,
             };
             let archive = self.archive_path(&recipient);
-            let keyed = key.is_some();
+            let keyed = retryable;
             let result = self.update(&recipient, |inbox| {
                 if keyed
                     && (inbox.messages.iter().any(|m| m.id == stored.id)
