@@ -363,6 +363,16 @@ agents:
     - text: "unreachable"
 "#;
 
+/// Kills a process group when dropped: cleanup that runs after a test's assertions (or
+/// its panic), never before them.
+struct KillGroupOnDrop(i32);
+
+impl Drop for KillGroupOnDrop {
+    fn drop(&mut self) {
+        let _ = killpg(Pid::from_raw(self.0), Signal::SIGKILL);
+    }
+}
+
 #[test]
 fn sigint_cancels_the_run_and_kills_the_whole_command() {
     let home = TempHome::new();
@@ -385,22 +395,19 @@ fn sigint_cancels_the_run_and_kills_the_whole_command() {
         || home.cwd.files().join("\n"),
     );
     let bash_pid = read_pid(&home.cwd.join("bash.pid")).unwrap();
+    // Cleans up only after the assertions (on drop), so it cannot make them pass.
+    let _group = KillGroupOnDrop(bash_pid);
     kill(Pid::from_raw(child.pid() as i32), Signal::SIGINT).unwrap();
     let out = child.wait();
-    // Clean up even if the assertions below fail.
-    let leftovers = !process_gone(sleep_pid);
-    if leftovers {
-        let _ = killpg(Pid::from_raw(bash_pid), Signal::SIGKILL);
-    }
     out.assert_code(1);
     assert_eq!(out.json()["outcome"]["kind"], "cancelled");
+    // roo-lead has exited: only its own cleanup can have killed the sleep.
     wait_until(
-        "the background sleep to be killed with its process group",
+        "roo-lead to kill the background sleep with its process group",
         Duration::from_secs(10),
         || process_gone(sleep_pid).then_some(()),
         || format!("sleep {sleep_pid} still alive"),
     );
-    assert!(!leftovers || process_gone(sleep_pid));
     let messages = replayed(&transcript(&home));
     assert_pairs_intact(&messages);
     let result = blocks(messages.last().unwrap(), "tool_result")
@@ -429,10 +436,10 @@ fn resume_after_a_crash_mid_turn_repairs_the_history() {
         || home.cwd.files().join("\n"),
     );
     let bash_pid = read_pid(&home.cwd.join("bash.pid")).unwrap();
-    // A crash: no chance to write the tool result.
+    // A crash: no chance to write the tool result (nor to clean up: the test does).
     kill(Pid::from_raw(child.pid() as i32), Signal::SIGKILL).unwrap();
     let _ = child.wait();
-    let _ = killpg(Pid::from_raw(bash_pid), Signal::SIGKILL);
+    drop(KillGroupOnDrop(bash_pid));
 
     let before = replayed(&transcript(&home));
     assert_eq!(before.len(), 2, "the prompt and the unanswered tool call");
@@ -720,14 +727,18 @@ fn sigterm_cancels_a_run_blocked_in_a_long_tool() {
         || home.cwd.files().join("\n"),
     );
     let bash_pid = read_pid(&home.cwd.join("bash.pid")).unwrap();
+    let _group = KillGroupOnDrop(bash_pid);
     kill(Pid::from_raw(child.pid() as i32), Signal::SIGTERM).unwrap();
     let out = wait_for_exit(child, "roo-lead to exit after SIGTERM");
-    if !process_gone(sleep_pid) {
-        let _ = killpg(Pid::from_raw(bash_pid), Signal::SIGKILL);
-    }
     // Documented: a cancelled run exits 1 ("did not complete").
     out.assert_code(1);
     assert_eq!(out.json()["outcome"]["kind"], "cancelled");
+    wait_until(
+        "roo-lead to kill the command's process group on SIGTERM",
+        Duration::from_secs(10),
+        || process_gone(sleep_pid).then_some(()),
+        || format!("sleep {sleep_pid} still alive"),
+    );
 }
 
 #[test]

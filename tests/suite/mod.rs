@@ -1,4 +1,5 @@
 //! Test modules.
+mod cli_defects;
 mod cli_mail;
 mod cli_task;
 mod instructions_include;

@@ -262,18 +262,7 @@ fn resolve_llm(args: &LeadArgs, config: &ConfigFiles) -> Result<LlmSettings, App
 
 /// `ROO_HOME`, or `~/.roocode`.
 pub fn roo_home() -> Result<PathBuf, AppError> {
-    if let Some(home) = std::env::var_os("ROO_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(home));
-    }
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(|home| PathBuf::from(home).join(".roocode"))
-        .ok_or_else(|| {
-            AppError::Config(
-                "neither ROO_HOME nor HOME is set; set ROO_HOME to a directory for RooCode's state"
-                    .to_string(),
-            )
-        })
+    roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))
 }
 
 /// The git top-level of `cwd`, or `cwd` itself outside a repository.

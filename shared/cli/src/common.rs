@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use roo_store::{Name, RooHome, Team};
@@ -118,6 +119,30 @@ impl Context {
     }
 }
 
+/// The longest duration a seconds flag accepts: one year.
+pub const MAX_SECONDS: u64 = 365 * 24 * 3600;
+
+/// Parses a seconds flag (`--timeout 2.5`): a finite, non-negative number of seconds up to
+/// [`MAX_SECONDS`]. `inf`, `NaN`, negative or huge values are usage errors (exit 2), never
+/// a panic.
+pub fn parse_seconds(raw: &str) -> Result<Duration, String> {
+    let secs: f64 = raw
+        .trim()
+        .parse()
+        .map_err(|_| format!("{raw:?} is not a number of seconds"))?;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!(
+            "{raw:?} is not a finite, non-negative number of seconds"
+        ));
+    }
+    if secs > MAX_SECONDS as f64 {
+        return Err(format!(
+            "{raw:?} seconds is more than the maximum of {MAX_SECONDS} (one year)"
+        ));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("{raw:?}: {e}"))
+}
+
 /// Parses `args` as `C` and runs it; turns the outcome into an exit code.
 pub fn main_with<C: Parser>(
     program: &str,
@@ -172,4 +197,22 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_flags_refuse_inf_nan_negative_and_huge_values() {
+        for bad in ["inf", "-inf", "NaN", "-1", "1e300", "31536001", "", "x"] {
+            assert!(parse_seconds(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(parse_seconds("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_seconds("0"), Ok(Duration::ZERO));
+        assert_eq!(
+            parse_seconds("31536000"),
+            Ok(Duration::from_secs(MAX_SECONDS))
+        );
+    }
 }

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | 0 | success (also: output closed early by a pipe reader such as `head`) |
 //! | 1 | operation refused: claim lost, task blocked, cycle, not permitted, team exists or still active |
-//! | 2 | usage or bad input: bad flags, invalid name, unknown team/member/task/message |
+//! | 2 | usage or bad input: bad flags, invalid name, unknown team/member/task/message (an `ack` with some unknown id: the rest are acknowledged), no `ROO_HOME`/`HOME` |
 //! | 3 | I/O failure, lock timeout, corrupt file (moved aside), file from a newer format |
 //!
 //! Every store error is mapped explicitly (no wildcard arm), so a new error variant does
@@ -30,8 +30,11 @@ pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success
   1  operation refused (claim lost, task blocked, dependency cycle, not permitted, ...)
-  2  usage or bad input (bad flags, invalid name, unknown team, member, task or message)
-  3  I/O failure, lock timeout, corrupt file (moved aside), or a file from a newer format";
+  2  usage or bad input (bad flags, invalid name, unknown team, member, task or message,
+     neither ROO_HOME nor HOME set)
+  3  I/O failure, lock timeout, corrupt file (moved aside), or a file from a newer format
+A send that reaches only some recipients reports who got it and exits with the failure's
+code; re-run it with the --id it prints to deliver to the rest without duplicates.";
 
 /// A failure of a CLI command.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +79,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::NotPermitted { .. }
         | StoreError::DependencyCycle { .. } => REFUSED,
         StoreError::InvalidName { .. }
+        | StoreError::NoHome
         | StoreError::InvalidMessage { .. }
         | StoreError::InvalidTask { .. }
         | StoreError::Unwritable { .. }

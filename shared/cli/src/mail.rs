@@ -251,11 +251,20 @@ fn ack(ctx: &Context, ids: &[String], out: &mut impl Write) -> CliResult {
     let team = ctx.team()?;
     let me = ctx.agent()?;
     team::require_member(&team, &me)?;
-    let ids: Vec<MessageId> = ids.iter().map(MessageId::from_string).collect();
+    // The same id twice is one message: acknowledge it once, count it once.
+    let mut unique: Vec<MessageId> = Vec::with_capacity(ids.len());
+    for id in ids.iter().map(MessageId::from_string) {
+        if !unique.contains(&id) {
+            unique.push(id);
+        }
+    }
+    let ids = unique;
     let found = team.mailbox().acknowledge(&me, &ids)?;
     if found < ids.len() {
+        // The found ones stay acknowledged; the exit code (2) says some id was unknown.
         return Err(crate::exit::CliError::Usage(format!(
-            "acknowledge {} of the {} messages: the others are not in {me}'s inbox or archive",
+            "acknowledge {} of the {} messages: the others are not in {me}'s inbox or \
+             archive (the {found} found are acknowledged)",
             ids.len() - found,
             ids.len()
         )));

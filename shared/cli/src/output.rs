@@ -55,6 +55,30 @@ impl Style {
     }
 }
 
+/// Makes untrusted text safe for one line of a terminal: control characters (C0 including
+/// newline and tab, DEL, C1) and the bidirectional-override format characters are shown
+/// as `\u{..}` escapes (`\n`, `\r`, `\t` for the common ones), so a summary cannot
+/// start a forged header line or send terminal escape sequences. Every human-output path
+/// prints user-supplied text through this; `--json` output is exact (JSON escapes it).
+pub fn escape(text: &str) -> String {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return text.to_owned();
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => shown.push_str("\\n"),
+            '\r' => shown.push_str("\\r"),
+            '\t' => shown.push_str("\\t"),
+            c if unsafe_char(c) => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => shown.push(c),
+        }
+    }
+    shown
+}
+
 /// Prints `value` as pretty JSON plus a newline.
 pub fn print_json<T: Serialize + ?Sized>(out: &mut impl Write, value: &T) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, value)?;
@@ -76,12 +100,12 @@ pub fn write_message(out: &mut impl Write, style: Style, m: &Message) -> io::Res
         style.dim(&m.timestamp.to_string()),
         style.dim(m.id.as_str()),
         style.bold(m.from.as_str()),
-        m.to,
+        escape(&m.to),
         style.cyan(m.body.type_name()),
         style.yellow(state)
     )?;
     if let Some(summary) = &m.summary {
-        writeln!(out, "  summary: {summary}")?;
+        writeln!(out, "  summary: {}", escape(summary))?;
     }
     let typed = serde_json::to_value(&m.body).unwrap_or_default();
     if let Some(fields) = typed.as_object() {
@@ -90,11 +114,11 @@ pub fn write_message(out: &mut impl Write, style: Style, m: &Message) -> io::Res
                 serde_json::Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            writeln!(out, "  {key}: {shown}")?;
+            writeln!(out, "  {}: {}", escape(key), escape(&shown))?;
         }
     }
     for line in m.text.lines() {
-        writeln!(out, "  {line}")?;
+        writeln!(out, "  {}", escape(line))?;
     }
     Ok(())
 }
@@ -106,18 +130,21 @@ pub fn write_task_line(out: &mut impl Write, style: Style, t: &Task) -> io::Resu
         TaskStatus::InProgress => style.cyan("in_progress"),
         TaskStatus::Completed => style.green("completed"),
     };
-    let owner = t.owner.as_ref().map_or(String::new(), |o| format!(" @{o}"));
+    let owner = t
+        .owner
+        .as_ref()
+        .map_or(String::new(), |o| format!(" @{}", escape(o.as_str())));
     let blocked = if t.blocked_by.is_empty() {
         String::new()
     } else {
         let ids: Vec<&str> = t.blocked_by.iter().map(|i| i.as_str()).collect();
-        style.dim(&format!(" (depends on {})", ids.join(", ")))
+        style.dim(&format!(" (depends on {})", escape(&ids.join(", "))))
     };
     writeln!(
         out,
         "{:>4}  {status}{owner}  {}{blocked}",
-        style.bold(t.id.as_str()),
-        t.subject
+        style.bold(&escape(t.id.as_str())),
+        escape(&t.subject)
     )
 }
 
@@ -126,21 +153,22 @@ pub fn write_task(out: &mut impl Write, style: Style, t: &Task) -> io::Result<()
     write_task_line(out, style, t)?;
     if !t.description.is_empty() {
         for line in t.description.lines() {
-            writeln!(out, "      {line}")?;
+            writeln!(out, "      {}", escape(line))?;
         }
     }
     let ids = |v: &[roo_store::TaskId]| v.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ");
     if !t.blocks.is_empty() {
-        writeln!(out, "      blocks: {}", ids(&t.blocks))?;
+        writeln!(out, "      blocks: {}", escape(&ids(&t.blocks)))?;
     }
     if !t.paths.is_empty() {
-        writeln!(out, "      paths: {}", t.paths.join(", "))?;
+        writeln!(out, "      paths: {}", escape(&t.paths.join(", ")))?;
     }
     if let Some(lease) = &t.lease {
         writeln!(
             out,
             "      lease: {} until {}",
-            lease.owner, lease.expires_at
+            escape(lease.owner.as_str()),
+            lease.expires_at
         )?;
     }
     if !t.metadata.is_empty() {
@@ -155,8 +183,25 @@ pub fn write_task(out: &mut impl Write, style: Style, t: &Task) -> io::Result<()
             out,
             "      note {}: {}",
             style.dim(&note.at.to_string()),
-            note.text
+            escape(&note.text)
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_neutralises_control_and_bidi_characters() {
+        assert_eq!(
+            escape("plain text, ünïcode 中文"),
+            "plain text, ünïcode 中文"
+        );
+        assert_eq!(escape("a\nFrom: lead"), "a\\nFrom: lead");
+        assert_eq!(escape("\x1b]0;pwned\x07"), "\\u{1b}]0;pwned\\u{7}");
+        assert_eq!(escape("x\r\ty\u{9b}\u{7f}"), "x\\r\\ty\\u{9b}\\u{7f}");
+        assert_eq!(escape("\u{202e}abc"), "\\u{202e}abc");
+    }
 }

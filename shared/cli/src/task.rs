@@ -367,7 +367,9 @@ fn run(cli: TaskCli) -> CliResult {
                     writeln!(
                         out,
                         "reclaimed {} from {}: {}",
-                        r.task.id, r.previous_owner, r.reason
+                        r.task.id,
+                        r.previous_owner,
+                        crate::output::escape(&r.reason)
                     )?;
                 }
             }

@@ -48,6 +48,12 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// Neither `ROO_HOME` nor `HOME` is set (or both are empty).
+    #[error(
+        "locate the RooCode home: neither ROO_HOME nor HOME is set; set ROO_HOME to a directory for RooCode's state"
+    )]
+    NoHome,
+
     /// A file-system operation failed.
     #[error("{action} {path}: {source}")]
     Io {
@@ -201,7 +207,9 @@ pub enum Error {
     },
 
     /// A member with that name already exists.
-    #[error("add member {name:?} to team {team:?}: a member with that name or agent id exists")]
+    #[error(
+        "add member {name:?} to team {team:?}: a member with that name (in any letter case: names that differ only in case would share one inbox on a case-insensitive file system) or agent id exists"
+    )]
     MemberExists {
         /// The team.
         team: String,

@@ -39,24 +39,7 @@ impl RooHome {
     /// The home named by `$ROO_HOME`, else `~/.roocode`; `$ROO_LOCK_MODE=protocol` selects
     /// the original lock protocol without the queue layer.
     pub fn from_env() -> Result<RooHome> {
-        let root = match std::env::var_os(ROO_HOME_ENV).filter(|v| !v.is_empty()) {
-            Some(root) => PathBuf::from(root),
-            None => {
-                let home = std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .ok_or_else(|| {
-                        Error::io(
-                            "locate the home directory",
-                            "$HOME",
-                            std::io::Error::new(
-                                std::io::ErrorKind::NotFound,
-                                "neither ROO_HOME nor HOME is set; set ROO_HOME",
-                            ),
-                        )
-                    })?;
-                PathBuf::from(home).join(".roocode")
-            }
-        };
+        let root = root_from_env()?;
         let mut home = RooHome::new(root);
         if std::env::var(ROO_LOCK_MODE_ENV).is_ok_and(|m| m == "protocol") {
             home.lock_policy = LockPolicy::protocol();
@@ -134,6 +117,19 @@ impl RooHome {
     pub fn task_list(&self, team: &Name) -> PathBuf {
         self.tasks_dir(team).join("tasks.json")
     }
+}
+
+/// The home directory path: `$ROO_HOME`, else `$HOME/.roocode`. An unset or empty
+/// variable counts as missing; with both missing this is [`Error::NoHome`] (a usage error:
+/// the caller must set `ROO_HOME`). The one lookup every binary uses.
+pub fn root_from_env() -> Result<PathBuf> {
+    if let Some(root) = std::env::var_os(ROO_HOME_ENV).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(root));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|home| PathBuf::from(home).join(".roocode"))
+        .ok_or(Error::NoHome)
 }
 
 /// Creates `dir` and its missing parents with mode 0700.

@@ -43,9 +43,11 @@ mod watch;
 
 pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion};
 pub use error::{Error, LockHolder, Result};
-pub use home::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, RooHome};
+pub use home::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, RooHome, root_from_env};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
-pub use mailbox::{ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter};
+pub use mailbox::{
+    ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, SendReport,
+};
 pub use message::{
     MAX_SUMMARY_CHARS, Message, MessageBody, MessageId, Outgoing, PermissionDecision,
     TEAMMATE_MESSAGE_NOTICE, render_reminder,

@@ -114,6 +114,19 @@ impl MessageStatus {
     }
 }
 
+/// What [`Mailbox::send_keyed`] did, recipient by recipient.
+#[derive(Debug)]
+pub struct SendReport {
+    /// The idempotency key the copies' ids derive from (`<key>:<recipient>`), if any.
+    pub key: Option<String>,
+    /// The copies written now, one per recipient that got the message.
+    pub delivered: Vec<Message>,
+    /// Recipients that already held the keyed copy (an earlier try delivered it).
+    pub already: Vec<(Name, MessageId)>,
+    /// Recipients whose inbox could not be written, with the error.
+    pub failed: Vec<(Name, Error)>,
+}
+
 #[derive(Serialize, Deserialize)]
 struct ReceiptLine {
     receipt: String,
@@ -150,9 +163,41 @@ impl Mailbox {
 
     /// Sends `message` from `from` to `to` (a member name, an agent id, or `*` for every
     /// member but the sender). Each inbox is written under its own lock. Returns the
-    /// stored copies, one per recipient.
+    /// stored copies, one per recipient; if any recipient could not be written, returns
+    /// that error (use [`Mailbox::send_keyed`] to learn who got the message).
     pub fn send(&self, from: &Name, to: &str, message: Outgoing) -> Result<Vec<Message>> {
+        let mut report = self.send_keyed(from, to, message, None)?;
+        match report.failed.drain(..).next() {
+            Some((_, error)) => Err(error),
+            None => Ok(report.delivered),
+        }
+    }
+
+    /// Sends like [`Mailbox::send`] but tries every recipient and reports each outcome,
+    /// and is idempotent per key: with `key` (a name-like string), the copy for
+    /// `recipient` gets the id `<key>:<recipient>` and a recipient whose inbox or archive
+    /// already holds that id is skipped (listed in [`SendReport::already`]), so a retry
+    /// with the same key delivers only to those that missed it. A broadcast (`*`) without
+    /// a key gets a fresh one ([`SendReport::key`]) so it can be retried safely. Only a
+    /// caller's key costs a look-up in each recipient's archive.
+    /// Errors before any delivery (validation, permissions, unknown recipient) are
+    /// returned as `Err`; per-recipient failures are in [`SendReport::failed`].
+    pub fn send_keyed(
+        &self,
+        from: &Name,
+        to: &str,
+        message: Outgoing,
+        key: Option<&str>,
+    ) -> Result<SendReport> {
         message.validate()?;
+        // Only a key given by the caller can already be in an inbox; a fresh one cannot,
+        // so an ordinary broadcast skips the look-up (and its archive read).
+        let retryable = key.is_some();
+        let key = match key {
+            Some(raw) => Some(Name::parse_as("message key", raw)?.to_string()),
+            None if to == "*" => Some(MessageId::generate().as_str().to_owned()),
+            None => None,
+        };
         let config = self.team.config()?;
         let kind = message.body.type_name();
         if message.body.lead_only() && !config.is_lead(from.as_str()) {
@@ -175,10 +220,19 @@ impl Mailbox {
         }
         let recipients = config.resolve(to, from.as_str())?;
         self.ensure_inbox_dir()?;
-        let mut sent = Vec::with_capacity(recipients.len());
+        let mut report = SendReport {
+            key: key.clone(),
+            delivered: Vec::with_capacity(recipients.len()),
+            already: Vec::new(),
+            failed: Vec::new(),
+        };
         for recipient in recipients {
+            let id = match &key {
+                Some(key) => MessageId::from_string(format!("{key}:{recipient}")),
+                None => MessageId::generate(),
+            };
             let stored = Message {
-                id: MessageId::generate(),
+                id,
                 from: from.clone(),
                 to: if to == "*" {
                     "*".to_owned()
@@ -198,7 +252,17 @@ impl Mailbox {
                 delivered_at: None,
                 acknowledged_at: None,
             };
-            self.update(&recipient, |inbox| {
+            let archive = self.archive_path(&recipient);
+            let keyed = retryable;
+            let result = self.update(&recipient, |inbox| {
+                if keyed
+                    && (inbox.messages.iter().any(|m| m.id == stored.id)
+                        || read_archive_filtered(&archive, Some(&stored.id))?
+                            .iter()
+                            .any(|m| m.id == stored.id))
+                {
+                    return Ok(Outcome::Keep(false));
+                }
                 let unread: usize = inbox
                     .messages
                     .iter()
@@ -218,11 +282,15 @@ impl Mailbox {
                     });
                 }
                 inbox.messages.push(stored.clone());
-                Ok(Outcome::Write(()))
-            })?;
-            sent.push(stored);
+                Ok(Outcome::Write(true))
+            });
+            match result {
+                Ok(true) => report.delivered.push(stored),
+                Ok(false) => report.already.push((recipient, stored.id)),
+                Err(error) => report.failed.push((recipient, error)),
+            }
         }
-        Ok(sent)
+        Ok(report)
     }
 
     /// Messages in `name`'s inbox (and archive, if asked), oldest first. No lock needed.

@@ -217,10 +217,10 @@ impl Team {
         ensure_dir(&home.tasks_dir(&team.name))?;
         let mut roster = vec![lead.clone()];
         for member in members {
-            if roster
-                .iter()
-                .any(|m| m.name == member.name || m.agent_id == member.agent_id)
-            {
+            if roster.iter().any(|m| {
+                m.name.as_str().eq_ignore_ascii_case(member.name.as_str())
+                    || m.agent_id == member.agent_id
+            }) {
                 return Err(Error::MemberExists {
                     team: team.name.to_string(),
                     name: member.name.to_string(),
@@ -312,14 +312,15 @@ impl Team {
         TaskList::new(self.clone())
     }
 
-    /// Adds a member; refuses a duplicate name or agent id.
+    /// Adds a member; refuses a duplicate name or agent id. Names that differ only in case
+    /// count as duplicates: they would share one inbox file on a case-insensitive file
+    /// system (macOS's default).
     pub fn add_member(&self, member: Member) -> Result<Member> {
         self.update(|config| {
-            if config
-                .members
-                .iter()
-                .any(|m| m.name == member.name || m.agent_id == member.agent_id)
-            {
+            if config.members.iter().any(|m| {
+                m.name.as_str().eq_ignore_ascii_case(member.name.as_str())
+                    || m.agent_id == member.agent_id
+            }) {
                 return Err(Error::MemberExists {
                     team: self.name.to_string(),
                     name: member.name.to_string(),

@@ -144,6 +144,13 @@ impl InboxWatcher {
         }
     }
 
+    /// The same watcher polling every `interval` (with notifications, the polling is only a
+    /// safety net; a test sets it very long so that only a notification can deliver early).
+    pub fn with_poll_interval(mut self, interval: Duration) -> InboxWatcher {
+        self.poll = interval;
+        self
+    }
+
     /// Whether file-change notifications are active (else it only polls).
     pub fn uses_notifications(&self) -> bool {
         self.watcher.is_some()

@@ -3,11 +3,12 @@
 use std::io::{Read, Write};
 
 use clap::ValueEnum;
-use roo_store::{MessageBody, Outgoing, PermissionDecision};
+use roo_store::{MessageBody, Outgoing, PermissionDecision, SendReport};
+use serde::Serialize;
 
 use crate::common::Context;
 use crate::exit::{CliError, CliResult};
-use crate::output::print_json;
+use crate::output::{escape, print_json};
 
 /// Message types, as on the wire.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +53,11 @@ pub struct SendArgs {
     /// Recipient: member name, agent id, or '*' for everyone but you
     #[arg(long, value_name = "NAME|*")]
     to: String,
+    /// Idempotency key: each copy's id is KEY:RECIPIENT, and a recipient that already has
+    /// it is skipped, so re-running a failed send with the same --id never delivers twice
+    /// (a broadcast without --id gets a key of its own, printed if it fails half-way)
+    #[arg(long = "id", value_name = "KEY")]
+    key: Option<String>,
     /// Message type
     #[arg(long = "type", value_name = "TYPE", value_enum, default_value = "text")]
     kind: MessageType,
@@ -97,15 +103,105 @@ pub fn run(ctx: &Context, args: SendArgs, out: &mut impl Write) -> CliResult {
     let team = ctx.team()?;
     let from = ctx.agent()?;
     let outgoing = build(args.kind, &args)?;
-    let sent = team.mailbox().send(&from, &args.to, outgoing)?;
-    if ctx.json() {
-        print_json(out, &sent)?;
-    } else {
-        for m in &sent {
-            writeln!(out, "{}", m.id)?;
+    let report = team
+        .mailbox()
+        .send_keyed(&from, &args.to, outgoing, args.key.as_deref())?;
+    if report.failed.is_empty() {
+        if ctx.json() {
+            print_json(out, &report.delivered)?;
+        } else {
+            for m in &report.delivered {
+                writeln!(out, "{}", m.id)?;
+            }
+            for (name, id) in &report.already {
+                writeln!(out, "{id} (already delivered to {name})")?;
+            }
         }
+        return Ok(());
     }
-    Ok(())
+    partial_failure(ctx, &args.to, report, out)
+}
+
+#[derive(Serialize)]
+struct Recipient<'a> {
+    to: &'a str,
+    id: &'a str,
+}
+
+#[derive(Serialize)]
+struct Failure {
+    to: String,
+    error: String,
+}
+
+/// Some recipients got the message, others did not: say who is who (stdout), how to retry
+/// without duplicates (stderr), and fail with the first failure's exit code.
+fn partial_failure(ctx: &Context, to: &str, report: SendReport, out: &mut impl Write) -> CliResult {
+    let mut failed = report.failed;
+    let retry = report.key.as_deref().map_or_else(
+        || "retry the send".to_owned(),
+        |key| format!("retry with --id {key} (recipients that have it are skipped)"),
+    );
+    let delivered: Vec<Recipient> = report
+        .delivered
+        .iter()
+        .map(|m| Recipient {
+            // Keyed ids end in ":<recipient>"; an unkeyed send has one recipient, `to`.
+            to: match report.key {
+                Some(_) => m.id.as_str().rsplit(':').next().unwrap_or(to),
+                None => to,
+            },
+            id: m.id.as_str(),
+        })
+        .collect();
+    let already: Vec<Recipient> = report
+        .already
+        .iter()
+        .map(|(name, id)| Recipient {
+            to: name.as_str(),
+            id: id.as_str(),
+        })
+        .collect();
+    let failures: Vec<Failure> = failed
+        .iter()
+        .map(|(name, e)| Failure {
+            to: name.to_string(),
+            error: e.to_string(),
+        })
+        .collect();
+    if ctx.json() {
+        print_json(
+            out,
+            &serde_json::json!({
+                "key": report.key,
+                "delivered": delivered,
+                "already_delivered": already,
+                "failed": failures,
+                "retry": retry,
+            }),
+        )?;
+    } else {
+        for r in delivered.iter().chain(&already) {
+            writeln!(out, "{}", r.id)?;
+        }
+        let got: Vec<&str> = delivered.iter().chain(&already).map(|r| r.to).collect();
+        eprintln!(
+            "roo-mail: delivered to {} of {}: {}",
+            got.len(),
+            got.len() + failures.len(),
+            if got.is_empty() {
+                "nobody".to_owned()
+            } else {
+                escape(&got.join(", "))
+            }
+        );
+        for f in &failures {
+            eprintln!("roo-mail: not delivered to {}: {}", f.to, escape(&f.error));
+        }
+        eprintln!("roo-mail: {retry}");
+    }
+    let (_, first) = failed.remove(0);
+    Err(CliError::Store(first))
 }
 
 fn stdin_if_dash(value: Option<&str>) -> CliResult<Option<String>> {

@@ -7,7 +7,7 @@ use roo_store::{Error as StoreError, Member, Name, Team};
 
 use crate::common::Context;
 use crate::exit::CliResult;
-use crate::output::print_json;
+use crate::output::{escape, print_json};
 
 /// Team subcommands.
 #[derive(Subcommand, Debug)]
@@ -111,7 +111,7 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             if ctx.json() {
                 print_json(out, &added)?;
             } else {
-                writeln!(out, "added {} ({})", added.name, added.agent_id)?;
+                writeln!(out, "added {} ({})", added.name, escape(&added.agent_id))?;
             }
             Ok(())
         }
@@ -148,7 +148,7 @@ fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {
     let style = ctx.style;
     writeln!(out, "team {}", style.bold(config.name.as_str()))?;
     if !config.description.is_empty() {
-        writeln!(out, "  {}", config.description)?;
+        writeln!(out, "  {}", escape(&config.description))?;
     }
     writeln!(out, "  created {}", config.created_at)?;
     for m in &config.members {
@@ -183,13 +183,13 @@ fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {
         let extra = if extra.is_empty() {
             String::new()
         } else {
-            format!("  {}", style.dim(&extra.join(", ")))
+            format!("  {}", style.dim(&escape(&extra.join(", "))))
         };
         writeln!(
             out,
             "  {}{role}  {}  {}{extra}",
             style.bold(m.name.as_str()),
-            m.agent_id,
+            escape(&m.agent_id),
             state
         )?;
     }

@@ -28,9 +28,9 @@ pub struct WatchArgs {
     /// Exit after printing N messages
     #[arg(long, value_name = "N")]
     count: Option<usize>,
-    /// Exit (status 0) after SECS seconds
-    #[arg(long, value_name = "SECS")]
-    timeout: Option<f64>,
+    /// Exit (status 0) after SECS seconds (at most one year)
+    #[arg(long, value_name = "SECS", value_parser = crate::common::parse_seconds)]
+    timeout: Option<Duration>,
 }
 
 /// Runs `roo-mail watch`.
@@ -43,7 +43,7 @@ pub fn run(ctx: &Context, args: WatchArgs, out: &mut impl Write) -> CliResult {
     let mut watcher = mailbox.watcher(&me)?;
     let deadline = args
         .timeout
-        .map(|secs| Instant::now() + Duration::from_secs_f64(secs.max(0.0)));
+        .and_then(|wait| Instant::now().checked_add(wait));
     // Without --existing, everything already there counts as seen; with it, only what
     // was already read does.
     let mut seen: HashSet<MessageId> = mailbox
