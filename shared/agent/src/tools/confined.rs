@@ -354,7 +354,7 @@ fn file_type(mode: u32) -> SFlag {
 }
 
 fn mode_of(stat: &nix::sys::stat::FileStat) -> u32 {
-    stat.st_mode as u32
+    stat.st_mode
 }
 
 fn io_errno(e: io::Error) -> Errno {
