@@ -353,8 +353,10 @@ fn file_type(mode: u32) -> SFlag {
     SFlag::from_bits_truncate(mode as nix::libc::mode_t) & SFlag::S_IFMT
 }
 
+// `st_mode` is u32 on Linux (the conversion is a no-op there) and u16 on macOS.
+#[allow(clippy::useless_conversion)]
 fn mode_of(stat: &nix::sys::stat::FileStat) -> u32 {
-    stat.st_mode
+    u32::from(stat.st_mode)
 }
 
 fn io_errno(e: io::Error) -> Errno {
