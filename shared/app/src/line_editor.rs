@@ -2,7 +2,8 @@
 //!
 //! Key handling is a pure state machine ([`LineEditor::key`]) so it is unit-tested
 //! without a terminal; [`LineEditor::render`] redraws the prompt in place, handling
-//! lines that wrap past the terminal width.
+//! lines that wrap past the terminal width. Positions are counted in display columns
+//! (CJK characters and most emoji take two, combining marks none), not in `char`s.
 
 use std::io::Write;
 
@@ -10,6 +11,7 @@ use crossterm::cursor::{MoveToColumn, MoveUp};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::queue;
 use crossterm::terminal::{Clear, ClearType};
+use unicode_width::UnicodeWidthChar;
 
 /// What a key did to the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,21 +185,17 @@ impl LineEditor {
             .iter()
             .map(|&c| if c == '\n' { '↵' } else { c })
             .collect();
-        let prompt_len = prompt.chars().count();
         if self.rendered_rows_above > 0 {
             queue!(out, MoveUp(self.rendered_rows_above))?;
         }
         queue!(out, MoveToColumn(0), Clear(ClearType::FromCursorDown))?;
         write!(out, "{prompt}{shown}")?;
-        let end = prompt_len + self.buf.len();
-        let at = prompt_len + self.cursor;
-        // Where the terminal left the cursor after printing, and where it should be.
-        let end_row = if end > 0 && end % width == 0 {
-            end / width - 1
-        } else {
-            end / width
-        };
-        let (row, col) = (at / width, at % width);
+        let prompt_chars = prompt.chars().count();
+        let layout = Layout::of(prompt.chars().chain(shown.chars()), width);
+        // Where the terminal left the cursor after printing (a full last row leaves it
+        // on that row), and where it should be.
+        let end_row = layout.end.0;
+        let (row, col) = layout.cursor_at(prompt_chars + self.cursor, width);
         if end_row > row {
             queue!(out, MoveUp((end_row - row) as u16))?;
         }
@@ -209,6 +207,46 @@ impl LineEditor {
     /// Forgets the previous render (after the line was submitted and a newline printed).
     pub fn reset_render(&mut self) {
         self.rendered_rows_above = 0;
+    }
+}
+
+/// Where each character of a line lands on a terminal that wraps a character which
+/// does not fit in the rest of its row to the next row.
+#[derive(Debug)]
+struct Layout {
+    /// (row, column) where each character starts.
+    starts: Vec<(usize, usize)>,
+    /// (row, column) just after the last character; the column may equal the width.
+    end: (usize, usize),
+}
+
+impl Layout {
+    fn of(chars: impl Iterator<Item = char>, width: usize) -> Layout {
+        let (mut row, mut col) = (0, 0);
+        let mut starts = Vec::new();
+        for c in chars {
+            // Control characters print nothing visible here; `\n` is shown as `↵`.
+            let w = c.width().unwrap_or(0);
+            if w > 0 && col + w > width {
+                row += 1;
+                col = 0;
+            }
+            starts.push((row, col));
+            col += w;
+        }
+        Layout {
+            starts,
+            end: (row, col),
+        }
+    }
+
+    /// Screen position of the cursor before character `index` (or after the last one).
+    fn cursor_at(&self, index: usize, width: usize) -> (usize, usize) {
+        match self.starts.get(index) {
+            Some(&at) => at,
+            None if self.end.1 >= width => (self.end.0 + 1, 0),
+            None => self.end,
+        }
     }
 }
 
@@ -282,5 +320,70 @@ mod tests {
             press(&mut ed, KeyCode::Enter),
             EditAction::Submit("line one\ntwo\nthree".into())
         );
+    }
+
+    /// Renders and reads back where the cursor went: the row below the line's start
+    /// (from the editor's own record) and the column of the last `CSI n G`.
+    fn cursor_of(ed: &mut LineEditor, prompt: &str, width: u16) -> (usize, usize) {
+        ed.reset_render();
+        let mut out = Vec::new();
+        ed.render(&mut out, prompt, width).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let (_, tail) = text.rsplit_once("\u{1b}[").unwrap();
+        let col: usize = tail.strip_suffix('G').unwrap().parse().unwrap();
+        (usize::from(ed.rendered_rows_above), col - 1)
+    }
+
+    #[test]
+    fn chinese_text_places_the_cursor_by_display_width() {
+        let mut ed = LineEditor::new();
+        typed(&mut ed, "修复登录");
+        // "> " is 2 columns, four CJK characters 8 more.
+        assert_eq!(cursor_of(&mut ed, "> ", 40), (0, 10));
+        press(&mut ed, KeyCode::Left);
+        assert_eq!(cursor_of(&mut ed, "> ", 40), (0, 8));
+    }
+
+    #[test]
+    fn chinese_text_wraps_where_the_terminal_wraps() {
+        let mut ed = LineEditor::new();
+        // Width 10: "> " + 4 CJK fill the row (10 columns); the 5th starts row 1.
+        typed(&mut ed, "一二三四五");
+        assert_eq!(cursor_of(&mut ed, "> ", 10), (1, 2));
+        // Width 11: the 5th character does not fit in the last column, so it wraps
+        // and leaves that column empty.
+        assert_eq!(cursor_of(&mut ed, "> ", 11), (1, 2));
+        press(&mut ed, KeyCode::Left);
+        assert_eq!(cursor_of(&mut ed, "> ", 11), (1, 0));
+    }
+
+    #[test]
+    fn a_chinese_prompt_is_measured_in_columns() {
+        let mut ed = LineEditor::new();
+        typed(&mut ed, "ab");
+        assert_eq!(cursor_of(&mut ed, "问题> ", 40), (0, 8));
+    }
+
+    #[test]
+    fn combining_marks_and_emoji_take_their_display_width() {
+        let mut ed = LineEditor::new();
+        // "e" + COMBINING ACUTE ACCENT is one column; the emoji two.
+        typed(&mut ed, "e\u{301}🙂x");
+        assert_eq!(cursor_of(&mut ed, "", 40), (0, 4));
+        press(&mut ed, KeyCode::Left);
+        assert_eq!(cursor_of(&mut ed, "", 40), (0, 3));
+        press(&mut ed, KeyCode::Left);
+        assert_eq!(cursor_of(&mut ed, "", 40), (0, 1));
+    }
+
+    #[test]
+    fn render_moves_to_the_display_column() {
+        let mut ed = LineEditor::new();
+        typed(&mut ed, "你好");
+        let mut out = Vec::new();
+        ed.render(&mut out, "> ", 40).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // MoveToColumn(6) is CSI 7 G (1-based).
+        assert!(text.ends_with("\u{1b}[7G"), "{text:?}");
     }
 }

@@ -5,12 +5,14 @@
 //! scripted provider for tests and demos ([`script`]). All of them produce the same
 //! normalized [`StreamEvent`] sequence, which [`collect`] drains into a [`Response`].
 //! [`LlmSettings::resolve`] decides which provider to use from flags, environment and
-//! config files, and [`build_provider`] builds it. [`mock_server`] is a local HTTP
-//! server speaking both wire formats, for tests and benchmarks.
+//! config files, and [`build_provider`] builds it. With the `mock-server` feature (tests,
+//! benchmarks and the `roo-mockllm` binary; never the release build), `mock_server` is a
+//! local HTTP server speaking both wire formats.
 
 pub mod anthropic;
 pub mod collect;
 pub mod error;
+#[cfg(feature = "mock-server")]
 pub mod mock_server;
 pub mod models;
 pub mod openai;

@@ -80,9 +80,7 @@ impl OpenAiProvider {
 /// Whether `base` is OpenAI's own API, which wants `max_completion_tokens` and rejects
 /// fields other servers need (`reasoning_content`).
 fn is_official(base: &str) -> bool {
-    base.split("://")
-        .nth(1)
-        .is_some_and(|rest| rest.starts_with("api.openai.com"))
+    crate::transport::url_host(base).as_deref() == Some("api.openai.com")
 }
 
 impl Provider for OpenAiProvider {
@@ -293,5 +291,13 @@ mod tests {
         assert!(is_official("https://api.openai.com/v1"));
         assert!(!is_official("http://localhost:11434/v1"));
         assert!(!is_official("https://api.deepseek.com/v1"));
+    }
+
+    #[test]
+    fn a_lookalike_host_is_not_the_official_api() {
+        assert!(!is_official("https://api.openai.com.evil/v1"));
+        assert!(!is_official("https://api.openai.com.evil.example/v1"));
+        assert!(!is_official("https://api.openai.com@evil.example/v1"));
+        assert!(is_official("https://API.openai.com./v1"));
     }
 }

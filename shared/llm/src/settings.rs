@@ -368,8 +368,8 @@ impl LlmSettings {
             TextToolCalls::Auto => match self.provider {
                 ProviderKind::Script => false,
                 ProviderKind::Anthropic | ProviderKind::OpenAi => !matches!(
-                    url_host(&self.base_url).as_str(),
-                    "api.anthropic.com" | "api.openai.com"
+                    crate::transport::url_host(&self.base_url).as_deref(),
+                    Some("api.anthropic.com" | "api.openai.com")
                 ),
             },
         }
@@ -582,16 +582,6 @@ pub fn build_provider(settings: &LlmSettings) -> Result<Arc<dyn Provider>> {
         ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(settings)?),
         ProviderKind::Script => Arc::new(ScriptProvider::from_settings(settings)?),
     })
-}
-
-/// The lowercased host of an http(s) URL (no scheme, user info, port or path).
-fn url_host(url: &str) -> String {
-    let rest = url.trim();
-    let rest = rest.split_once("://").map_or(rest, |(_, after)| after);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = host.split(':').next().unwrap_or("");
-    host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 #[cfg(test)]

@@ -91,15 +91,26 @@ pub(crate) fn http_client(timeouts: &Timeouts, url: &str) -> Result<reqwest::Cli
 }
 
 fn is_loopback(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let host = rest.split(['/', '?']).next().unwrap_or("");
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-    let name = if host.starts_with('[') {
-        host.split_inclusive(']').next().unwrap_or(host)
-    } else {
-        host.split(':').next().unwrap_or(host)
-    };
-    name == "localhost" || name == "[::1]" || name == "0.0.0.0" || name.starts_with("127.")
+    match url::Url::parse(url.trim())
+        .ok()
+        .as_ref()
+        .and_then(url::Url::host)
+    {
+        Some(url::Host::Domain(name)) => {
+            name.trim_end_matches('.').eq_ignore_ascii_case("localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// The lowercased host name of a URL, without a trailing dot (`None` if it does not
+/// parse as a URL with a host). Hosts are compared exactly, never by prefix.
+pub(crate) fn url_host(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    let host = parsed.host_str()?;
+    Some(host.trim_end_matches('.').to_ascii_lowercase())
 }
 
 /// Streams one request: `make_parser` is called afresh for every attempt.
@@ -531,6 +542,15 @@ mod tests {
         assert!(!is_loopback("https://api.anthropic.com"));
         assert!(!is_loopback("https://localhost.evil.example@api.x.com/"));
         assert!(!is_loopback("https://localhost.example.com/v1"));
+    }
+
+    #[test]
+    fn a_host_that_merely_starts_like_loopback_is_not_loopback() {
+        assert!(!is_loopback("http://127.0.0.1.evil.example/v1"));
+        assert!(!is_loopback("http://127.0.0.1.nip.io:8080/v1"));
+        assert!(!is_loopback("http://localhost:80@evil.example/v1"));
+        assert!(is_loopback("http://127.0.0.2:9/"));
+        assert!(is_loopback("http://LOCALHOST./v1"));
     }
 
     #[test]

@@ -22,10 +22,10 @@ static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Records a warning for the program to show (the CLIs print them on stderr).
 pub(crate) fn warn(text: String) {
-    if let Ok(mut w) = WARNINGS.lock() {
-        if !w.contains(&text) {
-            w.push(text);
-        }
+    if let Ok(mut w) = WARNINGS.lock()
+        && !w.contains(&text)
+    {
+        w.push(text);
     }
 }
 

@@ -380,7 +380,8 @@ impl Team {
     pub fn delete(&self, force: bool) -> Result<()> {
         let path = self.config_path();
         let lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
-        let config = doc::load_locked::<TeamConfig>(&path, &lock)?.ok_or_else(|| self.not_found(&path))?;
+        let config =
+            doc::load_locked::<TeamConfig>(&path, &lock)?.ok_or_else(|| self.not_found(&path))?;
         let active: Vec<String> = config
             .members
             .iter()

@@ -3,7 +3,10 @@
 //! Every time stamp in every file is a string like `2026-05-01T09:30:00.125Z`, so shell
 //! scripts can compare them as strings and other programs parse them with any RFC 3339
 //! library. The conversions are the civil-calendar algorithms of Howard Hinnant; pulling a
-//! date-time crate in for two functions would slow the CLIs' start-up for nothing.
+//! date-time crate in for two functions would slow the CLIs' start-up for nothing. This is
+//! the workspace's only calendar code (the agent's prompt date uses [`Timestamp::date_utc`]);
+//! the parser rejects dates that do not exist and offsets beyond ±23:59, checked
+//! exhaustively against the day-count conversion in the tests.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -45,6 +48,12 @@ impl Timestamp {
         Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
     }
 
+    /// The calendar date of this time in UTC, `YYYY-MM-DD`.
+    pub fn date_utc(self) -> String {
+        let (y, m, d) = civil_from_days(self.0.div_euclid(86_400_000));
+        format!("{y:04}-{m:02}-{d:02}")
+    }
+
     /// Parses an RFC 3339 time stamp (`Z` or a numeric offset, optional fraction).
     pub fn parse(s: &str) -> Option<Timestamp> {
         let b = s.as_bytes();
@@ -63,7 +72,10 @@ impl Timestamp {
         };
         let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
         let (hour, min, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-        if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 {
+        if !(1..=12).contains(&month) || !(1..=days_in_month(year, month)).contains(&day) {
+            return None;
+        }
+        if hour > 23 || min > 59 {
             return None;
         }
         if sec > 60 {
@@ -88,8 +100,17 @@ impl Timestamp {
                 if ob.len() != 6 || ob[3] != b':' || !matches!(ob[0], b'+' | b'-') {
                     return None;
                 }
-                let h: i64 = rest.get(1..3)?.parse().ok()?;
-                let m: i64 = rest.get(4..6)?.parse().ok()?;
+                let digits = |r: std::ops::Range<usize>| -> Option<i64> {
+                    let part = rest.get(r)?;
+                    if !part.bytes().all(|c| c.is_ascii_digit()) {
+                        return None;
+                    }
+                    part.parse().ok()
+                };
+                let (h, m) = (digits(1..3)?, digits(4..6)?);
+                if h > 23 || m > 59 {
+                    return None;
+                }
                 let sign = if ob[0] == b'-' { -1 } else { 1 };
                 sign * (h * 60 + m)
             }
@@ -128,6 +149,16 @@ impl<'de> Deserialize<'de> for Timestamp {
         let raw = String::deserialize(deserializer)?;
         Timestamp::parse(&raw)
             .ok_or_else(|| serde::de::Error::custom(format!("invalid RFC 3339 time stamp {raw:?}")))
+    }
+}
+
+/// The number of days in `month` (1–12) of `year` (proleptic Gregorian).
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
     }
 }
 
@@ -201,5 +232,66 @@ mod tests {
         ] {
             assert_eq!(Timestamp::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn parse_rejects_days_that_do_not_exist() {
+        for bad in [
+            "2000-02-30T00:00:00Z",
+            "2001-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-11-31T00:00:00Z",
+        ] {
+            assert_eq!(Timestamp::parse(bad), None, "{bad}");
+        }
+        assert!(Timestamp::parse("2000-02-29T00:00:00Z").is_some());
+        assert!(Timestamp::parse("2024-02-29T00:00:00Z").is_some());
+    }
+
+    #[test]
+    fn parse_rejects_offsets_out_of_range() {
+        for bad in [
+            "2000-01-01T00:00:00+99:99",
+            "2000-01-01T00:00:00+24:00",
+            "2000-01-01T00:00:00-00:60",
+            "2000-01-01T00:00:00++1:00",
+            "2000-01-01T00:00:00+0:100",
+        ] {
+            assert_eq!(Timestamp::parse(bad), None, "{bad}");
+        }
+        assert_eq!(
+            Timestamp::parse("2000-01-01T23:59:00+23:59"),
+            Timestamp::parse("2000-01-01T00:00:00Z")
+        );
+    }
+
+    /// Every (year, month, day) with day 1–31 over four centuries (both kinds of century
+    /// leap rule): the parser accepts exactly the dates the day-count conversion maps back
+    /// to themselves, and every accepted date formats back to the same text.
+    #[test]
+    fn parse_accepts_exactly_the_real_dates() {
+        for year in 1900..=2300 {
+            for month in 1..=12 {
+                for day in 1..=31 {
+                    let text = format!("{year:04}-{month:02}-{day:02}T12:34:56.789Z");
+                    let real =
+                        civil_from_days(days_from_civil(year, month, day)) == (year, month, day);
+                    let parsed = Timestamp::parse(&text);
+                    assert_eq!(parsed.is_some(), real, "{text}");
+                    if let Some(t) = parsed {
+                        assert_eq!(t.to_string(), text);
+                        assert_eq!(t.date_utc(), text[..10]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn date_utc_of_known_instants() {
+        assert_eq!(Timestamp(0).date_utc(), "1970-01-01");
+        assert_eq!(Timestamp(-1).date_utc(), "1969-12-31");
+        assert_eq!(Timestamp(951_782_400_123).date_utc(), "2000-02-29");
     }
 }

@@ -87,10 +87,16 @@ pub(crate) fn update_yaml(
         source,
     };
     fs::create_dir_all(&dir).map_err(write_err)?;
-    // Held until the end of the function; released on drop.
+    // Held until the end of the function; released on drop. Without it a concurrent
+    // writer's change could be lost, so a failure to lock is an error, not a warning.
     let _lock = File::open(&dir)
-        .ok()
-        .and_then(|d| Flock::lock(d, FlockArg::LockExclusive).ok());
+        .and_then(|d| {
+            Flock::lock(d, FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))
+        })
+        .map_err(|source| ConfigError::Lock {
+            dir: dir.clone(),
+            source,
+        })?;
 
     let (mut value, existed) = match fs::read_to_string(path) {
         Ok(text) => (parse_yaml(&text, path)?, true),

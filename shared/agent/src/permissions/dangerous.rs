@@ -516,11 +516,11 @@ fn protected_target(target: &str) -> Option<&'static str> {
         return None;
     }
     for home in home_prefixes(t) {
-        if let Some(rest) = t.strip_prefix(home.as_str()) {
-            if rest.is_empty() || rest.starts_with('/') {
-                let parts = normalize_relative(rest.trim_start_matches('/'));
-                return (parts.is_empty() || parts[0] == "..").then_some("your home directory");
-            }
+        if let Some(rest) = t.strip_prefix(home.as_str())
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            let parts = normalize_relative(rest.trim_start_matches('/'));
+            return (parts.is_empty() || parts[0] == "..").then_some("your home directory");
         }
     }
     if t.starts_with('~') && !t.contains('/') {

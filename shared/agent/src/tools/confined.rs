@@ -212,7 +212,7 @@ fn classify(e: Errno, path: &Path, action: &'static str) -> Attempt {
 
 /// What kind of non-regular file a mode names, for messages.
 fn special_kind(mode: u32) -> Option<&'static str> {
-    let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
+    let kind = file_type(mode);
     match kind {
         k if k == SFlag::S_IFREG => None,
         k if k == SFlag::S_IFIFO => Some("a FIFO (named pipe)"),
@@ -270,7 +270,7 @@ impl Located {
                 let mode = mode_of(&stat);
                 // A symlink here appeared after the check; the rename below
                 // replaces the link itself, inside this directory.
-                if SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) == SFlag::S_IFLNK {
+                if file_type(mode) == SFlag::S_IFLNK {
                     return Ok(None);
                 }
                 self.check_kind(mode)?;
@@ -282,7 +282,7 @@ impl Located {
     }
 
     fn check_kind(&self, mode: u32) -> Result<(), ToolError> {
-        if SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR {
+        if file_type(mode) == SFlag::S_IFDIR {
             return Err(ToolError::IsDirectory {
                 path: self.path.clone(),
             });
@@ -322,7 +322,7 @@ impl Located {
                 Mode::from_bits_truncate(0o666),
             )?;
             if let Some(mode) = mode {
-                fchmod(&fd, Mode::from_bits_truncate(mode))?;
+                fchmod(&fd, Mode::from_bits_truncate(mode as nix::libc::mode_t))?;
             }
             let mut file = File::from(fd);
             file.write_all(content).map_err(io_errno)?;
@@ -348,8 +348,15 @@ impl Located {
 
 /// `st_mode` as `u32` (it is `u16` on macOS).
 #[allow(clippy::unnecessary_cast)]
+/// The file-type bits of a mode (`mode_t` is 16 bits on macOS, 32 on Linux).
+fn file_type(mode: u32) -> SFlag {
+    SFlag::from_bits_truncate(mode as nix::libc::mode_t) & SFlag::S_IFMT
+}
+
+// `st_mode` is u32 on Linux (the conversion is a no-op there) and u16 on macOS.
+#[allow(clippy::useless_conversion)]
 fn mode_of(stat: &nix::sys::stat::FileStat) -> u32 {
-    stat.st_mode as u32
+    u32::from(stat.st_mode)
 }
 
 fn io_errno(e: io::Error) -> Errno {

@@ -185,7 +185,11 @@ async fn a_symlink_flipped_during_writes_never_leads_a_write_outside_the_project
         std::thread::spawn(move || {
             let mut i = 0usize;
             while !stop.load(Ordering::Relaxed) {
-                let target = if i % 2 == 0 { &outside } else { &inside };
+                let target = if i.is_multiple_of(2) {
+                    &outside
+                } else {
+                    &inside
+                };
                 let temp = project.join(format!(".flip{i}"));
                 std::os::unix::fs::symlink(target, &temp).unwrap();
                 std::fs::rename(&temp, project.join("d")).unwrap();
@@ -299,7 +303,11 @@ async fn a_symlink_flipped_during_searches_never_leads_a_search_outside_the_proj
         std::thread::spawn(move || {
             let mut i = 0usize;
             while !stop.load(Ordering::Relaxed) {
-                let target = if i % 2 == 0 { &outside } else { &inside };
+                let target = if i.is_multiple_of(2) {
+                    &outside
+                } else {
+                    &inside
+                };
                 let temp = project.join(format!(".flip{i}"));
                 std::os::unix::fs::symlink(target, &temp).unwrap();
                 std::fs::rename(&temp, project.join("d")).unwrap();

@@ -88,12 +88,12 @@ impl WireParser for OpenAiParser {
                     break;
                 }
             }
-            if let Some(text) = delta.get("content").and_then(Value::as_str) {
-                if !text.is_empty() {
-                    out.push_back(StreamEvent::TextDelta {
-                        text: text.to_owned(),
-                    });
-                }
+            if let Some(text) = delta.get("content").and_then(Value::as_str)
+                && !text.is_empty()
+            {
+                out.push_back(StreamEvent::TextDelta {
+                    text: text.to_owned(),
+                });
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for (position, call) in calls.iter().enumerate() {

@@ -2,17 +2,14 @@
 //!
 //! Persisting (`ROO_SCRIPT_STATE`) lets a restarted process continue where it left off
 //! and lets several processes of one scripted team share one file. The file is guarded
-//! like the rest of the on-disk state: an `O_CREAT|O_EXCL` lock file holding the
-//! holder's pid, retried with random short sleeps, removed when stale, and the state
-//! rewritten whole through a temp file and a rename. Callers run this on a blocking
-//! thread.
+//! by the store's lock ([`roo_store::FileLock`], the one lock implementation of the
+//! workspace) and rewritten whole through a temp file and a rename. Callers run this on
+//! a blocking thread.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -41,9 +38,6 @@ pub struct Cursors {
     state_path: Option<PathBuf>,
     memory: Mutex<CursorState>,
 }
-
-const LOCK_RETRIES: u32 = 200;
-const STALE_AFTER: Duration = Duration::from_secs(10);
 
 impl Cursors {
     /// Cursors that live as long as this process.
@@ -87,7 +81,7 @@ impl Cursors {
             state.agents.insert(agent.to_owned(), cursor);
             return Ok(out);
         };
-        let _lock = FileLock::acquire(path)?;
+        let _lock = lock(path)?;
         let mut state = read_state(path)?;
         let mut cursor = state.agents.get(agent).cloned().unwrap_or_default();
         let out = f(&mut cursor)?;
@@ -130,63 +124,17 @@ fn write_state(path: &Path, state: &CursorState) -> Result<()> {
     fs::rename(&tmp, path).map_err(|e| io("replace script state", e))
 }
 
-/// An exclusive lock file next to the state file, removed on drop.
-struct FileLock {
-    path: PathBuf,
-}
-
-impl FileLock {
-    fn acquire(state: &Path) -> Result<Self> {
-        let mut name = state.as_os_str().to_owned();
-        name.push(".lock");
-        let path = PathBuf::from(name);
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|source| LlmError::Io {
-                action: "create the directory of",
-                path: path.clone(),
-                source,
-            })?;
-        }
-        for attempt in 0..LOCK_RETRIES {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    // Best effort: the holder's pid helps a human spot a stuck lock.
-                    let _ = writeln!(file, "{}", std::process::id());
-                    return Ok(Self { path });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let stale = fs::metadata(&path)
-                        .and_then(|m| m.modified())
-                        .ok()
-                        .and_then(|t| SystemTime::now().duration_since(t).ok())
-                        .is_some_and(|age| age > STALE_AFTER);
-                    if stale {
-                        let _ = fs::remove_file(&path);
-                        continue;
-                    }
-                    let millis = 5 + (u64::from(attempt) * 37 + u64::from(std::process::id())) % 45;
-                    std::thread::sleep(Duration::from_millis(millis));
-                }
-                Err(source) => {
-                    return Err(LlmError::Io {
-                        action: "create lock file",
-                        path,
-                        source,
-                    });
-                }
-            }
-        }
-        Err(LlmError::Script(format!(
-            "lock script state: {} stayed locked; remove it if no scripted agent is running",
-            path.display()
-        )))
+/// Takes the lock of the state file (`<path>.lock`), creating its directory first.
+fn lock(path: &Path) -> Result<roo_store::FileLock> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(|source| LlmError::Io {
+            action: "create the directory of script state",
+            path: path.to_owned(),
+            source,
+        })?;
     }
-}
-
-impl Drop for FileLock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
+    roo_store::FileLock::acquire(path, &roo_store::LockPolicy::default())
+        .map_err(|e| LlmError::Script(format!("lock script state: {e}")))
 }
 
 #[cfg(test)]
@@ -223,6 +171,30 @@ mod tests {
         });
         assert_eq!(again.update("a", |c| Ok(c.tool_ids)).unwrap(), 40);
         assert!(!dir.join("state.json.lock").exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_lock_left_by_a_dead_process_does_not_block_the_script_state() {
+        let dir = std::env::temp_dir().join(format!("roo-llm-cursor-dead-{}", std::process::id()));
+        let path = dir.join("state.json");
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let info = roo_store::LockInfo {
+            pid: dead,
+            time: roo_store::Timestamp::now(),
+            token: format!("{dead}-0"),
+        };
+        fs::write(
+            dir.join("state.json.lock"),
+            serde_json::to_vec(&info).unwrap(),
+        )
+        .unwrap();
+        let cursors = Cursors::persisted(path.clone());
+        assert_eq!(cursors.update("a", |c| Ok(c.tool_ids)).unwrap(), 0);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

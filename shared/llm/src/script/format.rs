@@ -203,17 +203,18 @@ impl Script {
                         "{at} is empty; give it text, thinking, tool_calls or error"
                     ));
                 }
-                if let Some(reason) = &turn.stop_reason {
-                    if parse_stop_reason(reason).is_none() {
-                        return Err(format!(
-                            "{at} has stop_reason `{reason}`; use end_turn, tool_use, max_tokens, stop_sequence or refusal"
-                        ));
-                    }
+                if let Some(reason) = &turn.stop_reason
+                    && parse_stop_reason(reason).is_none()
+                {
+                    return Err(format!(
+                        "{at} has stop_reason `{reason}`; use end_turn, tool_use, max_tokens, stop_sequence or refusal"
+                    ));
                 }
-                if let Some(when) = &turn.when {
-                    if when.last_user_contains.is_none() && when.system_contains.is_none() {
-                        return Err(format!("{at} has an empty `when`"));
-                    }
+                if let Some(when) = &turn.when
+                    && when.last_user_contains.is_none()
+                    && when.system_contains.is_none()
+                {
+                    return Err(format!("{at} has an empty `when`"));
                 }
                 for call in &turn.tool_calls {
                     if !call.input.is_object() {
