@@ -558,6 +558,18 @@ fn quarantined_data_is_reported_until_the_doctor_acknowledges_it() {
         .run()
         .assert_ok()
         .assert_stderr_contains("roo-task doctor");
+    // With --json, stdout keeps its shape and stderr carries one JSON line naming the file.
+    let listed = env.task().args(["list", "--team", "t", "--json"]).run();
+    listed.assert_ok();
+    assert_eq!(listed.json().as_array().unwrap().len(), 2);
+    let warning: serde_json::Value = serde_json::from_str(listed.stderr().trim())
+        .unwrap_or_else(|e| panic!("stderr is not one JSON line ({e}): {}", listed.stderr()));
+    let quarantined = warning["quarantined"].as_array().unwrap();
+    assert_eq!(quarantined.len(), 1, "{warning}");
+    assert!(
+        quarantined[0].as_str().unwrap().contains("tasks.json.corrupt-"),
+        "{warning}"
+    );
     env.task()
         .args(["doctor", "--team", "t"])
         .run()

@@ -47,9 +47,18 @@ fn env_nonempty(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.is_empty())
 }
 
+/// Set once a command asked for `--json`: warnings on stderr are then JSON lines too.
+static JSON_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The team's quarantined files found by this process, for the `--json` warning line.
+static QUARANTINED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
 impl Context {
     /// Flags plus the environment.
     pub fn new(common: Common) -> Context {
+        if common.json {
+            JSON_OUTPUT.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         Context {
             common,
             style: Style::detect(),
@@ -80,12 +89,16 @@ impl Context {
         let (home, name) = (self.home()?, self.team_name()?);
         static REPORTED: std::sync::Once = std::sync::Once::new();
         REPORTED.call_once(|| {
-            for path in roo_store::quarantine::quarantined(&home, &name) {
+            let found = roo_store::quarantine::quarantined(&home, &name);
+            for path in &found {
                 roo_store::quarantine::warn_later(format!(
                     "quarantined data at {}; inspect it, then run `roo-task doctor --team {name} \
                      --acknowledge`",
                     path.display()
                 ));
+            }
+            if let Ok(mut q) = QUARANTINED.lock() {
+                *q = found;
             }
         });
         Ok(Team::open(&home, name)?)
@@ -157,8 +170,26 @@ pub fn main_with<C: Parser>(
         }
     };
     let result = run(cli).and_then(|()| io::stdout().flush().map_err(CliError::from));
-    for warning in roo_store::quarantine::take_warnings() {
-        eprintln!("{program}: warning: {warning}");
+    let warnings = roo_store::quarantine::take_warnings();
+    if JSON_OUTPUT.load(std::sync::atomic::Ordering::Relaxed) {
+        // One JSON line on stderr, so a script reading `--json` output learns of damaged
+        // data without the shape of stdout changing.
+        let quarantined = QUARANTINED
+            .lock()
+            .map(|q| q.clone())
+            .unwrap_or_default();
+        if !warnings.is_empty() || !quarantined.is_empty() {
+            let line = serde_json::json!({
+                "program": program,
+                "warnings": warnings,
+                "quarantined": quarantined,
+            });
+            eprintln!("{line}");
+        }
+    } else {
+        for warning in warnings {
+            eprintln!("{program}: warning: {warning}");
+        }
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,
