@@ -567,7 +567,10 @@ fn quarantined_data_is_reported_until_the_doctor_acknowledges_it() {
     let quarantined = warning["quarantined"].as_array().unwrap();
     assert_eq!(quarantined.len(), 1, "{warning}");
     assert!(
-        quarantined[0].as_str().unwrap().contains("tasks.json.corrupt-"),
+        quarantined[0]
+            .as_str()
+            .unwrap()
+            .contains("tasks.json.corrupt-"),
         "{warning}"
     );
     env.task()

@@ -174,10 +174,7 @@ pub fn main_with<C: Parser>(
     if JSON_OUTPUT.load(std::sync::atomic::Ordering::Relaxed) {
         // One JSON line on stderr, so a script reading `--json` output learns of damaged
         // data without the shape of stdout changing.
-        let quarantined = QUARANTINED
-            .lock()
-            .map(|q| q.clone())
-            .unwrap_or_default();
+        let quarantined = QUARANTINED.lock().map(|q| q.clone()).unwrap_or_default();
         if !warnings.is_empty() || !quarantined.is_empty() {
             let line = serde_json::json!({
                 "program": program,

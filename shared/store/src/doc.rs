@@ -402,12 +402,23 @@ pub(crate) fn update<T: Document, R>(
     missing: impl FnOnce() -> Result<T>,
     change: impl FnOnce(&mut T) -> Result<Outcome<R>>,
 ) -> Result<R> {
+    update_fenced(home, path, missing, |doc, _| change(doc))
+}
+
+/// [`update`] whose `change` also gets the lock, to fence writes of its own (the inbox's
+/// archive appends) with [`FileLock::verify`].
+pub(crate) fn update_fenced<T: Document, R>(
+    home: &RooHome,
+    path: &Path,
+    missing: impl FnOnce() -> Result<T>,
+    change: impl FnOnce(&mut T, &FileLock) -> Result<Outcome<R>>,
+) -> Result<R> {
     let lock = FileLock::acquire(path, home.lock_policy())?;
     let mut doc = match load_locked::<T>(path, &lock)? {
         Some(doc) => doc,
         None => missing()?,
     };
-    match change(&mut doc)? {
+    match change(&mut doc, &lock)? {
         Outcome::Write(r) => {
             sweep_temp_files(path);
             store(path, &doc, &lock)?;

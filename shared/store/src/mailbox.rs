@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::doc::{self, Document, FormatVersion, Outcome};
 use crate::error::{Error, Result};
 use crate::limits::MAX_UNREAD_BYTES;
+use crate::lock::FileLock;
 use crate::message::{Message, MessageId, Outgoing};
 use crate::name::Name;
 use crate::team::Team;
@@ -254,7 +255,7 @@ impl Mailbox {
             };
             let archive = self.archive_path(&recipient);
             let keyed = retryable;
-            let result = self.update(&recipient, |inbox| {
+            let result = self.update(&recipient, |inbox, _| {
                 if keyed
                     && (inbox.messages.iter().any(|m| m.id == stored.id)
                         || read_archive_filtered(&archive, Some(&stored.id))?
@@ -319,7 +320,7 @@ impl Mailbox {
     /// Marks the given messages read; returns how many changed.
     pub fn mark_read(&self, name: &Name, ids: &[MessageId]) -> Result<usize> {
         let wanted: HashSet<&MessageId> = ids.iter().collect();
-        self.update(name, |inbox| {
+        self.update(name, |inbox, _| {
             let mut changed = 0;
             for m in inbox.messages.iter_mut().filter(|m| wanted.contains(&m.id)) {
                 if !m.read {
@@ -342,7 +343,7 @@ impl Mailbox {
             return Ok(Vec::new());
         }
         let now = Timestamp::now();
-        self.update(name, |inbox| {
+        self.update(name, |inbox, _| {
             let mut taken = Vec::new();
             for m in inbox.messages.iter_mut().filter(|m| !m.read) {
                 m.read = true;
@@ -373,7 +374,7 @@ impl Mailbox {
         let now = Timestamp::now();
         let mut missing: HashSet<&MessageId> = ids.iter().collect();
         let archive = self.archive_path(name);
-        self.update(name, |inbox| {
+        self.update(name, |inbox, fence| {
             let mut found = 0;
             for m in inbox.messages.iter_mut() {
                 if missing.remove(&m.id) {
@@ -401,7 +402,7 @@ impl Mailbox {
                     })
                     .collect();
                 found += lines.len();
-                append_lines(&archive, &lines)?;
+                append_lines(&archive, &lines, fence)?;
             }
             Ok(Outcome::Write(found))
         })
@@ -476,18 +477,19 @@ impl Mailbox {
     fn update<R>(
         &self,
         name: &Name,
-        change: impl FnOnce(&mut InboxDoc) -> Result<Outcome<R>>,
+        change: impl FnOnce(&mut InboxDoc, &Fence) -> Result<Outcome<R>>,
     ) -> Result<R> {
         let path = self.inbox_path(name);
         let archive = self.archive_path(name);
-        doc::update(
+        doc::update_fenced(
             self.team.home(),
             &path,
             || Ok(InboxDoc::default()),
-            |inbox| {
-                let outcome = change(inbox)?;
+            |inbox, lock| {
+                let fence = Fence { lock, inbox: &path };
+                let outcome = change(inbox, &fence)?;
                 if let Outcome::Write(_) = &outcome {
-                    archive_overflow(inbox, &archive)?;
+                    archive_overflow(inbox, &archive, &fence)?;
                 }
                 Ok(outcome)
             },
@@ -516,7 +518,7 @@ impl Mailbox {
 
 /// Moves the oldest read messages beyond [`RETAINED_READ`] to the archive, once more than
 /// `RETAINED_READ + ARCHIVE_BATCH` have accumulated.
-fn archive_overflow(inbox: &mut InboxDoc, archive: &Path) -> Result<()> {
+fn archive_overflow(inbox: &mut InboxDoc, archive: &Path, fence: &Fence) -> Result<()> {
     let read = inbox.messages.iter().filter(|m| m.read).count();
     if read <= RETAINED_READ + ARCHIVE_BATCH {
         return Ok(());
@@ -532,15 +534,24 @@ fn archive_overflow(inbox: &mut InboxDoc, archive: &Path) -> Result<()> {
             kept.push(m);
         }
     }
-    append_lines(archive, &moved)?;
+    append_lines(archive, &moved, fence)?;
     inbox.messages = kept;
     Ok(())
 }
 
-fn append_lines<T: Serialize>(path: &Path, items: &[T]) -> Result<()> {
+/// The inbox lock held by an update, for archive appends to check before they write.
+struct Fence<'a> {
+    lock: &'a FileLock,
+    inbox: &'a Path,
+}
+
+/// Appends `items` to the archive at `path`, as JSON lines; writes nothing unless the
+/// inbox lock is still ours (a holder that outlived the stale age must not append).
+fn append_lines<T: Serialize>(path: &Path, items: &[T], fence: &Fence) -> Result<()> {
     if items.is_empty() {
         return Ok(());
     }
+    fence.lock.verify(fence.inbox)?;
     let mut buf = Vec::new();
     for item in items {
         serde_json::to_writer(&mut buf, item).map_err(|e| Error::io("encode", path, e.into()))?;
@@ -608,4 +619,30 @@ fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Me
 /// Bytes of `message` encoded as JSON (what it adds to the inbox file).
 fn encoded_len(message: &Message) -> usize {
     serde_json::to_vec(message).map_or(usize::MAX, |v| v.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::LockPolicy;
+
+    #[test]
+    fn an_archive_append_by_a_holder_that_lost_the_inbox_lock_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let inbox = dir.path().join("alice.json");
+        let archive = dir.path().join("alice.archive.jsonl");
+        let policy = LockPolicy::protocol();
+        let ours = FileLock::acquire(&inbox, &policy).unwrap();
+        let fence = Fence {
+            lock: &ours,
+            inbox: &inbox,
+        };
+        append_lines(&archive, &["first"], &fence).unwrap();
+        // Judged stale and broken by another process, which now holds the lock.
+        std::fs::remove_file(ours.path()).unwrap();
+        let _theirs = FileLock::acquire(&inbox, &policy).unwrap();
+        let err = append_lines(&archive, &["second"], &fence).unwrap_err();
+        assert!(matches!(err, Error::LockLost { .. }), "{err}");
+        assert_eq!(std::fs::read_to_string(&archive).unwrap(), "\"first\"\n");
+    }
 }
