@@ -83,12 +83,12 @@ impl fmt::Display for Source {
 /// Why configuration could not be loaded or saved.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The directory of a config file being changed cannot be locked against other writers.
-    #[error("lock {dir} to change a config file in it: {source}; nothing was written, try again")]
+    /// A config file being changed cannot be locked against other writers.
+    #[error("lock config file {path}: {source}; nothing was written, try again")]
     Lock {
-        dir: PathBuf,
+        path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: roo_store::Error,
     },
     /// A config file exists but cannot be read.
     #[error("read config file {path}: {source}; check its permissions")]

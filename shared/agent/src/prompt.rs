@@ -399,7 +399,7 @@ fn read_regular_file(path: &Path, max: u64) -> Result<String, Refusal> {
 }
 
 fn home_dir() -> PathBuf {
-    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+    roo_store::user_home().unwrap_or_else(|| PathBuf::from("/"))
 }
 
 fn os_description() -> String {

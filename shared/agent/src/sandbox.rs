@@ -82,9 +82,7 @@ impl PolicyEnv {
         let mut temp_dirs = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
         temp_dirs.push(std::env::temp_dir());
         Self {
-            home: std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from),
+            home: roo_store::user_home(),
             roo_home: roo_home.to_path_buf(),
             temp_dirs,
         }

@@ -190,8 +190,8 @@ fn expand_home(path: &str) -> Result<PathBuf, ToolError> {
         message,
     };
     let home = if user.is_empty() {
-        match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            Some(home) => PathBuf::from(home),
+        match roo_store::user_home() {
+            Some(home) => home,
             None => nix::unistd::User::from_uid(nix::unistd::getuid())
                 .ok()
                 .flatten()

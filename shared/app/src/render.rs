@@ -1,62 +1,11 @@
 //! Terminal rendering of agent events: streamed text, one-line tool summaries,
 //! colours only on a terminal and never with `NO_COLOR`.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use roo_agent::event::{AgentEvent, CompactionMethod, Outcome};
 
-/// Colour on or off for one stream.
-#[derive(Debug, Clone, Copy)]
-pub struct Style {
-    color: bool,
-}
-
-impl Style {
-    /// Colours for stdout when it is a terminal and `NO_COLOR` is unset.
-    pub fn for_stdout() -> Self {
-        Self {
-            color: std::io::stdout().is_terminal() && no_color_unset(),
-        }
-    }
-
-    /// Colours for stderr when it is a terminal and `NO_COLOR` is unset.
-    pub fn for_stderr() -> Self {
-        Self {
-            color: std::io::stderr().is_terminal() && no_color_unset(),
-        }
-    }
-
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    }
-
-    pub fn dim(&self, text: &str) -> String {
-        self.paint("2", text)
-    }
-    pub fn bold(&self, text: &str) -> String {
-        self.paint("1", text)
-    }
-    pub fn red(&self, text: &str) -> String {
-        self.paint("31", text)
-    }
-    pub fn green(&self, text: &str) -> String {
-        self.paint("32", text)
-    }
-    pub fn yellow(&self, text: &str) -> String {
-        self.paint("33", text)
-    }
-    pub fn cyan(&self, text: &str) -> String {
-        self.paint("36", text)
-    }
-}
-
-fn no_color_unset() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
+pub use roo_term::Style;
 
 /// Writes to the terminal in raw mode, where `\n` alone does not return the
 /// carriage: every newline becomes `\r\n`.
@@ -267,13 +216,5 @@ mod tests {
     fn headline_skips_rulers() {
         assert_eq!(headline("=====\n\nFAIL: test_x\n"), "FAIL: test_x");
         assert_eq!(headline(""), "");
-    }
-
-    #[test]
-    fn no_escape_codes_without_colour() {
-        let s = Style { color: false };
-        assert_eq!(s.red("x"), "x");
-        let s = Style { color: true };
-        assert_eq!(s.red("x"), "\x1b[31mx\x1b[0m");
     }
 }

@@ -61,7 +61,7 @@ impl Context {
         }
         Context {
             common,
-            style: Style::detect(),
+            style: Style::for_stdout(),
         }
     }
 

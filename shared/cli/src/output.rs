@@ -1,83 +1,12 @@
-//! Output helpers: colour only on a TTY without `NO_COLOR`, JSON printing, and the
-//! human-readable forms of messages and tasks.
+//! Output helpers: JSON printing and the human-readable forms of messages and tasks
+//! (styles and escaping come from `roo-term`).
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 
 use roo_store::{Message, Task, TaskStatus};
 use serde::Serialize;
 
-/// Whether and how to colour output.
-#[derive(Clone, Copy, Debug)]
-pub struct Style {
-    colour: bool,
-}
-
-impl Style {
-    /// Colour iff stdout is a terminal and `NO_COLOR` is unset or empty.
-    pub fn detect() -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Style {
-            colour: !no_color && io::stdout().is_terminal(),
-        }
-    }
-
-    fn paint(self, code: &str, text: &str) -> String {
-        if self.colour {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
-    }
-
-    /// Bold.
-    pub fn bold(self, text: &str) -> String {
-        self.paint("1", text)
-    }
-
-    /// Dim.
-    pub fn dim(self, text: &str) -> String {
-        self.paint("2", text)
-    }
-
-    /// Green.
-    pub fn green(self, text: &str) -> String {
-        self.paint("32", text)
-    }
-
-    /// Yellow.
-    pub fn yellow(self, text: &str) -> String {
-        self.paint("33", text)
-    }
-
-    /// Cyan.
-    pub fn cyan(self, text: &str) -> String {
-        self.paint("36", text)
-    }
-}
-
-/// Makes untrusted text safe for one line of a terminal: control characters (C0 including
-/// newline and tab, DEL, C1) and the bidirectional-override format characters are shown
-/// as `\u{..}` escapes (`\n`, `\r`, `\t` for the common ones), so a summary cannot
-/// start a forged header line or send terminal escape sequences. Every human-output path
-/// prints user-supplied text through this; `--json` output is exact (JSON escapes it).
-pub fn escape(text: &str) -> String {
-    let unsafe_char =
-        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if !text.chars().any(unsafe_char) {
-        return text.to_owned();
-    }
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => shown.push_str("\\n"),
-            '\r' => shown.push_str("\\r"),
-            '\t' => shown.push_str("\\t"),
-            c if unsafe_char(c) => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => shown.push(c),
-        }
-    }
-    shown
-}
+pub use roo_term::{Style, escape};
 
 /// Prints `value` as pretty JSON plus a newline.
 pub fn print_json<T: Serialize + ?Sized>(out: &mut impl Write, value: &T) -> io::Result<()> {
@@ -187,21 +116,4 @@ pub fn write_task(out: &mut impl Write, style: Style, t: &Task) -> io::Result<()
         )?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escape_neutralises_control_and_bidi_characters() {
-        assert_eq!(
-            escape("plain text, ünïcode 中文"),
-            "plain text, ünïcode 中文"
-        );
-        assert_eq!(escape("a\nFrom: lead"), "a\\nFrom: lead");
-        assert_eq!(escape("\x1b]0;pwned\x07"), "\\u{1b}]0;pwned\\u{7}");
-        assert_eq!(escape("x\r\ty\u{9b}\u{7f}"), "x\\r\\ty\\u{9b}\\u{7f}");
-        assert_eq!(escape("\u{202e}abc"), "\\u{202e}abc");
-    }
 }

@@ -319,6 +319,14 @@ pub(crate) fn store<T: Document>(path: &Path, doc: &T, lock: &FileLock) -> Resul
     })
 }
 
+/// Replaces `path` with `bytes` atomically (temp file in the same directory, mode 0600,
+/// fsync, rename): readers see the old or the new file, never half of one; a failure
+/// leaves `path` untouched. The one atomic write of the workspace: config edits and the
+/// script cursor use it too. Take the file's [`FileLock`] first if others may write it.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomically(path, bytes, || Ok(()))
+}
+
 /// Replaces `path` with `bytes` atomically; `fence` runs right before the rename and its
 /// failure leaves `path` untouched.
 pub(crate) fn write_atomically(

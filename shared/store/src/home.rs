@@ -126,10 +126,17 @@ pub fn root_from_env() -> Result<PathBuf> {
     if let Some(root) = std::env::var_os(ROO_HOME_ENV).filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(root));
     }
+    user_home()
+        .map(|home| home.join(".roocode"))
+        .ok_or(Error::NoHome)
+}
+
+/// The user's home directory: `$HOME` if set and not empty. The one lookup of it (tilde
+/// expansion, config and sandbox paths, the default `ROO_HOME`).
+pub fn user_home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
-        .map(|home| PathBuf::from(home).join(".roocode"))
-        .ok_or(Error::NoHome)
+        .map(PathBuf::from)
 }
 
 /// Creates `dir` and its missing parents with mode 0700.

@@ -41,9 +41,9 @@ mod team;
 mod time;
 mod watch;
 
-pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion};
+pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion, replace_file};
 pub use error::{Error, LockHolder, Result};
-pub use home::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, RooHome, root_from_env};
+pub use home::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, RooHome, root_from_env, user_home};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
     ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, SendReport,

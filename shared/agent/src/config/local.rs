@@ -10,13 +10,9 @@
 //! its parsed form). When the local file is first created, a `.roocode/.gitignore`
 //! naming it is created too if there is none, so personal rules stay out of git.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use nix::fcntl::{Flock, FlockArg};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::{ConfigError, local_config_path, parse_yaml};
@@ -87,16 +83,15 @@ pub(crate) fn update_yaml(
         source,
     };
     fs::create_dir_all(&dir).map_err(write_err)?;
-    // Held until the end of the function; released on drop. Without it a concurrent
-    // writer's change could be lost, so a failure to lock is an error, not a warning.
-    let _lock = File::open(&dir)
-        .and_then(|d| {
-            Flock::lock(d, FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))
-        })
-        .map_err(|source| ConfigError::Lock {
-            dir: dir.clone(),
+    // The store's file lock (`<file>.lock`, no queue file left behind), held until the
+    // end of the function. Without it a concurrent writer's change could be lost, so a
+    // failure to lock is an error, not a warning.
+    let _lock = roo_store::FileLock::acquire(path, &roo_store::LockPolicy::protocol()).map_err(
+        |source| ConfigError::Lock {
+            path: path.to_path_buf(),
             source,
-        })?;
+        },
+    )?;
 
     let (mut value, existed) = match fs::read_to_string(path) {
         Ok(text) => (parse_yaml(&text, path)?, true),
@@ -129,29 +124,7 @@ pub(crate) fn update_yaml(
     } else {
         format!("{header}{body}")
     };
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map_or_else(|| "config".into(), |n| n.to_string_lossy().into_owned());
-    let temp = dir.join(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_data()?;
-        fs::rename(&temp, path)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&temp);
-        write_err(e)
-    })?;
+    roo_store::replace_file(path, text.as_bytes())
+        .map_err(|e| write_err(std::io::Error::other(e)))?;
     Ok(!existed)
 }

@@ -317,6 +317,23 @@ fn append_local_allow_keeps_other_keys_and_refuses_to_clobber() {
 }
 
 #[test]
+fn a_config_write_while_another_writer_holds_the_lock_fails_and_writes_nothing() {
+    let d = dirs();
+    let path = local_config_path(&d.project);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, "permissions: {allow: [Read]}\n").unwrap();
+    // A live writer (this process) holds the store lock on the file.
+    let _held = roo_store::FileLock::acquire(&path, &roo_store::LockPolicy::protocol()).unwrap();
+    let err = append_local_allow(&d.project, "WriteFile").unwrap_err();
+    assert!(matches!(err, ConfigError::Lock { .. }), "{err}");
+    assert!(err.to_string().contains("nothing was written"), "{err}");
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "permissions: {allow: [Read]}\n"
+    );
+}
+
+#[test]
 fn concurrent_appends_lose_no_rule() {
     let d = dirs();
     let project = d.project.clone();

@@ -19,7 +19,7 @@
 //! -delete)`) approves it anyway: the user asked for exactly that. An exact
 //! rule (no `*`) equal to the whole command line approves it as written.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::sandbox;
 use super::shell::{Segment, Word, basename, is_operator, program_name};
@@ -385,12 +385,12 @@ fn path_inside(word: &Word, scope: &Scope<'_>) -> bool {
         return true;
     }
     let path = if word.raw.starts_with('~') {
-        let Some(home) = std::env::var_os("HOME") else {
+        let Some(home) = roo_store::user_home() else {
             return false;
         };
         let rest = value.trim_start_matches('~').trim_start_matches('/');
         if value.starts_with("~/") || value == "~" {
-            PathBuf::from(home).join(rest)
+            home.join(rest)
         } else {
             // `~user/…`.
             return false;

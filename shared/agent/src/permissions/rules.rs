@@ -344,7 +344,7 @@ fn wildcard_regex(pattern: &str, command: bool) -> Result<Regex, String> {
 fn path_pattern(pattern: &str) -> Option<PathPattern> {
     let mut pattern = pattern.trim_start_matches("./").to_string();
     let absolute = if let Some(rest) = pattern.strip_prefix("~/") {
-        let home = std::env::var_os("HOME")?;
+        let home = roo_store::user_home()?;
         pattern = format!("{}/{rest}", Path::new(&home).display());
         true
     } else {

@@ -35,7 +35,6 @@ use crate::sandbox::HelperReport;
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 use group::ProcessGroup;
-pub use group::pid_is_running;
 
 /// Timeout when the call gives none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use roo_agent::permissions::{PermissionDecision, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::tool::{Tool, ToolRegistry};
-use roo_agent::tools::bash::pid_is_running;
 use roo_agent::tools::{WriteFile, builtin_tools, spill_if_large};
 use serde_json::json;
 
@@ -141,14 +140,14 @@ async fn cancelling_a_bash_call_kills_its_children() {
         "{}",
         out.content
     );
-    let pid: i32 = out
+    let pid: u32 = out
         .content
         .lines()
         .find_map(|l| l.strip_prefix("child="))
         .unwrap()
         .parse()
         .unwrap();
-    wait_until("the child sleep to be gone", || !pid_is_running(pid)).await;
+    wait_until("the child sleep to be gone", || !roo_store::pid_alive(pid)).await;
 }
 
 /// Seed 000's check/use race: a symlink inside the project flipped between a

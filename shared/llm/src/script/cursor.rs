@@ -118,10 +118,9 @@ fn write_state(path: &Path, state: &CursorState) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).map_err(|e| io("create the directory of script state", e))?;
     }
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     let text = serde_json::to_string_pretty(state).unwrap_or_default();
-    fs::write(&tmp, text).map_err(|e| io("write script state", e))?;
-    fs::rename(&tmp, path).map_err(|e| io("replace script state", e))
+    roo_store::replace_file(path, text.as_bytes())
+        .map_err(|e| io("write script state", std::io::Error::other(e)))
 }
 
 /// Takes the lock of the state file (`<path>.lock`), creating its directory first.

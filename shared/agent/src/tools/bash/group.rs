@@ -108,18 +108,6 @@ fn parse_stat(stat: &str) -> Option<(char, i32)> {
     crate::sandbox::proc_stat(stat).map(|s| (s.state, s.pgrp))
 }
 
-/// Whether process `pid` still runs: it exists and is not a zombie (a zombie is
-/// dead and only waits to be reaped). For tests and diagnostics.
-pub fn pid_is_running(pid: i32) -> bool {
-    match nix::sys::signal::kill(Pid::from_raw(pid), None) {
-        Err(Errno::ESRCH) => false,
-        _ => std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| parse_stat(&s))
-            .is_none_or(|(state, _)| state != 'Z' && state != 'X'),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -139,10 +127,5 @@ mod tests {
         assert!(ProcessGroup::new(0).is_none());
         assert!(ProcessGroup::new(1).is_none());
         assert!(ProcessGroup::new(1234).is_some());
-    }
-
-    #[test]
-    fn own_process_is_running() {
-        assert!(pid_is_running(std::process::id() as i32));
     }
 }

@@ -29,7 +29,7 @@ async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 /// Pids printed by a command as `NAME=PID` lines.
-fn pid_of(output: &str, name: &str) -> i32 {
+fn pid_of(output: &str, name: &str) -> u32 {
     output
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{name}=")))
@@ -131,7 +131,10 @@ async fn timeout_kills_the_whole_group_even_processes_ignoring_sigterm() {
     );
     for name in ["shell", "child", "grandchild"] {
         let pid = pid_of(&out.content, name);
-        wait_until(&format!("{name} {pid} to be gone"), || !pid_is_running(pid)).await;
+        wait_until(&format!("{name} {pid} to be gone"), || {
+            !roo_store::pid_alive(pid)
+        })
+        .await;
     }
     // Timeout + grace + SIGKILL, not the 1000 s the processes wanted.
     assert!(started.elapsed() < Duration::from_secs(30));
@@ -157,7 +160,10 @@ async fn cancel_kills_the_whole_group() {
     );
     for name in ["shell", "child", "grandchild"] {
         let pid = pid_of(&out.content, name);
-        wait_until(&format!("{name} {pid} to be gone"), || !pid_is_running(pid)).await;
+        wait_until(&format!("{name} {pid} to be gone"), || {
+            !roo_store::pid_alive(pid)
+        })
+        .await;
     }
 }
 
@@ -178,7 +184,10 @@ async fn background_processes_do_not_outlive_the_call() {
         out.content
     );
     let pid = pid_of(&out.content, "bg");
-    wait_until("the background sleep to be gone", || !pid_is_running(pid)).await;
+    wait_until("the background sleep to be gone", || {
+        !roo_store::pid_alive(pid)
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -1,0 +1,130 @@
+//! Terminal output shared by every binary: one colour decision (a terminal, `NO_COLOR`
+//! unset or empty), one set of styles, and one escape for untrusted text.
+
+use std::io::IsTerminal;
+
+/// Colour on or off for one output stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Style {
+    colour: bool,
+}
+
+impl Style {
+    /// Colour iff stdout is a terminal and `NO_COLOR` is unset or empty.
+    pub fn for_stdout() -> Style {
+        Style::new(std::io::stdout().is_terminal())
+    }
+
+    /// Colour iff stderr is a terminal and `NO_COLOR` is unset or empty.
+    pub fn for_stderr() -> Style {
+        Style::new(std::io::stderr().is_terminal())
+    }
+
+    /// Colour iff `terminal` and `NO_COLOR` is unset or empty.
+    pub fn new(terminal: bool) -> Style {
+        Style {
+            colour: terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        }
+    }
+
+    /// Plain text, whatever the stream.
+    pub const fn plain() -> Style {
+        Style { colour: false }
+    }
+
+    /// Always colour (tests, or a caller that decided itself).
+    pub const fn coloured() -> Style {
+        Style { colour: true }
+    }
+
+    /// Whether this style colours.
+    pub fn colours(self) -> bool {
+        self.colour
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// Bold.
+    pub fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+
+    /// Dim.
+    pub fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    /// Red.
+    pub fn red(self, text: &str) -> String {
+        self.paint("31", text)
+    }
+
+    /// Green.
+    pub fn green(self, text: &str) -> String {
+        self.paint("32", text)
+    }
+
+    /// Yellow.
+    pub fn yellow(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+
+    /// Cyan.
+    pub fn cyan(self, text: &str) -> String {
+        self.paint("36", text)
+    }
+}
+
+/// Makes untrusted text safe for one line of a terminal: control characters (C0 including
+/// newline and tab, DEL, C1) and the bidirectional-override format characters are shown
+/// as `\u{..}` escapes (`\n`, `\r`, `\t` for the common ones), so a summary cannot
+/// start a forged header line or send terminal escape sequences. Every human-output path
+/// prints user-supplied text through this; `--json` output is exact (JSON escapes it).
+pub fn escape(text: &str) -> String {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return text.to_owned();
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => shown.push_str("\\n"),
+            '\r' => shown.push_str("\\r"),
+            '\t' => shown.push_str("\\t"),
+            c if unsafe_char(c) => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => shown.push(c),
+        }
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_escape_codes_without_colour() {
+        assert_eq!(Style::plain().red("x"), "x");
+        assert_eq!(Style::coloured().red("x"), "\x1b[31mx\x1b[0m");
+        assert_eq!(Style::new(false).bold("x"), "x");
+    }
+
+    #[test]
+    fn escape_neutralises_control_and_bidi_characters() {
+        assert_eq!(
+            escape("plain text, ünïcode 中文"),
+            "plain text, ünïcode 中文"
+        );
+        assert_eq!(escape("a\nFrom: lead"), "a\\nFrom: lead");
+        assert_eq!(escape("\x1b]0;pwned\x07"), "\\u{1b}]0;pwned\\u{7}");
+        assert_eq!(escape("x\r\ty\u{9b}\u{7f}"), "x\\r\\ty\\u{9b}\\u{7f}");
+        assert_eq!(escape("\u{202e}abc"), "\\u{202e}abc");
+    }
+}
