@@ -2,6 +2,14 @@
 
 use roo_tests::TempHome;
 
+/// `roo-task get ID --team t --json`, parsed.
+fn get_json(env: &TempHome, id: &str) -> serde_json::Value {
+    env.task()
+        .args(["get", id, "--team", "t", "--json"])
+        .run()
+        .json()
+}
+
 fn create(env: &TempHome, args: &[&str]) -> String {
     let out = env.task().args(["create", "--team", "t"]).args(args).run();
     out.assert_ok();
@@ -45,11 +53,7 @@ fn create_list_get_update_delete() {
     assert_eq!(task["id"], "3");
     assert_eq!(task["status"], "pending");
     assert_eq!(task["blocked_by"], serde_json::json!(["1"]));
-    let one = env
-        .task()
-        .args(["get", "1", "--team", "t", "--json"])
-        .run()
-        .json();
+    let one = get_json(&env, "1");
     assert_eq!(one["blocks"], serde_json::json!(["3"]));
     env.task()
         .args([
@@ -77,11 +81,7 @@ fn create_list_get_update_delete() {
         .args(["delete", "2", "--team", "t"])
         .run()
         .assert_ok();
-    let three = env
-        .task()
-        .args(["get", "3", "--team", "t", "--json"])
-        .run()
-        .json();
+    let three = get_json(&env, "3");
     assert_eq!(three["blocked_by"], serde_json::json!(["1"]));
     assert_eq!(create(&env, &["--subject", "after delete"]), "4");
     env.task()
@@ -237,11 +237,7 @@ fn reclaim_returns_tasks_of_gone_owners_with_a_note() {
         "{reasons:?}"
     );
     assert!(reasons[1].1.contains("lease of bob expired"), "{reasons:?}");
-    let a = env
-        .task()
-        .args(["get", "1", "--team", "t", "--json"])
-        .run()
-        .json();
+    let a = get_json(&env, "1");
     assert_eq!(a["status"], "pending");
     assert!(a["owner"].is_null());
     assert!(
@@ -268,11 +264,7 @@ fn renew_extends_only_your_own_lease() {
         .args(["claim", "1", "--team", "t", "--as", "alice", "--lease", "5"])
         .run()
         .assert_ok();
-    let before = env
-        .task()
-        .args(["get", "1", "--team", "t", "--json"])
-        .run()
-        .json();
+    let before = get_json(&env, "1");
     let renewed = env
         .task()
         .args([
@@ -389,11 +381,7 @@ fn oversized_task_fields_are_refused_with_the_limit() {
         .run()
         .assert_code(2)
         .assert_stderr_contains("metadata");
-    let task = env
-        .task()
-        .args(["get", "1", "--team", "t", "--json"])
-        .run()
-        .json();
+    let task = get_json(&env, "1");
     assert_eq!(task["description"], "");
 }
 
@@ -428,11 +416,7 @@ fn another_members_claim_cannot_be_taken_over_completed_or_deleted() {
             .assert_code(1)
             .assert_stderr_contains("claimed by alice");
     }
-    let task = env
-        .task()
-        .args(["get", "1", "--team", "t", "--json"])
-        .run()
-        .json();
+    let task = get_json(&env, "1");
     assert_eq!(task["owner"], "alice");
     assert_eq!(task["status"], "in_progress");
     // Bob may still edit the text; the owner and the lead may change status.
@@ -520,11 +504,7 @@ fn non_members_cannot_claim() {
         .run()
         .assert_code(1)
         .assert_stderr_contains("not a member");
-    let task = env
-        .task()
-        .args(["get", "1", "--team", "t", "--json"])
-        .run()
-        .json();
+    let task = get_json(&env, "1");
     assert_eq!(task["status"], "pending");
 }
 
