@@ -32,6 +32,8 @@ mod home;
 pub mod limits;
 mod lock;
 mod mailbox;
+mod member_files;
+mod membership;
 mod message;
 mod name;
 pub mod quarantine;
@@ -39,6 +41,7 @@ mod task;
 mod task_list;
 mod team;
 mod time;
+pub mod usage;
 mod watch;
 
 pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion};
@@ -48,6 +51,7 @@ pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
     ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, SendReport,
 };
+pub use membership::{Assignment, Death, Idle, Joined};
 pub use message::{
     MAX_SUMMARY_CHARS, Message, MessageBody, MessageId, Outgoing, PermissionDecision,
     TEAMMATE_MESSAGE_NOTICE, render_reminder,
@@ -58,8 +62,9 @@ pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,
     TaskList, TaskListDoc, TaskPatch, owner_gone,
 };
-pub use team::{BackendType, Member, Team, TeamConfig};
+pub use team::{BackendType, Member, MemberState, Team, TeamConfig};
 pub use time::Timestamp;
+pub use usage::TaskUsage;
 pub use watch::{InboxWatcher, POLL_WITH_NOTIFY, POLL_WITHOUT_NOTIFY, WaitOutcome, WatchWaker};
 
 #[cfg(test)]
