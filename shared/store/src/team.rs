@@ -451,7 +451,8 @@ impl Team {
     }
 
     /// Deletes the team directory and its task list. Unless `force`, refuses while any
-    /// member other than the lead is active.
+    /// member other than the lead is active (busy and not dead: a member whose process
+    /// was killed does not hold the team up).
     pub fn delete(&self, force: bool) -> Result<()> {
         let path = self.config_path();
         let lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
@@ -460,7 +461,9 @@ impl Team {
         let active: Vec<String> = config
             .members
             .iter()
-            .filter(|m| m.agent_id != config.lead_agent_id && m.is_active())
+            .filter(|m| {
+                m.agent_id != config.lead_agent_id && m.observed_state() == MemberState::Busy
+            })
             .map(|m| m.name.to_string())
             .collect();
         if !force && !active.is_empty() {

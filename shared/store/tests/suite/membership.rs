@@ -555,3 +555,17 @@ fn member_files_are_private_appendable_and_never_follow_links() {
     assert!(ghost.open_log(&alice).is_err());
     assert!(!f.home.team_dir(&t).exists());
 }
+
+#[test]
+fn a_killed_member_does_not_hold_up_deleting_the_team() {
+    let f = team();
+    let mut holder = Holder::start();
+    f.team.join(carol(&f, Some(holder.pid()))).unwrap();
+    for m in ["alice", "bob"] {
+        f.team.set_active(m, false).unwrap();
+    }
+    let err = f.team.delete(false).unwrap_err();
+    assert!(matches!(err, Error::TeamActive { .. }), "{err}");
+    holder.kill();
+    f.team.delete(false).unwrap();
+}
