@@ -10,7 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fsio;
 use crate::home::ensure_dir;
 use crate::name::Name;
@@ -52,6 +52,15 @@ impl Team {
         }
         if let Some(dir) = path.parent() {
             ensure_dir(dir)?;
+            // The directory is ours to create: a planted link in its place must not
+            // redirect the member's files (create_dir_all follows it silently).
+            let meta = std::fs::symlink_metadata(dir).map_err(|e| Error::io(action, dir, e))?;
+            if meta.file_type().is_symlink() {
+                return Err(Error::NotRegularFile {
+                    path: dir.to_owned(),
+                    kind: "symbolic link",
+                });
+            }
         }
         let mut options = OpenOptions::new();
         options.append(true).create(true).mode(0o600);

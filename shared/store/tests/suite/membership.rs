@@ -549,6 +549,13 @@ fn member_files_are_private_appendable_and_never_follow_links() {
     let err = f.team.open_log(&name("bob")).unwrap_err();
     assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
     assert!(!outside.exists());
+    // Nor may a planted link in place of the logs directory.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::remove_dir_all(f.home.logs_dir(&t)).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), f.home.logs_dir(&t)).unwrap();
+    let err = f.team.open_log(&alice).unwrap_err();
+    assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     // No stray team directory for a team that does not exist.
     let ghost = roo_store::Team::open(&f.home, name("t")).unwrap();
     ghost.delete(true).unwrap();
