@@ -118,9 +118,11 @@ impl Team {
                 return Err(Error::NotPermitted {
                     action: action(),
                     reason: format!(
-                        "a live process (pid {pid}) already is member {}; stop it first, or join \
-                         under another name",
-                        old.name
+                        "a live process (pid {pid}) already is member {name}; stop it first, or \
+                         join under another name (if pid {pid} is no longer that member, its pid \
+                         was reused: run `roo-mail team mark-dead --team {team} {name} --reason \
+                         ...` first)",
+                        name = old.name
                     ),
                 });
             }
