@@ -7,6 +7,14 @@
 //! [`TaskList`]) are cheap to clone and `Send + Sync`; all state lives in files, so
 //! in-process teammates coordinate through the same locks as separate processes.
 //!
+//! **For the team runtime** (`docs/PROTOCOL.md` §4.1–§4.3, §6.5–§6.6): [`Team::join`]
+//! registers a process as a member (refused while a live process holds the name);
+//! [`Team::detect_dead`] (poll it) and [`Team::declare_dead`] mark a member dead and return
+//! its unfinished tasks to the ready set; [`Team::become_idle`] goes idle and notifies the
+//! lead once per fingerprint; [`Team::assign_task`] sets another member as owner, then
+//! sends the `task_assignment`; [`TaskList::add_usage`] adds a model request's spend to a
+//! task; [`Team::open_transcript`] / [`Team::open_log`] open a member's own files.
+//!
 //! ```no_run
 //! use roo_store::{Member, Name, Outgoing, RooHome, Team};
 //! # fn main() -> roo_store::Result<()> {
