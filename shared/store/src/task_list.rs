@@ -526,11 +526,15 @@ impl TaskList {
     /// that owns the task). Any status and any owner: spend is recorded where it happened,
     /// even if the task changed hands meanwhile. A value over the bounds of
     /// [`crate::usage`] (or a total that would exceed them) is refused and nothing is
-    /// written. Returns the task after the change.
+    /// written; an all-zero `usage` writes nothing either. `updated_at` is left alone
+    /// (spend is not a change of the task's work). Returns the task after the change.
     pub fn add_usage(&self, id: &TaskId, member: &Name, usage: &TaskUsage) -> Result<Task> {
         self.update_doc(|list| {
             let index = self.index(list, id)?;
             let task = &mut list.tasks[index];
+            if *usage == TaskUsage::default() {
+                return Ok(Outcome::Keep(task.clone()));
+            }
             let before = task.usage.get(member).copied().unwrap_or_default();
             let after = before.checked_add(usage).map_err(|reason| {
                 self.invalid("add usage to", id, &format!("{member}'s {reason}"))

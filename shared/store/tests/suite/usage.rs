@@ -126,6 +126,14 @@ fn usage_a_reader_could_not_hold_is_refused_and_nothing_is_written() {
     let err = tasks.add_usage(&id, &name("alice"), &near).unwrap_err();
     assert!(err.to_string().contains("the total"), "{err}");
     assert_eq!(std::fs::read(tasks.path()).unwrap(), before);
+    // Nothing to add: no write at all (the file is not even replaced).
+    let inode =
+        |p: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before_inode = inode(&tasks.path());
+    tasks
+        .add_usage(&id, &name("alice"), &TaskUsage::default())
+        .unwrap();
+    assert_eq!(inode(&tasks.path()), before_inode);
     let missing = tasks
         .add_usage(
             &TaskId::parse("99").unwrap(),
