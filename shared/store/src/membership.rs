@@ -316,9 +316,11 @@ impl Team {
     /// Order: the task write first ([`crate::TaskList::assign`]: refused, writing nothing
     /// and sending nothing, if `to` is not a live member, the task is completed, or it is
     /// another member's claim and `by` is neither that member nor the lead, unless
-    /// `force`), then the message, keyed `assign-<task>-<ms of the write>` so a retry
-    /// delivers it once. If the message cannot be delivered the task stays assigned and
-    /// the error is [`Error::AssignmentUndelivered`], naming the key to re-send it with.
+    /// `force`), then the message, keyed `assign-<task>-<ms of the assignment note>`.
+    /// Repeating the call for the same assignment writes nothing and sends nothing new: it
+    /// delivers the message only if the first call could not, so a retry is safe. If the
+    /// message cannot be delivered the task stays assigned and the error is
+    /// [`Error::AssignmentUndelivered`], naming the key to re-send it with.
     pub fn assign_task(&self, id: &TaskId, to: &str, by: &Name, force: bool) -> Result<Assignment> {
         let config = self.config()?;
         let member = config.member(to).ok_or_else(|| self.member_not_found(to))?;
@@ -337,7 +339,16 @@ impl Team {
         }
         let to = member.name.clone();
         let task = self.tasks().assign(id, &to, by, force)?;
-        let key = format!("assign-{id}-{}", task.updated_at.unix_ms());
+        // Keyed by the assignment's note, so repeating the same assignment (a retry after
+        // a crash or an undelivered message) finds the copy already sent, if any.
+        let note = format!("assigned to {to} by {by}");
+        let assigned_at = task
+            .notes
+            .iter()
+            .rev()
+            .find(|n| n.text == note)
+            .map_or(task.updated_at, |n| n.at);
+        let key = format!("assign-{id}-{}", assigned_at.unix_ms());
         let text = format!(
             "{by} assigned task {id} to you: {}. Claim it when you start (roo-task claim {id}).",
             task.subject

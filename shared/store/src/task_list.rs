@@ -572,8 +572,9 @@ impl TaskList {
     /// records the note `"assigned to <to> by <by>"`. A pending task stays pending
     /// (pre-assigned: only `to` can claim it); an in-progress task gets a new lease for
     /// `to`, which needs its current owner, the lead or `force` as for any owner change
-    /// (§6.3). A completed task is refused. Sends nothing: [`Team::assign_task`] sends the
-    /// `task_assignment` after this write.
+    /// (§6.3). A completed task is refused. Repeating the task's latest assignment (same
+    /// owner, same `by`, its note still the last) writes nothing. Sends nothing:
+    /// [`Team::assign_task`] sends the `task_assignment` after this write.
     pub fn assign(&self, id: &TaskId, to: &Name, by: &Name, force: bool) -> Result<Task> {
         let config = self.team.config()?;
         self.update_doc(|list| {
@@ -585,6 +586,12 @@ impl TaskList {
                     id,
                     "it is completed; reopen it (--status pending) before assigning it",
                 ));
+            }
+            let note = format!("assigned to {to} by {by}");
+            if task.owner.as_ref() == Some(to) && task.notes.last().is_some_and(|n| n.text == note)
+            {
+                // The same assignment again (a retry): nothing to write.
+                return Ok(Outcome::Keep(task.clone()));
             }
             let change = if task.owner.as_ref() == Some(to) {
                 String::new()
@@ -603,12 +610,7 @@ impl TaskList {
             if let Some(text) = forced {
                 push_note(task, now, Some(by.clone()), text);
             }
-            push_note(
-                task,
-                now,
-                Some(by.clone()),
-                format!("assigned to {to} by {by}"),
-            );
+            push_note(task, now, Some(by.clone()), note);
             task.updated_at = now;
             let task = task.clone();
             self.check_limits("assign", &task)?;

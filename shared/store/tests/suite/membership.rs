@@ -418,6 +418,14 @@ fn assign_task_sets_the_owner_then_sends_a_keyed_task_assignment() {
         Some("task 1: write the parser")
     );
     assert!(a.message.id.as_str().starts_with("assign-1-"));
+    // A retry of the same assignment writes nothing and delivers nothing twice.
+    let before = std::fs::read(f.team.tasks().path()).unwrap();
+    let again = f
+        .team
+        .assign_task(&id, "alice", &name("lead"), false)
+        .unwrap();
+    assert_eq!(again.message.id, a.message.id);
+    assert_eq!(std::fs::read(f.team.tasks().path()).unwrap(), before);
     let inbox = f
         .team
         .mailbox()
