@@ -3,7 +3,8 @@
 //! Prints: in-process send latency, `roo-mail send` whole-process latency, send→watch
 //! delivery latency (CLI watcher and in-process watcher), throughput at 1/4/16 concurrent
 //! writer processes with the improved lock and with the original protocol, and per-send
-//! cost at inbox sizes 10 / 1,000 / 10,000 (read history, and unread backlog).
+//! cost at inbox sizes 10 / 1,000 / 10,000 (read history, and unread backlog), and the
+//! team runtime's store calls (`add_usage` vs `renew`, `detect_dead`).
 //!
 //! Writers are this executable re-run with `--writer`, so they are real OS processes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -14,8 +15,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use roo_store::{
-    InboxDoc, LockPolicy, Member, Message, MessageBody, MessageId, Name, Outgoing, RooHome, Team,
-    Timestamp, WaitOutcome,
+    ClaimOptions, DEFAULT_LEASE, InboxDoc, LockPolicy, Member, Message, MessageBody, MessageId,
+    Name, NewTask, Outgoing, RooHome, TaskId, TaskUsage, Team, Timestamp, WaitOutcome,
 };
 
 fn name(s: &str) -> Name {
@@ -84,11 +85,91 @@ fn main() {
     );
     println!("date: {}\n", Timestamp::now());
 
-    in_process_send(n(1000, 100));
-    whole_process_send(n(200, 30));
-    delivery(n(100, 20));
-    throughput(n(40, 10));
-    inbox_sizes(n(200, 30));
+    // ROO_BENCH_ONLY=team runs one section (names: send, process, delivery, throughput,
+    // sizes, team).
+    let only = std::env::var("ROO_BENCH_ONLY").ok();
+    let run = |section: &str| only.as_deref().is_none_or(|o| o == section);
+    if run("send") {
+        in_process_send(n(1000, 100));
+    }
+    if run("process") {
+        whole_process_send(n(200, 30));
+    }
+    if run("delivery") {
+        delivery(n(100, 20));
+    }
+    if run("throughput") {
+        throughput(n(40, 10));
+    }
+    if run("sizes") {
+        inbox_sizes(n(200, 30));
+    }
+    if run("team") {
+        team_runtime(n(500, 100));
+    }
+}
+
+/// The team runtime's store calls: `add_usage` after every model request (compared with
+/// `renew`, the same kind of locked task-list write, in the same run), and `detect_dead`,
+/// which the lead polls about once a second, when nobody died.
+fn team_runtime(iterations: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let members: Vec<String> = (0..8).map(|i| format!("w{i}")).collect();
+    let team = team(&home, &members);
+    for m in &members {
+        team.update_member(m, |e| e.pid = Some(std::process::id()))
+            .unwrap();
+    }
+    let tasks = team.tasks();
+    for i in 0..20 {
+        tasks
+            .create(NewTask {
+                subject: format!("task {i} of a realistic list"),
+                description: "x".repeat(500),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let (w0, id) = (name("w0"), TaskId::parse("1").unwrap());
+    tasks.claim(&id, &w0, &ClaimOptions::default()).unwrap();
+    let spend = TaskUsage {
+        input_tokens: 1200,
+        output_tokens: 300,
+        cache_read_tokens: 20_000,
+        cache_write_tokens: 0,
+        requests: 1,
+        cost_usd: Some(0.0123),
+    };
+    let (mut add, mut renew) = (Vec::new(), Vec::new());
+    // Interleaved, so both see the same machine load.
+    for _ in 0..iterations {
+        let started = Instant::now();
+        tasks.add_usage(&id, &w0, &spend).unwrap();
+        add.push(started.elapsed());
+        let started = Instant::now();
+        tasks.renew(&id, &w0, DEFAULT_LEASE).unwrap();
+        renew.push(started.elapsed());
+    }
+    let mut detect = Vec::new();
+    for _ in 0..iterations {
+        let started = Instant::now();
+        assert!(team.detect_dead(None).unwrap().is_empty());
+        detect.push(started.elapsed());
+    }
+    println!("\n## Team runtime calls (20 tasks, 8 members with live pids)");
+    println!(
+        "TaskList::add_usage                            {}",
+        Stats(add).line()
+    );
+    println!(
+        "TaskList::renew (same kind of write)           {}",
+        Stats(renew).line()
+    );
+    println!(
+        "Team::detect_dead, nobody died                 {}",
+        Stats(detect).line()
+    );
 }
 
 fn cpu_model() -> String {

@@ -95,6 +95,8 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::Corrupt { .. }
         | StoreError::Damaged { .. }
         | StoreError::NewerFormat { .. } => IO,
+        // The task write happened; the code is the failed delivery's.
+        StoreError::AssignmentUndelivered { source, .. } => store_code(source),
     }
 }
 

@@ -159,6 +159,7 @@ struct MemberRow {
     agent_id: String,
     lead: bool,
     is_active: bool,
+    state: roo_store::MemberState,
     unread: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     backend_type: Option<roo_store::BackendType>,
@@ -175,6 +176,7 @@ fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
             agent_id: m.agent_id.clone(),
             lead: m.agent_id == config.lead_agent_id,
             is_active: m.is_active(),
+            state: m.observed_state(),
             unread: mailbox.unread_count(&m.name)?,
             backend_type: m.backend_type,
         });
@@ -185,7 +187,7 @@ fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
     }
     for r in &rows {
         let role = if r.lead { " (lead)" } else { "" };
-        let state = if r.is_active { "active" } else { "idle" };
+        let state = r.state.as_str();
         let unread = if r.unread > 0 {
             ctx.style.yellow(&format!("{} unread", r.unread))
         } else {

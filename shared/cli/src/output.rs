@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use roo_store::{Message, Task, TaskStatus};
+use roo_store::{Message, Task, TaskStatus, TaskUsage};
 use serde::Serialize;
 
 pub use roo_term::{Style, escape};
@@ -107,6 +107,17 @@ pub fn write_task(out: &mut impl Write, style: Style, t: &Task) -> io::Result<()
             serde_json::Value::Object(t.metadata.clone())
         )?;
     }
+    for (member, usage) in &t.usage {
+        writeln!(
+            out,
+            "      usage {}: {}",
+            escape(member.as_str()),
+            usage_line(usage)
+        )?;
+    }
+    if t.usage.len() > 1 {
+        writeln!(out, "      usage total: {}", usage_line(&t.usage_total()))?;
+    }
     for note in &t.notes {
         writeln!(
             out,
@@ -116,4 +127,21 @@ pub fn write_task(out: &mut impl Write, style: Style, t: &Task) -> io::Result<()
         )?;
     }
     Ok(())
+}
+
+/// `1200 in, 340 out, 5000 cache read, 0 cache write, 3 requests, $0.0123`.
+pub fn usage_line(u: &TaskUsage) -> String {
+    let cost = match u.cost_usd {
+        Some(cost) => format!(", ${cost:.4}"),
+        None => String::new(),
+    };
+    format!(
+        "{} in, {} out, {} cache read, {} cache write, {} request{}{cost}",
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
+        u.requests,
+        if u.requests == 1 { "" } else { "s" }
+    )
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use roo_store::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, Name, NewTask, TaskFilter, TaskId, TaskPatch,
-    TaskStatus, pid_alive,
+    TaskStatus, TaskUsage,
 };
 use serde_json::json;
 
@@ -27,6 +27,8 @@ Examples:
   roo-task update 3 --add-blocked-by 2
   roo-task list --status in_progress --owner alice
   roo-task reclaim --as lead           # return tasks of gone owners to the ready set
+  roo-task assign 4 bob --as lead      # bob owns it now and gets a task_assignment
+  roo-task add-usage 1 --as alice --input 1200 --output 340 --requests 1 --cost 0.0123
 
 --team defaults to $ROO_TEAM, --as to $ROO_AGENT_NAME, the home to $ROO_HOME (default
 ~/.roocode). The team must exist (see `roo-mail team create`). Protocol: docs/PROTOCOL.md.";
@@ -133,12 +135,52 @@ enum TaskCommand {
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs())]
         lease: u64,
     },
-    /// Return tasks whose owner is gone (not a member, dead pid, expired lease) to the
-    /// ready set, with a note
+    /// Return tasks whose owner is gone (not a member, marked dead, dead pid, expired
+    /// lease) to the ready set, with a note
     Reclaim,
     /// Tasks ready to claim: pending, unowned, unblocked, no scope overlap with work in
     /// progress
     Ready,
+    /// Make another member the owner of a task and send it a task_assignment message
+    #[command(after_help = "Example:\n  roo-task assign 3 bob --as lead")]
+    Assign {
+        /// Task id
+        #[arg(value_parser = parse_id)]
+        id: TaskId,
+        /// The new owner (member name or agent id)
+        to: String,
+        /// Take over another member's in-progress claim (recorded in the task's notes)
+        #[arg(long)]
+        force: bool,
+    },
+    /// Add usage (tokens, requests, cost) spent on a task by you (--as) to its totals
+    #[command(
+        name = "add-usage",
+        after_help = "Example:\n  roo-task add-usage 3 --as alice --input 1200 --output 340 --requests 1 --cost 0.0123"
+    )]
+    AddUsage {
+        /// Task id
+        #[arg(value_parser = parse_id)]
+        id: TaskId,
+        /// Uncached input tokens
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        input: u64,
+        /// Output tokens
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        output: u64,
+        /// Input tokens read from the prompt cache
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        cache_read: u64,
+        /// Input tokens written to the prompt cache
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        cache_write: u64,
+        /// Model requests
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        requests: u64,
+        /// Cost in USD, if known
+        #[arg(long, value_name = "USD")]
+        cost: Option<f64>,
+    },
     /// List the team's quarantined (damaged) data; --acknowledge ends the warnings
     Doctor {
         /// Rename each quarantined file to <name>.acknowledged (kept for inspection)
@@ -339,15 +381,46 @@ fn run(cli: TaskCli) -> CliResult {
             let task = tasks.renew(&id, &me, Duration::from_secs(lease))?;
             print_one(out, &task)?;
         }
+        TaskCommand::Assign { id, to, force } => {
+            let me = ctx.agent()?;
+            let assignment = team.assign_task(&id, &to, &me, force)?;
+            if ctx.json() {
+                print_json(
+                    out,
+                    &json!({"task": assignment.task, "message": assignment.message}),
+                )?;
+            } else {
+                write_task(out, style, &assignment.task)?;
+                writeln!(
+                    out,
+                    "sent task_assignment {} to {}",
+                    assignment.message.id,
+                    crate::output::escape(&assignment.message.to)
+                )?;
+            }
+        }
+        TaskCommand::AddUsage {
+            id,
+            input,
+            output,
+            cache_read,
+            cache_write,
+            requests,
+            cost,
+        } => {
+            let me = ctx.agent()?;
+            let usage = TaskUsage {
+                input_tokens: input,
+                output_tokens: output,
+                cache_read_tokens: cache_read,
+                cache_write_tokens: cache_write,
+                requests,
+                cost_usd: cost,
+            };
+            print_one(out, &tasks.add_usage(&id, &me, &usage)?)?;
+        }
         TaskCommand::Reclaim => {
-            let config = team.config()?;
-            let live: Vec<Name> = config
-                .members
-                .iter()
-                .filter(|m| m.pid.is_none_or(pid_alive))
-                .map(|m| m.name.clone())
-                .collect();
-            let reclaimed = tasks.reclaim(ctx.agent_opt()?.as_ref(), &live)?;
+            let reclaimed = tasks.reclaim_gone(ctx.agent_opt()?.as_ref())?;
             if ctx.json() {
                 let rows: Vec<_> = reclaimed
                     .iter()

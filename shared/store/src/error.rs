@@ -289,6 +289,27 @@ pub enum Error {
         cycle: Vec<String>,
     },
 
+    /// A task was assigned, but its `task_assignment` message could not be delivered.
+    #[error(
+        "deliver the task_assignment of task {task} to {to} in team {team:?}: {source}; the task \
+         is assigned to {to} all the same, re-send the message with `roo-mail send --team {team} \
+         --to {to} --type task_assignment --task-id {task} --id {key} TEXT` (the key makes it \
+         arrive once)"
+    )]
+    AssignmentUndelivered {
+        /// The team.
+        team: String,
+        /// The task id.
+        task: String,
+        /// The new owner.
+        to: String,
+        /// The idempotency key of the message (`<key>:<to>` is its id).
+        key: String,
+        /// Why delivery failed.
+        #[source]
+        source: Box<Error>,
+    },
+
     /// A task change is malformed or not allowed in the task's state.
     #[error("{action} task {id:?}: {reason}")]
     InvalidTask {

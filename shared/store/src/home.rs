@@ -94,18 +94,24 @@ impl RooHome {
             .join(format!("{member}.archive.jsonl"))
     }
 
+    /// `teams/<team>/transcripts/`.
+    pub fn transcripts_dir(&self, team: &Name) -> PathBuf {
+        self.team_dir(team).join("transcripts")
+    }
+
     /// `teams/<team>/transcripts/<member>.jsonl`.
     pub fn transcript(&self, team: &Name, member: &Name) -> PathBuf {
-        self.team_dir(team)
-            .join("transcripts")
-            .join(format!("{member}.jsonl"))
+        self.transcripts_dir(team).join(format!("{member}.jsonl"))
+    }
+
+    /// `teams/<team>/logs/`.
+    pub fn logs_dir(&self, team: &Name) -> PathBuf {
+        self.team_dir(team).join("logs")
     }
 
     /// `teams/<team>/logs/<member>.log`.
     pub fn log(&self, team: &Name, member: &Name) -> PathBuf {
-        self.team_dir(team)
-            .join("logs")
-            .join(format!("{member}.log"))
+        self.logs_dir(team).join(format!("{member}.log"))
     }
 
     /// `tasks/<team>/`.

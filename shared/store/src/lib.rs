@@ -7,6 +7,14 @@
 //! [`TaskList`]) are cheap to clone and `Send + Sync`; all state lives in files, so
 //! in-process teammates coordinate through the same locks as separate processes.
 //!
+//! **For the team runtime** (`docs/PROTOCOL.md` §4.1–§4.3, §6.5–§6.6): [`Team::join`]
+//! registers a process as a member (refused while a live process holds the name);
+//! [`Team::detect_dead`] (poll it) and [`Team::declare_dead`] mark a member dead and return
+//! its unfinished tasks to the ready set; [`Team::become_idle`] goes idle and notifies the
+//! lead once per fingerprint; [`Team::assign_task`] sets another member as owner, then
+//! sends the `task_assignment`; [`TaskList::add_usage`] adds a model request's spend to a
+//! task; [`Team::open_transcript`] / [`Team::open_log`] open a member's own files.
+//!
 //! ```no_run
 //! use roo_store::{Member, Name, Outgoing, RooHome, Team};
 //! # fn main() -> roo_store::Result<()> {
@@ -32,6 +40,8 @@ mod home;
 pub mod limits;
 mod lock;
 mod mailbox;
+mod member_files;
+mod membership;
 mod message;
 mod name;
 pub mod quarantine;
@@ -39,6 +49,7 @@ mod task;
 mod task_list;
 mod team;
 mod time;
+pub mod usage;
 mod watch;
 
 pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion, replace_file};
@@ -48,6 +59,7 @@ pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
     ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, SendReport,
 };
+pub use membership::{Assignment, Death, Idle, Joined};
 pub use message::{
     MAX_SUMMARY_CHARS, Message, MessageBody, MessageId, Outgoing, PermissionDecision,
     TEAMMATE_MESSAGE_NOTICE, render_reminder,
@@ -58,8 +70,9 @@ pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,
     TaskList, TaskListDoc, TaskPatch, owner_gone,
 };
-pub use team::{BackendType, Member, Team, TeamConfig};
+pub use team::{BackendType, Member, MemberState, Team, TeamConfig};
 pub use time::Timestamp;
+pub use usage::TaskUsage;
 pub use watch::{InboxWatcher, POLL_WITH_NOTIFY, POLL_WITHOUT_NOTIFY, WaitOutcome, WatchWaker};
 
 #[cfg(test)]

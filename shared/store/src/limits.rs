@@ -39,6 +39,11 @@ pub const MAX_TASK_PATH: usize = 4096;
 /// Most notes a task keeps (the oldest are dropped beyond it).
 pub const MAX_TASK_NOTES: usize = 100;
 
+/// Longest reason a member is recorded dead for, in bytes.
+pub const MAX_DEAD_REASON: usize = 1024;
+/// Longest idle-notification fingerprint, in bytes.
+pub const MAX_IDLE_FINGERPRINT: usize = 256;
+
 /// Longest lease a claim or renewal may ask for.
 pub const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
 

@@ -5,6 +5,7 @@
 //! and a **scope** (`paths` it will touch; `ready` holds back tasks whose scope overlaps
 //! an in-progress task's, so two teammates are not handed the same files).
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::name::Name;
 use crate::time::Timestamp;
+use crate::usage::{MAX_USAGE_MEMBERS, TaskUsage};
 
 /// A task id: a small integer as a string (`"1"`, `"2"`, …), never reused in a team.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Hash, Debug)]
@@ -169,12 +171,21 @@ pub struct Task {
     /// Completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<Timestamp>,
+    /// Usage and cost spent on the task, per member who spent it (see
+    /// [`crate::TaskList::add_usage`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage: BTreeMap<Name, TaskUsage>,
     /// Members this version does not know (from a newer minor version), kept on rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Task {
+    /// The usage of every member together.
+    pub fn usage_total(&self) -> TaskUsage {
+        crate::usage::usage_total(&self.usage)
+    }
+
     /// Checks the size limits of [`crate::limits`]; `Err` says which field and the limit.
     pub fn check_limits(&self) -> std::result::Result<(), String> {
         use crate::limits::*;
@@ -199,6 +210,17 @@ impl Task {
         }
         for note in &self.notes {
             check_len("a note", note.text.len(), MAX_TASK_TEXT)?;
+        }
+        if self.usage.len() > MAX_USAGE_MEMBERS {
+            return Err(format!(
+                "the task records the usage of {} members; the limit is {MAX_USAGE_MEMBERS}",
+                self.usage.len()
+            ));
+        }
+        for (member, usage) in &self.usage {
+            usage
+                .check()
+                .map_err(|reason| format!("{member}'s {reason}"))?;
         }
         Ok(())
     }

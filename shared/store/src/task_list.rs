@@ -17,8 +17,9 @@ use crate::error::{Error, Result};
 use crate::limits::{MAX_LEASE, MAX_TASK_NOTES};
 use crate::name::Name;
 use crate::task::{Lease, Task, TaskId, TaskNote, TaskStatus, scopes_overlap};
-use crate::team::{Team, TeamConfig};
+use crate::team::{MemberState, Team, TeamConfig};
 use crate::time::Timestamp;
+use crate::usage::TaskUsage;
 
 /// Lease a claim gets unless the caller says otherwise.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(600);
@@ -245,6 +246,7 @@ impl TaskList {
                 created_at: now,
                 updated_at: now,
                 completed_at: None,
+                usage: Default::default(),
                 extra: Default::default(),
             });
             for blocker in &new.blocked_by {
@@ -519,6 +521,103 @@ impl TaskList {
         })
     }
 
+    /// Adds `usage` spent by `member` on task `id` to that member's running total, in one
+    /// locked write (the team runtime calls it after each model request of a teammate
+    /// that owns the task). Any status and any owner: spend is recorded where it happened,
+    /// even if the task changed hands meanwhile. A value over the bounds of
+    /// [`crate::usage`] (or a total that would exceed them) is refused and nothing is
+    /// written; an all-zero `usage` writes nothing either. `updated_at` is left alone
+    /// (spend is not a change of the task's work). Returns the task after the change.
+    pub fn add_usage(&self, id: &TaskId, member: &Name, usage: &TaskUsage) -> Result<Task> {
+        self.update_doc(|list| {
+            let index = self.index(list, id)?;
+            let task = &mut list.tasks[index];
+            if *usage == TaskUsage::default() {
+                return Ok(Outcome::Keep(task.clone()));
+            }
+            let before = task.usage.get(member).copied().unwrap_or_default();
+            let after = before.checked_add(usage).map_err(|reason| {
+                self.invalid("add usage to", id, &format!("{member}'s {reason}"))
+            })?;
+            task.usage.insert(member.clone(), after);
+            let task = task.clone();
+            self.check_limits("add usage to", &task)?;
+            Ok(Outcome::Write(task))
+        })
+    }
+
+    /// Returns every unfinished task of `owner` (in progress or pre-assigned) to the ready
+    /// set with the note `"reclaimed from <owner>: <reason>"`, recorded as written by
+    /// `by`. What the lead does when a teammate dies ([`Team::declare_dead`] calls it).
+    pub fn release_owner(
+        &self,
+        owner: &Name,
+        by: Option<&Name>,
+        reason: &str,
+    ) -> Result<Vec<Reclaimed>> {
+        self.reclaim_where(by, |task, _| {
+            (task.owner.as_ref() == Some(owner)).then(|| reason.to_owned())
+        })
+    }
+
+    /// Reclaims the tasks of every owner that is gone by the team config's own account:
+    /// not a member, marked dead, or with a recorded pid that is not alive — or whose
+    /// lease expired ([`TeamConfig::live_member_names`], [`owner_gone`]).
+    pub fn reclaim_gone(&self, by: Option<&Name>) -> Result<Vec<Reclaimed>> {
+        let live = self.team.config()?.live_member_names();
+        self.reclaim(by, &live)
+    }
+
+    /// Sets `to` as the owner of task `id` on `by`'s behalf, in one locked write, and
+    /// records the note `"assigned to <to> by <by>"`. A pending task stays pending
+    /// (pre-assigned: only `to` can claim it); an in-progress task gets a new lease for
+    /// `to`, which needs its current owner, the lead or `force` as for any owner change
+    /// (§6.3). A completed task is refused. Repeating the task's latest assignment (same
+    /// owner, same `by`, its note still the last) writes nothing. Sends nothing:
+    /// [`Team::assign_task`] sends the `task_assignment` after this write.
+    pub fn assign(&self, id: &TaskId, to: &Name, by: &Name, force: bool) -> Result<Task> {
+        let config = self.team.config()?;
+        self.update_doc(|list| {
+            let index = self.index(list, id)?;
+            let task = &list.tasks[index];
+            if task.status == TaskStatus::Completed {
+                return Err(self.invalid(
+                    "assign",
+                    id,
+                    "it is completed; reopen it (--status pending) before assigning it",
+                ));
+            }
+            let note = format!("assigned to {to} by {by}");
+            if task.owner.as_ref() == Some(to) && task.notes.last().is_some_and(|n| n.text == note)
+            {
+                // The same assignment again (a retry): nothing to write.
+                return Ok(Outcome::Keep(task.clone()));
+            }
+            let change = if task.owner.as_ref() == Some(to) {
+                String::new()
+            } else {
+                format!("owner {} -> {to}", owner_str(task.owner.as_ref()))
+            };
+            let forced = self.guard_claim(&config, task, Some(by), force, &change)?;
+            let now = Timestamp::now();
+            let task = &mut list.tasks[index];
+            task.owner = Some(to.clone());
+            if task.status == TaskStatus::InProgress
+                && task.lease.as_ref().is_none_or(|l| &l.owner != to)
+            {
+                task.lease = Some(new_lease(to.clone(), now, DEFAULT_LEASE));
+            }
+            if let Some(text) = forced {
+                push_note(task, now, Some(by.clone()), text);
+            }
+            push_note(task, now, Some(by.clone()), note);
+            task.updated_at = now;
+            let task = task.clone();
+            self.check_limits("assign", &task)?;
+            Ok(Outcome::Write(task))
+        })
+    }
+
     /// Reclaims tasks whose owner is not in `live_members`, or whose lease has expired.
     pub fn reclaim(&self, by: Option<&Name>, live_members: &[Name]) -> Result<Vec<Reclaimed>> {
         self.reclaim_where(by, |task, now| owner_gone(task, now, live_members))
@@ -648,10 +747,17 @@ impl TaskList {
     ) -> Result<()> {
         check_lease(action, id, lease)?;
         let config = self.team.config()?;
-        if config.member(owner.as_str()).is_none() {
-            return Err(not_a_member(action, id, owner));
+        match config.member(owner.as_str()) {
+            None => Err(not_a_member(action, id, owner)),
+            Some(member) if member.state() == MemberState::Dead => Err(Error::NotPermitted {
+                action: format!("{action} task {id} for {owner}"),
+                reason: format!(
+                    "{owner} is marked dead in the team config; it must join the team again                      (e.g. `roo-worker --team {} --name {owner}`) before it can hold a task",
+                    self.team.name()
+                ),
+            }),
+            Some(_) => Ok(()),
         }
-        Ok(())
     }
 
     fn check_limits(&self, action: &'static str, task: &Task) -> Result<()> {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::doc::{self, Document, FormatVersion, Outcome};
 use crate::error::{Error, Result};
 use crate::home::{RooHome, ensure_dir};
+use crate::lock::pid_alive;
 use crate::mailbox::Mailbox;
 use crate::name::Name;
 use crate::task_list::{TaskList, TaskListDoc};
@@ -68,6 +69,17 @@ pub struct Member {
     pub color: Option<String>,
     /// When it joined.
     pub joined_at: Timestamp,
+    /// When it was found dead (its process exited, its task panicked); absent while it
+    /// lives. Cleared when a new process joins under its name ([`Team::join`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_at: Option<Timestamp>,
+    /// Why it counts as dead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_reason: Option<String>,
+    /// Fingerprint of the last `idle_notification` it sent (see [`Team::become_idle`]),
+    /// so a restarted member does not repeat it while nothing changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_fingerprint: Option<String>,
     /// Members this version does not know (from a newer minor version), kept on rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -89,6 +101,9 @@ impl Member {
             plan_mode_required: false,
             color: None,
             joined_at: Timestamp::now(),
+            dead_at: None,
+            dead_reason: None,
+            idle_fingerprint: None,
             extra: Default::default(),
         }
     }
@@ -96,6 +111,56 @@ impl Member {
     /// Absent or `true` means active.
     pub fn is_active(&self) -> bool {
         self.is_active != Some(false)
+    }
+
+    /// The recorded state: dead if marked dead, else busy (active) or idle.
+    pub fn state(&self) -> MemberState {
+        if self.dead_at.is_some() {
+            MemberState::Dead
+        } else if self.is_active() {
+            MemberState::Busy
+        } else {
+            MemberState::Idle
+        }
+    }
+
+    /// The state as observed now: also dead when it has a recorded pid that is not a live
+    /// process (it died and nobody has marked it yet).
+    pub fn observed_state(&self) -> MemberState {
+        if self.pid.is_some_and(|pid| !pid_alive(pid)) {
+            MemberState::Dead
+        } else {
+            self.state()
+        }
+    }
+}
+
+/// What a member is doing, as far as the team config says.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberState {
+    /// Running (`is_active` absent or `true`).
+    Busy,
+    /// Its run ended; it waits for messages (`is_active: false`).
+    Idle,
+    /// Gone without shutting down (`dead_at` set, or observed: its pid is not alive).
+    Dead,
+}
+
+impl MemberState {
+    /// `busy`, `idle` or `dead`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberState::Busy => "busy",
+            MemberState::Idle => "idle",
+            MemberState::Dead => "dead",
+        }
+    }
+}
+
+impl std::fmt::Display for MemberState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -148,6 +213,16 @@ impl TeamConfig {
             .iter()
             .find(|m| m.name == name_or_id)
             .or_else(|| self.members.iter().find(|m| m.agent_id == name_or_id))
+    }
+
+    /// Names of the members that can hold tasks: not marked dead, and without a recorded
+    /// pid that is not alive. Tasks of owners outside this set are reclaimable.
+    pub fn live_member_names(&self) -> Vec<Name> {
+        self.members
+            .iter()
+            .filter(|m| m.observed_state() != MemberState::Dead)
+            .map(|m| m.name.clone())
+            .collect()
     }
 
     /// Inbox names a message to `to` goes to: one member, or with `*` every member but
@@ -376,7 +451,8 @@ impl Team {
     }
 
     /// Deletes the team directory and its task list. Unless `force`, refuses while any
-    /// member other than the lead is active.
+    /// member other than the lead is active (busy and not dead: a member whose process
+    /// was killed does not hold the team up).
     pub fn delete(&self, force: bool) -> Result<()> {
         let path = self.config_path();
         let lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
@@ -385,7 +461,9 @@ impl Team {
         let active: Vec<String> = config
             .members
             .iter()
-            .filter(|m| m.agent_id != config.lead_agent_id && m.is_active())
+            .filter(|m| {
+                m.agent_id != config.lead_agent_id && m.observed_state() == MemberState::Busy
+            })
             .map(|m| m.name.to_string())
             .collect();
         if !force && !active.is_empty() {
@@ -412,7 +490,11 @@ impl Team {
         Ok(())
     }
 
-    fn update<R>(&self, change: impl FnOnce(&mut TeamConfig) -> Result<Outcome<R>>) -> Result<R> {
+    /// Locked read → change → write of the config; refuses a missing team.
+    pub(crate) fn update<R>(
+        &self,
+        change: impl FnOnce(&mut TeamConfig) -> Result<Outcome<R>>,
+    ) -> Result<R> {
         let path = self.config_path();
         if !path.is_file() {
             return Err(self.not_found(&path));
@@ -420,14 +502,14 @@ impl Team {
         doc::update(&self.home, &path, || Err(self.not_found(&path)), change)
     }
 
-    fn not_found(&self, path: &Path) -> Error {
+    pub(crate) fn not_found(&self, path: &Path) -> Error {
         Error::TeamNotFound {
             team: self.name.to_string(),
             path: path.to_owned(),
         }
     }
 
-    fn member_not_found(&self, name: &str) -> Error {
+    pub(crate) fn member_not_found(&self, name: &str) -> Error {
         Error::MemberNotFound {
             team: self.name.to_string(),
             name: name.to_owned(),

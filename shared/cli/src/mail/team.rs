@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use clap::Subcommand;
-use roo_store::{Error as StoreError, Member, Name, Team};
+use roo_store::{BackendType, Error as StoreError, Member, Name, Team};
 
 use crate::common::Context;
 use crate::exit::CliResult;
@@ -45,6 +45,51 @@ pub enum TeamCommand {
         #[arg(long)]
         plan_mode_required: bool,
     },
+    /// Register a process as a member (taking over a name only if its holder is dead)
+    #[command(after_help = "Examples:
+  roo-mail team join --team demo carol --pid 4242 --backend tmux --pane-id %3
+  roo-mail team join --team demo dave            # a roster entry without a process
+A name held by another live process (its pid is alive) is refused with exit 1.")]
+    Join {
+        /// Member name
+        name: String,
+        /// The member's process id (its liveness is checked by pid)
+        #[arg(long)]
+        pid: Option<u32>,
+        /// Where it runs
+        #[arg(long, value_enum)]
+        backend: Option<Backend>,
+        /// Terminal pane id (tmux %N, iTerm2 session id)
+        #[arg(long)]
+        pane_id: Option<String>,
+        /// Git worktree it works in
+        #[arg(long, value_name = "PATH")]
+        worktree: Option<std::path::PathBuf>,
+        /// Agent definition it runs
+        #[arg(long)]
+        agent_type: Option<String>,
+        /// Model override
+        #[arg(long)]
+        model: Option<String>,
+        /// Display colour
+        #[arg(long)]
+        color: Option<String>,
+        /// The member must get its plans approved by the lead
+        #[arg(long)]
+        plan_mode_required: bool,
+    },
+    /// Mark a member dead and return its unfinished tasks to the ready set (with a note)
+    #[command(
+        name = "mark-dead",
+        after_help = "Example:\n  roo-mail team mark-dead --team demo carol --as lead --reason 'pane closed'"
+    )]
+    MarkDead {
+        /// Member name or agent id
+        name: String,
+        /// Why (recorded in the config and in each released task's note)
+        #[arg(long)]
+        reason: String,
+    },
     /// Remove a member (it has terminated)
     Remove {
         /// Member name or agent id
@@ -59,6 +104,27 @@ pub enum TeamCommand {
         #[arg(long)]
         force: bool,
     },
+}
+
+/// Backends, as on the wire.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A roo-worker in a tmux pane
+    Tmux,
+    /// A roo-worker in an iTerm2 pane
+    Iterm2,
+    /// A task inside the lead's process
+    InProcess,
+}
+
+impl From<Backend> for BackendType {
+    fn from(b: Backend) -> BackendType {
+        match b {
+            Backend::Tmux => BackendType::Tmux,
+            Backend::Iterm2 => BackendType::Iterm2,
+            Backend::InProcess => BackendType::InProcess,
+        }
+    }
 }
 
 /// Fails unless `name` is a member of `team`.
@@ -115,6 +181,72 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             }
             Ok(())
         }
+        TeamCommand::Join {
+            name,
+            pid,
+            backend,
+            pane_id,
+            worktree,
+            agent_type,
+            model,
+            color,
+            plan_mode_required,
+        } => {
+            let team = ctx.team()?;
+            let mut m = member(&name, team.name())?;
+            m.pid = pid;
+            m.backend_type = backend.map(Into::into);
+            m.pane_id = pane_id;
+            m.worktree_path = worktree;
+            m.agent_type = agent_type;
+            m.model = model;
+            m.color = color;
+            m.plan_mode_required = plan_mode_required;
+            let joined = team.join(m)?;
+            if ctx.json() {
+                print_json(
+                    out,
+                    &serde_json::json!({"member": joined.member, "replaced": joined.replaced}),
+                )?;
+            } else {
+                let how = match &joined.replaced {
+                    None => String::new(),
+                    Some(old) => format!(
+                        " (took over the entry of {}{})",
+                        old.observed_state(),
+                        old.pid.map_or(String::new(), |p| format!(" pid {p}"))
+                    ),
+                };
+                writeln!(out, "joined as {}{how}", joined.member.name)?;
+            }
+            Ok(())
+        }
+        TeamCommand::MarkDead { name, reason } => {
+            let team = ctx.team()?;
+            let death = team.declare_dead(&name, ctx.agent_opt()?.as_ref(), &reason)?;
+            if ctx.json() {
+                let released: Vec<_> = death.released.iter().map(|r| &r.task).collect();
+                print_json(
+                    out,
+                    &serde_json::json!({
+                        "member": death.member,
+                        "newly_dead": death.newly_dead,
+                        "released": released,
+                    }),
+                )?;
+            } else {
+                let was = if death.newly_dead {
+                    "marked"
+                } else {
+                    "already marked"
+                };
+                writeln!(out, "{was} {} dead", death.member.name)?;
+                for r in &death.released {
+                    writeln!(out, "released task {} to pending", r.task.id)?;
+                }
+            }
+            Ok(())
+        }
         TeamCommand::Remove { name } => {
             let team = ctx.team()?;
             let removed = team.remove_member(&name)?;
@@ -157,8 +289,11 @@ fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {
         } else {
             ""
         };
-        let state = if m.is_active() { "active" } else { "idle" };
+        let state = m.observed_state();
         let mut extra = Vec::new();
+        if let Some(reason) = &m.dead_reason {
+            extra.push(format!("dead: {reason}"));
+        }
         if let Some(t) = &m.agent_type {
             extra.push(format!("type {t}"));
         }

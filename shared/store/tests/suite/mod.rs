@@ -2,7 +2,9 @@
 mod common;
 mod limits;
 mod mailbox;
+mod membership;
 mod symlinks;
 mod tasks;
 mod team;
+mod usage;
 mod watch;

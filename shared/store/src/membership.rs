@@ -1,0 +1,407 @@
+//! Membership over time: joining a team by hand, liveness (dead members and their tasks),
+//! idle notifications without repeats, and assigning a task to another member.
+//!
+//! These are the store halves of the team runtime's mechanisms: each is one locked write
+//! of the team config or the task list (or a documented sequence of them), so a lead, a
+//! `roo-worker` started in a spare terminal and a script all see the same roster.
+
+use crate::doc::Outcome;
+use crate::error::{Error, Result};
+use crate::limits::{MAX_DEAD_REASON, MAX_IDLE_FINGERPRINT};
+use crate::lock::pid_alive;
+use crate::message::{MAX_SUMMARY_CHARS, Message, MessageBody, Outgoing};
+use crate::name::Name;
+use crate::task::{Task, TaskId};
+use crate::task_list::Reclaimed;
+use crate::team::{Member, MemberState, Team};
+use crate::time::Timestamp;
+
+/// What [`Team::join`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Joined {
+    /// The member entry as written.
+    pub member: Member,
+    /// The entry it replaced: a dead holder of the name, a roster entry without a
+    /// process, or this same process joining again. `None` if the name was new.
+    pub replaced: Option<Member>,
+}
+
+/// What [`Team::declare_dead`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Death {
+    /// The member entry, marked dead.
+    pub member: Member,
+    /// Whether this call marked it (`false`: it already was marked dead).
+    pub newly_dead: bool,
+    /// Its unfinished tasks, returned to the ready set.
+    pub released: Vec<Reclaimed>,
+}
+
+/// What [`Team::become_idle`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Idle {
+    /// The member entry after the change (`is_active: false`).
+    pub member: Member,
+    /// The notification sent to the lead; `None` if the last one carried the same
+    /// fingerprint (nothing changed since).
+    pub sent: Option<Message>,
+}
+
+/// What [`Team::assign_task`] did: the task write and the message, both done.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assignment {
+    /// The task after the change.
+    pub task: Task,
+    /// The `task_assignment` delivered to the new owner.
+    pub message: Message,
+}
+
+impl Team {
+    /// Registers the calling process as `member` of this existing team (what `roo-worker
+    /// --team T --name carol` does when started by hand), in one locked write.
+    ///
+    /// - A new name is added, unless it equals an existing name in another letter case or
+    ///   an existing agent id ([`Error::MemberExists`]).
+    /// - An existing name is taken over if nobody live holds it: it is marked dead, or it
+    ///   has no pid (a roster entry), or its pid is `member.pid` (the same process joining
+    ///   again: idempotent), or its pid is not a live process. The entry keeps its agent id;
+    ///   the joiner's pid, pane, backend and worktree replace the old ones; `agent_type`,
+    ///   `model` and `color` are the joiner's where given, else the old entry's; the dead
+    ///   marks are cleared and it is active. Its tasks are left as they are.
+    /// - A name held by another live process is refused ([`Error::NotPermitted`]), and so
+    ///   is the lead's name.
+    ///
+    /// Runtimes must record a pid for every running member (an in-process teammate: the
+    /// lead's), or a hand join could take over a member that is running.
+    pub fn join(&self, member: Member) -> Result<Joined> {
+        let team = self.name().clone();
+        self.update(|config| {
+            let lead_agent_id = config.lead_agent_id.clone();
+            let same_name = config
+                .members
+                .iter()
+                .position(|m| m.name.as_str().eq_ignore_ascii_case(member.name.as_str()));
+            let exists = || Error::MemberExists {
+                team: team.to_string(),
+                name: member.name.to_string(),
+            };
+            let Some(index) = same_name else {
+                if config.members.iter().any(|m| m.agent_id == member.agent_id) {
+                    return Err(exists());
+                }
+                let mut joined = member.clone();
+                joined.is_active = Some(true);
+                joined.dead_at = None;
+                joined.dead_reason = None;
+                config.members.push(joined.clone());
+                return Ok(Outcome::Write(Joined {
+                    member: joined,
+                    replaced: None,
+                }));
+            };
+            let old = config.members[index].clone();
+            if old.name != member.name {
+                return Err(exists());
+            }
+            let action = || format!("join team {team:?} as {}", member.name);
+            if old.agent_id == lead_agent_id {
+                return Err(Error::NotPermitted {
+                    action: action(),
+                    reason: "that is the team's lead; a worker joins under its own name".into(),
+                });
+            }
+            if let Some(pid) = old.pid
+                && old.dead_at.is_none()
+                && Some(pid) != member.pid
+                && pid_alive(pid)
+            {
+                return Err(Error::NotPermitted {
+                    action: action(),
+                    reason: format!(
+                        "a live process (pid {pid}) already is member {name}; stop it first, or \
+                         join under another name (if pid {pid} is no longer that member, its pid \
+                         was reused: run `roo-mail team mark-dead --team {team} {name} --reason \
+                         ...` first)",
+                        name = old.name
+                    ),
+                });
+            }
+            let joined = Member {
+                name: old.name.clone(),
+                agent_id: old.agent_id.clone(),
+                agent_type: member.agent_type.clone().or(old.agent_type.clone()),
+                model: member.model.clone().or(old.model.clone()),
+                worktree_path: member.worktree_path.clone(),
+                backend_type: member.backend_type,
+                pane_id: member.pane_id.clone(),
+                pid: member.pid,
+                is_active: Some(true),
+                plan_mode_required: member.plan_mode_required || old.plan_mode_required,
+                color: member.color.clone().or(old.color.clone()),
+                joined_at: Timestamp::now(),
+                dead_at: None,
+                dead_reason: None,
+                idle_fingerprint: old.idle_fingerprint.clone(),
+                extra: old.extra.clone(),
+            };
+            config.members[index] = joined.clone();
+            Ok(Outcome::Write(Joined {
+                member: joined,
+                replaced: Some(old),
+            }))
+        })
+    }
+
+    /// Marks member `name_or_id` dead (`dead_at` now, `dead_reason`, `is_active: false`) in
+    /// one locked write; the reason is cut to 1 KiB. Already dead: left as it is. The lead
+    /// cannot be marked dead. Returns the entry and whether this call marked it.
+    pub fn mark_dead(&self, name_or_id: &str, reason: &str) -> Result<(Member, bool)> {
+        self.update(|config| {
+            let lead = config.lead_agent_id.clone();
+            let member = config
+                .members
+                .iter_mut()
+                .find(|m| m.name == name_or_id || m.agent_id == name_or_id)
+                .ok_or_else(|| self.member_not_found(name_or_id))?;
+            if member.agent_id == lead {
+                return Err(Error::NotPermitted {
+                    action: format!("mark member {name_or_id:?} dead"),
+                    reason: "it is the team's lead".into(),
+                });
+            }
+            if member.dead_at.is_some() {
+                return Ok(Outcome::Keep((member.clone(), false)));
+            }
+            member.dead_at = Some(Timestamp::now());
+            member.dead_reason = Some(truncate(reason, MAX_DEAD_REASON));
+            member.is_active = Some(false);
+            Ok(Outcome::Write((member.clone(), true)))
+        })
+    }
+
+    /// Marks member `name_or_id` dead, then returns its unfinished tasks to the ready set
+    /// with the note `"reclaimed from <name>: <reason>"` written by `by` — what the lead
+    /// does when a teammate's process exits or its task panics. Two locked writes, in this
+    /// order, so the dead member can no longer claim what is being released; if the
+    /// second fails, calling again finishes it (both steps are idempotent).
+    pub fn declare_dead(&self, name_or_id: &str, by: Option<&Name>, reason: &str) -> Result<Death> {
+        let (member, newly_dead) = self.mark_dead(name_or_id, reason)?;
+        let note = format!("{} died: {reason}", member.name);
+        let released =
+            self.tasks()
+                .release_owner(&member.name, by, &truncate(&note, MAX_DEAD_REASON))?;
+        Ok(Death {
+            member,
+            newly_dead,
+            released,
+        })
+    }
+
+    /// Finds members (the lead excepted) with a recorded pid that is no longer a live
+    /// process and not yet marked dead, and [`Team::declare_dead`]s each (re-checked under
+    /// the lock, so a member that rejoined meanwhile with a new pid is left alone). One
+    /// config read and one `kill(pid, 0)` per member when nobody died: cheap enough to
+    /// poll every second. Returns the deaths this call recorded.
+    pub fn detect_dead(&self, by: Option<&Name>) -> Result<Vec<Death>> {
+        let config = self.config()?;
+        let mut deaths = Vec::new();
+        for suspect in config.members.iter().filter(|m| {
+            m.agent_id != config.lead_agent_id
+                && m.dead_at.is_none()
+                && m.pid.is_some_and(|pid| !pid_alive(pid))
+        }) {
+            let Some(pid) = suspect.pid else { continue };
+            let reason = format!("its process {pid} is no longer running");
+            let marked =
+                self.update(|config| {
+                    let Some(member) = config.members.iter_mut().find(|m| {
+                        m.name == suspect.name && m.pid == Some(pid) && m.dead_at.is_none()
+                    }) else {
+                        return Ok(Outcome::Keep(None));
+                    };
+                    if pid_alive(pid) {
+                        return Ok(Outcome::Keep(None));
+                    }
+                    member.dead_at = Some(Timestamp::now());
+                    member.dead_reason = Some(reason.clone());
+                    member.is_active = Some(false);
+                    Ok(Outcome::Write(Some(member.clone())))
+                })?;
+            if let Some(member) = marked {
+                let note = format!("{} died: {reason}", member.name);
+                let released = self.tasks().release_owner(&member.name, by, &note)?;
+                deaths.push(Death {
+                    member,
+                    newly_dead: true,
+                    released,
+                });
+            }
+        }
+        Ok(deaths)
+    }
+
+    /// Ends a member's run: sets `is_active: false` and, unless the last idle notification
+    /// it sent carried the same `fingerprint`, records the fingerprint and sends `notice`
+    /// (an `idle_notification`) to the lead.
+    ///
+    /// The runtime chooses the fingerprint (e.g. a hash of what the member did since its
+    /// last notification); the same fingerprint means "nothing changed", and the entry
+    /// survives a restart. Order: the config write (state and fingerprint) first, then the
+    /// send; if the send fails the fingerprint is put back (best effort) and the send's
+    /// error returned, so the next attempt notifies again rather than never.
+    pub fn become_idle(&self, member: &Name, fingerprint: &str, notice: Outgoing) -> Result<Idle> {
+        if !matches!(notice.body, MessageBody::IdleNotification { .. }) {
+            return Err(Error::InvalidMessage {
+                reason: format!(
+                    "an idle notice must be an idle_notification, not a {}",
+                    notice.body.type_name()
+                ),
+            });
+        }
+        if fingerprint.len() > MAX_IDLE_FINGERPRINT {
+            return Err(Error::InvalidMessage {
+                reason: format!(
+                    "the idle fingerprint is {} bytes; the limit is {MAX_IDLE_FINGERPRINT}",
+                    fingerprint.len()
+                ),
+            });
+        }
+        notice.validate()?;
+        let (after, previous, changed) = self.update(|config| {
+            let entry = config
+                .members
+                .iter_mut()
+                .find(|m| &m.name == member)
+                .ok_or_else(|| self.member_not_found(member.as_str()))?;
+            let previous = entry.idle_fingerprint.clone();
+            let changed = previous.as_deref() != Some(fingerprint);
+            if !changed && entry.is_active == Some(false) {
+                return Ok(Outcome::Keep((entry.clone(), previous, false)));
+            }
+            entry.is_active = Some(false);
+            entry.idle_fingerprint = Some(fingerprint.to_owned());
+            Ok(Outcome::Write((entry.clone(), previous, changed)))
+        })?;
+        if !changed {
+            return Ok(Idle {
+                member: after,
+                sent: None,
+            });
+        }
+        let lead = self.config()?.lead_agent_id;
+        match self.mailbox().send(member, &lead, notice) {
+            Ok(mut sent) => Ok(Idle {
+                member: after,
+                sent: sent.pop(),
+            }),
+            Err(error) => {
+                let _ = self.update(|config| {
+                    match config.members.iter_mut().find(|m| &m.name == member) {
+                        Some(m) if m.idle_fingerprint.as_deref() == Some(fingerprint) => {
+                            m.idle_fingerprint = previous;
+                            Ok(Outcome::Write(()))
+                        }
+                        _ => Ok(Outcome::Keep(())),
+                    }
+                });
+                Err(error)
+            }
+        }
+    }
+
+    /// Makes `to` the owner of task `id` on `by`'s behalf and sends `to` a
+    /// `task_assignment` — what the lead's TaskUpdate does when it sets another member as
+    /// owner (setting yourself is a claim: use [`crate::TaskList::claim`]).
+    ///
+    /// Order: the task write first ([`crate::TaskList::assign`]: refused, writing nothing
+    /// and sending nothing, if `to` is not a live member, the task is completed, or it is
+    /// another member's claim and `by` is neither that member nor the lead, unless
+    /// `force`), then the message, keyed `assign-<task>-<ms of the assignment note>`.
+    /// Repeating the call for the same assignment writes nothing and sends nothing new: it
+    /// delivers the message only if the first call could not, so a retry is safe. If the
+    /// message cannot be delivered the task stays assigned and the error is
+    /// [`Error::AssignmentUndelivered`], naming the key to re-send it with.
+    pub fn assign_task(&self, id: &TaskId, to: &str, by: &Name, force: bool) -> Result<Assignment> {
+        let config = self.config()?;
+        let member = config.member(to).ok_or_else(|| self.member_not_found(to))?;
+        let action = || format!("assign task {id} to {to}");
+        if member.name == *by || member.agent_id == by.as_str() {
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: "that is yourself; claim the task instead (`roo-task claim`)".into(),
+            });
+        }
+        if member.observed_state() == MemberState::Dead {
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: format!("{} is dead; assign it to a live member", member.name),
+            });
+        }
+        let to = member.name.clone();
+        let task = self.tasks().assign(id, &to, by, force)?;
+        // Keyed by the assignment's note, so repeating the same assignment (a retry after
+        // a crash or an undelivered message) finds the copy already sent, if any.
+        let note = format!("assigned to {to} by {by}");
+        let assigned_at = task
+            .notes
+            .iter()
+            .rev()
+            .find(|n| n.text == note)
+            .map_or(task.updated_at, |n| n.at);
+        let key = format!("assign-{id}-{}", assigned_at.unix_ms());
+        let text = format!(
+            "{by} assigned task {id} to you: {}. Claim it when you start (roo-task claim {id}).",
+            task.subject
+        );
+        let summary = truncate_chars(&format!("task {id}: {}", task.subject), MAX_SUMMARY_CHARS);
+        let notice = Outgoing::new(
+            MessageBody::TaskAssignment {
+                task_id: id.to_string(),
+            },
+            text,
+        )
+        .with_summary(summary);
+        let undelivered = |source: Error| Error::AssignmentUndelivered {
+            team: self.name().to_string(),
+            task: id.to_string(),
+            to: to.to_string(),
+            key: key.clone(),
+            source: Box::new(source),
+        };
+        let mut report = self
+            .mailbox()
+            .send_keyed(by, to.as_str(), notice, Some(&key))
+            .map_err(undelivered)?;
+        if let Some((_, error)) = report.failed.pop() {
+            return Err(undelivered(error));
+        }
+        let message = match report.delivered.pop() {
+            Some(message) => message,
+            None => {
+                // Already delivered by an earlier try with the same key (same write time).
+                let status = self
+                    .mailbox()
+                    .status(&crate::MessageId::from_string(format!("{key}:{to}")))?;
+                status.message
+            }
+        };
+        Ok(Assignment { task, message })
+    }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// `text` cut to at most `max` characters.
+fn truncate_chars(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}

@@ -1,0 +1,172 @@
+//! Per-task usage and cost, per member.
+use roo_store::{Error, NewTask, TaskId, TaskUsage};
+
+use super::common::{name, team};
+
+fn spend(input: u64, output: u64, cost: Option<f64>) -> TaskUsage {
+    TaskUsage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: 7,
+        cache_write_tokens: 1,
+        requests: 1,
+        cost_usd: cost,
+    }
+}
+
+fn task(f: &super::common::Fixture) -> TaskId {
+    f.team
+        .tasks()
+        .create(NewTask {
+            subject: "data layer".into(),
+            ..Default::default()
+        })
+        .unwrap()
+        .id
+}
+
+#[test]
+fn usage_accumulates_per_member_and_survives_other_changes() {
+    let f = team();
+    let id = task(&f);
+    let tasks = f.team.tasks();
+    tasks
+        .claim(&id, &name("alice"), &Default::default())
+        .unwrap();
+    tasks
+        .add_usage(&id, &name("alice"), &spend(100, 20, Some(0.5)))
+        .unwrap();
+    tasks
+        .add_usage(&id, &name("alice"), &spend(50, 5, None))
+        .unwrap();
+    tasks
+        .add_usage(&id, &name("bob"), &spend(1, 1, None))
+        .unwrap();
+    // A reclaim and an update rewrite the task: the usage stays.
+    tasks
+        .release_owner(&name("alice"), Some(&name("lead")), "test")
+        .unwrap();
+    let t = tasks.get(&id).unwrap();
+    let alice = t.usage[&name("alice")];
+    assert_eq!(
+        (
+            alice.input_tokens,
+            alice.output_tokens,
+            alice.cache_read_tokens
+        ),
+        (150, 25, 14)
+    );
+    assert_eq!((alice.requests, alice.cost_usd), (2, Some(0.5)));
+    assert_eq!(t.usage[&name("bob")].cost_usd, None);
+    let total = t.usage_total();
+    assert_eq!((total.input_tokens, total.requests), (151, 3));
+    // The wire shape: an object keyed by member name.
+    let raw: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tasks.path()).unwrap()).unwrap();
+    assert_eq!(raw["tasks"][0]["usage"]["alice"]["output_tokens"], 25);
+    assert_eq!(raw["tasks"][0]["usage"]["alice"]["cost_usd"], 0.5);
+    assert!(raw["tasks"][0]["usage"]["bob"].get("cost_usd").is_none());
+}
+
+#[test]
+fn concurrent_adds_lose_nothing() {
+    let f = team();
+    let id = task(&f);
+    std::thread::scope(|s| {
+        for who in ["alice", "bob", "alice", "bob"] {
+            let tasks = f.team.tasks();
+            let id = id.clone();
+            s.spawn(move || {
+                for _ in 0..25 {
+                    tasks
+                        .add_usage(&id, &name(who), &spend(3, 2, Some(0.25)))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let t = f.team.tasks().get(&id).unwrap();
+    for who in ["alice", "bob"] {
+        let u = t.usage[&name(who)];
+        assert_eq!(
+            (u.input_tokens, u.requests, u.cost_usd),
+            (150, 50, Some(12.5))
+        );
+    }
+}
+
+#[test]
+fn usage_a_reader_could_not_hold_is_refused_and_nothing_is_written() {
+    let f = team();
+    let id = task(&f);
+    let tasks = f.team.tasks();
+    tasks
+        .add_usage(&id, &name("alice"), &spend(1, 1, Some(1.0)))
+        .unwrap();
+    let before = std::fs::read(tasks.path()).unwrap();
+    // NaN and infinity would be written as JSON null and silently lose the cost.
+    for cost in [f64::NAN, f64::INFINITY, -1.0, 2e9] {
+        let err = tasks
+            .add_usage(&id, &name("alice"), &spend(1, 1, Some(cost)))
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidTask { .. }), "{err}");
+        assert!(err.to_string().contains("out of range"), "{err}");
+    }
+    // Beyond 2^53 − 1 a JSON reader that parses doubles loses precision.
+    let huge = TaskUsage {
+        input_tokens: 1 << 53,
+        ..Default::default()
+    };
+    let err = tasks.add_usage(&id, &name("alice"), &huge).unwrap_err();
+    assert!(err.to_string().contains("9007199254740991"), "{err}");
+    let near = TaskUsage {
+        input_tokens: (1 << 53) - 1,
+        ..Default::default()
+    };
+    let err = tasks.add_usage(&id, &name("alice"), &near).unwrap_err();
+    assert!(err.to_string().contains("the total"), "{err}");
+    assert_eq!(std::fs::read(tasks.path()).unwrap(), before);
+    // Nothing to add: no write at all (the file is not even replaced).
+    let inode =
+        |p: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before_inode = inode(&tasks.path());
+    tasks
+        .add_usage(&id, &name("alice"), &TaskUsage::default())
+        .unwrap();
+    assert_eq!(inode(&tasks.path()), before_inode);
+    let missing = tasks
+        .add_usage(
+            &TaskId::parse("99").unwrap(),
+            &name("alice"),
+            &spend(1, 1, None),
+        )
+        .unwrap_err();
+    assert!(matches!(missing, Error::TaskNotFound { .. }), "{missing}");
+}
+
+#[test]
+fn a_task_list_without_usage_reads_and_one_with_it_is_kept_by_rewrites() {
+    let f = team();
+    let tasks = f.team.tasks();
+    std::fs::write(
+        tasks.path(),
+        r#"{"version":"1.0","next_id":2,"tasks":[{"id":"1","subject":"old","status":"pending",
+        "created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}]}"#,
+    )
+    .unwrap();
+    let id = TaskId::parse("1").unwrap();
+    assert!(tasks.get(&id).unwrap().usage.is_empty());
+    tasks
+        .add_usage(&id, &name("bob"), &spend(2, 2, None))
+        .unwrap();
+    tasks
+        .update(
+            &id,
+            roo_store::TaskPatch {
+                note: Some("touched".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(tasks.get(&id).unwrap().usage[&name("bob")].input_tokens, 2);
+}
