@@ -461,7 +461,11 @@ impl LeadRepo {
                 short(&head)
             ));
         }
-        if self.git.run(&self.root, &["symbolic-ref", "-q", "HEAD"])?.success {
+        if self
+            .git
+            .run(&self.root, &["symbolic-ref", "-q", "HEAD"])?
+            .success
+        {
             // On a branch: nothing to say.
         } else {
             notices.push(format!(
@@ -550,9 +554,16 @@ impl LeadRepo {
         } else {
             "--untracked-files=no"
         };
-        let out = self
-            .git
-            .ok(dir, &["status", "--porcelain=v1", "-z", "--ignore-submodules=none", mode])?;
+        let out = self.git.ok(
+            dir,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--ignore-submodules=none",
+                mode,
+            ],
+        )?;
         let mut files = Vec::new();
         let mut fields = nul_fields(&out);
         while let Some(entry) = fields.next() {

@@ -117,12 +117,7 @@ impl fmt::Display for WorkChanges {
 
 impl fmt::Display for Kept {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "kept {} (branch {}): ",
-            self.path.display(),
-            self.branch
-        )?;
+        write!(f, "kept {} (branch {}): ", self.path.display(), self.branch)?;
         match &self.why {
             KeptWhy::Changes(changes) => {
                 write!(f, "{changes}")?;

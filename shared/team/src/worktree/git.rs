@@ -85,10 +85,12 @@ impl Git {
         for (key, value) in &self.env {
             command.env(key, value);
         }
-        let out = command.output().map_err(|source| WorktreeError::GitUnavailable {
-            program: self.program.clone(),
-            source,
-        })?;
+        let out = command
+            .output()
+            .map_err(|source| WorktreeError::GitUnavailable {
+                program: self.program.clone(),
+                source,
+            })?;
         Ok(GitOutput {
             success: out.status.success(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

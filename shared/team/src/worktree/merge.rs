@@ -66,10 +66,7 @@ impl MergeOutcome {
             MergeOutcome::UpToDate {
                 branch,
                 left_uncommitted,
-            } => format!(
-                "{branch} is already merged{}",
-                leftover(left_uncommitted)
-            ),
+            } => format!("{branch} is already merged{}", leftover(left_uncommitted)),
             MergeOutcome::Conflict { branch, files } => format!(
                 "merging {branch} conflicts in {}; the merge was aborted and the lead's tree is \
                  unchanged: resolve it by hand (`git merge --no-ff {branch}`) or have the \
