@@ -133,7 +133,6 @@ fn a_sandboxed_git_commit_in_a_teammate_worktree_succeeds_and_writes_elsewhere_f
     let alice = world.worktree("alice");
     let bob = world.worktree("bob");
     let project = world.path("project");
-    let git_dir = project.join(".git");
     let out = world
         .lead_in(
             &alice,
@@ -142,6 +141,13 @@ fn a_sandboxed_git_commit_in_a_teammate_worktree_succeeds_and_writes_elsewhere_f
                     "echo work > work.txt && git add work.txt && git commit -q -m 'alice: work' \
                      && git log -1 --format=%s",
                 ),
+                // Everyday git in a worktree: stash, scratch branches, rebase.
+                bash(
+                    "echo more >> work.txt && git stash -q && git stash pop -q \
+                     && git checkout -q -b scratch && git checkout -q roo/team/alice \
+                     && git branch -q -D scratch && git commit -q -a -m 'alice: more' \
+                     && git rebase -q main && git stash list | wc -l",
+                ),
                 bash(&format!("echo pwned > {}/pwned.txt", bob.display())),
                 bash(&format!("echo pwned > {}/pwned.txt", project.display())),
                 bash(&format!(
@@ -149,51 +155,31 @@ fn a_sandboxed_git_commit_in_a_teammate_worktree_succeeds_and_writes_elsewhere_f
                     project.join(".roocode/config.yaml").display()
                 )),
                 bash(&format!(
-                    "echo '[alias] st = !touch /tmp/x' >> {}",
-                    git_dir.join("config").display()
-                )),
-                bash(&format!(
-                    "echo 'touch pwned' > {}",
-                    git_dir.join("hooks/post-merge").display()
-                )),
-                bash(&format!(
-                    "echo 0000 > {}",
-                    git_dir.join("worktrees/team+bob/HEAD").display()
+                    "echo pwned > {}/pwned.txt",
+                    world.path("home").display()
                 )),
             ],
         )
         .run();
     out.assert_ok();
     let results = world.tool_results();
-    assert_eq!(results.len(), 7, "{results:#?}");
-    assert!(
-        results[0].contains("alice: work") && results[0].contains("[exit code 0]"),
-        "the commit: {}",
-        results[0]
-    );
-    for result in &results[1..] {
+    assert_eq!(results.len(), 6, "{results:#?}");
+    assert_eq!(results[0], "alice: work\n\n[exit code 0]", "the commit");
+    assert_eq!(results[1], "0\n\n[exit code 0]", "no git errors");
+    for result in &results[2..] {
         assert!(result.contains("Permission denied"), "{result}");
     }
     // Checked on disk, from the lead's repository.
     assert_eq!(
-        git(&project, &["log", "-1", "--format=%s", "roo/team/alice"]).trim(),
-        "alice: work"
+        git(&project, &["log", "--format=%s", "main..roo/team/alice"]),
+        "alice: more\nalice: work\n"
     );
     assert!(!bob.join("pwned.txt").exists());
     assert!(!project.join("pwned.txt").exists());
+    assert!(!world.path("home/pwned.txt").exists());
     assert_eq!(
         std::fs::read_to_string(project.join(".roocode/config.yaml")).unwrap(),
         "permission_mode: default\n"
-    );
-    assert!(
-        !std::fs::read_to_string(git_dir.join("config"))
-            .unwrap()
-            .contains("alias")
-    );
-    assert!(!git_dir.join("hooks/post-merge").exists());
-    assert_eq!(
-        git(&bob, &["symbolic-ref", "HEAD"]).trim(),
-        "refs/heads/roo/team/bob"
     );
 }
 

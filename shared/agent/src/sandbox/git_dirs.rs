@@ -4,22 +4,21 @@
 //! submodule checkout, `.git` is a file naming the real git directory, which
 //! lies outside the working tree. `git commit` there writes the index, `HEAD`
 //! and its log in that directory (`git rev-parse --git-dir`), and objects, refs
-//! and their logs in the repository's shared one (`--git-common-dir`). The
-//! sandbox lets commands write exactly those:
-//!
-//! - a linked worktree: its own admin directory (`<common>/worktrees/<id>`) and
-//!   `<common>/objects`, `refs`, `logs` and `reftable` — not the shared
-//!   `config`, `hooks` or `info`, nor other worktrees' admin directories, so a
-//!   teammate can neither plant a hook or alias that runs outside the sandbox
-//!   the next time the lead uses git, nor move another teammate's HEAD;
-//! - a submodule: its git directory (as a repository's own `.git` is part of
-//!   the project that is writable anyway).
+//! and their logs in the repository's shared one (`--git-common-dir`), where
+//! every ref deletion — `git stash pop`, `git branch -d`, even the clean-up at
+//! the end of a commit — also takes `packed-refs.lock`. The sandbox therefore
+//! lets commands write the whole shared git directory (a worktree's own admin
+//! directory is inside it) or the submodule's git directory: the same as a
+//! project's own `.git`, which is part of the writable project. Narrower grants
+//! (objects, refs and logs only) were tried and leave ref deletions failing
+//! and every commit printing errors.
 //!
 //! The files are read directly (no git process while the sandbox is set up)
 //! and the link is trusted only when git's own back-reference confirms it: a
-//! worktree's admin directory names this `.git` file in its `gitdir`, a
-//! submodule's `core.worktree` names this directory. A `.git` file written by
-//! anyone else to point at another repository grants nothing.
+//! worktree's admin directory (`<common>/worktrees/<id>`) names this `.git`
+//! file in its `gitdir`, a submodule's `core.worktree` names this directory. A
+//! `.git` file written by anyone else to point at another repository grants
+//! nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -56,8 +55,8 @@ pub fn linked_git_dirs(root: &Path) -> Vec<PathBuf> {
     }
 }
 
-/// A linked worktree's admin directory and the shared parts of its
-/// repository, when the admin directory's `gitdir` names `dot_git`.
+/// The shared git directory of a linked worktree, when its admin directory's
+/// `gitdir` names `dot_git`.
 fn worktree_dirs(dot_git: &Path, git_dir: &Path) -> Vec<PathBuf> {
     let common = read_small(&git_dir.join("commondir"))
         .and_then(|c| std::fs::canonicalize(git_dir.join(c.trim_end_matches(['\n', '\r']))).ok());
@@ -76,13 +75,7 @@ fn worktree_dirs(dot_git: &Path, git_dir: &Path) -> Vec<PathBuf> {
     if !in_common || back.as_deref() != Some(dot_git) {
         return Vec::new();
     }
-    let mut dirs = vec![git_dir.to_path_buf()];
-    dirs.extend(
-        ["objects", "refs", "logs", "reftable"]
-            .iter()
-            .map(|d| common.join(d)),
-    );
-    dirs
+    vec![common]
 }
 
 /// A submodule's git directory, when its `core.worktree` names `root`.
@@ -184,21 +177,13 @@ mod tests {
         .unwrap();
         assert!(linked_git_dirs(&forged).is_empty());
 
-        // The genuine checkout gets the admin dir and the shared parts.
+        // The genuine checkout gets the shared git directory.
         std::fs::write(
             dir.path().join("elsewhere/.git"),
             format!("gitdir: {}\n", other.join("worktrees/x").display()),
         )
         .unwrap();
         let other = std::fs::canonicalize(&other).unwrap();
-        let dirs = linked_git_dirs(&dir.path().join("elsewhere"));
-        assert_eq!(dirs[0], other.join("worktrees/x"));
-        assert!(dirs.contains(&other.join("objects")));
-        assert!(!dirs.contains(&other));
-        assert!(
-            !dirs
-                .iter()
-                .any(|d| d.ends_with("hooks") || d.ends_with("config"))
-        );
+        assert_eq!(linked_git_dirs(&dir.path().join("elsewhere")), vec![other]);
     }
 }

@@ -528,17 +528,10 @@ fn a_dirty_lead_tree_and_a_detached_head_are_reported() {
 }
 
 #[test]
-fn the_sandbox_grants_exactly_the_git_dirs_git_reports_for_a_worktree() {
+fn the_sandbox_grants_the_git_common_dir_git_reports_for_a_worktree_or_submodule() {
     let w = World::new();
     let repo = w.repo();
     let alice = w.add(&repo, "alice");
-    let git_dir = PathBuf::from(
-        w.sh(
-            &alice.path,
-            &["rev-parse", "--path-format=absolute", "--git-dir"],
-        )
-        .trim(),
-    );
     let common = PathBuf::from(
         w.sh(
             &alice.path,
@@ -546,18 +539,54 @@ fn the_sandbox_grants_exactly_the_git_dirs_git_reports_for_a_worktree() {
         )
         .trim(),
     );
-    let dirs = roo_agent::sandbox::linked_git_dirs(&alice.path);
-    assert_eq!(dirs[0], git_dir);
-    for sub in ["objects", "refs", "logs"] {
-        assert!(dirs.contains(&common.join(sub)), "{dirs:?}");
-    }
-    // Not the shared config or hooks, nor a sibling's admin dir.
-    let bob = w.add(&repo, "bob");
-    assert!(!dirs.iter().any(|d| d == &common
-        || d.starts_with(common.join("hooks"))
-        || d.starts_with(common.join("worktrees/team+bob"))));
+    assert_eq!(
+        roo_agent::sandbox::linked_git_dirs(&alice.path),
+        vec![common]
+    );
+    // The main checkout's `.git` is inside it already.
     assert!(roo_agent::sandbox::linked_git_dirs(&repo).is_empty());
-    assert_ne!(roo_agent::sandbox::linked_git_dirs(&bob.path), dirs);
+
+    // A submodule checkout: its git dir lives in the superproject's.
+    let lib = w.base.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    w.sh(&lib, &["init", "-q"]);
+    w.sh(
+        &lib,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "lib",
+        ],
+    );
+    w.sh(
+        &repo,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "vendor/lib",
+        ],
+    );
+    let sub = repo.join("vendor/lib");
+    let git_dir = PathBuf::from(
+        w.sh(&sub, &["rev-parse", "--path-format=absolute", "--git-dir"])
+            .trim(),
+    );
+    assert!(
+        git_dir.starts_with(repo.join(".git/modules")),
+        "{}",
+        git_dir.display()
+    );
+    assert_eq!(roo_agent::sandbox::linked_git_dirs(&sub), vec![git_dir]);
 }
 
 fn write_file(path: &Path) -> serde_json::Value {
