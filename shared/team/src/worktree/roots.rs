@@ -9,8 +9,8 @@
 //! while the `.roocode/` protection, judged relative to the project root, only
 //! concerns the worktree's own `.roocode/`, not the `.roocode/worktrees/…` it
 //! lives in. The command sandbox adds the repository's shared git directory a
-//! `git commit` there writes (objects, refs, logs and the worktree's own admin
-//! directory: `roo_agent::sandbox::SandboxPolicy::for_root`).
+//! `git commit` there writes (`git rev-parse --git-common-dir`, found by
+//! `roo_agent::sandbox::SandboxPolicy::for_root` for any linked worktree).
 //!
 //! The project's configuration and trust belong to the lead's repository, not
 //! to the checkout in the worktree: [`TeammateRoots::project_root`] is where

@@ -589,6 +589,47 @@ fn the_sandbox_grants_the_git_common_dir_git_reports_for_a_worktree_or_submodule
     assert_eq!(roo_agent::sandbox::linked_git_dirs(&sub), vec![git_dir]);
 }
 
+#[test]
+fn teammates_can_be_given_worktrees_concurrently() {
+    let w = World::new();
+    let repo = w.repo();
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let (repo, git) = (repo.clone(), w.git.clone());
+            std::thread::spawn(move || prepare(&repo, &name("team"), &name(&format!("m{i}")), &git))
+        })
+        .collect();
+    for handle in handles {
+        let ws = handle.join().unwrap().unwrap();
+        assert!(ws.dir().join("a.txt").is_file(), "{ws:?}");
+    }
+    assert_eq!(
+        w.sh(&repo, &["branch", "--list", "roo/team/*"])
+            .lines()
+            .count(),
+        4
+    );
+}
+
+#[tokio::test]
+async fn the_leads_searches_do_not_see_teammates_worktrees() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    std::fs::write(alice.path.join("found.txt"), "needle\n").unwrap();
+    std::fs::write(repo.join("mine.txt"), "needle\n").unwrap();
+    let ctx = ToolContext::new(repo.clone(), w.base.join("session"));
+    let grep = roo_agent::tools::Grep
+        .call(json!({"pattern": "needle"}), &ctx)
+        .await;
+    assert_eq!(grep.content, "mine.txt");
+    let glob = roo_agent::tools::Glob
+        .call(json!({"pattern": "**/*.txt"}), &ctx)
+        .await;
+    assert!(!glob.content.contains("found.txt"), "{}", glob.content);
+    assert!(glob.content.contains("mine.txt"), "{}", glob.content);
+}
+
 fn write_file(path: &Path) -> serde_json::Value {
     json!({"path": path, "content": "written\n"})
 }
