@@ -173,16 +173,28 @@ impl LeadRepo {
     /// Cleans up the worktrees of `team` (all members found under
     /// `.roocode/worktrees/<team>+…`).
     pub fn cleanup(&self, team: &Name) -> Result<CleanupReport> {
+        self.cleanup_where(team, None)
+    }
+
+    /// Cleans up the worktree of one member of `team` (a teammate that left).
+    pub fn cleanup_member(&self, team: &Name, member: &Name) -> Result<CleanupReport> {
+        self.cleanup_where(team, Some(member))
+    }
+
+    fn cleanup_where(&self, team: &Name, only: Option<&Name>) -> Result<CleanupReport> {
         let mut report = CleanupReport::default();
         let dir = self.root.join(WORKTREES_DIR);
         let prefix = format!("{team}+");
+        let wanted = |m: &Name| only.is_none_or(|o| o == m);
         let listed = self.list()?;
         let mut ours: Vec<(Name, ListedWorktree)> = Vec::new();
         for entry in &listed {
             let Some(member) = member_of(&dir, &prefix, &entry.path) else {
                 continue;
             };
-            ours.push((member, entry.clone()));
+            if wanted(&member) {
+                ours.push((member, entry.clone()));
+            }
         }
         if ours.iter().any(|(_, e)| e.prunable) {
             self.git.ok(&self.root, &["worktree", "prune"])?;
@@ -195,7 +207,7 @@ impl LeadRepo {
             let mut strays: Vec<PathBuf> = read
                 .filter_map(|e| e.ok())
                 .map(|e| e.path())
-                .filter(|p| member_of(&dir, &prefix, p).is_some())
+                .filter(|p| member_of(&dir, &prefix, p).is_some_and(|m| wanted(&m)))
                 .filter(|p| !listed.iter().any(|w| super::same_path(&w.path, p)))
                 .collect();
             strays.sort();

@@ -291,6 +291,17 @@ fn a_clean_worktree_is_removed_with_its_branch() {
     assert!(!carol.path.exists());
     assert_eq!(w.sh(&repo, &["branch", "--list", "roo/*"]), "");
     assert!(!w.sh(&repo, &["worktree", "list"]).contains("team+carol"));
+    // One member at a time: the other is left alone.
+    let dan = w.add(&repo, "dan");
+    let eve = w.add(&repo, "eve");
+    let report = w
+        .lead(&repo)
+        .cleanup_member(&name("team"), &name("dan"))
+        .unwrap();
+    assert_eq!(report.removed.len(), 1, "{report:?}");
+    assert!(!dan.path.exists() && eve.path.is_dir());
+    w.lead(&repo).cleanup(&name("team")).unwrap();
+    assert!(!eve.path.exists());
     // Another team's worktree is not touched.
     let other = match prepare(&repo, &name("other"), &name("carol"), &w.git).unwrap() {
         Workspace::Worktree(w) => w,
