@@ -461,13 +461,11 @@ impl LeadRepo {
                 short(&head)
             ));
         }
-        if self
+        let on_branch = self
             .git
             .run(&self.root, &["symbolic-ref", "-q", "HEAD"])?
-            .success
-        {
-            // On a branch: nothing to say.
-        } else {
+            .success;
+        if !on_branch {
             notices.push(format!(
                 "the lead is on a detached HEAD ({}); {branch} starts there, and merging it \
                  back adds a merge commit on the detached HEAD",
