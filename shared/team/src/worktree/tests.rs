@@ -597,7 +597,19 @@ fn the_sandbox_grants_the_git_common_dir_git_reports_for_a_worktree_or_submodule
         "{}",
         git_dir.display()
     );
-    assert_eq!(roo_agent::sandbox::linked_git_dirs(&sub), vec![git_dir]);
+    assert_eq!(
+        roo_agent::sandbox::linked_git_dirs(&sub),
+        vec![git_dir.clone()]
+    );
+
+    // A teammate of a lead working in the submodule gets a worktree of it,
+    // whose shared git dir is the submodule's.
+    let in_sub = w.add(&sub, "alice");
+    assert_eq!(in_sub.path, sub.join(".roocode/worktrees/team+alice"));
+    assert_eq!(
+        roo_agent::sandbox::linked_git_dirs(&in_sub.path),
+        vec![git_dir]
+    );
 }
 
 #[test]
