@@ -43,6 +43,8 @@ impl World {
         self.sh(&repo, &["init", "-q", "-b", "main"]);
         self.sh(&repo, &["config", "user.name", "Roo Test"]);
         self.sh(&repo, &["config", "user.email", "roo@example.invalid"]);
+        // No detached auto-maintenance outliving a test.
+        self.sh(&repo, &["config", "maintenance.auto", "false"]);
         std::fs::write(repo.join("a.txt"), "one\ntwo\nthree\n").unwrap();
         std::fs::write(repo.join("b.txt"), "bee\n").unwrap();
         self.sh(&repo, &["add", "-A"]);
