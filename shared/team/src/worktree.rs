@@ -367,7 +367,13 @@ impl LeadRepo {
             if entry.prunable {
                 // Registered, but its directory is gone: let git forget it.
                 self.git.ok(&self.root, &["worktree", "prune"])?;
-            } else if entry.branch.as_deref() == Some(full_ref.as_str()) && path.is_dir() {
+            } else if entry.branch.as_deref() == Some(full_ref.as_str()) && !path.is_dir() {
+                return Err(WorktreeError::Occupied {
+                    path: path.clone(),
+                    why: "it is registered as a worktree of this repository but its directory                           is missing and git keeps the record (it is locked); run `git worktree                           unlock` on it and `git worktree prune`"
+                        .to_string(),
+                });
+            } else if entry.branch.as_deref() == Some(full_ref.as_str()) {
                 let base = entry.head.clone().unwrap_or_default();
                 return Ok(Worktree {
                     path,

@@ -72,6 +72,20 @@ impl Git {
 
     /// Runs `git args` in `dir`; a non-zero exit is not an error here.
     pub(crate) fn run<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<GitOutput> {
+        // Spawning in a missing directory fails like a missing program would.
+        if let Err(source) = std::fs::metadata(dir).and_then(|m| {
+            if m.is_dir() {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("not a directory"))
+            }
+        }) {
+            return Err(WorktreeError::Io {
+                action: "run git in",
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
         let mut command = Command::new(&self.program);
         command
             .args(args)

@@ -414,6 +414,16 @@ fn outside_a_repository_or_before_the_first_commit_teammates_share_the_directory
         "{ws:?}"
     );
 
+    let err = prepare(
+        &w.base.join("nowhere"),
+        &name("team"),
+        &name("alice"),
+        &w.git,
+    )
+    .unwrap_err();
+    assert!(matches!(err, WorktreeError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("nowhere"), "{err}");
+
     let missing = prepare(
         &plain,
         &name("team"),
@@ -653,6 +663,98 @@ async fn the_leads_searches_do_not_see_teammates_worktrees() {
         .await;
     assert!(!glob.content.contains("found.txt"), "{}", glob.content);
     assert!(glob.content.contains("mine.txt"), "{}", glob.content);
+}
+
+#[test]
+fn a_merge_stopped_by_a_hook_or_an_untracked_file_leaves_the_lead_tree_as_it_was() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    w.commit_in(&alice.path, "c.txt", "sea\n", "alice adds c");
+    let lead = w.lead(&repo);
+    let before = w.head(&repo);
+
+    // An untracked file the merge would overwrite: git refuses to start.
+    std::fs::write(repo.join("c.txt"), "the lead's own\n").unwrap();
+    let err = lead.merge(&name("team"), &name("alice")).unwrap_err();
+    assert!(matches!(err, WorktreeError::Git { .. }), "{err}");
+    assert!(err.to_string().contains("c.txt"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("c.txt")).unwrap(),
+        "the lead's own\n"
+    );
+    std::fs::remove_file(repo.join("c.txt")).unwrap();
+
+    // The user's pre-merge-commit hook refuses: aborted, with git's message.
+    let hook = repo.join(".git/hooks/pre-merge-commit");
+    std::fs::write(&hook, "#!/bin/sh\necho 'policy says no' >&2\nexit 1\n").unwrap();
+    let mut perms = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hook, perms).unwrap();
+    let err = lead.merge(&name("team"), &name("alice")).unwrap_err();
+    assert!(err.to_string().contains("policy says no"), "{err}");
+    assert_eq!(w.head(&repo), before);
+    assert!(!repo.join(".git/MERGE_HEAD").exists());
+    assert!(!repo.join("c.txt").exists());
+    assert_eq!(
+        w.sh(&repo, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+}
+
+#[test]
+fn cleanup_keeps_locked_switched_and_detached_worktrees_and_handles_deleted_ones() {
+    let w = World::new();
+    let repo = w.repo();
+    let locked = w.add(&repo, "locked");
+    w.sh(&repo, &["worktree", "lock", locked.path.to_str().unwrap()]);
+    let switched = w.add(&repo, "switched");
+    w.sh(&switched.path, &["checkout", "-q", "-b", "side"]);
+    let detached = w.add(&repo, "detached");
+    w.sh(&detached.path, &["checkout", "-q", "--detach"]);
+    w.commit_in(&detached.path, "d.txt", "dee\n", "on no branch");
+    let gone_merged = w.add(&repo, "gone1");
+    let gone_work = w.add(&repo, "gone2");
+    w.commit_in(&gone_work.path, "g.txt", "gee\n", "gone2 work");
+    std::fs::remove_dir_all(&gone_merged.path).unwrap();
+    std::fs::remove_dir_all(&gone_work.path).unwrap();
+    std::fs::create_dir_all(repo.join(".roocode/worktrees/team+stray")).unwrap();
+
+    let report = w.lead(&repo).cleanup(&name("team")).unwrap();
+    let why = |member: &str| {
+        report
+            .kept
+            .iter()
+            .find(|k| k.member == member)
+            .map(|k| k.why.clone())
+    };
+    assert_eq!(why("locked"), Some(KeptWhy::Locked));
+    assert_eq!(
+        why("switched"),
+        Some(KeptWhy::OtherBranch(Some("refs/heads/side".to_string())))
+    );
+    assert_eq!(why("detached"), Some(KeptWhy::OtherBranch(None)));
+    let Some(KeptWhy::Changes(changes)) = why("gone2") else {
+        panic!("{report:?}")
+    };
+    assert_eq!(changes.unmerged_count, 1);
+    assert_eq!(report.removed.len(), 1, "{report:?}");
+    assert_eq!(report.removed[0].member, "gone1");
+    assert!(report.removed[0].branch_deleted);
+    assert_eq!(
+        report.strays,
+        vec![repo.join(".roocode/worktrees/team+stray")]
+    );
+    assert!(locked.path.is_dir() && switched.path.is_dir() && detached.path.is_dir());
+    assert!(
+        w.sh(&repo, &["branch", "--list", "roo/team/gone2"])
+            .contains("gone2")
+    );
+    let lines = report.lines().join("\n");
+    assert!(
+        lines.contains("detached HEAD") && lines.contains("left"),
+        "{lines}"
+    );
 }
 
 fn write_file(path: &Path) -> serde_json::Value {
