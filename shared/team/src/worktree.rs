@@ -358,7 +358,8 @@ impl LeadRepo {
         let branch = branch_name(team, member);
         let full_ref = format!("refs/heads/{branch}");
         let path = self.worktree_path(team, member);
-        self.ensure_worktrees_dir()?;
+        let dir = self.ensure_worktrees_dir()?;
+        let _lock = lock_worktrees(&dir)?;
         check_not_symlink(&path, true)?;
 
         let mut notices = Vec::new();
@@ -616,6 +617,32 @@ impl LeadRepo {
         all.extend(current);
         Ok(all)
     }
+}
+
+/// Takes `<dir>/.lock` (a `flock`, released when the returned file closes,
+/// also when the process dies). `git worktree add` and `remove` are not safe
+/// against each other: one may read another's half-written admin directory
+/// (`failed to read .git/worktrees/<id>/commondir`), so teammates spawned at
+/// once take turns. The wait has no deadline: git may hold it for a long
+/// checkout.
+pub(crate) fn lock_worktrees(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(".lock");
+    let io = |source| WorktreeError::Io {
+        action: "lock",
+        path: path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(io)?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io(std::io::Error::from(errno)))
 }
 
 /// Fails if `path` is a symlink (or, with `missing_ok` false, not an existing

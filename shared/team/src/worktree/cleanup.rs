@@ -186,6 +186,13 @@ impl LeadRepo {
         let dir = self.root.join(WORKTREES_DIR);
         let prefix = format!("{team}+");
         let wanted = |m: &Name| only.is_none_or(|o| o == m);
+        // Never through a symlink; a missing directory holds nothing to lock.
+        super::check_not_symlink(&dir, true)?;
+        let _lock = if dir.is_dir() {
+            Some(super::lock_worktrees(&dir)?)
+        } else {
+            None
+        };
         let listed = self.list()?;
         let mut ours: Vec<(Name, ListedWorktree)> = Vec::new();
         for entry in &listed {

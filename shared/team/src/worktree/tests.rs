@@ -349,6 +349,8 @@ fn a_symlinked_worktrees_dir_is_refused() {
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 
     // `.roocode` itself as a link, and the member's entry as a link.
+    let err = w.lead(&repo).cleanup(&name("team")).unwrap_err();
+    assert!(matches!(err, WorktreeError::Symlink { .. }), "{err}");
     std::fs::remove_file(repo.join(".roocode/worktrees")).unwrap();
     std::fs::remove_dir(repo.join(".roocode")).unwrap();
     std::os::unix::fs::symlink(&outside, repo.join(".roocode")).unwrap();
@@ -628,7 +630,7 @@ fn the_sandbox_grants_the_git_common_dir_git_reports_for_a_worktree_or_submodule
 fn teammates_can_be_given_worktrees_concurrently() {
     let w = World::new();
     let repo = w.repo();
-    let handles: Vec<_> = (0..4)
+    let handles: Vec<_> = (0..6)
         .map(|i| {
             let (repo, git) = (repo.clone(), w.git.clone());
             std::thread::spawn(move || prepare(&repo, &name("team"), &name(&format!("m{i}")), &git))
@@ -642,7 +644,7 @@ fn teammates_can_be_given_worktrees_concurrently() {
         w.sh(&repo, &["branch", "--list", "roo/team/*"])
             .lines()
             .count(),
-        4
+        6
     );
 }
 
