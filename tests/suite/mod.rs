@@ -14,3 +14,4 @@ mod store_concurrency;
 mod store_crash;
 mod store_files;
 mod store_symlinks;
+mod team_worktrees;

@@ -26,6 +26,7 @@
 //! binary they run in; hooks can start their commands the same way.
 
 mod env;
+mod git_dirs;
 mod helper;
 #[cfg(target_os = "linux")]
 mod landlock;
@@ -43,6 +44,7 @@ pub use env::{
     SEALED_ENV_FD, is_secret_env_name, scrubbed_env_names, seal_secret_env, sealed_secrets,
     secret_env,
 };
+pub use git_dirs::linked_git_dirs;
 pub use helper::{
     Enforcement, HELPER_FAILED, HelperReport, LEFTOVER_GRACE, run_helper_if_requested,
 };
@@ -104,11 +106,14 @@ pub const WRITABLE_DEVICES: &[&str] = &[
 
 impl SandboxPolicy {
     /// The policy for commands working in `root` (the project, or a teammate's
-    /// worktree): writes to `root`, the temp dirs, the shell's devices, the
-    /// team store and `settings.allow_write`; reads denied on the default
-    /// secrets and `settings.deny_read`.
+    /// worktree): writes to `root`, the git directories outside it that a
+    /// commit in a linked worktree or submodule writes ([`linked_git_dirs`]),
+    /// the temp dirs, the shell's devices, the team store and
+    /// `settings.allow_write`; reads denied on the default secrets and
+    /// `settings.deny_read`.
     pub fn for_root(root: &Path, settings: &SandboxSettings, env: &PolicyEnv) -> Self {
         let mut write = vec![root.to_path_buf()];
+        write.extend(linked_git_dirs(root));
         write.extend(env.temp_dirs.iter().cloned());
         write.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
         write.push(env.roo_home.join("teams"));

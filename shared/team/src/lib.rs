@@ -4,3 +4,5 @@
 //! task list, team config) and joins them: the teammate loop shared by `roo-worker` and
 //! in-process teammates, the inbox router, the lead's team tools, worktrees and liveness.
 //! The store stays free of LLM knowledge and the agent free of team knowledge.
+
+pub mod worktree;

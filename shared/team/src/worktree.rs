@@ -1,0 +1,700 @@
+//! One git worktree per teammate (DESIGN.md §4 "spawn … each in its own git
+//! worktree", "converge … merges each worktree branch with `--no-ff`").
+//!
+//! A teammate `name` of team `team` works in `<repo>/.roocode/worktrees/<team>+<name>`
+//! on branch `roo/<team>/<name>`, created from the lead's `HEAD`. This module
+//! creates (or reuses) those worktrees, tells the lead when teammates must share
+//! its working directory instead (outside a repository, no commit yet, a bare
+//! repository), cleans them up at the end — removing the clean ones and keeping and
+//! reporting those with work in them — and merges a teammate's branch into the
+//! lead's with `git merge --no-ff`, aborting cleanly on a conflict.
+//!
+//! **The git CLI, not git2.** git2 is on the design card, but every operation here
+//! is a handful of porcelain commands run a few times per team, where the CLI is
+//! clearly better: it honours the user's git exactly — config, `core.hooksPath`
+//! and hooks (`post-checkout`, `pre-merge-commit`), LFS and other filters on
+//! checkout, merge drivers, `worktreeConfig`, reftable and SHA-256 repositories —
+//! where libgit2 supports a subset and would silently do something different from
+//! what the user's own `git merge` does; the lead's project detection already uses
+//! it; and libgit2 (C, with its TLS and SSH dependencies) stays out of a 2-core
+//! build. The cost is a process per command (a few ms), irrelevant at this rate.
+//! Everything here is blocking: async callers use `spawn_blocking`.
+//!
+//! **Safety.** Team and member names are [`Name`]s (no `/`, `..` or NUL can reach
+//! a path) and must also make a valid branch name (no `..`, no `.lock` or `.`
+//! ending). `.roocode`, `.roocode/worktrees` and the teammate's entry are never
+//! followed through a symlink: a repository that commits `.roocode/worktrees` as
+//! a link to `~` gets an error, not worktrees in your home directory. An existing
+//! worktree is reused only when it is a worktree of this repository on the
+//! teammate's own branch; anything else in its place is an error that names it.
+//! `.roocode/worktrees/.gitignore` (`*`) keeps the worktrees out of the lead's
+//! `git status`, `git add -A` and searches.
+//!
+//! The teammate's tools are confined to its worktree by making the worktree the
+//! project root of its permission policy and command sandbox (see [`roots`]); the
+//! sandbox adds the shared git directory a `git commit` there needs
+//! (`roo_agent::sandbox::SandboxPolicy::for_root`).
+
+mod cleanup;
+mod git;
+mod merge;
+pub mod roots;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use roo_store::Name;
+
+pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChanges};
+pub use git::Git;
+pub use merge::MergeOutcome;
+pub use roots::{TeammateRoots, teammate_policy};
+
+use git::nul_fields;
+
+/// `.roocode/worktrees` under the repository root.
+pub const WORKTREES_DIR: &str = ".roocode/worktrees";
+
+/// Most entries listed in a report (files, commits); the count says the rest.
+pub const REPORT_LIMIT: usize = 50;
+
+/// What went wrong with a worktree operation. Messages read after "failed to".
+#[derive(Debug, thiserror::Error)]
+pub enum WorktreeError {
+    /// git could not be started.
+    #[error("run {program}: {source}; install git or put it on PATH", program = .program.display())]
+    GitUnavailable {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A git command failed.
+    #[error("run `git {command}` in {dir}: {stderr}", dir = .dir.display())]
+    Git {
+        command: String,
+        dir: PathBuf,
+        stderr: String,
+    },
+    /// A team or member name cannot be a branch name.
+    #[error(
+        "use {what} {value:?} in a branch name: {reason}; pick a name without `..` that does not end in `.` or `.lock`"
+    )]
+    BranchName {
+        what: &'static str,
+        value: String,
+        reason: &'static str,
+    },
+    /// A path on the way to the worktree is a symlink.
+    #[error(
+        "use {path}: it is a symlink, and RooCode never follows one under .roocode/worktrees; remove it (it may come from the repository)",
+        path = .path.display()
+    )]
+    Symlink { path: PathBuf },
+    /// A path on the way to the worktree is not a directory.
+    #[error("use {path}: it exists and is not a directory; move it away", path = .path.display())]
+    NotADirectory { path: PathBuf },
+    /// Something else occupies the teammate's worktree path.
+    #[error("create the worktree {path}: {why}", path = .path.display())]
+    Occupied { path: PathBuf, why: String },
+    /// The teammate's branch is checked out in another worktree.
+    #[error(
+        "create the worktree {path}: branch {branch} is checked out in {elsewhere}; remove that worktree or pick another member name",
+        path = .path.display(),
+        elsewhere = .elsewhere.display()
+    )]
+    BranchCheckedOut {
+        path: PathBuf,
+        branch: String,
+        elsewhere: PathBuf,
+    },
+    /// The lead's tree has uncommitted changes to tracked files.
+    #[error(
+        "merge {branch}: the lead's working tree has uncommitted changes ({files}); commit or stash them first, so a conflict can be aborted without touching them"
+    )]
+    LeadTreeDirty { branch: String, files: String },
+    /// A merge, rebase, cherry-pick or revert is already in progress.
+    #[error("merge {branch}: a {what} is already in progress in {root}; finish or abort it first", root = .root.display())]
+    OperationInProgress {
+        branch: String,
+        what: &'static str,
+        root: PathBuf,
+    },
+    /// The teammate's branch does not exist.
+    #[error("merge {branch}: no such branch in {root}", root = .root.display())]
+    NoBranch { branch: String, root: PathBuf },
+    /// `git merge --abort` did not restore the lead's tree.
+    #[error(
+        "abort the conflicted merge of {branch} in {root}: {why}; run `git merge --abort` or `git reset --merge` there",
+        root = .root.display()
+    )]
+    AbortFailed {
+        branch: String,
+        root: PathBuf,
+        why: String,
+    },
+    /// A file-system operation failed.
+    #[error("{action} {path}: {source}", path = .path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result of this module.
+pub type Result<T, E = WorktreeError> = std::result::Result<T, E>;
+
+/// Where a teammate works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Workspace {
+    /// Its own worktree.
+    Worktree(Worktree),
+    /// The lead's directory, shared by every teammate; tell the lead why.
+    Shared { dir: PathBuf, why: SharedWhy },
+}
+
+/// Why teammates share the lead's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharedWhy {
+    /// The directory is not in a git repository.
+    NotARepository,
+    /// The repository has no commit to branch from.
+    NoCommits,
+    /// A bare repository (or its git directory) has no working tree.
+    NoWorkTree,
+    /// git is not installed.
+    NoGit(String),
+}
+
+impl Workspace {
+    /// The teammate's working directory, and the project root of its file
+    /// tools and command sandbox.
+    pub fn dir(&self) -> &Path {
+        match self {
+            Workspace::Worktree(w) => &w.path,
+            Workspace::Shared { dir, .. } => dir,
+        }
+    }
+
+    /// What the lead should be told: why teammates share its directory, and
+    /// the notes of a new worktree (a dirty lead tree, a detached HEAD).
+    pub fn notices(&self) -> Vec<String> {
+        match self {
+            Workspace::Worktree(w) => w.notices.clone(),
+            Workspace::Shared { dir, why } => {
+                let why = match why {
+                    SharedWhy::NotARepository => "it is not in a git repository".to_string(),
+                    SharedWhy::NoCommits => {
+                        "its repository has no commit yet to branch worktrees from (commit once to \
+                         give each teammate its own)"
+                            .to_string()
+                    }
+                    SharedWhy::NoWorkTree => {
+                        "it is a bare repository or a git directory, with no working tree"
+                            .to_string()
+                    }
+                    SharedWhy::NoGit(e) => format!("git cannot be run ({e})"),
+                };
+                vec![format!(
+                    "teammates share the working directory {} because {why}: they see and can \
+                     overwrite each other's changes, so give them separate files",
+                    dir.display()
+                )]
+            }
+        }
+    }
+}
+
+/// A teammate's worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    /// `<repo>/.roocode/worktrees/<team>+<name>`.
+    pub path: PathBuf,
+    /// `roo/<team>/<name>`.
+    pub branch: String,
+    /// The lead's repository root.
+    pub repo_root: PathBuf,
+    /// The commit its branch started from (or, when reused, its tip).
+    pub base: String,
+    /// Whether it existed already (a restarted teammate continues there).
+    pub reused: bool,
+    /// Notes for the lead.
+    pub notices: Vec<String>,
+}
+
+/// The lead's git repository.
+#[derive(Debug, Clone)]
+pub struct LeadRepo {
+    root: PathBuf,
+    git: Git,
+}
+
+/// What [`LeadRepo::discover`] found.
+#[derive(Debug, Clone)]
+pub enum Discovered {
+    /// A repository with a working tree and a commit.
+    Repo(LeadRepo),
+    /// No worktrees possible here; teammates share `dir`.
+    Shared { dir: PathBuf, why: SharedWhy },
+}
+
+/// One entry of `git worktree list --porcelain`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ListedWorktree {
+    pub(crate) path: PathBuf,
+    pub(crate) head: Option<String>,
+    /// Full ref name (`refs/heads/…`), `None` when detached.
+    pub(crate) branch: Option<String>,
+    pub(crate) locked: bool,
+    pub(crate) prunable: bool,
+}
+
+/// The branch of `member` of `team`: `roo/<team>/<member>`.
+pub fn branch_name(team: &Name, member: &Name) -> String {
+    format!("roo/{team}/{member}")
+}
+
+/// The worktree directory name of `member` of `team`: `<team>+<member>`
+/// (`+` cannot occur in a [`Name`], so the split is unambiguous).
+pub fn worktree_dir_name(team: &Name, member: &Name) -> String {
+    format!("{team}+{member}")
+}
+
+/// Refuses names git would refuse in `roo/<team>/<name>`: [`Name`] already
+/// excludes `/`, spaces, control characters and a leading `.`.
+fn check_ref_component(what: &'static str, name: &Name) -> Result<()> {
+    let value = name.as_str();
+    let reason = if value.contains("..") {
+        Some("it contains `..`")
+    } else if value.ends_with(".lock") {
+        Some("it ends in `.lock`")
+    } else if value.ends_with('.') {
+        Some("it ends in `.`")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(WorktreeError::BranchName {
+            what,
+            value: value.to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Where `member` of `team` works, from the lead's directory `cwd`: its worktree
+/// (created or reused), or the shared directory with the reason.
+pub fn prepare(cwd: &Path, team: &Name, member: &Name, git: &Git) -> Result<Workspace> {
+    match LeadRepo::discover(cwd, git)? {
+        Discovered::Repo(repo) => repo.add_worktree(team, member).map(Workspace::Worktree),
+        Discovered::Shared { dir, why } => Ok(Workspace::Shared { dir, why }),
+    }
+}
+
+impl LeadRepo {
+    /// Finds the repository `cwd` is in. Outside a repository, in one without
+    /// a commit, in a bare one, or without git, teammates share `cwd`.
+    pub fn discover(cwd: &Path, git: &Git) -> Result<Discovered> {
+        let shared = |why| {
+            Ok(Discovered::Shared {
+                dir: cwd.to_path_buf(),
+                why,
+            })
+        };
+        let probe = match git.run(cwd, &["rev-parse", "--is-inside-work-tree"]) {
+            Ok(out) => out,
+            Err(WorktreeError::GitUnavailable { source, .. }) => {
+                return shared(SharedWhy::NoGit(source.to_string()));
+            }
+            Err(e) => return Err(e),
+        };
+        if !probe.success {
+            return shared(SharedWhy::NotARepository);
+        }
+        if probe.stdout.trim() != "true" {
+            return shared(SharedWhy::NoWorkTree);
+        }
+        let top = git.ok(cwd, &["rev-parse", "--show-toplevel"])?;
+        let top = PathBuf::from(top.trim_end_matches('\n'));
+        let root = std::fs::canonicalize(&top).map_err(|source| WorktreeError::Io {
+            action: "resolve the repository root",
+            path: top.clone(),
+            source,
+        })?;
+        let head = git.run(&root, &["rev-parse", "-q", "--verify", "HEAD^{commit}"])?;
+        if !head.success {
+            return Ok(Discovered::Shared {
+                dir: root,
+                why: SharedWhy::NoCommits,
+            });
+        }
+        Ok(Discovered::Repo(LeadRepo {
+            root,
+            git: git.clone(),
+        }))
+    }
+
+    /// The repository's root (the lead's working tree), resolved.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/.roocode/worktrees/<team>+<member>`.
+    pub fn worktree_path(&self, team: &Name, member: &Name) -> PathBuf {
+        self.root
+            .join(WORKTREES_DIR)
+            .join(worktree_dir_name(team, member))
+    }
+
+    /// Creates the worktree of `member` of `team` from the lead's HEAD, or
+    /// reuses it when it already is a worktree of this repository on the
+    /// teammate's branch. An existing branch `roo/<team>/<member>` without a
+    /// worktree is checked out again (its commits are kept).
+    pub fn add_worktree(&self, team: &Name, member: &Name) -> Result<Worktree> {
+        check_ref_component("team name", team)?;
+        check_ref_component("member name", member)?;
+        let branch = branch_name(team, member);
+        let full_ref = format!("refs/heads/{branch}");
+        let path = self.worktree_path(team, member);
+        let dir = self.ensure_worktrees_dir()?;
+        let _lock = lock_worktrees(&dir)?;
+        check_not_symlink(&path, true)?;
+
+        let mut notices = Vec::new();
+        let listed = self.list()?;
+        if let Some(entry) = listed.iter().find(|w| same_path(&w.path, &path)) {
+            if entry.prunable {
+                // Registered, but its directory is gone: let git forget it.
+                self.git.ok(&self.root, &["worktree", "prune"])?;
+            } else if entry.branch.as_deref() == Some(full_ref.as_str()) && !path.is_dir() {
+                return Err(WorktreeError::Occupied {
+                    path: path.clone(),
+                    why: "it is registered as a worktree of this repository but its directory                           is missing and git keeps the record (it is locked); run `git worktree                           unlock` on it and `git worktree prune`"
+                        .to_string(),
+                });
+            } else if entry.branch.as_deref() == Some(full_ref.as_str()) {
+                let base = entry.head.clone().unwrap_or_default();
+                return Ok(Worktree {
+                    path,
+                    branch,
+                    repo_root: self.root.clone(),
+                    base,
+                    reused: true,
+                    notices,
+                });
+            } else {
+                let on = match &entry.branch {
+                    Some(b) => format!("branch {}", b.trim_start_matches("refs/heads/")),
+                    None => "a detached HEAD".to_string(),
+                };
+                return Err(WorktreeError::Occupied {
+                    path: path.clone(),
+                    why: format!(
+                        "it is a worktree on {on}, not on {branch}; remove it with `git worktree \
+                         remove {}` or pick another member name",
+                        path.display()
+                    ),
+                });
+            }
+        }
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Err(WorktreeError::Occupied {
+                path: path.clone(),
+                why: "it exists and is not a worktree of this repository; move it away or pick \
+                      another member name"
+                    .to_string(),
+            });
+        }
+        if let Some(other) = listed
+            .iter()
+            .find(|w| w.branch.as_deref() == Some(full_ref.as_str()))
+        {
+            return Err(WorktreeError::BranchCheckedOut {
+                path,
+                branch,
+                elsewhere: other.path.clone(),
+            });
+        }
+
+        let head = self.head()?;
+        let existing = self
+            .git
+            .run(&self.root, &["rev-parse", "-q", "--verify", &full_ref])?;
+        let path_arg = path.as_os_str().to_os_string();
+        let base = if existing.success {
+            let ahead = self.count(&format!("HEAD..{full_ref}"))?;
+            notices.push(format!(
+                "branch {branch} existed already ({ahead} commit(s) not in the lead's HEAD); \
+                 its worktree continues from it"
+            ));
+            self.git.ok(
+                &self.root,
+                &[
+                    "worktree".as_ref(),
+                    "add".as_ref(),
+                    "--quiet".as_ref(),
+                    path_arg.as_os_str(),
+                    full_ref.as_ref(),
+                ],
+            )?;
+            existing.stdout.trim().to_string()
+        } else {
+            self.git.ok(
+                &self.root,
+                &[
+                    "worktree".as_ref(),
+                    "add".as_ref(),
+                    "--quiet".as_ref(),
+                    "-b".as_ref(),
+                    branch.as_ref(),
+                    path_arg.as_os_str(),
+                    head.as_ref(),
+                ],
+            )?;
+            head.clone()
+        };
+        // The checkout must not have turned our directory into a link.
+        check_not_symlink(&path, false)?;
+
+        let dirty = self.uncommitted(&self.root, false)?;
+        if !dirty.is_empty() {
+            notices.push(format!(
+                "the lead's working tree has uncommitted changes ({}); the worktree {} starts \
+                 from HEAD {} without them: commit them first if teammates need them",
+                summarize_files(&dirty),
+                path.display(),
+                short(&head)
+            ));
+        }
+        let on_branch = self
+            .git
+            .run(&self.root, &["symbolic-ref", "-q", "HEAD"])?
+            .success;
+        if !on_branch {
+            notices.push(format!(
+                "the lead is on a detached HEAD ({}); {branch} starts there, and merging it \
+                 back adds a merge commit on the detached HEAD",
+                short(&head)
+            ));
+        }
+        Ok(Worktree {
+            path,
+            branch,
+            repo_root: self.root.clone(),
+            base,
+            reused: false,
+            notices,
+        })
+    }
+
+    /// Creates `.roocode` and `.roocode/worktrees` as real directories (never
+    /// through a symlink), with a `.gitignore` that hides the worktrees from
+    /// the lead's git and searches.
+    fn ensure_worktrees_dir(&self) -> Result<PathBuf> {
+        let dot = self.root.join(".roocode");
+        let dir = self.root.join(WORKTREES_DIR);
+        for d in [&dot, &dir] {
+            check_not_symlink(d, true)?;
+            match std::fs::create_dir(d) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(source) => {
+                    return Err(WorktreeError::Io {
+                        action: "create directory",
+                        path: d.clone(),
+                        source,
+                    });
+                }
+            }
+            // Created or not, it must be a real directory now.
+            check_not_symlink(d, false)?;
+        }
+        let ignore = dir.join(".gitignore");
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&ignore)
+        {
+            Ok(mut file) => file
+                .write_all(b"# RooCode teammates' worktrees: not part of the project.\n*\n")
+                .map_err(|source| WorktreeError::Io {
+                    action: "write",
+                    path: ignore.clone(),
+                    source,
+                })?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(source) => {
+                return Err(WorktreeError::Io {
+                    action: "create",
+                    path: ignore,
+                    source,
+                });
+            }
+        }
+        Ok(dir)
+    }
+
+    /// The lead's HEAD commit.
+    pub(crate) fn head(&self) -> Result<String> {
+        Ok(self
+            .git
+            .ok(&self.root, &["rev-parse", "--verify", "HEAD^{commit}"])?
+            .trim()
+            .to_string())
+    }
+
+    /// `git rev-list --count <range>`.
+    pub(crate) fn count(&self, range: &str) -> Result<usize> {
+        let out = self.git.ok(&self.root, &["rev-list", "--count", range])?;
+        Ok(out.trim().parse().unwrap_or(0))
+    }
+
+    /// Uncommitted changes in `dir` as `XY path` lines (`git status
+    /// --porcelain`): with `untracked`, untracked files count too.
+    pub(crate) fn uncommitted(&self, dir: &Path, untracked: bool) -> Result<Vec<String>> {
+        let mode = if untracked {
+            "--untracked-files=all"
+        } else {
+            "--untracked-files=no"
+        };
+        let out = self.git.ok(
+            dir,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--ignore-submodules=none",
+                mode,
+            ],
+        )?;
+        let mut files = Vec::new();
+        let mut fields = nul_fields(&out);
+        while let Some(entry) = fields.next() {
+            // A rename or copy is followed by its source path.
+            if entry.starts_with('R') || entry.starts_with('C') {
+                fields.next();
+            }
+            files.push(entry.to_string());
+        }
+        Ok(files)
+    }
+
+    /// `git worktree list --porcelain -z`.
+    pub(crate) fn list(&self) -> Result<Vec<ListedWorktree>> {
+        let out = self
+            .git
+            .ok(&self.root, &["worktree", "list", "--porcelain", "-z"])?;
+        let mut all = Vec::new();
+        let mut current: Option<ListedWorktree> = None;
+        // Records are lines separated by NUL, ended by an empty line.
+        for line in out.split('\0') {
+            if line.is_empty() {
+                all.extend(current.take());
+                continue;
+            }
+            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+            if key == "worktree" {
+                all.extend(current.take());
+                current = Some(ListedWorktree {
+                    path: PathBuf::from(value),
+                    ..ListedWorktree::default()
+                });
+                continue;
+            }
+            let Some(entry) = current.as_mut() else {
+                continue;
+            };
+            match key {
+                "HEAD" => entry.head = Some(value.to_string()),
+                "branch" => entry.branch = Some(value.to_string()),
+                "locked" => entry.locked = true,
+                "prunable" => entry.prunable = true,
+                _ => {}
+            }
+        }
+        all.extend(current);
+        Ok(all)
+    }
+}
+
+/// Takes `<dir>/.lock` (a `flock`, released when the returned file closes,
+/// also when the process dies). `git worktree add` and `remove` are not safe
+/// against each other: one may read another's half-written admin directory
+/// (`failed to read .git/worktrees/<id>/commondir`), so teammates spawned at
+/// once take turns. The wait has no deadline: git may hold it for a long
+/// checkout.
+pub(crate) fn lock_worktrees(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(".lock");
+    let io = |source| WorktreeError::Io {
+        action: "lock",
+        path: path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(io)?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io(std::io::Error::from(errno)))
+}
+
+/// Fails if `path` is a symlink (or, with `missing_ok` false, not an existing
+/// directory; with it, a missing path is fine but a non-directory is not).
+fn check_not_symlink(path: &Path, missing_ok: bool) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(WorktreeError::Symlink {
+            path: path.to_path_buf(),
+        }),
+        Ok(meta) if !meta.is_dir() => Err(WorktreeError::NotADirectory {
+            path: path.to_path_buf(),
+        }),
+        Ok(_) => Ok(()),
+        Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(WorktreeError::Io {
+            action: "inspect",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Whether two paths name the same place (resolved when they exist).
+fn same_path(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The first 12 characters of a commit id.
+pub(crate) fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+/// `a, b, c and 4 more` for status lines (`XY path`).
+pub(crate) fn summarize_files(entries: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let names: Vec<&str> = entries
+        .iter()
+        .take(SHOWN)
+        .map(|e| e.get(3..).unwrap_or(e))
+        .collect();
+    let mut text = names.join(", ");
+    if entries.len() > SHOWN {
+        text.push_str(&format!(" and {} more", entries.len() - SHOWN));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

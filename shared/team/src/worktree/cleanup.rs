@@ -1,0 +1,346 @@
+//! Cleaning up a team's worktrees: a worktree with nothing in it that the
+//! lead's HEAD lacks is removed (and its branch deleted with `git branch -d`);
+//! one with uncommitted files or commits not merged is kept and reported, so the
+//! lead can merge it with `git merge --no-ff` ([`LeadRepo::merge`]). Nothing with
+//! work in it is ever removed: removal is `git worktree remove` without
+//! `--force`, which itself refuses a dirty worktree.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use roo_store::Name;
+
+use super::git::nul_fields;
+use super::{LeadRepo, ListedWorktree, REPORT_LIMIT, Result, WORKTREES_DIR, branch_name, short};
+
+/// What a cleanup did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanupReport {
+    /// Worktrees removed, with whether their branch was deleted.
+    pub removed: Vec<Removed>,
+    /// Worktrees kept, with why.
+    pub kept: Vec<Kept>,
+    /// Directories under `.roocode/worktrees/<team>+…` that are not worktrees
+    /// of this repository: left alone.
+    pub strays: Vec<PathBuf>,
+}
+
+/// A removed worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removed {
+    pub member: Name,
+    pub path: PathBuf,
+    pub branch: String,
+    /// Whether the branch was deleted too (it was fully merged).
+    pub branch_deleted: bool,
+}
+
+/// A kept worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub member: Name,
+    pub path: PathBuf,
+    pub branch: String,
+    pub why: KeptWhy,
+}
+
+/// Why a worktree was kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeptWhy {
+    /// It holds work the lead's HEAD lacks.
+    Changes(WorkChanges),
+    /// It is not on the teammate's branch (the teammate switched branches or
+    /// detached HEAD): its commits may be nowhere else.
+    OtherBranch(Option<String>),
+    /// It is locked (`git worktree lock`).
+    Locked,
+    /// git refused to remove it; its message.
+    RemoveFailed(String),
+}
+
+/// Work in a teammate's worktree that the lead's HEAD does not have.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkChanges {
+    /// Uncommitted files as `git status --porcelain` lines (`XY path`), at
+    /// most [`REPORT_LIMIT`].
+    pub uncommitted: Vec<String>,
+    /// How many uncommitted files in all.
+    pub uncommitted_count: usize,
+    /// Commits on the branch not in the lead's HEAD, newest first, at most
+    /// [`REPORT_LIMIT`].
+    pub unmerged: Vec<CommitSummary>,
+    /// How many unmerged commits in all.
+    pub unmerged_count: usize,
+}
+
+/// One commit: id and subject line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitSummary {
+    pub id: String,
+    pub subject: String,
+}
+
+impl WorkChanges {
+    /// Nothing the lead lacks.
+    pub fn is_empty(&self) -> bool {
+        self.uncommitted_count == 0 && self.unmerged_count == 0
+    }
+}
+
+impl fmt::Display for WorkChanges {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if self.unmerged_count > 0 {
+            let subjects: Vec<String> = self
+                .unmerged
+                .iter()
+                .take(3)
+                .map(|c| format!("{} {}", short(&c.id), c.subject))
+                .collect();
+            parts.push(format!(
+                "{} unmerged commit(s) ({}{})",
+                self.unmerged_count,
+                subjects.join("; "),
+                if self.unmerged_count > 3 { "; …" } else { "" }
+            ));
+        }
+        if self.uncommitted_count > 0 {
+            parts.push(format!(
+                "{} uncommitted file(s) ({})",
+                self.uncommitted_count,
+                super::summarize_files(&self.uncommitted)
+            ));
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+impl fmt::Display for Kept {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kept {} (branch {}): ", self.path.display(), self.branch)?;
+        match &self.why {
+            KeptWhy::Changes(changes) => {
+                write!(f, "{changes}")?;
+                if changes.uncommitted_count > 0 {
+                    f.write_str("; commit them in the worktree, then")?;
+                } else {
+                    f.write_str(";")?;
+                }
+                write!(f, " merge with `git merge --no-ff {}`", self.branch)
+            }
+            KeptWhy::OtherBranch(Some(b)) => write!(
+                f,
+                "it is on branch {} instead; merge or remove it by hand",
+                b.trim_start_matches("refs/heads/")
+            ),
+            KeptWhy::OtherBranch(None) => f.write_str(
+                "it is on a detached HEAD; its commits may be on no branch, so check it by hand",
+            ),
+            KeptWhy::Locked => f.write_str("it is locked (`git worktree unlock` to allow removal)"),
+            KeptWhy::RemoveFailed(why) => write!(f, "git did not remove it: {why}"),
+        }
+    }
+}
+
+impl CleanupReport {
+    /// One line per removed and kept worktree and stray directory, for the lead.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for r in &self.removed {
+            lines.push(format!(
+                "removed {} ({}{})",
+                r.path.display(),
+                r.branch,
+                if r.branch_deleted {
+                    ", branch deleted"
+                } else {
+                    ", branch kept"
+                }
+            ));
+        }
+        lines.extend(self.kept.iter().map(Kept::to_string));
+        for s in &self.strays {
+            lines.push(format!(
+                "left {} alone: it is not a worktree of this repository",
+                s.display()
+            ));
+        }
+        lines
+    }
+}
+
+impl LeadRepo {
+    /// Cleans up the worktrees of `team` (all members found under
+    /// `.roocode/worktrees/<team>+…`).
+    pub fn cleanup(&self, team: &Name) -> Result<CleanupReport> {
+        self.cleanup_where(team, None)
+    }
+
+    /// Cleans up the worktree of one member of `team` (a teammate that left).
+    pub fn cleanup_member(&self, team: &Name, member: &Name) -> Result<CleanupReport> {
+        self.cleanup_where(team, Some(member))
+    }
+
+    fn cleanup_where(&self, team: &Name, only: Option<&Name>) -> Result<CleanupReport> {
+        let mut report = CleanupReport::default();
+        let dir = self.root.join(WORKTREES_DIR);
+        let prefix = format!("{team}+");
+        let wanted = |m: &Name| only.is_none_or(|o| o == m);
+        // Never through a symlink; a missing directory holds nothing to lock.
+        super::check_not_symlink(&dir, true)?;
+        let _lock = if dir.is_dir() {
+            Some(super::lock_worktrees(&dir)?)
+        } else {
+            None
+        };
+        let listed = self.list()?;
+        let mut ours: Vec<(Name, ListedWorktree)> = Vec::new();
+        for entry in &listed {
+            let Some(member) = member_of(&dir, &prefix, &entry.path) else {
+                continue;
+            };
+            if wanted(&member) {
+                ours.push((member, entry.clone()));
+            }
+        }
+        if ours.iter().any(|(_, e)| e.prunable) {
+            self.git.ok(&self.root, &["worktree", "prune"])?;
+        }
+        for (member, entry) in ours {
+            self.clean_one(team, member, entry, &mut report)?;
+        }
+        // Directories that look like ours but git does not know.
+        if let Ok(read) = std::fs::read_dir(&dir) {
+            let mut strays: Vec<PathBuf> = read
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| member_of(&dir, &prefix, p).is_some_and(|m| wanted(&m)))
+                .filter(|p| !listed.iter().any(|w| super::same_path(&w.path, p)))
+                .collect();
+            strays.sort();
+            report.strays = strays;
+        }
+        Ok(report)
+    }
+
+    fn clean_one(
+        &self,
+        team: &Name,
+        member: Name,
+        entry: ListedWorktree,
+        report: &mut CleanupReport,
+    ) -> Result<()> {
+        let branch = branch_name(team, &member);
+        let full_ref = format!("refs/heads/{branch}");
+        let path = entry.path.clone();
+        let keep = |why| Kept {
+            member: member.clone(),
+            path: path.clone(),
+            branch: branch.clone(),
+            why,
+        };
+        if entry.prunable {
+            // Its directory is gone (pruned above); the branch may still hold work.
+            let changes = self.changes(None, &full_ref)?;
+            let branch_deleted = changes.is_empty() && self.delete_branch(&branch)?;
+            if !changes.is_empty() {
+                report.kept.push(keep(KeptWhy::Changes(changes)));
+            } else {
+                report.removed.push(Removed {
+                    member,
+                    path,
+                    branch,
+                    branch_deleted,
+                });
+            }
+            return Ok(());
+        }
+        if entry.branch.as_deref() != Some(full_ref.as_str()) {
+            report.kept.push(keep(KeptWhy::OtherBranch(entry.branch)));
+            return Ok(());
+        }
+        let changes = self.changes(Some(&path), &full_ref)?;
+        if !changes.is_empty() {
+            report.kept.push(keep(KeptWhy::Changes(changes)));
+            return Ok(());
+        }
+        if entry.locked {
+            report.kept.push(keep(KeptWhy::Locked));
+            return Ok(());
+        }
+        let path_arg = path.as_os_str().to_os_string();
+        let out = self.git.run(
+            &self.root,
+            &["worktree".as_ref(), "remove".as_ref(), path_arg.as_os_str()],
+        )?;
+        if !out.success {
+            report.kept.push(keep(KeptWhy::RemoveFailed(out.stderr)));
+            return Ok(());
+        }
+        let branch_deleted = self.delete_branch(&branch)?;
+        report.removed.push(Removed {
+            member,
+            path,
+            branch,
+            branch_deleted,
+        });
+        Ok(())
+    }
+
+    /// What the worktree at `path` (if any) and branch `full_ref` hold that
+    /// the lead's HEAD lacks.
+    pub fn changes_of(&self, team: &Name, member: &Name) -> Result<WorkChanges> {
+        let full_ref = format!("refs/heads/{}", branch_name(team, member));
+        let path = self.worktree_path(team, member);
+        let path = path.is_dir().then_some(path);
+        self.changes(path.as_deref(), &full_ref)
+    }
+
+    fn changes(&self, path: Option<&std::path::Path>, full_ref: &str) -> Result<WorkChanges> {
+        let mut changes = WorkChanges::default();
+        if let Some(path) = path {
+            let all = self.uncommitted(path, true)?;
+            changes.uncommitted_count = all.len();
+            changes.uncommitted = all.into_iter().take(REPORT_LIMIT).collect();
+        }
+        let exists = self
+            .git
+            .run(&self.root, &["rev-parse", "-q", "--verify", full_ref])?
+            .success;
+        if exists {
+            let range = format!("HEAD..{full_ref}");
+            changes.unmerged_count = self.count(&range)?;
+            let limit = format!("--max-count={REPORT_LIMIT}");
+            let log = self.git.ok(
+                &self.root,
+                &["log", "-z", "--format=%H%x1f%s", &limit, &range, "--"],
+            )?;
+            changes.unmerged = nul_fields(&log)
+                .filter_map(|rec| {
+                    let (id, subject) = rec.trim_start_matches('\n').split_once('\x1f')?;
+                    Some(CommitSummary {
+                        id: id.to_string(),
+                        subject: subject.to_string(),
+                    })
+                })
+                .collect();
+        }
+        Ok(changes)
+    }
+
+    /// `git branch -d <branch>`: deletes it only if merged. Returns whether it
+    /// was deleted.
+    fn delete_branch(&self, branch: &str) -> Result<bool> {
+        Ok(self.git.run(&self.root, &["branch", "-d", branch])?.success)
+    }
+}
+
+/// The member whose worktree `path` is, when it is `<dir>/<team>+<member>`.
+fn member_of(dir: &std::path::Path, prefix: &str, path: &std::path::Path) -> Option<Name> {
+    let parent = path.parent()?;
+    if !super::same_path(parent, dir) {
+        return None;
+    }
+    let name = path.file_name()?.to_str()?;
+    Name::parse(name.strip_prefix(prefix)?).ok()
+}

@@ -1,0 +1,148 @@
+//! Running the git CLI: one place that decides the environment git sees and
+//! turns its failures into [`WorktreeError`]s.
+//!
+//! Variables that would point git at another repository than the directory it
+//! is run in (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, … — set when RooCode
+//! itself is started from a git hook) are removed, nothing ever prompts
+//! (`GIT_TERMINAL_PROMPT=0`, stdin closed, `GIT_EDITOR=true`), and everything
+//! else — the user's config, hooks, filters — is git's as usual. Output that
+//! code reads is requested in NUL-separated porcelain formats.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::{Result, WorktreeError};
+
+/// Variables that redirect git away from the directory it runs in.
+const REDIRECTING_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+];
+
+/// How git is run: the program and extra environment.
+#[derive(Debug, Clone)]
+pub struct Git {
+    program: PathBuf,
+    env: Vec<(OsString, OsString)>,
+}
+
+impl Default for Git {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What one git run printed.
+#[derive(Debug)]
+pub(crate) struct GitOutput {
+    pub(crate) success: bool,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Git {
+    /// `git` from `PATH`, with the process environment.
+    pub fn new() -> Self {
+        Self {
+            program: PathBuf::from("git"),
+            env: Vec::new(),
+        }
+    }
+
+    /// Another git executable (a path, or a name looked up in `PATH`).
+    pub fn with_program(mut self, program: impl Into<PathBuf>) -> Self {
+        self.program = program.into();
+        self
+    }
+
+    /// Sets `key=value` for every git run (tests point `HOME` at a temp dir).
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.as_ref().to_os_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// Runs `git args` in `dir`; a non-zero exit is not an error here.
+    pub(crate) fn run<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<GitOutput> {
+        // Spawning in a missing directory fails like a missing program would.
+        if let Err(source) = std::fs::metadata(dir).and_then(|m| {
+            if m.is_dir() {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("not a directory"))
+            }
+        }) {
+            return Err(WorktreeError::Io {
+                action: "run git in",
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
+        let mut command = Command::new(&self.program);
+        command
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true");
+        for name in REDIRECTING_ENV {
+            command.env_remove(name);
+        }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        let out = command
+            .output()
+            .map_err(|source| WorktreeError::GitUnavailable {
+                program: self.program.clone(),
+                source,
+            })?;
+        Ok(GitOutput {
+            success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+
+    /// Runs `git args` in `dir` and returns its stdout; a non-zero exit is a
+    /// [`WorktreeError::Git`] carrying git's message.
+    pub(crate) fn ok<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<String> {
+        let out = self.run(dir, args)?;
+        if out.success {
+            Ok(out.stdout)
+        } else {
+            Err(self.failure(dir, args, out.stderr))
+        }
+    }
+
+    /// The error for a failed `git args` in `dir`.
+    pub(crate) fn failure<S: AsRef<OsStr>>(
+        &self,
+        dir: &Path,
+        args: &[S],
+        stderr: String,
+    ) -> WorktreeError {
+        WorktreeError::Git {
+            command: args
+                .iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            dir: dir.to_path_buf(),
+            stderr,
+        }
+    }
+}
+
+/// Splits NUL-separated output into its non-empty fields.
+pub(crate) fn nul_fields(text: &str) -> impl Iterator<Item = &str> {
+    text.split('\0').filter(|s| !s.is_empty())
+}

@@ -1,0 +1,837 @@
+//! Worktrees in real git repositories in temp dirs, with git's global and
+//! system config kept out (`HOME` and `XDG_CONFIG_HOME` in the temp dir,
+//! `GIT_CONFIG_NOSYSTEM=1`) and the identity set in the repository.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use roo_agent::config::{ConfigFiles, ProjectTrust};
+use roo_agent::permissions::{PermissionDecision, PermissionMode};
+use roo_agent::tool::{Tool, ToolContext};
+use roo_agent::tools::WriteFile;
+use serde_json::json;
+
+use super::*;
+
+struct World {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    git: Git,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("home/.config")).unwrap();
+        let git = Git::new()
+            .env("HOME", base.join("home"))
+            .env("XDG_CONFIG_HOME", base.join("home/.config"))
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        World {
+            _dir: dir,
+            base,
+            git,
+        }
+    }
+
+    /// A repository at `<base>/repo` with `a.txt` and `b.txt` committed on main.
+    fn repo(&self) -> PathBuf {
+        let repo = self.base.join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        self.sh(&repo, &["init", "-q", "-b", "main"]);
+        self.sh(&repo, &["config", "user.name", "Roo Test"]);
+        self.sh(&repo, &["config", "user.email", "roo@example.invalid"]);
+        // No detached auto-maintenance outliving a test.
+        self.sh(&repo, &["config", "maintenance.auto", "false"]);
+        std::fs::write(repo.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(repo.join("b.txt"), "bee\n").unwrap();
+        self.sh(&repo, &["add", "-A"]);
+        self.sh(&repo, &["commit", "-q", "-m", "initial"]);
+        repo
+    }
+
+    /// Runs git in `dir`; panics with its output on failure.
+    fn sh(&self, dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", self.base.join("home"))
+            .env("XDG_CONFIG_HOME", self.base.join("home/.config"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} in {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn lead(&self, repo: &Path) -> LeadRepo {
+        match LeadRepo::discover(repo, &self.git).unwrap() {
+            Discovered::Repo(r) => r,
+            other => panic!("not a repo: {other:?}"),
+        }
+    }
+
+    fn add(&self, repo: &Path, member: &str) -> Worktree {
+        match prepare(repo, &name("team"), &name(member), &self.git).unwrap() {
+            Workspace::Worktree(w) => w,
+            other => panic!("no worktree: {other:?}"),
+        }
+    }
+
+    fn commit_in(&self, dir: &Path, file: &str, text: &str, message: &str) {
+        std::fs::write(dir.join(file), text).unwrap();
+        self.sh(dir, &["add", file]);
+        self.sh(dir, &["commit", "-q", "-m", message]);
+    }
+
+    fn head(&self, dir: &Path) -> String {
+        self.sh(dir, &["rev-parse", "HEAD"]).trim().to_string()
+    }
+}
+
+fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+#[test]
+fn two_teammates_commit_then_cleanup_keeps_both_and_the_lead_merges_both_with_no_ff() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    let bob = w.add(&repo, "bob");
+    assert_eq!(alice.path, repo.join(".roocode/worktrees/team+alice"));
+    assert_eq!(alice.branch, "roo/team/alice");
+    assert_eq!(alice.base, w.head(&repo));
+    assert!(!alice.reused && alice.notices.is_empty(), "{alice:?}");
+    assert_eq!(
+        w.sh(&alice.path, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/roo/team/alice"
+    );
+    // The worktrees stay out of the lead's status.
+    assert_eq!(
+        w.sh(&repo, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+
+    w.commit_in(
+        &alice.path,
+        "a.txt",
+        "one\ntwo (alice)\nthree\n",
+        "alice: two",
+    );
+    std::fs::write(alice.path.join("notes.md"), "draft\n").unwrap();
+    w.commit_in(&bob.path, "c.txt", "sea\n", "bob: add c");
+
+    let lead = w.lead(&repo);
+    let report = lead.cleanup(&name("team")).unwrap();
+    assert!(report.removed.is_empty(), "{report:?}");
+    assert_eq!(report.kept.len(), 2, "{report:?}");
+    let kept_alice = report.kept.iter().find(|k| k.member == "alice").unwrap();
+    assert_eq!(kept_alice.path, alice.path);
+    assert_eq!(kept_alice.branch, "roo/team/alice");
+    let KeptWhy::Changes(changes) = &kept_alice.why else {
+        panic!("{kept_alice:?}")
+    };
+    assert_eq!(changes.unmerged_count, 1);
+    assert_eq!(changes.unmerged[0].subject, "alice: two");
+    assert_eq!(changes.uncommitted, vec!["?? notes.md".to_string()]);
+    let lines = report.lines().join("\n");
+    assert!(
+        lines.contains(&format!(
+            "kept {} (branch roo/team/bob): 1 unmerged commit(s)",
+            bob.path.display()
+        )) && lines.contains("git merge --no-ff roo/team/bob"),
+        "{lines}"
+    );
+    assert!(alice.path.is_dir() && bob.path.is_dir());
+
+    let before = w.head(&repo);
+    let merged = lead.merge(&name("team"), &name("alice")).unwrap();
+    let MergeOutcome::Merged {
+        left_uncommitted, ..
+    } = &merged
+    else {
+        panic!("{merged:?}")
+    };
+    assert_eq!(left_uncommitted, &vec!["?? notes.md".to_string()]);
+    assert!(
+        merged.summary().contains("notes.md"),
+        "{}",
+        merged.summary()
+    );
+    assert!(matches!(
+        lead.merge(&name("team"), &name("bob")).unwrap(),
+        MergeOutcome::Merged { .. }
+    ));
+    // Two merge commits, each with two parents (--no-ff), on main.
+    let merges = w.sh(&repo, &["rev-list", "--merges", &format!("{before}..main")]);
+    assert_eq!(merges.lines().count(), 2);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        "one\ntwo (alice)\nthree\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("c.txt")).unwrap(),
+        "sea\n"
+    );
+    assert!(matches!(
+        lead.merge(&name("team"), &name("bob")).unwrap(),
+        MergeOutcome::UpToDate { .. }
+    ));
+
+    // Now bob's worktree is clean and merged: removed with its branch;
+    // alice still has an uncommitted file: kept.
+    let report = lead.cleanup(&name("team")).unwrap();
+    assert_eq!(report.removed.len(), 1, "{report:?}");
+    assert_eq!(report.removed[0].member, "bob");
+    assert!(report.removed[0].branch_deleted);
+    assert!(!bob.path.exists());
+    assert_eq!(w.sh(&repo, &["branch", "--list", "roo/team/bob"]), "");
+    assert_eq!(report.kept.len(), 1);
+    let KeptWhy::Changes(changes) = &report.kept[0].why else {
+        panic!("{report:?}")
+    };
+    assert_eq!((changes.unmerged_count, changes.uncommitted_count), (0, 1));
+    assert_eq!(
+        std::fs::read_to_string(alice.path.join("notes.md")).unwrap(),
+        "draft\n"
+    );
+}
+
+#[test]
+fn a_conflicting_merge_is_aborted_and_the_lead_tree_is_untouched() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    w.commit_in(
+        &alice.path,
+        "a.txt",
+        "one\nALICE\nthree\n",
+        "alice edits two",
+    );
+    w.commit_in(&alice.path, "d.txt", "new\n", "alice adds d");
+    w.commit_in(&repo, "a.txt", "one\nLEAD\nthree\n", "lead edits two");
+    let before = w.head(&repo);
+
+    let lead = w.lead(&repo);
+    let outcome = lead.merge(&name("team"), &name("alice")).unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Conflict {
+            branch: "roo/team/alice".to_string(),
+            files: vec![PathBuf::from("a.txt")],
+        }
+    );
+    assert!(
+        outcome.summary().contains("aborted"),
+        "{}",
+        outcome.summary()
+    );
+    assert_eq!(w.head(&repo), before);
+    assert_eq!(
+        w.sh(&repo, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert!(!repo.join(".git/MERGE_HEAD").exists());
+    assert!(!repo.join("d.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        "one\nLEAD\nthree\n"
+    );
+}
+
+#[test]
+fn a_merge_refuses_a_lead_tree_with_uncommitted_changes() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    w.commit_in(&alice.path, "c.txt", "sea\n", "alice adds c");
+    std::fs::write(repo.join("b.txt"), "changed by the lead\n").unwrap();
+    let err = w
+        .lead(&repo)
+        .merge(&name("team"), &name("alice"))
+        .unwrap_err();
+    assert!(matches!(err, WorktreeError::LeadTreeDirty { .. }), "{err}");
+    assert!(err.to_string().contains("b.txt"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("b.txt")).unwrap(),
+        "changed by the lead\n"
+    );
+    let err = w
+        .lead(&repo)
+        .merge(&name("team"), &name("nobody"))
+        .unwrap_err();
+    assert!(matches!(err, WorktreeError::NoBranch { .. }), "{err}");
+}
+
+#[test]
+fn a_clean_worktree_is_removed_with_its_branch() {
+    let w = World::new();
+    let repo = w.repo();
+    let carol = w.add(&repo, "carol");
+    // Ignored build output does not count as work.
+    std::fs::write(carol.path.join(".gitignore"), "target/\n").unwrap();
+    w.sh(&carol.path, &["add", ".gitignore"]);
+    w.sh(&carol.path, &["commit", "-q", "-m", "ignore target"]);
+    w.sh(&repo, &["merge", "-q", "--ff-only", "roo/team/carol"]);
+    std::fs::create_dir_all(carol.path.join("target")).unwrap();
+    std::fs::write(carol.path.join("target/out"), "x").unwrap();
+
+    let report = w.lead(&repo).cleanup(&name("team")).unwrap();
+    assert_eq!(report.kept, vec![], "{report:?}");
+    assert_eq!(report.removed.len(), 1);
+    assert!(report.removed[0].branch_deleted);
+    assert!(!carol.path.exists());
+    assert_eq!(w.sh(&repo, &["branch", "--list", "roo/*"]), "");
+    assert!(!w.sh(&repo, &["worktree", "list"]).contains("team+carol"));
+    // One member at a time: the other is left alone.
+    let dan = w.add(&repo, "dan");
+    let eve = w.add(&repo, "eve");
+    let report = w
+        .lead(&repo)
+        .cleanup_member(&name("team"), &name("dan"))
+        .unwrap();
+    assert_eq!(report.removed.len(), 1, "{report:?}");
+    assert!(!dan.path.exists() && eve.path.is_dir());
+    w.lead(&repo).cleanup(&name("team")).unwrap();
+    assert!(!eve.path.exists());
+    // Another team's worktree is not touched.
+    let other = match prepare(&repo, &name("other"), &name("carol"), &w.git).unwrap() {
+        Workspace::Worktree(w) => w,
+        ws => panic!("{ws:?}"),
+    };
+    let report = w.lead(&repo).cleanup(&name("team")).unwrap();
+    assert_eq!(report, CleanupReport::default());
+    assert!(other.path.is_dir());
+}
+
+#[test]
+fn names_that_could_escape_or_break_the_branch_are_refused_before_any_path_is_built() {
+    let w = World::new();
+    let repo = w.repo();
+    for bad in ["..", "../x", "a/b", "/abs", "", ".hidden", "a\0b"] {
+        assert!(Name::parse_as("member name", bad).is_err(), "{bad:?}");
+    }
+    let lead = w.lead(&repo);
+    for bad in ["a..b", "x.lock", "trailing."] {
+        let err = lead.add_worktree(&name("team"), &name(bad)).unwrap_err();
+        assert!(
+            matches!(err, WorktreeError::BranchName { .. }),
+            "{bad}: {err}"
+        );
+        let err = lead.add_worktree(&name(bad), &name("alice")).unwrap_err();
+        assert!(err.to_string().contains("team name"), "{err}");
+    }
+    assert!(!repo.join(".roocode").exists());
+    assert_eq!(w.sh(&repo, &["branch", "--list", "roo/*"]), "");
+}
+
+#[test]
+fn a_symlinked_worktrees_dir_is_refused() {
+    let w = World::new();
+    let repo = w.repo();
+    let outside = w.base.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(repo.join(".roocode")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join(".roocode/worktrees")).unwrap();
+    let err = prepare(&repo, &name("team"), &name("alice"), &w.git).unwrap_err();
+    assert!(matches!(err, WorktreeError::Symlink { .. }), "{err}");
+    assert!(err.to_string().contains(".roocode/worktrees"), "{err}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+
+    // `.roocode` itself as a link, and the member's entry as a link.
+    let err = w.lead(&repo).cleanup(&name("team")).unwrap_err();
+    assert!(matches!(err, WorktreeError::Symlink { .. }), "{err}");
+    std::fs::remove_file(repo.join(".roocode/worktrees")).unwrap();
+    std::fs::remove_dir(repo.join(".roocode")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join(".roocode")).unwrap();
+    let err = prepare(&repo, &name("team"), &name("alice"), &w.git).unwrap_err();
+    assert!(matches!(err, WorktreeError::Symlink { .. }), "{err}");
+    std::fs::remove_file(repo.join(".roocode")).unwrap();
+    std::fs::create_dir_all(repo.join(".roocode/worktrees")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join(".roocode/worktrees/team+alice")).unwrap();
+    let err = prepare(&repo, &name("team"), &name("alice"), &w.git).unwrap_err();
+    assert!(matches!(err, WorktreeError::Symlink { .. }), "{err}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert_eq!(w.sh(&repo, &["branch", "--list", "roo/*"]), "");
+}
+
+#[test]
+fn outside_a_repository_or_before_the_first_commit_teammates_share_the_directory() {
+    let w = World::new();
+    let plain = w.base.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let ws = prepare(&plain, &name("team"), &name("alice"), &w.git).unwrap();
+    assert_eq!(
+        ws,
+        Workspace::Shared {
+            dir: plain.clone(),
+            why: SharedWhy::NotARepository
+        }
+    );
+    assert_eq!(ws.dir(), plain);
+    let notice = ws.notices().join("\n");
+    assert!(
+        notice.contains("share the working directory") && notice.contains("not in a git"),
+        "{notice}"
+    );
+    assert!(!plain.join(".roocode").exists());
+
+    let empty = w.base.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    w.sh(&empty, &["init", "-q"]);
+    let ws = prepare(&empty, &name("team"), &name("alice"), &w.git).unwrap();
+    assert!(
+        matches!(
+            &ws,
+            Workspace::Shared {
+                why: SharedWhy::NoCommits,
+                ..
+            }
+        ),
+        "{ws:?}"
+    );
+    assert!(ws.notices()[0].contains("no commit"), "{:?}", ws.notices());
+
+    let bare = w.base.join("bare.git");
+    w.sh(&w.base, &["init", "-q", "--bare", "bare.git"]);
+    let ws = prepare(&bare, &name("team"), &name("alice"), &w.git).unwrap();
+    assert!(
+        matches!(
+            &ws,
+            Workspace::Shared {
+                why: SharedWhy::NoWorkTree,
+                ..
+            }
+        ),
+        "{ws:?}"
+    );
+
+    let err = prepare(
+        &w.base.join("nowhere"),
+        &name("team"),
+        &name("alice"),
+        &w.git,
+    )
+    .unwrap_err();
+    assert!(matches!(err, WorktreeError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("nowhere"), "{err}");
+
+    let missing = prepare(
+        &plain,
+        &name("team"),
+        &name("alice"),
+        &w.git.clone().with_program(w.base.join("no-such-git")),
+    )
+    .unwrap();
+    assert!(
+        matches!(
+            &missing,
+            Workspace::Shared {
+                why: SharedWhy::NoGit(_),
+                ..
+            }
+        ),
+        "{missing:?}"
+    );
+}
+
+#[test]
+fn an_existing_worktree_is_reused_when_it_is_ours_and_refused_otherwise() {
+    let w = World::new();
+    let repo = w.repo();
+    let first = w.add(&repo, "alice");
+    w.commit_in(&first.path, "c.txt", "sea\n", "alice adds c");
+    // From a subdirectory of the lead's tree, too.
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    let again = w.add(&repo.join("sub"), "alice");
+    assert!(again.reused);
+    assert_eq!(again.path, first.path);
+    assert_eq!(again.base, w.head(&first.path));
+
+    // A plain directory in the way.
+    std::fs::create_dir_all(repo.join(".roocode/worktrees/team+bob")).unwrap();
+    let err = prepare(&repo, &name("team"), &name("bob"), &w.git).unwrap_err();
+    assert!(matches!(err, WorktreeError::Occupied { .. }), "{err}");
+    assert!(err.to_string().contains("not a worktree"), "{err}");
+
+    // A worktree of this repository on another branch.
+    let path = repo.join(".roocode/worktrees/team+dave");
+    w.sh(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "elsewhere",
+            path.to_str().unwrap(),
+        ],
+    );
+    let err = prepare(&repo, &name("team"), &name("dave"), &w.git).unwrap_err();
+    assert!(err.to_string().contains("branch elsewhere"), "{err}");
+
+    // The member's branch checked out somewhere else.
+    w.sh(&repo, &["branch", "roo/team/erin"]);
+    let other = w.base.join("erin-elsewhere");
+    w.sh(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            other.to_str().unwrap(),
+            "roo/team/erin",
+        ],
+    );
+    let err = prepare(&repo, &name("team"), &name("erin"), &w.git).unwrap_err();
+    assert!(
+        matches!(err, WorktreeError::BranchCheckedOut { .. }),
+        "{err}"
+    );
+
+    // A branch left by an earlier run (worktree gone) is continued, not lost.
+    let frank = w.add(&repo, "frank");
+    w.commit_in(&frank.path, "f.txt", "eff\n", "frank adds f");
+    let tip = w.head(&frank.path);
+    w.sh(&repo, &["worktree", "remove", frank.path.to_str().unwrap()]);
+    let again = w.add(&repo, "frank");
+    assert_eq!((again.base.as_str(), again.reused), (tip.as_str(), false));
+    assert!(
+        again.notices[0].contains("1 commit(s)"),
+        "{:?}",
+        again.notices
+    );
+    assert!(again.path.join("f.txt").is_file());
+
+    // A registered worktree whose directory was deleted is recreated.
+    std::fs::remove_dir_all(&again.path).unwrap();
+    let third = w.add(&repo, "frank");
+    assert!(third.path.join("f.txt").is_file(), "{third:?}");
+}
+
+#[test]
+fn a_dirty_lead_tree_and_a_detached_head_are_reported() {
+    let w = World::new();
+    let repo = w.repo();
+    std::fs::write(repo.join("a.txt"), "uncommitted\n").unwrap();
+    let alice = w.add(&repo, "alice");
+    assert_eq!(
+        std::fs::read_to_string(alice.path.join("a.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    let notices = alice.notices.join("\n");
+    assert!(
+        notices.contains("uncommitted changes (a.txt)") && notices.contains("from HEAD"),
+        "{notices}"
+    );
+    w.sh(&repo, &["checkout", "-q", "--", "a.txt"]);
+
+    w.sh(&repo, &["checkout", "-q", "--detach"]);
+    let bob = w.add(&repo, "bob");
+    assert!(
+        bob.notices.join("\n").contains("detached HEAD"),
+        "{:?}",
+        bob.notices
+    );
+    w.commit_in(&bob.path, "c.txt", "sea\n", "bob adds c");
+    let lead = w.lead(&repo);
+    assert!(matches!(
+        lead.merge(&name("team"), &name("bob")).unwrap(),
+        MergeOutcome::Merged { .. }
+    ));
+    assert!(repo.join("c.txt").is_file());
+}
+
+#[test]
+fn the_sandbox_grants_the_git_common_dir_git_reports_for_a_worktree_or_submodule() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    let common = PathBuf::from(
+        w.sh(
+            &alice.path,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )
+        .trim(),
+    );
+    assert_eq!(
+        roo_agent::sandbox::linked_git_dirs(&alice.path),
+        vec![common]
+    );
+    // The main checkout's `.git` is inside it already.
+    assert!(roo_agent::sandbox::linked_git_dirs(&repo).is_empty());
+
+    // A submodule checkout: its git dir lives in the superproject's.
+    let lib = w.base.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    w.sh(&lib, &["init", "-q"]);
+    w.sh(
+        &lib,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "lib",
+        ],
+    );
+    w.sh(
+        &repo,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "vendor/lib",
+        ],
+    );
+    let sub = repo.join("vendor/lib");
+    let git_dir = PathBuf::from(
+        w.sh(&sub, &["rev-parse", "--path-format=absolute", "--git-dir"])
+            .trim(),
+    );
+    assert!(
+        git_dir.starts_with(repo.join(".git/modules")),
+        "{}",
+        git_dir.display()
+    );
+    assert_eq!(
+        roo_agent::sandbox::linked_git_dirs(&sub),
+        vec![git_dir.clone()]
+    );
+
+    // A teammate of a lead working in the submodule gets a worktree of it,
+    // whose shared git dir is the submodule's.
+    let in_sub = w.add(&sub, "alice");
+    assert_eq!(in_sub.path, sub.join(".roocode/worktrees/team+alice"));
+    assert_eq!(
+        roo_agent::sandbox::linked_git_dirs(&in_sub.path),
+        vec![git_dir]
+    );
+}
+
+#[test]
+fn teammates_can_be_given_worktrees_concurrently() {
+    let w = World::new();
+    let repo = w.repo();
+    let handles: Vec<_> = (0..6)
+        .map(|i| {
+            let (repo, git) = (repo.clone(), w.git.clone());
+            std::thread::spawn(move || prepare(&repo, &name("team"), &name(&format!("m{i}")), &git))
+        })
+        .collect();
+    for handle in handles {
+        let ws = handle.join().unwrap().unwrap();
+        assert!(ws.dir().join("a.txt").is_file(), "{ws:?}");
+    }
+    assert_eq!(
+        w.sh(&repo, &["branch", "--list", "roo/team/*"])
+            .lines()
+            .count(),
+        6
+    );
+}
+
+#[tokio::test]
+async fn the_leads_searches_do_not_see_teammates_worktrees() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    std::fs::write(alice.path.join("found.txt"), "needle\n").unwrap();
+    std::fs::write(repo.join("mine.txt"), "needle\n").unwrap();
+    let ctx = ToolContext::new(repo.clone(), w.base.join("session"));
+    let grep = roo_agent::tools::Grep
+        .call(json!({"pattern": "needle"}), &ctx)
+        .await;
+    assert_eq!(grep.content, "mine.txt");
+    let glob = roo_agent::tools::Glob
+        .call(json!({"pattern": "**/*.txt"}), &ctx)
+        .await;
+    assert!(!glob.content.contains("found.txt"), "{}", glob.content);
+    assert!(glob.content.contains("mine.txt"), "{}", glob.content);
+}
+
+#[test]
+fn a_merge_stopped_by_a_hook_or_an_untracked_file_leaves_the_lead_tree_as_it_was() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    w.commit_in(&alice.path, "c.txt", "sea\n", "alice adds c");
+    let lead = w.lead(&repo);
+    let before = w.head(&repo);
+
+    // An untracked file the merge would overwrite: git refuses to start.
+    std::fs::write(repo.join("c.txt"), "the lead's own\n").unwrap();
+    let err = lead.merge(&name("team"), &name("alice")).unwrap_err();
+    assert!(matches!(err, WorktreeError::Git { .. }), "{err}");
+    assert!(err.to_string().contains("c.txt"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("c.txt")).unwrap(),
+        "the lead's own\n"
+    );
+    std::fs::remove_file(repo.join("c.txt")).unwrap();
+
+    // The user's pre-merge-commit hook refuses: aborted, with git's message.
+    let hook = repo.join(".git/hooks/pre-merge-commit");
+    std::fs::write(&hook, "#!/bin/sh\necho 'policy says no' >&2\nexit 1\n").unwrap();
+    let mut perms = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hook, perms).unwrap();
+    let err = lead.merge(&name("team"), &name("alice")).unwrap_err();
+    assert!(err.to_string().contains("policy says no"), "{err}");
+    assert_eq!(w.head(&repo), before);
+    assert!(!repo.join(".git/MERGE_HEAD").exists());
+    assert!(!repo.join("c.txt").exists());
+    assert_eq!(
+        w.sh(&repo, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+}
+
+#[test]
+fn cleanup_keeps_locked_switched_and_detached_worktrees_and_handles_deleted_ones() {
+    let w = World::new();
+    let repo = w.repo();
+    let locked = w.add(&repo, "locked");
+    w.sh(&repo, &["worktree", "lock", locked.path.to_str().unwrap()]);
+    let switched = w.add(&repo, "switched");
+    w.sh(&switched.path, &["checkout", "-q", "-b", "side"]);
+    let detached = w.add(&repo, "detached");
+    w.sh(&detached.path, &["checkout", "-q", "--detach"]);
+    w.commit_in(&detached.path, "d.txt", "dee\n", "on no branch");
+    let gone_merged = w.add(&repo, "gone1");
+    let gone_work = w.add(&repo, "gone2");
+    w.commit_in(&gone_work.path, "g.txt", "gee\n", "gone2 work");
+    std::fs::remove_dir_all(&gone_merged.path).unwrap();
+    std::fs::remove_dir_all(&gone_work.path).unwrap();
+    std::fs::create_dir_all(repo.join(".roocode/worktrees/team+stray")).unwrap();
+
+    let report = w.lead(&repo).cleanup(&name("team")).unwrap();
+    let why = |member: &str| {
+        report
+            .kept
+            .iter()
+            .find(|k| k.member == member)
+            .map(|k| k.why.clone())
+    };
+    assert_eq!(why("locked"), Some(KeptWhy::Locked));
+    assert_eq!(
+        why("switched"),
+        Some(KeptWhy::OtherBranch(Some("refs/heads/side".to_string())))
+    );
+    assert_eq!(why("detached"), Some(KeptWhy::OtherBranch(None)));
+    let Some(KeptWhy::Changes(changes)) = why("gone2") else {
+        panic!("{report:?}")
+    };
+    assert_eq!(changes.unmerged_count, 1);
+    assert_eq!(report.removed.len(), 1, "{report:?}");
+    assert_eq!(report.removed[0].member, "gone1");
+    assert!(report.removed[0].branch_deleted);
+    assert_eq!(
+        report.strays,
+        vec![repo.join(".roocode/worktrees/team+stray")]
+    );
+    assert!(locked.path.is_dir() && switched.path.is_dir() && detached.path.is_dir());
+    assert!(
+        w.sh(&repo, &["branch", "--list", "roo/team/gone2"])
+            .contains("gone2")
+    );
+    let lines = report.lines().join("\n");
+    assert!(
+        lines.contains("detached HEAD") && lines.contains("left"),
+        "{lines}"
+    );
+}
+
+fn write_file(path: &Path) -> serde_json::Value {
+    json!({"path": path, "content": "written\n"})
+}
+
+#[tokio::test]
+async fn a_teammates_file_tools_stay_in_its_own_worktree() {
+    let w = World::new();
+    let repo = w.repo();
+    std::fs::create_dir_all(repo.join(".roocode")).unwrap();
+    std::fs::write(
+        repo.join(".roocode/config.yaml"),
+        "permission_mode: default\n",
+    )
+    .unwrap();
+    let alice = Workspace::Worktree(w.add(&repo, "alice"));
+    let bob = w.add(&repo, "bob");
+    let roots = TeammateRoots::of(&alice);
+    assert_eq!(roots.work_root, repo.join(".roocode/worktrees/team+alice"));
+    assert_eq!(roots.project_root, repo);
+
+    let roo_home = w.base.join("roo");
+    let session = w.base.join("session");
+    std::fs::create_dir_all(&session).unwrap();
+    let config =
+        ConfigFiles::load(&roo_home, &roots.project_root, ProjectTrust::Untrusted).unwrap();
+    let policy =
+        teammate_policy(&roots, &config, Some(PermissionMode::AcceptEdits), &session).unwrap();
+    let tool = WriteFile;
+    let check = |path: &Path| policy.check(&tool, &write_file(path), &roots.work_root);
+
+    // Its own files, despite `.roocode/worktrees/` in their path.
+    assert_eq!(
+        check(&roots.work_root.join("src/new.rs")),
+        PermissionDecision::Allow
+    );
+    assert_eq!(check(Path::new("relative.txt")), PermissionDecision::Allow);
+    // Its worktree's own `.roocode/` is still protected (asks).
+    assert!(matches!(
+        check(&roots.work_root.join(".roocode/config.local.yaml")),
+        PermissionDecision::Ask { .. }
+    ));
+    // The main repository's config, its files and a sibling are outside.
+    for outside in [
+        repo.join(".roocode/config.yaml"),
+        repo.join(".roocode/config.local.yaml"),
+        repo.join("a.txt"),
+        bob.path.join("a.txt"),
+        roots.work_root.join("../team+bob/a.txt"),
+    ] {
+        assert!(
+            matches!(check(&outside), PermissionDecision::Deny { .. }),
+            "{}",
+            outside.display()
+        );
+    }
+
+    // The tool itself, with the roots the loop hands it, refuses too.
+    let ctx = ToolContext {
+        allowed_roots: policy
+            .allowed_roots()
+            .into_iter()
+            .map(Path::to_path_buf)
+            .collect(),
+        ..ToolContext::new(roots.work_root.clone(), session.clone())
+    };
+    let own = tool
+        .call(write_file(&roots.work_root.join("own.txt")), &ctx)
+        .await;
+    assert!(!own.is_error, "{}", own.content);
+    for outside in [repo.join(".roocode/config.yaml"), bob.path.join("b.txt")] {
+        let before = std::fs::read_to_string(&outside).unwrap();
+        let out = tool.call(write_file(&outside), &ctx).await;
+        assert!(out.is_error, "{}: {}", outside.display(), out.content);
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), before);
+    }
+}
