@@ -88,7 +88,7 @@ pub enum ConfigError {
     Lock {
         path: PathBuf,
         #[source]
-        source: roo_store::Error,
+        source: Box<roo_store::Error>,
     },
     /// A config file exists but cannot be read.
     #[error("read config file {path}: {source}; check its permissions")]

@@ -89,7 +89,7 @@ pub(crate) fn update_yaml(
     let _lock = roo_store::FileLock::acquire(path, &roo_store::LockPolicy::protocol()).map_err(
         |source| ConfigError::Lock {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         },
     )?;
 
