@@ -210,6 +210,11 @@ impl Agent {
         self.pending_reminders.push(text);
     }
 
+    /// The system prompt parts.
+    pub fn system(&self) -> &[String] {
+        &self.system
+    }
+
     /// The conversation so far.
     pub fn messages(&self) -> &[Message] {
         &self.messages

@@ -35,7 +35,7 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub color: Option<String>,
     /// Name of the lead.
-    #[arg(long, default_value = "lead")]
+    #[arg(long, default_value = roo_team::DEFAULT_LEAD_NAME)]
     pub lead: String,
     /// Permission mode.
     #[arg(long)]

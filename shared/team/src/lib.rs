@@ -1,6 +1,20 @@
 //! The team runtime: what turns one agent into a team (DESIGN.md §3–§4).
 //!
 //! It sits above `roo-agent` (the loop, tools, permissions) and `roo-store` (inboxes,
-//! task list, team config) and joins them: the teammate loop shared by `roo-worker` and
-//! in-process teammates, the inbox router, the lead's team tools, worktrees and liveness.
-//! The store stays free of LLM knowledge and the agent free of team knowledge.
+//! task list, team config) and joins them: the one agent builder shared by the lead,
+//! `roo-worker` and in-process teammates ([`builder`]), project trust ([`trust`]), the
+//! owner of a member's inbox ([`router`]) and the events a UI shows about teammates
+//! ([`event`]). The store stays free of LLM knowledge and the agent free of team
+//! knowledge. See `docs/TEAM.md`.
+
+pub mod builder;
+pub mod trust;
+
+pub use builder::{
+    AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, Role, SessionPlan, ToolSet,
+    build_agent,
+};
+pub use trust::{Trust, TrustDecision, TrustQuestion};
+
+/// The name the lead goes by unless told otherwise (`roo-worker --lead` defaults to it).
+pub const DEFAULT_LEAD_NAME: &str = "lead";
