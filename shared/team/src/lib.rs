@@ -8,12 +8,16 @@
 //! knowledge. See `docs/TEAM.md`.
 
 pub mod builder;
+pub mod event;
+pub mod router;
 pub mod trust;
 
 pub use builder::{
     AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, Role, SessionPlan, ToolSet,
     build_agent,
 };
+pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
+pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use trust::{Trust, TrustDecision, TrustQuestion};
 
 /// The name the lead goes by unless told otherwise (`roo-worker --lead` defaults to it).

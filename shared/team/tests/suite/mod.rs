@@ -1,1 +1,3 @@
 mod builder;
+mod common;
+mod router;
