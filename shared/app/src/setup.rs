@@ -13,7 +13,10 @@ use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, P
 use roo_agent::plan_mode::PlanApprover;
 use roo_llm::{LlmFlags, LlmSettings};
 use roo_store::Name;
-use roo_team::{AgentSettings, BuildError, BuildErrorKind, Identity, SessionPlan, Trust};
+use roo_team::{
+    AgentSettings, BuildError, BuildErrorKind, Identity, SessionPlan, TeamEvent, TeamEventSender,
+    Trust, team_events,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::exit::AppError;
@@ -70,6 +73,10 @@ pub struct Built {
     /// Permission questions for the interactive UI.
     pub approvals: Option<mpsc::Receiver<PendingApproval>>,
     pub settings: LlmSettings,
+    /// Where the team runtime reports teammates' messages and states…
+    pub team_sender: TeamEventSender,
+    /// …and where the UI reads them (the REPL shows them even while the user types).
+    pub team_events: mpsc::Receiver<TeamEvent>,
 }
 
 /// The lead's settings from its flags. `interactive` selects the approver (the terminal,
@@ -123,7 +130,10 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     crate::logging::init(&roo_home, "roo-lead");
     let (settings, approvals) = lead_settings(args, interactive, roo_home)?;
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
+    let (team_sender, team_events) = team_events();
     Ok(Built {
+        team_sender,
+        team_events,
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,
