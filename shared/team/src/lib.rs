@@ -3,11 +3,13 @@
 //! It sits above `roo-agent` (the loop, tools, permissions) and `roo-store` (inboxes,
 //! task list, team config) and joins them: the one agent builder shared by the lead,
 //! `roo-worker` and in-process teammates ([`builder`]), project trust ([`trust`]), the
-//! owner of a member's inbox ([`router`]) and the events a UI shows about teammates
+//! owner of a member's inbox ([`router`]), the turn hook that delivers its messages
+//! into the conversation ([`delivery`]) and the events a UI shows about teammates
 //! ([`event`]). The store stays free of LLM knowledge and the agent free of team
 //! knowledge. See `docs/TEAM.md`.
 
 pub mod builder;
+pub mod delivery;
 pub mod event;
 pub mod router;
 pub mod trust;
@@ -16,6 +18,7 @@ pub use builder::{
     AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, Role, SessionPlan, ToolSet,
     build_agent,
 };
+pub use delivery::InboxDelivery;
 pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use trust::{Trust, TrustDecision, TrustQuestion};

@@ -1,3 +1,4 @@
 mod builder;
 mod common;
+mod delivery;
 mod router;
