@@ -3,11 +3,15 @@
 //! The flags are the contract between the lead and a pane teammate (DESIGN.md §3);
 //! the team runtime that runs a teammate's loop comes with the team issue.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use roo_agent::permissions::PermissionMode;
+use roo_store::Name;
+use roo_team::{AgentSettings, Identity, SessionPlan};
 
-use crate::exit;
+use crate::exit::{self, AppError};
 use crate::lead::ProviderArgs;
 
 /// roo-worker — one RooCode Teams teammate.
@@ -50,6 +54,34 @@ pub struct WorkerArgs {
     pub no_sandbox: bool,
 }
 
+impl WorkerArgs {
+    /// The teammate's settings for the one agent builder (`roo_team::build_agent`):
+    /// who it is, its provider and mode, its transcript under the team. It never asks
+    /// about trust (it may have no terminal) and answers no permission question itself.
+    pub fn settings(&self, roo_home: PathBuf) -> Result<AgentSettings, AppError> {
+        let parse = |what: &'static str, value: &str| {
+            Name::parse_as(what, value).map_err(|e| AppError::Usage(e.to_string()))
+        };
+        let (team, name, lead) = (
+            parse("team name", &self.team)?,
+            parse("member name", &self.name)?,
+            parse("lead name", &self.lead)?,
+        );
+        let session = SessionPlan::member(&roo_home, &team, &name);
+        let mut settings = AgentSettings::new(Identity::teammate(name, team, lead), roo_home);
+        settings.llm = crate::setup::llm_flags(&self.provider);
+        settings.permission_mode = self
+            .permission_mode
+            .as_deref()
+            .map(str::parse::<PermissionMode>)
+            .transpose()
+            .map_err(|e| AppError::Usage(e.to_string()))?;
+        settings.no_sandbox = self.no_sandbox;
+        settings.session = session;
+        Ok(settings)
+    }
+}
+
 /// Entry point of the `roo-worker` binary.
 pub fn main() -> ExitCode {
     if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
@@ -74,5 +106,49 @@ pub fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roo_team::Role;
+
+    #[test]
+    fn worker_flags_become_a_teammates_settings() {
+        let args = WorkerArgs::try_parse_from([
+            "roo-worker",
+            "--team",
+            "t",
+            "--name",
+            "alice",
+            "--lead",
+            "boss",
+            "--permission-mode",
+            "acceptEdits",
+            "--script",
+            "s.yaml",
+        ])
+        .unwrap();
+        let settings = args.settings(PathBuf::from("/h")).unwrap();
+        assert_eq!(settings.identity.name.as_str(), "alice");
+        assert_eq!(settings.identity.team.as_ref().unwrap().as_str(), "t");
+        assert!(
+            matches!(&settings.identity.role, Role::Teammate { lead } if lead.as_str() == "boss")
+        );
+        assert_eq!(settings.permission_mode, Some(PermissionMode::AcceptEdits));
+        assert_eq!(
+            settings.session,
+            SessionPlan::Transcript(PathBuf::from("/h/teams/t/transcripts/alice.jsonl"))
+        );
+        assert_eq!(settings.llm.script, Some(PathBuf::from("s.yaml")));
+    }
+
+    #[test]
+    fn a_worker_name_that_could_escape_its_directory_is_refused() {
+        let args =
+            WorkerArgs::try_parse_from(["roo-worker", "--team", "t", "--name", "../x"]).unwrap();
+        let err = args.settings(PathBuf::from("/h")).unwrap_err();
+        assert!(err.to_string().contains("member name"), "{err}");
     }
 }

@@ -124,6 +124,14 @@ pub enum SessionPlan {
     Transcript(PathBuf),
 }
 
+impl SessionPlan {
+    /// A team member's transcript, `teams/<team>/transcripts/<name>.jsonl` under
+    /// `roo_home`: a restarted member resumes its conversation.
+    pub fn member(roo_home: &Path, team: &Name, member: &Name) -> SessionPlan {
+        SessionPlan::Transcript(roo_store::RooHome::new(roo_home).transcript(team, member))
+    }
+}
+
 /// Everything needed to build one agent. Start from [`AgentSettings::new`] and override
 /// fields.
 #[derive(Clone)]
@@ -158,6 +166,32 @@ pub struct AgentSettings {
     pub max_turns: u32,
     /// `None`: the role's default persona.
     pub persona: Option<Persona>,
+}
+
+impl std::fmt::Debug for AgentSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSettings")
+            .field("identity", &self.identity)
+            .field("cwd", &self.cwd)
+            .field("project_root", &self.project_root)
+            .field("roo_home", &self.roo_home)
+            .field("llm", &self.llm)
+            .field(
+                "provider",
+                &self.provider.as_ref().map(|p| p.name().to_string()),
+            )
+            .field("permission_mode", &self.permission_mode)
+            .field("trust", &self.trust)
+            .field("no_sandbox", &self.no_sandbox)
+            .field("sandbox_helper", &self.sandbox_helper)
+            .field("tools", &self.tools)
+            .field("session", &self.session)
+            .field("plan_approver", &self.plan_approver)
+            .field("hooks", &self.hooks.len())
+            .field("max_turns", &self.max_turns)
+            .field("persona", &self.persona)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AgentSettings {
