@@ -72,7 +72,8 @@ pub trait TurnHook: Send + Sync {
 /// Tunables of one agent.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
-    /// Name sent with requests (the scripted provider keys replies on it).
+    /// Name sent with requests (the scripted provider keys replies on it). Whoever
+    /// builds the agent sets its own name; the default is a neutral `agent`.
     pub agent_name: String,
     /// Model override; empty = the provider's model.
     pub model: String,
@@ -99,7 +100,7 @@ pub struct AgentOptions {
 impl Default for AgentOptions {
     fn default() -> Self {
         Self {
-            agent_name: "lead".to_string(),
+            agent_name: "agent".to_string(),
             model: String::new(),
             max_turns: 50,
             max_tokens: 16_384,

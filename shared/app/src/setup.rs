@@ -22,8 +22,6 @@ use tokio::sync::{mpsc, oneshot};
 use crate::exit::AppError;
 use crate::lead::{LeadArgs, ProviderArgs};
 
-pub use roo_team::builder::MAX_RESULT_CHARS;
-
 /// A question for the human, with the channel for the answer.
 pub struct PendingApproval {
     pub request: PermissionRequest,

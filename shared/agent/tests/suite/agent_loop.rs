@@ -289,7 +289,7 @@ async fn ends_when_the_model_answers_without_tools() {
     assert_eq!(result.final_text, "All done.");
     assert_eq!(result.turns, 1);
     assert!(matches!(events.last(), Some(AgentEvent::Done { .. })));
-    assert_eq!(provider.requests()[0].agent, "lead");
+    assert_eq!(provider.requests()[0].agent, "agent");
 }
 
 #[tokio::test]
