@@ -3,17 +3,20 @@
 //! It sits above `roo-agent` (the loop, tools, permissions) and `roo-store` (inboxes,
 //! task list, team config) and joins them: the one agent builder shared by the lead,
 //! `roo-worker` and in-process teammates ([`builder`]), project trust ([`trust`]), the
-//! owner of a member's inbox ([`router`]), the turn hook that delivers its messages
+//! owner of a member's inbox ([`router`]), a teammate's approver that asks the lead
+//! ([`approver`]), the turn hook that delivers its messages
 //! into the conversation ([`delivery`]) and the events a UI shows about teammates
 //! ([`event`]). The store stays free of LLM knowledge and the agent free of team
 //! knowledge. See `docs/TEAM.md`.
 
+pub mod approver;
 pub mod builder;
 pub mod delivery;
 pub mod event;
 pub mod router;
 pub mod trust;
 
+pub use approver::LeadApprover;
 pub use builder::{
     AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, Role, SessionPlan, ToolSet,
     build_agent,

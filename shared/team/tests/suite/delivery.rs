@@ -49,7 +49,7 @@ impl Tool for Step {
             self.log.lock().unwrap().push(api.clone());
             if input["mail"] == true {
                 let home = self.home.clone();
-                let status = tokio::task::spawn_blocking(move || {
+                let out = tokio::task::spawn_blocking(move || {
                     std::process::Command::new(roo_mail())
                         .args(["send", "--team", "t", "--as", "bob", "--to", "alice"])
                         .args([
@@ -58,12 +58,12 @@ impl Tool for Step {
                             "use the v2 API from now on",
                         ])
                         .env("ROO_HOME", home)
-                        .status()
+                        .output()
                 })
                 .await
                 .unwrap()
                 .unwrap();
-                assert!(status.success());
+                assert!(out.status.success(), "{out:?}");
             }
             ToolOutput::ok(format!("api {api} step done"))
         })

@@ -1,3 +1,4 @@
+mod approver;
 mod builder;
 mod common;
 mod delivery;
