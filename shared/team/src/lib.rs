@@ -4,8 +4,9 @@
 //! task list, team config) and joins them: the one agent builder shared by the lead,
 //! `roo-worker` and in-process teammates ([`builder`]), project trust ([`trust`]), the
 //! owner of a member's inbox ([`router`]), a teammate's approver that asks the lead
-//! ([`approver`]), the turn hook that delivers its messages
-//! into the conversation ([`delivery`]) and the events a UI shows about teammates
+//! ([`approver`]), the turn hooks that deliver its messages
+//! into the conversation ([`delivery`]) and end a run on a shutdown request
+//! ([`shutdown`]) and the events a UI shows about teammates
 //! ([`event`]). The store stays free of LLM knowledge and the agent free of team
 //! knowledge. See `docs/TEAM.md`.
 
@@ -14,6 +15,7 @@ pub mod builder;
 pub mod delivery;
 pub mod event;
 pub mod router;
+pub mod shutdown;
 pub mod trust;
 
 pub use approver::LeadApprover;
@@ -24,6 +26,7 @@ pub use builder::{
 pub use delivery::InboxDelivery;
 pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
+pub use shutdown::ShutdownOnRequest;
 pub use trust::{Trust, TrustDecision, TrustQuestion};
 
 /// The name the lead goes by unless told otherwise (`roo-worker --lead` defaults to it).

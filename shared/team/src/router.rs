@@ -363,6 +363,16 @@ impl InboxRouter {
         self.inner.state().requests.drain(..).collect()
     }
 
+    /// Takes the queued requests `wanted` picks, oldest first; the others stay queued in
+    /// their order.
+    pub fn take_requests_where(&self, wanted: impl Fn(&Message) -> bool) -> Vec<Message> {
+        let mut state = self.inner.state();
+        let (taken, kept): (VecDeque<Message>, VecDeque<Message>) =
+            state.requests.drain(..).partition(|m| wanted(m));
+        state.requests = kept;
+        taken.into()
+    }
+
     /// Whether a queue holds something.
     pub fn has_input(&self) -> bool {
         let state = self.inner.state();

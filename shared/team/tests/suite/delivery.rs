@@ -1,103 +1,14 @@
 //! Inbox messages reach a busy agent between two of its tool calls, are marked
 //! delivered only once in its conversation, and are never lost to a run that stops.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use roo_agent::event::{EventSink, Outcome};
-use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 use roo_store::ReadFilter;
-use roo_team::{
-    AgentSettings, BuiltAgent, Identity, InboxDelivery, InboxRouter, SessionPlan, ToolSet,
-    build_agent,
-};
-use serde_json::{Value, json};
+use roo_team::{InboxDelivery, InboxRouter, build_agent};
 use tokio_util::sync::CancellationToken;
 
-use super::common::{TeamHome, name, roo_mail};
-
-/// A work step. With `"mail": true` it has bob write to alice's inbox through a
-/// `roo-mail` process while it runs: a message arriving in the middle of a busy run.
-struct Step {
-    home: std::path::PathBuf,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Tool for Step {
-    fn name(&self) -> &str {
-        "Step"
-    }
-    fn description(&self) -> String {
-        "one step of work".to_string()
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object"})
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Internal
-    }
-    fn is_concurrency_safe(&self, _: &Value) -> bool {
-        false
-    }
-    fn permission_target(&self, _: &Value) -> PermissionTarget {
-        PermissionTarget::None
-    }
-    fn call<'a>(&'a self, input: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let api = input["api"].as_str().unwrap_or("v1").to_string();
-            self.log.lock().unwrap().push(api.clone());
-            if input["mail"] == true {
-                let home = self.home.clone();
-                let out = tokio::task::spawn_blocking(move || {
-                    std::process::Command::new(roo_mail())
-                        .args(["send", "--team", "t", "--as", "bob", "--to", "alice"])
-                        .args([
-                            "--summary",
-                            "switch to the v2 API",
-                            "use the v2 API from now on",
-                        ])
-                        .env("ROO_HOME", home)
-                        .output()
-                })
-                .await
-                .unwrap()
-                .unwrap();
-                assert!(out.status.success(), "{out:?}");
-            }
-            ToolOutput::ok(format!("api {api} step done"))
-        })
-    }
-}
-
-async fn alice(
-    home: &TeamHome,
-    cwd: &Path,
-    script: &str,
-    max_turns: u32,
-) -> (BuiltAgent, Arc<Mutex<Vec<String>>>) {
-    let script_path = home.path().join("script.yaml");
-    std::fs::write(&script_path, script).unwrap();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let mut settings = AgentSettings::new(
-        Identity::teammate(name("alice"), name("t"), name("lead")),
-        home.path().to_path_buf(),
-    );
-    settings.cwd = Some(cwd.to_path_buf());
-    settings.llm.script = Some(script_path);
-    settings.session = SessionPlan::Transcript(home.path().join("teams/t/transcripts/alice.jsonl"));
-    settings.tools = ToolSet {
-        extra: vec![Arc::new(Step {
-            home: home.path().to_path_buf(),
-            log: log.clone(),
-        })],
-        ..ToolSet::default()
-    };
-    settings.max_turns = max_turns;
-    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
-    settings.hooks = vec![Arc::new(InboxDelivery::new(router))];
-    (build_agent(settings).await.unwrap(), log)
-}
+use super::common::{TeamHome, alice_settings, name};
 
 fn alice_inbox(home: &TeamHome) -> Vec<roo_store::Message> {
     home.team
@@ -125,7 +36,10 @@ agents:
       text: "Done with v2."
     - text: "Continued with v1."
 "#;
-    let (mut built, log) = alice(&home, cwd.path(), script, 10).await;
+    let (mut settings, log) = alice_settings(&home, cwd.path(), script, 10);
+    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
+    settings.hooks = vec![Arc::new(InboxDelivery::new(router))];
+    let mut built = build_agent(settings).await.unwrap();
     let (sink, _events) = EventSink::channel();
     let result = built
         .agent
@@ -160,7 +74,10 @@ agents:
       text: "Saw the message."
     - text: "No message."
 "#;
-    let (mut built, _log) = alice(&home, cwd.path(), script, 1).await;
+    let (mut settings, _log) = alice_settings(&home, cwd.path(), script, 1);
+    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
+    settings.hooks = vec![Arc::new(InboxDelivery::new(router))];
+    let mut built = build_agent(settings).await.unwrap();
     let (sink, _events) = EventSink::channel();
     let first = built.agent.run("go", &sink, CancellationToken::new()).await;
     assert_eq!(first.outcome, Outcome::MaxTurns { limit: 1 });

@@ -3,3 +3,4 @@ mod builder;
 mod common;
 mod delivery;
 mod router;
+mod shutdown;
