@@ -233,14 +233,18 @@ pub struct BuiltAgent {
     pub llm: LlmSettings,
 }
 
-/// Why an agent could not be built. Messages read after "failed to build the agent: "
-/// or alone.
+/// Why an agent could not be built. Each message says what failed and on what.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error("failed to read the current directory: {0}")]
     CurrentDir(std::io::Error),
     #[error("failed to open working directory {}: {source}", path.display())]
     WorkingDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("failed to open project root {}: {source}", path.display())]
+    ProjectRoot {
         path: PathBuf,
         source: std::io::Error,
     },
@@ -275,9 +279,10 @@ pub enum BuildErrorKind {
 impl BuildError {
     pub fn kind(&self) -> BuildErrorKind {
         match self {
-            BuildError::WorkingDir { .. } | BuildError::Mode(_) | BuildError::NoSuchSession(_) => {
-                BuildErrorKind::Usage
-            }
+            BuildError::WorkingDir { .. }
+            | BuildError::ProjectRoot { .. }
+            | BuildError::Mode(_)
+            | BuildError::NoSuchSession(_) => BuildErrorKind::Usage,
             BuildError::Config(_) | BuildError::Llm(_) => BuildErrorKind::Config,
             BuildError::CurrentDir(_)
             | BuildError::Session(_)
@@ -321,7 +326,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         tokio::task::spawn_blocking(move || {
             let root = match project_root {
                 Some(root) => {
-                    std::fs::canonicalize(&root).map_err(|source| BuildError::WorkingDir {
+                    std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
                         path: root.clone(),
                         source,
                     })?
