@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use roo_agent::permissions::PermissionMode;
 use roo_store::Name;
-use roo_team::{AgentSettings, Identity, SessionPlan};
+use roo_team::{AgentSettings, Identity, SessionPlan, Trust};
 
 use crate::exit::{self, AppError};
 use crate::lead::ProviderArgs;
@@ -52,12 +52,17 @@ pub struct WorkerArgs {
     /// Run commands without the OS sandbox (passed on from the lead's --no-sandbox).
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Honour the project's config in full (passed on from a lead that trusts the
+    /// project); without it, as for roo-lead -p, only if trusted_projects lists it.
+    #[arg(long)]
+    pub trust_project: bool,
 }
 
 impl WorkerArgs {
     /// The teammate's settings for the one agent builder (`roo_team::build_agent`):
-    /// who it is, its provider and mode, its transcript under the team. It never asks
-    /// about trust (it may have no terminal) and answers no permission question itself.
+    /// who it is, its provider, mode and trust, its transcript under the team. It never
+    /// asks about trust (it may have no terminal); its permission questions are denied
+    /// until the team runtime sets an approver that asks the lead.
     pub fn settings(&self, roo_home: PathBuf) -> Result<AgentSettings, AppError> {
         let parse = |what: &'static str, value: &str| {
             Name::parse_as(what, value).map_err(|e| AppError::Usage(e.to_string()))
@@ -77,6 +82,11 @@ impl WorkerArgs {
             .transpose()
             .map_err(|e| AppError::Usage(e.to_string()))?;
         settings.no_sandbox = self.no_sandbox;
+        settings.trust = if self.trust_project {
+            Trust::Granted
+        } else {
+            Trust::AsListed
+        };
         settings.session = session;
         Ok(settings)
     }
@@ -128,6 +138,7 @@ mod tests {
             "acceptEdits",
             "--script",
             "s.yaml",
+            "--trust-project",
         ])
         .unwrap();
         let settings = args.settings(PathBuf::from("/h")).unwrap();
@@ -142,6 +153,7 @@ mod tests {
             SessionPlan::Transcript(PathBuf::from("/h/teams/t/transcripts/alice.jsonl"))
         );
         assert_eq!(settings.llm.script, Some(PathBuf::from("s.yaml")));
+        assert!(matches!(settings.trust, Trust::Granted));
     }
 
     #[test]
