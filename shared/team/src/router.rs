@@ -27,7 +27,9 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use roo_store::{Mailbox, Message, MessageBody, MessageId, Name, ReadFilter, WaitOutcome};
+use roo_store::{
+    InboxWatcher, Mailbox, Message, MessageBody, MessageId, Name, ReadFilter, WaitOutcome,
+};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -419,7 +421,27 @@ impl InboxRouter {
     /// that fails (a lock held too long, a corrupt file) is reported and retried on the
     /// next change; waiters are closed when it returns.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), RouterError> {
-        let result = self.watch(&cancel).await;
+        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+        let watcher = match blocking(move || mailbox.watcher(&me)).await {
+            Ok(Ok(watcher)) => watcher,
+            Ok(Err(e)) => return self.stopped(Err(e.into())),
+            Err(e) => return self.stopped(Err(e)),
+        };
+        self.run_with(watcher, cancel).await
+    }
+
+    /// [`InboxRouter::run`] with a watcher of the caller's (e.g.
+    /// `InboxWatcher::polling`, where file notifications do not work).
+    pub async fn run_with(
+        &self,
+        watcher: InboxWatcher,
+        cancel: CancellationToken,
+    ) -> Result<(), RouterError> {
+        let result = self.watch(watcher, &cancel).await;
+        self.stopped(result)
+    }
+
+    fn stopped(&self, result: Result<(), RouterError>) -> Result<(), RouterError> {
         let mut state = self.inner.state();
         state.stopped = true;
         // Dropping the senders fails every open wait with `Closed`.
@@ -429,9 +451,11 @@ impl InboxRouter {
         result
     }
 
-    async fn watch(&self, cancel: &CancellationToken) -> Result<(), RouterError> {
-        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
-        let mut watcher = blocking(move || mailbox.watcher(&me)).await??;
+    async fn watch(
+        &self,
+        mut watcher: InboxWatcher,
+        cancel: &CancellationToken,
+    ) -> Result<(), RouterError> {
         loop {
             if let Err(e) = self.poll().await {
                 tracing::warn!(member = %self.inner.me, error = %e, "failed to read the inbox");

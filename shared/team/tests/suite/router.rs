@@ -291,3 +291,33 @@ async fn request_ids_are_unique_and_a_duplicate_wait_is_refused() {
         .expect(ResponseKind::Permission, &a, &name("lead"))
         .unwrap();
 }
+
+#[tokio::test]
+async fn without_file_notifications_polling_still_delivers() {
+    let home = TeamHome::new();
+    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
+    let path = home.team.mailbox().inbox_path(&name("alice"));
+    let watcher = roo_store::InboxWatcher::polling(path, Duration::from_millis(20));
+    assert!(!watcher.uses_notifications());
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (router, cancel) = (router.clone(), cancel.clone());
+        async move { router.run_with(watcher, cancel).await }
+    });
+    home.mail(&[
+        "send",
+        "--as",
+        "bob",
+        "--to",
+        "alice",
+        "--summary",
+        "polled not notified",
+        "hello",
+    ]);
+    tokio::time::timeout(Duration::from_secs(10), router.input())
+        .await
+        .expect("polling did not pick up the message");
+    assert_eq!(router.take_conversation()[0].text, "hello");
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
