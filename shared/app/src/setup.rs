@@ -166,3 +166,51 @@ pub fn app_error(error: BuildError) -> AppError {
 pub fn roo_home() -> Result<PathBuf, AppError> {
     roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use roo_team::Role;
+
+    use super::*;
+
+    fn settings(argv: &[&str], interactive: bool) -> (AgentSettings, bool) {
+        let args =
+            LeadArgs::try_parse_from(std::iter::once("roo-lead").chain(argv.iter().copied()))
+                .unwrap();
+        let (settings, approvals) = lead_settings(&args, interactive, PathBuf::from("/h")).unwrap();
+        (settings, approvals.is_some())
+    }
+
+    #[test]
+    fn a_headless_lead_asks_nobody() {
+        let (s, approvals) = settings(&["-p", "hi", "--continue", "--max-turns", "7"], false);
+        assert_eq!(s.identity.name.as_str(), roo_team::DEFAULT_LEAD_NAME);
+        assert_eq!(s.identity.role, Role::Lead);
+        assert!(s.identity.team.is_none());
+        assert!(matches!(s.trust, Trust::AsListed));
+        assert_eq!(s.plan_approver, PlanApprover::Absent);
+        assert!(!approvals);
+        assert_eq!(s.session, SessionPlan::Latest);
+        assert_eq!(s.max_turns, 7);
+    }
+
+    #[test]
+    fn an_interactive_lead_asks_on_the_terminal() {
+        let (s, approvals) = settings(&["--resume", "abc", "--permission-mode", "plan"], true);
+        assert!(matches!(s.trust, Trust::Ask(_)));
+        assert_eq!(s.plan_approver, PlanApprover::Present);
+        assert!(approvals);
+        assert_eq!(s.session, SessionPlan::Resume("abc".to_string()));
+        assert_eq!(s.permission_mode, Some(PermissionMode::Plan));
+        let (s, _) = settings(&["--trust-project"], true);
+        assert!(matches!(s.trust, Trust::Granted));
+    }
+
+    #[test]
+    fn a_bad_mode_is_a_usage_error_before_anything_is_built() {
+        let args = LeadArgs::try_parse_from(["roo-lead", "--permission-mode", "yolo"]).unwrap();
+        let err = lead_settings(&args, false, PathBuf::from("/h")).unwrap_err();
+        assert!(matches!(err, AppError::Usage(_)), "{err}");
+    }
+}

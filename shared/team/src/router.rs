@@ -220,7 +220,7 @@ impl InboxRouter {
 
     /// Opens a request: the response of `kind` with `request_id` from `from` will be
     /// handed to the returned waiter (and to nobody else). Register before sending the
-    /// request, so the answer cannot arrive first.
+    /// request, so the answer cannot arrive first. Fails once the router has stopped.
     pub fn expect(
         &self,
         kind: ResponseKind,
@@ -233,6 +233,11 @@ impl InboxRouter {
         };
         let (reply, rx) = oneshot::channel();
         let mut state = self.inner.state();
+        if state.stopped {
+            return Err(RouterError::Closed {
+                request_id: request_id.to_string(),
+            });
+        }
         if state.waiters.contains_key(&key) {
             return Err(RouterError::AlreadyAwaited {
                 kind,

@@ -265,6 +265,10 @@ async fn run_wakes_on_a_write_from_another_process_and_closes_waiters_when_stopp
     cancel.cancel();
     task.await.unwrap().unwrap();
     assert!(matches!(open.recv().await, Err(RouterError::Closed { .. })));
+    assert!(matches!(
+        router.expect(ResponseKind::Permission, "p-2", &name("lead")),
+        Err(RouterError::Closed { .. })
+    ));
     // Stopped: waiting for input returns at once.
     tokio::time::timeout(Duration::from_secs(1), router.input())
         .await
