@@ -108,7 +108,7 @@ agents:
                 "--request-id",
                 "req-guessed",
                 "--decision",
-                "allow",
+                "deny",
             ]);
             mail(&[
                 "--as",
