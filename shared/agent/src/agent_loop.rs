@@ -39,17 +39,41 @@ use crate::tools::spill_if_large;
 /// with the UI (`/mode`).
 pub type SharedPolicy = Arc<RwLock<PermissionPolicy>>;
 
-/// Something consulted at the top of every turn; the texts it returns are injected
-/// into the conversation as system reminders. Teammates use it to deliver inbox
-/// messages between tool calls of a long run.
+/// What a [`TurnHook`] wants the loop to do at the top of a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnAction {
+    /// Go on as planned.
+    Continue,
+    /// Add these texts to the conversation as system reminders, then call the model.
+    /// A text that changes the task redirects the run.
+    Inject(Vec<String>),
+    /// End the run before the next model call; the run's outcome is
+    /// [`Outcome::Stopped`] with this reason.
+    Stop(String),
+}
+
+/// Something consulted at the top of every turn (the first one and every one after a
+/// batch of tool results), so it can act between the tool calls of a long run: inject
+/// text, or stop the run. The loop knows nothing of what hooks are for; teammates use
+/// one to deliver inbox messages and to end a run on a shutdown request.
 pub trait TurnHook: Send + Sync {
-    fn before_turn(&self) -> BoxFuture<'_, Vec<String>>;
+    /// Decides what happens before the next model call.
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction>;
+
+    /// Called once the texts of this hook's last [`TurnAction::Inject`] are in the
+    /// conversation and written to the session transcript (if any), i.e. before the
+    /// model request that carries them. A hook that must record delivery (an inbox
+    /// receipt) does it here, so a crash before this point loses nothing.
+    fn injected(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// Tunables of one agent.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
-    /// Name sent with requests (the scripted provider keys replies on it).
+    /// Name sent with requests (the scripted provider keys replies on it). Whoever
+    /// builds the agent sets its own name; the default is a neutral `agent`.
     pub agent_name: String,
     /// Model override; empty = the provider's model.
     pub model: String,
@@ -76,7 +100,7 @@ pub struct AgentOptions {
 impl Default for AgentOptions {
     fn default() -> Self {
         Self {
-            agent_name: "lead".to_string(),
+            agent_name: "agent".to_string(),
             model: String::new(),
             max_turns: 50,
             max_tokens: 16_384,
@@ -185,6 +209,11 @@ impl Agent {
     /// Queues a system reminder for the next user input.
     pub fn remind(&mut self, text: String) {
         self.pending_reminders.push(text);
+    }
+
+    /// The system prompt parts.
+    pub fn system(&self) -> &[String] {
+        &self.system
     }
 
     /// The conversation so far.
@@ -320,8 +349,10 @@ impl Agent {
                     limit: self.options.max_turns,
                 };
             }
+            if let Some(reason) = self.run_turn_hooks(events).await {
+                return Outcome::Stopped { reason };
+            }
             *turns += 1;
-            self.inject_turn_reminders(events).await;
             self.compact_if_needed(events, cancel, usage).await;
 
             events.emit(AgentEvent::TurnStart { turn: *turns });
@@ -496,24 +527,43 @@ impl Agent {
             .unwrap_or(false)
     }
 
-    async fn inject_turn_reminders(&mut self, events: &EventSink) {
+    /// Consults every hook; injects what they return and tells each hook whose texts
+    /// went in. Returns the reason of the first hook that asked to stop. Texts of the
+    /// other hooks are injected even then, so nothing a hook handed over is dropped.
+    async fn run_turn_hooks(&mut self, events: &EventSink) -> Option<String> {
         let mut texts = Vec::new();
+        let mut injecting = Vec::new();
+        let mut stop = None;
         for hook in &self.hooks {
-            texts.extend(hook.before_turn().await);
+            match hook.before_turn().await {
+                TurnAction::Continue => {}
+                TurnAction::Inject(more) => {
+                    if !more.is_empty() {
+                        texts.extend(more);
+                        injecting.push(hook.clone());
+                    }
+                }
+                TurnAction::Stop(reason) => {
+                    stop.get_or_insert(reason);
+                }
+            }
         }
-        if texts.is_empty() {
-            return;
+        if !texts.is_empty() {
+            events.emit(AgentEvent::Notice {
+                text: format!("{} message(s) delivered into the conversation", texts.len()),
+            });
+            let blocks = texts
+                .iter()
+                .map(|t| ContentBlock::Text {
+                    text: system_reminder(t),
+                })
+                .collect();
+            self.append_user(blocks, events);
+            for hook in injecting {
+                hook.injected().await;
+            }
         }
-        events.emit(AgentEvent::Notice {
-            text: format!("{} message(s) delivered into the conversation", texts.len()),
-        });
-        let blocks = texts
-            .iter()
-            .map(|t| ContentBlock::Text {
-                text: system_reminder(t),
-            })
-            .collect();
-        self.append_user(blocks, events);
+        stop
     }
 
     /// Estimated size of the next prompt: the last measured usage plus an estimate of

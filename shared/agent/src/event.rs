@@ -28,6 +28,9 @@ pub enum Outcome {
     MalformedToolCalls { turns: u32 },
     /// The model call failed (after retries) or the session could not be written.
     Error { message: String },
+    /// A turn hook ended the run between turns (e.g. a teammate approved a shutdown
+    /// request); `reason` says why.
+    Stopped { reason: String },
 }
 
 impl Outcome {
@@ -54,6 +57,7 @@ impl Outcome {
                  that handles tool calls better"
             ),
             Outcome::Error { message } => format!("failed: {message}"),
+            Outcome::Stopped { reason } => format!("stopped: {reason}"),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | the run completed |
-//! | 1 | the run ended without completing (max turns, cancelled, repeated unknown tools or malformed tool calls) |
+//! | 1 | the run ended without completing (max turns, cancelled, stopped between turns, repeated unknown tools or malformed tool calls) |
 //! | 2 | usage or configuration error (bad flag, no model configured, bad config file) |
 //! | 3 | file or session I/O error |
 //! | 4 | the model could not be reached or refused the request |
@@ -52,7 +52,8 @@ pub fn for_outcome(outcome: &Outcome) -> u8 {
         Outcome::MaxTurns { .. }
         | Outcome::Cancelled
         | Outcome::UnknownTools { .. }
-        | Outcome::MalformedToolCalls { .. } => NOT_COMPLETED,
+        | Outcome::MalformedToolCalls { .. }
+        | Outcome::Stopped { .. } => NOT_COMPLETED,
         Outcome::Error { .. } => MODEL,
     }
 }

@@ -208,6 +208,26 @@ impl LineEditor {
     pub fn reset_render(&mut self) {
         self.rendered_rows_above = 0;
     }
+
+    /// Prints `line` (one line: no newline, no cursor movement) where the prompt is, and
+    /// redraws the prompt with the unfinished input below it, the cursor where it was.
+    /// This is how a notice (a teammate's message) appears while the user is typing
+    /// without corrupting the line being edited.
+    pub fn print_above(
+        &mut self,
+        out: &mut impl Write,
+        line: &str,
+        prompt: &str,
+        width: u16,
+    ) -> std::io::Result<()> {
+        if self.rendered_rows_above > 0 {
+            queue!(out, MoveUp(self.rendered_rows_above))?;
+        }
+        queue!(out, MoveToColumn(0), Clear(ClearType::FromCursorDown))?;
+        write!(out, "{line}\r\n")?;
+        self.rendered_rows_above = 0;
+        self.render(out, prompt, width)
+    }
 }
 
 /// Where each character of a line lands on a terminal that wraps a character which
@@ -374,6 +394,146 @@ mod tests {
         assert_eq!(cursor_of(&mut ed, "", 40), (0, 3));
         press(&mut ed, KeyCode::Left);
         assert_eq!(cursor_of(&mut ed, "", 40), (0, 1));
+    }
+
+    /// A small terminal: the sequences the editor writes (text, `\r`, `\n`, CSI n A,
+    /// CSI n G, CSI J), with wrapping like a real terminal (a character that does not fit
+    /// moves to the next row; a full row leaves the cursor on it until the next one).
+    struct Screen {
+        width: usize,
+        rows: Vec<Vec<char>>,
+        row: usize,
+        col: usize,
+    }
+
+    impl Screen {
+        fn new(width: usize) -> Screen {
+            Screen {
+                width,
+                rows: vec![Vec::new()],
+                row: 0,
+                col: 0,
+            }
+        }
+
+        fn feed(&mut self, bytes: &[u8]) {
+            let text = String::from_utf8(bytes.to_vec()).unwrap();
+            let mut chars = text.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\r' => self.col = 0,
+                    '\n' => self.row += 1,
+                    '\u{1b}' => {
+                        assert_eq!(chars.next(), Some('['));
+                        let mut n = String::new();
+                        while let Some(d) = chars.next_if(|d| d.is_ascii_digit()) {
+                            n.push(d);
+                        }
+                        let n: usize = n.parse().unwrap_or(1);
+                        match chars.next().unwrap() {
+                            'A' => self.row -= n,
+                            'G' => self.col = n - 1,
+                            'J' => {
+                                let col = self.col;
+                                self.line().truncate(col);
+                                self.rows.truncate(self.row + 1);
+                            }
+                            other => panic!("unexpected CSI {other}"),
+                        }
+                    }
+                    c => {
+                        if self.col >= self.width {
+                            self.row += 1;
+                            self.col = 0;
+                        }
+                        let col = self.col;
+                        let line = self.line();
+                        if line.len() <= col {
+                            line.resize(col + 1, ' ');
+                        }
+                        line[col] = c;
+                        self.col += 1;
+                    }
+                }
+            }
+        }
+
+        fn line(&mut self) -> &mut Vec<char> {
+            while self.rows.len() <= self.row {
+                self.rows.push(Vec::new());
+            }
+            &mut self.rows[self.row]
+        }
+
+        fn text(&self) -> Vec<String> {
+            let mut rows: Vec<String> = self.rows.iter().map(|r| r.iter().collect()).collect();
+            while rows.last().is_some_and(|r| r.is_empty()) {
+                rows.pop();
+            }
+            rows
+        }
+    }
+
+    fn draw(screen: &mut Screen, ed: &mut LineEditor, prompt: &str) {
+        let mut out = Vec::new();
+        ed.render(&mut out, prompt, screen.width as u16).unwrap();
+        screen.feed(&out);
+    }
+
+    fn notice(screen: &mut Screen, ed: &mut LineEditor, prompt: &str, line: &str) {
+        let mut out = Vec::new();
+        ed.print_above(&mut out, line, prompt, screen.width as u16)
+            .unwrap();
+        screen.feed(&out);
+    }
+
+    #[test]
+    fn a_notice_while_typing_goes_above_and_the_line_is_redrawn_intact() {
+        let mut screen = Screen::new(20);
+        let mut ed = LineEditor::new();
+        typed(&mut ed, "fix the");
+        draw(&mut screen, &mut ed, "> ");
+        notice(&mut screen, &mut ed, "> ", "* bob: parser done");
+        assert_eq!(screen.text(), vec!["* bob: parser done", "> fix the"]);
+        assert_eq!((screen.row, screen.col), (1, 9));
+        // Typing goes on where it was.
+        typed(&mut ed, " bug");
+        draw(&mut screen, &mut ed, "> ");
+        assert_eq!(screen.text(), vec!["* bob: parser done", "> fix the bug"]);
+        assert_eq!(ed.text(), "fix the bug");
+    }
+
+    #[test]
+    fn a_notice_over_a_wrapped_line_with_the_cursor_on_its_first_row() {
+        let mut screen = Screen::new(10);
+        let mut ed = LineEditor::new();
+        typed(&mut ed, "abcdefghijkl");
+        press(&mut ed, KeyCode::Home);
+        draw(&mut screen, &mut ed, "> ");
+        assert_eq!(screen.text(), vec!["> abcdefgh", "ijkl"]);
+        notice(&mut screen, &mut ed, "> ", "note one");
+        notice(&mut screen, &mut ed, "> ", "note two");
+        assert_eq!(
+            screen.text(),
+            vec!["note one", "note two", "> abcdefgh", "ijkl"]
+        );
+        assert_eq!((screen.row, screen.col), (2, 2));
+        typed(&mut ed, "X");
+        draw(&mut screen, &mut ed, "> ");
+        assert_eq!(
+            screen.text(),
+            vec!["note one", "note two", "> Xabcdefg", "hijkl"]
+        );
+        assert_eq!((screen.row, screen.col), (2, 3));
+        // With the cursor at the end (on the second row) too.
+        press(&mut ed, KeyCode::End);
+        draw(&mut screen, &mut ed, "> ");
+        notice(&mut screen, &mut ed, "> ", "note three");
+        assert_eq!(
+            screen.text(),
+            vec!["note one", "note two", "note three", "> Xabcdefg", "hijkl"]
+        );
+        assert_eq!((screen.row, screen.col), (4, 5));
     }
 
     #[test]

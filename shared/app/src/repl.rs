@@ -2,8 +2,10 @@
 //!
 //! One `select!` loop linearizes everything that can happen while a run is under
 //! way: agent events (rendered as they stream), keys (Esc stops the run, Ctrl+C twice
-//! exits), and permission questions from the agent (answered with y / n / a). Slash
-//! commands are handled here and never reach the model.
+//! exits), permission questions from the agent (answered with y / n / a) and team
+//! events. While the user types, a second `select!` takes keys and team events, so a
+//! teammate's message appears as one line above the prompt without disturbing the line
+//! being edited. Slash commands are handled here and never reach the model.
 
 use std::io::{Stdout, Write};
 use std::process::ExitCode;
@@ -13,6 +15,7 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::terminal;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::{Approval, PermissionMode};
+use roo_team::TeamEvent;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -76,6 +79,8 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         mut agent,
         notices,
         approvals,
+        team_sender: _team_sender,
+        mut team_events,
         ..
     } = built;
     let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
@@ -137,8 +142,17 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
         let _ = editor.render(render.out(), PROMPT, width);
         let line = loop {
-            let Some(event) = keys.recv().await else {
-                return Ok(ExitCode::from(exit::OK));
+            // Teammates' events show up while the user types, above the prompt.
+            let event = tokio::select! {
+                key = keys.recv() => match key {
+                    Some(event) => event,
+                    None => return Ok(ExitCode::from(exit::OK)),
+                },
+                Some(team) = team_events.recv() => {
+                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                    let _ = editor.print_above(render.out(), &team_line(&style, &team), PROMPT, width);
+                    continue;
+                }
             };
             let action = match event {
                 Event::Key(key) if key.kind != KeyEventKind::Release => {
@@ -210,6 +224,10 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                 tokio::select! {
                     _ = &mut run => break,
                     Some(event) = events.recv() => render.event(&event),
+                    Some(team) = team_events.recv() => {
+                        render.break_line();
+                        let _ = writeln!(render.out(), "{}", team_line(&style, &team));
+                    }
                     Some(pending) = approvals.recv(), if asking.is_none() => {
                         render.break_line();
                         ask(render.out(), &style, &pending);
@@ -340,6 +358,14 @@ fn slash_command(
         }
     }
     Flow::Continue
+}
+
+/// One styled line for a team event.
+fn team_line(style: &Style, event: &TeamEvent) -> String {
+    match event {
+        TeamEvent::Message { .. } => style.cyan(&event.line()),
+        TeamEvent::MemberState { .. } | TeamEvent::Notice { .. } => style.dim(&event.line()),
+    }
 }
 
 fn ask(out: &mut RawWriter<Stdout>, style: &Style, pending: &PendingApproval) {

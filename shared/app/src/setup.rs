@@ -1,35 +1,26 @@
-//! Wiring one agent from flags, environment and config files.
-//!
-//! Everything the lead needs is built here once: project root, config, provider,
-//! session (new or resumed), permission policy, tools and system prompt. The REPL
-//! and the headless runner only drive the result.
+//! Turning `roo-lead`'s flags into [`AgentSettings`] and building the lead with the one
+//! agent builder (`roo_team::build_agent`), which `roo-worker` and in-process teammates
+//! share. What is the lead's alone lives here: its approver is the terminal (a question
+//! channel the REPL answers) or nobody (a `-p` run), and its trust question is asked on
+//! the terminal.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
-use roo_agent::config::{ConfigFiles, ProjectTrust};
-use roo_agent::permissions::{
-    Approval, Approver, DenyApprover, PermissionMode, PermissionPolicy, PermissionRequest,
-};
-use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
-use roo_agent::prompt::{Environment, Persona, load_instructions, system_prompt};
-use roo_agent::sandbox::CommandSetup;
-use roo_agent::session::{
-    Session, latest_session, new_session_id, project_sessions_dir, session_path,
-};
-use roo_agent::tool::{ToolContext, ToolRegistry};
-use roo_agent::tools::builtin_tools;
+use roo_agent::agent_loop::Agent;
+use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, PermissionRequest};
+use roo_agent::plan_mode::PlanApprover;
 use roo_llm::{LlmFlags, LlmSettings};
+use roo_store::Name;
+use roo_team::{
+    AgentSettings, BuildError, BuildErrorKind, Identity, SessionPlan, TeamEvent, TeamEventSender,
+    Trust, team_events,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::exit::AppError;
-use crate::lead::LeadArgs;
-use crate::trust::TrustDecision;
-
-/// Tool results longer than this spill to a file with a preview.
-pub const MAX_RESULT_CHARS: usize = 40_000;
+use crate::lead::{LeadArgs, ProviderArgs};
 
 /// A question for the human, with the channel for the answer.
 pub struct PendingApproval {
@@ -38,8 +29,16 @@ pub struct PendingApproval {
 }
 
 /// Asks through the terminal UI: sends the request to the REPL and waits.
-struct ChannelApprover {
+pub struct ChannelApprover {
     tx: mpsc::Sender<PendingApproval>,
+}
+
+impl ChannelApprover {
+    /// An approver and the receiving end the UI answers from.
+    pub fn new() -> (ChannelApprover, mpsc::Receiver<PendingApproval>) {
+        let (tx, rx) = mpsc::channel(1);
+        (ChannelApprover { tx }, rx)
+    }
 }
 
 impl Approver for ChannelApprover {
@@ -72,192 +71,95 @@ pub struct Built {
     /// Permission questions for the interactive UI.
     pub approvals: Option<mpsc::Receiver<PendingApproval>>,
     pub settings: LlmSettings,
+    /// Where the team runtime reports teammates' messages and states…
+    pub team_sender: TeamEventSender,
+    /// …and where the UI reads them (the REPL shows them even while the user types).
+    pub team_events: mpsc::Receiver<TeamEvent>,
 }
 
-/// Builds the lead agent. `interactive` selects the approver: the terminal, or a
-/// denial (nobody can answer a headless run).
-pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
-    let cwd = match &args.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| AppError::Io(format!("failed to read the current directory: {e}")))?,
+/// The lead's settings from its flags. `interactive` selects the approver (the terminal,
+/// or a denial: nobody can answer a headless run) and whether trust is asked.
+pub fn lead_settings(
+    args: &LeadArgs,
+    interactive: bool,
+    roo_home: PathBuf,
+) -> Result<(AgentSettings, Option<mpsc::Receiver<PendingApproval>>), AppError> {
+    let name =
+        Name::parse(roo_team::DEFAULT_LEAD_NAME).map_err(|e| AppError::Usage(e.to_string()))?;
+    let mut settings = AgentSettings::new(Identity::solo(name), roo_home);
+    settings.cwd = args.cwd.clone();
+    settings.llm = llm_flags(&args.provider);
+    settings.permission_mode = args
+        .permission_mode
+        .as_deref()
+        .map(|m| m.parse::<PermissionMode>())
+        .transpose()
+        .map_err(|e| AppError::Usage(e.to_string()))?;
+    settings.trust = if args.trust_project {
+        Trust::Granted
+    } else if interactive {
+        Trust::Ask(Arc::new(crate::trust::TerminalQuestion))
+    } else {
+        Trust::AsListed
     };
-    let cwd = std::fs::canonicalize(&cwd).map_err(|e| {
-        AppError::Usage(format!(
-            "failed to open working directory {}: {e}",
-            cwd.display()
-        ))
-    })?;
+    settings.no_sandbox = args.no_sandbox;
+    settings.session = match (&args.resume, args.continue_latest) {
+        (Some(id), _) => SessionPlan::Resume(id.clone()),
+        (None, true) => SessionPlan::Latest,
+        (None, false) => SessionPlan::New,
+    };
+    settings.max_turns = args.max_turns;
+    let approvals = if interactive {
+        let (approver, approvals) = ChannelApprover::new();
+        settings.approver = Arc::new(approver);
+        settings.plan_approver = PlanApprover::Present;
+        Some(approvals)
+    } else {
+        settings.approver = Arc::new(DenyApprover);
+        settings.plan_approver = PlanApprover::Absent;
+        None
+    };
+    Ok((settings, approvals))
+}
+
+/// Builds the lead agent from its flags.
+pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
     let roo_home = roo_home()?;
     crate::logging::init(&roo_home, "roo-lead");
-    let (project_root, environment) = {
-        let cwd = cwd.clone();
-        tokio::task::spawn_blocking(move || (project_root(&cwd), Environment::detect(&cwd)))
-            .await
-            .map_err(|e| AppError::Io(format!("failed to inspect the working directory: {e}")))?
-    };
-
-    // Loaded untrusted first: what that leaves out is what trust would enable.
-    let config = ConfigFiles::load(&roo_home, &project_root, ProjectTrust::Untrusted)
-        .map_err(|e| AppError::Config(e.to_string()))?;
-    let TrustDecision {
-        config,
-        notices: trust_notices,
-    } = crate::trust::decide(
-        config,
-        &project_root,
-        &roo_home,
-        args.trust_project,
-        interactive,
-    )
-    .await?;
-    let settings = resolve_llm(args, &config)?;
-    let provider =
-        roo_llm::build_provider(&settings).map_err(|e| AppError::Config(e.to_string()))?;
-
-    // Session: new, or resumed with its history repaired.
-    let sessions = project_sessions_dir(&roo_home, &project_root);
-    let resume_path = match (&args.resume, args.continue_latest) {
-        (Some(id), _) => {
-            Some(session_path(&sessions, id).map_err(|e| AppError::Usage(e.to_string()))?)
-        }
-        (None, true) => {
-            Some(latest_session(&sessions).map_err(|e| AppError::Usage(e.to_string()))?)
-        }
-        (None, false) => None,
-    };
-    let (session, messages, mut notices) = match resume_path {
-        Some(path) => {
-            let restored = Session::open(&path).map_err(|e| AppError::Io(e.to_string()))?;
-            (restored.session, restored.messages, restored.notices)
-        }
-        None => {
-            let id = new_session_id();
-            let path = sessions.join(format!("{id}.jsonl"));
-            let session =
-                Session::create(path, id, &cwd, "lead").map_err(|e| AppError::Io(e.to_string()))?;
-            (session, Vec::new(), Vec::new())
-        }
-    };
-    notices.splice(0..0, trust_notices);
-    let resumed = !messages.is_empty();
-    let session_dir = session.dir();
-    let plan_file = session_dir.join("plan.md");
-
-    let mode = match &args.permission_mode {
-        Some(m) => m
-            .parse::<PermissionMode>()
-            .map_err(|e| AppError::Usage(e.to_string()))?,
-        None => config
-            .permission_mode()
-            .map_err(|e| AppError::Config(e.to_string()))?
-            .unwrap_or(PermissionMode::Default),
-    };
-    let mut policy = PermissionPolicy::new(project_root.clone(), mode, config.rules());
-    policy.add_allowed_root(session_dir.clone());
-    if mode == PermissionMode::Plan {
-        policy.set_plan_file(Some(plan_file.clone()));
-    }
-    let read_filter = policy.read_filter();
-    let policy: SharedPolicy = Arc::new(RwLock::new(policy));
-
-    let (approver, approvals): (Arc<dyn Approver>, _) = if interactive {
-        let (tx, rx) = mpsc::channel(1);
-        (Arc::new(ChannelApprover { tx }), Some(rx))
-    } else {
-        (Arc::new(DenyApprover), None)
-    };
-
-    let mut tools = ToolRegistry::new();
-    for tool in builtin_tools() {
-        tools.register(tool);
-    }
-    let plan_approver = if interactive {
-        PlanApprover::Present
-    } else {
-        PlanApprover::Absent
-    };
-    for tool in plan_mode_tools(policy.clone(), plan_file.clone(), plan_approver) {
-        tools.register(tool);
-    }
-
-    let helper = std::env::current_exe().map_err(|e| {
-        AppError::Io(format!(
-            "failed to locate the running executable, which runs commands in the sandbox: {e}"
-        ))
-    })?;
-    let commands = CommandSetup::for_agent(
-        &config,
-        &project_root,
-        &roo_home,
-        settings.api_key.as_deref(),
-        args.no_sandbox,
-        helper,
-    )
-    .map_err(|e| AppError::Config(e.to_string()))?;
-    notices.extend(commands.notices);
-    let mut env = vec![(
-        "ROO_HOME".to_string(),
-        roo_home.to_string_lossy().into_owned(),
-    )];
-    env.extend(commands.env_add);
-    let context = ToolContext {
-        env,
-        max_result_chars: MAX_RESULT_CHARS,
-        read_filter: read_filter.clone(),
-        sandbox: Some(Arc::new(commands.sandbox)),
-        env_remove: commands.env_remove,
-        ..ToolContext::new(cwd.clone(), session_dir)
-    };
-    let options = AgentOptions {
-        agent_name: "lead".to_string(),
-        max_turns: args.max_turns,
-        max_tokens: settings.max_tokens,
-        prices: settings.prices.clone(),
-        text_tool_calls: settings.text_tool_calls_enabled(),
-        ..AgentOptions::default()
-    };
-    let system = system_prompt(&Persona::default(), &environment);
-    let mut agent = Agent::new(
-        provider, tools, policy, approver, system, context, options, plan_file,
-    )
-    .with_session(session, messages);
-    if !resumed {
-        let (root, home) = (project_root.clone(), roo_home.clone());
-        // `@include` honours the same ReadFile deny rules as the tools.
-        let instructions = tokio::task::spawn_blocking(move || {
-            load_instructions(&root, &home, &|path: &Path| read_filter.denied(path))
-        })
-        .await
-        .unwrap_or_default();
-        notices.extend(instructions.notices);
-        agent.set_instructions(instructions.text);
-    }
-
+    let (settings, approvals) = lead_settings(args, interactive, roo_home)?;
+    let built = roo_team::build_agent(settings).await.map_err(app_error)?;
+    let (team_sender, team_events) = team_events();
     Ok(Built {
-        agent,
-        project_root,
-        roo_home,
-        notices,
+        team_sender,
+        team_events,
+        agent: built.agent,
+        project_root: built.project_root,
+        roo_home: built.roo_home,
+        notices: built.notices,
         approvals,
-        settings,
+        settings: built.llm,
     })
 }
 
-fn resolve_llm(args: &LeadArgs, config: &ConfigFiles) -> Result<LlmSettings, AppError> {
-    let flags = LlmFlags {
-        provider: args.provider.provider.clone(),
-        model: args.provider.model.clone(),
-        base_url: args.provider.base_url.clone(),
-        script: args.provider.script.clone(),
+/// The provider flags as the builder takes them.
+pub fn llm_flags(provider: &ProviderArgs) -> LlmFlags {
+    LlmFlags {
+        provider: provider.provider.clone(),
+        model: provider.model.clone(),
+        base_url: provider.base_url.clone(),
+        script: provider.script.clone(),
         ..LlmFlags::default()
-    };
-    // In increasing priority (project, local, user), after the trust filter.
-    let files = config
-        .llm_settings()
-        .map_err(|e| AppError::Config(e.to_string()))?;
-    LlmSettings::resolve(&flags, &roo_agent::sandbox::secret_env, &files)
-        .map_err(|e| AppError::Config(e.to_string()))
+    }
+}
+
+/// The app error (and so the exit code) of a build failure.
+pub fn app_error(error: BuildError) -> AppError {
+    let message = error.to_string();
+    match error.kind() {
+        BuildErrorKind::Usage => AppError::Usage(message),
+        BuildErrorKind::Config => AppError::Config(message),
+        BuildErrorKind::Io => AppError::Io(message),
+    }
 }
 
 /// `ROO_HOME`, or `~/.roocode`.
@@ -265,16 +167,50 @@ pub fn roo_home() -> Result<PathBuf, AppError> {
     roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))
 }
 
-/// The git top-level of `cwd`, or `cwd` itself outside a repository.
-pub fn project_root(cwd: &Path) -> PathBuf {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--show-toplevel"])
-        .current_dir(cwd)
-        .output()
-        .ok()
-        .filter(|out| out.status.success())
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        .filter(|p| p.is_dir())
-        .and_then(|p| std::fs::canonicalize(p).ok())
-        .unwrap_or_else(|| cwd.to_path_buf())
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use roo_team::Role;
+
+    use super::*;
+
+    fn settings(argv: &[&str], interactive: bool) -> (AgentSettings, bool) {
+        let args =
+            LeadArgs::try_parse_from(std::iter::once("roo-lead").chain(argv.iter().copied()))
+                .unwrap();
+        let (settings, approvals) = lead_settings(&args, interactive, PathBuf::from("/h")).unwrap();
+        (settings, approvals.is_some())
+    }
+
+    #[test]
+    fn a_headless_lead_asks_nobody() {
+        let (s, approvals) = settings(&["-p", "hi", "--continue", "--max-turns", "7"], false);
+        assert_eq!(s.identity.name.as_str(), roo_team::DEFAULT_LEAD_NAME);
+        assert_eq!(s.identity.role, Role::Lead);
+        assert!(s.identity.team.is_none());
+        assert!(matches!(s.trust, Trust::AsListed));
+        assert_eq!(s.plan_approver, PlanApprover::Absent);
+        assert!(!approvals);
+        assert_eq!(s.session, SessionPlan::Latest);
+        assert_eq!(s.max_turns, 7);
+    }
+
+    #[test]
+    fn an_interactive_lead_asks_on_the_terminal() {
+        let (s, approvals) = settings(&["--resume", "abc", "--permission-mode", "plan"], true);
+        assert!(matches!(s.trust, Trust::Ask(_)));
+        assert_eq!(s.plan_approver, PlanApprover::Present);
+        assert!(approvals);
+        assert_eq!(s.session, SessionPlan::Resume("abc".to_string()));
+        assert_eq!(s.permission_mode, Some(PermissionMode::Plan));
+        let (s, _) = settings(&["--trust-project"], true);
+        assert!(matches!(s.trust, Trust::Granted));
+    }
+
+    #[test]
+    fn a_bad_mode_is_a_usage_error_before_anything_is_built() {
+        let args = LeadArgs::try_parse_from(["roo-lead", "--permission-mode", "yolo"]).unwrap();
+        let err = lead_settings(&args, false, PathBuf::from("/h")).unwrap_err();
+        assert!(matches!(err, AppError::Usage(_)), "{err}");
+    }
 }

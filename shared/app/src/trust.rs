@@ -1,88 +1,35 @@
-//! Deciding whether this run honours the project's config files in full.
+//! The interactive lead's trust question, asked on the terminal.
 //!
-//! A project is trusted when the user's `trusted_projects` lists it or the run
-//! passes `--trust-project` (not saved). Otherwise its `.roocode/config.yaml`
-//! and `.roocode/config.local.yaml` may only narrow (see
-//! `roo_agent::config::trust`). The interactive lead asks once — only when the
-//! project's files hold something that trust would enable — and saves a "yes"
-//! to the trust list; a `-p` run never asks and lists what it ignored.
+//! The decision itself (trust list, `--trust-project`, what is ignored, saving a
+//! "yes") is `roo_team::trust`'s, shared with every agent; the interactive lead asks
+//! once — only when the project's files hold something that trust would enable — and a
+//! `-p` run never asks.
 
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-use roo_agent::config::{ConfigFiles, IgnoredSetting, ProjectTrust, trust_project};
+use futures_util::future::BoxFuture;
+use roo_agent::config::IgnoredSetting;
+use roo_team::TrustQuestion;
 
-use crate::exit::AppError;
+/// Asks on the terminal (before the REPL takes it over).
+pub struct TerminalQuestion;
 
-/// The config to use, and notices about what was ignored (one per setting).
-pub struct TrustDecision {
-    pub config: ConfigFiles,
-    pub notices: Vec<String>,
-}
-
-/// Decides the trust of `project_root`. `config` must have been loaded
-/// untrusted: its `ignored()` is what trust would enable.
-pub async fn decide(
-    config: ConfigFiles,
-    project_root: &Path,
-    roo_home: &Path,
-    trust_flag: bool,
-    interactive: bool,
-) -> Result<TrustDecision, AppError> {
-    let config_err = |e: roo_agent::config::ConfigError| AppError::Config(e.to_string());
-    if trust_flag || config.lists_as_trusted(project_root) {
-        return Ok(TrustDecision {
-            config: config
-                .with_trust(ProjectTrust::Trusted)
-                .map_err(config_err)?,
-            notices: Vec::new(),
-        });
+impl TrustQuestion for TerminalQuestion {
+    fn ask<'a>(
+        &'a self,
+        project_root: &'a Path,
+        ignored: &'a [IgnoredSetting],
+    ) -> BoxFuture<'a, bool> {
+        let question = question(project_root, ignored);
+        Box::pin(async move {
+            // The terminal read blocks; a failed task counts as "no".
+            tokio::task::spawn_blocking(move || ask(&question))
+                .await
+                .unwrap_or(false)
+        })
     }
-    // Nothing to widen: no question, nothing ignored.
-    if config.ignored().is_empty() {
-        return Ok(TrustDecision {
-            config,
-            notices: Vec::new(),
-        });
-    }
-    if interactive {
-        let question = question(project_root, config.ignored());
-        let yes = tokio::task::spawn_blocking(move || ask(&question))
-            .await
-            .map_err(|e| AppError::Io(format!("failed to ask about trusting the project: {e}")))?;
-        if yes {
-            let saved = match trust_project(roo_home, project_root) {
-                Ok(()) => format!(
-                    "trusted {} (saved in {}; delete it from trusted_projects there to undo)",
-                    project_root.display(),
-                    roo_agent::config::user_config_path(roo_home).display()
-                ),
-                // The answer still holds for this session.
-                Err(e) => format!(
-                    "trusted {} for this session only: {e}",
-                    project_root.display()
-                ),
-            };
-            return Ok(TrustDecision {
-                config: config
-                    .with_trust(ProjectTrust::Trusted)
-                    .map_err(config_err)?,
-                notices: vec![saved],
-            });
-        }
-    }
-    let hint = if interactive {
-        "this project is not trusted"
-    } else {
-        "this project is not trusted; pass --trust-project to honour it"
-    };
-    let notices = config
-        .ignored()
-        .iter()
-        .map(|ignored| format!("ignored {ignored} ({hint})"))
-        .collect();
-    Ok(TrustDecision { config, notices })
 }
 
 /// The question: which files hold what, and what trusting means.

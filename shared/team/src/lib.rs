@@ -1,8 +1,35 @@
 //! The team runtime: what turns one agent into a team (DESIGN.md §3–§4).
 //!
 //! It sits above `roo-agent` (the loop, tools, permissions) and `roo-store` (inboxes,
-//! task list, team config) and joins them: the teammate loop shared by `roo-worker` and
-//! in-process teammates, the inbox router, the lead's team tools, worktrees and liveness.
-//! The store stays free of LLM knowledge and the agent free of team knowledge.
+//! task list, team config) and joins them: the one agent builder shared by the lead,
+//! `roo-worker` and in-process teammates ([`builder`]), project trust ([`trust`]), the
+//! owner of a member's inbox ([`router`]), a teammate's approver that asks the lead
+//! ([`approver`]), the turn hooks that deliver its messages
+//! into the conversation ([`delivery`]) and end a run on a shutdown request
+//! ([`shutdown`]) and the events a UI shows about teammates
+//! ([`event`]), and teammates' git worktrees ([`worktree`]). The store stays free of LLM
+//! knowledge and the agent free of team knowledge. See `docs/TEAM.md` and
+//! `docs/WORKTREES.md`.
 
+pub mod approver;
+pub mod builder;
+pub mod delivery;
+pub mod event;
+pub mod router;
+pub mod shutdown;
+pub mod trust;
 pub mod worktree;
+
+pub use approver::LeadApprover;
+pub use builder::{
+    AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, Role, SessionPlan, ToolSet,
+    build_agent,
+};
+pub use delivery::InboxDelivery;
+pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
+pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
+pub use shutdown::ShutdownOnRequest;
+pub use trust::{Trust, TrustDecision, TrustQuestion};
+
+/// The name the lead goes by unless told otherwise (`roo-worker --lead` defaults to it).
+pub const DEFAULT_LEAD_NAME: &str = "lead";

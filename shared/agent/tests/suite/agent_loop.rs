@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
+use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnAction, TurnHook};
 use roo_agent::context::CompactionOptions;
 use roo_agent::event::{AgentEvent, CompactionMethod, EventSink, Outcome};
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
@@ -289,7 +289,7 @@ async fn ends_when_the_model_answers_without_tools() {
     assert_eq!(result.final_text, "All done.");
     assert_eq!(result.turns, 1);
     assert!(matches!(events.last(), Some(AgentEvent::Done { .. })));
-    assert_eq!(provider.requests()[0].agent, "lead");
+    assert_eq!(provider.requests()[0].agent, "agent");
 }
 
 #[tokio::test]
@@ -568,9 +568,142 @@ async fn compaction_drops_oldest_when_the_summary_would_not_fit() {
 struct Inbox(Mutex<Vec<String>>);
 
 impl TurnHook for Inbox {
-    fn before_turn(&self) -> BoxFuture<'_, Vec<String>> {
-        Box::pin(async move { std::mem::take(&mut *self.0.lock().unwrap()) })
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
+        Box::pin(async move { TurnAction::Inject(std::mem::take(&mut *self.0.lock().unwrap())) })
     }
+}
+
+/// Stops the run at the top of the turn after the tool call tagged `after` ran, and
+/// records what the loop told it.
+struct StopAfter {
+    after: &'static str,
+    log: Arc<Mutex<Vec<String>>>,
+    consulted: Mutex<u32>,
+}
+
+impl TurnHook for StopAfter {
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
+        Box::pin(async move {
+            *self.consulted.lock().unwrap() += 1;
+            let ran = self
+                .log
+                .lock()
+                .unwrap()
+                .contains(&format!("end {}", self.after));
+            if ran {
+                TurnAction::Stop("shutdown approved".to_string())
+            } else {
+                TurnAction::Continue
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_stop_from_a_turn_hook_ends_the_run_between_two_tool_calls() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![
+        turn("", &[("Write", json!({"tag": "first"}))]),
+        turn("", &[("Write", json!({"tag": "second"}))]),
+        turn("done", &[]),
+    ]);
+    let mut agent = fx.agent(
+        provider.clone(),
+        vec![fx.probe("Write", false)],
+        AgentOptions::default(),
+    );
+    let hook = Arc::new(StopAfter {
+        after: "first",
+        log: fx.log.clone(),
+        consulted: Mutex::new(0),
+    });
+    agent.add_hook(hook.clone());
+    let (result, events) = run(&mut agent, "two writes").await;
+    assert_eq!(
+        result.outcome,
+        Outcome::Stopped {
+            reason: "shutdown approved".to_string()
+        },
+        "{events:?}"
+    );
+    // The first call ran, the second was never asked for: one model request only.
+    assert_eq!(*fx.log.lock().unwrap(), vec!["start first", "end first"]);
+    assert_eq!(provider.requests().len(), 1);
+    assert_eq!(result.turns, 1);
+    assert_eq!(*hook.consulted.lock().unwrap(), 2);
+    assert!(matches!(
+        events.last(),
+        Some(AgentEvent::Done {
+            outcome: Outcome::Stopped { .. },
+            ..
+        })
+    ));
+    // The history is whole (the call has its result) and the agent runs again.
+    let mut history = agent.messages().to_vec();
+    assert_eq!(roo_agent::conversation::repair_chain(&mut history), None);
+    assert!(result.outcome.describe().contains("shutdown approved"));
+}
+
+/// Injects one text once the call tagged `after` ran, and counts `injected` calls.
+struct InjectAfter {
+    after: &'static str,
+    log: Arc<Mutex<Vec<String>>>,
+    text: Mutex<Option<String>>,
+    injected: Mutex<u32>,
+}
+
+impl TurnHook for InjectAfter {
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
+        Box::pin(async move {
+            let ran = self
+                .log
+                .lock()
+                .unwrap()
+                .contains(&format!("end {}", self.after));
+            match self.text.lock().unwrap().take_if(|_| ran) {
+                Some(text) => TurnAction::Inject(vec![text]),
+                None => TurnAction::Continue,
+            }
+        })
+    }
+    fn injected(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move { *self.injected.lock().unwrap() += 1 })
+    }
+}
+
+#[tokio::test]
+async fn texts_injected_in_the_turn_a_hook_stops_are_kept_and_acknowledged() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![turn("", &[("Write", json!({"tag": "first"}))])]);
+    let mut agent = fx.agent(
+        provider.clone(),
+        vec![fx.probe("Write", false)],
+        AgentOptions::default(),
+    );
+    agent.add_hook(Arc::new(StopAfter {
+        after: "first",
+        log: fx.log.clone(),
+        consulted: Mutex::new(0),
+    }));
+    let news = Arc::new(InjectAfter {
+        after: "first",
+        log: fx.log.clone(),
+        text: Mutex::new(Some("late news".to_string())),
+        injected: Mutex::new(0),
+    });
+    agent.add_hook(news.clone());
+    let (result, _) = run(&mut agent, "go").await;
+    assert!(matches!(result.outcome, Outcome::Stopped { .. }));
+    // In the history (for the next run), and the hook was told so, once.
+    assert_eq!(*news.injected.lock().unwrap(), 1);
+    assert!(
+        agent
+            .messages()
+            .last()
+            .unwrap()
+            .text()
+            .contains("late news")
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,517 @@
+//! The inbox router: the single owner of one member's inbox.
+//!
+//! Nothing else in a member's process reads its inbox. The router reads the unread
+//! messages (on every inbox change, with file notification and a polling fallback, and
+//! whenever someone calls [`InboxRouter::poll`]) and hands each one to exactly one
+//! consumer:
+//!
+//! - **responses** (`permission_response`, `plan_approval_response`,
+//!   `shutdown_response`) go to whoever registered for that request id and sender with
+//!   [`InboxRouter::expect`]; a response nobody waits for (a forgery, a late answer) is
+//!   marked read, logged and reported, never handed to the model or to another waiter;
+//! - **requests** a runtime must answer (`shutdown_request`, `permission_request`,
+//!   `plan_approval_request`) queue for [`InboxRouter::take_requests`];
+//! - everything else queues for the conversation ([`InboxRouter::take_conversation`]),
+//!   which a turn hook drains at the top of every turn.
+//!
+//! So an approver waiting for a `permission_response` never races the turn hook for it.
+//!
+//! Nothing is marked on disk when it is read: a queued message stays unread until its
+//! consumer says it is done ([`InboxRouter::delivered`] once the text is in the model's
+//! context, [`InboxRouter::handled`] once a request was acted on), so a crash between
+//! reading and using a message loses nothing (the next process reads it again). The
+//! router remembers what it dispatched and never dispatches a message twice.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Read;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use roo_store::{
+    InboxWatcher, Mailbox, Message, MessageBody, MessageId, Name, ReadFilter, WaitOutcome,
+};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::event::{TeamEvent, TeamEventSender};
+
+/// The longest one wait on the inbox lasts before the router looks again anyway.
+const WAIT_SLICE: Duration = Duration::from_secs(60);
+
+/// The kinds of response a runtime can wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResponseKind {
+    Permission,
+    PlanApproval,
+    Shutdown,
+}
+
+impl ResponseKind {
+    /// The response kind of `body` and its request id, if it is a response.
+    pub fn of(body: &MessageBody) -> Option<(ResponseKind, Option<&str>)> {
+        match body {
+            MessageBody::PermissionResponse { request_id, .. } => {
+                Some((ResponseKind::Permission, Some(request_id)))
+            }
+            MessageBody::PlanApprovalResponse { request_id, .. } => {
+                Some((ResponseKind::PlanApproval, Some(request_id)))
+            }
+            MessageBody::ShutdownResponse { request_id, .. } => {
+                Some((ResponseKind::Shutdown, request_id.as_deref()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether a message is a request the runtime (not the model) must answer.
+pub fn is_request(body: &MessageBody) -> bool {
+    matches!(
+        body,
+        MessageBody::ShutdownRequest { .. }
+            | MessageBody::PermissionRequest { .. }
+            | MessageBody::PlanApprovalRequest { .. }
+    )
+}
+
+/// Why the router failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RouterError {
+    #[error(transparent)]
+    Store(#[from] roo_store::Error),
+    #[error("{kind:?} request {request_id} is already awaited; request ids must be unique")]
+    AlreadyAwaited {
+        kind: ResponseKind,
+        request_id: String,
+    },
+    #[error("the inbox router stopped before the answer to request {request_id} arrived")]
+    Closed { request_id: String },
+    #[error("failed to generate a request id from /dev/urandom: {0}")]
+    RequestId(std::io::Error),
+    #[error("the inbox task failed: {0}")]
+    Task(String),
+}
+
+/// A fresh request id: 128 random bits, so one member cannot guess the id of another's
+/// open request. Never show it to a model.
+pub fn new_request_id() -> Result<String, RouterError> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(RouterError::RequestId)?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("req-{hex}"))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct WaitKey {
+    kind: ResponseKind,
+    request_id: String,
+}
+
+struct Pending {
+    from: Name,
+    reply: oneshot::Sender<Message>,
+}
+
+#[derive(Default)]
+struct State {
+    waiters: HashMap<WaitKey, Pending>,
+    conversation: VecDeque<Message>,
+    requests: VecDeque<Message>,
+    /// Ids dispatched and (as far as the last read showed) still unread on disk.
+    seen: HashSet<MessageId>,
+    stopped: bool,
+}
+
+struct Inner {
+    mailbox: Mailbox,
+    me: Name,
+    state: Mutex<State>,
+    /// Serializes reads, so an older read is never dispatched after a newer one.
+    poll_lock: tokio::sync::Mutex<()>,
+    /// Bumped whenever a queue gains something or the router stops.
+    changed: watch::Sender<u64>,
+    events: Option<TeamEventSender>,
+}
+
+impl Inner {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The owner of one member's inbox. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct InboxRouter {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for InboxRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InboxRouter")
+            .field("member", &self.inner.me)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An open request: resolves with the response that answers it.
+#[derive(Debug)]
+pub struct Waiter {
+    key: WaitKey,
+    rx: oneshot::Receiver<Message>,
+    router: Weak<Inner>,
+}
+
+impl Waiter {
+    /// The request id awaited.
+    pub fn request_id(&self) -> &str {
+        &self.key.request_id
+    }
+
+    /// Waits for the response. Fails if the router stopped first.
+    pub async fn recv(mut self) -> Result<Message, RouterError> {
+        let request_id = self.key.request_id.clone();
+        (&mut self.rx)
+            .await
+            .map_err(|_| RouterError::Closed { request_id })
+    }
+}
+
+impl Drop for Waiter {
+    /// Closes the request: a response arriving later is ignored.
+    fn drop(&mut self) {
+        if let Some(inner) = self.router.upgrade() {
+            inner.state().waiters.remove(&self.key);
+        }
+    }
+}
+
+impl InboxRouter {
+    /// The router of `me`'s inbox in `mailbox`'s team.
+    pub fn new(mailbox: Mailbox, me: Name) -> InboxRouter {
+        InboxRouter::build(mailbox, me, None)
+    }
+
+    /// The same, reporting every dispatched message (and every ignored response) as a
+    /// [`TeamEvent`].
+    pub fn with_events(mailbox: Mailbox, me: Name, events: TeamEventSender) -> InboxRouter {
+        InboxRouter::build(mailbox, me, Some(events))
+    }
+
+    fn build(mailbox: Mailbox, me: Name, events: Option<TeamEventSender>) -> InboxRouter {
+        InboxRouter {
+            inner: Arc::new(Inner {
+                mailbox,
+                me,
+                state: Mutex::new(State::default()),
+                poll_lock: tokio::sync::Mutex::new(()),
+                changed: watch::Sender::new(0),
+                events,
+            }),
+        }
+    }
+
+    /// The member whose inbox this is.
+    pub fn member(&self) -> &Name {
+        &self.inner.me
+    }
+
+    /// Opens a request: the response of `kind` with `request_id` from `from` will be
+    /// handed to the returned waiter (and to nobody else). Register before sending the
+    /// request, so the answer cannot arrive first. Fails once the router has stopped.
+    pub fn expect(
+        &self,
+        kind: ResponseKind,
+        request_id: &str,
+        from: &Name,
+    ) -> Result<Waiter, RouterError> {
+        let key = WaitKey {
+            kind,
+            request_id: request_id.to_string(),
+        };
+        let (reply, rx) = oneshot::channel();
+        let mut state = self.inner.state();
+        if state.stopped {
+            return Err(RouterError::Closed {
+                request_id: request_id.to_string(),
+            });
+        }
+        if state.waiters.contains_key(&key) {
+            return Err(RouterError::AlreadyAwaited {
+                kind,
+                request_id: request_id.to_string(),
+            });
+        }
+        state.waiters.insert(
+            key.clone(),
+            Pending {
+                from: from.clone(),
+                reply,
+            },
+        );
+        Ok(Waiter {
+            key,
+            rx,
+            router: Arc::downgrade(&self.inner),
+        })
+    }
+
+    /// Reads the unread messages once and dispatches those not dispatched before.
+    /// Returns how many were dispatched.
+    pub async fn poll(&self) -> Result<usize, RouterError> {
+        let _one_read_at_a_time = self.inner.poll_lock.lock().await;
+        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+        let unread = blocking(move || {
+            mailbox.read(
+                &me,
+                &ReadFilter {
+                    unread_only: true,
+                    ..ReadFilter::default()
+                },
+            )
+        })
+        .await??;
+        let Dispatch {
+            count,
+            acknowledge,
+            ignore,
+            events,
+        } = self.dispatch(unread);
+        if let Some(sender) = &self.inner.events {
+            for event in events {
+                sender.send(event);
+            }
+        }
+        if !acknowledge.is_empty() || !ignore.is_empty() {
+            let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+            blocking(move || {
+                if !acknowledge.is_empty() {
+                    mailbox.acknowledge(&me, &acknowledge)?;
+                }
+                if !ignore.is_empty() {
+                    mailbox.mark_read(&me, &ignore)?;
+                }
+                Ok::<_, roo_store::Error>(())
+            })
+            .await??;
+        }
+        if count > 0 {
+            self.inner.changed.send_modify(|n| *n += 1);
+        }
+        Ok(count)
+    }
+
+    fn dispatch(&self, unread: Vec<Message>) -> Dispatch {
+        let mut out = Dispatch::default();
+        let mut state = self.inner.state();
+        let unread_ids: HashSet<MessageId> = unread.iter().map(|m| m.id.clone()).collect();
+        for message in unread {
+            if !state.seen.insert(message.id.clone()) {
+                continue;
+            }
+            out.count += 1;
+            if let Some((kind, Some(request_id))) = ResponseKind::of(&message.body) {
+                let key = WaitKey {
+                    kind,
+                    request_id: request_id.to_string(),
+                };
+                let sender_matches = state
+                    .waiters
+                    .get(&key)
+                    .is_some_and(|pending| pending.from == message.from);
+                let id = message.id.clone();
+                let reason = if sender_matches && let Some(pending) = state.waiters.remove(&key) {
+                    match pending.reply.send(message) {
+                        Ok(()) => {
+                            out.acknowledge.push(id);
+                            continue;
+                        }
+                        Err(_) => "its waiter is gone".to_string(),
+                    }
+                } else if state.waiters.contains_key(&key) {
+                    format!("it is not from {}", state.waiters[&key].from)
+                } else {
+                    "it answers no open request".to_string()
+                };
+                tracing::warn!(member = %self.inner.me, message = %id, %reason, "ignored a {} response", kind_name(kind));
+                out.events.push(TeamEvent::Notice {
+                    text: format!(
+                        "ignored a {} response in {}'s inbox: {reason}",
+                        kind_name(kind),
+                        self.inner.me
+                    ),
+                });
+                out.ignore.push(id);
+                continue;
+            }
+            out.events.push(TeamEvent::message(&message));
+            if is_request(&message.body) {
+                state.requests.push_back(message);
+            } else {
+                state.conversation.push_back(message);
+            }
+        }
+        // What the disk no longer shows as unread can be forgotten.
+        state.seen.retain(|id| unread_ids.contains(id));
+        out
+    }
+
+    /// Takes the messages queued for the conversation, oldest first. They stay unread
+    /// on disk until [`InboxRouter::delivered`].
+    pub fn take_conversation(&self) -> Vec<Message> {
+        self.inner.state().conversation.drain(..).collect()
+    }
+
+    /// Takes the queued requests (shutdown, permission, plan approval), oldest first.
+    /// They stay unread on disk until [`InboxRouter::handled`].
+    pub fn take_requests(&self) -> Vec<Message> {
+        self.inner.state().requests.drain(..).collect()
+    }
+
+    /// Takes the queued requests `wanted` picks, oldest first; the others stay queued in
+    /// their order.
+    pub fn take_requests_where(&self, wanted: impl Fn(&Message) -> bool) -> Vec<Message> {
+        let mut state = self.inner.state();
+        let (taken, kept): (VecDeque<Message>, VecDeque<Message>) =
+            state.requests.drain(..).partition(|m| wanted(m));
+        state.requests = kept;
+        taken.into()
+    }
+
+    /// Whether a queue holds something.
+    pub fn has_input(&self) -> bool {
+        let state = self.inner.state();
+        !state.conversation.is_empty() || !state.requests.is_empty()
+    }
+
+    /// Receipt: these messages are in the model's context (marks them read and
+    /// delivered).
+    pub async fn delivered(&self, ids: Vec<MessageId>) -> Result<usize, RouterError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+        Ok(blocking(move || mailbox.mark_delivered(&me, &ids)).await??)
+    }
+
+    /// Receipt: these requests were acted on (marks them read and acknowledged).
+    pub async fn handled(&self, ids: Vec<MessageId>) -> Result<usize, RouterError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+        Ok(blocking(move || mailbox.acknowledge(&me, &ids)).await??)
+    }
+
+    /// Resolves when a queue holds something, or the router stopped.
+    pub async fn input(&self) {
+        let mut changed = self.inner.changed.subscribe();
+        loop {
+            {
+                let state = self.inner.state();
+                if state.stopped || !state.conversation.is_empty() || !state.requests.is_empty() {
+                    return;
+                }
+            }
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Dispatches on every change of the inbox until `cancel`: file-change notification
+    /// wakes it within milliseconds, polling catches what a notification missed. A read
+    /// that fails (a lock held too long, a corrupt file) is reported and retried on the
+    /// next change; waiters are closed when it returns.
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), RouterError> {
+        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+        let watcher = match blocking(move || mailbox.watcher(&me)).await {
+            Ok(Ok(watcher)) => watcher,
+            Ok(Err(e)) => return self.stopped(Err(e.into())),
+            Err(e) => return self.stopped(Err(e)),
+        };
+        self.run_with(watcher, cancel).await
+    }
+
+    /// [`InboxRouter::run`] with a watcher of the caller's (e.g.
+    /// `InboxWatcher::polling`, where file notifications do not work).
+    pub async fn run_with(
+        &self,
+        watcher: InboxWatcher,
+        cancel: CancellationToken,
+    ) -> Result<(), RouterError> {
+        let result = self.watch(watcher, &cancel).await;
+        self.stopped(result)
+    }
+
+    fn stopped(&self, result: Result<(), RouterError>) -> Result<(), RouterError> {
+        let mut state = self.inner.state();
+        state.stopped = true;
+        // Dropping the senders fails every open wait with `Closed`.
+        state.waiters.clear();
+        drop(state);
+        self.inner.changed.send_modify(|n| *n += 1);
+        result
+    }
+
+    async fn watch(
+        &self,
+        mut watcher: InboxWatcher,
+        cancel: &CancellationToken,
+    ) -> Result<(), RouterError> {
+        loop {
+            if let Err(e) = self.poll().await {
+                tracing::warn!(member = %self.inner.me, error = %e, "failed to read the inbox");
+                if let Some(events) = &self.inner.events {
+                    events.send(TeamEvent::Notice {
+                        text: format!("failed to read {}'s inbox: {e}", self.inner.me),
+                    });
+                }
+            }
+            let waker = watcher.waker();
+            let mut wait = tokio::task::spawn_blocking(move || {
+                let outcome = watcher.wait(WAIT_SLICE);
+                (watcher, outcome)
+            });
+            let (back, outcome) = tokio::select! {
+                joined = &mut wait => joined.map_err(|e| RouterError::Task(e.to_string()))?,
+                _ = cancel.cancelled() => {
+                    waker.stop();
+                    let _ = wait.await;
+                    return Ok(());
+                }
+            };
+            watcher = back;
+            if outcome == WaitOutcome::Stopped {
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Dispatch {
+    count: usize,
+    acknowledge: Vec<MessageId>,
+    ignore: Vec<MessageId>,
+    events: Vec<TeamEvent>,
+}
+
+fn kind_name(kind: ResponseKind) -> &'static str {
+    match kind {
+        ResponseKind::Permission => "permission",
+        ResponseKind::PlanApproval => "plan approval",
+        ResponseKind::Shutdown => "shutdown",
+    }
+}
+
+/// Runs blocking store work off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, RouterError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| RouterError::Task(e.to_string()))
+}

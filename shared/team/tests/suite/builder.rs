@@ -1,0 +1,91 @@
+//! The one agent builder, used for an agent that is not the lead.
+
+use std::path::Path;
+
+use roo_agent::event::{EventSink, Outcome};
+use roo_store::Name;
+use roo_team::{AgentSettings, Identity, SessionPlan, build_agent};
+use tokio_util::sync::CancellationToken;
+
+fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Settings of teammate `alice` of team `t` with the scripted provider.
+fn alice(home: &Path, cwd: &Path, script: &Path) -> AgentSettings {
+    let mut settings = AgentSettings::new(
+        Identity::teammate(name("alice"), name("t"), name("lead")),
+        home.to_path_buf(),
+    );
+    settings.cwd = Some(cwd.to_path_buf());
+    settings.llm.script = Some(script.to_path_buf());
+    settings.session = SessionPlan::Transcript(home.join("teams/t/transcripts/alice.jsonl"));
+    settings
+}
+
+#[tokio::test]
+async fn a_teammate_named_alice_is_built_and_runs_a_scripted_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        &cwd.path().join("notes.txt"),
+        "the parser lives in src/parse.rs\n",
+    );
+    // Only alice has a script: a request under any other name finds no turn.
+    let script = home.path().join("script.yaml");
+    write(
+        &script,
+        r#"
+agents:
+  alice:
+    - text: "Reading the notes."
+      tool_calls:
+        - {name: ReadFile, input: {path: notes.txt}}
+    - when: {last_user_contains: "src/parse.rs"}
+      text: "The parser is in src/parse.rs."
+"#,
+    );
+    let settings = alice(home.path(), cwd.path(), &script);
+    let mut built = build_agent(settings).await.unwrap();
+    assert!(built.agent.system().concat().contains("You are alice"));
+    let (sink, _events) = EventSink::channel();
+    let result = built
+        .agent
+        .run("where is the parser?", &sink, CancellationToken::new())
+        .await;
+    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    assert_eq!(result.final_text, "The parser is in src/parse.rs.");
+    assert_eq!(result.turns, 2);
+
+    // The transcript is the teammate's, named after it, and records who it is.
+    let transcript = home.path().join("teams/t/transcripts/alice.jsonl");
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(meta["agent"], "alice");
+    assert_eq!(meta["session_id"], "alice");
+    // No lead session was created in the project's sessions.
+    assert!(!home.path().join("projects").exists());
+
+    // Built again on the same transcript, it resumes the conversation.
+    let again = build_agent(alice(home.path(), cwd.path(), &script))
+        .await
+        .unwrap();
+    assert_eq!(again.agent.messages(), built.agent.messages());
+    assert_eq!(again.agent.messages().len(), 4);
+}
+
+#[test]
+fn a_teammates_tools_get_its_team_and_name() {
+    let identity = Identity::teammate(name("alice"), name("t"), name("lead"));
+    let env = roo_team::builder::tool_env(&identity, Path::new("/h"));
+    assert!(env.contains(&("ROO_HOME".into(), "/h".into())));
+    assert!(env.contains(&("ROO_TEAM".into(), "t".into())));
+    assert!(env.contains(&("ROO_AGENT_NAME".into(), "alice".into())));
+    let solo = roo_team::builder::tool_env(&Identity::solo(name("lead")), Path::new("/h"));
+    assert_eq!(solo, vec![("ROO_HOME".to_string(), "/h".to_string())]);
+}

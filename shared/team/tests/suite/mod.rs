@@ -1,0 +1,6 @@
+mod approver;
+mod builder;
+mod common;
+mod delivery;
+mod router;
+mod shutdown;
