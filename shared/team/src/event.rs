@@ -10,32 +10,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use roo_store::MemberState;
 use roo_store::{Message, Name};
 use tokio::sync::mpsc;
 
 /// Events the channel holds before a sender starts dropping.
 pub const TEAM_EVENT_BUFFER: usize = 256;
-
-/// A teammate's state as the lead sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemberState {
-    /// Working on a run.
-    Busy,
-    /// Its run ended; waiting on its inbox.
-    Idle,
-    /// Its process or task ended without shutting down.
-    Dead,
-}
-
-impl MemberState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemberState::Busy => "busy",
-            MemberState::Idle => "idle",
-            MemberState::Dead => "dead",
-        }
-    }
-}
 
 /// Something that happened in the team.
 #[derive(Debug, Clone, PartialEq)]
