@@ -12,6 +12,7 @@
 //! `docs/WORKTREES.md`.
 
 pub mod approver;
+pub mod binding;
 pub mod builder;
 pub mod delivery;
 pub mod event;
@@ -21,6 +22,7 @@ pub mod trust;
 pub mod worktree;
 
 pub use approver::LeadApprover;
+pub use binding::{AlreadyBound, TeamBinding, TeamSlot};
 pub use builder::{
     AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, Role, SessionPlan, ToolSet,
     build_agent,

@@ -1,0 +1,166 @@
+//! The team an agent belongs to, once it has one.
+//!
+//! A teammate is bound from its start; a lead is bound when its `TeamCreate` tool runs
+//! and unbound by `TeamDelete`. One [`TeamSlot`] per agent is shared by everything that
+//! needs to know: the team tools (which act for `me`), the turn hooks, the lead's
+//! terminal UI and its headless loop (which [`TeamSlot::subscribe`] to learn when a team
+//! appears or goes). The binding carries the agent's [`InboxRouter`], the one reader of
+//! its inbox in this process.
+
+use std::sync::Arc;
+
+use roo_store::{Name, Team};
+use tokio::sync::watch;
+
+use crate::router::InboxRouter;
+
+/// An agent's membership: its team, its own name, the lead's name, its inbox's router.
+#[derive(Clone)]
+pub struct TeamBinding {
+    /// The team (store handle).
+    pub team: Team,
+    /// This agent's member name.
+    pub me: Name,
+    /// The team lead's member name (equal to `me` for the lead).
+    pub lead: Name,
+    /// The owner of `me`'s inbox.
+    pub router: InboxRouter,
+}
+
+impl TeamBinding {
+    /// Whether this agent is the team's lead.
+    pub fn is_lead(&self) -> bool {
+        self.me == self.lead
+    }
+}
+
+impl std::fmt::Debug for TeamBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamBinding")
+            .field("team", &self.team.name())
+            .field("me", &self.me)
+            .field("lead", &self.lead)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Refused: the agent already belongs to a team.
+#[derive(Debug, thiserror::Error)]
+#[error("already in team {team} as {me}; delete that team first")]
+pub struct AlreadyBound {
+    /// The team it is in.
+    pub team: Name,
+    /// Its name there.
+    pub me: Name,
+}
+
+/// Where an agent's [`TeamBinding`] lives. Cheap to clone; clones share the slot.
+#[derive(Clone)]
+pub struct TeamSlot(Arc<watch::Sender<Option<Arc<TeamBinding>>>>);
+
+impl Default for TeamSlot {
+    fn default() -> Self {
+        TeamSlot(Arc::new(watch::Sender::new(None)))
+    }
+}
+
+impl std::fmt::Debug for TeamSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TeamSlot").field(&self.get()).finish()
+    }
+}
+
+impl TeamSlot {
+    /// An empty slot (a lead before `TeamCreate`).
+    pub fn new() -> TeamSlot {
+        TeamSlot::default()
+    }
+
+    /// A slot holding `binding` from the start (a teammate).
+    pub fn bound(binding: TeamBinding) -> TeamSlot {
+        TeamSlot(Arc::new(watch::Sender::new(Some(Arc::new(binding)))))
+    }
+
+    /// The current binding, if any.
+    pub fn get(&self) -> Option<Arc<TeamBinding>> {
+        self.0.borrow().clone()
+    }
+
+    /// Binds the agent to a team; refused if it already is in one.
+    pub fn bind(&self, binding: TeamBinding) -> Result<Arc<TeamBinding>, AlreadyBound> {
+        let binding = Arc::new(binding);
+        let mut refused = None;
+        self.0.send_if_modified(|slot| match slot {
+            Some(current) => {
+                refused = Some(AlreadyBound {
+                    team: current.team.name().clone(),
+                    me: current.me.clone(),
+                });
+                false
+            }
+            None => {
+                *slot = Some(binding.clone());
+                true
+            }
+        });
+        match refused {
+            Some(error) => Err(error),
+            None => Ok(binding),
+        }
+    }
+
+    /// Unbinds the agent (after `TeamDelete`); returns what it was bound to.
+    pub fn clear(&self) -> Option<Arc<TeamBinding>> {
+        let mut old = None;
+        self.0.send_if_modified(|slot| {
+            old = slot.take();
+            old.is_some()
+        });
+        old
+    }
+
+    /// A receiver that sees every bind and clear from now on.
+    pub fn subscribe(&self) -> watch::Receiver<Option<Arc<TeamBinding>>> {
+        self.0.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roo_store::RooHome;
+
+    fn binding(home: &RooHome, team: &str, me: &str) -> TeamBinding {
+        let name = |s: &str| Name::parse_as("name", s).unwrap();
+        let team = Team::open(home, name(team)).unwrap_or_else(|_| {
+            let lead = roo_store::Member::new(name("lead"), &name(team));
+            Team::create(home, name(team), "", lead, Vec::new()).unwrap()
+        });
+        let router = InboxRouter::new(team.mailbox(), name(me));
+        TeamBinding {
+            team,
+            me: name(me),
+            lead: name("lead"),
+            router,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slot_binds_once_and_tells_subscribers() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let slot = TeamSlot::new();
+        let mut seen = slot.subscribe();
+        assert!(slot.get().is_none());
+        let bound = slot.bind(binding(&home, "t", "lead")).unwrap();
+        assert!(bound.is_lead());
+        seen.changed().await.unwrap();
+        assert_eq!(seen.borrow().as_ref().unwrap().team.name().as_str(), "t");
+        let err = slot.bind(binding(&home, "u", "lead")).unwrap_err();
+        assert_eq!(err.team.as_str(), "t");
+        assert_eq!(slot.clear().unwrap().team.name().as_str(), "t");
+        seen.changed().await.unwrap();
+        assert!(seen.borrow().is_none());
+        assert!(slot.clear().is_none());
+    }
+}
