@@ -2,8 +2,9 @@
 //! `roo-lead -p` started in a worktree made by `roo_team::worktree` (as a
 //! teammate would be) runs scripted Bash and WriteFile calls in bypass mode.
 //! A `git commit` there must succeed — it writes the repository's shared git
-//! directory — while writes to a sibling's worktree, the lead's tree, its
-//! `.roocode/config.yaml` and the shared `.git/config`/hooks fail on disk.
+//! directory — while writes to a sibling's worktree, the lead's tree and its
+//! `.roocode/config.yaml` fail on disk; a hook planted in the shared git directory
+//! runs confined when the runtime merges with a sandboxed `Git`.
 //!
 //! Every directory lives under Cargo's target tmp dir, not the system temp dir,
 //! which the sandbox leaves writable.
@@ -235,4 +236,79 @@ fn a_teammates_file_tools_cannot_write_a_sibling_worktree_or_the_lead_config() {
         "permission_mode: default\n"
     );
     assert!(!project.join(".roocode/config.local.yaml").exists());
+}
+
+/// A teammate can write the shared git directory (its commits go there), so it can plant
+/// a hook there. When the runtime merges for the lead, that hook must run no freer than
+/// the lead's own commands: `Git::sandboxed` confines it.
+#[test]
+fn a_hook_planted_by_a_teammate_runs_confined_when_the_runtime_merges() {
+    use roo_agent::sandbox::{CommandSandbox, PolicyEnv, SandboxSettings};
+    use roo_team::worktree::{Discovered, LeadRepo, MergeOutcome};
+    let world = World::new();
+    if !landlock_available(&world) {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let project = world.path("project");
+    let alice = world.worktree("alice");
+    let escaped = world.path("home/hooked.txt");
+    let hook = project.join(".git/hooks/post-merge");
+    // The teammate commits its work and plants the hook, inside its own sandbox.
+    world
+        .lead_in(
+            &alice,
+            &[
+                bash("echo work > work.txt && git add work.txt && git commit -q -m work"),
+                bash(&format!(
+                    "printf '#!/bin/sh\\necho pwned > {}\\n' > {} && chmod +x {}",
+                    escaped.display(),
+                    hook.display(),
+                    hook.display()
+                )),
+            ],
+        )
+        .run()
+        .assert_ok();
+    assert!(hook.exists(), "the teammate could not plant the hook");
+    let env = PolicyEnv {
+        home: Some(world.path("home")),
+        roo_home: world.path("roo"),
+        temp_dirs: vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")],
+    };
+    let (sandbox, _) =
+        CommandSandbox::for_agent(&project, &SandboxSettings::default(), &env, bin("roo-lead"));
+    let sandboxed = world.git().sandboxed(sandbox);
+    let Discovered::Repo(repo) = LeadRepo::discover(&project, &sandboxed).unwrap() else {
+        panic!("not a repository");
+    };
+    let outcome = repo
+        .merge(
+            &Name::parse("team").unwrap(),
+            &Name::parse("alice").unwrap(),
+        )
+        .unwrap();
+    assert!(
+        matches!(outcome, MergeOutcome::Merged { .. }),
+        "{outcome:?}"
+    );
+    assert!(
+        project.join("work.txt").exists(),
+        "the merge did not happen"
+    );
+    assert!(
+        !escaped.exists(),
+        "the planted hook wrote outside the project during the runtime's merge"
+    );
+    // The hook did run (confined): without the sandbox it writes the file.
+    git(&project, &["reset", "-q", "--hard", "HEAD~1"]);
+    let Discovered::Repo(repo) = LeadRepo::discover(&project, &world.git()).unwrap() else {
+        panic!("not a repository");
+    };
+    repo.merge(
+        &Name::parse("team").unwrap(),
+        &Name::parse("alice").unwrap(),
+    )
+    .unwrap();
+    assert!(escaped.exists(), "control: the hook never ran at all");
 }

@@ -7,6 +7,12 @@
 //! (`GIT_TERMINAL_PROMPT=0`, stdin closed, `GIT_EDITOR=true`), and everything
 //! else — the user's config, hooks, filters — is git's as usual. Output that
 //! code reads is requested in NUL-separated porcelain formats.
+//!
+//! Teammates can write the repository's shared git directory (their commits go there),
+//! so its config and hooks are theirs to change too. Git run by the runtime for the lead
+//! (merge, cleanup) therefore runs [`Git::sandboxed`] in the lead's command sandbox: a
+//! hook, filter or merge driver a teammate planted runs with no more rights than the
+//! lead's own Bash commands.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -32,6 +38,7 @@ const REDIRECTING_ENV: &[&str] = &[
 pub struct Git {
     program: PathBuf,
     env: Vec<(OsString, OsString)>,
+    sandbox: Option<roo_agent::sandbox::CommandSandbox>,
 }
 
 impl Default for Git {
@@ -54,7 +61,15 @@ impl Git {
         Self {
             program: PathBuf::from("git"),
             env: Vec::new(),
+            sandbox: None,
         }
+    }
+
+    /// Runs every git command through `sandbox` (its helper, confined by its policy):
+    /// what git starts — hooks, filters, merge drivers, an fsmonitor — is confined too.
+    pub fn sandboxed(mut self, sandbox: roo_agent::sandbox::CommandSandbox) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     /// Another git executable (a path, or a name looked up in `PATH`).
@@ -86,9 +101,21 @@ impl Git {
                 source,
             });
         }
-        let mut command = Command::new(&self.program);
+        let mut command = match &self.sandbox {
+            Some(sandbox) => {
+                let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+                let (helper, argv) = sandbox.wrap(&self.program, &args);
+                let mut command = Command::new(helper);
+                command.args(argv);
+                command
+            }
+            None => {
+                let mut command = Command::new(&self.program);
+                command.args(args);
+                command
+            }
+        };
         command
-            .args(args)
             .current_dir(dir)
             .stdin(Stdio::null())
             .env("GIT_TERMINAL_PROMPT", "0")
