@@ -15,7 +15,9 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::terminal;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::{Approval, PermissionMode};
-use roo_team::TeamEvent;
+use roo_store::TaskFilter;
+use roo_team::lead::status::{members_table, tasks_table};
+use roo_team::{TeamEvent, TeamSlot, TeamStatus};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +35,8 @@ const HELP: &str = "Commands:
   /clear           forget the conversation (the transcript keeps it)
   /cost            tokens used and cost of this session
   /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions
+  /team            the team's members and their states (busy, idle, dead)
+  /tasks           the team's task list with owners and status
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
 Keys: Esc stops the current run; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
 
@@ -81,6 +85,9 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         approvals,
         team_sender: _team_sender,
         mut team_events,
+        team,
+        team_status,
+        team_tasks: _team_tasks,
         ..
     } = built;
     let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
@@ -150,7 +157,8 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                 },
                 Some(team) = team_events.recv() => {
                     let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-                    let _ = editor.print_above(render.out(), &team_line(&style, &team), PROMPT, width);
+                    let line = team_line(&style, &team, &team_status.borrow());
+                    let _ = editor.print_above(render.out(), &line, PROMPT, width);
                     continue;
                 }
             };
@@ -206,7 +214,7 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
             continue;
         }
         if let Some(command) = trimmed.strip_prefix('/') {
-            match slash_command(command, &mut agent, render.out(), &style) {
+            match slash_command(command, &mut agent, &team, render.out(), &style) {
                 Flow::Continue => continue,
                 Flow::Exit => return Ok(ExitCode::from(exit::OK)),
             }
@@ -224,9 +232,10 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                 tokio::select! {
                     _ = &mut run => break,
                     Some(event) = events.recv() => render.event(&event),
-                    Some(team) = team_events.recv() => {
+                    Some(event) = team_events.recv() => {
                         render.break_line();
-                        let _ = writeln!(render.out(), "{}", team_line(&style, &team));
+                        let line = team_line(&style, &event, &team_status.borrow());
+                        let _ = writeln!(render.out(), "{line}");
                     }
                     Some(pending) = approvals.recv(), if asking.is_none() => {
                         render.break_line();
@@ -290,6 +299,7 @@ enum Flow {
 fn slash_command(
     command: &str,
     agent: &mut roo_agent::agent_loop::Agent,
+    team: &TeamSlot,
     out: &mut RawWriter<Stdout>,
     style: &Style,
 ) -> Flow {
@@ -347,6 +357,9 @@ fn slash_command(
                 }
             },
         },
+        "team" | "tasks" => {
+            let _ = write!(out, "{}", team_command(name, team));
+        }
         other => {
             let _ = writeln!(
                 out,
@@ -360,11 +373,40 @@ fn slash_command(
     Flow::Continue
 }
 
-/// One styled line for a team event.
-fn team_line(style: &Style, event: &TeamEvent) -> String {
+/// The output of `/team` or `/tasks` for the team `slot` is bound to.
+pub fn team_command(name: &str, slot: &TeamSlot) -> String {
+    let Some(binding) = slot.get() else {
+        return "no team yet: the lead creates one with its TeamCreate tool (or start roo-lead with --team NAME)\n".to_string();
+    };
+    // Reads take no lock (PROTOCOL.md §2.3) and the files are small.
+    let shown = if name == "team" {
+        binding.team.config().map(|c| members_table(&c))
+    } else {
+        binding
+            .team
+            .tasks()
+            .list(&TaskFilter::default())
+            .map(|tasks| {
+                format!(
+                    "tasks of team {}\n{}",
+                    binding.team.name(),
+                    tasks_table(&tasks)
+                )
+            })
+    };
+    shown.unwrap_or_else(|e| format!("error: {e}\n"))
+}
+
+/// One styled line for a team event; a state change shows the whole status line.
+fn team_line(style: &Style, event: &TeamEvent, status: &Option<TeamStatus>) -> String {
     match event {
+        TeamEvent::MemberState { .. } if status.is_some() => {
+            style.dim(&status.as_ref().map(TeamStatus::line).unwrap_or_default())
+        }
         TeamEvent::Message { .. } => style.cyan(&event.line()),
-        TeamEvent::MemberState { .. } | TeamEvent::Notice { .. } => style.dim(&event.line()),
+        TeamEvent::Joined { .. } | TeamEvent::MemberState { .. } | TeamEvent::Notice { .. } => {
+            style.dim(&event.line())
+        }
     }
 }
 

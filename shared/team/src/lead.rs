@@ -26,7 +26,7 @@ use roo_agent::agent_loop::{SharedPolicy, TurnAction, TurnHook};
 use roo_agent::permissions::{Approval, Approver, PermissionMode, PermissionRequest};
 use roo_agent::tool::ToolRegistry;
 use roo_store::{
-    Message, MessageBody, Name, Outgoing, PermissionDecision, RooHome, Team, TaskFilter,
+    Message, MessageBody, Name, Outgoing, PermissionDecision, RooHome, TaskFilter, Team,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -289,8 +289,7 @@ impl RequestDecider for ApproverDecider {
             summary: format!("teammate {from}: {}", one_line(summary, 200)),
             input: input.clone(),
             reason: format!("{from} asks the lead to allow this call (once)"),
-            suggested_rule: "not saved for a teammate's call; a and y both allow once"
-                .to_string(),
+            suggested_rule: "not saved for a teammate's call; a and y both allow once".to_string(),
         }))
     }
 

@@ -29,12 +29,12 @@ pub use builder::{
     build_agent,
 };
 pub use delivery::InboxDelivery;
+pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
 pub use lead::status::{TeamStatus, spawn_monitor};
 pub use lead::{
     ApproverDecider, PolicyDecider, RequestDecider, SlotDelivery, TeamStateReminder, TeamWait,
     join_as_lead, spawn_request_answerer, wait_for_team,
 };
-pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use shutdown::ShutdownOnRequest;
 pub use trust::{Trust, TrustDecision, TrustQuestion};

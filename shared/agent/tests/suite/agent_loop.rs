@@ -621,10 +621,17 @@ async fn a_hook_restores_its_text_after_compaction() {
     let first = requests.last().unwrap().messages[0].text();
     assert!(first.contains("SUMMARY: read r0..r2"), "{first}");
     let (instructions, team) = (
-        first.find("Always use tabs.").expect("instructions restored"),
-        first.find("TEAM: alice busy").expect("the hook's text restored"),
+        first
+            .find("Always use tabs.")
+            .expect("instructions restored"),
+        first
+            .find("TEAM: alice busy")
+            .expect("the hook's text restored"),
     );
-    assert!(instructions < team, "instructions first, then the hooks: {first}");
+    assert!(
+        instructions < team,
+        "instructions first, then the hooks: {first}"
+    );
 }
 
 struct Inbox(Mutex<Vec<String>>);

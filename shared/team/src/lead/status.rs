@@ -282,7 +282,11 @@ fn observe(team: &Team, me: &Name) -> roo_store::Result<(TeamStatus, Vec<String>
             let mut text = format!(
                 "{} died: {}",
                 death.member.name,
-                death.member.dead_reason.as_deref().unwrap_or("unknown reason")
+                death
+                    .member
+                    .dead_reason
+                    .as_deref()
+                    .unwrap_or("unknown reason")
             );
             if !death.released.is_empty() {
                 let _ = write!(
