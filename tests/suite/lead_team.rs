@@ -1,0 +1,283 @@
+//! The lead's side of a team in a `roo-lead -p` run: it stays while teammates are busy,
+//! takes their messages as new turns and ends when they are idle; the team timeout; the
+//! stream-json teammate events; `--teammate-mode`; `--coordinator`. The teammate is
+//! played by the test with `roo-mail` and the team config (no model behind it).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use roo_store::{Name, RooHome, Team};
+use roo_tests::{MockLlm, TempHome, wait_until};
+use serde_json::Value;
+
+const TEAM: &str = "crew";
+
+/// Team `crew` led by `lead`, with `alice` busy (a roster entry: `is_active` absent).
+fn crew(home: &TempHome) {
+    home.mail()
+        .args([
+            "team", "create", "--team", TEAM, "--lead", "lead", "--member", "alice",
+        ])
+        .run()
+        .assert_ok();
+}
+
+fn team(home: &TempHome) -> Team {
+    Team::open(
+        &RooHome::new(home.path()),
+        Name::parse_as("team", TEAM).unwrap(),
+    )
+    .unwrap()
+}
+
+/// The assistant messages in the lead's session transcripts so far.
+fn lead_answers(home: &TempHome) -> usize {
+    let projects = home.path().join("projects");
+    let Ok(dirs) = std::fs::read_dir(&projects) else {
+        return 0;
+    };
+    let mut count = 0;
+    for dir in dirs.flatten() {
+        for file in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path: PathBuf = file.path();
+            if path.extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                count += text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .filter(|r| r["type"] == "message" && r["message"]["role"] == "assistant")
+                    .count();
+            }
+        }
+    }
+    count
+}
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad json line {l}: {e}")))
+        .collect()
+}
+
+const SCRIPT: &str = r#"
+agents:
+  lead:
+    - text: "Alice is on it; I wait for her report."
+    - when: {last_user_contains: "parser is done"}
+      text: "Alice finished the parser. All done."
+"#;
+
+#[test]
+fn a_headless_lead_waits_for_a_busy_teammate_takes_its_message_and_ends_when_it_is_idle() {
+    let home = TempHome::new();
+    crew(&home);
+    let script = home.home.write("script.yaml", SCRIPT);
+    let lead = home
+        .cmd("roo-lead")
+        .args(["-p", "Build the parser with alice.", "--team", TEAM])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--output-format", "stream-json"])
+        .spawn();
+    wait_until(
+        "the lead's first turn",
+        Duration::from_secs(20),
+        || (lead_answers(&home) >= 1).then_some(()),
+        || format!("{} answers", lead_answers(&home)),
+    );
+    // Alice is busy: the lead must still be there to take her message.
+    home.mail()
+        .args(["send", "--team", TEAM, "--as", "alice", "--to", "lead"])
+        .args(["--summary", "parser done", "the parser is done, tests pass"])
+        .run()
+        .assert_ok();
+    wait_until(
+        "the lead's turn on alice's message",
+        Duration::from_secs(20),
+        || (lead_answers(&home) >= 2).then_some(()),
+        || format!("{} answers", lead_answers(&home)),
+    );
+    team(&home).set_active("alice", false).unwrap();
+    let out = lead.wait();
+    out.assert_ok();
+    let lines = json_lines(&out.stdout());
+    let position = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(|l| pred(l));
+    let message = position(&|l| {
+        l["type"] == "teammate_message" && l["from"] == "alice" && l["preview"] == "parser done"
+    })
+    .unwrap_or_else(|| panic!("a teammate_message line: {lines:#?}"));
+    let idle = position(&|l| l["type"] == "teammate_idle" && l["name"] == "alice")
+        .unwrap_or_else(|| panic!("a teammate_idle line: {lines:#?}"));
+    assert!(
+        position(&|l| l["type"] == "teammate_busy" && l["name"] == "alice").is_some(),
+        "{lines:#?}"
+    );
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert!(message < idle && idle < lines.len() - 1, "{lines:#?}");
+    assert_eq!(result["result"], "Alice finished the parser. All done.");
+    assert_eq!(result["team"]["lead_runs"], 2);
+    // The message was delivered into the lead's context, not just read.
+    let inbox = home
+        .mail()
+        .args(["read", "--team", TEAM, "--as", "lead", "--json"])
+        .run();
+    let delivered = inbox.json();
+    assert!(
+        delivered
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| !m["delivered_at"].is_null()),
+        "{delivered:#}"
+    );
+}
+
+#[test]
+fn a_headless_lead_whose_teammate_never_goes_idle_stops_at_the_team_timeout() {
+    let home = TempHome::new();
+    crew(&home);
+    let script = home.home.write(
+        "script.yaml",
+        "agents:\n  lead:\n    - text: \"Waiting for alice.\"\n",
+    );
+    let out = home
+        .cmd("roo-lead")
+        .args([
+            "-p",
+            "Work with alice.",
+            "--team",
+            TEAM,
+            "--team-timeout",
+            "1",
+        ])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .run();
+    out.assert_code(1);
+    out.assert_stderr_contains(
+        "teammates still busy after the team timeout of 1 s (--team-timeout): alice",
+    );
+    out.assert_stdout_contains("Waiting for alice.");
+}
+
+#[test]
+fn a_lead_without_a_team_ends_with_its_turn_as_before() {
+    let home = TempHome::new();
+    let script = home.home.write(
+        "script.yaml",
+        "agents:\n  lead:\n    - text: \"Solo answer.\"\n",
+    );
+    home.cmd("roo-lead")
+        .args(["-p", "hi", "--provider", "script", "--script"])
+        .arg(&script)
+        .run()
+        .assert_ok()
+        .assert_stdout("Solo answer.\n");
+}
+
+#[test]
+fn an_unknown_team_is_a_usage_error() {
+    let home = TempHome::new();
+    let script = home.home.write("script.yaml", "- text: x\n");
+    let out = home
+        .cmd("roo-lead")
+        .args([
+            "-p",
+            "hi",
+            "--team",
+            "nosuch",
+            "--provider",
+            "script",
+            "--script",
+        ])
+        .arg(&script)
+        .run();
+    out.assert_code(2);
+    out.assert_stderr_contains("nosuch");
+}
+
+#[test]
+fn teammate_mode_tmux_is_a_usage_error_not_a_silent_fallback() {
+    let home = TempHome::new();
+    let script = home.home.write("script.yaml", "- text: x\n");
+    for (how, mode) in [("flag", "tmux"), ("env", "iterm2")] {
+        let mut cmd = home
+            .cmd("roo-lead")
+            .args(["-p", "hi", "--provider", "script", "--script"])
+            .arg(&script);
+        cmd = if how == "flag" {
+            cmd.args(["--teammate-mode", mode])
+        } else {
+            cmd.env("ROO_TEAMMATE_MODE", mode)
+        };
+        let out = cmd.run();
+        out.assert_code(2);
+        out.assert_stderr_contains(&format!(
+            "the {mode} backend comes with pane teammates; use --teammate-mode in-process"
+        ));
+    }
+    home.cmd("roo-lead")
+        .args(["-p", "hi", "--provider", "script", "--script"])
+        .arg(&script)
+        .env("ROO_TEAMMATE_MODE", "in-process")
+        .run()
+        .assert_ok();
+}
+
+#[test]
+fn coordinator_mode_sends_the_model_no_code_tools() {
+    let home = TempHome::new();
+    let tool_names = |coordinator: bool| -> Vec<String> {
+        let mock = MockLlm::start("agents:\n  \"*\":\n    - text: \"ok\"\n");
+        let mut cmd = home
+            .cmd("roo-lead")
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .args([
+                "-p",
+                "hi",
+                "--provider",
+                "anthropic",
+                "--model",
+                "claude-sonnet-4-5",
+            ])
+            .args(["--base-url", &mock.base_url("anthropic")]);
+        if coordinator {
+            cmd = cmd.arg("--coordinator");
+        }
+        cmd.run().assert_ok();
+        let requests = mock.requests();
+        requests[0].body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let normal = tool_names(false);
+    assert!(normal.iter().any(|t| t == "Bash"), "{normal:?}");
+    let coordinator = tool_names(true);
+    for code_tool in [
+        "ReadFile",
+        "WriteFile",
+        "EditFile",
+        "Bash",
+        "Glob",
+        "Grep",
+        "EnterPlanMode",
+        "ExitPlanMode",
+    ] {
+        assert!(
+            !coordinator.iter().any(|t| t == code_tool),
+            "{code_tool} in {coordinator:?}"
+        );
+    }
+}
