@@ -281,3 +281,196 @@ fn coordinator_mode_sends_the_model_no_code_tools() {
         );
     }
 }
+
+/// alice's inbox, as JSON messages.
+fn inbox(home: &TempHome, member: &str) -> Vec<Value> {
+    home.mail()
+        .args(["read", "--team", TEAM, "--as", member, "--json"])
+        .run()
+        .json()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn answer<'a>(messages: &'a [Value], request_id: &str) -> Option<&'a Value> {
+    messages.iter().find(|m| m["request_id"] == request_id)
+}
+
+#[test]
+fn a_headless_lead_answers_teammates_requests_by_its_own_policy_and_never_leaves_them_waiting() {
+    let home = TempHome::new();
+    crew(&home);
+    let script = home.home.write(
+        "script.yaml",
+        "agents:\n  lead:\n    - text: \"Waiting for alice.\"\n",
+    );
+    let lead = home
+        .cmd("roo-lead")
+        .args(["-p", "Work with alice.", "--team", TEAM])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .spawn();
+    let ask = |id: &str, args: &[&str]| {
+        home.mail()
+            .args([
+                "send",
+                "--team",
+                TEAM,
+                "--as",
+                "alice",
+                "--to",
+                "lead",
+                "--request-id",
+                id,
+            ])
+            .args(args)
+            .run()
+            .assert_ok();
+    };
+    // A read inside the project: the lead's default mode runs reads without asking.
+    ask(
+        "req-read",
+        &[
+            "--type",
+            "permission_request",
+            "--tool",
+            "ReadFile",
+            "--input",
+            r#"{"path": "notes.txt"}"#,
+        ],
+    );
+    // A command: the lead would have to ask, and nobody is there.
+    ask(
+        "req-bash",
+        &[
+            "--type",
+            "permission_request",
+            "--tool",
+            "Bash",
+            "--input",
+            r#"{"command": "touch x"}"#,
+        ],
+    );
+    ask(
+        "req-plan",
+        &[
+            "--type",
+            "plan_approval_request",
+            "--plan",
+            "1. edit the parser",
+        ],
+    );
+    let answers = wait_until(
+        "the lead's answers in alice's inbox",
+        Duration::from_secs(20),
+        || {
+            let messages = inbox(&home, "alice");
+            ["req-read", "req-bash", "req-plan"]
+                .iter()
+                .all(|id| answer(&messages, id).is_some())
+                .then_some(messages)
+        },
+        || format!("{:#?}", inbox(&home, "alice")),
+    );
+    let read = answer(&answers, "req-read").unwrap();
+    assert_eq!(read["type"], "permission_response");
+    assert_eq!(read["decision"], "allow", "{read:#}");
+    let bash = answer(&answers, "req-bash").unwrap();
+    assert_eq!(bash["decision"], "deny", "{bash:#}");
+    let reason = bash["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("headless") && reason.contains("nobody can approve"),
+        "{reason}"
+    );
+    let plan = answer(&answers, "req-plan").unwrap();
+    assert_eq!(plan["type"], "plan_approval_response");
+    assert_eq!(plan["approve"], false, "{plan:#}");
+    // The requests are answered, not left unread for the lead's model.
+    assert!(
+        inbox(&home, "lead").iter().all(|m| m["read"] == true),
+        "{:#?}",
+        inbox(&home, "lead")
+    );
+    team(&home).set_active("alice", false).unwrap();
+    lead.wait()
+        .assert_ok()
+        .assert_stdout_contains("Waiting for alice.");
+}
+
+#[test]
+fn the_team_state_is_restored_to_the_lead_after_a_compaction() {
+    let home = TempHome::new();
+    crew(&home);
+    team(&home).set_active("alice", false).unwrap();
+    home.task()
+        .args([
+            "create",
+            "--team",
+            TEAM,
+            "--as",
+            "lead",
+            "--subject",
+            "Write the parser",
+            "--owner",
+            "alice",
+        ])
+        .run()
+        .assert_ok();
+    home.home.write("config.yaml", "context_window: 10000\n");
+    // Three rounds of 5,000 characters each, the last reporting a prompt over 80 % of
+    // the window: the fourth turn compacts first.
+    let pad = "x".repeat(5000);
+    let round = |tokens: u64| {
+        format!(
+            "    - text: \"{pad}\"\n      tool_calls:\n        - {{name: Glob, input: {{pattern: \"*.none\"}}}}\n      usage: {{input_tokens: {tokens}, output_tokens: 10}}\n"
+        )
+    };
+    let script = format!(
+        "agents:\n  lead:\n{}{}{}    - when: {{last_user_contains: \"Summarize the conversation\"}}\n      text: \"SUMMARY of the rounds\"\n      usage: {{input_tokens: 500, output_tokens: 10}}\n    - text: \"Done after compaction.\"\n",
+        round(3000),
+        round(6000),
+        round(9000),
+    );
+    let script = home.home.write("script.yaml", &script);
+    home.cmd("roo-lead")
+        .args(["-p", "Coordinate the parser work.", "--team", TEAM])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("Done after compaction.");
+    // The transcript's compaction record: the kept conversation starts with the team
+    // state.
+    let projects = home.path().join("projects");
+    let project = std::fs::read_dir(&projects)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let session = std::fs::read_dir(&project)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let records: Vec<Value> = std::fs::read_to_string(session)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let compaction = records
+        .iter()
+        .find(|r| r["type"] == "replace")
+        .unwrap_or_else(|| panic!("a compaction record: {records:#?}"));
+    let first = compaction["messages"][0].to_string();
+    assert!(first.contains("SUMMARY of the rounds"), "{first}");
+    assert!(
+        first.contains("you lead team crew") && first.contains("alice (idle)"),
+        "{first}"
+    );
+    assert!(
+        first.contains("#1 [pending, alice] Write the parser"),
+        "{first}"
+    );
+}
