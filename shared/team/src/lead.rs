@@ -520,3 +520,172 @@ pub fn join_as_lead(
         router,
     })?)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use roo_store::{Member, MessageId};
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::event::{TeamEvent, team_events};
+
+    fn name(s: &str) -> Name {
+        Name::parse_as("name", s).unwrap()
+    }
+
+    fn create(dir: &Path, team: &str) -> Team {
+        let team = name(team);
+        Team::create(
+            &RooHome::new(dir),
+            team.clone(),
+            "",
+            Member::new(name("lead"), &team),
+            vec![Member::new(name("alice"), &team)],
+        )
+        .unwrap()
+    }
+
+    /// The lead's binding to `team`, its router built the way TeamCreate builds it
+    /// (without events).
+    fn lead_binding(team: &Team) -> TeamBinding {
+        TeamBinding {
+            team: team.clone(),
+            me: name("lead"),
+            lead: name("lead"),
+            router: InboxRouter::new(team.mailbox(), name("lead")),
+        }
+    }
+
+    fn send(team: &Team, summary: &str) -> MessageId {
+        team.mailbox()
+            .send(&name("alice"), "lead", Outgoing::text("body", summary))
+            .unwrap()[0]
+            .id
+            .clone()
+    }
+
+    async fn next_message(events: &mut mpsc::Receiver<TeamEvent>) -> TeamEvent {
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+                .await
+                .expect("an event in time")
+                .expect("the channel is open");
+            if matches!(event, TeamEvent::Message { .. }) {
+                return event;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn slot_delivery_does_nothing_unbound_and_delivers_the_current_teams_inbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = create(dir.path(), "one");
+        let second = create(dir.path(), "two");
+        let slot = TeamSlot::new();
+        let hook = SlotDelivery::new(slot.clone());
+        let waiting = send(&first, "before the lead had a team");
+        assert_eq!(hook.before_turn().await, TurnAction::Continue);
+
+        slot.bind(lead_binding(&first)).unwrap();
+        let TurnAction::Inject(texts) = hook.before_turn().await else {
+            panic!("the bound team's message is injected");
+        };
+        assert!(texts[0].contains("before the lead had a team"), "{texts:?}");
+        hook.injected().await;
+        let inbox = first
+            .mailbox()
+            .read(&name("lead"), &Default::default())
+            .unwrap();
+        let delivered = inbox.iter().find(|m| m.id == waiting).unwrap();
+        assert!(
+            delivered.delivered_at.is_some(),
+            "marked delivered once injected"
+        );
+        assert_eq!(
+            hook.before_turn().await,
+            TurnAction::Continue,
+            "delivered once"
+        );
+
+        // TeamDelete, then another team: the hook follows the slot.
+        slot.clear();
+        send(&first, "to the old team");
+        assert_eq!(hook.before_turn().await, TurnAction::Continue);
+        slot.bind(lead_binding(&second)).unwrap();
+        send(&second, "to the new team");
+        let TurnAction::Inject(texts) = hook.before_turn().await else {
+            panic!("the new team's message is injected");
+        };
+        assert!(texts[0].contains("to the new team"), "{texts:?}");
+        assert!(!texts[0].contains("to the old team"), "{texts:?}");
+    }
+
+    #[tokio::test]
+    async fn the_monitor_reports_messages_of_a_router_bound_without_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "one");
+        let slot = TeamSlot::new();
+        let (sender, mut events) = team_events();
+        let cancel = CancellationToken::new();
+        let mut status = status::spawn_monitor(slot.clone(), sender, cancel.clone());
+        let bound = slot.bind(lead_binding(&team)).unwrap();
+        // The monitor reports alice's state once bound, then the router's messages.
+        let alice = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                status.changed().await.unwrap();
+                if let Some(s) = status.borrow().clone() {
+                    return s;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(alice.line(), "team one · alice busy");
+        send(&team, "parser done");
+        bound.router.poll().await.unwrap();
+        assert_eq!(
+            next_message(&mut events).await,
+            TeamEvent::Message {
+                from: name("alice"),
+                kind: "text",
+                preview: "parser done".to_string()
+            }
+        );
+        cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn the_team_wait_returns_input_settled_or_timed_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "one");
+        let slot = TeamSlot::new();
+        let (_, mut status) = watch::channel(None);
+        let soon = || tokio::time::Instant::now() + Duration::from_millis(300);
+        assert_eq!(
+            wait_for_team(&slot, &mut status, soon()).await,
+            TeamWait::Unbound
+        );
+        slot.bind(lead_binding(&team)).unwrap();
+        assert_eq!(
+            wait_for_team(&slot, &mut status, soon()).await,
+            TeamWait::TimedOut {
+                busy: vec![name("alice")]
+            }
+        );
+        send(&team, "news");
+        assert_eq!(
+            wait_for_team(&slot, &mut status, soon()).await,
+            TeamWait::Input
+        );
+        slot.get().unwrap().router.take_conversation();
+        team.set_active("alice", false).unwrap();
+        // What the router has handed out (to the delivery hook) no longer holds the
+        // lead: with alice idle, the team is settled.
+        assert_eq!(
+            wait_for_team(&slot, &mut status, soon()).await,
+            TeamWait::Settled
+        );
+    }
+}

@@ -340,3 +340,181 @@ fn changes(before: Option<&TeamStatus>, now: &TeamStatus) -> Vec<TeamEvent> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use roo_store::{NewTask, RooHome, TaskId};
+
+    use super::*;
+
+    fn name(s: &str) -> Name {
+        Name::parse_as("name", s).unwrap()
+    }
+
+    /// Team `crew`: lead, alice (busy), bob (idle), carol (marked dead); tasks 1 in
+    /// progress by alice, 2 pending blocked by 1, 3 completed.
+    fn crew(dir: &std::path::Path) -> Team {
+        let home = RooHome::new(dir);
+        let team_name = name("crew");
+        let members = ["alice", "bob", "carol"]
+            .iter()
+            .map(|m| Member::new(name(m), &team_name))
+            .collect();
+        let team = Team::create(
+            &home,
+            team_name.clone(),
+            "ship\nthe parser",
+            Member::new(name("lead"), &team_name),
+            members,
+        )
+        .unwrap();
+        team.set_active("bob", false).unwrap();
+        team.mark_dead("carol", "its process 4242 is no longer running")
+            .unwrap();
+        let tasks = team.tasks();
+        let new = |subject: &str| NewTask {
+            subject: subject.to_string(),
+            ..NewTask::default()
+        };
+        let one = tasks.create(new("Write the parser")).unwrap();
+        tasks
+            .create(NewTask {
+                blocked_by: vec![one.id.clone()],
+                ..new("Test the parser\x1b[2J")
+            })
+            .unwrap();
+        let three = tasks.create(new("Set up CI")).unwrap();
+        let claim = roo_store::ClaimOptions::default();
+        tasks.claim(&one.id, &name("alice"), &claim).unwrap();
+        tasks.claim(&three.id, &name("bob"), &claim).unwrap();
+        tasks
+            .update(
+                &three.id,
+                roo_store::TaskPatch {
+                    status: Some(TaskStatus::Completed),
+                    by: Some(name("bob")),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(three.id, TaskId::parse("3").unwrap());
+        team
+    }
+
+    #[test]
+    fn the_status_line_names_every_teammate_with_its_state_and_never_the_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = crew(dir.path());
+        let status = TeamStatus::read(&team).unwrap();
+        assert_eq!(
+            status.line(),
+            "team crew · alice busy · bob idle · carol dead"
+        );
+        assert_eq!(status.busy(), vec![name("alice")]);
+        assert!(!status.settled());
+        team.set_active("alice", false).unwrap();
+        assert!(
+            TeamStatus::read(&team).unwrap().settled(),
+            "dead counts as gone"
+        );
+    }
+
+    #[test]
+    fn slash_team_lists_members_with_states_and_why_one_is_dead() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crew(dir.path()).config().unwrap();
+        let table = members_table(&config);
+        let lines: Vec<&str> = table.lines().map(str::trim_end).collect();
+        assert_eq!(lines[0], "team crew — ship the parser");
+        assert_eq!(lines[1], "  lead                 lead");
+        assert_eq!(lines[2], "  alice                busy");
+        assert_eq!(lines[3], "  bob                  idle");
+        assert_eq!(
+            lines[4],
+            "  carol                dead   (its process 4242 is no longer running)"
+        );
+        assert_eq!(lines.len(), 5);
+    }
+
+    #[test]
+    fn slash_tasks_lists_status_owner_and_open_blockers_without_control_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = crew(dir.path());
+        let tasks = team.tasks().list(&Default::default()).unwrap();
+        let table = tasks_table(&tasks);
+        let lines: Vec<&str> = table.lines().map(str::trim_end).collect();
+        assert_eq!(
+            lines,
+            [
+                "  #1    in_progress alice                Write the parser",
+                "  #2    pending     -                    Test the parser [2J  (blocked by #1)",
+                "  #3    completed   bob                  Set up CI",
+                "1 of 3 completed",
+            ]
+        );
+        assert_eq!(tasks_table(&[]), "no tasks\n");
+    }
+
+    #[test]
+    fn the_summary_after_compaction_has_states_and_only_open_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = crew(dir.path());
+        let config = team.config().unwrap();
+        let tasks = team.tasks().list(&Default::default()).unwrap();
+        assert_eq!(
+            team_summary(&config, &tasks),
+            "Team state (restored after the conversation was compacted): you lead team crew.\n\
+             Teammates: alice (busy), bob (idle), carol (dead)\n\
+             Open tasks (2 open, 1 completed):\n\
+             - #1 [in_progress, alice] Write the parser\n\
+             - #2 [pending] Test the parser [2J"
+        );
+    }
+
+    #[test]
+    fn changes_report_new_teammates_state_changes_and_departures() {
+        let status = |members: &[(&str, MemberState)]| TeamStatus {
+            team: name("crew"),
+            members: members
+                .iter()
+                .map(|(n, state)| MemberStatus {
+                    name: name(n),
+                    state: *state,
+                })
+                .collect(),
+        };
+        let first = status(&[("alice", MemberState::Busy)]);
+        assert_eq!(
+            changes(None, &first),
+            [TeamEvent::MemberState {
+                name: name("alice"),
+                state: MemberState::Busy
+            }]
+        );
+        assert!(
+            changes(Some(&first), &first).is_empty(),
+            "no change, no event"
+        );
+        let second = status(&[("alice", MemberState::Idle), ("bob", MemberState::Busy)]);
+        assert_eq!(
+            changes(Some(&first), &second),
+            [
+                TeamEvent::MemberState {
+                    name: name("alice"),
+                    state: MemberState::Idle
+                },
+                TeamEvent::Joined { name: name("bob") },
+                TeamEvent::MemberState {
+                    name: name("bob"),
+                    state: MemberState::Busy
+                },
+            ]
+        );
+        assert_eq!(
+            changes(Some(&second), &status(&[("bob", MemberState::Busy)])),
+            [TeamEvent::Notice {
+                text: "alice left the team".to_string()
+            }]
+        );
+    }
+}
