@@ -474,3 +474,112 @@ fn the_team_state_is_restored_to_the_lead_after_a_compaction() {
         "{first}"
     );
 }
+
+#[test]
+fn the_interactive_lead_shows_teammates_answers_their_questions_and_lists_team_and_tasks() {
+    let home = TempHome::new();
+    crew(&home);
+    home.task()
+        .args([
+            "create",
+            "--team",
+            TEAM,
+            "--as",
+            "lead",
+            "--subject",
+            "Write the parser",
+            "--owner",
+            "alice",
+        ])
+        .run()
+        .assert_ok();
+    let script = home.home.write(
+        "session.yaml",
+        r#"
+agents:
+  lead:
+    - when: {last_user_contains: "the parser is done"}
+      text: "Alice reported the parser done."
+"#,
+    );
+    let command = format!(
+        "{} --provider script --script {} --trust-project --team {TEAM}",
+        roo_tests::bin("roo-lead").display(),
+        script.display()
+    );
+    let tmux = roo_tests::Tmux::start(
+        home.cwd.path(),
+        &[("ROO_HOME", home.path().display().to_string())],
+        &command,
+    );
+    tmux.wait_for("the banner and the team's status line", |s| {
+        s.contains("RooCode") && s.contains("team crew · alice busy")
+    });
+    tmux.type_text("/team");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("/team", |s| {
+        s.contains("team crew") && s.contains("  alice                busy")
+    });
+    tmux.type_text("/tasks");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("/tasks", |s| {
+        s.contains("#1    pending     alice                Write the parser")
+            && s.contains("0 of 1 completed")
+    });
+    // While the user types: a message preview, then a question.
+    tmux.type_text("half-typed");
+    home.mail()
+        .args(["send", "--team", TEAM, "--as", "alice", "--to", "lead"])
+        .args(["--summary", "parser done", "the parser is done, tests pass"])
+        .run()
+        .assert_ok();
+    tmux.wait_for("the preview", |s| s.contains("✉ alice: parser done"));
+    home.mail()
+        .args([
+            "send",
+            "--team",
+            TEAM,
+            "--as",
+            "alice",
+            "--to",
+            "lead",
+            "--request-id",
+            "req-1",
+        ])
+        .args([
+            "--type",
+            "permission_request",
+            "--tool",
+            "Bash",
+            "--input",
+            r#"{"command": "make"}"#,
+        ])
+        .args(["--summary", "Bash(make)"])
+        .run()
+        .assert_ok();
+    tmux.wait_for("the teammate's question", |s| {
+        s.contains("teammate alice: Bash(make)") && s.contains("[y] yes")
+    });
+    tmux.keys(&["y"]);
+    let answered = wait_until(
+        "the answer in alice's inbox",
+        Duration::from_secs(20),
+        || {
+            let messages = inbox(&home, "alice");
+            answer(&messages, "req-1").cloned()
+        },
+        || format!("{:#?}\n{}", inbox(&home, "alice"), tmux.screen()),
+    );
+    assert_eq!(answered["decision"], "allow", "{answered:#}");
+    team(&home).set_active("alice", false).unwrap();
+    tmux.wait_for("the refreshed status line", |s| {
+        s.contains("team crew · alice idle")
+    });
+    // The unfinished input survived; the message enters the next turn.
+    tmux.keys(&["C-u"]);
+    tmux.type_text("what did alice say?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the turn with alice's message", |s| {
+        s.contains("Alice reported the parser done.")
+    });
+}

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::terminal;
 use roo_agent::event::EventSink;
-use roo_agent::permissions::{Approval, PermissionMode};
+use roo_agent::permissions::{Approval, PermissionMode, PermissionRequest};
 use roo_store::TaskFilter;
 use roo_team::lead::status::{members_table, tasks_table};
 use roo_team::{TeamEvent, TeamSlot, TeamStatus};
@@ -144,6 +144,7 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
     }
 
     let mut last_ctrl_c: Option<Instant> = None;
+    let mut idle_question: Option<PendingApproval> = None;
     loop {
         // Read one line.
         let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
@@ -155,6 +156,16 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                     Some(event) => event,
                     None => return Ok(ExitCode::from(exit::OK)),
                 },
+                // A teammate's question while the lead is idle: asked above the prompt,
+                // answered with the next y / n / a key.
+                Some(pending) = approvals.recv(), if idle_question.is_none() => {
+                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                    for line in question_lines(&style, &pending.request, false) {
+                        let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                    }
+                    idle_question = Some(pending);
+                    continue;
+                }
                 Some(team) = team_events.recv() => {
                     let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
                     let line = team_line(&style, &team, &team_status.borrow());
@@ -162,6 +173,22 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                     continue;
                 }
             };
+            if let Event::Key(key) = &event
+                && key.kind != KeyEventKind::Release
+                && !is_ctrl_c(key)
+                && let Some(pending) = idle_question.take()
+            {
+                match answer(key) {
+                    Some(approval) => {
+                        let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                        let label = style.dim(answer_label(&approval));
+                        let _ = editor.print_above(render.out(), &label, PROMPT, width);
+                        let _ = pending.reply.send(approval);
+                    }
+                    None => idle_question = Some(pending),
+                }
+                continue;
+            }
             let action = match event {
                 Event::Key(key) if key.kind != KeyEventKind::Release => {
                     if !is_ctrl_c(&key) {
@@ -411,26 +438,36 @@ fn team_line(style: &Style, event: &TeamEvent, status: &Option<TeamStatus>) -> S
 }
 
 fn ask(out: &mut RawWriter<Stdout>, style: &Style, pending: &PendingApproval) {
-    let request = &pending.request;
-    let _ = writeln!(
-        out,
+    for line in question_lines(style, &pending.request, true) {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+}
+
+/// A permission question as lines: what, why, the keys. `running`: Esc also stops the
+/// run (there is none while the lead is idle).
+fn question_lines(style: &Style, request: &PermissionRequest, running: bool) -> Vec<String> {
+    let mut lines = vec![format!(
         "{} {}",
         style.yellow("?"),
         style.bold(&request.summary)
-    );
+    )];
     if !request.reason.is_empty() {
-        let _ = writeln!(out, "  {}", style.dim(&request.reason));
+        lines.push(format!("  {}", style.dim(&request.reason)));
     }
-    let _ = writeln!(
-        out,
+    lines.push(format!(
         "  {} yes   {} no   {} always (saves: {})   {}",
         style.bold("[y]"),
         style.bold("[n]"),
         style.bold("[a]"),
         request.suggested_rule,
-        style.dim("(Esc: no, and stop)")
-    );
-    let _ = out.flush();
+        style.dim(if running {
+            "(Esc: no, and stop)"
+        } else {
+            "(Esc: no)"
+        })
+    ));
+    lines
 }
 
 fn answer(key: &KeyEvent) -> Option<Approval> {

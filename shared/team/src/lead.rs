@@ -299,7 +299,7 @@ impl RequestDecider for ApproverDecider {
             summary: format!("teammate {from} asks to approve its plan"),
             input: serde_json::json!({ "plan": plan }),
             reason: one_line(plan, 400),
-            suggested_rule: "not saved; a and y both approve".to_string(),
+            suggested_rule: "nothing, a plan is approved once".to_string(),
         }))
     }
 }
