@@ -102,6 +102,23 @@ fn a_headless_lead_waits_for_a_busy_teammate_takes_its_message_and_ends_when_it_
         || (lead_answers(&home) >= 2).then_some(()),
         || format!("{} answers", lead_answers(&home)),
     );
+    // bob joins and dies while alice works: spawned and dead lines; dead is gone, not busy.
+    home.mail()
+        .args(["team", "add", "--team", TEAM, "bob"])
+        .run()
+        .assert_ok();
+    home.mail()
+        .args([
+            "team",
+            "mark-dead",
+            "--team",
+            TEAM,
+            "bob",
+            "--reason",
+            "killed by the test",
+        ])
+        .run()
+        .assert_ok();
     team(&home).set_active("alice", false).unwrap();
     let out = lead.wait();
     out.assert_ok();
@@ -115,6 +132,14 @@ fn a_headless_lead_waits_for_a_busy_teammate_takes_its_message_and_ends_when_it_
         .unwrap_or_else(|| panic!("a teammate_idle line: {lines:#?}"));
     assert!(
         position(&|l| l["type"] == "teammate_busy" && l["name"] == "alice").is_some(),
+        "{lines:#?}"
+    );
+    assert!(
+        position(&|l| l["type"] == "teammate_spawned" && l["name"] == "bob").is_some(),
+        "{lines:#?}"
+    );
+    assert!(
+        position(&|l| l["type"] == "teammate_dead" && l["name"] == "bob").is_some(),
         "{lines:#?}"
     );
     let result = lines.last().unwrap();

@@ -109,8 +109,16 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
             }
         }
     }
+    if let Some(binding) = built.team.get() {
+        // Let the monitor report the states the team ended in before the printer drains.
+        roo_team::lead::status::monitor_caught_up(
+            &binding.team,
+            &mut built.team_status,
+            Duration::from_secs(2),
+        )
+        .await;
+    }
     drop(sink);
-    // Let the monitor report the last states before the printer drains.
     let _ = printer.await;
     signals.abort();
 

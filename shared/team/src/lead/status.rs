@@ -270,6 +270,21 @@ pub fn spawn_monitor(
     rx
 }
 
+/// Waits (at most `limit`) until the monitor's status shows what `team`'s config shows
+/// now, so the events of every change up to now are sent: a headless lead calls it
+/// before it exits, so its last lines report the states it ended on.
+pub async fn monitor_caught_up(
+    team: &Team,
+    status: &mut watch::Receiver<Option<TeamStatus>>,
+    limit: Duration,
+) {
+    let team = team.clone();
+    let Ok(Ok(now)) = tokio::task::spawn_blocking(move || TeamStatus::read(&team)).await else {
+        return;
+    };
+    let _ = tokio::time::timeout(limit, status.wait_for(|seen| seen.as_ref() == Some(&now))).await;
+}
+
 /// Reads the status; declares dead the teammates whose process is gone (each reported
 /// once, with the tasks released).
 fn observe(team: &Team, me: &Name) -> roo_store::Result<(TeamStatus, Vec<String>)> {
