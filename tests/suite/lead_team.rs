@@ -123,7 +123,7 @@ fn a_headless_lead_waits_for_a_busy_teammate_takes_its_message_and_ends_when_it_
     let out = lead.wait();
     out.assert_ok();
     let lines = json_lines(&out.stdout());
-    let position = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(|l| pred(l));
+    let position = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred);
     let message = position(&|l| {
         l["type"] == "teammate_message" && l["from"] == "alice" && l["preview"] == "parser done"
     })
