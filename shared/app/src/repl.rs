@@ -312,6 +312,11 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         while let Ok(event) = events.try_recv() {
             render.event(&event);
         }
+        // A teammate's question still open when the lead's run ended stays open: it is
+        // answered at the prompt (the lead's own questions end with its run).
+        if let Some(pending) = asking.take() {
+            idle_question = Some(pending);
+        }
         if exit_after {
             return Ok(ExitCode::from(exit::OK));
         }

@@ -431,12 +431,17 @@ const WAIT_TICK: Duration = Duration::from_millis(250);
 /// A headless lead's wait between its turns: returns [`TeamWait::Input`] as soon as a
 /// message for the conversation is queued, [`TeamWait::Settled`] once every teammate is
 /// idle or dead and the inbox holds nothing unread, [`TeamWait::TimedOut`] at
-/// `deadline`. Requests are left to [`spawn_request_answerer`].
+/// `deadline`. Requests are left to [`spawn_request_answerer`]. Wakes on the router's
+/// conversation queue and the monitor's status, and looks again every 250 ms anyway.
 pub async fn wait_for_team(
     slot: &TeamSlot,
     status: &mut watch::Receiver<Option<TeamStatus>>,
     deadline: tokio::time::Instant,
 ) -> TeamWait {
+    // Once the router stopped (or the monitor ended), its wake-ups resolve at once:
+    // stop selecting on them and rely on the tick.
+    let mut router_open = true;
+    let mut monitor_open = true;
     loop {
         let Some(binding) = slot.get() else {
             return TeamWait::Unbound;
@@ -464,8 +469,8 @@ pub async fn wait_for_team(
             Err(busy) => busy,
         };
         tokio::select! {
-            _ = binding.router.input() => {}
-            _ = status.changed() => {}
+            open = binding.router.conversation(), if router_open => router_open = open,
+            changed = status.changed(), if monitor_open => monitor_open = changed.is_ok(),
             _ = tokio::time::sleep(WAIT_TICK) => {}
             _ = tokio::time::sleep_until(deadline) => {
                 let busy = if busy.is_empty() {

@@ -456,6 +456,26 @@ impl InboxRouter {
         }
     }
 
+    /// Resolves when messages wait for the conversation (`true`) or the router stopped
+    /// (`false`): what a headless lead waits on between its turns.
+    pub async fn conversation(&self) -> bool {
+        let mut changed = self.inner.changed.subscribe();
+        loop {
+            {
+                let state = self.inner.state();
+                if !state.conversation.is_empty() {
+                    return true;
+                }
+                if state.stopped {
+                    return false;
+                }
+            }
+            if changed.changed().await.is_err() {
+                return false;
+            }
+        }
+    }
+
     /// Dispatches on every change of the inbox until `cancel`: file-change notification
     /// wakes it within milliseconds, polling catches what a notification missed. A read
     /// that fails (a lock held too long, a corrupt file) is reported and retried on the
