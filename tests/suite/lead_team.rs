@@ -411,11 +411,18 @@ fn a_headless_lead_answers_teammates_requests_by_its_own_policy_and_never_leaves
     let plan = answer(&answers, "req-plan").unwrap();
     assert_eq!(plan["type"], "plan_approval_response");
     assert_eq!(plan["approve"], false, "{plan:#}");
-    // The requests are answered, not left unread for the lead's model.
-    assert!(
-        inbox(&home, "lead").iter().all(|m| m["read"] == true),
-        "{:#?}",
-        inbox(&home, "lead")
+    // The requests are acknowledged once answered (right after the answers are sent),
+    // not left unread for the lead's model.
+    wait_until(
+        "the lead's inbox acknowledged",
+        Duration::from_secs(20),
+        || {
+            inbox(&home, "lead")
+                .iter()
+                .all(|m| m["read"] == true && !m["acknowledged_at"].is_null())
+                .then_some(())
+        },
+        || format!("{:#?}", inbox(&home, "lead")),
     );
     team(&home).set_active("alice", false).unwrap();
     lead.wait()
