@@ -185,7 +185,11 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     crate::logging::init(&roo_home, "roo-lead");
     let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
     let lead_name = settings.identity.name.clone();
+    // The team machinery exists before the agent, so the team tools (in
+    // `settings.tools.extra`) can get the slot, the event sender and the lifetime token.
     let slot = TeamSlot::new();
+    let (team_sender, team_events) = team_events();
+    let team_tasks = CancellationToken::new();
     settings
         .hooks
         .push(Arc::new(SlotDelivery::new(slot.clone())));
@@ -194,8 +198,6 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         .push(Arc::new(TeamStateReminder::new(slot.clone())));
     let approver = settings.approver.clone();
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
-    let (team_sender, team_events) = team_events();
-    let team_tasks = CancellationToken::new();
     let decider: Arc<dyn RequestDecider> = if interactive {
         Arc::new(ApproverDecider { approver })
     } else {
