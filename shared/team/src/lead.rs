@@ -692,4 +692,94 @@ mod tests {
             TeamWait::Settled
         );
     }
+
+    fn decider(dir: &Path, mode: PermissionMode) -> PolicyDecider {
+        let mut tools = ToolRegistry::new();
+        for tool in roo_agent::tools::builtin_tools() {
+            tools.register(tool);
+        }
+        let policy = roo_agent::permissions::PermissionPolicy::new(
+            dir.to_path_buf(),
+            mode,
+            roo_agent::permissions::RuleSet::new(),
+        );
+        PolicyDecider {
+            policy: Arc::new(std::sync::RwLock::new(policy)),
+            tools,
+            project_root: dir.to_path_buf(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_headless_lead_allows_only_what_its_own_policy_runs_without_asking() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let alice = name("alice");
+        let strict = decider(&root, PermissionMode::Default);
+        let read = serde_json::json!({"path": "notes.txt"});
+        assert!(strict.permission(&alice, "ReadFile", &read, "").await.allow);
+        let write = serde_json::json!({"path": "notes.txt", "content": "x"});
+        let denied = strict.permission(&alice, "WriteFile", &write, "").await;
+        assert!(!denied.allow);
+        assert!(
+            denied.reason.contains("nobody can approve"),
+            "{}",
+            denied.reason
+        );
+        let outside = serde_json::json!({"path": "/etc/passwd"});
+        assert!(
+            !strict
+                .permission(&alice, "ReadFile", &outside, "")
+                .await
+                .allow
+        );
+        let unknown = strict.permission(&alice, "Teleport", &read, "").await;
+        assert!(
+            !unknown.allow && unknown.reason.contains("no Teleport tool"),
+            "{}",
+            unknown.reason
+        );
+        assert!(!strict.plan(&alice, "1. edit").await.allow);
+
+        let edits = decider(&root, PermissionMode::AcceptEdits);
+        assert!(
+            edits
+                .permission(&alice, "WriteFile", &write, "")
+                .await
+                .allow
+        );
+        assert!(edits.plan(&alice, "1. edit").await.allow);
+    }
+
+    #[tokio::test]
+    async fn only_the_teams_lead_can_join_it_as_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        create(dir.path(), "one");
+        let home = RooHome::new(dir.path());
+        let slot = TeamSlot::new();
+        let (events, _rx) = team_events();
+        let err =
+            join_as_lead(&slot, &home, name("one"), name("alice"), events.clone()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "team one is led by lead, not by alice; a lead can only lead its own team"
+        );
+        assert!(slot.get().is_none());
+        let bound = join_as_lead(&slot, &home, name("one"), name("lead"), events.clone()).unwrap();
+        assert!(bound.is_lead());
+        assert!(matches!(
+            join_as_lead(&slot, &home, name("one"), name("lead"), events.clone()),
+            Err(JoinError::Bound(_))
+        ));
+        assert!(matches!(
+            join_as_lead(
+                &TeamSlot::new(),
+                &home,
+                name("nosuch"),
+                name("lead"),
+                events
+            ),
+            Err(JoinError::Store(_))
+        ));
+    }
 }
