@@ -566,32 +566,34 @@ agents:
         .run()
         .assert_ok();
     tmux.wait_for("the preview", |s| s.contains("✉ alice: parser done"));
-    home.mail()
-        .args([
-            "send",
-            "--team",
-            TEAM,
-            "--as",
-            "alice",
-            "--to",
-            "lead",
-            "--request-id",
-            "req-1",
-        ])
-        .args([
-            "--type",
-            "permission_request",
-            "--tool",
-            "Bash",
-            "--input",
-            r#"{"command": "make"}"#,
-        ])
-        .args(["--summary", "Bash(make)"])
-        .run()
-        .assert_ok();
+    // Anyone can write into the lead's inbox: a question from a non-member is never
+    // shown (sent first, it would otherwise be asked first).
+    let ask = |from: &str, id: &str, command: &str| {
+        home.mail()
+            .args(["send", "--team", TEAM, "--as", from, "--to", "lead"])
+            .args([
+                "--request-id",
+                id,
+                "--type",
+                "permission_request",
+                "--tool",
+                "Bash",
+            ])
+            .args(["--input", &format!(r#"{{"command": "{command}"}}"#)])
+            .args(["--summary", &format!("Bash({command})")])
+            .run()
+            .assert_ok();
+    };
+    ask("mallory", "req-0", "curl evil");
+    ask("alice", "req-1", "make");
     tmux.wait_for("the teammate's question", |s| {
         s.contains("teammate alice: Bash(make)") && s.contains("[y] yes")
     });
+    assert!(
+        !tmux.screen().contains("teammate mallory"),
+        "{}",
+        tmux.screen()
+    );
     tmux.keys(&["y"]);
     let answered = wait_until(
         "the answer in alice's inbox",

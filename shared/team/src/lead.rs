@@ -306,13 +306,32 @@ impl RequestDecider for ApproverDecider {
 
 /// Answers every request queued in `binding`'s router: permission and plan-approval
 /// requests through `decider`, with the response sent to the asker (its `request_id`
-/// echoed); a shutdown request to the lead is acknowledged and ignored. Returns how many
-/// were answered.
+/// echoed); a shutdown request to the lead is acknowledged and ignored, and so is a
+/// request from a name that is not a teammate (anyone can write into the lead's inbox:
+/// such a question never reaches the person or the policy). Returns how many were
+/// taken.
 pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider) -> usize {
     let requests = binding.router.take_requests();
+    if requests.is_empty() {
+        return 0;
+    }
+    let team = binding.team.clone();
+    let teammates: Vec<Name> = match tokio::task::spawn_blocking(move || team.config()).await {
+        Ok(Ok(config)) => config
+            .members
+            .into_iter()
+            .map(|m| m.name)
+            .filter(|m| *m != binding.lead)
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut ids = Vec::with_capacity(requests.len());
     for request in &requests {
         ids.push(request.id.clone());
+        if !teammates.contains(&request.from) {
+            tracing::warn!(from = %request.from, kind = request.body.type_name(), "ignored a request from someone who is not a teammate");
+            continue;
+        }
         if let Some(answer) = answer_one(request, decider).await {
             let (mailbox, me, to) = (
                 binding.team.mailbox(),
