@@ -8,6 +8,7 @@ mod lead_headless;
 mod lead_interactive;
 mod lead_misbehaving_model;
 mod lead_permissions;
+mod lead_team;
 mod project_trust;
 mod sandbox;
 mod store_concurrency;

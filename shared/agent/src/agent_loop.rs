@@ -67,6 +67,14 @@ pub trait TurnHook: Send + Sync {
     fn injected(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
+
+    /// Text to put back into the conversation right after a compaction replaced the
+    /// oldest rounds with a summary, as a system reminder next to the re-injected
+    /// instructions (e.g. a lead's team state, which the summary may have lost).
+    /// `None` (the default) adds nothing.
+    fn after_compaction(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
 }
 
 /// Tunables of one agent.
@@ -625,13 +633,23 @@ impl Agent {
             tokens_before: estimate,
         });
         self.messages = compacted.messages;
-        if let (Some(text), Some(first)) = (&self.instructions, self.messages.first_mut()) {
-            first.content.insert(
-                0,
-                ContentBlock::Text {
-                    text: system_reminder(text),
-                },
-            );
+        // What must survive every compaction goes back in front of the kept rounds:
+        // the instructions, then what the hooks restore (in hook order).
+        let mut restored: Vec<String> = self.instructions.iter().cloned().collect();
+        for hook in &self.hooks {
+            if let Some(text) = hook.after_compaction().await {
+                restored.push(text);
+            }
+        }
+        if let Some(first) = self.messages.first_mut() {
+            for (at, text) in restored.iter().enumerate() {
+                first.content.insert(
+                    at,
+                    ContentBlock::Text {
+                        text: system_reminder(text),
+                    },
+                );
+            }
         }
         self.measured = None;
         self.persist_replace("compaction", events);

@@ -3,9 +3,10 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use roo_agent::event::{AgentEvent, EventSink, Outcome};
+use roo_team::{TeamEvent, TeamWait};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -14,13 +15,30 @@ use crate::lead::OutputFormat;
 use crate::render::{Style, headline};
 use crate::setup::Built;
 
-/// Runs `prompt` once and prints the result.
-pub async fn run(
-    built: &mut Built,
-    prompt: &str,
-    format: OutputFormat,
-    verbose: bool,
-) -> Result<ExitCode, AppError> {
+/// How a headless run prints and how long it waits for a team.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub format: OutputFormat,
+    pub verbose: bool,
+    /// The longest the lead waits, in all, for busy teammates after its first turn.
+    pub team_timeout: Duration,
+}
+
+/// The input of a turn the lead takes because teammates wrote (their messages are
+/// injected by the delivery hook at the top of the turn).
+pub const TEAM_TURN_INPUT: &str = "Your teammates sent the messages above while you waited. \
+Act on them as the team's lead; when the team's work is done, give your final answer.";
+
+/// Runs `prompt` and prints the result. With a team (the slot is bound when the turn
+/// ends), the lead stays: it takes teammates' messages as new turns, and ends when a
+/// turn ends with every teammate idle or dead and nothing unread, or at the team
+/// timeout (exit 1, naming the busy teammates).
+pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<ExitCode, AppError> {
+    let Options {
+        format,
+        verbose,
+        team_timeout,
+    } = options;
     let started = Instant::now();
     let style = Style::for_stderr();
     for notice in &built.notices {
@@ -36,28 +54,70 @@ pub async fn run(
         signal_cancel.cancel();
     });
 
+    let (_, placeholder) = roo_team::team_events();
+    let mut team_events = std::mem::replace(&mut built.team_events, placeholder);
     let printer = tokio::spawn(async move {
         let mut stdout = std::io::stdout();
-        while let Some(event) = events.recv().await {
-            match format {
-                OutputFormat::StreamJson => {
-                    if let Ok(line) = serde_json::to_string(&event) {
-                        let _ = writeln!(stdout, "{line}");
-                        let _ = stdout.flush();
-                    }
+        let mut agent_open = true;
+        loop {
+            tokio::select! {
+                event = events.recv(), if agent_open => match event {
+                    Some(event) => print_agent_event(&mut stdout, format, verbose, &style, &event),
+                    None => agent_open = false,
+                },
+                Some(team) = team_events.recv() => print_team_event(&mut stdout, format, verbose, &style, &team),
+                else => break,
+            }
+            if !agent_open {
+                // The runs are over: print what the team reported meanwhile, then stop.
+                while let Ok(team) = team_events.try_recv() {
+                    print_team_event(&mut stdout, format, verbose, &style, &team);
                 }
-                OutputFormat::Text | OutputFormat::Json => {
-                    if verbose {
-                        progress_line(&event, &style);
-                    } else if let AgentEvent::Error { message } = &event {
-                        eprintln!("{}", style.red(&format!("error: {message}")));
-                    }
-                }
+                break;
             }
         }
     });
 
-    let result = built.agent.run(prompt, &sink, cancel).await;
+    let mut result = built.agent.run(prompt, &sink, cancel.clone()).await;
+    let mut usage = result.usage;
+    let mut turns = result.turns;
+    let mut lead_runs = 1u32;
+    let deadline = tokio::time::Instant::now() + team_timeout;
+    let mut timed_out: Option<Vec<roo_store::Name>> = None;
+    while result.outcome.is_success() && built.team.get().is_some() {
+        let wait = tokio::select! {
+            wait = roo_team::wait_for_team(&built.team, &mut built.team_status, deadline) => wait,
+            _ = cancel.cancelled() => {
+                result.outcome = Outcome::Cancelled;
+                break;
+            }
+        };
+        match wait {
+            TeamWait::Input => {
+                result = built
+                    .agent
+                    .run(TEAM_TURN_INPUT, &sink, cancel.clone())
+                    .await;
+                usage.add(&result.usage);
+                turns += result.turns;
+                lead_runs += 1;
+            }
+            TeamWait::Settled | TeamWait::Unbound => break,
+            TeamWait::TimedOut { busy } => {
+                timed_out = Some(busy);
+                break;
+            }
+        }
+    }
+    if let Some(binding) = built.team.get() {
+        // Let the monitor report the states the team ended in before the printer drains.
+        roo_team::lead::status::monitor_caught_up(
+            &binding.team,
+            &mut built.team_status,
+            Duration::from_secs(2),
+        )
+        .await;
+    }
     drop(sink);
     let _ = printer.await;
     signals.abort();
@@ -67,8 +127,21 @@ pub async fn run(
         .session()
         .map(|s| s.id().to_string())
         .unwrap_or_default();
-    let cost = built.agent.cost(&result.usage);
-    let code = exit::for_outcome(&result.outcome);
+    let cost = built.agent.cost(&usage);
+    let mut code = exit::for_outcome(&result.outcome);
+    let mut is_error = !result.outcome.is_success();
+    let timeout_message = timed_out.map(|busy| {
+        let names: Vec<String> = busy.iter().map(|n| n.to_string()).collect();
+        format!(
+            "teammates still busy after the team timeout of {} s (--team-timeout): {}; the lead stopped waiting",
+            team_timeout.as_secs(),
+            if names.is_empty() { "unknown".to_string() } else { names.join(", ") }
+        )
+    });
+    if timeout_message.is_some() {
+        code = exit::NOT_COMPLETED;
+        is_error = true;
+    }
     let mut stdout = std::io::stdout();
     match format {
         OutputFormat::Text => {
@@ -80,28 +153,101 @@ pub async fn run(
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
-            let value = json!({
+            let mut value = json!({
                 "type": "result",
                 "outcome": result.outcome,
-                "is_error": !result.outcome.is_success(),
+                "is_error": is_error,
                 "result": result.final_text,
                 "session_id": session_id,
-                "turns": result.turns,
-                "usage": result.usage,
+                "turns": turns,
+                "usage": usage,
                 "cost_usd": cost,
                 "duration_ms": started.elapsed().as_millis() as u64,
                 "model": built.agent.model(),
             });
+            if let Some(binding) = built.team.get() {
+                value["team"] = json!({"name": binding.team.name(), "lead_runs": lead_runs});
+            }
+            if let Some(message) = &timeout_message {
+                value["team_timeout"] = json!(message);
+            }
             let _ = writeln!(stdout, "{value}");
         }
     }
     let _ = stdout.flush();
+    if let Some(message) = &timeout_message {
+        eprintln!("roo-lead: {message}");
+    }
     if let Outcome::Error { message } = &result.outcome
         && format == OutputFormat::Text
     {
         tracing::debug!("run failed: {message}");
     }
     Ok(ExitCode::from(code))
+}
+
+fn print_agent_event(
+    stdout: &mut std::io::Stdout,
+    format: OutputFormat,
+    verbose: bool,
+    style: &Style,
+    event: &AgentEvent,
+) {
+    match format {
+        OutputFormat::StreamJson => {
+            if let Ok(line) = serde_json::to_string(event) {
+                let _ = writeln!(stdout, "{line}");
+                let _ = stdout.flush();
+            }
+        }
+        OutputFormat::Text | OutputFormat::Json => {
+            if verbose {
+                progress_line(event, style);
+            } else if let AgentEvent::Error { message } = event {
+                eprintln!("{}", style.red(&format!("error: {message}")));
+            }
+        }
+    }
+}
+
+fn print_team_event(
+    stdout: &mut std::io::Stdout,
+    format: OutputFormat,
+    verbose: bool,
+    style: &Style,
+    event: &TeamEvent,
+) {
+    match format {
+        OutputFormat::StreamJson => {
+            let _ = writeln!(stdout, "{}", team_event_json(event));
+            let _ = stdout.flush();
+        }
+        OutputFormat::Text | OutputFormat::Json => {
+            if verbose {
+                eprintln!("{}", style.dim(&event.line()));
+            }
+        }
+    }
+}
+
+/// A team event as a stream-json line: `teammate_spawned`, `teammate_message`,
+/// `teammate_busy`, `teammate_idle`, `teammate_dead`, `team_notice` (the `type` tag
+/// and snake_case fields of the agent events).
+pub fn team_event_json(event: &TeamEvent) -> serde_json::Value {
+    match event {
+        TeamEvent::Joined { name } => json!({"type": "teammate_spawned", "name": name}),
+        TeamEvent::Message {
+            from,
+            kind,
+            preview,
+        } => {
+            json!({"type": "teammate_message", "from": from, "message_type": kind, "preview": preview})
+        }
+        TeamEvent::MemberState { name, state } => {
+            json!({"type": format!("teammate_{}", state.as_str()), "name": name})
+        }
+        TeamEvent::Notice { text } => json!({"type": "team_notice", "text": text}),
+    }
 }
 
 /// One progress line on stderr for `--verbose`.

@@ -23,6 +23,19 @@ pub enum OutputFormat {
     StreamJson,
 }
 
+/// Where teammates run (`--teammate-mode`, `ROO_TEAMMATE_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TeammateMode {
+    /// Pick one: in-process for now (pane backends come with pane teammates).
+    Auto,
+    /// Tokio tasks inside the lead's process.
+    InProcess,
+    /// `roo-worker` processes in tmux panes (not built yet: an error).
+    Tmux,
+    /// `roo-worker` processes in iTerm2 panes (not built yet: an error).
+    Iterm2,
+}
+
 /// Model provider flags (shared with `roo-worker`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProviderArgs {
@@ -90,6 +103,32 @@ pub struct LeadArgs {
     #[arg(long)]
     pub no_sandbox: bool,
 
+    /// Where teammates run: auto, in-process, tmux or iterm2. auto selects in-process;
+    /// the pane backends are not available yet and are an error.
+    #[arg(
+        long,
+        value_enum,
+        env = "ROO_TEAMMATE_MODE",
+        default_value = "auto",
+        value_name = "MODE"
+    )]
+    pub teammate_mode: TeammateMode,
+
+    /// Coordinate only: the lead gets no code tools (no file, search, shell or plan-mode
+    /// tools), only the team tools; teammates do the work.
+    #[arg(long)]
+    pub coordinator: bool,
+
+    /// Lead the existing team NAME (created earlier, e.g. with `roo-mail team create`),
+    /// as if this lead had created it.
+    #[arg(long, value_name = "NAME")]
+    pub team: Option<String>,
+
+    /// In a -p run with a team: the longest the lead waits, in all, for busy teammates
+    /// after its first turn, in seconds; then it exits 1 naming them.
+    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    pub team_timeout: u64,
+
     /// Print progress (tool calls) to stderr in -p runs.
     #[arg(short, long)]
     pub verbose: bool,
@@ -143,7 +182,12 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
         let mut built = setup::build(&args, interactive).await?;
         match prompt {
             Some(prompt) => {
-                headless::run(&mut built, &prompt, args.output_format, args.verbose).await
+                let options = headless::Options {
+                    format: args.output_format,
+                    verbose: args.verbose,
+                    team_timeout: std::time::Duration::from_secs(args.team_timeout),
+                };
+                headless::run(&mut built, &prompt, options).await
             }
             None => repl::run(built).await,
         }

@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::terminal;
 use roo_agent::event::EventSink;
-use roo_agent::permissions::{Approval, PermissionMode};
-use roo_team::TeamEvent;
+use roo_agent::permissions::{Approval, PermissionMode, PermissionRequest};
+use roo_store::TaskFilter;
+use roo_team::lead::status::{members_table, tasks_table};
+use roo_team::{TeamEvent, TeamSlot, TeamStatus};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +35,8 @@ const HELP: &str = "Commands:
   /clear           forget the conversation (the transcript keeps it)
   /cost            tokens used and cost of this session
   /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions
+  /team            the team's members and their states (busy, idle, dead)
+  /tasks           the team's task list with owners and status
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
 Keys: Esc stops the current run; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
 
@@ -81,6 +85,9 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         approvals,
         team_sender: _team_sender,
         mut team_events,
+        team,
+        team_status,
+        team_tasks: _team_tasks,
         ..
     } = built;
     let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
@@ -137,6 +144,7 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
     }
 
     let mut last_ctrl_c: Option<Instant> = None;
+    let mut idle_question: Option<PendingApproval> = None;
     loop {
         // Read one line.
         let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
@@ -148,12 +156,39 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                     Some(event) => event,
                     None => return Ok(ExitCode::from(exit::OK)),
                 },
+                // A teammate's question while the lead is idle: asked above the prompt,
+                // answered with the next y / n / a key.
+                Some(pending) = approvals.recv(), if idle_question.is_none() => {
+                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                    for line in question_lines(&style, &pending.request, false) {
+                        let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                    }
+                    idle_question = Some(pending);
+                    continue;
+                }
                 Some(team) = team_events.recv() => {
                     let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-                    let _ = editor.print_above(render.out(), &team_line(&style, &team), PROMPT, width);
+                    let line = team_line(&style, &team, &team_status.borrow());
+                    let _ = editor.print_above(render.out(), &line, PROMPT, width);
                     continue;
                 }
             };
+            if let Event::Key(key) = &event
+                && key.kind != KeyEventKind::Release
+                && !is_ctrl_c(key)
+                && let Some(pending) = idle_question.take()
+            {
+                match answer(key) {
+                    Some(approval) => {
+                        let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                        let label = style.dim(answer_label(&approval));
+                        let _ = editor.print_above(render.out(), &label, PROMPT, width);
+                        let _ = pending.reply.send(approval);
+                    }
+                    None => idle_question = Some(pending),
+                }
+                continue;
+            }
             let action = match event {
                 Event::Key(key) if key.kind != KeyEventKind::Release => {
                     if !is_ctrl_c(&key) {
@@ -206,7 +241,7 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
             continue;
         }
         if let Some(command) = trimmed.strip_prefix('/') {
-            match slash_command(command, &mut agent, render.out(), &style) {
+            match slash_command(command, &mut agent, &team, render.out(), &style) {
                 Flow::Continue => continue,
                 Flow::Exit => return Ok(ExitCode::from(exit::OK)),
             }
@@ -224,9 +259,10 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                 tokio::select! {
                     _ = &mut run => break,
                     Some(event) = events.recv() => render.event(&event),
-                    Some(team) = team_events.recv() => {
+                    Some(event) = team_events.recv() => {
                         render.break_line();
-                        let _ = writeln!(render.out(), "{}", team_line(&style, &team));
+                        let line = team_line(&style, &event, &team_status.borrow());
+                        let _ = writeln!(render.out(), "{line}");
                     }
                     Some(pending) = approvals.recv(), if asking.is_none() => {
                         render.break_line();
@@ -276,6 +312,11 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         while let Ok(event) = events.try_recv() {
             render.event(&event);
         }
+        // A teammate's question still open when the lead's run ended stays open: it is
+        // answered at the prompt (the lead's own questions end with its run).
+        if let Some(pending) = asking.take() {
+            idle_question = Some(pending);
+        }
         if exit_after {
             return Ok(ExitCode::from(exit::OK));
         }
@@ -290,6 +331,7 @@ enum Flow {
 fn slash_command(
     command: &str,
     agent: &mut roo_agent::agent_loop::Agent,
+    team: &TeamSlot,
     out: &mut RawWriter<Stdout>,
     style: &Style,
 ) -> Flow {
@@ -347,6 +389,9 @@ fn slash_command(
                 }
             },
         },
+        "team" | "tasks" => {
+            let _ = write!(out, "{}", team_command(name, team));
+        }
         other => {
             let _ = writeln!(
                 out,
@@ -360,35 +405,74 @@ fn slash_command(
     Flow::Continue
 }
 
-/// One styled line for a team event.
-fn team_line(style: &Style, event: &TeamEvent) -> String {
+/// The output of `/team` or `/tasks` for the team `slot` is bound to.
+pub fn team_command(name: &str, slot: &TeamSlot) -> String {
+    let Some(binding) = slot.get() else {
+        return "no team yet: the lead creates one with its TeamCreate tool (or start roo-lead with --team NAME)\n".to_string();
+    };
+    // Reads take no lock (PROTOCOL.md §2.3) and the files are small.
+    let shown = if name == "team" {
+        binding.team.config().map(|c| members_table(&c))
+    } else {
+        binding
+            .team
+            .tasks()
+            .list(&TaskFilter::default())
+            .map(|tasks| {
+                format!(
+                    "tasks of team {}\n{}",
+                    binding.team.name(),
+                    tasks_table(&tasks)
+                )
+            })
+    };
+    shown.unwrap_or_else(|e| format!("error: {e}\n"))
+}
+
+/// One styled line for a team event; a state change shows the whole status line.
+fn team_line(style: &Style, event: &TeamEvent, status: &Option<TeamStatus>) -> String {
     match event {
+        TeamEvent::MemberState { .. } if status.is_some() => {
+            style.dim(&status.as_ref().map(TeamStatus::line).unwrap_or_default())
+        }
         TeamEvent::Message { .. } => style.cyan(&event.line()),
-        TeamEvent::MemberState { .. } | TeamEvent::Notice { .. } => style.dim(&event.line()),
+        TeamEvent::Joined { .. } | TeamEvent::MemberState { .. } | TeamEvent::Notice { .. } => {
+            style.dim(&event.line())
+        }
     }
 }
 
 fn ask(out: &mut RawWriter<Stdout>, style: &Style, pending: &PendingApproval) {
-    let request = &pending.request;
-    let _ = writeln!(
-        out,
+    for line in question_lines(style, &pending.request, true) {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+}
+
+/// A permission question as lines: what, why, the keys. `running`: Esc also stops the
+/// run (there is none while the lead is idle).
+fn question_lines(style: &Style, request: &PermissionRequest, running: bool) -> Vec<String> {
+    let mut lines = vec![format!(
         "{} {}",
         style.yellow("?"),
         style.bold(&request.summary)
-    );
+    )];
     if !request.reason.is_empty() {
-        let _ = writeln!(out, "  {}", style.dim(&request.reason));
+        lines.push(format!("  {}", style.dim(&request.reason)));
     }
-    let _ = writeln!(
-        out,
+    lines.push(format!(
         "  {} yes   {} no   {} always (saves: {})   {}",
         style.bold("[y]"),
         style.bold("[n]"),
         style.bold("[a]"),
         request.suggested_rule,
-        style.dim("(Esc: no, and stop)")
-    );
-    let _ = out.flush();
+        style.dim(if running {
+            "(Esc: no, and stop)"
+        } else {
+            "(Esc: no)"
+        })
+    ));
+    lines
 }
 
 fn answer(key: &KeyEvent) -> Option<Approval> {

@@ -12,15 +12,30 @@ use roo_agent::agent_loop::Agent;
 use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, PermissionRequest};
 use roo_agent::plan_mode::PlanApprover;
 use roo_llm::{LlmFlags, LlmSettings};
-use roo_store::Name;
+use roo_store::{BackendType, Name, RooHome};
 use roo_team::{
-    AgentSettings, BuildError, BuildErrorKind, Identity, SessionPlan, TeamEvent, TeamEventSender,
-    Trust, team_events,
+    AgentSettings, ApproverDecider, BuildError, BuildErrorKind, Identity, PolicyDecider,
+    RequestDecider, SessionPlan, SlotDelivery, TeamEvent, TeamEventSender, TeamSlot,
+    TeamStateReminder, TeamStatus, Trust, team_events,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 use crate::exit::AppError;
-use crate::lead::{LeadArgs, ProviderArgs};
+use crate::lead::{LeadArgs, ProviderArgs, TeammateMode};
+
+/// The tools a `--coordinator` lead loses: every tool that reads, searches, changes or
+/// runs code, and plan mode (which only restricts those).
+pub const CODE_TOOLS: [&str; 8] = [
+    "ReadFile",
+    "WriteFile",
+    "EditFile",
+    "Bash",
+    "Glob",
+    "Grep",
+    "EnterPlanMode",
+    "ExitPlanMode",
+];
 
 /// A question for the human, with the channel for the answer.
 pub struct PendingApproval {
@@ -75,6 +90,18 @@ pub struct Built {
     pub team_sender: TeamEventSender,
     /// …and where the UI reads them (the REPL shows them even while the user types).
     pub team_events: mpsc::Receiver<TeamEvent>,
+    /// The lead's team, once it has one: the team tools bind it (TeamCreate) and
+    /// unbind it (TeamDelete); `--team` binds it at start.
+    pub team: TeamSlot,
+    /// The teammates' states while the slot is bound (`None` while not), kept current
+    /// by the team monitor.
+    pub team_status: watch::Receiver<Option<TeamStatus>>,
+    /// Where the spawner (the Agent tool) starts teammates (`--teammate-mode`).
+    pub teammate_mode: BackendType,
+    /// Stops the lead's team background tasks (monitor, request answerer, a `--team`
+    /// router); cancelled when `Built` is dropped.
+    pub team_tasks: CancellationToken,
+    _team_tasks_guard: tokio_util::sync::DropGuard,
 }
 
 /// The lead's settings from its flags. `interactive` selects the approver (the terminal,
@@ -109,6 +136,16 @@ pub fn lead_settings(
         (None, false) => SessionPlan::New,
     };
     settings.max_turns = args.max_turns;
+    if args.coordinator {
+        settings
+            .tools
+            .remove
+            .extend(CODE_TOOLS.iter().map(|t| t.to_string()));
+    }
+    if let Some(team) = &args.team {
+        settings.identity.team =
+            Some(Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?);
+    }
     let approvals = if interactive {
         let (approver, approvals) = ChannelApprover::new();
         settings.approver = Arc::new(approver);
@@ -122,16 +159,80 @@ pub fn lead_settings(
     Ok((settings, approvals))
 }
 
-/// Builds the lead agent from its flags.
+/// The backend teammates get: `auto` and `in-process` are in-process; the pane
+/// backends are not built yet, which is an error, never a silent fallback.
+pub fn teammate_backend(mode: TeammateMode) -> Result<BackendType, AppError> {
+    match mode {
+        TeammateMode::Auto | TeammateMode::InProcess => Ok(BackendType::InProcess),
+        TeammateMode::Tmux => Err(AppError::Usage(
+            "the tmux backend comes with pane teammates; use --teammate-mode in-process"
+                .to_string(),
+        )),
+        TeammateMode::Iterm2 => Err(AppError::Usage(
+            "the iterm2 backend comes with pane teammates; use --teammate-mode in-process"
+                .to_string(),
+        )),
+    }
+}
+
+/// Builds the lead agent from its flags, with its team machinery: the slot the team
+/// tools bind, the turn hooks that follow it (teammates' messages into the next turn,
+/// the team state back after a compaction), the monitor of teammates' states and the
+/// answerer of their requests (the terminal, or the lead's own policy in a `-p` run).
 pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
+    let teammate_mode = teammate_backend(args.teammate_mode)?;
     let roo_home = roo_home()?;
     crate::logging::init(&roo_home, "roo-lead");
-    let (settings, approvals) = lead_settings(args, interactive, roo_home)?;
-    let built = roo_team::build_agent(settings).await.map_err(app_error)?;
+    let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
+    let lead_name = settings.identity.name.clone();
+    // The team machinery exists before the agent, so the team tools (in
+    // `settings.tools.extra`) can get the slot, the event sender and the lifetime token.
+    let slot = TeamSlot::new();
     let (team_sender, team_events) = team_events();
+    let team_tasks = CancellationToken::new();
+    settings
+        .hooks
+        .push(Arc::new(SlotDelivery::new(slot.clone())));
+    settings
+        .hooks
+        .push(Arc::new(TeamStateReminder::new(slot.clone())));
+    let approver = settings.approver.clone();
+    let built = roo_team::build_agent(settings).await.map_err(app_error)?;
+    let decider: Arc<dyn RequestDecider> = if interactive {
+        Arc::new(ApproverDecider { approver })
+    } else {
+        Arc::new(PolicyDecider {
+            policy: built.agent.policy().clone(),
+            tools: built.agent.tools().clone(),
+            project_root: built.project_root.clone(),
+        })
+    };
+    let team_status =
+        roo_team::spawn_monitor(slot.clone(), team_sender.clone(), team_tasks.clone());
+    roo_team::spawn_request_answerer(slot.clone(), decider, team_tasks.clone());
+    if let Some(team) = &args.team {
+        let team = Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
+        let home = RooHome::new(&built.roo_home);
+        let binding = roo_team::join_as_lead(&slot, &home, team, lead_name, team_sender.clone())
+            .map_err(|e| match e {
+                roo_team::lead::JoinError::Store(e) => crate::exit::store_error(e),
+                other => AppError::Usage(other.to_string()),
+            })?;
+        let cancel = team_tasks.clone();
+        tokio::spawn(async move {
+            if let Err(e) = binding.router.run(cancel).await {
+                tracing::warn!(error = %e, "the lead's inbox router stopped");
+            }
+        });
+    }
     Ok(Built {
         team_sender,
         team_events,
+        team: slot,
+        team_status,
+        teammate_mode,
+        _team_tasks_guard: team_tasks.clone().drop_guard(),
+        team_tasks,
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,

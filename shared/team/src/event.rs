@@ -28,6 +28,8 @@ pub enum TeamEvent {
         /// One-line preview: the summary, else the start of the text.
         preview: String,
     },
+    /// A teammate appeared in the team config (spawned, or joined by hand).
+    Joined { name: Name },
     /// A teammate's state changed.
     MemberState { name: Name, state: MemberState },
     /// Anything else worth one line (a teammate joined, a response was ignored, …).
@@ -68,6 +70,7 @@ impl TeamEvent {
                     format!("✉ {from} ({kind}): {preview}")
                 }
             }
+            TeamEvent::Joined { name } => format!("+ {name} joined the team"),
             TeamEvent::MemberState { name, state } => format!("● {name} is {}", state.as_str()),
             TeamEvent::Notice { text } => one_line(text, 200),
         }

@@ -16,6 +16,7 @@ pub mod binding;
 pub mod builder;
 pub mod delivery;
 pub mod event;
+pub mod lead;
 pub mod router;
 pub mod shutdown;
 pub mod trust;
@@ -29,6 +30,11 @@ pub use builder::{
 };
 pub use delivery::InboxDelivery;
 pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
+pub use lead::status::{TeamStatus, spawn_monitor};
+pub use lead::{
+    ApproverDecider, PolicyDecider, RequestDecider, SlotDelivery, TeamStateReminder, TeamWait,
+    join_as_lead, spawn_request_answerer, wait_for_team,
+};
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use shutdown::ShutdownOnRequest;
 pub use trust::{Trust, TrustDecision, TrustQuestion};

@@ -132,7 +132,9 @@ struct Inner {
     poll_lock: tokio::sync::Mutex<()>,
     /// Bumped whenever a queue gains something or the router stops.
     changed: watch::Sender<u64>,
-    events: Option<TeamEventSender>,
+    /// Set at construction ([`InboxRouter::with_events`]) or once later
+    /// ([`InboxRouter::attach_events`]).
+    events: std::sync::OnceLock<TeamEventSender>,
 }
 
 impl Inner {
@@ -208,9 +210,16 @@ impl InboxRouter {
                 state: Mutex::new(State::default()),
                 poll_lock: tokio::sync::Mutex::new(()),
                 changed: watch::Sender::new(0),
-                events,
+                events: events.map(std::sync::OnceLock::from).unwrap_or_default(),
             }),
         }
+    }
+
+    /// Reports every message dispatched from now on as a [`TeamEvent`] to `events`
+    /// (for a router built without, e.g. by the lead's TeamCreate before its UI
+    /// attaches). Returns `false`, changing nothing, if it already reports somewhere.
+    pub fn attach_events(&self, events: TeamEventSender) -> bool {
+        self.inner.events.set(events).is_ok()
     }
 
     /// The member whose inbox this is.
@@ -279,7 +288,7 @@ impl InboxRouter {
             ignore,
             events,
         } = self.dispatch(unread);
-        if let Some(sender) = &self.inner.events {
+        if let Some(sender) = self.inner.events.get() {
             for event in events {
                 sender.send(event);
             }
@@ -386,6 +395,11 @@ impl InboxRouter {
         !state.conversation.is_empty() || !state.requests.is_empty()
     }
 
+    /// Whether messages wait for the conversation (requests aside).
+    pub fn has_conversation(&self) -> bool {
+        !self.inner.state().conversation.is_empty()
+    }
+
     /// Receipt: these messages are in the model's context (marks them read and
     /// delivered).
     pub async fn delivered(&self, ids: Vec<MessageId>) -> Result<usize, RouterError> {
@@ -417,6 +431,47 @@ impl InboxRouter {
             }
             if changed.changed().await.is_err() {
                 return;
+            }
+        }
+    }
+
+    /// Resolves when the request queue holds something (`true`) or the router stopped
+    /// (`false`): what a lead's request answerer waits on, while messages for the
+    /// conversation wait for the next turn.
+    pub async fn requests(&self) -> bool {
+        let mut changed = self.inner.changed.subscribe();
+        loop {
+            {
+                let state = self.inner.state();
+                if !state.requests.is_empty() {
+                    return true;
+                }
+                if state.stopped {
+                    return false;
+                }
+            }
+            if changed.changed().await.is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// Resolves when messages wait for the conversation (`true`) or the router stopped
+    /// (`false`): what a headless lead waits on between its turns.
+    pub async fn conversation(&self) -> bool {
+        let mut changed = self.inner.changed.subscribe();
+        loop {
+            {
+                let state = self.inner.state();
+                if !state.conversation.is_empty() {
+                    return true;
+                }
+                if state.stopped {
+                    return false;
+                }
+            }
+            if changed.changed().await.is_err() {
+                return false;
             }
         }
     }
@@ -464,7 +519,7 @@ impl InboxRouter {
         loop {
             if let Err(e) = self.poll().await {
                 tracing::warn!(member = %self.inner.me, error = %e, "failed to read the inbox");
-                if let Some(events) = &self.inner.events {
+                if let Some(events) = self.inner.events.get() {
                     events.send(TeamEvent::Notice {
                         text: format!("failed to read {}'s inbox: {e}", self.inner.me),
                     });

@@ -565,6 +565,75 @@ async fn compaction_drops_oldest_when_the_summary_would_not_fit() {
     assert_eq!(roo_agent::conversation::repair_chain(&mut repaired), None);
 }
 
+/// Restores a text after every compaction (how a lead keeps its team state).
+struct RestoreAfterCompaction(&'static str);
+
+impl TurnHook for RestoreAfterCompaction {
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
+        Box::pin(async { TurnAction::Continue })
+    }
+
+    fn after_compaction(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move { Some(self.0.to_string()) })
+    }
+}
+
+#[tokio::test]
+async fn a_hook_restores_its_text_after_compaction() {
+    let fx = Fixture::new();
+    let read = |i: u64, input_tokens: u64| {
+        turn_sized(
+            "",
+            &[(
+                "Read",
+                json!({"tag": format!("r{i}"), "pad": "x".repeat(4000)}),
+            )],
+            input_tokens,
+        )
+    };
+    let replies = vec![
+        read(0, 2000),
+        read(1, 5000),
+        read(2, 8500), // the next prompt is over 80 % of the window
+        turn_sized("SUMMARY: read r0..r2", &[], 500),
+        turn("finished", &[]),
+    ];
+    let provider = FakeProvider::with_window(replies, 10_000);
+    let options = AgentOptions {
+        compaction: CompactionOptions {
+            threshold: 0.8,
+            keep_fraction: 0.3,
+            summary_max_tokens: 500,
+        },
+        ..AgentOptions::default()
+    };
+    let mut agent = fx.agent(provider.clone(), vec![fx.probe("Read", true)], options);
+    agent.set_instructions(Some("Always use tabs.".to_string()));
+    agent.add_hook(Arc::new(RestoreAfterCompaction("TEAM: alice busy")));
+    let (result, events) = run(&mut agent, "read everything").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    let requests = provider.requests();
+    let before: Vec<_> = requests[..3].iter().map(|r| r.messages[0].text()).collect();
+    assert!(
+        before.iter().all(|t| !t.contains("TEAM: alice busy")),
+        "nothing is restored before a compaction"
+    );
+    let first = requests.last().unwrap().messages[0].text();
+    assert!(first.contains("SUMMARY: read r0..r2"), "{first}");
+    let (instructions, team) = (
+        first
+            .find("Always use tabs.")
+            .expect("instructions restored"),
+        first
+            .find("TEAM: alice busy")
+            .expect("the hook's text restored"),
+    );
+    assert!(
+        instructions < team,
+        "instructions first, then the hooks: {first}"
+    );
+}
+
 struct Inbox(Mutex<Vec<String>>);
 
 impl TurnHook for Inbox {

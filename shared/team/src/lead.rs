@@ -1,0 +1,804 @@
+//! The lead's side of a team, without a UI.
+//!
+//! A lead starts without a team: its [`TeamSlot`] is empty until its TeamCreate tool
+//! (or `roo-lead --team`, [`join_as_lead`]) binds it, and TeamDelete empties it again.
+//! Everything here follows the slot, so it can be installed when the lead is built:
+//!
+//! - [`SlotDelivery`], a turn hook: teammates' messages enter the lead's next turn
+//!   (an [`InboxDelivery`] of the current binding; nothing while unbound);
+//! - [`TeamStateReminder`], a turn hook: after a compaction the model gets the team's
+//!   state back (members, states, open tasks);
+//! - [`spawn_request_answerer`]: teammates' permission and plan-approval requests are
+//!   answered by a [`RequestDecider`] — the person at the terminal
+//!   ([`ApproverDecider`]) or, in a headless run, the lead's own permission policy
+//!   ([`PolicyDecider`]) — never left waiting;
+//! - [`wait_for_team`]: a headless lead's wait between its turns;
+//! - [`status`]: teammates' states, the monitor that reports them, `/team` and `/tasks`.
+
+pub mod status;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use roo_agent::agent_loop::{SharedPolicy, TurnAction, TurnHook};
+use roo_agent::permissions::{Approval, Approver, PermissionMode, PermissionRequest};
+use roo_agent::tool::ToolRegistry;
+use roo_store::{
+    Message, MessageBody, Name, Outgoing, PermissionDecision, RooHome, TaskFilter, Team,
+};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::binding::{TeamBinding, TeamSlot};
+use crate::delivery::InboxDelivery;
+use crate::event::{TeamEventSender, one_line};
+use crate::router::InboxRouter;
+use status::{TeamStatus, team_summary};
+
+/// The turn hook that delivers the lead's inbox into its conversation while its slot
+/// is bound (an [`InboxDelivery`] per binding), and does nothing while it is not.
+pub struct SlotDelivery {
+    slot: TeamSlot,
+    current: Mutex<Option<(Arc<TeamBinding>, Arc<InboxDelivery>)>>,
+    /// The delivery whose texts the loop is injecting this turn.
+    injecting: Mutex<Option<Arc<InboxDelivery>>>,
+}
+
+impl SlotDelivery {
+    pub fn new(slot: TeamSlot) -> SlotDelivery {
+        SlotDelivery {
+            slot,
+            current: Mutex::new(None),
+            injecting: Mutex::new(None),
+        }
+    }
+
+    /// The delivery of the current binding, made on first use after each bind.
+    fn delivery(&self) -> Option<Arc<InboxDelivery>> {
+        let binding = self.slot.get();
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        match binding {
+            None => {
+                *current = None;
+                None
+            }
+            Some(binding) => {
+                if let Some((bound, delivery)) = current.as_ref()
+                    && Arc::ptr_eq(bound, &binding)
+                {
+                    return Some(delivery.clone());
+                }
+                let delivery = Arc::new(InboxDelivery::new(binding.router.clone()));
+                *current = Some((binding, delivery.clone()));
+                Some(delivery)
+            }
+        }
+    }
+}
+
+impl TurnHook for SlotDelivery {
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
+        Box::pin(async move {
+            let Some(delivery) = self.delivery() else {
+                return TurnAction::Continue;
+            };
+            let action = delivery.before_turn().await;
+            if matches!(action, TurnAction::Inject(_)) {
+                *self.injecting.lock().unwrap_or_else(|e| e.into_inner()) = Some(delivery);
+            }
+            action
+        })
+    }
+
+    fn injected(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let delivery = self
+                .injecting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(delivery) = delivery {
+                delivery.injected().await;
+            }
+        })
+    }
+}
+
+/// The turn hook that gives the lead's model its team's state back after a compaction
+/// (which may have summarized it away): teammates with their states and open tasks.
+pub struct TeamStateReminder {
+    slot: TeamSlot,
+}
+
+impl TeamStateReminder {
+    pub fn new(slot: TeamSlot) -> TeamStateReminder {
+        TeamStateReminder { slot }
+    }
+}
+
+impl TurnHook for TeamStateReminder {
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
+        Box::pin(async { TurnAction::Continue })
+    }
+
+    fn after_compaction(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let binding = self.slot.get()?;
+            let team = binding.team.clone();
+            let read = tokio::task::spawn_blocking(move || {
+                let config = team.config()?;
+                let tasks = team.tasks().list(&TaskFilter::default())?;
+                Ok::<_, roo_store::Error>(team_summary(&config, &tasks))
+            })
+            .await;
+            match read {
+                Ok(Ok(summary)) => Some(summary),
+                Ok(Err(e)) => Some(format!(
+                    "You lead team {}; its state could not be read after the compaction ({e}). Use TaskList and the team tools to look.",
+                    binding.team.name()
+                )),
+                Err(_) => None,
+            }
+        })
+    }
+}
+
+/// A decision on a teammate's request: yes or no, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub allow: bool,
+    pub reason: String,
+}
+
+/// Who decides teammates' permission and plan-approval requests for the lead.
+pub trait RequestDecider: Send + Sync {
+    /// `from` asks to run `tool` with `input` (`summary`: its one-line description).
+    fn permission<'a>(
+        &'a self,
+        from: &'a Name,
+        tool: &'a str,
+        input: &'a serde_json::Value,
+        summary: &'a str,
+    ) -> BoxFuture<'a, Decision>;
+
+    /// `from` asks to have `plan` approved before it writes anything.
+    fn plan<'a>(&'a self, from: &'a Name, plan: &'a str) -> BoxFuture<'a, Decision>;
+}
+
+/// A headless lead's decisions: nobody can be asked, so a teammate's call is allowed
+/// only if the lead's own permission policy would run the same call without asking (the
+/// lead has the tool, and its rules and mode allow the input, paths taken from the
+/// project root); anything the lead would have to ask about is denied with the reason.
+/// A plan is approved only when the lead's mode lets writes through without asking
+/// (`acceptEdits`, `bypassPermissions`), else rejected with the reason.
+pub struct PolicyDecider {
+    pub policy: SharedPolicy,
+    pub tools: ToolRegistry,
+    pub project_root: PathBuf,
+}
+
+impl RequestDecider for PolicyDecider {
+    fn permission<'a>(
+        &'a self,
+        _from: &'a Name,
+        tool: &'a str,
+        input: &'a serde_json::Value,
+        _summary: &'a str,
+    ) -> BoxFuture<'a, Decision> {
+        Box::pin(async move {
+            let Some(lead_tool) = self.tools.get(tool) else {
+                return Decision {
+                    allow: false,
+                    reason: format!(
+                        "the lead runs headless (-p) and has no {tool} tool to judge this call by; nobody can approve it"
+                    ),
+                };
+            };
+            let Ok(policy) = self.policy.read() else {
+                return Decision {
+                    allow: false,
+                    reason: "the lead's permission policy is unavailable".to_string(),
+                };
+            };
+            match policy.check(lead_tool.as_ref(), input, &self.project_root) {
+                roo_agent::permissions::PermissionDecision::Allow => Decision {
+                    allow: true,
+                    reason: format!(
+                        "allowed by the lead's permission mode {} and rules",
+                        policy.mode()
+                    ),
+                },
+                roo_agent::permissions::PermissionDecision::Deny { reason } => Decision {
+                    allow: false,
+                    reason: format!("denied by the lead's rules: {reason}"),
+                },
+                roo_agent::permissions::PermissionDecision::Ask { reason } => Decision {
+                    allow: false,
+                    reason: format!(
+                        "the lead runs headless (-p) in permission mode {} and nobody can approve this ({reason}); run the lead with a mode that allows it, or add an allow rule",
+                        policy.mode()
+                    ),
+                },
+            }
+        })
+    }
+
+    fn plan<'a>(&'a self, _from: &'a Name, _plan: &'a str) -> BoxFuture<'a, Decision> {
+        Box::pin(async move {
+            let mode = self
+                .policy
+                .read()
+                .map(|p| p.mode())
+                .unwrap_or(PermissionMode::Default);
+            if matches!(
+                mode,
+                PermissionMode::AcceptEdits | PermissionMode::BypassPermissions
+            ) {
+                Decision {
+                    allow: true,
+                    reason: format!("approved: the lead runs headless in mode {mode}"),
+                }
+            } else {
+                Decision {
+                    allow: false,
+                    reason: format!(
+                        "the lead runs headless (-p) in permission mode {mode} and nobody can review a plan; proceed without writing, or the lead must run with --permission-mode acceptEdits"
+                    ),
+                }
+            }
+        })
+    }
+}
+
+/// An interactive lead's decisions: the person answers, through the lead's
+/// [`Approver`] (the REPL's question channel). "Always" is taken as "yes, once": a
+/// teammate's call saves no rule in the lead's config.
+pub struct ApproverDecider {
+    pub approver: Arc<dyn Approver>,
+}
+
+impl ApproverDecider {
+    async fn ask(&self, request: PermissionRequest) -> Decision {
+        match self.approver.ask(&request).await {
+            Approval::AllowOnce | Approval::AllowAlways => Decision {
+                allow: true,
+                reason: "approved by the user".to_string(),
+            },
+            Approval::Deny { feedback } => Decision {
+                allow: false,
+                reason: feedback
+                    .filter(|f| !f.trim().is_empty())
+                    .unwrap_or_else(|| "denied by the user".to_string()),
+            },
+        }
+    }
+}
+
+impl RequestDecider for ApproverDecider {
+    fn permission<'a>(
+        &'a self,
+        from: &'a Name,
+        tool: &'a str,
+        input: &'a serde_json::Value,
+        summary: &'a str,
+    ) -> BoxFuture<'a, Decision> {
+        Box::pin(self.ask(PermissionRequest {
+            tool: tool.to_string(),
+            summary: format!("teammate {from}: {}", one_line(summary, 200)),
+            input: input.clone(),
+            reason: format!("{from} asks the lead to allow this call (once)"),
+            suggested_rule: "not saved for a teammate's call; a and y both allow once".to_string(),
+        }))
+    }
+
+    fn plan<'a>(&'a self, from: &'a Name, plan: &'a str) -> BoxFuture<'a, Decision> {
+        Box::pin(self.ask(PermissionRequest {
+            tool: "ExitPlanMode".to_string(),
+            summary: format!("teammate {from} asks to approve its plan"),
+            input: serde_json::json!({ "plan": plan }),
+            reason: one_line(plan, 400),
+            suggested_rule: "nothing, a plan is approved once".to_string(),
+        }))
+    }
+}
+
+/// Answers every request queued in `binding`'s router: permission and plan-approval
+/// requests through `decider`, with the response sent to the asker (its `request_id`
+/// echoed); a shutdown request to the lead is acknowledged and ignored, and so is a
+/// request from a name that is not a teammate (anyone can write into the lead's inbox:
+/// such a question never reaches the person or the policy). Returns how many were
+/// taken.
+pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider) -> usize {
+    let requests = binding.router.take_requests();
+    if requests.is_empty() {
+        return 0;
+    }
+    let team = binding.team.clone();
+    let teammates: Vec<Name> = match tokio::task::spawn_blocking(move || team.config()).await {
+        Ok(Ok(config)) => config
+            .members
+            .into_iter()
+            .map(|m| m.name)
+            .filter(|m| *m != binding.lead)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut ids = Vec::with_capacity(requests.len());
+    for request in &requests {
+        ids.push(request.id.clone());
+        if !teammates.contains(&request.from) {
+            tracing::warn!(from = %request.from, kind = request.body.type_name(), "ignored a request from someone who is not a teammate");
+            continue;
+        }
+        if let Some(answer) = answer_one(request, decider).await {
+            let (mailbox, me, to) = (
+                binding.team.mailbox(),
+                binding.me.clone(),
+                request.from.to_string(),
+            );
+            let sent = tokio::task::spawn_blocking(move || mailbox.send(&me, &to, answer)).await;
+            if !matches!(sent, Ok(Ok(_))) {
+                tracing::warn!(to = %request.from, result = ?sent.map(|r| r.map(|_| ())), "failed to answer a teammate's request");
+            }
+        }
+    }
+    let count = ids.len();
+    if let Err(e) = binding.router.handled(ids).await {
+        tracing::warn!(error = %e, "failed to acknowledge teammates' requests");
+    }
+    count
+}
+
+async fn answer_one(request: &Message, decider: &dyn RequestDecider) -> Option<Outgoing> {
+    match &request.body {
+        MessageBody::PermissionRequest {
+            request_id,
+            tool,
+            input,
+        } => {
+            let summary = request.summary.as_deref().unwrap_or(tool);
+            let decision = decider
+                .permission(&request.from, tool, input, summary)
+                .await;
+            Some(Outgoing::new(
+                MessageBody::PermissionResponse {
+                    request_id: request_id.clone(),
+                    decision: if decision.allow {
+                        PermissionDecision::Allow
+                    } else {
+                        PermissionDecision::Deny
+                    },
+                    reason: decision.reason,
+                },
+                "",
+            ))
+        }
+        MessageBody::PlanApprovalRequest { request_id, plan } => {
+            let decision = decider.plan(&request.from, plan).await;
+            Some(Outgoing::new(
+                MessageBody::PlanApprovalResponse {
+                    request_id: request_id.clone(),
+                    approve: decision.allow,
+                    feedback: decision.reason,
+                },
+                "",
+            ))
+        }
+        other => {
+            tracing::warn!(from = %request.from, kind = other.type_name(), "ignored a request to the lead");
+            None
+        }
+    }
+}
+
+/// Answers teammates' requests as they arrive, for whatever team `slot` is bound to,
+/// until `cancel`: a permission question never waits for the lead's next turn.
+pub fn spawn_request_answerer(
+    slot: TeamSlot,
+    decider: Arc<dyn RequestDecider>,
+    cancel: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut bindings = slot.subscribe();
+        loop {
+            let binding = bindings.borrow_and_update().clone();
+            match binding {
+                Some(binding) => {
+                    tokio::select! {
+                        open = binding.router.requests() => {
+                            if open {
+                                answer_requests(&binding, decider.as_ref()).await;
+                                continue;
+                            }
+                            // The router stopped: wait for another binding.
+                            tokio::select! {
+                                changed = bindings.changed() => if changed.is_err() { return },
+                                _ = cancel.cancelled() => return,
+                            }
+                        }
+                        changed = bindings.changed() => if changed.is_err() { return },
+                        _ = cancel.cancelled() => return,
+                    }
+                }
+                None => tokio::select! {
+                    changed = bindings.changed() => if changed.is_err() { return },
+                    _ = cancel.cancelled() => return,
+                },
+            }
+        }
+    })
+}
+
+/// How a headless lead's wait for its team ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TeamWait {
+    /// Messages wait for the lead: take them as a new turn.
+    Input,
+    /// Every teammate is idle or dead and nothing is unread: the team is done.
+    Settled,
+    /// The deadline passed with these teammates still busy.
+    TimedOut { busy: Vec<Name> },
+    /// The lead has no team (any more).
+    Unbound,
+}
+
+/// How often the wait looks again even without a wake-up.
+const WAIT_TICK: Duration = Duration::from_millis(250);
+
+/// A headless lead's wait between its turns: returns [`TeamWait::Input`] as soon as a
+/// message for the conversation is queued, [`TeamWait::Settled`] once every teammate is
+/// idle or dead and the inbox holds nothing unread, [`TeamWait::TimedOut`] at
+/// `deadline`. Requests are left to [`spawn_request_answerer`]. Wakes on the router's
+/// conversation queue and the monitor's status, and looks again every 250 ms anyway.
+pub async fn wait_for_team(
+    slot: &TeamSlot,
+    status: &mut watch::Receiver<Option<TeamStatus>>,
+    deadline: tokio::time::Instant,
+) -> TeamWait {
+    // Once the router stopped (or the monitor ended), its wake-ups resolve at once:
+    // stop selecting on them and rely on the tick.
+    let mut router_open = true;
+    let mut monitor_open = true;
+    loop {
+        let Some(binding) = slot.get() else {
+            return TeamWait::Unbound;
+        };
+        // The states first, then the inbox: a teammate writes its messages before it
+        // records itself idle, so what it said before going idle is read here.
+        let team = binding.team.clone();
+        let read = tokio::task::spawn_blocking(move || TeamStatus::read(&team)).await;
+        let settled = match read {
+            Ok(Ok(now)) => now.settled().then_some(()).ok_or(now.busy()),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "failed to read the team config");
+                Err(Vec::new())
+            }
+            Err(_) => Err(Vec::new()),
+        };
+        if let Err(e) = binding.router.poll().await {
+            tracing::warn!(error = %e, "failed to read the lead's inbox");
+        }
+        if binding.router.has_conversation() {
+            return TeamWait::Input;
+        }
+        let busy = match settled {
+            Ok(()) => return TeamWait::Settled,
+            Err(busy) => busy,
+        };
+        tokio::select! {
+            open = binding.router.conversation(), if router_open => router_open = open,
+            changed = status.changed(), if monitor_open => monitor_open = changed.is_ok(),
+            _ = tokio::time::sleep(WAIT_TICK) => {}
+            _ = tokio::time::sleep_until(deadline) => {
+                let busy = if busy.is_empty() {
+                    status.borrow().as_ref().map(TeamStatus::busy).unwrap_or_default()
+                } else {
+                    busy
+                };
+                return TeamWait::TimedOut { busy };
+            }
+        }
+    }
+}
+
+/// Why the lead could not join a team.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    #[error("{0}")]
+    Store(#[from] roo_store::Error),
+    #[error("team {team} is led by {lead}, not by {me}; a lead can only lead its own team")]
+    NotLead { team: Name, lead: String, me: Name },
+    #[error(transparent)]
+    Bound(#[from] crate::binding::AlreadyBound),
+}
+
+/// Binds `slot` to the existing team `team` with `me` as its lead (`roo-lead --team`):
+/// the team's lead must be `me`. The new binding's router reports to `events`; the
+/// caller runs it (`router.run`).
+pub fn join_as_lead(
+    slot: &TeamSlot,
+    home: &RooHome,
+    team: Name,
+    me: Name,
+    events: TeamEventSender,
+) -> Result<Arc<TeamBinding>, JoinError> {
+    let team = Team::open(home, team)?;
+    let config = team.config()?;
+    if !config.is_lead(me.as_str()) {
+        let lead = config
+            .lead()
+            .map_or_else(|| config.lead_agent_id.clone(), |m| m.name.to_string());
+        return Err(JoinError::NotLead {
+            team: team.name().clone(),
+            lead,
+            me,
+        });
+    }
+    let router = InboxRouter::with_events(team.mailbox(), me.clone(), events);
+    Ok(slot.bind(TeamBinding {
+        team,
+        lead: me.clone(),
+        me,
+        router,
+    })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use roo_store::{Member, MessageId};
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::event::{TeamEvent, team_events};
+
+    fn name(s: &str) -> Name {
+        Name::parse_as("name", s).unwrap()
+    }
+
+    fn create(dir: &Path, team: &str) -> Team {
+        let team = name(team);
+        Team::create(
+            &RooHome::new(dir),
+            team.clone(),
+            "",
+            Member::new(name("lead"), &team),
+            vec![Member::new(name("alice"), &team)],
+        )
+        .unwrap()
+    }
+
+    /// The lead's binding to `team`, its router built the way TeamCreate builds it
+    /// (without events).
+    fn lead_binding(team: &Team) -> TeamBinding {
+        TeamBinding {
+            team: team.clone(),
+            me: name("lead"),
+            lead: name("lead"),
+            router: InboxRouter::new(team.mailbox(), name("lead")),
+        }
+    }
+
+    fn send(team: &Team, summary: &str) -> MessageId {
+        team.mailbox()
+            .send(&name("alice"), "lead", Outgoing::text("body", summary))
+            .unwrap()[0]
+            .id
+            .clone()
+    }
+
+    async fn next_message(events: &mut mpsc::Receiver<TeamEvent>) -> TeamEvent {
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+                .await
+                .expect("an event in time")
+                .expect("the channel is open");
+            if matches!(event, TeamEvent::Message { .. }) {
+                return event;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn slot_delivery_does_nothing_unbound_and_delivers_the_current_teams_inbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = create(dir.path(), "one");
+        let second = create(dir.path(), "two");
+        let slot = TeamSlot::new();
+        let hook = SlotDelivery::new(slot.clone());
+        let waiting = send(&first, "before the lead had a team");
+        assert_eq!(hook.before_turn().await, TurnAction::Continue);
+
+        slot.bind(lead_binding(&first)).unwrap();
+        let TurnAction::Inject(texts) = hook.before_turn().await else {
+            panic!("the bound team's message is injected");
+        };
+        assert!(texts[0].contains("before the lead had a team"), "{texts:?}");
+        hook.injected().await;
+        let inbox = first
+            .mailbox()
+            .read(&name("lead"), &Default::default())
+            .unwrap();
+        let delivered = inbox.iter().find(|m| m.id == waiting).unwrap();
+        assert!(
+            delivered.delivered_at.is_some(),
+            "marked delivered once injected"
+        );
+        assert_eq!(
+            hook.before_turn().await,
+            TurnAction::Continue,
+            "delivered once"
+        );
+
+        // TeamDelete, then another team between two turns: the hook follows the slot.
+        slot.clear();
+        send(&first, "to the old team");
+        slot.bind(lead_binding(&second)).unwrap();
+        send(&second, "to the new team");
+        let TurnAction::Inject(texts) = hook.before_turn().await else {
+            panic!("the new team's message is injected");
+        };
+        assert!(texts[0].contains("to the new team"), "{texts:?}");
+        assert!(!texts[0].contains("to the old team"), "{texts:?}");
+    }
+
+    #[tokio::test]
+    async fn the_monitor_reports_messages_of_a_router_bound_without_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "one");
+        let slot = TeamSlot::new();
+        let (sender, mut events) = team_events();
+        let cancel = CancellationToken::new();
+        let mut status = status::spawn_monitor(slot.clone(), sender, cancel.clone());
+        let bound = slot.bind(lead_binding(&team)).unwrap();
+        // The monitor reports alice's state once bound, then the router's messages.
+        let alice = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                status.changed().await.unwrap();
+                if let Some(s) = status.borrow().clone() {
+                    return s;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(alice.line(), "team one · alice busy");
+        send(&team, "parser done");
+        bound.router.poll().await.unwrap();
+        assert_eq!(
+            next_message(&mut events).await,
+            TeamEvent::Message {
+                from: name("alice"),
+                kind: "text",
+                preview: "parser done".to_string()
+            }
+        );
+        cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn the_team_wait_returns_input_settled_or_timed_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "one");
+        let slot = TeamSlot::new();
+        let (_, mut status) = watch::channel(None);
+        let soon = || tokio::time::Instant::now() + Duration::from_millis(300);
+        assert_eq!(
+            wait_for_team(&slot, &mut status, soon()).await,
+            TeamWait::Unbound
+        );
+        slot.bind(lead_binding(&team)).unwrap();
+        assert_eq!(
+            wait_for_team(&slot, &mut status, soon()).await,
+            TeamWait::TimedOut {
+                busy: vec![name("alice")]
+            }
+        );
+        send(&team, "news");
+        assert_eq!(
+            wait_for_team(&slot, &mut status, soon()).await,
+            TeamWait::Input
+        );
+        slot.get().unwrap().router.take_conversation();
+        team.set_active("alice", false).unwrap();
+        // What the router has handed out (to the delivery hook) no longer holds the
+        // lead: with alice idle, the team is settled.
+        assert_eq!(
+            wait_for_team(&slot, &mut status, soon()).await,
+            TeamWait::Settled
+        );
+    }
+
+    fn decider(dir: &Path, mode: PermissionMode) -> PolicyDecider {
+        let mut tools = ToolRegistry::new();
+        for tool in roo_agent::tools::builtin_tools() {
+            tools.register(tool);
+        }
+        let policy = roo_agent::permissions::PermissionPolicy::new(
+            dir.to_path_buf(),
+            mode,
+            roo_agent::permissions::RuleSet::new(),
+        );
+        PolicyDecider {
+            policy: Arc::new(std::sync::RwLock::new(policy)),
+            tools,
+            project_root: dir.to_path_buf(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_headless_lead_allows_only_what_its_own_policy_runs_without_asking() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let alice = name("alice");
+        let strict = decider(&root, PermissionMode::Default);
+        let read = serde_json::json!({"path": "notes.txt"});
+        assert!(strict.permission(&alice, "ReadFile", &read, "").await.allow);
+        let write = serde_json::json!({"path": "notes.txt", "content": "x"});
+        let denied = strict.permission(&alice, "WriteFile", &write, "").await;
+        assert!(!denied.allow);
+        assert!(
+            denied.reason.contains("nobody can approve"),
+            "{}",
+            denied.reason
+        );
+        let outside = serde_json::json!({"path": "/etc/passwd"});
+        assert!(
+            !strict
+                .permission(&alice, "ReadFile", &outside, "")
+                .await
+                .allow
+        );
+        let unknown = strict.permission(&alice, "Teleport", &read, "").await;
+        assert!(
+            !unknown.allow && unknown.reason.contains("no Teleport tool"),
+            "{}",
+            unknown.reason
+        );
+        assert!(!strict.plan(&alice, "1. edit").await.allow);
+
+        let edits = decider(&root, PermissionMode::AcceptEdits);
+        assert!(
+            edits
+                .permission(&alice, "WriteFile", &write, "")
+                .await
+                .allow
+        );
+        assert!(edits.plan(&alice, "1. edit").await.allow);
+    }
+
+    #[tokio::test]
+    async fn only_the_teams_lead_can_join_it_as_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        create(dir.path(), "one");
+        let home = RooHome::new(dir.path());
+        let slot = TeamSlot::new();
+        let (events, _rx) = team_events();
+        let err =
+            join_as_lead(&slot, &home, name("one"), name("alice"), events.clone()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "team one is led by lead, not by alice; a lead can only lead its own team"
+        );
+        assert!(slot.get().is_none());
+        let bound = join_as_lead(&slot, &home, name("one"), name("lead"), events.clone()).unwrap();
+        assert!(bound.is_lead());
+        assert!(matches!(
+            join_as_lead(&slot, &home, name("one"), name("lead"), events.clone()),
+            Err(JoinError::Bound(_))
+        ));
+        assert!(matches!(
+            join_as_lead(
+                &TeamSlot::new(),
+                &home,
+                name("nosuch"),
+                name("lead"),
+                events
+            ),
+            Err(JoinError::Store(_))
+        ));
+    }
+}

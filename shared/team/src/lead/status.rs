@@ -1,0 +1,535 @@
+//! What the lead knows and shows about its team: each teammate's state (busy, idle,
+//! dead — as observed, so a teammate whose process is gone counts as dead before anyone
+//! marks it), the task list, and the one-screen summaries the UI prints (`/team`,
+//! `/tasks`) and the model gets back after a compaction.
+//!
+//! [`spawn_monitor`] keeps a [`TeamStatus`] current while the lead's [`TeamSlot`] is
+//! bound and reports changes as [`TeamEvent`]s.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use roo_store::{Member, MemberState, Name, Task, TaskStatus, Team, TeamConfig};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::binding::TeamSlot;
+use crate::event::{TeamEvent, TeamEventSender, one_line};
+
+/// How often the monitor reads the team config (a dead pid changes nothing on disk, so
+/// this is a poll, not a file watch).
+pub const MONITOR_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Longest task subject shown in a summary line.
+const SUBJECT_CHARS: usize = 100;
+
+/// One teammate as the lead sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberStatus {
+    pub name: Name,
+    /// The observed state (PROTOCOL.md §4.1).
+    pub state: MemberState,
+}
+
+/// The teammates of a team (the lead excluded) and their observed states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamStatus {
+    pub team: Name,
+    pub members: Vec<MemberStatus>,
+}
+
+impl TeamStatus {
+    /// The teammates of `config`, in roster order.
+    pub fn of(config: &TeamConfig) -> TeamStatus {
+        TeamStatus {
+            team: config.name.clone(),
+            members: teammates(config)
+                .map(|m| MemberStatus {
+                    name: m.name.clone(),
+                    state: m.observed_state(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Reads `team`'s config now.
+    pub fn read(team: &Team) -> roo_store::Result<TeamStatus> {
+        Ok(TeamStatus::of(&team.config()?))
+    }
+
+    /// Teammates still working.
+    pub fn busy(&self) -> Vec<Name> {
+        self.members
+            .iter()
+            .filter(|m| m.state == MemberState::Busy)
+            .map(|m| m.name.clone())
+            .collect()
+    }
+
+    /// Whether every teammate is idle or dead (also true without teammates).
+    pub fn settled(&self) -> bool {
+        self.members.iter().all(|m| m.state != MemberState::Busy)
+    }
+
+    /// The status line: `team T · alice busy · bob idle`.
+    pub fn line(&self) -> String {
+        let mut line = format!("team {}", self.team);
+        if self.members.is_empty() {
+            line.push_str(" · no teammates yet");
+        }
+        for m in &self.members {
+            let _ = write!(line, " · {} {}", m.name, m.state);
+        }
+        line
+    }
+}
+
+fn teammates(config: &TeamConfig) -> impl Iterator<Item = &Member> {
+    config
+        .members
+        .iter()
+        .filter(|m| !config.is_lead(m.name.as_str()))
+}
+
+/// `/team`: every member with its observed state, backend and worktree.
+pub fn members_table(config: &TeamConfig) -> String {
+    let mut out = format!("team {}", config.name);
+    if !config.description.trim().is_empty() {
+        let _ = write!(out, " — {}", one_line(&config.description, SUBJECT_CHARS));
+    }
+    out.push('\n');
+    for m in &config.members {
+        let role = if config.is_lead(m.name.as_str()) {
+            "lead"
+        } else {
+            m.observed_state().as_str()
+        };
+        let _ = write!(out, "  {:<20} {:<5}", m.name.as_str(), role);
+        if let Some(backend) = m.backend_type {
+            let backend = serde_json::to_value(backend)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let _ = write!(out, "  {backend}");
+        }
+        if let Some(pid) = m.pid {
+            let _ = write!(out, "  pid {pid}");
+        }
+        if let Some(path) = &m.worktree_path {
+            let _ = write!(out, "  {}", one_line(&path.display().to_string(), 200));
+        }
+        if let Some(reason) = &m.dead_reason {
+            let _ = write!(out, "  ({})", one_line(reason, SUBJECT_CHARS));
+        }
+        out.push('\n');
+    }
+    if teammates(config).next().is_none() {
+        out.push_str("  (no teammates yet)\n");
+    }
+    out
+}
+
+/// `/tasks`: one line per task: id, status, owner, subject, blockers.
+pub fn tasks_table(tasks: &[Task]) -> String {
+    if tasks.is_empty() {
+        return "no tasks\n".to_string();
+    }
+    let mut out = String::new();
+    for task in tasks {
+        let owner = task.owner.as_ref().map_or("-", |o| o.as_str());
+        let _ = write!(
+            out,
+            "  #{:<4} {:<11} {:<20} {}",
+            task.id.as_str(),
+            task.status.as_str(),
+            owner,
+            one_line(&task.subject, SUBJECT_CHARS)
+        );
+        let open_blockers: Vec<&str> = task.blocked_by.iter().map(|id| id.as_str()).collect();
+        if !open_blockers.is_empty() && task.status != TaskStatus::Completed {
+            let _ = write!(out, "  (blocked by #{})", open_blockers.join(", #"));
+        }
+        out.push('\n');
+    }
+    let done = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .count();
+    let _ = writeln!(out, "{done} of {} completed", tasks.len());
+    out
+}
+
+/// The team state a lead's model gets back after a compaction: its team, every
+/// teammate's state and the tasks not completed.
+pub fn team_summary(config: &TeamConfig, tasks: &[Task]) -> String {
+    let mut out = format!(
+        "Team state (restored after the conversation was compacted): you lead team {}.\nTeammates:",
+        config.name
+    );
+    let mut any = false;
+    for m in teammates(config) {
+        any = true;
+        let _ = write!(out, " {} ({}),", m.name, m.observed_state());
+    }
+    if any {
+        out.pop();
+    } else {
+        out.push_str(" none yet");
+    }
+    let open: Vec<&Task> = tasks
+        .iter()
+        .filter(|t| t.status != TaskStatus::Completed)
+        .collect();
+    let completed = tasks.len() - open.len();
+    let _ = write!(
+        out,
+        "\nOpen tasks ({} open, {completed} completed):",
+        open.len()
+    );
+    if open.is_empty() {
+        out.push_str(" none");
+    }
+    for t in open {
+        let _ = write!(
+            out,
+            "\n- #{} [{}{}] {}",
+            t.id.as_str(),
+            t.status.as_str(),
+            t.owner
+                .as_ref()
+                .map(|o| format!(", {o}"))
+                .unwrap_or_default(),
+            one_line(&t.subject, SUBJECT_CHARS)
+        );
+    }
+    out
+}
+
+/// Keeps the status of the team `slot` is bound to current while it is bound: reads the
+/// config every [`MONITOR_INTERVAL`], attaches `events` to the binding's router (so
+/// incoming messages are reported), reports each teammate's state on binding and every
+/// change after ([`TeamEvent::MemberState`]), new teammates ([`TeamEvent::Joined`]) and
+/// departures, and declares dead (releasing their tasks, `Team::detect_dead`) the
+/// teammates whose process is gone. The receiver holds `None` while unbound. Ends with
+/// `cancel`.
+pub fn spawn_monitor(
+    slot: TeamSlot,
+    events: TeamEventSender,
+    cancel: CancellationToken,
+) -> watch::Receiver<Option<TeamStatus>> {
+    let (tx, rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let mut bindings = slot.subscribe();
+        loop {
+            let binding = bindings.borrow_and_update().clone();
+            let Some(binding) = binding else {
+                tx.send_replace(None);
+                tokio::select! {
+                    changed = bindings.changed() => if changed.is_err() { return },
+                    _ = cancel.cancelled() => return,
+                }
+                continue;
+            };
+            binding.router.attach_events(events.clone());
+            let mut previous: Option<TeamStatus> = None;
+            let mut failing = false;
+            loop {
+                let (team, me) = (binding.team.clone(), binding.me.clone());
+                let read = tokio::task::spawn_blocking(move || observe(&team, &me)).await;
+                match read {
+                    Ok(Ok((status, deaths))) => {
+                        failing = false;
+                        for text in deaths {
+                            events.send(TeamEvent::Notice { text });
+                        }
+                        for event in changes(previous.as_ref(), &status) {
+                            events.send(event);
+                        }
+                        tx.send_replace(Some(status.clone()));
+                        previous = Some(status);
+                    }
+                    Ok(Err(e)) if !failing => {
+                        failing = true;
+                        events.send(TeamEvent::Notice {
+                            text: format!("failed to read team {}: {e}", binding.team.name()),
+                        });
+                    }
+                    _ => {}
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(MONITOR_INTERVAL) => {}
+                    changed = bindings.changed() => {
+                        if changed.is_err() { return }
+                        break;
+                    }
+                    _ = cancel.cancelled() => return,
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Waits (at most `limit`) until the monitor's status shows what `team`'s config shows
+/// now, so the events of every change up to now are sent: a headless lead calls it
+/// before it exits, so its last lines report the states it ended on.
+pub async fn monitor_caught_up(
+    team: &Team,
+    status: &mut watch::Receiver<Option<TeamStatus>>,
+    limit: Duration,
+) {
+    let team = team.clone();
+    let Ok(Ok(now)) = tokio::task::spawn_blocking(move || TeamStatus::read(&team)).await else {
+        return;
+    };
+    let _ = tokio::time::timeout(limit, status.wait_for(|seen| seen.as_ref() == Some(&now))).await;
+}
+
+/// Reads the status; declares dead the teammates whose process is gone (each reported
+/// once, with the tasks released).
+fn observe(team: &Team, me: &Name) -> roo_store::Result<(TeamStatus, Vec<String>)> {
+    let config = team.config()?;
+    let mut deaths = Vec::new();
+    let undeclared = teammates(&config)
+        .any(|m| m.observed_state() == MemberState::Dead && m.state() != MemberState::Dead);
+    if undeclared {
+        for death in team.detect_dead(Some(me))? {
+            let mut text = format!(
+                "{} died: {}",
+                death.member.name,
+                death
+                    .member
+                    .dead_reason
+                    .as_deref()
+                    .unwrap_or("unknown reason")
+            );
+            if !death.released.is_empty() {
+                let _ = write!(
+                    text,
+                    "; released {} task(s) to pending",
+                    death.released.len()
+                );
+            }
+            deaths.push(text);
+        }
+    }
+    Ok((TeamStatus::read(team)?, deaths))
+}
+
+/// The events that turn `before` into `now` (`before` `None`: every teammate's state).
+fn changes(before: Option<&TeamStatus>, now: &TeamStatus) -> Vec<TeamEvent> {
+    let mut out = Vec::new();
+    for m in &now.members {
+        let old = before.and_then(|b| b.members.iter().find(|o| o.name == m.name));
+        match (before, old) {
+            (Some(_), None) => {
+                out.push(TeamEvent::Joined {
+                    name: m.name.clone(),
+                });
+                out.push(TeamEvent::MemberState {
+                    name: m.name.clone(),
+                    state: m.state,
+                });
+            }
+            (None, _) => out.push(TeamEvent::MemberState {
+                name: m.name.clone(),
+                state: m.state,
+            }),
+            (Some(_), Some(old)) if old.state != m.state => out.push(TeamEvent::MemberState {
+                name: m.name.clone(),
+                state: m.state,
+            }),
+            _ => {}
+        }
+    }
+    if let Some(before) = before {
+        for gone in before
+            .members
+            .iter()
+            .filter(|o| !now.members.iter().any(|m| m.name == o.name))
+        {
+            out.push(TeamEvent::Notice {
+                text: format!("{} left the team", gone.name),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use roo_store::{NewTask, RooHome, TaskId};
+
+    use super::*;
+
+    fn name(s: &str) -> Name {
+        Name::parse_as("name", s).unwrap()
+    }
+
+    /// Team `crew`: lead, alice (busy), bob (idle), carol (marked dead); tasks 1 in
+    /// progress by alice, 2 pending blocked by 1, 3 completed.
+    fn crew(dir: &std::path::Path) -> Team {
+        let home = RooHome::new(dir);
+        let team_name = name("crew");
+        let members = ["alice", "bob", "carol"]
+            .iter()
+            .map(|m| Member::new(name(m), &team_name))
+            .collect();
+        let team = Team::create(
+            &home,
+            team_name.clone(),
+            "ship\nthe parser",
+            Member::new(name("lead"), &team_name),
+            members,
+        )
+        .unwrap();
+        team.set_active("bob", false).unwrap();
+        team.mark_dead("carol", "its process 4242 is no longer running")
+            .unwrap();
+        let tasks = team.tasks();
+        let new = |subject: &str| NewTask {
+            subject: subject.to_string(),
+            ..NewTask::default()
+        };
+        let one = tasks.create(new("Write the parser")).unwrap();
+        tasks
+            .create(NewTask {
+                blocked_by: vec![one.id.clone()],
+                ..new("Test the parser\x1b[2J")
+            })
+            .unwrap();
+        let three = tasks.create(new("Set up CI")).unwrap();
+        let claim = roo_store::ClaimOptions::default();
+        tasks.claim(&one.id, &name("alice"), &claim).unwrap();
+        tasks.claim(&three.id, &name("bob"), &claim).unwrap();
+        tasks
+            .update(
+                &three.id,
+                roo_store::TaskPatch {
+                    status: Some(TaskStatus::Completed),
+                    by: Some(name("bob")),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(three.id, TaskId::parse("3").unwrap());
+        team
+    }
+
+    #[test]
+    fn the_status_line_names_every_teammate_with_its_state_and_never_the_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = crew(dir.path());
+        let status = TeamStatus::read(&team).unwrap();
+        assert_eq!(
+            status.line(),
+            "team crew · alice busy · bob idle · carol dead"
+        );
+        assert_eq!(status.busy(), vec![name("alice")]);
+        assert!(!status.settled());
+        team.set_active("alice", false).unwrap();
+        assert!(
+            TeamStatus::read(&team).unwrap().settled(),
+            "dead counts as gone"
+        );
+    }
+
+    #[test]
+    fn slash_team_lists_members_with_states_and_why_one_is_dead() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crew(dir.path()).config().unwrap();
+        let table = members_table(&config);
+        let lines: Vec<&str> = table.lines().map(str::trim_end).collect();
+        assert_eq!(lines[0], "team crew — ship the parser");
+        assert_eq!(lines[1], "  lead                 lead");
+        assert_eq!(lines[2], "  alice                busy");
+        assert_eq!(lines[3], "  bob                  idle");
+        assert_eq!(
+            lines[4],
+            "  carol                dead   (its process 4242 is no longer running)"
+        );
+        assert_eq!(lines.len(), 5);
+    }
+
+    #[test]
+    fn slash_tasks_lists_status_owner_and_open_blockers_without_control_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = crew(dir.path());
+        let tasks = team.tasks().list(&Default::default()).unwrap();
+        let table = tasks_table(&tasks);
+        let lines: Vec<&str> = table.lines().map(str::trim_end).collect();
+        assert_eq!(
+            lines,
+            [
+                "  #1    in_progress alice                Write the parser",
+                "  #2    pending     -                    Test the parser [2J  (blocked by #1)",
+                "  #3    completed   bob                  Set up CI",
+                "1 of 3 completed",
+            ]
+        );
+        assert_eq!(tasks_table(&[]), "no tasks\n");
+    }
+
+    #[test]
+    fn the_summary_after_compaction_has_states_and_only_open_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = crew(dir.path());
+        let config = team.config().unwrap();
+        let tasks = team.tasks().list(&Default::default()).unwrap();
+        assert_eq!(
+            team_summary(&config, &tasks),
+            "Team state (restored after the conversation was compacted): you lead team crew.\n\
+             Teammates: alice (busy), bob (idle), carol (dead)\n\
+             Open tasks (2 open, 1 completed):\n\
+             - #1 [in_progress, alice] Write the parser\n\
+             - #2 [pending] Test the parser [2J"
+        );
+    }
+
+    #[test]
+    fn changes_report_new_teammates_state_changes_and_departures() {
+        let status = |members: &[(&str, MemberState)]| TeamStatus {
+            team: name("crew"),
+            members: members
+                .iter()
+                .map(|(n, state)| MemberStatus {
+                    name: name(n),
+                    state: *state,
+                })
+                .collect(),
+        };
+        let first = status(&[("alice", MemberState::Busy)]);
+        assert_eq!(
+            changes(None, &first),
+            [TeamEvent::MemberState {
+                name: name("alice"),
+                state: MemberState::Busy
+            }]
+        );
+        assert!(
+            changes(Some(&first), &first).is_empty(),
+            "no change, no event"
+        );
+        let second = status(&[("alice", MemberState::Idle), ("bob", MemberState::Busy)]);
+        assert_eq!(
+            changes(Some(&first), &second),
+            [
+                TeamEvent::MemberState {
+                    name: name("alice"),
+                    state: MemberState::Idle
+                },
+                TeamEvent::Joined { name: name("bob") },
+                TeamEvent::MemberState {
+                    name: name("bob"),
+                    state: MemberState::Busy
+                },
+            ]
+        );
+        assert_eq!(
+            changes(Some(&second), &status(&[("bob", MemberState::Busy)])),
+            [TeamEvent::Notice {
+                text: "alice left the team".to_string()
+            }]
+        );
+    }
+}

@@ -1,0 +1,619 @@
+//! The lead's side of a team in a `roo-lead -p` run: it stays while teammates are busy,
+//! takes their messages as new turns and ends when they are idle; the team timeout; the
+//! stream-json teammate events; `--teammate-mode`; `--coordinator`. The teammate is
+//! played by the test with `roo-mail` and the team config (no model behind it).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use roo_store::{Name, RooHome, Team};
+use roo_tests::{MockLlm, TempHome, wait_until};
+use serde_json::Value;
+
+const TEAM: &str = "crew";
+
+/// Team `crew` led by `lead`, with `alice` busy (a roster entry: `is_active` absent).
+fn crew(home: &TempHome) {
+    home.mail()
+        .args([
+            "team", "create", "--team", TEAM, "--lead", "lead", "--member", "alice",
+        ])
+        .run()
+        .assert_ok();
+}
+
+fn team(home: &TempHome) -> Team {
+    Team::open(
+        &RooHome::new(home.path()),
+        Name::parse_as("team", TEAM).unwrap(),
+    )
+    .unwrap()
+}
+
+/// The assistant messages in the lead's session transcripts so far.
+fn lead_answers(home: &TempHome) -> usize {
+    let projects = home.path().join("projects");
+    let Ok(dirs) = std::fs::read_dir(&projects) else {
+        return 0;
+    };
+    let mut count = 0;
+    for dir in dirs.flatten() {
+        for file in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path: PathBuf = file.path();
+            if path.extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                count += text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .filter(|r| r["type"] == "message" && r["message"]["role"] == "assistant")
+                    .count();
+            }
+        }
+    }
+    count
+}
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad json line {l}: {e}")))
+        .collect()
+}
+
+const SCRIPT: &str = r#"
+agents:
+  lead:
+    - text: "Alice is on it; I wait for her report."
+    - when: {last_user_contains: "parser is done"}
+      text: "Alice finished the parser. All done."
+"#;
+
+#[test]
+fn a_headless_lead_waits_for_a_busy_teammate_takes_its_message_and_ends_when_it_is_idle() {
+    let home = TempHome::new();
+    crew(&home);
+    let script = home.home.write("script.yaml", SCRIPT);
+    let lead = home
+        .cmd("roo-lead")
+        .args(["-p", "Build the parser with alice.", "--team", TEAM])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--output-format", "stream-json"])
+        .spawn();
+    wait_until(
+        "the lead's first turn",
+        Duration::from_secs(20),
+        || (lead_answers(&home) >= 1).then_some(()),
+        || format!("{} answers", lead_answers(&home)),
+    );
+    // Alice is busy: the lead must still be there to take her message.
+    home.mail()
+        .args(["send", "--team", TEAM, "--as", "alice", "--to", "lead"])
+        .args(["--summary", "parser done", "the parser is done, tests pass"])
+        .run()
+        .assert_ok();
+    wait_until(
+        "the lead's turn on alice's message",
+        Duration::from_secs(20),
+        || (lead_answers(&home) >= 2).then_some(()),
+        || format!("{} answers", lead_answers(&home)),
+    );
+    // bob joins and dies while alice works: spawned and dead lines; dead is gone, not busy.
+    home.mail()
+        .args(["team", "add", "--team", TEAM, "bob"])
+        .run()
+        .assert_ok();
+    home.mail()
+        .args([
+            "team",
+            "mark-dead",
+            "--team",
+            TEAM,
+            "bob",
+            "--reason",
+            "killed by the test",
+        ])
+        .run()
+        .assert_ok();
+    team(&home).set_active("alice", false).unwrap();
+    let out = lead.wait();
+    out.assert_ok();
+    let lines = json_lines(&out.stdout());
+    let position = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred);
+    let message = position(&|l| {
+        l["type"] == "teammate_message" && l["from"] == "alice" && l["preview"] == "parser done"
+    })
+    .unwrap_or_else(|| panic!("a teammate_message line: {lines:#?}"));
+    let idle = position(&|l| l["type"] == "teammate_idle" && l["name"] == "alice")
+        .unwrap_or_else(|| panic!("a teammate_idle line: {lines:#?}"));
+    assert!(
+        position(&|l| l["type"] == "teammate_busy" && l["name"] == "alice").is_some(),
+        "{lines:#?}"
+    );
+    assert!(
+        position(&|l| l["type"] == "teammate_spawned" && l["name"] == "bob").is_some(),
+        "{lines:#?}"
+    );
+    assert!(
+        position(&|l| l["type"] == "teammate_dead" && l["name"] == "bob").is_some(),
+        "{lines:#?}"
+    );
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert!(message < idle && idle < lines.len() - 1, "{lines:#?}");
+    assert_eq!(result["result"], "Alice finished the parser. All done.");
+    assert_eq!(result["team"]["lead_runs"], 2);
+    // The message was delivered into the lead's context, not just read.
+    let inbox = home
+        .mail()
+        .args(["read", "--team", TEAM, "--as", "lead", "--json"])
+        .run();
+    let delivered = inbox.json();
+    assert!(
+        delivered
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| !m["delivered_at"].is_null()),
+        "{delivered:#}"
+    );
+}
+
+#[test]
+fn a_headless_lead_whose_teammate_never_goes_idle_stops_at_the_team_timeout() {
+    let home = TempHome::new();
+    crew(&home);
+    let script = home.home.write(
+        "script.yaml",
+        "agents:\n  lead:\n    - text: \"Waiting for alice.\"\n",
+    );
+    let out = home
+        .cmd("roo-lead")
+        .args([
+            "-p",
+            "Work with alice.",
+            "--team",
+            TEAM,
+            "--team-timeout",
+            "1",
+        ])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .run();
+    out.assert_code(1);
+    out.assert_stderr_contains(
+        "teammates still busy after the team timeout of 1 s (--team-timeout): alice",
+    );
+    out.assert_stdout_contains("Waiting for alice.");
+}
+
+#[test]
+fn a_lead_without_a_team_ends_with_its_turn_as_before() {
+    let home = TempHome::new();
+    let script = home.home.write(
+        "script.yaml",
+        "agents:\n  lead:\n    - text: \"Solo answer.\"\n",
+    );
+    home.cmd("roo-lead")
+        .args(["-p", "hi", "--provider", "script", "--script"])
+        .arg(&script)
+        .run()
+        .assert_ok()
+        .assert_stdout("Solo answer.\n");
+}
+
+#[test]
+fn an_unknown_team_is_a_usage_error() {
+    let home = TempHome::new();
+    let script = home.home.write("script.yaml", "- text: x\n");
+    let out = home
+        .cmd("roo-lead")
+        .args([
+            "-p",
+            "hi",
+            "--team",
+            "nosuch",
+            "--provider",
+            "script",
+            "--script",
+        ])
+        .arg(&script)
+        .run();
+    out.assert_code(2);
+    out.assert_stderr_contains("nosuch");
+}
+
+#[test]
+fn teammate_mode_tmux_is_a_usage_error_not_a_silent_fallback() {
+    let home = TempHome::new();
+    let script = home.home.write("script.yaml", "- text: x\n");
+    for (how, mode) in [("flag", "tmux"), ("env", "iterm2")] {
+        let mut cmd = home
+            .cmd("roo-lead")
+            .args(["-p", "hi", "--provider", "script", "--script"])
+            .arg(&script);
+        cmd = if how == "flag" {
+            cmd.args(["--teammate-mode", mode])
+        } else {
+            cmd.env("ROO_TEAMMATE_MODE", mode)
+        };
+        let out = cmd.run();
+        out.assert_code(2);
+        out.assert_stderr_contains(&format!(
+            "the {mode} backend comes with pane teammates; use --teammate-mode in-process"
+        ));
+    }
+    home.cmd("roo-lead")
+        .args(["-p", "hi", "--provider", "script", "--script"])
+        .arg(&script)
+        .env("ROO_TEAMMATE_MODE", "in-process")
+        .run()
+        .assert_ok();
+}
+
+#[test]
+fn coordinator_mode_sends_the_model_no_code_tools() {
+    let home = TempHome::new();
+    let tool_names = |coordinator: bool| -> Vec<String> {
+        let mock = MockLlm::start("agents:\n  \"*\":\n    - text: \"ok\"\n");
+        let mut cmd = home
+            .cmd("roo-lead")
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .args([
+                "-p",
+                "hi",
+                "--provider",
+                "anthropic",
+                "--model",
+                "claude-sonnet-4-5",
+            ])
+            .args(["--base-url", &mock.base_url("anthropic")]);
+        if coordinator {
+            cmd = cmd.arg("--coordinator");
+        }
+        cmd.run().assert_ok();
+        let requests = mock.requests();
+        requests[0].body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let normal = tool_names(false);
+    assert!(normal.iter().any(|t| t == "Bash"), "{normal:?}");
+    let coordinator = tool_names(true);
+    for code_tool in [
+        "ReadFile",
+        "WriteFile",
+        "EditFile",
+        "Bash",
+        "Glob",
+        "Grep",
+        "EnterPlanMode",
+        "ExitPlanMode",
+    ] {
+        assert!(
+            !coordinator.iter().any(|t| t == code_tool),
+            "{code_tool} in {coordinator:?}"
+        );
+    }
+}
+
+/// alice's inbox, as JSON messages.
+fn inbox(home: &TempHome, member: &str) -> Vec<Value> {
+    home.mail()
+        .args(["read", "--team", TEAM, "--as", member, "--json"])
+        .run()
+        .json()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn answer<'a>(messages: &'a [Value], request_id: &str) -> Option<&'a Value> {
+    messages.iter().find(|m| m["request_id"] == request_id)
+}
+
+#[test]
+fn a_headless_lead_answers_teammates_requests_by_its_own_policy_and_never_leaves_them_waiting() {
+    let home = TempHome::new();
+    crew(&home);
+    let script = home.home.write(
+        "script.yaml",
+        "agents:\n  lead:\n    - text: \"Waiting for alice.\"\n",
+    );
+    let lead = home
+        .cmd("roo-lead")
+        .args(["-p", "Work with alice.", "--team", TEAM])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .spawn();
+    let ask = |id: &str, args: &[&str]| {
+        home.mail()
+            .args([
+                "send",
+                "--team",
+                TEAM,
+                "--as",
+                "alice",
+                "--to",
+                "lead",
+                "--request-id",
+                id,
+            ])
+            .args(args)
+            .run()
+            .assert_ok();
+    };
+    // A read inside the project: the lead's default mode runs reads without asking.
+    ask(
+        "req-read",
+        &[
+            "--type",
+            "permission_request",
+            "--tool",
+            "ReadFile",
+            "--input",
+            r#"{"path": "notes.txt"}"#,
+        ],
+    );
+    // A command: the lead would have to ask, and nobody is there.
+    ask(
+        "req-bash",
+        &[
+            "--type",
+            "permission_request",
+            "--tool",
+            "Bash",
+            "--input",
+            r#"{"command": "touch x"}"#,
+        ],
+    );
+    ask(
+        "req-plan",
+        &[
+            "--type",
+            "plan_approval_request",
+            "--plan",
+            "1. edit the parser",
+        ],
+    );
+    let answers = wait_until(
+        "the lead's answers in alice's inbox",
+        Duration::from_secs(20),
+        || {
+            let messages = inbox(&home, "alice");
+            ["req-read", "req-bash", "req-plan"]
+                .iter()
+                .all(|id| answer(&messages, id).is_some())
+                .then_some(messages)
+        },
+        || format!("{:#?}", inbox(&home, "alice")),
+    );
+    let read = answer(&answers, "req-read").unwrap();
+    assert_eq!(read["type"], "permission_response");
+    assert_eq!(read["decision"], "allow", "{read:#}");
+    let bash = answer(&answers, "req-bash").unwrap();
+    assert_eq!(bash["decision"], "deny", "{bash:#}");
+    let reason = bash["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("headless") && reason.contains("nobody can approve"),
+        "{reason}"
+    );
+    let plan = answer(&answers, "req-plan").unwrap();
+    assert_eq!(plan["type"], "plan_approval_response");
+    assert_eq!(plan["approve"], false, "{plan:#}");
+    // The requests are acknowledged once answered (right after the answers are sent),
+    // not left unread for the lead's model.
+    wait_until(
+        "the lead's inbox acknowledged",
+        Duration::from_secs(20),
+        || {
+            inbox(&home, "lead")
+                .iter()
+                .all(|m| m["read"] == true && !m["acknowledged_at"].is_null())
+                .then_some(())
+        },
+        || format!("{:#?}", inbox(&home, "lead")),
+    );
+    team(&home).set_active("alice", false).unwrap();
+    lead.wait()
+        .assert_ok()
+        .assert_stdout_contains("Waiting for alice.");
+}
+
+#[test]
+fn the_team_state_is_restored_to_the_lead_after_a_compaction() {
+    let home = TempHome::new();
+    crew(&home);
+    team(&home).set_active("alice", false).unwrap();
+    home.task()
+        .args([
+            "create",
+            "--team",
+            TEAM,
+            "--as",
+            "lead",
+            "--subject",
+            "Write the parser",
+            "--owner",
+            "alice",
+        ])
+        .run()
+        .assert_ok();
+    home.home.write("config.yaml", "context_window: 10000\n");
+    // Three rounds of 5,000 characters each, the last reporting a prompt over 80 % of
+    // the window: the fourth turn compacts first.
+    let pad = "x".repeat(5000);
+    let round = |tokens: u64| {
+        format!(
+            "    - text: \"{pad}\"\n      tool_calls:\n        - {{name: Glob, input: {{pattern: \"*.none\"}}}}\n      usage: {{input_tokens: {tokens}, output_tokens: 10}}\n"
+        )
+    };
+    let script = format!(
+        "agents:\n  lead:\n{}{}{}    - when: {{last_user_contains: \"Summarize the conversation\"}}\n      text: \"SUMMARY of the rounds\"\n      usage: {{input_tokens: 500, output_tokens: 10}}\n    - text: \"Done after compaction.\"\n",
+        round(3000),
+        round(6000),
+        round(9000),
+    );
+    let script = home.home.write("script.yaml", &script);
+    home.cmd("roo-lead")
+        .args(["-p", "Coordinate the parser work.", "--team", TEAM])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("Done after compaction.");
+    // The transcript's compaction record: the kept conversation starts with the team
+    // state.
+    let projects = home.path().join("projects");
+    let project = std::fs::read_dir(&projects)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let session = std::fs::read_dir(&project)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let records: Vec<Value> = std::fs::read_to_string(session)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let compaction = records
+        .iter()
+        .find(|r| r["type"] == "replace")
+        .unwrap_or_else(|| panic!("a compaction record: {records:#?}"));
+    let first = compaction["messages"][0].to_string();
+    assert!(first.contains("SUMMARY of the rounds"), "{first}");
+    assert!(
+        first.contains("you lead team crew") && first.contains("alice (idle)"),
+        "{first}"
+    );
+    assert!(
+        first.contains("#1 [pending, alice] Write the parser"),
+        "{first}"
+    );
+}
+
+#[test]
+fn the_interactive_lead_shows_teammates_answers_their_questions_and_lists_team_and_tasks() {
+    let home = TempHome::new();
+    crew(&home);
+    home.task()
+        .args([
+            "create",
+            "--team",
+            TEAM,
+            "--as",
+            "lead",
+            "--subject",
+            "Write the parser",
+            "--owner",
+            "alice",
+        ])
+        .run()
+        .assert_ok();
+    let script = home.home.write(
+        "session.yaml",
+        r#"
+agents:
+  lead:
+    - when: {last_user_contains: "the parser is done"}
+      text: "Alice reported the parser done."
+"#,
+    );
+    let command = format!(
+        "{} --provider script --script {} --trust-project --team {TEAM}",
+        roo_tests::bin("roo-lead").display(),
+        script.display()
+    );
+    let tmux = roo_tests::Tmux::start(
+        home.cwd.path(),
+        &[("ROO_HOME", home.path().display().to_string())],
+        &command,
+    );
+    tmux.wait_for("the banner and the team's status line", |s| {
+        s.contains("RooCode") && s.contains("team crew · alice busy")
+    });
+    tmux.type_text("/team");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("/team", |s| {
+        s.contains("team crew") && s.contains("  alice                busy")
+    });
+    tmux.type_text("/tasks");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("/tasks", |s| {
+        s.contains("#1    pending     alice                Write the parser")
+            && s.contains("0 of 1 completed")
+    });
+    // While the user types: a message preview, then a question.
+    tmux.type_text("half-typed");
+    home.mail()
+        .args(["send", "--team", TEAM, "--as", "alice", "--to", "lead"])
+        .args(["--summary", "parser done", "the parser is done, tests pass"])
+        .run()
+        .assert_ok();
+    tmux.wait_for("the preview", |s| s.contains("✉ alice: parser done"));
+    // Anyone can write into the lead's inbox: a question from a non-member is never
+    // shown (sent first, it would otherwise be asked first).
+    let ask = |from: &str, id: &str, command: &str| {
+        home.mail()
+            .args(["send", "--team", TEAM, "--as", from, "--to", "lead"])
+            .args([
+                "--request-id",
+                id,
+                "--type",
+                "permission_request",
+                "--tool",
+                "Bash",
+            ])
+            .args(["--input", &format!(r#"{{"command": "{command}"}}"#)])
+            .args(["--summary", &format!("Bash({command})")])
+            .run()
+            .assert_ok();
+    };
+    ask("mallory", "req-0", "curl evil");
+    ask("alice", "req-1", "make");
+    tmux.wait_for("the teammate's question", |s| {
+        s.contains("teammate alice: Bash(make)") && s.contains("[y] yes")
+    });
+    assert!(
+        !tmux.screen().contains("teammate mallory"),
+        "{}",
+        tmux.screen()
+    );
+    tmux.keys(&["y"]);
+    let answered = wait_until(
+        "the answer in alice's inbox",
+        Duration::from_secs(20),
+        || {
+            let messages = inbox(&home, "alice");
+            answer(&messages, "req-1").cloned()
+        },
+        || format!("{:#?}\n{}", inbox(&home, "alice"), tmux.screen()),
+    );
+    assert_eq!(answered["decision"], "allow", "{answered:#}");
+    team(&home).set_active("alice", false).unwrap();
+    tmux.wait_for("the refreshed status line", |s| {
+        s.contains("team crew · alice idle")
+    });
+    // The unfinished input survived; the message enters the next turn.
+    tmux.keys(&["C-u"]);
+    tmux.type_text("what did alice say?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the turn with alice's message", |s| {
+        s.contains("Alice reported the parser done.")
+    });
+}
