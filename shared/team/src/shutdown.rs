@@ -80,7 +80,12 @@ impl TurnHook for ShutdownOnRequest {
 /// Answers `request` (a `shutdown_request`) with an approving `shutdown_response` that
 /// carries its request id, from `me` to its sender. A failure to send is logged: the
 /// member stops anyway (the request was the lead's wish).
-pub(crate) async fn approve_shutdown(mailbox: &Mailbox, me: &Name, request: &Message, reason: &str) {
+pub(crate) async fn approve_shutdown(
+    mailbox: &Mailbox,
+    me: &Name,
+    request: &Message,
+    reason: &str,
+) {
     let MessageBody::ShutdownRequest { request_id } = &request.body else {
         return;
     };

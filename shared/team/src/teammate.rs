@@ -209,7 +209,9 @@ pub(crate) async fn run_joined(
     if plan_mode_required {
         settings.permission_mode = Some(PermissionMode::Plan);
     }
-    settings.hooks.push(Arc::new(InboxDelivery::new(router.clone())));
+    settings
+        .hooks
+        .push(Arc::new(InboxDelivery::new(router.clone())));
     settings.hooks.push(Arc::new(ShutdownOnRequest::new(
         router.clone(),
         mailbox.clone(),
@@ -256,14 +258,8 @@ pub(crate) async fn run_joined(
         if let Some(text) = input.take() {
             member.set_active(true).await;
             before = member.owned_tasks().await;
-            let outcome = run_once(
-                &mut built.agent,
-                &text,
-                &output,
-                &mut meter,
-                cancel.clone(),
-            )
-            .await;
+            let outcome =
+                run_once(&mut built.agent, &text, &output, &mut meter, cancel.clone()).await;
             tracing::info!(member = %me, outcome = %outcome.describe(), "run ended");
             if cancel.is_cancelled() {
                 member.set_active(false).await;
@@ -354,7 +350,9 @@ async fn wait_for_input(
                     approve_shutdown(mailbox, me, request, "idle; shutting down").await;
                     shut_down = true;
                 }
-                _ => tracing::warn!(member = %me, from = %request.from, kind = request.body.type_name(), "ignored a request a teammate does not answer"),
+                _ => {
+                    tracing::warn!(member = %me, from = %request.from, kind = request.body.type_name(), "ignored a request a teammate does not answer")
+                }
             }
         }
         let ids = requests.iter().map(|m| m.id.clone()).collect();
@@ -382,7 +380,9 @@ impl Members {
         let (team, me) = (self.team.clone(), self.me.clone());
         match tokio::task::spawn_blocking(move || team.set_active(me.as_str(), active)).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(member = %self.me, error = %e, "failed to record the state"),
+            Ok(Err(e)) => {
+                tracing::warn!(member = %self.me, error = %e, "failed to record the state")
+            }
             Err(e) => tracing::warn!(member = %self.me, error = %e, "failed to record the state"),
         }
         self.state(if active {

@@ -127,12 +127,7 @@ async fn declare_dead(
     events: Option<&TeamEventSender>,
 ) {
     tracing::error!(member = %name, %reason, "in-process teammate died");
-    let (store, who, by, why) = (
-        team.clone(),
-        name.clone(),
-        lead.clone(),
-        reason.to_string(),
-    );
+    let (store, who, by, why) = (team.clone(), name.clone(), lead.clone(), reason.to_string());
     let death =
         tokio::task::spawn_blocking(move || store.declare_dead(who.as_str(), Some(&by), &why))
             .await;

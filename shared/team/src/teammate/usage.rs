@@ -38,7 +38,9 @@ impl UsageMeter {
     /// Records the spend up to the agent's running `total`.
     pub(crate) async fn record(&mut self, total: Usage) {
         let delta = Usage {
-            input_tokens: total.input_tokens.saturating_sub(self.last_total.input_tokens),
+            input_tokens: total
+                .input_tokens
+                .saturating_sub(self.last_total.input_tokens),
             output_tokens: total
                 .output_tokens
                 .saturating_sub(self.last_total.output_tokens),
