@@ -157,7 +157,7 @@ fn a_worker_started_by_hand_joins_works_logs_and_resumes_its_transcript() {
     let second = worker(&home, &mock, Some("what did you do?")).spawn();
     let pid2 = second.pid();
     wait_idle(&team, pid2, || mock.requests().len() == 3);
-    let last = mock.requests().pop().unwrap().body.to_string();
+    let last = mock.requests().pop().unwrap().body["messages"].to_string();
     assert!(
         last.contains("take task 1") && last.contains("First job done."),
         "{last}"
@@ -205,4 +205,40 @@ fn a_killed_worker_is_found_dead_by_its_pid_and_its_task_returns_to_pending() {
         .find(|m| m["name"] == "carol")
         .unwrap();
     assert_eq!(carol["state"], "dead");
+}
+
+#[test]
+fn sigterm_ends_a_busy_worker_without_orphans_and_leaves_it_idle() {
+    let home = TempHome::new();
+    home.team("t", "lead", &[]);
+    let mock = MockLlm::start(
+        r#"
+agents:
+  "*":
+    - text: "Waiting on a slow job."
+      tool_calls:
+        - {name: Bash, input: {command: "sleep 300 & echo $! > bg.pid; sleep 301"}}
+    - text: "Never reached."
+"#,
+    );
+    let team = team(&home);
+    let child = worker(&home, &mock, Some("run the slow job")).spawn();
+    let bg = wait_until(
+        "the background job to start",
+        WAIT,
+        || roo_tests::read_pid(&home.cwd.join("bg.pid")),
+        || home.cwd.files().join("\n"),
+    );
+    assert!(!roo_tests::process_gone(bg));
+    let out = terminate(child);
+    out.assert_code(1);
+    out.assert_stderr_contains("stopped by a signal");
+    wait_until(
+        "the background job to end with the worker",
+        WAIT,
+        || roo_tests::process_gone(bg).then_some(()),
+        || format!("pid {bg} still runs"),
+    );
+    let carol = team.config().unwrap().member("carol").unwrap().clone();
+    assert!(!carol.is_active(), "{carol:?}");
 }

@@ -138,7 +138,11 @@ impl WorkerArgs {
         spec.member.agent_type = Some(self.agent_type.clone());
         spec.member.color = self.color.clone();
         spec.member.model = self.provider.model.clone();
-        spec.member.worktree_path = self.cwd.clone();
+        // The directory it works in (a lead passes its worktree), absolute in the roster.
+        spec.member.worktree_path = self
+            .cwd
+            .as_ref()
+            .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()));
         Ok(spec)
     }
 }

@@ -102,6 +102,27 @@ impl TeammateSpec {
     }
 }
 
+impl TeammateSpec {
+    /// A teammate `me` of `team` working for `lead`, with a fresh router of its inbox
+    /// (build the team tools from `TeamSlot::bound(spec.binding.clone())`).
+    pub fn for_member(
+        settings: AgentSettings,
+        team: Team,
+        me: Name,
+        lead: Name,
+        prompt: String,
+    ) -> TeammateSpec {
+        let router = InboxRouter::new(team.mailbox(), me.clone());
+        let binding = TeamBinding {
+            team,
+            me,
+            lead,
+            router,
+        };
+        TeammateSpec::new(settings, binding, prompt)
+    }
+}
+
 impl std::fmt::Debug for TeammateSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TeammateSpec")
