@@ -275,6 +275,13 @@ pub(crate) async fn run_joined(
     let mut input = Some(prompt).filter(|p| !p.trim().is_empty());
     let mut last: Option<Outcome> = None;
     let mut before: Vec<Task> = member.owned_tasks().await;
+    // Restarted without a prompt while messages wait: take them up without going idle.
+    let mut skip_idle = input.is_none() && {
+        if let Err(e) = router.poll().await {
+            tracing::warn!(member = %me, error = %e, "failed to read the inbox");
+        }
+        router.has_input()
+    };
     loop {
         if let Some(text) = input.take() {
             member.set_active(true).await;
@@ -293,7 +300,9 @@ pub(crate) async fn run_joined(
             }
             last = Some(outcome);
         }
-        member.go_idle(last.as_ref(), &before).await;
+        if !std::mem::take(&mut skip_idle) {
+            member.go_idle(last.as_ref(), &before).await;
+        }
         match wait_for_input(&router, &mailbox, &me, &lead, &cancel, &mut router_task).await? {
             Wake::Conversation => input = Some(WAKE_PROMPT.to_string()),
             Wake::ShutDown => return Ok(TeammateExit::ShutDown),

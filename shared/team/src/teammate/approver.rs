@@ -10,7 +10,11 @@
 //! random request id and the lead as sender): approved, the tool runs (plan mode ends)
 //! and at the top of the next turn the gate sets the mode the lead chose; rejected, the
 //! model gets the lead's feedback as the tool's error result and stays in plan mode.
+//!
+//! A `shutdown_request` from the lead while a question is open withdraws it: the call is
+//! denied and the run stops at the top of its next turn.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -182,18 +186,47 @@ impl TeammateApprover {
     }
 }
 
+impl TeammateApprover {
+    /// `ask`, unless the lead asks this member to shut down first: then the question is
+    /// withdrawn (its waiter dropped) and the call denied, so the run reaches the top of
+    /// its next turn, where the shutdown hook stops it.
+    async fn unless_shut_down(&self, ask: impl Future<Output = Approval>) -> Approval {
+        let lead = &self.lead;
+        let shutdown = self.router.request_queued(|m| {
+            matches!(m.body, MessageBody::ShutdownRequest { .. }) && &m.from == lead
+        });
+        tokio::pin!(ask);
+        tokio::select! {
+            approval = &mut ask => approval,
+            queued = shutdown => {
+                if queued {
+                    Approval::Deny {
+                        feedback: Some(format!(
+                            "the lead {lead} asked you to shut down before answering"
+                        )),
+                    }
+                } else {
+                    ask.await
+                }
+            }
+        }
+    }
+}
+
 impl Approver for TeammateApprover {
     fn ask<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
             if request.tool == EXIT_PLAN_MODE {
-                return self
-                    .ask_plan(request)
-                    .await
-                    .unwrap_or_else(|why| Approval::Deny {
-                        feedback: Some(format!(
-                            "the plan could not be sent to the lead for approval: {why}"
-                        )),
-                    });
+                let plan = async {
+                    self.ask_plan(request)
+                        .await
+                        .unwrap_or_else(|why| Approval::Deny {
+                            feedback: Some(format!(
+                                "the plan could not be sent to the lead for approval: {why}"
+                            )),
+                        })
+                };
+                return self.unless_shut_down(plan).await;
             }
             if self.gate.pending() {
                 return Approval::Deny {
@@ -205,7 +238,7 @@ impl Approver for TeammateApprover {
                     )),
                 };
             }
-            self.lead_approver.ask(request).await
+            self.unless_shut_down(self.lead_approver.ask(request)).await
         })
     }
 }

@@ -554,3 +554,68 @@ async fn a_panicking_teammate_is_declared_dead_and_its_task_returns_to_pending()
     }
     assert!(dead_reported);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leads_shutdown_request_ends_a_teammate_waiting_for_a_permission_answer() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let (handle, _log, _events) = spawn_alice(&home, cwd.path(), WRITE, "write", |spec| {
+        spec.settings.permission_mode = Some(PermissionMode::Default);
+    })
+    .await;
+    eventually("a permission request", || {
+        (!of_type(&home.team, "permission_request").is_empty()).then_some(())
+    })
+    .await;
+    home.mail(&[
+        "send",
+        "--as",
+        "lead",
+        "--to",
+        "alice",
+        "--type",
+        "shutdown_request",
+        "--request-id",
+        "r-stuck",
+    ]);
+    assert_eq!(
+        within(handle.wait()).await,
+        TeammateEnd::Exited(TeammateExit::ShutDown)
+    );
+    assert!(!cwd.path().join("out.txt").exists());
+    assert_eq!(of_type(&home.team, "shutdown_response").len(), 1);
+}
+
+const GREET: &str = r#"
+agents:
+  alice:
+    - when: {last_user_contains: "are you there"}
+      text: "Yes, back."
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_restarted_without_a_prompt_takes_up_waiting_messages_at_once() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    home.mail(&[
+        "send",
+        "--as",
+        "lead",
+        "--to",
+        "alice",
+        "--summary",
+        "ping",
+        "are you there?",
+    ]);
+    let (handle, _log, mut events) = spawn_alice(&home, cwd.path(), GREET, "", |_| {}).await;
+    idle_events(&mut events, 1).await;
+    // One notification, after the run that answered the message, none before it.
+    let idle = of_type(&home.team, "idle_notification");
+    assert_eq!(idle.len(), 1, "{idle:?}");
+    assert!(
+        idle[0].text.contains("last run completed"),
+        "{}",
+        idle[0].text
+    );
+    drop(handle);
+}
