@@ -261,7 +261,7 @@ pub(crate) async fn run_joined(
         async move { router.run(router_cancel).await }
     });
 
-    let member = Members {
+    let member = OwnEntry {
         team: team.clone(),
         me: me.clone(),
         events,
@@ -286,6 +286,7 @@ pub(crate) async fn run_joined(
         if let Some(text) = input.take() {
             member.set_active(true).await;
             before = member.owned_tasks().await;
+            meter.new_run();
             let outcome =
                 run_once(&mut built.agent, &text, &output, &mut meter, cancel.clone()).await;
             tracing::info!(member = %me, outcome = %outcome.describe(), "run ended");
@@ -399,13 +400,13 @@ async fn wait_for_input(
 }
 
 /// The teammate's own roster entry and tasks.
-struct Members {
+struct OwnEntry {
     team: Team,
     me: Name,
     events: Option<TeamEventSender>,
 }
 
-impl Members {
+impl OwnEntry {
     async fn set_active(&self, active: bool) {
         let (team, me) = (self.team.clone(), self.me.clone());
         match tokio::task::spawn_blocking(move || team.set_active(me.as_str(), active)).await {

@@ -53,6 +53,12 @@ impl TeammateHandle {
         self.ended.borrow().clone()
     }
 
+    /// A receiver that sees how it ended (`None` until then), for a lead that selects
+    /// over many teammates.
+    pub fn watch_end(&self) -> watch::Receiver<Option<TeammateEnd>> {
+        self.ended.clone()
+    }
+
     /// Waits until it has ended (and, if it died, until the death is recorded).
     pub async fn wait(mut self) -> TeammateEnd {
         if let Some(supervisor) = self.supervisor.take() {

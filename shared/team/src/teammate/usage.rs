@@ -7,7 +7,8 @@
 //! teammate): its in-progress task (the most recently claimed if several), else the task
 //! it last charged while it still owns it (the request after a `TaskUpdate completed`).
 //! Spend with no such task (the request that decided to claim one) is carried to the
-//! next task it owns, so nothing spent while working on a task is lost.
+//! next task it owns in the same run, so nothing spent while working on a task is lost;
+//! a run that never owns a task charges nothing.
 
 use roo_llm::{PriceTable, Usage};
 use roo_store::{Name, TaskFilter, TaskId, TaskList, TaskStatus, TaskUsage};
@@ -33,6 +34,15 @@ impl UsageMeter {
             current: None,
             carry: TaskUsage::default(),
         }
+    }
+
+    /// A run starts: spend of earlier runs that found no task is dropped (it was not
+    /// spent on any task).
+    pub(crate) fn new_run(&mut self) {
+        if self.carry != TaskUsage::default() {
+            tracing::info!(member = %self.me, requests = self.carry.requests, "usage of a run without a task is not charged to any");
+        }
+        self.carry = TaskUsage::default();
     }
 
     /// Records the spend up to the agent's running `total`.
