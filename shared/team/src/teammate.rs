@@ -159,7 +159,8 @@ pub enum TeammateError {
 }
 
 /// Joins the team as the spec's member with `pid`, in one locked write (refused if a
-/// live process already is that member).
+/// live process already is that member). A roster entry that requires a plan keeps
+/// requiring one: the caller adopts `joined.member.plan_mode_required`.
 pub async fn join(spec: &TeammateSpec, pid: u32) -> Result<Joined, TeammateError> {
     let mut member = spec.member.clone();
     member.name = spec.binding.me.clone();
@@ -183,10 +184,11 @@ pub async fn join(spec: &TeammateSpec, pid: u32) -> Result<Joined, TeammateError
 /// Joins the team with this process's pid and runs the teammate until the lead shuts
 /// it down or `cancel` fires. See the module documentation.
 pub async fn run(
-    spec: TeammateSpec,
+    mut spec: TeammateSpec,
     cancel: CancellationToken,
 ) -> Result<TeammateExit, TeammateError> {
-    join(&spec, std::process::id()).await?;
+    let joined = join(&spec, std::process::id()).await?;
+    spec.plan_mode_required |= joined.member.plan_mode_required;
     run_joined(spec, cancel).await
 }
 

@@ -88,7 +88,8 @@ impl Drop for TeammateHandle {
 pub async fn spawn_in_process(mut spec: TeammateSpec) -> Result<TeammateHandle, TeammateError> {
     spec.member.backend_type = Some(BackendType::InProcess);
     spec.member.pane_id = None;
-    join(&spec, std::process::id()).await?;
+    let joined = join(&spec, std::process::id()).await?;
+    spec.plan_mode_required |= joined.member.plan_mode_required;
     let name = spec.binding.me.clone();
     let team = spec.binding.team.clone();
     let lead = spec.binding.lead.clone();

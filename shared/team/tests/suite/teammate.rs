@@ -619,3 +619,23 @@ async fn a_teammate_restarted_without_a_prompt_takes_up_waiting_messages_at_once
     );
     drop(handle);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_roster_entry_that_requires_a_plan_keeps_a_restarted_teammate_from_writing() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut entry = roo_store::Member::new(name("alice"), home.team.name());
+    entry.plan_mode_required = true;
+    home.team.join(entry).unwrap();
+    // Spawned without plan_mode_required, as a hand restart without the flag would be.
+    let (_handle, _log, mut events) = spawn_alice(&home, cwd.path(), WRITE, "write", |_| {}).await;
+    idle_events(&mut events, 1).await;
+    assert!(!cwd.path().join("out.txt").exists());
+    assert!(of_type(&home.team, "permission_request").is_empty());
+    let transcript =
+        std::fs::read_to_string(home.path().join("teams/t/transcripts/alice.jsonl")).unwrap();
+    assert!(
+        transcript.contains("needs the lead's approval of your plan first"),
+        "{transcript}"
+    );
+}
