@@ -22,7 +22,7 @@ agents:
     - text: "Claiming task 1."
       usage: {input_tokens: 1000, output_tokens: 100}
       tool_calls:
-        - {name: Bash, input: {command: "roo-task claim 1 && echo \"$ROO_AGENT_NAME of $ROO_TEAM\" > notes.txt"}}
+        - {name: Bash, input: {command: "roo-task claim 1 && echo \"$ROO_AGENT_NAME of $ROO_TEAM, key ${ANTHROPIC_API_KEY:-hidden}\" > notes.txt"}}
     - text: "First job done."
       usage: {input_tokens: 2000, output_tokens: 20}
 "#;
@@ -66,7 +66,7 @@ fn worker(home: &TempHome, mock: &MockLlm, prompt: Option<&str>) -> TestCommand 
         .args(["--team", "t", "--name", "carol"])
         .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
         .args(["--base-url", &mock.base_url("anthropic")])
-        .args(["--permission-mode", "bypassPermissions", "--no-sandbox"]);
+        .args(["--permission-mode", "bypassPermissions"]);
     if let Some(prompt) = prompt {
         cmd = cmd.args(["--prompt", prompt]);
     }
@@ -126,8 +126,9 @@ fn a_worker_started_by_hand_joins_works_logs_and_resumes_its_transcript() {
     let pid = first.pid();
     wait_idle(&team, pid, || idle_notifications(&team) == 1);
 
-    // It joined with its pid, claimed the task from its Bash (ROO_* exported).
-    assert_eq!(home.cwd.read("notes.txt").trim(), "carol of t");
+    // It joined with its pid, claimed the task from its sandboxed Bash (ROO_* exported,
+    // the model's key, which it got from the environment, not).
+    assert_eq!(home.cwd.read("notes.txt").trim(), "carol of t, key hidden");
     let task = task_json(&home);
     assert_eq!(task["status"], "in_progress");
     assert_eq!(task["owner"], "carol");

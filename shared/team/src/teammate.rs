@@ -136,6 +136,7 @@ impl std::fmt::Debug for TeammateSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TeammateExit {
     /// The lead asked it to shut down; it approved (`shutdown_response`) and stopped.
+    /// (A turn hook given in `settings.hooks` that stops a run ends the loop the same way.)
     ShutDown,
     /// Its owner cancelled it (a signal to `roo-worker`, the lead exiting).
     Cancelled,
@@ -297,7 +298,7 @@ pub(crate) async fn run_joined(
                 return Ok(TeammateExit::Cancelled);
             }
             if let Outcome::Stopped { .. } = outcome {
-                // Only ShutdownOnRequest stops a teammate's run: the lead asked.
+                // ShutdownOnRequest stopped it: the lead asked (and was answered).
                 member.set_active(false).await;
                 return Ok(TeammateExit::ShutDown);
             }
