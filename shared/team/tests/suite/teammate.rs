@@ -639,3 +639,52 @@ async fn a_roster_entry_that_requires_a_plan_keeps_a_restarted_teammate_from_wri
         "{transcript}"
     );
 }
+
+const SLOW: &str = r#"
+agents:
+  alice:
+    - text: "A slow job."
+      tool_calls:
+        - {name: Bash, input: {command: "sleep 300 & echo $! > bg.pid; sleep 301"}}
+    - text: "Never reached."
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_handle_stops_an_in_process_teammate_and_its_commands() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let (handle, _log, _events) = spawn_alice(&home, cwd.path(), SLOW, "go", |spec| {
+        spec.settings.permission_mode = Some(PermissionMode::BypassPermissions);
+        // Commands run in the OS sandbox through a built binary's helper mode.
+        let worker = super::common::roo_mail().with_file_name("roo-worker");
+        spec.settings.sandbox_helper = Some(worker);
+    })
+    .await;
+    let bg_pid = cwd.path().join("bg.pid");
+    let bg: i32 = eventually("the background job", || {
+        std::fs::read_to_string(&bg_pid).ok()?.trim().parse().ok()
+    })
+    .await;
+    assert!(alice_is_active(&home.team));
+    let ended = handle.watch_end();
+    // The lead goes away: its handles drop.
+    drop(handle);
+    let mut ended = ended;
+    let end = within(ended.wait_for(Option::is_some))
+        .await
+        .unwrap()
+        .clone()
+        .unwrap();
+    assert_eq!(end, TeammateEnd::Exited(TeammateExit::Cancelled));
+    assert!(!alice_is_active(&home.team));
+    eventually("the background job to end", || {
+        let stat = std::fs::read_to_string(format!("/proc/{bg}/stat")).ok();
+        stat.is_none_or(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+        .then_some(())
+    })
+    .await;
+}
