@@ -49,9 +49,10 @@ pub struct WorkerArgs {
     /// Display colour.
     #[arg(long)]
     pub color: Option<String>,
-    /// Name of the lead.
-    #[arg(long, default_value = roo_team::DEFAULT_LEAD_NAME)]
-    pub lead: String,
+    /// Name of the team's lead (default: the lead the team config names; a different
+    /// name is refused).
+    #[arg(long)]
+    pub lead: Option<String>,
     /// Permission mode.
     #[arg(long)]
     pub permission_mode: Option<String>,
@@ -88,7 +89,10 @@ impl WorkerArgs {
         let (team, name, lead) = (
             parse("team name", &self.team)?,
             parse("member name", &self.name)?,
-            parse("lead name", &self.lead)?,
+            parse(
+                "lead name",
+                self.lead.as_deref().unwrap_or(roo_team::DEFAULT_LEAD_NAME),
+            )?,
         );
         let session = SessionPlan::member(&roo_home, &team, &name);
         let mut settings = AgentSettings::new(Identity::teammate(name, team, lead), roo_home);
@@ -110,14 +114,29 @@ impl WorkerArgs {
         Ok(settings)
     }
 
-    /// The teammate's spec: its settings, its binding to team `team` (which must exist),
-    /// its roster entry, its prompt and plan mode.
-    pub fn spec(&self, roo_home: PathBuf, team: Team) -> Result<TeammateSpec, AppError> {
-        let settings = self.settings(roo_home)?;
-        let (me, lead) = match &settings.identity.role {
-            Role::Teammate { lead } => (settings.identity.name.clone(), lead.clone()),
-            Role::Lead => return Err(AppError::Usage("a worker is a teammate".to_string())),
+    /// The teammate's spec: its settings, its binding to team `team` (which must exist)
+    /// led by `team_lead` (what its config says; `--lead`, if given, must agree), its
+    /// roster entry, its prompt and plan mode.
+    pub fn spec(
+        &self,
+        roo_home: PathBuf,
+        team: Team,
+        team_lead: Name,
+    ) -> Result<TeammateSpec, AppError> {
+        if let Some(lead) = &self.lead
+            && lead != team_lead.as_str()
+        {
+            return Err(AppError::Usage(format!(
+                "--lead {lead}: the lead of team {} is {team_lead}; drop --lead or pass --lead {team_lead}",
+                team.name()
+            )));
+        }
+        let mut settings = self.settings(roo_home)?;
+        let me = settings.identity.name.clone();
+        settings.identity.role = Role::Teammate {
+            lead: team_lead.clone(),
         };
+        let lead = team_lead;
         let mode_after_plan = settings
             .permission_mode
             .filter(|m| *m != PermissionMode::Plan)
@@ -194,20 +213,29 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
     let roo_home = crate::setup::roo_home()?;
     let team_name =
         Name::parse_as("team name", &args.team).map_err(|e| AppError::Usage(e.to_string()))?;
-    let team = {
+    let (team, lead) = {
         let home = RooHome::new(&roo_home);
         let name = team_name.clone();
-        tokio::task::spawn_blocking(move || Team::open(&home, name))
-            .await
-            .map_err(|e| AppError::Io(e.to_string()))?
-            .map_err(|e| match e {
-                StoreError::TeamNotFound { .. } => AppError::Usage(format!(
-                    "{e}; a worker joins an existing team: create it first (the lead's TeamCreate, or `roo-mail team create {team_name}`)"
-                )),
-                other => AppError::Io(other.to_string()),
-            })?
+        tokio::task::spawn_blocking(move || {
+            let team = Team::open(&home, name)?;
+            let lead = team.config()?.lead().map(|m| m.name.clone());
+            Ok::<_, StoreError>((team, lead))
+        })
+        .await
+        .map_err(|e| AppError::Io(e.to_string()))?
+        .map_err(|e| match e {
+            StoreError::TeamNotFound { .. } => AppError::Usage(format!(
+                "{e}; a worker joins an existing team: create it first (the lead's TeamCreate, or `roo-mail team create {team_name}`)"
+            )),
+            other => AppError::Io(other.to_string()),
+        })?
     };
-    let spec = args.spec(roo_home, team.clone())?;
+    let lead = lead.ok_or_else(|| {
+        AppError::Usage(format!(
+            "team {team_name} names no lead among its members; its config is damaged"
+        ))
+    })?;
+    let spec = args.spec(roo_home, team.clone(), lead)?;
     let me = spec.binding.me.clone();
     match team.open_log(&me) {
         Ok(file) => crate::logging::init_file(file),
@@ -325,6 +353,44 @@ mod tests {
         );
         assert_eq!(settings.llm.script, Some(PathBuf::from("s.yaml")));
         assert!(matches!(settings.trust, Trust::Granted));
+    }
+
+    #[test]
+    fn a_worker_follows_the_teams_lead_and_refuses_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let t = Name::parse("t").unwrap();
+        let boss = Name::parse("boss").unwrap();
+        let team = Team::create(
+            &home,
+            t.clone(),
+            "",
+            roo_store::Member::new(boss.clone(), &t),
+            Vec::new(),
+        )
+        .unwrap();
+        let args =
+            WorkerArgs::try_parse_from(["roo-worker", "--team", "t", "--name", "carol"]).unwrap();
+        let spec = args
+            .spec(dir.path().to_path_buf(), team.clone(), boss.clone())
+            .unwrap();
+        assert_eq!(spec.binding.lead, boss);
+        assert!(matches!(&spec.settings.identity.role, Role::Teammate { lead } if *lead == boss));
+        let args = WorkerArgs::try_parse_from([
+            "roo-worker",
+            "--team",
+            "t",
+            "--name",
+            "carol",
+            "--lead",
+            "lead",
+        ])
+        .unwrap();
+        let err = args.spec(dir.path().to_path_buf(), team, boss).unwrap_err();
+        assert!(
+            err.to_string().contains("the lead of team t is boss"),
+            "{err}"
+        );
     }
 
     #[test]
