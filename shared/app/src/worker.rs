@@ -211,6 +211,15 @@ pub fn main() -> ExitCode {
 /// signal (SIGINT, SIGTERM) ends it (exit 1, after marking it idle).
 async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
     let roo_home = crate::setup::roo_home()?;
+    // Before joining: a worker that cannot start must not appear in the roster.
+    if let Some(dir) = &args.cwd
+        && !dir.is_dir()
+    {
+        return Err(AppError::Usage(format!(
+            "--cwd {}: not a directory",
+            dir.display()
+        )));
+    }
     let team_name =
         Name::parse_as("team name", &args.team).map_err(|e| AppError::Usage(e.to_string()))?;
     let (team, lead) = {
@@ -224,9 +233,7 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
         .await
         .map_err(|e| AppError::Io(e.to_string()))?
         .map_err(|e| match e {
-            StoreError::TeamNotFound { .. } => AppError::Usage(format!(
-                "{e}; a worker joins an existing team: create it first (the lead's TeamCreate, or `roo-mail team create {team_name}`)"
-            )),
+            StoreError::TeamNotFound { .. } => AppError::Usage(e.to_string()),
             other => AppError::Io(other.to_string()),
         })?
     };

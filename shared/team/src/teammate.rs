@@ -243,12 +243,22 @@ pub(crate) async fn run_joined(
     )));
     settings.hooks.push(gate.clone());
 
-    let mut built = build_agent(settings)
-        .await
-        .map_err(|source| TeammateError::Build {
-            name: me.clone(),
-            source,
-        })?;
+    let member = OwnEntry {
+        team: team.clone(),
+        me: me.clone(),
+        events,
+    };
+    let mut built = match build_agent(settings).await {
+        Ok(built) => built,
+        Err(source) => {
+            // Joined but never working: not busy in the roster.
+            member.set_active(false).await;
+            return Err(TeammateError::Build {
+                name: me.clone(),
+                source,
+            });
+        }
+    };
     gate.bind(built.agent.policy().clone());
     for text in std::mem::take(&mut built.notices) {
         output.emit(AgentEvent::Notice { text });
@@ -264,11 +274,6 @@ pub(crate) async fn run_joined(
         async move { router.run(router_cancel).await }
     });
 
-    let member = OwnEntry {
-        team: team.clone(),
-        me: me.clone(),
-        events,
-    };
     let mut meter = UsageMeter::new(
         team.tasks(),
         me.clone(),
