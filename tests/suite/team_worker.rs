@@ -243,3 +243,26 @@ agents:
     let carol = team.config().unwrap().member("carol").unwrap().clone();
     assert!(!carol.is_active(), "{carol:?}");
 }
+
+#[test]
+fn a_worker_that_cannot_start_is_a_usage_error_and_leaves_no_roster_entry() {
+    let (home, mock) = setup();
+    let out = worker(&home, &mock, Some("go"))
+        .args(["--cwd", "/nonexistent/dir"])
+        .run();
+    out.assert_code(2);
+    out.assert_stderr_contains("--cwd /nonexistent/dir: not a directory");
+    assert!(team(&home).config().unwrap().member("carol").is_none());
+
+    let out = home
+        .cmd("roo-worker")
+        .args(["--team", "nope", "--name", "carol", "--script", "x.yaml"])
+        .run();
+    out.assert_code(2);
+    out.assert_stderr_contains("roo-mail team create --team nope");
+
+    let out = worker(&home, &mock, None).args(["--lead", "boss"]).run();
+    out.assert_code(2);
+    out.assert_stderr_contains("the lead of team t is lead");
+    assert!(mock.requests().is_empty());
+}
