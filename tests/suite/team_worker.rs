@@ -100,14 +100,24 @@ fn wait_idle(team: &Team, pid: u32, also: impl Fn() -> bool) {
     );
 }
 
-fn terminate(mut child: ChildGuard) -> roo_tests::RunOutput {
+/// Waits (bounded) for `child` to exit and returns its output.
+fn exited(mut child: ChildGuard) -> roo_tests::RunOutput {
+    wait_until(
+        "roo-worker to exit",
+        WAIT,
+        || child.child().try_wait().unwrap().map(|_| ()),
+        || "still running".to_string(),
+    );
+    child.wait()
+}
+
+fn terminate(child: ChildGuard) -> roo_tests::RunOutput {
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.pid() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let _ = child.child();
-    child.wait()
+    exited(child)
 }
 
 fn task_json(home: &TempHome) -> Value {
@@ -166,9 +176,22 @@ fn a_worker_started_by_hand_joins_works_logs_and_resumes_its_transcript() {
     // Nothing changed for the lead (same outcome, same task states): no new notification.
     assert_eq!(idle_notifications(&team), 1);
     assert_eq!(task_json(&home)["usage"]["carol"]["requests"], 3);
-    let out = terminate(second);
-    out.assert_code(1);
+    // The lead shuts it down: it answers and exits 0.
+    home.mail()
+        .args(["send", "--team", "t", "--as", "lead", "--to", "carol"])
+        .args(["--type", "shutdown_request", "--request-id", "r-done"])
+        .run()
+        .assert_ok();
+    let out = exited(second);
+    out.assert_code(0);
     out.assert_stdout_contains("I claimed task 1 and wrote notes.txt.");
+    let answered = team
+        .mailbox()
+        .read(&name("lead"), &ReadFilter::default())
+        .unwrap()
+        .into_iter()
+        .any(|m| matches!(&m.body, roo_store::MessageBody::ShutdownResponse { approve: true, request_id: Some(id), .. } if id == "r-done"));
+    assert!(answered);
 }
 
 #[test]
