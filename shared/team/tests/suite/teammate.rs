@@ -688,3 +688,54 @@ async fn dropping_the_handle_stops_an_in_process_teammate_and_its_commands() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leads_watch_reports_a_killed_teammate_process_and_releases_its_task() {
+    let home = TeamHome::new();
+    let mut process = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let mut carol = roo_store::Member::new(name("carol"), home.team.name());
+    carol.pid = Some(process.id());
+    home.team.join(carol).unwrap();
+    let tasks = home.team.tasks();
+    let task = tasks
+        .create(NewTask {
+            subject: "carol's".to_string(),
+            ..NewTask::default()
+        })
+        .unwrap();
+    tasks
+        .claim(&task.id, &name("carol"), &ClaimOptions::default())
+        .unwrap();
+    let (sender, mut events) = team_events();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let watch = tokio::spawn(roo_team::teammate::watch_processes(
+        home.team.clone(),
+        name("lead"),
+        sender,
+        Duration::from_millis(20),
+        cancel.clone(),
+    ));
+    process.kill().unwrap();
+    process.wait().unwrap();
+    let dead = within(async {
+        loop {
+            if let Some(TeamEvent::MemberState {
+                name,
+                state: MemberState::Dead,
+            }) = events.recv().await
+            {
+                return name;
+            }
+        }
+    })
+    .await;
+    assert_eq!(dead, name("carol"));
+    let released = tasks.get(&task.id).unwrap();
+    assert_eq!(released.status, TaskStatus::Pending);
+    assert_eq!(released.owner, None);
+    cancel.cancel();
+    within(watch).await.unwrap();
+}
