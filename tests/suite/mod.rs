@@ -15,4 +15,5 @@ mod store_concurrency;
 mod store_crash;
 mod store_files;
 mod store_symlinks;
+mod team_worker;
 mod team_worktrees;

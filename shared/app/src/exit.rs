@@ -2,9 +2,9 @@
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 | the run completed |
-//! | 1 | the run ended without completing (max turns, cancelled, stopped between turns, repeated unknown tools or malformed tool calls) |
-//! | 2 | usage or configuration error (bad flag, no model configured, bad config file) |
+//! | 0 | the run completed (`roo-worker`: it shut down at the lead's request) |
+//! | 1 | the run ended without completing (max turns, cancelled, stopped between turns, repeated unknown tools or malformed tool calls; `roo-worker`: stopped by SIGINT or SIGTERM) |
+//! | 2 | usage or configuration error (bad flag, no model configured, bad config file; `roo-worker`: no such team, or its name is held by a live process) |
 //! | 3 | file or session I/O error |
 //! | 4 | the model could not be reached or refused the request |
 

@@ -47,3 +47,18 @@ pub fn init(roo_home: &Path, name: &str) {
         Err(e) => eprintln!("roo: cannot write logs to {}: {e}", dir.display()),
     }
 }
+
+/// Sends logs to `file` (a teammate's `teams/<team>/logs/<name>.log`) with the filter in
+/// `ROO_LOG`, else `info`. A second call, or a bad filter, leaves logging as it is.
+pub fn init_file(file: std::fs::File) {
+    let filter = std::env::var("ROO_LOG")
+        .ok()
+        .filter(|f| !f.trim().is_empty())
+        .and_then(|f| EnvFilter::try_new(f).ok())
+        .unwrap_or_else(|| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+}

@@ -1,18 +1,29 @@
 //! `roo-worker`: one teammate process.
 //!
-//! The flags are the contract between the lead and a pane teammate (DESIGN.md §3);
-//! the team runtime that runs a teammate's loop comes with the team issue.
+//! The flags are the contract between the lead and a pane teammate (DESIGN.md §3); a
+//! person can start one by hand in a spare terminal too. It joins the team itself
+//! (`Team::join`: refused while a live process is that member), runs the teammate loop
+//! of `roo_team::teammate` (resuming its transcript when restarted), renders its
+//! streaming output on its terminal with the lead's renderer and logs to
+//! `teams/<team>/logs/<name>.log`.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use roo_agent::event::EventSink;
 use roo_agent::permissions::PermissionMode;
-use roo_store::Name;
-use roo_team::{AgentSettings, Identity, SessionPlan, Trust};
+use roo_store::{Error as StoreError, Name, RooHome, Team};
+use roo_team::teammate::{self, TeammateError, TeammateExit, TeammateSpec};
+use roo_team::{
+    AgentSettings, Identity, InboxRouter, Role, SessionPlan, TeamBinding, Trust, team_events,
+};
+use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
 use crate::lead::ProviderArgs;
+use crate::render::{Renderer, Style};
 
 /// roo-worker — one RooCode Teams teammate.
 #[derive(Debug, Parser)]
@@ -38,9 +49,10 @@ pub struct WorkerArgs {
     /// Display colour.
     #[arg(long)]
     pub color: Option<String>,
-    /// Name of the lead.
-    #[arg(long, default_value = roo_team::DEFAULT_LEAD_NAME)]
-    pub lead: String,
+    /// Name of the team's lead (default: the lead the team config names; a different
+    /// name is refused).
+    #[arg(long)]
+    pub lead: Option<String>,
     /// Permission mode.
     #[arg(long)]
     pub permission_mode: Option<String>,
@@ -56,6 +68,13 @@ pub struct WorkerArgs {
     /// project); without it, as for roo-lead -p, only if trusted_projects lists it.
     #[arg(long)]
     pub trust_project: bool,
+    /// The first task; without it the teammate waits for messages (a restarted teammate
+    /// resumes its transcript either way).
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// Working directory (the teammate's worktree); default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
 }
 
 impl WorkerArgs {
@@ -70,7 +89,10 @@ impl WorkerArgs {
         let (team, name, lead) = (
             parse("team name", &self.team)?,
             parse("member name", &self.name)?,
-            parse("lead name", &self.lead)?,
+            parse(
+                "lead name",
+                self.lead.as_deref().unwrap_or(roo_team::DEFAULT_LEAD_NAME),
+            )?,
         );
         let session = SessionPlan::member(&roo_home, &team, &name);
         let mut settings = AgentSettings::new(Identity::teammate(name, team, lead), roo_home);
@@ -88,7 +110,59 @@ impl WorkerArgs {
             Trust::AsListed
         };
         settings.session = session;
+        settings.cwd = self.cwd.clone();
         Ok(settings)
+    }
+
+    /// The teammate's spec: its settings, its binding to team `team` (which must exist)
+    /// led by `team_lead` (what its config says; `--lead`, if given, must agree), its
+    /// roster entry, its prompt and plan mode.
+    pub fn spec(
+        &self,
+        roo_home: PathBuf,
+        team: Team,
+        team_lead: Name,
+    ) -> Result<TeammateSpec, AppError> {
+        if let Some(lead) = &self.lead
+            && lead != team_lead.as_str()
+        {
+            return Err(AppError::Usage(format!(
+                "--lead {lead}: the lead of team {} is {team_lead}; drop --lead or pass --lead {team_lead}",
+                team.name()
+            )));
+        }
+        let mut settings = self.settings(roo_home)?;
+        let me = settings.identity.name.clone();
+        settings.identity.role = Role::Teammate {
+            lead: team_lead.clone(),
+        };
+        let lead = team_lead;
+        let mode_after_plan = settings
+            .permission_mode
+            .filter(|m| *m != PermissionMode::Plan)
+            .unwrap_or(PermissionMode::Default);
+        let binding = TeamBinding {
+            router: InboxRouter::new(team.mailbox(), me.clone()),
+            team,
+            me,
+            lead,
+        };
+        let mut spec =
+            TeammateSpec::new(settings, binding, self.prompt.clone().unwrap_or_default());
+        spec.plan_mode_required = self.plan_mode_required;
+        spec.mode_after_plan = mode_after_plan;
+        if let Some(id) = &self.agent_id {
+            spec.member.agent_id = id.clone();
+        }
+        spec.member.agent_type = Some(self.agent_type.clone());
+        spec.member.color = self.color.clone();
+        spec.member.model = self.provider.model.clone();
+        // The directory it works in (a lead passes its worktree), absolute in the roster.
+        spec.member.worktree_path = self
+            .cwd
+            .as_ref()
+            .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()));
+        Ok(spec)
     }
 }
 
@@ -100,29 +174,161 @@ pub fn main() -> ExitCode {
     if let Some(warning) = roo_agent::sandbox::seal_secret_env() {
         eprintln!("roo-worker: warning: {warning}; commands may read API keys from /proc");
     }
-    match WorkerArgs::try_parse() {
-        Ok(args) => {
-            eprintln!(
-                "roo-worker: teammate {} of team {}: the team runtime is not part of this build yet; run roo-lead for a single agent",
-                args.name, args.team
-            );
-            ExitCode::from(exit::USAGE)
-        }
+    let args = match WorkerArgs::try_parse() {
+        Ok(args) => args,
         Err(e) => {
             let _ = e.print();
-            if e.use_stderr() {
+            return if e.use_stderr() {
                 ExitCode::from(exit::USAGE)
             } else {
                 ExitCode::SUCCESS
-            }
+            };
         }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("roo-worker: failed to start the async runtime: {e}");
+            return ExitCode::from(exit::IO);
+        }
+    };
+    let result = runtime.block_on(run(args));
+    // A tool call abandoned on cancel may still sit in a blocking read; do not wait.
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("roo-worker: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// Joins the team, runs the teammate loop until the lead shuts it down (exit 0) or a
+/// signal (SIGINT, SIGTERM) ends it (exit 1, after marking it idle).
+async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
+    let roo_home = crate::setup::roo_home()?;
+    // Before joining: a worker that cannot start must not appear in the roster.
+    if let Some(dir) = &args.cwd
+        && !dir.is_dir()
+    {
+        return Err(AppError::Usage(format!(
+            "--cwd {}: not a directory",
+            dir.display()
+        )));
+    }
+    let team_name =
+        Name::parse_as("team name", &args.team).map_err(|e| AppError::Usage(e.to_string()))?;
+    let (team, lead) = {
+        let home = RooHome::new(&roo_home);
+        let name = team_name.clone();
+        tokio::task::spawn_blocking(move || {
+            let team = Team::open(&home, name)?;
+            let lead = team.config()?.lead().map(|m| m.name.clone());
+            Ok::<_, StoreError>((team, lead))
+        })
+        .await
+        .map_err(|e| AppError::Io(e.to_string()))?
+        .map_err(|e| match e {
+            StoreError::TeamNotFound { .. } => AppError::Usage(e.to_string()),
+            other => AppError::Io(other.to_string()),
+        })?
+    };
+    let lead = lead.ok_or_else(|| {
+        AppError::Usage(format!(
+            "team {team_name} names no lead among its members; its config is damaged"
+        ))
+    })?;
+    let spec = args.spec(roo_home, team.clone(), lead)?;
+    let me = spec.binding.me.clone();
+    match team.open_log(&me) {
+        Ok(file) => crate::logging::init_file(file),
+        Err(e) => eprintln!("roo-worker: cannot write the log: {e}"),
+    }
+    let style = Style::for_stdout();
+    let (sink, mut agent_events) = EventSink::channel();
+    let (sender, mut team_events) = team_events();
+    let mut spec = spec;
+    spec.output = sink;
+    spec.events = Some(sender);
+    println!(
+        "{}",
+        style.dim(&format!(
+            "roo-worker: {me} of team {} (lead {})",
+            team.name(),
+            spec.binding.lead
+        ))
+    );
+
+    let cancel = CancellationToken::new();
+    let signals = tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            crate::headless::wait_for_termination().await;
+            cancel.cancel();
+        }
+    });
+    let printer = tokio::spawn(async move {
+        let mut renderer = Renderer::new(std::io::stdout(), style);
+        loop {
+            tokio::select! {
+                event = agent_events.recv() => match event {
+                    Some(event) => renderer.event(&event),
+                    None => break,
+                },
+                Some(event) = team_events.recv() => {
+                    renderer.break_line();
+                    let _ = writeln!(renderer.out(), "{}", style.dim(&event.line()));
+                }
+            }
+            let _ = renderer.out().flush();
+        }
+    });
+    let exit = teammate::run(spec, cancel).await;
+    signals.abort();
+    let _ = printer.await;
+    match exit {
+        Ok(TeammateExit::ShutDown) => {
+            tracing::info!(member = %me, "shut down at the lead's request");
+            println!(
+                "{}",
+                style.dim("roo-worker: shut down at the lead's request")
+            );
+            Ok(ExitCode::from(exit::OK))
+        }
+        Ok(TeammateExit::Cancelled) => {
+            tracing::info!(member = %me, "stopped by a signal");
+            eprintln!("roo-worker: stopped by a signal; {me} is idle");
+            Ok(ExitCode::from(exit::NOT_COMPLETED))
+        }
+        Err(e) => {
+            tracing::error!(member = %me, error = %e, "teammate failed");
+            Err(teammate_error(e))
+        }
+    }
+}
+
+/// The app error (and exit code) of a failed teammate loop.
+fn teammate_error(error: TeammateError) -> AppError {
+    match error {
+        TeammateError::Build { source, .. } => crate::setup::app_error(source),
+        e @ TeammateError::Join {
+            source:
+                StoreError::NotPermitted { .. }
+                | StoreError::MemberExists { .. }
+                | StoreError::TeamNotFound { .. },
+            ..
+        } => AppError::Usage(e.to_string()),
+        other => AppError::Io(other.to_string()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use roo_team::Role;
 
     #[test]
     fn worker_flags_become_a_teammates_settings() {
@@ -154,6 +360,44 @@ mod tests {
         );
         assert_eq!(settings.llm.script, Some(PathBuf::from("s.yaml")));
         assert!(matches!(settings.trust, Trust::Granted));
+    }
+
+    #[test]
+    fn a_worker_follows_the_teams_lead_and_refuses_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let t = Name::parse("t").unwrap();
+        let boss = Name::parse("boss").unwrap();
+        let team = Team::create(
+            &home,
+            t.clone(),
+            "",
+            roo_store::Member::new(boss.clone(), &t),
+            Vec::new(),
+        )
+        .unwrap();
+        let args =
+            WorkerArgs::try_parse_from(["roo-worker", "--team", "t", "--name", "carol"]).unwrap();
+        let spec = args
+            .spec(dir.path().to_path_buf(), team.clone(), boss.clone())
+            .unwrap();
+        assert_eq!(spec.binding.lead, boss);
+        assert!(matches!(&spec.settings.identity.role, Role::Teammate { lead } if *lead == boss));
+        let args = WorkerArgs::try_parse_from([
+            "roo-worker",
+            "--team",
+            "t",
+            "--name",
+            "carol",
+            "--lead",
+            "lead",
+        ])
+        .unwrap();
+        let err = args.spec(dir.path().to_path_buf(), team, boss).unwrap_err();
+        assert!(
+            err.to_string().contains("the lead of team t is boss"),
+            "{err}"
+        );
     }
 
     #[test]

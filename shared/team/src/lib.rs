@@ -6,7 +6,8 @@
 //! owner of a member's inbox ([`router`]), a teammate's approver that asks the lead
 //! ([`approver`]), the turn hooks that deliver its messages
 //! into the conversation ([`delivery`]) and end a run on a shutdown request
-//! ([`shutdown`]) and the events a UI shows about teammates
+//! ([`shutdown`]), the teammate loop of `roo-worker` and in-process teammates
+//! ([`teammate`]) and the events a UI shows about teammates
 //! ([`event`]), and teammates' git worktrees ([`worktree`]). The store stays free of LLM
 //! knowledge and the agent free of team knowledge. See `docs/TEAM.md` and
 //! `docs/WORKTREES.md`.
@@ -19,6 +20,7 @@ pub mod event;
 pub mod lead;
 pub mod router;
 pub mod shutdown;
+pub mod teammate;
 pub mod trust;
 pub mod worktree;
 
@@ -37,6 +39,9 @@ pub use lead::{
 };
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use shutdown::ShutdownOnRequest;
+pub use teammate::{
+    TeammateEnd, TeammateError, TeammateExit, TeammateHandle, TeammateSpec, spawn_in_process,
+};
 pub use trust::{Trust, TrustDecision, TrustQuestion};
 
 /// The name the lead goes by unless told otherwise (`roo-worker --lead` defaults to it).

@@ -419,6 +419,27 @@ impl InboxRouter {
         Ok(blocking(move || mailbox.acknowledge(&me, &ids)).await??)
     }
 
+    /// Resolves with `true` once a queued request matches `wanted` (it stays queued for
+    /// whoever takes requests), or with `false` when the router stopped. Lets a member
+    /// waiting for an answer notice, e.g., that the lead asked it to shut down.
+    pub async fn request_queued(&self, wanted: impl Fn(&Message) -> bool) -> bool {
+        let mut changed = self.inner.changed.subscribe();
+        loop {
+            {
+                let state = self.inner.state();
+                if state.requests.iter().any(&wanted) {
+                    return true;
+                }
+                if state.stopped {
+                    return false;
+                }
+            }
+            if changed.changed().await.is_err() {
+                return false;
+            }
+        }
+    }
+
     /// Resolves when a queue holds something, or the router stopped.
     pub async fn input(&self) {
         let mut changed = self.inner.changed.subscribe();

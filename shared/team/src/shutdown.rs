@@ -13,7 +13,7 @@
 
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
-use roo_store::{Mailbox, MessageBody, Name, Outgoing};
+use roo_store::{Mailbox, Message, MessageBody, Name, Outgoing};
 
 use crate::router::InboxRouter;
 
@@ -53,27 +53,13 @@ impl TurnHook for ShutdownOnRequest {
                 tracing::warn!(member = %self.router.member(), from = %request.from, "ignored a shutdown request not from the lead");
             }
             for request in &honoured {
-                let MessageBody::ShutdownRequest { request_id } = &request.body else {
-                    continue;
-                };
-                let answer = Outgoing::new(
-                    MessageBody::ShutdownResponse {
-                        approve: true,
-                        reason: "stopping between turns".to_string(),
-                        request_id: request_id.clone(),
-                    },
-                    "",
-                );
-                let (mailbox, me, to) = (
-                    self.mailbox.clone(),
-                    self.router.member().clone(),
-                    request.from.to_string(),
-                );
-                let sent =
-                    tokio::task::spawn_blocking(move || mailbox.send(&me, &to, answer)).await;
-                if !matches!(sent, Ok(Ok(_))) {
-                    tracing::warn!(member = %self.router.member(), to = %request.from, result = ?sent.map(|r| r.map(|_| ())), "failed to answer a shutdown request");
-                }
+                approve_shutdown(
+                    &self.mailbox,
+                    self.router.member(),
+                    request,
+                    "stopping between turns",
+                )
+                .await;
             }
             let ids = requests.iter().map(|m| m.id.clone()).collect();
             if let Err(e) = self.router.handled(ids).await {
@@ -88,5 +74,32 @@ impl TurnHook for ShutdownOnRequest {
                 self.router.member()
             ))
         })
+    }
+}
+
+/// Answers `request` (a `shutdown_request`) with an approving `shutdown_response` that
+/// carries its request id, from `me` to its sender. A failure to send is logged: the
+/// member stops anyway (the request was the lead's wish).
+pub(crate) async fn approve_shutdown(
+    mailbox: &Mailbox,
+    me: &Name,
+    request: &Message,
+    reason: &str,
+) {
+    let MessageBody::ShutdownRequest { request_id } = &request.body else {
+        return;
+    };
+    let answer = Outgoing::new(
+        MessageBody::ShutdownResponse {
+            approve: true,
+            reason: reason.to_string(),
+            request_id: request_id.clone(),
+        },
+        "",
+    );
+    let (mailbox, from, to) = (mailbox.clone(), me.clone(), request.from.to_string());
+    let sent = tokio::task::spawn_blocking(move || mailbox.send(&from, &to, answer)).await;
+    if !matches!(sent, Ok(Ok(_))) {
+        tracing::warn!(member = %me, to = %request.from, result = ?sent.map(|r| r.map(|_| ())), "failed to answer a shutdown request");
     }
 }

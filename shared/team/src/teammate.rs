@@ -1,0 +1,555 @@
+//! The teammate loop: what a `roo-worker` process and an in-process teammate both run.
+//!
+//! [`run`] joins the team (a pid for every member: the process's own, which for an
+//! in-process teammate is the lead's), builds the agent with the one builder
+//! (`Identity::teammate`, its transcript `teams/<team>/transcripts/<name>.jsonl`, the
+//! hooks [`InboxDelivery`] and [`ShutdownOnRequest`] and the plan gate sharing the
+//! binding's one [`InboxRouter`], whose `run` task runs beside the agent, and a
+//! [`TeammateApprover`] that asks the lead), then:
+//!
+//! 1. runs the prompt (if any) as a run; messages arriving meanwhile are injected at the
+//!    top of every turn;
+//! 2. when a run ends, goes idle ([`Team::become_idle`]): `is_active: false` and one
+//!    compact `idle_notification` to the lead, unless the [fingerprint](idle_fingerprint)
+//!    is the one of its last notification;
+//! 3. waits on the router (file notification with a polling fallback) — a
+//!    `shutdown_request` from the lead is answered and ends the loop, one from anybody
+//!    else is acknowledged and ignored; a conversation message wakes it;
+//! 4. marks itself busy and resumes with its full history as a new run, in which the
+//!    delivery hook injects the waiting messages; back to 2.
+//!
+//! A run that a shutdown request stopped (`Outcome::Stopped`) ends the loop too. Each
+//! model request's usage (and cost, at the agent's price) is added to the task the
+//! teammate owns ([`usage`]).
+
+pub mod approver;
+pub mod in_process;
+pub mod liveness;
+mod usage;
+
+use std::sync::Arc;
+
+use roo_agent::agent_loop::Agent;
+use roo_agent::event::{AgentEvent, EventSink, Outcome};
+use roo_agent::permissions::PermissionMode;
+use roo_agent::plan_mode::PlanApprover;
+use roo_agent::tool::Tool;
+use roo_store::{
+    Joined, Mailbox, Member, MemberState, MessageBody, Name, Outgoing, Task, TaskFilter, TaskId,
+    TaskStatus, Team,
+};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::approver::LeadApprover;
+use crate::binding::TeamBinding;
+use crate::builder::{AgentSettings, BuildError, Identity, SessionPlan, build_agent};
+use crate::delivery::InboxDelivery;
+use crate::event::{TeamEvent, TeamEventSender, one_line};
+use crate::router::{InboxRouter, RouterError};
+use crate::shutdown::{ShutdownOnRequest, approve_shutdown};
+
+pub use approver::{PlanGate, TeammateApprover};
+pub use in_process::{TeammateEnd, TeammateHandle, spawn_in_process};
+pub use liveness::{LIVENESS_INTERVAL, watch_processes};
+use usage::UsageMeter;
+
+/// The input of a run that an inbox message started; the messages themselves follow as
+/// a system reminder injected by the delivery hook (and are marked delivered only then).
+pub const WAKE_PROMPT: &str = "New messages from your team arrived while you were idle; they follow. \
+     Act on them if they concern your work, then end your turn.";
+
+/// Everything a teammate needs. Start from [`TeammateSpec::new`] and override fields.
+pub struct TeammateSpec {
+    /// Builder settings: provider, cwd, mode, trust, sandbox, max turns. The loop sets
+    /// the identity, transcript, approver, plan approver and its hooks (added after any
+    /// given here) from the binding.
+    pub settings: AgentSettings,
+    /// Team, own name, lead's name and the router of its inbox (the router must not be
+    /// running yet: the loop runs it).
+    pub binding: TeamBinding,
+    /// The first run's input; empty: go idle at once and wait for messages (a restarted
+    /// `roo-worker` without `--prompt`).
+    pub prompt: String,
+    /// More tools (the team tools), appended to `settings.tools.extra`.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Start in plan mode; nothing may be written until the lead approves a plan.
+    pub plan_mode_required: bool,
+    /// The permission mode once the lead approved the plan (the lead's mode).
+    pub mode_after_plan: PermissionMode,
+    /// The roster entry to join with (agent type, model, colour, backend, worktree,
+    /// pane); its name is the binding's, its pid is set by the loop.
+    pub member: Member,
+    /// Busy/idle/dead changes for the lead's UI.
+    pub events: Option<TeamEventSender>,
+    /// The agent's events (a `roo-worker` renders them on its terminal).
+    pub output: EventSink,
+}
+
+impl TeammateSpec {
+    /// A teammate of `binding` that starts with `prompt`, with `settings` for the rest.
+    pub fn new(settings: AgentSettings, binding: TeamBinding, prompt: String) -> TeammateSpec {
+        let member = Member::new(binding.me.clone(), binding.team.name());
+        TeammateSpec {
+            settings,
+            binding,
+            prompt,
+            tools: Vec::new(),
+            plan_mode_required: false,
+            mode_after_plan: PermissionMode::Default,
+            member,
+            events: None,
+            output: EventSink::discard(),
+        }
+    }
+}
+
+impl TeammateSpec {
+    /// A teammate `me` of `team` working for `lead`, with a fresh router of its inbox
+    /// (build the team tools from `TeamSlot::bound(spec.binding.clone())`).
+    pub fn for_member(
+        settings: AgentSettings,
+        team: Team,
+        me: Name,
+        lead: Name,
+        prompt: String,
+    ) -> TeammateSpec {
+        let router = InboxRouter::new(team.mailbox(), me.clone());
+        let binding = TeamBinding {
+            team,
+            me,
+            lead,
+            router,
+        };
+        TeammateSpec::new(settings, binding, prompt)
+    }
+}
+
+impl std::fmt::Debug for TeammateSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeammateSpec")
+            .field("binding", &self.binding)
+            .field("plan_mode_required", &self.plan_mode_required)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a teammate loop ended (normally).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TeammateExit {
+    /// The lead asked it to shut down; it approved (`shutdown_response`) and stopped.
+    /// (A turn hook given in `settings.hooks` that stops a run ends the loop the same way.)
+    ShutDown,
+    /// Its owner cancelled it (a signal to `roo-worker`, the lead exiting).
+    Cancelled,
+}
+
+/// Why a teammate loop failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TeammateError {
+    #[error("failed to join team {team} as {name}: {source}")]
+    Join {
+        team: Name,
+        name: Name,
+        source: roo_store::Error,
+    },
+    #[error("failed to build teammate {name}: {source}")]
+    Build { name: Name, source: BuildError },
+    #[error("teammate {name} lost its inbox: {source}")]
+    Router { name: Name, source: RouterError },
+    #[error("teammate {name}: {what}")]
+    Task { name: Name, what: String },
+}
+
+/// Joins the team as the spec's member with `pid`, in one locked write (refused if a
+/// live process already is that member). A roster entry that requires a plan keeps
+/// requiring one: the caller adopts `joined.member.plan_mode_required`.
+pub async fn join(spec: &TeammateSpec, pid: u32) -> Result<Joined, TeammateError> {
+    let mut member = spec.member.clone();
+    member.name = spec.binding.me.clone();
+    member.pid = Some(pid);
+    member.plan_mode_required |= spec.plan_mode_required;
+    let team = spec.binding.team.clone();
+    let (team_name, name) = (team.name().clone(), member.name.clone());
+    let joined = tokio::task::spawn_blocking(move || team.join(member))
+        .await
+        .map_err(|e| TeammateError::Task {
+            name: name.clone(),
+            what: e.to_string(),
+        })?;
+    joined.map_err(|source| TeammateError::Join {
+        team: team_name,
+        name,
+        source,
+    })
+}
+
+/// Joins the team with this process's pid and runs the teammate until the lead shuts
+/// it down or `cancel` fires. See the module documentation.
+pub async fn run(
+    mut spec: TeammateSpec,
+    cancel: CancellationToken,
+) -> Result<TeammateExit, TeammateError> {
+    let joined = join(&spec, std::process::id()).await?;
+    spec.plan_mode_required |= joined.member.plan_mode_required;
+    run_joined(spec, cancel).await
+}
+
+/// The loop of a teammate that has joined.
+pub(crate) async fn run_joined(
+    spec: TeammateSpec,
+    cancel: CancellationToken,
+) -> Result<TeammateExit, TeammateError> {
+    let TeammateSpec {
+        mut settings,
+        binding,
+        prompt,
+        tools,
+        plan_mode_required,
+        mode_after_plan,
+        member: _,
+        events,
+        output,
+    } = spec;
+    let TeamBinding {
+        team,
+        me,
+        lead,
+        router,
+    } = binding;
+    let mailbox = team.mailbox();
+
+    settings.identity = Identity::teammate(me.clone(), team.name().clone(), lead.clone());
+    settings.session = SessionPlan::member(&settings.roo_home, team.name(), &me);
+    settings.tools.extra.extend(tools);
+    let gate = Arc::new(PlanGate::new(plan_mode_required, mode_after_plan));
+    let lead_approver = LeadApprover::new(router.clone(), mailbox.clone(), lead.clone());
+    settings.approver = Arc::new(TeammateApprover::new(
+        lead_approver,
+        router.clone(),
+        mailbox.clone(),
+        lead.clone(),
+        gate.clone(),
+    ));
+    settings.plan_approver = PlanApprover::Present;
+    if plan_mode_required {
+        settings.permission_mode = Some(PermissionMode::Plan);
+    }
+    settings
+        .hooks
+        .push(Arc::new(InboxDelivery::new(router.clone())));
+    settings.hooks.push(Arc::new(ShutdownOnRequest::new(
+        router.clone(),
+        mailbox.clone(),
+        lead.clone(),
+    )));
+    settings.hooks.push(gate.clone());
+
+    let member = OwnEntry {
+        team: team.clone(),
+        me: me.clone(),
+        events,
+    };
+    let mut built = match build_agent(settings).await {
+        Ok(built) => built,
+        Err(source) => {
+            // Joined but never working: not busy in the roster.
+            member.set_active(false).await;
+            return Err(TeammateError::Build {
+                name: me.clone(),
+                source,
+            });
+        }
+    };
+    gate.bind(built.agent.policy().clone());
+    for text in std::mem::take(&mut built.notices) {
+        output.emit(AgentEvent::Notice { text });
+    }
+    tracing::info!(team = %team.name(), member = %me, cwd = %built.cwd.display(), resumed = built.agent.messages().len(), "teammate started");
+
+    // The router runs beside the agent: permission and plan answers arrive while the
+    // loop is inside a tool call, and an idle teammate waits on it.
+    let router_cancel = cancel.child_token();
+    let _stop_router = router_cancel.clone().drop_guard();
+    let mut router_task: JoinHandle<Result<(), RouterError>> = tokio::spawn({
+        let router = router.clone();
+        async move { router.run(router_cancel).await }
+    });
+
+    let mut meter = UsageMeter::new(
+        team.tasks(),
+        me.clone(),
+        built.llm.prices.clone(),
+        built.agent.model().to_string(),
+    );
+    let mut input = Some(prompt).filter(|p| !p.trim().is_empty());
+    let mut last: Option<Outcome> = None;
+    let mut before: Vec<Task> = member.owned_tasks().await;
+    // Restarted without a prompt while messages wait: take them up without going idle.
+    let mut skip_idle = input.is_none() && {
+        if let Err(e) = router.poll().await {
+            tracing::warn!(member = %me, error = %e, "failed to read the inbox");
+        }
+        router.has_input()
+    };
+    loop {
+        if let Some(text) = input.take() {
+            member.set_active(true).await;
+            before = member.owned_tasks().await;
+            meter.new_run();
+            let outcome =
+                run_once(&mut built.agent, &text, &output, &mut meter, cancel.clone()).await;
+            tracing::info!(member = %me, outcome = %outcome.describe(), "run ended");
+            if cancel.is_cancelled() {
+                member.set_active(false).await;
+                return Ok(TeammateExit::Cancelled);
+            }
+            if let Outcome::Stopped { .. } = outcome {
+                // ShutdownOnRequest stopped it: the lead asked (and was answered).
+                member.set_active(false).await;
+                return Ok(TeammateExit::ShutDown);
+            }
+            last = Some(outcome);
+        }
+        if !std::mem::take(&mut skip_idle) {
+            member.go_idle(last.as_ref(), &before).await;
+        }
+        match wait_for_input(&router, &mailbox, &me, &lead, &cancel, &mut router_task).await? {
+            Wake::Conversation => input = Some(WAKE_PROMPT.to_string()),
+            Wake::ShutDown => return Ok(TeammateExit::ShutDown),
+            Wake::Cancelled => return Ok(TeammateExit::Cancelled),
+        }
+    }
+}
+
+/// One run, with the agent's events forwarded to `output` and its usage metered.
+async fn run_once(
+    agent: &mut Agent,
+    input: &str,
+    output: &EventSink,
+    meter: &mut UsageMeter,
+    cancel: CancellationToken,
+) -> Outcome {
+    let (sink, mut events) = EventSink::channel();
+    let run = async move {
+        let result = agent.run(input, &sink, cancel).await;
+        drop(sink);
+        result
+    };
+    let forward = async {
+        while let Some(event) = events.recv().await {
+            let total = match &event {
+                AgentEvent::Usage { total, .. } => Some(*total),
+                _ => None,
+            };
+            output.emit(event);
+            if let Some(total) = total {
+                meter.record(total).await;
+            }
+        }
+    };
+    let (result, ()) = tokio::join!(run, forward);
+    result.outcome
+}
+
+enum Wake {
+    Conversation,
+    ShutDown,
+    Cancelled,
+}
+
+/// Waits while idle until a conversation message arrives, the lead asks for a shutdown
+/// (answered here), or `cancel`. Requests not from the lead, and requests a teammate
+/// does not answer (permission and plan requests), are acknowledged and ignored.
+async fn wait_for_input(
+    router: &InboxRouter,
+    mailbox: &Mailbox,
+    me: &Name,
+    lead: &Name,
+    cancel: &CancellationToken,
+    router_task: &mut JoinHandle<Result<(), RouterError>>,
+) -> Result<Wake, TeammateError> {
+    loop {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Ok(Wake::Cancelled),
+            ended = &mut *router_task => {
+                let source = match ended {
+                    Ok(Ok(())) => RouterError::Task("the inbox task stopped".to_string()),
+                    Ok(Err(e)) => e,
+                    Err(e) => RouterError::Task(e.to_string()),
+                };
+                return Err(TeammateError::Router { name: me.clone(), source });
+            }
+            _ = router.input() => {}
+        }
+        let requests = router.take_requests();
+        let mut shut_down = false;
+        for request in &requests {
+            match &request.body {
+                MessageBody::ShutdownRequest { .. } if &request.from == lead => {
+                    approve_shutdown(mailbox, me, request, "idle; shutting down").await;
+                    shut_down = true;
+                }
+                _ => {
+                    tracing::warn!(member = %me, from = %request.from, kind = request.body.type_name(), "ignored a request a teammate does not answer")
+                }
+            }
+        }
+        let ids = requests.iter().map(|m| m.id.clone()).collect();
+        if let Err(e) = router.handled(ids).await {
+            tracing::warn!(member = %me, error = %e, "failed to acknowledge requests");
+        }
+        if shut_down {
+            return Ok(Wake::ShutDown);
+        }
+        if router.has_input() {
+            return Ok(Wake::Conversation);
+        }
+    }
+}
+
+/// The teammate's own roster entry and tasks.
+struct OwnEntry {
+    team: Team,
+    me: Name,
+    events: Option<TeamEventSender>,
+}
+
+impl OwnEntry {
+    async fn set_active(&self, active: bool) {
+        let (team, me) = (self.team.clone(), self.me.clone());
+        match tokio::task::spawn_blocking(move || team.set_active(me.as_str(), active)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(member = %self.me, error = %e, "failed to record the state")
+            }
+            Err(e) => tracing::warn!(member = %self.me, error = %e, "failed to record the state"),
+        }
+        self.state(if active {
+            MemberState::Busy
+        } else {
+            MemberState::Idle
+        });
+    }
+
+    fn state(&self, state: MemberState) {
+        if let Some(events) = &self.events {
+            events.send(TeamEvent::MemberState {
+                name: self.me.clone(),
+                state,
+            });
+        }
+    }
+
+    /// The tasks this member owns (any status), in id order; empty if unreadable.
+    async fn owned_tasks(&self) -> Vec<Task> {
+        let (tasks, me) = (self.team.tasks(), self.me.clone());
+        let filter = TaskFilter {
+            owner: Some(me),
+            ..TaskFilter::default()
+        };
+        match tokio::task::spawn_blocking(move || tasks.list(&filter)).await {
+            Ok(Ok(tasks)) => tasks,
+            Ok(Err(e)) => {
+                tracing::warn!(member = %self.me, error = %e, "failed to read the task list");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// `is_active: false` and, if something changed since the last one, one
+    /// `idle_notification` to the lead. Failures are logged: an idle teammate that
+    /// could not tell the lead still waits for messages.
+    async fn go_idle(&self, last: Option<&Outcome>, before: &[Task]) {
+        let now = self.owned_tasks().await;
+        let fingerprint = idle_fingerprint(last, &now);
+        let completed = newly_completed(before, &now);
+        let text = idle_text(&self.me, last, &now);
+        let notice = Outgoing::new(
+            MessageBody::IdleNotification {
+                completed_task_id: completed.map(|id| id.to_string()),
+            },
+            text,
+        )
+        .with_summary(match completed {
+            Some(id) => format!("idle, completed task {id}"),
+            None => "idle".to_string(),
+        });
+        let (team, me) = (self.team.clone(), self.me.clone());
+        match tokio::task::spawn_blocking(move || team.become_idle(&me, &fingerprint, notice)).await
+        {
+            Ok(Ok(idle)) => {
+                tracing::info!(member = %self.me, notified = idle.sent.is_some(), "idle");
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(member = %self.me, error = %e, "failed to go idle")
+            }
+            Err(e) => tracing::warn!(member = %self.me, error = %e, "failed to go idle"),
+        }
+        self.state(MemberState::Idle);
+    }
+}
+
+/// What an idle notification's fingerprint covers: how the last run ended (its kind,
+/// not its text) and the id and status of every task the member owns. A run that
+/// changes no task and ends the same way as the one before (e.g. a woken teammate that
+/// only answers "thanks") does not notify the lead again, which breaks notification
+/// ping-pong; claiming, completing or releasing a task, or a run ending differently
+/// (an error, the turn limit), does. FNV-1a 64 over a canonical text, so the value is
+/// stable across builds and survives a restart in the team config.
+pub fn idle_fingerprint(last: Option<&Outcome>, owned: &[Task]) -> String {
+    let mut canonical = String::from("v1;");
+    canonical.push_str(match last {
+        None => "none",
+        Some(Outcome::Completed) => "completed",
+        Some(Outcome::MaxTurns { .. }) => "max_turns",
+        Some(Outcome::Cancelled) => "cancelled",
+        Some(Outcome::UnknownTools { .. }) => "unknown_tools",
+        Some(Outcome::MalformedToolCalls { .. }) => "malformed_tool_calls",
+        Some(Outcome::Error { .. }) => "error",
+        Some(Outcome::Stopped { .. }) => "stopped",
+    });
+    for task in owned {
+        canonical.push_str(&format!(";{}={}", task.id, task.status.as_str()));
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in canonical.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("fnv1a64:{hash:016x}")
+}
+
+/// The highest-numbered task that is completed now and was not before the run.
+fn newly_completed<'a>(before: &[Task], now: &'a [Task]) -> Option<&'a TaskId> {
+    now.iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .filter(|t| {
+            !before
+                .iter()
+                .any(|b| b.id == t.id && b.status == TaskStatus::Completed)
+        })
+        .max_by_key(|t| t.id.number())
+        .map(|t| &t.id)
+}
+
+/// The notification's text: one line for the outcome, one for the tasks.
+fn idle_text(me: &Name, last: Option<&Outcome>, owned: &[Task]) -> String {
+    let outcome = match last {
+        None => "waiting for messages".to_string(),
+        Some(outcome) => format!("last run {}", one_line(&outcome.describe(), 200)),
+    };
+    let open: Vec<String> = owned
+        .iter()
+        .filter(|t| t.status != TaskStatus::Completed)
+        .map(|t| format!("#{} {}", t.id, t.status.as_str()))
+        .collect();
+    let tasks = if open.is_empty() {
+        "no open tasks".to_string()
+    } else {
+        format!("open tasks: {}", open.join(", "))
+    };
+    format!("{me} is idle: {outcome}; {tasks}.")
+}
