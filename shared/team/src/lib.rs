@@ -18,6 +18,7 @@ pub mod delivery;
 pub mod event;
 pub mod router;
 pub mod shutdown;
+pub mod tools;
 pub mod trust;
 pub mod worktree;
 
@@ -31,6 +32,7 @@ pub use delivery::InboxDelivery;
 pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use shutdown::ShutdownOnRequest;
+pub use tools::{LeadTools, OnSent, TeamTools, lead_tools, teammate_tools};
 pub use trust::{Trust, TrustDecision, TrustQuestion};
 
 /// The name the lead goes by unless told otherwise (`roo-worker --lead` defaults to it).
