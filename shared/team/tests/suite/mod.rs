@@ -4,3 +4,4 @@ mod common;
 mod delivery;
 mod router;
 mod shutdown;
+mod tools;
