@@ -714,3 +714,80 @@ agents:
     );
     assert!(inbox(&home.team, "bob").is_empty());
 }
+
+/// Runs git in `dir` with the user's and the system's config kept out.
+fn git(base: &Path, dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", base.join("home"))
+        .env("XDG_CONFIG_HOME", base.join("home/.config"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn team_delete_removes_clean_worktrees_and_reports_kept_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(base.join("home/.config")).unwrap();
+    let repo = base.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "Roo Test"],
+        &["config", "user.email", "roo@example.invalid"],
+        &["config", "maintenance.auto", "false"],
+    ] {
+        git(&base, &repo, args);
+    }
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    git(&base, &repo, &["add", "-A"]);
+    git(&base, &repo, &["commit", "-q", "-m", "initial"]);
+    let g = roo_team::worktree::Git::new()
+        .env("HOME", base.join("home"))
+        .env("XDG_CONFIG_HOME", base.join("home/.config"))
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+
+    let slot = TeamSlot::new();
+    let mut config = lead_config(&base.join("roo"));
+    config.worktrees = Some(g.clone());
+    let runtime = config.runtime.clone();
+    let lead = registry(lead_tools(&TeamTools::new(slot.clone()), config));
+    ok(&lead, &repo, "TeamCreate", json!({"team_name": "t2"})).await;
+    let mut worktrees = Vec::new();
+    for member in ["alice", "bob"] {
+        match roo_team::worktree::prepare(&repo, &name("t2"), &name(member), &g).unwrap() {
+            roo_team::worktree::Workspace::Worktree(w) => worktrees.push(w),
+            other => panic!("no worktree: {other:?}"),
+        }
+    }
+    // alice commits work the lead has not merged; bob leaves his worktree clean.
+    std::fs::write(worktrees[0].path.join("b.txt"), "bee\n").unwrap();
+    git(&base, &worktrees[0].path, &["add", "b.txt"]);
+    git(
+        &base,
+        &worktrees[0].path,
+        &["commit", "-q", "-m", "alice: add b"],
+    );
+
+    let out = ok(&lead, &repo, "TeamDelete", json!({})).await;
+    assert!(out.contains("deleted team t2"), "{out}");
+    assert!(
+        out.contains(&format!("kept {}", worktrees[0].path.display()))
+            && out.contains("roo/t2/alice"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("removed {}", worktrees[1].path.display())),
+        "{out}"
+    );
+    assert!(worktrees[0].path.join("b.txt").is_file());
+    assert!(!worktrees[1].path.exists());
+    assert!(slot.get().is_none());
+    runtime.cancel();
+}
