@@ -358,7 +358,7 @@ impl OwnerStep {
                 let assignment = binding
                     .team
                     .assign_task(id, to.as_str(), &binding.me, false)?;
-                team.notify_sent(&assignment.task.owner.clone().unwrap_or_else(|| to.clone()));
+                team.notify_sent(to);
                 Ok((
                     assignment.task,
                     format!("assigned it to {to} (task_assignment sent)"),
@@ -710,16 +710,17 @@ impl TaskUpdate {
             metadata: input.metadata.unwrap_or_default(),
             ..TaskPatch::default()
         };
-        let nothing_else = patch.subject.is_none()
-            && patch.description.is_none()
-            && patch.active_form.is_none()
-            && patch.status.is_none()
-            && patch.add_blocked_by.is_empty()
-            && patch.add_blocks.is_empty()
-            && patch.remove_blocked_by.is_empty()
-            && patch.remove_blocks.is_empty()
-            && patch.paths.is_none()
-            && patch.metadata.is_empty();
+        // Edits besides owner and status.
+        let edits = patch.subject.is_some()
+            || patch.description.is_some()
+            || patch.active_form.is_some()
+            || !patch.add_blocked_by.is_empty()
+            || !patch.add_blocks.is_empty()
+            || !patch.remove_blocked_by.is_empty()
+            || !patch.remove_blocks.is_empty()
+            || patch.paths.is_some()
+            || !patch.metadata.is_empty();
+        let nothing_else = !edits && patch.status.is_none();
         if nothing_else && matches!(owner, OwnerChange::Keep) {
             return Err(TeamToolError::InvalidInput {
                 tool: UPDATE,
@@ -762,7 +763,7 @@ impl TaskUpdate {
                 task = after;
                 done.push(what);
             }
-            let patch_changes = patch.owner.is_some() || patch.status.is_some() || !nothing_else;
+            let patch_changes = patch.owner.is_some() || patch.status.is_some() || edits;
             if patch_changes {
                 patch.by = Some(binding.me.clone());
                 match tasks.update(&id, patch) {

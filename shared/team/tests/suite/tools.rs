@@ -247,7 +247,10 @@ async fn another_members_claim_can_be_completed_by_the_lead_only() {
         json!({"id": "1", "status": "in_progress"}),
     )
     .await;
-    assert!(out.contains("claimed it"), "{out}");
+    assert!(
+        out.contains("claimed it") && !out.contains("updated"),
+        "{out}"
+    );
     let refused = err(
         &bob,
         cwd.path(),
