@@ -7,7 +7,8 @@
 //! ([`approver`]), the turn hooks that deliver its messages
 //! into the conversation ([`delivery`]) and end a run on a shutdown request
 //! ([`shutdown`]) and the events a UI shows about teammates
-//! ([`event`]), and teammates' git worktrees ([`worktree`]). The store stays free of LLM
+//! ([`event`]), the coordination tools a model calls ([`tools`]), and teammates' git
+//! worktrees ([`worktree`]). The store stays free of LLM
 //! knowledge and the agent free of team knowledge. See `docs/TEAM.md` and
 //! `docs/WORKTREES.md`.
 
