@@ -24,6 +24,8 @@ use roo_store::{MAX_SUMMARY_CHARS, MessageBody, Outgoing};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::event::one_line;
+
 use super::{TeamToolError, TeamTools, bounded, parse_input, parse_name, run_blocking};
 
 const NAME: &str = "SendMessage";
@@ -63,8 +65,7 @@ impl Tool for SendMessage {
         format!(
             "Sends a message to a member of your team, or to all of them with `to` = \"*\" \
              (costly: every member reads it; prefer one recipient).\n\n\
-             - `to`: a member name (see the team's members in TaskList owners or the lead's \
-             briefing); an unknown name is an error.\n\
+             - `to`: a member name (TaskList lists the members); an unknown name is an error.\n\
              - `message`: the full text; `summary`: 5–10 words shown as the preview (required \
              for text, at most {MAX_SUMMARY_CHARS} characters).\n\
              - `type`: `text` (default); `status_update` for FYI progress news that nobody \
@@ -93,6 +94,19 @@ impl Tool for SendMessage {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Internal
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default();
+        let kind = match text("type") {
+            "" | "text" => String::new(),
+            other => format!(" [{}]", one_line(other, 32)),
+        };
+        format!(
+            "{NAME}(to {}{kind}: {})",
+            one_line(text("to"), 64),
+            one_line(text("summary"), 80)
+        )
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -71,6 +71,15 @@ fn parse_status(
     .transpose()
 }
 
+/// A field of the input as text (a string, or a number sent for an id).
+fn field(input: &Value, key: &str) -> String {
+    match input.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
 fn ids(list: &[TaskId]) -> String {
     list.iter()
         .map(|id| format!("#{id}"))
@@ -474,9 +483,10 @@ impl Tool for TaskList {
         format!(
             "Lists the team's tasks, one line each: `#id [status] owner: subject (blocked by \
              …)`, and which are ready — pending, unowned, every blocker completed, no path \
-             overlap with a task in progress. Claim a ready task with TaskUpdate (`owner`: your \
-             name). Optional filters: `status` ({STATUS_HELP}) and `owner`. Shows at most \
-             {MAX_LISTED_TASKS} tasks."
+             overlap with a task in progress — and the team's members with their state (busy, \
+             idle, dead). Claim a ready task with TaskUpdate (`owner`: your name). Optional \
+             filters: `status` ({STATUS_HELP}) and `owner`. Shows at most {MAX_LISTED_TASKS} \
+             tasks."
         )
     }
 
@@ -517,7 +527,13 @@ impl Tool for TaskList {
                     let tasks = binding.team.tasks();
                     let list = tasks.list(&filter)?;
                     let report = tasks.ready_report()?;
-                    Ok(render_list(binding.team.name(), &list, &report))
+                    let config = binding.team.config()?;
+                    let mut out = render_list(binding.team.name(), &list, &report);
+                    out.push_str(&format!(
+                        "\nmembers: {}",
+                        members_line(&config, &binding.me)
+                    ));
+                    Ok(out)
                 })
                 .await
             }
@@ -529,6 +545,26 @@ impl Tool for TaskList {
         }
         .boxed()
     }
+}
+
+/// The team's members with their observed states, for SendMessage: `lead (lead), alice
+/// (busy), bob (idle, you)`.
+fn members_line(config: &roo_store::TeamConfig, me: &Name) -> String {
+    let shown: Vec<String> = config
+        .members
+        .iter()
+        .take(MAX_LISTED_TASKS)
+        .map(|m| {
+            let state = if config.is_lead(m.name.as_str()) {
+                "lead"
+            } else {
+                m.observed_state().as_str()
+            };
+            let you = if m.name == *me { ", you" } else { "" };
+            format!("{} ({state}{you})", m.name)
+        })
+        .collect();
+    shown.join(", ")
 }
 
 fn render_list(team: &Name, list: &[Task], report: &roo_store::ReadyReport) -> String {
@@ -659,6 +695,16 @@ impl Tool for TaskUpdate {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Internal
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let mut parts = vec![format!("#{}", one_line(&field(input, "id"), 20))];
+        for key in ["owner", "status"] {
+            if let Some(value) = input.get(key).and_then(Value::as_str) {
+                parts.push(format!("{key}={}", one_line(value, 64)));
+            }
+        }
+        format!("{UPDATE}({})", parts.join(" "))
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -289,6 +289,10 @@ async fn another_members_claim_can_be_completed_by_the_lead_only() {
     assert!(list.contains("#1 [completed] alice: a"), "{list}");
     assert!(list.contains("#2 [pending] -: b [ready]"), "{list}");
     assert!(list.contains("#3 [pending] -: c (blocked by #2)"), "{list}");
+    assert!(
+        list.contains("members: lead (lead), alice (busy), bob (busy, you)"),
+        "{list}"
+    );
     let detail = ok(&bob, cwd.path(), "TaskGet", json!({"id": 3})).await;
     assert!(
         detail.contains("#3 [pending] -: c (blocked by #2)"),
@@ -793,4 +797,78 @@ async fn team_delete_removes_clean_worktrees_and_reports_kept_ones() {
     assert!(!worktrees[1].path.exists());
     assert!(slot.get().is_none());
     runtime.cancel();
+}
+
+/// Adds member alice at the top of the first turn that finds the slot bound.
+struct Joiner(TeamSlot);
+
+impl TurnHook for Joiner {
+    fn before_turn(&self) -> futures_util::future::BoxFuture<'_, TurnAction> {
+        Box::pin(async move {
+            if let Some(binding) = self.0.get()
+                && binding.team.config().unwrap().member("alice").is_none()
+            {
+                let mut alice = Member::new(name("alice"), binding.team.name());
+                alice.pid = Some(std::process::id());
+                binding.team.add_member(alice).unwrap();
+            }
+            TurnAction::Continue
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_lead_founds_a_team_assigns_a_task_and_messages_a_teammate() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.yaml");
+    std::fs::write(
+        &script,
+        r#"
+agents:
+  lead:
+    - tool_calls: [{name: TeamCreate, input: {team_name: web, description: "ship the form"}}]
+    - tool_calls:
+        - {name: TaskCreate, input: {subject: "build the form", paths: ["src/form.rs"]}}
+    - tool_calls:
+        - {name: TaskUpdate, input: {id: "1", owner: alice}}
+        - {name: SendMessage, input: {to: alice, summary: "start with the form", message: "Task 1 is yours."}}
+    - text: done
+"#,
+    )
+    .unwrap();
+    let slot = TeamSlot::new();
+    let (hook, sent) = recorder();
+    let config = lead_config(dir.path());
+    let runtime = config.runtime.clone();
+    let tools = lead_tools(&TeamTools::new(slot.clone()).with_on_sent(hook), config);
+    let mut settings = AgentSettings::new(Identity::solo(name("lead")), dir.path().to_path_buf());
+    settings.cwd = Some(cwd.path().to_path_buf());
+    settings.llm.script = Some(script);
+    settings.permission_mode = Some(PermissionMode::Default);
+    settings.tools = ToolSet {
+        work: false,
+        plan_mode: false,
+        extra: tools,
+        remove: Vec::new(),
+    };
+    // alice joins once the team exists, before the next turn (as the Agent tool would add her).
+    settings.hooks = vec![Arc::new(Joiner(slot.clone()))];
+    let mut lead = build_agent(settings).await.unwrap();
+    let (sink, _events) = EventSink::channel();
+    let result = lead
+        .agent
+        .run("ship the form with alice", &sink, CancellationToken::new())
+        .await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    let conversation = serde_json::to_string(lead.agent.messages()).unwrap();
+    assert!(!conversation.contains("failed to"), "{conversation}");
+    let team = slot.get().unwrap().team.clone();
+    assert_eq!(team.name().as_str(), "web");
+    let messages = inbox(&team, "alice");
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(matches!(&messages[0].body, MessageBody::TaskAssignment { task_id } if task_id == "1"));
+    assert_eq!(messages[1].text, "Task 1 is yours.");
+    assert_eq!(*sent.lock().unwrap(), vec!["alice", "alice"]);
+    stop_router(&runtime, &slot).await;
 }
