@@ -872,3 +872,107 @@ agents:
     assert_eq!(*sent.lock().unwrap(), vec!["alice", "alice"]);
     stop_router(&runtime, &slot).await;
 }
+
+/// Answers the first `shutdown_request` in `member`'s inbox (read directly, as another
+/// process would) with `approve`.
+fn answer_shutdown(
+    team: &Team,
+    member: &str,
+    approve: bool,
+    reason: &str,
+) -> tokio::task::JoinHandle<()> {
+    let team = team.clone();
+    let (member, reason) = (member.to_string(), reason.to_string());
+    tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let request_id = loop {
+            let found = inbox(&team, &member)
+                .into_iter()
+                .filter(|m| !m.read)
+                .find_map(|m| match m.body {
+                    MessageBody::ShutdownRequest { request_id } => request_id.map(|r| (m.id, r)),
+                    _ => None,
+                });
+            if let Some((id, request_id)) = found {
+                team.mailbox().mark_read(&name(&member), &[id]).unwrap();
+                break request_id;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no shutdown request for {member}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let answer = roo_store::Outgoing::new(
+            MessageBody::ShutdownResponse {
+                approve,
+                reason,
+                request_id: Some(request_id),
+            },
+            "",
+        );
+        team.mailbox().send(&name(&member), "lead", answer).unwrap();
+    })
+}
+
+/// A child process killed and reaped when dropped, even when the test fails.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn team_delete_keeps_the_team_when_a_member_refuses_or_its_process_lives_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let slot = TeamSlot::new();
+    let mut config = lead_config(dir.path());
+    config.shutdown_wait = Duration::from_millis(500);
+    let runtime = config.runtime.clone();
+    let lead = registry(lead_tools(&TeamTools::new(slot.clone()), config));
+    ok(&lead, cwd.path(), "TeamCreate", json!({"team_name": "t2"})).await;
+    let team = slot.get().unwrap().team.clone();
+    // bob is a process of its own (a stand-in for a roo-worker).
+    let mut worker = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let mut bob = Member::new(name("bob"), &name("t2"));
+    bob.pid = Some(worker.0.id());
+    bob.is_active = Some(false);
+    team.add_member(bob).unwrap();
+
+    let refusing = answer_shutdown(&team, "bob", false, "still merging");
+    let out = err(&lead, cwd.path(), "TeamDelete", json!({})).await;
+    refusing.await.unwrap();
+    assert!(
+        out.contains("bob refused to shut down: still merging"),
+        "{out}"
+    );
+    assert!(team.config_path().is_file());
+
+    // bob agrees but his process keeps running: the team stays, nothing is orphaned.
+    let agreeing = answer_shutdown(&team, "bob", true, "bye");
+    let out = err(&lead, cwd.path(), "TeamDelete", json!({})).await;
+    agreeing.await.unwrap();
+    assert!(
+        out.contains(&format!(
+            "bob agreed to shut down but its process {} is still running",
+            worker.0.id()
+        )),
+        "{out}"
+    );
+    assert!(team.config_path().is_file());
+
+    // Once the process is gone, bob counts as dead and the team goes.
+    worker.0.kill().unwrap();
+    worker.0.wait().unwrap();
+    let out = ok(&lead, cwd.path(), "TeamDelete", json!({})).await;
+    assert!(out.contains("deleted team t2"), "{out}");
+    assert!(slot.get().is_none());
+    runtime.cancel();
+}
