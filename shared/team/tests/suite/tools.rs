@@ -937,10 +937,12 @@ async fn team_delete_keeps_the_team_when_a_member_refuses_or_its_process_lives_o
     ok(&lead, cwd.path(), "TeamCreate", json!({"team_name": "t2"})).await;
     let team = slot.get().unwrap().team.clone();
     // bob is a process of its own (a stand-in for a roo-worker).
-    let mut worker = std::process::Command::new("sleep")
-        .arg("60")
-        .spawn()
-        .unwrap();
+    let mut worker = Reaped(
+        std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap(),
+    );
     let mut bob = Member::new(name("bob"), &name("t2"));
     bob.pid = Some(worker.0.id());
     bob.is_active = Some(false);
