@@ -525,12 +525,24 @@ async fn team_delete_keeps_the_team_when_a_member_does_not_answer() {
     let lead = registry(lead_tools(&TeamTools::new(slot.clone()), config));
     ok(&lead, cwd.path(), "TeamCreate", json!({"team_name": "t2"})).await;
     let team = slot.get().unwrap().team.clone();
-    let mut bob = Member::new(name("bob"), &name("t2"));
-    bob.pid = Some(std::process::id());
-    bob.is_active = Some(false);
-    team.add_member(bob).unwrap();
+    // bob never answers; carol, asked after him, answers at once.
+    for member in ["bob", "carol"] {
+        let mut entry = Member::new(name(member), &name("t2"));
+        entry.pid = Some(std::process::id());
+        entry.is_active = Some(false);
+        team.add_member(entry).unwrap();
+    }
+    let carol = idle_teammate(&team, "carol");
     let out = err(&lead, cwd.path(), "TeamDelete", json!({})).await;
     assert!(out.contains("bob did not answer"), "{out}");
+    assert!(
+        !out.contains("carol did not answer") && out.contains("(shut down: carol)"),
+        "an answer that came while bob was awaited was lost: {out}"
+    );
+    tokio::time::timeout(Duration::from_secs(10), carol)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(team.config_path().is_file());
     assert!(slot.get().is_some());
     assert!(matches!(
