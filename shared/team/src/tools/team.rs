@@ -435,24 +435,26 @@ impl TeamDelete {
                 if gone {
                     break Verdict::Stopped;
                 }
-                let process = pid.filter(|p| *p != own_pid);
                 if answered {
-                    match process {
-                        Some(p) if pid_alive(p) => {}
+                    // Approved: a process of its own must also exit (no orphan worker).
+                    match pid.filter(|p| *p != own_pid) {
+                        Some(p) if pid_alive(p) => {
+                            if Instant::now() >= deadline {
+                                break Verdict::StillRunning(p);
+                            }
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
                         _ => break Verdict::Stopped,
                     }
                 }
-                if Instant::now() >= deadline {
-                    break match (answered, process) {
-                        (true, Some(p)) => Verdict::StillRunning(p),
-                        _ => Verdict::NoAnswer,
-                    };
-                }
-                if answered {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
+                // Biased: an answer already there counts even once the deadline passed
+                // (an earlier member may have used up the wait).
+                let slice = deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100));
                 tokio::select! {
+                    biased;
                     response = &mut recv => match response {
                         Ok(message) => match message.body {
                             MessageBody::ShutdownResponse { approve: true, .. } => answered = true,
@@ -467,9 +469,13 @@ impl TeamDelete {
                         },
                         Err(_) => break Verdict::NoAnswer,
                     },
-                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
                     () = ctx.cancel.cancelled() => {
                         return Err(TeamToolError::Cancelled { tool: DELETE });
+                    }
+                    () = tokio::time::sleep(slice) => {
+                        if Instant::now() >= deadline {
+                            break Verdict::NoAnswer;
+                        }
                     }
                 }
             };
