@@ -315,8 +315,8 @@ impl TeamDelete {
                     problems.push(format!("{name} refused to shut down: {reason}"))
                 }
                 Verdict::NoAnswer => problems.push(format!(
-                    "{name} did not answer the shutdown request within {} s",
-                    self.lead.shutdown_wait.as_secs()
+                    "{name} did not answer the shutdown request within {:.1} s",
+                    self.lead.shutdown_wait.as_secs_f64()
                 )),
                 Verdict::StillRunning(pid) => problems.push(format!(
                     "{name} agreed to shut down but its process {pid} is still running"
