@@ -7,8 +7,9 @@
 //! ([`approver`]), the turn hooks that deliver its messages
 //! into the conversation ([`delivery`]) and end a run on a shutdown request
 //! ([`shutdown`]), the teammate loop of `roo-worker` and in-process teammates
-//! ([`teammate`]) and the events a UI shows about teammates
-//! ([`event`]), and teammates' git worktrees ([`worktree`]). The store stays free of LLM
+//! ([`teammate`]), the events a UI shows about teammates ([`event`]), the coordination
+//! tools a model calls ([`tools`]), and teammates' git worktrees ([`worktree`]). The
+//! store stays free of LLM
 //! knowledge and the agent free of team knowledge. See `docs/TEAM.md` and
 //! `docs/WORKTREES.md`.
 
@@ -21,6 +22,7 @@ pub mod lead;
 pub mod router;
 pub mod shutdown;
 pub mod teammate;
+pub mod tools;
 pub mod trust;
 pub mod worktree;
 
@@ -42,6 +44,7 @@ pub use shutdown::ShutdownOnRequest;
 pub use teammate::{
     TeammateEnd, TeammateError, TeammateExit, TeammateHandle, TeammateSpec, spawn_in_process,
 };
+pub use tools::{LeadTools, OnSent, TeamTools, lead_tools, teammate_tools};
 pub use trust::{Trust, TrustDecision, TrustQuestion};
 
 /// The name the lead goes by unless told otherwise (`roo-worker --lead` defaults to it).

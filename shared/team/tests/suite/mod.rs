@@ -5,3 +5,4 @@ mod delivery;
 mod router;
 mod shutdown;
 mod teammate;
+mod tools;

@@ -1,0 +1,280 @@
+//! The team's coordination tools, offered to the model: TaskCreate, TaskGet, TaskList,
+//! TaskUpdate and SendMessage for every member, plus TeamCreate and TeamDelete for the
+//! lead.
+//!
+//! Each tool acts through `roo-store` for the agent's [`TeamSlot`]: it reads the
+//! binding at call time, so the same tool serves a lead (bound by TeamCreate), a
+//! `roo-worker` and an in-process teammate (bound from the start). The only thing a
+//! tool asks about who runs it is [`TeamBinding::is_lead`] (TeamDelete and
+//! `shutdown_request` are the lead's). They are [`ToolKind::Internal`]: coordination,
+//! not file writes, so every permission mode allows them, while a deny rule naming the
+//! tool (`SendMessage`) still refuses it. Input is validated (names, task ids, statuses,
+//! unknown fields) before any store call, store work runs off the async runtime, and
+//! results are cut to a bounded size.
+//!
+//! What the agent spawn tool (`Agent`) and TaskStop need — backends, processes, tasks —
+//! belongs to the runtime and is not here; the runtime reacts to what these tools do
+//! through [`TeamTools::on_sent`] and the slot ([`TeamSlot::subscribe`]).
+//!
+//! [`ToolKind::Internal`]: roo_agent::tool::ToolKind::Internal
+
+mod message;
+mod task;
+mod team;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use roo_agent::tool::{Tool, ToolOutput};
+use roo_store::{Name, RooHome};
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::binding::{TeamBinding, TeamSlot};
+use crate::event::TeamEventSender;
+use crate::worktree::Git;
+
+pub use message::SendMessage;
+pub use task::{TaskCreate, TaskGet, TaskList, TaskUpdate};
+pub use team::{TeamCreate, TeamDelete};
+
+/// Longest result a team tool returns, in bytes (the rest is cut with a note).
+pub const MAX_TOOL_RESULT: usize = 16_000;
+
+/// Called with each member a message was delivered to, right after the send (a
+/// SendMessage, or the `task_assignment` of a TaskUpdate). The runtime uses it to wake or
+/// restart a teammate that stopped (from its transcript). It runs on a blocking-pool
+/// thread: do not block in it for long; hand the work to a task.
+pub type OnSent = Arc<dyn Fn(&Name) + Send + Sync>;
+
+/// What every member's team tools share: the agent's slot and the runtime's hook.
+#[derive(Clone, Default)]
+pub struct TeamTools {
+    /// The agent's team binding (read at each call).
+    pub slot: TeamSlot,
+    /// Called after each delivery; `None`: nothing to do.
+    pub on_sent: Option<OnSent>,
+}
+
+impl TeamTools {
+    /// Tools for `slot`, with no hook.
+    pub fn new(slot: TeamSlot) -> TeamTools {
+        TeamTools {
+            slot,
+            on_sent: None,
+        }
+    }
+
+    /// The same, calling `on_sent` after each delivery.
+    pub fn with_on_sent(mut self, on_sent: OnSent) -> TeamTools {
+        self.on_sent = Some(on_sent);
+        self
+    }
+
+    /// The current binding, or the error a model reads when there is none.
+    pub(crate) fn binding(&self) -> Result<Arc<TeamBinding>, TeamToolError> {
+        self.slot.get().ok_or(TeamToolError::NoTeam)
+    }
+
+    pub(crate) fn notify_sent(&self, to: &Name) {
+        if let Some(hook) = &self.on_sent {
+            hook(to);
+        }
+    }
+}
+
+impl std::fmt::Debug for TeamTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamTools")
+            .field("slot", &self.slot)
+            .field("on_sent", &self.on_sent.is_some())
+            .finish()
+    }
+}
+
+/// What the lead's TeamCreate and TeamDelete need besides [`TeamTools`].
+#[derive(Clone)]
+pub struct LeadTools {
+    /// The state directory the team is created in.
+    pub roo_home: RooHome,
+    /// The lead's member name (the agent's own name).
+    pub me: Name,
+    /// Events of the lead's inbox router (the REPL's channel), if a UI listens.
+    pub events: Option<TeamEventSender>,
+    /// The router TeamCreate starts runs until TeamDelete, or until this token (the
+    /// lead's lifetime) is cancelled.
+    pub runtime: CancellationToken,
+    /// How long TeamDelete waits for idle members to confirm their shutdown (and their
+    /// processes to exit).
+    pub shutdown_wait: Duration,
+    /// With `Some`, TeamDelete removes the team's clean worktrees of the repository of
+    /// the call's working directory ([`crate::worktree::LeadRepo::cleanup`]) and reports
+    /// the kept ones; `None` leaves worktrees alone.
+    pub worktrees: Option<Git>,
+}
+
+impl LeadTools {
+    /// Defaults: no UI events, a fresh lifetime token, a 15 s shutdown wait, worktree
+    /// cleanup with the default `git`.
+    pub fn new(roo_home: RooHome, me: Name) -> LeadTools {
+        LeadTools {
+            roo_home,
+            me,
+            events: None,
+            runtime: CancellationToken::new(),
+            shutdown_wait: Duration::from_secs(15),
+            worktrees: Some(Git::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for LeadTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeadTools")
+            .field("roo_home", &self.roo_home)
+            .field("me", &self.me)
+            .field("events", &self.events.is_some())
+            .field("shutdown_wait", &self.shutdown_wait)
+            .field("worktrees", &self.worktrees.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A teammate's team tools: TaskCreate, TaskGet, TaskList, TaskUpdate, SendMessage.
+pub fn teammate_tools(team: &TeamTools) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(TaskCreate::new(team.clone())),
+        Arc::new(TaskGet::new(team.clone())),
+        Arc::new(TaskList::new(team.clone())),
+        Arc::new(TaskUpdate::new(team.clone())),
+        Arc::new(SendMessage::new(team.clone())),
+    ]
+}
+
+/// The lead's team tools: the teammate's set plus TeamCreate and TeamDelete (which share
+/// the inbox router task TeamCreate starts).
+pub fn lead_tools(team: &TeamTools, lead: LeadTools) -> Vec<Arc<dyn Tool>> {
+    let router_task = Arc::new(Mutex::new(None));
+    let mut tools = teammate_tools(team);
+    tools.push(Arc::new(TeamCreate::new(
+        team.clone(),
+        lead.clone(),
+        router_task.clone(),
+    )));
+    tools.push(Arc::new(TeamDelete::new(team.clone(), lead, router_task)));
+    tools
+}
+
+/// Why a team tool call failed. The model reads `failed to {error}`.
+#[derive(Debug, thiserror::Error)]
+pub enum TeamToolError {
+    #[error("parse the input of {tool}: {message}; check the tool's input schema")]
+    InvalidInput { tool: &'static str, message: String },
+    #[error(
+        "use the team tools: this agent is in no team yet (the lead creates one with TeamCreate)"
+    )]
+    NoTeam,
+    #[error("{action}: only the team's lead ({lead}) may do that")]
+    LeadOnly { action: String, lead: Name },
+    #[error("{0}")]
+    Store(#[from] roo_store::Error),
+    #[error("{0}")]
+    Refused(String),
+    #[error("finish {tool}: the call was cancelled")]
+    Cancelled { tool: &'static str },
+    #[error("finish {tool}: its worker thread stopped unexpectedly ({message})")]
+    Worker { tool: &'static str, message: String },
+}
+
+impl TeamToolError {
+    /// The result the model sees.
+    pub(crate) fn into_output(self) -> ToolOutput {
+        ToolOutput::error(bounded(format!("failed to {self}")))
+    }
+}
+
+/// Parses a tool's input object; unknown fields are refused (a misspelt field must not
+/// be silently ignored).
+pub(crate) fn parse_input<T: serde::de::DeserializeOwned>(
+    tool: &'static str,
+    input: Value,
+) -> Result<T, TeamToolError> {
+    serde_json::from_value(input).map_err(|e| TeamToolError::InvalidInput {
+        tool,
+        message: e.to_string(),
+    })
+}
+
+/// Parses a member name given by the model.
+pub(crate) fn parse_name(
+    tool: &'static str,
+    field: &str,
+    value: &str,
+) -> Result<Name, TeamToolError> {
+    Name::parse_as("member name", value.trim()).map_err(|e| TeamToolError::InvalidInput {
+        tool,
+        message: format!("`{field}`: {e}"),
+    })
+}
+
+/// Runs blocking store work on the blocking pool; returns when `cancel` fires.
+pub(crate) async fn run_blocking<T, F>(
+    tool: &'static str,
+    cancel: &CancellationToken,
+    work: F,
+) -> Result<T, TeamToolError>
+where
+    F: FnOnce() -> Result<T, TeamToolError> + Send + 'static,
+    T: Send + 'static,
+{
+    let task = tokio::task::spawn_blocking(work);
+    tokio::select! {
+        joined = task => match joined {
+            Ok(result) => result,
+            Err(e) => Err(TeamToolError::Worker { tool, message: e.to_string() }),
+        },
+        () = cancel.cancelled() => Err(TeamToolError::Cancelled { tool }),
+    }
+}
+
+/// `text` cut to [`MAX_TOOL_RESULT`] bytes at a character boundary, with a note.
+pub(crate) fn bounded(text: String) -> String {
+    if text.len() <= MAX_TOOL_RESULT {
+        return text;
+    }
+    let mut end = MAX_TOOL_RESULT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… (cut: {} more bytes)", &text[..end], text.len() - end)
+}
+
+/// An optional string that a model may also send as a number (`"id": 3`).
+pub(crate) fn opt_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(other) => Err(de::Error::custom(format!(
+            "expected a task id such as \"3\", got {other}"
+        ))),
+    }
+}
+
+/// A list of task ids, each a string or a number; a single id is accepted too.
+pub(crate) fn id_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let one = |v: Value| match v {
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        other => Err(de::Error::custom(format!(
+            "expected a task id such as \"3\", got {other}"
+        ))),
+    };
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items.into_iter().map(one).collect(),
+        Some(other) => one(other).map(|id| vec![id]),
+    }
+}

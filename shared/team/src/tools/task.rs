@@ -1,0 +1,838 @@
+//! TaskCreate, TaskGet, TaskList and TaskUpdate: the shared task list, for the model.
+//!
+//! Ownership follows the store (`docs/PROTOCOL.md` §6.3, §6.6): setting yourself as
+//! owner (or a task you may take to `in_progress`) is an atomic claim, refused if
+//! another member owns it; setting another member is an assignment, which also sends
+//! that member a `task_assignment`; changing the owner or status of another member's
+//! claim is refused unless the caller is the lead. There is no way for the model to
+//! force a change over someone's claim.
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use roo_store::{
+    ClaimOptions, ClaimOutcome, Name, NewTask, Task, TaskFilter, TaskId, TaskPatch, TaskStatus,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{
+    TeamToolError, TeamTools, bounded, id_list, opt_id, parse_input, parse_name, run_blocking,
+};
+use crate::event::one_line;
+
+/// Most tasks TaskList shows; the rest are counted.
+pub const MAX_LISTED_TASKS: usize = 200;
+/// Longest subject shown in a list line, in characters.
+const SUBJECT_CHARS: usize = 120;
+/// Newest notes TaskGet shows.
+const SHOWN_NOTES: usize = 10;
+/// Longest description TaskGet shows, in characters.
+const DESCRIPTION_CHARS: usize = 8_000;
+
+const STATUS_HELP: &str = "pending, in_progress or completed";
+
+fn parse_id(tool: &'static str, raw: Option<&str>) -> Result<TaskId, TeamToolError> {
+    let raw = raw.ok_or_else(|| TeamToolError::InvalidInput {
+        tool,
+        message: "`id` is missing: give the task id, e.g. \"3\"".into(),
+    })?;
+    TaskId::parse(raw).map_err(|e| TeamToolError::InvalidInput {
+        tool,
+        message: format!("`id`: {e}"),
+    })
+}
+
+fn parse_ids(
+    tool: &'static str,
+    field: &str,
+    raw: &[String],
+) -> Result<Vec<TaskId>, TeamToolError> {
+    raw.iter()
+        .map(|id| {
+            TaskId::parse(id).map_err(|e| TeamToolError::InvalidInput {
+                tool,
+                message: format!("`{field}`: {e}"),
+            })
+        })
+        .collect()
+}
+
+fn parse_status(
+    tool: &'static str,
+    raw: Option<&str>,
+) -> Result<Option<TaskStatus>, TeamToolError> {
+    raw.map(|s| {
+        TaskStatus::parse(s.trim()).ok_or_else(|| TeamToolError::InvalidInput {
+            tool,
+            message: format!("`status` {s:?} is not a status; use {STATUS_HELP}"),
+        })
+    })
+    .transpose()
+}
+
+/// A field of the input as text (a string, or a number sent for an id).
+fn field(input: &Value, key: &str) -> String {
+    match input.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn ids(list: &[TaskId]) -> String {
+    list.iter()
+        .map(|id| format!("#{id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One line per task: `#3 [pending] bob: Write the API (blocked by #1)`.
+pub(crate) fn task_line(task: &Task) -> String {
+    let owner = task.owner.as_ref().map_or("-", Name::as_str);
+    let mut line = format!(
+        "#{} [{}] {owner}: {}",
+        task.id,
+        task.status,
+        one_line(&task.subject, SUBJECT_CHARS)
+    );
+    if !task.blocked_by.is_empty() {
+        line.push_str(&format!(" (blocked by {})", ids(&task.blocked_by)));
+    }
+    line
+}
+
+fn task_detail(task: &Task) -> String {
+    let mut out = task_line(task);
+    if let Some(form) = &task.active_form {
+        out.push_str(&format!("\nactive form: {}", one_line(form, SUBJECT_CHARS)));
+    }
+    if !task.blocks.is_empty() {
+        out.push_str(&format!("\nblocks: {}", ids(&task.blocks)));
+    }
+    if !task.paths.is_empty() {
+        let paths: Vec<String> = task
+            .paths
+            .iter()
+            .take(20)
+            .map(|p| one_line(p, 200))
+            .collect();
+        let more = task.paths.len().saturating_sub(20);
+        out.push_str(&format!("\npaths: {}", paths.join(", ")));
+        if more > 0 {
+            out.push_str(&format!(" (+{more} more)"));
+        }
+    }
+    if let Some(lease) = &task.lease {
+        out.push_str(&format!(
+            "\nlease: {} until {}",
+            lease.owner, lease.expires_at
+        ));
+    }
+    if !task.metadata.is_empty() {
+        let meta = Value::Object(task.metadata.clone()).to_string();
+        out.push_str(&format!("\nmetadata: {}", one_line(&meta, 2_000)));
+    }
+    if !task.usage.is_empty() {
+        let total = task.usage_total();
+        out.push_str(&format!(
+            "\nusage: {} requests, {} input + {} output tokens",
+            total.requests, total.input_tokens, total.output_tokens
+        ));
+    }
+    if !task.description.is_empty() {
+        let description: String = task.description.chars().take(DESCRIPTION_CHARS).collect();
+        out.push_str("\n\n");
+        out.push_str(&description);
+        if description.len() < task.description.len() {
+            out.push_str("\n… (description cut)");
+        }
+    }
+    let skip = task.notes.len().saturating_sub(SHOWN_NOTES);
+    if !task.notes.is_empty() {
+        out.push_str("\n\nnotes:");
+        for note in &task.notes[skip..] {
+            let by = note.by.as_ref().map_or(String::new(), |b| format!(" {b}"));
+            out.push_str(&format!(
+                "\n- {}{by}: {}",
+                note.at,
+                one_line(&note.text, 300)
+            ));
+        }
+    }
+    out
+}
+
+/// Why a claim was refused, as the model reads it.
+fn claim_refusal(id: &TaskId, outcome: ClaimOutcome) -> Result<Task, TeamToolError> {
+    let refuse = |why: String| Err(TeamToolError::Refused(format!("claim task {id}: {why}")));
+    match outcome {
+        ClaimOutcome::Claimed(task) => Ok(*task),
+        ClaimOutcome::AlreadyOwned { owner, status } => refuse(format!(
+            "it is already owned by {owner} ({status}); pick another task (TaskList shows which \
+             are ready) or ask {owner} with SendMessage"
+        )),
+        ClaimOutcome::Blocked { by } => refuse(format!(
+            "it is blocked by unfinished tasks {}; finish those first",
+            ids(&by)
+        )),
+        ClaimOutcome::NotPending { status } => refuse(format!(
+            "it is {status}, not pending; reopen it with status pending first if it needs more work"
+        )),
+        ClaimOutcome::ScopeConflict { with, owner } => refuse(format!(
+            "its paths overlap those of task #{with} in progress{}; wait for it or pick another \
+             task",
+            owner.map_or(String::new(), |o| format!(" by {o}"))
+        )),
+        ClaimOutcome::NotFound => refuse("there is no such task (see TaskList)".into()),
+    }
+}
+
+const SCHEMA_IDS: &str = "Task ids, e.g. [\"1\", \"2\"].";
+
+// ---------------------------------------------------------------- TaskCreate
+
+/// Creates a task in the team's list.
+#[derive(Debug, Clone)]
+pub struct TaskCreate {
+    team: TeamTools,
+}
+
+impl TaskCreate {
+    pub fn new(team: TeamTools) -> TaskCreate {
+        TaskCreate { team }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateInput {
+    subject: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    active_form: Option<String>,
+    #[serde(default, deserialize_with = "id_list")]
+    blocked_by: Vec<String>,
+    #[serde(default, deserialize_with = "id_list")]
+    blocks: Vec<String>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    owner: Option<String>,
+}
+
+const CREATE: &str = "TaskCreate";
+
+impl Tool for TaskCreate {
+    fn name(&self) -> &str {
+        CREATE
+    }
+
+    fn description(&self) -> String {
+        "Adds a task to the team's shared task list and returns its id.\n\n\
+         - `subject`: one line, imperative (\"Add the login endpoint\"); `description`: what \
+         done means, files, hints.\n\
+         - `blocked_by`: ids of tasks that must be completed first; `blocks`: ids of tasks \
+         that wait on this one.\n\
+         - `paths`: files or globs it will touch; tasks whose paths overlap an in-progress \
+         task are held back from the ready set, so two members are not handed the same files.\n\
+         - `owner`: your own name claims it at once; another member's name assigns it and \
+         sends them a task_assignment message. Leave it out to let members claim it.\n\
+         Split work on file boundaries, a few tasks per teammate, and end with a verification \
+         task blocked by the others."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "subject": {"type": "string", "description": "One line: what to do."},
+                "description": {"type": "string", "description": "Details and what done means."},
+                "active_form": {"type": "string", "description": "Present-continuous form for progress displays (\"Adding the login endpoint\")."},
+                "blocked_by": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
+                "blocks": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
+                "paths": {"type": "array", "items": {"type": "string"}, "description": "Files or globs the task will touch, relative to the repository root."},
+                "metadata": {"type": "object", "description": "Free-form data."},
+                "owner": {"type": "string", "description": "A member name: yourself to claim it, another member to assign it."}
+            },
+            "required": ["subject"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            match self.create(input, ctx).await {
+                Ok(text) => ToolOutput::ok(bounded(text)),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+impl TaskCreate {
+    async fn create(&self, input: Value, ctx: &ToolContext) -> Result<String, TeamToolError> {
+        let input: CreateInput = parse_input(CREATE, input)?;
+        if input.subject.trim().is_empty() {
+            return Err(TeamToolError::InvalidInput {
+                tool: CREATE,
+                message: "`subject` is empty: say in one line what to do".into(),
+            });
+        }
+        let new = NewTask {
+            subject: input.subject.trim().to_string(),
+            description: input.description.unwrap_or_default(),
+            active_form: input.active_form.filter(|f| !f.trim().is_empty()),
+            blocked_by: parse_ids(CREATE, "blocked_by", &input.blocked_by)?,
+            blocks: parse_ids(CREATE, "blocks", &input.blocks)?,
+            paths: input.paths,
+            metadata: input.metadata.unwrap_or_default(),
+            owner: None,
+        };
+        let owner = input
+            .owner
+            .as_deref()
+            .filter(|o| !o.trim().is_empty())
+            .map(|o| parse_name(CREATE, "owner", o))
+            .transpose()?;
+        let binding = self.team.binding()?;
+        let team = self.team.clone();
+        run_blocking(CREATE, &ctx.cancel, move || {
+            let task = binding.team.tasks().create(new)?;
+            let Some(owner) = owner else {
+                return Ok(format!("created task {}", task_line(&task)));
+            };
+            let step = OwnerStep::of(&owner, &binding.me);
+            match step.apply(&team, &binding, &task.id) {
+                Ok((task, what)) => Ok(format!(
+                    "created task #{} and {what}\n{}",
+                    task.id,
+                    task_line(&task)
+                )),
+                Err(e) => Err(TeamToolError::Refused(format!(
+                    "set the owner of new task #{}: it was created ({}), but {e}",
+                    task.id,
+                    one_line(&task.subject, SUBJECT_CHARS)
+                ))),
+            }
+        })
+        .await
+    }
+}
+
+/// What setting an owner means for the caller.
+enum OwnerStep {
+    /// Yourself: an atomic claim.
+    Claim,
+    /// Another member: an assignment with its `task_assignment`.
+    Assign(Name),
+}
+
+impl OwnerStep {
+    fn of(owner: &Name, me: &Name) -> OwnerStep {
+        if owner == me {
+            OwnerStep::Claim
+        } else {
+            OwnerStep::Assign(owner.clone())
+        }
+    }
+
+    /// Blocking. Returns the task and what was done, for the result.
+    fn apply(
+        &self,
+        team: &TeamTools,
+        binding: &crate::binding::TeamBinding,
+        id: &TaskId,
+    ) -> Result<(Task, String), TeamToolError> {
+        match self {
+            OwnerStep::Claim => {
+                let outcome =
+                    binding
+                        .team
+                        .tasks()
+                        .claim(id, &binding.me, &ClaimOptions::default())?;
+                let task = claim_refusal(id, outcome)?;
+                Ok((task, "claimed it (in_progress, yours)".to_string()))
+            }
+            OwnerStep::Assign(to) => {
+                let assignment = binding
+                    .team
+                    .assign_task(id, to.as_str(), &binding.me, false)?;
+                team.notify_sent(to);
+                Ok((
+                    assignment.task,
+                    format!("assigned it to {to} (task_assignment sent)"),
+                ))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- TaskGet
+
+/// Shows one task in full.
+#[derive(Debug, Clone)]
+pub struct TaskGet {
+    team: TeamTools,
+}
+
+impl TaskGet {
+    pub fn new(team: TeamTools) -> TaskGet {
+        TaskGet { team }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdInput {
+    #[serde(default, alias = "task_id", deserialize_with = "opt_id")]
+    id: Option<String>,
+}
+
+const GET: &str = "TaskGet";
+
+impl Tool for TaskGet {
+    fn name(&self) -> &str {
+        GET
+    }
+
+    fn description(&self) -> String {
+        "Shows one task of the team's list in full: status, owner, dependencies, paths, \
+         description, metadata and its latest notes (why it was reclaimed or reassigned)."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"id": {"type": "string", "description": "The task id, e.g. \"3\"."}},
+            "required": ["id"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let result = async {
+                let input: IdInput = parse_input(GET, input)?;
+                let id = parse_id(GET, input.id.as_deref())?;
+                let binding = self.team.binding()?;
+                run_blocking(GET, &ctx.cancel, move || {
+                    Ok(task_detail(&binding.team.tasks().get(&id)?))
+                })
+                .await
+            }
+            .await;
+            match result {
+                Ok(text) => ToolOutput::ok(bounded(text)),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+// ---------------------------------------------------------------- TaskList
+
+/// Lists the team's tasks, one line each, and which are ready.
+#[derive(Debug, Clone)]
+pub struct TaskList {
+    team: TeamTools,
+}
+
+impl TaskList {
+    pub fn new(team: TeamTools) -> TaskList {
+        TaskList { team }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListInput {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    owner: Option<String>,
+}
+
+const LIST: &str = "TaskList";
+
+impl Tool for TaskList {
+    fn name(&self) -> &str {
+        LIST
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Lists the team's tasks, one line each: `#id [status] owner: subject (blocked by \
+             …)`, and which are ready — pending, unowned, every blocker completed, no path \
+             overlap with a task in progress — and the team's members with their state (busy, \
+             idle, dead). Claim a ready task with TaskUpdate (`owner`: your name). Optional \
+             filters: `status` ({STATUS_HELP}) and `owner`. Shows at most {MAX_LISTED_TASKS} \
+             tasks."
+        )
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                "owner": {"type": "string", "description": "Only tasks of this member."}
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let result = async {
+                let input: ListInput = parse_input(LIST, input)?;
+                let filter = TaskFilter {
+                    status: parse_status(LIST, input.status.as_deref())?,
+                    owner: input
+                        .owner
+                        .as_deref()
+                        .filter(|o| !o.trim().is_empty())
+                        .map(|o| parse_name(LIST, "owner", o))
+                        .transpose()?,
+                };
+                let binding = self.team.binding()?;
+                run_blocking(LIST, &ctx.cancel, move || {
+                    let tasks = binding.team.tasks();
+                    let list = tasks.list(&filter)?;
+                    let report = tasks.ready_report()?;
+                    let config = binding.team.config()?;
+                    let mut out = render_list(binding.team.name(), &list, &report);
+                    out.push_str(&format!(
+                        "\nmembers: {}",
+                        members_line(&config, &binding.me)
+                    ));
+                    Ok(out)
+                })
+                .await
+            }
+            .await;
+            match result {
+                Ok(text) => ToolOutput::ok(bounded(text)),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// The team's members with their observed states, for SendMessage: `lead (lead), alice
+/// (busy), bob (idle, you)`.
+fn members_line(config: &roo_store::TeamConfig, me: &Name) -> String {
+    let shown: Vec<String> = config
+        .members
+        .iter()
+        .take(MAX_LISTED_TASKS)
+        .map(|m| {
+            let state = if config.is_lead(m.name.as_str()) {
+                "lead"
+            } else {
+                m.observed_state().as_str()
+            };
+            let you = if m.name == *me { ", you" } else { "" };
+            format!("{} ({state}{you})", m.name)
+        })
+        .collect();
+    shown.join(", ")
+}
+
+fn render_list(team: &Name, list: &[Task], report: &roo_store::ReadyReport) -> String {
+    let ready: Vec<TaskId> = report.ready.iter().map(|t| t.id.clone()).collect();
+    let mut out = format!("tasks of team {team}: {}", list.len());
+    if list.is_empty() {
+        out.push_str(" (none yet; TaskCreate adds one)");
+    }
+    out.push_str(&format!(
+        "\nready: {}",
+        if ready.is_empty() {
+            "none".to_string()
+        } else {
+            ids(&ready)
+        }
+    ));
+    if !report.held_back.is_empty() {
+        let held: Vec<String> = report
+            .held_back
+            .iter()
+            .take(20)
+            .map(|(t, with)| format!("#{} (paths overlap #{with})", t.id))
+            .collect();
+        out.push_str(&format!("\nheld back by scope: {}", held.join(", ")));
+    }
+    for task in list.iter().take(MAX_LISTED_TASKS) {
+        out.push('\n');
+        out.push_str(&task_line(task));
+        if ready.contains(&task.id) {
+            out.push_str(" [ready]");
+        }
+    }
+    if list.len() > MAX_LISTED_TASKS {
+        out.push_str(&format!(
+            "\n… {} more (filter by status or owner)",
+            list.len() - MAX_LISTED_TASKS
+        ));
+    }
+    out
+}
+
+// ---------------------------------------------------------------- TaskUpdate
+
+/// Changes a task: claims, assigns, releases, completes, edits, links.
+#[derive(Debug, Clone)]
+pub struct TaskUpdate {
+    team: TeamTools,
+}
+
+impl TaskUpdate {
+    pub fn new(team: TeamTools) -> TaskUpdate {
+        TaskUpdate { team }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateInput {
+    #[serde(default, alias = "task_id", deserialize_with = "opt_id")]
+    id: Option<String>,
+    #[serde(default)]
+    subject: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    active_form: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default, deserialize_with = "id_list")]
+    add_blocked_by: Vec<String>,
+    #[serde(default, deserialize_with = "id_list")]
+    add_blocks: Vec<String>,
+    #[serde(default, deserialize_with = "id_list")]
+    remove_blocked_by: Vec<String>,
+    #[serde(default, deserialize_with = "id_list")]
+    remove_blocks: Vec<String>,
+    #[serde(default)]
+    paths: Option<Vec<String>>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+}
+
+const UPDATE: &str = "TaskUpdate";
+
+impl Tool for TaskUpdate {
+    fn name(&self) -> &str {
+        UPDATE
+    }
+
+    fn description(&self) -> String {
+        "Changes a task of the team's list.\n\n\
+         - Claim: `owner` = your own name (or `status` = in_progress on an unowned task). The \
+         claim is atomic: if another member got it first you are told who, and nothing \
+         changes — pick another ready task.\n\
+         - Assign: `owner` = another member's name; they get a task_assignment message.\n\
+         - Release: `owner` = \"\" (the task goes back to pending).\n\
+         - Finish: `status` = completed when the work is done and checked. Only the owner (or \
+         the lead) may change the owner or status of a task in progress.\n\
+         - Edit `subject`, `description`, `active_form`, `paths`, `metadata` (merged; a null \
+         value deletes a key); link with `add_blocked_by` / `add_blocks`, unlink with \
+         `remove_blocked_by` / `remove_blocks`."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The task id, e.g. \"3\"."},
+                "subject": {"type": "string"},
+                "description": {"type": "string"},
+                "active_form": {"type": "string"},
+                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                "owner": {"type": "string", "description": "Your name to claim, another member's to assign, \"\" to release."},
+                "add_blocked_by": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
+                "add_blocks": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
+                "remove_blocked_by": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
+                "remove_blocks": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
+                "paths": {"type": "array", "items": {"type": "string"}, "description": "Replaces the task's paths."},
+                "metadata": {"type": "object", "description": "Merged into the metadata; null deletes a key."}
+            },
+            "required": ["id"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        let mut parts = vec![format!("#{}", one_line(&field(input, "id"), 20))];
+        for key in ["owner", "status"] {
+            if let Some(value) = input.get(key).and_then(Value::as_str) {
+                parts.push(format!("{key}={}", one_line(value, 64)));
+            }
+        }
+        format!("{UPDATE}({})", parts.join(" "))
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            match self.update(input, ctx).await {
+                Ok(text) => ToolOutput::ok(bounded(text)),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// The owner field as given: absent, "" (release) or a name.
+enum OwnerChange {
+    Keep,
+    Release,
+    Set(Name),
+}
+
+impl TaskUpdate {
+    async fn update(&self, input: Value, ctx: &ToolContext) -> Result<String, TeamToolError> {
+        let input: UpdateInput = parse_input(UPDATE, input)?;
+        let id = parse_id(UPDATE, input.id.as_deref())?;
+        let status = parse_status(UPDATE, input.status.as_deref())?;
+        let owner = match input.owner.as_deref().map(str::trim) {
+            None => OwnerChange::Keep,
+            Some("") => OwnerChange::Release,
+            Some(name) => OwnerChange::Set(parse_name(UPDATE, "owner", name)?),
+        };
+        if let Some(subject) = &input.subject
+            && subject.trim().is_empty()
+        {
+            return Err(TeamToolError::InvalidInput {
+                tool: UPDATE,
+                message: "`subject` is empty".into(),
+            });
+        }
+        let mut patch = TaskPatch {
+            subject: input.subject,
+            description: input.description,
+            active_form: input.active_form,
+            status,
+            add_blocked_by: parse_ids(UPDATE, "add_blocked_by", &input.add_blocked_by)?,
+            add_blocks: parse_ids(UPDATE, "add_blocks", &input.add_blocks)?,
+            remove_blocked_by: parse_ids(UPDATE, "remove_blocked_by", &input.remove_blocked_by)?,
+            remove_blocks: parse_ids(UPDATE, "remove_blocks", &input.remove_blocks)?,
+            paths: input.paths,
+            metadata: input.metadata.unwrap_or_default(),
+            ..TaskPatch::default()
+        };
+        // Edits besides owner and status.
+        let edits = patch.subject.is_some()
+            || patch.description.is_some()
+            || patch.active_form.is_some()
+            || !patch.add_blocked_by.is_empty()
+            || !patch.add_blocks.is_empty()
+            || !patch.remove_blocked_by.is_empty()
+            || !patch.remove_blocks.is_empty()
+            || patch.paths.is_some()
+            || !patch.metadata.is_empty();
+        let nothing_else = !edits && patch.status.is_none();
+        if nothing_else && matches!(owner, OwnerChange::Keep) {
+            return Err(TeamToolError::InvalidInput {
+                tool: UPDATE,
+                message: "nothing to change: give `owner`, `status` or a field to edit".into(),
+            });
+        }
+        let binding = self.team.binding()?;
+        let team = self.team.clone();
+        run_blocking(UPDATE, &ctx.cancel, move || {
+            let tasks = binding.team.tasks();
+            let current = tasks.get(&id)?;
+            let mine_or_free = current.owner.as_ref().is_none_or(|o| *o == binding.me);
+            // Setting yourself, or starting an unowned task, is a claim; another member
+            // is an assignment; "" releases it back to pending.
+            let step = match &owner {
+                OwnerChange::Set(name) => Some(OwnerStep::of(name, &binding.me)),
+                OwnerChange::Keep
+                    if patch.status == Some(TaskStatus::InProgress)
+                        && current.status != TaskStatus::InProgress
+                        && mine_or_free =>
+                {
+                    Some(OwnerStep::Claim)
+                }
+                _ => None,
+            };
+            if matches!(owner, OwnerChange::Release) {
+                patch.owner = Some(None);
+                if patch.status.is_none() && current.status == TaskStatus::InProgress {
+                    patch.status = Some(TaskStatus::Pending);
+                }
+            }
+            let mut done = Vec::new();
+            let mut task = current;
+            if let Some(step) = step {
+                let (after, what) = step.apply(&team, &binding, &id)?;
+                if matches!(step, OwnerStep::Claim) && patch.status == Some(TaskStatus::InProgress)
+                {
+                    patch.status = None;
+                }
+                task = after;
+                done.push(what);
+            }
+            let patch_changes = patch.owner.is_some() || patch.status.is_some() || edits;
+            if patch_changes {
+                patch.by = Some(binding.me.clone());
+                match tasks.update(&id, patch) {
+                    Ok(after) => {
+                        task = after;
+                        done.push("updated it".to_string());
+                    }
+                    Err(e) if !done.is_empty() => {
+                        return Err(TeamToolError::Refused(format!(
+                            "update task #{id}: it was changed ({}), but the rest was refused: \
+                             failed to {e}",
+                            done.join(", ")
+                        )));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(format!(
+                "task #{id}: {}\n{}",
+                done.join(", "),
+                task_line(&task)
+            ))
+        })
+        .await
+    }
+}
