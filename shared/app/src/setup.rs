@@ -13,10 +13,11 @@ use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, P
 use roo_agent::plan_mode::PlanApprover;
 use roo_llm::{LlmFlags, LlmSettings};
 use roo_store::{BackendType, Name, RooHome};
+use roo_team::worktree::Git;
 use roo_team::{
-    AgentSettings, ApproverDecider, BuildError, BuildErrorKind, Identity, PolicyDecider,
-    RequestDecider, SessionPlan, SlotDelivery, TeamEvent, TeamEventSender, TeamSlot,
-    TeamStateReminder, TeamStatus, Trust, team_events,
+    AgentSettings, ApproverDecider, BuildError, BuildErrorKind, Identity, LeadTools, PolicyDecider,
+    RequestDecider, SessionPlan, SlotDelivery, Spawner, TeamEvent, TeamEventSender, TeamSlot,
+    TeamStateReminder, TeamStatus, TeamTools, TeammateBase, Trust, lead_tools, team_events,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -98,6 +99,8 @@ pub struct Built {
     pub team_status: watch::Receiver<Option<TeamStatus>>,
     /// Where the spawner (the Agent tool) starts teammates (`--teammate-mode`).
     pub teammate_mode: BackendType,
+    /// The lead's teammates (the Agent tool's): in-process ones end with `team_tasks`.
+    pub spawner: Spawner,
     /// Stops the lead's team background tasks (monitor, request answerer, a `--team`
     /// router); cancelled when `Built` is dropped.
     pub team_tasks: CancellationToken,
@@ -196,8 +199,48 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
     settings
         .hooks
         .push(Arc::new(TeamStateReminder::new(slot.clone())));
+    // The team tools (kept by a coordinator, which loses only the code tools). The git
+    // of TeamDelete's cleanup and of the spawner's worktrees runs in the sandbox of the
+    // lead's tool call.
+    let spawner = Spawner::new(
+        slot.clone(),
+        teammate_mode,
+        Some(team_sender.clone()),
+        team_tasks.clone(),
+    );
+    let team_tools = TeamTools::new(slot.clone()).with_on_sent(spawner.on_sent());
+    let lead = LeadTools {
+        events: Some(team_sender.clone()),
+        runtime: team_tasks.clone(),
+        worktrees: Some(Git::new()),
+        ..LeadTools::new(RooHome::new(&settings.roo_home), lead_name.clone())
+    };
+    settings.tools.extra.extend(lead_tools(&team_tools, lead));
+    settings.tools.extra.extend(spawner.tools());
+    let mut template = AgentSettings::new(settings.identity.clone(), settings.roo_home.clone());
+    template.llm = settings.llm.clone();
+    template.no_sandbox = settings.no_sandbox;
+    template.max_turns = settings.max_turns;
     let approver = settings.approver.clone();
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
+    // What teammates inherit: the lead's provider, its trust, mode and sandbox choice.
+    template.provider = Some(built.agent.provider().clone());
+    template.trust = if built.trusted {
+        Trust::Granted
+    } else {
+        Trust::AsListed
+    };
+    let lead_mode = built
+        .agent
+        .policy()
+        .read()
+        .map(|p| p.mode())
+        .unwrap_or(PermissionMode::Default);
+    spawner.set_base(TeammateBase {
+        settings: template,
+        lead_mode,
+        git: Git::new(),
+    });
     let decider: Arc<dyn RequestDecider> = if interactive {
         Arc::new(ApproverDecider { approver })
     } else {
@@ -231,6 +274,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         team: slot,
         team_status,
         teammate_mode,
+        spawner,
         _team_tasks_guard: team_tasks.clone().drop_guard(),
         team_tasks,
         agent: built.agent,

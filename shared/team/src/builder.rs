@@ -231,6 +231,9 @@ pub struct BuiltAgent {
     /// Things to tell the user at start (trust, sandbox, resume repairs, instructions).
     pub notices: Vec<String>,
     pub llm: LlmSettings,
+    /// Whether the project's config is honoured in full (trusted this run or listed):
+    /// a lead passes this on to the teammates it spawns.
+    pub trusted: bool,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -345,6 +348,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         config,
         notices: trust_notices,
     } = decide(config, &project_root, &roo_home, &trust).await?;
+    let trusted = config.trust() == ProjectTrust::Trusted;
     let llm = resolve_llm(&llm, &config)?;
     let provider = match provider {
         Some(provider) => provider,
@@ -448,6 +452,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         roo_home,
         notices,
         llm,
+        trusted,
     })
 }
 

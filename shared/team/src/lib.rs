@@ -21,6 +21,7 @@ pub mod event;
 pub mod lead;
 pub mod router;
 pub mod shutdown;
+pub mod spawner;
 pub mod teammate;
 pub mod tools;
 pub mod trust;
@@ -41,6 +42,8 @@ pub use lead::{
 };
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use shutdown::ShutdownOnRequest;
+pub use spawner::tools::{AgentTool, TaskStop};
+pub use spawner::{SpawnError, SpawnRequest, Spawned, Spawner, TeammateBase};
 pub use teammate::{
     TeammateEnd, TeammateError, TeammateExit, TeammateHandle, TeammateSpec, spawn_in_process,
 };

@@ -24,7 +24,6 @@
 
 pub mod approver;
 pub mod in_process;
-pub mod liveness;
 mod usage;
 
 use std::sync::Arc;
@@ -51,7 +50,6 @@ use crate::shutdown::{ShutdownOnRequest, approve_shutdown};
 
 pub use approver::{PlanGate, TeammateApprover};
 pub use in_process::{TeammateEnd, TeammateHandle, spawn_in_process};
-pub use liveness::{LIVENESS_INTERVAL, watch_processes};
 use usage::UsageMeter;
 
 /// The input of a run that an inbox message started; the messages themselves follow as

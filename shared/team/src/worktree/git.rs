@@ -72,6 +72,19 @@ impl Git {
         self
     }
 
+    /// Runs in the command sandbox of a tool call (the agent's own) unless this one
+    /// already has a sandbox: the team tools create and clean worktrees with the git of
+    /// the lead's sandbox, which exists only once the lead is built.
+    pub fn in_sandbox_of(
+        self,
+        sandbox: Option<&std::sync::Arc<roo_agent::sandbox::CommandSandbox>>,
+    ) -> Self {
+        match (&self.sandbox, sandbox) {
+            (None, Some(sandbox)) => self.sandboxed(sandbox.as_ref().clone()),
+            _ => self,
+        }
+    }
+
     /// Another git executable (a path, or a name looked up in `PATH`).
     pub fn with_program(mut self, program: impl Into<PathBuf>) -> Self {
         self.program = program.into();

@@ -711,13 +711,14 @@ async fn the_leads_watch_reports_a_killed_teammate_process_and_releases_its_task
         .unwrap();
     let (sender, mut events) = team_events();
     let cancel = tokio_util::sync::CancellationToken::new();
-    let watch = tokio::spawn(roo_team::teammate::watch_processes(
-        home.team.clone(),
-        name("lead"),
-        sender,
-        Duration::from_millis(20),
-        cancel.clone(),
-    ));
+    // The lead's one liveness check: its team monitor.
+    let slot = roo_team::TeamSlot::bound(TeamBinding {
+        team: home.team.clone(),
+        me: name("lead"),
+        lead: name("lead"),
+        router: InboxRouter::new(home.team.mailbox(), name("lead")),
+    });
+    let _status = roo_team::spawn_monitor(slot, sender, cancel.clone());
     process.kill().unwrap();
     process.wait().unwrap();
     let dead = within(async {
@@ -737,5 +738,4 @@ async fn the_leads_watch_reports_a_killed_teammate_process_and_releases_its_task
     assert_eq!(released.status, TaskStatus::Pending);
     assert_eq!(released.owner, None);
     cancel.cancel();
-    within(watch).await.unwrap();
 }

@@ -1,0 +1,483 @@
+//! The lead's spawner: starts named teammates on the selected backend, keeps their
+//! handles, restarts a stopped one when a message is sent to it, and stops one on
+//! request (the `Agent` and `TaskStop` tools, [`crate::spawner::tools`]).
+//!
+//! Only the in-process backend is built: a teammate is the teammate loop as a tokio task
+//! of the lead's process ([`spawn_in_process`]). Each gets its own git worktree
+//! ([`worktree::prepare`], run with the lead's sandboxed [`Git`]) or, outside a
+//! repository, the lead's directory (the lead is told). It inherits the lead's provider,
+//! trust (granted if the lead's project is trusted), `--no-sandbox` and max turns; its
+//! permission mode may be the lead's or stricter, never looser.
+//!
+//! The [`Spawner`] owns the [`TeammateHandle`]s. Dropping a handle cancels its teammate,
+//! so in-process teammates end when the spawner's `runtime` token is cancelled (the lead
+//! exits), when the lead's team slot is cleared or rebound (TeamDelete), or when the
+//! spawner itself is dropped.
+
+pub mod tools;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use roo_agent::permissions::PermissionMode;
+use roo_store::{BackendType, Name};
+use tokio_util::sync::CancellationToken;
+
+use crate::binding::{TeamBinding, TeamSlot};
+use crate::builder::{AgentSettings, Identity};
+use crate::event::{TeamEvent, TeamEventSender};
+use crate::teammate::{TeammateEnd, TeammateHandle, TeammateSpec, spawn_in_process};
+use crate::tools::{OnSent, TeamTools, teammate_tools};
+use crate::worktree::{self, Git, Workspace};
+
+/// What every teammate of this lead inherits, known once the lead is built.
+#[derive(Clone)]
+pub struct TeammateBase {
+    /// A template for each teammate's settings: `roo_home`, `llm`, `provider` (shared
+    /// with the lead), `trust`, `no_sandbox`, `sandbox_helper`, `max_turns`, extra
+    /// tools. Identity, cwd, project root, mode and session are set per teammate.
+    pub settings: AgentSettings,
+    /// The lead's permission mode: a teammate's default, the loosest it may get, and
+    /// its mode after an approved plan.
+    pub lead_mode: PermissionMode,
+    /// The git that creates worktrees; without a sandbox of its own it runs in the
+    /// sandbox of the lead's Agent call.
+    pub git: Git,
+}
+
+/// What the Agent tool asks for.
+#[derive(Debug, Clone)]
+pub struct SpawnRequest {
+    pub name: Name,
+    pub prompt: String,
+    pub agent_type: Option<String>,
+    pub model: Option<String>,
+    pub plan_mode_required: bool,
+    pub permission_mode: Option<PermissionMode>,
+    /// The lead's working directory (the worktree is made in its repository).
+    pub cwd: PathBuf,
+    /// The command sandbox of the lead's tool call: git runs in it.
+    pub sandbox: Option<Arc<roo_agent::sandbox::CommandSandbox>>,
+}
+
+/// Why a teammate could not be spawned or stopped. Read after "failed to ".
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("spawn a teammate: this lead has no team yet; create one with TeamCreate, then spawn")]
+    NoTeam,
+    #[error("spawn a teammate: only the team's lead ({lead}) may spawn teammates")]
+    NotLead { lead: Name },
+    #[error(
+        "spawn {name}: the {backend} backend is not built yet; run the lead with \
+         --teammate-mode in-process"
+    )]
+    Backend { name: Name, backend: String },
+    #[error(
+        "spawn {name}: a teammate of that name is already running; message it with \
+         SendMessage, stop it with TaskStop, or pick another name"
+    )]
+    AlreadyRunning { name: Name },
+    #[error(
+        "spawn {name}: permission mode {asked} is less strict than the lead's ({lead}); \
+         use {lead} or a stricter mode"
+    )]
+    LooserMode {
+        name: Name,
+        asked: PermissionMode,
+        lead: PermissionMode,
+    },
+    #[error("spawn {name}: the spawner is not ready (the lead is still being built)")]
+    NotReady { name: Name },
+    #[error("prepare the worktree of {name}: {message}")]
+    Worktree { name: Name, message: String },
+    #[error("{0}")]
+    Teammate(#[from] crate::teammate::TeammateError),
+    #[error(
+        "stop {name}: no teammate of that name was spawned by this lead in team {team}; \
+         a roo-worker started by hand is stopped with SendMessage type shutdown_request"
+    )]
+    NotSpawned { name: Name, team: Name },
+}
+
+/// What a spawn did, for the lead's model.
+#[derive(Debug, Clone)]
+pub struct Spawned {
+    pub name: Name,
+    /// Its working directory (its worktree, or the shared directory).
+    pub work_dir: PathBuf,
+    /// Its branch, with a worktree.
+    pub branch: Option<String>,
+    /// Things the lead should know (shared directory, reused worktree, dirty tree).
+    pub notices: Vec<String>,
+}
+
+/// One teammate this lead spawned.
+struct Entry {
+    team: Name,
+    handle: TeammateHandle,
+    /// The spec's parts needed to start it again (an empty prompt: it resumes from its
+    /// transcript and takes up the waiting messages).
+    recipe: Recipe,
+    restarting: bool,
+}
+
+#[derive(Clone)]
+struct Recipe {
+    settings: AgentSettings,
+    plan_mode_required: bool,
+    mode_after_plan: PermissionMode,
+    agent_type: Option<String>,
+    model: Option<String>,
+    work_dir: PathBuf,
+}
+
+struct Inner {
+    slot: TeamSlot,
+    backend: BackendType,
+    events: Option<TeamEventSender>,
+    base: OnceLock<TeammateBase>,
+    running: Mutex<HashMap<Name, Entry>>,
+    runtime: tokio::runtime::Handle,
+}
+
+/// The lead's teammates. Cheap to clone; all clones share the handles.
+#[derive(Clone)]
+pub struct Spawner {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Spawner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawner")
+            .field("backend", &self.inner.backend)
+            .field("running", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Spawner {
+    /// A spawner for the lead whose team is `slot`, on `backend`, reporting to `events`.
+    /// Its teammates are stopped when `lifetime` is cancelled and when the slot is
+    /// cleared or bound to another team. Call from inside a tokio runtime.
+    pub fn new(
+        slot: TeamSlot,
+        backend: BackendType,
+        events: Option<TeamEventSender>,
+        lifetime: CancellationToken,
+    ) -> Spawner {
+        let spawner = Spawner {
+            inner: Arc::new(Inner {
+                slot: slot.clone(),
+                backend,
+                events,
+                base: OnceLock::new(),
+                running: Mutex::new(HashMap::new()),
+                runtime: tokio::runtime::Handle::current(),
+            }),
+        };
+        // A weak reference: the watcher must not keep the handles alive.
+        let weak = Arc::downgrade(&spawner.inner);
+        tokio::spawn(async move {
+            let mut bindings = slot.subscribe();
+            loop {
+                let team = bindings
+                    .borrow_and_update()
+                    .as_ref()
+                    .map(|b| b.team.name().clone());
+                if let Some(inner) = weak.upgrade() {
+                    let stopped: Vec<Entry> = {
+                        let mut running = lock(&inner.running);
+                        let gone: Vec<Name> = running
+                            .iter()
+                            .filter(|(_, e)| Some(&e.team) != team.as_ref())
+                            .map(|(n, _)| n.clone())
+                            .collect();
+                        gone.iter().filter_map(|n| running.remove(n)).collect()
+                    };
+                    drop(stopped);
+                } else {
+                    return;
+                }
+                tokio::select! {
+                    changed = bindings.changed() => if changed.is_err() { break },
+                    () = lifetime.cancelled() => break,
+                }
+            }
+            if let Some(inner) = weak.upgrade() {
+                let all: Vec<Entry> = lock(&inner.running).drain().map(|(_, e)| e).collect();
+                drop(all);
+            }
+        });
+        spawner
+    }
+
+    /// Gives the spawner what teammates inherit; the first call wins.
+    pub fn set_base(&self, base: TeammateBase) {
+        let _ = self.inner.base.set(base);
+    }
+
+    /// The lead's spawn and stop tools (`Agent`, `TaskStop`) for this spawner.
+    pub fn tools(&self) -> Vec<Arc<dyn roo_agent::tool::Tool>> {
+        vec![
+            Arc::new(tools::AgentTool::new(self.clone())),
+            Arc::new(tools::TaskStop::new(self.clone())),
+        ]
+    }
+
+    /// The backend teammates are spawned on.
+    pub fn backend(&self) -> BackendType {
+        self.inner.backend
+    }
+
+    /// The names of the teammates whose loop is running.
+    pub fn names(&self) -> Vec<Name> {
+        let mut names: Vec<Name> = lock(&self.inner.running)
+            .iter()
+            .filter(|(_, e)| e.handle.ended().is_none())
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// How a spawned teammate's current loop ended (`None` while it runs or if unknown).
+    pub fn ended(&self, name: &Name) -> Option<TeammateEnd> {
+        lock(&self.inner.running)
+            .get(name)
+            .and_then(|e| e.handle.ended())
+    }
+
+    /// The hook for the lead's [`TeamTools`]: a message sent to a teammate of this
+    /// spawner whose loop ended (shut down, stopped, died) starts it again from its
+    /// transcript, where it takes up the message.
+    pub fn on_sent(&self) -> OnSent {
+        let weak = Arc::downgrade(&self.inner);
+        Arc::new(move |to: &Name| {
+            if let Some(inner) = weak.upgrade() {
+                Spawner { inner }.restart_if_stopped(to);
+            }
+        })
+    }
+
+    /// Spawns a teammate. See the module documentation.
+    pub async fn spawn(&self, request: SpawnRequest) -> Result<Spawned, SpawnError> {
+        let binding = self.lead_binding()?;
+        let name = request.name.clone();
+        if self.inner.backend != BackendType::InProcess {
+            return Err(SpawnError::Backend {
+                name,
+                backend: backend_name(self.inner.backend),
+            });
+        }
+        let base = self
+            .inner
+            .base
+            .get()
+            .cloned()
+            .ok_or_else(|| SpawnError::NotReady { name: name.clone() })?;
+        let mode = request.permission_mode.unwrap_or(base.lead_mode);
+        if roo_agent::config::strictness(mode) < roo_agent::config::strictness(base.lead_mode) {
+            return Err(SpawnError::LooserMode {
+                name,
+                asked: mode,
+                lead: base.lead_mode,
+            });
+        }
+        if self.is_running(&name) {
+            return Err(SpawnError::AlreadyRunning { name });
+        }
+        let workspace = {
+            let (cwd, team, member, git) = (
+                request.cwd.clone(),
+                binding.team.name().clone(),
+                name.clone(),
+                base.git.clone().in_sandbox_of(request.sandbox.as_ref()),
+            );
+            tokio::task::spawn_blocking(move || worktree::prepare(&cwd, &team, &member, &git))
+                .await
+                .map_err(|e| SpawnError::Worktree {
+                    name: name.clone(),
+                    message: e.to_string(),
+                })?
+                .map_err(|e| SpawnError::Worktree {
+                    name: name.clone(),
+                    message: e.to_string(),
+                })?
+        };
+        let notices = workspace.notices();
+        let (work_dir, branch) = match &workspace {
+            Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
+            Workspace::Shared { dir, .. } => (dir.clone(), None),
+        };
+        let mut settings = base.settings.clone();
+        settings.identity = Identity::teammate(
+            name.clone(),
+            binding.team.name().clone(),
+            binding.lead.clone(),
+        );
+        settings.cwd = Some(work_dir.clone());
+        settings.project_root = Some(work_dir.clone());
+        settings.permission_mode = Some(mode);
+        if let Some(model) = &request.model {
+            // Another model needs its own provider, built from the lead's flags.
+            settings.llm.model = Some(model.clone());
+            settings.provider = None;
+        }
+        let recipe = Recipe {
+            settings,
+            plan_mode_required: request.plan_mode_required,
+            mode_after_plan: base.lead_mode,
+            agent_type: request.agent_type.clone(),
+            model: request.model.clone(),
+            work_dir: work_dir.clone(),
+        };
+        // Reserve the name before the await, so two spawns of one name cannot both run.
+        let handle = self
+            .start(&binding, &name, recipe.clone(), request.prompt)
+            .await?;
+        let mut running = lock(&self.inner.running);
+        if running
+            .get(&name)
+            .is_some_and(|e| e.handle.ended().is_none())
+        {
+            drop(running);
+            drop(handle);
+            return Err(SpawnError::AlreadyRunning { name });
+        }
+        running.insert(
+            name.clone(),
+            Entry {
+                team: binding.team.name().clone(),
+                handle,
+                recipe,
+                restarting: false,
+            },
+        );
+        Ok(Spawned {
+            name,
+            work_dir,
+            branch,
+            notices,
+        })
+    }
+
+    /// Stops a spawned teammate's loop now: its run is cancelled (its commands are
+    /// ended), it is recorded idle, and its transcript stays: a later message starts it
+    /// again with its history. Returns whether it was running.
+    pub fn stop(&self, name: &Name) -> Result<bool, SpawnError> {
+        let binding = self.lead_binding()?;
+        let running = lock(&self.inner.running);
+        match running.get(name) {
+            Some(entry) if &entry.team == binding.team.name() => {
+                let was = entry.handle.ended().is_none();
+                entry.handle.cancel();
+                Ok(was)
+            }
+            _ => Err(SpawnError::NotSpawned {
+                name: name.clone(),
+                team: binding.team.name().clone(),
+            }),
+        }
+    }
+
+    fn is_running(&self, name: &Name) -> bool {
+        lock(&self.inner.running)
+            .get(name)
+            .is_some_and(|e| e.handle.ended().is_none() || e.restarting)
+    }
+
+    fn lead_binding(&self) -> Result<Arc<TeamBinding>, SpawnError> {
+        let binding = self.inner.slot.get().ok_or(SpawnError::NoTeam)?;
+        if !binding.is_lead() {
+            return Err(SpawnError::NotLead {
+                lead: binding.lead.clone(),
+            });
+        }
+        Ok(binding)
+    }
+
+    /// Joins and starts the loop.
+    async fn start(
+        &self,
+        binding: &TeamBinding,
+        name: &Name,
+        recipe: Recipe,
+        prompt: String,
+    ) -> Result<TeammateHandle, SpawnError> {
+        let mut spec = TeammateSpec::for_member(
+            recipe.settings,
+            binding.team.clone(),
+            name.clone(),
+            binding.lead.clone(),
+            prompt,
+        );
+        spec.tools = teammate_tools(&TeamTools::new(TeamSlot::bound(spec.binding.clone())));
+        spec.plan_mode_required = recipe.plan_mode_required;
+        spec.mode_after_plan = recipe.mode_after_plan;
+        spec.member.agent_type = recipe.agent_type;
+        spec.member.model = recipe.model;
+        spec.member.worktree_path = Some(recipe.work_dir);
+        spec.events = self.inner.events.clone();
+        Ok(spawn_in_process(spec).await?)
+    }
+
+    fn restart_if_stopped(&self, to: &Name) {
+        let Some(binding) = self.inner.slot.get().filter(|b| b.is_lead()) else {
+            return;
+        };
+        let recipe = {
+            let mut running = lock(&self.inner.running);
+            match running.get_mut(to) {
+                Some(entry)
+                    if &entry.team == binding.team.name()
+                        && !entry.restarting
+                        && entry.handle.ended().is_some() =>
+                {
+                    entry.restarting = true;
+                    entry.recipe.clone()
+                }
+                _ => return,
+            }
+        };
+        let this = self.clone();
+        let to = to.clone();
+        self.inner.runtime.spawn(async move {
+            let started = this.start(&binding, &to, recipe, String::new()).await;
+            let mut running = lock(&this.inner.running);
+            let Some(entry) = running.get_mut(&to) else {
+                return;
+            };
+            entry.restarting = false;
+            match started {
+                Ok(handle) if &entry.team == binding.team.name() => {
+                    tracing::info!(member = %to, "restarted a stopped teammate for a message");
+                    entry.handle = handle;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(member = %to, error = %e, "failed to restart a teammate");
+                    if let Some(events) = &this.inner.events {
+                        events.send(TeamEvent::Notice {
+                            text: format!("failed to restart {to} for a message: {e}"),
+                        });
+                    }
+                }
+            }
+        });
+    }
+}
+
+fn backend_name(backend: BackendType) -> String {
+    serde_json::to_value(backend)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{backend:?}"))
+}
+
+/// The registry's lock; a panic while it was held leaves the map usable.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
