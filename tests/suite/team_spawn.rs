@@ -1,0 +1,229 @@
+//! A whole team from one `roo-lead -p`: the lead creates the team and two tasks, spawns
+//! two in-process teammates with its Agent tool, each claims a task, commits a file in
+//! its own worktree and completes it, alice tells bob, bob tells the lead, and the lead
+//! merges both branches with `git merge --no-ff` in its Bash. Everything is checked on
+//! disk: the files on the lead's branch, two merge commits, the tasks, the receipts, no
+//! teammate left running. Every model is the scripted provider, picked by agent name.
+//!
+//! Directories live under Cargo's target tmp dir (the command sandbox leaves the system
+//! temp dir writable, so a test there would prove less).
+
+use std::path::{Path, PathBuf};
+
+use roo_store::{MemberState, Name, ReadFilter, RooHome, TaskId, TaskStatus, Team};
+use roo_tests::{TempDir, TestCommand, bin, git};
+use serde_json::Value;
+
+struct World {
+    root: TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("roo")).unwrap();
+        root.write("project/README.md", "# demo\n");
+        let project = root.join("project");
+        git(&project, &["init", "-q", "-b", "main"]);
+        git(&project, &["config", "user.name", "Roo Test"]);
+        git(&project, &["config", "user.email", "roo@example.invalid"]);
+        git(&project, &["add", "-A"]);
+        git(&project, &["commit", "-q", "-m", "initial"]);
+        World { root }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    /// `roo-lead -p` in the project, bypass mode, stream-json, with `script`.
+    fn lead(&self, script: &str) -> TestCommand {
+        let script = self.root.write("script.yaml", script);
+        TestCommand::new(bin("roo-lead"))
+            .env("ROO_HOME", self.root.join("roo"))
+            .env("HOME", self.root.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .current_dir(self.project())
+            .args(["-p", "Ship a.txt and b.txt with two teammates."])
+            .args(["--provider", "script", "--script"])
+            .arg(script)
+            .args(["--permission-mode", "bypassPermissions"])
+            .args(["--output-format", "stream-json", "--team-timeout", "60"])
+    }
+
+    fn team(&self) -> Team {
+        Team::open(
+            &RooHome::new(self.root.join("roo")),
+            Name::parse_as("team", "crew").unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn git_out(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(self.project())
+            .env("HOME", self.root.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+/// The lead: TeamCreate and two tasks; spawn bob, then alice (bob's first model request
+/// comes before alice can message him); wait; merge both branches once bob reports
+/// "both done". Spare "Waiting." turns answer the idle notifications, however they are
+/// batched.
+const SCRIPT: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew, description: "two files"}}
+        - {name: TaskCreate, input: {subject: "Write a.txt"}}
+        - {name: TaskCreate, input: {subject: "Write b.txt"}}
+    - tool_calls:
+        - {name: Agent, input: {name: bob, description: "writes b", prompt: "Claim task 2, commit b.txt, complete it."}}
+        - {name: Agent, input: {name: alice, description: "writes a", prompt: "Claim task 1, commit a.txt, complete it, tell bob."}}
+    - text: "Waiting for my teammates."
+    - when: {last_user_contains: "both done"}
+      tool_calls:
+        - {name: Bash, input: {command: "git merge --no-ff --no-edit roo/crew/alice && git merge --no-ff --no-edit roo/crew/bob"}}
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+  alice:
+    - tool_calls:
+        - {name: TaskUpdate, input: {id: "1", owner: alice}}
+        - {name: Bash, input: {command: "echo a > a.txt && git add a.txt && git commit -qm 'alice: add a.txt'"}}
+        - {name: TaskUpdate, input: {id: "1", status: completed}}
+        - {name: SendMessage, input: {to: bob, summary: "a.txt committed", message: "a.txt is committed on my branch"}}
+    - text: "Task 1 done."
+  bob:
+    - tool_calls:
+        - {name: TaskUpdate, input: {id: "2", owner: bob}}
+        - {name: Bash, input: {command: "echo b > b.txt && git add b.txt && git commit -qm 'bob: add b.txt'"}}
+        - {name: TaskUpdate, input: {id: "2", status: completed}}
+    - when: {last_user_contains: "a.txt is committed"}
+      tool_calls:
+        - {name: SendMessage, input: {to: lead, summary: "both done", message: "alice says a.txt is committed; b.txt is committed too"}}
+    - text: "Task 2 done."
+    - text: "Told the lead."
+"#;
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad json line {l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn a_headless_lead_spawns_two_teammates_that_work_in_worktrees_and_merges_both() {
+    let world = World::new();
+    let out = world.lead(SCRIPT).run();
+    out.assert_ok();
+    let lines = json_lines(&out.stdout());
+
+    // Both files on the lead's branch, each through a --no-ff merge commit.
+    assert_eq!(
+        std::fs::read_to_string(world.project().join("a.txt")).unwrap(),
+        "a\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.project().join("b.txt")).unwrap(),
+        "b\n"
+    );
+    assert_eq!(
+        world.git_out(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "main"
+    );
+    let merges = world.git_out(&["log", "--merges", "--format=%s", "main"]);
+    assert_eq!(merges.lines().count(), 2, "{merges}");
+    assert!(
+        merges.contains("roo/crew/alice") && merges.contains("roo/crew/bob"),
+        "{merges}"
+    );
+    // Each commit was made in the teammate's worktree, on its branch.
+    let alice_log = world.git_out(&["log", "--format=%s", "roo/crew/alice"]);
+    assert!(alice_log.starts_with("alice: add a.txt"), "{alice_log}");
+    let bob_log = world.git_out(&["log", "--format=%s", "roo/crew/bob"]);
+    assert!(bob_log.starts_with("bob: add b.txt"), "{bob_log}");
+    assert!(
+        world
+            .project()
+            .join(".roocode/worktrees/crew+alice/a.txt")
+            .is_file()
+    );
+
+    let team = world.team();
+    let tasks = team.tasks();
+    for (id, owner) in [("1", "alice"), ("2", "bob")] {
+        let task = tasks.get(&TaskId::parse(id).unwrap()).unwrap();
+        assert_eq!(task.status, TaskStatus::Completed, "task {id}");
+        assert_eq!(
+            task.owner.as_ref().map(Name::as_str),
+            Some(owner),
+            "task {id}"
+        );
+    }
+    // Messages were delivered into the recipients' conversations.
+    let mailbox = team.mailbox();
+    let everything = ReadFilter {
+        include_archived: true,
+        ..ReadFilter::default()
+    };
+    let to_bob = mailbox
+        .read(&Name::parse("bob").unwrap(), &everything)
+        .unwrap();
+    let note = to_bob
+        .iter()
+        .find(|m| m.from.as_str() == "alice")
+        .unwrap_or_else(|| panic!("alice's note to bob: {to_bob:#?}"));
+    assert!(note.delivered_at.is_some(), "{note:#?}");
+    let to_lead = mailbox
+        .read(&Name::parse("lead").unwrap(), &everything)
+        .unwrap();
+    let report = to_lead
+        .iter()
+        .find(|m| m.from.as_str() == "bob" && m.text.contains("b.txt is committed"))
+        .unwrap_or_else(|| panic!("bob's report: {to_lead:#?}"));
+    assert!(report.delivered_at.is_some(), "{report:#?}");
+
+    // The teammates ended with the lead: nobody is busy, and nothing runs in their name.
+    let config = team.config().unwrap();
+    for name in ["alice", "bob"] {
+        let member = config.member(name).unwrap();
+        assert_ne!(member.observed_state(), MemberState::Busy, "{member:#?}");
+        assert_eq!(
+            member.worktree_path.as_deref(),
+            Some(
+                world
+                    .project()
+                    .join(format!(".roocode/worktrees/crew+{name}"))
+                    .canonicalize()
+                    .unwrap()
+                    .as_path()
+            )
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "teammate_message" && l["from"] == "bob"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "teammate_idle" && l["name"] == "alice"),
+        "{lines:#?}"
+    );
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result", "{result}");
+}
