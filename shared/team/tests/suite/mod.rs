@@ -4,5 +4,6 @@ mod common;
 mod delivery;
 mod router;
 mod shutdown;
+mod spawner;
 mod teammate;
 mod tools;
