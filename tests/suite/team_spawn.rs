@@ -9,9 +9,10 @@
 //! temp dir writable, so a test there would prove less).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use roo_store::{MemberState, Name, ReadFilter, RooHome, TaskId, TaskStatus, Team};
-use roo_tests::{TempDir, TestCommand, bin, git};
+use roo_tests::{TempDir, TestCommand, bin, git, process_gone, read_pid, wait_until};
 use serde_json::Value;
 
 struct World {
@@ -49,7 +50,7 @@ impl World {
             .args(["--provider", "script", "--script"])
             .arg(script)
             .args(["--permission-mode", "bypassPermissions"])
-            .args(["--output-format", "stream-json", "--team-timeout", "60"])
+            .args(["--output-format", "stream-json"])
     }
 
     fn team(&self) -> Team {
@@ -126,7 +127,7 @@ fn json_lines(stdout: &str) -> Vec<Value> {
 #[test]
 fn a_headless_lead_spawns_two_teammates_that_work_in_worktrees_and_merges_both() {
     let world = World::new();
-    let out = world.lead(SCRIPT).run();
+    let out = world.lead(SCRIPT).args(["--team-timeout", "60"]).run();
     out.assert_ok();
     let lines = json_lines(&out.stdout());
 
@@ -226,4 +227,79 @@ fn a_headless_lead_spawns_two_teammates_that_work_in_worktrees_and_merges_both()
     );
     let result = lines.last().unwrap();
     assert_eq!(result["type"], "result", "{result}");
+}
+
+/// The lead's finished tool calls of a stream-json run, in order: the line, and whether
+/// the result was an error.
+fn tool_results(lines: &[Value]) -> Vec<(String, bool)> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "tool_end")
+        .map(|l| (l.to_string(), l["is_error"] == true))
+        .collect()
+}
+
+const UNKNOWN: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: SendMessage, input: {to: nobody, summary: "hello", message: "are you there?"}}
+    - text: "Nobody is there."
+"#;
+
+#[test]
+fn a_message_to_an_unknown_teammate_is_an_error_and_writes_no_inbox() {
+    let world = World::new();
+    let out = world.lead(UNKNOWN).run();
+    out.assert_ok();
+    let lines = json_lines(&out.stdout());
+    let results = tool_results(&lines);
+    let send = results
+        .iter()
+        .find(|(text, _)| text.contains("nobody"))
+        .unwrap_or_else(|| panic!("the SendMessage result: {lines:#?}"));
+    assert!(send.1, "not an error: {}", send.0);
+    assert!(send.0.contains("no member has that name"), "{}", send.0);
+    let inboxes = world.root.join("roo/teams/crew/inboxes");
+    assert!(!inboxes.join("nobody.json").exists());
+}
+
+/// Alice's Bash runs `sleep` for five minutes; the lead gives up after its team timeout.
+const HANGING: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Run the long job."}}
+    - text: "Waiting for alice."
+  alice:
+    - tool_calls:
+        - {name: Bash, input: {command: "echo $$ > sleeper.pid; exec sleep 300"}}
+    - text: "Never reached."
+"#;
+
+#[test]
+fn a_lead_that_exits_leaves_no_teammate_or_teammate_command_running() {
+    let world = World::new();
+    let lead = world.lead(HANGING).args(["--team-timeout", "1"]).spawn();
+    let pid_file = world
+        .project()
+        .join(".roocode/worktrees/crew+alice/sleeper.pid");
+    let sleeper = wait_until(
+        "alice's command to start",
+        Duration::from_secs(20),
+        || read_pid(&pid_file),
+        || format!("{} exists: {}", pid_file.display(), pid_file.exists()),
+    );
+    let out = lead.wait();
+    out.assert_code(1);
+    assert!(out.stderr().contains("alice"), "{}", out.stderr());
+    // The lead is gone, and so is everything its teammate started.
+    wait_until(
+        "alice's sleep to end with the lead",
+        Duration::from_secs(10),
+        || process_gone(sleeper).then_some(()),
+        || format!("process {sleeper} still runs"),
+    );
 }
