@@ -42,6 +42,7 @@ impl World {
     fn lead(&self, script: &str) -> TestCommand {
         let script = self.root.write("script.yaml", script);
         TestCommand::new(bin("roo-lead"))
+            .env("PATH", path_with_bins())
             .env("ROO_HOME", self.root.join("roo"))
             .env("HOME", self.root.join("home"))
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -77,10 +78,9 @@ impl World {
 /// The lead: TeamCreate and two tasks; spawn bob, then alice (bob's first model request
 /// comes before alice can message him); wait; merge both branches once bob reports
 /// "both done". Spare "Waiting." turns answer the idle notifications, however they are
-/// batched.
-const SCRIPT: &str = r#"
-agents:
-  lead:
+/// batched. Bob stays busy (his Bash waits for alice's message with `roo-mail`) until he
+/// has told the lead, so the lead never sees everyone idle before that.
+const SPAWNING_LEAD: &str = r#"
     - tool_calls:
         - {name: TeamCreate, input: {team_name: crew, description: "two files"}}
         - {name: TaskCreate, input: {subject: "Write a.txt"}}
@@ -98,6 +98,10 @@ agents:
     - text: "Waiting."
     - text: "Waiting."
     - text: "Waiting."
+"#;
+
+/// Alice and bob, in-process or as `roo-worker`s.
+const TEAMMATES: &str = r#"
   alice:
     - tool_calls:
         - {name: TaskUpdate, input: {id: "1", owner: alice}}
@@ -110,12 +114,31 @@ agents:
         - {name: TaskUpdate, input: {id: "2", owner: bob}}
         - {name: Bash, input: {command: "echo b > b.txt && git add b.txt && git commit -qm 'bob: add b.txt'"}}
         - {name: TaskUpdate, input: {id: "2", status: completed}}
+        - {name: Bash, input: {command: "until roo-mail read --unread | grep -q 'a.txt is committed'; do sleep 0.05; done; echo alice wrote"}}
     - when: {last_user_contains: "a.txt is committed"}
       tool_calls:
         - {name: SendMessage, input: {to: lead, summary: "both done", message: "alice says a.txt is committed; b.txt is committed too"}}
-    - text: "Task 2 done."
     - text: "Told the lead."
 "#;
+
+/// A script with `lead` as the lead's turns and [`TEAMMATES`].
+fn script(lead: &str) -> String {
+    format!(
+        "agents:\n  lead:\n{}{}",
+        lead.trim_start_matches('\n'),
+        TEAMMATES.trim_start_matches('\n')
+    )
+}
+
+/// `PATH` with this build's binaries first (`roo-mail` in teammates' Bash).
+fn path_with_bins() -> String {
+    let bins: PathBuf = bin("roo-mail").parent().unwrap().to_path_buf();
+    format!(
+        "{}:{}",
+        bins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
 
 fn json_lines(stdout: &str) -> Vec<Value> {
     stdout
@@ -124,13 +147,10 @@ fn json_lines(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn a_headless_lead_spawns_two_teammates_that_work_in_worktrees_and_merges_both() {
-    let world = World::new();
-    let out = world.lead(SCRIPT).args(["--team-timeout", "60"]).run();
-    out.assert_ok();
-    let lines = json_lines(&out.stdout());
-
+/// What the two-teammate job leaves on disk: both files on the lead's branch through two
+/// `--no-ff` merge commits, each teammate's commit on its branch, both tasks completed
+/// by their owners, alice's note to bob and bob's report to the lead delivered.
+fn assert_team_job_done(world: &World) {
     // Both files on the lead's branch, each through a --no-ff merge commit.
     assert_eq!(
         std::fs::read_to_string(world.project().join("a.txt")).unwrap(),
@@ -155,12 +175,6 @@ fn a_headless_lead_spawns_two_teammates_that_work_in_worktrees_and_merges_both()
     assert!(alice_log.starts_with("alice: add a.txt"), "{alice_log}");
     let bob_log = world.git_out(&["log", "--format=%s", "roo/crew/bob"]);
     assert!(bob_log.starts_with("bob: add b.txt"), "{bob_log}");
-    assert!(
-        world
-            .project()
-            .join(".roocode/worktrees/crew+alice/a.txt")
-            .is_file()
-    );
 
     let team = world.team();
     let tasks = team.tasks();
@@ -195,8 +209,28 @@ fn a_headless_lead_spawns_two_teammates_that_work_in_worktrees_and_merges_both()
         .find(|m| m.from.as_str() == "bob" && m.text.contains("b.txt is committed"))
         .unwrap_or_else(|| panic!("bob's report: {to_lead:#?}"));
     assert!(report.delivered_at.is_some(), "{report:#?}");
+}
 
-    // The teammates ended with the lead: nobody is busy, and nothing runs in their name.
+#[test]
+fn a_headless_lead_spawns_two_teammates_that_work_in_worktrees_and_merges_both() {
+    let world = World::new();
+    let out = world
+        .lead(&script(SPAWNING_LEAD))
+        .args(["--team-timeout", "60"])
+        .run();
+    out.assert_ok();
+    let lines = json_lines(&out.stdout());
+
+    assert_team_job_done(&world);
+    let team = world.team();
+
+    // Each worked in its own worktree; they ended with the lead: nobody is busy.
+    assert!(
+        world
+            .project()
+            .join(".roocode/worktrees/crew+alice/a.txt")
+            .is_file()
+    );
     let config = team.config().unwrap();
     for name in ["alice", "bob"] {
         let member = config.member(name).unwrap();
@@ -302,4 +336,105 @@ fn a_lead_that_exits_leaves_no_teammate_or_teammate_command_running() {
         || process_gone(sleeper).then_some(()),
         || format!("process {sleeper} still runs"),
     );
+}
+
+/// The lead of a team that a person set up: the team, two tasks and two git worktrees
+/// made by hand; it only waits and merges.
+const WAITING_LEAD: &str = r#"
+    - text: "Waiting for my teammates."
+    - when: {last_user_contains: "both done"}
+      tool_calls:
+        - {name: Bash, input: {command: "git merge --no-ff --no-edit roo/crew/alice && git merge --no-ff --no-edit roo/crew/bob"}}
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+"#;
+
+#[test]
+fn a_headless_lead_merges_the_work_of_two_roo_workers_started_by_hand() {
+    let world = World::new();
+    let roo = world.root.join("roo");
+    let home = world.root.join("home");
+    let cli = |name: &str| {
+        TestCommand::new(bin(name))
+            .env("ROO_HOME", &roo)
+            .env("HOME", &home)
+    };
+    cli("roo-mail")
+        .args(["team", "create", "--team", "crew", "--lead", "lead"])
+        .run()
+        .assert_ok();
+    for subject in ["Write a.txt", "Write b.txt"] {
+        cli("roo-task")
+            .args([
+                "create",
+                "--team",
+                "crew",
+                "--as",
+                "lead",
+                "--subject",
+                subject,
+            ])
+            .run()
+            .assert_ok();
+    }
+    let scripted = world.root.write("workers.yaml", script(WAITING_LEAD));
+    let worker = |name: &str| {
+        let tree = world.root.join(name);
+        git(
+            &world.project(),
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("roo/crew/{name}"),
+                tree.to_str().unwrap(),
+            ],
+        );
+        cli("roo-worker")
+            .env("PATH", path_with_bins())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .args(["--team", "crew", "--name", name, "--cwd"])
+            .arg(&tree)
+            .args(["--prompt", "Take your task."])
+            .args(["--provider", "script", "--script"])
+            .arg(&scripted)
+            .args(["--permission-mode", "bypassPermissions"])
+            .spawn()
+    };
+    let team = world.team();
+    let task_done = |id: &str| {
+        team.tasks()
+            .get(&TaskId::parse(id).unwrap())
+            .unwrap()
+            .status
+            == TaskStatus::Completed
+    };
+    // Bob first: he has committed and waits for alice's message (busy) before she starts.
+    let bob = worker("bob");
+    wait_until(
+        "bob to complete task 2",
+        Duration::from_secs(30),
+        || task_done("2").then_some(()),
+        || format!("{:#?}", team.tasks().list(&Default::default())),
+    );
+    let lead = world
+        .lead(&script(WAITING_LEAD))
+        .args(["--team", "crew", "--team-timeout", "60"])
+        .spawn();
+    let alice = worker("alice");
+    let out = lead.wait();
+    out.assert_ok();
+    assert_team_job_done(&world);
+    // The workers are a person's processes: the lead left them running, idle.
+    let config = team.config().unwrap();
+    for (name, guard) in [("alice", &alice), ("bob", &bob)] {
+        let member = config.member(name).unwrap();
+        assert_eq!(member.pid, Some(guard.pid()), "{member:#?}");
+        assert_eq!(member.backend_type, None, "{member:#?}");
+        assert!(!process_gone(guard.pid() as i32), "{name} exited");
+    }
 }

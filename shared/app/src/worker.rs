@@ -149,6 +149,11 @@ impl WorkerArgs {
         };
         let mut spec =
             TeammateSpec::new(settings, binding, self.prompt.clone().unwrap_or_default());
+        // Its coordination tools (TaskCreate/Get/List/Update, SendMessage), bound from the
+        // start.
+        spec.tools = roo_team::teammate_tools(&roo_team::TeamTools::new(
+            roo_team::TeamSlot::bound(spec.binding.clone()),
+        ));
         spec.plan_mode_required = self.plan_mode_required;
         spec.mode_after_plan = mode_after_plan;
         if let Some(id) = &self.agent_id {
