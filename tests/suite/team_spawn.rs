@@ -438,3 +438,124 @@ fn a_headless_lead_merges_the_work_of_two_roo_workers_started_by_hand() {
         assert!(!process_gone(guard.pid() as i32), "{name} exited");
     }
 }
+
+/// A worker that claims task 1 and then runs a long command.
+const CAROL: &str = r#"
+agents:
+  lead:
+    - text: "Waiting for carol."
+    - text: "Noted."
+    - text: "Noted."
+    - text: "Noted."
+  carol:
+    - tool_calls:
+        - {name: TaskUpdate, input: {id: "1", owner: carol}}
+        - {name: Bash, input: {command: "echo $$ > sleeper.pid; exec sleep 300"}}
+    - text: "Never reached."
+"#;
+
+#[test]
+fn a_killed_roo_worker_is_found_dead_by_the_lead_and_its_task_returns_to_pending() {
+    let world = World::new();
+    let roo = world.root.join("roo");
+    let cli = |name: &str| {
+        TestCommand::new(bin(name))
+            .env("ROO_HOME", &roo)
+            .env("HOME", world.root.join("home"))
+    };
+    cli("roo-mail")
+        .args(["team", "create", "--team", "crew", "--lead", "lead"])
+        .run()
+        .assert_ok();
+    cli("roo-task")
+        .args([
+            "create",
+            "--team",
+            "crew",
+            "--as",
+            "lead",
+            "--subject",
+            "long job",
+        ])
+        .run()
+        .assert_ok();
+    let scripted = world.root.write("carol.yaml", CAROL);
+    let dir = world.root.join("carol");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut carol = cli("roo-worker")
+        .args(["--team", "crew", "--name", "carol", "--cwd"])
+        .arg(&dir)
+        .args(["--prompt", "Take task 1."])
+        .args(["--provider", "script", "--script"])
+        .arg(&scripted)
+        .args(["--permission-mode", "bypassPermissions"])
+        .spawn();
+    let sleeper = wait_until(
+        "carol's long command",
+        Duration::from_secs(30),
+        || read_pid(&dir.join("sleeper.pid")),
+        || "no pid file yet".to_string(),
+    );
+    let lead = world
+        .lead(CAROL)
+        .args(["--team", "crew", "--team-timeout", "60"])
+        .spawn();
+    let team = world.team();
+    let task = TaskId::parse("1").unwrap();
+    assert_eq!(
+        team.tasks().get(&task).unwrap().status,
+        TaskStatus::InProgress
+    );
+    // Wait for the lead to be watching (its first turn is over), then kill carol.
+    wait_until(
+        "the lead's team monitor",
+        Duration::from_secs(30),
+        || {
+            std::fs::read_dir(roo.join("projects"))
+                .ok()
+                .and_then(|mut d| d.next())
+                .map(|_| ())
+        },
+        || "no lead session yet".to_string(),
+    );
+    carol.child().kill().unwrap();
+    let killed = std::time::Instant::now();
+    let released = wait_until(
+        "the lead to release carol's task",
+        Duration::from_secs(20),
+        || {
+            let t = team.tasks().get(&task).unwrap();
+            (t.status == TaskStatus::Pending && t.owner.is_none()).then_some(t)
+        },
+        || format!("{:#?}", team.tasks().get(&task)),
+    );
+    eprintln!(
+        "carol's death handled by the lead after {:?}",
+        killed.elapsed()
+    );
+    assert!(
+        released
+            .notes
+            .iter()
+            .any(|n| n.text.contains("reclaimed from carol")),
+        "{released:#?}"
+    );
+    let out = lead.wait();
+    out.assert_ok();
+    let lines = json_lines(&out.stdout());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "teammate_dead" && l["name"] == "carol"),
+        "{lines:#?}"
+    );
+    let member = team.config().unwrap().member("carol").unwrap().clone();
+    assert_eq!(member.observed_state(), MemberState::Dead, "{member:#?}");
+    // SIGKILL gives carol no chance to end her command; the test does.
+    if !process_gone(sleeper) {
+        let _ = std::process::Command::new("kill")
+            .arg("-9")
+            .arg(sleeper.to_string())
+            .status();
+    }
+}
