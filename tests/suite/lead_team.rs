@@ -305,6 +305,23 @@ fn coordinator_mode_sends_the_model_no_code_tools() {
             "{code_tool} in {coordinator:?}"
         );
     }
+    // It keeps what a coordinator needs: the team, spawning, messages, tasks, stop.
+    for team_tool in [
+        "TeamCreate",
+        "TeamDelete",
+        "Agent",
+        "SendMessage",
+        "TaskCreate",
+        "TaskGet",
+        "TaskList",
+        "TaskUpdate",
+        "TaskStop",
+    ] {
+        assert!(
+            coordinator.iter().any(|t| t == team_tool) && normal.iter().any(|t| t == team_tool),
+            "{team_tool} missing: {coordinator:?}"
+        );
+    }
 }
 
 /// alice's inbox, as JSON messages.
