@@ -559,3 +559,49 @@ fn a_killed_roo_worker_is_found_dead_by_the_lead_and_its_task_returns_to_pending
             .status();
     }
 }
+
+/// Alice commits on her branch and goes idle; the lead deletes the team.
+const DELETING: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Commit a.txt."}}
+    - text: "Waiting for alice."
+    - when: {last_user_contains: "alice is idle"}
+      tool_calls:
+        - {name: TeamDelete, input: {}}
+    - text: "Team deleted."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - tool_calls:
+        - {name: Bash, input: {command: "echo a > a.txt && git add a.txt && git commit -qm 'alice: add a.txt'"}}
+    - text: "Committed."
+"#;
+
+#[test]
+fn team_delete_shuts_down_spawned_teammates_and_keeps_an_unmerged_worktree() {
+    let world = World::new();
+    let out = world.lead(DELETING).args(["--team-timeout", "60"]).run();
+    out.assert_ok();
+    let lines = json_lines(&out.stdout());
+    let delete = tool_results(&lines)
+        .into_iter()
+        .find(|(line, _)| line.contains("TeamDelete"))
+        .unwrap_or_else(|| panic!("a TeamDelete result: {lines:#?}"));
+    assert!(!delete.1, "{}", delete.0);
+    assert!(delete.0.contains("deleted team crew"), "{}", delete.0);
+    assert!(delete.0.contains("shut down: alice"), "{}", delete.0);
+    assert!(
+        delete.0.contains("roo/crew/alice") && delete.0.contains("unmerged"),
+        "{}",
+        delete.0
+    );
+    assert!(!world.root.join("roo/teams/crew").exists());
+    // The worktree with alice's commit is kept for the lead to merge.
+    let kept = world.project().join(".roocode/worktrees/crew+alice/a.txt");
+    assert!(kept.is_file());
+    let log = world.git_out(&["log", "--format=%s", "roo/crew/alice"]);
+    assert!(log.starts_with("alice: add a.txt"), "{log}");
+}

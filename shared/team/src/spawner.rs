@@ -91,8 +91,11 @@ pub enum SpawnError {
     NotReady { name: Name },
     #[error("prepare the worktree of {name}: {message}")]
     Worktree { name: Name, message: String },
-    #[error("{0}")]
-    Teammate(#[from] crate::teammate::TeammateError),
+    #[error("start {name}: {source}")]
+    Teammate {
+        name: Name,
+        source: crate::teammate::TeammateError,
+    },
     #[error(
         "stop {name}: no teammate of that name was spawned by this lead in team {team}; \
          a roo-worker started by hand is stopped with SendMessage type shutdown_request"
@@ -419,7 +422,12 @@ impl Spawner {
         spec.member.model = recipe.model;
         spec.member.worktree_path = Some(recipe.work_dir);
         spec.events = self.inner.events.clone();
-        Ok(spawn_in_process(spec).await?)
+        spawn_in_process(spec)
+            .await
+            .map_err(|source| SpawnError::Teammate {
+                name: name.clone(),
+                source,
+            })
     }
 
     fn restart_if_stopped(&self, to: &Name) {
