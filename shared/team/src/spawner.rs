@@ -94,7 +94,7 @@ pub enum SpawnError {
     #[error("start {name}: {source}")]
     Teammate {
         name: Name,
-        source: crate::teammate::TeammateError,
+        source: Box<crate::teammate::TeammateError>,
     },
     #[error(
         "stop {name}: no teammate of that name was spawned by this lead in team {team}; \
@@ -415,7 +415,10 @@ impl Spawner {
             binding.lead.clone(),
             prompt,
         );
-        spec.tools = teammate_tools(&TeamTools::new(TeamSlot::bound(spec.binding.clone())));
+        // A teammate's message to a stopped peer restarts it too.
+        spec.tools = teammate_tools(
+            &TeamTools::new(TeamSlot::bound(spec.binding.clone())).with_on_sent(self.on_sent()),
+        );
         spec.plan_mode_required = recipe.plan_mode_required;
         spec.mode_after_plan = recipe.mode_after_plan;
         spec.member.agent_type = recipe.agent_type;
@@ -426,7 +429,7 @@ impl Spawner {
             .await
             .map_err(|source| SpawnError::Teammate {
                 name: name.clone(),
-                source,
+                source: Box::new(source),
             })
     }
 
