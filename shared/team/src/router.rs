@@ -547,6 +547,9 @@ impl InboxRouter {
                 }
             }
             let waker = watcher.waker();
+            // Dropped rather than cancelled (the runtime shutting down with the task):
+            // end the blocking wait too, or the runtime's shutdown waits for it.
+            let mut stop_on_drop = StopOnDrop(Some(waker.clone()));
             let mut wait = tokio::task::spawn_blocking(move || {
                 let outcome = watcher.wait(WAIT_SLICE);
                 (watcher, outcome)
@@ -559,6 +562,7 @@ impl InboxRouter {
                     return Ok(());
                 }
             };
+            stop_on_drop.0 = None;
             watcher = back;
             if outcome == WaitOutcome::Stopped {
                 return Ok(());
@@ -590,4 +594,15 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| RouterError::Task(e.to_string()))
+}
+
+/// Ends a blocking inbox wait when dropped while armed.
+struct StopOnDrop(Option<roo_store::WatchWaker>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(waker) = self.0.take() {
+            waker.stop();
+        }
+    }
 }

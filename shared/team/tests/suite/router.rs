@@ -325,3 +325,34 @@ async fn without_file_notifications_polling_still_delivers() {
     cancel.cancel();
     task.await.unwrap().unwrap();
 }
+
+/// A router whose task is dropped with its runtime (a lead exiting while a teammate's
+/// router waits) must not hold the runtime's shutdown for its one-minute wait slice.
+#[test]
+fn a_running_router_dropped_with_its_runtime_ends_its_inbox_wait() {
+    let home = TeamHome::new();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
+    let running = router.clone();
+    runtime.spawn(async move { running.run(CancellationToken::new()).await });
+    // Let it reach its blocking wait: a first read, then the wait (if it has not got
+    // there yet the test proves less, but cannot fail falsely).
+    runtime.block_on(async {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let started = std::time::Instant::now();
+    drop(runtime);
+    // Far below the 60 s slice: the drop only waits for the blocking thread to notice.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the runtime's shutdown waited {:?} for the inbox wait",
+        started.elapsed()
+    );
+}

@@ -459,3 +459,46 @@ async fn what_a_leads_model_cannot_spawn() {
         .unwrap_err();
     assert!(matches!(err, SpawnError::NotLead { .. }), "{err}");
 }
+
+const PEER: &str = r#"
+agents:
+  alice:
+    - when: {last_user_contains: "come back"}
+      text: "Back."
+      tool_calls:
+        - {name: Step, input: {api: back}}
+    - text: "Ready."
+    - text: "Done."
+  bob:
+    - tool_calls:
+        - {name: SendMessage, input: {to: alice, summary: "come back", message: "come back, alice"}}
+    - text: "Sent."
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammates_message_restarts_a_stopped_peer() {
+    let lead = lead(PEER, BackendType::InProcess);
+    lead.spawner
+        .spawn(request(&lead, "alice", "wait for work"))
+        .await
+        .unwrap();
+    eventually("alice idle", || {
+        (state(&lead, "alice") == MemberState::Idle).then_some(())
+    })
+    .await;
+    lead.spawner.stop(&name("alice")).unwrap();
+    eventually("alice stopped", || lead.spawner.ended(&name("alice"))).await;
+    lead.spawner
+        .spawn(request(&lead, "bob", "tell alice"))
+        .await
+        .unwrap();
+    eventually("alice's run on bob's message", || {
+        lead.log
+            .lock()
+            .unwrap()
+            .contains(&"back".to_string())
+            .then_some(())
+    })
+    .await;
+    assert_eq!(lead.spawner.names(), vec![name("alice"), name("bob")]);
+}
