@@ -481,8 +481,7 @@ impl Team {
             let Some(parent) = dir.parent() else { continue };
             let doomed = parent.join(format!(".{}.deleted-{stamp}", self.name));
             match std::fs::rename(&dir, &doomed) {
-                Ok(()) => std::fs::remove_dir_all(&doomed)
-                    .map_err(|e| Error::io("remove directory", &doomed, e))?,
+                Ok(()) => remove_renamed(&doomed)?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io("remove directory", &dir, e)),
             }
@@ -513,6 +512,24 @@ impl Team {
         Error::MemberNotFound {
             team: self.name.to_string(),
             name: name.to_owned(),
+        }
+    }
+}
+
+/// Removes a directory renamed out of the way. A writer that opened it (or a file in it)
+/// before the rename may still finish a write there — a message acknowledged while the
+/// team is deleted — so a removal that finds the directory not empty is retried a few
+/// times; nobody can open it by its new name.
+fn remove_renamed(doomed: &std::path::Path) -> Result<()> {
+    let mut attempts = 0;
+    loop {
+        match std::fs::remove_dir_all(doomed) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty && attempts < 5 => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(Error::io("remove directory", doomed, e)),
         }
     }
 }
