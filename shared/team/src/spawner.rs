@@ -424,13 +424,37 @@ impl Spawner {
         spec.member.agent_type = recipe.agent_type;
         spec.member.model = recipe.model;
         spec.member.worktree_path = Some(recipe.work_dir);
-        spec.events = self.inner.events.clone();
-        spawn_in_process(spec)
+        // No `spec.events`: the lead's monitor reports every teammate's states (from the
+        // roster, for processes and tasks alike); the teammate's own reports would
+        // repeat each one. Only why it died is not in the roster: reported below.
+        let handle = spawn_in_process(spec)
             .await
             .map_err(|source| SpawnError::Teammate {
                 name: name.clone(),
                 source: Box::new(source),
-            })
+            })?;
+        if let Some(events) = self.inner.events.clone() {
+            let mut end = handle.watch_end();
+            let name = name.clone();
+            tokio::spawn(async move {
+                let died = match end.wait_for(Option::is_some).await {
+                    Ok(end) => match &*end {
+                        Some(TeammateEnd::Died { reason }) => Some(reason.clone()),
+                        _ => None,
+                    },
+                    Err(_) => None,
+                };
+                if let Some(reason) = died {
+                    events.send(TeamEvent::Notice {
+                        text: format!(
+                            "teammate {name} died ({reason}); its unfinished tasks were \
+                             returned to pending"
+                        ),
+                    });
+                }
+            });
+        }
+        Ok(handle)
     }
 
     fn restart_if_stopped(&self, to: &Name) {

@@ -238,17 +238,22 @@ async fn a_spawned_teammate_that_panics_releases_its_task_and_a_message_restarts
         .clone();
     assert_eq!(member.agent_type.as_deref(), Some("tester"));
     assert_eq!(member.backend_type, Some(BackendType::InProcess));
-    let mut dead = false;
-    while let Ok(event) = lead.events.try_recv() {
-        dead |= matches!(
-            event,
-            TeamEvent::MemberState {
-                state: MemberState::Dead,
-                ..
+    // The lead learns why (its monitor reports the state itself, from the roster).
+    let notice = tokio::time::timeout(WAIT, async {
+        loop {
+            match lead.events.recv().await {
+                Some(TeamEvent::Notice { text }) if text.contains("alice died") => break text,
+                Some(TeamEvent::MemberState { name, .. }) => {
+                    panic!("the teammate reported its own state ({name}): the monitor does")
+                }
+                Some(_) => {}
+                None => panic!("the event channel closed"),
             }
-        );
-    }
-    assert!(dead, "a Dead event");
+        }
+    })
+    .await
+    .unwrap();
+    assert!(notice.contains("the tool blew up"), "{notice}");
 
     // A message to the dead teammate starts it again, from its transcript.
     lead.home
