@@ -605,3 +605,42 @@ fn team_delete_shuts_down_spawned_teammates_and_keeps_an_unmerged_worktree() {
     let log = world.git_out(&["log", "--format=%s", "roo/crew/alice"]);
     assert!(log.starts_with("alice: add a.txt"), "{log}");
 }
+
+/// Alice tries a write the user's uncommitted local config denies, then another.
+const DENIED: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Write the files."}}
+    - text: "Waiting for alice."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - tool_calls:
+        - {name: WriteFile, input: {path: secret.txt, content: "leaked\n"}}
+        - {name: WriteFile, input: {path: ok.txt, content: "fine\n"}}
+    - text: "Done."
+"#;
+
+#[test]
+fn a_spawned_teammate_obeys_the_leads_uncommitted_local_deny_rules() {
+    let world = World::new();
+    // Not committed, so not in the teammate's worktree: it applies only if the teammate
+    // reads the lead's config.
+    world.root.write(
+        "project/.roocode/config.local.yaml",
+        "permissions:\n  deny:\n    - \"WriteFile(secret.txt)\"\n",
+    );
+    let out = world.lead(DENIED).args(["--team-timeout", "60"]).run();
+    out.assert_ok();
+    let tree = world.project().join(".roocode/worktrees/crew+alice");
+    assert_eq!(
+        std::fs::read_to_string(tree.join("ok.txt")).unwrap(),
+        "fine\n"
+    );
+    assert!(
+        !tree.join("secret.txt").exists(),
+        "the deny rule was not applied"
+    );
+}

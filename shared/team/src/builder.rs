@@ -142,6 +142,11 @@ pub struct AgentSettings {
     /// Root the permission policy and the command sandbox confine writes to; `None` is
     /// the git top level of the working directory, or the directory itself.
     pub project_root: Option<PathBuf>,
+    /// Where the project's config files are read and whose trust applies; default: the
+    /// project root. A teammate in a worktree passes the lead's repository, so the
+    /// user's uncommitted `config.local.yaml` (its deny rules too) and the trust list,
+    /// which names the lead's root, apply to it.
+    pub config_root: Option<PathBuf>,
     pub roo_home: PathBuf,
     /// Provider flags; the config files and the environment fill in the rest.
     pub llm: LlmFlags,
@@ -174,6 +179,7 @@ impl std::fmt::Debug for AgentSettings {
             .field("identity", &self.identity)
             .field("cwd", &self.cwd)
             .field("project_root", &self.project_root)
+            .field("config_root", &self.config_root)
             .field("roo_home", &self.roo_home)
             .field("llm", &self.llm)
             .field(
@@ -203,6 +209,7 @@ impl AgentSettings {
             identity,
             cwd: None,
             project_root: None,
+            config_root: None,
             roo_home,
             llm: LlmFlags::default(),
             provider: None,
@@ -301,6 +308,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         identity,
         cwd,
         project_root,
+        config_root,
         roo_home,
         llm,
         provider,
@@ -343,11 +351,18 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     };
 
     // Loaded untrusted first: what that leaves out is what trust would enable.
-    let config = ConfigFiles::load(&roo_home, &project_root, ProjectTrust::Untrusted)?;
+    let config_root = match config_root {
+        Some(root) => std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
+            path: root.clone(),
+            source,
+        })?,
+        None => project_root.clone(),
+    };
+    let config = ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?;
     let TrustDecision {
         config,
         notices: trust_notices,
-    } = decide(config, &project_root, &roo_home, &trust).await?;
+    } = decide(config, &config_root, &roo_home, &trust).await?;
     let trusted = config.trust() == ProjectTrust::Trusted;
     let llm = resolve_llm(&llm, &config)?;
     let provider = match provider {

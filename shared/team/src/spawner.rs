@@ -309,9 +309,13 @@ impl Spawner {
                 })?
         };
         let notices = workspace.notices();
-        let (work_dir, branch) = match &workspace {
-            Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
-            Workspace::Shared { dir, .. } => (dir.clone(), None),
+        let (work_dir, branch, config_root) = match &workspace {
+            Workspace::Worktree(w) => (
+                w.path.clone(),
+                Some(w.branch.clone()),
+                Some(w.repo_root.clone()),
+            ),
+            Workspace::Shared { dir, .. } => (dir.clone(), None, None),
         };
         let mut settings = base.settings.clone();
         settings.identity = Identity::teammate(
@@ -321,6 +325,8 @@ impl Spawner {
         );
         settings.cwd = Some(work_dir.clone());
         settings.project_root = Some(work_dir.clone());
+        // The lead's config (its uncommitted local rules too) and trust apply to it.
+        settings.config_root = config_root;
         settings.permission_mode = Some(mode);
         if let Some(model) = &request.model {
             // Another model needs its own provider, built from the lead's flags.
