@@ -644,3 +644,67 @@ fn a_spawned_teammate_obeys_the_leads_uncommitted_local_deny_rules() {
         "the deny rule was not applied"
     );
 }
+
+/// The interactive lead spawns alice; she says hello and asks to run a command.
+const INTERACTIVE: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Say hello, then write hi.txt."}}
+    - text: "Alice is on it."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - tool_calls:
+        - {name: SendMessage, input: {to: lead, summary: "hello lead", message: "hello from alice"}}
+        - {name: Bash, input: {command: "echo hi > hi.txt"}}
+    - text: "Done."
+"#;
+
+#[test]
+fn the_interactive_lead_shows_a_spawned_teammates_preview_question_and_state() {
+    let world = World::new();
+    let script = world.root.write("interactive.yaml", INTERACTIVE);
+    let command = format!(
+        "{} --provider script --script {} --trust-project",
+        bin("roo-lead").display(),
+        script.display()
+    );
+    let tmux = roo_tests::Tmux::start(
+        &world.project(),
+        &[
+            ("ROO_HOME", world.root.join("roo").display().to_string()),
+            ("HOME", world.root.join("home").display().to_string()),
+            ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+        ],
+        &command,
+    );
+    tmux.wait_for("the prompt", |s| s.contains("RooCode") && s.contains('›'));
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("alice's preview", |s| s.contains("✉ alice: hello lead"));
+    // Her command asks the person at the lead's terminal.
+    tmux.wait_for("alice's question", |s| {
+        s.contains("teammate alice: Bash(echo hi > hi.txt)") && s.contains("[y] yes")
+    });
+    tmux.keys(&["y"]);
+    let hi = world.project().join(".roocode/worktrees/crew+alice/hi.txt");
+    wait_until(
+        "alice's command",
+        Duration::from_secs(20),
+        || hi.is_file().then_some(()),
+        || tmux.screen(),
+    );
+    tmux.wait_for("alice idle in the status line", |s| {
+        s.contains("team crew · alice idle")
+    });
+    tmux.type_text("/team");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("/team", |s| {
+        s.contains("in-process") && s.contains("crew+alice")
+    });
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}
