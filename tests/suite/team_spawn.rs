@@ -40,6 +40,11 @@ impl World {
 
     /// `roo-lead -p` in the project, bypass mode, stream-json, with `script`.
     fn lead(&self, script: &str) -> TestCommand {
+        self.lead_in_mode(script, "bypassPermissions")
+    }
+
+    /// The same in permission mode `mode`.
+    fn lead_in_mode(&self, script: &str, mode: &str) -> TestCommand {
         let script = self.root.write("script.yaml", script);
         TestCommand::new(bin("roo-lead"))
             .env("PATH", path_with_bins())
@@ -50,7 +55,7 @@ impl World {
             .args(["-p", "Ship a.txt and b.txt with two teammates."])
             .args(["--provider", "script", "--script"])
             .arg(script)
-            .args(["--permission-mode", "bypassPermissions"])
+            .args(["--permission-mode", mode])
             .args(["--output-format", "stream-json"])
     }
 
@@ -707,4 +712,64 @@ fn the_interactive_lead_shows_a_spawned_teammates_preview_question_and_state() {
     tmux.type_text("/exit");
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}
+
+/// Alice runs a command the project's (committed) config allows.
+const ALLOWED: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Touch hi.txt."}}
+    - text: "Waiting for alice."
+    - text: "Noted."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - tool_calls:
+        - {name: Bash, input: {command: "touch hi.txt"}}
+    - text: "Done."
+"#;
+
+#[test]
+fn a_spawned_teammate_inherits_the_leads_trust_in_the_project() {
+    let run = |trusted: bool| {
+        let world = World::new();
+        world.root.write(
+            "project/.roocode/config.yaml",
+            "permissions:\n  allow:\n    - \"Bash(touch *)\"\n",
+        );
+        git(&world.project(), &["add", "-A"]);
+        git(&world.project(), &["commit", "-q", "-m", "config"]);
+        let mut lead = world
+            .lead_in_mode(ALLOWED, "default")
+            .args(["--team-timeout", "60"]);
+        if trusted {
+            lead = lead.arg("--trust-project");
+        }
+        lead.run().assert_ok();
+        let touched = world
+            .project()
+            .join(".roocode/worktrees/crew+alice/hi.txt")
+            .is_file();
+        let asked = world
+            .team()
+            .mailbox()
+            .read(
+                &Name::parse("lead").unwrap(),
+                &ReadFilter {
+                    include_archived: true,
+                    ..ReadFilter::default()
+                },
+            )
+            .unwrap()
+            .iter()
+            .any(|m| m.body.type_name() == "permission_request");
+        (touched, asked)
+    };
+    // Trusted: alice's own policy honours the project's allow rule; she asks nobody.
+    assert_eq!(run(true), (true, false));
+    // Untrusted: the allow rule is ignored for both; she asks, and a headless lead whose
+    // own policy would ask too denies.
+    assert_eq!(run(false), (false, true));
 }
