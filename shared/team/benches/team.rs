@@ -105,12 +105,12 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap()
 }
 
-/// A script of `plain` "ok" turns plus `extra` (YAML list items, indented by 4).
+/// A script of `extra` (YAML list items, indented by 4) then `plain` "Noted." turns.
 fn script(plain: usize, extra: &str) -> Script {
     let mut yaml = String::from("agents:\n  \"*\":\n");
     yaml.push_str(extra);
     for _ in 0..plain {
-        yaml.push_str("    - text: ok\n");
+        yaml.push_str("    - text: Noted.\n");
     }
     Script::parse(&yaml, false).unwrap()
 }
@@ -600,6 +600,237 @@ async fn rss_child(args: &[String]) {
     }
 }
 
+/// Input tokens of `requests` as the mock reports them (`ceil(body bytes / 4)`).
+fn input_tokens(requests: &[RecordedRequest]) -> u64 {
+    requests
+        .iter()
+        .map(|r| (r.body.to_string().len() as u64).div_ceil(4).max(1))
+        .sum()
+}
+
+/// A teammate's script: claim its task, read the input, write the summary, complete the
+/// task, tell the lead, end. The coordination goes through `roo-task` / `roo-mail` in
+/// its Bash (its `ROO_*` environment names the team and itself).
+fn teammate_script(id: u32, file: &str) -> Script {
+    let yaml = format!(
+        r#"agents:
+  "*":
+    - text: "Claiming task {id}."
+      tool_calls: [{{name: Bash, input: {{command: "roo-task claim {id}"}}}}]
+    - text: "Reading {file}.log."
+      tool_calls: [{{name: ReadFile, input: {{path: {file}.log}}}}]
+    - text: "Writing the summary."
+      tool_calls: [{{name: WriteFile, input: {{path: {file}.summary, content: "400 lines, no errors\n"}}}}]
+    - text: "Completing task {id}."
+      tool_calls: [{{name: Bash, input: {{command: "roo-task update {id} --status completed"}}}}]
+    - text: "Telling the lead."
+      tool_calls: [{{name: Bash, input: {{command: "roo-mail send --to lead --summary '{file}.summary written' 'Task {id} is done: {file}.summary says 400 lines, no errors.'"}}}}]
+    - text: "Done."
+    - text: "Nothing more to do."
+    - text: "Nothing more to do."
+"#
+    );
+    Script::parse(&yaml, false).unwrap()
+}
+
+/// `PATH` with the release binaries first, so `roo-task` / `roo-mail` in Bash are ours.
+fn tool_path() -> String {
+    format!(
+        "{}:{}",
+        bin("roo-task").parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Runs `roo-lead -p` in `cwd` against `url` and returns its JSON result.
+async fn lead_run(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    url: &str,
+    extra: &[&str],
+    prompt: &str,
+) -> serde_json::Value {
+    let out = tokio::process::Command::new(bin("roo-lead"))
+        .arg("-p")
+        .arg(prompt)
+        .args([
+            "--provider",
+            "anthropic",
+            "--model",
+            MODEL,
+            "--base-url",
+            url,
+        ])
+        .args(["--permission-mode", "bypassPermissions", "--trust-project"])
+        .args(["--output-format", "json"])
+        .env("PATH", tool_path())
+        .args(extra)
+        .current_dir(cwd)
+        .env("ROO_HOME", home)
+        .env("ANTHROPIC_API_KEY", "bench-key")
+        .stdin(Stdio::null())
+        .output();
+    let out = tokio::time::timeout(WAIT, out).await.unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "roo-lead failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Section 4: input tokens of a scripted two-task job (summarise `a.log` and `b.log`,
+/// 16 KB each) done by a lead with two `roo-worker` teammates, and by one agent alone.
+/// Each agent has its own mock server, so every request is attributed to its sender.
+async fn tokens_section() {
+    let log: String = (0..400)
+        .map(|i| format!("{i:>5} INFO request served in 3 ms\n"))
+        .collect();
+    // The lead creates and assigns both tasks, then answers each wake-up with "Noted."
+    // Its second answer comes after 0.5 s, as a real model's would take a while: a
+    // headless lead whose turn ends while its teammates are idle exits, and the
+    // assignments need a few milliseconds to wake them.
+    let lead_script = script(
+        12,
+        r#"    - text: "Creating and assigning the two tasks."
+      tool_calls:
+        - {name: Bash, input: {command: "roo-task create --team job --as lead --subject 'summarise a.log' --description 'Read a.log and write a.summary with its line count and whether it shows errors.' && roo-task create --team job --as lead --subject 'summarise b.log' --description 'Read b.log and write b.summary with its line count and whether it shows errors.' && roo-task assign 1 alice --team job --as lead && roo-task assign 2 bob --team job --as lead"}}
+    - text: "Both tasks are assigned; waiting for alice and bob."
+      delay_ms: 500
+"#,
+    );
+    let solo_script = Script::parse(
+        r#"agents:
+  "*":
+    - text: "Reading a.log."
+      tool_calls: [{name: ReadFile, input: {path: a.log}}]
+    - text: "Reading b.log."
+      tool_calls: [{name: ReadFile, input: {path: b.log}}]
+    - text: "Writing the summaries."
+      tool_calls:
+        - {name: WriteFile, input: {path: a.summary, content: "400 lines, no errors\n"}}
+        - {name: WriteFile, input: {path: b.summary, content: "400 lines, no errors\n"}}
+    - text: "Done: both logs have 400 lines and no errors."
+"#,
+        false,
+    )
+    .unwrap();
+
+    // The team: lead, alice and bob, each with its own server.
+    let world = World::new("job");
+    let cwd = world.cwd("job");
+    std::fs::write(cwd.join("a.log"), &log).unwrap();
+    std::fs::write(cwd.join("b.log"), &log).unwrap();
+    let lead_server = MockServer::with_script(lead_script).await.unwrap();
+    let mut workers = Vec::new();
+    let mut servers = Vec::new();
+    for (who, id, file) in [("alice", 1, "a"), ("bob", 2, "b")] {
+        let server = MockServer::with_script(teammate_script(id, file))
+            .await
+            .unwrap();
+        let url = server.base_url(Protocol::Anthropic);
+        let mut cmd = Command::new(bin("roo-worker"));
+        cmd.args(["--team", "job", "--name", who])
+            .arg("--cwd")
+            .arg(&cwd)
+            .args([
+                "--provider",
+                "anthropic",
+                "--model",
+                MODEL,
+                "--base-url",
+                &url,
+            ])
+            .args(["--permission-mode", "bypassPermissions", "--trust-project"])
+            .env("ROO_HOME", world.home.root())
+            .env("ANTHROPIC_API_KEY", "bench-key")
+            .env("PATH", tool_path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        workers.push(cmd.spawn().unwrap());
+        servers.push(server);
+    }
+    for who in ["alice", "bob"] {
+        eventually("the teammates to join and wait", || {
+            is_idle(&world.team, who)
+        })
+        .await;
+    }
+    let team_result = lead_run(
+        world.home.root(),
+        &cwd,
+        &lead_server.base_url(Protocol::Anthropic),
+        &["--team", "job"],
+        "Have alice summarise a.log and bob summarise b.log.",
+    )
+    .await;
+    for child in workers {
+        stop(child).await;
+    }
+    for file in ["a.summary", "b.summary"] {
+        assert!(
+            cwd.join(file).is_file(),
+            "the team did not write {file}; the lead's result: {team_result}; alice's log: {}",
+            std::fs::read_to_string(world.home.root().join("teams/job/logs/alice.log"))
+                .unwrap_or_default()
+        );
+    }
+
+    // One agent alone, same files.
+    let solo_dir = tempfile::tempdir().unwrap();
+    let solo_cwd = solo_dir.path().join("job");
+    std::fs::create_dir_all(&solo_cwd).unwrap();
+    std::fs::write(solo_cwd.join("a.log"), &log).unwrap();
+    std::fs::write(solo_cwd.join("b.log"), &log).unwrap();
+    let solo_server = MockServer::with_script(solo_script).await.unwrap();
+    let solo_result = lead_run(
+        &solo_dir.path().join("home"),
+        &solo_cwd,
+        &solo_server.base_url(Protocol::Anthropic),
+        &[],
+        "Summarise a.log and b.log into a.summary and b.summary.",
+    )
+    .await;
+    assert!(
+        solo_cwd.join("b.summary").is_file(),
+        "the solo agent did not write b.summary"
+    );
+
+    let lead = lead_server.requests();
+    let alice = servers[0].requests();
+    let bob = servers[1].requests();
+    let solo = solo_server.requests();
+    println!("## Input tokens of a two-task job (mock estimate: ceil(request bytes / 4))");
+    println!(
+        "team lead       {:>7} tokens in {} requests (its json usage: {})",
+        input_tokens(&lead),
+        lead.len(),
+        team_result["usage"]
+    );
+    println!(
+        "teammate alice  {:>7} tokens in {} requests",
+        input_tokens(&alice),
+        alice.len()
+    );
+    println!(
+        "teammate bob    {:>7} tokens in {} requests",
+        input_tokens(&bob),
+        bob.len()
+    );
+    println!(
+        "team total      {:>7} tokens",
+        input_tokens(&lead) + input_tokens(&alice) + input_tokens(&bob)
+    );
+    println!(
+        "one agent alone {:>7} tokens in {} requests (its json usage: {})",
+        input_tokens(&solo),
+        solo.len(),
+        solo_result["usage"]
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -620,6 +851,10 @@ fn main() {
         }
         if run("delivery") {
             delivery_section(n).await;
+            println!("load average: {}", load_average());
+        }
+        if run("tokens") {
+            tokens_section().await;
             println!("load average: {}", load_average());
         }
         if run("memory") {
