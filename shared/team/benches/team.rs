@@ -680,48 +680,50 @@ async fn lead_run(
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Section 4: input tokens of a scripted two-task job (summarise `a.log` and `b.log`,
-/// 16 KB each) done by a lead with two `roo-worker` teammates, and by one agent alone.
-/// Each agent has its own mock server, so every request is attributed to its sender.
-async fn tokens_section() {
-    let log: String = (0..400)
+/// The 16 KB input of each task.
+fn job_log() -> String {
+    (0..400)
         .map(|i| format!("{i:>5} INFO request served in 3 ms\n"))
-        .collect();
-    // The lead creates and assigns both tasks, then answers each wake-up with "Noted."
-    // Its second answer comes after 0.5 s, as a real model's would take a while: a
-    // headless lead whose turn ends while its teammates are idle exits, and the
-    // assignments need a few milliseconds to wake them.
+        .collect()
+}
+
+/// Input tokens and requests of one agent.
+struct Spend {
+    tokens: u64,
+    requests: usize,
+}
+
+impl Spend {
+    fn of(server: &MockServer) -> Spend {
+        let requests = server.requests();
+        Spend {
+            tokens: input_tokens(&requests),
+            requests: requests.len(),
+        }
+    }
+}
+
+/// The job done by `roo-lead -p --team job` and two `roo-worker`s (alice, bob) started
+/// beforehand as a person would. The lead creates and assigns both tasks with `roo-task`
+/// in its Bash, then answers each wake-up with "Noted."; its second answer comes after
+/// `delay_ms` (0: teammates' messages reach it one wake-up at a time; longer: they queue
+/// while its turn runs and arrive together). Returns lead, alice, bob.
+async fn team_job(delay_ms: u64) -> [Spend; 3] {
     let lead_script = script(
         12,
-        r#"    - text: "Creating and assigning the two tasks."
+        &format!(
+            r#"    - text: "Creating and assigning the two tasks."
       tool_calls:
-        - {name: Bash, input: {command: "roo-task create --team job --as lead --subject 'summarise a.log' --description 'Read a.log and write a.summary with its line count and whether it shows errors.' && roo-task create --team job --as lead --subject 'summarise b.log' --description 'Read b.log and write b.summary with its line count and whether it shows errors.' && roo-task assign 1 alice --team job --as lead && roo-task assign 2 bob --team job --as lead"}}
+        - {{name: Bash, input: {{command: "roo-task create --team job --as lead --subject 'summarise a.log' --description 'Read a.log and write a.summary with its line count and whether it shows errors.' && roo-task create --team job --as lead --subject 'summarise b.log' --description 'Read b.log and write b.summary with its line count and whether it shows errors.' && roo-task assign 1 alice --team job --as lead && roo-task assign 2 bob --team job --as lead"}}}}
     - text: "Both tasks are assigned; waiting for alice and bob."
-      delay_ms: 500
-"#,
+      delay_ms: {delay_ms}
+"#
+        ),
     );
-    let solo_script = Script::parse(
-        r#"agents:
-  "*":
-    - text: "Reading a.log."
-      tool_calls: [{name: ReadFile, input: {path: a.log}}]
-    - text: "Reading b.log."
-      tool_calls: [{name: ReadFile, input: {path: b.log}}]
-    - text: "Writing the summaries."
-      tool_calls:
-        - {name: WriteFile, input: {path: a.summary, content: "400 lines, no errors\n"}}
-        - {name: WriteFile, input: {path: b.summary, content: "400 lines, no errors\n"}}
-    - text: "Done: both logs have 400 lines and no errors."
-"#,
-        false,
-    )
-    .unwrap();
-
-    // The team: lead, alice and bob, each with its own server.
     let world = World::new("job");
     let cwd = world.cwd("job");
-    std::fs::write(cwd.join("a.log"), &log).unwrap();
-    std::fs::write(cwd.join("b.log"), &log).unwrap();
+    std::fs::write(cwd.join("a.log"), job_log()).unwrap();
+    std::fs::write(cwd.join("b.log"), job_log()).unwrap();
     let lead_server = MockServer::with_script(lead_script).await.unwrap();
     let mut workers = Vec::new();
     let mut servers = Vec::new();
@@ -758,7 +760,7 @@ async fn tokens_section() {
         })
         .await;
     }
-    let team_result = lead_run(
+    let result = lead_run(
         world.home.root(),
         &cwd,
         &lead_server.base_url(Protocol::Anthropic),
@@ -772,63 +774,88 @@ async fn tokens_section() {
     for file in ["a.summary", "b.summary"] {
         assert!(
             cwd.join(file).is_file(),
-            "the team did not write {file}; the lead's result: {team_result}; alice's log: {}",
+            "the team did not write {file}; the lead's result: {result}; alice's log: {}",
             std::fs::read_to_string(world.home.root().join("teams/job/logs/alice.log"))
                 .unwrap_or_default()
         );
     }
+    let lead = Spend::of(&lead_server);
+    assert_eq!(
+        result["usage"]["input_tokens"].as_u64(),
+        Some(lead.tokens),
+        "the lead's own usage count differs from the requests the mock saw"
+    );
+    [lead, Spend::of(&servers[0]), Spend::of(&servers[1])]
+}
 
-    // One agent alone, same files.
-    let solo_dir = tempfile::tempdir().unwrap();
-    let solo_cwd = solo_dir.path().join("job");
-    std::fs::create_dir_all(&solo_cwd).unwrap();
-    std::fs::write(solo_cwd.join("a.log"), &log).unwrap();
-    std::fs::write(solo_cwd.join("b.log"), &log).unwrap();
-    let solo_server = MockServer::with_script(solo_script).await.unwrap();
-    let solo_result = lead_run(
-        &solo_dir.path().join("home"),
-        &solo_cwd,
-        &solo_server.base_url(Protocol::Anthropic),
+/// The job done by one `roo-lead -p` alone: read both logs, write both summaries.
+async fn solo_job() -> Spend {
+    let solo_script = Script::parse(
+        r#"agents:
+  "*":
+    - text: "Reading a.log."
+      tool_calls: [{name: ReadFile, input: {path: a.log}}]
+    - text: "Reading b.log."
+      tool_calls: [{name: ReadFile, input: {path: b.log}}]
+    - text: "Writing the summaries."
+      tool_calls:
+        - {name: WriteFile, input: {path: a.summary, content: "400 lines, no errors\n"}}
+        - {name: WriteFile, input: {path: b.summary, content: "400 lines, no errors\n"}}
+    - text: "Done: both logs have 400 lines and no errors."
+"#,
+        false,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("job");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(cwd.join("a.log"), job_log()).unwrap();
+    std::fs::write(cwd.join("b.log"), job_log()).unwrap();
+    let server = MockServer::with_script(solo_script).await.unwrap();
+    let result = lead_run(
+        &dir.path().join("home"),
+        &cwd,
+        &server.base_url(Protocol::Anthropic),
         &[],
         "Summarise a.log and b.log into a.summary and b.summary.",
     )
     .await;
     assert!(
-        solo_cwd.join("b.summary").is_file(),
+        cwd.join("b.summary").is_file(),
         "the solo agent did not write b.summary"
     );
+    let spend = Spend::of(&server);
+    assert_eq!(result["usage"]["input_tokens"].as_u64(), Some(spend.tokens));
+    spend
+}
 
-    let lead = lead_server.requests();
-    let alice = servers[0].requests();
-    let bob = servers[1].requests();
-    let solo = solo_server.requests();
+/// Section 4: input tokens of a scripted two-task job (summarise `a.log` and `b.log`,
+/// 16 KB each) done by a lead with two `roo-worker` teammates, and by one agent alone.
+/// Each agent has its own mock server, so every request is attributed to its sender.
+/// The counts are deterministic for a given batching of the lead's wake-ups.
+async fn tokens_section() {
+    let solo = solo_job().await;
     println!("## Input tokens of a two-task job (mock estimate: ceil(request bytes / 4))");
     println!(
-        "team lead       {:>7} tokens in {} requests (its json usage: {})",
-        input_tokens(&lead),
-        lead.len(),
-        team_result["usage"]
+        "one agent alone                 {:>7} tokens in {:>2} requests",
+        solo.tokens, solo.requests
     );
-    println!(
-        "teammate alice  {:>7} tokens in {} requests",
-        input_tokens(&alice),
-        alice.len()
-    );
-    println!(
-        "teammate bob    {:>7} tokens in {} requests",
-        input_tokens(&bob),
-        bob.len()
-    );
-    println!(
-        "team total      {:>7} tokens",
-        input_tokens(&lead) + input_tokens(&alice) + input_tokens(&bob)
-    );
-    println!(
-        "one agent alone {:>7} tokens in {} requests (its json usage: {})",
-        input_tokens(&solo),
-        solo.len(),
-        solo_result["usage"]
-    );
+    for delay_ms in [0, 500] {
+        let [lead, alice, bob] = team_job(delay_ms).await;
+        let label = format!("lead answers after {delay_ms} ms:");
+        println!(
+            "{label:<32}lead {:>7} tokens in {:>2} requests ({:.2}x one agent); alice {} in {}; bob {} in {}; team total {} ({:.2}x)",
+            lead.tokens,
+            lead.requests,
+            lead.tokens as f64 / solo.tokens as f64,
+            alice.tokens,
+            alice.requests,
+            bob.tokens,
+            bob.requests,
+            lead.tokens + alice.tokens + bob.tokens,
+            (lead.tokens + alice.tokens + bob.tokens) as f64 / solo.tokens as f64
+        );
+    }
 }
 
 fn main() {
