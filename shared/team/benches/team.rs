@@ -265,8 +265,31 @@ fn worker(world: &World, url: &str, who: &str, prompt: &str) -> Command {
     cmd
 }
 
+/// A started `roo-worker`: killed and reaped if the benchmark fails before `stop`.
+struct Worker(Option<std::process::Child>);
+
+impl Worker {
+    fn spawn(cmd: &mut Command) -> Worker {
+        Worker(Some(cmd.spawn().unwrap()))
+    }
+
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Ends a `roo-worker` with SIGTERM and reaps it.
-async fn stop(mut child: std::process::Child) {
+async fn stop(mut worker: Worker) {
+    let mut child = worker.0.take().unwrap();
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -305,7 +328,7 @@ async fn spawn_section(n: usize) {
             } else {
                 let mut cmd = worker(&world, &url, &who, &marker);
                 let t0 = Instant::now();
-                let child = cmd.spawn().unwrap();
+                let child = Worker::spawn(&mut cmd);
                 let (_, at) = wait_request(&server, start, &marker).await;
                 if i > 0 {
                     process.push(at - t0);
@@ -336,7 +359,7 @@ async fn spawn_section(n: usize) {
 /// A teammate under test in the delivery section.
 enum Target {
     InProcess(TeammateHandle),
-    Worker(std::process::Child),
+    Worker(Worker),
 }
 
 /// The wall clock of a monotonic instant (for the `date` the busy command prints).
@@ -406,11 +429,12 @@ async fn delivery_section(n: usize) {
     let start = request_count(&server, &mut known);
     let ip =
         Target::InProcess(spawn_teammate(&world, &url, &shared, "ip", "start: answer ok").await);
-    let rw = Target::Worker(
-        worker(&world, &url, "rw", "start: answer ok")
-            .spawn()
-            .unwrap(),
-    );
+    let rw = Target::Worker(Worker::spawn(&mut worker(
+        &world,
+        &url,
+        "rw",
+        "start: answer ok",
+    )));
     wait_request(&server, start, "start: answer ok").await;
     let mut idle: [Vec<Duration>; 2] = Default::default();
     let mut send: [Vec<Duration>; 2] = Default::default();
@@ -669,6 +693,7 @@ async fn lead_run(
         .env("ROO_HOME", home)
         .env("ANTHROPIC_API_KEY", "bench-key")
         .stdin(Stdio::null())
+        .kill_on_drop(true)
         .output();
     let out = tokio::time::timeout(WAIT, out).await.unwrap().unwrap();
     assert!(
@@ -751,7 +776,7 @@ async fn team_job(delay_ms: u64) -> [Spend; 3] {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        workers.push(cmd.spawn().unwrap());
+        workers.push(Worker::spawn(&mut cmd));
         servers.push(server);
     }
     for who in ["alice", "bob"] {
