@@ -40,6 +40,7 @@ use roo_team::{
 
 const WAIT: Duration = Duration::from_secs(60);
 const MODEL: &str = "claude-sonnet-4-5";
+
 /// The Bash command of a busy turn: marks that it started, sleeps, prints when it ended
 /// (wall clock, ns) so the benchmark can time the next request from the command's end.
 fn busy_command(tag: &str) -> String {
@@ -421,7 +422,6 @@ async fn delivery_section(n: usize) {
         .unwrap();
     let url = server.base_url(Protocol::Anthropic);
     let shared = provider(&url);
-    let clock = Clock::now();
     let lead = name("lead");
     let mailbox = world.team.mailbox();
 
@@ -472,6 +472,8 @@ async fn delivery_section(n: usize) {
                 eventually("idle", || is_idle(&world.team, who)).await;
                 settle().await;
                 let tag = format!("{who}-{i}-{variant}");
+                // Paired afresh each time, so a slewing wall clock cannot drift far.
+                let clock = Clock::now();
                 let start = request_count(&server, &mut known);
                 mailbox
                     .send(&lead, who, Outgoing::text(format!("go-{tag}"), "go"))
