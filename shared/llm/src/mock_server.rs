@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -64,6 +64,8 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Null` if it is not JSON).
     pub body: Value,
+    /// When the whole request had been read (benchmarks time arrivals with it).
+    pub received_at: Instant,
 }
 
 impl RecordedRequest {
@@ -235,6 +237,15 @@ impl MockServer {
         lock(&self.shared.requests).clone()
     }
 
+    /// The requests received after the first `start` ones (cheaper than
+    /// [`MockServer::requests`] for a caller that keeps count, e.g. a benchmark).
+    pub fn requests_since(&self, start: usize) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests)
+            .get(start..)
+            .map(<[RecordedRequest]>::to_vec)
+            .unwrap_or_default()
+    }
+
     /// How many held-open replies ([`RawEnd::Hold`]) saw the client close the
     /// connection.
     pub fn disconnects(&self) -> usize {
@@ -314,6 +325,7 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             Ok(Some(request)) => request,
             Ok(None) | Err(_) => return,
         };
+        let received_at = Instant::now();
         let close = request
             .headers
             .iter()
@@ -324,6 +336,7 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             path: request.path.clone(),
             headers: request.headers.clone(),
             body: body.clone(),
+            received_at,
         };
         lock(&shared.requests).push(recorded);
         shared.changed.notify_waiters();

@@ -1,0 +1,919 @@
+//! Benchmark of the team runtime (run with `scripts/bench-team`).
+//!
+//! Every teammate talks to a `roo_llm::mock_server::MockServer` in this process, which
+//! stamps each request with the instant it was read (`RecordedRequest::received_at`), so
+//! a latency is "something this process did" → "a request arrived", on one clock:
+//!
+//! 1. spawn: `spawn_in_process(spec)` (from building the spec) → the teammate's first
+//!    model request; `roo-worker` process start (`Command::spawn` of the release binary)
+//!    → its first model request. The two kinds alternate, so load hits both alike.
+//! 2. delivery: `Mailbox::send` → the recipient's next model request that carries the
+//!    message, for an idle teammate (waiting on its inbox) and a busy one (mid-run, its
+//!    Bash tool running `sleep 0.2`; the message is sent once the command has started).
+//!    For the busy case the message can only enter at the next turn, so the figure that
+//!    says what the runtime adds is "command ended → next request", compared with the
+//!    same run without a message. In-process and `roo-worker`, interleaved.
+//! 3. memory: the idle RSS of each `roo-worker` above; the RSS a process gains per idle
+//!    in-process teammate (this executable re-run with `--rss-child`, so nothing else of
+//!    the benchmark lives in that process).
+//! 4. tokens: a scripted two-task job done by a lead and two `roo-worker` teammates vs
+//!    one `roo-lead -p` doing both tasks, as input tokens the mock reports.
+//!
+//! `ROO_BENCH_QUICK=1` runs fewer iterations; `ROO_BENCH_ONLY=spawn|delivery|memory|tokens`
+//! runs one section.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use roo_agent::permissions::PermissionMode;
+use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
+use roo_llm::script::Script;
+use roo_llm::{LlmSettings, Provider, ProviderKind};
+use roo_store::{Member, Name, Outgoing, RooHome, Team};
+use roo_team::{
+    AgentSettings, Identity, TeamSlot, TeamTools, TeammateHandle, TeammateSpec, Trust,
+    spawn_in_process, teammate_tools,
+};
+
+const WAIT: Duration = Duration::from_secs(60);
+const MODEL: &str = "claude-sonnet-4-5";
+
+/// The Bash command of a busy turn: marks that it started, sleeps, prints when it ended
+/// (wall clock, ns) so the benchmark can time the next request from the command's end.
+fn busy_command(tag: &str) -> String {
+    format!(": > .started-{tag} && sleep 0.2 && echo BENCH_END=$(date +%s%N)")
+}
+
+fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+/// A release binary next to this benchmark (`target/release/<name>`).
+fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        path.is_file(),
+        "build {name} first: scripts/bench-team builds the release binaries"
+    );
+    path
+}
+
+struct Stats(Vec<Duration>);
+
+impl Stats {
+    fn pct(&self, p: f64) -> Duration {
+        let mut v = self.0.clone();
+        v.sort();
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    }
+    fn line(&self) -> String {
+        if self.0.is_empty() {
+            return "no samples".into();
+        }
+        format!(
+            "p50 {:>8.2} ms  p90 {:>8.2} ms  min {:>8.2} ms  max {:>8.2} ms  (n={})",
+            ms(self.pct(0.5)),
+            ms(self.pct(0.9)),
+            ms(self.pct(0.0)),
+            ms(self.pct(1.0)),
+            self.0.len()
+        )
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// VmRSS of `pid` in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// A script of `extra` (YAML list items, indented by 4) then `plain` "Noted." turns.
+fn script(plain: usize, extra: &str) -> Script {
+    let mut yaml = String::from("agents:\n  \"*\":\n");
+    yaml.push_str(extra);
+    for _ in 0..plain {
+        yaml.push_str("    - text: Noted.\n");
+    }
+    Script::parse(&yaml, false).unwrap()
+}
+
+/// How many requests `server` has received; `known` is a count from before (it only
+/// grows), so only the new ones are copied.
+fn request_count(server: &MockServer, known: &mut usize) -> usize {
+    *known += server.requests_since(*known).len();
+    *known
+}
+
+/// The next request from index `start` on whose body contains `marker`: its index and
+/// when it arrived.
+async fn wait_request(server: &MockServer, start: usize, marker: &str) -> (usize, Instant) {
+    let found = std::sync::Mutex::new(None);
+    let held = server
+        .wait_until(WAIT, |s| {
+            let new: Vec<RecordedRequest> = s.requests_since(start);
+            match new.iter().position(|r| r.body.to_string().contains(marker)) {
+                Some(i) => {
+                    *found.lock().unwrap() = Some((start + i, new[i].received_at));
+                    true
+                }
+                None => false,
+            }
+        })
+        .await;
+    assert!(held, "no request carrying {marker} arrived");
+    found.into_inner().unwrap().unwrap()
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+fn is_idle(team: &Team, member: &str) -> bool {
+    team.config()
+        .ok()
+        .and_then(|c| c.member(member).map(|m| !m.is_active()))
+        .unwrap_or(false)
+}
+
+/// The shared world of one section: a `ROO_HOME` with team `bench` led by `lead`.
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: RooHome,
+    team: Team,
+}
+
+impl World {
+    fn new(team: &str) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let home = RooHome::new(root.join("home"));
+        let t = name(team);
+        let team = Team::create(
+            &home,
+            t.clone(),
+            "benchmark",
+            Member::new(name("lead"), &t),
+            vec![],
+        )
+        .unwrap();
+        World {
+            _dir: dir,
+            root,
+            home,
+            team,
+        }
+    }
+
+    /// A fresh working directory for member `who`.
+    fn cwd(&self, who: &str) -> PathBuf {
+        let dir = self.root.join("work").join(who);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
+
+/// The provider the lead shares with its in-process teammates.
+fn provider(url: &str) -> Arc<dyn Provider> {
+    let mut s = LlmSettings::defaults(ProviderKind::Anthropic);
+    s.model = MODEL.into();
+    s.base_url = url.into();
+    s.api_key = Some("bench-key".into());
+    roo_llm::build_provider(&s).unwrap()
+}
+
+/// Spawns in-process teammate `who` as a lead's Agent tool would: its settings, the
+/// shared provider, the teammate's team tools, trust granted, Bash allowed.
+async fn spawn_teammate(
+    world: &World,
+    url: &str,
+    shared: &Arc<dyn Provider>,
+    who: &str,
+    prompt: &str,
+) -> TeammateHandle {
+    let me = name(who);
+    let mut settings = AgentSettings::new(
+        Identity::teammate(me.clone(), world.team.name().clone(), name("lead")),
+        world.home.root().to_path_buf(),
+    );
+    let cwd = world.cwd(who);
+    settings.cwd = Some(cwd.clone());
+    settings.project_root = Some(cwd.clone());
+    settings.llm.provider = Some("anthropic".into());
+    settings.llm.base_url = Some(url.into());
+    settings.llm.model = Some(MODEL.into());
+    settings.provider = Some(shared.clone());
+    settings.trust = Trust::Granted;
+    settings.permission_mode = Some(PermissionMode::BypassPermissions);
+    settings.sandbox_helper = Some(bin("roo-lead"));
+    let mut spec = TeammateSpec::for_member(
+        settings,
+        world.team.clone(),
+        me,
+        name("lead"),
+        prompt.to_owned(),
+    );
+    spec.tools = teammate_tools(&TeamTools::new(TeamSlot::bound(spec.binding.clone())));
+    spec.member.worktree_path = Some(cwd);
+    spawn_in_process(spec).await.unwrap()
+}
+
+/// A `roo-worker` process of team `bench` (not started).
+fn worker(world: &World, url: &str, who: &str, prompt: &str) -> Command {
+    let mut cmd = Command::new(bin("roo-worker"));
+    cmd.args(["--team", world.team.name().as_str(), "--name", who])
+        .args(["--prompt", prompt])
+        .arg("--cwd")
+        .arg(world.cwd(who))
+        .args([
+            "--provider",
+            "anthropic",
+            "--model",
+            MODEL,
+            "--base-url",
+            url,
+        ])
+        .args(["--permission-mode", "bypassPermissions", "--trust-project"])
+        .env("ROO_HOME", world.home.root())
+        .env("ANTHROPIC_API_KEY", "bench-key")
+        .env_remove("ROO_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+/// A started `roo-worker`: killed and reaped if the benchmark fails before `stop`.
+struct Worker(Option<std::process::Child>);
+
+impl Worker {
+    fn spawn(cmd: &mut Command) -> Worker {
+        Worker(Some(cmd.spawn().unwrap()))
+    }
+
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Ends a `roo-worker` with SIGTERM and reaps it.
+async fn stop(mut worker: Worker) {
+    let mut child = worker.0.take().unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+/// Section 1 (+ the roo-worker half of section 3): spawn → first request.
+async fn spawn_section(n: usize) {
+    let world = World::new("spawn");
+    let server = MockServer::with_script(script(4 * n + 8, ""))
+        .await
+        .unwrap();
+    let url = server.base_url(Protocol::Anthropic);
+    let shared = provider(&url);
+    let (mut in_process, mut process, mut rss) = (Vec::new(), Vec::new(), Vec::new());
+    // One of each first, not counted: page cache, the lazily built parts of the provider.
+    for i in 0..=n {
+        for kind in [i % 2, 1 - i % 2] {
+            let who = format!("{}{i}", if kind == 0 { "ip" } else { "rw" });
+            let marker = format!("spawn-{who}: answer ok");
+            let start = server.requests().len();
+            if kind == 0 {
+                let t0 = Instant::now();
+                let handle = spawn_teammate(&world, &url, &shared, &who, &marker).await;
+                let (_, at) = wait_request(&server, start, &marker).await;
+                if i > 0 {
+                    in_process.push(at - t0);
+                }
+                eventually("the teammate to go idle", || is_idle(&world.team, &who)).await;
+                handle.cancel();
+                handle.wait().await;
+            } else {
+                let mut cmd = worker(&world, &url, &who, &marker);
+                let t0 = Instant::now();
+                let child = Worker::spawn(&mut cmd);
+                let (_, at) = wait_request(&server, start, &marker).await;
+                if i > 0 {
+                    process.push(at - t0);
+                }
+                eventually("the worker to go idle", || is_idle(&world.team, &who)).await;
+                // Idle means waiting on its inbox; let the notification's writes finish.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if i > 0 {
+                    rss.push(rss_kib(child.id()));
+                }
+                stop(child).await;
+            }
+        }
+    }
+    println!("## Spawn → first model request");
+    println!("in-process teammate  {}", Stats(in_process).line());
+    println!("roo-worker process   {}", Stats(process).line());
+    rss.sort();
+    println!(
+        "roo-worker idle RSS  median {:.1} MiB  min {:.1} MiB  max {:.1} MiB  (n={})",
+        rss[rss.len() / 2] as f64 / 1024.0,
+        rss[0] as f64 / 1024.0,
+        rss[rss.len() - 1] as f64 / 1024.0,
+        rss.len()
+    );
+}
+
+/// A teammate under test in the delivery section.
+enum Target {
+    InProcess(TeammateHandle),
+    Worker(Worker),
+}
+
+/// The wall clock of a monotonic instant (for the `date` the busy command prints).
+struct Clock {
+    at: Instant,
+    wall: SystemTime,
+}
+
+impl Clock {
+    fn now() -> Clock {
+        Clock {
+            at: Instant::now(),
+            wall: SystemTime::now(),
+        }
+    }
+    /// Nanoseconds since the epoch of `instant`.
+    fn wall_ns(&self, instant: Instant) -> i128 {
+        let base = self.wall.duration_since(UNIX_EPOCH).unwrap().as_nanos() as i128;
+        if instant >= self.at {
+            base + (instant - self.at).as_nanos() as i128
+        } else {
+            base - (self.at - instant).as_nanos() as i128
+        }
+    }
+}
+
+/// The `BENCH_END=<ns>` a busy command printed, from a request body.
+fn command_end(request: &RecordedRequest) -> i128 {
+    let body = request.body.to_string();
+    let at = body
+        .rfind("BENCH_END=")
+        .expect("the request carries the command's output");
+    body[at + "BENCH_END=".len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// Section 2: delivery to an idle and to a busy teammate, in-process and roo-worker.
+async fn delivery_section(n: usize) {
+    let world = World::new("delivery");
+    // Per target and iteration: a busy turn with a message and one without.
+    let mut busy = String::new();
+    for who in ["ip", "rw"] {
+        for i in 0..n {
+            for variant in ["msg", "none"] {
+                let tag = format!("{who}-{i}-{variant}");
+                busy.push_str(&format!(
+                    "    - when: {{last_user_contains: \"go-{tag}\"}}\n      text: working\n      tool_calls:\n        - {{name: Bash, input: {{command: \"{}\"}}}}\n",
+                    busy_command(&tag)
+                ));
+            }
+        }
+    }
+    let server = MockServer::with_script(script(8 * n + 8, &busy))
+        .await
+        .unwrap();
+    let url = server.base_url(Protocol::Anthropic);
+    let shared = provider(&url);
+    let lead = name("lead");
+    let mailbox = world.team.mailbox();
+
+    let mut known = 0;
+    let start = request_count(&server, &mut known);
+    let ip =
+        Target::InProcess(spawn_teammate(&world, &url, &shared, "ip", "start: answer ok").await);
+    let rw = Target::Worker(Worker::spawn(&mut worker(
+        &world,
+        &url,
+        "rw",
+        "start: answer ok",
+    )));
+    wait_request(&server, start, "start: answer ok").await;
+    let mut idle: [Vec<Duration>; 2] = Default::default();
+    let mut send: [Vec<Duration>; 2] = Default::default();
+    let mut busy_total: [Vec<Duration>; 2] = Default::default();
+    let mut busy_after_end: [Vec<Duration>; 2] = Default::default();
+    let mut busy_baseline: [Vec<Duration>; 2] = Default::default();
+    let mut missed = [0usize; 2];
+    let settle = || tokio::time::sleep(Duration::from_millis(100));
+    for i in 0..n {
+        let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+        for k in order {
+            let who = ["ip", "rw"][k];
+            eventually("idle", || is_idle(&world.team, who)).await;
+            settle().await;
+
+            // Idle: the teammate waits on its inbox.
+            let marker = format!("idle-{who}-{i}");
+            let start = request_count(&server, &mut known);
+            let t0 = Instant::now();
+            mailbox
+                .send(&lead, who, Outgoing::text(&marker, "probe"))
+                .unwrap();
+            let sent = t0.elapsed();
+            let (_, at) = wait_request(&server, start, &marker).await;
+            idle[k].push(at - t0);
+            send[k].push(sent);
+
+            // Busy: with a message sent while its command runs, and without, alternated.
+            let variants = if i % 2 == 0 {
+                ["msg", "none"]
+            } else {
+                ["none", "msg"]
+            };
+            for variant in variants {
+                eventually("idle", || is_idle(&world.team, who)).await;
+                settle().await;
+                let tag = format!("{who}-{i}-{variant}");
+                // Paired afresh each time, so a slewing wall clock cannot drift far.
+                let clock = Clock::now();
+                let start = request_count(&server, &mut known);
+                mailbox
+                    .send(&lead, who, Outgoing::text(format!("go-{tag}"), "go"))
+                    .unwrap();
+                let started = world
+                    .root
+                    .join("work")
+                    .join(who)
+                    .join(format!(".started-{tag}"));
+                eventually("the busy command to start", || started.exists()).await;
+                let (index, at, t0) = if variant == "msg" {
+                    let marker = format!("busy-{tag}");
+                    let t0 = Instant::now();
+                    mailbox
+                        .send(&lead, who, Outgoing::text(&marker, "probe"))
+                        .unwrap();
+                    let (index, at) = wait_request(&server, start, &marker).await;
+                    (index, at, Some(t0))
+                } else {
+                    let (index, at) = wait_request(&server, start + 1, "").await;
+                    (index, at, None)
+                };
+                // The request right after the go-request is the one with the command's
+                // result; a message that missed it would show up as a later index.
+                if index != start + 1 {
+                    missed[k] += 1;
+                }
+                let request = &server.requests_since(index)[0];
+                let after_end = Duration::from_nanos(
+                    u64::try_from(clock.wall_ns(at) - command_end(request)).unwrap_or(0),
+                );
+                match t0 {
+                    Some(t0) => {
+                        busy_total[k].push(at - t0);
+                        busy_after_end[k].push(after_end);
+                    }
+                    None => busy_baseline[k].push(after_end),
+                }
+            }
+        }
+    }
+    println!("## Delivery: Mailbox::send → the recipient's next model request carrying it");
+    for (k, label) in ["in-process", "roo-worker"].iter().enumerate() {
+        println!(
+            "{label:<11} idle                   {}",
+            Stats(idle[k].clone()).line()
+        );
+        println!(
+            "{label:<11}   of which the send     {}",
+            Stats(send[k].clone()).line()
+        );
+        println!(
+            "{label:<11} busy, send → request   {}",
+            Stats(busy_total[k].clone()).line()
+        );
+        println!(
+            "{label:<11} busy, command end → request, with message    {}",
+            Stats(busy_after_end[k].clone()).line()
+        );
+        println!(
+            "{label:<11} busy, command end → request, without message {}",
+            Stats(busy_baseline[k].clone()).line()
+        );
+        println!(
+            "{label:<11} busy messages that missed the request after the command: {}",
+            missed[k]
+        );
+    }
+    for target in [ip, rw] {
+        match target {
+            Target::InProcess(handle) => {
+                handle.cancel();
+                handle.wait().await;
+            }
+            Target::Worker(child) => stop(child).await,
+        }
+    }
+}
+
+/// Section 3 (in-process half): a process's RSS before and after `n` idle in-process
+/// teammates, in a child process of its own (`--rss-child N URL`).
+async fn memory_section(rounds: usize) {
+    let server = MockServer::with_script(script(40 * rounds + 8, ""))
+        .await
+        .unwrap();
+    let url = server.base_url(Protocol::Anthropic);
+    println!("## RSS added per idle in-process teammate (bare process: runtime, provider, team)");
+    for round in 0..rounds {
+        let sizes = if round % 2 == 0 { [4, 8] } else { [8, 4] };
+        for n in sizes {
+            let out = tokio::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--rss-child", &n.to_string(), &url])
+                .stdin(Stdio::null())
+                .stderr(Stdio::inherit())
+                .output()
+                .await
+                .unwrap();
+            assert!(out.status.success(), "the --rss-child run failed");
+            let text = String::from_utf8(out.stdout).unwrap();
+            let v: Vec<u64> = text
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
+            let (before, after) = (v[0], v[1]);
+            let each = (after as f64 - before as f64) / n as f64 / 1024.0;
+            println!(
+                "N={n}: before {:.1} MiB, after {:.1} MiB, added {:.2} MiB per teammate",
+                before as f64 / 1024.0,
+                after as f64 / 1024.0,
+                each
+            );
+        }
+    }
+}
+
+/// The `--rss-child N URL` process: prints its VmRSS (KiB) after one teammate came and
+/// went (so what any agent of the process builds once is in the base), then after `N`
+/// idle in-process teammates.
+async fn rss_child(args: &[String]) {
+    let n: usize = args[0].parse().unwrap();
+    let url = &args[1];
+    let world = World::new("memory");
+    let shared = provider(url);
+    let me = std::process::id();
+    let warm = spawn_teammate(&world, url, &shared, "warm", "warm up: answer ok").await;
+    eventually("the warm-up teammate to go idle", || {
+        is_idle(&world.team, "warm")
+    })
+    .await;
+    warm.cancel();
+    warm.wait().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = rss_kib(me);
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let who = format!("m{i}");
+        handles
+            .push(spawn_teammate(&world, url, &shared, &who, &format!("{who}: answer ok")).await);
+    }
+    for i in 0..n {
+        let who = format!("m{i}");
+        eventually("the teammates to go idle", || is_idle(&world.team, &who)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = rss_kib(me);
+    println!("{before} {after}");
+    for handle in handles {
+        handle.cancel();
+        handle.wait().await;
+    }
+}
+
+/// Input tokens of `requests` as the mock reports them (`ceil(body bytes / 4)`).
+fn input_tokens(requests: &[RecordedRequest]) -> u64 {
+    requests
+        .iter()
+        .map(|r| (r.body.to_string().len() as u64).div_ceil(4).max(1))
+        .sum()
+}
+
+/// A teammate's script: claim its task, read the input, write the summary, complete the
+/// task, tell the lead, end. The coordination goes through `roo-task` / `roo-mail` in
+/// its Bash (its `ROO_*` environment names the team and itself).
+fn teammate_script(id: u32, file: &str) -> Script {
+    let yaml = format!(
+        r#"agents:
+  "*":
+    - text: "Claiming task {id}."
+      tool_calls: [{{name: Bash, input: {{command: "roo-task claim {id}"}}}}]
+    - text: "Reading {file}.log."
+      tool_calls: [{{name: ReadFile, input: {{path: {file}.log}}}}]
+    - text: "Writing the summary."
+      tool_calls: [{{name: WriteFile, input: {{path: {file}.summary, content: "400 lines, no errors\n"}}}}]
+    - text: "Completing task {id}."
+      tool_calls: [{{name: Bash, input: {{command: "roo-task update {id} --status completed"}}}}]
+    - text: "Telling the lead."
+      tool_calls: [{{name: Bash, input: {{command: "roo-mail send --to lead --summary '{file}.summary written' 'Task {id} is done: {file}.summary says 400 lines, no errors.'"}}}}]
+    - text: "Done."
+    - text: "Nothing more to do."
+    - text: "Nothing more to do."
+"#
+    );
+    Script::parse(&yaml, false).unwrap()
+}
+
+/// `PATH` with the release binaries first, so `roo-task` / `roo-mail` in Bash are ours.
+fn tool_path() -> String {
+    format!(
+        "{}:{}",
+        bin("roo-task").parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Runs `roo-lead -p` in `cwd` against `url` and returns its JSON result.
+async fn lead_run(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    url: &str,
+    extra: &[&str],
+    prompt: &str,
+) -> serde_json::Value {
+    let out = tokio::process::Command::new(bin("roo-lead"))
+        .arg("-p")
+        .arg(prompt)
+        .args([
+            "--provider",
+            "anthropic",
+            "--model",
+            MODEL,
+            "--base-url",
+            url,
+        ])
+        .args(["--permission-mode", "bypassPermissions", "--trust-project"])
+        .args(["--output-format", "json"])
+        .env("PATH", tool_path())
+        .args(extra)
+        .current_dir(cwd)
+        .env("ROO_HOME", home)
+        .env("ANTHROPIC_API_KEY", "bench-key")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(WAIT, out).await.unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "roo-lead failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The 16 KB input of each task.
+fn job_log() -> String {
+    (0..400)
+        .map(|i| format!("{i:>5} INFO request served in 3 ms\n"))
+        .collect()
+}
+
+/// Input tokens and requests of one agent.
+struct Spend {
+    tokens: u64,
+    requests: usize,
+}
+
+impl Spend {
+    fn of(server: &MockServer) -> Spend {
+        let requests = server.requests();
+        Spend {
+            tokens: input_tokens(&requests),
+            requests: requests.len(),
+        }
+    }
+}
+
+/// The job done by `roo-lead -p --team job` and two `roo-worker`s (alice, bob) started
+/// beforehand as a person would. The lead creates and assigns both tasks with `roo-task`
+/// in its Bash, then answers each wake-up with "Noted."; its second answer comes after
+/// `delay_ms` (0: teammates' messages reach it one wake-up at a time; longer: they queue
+/// while its turn runs and arrive together). Returns lead, alice, bob.
+async fn team_job(delay_ms: u64) -> [Spend; 3] {
+    let lead_script = script(
+        12,
+        &format!(
+            r#"    - text: "Creating and assigning the two tasks."
+      tool_calls:
+        - {{name: Bash, input: {{command: "roo-task create --team job --as lead --subject 'summarise a.log' --description 'Read a.log and write a.summary with its line count and whether it shows errors.' && roo-task create --team job --as lead --subject 'summarise b.log' --description 'Read b.log and write b.summary with its line count and whether it shows errors.' && roo-task assign 1 alice --team job --as lead && roo-task assign 2 bob --team job --as lead"}}}}
+    - text: "Both tasks are assigned; waiting for alice and bob."
+      delay_ms: {delay_ms}
+"#
+        ),
+    );
+    let world = World::new("job");
+    let cwd = world.cwd("job");
+    std::fs::write(cwd.join("a.log"), job_log()).unwrap();
+    std::fs::write(cwd.join("b.log"), job_log()).unwrap();
+    let lead_server = MockServer::with_script(lead_script).await.unwrap();
+    let mut workers = Vec::new();
+    let mut servers = Vec::new();
+    for (who, id, file) in [("alice", 1, "a"), ("bob", 2, "b")] {
+        let server = MockServer::with_script(teammate_script(id, file))
+            .await
+            .unwrap();
+        let url = server.base_url(Protocol::Anthropic);
+        let mut cmd = Command::new(bin("roo-worker"));
+        cmd.args(["--team", "job", "--name", who])
+            .arg("--cwd")
+            .arg(&cwd)
+            .args([
+                "--provider",
+                "anthropic",
+                "--model",
+                MODEL,
+                "--base-url",
+                &url,
+            ])
+            .args(["--permission-mode", "bypassPermissions", "--trust-project"])
+            .env("ROO_HOME", world.home.root())
+            .env("ANTHROPIC_API_KEY", "bench-key")
+            .env("PATH", tool_path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        workers.push(Worker::spawn(&mut cmd));
+        servers.push(server);
+    }
+    for who in ["alice", "bob"] {
+        eventually("the teammates to join and wait", || {
+            is_idle(&world.team, who)
+        })
+        .await;
+    }
+    let result = lead_run(
+        world.home.root(),
+        &cwd,
+        &lead_server.base_url(Protocol::Anthropic),
+        &["--team", "job"],
+        "Have alice summarise a.log and bob summarise b.log.",
+    )
+    .await;
+    for child in workers {
+        stop(child).await;
+    }
+    for file in ["a.summary", "b.summary"] {
+        assert!(
+            cwd.join(file).is_file(),
+            "the team did not write {file}; the lead's result: {result}; alice's log: {}",
+            std::fs::read_to_string(world.home.root().join("teams/job/logs/alice.log"))
+                .unwrap_or_default()
+        );
+    }
+    let lead = Spend::of(&lead_server);
+    assert_eq!(
+        result["usage"]["input_tokens"].as_u64(),
+        Some(lead.tokens),
+        "the lead's own usage count differs from the requests the mock saw"
+    );
+    [lead, Spend::of(&servers[0]), Spend::of(&servers[1])]
+}
+
+/// The job done by one `roo-lead -p` alone: read both logs, write both summaries.
+async fn solo_job() -> Spend {
+    let solo_script = Script::parse(
+        r#"agents:
+  "*":
+    - text: "Reading a.log."
+      tool_calls: [{name: ReadFile, input: {path: a.log}}]
+    - text: "Reading b.log."
+      tool_calls: [{name: ReadFile, input: {path: b.log}}]
+    - text: "Writing the summaries."
+      tool_calls:
+        - {name: WriteFile, input: {path: a.summary, content: "400 lines, no errors\n"}}
+        - {name: WriteFile, input: {path: b.summary, content: "400 lines, no errors\n"}}
+    - text: "Done: both logs have 400 lines and no errors."
+"#,
+        false,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("job");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(cwd.join("a.log"), job_log()).unwrap();
+    std::fs::write(cwd.join("b.log"), job_log()).unwrap();
+    let server = MockServer::with_script(solo_script).await.unwrap();
+    let result = lead_run(
+        &dir.path().join("home"),
+        &cwd,
+        &server.base_url(Protocol::Anthropic),
+        &[],
+        "Summarise a.log and b.log into a.summary and b.summary.",
+    )
+    .await;
+    assert!(
+        cwd.join("b.summary").is_file(),
+        "the solo agent did not write b.summary"
+    );
+    let spend = Spend::of(&server);
+    assert_eq!(result["usage"]["input_tokens"].as_u64(), Some(spend.tokens));
+    spend
+}
+
+/// Section 4: input tokens of a scripted two-task job (summarise `a.log` and `b.log`,
+/// 16 KB each) done by a lead with two `roo-worker` teammates, and by one agent alone.
+/// Each agent has its own mock server, so every request is attributed to its sender.
+/// The counts are deterministic for a given batching of the lead's wake-ups.
+async fn tokens_section() {
+    let solo = solo_job().await;
+    println!("## Input tokens of a two-task job (mock estimate: ceil(request bytes / 4))");
+    println!(
+        "one agent alone                 {:>7} tokens in {:>2} requests",
+        solo.tokens, solo.requests
+    );
+    for delay_ms in [0, 500] {
+        let [lead, alice, bob] = team_job(delay_ms).await;
+        let label = format!("lead answers after {delay_ms} ms:");
+        println!(
+            "{label:<32}lead {:>7} tokens in {:>2} requests ({:.2}x one agent); alice {} in {}; bob {} in {}; team total {} ({:.2}x)",
+            lead.tokens,
+            lead.requests,
+            lead.tokens as f64 / solo.tokens as f64,
+            alice.tokens,
+            alice.requests,
+            bob.tokens,
+            bob.requests,
+            lead.tokens + alice.tokens + bob.tokens,
+            (lead.tokens + alice.tokens + bob.tokens) as f64 / solo.tokens as f64
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    if args.get(1).map(String::as_str) == Some("--rss-child") {
+        return runtime.block_on(rss_child(&args[2..]));
+    }
+    // `cargo bench` passes `--bench`; anything else is ignored.
+    let quick = std::env::var_os("ROO_BENCH_QUICK").is_some();
+    let only = std::env::var("ROO_BENCH_ONLY").ok();
+    let run = |section: &str| only.as_deref().is_none_or(|o| o == section);
+    let n = if quick { 5 } else { 25 };
+    println!("# Team runtime benchmark (n = {n} per figure)");
+    println!("load average at start: {}", load_average());
+    runtime.block_on(async {
+        if run("spawn") {
+            spawn_section(n).await;
+            println!("load average: {}", load_average());
+        }
+        if run("delivery") {
+            delivery_section(n).await;
+            println!("load average: {}", load_average());
+        }
+        if run("tokens") {
+            tokens_section().await;
+            println!("load average: {}", load_average());
+        }
+        if run("memory") {
+            memory_section(if quick { 1 } else { 3 }).await;
+            println!("load average: {}", load_average());
+        }
+    });
+}
