@@ -24,8 +24,32 @@ pub use process::{process_gone, read_pid};
 pub use repo::{bugfix_repo, demo_data, git, git_init_commit};
 pub use tmux::Tmux;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// Why the OS sandbox's confinement cannot be tested with files under `base`, if it
+/// cannot: the sandbox leaves the system temp dirs (`/tmp`, `/var/tmp`, `$TMPDIR`)
+/// writable, so a checkout that lives there (e.g. a CI clone in `/tmp`) puts every
+/// "outside the project" path of a test inside a writable directory.
+pub fn confinement_untestable(base: &Path) -> Option<String> {
+    let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+    let temp_dirs = [
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        std::env::temp_dir(),
+    ];
+    temp_dirs.iter().find_map(|dir| {
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        base.starts_with(&dir).then(|| {
+            format!(
+                "the build directory {} lies inside {}, which the command sandbox leaves \
+                 writable, so confinement cannot be observed there; build outside it",
+                base.display(),
+                dir.display()
+            )
+        })
+    })
+}
 
 /// Path of a built binary of the workspace (`roo-mail`, `roo-task`, …).
 ///

@@ -126,6 +126,10 @@ fn landlock_available(world: &World) -> bool {
 
 #[test]
 fn a_sandboxed_git_commit_in_a_teammate_worktree_succeeds_and_writes_elsewhere_fail() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
     let world = World::new();
     if !landlock_available(&world) {
         eprintln!("skipped: this kernel has no Landlock");
@@ -245,6 +249,10 @@ fn a_teammates_file_tools_cannot_write_a_sibling_worktree_or_the_lead_config() {
 fn a_hook_planted_by_a_teammate_runs_confined_when_the_runtime_merges() {
     use roo_agent::sandbox::{CommandSandbox, PolicyEnv, SandboxSettings};
     use roo_team::worktree::{Discovered, LeadRepo, MergeOutcome};
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
     let world = World::new();
     if !landlock_available(&world) {
         eprintln!("skipped: this kernel has no Landlock");
