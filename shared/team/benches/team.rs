@@ -6,7 +6,10 @@
 //!
 //! 1. spawn: `spawn_in_process(spec)` (from building the spec) → the teammate's first
 //!    model request; `roo-worker` process start (`Command::spawn` of the release binary)
-//!    → its first model request. The two kinds alternate, so load hits both alike.
+//!    → its first model request. The two kinds alternate, so load hits both alike. Then
+//!    the lead's Agent tool through a real `roo-lead -p`: the arrival of the lead's
+//!    request answered with the Agent call → the teammate's first request, in a git
+//!    repository (with its worktree) and outside one, alternating.
 //! 2. delivery: `Mailbox::send` → the recipient's next model request that carries the
 //!    message, for an idle teammate (waiting on its inbox) and a busy one (mid-run, its
 //!    Bash tool running `sleep 0.2`; the message is sent once the command has started).
@@ -16,8 +19,9 @@
 //! 3. memory: the idle RSS of each `roo-worker` above; the RSS a process gains per idle
 //!    in-process teammate (this executable re-run with `--rss-child`, so nothing else of
 //!    the benchmark lives in that process).
-//! 4. tokens: a scripted two-task job done by a lead and two `roo-worker` teammates vs
-//!    one `roo-lead -p` doing both tasks, as input tokens the mock reports.
+//! 4. tokens: a scripted two-task job done by `roo-lead -p` with its team tools and two
+//!    in-process teammates it spawns vs one `roo-lead -p` doing both tasks, as input
+//!    tokens the mock reports, per agent.
 //!
 //! `ROO_BENCH_QUICK=1` runs fewer iterations; `ROO_BENCH_ONLY=spawn|delivery|memory|tokens`
 //! runs one section.
