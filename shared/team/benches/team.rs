@@ -6,7 +6,10 @@
 //!
 //! 1. spawn: `spawn_in_process(spec)` (from building the spec) → the teammate's first
 //!    model request; `roo-worker` process start (`Command::spawn` of the release binary)
-//!    → its first model request. The two kinds alternate, so load hits both alike.
+//!    → its first model request. The two kinds alternate, so load hits both alike. Then
+//!    the lead's Agent tool through a real `roo-lead -p`: the arrival of the lead's
+//!    request answered with the Agent call → the teammate's first request, in a git
+//!    repository (with its worktree) and outside one, alternating.
 //! 2. delivery: `Mailbox::send` → the recipient's next model request that carries the
 //!    message, for an idle teammate (waiting on its inbox) and a busy one (mid-run, its
 //!    Bash tool running `sleep 0.2`; the message is sent once the command has started).
@@ -16,8 +19,9 @@
 //! 3. memory: the idle RSS of each `roo-worker` above; the RSS a process gains per idle
 //!    in-process teammate (this executable re-run with `--rss-child`, so nothing else of
 //!    the benchmark lives in that process).
-//! 4. tokens: a scripted two-task job done by a lead and two `roo-worker` teammates vs
-//!    one `roo-lead -p` doing both tasks, as input tokens the mock reports.
+//! 4. tokens: a scripted two-task job done by `roo-lead -p` with its team tools and two
+//!    in-process teammates it spawns vs one `roo-lead -p` doing both tasks, as input
+//!    tokens the mock reports, per agent.
 //!
 //! `ROO_BENCH_QUICK=1` runs fewer iterations; `ROO_BENCH_ONLY=spawn|delivery|memory|tokens`
 //! runs one section.
@@ -634,31 +638,6 @@ fn input_tokens(requests: &[RecordedRequest]) -> u64 {
         .sum()
 }
 
-/// A teammate's script: claim its task, read the input, write the summary, complete the
-/// task, tell the lead, end. The coordination goes through `roo-task` / `roo-mail` in
-/// its Bash (its `ROO_*` environment names the team and itself).
-fn teammate_script(id: u32, file: &str) -> Script {
-    let yaml = format!(
-        r#"agents:
-  "*":
-    - text: "Claiming task {id}."
-      tool_calls: [{{name: Bash, input: {{command: "roo-task claim {id}"}}}}]
-    - text: "Reading {file}.log."
-      tool_calls: [{{name: ReadFile, input: {{path: {file}.log}}}}]
-    - text: "Writing the summary."
-      tool_calls: [{{name: WriteFile, input: {{path: {file}.summary, content: "400 lines, no errors\n"}}}}]
-    - text: "Completing task {id}."
-      tool_calls: [{{name: Bash, input: {{command: "roo-task update {id} --status completed"}}}}]
-    - text: "Telling the lead."
-      tool_calls: [{{name: Bash, input: {{command: "roo-mail send --to lead --summary '{file}.summary written' 'Task {id} is done: {file}.summary says 400 lines, no errors.'"}}}}]
-    - text: "Done."
-    - text: "Nothing more to do."
-    - text: "Nothing more to do."
-"#
-    );
-    Script::parse(&yaml, false).unwrap()
-}
-
 /// `PATH` with the release binaries first, so `roo-task` / `roo-mail` in Bash are ours.
 fn tool_path() -> String {
     format!(
@@ -730,92 +709,248 @@ impl Spend {
     }
 }
 
-/// The job done by `roo-lead -p --team job` and two `roo-worker`s (alice, bob) started
-/// beforehand as a person would. The lead creates and assigns both tasks with `roo-task`
-/// in its Bash, then answers each wake-up with "Noted."; its second answer comes after
-/// `delay_ms` (0: teammates' messages reach it one wake-up at a time; longer: they queue
-/// while its turn runs and arrive together). Returns lead, alice, bob.
+/// A fresh git repository in `dir` (one commit holding `files`), made as a user would.
+fn git_repo(dir: &std::path::Path, files: &[(&str, String)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=bench@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "initial",
+        ],
+    ] {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+}
+
+/// The system prompt of an in-process teammate says this (`builder.rs`), the lead's not.
+const TEAMMATE_PROMPT: &str = "a RooCode teammate";
+
+/// Whether `request` was sent by a teammate named `who` (any teammate with `None`).
+fn sent_by_teammate(request: &RecordedRequest, who: Option<&str>) -> bool {
+    let system = request.body["system"].to_string();
+    match who {
+        Some(who) => system.contains(&format!("You are {who}, {TEAMMATE_PROMPT}")),
+        None => system.contains(TEAMMATE_PROMPT),
+    }
+}
+
+/// One `roo-lead -p` whose model calls TeamCreate, then TaskList (a cheap internal tool,
+/// for reference), then Agent{name: alice}; alice answers "ok" and goes idle, the lead
+/// answers her idle notification and exits. Returns, from the arrival of the lead's
+/// request answered with the Agent call: alice's first request, the lead's next request
+/// (the Agent tool returned), and the same span for the TaskList call.
+async fn agent_spawn_once(git: bool) -> [Duration; 3] {
+    let mut yaml = String::from("agents:\n  \"*\":\n");
+    for _ in 0..4 {
+        yaml.push_str(&format!(
+            "    - when: {{system_contains: \"{TEAMMATE_PROMPT}\"}}\n      text: ok\n"
+        ));
+    }
+    yaml.push_str(
+        r#"    - tool_calls: [{name: TeamCreate, input: {team_name: bench}}]
+    - tool_calls: [{name: TaskList, input: {}}]
+    - tool_calls: [{name: Agent, input: {name: alice, prompt: "bench-spawn: answer ok"}}]
+    - text: Spawned.
+"#,
+    );
+    for _ in 0..8 {
+        yaml.push_str("    - text: Noted.\n");
+    }
+    let server = MockServer::with_script(Script::parse(&yaml, false).unwrap())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("project");
+    if git {
+        git_repo(&cwd, &[("README.md", "# bench\n".into())]);
+    } else {
+        std::fs::create_dir_all(&cwd).unwrap();
+    }
+    lead_run(
+        &dir.path().join("home"),
+        &cwd,
+        &server.base_url(Protocol::Anthropic),
+        &["--teammate-mode", "in-process"],
+        "Start the bench team.",
+    )
+    .await;
+    let requests = server.requests();
+    let lead: Vec<&RecordedRequest> = requests
+        .iter()
+        .filter(|r| !sent_by_teammate(r, None))
+        .collect();
+    let alice = requests
+        .iter()
+        .find(|r| sent_by_teammate(r, Some("alice")))
+        .expect("alice made no model request");
+    assert!(
+        lead.len() >= 4 && alice.body.to_string().contains("bench-spawn"),
+        "unexpected requests: {} from the lead",
+        lead.len()
+    );
+    if git {
+        assert!(
+            cwd.join(".roocode/worktrees/bench+alice/README.md")
+                .is_file(),
+            "alice got no worktree"
+        );
+    }
+    let agent_call = lead[2].received_at;
+    [
+        alice.received_at - agent_call,
+        lead[3].received_at - agent_call,
+        lead[2].received_at - lead[1].received_at,
+    ]
+}
+
+/// Section 1b: the lead's Agent tool call → the in-process teammate's first model
+/// request, through a real `roo-lead -p`, in a git repository (the tool runs `git
+/// worktree add`) and outside one (teammates share the directory); alternating.
+async fn agent_section(n: usize) {
+    let mut figures: [[Vec<Duration>; 3]; 2] = Default::default();
+    for i in 0..=n {
+        for git in [i % 2 == 0, i % 2 != 0] {
+            let spans = agent_spawn_once(git).await;
+            if i > 0 {
+                for (k, span) in spans.into_iter().enumerate() {
+                    figures[usize::from(git)][k].push(span);
+                }
+            }
+        }
+    }
+    println!("## roo-lead -p: Agent call (arrival of the lead's request answered with it) → …");
+    for (git, label) in [(1, "git repository (worktree)"), (0, "no repository")] {
+        let [alice, returned, cheap] = std::mem::take(&mut figures[git]);
+        println!("{label}");
+        println!("  teammate's first request  {}", Stats(alice).line());
+        println!("  lead's next request       {}", Stats(returned).line());
+        println!(
+            "  (TaskList call → lead's next request {})",
+            Stats(cheap).line()
+        );
+    }
+}
+
+/// The job done by `roo-lead -p` with its team tools: TeamCreate and two TaskCreates in
+/// one turn, Agent alice and Agent bob (in-process, each in its worktree) in the next;
+/// then it answers each wake-up with "Noted.", its first answer after `delay_ms` (0:
+/// teammates' messages reach it one wake-up at a time; longer: they queue while its
+/// turn runs and arrive together). Each teammate claims its task with TaskUpdate, reads
+/// its log, writes the summary, completes the task and tells the lead with SendMessage.
+/// All agents share the lead's provider, so one mock server answers them all; requests
+/// are attributed by system prompt. Returns lead, alice, bob.
 async fn team_job(delay_ms: u64) -> [Spend; 3] {
-    let lead_script = script(
-        12,
-        &format!(
-            r#"    - text: "Creating and assigning the two tasks."
+    let mut yaml = String::from("agents:\n  \"*\":\n");
+    for (who, id, file) in [("alice", 1, "a"), ("bob", 2, "b")] {
+        let when =
+            format!("    - when: {{system_contains: \"You are {who}, {TEAMMATE_PROMPT}\"}}\n");
+        for turn in [
+            format!(
+                "      text: \"Claiming task {id}.\"\n      tool_calls: [{{name: TaskUpdate, input: {{id: \"{id}\", owner: {who}}}}}]\n"
+            ),
+            format!(
+                "      text: \"Reading {file}.log.\"\n      tool_calls: [{{name: ReadFile, input: {{path: {file}.log}}}}]\n"
+            ),
+            format!(
+                "      text: \"Writing the summary.\"\n      tool_calls: [{{name: WriteFile, input: {{path: {file}.summary, content: \"400 lines, no errors\\n\"}}}}]\n"
+            ),
+            format!(
+                "      text: \"Completing task {id}.\"\n      tool_calls: [{{name: TaskUpdate, input: {{id: \"{id}\", status: completed}}}}]\n"
+            ),
+            format!(
+                "      text: \"Telling the lead.\"\n      tool_calls: [{{name: SendMessage, input: {{to: lead, summary: \"{file}.summary written\", message: \"Task {id} is done: {file}.summary says 400 lines, no errors.\"}}}}]\n"
+            ),
+            "      text: Done.\n".to_owned(),
+            "      text: Nothing more to do.\n".to_owned(),
+            "      text: Nothing more to do.\n".to_owned(),
+        ] {
+            yaml.push_str(&when);
+            yaml.push_str(&turn);
+        }
+    }
+    yaml.push_str(&format!(
+        r#"    - text: "Creating the team and the two tasks."
       tool_calls:
-        - {{name: Bash, input: {{command: "roo-task create --team job --as lead --subject 'summarise a.log' --description 'Read a.log and write a.summary with its line count and whether it shows errors.' && roo-task create --team job --as lead --subject 'summarise b.log' --description 'Read b.log and write b.summary with its line count and whether it shows errors.' && roo-task assign 1 alice --team job --as lead && roo-task assign 2 bob --team job --as lead"}}}}
-    - text: "Both tasks are assigned; waiting for alice and bob."
+        - {{name: TeamCreate, input: {{team_name: job, description: "two summaries"}}}}
+        - {{name: TaskCreate, input: {{subject: "summarise a.log", description: "Read a.log and write a.summary with its line count and whether it shows errors."}}}}
+        - {{name: TaskCreate, input: {{subject: "summarise b.log", description: "Read b.log and write b.summary with its line count and whether it shows errors."}}}}
+    - text: "Spawning alice and bob."
+      tool_calls:
+        - {{name: Agent, input: {{name: alice, description: "summarises a.log", prompt: "Claim task 1 and do it: read a.log, write a.summary, complete the task, then tell the lead."}}}}
+        - {{name: Agent, input: {{name: bob, description: "summarises b.log", prompt: "Claim task 2 and do it: read b.log, write b.summary, complete the task, then tell the lead."}}}}
+    - text: "Both are working; waiting for them."
       delay_ms: {delay_ms}
 "#
-        ),
-    );
-    let world = World::new("job");
-    let cwd = world.cwd("job");
-    std::fs::write(cwd.join("a.log"), job_log()).unwrap();
-    std::fs::write(cwd.join("b.log"), job_log()).unwrap();
-    let lead_server = MockServer::with_script(lead_script).await.unwrap();
-    let mut workers = Vec::new();
-    let mut servers = Vec::new();
-    for (who, id, file) in [("alice", 1, "a"), ("bob", 2, "b")] {
-        let server = MockServer::with_script(teammate_script(id, file))
-            .await
-            .unwrap();
-        let url = server.base_url(Protocol::Anthropic);
-        let mut cmd = Command::new(bin("roo-worker"));
-        cmd.args(["--team", "job", "--name", who])
-            .arg("--cwd")
-            .arg(&cwd)
-            .args([
-                "--provider",
-                "anthropic",
-                "--model",
-                MODEL,
-                "--base-url",
-                &url,
-            ])
-            .args(["--permission-mode", "bypassPermissions", "--trust-project"])
-            .env("ROO_HOME", world.home.root())
-            .env("ANTHROPIC_API_KEY", "bench-key")
-            .env("PATH", tool_path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        workers.push(Worker::spawn(&mut cmd));
-        servers.push(server);
+    ));
+    for _ in 0..12 {
+        yaml.push_str("    - text: Noted.\n");
     }
-    for who in ["alice", "bob"] {
-        eventually("the teammates to join and wait", || {
-            is_idle(&world.team, who)
-        })
-        .await;
-    }
+    let server = MockServer::with_script(Script::parse(&yaml, false).unwrap())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("project");
+    git_repo(&cwd, &[("a.log", job_log()), ("b.log", job_log())]);
     let result = lead_run(
-        world.home.root(),
+        &dir.path().join("home"),
         &cwd,
-        &lead_server.base_url(Protocol::Anthropic),
-        &["--team", "job"],
+        &server.base_url(Protocol::Anthropic),
+        &["--teammate-mode", "in-process"],
         "Have alice summarise a.log and bob summarise b.log.",
     )
     .await;
-    for child in workers {
-        stop(child).await;
-    }
-    for file in ["a.summary", "b.summary"] {
+    for (who, file) in [("alice", "a"), ("bob", "b")] {
+        let summary = cwd.join(format!(".roocode/worktrees/job+{who}/{file}.summary"));
         assert!(
-            cwd.join(file).is_file(),
-            "the team did not write {file}; the lead's result: {result}; alice's log: {}",
-            std::fs::read_to_string(world.home.root().join("teams/job/logs/alice.log"))
-                .unwrap_or_default()
+            summary.is_file(),
+            "the team did not write {}; the lead's result: {result}",
+            summary.display()
         );
     }
-    let lead = Spend::of(&lead_server);
+    let requests = server.requests();
+    let spend = |pick: &dyn Fn(&RecordedRequest) -> bool| {
+        let mine: Vec<RecordedRequest> = requests.iter().filter(|r| pick(r)).cloned().collect();
+        Spend {
+            tokens: input_tokens(&mine),
+            requests: mine.len(),
+        }
+    };
+    let lead = spend(&|r| !sent_by_teammate(r, None));
+    let alice = spend(&|r| sent_by_teammate(r, Some("alice")));
+    let bob = spend(&|r| sent_by_teammate(r, Some("bob")));
+    assert_eq!(
+        lead.requests + alice.requests + bob.requests,
+        requests.len(),
+        "a request nobody sent"
+    );
     assert_eq!(
         result["usage"]["input_tokens"].as_u64(),
         Some(lead.tokens),
-        "the lead's own usage count differs from the requests the mock saw"
+        "the lead's own usage count differs from the requests the mock saw from it"
     );
-    [lead, Spend::of(&servers[0]), Spend::of(&servers[1])]
+    [lead, alice, bob]
 }
 
-/// The job done by one `roo-lead -p` alone: read both logs, write both summaries.
+/// The job done by one `roo-lead -p` alone, in the same repository: read both logs,
+/// write both summaries.
 async fn solo_job() -> Spend {
     let solo_script = Script::parse(
         r#"agents:
@@ -834,10 +969,8 @@ async fn solo_job() -> Spend {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path().join("job");
-    std::fs::create_dir_all(&cwd).unwrap();
-    std::fs::write(cwd.join("a.log"), job_log()).unwrap();
-    std::fs::write(cwd.join("b.log"), job_log()).unwrap();
+    let cwd = dir.path().join("project");
+    git_repo(&cwd, &[("a.log", job_log()), ("b.log", job_log())]);
     let server = MockServer::with_script(solo_script).await.unwrap();
     let result = lead_run(
         &dir.path().join("home"),
@@ -857,9 +990,8 @@ async fn solo_job() -> Spend {
 }
 
 /// Section 4: input tokens of a scripted two-task job (summarise `a.log` and `b.log`,
-/// 16 KB each) done by a lead with two `roo-worker` teammates, and by one agent alone.
-/// Each agent has its own mock server, so every request is attributed to its sender.
-/// The counts are deterministic for a given batching of the lead's wake-ups.
+/// 16 KB each, in a git repository) done by a `roo-lead -p` with two in-process
+/// teammates spawned by its Agent tool, and by one agent alone.
 async fn tokens_section() {
     let solo = solo_job().await;
     println!("## Input tokens of a two-task job (mock estimate: ceil(request bytes / 4))");
@@ -868,20 +1000,23 @@ async fn tokens_section() {
         solo.tokens, solo.requests
     );
     for delay_ms in [0, 500] {
-        let [lead, alice, bob] = team_job(delay_ms).await;
-        let label = format!("lead answers after {delay_ms} ms:");
-        println!(
-            "{label:<32}lead {:>7} tokens in {:>2} requests ({:.2}x one agent); alice {} in {}; bob {} in {}; team total {} ({:.2}x)",
-            lead.tokens,
-            lead.requests,
-            lead.tokens as f64 / solo.tokens as f64,
-            alice.tokens,
-            alice.requests,
-            bob.tokens,
-            bob.requests,
-            lead.tokens + alice.tokens + bob.tokens,
-            (lead.tokens + alice.tokens + bob.tokens) as f64 / solo.tokens as f64
-        );
+        for _ in 0..2 {
+            let [lead, alice, bob] = team_job(delay_ms).await;
+            let label = format!("lead answers after {delay_ms} ms:");
+            println!(
+                "{label:<32}lead {:>7} tokens in {:>2} requests ({:.2}x one agent); alice {} in {}; bob {} in {}; team total {} in {} ({:.2}x)",
+                lead.tokens,
+                lead.requests,
+                lead.tokens as f64 / solo.tokens as f64,
+                alice.tokens,
+                alice.requests,
+                bob.tokens,
+                bob.requests,
+                lead.tokens + alice.tokens + bob.tokens,
+                lead.requests + alice.requests + bob.requests,
+                (lead.tokens + alice.tokens + bob.tokens) as f64 / solo.tokens as f64
+            );
+        }
     }
 }
 
@@ -901,6 +1036,8 @@ fn main() {
     runtime.block_on(async {
         if run("spawn") {
             spawn_section(n).await;
+            println!("load average: {}", load_average());
+            agent_section(n).await;
             println!("load average: {}", load_average());
         }
         if run("delivery") {
