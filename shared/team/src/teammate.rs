@@ -34,7 +34,7 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::plan_mode::PlanApprover;
 use roo_agent::tool::Tool;
 use roo_store::{
-    Joined, Mailbox, Member, MemberState, MessageBody, Name, Outgoing, Task, TaskFilter, TaskId,
+    Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Task, TaskFilter, TaskId,
     TaskStatus, Team,
 };
 use tokio::task::JoinHandle;
@@ -236,11 +236,13 @@ pub(crate) async fn run_joined(
     settings
         .hooks
         .push(Arc::new(InboxDelivery::new(router.clone())));
-    settings.hooks.push(Arc::new(ShutdownOnRequest::new(
+    let shutdown = Arc::new(ShutdownOnRequest::new(
         router.clone(),
         mailbox.clone(),
         lead.clone(),
-    )));
+    ));
+    settings.tools.extra.push(shutdown.response_tool());
+    settings.hooks.push(shutdown.clone());
     settings.hooks.push(gate.clone());
 
     let member = OwnEntry {
@@ -288,7 +290,7 @@ pub(crate) async fn run_joined(
         if let Err(e) = router.poll().await {
             tracing::warn!(member = %me, error = %e, "failed to read the inbox");
         }
-        router.has_input()
+        router.has_input_where(wakes_teammate)
     };
     loop {
         if let Some(text) = input.take() {
@@ -302,8 +304,9 @@ pub(crate) async fn run_joined(
                 member.set_active(false).await;
                 return Ok(TeammateExit::Cancelled);
             }
-            if let Outcome::Stopped { .. } = outcome {
-                // ShutdownOnRequest stopped it: the lead asked (and was answered).
+            // Stopped: the model approved the lead's shutdown request (or another hook
+            // stopped the run). A request the model left unanswered is approved now.
+            if matches!(outcome, Outcome::Stopped { .. }) || shutdown.after_run().await {
                 member.set_active(false).await;
                 return Ok(TeammateExit::ShutDown);
             }
@@ -356,9 +359,21 @@ enum Wake {
     Cancelled,
 }
 
-/// Waits while idle until a conversation message arrives, the lead asks for a shutdown
-/// (answered here), or `cancel`. Requests not from the lead, and requests a teammate
-/// does not answer (permission and plan requests), are acknowledged and ignored.
+/// Whether a message wakes an idle teammate. `status_update` (progress news) and
+/// `idle_notification` are FYI: they wait for the next run a real message (text, a task
+/// assignment, a request) starts, and are delivered with it; a busy teammate gets them
+/// between tool calls like any message.
+pub fn wakes_teammate(message: &Message) -> bool {
+    !matches!(
+        message.body,
+        MessageBody::StatusUpdate | MessageBody::IdleNotification { .. }
+    )
+}
+
+/// Waits while idle until a message that [wakes](wakes_teammate) it arrives, the lead
+/// asks for a shutdown (approved here: idle, it has nothing to finish), or `cancel`.
+/// Requests not from the lead, and requests a teammate does not answer (permission and
+/// plan requests), are acknowledged and ignored.
 async fn wait_for_input(
     router: &InboxRouter,
     mailbox: &Mailbox,
@@ -379,7 +394,7 @@ async fn wait_for_input(
                 };
                 return Err(TeammateError::Router { name: me.clone(), source });
             }
-            _ = router.input() => {}
+            _ = router.input_where(wakes_teammate) => {}
         }
         let requests = router.take_requests();
         let mut shut_down = false;
@@ -401,7 +416,7 @@ async fn wait_for_input(
         if shut_down {
             return Ok(Wake::ShutDown);
         }
-        if router.has_input() {
+        if router.has_input_where(wakes_teammate) {
             return Ok(Wake::Conversation);
         }
     }
