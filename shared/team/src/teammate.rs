@@ -34,8 +34,8 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::plan_mode::PlanApprover;
 use roo_agent::tool::Tool;
 use roo_store::{
-    Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Task, TaskFilter, TaskId,
-    TaskStatus, Team,
+    Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Task, TaskFilter,
+    TaskId, TaskStatus, Team,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

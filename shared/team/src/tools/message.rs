@@ -144,7 +144,7 @@ impl SendMessage {
             "shutdown_request" => MessageBody::ShutdownRequest { request_id: None },
             "shutdown_response" | "plan_approval_response" | "permission_response" => {
                 return Err(TeamToolError::Refused(format!(
-                    "send a {kind}: requests are answered by the runtime (the user decides \
+                    "send a {kind}: the runtime answers requests (the user decides \
                      permissions and plans at the lead's terminal; a teammate answers its \
                      lead's shutdown request with the ShutdownResponse tool); send a text \
                      message to explain instead"
