@@ -1,7 +1,8 @@
 //! A busy teammate's model answers the lead's shutdown request (approve: it exits;
 //! reject: the lead gets the reason and the teammate keeps working; no answer: approved
 //! when the run ends), the ShutdownResponse tool cannot answer a request nobody made,
-//! TeamDelete reports a real rejection, and a status_update does not wake an idle
+//! TeamDelete reports a real rejection, a rejection of a request sent as a message
+//! reaches the lead's conversation, and a status_update does not wake an idle
 //! teammate. In-process teammates with the scripted provider, the test playing the lead
 //! with `roo-mail` (or the lead's tools) against a temp `ROO_HOME`.
 
@@ -9,11 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
+use roo_agent::agent_loop::{TurnAction, TurnHook};
 use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 use roo_store::{Message, MessageBody, ReadFilter, Team};
 use roo_team::{
-    InboxRouter, LeadTools, TeamBinding, TeamEvent, TeamSlot, TeamTools, TeammateEnd, TeammateExit,
-    lead_tools,
+    InboxDelivery, InboxRouter, LeadTools, TeamBinding, TeamEvent, TeamSlot, TeamTools,
+    TeammateEnd, TeammateExit, lead_tools,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -467,4 +469,40 @@ async fn an_idle_teammate_is_not_woken_by_a_status_update_and_reads_it_with_the_
     assert_eq!(delivered.len(), 2, "{delivered:?}");
     assert!(delivered.iter().all(|m| m.delivered_at.is_some()));
     assert!(handle.ended().is_none());
+}
+
+const REJECTS_A_MESSAGE: &str = r#"
+agents:
+  alice:
+    - when: {last_user_contains: "Shutdown request"}
+      text: "Not yet."
+      tool_calls:
+        - {name: ShutdownResponse, input: {approve: false, reason: "the migration is half applied"}}
+    - text: "Migrating."
+      tool_calls:
+        - {name: Step, input: {api: one, mail: [--as, lead, --to, alice, --type, shutdown_request, "time to stop"]}}
+    - text: "Migration applied."
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejection_of_the_leads_message_request_reaches_the_leads_conversation() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let (handle, _log, mut events) =
+        spawn_alice(&home, cwd.path(), REJECTS_A_MESSAGE, "migrate", |_| {}).await;
+    idle_events(&mut events, 1).await;
+    assert!(handle.ended().is_none());
+    // A request sent like SendMessage's (no request id): the answer is no waiter's, so
+    // the lead's delivery hook puts it before the lead's model, reason included.
+    let delivery = InboxDelivery::new(InboxRouter::new(home.team.mailbox(), name("lead")));
+    let TurnAction::Inject(texts) = delivery.before_turn().await else {
+        panic!("nothing for the lead's next turn");
+    };
+    let text = texts.join("\n");
+    assert!(
+        text.contains("from=\"alice\" type=\"shutdown_response\"")
+            && text.contains("approve=\"false\"")
+            && text.contains("the migration is half applied"),
+        "{text}"
+    );
 }
