@@ -3,9 +3,9 @@
 //! [`run`] joins the team (a pid for every member: the process's own, which for an
 //! in-process teammate is the lead's), builds the agent with the one builder
 //! (`Identity::teammate`, its transcript `teams/<team>/transcripts/<name>.jsonl`, the
-//! hooks [`InboxDelivery`] and [`ShutdownOnRequest`] and the plan gate sharing the
-//! binding's one [`InboxRouter`], whose `run` task runs beside the agent, and a
-//! [`TeammateApprover`] that asks the lead), then:
+//! hooks [`InboxDelivery`] and [`ShutdownOnRequest`] (with its `ShutdownResponse` tool)
+//! and the plan gate sharing the binding's one [`InboxRouter`], whose `run` task runs
+//! beside the agent, and a [`TeammateApprover`] that asks the lead), then:
 //!
 //! 1. runs the prompt (if any) as a run; messages arriving meanwhile are injected at the
 //!    top of every turn;
@@ -13,14 +13,18 @@
 //!    compact `idle_notification` to the lead, unless the [fingerprint](idle_fingerprint)
 //!    is the one of its last notification;
 //! 3. waits on the router (file notification with a polling fallback) — a
-//!    `shutdown_request` from the lead is answered and ends the loop, one from anybody
-//!    else is acknowledged and ignored; a conversation message wakes it;
+//!    `shutdown_request` from the lead is approved at once and ends the loop (idle, it
+//!    has nothing to finish), one from anybody else is acknowledged and ignored; a
+//!    conversation message wakes it, except FYI ones ([`wakes_teammate`]: `status_update`,
+//!    `idle_notification`), which wait for the next real message;
 //! 4. marks itself busy and resumes with its full history as a new run, in which the
 //!    delivery hook injects the waiting messages; back to 2.
 //!
-//! A run that a shutdown request stopped (`Outcome::Stopped`) ends the loop too. Each
-//! model request's usage (and cost, at the agent's price) is added to the task the
-//! teammate owns ([`usage`]).
+//! While a run is going, the lead's `shutdown_request` is put before the model, which
+//! answers it with the `ShutdownResponse` tool ([`ShutdownOnRequest`]): approved, the run
+//! stops (`Outcome::Stopped`) and the loop ends; rejected, it keeps working; unanswered
+//! when the run ends, it is approved then and the loop ends. Each model request's usage
+//! (and cost, at the agent's price) is added to the task the teammate owns ([`usage`]).
 
 pub mod approver;
 pub mod in_process;
@@ -135,8 +139,10 @@ impl std::fmt::Debug for TeammateSpec {
 /// How a teammate loop ended (normally).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TeammateExit {
-    /// The lead asked it to shut down; it approved (`shutdown_response`) and stopped.
-    /// (A turn hook given in `settings.hooks` that stops a run ends the loop the same way.)
+    /// The lead asked it to shut down and the request was approved (`shutdown_response`):
+    /// by its model during a run, or by the loop when it was idle or its run ended
+    /// without an answer. (A turn hook given in `settings.hooks` that stops a run ends
+    /// the loop the same way.)
     ShutDown,
     /// Its owner cancelled it (a signal to `roo-worker`, the lead exiting).
     Cancelled,
