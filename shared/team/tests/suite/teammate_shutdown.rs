@@ -428,9 +428,21 @@ async fn an_idle_teammate_is_not_woken_by_a_status_update_and_reads_it_with_the_
         "bob finished module 1",
     ]);
     message_seen(&mut events, "status_update").await;
+    // Nor does another member's idle notification, should one reach her.
+    home.mail(&[
+        "send",
+        "--as",
+        "bob",
+        "--to",
+        "alice",
+        "--type",
+        "idle_notification",
+        "bob is idle",
+    ]);
+    message_seen(&mut events, "idle_notification").await;
     let until = Instant::now() + Duration::from_millis(300);
     while Instant::now() < until {
-        assert_eq!(provider.count(), 1, "a status_update woke alice");
+        assert_eq!(provider.count(), 1, "an FYI message woke alice");
         assert!(!alice_is_active(&home.team));
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -459,6 +471,7 @@ async fn an_idle_teammate_is_not_woken_by_a_status_update_and_reads_it_with_the_
     assert!(
         request.contains("type=\"status_update\"")
             && request.contains("bob finished module 1")
+            && request.contains("bob is idle")
             && request.contains("please review module 2"),
         "{request}"
     );
@@ -466,7 +479,7 @@ async fn an_idle_teammate_is_not_woken_by_a_status_update_and_reads_it_with_the_
     idle_events(&mut events, 1).await;
     assert_eq!(provider.count(), 2);
     let delivered = inbox(&home.team, "alice");
-    assert_eq!(delivered.len(), 2, "{delivered:?}");
+    assert_eq!(delivered.len(), 3, "{delivered:?}");
     assert!(delivered.iter().all(|m| m.delivered_at.is_some()));
     assert!(handle.ended().is_none());
 }
