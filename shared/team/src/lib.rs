@@ -5,8 +5,8 @@
 //! `roo-worker` and in-process teammates ([`builder`]), project trust ([`trust`]), the
 //! owner of a member's inbox ([`router`]), a teammate's approver that asks the lead
 //! ([`approver`]), the turn hooks that deliver its messages
-//! into the conversation ([`delivery`]) and end a run on a shutdown request
-//! ([`shutdown`]), the teammate loop of `roo-worker` and in-process teammates
+//! into the conversation ([`delivery`]) and put a shutdown request before a busy
+//! member's model, ending the run if it approves ([`shutdown`]), the teammate loop of `roo-worker` and in-process teammates
 //! ([`teammate`]), the events a UI shows about teammates ([`event`]), the coordination
 //! tools a model calls ([`tools`]), and teammates' git worktrees ([`worktree`]). The
 //! store stays free of LLM
@@ -41,7 +41,7 @@ pub use lead::{
     join_as_lead, spawn_request_answerer, wait_for_team,
 };
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
-pub use shutdown::ShutdownOnRequest;
+pub use shutdown::{ShutdownOnRequest, ShutdownResponse};
 pub use spawner::tools::{AgentTool, TaskStop};
 pub use spawner::{SpawnError, SpawnRequest, Spawned, Spawner, TeammateBase};
 pub use teammate::{

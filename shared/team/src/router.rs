@@ -391,8 +391,14 @@ impl InboxRouter {
 
     /// Whether a queue holds something.
     pub fn has_input(&self) -> bool {
+        self.has_input_where(|_| true)
+    }
+
+    /// Whether a request is queued or a message `wakes` picks waits for the
+    /// conversation (what wakes an idle teammate; FYI messages alone do not).
+    pub fn has_input_where(&self, wakes: impl Fn(&Message) -> bool) -> bool {
         let state = self.inner.state();
-        !state.conversation.is_empty() || !state.requests.is_empty()
+        !state.requests.is_empty() || state.conversation.iter().any(wakes)
     }
 
     /// Whether messages wait for the conversation (requests aside).
@@ -442,13 +448,18 @@ impl InboxRouter {
 
     /// Resolves when a queue holds something, or the router stopped.
     pub async fn input(&self) {
+        self.input_where(|_| true).await
+    }
+
+    /// Resolves when a request is queued or a message `wakes` picks waits for the
+    /// conversation, or the router stopped. Other messages stay queued for the next
+    /// turn without resolving it: an idle teammate waits here so that FYI messages
+    /// (`status_update`) do not wake it.
+    pub async fn input_where(&self, wakes: impl Fn(&Message) -> bool) {
         let mut changed = self.inner.changed.subscribe();
         loop {
-            {
-                let state = self.inner.state();
-                if state.stopped || !state.conversation.is_empty() || !state.requests.is_empty() {
-                    return;
-                }
+            if self.inner.state().stopped || self.has_input_where(&wakes) {
+                return;
             }
             if changed.changed().await.is_err() {
                 return;

@@ -3,9 +3,9 @@
 //! [`run`] joins the team (a pid for every member: the process's own, which for an
 //! in-process teammate is the lead's), builds the agent with the one builder
 //! (`Identity::teammate`, its transcript `teams/<team>/transcripts/<name>.jsonl`, the
-//! hooks [`InboxDelivery`] and [`ShutdownOnRequest`] and the plan gate sharing the
-//! binding's one [`InboxRouter`], whose `run` task runs beside the agent, and a
-//! [`TeammateApprover`] that asks the lead), then:
+//! hooks [`InboxDelivery`] and [`ShutdownOnRequest`] (with its `ShutdownResponse` tool)
+//! and the plan gate sharing the binding's one [`InboxRouter`], whose `run` task runs
+//! beside the agent, and a [`TeammateApprover`] that asks the lead), then:
 //!
 //! 1. runs the prompt (if any) as a run; messages arriving meanwhile are injected at the
 //!    top of every turn;
@@ -13,14 +13,18 @@
 //!    compact `idle_notification` to the lead, unless the [fingerprint](idle_fingerprint)
 //!    is the one of its last notification;
 //! 3. waits on the router (file notification with a polling fallback) — a
-//!    `shutdown_request` from the lead is answered and ends the loop, one from anybody
-//!    else is acknowledged and ignored; a conversation message wakes it;
+//!    `shutdown_request` from the lead is approved at once and ends the loop (idle, it
+//!    has nothing to finish), one from anybody else is acknowledged and ignored; a
+//!    conversation message wakes it, except FYI ones ([`wakes_teammate`]: `status_update`,
+//!    `idle_notification`), which wait for the next real message;
 //! 4. marks itself busy and resumes with its full history as a new run, in which the
 //!    delivery hook injects the waiting messages; back to 2.
 //!
-//! A run that a shutdown request stopped (`Outcome::Stopped`) ends the loop too. Each
-//! model request's usage (and cost, at the agent's price) is added to the task the
-//! teammate owns ([`usage`]).
+//! While a run is going, the lead's `shutdown_request` is put before the model, which
+//! answers it with the `ShutdownResponse` tool ([`ShutdownOnRequest`]): approved, the run
+//! stops (`Outcome::Stopped`) and the loop ends; rejected, it keeps working; unanswered
+//! when the run ends, it is approved then and the loop ends. Each model request's usage
+//! (and cost, at the agent's price) is added to the task the teammate owns ([`usage`]).
 
 pub mod approver;
 pub mod in_process;
@@ -34,8 +38,8 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::plan_mode::PlanApprover;
 use roo_agent::tool::Tool;
 use roo_store::{
-    Joined, Mailbox, Member, MemberState, MessageBody, Name, Outgoing, Task, TaskFilter, TaskId,
-    TaskStatus, Team,
+    Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Task, TaskFilter,
+    TaskId, TaskStatus, Team,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -135,8 +139,10 @@ impl std::fmt::Debug for TeammateSpec {
 /// How a teammate loop ended (normally).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TeammateExit {
-    /// The lead asked it to shut down; it approved (`shutdown_response`) and stopped.
-    /// (A turn hook given in `settings.hooks` that stops a run ends the loop the same way.)
+    /// The lead asked it to shut down and the request was approved (`shutdown_response`):
+    /// by its model during a run, or by the loop when it was idle or its run ended
+    /// without an answer. (A turn hook given in `settings.hooks` that stops a run ends
+    /// the loop the same way.)
     ShutDown,
     /// Its owner cancelled it (a signal to `roo-worker`, the lead exiting).
     Cancelled,
@@ -236,11 +242,13 @@ pub(crate) async fn run_joined(
     settings
         .hooks
         .push(Arc::new(InboxDelivery::new(router.clone())));
-    settings.hooks.push(Arc::new(ShutdownOnRequest::new(
+    let shutdown = Arc::new(ShutdownOnRequest::new(
         router.clone(),
         mailbox.clone(),
         lead.clone(),
-    )));
+    ));
+    settings.tools.extra.push(shutdown.response_tool());
+    settings.hooks.push(shutdown.clone());
     settings.hooks.push(gate.clone());
 
     let member = OwnEntry {
@@ -288,7 +296,7 @@ pub(crate) async fn run_joined(
         if let Err(e) = router.poll().await {
             tracing::warn!(member = %me, error = %e, "failed to read the inbox");
         }
-        router.has_input()
+        router.has_input_where(wakes_teammate)
     };
     loop {
         if let Some(text) = input.take() {
@@ -302,8 +310,9 @@ pub(crate) async fn run_joined(
                 member.set_active(false).await;
                 return Ok(TeammateExit::Cancelled);
             }
-            if let Outcome::Stopped { .. } = outcome {
-                // ShutdownOnRequest stopped it: the lead asked (and was answered).
+            // Stopped: the model approved the lead's shutdown request (or another hook
+            // stopped the run). A request the model left unanswered is approved now.
+            if matches!(outcome, Outcome::Stopped { .. }) || shutdown.after_run().await {
                 member.set_active(false).await;
                 return Ok(TeammateExit::ShutDown);
             }
@@ -356,9 +365,21 @@ enum Wake {
     Cancelled,
 }
 
-/// Waits while idle until a conversation message arrives, the lead asks for a shutdown
-/// (answered here), or `cancel`. Requests not from the lead, and requests a teammate
-/// does not answer (permission and plan requests), are acknowledged and ignored.
+/// Whether a message wakes an idle teammate. `status_update` (progress news) and
+/// `idle_notification` are FYI: they wait for the next run a real message (text, a task
+/// assignment, a request) starts, and are delivered with it; a busy teammate gets them
+/// between tool calls like any message.
+pub fn wakes_teammate(message: &Message) -> bool {
+    !matches!(
+        message.body,
+        MessageBody::StatusUpdate | MessageBody::IdleNotification { .. }
+    )
+}
+
+/// Waits while idle until a message that [wakes](wakes_teammate) it arrives, the lead
+/// asks for a shutdown (approved here: idle, it has nothing to finish), or `cancel`.
+/// Requests not from the lead, and requests a teammate does not answer (permission and
+/// plan requests), are acknowledged and ignored.
 async fn wait_for_input(
     router: &InboxRouter,
     mailbox: &Mailbox,
@@ -379,7 +400,7 @@ async fn wait_for_input(
                 };
                 return Err(TeammateError::Router { name: me.clone(), source });
             }
-            _ = router.input() => {}
+            _ = router.input_where(wakes_teammate) => {}
         }
         let requests = router.take_requests();
         let mut shut_down = false;
@@ -401,7 +422,7 @@ async fn wait_for_input(
         if shut_down {
             return Ok(Wake::ShutDown);
         }
-        if router.has_input() {
+        if router.has_input_where(wakes_teammate) {
             return Ok(Wake::Conversation);
         }
     }

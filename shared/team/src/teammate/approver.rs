@@ -12,7 +12,8 @@
 //! model gets the lead's feedback as the tool's error result and stays in plan mode.
 //!
 //! A `shutdown_request` from the lead while a question is open withdraws it: the call is
-//! denied and the run stops at the top of its next turn.
+//! denied, and at the top of the next turn the request is put before the model, which
+//! approves (the run stops) or rejects it (and may try the call again).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -189,7 +190,7 @@ impl TeammateApprover {
 impl TeammateApprover {
     /// `ask`, unless the lead asks this member to shut down first: then the question is
     /// withdrawn (its waiter dropped) and the call denied, so the run reaches the top of
-    /// its next turn, where the shutdown hook stops it.
+    /// its next turn, where the shutdown hook puts the request before the model.
     async fn unless_shut_down(&self, ask: impl Future<Output = Approval>) -> Approval {
         let lead = &self.lead;
         let shutdown = self.router.request_queued(|m| {
@@ -202,7 +203,8 @@ impl TeammateApprover {
                 if queued {
                     Approval::Deny {
                         feedback: Some(format!(
-                            "the lead {lead} asked you to shut down before answering"
+                            "the lead {lead} asked you to shut down before answering; answer \
+                             that request (it follows) before you try again"
                         )),
                     }
                 } else {

@@ -170,3 +170,41 @@ pub fn alice_settings(
     settings.max_turns = max_turns;
     (settings, log)
 }
+
+/// The scripted provider replaying `script`, recording the last user message of every
+/// request it gets (so a test can count model requests and read what each carried).
+pub struct Recording {
+    inner: roo_llm::ScriptProvider,
+    pub requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recording {
+    pub fn new(script_path: &Path) -> Arc<Recording> {
+        let player = roo_llm::script::ScriptPlayer::load(script_path, None).unwrap();
+        Arc::new(Recording {
+            inner: roo_llm::ScriptProvider::new(player, "script", 200_000),
+            requests: Arc::new(Mutex::new(Vec::new())),
+        })
+    }
+
+    pub fn count(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+}
+
+impl roo_llm::Provider for Recording {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn context_window(&self) -> u64 {
+        self.inner.context_window()
+    }
+    fn stream(&self, request: roo_llm::Request) -> roo_llm::EventStream {
+        let query = roo_llm::script::ScriptQuery::from_request(&request);
+        self.requests.lock().unwrap().push(query.last_user);
+        self.inner.stream(request)
+    }
+}

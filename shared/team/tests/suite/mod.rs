@@ -6,4 +6,5 @@ mod router;
 mod shutdown;
 mod spawner;
 mod teammate;
+mod teammate_shutdown;
 mod tools;

@@ -1,5 +1,5 @@
-//! A shutdown request from the lead ends a busy teammate's run between two tool calls;
-//! one from anybody else does not.
+//! A shutdown request from the lead is put before a busy member's model, whose approval
+//! ends the run between two tool calls; one from anybody else is ignored.
 
 use std::sync::Arc;
 
@@ -19,6 +19,10 @@ agents:
     - text: "Step two."
       tool_calls:
         - {name: Step, input: {api: two, mail: [--as, lead, --to, alice, --type, shutdown_request, --request-id, r-7]}}
+    - when: {last_user_contains: "Shutdown request"}
+      text: "Agreed."
+      tool_calls:
+        - {name: ShutdownResponse, input: {approve: true, reason: "two steps done"}}
     - text: "Step three."
       tool_calls:
         - {name: Step, input: {api: three}}
@@ -31,29 +35,25 @@ async fn a_shutdown_request_from_the_lead_ends_the_run_between_two_tool_calls() 
     let cwd = tempfile::tempdir().unwrap();
     let (mut settings, log) = alice_settings(&home, cwd.path(), SCRIPT, 10);
     let router = InboxRouter::new(home.team.mailbox(), name("alice"));
-    settings.hooks = vec![
-        Arc::new(InboxDelivery::new(router.clone())),
-        Arc::new(ShutdownOnRequest::new(
-            router,
-            home.team.mailbox(),
-            name("lead"),
-        )),
-    ];
+    let hook = ShutdownOnRequest::new(router.clone(), home.team.mailbox(), name("lead"));
+    settings.tools.extra.push(hook.response_tool());
+    settings.hooks = vec![Arc::new(InboxDelivery::new(router.clone())), Arc::new(hook)];
     let mut built = build_agent(settings).await.unwrap();
     let (sink, _events) = EventSink::channel();
     let result = built
         .agent
         .run("do the steps", &sink, CancellationToken::new())
         .await;
-    // bob's request did nothing; the lead's stopped the run before step three.
+    // bob's request did nothing; the lead's was put before the model, which approved,
+    // and the run stopped before step three.
     assert_eq!(
         result.outcome,
         Outcome::Stopped {
-            reason: "the lead lead asked alice to shut down".to_string()
+            reason: "alice approved the lead lead's request to shut down".to_string()
         }
     );
     assert_eq!(*log.lock().unwrap(), vec!["one", "two"]);
-    assert_eq!(result.turns, 2);
+    assert_eq!(result.turns, 3);
     // The lead got the answer, with its request id.
     let lead_inbox = home
         .team
@@ -64,7 +64,7 @@ async fn a_shutdown_request_from_the_lead_ends_the_run_between_two_tool_calls() 
     assert_eq!(lead_inbox[0].from, name("alice"));
     assert!(matches!(
         &lead_inbox[0].body,
-        MessageBody::ShutdownResponse { approve: true, request_id: Some(id), .. } if id == "r-7"
+        MessageBody::ShutdownResponse { approve: true, request_id: Some(id), reason } if id == "r-7" && reason == "two steps done"
     ));
     // Both requests are acknowledged, neither went into the conversation.
     let alice_inbox = home

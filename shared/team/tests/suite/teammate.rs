@@ -1,7 +1,7 @@
 //! The teammate loop as an in-process teammate: idle notifications (once while nothing
-//! changed), waking on a message with the full history, shutdown while busy and while
-//! idle, plan approval, permission asks, per-task usage, and a panic reported as a death.
-//! The test plays the lead with `roo-mail` and reads the lead's inbox.
+//! changed), waking on a message with the full history, shutdown while idle (while busy:
+//! `teammate_shutdown`), plan approval, permission asks, per-task usage, and a panic
+//! reported as a death. The test plays the lead with `roo-mail` and reads the lead's inbox.
 
 use std::future::Future;
 use std::path::Path;
@@ -21,11 +21,11 @@ use tokio::sync::mpsc;
 
 use super::common::{TeamHome, alice_settings, name};
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(super) const WAIT: Duration = Duration::from_secs(20);
 
 /// Spawns alice in-process with `script` and `prompt`; `configure` adjusts the spec.
 /// Returns the handle, the Step log and alice's team events.
-async fn spawn_alice(
+pub(super) async fn spawn_alice(
     home: &TeamHome,
     cwd: &Path,
     script: &str,
@@ -52,7 +52,7 @@ async fn spawn_alice(
 }
 
 /// Polls `check` every few milliseconds until it gives a value, or fails after `WAIT`.
-async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+pub(super) async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + WAIT;
     loop {
         if let Some(value) = check() {
@@ -63,13 +63,13 @@ async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-fn lead_inbox(team: &Team) -> Vec<Message> {
+pub(super) fn lead_inbox(team: &Team) -> Vec<Message> {
     team.mailbox()
         .read(&name("lead"), &ReadFilter::default())
         .unwrap()
 }
 
-fn of_type(team: &Team, kind: &str) -> Vec<Message> {
+pub(super) fn of_type(team: &Team, kind: &str) -> Vec<Message> {
     lead_inbox(team)
         .into_iter()
         .filter(|m| m.body.type_name() == kind)
@@ -77,7 +77,7 @@ fn of_type(team: &Team, kind: &str) -> Vec<Message> {
 }
 
 /// Waits for alice's `n`th idle event (each one is sent after her `become_idle`).
-async fn idle_events(events: &mut mpsc::Receiver<TeamEvent>, n: usize) {
+pub(super) async fn idle_events(events: &mut mpsc::Receiver<TeamEvent>, n: usize) {
     let mut seen = 0;
     tokio::time::timeout(WAIT, async {
         while seen < n {
@@ -94,11 +94,11 @@ async fn idle_events(events: &mut mpsc::Receiver<TeamEvent>, n: usize) {
     .unwrap_or_else(|_| panic!("alice went idle {seen} times, not {n}"));
 }
 
-async fn within<T>(future: impl Future<Output = T>) -> T {
+pub(super) async fn within<T>(future: impl Future<Output = T>) -> T {
     tokio::time::timeout(WAIT, future).await.unwrap()
 }
 
-fn alice_is_active(team: &Team) -> bool {
+pub(super) fn alice_is_active(team: &Team) -> bool {
     team.config().unwrap().member("alice").unwrap().is_active()
 }
 
@@ -196,36 +196,6 @@ async fn an_idle_teammate_notifies_once_wakes_on_a_message_and_resumes_with_its_
     assert_eq!(idle.len(), 2, "{idle:?}");
     assert!(idle[1].text.contains("#1 in_progress"), "{}", idle[1].text);
     assert!(handle.ended().is_none());
-}
-
-const STEPS: &str = r#"
-agents:
-  alice:
-    - text: "Step one."
-      tool_calls:
-        - {name: Step, input: {api: one, mail: [--as, lead, --to, alice, --type, shutdown_request, --request-id, r-busy]}}
-    - text: "Step two."
-      tool_calls:
-        - {name: Step, input: {api: two}}
-    - text: "Done."
-"#;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_busy_teammate_shuts_down_between_tool_calls_when_the_lead_asks() {
-    let home = TeamHome::new();
-    let cwd = tempfile::tempdir().unwrap();
-    let (handle, log, _events) = spawn_alice(&home, cwd.path(), STEPS, "go", |_| {}).await;
-    assert_eq!(
-        within(handle.wait()).await,
-        TeammateEnd::Exited(TeammateExit::ShutDown)
-    );
-    assert_eq!(*log.lock().unwrap(), vec!["one"]);
-    let answers = of_type(&home.team, "shutdown_response");
-    assert!(matches!(
-        &answers[..],
-        [m] if matches!(&m.body, MessageBody::ShutdownResponse { approve: true, request_id: Some(id), .. } if id == "r-busy")
-    ));
-    assert!(!alice_is_active(&home.team));
 }
 
 const ONE_ANSWER: &str = r#"

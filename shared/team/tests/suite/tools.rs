@@ -12,8 +12,8 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use roo_store::{Member, MessageBody, ReadFilter, RooHome, TaskStatus, Team};
 use roo_team::{
-    AgentSettings, Identity, InboxRouter, LeadTools, OnSent, SessionPlan, ShutdownOnRequest,
-    TeamBinding, TeamSlot, TeamTools, ToolSet, build_agent, lead_tools, teammate_tools,
+    AgentSettings, Identity, InboxRouter, LeadTools, OnSent, SessionPlan, TeamBinding, TeamSlot,
+    TeamTools, ToolSet, build_agent, lead_tools, teammate_tools,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -424,10 +424,10 @@ async fn stop_router(runtime: &CancellationToken, slot: &TeamSlot) {
 }
 
 /// What an idle teammate's runtime does: waits on its inbox and stops when the lead
-/// asks it to shut down (answering the request). Returns when it stopped.
+/// asks it to shut down (approving the request). Returns when it stopped.
 fn idle_teammate(team: &Team, me: &str) -> tokio::task::JoinHandle<()> {
     let router = InboxRouter::new(team.mailbox(), name(me));
-    let hook = ShutdownOnRequest::new(router.clone(), team.mailbox(), name("lead"));
+    let (mailbox, me) = (team.mailbox(), name(me));
     let cancel = CancellationToken::new();
     let run = {
         let (router, cancel) = (router.clone(), cancel.clone());
@@ -436,7 +436,30 @@ fn idle_teammate(team: &Team, me: &str) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             router.input().await;
-            if let TurnAction::Stop(_) = hook.before_turn().await {
+            router.take_conversation();
+            let requests = router.take_requests();
+            let mut asked = false;
+            for request in &requests {
+                if let MessageBody::ShutdownRequest { request_id } = &request.body
+                    && request.from == name("lead")
+                {
+                    let answer = roo_store::Outgoing::new(
+                        MessageBody::ShutdownResponse {
+                            approve: true,
+                            reason: "idle".to_string(),
+                            request_id: request_id.clone(),
+                        },
+                        "",
+                    );
+                    mailbox.send(&me, "lead", answer).unwrap();
+                    asked = true;
+                }
+            }
+            // The lead may have deleted the team by now.
+            let _ = router
+                .handled(requests.into_iter().map(|m| m.id).collect())
+                .await;
+            if asked {
                 break;
             }
         }
