@@ -40,6 +40,13 @@ impl TeamHome {
         self.dir.path()
     }
 
+    /// `roo-mail send --as FROM --to TO --type KIND REST…` from another process.
+    pub fn send(&self, from: &str, to: &str, kind: &str, rest: &[&str]) {
+        let mut args = vec!["send", "--as", from, "--to", to, "--type", kind];
+        args.extend_from_slice(rest);
+        self.mail(&args);
+    }
+
     /// Runs `roo-mail ARGS` as another process would, with this home and team.
     pub fn mail(&self, args: &[&str]) {
         let out = Command::new(roo_mail())

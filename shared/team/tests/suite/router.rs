@@ -25,19 +25,12 @@ async fn a_permission_response_goes_to_its_waiter_and_never_to_the_turn_hook() {
         .expect(ResponseKind::Permission, &id, &name("lead"))
         .unwrap();
     // The answer and an ordinary message land together, written by other processes.
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "lead",
-        "--to",
         "alice",
-        "--type",
         "permission_response",
-        "--request-id",
-        &id,
-        "--decision",
-        "allow",
-    ]);
+        &["--request-id", &id, "--decision", "allow"],
+    );
     home.mail(&[
         "send",
         "--as",
@@ -87,30 +80,18 @@ async fn a_response_from_the_wrong_member_or_to_no_open_request_is_ignored() {
         .expect(ResponseKind::Shutdown, &id, &name("alice"))
         .unwrap();
     // bob answers alice's shutdown request, and somebody answers a request never made.
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "bob",
-        "--to",
         "lead",
-        "--type",
         "shutdown_response",
-        "--approve",
-        "--request-id",
-        &id,
-    ]);
-    home.mail(&[
-        "send",
-        "--as",
+        &["--approve", "--request-id", &id],
+    );
+    home.send(
         "alice",
-        "--to",
         "lead",
-        "--type",
         "shutdown_response",
-        "--approve",
-        "--request-id",
-        "req-made-up",
-    ]);
+        &["--approve", "--request-id", "req-made-up"],
+    );
     assert_eq!(router.poll().await.unwrap(), 2);
     assert!(router.take_conversation().is_empty());
     assert!(router.take_requests().is_empty());
@@ -129,18 +110,12 @@ async fn a_response_from_the_wrong_member_or_to_no_open_request_is_ignored() {
         "{notices:?}"
     );
     // alice's real answer still reaches the waiter.
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "alice",
-        "--to",
         "lead",
-        "--type",
         "shutdown_response",
-        "--approve",
-        "--request-id",
-        &id,
-    ]);
+        &["--approve", "--request-id", &id],
+    );
     router.poll().await.unwrap();
     let answer = waiter.recv().await.unwrap();
     assert_eq!(answer.from, name("alice"));
@@ -150,17 +125,7 @@ async fn a_response_from_the_wrong_member_or_to_no_open_request_is_ignored() {
 async fn requests_queue_for_the_runtime_and_stay_unread_until_handled() {
     let home = TeamHome::new();
     let router = InboxRouter::new(home.team.mailbox(), name("alice"));
-    home.mail(&[
-        "send",
-        "--as",
-        "lead",
-        "--to",
-        "alice",
-        "--type",
-        "shutdown_request",
-        "--request-id",
-        "r1",
-    ]);
+    home.send("lead", "alice", "shutdown_request", &["--request-id", "r1"]);
     router.poll().await.unwrap();
     assert!(router.take_conversation().is_empty());
     let requests = router.take_requests();

@@ -212,17 +212,12 @@ async fn an_idle_teammate_answers_the_leads_shutdown_request_and_ignores_others(
         spawn_alice(&home, cwd.path(), ONE_ANSWER, "wait", |_| {}).await;
     idle_events(&mut events, 1).await;
 
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "bob",
-        "--to",
         "alice",
-        "--type",
         "shutdown_request",
-        "--request-id",
-        "from-bob",
-    ]);
+        &["--request-id", "from-bob"],
+    );
     let mailbox = home.team.mailbox();
     eventually("bob's request to be acknowledged", || {
         let inbox = mailbox.read(&name("alice"), &ReadFilter::default()).ok()?;
@@ -234,17 +229,12 @@ async fn an_idle_teammate_answers_the_leads_shutdown_request_and_ignores_others(
     .await;
     assert!(handle.ended().is_none(), "bob shut alice down");
 
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "lead",
-        "--to",
         "alice",
-        "--type",
         "shutdown_request",
-        "--request-id",
-        "r-idle",
-    ]);
+        &["--request-id", "r-idle"],
+    );
     assert_eq!(
         within(handle.wait()).await,
         TeammateEnd::Exited(TeammateExit::ShutDown)
@@ -305,35 +295,27 @@ async fn a_plan_mode_teammate_writes_nothing_before_the_lead_approves_its_plan()
     let (id, plan) = plan_request(&home.team, 1).await;
     assert_eq!(plan, "plan v1: rewrite everything");
     assert!(!out.exists(), "written before the plan was approved");
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "lead",
-        "--to",
         "alice",
-        "--type",
         "plan_approval_response",
-        "--request-id",
-        &id,
-        "--reject",
-        "--feedback",
-        "only touch out.txt",
-    ]);
+        &[
+            "--request-id",
+            &id,
+            "--reject",
+            "--feedback",
+            "only touch out.txt",
+        ],
+    );
     let (id, plan) = plan_request(&home.team, 2).await;
     assert_eq!(plan, "plan v2: only touch out.txt");
     assert!(!out.exists(), "written before the plan was approved");
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "lead",
-        "--to",
         "alice",
-        "--type",
         "plan_approval_response",
-        "--request-id",
-        &id,
-        "--approve",
-    ]);
+        &["--request-id", &id, "--approve"],
+    );
     idle_events(&mut events, 1).await;
     // After approval she writes in the lead's mode (acceptEdits: no question asked).
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "done\n");
@@ -369,19 +351,12 @@ async fn a_teammates_permission_request_is_answered_by_the_lead() {
     })
     .await;
     assert!(!cwd.path().join("out.txt").exists());
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "lead",
-        "--to",
         "alice",
-        "--type",
         "permission_response",
-        "--request-id",
-        &id,
-        "--decision",
-        "allow",
-    ]);
+        &["--request-id", &id, "--decision", "allow"],
+    );
     idle_events(&mut events, 1).await;
     assert_eq!(
         std::fs::read_to_string(cwd.path().join("out.txt")).unwrap(),
@@ -537,17 +512,12 @@ async fn the_leads_shutdown_request_ends_a_teammate_waiting_for_a_permission_ans
         (!of_type(&home.team, "permission_request").is_empty()).then_some(())
     })
     .await;
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "lead",
-        "--to",
         "alice",
-        "--type",
         "shutdown_request",
-        "--request-id",
-        "r-stuck",
-    ]);
+        &["--request-id", "r-stuck"],
+    );
     assert_eq!(
         within(handle.wait()).await,
         TeammateEnd::Exited(TeammateExit::ShutDown)

@@ -153,17 +153,12 @@ async fn a_busy_teammate_rejects_a_shutdown_request_tells_the_lead_why_and_keeps
 
     // Idle now, nothing to finish: the lead's next request is approved at once, without
     // asking her model.
-    home.mail(&[
-        "send",
-        "--as",
+    home.send(
         "lead",
-        "--to",
         "alice",
-        "--type",
         "shutdown_request",
-        "--request-id",
-        "r-idle",
-    ]);
+        &["--request-id", "r-idle"],
+    );
     assert_eq!(
         within(handle.wait()).await,
         TeammateEnd::Exited(TeammateExit::ShutDown)
@@ -417,28 +412,10 @@ async fn an_idle_teammate_is_not_woken_by_a_status_update_and_reads_it_with_the_
     assert_eq!(provider.count(), 1);
 
     // The lead broadcasts progress news: FYI, it must not start a run.
-    home.mail(&[
-        "send",
-        "--as",
-        "lead",
-        "--to",
-        "*",
-        "--type",
-        "status_update",
-        "bob finished module 1",
-    ]);
+    home.send("lead", "*", "status_update", &["bob finished module 1"]);
     message_seen(&mut events, "status_update").await;
     // Nor does another member's idle notification, should one reach her.
-    home.mail(&[
-        "send",
-        "--as",
-        "bob",
-        "--to",
-        "alice",
-        "--type",
-        "idle_notification",
-        "bob is idle",
-    ]);
+    home.send("bob", "alice", "idle_notification", &["bob is idle"]);
     message_seen(&mut events, "idle_notification").await;
     let until = Instant::now() + Duration::from_millis(300);
     while Instant::now() < until {
