@@ -286,13 +286,21 @@ pub async fn monitor_caught_up(
 }
 
 /// Reads the status; declares dead the teammates whose process is gone (each reported
-/// once, with the tasks released).
+/// once, with the tasks released). A status never shows a death that is not declared
+/// yet: the pid check is made while building the status, so a process that dies between
+/// a check and the status is declared and the status read again (a few rounds at most).
 fn observe(team: &Team, me: &Name) -> roo_store::Result<(TeamStatus, Vec<String>)> {
-    let config = team.config()?;
     let mut deaths = Vec::new();
-    let undeclared = teammates(&config)
-        .any(|m| m.observed_state() == MemberState::Dead && m.state() != MemberState::Dead);
-    if undeclared {
+    for _ in 0..3 {
+        let config = team.config()?;
+        let status = TeamStatus::of(&config);
+        let undeclared = status.members.iter().any(|s| {
+            s.state == MemberState::Dead
+                && teammates(&config).any(|m| m.name == s.name && m.state() != MemberState::Dead)
+        });
+        if !undeclared {
+            return Ok((status, deaths));
+        }
         for death in team.detect_dead(Some(me))? {
             let mut text = format!(
                 "{} died: {}",
