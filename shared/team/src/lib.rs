@@ -14,6 +14,7 @@
 //! `docs/WORKTREES.md`.
 
 pub mod approver;
+pub mod backend;
 pub mod binding;
 pub mod builder;
 pub mod delivery;

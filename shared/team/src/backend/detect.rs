@@ -1,0 +1,1 @@
+//! Backend: detect (issue 10, being built).

@@ -1,0 +1,1 @@
+//! Backend: iterm2 (issue 10, being built).

@@ -1,0 +1,1 @@
+//! Backend: tmux (issue 10, being built).
