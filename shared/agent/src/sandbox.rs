@@ -27,6 +27,7 @@
 
 mod env;
 mod git_dirs;
+pub mod handoff;
 mod helper;
 #[cfg(target_os = "linux")]
 mod landlock;

@@ -75,6 +75,14 @@ pub struct WorkerArgs {
     /// Working directory (the teammate's worktree); default: the current directory.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Where the project's config files are read and whose trust applies (a lead passes
+    /// its repository, so its uncommitted local rules apply in the worktree too);
+    /// default: the project root of --cwd.
+    #[arg(long, value_name = "DIR")]
+    pub config_root: Option<PathBuf>,
+    /// Maximum model turns per run (a lead passes its own).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
 }
 
 impl WorkerArgs {
@@ -111,6 +119,10 @@ impl WorkerArgs {
         };
         settings.session = session;
         settings.cwd = self.cwd.clone();
+        settings.config_root = self.config_root.clone();
+        if let Some(max_turns) = self.max_turns {
+            settings.max_turns = max_turns;
+        }
         Ok(settings)
     }
 
@@ -150,10 +162,13 @@ impl WorkerArgs {
         let mut spec =
             TeammateSpec::new(settings, binding, self.prompt.clone().unwrap_or_default());
         // Its coordination tools (TaskCreate/Get/List/Update, SendMessage), bound from the
-        // start.
-        spec.tools = roo_team::teammate_tools(&roo_team::TeamTools::new(
-            roo_team::TeamSlot::bound(spec.binding.clone()),
-        ));
+        // start; what it sends nudges recipients that run in panes.
+        spec.tools = roo_team::teammate_tools(
+            &roo_team::TeamTools::new(roo_team::TeamSlot::bound(spec.binding.clone()))
+                .with_on_sent(roo_team::backend::nudge::roster_waker(
+                    spec.binding.team.clone(),
+                )),
+        );
         spec.plan_mode_required = self.plan_mode_required;
         spec.mode_after_plan = mode_after_plan;
         if let Some(id) = &self.agent_id {
@@ -175,6 +190,11 @@ impl WorkerArgs {
 pub fn main() -> ExitCode {
     if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
         return code;
+    }
+    // Started by a lead in a pane: take the environment it handed over (never on argv).
+    if let Some(error) = roo_agent::sandbox::handoff::enter_handoff() {
+        eprintln!("roo-worker: {error}");
+        return ExitCode::from(exit::USAGE);
     }
     if let Some(warning) = roo_agent::sandbox::seal_secret_env() {
         eprintln!("roo-worker: warning: {warning}; commands may read API keys from /proc");
@@ -247,8 +267,21 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
             "team {team_name} names no lead among its members; its config is damaged"
         ))
     })?;
-    let spec = args.spec(roo_home, team.clone(), lead)?;
+    let mut spec = args.spec(roo_home, team.clone(), lead)?;
     let me = spec.binding.me.clone();
+    // In a tmux pane: the roster records the pane, so the lead can reach and nudge it.
+    if let Some(pane) = std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'))
+    {
+        spec.member.pane_id = Some(pane);
+        spec.member.backend_type = Some(roo_store::BackendType::Tmux);
+    }
+    // Nudges (after each inbox write the lead signals this pid) make the router read the
+    // inbox at once; installed before joining, so the recorded pid always listens.
+    let nudges = roo_team::backend::nudge::listen(spec.binding.router.clone())
+        .map_err(|e| AppError::Io(format!("failed to listen for inbox nudges: {e}")))?;
+
     match team.open_log(&me) {
         Ok(file) => crate::logging::init_file(file),
         Err(e) => eprintln!("roo-worker: cannot write the log: {e}"),
@@ -256,7 +289,6 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
     let style = Style::for_stdout();
     let (sink, mut agent_events) = EventSink::channel();
     let (sender, mut team_events) = team_events();
-    let mut spec = spec;
     spec.output = sink;
     spec.events = Some(sender);
     println!(
@@ -294,6 +326,7 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
     });
     let exit = teammate::run(spec, cancel).await;
     signals.abort();
+    nudges.abort();
     let _ = printer.await;
     match exit {
         Ok(TeammateExit::ShutDown) => {

@@ -3,5 +3,12 @@
 //! ([`tmux`], [`iterm2`]).
 
 pub mod detect;
+pub mod executor;
+pub mod in_process;
 pub mod iterm2;
+pub mod nudge;
 pub mod tmux;
+
+pub use executor::{ExecError, Launch, TeammateExecutor};
+pub use in_process::InProcessExecutor;
+pub use tmux::{Placement, Socket, Tmux, TmuxExecutor};

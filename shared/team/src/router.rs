@@ -135,6 +135,8 @@ struct Inner {
     /// Set at construction ([`InboxRouter::with_events`]) or once later
     /// ([`InboxRouter::attach_events`]).
     events: std::sync::OnceLock<TeamEventSender>,
+    /// [`InboxRouter::nudge`]: read the inbox now (a pane backend's wake-up).
+    nudged: tokio::sync::Notify,
 }
 
 impl Inner {
@@ -211,6 +213,7 @@ impl InboxRouter {
                 poll_lock: tokio::sync::Mutex::new(()),
                 changed: watch::Sender::new(0),
                 events: events.map(std::sync::OnceLock::from).unwrap_or_default(),
+                nudged: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -220,6 +223,14 @@ impl InboxRouter {
     /// attaches). Returns `false`, changing nothing, if it already reports somewhere.
     pub fn attach_events(&self, events: TeamEventSender) -> bool {
         self.inner.events.set(events).is_ok()
+    }
+
+    /// Makes a running [`InboxRouter::run`] read the inbox now, without waiting for a
+    /// file notification or the polling fallback (a pane teammate's process is nudged
+    /// after each inbox write, see `backend::tmux`). A nudge while it is reading is
+    /// kept for the next wait.
+    pub fn nudge(&self) {
+        self.inner.nudged.notify_one();
     }
 
     /// The member whose inbox this is.
@@ -567,6 +578,10 @@ impl InboxRouter {
             });
             let (back, outcome) = tokio::select! {
                 joined = &mut wait => joined.map_err(|e| RouterError::Task(e.to_string()))?,
+                () = self.inner.nudged.notified() => {
+                    waker.wake();
+                    wait.await.map_err(|e| RouterError::Task(e.to_string()))?
+                }
                 _ = cancel.cancelled() => {
                     waker.stop();
                     let _ = wait.await;

@@ -67,10 +67,17 @@ pub fn seal_secret_env() -> Option<String> {
     if secrets.is_empty() {
         return None;
     }
-    reexec_sealed(&secrets).err()
+    reexec_with(&secrets, None).err()
 }
 
-fn reexec_sealed(secrets: &std::collections::BTreeMap<String, String>) -> Result<(), String> {
+/// Re-executes this program with the same arguments and `secrets` passed through a
+/// sealed pipe (removed from the environment). With `env`, the new image's environment
+/// is exactly `env` (a handoff, see [`super::handoff`]); else this process's. Returns
+/// only on failure.
+pub(super) fn reexec_with(
+    secrets: &std::collections::BTreeMap<String, String>,
+    env: Option<&std::collections::BTreeMap<String, String>>,
+) -> Result<(), String> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
@@ -87,6 +94,9 @@ fn reexec_sealed(secrets: &std::collections::BTreeMap<String, String>) -> Result
         .write_all(&text)
         .map_err(|e| format!("write the sealed variables: {e}"))?;
     let mut command = std::process::Command::new(exe);
+    if let Some(env) = env {
+        command.env_clear().envs(env);
+    }
     command
         .args(std::env::args_os().skip(1))
         .env(SEALED_ENV_FD, reader.as_raw_fd().to_string());

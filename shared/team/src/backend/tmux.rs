@@ -1,1 +1,735 @@
-//! Backend: tmux (issue 10, being built).
+//! The tmux backend: each teammate is a `roo-worker` process in its own tmux pane.
+//!
+//! [`Tmux`] runs the `tmux` CLI against one server, always named explicitly (`-S` the
+//! socket of `$TMUX`, or `-L` a socket name — tests use a private `-L roo-test-…`
+//! server with `-f /dev/null`), and the command lines it issues are built by plain
+//! functions ([`commands`]) that are unit-tested. [`TmuxExecutor`] is the
+//! [`TeammateExecutor`]:
+//!
+//! - **Where**: [`Placement::Window`] splits panes from the lead's window (the lead runs
+//!   inside tmux); [`Placement::Session`] puts them in a detached session `roo-<team>`
+//!   (its first pane is the first teammate's), and the spawn's notice says how to attach.
+//!   The window's layout is `tiled` after every split and close.
+//! - **Start**: a pane is created running a placeholder (`split-window -d -P -F
+//!   '#{pane_id}' … sleep`), titled with the teammate's name (`select-pane -T`, shown on
+//!   the pane's border), its border coloured with the teammate's colour, set to stay
+//!   open if the worker fails (`remain-on-exit failed`: its error stays readable), then
+//!   `respawn-pane -k` replaces the placeholder with the `roo-worker` command, run
+//!   directly (no shell; nothing is typed into a shell). The spawn returns once the
+//!   worker has joined the team with the pane's pid, so the roster records its pid,
+//!   `pane_id` and `backend_type: tmux` (the worker reads `TMUX_PANE`); a worker that
+//!   exits first is an error carrying the pane's last lines.
+//! - **Credentials**: nothing secret is on tmux's argv. The lead's environment, API
+//!   keys included, goes through a private handoff file named by `ROO_ENV_HANDOFF`
+//!   (`roo_agent::sandbox::handoff`); the worker takes and deletes it at start.
+//! - **Wake**: after an inbox write the worker's pid gets `SIGURG` ([`super::nudge`]).
+//! - **Liveness**: the worker's pid is in the roster, so the lead's monitor (the one
+//!   liveness check) declares a worker whose process is gone dead within its 200 ms
+//!   poll and releases its tasks. A closed pane hangs up its worker (SIGHUP ends it);
+//!   the executor's own pane watch ends a worker whose pane is gone or dead but whose
+//!   process somehow lives, so the monitor sees that too.
+//! - **Cleanup**: only panes this executor created are ever closed (never the lead's
+//!   or the user's); at the lead's exit every worker gets SIGTERM (it marks itself idle
+//!   and ends its commands) and its pane is closed, unless the user asked to keep them
+//!   (`--keep-panes`).
+
+pub mod commands;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use roo_store::{BackendType, Name, pid_alive};
+use tokio::process::Command;
+
+use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
+use crate::backend::nudge;
+
+/// How long a worker may take to join its team after its pane started it.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a worker has to end after SIGTERM before it gets SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+/// How often the executor checks that its panes still exist.
+pub const PANE_WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The colours teammates get in spawn order (tmux colour names).
+pub const PALETTE: &[&str] = &[
+    "blue",
+    "green",
+    "yellow",
+    "magenta",
+    "cyan",
+    "red",
+    "colour208",
+    "colour205",
+];
+
+/// Why a tmux command failed. Read after "failed to ".
+#[derive(Debug, thiserror::Error)]
+pub enum TmuxError {
+    #[error("run {bin} {args}: {source}; is tmux installed (tmux 3.3 or later)?")]
+    Spawn {
+        bin: String,
+        args: String,
+        source: std::io::Error,
+    },
+    #[error("run tmux {args}: {stderr}")]
+    Failed { args: String, stderr: String },
+    #[error("read tmux's answer to {args}: {answer:?}")]
+    Answer { args: String, answer: String },
+}
+
+/// Which tmux server to talk to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Socket {
+    /// `-L NAME`: a named server (`tmux -L NAME attach` reaches it).
+    Name(String),
+    /// `-S PATH`: the server at this socket path (the one of `$TMUX`).
+    Path(PathBuf),
+}
+
+impl Socket {
+    /// The server the process runs in: the socket path of `$TMUX`
+    /// (`/tmp/tmux-1000/default,1234,0`), if set.
+    pub fn of_tmux_env(tmux: &str) -> Option<Socket> {
+        let path = tmux.split(',').next().filter(|p| !p.is_empty())?;
+        Some(Socket::Path(PathBuf::from(path)))
+    }
+}
+
+/// The `tmux` CLI for one server.
+#[derive(Debug, Clone)]
+pub struct Tmux {
+    bin: PathBuf,
+    socket: Option<Socket>,
+    config: Option<PathBuf>,
+}
+
+impl Tmux {
+    /// `bin` (e.g. `tmux`, or its path from `which`) talking to `socket` (`None`: the
+    /// default server).
+    pub fn new(bin: impl Into<PathBuf>, socket: Option<Socket>) -> Tmux {
+        Tmux {
+            bin: bin.into(),
+            socket,
+            config: None,
+        }
+    }
+
+    /// Starts a server it creates with this config file (`/dev/null` in tests).
+    pub fn with_config(mut self, config: impl Into<PathBuf>) -> Tmux {
+        self.config = Some(config.into());
+        self
+    }
+
+    /// The arguments that select the server, before the command.
+    pub fn server_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        match &self.socket {
+            Some(Socket::Name(name)) => args.extend(["-L".to_string(), name.clone()]),
+            Some(Socket::Path(path)) => args.extend(["-S".to_string(), path.display().to_string()]),
+            None => {}
+        }
+        if let Some(config) = &self.config {
+            args.extend(["-f".to_string(), config.display().to_string()]);
+        }
+        args
+    }
+
+    /// Runs one tmux command; returns its stdout.
+    pub async fn run(&self, args: &[String]) -> Result<String, TmuxError> {
+        let shown = args.join(" ");
+        let out = Command::new(&self.bin)
+            .args(self.server_args())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|source| TmuxError::Spawn {
+                bin: self.bin.display().to_string(),
+                args: shown.clone(),
+                source,
+            })?;
+        if !out.status.success() {
+            return Err(TmuxError::Failed {
+                args: shown,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The same, blocking (for `Drop`).
+    fn run_blocking(&self, args: &[String]) {
+        let _ = std::process::Command::new(&self.bin)
+            .args(self.server_args())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+
+    /// How a person attaches to session `session` of this server.
+    pub fn attach_command(&self, session: &str) -> String {
+        let mut line = vec!["tmux".to_string()];
+        match &self.socket {
+            Some(Socket::Name(name)) => line.extend(["-L".to_string(), name.clone()]),
+            Some(Socket::Path(path)) => line.extend(["-S".to_string(), path.display().to_string()]),
+            None => {}
+        }
+        line.extend(["attach".to_string(), "-t".to_string(), session.to_string()]);
+        line.join(" ")
+    }
+}
+
+/// Where an executor's panes go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Split from the window of this pane (the lead's `$TMUX_PANE`).
+    Window { lead_pane: String },
+    /// A detached session of this name (`roo-<team>`), created on first use.
+    Session { name: String },
+}
+
+impl Placement {
+    /// The detached session for `team`: `roo-<team>`.
+    pub fn session_for(team: &Name) -> Placement {
+        Placement::Session {
+            name: format!("roo-{team}"),
+        }
+    }
+}
+
+/// One pane this executor created.
+#[derive(Debug, Clone)]
+struct Pane {
+    id: String,
+    pid: u32,
+    handoff: Option<PathBuf>,
+}
+
+#[derive(Default)]
+struct State {
+    panes: HashMap<Name, Pane>,
+    /// Spawns so far (picks the next colour).
+    spawned: usize,
+    /// The window's `pane-border-status` before this executor set it, to put back.
+    border_before: Option<String>,
+}
+
+struct Inner {
+    tmux: Tmux,
+    placement: Placement,
+    worker: PathBuf,
+    handoff_dir: PathBuf,
+    state: Mutex<State>,
+}
+
+/// Pane teammates in tmux. Cheap to clone; clones share the panes.
+#[derive(Clone)]
+pub struct TmuxExecutor {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for TmuxExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TmuxExecutor")
+            .field("tmux", &self.inner.tmux)
+            .field("placement", &self.inner.placement)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TmuxExecutor {
+    /// An executor placing panes per `placement` on `tmux`'s server, running `worker`
+    /// (the `roo-worker` binary, an absolute path: a pane's `PATH` is the server's), and
+    /// writing credential handoffs under `roo_home` (`run/handoff`, mode 0700).
+    pub fn new(tmux: Tmux, placement: Placement, worker: PathBuf, roo_home: &Path) -> TmuxExecutor {
+        TmuxExecutor {
+            inner: Arc::new(Inner {
+                tmux,
+                placement,
+                worker,
+                handoff_dir: roo_home.join("run").join("handoff"),
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    /// The `roo-worker` next to the running executable.
+    pub fn sibling_worker() -> Result<PathBuf, ExecError> {
+        let exe = std::env::current_exe().map_err(|e| ExecError::Task(e.to_string()))?;
+        let worker = exe.with_file_name("roo-worker");
+        if worker.is_file() {
+            Ok(worker)
+        } else {
+            Err(ExecError::Task(format!(
+                "find roo-worker next to {}: install roo-worker beside roo-lead",
+                exe.display()
+            )))
+        }
+    }
+
+    /// The tmux CLI it uses.
+    pub fn tmux(&self) -> &Tmux {
+        &self.inner.tmux
+    }
+
+    /// The pane id of teammate `name`, if this executor started it.
+    pub fn pane_of(&self, name: &Name) -> Option<String> {
+        lock(&self.inner.state)
+            .panes
+            .get(name)
+            .map(|p| p.id.clone())
+    }
+
+    /// Starts a task that, every [`PANE_WATCH_INTERVAL`] until `cancel`, ends the
+    /// worker of a pane that was closed or died while its process lives on (so the
+    /// lead's monitor sees the death).
+    pub fn watch_panes(&self, cancel: tokio_util::sync::CancellationToken) {
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(PANE_WATCH_INTERVAL) => {}
+                    () = cancel.cancelled() => return,
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                let this = TmuxExecutor { inner };
+                this.end_orphans().await;
+            }
+        });
+    }
+
+    /// One round of [`TmuxExecutor::watch_panes`].
+    async fn end_orphans(&self) {
+        let panes: Vec<(Name, Pane)> = lock(&self.inner.state)
+            .panes
+            .iter()
+            .filter(|(_, p)| pid_alive(p.pid))
+            .map(|(n, p)| (n.clone(), p.clone()))
+            .collect();
+        if panes.is_empty() {
+            return;
+        }
+        let Ok(listing) = self.inner.tmux.run(&commands::list_panes()).await else {
+            return;
+        };
+        let live = commands::parse_pane_list(&listing);
+        for (name, pane) in panes {
+            let state = live.iter().find(|p| p.id == pane.id);
+            if state.is_none_or(|p| p.dead) {
+                tracing::warn!(member = %name, pane = %pane.id, "pane closed; ending its worker");
+                end_process(pane.pid).await;
+            }
+        }
+    }
+
+    /// The pane a new teammate starts in: the session's unused first pane, or a new
+    /// split. Returns its id.
+    async fn new_pane(&self, work_dir: &Path) -> Result<(String, Vec<String>), ExecError> {
+        let tmux = &self.inner.tmux;
+        let mut notices = Vec::new();
+        match &self.inner.placement {
+            Placement::Window { lead_pane } => {
+                let out = tmux
+                    .run(&commands::split_window(lead_pane, work_dir))
+                    .await?;
+                let pane = commands::pane_id(&out, "split-window")?;
+                let first = lock(&self.inner.state).panes.is_empty();
+                if first {
+                    self.show_titles(lead_pane).await;
+                }
+                Ok((pane, notices))
+            }
+            Placement::Session { name } => {
+                let exists = tmux.run(&commands::has_session(name)).await.is_ok();
+                if !exists {
+                    let out = tmux.run(&commands::new_session(name, work_dir)).await?;
+                    let pane = commands::pane_id(&out, "new-session")?;
+                    let _ = tmux
+                        .run(&commands::set_window_option(
+                            &pane,
+                            "pane-border-status",
+                            "top",
+                        ))
+                        .await;
+                    let _ = tmux
+                        .run(&commands::set_window_option(
+                            &pane,
+                            "pane-border-format",
+                            commands::BORDER_FORMAT,
+                        ))
+                        .await;
+                    notices.push(format!(
+                        "teammates run in the detached tmux session {name}; watch them with: {}",
+                        tmux.attach_command(name)
+                    ));
+                    return Ok((pane, notices));
+                }
+                let out = tmux
+                    .run(&commands::split_window(&format!("={name}:"), work_dir))
+                    .await?;
+                Ok((commands::pane_id(&out, "split-window")?, notices))
+            }
+        }
+    }
+
+    /// Shows pane titles on the borders of the lead's window, remembering the old
+    /// setting to put back.
+    async fn show_titles(&self, lead_pane: &str) {
+        let tmux = &self.inner.tmux;
+        let before = tmux
+            .run(&commands::show_window_option(
+                lead_pane,
+                "pane-border-status",
+            ))
+            .await
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        if before == "off" || before.is_empty() {
+            let set = tmux
+                .run(&commands::set_window_option(
+                    lead_pane,
+                    "pane-border-status",
+                    "top",
+                ))
+                .await;
+            if set.is_ok() {
+                let _ = tmux
+                    .run(&commands::set_window_option(
+                        lead_pane,
+                        "pane-border-format",
+                        commands::BORDER_FORMAT,
+                    ))
+                    .await;
+                lock(&self.inner.state).border_before = Some("off".to_string());
+            }
+        }
+    }
+
+    async fn tile(&self, pane: &str) {
+        let _ = self.inner.tmux.run(&commands::tiled(pane)).await;
+    }
+
+    /// Waits until `name` has joined `team` with `pid`, or its process ended.
+    async fn wait_joined(&self, launch: &Launch, pid: u32) -> Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            let (team, name) = (launch.team.clone(), launch.name.clone());
+            let joined = tokio::task::spawn_blocking(move || {
+                team.config().map(|c| {
+                    c.members
+                        .iter()
+                        .any(|m| m.name == name && m.pid == Some(pid) && m.dead_at.is_none())
+                })
+            })
+            .await;
+            if matches!(joined, Ok(Ok(true))) {
+                return Ok(());
+            }
+            if !pid_alive(pid) {
+                return Err("roo-worker exited before joining the team".to_string());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "roo-worker did not join the team within {} s",
+                    START_TIMEOUT.as_secs()
+                ));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    /// Closes `pane` (if it still exists) and re-tiles.
+    async fn close(&self, pane: &str) {
+        let _ = self.inner.tmux.run(&commands::kill_pane(pane)).await;
+        match &self.inner.placement {
+            Placement::Window { lead_pane } => self.tile(lead_pane).await,
+            Placement::Session { name } => self.tile(&format!("={name}:")).await,
+        }
+    }
+}
+
+impl TeammateExecutor for TmuxExecutor {
+    fn backend(&self) -> BackendType {
+        BackendType::Tmux
+    }
+
+    fn label(&self) -> &'static str {
+        "tmux"
+    }
+
+    fn spawn(&self, launch: Launch) -> BoxFuture<'_, Result<Vec<String>, ExecError>> {
+        Box::pin(async move {
+            let name = launch.name.clone();
+            let start = |message: String| ExecError::Start {
+                name: name.clone(),
+                message,
+            };
+            let color = {
+                let mut state = lock(&self.inner.state);
+                let color = launch
+                    .color
+                    .clone()
+                    .unwrap_or_else(|| PALETTE[state.spawned % PALETTE.len()].to_string());
+                state.spawned += 1;
+                color
+            };
+            // The environment first: nothing is left behind if it cannot be written.
+            let mut env = roo_agent::sandbox::handoff::current_env_for_handoff();
+            env.insert(
+                "ROO_HOME".to_string(),
+                launch.settings.roo_home.display().to_string(),
+            );
+            let handoff = {
+                let (dir, label, env) = (
+                    self.inner.handoff_dir.clone(),
+                    format!("{}+{}", launch.team.name(), name),
+                    env,
+                );
+                tokio::task::spawn_blocking(move || {
+                    roo_agent::sandbox::handoff::write_handoff(&dir, &label, &env)
+                })
+                .await
+                .map_err(|e| start(e.to_string()))?
+                .map_err(|e| start(format!("failed to {e}")))?
+            };
+            let argv = commands::worker_argv(&self.inner.worker, &launch, &color);
+            let made = self.new_pane(&launch.work_dir).await;
+            let (pane, notices) = match made {
+                Ok(made) => made,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&handoff);
+                    return Err(e);
+                }
+            };
+            let tmux = &self.inner.tmux;
+            for args in commands::dress_pane(&pane, name.as_str(), &color) {
+                if let Err(e) = tmux.run(&args).await {
+                    tracing::debug!(pane = %pane, error = %e, "failed to dress a pane");
+                }
+            }
+            let respawn = tmux
+                .run(&commands::respawn_pane(
+                    &pane,
+                    &launch.work_dir,
+                    &handoff,
+                    &argv,
+                ))
+                .await;
+            let pid = match respawn {
+                Ok(_) => tmux
+                    .run(&commands::pane_pid(&pane))
+                    .await
+                    .map_err(ExecError::from)
+                    .and_then(|out| {
+                        out.trim().parse::<u32>().map_err(|_| {
+                            ExecError::from(TmuxError::Answer {
+                                args: "display-message #{pane_pid}".into(),
+                                answer: out.clone(),
+                            })
+                        })
+                    }),
+                Err(e) => Err(e.into()),
+            };
+            let pid = match pid {
+                Ok(pid) => pid,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&handoff);
+                    self.close(&pane).await;
+                    return Err(e);
+                }
+            };
+            lock(&self.inner.state).panes.insert(
+                name.clone(),
+                Pane {
+                    id: pane.clone(),
+                    pid,
+                    handoff: Some(handoff.clone()),
+                },
+            );
+            match &self.inner.placement {
+                Placement::Window { lead_pane } => self.tile(lead_pane).await,
+                Placement::Session { .. } => self.tile(&pane).await,
+            }
+            let joined = self.wait_joined(&launch, pid).await;
+            // The worker deletes it when it starts; a worker that never did must not
+            // leave the keys behind.
+            let _ = std::fs::remove_file(&handoff);
+            if let Some(p) = lock(&self.inner.state).panes.get_mut(&name) {
+                p.handoff = None;
+            }
+            if let Err(why) = joined {
+                let screen = tmux
+                    .run(&commands::capture(&pane))
+                    .await
+                    .unwrap_or_default();
+                let last: Vec<&str> = screen
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .rev()
+                    .take(8)
+                    .collect();
+                let last: Vec<&str> = last.into_iter().rev().collect();
+                end_process(pid).await;
+                self.close(&pane).await;
+                lock(&self.inner.state).panes.remove(&name);
+                return Err(start(if last.is_empty() {
+                    why
+                } else {
+                    format!("{why}; its pane showed:\n{}", last.join("\n"))
+                }));
+            }
+            Ok(notices)
+        })
+    }
+
+    fn is_active(&self, name: &Name) -> bool {
+        lock(&self.inner.state)
+            .panes
+            .get(name)
+            .is_some_and(|p| pid_alive(p.pid))
+    }
+
+    fn kill(&self, name: &Name) -> BoxFuture<'_, Result<(), ExecError>> {
+        let pane = lock(&self.inner.state).panes.remove(name);
+        let name = name.clone();
+        Box::pin(async move {
+            let pane = pane.ok_or(ExecError::Unknown {
+                backend: "tmux",
+                name,
+            })?;
+            end_process(pane.pid).await;
+            if let Some(handoff) = &pane.handoff {
+                let _ = std::fs::remove_file(handoff);
+            }
+            self.close(&pane.id).await;
+            Ok(())
+        })
+    }
+
+    fn shutdown_all(&self, keep: bool) -> BoxFuture<'_, ()> {
+        let (panes, border) = {
+            let mut state = lock(&self.inner.state);
+            let panes: Vec<Pane> = state.panes.drain().map(|(_, p)| p).collect();
+            let border = if keep {
+                None
+            } else {
+                state.border_before.take()
+            };
+            (panes, border)
+        };
+        Box::pin(async move {
+            for pane in &panes {
+                if let Some(handoff) = &pane.handoff {
+                    let _ = std::fs::remove_file(handoff);
+                }
+            }
+            if keep {
+                return;
+            }
+            let ends = panes.iter().map(|p| end_process(p.pid));
+            futures_util::future::join_all(ends).await;
+            for pane in &panes {
+                let _ = self.inner.tmux.run(&commands::kill_pane(&pane.id)).await;
+            }
+            if let (Some(before), Placement::Window { lead_pane }) = (border, &self.inner.placement)
+            {
+                let _ = self
+                    .inner
+                    .tmux
+                    .run(&commands::set_window_option(
+                        lead_pane,
+                        "pane-border-status",
+                        &before,
+                    ))
+                    .await;
+                self.tile(lead_pane).await;
+            }
+        })
+    }
+
+    /// Sends the worker's pid [`nudge::NUDGE_SIGNAL`].
+    fn wake(&self, name: &Name) -> Result<(), ExecError> {
+        let pid = lock(&self.inner.state)
+            .panes
+            .get(name)
+            .map(|p| p.pid)
+            .ok_or(ExecError::Unknown {
+                backend: "tmux",
+                name: name.clone(),
+            })?;
+        if pid_alive(pid) {
+            nudge::send(pid);
+        }
+        Ok(())
+    }
+
+    fn capture(&self, name: &Name) -> BoxFuture<'_, Result<String, ExecError>> {
+        let pane = self.pane_of(name);
+        let name = name.clone();
+        Box::pin(async move {
+            let pane = pane.ok_or(ExecError::Unknown {
+                backend: "tmux",
+                name,
+            })?;
+            Ok(self.inner.tmux.run(&commands::capture(&pane)).await?)
+        })
+    }
+}
+
+impl Drop for Inner {
+    /// The last handle is gone without `shutdown_all` (a panic, an early exit): end
+    /// the workers and close the panes this executor created, blocking briefly.
+    fn drop(&mut self) {
+        let state = std::mem::take(
+            &mut *self
+                .state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for pane in state.panes.values() {
+            if let Some(handoff) = &pane.handoff {
+                let _ = std::fs::remove_file(handoff);
+            }
+            signal(pane.pid, nix::sys::signal::Signal::SIGTERM);
+            self.tmux.run_blocking(&commands::kill_pane(&pane.id));
+        }
+    }
+}
+
+/// SIGTERM, up to [`STOP_GRACE`] for the process to end, then SIGKILL.
+async fn end_process(pid: u32) {
+    if !pid_alive(pid) {
+        return;
+    }
+    signal(pid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = Instant::now() + STOP_GRACE;
+    while pid_alive(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if pid_alive(pid) {
+        signal(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+fn signal(pid: u32, signal: nix::sys::signal::Signal) {
+    if let Ok(raw) = i32::try_from(pid)
+        && raw > 1
+    {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), signal);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

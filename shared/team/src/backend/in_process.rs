@@ -1,0 +1,144 @@
+//! The in-process backend behind [`TeammateExecutor`]: each teammate is the teammate
+//! loop as a tokio task of the lead's process ([`spawn_in_process`]), whose
+//! [`TeammateHandle`] this executor keeps by name. Dropping the executor (or
+//! [`TeammateExecutor::shutdown_all`]) cancels them all: in-process teammates end with
+//! the lead whatever `keep` says.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use futures_util::future::BoxFuture;
+use roo_store::{BackendType, Name};
+
+use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
+use crate::binding::TeamBinding;
+use crate::event::{TeamEvent, TeamEventSender};
+use crate::router::InboxRouter;
+use crate::teammate::{TeammateEnd, TeammateHandle, TeammateSpec, spawn_in_process};
+
+/// Teammates as tasks of this process.
+#[derive(Default)]
+pub struct InProcessExecutor {
+    handles: Mutex<HashMap<Name, TeammateHandle>>,
+    events: Option<TeamEventSender>,
+}
+
+impl InProcessExecutor {
+    /// An executor reporting why a teammate died (a panic, a failed loop) to `events`;
+    /// its states come from the lead's monitor.
+    pub fn new(events: Option<TeamEventSender>) -> InProcessExecutor {
+        InProcessExecutor {
+            handles: Mutex::new(HashMap::new()),
+            events,
+        }
+    }
+
+    /// How `name`'s current loop ended (`None` while it runs or if unknown).
+    pub fn ended(&self, name: &Name) -> Option<TeammateEnd> {
+        lock(&self.handles).get(name).and_then(|h| h.ended())
+    }
+
+    /// The spec the launch describes: its binding (a fresh router), tools, plan mode and
+    /// roster entry.
+    fn spec(launch: Launch) -> TeammateSpec {
+        let binding = TeamBinding {
+            router: InboxRouter::new(launch.team.mailbox(), launch.name.clone()),
+            team: launch.team,
+            me: launch.name,
+            lead: launch.lead,
+        };
+        let mut spec = TeammateSpec::new(launch.settings, binding, launch.prompt);
+        spec.tools = launch.tools;
+        spec.plan_mode_required = launch.plan_mode_required;
+        spec.mode_after_plan = launch.mode_after_plan;
+        spec.member.agent_type = launch.agent_type;
+        spec.member.model = launch.model;
+        spec.member.color = launch.color;
+        spec.member.worktree_path = Some(launch.work_dir);
+        spec
+    }
+}
+
+impl TeammateExecutor for InProcessExecutor {
+    fn backend(&self) -> BackendType {
+        BackendType::InProcess
+    }
+
+    fn label(&self) -> &'static str {
+        "in-process"
+    }
+
+    fn spawn(&self, launch: Launch) -> BoxFuture<'_, Result<Vec<String>, ExecError>> {
+        Box::pin(async move {
+            let name = launch.name.clone();
+            // No `spec.events`: the lead's monitor reports every teammate's states from
+            // the roster; the teammate's own reports would repeat each one. Only why it
+            // died is not in the roster: reported below.
+            let handle =
+                spawn_in_process(Self::spec(launch))
+                    .await
+                    .map_err(|e| ExecError::Start {
+                        name: name.clone(),
+                        message: e.to_string(),
+                    })?;
+            if let Some(events) = self.events.clone() {
+                let mut end = handle.watch_end();
+                let name = name.clone();
+                tokio::spawn(async move {
+                    let died = match end.wait_for(Option::is_some).await {
+                        Ok(end) => match &*end {
+                            Some(TeammateEnd::Died { reason }) => Some(reason.clone()),
+                            _ => None,
+                        },
+                        Err(_) => None,
+                    };
+                    if let Some(reason) = died {
+                        events.send(TeamEvent::Notice {
+                            text: format!(
+                                "teammate {name} died ({reason}); its unfinished tasks were \
+                                 returned to pending"
+                            ),
+                        });
+                    }
+                });
+            }
+            // Replacing an ended handle drops it (it had ended: nothing to cancel).
+            lock(&self.handles).insert(name, handle);
+            Ok(Vec::new())
+        })
+    }
+
+    fn is_active(&self, name: &Name) -> bool {
+        lock(&self.handles)
+            .get(name)
+            .is_some_and(|h| h.ended().is_none())
+    }
+
+    fn kill(&self, name: &Name) -> BoxFuture<'_, Result<(), ExecError>> {
+        let found = lock(&self.handles).get(name).map(TeammateHandle::cancel);
+        let name = name.clone();
+        Box::pin(async move {
+            found.ok_or(ExecError::Unknown {
+                backend: "in-process",
+                name,
+            })
+        })
+    }
+
+    fn shutdown_all(&self, _keep: bool) -> BoxFuture<'_, ()> {
+        let all: Vec<TeammateHandle> = lock(&self.handles).drain().map(|(_, h)| h).collect();
+        drop(all);
+        Box::pin(async {})
+    }
+
+    /// An in-process teammate's router watches its inbox file itself.
+    fn wake(&self, _name: &Name) -> Result<(), ExecError> {
+        Ok(())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,370 @@
+//! The tmux command lines the executor issues, as plain functions (unit-tested), and
+//! the parsing of tmux's answers. Each returns the arguments after the server
+//! selection (`-L`/`-S`, `-f`), which [`super::Tmux`] adds.
+
+use std::path::Path;
+
+use super::TmuxError;
+use crate::backend::executor::Launch;
+
+/// What a placeholder pane runs until `respawn-pane` replaces it.
+pub const PLACEHOLDER: &[&str] = &["sleep", "86400"];
+
+/// A pane's border line: its title (the teammate's name).
+pub const BORDER_FORMAT: &str = " #{pane_title} ";
+
+/// The variable naming the credentials handoff file in the worker's environment.
+pub use roo_agent::sandbox::handoff::HANDOFF_ENV;
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_string()).collect()
+}
+
+/// A new pane beside `target`'s, running the placeholder, in `dir`; prints its id.
+pub fn split_window(target: &str, dir: &Path) -> Vec<String> {
+    let mut args = strings(&["split-window", "-d", "-P", "-F", "#{pane_id}", "-t", target]);
+    args.extend([
+        "-c".to_string(),
+        dir.display().to_string(),
+        "--".to_string(),
+    ]);
+    args.extend(strings(PLACEHOLDER));
+    args
+}
+
+/// A detached session `name` whose first pane runs the placeholder; prints the pane id.
+pub fn new_session(name: &str, dir: &Path) -> Vec<String> {
+    let mut args = strings(&[
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-x",
+        "200",
+        "-y",
+        "50",
+        "-P",
+        "-F",
+        "#{pane_id}",
+    ]);
+    args.extend([
+        "-c".to_string(),
+        dir.display().to_string(),
+        "--".to_string(),
+    ]);
+    args.extend(strings(PLACEHOLDER));
+    args
+}
+
+/// Succeeds if session `name` exists (exact match).
+pub fn has_session(name: &str) -> Vec<String> {
+    strings(&["has-session", "-t", &format!("={name}")])
+}
+
+/// Title, colours and "stay open if the worker fails" for a new pane.
+pub fn dress_pane(pane: &str, title: &str, color: &str) -> Vec<Vec<String>> {
+    let style = format!("fg={color}");
+    vec![
+        strings(&["set-option", "-p", "-t", pane, "remain-on-exit", "failed"]),
+        strings(&["select-pane", "-t", pane, "-T", title]),
+        strings(&["set-option", "-p", "-t", pane, "pane-border-style", &style]),
+        strings(&[
+            "set-option",
+            "-p",
+            "-t",
+            pane,
+            "pane-active-border-style",
+            &style,
+        ]),
+    ]
+}
+
+/// Replaces the pane's placeholder with `argv`, run directly (no shell), in `dir`, with
+/// only the handoff file's path added to its environment — never a secret.
+pub fn respawn_pane(pane: &str, dir: &Path, handoff: &Path, argv: &[String]) -> Vec<String> {
+    let mut args = strings(&["respawn-pane", "-k", "-t", pane]);
+    args.extend([
+        "-c".to_string(),
+        dir.display().to_string(),
+        "-e".to_string(),
+        format!("{HANDOFF_ENV}={}", handoff.display()),
+        "--".to_string(),
+    ]);
+    args.extend(argv.iter().cloned());
+    args
+}
+
+/// Prints the pid of the pane's process.
+pub fn pane_pid(pane: &str) -> Vec<String> {
+    strings(&["display-message", "-p", "-t", pane, "#{pane_pid}"])
+}
+
+/// Every pane of the server: id, pid, dead, title — tab-separated.
+pub fn list_panes() -> Vec<String> {
+    strings(&[
+        "list-panes",
+        "-a",
+        "-F",
+        "#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_title}",
+    ])
+}
+
+/// Closes a pane.
+pub fn kill_pane(pane: &str) -> Vec<String> {
+    strings(&["kill-pane", "-t", pane])
+}
+
+/// The pane's visible text.
+pub fn capture(pane: &str) -> Vec<String> {
+    strings(&["capture-pane", "-p", "-t", pane])
+}
+
+/// Tiles the panes of `target`'s window.
+pub fn tiled(target: &str) -> Vec<String> {
+    strings(&["select-layout", "-t", target, "tiled"])
+}
+
+/// Sets a window option of `target`'s window.
+pub fn set_window_option(target: &str, option: &str, value: &str) -> Vec<String> {
+    strings(&["set-option", "-w", "-t", target, option, value])
+}
+
+/// Prints a window option's value.
+pub fn show_window_option(target: &str, option: &str) -> Vec<String> {
+    strings(&["show-options", "-w", "-v", "-t", target, option])
+}
+
+/// The pane id (`%N`) that `split-window`/`new-session -P -F '#{pane_id}'` printed.
+pub fn pane_id(out: &str, command: &str) -> Result<String, TmuxError> {
+    let id = out.trim();
+    if id.starts_with('%') && id.len() > 1 && id[1..].bytes().all(|b| b.is_ascii_digit()) {
+        Ok(id.to_string())
+    } else {
+        Err(TmuxError::Answer {
+            args: command.to_string(),
+            answer: out.to_string(),
+        })
+    }
+}
+
+/// One line of [`list_panes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneState {
+    pub id: String,
+    pub pid: Option<u32>,
+    pub dead: bool,
+    pub title: String,
+}
+
+/// Parses [`list_panes`]' output; malformed lines are skipped.
+pub fn parse_pane_list(out: &str) -> Vec<PaneState> {
+    out.lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(4, '\t');
+            let id = fields.next()?.to_string();
+            let pid = fields.next()?.parse().ok();
+            let dead = fields.next()? == "1";
+            let title = fields.next().unwrap_or_default().to_string();
+            id.starts_with('%').then_some(PaneState {
+                id,
+                pid,
+                dead,
+                title,
+            })
+        })
+        .collect()
+}
+
+/// The `roo-worker` command line for `launch` (DESIGN.md §3's identity flags, its
+/// directory, prompt, mode, trust, sandbox choice and provider flags). No credential is
+/// ever on it: those come through the handoff.
+pub fn worker_argv(worker: &Path, launch: &Launch, color: &str) -> Vec<String> {
+    let settings = &launch.settings;
+    let mut argv = vec![
+        worker.display().to_string(),
+        "--team".into(),
+        launch.team.name().to_string(),
+        "--name".into(),
+        launch.name.to_string(),
+        "--agent-id".into(),
+        format!("{}@{}", launch.name, launch.team.name()),
+        "--lead".into(),
+        launch.lead.to_string(),
+        "--color".into(),
+        color.to_string(),
+        "--cwd".into(),
+        launch.work_dir.display().to_string(),
+    ];
+    if let Some(agent_type) = &launch.agent_type {
+        argv.extend(["--agent-type".into(), agent_type.clone()]);
+    }
+    if let Some(root) = &settings.config_root {
+        argv.extend(["--config-root".into(), root.display().to_string()]);
+    }
+    if let Some(mode) = settings.permission_mode {
+        argv.extend(["--permission-mode".into(), mode.to_string()]);
+    }
+    if launch.plan_mode_required {
+        argv.push("--plan-mode-required".into());
+    }
+    if matches!(settings.trust, crate::trust::Trust::Granted) {
+        argv.push("--trust-project".into());
+    }
+    if settings.no_sandbox {
+        argv.push("--no-sandbox".into());
+    }
+    argv.extend(["--max-turns".into(), settings.max_turns.to_string()]);
+    let llm = &settings.llm;
+    if let Some(provider) = &llm.provider {
+        argv.extend(["--provider".into(), provider.clone()]);
+    }
+    if let Some(model) = launch.model.as_ref().or(llm.model.as_ref()) {
+        argv.extend(["--model".into(), model.clone()]);
+    }
+    if let Some(url) = &llm.base_url {
+        argv.extend(["--base-url".into(), url.clone()]);
+    }
+    if let Some(script) = &llm.script {
+        // The pane starts elsewhere: a relative script path is the lead's.
+        let script = if script.is_absolute() {
+            script.clone()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(script))
+                .unwrap_or_else(|_| script.clone())
+        };
+        argv.extend(["--script".into(), script.display().to_string()]);
+    }
+    if !launch.prompt.is_empty() {
+        argv.extend(["--prompt".into(), launch.prompt.clone()]);
+    }
+    argv
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::path::PathBuf;
+
+    use roo_agent::permissions::PermissionMode;
+    use roo_store::{Member, Name, RooHome, Team};
+
+    use super::*;
+    use crate::builder::{AgentSettings, Identity};
+
+    #[test]
+    fn a_pane_is_split_with_a_placeholder_and_respawned_with_the_worker_and_no_secret() {
+        assert_eq!(
+            split_window("%0", Path::new("/w/t")).join(" "),
+            "split-window -d -P -F #{pane_id} -t %0 -c /w/t -- sleep 86400"
+        );
+        let argv = vec!["/bin/roo-worker".to_string(), "--team".into(), "t".into()];
+        assert_eq!(
+            respawn_pane(
+                "%3",
+                Path::new("/w"),
+                Path::new("/h/run/handoff/x.env"),
+                &argv
+            )
+            .join(" "),
+            "respawn-pane -k -t %3 -c /w -e ROO_ENV_HANDOFF=/h/run/handoff/x.env -- \
+             /bin/roo-worker --team t"
+        );
+        assert_eq!(
+            dress_pane("%3", "alice", "blue")
+                .iter()
+                .map(|a| a.join(" "))
+                .collect::<Vec<_>>(),
+            [
+                "set-option -p -t %3 remain-on-exit failed",
+                "select-pane -t %3 -T alice",
+                "set-option -p -t %3 pane-border-style fg=blue",
+                "set-option -p -t %3 pane-active-border-style fg=blue",
+            ]
+        );
+        assert_eq!(
+            new_session("roo-crew", Path::new("/w")).join(" "),
+            "new-session -d -s roo-crew -x 200 -y 50 -P -F #{pane_id} -c /w -- sleep 86400"
+        );
+        assert_eq!(
+            has_session("roo-crew").join(" "),
+            "has-session -t =roo-crew"
+        );
+    }
+
+    #[test]
+    fn pane_ids_and_listings_are_parsed_strictly() {
+        assert_eq!(pane_id("%12\n", "split-window").unwrap(), "%12");
+        assert!(pane_id("", "split-window").is_err());
+        assert!(pane_id("%x", "split-window").is_err());
+        let panes = parse_pane_list("%0\t100\t0\tlead\n%1\t101\t1\talice\tx\ngarbage\n");
+        assert_eq!(
+            panes,
+            [
+                PaneState {
+                    id: "%0".into(),
+                    pid: Some(100),
+                    dead: false,
+                    title: "lead".into()
+                },
+                PaneState {
+                    id: "%1".into(),
+                    pid: Some(101),
+                    dead: true,
+                    title: "alice\tx".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_worker_gets_identity_flags_and_never_a_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Name::parse("crew").unwrap();
+        let team = Team::create(
+            &RooHome::new(dir.path()),
+            t.clone(),
+            "",
+            Member::new(Name::parse("lead").unwrap(), &t),
+            Vec::new(),
+        )
+        .unwrap();
+        let mut settings = AgentSettings::new(
+            Identity::solo(Name::parse("alice").unwrap()),
+            dir.path().to_path_buf(),
+        );
+        settings.permission_mode = Some(PermissionMode::AcceptEdits);
+        settings.trust = crate::trust::Trust::Granted;
+        settings.llm.provider = Some("openai".into());
+        settings.llm.base_url = Some("http://127.0.0.1:9/v1".into());
+        settings.config_root = Some(PathBuf::from("/repo"));
+        let launch = Launch {
+            team,
+            name: Name::parse("alice").unwrap(),
+            lead: Name::parse("lead").unwrap(),
+            prompt: "Claim task 1.".into(),
+            settings,
+            plan_mode_required: true,
+            mode_after_plan: PermissionMode::AcceptEdits,
+            agent_type: Some("Explore".into()),
+            model: Some("m2".into()),
+            work_dir: PathBuf::from("/repo/.roocode/worktrees/crew+alice"),
+            color: None,
+            tools: Vec::new(),
+        };
+        let argv = worker_argv(Path::new("/bin/roo-worker"), &launch, "green").join(" ");
+        assert_eq!(
+            argv,
+            format!(
+                "/bin/roo-worker --team crew --name alice --agent-id alice@crew --lead lead \
+                 --color green --cwd /repo/.roocode/worktrees/crew+alice --agent-type Explore \
+                 --config-root /repo --permission-mode acceptEdits --plan-mode-required \
+                 --trust-project --max-turns {} --provider openai --model m2 --base-url \
+                 http://127.0.0.1:9/v1 --prompt Claim task 1.",
+                launch.settings.max_turns
+            )
+        );
+        assert!(!argv.to_ascii_lowercase().contains("key"), "{argv}");
+    }
+}
