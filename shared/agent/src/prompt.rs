@@ -42,6 +42,21 @@ impl Environment {
             git: git_info(cwd),
         }
     }
+
+    /// The environment of a checkout still being made on `branch` (a teammate's new
+    /// worktree, created from a commit, so clean): known without running git in it.
+    pub fn for_new_checkout(cwd: &Path, branch: &str) -> Self {
+        Self {
+            cwd: cwd.to_path_buf(),
+            os: os_description(),
+            date: today_utc(),
+            git: Some(GitInfo {
+                branch: branch.to_string(),
+                status: String::new(),
+                recent_commits: String::new(),
+            }),
+        }
+    }
 }
 
 /// Who the agent is in this session.
