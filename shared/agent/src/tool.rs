@@ -53,6 +53,9 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Extra environment for child processes (`ROO_HOME`, `ROO_TEAM`, `ROO_AGENT_NAME`).
     pub env: Vec<(String, String)>,
+    /// Environment read when each command starts, after [`ToolContext::env`]: values
+    /// that change during a session (the team a lead created).
+    pub env_source: Option<EnvSource>,
     /// Outputs longer than this many characters spill to a file with a preview.
     pub max_result_chars: usize,
     /// Directories the file tools may open paths under (resolved): the
@@ -73,6 +76,28 @@ pub struct ToolContext {
     /// out while its first model request is already on the way): the loop waits for
     /// this before it runs any call. `None`: ready.
     pub workspace: Option<WorkspaceGate>,
+}
+
+/// Variables computed when a command starts.
+#[derive(Clone)]
+pub struct EnvSource(Arc<dyn Fn() -> Vec<(String, String)> + Send + Sync>);
+
+impl EnvSource {
+    /// A source answering with `vars()` at each command's start.
+    pub fn new(vars: impl Fn() -> Vec<(String, String)> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(vars))
+    }
+
+    /// The variables now.
+    pub fn vars(&self) -> Vec<(String, String)> {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for EnvSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EnvSource")
+    }
 }
 
 /// Opens a [`WorkspaceGate`]: once with the outcome of preparing the working
@@ -154,6 +179,7 @@ impl ToolContext {
             session_dir,
             cancel: CancellationToken::new(),
             env: Vec::new(),
+            env_source: None,
             max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
             allowed_roots: Vec::new(),
             read_filter: ReadFilter::default(),

@@ -20,7 +20,7 @@ use roo_agent::sandbox::CommandSetup;
 use roo_agent::session::{
     Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
 };
-use roo_agent::tool::{Tool, ToolContext, ToolRegistry, WorkspaceGate};
+use roo_agent::tool::{EnvSource, Tool, ToolContext, ToolRegistry, WorkspaceGate};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
 use roo_store::Name;
@@ -174,6 +174,9 @@ pub struct AgentSettings {
     /// The working directory is still being made while the agent is built (a
     /// teammate's new worktree): see [`PendingWorkspace`]. `None`: it exists.
     pub pending_workspace: Option<PendingWorkspace>,
+    /// Variables its commands get, read as each starts (a lead's team, once it made
+    /// one: [`crate::TeamSlot::env_source`]).
+    pub env_source: Option<EnvSource>,
 }
 
 /// A working directory being checked out while its agent is built and sends its first
@@ -220,6 +223,7 @@ impl std::fmt::Debug for AgentSettings {
             .field("max_turns", &self.max_turns)
             .field("persona", &self.persona)
             .field("pending_workspace", &self.pending_workspace)
+            .field("env_source", &self.env_source.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -249,6 +253,7 @@ impl AgentSettings {
             max_turns: 50,
             persona: None,
             pending_workspace: None,
+            env_source: None,
         }
     }
 }
@@ -349,6 +354,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         max_turns,
         persona,
         pending_workspace,
+        env_source,
     } = settings;
     let cwd = match cwd {
         Some(dir) => dir,
@@ -447,6 +453,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         sandbox: Some(Arc::new(commands.sandbox)),
         env_remove: commands.env_remove,
         workspace: pending_workspace.as_ref().map(|p| p.gate.clone()),
+        env_source,
         ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
