@@ -360,11 +360,11 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         Some(dir) => dir,
         None => std::env::current_dir().map_err(BuildError::CurrentDir)?,
     };
-    let (cwd, project_root, environment) = match &pending_workspace {
+    let (cwd, project_root) = match &pending_workspace {
         // Given resolved; nothing there to inspect yet.
-        Some(pending) => {
+        Some(_) => {
             let root = project_root.unwrap_or_else(|| cwd.clone());
-            (cwd, root, pending.environment.clone())
+            (cwd, root)
         }
         None => existing_workspace(cwd, project_root).await?,
     };
@@ -444,6 +444,16 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         policy.write.extend(pending.git_dirs.iter().cloned());
     }
     notices.extend(commands.notices);
+    let environment = match &pending_workspace {
+        Some(pending) => pending.environment.clone(),
+        // Its git runs in the agent's sandbox (see `Environment::detect`).
+        None => {
+            let (cwd, sandbox) = (cwd.clone(), commands.sandbox.clone());
+            tokio::task::spawn_blocking(move || Environment::detect(&cwd, Some(&sandbox)))
+                .await
+                .map_err(|e| BuildError::Inspect(e.to_string()))?
+        }
+    };
     let mut env = tool_env(&identity, &roo_home);
     env.extend(commands.env_add);
     let context = ToolContext {
@@ -505,19 +515,18 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     })
 }
 
-/// The resolved working directory, project root and environment of a directory that
-/// exists.
+/// The resolved working directory and project root of a directory that exists.
 async fn existing_workspace(
     cwd: PathBuf,
     project_root: Option<PathBuf>,
-) -> Result<(PathBuf, PathBuf, Environment), BuildError> {
+) -> Result<(PathBuf, PathBuf), BuildError> {
     let cwd = std::fs::canonicalize(&cwd).map_err(|source| BuildError::WorkingDir {
         path: cwd.clone(),
         source,
     })?;
     let inspect = cwd.clone();
-    let (root, environment) = tokio::task::spawn_blocking(move || {
-        let root = match project_root {
+    let root = tokio::task::spawn_blocking(move || {
+        Ok::<_, BuildError>(match project_root {
             Some(root) => {
                 std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
                     path: root.clone(),
@@ -525,12 +534,11 @@ async fn existing_workspace(
                 })?
             }
             None => detect_project_root(&inspect),
-        };
-        Ok::<_, BuildError>((root, Environment::detect(&inspect)))
+        })
     })
     .await
     .map_err(|e| BuildError::Inspect(e.to_string()))??;
-    Ok((cwd, root, environment))
+    Ok((cwd, root))
 }
 
 /// The environment every command of the agent gets: `ROO_HOME`, and in a team
