@@ -114,6 +114,11 @@ pub struct LeadArgs {
     )]
     pub teammate_mode: TeammateMode,
 
+    /// Leave pane teammates (tmux) running in their panes when the lead exits; without
+    /// it they are shut down and their panes closed.
+    #[arg(long)]
+    pub keep_panes: bool,
+
     /// Coordinate only: the lead gets no code tools (no file, search, shell or plan-mode
     /// tools), only the team tools; teammates do the work.
     #[arg(long)]
@@ -180,7 +185,8 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
             None => None,
         };
         let mut built = setup::build(&args, interactive).await?;
-        match prompt {
+        let spawner = built.spawner.clone();
+        let result = match prompt {
             Some(prompt) => {
                 let options = headless::Options {
                     format: args.output_format,
@@ -190,7 +196,10 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
                 headless::run(&mut built, &prompt, options).await
             }
             None => repl::run(built).await,
-        }
+        };
+        // Pane teammates are processes of their own: shut them down (or keep them).
+        spawner.shutdown(args.keep_panes).await;
+        result
     });
     // A tool call abandoned on cancel may still sit in a blocking read on a
     // worker thread; do not wait for it (dropping the runtime would).

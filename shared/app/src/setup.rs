@@ -167,10 +167,7 @@ pub fn lead_settings(
 pub fn teammate_backend(mode: TeammateMode) -> Result<BackendType, AppError> {
     match mode {
         TeammateMode::Auto | TeammateMode::InProcess => Ok(BackendType::InProcess),
-        TeammateMode::Tmux => Err(AppError::Usage(
-            "the tmux backend comes with pane teammates; use --teammate-mode in-process"
-                .to_string(),
-        )),
+        TeammateMode::Tmux => Ok(BackendType::Tmux),
         TeammateMode::Iterm2 => Err(AppError::Usage(
             "the iterm2 backend comes with pane teammates; use --teammate-mode in-process"
                 .to_string(),
@@ -209,6 +206,19 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         Some(team_sender.clone()),
         team_tasks.clone(),
     );
+    if teammate_mode == BackendType::Tmux {
+        // Pane teammates: `roo-worker`s in tmux panes (the lead's window, or a detached
+        // session `roo-<team>`).
+        let worker = roo_team::backend::TmuxExecutor::sibling_worker()
+            .map_err(|e| AppError::Usage(e.to_string()))?;
+        let panes = roo_team::backend::TmuxExecutor::from_env(
+            std::path::PathBuf::from("tmux"),
+            worker,
+            &settings.roo_home,
+        );
+        panes.watch_panes(team_tasks.clone());
+        spawner.set_pane_executor(Arc::new(panes));
+    }
     let team_tools = TeamTools::new(slot.clone()).with_on_sent(spawner.on_sent());
     let lead = LeadTools {
         events: Some(team_sender.clone()),

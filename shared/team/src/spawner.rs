@@ -2,8 +2,13 @@
 //! handles, restarts a stopped one when a message is sent to it, and stops one on
 //! request (the `Agent` and `TaskStop` tools, [`crate::spawner::tools`]).
 //!
-//! Only the in-process backend is built: a teammate is the teammate loop as a tokio task
-//! of the lead's process ([`spawn_in_process`]). Each gets its own git worktree (made
+//! A teammate is the teammate loop as a tokio task of the lead's process
+//! ([`spawn_in_process`]), or, with a pane executor ([`Spawner::set_pane_executor`],
+//! e.g. [`crate::backend::TmuxExecutor`]), a `roo-worker` process in a terminal pane:
+//! SendMessage to it nudges it ([`TeammateExecutor::wake`]), TaskStop and the slot's
+//! clearing end its process and close its pane, [`Spawner::shutdown`] does so for all
+//! at the lead's exit (unless the panes are kept), and a message to a stopped one starts
+//! it in a new pane from its transcript. Each gets its own git worktree (made
 //! with the lead's sandboxed [`Git`]) or, outside a repository, the lead's directory
 //! (the lead is told). A new worktree is checked out while the teammate is built and
 //! sends its first model request: its path, branch and the repository's shared git
@@ -31,6 +36,7 @@ use roo_agent::tool::WorkspaceGate;
 use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::{ExecError, Launch, TeammateExecutor};
 use crate::binding::{TeamBinding, TeamSlot};
 use crate::builder::{AgentSettings, Identity, PendingWorkspace};
 use crate::event::{TeamEvent, TeamEventSender};
@@ -108,6 +114,11 @@ pub enum SpawnError {
          a roo-worker started by hand is stopped with SendMessage type shutdown_request"
     )]
     NotSpawned { name: Name, team: Name },
+    #[error("{source}")]
+    Pane {
+        name: Name,
+        source: Box<ExecError>,
+    },
 }
 
 /// What a spawn did, for the lead's model.
@@ -122,10 +133,59 @@ pub struct Spawned {
     pub notices: Vec<String>,
 }
 
+/// How a spawned teammate runs.
+enum Runner {
+    /// The teammate loop as a task of this process.
+    Task(TeammateHandle),
+    /// A `roo-worker` in a pane of the pane executor (which holds its pane and pid).
+    Pane {
+        executor: Arc<dyn TeammateExecutor>,
+        name: Name,
+        /// What the executor said at the start (how to attach), for the spawn result.
+        notices: Vec<String>,
+    },
+}
+
+impl Runner {
+    /// Whether its loop (task) or process (pane) is running.
+    fn running(&self) -> bool {
+        match self {
+            Runner::Task(handle) => handle.ended().is_none(),
+            Runner::Pane { executor, name, .. } => executor.is_active(name),
+        }
+    }
+
+    /// How an in-process teammate's loop ended (`None` for a pane teammate).
+    fn ended(&self) -> Option<TeammateEnd> {
+        match self {
+            Runner::Task(handle) => handle.ended(),
+            Runner::Pane { .. } => None,
+        }
+    }
+
+    /// Stops it now: the loop is cancelled; a pane's worker is ended and its pane
+    /// closed (in the background).
+    fn stop(&self) {
+        match self {
+            Runner::Task(handle) => handle.cancel(),
+            Runner::Pane { executor, name, .. } => {
+                let (executor, name) = (executor.clone(), name.clone());
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        if let Err(e) = executor.kill(&name).await {
+                            tracing::debug!(member = %name, error = %e, "failed to stop a pane");
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
 /// One teammate this lead spawned.
 struct Entry {
     team: Name,
-    handle: TeammateHandle,
+    handle: Runner,
     /// The spec's parts needed to start it again (an empty prompt: it resumes from its
     /// transcript and takes up the waiting messages).
     recipe: Recipe,
@@ -149,6 +209,8 @@ struct Inner {
     base: OnceLock<TeammateBase>,
     running: Mutex<HashMap<Name, Entry>>,
     runtime: tokio::runtime::Handle,
+    /// Where pane teammates run (`backend` tmux or iTerm2).
+    panes: OnceLock<Arc<dyn TeammateExecutor>>,
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -184,6 +246,7 @@ impl Spawner {
                 base: OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 runtime: tokio::runtime::Handle::current(),
+                panes: OnceLock::new(),
             }),
         };
         // A weak reference: the watcher must not keep the handles alive.
@@ -205,6 +268,9 @@ impl Spawner {
                             .collect();
                         gone.iter().filter_map(|n| running.remove(n)).collect()
                     };
+                    for entry in &stopped {
+                        entry.handle.stop();
+                    }
                     drop(stopped);
                 } else {
                     return;
@@ -227,6 +293,23 @@ impl Spawner {
         let _ = self.inner.base.set(base);
     }
 
+    /// Gives the spawner the executor pane teammates run on (its backend must be this
+    /// spawner's); the first call wins.
+    pub fn set_pane_executor(&self, executor: Arc<dyn TeammateExecutor>) {
+        let _ = self.inner.panes.set(executor);
+    }
+
+    /// Ends what the lead's teammates leave behind when the lead exits: in-process
+    /// teammates are cancelled; pane teammates are shut down (SIGTERM, then their panes
+    /// closed) unless `keep_panes`, in which case they keep running in their panes.
+    pub async fn shutdown(&self, keep_panes: bool) {
+        let all: Vec<Entry> = lock(&self.inner.running).drain().map(|(_, e)| e).collect();
+        drop(all);
+        if let Some(panes) = self.inner.panes.get() {
+            panes.shutdown_all(keep_panes).await;
+        }
+    }
+
     /// The lead's spawn and stop tools (`Agent`, `TaskStop`) for this spawner.
     pub fn tools(&self) -> Vec<Arc<dyn roo_agent::tool::Tool>> {
         vec![
@@ -244,7 +327,7 @@ impl Spawner {
     pub fn names(&self) -> Vec<Name> {
         let mut names: Vec<Name> = lock(&self.inner.running)
             .iter()
-            .filter(|(_, e)| e.handle.ended().is_none())
+            .filter(|(_, e)| e.handle.running())
             .map(|(n, _)| n.clone())
             .collect();
         names.sort();
@@ -274,7 +357,8 @@ impl Spawner {
     pub async fn spawn(&self, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let binding = self.lead_binding()?;
         let name = request.name.clone();
-        if self.inner.backend != BackendType::InProcess {
+        let pane = self.inner.backend != BackendType::InProcess;
+        if pane && self.inner.panes.get().is_none() {
             return Err(SpawnError::Backend {
                 name,
                 backend: backend_name(self.inner.backend),
@@ -304,6 +388,8 @@ impl Spawner {
         };
         let team = binding.team.name().clone();
         let planned = match &discovered {
+            // A pane's worker needs its directory to exist when it starts.
+            Discovered::Repo(_) if pane => None,
             Discovered::Repo(repo) => repo
                 .planned_worktree(&team, &name)
                 .zip(repo.git_dir().map(Path::to_path_buf))
@@ -394,17 +480,19 @@ impl Spawner {
                 .await?;
             (handle, recipe, workspace)
         };
-        let notices = workspace.notices();
+        let mut handle = handle;
+        let mut notices = workspace.notices();
+        if let Runner::Pane { notices: said, .. } = &mut handle {
+            notices.append(said);
+        }
         let (work_dir, branch) = match &workspace {
             Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
             Workspace::Shared { dir, .. } => (dir.clone(), None),
         };
         let mut running = lock(&self.inner.running);
-        if running
-            .get(&name)
-            .is_some_and(|e| e.handle.ended().is_none())
-        {
+        if running.get(&name).is_some_and(|e| e.handle.running()) {
             drop(running);
+            handle.stop();
             drop(handle);
             return Err(SpawnError::AlreadyRunning { name });
         }
@@ -433,8 +521,8 @@ impl Spawner {
         let running = lock(&self.inner.running);
         match running.get(name) {
             Some(entry) if &entry.team == binding.team.name() => {
-                let was = entry.handle.ended().is_none();
-                entry.handle.cancel();
+                let was = entry.handle.running();
+                entry.handle.stop();
                 Ok(was)
             }
             _ => Err(SpawnError::NotSpawned {
@@ -447,7 +535,7 @@ impl Spawner {
     fn is_running(&self, name: &Name) -> bool {
         lock(&self.inner.running)
             .get(name)
-            .is_some_and(|e| e.handle.ended().is_none() || e.restarting)
+            .is_some_and(|e| e.handle.running() || e.restarting)
     }
 
     fn lead_binding(&self) -> Result<Arc<TeamBinding>, SpawnError> {
@@ -460,14 +548,44 @@ impl Spawner {
         Ok(binding)
     }
 
-    /// Joins and starts the loop.
+    /// Joins and starts the loop, or (pane backends) starts a `roo-worker` in a pane.
     async fn start(
         &self,
         binding: &TeamBinding,
         name: &Name,
         recipe: Recipe,
         prompt: String,
-    ) -> Result<TeammateHandle, SpawnError> {
+    ) -> Result<Runner, SpawnError> {
+        if self.inner.backend != BackendType::InProcess
+            && let Some(executor) = self.inner.panes.get().cloned()
+        {
+            let launch = Launch {
+                team: binding.team.clone(),
+                name: name.clone(),
+                lead: binding.lead.clone(),
+                prompt,
+                settings: recipe.settings,
+                plan_mode_required: recipe.plan_mode_required,
+                mode_after_plan: recipe.mode_after_plan,
+                agent_type: recipe.agent_type,
+                model: recipe.model,
+                work_dir: recipe.work_dir,
+                color: None,
+                tools: Vec::new(),
+            };
+            let notices = executor
+                .spawn(launch)
+                .await
+                .map_err(|source| SpawnError::Pane {
+                    name: name.clone(),
+                    source: Box::new(source),
+                })?;
+            return Ok(Runner::Pane {
+                executor,
+                name: name.clone(),
+                notices,
+            });
+        }
         let mut spec = TeammateSpec::for_member(
             recipe.settings,
             binding.team.clone(),
@@ -514,7 +632,7 @@ impl Spawner {
                 }
             });
         }
-        Ok(handle)
+        Ok(Runner::Task(handle))
     }
 
     fn restart_if_stopped(&self, to: &Name) {
@@ -524,11 +642,16 @@ impl Spawner {
         let recipe = {
             let mut running = lock(&self.inner.running);
             match running.get_mut(to) {
-                Some(entry)
-                    if &entry.team == binding.team.name()
-                        && !entry.restarting
-                        && entry.handle.ended().is_some() =>
-                {
+                // A running pane teammate is nudged to read its inbox now.
+                Some(entry) if &entry.team == binding.team.name() && entry.handle.running() => {
+                    if let Runner::Pane { executor, name, .. } = &entry.handle
+                        && let Err(e) = executor.wake(name)
+                    {
+                        tracing::debug!(member = %to, error = %e, "failed to wake a pane");
+                    }
+                    return;
+                }
+                Some(entry) if &entry.team == binding.team.name() && !entry.restarting => {
                     entry.restarting = true;
                     entry.recipe.clone()
                 }

@@ -191,17 +191,14 @@ impl Tmux {
 pub enum Placement {
     /// Split from the window of this pane (the lead's `$TMUX_PANE`).
     Window { lead_pane: String },
-    /// A detached session of this name (`roo-<team>`), created on first use.
-    Session { name: String },
+    /// A detached session, created on first use: this name, or `roo-<team>` of the
+    /// first teammate's team.
+    Session { name: Option<String> },
 }
 
-impl Placement {
-    /// The detached session for `team`: `roo-<team>`.
-    pub fn session_for(team: &Name) -> Placement {
-        Placement::Session {
-            name: format!("roo-{team}"),
-        }
-    }
+/// The detached session of `team`: `roo-<team>`.
+pub fn session_name(team: &Name) -> String {
+    format!("roo-{team}")
 }
 
 /// One pane this executor created.
@@ -219,6 +216,8 @@ struct State {
     spawned: usize,
     /// The window's `pane-border-status` before this executor set it, to put back.
     border_before: Option<String>,
+    /// The detached session's name, once chosen.
+    session: Option<String>,
 }
 
 struct Inner {
@@ -258,6 +257,28 @@ impl TmuxExecutor {
                 state: Mutex::new(State::default()),
             }),
         }
+    }
+
+    /// The executor a lead gets from its environment: inside tmux (`$TMUX` and
+    /// `$TMUX_PANE` set) panes split from the lead's window on that server; else a
+    /// detached session `roo-<team>` on the default server. `tmux` is the binary.
+    pub fn from_env(tmux: PathBuf, worker: PathBuf, roo_home: &Path) -> TmuxExecutor {
+        let inside = std::env::var("TMUX")
+            .ok()
+            .and_then(|t| Socket::of_tmux_env(&t))
+            .zip(
+                std::env::var("TMUX_PANE")
+                    .ok()
+                    .filter(|p| p.starts_with('%')),
+            );
+        let (cli, placement) = match inside {
+            Some((socket, lead_pane)) => (
+                Tmux::new(tmux, Some(socket)),
+                Placement::Window { lead_pane },
+            ),
+            None => (Tmux::new(tmux, None), Placement::Session { name: None }),
+        };
+        TmuxExecutor::new(cli, placement, worker, roo_home)
     }
 
     /// The `roo-worker` next to the running executable.
@@ -331,7 +352,11 @@ impl TmuxExecutor {
 
     /// The pane a new teammate starts in: the session's unused first pane, or a new
     /// split. Returns its id.
-    async fn new_pane(&self, work_dir: &Path) -> Result<(String, Vec<String>), ExecError> {
+    async fn new_pane(
+        &self,
+        team: &Name,
+        work_dir: &Path,
+    ) -> Result<(String, Vec<String>), ExecError> {
         let tmux = &self.inner.tmux;
         let mut notices = Vec::new();
         match &self.inner.placement {
@@ -347,6 +372,11 @@ impl TmuxExecutor {
                 Ok((pane, notices))
             }
             Placement::Session { name } => {
+                let name = lock(&self.inner.state)
+                    .session
+                    .get_or_insert_with(|| name.clone().unwrap_or_else(|| session_name(team)))
+                    .clone();
+                let name = &name;
                 let exists = tmux.run(&commands::has_session(name)).await.is_ok();
                 if !exists {
                     let out = tmux.run(&commands::new_session(name, work_dir)).await?;
@@ -450,9 +480,11 @@ impl TmuxExecutor {
     /// Closes `pane` (if it still exists) and re-tiles.
     async fn close(&self, pane: &str) {
         let _ = self.inner.tmux.run(&commands::kill_pane(pane)).await;
-        match &self.inner.placement {
-            Placement::Window { lead_pane } => self.tile(lead_pane).await,
-            Placement::Session { name } => self.tile(&format!("={name}:")).await,
+        let session = lock(&self.inner.state).session.clone();
+        match (&self.inner.placement, session) {
+            (Placement::Window { lead_pane }, _) => self.tile(lead_pane).await,
+            (Placement::Session { .. }, Some(name)) => self.tile(&format!("={name}:")).await,
+            (Placement::Session { .. }, None) => {}
         }
     }
 }
@@ -502,7 +534,7 @@ impl TeammateExecutor for TmuxExecutor {
                 .map_err(|e| start(format!("failed to {e}")))?
             };
             let argv = commands::worker_argv(&self.inner.worker, &launch, &color);
-            let made = self.new_pane(&launch.work_dir).await;
+            let made = self.new_pane(launch.team.name(), &launch.work_dir).await;
             let (pane, notices) = match made {
                 Ok(made) => made,
                 Err(e) => {
