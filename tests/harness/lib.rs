@@ -22,7 +22,7 @@ pub use dir::{TempDir, TempHome};
 pub use mock_llm::MockLlm;
 pub use process::{process_gone, read_pid};
 pub use repo::{bugfix_repo, demo_data, git, git_init_commit};
-pub use tmux::Tmux;
+pub use tmux::{Pane, Tmux};
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -9,6 +9,15 @@ use std::time::Duration;
 /// What the wrapper prints when the command ends, followed by its status and `]`.
 const EXIT_MARK: &str = "[roo-test exit ";
 
+/// One pane as `list-panes` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pane {
+    pub id: String,
+    pub title: String,
+    pub pid: u32,
+    pub dead: bool,
+}
+
 /// One tmux server with one window running a command.
 pub struct Tmux {
     socket: String,
@@ -72,6 +81,59 @@ impl Tmux {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The server's socket name (`-L`).
+    pub fn socket(&self) -> &str {
+        &self.socket
+    }
+
+    /// Every pane of the server: id, title, pid, whether its command is dead.
+    pub fn panes(&self) -> Vec<Pane> {
+        let out = self
+            .command()
+            .args([
+                "list-panes",
+                "-a",
+                "-F",
+                "#{pane_id}\t#{pane_title}\t#{pane_pid}\t#{pane_dead}",
+            ])
+            .output()
+            .expect("run tmux list-panes");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split('\t').collect();
+                (f.len() == 4).then(|| Pane {
+                    id: f[0].to_string(),
+                    title: f[1].to_string(),
+                    pid: f[2].parse().unwrap_or(0),
+                    dead: f[3] == "1",
+                })
+            })
+            .collect()
+    }
+
+    /// What every pane shows, for a failure report.
+    pub fn all_screens(&self) -> String {
+        let mut out = String::new();
+        for pane in self.panes() {
+            let screen = self
+                .command()
+                .args(["capture-pane", "-p", "-t", &pane.id])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "--- pane {} {:?} pid {} dead {} ---\n{}\n",
+                pane.id,
+                pane.title,
+                pane.pid,
+                pane.dead,
+                screen.trim_end()
+            ));
+        }
+        out
     }
 
     /// The visible screen.

@@ -228,10 +228,10 @@ fn an_unknown_team_is_a_usage_error() {
 }
 
 #[test]
-fn teammate_mode_tmux_is_a_usage_error_not_a_silent_fallback() {
+fn teammate_mode_iterm2_is_a_usage_error_not_a_silent_fallback() {
     let home = TempHome::new();
     let script = home.home.write("script.yaml", "- text: x\n");
-    for (how, mode) in [("flag", "tmux"), ("env", "iterm2")] {
+    for (how, mode) in [("flag", "iterm2"), ("env", "iterm2")] {
         let mut cmd = home
             .cmd("roo-lead")
             .args(["-p", "hi", "--provider", "script", "--script"])

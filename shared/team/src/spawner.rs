@@ -115,10 +115,7 @@ pub enum SpawnError {
     )]
     NotSpawned { name: Name, team: Name },
     #[error("{source}")]
-    Pane {
-        name: Name,
-        source: Box<ExecError>,
-    },
+    Pane { name: Name, source: Box<ExecError> },
 }
 
 /// What a spawn did, for the lead's model.

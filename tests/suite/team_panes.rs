@@ -1,0 +1,513 @@
+//! Pane teammates in a real tmux: a headless `roo-lead -p --teammate-mode tmux` runs
+//! inside a private tmux server (`tmux -L roo-test-… -f /dev/null`, killed on drop) and
+//! spawns `roo-worker`s in panes of its window. Every model is the scripted provider,
+//! picked by agent name (each worker replays the same script file for its own name).
+//!
+//! The lead reaches tmux through a `tmux` wrapper first on its `PATH` that logs every
+//! command line it issues, so the tests can check what went on tmux's argv; a sampler
+//! reads every process's command line while the team runs. Directories live under
+//! Cargo's target tmp dir, like the other team tests.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use roo_store::{BackendType, MemberState, Name, RooHome, TaskId, TaskStatus, Team};
+use roo_tests::{TempDir, TestCommand, Tmux, bin, git, process_gone, read_pid, wait_until};
+
+/// A secret the lead has in its environment; it must reach the workers and never be on
+/// a command line.
+const CANARY: &str = "sk-canary-7c1e9a0b5d3f46e8";
+
+struct World {
+    root: TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("roo")).unwrap();
+        root.write("project/README.md", "# demo\n");
+        let project = root.join("project");
+        git(&project, &["init", "-q", "-b", "main"]);
+        git(&project, &["config", "user.name", "Roo Test"]);
+        git(&project, &["config", "user.email", "roo@example.invalid"]);
+        git(&project, &["add", "-A"]);
+        git(&project, &["commit", "-q", "-m", "initial"]);
+        // Commands may see this key (the user passes it on); the model's keys never.
+        root.write(
+            "roo/config.yaml",
+            "sandbox: {pass_env: [EXTRA_SERVICE_API_KEY]}\n",
+        );
+        // A tmux that logs its command lines, then runs the real one.
+        let real = String::from_utf8(
+            std::process::Command::new("sh")
+                .args(["-c", "command -v tmux"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let wrapper = root.write(
+            "wrap/tmux",
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec {} \"$@\"\n",
+                root.join("tmux.log").display(),
+                real.trim()
+            ),
+        );
+        make_executable(&wrapper);
+        World { root }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    fn team(&self) -> Option<Team> {
+        Team::open(
+            &RooHome::new(self.root.join("roo")),
+            Name::parse_as("team", "crew").unwrap(),
+        )
+        .ok()
+    }
+
+    /// Starts `roo-lead -p` with `script` in a private tmux server. The lead gets the
+    /// canary through its environment only (a script file exports it).
+    fn start_lead(&self, script: &str) -> (Tmux, String) {
+        let script = self.root.write("script.yaml", script);
+        self.root.write("key", CANARY);
+        let run = self.root.write(
+            "run-lead.sh",
+            format!(
+                "PATH='{path}'\nexport PATH\n\
+                 EXTRA_SERVICE_API_KEY=\"$(cat '{key}')\"\nexport EXTRA_SERVICE_API_KEY\n\
+                 '{lead}' -p 'Ship a.txt and b.txt with two pane teammates.' \
+                 --provider script --script '{script}' --permission-mode bypassPermissions \
+                 --output-format stream-json --teammate-mode tmux --team-timeout 120 \
+                 > '{out}' 2> '{err}'\necho $? > '{code}.part' && mv '{code}.part' '{code}'\n",
+                // tmux sets a pane's PATH itself: the script sets the test's.
+                path = path_with_bins(&self.root.join("wrap")),
+                key = self.root.join("key").display(),
+                lead = bin("roo-lead").display(),
+                script = script.display(),
+                out = self.root.join("lead.out").display(),
+                err = self.root.join("lead.err").display(),
+                code = self.root.join("lead.code").display(),
+            ),
+        );
+        let env = [
+            ("ROO_HOME", self.root.join("roo").display().to_string()),
+            ("HOME", self.root.join("home").display().to_string()),
+            ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+        ];
+        let tmux = Tmux::start(&self.project(), &env, &format!("sh '{}'", run.display()));
+        let lead_pane = tmux.panes()[0].id.clone();
+        (tmux, lead_pane)
+    }
+
+    fn lead_output(&self) -> String {
+        format!(
+            "root {:?}: {:?}\nstdout:\n{}\nstderr:\n{}\ntmux commands:\n{}",
+            self.root.path(),
+            std::fs::read_dir(self.root.path())
+                .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>()),
+            std::fs::read_to_string(self.root.join("lead.out")).unwrap_or_default(),
+            std::fs::read_to_string(self.root.join("lead.err")).unwrap_or_default(),
+            std::fs::read_to_string(self.root.join("tmux.log")).unwrap_or_default()
+        )
+    }
+
+    fn git_out(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(self.project())
+            .env("HOME", self.root.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `PATH` with the tmux wrapper, then this build's binaries (`roo-mail` in Bash).
+fn path_with_bins(wrap: &Path) -> String {
+    let bins: PathBuf = bin("roo-mail").parent().unwrap().to_path_buf();
+    format!(
+        "{}:{}:{}",
+        wrap.display(),
+        bins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Waits for the lead to exit (its script writes the status to a file).
+fn lead_exit(tmux: &Tmux, world: &World) -> i32 {
+    wait_until(
+        "the lead to exit",
+        Duration::from_secs(120),
+        || {
+            std::fs::read_to_string(world.root.join("lead.code"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        },
+        || format!("{}\n{}", tmux.all_screens(), world.lead_output()),
+    )
+}
+
+/// Reads every process's command line until stopped; collects those holding `needle`.
+struct ArgvSampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(Vec<String>, usize)>>,
+}
+
+impl ArgvSampler {
+    fn start(needle: &'static str) -> ArgvSampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                let mut hits = Vec::new();
+                let mut rounds = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    rounds += 1;
+                    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                            continue;
+                        };
+                        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                        if text.contains(needle) {
+                            hits.push(format!("{:?}: {text}", entry.file_name()));
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                (hits, rounds)
+            }
+        });
+        ArgvSampler {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> (Vec<String>, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+/// Pids of live `roo-worker`s working under `root`.
+fn workers_under(root: &Path) -> Vec<String> {
+    let root = root.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains("roo-worker") && text.contains(&root) && !process_gone(pid) {
+            found.push(format!("{pid}: {text}"));
+        }
+    }
+    found
+}
+
+/// The lead: TeamCreate and two tasks; spawn bob, then alice; merge once bob reports;
+/// then wait (in its Bash) until neither teammate is busy and delete the team.
+const LEAD: &str = r#"
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew, description: "two files"}}
+        - {name: TaskCreate, input: {subject: "Write a.txt"}}
+        - {name: TaskCreate, input: {subject: "Write b.txt"}}
+    - tool_calls:
+        - {name: Agent, input: {name: bob, description: "writes b", prompt: "Claim task 2, commit b.txt, complete it."}}
+        - {name: Agent, input: {name: alice, description: "writes a", prompt: "Claim task 1, commit a.txt, complete it, tell bob."}}
+    - text: "Waiting for my teammates."
+    - when: {last_user_contains: "both done"}
+      tool_calls:
+        - {name: Bash, input: {command: "git merge --no-ff --no-edit roo/crew/alice && git merge --no-ff --no-edit roo/crew/bob"}}
+    - when: {last_user_contains: "Merge made by"}
+      tool_calls:
+        - {name: Bash, input: {command: "until [ \"$(roo-mail team show | grep -c '@crew  busy')\" = 1 ]; do sleep 0.05; done; echo settled"}}
+        - {name: TeamDelete, input: {}}
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+"#;
+
+/// Alice writes the key her environment handed her (passed on by the user's config) to
+/// `KEYFILE`, commits a.txt and tells bob; bob commits b.txt, goes idle, and is woken by
+/// alice's message to report to the lead.
+const TEAMMATES: &str = r#"
+  alice:
+    - tool_calls:
+        - {name: TaskUpdate, input: {id: "1", owner: alice}}
+        - {name: Bash, input: {command: "printf %s \"$EXTRA_SERVICE_API_KEY\" > KEYFILE && echo a > a.txt && git add a.txt && git commit -qm 'alice: add a.txt'"}}
+        - {name: TaskUpdate, input: {id: "1", status: completed}}
+        - {name: SendMessage, input: {to: bob, summary: "a.txt committed", message: "a.txt is committed on my branch"}}
+    - text: "Task 1 done."
+  bob:
+    - tool_calls:
+        - {name: TaskUpdate, input: {id: "2", owner: bob}}
+        - {name: Bash, input: {command: "echo b > b.txt && git add b.txt && git commit -qm 'bob: add b.txt'"}}
+        - {name: TaskUpdate, input: {id: "2", status: completed}}
+    - when: {last_user_contains: "a.txt is committed"}
+      tool_calls:
+        - {name: SendMessage, input: {to: lead, summary: "both done", message: "alice says a.txt is committed; b.txt is committed too"}}
+    - text: "Task 2 done."
+    - text: "Told the lead."
+"#;
+
+#[test]
+fn pane_teammates_do_a_team_job_in_real_tmux_panes_and_leave_nothing_behind() {
+    let world = World::new();
+    // The sandbox leaves the system temp dir writable: the worker writes the key there.
+    let keyfile = std::env::temp_dir().join(format!(
+        "roo-pane-key-{}-{}",
+        std::process::id(),
+        world.root.path().file_name().unwrap().to_string_lossy()
+    ));
+    let _ = std::fs::remove_file(&keyfile);
+    let script = format!(
+        "agents:\n{}{}",
+        LEAD.trim_start_matches('\n'),
+        TEAMMATES
+            .trim_start_matches('\n')
+            .replace("KEYFILE", &keyfile.display().to_string())
+    );
+    let sampler = ArgvSampler::start(CANARY);
+    let (tmux, lead_pane) = world.start_lead(&script);
+
+    // Both panes appear, titled with the teammates' names, and their workers join.
+    let (panes, config) = wait_until(
+        "panes titled alice and bob whose workers joined",
+        Duration::from_secs(60),
+        || {
+            let panes = tmux.panes();
+            let titled = |t: &str| panes.iter().find(|p| p.title == t).cloned();
+            let both = titled("alice").zip(titled("bob"))?;
+            let config = world.team()?.config().ok()?;
+            let joined = |p: &roo_tests::Pane| {
+                config
+                    .member(&p.title)
+                    .is_some_and(|m| m.pid == Some(p.pid))
+            };
+            (joined(&both.0) && joined(&both.1)).then_some((both, config))
+        },
+        || format!("{}\n{}", tmux.all_screens(), world.lead_output()),
+    );
+    for pane in [&panes.0, &panes.1] {
+        let member = config.member(&pane.title).unwrap();
+        assert_eq!(member.backend_type, Some(BackendType::Tmux), "{member:#?}");
+        assert_eq!(
+            member.pane_id.as_deref(),
+            Some(pane.id.as_str()),
+            "{member:#?}"
+        );
+        assert_eq!(
+            member.pid,
+            Some(pane.pid),
+            "the pane runs the worker itself"
+        );
+        assert!(member.color.is_some(), "{member:#?}");
+    }
+
+    let code = lead_exit(&tmux, &world);
+    let (hits, rounds) = sampler.finish();
+    assert_eq!(code, 0, "{}", world.lead_output());
+
+    // The job: both files merged with --no-ff, each committed in its worktree.
+    assert_eq!(
+        std::fs::read_to_string(world.project().join("a.txt")).unwrap(),
+        "a\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.project().join("b.txt")).unwrap(),
+        "b\n"
+    );
+    let merges = world.git_out(&["log", "--merges", "--format=%s", "main"]);
+    assert_eq!(merges.lines().count(), 2, "{merges}");
+    // Each committed on its own branch, merged in; TeamDelete removed the merged
+    // worktrees and branches.
+    let log = world.git_out(&["log", "--format=%s", "main"]);
+    assert!(
+        log.contains("alice: add a.txt") && log.contains("bob: add b.txt"),
+        "{log}"
+    );
+    assert!(
+        merges.contains("roo/crew/alice") && merges.contains("roo/crew/bob"),
+        "{merges}"
+    );
+    assert!(
+        !world
+            .project()
+            .join(".roocode/worktrees/crew+alice")
+            .exists()
+    );
+    let out = std::fs::read_to_string(world.root.join("lead.out")).unwrap();
+    assert!(
+        out.contains(r#""from":"bob""#) && out.contains("both done"),
+        "bob's report reached the lead (after alice's message woke him): {out}"
+    );
+    assert!(
+        world.team().is_none(),
+        "the lead deleted the team: {}",
+        world.lead_output()
+    );
+
+    // Nothing left: only the lead's pane, no worker process.
+    let left = tmux.panes();
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert_eq!(left[0].id, lead_pane);
+    assert_eq!(workers_under(world.root.path()), Vec::<String>::new());
+
+    // The key reached the worker through its environment, never through a command line.
+    let seen = std::fs::read_to_string(&keyfile).unwrap_or_default();
+    let _ = std::fs::remove_file(&keyfile);
+    assert_eq!(seen, CANARY, "the worker got the lead's key");
+    assert!(rounds > 10, "the sampler ran");
+    assert!(hits.is_empty(), "the key was on a command line: {hits:#?}");
+    let log = std::fs::read_to_string(world.root.join("tmux.log")).unwrap();
+    assert!(log.contains("respawn-pane"), "{log}");
+    assert!(!log.contains(CANARY), "the key was on tmux's argv: {log}");
+    assert!(
+        !log.contains("send-keys"),
+        "nothing is typed into a pane: {log}"
+    );
+    let handoffs = world.root.join("roo/run/handoff");
+    let files: Vec<_> = std::fs::read_dir(&handoffs)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(files.is_empty(), "handoff files left: {files:?}");
+}
+
+/// The lead holds its first run open (its Bash waits for a file the test creates) while
+/// alice idles; the test wakes her with `roo-mail send`, she claims the task and runs a
+/// long command; the test closes her pane with `kill-pane`.
+const KILLED: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: TaskCreate, input: {subject: "Long job"}}
+    - tool_calls:
+        - {name: Agent, input: {name: alice, prompt: "Wait for instructions."}}
+    - tool_calls:
+        - {name: Bash, input: {command: "until [ -f release-lead ]; do sleep 0.05; done; echo released"}}
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+  alice:
+    - text: "Ready for instructions."
+    - when: {last_user_contains: "ping from the test"}
+      tool_calls:
+        - {name: TaskUpdate, input: {id: "1", owner: alice}}
+        - {name: Bash, input: {command: "echo $$ > sleeper.pid; exec sleep 300"}}
+    - text: "Never reached."
+"#;
+
+#[test]
+fn a_pane_teammate_wakes_for_roo_mail_and_a_killed_pane_releases_its_task() {
+    let world = World::new();
+    let (tmux, _lead_pane) = world.start_lead(KILLED);
+    let alice = wait_until(
+        "alice's pane",
+        Duration::from_secs(60),
+        || tmux.panes().into_iter().find(|p| p.title == "alice"),
+        || format!("{}\n{}", tmux.all_screens(), world.lead_output()),
+    );
+    let team = world.team().unwrap();
+    let state = |team: &Team| {
+        team.config()
+            .ok()
+            .and_then(|c| c.member("alice").map(|m| m.observed_state()))
+    };
+    wait_until(
+        "alice to be idle",
+        Duration::from_secs(30),
+        || (state(&team) == Some(MemberState::Idle)).then_some(()),
+        || tmux.all_screens(),
+    );
+
+    // A human message from outside the team's processes reaches the idle pane teammate.
+    TestCommand::new(bin("roo-mail"))
+        .env("ROO_HOME", world.root.join("roo"))
+        .args(["send", "--team", "crew", "--as", "lead", "--to", "alice"])
+        .args(["--summary", "ping", "ping from the test: claim task 1"])
+        .run()
+        .assert_ok();
+    let one = TaskId::parse("1").unwrap();
+    wait_until(
+        "alice to claim task 1",
+        Duration::from_secs(30),
+        || {
+            let task = team.tasks().get(&one).ok()?;
+            (task.status == TaskStatus::InProgress
+                && task.owner.as_ref().map(Name::as_str) == Some("alice"))
+            .then_some(())
+        },
+        || tmux.all_screens(),
+    );
+    let pid_file = world
+        .project()
+        .join(".roocode/worktrees/crew+alice/sleeper.pid");
+    let sleeper = wait_until(
+        "alice's command to start",
+        Duration::from_secs(30),
+        || read_pid(&pid_file),
+        || tmux.all_screens(),
+    );
+
+    // The user closes her pane: she is found dead and her task goes back to pending.
+    let killed = Instant::now();
+    tmux.run(&["kill-pane", "-t", &alice.id]);
+    wait_until(
+        "task 1 to be released",
+        Duration::from_secs(10),
+        || {
+            let task = team.tasks().get(&one).ok()?;
+            (task.status == TaskStatus::Pending && task.owner.is_none()).then_some(())
+        },
+        || format!("{:#?}", team.tasks().get(&one)),
+    );
+    eprintln!(
+        "killed pane → task released in {:.0} ms",
+        killed.elapsed().as_secs_f64() * 1000.0
+    );
+    assert_eq!(state(&team), Some(MemberState::Dead));
+    wait_until(
+        "alice's command to end with her",
+        Duration::from_secs(10),
+        || process_gone(sleeper).then_some(()),
+        || format!("pid {sleeper}"),
+    );
+
+    world.root.write("project/release-lead", "");
+    let code = lead_exit(&tmux, &world);
+    assert_eq!(code, 0, "{}", world.lead_output());
+    let left = tmux.panes();
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert_eq!(workers_under(world.root.path()), Vec::<String>::new());
+}
