@@ -414,12 +414,17 @@ agents:
         - {name: Agent, input: {name: alice, prompt: "Wait for instructions."}}
     - tool_calls:
         - {name: Bash, input: {command: "until [ -f release-lead ]; do sleep 0.05; done; echo released"}}
+    - tool_calls:
+        - {name: SendMessage, input: {to: alice, summary: "come back", message: "come back: your pane was closed"}}
+        - {name: Bash, input: {command: "until roo-mail team show | grep -q 'alice@crew  idle'; do sleep 0.05; done; echo back"}}
     - text: "Waiting."
     - text: "Waiting."
     - text: "Waiting."
     - text: "Waiting."
     - text: "Waiting."
   alice:
+    - when: {last_user_contains: "come back"}
+      text: "Back, and idle."
     - text: "Ready for instructions."
     - when: {last_user_contains: "ping from the test"}
       tool_calls:
@@ -504,9 +509,24 @@ fn a_pane_teammate_wakes_for_roo_mail_and_a_killed_pane_releases_its_task() {
         || format!("pid {sleeper}"),
     );
 
+    // The lead messages the stopped teammate: she starts again in a new pane, from her
+    // transcript, and goes idle; the lead then exits and closes it.
     world.root.write("project/release-lead", "");
     let code = lead_exit(&tmux, &world);
     assert_eq!(code, 0, "{}", world.lead_output());
+    let log = std::fs::read_to_string(world.root.join("tmux.log")).unwrap();
+    let starts: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("respawn-pane") && l.contains("--name alice"))
+        .collect();
+    assert_eq!(starts.len(), 2, "{log}");
+    assert!(
+        !starts[1].contains("--prompt"),
+        "a restart resumes: {}",
+        starts[1]
+    );
+    let out = std::fs::read_to_string(world.root.join("lead.out")).unwrap();
+    assert!(out.contains("back\\n"), "alice came back idle: {out}");
     let left = tmux.panes();
     assert_eq!(left.len(), 1, "{left:#?}");
     assert_eq!(workers_under(world.root.path()), Vec::<String>::new());
