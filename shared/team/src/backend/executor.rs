@@ -75,7 +75,10 @@ pub enum ExecError {
     #[error("stop {name}: {message}")]
     Stop { name: Name, message: String },
     #[error("send to {to}: {source}")]
-    Send { to: Name, source: roo_store::Error },
+    Send {
+        to: Name,
+        source: Box<roo_store::Error>,
+    },
     #[error("{0}")]
     Tmux(#[from] super::tmux::TmuxError),
     #[error("run a store operation: {0}")]
@@ -126,7 +129,7 @@ pub trait TeammateExecutor: Send + Sync {
             .map_err(|e| ExecError::Task(e.to_string()))?
             .map_err(|source| ExecError::Send {
                 to: to.clone(),
-                source,
+                source: Box::new(source),
             })?;
             match self.wake(&to) {
                 Ok(()) | Err(ExecError::Unsupported { .. }) => {}
