@@ -23,9 +23,14 @@
 //!    in-process teammates it spawns vs one `roo-lead -p` doing both tasks, as input
 //!    tokens the mock reports, per agent.
 //!
-//! `ROO_BENCH_QUICK=1` runs fewer iterations; `ROO_BENCH_ONLY=spawn|delivery|memory|tokens`
-//! runs one section.
+//! 5. panes: pane teammates in a private tmux server ([`panes`]).
+//!
+//! `ROO_BENCH_QUICK=1` runs fewer iterations;
+//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes` runs one section.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "team/panes.rs"]
+mod panes;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -654,6 +659,7 @@ async fn lead_run(
     url: &str,
     extra: &[&str],
     prompt: &str,
+    env: &[(&str, String)],
 ) -> serde_json::Value {
     let out = tokio::process::Command::new(bin("roo-lead"))
         .arg("-p")
@@ -673,6 +679,7 @@ async fn lead_run(
         .current_dir(cwd)
         .env("ROO_HOME", home)
         .env("ANTHROPIC_API_KEY", "bench-key")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
@@ -757,7 +764,8 @@ fn sent_by_teammate(request: &RecordedRequest, who: Option<&str>) -> bool {
 /// answers her idle notification and exits. Returns, from the arrival of the lead's
 /// request answered with the Agent call: alice's first request, the lead's next request
 /// (the Agent tool returned), and the same span for the TaskList call.
-async fn agent_spawn_once(git: bool) -> [Duration; 3] {
+/// With `panes` (a tmux server's `TMUX`/`TMUX_PANE`), alice is a pane teammate.
+async fn agent_spawn_once(git: bool, panes: Option<&[(&str, String)]>) -> [Duration; 3] {
     let mut yaml = String::from("agents:\n  \"*\":\n");
     for _ in 0..4 {
         yaml.push_str(&format!(
@@ -788,8 +796,16 @@ async fn agent_spawn_once(git: bool) -> [Duration; 3] {
         &dir.path().join("home"),
         &cwd,
         &server.base_url(Protocol::Anthropic),
-        &["--teammate-mode", "in-process"],
+        &[
+            "--teammate-mode",
+            if panes.is_some() {
+                "tmux"
+            } else {
+                "in-process"
+            },
+        ],
         "Start the bench team.",
+        panes.unwrap_or_default(),
     )
     .await;
     let requests = server.requests();
@@ -828,7 +844,7 @@ async fn agent_section(n: usize) {
     let mut figures: [[Vec<Duration>; 3]; 2] = Default::default();
     for i in 0..=n {
         for git in [i % 2 == 0, i % 2 != 0] {
-            let spans = agent_spawn_once(git).await;
+            let spans = agent_spawn_once(git, None).await;
             if i > 0 {
                 for (k, span) in spans.into_iter().enumerate() {
                     figures[usize::from(git)][k].push(span);
@@ -915,6 +931,7 @@ async fn team_job(delay_ms: u64) -> [Spend; 3] {
         &server.base_url(Protocol::Anthropic),
         &["--teammate-mode", "in-process"],
         "Have alice summarise a.log and bob summarise b.log.",
+        &[],
     )
     .await;
     for (who, file) in [("alice", "a"), ("bob", "b")] {
@@ -978,6 +995,7 @@ async fn solo_job() -> Spend {
         &server.base_url(Protocol::Anthropic),
         &[],
         "Summarise a.log and b.log into a.summary and b.summary.",
+        &[],
     )
     .await;
     assert!(
@@ -1026,6 +1044,9 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("--rss-child") {
         return runtime.block_on(rss_child(&args[2..]));
     }
+    if args.get(1).map(String::as_str) == Some("--pane-child") {
+        return runtime.block_on(panes::pane_child(args[2].parse().unwrap()));
+    }
     // `cargo bench` passes `--bench`; anything else is ignored.
     let quick = std::env::var_os("ROO_BENCH_QUICK").is_some();
     let only = std::env::var("ROO_BENCH_ONLY").ok();
@@ -1050,6 +1071,10 @@ fn main() {
         }
         if run("memory") {
             memory_section(if quick { 1 } else { 3 }).await;
+            println!("load average: {}", load_average());
+        }
+        if run("panes") {
+            panes::pane_section(n).await;
             println!("load average: {}", load_average());
         }
     });
