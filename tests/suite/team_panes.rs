@@ -77,6 +77,11 @@ impl World {
     /// Starts `roo-lead -p` with `script` in a private tmux server. The lead gets the
     /// canary through its environment only (a script file exports it).
     fn start_lead(&self, script: &str) -> (Tmux, String) {
+        self.start_lead_with(script, "")
+    }
+
+    /// The same with more flags for `roo-lead`.
+    fn start_lead_with(&self, script: &str, flags: &str) -> (Tmux, String) {
         let script = self.root.write("script.yaml", script);
         self.root.write("key", CANARY);
         let run = self.root.write(
@@ -86,7 +91,7 @@ impl World {
                  EXTRA_SERVICE_API_KEY=\"$(cat '{key}')\"\nexport EXTRA_SERVICE_API_KEY\n\
                  '{lead}' -p 'Ship a.txt and b.txt with two pane teammates.' \
                  --provider script --script '{script}' --permission-mode bypassPermissions \
-                 --output-format stream-json --teammate-mode tmux --team-timeout 120 \
+                 --output-format stream-json --teammate-mode tmux --team-timeout 120 {flags} \
                  > '{out}' 2> '{err}'\necho $? > '{code}.part' && mv '{code}.part' '{code}'\n",
                 // tmux sets a pane's PATH itself: the script sets the test's.
                 path = path_with_bins(&self.root.join("wrap")),
@@ -297,6 +302,20 @@ fn pane_teammates_do_a_team_job_in_real_tmux_panes_and_leave_nothing_behind() {
     );
     let sampler = ArgvSampler::start(CANARY);
     let (tmux, lead_pane) = world.start_lead(&script);
+    // A pane of the user's in the lead's window: the team must never close it.
+    let user_pane = tmux
+        .run(&[
+            "split-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-t",
+            &lead_pane,
+            "sleep 100000",
+        ])
+        .trim()
+        .to_string();
 
     // Both panes appear, titled with the teammates' names, and their workers join.
     let (panes, config) = wait_until(
@@ -375,10 +394,9 @@ fn pane_teammates_do_a_team_job_in_real_tmux_panes_and_leave_nothing_behind() {
         world.lead_output()
     );
 
-    // Nothing left: only the lead's pane, no worker process.
-    let left = tmux.panes();
-    assert_eq!(left.len(), 1, "{left:#?}");
-    assert_eq!(left[0].id, lead_pane);
+    // Nothing left: only the lead's pane and the user's, no worker process.
+    let left: Vec<String> = tmux.panes().into_iter().map(|p| p.id).collect();
+    assert_eq!(left, [lead_pane, user_pane]);
     assert_eq!(workers_under(world.root.path()), Vec::<String>::new());
 
     // The key reached the worker through its environment, never through a command line.
@@ -530,4 +548,57 @@ fn a_pane_teammate_wakes_for_roo_mail_and_a_killed_pane_releases_its_task() {
     let left = tmux.panes();
     assert_eq!(left.len(), 1, "{left:#?}");
     assert_eq!(workers_under(world.root.path()), Vec::<String>::new());
+}
+
+const KEPT: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+    - tool_calls:
+        - {name: Agent, input: {name: alice, prompt: "Say you are ready."}}
+    - text: "Waiting."
+    - text: "Done."
+    - text: "Done."
+    - text: "Done."
+  alice:
+    - text: "Ready."
+    - text: "Still here."
+"#;
+
+#[test]
+fn with_keep_panes_a_pane_teammate_outlives_the_lead_and_still_takes_messages() {
+    let world = World::new();
+    let (tmux, _lead_pane) = world.start_lead_with(KEPT, "--keep-panes");
+    let code = lead_exit(&tmux, &world);
+    assert_eq!(code, 0, "{}", world.lead_output());
+    let alice = tmux
+        .panes()
+        .into_iter()
+        .find(|p| p.title == "alice")
+        .unwrap_or_else(|| panic!("alice's pane was kept: {}", tmux.all_screens()));
+    assert!(!alice.dead && !process_gone(alice.pid as i32), "{alice:#?}");
+    // Still a working teammate: a message wakes it.
+    TestCommand::new(bin("roo-mail"))
+        .env("ROO_HOME", world.root.join("roo"))
+        .args(["send", "--team", "crew", "--as", "lead", "--to", "alice"])
+        .args(["--summary", "still there?", "are you still there?"])
+        .run()
+        .assert_ok();
+    wait_until(
+        "alice to answer in her pane",
+        Duration::from_secs(30),
+        || {
+            let screen = tmux.run(&["capture-pane", "-p", "-t", &alice.id]);
+            screen.contains("Still here.").then_some(())
+        },
+        || tmux.all_screens(),
+    );
+    drop(tmux);
+    wait_until(
+        "the kept worker to end with its tmux server",
+        Duration::from_secs(10),
+        || process_gone(alice.pid as i32).then_some(()),
+        || workers_under(world.root.path()).join("\n"),
+    );
 }
