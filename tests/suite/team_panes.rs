@@ -602,3 +602,111 @@ fn with_keep_panes_a_pane_teammate_outlives_the_lead_and_still_takes_messages() 
         || workers_under(world.root.path()).join("\n"),
     );
 }
+
+/// Kills a private tmux server on drop.
+struct Server(String);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn outside_tmux_pane_teammates_get_a_detached_session_that_goes_away_with_them() {
+    use roo_team::backend::{Launch, Placement, Socket, TeammateExecutor, Tmux, TmuxExecutor};
+
+    let world = World::new();
+    let server = Server(format!("roo-test-{}-detached", std::process::id()));
+    let script = world
+        .root
+        .write("script.yaml", "agents:\n  alice:\n    - text: \"Ready.\"\n");
+    let home = RooHome::new(world.root.join("roo"));
+    let crew = Name::parse("crew").unwrap();
+    let team = Team::create(
+        &home,
+        crew.clone(),
+        "",
+        roo_store::Member::new(Name::parse("lead").unwrap(), &crew),
+        Vec::new(),
+    )
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .args(["-L", &server.0, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    runtime.block_on(async {
+        let executor = TmuxExecutor::new(
+            Tmux::new("tmux", Some(Socket::Name(server.0.clone()))).with_config("/dev/null"),
+            Placement::Session { name: None },
+            bin("roo-worker"),
+            &world.root.join("roo"),
+        );
+        let alice = Name::parse("alice").unwrap();
+        let mut settings = roo_team::AgentSettings::new(
+            roo_team::Identity::teammate(alice.clone(), crew.clone(), Name::parse("lead").unwrap()),
+            world.root.join("roo"),
+        );
+        settings.llm.provider = Some("script".into());
+        settings.llm.script = Some(script.clone());
+        settings.trust = roo_team::Trust::Granted;
+        let notices = executor
+            .spawn(Launch {
+                team: team.clone(),
+                name: alice.clone(),
+                lead: Name::parse("lead").unwrap(),
+                prompt: "Say you are ready.".into(),
+                settings,
+                plan_mode_required: false,
+                mode_after_plan: roo_agent::permissions::PermissionMode::Default,
+                agent_type: None,
+                model: None,
+                work_dir: world.project(),
+                color: Some("magenta".into()),
+                tools: Vec::new(),
+            })
+            .await
+            .unwrap();
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.contains(&format!("tmux -L {} attach -t roo-crew", server.0))),
+            "{notices:?}"
+        );
+        let listing = String::from_utf8(
+            tmux(&[
+                "list-panes",
+                "-a",
+                "-F",
+                "#{session_name} #{pane_id} #{pane_title}",
+            ])
+            .stdout,
+        )
+        .unwrap();
+        let pane = executor.pane_of(&alice).unwrap();
+        assert_eq!(listing.trim(), format!("roo-crew {pane} alice"));
+        let member = team.config().unwrap().member("alice").cloned().unwrap();
+        assert_eq!(member.pane_id.as_deref(), Some(pane.as_str()));
+        assert_eq!(member.color.as_deref(), Some("magenta"));
+        assert!(executor.is_active(&alice));
+        let pid = member.pid.unwrap();
+
+        executor.shutdown_all(false).await;
+        assert!(process_gone(pid as i32), "the worker ended");
+        assert!(
+            !tmux(&["has-session", "-t", "=roo-crew"]).status.success(),
+            "the session went away with its last pane"
+        );
+    });
+}

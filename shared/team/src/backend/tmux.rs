@@ -765,3 +765,36 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_server_is_always_named_and_the_attach_command_names_it_too() {
+        assert_eq!(
+            Socket::of_tmux_env("/tmp/tmux-1000/default,4242,0"),
+            Some(Socket::Path(PathBuf::from("/tmp/tmux-1000/default")))
+        );
+        assert_eq!(Socket::of_tmux_env(",1,0"), None);
+        let private =
+            Tmux::new("tmux", Some(Socket::Name("roo-test-1".into()))).with_config("/dev/null");
+        assert_eq!(
+            private.server_args(),
+            ["-L", "roo-test-1", "-f", "/dev/null"]
+        );
+        assert_eq!(
+            private.attach_command("roo-crew"),
+            "tmux -L roo-test-1 attach -t roo-crew"
+        );
+        let inside = Tmux::new("tmux", Socket::of_tmux_env("/tmp/s,1,0"));
+        assert_eq!(inside.server_args(), ["-S", "/tmp/s"]);
+        assert_eq!(
+            Tmux::new("tmux", None).attach_command("roo-crew"),
+            "tmux attach -t roo-crew"
+        );
+        assert_eq!(session_name(&Name::parse("crew").unwrap()), "roo-crew");
+    }
+}
