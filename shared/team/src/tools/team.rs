@@ -391,7 +391,12 @@ impl TeamDelete {
                 member.name.to_string(),
             );
             run_blocking(DELETE, &ctx.cancel, move || {
-                Ok(mailbox.send(&me, &to, request)?)
+                let sent = mailbox.send(&me, &to, request)?;
+                // A pane teammate reads it at once (see `backend::nudge`).
+                if let Ok(to) = Name::parse(&to) {
+                    crate::backend::nudge::member(mailbox.team(), &to);
+                }
+                Ok(sent)
             })
             .await?;
             asked.push(Asked {
