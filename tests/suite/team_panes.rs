@@ -396,7 +396,21 @@ fn pane_teammates_do_a_team_job_in_real_tmux_panes_and_leave_nothing_behind() {
 
     // Nothing left: only the lead's pane and the user's, no worker process.
     let left: Vec<String> = tmux.panes().into_iter().map(|p| p.id).collect();
-    assert_eq!(left, [lead_pane, user_pane]);
+    assert_eq!(left, [lead_pane.clone(), user_pane]);
+    // The window's border titles, shown for the team, are put back.
+    let own = tmux.run(&[
+        "show-options",
+        "-w",
+        "-v",
+        "-t",
+        &lead_pane,
+        "pane-border-status",
+    ]);
+    assert_eq!(
+        own.trim(),
+        "",
+        "the window inherits its border setting again"
+    );
     assert_eq!(workers_under(world.root.path()), Vec::<String>::new());
 
     // The key reached the worker through its environment, never through a command line.

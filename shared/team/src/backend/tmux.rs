@@ -409,11 +409,19 @@ impl TmuxExecutor {
         }
     }
 
-    /// Shows pane titles on the borders of the lead's window, remembering the old
-    /// setting to put back.
+    /// Shows pane titles on the borders of the lead's window if they are not shown,
+    /// remembering the window's own setting (empty: inherited) to put back.
     async fn show_titles(&self, lead_pane: &str) {
         let tmux = &self.inner.tmux;
-        let before = tmux
+        let shown = tmux
+            .run(&commands::effective_option(lead_pane, "pane-border-status"))
+            .await
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        if shown != "off" {
+            return;
+        }
+        let local = tmux
             .run(&commands::show_window_option(
                 lead_pane,
                 "pane-border-status",
@@ -421,24 +429,22 @@ impl TmuxExecutor {
             .await
             .map(|s| s.trim().to_string())
             .unwrap_or_default();
-        if before == "off" || before.is_empty() {
-            let set = tmux
+        let set = tmux
+            .run(&commands::set_window_option(
+                lead_pane,
+                "pane-border-status",
+                "top",
+            ))
+            .await;
+        if set.is_ok() {
+            let _ = tmux
                 .run(&commands::set_window_option(
                     lead_pane,
-                    "pane-border-status",
-                    "top",
+                    "pane-border-format",
+                    commands::BORDER_FORMAT,
                 ))
                 .await;
-            if set.is_ok() {
-                let _ = tmux
-                    .run(&commands::set_window_option(
-                        lead_pane,
-                        "pane-border-format",
-                        commands::BORDER_FORMAT,
-                    ))
-                    .await;
-                lock(&self.inner.state).border_before = Some("off".to_string());
-            }
+            lock(&self.inner.state).border_before = Some(local);
         }
     }
 
@@ -674,15 +680,9 @@ impl TeammateExecutor for TmuxExecutor {
             }
             if let (Some(before), Placement::Window { lead_pane }) = (border, &self.inner.placement)
             {
-                let _ = self
-                    .inner
-                    .tmux
-                    .run(&commands::set_window_option(
-                        lead_pane,
-                        "pane-border-status",
-                        &before,
-                    ))
-                    .await;
+                for args in commands::restore_border(lead_pane, &before) {
+                    let _ = self.inner.tmux.run(&args).await;
+                }
                 self.tile(lead_pane).await;
             }
         })

@@ -129,9 +129,41 @@ pub fn set_window_option(target: &str, option: &str, value: &str) -> Vec<String>
     strings(&["set-option", "-w", "-t", target, option, value])
 }
 
-/// Prints a window option's value.
+/// Prints a window option's own value (empty if it inherits the global one).
 pub fn show_window_option(target: &str, option: &str) -> Vec<String> {
     strings(&["show-options", "-w", "-v", "-t", target, option])
+}
+
+/// Prints an option's value as it applies to `target` (inherited or its own).
+pub fn effective_option(target: &str, option: &str) -> Vec<String> {
+    strings(&[
+        "display-message",
+        "-p",
+        "-t",
+        target,
+        &format!("#{{{option}}}"),
+    ])
+}
+
+/// Puts the window's border settings back: its own `pane-border-status` (`before`), or
+/// inheritance if it had none; the title format is unset.
+pub fn restore_border(target: &str, before: &str) -> Vec<Vec<String>> {
+    let status = if before.is_empty() {
+        strings(&["set-option", "-w", "-u", "-t", target, "pane-border-status"])
+    } else {
+        strings(&[
+            "set-option",
+            "-w",
+            "-t",
+            target,
+            "pane-border-status",
+            before,
+        ])
+    };
+    vec![
+        status,
+        strings(&["set-option", "-w", "-u", "-t", target, "pane-border-format"]),
+    ]
 }
 
 /// The pane id (`%N`) that `split-window`/`new-session -P -F '#{pane_id}'` printed.
@@ -290,6 +322,27 @@ mod tests {
         assert_eq!(
             has_session("roo-crew").join(" "),
             "has-session -t =roo-crew"
+        );
+        assert_eq!(
+            effective_option("%0", "pane-border-status").join(" "),
+            "display-message -p -t %0 #{pane-border-status}"
+        );
+        let restore = |before| {
+            restore_border("%0", before)
+                .iter()
+                .map(|a| a.join(" "))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            restore(""),
+            [
+                "set-option -w -u -t %0 pane-border-status",
+                "set-option -w -u -t %0 pane-border-format"
+            ]
+        );
+        assert_eq!(
+            restore("off")[0],
+            "set-option -w -t %0 pane-border-status off"
         );
     }
 
