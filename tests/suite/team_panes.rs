@@ -724,3 +724,82 @@ fn outside_tmux_pane_teammates_get_a_detached_session_that_goes_away_with_them()
         );
     });
 }
+
+#[test]
+fn a_pane_worker_that_cannot_start_is_a_spawn_error_showing_why_and_leaves_no_pane() {
+    use roo_team::backend::{Launch, Placement, Socket, TeammateExecutor, Tmux, TmuxExecutor};
+
+    let world = World::new();
+    let server = Server(format!("roo-test-{}-failing", std::process::id()));
+    let home = RooHome::new(world.root.join("roo"));
+    let crew = Name::parse("crew").unwrap();
+    let team = Team::create(
+        &home,
+        crew.clone(),
+        "",
+        roo_store::Member::new(Name::parse("lead").unwrap(), &crew),
+        Vec::new(),
+    )
+    .unwrap();
+    // The team is gone before the worker starts: it refuses to join (exit 2).
+    team.delete(true).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let executor = TmuxExecutor::new(
+            Tmux::new("tmux", Some(Socket::Name(server.0.clone()))).with_config("/dev/null"),
+            Placement::Session { name: None },
+            bin("roo-worker"),
+            &world.root.join("roo"),
+        );
+        let alice = Name::parse("alice").unwrap();
+        let mut settings = roo_team::AgentSettings::new(
+            roo_team::Identity::teammate(alice.clone(), crew.clone(), Name::parse("lead").unwrap()),
+            world.root.join("roo"),
+        );
+        settings.llm.provider = Some("script".into());
+        settings.llm.script = Some(world.root.write("script.yaml", "- text: x\n"));
+        eprintln!("(the spawn below is expected to fail)");
+        let err = executor
+            .spawn(Launch {
+                team: team.clone(),
+                name: alice.clone(),
+                lead: Name::parse("lead").unwrap(),
+                prompt: "hi".into(),
+                settings,
+                plan_mode_required: false,
+                mode_after_plan: roo_agent::permissions::PermissionMode::Default,
+                agent_type: None,
+                model: None,
+                work_dir: world.project(),
+                color: None,
+                tools: Vec::new(),
+            })
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("start alice: roo-worker exited before joining the team")
+                && err.contains("its pane showed:")
+                && err.contains("roo-worker: "),
+            "{err}"
+        );
+        assert!(!executor.is_active(&alice));
+        let sessions = std::process::Command::new("tmux")
+            .args(["-L", &server.0, "-f", "/dev/null", "list-panes", "-a"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&sessions.stdout).trim().is_empty(),
+            "no pane left: {sessions:?}"
+        );
+        let handoffs = world.root.join("roo/run/handoff");
+        let left: Vec<_> = std::fs::read_dir(&handoffs)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "handoff files left: {left:?}");
+    });
+}

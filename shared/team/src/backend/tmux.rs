@@ -606,7 +606,7 @@ impl TeammateExecutor for TmuxExecutor {
             }
             if let Err(why) = joined {
                 let screen = tmux
-                    .run(&commands::capture(&pane))
+                    .run(&commands::capture_history(&pane))
                     .await
                     .unwrap_or_default();
                 let last: Vec<&str> = screen

@@ -119,6 +119,12 @@ pub fn capture(pane: &str) -> Vec<String> {
     strings(&["capture-pane", "-p", "-t", pane])
 }
 
+/// The pane's last 200 lines, history included (a dead pane's last output scrolls into
+/// the history when tmux prints "Pane is dead").
+pub fn capture_history(pane: &str) -> Vec<String> {
+    strings(&["capture-pane", "-p", "-S", "-200", "-t", pane])
+}
+
 /// Tiles the panes of `target`'s window.
 pub fn tiled(target: &str) -> Vec<String> {
     strings(&["select-layout", "-t", target, "tiled"])
