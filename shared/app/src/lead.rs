@@ -30,7 +30,8 @@ pub enum TeammateMode {
     Auto,
     /// Tokio tasks inside the lead's process.
     InProcess,
-    /// `roo-worker` processes in tmux panes (not built yet: an error).
+    /// `roo-worker` processes in tmux panes (the lead's window inside tmux, else a
+    /// detached session `roo-<team>`).
     Tmux,
     /// `roo-worker` processes in iTerm2 panes (not built yet: an error).
     Iterm2,
@@ -104,7 +105,8 @@ pub struct LeadArgs {
     pub no_sandbox: bool,
 
     /// Where teammates run: auto, in-process, tmux or iterm2. auto selects in-process;
-    /// the pane backends are not available yet and are an error.
+    /// tmux runs each teammate as a roo-worker in a tmux pane; iterm2 is not available
+    /// yet and is an error.
     #[arg(
         long,
         value_enum,

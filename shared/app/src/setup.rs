@@ -162,8 +162,8 @@ pub fn lead_settings(
     Ok((settings, approvals))
 }
 
-/// The backend teammates get: `auto` and `in-process` are in-process; the pane
-/// backends are not built yet, which is an error, never a silent fallback.
+/// The backend teammates get: `auto` and `in-process` are in-process; `tmux` is pane
+/// teammates; `iterm2` is not built yet, which is an error, never a silent fallback.
 pub fn teammate_backend(mode: TeammateMode) -> Result<BackendType, AppError> {
     match mode {
         TeammateMode::Auto | TeammateMode::InProcess => Ok(BackendType::InProcess),
