@@ -803,3 +803,104 @@ fn a_pane_worker_that_cannot_start_is_a_spawn_error_showing_why_and_leaves_no_pa
         assert!(left.is_empty(), "handoff files left: {left:?}");
     });
 }
+
+#[test]
+fn when_the_leads_window_is_full_a_teammate_gets_a_window_of_its_own_and_all_are_closed() {
+    use roo_team::backend::{Launch, Placement, Socket, TeammateExecutor, Tmux, TmuxExecutor};
+
+    let world = World::new();
+    let server = Server(format!("roo-test-{}-full", std::process::id()));
+    let tmux = |args: &[&str]| {
+        let out = std::process::Command::new("tmux")
+            .args(["-L", &server.0, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "tmux {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // A lead's window with room for only a few panes.
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "lead",
+        "-x",
+        "30",
+        "-y",
+        "8",
+        "--",
+        "sleep",
+        "100000",
+    ]);
+    let lead_pane = tmux(&["display-message", "-p", "-t", "lead", "#{pane_id}"])
+        .trim()
+        .to_string();
+    let script = world
+        .root
+        .write("script.yaml", "agents:\n  \"*\":\n    - text: \"Ready.\"\n");
+    let home = RooHome::new(world.root.join("roo"));
+    let crew = Name::parse("crew").unwrap();
+    let lead = Name::parse("lead").unwrap();
+    let team = Team::create(
+        &home,
+        crew.clone(),
+        "",
+        roo_store::Member::new(lead.clone(), &crew),
+        Vec::new(),
+    )
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let executor = TmuxExecutor::new(
+            Tmux::new("tmux", Some(Socket::Name(server.0.clone()))).with_config("/dev/null"),
+            Placement::Window {
+                lead_pane: lead_pane.clone(),
+            },
+            bin("roo-worker"),
+            &world.root.join("roo"),
+        );
+        let mut notices = Vec::new();
+        for who in ["t1", "t2", "t3", "t4", "t5", "t6"] {
+            let me = Name::parse(who).unwrap();
+            let mut settings = roo_team::AgentSettings::new(
+                roo_team::Identity::teammate(me.clone(), crew.clone(), lead.clone()),
+                world.root.join("roo"),
+            );
+            settings.llm.provider = Some("script".into());
+            settings.llm.script = Some(script.clone());
+            let said = executor
+                .spawn(Launch {
+                    team: team.clone(),
+                    name: me.clone(),
+                    lead: lead.clone(),
+                    prompt: "Say you are ready.".into(),
+                    settings,
+                    plan_mode_required: false,
+                    mode_after_plan: roo_agent::permissions::PermissionMode::Default,
+                    agent_type: None,
+                    model: None,
+                    work_dir: world.project(),
+                    color: None,
+                    tools: Vec::new(),
+                })
+                .await
+                .unwrap_or_else(|e| panic!("spawn {who}: {e}"));
+            notices.extend(said);
+            assert!(executor.is_active(&me), "{who}");
+        }
+        assert!(
+            notices.iter().any(|n| n.contains("a window of its own")),
+            "{notices:?}"
+        );
+        let windows = tmux(&["list-windows", "-a", "-F", "#{window_id}"]);
+        assert!(windows.lines().count() > 1, "{windows}");
+        executor.shutdown_all(false).await;
+        let left = tmux(&["list-panes", "-a", "-F", "#{pane_id}"]);
+        assert_eq!(left.trim(), lead_pane, "only the lead's pane is left");
+    });
+}

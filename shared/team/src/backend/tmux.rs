@@ -361,9 +361,32 @@ impl TmuxExecutor {
         let mut notices = Vec::new();
         match &self.inner.placement {
             Placement::Window { lead_pane } => {
-                let out = tmux
-                    .run(&commands::split_window(lead_pane, work_dir))
-                    .await?;
+                let out = match tmux.run(&commands::split_window(lead_pane, work_dir)).await {
+                    Ok(out) => out,
+                    Err(TmuxError::Failed { stderr, .. }) if stderr.contains("no space") => {
+                        // The lead's window is full: a window of its own, beside it.
+                        let window = tmux.run(&commands::window_of(lead_pane)).await?;
+                        let out = tmux
+                            .run(&commands::new_window_after(window.trim(), work_dir))
+                            .await?;
+                        let pane = commands::pane_id(&out, "new-window")?;
+                        for (option, value) in [
+                            ("pane-border-status", "top"),
+                            ("pane-border-format", commands::BORDER_FORMAT),
+                        ] {
+                            let _ = tmux
+                                .run(&commands::set_window_option(&pane, option, value))
+                                .await;
+                        }
+                        notices.push(
+                            "the lead's tmux window has no room for another pane; this \
+                             teammate got a window of its own in the same session"
+                                .to_string(),
+                        );
+                        return Ok((pane, notices));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 let pane = commands::pane_id(&out, "split-window")?;
                 let first = lock(&self.inner.state).panes.is_empty();
                 if first {

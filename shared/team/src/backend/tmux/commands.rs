@@ -32,6 +32,33 @@ pub fn split_window(target: &str, dir: &Path) -> Vec<String> {
     args
 }
 
+/// Prints the id (`@N`) of the window holding `pane`.
+pub fn window_of(pane: &str) -> Vec<String> {
+    strings(&["display-message", "-p", "-t", pane, "#{window_id}"])
+}
+
+/// A new window right after `window`, not selected, running the placeholder in `dir`;
+/// prints its pane id. For when the lead's window has no room for another pane.
+pub fn new_window_after(window: &str, dir: &Path) -> Vec<String> {
+    let mut args = strings(&[
+        "new-window",
+        "-a",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        window,
+    ]);
+    args.extend([
+        "-c".to_string(),
+        dir.display().to_string(),
+        "--".to_string(),
+    ]);
+    args.extend(strings(PLACEHOLDER));
+    args
+}
+
 /// A detached session `name` whose first pane runs the placeholder; prints the pane id.
 pub fn new_session(name: &str, dir: &Path) -> Vec<String> {
     let mut args = strings(&[
@@ -328,6 +355,10 @@ mod tests {
         assert_eq!(
             has_session("roo-crew").join(" "),
             "has-session -t =roo-crew"
+        );
+        assert_eq!(
+            new_window_after("@1", Path::new("/w")).join(" "),
+            "new-window -a -d -P -F #{pane_id} -t @1 -c /w -- sleep 86400"
         );
         assert_eq!(
             effective_option("%0", "pane-border-status").join(" "),
