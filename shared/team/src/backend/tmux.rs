@@ -260,25 +260,21 @@ impl TmuxExecutor {
     }
 
     /// The executor a lead gets from its environment: inside tmux (`$TMUX` and
-    /// `$TMUX_PANE` set) panes split from the lead's window on that server; else a
-    /// detached session `roo-<team>` on the default server. `tmux` is the binary.
+    /// `$TMUX_PANE` set) panes split from the lead's window on that server; with `$TMUX`
+    /// but no pane, a detached session `roo-<team>` on that server; else a detached
+    /// session on the default server. `tmux` is the binary.
     pub fn from_env(tmux: PathBuf, worker: PathBuf, roo_home: &Path) -> TmuxExecutor {
-        let inside = std::env::var("TMUX")
+        let socket = std::env::var("TMUX")
             .ok()
-            .and_then(|t| Socket::of_tmux_env(&t))
-            .zip(
-                std::env::var("TMUX_PANE")
-                    .ok()
-                    .filter(|p| p.starts_with('%')),
-            );
-        let (cli, placement) = match inside {
-            Some((socket, lead_pane)) => (
-                Tmux::new(tmux, Some(socket)),
-                Placement::Window { lead_pane },
-            ),
-            None => (Tmux::new(tmux, None), Placement::Session { name: None }),
+            .and_then(|t| Socket::of_tmux_env(&t));
+        let pane = std::env::var("TMUX_PANE")
+            .ok()
+            .filter(|p| p.starts_with('%'));
+        let placement = match (&socket, pane) {
+            (Some(_), Some(lead_pane)) => Placement::Window { lead_pane },
+            _ => Placement::Session { name: None },
         };
-        TmuxExecutor::new(cli, placement, worker, roo_home)
+        TmuxExecutor::new(Tmux::new(tmux, socket), placement, worker, roo_home)
     }
 
     /// The `roo-worker` next to the running executable.
