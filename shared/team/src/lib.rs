@@ -8,7 +8,8 @@
 //! into the conversation ([`delivery`]) and put a shutdown request before a busy
 //! member's model, ending the run if it approves ([`shutdown`]), the teammate loop of `roo-worker` and in-process teammates
 //! ([`teammate`]), the events a UI shows about teammates ([`event`]), the coordination
-//! tools a model calls ([`tools`]), and teammates' git worktrees ([`worktree`]). The
+//! tools a model calls ([`tools`]), teammates' git worktrees ([`worktree`]), and where
+//! teammates run — in-process or `roo-worker`s in terminal panes ([`backend`]). The
 //! store stays free of LLM
 //! knowledge and the agent free of team knowledge. See `docs/TEAM.md` and
 //! `docs/WORKTREES.md`.
