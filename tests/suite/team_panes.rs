@@ -435,7 +435,8 @@ fn pane_teammates_do_a_team_job_in_real_tmux_panes_and_leave_nothing_behind() {
 
 /// The lead holds its first run open (its Bash waits for a file the test creates) while
 /// alice idles; the test wakes her with `roo-mail send`, she claims the task and runs a
-/// long command; the test closes her pane with `kill-pane`.
+/// long command; the test closes her pane with `kill-pane`. Then the lead messages her
+/// (she starts again in a new pane) and stops her with TaskStop.
 const KILLED: &str = r#"
 agents:
   lead:
@@ -449,6 +450,9 @@ agents:
     - tool_calls:
         - {name: SendMessage, input: {to: alice, summary: "come back", message: "come back: your pane was closed"}}
         - {name: Bash, input: {command: "until roo-mail team show | grep -q 'alice@crew  idle'; do sleep 0.05; done; echo back"}}
+    - tool_calls:
+        - {name: TaskStop, input: {task_id: alice}}
+        - {name: Bash, input: {command: "until roo-mail team show | grep -q 'alice@crew  dead'; do sleep 0.05; done; echo stopped"}}
     - text: "Waiting."
     - text: "Waiting."
     - text: "Waiting."
@@ -559,6 +563,17 @@ fn a_pane_teammate_wakes_for_roo_mail_and_a_killed_pane_releases_its_task() {
     );
     let out = std::fs::read_to_string(world.root.join("lead.out")).unwrap();
     assert!(out.contains("back\\n"), "alice came back idle: {out}");
+    // TaskStop ended her worker (and closed her pane) while the lead ran.
+    assert!(out.contains("stopped\\n"), "TaskStop ended alice: {out}");
+    let second = starts[1]
+        .split_whitespace()
+        .skip_while(|w| *w != "-t")
+        .nth(1)
+        .unwrap();
+    assert!(
+        log.contains(&format!("kill-pane -t {second}")),
+        "her second pane {second} was closed: {log}"
+    );
     let left = tmux.panes();
     assert_eq!(left.len(), 1, "{left:#?}");
     assert_eq!(workers_under(world.root.path()), Vec::<String>::new());
