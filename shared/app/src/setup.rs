@@ -13,6 +13,7 @@ use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, P
 use roo_agent::plan_mode::PlanApprover;
 use roo_llm::{LlmFlags, LlmSettings};
 use roo_store::{BackendType, Name, RooHome};
+use roo_team::backend::detect::{DetectEnv, DetectError, Mode as DetectMode, detect};
 use roo_team::worktree::Git;
 use roo_team::{
     AgentSettings, ApproverDecider, BuildError, BuildErrorKind, Identity, LeadTools, PolicyDecider,
@@ -23,7 +24,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::AppError;
-use crate::lead::{LeadArgs, ProviderArgs, TeammateMode};
+use crate::lead::{LeadArgs, ProviderArgs};
 
 /// The tools a `--coordinator` lead loses: every tool that reads, searches, changes or
 /// runs code, and plan mode (which only restricts those).
@@ -162,19 +163,24 @@ pub fn lead_settings(
     Ok((settings, approvals))
 }
 
-/// The backend teammates get: `auto` and `in-process` are in-process; the pane
-/// backends are not built yet, which is an error, never a silent fallback.
-pub fn teammate_backend(mode: TeammateMode) -> Result<BackendType, AppError> {
-    match mode {
-        TeammateMode::Auto | TeammateMode::InProcess => Ok(BackendType::InProcess),
-        TeammateMode::Tmux => Err(AppError::Usage(
-            "the tmux backend comes with pane teammates; use --teammate-mode in-process"
-                .to_string(),
-        )),
-        TeammateMode::Iterm2 => Err(AppError::Usage(
-            "the iterm2 backend comes with pane teammates; use --teammate-mode in-process"
-                .to_string(),
-        )),
+/// The backend the lead's teammates get, decided once at start (DESIGN.md §3,
+/// `roo_team::backend::detect`), and a notice for the user if there is one.
+///
+/// A forced backend that cannot work here is a usage error (exit 2). With `auto`, an
+/// environment where no pane backend works although one is expected (iTerm2 without
+/// `it2` or tmux) does not stop a lead that may never spawn: the notice says how to
+/// install `it2`, and spawning on iTerm2 fails with the same advice.
+pub fn teammate_backend(env: &DetectEnv) -> Result<(BackendType, Option<String>), AppError> {
+    match detect(env) {
+        Ok(detection) => {
+            let notice = (!detection.notes.is_empty())
+                .then(|| format!("teammates: {}", detection.notes.join("; ")));
+            Ok((detection.choice.backend_type(), notice))
+        }
+        Err(e @ DetectError::ITerm2WithoutTools) if env.mode == DetectMode::Auto => {
+            Ok((BackendType::Iterm2, Some(format!("teammates: {e}"))))
+        }
+        Err(e) => Err(AppError::Usage(format!("teammates: {e}"))),
     }
 }
 
@@ -183,7 +189,8 @@ pub fn teammate_backend(mode: TeammateMode) -> Result<BackendType, AppError> {
 /// the team state back after a compaction), the monitor of teammates' states and the
 /// answerer of their requests (the terminal, or the lead's own policy in a `-p` run).
 pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
-    let teammate_mode = teammate_backend(args.teammate_mode)?;
+    let (teammate_mode, backend_notice) =
+        teammate_backend(&DetectEnv::capture(args.teammate_mode.into()))?;
     let roo_home = roo_home()?;
     crate::logging::init(&roo_home, "roo-lead");
     let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
@@ -280,7 +287,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,
-        notices: built.notices,
+        notices: built.notices.into_iter().chain(backend_notice).collect(),
         approvals,
         settings: built.llm,
     })
@@ -350,6 +357,59 @@ mod tests {
         assert_eq!(s.permission_mode, Some(PermissionMode::Plan));
         let (s, _) = settings(&["--trust-project"], true);
         assert!(matches!(s.trust, Trust::Granted));
+    }
+
+    fn plain_terminal(mode: DetectMode) -> DetectEnv {
+        DetectEnv {
+            mode,
+            tmux_var: None,
+            term_program: None,
+            iterm_session_id: None,
+            stdin_tty: true,
+            stdout_tty: true,
+            tmux: None,
+            it2: None,
+        }
+    }
+
+    #[test]
+    fn a_forced_backend_that_cannot_work_is_a_usage_error() {
+        for mode in [DetectMode::Tmux, DetectMode::ITerm2] {
+            let err = teammate_backend(&plain_terminal(mode)).unwrap_err();
+            assert!(matches!(err, AppError::Usage(_)), "{err}");
+            assert_eq!(err.exit_code(), 2);
+            assert!(
+                err.to_string().starts_with("teammates: --teammate-mode "),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_detected_backend_is_what_the_spawner_gets() {
+        let tmux = DetectEnv {
+            tmux_var: Some("/tmp/tmux-1/default,1,0".into()),
+            tmux: Some(PathBuf::from("/usr/bin/tmux")),
+            ..plain_terminal(DetectMode::Auto)
+        };
+        assert_eq!(teammate_backend(&tmux).unwrap(), (BackendType::Tmux, None));
+        let plain = plain_terminal(DetectMode::Auto);
+        assert_eq!(
+            teammate_backend(&plain).unwrap(),
+            (BackendType::InProcess, None)
+        );
+    }
+
+    #[test]
+    fn iterm2_without_tools_in_auto_mode_starts_the_lead_with_the_install_advice() {
+        let env = DetectEnv {
+            term_program: Some("iTerm.app".into()),
+            ..plain_terminal(DetectMode::Auto)
+        };
+        let (backend, notice) = teammate_backend(&env).unwrap();
+        assert_eq!(backend, BackendType::Iterm2);
+        let notice = notice.unwrap();
+        assert!(notice.contains("uv tool install it2"), "{notice}");
     }
 
     #[test]
