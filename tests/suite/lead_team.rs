@@ -235,8 +235,16 @@ fn a_forced_teammate_mode_that_cannot_work_is_a_usage_error_not_a_silent_fallbac
     let empty_path = home.home.join("empty-bin");
     std::fs::create_dir_all(&empty_path).unwrap();
     for (how, mode, expected) in [
-        ("flag", "tmux", "--teammate-mode tmux needs tmux, which is not on PATH"),
-        ("env", "iterm2", "--teammate-mode iterm2 needs to run inside iTerm2"),
+        (
+            "flag",
+            "tmux",
+            "--teammate-mode tmux needs tmux, which is not on PATH",
+        ),
+        (
+            "env",
+            "iterm2",
+            "--teammate-mode iterm2 needs to run inside iTerm2",
+        ),
     ] {
         let mut cmd = home
             .cmd("roo-lead")
