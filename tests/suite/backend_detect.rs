@@ -219,3 +219,13 @@ fn in_a_real_tmux_pane_teammates_split_its_window() {
         "{screen}"
     );
 }
+
+#[test]
+fn an_empty_tmux_variable_is_not_being_inside_tmux() {
+    let home = TempHome::new();
+    let path = fake_path(&home.home, "bin", &["tmux"]);
+    let out = print_backend(&home, &path).env("TMUX", "").run();
+    out.assert_ok();
+    out.assert_stdout_contains("backend: in-process");
+    out.assert_stdout_contains("reason: stdin or stdout is not a terminal");
+}
