@@ -229,3 +229,15 @@ fn an_empty_tmux_variable_is_not_being_inside_tmux() {
     out.assert_stdout_contains("backend: in-process");
     out.assert_stdout_contains("reason: stdin or stdout is not a terminal");
 }
+
+#[test]
+fn a_bad_team_name_is_refused_not_printed_into_a_command() {
+    let home = TempHome::new();
+    let path = fake_path(&home.home, "bin", &["tmux"]);
+    let out = print_backend(&home, &path)
+        .args(["--teammate-mode", "tmux", "--team", "x; rm -rf ~"])
+        .run();
+    out.assert_code(2);
+    assert_eq!(out.stdout(), "");
+    assert!(!out.stderr().is_empty());
+}

@@ -222,9 +222,15 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
 /// `--print-backend`: the detection for this process's environment, as a report.
 fn print_backend(args: &LeadArgs) -> Result<ExitCode, AppError> {
     use roo_team::backend::detect::{DetectEnv, detect};
+    let team = args
+        .team
+        .as_deref()
+        .map(|team| roo_store::Name::parse_as("team", team))
+        .transpose()
+        .map_err(|e| AppError::Usage(e.to_string()))?;
     let detection = detect(&DetectEnv::capture(args.teammate_mode.into()))
         .map_err(|e| AppError::Usage(format!("teammates: {e}")))?;
-    print!("{}", detection.report(args.team.as_deref()));
+    print!("{}", detection.report(team.as_ref().map(|t| t.as_ref())));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,7 +13,7 @@ use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, P
 use roo_agent::plan_mode::PlanApprover;
 use roo_llm::{LlmFlags, LlmSettings};
 use roo_store::{BackendType, Name, RooHome};
-use roo_team::backend::detect::{DetectEnv, DetectError, Mode as DetectMode, detect};
+use roo_team::backend::detect::{DetectEnv, DetectError, Detection, Mode as DetectMode, detect};
 use roo_team::worktree::Git;
 use roo_team::{
     AgentSettings, ApproverDecider, BuildError, BuildErrorKind, Identity, LeadTools, PolicyDecider,
@@ -100,6 +100,9 @@ pub struct Built {
     pub team_status: watch::Receiver<Option<TeamStatus>>,
     /// Where the spawner (the Agent tool) starts teammates (`--teammate-mode`).
     pub teammate_mode: BackendType,
+    /// How that was decided (tmux placement, the `tmux` / `it2` found); `None` when no
+    /// backend could be chosen (a notice says why).
+    pub teammate_detection: Option<Detection>,
     /// The lead's teammates (the Agent tool's): in-process ones end with `team_tasks`.
     pub spawner: Spawner,
     /// Stops the lead's team background tasks (monitor, request answerer, a `--team`
@@ -164,21 +167,38 @@ pub fn lead_settings(
 }
 
 /// The backend the lead's teammates get, decided once at start (DESIGN.md §3,
-/// `roo_team::backend::detect`), and a notice for the user if there is one.
+/// `roo_team::backend::detect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeammateBackend {
+    /// What the teammates this lead spawns run on.
+    pub backend: BackendType,
+    /// The decision: where tmux panes go, the `tmux` / `it2` found, why. `None` when no
+    /// backend could be chosen (see [`teammate_backend`]).
+    pub detection: Option<Detection>,
+    /// What to tell the user at start, if anything.
+    pub notice: Option<String>,
+}
+
+/// Decides the teammates' backend for `env`.
 ///
 /// A forced backend that cannot work here is a usage error (exit 2). With `auto`, an
 /// environment where no pane backend works although one is expected (iTerm2 without
-/// `it2` or tmux) does not stop a lead that may never spawn: the notice says how to
-/// install `it2`, and spawning on iTerm2 fails with the same advice.
-pub fn teammate_backend(env: &DetectEnv) -> Result<(BackendType, Option<String>), AppError> {
+/// `it2` or tmux) does not stop a lead that may never spawn: the backend is iterm2 with
+/// no detection, and the notice says how to install `it2`.
+pub fn teammate_backend(env: &DetectEnv) -> Result<TeammateBackend, AppError> {
     match detect(env) {
-        Ok(detection) => {
-            let notice = (!detection.notes.is_empty())
-                .then(|| format!("teammates: {}", detection.notes.join("; ")));
-            Ok((detection.choice.backend_type(), notice))
-        }
+        Ok(detection) => Ok(TeammateBackend {
+            backend: detection.choice.backend_type(),
+            notice: (!detection.notes.is_empty())
+                .then(|| format!("teammates: {}", detection.notes.join("; "))),
+            detection: Some(detection),
+        }),
         Err(e @ DetectError::ITerm2WithoutTools) if env.mode == DetectMode::Auto => {
-            Ok((BackendType::Iterm2, Some(format!("teammates: {e}"))))
+            Ok(TeammateBackend {
+                backend: BackendType::Iterm2,
+                detection: None,
+                notice: Some(format!("teammates: {e}")),
+            })
         }
         Err(e) => Err(AppError::Usage(format!("teammates: {e}"))),
     }
@@ -189,8 +209,11 @@ pub fn teammate_backend(env: &DetectEnv) -> Result<(BackendType, Option<String>)
 /// the team state back after a compaction), the monitor of teammates' states and the
 /// answerer of their requests (the terminal, or the lead's own policy in a `-p` run).
 pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
-    let (teammate_mode, backend_notice) =
-        teammate_backend(&DetectEnv::capture(args.teammate_mode.into()))?;
+    let TeammateBackend {
+        backend: teammate_mode,
+        detection: teammate_detection,
+        notice: backend_notice,
+    } = teammate_backend(&DetectEnv::capture(args.teammate_mode.into()))?;
     let roo_home = roo_home()?;
     crate::logging::init(&roo_home, "roo-lead");
     let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
@@ -282,6 +305,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         team: slot,
         team_status,
         teammate_mode,
+        teammate_detection,
         spawner,
         _team_tasks_guard: team_tasks.clone().drop_guard(),
         team_tasks,
@@ -393,12 +417,20 @@ mod tests {
             tmux: Some(PathBuf::from("/usr/bin/tmux")),
             ..plain_terminal(DetectMode::Auto)
         };
-        assert_eq!(teammate_backend(&tmux).unwrap(), (BackendType::Tmux, None));
-        let plain = plain_terminal(DetectMode::Auto);
+        let chosen = teammate_backend(&tmux).unwrap();
+        assert_eq!(chosen.backend, BackendType::Tmux);
+        assert_eq!(chosen.notice, None);
+        let detection = chosen.detection.unwrap();
         assert_eq!(
-            teammate_backend(&plain).unwrap(),
-            (BackendType::InProcess, None)
+            detection.choice,
+            roo_team::backend::detect::Choice::Tmux(
+                roo_team::backend::detect::TmuxPlacement::CurrentWindow
+            )
         );
+        assert_eq!(detection.binary, Some(PathBuf::from("/usr/bin/tmux")));
+        let plain = teammate_backend(&plain_terminal(DetectMode::Auto)).unwrap();
+        assert_eq!(plain.backend, BackendType::InProcess);
+        assert_eq!(plain.notice, None);
     }
 
     #[test]
@@ -407,9 +439,10 @@ mod tests {
             term_program: Some("iTerm.app".into()),
             ..plain_terminal(DetectMode::Auto)
         };
-        let (backend, notice) = teammate_backend(&env).unwrap();
-        assert_eq!(backend, BackendType::Iterm2);
-        let notice = notice.unwrap();
+        let chosen = teammate_backend(&env).unwrap();
+        assert_eq!(chosen.backend, BackendType::Iterm2);
+        assert_eq!(chosen.detection, None);
+        let notice = chosen.notice.unwrap();
         assert!(notice.contains("uv tool install it2"), "{notice}");
     }
 
