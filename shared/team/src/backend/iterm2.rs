@@ -10,7 +10,8 @@
 //!
 //! - **Where**: the first teammate's pane is split from the lead's own session
 //!   (`$ITERM_SESSION_ID`) side by side (`--vertical`), each later one from the
-//!   previous teammate's pane, stacked.
+//!   previous teammate's pane, stacked (if that pane is gone, from the one before it,
+//!   or from the lead's).
 //! - **Start**: `it2` can only split a pane that runs the profile's shell, so the
 //!   worker is started by typing one line into that shell (`it2 session run`; the
 //!   text waits in the terminal's input until the shell reads it). The line is
@@ -243,14 +244,21 @@ impl ITerm2Panes {
                 });
             }
         };
-        let (target, split) = match lock(&self.panes).last() {
-            Some((_, last)) => (last.clone(), Split::Below),
-            None => (self.lead.clone(), Split::Beside),
-        };
-        let args = commands::split(&target, split);
-        let session = match self.it2.run(&args).await {
-            Ok(out) => commands::parse_split(&out, &args),
-            Err(e) => Err(e),
+        let session = loop {
+            let (target, split) = match lock(&self.panes).last() {
+                Some((_, last)) => (last.clone(), Split::Below),
+                None => (self.lead.clone(), Split::Beside),
+            };
+            let args = commands::split(&target, split);
+            match self.it2.run(&args).await {
+                Ok(out) => break commands::parse_split(&out, &args),
+                // The previous teammate's pane was closed (by the user): forget it and
+                // split from the one before, or from the lead.
+                Err(It2Error::NotFound { .. }) if target != self.lead => {
+                    lock(&self.panes).retain(|(_, s)| s != &target);
+                }
+                Err(e) => break Err(e),
+            }
         };
         let session = match session {
             Ok(session) => session,

@@ -479,3 +479,18 @@ async fn a_hung_it2_times_out() {
     let err = it2.run(&list()).await.unwrap_err();
     assert!(matches!(err, It2Error::Timeout { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn a_split_from_a_pane_the_user_closed_goes_to_the_lead_instead() {
+    let fake = FakeIt2::new(&[ALICE_GUID, BOB_GUID]);
+    let home = tempfile::tempdir().unwrap();
+    let panes = panes(&fake, &home.path().join("l"));
+    let worker = launch(&["/bin/true"], &[], home.path());
+    let alice = panes.spawn(&name("alice"), &worker).await.unwrap();
+    fake.set("gone", &format!("{ALICE_GUID}\n"));
+    let bob = panes.spawn(&name("bob"), &worker).await.unwrap();
+    let calls = fake.calls();
+    assert_eq!(calls[3], split(&alice, Split::Below));
+    assert_eq!(calls[4], split(&lead(), Split::Beside));
+    assert_eq!(panes.panes(), vec![(name("bob"), bob)]);
+}
