@@ -153,10 +153,12 @@ fn all_lines(tmux: &Tmux) -> String {
 }
 
 /// Runs `roo-lead --print-backend ARGS` in a real terminal (a private tmux server) with
-/// `$TMUX` removed and `path` as PATH; returns the screen once it exited with `code`.
+/// `$TMUX` (and any iTerm2 variables the server inherited from the developer's terminal)
+/// removed and `path` as PATH; returns the screen once it exited with `code`.
 fn print_backend_on_a_terminal(home: &TempHome, path: &Path, args: &str, code: i32) -> String {
     let command = format!(
-        "/usr/bin/env -u TMUX -u TMUX_PANE PATH={} {} --print-backend {args}",
+        "/usr/bin/env -u TMUX -u TMUX_PANE -u TERM_PROGRAM -u ITERM_SESSION_ID PATH={} {} \
+         --print-backend {args}",
         path.display(),
         bin("roo-lead").display()
     );
@@ -204,7 +206,7 @@ fn in_a_real_tmux_pane_teammates_split_its_window() {
     let home = TempHome::new();
     // The real tmux (the pane's $TMUX is the private server's).
     let command = format!(
-        "{} --print-backend --teammate-mode auto",
+        "/usr/bin/env -u ITERM_SESSION_ID {} --print-backend --teammate-mode auto",
         bin("roo-lead").display()
     );
     let tmux = Tmux::start(
