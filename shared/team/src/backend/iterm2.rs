@@ -159,8 +159,10 @@ impl It2 {
             return Ok(stdout);
         }
         let stderr = one_line(&String::from_utf8_lossy(&output.stderr));
+        // click's usage errors exit 2 too; they start with its usage line.
+        let usage = stderr.starts_with("Usage:");
         Err(match output.status.code() {
-            Some(EXIT_CONNECTION) => It2Error::Connection {
+            Some(EXIT_CONNECTION) if !usage => It2Error::Connection {
                 args: shown,
                 stderr,
             },

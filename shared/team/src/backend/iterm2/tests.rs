@@ -494,3 +494,20 @@ async fn a_split_from_a_pane_the_user_closed_goes_to_the_lead_instead() {
     assert_eq!(calls[4], split(&lead(), Split::Beside));
     assert_eq!(panes.panes(), vec![(name("bob"), bob)]);
 }
+
+#[tokio::test]
+async fn a_usage_error_is_not_mistaken_for_an_unreachable_iterm2() {
+    // it2 (click) exits 2 on a usage error, as on a connection error.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("it2");
+    std::fs::write(
+        &bin,
+        "#!/bin/sh\necho 'Usage: it2 session send [OPTIONS] TEXT' >&2\n\
+         echo \"Error: No such option: --x\" >&2\nexit 2\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = It2::new(&bin).run(&list()).await.unwrap_err();
+    assert!(matches!(err, It2Error::Failed { .. }), "{err}");
+    assert!(err.to_string().contains("No such option: --x"), "{err}");
+}
