@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use crate::diff::line_diff;
 
 /// Environment variables that would leak the developer's state into a test.
-const SCRUBBED: [&str; 19] = [
+const SCRUBBED: [&str; 21] = [
     "ROO_HOME",
     "ROO_TEAM",
     "ROO_AGENT_NAME",
@@ -27,6 +27,8 @@ const SCRUBBED: [&str; 19] = [
     "OPENAI_BASE_URL",
     "TMUX",
     "TMUX_PANE",
+    "TERM_PROGRAM",
+    "ITERM_SESSION_ID",
     "GIT_DIR",
     "GIT_WORK_TREE",
 ];

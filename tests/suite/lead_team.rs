@@ -228,14 +228,29 @@ fn an_unknown_team_is_a_usage_error() {
 }
 
 #[test]
-fn teammate_mode_iterm2_is_a_usage_error_not_a_silent_fallback() {
+fn a_forced_teammate_mode_that_cannot_work_is_a_usage_error_not_a_silent_fallback() {
     let home = TempHome::new();
     let script = home.home.write("script.yaml", "- text: x\n");
-    for (how, mode) in [("flag", "iterm2"), ("env", "iterm2")] {
+    // No tmux and no it2 on PATH; not inside iTerm2.
+    let empty_path = home.home.join("empty-bin");
+    std::fs::create_dir_all(&empty_path).unwrap();
+    for (how, mode, expected) in [
+        (
+            "flag",
+            "tmux",
+            "--teammate-mode tmux needs tmux, which is not on PATH",
+        ),
+        (
+            "env",
+            "iterm2",
+            "--teammate-mode iterm2 needs to run inside iTerm2",
+        ),
+    ] {
         let mut cmd = home
             .cmd("roo-lead")
             .args(["-p", "hi", "--provider", "script", "--script"])
-            .arg(&script);
+            .arg(&script)
+            .env("PATH", &empty_path);
         cmd = if how == "flag" {
             cmd.args(["--teammate-mode", mode])
         } else {
@@ -243,9 +258,7 @@ fn teammate_mode_iterm2_is_a_usage_error_not_a_silent_fallback() {
         };
         let out = cmd.run();
         out.assert_code(2);
-        out.assert_stderr_contains(&format!(
-            "the {mode} backend comes with pane teammates; use --teammate-mode in-process"
-        ));
+        out.assert_stderr_contains(&format!("roo-lead: teammates: {expected}"));
     }
     home.cmd("roo-lead")
         .args(["-p", "hi", "--provider", "script", "--script"])

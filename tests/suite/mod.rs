@@ -1,4 +1,5 @@
 //! Test modules.
+mod backend_detect;
 mod cli_defects;
 mod cli_mail;
 mod cli_task;

@@ -672,7 +672,7 @@ fn the_interactive_lead_shows_a_spawned_teammates_preview_question_and_state() {
     let world = World::new();
     let script = world.root.write("interactive.yaml", INTERACTIVE);
     let command = format!(
-        "{} --provider script --script {} --trust-project",
+        "{} --provider script --script {} --trust-project --teammate-mode in-process",
         bin("roo-lead").display(),
         script.display()
     );

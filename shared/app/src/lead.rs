@@ -23,18 +23,31 @@ pub enum OutputFormat {
     StreamJson,
 }
 
-/// Where teammates run (`--teammate-mode`, `ROO_TEAMMATE_MODE`).
+/// Where teammates run (`--teammate-mode`, `ROO_TEAMMATE_MODE`); see docs/BACKENDS.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TeammateMode {
-    /// Pick one: in-process for now (pane backends come with pane teammates).
+    /// Detect: inside tmux → its panes; inside iTerm2 → it2 panes (else tmux); no
+    /// terminal → in-process; tmux installed → a detached session; else in-process.
     Auto,
     /// Tokio tasks inside the lead's process.
     InProcess,
     /// `roo-worker` processes in tmux panes (the lead's window inside tmux, else a
-    /// detached session `roo-<team>`).
+    /// detached session `roo-<team>`; tmux must be installed).
     Tmux,
-    /// `roo-worker` processes in iTerm2 panes (not built yet: an error).
+    /// `roo-worker` processes in iTerm2 panes (inside iTerm2, with the it2 CLI).
     Iterm2,
+}
+
+impl From<TeammateMode> for roo_team::backend::detect::Mode {
+    fn from(mode: TeammateMode) -> Self {
+        use roo_team::backend::detect::Mode;
+        match mode {
+            TeammateMode::Auto => Mode::Auto,
+            TeammateMode::InProcess => Mode::InProcess,
+            TeammateMode::Tmux => Mode::Tmux,
+            TeammateMode::Iterm2 => Mode::ITerm2,
+        }
+    }
 }
 
 /// Model provider flags (shared with `roo-worker`).
@@ -104,9 +117,8 @@ pub struct LeadArgs {
     #[arg(long)]
     pub no_sandbox: bool,
 
-    /// Where teammates run: auto, in-process, tmux or iterm2. auto selects in-process;
-    /// tmux runs each teammate as a roo-worker in a tmux pane; iterm2 is not available
-    /// yet and is an error.
+    /// Where teammates run: auto, in-process, tmux or iterm2 (see docs/BACKENDS.md). A
+    /// forced backend that cannot work here is an error (exit 2).
     #[arg(
         long,
         value_enum,
@@ -135,6 +147,11 @@ pub struct LeadArgs {
     /// after its first turn, in seconds; then it exits 1 naming them.
     #[arg(long, default_value_t = 1800, value_name = "SECS")]
     pub team_timeout: u64,
+
+    /// Print where teammates would run (with --teammate-mode / ROO_TEAMMATE_MODE) and
+    /// why, then exit: 0, or 2 if the backend asked for cannot work here.
+    #[arg(long)]
+    pub print_backend: bool,
 
     /// Print progress (tool calls) to stderr in -p runs.
     #[arg(short, long)]
@@ -170,6 +187,9 @@ pub fn main() -> ExitCode {
 }
 
 fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
+    if args.print_backend {
+        return print_backend(&args);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -207,6 +227,21 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
     // worker thread; do not wait for it (dropping the runtime would).
     runtime.shutdown_background();
     result
+}
+
+/// `--print-backend`: the detection for this process's environment, as a report.
+fn print_backend(args: &LeadArgs) -> Result<ExitCode, AppError> {
+    use roo_team::backend::detect::{DetectEnv, detect};
+    let team = args
+        .team
+        .as_deref()
+        .map(|team| roo_store::Name::parse_as("team", team))
+        .transpose()
+        .map_err(|e| AppError::Usage(e.to_string()))?;
+    let detection = detect(&DetectEnv::capture(args.teammate_mode.into()))
+        .map_err(|e| AppError::Usage(format!("teammates: {e}")))?;
+    print!("{}", detection.report(team.as_ref().map(|t| t.as_ref())));
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn read_stdin() -> Result<String, AppError> {

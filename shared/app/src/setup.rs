@@ -13,6 +13,7 @@ use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, P
 use roo_agent::plan_mode::PlanApprover;
 use roo_llm::{LlmFlags, LlmSettings};
 use roo_store::{BackendType, Name, RooHome};
+use roo_team::backend::detect::{DetectEnv, DetectError, Detection, Mode as DetectMode, detect};
 use roo_team::worktree::Git;
 use roo_team::{
     AgentSettings, ApproverDecider, BuildError, BuildErrorKind, Identity, LeadTools, PolicyDecider,
@@ -23,7 +24,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::AppError;
-use crate::lead::{LeadArgs, ProviderArgs, TeammateMode};
+use crate::lead::{LeadArgs, ProviderArgs};
 
 /// The tools a `--coordinator` lead loses: every tool that reads, searches, changes or
 /// runs code, and plan mode (which only restricts those).
@@ -99,6 +100,9 @@ pub struct Built {
     pub team_status: watch::Receiver<Option<TeamStatus>>,
     /// Where the spawner (the Agent tool) starts teammates (`--teammate-mode`).
     pub teammate_mode: BackendType,
+    /// How that was decided (tmux placement, the `tmux` / `it2` found); `None` when no
+    /// backend could be chosen (a notice says why).
+    pub teammate_detection: Option<Detection>,
     /// The lead's teammates (the Agent tool's): in-process ones end with `team_tasks`.
     pub spawner: Spawner,
     /// Stops the lead's team background tasks (monitor, request answerer, a `--team`
@@ -162,16 +166,41 @@ pub fn lead_settings(
     Ok((settings, approvals))
 }
 
-/// The backend teammates get: `auto` and `in-process` are in-process; `tmux` is pane
-/// teammates; `iterm2` is not built yet, which is an error, never a silent fallback.
-pub fn teammate_backend(mode: TeammateMode) -> Result<BackendType, AppError> {
-    match mode {
-        TeammateMode::Auto | TeammateMode::InProcess => Ok(BackendType::InProcess),
-        TeammateMode::Tmux => Ok(BackendType::Tmux),
-        TeammateMode::Iterm2 => Err(AppError::Usage(
-            "the iterm2 backend comes with pane teammates; use --teammate-mode in-process"
-                .to_string(),
-        )),
+/// The backend the lead's teammates get, decided once at start (DESIGN.md §3,
+/// `roo_team::backend::detect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeammateBackend {
+    /// What the teammates this lead spawns run on.
+    pub backend: BackendType,
+    /// The decision: where tmux panes go, the `tmux` / `it2` found, why. `None` when no
+    /// backend could be chosen (see [`teammate_backend`]).
+    pub detection: Option<Detection>,
+    /// What to tell the user at start, if anything.
+    pub notice: Option<String>,
+}
+
+/// Decides the teammates' backend for `env`.
+///
+/// A forced backend that cannot work here is a usage error (exit 2). With `auto`, an
+/// environment where no pane backend works although one is expected (iTerm2 without
+/// `it2` or tmux) does not stop a lead that may never spawn: the backend is iterm2 with
+/// no detection, and the notice says how to install `it2`.
+pub fn teammate_backend(env: &DetectEnv) -> Result<TeammateBackend, AppError> {
+    match detect(env) {
+        Ok(detection) => Ok(TeammateBackend {
+            backend: detection.choice.backend_type(),
+            notice: (!detection.notes.is_empty())
+                .then(|| format!("teammates: {}", detection.notes.join("; "))),
+            detection: Some(detection),
+        }),
+        Err(e @ DetectError::ITerm2WithoutTools) if env.mode == DetectMode::Auto => {
+            Ok(TeammateBackend {
+                backend: BackendType::Iterm2,
+                detection: None,
+                notice: Some(format!("teammates: {e}")),
+            })
+        }
+        Err(e) => Err(AppError::Usage(format!("teammates: {e}"))),
     }
 }
 
@@ -180,7 +209,11 @@ pub fn teammate_backend(mode: TeammateMode) -> Result<BackendType, AppError> {
 /// the team state back after a compaction), the monitor of teammates' states and the
 /// answerer of their requests (the terminal, or the lead's own policy in a `-p` run).
 pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
-    let teammate_mode = teammate_backend(args.teammate_mode)?;
+    let TeammateBackend {
+        backend: teammate_mode,
+        detection: teammate_detection,
+        notice: backend_notice,
+    } = teammate_backend(&DetectEnv::capture(args.teammate_mode.into()))?;
     let roo_home = roo_home()?;
     crate::logging::init(&roo_home, "roo-lead");
     let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
@@ -211,8 +244,12 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         // session `roo-<team>`).
         let worker = roo_team::backend::TmuxExecutor::sibling_worker()
             .map_err(|e| AppError::Usage(e.to_string()))?;
+        let tmux = teammate_detection
+            .as_ref()
+            .and_then(|d| d.binary.clone())
+            .unwrap_or_else(|| std::path::PathBuf::from("tmux"));
         let panes = roo_team::backend::TmuxExecutor::from_env(
-            std::path::PathBuf::from("tmux"),
+            tmux,
             worker,
             &settings.roo_home,
         );
@@ -285,13 +322,14 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
         team: slot,
         team_status,
         teammate_mode,
+        teammate_detection,
         spawner,
         _team_tasks_guard: team_tasks.clone().drop_guard(),
         team_tasks,
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,
-        notices: built.notices,
+        notices: built.notices.into_iter().chain(backend_notice).collect(),
         approvals,
         settings: built.llm,
     })
@@ -361,6 +399,68 @@ mod tests {
         assert_eq!(s.permission_mode, Some(PermissionMode::Plan));
         let (s, _) = settings(&["--trust-project"], true);
         assert!(matches!(s.trust, Trust::Granted));
+    }
+
+    fn plain_terminal(mode: DetectMode) -> DetectEnv {
+        DetectEnv {
+            mode,
+            tmux_var: None,
+            term_program: None,
+            iterm_session_id: None,
+            stdin_tty: true,
+            stdout_tty: true,
+            tmux: None,
+            it2: None,
+        }
+    }
+
+    #[test]
+    fn a_forced_backend_that_cannot_work_is_a_usage_error() {
+        for mode in [DetectMode::Tmux, DetectMode::ITerm2] {
+            let err = teammate_backend(&plain_terminal(mode)).unwrap_err();
+            assert!(matches!(err, AppError::Usage(_)), "{err}");
+            assert_eq!(err.exit_code(), 2);
+            assert!(
+                err.to_string().starts_with("teammates: --teammate-mode "),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_detected_backend_is_what_the_spawner_gets() {
+        let tmux = DetectEnv {
+            tmux_var: Some("/tmp/tmux-1/default,1,0".into()),
+            tmux: Some(PathBuf::from("/usr/bin/tmux")),
+            ..plain_terminal(DetectMode::Auto)
+        };
+        let chosen = teammate_backend(&tmux).unwrap();
+        assert_eq!(chosen.backend, BackendType::Tmux);
+        assert_eq!(chosen.notice, None);
+        let detection = chosen.detection.unwrap();
+        assert_eq!(
+            detection.choice,
+            roo_team::backend::detect::Choice::Tmux(
+                roo_team::backend::detect::TmuxPlacement::CurrentWindow
+            )
+        );
+        assert_eq!(detection.binary, Some(PathBuf::from("/usr/bin/tmux")));
+        let plain = teammate_backend(&plain_terminal(DetectMode::Auto)).unwrap();
+        assert_eq!(plain.backend, BackendType::InProcess);
+        assert_eq!(plain.notice, None);
+    }
+
+    #[test]
+    fn iterm2_without_tools_in_auto_mode_starts_the_lead_with_the_install_advice() {
+        let env = DetectEnv {
+            term_program: Some("iTerm.app".into()),
+            ..plain_terminal(DetectMode::Auto)
+        };
+        let chosen = teammate_backend(&env).unwrap();
+        assert_eq!(chosen.backend, BackendType::Iterm2);
+        assert_eq!(chosen.detection, None);
+        let notice = chosen.notice.unwrap();
+        assert!(notice.contains("uv tool install it2"), "{notice}");
     }
 
     #[test]
