@@ -183,8 +183,17 @@ pub fn teammate_backend(mode: TeammateMode) -> Result<BackendType, AppError> {
 /// the team state back after a compaction), the monitor of teammates' states and the
 /// answerer of their requests (the terminal, or the lead's own policy in a `-p` run).
 pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
+    build_in(args, interactive, roo_home()?).await
+}
+
+/// [`build`] with the state directory `roo_home` instead of `ROO_HOME` (`roo-lead demo`
+/// runs in a temporary one).
+pub async fn build_in(
+    args: &LeadArgs,
+    interactive: bool,
+    roo_home: PathBuf,
+) -> Result<Built, AppError> {
     let teammate_mode = teammate_backend(args.teammate_mode)?;
-    let roo_home = roo_home()?;
     crate::logging::init(&roo_home, "roo-lead");
     let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
     let lead_name = settings.identity.name.clone();
