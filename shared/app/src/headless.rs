@@ -203,10 +203,7 @@ pub async fn run_with_team(
         };
         match wait {
             TeamWait::Input => {
-                result = built
-                    .agent
-                    .run(TEAM_TURN_INPUT, sink, cancel.clone())
-                    .await;
+                result = built.agent.run(TEAM_TURN_INPUT, sink, cancel.clone()).await;
                 usage.add(&result.usage);
                 turns += result.turns;
                 lead_runs += 1;

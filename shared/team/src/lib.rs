@@ -43,8 +43,8 @@ pub use lead::{
 };
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use shutdown::{ShutdownOnRequest, ShutdownResponse};
-pub use spawner::tools::{AgentTool, TaskStop};
 pub use spawner::output::{MemberEvent, TeammateOutput};
+pub use spawner::tools::{AgentTool, TaskStop};
 pub use spawner::{SpawnError, SpawnRequest, Spawned, Spawner, TeammateBase};
 pub use teammate::{
     TeammateEnd, TeammateError, TeammateExit, TeammateHandle, TeammateSpec, spawn_in_process,

@@ -132,8 +132,14 @@ mod tests {
         assert_eq!(Style::coloured().red("x"), "\x1b[31mx\x1b[0m");
         assert_eq!(Style::new(false).bold("x"), "x");
         assert_eq!(Style::plain().member_colour("blue", "x"), "x");
-        assert_eq!(Style::coloured().member_colour("Blue", "x"), "\x1b[34mx\x1b[0m");
-        assert_eq!(Style::coloured().member_colour("mauve", "x"), "\x1b[1mx\x1b[0m");
+        assert_eq!(
+            Style::coloured().member_colour("Blue", "x"),
+            "\x1b[34mx\x1b[0m"
+        );
+        assert_eq!(
+            Style::coloured().member_colour("mauve", "x"),
+            "\x1b[1mx\x1b[0m"
+        );
     }
 
     #[test]

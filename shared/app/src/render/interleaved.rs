@@ -149,11 +149,11 @@ fn complete_lines(buffer: &mut Vec<u8>) -> Vec<String> {
 
 /// The event with the text a model wrote made safe for the terminal: every line of
 /// text, thinking, tool summaries and previews has its control characters escaped
-/// (newlines stay line breaks).
+/// (newlines stay line breaks, tabs become spaces).
 fn neutralised(event: &AgentEvent) -> AgentEvent {
     let safe = |text: &str| -> String {
         text.split('\n')
-            .map(roo_term::escape)
+            .map(|line| roo_term::escape(&line.replace('\t', "    ")))
             .collect::<Vec<_>>()
             .join("\n")
     };
@@ -219,15 +219,21 @@ mod tests {
         r.member_event("bob", &text("b\n"));
         let out = shown(&mut r);
         // bob got his colour before alice appeared; alice takes the palette's next one.
-        assert!(out.starts_with("\x1b[35malice \x1b[0m \x1b[35m│"), "{out:?}");
+        assert!(
+            out.starts_with("\x1b[35malice \x1b[0m \x1b[35m│"),
+            "{out:?}"
+        );
         assert!(out.contains("\x1b[38;5;208mbob   \x1b[0m"), "{out:?}");
         let mut plain = Interleaved::new(Vec::new(), Style::plain());
-        plain.member_event("alice", &AgentEvent::ToolStart {
-            id: "t".into(),
-            name: "Bash".into(),
-            summary: "sh run-tests".into(),
-            input: serde_json::Value::Null,
-        });
+        plain.member_event(
+            "alice",
+            &AgentEvent::ToolStart {
+                id: "t".into(),
+                name: "Bash".into(),
+                summary: "sh run-tests".into(),
+                input: serde_json::Value::Null,
+            },
+        );
         let out = shown(&mut plain);
         assert!(!out.contains('\x1b'), "{out:?}");
         assert_eq!(out, "alice  │ ● sh run-tests\n");
