@@ -199,12 +199,15 @@ async fn play(
     let (sink, mut lead_events) = EventSink::channel();
     let (_, placeholder) = roo_team::team_events();
     let mut team_events = std::mem::replace(&mut built.team_events, placeholder);
-    // One writer: every source is forwarded into one ordered queue.
+    // One writer: every source is forwarded into one ordered queue, until the lead's
+    // and the teammates' event streams end (the team's event sender lives as long as
+    // the lead's team binding, which `--keep` leaves in place: what it reported by then
+    // is drained, not waited for).
     let forward = {
         let shown_tx = shown_tx.clone();
         tokio::spawn(async move {
-            let (mut lead_open, mut members_open, mut team_open) = (true, true, true);
-            while lead_open || members_open || team_open {
+            let (mut lead_open, mut members_open) = (true, true);
+            while lead_open || members_open {
                 let item = tokio::select! {
                     biased;
                     e = lead_events.recv(), if lead_open => match e {
@@ -215,23 +218,30 @@ async fn play(
                         Some(e) => Shown::Member(e),
                         None => { members_open = false; continue; }
                     },
-                    e = team_events.recv(), if team_open => match e {
-                        Some(e) => Shown::Team(e),
-                        None => { team_open = false; continue; }
-                    },
+                    Some(e) = team_events.recv() => Shown::Team(e),
                 };
                 if shown_tx.send(item).is_err() {
-                    break;
+                    return;
                 }
+            }
+            while let Ok(e) = team_events.try_recv() {
+                let _ = shown_tx.send(Shown::Team(e));
             }
         })
     };
+    let slot = built.team.clone();
     let printer = tokio::spawn(async move {
         let mut screen = Interleaved::new(std::io::stdout(), style);
+        let mut seen = std::collections::HashSet::new();
         while let Some(item) = shown.recv().await {
             match item {
                 Shown::Lead(event) => screen.lead_event(&event),
                 Shown::Member(MemberEvent { member, event }) => {
+                    if seen.insert(member.clone())
+                        && let Some(colour) = roster_colour(&slot, &member).await
+                    {
+                        screen.set_colour(member.as_str(), &colour);
+                    }
                     screen.member_event(member.as_str(), &event)
                 }
                 Shown::Team(event) => screen.line(&style.dim(&event.line())),
@@ -425,6 +435,16 @@ async fn lead_has_input(built: &Built) -> bool {
         tracing::warn!(error = %e, "failed to read the lead's inbox");
     }
     binding.router.has_conversation()
+}
+
+/// The colour the team's roster gives `member`, if any.
+async fn roster_colour(slot: &roo_team::TeamSlot, member: &Name) -> Option<String> {
+    let team = slot.get()?.team.clone();
+    let member = member.clone();
+    tokio::task::spawn_blocking(move || team.config().ok()?.member(member.as_str())?.color.clone())
+        .await
+        .ok()
+        .flatten()
 }
 
 fn backend_words(mode: roo_store::BackendType) -> &'static str {
