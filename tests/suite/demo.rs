@@ -96,7 +96,11 @@ fn the_demo_without_a_terminal_runs_in_process_to_the_end_and_leaves_nothing_beh
     // Nothing left: no directory, no process (a teammate's command, a roo-worker).
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
-    assert!(processes_under(&tmp).is_empty(), "{:?}", processes_under(&tmp));
+    assert!(
+        processes_under(&tmp).is_empty(),
+        "{:?}",
+        processes_under(&tmp)
+    );
 }
 
 #[test]
@@ -112,8 +116,15 @@ fn the_demos_summary_matches_the_kept_team_on_disk() {
         .collect();
     assert_eq!(kept.len(), 1, "{kept:?}");
     let kept = &kept[0];
-    assert!(stdout.contains(&format!("Kept {}", kept.display())), "{stdout}");
-    assert!(processes_under(&tmp).is_empty(), "{:?}", processes_under(&tmp));
+    assert!(
+        stdout.contains(&format!("Kept {}", kept.display())),
+        "{stdout}"
+    );
+    assert!(
+        processes_under(&tmp).is_empty(),
+        "{:?}",
+        processes_under(&tmp)
+    );
 
     let team = Team::open(
         &RooHome::new(kept.join("roo-home")),
@@ -158,7 +169,9 @@ fn the_demos_summary_matches_the_kept_team_on_disk() {
         let usage = tasks
             .iter()
             .filter_map(|t| t.usage.get(&Name::parse(name).unwrap()))
-            .fold(roo_store::TaskUsage::default(), |a, u| a.checked_add(u).unwrap());
+            .fold(roo_store::TaskUsage::default(), |a, u| {
+                a.checked_add(u).unwrap()
+            });
         let tokens_in = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
         assert!(usage.requests >= 4, "{name}: {usage:?}");
         assert!(
@@ -236,4 +249,87 @@ fn the_demo_refuses_flags_of_a_normal_run() {
         .run();
     out.assert_code(2);
     out.assert_stderr_contains("roo-lead demo makes its own repository");
+}
+
+/// `scripts/examples/<name>` of this checkout.
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts/examples")
+        .join(name)
+}
+
+/// Runs an example with the built binaries on `PATH` and its scratch team in `tmp`.
+fn run_example(name: &str) -> (roo_tests::RunOutput, TempDir, PathBuf) {
+    let (root, tmp, home) = world();
+    let out = TestCommand::new("bash")
+        .arg(example(name))
+        .env("TMPDIR", &tmp)
+        .env("HOME", &home)
+        .env("PATH", path_with_bins())
+        .env("TIMEOUT", "60")
+        .run();
+    (out, root, tmp)
+}
+
+#[test]
+fn the_task_pipeline_example_completes_every_task_in_dependency_order() {
+    let (out, _root, tmp) = run_example("task-pipeline");
+    out.assert_ok();
+    let stdout = out.stdout();
+    assert!(stdout.contains("== created tasks 1 2 3 4"), "{stdout}");
+    assert!(stdout.contains("== all tasks completed"), "{stdout}");
+    // The final list: every task completed by alice or bob.
+    let last = stdout.rsplit("== all tasks completed").next().unwrap();
+    assert_eq!(last.matches("completed @").count(), 4, "{last}");
+    // Dependencies held: the docs (4) were claimed only after 2 and 3 were completed,
+    // and 2 and 3 only after 1.
+    let claimed = |id: &str| {
+        ["alice", "bob"]
+            .iter()
+            .filter_map(|m| stdout.find(&format!("{m} claimed #{id}")))
+            .min()
+            .unwrap_or_else(|| panic!("#{id} never claimed:\n{stdout}"))
+    };
+    let completed = |id: &str| {
+        ["alice", "bob"]
+            .iter()
+            .filter_map(|m| stdout.find(&format!("{m} completed #{id}")))
+            .min()
+            .unwrap_or_else(|| panic!("#{id} never completed:\n{stdout}"))
+    };
+    assert!(completed("1") < claimed("2") && completed("1") < claimed("3"));
+    assert!(completed("2") < claimed("4") && completed("3") < claimed("4"));
+    assert!(
+        std::fs::read_dir(&tmp).unwrap().next().is_none(),
+        "scratch left"
+    );
+    assert!(
+        processes_under(&tmp).is_empty(),
+        "{:?}",
+        processes_under(&tmp)
+    );
+}
+
+#[test]
+fn the_send_message_example_wakes_an_idle_worker_that_answers_and_shuts_down() {
+    let (out, _root, tmp) = run_example("send-message");
+    out.assert_ok();
+    let stdout = out.stdout();
+    for needle in [
+        "alice -> lead [text]",
+        "Done: hello.txt is in my working directory.",
+        "== hello.txt: hello from alice",
+        "== alice shut down (exit 0)",
+    ] {
+        assert!(stdout.contains(needle), "{needle:?} missing in:\n{stdout}");
+    }
+    assert!(
+        std::fs::read_dir(&tmp).unwrap().next().is_none(),
+        "scratch left"
+    );
+    assert!(
+        processes_under(&tmp).is_empty(),
+        "{:?}",
+        processes_under(&tmp)
+    );
 }

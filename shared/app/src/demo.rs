@@ -326,7 +326,6 @@ async fn play(
         Ok(snapshot)
     }
     .await;
-    drop(step);
     signals.abort();
     let running = built.spawner.names();
     // Ends the lead's team tasks and every in-process teammate.
