@@ -333,3 +333,60 @@ fn the_send_message_example_wakes_an_idle_worker_that_answers_and_shuts_down() {
         processes_under(&tmp)
     );
 }
+
+/// Copies the demo's project (`shared/app/demo/project`) into `dir` as a git repository.
+fn demo_project(dir: &Path) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/app/demo/project");
+    let status = std::process::Command::new("cp")
+        .arg("-R")
+        .arg(&source)
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    roo_tests::git(dir, &["init", "-q"]);
+    roo_tests::git(dir, &["config", "user.name", "Roo Test"]);
+    roo_tests::git(dir, &["config", "user.email", "roo@example.invalid"]);
+    roo_tests::git(dir, &["add", "-A"]);
+    roo_tests::git(dir, &["commit", "-qm", "textkit"]);
+}
+
+#[test]
+fn a_verbose_headless_lead_shows_its_in_process_teammates_work_prefixed_on_stderr() {
+    let (root, _tmp, home) = world();
+    let project = root.join("textkit");
+    demo_project(&project);
+    std::fs::create_dir_all(root.join("roo")).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/app/demo/script.yaml");
+    let out = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", root.join("roo"))
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("PATH", path_with_bins())
+        .current_dir(&project)
+        .args([
+            "-p",
+            "Fix the failing tests with two teammates.",
+            "--verbose",
+        ])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .args([
+            "--permission-mode",
+            "bypassPermissions",
+            "--team-timeout",
+            "60",
+        ])
+        .run();
+    out.assert_ok();
+    let stderr = out.stderr();
+    for needle in [
+        "alice  │ ● Bash(sh tests/test_slug.sh)",
+        "bob    │ ● Bash(sh tests/test_stats.sh)",
+        "alice  │ The slug tests pass.",
+        "bob    │   ⎿ ok",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} missing in:\n{stderr}");
+    }
+    assert!(!stderr.contains('\x1b'), "{stderr}");
+}

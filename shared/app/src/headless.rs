@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
 use crate::lead::OutputFormat;
+use crate::render::interleaved::Interleaved;
 use crate::render::{Style, headline};
 use crate::setup::Built;
 
@@ -58,8 +59,15 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
 
     let (_, placeholder) = roo_team::team_events();
     let mut team_events = std::mem::replace(&mut built.team_events, placeholder);
+    // With --verbose (text and json), in-process teammates' work goes to stderr beside
+    // the lead's progress, each line prefixed with the teammate's name.
+    let (output, mut member_events) = roo_team::TeammateOutput::channel();
+    if verbose && format != OutputFormat::StreamJson {
+        built.spawner.set_output(output);
+    }
     let printer = tokio::spawn(async move {
         let mut stdout = std::io::stdout();
+        let mut teammates = Interleaved::new(std::io::stderr(), style);
         let mut agent_open = true;
         loop {
             tokio::select! {
@@ -67,11 +75,16 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
                     Some(event) => print_agent_event(&mut stdout, format, verbose, &style, &event),
                     None => agent_open = false,
                 },
+                Some(m) = member_events.recv() => teammates.member_event(m.member.as_str(), &m.event),
                 Some(team) = team_events.recv() => print_team_event(&mut stdout, format, verbose, &style, &team),
                 else => break,
             }
             if !agent_open {
                 // The runs are over: print what the team reported meanwhile, then stop.
+                while let Ok(m) = member_events.try_recv() {
+                    teammates.member_event(m.member.as_str(), &m.event);
+                }
+                teammates.finish();
                 while let Ok(team) = team_events.try_recv() {
                     print_team_event(&mut stdout, format, verbose, &style, &team);
                 }
