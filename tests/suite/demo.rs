@@ -240,6 +240,26 @@ fn lead_assistant_messages(roo_home: &Path) -> u64 {
 }
 
 #[test]
+fn a_demo_whose_team_times_out_exits_1_and_still_leaves_nothing_behind() {
+    let (_root, tmp, home) = world();
+    let out = TestCommand::new(bin("roo-lead"))
+        .env("TMPDIR", &tmp)
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["demo", "--pace-ms", "200", "--timeout", "0"])
+        .run();
+    out.assert_code(1);
+    out.assert_stderr_contains("still busy after the timeout (--timeout)");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(
+        processes_under(&tmp).is_empty(),
+        "{:?}",
+        processes_under(&tmp)
+    );
+}
+
+#[test]
 fn the_demo_refuses_flags_of_a_normal_run() {
     let (_root, tmp, home) = world();
     let out = TestCommand::new(bin("roo-lead"))

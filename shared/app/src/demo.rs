@@ -108,7 +108,13 @@ pub fn run(lead: &LeadArgs, demo: &DemoArgs) -> Result<ExitCode, AppError> {
                 let _ = world.root.keep();
                 eprintln!("roo-lead demo: kept {} for inspection", root.display());
             }
-            return Err(e);
+            return match e {
+                Failure::App(e) => Err(e),
+                Failure::Unfinished(why) => {
+                    eprintln!("roo-lead demo: {why}");
+                    Ok(ExitCode::from(exit::NOT_COMPLETED))
+                }
+            };
         }
     };
     println!();
@@ -179,6 +185,19 @@ fn lead_args(
         .map_err(|e| AppError::Usage(format!("failed to set up the demo's lead: {e}")))
 }
 
+/// Why the demo stopped early: an error of the app (its exit code), or a step that did
+/// not finish (exit 1, like a `-p` run that did not finish).
+enum Failure {
+    App(AppError),
+    Unfinished(String),
+}
+
+impl From<AppError> for Failure {
+    fn from(e: AppError) -> Failure {
+        Failure::App(e)
+    }
+}
+
 struct Report {
     summary: summary::Summary,
     code: u8,
@@ -191,7 +210,7 @@ async fn play(
     world: &project::World,
     style: Style,
     started: Instant,
-) -> Result<Report, AppError> {
+) -> Result<Report, Failure> {
     let mut built = setup::build_in(args, false, world.roo_home()).await?;
     let (output, mut member_events) = TeammateOutput::channel();
     built.spawner.set_output(output);
@@ -284,7 +303,7 @@ async fn play(
         loop {
             settle(built, timeout).await?;
             if !lead_has_input(built).await {
-                return Ok::<(), AppError>(());
+                return Ok::<(), Failure>(());
             }
             let run =
                 headless::run_with_team(built, TEAM_TURN_INPUT, &sink, &cancel, timeout).await;
@@ -307,18 +326,17 @@ async fn play(
             PROMPT_MERGE,
         )
         .await?;
-        let team = built
-            .team
-            .get()
-            .map(|b| b.team.clone())
-            .ok_or_else(|| AppError::Io("the lead has no team after step 2".to_string()))?;
+        let team =
+            built.team.get().map(|b| b.team.clone()).ok_or_else(|| {
+                Failure::Unfinished("the lead has no team after step 2".to_string())
+            })?;
         let snapshot = tokio::task::spawn_blocking(move || summary::TeamRecord::read(&team))
             .await
             .map_err(|e| AppError::Io(format!("failed to read the team: {e}")))??;
         if !demo.keep {
             step(&mut built, "3. The lead cleans up", PROMPT_CLEAN_UP).await?;
             if built.team.get().is_some() {
-                return Err(AppError::Io(
+                return Err(Failure::Unfinished(
                     "the lead's team still exists after the clean-up step".to_string(),
                 ));
             }
@@ -357,16 +375,16 @@ async fn play(
 
 /// A lead run that did not complete, or a team that did not settle in time, ends the
 /// demo with the reason.
-fn check(run: &TeamRun) -> Result<(), AppError> {
+fn check(run: &TeamRun) -> Result<(), Failure> {
     if let Some(busy) = &run.timed_out {
         let names: Vec<&str> = busy.iter().map(Name::as_str).collect();
-        return Err(AppError::Io(format!(
+        return Err(Failure::Unfinished(format!(
             "the demo's teammates are still busy after the timeout (--timeout): {}",
             names.join(", ")
         )));
     }
     if !run.result.outcome.is_success() {
-        return Err(AppError::Io(format!(
+        return Err(Failure::Unfinished(format!(
             "the demo's lead did not finish: {}",
             run.result.outcome.describe()
         )));
@@ -376,7 +394,7 @@ fn check(run: &TeamRun) -> Result<(), AppError> {
 
 /// Waits until every teammate is idle (or dead) with no message in its inbox that
 /// would wake it; polls the store every 50 ms, up to `timeout`.
-async fn settle(built: &Built, timeout: Duration) -> Result<(), AppError> {
+async fn settle(built: &Built, timeout: Duration) -> Result<(), Failure> {
     let Some(binding) = built.team.get() else {
         return Ok(());
     };
@@ -391,7 +409,7 @@ async fn settle(built: &Built, timeout: Duration) -> Result<(), AppError> {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(AppError::Io(format!(
+            return Err(Failure::Unfinished(format!(
                 "the demo's team did not settle within {} s (--timeout)",
                 timeout.as_secs()
             )));
