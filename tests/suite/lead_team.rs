@@ -634,3 +634,64 @@ agents:
         s.contains("Alice reported the parser done.")
     });
 }
+
+/// The tool results in the lead's session transcripts.
+fn lead_tool_results(home: &TempHome) -> Vec<String> {
+    let mut results = Vec::new();
+    for dir in std::fs::read_dir(home.path().join("projects"))
+        .unwrap()
+        .flatten()
+    {
+        for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(file.path()).unwrap_or_default();
+            for record in text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            {
+                for block in record["message"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    if block["type"] == "tool_result" {
+                        results.push(block["content"].as_str().unwrap_or_default().to_string());
+                    }
+                }
+            }
+        }
+    }
+    results
+}
+
+#[test]
+fn the_leads_commands_know_the_team_it_created_during_the_run() {
+    let home = TempHome::new();
+    let script = home.home.write(
+        "script.yaml",
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {name: Bash, input: {command: "echo before=${ROO_TEAM:-none}"}}
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+    - tool_calls:
+        - {name: Bash, input: {command: "echo after=$ROO_TEAM/$ROO_AGENT_NAME"}}
+    - text: "Done."
+"#,
+    );
+    home.cmd("roo-lead")
+        .args(["-p", "go", "--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .run()
+        .assert_ok();
+    let results = lead_tool_results(&home);
+    assert!(
+        results.iter().any(|r| r.starts_with("before=none")),
+        "{results:#?}"
+    );
+    assert!(
+        results.iter().any(|r| r.starts_with("after=crew/lead")),
+        "{results:#?}"
+    );
+}

@@ -357,3 +357,40 @@ fn a_timed_out_command_ends_its_daemons_and_jobs_too() {
         results[0]
     );
 }
+
+/// In a team, teammates can write the repository's shared git directory, so its config
+/// can name an fsmonitor or a filter that `git status` starts. The status and log the
+/// agent reads for its system prompt at start-up therefore run in its sandbox too.
+#[test]
+fn a_planted_fsmonitor_runs_confined_when_the_agent_reads_git_status_at_start() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if !landlock_available() {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let world = World::new();
+    let escaped = world.path("home/fsmonitor-ran.txt");
+    let inside = world.path("project/fsmonitor-ran.txt");
+    let hook = world.root.write(
+        "sibling/fsmonitor.sh",
+        format!(
+            "#!/bin/sh\necho ran >> '{}'\necho ran >> '{}'\n",
+            inside.display(),
+            escaped.display()
+        ),
+    );
+    let mut perms = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hook, perms).unwrap();
+    roo_tests::git(
+        &world.path("project"),
+        &["config", "core.fsmonitor", &hook.display().to_string()],
+    );
+    world.lead(&["true"]).run().assert_ok();
+    // It ran (git status called it), and could only write inside the project.
+    assert!(inside.exists(), "the fsmonitor never ran");
+    assert!(!escaped.exists(), "the fsmonitor wrote outside the project");
+}

@@ -320,3 +320,62 @@ fn a_hook_planted_by_a_teammate_runs_confined_when_the_runtime_merges() {
     .unwrap();
     assert!(escaped.exists(), "control: the hook never ran at all");
 }
+
+/// The lead's Agent tool makes the teammate's worktree while the teammate starts, so the
+/// sandbox cannot find the shared git directory in the checkout when it is built: the
+/// runtime grants the one it verified. A commit there must work, and writes outside
+/// must still fail.
+#[test]
+fn a_teammate_spawned_by_the_agent_tool_commits_in_its_sandboxed_worktree() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let world = World::new();
+    if !landlock_available(&world) {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let project = world.path("project");
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: alice, description: "commits", prompt: "Commit your work."}}}}
+    - text: "Waiting for alice."
+    - text: "Done."
+  alice:
+    - tool_calls:
+        - {{name: Bash, input: {{command: "echo work > work.txt && git add work.txt && git commit -q -m 'alice: work' && git log -1 --format=%s"}}}}
+        - {{name: Bash, input: {{command: "echo pwned > {project}/pwned.txt"}}}}
+    - text: "Committed."
+"#,
+        project = project.display()
+    );
+    let script_path = world.root.write("team-script.yaml", script);
+    let out = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", world.path("roo"))
+        .env("HOME", world.path("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .current_dir(&project)
+        .args(["-p", "do it", "--provider", "script", "--script"])
+        .arg(script_path)
+        .args(["--permission-mode", "bypassPermissions", "--trust-project"])
+        .args(["--team-timeout", "60"])
+        .run();
+    out.assert_ok();
+    let transcript =
+        std::fs::read_to_string(world.path("roo/teams/crew/transcripts/alice.jsonl")).unwrap();
+    assert!(
+        transcript.contains("alice: work\\n\\n[exit code 0]"),
+        "{transcript}"
+    );
+    assert!(transcript.contains("Permission denied"), "{transcript}");
+    assert_eq!(
+        git(&project, &["log", "--format=%s", "main..roo/crew/alice"]),
+        "alice: work\n"
+    );
+    assert!(!project.join("pwned.txt").exists());
+}

@@ -667,6 +667,26 @@ impl Agent {
     ) -> Vec<ContentBlock> {
         let mut context = self.context.clone();
         context.cancel = cancel.clone();
+        if let Some(gate) = context.workspace.take() {
+            let ready = tokio::select! {
+                ready = gate.ready() => ready,
+                () = cancel.cancelled() => Ok(()),
+            };
+            if let Err(why) = ready {
+                let text = format!(
+                    "The working directory {} could not be prepared ({why}); this call was not run.",
+                    context.cwd.display()
+                );
+                return calls
+                    .into_iter()
+                    .map(|(id, _, _)| ContentBlock::ToolResult {
+                        tool_use_id: id,
+                        content: text.clone(),
+                        is_error: true,
+                    })
+                    .collect();
+            }
+        }
         let mut results = Vec::with_capacity(calls.len());
         for batch in partition(calls, &self.tools) {
             if batch.concurrent {

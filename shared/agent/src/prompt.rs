@@ -7,11 +7,13 @@
 //! `@include`s are confined like the file tools (see [`load_instructions`]).
 
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::permissions::sandbox;
+use crate::sandbox::CommandSandbox;
 
 /// Facts about where the agent runs, gathered once per session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,13 +35,31 @@ pub struct GitInfo {
 }
 
 impl Environment {
-    /// Gathers the environment of `cwd` (runs `git` if it is a repository).
-    pub fn detect(cwd: &Path) -> Self {
+    /// Gathers the environment of `cwd` (runs `git` if it is a repository). `git
+    /// status` and `git log` run in `sandbox` when given: the repository's config can
+    /// make them start programs (an fsmonitor, a clean filter, a signature check), and
+    /// in a team that config is writable by teammates.
+    pub fn detect(cwd: &Path, sandbox: Option<&CommandSandbox>) -> Self {
         Self {
             cwd: cwd.to_path_buf(),
             os: os_description(),
             date: today_utc(),
-            git: git_info(cwd),
+            git: git_info(cwd, sandbox),
+        }
+    }
+
+    /// The environment of a checkout still being made on `branch` (a teammate's new
+    /// worktree, created from a commit, so clean): known without running git in it.
+    pub fn for_new_checkout(cwd: &Path, branch: &str) -> Self {
+        Self {
+            cwd: cwd.to_path_buf(),
+            os: os_description(),
+            date: today_utc(),
+            git: Some(GitInfo {
+                branch: branch.to_string(),
+                status: String::new(),
+                recent_commits: String::new(),
+            }),
         }
     }
 }
@@ -419,24 +439,47 @@ fn os_description() -> String {
     }
 }
 
-fn git_info(cwd: &Path) -> Option<GitInfo> {
-    let run = |args: &[&str]| -> Option<String> {
-        let out = Command::new("git")
-            .args(args)
+fn git_info(cwd: &Path, sandbox: Option<&CommandSandbox>) -> Option<GitInfo> {
+    // `confined`: through the sandbox, if any. rev-parse and branch only read files.
+    let start = |args: &[&str], confined: bool| -> Option<std::process::Child> {
+        let mut command = match sandbox.filter(|_| confined) {
+            Some(sandbox) => {
+                let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+                let (helper, argv) = sandbox.wrap(Path::new("git"), &args);
+                let mut command = Command::new(helper);
+                command.args(argv);
+                command
+            }
+            None => {
+                let mut command = Command::new("git");
+                command.args(args);
+                command
+            }
+        };
+        command
             .current_dir(cwd)
             .env("GIT_OPTIONAL_LOCKS", "0")
-            .output()
-            .ok()?;
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()
+    };
+    let finish = |child: Option<std::process::Child>| -> Option<String> {
+        let out = child?.wait_with_output().ok()?;
         out.status
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_string())
     };
-    run(&["rev-parse", "--is-inside-work-tree"])?;
-    let branch = run(&["branch", "--show-current"])
+    finish(start(&["rev-parse", "--is-inside-work-tree"], false))?;
+    // The confined two start together: each pays the sandbox helper's start-up.
+    let status = start(&["status", "--short"], true);
+    let log = start(&["log", "--oneline", "-n", "5"], true);
+    let branch = finish(start(&["branch", "--show-current"], false))
         .filter(|b| !b.is_empty())
         .unwrap_or_else(|| "(detached HEAD)".to_string());
-    let status = cap_lines(&run(&["status", "--short"]).unwrap_or_default(), 40);
-    let recent_commits = run(&["log", "--oneline", "-n", "5"]).unwrap_or_default();
+    let status = cap_lines(&finish(status).unwrap_or_default(), 40);
+    let recent_commits = finish(log).unwrap_or_default();
     Some(GitInfo {
         branch,
         status,

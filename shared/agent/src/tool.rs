@@ -53,6 +53,9 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Extra environment for child processes (`ROO_HOME`, `ROO_TEAM`, `ROO_AGENT_NAME`).
     pub env: Vec<(String, String)>,
+    /// Environment read when each command starts, after [`ToolContext::env`]: values
+    /// that change during a session (the team a lead created).
+    pub env_source: Option<EnvSource>,
     /// Outputs longer than this many characters spill to a file with a preview.
     pub max_result_chars: usize,
     /// Directories the file tools may open paths under (resolved): the
@@ -69,6 +72,66 @@ pub struct ToolContext {
     pub sandbox: Option<Arc<CommandSandbox>>,
     /// Variables removed from child processes' environment (API keys).
     pub env_remove: Vec<String>,
+    /// The working directory is still being prepared (a teammate's worktree is checked
+    /// out while its first model request is already on the way): the loop waits for
+    /// this before it runs any call. `None`: ready.
+    pub workspace: Option<WorkspaceGate>,
+}
+
+/// Variables computed when a command starts.
+#[derive(Clone)]
+pub struct EnvSource(Arc<dyn Fn() -> Vec<(String, String)> + Send + Sync>);
+
+impl EnvSource {
+    /// A source answering with `vars()` at each command's start.
+    pub fn new(vars: impl Fn() -> Vec<(String, String)> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(vars))
+    }
+
+    /// The variables now.
+    pub fn vars(&self) -> Vec<(String, String)> {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for EnvSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EnvSource")
+    }
+}
+
+/// Opens a [`WorkspaceGate`]: once with the outcome of preparing the working
+/// directory. Dropped without opening, the gate reports the preparation abandoned.
+#[derive(Debug)]
+pub struct WorkspaceOpener(tokio::sync::watch::Sender<Option<Result<(), String>>>);
+
+/// What tool calls wait for while their working directory is being prepared.
+/// Cheap to clone; every clone sees the one outcome.
+#[derive(Debug, Clone)]
+pub struct WorkspaceGate(tokio::sync::watch::Receiver<Option<Result<(), String>>>);
+
+impl WorkspaceGate {
+    /// A closed gate and the opener that opens it.
+    pub fn new() -> (WorkspaceOpener, WorkspaceGate) {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        (WorkspaceOpener(tx), WorkspaceGate(rx))
+    }
+
+    /// Waits until the working directory is ready; the error says why it never will be.
+    pub async fn ready(&self) -> Result<(), String> {
+        let mut rx = self.0.clone();
+        match rx.wait_for(Option::is_some).await {
+            Ok(outcome) => outcome.clone().unwrap_or(Ok(())),
+            Err(_) => Err("its preparation was abandoned".to_string()),
+        }
+    }
+}
+
+impl WorkspaceOpener {
+    /// Opens the gate: `Ok` lets calls run, `Err(why)` fails each of them with `why`.
+    pub fn open(self, outcome: Result<(), String>) {
+        self.0.send_replace(Some(outcome));
+    }
 }
 
 /// Which files tools must not read or list: the paths a permission rule denies
@@ -116,11 +179,13 @@ impl ToolContext {
             session_dir,
             cancel: CancellationToken::new(),
             env: Vec::new(),
+            env_source: None,
             max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
             allowed_roots: Vec::new(),
             read_filter: ReadFilter::default(),
             sandbox: None,
             env_remove: Vec::new(),
+            workspace: None,
         }
     }
 }

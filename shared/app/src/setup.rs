@@ -208,6 +208,7 @@ pub async fn build_in(
     settings
         .hooks
         .push(Arc::new(TeamStateReminder::new(slot.clone())));
+    settings.env_source = Some(slot.env_source());
     // The team tools (kept by a coordinator, which loses only the code tools). The git
     // of TeamDelete's cleanup and of the spawner's worktrees runs in the sandbox of the
     // lead's tool call.

@@ -20,7 +20,7 @@ use roo_agent::sandbox::CommandSetup;
 use roo_agent::session::{
     Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
 };
-use roo_agent::tool::{Tool, ToolContext, ToolRegistry};
+use roo_agent::tool::{EnvSource, Tool, ToolContext, ToolRegistry, WorkspaceGate};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
 use roo_store::Name;
@@ -171,6 +171,32 @@ pub struct AgentSettings {
     pub max_turns: u32,
     /// `None`: the role's default persona.
     pub persona: Option<Persona>,
+    /// The working directory is still being made while the agent is built (a
+    /// teammate's new worktree): see [`PendingWorkspace`]. `None`: it exists.
+    pub pending_workspace: Option<PendingWorkspace>,
+    /// Variables its commands get, read as each starts (a lead's team, once it made
+    /// one: [`crate::TeamSlot::env_source`]).
+    pub env_source: Option<EnvSource>,
+}
+
+/// A working directory being checked out while its agent is built and sends its first
+/// model request; tool calls wait for [`PendingWorkspace::gate`]. `cwd` and
+/// `project_root` must then be given, resolved (the builder cannot canonicalize a
+/// directory that does not exist yet).
+#[derive(Clone, Debug)]
+pub struct PendingWorkspace {
+    /// What the system prompt says about it.
+    pub environment: Environment,
+    /// Directories outside it that its commands write (the repository's shared git
+    /// directory, verified by the caller): the sandbox cannot find them in a checkout
+    /// that is not there yet.
+    pub git_dirs: Vec<PathBuf>,
+    /// Opens when the checkout is done (or failed).
+    pub gate: WorkspaceGate,
+    /// Where its instruction files (`ROOCODE.md`) are read: the checkout it is made
+    /// from (a teammate's worktree starts from the lead's `HEAD`, so only uncommitted
+    /// changes to those files differ). `@include`s are confined to it.
+    pub instructions_root: PathBuf,
 }
 
 impl std::fmt::Debug for AgentSettings {
@@ -196,6 +222,8 @@ impl std::fmt::Debug for AgentSettings {
             .field("hooks", &self.hooks.len())
             .field("max_turns", &self.max_turns)
             .field("persona", &self.persona)
+            .field("pending_workspace", &self.pending_workspace)
+            .field("env_source", &self.env_source.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -224,6 +252,8 @@ impl AgentSettings {
             hooks: Vec::new(),
             max_turns: 50,
             persona: None,
+            pending_workspace: None,
+            env_source: None,
         }
     }
 }
@@ -323,31 +353,20 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         hooks,
         max_turns,
         persona,
+        pending_workspace,
+        env_source,
     } = settings;
     let cwd = match cwd {
         Some(dir) => dir,
         None => std::env::current_dir().map_err(BuildError::CurrentDir)?,
     };
-    let cwd = std::fs::canonicalize(&cwd).map_err(|source| BuildError::WorkingDir {
-        path: cwd.clone(),
-        source,
-    })?;
-    let (project_root, environment) = {
-        let cwd = cwd.clone();
-        tokio::task::spawn_blocking(move || {
-            let root = match project_root {
-                Some(root) => {
-                    std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
-                        path: root.clone(),
-                        source,
-                    })?
-                }
-                None => detect_project_root(&cwd),
-            };
-            Ok::<_, BuildError>((root, Environment::detect(&cwd)))
-        })
-        .await
-        .map_err(|e| BuildError::Inspect(e.to_string()))??
+    let (cwd, project_root) = match &pending_workspace {
+        // Given resolved; nothing there to inspect yet.
+        Some(_) => {
+            let root = project_root.unwrap_or_else(|| cwd.clone());
+            (cwd, root)
+        }
+        None => existing_workspace(cwd, project_root).await?,
     };
 
     // Loaded untrusted first: what that leaves out is what trust would enable.
@@ -420,7 +439,21 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         no_sandbox,
         helper,
     )?;
+    let mut commands = commands;
+    if let (Some(pending), Some(policy)) = (&pending_workspace, commands.sandbox.policy.as_mut()) {
+        policy.write.extend(pending.git_dirs.iter().cloned());
+    }
     notices.extend(commands.notices);
+    let environment = match &pending_workspace {
+        Some(pending) => pending.environment.clone(),
+        // Its git runs in the agent's sandbox (see `Environment::detect`).
+        None => {
+            let (cwd, sandbox) = (cwd.clone(), commands.sandbox.clone());
+            tokio::task::spawn_blocking(move || Environment::detect(&cwd, Some(&sandbox)))
+                .await
+                .map_err(|e| BuildError::Inspect(e.to_string()))?
+        }
+    };
     let mut env = tool_env(&identity, &roo_home);
     env.extend(commands.env_add);
     let context = ToolContext {
@@ -429,6 +462,8 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         read_filter: read_filter.clone(),
         sandbox: Some(Arc::new(commands.sandbox)),
         env_remove: commands.env_remove,
+        workspace: pending_workspace.as_ref().map(|p| p.gate.clone()),
+        env_source,
         ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
@@ -449,7 +484,16 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         agent.add_hook(hook);
     }
     if !resumed {
-        let (root, home) = (project_root.clone(), roo_home.clone());
+        let (root, read_filter) = match &pending_workspace {
+            // The same rules, applied to the checkout the instructions come from.
+            Some(pending) => (
+                pending.instructions_root.clone(),
+                PermissionPolicy::new(pending.instructions_root.clone(), mode, config.rules())
+                    .read_filter(),
+            ),
+            None => (project_root.clone(), read_filter),
+        };
+        let home = roo_home.clone();
         // `@include` honours the same ReadFile deny rules as the tools.
         let instructions = tokio::task::spawn_blocking(move || {
             load_instructions(&root, &home, &|path: &Path| read_filter.denied(path))
@@ -469,6 +513,32 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         llm,
         trusted,
     })
+}
+
+/// The resolved working directory and project root of a directory that exists.
+async fn existing_workspace(
+    cwd: PathBuf,
+    project_root: Option<PathBuf>,
+) -> Result<(PathBuf, PathBuf), BuildError> {
+    let cwd = std::fs::canonicalize(&cwd).map_err(|source| BuildError::WorkingDir {
+        path: cwd.clone(),
+        source,
+    })?;
+    let inspect = cwd.clone();
+    let root = tokio::task::spawn_blocking(move || {
+        Ok::<_, BuildError>(match project_root {
+            Some(root) => {
+                std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
+                    path: root.clone(),
+                    source,
+                })?
+            }
+            None => detect_project_root(&inspect),
+        })
+    })
+    .await
+    .map_err(|e| BuildError::Inspect(e.to_string()))??;
+    Ok((cwd, root))
 }
 
 /// The environment every command of the agent gets: `ROO_HOME`, and in a team

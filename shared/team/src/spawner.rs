@@ -3,9 +3,14 @@
 //! request (the `Agent` and `TaskStop` tools, [`crate::spawner::tools`]).
 //!
 //! Only the in-process backend is built: a teammate is the teammate loop as a tokio task
-//! of the lead's process ([`spawn_in_process`]). Each gets its own git worktree
-//! ([`worktree::prepare`], run with the lead's sandboxed [`Git`]) or, outside a
-//! repository, the lead's directory (the lead is told). It inherits the lead's provider,
+//! of the lead's process ([`spawn_in_process`]). Each gets its own git worktree (made
+//! with the lead's sandboxed [`Git`]) or, outside a repository, the lead's directory
+//! (the lead is told). A new worktree is checked out while the teammate is built and
+//! sends its first model request: its path, branch and the repository's shared git
+//! directory (which its sandbox must let it write) are known beforehand, and its tool
+//! calls wait for the checkout ([`roo_agent::tool::WorkspaceGate`]); if the checkout
+//! fails, the teammate is stopped before any call ran and the spawn fails. A worktree
+//! that exists already is checked first. It inherits the lead's provider,
 //! trust (granted if the lead's project is trusted), `--no-sandbox` and max turns; its
 //! permission mode may be the lead's or stricter, never looser.
 //!
@@ -18,19 +23,21 @@ pub mod output;
 pub mod tools;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use roo_agent::permissions::PermissionMode;
+use roo_agent::prompt::Environment;
+use roo_agent::tool::WorkspaceGate;
 use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
 
 use crate::binding::{TeamBinding, TeamSlot};
-use crate::builder::{AgentSettings, Identity};
+use crate::builder::{AgentSettings, Identity, PendingWorkspace};
 use crate::event::{TeamEvent, TeamEventSender};
 use crate::teammate::{TeammateEnd, TeammateHandle, TeammateSpec, spawn_in_process};
 use crate::tools::{OnSent, TeamTools, teammate_tools};
-use crate::worktree::{self, Git, Workspace};
+use crate::worktree::{self, Discovered, Git, LeadRepo, Workspace};
 
 /// What every teammate of this lead inherits, known once the lead is built.
 #[derive(Clone)]
@@ -301,14 +308,61 @@ impl Spawner {
         if self.is_running(&name) {
             return Err(SpawnError::AlreadyRunning { name });
         }
-        let workspace = {
-            let (cwd, team, member, git) = (
-                request.cwd.clone(),
-                binding.team.name().clone(),
-                name.clone(),
-                base.git.clone().in_sandbox_of(request.sandbox.as_ref()),
-            );
-            tokio::task::spawn_blocking(move || worktree::prepare(&cwd, &team, &member, &git))
+        let git = base.git.clone().in_sandbox_of(request.sandbox.as_ref());
+        let discovered = {
+            let (cwd, git) = (request.cwd.clone(), git.clone());
+            blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
+        };
+        let team = binding.team.name().clone();
+        let planned = match &discovered {
+            Discovered::Repo(repo) => repo
+                .planned_worktree(&team, &name)
+                .zip(repo.git_dir().map(Path::to_path_buf))
+                .map(|((path, branch), git_dir)| (repo.clone(), path, branch, git_dir)),
+            Discovered::Shared { .. } => None,
+        };
+        let mut settings = base.settings.clone();
+        settings.identity = Identity::teammate(name.clone(), team.clone(), binding.lead.clone());
+        settings.permission_mode = Some(mode);
+        if let Some(model) = &request.model {
+            // Another model needs its own provider, built from the lead's flags.
+            settings.llm.model = Some(model.clone());
+            settings.provider = None;
+        }
+        let recipe = |settings: AgentSettings, work_dir: PathBuf| Recipe {
+            settings,
+            plan_mode_required: request.plan_mode_required,
+            mode_after_plan: base.lead_mode,
+            agent_type: request.agent_type.clone(),
+            model: request.model.clone(),
+            work_dir,
+        };
+
+        let (handle, recipe, workspace) = if let Some((repo, path, branch, git_dir)) = planned {
+            // A new worktree: the teammate starts (and sends its first model request)
+            // while git checks it out; its tool calls wait for the checkout.
+            settings.cwd = Some(path.clone());
+            settings.project_root = Some(path.clone());
+            settings.config_root = Some(repo.root().to_path_buf());
+            let recipe = recipe(settings, path.clone());
+            let (opener, gate) = WorkspaceGate::new();
+            let mut first = recipe.clone();
+            first.settings.pending_workspace = Some(PendingWorkspace {
+                environment: Environment::for_new_checkout(&path, &branch),
+                git_dirs: vec![git_dir],
+                gate,
+                instructions_root: repo.root().to_path_buf(),
+            });
+            let checkout = {
+                let (team, member) = (team.clone(), name.clone());
+                tokio::task::spawn_blocking(move || {
+                    let made = repo.add_worktree(&team, &member);
+                    opener.open(made.as_ref().map(|_| ()).map_err(ToString::to_string));
+                    made
+                })
+            };
+            let started = self.start(&binding, &name, first, request.prompt).await;
+            let made = checkout
                 .await
                 .map_err(|e| SpawnError::Worktree {
                     name: name.clone(),
@@ -317,45 +371,45 @@ impl Spawner {
                 .map_err(|e| SpawnError::Worktree {
                     name: name.clone(),
                     message: e.to_string(),
-                })?
+                });
+            match (started, made) {
+                (Ok(handle), Ok(worktree)) => (handle, recipe, Workspace::Worktree(worktree)),
+                (Err(e), _) => return Err(e),
+                (Ok(handle), Err(e)) => {
+                    // Cancelled before any tool call: its calls wait for the checkout.
+                    drop(handle);
+                    return Err(e);
+                }
+            }
+        } else {
+            let workspace = match discovered {
+                Discovered::Repo(repo) => {
+                    let member = name.clone();
+                    Workspace::Worktree(
+                        blocking(&name, move || repo.add_worktree(&team, &member)).await?,
+                    )
+                }
+                Discovered::Shared { dir, why } => Workspace::Shared { dir, why },
+            };
+            let (work_dir, config_root) = match &workspace {
+                Workspace::Worktree(w) => (w.path.clone(), Some(w.repo_root.clone())),
+                Workspace::Shared { dir, .. } => (dir.clone(), None),
+            };
+            settings.cwd = Some(work_dir.clone());
+            settings.project_root = Some(work_dir.clone());
+            // The lead's config (its uncommitted local rules too) and trust apply to it.
+            settings.config_root = config_root;
+            let recipe = recipe(settings, work_dir);
+            let handle = self
+                .start(&binding, &name, recipe.clone(), request.prompt)
+                .await?;
+            (handle, recipe, workspace)
         };
         let notices = workspace.notices();
-        let (work_dir, branch, config_root) = match &workspace {
-            Workspace::Worktree(w) => (
-                w.path.clone(),
-                Some(w.branch.clone()),
-                Some(w.repo_root.clone()),
-            ),
-            Workspace::Shared { dir, .. } => (dir.clone(), None, None),
+        let (work_dir, branch) = match &workspace {
+            Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
+            Workspace::Shared { dir, .. } => (dir.clone(), None),
         };
-        let mut settings = base.settings.clone();
-        settings.identity = Identity::teammate(
-            name.clone(),
-            binding.team.name().clone(),
-            binding.lead.clone(),
-        );
-        settings.cwd = Some(work_dir.clone());
-        settings.project_root = Some(work_dir.clone());
-        // The lead's config (its uncommitted local rules too) and trust apply to it.
-        settings.config_root = config_root;
-        settings.permission_mode = Some(mode);
-        if let Some(model) = &request.model {
-            // Another model needs its own provider, built from the lead's flags.
-            settings.llm.model = Some(model.clone());
-            settings.provider = None;
-        }
-        let recipe = Recipe {
-            settings,
-            plan_mode_required: request.plan_mode_required,
-            mode_after_plan: base.lead_mode,
-            agent_type: request.agent_type.clone(),
-            model: request.model.clone(),
-            work_dir: work_dir.clone(),
-        };
-        // Reserve the name before the await, so two spawns of one name cannot both run.
-        let handle = self
-            .start(&binding, &name, recipe.clone(), request.prompt)
-            .await?;
         let mut running = lock(&self.inner.running);
         if running
             .get(&name)
@@ -521,6 +575,21 @@ impl Spawner {
             }
         });
     }
+}
+
+/// Runs blocking worktree work off the runtime; its failure is the spawn's.
+async fn blocking<T: Send + 'static>(
+    name: &Name,
+    work: impl FnOnce() -> worktree::Result<T> + Send + 'static,
+) -> Result<T, SpawnError> {
+    let failed = |message: String| SpawnError::Worktree {
+        name: name.clone(),
+        message,
+    };
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| failed(e.to_string()))?
+        .map_err(|e| failed(e.to_string()))
 }
 
 fn backend_name(backend: BackendType) -> String {

@@ -228,6 +228,8 @@ pub struct Worktree {
 pub struct LeadRepo {
     root: PathBuf,
     git: Git,
+    /// The repository's shared git directory, when verified (see [`LeadRepo::git_dir`]).
+    git_dir: Option<PathBuf>,
 }
 
 /// What [`LeadRepo::discover`] found.
@@ -248,6 +250,20 @@ pub(crate) struct ListedWorktree {
     pub(crate) branch: Option<String>,
     pub(crate) locked: bool,
     pub(crate) prunable: bool,
+}
+
+/// `reported` (git's `--git-common-dir`) resolved, if `root`'s own `.git` confirms it.
+fn verified_git_dir(root: &Path, reported: &Path) -> Option<PathBuf> {
+    let reported = std::fs::canonicalize(reported).ok()?;
+    let dot_git = root.join(".git");
+    let verified = if std::fs::symlink_metadata(&dot_git).ok()?.is_dir() {
+        std::fs::canonicalize(&dot_git).ok()?
+    } else {
+        roo_agent::sandbox::linked_git_dirs(root)
+            .into_iter()
+            .next()?
+    };
+    (verified == reported).then_some(verified)
 }
 
 /// The branch of `member` of `team`: `roo/<team>/<member>`.
@@ -303,42 +319,99 @@ impl LeadRepo {
                 why,
             })
         };
-        let probe = match git.run(cwd, &["rev-parse", "--is-inside-work-tree"]) {
+        // One git run answers all four questions, in order: a working tree or not, its
+        // top level, the shared git directory, and the commit worktrees branch from
+        // (the last fails, exit 1, while there is no commit).
+        let probe = match git.run(
+            cwd,
+            &[
+                "rev-parse",
+                "--is-inside-work-tree",
+                "--show-toplevel",
+                "--git-common-dir",
+                "--verify",
+                "-q",
+                "HEAD^{commit}",
+            ],
+        ) {
             Ok(out) => out,
             Err(WorktreeError::GitUnavailable { source, .. }) => {
                 return shared(SharedWhy::NoGit(source.to_string()));
             }
             Err(e) => return Err(e),
         };
-        if !probe.success {
-            return shared(SharedWhy::NotARepository);
+        let mut lines = probe.stdout.split_terminator('\n');
+        match lines.next() {
+            Some("true") => {}
+            Some("false") => return shared(SharedWhy::NoWorkTree),
+            _ => return shared(SharedWhy::NotARepository),
         }
-        if probe.stdout.trim() != "true" {
-            return shared(SharedWhy::NoWorkTree);
-        }
-        let top = git.ok(cwd, &["rev-parse", "--show-toplevel"])?;
-        let top = PathBuf::from(top.trim_end_matches('\n'));
-        let root = std::fs::canonicalize(&top).map_err(|source| WorktreeError::Io {
+        let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
+            return Err(WorktreeError::Git {
+                command: "rev-parse --show-toplevel --git-common-dir".to_string(),
+                dir: cwd.to_path_buf(),
+                stderr: format!(
+                    "unexpected output {:?} {}",
+                    probe.stdout,
+                    probe.stderr.trim()
+                ),
+            });
+        };
+        let root = std::fs::canonicalize(top).map_err(|source| WorktreeError::Io {
             action: "resolve the repository root",
-            path: top.clone(),
+            path: PathBuf::from(top),
             source,
         })?;
-        let head = git.run(&root, &["rev-parse", "-q", "--verify", "HEAD^{commit}"])?;
-        if !head.success {
+        if lines.next().is_none() {
             return Ok(Discovered::Shared {
                 dir: root,
                 why: SharedWhy::NoCommits,
             });
         }
+        let git_dir = verified_git_dir(&root, &cwd.join(common));
         Ok(Discovered::Repo(LeadRepo {
             root,
             git: git.clone(),
+            git_dir,
         }))
+    }
+
+    /// The repository's shared git directory (where worktrees and their branches are
+    /// recorded; a teammate's commits write it), when git's answer matches what the
+    /// checkout itself shows: its `.git` directory, or the verified target of its
+    /// `.git` file ([`roo_agent::sandbox::linked_git_dirs`]). `None` when they differ.
+    pub fn git_dir(&self) -> Option<&Path> {
+        self.git_dir.as_deref()
     }
 
     /// The repository's root (the lead's working tree), resolved.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Where a new worktree of `member` of `team` will be and its branch, when one can
+    /// be created while the teammate starts (see `Spawner::spawn`): the names make a
+    /// branch, the shared git directory is verified, and nothing is at the path yet.
+    /// `None`: prepare it first ([`LeadRepo::add_worktree`] says what is wrong, or
+    /// reuses what is there).
+    pub fn planned_worktree(&self, team: &Name, member: &Name) -> Option<(PathBuf, String)> {
+        check_ref_component("team name", team).ok()?;
+        check_ref_component("member name", member).ok()?;
+        self.git_dir.as_ref()?;
+        let path = self.worktree_path(team, member);
+        for dir in [self.root.join(".roocode"), self.root.join(WORKTREES_DIR)] {
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.is_dir() => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                _ => return None,
+            }
+        }
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Some((path, branch_name(team, member)))
+            }
+            _ => None,
+        }
     }
 
     /// `<root>/.roocode/worktrees/<team>+<member>`.
@@ -371,7 +444,9 @@ impl LeadRepo {
             } else if entry.branch.as_deref() == Some(full_ref.as_str()) && !path.is_dir() {
                 return Err(WorktreeError::Occupied {
                     path: path.clone(),
-                    why: "it is registered as a worktree of this repository but its directory                           is missing and git keeps the record (it is locked); run `git worktree                           unlock` on it and `git worktree prune`"
+                    why: "it is registered as a worktree of this repository but its directory \
+                          is missing and git keeps the record (it is locked); run `git worktree \
+                          unlock` on it and `git worktree prune`"
                         .to_string(),
                 });
             } else if entry.branch.as_deref() == Some(full_ref.as_str()) {

@@ -32,7 +32,7 @@ use super::head_tail::HeadTail;
 use super::input::opt_usize;
 use super::{ToolError, parse_input};
 use crate::sandbox::HelperReport;
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{EnvSource, PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 use group::ProcessGroup;
 
@@ -319,6 +319,7 @@ pub(crate) async fn run(
         .current_dir(&ctx.cwd)
         .env("GIT_TERMINAL_PROMPT", "0")
         .envs(ctx.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .envs(ctx.env_source.iter().flat_map(EnvSource::vars))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);

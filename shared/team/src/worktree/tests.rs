@@ -835,3 +835,63 @@ async fn a_teammates_file_tools_stay_in_its_own_worktree() {
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), before);
     }
 }
+
+#[test]
+fn the_shared_git_dir_is_granted_only_when_the_checkout_confirms_what_git_reports() {
+    let world = World::new();
+    let repo = world.repo();
+    let expect = std::fs::canonicalize(repo.join(".git")).unwrap();
+    // A plain checkout: its `.git` directory, from the repository or a subdirectory.
+    std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
+    for cwd in [repo.clone(), repo.join("sub/deeper")] {
+        match LeadRepo::discover(&cwd, &world.git).unwrap() {
+            Discovered::Repo(lead) => assert_eq!(lead.git_dir(), Some(expect.as_path())),
+            other => panic!("{other:?}"),
+        }
+    }
+    // A lead working in a linked worktree: the verified common directory.
+    let linked = LeadRepo::discover(&repo, &world.git)
+        .map(|d| match d {
+            Discovered::Repo(lead) => lead.add_worktree(&name("t"), &name("carol")).unwrap(),
+            other => panic!("{other:?}"),
+        })
+        .unwrap();
+    match LeadRepo::discover(&linked.path, &world.git).unwrap() {
+        Discovered::Repo(lead) => assert_eq!(lead.git_dir(), Some(expect.as_path())),
+        other => panic!("{other:?}"),
+    }
+    // A `.git` file someone wrote to point at another repository: git follows it, but
+    // the other repository names no such worktree, so nothing is granted and the
+    // worktree is not planned ahead.
+    let other = world.base.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    world.sh(&other, &["init", "-q", "-b", "main"]);
+    world.sh(
+        &other,
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    );
+    let planted = world.base.join("planted");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::write(
+        planted.join(".git"),
+        format!("gitdir: {}\n", other.join(".git").display()),
+    )
+    .unwrap();
+    match LeadRepo::discover(&planted, &world.git).unwrap() {
+        Discovered::Repo(lead) => {
+            assert_eq!(lead.git_dir(), None);
+            assert_eq!(lead.planned_worktree(&name("t"), &name("dave")), None);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -4,6 +4,7 @@
 //! and the errors a lead's model gets (no team, a teammate's slot, a pane backend, a
 //! looser mode, a missing name).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -75,8 +76,64 @@ impl Tool for Hang {
     }
 }
 
+/// A tool that records whether the checkout is in its working directory when it runs.
+struct LookAround {
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Tool for LookAround {
+    fn name(&self) -> &str {
+        "LookAround"
+    }
+    fn description(&self) -> String {
+        "looks at the working directory".to_string()
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+    fn permission_target(&self, _: &Value) -> PermissionTarget {
+        PermissionTarget::None
+    }
+    fn call<'a>(&'a self, _: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let seen = ctx.cwd.join("README.md").is_file();
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("checkout there: {seen}"));
+            ToolOutput::ok("looked")
+        })
+    }
+}
+
+/// The lead's provider, counting the requests its teammates make.
+struct Counting {
+    inner: Arc<dyn roo_llm::Provider>,
+    requests: Arc<AtomicUsize>,
+}
+
+impl roo_llm::Provider for Counting {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn context_window(&self) -> u64 {
+        self.inner.context_window()
+    }
+    fn stream(&self, request: roo_llm::Request) -> roo_llm::EventStream {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        self.inner.stream(request)
+    }
+}
+
 struct Lead {
     home: TeamHome,
+    requests: Arc<AtomicUsize>,
     slot: TeamSlot,
     spawner: Spawner,
     lifetime: CancellationToken,
@@ -88,6 +145,11 @@ struct Lead {
 /// Team `t` bound as its lead's, a spawner on `backend` whose teammates replay `script`
 /// and have the Step, Explode and Hang tools besides their team tools.
 fn lead(script: &str, backend: BackendType) -> Lead {
+    lead_with(script, backend, Git::new())
+}
+
+/// [`lead`] whose worktrees are made by `git`.
+fn lead_with(script: &str, backend: BackendType, git: Git) -> Lead {
     let home = TeamHome::new();
     let script_path = home.path().join("script.yaml");
     std::fs::write(&script_path, script).unwrap();
@@ -97,9 +159,11 @@ fn lead(script: &str, backend: BackendType) -> Lead {
     // One provider for every teammate, as the lead shares its own: a restarted teammate
     // continues the script where it stopped.
     let player = roo_llm::script::ScriptPlayer::load(&script_path, None).unwrap();
-    template.provider = Some(Arc::new(roo_llm::ScriptProvider::new(
-        player, "script", 200_000,
-    )));
+    let requests = Arc::new(AtomicUsize::new(0));
+    template.provider = Some(Arc::new(Counting {
+        inner: Arc::new(roo_llm::ScriptProvider::new(player, "script", 200_000)),
+        requests: requests.clone(),
+    }));
     template.no_sandbox = true;
     template.max_turns = 20;
     template.tools = ToolSet {
@@ -110,6 +174,7 @@ fn lead(script: &str, backend: BackendType) -> Lead {
             }),
             Arc::new(Explode),
             Arc::new(Hang),
+            Arc::new(LookAround { log: log.clone() }),
         ],
         ..ToolSet::default()
     };
@@ -125,10 +190,11 @@ fn lead(script: &str, backend: BackendType) -> Lead {
     spawner.set_base(TeammateBase {
         settings: template,
         lead_mode: PermissionMode::AcceptEdits,
-        git: Git::new(),
+        git,
     });
     Lead {
         home,
+        requests,
         slot,
         spawner,
         lifetime,
@@ -506,4 +572,135 @@ async fn a_teammates_message_restarts_a_stopped_peer() {
     })
     .await;
     assert_eq!(lead.spawner.names(), vec![name("alice"), name("bob")]);
+}
+
+const LOOK: &str = r#"
+agents:
+  alice:
+    - tool_calls:
+        - {name: LookAround, input: {}}
+    - text: "Looked."
+"#;
+
+/// A git that holds `git worktree add` until `release` exists, then fails it if `fail`
+/// exists, else runs it.
+fn held_git(dir: &std::path::Path) -> (Git, std::path::PathBuf, std::path::PathBuf) {
+    let (release, fail) = (dir.join("release"), dir.join("fail"));
+    let wrapper = dir.join("git-held");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" worktree add \"*)\n  while [ ! -e '{}' ]; do sleep 0.01; done\n  \
+             if [ -e '{}' ]; then echo 'fatal: refused by the test' >&2; exit 1; fi;;\nesac\nexec git \"$@\"\n",
+            release.display(),
+            fail.display()
+        ),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&wrapper).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&wrapper, perms).unwrap();
+    (Git::new().with_program(&wrapper), release, fail)
+}
+
+/// The lead's directory as a repository with one commit holding README.md.
+fn commit_readme(dir: &std::path::Path) {
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "README.md"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-qm",
+            "one",
+        ],
+    ] {
+        if args[0] == "add" {
+            std::fs::write(dir.join("README.md"), "# readme\n").unwrap();
+        }
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammates_first_request_does_not_wait_for_its_worktree_but_its_tools_do() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (git, release, _) = held_git(scratch.path());
+    let lead = Arc::new(lead_with(LOOK, BackendType::InProcess, git));
+    commit_readme(lead.cwd.path());
+    let spawning = {
+        let lead = lead.clone();
+        tokio::spawn(async move {
+            let request = request(&lead, "alice", "look around");
+            lead.spawner.spawn(request).await
+        })
+    };
+    // Its model is asked while git is still held in `worktree add`...
+    eventually("alice's first request", || {
+        (lead.requests.load(Ordering::SeqCst) >= 1).then_some(())
+    })
+    .await;
+    assert!(
+        !spawning.is_finished(),
+        "the spawn returned before its worktree was made"
+    );
+    // ... and its tool call waits for the checkout.
+    std::fs::write(&release, "").unwrap();
+    let spawned = spawning.await.unwrap().unwrap();
+    assert_eq!(spawned.branch.as_deref(), Some("roo/t/alice"));
+    assert!(spawned.work_dir.join("README.md").is_file());
+    let seen = eventually("alice's tool call", || {
+        lead.log.lock().unwrap().first().cloned()
+    })
+    .await;
+    assert_eq!(seen, "checkout there: true");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_that_fails_while_its_teammate_starts_fails_the_spawn_and_runs_no_tool() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (git, release, fail) = held_git(scratch.path());
+    let lead = Arc::new(lead_with(LOOK, BackendType::InProcess, git));
+    commit_readme(lead.cwd.path());
+    let spawning = {
+        let lead = lead.clone();
+        tokio::spawn(async move {
+            let request = request(&lead, "alice", "look around");
+            lead.spawner.spawn(request).await
+        })
+    };
+    eventually("alice's first request", || {
+        (lead.requests.load(Ordering::SeqCst) >= 1).then_some(())
+    })
+    .await;
+    std::fs::write(&fail, "").unwrap();
+    std::fs::write(&release, "").unwrap();
+    let error = spawning.await.unwrap().unwrap_err();
+    assert!(
+        matches!(&error, SpawnError::Worktree { message, .. } if message.contains("refused by the test")),
+        "{error}"
+    );
+    assert!(
+        lead.spawner.names().is_empty(),
+        "{:?}",
+        lead.spawner.names()
+    );
+    eventually("alice stopped", || {
+        (state(&lead, "alice") != MemberState::Busy).then_some(())
+    })
+    .await;
+    assert!(
+        lead.log.lock().unwrap().is_empty(),
+        "{:?}",
+        lead.log.lock().unwrap()
+    );
 }
