@@ -5,13 +5,16 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use roo_agent::agent_loop::RunResult;
 use roo_agent::event::{AgentEvent, EventSink, Outcome};
+use roo_llm::Usage;
 use roo_team::{TeamEvent, TeamWait};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
 use crate::lead::OutputFormat;
+use crate::render::interleaved::Interleaved;
 use crate::render::{Style, headline};
 use crate::setup::Built;
 
@@ -56,8 +59,15 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
 
     let (_, placeholder) = roo_team::team_events();
     let mut team_events = std::mem::replace(&mut built.team_events, placeholder);
+    // With --verbose (text and json), in-process teammates' work goes to stderr beside
+    // the lead's progress, each line prefixed with the teammate's name.
+    let (output, mut member_events) = roo_team::TeammateOutput::channel();
+    if verbose && format != OutputFormat::StreamJson {
+        built.spawner.set_output(output);
+    }
     let printer = tokio::spawn(async move {
         let mut stdout = std::io::stdout();
+        let mut teammates = Interleaved::new(std::io::stderr(), style);
         let mut agent_open = true;
         loop {
             tokio::select! {
@@ -65,11 +75,16 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
                     Some(event) => print_agent_event(&mut stdout, format, verbose, &style, &event),
                     None => agent_open = false,
                 },
+                Some(m) = member_events.recv() => teammates.member_event(m.member.as_str(), &m.event),
                 Some(team) = team_events.recv() => print_team_event(&mut stdout, format, verbose, &style, &team),
                 else => break,
             }
             if !agent_open {
                 // The runs are over: print what the team reported meanwhile, then stop.
+                while let Ok(m) = member_events.try_recv() {
+                    teammates.member_event(m.member.as_str(), &m.event);
+                }
+                teammates.finish();
                 while let Ok(team) = team_events.try_recv() {
                     print_team_event(&mut stdout, format, verbose, &style, &team);
                 }
@@ -78,37 +93,13 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         }
     });
 
-    let mut result = built.agent.run(prompt, &sink, cancel.clone()).await;
-    let mut usage = result.usage;
-    let mut turns = result.turns;
-    let mut lead_runs = 1u32;
-    let deadline = tokio::time::Instant::now() + team_timeout;
-    let mut timed_out: Option<Vec<roo_store::Name>> = None;
-    while result.outcome.is_success() && built.team.get().is_some() {
-        let wait = tokio::select! {
-            wait = roo_team::wait_for_team(&built.team, &mut built.team_status, deadline) => wait,
-            _ = cancel.cancelled() => {
-                result.outcome = Outcome::Cancelled;
-                break;
-            }
-        };
-        match wait {
-            TeamWait::Input => {
-                result = built
-                    .agent
-                    .run(TEAM_TURN_INPUT, &sink, cancel.clone())
-                    .await;
-                usage.add(&result.usage);
-                turns += result.turns;
-                lead_runs += 1;
-            }
-            TeamWait::Settled | TeamWait::Unbound => break,
-            TeamWait::TimedOut { busy } => {
-                timed_out = Some(busy);
-                break;
-            }
-        }
-    }
+    let TeamRun {
+        result,
+        usage,
+        turns,
+        lead_runs,
+        timed_out,
+    } = run_with_team(built, prompt, &sink, &cancel, team_timeout).await;
     if let Some(binding) = built.team.get() {
         // Let the monitor report the states the team ended in before the printer drains.
         roo_team::lead::status::monitor_caught_up(
@@ -184,6 +175,66 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         tracing::debug!("run failed: {message}");
     }
     Ok(ExitCode::from(code))
+}
+
+/// A lead's run and the turns its team gave it.
+pub struct TeamRun {
+    /// The last run's result (its outcome and final text).
+    pub result: RunResult,
+    /// Usage and turns of all the runs.
+    pub usage: Usage,
+    pub turns: u32,
+    pub lead_runs: u32,
+    /// The teammates still busy when the team timeout ended the wait.
+    pub timed_out: Option<Vec<roo_store::Name>>,
+}
+
+/// Runs `input`. With a team (the slot is bound when a run ends), the lead stays: it
+/// takes teammates' messages as new runs ([`TEAM_TURN_INPUT`]) and returns when a run
+/// ends with every teammate idle or dead and nothing unread, when a run does not
+/// complete, on `cancel`, or at `team_timeout` after the first run.
+pub async fn run_with_team(
+    built: &mut Built,
+    input: &str,
+    sink: &EventSink,
+    cancel: &CancellationToken,
+    team_timeout: Duration,
+) -> TeamRun {
+    let mut result = built.agent.run(input, sink, cancel.clone()).await;
+    let mut usage = result.usage;
+    let mut turns = result.turns;
+    let mut lead_runs = 1u32;
+    let deadline = tokio::time::Instant::now() + team_timeout;
+    let mut timed_out: Option<Vec<roo_store::Name>> = None;
+    while result.outcome.is_success() && built.team.get().is_some() {
+        let wait = tokio::select! {
+            wait = roo_team::wait_for_team(&built.team, &mut built.team_status, deadline) => wait,
+            _ = cancel.cancelled() => {
+                result.outcome = Outcome::Cancelled;
+                break;
+            }
+        };
+        match wait {
+            TeamWait::Input => {
+                result = built.agent.run(TEAM_TURN_INPUT, sink, cancel.clone()).await;
+                usage.add(&result.usage);
+                turns += result.turns;
+                lead_runs += 1;
+            }
+            TeamWait::Settled | TeamWait::Unbound => break,
+            TeamWait::TimedOut { busy } => {
+                timed_out = Some(busy);
+                break;
+            }
+        }
+    }
+    TeamRun {
+        result,
+        usage,
+        turns,
+        lead_runs,
+        timed_out,
+    }
 }
 
 fn print_agent_event(

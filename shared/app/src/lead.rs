@@ -73,7 +73,7 @@ pub struct ProviderArgs {
     name = "roo-lead",
     version,
     about = "RooCode Teams: an AI coding agent for your terminal",
-    after_help = "Examples:\n  roo-lead                                  interactive session in this directory\n  roo-lead -p \"why does test_parse fail?\"   one-shot, prints the answer\n  roo-lead -p - < task.md                   prompt from stdin\n  roo-lead --continue                       resume the latest session of this project\n  roo-lead -p \"fix the bug\" --permission-mode acceptEdits --output-format json\n  roo-lead --provider openai --base-url http://localhost:11434/v1 --model qwen2.5-coder\n\nExit codes: 0 done, 1 the run did not finish (max turns, cancelled, denied), 2 usage or\nconfiguration error, 3 file or session I/O error, 4 the model could not be reached or refused."
+    after_help = "Examples:\n  roo-lead                                  interactive session in this directory\n  roo-lead -p \"why does test_parse fail?\"   one-shot, prints the answer\n  roo-lead -p - < task.md                   prompt from stdin\n  roo-lead --continue                       resume the latest session of this project\n  roo-lead -p \"fix the bug\" --permission-mode acceptEdits --output-format json\n  roo-lead --provider openai --base-url http://localhost:11434/v1 --model qwen2.5-coder\n  roo-lead demo                             a scripted team at work, no API key needed\n\nExit codes: 0 done, 1 the run did not finish (max turns, cancelled, denied), 2 usage or\nconfiguration error, 3 file or session I/O error, 4 the model could not be reached or refused."
 )]
 pub struct LeadArgs {
     /// Run once with this prompt and print the result ("-" reads it from stdin).
@@ -156,6 +156,17 @@ pub struct LeadArgs {
     /// Print progress (tool calls) to stderr in -p runs.
     #[arg(short, long)]
     pub verbose: bool,
+
+    #[command(subcommand)]
+    pub command: Option<LeadCommand>,
+}
+
+/// `roo-lead` subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum LeadCommand {
+    /// Watch a scripted lead and two teammates fix a small repository: no API key, no
+    /// network. Runs in a temporary directory that is removed at the end.
+    Demo(crate::demo::DemoArgs),
 }
 
 /// Entry point of the `roo-lead` binary.
@@ -187,6 +198,9 @@ pub fn main() -> ExitCode {
 }
 
 fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
+    if let Some(LeadCommand::Demo(demo)) = &args.command {
+        return crate::demo::run(&args, demo);
+    }
     if args.print_backend {
         return print_backend(&args);
     }

@@ -7,6 +7,8 @@ use roo_agent::event::{AgentEvent, CompactionMethod, Outcome};
 
 pub use roo_term::Style;
 
+pub mod interleaved;
+
 /// Writes to the terminal in raw mode, where `\n` alone does not return the
 /// carriage: every newline becomes `\r\n`.
 pub struct RawWriter<W: Write> {

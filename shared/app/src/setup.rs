@@ -209,12 +209,21 @@ pub fn teammate_backend(env: &DetectEnv) -> Result<TeammateBackend, AppError> {
 /// the team state back after a compaction), the monitor of teammates' states and the
 /// answerer of their requests (the terminal, or the lead's own policy in a `-p` run).
 pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
+    build_in(args, interactive, roo_home()?).await
+}
+
+/// [`build`] with the state directory `roo_home` instead of `ROO_HOME` (`roo-lead demo`
+/// runs in a temporary one).
+pub async fn build_in(
+    args: &LeadArgs,
+    interactive: bool,
+    roo_home: PathBuf,
+) -> Result<Built, AppError> {
     let TeammateBackend {
         backend: teammate_mode,
         detection: teammate_detection,
         notice: backend_notice,
     } = teammate_backend(&DetectEnv::capture(args.teammate_mode.into()))?;
-    let roo_home = roo_home()?;
     crate::logging::init(&roo_home, "roo-lead");
     let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
     let lead_name = settings.identity.name.clone();
@@ -248,11 +257,7 @@ pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError
             .as_ref()
             .and_then(|d| d.binary.clone())
             .unwrap_or_else(|| std::path::PathBuf::from("tmux"));
-        let panes = roo_team::backend::TmuxExecutor::from_env(
-            tmux,
-            worker,
-            &settings.roo_home,
-        );
+        let panes = roo_team::backend::TmuxExecutor::from_env(tmux, worker, &settings.roo_home);
         panes.watch_panes(team_tasks.clone());
         spawner.set_pane_executor(Arc::new(panes));
     }

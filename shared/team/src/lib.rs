@@ -44,6 +44,7 @@ pub use lead::{
 };
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
 pub use shutdown::{ShutdownOnRequest, ShutdownResponse};
+pub use spawner::output::{MemberEvent, TeammateOutput};
 pub use spawner::tools::{AgentTool, TaskStop};
 pub use spawner::{SpawnError, SpawnRequest, Spawned, Spawner, TeammateBase};
 pub use teammate::{

@@ -24,6 +24,7 @@
 //! exits), when the lead's team slot is cleared or rebound (TeamDelete), or when the
 //! spawner itself is dropped.
 
+pub mod output;
 pub mod tools;
 
 use std::collections::HashMap;
@@ -204,6 +205,8 @@ struct Inner {
     backend: BackendType,
     events: Option<TeamEventSender>,
     base: OnceLock<TeammateBase>,
+    /// Where in-process teammates' agent events go (discarded without one).
+    output: OnceLock<output::TeammateOutput>,
     running: Mutex<HashMap<Name, Entry>>,
     runtime: tokio::runtime::Handle,
     /// Where pane teammates run (`backend` tmux or iTerm2).
@@ -241,6 +244,7 @@ impl Spawner {
                 backend,
                 events,
                 base: OnceLock::new(),
+                output: OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 runtime: tokio::runtime::Handle::current(),
                 panes: OnceLock::new(),
@@ -305,6 +309,13 @@ impl Spawner {
         if let Some(panes) = self.inner.panes.get() {
             panes.shutdown_all(keep_panes).await;
         }
+    }
+
+    /// Sends in-process teammates' agent events, tagged with their names, to `output`
+    /// (for a UI that shows them beside the lead's); the first call wins. Teammates
+    /// spawned before the call keep discarding theirs.
+    pub fn set_output(&self, output: output::TeammateOutput) {
+        let _ = self.inner.output.set(output);
     }
 
     /// The lead's spawn and stop tools (`Agent`, `TaskStop`) for this spawner.
@@ -599,6 +610,9 @@ impl Spawner {
         spec.member.agent_type = recipe.agent_type;
         spec.member.model = recipe.model;
         spec.member.worktree_path = Some(recipe.work_dir);
+        if let Some(output) = self.inner.output.get() {
+            spec.output = output.sink_for(name);
+        }
         // No `spec.events`: the lead's monitor reports every teammate's states (from the
         // roster, for processes and tasks alike); the teammate's own reports would
         // repeat each one. Only why it died is not in the roster: reported below.

@@ -79,6 +79,23 @@ impl Style {
     pub fn cyan(self, text: &str) -> String {
         self.paint("36", text)
     }
+
+    /// A team member's colour by name (`red`, `green`, `yellow`, `blue`, `magenta` or
+    /// `purple`, `cyan`, `orange`, `pink`); an unknown name is bold.
+    pub fn member_colour(self, colour: &str, text: &str) -> String {
+        let code = match colour.to_ascii_lowercase().as_str() {
+            "red" => "31",
+            "green" => "32",
+            "yellow" => "33",
+            "blue" => "34",
+            "magenta" | "purple" => "35",
+            "cyan" => "36",
+            "orange" => "38;5;208",
+            "pink" => "38;5;205",
+            _ => "1",
+        };
+        self.paint(code, text)
+    }
 }
 
 /// Makes untrusted text safe for one line of a terminal: control characters (C0 including
@@ -114,6 +131,15 @@ mod tests {
         assert_eq!(Style::plain().red("x"), "x");
         assert_eq!(Style::coloured().red("x"), "\x1b[31mx\x1b[0m");
         assert_eq!(Style::new(false).bold("x"), "x");
+        assert_eq!(Style::plain().member_colour("blue", "x"), "x");
+        assert_eq!(
+            Style::coloured().member_colour("Blue", "x"),
+            "\x1b[34mx\x1b[0m"
+        );
+        assert_eq!(
+            Style::coloured().member_colour("mauve", "x"),
+            "\x1b[1mx\x1b[0m"
+        );
     }
 
     #[test]
