@@ -41,7 +41,7 @@ pub enum HookEvent {
 
 /// What a hook does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum HookAction {
     /// Runs a shell command; context variables such as `$FILE_PATH` and
     /// `$TOOL_NAME` are provided in its environment.
@@ -65,6 +65,7 @@ pub struct Hook {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawHook {
     event: HookEvent,
     #[serde(rename = "if", default)]
@@ -257,6 +258,18 @@ pub(crate) fn hooks(value: &Value, source: Source, path: &Path) -> Result<Vec<Ho
         .map(|(i, item)| {
             let raw: RawHook = serde_yaml_ng::from_value(item.clone())
                 .map_err(|e| invalid(path, &format!("hooks[{i}]"), e.to_string()))?;
+            if let Some(condition) = &raw.condition {
+                crate::hooks::HookCondition::parse(condition)
+                    .map_err(|e| invalid(path, &format!("hooks[{i}].if"), e))?;
+            }
+            let HookAction::Command { command, .. } = &raw.action;
+            if command.trim().is_empty() {
+                return Err(invalid(
+                    path,
+                    &format!("hooks[{i}].action.command"),
+                    "is empty; give the shell command to run",
+                ));
+            }
             Ok(Hook {
                 event: raw.event,
                 condition: raw.condition,

@@ -217,7 +217,7 @@ impl Fixture {
         tools: Vec<Probe>,
         options: AgentOptions,
     ) -> Agent {
-        let mut registry = ToolRegistry::new();
+        let registry = ToolRegistry::new();
         for tool in tools {
             registry.register(Arc::new(tool));
         }
@@ -853,7 +853,7 @@ async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
         PermissionMode::AcceptEdits,
         RuleSet::default(),
     )));
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for tool in roo_agent::plan_mode::plan_mode_tools(
         policy.clone(),
         plan_file.clone(),
