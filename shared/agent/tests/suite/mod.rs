@@ -3,4 +3,5 @@ mod agent_loop;
 mod common;
 mod model_misbehaviour;
 mod permissions;
+mod registry;
 mod tools;
