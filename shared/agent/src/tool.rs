@@ -17,6 +17,10 @@ use tokio_util::sync::CancellationToken;
 use crate::permissions::Rule;
 use crate::sandbox::CommandSandbox;
 
+mod typed;
+
+pub use typed::{TypedTool, input_schema};
+
 /// What kind of effect a call has; the permission mode decides on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolKind {
