@@ -3,6 +3,7 @@ mod cli_defects;
 mod cli_mail;
 mod cli_task;
 mod cli_team_runtime;
+mod hooks;
 mod instructions_include;
 mod lead_headless;
 mod lead_interactive;
