@@ -633,6 +633,9 @@ impl Agent {
         if (estimate as f64) < window as f64 * self.options.compaction.threshold {
             return;
         }
+        for hook in &self.lifecycle {
+            hook.pre_compact(estimate, cancel, events).await;
+        }
         let base = self.request();
         let Some(compacted) = compact(
             self.provider.as_ref(),

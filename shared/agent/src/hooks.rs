@@ -124,6 +124,16 @@ pub trait LifecycleHook: Send + Sync {
         Box::pin(async {})
     }
 
+    /// The conversation is about to be compacted (`tokens`: its estimated size).
+    fn pre_compact<'a>(
+        &'a self,
+        _tokens: u64,
+        _cancel: &'a CancellationToken,
+        _events: &'a EventSink,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// A run ended (not when it was cancelled).
     fn stop<'a>(
         &'a self,
@@ -206,6 +216,8 @@ struct Payload<'a> {
     outcome: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     final_text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimated_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     teammate: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -782,6 +794,33 @@ impl LifecycleHook for CommandHooks {
         })
     }
 
+    fn pre_compact<'a>(
+        &'a self,
+        tokens: u64,
+        cancel: &'a CancellationToken,
+        events: &'a EventSink,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if !self.has(HookEvent::PreCompact) {
+                return;
+            }
+            let payload = Payload {
+                estimated_tokens: Some(tokens),
+                ..self.payload(HookEvent::PreCompact)
+            };
+            let report = self
+                .run_all(
+                    HookEvent::PreCompact,
+                    &Facts::default(),
+                    payload,
+                    Vec::new(),
+                    cancel,
+                )
+                .await;
+            emit_failures(&report, events);
+        })
+    }
+
     fn stop<'a>(
         &'a self,
         outcome: &'a Outcome,
@@ -857,12 +896,10 @@ impl HookFiles {
 pub fn event_name(event: HookEvent) -> &'static str {
     match event {
         HookEvent::SessionStart => "session_start",
-        HookEvent::SessionEnd => "session_end",
         HookEvent::UserPromptSubmit => "user_prompt_submit",
         HookEvent::PreToolUse => "pre_tool_use",
         HookEvent::PostToolUse => "post_tool_use",
         HookEvent::Stop => "stop",
-        HookEvent::SubagentStop => "subagent_stop",
         HookEvent::PreCompact => "pre_compact",
         HookEvent::TeammateIdle => "teammate_idle",
         HookEvent::TaskCompleted => "task_completed",

@@ -13,29 +13,26 @@ use serde_yaml_ng::Value;
 use super::{ConfigError, Source};
 use crate::permissions::{PermissionMode, Rule, RuleKind, RuleSet};
 
-/// When a hook runs.
+/// When a hook runs. Only events the agent fires are accepted, so a hook on an
+/// event nothing fires is a config error rather than a hook that never runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HookEvent {
-    /// A session starts or resumes.
+    /// An agent's first run begins (a new or a resumed session); stdout is context.
     SessionStart,
-    /// A session ends.
-    SessionEnd,
-    /// The user submitted a prompt, before the model sees it.
+    /// A prompt was submitted, before the model sees it; a failing hook blocks it.
     UserPromptSubmit,
     /// Before a tool call runs; a failing hook blocks the call.
     PreToolUse,
-    /// After a tool call finished.
+    /// After a tool call ran.
     PostToolUse,
-    /// The agent finished its turn.
+    /// A run ended (the agent finished its turn, or stopped).
     Stop,
-    /// A sub-agent finished.
-    SubagentStop,
     /// Before the conversation is compacted.
     PreCompact,
     /// A teammate became idle.
     TeammateIdle,
-    /// A task was marked completed.
+    /// A teammate's run completed a task.
     TaskCompleted,
 }
 

@@ -338,3 +338,95 @@ hooks:
         "a blocked prompt is not in the conversation"
     );
 }
+
+#[test]
+fn a_hook_on_an_event_nothing_fires_or_with_a_bad_if_is_a_config_error() {
+    for (text, needle) in [
+        (
+            "hooks: [{event: session_end, action: {type: command, command: x}}]\n",
+            "unknown variant `session_end`",
+        ),
+        (
+            "hooks: [{event: stop, if: 'tool = \"x\"', action: {type: command, command: x}}]\n",
+            "`hooks[0].if` unknown operator",
+        ),
+        (
+            "hooks: [{event: stop, action: {type: command, command: x, timeout: 5}}]\n",
+            "unknown field `timeout`",
+        ),
+        (
+            "hooks: [{event: stop, iff: x, action: {type: command, command: x}}]\n",
+            "unknown field `iff`",
+        ),
+        (
+            "hooks: [{event: stop, action: {type: command, command: '  '}}]\n",
+            "`hooks[0].action.command` is empty",
+        ),
+    ] {
+        let ws = Workspace::new();
+        user_config(&ws, text);
+        let e = ConfigFiles::load(&ws.roo_home, &ws.project, ProjectTrust::Untrusted)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(needle), "{text}: {e}");
+        assert!(e.contains("config.yaml"), "names the file: {e}");
+    }
+}
+
+/// A tool slower than every hook's timeout.
+struct Slow;
+
+impl roo_agent::tool::Tool for Slow {
+    fn name(&self) -> &str {
+        "Slow"
+    }
+    fn description(&self) -> String {
+        "takes a while".into()
+    }
+    fn input_schema(&self) -> Value {
+        serde_json::json!({"type": "object"})
+    }
+    fn kind(&self) -> roo_agent::tool::ToolKind {
+        roo_agent::tool::ToolKind::Internal
+    }
+    fn call<'a>(
+        &'a self,
+        _: Value,
+        _: &'a roo_agent::tool::ToolContext,
+    ) -> futures_util::future::BoxFuture<'a, roo_agent::tool::ToolOutput> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            roo_agent::tool::ToolOutput::ok("slow work finished")
+        })
+    }
+}
+
+#[tokio::test]
+async fn hook_timeouts_never_bound_the_call_they_surround() {
+    // Seed 002 §4.2: a generic per-call timeout cut the Agent tool's own 120 s short.
+    // The hook point adds no deadline to the call; a hook's timeout is its own.
+    let ws = Workspace::new();
+    user_config(
+        &ws,
+        r#"
+hooks:
+  - event: pre_tool_use
+    action: {type: command, command: "true", timeout_ms: 200}
+  - event: post_tool_use
+    action: {type: command, command: "true", timeout_ms: 200}
+"#,
+    );
+    let tools = ToolRegistry::new();
+    tools.register(Arc::new(Slow));
+    let (mut agent, server) = scripted_agent(
+        &ws,
+        "- tool_calls: [{name: Slow, input: {}}]\n- text: done\n",
+        tools,
+    )
+    .await;
+    agent.add_lifecycle_hook(command_hooks(&ws, ProjectTrust::Untrusted));
+    let (result, _) = run_collecting(&mut agent, "go").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    let results = last_tool_results(&server.requests()[1]);
+    assert!(results.contains("slow work finished"), "{results}");
+}
