@@ -554,12 +554,29 @@ impl ToolRegistry {
         catalog.scopes.len() != before
     }
 
+    /// A handle that does not keep the registry alive: what a tool registered in
+    /// this registry keeps of it (ToolSearch), so the two do not keep each other.
+    pub fn downgrade(&self) -> WeakToolRegistry {
+        WeakToolRegistry(Arc::downgrade(&self.inner))
+    }
+
     /// An independent registry with the same tools, revealed set and scopes (a
     /// sub-agent's, which it may narrow without touching its parent's).
     pub fn detached(&self) -> ToolRegistry {
         ToolRegistry {
             inner: Arc::new(RwLock::new(self.read().clone())),
         }
+    }
+}
+
+/// A [`ToolRegistry`] handle that does not keep it alive.
+#[derive(Clone, Default)]
+pub struct WeakToolRegistry(std::sync::Weak<RwLock<Catalog>>);
+
+impl WeakToolRegistry {
+    /// The registry, if it still exists.
+    pub fn upgrade(&self) -> Option<ToolRegistry> {
+        self.0.upgrade().map(|inner| ToolRegistry { inner })
     }
 }
 

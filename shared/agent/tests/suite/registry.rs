@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use roo_agent::event::Outcome;
-use roo_agent::tool::{Lookup, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope};
+use roo_agent::tool::{
+    Lookup, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope, WeakToolRegistry,
+};
 use roo_agent::tools::builtin_tools;
 use serde_json::{Value, json};
 
@@ -35,8 +37,9 @@ impl Tool for Echo {
 }
 
 /// What ToolSearch and an MCP connection do: registers a new tool and reveals a
-/// deferred one in the registry it was built with, during a call.
-struct Discover(ToolRegistry);
+/// deferred one in the registry it was built with, during a call. It holds the
+/// registry weakly, as a tool registered in it must.
+struct Discover(WeakToolRegistry);
 
 impl Tool for Discover {
     fn name(&self) -> &str {
@@ -53,8 +56,11 @@ impl Tool for Discover {
     }
     fn call<'a>(&'a self, _input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            self.0.register(Arc::new(Echo("Fresh")));
-            let revealed = self.0.reveal(&["Later"]);
+            let Some(registry) = self.0.upgrade() else {
+                return ToolOutput::error("the registry is gone");
+            };
+            registry.register(Arc::new(Echo("Fresh")));
+            let revealed = registry.reveal(&["Later"]);
             ToolOutput::ok(format!("revealed {revealed:?}"))
         })
     }
@@ -64,7 +70,7 @@ impl Tool for Discover {
 async fn a_tool_registered_or_revealed_mid_run_is_in_the_next_request() {
     let ws = Workspace::new();
     let tools = ToolRegistry::new();
-    tools.register(Arc::new(Discover(tools.clone())));
+    tools.register(Arc::new(Discover(tools.downgrade())));
     tools.register_deferred(Arc::new(Echo("Later")));
     assert_eq!(tools.deferred_names(), vec!["Later".to_string()]);
     let (mut agent, server) = scripted_agent(
