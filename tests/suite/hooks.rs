@@ -57,7 +57,7 @@ hooks:
     let out = lead(&home)
         .args(["-p", "clean up", "--provider", "script", "--script"])
         .arg(&script)
-        .args(["--permission-mode", "acceptEdits"])
+        .args(["--permission-mode", "bypassPermissions"])
         .run();
     out.assert_ok();
     assert_eq!(
