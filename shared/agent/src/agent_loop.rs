@@ -28,11 +28,12 @@ use tokio_util::sync::CancellationToken;
 use crate::context::{CompactionOptions, compact, estimate_text, estimate_tokens};
 use crate::conversation::{push_user, repair_chain};
 use crate::event::{AgentEvent, EventSink, Outcome};
+use crate::hooks::{LifecycleHook, ToolCallInfo, Verdict};
 use crate::permissions::{Approval, Approver, PermissionDecision, PermissionPolicy};
 use crate::prompt::{plan_mode_reminder, system_reminder};
 use crate::session::Session;
 use crate::text_tool_call::parse_text_tool_call;
-use crate::tool::{Tool, ToolContext, ToolOutput, ToolRegistry};
+use crate::tool::{Lookup, Tool, ToolContext, ToolOutput, ToolRegistry};
 use crate::tools::spill_if_large;
 
 /// The permission policy, shared with tools that change the mode (plan mode) and
@@ -152,6 +153,10 @@ pub struct Agent {
     context: ToolContext,
     options: AgentOptions,
     hooks: Vec<Arc<dyn TurnHook>>,
+    /// The hook point around sessions, prompts, tool calls and stops.
+    lifecycle: Vec<Arc<dyn LifecycleHook>>,
+    /// Whether the first run began (`session_start` fired).
+    started: bool,
     total_usage: Usage,
     /// (messages covered, prompt+output tokens) from the last response's usage.
     measured: Option<(usize, u64)>,
@@ -189,6 +194,8 @@ impl Agent {
             context,
             options,
             hooks: Vec::new(),
+            lifecycle: Vec::new(),
+            started: false,
             total_usage: Usage::default(),
             measured: None,
             plan_file,
@@ -206,6 +213,13 @@ impl Agent {
     /// Adds a hook consulted at the top of every turn.
     pub fn add_hook(&mut self, hook: Arc<dyn TurnHook>) {
         self.hooks.push(hook);
+    }
+
+    /// Adds a lifecycle hook: asked at session start, on each submitted prompt,
+    /// around every tool call and when a run stops (config hooks, and whatever a
+    /// sub-agent or skill needs there).
+    pub fn add_lifecycle_hook(&mut self, hook: Arc<dyn LifecycleHook>) {
+        self.lifecycle.push(hook);
     }
 
     /// Sets the instruction-file text (ROOCODE.md stack), injected as a system
@@ -294,6 +308,11 @@ impl Agent {
             .run_inner(input, events, &cancel, &mut usage, &mut turns)
             .await;
         let final_text = std::mem::take(&mut self.answer);
+        if outcome != Outcome::Cancelled {
+            for hook in &self.lifecycle {
+                hook.stop(&outcome, &final_text, &cancel, events).await;
+            }
+        }
         // Whatever happened, leave a history every provider accepts.
         if let Some(what) = repair_chain(&mut self.messages) {
             events.emit(AgentEvent::Notice {
@@ -324,6 +343,23 @@ impl Agent {
         usage: &mut Usage,
         turns: &mut u32,
     ) -> Outcome {
+        if !std::mem::replace(&mut self.started, true) {
+            let resumed = !self.messages.is_empty();
+            for hook in &self.lifecycle {
+                let context = hook.session_start(resumed, cancel, events).await;
+                self.pending_reminders.extend(context);
+            }
+        }
+        for hook in &self.lifecycle {
+            let decision = hook.user_prompt_submit(input, cancel, events).await;
+            if let Some(reason) = decision.block {
+                return Outcome::Stopped { reason };
+            }
+            self.pending_reminders.extend(decision.context);
+        }
+        if cancel.is_cancelled() {
+            return Outcome::Cancelled;
+        }
         let instructions = self
             .instructions
             .clone()
@@ -597,6 +633,9 @@ impl Agent {
         if (estimate as f64) < window as f64 * self.options.compaction.threshold {
             return;
         }
+        for hook in &self.lifecycle {
+            hook.pre_compact(estimate, cancel, events).await;
+        }
         let base = self.request();
         let Some(compacted) = compact(
             self.provider.as_ref(),
@@ -719,18 +758,31 @@ impl Agent {
         let output = if context.cancel.is_cancelled() {
             ToolOutput::error("Interrupted by the user before this call ran.")
         } else {
-            match (self.tools.get(&name), invalid.get(&id)) {
-                (None, _) => ToolOutput::error(format!(
+            match (self.tools.lookup(&name), invalid.get(&id)) {
+                (Lookup::Unknown, _) => ToolOutput::error(format!(
                     "Unknown tool \"{name}\". Available tools: {}.",
-                    self.tools.names().collect::<Vec<_>>().join(", ")
+                    self.tools.names().join(", ")
                 )),
-                (Some(_), Some(why)) => ToolOutput::error(why.clone()),
-                (Some(tool), None) if !input.is_object() => ToolOutput::error(format!(
+                // Enforced here, whatever tool list the model saw.
+                (Lookup::Refused { scope }, _) => ToolOutput::error(format!(
+                    "The tool \"{name}\" is not available in this run (narrowed by {scope}); \
+                     this call was not run. Available tools: {}.",
+                    self.tools.names().join(", ")
+                )),
+                (Lookup::Deferred(_), _) => {
+                    self.tools.reveal(&[name.as_str()]);
+                    ToolOutput::error(format!(
+                        "The schema of {name} had not been loaded, so this call was not run. \
+                         It is loaded now: call {name} again with arguments that match its schema."
+                    ))
+                }
+                (Lookup::Ready(_), Some(why)) => ToolOutput::error(why.clone()),
+                (Lookup::Ready(tool), None) if !input.is_object() => ToolOutput::error(format!(
                     "The input of {} must be a JSON object matching its schema; this call was not run.",
                     tool.name()
                 )),
-                (Some(tool), None) => {
-                    self.call_permitted(tool.as_ref(), &id, input, context, events)
+                (Lookup::Ready(tool), None) => {
+                    self.call_hooked(tool.as_ref(), &id, input, context, events)
                         .await
                 }
             }
@@ -743,7 +795,9 @@ impl Agent {
         }
     }
 
-    async fn call_permitted(
+    /// The one hook point around every call: `pre_tool_use` hooks (which may block
+    /// it), the permission check and the call, then `post_tool_use` hooks.
+    async fn call_hooked(
         &self,
         tool: &dyn Tool,
         id: &str,
@@ -751,6 +805,46 @@ impl Agent {
         context: &ToolContext,
         events: &EventSink,
     ) -> ToolOutput {
+        if !self.lifecycle.is_empty() {
+            let info = ToolCallInfo {
+                id,
+                tool,
+                input: &input,
+                context,
+            };
+            for hook in &self.lifecycle {
+                if let Verdict::Block { reason } = hook.pre_tool_use(info, events).await {
+                    return ToolOutput::error(reason);
+                }
+            }
+        }
+        let (mut output, ran) = self
+            .call_permitted(tool, id, input.clone(), context, events)
+            .await;
+        if ran {
+            let info = ToolCallInfo {
+                id,
+                tool,
+                input: &input,
+                context,
+            };
+            for hook in &self.lifecycle {
+                hook.post_tool_use(info, &mut output, events).await;
+            }
+        }
+        output
+    }
+
+    /// Checks the call's permission and runs it if allowed; the flag says whether
+    /// the tool ran.
+    async fn call_permitted(
+        &self,
+        tool: &dyn Tool,
+        id: &str,
+        input: Value,
+        context: &ToolContext,
+        events: &EventSink,
+    ) -> (ToolOutput, bool) {
         let summary = tool.summarize(&input);
         // The roots the check judged against go with the call, so the file
         // tools open paths under the same roots (see `ToolContext::allowed_roots`).
@@ -775,7 +869,10 @@ impl Agent {
                 summary: summary.clone(),
                 reason: reason.clone(),
             });
-            ToolOutput::error(format!("Permission denied for {summary}: {reason}"))
+            (
+                ToolOutput::error(format!("Permission denied for {summary}: {reason}")),
+                false,
+            )
         };
         match decision {
             PermissionDecision::Allow => {}
@@ -845,7 +942,7 @@ impl Agent {
             preview: preview(&output.content),
             duration_ms: started.elapsed().as_millis() as u64,
         });
-        output
+        (output, true)
     }
 
     fn append(&mut self, message: Message, events: &EventSink) {
@@ -1013,7 +1110,7 @@ mod tests {
 
     #[test]
     fn partition_matches_the_seed_example() {
-        let mut tools = ToolRegistry::new();
+        let tools = ToolRegistry::new();
         tools.register(Arc::new(Fake {
             name: "Read",
             safe: true,

@@ -9,6 +9,7 @@ pub mod config;
 pub mod context;
 pub mod conversation;
 pub mod event;
+pub mod hooks;
 pub mod permissions;
 pub mod plan_mode;
 pub mod prompt;

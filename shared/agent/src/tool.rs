@@ -7,14 +7,19 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use futures_util::future::BoxFuture;
 use roo_llm::ToolSpec;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::permissions::Rule;
 use crate::sandbox::CommandSandbox;
+
+mod typed;
+
+pub use typed::{TypedTool, input_schema};
 
 /// What kind of effect a call has; the permission mode decides on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,11 +266,151 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// The set of tools an agent has. Order is stable (by name) so the tools part of the
-/// prompt stays cacheable.
+/// A narrowing of the tools a run may call: one layer of a sub-agent's tool
+/// filter, a skill's `allowed_tools`. Names are written like permission rules
+/// without a pattern (`ReadFile`, `mcp__github__*`). The registry enforces every
+/// scope when a call executes, not only in the tool list sent to the model.
+#[derive(Debug, Clone)]
+pub struct ToolScope {
+    /// Who narrowed, for the refusal the model reads (`skill review`).
+    label: String,
+    /// `Some`: only these tools; `None`: every tool not denied.
+    allow: Option<Vec<Rule>>,
+    deny: Vec<Rule>,
+}
+
+/// A tool filter names something that is not a tool name.
+#[derive(Debug, thiserror::Error)]
+#[error("tool filter of {label}: `{name}` {message}")]
+pub struct ScopeError {
+    pub label: String,
+    pub name: String,
+    pub message: String,
+}
+
+impl ToolScope {
+    /// Only the tools named in `allow` (and not denied by another scope).
+    pub fn allow_only<S: AsRef<str>>(
+        label: impl Into<String>,
+        allow: &[S],
+    ) -> Result<Self, ScopeError> {
+        let label = label.into();
+        let allow = Some(parse_names(&label, allow)?);
+        Ok(Self {
+            label,
+            allow,
+            deny: Vec::new(),
+        })
+    }
+
+    /// Every tool except those named in `deny`.
+    pub fn deny<S: AsRef<str>>(label: impl Into<String>, deny: &[S]) -> Result<Self, ScopeError> {
+        let label = label.into();
+        let deny = parse_names(&label, deny)?;
+        Ok(Self {
+            label,
+            allow: None,
+            deny,
+        })
+    }
+
+    /// Who narrowed.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Whether this scope lets `name` be called.
+    pub fn admits(&self, name: &str) -> bool {
+        let allowed = self
+            .allow
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|r| r.names_tool(name)));
+        allowed && !self.deny.iter().any(|r| r.names_tool(name))
+    }
+}
+
+fn parse_names<S: AsRef<str>>(label: &str, names: &[S]) -> Result<Vec<Rule>, ScopeError> {
+    names
+        .iter()
+        .map(|name| {
+            let name = name.as_ref();
+            let fail = |message: String| ScopeError {
+                label: label.to_string(),
+                name: name.to_string(),
+                message,
+            };
+            let rule = Rule::parse(name).map_err(|e| fail(e.message))?;
+            if rule.has_pattern() {
+                return Err(fail(
+                    "has a pattern in parentheses; a tool filter names whole tools (`Bash`, \
+                     `mcp__github__*`), narrow what a tool may do with permission rules"
+                        .to_string(),
+                ));
+            }
+            Ok(rule)
+        })
+        .collect()
+}
+
+/// Identifies a scope added with [`ToolRegistry::narrow`], to lift it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ScopeId(u64);
+
+/// What a name refers to when the model calls it.
+#[derive(Clone)]
+pub enum Lookup {
+    /// A tool the model has the schema of.
+    Ready(Arc<dyn Tool>),
+    /// A deferred tool whose schema has not been sent yet.
+    Deferred(Arc<dyn Tool>),
+    /// A registered tool that a scope keeps this run from calling; says which.
+    Refused { scope: String },
+    /// No tool of that name.
+    Unknown,
+}
+
+/// The tools an agent has. A handle: clones share one set, so a tool registered
+/// while a run is under way (by ToolSearch, an MCP server that connected late)
+/// is in the next request's tool list, and the UI and the loop see the same set.
+///
+/// A tool is *loaded* (its schema goes with every request) or *deferred* (only
+/// its name is known until it is [revealed](ToolRegistry::reveal); then its
+/// schema goes with every request). [Scopes](ToolScope) narrow what may be
+/// called; a call outside them is refused when it executes, whatever the model
+/// saw. Order is stable (by name) so the tools part of the prompt stays cacheable.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    inner: Arc<RwLock<Catalog>>,
+}
+
+#[derive(Clone, Default)]
+struct Catalog {
+    tools: BTreeMap<String, Entry>,
+    scopes: Vec<(ScopeId, ToolScope)>,
+    next_scope: u64,
+}
+
+#[derive(Clone)]
+struct Entry {
+    tool: Arc<dyn Tool>,
+    /// Its schema goes with requests: loaded, or deferred and revealed.
+    shown: bool,
+}
+
+impl Catalog {
+    /// The scope that refuses `name`, if any.
+    fn refusing(&self, name: &str) -> Option<&ToolScope> {
+        self.scopes
+            .iter()
+            .map(|(_, scope)| scope)
+            .find(|scope| !scope.admits(name))
+    }
+
+    fn admitted(&self) -> impl Iterator<Item = (&String, &Entry)> {
+        self.tools
+            .iter()
+            .filter(|(name, _)| self.refusing(name).is_none())
+    }
 }
 
 impl ToolRegistry {
@@ -274,33 +419,180 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// Adds or replaces a tool.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.insert(tool.name().to_string(), tool);
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        // Nothing panics while holding the lock; a poisoned one is still consistent.
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds or replaces a tool whose schema goes with every request.
+    pub fn register(&self, tool: Arc<dyn Tool>) {
+        let entry = Entry { tool, shown: true };
+        self.write()
+            .tools
+            .insert(entry.tool.name().to_string(), entry);
+    }
+
+    /// Adds or replaces a deferred tool: only its name is known to the model (see
+    /// [`ToolRegistry::deferred_names`]) until [`ToolRegistry::reveal`] sends its
+    /// schema from the next request on.
+    pub fn register_deferred(&self, tool: Arc<dyn Tool>) {
+        let entry = Entry { tool, shown: false };
+        self.write()
+            .tools
+            .insert(entry.tool.name().to_string(), entry);
+    }
+
+    /// Sends the schemas of these deferred tools from the next request on. Returns
+    /// the names that were deferred and are now revealed (unknown, refused and
+    /// already shown names are left out).
+    pub fn reveal<S: AsRef<str>>(&self, names: &[S]) -> Vec<String> {
+        let mut catalog = self.write();
+        let mut revealed = Vec::new();
+        for name in names {
+            let name = name.as_ref();
+            if catalog.refusing(name).is_some() {
+                continue;
+            }
+            if let Some(entry) = catalog.tools.get_mut(name)
+                && !entry.shown
+            {
+                entry.shown = true;
+                revealed.push(name.to_string());
+            }
+        }
+        revealed
     }
 
     /// Removes a tool by name; returns whether it was there.
-    pub fn remove(&mut self, name: &str) -> bool {
-        self.tools.remove(name).is_some()
+    pub fn remove(&self, name: &str) -> bool {
+        self.write().tools.remove(name).is_some()
     }
 
-    /// Looks a tool up by name.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    /// What the model calls when it calls `name`.
+    pub fn lookup(&self, name: &str) -> Lookup {
+        let catalog = self.read();
+        let Some(entry) = catalog.tools.get(name) else {
+            return Lookup::Unknown;
+        };
+        if let Some(scope) = catalog.refusing(name) {
+            return Lookup::Refused {
+                scope: scope.label().to_string(),
+            };
+        }
+        if entry.shown {
+            Lookup::Ready(entry.tool.clone())
+        } else {
+            Lookup::Deferred(entry.tool.clone())
+        }
     }
 
-    /// Names of all tools.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+    /// A tool this run may call (loaded or deferred), by name.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        match self.lookup(name) {
+            Lookup::Ready(tool) | Lookup::Deferred(tool) => Some(tool),
+            Lookup::Refused { .. } | Lookup::Unknown => None,
+        }
     }
 
-    /// Specs of all tools, for the request.
+    /// Names of the tools this run may call, deferred ones included.
+    pub fn names(&self) -> Vec<String> {
+        self.read().admitted().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Names of the deferred tools this run may call whose schemas have not been
+    /// sent: what a prompt lists and ToolSearch searches.
+    pub fn deferred_names(&self) -> Vec<String> {
+        self.read()
+            .admitted()
+            .filter(|(_, e)| !e.shown)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// The deferred tools not revealed yet, for a search over their descriptions.
+    pub fn deferred_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.read()
+            .admitted()
+            .filter(|(_, e)| !e.shown)
+            .map(|(_, e)| e.tool.clone())
+            .collect()
+    }
+
+    /// Specs for the request: every tool this run may call whose schema is shown.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|t| t.spec()).collect()
+        self.read()
+            .admitted()
+            .filter(|(_, e)| e.shown)
+            .map(|(_, e)| e.tool.spec())
+            .collect()
     }
 
     /// Keeps only the tools for which `keep` returns true.
-    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.tools.retain(|name, _| keep(name));
+    pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
+        self.write().tools.retain(|name, _| keep(name));
+    }
+
+    /// Narrows what may be called until the scope is [lifted](ToolRegistry::lift).
+    /// Scopes add up: a call must pass every one, so a narrowing never widens.
+    pub fn narrow(&self, scope: ToolScope) -> ScopeId {
+        let mut catalog = self.write();
+        let id = ScopeId(catalog.next_scope);
+        catalog.next_scope += 1;
+        catalog.scopes.push((id, scope));
+        id
+    }
+
+    /// Removes a scope; returns whether it was in force.
+    pub fn lift(&self, id: ScopeId) -> bool {
+        let mut catalog = self.write();
+        let before = catalog.scopes.len();
+        catalog.scopes.retain(|(scope, _)| *scope != id);
+        catalog.scopes.len() != before
+    }
+
+    /// A handle that does not keep the registry alive: what a tool registered in
+    /// this registry keeps of it (ToolSearch), so the two do not keep each other.
+    pub fn downgrade(&self) -> WeakToolRegistry {
+        WeakToolRegistry(Arc::downgrade(&self.inner))
+    }
+
+    /// An independent registry with the same tools, revealed set and scopes (a
+    /// sub-agent's, which it may narrow without touching its parent's).
+    pub fn detached(&self) -> ToolRegistry {
+        ToolRegistry {
+            inner: Arc::new(RwLock::new(self.read().clone())),
+        }
+    }
+}
+
+/// A [`ToolRegistry`] handle that does not keep it alive.
+#[derive(Clone, Default)]
+pub struct WeakToolRegistry(std::sync::Weak<RwLock<Catalog>>);
+
+impl WeakToolRegistry {
+    /// The registry, if it still exists.
+    pub fn upgrade(&self) -> Option<ToolRegistry> {
+        self.0.upgrade().map(|inner| ToolRegistry { inner })
+    }
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let catalog = self.read();
+        f.debug_struct("ToolRegistry")
+            .field("tools", &catalog.tools.keys().collect::<Vec<_>>())
+            .field(
+                "scopes",
+                &catalog
+                    .scopes
+                    .iter()
+                    .map(|(_, s)| s.label())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
     }
 }

@@ -292,6 +292,67 @@ mod tests {
     }
 
     #[test]
+    fn typed_tools_keep_their_hand_written_schemas() {
+        use serde_json::json;
+        // The schemas these tools had before they derived them from their input
+        // structs, verbatim: the model must see no difference.
+        let read_file = json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Path of the file to read, absolute or relative to the working directory."
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "1-based line number to start reading at. Only for files too long to read at once."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": format!("Maximum number of lines to return (default {}).", read_file::DEFAULT_LIMIT)
+                }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        });
+        let write_file = json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Path of the file to write, absolute or relative to the working directory."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The complete content to write."
+                }
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        });
+        let glob = json!({
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob pattern relative to the search directory, e.g. \"**/*.rs\"."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Directory to search in, absolute or relative to the working directory. Defaults to the working directory."
+                }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        });
+        assert_eq!(ReadFile.input_schema(), read_file);
+        assert_eq!(WriteFile.input_schema(), write_file);
+        assert_eq!(Glob.input_schema(), glob);
+    }
+
+    #[test]
     fn resolve_path_keeps_absolute_and_joins_relative() {
         let cwd = Path::new("/work/project");
         assert_eq!(

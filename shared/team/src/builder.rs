@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
 use roo_agent::config::{ConfigError, ConfigFiles, ProjectTrust};
+use roo_agent::hooks::{CommandHooks, HookSetup};
 use roo_agent::permissions::{
     Approver, DenyApprover, ParseModeError, PermissionMode, PermissionPolicy,
 };
@@ -271,6 +272,9 @@ pub struct BuiltAgent {
     /// Whether the project's config is honoured in full (trusted this run or listed):
     /// a lead passes this on to the teammates it spawns.
     pub trusted: bool,
+    /// The config's hooks (also added to the agent's loop): the team runtime fires
+    /// `teammate_idle` and `task_completed` through them.
+    pub command_hooks: Arc<CommandHooks>,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -409,7 +413,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let read_filter = policy.read_filter();
     let policy: SharedPolicy = Arc::new(RwLock::new(policy));
 
-    let mut tools = ToolRegistry::new();
+    let tools = ToolRegistry::new();
     if tool_set.work {
         for tool in builtin_tools() {
             tools.register(tool);
@@ -476,12 +480,29 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     };
     let persona = persona.unwrap_or_else(|| default_persona(&identity));
     let system = system_prompt(&persona, &environment);
+    // The config's hooks run for every agent built here: the lead, `roo-worker`
+    // and in-process teammates (an untrusted project's hooks were filtered out).
+    let (command_hooks, hook_notices) = CommandHooks::new(
+        config.hooks(),
+        HookSetup {
+            agent_name: identity.name.to_string(),
+            team: identity.team.as_ref().map(|t| t.to_string()),
+            session_id: Some(session.id().to_string()),
+            project_root: project_root.clone(),
+            context: context.clone(),
+        },
+    );
+    notices.extend(hook_notices);
+    let command_hooks = Arc::new(command_hooks);
     let mut agent = Agent::new(
         provider, tools, policy, approver, system, context, options, plan_file,
     )
     .with_session(session, messages);
     for hook in hooks {
         agent.add_hook(hook);
+    }
+    if !command_hooks.is_empty() {
+        agent.add_lifecycle_hook(command_hooks.clone());
     }
     if !resumed {
         let (root, read_filter) = match &pending_workspace {
@@ -512,6 +533,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         notices,
         llm,
         trusted,
+        command_hooks,
     })
 }
 

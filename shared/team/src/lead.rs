@@ -713,7 +713,7 @@ mod tests {
     }
 
     fn decider(dir: &Path, mode: PermissionMode) -> PolicyDecider {
-        let mut tools = ToolRegistry::new();
+        let tools = ToolRegistry::new();
         for tool in roo_agent::tools::builtin_tools() {
             tools.register(tool);
         }

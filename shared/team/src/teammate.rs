@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use roo_agent::agent_loop::Agent;
 use roo_agent::event::{AgentEvent, EventSink, Outcome};
+use roo_agent::hooks::CommandHooks;
 use roo_agent::permissions::PermissionMode;
 use roo_agent::plan_mode::PlanApprover;
 use roo_agent::tool::Tool;
@@ -319,7 +320,8 @@ pub(crate) async fn run_joined(
             last = Some(outcome);
         }
         if !std::mem::take(&mut skip_idle) {
-            member.go_idle(last.as_ref(), &before).await;
+            let completed = member.go_idle(last.as_ref(), &before).await;
+            fire_team_hooks(&built.command_hooks, &me, &completed, &cancel).await;
         }
         match wait_for_input(&router, &mailbox, &me, &lead, &cancel, &mut router_task).await? {
             Wake::Conversation => input = Some(WAKE_PROMPT.to_string()),
@@ -481,7 +483,7 @@ impl OwnEntry {
     /// `is_active: false` and, if something changed since the last one, one
     /// `idle_notification` to the lead. Failures are logged: an idle teammate that
     /// could not tell the lead still waits for messages.
-    async fn go_idle(&self, last: Option<&Outcome>, before: &[Task]) {
+    async fn go_idle(&self, last: Option<&Outcome>, before: &[Task]) -> Vec<Task> {
         let now = self.owned_tasks().await;
         let fingerprint = idle_fingerprint(last, &now);
         let completed = newly_completed(before, &now);
@@ -508,6 +510,37 @@ impl OwnEntry {
             Err(e) => tracing::warn!(member = %self.me, error = %e, "failed to go idle"),
         }
         self.state(MemberState::Idle);
+        now.into_iter()
+            .filter(|t| t.status == TaskStatus::Completed)
+            .filter(|t| {
+                !before
+                    .iter()
+                    .any(|b| b.id == t.id && b.status == TaskStatus::Completed)
+            })
+            .collect()
+    }
+}
+
+/// The config's `task_completed` hooks for each task the run completed, then its
+/// `teammate_idle` hooks. Failures go to the log: nobody watches an idle teammate.
+async fn fire_team_hooks(
+    hooks: &CommandHooks,
+    me: &Name,
+    completed: &[Task],
+    cancel: &CancellationToken,
+) {
+    let mut failures = Vec::new();
+    for task in completed {
+        let id = task.id.to_string();
+        failures.extend(
+            hooks
+                .task_completed(&id, &task.subject, me.as_str(), cancel)
+                .await,
+        );
+    }
+    failures.extend(hooks.teammate_idle(me.as_str(), cancel).await);
+    for failure in failures {
+        tracing::warn!(member = %me, "{failure}");
     }
 }
 

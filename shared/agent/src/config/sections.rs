@@ -13,35 +13,32 @@ use serde_yaml_ng::Value;
 use super::{ConfigError, Source};
 use crate::permissions::{PermissionMode, Rule, RuleKind, RuleSet};
 
-/// When a hook runs.
+/// When a hook runs. Only events the agent fires are accepted, so a hook on an
+/// event nothing fires is a config error rather than a hook that never runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HookEvent {
-    /// A session starts or resumes.
+    /// An agent's first run begins (a new or a resumed session); stdout is context.
     SessionStart,
-    /// A session ends.
-    SessionEnd,
-    /// The user submitted a prompt, before the model sees it.
+    /// A prompt was submitted, before the model sees it; a failing hook blocks it.
     UserPromptSubmit,
     /// Before a tool call runs; a failing hook blocks the call.
     PreToolUse,
-    /// After a tool call finished.
+    /// After a tool call ran.
     PostToolUse,
-    /// The agent finished its turn.
+    /// A run ended (the agent finished its turn, or stopped).
     Stop,
-    /// A sub-agent finished.
-    SubagentStop,
     /// Before the conversation is compacted.
     PreCompact,
     /// A teammate became idle.
     TeammateIdle,
-    /// A task was marked completed.
+    /// A teammate's run completed a task.
     TaskCompleted,
 }
 
 /// What a hook does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum HookAction {
     /// Runs a shell command; context variables such as `$FILE_PATH` and
     /// `$TOOL_NAME` are provided in its environment.
@@ -65,6 +62,7 @@ pub struct Hook {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawHook {
     event: HookEvent,
     #[serde(rename = "if", default)]
@@ -257,6 +255,18 @@ pub(crate) fn hooks(value: &Value, source: Source, path: &Path) -> Result<Vec<Ho
         .map(|(i, item)| {
             let raw: RawHook = serde_yaml_ng::from_value(item.clone())
                 .map_err(|e| invalid(path, &format!("hooks[{i}]"), e.to_string()))?;
+            if let Some(condition) = &raw.condition {
+                crate::hooks::HookCondition::parse(condition)
+                    .map_err(|e| invalid(path, &format!("hooks[{i}].if"), e))?;
+            }
+            let HookAction::Command { command, .. } = &raw.action;
+            if command.trim().is_empty() {
+                return Err(invalid(
+                    path,
+                    &format!("hooks[{i}].action.command"),
+                    "is empty; give the shell command to run",
+                ));
+            }
             Ok(Hook {
                 event: raw.event,
                 condition: raw.condition,

@@ -202,6 +202,17 @@ impl Rule {
         self.tool.is_match(tool)
     }
 
+    /// Whether the rule's tool part (`Bash`, `mcp__github__*`) names `tool`,
+    /// whatever its pattern in parentheses. Tool filters use bare rules.
+    pub fn names_tool(&self, tool: &str) -> bool {
+        self.matches_tool(tool)
+    }
+
+    /// Whether the rule has a pattern in parentheses (`Bash(git *)`).
+    pub fn has_pattern(&self) -> bool {
+        self.content.is_some()
+    }
+
     /// Matches a bare tool rule, or a path rule against a path target.
     fn matches_path(&self, path: &PathTarget<'_>) -> bool {
         match &self.content {

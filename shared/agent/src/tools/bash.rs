@@ -409,6 +409,25 @@ pub(crate) async fn run(
         }
     }
     guard.group = None;
+    if matches!(ending, Ending::TimedOut | Ending::Cancelled) {
+        // What the command wrote before it was ended is still in the pipes; its group is
+        // gone, so they reach their end at once (bounded, in case something escaped it).
+        let drained = async {
+            while stdout.is_some() || stderr.is_some() {
+                tokio::select! {
+                    read = read_some(&mut stdout, &mut out_buf) => match read {
+                        Some(n) => output.push(&out_buf[..n]),
+                        None => stdout = None,
+                    },
+                    read = read_some(&mut stderr, &mut err_buf) => match read {
+                        Some(n) => output.push(&err_buf[..n]),
+                        None => stderr = None,
+                    },
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drained).await;
+    }
     let report = report_reader.and_then(read_report);
     let ending = match (ending, &report) {
         (Ending::Exited(_), Some(report)) => Ending::Exited(report_status(report)),

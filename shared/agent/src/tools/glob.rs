@@ -9,18 +9,17 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use globset::GlobBuilder;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::confined::{effective_roots, search_root};
 use super::walk::{Skipped, is_file, search_summary, search_target, walker};
-use super::{ToolError, display_path, parse_input, resolve_path, run_blocking};
+use super::{ToolError, display_path, resolve_path, run_blocking};
 use crate::permissions::sandbox::resolve_root;
-use crate::tool::{PermissionTarget, ReadFilter, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{PermissionTarget, ReadFilter, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Most paths returned by one call.
 pub const MAX_RESULTS: usize = 500;
@@ -31,17 +30,18 @@ const NAME: &str = "Glob";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Glob;
 
-#[derive(Debug, Deserialize)]
-struct Input {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Input {
+    /// Glob pattern relative to the search directory, e.g. "**/*.rs".
     pattern: String,
+    /// Directory to search in, absolute or relative to the working directory. Defaults to the working directory.
     #[serde(default)]
     path: Option<String>,
 }
 
-impl Tool for Glob {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for Glob {
+    type Input = Input;
+    const NAME: &'static str = NAME;
 
     fn description(&self) -> String {
         format!(
@@ -60,24 +60,6 @@ impl Tool for Glob {
         )
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Glob pattern relative to the search directory, e.g. \"**/*.rs\"."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Directory to search in, absolute or relative to the working directory. Defaults to the working directory."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
     fn kind(&self) -> ToolKind {
         ToolKind::Read
     }
@@ -90,34 +72,27 @@ impl Tool for Glob {
         search_target(input)
     }
 
-    fn summarize(&self, input: &Value) -> String {
-        search_summary(NAME, input)
+    fn summarize(&self, input: &Value) -> Option<String> {
+        Some(search_summary(NAME, input))
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let input: Input = match parse_input(NAME, input) {
-                Ok(input) => input,
-                Err(e) => return e.into_output(),
-            };
-            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
-            let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
-                .and_then(|root| search_root(&root, &roots))
-            {
-                Ok(root) => root,
-                Err(e) => return e.into_output(),
-            };
-            let cwd = resolve_root(&ctx.cwd);
-            let cancel = ctx.cancel.clone();
-            let pattern = input.pattern;
-            let filter = ctx.read_filter.clone();
-            let work = move || find_files(&root, &pattern, &cwd, &cancel, &filter);
-            match run_blocking(NAME, &ctx.cancel, work).await {
-                Ok(text) => ToolOutput::ok(text),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+        let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
+        let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
+            .and_then(|root| search_root(&root, &roots))
+        {
+            Ok(root) => root,
+            Err(e) => return e.into_output(),
+        };
+        let cwd = resolve_root(&ctx.cwd);
+        let cancel = ctx.cancel.clone();
+        let pattern = input.pattern;
+        let filter = ctx.read_filter.clone();
+        let work = move || find_files(&root, &pattern, &cwd, &cancel, &filter);
+        match run_blocking(NAME, &ctx.cancel, work).await {
+            Ok(text) => ToolOutput::ok(text),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 

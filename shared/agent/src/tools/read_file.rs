@@ -14,18 +14,15 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::confined::{Parents, effective_roots, locate};
 use super::input::opt_usize;
 use super::write_file::count_lines;
-use super::{
-    ToolError, input_str, looks_binary, parse_input, resolve_path, run_blocking, target_path,
-};
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use super::{ToolError, input_str, looks_binary, resolve_path, run_blocking, target_path};
+use crate::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Lines returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -43,19 +40,23 @@ const NAME: &str = "ReadFile";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadFile;
 
-#[derive(Debug, Deserialize)]
-struct Input {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Input {
+    /// Path of the file to read, absolute or relative to the working directory.
     path: String,
+    /// 1-based line number to start reading at. Only for files too long to read at once.
     #[serde(default, deserialize_with = "opt_usize")]
+    #[schemars(range(min = 1))]
     offset: Option<usize>,
+    /// Maximum number of lines to return (default 2000).
     #[serde(default, deserialize_with = "opt_usize")]
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
-impl Tool for ReadFile {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for ReadFile {
+    type Input = Input;
+    const NAME: &'static str = NAME;
 
     fn description(&self) -> String {
         format!(
@@ -76,30 +77,6 @@ impl Tool for ReadFile {
         )
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Path of the file to read, absolute or relative to the working directory."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "1-based line number to start reading at. Only for files too long to read at once."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": format!("Maximum number of lines to return (default {DEFAULT_LIMIT}).")
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
-    }
-
     fn kind(&self) -> ToolKind {
         ToolKind::Read
     }
@@ -114,29 +91,22 @@ impl Tool for ReadFile {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let input: Input = match parse_input(NAME, input) {
-                Ok(input) => input,
-                Err(e) => return e.into_output(),
-            };
-            let path = match resolve_path(&ctx.cwd, &input.path) {
-                Ok(path) => path,
-                Err(e) => return e.into_output(),
-            };
-            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
-            let start = input.offset.unwrap_or(1).max(1);
-            let limit = input.limit.filter(|&l| l > 0).unwrap_or(DEFAULT_LIMIT);
-            let read = move || {
-                let file = locate(&path, &roots, Parents::Existing)?.open_read()?;
-                read_numbered(file, &path, start, limit)
-            };
-            match run_blocking(NAME, &ctx.cancel, read).await {
-                Ok(text) => ToolOutput::ok(text),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+        let path = match resolve_path(&ctx.cwd, &input.path) {
+            Ok(path) => path,
+            Err(e) => return e.into_output(),
+        };
+        let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
+        let start = input.offset.unwrap_or(1).max(1);
+        let limit = input.limit.filter(|&l| l > 0).unwrap_or(DEFAULT_LIMIT);
+        let read = move || {
+            let file = locate(&path, &roots, Parents::Existing)?.open_read()?;
+            read_numbered(file, &path, start, limit)
+        };
+        match run_blocking(NAME, &ctx.cancel, read).await {
+            Ok(text) => ToolOutput::ok(text),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 
@@ -278,6 +248,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::tool::Tool;
+    use serde_json::json;
     use std::fs;
     use std::path::PathBuf;
 

@@ -10,14 +10,13 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::confined::{Parents, effective_roots, locate};
-use super::{input_str, parse_input, resolve_path, run_blocking, target_path};
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use super::{input_str, resolve_path, run_blocking, target_path};
+use crate::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 const NAME: &str = "WriteFile";
 
@@ -25,16 +24,17 @@ const NAME: &str = "WriteFile";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteFile;
 
-#[derive(Debug, Deserialize)]
-struct Input {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Input {
+    /// Path of the file to write, absolute or relative to the working directory.
     path: String,
+    /// The complete content to write.
     content: String,
 }
 
-impl Tool for WriteFile {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for WriteFile {
+    type Input = Input;
+    const NAME: &'static str = NAME;
 
     fn description(&self) -> String {
         "Writes a file to the local filesystem, creating it (and any missing parent \
@@ -54,24 +54,6 @@ impl Tool for WriteFile {
             .to_string()
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Path of the file to write, absolute or relative to the working directory."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete content to write."
-                }
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
-    }
-
     fn kind(&self) -> ToolKind {
         ToolKind::Write
     }
@@ -82,41 +64,34 @@ impl Tool for WriteFile {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let input: Input = match parse_input(NAME, input) {
-                Ok(input) => input,
-                Err(e) => return e.into_output(),
-            };
-            let path = match resolve_path(&ctx.cwd, &input.path) {
-                Ok(path) => path,
-                Err(e) => return e.into_output(),
-            };
-            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
-            let shown = input.path.clone();
-            let result = run_blocking(NAME, &ctx.cancel, move || {
-                let located = locate(&path, &roots, Parents::Create)?;
-                let mode = located.existing_mode()?;
-                let previous = mode.map(|_| {
-                    located
-                        .open_read()
-                        .ok()
-                        .and_then(|file| count_lines(file).ok())
-                        .unwrap_or(0)
-                });
-                located.write_atomic(input.content.as_bytes(), mode)?;
-                Ok((previous, line_count(&input.content)))
-            })
-            .await;
-            match result {
-                Ok((None, lines)) => ToolOutput::ok(format!("Created {shown} ({lines} lines).")),
-                Ok((Some(before), lines)) => ToolOutput::ok(format!(
-                    "Overwrote {shown} ({lines} lines; it had {before} lines before)."
-                )),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+        let path = match resolve_path(&ctx.cwd, &input.path) {
+            Ok(path) => path,
+            Err(e) => return e.into_output(),
+        };
+        let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
+        let shown = input.path.clone();
+        let result = run_blocking(NAME, &ctx.cancel, move || {
+            let located = locate(&path, &roots, Parents::Create)?;
+            let mode = located.existing_mode()?;
+            let previous = mode.map(|_| {
+                located
+                    .open_read()
+                    .ok()
+                    .and_then(|file| count_lines(file).ok())
+                    .unwrap_or(0)
+            });
+            located.write_atomic(input.content.as_bytes(), mode)?;
+            Ok((previous, line_count(&input.content)))
+        })
+        .await;
+        match result {
+            Ok((None, lines)) => ToolOutput::ok(format!("Created {shown} ({lines} lines).")),
+            Ok((Some(before), lines)) => ToolOutput::ok(format!(
+                "Overwrote {shown} ({lines} lines; it had {before} lines before)."
+            )),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 
@@ -153,6 +128,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::tool::Tool;
+    use serde_json::json;
     use std::fs::{self, Permissions};
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;

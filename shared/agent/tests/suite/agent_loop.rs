@@ -217,7 +217,7 @@ impl Fixture {
         tools: Vec<Probe>,
         options: AgentOptions,
     ) -> Agent {
-        let mut registry = ToolRegistry::new();
+        let registry = ToolRegistry::new();
         for tool in tools {
             registry.register(Arc::new(tool));
         }
@@ -634,6 +634,67 @@ async fn a_hook_restores_its_text_after_compaction() {
     );
 }
 
+#[tokio::test]
+async fn the_pre_compact_hook_runs_once_before_a_compaction() {
+    use roo_agent::config::{Hook, HookAction, HookEvent, Source};
+    use roo_agent::hooks::{CommandHooks, HookSetup};
+    let fx = Fixture::new();
+    let read = |i: u64, input_tokens: u64| {
+        turn_sized(
+            "",
+            &[("Read", json!({"tag": format!("r{i}")}))],
+            input_tokens,
+        )
+    };
+    let replies = vec![
+        read(0, 2000),
+        read(1, 8500), // the next prompt is over 80 % of the window
+        turn_sized("SUMMARY", &[], 500),
+        turn("finished", &[]),
+    ];
+    let provider = FakeProvider::with_window(replies, 10_000);
+    let options = AgentOptions {
+        compaction: CompactionOptions {
+            threshold: 0.8,
+            keep_fraction: 0.3,
+            summary_max_tokens: 500,
+        },
+        ..AgentOptions::default()
+    };
+    let mut agent = fx.agent(provider, vec![fx.probe("Read", true)], options);
+    let log = fx.dir.join("compact.log");
+    let hook = Hook {
+        event: HookEvent::PreCompact,
+        condition: None,
+        action: HookAction::Command {
+            command: format!("cat >> '{}'; echo >> '{}'", log.display(), log.display()),
+            timeout_ms: None,
+        },
+        source: Source::User,
+    };
+    let (hooks, _) = CommandHooks::new(
+        &[hook],
+        HookSetup {
+            agent_name: "lead".into(),
+            team: None,
+            session_id: None,
+            project_root: fx.dir.clone(),
+            context: ToolContext::new(fx.dir.clone(), fx.dir.join("session")),
+        },
+    );
+    agent.add_lifecycle_hook(Arc::new(hooks));
+    let (result, events) = run(&mut agent, "read everything").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert_eq!(lines[0]["event"], "pre_compact");
+    assert!(lines[0]["estimated_tokens"].as_u64().unwrap() > 8000);
+}
+
 struct Inbox(Mutex<Vec<String>>);
 
 impl TurnHook for Inbox {
@@ -853,7 +914,7 @@ async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
         PermissionMode::AcceptEdits,
         RuleSet::default(),
     )));
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for tool in roo_agent::plan_mode::plan_mode_tools(
         policy.clone(),
         plan_file.clone(),

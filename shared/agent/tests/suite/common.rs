@@ -78,3 +78,87 @@ pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// An agent of `tools` in the workspace's project (acceptEdits) talking to the mock
+/// server, which replays `script` in the Anthropic wire format. Returns the agent and
+/// the server (which records every request).
+pub async fn scripted_agent(
+    ws: &Workspace,
+    script: &str,
+    tools: roo_agent::tool::ToolRegistry,
+) -> (
+    roo_agent::agent_loop::Agent,
+    roo_llm::mock_server::MockServer,
+) {
+    use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
+    use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
+    use roo_llm::mock_server::{MockServer, Protocol};
+    use std::sync::{Arc, RwLock};
+
+    let script =
+        roo_llm::script::Script::parse(script, false).unwrap_or_else(|e| panic!("bad script: {e}"));
+    let server = MockServer::with_script(script).await.unwrap();
+    let mut settings = roo_llm::LlmSettings::defaults(roo_llm::ProviderKind::Anthropic);
+    settings.base_url = server.base_url(Protocol::Anthropic);
+    settings.api_key = Some("test-key".into());
+    settings.retry = roo_llm::RetryPolicy {
+        max_retries: 0,
+        ..roo_llm::RetryPolicy::default()
+    };
+    let provider = roo_llm::build_provider(&settings).unwrap();
+    let policy: SharedPolicy = Arc::new(RwLock::new(PermissionPolicy::new(
+        ws.project.clone(),
+        PermissionMode::AcceptEdits,
+        RuleSet::default(),
+    )));
+    let agent = Agent::new(
+        provider,
+        tools,
+        policy,
+        Arc::new(DenyApprover),
+        vec!["system".into()],
+        ws.context(100_000),
+        AgentOptions::default(),
+        ws.session.join("plan.md"),
+    );
+    (agent, server)
+}
+
+/// Runs `prompt` to its end; returns the result and every event.
+pub async fn run_collecting(
+    agent: &mut roo_agent::agent_loop::Agent,
+    prompt: &str,
+) -> (
+    roo_agent::agent_loop::RunResult,
+    Vec<roo_agent::event::AgentEvent>,
+) {
+    let (sink, mut rx) = roo_agent::event::EventSink::channel();
+    let result = agent
+        .run(prompt, &sink, tokio_util::sync::CancellationToken::new())
+        .await;
+    drop(sink);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (result, events)
+}
+
+/// Names of the tools sent with a recorded request.
+pub fn request_tools(request: &roo_llm::mock_server::RecordedRequest) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The tool results of the last user message of a recorded (Anthropic) request.
+pub fn last_tool_results(request: &roo_llm::mock_server::RecordedRequest) -> String {
+    let messages = request.body["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"].to_string()
+}

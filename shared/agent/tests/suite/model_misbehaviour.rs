@@ -53,7 +53,7 @@ async fn run(ws: &Workspace, kind: ProviderKind, script: &str, text_tool_calls: 
         idle: Duration::from_secs(10),
     };
     let provider = build_provider(&settings).unwrap();
-    let mut tools = ToolRegistry::new();
+    let tools = ToolRegistry::new();
     for tool in builtin_tools() {
         tools.register(tool);
     }

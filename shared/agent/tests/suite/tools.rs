@@ -11,7 +11,7 @@ use serde_json::json;
 use super::common::{Workspace, wait_until};
 
 fn registry() -> ToolRegistry {
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for tool in builtin_tools() {
         registry.register(tool);
     }

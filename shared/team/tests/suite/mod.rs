@@ -2,6 +2,7 @@ mod approver;
 mod builder;
 mod common;
 mod delivery;
+mod hooks;
 mod router;
 mod shutdown;
 mod spawner;

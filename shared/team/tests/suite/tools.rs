@@ -32,7 +32,7 @@ fn slot_of(team: &Team, me: &str) -> TeamSlot {
 
 /// A registry of the tools, and a recorder of `on_sent` calls.
 fn registry(tools: Vec<Arc<dyn Tool>>) -> ToolRegistry {
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for tool in tools {
         registry.register(tool);
     }
