@@ -560,7 +560,15 @@ impl InboxRouter {
         cancel: &CancellationToken,
     ) -> Result<(), RouterError> {
         loop {
-            if let Err(e) = self.poll().await {
+            let polled = self.poll().await;
+            // The team was deleted (TeamDelete, `roo-mail team delete`) under a router still
+            // running: nothing is left to read, and a read that failed half-way through the
+            // deletion is not worth reporting.
+            if !self.inner.mailbox.team().config_path().exists() {
+                tracing::info!(member = %self.inner.me, "the team is gone; the inbox router stops");
+                return Ok(());
+            }
+            if let Err(e) = polled {
                 tracing::warn!(member = %self.inner.me, error = %e, "failed to read the inbox");
                 if let Some(events) = self.inner.events.get() {
                     events.send(TeamEvent::Notice {

@@ -321,3 +321,44 @@ fn a_running_router_dropped_with_its_runtime_ends_its_inbox_wait() {
         started.elapsed()
     );
 }
+
+/// TeamDelete removes the team while its lead's router still runs: at its next wake the
+/// router stops by itself, and no "failed to read the inbox" notice reaches the user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_router_whose_team_is_deleted_stops_quietly() {
+    let home = TeamHome::new();
+    let (sender, mut events) = team_events();
+    let router = InboxRouter::with_events(home.team.mailbox(), name("lead"), sender);
+    let running = {
+        let router = router.clone();
+        tokio::spawn(async move { router.run(CancellationToken::new()).await })
+    };
+    home.mail(&[
+        "send",
+        "--as",
+        "alice",
+        "--to",
+        "lead",
+        "--summary",
+        "hi",
+        "hello",
+    ]);
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while router.take_conversation().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    std::fs::remove_dir_all(home.path().join("teams/t")).unwrap();
+    // Its next wake (a nudge, a notification, the polling) finds the team gone.
+    router.nudge();
+    let ended = tokio::time::timeout(Duration::from_secs(20), running).await;
+    assert!(ended.is_ok(), "the router kept running on a deleted team");
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(&event, TeamEvent::Notice { text } if text.contains("failed to read")),
+            "{event:?}"
+        );
+    }
+}
