@@ -12,6 +12,7 @@ mod lead_interactive;
 mod lead_misbehaving_model;
 mod lead_permissions;
 mod lead_team;
+mod panes_interactive;
 mod project_trust;
 mod sandbox;
 mod store_concurrency;
