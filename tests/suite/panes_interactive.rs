@@ -170,3 +170,141 @@ fn the_interactive_lead_in_tmux_opens_pane_teammates_and_shows_their_previews_an
     );
     assert!(process_gone(bob.pid as i32));
 }
+
+/// Kills a private tmux server on drop.
+struct Server(String);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn teammate_colours_stay_on_their_own_panes_and_leave_the_leads_window_as_it_was() {
+    use roo_team::backend::{Launch, Placement, Socket, TeammateExecutor, TmuxExecutor};
+
+    let (root, project) = world();
+    let server = Server(format!("roo-test-{}-colours", std::process::id()));
+    let tmux = |args: &[&str]| {
+        let out = std::process::Command::new("tmux")
+            .args(["-L", &server.0, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "tmux {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "lead",
+        "-x",
+        "160",
+        "-y",
+        "40",
+        "--",
+        "sleep",
+        "100000",
+    ]);
+    let lead_pane = tmux(&["display-message", "-p", "-t", "lead", "#{pane_id}"])
+        .trim()
+        .to_string();
+    let window_options = || tmux(&["show-options", "-w", "-t", &lead_pane]);
+    let before = window_options();
+    let script = root.write("script.yaml", "agents:\n  \"*\":\n    - text: \"Ready.\"\n");
+    let home = RooHome::new(root.join("roo"));
+    let crew = Name::parse("crew").unwrap();
+    let lead = Name::parse("lead").unwrap();
+    let team = Team::create(
+        &home,
+        crew.clone(),
+        "",
+        roo_store::Member::new(lead.clone(), &crew),
+        Vec::new(),
+    )
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let executor = TmuxExecutor::new(
+            roo_team::backend::Tmux::new("tmux", Some(Socket::Name(server.0.clone())))
+                .with_config("/dev/null"),
+            Placement::Window {
+                lead_pane: lead_pane.clone(),
+            },
+            bin("roo-worker"),
+            &root.join("roo"),
+        );
+        for (who, colour) in [("alice", "blue"), ("bob", "magenta")] {
+            let me = Name::parse(who).unwrap();
+            let mut settings = roo_team::AgentSettings::new(
+                roo_team::Identity::teammate(me.clone(), crew.clone(), lead.clone()),
+                root.join("roo"),
+            );
+            settings.llm.provider = Some("script".into());
+            settings.llm.script = Some(script.clone());
+            executor
+                .spawn(Launch {
+                    team: team.clone(),
+                    name: me.clone(),
+                    lead: lead.clone(),
+                    prompt: "Say you are ready.".into(),
+                    settings,
+                    plan_mode_required: false,
+                    mode_after_plan: roo_agent::permissions::PermissionMode::Default,
+                    agent_type: None,
+                    model: None,
+                    work_dir: project.clone(),
+                    color: Some(colour.into()),
+                    tools: Vec::new(),
+                })
+                .await
+                .unwrap_or_else(|e| panic!("spawn {who}: {e}"));
+            let pane = executor.pane_of(&me).unwrap();
+            // The colour is the pane's own, shown in its title on the border.
+            assert_eq!(
+                tmux(&["show-options", "-p", "-v", "-t", &pane, "@roo-color"]).trim(),
+                colour
+            );
+            let title = tmux(&[
+                "display-message",
+                "-p",
+                "-t",
+                &pane,
+                "#{E:pane-border-format}",
+            ]);
+            assert!(
+                title.contains(&format!("#[fg={colour}] {who} ")),
+                "{who}'s border: {title}"
+            );
+        }
+        // Nothing window-wide but the titles on the borders: no border colour of the
+        // last teammate spread over every pane, the lead's included.
+        let during = window_options();
+        assert!(
+            !during.contains("pane-border-style") && !during.contains("pane-active-border-style"),
+            "{during}"
+        );
+        assert!(during.contains("pane-border-status top"), "{during}");
+        let lead_title = tmux(&[
+            "display-message",
+            "-p",
+            "-t",
+            &lead_pane,
+            "#{E:pane-border-format}",
+        ]);
+        assert!(lead_title.contains("#[fg=] "), "{lead_title}");
+        executor.shutdown_all(false).await;
+        let left = tmux(&["list-panes", "-a", "-F", "#{pane_id}"]);
+        assert_eq!(left.trim(), lead_pane, "only the lead's pane is left");
+        assert_eq!(window_options(), before, "the lead's window as it was");
+    });
+}
