@@ -5,6 +5,7 @@ mod cli_mail;
 mod cli_task;
 mod cli_team_runtime;
 mod demo;
+mod demo_tmux;
 mod hooks;
 mod instructions_include;
 mod lead_headless;
