@@ -30,6 +30,25 @@ pub(crate) fn workers_under(root: &Path) -> Vec<String> {
     found
 }
 
+/// Live processes other than tmux itself whose working directory is under `root`
+/// (a teammate's command left behind).
+fn processes_in(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        if cwd.starts_with(root) && comm.trim() != "tmux: server" && !process_gone(pid) {
+            found.push(format!("{pid} {}: cwd {}", comm.trim(), cwd.display()));
+        }
+    }
+    found
+}
+
 /// The lead forms team crew and spawns alice and bob; its later turns answer whatever
 /// the person types. Alice greets the lead and is done; bob greets it, then works (his
 /// Bash waits for the file `GO`, so the test sees him busy) and goes idle.
@@ -169,6 +188,55 @@ fn the_interactive_lead_in_tmux_opens_pane_teammates_and_shows_their_previews_an
         || format!("{}\n{:?}", tmux.all_screens(), workers_under(root.path())),
     );
     assert!(process_gone(bob.pid as i32));
+}
+
+#[test]
+fn ctrl_d_at_the_interactive_leads_prompt_ends_a_busy_pane_teammate_and_closes_its_pane() {
+    let (root, project) = world();
+    let script = root.write("script.yaml", SCRIPT);
+    let command = format!(
+        "{} --provider script --script '{}' --trust-project --permission-mode bypassPermissions \
+         --teammate-mode tmux",
+        bin("roo-lead").display(),
+        script.display()
+    );
+    let tmux = Tmux::start(
+        &project,
+        &[
+            ("ROO_HOME", root.join("roo").display().to_string()),
+            ("HOME", root.join("home").display().to_string()),
+            ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+        ],
+        &command,
+    );
+    let lead_pane = tmux.panes()[0].id.clone();
+    tmux.wait_for("the prompt", |s| s.contains("RooCode") && s.contains('›'));
+    tmux.type_text("Say hello, both of you.");
+    tmux.keys(&["Enter"]);
+    // Bob's command waits for a file nobody writes: he is busy when the person leaves.
+    tmux.wait_for("bob busy, the lead back at its prompt", |s| {
+        s.contains("team crew · alice idle · bob busy") && s.contains("Alice and bob are on it.")
+    });
+    let bob = pane(&tmux, "bob").unwrap_or_else(|| panic!("{}", tmux.all_screens()));
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.all_screens());
+    wait_until(
+        "only the lead's pane left and no roo-worker",
+        Duration::from_secs(10),
+        || {
+            let panes = tmux.panes();
+            (panes.len() == 1 && panes[0].id == lead_pane && workers_under(root.path()).is_empty())
+                .then_some(())
+        },
+        || format!("{}\n{:?}", tmux.all_screens(), workers_under(root.path())),
+    );
+    assert!(process_gone(bob.pid as i32));
+    wait_until(
+        "bob's command to end with him",
+        Duration::from_secs(10),
+        || processes_in(root.path()).is_empty().then_some(()),
+        || format!("{:?}", processes_in(root.path())),
+    );
 }
 
 /// Kills a private tmux server on drop.
