@@ -160,6 +160,17 @@ fn the_interactive_lead_in_tmux_opens_pane_teammates_and_shows_their_previews_an
         "alice's pane:\n{alice_screen}"
     );
 
+    // A status line is printed when it changes, never twice in a row.
+    let status: Vec<&str> = screen
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| l.starts_with("team crew ·"))
+        .collect();
+    assert!(
+        status.windows(2).all(|w| w[0] != w[1]),
+        "the same status line twice:\n{screen}"
+    );
+
     // Bob's command ends: he goes idle.
     root.write("project/.roocode/worktrees/crew+bob/GO", "");
     tmux.wait_for("bob idle in the status line", |s| {
