@@ -13,11 +13,11 @@ pub const PLACEHOLDER: &[&str] = &["sleep", "86400"];
 /// The pane user option holding a teammate's colour ([`dress_pane`]).
 pub const COLOR_OPTION: &str = "@roo-color";
 
-/// A pane's border line: its title (the teammate's name) in its colour. Border styles
-/// are window options in tmux (`set-option -p pane-border-style` lands on the whole
-/// window), so the colour is a pane user option the format reads; a pane without one
-/// (the lead's) gets the border's own colour.
-pub const BORDER_FORMAT: &str = "#[fg=#{@roo-color}] #{pane_title} #[default]";
+/// A pane's border line: a teammate's pane shows its title (the teammate's name) in its
+/// colour. Border styles are window options in tmux (`set-option -p pane-border-style`
+/// lands on the whole window), so the colour is a pane user option the format reads; a
+/// pane without one (the lead's, the user's) shows no title, as before the team came.
+pub const BORDER_FORMAT: &str = "#{?@roo-color,#[fg=#{@roo-color}] #{pane_title} #[default],}";
 
 /// The variable naming the credentials handoff file in the worker's environment.
 pub use roo_agent::sandbox::handoff::HANDOFF_ENV;
