@@ -251,3 +251,68 @@ fn foreground(escapes: &str) -> Option<String> {
     }
     colour
 }
+
+#[test]
+fn the_demo_on_a_terminal_outside_tmux_runs_in_process_not_in_a_detached_session() {
+    let (root, tmp) = world();
+    // tmux is installed but the demo's terminal is not inside it (the harness's pane
+    // variables removed). Its default server's socket goes under the test's directory,
+    // so a detached session, if one were made, would not be on a real server.
+    let sockets = root.join("tmux-sockets");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let tmux = Tmux::start(
+        root.path(),
+        &[
+            ("TMPDIR", tmp.display().to_string()),
+            ("HOME", root.join("home").display().to_string()),
+            ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+            ("TERM", "xterm-256color".to_string()),
+        ],
+        &format!(
+            "env -u TMUX -u TMUX_PANE TMUX_TMPDIR='{}' {} demo --pace-ms 0 --timeout 120",
+            sockets.display(),
+            bin("roo-lead").display()
+        ),
+    );
+    let code = wait_until(
+        "the demo to end",
+        Duration::from_secs(120),
+        || tmux.exit_status(),
+        || tmux.all_screens(),
+    );
+    let kill_stray_server = || {
+        for entry in walk(&sockets) {
+            let _ = std::process::Command::new("tmux")
+                .arg("-S")
+                .arg(&entry)
+                .arg("kill-server")
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    };
+    let out = history(&tmux, "main", false);
+    let stray = walk(&sockets);
+    kill_stray_server();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("teammates run in-process"), "{out}");
+    assert!(
+        out.contains("alice  │ ● Bash(sh tests/test_slug.sh)"),
+        "{out}"
+    );
+    assert!(stray.is_empty(), "a tmux server was started: {stray:?}");
+    assert_eq!(workers_under(root.path()), Vec::<String>::new());
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
