@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 use clap::ValueEnum;
 use roo_agent::event::{AgentEvent, EventSink};
 use roo_store::{Name, ReadFilter, Team};
+use roo_team::backend::detect::{
+    Choice, DetectEnv, Detection, Mode as DetectMode, TmuxPlacement, detect,
+};
 use roo_team::{MemberEvent, TeamEvent, TeammateOutput};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -91,7 +94,10 @@ pub fn run(lead: &LeadArgs, demo: &DemoArgs) -> Result<ExitCode, AppError> {
     }
     let started = Instant::now();
     let world = project::World::create(demo.pace_ms)?;
-    let mode = demo.teammate_mode.unwrap_or(lead.teammate_mode);
+    let mode = demo_mode(
+        demo.teammate_mode.unwrap_or(lead.teammate_mode),
+        &DetectEnv::capture(DetectMode::Auto),
+    );
     let args = lead_args(lead, demo, &world, mode)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -143,6 +149,23 @@ pub fn run(lead: &LeadArgs, demo: &DemoArgs) -> Result<ExitCode, AppError> {
             .map_err(|e| AppError::Io(format!("failed to remove {}: {e}", root.display())))?;
     }
     Ok(ExitCode::from(report.code))
+}
+
+/// Where the demo's teammates run: what `roo-lead` would choose, except that `auto`'s
+/// detached tmux session (a terminal outside tmux, with tmux installed) becomes
+/// in-process — the demo is watched on this terminal, which would show none of a
+/// detached session's panes. A mode the user forces is kept.
+fn demo_mode(mode: TeammateMode, env: &DetectEnv) -> TeammateMode {
+    if mode != TeammateMode::Auto {
+        return mode;
+    }
+    match detect(env) {
+        Ok(Detection {
+            choice: Choice::Tmux(TmuxPlacement::DetachedSession),
+            ..
+        }) => TeammateMode::InProcess,
+        _ => mode,
+    }
 }
 
 /// The lead's flags for the demo: the scripted provider, the demo's repository, full
@@ -473,5 +496,47 @@ fn backend_words(mode: roo_store::BackendType) -> &'static str {
         }
         roo_store::BackendType::Tmux => "in tmux panes",
         roo_store::BackendType::Iterm2 => "in iTerm2 panes",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use roo_team::backend::detect::{DetectEnv, Mode};
+
+    use super::demo_mode;
+    use crate::lead::TeammateMode;
+
+    fn terminal(tmux_var: Option<&str>, tmux: bool) -> DetectEnv {
+        DetectEnv {
+            mode: Mode::Auto,
+            tmux_var: tmux_var.map(str::to_string),
+            term_program: None,
+            iterm_session_id: None,
+            stdin_tty: true,
+            stdout_tty: true,
+            tmux: tmux.then(|| PathBuf::from("/usr/bin/tmux")),
+            it2: None,
+        }
+    }
+
+    #[test]
+    fn on_a_plain_terminal_with_tmux_installed_the_demo_runs_in_process_not_detached() {
+        let plain = terminal(None, true);
+        assert_eq!(
+            demo_mode(TeammateMode::Auto, &plain),
+            TeammateMode::InProcess
+        );
+        // Forced, the user gets the detached session.
+        assert_eq!(demo_mode(TeammateMode::Tmux, &plain), TeammateMode::Tmux);
+        // Inside tmux, detection's panes in the current window.
+        let inside = terminal(Some("/tmp/tmux-1/default,1,0"), true);
+        assert_eq!(demo_mode(TeammateMode::Auto, &inside), TeammateMode::Auto);
+        // No tmux at all: detection's in-process.
+        assert_eq!(
+            demo_mode(TeammateMode::Auto, &terminal(None, false)),
+            TeammateMode::Auto
+        );
     }
 }

@@ -91,6 +91,7 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         ..
     } = built;
     let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
+    let mut last_status: Option<String> = None;
     let style = Style::for_stdout();
     // Restore the terminal even if something panics.
     let default_hook = std::panic::take_hook();
@@ -168,8 +169,11 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                 }
                 Some(team) = team_events.recv() => {
                     let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-                    let line = team_line(&style, &team, &team_status.borrow());
-                    let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                    if let Some(line) =
+                        team_line(&style, &team, &team_status.borrow(), &mut last_status)
+                    {
+                        let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                    }
                     continue;
                 }
             };
@@ -260,9 +264,12 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                     _ = &mut run => break,
                     Some(event) = events.recv() => render.event(&event),
                     Some(event) = team_events.recv() => {
-                        render.break_line();
-                        let line = team_line(&style, &event, &team_status.borrow());
-                        let _ = writeln!(render.out(), "{line}");
+                        if let Some(line) =
+                            team_line(&style, &event, &team_status.borrow(), &mut last_status)
+                        {
+                            render.break_line();
+                            let _ = writeln!(render.out(), "{line}");
+                        }
                     }
                     Some(pending) = approvals.recv(), if asking.is_none() => {
                         render.break_line();
@@ -429,17 +436,29 @@ pub fn team_command(name: &str, slot: &TeamSlot) -> String {
     shown.unwrap_or_else(|e| format!("error: {e}\n"))
 }
 
-/// One styled line for a team event; a state change shows the whole status line.
-fn team_line(style: &Style, event: &TeamEvent, status: &Option<TeamStatus>) -> String {
-    match event {
+/// One styled line for a team event; a state change shows the whole status line, read
+/// when the event is shown — so several changes seen in one poll would print the same
+/// line several times: `last_status` (the status line shown last) leaves those out.
+fn team_line(
+    style: &Style,
+    event: &TeamEvent,
+    status: &Option<TeamStatus>,
+    last_status: &mut Option<String>,
+) -> Option<String> {
+    Some(match event {
         TeamEvent::MemberState { .. } if status.is_some() => {
-            style.dim(&status.as_ref().map(TeamStatus::line).unwrap_or_default())
+            let line = status.as_ref().map(TeamStatus::line).unwrap_or_default();
+            if last_status.as_deref() == Some(line.as_str()) {
+                return None;
+            }
+            *last_status = Some(line.clone());
+            style.dim(&line)
         }
         TeamEvent::Message { .. } => style.cyan(&event.line()),
         TeamEvent::Joined { .. } | TeamEvent::MemberState { .. } | TeamEvent::Notice { .. } => {
             style.dim(&event.line())
         }
-    }
+    })
 }
 
 fn ask(out: &mut RawWriter<Stdout>, style: &Style, pending: &PendingApproval) {
@@ -491,5 +510,64 @@ fn answer_label(approval: &Approval) -> &'static str {
         Approval::AllowOnce => "  → allowed once",
         Approval::AllowAlways => "  → always allowed",
         Approval::Deny { .. } => "  → denied",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use roo_store::{MemberState, Name};
+    use roo_team::TeamEvent;
+    use roo_team::lead::status::{MemberStatus, TeamStatus};
+
+    use super::team_line;
+    use crate::render::Style;
+
+    fn status(states: &[(&str, MemberState)]) -> Option<TeamStatus> {
+        Some(TeamStatus {
+            team: Name::parse("crew").unwrap(),
+            members: states
+                .iter()
+                .map(|(name, state)| MemberStatus {
+                    name: Name::parse(name).unwrap(),
+                    state: *state,
+                })
+                .collect(),
+        })
+    }
+
+    fn change(name: &str, state: MemberState) -> TeamEvent {
+        TeamEvent::MemberState {
+            name: Name::parse(name).unwrap(),
+            state,
+        }
+    }
+
+    #[test]
+    fn state_changes_seen_in_one_poll_print_the_status_line_once() {
+        let style = Style::plain();
+        let mut last = None;
+        let now = status(&[("alice", MemberState::Idle), ("bob", MemberState::Busy)]);
+        // The monitor reported alice and bob together: the status already holds both.
+        let first = team_line(&style, &change("alice", MemberState::Idle), &now, &mut last);
+        assert_eq!(first.as_deref(), Some("team crew · alice idle · bob busy"));
+        assert_eq!(
+            team_line(&style, &change("bob", MemberState::Busy), &now, &mut last),
+            None
+        );
+        // Other events are always shown, and a new status is shown again.
+        assert!(
+            team_line(
+                &style,
+                &TeamEvent::Notice { text: "x".into() },
+                &now,
+                &mut last
+            )
+            .is_some()
+        );
+        let later = status(&[("alice", MemberState::Idle), ("bob", MemberState::Idle)]);
+        assert_eq!(
+            team_line(&style, &change("bob", MemberState::Idle), &later, &mut last).as_deref(),
+            Some("team crew · alice idle · bob idle")
+        );
     }
 }

@@ -12,7 +12,8 @@
 //!   The window's layout is `tiled` after every split and close.
 //! - **Start**: a pane is created running a placeholder (`split-window -d -P -F
 //!   '#{pane_id}' … sleep`), titled with the teammate's name (`select-pane -T`, shown on
-//!   the pane's border), its border coloured with the teammate's colour, set to stay
+//!   the pane's border in the teammate's colour: a pane user option the border format
+//!   reads, since border styles are window-wide in tmux), set to stay
 //!   open if the worker fails (`remain-on-exit failed`: its error stays readable), then
 //!   `respawn-pane -k` replaces the placeholder with the `roo-worker` command, run
 //!   directly (no shell; nothing is typed into a shell). The spawn returns once the

@@ -10,8 +10,14 @@ use crate::backend::executor::Launch;
 /// What a placeholder pane runs until `respawn-pane` replaces it.
 pub const PLACEHOLDER: &[&str] = &["sleep", "86400"];
 
-/// A pane's border line: its title (the teammate's name).
-pub const BORDER_FORMAT: &str = " #{pane_title} ";
+/// The pane user option holding a teammate's colour ([`dress_pane`]).
+pub const COLOR_OPTION: &str = "@roo-color";
+
+/// A pane's border line: a teammate's pane shows its title (the teammate's name) in its
+/// colour. Border styles are window options in tmux (`set-option -p pane-border-style`
+/// lands on the whole window), so the colour is a pane user option the format reads; a
+/// pane without one (the lead's, the user's) shows no title, as before the team came.
+pub const BORDER_FORMAT: &str = "#{?@roo-color,#[fg=#{@roo-color}] #{pane_title} #[default],}";
 
 /// The variable naming the credentials handoff file in the worker's environment.
 pub use roo_agent::sandbox::handoff::HANDOFF_ENV;
@@ -88,21 +94,13 @@ pub fn has_session(name: &str) -> Vec<String> {
     strings(&["has-session", "-t", &format!("={name}")])
 }
 
-/// Title, colours and "stay open if the worker fails" for a new pane.
+/// Title, colour (read by [`BORDER_FORMAT`]) and "stay open if the worker fails" for a
+/// new pane: pane options only, which go away with the pane.
 pub fn dress_pane(pane: &str, title: &str, color: &str) -> Vec<Vec<String>> {
-    let style = format!("fg={color}");
     vec![
         strings(&["set-option", "-p", "-t", pane, "remain-on-exit", "failed"]),
         strings(&["select-pane", "-t", pane, "-T", title]),
-        strings(&["set-option", "-p", "-t", pane, "pane-border-style", &style]),
-        strings(&[
-            "set-option",
-            "-p",
-            "-t",
-            pane,
-            "pane-active-border-style",
-            &style,
-        ]),
+        strings(&["set-option", "-p", "-t", pane, COLOR_OPTION, color]),
     ]
 }
 
@@ -344,8 +342,7 @@ mod tests {
             [
                 "set-option -p -t %3 remain-on-exit failed",
                 "select-pane -t %3 -T alice",
-                "set-option -p -t %3 pane-border-style fg=blue",
-                "set-option -p -t %3 pane-active-border-style fg=blue",
+                "set-option -p -t %3 @roo-color blue",
             ]
         );
         assert_eq!(
