@@ -7,6 +7,7 @@ pub mod executor;
 pub mod in_process;
 pub mod iterm2;
 pub mod nudge;
+pub mod pane;
 pub mod tmux;
 
 pub use executor::{ExecError, Launch, TeammateExecutor};
