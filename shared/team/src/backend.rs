@@ -12,4 +12,5 @@ pub mod tmux;
 
 pub use executor::{ExecError, Launch, TeammateExecutor};
 pub use in_process::InProcessExecutor;
+pub use iterm2::ITerm2Executor;
 pub use tmux::{Placement, Socket, Tmux, TmuxExecutor};

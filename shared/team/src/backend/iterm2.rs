@@ -33,6 +33,7 @@
 //! - **Cleanup** closes only the sessions this lead created, never the user's.
 
 pub mod commands;
+mod executor;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -43,6 +44,7 @@ use roo_store::Name;
 use tokio::process::Command;
 
 pub use commands::{ListedSession, PaneLaunch, SessionId, Split};
+pub use executor::{ITerm2Executor, SESSION_WATCH_INTERVAL};
 
 /// How long one `it2` command may take (it connects to iTerm2 over its API socket).
 pub const IT2_TIMEOUT: Duration = Duration::from_secs(15);
@@ -222,6 +224,11 @@ impl ITerm2Panes {
         Ok(ITerm2Panes::new(it2, lead, launchers))
     }
 
+    /// The directory launchers are written to.
+    pub fn launchers(&self) -> &Path {
+        &self.launchers
+    }
+
     /// The lead's session.
     pub fn lead(&self) -> &SessionId {
         &self.lead
@@ -330,10 +337,20 @@ impl ITerm2Panes {
 
     /// Whether `session` still exists in iTerm2.
     pub async fn is_alive(&self, session: &SessionId) -> Result<bool, It2Error> {
+        let listed = self.listed().await?;
+        Ok(listed.iter().any(|s| s.id == session.as_str()))
+    }
+
+    /// Every session iTerm2 has (`it2 session list --json`).
+    pub async fn listed(&self) -> Result<Vec<ListedSession>, It2Error> {
         let args = commands::list();
         let out = self.it2.run(&args).await?;
-        let listed = commands::parse_list(&out, &args)?;
-        Ok(listed.iter().any(|s| s.id == session.as_str()))
+        commands::parse_list(&out, &args)
+    }
+
+    /// Forgets every pane without closing it (they are left to the user).
+    pub fn forget_all(&self) {
+        lock(&self.panes).clear();
     }
 
     fn write_launcher(&self, name: &Name, launch: &PaneLaunch) -> Result<PathBuf, It2Error> {

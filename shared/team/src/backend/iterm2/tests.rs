@@ -120,6 +120,7 @@ fn launch(argv: &[&str], env: &[(&str, &str)], cwd: &Path) -> PaneLaunch {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         argv: argv.iter().map(|a| a.to_string()).collect(),
+        pid_file: None,
     }
 }
 

@@ -251,6 +251,7 @@ mod tests {
     use roo_store::{Member, Name, RooHome, Team};
 
     use super::*;
+    use crate::backend::Launch;
     use crate::builder::{AgentSettings, Identity};
 
     #[test]
