@@ -12,10 +12,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use roo_store::{BackendType, Name, RooHome, Team};
-use roo_tests::{TempDir, TestCommand, bin, git, process_gone, wait_until};
+use roo_store::{BackendType, MemberState, Name, RooHome, TaskId, TaskStatus, Team};
+use roo_tests::{TempDir, TestCommand, bin, git, process_gone, read_pid, wait_until};
 
-use super::team_panes::{ArgvSampler, CANARY, LEAD, TEAMMATES, workers_under};
+use super::team_panes::{ArgvSampler, CANARY, KILLED, LEAD, TEAMMATES, workers_under};
 
 /// The lead's own session (its `$ITERM_SESSION_ID`).
 const LEAD_GUID: &str = "2A3B1C4D-0000-4000-8000-00000000ABCD";
@@ -265,8 +265,15 @@ fn iterm2_pane_teammates_do_a_team_job_through_it2_and_leave_nothing_behind() {
         || world.describe(),
     );
     for (member, pane, _) in &joined {
-        assert_eq!(member.backend_type, Some(BackendType::Iterm2), "{member:#?}");
-        assert!(member.pid.is_some() && member.color.is_some(), "{member:#?}");
+        assert_eq!(
+            member.backend_type,
+            Some(BackendType::Iterm2),
+            "{member:#?}"
+        );
+        assert!(
+            member.pid.is_some() && member.color.is_some(),
+            "{member:#?}"
+        );
         assert_ne!(pane, LEAD_GUID);
     }
 
@@ -361,4 +368,99 @@ fn iterm2_pane_teammates_do_a_team_job_through_it2_and_leave_nothing_behind() {
     assert!(hits.is_empty(), "the key was on a command line: {hits:#?}");
     let log = std::fs::read_to_string(world.root.join("it2/calls")).unwrap();
     assert!(!log.contains(CANARY), "the key was on it2's argv: {log}");
+}
+
+#[test]
+fn a_closed_iterm2_pane_releases_its_task_and_a_message_starts_the_teammate_again() {
+    let world = World::new();
+    let lead = world.lead(KILLED).spawn();
+    let team = wait_until(
+        "the team",
+        Duration::from_secs(60),
+        || world.team(),
+        || world.describe(),
+    );
+    let state = |team: &Team| {
+        team.config()
+            .ok()
+            .and_then(|c| c.member("alice").map(|m| m.observed_state()))
+    };
+    let first = wait_until(
+        "alice to be idle in her iTerm2 pane",
+        Duration::from_secs(60),
+        || {
+            let member = team.config().ok()?.member("alice")?.clone();
+            (member.observed_state() == MemberState::Idle).then_some(())?;
+            member.pane_id
+        },
+        || world.describe(),
+    );
+
+    // A message from outside the team's processes wakes her; she claims the task.
+    TestCommand::new(bin("roo-mail"))
+        .env("ROO_HOME", world.root.join("roo"))
+        .args(["send", "--team", "crew", "--as", "lead", "--to", "alice"])
+        .args(["--summary", "ping", "ping from the test: claim task 1"])
+        .run()
+        .assert_ok();
+    let pid_file = world
+        .project()
+        .join(".roocode/worktrees/crew+alice/sleeper.pid");
+    let sleeper = wait_until(
+        "alice's command to start",
+        Duration::from_secs(30),
+        || read_pid(&pid_file),
+        || world.describe(),
+    );
+
+    // The user closes her pane: she is found dead and her task goes back to pending.
+    TestCommand::new(world.root.join("bin/it2"))
+        .args(["session", "close", "--force", "--session", &first])
+        .run()
+        .assert_ok();
+    let one = TaskId::parse("1").unwrap();
+    wait_until(
+        "task 1 to be released",
+        Duration::from_secs(10),
+        || {
+            let task = team.tasks().get(&one).ok()?;
+            (task.status == TaskStatus::Pending && task.owner.is_none()).then_some(())
+        },
+        || format!("{:#?}\n{}", team.tasks().get(&one), world.describe()),
+    );
+    assert_eq!(state(&team), Some(MemberState::Dead));
+    wait_until(
+        "alice's command to end with her pane",
+        Duration::from_secs(10),
+        || process_gone(sleeper).then_some(()),
+        || format!("pid {sleeper}"),
+    );
+
+    // The lead messages her: she starts again in a new pane; TaskStop then ends her and
+    // closes that pane while the lead runs.
+    world.root.write("project/release-lead", "");
+    let out = lead.wait();
+    assert_eq!(out.code(), 0, "{}\n{}", out.stderr(), world.describe());
+    assert!(out.stdout().contains("back\\n"), "{}", out.stdout());
+    assert!(out.stdout().contains("stopped\\n"), "{}", out.stdout());
+    let sessions = world.sessions();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert_eq!(sessions[0].0, first);
+    let calls = world.calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c[1] == "close" && c[4] == sessions[1].0),
+        "her second pane was closed: {calls:#?}"
+    );
+    assert!(!world.root.join("it2/violations").exists());
+    wait_until(
+        "no session process and no worker left",
+        Duration::from_secs(10),
+        || {
+            (world.session_processes().is_empty() && workers_under(world.root.path()).is_empty())
+                .then_some(())
+        },
+        || format!("{:#?}", world.session_processes()),
+    );
 }

@@ -437,7 +437,7 @@ fn pane_teammates_do_a_team_job_in_real_tmux_panes_and_leave_nothing_behind() {
 /// alice idles; the test wakes her with `roo-mail send`, she claims the task and runs a
 /// long command; the test closes her pane with `kill-pane`. Then the lead messages her
 /// (she starts again in a new pane) and stops her with TaskStop.
-const KILLED: &str = r#"
+pub(super) const KILLED: &str = r#"
 agents:
   lead:
     - tool_calls:
