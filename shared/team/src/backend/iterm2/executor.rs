@@ -368,3 +368,83 @@ impl Drop for Inner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    const LEAD: &str = "2A3B1C4D-0000-4000-8000-00000000ABCD";
+    const ALICE: &str = "11111111-2222-4333-8444-555555555555";
+
+    /// An executor on a fake `it2` that answers every command with `list.json`.
+    fn executor(dir: &Path) -> ITerm2Executor {
+        let bin = dir.join("it2");
+        std::fs::write(
+            &bin,
+            format!("#!/bin/sh\ncat '{}'\n", dir.join("list.json").display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ITerm2Executor::new(
+            It2::new(bin),
+            SessionId::parse(LEAD).unwrap(),
+            dir.join("roo-worker"),
+            dir,
+        )
+    }
+
+    #[tokio::test]
+    async fn the_session_watch_ends_a_worker_whose_session_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let executor = executor(dir.path());
+        let mut child = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap();
+        let alice = Name::parse("alice").unwrap();
+        lock(&executor.inner.state).workers.insert(
+            alice.clone(),
+            Worker {
+                session: SessionId::parse(ALICE).unwrap(),
+                pid: child.id(),
+                handoff: None,
+            },
+        );
+        let list = |text: String| std::fs::write(dir.path().join("list.json"), text).unwrap();
+        // Listed: it stays.
+        list(format!(r#"[{{"id": "{LEAD}"}}, {{"id": "{ALICE}"}}]"#));
+        executor.end_orphans().await;
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "a listed session's worker was ended"
+        );
+        assert!(executor.is_active(&alice));
+        // An answer that is not a listing says nothing: it stays.
+        list("Error".to_string());
+        executor.end_orphans().await;
+        assert!(child.try_wait().unwrap().is_none());
+        // Gone from the listing: its worker is ended.
+        list(format!(r#"[{{"id": "{LEAD}"}}]"#));
+        executor.end_orphans().await;
+        let ended = child.try_wait().unwrap();
+        if ended.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert!(ended.is_some_and(|s| !s.success()), "{ended:?}");
+    }
+
+    #[test]
+    fn waking_a_stranger_names_the_backend() {
+        let dir = tempfile::tempdir().unwrap();
+        let executor = executor(dir.path());
+        let bob = Name::parse("bob").unwrap();
+        let err = executor.wake(&bob).unwrap_err().to_string();
+        assert!(err.contains("iTerm2 backend"), "{err}");
+        assert!(!executor.is_active(&bob));
+    }
+}

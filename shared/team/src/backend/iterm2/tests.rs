@@ -165,6 +165,22 @@ fn the_launcher_runs_the_exact_argv_in_its_directory_and_deletes_itself() {
 }
 
 #[test]
+fn the_launcher_writes_its_pid_which_the_worker_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("it's.pid");
+    let mut l = launch(&["/bin/sh", "-c", "echo $$"], &[], dir.path());
+    l.pid_file = Some(pid_file.clone());
+    let script = launcher_script(&l).unwrap();
+    let path = dir.path().join("launcher.sh");
+    std::fs::write(&path, &script).unwrap();
+    let out = Command::new("/bin/sh").arg(&path).output().unwrap();
+    assert!(out.status.success(), "{out:?}\n{script}");
+    let written = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(written.ends_with('\n'), "{written:?}");
+    assert_eq!(written, String::from_utf8_lossy(&out.stdout), "{script}");
+}
+
+#[test]
 fn a_launcher_never_holds_a_secret_or_a_bad_name() {
     let cwd = Path::new("/w");
     for key in [
