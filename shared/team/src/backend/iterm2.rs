@@ -5,8 +5,9 @@
 //! The command lines are built by plain functions ([`commands`]) and unit-tested
 //! exactly; [`It2`] runs them (tokio's process API, with a timeout, stderr turned into a
 //! clear [`It2Error`]); [`ITerm2Panes`] holds the panes one lead created, with the
-//! operations a `TeammateExecutor` needs as inherent methods: spawn (split a pane and
-//! start the worker), set a title, send text, close, is-alive.
+//! pane operations as inherent methods: spawn (split a pane and start the worker), set
+//! a title, send text, close, is-alive. [`ITerm2Executor`] is the `TeammateExecutor` on
+//! top of them (the worker's pid, join, wake, kill, shutdown, session watch).
 //!
 //! - **Where**: the first teammate's pane is split from the lead's own session
 //!   (`$ITERM_SESSION_ID`) side by side (`--vertical`), each later one from the
@@ -19,7 +20,8 @@
 //!   `HISTCONTROL=ignorespace` / `HIST_IGNORE_SPACE` / fish — and means the same in
 //!   sh, bash, zsh, fish and tcsh, because the launcher's path is refused if it holds a
 //!   character any of them would read specially. The launcher (mode 0700, under the
-//!   directory given to [`ITerm2Panes::new`]) deletes itself, changes to the worker's
+//!   directory given to [`ITerm2Panes::new`]) deletes itself, writes its pid to a file
+//!   if asked (the worker keeps that pid), changes to the worker's
 //!   directory, exports the given variables and `exec`s the worker's argv, each word
 //!   quoted for `/bin/sh`. When the worker ends, the shell stays, so its last words stay
 //!   readable until the pane is closed.
