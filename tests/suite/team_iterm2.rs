@@ -464,3 +464,96 @@ fn a_closed_iterm2_pane_releases_its_task_and_a_message_starts_the_teammate_agai
         || format!("{:#?}", world.session_processes()),
     );
 }
+
+#[test]
+fn an_iterm2_worker_that_cannot_start_is_a_spawn_error_and_leaves_no_pane() {
+    use roo_team::backend::iterm2::{It2, SessionId};
+    use roo_team::backend::{ITerm2Executor, Launch, TeammateExecutor};
+
+    let world = World::new();
+    let home = RooHome::new(world.root.join("roo"));
+    let crew = Name::parse("crew").unwrap();
+    let lead = Name::parse("lead").unwrap();
+    let team = Team::create(
+        &home,
+        crew.clone(),
+        "",
+        roo_store::Member::new(lead.clone(), &crew),
+        Vec::new(),
+    )
+    .unwrap();
+    // The team is gone before the worker starts: it refuses to join (exit 2).
+    team.delete(true).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let executor = ITerm2Executor::new(
+            It2::new(world.root.join("bin/it2")),
+            SessionId::parse(LEAD_GUID).unwrap(),
+            bin("roo-worker"),
+            &world.root.join("roo"),
+        );
+        let alice = Name::parse("alice").unwrap();
+        let mut settings = roo_team::AgentSettings::new(
+            roo_team::Identity::teammate(alice.clone(), crew.clone(), lead.clone()),
+            world.root.join("roo"),
+        );
+        settings.llm.provider = Some("script".into());
+        settings.llm.script = Some(world.root.write("script.yaml", "- text: x\n"));
+        eprintln!("(the spawn below is expected to fail)");
+        let err = executor
+            .spawn(Launch {
+                team: team.clone(),
+                name: alice.clone(),
+                lead: lead.clone(),
+                prompt: "hi".into(),
+                settings,
+                plan_mode_required: false,
+                mode_after_plan: roo_agent::permissions::PermissionMode::Default,
+                agent_type: None,
+                model: None,
+                work_dir: world.project(),
+                color: None,
+                tools: Vec::new(),
+            })
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("start alice: roo-worker exited before joining the team"),
+            "{err}\n{}",
+            world.describe()
+        );
+        assert!(!executor.is_active(&alice));
+        assert!(executor.panes().panes().is_empty());
+    });
+    let sessions = world.sessions();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let calls = world.calls();
+    assert_eq!(
+        calls.last().unwrap()[..],
+        [
+            "session",
+            "close",
+            "--force",
+            "--session",
+            sessions[0].0.as_str()
+        ],
+        "its pane was closed: {calls:#?}"
+    );
+    wait_until(
+        "its session's processes to end",
+        Duration::from_secs(10),
+        || world.session_processes().is_empty().then_some(()),
+        || format!("{:#?}", world.session_processes()),
+    );
+    for dir in ["roo/run/iterm2", "roo/run/handoff"] {
+        let left: Vec<_> = std::fs::read_dir(world.root.join(dir))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{dir} holds {left:?}");
+    }
+}
