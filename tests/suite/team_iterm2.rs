@@ -5,8 +5,8 @@
 //! "session" is a background shell (its own process group, an environment of its own
 //! like a new terminal's, not the lead's) that runs the line `it2 session run` types
 //! and then stays, as a shell in a pane would; `session list --json` lists the live
-//! ones; `session close` hangs up its process group. Every command line the fake gets
-//! is logged. This checks the executor against the commands of `it2` 0.2.3 as the
+//! ones; `session close` hangs up its process group. Every command line the fake gets,
+//! and its environment, is logged. This checks the executor against the commands of `it2` 0.2.3 as the
 //! layer's unit tests pin them, not against a real iTerm2.
 
 use std::path::{Path, PathBuf};
@@ -24,6 +24,7 @@ const LEAD_GUID: &str = "2A3B1C4D-0000-4000-8000-00000000ABCD";
 const FAKE_IT2: &str = r#"#!/bin/sh
 d='{state}'
 { for a in "$@"; do printf '%s\n' "$a"; done; echo --end--; } >> "$d/calls"
+env >> "$d/env"
 sub="$1 $2"
 shift 2
 sid=
@@ -368,6 +369,10 @@ fn iterm2_pane_teammates_do_a_team_job_through_it2_and_leave_nothing_behind() {
     assert!(hits.is_empty(), "the key was on a command line: {hits:#?}");
     let log = std::fs::read_to_string(world.root.join("it2/calls")).unwrap();
     assert!(!log.contains(CANARY), "the key was on it2's argv: {log}");
+    // Nor in its environment: the lead sealed its keys away before running anything.
+    let env = std::fs::read_to_string(world.root.join("it2/env")).unwrap();
+    assert!(env.contains("ITERM_SESSION_ID="), "{env}");
+    assert!(!env.contains(CANARY), "the key was in it2's environment");
 }
 
 #[test]
