@@ -20,6 +20,7 @@ mod store_concurrency;
 mod store_crash;
 mod store_files;
 mod store_symlinks;
+mod team_iterm2;
 mod team_panes;
 mod team_spawn;
 mod team_worker;

@@ -18,7 +18,7 @@ use roo_tests::{TempDir, TestCommand, Tmux, bin, git, process_gone, read_pid, wa
 
 /// A secret the lead has in its environment; it must reach the workers and never be on
 /// a command line.
-const CANARY: &str = "sk-canary-7c1e9a0b5d3f46e8";
+pub(super) const CANARY: &str = "sk-canary-7c1e9a0b5d3f46e8";
 
 struct World {
     root: TempDir,
@@ -171,13 +171,13 @@ fn lead_exit(tmux: &Tmux, world: &World) -> i32 {
 }
 
 /// Reads every process's command line until stopped; collects those holding `needle`.
-struct ArgvSampler {
+pub(super) struct ArgvSampler {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<(Vec<String>, usize)>>,
 }
 
 impl ArgvSampler {
-    fn start(needle: &'static str) -> ArgvSampler {
+    pub(super) fn start(needle: &'static str) -> ArgvSampler {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = std::thread::spawn({
             let stop = stop.clone();
@@ -206,14 +206,14 @@ impl ArgvSampler {
         }
     }
 
-    fn finish(mut self) -> (Vec<String>, usize) {
+    pub(super) fn finish(mut self) -> (Vec<String>, usize) {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.take().unwrap().join().unwrap()
     }
 }
 
 /// Pids of live `roo-worker`s working under `root`.
-fn workers_under(root: &Path) -> Vec<String> {
+pub(super) fn workers_under(root: &Path) -> Vec<String> {
     let root = root.display().to_string();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -233,7 +233,7 @@ fn workers_under(root: &Path) -> Vec<String> {
 
 /// The lead: TeamCreate and two tasks; spawn bob, then alice; merge once bob reports;
 /// then wait (in its Bash) until neither teammate is busy and delete the team.
-const LEAD: &str = r#"
+pub(super) const LEAD: &str = r#"
   lead:
     - tool_calls:
         - {name: TeamCreate, input: {team_name: crew, description: "two files"}}
@@ -263,7 +263,7 @@ const LEAD: &str = r#"
 /// Alice writes the key her environment handed her (passed on by the user's config) to
 /// `KEYFILE`, commits a.txt and tells bob; bob commits b.txt, goes idle, and is woken by
 /// alice's message to report to the lead.
-const TEAMMATES: &str = r#"
+pub(super) const TEAMMATES: &str = r#"
   alice:
     - tool_calls:
         - {name: TaskUpdate, input: {id: "1", owner: alice}}
@@ -437,7 +437,7 @@ fn pane_teammates_do_a_team_job_in_real_tmux_panes_and_leave_nothing_behind() {
 /// alice idles; the test wakes her with `roo-mail send`, she claims the task and runs a
 /// long command; the test closes her pane with `kill-pane`. Then the lead messages her
 /// (she starts again in a new pane) and stops her with TaskStop.
-const KILLED: &str = r#"
+pub(super) const KILLED: &str = r#"
 agents:
   lead:
     - tool_calls:

@@ -261,6 +261,19 @@ pub async fn build_in(
         panes.watch_panes(team_tasks.clone());
         spawner.set_pane_executor(Arc::new(panes));
     }
+    if teammate_mode == BackendType::Iterm2
+        && let Some(it2) = teammate_detection.as_ref().and_then(|d| d.binary.clone())
+    {
+        // Pane teammates: `roo-worker`s in iTerm2 panes split from the lead's session,
+        // through `it2`. Without a detection (inside iTerm2 with neither it2 nor tmux)
+        // there is no executor, and a spawn says so.
+        let worker = roo_team::backend::pane::sibling_worker()
+            .map_err(|e| AppError::Usage(e.to_string()))?;
+        let panes = roo_team::backend::ITerm2Executor::from_env(it2, worker, &settings.roo_home)
+            .map_err(|e| AppError::Usage(format!("teammates: failed to {e}")))?;
+        panes.watch_sessions(team_tasks.clone());
+        spawner.set_pane_executor(Arc::new(panes));
+    }
     let team_tools = TeamTools::new(slot.clone()).with_on_sent(spawner.on_sent());
     let lead = LeadTools {
         events: Some(team_sender.clone()),

@@ -269,13 +269,21 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
     })?;
     let mut spec = args.spec(roo_home, team.clone(), lead)?;
     let me = spec.binding.me.clone();
-    // In a tmux pane: the roster records the pane, so the lead can reach and nudge it.
+    // In a tmux or iTerm2 pane: the roster records the pane, so the lead can reach and
+    // nudge it.
     if let Some(pane) = std::env::var("TMUX_PANE")
         .ok()
         .filter(|p| p.starts_with('%'))
     {
         spec.member.pane_id = Some(pane);
         spec.member.backend_type = Some(roo_store::BackendType::Tmux);
+    } else if let Some(session) = std::env::var("ITERM_SESSION_ID")
+        .ok()
+        .and_then(|s| roo_team::backend::iterm2::SessionId::parse(&s).ok())
+    {
+        // In an iTerm2 pane: its session (the GUID `it2 --session` takes).
+        spec.member.pane_id = Some(session.as_str().to_string());
+        spec.member.backend_type = Some(roo_store::BackendType::Iterm2);
     }
     // Nudges (after each inbox write the lead signals this pid) make the router read the
     // inbox at once; installed before joining, so the recorded pid always listens.

@@ -7,8 +7,10 @@ pub mod executor;
 pub mod in_process;
 pub mod iterm2;
 pub mod nudge;
+pub mod pane;
 pub mod tmux;
 
 pub use executor::{ExecError, Launch, TeammateExecutor};
 pub use in_process::InProcessExecutor;
+pub use iterm2::ITerm2Executor;
 pub use tmux::{Placement, Socket, Tmux, TmuxExecutor};

@@ -83,8 +83,9 @@ pub enum SpawnError {
     #[error("spawn a teammate: only the team's lead ({lead}) may spawn teammates")]
     NotLead { lead: Name },
     #[error(
-        "spawn {name}: the {backend} backend is not built yet; run the lead with \
-         --teammate-mode in-process"
+        "spawn {name}: this lead cannot open {backend} panes here (see the note it \
+         printed at start, and docs/BACKENDS.md); run the lead with --teammate-mode \
+         in-process"
     )]
     Backend { name: Name, backend: String },
     #[error(

@@ -3,7 +3,7 @@
 //! The spawner decides *what* a teammate is (name, prompt, work directory, mode, model)
 //! and hands it to an executor as a [`Launch`]; the executor decides *where* it runs —
 //! a task of the lead's process ([`super::in_process::InProcessExecutor`]) or a
-//! `roo-worker` in a terminal pane ([`super::tmux::TmuxExecutor`], iTerm2) — and keeps
+//! `roo-worker` in a terminal pane ([`super::tmux::TmuxExecutor`], [`super::iterm2::ITerm2Executor`]) — and keeps
 //! what it needs to reach, stop and check it, keyed by member name. The verbs every
 //! backend has are required methods; optional capabilities (the pane's screen, a
 //! pane's wake-up) are default methods that answer [`ExecError::Unsupported`] naming
@@ -81,6 +81,8 @@ pub enum ExecError {
     },
     #[error("{0}")]
     Tmux(#[from] super::tmux::TmuxError),
+    #[error("{0}")]
+    ITerm2(#[from] super::iterm2::It2Error),
     #[error("run a store operation: {0}")]
     Task(String),
 }

@@ -5,8 +5,9 @@
 //! The command lines are built by plain functions ([`commands`]) and unit-tested
 //! exactly; [`It2`] runs them (tokio's process API, with a timeout, stderr turned into a
 //! clear [`It2Error`]); [`ITerm2Panes`] holds the panes one lead created, with the
-//! operations a `TeammateExecutor` needs as inherent methods: spawn (split a pane and
-//! start the worker), set a title, send text, close, is-alive.
+//! pane operations as inherent methods: spawn (split a pane and start the worker), set
+//! a title, send text, close, is-alive. [`ITerm2Executor`] is the `TeammateExecutor` on
+//! top of them (the worker's pid, join, wake, kill, shutdown, session watch).
 //!
 //! - **Where**: the first teammate's pane is split from the lead's own session
 //!   (`$ITERM_SESSION_ID`) side by side (`--vertical`), each later one from the
@@ -19,7 +20,8 @@
 //!   `HISTCONTROL=ignorespace` / `HIST_IGNORE_SPACE` / fish — and means the same in
 //!   sh, bash, zsh, fish and tcsh, because the launcher's path is refused if it holds a
 //!   character any of them would read specially. The launcher (mode 0700, under the
-//!   directory given to [`ITerm2Panes::new`]) deletes itself, changes to the worker's
+//!   directory given to [`ITerm2Panes::new`]) deletes itself, writes its pid to a file
+//!   if asked (the worker keeps that pid), changes to the worker's
 //!   directory, exports the given variables and `exec`s the worker's argv, each word
 //!   quoted for `/bin/sh`. When the worker ends, the shell stays, so its last words stay
 //!   readable until the pane is closed.
@@ -33,6 +35,7 @@
 //! - **Cleanup** closes only the sessions this lead created, never the user's.
 
 pub mod commands;
+mod executor;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -43,6 +46,7 @@ use roo_store::Name;
 use tokio::process::Command;
 
 pub use commands::{ListedSession, PaneLaunch, SessionId, Split};
+pub use executor::{ITerm2Executor, SESSION_WATCH_INTERVAL};
 
 /// How long one `it2` command may take (it connects to iTerm2 over its API socket).
 pub const IT2_TIMEOUT: Duration = Duration::from_secs(15);
@@ -222,6 +226,11 @@ impl ITerm2Panes {
         Ok(ITerm2Panes::new(it2, lead, launchers))
     }
 
+    /// The directory launchers are written to.
+    pub fn launchers(&self) -> &Path {
+        &self.launchers
+    }
+
     /// The lead's session.
     pub fn lead(&self) -> &SessionId {
         &self.lead
@@ -330,10 +339,20 @@ impl ITerm2Panes {
 
     /// Whether `session` still exists in iTerm2.
     pub async fn is_alive(&self, session: &SessionId) -> Result<bool, It2Error> {
+        let listed = self.listed().await?;
+        Ok(listed.iter().any(|s| s.id == session.as_str()))
+    }
+
+    /// Every session iTerm2 has (`it2 session list --json`).
+    pub async fn listed(&self) -> Result<Vec<ListedSession>, It2Error> {
         let args = commands::list();
         let out = self.it2.run(&args).await?;
-        let listed = commands::parse_list(&out, &args)?;
-        Ok(listed.iter().any(|s| s.id == session.as_str()))
+        commands::parse_list(&out, &args)
+    }
+
+    /// Forgets every pane without closing it (they are left to the user).
+    pub fn forget_all(&self) {
+        lock(&self.panes).clear();
     }
 
     fn write_launcher(&self, name: &Name, launch: &PaneLaunch) -> Result<PathBuf, It2Error> {

@@ -39,33 +39,19 @@ pub mod commands;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use roo_store::{BackendType, Name, pid_alive};
 use tokio::process::Command;
 
 use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
-use crate::backend::nudge;
+use crate::backend::pane::{self, end_process, signal};
 
-/// How long a worker may take to join its team after its pane started it.
-pub const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a worker has to end after SIGTERM before it gets SIGKILL.
-pub const STOP_GRACE: Duration = Duration::from_secs(3);
+pub use crate::backend::pane::{PALETTE, START_TIMEOUT, STOP_GRACE};
+
 /// How often the executor checks that its panes still exist.
 pub const PANE_WATCH_INTERVAL: Duration = Duration::from_millis(500);
-
-/// The colours teammates get in spawn order (tmux colour names).
-pub const PALETTE: &[&str] = &[
-    "blue",
-    "green",
-    "yellow",
-    "magenta",
-    "cyan",
-    "red",
-    "colour208",
-    "colour205",
-];
 
 /// Why a tmux command failed. Read after "failed to ".
 #[derive(Debug, thiserror::Error)]
@@ -254,7 +240,7 @@ impl TmuxExecutor {
                 tmux,
                 placement,
                 worker,
-                handoff_dir: roo_home.join("run").join("handoff"),
+                handoff_dir: pane::handoff_dir(roo_home),
                 state: Mutex::new(State::default()),
             }),
         }
@@ -278,18 +264,9 @@ impl TmuxExecutor {
         TmuxExecutor::new(Tmux::new(tmux, socket), placement, worker, roo_home)
     }
 
-    /// The `roo-worker` next to the running executable.
+    /// The `roo-worker` next to the running executable ([`pane::sibling_worker`]).
     pub fn sibling_worker() -> Result<PathBuf, ExecError> {
-        let exe = std::env::current_exe().map_err(|e| ExecError::Task(e.to_string()))?;
-        let worker = exe.with_file_name("roo-worker");
-        if worker.is_file() {
-            Ok(worker)
-        } else {
-            Err(ExecError::Task(format!(
-                "find roo-worker next to {}: install roo-worker beside roo-lead",
-                exe.display()
-            )))
-        }
+        pane::sibling_worker()
     }
 
     /// The tmux CLI it uses.
@@ -472,37 +449,6 @@ impl TmuxExecutor {
         let _ = self.inner.tmux.run(&commands::tiled(pane)).await;
     }
 
-    /// Waits until `name` has joined `team` with `pid`, or its process ended.
-    async fn wait_joined(&self, launch: &Launch, pid: u32) -> Result<(), String> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        let mut pause = Duration::from_millis(2);
-        loop {
-            let (team, name) = (launch.team.clone(), launch.name.clone());
-            let joined = tokio::task::spawn_blocking(move || {
-                team.config().map(|c| {
-                    c.members
-                        .iter()
-                        .any(|m| m.name == name && m.pid == Some(pid) && m.dead_at.is_none())
-                })
-            })
-            .await;
-            if matches!(joined, Ok(Ok(true))) {
-                return Ok(());
-            }
-            if !pid_alive(pid) {
-                return Err("roo-worker exited before joining the team".to_string());
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "roo-worker did not join the team within {} s",
-                    START_TIMEOUT.as_secs()
-                ));
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(50));
-        }
-    }
-
     /// Closes `pane` (if it still exists) and re-tiles.
     async fn close(&self, pane: &str) {
         let _ = self.inner.tmux.run(&commands::kill_pane(pane)).await;
@@ -533,32 +479,11 @@ impl TeammateExecutor for TmuxExecutor {
             };
             let color = {
                 let mut state = lock(&self.inner.state);
-                let color = launch
-                    .color
-                    .clone()
-                    .unwrap_or_else(|| PALETTE[state.spawned % PALETTE.len()].to_string());
                 state.spawned += 1;
-                color
+                pane::color_for(&launch, state.spawned - 1)
             };
             // The environment first: nothing is left behind if it cannot be written.
-            let mut env = roo_agent::sandbox::handoff::current_env_for_handoff();
-            env.insert(
-                "ROO_HOME".to_string(),
-                launch.settings.roo_home.display().to_string(),
-            );
-            let handoff = {
-                let (dir, label, env) = (
-                    self.inner.handoff_dir.clone(),
-                    format!("{}+{}", launch.team.name(), name),
-                    env,
-                );
-                tokio::task::spawn_blocking(move || {
-                    roo_agent::sandbox::handoff::write_handoff(&dir, &label, &env)
-                })
-                .await
-                .map_err(|e| start(e.to_string()))?
-                .map_err(|e| start(format!("failed to {e}")))?
-            };
+            let handoff = pane::write_handoff(&self.inner.handoff_dir, &launch).await?;
             let argv = commands::worker_argv(&self.inner.worker, &launch, &color);
             let made = self.new_pane(launch.team.name(), &launch.work_dir).await;
             let (pane, notices) = match made {
@@ -617,7 +542,7 @@ impl TeammateExecutor for TmuxExecutor {
                 Placement::Window { lead_pane } => self.tile(lead_pane).await,
                 Placement::Session { .. } => self.tile(&pane).await,
             }
-            let joined = self.wait_joined(&launch, pid).await;
+            let joined = pane::wait_joined(&launch, pid).await;
             // The worker deletes it when it starts; a worker that never did must not
             // leave the keys behind.
             let _ = std::fs::remove_file(&handoff);
@@ -708,20 +633,10 @@ impl TeammateExecutor for TmuxExecutor {
         })
     }
 
-    /// Sends the worker's pid [`nudge::NUDGE_SIGNAL`].
+    /// Sends the worker's pid [`super::nudge::NUDGE_SIGNAL`].
     fn wake(&self, name: &Name) -> Result<(), ExecError> {
-        let pid = lock(&self.inner.state)
-            .panes
-            .get(name)
-            .map(|p| p.pid)
-            .ok_or(ExecError::Unknown {
-                backend: "tmux",
-                name: name.clone(),
-            })?;
-        if pid_alive(pid) {
-            nudge::send(pid);
-        }
-        Ok(())
+        let pid = lock(&self.inner.state).panes.get(name).map(|p| p.pid);
+        pane::wake("tmux", name, pid)
     }
 
     fn capture(&self, name: &Name) -> BoxFuture<'_, Result<String, ExecError>> {
@@ -754,29 +669,6 @@ impl Drop for Inner {
             signal(pane.pid, nix::sys::signal::Signal::SIGTERM);
             self.tmux.run_blocking(&commands::kill_pane(&pane.id));
         }
-    }
-}
-
-/// SIGTERM, up to [`STOP_GRACE`] for the process to end, then SIGKILL.
-async fn end_process(pid: u32) {
-    if !pid_alive(pid) {
-        return;
-    }
-    signal(pid, nix::sys::signal::Signal::SIGTERM);
-    let deadline = Instant::now() + STOP_GRACE;
-    while pid_alive(pid) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    if pid_alive(pid) {
-        signal(pid, nix::sys::signal::Signal::SIGKILL);
-    }
-}
-
-fn signal(pid: u32, signal: nix::sys::signal::Signal) {
-    if let Ok(raw) = i32::try_from(pid)
-        && raw > 1
-    {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), signal);
     }
 }
 

@@ -473,7 +473,10 @@ async fn what_a_leads_model_cannot_spawn() {
         .spawn(request(&tmux, "alice", "x"))
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("not built yet"), "{err}");
+    assert!(
+        err.to_string().contains("cannot open tmux panes here"),
+        "{err}"
+    );
 
     let lead = lead(IDLE, BackendType::InProcess);
     let mut looser = request(&lead, "alice", "x");

@@ -162,20 +162,22 @@ pub fn parse_list(out: &str, args: &[String]) -> Result<Vec<ListedSession>, It2E
 
 /// What a teammate's pane starts: `argv` (the `roo-worker` command line, no secret on
 /// it) in `cwd`, with `env` added (non-secret variables only, e.g. the path of the
-/// credentials handoff file).
+/// credentials handoff file). With `pid_file`, the launcher first writes its pid there
+/// (a line; the worker keeps that pid, as the launcher `exec`s it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaneLaunch {
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
     pub argv: Vec<String>,
+    pub pid_file: Option<PathBuf>,
 }
 
 /// Parts of variable names that say the value is a secret, which must never be written
 /// to a launcher (credentials go through the handoff file).
 const SECRET_NAME_PARTS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];
 
-/// The `/bin/sh` script that starts `launch` in a new pane: it deletes itself, changes
-/// to the directory, exports the variables and `exec`s the command, every word quoted.
+/// The `/bin/sh` script that starts `launch` in a new pane: it deletes itself, writes
+/// its pid if asked, changes to the directory, exports the variables and `exec`s the command, every word quoted.
 /// The error says what in `launch` cannot be written.
 pub fn launcher_script(launch: &PaneLaunch) -> Result<String, String> {
     if launch.argv.is_empty() {
@@ -186,6 +188,12 @@ pub fn launcher_script(launch: &PaneLaunch) -> Result<String, String> {
          # Starts a RooCode teammate in this iTerm2 pane. Holds no secret; deletes itself.\n\
          rm -f -- \"$0\"\n",
     );
+    if let Some(pid_file) = &launch.pid_file {
+        script.push_str(&format!(
+            "printf '%s\\n' \"$$\" > {} || exit 1\n",
+            sh_quote(&path_text(pid_file)?)
+        ));
+    }
     script.push_str(&format!(
         "cd -- {} || exit 1\n",
         sh_quote(&path_text(&launch.cwd)?)

@@ -120,6 +120,7 @@ fn launch(argv: &[&str], env: &[(&str, &str)], cwd: &Path) -> PaneLaunch {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         argv: argv.iter().map(|a| a.to_string()).collect(),
+        pid_file: None,
     }
 }
 
@@ -161,6 +162,22 @@ fn the_launcher_runs_the_exact_argv_in_its_directory_and_deletes_itself() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{script}");
     assert!(!path.exists(), "the launcher is still there");
     assert!(!work.join("pwned").exists() && !dir.path().join("pwned").exists());
+}
+
+#[test]
+fn the_launcher_writes_its_pid_which_the_worker_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("it's.pid");
+    let mut l = launch(&["/bin/sh", "-c", "echo $$"], &[], dir.path());
+    l.pid_file = Some(pid_file.clone());
+    let script = launcher_script(&l).unwrap();
+    let path = dir.path().join("launcher.sh");
+    std::fs::write(&path, &script).unwrap();
+    let out = Command::new("/bin/sh").arg(&path).output().unwrap();
+    assert!(out.status.success(), "{out:?}\n{script}");
+    let written = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(written.ends_with('\n'), "{written:?}");
+    assert_eq!(written, String::from_utf8_lossy(&out.stdout), "{script}");
 }
 
 #[test]

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use super::TmuxError;
-use crate::backend::executor::Launch;
+/// The worker's command line (shared with the iTerm2 backend).
+pub use crate::backend::pane::worker_argv;
 
 /// What a placeholder pane runs until `respawn-pane` replaces it.
 pub const PLACEHOLDER: &[&str] = &["sleep", "86400"];
@@ -238,72 +239,6 @@ pub fn parse_pane_list(out: &str) -> Vec<PaneState> {
         .collect()
 }
 
-/// The `roo-worker` command line for `launch` (DESIGN.md §3's identity flags, its
-/// directory, prompt, mode, trust, sandbox choice and provider flags). No credential is
-/// ever on it: those come through the handoff.
-pub fn worker_argv(worker: &Path, launch: &Launch, color: &str) -> Vec<String> {
-    let settings = &launch.settings;
-    let mut argv = vec![
-        worker.display().to_string(),
-        "--team".into(),
-        launch.team.name().to_string(),
-        "--name".into(),
-        launch.name.to_string(),
-        "--agent-id".into(),
-        format!("{}@{}", launch.name, launch.team.name()),
-        "--lead".into(),
-        launch.lead.to_string(),
-        "--color".into(),
-        color.to_string(),
-        "--cwd".into(),
-        launch.work_dir.display().to_string(),
-    ];
-    if let Some(agent_type) = &launch.agent_type {
-        argv.extend(["--agent-type".into(), agent_type.clone()]);
-    }
-    if let Some(root) = &settings.config_root {
-        argv.extend(["--config-root".into(), root.display().to_string()]);
-    }
-    if let Some(mode) = settings.permission_mode {
-        argv.extend(["--permission-mode".into(), mode.to_string()]);
-    }
-    if launch.plan_mode_required {
-        argv.push("--plan-mode-required".into());
-    }
-    if matches!(settings.trust, crate::trust::Trust::Granted) {
-        argv.push("--trust-project".into());
-    }
-    if settings.no_sandbox {
-        argv.push("--no-sandbox".into());
-    }
-    argv.extend(["--max-turns".into(), settings.max_turns.to_string()]);
-    let llm = &settings.llm;
-    if let Some(provider) = &llm.provider {
-        argv.extend(["--provider".into(), provider.clone()]);
-    }
-    if let Some(model) = launch.model.as_ref().or(llm.model.as_ref()) {
-        argv.extend(["--model".into(), model.clone()]);
-    }
-    if let Some(url) = &llm.base_url {
-        argv.extend(["--base-url".into(), url.clone()]);
-    }
-    if let Some(script) = &llm.script {
-        // The pane starts elsewhere: a relative script path is the lead's.
-        let script = if script.is_absolute() {
-            script.clone()
-        } else {
-            std::env::current_dir()
-                .map(|d| d.join(script))
-                .unwrap_or_else(|_| script.clone())
-        };
-        argv.extend(["--script".into(), script.display().to_string()]);
-    }
-    if !launch.prompt.is_empty() {
-        argv.extend(["--prompt".into(), launch.prompt.clone()]);
-    }
-    argv
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -314,6 +249,7 @@ mod tests {
     use roo_store::{Member, Name, RooHome, Team};
 
     use super::*;
+    use crate::backend::Launch;
     use crate::builder::{AgentSettings, Identity};
 
     #[test]

@@ -1,0 +1,216 @@
+//! What every pane backend (tmux, iTerm2) does the same way for its `roo-worker`s, one
+//! implementation each: the worker binary, its colour, the credentials handoff, waiting
+//! for it to join, waking it and ending it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use roo_store::{Name, pid_alive};
+
+use crate::backend::executor::{ExecError, Launch};
+use crate::backend::nudge;
+
+/// How long a worker may take to join its team after its pane started it.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a worker has to end after SIGTERM before it gets SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// The colours teammates get in spawn order (tmux colour names; the roster's `color`).
+pub const PALETTE: &[&str] = &[
+    "blue",
+    "green",
+    "yellow",
+    "magenta",
+    "cyan",
+    "red",
+    "colour208",
+    "colour205",
+];
+
+/// The `roo-worker` command line for `launch` (DESIGN.md §3's identity flags, its
+/// directory, prompt, mode, trust, sandbox choice and provider flags). No credential is
+/// ever on it: those come through the handoff.
+pub fn worker_argv(worker: &Path, launch: &Launch, color: &str) -> Vec<String> {
+    let settings = &launch.settings;
+    let mut argv = vec![
+        worker.display().to_string(),
+        "--team".into(),
+        launch.team.name().to_string(),
+        "--name".into(),
+        launch.name.to_string(),
+        "--agent-id".into(),
+        format!("{}@{}", launch.name, launch.team.name()),
+        "--lead".into(),
+        launch.lead.to_string(),
+        "--color".into(),
+        color.to_string(),
+        "--cwd".into(),
+        launch.work_dir.display().to_string(),
+    ];
+    if let Some(agent_type) = &launch.agent_type {
+        argv.extend(["--agent-type".into(), agent_type.clone()]);
+    }
+    if let Some(root) = &settings.config_root {
+        argv.extend(["--config-root".into(), root.display().to_string()]);
+    }
+    if let Some(mode) = settings.permission_mode {
+        argv.extend(["--permission-mode".into(), mode.to_string()]);
+    }
+    if launch.plan_mode_required {
+        argv.push("--plan-mode-required".into());
+    }
+    if matches!(settings.trust, crate::trust::Trust::Granted) {
+        argv.push("--trust-project".into());
+    }
+    if settings.no_sandbox {
+        argv.push("--no-sandbox".into());
+    }
+    argv.extend(["--max-turns".into(), settings.max_turns.to_string()]);
+    let llm = &settings.llm;
+    if let Some(provider) = &llm.provider {
+        argv.extend(["--provider".into(), provider.clone()]);
+    }
+    if let Some(model) = launch.model.as_ref().or(llm.model.as_ref()) {
+        argv.extend(["--model".into(), model.clone()]);
+    }
+    if let Some(url) = &llm.base_url {
+        argv.extend(["--base-url".into(), url.clone()]);
+    }
+    if let Some(script) = &llm.script {
+        // The pane starts elsewhere: a relative script path is the lead's.
+        let script = if script.is_absolute() {
+            script.clone()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(script))
+                .unwrap_or_else(|_| script.clone())
+        };
+        argv.extend(["--script".into(), script.display().to_string()]);
+    }
+    if !launch.prompt.is_empty() {
+        argv.extend(["--prompt".into(), launch.prompt.clone()]);
+    }
+    argv
+}
+
+/// The colour of the `spawned`-th teammate: the launch's own, else the palette's.
+pub fn color_for(launch: &Launch, spawned: usize) -> String {
+    launch
+        .color
+        .clone()
+        .unwrap_or_else(|| PALETTE[spawned % PALETTE.len()].to_string())
+}
+
+/// The `roo-worker` next to the running executable.
+pub fn sibling_worker() -> Result<PathBuf, ExecError> {
+    let exe = std::env::current_exe().map_err(|e| ExecError::Task(e.to_string()))?;
+    let worker = exe.with_file_name("roo-worker");
+    if worker.is_file() {
+        Ok(worker)
+    } else {
+        Err(ExecError::Task(format!(
+            "find roo-worker next to {}: install roo-worker beside roo-lead",
+            exe.display()
+        )))
+    }
+}
+
+/// Where a lead under `roo_home` writes credential handoffs (`run/handoff`, mode 0700).
+pub fn handoff_dir(roo_home: &Path) -> PathBuf {
+    roo_home.join("run").join("handoff")
+}
+
+/// Writes the lead's environment (API keys included) and `launch`'s `ROO_HOME` to a
+/// private handoff file under `dir` for `launch`'s worker
+/// (`roo_agent::sandbox::handoff`); returns its path, the only thing a pane's command
+/// line or launcher may name.
+pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<PathBuf, ExecError> {
+    let name = launch.name.clone();
+    let start = |message: String| ExecError::Start {
+        name: name.clone(),
+        message,
+    };
+    let mut env = roo_agent::sandbox::handoff::current_env_for_handoff();
+    env.insert(
+        "ROO_HOME".to_string(),
+        launch.settings.roo_home.display().to_string(),
+    );
+    let (dir, label) = (
+        dir.to_path_buf(),
+        format!("{}+{}", launch.team.name(), launch.name),
+    );
+    tokio::task::spawn_blocking(move || {
+        roo_agent::sandbox::handoff::write_handoff(&dir, &label, &env)
+    })
+    .await
+    .map_err(|e| start(e.to_string()))?
+    .map_err(|e| start(format!("failed to {e}")))
+}
+
+/// Waits until `launch`'s teammate has joined its team with `pid`, or its process ended,
+/// or [`START_TIMEOUT`] passed (the error says which).
+pub async fn wait_joined(launch: &Launch, pid: u32) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        let (team, name) = (launch.team.clone(), launch.name.clone());
+        let joined = tokio::task::spawn_blocking(move || {
+            team.config().map(|c| {
+                c.members
+                    .iter()
+                    .any(|m| m.name == name && m.pid == Some(pid) && m.dead_at.is_none())
+            })
+        })
+        .await;
+        if matches!(joined, Ok(Ok(true))) {
+            return Ok(());
+        }
+        if !pid_alive(pid) {
+            return Err("roo-worker exited before joining the team".to_string());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "roo-worker did not join the team within {} s",
+                START_TIMEOUT.as_secs()
+            ));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Sends `pid`, the worker of `name` on `backend`, [`nudge::NUDGE_SIGNAL`] if it lives.
+pub fn wake(backend: &'static str, name: &Name, pid: Option<u32>) -> Result<(), ExecError> {
+    let pid = pid.ok_or(ExecError::Unknown {
+        backend,
+        name: name.clone(),
+    })?;
+    if pid_alive(pid) {
+        nudge::send(pid);
+    }
+    Ok(())
+}
+
+/// SIGTERM, up to [`STOP_GRACE`] for the process to end, then SIGKILL.
+pub async fn end_process(pid: u32) {
+    if !pid_alive(pid) {
+        return;
+    }
+    signal(pid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = Instant::now() + STOP_GRACE;
+    while pid_alive(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if pid_alive(pid) {
+        signal(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// Sends `signal` to `pid` (never to pid 0 or 1, or a group).
+pub fn signal(pid: u32, signal: nix::sys::signal::Signal) {
+    if let Ok(raw) = i32::try_from(pid)
+        && raw > 1
+    {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), signal);
+    }
+}
