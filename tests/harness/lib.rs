@@ -21,7 +21,7 @@ pub use diff::line_diff;
 pub use dir::{TempDir, TempHome};
 pub use mock_llm::MockLlm;
 pub use process::{process_gone, read_pid};
-pub use repo::{bugfix_repo, demo_data, git, git_init_commit};
+pub use repo::{bugfix_repo, demo_data, git, git_init_commit, git_repo_with_identity};
 pub use tmux::{Pane, Tmux};
 
 use std::path::{Path, PathBuf};

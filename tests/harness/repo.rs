@@ -42,6 +42,16 @@ pub fn git_init_commit(dir: &Path) {
     git(dir, &["commit", "-q", "-m", "initial"]);
 }
 
+/// Makes `dir` a git repository on `main` with its own identity (commits made there later,
+/// by teammates in worktrees too, need no environment) and everything in it committed.
+pub fn git_repo_with_identity(dir: &Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Roo Test"]);
+    git(dir, &["config", "user.email", "roo@example.invalid"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "initial"]);
+}
+
 /// Copies the bug-fix demo project (calc.py with a bug, its tests, and the project config
 /// that lets the agent run them) into `dir` and commits it.
 pub fn bugfix_repo(dir: &Path) {

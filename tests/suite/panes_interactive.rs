@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use roo_store::{BackendType, Name, RooHome, Team};
-use roo_tests::{Pane, TempDir, Tmux, bin, git, process_gone, wait_until};
+use roo_tests::{Pane, TempDir, Tmux, bin, process_gone, wait_until};
 
 /// Live `roo-worker`s whose command line names a path under `root`.
 pub(crate) fn workers_under(root: &Path) -> Vec<String> {
@@ -80,11 +80,7 @@ fn world() -> (TempDir, PathBuf) {
     std::fs::create_dir_all(root.join("roo")).unwrap();
     root.write("project/README.md", "# demo\n");
     let project = root.join("project");
-    git(&project, &["init", "-q", "-b", "main"]);
-    git(&project, &["config", "user.name", "Roo Test"]);
-    git(&project, &["config", "user.email", "roo@example.invalid"]);
-    git(&project, &["add", "-A"]);
-    git(&project, &["commit", "-q", "-m", "initial"]);
+    roo_tests::git_repo_with_identity(&project);
     (root, project)
 }
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use roo_store::{BackendType, MemberState, Name, RooHome, TaskId, TaskStatus, Team};
-use roo_tests::{TempDir, TestCommand, bin, git, process_gone, read_pid, wait_until};
+use roo_tests::{TempDir, TestCommand, bin, process_gone, read_pid, wait_until};
 
 use super::team_panes::{ArgvSampler, CANARY, KILLED, LEAD, TEAMMATES, workers_under};
 
@@ -87,11 +87,7 @@ impl World {
         std::fs::create_dir_all(root.join("it2/s")).unwrap();
         root.write("project/README.md", "# demo\n");
         let project = root.join("project");
-        git(&project, &["init", "-q", "-b", "main"]);
-        git(&project, &["config", "user.name", "Roo Test"]);
-        git(&project, &["config", "user.email", "roo@example.invalid"]);
-        git(&project, &["add", "-A"]);
-        git(&project, &["commit", "-q", "-m", "initial"]);
+        roo_tests::git_repo_with_identity(&project);
         root.write(
             "roo/config.yaml",
             "sandbox: {pass_env: [EXTRA_SERVICE_API_KEY]}\n",

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use roo_store::{BackendType, MemberState, Name, RooHome, TaskId, TaskStatus, Team};
-use roo_tests::{TempDir, TestCommand, Tmux, bin, git, process_gone, read_pid, wait_until};
+use roo_tests::{TempDir, TestCommand, Tmux, bin, process_gone, read_pid, wait_until};
 
 /// A secret the lead has in its environment; it must reach the workers and never be on
 /// a command line.
@@ -31,11 +31,7 @@ impl World {
         std::fs::create_dir_all(root.join("roo")).unwrap();
         root.write("project/README.md", "# demo\n");
         let project = root.join("project");
-        git(&project, &["init", "-q", "-b", "main"]);
-        git(&project, &["config", "user.name", "Roo Test"]);
-        git(&project, &["config", "user.email", "roo@example.invalid"]);
-        git(&project, &["add", "-A"]);
-        git(&project, &["commit", "-q", "-m", "initial"]);
+        roo_tests::git_repo_with_identity(&project);
         // Commands may see this key (the user passes it on); the model's keys never.
         root.write(
             "roo/config.yaml",

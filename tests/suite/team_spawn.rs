@@ -26,11 +26,7 @@ impl World {
         std::fs::create_dir_all(root.join("roo")).unwrap();
         root.write("project/README.md", "# demo\n");
         let project = root.join("project");
-        git(&project, &["init", "-q", "-b", "main"]);
-        git(&project, &["config", "user.name", "Roo Test"]);
-        git(&project, &["config", "user.email", "roo@example.invalid"]);
-        git(&project, &["add", "-A"]);
-        git(&project, &["commit", "-q", "-m", "initial"]);
+        roo_tests::git_repo_with_identity(&project);
         World { root }
     }
 

@@ -28,11 +28,7 @@ impl World {
         root.write("project/README.md", "# demo\n");
         root.write("project/.roocode/config.yaml", "permission_mode: default\n");
         let project = root.join("project");
-        git(&project, &["init", "-q", "-b", "main"]);
-        git(&project, &["config", "user.name", "Roo Test"]);
-        git(&project, &["config", "user.email", "roo@example.invalid"]);
-        git(&project, &["add", "-A"]);
-        git(&project, &["commit", "-q", "-m", "initial"]);
+        roo_tests::git_repo_with_identity(&project);
         World { root }
     }
 
