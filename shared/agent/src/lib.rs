@@ -15,6 +15,7 @@ pub mod plan_mode;
 pub mod prompt;
 pub mod sandbox;
 pub mod session;
+pub mod skills;
 pub mod text_tool_call;
 pub mod tool;
 pub mod tools;

@@ -1,0 +1,261 @@
+//! The LoadSkill tool and the narrowing a loaded skill puts on a run.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::load::{Catalog, Mode, Skill};
+use crate::event::{EventSink, Outcome};
+use crate::hooks::{LifecycleHook, PromptDecision};
+use crate::tool::{
+    ScopeError, ScopeId, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope, TypedTool,
+    WeakToolRegistry,
+};
+
+/// The body of `skill` as the model reads it, with `$ARGUMENTS` replaced by
+/// `arguments` (appended when the body does not use it and arguments were given).
+pub fn expand(skill: &Skill, arguments: &str) -> String {
+    let arguments = arguments.trim();
+    let mut text = format!(
+        "<skill name=\"{}\" source=\"{}\">\n",
+        skill.name, skill.source
+    );
+    if skill.body.contains("$ARGUMENTS") {
+        text.push_str(&skill.body.replace("$ARGUMENTS", arguments));
+    } else {
+        text.push_str(&skill.body);
+        if !arguments.is_empty() {
+            let _ = write!(text, "\n\nARGUMENTS: {arguments}");
+        }
+    }
+    text.push_str("\n</skill>");
+    if let Some(tools) = &skill.allowed_tools {
+        let _ = write!(
+            text,
+            "\n\nFor the rest of this run only these tools can be called: {}, LoadSkill.",
+            tools.join(", ")
+        );
+    }
+    if !skill.references.is_empty() {
+        let _ = write!(
+            text,
+            "\n\nThis skill has reference files; read one with LoadSkill {{\"name\": \"{}\", \"reference\": \"<file>\"}}: {}",
+            skill.name,
+            skill.references.join(", ")
+        );
+    }
+    text
+}
+
+/// The scopes loaded skills put on one agent's registry. Each lasts until the run
+/// ends (`stop`) — or, after a cancelled run, until the next prompt. A `/skill` typed
+/// by the user queues its scope, applied when that prompt is submitted.
+#[derive(Clone)]
+pub struct SkillScopes {
+    registry: WeakToolRegistry,
+    state: Arc<Mutex<ScopeState>>,
+}
+
+#[derive(Default)]
+struct ScopeState {
+    active: Vec<ScopeId>,
+    queued: Vec<ToolScope>,
+}
+
+impl SkillScopes {
+    pub fn new(registry: &ToolRegistry) -> Self {
+        Self {
+            registry: registry.downgrade(),
+            state: Arc::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ScopeState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The scope of `skill`, if it names its tools (LoadSkill stays callable).
+    pub fn scope_of(skill: &Skill) -> Result<Option<ToolScope>, ScopeError> {
+        skill
+            .allowed_tools
+            .as_ref()
+            .map(|tools| {
+                let mut names = tools.clone();
+                names.push(LoadSkill::NAME.to_string());
+                ToolScope::allow_only(format!("skill {}", skill.name), &names)
+            })
+            .transpose()
+    }
+
+    /// Narrows the registry now, until the run ends.
+    pub fn apply(&self, scope: ToolScope) {
+        if let Some(registry) = self.registry.upgrade() {
+            let id = registry.narrow(scope);
+            self.lock().active.push(id);
+        }
+    }
+
+    /// Narrows the registry when the next prompt is submitted (a `/skill` command).
+    pub fn queue(&self, scope: ToolScope) {
+        self.lock().queued.push(scope);
+    }
+
+    /// Lifts every scope a skill put on the registry.
+    pub fn lift_all(&self) {
+        let active = std::mem::take(&mut self.lock().active);
+        if let Some(registry) = self.registry.upgrade() {
+            for id in active {
+                registry.lift(id);
+            }
+        }
+    }
+}
+
+impl LifecycleHook for SkillScopes {
+    fn user_prompt_submit<'a>(
+        &'a self,
+        _prompt: &'a str,
+        _cancel: &'a CancellationToken,
+        _events: &'a EventSink,
+    ) -> BoxFuture<'a, PromptDecision> {
+        // Scopes left by a cancelled run end here; a queued `/skill` begins.
+        self.lift_all();
+        let queued = std::mem::take(&mut self.lock().queued);
+        for scope in queued {
+            self.apply(scope);
+        }
+        Box::pin(async { PromptDecision::default() })
+    }
+
+    fn stop<'a>(
+        &'a self,
+        _outcome: &'a Outcome,
+        _final_text: &'a str,
+        _cancel: &'a CancellationToken,
+        _events: &'a EventSink,
+    ) -> BoxFuture<'a, ()> {
+        self.lift_all();
+        Box::pin(async {})
+    }
+}
+
+/// Input of LoadSkill.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSkillInput {
+    /// The skill's name, as listed in this tool's description.
+    pub name: String,
+    /// The user's arguments for the skill; they replace `$ARGUMENTS` in its instructions.
+    #[serde(default)]
+    pub arguments: Option<String>,
+    /// A file of the skill's `references/` to read instead of loading its instructions.
+    #[serde(default)]
+    pub reference: Option<String>,
+}
+
+/// Loads a skill's instructions into the conversation and narrows the run's tools.
+pub struct LoadSkill {
+    catalog: Catalog,
+    scopes: SkillScopes,
+}
+
+impl LoadSkill {
+    pub fn new(catalog: Catalog, scopes: SkillScopes) -> Self {
+        Self { catalog, scopes }
+    }
+}
+
+impl TypedTool for LoadSkill {
+    type Input = LoadSkillInput;
+    const NAME: &'static str = "LoadSkill";
+
+    fn description(&self) -> String {
+        let scan = self.catalog.scan();
+        let mut text = String::from(
+            "Loads a skill: a precise procedure for a kind of task. When the user's request \
+             matches a skill below, call this first with its name and the user's arguments, \
+             then follow the instructions it returns exactly. Some skills restrict the tools \
+             you can call until the end of the run.\n\nAvailable skills:",
+        );
+        if scan.skills.is_empty() {
+            text.push_str("\n(none)");
+        }
+        for skill in scan.skills.values() {
+            let _ = write!(text, "\n- {}: {}", skill.name, skill.description);
+            if let Some(when) = &skill.when_to_use {
+                let _ = write!(text, " When to use: {when}");
+            }
+            if let Some(args) = &skill.arguments {
+                let _ = write!(text, " Arguments: {args}");
+            }
+        }
+        text
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
+
+    fn summarize(&self, input: &Value) -> Option<String> {
+        let name = input.get("name").and_then(Value::as_str).unwrap_or("?");
+        Some(format!("LoadSkill({name})"))
+    }
+
+    async fn run(&self, input: LoadSkillInput, _ctx: &ToolContext) -> ToolOutput {
+        let catalog = self.catalog.clone();
+        // Scanning reads files: off the async threads.
+        let scan = match tokio::task::spawn_blocking(move || catalog.scan()).await {
+            Ok(scan) => scan,
+            Err(e) => return ToolOutput::error(format!("failed to read the skills: {e}")),
+        };
+        for warning in &scan.warnings {
+            tracing::warn!("{warning}");
+        }
+        let Some(skill) = scan.get(&input.name) else {
+            let names: Vec<&str> = scan.skills.keys().map(String::as_str).collect();
+            return ToolOutput::error(format!(
+                "failed to load skill \"{}\": there is no such skill. Available skills: {}",
+                input.name,
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        };
+        if let Some(reference) = &input.reference {
+            let skill = skill.clone();
+            let reference = reference.clone();
+            return match tokio::task::spawn_blocking(move || skill.read_reference(&reference))
+                .await
+            {
+                Ok(Ok(text)) => ToolOutput::ok(text),
+                Ok(Err(e)) => ToolOutput::error(format!("failed to read a reference: {e}")),
+                Err(e) => ToolOutput::error(format!("failed to read a reference: {e}")),
+            };
+        }
+        if skill.mode == Mode::Fork {
+            return ToolOutput::error(format!(
+                "failed to load skill \"{}\": it runs in fork mode (a sub-agent with a fresh \
+                 context), and sub-agents are not available in this build yet. Tell the user; \
+                 do not try to follow the skill inline.",
+                skill.name
+            ));
+        }
+        match SkillScopes::scope_of(skill) {
+            Ok(Some(scope)) => self.scopes.apply(scope),
+            Ok(None) => {}
+            Err(e) => return ToolOutput::error(format!("failed to load skill: {e}")),
+        }
+        ToolOutput::ok(expand(skill, input.arguments.as_deref().unwrap_or("")))
+    }
+}
