@@ -5,4 +5,5 @@ mod hooks;
 mod model_misbehaviour;
 mod permissions;
 mod registry;
+mod skills;
 mod tools;
