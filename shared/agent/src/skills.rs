@@ -24,4 +24,4 @@ mod load;
 mod tool;
 
 pub use load::{Catalog, Mode, Scan, Skill, SkillError, Source, parse_skill};
-pub use tool::{LoadSkill, LoadSkillInput, SkillScopes, expand};
+pub use tool::{LoadSkill, LoadSkillInput, SkillCommand, SkillScopes, Skills, expand};

@@ -22,6 +22,7 @@ use roo_agent::session::{
     Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
 };
 use roo_agent::tool::{EnvSource, Tool, ToolContext, ToolRegistry, WorkspaceGate};
+use roo_agent::skills::{Catalog, Skills};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
 use roo_store::Name;
@@ -275,6 +276,8 @@ pub struct BuiltAgent {
     /// The config's hooks (also added to the agent's loop): the team runtime fires
     /// `teammate_idle` and `task_completed` through them.
     pub command_hooks: Arc<CommandHooks>,
+    /// The agent's skills (`None` without the work tools), for `/<skill>` commands.
+    pub skills: Option<Skills>,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -414,11 +417,13 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let policy: SharedPolicy = Arc::new(RwLock::new(policy));
 
     let tools = ToolRegistry::new();
-    if tool_set.work {
+    // Skills come with the work tools; an untrusted project's skills are not read.
+    let skills = tool_set.work.then(|| {
         for tool in builtin_tools() {
             tools.register(tool);
         }
-    }
+        Skills::install(Catalog::new(&roo_home, &project_root, trusted), &tools)
+    });
     if tool_set.plan_mode {
         for tool in plan_mode_tools(policy.clone(), plan_file.clone(), plan_approver) {
             tools.register(tool);
@@ -504,6 +509,10 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     if !command_hooks.is_empty() {
         agent.add_lifecycle_hook(command_hooks.clone());
     }
+    if let Some(skills) = &skills {
+        agent.add_lifecycle_hook(Arc::new(skills.scopes.clone()));
+        notices.extend(skill_notices(skills, &project_root, trusted).await);
+    }
     if !resumed {
         let (root, read_filter) = match &pending_workspace {
             // The same rules, applied to the checkout the instructions come from.
@@ -534,7 +543,24 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         llm,
         trusted,
         command_hooks,
+        skills,
     })
+}
+
+/// Skills skipped at start, and an untrusted project's skills left unread.
+async fn skill_notices(skills: &Skills, project_root: &Path, trusted: bool) -> Vec<String> {
+    let catalog = skills.catalog.clone();
+    let mut notices = tokio::task::spawn_blocking(move || catalog.scan().warnings)
+        .await
+        .unwrap_or_default();
+    let dir = project_root.join(".roocode").join("skills");
+    if !trusted && dir.is_dir() {
+        notices.push(format!(
+            "the skills in {} are ignored: the project is not trusted",
+            dir.display()
+        ));
+    }
+    notices
 }
 
 /// The resolved working directory and project root of a directory that exists.

@@ -259,3 +259,56 @@ impl TypedTool for LoadSkill {
         ToolOutput::ok(expand(skill, input.arguments.as_deref().unwrap_or("")))
     }
 }
+
+/// An agent's skills, for a UI: the catalog and the scopes hook of its LoadSkill.
+#[derive(Clone)]
+pub struct Skills {
+    pub catalog: Catalog,
+    pub scopes: SkillScopes,
+}
+
+/// What a `/name args` line typed by the user turns into.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SkillCommand {
+    /// No skill of that name: not a skill command.
+    NotASkill,
+    /// Send this prompt; the skill's tool scope is queued for its run.
+    Prompt(String),
+    /// The skill cannot run; tell the user.
+    Refused(String),
+}
+
+impl Skills {
+    /// Registers LoadSkill over `catalog` in `tools`; the returned handle's `scopes`
+    /// must be added to the agent as a lifecycle hook (it lifts them after each run).
+    pub fn install(catalog: Catalog, tools: &ToolRegistry) -> Self {
+        let scopes = SkillScopes::new(tools);
+        tools.register(Arc::new(LoadSkill::new(catalog.clone(), scopes.clone())));
+        Self { catalog, scopes }
+    }
+
+    /// `/name args` typed by the user (without the slash): the skill's expanded body
+    /// as the prompt, its scope queued for that run — as if the model had loaded it.
+    pub fn command(&self, name: &str, arguments: &str) -> SkillCommand {
+        let scan = self.catalog.scan();
+        for warning in &scan.warnings {
+            tracing::warn!("{warning}");
+        }
+        let Some(skill) = scan.get(name) else {
+            return SkillCommand::NotASkill;
+        };
+        if skill.mode == Mode::Fork {
+            return SkillCommand::Refused(format!(
+                "skill {} runs in fork mode (a sub-agent with a fresh context), which this build \
+                 cannot start yet",
+                skill.name
+            ));
+        }
+        match SkillScopes::scope_of(skill) {
+            Ok(Some(scope)) => self.scopes.queue(scope),
+            Ok(None) => {}
+            Err(e) => return SkillCommand::Refused(e.to_string()),
+        }
+        SkillCommand::Prompt(expand(skill, arguments))
+    }
+}
