@@ -44,6 +44,13 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     } = options;
     let started = Instant::now();
     let style = Style::for_stderr();
+    // `-p "/commit fix typo"` runs the skill as the REPL would.
+    let expanded = match crate::skill_command::skill_prompt(built.skills.as_ref(), prompt) {
+        Some(Ok(expanded)) => Some(expanded),
+        Some(Err(why)) => return Err(AppError::Usage(why)),
+        None => None,
+    };
+    let prompt = expanded.as_deref().unwrap_or(prompt);
     for notice in &built.notices {
         eprintln!("{}", style.dim(&format!("note: {notice}")));
     }

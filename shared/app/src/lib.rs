@@ -11,5 +11,6 @@ pub mod logging;
 pub mod render;
 pub mod repl;
 pub mod setup;
+pub mod skill_command;
 pub mod trust;
 pub mod worker;

@@ -38,6 +38,7 @@ const HELP: &str = "Commands:
   /team            the team's members and their states (busy, idle, dead)
   /tasks           the team's task list with owners and status
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
+  /<skill> [ARGS]  run a skill: commit, test, and those in ~/.roocode/skills and .roocode/skills
 Keys: Esc stops the current run; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
 
 /// Puts the terminal in raw mode for the session and restores it on drop.
@@ -88,6 +89,7 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         team,
         team_status,
         team_tasks: _team_tasks,
+        skills,
         ..
     } = built;
     let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
@@ -244,7 +246,18 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         if trimmed.is_empty() {
             continue;
         }
-        if let Some(command) = trimmed.strip_prefix('/') {
+        let skill = crate::skill_command::skill_prompt(skills.as_ref(), trimmed);
+        let trimmed = match &skill {
+            Some(Ok(prompt)) => prompt.as_str(),
+            Some(Err(why)) => {
+                let _ = writeln!(render.out(), "{}", style.red(&format!("error: {why}")));
+                continue;
+            }
+            None => trimmed,
+        };
+        if skill.is_none()
+            && let Some(command) = trimmed.strip_prefix('/')
+        {
             match slash_command(command, &mut agent, &team, render.out(), &style) {
                 Flow::Continue => continue,
                 Flow::Exit => return Ok(ExitCode::from(exit::OK)),

@@ -108,6 +108,8 @@ pub struct Built {
     /// Stops the lead's team background tasks (monitor, request answerer, a `--team`
     /// router); cancelled when `Built` is dropped.
     pub team_tasks: CancellationToken,
+    /// The lead's skills, for `/<skill>` (`None` without the work tools).
+    pub skills: Option<roo_agent::skills::Skills>,
     _team_tasks_guard: tokio_util::sync::DropGuard,
 }
 
@@ -344,6 +346,7 @@ pub async fn build_in(
         spawner,
         _team_tasks_guard: team_tasks.clone().drop_guard(),
         team_tasks,
+        skills: built.skills,
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,
