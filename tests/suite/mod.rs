@@ -12,6 +12,7 @@ mod lead_headless;
 mod lead_interactive;
 mod lead_misbehaving_model;
 mod lead_permissions;
+mod lead_skills;
 mod lead_team;
 mod panes_interactive;
 mod project_trust;
