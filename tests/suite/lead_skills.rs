@@ -47,7 +47,10 @@ agents:
     .args(["--permission-mode", "bypassPermissions"])
     .run();
     out.assert_ok();
-    assert!(!home.cwd.join("pwned.txt").exists(), "WriteFile must be refused");
+    assert!(
+        !home.cwd.join("pwned.txt").exists(),
+        "WriteFile must be refused"
+    );
     let text = transcripts(&home);
     assert!(text.contains("# Commit the current changes"), "{text}");
     assert!(

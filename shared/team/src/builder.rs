@@ -21,8 +21,8 @@ use roo_agent::sandbox::CommandSetup;
 use roo_agent::session::{
     Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
 };
-use roo_agent::tool::{EnvSource, Tool, ToolContext, ToolRegistry, WorkspaceGate};
 use roo_agent::skills::{Catalog, Skills};
+use roo_agent::tool::{EnvSource, Tool, ToolContext, ToolRegistry, WorkspaceGate};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
 use roo_store::Name;

@@ -199,7 +199,10 @@ pub fn parse_skill(
     }
     let body = body.trim().to_string();
     if body.is_empty() {
-        return Err(invalid(path, "the body (the instructions after the front matter) is empty"));
+        return Err(invalid(
+            path,
+            "the body (the instructions after the front matter) is empty",
+        ));
     }
     let arguments = front.arguments.map(|a| match a {
         Arguments::Hint(hint) => one_line(&hint),
@@ -372,7 +375,10 @@ fn read_bounded(path: &Path, max: u64) -> Result<String, SkillError> {
     };
     let meta = fs::symlink_metadata(path).map_err(io)?;
     if !meta.is_file() {
-        return Err(invalid(path, "is not a regular file (symlinks are not followed)"));
+        return Err(invalid(
+            path,
+            "is not a regular file (symlinks are not followed)",
+        ));
     }
     if meta.len() > max {
         return Err(invalid(
@@ -484,7 +490,10 @@ impl Skill {
             }
         }
         if fs::symlink_metadata(&root).is_ok_and(|m| !m.is_dir()) {
-            return Err(invalid(&root, "is not a folder (symlinks are not followed)"));
+            return Err(invalid(
+                &root,
+                "is not a folder (symlinks are not followed)",
+            ));
         }
         read_bounded(&root.join(wanted), MAX_REFERENCE_BYTES)
     }
@@ -500,7 +509,10 @@ mod tests {
             let path = PathBuf::from(format!("skills/{name}/SKILL.md"));
             let skill = parse_skill(text, &path, name, Source::BuiltIn)
                 .unwrap_or_else(|e| panic!("built-in skill {name} is broken: {e}"));
-            assert!(skill.body.contains("$ARGUMENTS"), "{name} ignores its arguments");
+            assert!(
+                skill.body.contains("$ARGUMENTS"),
+                "{name} ignores its arguments"
+            );
         }
         let names: Vec<_> = builtin().into_iter().map(|s| (s.name, s.mode)).collect();
         assert_eq!(
@@ -524,11 +536,23 @@ mod tests {
             ("---\nname: x\ndescription: d\n", "no closing"),
             ("---\nname: x\n---\nbody", "bad front matter"),
             ("---\nname: X\ndescription: d\n---\nbody", "is not valid"),
-            ("---\nname: y\ndescription: d\n---\nbody", "differs from its folder"),
+            (
+                "---\nname: y\ndescription: d\n---\nbody",
+                "differs from its folder",
+            ),
             ("---\nname: x\ndescription: d\n---\n  \n", "body"),
-            ("---\nname: x\ndescription: d\nallowed_tools: [readfile]\n---\nb", "allowed_tools"),
-            ("---\nname: x\ndescription: d\nmode: sideways\n---\nb", "bad front matter"),
-            ("---\nname: x\ndescription: d\nrogue: 1\n---\nb", "unknown field"),
+            (
+                "---\nname: x\ndescription: d\nallowed_tools: [readfile]\n---\nb",
+                "allowed_tools",
+            ),
+            (
+                "---\nname: x\ndescription: d\nmode: sideways\n---\nb",
+                "bad front matter",
+            ),
+            (
+                "---\nname: x\ndescription: d\nrogue: 1\n---\nb",
+                "unknown field",
+            ),
         ];
         for (text, want) in cases {
             let err = parse(text).err().map(|e| e.to_string()).unwrap_or_default();

@@ -235,8 +235,7 @@ impl TypedTool for LoadSkill {
         if let Some(reference) = &input.reference {
             let skill = skill.clone();
             let reference = reference.clone();
-            return match tokio::task::spawn_blocking(move || skill.read_reference(&reference))
-                .await
+            return match tokio::task::spawn_blocking(move || skill.read_reference(&reference)).await
             {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) => ToolOutput::error(format!("failed to read a reference: {e}")),

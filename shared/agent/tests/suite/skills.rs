@@ -58,7 +58,11 @@ fn project_skills_override_user_skills_which_override_built_in_ones() {
             ("commit", Source::User, "user commit"),
             ("deploy", Source::Project, "project deploy"),
             ("review", Source::Project, "project review"),
-            ("test", Source::BuiltIn, "# Run the tests and analyse the result"),
+            (
+                "test",
+                Source::BuiltIn,
+                "# Run the tests and analyse the result"
+            ),
         ]
     );
     // Whole-skill override: the user's review has no allowed_tools and is inline,
@@ -83,11 +87,20 @@ fn a_bad_skill_file_is_skipped_with_a_warning_naming_it() {
     let ws = Workspace::new();
     let dir = user_dir(&ws);
     skill_file(&dir, "good", "", "fine");
-    write(&dir.join("broken/SKILL.md"), "---\nname: broken\n---\nno description\n");
-    write(&dir.join("Upper/SKILL.md"), "---\nname: Upper\ndescription: d\n---\nb\n");
+    write(
+        &dir.join("broken/SKILL.md"),
+        "---\nname: broken\n---\nno description\n",
+    );
+    write(
+        &dir.join("Upper/SKILL.md"),
+        "---\nname: Upper\ndescription: d\n---\nb\n",
+    );
     write(
         &dir.join("huge/SKILL.md"),
-        &format!("---\nname: huge\ndescription: d\n---\n{}\n", "x".repeat(70_000)),
+        &format!(
+            "---\nname: huge\ndescription: d\n---\n{}\n",
+            "x".repeat(70_000)
+        ),
     );
     skill_file(&dir, "badjson", "", "b");
     write(&dir.join("badjson/tool.json"), "{not json");
@@ -133,7 +146,9 @@ fn symlinked_skill_folders_and_references_are_not_followed() {
     let scan = Catalog::from_dirs(None, Some(dir.clone())).scan();
     assert!(scan.get("linked").is_none());
     assert!(
-        scan.warnings.iter().any(|w| w.contains("linked") && w.contains("symlink")),
+        scan.warnings
+            .iter()
+            .any(|w| w.contains("linked") && w.contains("symlink")),
         "{:?}",
         scan.warnings
     );
@@ -150,21 +165,35 @@ fn symlinked_skill_folders_and_references_are_not_followed() {
         "deep/../guide.md",
     ] {
         let err = refs.read_reference(escape).unwrap_err().to_string();
-        assert!(err.contains("is not a reference of skill refs"), "{escape}: {err}");
+        assert!(
+            err.contains("is not a reference of skill refs"),
+            "{escape}: {err}"
+        );
     }
 }
 
 #[test]
 fn arguments_replace_the_placeholder_or_are_appended() {
     let ws = Workspace::new();
-    skill_file(&user_dir(&ws), "with", "", "Review $ARGUMENTS now; again: $ARGUMENTS.");
+    skill_file(
+        &user_dir(&ws),
+        "with",
+        "",
+        "Review $ARGUMENTS now; again: $ARGUMENTS.",
+    );
     skill_file(&user_dir(&ws), "without", "", "Do the thing.");
     let scan = Catalog::from_dirs(Some(user_dir(&ws)), None).scan();
     let with = expand(scan.get("with").unwrap(), " src/lib.rs ");
-    assert!(with.contains("Review src/lib.rs now; again: src/lib.rs."), "{with}");
+    assert!(
+        with.contains("Review src/lib.rs now; again: src/lib.rs."),
+        "{with}"
+    );
     assert!(!with.contains("$ARGUMENTS"));
     let without = expand(scan.get("without").unwrap(), "fast");
-    assert!(without.contains("Do the thing.\n\nARGUMENTS: fast"), "{without}");
+    assert!(
+        without.contains("Do the thing.\n\nARGUMENTS: fast"),
+        "{without}"
+    );
     let none = expand(scan.get("without").unwrap(), "");
     assert!(!none.contains("ARGUMENTS"), "{none}");
 }
@@ -216,7 +245,10 @@ async fn regression_a_loaded_skills_allowed_tools_are_enforced_when_a_call_execu
         results.contains("not available in this run (narrowed by skill readonly)"),
         "{results}"
     );
-    assert!(results.contains("pub fn add"), "the allowed call ran: {results}");
+    assert!(
+        results.contains("pub fn add"),
+        "the allowed call ran: {results}"
+    );
     let offered = super::common::request_tools(&requests[2]);
     assert_eq!(offered, ["Grep", "LoadSkill", "ReadFile"]);
 
