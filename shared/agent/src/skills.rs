@@ -24,4 +24,6 @@ mod load;
 mod tool;
 
 pub use load::{Catalog, Mode, Scan, Skill, SkillError, Source, parse_skill};
-pub use tool::{LoadSkill, LoadSkillInput, SkillCommand, SkillScopes, Skills, expand};
+pub use tool::{
+    LoadSkill, LoadSkillInput, MAX_LISTING_CHARS, SkillCommand, SkillScopes, Skills, expand,
+};

@@ -18,6 +18,8 @@ pub const MAX_REFERENCE_BYTES: u64 = 256 * 1024;
 pub const MAX_SKILLS_PER_DIR: usize = 200;
 /// Longest description or when_to_use, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+/// Most directory entries read in one skills folder or one `references/` tree.
+const MAX_ENTRIES_LOOKED_AT: usize = 2000;
 /// Longest skill name.
 const MAX_NAME_CHARS: usize = 64;
 
@@ -326,7 +328,8 @@ fn scan_dir(dir: &Path, source: Source, scan: &mut Scan) {
         }
     };
     let mut names: Vec<(String, PathBuf)> = Vec::new();
-    for entry in entries.flatten() {
+    // A folder with millions of entries must not stall every request.
+    for entry in entries.flatten().take(MAX_ENTRIES_LOOKED_AT) {
         let path = entry.path();
         let Ok(name) = entry.file_name().into_string() else {
             scan.warnings.push(format!(
@@ -424,11 +427,17 @@ fn load_dir(dir: &Path, name: &str, source: Source) -> Result<Skill, SkillError>
 fn list_references(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::new()];
+    let mut looked_at = 0usize;
     while let Some(rel) = stack.pop() {
         let Ok(entries) = fs::read_dir(root.join(&rel)) else {
             continue;
         };
         for entry in entries.flatten() {
+            looked_at += 1;
+            if looked_at > MAX_ENTRIES_LOOKED_AT {
+                out.sort();
+                return out;
+            }
             let Ok(ft) = entry.file_type() else { continue };
             let child = rel.join(entry.file_name());
             if ft.is_dir() && child.components().count() < 8 {

@@ -144,6 +144,9 @@ impl LifecycleHook for SkillScopes {
     }
 }
 
+/// How much of LoadSkill's description may describe skills; the rest are named only.
+pub const MAX_LISTING_CHARS: usize = 8 * 1024;
+
 /// Input of LoadSkill.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -185,14 +188,28 @@ impl TypedTool for LoadSkill {
         if scan.skills.is_empty() {
             text.push_str("\n(none)");
         }
+        let mut names_only = Vec::new();
         for skill in scan.skills.values() {
-            let _ = write!(text, "\n- {}: {}", skill.name, skill.description);
+            let mut line = format!("\n- {}: {}", skill.name, skill.description);
             if let Some(when) = &skill.when_to_use {
-                let _ = write!(text, " When to use: {when}");
+                let _ = write!(line, " When to use: {when}");
             }
             if let Some(args) = &skill.arguments {
-                let _ = write!(text, " Arguments: {args}");
+                let _ = write!(line, " Arguments: {args}");
             }
+            // Many or long skills must not crowd the prompt: past the budget, names only.
+            if names_only.is_empty() && text.len() + line.len() <= MAX_LISTING_CHARS {
+                text.push_str(&line);
+            } else {
+                names_only.push(skill.name.as_str());
+            }
+        }
+        if !names_only.is_empty() {
+            let _ = write!(
+                text,
+                "\nMore skills (load one to see what it does): {}",
+                names_only.join(", ")
+            );
         }
         text
     }

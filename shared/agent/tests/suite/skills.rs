@@ -349,3 +349,30 @@ async fn a_fork_skill_is_refused_clearly_until_sub_agents_exist() {
     // Refused without narrowing anything.
     assert!(matches!(tools.lookup("WriteFile"), Lookup::Ready(_)));
 }
+
+#[test]
+fn many_long_skills_do_not_crowd_the_prompt() {
+    use roo_agent::skills::MAX_LISTING_CHARS;
+    use roo_agent::tool::Tool;
+    let ws = Workspace::new();
+    let long = "d".repeat(1000);
+    for i in 0..150 {
+        write(
+            &user_dir(&ws).join(format!("s{i:03}/SKILL.md")),
+            &format!("---\nname: s{i:03}\ndescription: {long}\nwhen_to_use: {long}\n---\nb\n"),
+        );
+    }
+    let (tools, _) = skill_tools(Catalog::from_dirs(Some(user_dir(&ws)), None));
+    let description = tools.get("LoadSkill").unwrap().description();
+    assert!(
+        description.len() < MAX_LISTING_CHARS + 150 * 6,
+        "{}",
+        description.len()
+    );
+    assert!(description.contains("- s000: ddd"));
+    assert!(description.contains("More skills (load one to see what it does): s00"));
+    assert!(
+        description.ends_with("s149"),
+        "every skill is at least named"
+    );
+}
