@@ -353,7 +353,6 @@ async fn a_fork_skill_is_refused_clearly_until_sub_agents_exist() {
 #[test]
 fn many_long_skills_do_not_crowd_the_prompt() {
     use roo_agent::skills::MAX_LISTING_CHARS;
-    use roo_agent::tool::Tool;
     let ws = Workspace::new();
     let long = "d".repeat(1000);
     for i in 0..150 {
