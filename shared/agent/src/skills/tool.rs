@@ -303,6 +303,13 @@ impl Skills {
         Self { catalog, scopes }
     }
 
+    /// The same catalog bound to `registry` — a sub-agent's [`ToolRegistry::detached`]
+    /// copy, whose LoadSkill would otherwise narrow the parent's registry. Add the
+    /// returned `scopes` to the sub-agent as a lifecycle hook.
+    pub fn for_registry(&self, registry: &ToolRegistry) -> Self {
+        Self::install(self.catalog.clone(), registry)
+    }
+
     /// `/name args` typed by the user (without the slash): the skill's expanded body
     /// as the prompt, its scope queued for that run — as if the model had loaded it.
     pub fn command(&self, name: &str, arguments: &str) -> SkillCommand {

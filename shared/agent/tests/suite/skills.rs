@@ -375,3 +375,41 @@ fn many_long_skills_do_not_crowd_the_prompt() {
         "every skill is at least named"
     );
 }
+
+#[tokio::test]
+async fn a_skill_loaded_in_a_detached_registry_narrows_only_that_registry() {
+    use roo_agent::skills::Skills;
+    let ws = Workspace::new();
+    let parent = ToolRegistry::new();
+    for tool in builtin_tools() {
+        parent.register(tool);
+    }
+    let skills = Skills::install(Catalog::new(&ws.roo_home, &ws.project, false), &parent);
+    let child = parent.detached();
+    let child_skills = skills.for_registry(&child);
+    let (mut agent, _server) = scripted_agent(
+        &ws,
+        r#"
+- tool_calls:
+    - {name: LoadSkill, input: {name: commit}}
+    - {name: WriteFile, input: {path: pwned.txt, content: "x"}}
+- text: "done"
+"#,
+        child.clone(),
+    )
+    .await;
+    agent.add_lifecycle_hook(Arc::new(child_skills.scopes.clone()));
+    // Observe the scope mid-run: the run's stop lifts it.
+    let (sink, _rx) = roo_agent::event::EventSink::channel();
+    let run = agent.run("commit", &sink, tokio_util::sync::CancellationToken::new());
+    let result = run.await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    assert!(
+        !ws.project.join("pwned.txt").exists(),
+        "narrowed in the child"
+    );
+    assert!(
+        matches!(parent.lookup("WriteFile"), Lookup::Ready(_)),
+        "the parent's registry is untouched"
+    );
+}
