@@ -259,6 +259,11 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
             && let Some(command) = trimmed.strip_prefix('/')
         {
             match slash_command(command, &mut agent, &team, render.out(), &style) {
+                Flow::Continue if command.trim() == "help" => {
+                    let help = crate::skill_command::skills_help(skills.as_ref());
+                    let _ = write!(render.out(), "{help}");
+                    continue;
+                }
                 Flow::Continue => continue,
                 Flow::Exit => return Ok(ExitCode::from(exit::OK)),
             }

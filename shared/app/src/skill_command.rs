@@ -24,3 +24,63 @@ pub fn skill_prompt(skills: Option<&Skills>, line: &str) -> Option<Result<String
         SkillCommand::Refused(why) => Some(Err(format!("/{name}: {why}"))),
     }
 }
+
+/// The skills for `/help`: one line each, `  /name ARGS  description`.
+pub fn skills_help(skills: Option<&Skills>) -> String {
+    let Some(skills) = skills else {
+        return String::new();
+    };
+    let scan = skills.catalog.scan();
+    let mut text = String::from("Skills (/<skill> [ARGS]):\n");
+    for skill in scan.skills.values() {
+        let usage = match &skill.arguments {
+            Some(args) => format!("/{} {args}", skill.name),
+            None => format!("/{}", skill.name),
+        };
+        let mut description: String = skill.description.chars().take(100).collect();
+        if description.len() < skill.description.len() {
+            description.push('…');
+        }
+        text.push_str(&format!(
+            "  {usage}\n      {description} ({})\n",
+            skill.source
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roo_agent::skills::Catalog;
+    use roo_agent::tool::{Lookup, ToolRegistry};
+
+    #[test]
+    fn built_in_commands_win_and_unknown_names_pass_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("skills");
+        for name in ["help", "deploy"] {
+            let file = user.join(name).join("SKILL.md");
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(
+                &file,
+                format!("---\nname: {name}\ndescription: d\nallowed_tools: [ReadFile]\n---\nDo {name} for $ARGUMENTS\n"),
+            )
+            .unwrap();
+        }
+        let tools = ToolRegistry::new();
+        let skills = Skills::install(Catalog::from_dirs(Some(user), None), &tools);
+        assert_eq!(skill_prompt(Some(&skills), "/help"), None);
+        assert_eq!(skill_prompt(Some(&skills), "/nope x"), None);
+        assert_eq!(skill_prompt(Some(&skills), "deploy x"), None);
+        assert_eq!(skill_prompt(None, "/deploy x"), None);
+        let prompt = skill_prompt(Some(&skills), "  /deploy  prod now ")
+            .unwrap()
+            .unwrap();
+        assert!(prompt.contains("Do deploy for prod now"), "{prompt}");
+        // The scope is queued, not applied: the run's prompt hook applies it.
+        assert!(matches!(tools.lookup("LoadSkill"), Lookup::Ready(_)));
+        let help = skills_help(Some(&skills));
+        assert!(help.contains("  /deploy\n      d (user)"), "{help}");
+    }
+}
