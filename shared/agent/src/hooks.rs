@@ -365,6 +365,21 @@ impl CommandHooks {
 
     /// Runs every hook of `event` whose condition holds, in order. A blocking event
     /// stops at the first hook that fails.
+    /// [`CommandHooks::run_all`] for an event about no tool or path, its failures reported.
+    async fn fire_plain(
+        &self,
+        event: HookEvent,
+        payload: Payload<'_>,
+        cancel: &CancellationToken,
+        events: &EventSink,
+    ) -> Report {
+        let report = self
+            .run_all(event, &Facts::default(), payload, Vec::new(), cancel)
+            .await;
+        emit_failures(&report, events);
+        report
+    }
+
     async fn run_all(
         &self,
         event: HookEvent,
@@ -654,15 +669,8 @@ impl LifecycleHook for CommandHooks {
                 ..self.payload(HookEvent::SessionStart)
             };
             let report = self
-                .run_all(
-                    HookEvent::SessionStart,
-                    &Facts::default(),
-                    payload,
-                    Vec::new(),
-                    cancel,
-                )
+                .fire_plain(HookEvent::SessionStart, payload, cancel, events)
                 .await;
-            emit_failures(&report, events);
             report.stdout
         })
     }
@@ -682,15 +690,8 @@ impl LifecycleHook for CommandHooks {
                 ..self.payload(HookEvent::UserPromptSubmit)
             };
             let report = self
-                .run_all(
-                    HookEvent::UserPromptSubmit,
-                    &Facts::default(),
-                    payload,
-                    Vec::new(),
-                    cancel,
-                )
+                .fire_plain(HookEvent::UserPromptSubmit, payload, cancel, events)
                 .await;
-            emit_failures(&report, events);
             PromptDecision {
                 block: report
                     .failed
@@ -808,16 +809,8 @@ impl LifecycleHook for CommandHooks {
                 estimated_tokens: Some(tokens),
                 ..self.payload(HookEvent::PreCompact)
             };
-            let report = self
-                .run_all(
-                    HookEvent::PreCompact,
-                    &Facts::default(),
-                    payload,
-                    Vec::new(),
-                    cancel,
-                )
+            self.fire_plain(HookEvent::PreCompact, payload, cancel, events)
                 .await;
-            emit_failures(&report, events);
         })
     }
 
@@ -837,16 +830,8 @@ impl LifecycleHook for CommandHooks {
                 final_text: Some(final_text),
                 ..self.payload(HookEvent::Stop)
             };
-            let report = self
-                .run_all(
-                    HookEvent::Stop,
-                    &Facts::default(),
-                    payload,
-                    Vec::new(),
-                    cancel,
-                )
+            self.fire_plain(HookEvent::Stop, payload, cancel, events)
                 .await;
-            emit_failures(&report, events);
         })
     }
 }
