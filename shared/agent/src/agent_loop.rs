@@ -33,7 +33,7 @@ use crate::permissions::{Approval, Approver, PermissionDecision, PermissionPolic
 use crate::prompt::{plan_mode_reminder, system_reminder};
 use crate::session::Session;
 use crate::text_tool_call::parse_text_tool_call;
-use crate::tool::{Lookup, Tool, ToolContext, ToolOutput, ToolRegistry};
+use crate::tool::{ConversationSnapshot, Lookup, Tool, ToolContext, ToolOutput, ToolRegistry};
 use crate::tools::spill_if_large;
 
 /// The permission policy, shared with tools that change the mode (plan mode) and
@@ -104,6 +104,10 @@ pub struct AgentOptions {
     pub compaction: CompactionOptions,
     /// Prices for the cost figures in usage events (built-in plus config overrides).
     pub prices: roo_llm::PriceTable,
+    /// The tool list sent with every request instead of the registry's: a fork keeps
+    /// its parent's list byte for byte (the prompt cache hits). Calls are still
+    /// checked against the registry when they execute.
+    pub pinned_tools: Option<Vec<roo_llm::ToolSpec>>,
 }
 
 impl Default for AgentOptions {
@@ -119,6 +123,7 @@ impl Default for AgentOptions {
             text_tool_calls: false,
             compaction: CompactionOptions::default(),
             prices: roo_llm::PriceTable::default(),
+            pinned_tools: None,
         }
     }
 }
@@ -206,6 +211,13 @@ impl Agent {
     /// a new session).
     pub fn with_session(mut self, session: Session, messages: Vec<Message>) -> Self {
         self.session = Some(session);
+        self.messages = messages;
+        self
+    }
+
+    /// Starts from `messages` without a transcript (a sub-agent whose transcript
+    /// could not be created).
+    pub fn with_messages(mut self, messages: Vec<Message>) -> Self {
         self.messages = messages;
         self
     }
@@ -408,6 +420,7 @@ impl Agent {
                 "model request"
             );
             let request = self.request();
+            let sent_tools = request.tools.clone();
             let call = roo_llm::collect(self.provider.stream(request), |event| {
                 forward_stream_event(event, events)
             })
@@ -497,7 +510,20 @@ impl Agent {
             let all_unknown = unknown.len() == calls.len();
             let all_malformed = calls.iter().all(|(id, _, _)| invalid.contains_key(id));
 
-            let results = self.execute(calls, &invalid, events, cancel).await;
+            // Tools that start work from this context (a fork) get what the model saw.
+            let snapshot = calls
+                .iter()
+                .any(|(_, name, _)| self.tools.get(name).is_some_and(|t| t.needs_conversation()))
+                .then(|| {
+                    Arc::new(ConversationSnapshot {
+                        system: self.system.clone(),
+                        tools: sent_tools,
+                        messages: self.messages.clone(),
+                    })
+                });
+            let results = self
+                .execute(calls, &invalid, snapshot, events, cancel)
+                .await;
             self.append_user(results, events);
 
             if cancel.is_cancelled() {
@@ -557,7 +583,10 @@ impl Agent {
             model: self.options.model.clone(),
             system,
             messages: self.messages.clone(),
-            tools: self.tools.specs(),
+            tools: match &self.options.pinned_tools {
+                Some(tools) => tools.clone(),
+                None => self.tools.specs(),
+            },
             max_tokens: self.options.max_tokens,
             temperature: None,
             agent: self.options.agent_name.clone(),
@@ -701,11 +730,14 @@ impl Agent {
         &self,
         calls: Vec<(String, String, Value)>,
         invalid: &HashMap<String, String>,
+        snapshot: Option<Arc<ConversationSnapshot>>,
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Vec<ContentBlock> {
         let mut context = self.context.clone();
         context.cancel = cancel.clone();
+        context.conversation = snapshot;
+        context.events = events.clone();
         if let Some(gate) = context.workspace.take() {
             let ready = tokio::select! {
                 ready = gate.ready() => ready,

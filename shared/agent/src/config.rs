@@ -43,7 +43,9 @@ use crate::permissions::{PermissionMode, RuleSet};
 
 pub use local::append_local_allow;
 pub(crate) use sections::sandbox as sandbox_section;
-pub use sections::{Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection};
+pub use sections::{
+    AgentsSection, Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection,
+};
 pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
 
 /// Where a config value comes from.
@@ -170,6 +172,7 @@ pub struct ConfigFiles {
     rules: RuleSet,
     hooks: Vec<Hook>,
     mcp_servers: BTreeMap<String, McpServerConfig>,
+    agents: AgentsSection,
 }
 
 impl ConfigFiles {
@@ -225,8 +228,16 @@ impl ConfigFiles {
         rules.set_project_narrows_only(trust == ProjectTrust::Untrusted);
         let mut hooks = Vec::new();
         let mut mcp_servers = BTreeMap::new();
+        let mut agents = AgentsSection::default();
         for file in &files {
             let Some(value) = &file.value else { continue };
+            if let Some(section) = sections::agents(value, &file.path)? {
+                if file.source == Source::User || trust == ProjectTrust::Trusted {
+                    agents.override_with(section);
+                } else {
+                    agents.narrow_with(section, &agents_defaults());
+                }
+            }
             sections::check_mode(value, &file.path)?;
             sections::sandbox(value, &file.path)?;
             sections::rules_into(value, file.source, &file.path, &mut rules)?;
@@ -244,6 +255,7 @@ impl ConfigFiles {
             rules,
             hooks,
             mcp_servers,
+            agents,
         })
     }
 
@@ -353,10 +365,31 @@ impl ConfigFiles {
         &self.hooks
     }
 
+    /// The `agents:` section merged: the user file, then the project files (a
+    /// trusted project's values replace the user's; an untrusted one's only narrow).
+    pub fn agents(&self) -> &AgentsSection {
+        &self.agents
+    }
+
     /// MCP servers by name; a server defined in several files takes the
     /// highest-priority definition whole. An untrusted project has none.
     pub fn mcp_servers(&self) -> &BTreeMap<String, McpServerConfig> {
         &self.mcp_servers
+    }
+}
+
+/// The values an unset `agents:` key has, for judging what narrows them (the same
+/// as `roo_agent::subagent::SubagentLimits::default`).
+fn agents_defaults() -> AgentsSection {
+    let limits = crate::subagent::SubagentLimits::default();
+    AgentsSection {
+        max_depth: Some(limits.max_depth),
+        max_concurrent: Some(limits.max_concurrent as u32),
+        max_per_session: Some(limits.max_per_session),
+        max_result_chars: Some(limits.max_result_chars as u32),
+        auto_background_secs: limits.auto_background.map(|d| d.as_secs()),
+        background: Some(limits.background),
+        verification: Some(false),
     }
 }
 

@@ -127,6 +127,30 @@ pub enum AgentEvent {
     Notice { text: String },
     /// A recoverable error (e.g. a model call that will be retried by the user).
     Error { message: String },
+    /// A sub-agent started for an Agent call of this run (`background`: the call
+    /// returns at once).
+    SubagentStart {
+        id: String,
+        agent_type: String,
+        description: String,
+        background: bool,
+    },
+    /// A foreground sub-agent of this run started a tool call: how many so far and
+    /// the newest (one event per child tool call, none for its text).
+    SubagentProgress {
+        id: String,
+        tool_count: u32,
+        last_tool: String,
+    },
+    /// A background task ended (`status`: completed, failed or killed); sent to the
+    /// session's task listener, whatever run is going on.
+    TaskEnded {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        status: String,
+        summary: String,
+    },
     /// The run ended.
     Done {
         outcome: Outcome,

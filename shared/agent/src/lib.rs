@@ -5,6 +5,7 @@
 //! [`event::AgentEvent`]s and never knows which UI consumes them.
 
 pub mod agent_loop;
+pub mod agents;
 pub mod config;
 pub mod context;
 pub mod conversation;
@@ -16,6 +17,7 @@ pub mod prompt;
 pub mod sandbox;
 pub mod session;
 pub mod skills;
+pub mod subagent;
 pub mod text_tool_call;
 pub mod tool;
 pub mod tools;

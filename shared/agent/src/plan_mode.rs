@@ -85,6 +85,10 @@ impl PlanState {
 }
 
 impl Tool for EnterPlanMode {
+    fn requires_interaction(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "EnterPlanMode"
     }
@@ -146,6 +150,10 @@ impl Tool for EnterPlanMode {
 }
 
 impl Tool for ExitPlanMode {
+    fn requires_interaction(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "ExitPlanMode"
     }

@@ -14,6 +14,7 @@ use roo_llm::ToolSpec;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::event::EventSink;
 use crate::permissions::Rule;
 use crate::sandbox::CommandSandbox;
 
@@ -81,6 +82,23 @@ pub struct ToolContext {
     /// out while its first model request is already on the way): the loop waits for
     /// this before it runs any call. `None`: ready.
     pub workspace: Option<WorkspaceGate>,
+    /// What the model saw when it made this call, set by the loop for tools that
+    /// ask for it ([`Tool::needs_conversation`]); `None` otherwise.
+    pub conversation: Option<Arc<ConversationSnapshot>>,
+    /// Where the call may report progress: the events of the run it belongs to, set
+    /// by the loop. The default discards them.
+    pub events: EventSink,
+}
+
+/// The request that led to a call, as the model saw it: the agent's system prompt
+/// parts (without per-request additions such as the plan-mode reminder), the tool
+/// list sent, and the messages up to and including the assistant message that made
+/// the call. A tool that starts work from the same context (a fork) reads it here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationSnapshot {
+    pub system: Vec<String>,
+    pub tools: Vec<ToolSpec>,
+    pub messages: Vec<roo_llm::Message>,
 }
 
 /// Variables computed when a command starts.
@@ -191,6 +209,8 @@ impl ToolContext {
             sandbox: None,
             env_remove: Vec::new(),
             workspace: None,
+            conversation: None,
+            events: EventSink::discard(),
         }
     }
 }
@@ -236,6 +256,20 @@ pub trait Tool: Send + Sync {
 
     /// Whether this call may run at the same time as other concurrency-safe calls.
     fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
+
+    /// Whether a call needs the conversation that led to it
+    /// ([`ToolContext::conversation`]); the loop copies it only for such tools.
+    fn needs_conversation(&self) -> bool {
+        false
+    }
+
+    /// Whether the tool only makes sense with a human (or an interactive parent) at
+    /// hand: plan mode, questions to the user. Agents nobody can answer (background
+    /// sub-agents) are refused such tools — a property of the tool, so a new tool is
+    /// never silently missing from or added to that list.
+    fn requires_interaction(&self) -> bool {
         false
     }
 

@@ -380,3 +380,112 @@ pub(crate) fn sandbox(value: &Value, path: &Path) -> Result<Option<SandboxSectio
         )),
     }
 }
+
+/// `agents:` — the limits of sub-agents (`roo_agent::subagent::SubagentLimits`). Every
+/// key is optional; a file sets only what it names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentsSection {
+    /// Nesting depth, 0 to 3 (0: no sub-agents; 1: sub-agents cannot start more).
+    pub max_depth: Option<u32>,
+    /// Sub-agents running at once, at least 1.
+    pub max_concurrent: Option<u32>,
+    /// Sub-agents started per session.
+    pub max_per_session: Option<u32>,
+    /// Characters of a result returned to the parent, at least 1000.
+    pub max_result_chars: Option<u32>,
+    /// Seconds before a foreground sub-agent moves to the background; 0 never.
+    pub auto_background_secs: Option<u64>,
+    /// `false`: no background sub-agents (nor auto-background).
+    pub background: Option<bool>,
+    /// `true`: the built-in Verification agent is available.
+    pub verification: Option<bool>,
+}
+
+impl AgentsSection {
+    /// `other` over `self`: a trusted file's values replace what it names.
+    pub(crate) fn override_with(&mut self, other: AgentsSection) {
+        let AgentsSection {
+            max_depth,
+            max_concurrent,
+            max_per_session,
+            max_result_chars,
+            auto_background_secs,
+            background,
+            verification,
+        } = other;
+        self.max_depth = max_depth.or(self.max_depth);
+        self.max_concurrent = max_concurrent.or(self.max_concurrent);
+        self.max_per_session = max_per_session.or(self.max_per_session);
+        self.max_result_chars = max_result_chars.or(self.max_result_chars);
+        self.auto_background_secs = auto_background_secs.or(self.auto_background_secs);
+        self.background = background.or(self.background);
+        self.verification = verification.or(self.verification);
+    }
+
+    /// `other` over `self` where it narrows only (an untrusted project): smaller
+    /// limits, background and Verification off. `defaults` fills what `self` leaves
+    /// unset, so a narrowing is judged against the value in force.
+    pub(crate) fn narrow_with(&mut self, other: AgentsSection, defaults: &AgentsSection) {
+        fn min(current: Option<u32>, default: Option<u32>, new: Option<u32>) -> Option<u32> {
+            match (current.or(default), new) {
+                (Some(c), Some(n)) => Some(c.min(n)),
+                (c, n) => n.or(c),
+            }
+        }
+        self.max_depth = min(self.max_depth, defaults.max_depth, other.max_depth);
+        self.max_concurrent = min(
+            self.max_concurrent,
+            defaults.max_concurrent,
+            other.max_concurrent,
+        );
+        self.max_per_session = min(
+            self.max_per_session,
+            defaults.max_per_session,
+            other.max_per_session,
+        );
+        self.max_result_chars = min(
+            self.max_result_chars,
+            defaults.max_result_chars,
+            other.max_result_chars,
+        );
+        // Sooner to the background, never later; 0 (never) is not a narrowing.
+        if let Some(n) = other.auto_background_secs.filter(|n| *n > 0) {
+            let current = self
+                .auto_background_secs
+                .or(defaults.auto_background_secs)
+                .filter(|c| *c > 0);
+            self.auto_background_secs = Some(current.map_or(n, |c| c.min(n)));
+        }
+        if other.background == Some(false) {
+            self.background = Some(false);
+        }
+        if other.verification == Some(false) {
+            self.verification = Some(false);
+        }
+    }
+}
+
+/// `agents:` of one file, checked.
+pub(crate) fn agents(value: &Value, path: &Path) -> Result<Option<AgentsSection>, ConfigError> {
+    let item = match value.get("agents") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(item) => item,
+    };
+    let section: AgentsSection = serde_yaml_ng::from_value(item.clone())
+        .map_err(|e| invalid(path, "agents", e.to_string()))?;
+    if section.max_depth.is_some_and(|d| d > 3) {
+        return Err(invalid(path, "agents.max_depth", "must be 0 to 3"));
+    }
+    if section.max_concurrent == Some(0) {
+        return Err(invalid(path, "agents.max_concurrent", "must be at least 1"));
+    }
+    if section.max_result_chars.is_some_and(|n| n < 1000) {
+        return Err(invalid(
+            path,
+            "agents.max_result_chars",
+            "must be at least 1000",
+        ));
+    }
+    Ok(Some(section))
+}

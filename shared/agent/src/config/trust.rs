@@ -132,6 +132,11 @@ pub(crate) fn narrow(
             "sandbox" => {
                 kept.insert(key.clone(), item.clone());
             }
+            // The sub-agent limits reader takes only narrowing values from an
+            // untrusted project (see `ConfigFiles::agents`).
+            "agents" => {
+                kept.insert(key.clone(), item.clone());
+            }
             // Turning text tool calls off only narrows what a model can do.
             "text_tool_calls"
                 if item.as_bool() == Some(false)

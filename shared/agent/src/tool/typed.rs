@@ -55,6 +55,16 @@ pub trait TypedTool: Send + Sync {
         None
     }
 
+    /// See [`Tool::requires_interaction`].
+    fn requires_interaction(&self) -> bool {
+        false
+    }
+
+    /// See [`Tool::needs_conversation`].
+    fn needs_conversation(&self) -> bool {
+        false
+    }
+
     /// Runs the call with its parsed input.
     fn run<'a>(
         &'a self,
@@ -86,6 +96,14 @@ impl<T: TypedTool> Tool for T {
 
     fn permission_target(&self, input: &Value) -> PermissionTarget {
         TypedTool::permission_target(self, input)
+    }
+
+    fn requires_interaction(&self) -> bool {
+        TypedTool::requires_interaction(self)
+    }
+
+    fn needs_conversation(&self) -> bool {
+        TypedTool::needs_conversation(self)
     }
 
     fn summarize(&self, input: &Value) -> String {

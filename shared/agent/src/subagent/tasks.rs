@@ -1,0 +1,426 @@
+//! The session's sub-agents as tasks: every child gets an entry (id, name, type,
+//! status, usage, result) that `/tasks` lists until the session ends. A child that
+//! runs in the background — asked for, by its definition, or moved there after
+//! `auto_background_secs` — reports its end with a `<task-notification>` delivered at
+//! the top of its parent's next turn ([`TaskNotifications`], a turn hook), and with an
+//! [`AgentEvent::TaskEnded`] to the session's listener (the REPL prints one line).
+//!
+//! Ids are `a1`, `a2`, … in start order: unique per session, never random (seed 002
+//! §4.4), and never a teammate's name (the spawner refuses names of that form).
+//! The table holds at most `max_per_session` entries (every start counts), so it is
+//! bounded without dropping any result; notifications wait in a list until a turn
+//! takes them, and none is dropped.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use roo_llm::Usage;
+use tokio::sync::{Notify, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent_loop::{TurnAction, TurnHook};
+use crate::event::{AgentEvent, EventSink};
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    Running,
+    Completed,
+    Failed,
+    Killed,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Running => "running",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Killed => "killed",
+        }
+    }
+}
+
+/// What `/tasks` shows of one task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskInfo {
+    /// `a1`, `a2`, …
+    pub id: String,
+    pub name: Option<String>,
+    /// The definition's name, or `fork`.
+    pub agent_type: String,
+    pub description: String,
+    pub status: TaskStatus,
+    /// Runs (or ran, or moved) in the background.
+    pub background: bool,
+    pub duration: Duration,
+    pub usage: Usage,
+    pub turns: u32,
+    pub tool_count: u32,
+    pub last_tool: Option<String>,
+    /// The result as returned to the parent (capped, with its footer); empty while
+    /// running.
+    pub result: String,
+}
+
+/// How a child ended, from its runner.
+#[derive(Debug, Clone)]
+pub struct TaskEnd {
+    pub status: TaskStatus,
+    /// Result text for the parent (already capped, with its footer).
+    pub result: String,
+    pub turns: u32,
+}
+
+struct Entry {
+    number: u64,
+    /// The runtime (agent) that started it: its notifications go to that agent.
+    owner: u64,
+    info: TaskInfo,
+    started: Instant,
+    cancel: CancellationToken,
+    background: Arc<AtomicBool>,
+    /// The parent's run events while a foreground call waits for it (progress).
+    progress: Option<EventSink>,
+    /// The waiting foreground call, if any.
+    waiter: Option<oneshot::Sender<TaskEnd>>,
+}
+
+#[derive(Default)]
+struct Table {
+    next: u64,
+    entries: BTreeMap<u64, Entry>,
+    /// Notifications not yet delivered, with their owner.
+    pending: Vec<(u64, String)>,
+    listener: Option<EventSink>,
+}
+
+/// The task table of one session, shared by every runtime (all depths).
+#[derive(Clone, Default)]
+pub struct BackgroundTasks {
+    table: Arc<Mutex<Table>>,
+    /// Woken whenever a task ends (headless runs wait on it).
+    ended: Arc<Notify>,
+}
+
+/// A started task, for its runner and the waiting call.
+pub struct Started {
+    pub id: String,
+    pub number: u64,
+    pub cancel: CancellationToken,
+    pub background: Arc<AtomicBool>,
+    /// Fires when the task ends, unless it moved to the background first.
+    pub done: oneshot::Receiver<TaskEnd>,
+}
+
+impl BackgroundTasks {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends [`AgentEvent::TaskEnded`] for every background task that ends to `sink`.
+    pub fn set_listener(&self, sink: EventSink) {
+        self.lock().listener = Some(sink);
+    }
+
+    /// Registers a new running task of `owner`; `cancel` is its own token.
+    #[expect(clippy::too_many_arguments, reason = "one record's fields")]
+    pub fn start(
+        &self,
+        owner: u64,
+        name: Option<String>,
+        agent_type: String,
+        description: String,
+        background: bool,
+        cancel: CancellationToken,
+        progress: Option<EventSink>,
+    ) -> Started {
+        let mut table = self.lock();
+        table.next += 1;
+        let number = table.next;
+        let id = format!("a{number}");
+        let (tx, rx) = oneshot::channel();
+        let flag = Arc::new(AtomicBool::new(background));
+        table.entries.insert(
+            number,
+            Entry {
+                number,
+                owner,
+                info: TaskInfo {
+                    id: id.clone(),
+                    name,
+                    agent_type,
+                    description,
+                    status: TaskStatus::Running,
+                    background,
+                    duration: Duration::ZERO,
+                    usage: Usage::default(),
+                    turns: 0,
+                    tool_count: 0,
+                    last_tool: None,
+                    result: String::new(),
+                },
+                started: Instant::now(),
+                cancel: cancel.clone(),
+                background: flag.clone(),
+                progress: if background { None } else { progress },
+                waiter: Some(tx),
+            },
+        );
+        Started {
+            id,
+            number,
+            cancel,
+            background: flag,
+            done: rx,
+        }
+    }
+
+    /// Records a tool call of task `number`; returns the event for the parent's
+    /// run while a foreground call waits for it.
+    pub fn tool_started(&self, number: u64, summary: String) {
+        let mut table = self.lock();
+        let Some(entry) = table.entries.get_mut(&number) else {
+            return;
+        };
+        entry.info.tool_count += 1;
+        entry.info.last_tool = Some(summary.clone());
+        if let Some(sink) = &entry.progress {
+            sink.emit(AgentEvent::SubagentProgress {
+                id: entry.info.id.clone(),
+                tool_count: entry.info.tool_count,
+                last_tool: summary,
+            });
+        }
+    }
+
+    /// Adds a model response's usage to task `number`.
+    pub fn add_usage(&self, number: u64, usage: &Usage) {
+        if let Some(entry) = self.lock().entries.get_mut(&number) {
+            entry.info.usage.add(usage);
+        }
+    }
+
+    /// Moves a running task to the background: its end becomes a notification.
+    /// `false` if it already ended (its result is then in the `done` receiver).
+    pub fn move_to_background(&self, number: u64) -> bool {
+        let mut table = self.lock();
+        let Some(entry) = table.entries.get_mut(&number) else {
+            return false;
+        };
+        if entry.info.status != TaskStatus::Running {
+            return false;
+        }
+        entry.info.background = true;
+        entry.background.store(true, Ordering::SeqCst);
+        entry.progress = None;
+        entry.waiter = None;
+        true
+    }
+
+    /// Records the end of task `number`: a foreground waiter gets it; a background
+    /// task's end becomes a notification for its owner's next turn.
+    pub fn finish(&self, number: u64, end: TaskEnd) {
+        let mut table = self.lock();
+        let Some(entry) = table.entries.get_mut(&number) else {
+            return;
+        };
+        entry.info.status = end.status;
+        entry.info.turns = end.turns;
+        entry.info.duration = entry.started.elapsed();
+        entry.info.result = end.result.clone();
+        entry.progress = None;
+        let waiter = entry.waiter.take();
+        let background = entry.info.background;
+        let (owner, info) = (entry.owner, entry.info.clone());
+        if background {
+            table.pending.push((owner, notification(&info)));
+            if let Some(listener) = &table.listener {
+                listener.emit(AgentEvent::TaskEnded {
+                    id: info.id.clone(),
+                    name: info.name.clone(),
+                    status: info.status.as_str().to_string(),
+                    summary: first_line(&info.result),
+                });
+            }
+        }
+        drop(table);
+        if let Some(waiter) = waiter {
+            // A waiter gone (its call was dropped) just misses it; the table has it.
+            let _ = waiter.send(end);
+        }
+        self.ended.notify_waiters();
+    }
+
+    /// Cancels a running task by id (`a3`) or name; returns its id, or `None` when no
+    /// running task has that id or name.
+    pub fn stop(&self, id_or_name: &str) -> Option<String> {
+        let table = self.lock();
+        let entry = table.entries.values().rev().find(|e| {
+            e.info.status == TaskStatus::Running
+                && (e.info.id.eq_ignore_ascii_case(id_or_name)
+                    || e.info.name.as_deref() == Some(id_or_name))
+        })?;
+        entry.cancel.cancel();
+        Some(entry.info.id.clone())
+    }
+
+    /// Every task, oldest first.
+    pub fn list(&self) -> Vec<TaskInfo> {
+        let table = self.lock();
+        table
+            .entries
+            .values()
+            .map(|e| {
+                let mut info = e.info.clone();
+                if info.status == TaskStatus::Running {
+                    info.duration = e.started.elapsed();
+                }
+                info
+            })
+            .collect()
+    }
+
+    /// One task by id.
+    pub fn get(&self, id: &str) -> Option<TaskInfo> {
+        self.list()
+            .into_iter()
+            .find(|t| t.id.eq_ignore_ascii_case(id))
+    }
+
+    /// Whether a task of that id or name exists (running or not).
+    pub fn knows(&self, id_or_name: &str) -> bool {
+        self.lock().entries.values().any(|e| {
+            e.info.id.eq_ignore_ascii_case(id_or_name) || e.info.name.as_deref() == Some(id_or_name)
+        })
+    }
+
+    /// How many tasks run in the background now.
+    pub fn background_running(&self) -> usize {
+        self.lock()
+            .entries
+            .values()
+            .filter(|e| e.info.background && e.info.status == TaskStatus::Running)
+            .count()
+    }
+
+    /// Whether notifications wait for `owner`'s next turn.
+    pub fn has_pending(&self, owner: u64) -> bool {
+        self.lock().pending.iter().any(|(o, _)| *o == owner)
+    }
+
+    /// Waits until no background task runs (or `cancel` fires).
+    pub async fn wait_background(&self, cancel: &CancellationToken) {
+        loop {
+            let ended = self.ended.notified();
+            if self.background_running() == 0 {
+                return;
+            }
+            tokio::select! {
+                () = ended => {}
+                () = cancel.cancelled() => return,
+            }
+        }
+    }
+
+    /// Cancels every running task (the session ends).
+    pub fn cancel_all(&self) {
+        for entry in self.lock().entries.values() {
+            if entry.info.status == TaskStatus::Running {
+                entry.cancel.cancel();
+            }
+        }
+    }
+
+    /// Waits until no task runs at all (after [`BackgroundTasks::cancel_all`]).
+    pub async fn wait_all(&self) {
+        loop {
+            let ended = self.ended.notified();
+            let running = self
+                .lock()
+                .entries
+                .values()
+                .any(|e| e.info.status == TaskStatus::Running);
+            if !running {
+                return;
+            }
+            ended.await;
+        }
+    }
+
+    fn take_pending(&self, owner: u64) -> Vec<String> {
+        let mut table = self.lock();
+        let (mine, rest) = std::mem::take(&mut table.pending)
+            .into_iter()
+            .partition(|(o, _)| *o == owner);
+        table.pending = rest;
+        mine.into_iter().map(|(_, text)| text).collect()
+    }
+
+    /// Number of the entry, for tests of ordering.
+    pub fn numbers(&self) -> Vec<u64> {
+        self.lock().entries.values().map(|e| e.number).collect()
+    }
+}
+
+/// The `<task-notification>` of an ended background task.
+pub fn notification(info: &TaskInfo) -> String {
+    let name = info
+        .name
+        .as_deref()
+        .map(|n| format!("\nname: {n}"))
+        .unwrap_or_default();
+    format!(
+        "<task-notification>\nid: {id}{name}\ntype: {kind}\nstatus: {status}\nsummary: {summary}\n\
+         usage: {input} input tokens, {output} output tokens, {turns} turns, {tools} tool calls\n\
+         duration: {secs:.1} s\nresult:\n{result}\n</task-notification>",
+        id = info.id,
+        kind = info.agent_type,
+        status = info.status.as_str(),
+        summary = info.description,
+        input =
+            info.usage.input_tokens + info.usage.cache_read_tokens + info.usage.cache_write_tokens,
+        output = info.usage.output_tokens,
+        turns = info.turns,
+        tools = info.tool_count,
+        secs = info.duration.as_secs_f64(),
+        result = info.result,
+    )
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    crate::subagent::runtime::clip(line, 120)
+}
+
+/// The turn hook that delivers `owner`'s notifications at the top of its next turn.
+pub struct TaskNotifications {
+    tasks: BackgroundTasks,
+    owner: u64,
+}
+
+impl TaskNotifications {
+    pub fn new(tasks: BackgroundTasks, owner: u64) -> Self {
+        Self { tasks, owner }
+    }
+}
+
+impl TurnHook for TaskNotifications {
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
+        Box::pin(async move {
+            let texts = self.tasks.take_pending(self.owner);
+            if texts.is_empty() {
+                TurnAction::Continue
+            } else {
+                TurnAction::Inject(texts)
+            }
+        })
+    }
+}

@@ -1,0 +1,208 @@
+//! The `Agent` tool (sub-agent path) and `TaskStop` for background tasks.
+
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::runtime::{Launch, SubagentRuntime};
+use super::tasks::BackgroundTasks;
+use crate::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
+
+/// Input of the Agent tool.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentInput {
+    /// A short (3-5 words) description of the task, for the UI.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The task: everything the agent needs to know, since a typed agent does not see
+    /// this conversation.
+    pub prompt: String,
+    /// The agent type (see the list in the description); leave it out to fork yourself.
+    #[serde(default, alias = "agent_type")]
+    pub subagent_type: Option<String>,
+    /// `inherit` (default), `haiku`, `sonnet`, `opus`, or a full model name.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Return at once with a task id; the result arrives later as a <task-notification>.
+    #[serde(default)]
+    pub run_in_background: bool,
+    /// A name for the task (TaskStop and /tasks accept it).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `worktree`: work in a new git worktree of the project.
+    #[serde(default)]
+    pub isolation: Option<Isolation>,
+}
+
+/// Where a sub-agent works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    Worktree,
+}
+
+/// Starts a sub-agent: definition-based or a fork of the caller.
+pub struct SubagentTool {
+    runtime: SubagentRuntime,
+}
+
+impl SubagentTool {
+    pub fn new(runtime: SubagentRuntime) -> Self {
+        Self { runtime }
+    }
+
+    /// The runtime this tool starts children with.
+    pub fn runtime(&self) -> &SubagentRuntime {
+        &self.runtime
+    }
+
+    /// The description of the sub-agent path, with the agent types as they are on
+    /// disk now (a new `.roocode/agents/x.md` shows up in the next request).
+    pub fn describe(&self) -> String {
+        let scan = self.runtime.catalog().scan();
+        let mut text = String::from(
+            "Starts a sub-agent: another agent that works on one task in its own context and \
+             returns only its final report, so the details it reads do not fill your \
+             conversation. Give `subagent_type` to start an agent of that type with a fresh \
+             conversation (it sees only your `prompt`, so say everything it needs). Leave it \
+             out to fork yourself: the fork sees this whole conversation and works on \
+             `prompt`. Several Agent calls in one response run at the same time. \
+             `run_in_background: true` returns at once with a task id; the result arrives \
+             later as a <task-notification> (stop it with TaskStop). A sub-agent still \
+             running after a while moves to the background by itself. `model`: inherit \
+             (default), haiku, sonnet, opus or a full name.\n\nAgent types:",
+        );
+        for def in scan.agents.values() {
+            let _ = write!(
+                text,
+                "\n- {}: {}",
+                def.name,
+                one_line(&def.description, 300)
+            );
+        }
+        if scan.agents.is_empty() {
+            text.push_str("\n(none)");
+        }
+        text
+    }
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    super::runtime::clip(text.trim(), max)
+}
+
+impl TypedTool for SubagentTool {
+    type Input = AgentInput;
+    const NAME: &'static str = "Agent";
+
+    fn description(&self) -> String {
+        self.describe()
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    // A fork starts from the conversation that made the call.
+    fn needs_conversation(&self) -> bool {
+        true
+    }
+
+    fn summarize(&self, input: &Value) -> Option<String> {
+        let what = input
+            .get("description")
+            .or_else(|| input.get("subagent_type"))
+            .and_then(Value::as_str)
+            .unwrap_or("fork");
+        Some(format!("Agent({})", one_line(what, 64)))
+    }
+
+    async fn run(&self, input: AgentInput, ctx: &ToolContext) -> ToolOutput {
+        self.runtime
+            .call(
+                Launch {
+                    input,
+                    extra_scope: None,
+                },
+                ctx,
+            )
+            .await
+    }
+}
+
+/// Input of TaskStop.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopInput {
+    /// The task's id (`a3`) or name.
+    #[serde(alias = "name")]
+    pub task_id: String,
+}
+
+/// Stops a background task.
+pub struct TaskStopTool {
+    tasks: BackgroundTasks,
+}
+
+impl TaskStopTool {
+    pub fn new(tasks: BackgroundTasks) -> Self {
+        Self { tasks }
+    }
+}
+
+impl TypedTool for TaskStopTool {
+    type Input = StopInput;
+    const NAME: &'static str = "TaskStop";
+
+    fn description(&self) -> String {
+        "Stops a running background task (a sub-agent started with run_in_background, or \
+         moved to the background) now: its run is cancelled and its commands are ended; its \
+         <task-notification> then says killed. `task_id`: the task's id (a3) or name."
+            .to_string()
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    async fn run(&self, input: StopInput, _ctx: &ToolContext) -> ToolOutput {
+        stop_task(&self.tasks, &input.task_id)
+    }
+}
+
+/// TaskStop on the task table: the text for the model.
+pub fn stop_task(tasks: &BackgroundTasks, id_or_name: &str) -> ToolOutput {
+    match tasks.stop(id_or_name.trim()) {
+        Some(id) => ToolOutput::ok(format!(
+            "stopped task {id}; its notification will say killed"
+        )),
+        None if tasks.knows(id_or_name.trim()) => ToolOutput::ok(format!(
+            "task {} is not running any more; nothing to stop",
+            id_or_name.trim()
+        )),
+        None => {
+            let running: Vec<String> = tasks
+                .list()
+                .into_iter()
+                .filter(|t| t.status == super::TaskStatus::Running)
+                .map(|t| t.id)
+                .collect();
+            ToolOutput::error(format!(
+                "failed to stop task \"{}\": there is no such task. Running tasks: {}",
+                one_line(id_or_name, 64),
+                if running.is_empty() {
+                    "none".to_string()
+                } else {
+                    running.join(", ")
+                }
+            ))
+        }
+    }
+}
