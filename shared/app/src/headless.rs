@@ -361,6 +361,13 @@ fn progress_line(event: &AgentEvent, style: &Style) {
             ))
         ),
         AgentEvent::Notice { text } => eprintln!("{}", style.dim(&format!("note: {text}"))),
+        AgentEvent::SubagentStart { .. }
+        | AgentEvent::SubagentProgress { .. }
+        | AgentEvent::TaskEnded { .. } => {
+            if let Some(line) = crate::render::subagent_line(event, style) {
+                eprintln!("{line}");
+            }
+        }
         AgentEvent::Error { message } => eprintln!("{}", style.red(&format!("error: {message}"))),
         _ => {}
     }

@@ -167,12 +167,79 @@ impl<W: Write> Renderer<W> {
                     }
                 }
             }
+            AgentEvent::SubagentStart { .. }
+            | AgentEvent::SubagentProgress { .. }
+            | AgentEvent::TaskEnded { .. } => {
+                if let Some(line) = subagent_line(event, &s) {
+                    self.break_line();
+                    let _ = writeln!(self.out, "{line}");
+                }
+            }
             AgentEvent::TurnStart { .. }
             | AgentEvent::AssistantMessage { .. }
             | AgentEvent::PermissionRequest { .. }
             | AgentEvent::Usage { .. } => {}
         }
         let _ = self.out.flush();
+    }
+}
+
+/// The line for a sub-agent event, or `None` when it is not worth a line: progress
+/// is shown at the 1st, 2nd, 4th, 8th, … tool call, so a long child prints a few
+/// lines, not one per call.
+pub fn subagent_line(event: &AgentEvent, s: &Style) -> Option<String> {
+    match event {
+        AgentEvent::SubagentStart {
+            id,
+            agent_type,
+            description,
+            background,
+        } => Some(format!(
+            "  {} {} {}{}",
+            s.dim("↳"),
+            s.bold(&format!("sub-agent {id} ({agent_type})")),
+            first_line(description),
+            if *background {
+                s.dim(" — in the background")
+            } else {
+                String::new()
+            }
+        )),
+        AgentEvent::SubagentProgress {
+            id,
+            tool_count,
+            last_tool,
+        } if tool_count.is_power_of_two() => Some(format!(
+            "  {} {}",
+            s.dim("↳"),
+            s.dim(&format!(
+                "{id}: {tool_count} tool call(s), last {}",
+                first_line(last_tool)
+            ))
+        )),
+        AgentEvent::TaskEnded {
+            id,
+            name,
+            status,
+            summary,
+        } => {
+            let name = name
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            let text = format!("task {id}{name} {status}");
+            let text = if status == "completed" {
+                s.green(&text)
+            } else {
+                s.yellow(&text)
+            };
+            Some(format!(
+                "{} {text} {}",
+                s.cyan("◆"),
+                s.dim(first_line(summary))
+            ))
+        }
+        _ => None,
     }
 }
 

@@ -110,6 +110,8 @@ pub struct Built {
     pub team_tasks: CancellationToken,
     /// The lead's skills, for `/<skill>` (`None` without the work tools).
     pub skills: Option<roo_agent::skills::Skills>,
+    /// The lead's sub-agents and background tasks (`/tasks`; shut down at exit).
+    pub subagents: Option<roo_agent::subagent::SubagentRuntime>,
     _team_tasks_guard: tokio_util::sync::DropGuard,
 }
 
@@ -284,7 +286,8 @@ pub async fn build_in(
         ..LeadTools::new(RooHome::new(&settings.roo_home), lead_name.clone())
     };
     settings.tools.extra.extend(lead_tools(&team_tools, lead));
-    settings.tools.extra.extend(spawner.tools());
+    // `Agent` and `TaskStop`: teammates through the spawner, sub-agents otherwise.
+    settings.tools.spawner = Some(spawner.clone());
     let mut template = AgentSettings::new(settings.identity.clone(), settings.roo_home.clone());
     template.llm = settings.llm.clone();
     template.no_sandbox = settings.no_sandbox;
@@ -347,6 +350,7 @@ pub async fn build_in(
         _team_tasks_guard: team_tasks.clone().drop_guard(),
         team_tasks,
         skills: built.skills,
+        subagents: built.subagents,
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
+use roo_agent::agents::AgentCatalog;
 use roo_agent::config::{ConfigError, ConfigFiles, ProjectTrust};
 use roo_agent::hooks::{CommandHooks, HookSetup};
 use roo_agent::permissions::{
@@ -22,6 +23,7 @@ use roo_agent::session::{
     Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
 };
 use roo_agent::skills::{Catalog, Skills};
+use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime};
 use roo_agent::tool::{EnvSource, Tool, ToolContext, ToolRegistry, WorkspaceGate};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
@@ -85,6 +87,13 @@ pub struct ToolSet {
     pub extra: Vec<Arc<dyn Tool>>,
     /// Names removed at the end (e.g. every code tool of a coordinator).
     pub remove: Vec<String>,
+    /// Sub-agents: the `Agent` tool's sub-agent path and `TaskStop` for background
+    /// tasks (limits from the config's `agents:`).
+    pub subagents: bool,
+    /// The lead's teammate spawner: `Agent` with a `name` spawns a teammate while the
+    /// lead is in a team, and `TaskStop` stops teammates too. `None` for teammates,
+    /// which cannot spawn teammates.
+    pub spawner: Option<crate::Spawner>,
 }
 
 impl Default for ToolSet {
@@ -94,6 +103,8 @@ impl Default for ToolSet {
             plan_mode: true,
             extra: Vec::new(),
             remove: Vec::new(),
+            subagents: true,
+            spawner: None,
         }
     }
 }
@@ -108,6 +119,8 @@ impl std::fmt::Debug for ToolSet {
                 &self.extra.iter().map(|t| t.name()).collect::<Vec<_>>(),
             )
             .field("remove", &self.remove)
+            .field("subagents", &self.subagents)
+            .field("spawner", &self.spawner.is_some())
             .finish()
     }
 }
@@ -278,6 +291,9 @@ pub struct BuiltAgent {
     pub command_hooks: Arc<CommandHooks>,
     /// The agent's skills (`None` without the work tools), for `/<skill>` commands.
     pub skills: Option<Skills>,
+    /// The agent's sub-agents and background tasks (`None` without them): `/tasks`,
+    /// and [`SubagentRuntime::shutdown`] when the session ends.
+    pub subagents: Option<SubagentRuntime>,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -432,9 +448,6 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     for tool in tool_set.extra {
         tools.register(tool);
     }
-    for name in &tool_set.remove {
-        tools.remove(name);
-    }
 
     let helper = match sandbox_helper {
         Some(helper) => helper,
@@ -499,6 +512,78 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     );
     notices.extend(hook_notices);
     let command_hooks = Arc::new(command_hooks);
+    let (instructions, instruction_notices) = {
+        let (root, read_filter) = match &pending_workspace {
+            // The same rules, applied to the checkout the instructions come from.
+            Some(pending) => (
+                pending.instructions_root.clone(),
+                PermissionPolicy::new(pending.instructions_root.clone(), mode, config.rules())
+                    .read_filter(),
+            ),
+            None => (project_root.clone(), read_filter.clone()),
+        };
+        let home = roo_home.clone();
+        // `@include` honours the same ReadFile deny rules as the tools.
+        let loaded = tokio::task::spawn_blocking(move || {
+            load_instructions(&root, &home, &|path: &Path| read_filter.denied(path))
+        })
+        .await
+        .unwrap_or_default();
+        (loaded.text, loaded.notices)
+    };
+    // Sub-agents get the parent's parts; the Agent tool never learns whose they are.
+    let subagents = tool_set.subagents.then(|| {
+        let section = config.agents();
+        let parts = ParentParts {
+            provider: provider.clone(),
+            policy: policy.clone(),
+            approver: approver.clone(),
+            context: context.clone(),
+            options: options.clone(),
+            environment: environment.clone(),
+            instructions: instructions.clone(),
+            lifecycle: if command_hooks.is_empty() {
+                Vec::new()
+            } else {
+                vec![command_hooks.clone() as Arc<dyn roo_agent::hooks::LifecycleHook>]
+            },
+            skills: skills.clone(),
+            plan_file: plan_file.clone(),
+            catalog: AgentCatalog::new(
+                &roo_home,
+                &project_root,
+                trusted,
+                section.verification.unwrap_or(false),
+            ),
+        };
+        SubagentRuntime::new(parts, SubagentLimits::from_section(section), &tools)
+    });
+    if let Some(runtime) = &subagents {
+        let (agent_tool, stop_tool) = runtime.tools();
+        match &tool_set.spawner {
+            Some(spawner) => {
+                tools.register(Arc::new(
+                    crate::spawner::tools::AgentTool::new(spawner.clone())
+                        .with_subagents(agent_tool),
+                ));
+                tools.register(Arc::new(
+                    crate::spawner::tools::TaskStop::new(spawner.clone())
+                        .with_tasks(runtime.tasks().clone()),
+                ));
+            }
+            None => {
+                tools.register(agent_tool);
+                tools.register(stop_tool);
+            }
+        }
+    } else if let Some(spawner) = &tool_set.spawner {
+        for tool in spawner.tools() {
+            tools.register(tool);
+        }
+    }
+    for name in &tool_set.remove {
+        tools.remove(name);
+    }
     let mut agent = Agent::new(
         provider, tools, policy, approver, system, context, options, plan_file,
     )
@@ -513,27 +598,13 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         agent.add_lifecycle_hook(Arc::new(skills.scopes.clone()));
         notices.extend(skill_notices(skills, &project_root, trusted).await);
     }
-    if !resumed {
-        let (root, read_filter) = match &pending_workspace {
-            // The same rules, applied to the checkout the instructions come from.
-            Some(pending) => (
-                pending.instructions_root.clone(),
-                PermissionPolicy::new(pending.instructions_root.clone(), mode, config.rules())
-                    .read_filter(),
-            ),
-            None => (project_root.clone(), read_filter),
-        };
-        let home = roo_home.clone();
-        // `@include` honours the same ReadFile deny rules as the tools.
-        let instructions = tokio::task::spawn_blocking(move || {
-            load_instructions(&root, &home, &|path: &Path| read_filter.denied(path))
-        })
-        .await
-        .unwrap_or_default();
-        notices.extend(instructions.notices);
-        agent.set_instructions(instructions.text);
+    if let Some(runtime) = &subagents {
+        agent.add_hook(runtime.notifications());
     }
-
+    if !resumed {
+        notices.extend(instruction_notices);
+        agent.set_instructions(instructions);
+    }
     Ok(BuiltAgent {
         agent,
         cwd,
@@ -544,6 +615,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         trusted,
         command_hooks,
         skills,
+        subagents,
     })
 }
 

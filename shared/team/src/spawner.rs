@@ -80,6 +80,13 @@ pub struct SpawnRequest {
 pub enum SpawnError {
     #[error("spawn a teammate: this lead has no team yet; create one with TeamCreate, then spawn")]
     NoTeam,
+    /// `a` and digits (`a3`) are the ids of background tasks, which TaskStop takes
+    /// next to teammate names: a teammate of that name would be ambiguous.
+    #[error(
+        "spawn teammate {name}: names like `a3` are reserved for background task ids; pick \
+         another name"
+    )]
+    ReservedName { name: Name },
     #[error("spawn a teammate: only the team's lead ({lead}) may spawn teammates")]
     NotLead { lead: Name },
     #[error(
@@ -327,6 +334,11 @@ impl Spawner {
         ]
     }
 
+    /// Whether the lead is in a team now (a named Agent call spawns a teammate).
+    pub fn in_team(&self) -> bool {
+        self.inner.slot.get().is_some_and(|b| b.is_lead())
+    }
+
     /// The backend teammates are spawned on.
     pub fn backend(&self) -> BackendType {
         self.inner.backend
@@ -366,6 +378,9 @@ impl Spawner {
     pub async fn spawn(&self, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let binding = self.lead_binding()?;
         let name = request.name.clone();
+        if is_task_id(name.as_str()) {
+            return Err(SpawnError::ReservedName { name });
+        }
         let pane = self.inner.backend != BackendType::InProcess;
         if pane && self.inner.panes.get().is_none() {
             return Err(SpawnError::Backend {
@@ -725,4 +740,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether `name` has the form of a background task id (`a` and digits, any case).
+pub fn is_task_id(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some('a' | 'A')) && name.len() > 1 && chars.all(|c| c.is_ascii_digit())
 }

@@ -488,9 +488,13 @@ impl SubagentRuntime {
             }
         });
         let limit = shared.limits.max_result_chars;
+        // Only where to spill: the parent's events and conversation are not kept
+        // alive by a child that outlives the call.
         let spill = ToolContext {
             max_result_chars: limit,
-            ..ctx.clone()
+            conversation: None,
+            events: EventSink::discard(),
+            ..self.inner.parts.context.clone()
         };
         let waiting_events = ctx.events.clone();
         let weak: Weak<Shared> = Arc::downgrade(&shared);

@@ -6,4 +6,5 @@ mod model_misbehaviour;
 mod permissions;
 mod registry;
 mod skills;
+mod subagents;
 mod tools;

@@ -1,9 +1,16 @@
-//! The lead's `Agent` tool (spawn a named teammate) and `TaskStop` (stop a teammate's
-//! work now), both acting through the lead's [`Spawner`].
+//! The lead's `Agent` tool and `TaskStop`. `Agent` spawns a named teammate through
+//! the lead's [`Spawner`] when the call names one and the lead is in a team; every
+//! other call starts a sub-agent ([`roo_agent::subagent`]). `TaskStop` stops a
+//! background task by id or name, or a teammate by name. Task ids (`a3`) cannot be
+//! teammate names: the spawner refuses names of that form.
+
+use std::sync::Arc;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use roo_agent::permissions::PermissionMode;
+use roo_agent::subagent::tool::stop_task;
+use roo_agent::subagent::{BackgroundTasks, SubagentTool};
 use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -14,15 +21,46 @@ use crate::tools::{bounded, parse_input, parse_name};
 const AGENT: &str = "Agent";
 const STOP: &str = "TaskStop";
 
-/// Spawns a named teammate of the lead's team.
+/// Spawns a named teammate of the lead's team, or starts a sub-agent.
 pub struct AgentTool {
     spawner: Spawner,
+    subagents: Option<Arc<SubagentTool>>,
 }
 
 impl AgentTool {
     pub fn new(spawner: Spawner) -> AgentTool {
-        AgentTool { spawner }
+        AgentTool {
+            spawner,
+            subagents: None,
+        }
     }
+
+    /// Calls that do not spawn a teammate start a sub-agent with `tool`.
+    pub fn with_subagents(mut self, tool: Arc<SubagentTool>) -> AgentTool {
+        self.subagents = Some(tool);
+        self
+    }
+
+    /// Whether this call spawns a teammate: it names one and the lead is in a team
+    /// (or there is no sub-agent path to take it).
+    fn spawns_teammate(&self, input: &Value) -> bool {
+        let named = input
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.trim().is_empty());
+        self.subagents.is_none() || (named && self.spawner.in_team())
+    }
+
+    const TEAMMATE_TEXT: &str = "Spawns a named teammate in your team (create the team with TeamCreate first). It \
+         works in its own git worktree on branch roo/<team>/<name> (outside a git \
+         repository it shares your directory), sees the team's task list and messages, \
+         claims tasks itself, and reports by message; when it finishes a run it goes idle \
+         and you get an idle notification. A message to a stopped teammate starts it again \
+         with its history. Merge its branch with `git merge --no-ff` when its work is done. \
+         `name`: the teammate's name (letters, digits, '.', '_', '-'); `prompt`: its \
+         instructions; `description`: a few words for the UI; `subagent_type`: its role; \
+         `model`: another model than yours; `plan_mode_required`: it must get your approval \
+         of a plan before changing anything; `permission_mode`: yours or stricter.";
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,20 +87,89 @@ impl Tool for AgentTool {
     }
 
     fn description(&self) -> String {
-        "Spawns a named teammate in your team (create the team with TeamCreate first). It \
-         works in its own git worktree on branch roo/<team>/<name> (outside a git \
-         repository it shares your directory), sees the team's task list and messages, \
-         claims tasks itself, and reports by message; when it finishes a run it goes idle \
-         and you get an idle notification. A message to a stopped teammate starts it again \
-         with its history. Merge its branch with `git merge --no-ff` when its work is done. \
-         `name`: the teammate's name (letters, digits, '.', '_', '-'); `prompt`: its \
-         instructions; `description`: a few words for the UI; `subagent_type`: its role; \
-         `model`: another model than yours; `plan_mode_required`: it must get your approval \
-         of a plan before changing anything; `permission_mode`: yours or stricter."
-            .to_string()
+        match &self.subagents {
+            None => Self::TEAMMATE_TEXT.to_string(),
+            Some(sub) => {
+                let mut text = format!(
+                    "Two uses. (1) With `name`, while you lead a team: {}\n\n(2) Otherwise \
+                     (no `name`, or no team): ",
+                    Self::TEAMMATE_TEXT
+                );
+                text.push_str(&sub.describe());
+                text
+            }
+        }
     }
 
     fn input_schema(&self) -> Value {
+        let Some(sub) = &self.subagents else {
+            return self.teammate_schema();
+        };
+        // One schema for both uses: the teammate's fields and the sub-agent's.
+        let mut schema = sub.input_schema();
+        let teammate = self.teammate_schema();
+        if let (Some(props), Some(extra)) = (
+            schema.get_mut("properties").and_then(Value::as_object_mut),
+            teammate.get("properties").and_then(Value::as_object),
+        ) {
+            for (key, value) in extra {
+                if !props.contains_key(key) {
+                    props.insert(key.clone(), value.clone());
+                }
+            }
+            if let Some(name) = props.get_mut("name") {
+                *name = json!({"type": "string", "description": "A teammate's name (spawns a teammate while you lead a team), else a name for the sub-agent task."});
+            }
+        }
+        schema
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+
+    fn is_concurrency_safe(&self, input: &Value) -> bool {
+        !self.spawns_teammate(input)
+    }
+
+    fn needs_conversation(&self) -> bool {
+        self.subagents.is_some()
+    }
+
+    fn summarize(&self, input: &Value) -> String {
+        match (&self.subagents, self.spawns_teammate(input)) {
+            (Some(sub), false) => sub.summarize(input),
+            _ => match input.get("name").and_then(Value::as_str) {
+                Some(name) => format!("{AGENT}({})", crate::event::one_line(name, 64)),
+                None => AGENT.to_string(),
+            },
+        }
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            if let Some(sub) = &self.subagents
+                && !self.spawns_teammate(&input)
+            {
+                // Teammate-only fields have no meaning for a sub-agent.
+                let mut input = input;
+                if let Some(map) = input.as_object_mut() {
+                    map.remove("plan_mode_required");
+                    map.remove("permission_mode");
+                }
+                return sub.call(input, ctx).await;
+            }
+            match self.spawn(input, ctx).await {
+                Ok(text) => ToolOutput::ok(bounded(text)),
+                Err(text) => ToolOutput::error(bounded(format!("failed to {text}"))),
+            }
+        }
+        .boxed()
+    }
+}
+
+impl AgentTool {
+    fn teammate_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
@@ -77,27 +184,6 @@ impl Tool for AgentTool {
             "required": ["name", "prompt"],
             "additionalProperties": false
         })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Internal
-    }
-
-    fn summarize(&self, input: &Value) -> String {
-        match input.get("name").and_then(Value::as_str) {
-            Some(name) => format!("{AGENT}({})", crate::event::one_line(name, 64)),
-            None => AGENT.to_string(),
-        }
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            match self.spawn(input, ctx).await {
-                Ok(text) => ToolOutput::ok(bounded(text)),
-                Err(text) => ToolOutput::error(bounded(format!("failed to {text}"))),
-            }
-        }
-        .boxed()
     }
 }
 
@@ -158,14 +244,24 @@ impl AgentTool {
     }
 }
 
-/// Stops a teammate's current work.
+/// Stops a background task, or a teammate's current work.
 pub struct TaskStop {
     spawner: Spawner,
+    tasks: Option<BackgroundTasks>,
 }
 
 impl TaskStop {
     pub fn new(spawner: Spawner) -> TaskStop {
-        TaskStop { spawner }
+        TaskStop {
+            spawner,
+            tasks: None,
+        }
+    }
+
+    /// Ids and names of these background tasks are stopped too (first).
+    pub fn with_tasks(mut self, tasks: BackgroundTasks) -> TaskStop {
+        self.tasks = Some(tasks);
+        self
     }
 }
 
@@ -182,19 +278,26 @@ impl Tool for TaskStop {
     }
 
     fn description(&self) -> String {
-        "Stops a teammate you spawned, now: its current run is cancelled (its commands are \
+        let tasks = if self.tasks.is_some() {
+            "Stops a background task (a sub-agent started with run_in_background or moved to \
+             the background; `task_id`: its id such as a3, or its name): its run is cancelled \
+             and its notification says killed. Or "
+        } else {
+            ""
+        };
+        tasks.to_string()
+            + "stops a teammate you spawned, now: its current run is cancelled (its commands are \
          ended), it is recorded idle, and it keeps its history — a later SendMessage to it \
          starts it again. Its tasks stay as they are (release them with TaskUpdate owner \"\" \
          if needed). For a graceful end ask it with SendMessage type shutdown_request. \
          `task_id`: the teammate's name."
-            .to_string()
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "task_id": {"type": "string", "description": "The name of the teammate to stop."}
+                "task_id": {"type": "string", "description": "The id or name of the background task, or the name of the teammate, to stop."}
             },
             "required": ["task_id"],
             "additionalProperties": false
@@ -207,8 +310,16 @@ impl Tool for TaskStop {
 
     fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         async move {
-            let result = parse_input::<StopInput>(STOP, input)
-                .and_then(|i| parse_name(STOP, "task_id", &i.task_id))
+            let input = match parse_input::<StopInput>(STOP, input) {
+                Ok(input) => input,
+                Err(e) => return ToolOutput::error(bounded(format!("failed to {e}"))),
+            };
+            if let Some(tasks) = &self.tasks
+                && (tasks.knows(input.task_id.trim()) || !self.spawner.in_team())
+            {
+                return stop_task(tasks, &input.task_id);
+            }
+            let result = parse_name(STOP, "task_id", &input.task_id)
                 .map_err(|e| e.to_string())
                 .and_then(|name| {
                     self.spawner
