@@ -5,10 +5,12 @@
 //! [`event::AgentEvent`]s and never knows which UI consumes them.
 
 pub mod agent_loop;
+pub mod agents;
 pub mod config;
 pub mod context;
 pub mod conversation;
 pub mod event;
+pub mod front_matter;
 pub mod hooks;
 pub mod permissions;
 pub mod plan_mode;
