@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::script_tool::{SkillToolSpec, parse_tool_json};
 pub use crate::front_matter::Source;
 use crate::front_matter::{self, one_line};
 use crate::tool::ToolScope;
@@ -57,8 +58,8 @@ pub struct Skill {
     pub source: Source,
     /// The skill's directory; `None` for a built-in one.
     pub dir: Option<PathBuf>,
-    /// Whether the directory has a `tool.json` (validated JSON).
-    pub has_tool_json: bool,
+    /// The tools its `tool.json` declares, registered when it is loaded.
+    pub tools: Vec<SkillToolSpec>,
     /// Files under `references/`, relative to it, sorted.
     pub references: Vec<String>,
 }
@@ -190,7 +191,7 @@ pub fn parse_skill(
         body,
         source,
         dir: None,
-        has_tool_json: false,
+        tools: Vec::new(),
         references: Vec::new(),
     })
 }
@@ -356,9 +357,7 @@ fn load_dir(dir: &Path, name: &str, source: Source) -> Result<Skill, SkillError>
     let tool_json = dir.join("tool.json");
     if fs::symlink_metadata(&tool_json).is_ok() {
         let text = read_bounded(&tool_json, MAX_SKILL_BYTES)?;
-        serde_json::from_str::<serde_json::Value>(&text)
-            .map_err(|e| invalid(&tool_json, format!("is not valid JSON: {e}")))?;
-        skill.has_tool_json = true;
+        skill.tools = parse_tool_json(&text, &skill.name).map_err(|e| invalid(&tool_json, e))?;
     }
     skill.references = list_references(&dir.join("references"));
     skill.dir = Some(dir.to_path_buf());
