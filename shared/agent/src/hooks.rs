@@ -484,34 +484,18 @@ impl CommandHooks {
                 };
             }
         }
-        let files = match HookFiles::create(input) {
-            Ok(files) => files,
-            Err(e) => {
-                return Run::Failed {
-                    why: format!("could not start: failed to create its input file: {e}"),
-                    stderr: String::new(),
-                };
-            }
-        };
         let mut context = self.setup.context.clone();
         context.cancel = cancel.clone();
         context.env.extend(env);
-        context.env.push((
-            "ROO_HOOK_INPUT".to_string(),
-            files.input.path().to_string_lossy().into_owned(),
-        ));
-        context.env.push((
-            "ROO_HOOK_STDOUT".to_string(),
-            files.stdout.path().to_string_lossy().into_owned(),
-        ));
-        // The shell takes stdin from the input file and sends stdout to the other
-        // file, so what the run captures is stderr alone.
-        let script = format!(
-            "exec <\"$ROO_HOOK_INPUT\" >\"$ROO_HOOK_STDOUT\" || exit {}\n{}",
-            crate::sandbox::HELPER_FAILED,
-            hook.command
-        );
-        let outcome = match bash::run(&script, hook.timeout, &context).await {
+        let outcome = match bash::run_piped(
+            &hook.command,
+            input,
+            hook.timeout,
+            &context,
+            MAX_STDOUT_BYTES,
+        )
+        .await
+        {
             Ok(outcome) => outcome,
             Err(e) => {
                 return Run::Failed {
@@ -520,7 +504,7 @@ impl CommandHooks {
                 };
             }
         };
-        let stderr = outcome.output;
+        let stderr = outcome.stderr;
         match outcome.ending {
             Ending::Cancelled => Run::Cancelled,
             Ending::TimedOut => Run::Failed {
@@ -534,7 +518,7 @@ impl CommandHooks {
                 use std::os::unix::process::ExitStatusExt;
                 match (status.code(), status.signal()) {
                     (Some(0), _) => Run::Passed {
-                        stdout: files.read_stdout(),
+                        stdout: outcome.stdout,
                     },
                     (Some(code), _) => Run::Failed {
                         why: format!("exited with code {code}"),
@@ -845,38 +829,6 @@ fn command_of(call: &ToolCallInfo<'_>) -> Option<String> {
 }
 
 /// The two private temp files of one hook run, removed when dropped.
-struct HookFiles {
-    input: tempfile::NamedTempFile,
-    stdout: tempfile::NamedTempFile,
-}
-
-impl HookFiles {
-    fn create(input: &str) -> std::io::Result<Self> {
-        use std::io::Write;
-        let mut input_file = tempfile::Builder::new()
-            .prefix("roo-hook-input-")
-            .tempfile()?;
-        input_file.write_all(input.as_bytes())?;
-        input_file.flush()?;
-        let stdout = tempfile::Builder::new()
-            .prefix("roo-hook-stdout-")
-            .tempfile()?;
-        Ok(Self {
-            input: input_file,
-            stdout,
-        })
-    }
-
-    fn read_stdout(&self) -> String {
-        use std::io::Read;
-        let mut bytes = Vec::new();
-        if let Ok(file) = std::fs::File::open(self.stdout.path()) {
-            let _ = file.take(MAX_STDOUT_BYTES).read_to_end(&mut bytes);
-        }
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
 /// The config name of an event (`pre_tool_use`).
 pub fn event_name(event: HookEvent) -> &'static str {
     match event {

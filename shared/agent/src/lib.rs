@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 pub mod conversation;
 pub mod event;
+pub mod front_matter;
 pub mod hooks;
 pub mod permissions;
 pub mod plan_mode;

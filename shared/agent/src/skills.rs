@@ -21,9 +21,11 @@
 //! file; a bad built-in skill fails the crate's tests.
 
 mod load;
+mod script_tool;
 mod tool;
 
 pub use load::{Catalog, Mode, Scan, Skill, SkillError, Source, parse_skill};
+pub use script_tool::{SkillTool, SkillToolSpec, parse_tool_json, registered_name};
 pub use tool::{
     LoadSkill, LoadSkillInput, MAX_LISTING_CHARS, SkillCommand, SkillScopes, Skills, expand,
 };

@@ -348,6 +348,13 @@ impl ToolScope {
         })
     }
 
+    /// This scope, also refusing the tools named in `deny` (an agent type's
+    /// `tools` with its `disallowed_tools`).
+    pub fn denying<S: AsRef<str>>(mut self, deny: &[S]) -> Result<Self, ScopeError> {
+        self.deny.extend(parse_names(&self.label, deny)?);
+        Ok(self)
+    }
+
     /// Who narrowed.
     pub fn label(&self) -> &str {
         &self.label

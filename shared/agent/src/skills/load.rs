@@ -1,13 +1,14 @@
 //! Parsing `SKILL.md` and discovering skills in the three places they come from.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::script_tool::{SkillToolSpec, parse_tool_json};
+pub use crate::front_matter::Source;
+use crate::front_matter::{self, one_line};
 use crate::tool::ToolScope;
 
 /// Longest `SKILL.md` (or `tool.json`) read, in bytes.
@@ -29,24 +30,6 @@ const BUILTIN: &[(&str, &str)] = &[
     ("review", include_str!("../../../../skills/review/SKILL.md")),
     ("test", include_str!("../../../../skills/test/SKILL.md")),
 ];
-
-/// Where a skill came from; a later one replaces an earlier one of the same name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Source {
-    BuiltIn,
-    User,
-    Project,
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Source::BuiltIn => "built-in",
-            Source::User => "user",
-            Source::Project => "project",
-        })
-    }
-}
 
 /// How a skill runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -75,8 +58,8 @@ pub struct Skill {
     pub source: Source,
     /// The skill's directory; `None` for a built-in one.
     pub dir: Option<PathBuf>,
-    /// Whether the directory has a `tool.json` (validated JSON).
-    pub has_tool_json: bool,
+    /// The tools its `tool.json` declares, registered when it is loaded.
+    pub tools: Vec<SkillToolSpec>,
     /// Files under `references/`, relative to it, sorted.
     pub references: Vec<String>,
 }
@@ -144,23 +127,8 @@ pub fn parse_skill(
     dir_name: &str,
     source: Source,
 ) -> Result<Skill, SkillError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let text = text.replace("\r\n", "\n");
-    let rest = text.strip_prefix("---\n").ok_or_else(|| {
-        invalid(
-            path,
-            "does not start with YAML front matter (a `---` line, the fields, a `---` line)",
-        )
-    })?;
-    let (yaml, body) = match rest.find("\n---\n") {
-        Some(i) => (&rest[..i], &rest[i + 5..]),
-        None => match rest.strip_suffix("\n---") {
-            Some(yaml) => (yaml, ""),
-            None => return Err(invalid(path, "the front matter has no closing `---` line")),
-        },
-    };
-    let front: FrontMatter = serde_yaml_ng::from_str(yaml)
-        .map_err(|e| invalid(path, format!("bad front matter: {e}")))?;
+    let (front, body) =
+        front_matter::parse::<FrontMatter>(text).map_err(|message| invalid(path, message))?;
     if !valid_name(&front.name) {
         return Err(invalid(
             path,
@@ -199,7 +167,6 @@ pub fn parse_skill(
         ToolScope::allow_only(format!("skill {}", front.name), tools)
             .map_err(|e| invalid(path, format!("allowed_tools: {e}")))?;
     }
-    let body = body.trim().to_string();
     if body.is_empty() {
         return Err(invalid(
             path,
@@ -224,13 +191,9 @@ pub fn parse_skill(
         body,
         source,
         dir: None,
-        has_tool_json: false,
+        tools: Vec::new(),
         references: Vec::new(),
     })
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The built-in skills. Each is checked by a test, so this never fails in a release.
@@ -372,33 +335,13 @@ fn scan_dir(dir: &Path, source: Source, scan: &mut Scan) {
 
 /// Reads a regular file of at most `max` bytes, refusing symlinks and special files.
 fn read_bounded(path: &Path, max: u64) -> Result<String, SkillError> {
-    let io = |source| SkillError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let meta = fs::symlink_metadata(path).map_err(io)?;
-    if !meta.is_file() {
-        return Err(invalid(
-            path,
-            "is not a regular file (symlinks are not followed)",
-        ));
-    }
-    if meta.len() > max {
-        return Err(invalid(
-            path,
-            format!("is {} bytes, more than the limit of {max}", meta.len()),
-        ));
-    }
-    let mut text = String::new();
-    fs::File::open(path)
-        .map_err(io)?
-        .take(max + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| invalid(path, format!("is not UTF-8 text: {e}")))?;
-    if text.len() as u64 > max {
-        return Err(invalid(path, format!("grew past the limit of {max} bytes")));
-    }
-    Ok(text)
+    front_matter::read_bounded(path, max).map_err(|e| match e {
+        front_matter::ReadError::Invalid(message) => invalid(path, message),
+        front_matter::ReadError::Io(source) => SkillError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    })
 }
 
 fn load_dir(dir: &Path, name: &str, source: Source) -> Result<Skill, SkillError> {
@@ -414,9 +357,7 @@ fn load_dir(dir: &Path, name: &str, source: Source) -> Result<Skill, SkillError>
     let tool_json = dir.join("tool.json");
     if fs::symlink_metadata(&tool_json).is_ok() {
         let text = read_bounded(&tool_json, MAX_SKILL_BYTES)?;
-        serde_json::from_str::<serde_json::Value>(&text)
-            .map_err(|e| invalid(&tool_json, format!("is not valid JSON: {e}")))?;
-        skill.has_tool_json = true;
+        skill.tools = parse_tool_json(&text, &skill.name).map_err(|e| invalid(&tool_json, e))?;
     }
     skill.references = list_references(&dir.join("references"));
     skill.dir = Some(dir.to_path_buf());

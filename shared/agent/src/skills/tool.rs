@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::load::{Catalog, Mode, Skill};
+use super::script_tool::{SkillTool, registered_name};
 use crate::event::{EventSink, Outcome};
 use crate::hooks::{LifecycleHook, PromptDecision};
 use crate::tool::{
@@ -39,6 +40,18 @@ pub fn expand(skill: &Skill, arguments: &str) -> String {
             text,
             "\n\nFor the rest of this run only these tools can be called: {}, LoadSkill.",
             tools.join(", ")
+        );
+    }
+    if !skill.tools.is_empty() {
+        let names: Vec<String> = skill
+            .tools
+            .iter()
+            .map(|t| registered_name(&skill.name, &t.name))
+            .collect();
+        let _ = write!(
+            text,
+            "\n\nThis skill brings its own tools, callable from now on: {}",
+            names.join(", ")
         );
     }
     if !skill.references.is_empty() {
@@ -87,9 +100,26 @@ impl SkillScopes {
             .map(|tools| {
                 let mut names = tools.clone();
                 names.push(LoadSkill::NAME.to_string());
+                // A skill may always call the tools it brings.
+                names.extend(
+                    skill
+                        .tools
+                        .iter()
+                        .map(|t| registered_name(&skill.name, &t.name)),
+                );
                 ToolScope::allow_only(format!("skill {}", skill.name), &names)
             })
             .transpose()
+    }
+
+    /// Registers the tools `skill` brings (its `tool.json`) in the registry, replacing
+    /// an older version of them (the skill changed since it was last loaded).
+    pub fn register_tools(&self, skill: &Skill) {
+        if let Some(registry) = self.registry.upgrade() {
+            for tool in SkillTool::of(skill) {
+                registry.register(Arc::new(tool));
+            }
+        }
     }
 
     /// Narrows the registry now, until the run ends.
@@ -272,6 +302,7 @@ impl TypedTool for LoadSkill {
             Ok(None) => {}
             Err(e) => return ToolOutput::error(format!("failed to load skill: {e}")),
         }
+        self.scopes.register_tools(skill);
         ToolOutput::ok(expand(skill, input.arguments.as_deref().unwrap_or("")))
     }
 }
@@ -332,6 +363,7 @@ impl Skills {
             Ok(None) => {}
             Err(e) => return SkillCommand::Refused(e.to_string()),
         }
+        self.scopes.register_tools(skill);
         SkillCommand::Prompt(expand(skill, arguments))
     }
 }

@@ -281,6 +281,64 @@ fn shell() -> &'static PathBuf {
     })
 }
 
+/// What [`run_piped`] came to: how the command ended, its stdout (capped) and its
+/// stderr (head and tail, like a Bash call's output).
+#[derive(Debug)]
+pub(crate) struct PipedOutcome {
+    pub(crate) ending: Ending,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+/// Runs `command` like [`run`], with `input` on its stdin and its stdout kept apart
+/// from stderr (at most `max_stdout` bytes of it): for commands that answer in a
+/// format (hooks, skill tools). Both go through private temp files, so a command
+/// that never reads its stdin or floods its stdout cannot block the agent.
+pub(crate) async fn run_piped(
+    command: &str,
+    input: &str,
+    timeout: Duration,
+    ctx: &ToolContext,
+    max_stdout: u64,
+) -> Result<PipedOutcome, String> {
+    use std::io::{Read, Write};
+    let files = (|| -> std::io::Result<_> {
+        let mut input_file = tempfile::Builder::new().prefix("roo-input-").tempfile()?;
+        input_file.write_all(input.as_bytes())?;
+        input_file.flush()?;
+        let stdout = tempfile::Builder::new().prefix("roo-stdout-").tempfile()?;
+        Ok((input_file, stdout))
+    })()
+    .map_err(|e| format!("failed to create its input file: {e}"))?;
+    let mut context = ctx.clone();
+    context.env.push((
+        "ROO_PIPED_INPUT".to_string(),
+        files.0.path().to_string_lossy().into_owned(),
+    ));
+    context.env.push((
+        "ROO_PIPED_STDOUT".to_string(),
+        files.1.path().to_string_lossy().into_owned(),
+    ));
+    // The shell takes stdin from the input file and sends stdout to the other file,
+    // so what the run captures is stderr alone.
+    let script = format!(
+        "exec <\"$ROO_PIPED_INPUT\" >\"$ROO_PIPED_STDOUT\" || exit {}\n{command}",
+        crate::sandbox::HELPER_FAILED,
+    );
+    let outcome = run(&script, timeout, &context)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    if let Ok(file) = std::fs::File::open(files.1.path()) {
+        let _ = file.take(max_stdout).read_to_end(&mut bytes);
+    }
+    Ok(PipedOutcome {
+        ending: outcome.ending,
+        stdout: String::from_utf8_lossy(&bytes).into_owned(),
+        stderr: outcome.output,
+    })
+}
+
 /// Runs `command` to its end, timeout or cancel, and always leaves no process of
 /// its group behind. With `ctx.sandbox` the shell runs under the sandbox helper,
 /// which also ends processes that left the group (`set -m` jobs, daemons).

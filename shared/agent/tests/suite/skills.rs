@@ -413,3 +413,83 @@ async fn a_skill_loaded_in_a_detached_registry_narrows_only_that_registry() {
         "the parent's registry is untouched"
     );
 }
+
+#[tokio::test]
+async fn a_skills_own_tool_from_tool_json_runs_its_script_with_the_input_on_stdin() {
+    // A directory skill declares a tool in tool.json and implements it with a script in
+    // references/. Loading the skill registers `skill__stats__count`; the next request
+    // offers it, and a call runs the script with the input as JSON on stdin — even
+    // though the skill's allowed_tools do not list it — while Bash stays refused.
+    let ws = Workspace::new();
+    let dir = user_dir(&ws).join("stats");
+    skill_file(
+        &user_dir(&ws),
+        "stats",
+        "allowed_tools: [ReadFile]\n",
+        "Count with the skill's tool: $ARGUMENTS",
+    );
+    write(
+        &dir.join("tool.json"),
+        r#"{"name": "count", "description": "Counts the words of `text`.",
+            "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "command": "sh \"$SKILL_DIR/references/count.sh\"", "timeout_ms": 20000}"#,
+    );
+    write(
+        &dir.join("references/count.sh"),
+        "input=$(cat)\nprintf 'skill=%s tool=%s input=%s\\n' \"$SKILL_NAME\" \"$SKILL_TOOL\" \"$input\"\n\
+         echo \"$input\" | grep -q fail && { echo 'told to fail' >&2; exit 3; }\nexit 0\n",
+    );
+    let (tools, scopes) = skill_tools(Catalog::from_dirs(Some(user_dir(&ws)), None));
+    assert!(
+        tools.get("skill__stats__count").is_none(),
+        "registered before loading"
+    );
+    let (mut agent, server) = scripted_agent(
+        &ws,
+        r#"
+- tool_calls:
+    - {name: LoadSkill, input: {name: stats, arguments: hello}}
+- tool_calls:
+    - {name: skill__stats__count, input: {text: "two words"}}
+    - {name: Bash, input: {command: "touch pwned.txt"}}
+- tool_calls:
+    - {name: skill__stats__count, input: {text: "please fail"}}
+- text: "done"
+"#,
+        tools.clone(),
+    )
+    .await;
+    agent.add_lifecycle_hook(Arc::new(scopes));
+    // Like any command, the skill's tool needs a rule (or a human) to run.
+    let mut rules = roo_agent::permissions::RuleSet::new();
+    rules
+        .add(
+            roo_agent::config::Source::Local,
+            roo_agent::permissions::RuleKind::Allow,
+            "skill__stats__*",
+        )
+        .unwrap();
+    *agent.policy().write().unwrap() = roo_agent::permissions::PermissionPolicy::new(
+        ws.project.clone(),
+        roo_agent::permissions::PermissionMode::AcceptEdits,
+        rules,
+    );
+    let (result, _) = run_collecting(&mut agent, "count").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    let requests = server.requests();
+    let loaded = last_tool_results(&requests[1]);
+    assert!(loaded.contains("skill__stats__count"), "{loaded}");
+    let offered = super::common::request_tools(&requests[1]);
+    assert_eq!(offered, ["LoadSkill", "ReadFile", "skill__stats__count"]);
+    let results = last_tool_results(&requests[2]);
+    assert!(
+        results.contains(r#"skill=stats tool=count input={\"text\":\"two words\"}"#),
+        "{results}"
+    );
+    assert!(results.contains("narrowed by skill stats"), "{results}");
+    assert!(!ws.project.join("pwned.txt").exists());
+    let failed = last_tool_results(&requests[3]);
+    assert!(failed.contains("exited with code 3"), "{failed}");
+    assert!(failed.contains("told to fail"), "{failed}");
+    assert!(failed.contains(r#""is_error":true"#), "{failed}");
+}
