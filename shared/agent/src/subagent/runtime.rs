@@ -639,7 +639,7 @@ fn layers(
 ) -> Result<Vec<ToolScope>, crate::tool::ScopeError> {
     let mut scopes = vec![filter::global_scope(depth_reached)?];
     if let Some(def) = definition
-        && def.source != Source::Builtin
+        && def.source != Source::BuiltIn
     {
         scopes.push(filter::custom_scope(&def.name)?);
     }
@@ -675,7 +675,7 @@ fn child_mode(
         .as_ref()
         .map(|p| format!(" ({})", p.display()))
         .unwrap_or_default();
-    if wanted == PermissionMode::BypassPermissions && def.source != Source::Builtin {
+    if wanted == PermissionMode::BypassPermissions && def.source != Source::BuiltIn {
         let note = format!(
             "agent type {}{file} asks for permissionMode bypassPermissions, which a definition \
              file cannot grant; it runs in {}",
