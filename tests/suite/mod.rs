@@ -13,6 +13,7 @@ mod lead_interactive;
 mod lead_misbehaving_model;
 mod lead_permissions;
 mod lead_skills;
+mod lead_subagents;
 mod lead_team;
 mod panes_interactive;
 mod project_trust;

@@ -32,6 +32,14 @@ pub struct Options {
 pub const TEAM_TURN_INPUT: &str = "Your teammates sent the messages above while you waited. \
 Act on them as the team's lead; when the team's work is done, give your final answer.";
 
+/// The input of a turn the lead takes because its background tasks ended (their
+/// `<task-notification>`s are injected at the top of the turn).
+pub const BACKGROUND_TURN_INPUT: &str = "Your background tasks ended; their notifications \
+are above. Use their results to finish the task, then give your final answer.";
+
+/// At most this many extra turns for background tasks in one headless run.
+pub const MAX_BACKGROUND_TURNS: u32 = 5;
+
 /// Runs `prompt` and prints the result. With a team (the slot is bound when the turn
 /// ends), the lead stays: it takes teammates' messages as new turns, and ends when a
 /// turn ends with every teammate idle or dead and nothing unread, or at the team
@@ -55,6 +63,9 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         eprintln!("{}", style.dim(&format!("note: {notice}")));
     }
     let (sink, mut events) = EventSink::channel();
+    if let Some(subagents) = &built.subagents {
+        subagents.tasks().set_listener(Some(sink.clone()));
+    }
     let cancel = CancellationToken::new();
     // Ctrl+C (SIGINT) or SIGTERM cancel the run cleanly: tools are stopped, the
     // transcript stays consistent, and the exit code says it did not finish.
@@ -115,6 +126,11 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
             Duration::from_secs(2),
         )
         .await;
+    }
+    // Sub-agents end with the run (any still running are killed), and stop sending.
+    if let Some(subagents) = &built.subagents {
+        subagents.shutdown().await;
+        subagents.tasks().set_listener(None);
     }
     drop(sink);
     let _ = printer.await;
@@ -211,6 +227,29 @@ pub async fn run_with_team(
     let mut usage = result.usage;
     let mut turns = result.turns;
     let mut lead_runs = 1u32;
+    // Background tasks still running when the model ended its turn: wait for them and
+    // give their results one more turn (bounded), so they are not lost.
+    if let Some(subagents) = built.subagents.clone() {
+        let mut rounds = 0;
+        while result.outcome.is_success()
+            && rounds < MAX_BACKGROUND_TURNS
+            && (subagents.tasks().background_running() > 0 || subagents.has_pending())
+        {
+            subagents.tasks().wait_background(cancel).await;
+            if cancel.is_cancelled() {
+                result.outcome = Outcome::Cancelled;
+                break;
+            }
+            result = built
+                .agent
+                .run(BACKGROUND_TURN_INPUT, sink, cancel.clone())
+                .await;
+            usage.add(&result.usage);
+            turns += result.turns;
+            lead_runs += 1;
+            rounds += 1;
+        }
+    }
     let deadline = tokio::time::Instant::now() + team_timeout;
     let mut timed_out: Option<Vec<roo_store::Name>> = None;
     while result.outcome.is_success() && built.team.get().is_some() {

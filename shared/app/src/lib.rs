@@ -12,5 +12,6 @@ pub mod render;
 pub mod repl;
 pub mod setup;
 pub mod skill_command;
+pub mod tasks_view;
 pub mod trust;
 pub mod worker;

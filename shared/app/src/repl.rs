@@ -36,7 +36,7 @@ const HELP: &str = "Commands:
   /cost            tokens used and cost of this session
   /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions
   /team            the team's members and their states (busy, idle, dead)
-  /tasks           the team's task list with owners and status
+  /tasks [ID]      sub-agent tasks (id, type, status, time, tokens, result) and the team's task list; with an id, that task's whole result
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
   /<skill> [ARGS]  run a skill: commit, test, and those in ~/.roocode/skills and .roocode/skills
 Keys: Esc stops the current run; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
@@ -80,6 +80,17 @@ fn is_ctrl_c(key: &KeyEvent) -> bool {
 
 /// Runs the interactive session until the user leaves.
 pub async fn run(built: Built) -> Result<ExitCode, AppError> {
+    let subagents = built.subagents.clone();
+    let code = run_session(built).await;
+    // Sub-agents end with the session: running ones are cancelled, their commands
+    // killed, before the process exits.
+    if let Some(runtime) = subagents {
+        runtime.shutdown().await;
+    }
+    code
+}
+
+async fn run_session(built: Built) -> Result<ExitCode, AppError> {
     let Built {
         mut agent,
         notices,
@@ -90,8 +101,16 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         team_status,
         team_tasks: _team_tasks,
         skills,
+        subagents,
         ..
     } = built;
+    // Background tasks that end print one line at once, even while the user types.
+    let (task_sink, mut task_events) = EventSink::channel();
+    if let Some(runtime) = &subagents {
+        runtime.tasks().set_listener(Some(task_sink));
+    } else {
+        drop(task_sink);
+    }
     let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
     let mut last_status: Option<String> = None;
     let style = Style::for_stdout();
@@ -178,6 +197,13 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                     }
                     continue;
                 }
+                Some(task) = task_events.recv() => {
+                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                    if let Some(line) = crate::render::subagent_line(&task, &style) {
+                        let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                    }
+                    continue;
+                }
             };
             if let Event::Key(key) = &event
                 && key.kind != KeyEventKind::Release
@@ -258,7 +284,14 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         if skill.is_none()
             && let Some(command) = trimmed.strip_prefix('/')
         {
-            match slash_command(command, &mut agent, &team, render.out(), &style) {
+            match slash_command(
+                command,
+                &mut agent,
+                &team,
+                subagents.as_ref(),
+                render.out(),
+                &style,
+            ) {
                 Flow::Continue if command.trim() == "help" => {
                     let help = crate::skill_command::skills_help(skills.as_ref());
                     let _ = write!(render.out(), "{help}");
@@ -281,6 +314,7 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
                 tokio::select! {
                     _ = &mut run => break,
                     Some(event) = events.recv() => render.event(&event),
+                    Some(event) = task_events.recv() => render.event(&event),
                     Some(event) = team_events.recv() => {
                         if let Some(line) =
                             team_line(&style, &event, &team_status.borrow(), &mut last_status)
@@ -357,6 +391,7 @@ fn slash_command(
     command: &str,
     agent: &mut roo_agent::agent_loop::Agent,
     team: &TeamSlot,
+    subagents: Option<&roo_agent::subagent::SubagentRuntime>,
     out: &mut RawWriter<Stdout>,
     style: &Style,
 ) -> Flow {
@@ -414,7 +449,24 @@ fn slash_command(
                 }
             },
         },
-        "team" | "tasks" => {
+        "tasks" if arg.is_some() => {
+            let id = arg.unwrap_or_default();
+            match subagents.and_then(|s| crate::tasks_view::task_detail(s.tasks(), id)) {
+                Some(text) => {
+                    let _ = write!(out, "{text}");
+                }
+                None => {
+                    let _ = writeln!(out, "{}", style.red(&format!("error: no task {id}")));
+                }
+            }
+        }
+        "tasks" => {
+            if let Some(table) = subagents.and_then(|s| crate::tasks_view::tasks_table(s.tasks())) {
+                let _ = write!(out, "{table}");
+            }
+            let _ = write!(out, "{}", team_command(name, team));
+        }
+        "team" => {
             let _ = write!(out, "{}", team_command(name, team));
         }
         other => {

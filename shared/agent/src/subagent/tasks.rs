@@ -125,9 +125,10 @@ impl BackgroundTasks {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Sends [`AgentEvent::TaskEnded`] for every background task that ends to `sink`.
-    pub fn set_listener(&self, sink: EventSink) {
-        self.lock().listener = Some(sink);
+    /// Sends [`AgentEvent::TaskEnded`] for every background task that ends to `sink`
+    /// (`None`: to nobody; a headless run clears it before it closes its events).
+    pub fn set_listener(&self, sink: Option<EventSink>) {
+        self.lock().listener = sink;
     }
 
     /// Registers a new running task of `owner`; `cancel` is its own token.

@@ -1,0 +1,91 @@
+//! `/tasks`: the session's sub-agent tasks (id, name, type, status, duration, tokens,
+//! first line of the result), and `/tasks <id>` with one task's whole result.
+
+use std::fmt::Write as _;
+
+use roo_agent::subagent::{BackgroundTasks, TaskInfo};
+
+/// The table of every sub-agent task of the session, oldest first; `None` when there
+/// is none.
+pub fn tasks_table(tasks: &BackgroundTasks) -> Option<String> {
+    let list = tasks.list();
+    if list.is_empty() {
+        return None;
+    }
+    let mut text = String::from("sub-agent tasks\n");
+    let _ = writeln!(
+        text,
+        "  {:<5} {:<14} {:<16} {:<10} {:>8} {:>9}  result",
+        "id", "name", "type", "status", "time", "tokens"
+    );
+    for task in &list {
+        let _ = writeln!(text, "  {}", row(task));
+    }
+    text.push_str("  /tasks <id> shows a task's whole result\n");
+    Some(text)
+}
+
+fn row(task: &TaskInfo) -> String {
+    let tokens = task.usage.context_tokens() + task.usage.output_tokens;
+    let status = if task.background && task.status.as_str() == "running" {
+        "running*".to_string()
+    } else {
+        task.status.as_str().to_string()
+    };
+    let first = task
+        .result
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(if task.result.is_empty() {
+            task.last_tool.as_deref().unwrap_or("")
+        } else {
+            ""
+        });
+    format!(
+        "{:<5} {:<14} {:<16} {:<10} {:>7.1}s {:>9}  {}",
+        task.id,
+        clip(task.name.as_deref().unwrap_or("-"), 14),
+        clip(&task.agent_type, 16),
+        status,
+        task.duration.as_secs_f64(),
+        tokens,
+        clip(first, 60)
+    )
+}
+
+/// One task's details and whole result, or `None` for an unknown id.
+pub fn task_detail(tasks: &BackgroundTasks, id: &str) -> Option<String> {
+    let task = tasks.get(id)?;
+    let mut text = format!(
+        "task {} · {} · {} · {:.1} s · {} tool call(s) · {} turn(s)\n",
+        task.id,
+        task.agent_type,
+        task.status.as_str(),
+        task.duration.as_secs_f64(),
+        task.tool_count,
+        task.turns
+    );
+    if !task.description.is_empty() {
+        let _ = writeln!(text, "{}", task.description);
+    }
+    if task.result.is_empty() {
+        text.push_str("(no result yet)\n");
+    } else {
+        let _ = writeln!(text, "{}", task.result.trim_end());
+    }
+    Some(text)
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let text: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().count() <= max {
+        text
+    } else {
+        let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
