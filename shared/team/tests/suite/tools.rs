@@ -95,6 +95,7 @@ fn member_settings(home: &TeamHome, cwd: &Path, me: &str, script: &Path) -> Agen
         plan_mode: false,
         extra: teammate_tools(&TeamTools::new(slot_of(&home.team, me))),
         remove: Vec::new(),
+        ..ToolSet::default()
     };
     settings.max_turns = 5;
     settings
@@ -913,6 +914,7 @@ agents:
         plan_mode: false,
         extra: tools,
         remove: Vec::new(),
+        ..ToolSet::default()
     };
     // alice joins once the team exists, before the next turn (as the Agent tool would add her).
     settings.hooks = vec![Arc::new(Joiner(slot.clone()))];
