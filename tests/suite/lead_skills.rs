@@ -95,11 +95,55 @@ agents:
 }
 
 #[test]
-fn a_fork_skill_from_the_command_line_is_refused_clearly() {
+fn a_fork_skill_runs_as_a_sub_agent_with_its_tools_enforced() {
     let home = TempHome::new();
     home.cwd.write("x", "");
     git_init_commit(home.cwd.path());
-    let out = lead(&home, "/review", "agents:\n  \"*\":\n    - text: \"ok\"\n").run();
-    assert_ne!(out.code(), 0);
-    out.assert_stderr_contains("/review: skill review runs in fork mode");
+    let out = lead(
+        &home,
+        "/review check the auth module",
+        r#"
+agents:
+  "*":
+    - when: {last_user_contains: "REVIEW-REPORT"}
+      text: "lead relays the review"
+    - text: "loading"
+      tool_calls:
+        - {name: LoadSkill, input: {name: review, arguments: "check the auth module"}}
+  general-purpose:
+    - tool_calls:
+        - {name: WriteFile, input: {path: pwned.txt, content: "x"}}
+    - text: "REVIEW-REPORT: no findings"
+"#,
+    )
+    .args(["--permission-mode", "bypassPermissions"])
+    .run();
+    out.assert_ok();
+    assert_eq!(out.stdout().trim(), "lead relays the review");
+    assert!(
+        !home.cwd.join("pwned.txt").exists(),
+        "WriteFile must be refused"
+    );
+    let text = transcripts_all(&home);
+    // The sub-agent got the skill's body with the arguments, and only its tools.
+    assert!(text.contains("<skill name=\\\"review\\\""), "{text}");
+    assert!(text.contains("check the auth module"), "{text}");
+    assert!(text.contains("narrowed by skill review"), "{text}");
+}
+
+/// Every transcript under the home, sub-agents' included.
+fn transcripts_all(home: &TempHome) -> String {
+    fn walk(dir: &std::path::Path, text: &mut String) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, text);
+            } else if path.extension().is_some_and(|x| x == "jsonl") {
+                text.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let mut text = String::new();
+    walk(&home.path().join("projects"), &mut text);
+    text
 }

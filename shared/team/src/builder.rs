@@ -558,6 +558,9 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         };
         SubagentRuntime::new(parts, SubagentLimits::from_section(section), &tools)
     });
+    if let (Some(runtime), Some(skills)) = (&subagents, &skills) {
+        skills.set_fork_runtime(runtime);
+    }
     if let Some(runtime) = &subagents {
         let (agent_tool, stop_tool) = runtime.tools();
         match &tool_set.spawner {

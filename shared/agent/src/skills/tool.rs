@@ -1,7 +1,7 @@
 //! The LoadSkill tool and the narrowing a loaded skill puts on a run.
 
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
@@ -13,6 +13,7 @@ use super::load::{Catalog, Mode, Skill};
 use super::script_tool::{SkillTool, registered_name};
 use crate::event::{EventSink, Outcome};
 use crate::hooks::{LifecycleHook, PromptDecision};
+use crate::subagent::runtime::WeakSubagentRuntime;
 use crate::tool::{
     ScopeError, ScopeId, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope, TypedTool,
     WeakToolRegistry,
@@ -72,6 +73,9 @@ pub fn expand(skill: &Skill, arguments: &str) -> String {
 pub struct SkillScopes {
     registry: WeakToolRegistry,
     state: Arc<Mutex<ScopeState>>,
+    /// Runs fork-mode skills: the agent's sub-agent runtime, once it has one (weak:
+    /// the runtime keeps these skills).
+    fork: Arc<OnceLock<WeakSubagentRuntime>>,
 }
 
 #[derive(Default)]
@@ -85,6 +89,7 @@ impl SkillScopes {
         Self {
             registry: registry.downgrade(),
             state: Arc::default(),
+            fork: Arc::default(),
         }
     }
 
@@ -257,7 +262,7 @@ impl TypedTool for LoadSkill {
         Some(format!("LoadSkill({name})"))
     }
 
-    async fn run(&self, input: LoadSkillInput, _ctx: &ToolContext) -> ToolOutput {
+    async fn run(&self, input: LoadSkillInput, ctx: &ToolContext) -> ToolOutput {
         let catalog = self.catalog.clone();
         // Scanning reads files: off the async threads.
         let scan = match tokio::task::spawn_blocking(move || catalog.scan()).await {
@@ -290,12 +295,24 @@ impl TypedTool for LoadSkill {
             };
         }
         if skill.mode == Mode::Fork {
-            return ToolOutput::error(format!(
-                "failed to load skill \"{}\": it runs in fork mode (a sub-agent with a fresh \
-                 context), and sub-agents are not available in this build yet. Tell the user; \
-                 do not try to follow the skill inline.",
-                skill.name
-            ));
+            // A sub-agent with a fresh context runs it; only its report comes back.
+            let Some(runtime) = self
+                .scopes
+                .fork
+                .get()
+                .and_then(WeakSubagentRuntime::upgrade)
+            else {
+                return ToolOutput::error(format!(
+                    "failed to load skill \"{}\": it runs in fork mode (a sub-agent with a \
+                     fresh context), and this agent cannot start sub-agents (none are \
+                     configured, or the nesting depth limit agents.max_depth is reached). Tell \
+                     the user; do not try to follow the skill inline.",
+                    skill.name
+                ));
+            };
+            return runtime
+                .run_skill(skill, input.arguments.as_deref().unwrap_or(""), ctx)
+                .await;
         }
         match SkillScopes::scope_of(skill) {
             Ok(Some(scope)) => self.scopes.apply(scope),
@@ -334,6 +351,11 @@ impl Skills {
         Self { catalog, scopes }
     }
 
+    /// Lets fork-mode skills run as sub-agents of `runtime` (the agent's own).
+    pub fn set_fork_runtime(&self, runtime: &crate::subagent::SubagentRuntime) {
+        let _ = self.scopes.fork.set(runtime.downgrade());
+    }
+
     /// The same catalog bound to `registry` — a sub-agent's [`ToolRegistry::detached`]
     /// copy, whose LoadSkill would otherwise narrow the parent's registry. Add the
     /// returned `scopes` to the sub-agent as a lifecycle hook.
@@ -352,10 +374,27 @@ impl Skills {
             return SkillCommand::NotASkill;
         };
         if skill.mode == Mode::Fork {
-            return SkillCommand::Refused(format!(
-                "skill {} runs in fork mode (a sub-agent with a fresh context), which this build \
-                 cannot start yet",
-                skill.name
+            // One path for fork skills: the model loads it, LoadSkill starts the sub-agent.
+            if self
+                .scopes
+                .fork
+                .get()
+                .and_then(WeakSubagentRuntime::upgrade)
+                .is_none()
+            {
+                return SkillCommand::Refused(format!(
+                    "skill {} runs in fork mode (a sub-agent with a fresh context), and this \
+                     session cannot start sub-agents",
+                    skill.name
+                ));
+            }
+            let arguments = arguments.trim();
+            return SkillCommand::Prompt(format!(
+                "Run the skill {name} now: call LoadSkill with {{\"name\": \"{name}\", \
+                 \"arguments\": {args}}}. It runs as a sub-agent with a fresh context; when it \
+                 returns, give me its report.",
+                name = skill.name,
+                args = serde_json::Value::String(arguments.to_string()),
             ));
         }
         match SkillScopes::scope_of(skill) {

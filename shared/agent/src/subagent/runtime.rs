@@ -57,6 +57,9 @@ pub struct ParentParts {
     pub catalog: AgentCatalog,
 }
 
+/// The agent type that runs fork-mode skills.
+pub const SKILL_AGENT: &str = "general-purpose";
+
 /// The sub-agent machinery of one agent: what its Agent tool calls. Cheap to clone.
 #[derive(Clone)]
 pub struct SubagentRuntime {
@@ -74,6 +77,17 @@ struct Inner {
     owner: u64,
     /// The owning agent is a fork.
     fork: bool,
+}
+
+/// A [`SubagentRuntime`] handle that does not keep it alive (what its agent's skills
+/// keep, since the runtime keeps the skills).
+#[derive(Clone)]
+pub struct WeakSubagentRuntime(Weak<Inner>);
+
+impl WeakSubagentRuntime {
+    pub fn upgrade(&self) -> Option<SubagentRuntime> {
+        self.0.upgrade().map(|inner| SubagentRuntime { inner })
+    }
 }
 
 /// What every runtime of a session shares (all depths).
@@ -119,6 +133,42 @@ impl SubagentRuntime {
                 fork: false,
             }),
         }
+    }
+
+    /// A handle that does not keep the runtime alive.
+    pub fn downgrade(&self) -> WeakSubagentRuntime {
+        WeakSubagentRuntime(Arc::downgrade(&self.inner))
+    }
+
+    /// Runs a fork-mode skill: a general-purpose sub-agent with the skill's expanded
+    /// body as its prompt and the skill's `allowed_tools` as its layer 4.
+    pub async fn run_skill(
+        &self,
+        skill: &crate::skills::Skill,
+        arguments: &str,
+        ctx: &ToolContext,
+    ) -> ToolOutput {
+        let scope = match crate::skills::SkillScopes::scope_of(skill) {
+            Ok(scope) => scope,
+            Err(e) => return ToolOutput::error(format!("failed to load skill: {e}")),
+        };
+        let input = AgentInput {
+            description: Some(format!("skill {}", skill.name)),
+            prompt: crate::skills::expand(skill, arguments),
+            subagent_type: Some(SKILL_AGENT.to_string()),
+            model: None,
+            run_in_background: false,
+            name: None,
+            isolation: None,
+        };
+        self.call(
+            Launch {
+                input,
+                extra_scope: scope,
+            },
+            ctx,
+        )
+        .await
     }
 
     /// The Agent and TaskStop tools bound to this runtime.
@@ -321,6 +371,11 @@ impl SubagentRuntime {
             .skills
             .as_ref()
             .map(|s| s.for_registry(&child_registry));
+        if let Some(skills) = &child_skills
+            && !depth_reached
+        {
+            skills.set_fork_runtime(&child_runtime);
+        }
         let scopes = layers(
             depth_reached,
             definition.as_ref(),

@@ -328,7 +328,7 @@ async fn a_new_or_changed_skill_is_picked_up_without_a_restart() {
 }
 
 #[tokio::test]
-async fn a_fork_skill_is_refused_clearly_until_sub_agents_exist() {
+async fn a_fork_skill_is_refused_clearly_where_no_sub_agent_can_run() {
     let ws = Workspace::new();
     let (tools, scopes) = skill_tools(Catalog::new(&ws.roo_home, &ws.project, false));
     let (mut agent, server) = scripted_agent(
