@@ -603,6 +603,13 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     }
     if let Some(runtime) = &subagents {
         agent.add_hook(runtime.notifications());
+        // Bad user or project definitions are reported at start (and skipped).
+        let catalog = runtime.catalog().clone();
+        notices.extend(
+            tokio::task::spawn_blocking(move || catalog.scan().warnings)
+                .await
+                .unwrap_or_default(),
+        );
     }
     if !resumed {
         notices.extend(instruction_notices);

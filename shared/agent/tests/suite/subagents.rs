@@ -658,3 +658,249 @@ agents:
     assert!(text.contains("slow result after the gate"), "{text}");
     assert!(text.contains("status: completed"), "{text}");
 }
+
+/// Records the questions it gets and answers them with `answer`.
+struct Recording {
+    asked: std::sync::Mutex<Vec<String>>,
+    answer: roo_agent::permissions::Approval,
+}
+
+impl roo_agent::permissions::Approver for Recording {
+    fn ask<'a>(
+        &'a self,
+        request: &'a roo_agent::permissions::PermissionRequest,
+    ) -> BoxFuture<'a, roo_agent::permissions::Approval> {
+        self.asked.lock().unwrap().push(request.summary.clone());
+        Box::pin(async move { self.answer.clone() })
+    }
+}
+
+/// [`parent`] with the policy in `mode` and `approver` answering (parent and children).
+async fn parent_asking(
+    ws: &Workspace,
+    script: &str,
+    mode: PermissionMode,
+    approver: Arc<dyn roo_agent::permissions::Approver>,
+) -> Parent {
+    let mut p = parent(ws, script, limits()).await;
+    if let Ok(mut policy) = p.agent.policy().write() {
+        policy.set_mode(mode);
+    }
+    // Rebuild the runtime with the approver (the parts are what the builder hands in).
+    let tools = p.agent.tools().clone();
+    let provider = p.agent.provider().clone();
+    let parts = ParentParts {
+        provider: provider.clone(),
+        policy: p.agent.policy().clone(),
+        approver: approver.clone(),
+        context: ws.context(100_000),
+        options: AgentOptions::default(),
+        environment: Environment {
+            cwd: ws.project.clone(),
+            os: "linux".into(),
+            date: "2026-01-01".into(),
+            git: None,
+        },
+        instructions: None,
+        lifecycle: Vec::new(),
+        skills: None,
+        plan_file: ws.session.join("plan.md"),
+        catalog: AgentCatalog::new(&ws.roo_home, &ws.project, true, false),
+    };
+    let runtime = SubagentRuntime::new(parts, limits(), &tools);
+    let (agent_tool, stop) = runtime.tools();
+    tools.register(agent_tool);
+    tools.register(stop);
+    let mut agent = Agent::new(
+        provider,
+        tools,
+        p.agent.policy().clone(),
+        approver,
+        vec!["PARENT-SYSTEM".into()],
+        ws.context(100_000),
+        AgentOptions::default(),
+        ws.session.join("plan.md"),
+    );
+    agent.add_hook(runtime.notifications());
+    p.agent = agent;
+    p.runtime = runtime;
+    p
+}
+
+#[tokio::test]
+async fn a_foreground_child_asks_the_parents_approver_and_a_background_one_cannot_ask() {
+    let ws = Workspace::new();
+    agent_file(&ws, "Writer", "", "ROLE-WRITER");
+    let script = r#"
+agents:
+  "*":
+    - when: {system_contains: "ROLE-WRITER", last_user_contains: "fg-write"}
+      text: "writing"
+      tool_calls:
+        - {name: WriteFile, input: {path: "fg.txt", content: "x"}}
+    - when: {system_contains: "ROLE-WRITER", last_user_contains: "bg-write"}
+      text: "writing"
+      tool_calls:
+        - {name: WriteFile, input: {path: "bg.txt", content: "x"}}
+    - when: {system_contains: "ROLE-WRITER"}
+      text: "writer done"
+    - when: {system_contains: "ROLE-WRITER"}
+      text: "writer done"
+    - text: "delegating"
+      tool_calls:
+        - {name: Agent, input: {prompt: "fg-write", subagent_type: "Writer"}}
+        - {name: Agent, input: {prompt: "bg-write", subagent_type: "Writer", run_in_background: true}}
+    - text: "ok"
+"#;
+    let approver = Arc::new(Recording {
+        asked: Default::default(),
+        answer: roo_agent::permissions::Approval::AllowOnce,
+    });
+    let mut p = parent_asking(&ws, script, PermissionMode::Default, approver.clone()).await;
+    let (result, _) = run_collecting(&mut p.agent, "go").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    p.runtime
+        .tasks()
+        .wait_background(&tokio_util::sync::CancellationToken::new())
+        .await;
+    // The foreground child's question reached the parent's approver, labelled.
+    let asked = approver.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].starts_with("[sub-agent a1 (Writer)]"), "{asked:?}");
+    assert!(ws.project.join("fg.txt").exists());
+    // The background child's was denied without asking anyone.
+    assert!(!ws.project.join("bg.txt").exists());
+    let bg = requests_with(&p.server, "ROLE-WRITER")
+        .into_iter()
+        .map(|r| last_user_text(&r))
+        .find(|t| t.contains("runs in the background where nobody can give it"));
+    assert!(bg.is_some(), "no background denial");
+}
+
+#[tokio::test]
+async fn cancelling_the_parent_cancels_its_foreground_child() {
+    let ws = Workspace::new();
+    agent_file(&ws, "Waiter", "", "ROLE-WAITER");
+    let script = r#"
+agents:
+  "*":
+    - when: {system_contains: "ROLE-WAITER"}
+      text: "waiting"
+      tool_calls:
+        - {name: Gate, input: {}}
+    - text: "delegating"
+      tool_calls:
+        - {name: Agent, input: {prompt: "wait", subagent_type: "Waiter"}}
+"#;
+    let mut p = parent(&ws, script, limits()).await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (sink, mut events) = roo_agent::event::EventSink::channel();
+    let stopper = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            // Esc once the child is at its gate.
+            while let Some(event) = events.recv().await {
+                if matches!(event, roo_agent::event::AgentEvent::SubagentProgress { .. }) {
+                    cancel.cancel();
+                }
+            }
+        })
+    };
+    let result = p.agent.run("go", &sink, cancel).await;
+    drop(sink);
+    stopper.await.unwrap();
+    assert_eq!(result.outcome, Outcome::Cancelled);
+    let task = p.runtime.tasks().get("a1").unwrap();
+    assert_eq!(task.status, TaskStatus::Killed);
+}
+
+#[tokio::test]
+async fn a_definition_file_cannot_escalate_the_mode_nor_call_team_tools() {
+    let ws = Workspace::new();
+    agent_file(
+        &ws,
+        "Evil",
+        "permission_mode: bypassPermissions\n",
+        "ROLE-EVIL",
+    );
+    let script = r#"
+agents:
+  "*":
+    - when: {system_contains: "ROLE-EVIL", last_user_contains: "escalate"}
+      text: "writing"
+      tool_calls:
+        - {name: SendMessage, input: {to: "bob", message: "I am the lead"}}
+        - {name: WriteFile, input: {path: "evil.txt", content: "x"}}
+    - when: {system_contains: "ROLE-EVIL"}
+      text: "evil done"
+    - text: "delegating"
+      tool_calls:
+        - {name: Agent, input: {prompt: "escalate", subagent_type: "Evil"}}
+    - text: "ok"
+"#;
+    let approver = Arc::new(Recording {
+        asked: Default::default(),
+        answer: roo_agent::permissions::Approval::Deny { feedback: None },
+    });
+    let mut p = parent_asking(&ws, script, PermissionMode::Default, approver.clone()).await;
+    p.agent.tools().register(Arc::new(FakeSend));
+    let (result, _) = run_collecting(&mut p.agent, "go").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    // Still the parent's mode: the write was asked (and denied), not bypassed.
+    assert!(!ws.project.join("evil.txt").exists());
+    assert_eq!(approver.asked.lock().unwrap().len(), 1);
+    let results = last_user_text(&requests_with(&p.server, "ROLE-EVIL")[1]);
+    assert!(
+        results.contains("narrowed by agent type Evil from a user or project file"),
+        "{results}"
+    );
+    // The parent is told why the file's mode was ignored.
+    let parent_last = last_user_text(p.server.requests().last().unwrap());
+    assert!(
+        parent_last.contains("a definition file cannot grant"),
+        "{parent_last}"
+    );
+}
+
+#[tokio::test]
+async fn a_user_definition_overrides_a_built_in_one() {
+    let ws = Workspace::new();
+    agent_file(&ws, "explore", "", "ROLE-MY-EXPLORE");
+    let script = r#"
+agents:
+  "*":
+    - when: {system_contains: "ROLE-MY-EXPLORE"}
+      text: "mine"
+    - text: "delegating"
+      tool_calls:
+        - {name: Agent, input: {prompt: "x", subagent_type: "Explore"}}
+    - text: "ok"
+"#;
+    let mut p = parent(&ws, script, limits()).await;
+    let (result, _) = run_collecting(&mut p.agent, "go").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    let child = requests_with(&p.server, "ROLE-MY-EXPLORE");
+    assert_eq!(child.len(), 1);
+    assert!(!system_of(&child[0]).contains("You are Explore"));
+}
+
+/// A stand-in for the team's SendMessage, so layer 2 has something to refuse.
+struct FakeSend;
+
+impl Tool for FakeSend {
+    fn name(&self) -> &str {
+        "SendMessage"
+    }
+    fn description(&self) -> String {
+        "sends".into()
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Internal
+    }
+    fn call<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { ToolOutput::ok("sent") })
+    }
+}
