@@ -166,7 +166,10 @@ fn main() {
         definition.push(runtime.block_on(once(false)));
         fork.push(runtime.block_on(once(true)));
     }
-    for (what, samples) in [("definition (general-purpose)", &mut definition), ("fork", &mut fork)] {
+    for (what, samples) in [
+        ("definition (general-purpose)", &mut definition),
+        ("fork", &mut fork),
+    ] {
         println!(
             "Agent call → first request, {what}: p50 {:.2} ms, p90 {:.2} ms",
             pct(samples, 0.5),

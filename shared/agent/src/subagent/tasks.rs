@@ -66,6 +66,17 @@ pub struct TaskInfo {
     pub result: String,
 }
 
+/// What [`BackgroundTasks::stop`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// Cancelled the task with this id.
+    Stopped(String),
+    /// No running task has that id or name.
+    NotRunning,
+    /// Several running tasks have that name: these ids.
+    Ambiguous(Vec<String>),
+}
+
 /// How a child ended, from its runner.
 #[derive(Debug, Clone)]
 pub struct TaskEnd {
@@ -260,17 +271,35 @@ impl BackgroundTasks {
         self.ended.notify_waiters();
     }
 
-    /// Cancels a running task by id (`a3`) or name; returns its id, or `None` when no
-    /// running task has that id or name.
-    pub fn stop(&self, id_or_name: &str) -> Option<String> {
+    /// Cancels a running task by id (`a3`) or name. A name shared by several running
+    /// tasks is ambiguous (seed 002 §4.5: a later task must not silently take an
+    /// earlier one's name): nothing is stopped and the ids are returned to choose from.
+    pub fn stop(&self, id_or_name: &str) -> Stop {
         let table = self.lock();
-        let entry = table.entries.values().rev().find(|e| {
-            e.info.status == TaskStatus::Running
-                && (e.info.id.eq_ignore_ascii_case(id_or_name)
-                    || e.info.name.as_deref() == Some(id_or_name))
-        })?;
-        entry.cancel.cancel();
-        Some(entry.info.id.clone())
+        let running = |e: &&Entry| e.info.status == TaskStatus::Running;
+        if let Some(entry) = table
+            .entries
+            .values()
+            .filter(running)
+            .find(|e| e.info.id.eq_ignore_ascii_case(id_or_name))
+        {
+            entry.cancel.cancel();
+            return Stop::Stopped(entry.info.id.clone());
+        }
+        let named: Vec<&Entry> = table
+            .entries
+            .values()
+            .filter(running)
+            .filter(|e| e.info.name.as_deref() == Some(id_or_name))
+            .collect();
+        match named.as_slice() {
+            [] => Stop::NotRunning,
+            [one] => {
+                one.cancel.cancel();
+                Stop::Stopped(one.info.id.clone())
+            }
+            many => Stop::Ambiguous(many.iter().map(|e| e.info.id.clone()).collect()),
+        }
     }
 
     /// Every task, oldest first.
@@ -423,5 +452,72 @@ impl TurnHook for TaskNotifications {
                 TurnAction::Inject(texts)
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(tasks: &BackgroundTasks, name: Option<&str>, background: bool) -> Started {
+        tasks.start(
+            0,
+            name.map(str::to_string),
+            "Explore".into(),
+            "look".into(),
+            background,
+            CancellationToken::new(),
+            None,
+        )
+    }
+
+    fn end(status: TaskStatus) -> TaskEnd {
+        TaskEnd {
+            status,
+            result: "the result\nmore".into(),
+            turns: 2,
+        }
+    }
+
+    #[test]
+    fn ids_are_monotonic_and_a_shared_name_is_ambiguous() {
+        let tasks = BackgroundTasks::new();
+        let a = start(&tasks, Some("scout"), true);
+        let b = start(&tasks, Some("scout"), true);
+        assert_eq!((a.id.as_str(), b.id.as_str()), ("a1", "a2"));
+        assert_eq!(
+            tasks.stop("scout"),
+            Stop::Ambiguous(vec!["a1".into(), "a2".into()])
+        );
+        assert!(!a.cancel.is_cancelled() && !b.cancel.is_cancelled());
+        assert_eq!(tasks.stop("A2"), Stop::Stopped("a2".into()));
+        assert!(b.cancel.is_cancelled());
+        tasks.finish(b.number, end(TaskStatus::Killed));
+        // One running task left with the name: the name now names it.
+        assert_eq!(tasks.stop("scout"), Stop::Stopped("a1".into()));
+        assert_eq!(tasks.stop("nobody"), Stop::NotRunning);
+    }
+
+    #[test]
+    fn only_background_ends_become_notifications_and_none_is_dropped() {
+        let tasks = BackgroundTasks::new();
+        let mut fg = start(&tasks, None, false);
+        tasks.finish(fg.number, end(TaskStatus::Completed));
+        assert_eq!(fg.done.try_recv().unwrap().status, TaskStatus::Completed);
+        assert!(!tasks.has_pending(0));
+        // A moved task: the waiter no longer gets it, the owner's next turn does.
+        let moved = start(&tasks, None, false);
+        assert!(tasks.move_to_background(moved.number));
+        for _ in 0..100 {
+            let bg = start(&tasks, None, true);
+            tasks.finish(bg.number, end(TaskStatus::Failed));
+        }
+        tasks.finish(moved.number, end(TaskStatus::Completed));
+        let texts = tasks.take_pending(0);
+        assert_eq!(texts.len(), 101);
+        assert!(texts[100].contains("id: a2") && texts[100].contains("status: completed"));
+        assert!(!tasks.has_pending(0));
+        // A finished task cannot move any more.
+        assert!(!tasks.move_to_background(fg.number));
     }
 }

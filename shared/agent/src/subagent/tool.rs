@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::runtime::{Launch, SubagentRuntime};
-use super::tasks::BackgroundTasks;
+use super::tasks::{BackgroundTasks, Stop};
 use crate::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Input of the Agent tool.
@@ -180,14 +180,19 @@ impl TypedTool for TaskStopTool {
 /// TaskStop on the task table: the text for the model.
 pub fn stop_task(tasks: &BackgroundTasks, id_or_name: &str) -> ToolOutput {
     match tasks.stop(id_or_name.trim()) {
-        Some(id) => ToolOutput::ok(format!(
+        Stop::Stopped(id) => ToolOutput::ok(format!(
             "stopped task {id}; its notification will say killed"
         )),
-        None if tasks.knows(id_or_name.trim()) => ToolOutput::ok(format!(
+        Stop::Ambiguous(ids) => ToolOutput::error(format!(
+            "failed to stop task \"{}\": several running tasks have that name ({}); give the id",
+            one_line(id_or_name, 64),
+            ids.join(", ")
+        )),
+        Stop::NotRunning if tasks.knows(id_or_name.trim()) => ToolOutput::ok(format!(
             "task {} is not running any more; nothing to stop",
             id_or_name.trim()
         )),
-        None => {
+        Stop::NotRunning => {
             let running: Vec<String> = tasks
                 .list()
                 .into_iter()
