@@ -904,3 +904,36 @@ impl Tool for FakeSend {
         Box::pin(async move { ToolOutput::ok("sent") })
     }
 }
+
+#[tokio::test]
+async fn background_can_be_switched_off() {
+    let ws = Workspace::new();
+    agent_file(&ws, "Bgdef", "background: true\n", "ROLE-BGDEF");
+    let script = r#"
+agents:
+  "*":
+    - when: {system_contains: "ROLE-BGDEF"}
+      text: "ran in the foreground"
+    - text: "trying"
+      tool_calls:
+        - {name: Agent, input: {prompt: "x", subagent_type: "general-purpose", run_in_background: true}}
+        - {name: Agent, input: {prompt: "y", subagent_type: "Bgdef"}}
+    - text: "ok"
+"#;
+    let limits = SubagentLimits {
+        background: false,
+        ..limits()
+    };
+    let mut p = parent(&ws, script, limits).await;
+    let (result, _) = run_collecting(&mut p.agent, "go").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    let results = last_user_text(p.server.requests().last().unwrap());
+    assert!(
+        results.contains("background sub-agents are disabled"),
+        "{results}"
+    );
+    assert!(results.contains("ran in the foreground"), "{results}");
+    assert!(results.contains("it ran in the foreground"), "{results}");
+    assert_eq!(p.runtime.tasks().background_running(), 0);
+    assert!(p.runtime.tasks().list().iter().all(|t| !t.background));
+}

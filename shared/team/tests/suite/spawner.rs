@@ -707,3 +707,44 @@ async fn a_worktree_that_fails_while_its_teammate_starts_fails_the_spawn_and_run
         lead.log.lock().unwrap()
     );
 }
+
+const SUB_AGENT: &str = r#"
+agents:
+  alice:
+    - when: {last_user_contains: "SUB-DONE"}
+      text: "alice done"
+    - text: "delegating"
+      tool_calls:
+        - {name: Agent, input: {description: "sub job", prompt: "do the sub job", subagent_type: "general-purpose"}}
+  general-purpose:
+    - text: "SUB-DONE"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_teammate_runs_a_sub_agent_and_task_ids_are_not_teammate_names() {
+    let lead = lead(SUB_AGENT, BackendType::InProcess);
+    lead.spawner
+        .spawn(request(&lead, "alice", "work"))
+        .await
+        .unwrap();
+    eventually("alice idle", || {
+        (state(&lead, "alice") == MemberState::Idle).then_some(())
+    })
+    .await;
+    let transcript =
+        roo_store::RooHome::new(lead.home.path()).transcript(&name("t"), &name("alice"));
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    assert!(text.contains("SUB-DONE"), "{text}");
+    assert!(text.contains("[sub-agent a1 · general-purpose"), "{text}");
+    assert!(text.contains("alice done"), "{text}");
+    // A teammate named like a task id would make TaskStop ambiguous.
+    let reserved = lead
+        .spawner
+        .spawn(request(&lead, "a3", "work"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(reserved, SpawnError::ReservedName { .. }),
+        "{reserved}"
+    );
+}
