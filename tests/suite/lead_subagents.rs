@@ -169,3 +169,60 @@ agents:
     .unwrap();
     let _ = child.child().wait();
 }
+
+#[test]
+fn a_sub_agent_in_a_worktree_keeps_its_changes_there_and_an_idle_one_leaves_none() {
+    let home = TempHome::new();
+    home.cwd.write("a.txt", "a\n");
+    git_init_commit(home.cwd.path());
+    let out = lead(
+        &home,
+        "isolate",
+        r#"
+agents:
+  "*":
+    - text: "isolating"
+      tool_calls:
+        - {name: Agent, input: {description: "write", prompt: "WRITER", subagent_type: "general-purpose", isolation: worktree}}
+        - {name: Agent, input: {description: "look", prompt: "LOOKER", subagent_type: "Explore", isolation: worktree}}
+    - when: {last_user_contains: "kept in worktree"}
+      text: "lead saw both"
+  general-purpose:
+    - tool_calls:
+        - {name: WriteFile, input: {path: "new.txt", content: "from the child\n"}}
+    - text: "wrote new.txt"
+  Explore:
+    - text: "looked, changed nothing"
+"#,
+    )
+    .args(["--permission-mode", "bypassPermissions"])
+    .run();
+    out.assert_ok();
+    assert_eq!(out.stdout().trim(), "lead saw both");
+    // The change is in the writer's worktree, not in the project.
+    assert!(!home.cwd.join("new.txt").exists());
+    let worktrees = home.cwd.join(".roocode/worktrees");
+    let kept: Vec<PathBuf> = std::fs::read_dir(&worktrees)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(kept.len(), 1, "only the writer's worktree stays: {kept:?}");
+    let name = kept[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("subagents+"), "{name}");
+    assert_eq!(
+        std::fs::read_to_string(kept[0].join("new.txt")).unwrap(),
+        "from the child\n"
+    );
+    let lead_log: String = transcripts(&home)
+        .into_iter()
+        .filter(|(p, _)| !p.to_string_lossy().contains("subagents/"))
+        .map(|(_, t)| t)
+        .collect();
+    assert!(lead_log.contains("on branch roo/subagents/"), "{lead_log}");
+    assert!(
+        lead_log.contains("it left no changes, so the worktree was removed"),
+        "{lead_log}"
+    );
+}

@@ -99,6 +99,7 @@ async fn once(fork: bool) -> Duration {
         skills: None,
         plan_file: session.join("plan.md"),
         catalog: AgentCatalog::new(&roo_home, &project, true, false),
+        worktrees: None,
     };
     let runtime = SubagentRuntime::new(parts, SubagentLimits::default(), &tools);
     let (agent_tool, stop) = runtime.tools();

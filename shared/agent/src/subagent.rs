@@ -23,6 +23,7 @@
 pub mod approver;
 pub mod filter;
 pub mod fork;
+pub mod isolation;
 pub mod model;
 pub mod runtime;
 pub mod tasks;
@@ -32,6 +33,7 @@ use std::time::Duration;
 
 pub use filter::{BACKGROUND_LABEL, CUSTOM_AGENT_DENY, GLOBAL_DENY};
 pub use fork::{FORK_TAG, is_fork_context};
+pub use isolation::{IsolatedWorkspace, WorktreeIsolation};
 pub use runtime::{ParentParts, SubagentRuntime};
 pub use tasks::{BackgroundTasks, TaskInfo, TaskNotifications, TaskStatus};
 pub use tool::{AgentInput, SubagentTool, TaskStopTool};

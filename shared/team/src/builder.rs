@@ -459,7 +459,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         &roo_home,
         llm.api_key.as_deref(),
         no_sandbox,
-        helper,
+        helper.clone(),
     )?;
     let mut commands = commands;
     if let (Some(pending), Some(policy)) = (&pending_workspace, commands.sandbox.policy.as_mut()) {
@@ -512,6 +512,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     );
     notices.extend(hook_notices);
     let command_hooks = Arc::new(command_hooks);
+    let session_id = session.id().to_string();
     let (instructions, instruction_notices) = {
         let (root, read_filter) = match &pending_workspace {
             // The same rules, applied to the checkout the instructions come from.
@@ -555,6 +556,22 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
                 trusted,
                 section.verification.unwrap_or(false),
             ),
+            worktrees: Some(Arc::new(
+                crate::worktree::subagents::SubagentWorktrees::new(
+                    crate::worktree::subagents::WorktreeSettings {
+                        project_root: project_root.clone(),
+                        // Its git runs in the agent's own command sandbox.
+                        git: crate::worktree::Git::new().in_sandbox_of(context.sandbox.as_ref()),
+                        config: config.clone(),
+                        roo_home: roo_home.clone(),
+                        api_key: llm.api_key.clone(),
+                        no_sandbox,
+                        helper: helper.clone(),
+                        session_dir: context.session_dir.clone(),
+                        session: session_id.clone(),
+                    },
+                ),
+            )),
         };
         SubagentRuntime::new(parts, SubagentLimits::from_section(section), &tools)
     });

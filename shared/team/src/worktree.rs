@@ -39,6 +39,7 @@ mod cleanup;
 mod git;
 mod merge;
 pub mod roots;
+pub mod subagents;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

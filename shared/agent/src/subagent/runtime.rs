@@ -55,6 +55,8 @@ pub struct ParentParts {
     pub plan_file: PathBuf,
     /// The agent definitions, re-read at each call.
     pub catalog: AgentCatalog,
+    /// Makes worktrees for `isolation: worktree`; `None`: not available here.
+    pub worktrees: Option<Arc<dyn super::WorktreeIsolation>>,
 }
 
 /// The agent type that runs fork-mode skills.
@@ -263,14 +265,6 @@ impl SubagentRuntime {
                     .into(),
             );
         }
-        if input.isolation.is_some() {
-            return Err(
-                "start a sub-agent in a worktree: `isolation: worktree` is not \
-                 supported by this build yet; call Agent again without `isolation`"
-                    .into(),
-            );
-        }
-
         let mut notes = Vec::new();
         let definition = match &input.subagent_type {
             Some(kind) => Some(self.definition(kind).await?),
@@ -295,6 +289,22 @@ impl SubagentRuntime {
             .map(|p| p.mode())
             .unwrap_or(PermissionMode::DontAsk);
         let mode = child_mode(parent_mode, definition.as_ref(), &mut notes);
+        let isolated = input.isolation.is_some()
+            || definition
+                .as_ref()
+                .is_some_and(|d| d.isolation == Some(crate::agents::Isolation::Worktree));
+        let worktrees = match (isolated, &inner.parts.worktrees) {
+            (false, _) => None,
+            (true, Some(worktrees)) => Some(worktrees.clone()),
+            (true, None) => {
+                return Err(
+                    "start a sub-agent in a worktree: this agent cannot make worktrees \
+                     (it is not in a git repository it owns); call Agent again without \
+                     `isolation`"
+                        .into(),
+                );
+            }
+        };
         let background = if input.run_in_background {
             true
         } else if definition.as_ref().is_some_and(|d| d.background) {
@@ -402,7 +412,30 @@ impl SubagentRuntime {
             child_registry.narrow(scope);
         }
 
-        let policy = if mode == parent_mode {
+        let workspace = match &worktrees {
+            Some(worktrees) => match worktrees.create(&id).await {
+                Ok(workspace) => Some(workspace),
+                Err(e) => {
+                    let message = format!("start sub-agent {id} in a worktree: {e}");
+                    shared.tasks.finish(
+                        started.number,
+                        TaskEnd {
+                            status: TaskStatus::Failed,
+                            result: message.clone(),
+                            turns: 0,
+                        },
+                    );
+                    return Err(message);
+                }
+            },
+            None => None,
+        };
+        let policy = if let Some(workspace) = &workspace {
+            // Rooted at the worktree: its tools cannot write into the parent's tree.
+            let mut policy = workspace.policy.clone();
+            policy.set_mode(mode);
+            Arc::new(std::sync::RwLock::new(policy))
+        } else if mode == parent_mode {
             inner.parts.policy.clone()
         } else {
             let mut policy = inner
@@ -426,7 +459,10 @@ impl SubagentRuntime {
                 (system, history, fork::directive(&prompt), Some(tools))
             }
             (None, Some(def)) => (
-                role_system(def, &inner.parts.environment),
+                role_system(
+                    def,
+                    &environment_in(&inner.parts.environment, workspace.as_ref()),
+                ),
                 Vec::new(),
                 prompt.clone(),
                 None,
@@ -444,11 +480,17 @@ impl SubagentRuntime {
             pinned_tools: pinned,
             ..inner.parts.options.clone()
         };
-        let context = ToolContext {
+        let mut context = ToolContext {
             conversation: None,
             events: EventSink::discard(),
             ..inner.parts.context.clone()
         };
+        if let Some(workspace) = &workspace {
+            context.cwd = workspace.dir.clone();
+            if let Some(sandbox) = &workspace.sandbox {
+                context.sandbox = Some(sandbox.clone());
+            }
+        }
         let transcript = context
             .session_dir
             .join("subagents")
@@ -489,7 +531,8 @@ impl SubagentRuntime {
             description: input.description.clone().unwrap_or_default(),
             background,
         });
-        self.spawn(agent, run_input, &started, agent_type.clone(), ctx);
+        let isolation = worktrees.zip(workspace);
+        self.spawn(agent, run_input, &started, agent_type.clone(), isolation);
         Ok(Running {
             started,
             registry: child_registry,
@@ -525,7 +568,7 @@ impl SubagentRuntime {
         input: String,
         started: &Started,
         agent_type: String,
-        ctx: &ToolContext,
+        isolation: Option<(Arc<dyn super::WorktreeIsolation>, super::IsolatedWorkspace)>,
     ) {
         let shared = self.inner.shared.clone();
         let number = started.number;
@@ -551,7 +594,7 @@ impl SubagentRuntime {
             events: EventSink::discard(),
             ..self.inner.parts.context.clone()
         };
-        let waiting_events = ctx.events.clone();
+        let waiting_events = started.progress.clone();
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         tokio::spawn(async move {
             let slots = shared.slots.clone();
@@ -597,6 +640,19 @@ impl SubagentRuntime {
             };
             drop(permit);
             drop(agent);
+            let mut end = end;
+            if let Some((worktrees, workspace)) = isolation {
+                // No changes: the worktree goes; else the parent learns where they are.
+                match worktrees.finish(&workspace).await {
+                    None => end.result.push_str(&format!(
+                        "\n(worked in worktree {} on branch {}; it left no changes, so the \
+                         worktree was removed)",
+                        workspace.dir.display(),
+                        workspace.branch
+                    )),
+                    Some(kept) => end.result.push_str(&format!("\n{kept}")),
+                }
+            }
             if let Some(shared) = weak.upgrade() {
                 shared.tasks.finish(number, end);
             }
@@ -672,6 +728,18 @@ impl SubagentRuntime {
             _ => ToolOutput::error(text),
         }
     }
+}
+
+/// The environment text of a child working in `workspace` (its working directory).
+fn environment_in(
+    environment: &Environment,
+    workspace: Option<&super::IsolatedWorkspace>,
+) -> Environment {
+    let mut environment = environment.clone();
+    if let Some(workspace) = workspace {
+        environment.cwd = workspace.dir.clone();
+    }
+    environment
 }
 
 /// A started child, for the waiting call.

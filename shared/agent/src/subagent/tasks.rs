@@ -125,6 +125,8 @@ pub struct Started {
     pub background: Arc<AtomicBool>,
     /// Fires when the task ends, unless it moved to the background first.
     pub done: oneshot::Receiver<TaskEnd>,
+    /// The parent's run events, while the call waits (progress, "waits for a slot").
+    pub progress: EventSink,
 }
 
 impl BackgroundTasks {
@@ -160,6 +162,7 @@ impl BackgroundTasks {
         let id = format!("a{number}");
         let (tx, rx) = oneshot::channel();
         let flag = Arc::new(AtomicBool::new(background));
+        let progress_sink = progress.clone().unwrap_or_else(EventSink::discard);
         table.entries.insert(
             number,
             Entry {
@@ -192,6 +195,7 @@ impl BackgroundTasks {
             cancel,
             background: flag,
             done: rx,
+            progress: progress_sink,
         }
     }
 

@@ -75,6 +75,7 @@ async fn parent(ws: &Workspace, script: &str, limits: SubagentLimits) -> Parent 
         skills: None,
         plan_file: ws.session.join("plan.md"),
         catalog: AgentCatalog::new(&ws.roo_home, &ws.project, true, false),
+        worktrees: None,
     };
     let runtime = SubagentRuntime::new(parts, limits, &tools);
     let (agent_tool, stop) = runtime.tools();
@@ -706,6 +707,7 @@ async fn parent_asking(
         skills: None,
         plan_file: ws.session.join("plan.md"),
         catalog: AgentCatalog::new(&ws.roo_home, &ws.project, true, false),
+        worktrees: None,
     };
     let runtime = SubagentRuntime::new(parts, limits(), &tools);
     let (agent_tool, stop) = runtime.tools();
