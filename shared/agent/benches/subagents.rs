@@ -8,6 +8,7 @@
 //!
 //! `cargo bench -p roo-agent --bench subagents` (`ROO_BENCH_N`, default 25). Results:
 //! docs/BENCHMARKS.md ("Sub-agents").
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};

@@ -121,7 +121,7 @@ mod tests {
     fn a_directive_marks_the_history_as_a_fork() {
         let mut messages = vec![Message::user_text("hello"), assistant_with_calls()];
         assert!(!is_fork_context(&messages));
-        messages.push(Message::user_text(&directive("do it")));
+        messages.push(Message::user_text(directive("do it")));
         assert!(is_fork_context(&messages));
         // The tag in a tool result (a file the fork read) does not count.
         let read = vec![Message {

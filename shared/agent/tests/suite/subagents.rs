@@ -298,8 +298,7 @@ agents:
     let requests = p.server.requests();
     let parent_second = requests
         .iter()
-        .filter(|r| last_user_text(r).contains("Scope: fork report"))
-        .next_back()
+        .rfind(|r| last_user_text(r).contains("Scope: fork report"))
         .unwrap();
     let fork_first = requests
         .iter()
