@@ -44,11 +44,7 @@ impl AgentTool {
     /// Whether this call spawns a teammate: it names one and the lead is in a team
     /// (or there is no sub-agent path to take it).
     fn spawns_teammate(&self, input: &Value) -> bool {
-        let named = input
-            .get("name")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.trim().is_empty());
-        self.subagents.is_none() || (named && self.spawner.in_team())
+        self.subagents.is_none() || (named(input) && self.spawner.in_team())
     }
 
     const TEAMMATE_TEXT: &str = "Spawns a named teammate in your team (create the team with TeamCreate first). It \
@@ -128,8 +124,11 @@ impl Tool for AgentTool {
         ToolKind::Internal
     }
 
+    // Batches are formed before any call runs, so a named call may find a team that a
+    // TeamCreate earlier in the same response made: it runs alone, in order, like
+    // every teammate spawn. Unnamed calls are sub-agents and run together.
     fn is_concurrency_safe(&self, input: &Value) -> bool {
-        !self.spawns_teammate(input)
+        self.subagents.is_some() && !named(input)
     }
 
     fn needs_conversation(&self) -> bool {
@@ -242,6 +241,14 @@ impl AgentTool {
         }
         Ok(out)
     }
+}
+
+/// Whether an Agent call names its agent.
+fn named(input: &Value) -> bool {
+    input
+        .get("name")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.trim().is_empty())
 }
 
 /// Stops a background task, or a teammate's current work.
