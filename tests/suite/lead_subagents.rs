@@ -226,3 +226,58 @@ agents:
         "{lead_log}"
     );
 }
+
+#[test]
+fn the_configured_auto_background_threshold_moves_a_slow_child_and_hooks_run_inside_it() {
+    let home = TempHome::new();
+    home.cwd.write("a.txt", "a\n");
+    git_init_commit(home.cwd.path());
+    // The user's config: a short threshold, and a guard that blocks every WriteFile.
+    home.home.write(
+        "config.yaml",
+        "agents:\n  auto_background_secs: 1\nhooks:\n  - event: pre_tool_use\n    if: tool == \"WriteFile\"\n    action: {type: command, command: 'echo \"HOOK-BLOCKED writes\" >&2; exit 1'}\n",
+    );
+    let out = lead(
+        &home,
+        "slow job",
+        r#"
+agents:
+  "*":
+    - text: "delegating"
+      tool_calls:
+        - {name: Agent, input: {description: "slow", prompt: "SLOW-TASK", subagent_type: "general-purpose"}}
+    - when: {last_user_contains: "auto-background threshold"}
+      text: "it moved to the background"
+    - when: {last_user_contains: "SLOW-RESULT"}
+      text: "final: SLOW-RESULT arrived"
+  general-purpose:
+    - tool_calls:
+        - {name: WriteFile, input: {path: "guarded.txt", content: "x"}}
+    - delay_ms: 1500
+      text: "SLOW-RESULT after the hook said no"
+"#,
+    )
+    .args(["--permission-mode", "bypassPermissions", "--output-format", "json"])
+    .run();
+    out.assert_ok();
+    assert_eq!(out.json()["result"], "final: SLOW-RESULT arrived");
+    assert!(!home.cwd.join("guarded.txt").exists());
+    let all = transcripts(&home);
+    let child = &all
+        .iter()
+        .find(|(p, _)| p.ends_with("subagents/a1.jsonl"))
+        .unwrap()
+        .1;
+    assert!(child.contains("HOOK-BLOCKED writes"), "{child}");
+    let lead: String = all
+        .iter()
+        .filter(|(p, _)| !p.to_string_lossy().contains("subagents/"))
+        .map(|(_, t)| t.as_str())
+        .collect();
+    let moved = lead.find("auto-background threshold").unwrap();
+    let notified = lead.find("<task-notification>").unwrap();
+    assert!(
+        moved < notified,
+        "the call returned before the result arrived"
+    );
+}

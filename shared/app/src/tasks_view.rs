@@ -71,7 +71,20 @@ pub fn task_detail(tasks: &BackgroundTasks, id: &str) -> Option<String> {
     if task.result.is_empty() {
         text.push_str("(no result yet)\n");
     } else {
-        let _ = writeln!(text, "{}", task.result.trim_end());
+        // The model wrote it: no escape sequences reach the terminal.
+        let shown: String = task
+            .result
+            .trim_end()
+            .chars()
+            .map(|c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let _ = writeln!(text, "{shown}");
     }
     Some(text)
 }
@@ -87,5 +100,57 @@ fn clip(text: &str, max: usize) -> String {
         let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
         cut.push('…');
         cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roo_agent::subagent::TaskStatus;
+    use roo_agent::subagent::tasks::TaskEnd;
+    use tokio_util::sync::CancellationToken;
+
+    #[test]
+    fn the_table_lists_every_task_and_the_detail_shows_the_whole_result() {
+        let tasks = BackgroundTasks::new();
+        assert_eq!(tasks_table(&tasks), None);
+        let done = tasks.start(
+            0,
+            Some("scout".into()),
+            "Explore".into(),
+            "find the parser".into(),
+            true,
+            CancellationToken::new(),
+            None,
+        );
+        tasks.finish(
+            done.number,
+            TaskEnd {
+                status: TaskStatus::Completed,
+                result: "\nParser is in config.rs\nsecond line\x1b[2J".into(),
+                turns: 3,
+            },
+        );
+        tasks.start(
+            0,
+            None,
+            "fork".into(),
+            String::new(),
+            false,
+            CancellationToken::new(),
+            None,
+        );
+        let table = tasks_table(&tasks).unwrap();
+        let rows: Vec<&str> = table.lines().collect();
+        assert!(
+            rows[2].contains("a1") && rows[2].contains("scout"),
+            "{table}"
+        );
+        assert!(rows[2].contains("completed") && rows[2].contains("Parser is in config.rs"));
+        assert!(rows[3].contains("a2") && rows[3].contains("fork") && rows[3].contains("running"));
+        let detail = task_detail(&tasks, "A1").unwrap();
+        assert!(detail.contains("second line"), "{detail}");
+        assert!(!detail.contains('\x1b'), "{detail}");
+        assert!(task_detail(&tasks, "a9").is_none());
     }
 }
