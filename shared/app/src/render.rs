@@ -188,6 +188,8 @@ impl<W: Write> Renderer<W> {
 /// is shown at the 1st, 2nd, 4th, 8th, … tool call, so a long child prints a few
 /// lines, not one per call.
 pub fn subagent_line(event: &AgentEvent, s: &Style) -> Option<String> {
+    // Descriptions, tool summaries and results come from models: escaped.
+    let first_line = |text: &str| roo_term::escape(first_line(text));
     match event {
         AgentEvent::SubagentStart {
             id,
@@ -197,7 +199,10 @@ pub fn subagent_line(event: &AgentEvent, s: &Style) -> Option<String> {
         } => Some(format!(
             "  {} {} {}{}",
             s.dim("↳"),
-            s.bold(&format!("sub-agent {id} ({agent_type})")),
+            s.bold(&format!(
+                "sub-agent {id} ({})",
+                roo_term::escape(agent_type)
+            )),
             first_line(description),
             if *background {
                 s.dim(" — in the background")
@@ -225,7 +230,7 @@ pub fn subagent_line(event: &AgentEvent, s: &Style) -> Option<String> {
         } => {
             let name = name
                 .as_deref()
-                .map(|n| format!(" ({n})"))
+                .map(|n| format!(" ({})", roo_term::escape(n)))
                 .unwrap_or_default();
             let text = format!("task {id}{name} {status}");
             let text = if status == "completed" {
@@ -236,7 +241,7 @@ pub fn subagent_line(event: &AgentEvent, s: &Style) -> Option<String> {
             Some(format!(
                 "{} {text} {}",
                 s.cyan("◆"),
-                s.dim(first_line(summary))
+                s.dim(&first_line(summary))
             ))
         }
         _ => None,
@@ -279,6 +284,40 @@ mod tests {
         let mut buf = Vec::new();
         write!(RawWriter::new(&mut buf), "a\nb\n").unwrap();
         assert_eq!(buf, b"a\r\nb\r\n");
+    }
+
+    #[test]
+    fn sub_agent_lines_escape_what_models_wrote_and_thin_out_progress() {
+        let s = Style::plain();
+        let start = AgentEvent::SubagentStart {
+            id: "a1".into(),
+            agent_type: "Explore".into(),
+            description: "look\x1b[2J around".into(),
+            background: true,
+        };
+        let line = subagent_line(&start, &s).unwrap();
+        assert!(
+            !line.contains('\x1b') && line.contains("in the background"),
+            "{line}"
+        );
+        let progress = |n| AgentEvent::SubagentProgress {
+            id: "a1".into(),
+            tool_count: n,
+            last_tool: "Grep(x)".into(),
+        };
+        let shown: Vec<u32> = (1..=20)
+            .filter(|n| subagent_line(&progress(*n), &s).is_some())
+            .collect();
+        assert_eq!(shown, [1, 2, 4, 8, 16]);
+        let ended = AgentEvent::TaskEnded {
+            id: "a3".into(),
+            name: Some("scout".into()),
+            status: "completed".into(),
+            summary: "found it\nmore".into(),
+        };
+        let line = subagent_line(&ended, &s).unwrap();
+        assert!(line.contains("task a3 (scout) completed") && line.contains("found it"));
+        assert!(!line.contains("more"), "{line}");
     }
 
     #[test]
