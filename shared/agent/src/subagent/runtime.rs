@@ -79,6 +79,9 @@ struct Inner {
     owner: u64,
     /// The owning agent is a fork.
     fork: bool,
+    /// The top-level runtime's: when its agent is gone (a teammate stopped and
+    /// dropped), every child of the session is cancelled, its commands killed.
+    _lifetime: Option<tokio_util::sync::DropGuard>,
 }
 
 /// A [`SubagentRuntime`] handle that does not keep it alive (what its agent's skills
@@ -125,6 +128,7 @@ impl SubagentRuntime {
             ask_lock: Arc::new(AsyncMutex::new(())),
             session: CancellationToken::new(),
         });
+        let lifetime = shared.session.clone().drop_guard();
         Self {
             inner: Arc::new(Inner {
                 parts,
@@ -133,6 +137,7 @@ impl SubagentRuntime {
                 depth: 0,
                 owner: 0,
                 fork: false,
+                _lifetime: Some(lifetime),
             }),
         }
     }
@@ -177,7 +182,10 @@ impl SubagentRuntime {
     pub fn tools(&self) -> (Arc<SubagentTool>, Arc<TaskStopTool>) {
         (
             Arc::new(SubagentTool::new(self.clone())),
-            Arc::new(TaskStopTool::new(self.inner.shared.tasks.clone())),
+            Arc::new(TaskStopTool::new(
+                self.inner.shared.tasks.clone(),
+                (self.inner.depth > 0).then_some(self.inner.owner),
+            )),
         )
     }
 
@@ -369,13 +377,15 @@ impl SubagentRuntime {
                 depth: child_depth,
                 owner: shared.next_owner.fetch_add(1, Ordering::SeqCst),
                 fork: is_fork,
+                _lifetime: None,
             }),
         };
-        if !depth_reached {
-            let (agent, stop) = child_runtime.tools();
-            child_registry.register(agent);
-            child_registry.register(stop);
-        }
+        // The child's own Agent and TaskStop replace its parent's (which would start
+        // children as the parent, and keep the parent's runtime alive); at the depth
+        // limit layer 1 refuses them.
+        let (agent_tool, stop_tool) = child_runtime.tools();
+        child_registry.register(agent_tool);
+        child_registry.register(stop_tool);
         let child_skills = inner
             .parts
             .skills

@@ -278,9 +278,12 @@ impl BackgroundTasks {
     /// Cancels a running task by id (`a3`) or name. A name shared by several running
     /// tasks is ambiguous (seed 002 §4.5: a later task must not silently take an
     /// earlier one's name): nothing is stopped and the ids are returned to choose from.
-    pub fn stop(&self, id_or_name: &str) -> Stop {
+    /// `owner`: only tasks that agent started (a sub-agent stops its own children,
+    /// never its siblings'); `None`: any task of the session (the top-level agent).
+    pub fn stop(&self, id_or_name: &str, owner: Option<u64>) -> Stop {
         let table = self.lock();
-        let running = |e: &&Entry| e.info.status == TaskStatus::Running;
+        let running =
+            |e: &&Entry| e.info.status == TaskStatus::Running && owner.is_none_or(|o| o == e.owner);
         if let Some(entry) = table
             .entries
             .values()
@@ -490,16 +493,18 @@ mod tests {
         let b = start(&tasks, Some("scout"), true);
         assert_eq!((a.id.as_str(), b.id.as_str()), ("a1", "a2"));
         assert_eq!(
-            tasks.stop("scout"),
+            tasks.stop("scout", None),
             Stop::Ambiguous(vec!["a1".into(), "a2".into()])
         );
         assert!(!a.cancel.is_cancelled() && !b.cancel.is_cancelled());
-        assert_eq!(tasks.stop("A2"), Stop::Stopped("a2".into()));
+        assert_eq!(tasks.stop("A2", None), Stop::Stopped("a2".into()));
         assert!(b.cancel.is_cancelled());
         tasks.finish(b.number, end(TaskStatus::Killed));
         // One running task left with the name: the name now names it.
-        assert_eq!(tasks.stop("scout"), Stop::Stopped("a1".into()));
-        assert_eq!(tasks.stop("nobody"), Stop::NotRunning);
+        assert_eq!(tasks.stop("scout", None), Stop::Stopped("a1".into()));
+        assert_eq!(tasks.stop("nobody", None), Stop::NotRunning);
+        // Another agent's task is not this one's to stop.
+        assert_eq!(tasks.stop("a1", Some(7)), Stop::NotRunning);
     }
 
     #[test]

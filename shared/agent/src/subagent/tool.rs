@@ -149,11 +149,13 @@ pub struct StopInput {
 /// Stops a background task.
 pub struct TaskStopTool {
     tasks: BackgroundTasks,
+    /// `Some`: a sub-agent's, which stops only the tasks it started.
+    owner: Option<u64>,
 }
 
 impl TaskStopTool {
-    pub fn new(tasks: BackgroundTasks) -> Self {
-        Self { tasks }
+    pub fn new(tasks: BackgroundTasks, owner: Option<u64>) -> Self {
+        Self { tasks, owner }
     }
 }
 
@@ -173,13 +175,13 @@ impl TypedTool for TaskStopTool {
     }
 
     async fn run(&self, input: StopInput, _ctx: &ToolContext) -> ToolOutput {
-        stop_task(&self.tasks, &input.task_id)
+        stop_task(&self.tasks, &input.task_id, self.owner)
     }
 }
 
 /// TaskStop on the task table: the text for the model.
-pub fn stop_task(tasks: &BackgroundTasks, id_or_name: &str) -> ToolOutput {
-    match tasks.stop(id_or_name.trim()) {
+pub fn stop_task(tasks: &BackgroundTasks, id_or_name: &str, owner: Option<u64>) -> ToolOutput {
+    match tasks.stop(id_or_name.trim(), owner) {
         Stop::Stopped(id) => ToolOutput::ok(format!(
             "stopped task {id}; its notification will say killed"
         )),

@@ -767,7 +767,10 @@ agents:
     // The foreground child's question reached the parent's approver, labelled.
     let asked = approver.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
-    assert!(asked[0].starts_with("[sub-agent a1 (Writer)]"), "{asked:?}");
+    assert!(
+        asked[0].starts_with("[sub-agent a") && asked[0].contains(" (Writer)] WriteFile(fg.txt)"),
+        "{asked:?}"
+    );
     assert!(ws.project.join("fg.txt").exists());
     // The background child's was denied without asking anyone.
     assert!(!ws.project.join("bg.txt").exists());
@@ -937,4 +940,38 @@ agents:
     assert!(results.contains("it ran in the foreground"), "{results}");
     assert_eq!(p.runtime.tasks().background_running(), 0);
     assert!(p.runtime.tasks().list().iter().all(|t| !t.background));
+}
+
+#[tokio::test]
+async fn background_children_end_when_their_agent_is_gone() {
+    let ws = Workspace::new();
+    agent_file(&ws, "Waiter", "", "ROLE-WAITER");
+    let script = r#"
+agents:
+  "*":
+    - when: {system_contains: "ROLE-WAITER"}
+      text: "waiting"
+      tool_calls:
+        - {name: Gate, input: {}}
+    - text: "starting"
+      tool_calls:
+        - {name: Agent, input: {prompt: "wait", subagent_type: "Waiter", run_in_background: true}}
+    - text: "started"
+"#;
+    let mut p = parent(&ws, script, limits()).await;
+    let (result, _) = run_collecting(&mut p.agent, "go").await;
+    assert_eq!(result.final_text, "started");
+    let tasks = p.runtime.tasks().clone();
+    super::common::wait_until("the child at its gate", || {
+        tasks.get("a1").is_some_and(|t| t.tool_count == 1)
+    })
+    .await;
+    // A stopped teammate's agent is dropped: nothing it started may live on.
+    drop(p);
+    super::common::wait_until("the child killed", || {
+        tasks
+            .get("a1")
+            .is_some_and(|t| t.status == TaskStatus::Killed)
+    })
+    .await;
 }

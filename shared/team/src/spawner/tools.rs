@@ -324,7 +324,7 @@ impl Tool for TaskStop {
             if let Some(tasks) = &self.tasks
                 && (tasks.knows(input.task_id.trim()) || !self.spawner.in_team())
             {
-                return stop_task(tasks, &input.task_id);
+                return stop_task(tasks, &input.task_id, None);
             }
             let result = parse_name(STOP, "task_id", &input.task_id)
                 .map_err(|e| e.to_string())
