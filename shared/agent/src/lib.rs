@@ -10,6 +10,7 @@ pub mod context;
 pub mod conversation;
 pub mod event;
 pub mod hooks;
+pub mod mcp;
 pub mod permissions;
 pub mod plan_mode;
 pub mod prompt;

@@ -99,7 +99,10 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, HelperError> {
     let rest: Vec<OsString> = args.collect();
     let report = supervise(&spec, &program, &rest)?;
     if let Some(report) = report {
-        send_report(&report);
+        // In stdio mode stdin belongs to the command's protocol.
+        if !spec.stdio {
+            send_report(&report);
+        }
         let code = match (report.code, report.signal) {
             (Some(code), _) => u8::try_from(code).unwrap_or(1),
             (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(HELPER_FAILED),
@@ -190,7 +193,11 @@ mod linux {
             };
             let child = Command::new(program)
                 .args(args)
-                .stdin(Stdio::null())
+                .stdin(if spec.stdio {
+                    Stdio::inherit()
+                } else {
+                    Stdio::null()
+                })
                 .spawn()
                 .map_err(|source| HelperError::Spawn {
                     program: program.to_path_buf(),
@@ -397,7 +404,11 @@ fn supervise(
     };
     let status = Command::new(&program)
         .args(&args)
-        .stdin(Stdio::null())
+        .stdin(if spec.stdio {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
         .status()
         .map_err(|source| HelperError::Spawn { program, source })?;
     // Without a subreaper, leftovers in the command's process group are ended
