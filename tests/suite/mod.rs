@@ -14,6 +14,7 @@ mod lead_misbehaving_model;
 mod lead_permissions;
 mod lead_skills;
 mod lead_team;
+mod mcp;
 mod panes_interactive;
 mod project_trust;
 mod sandbox;

@@ -371,7 +371,13 @@ async fn relay_stderr(mut stderr: impl AsyncRead + Unpin, log: PathBuf, tail: St
 }
 
 async fn emit_line(line: &str, pid: u32, file: &mut Option<tokio::fs::File>, tail: &StderrTail) {
-    let line = super::convert::cut(line.trim_end_matches('\r'), MAX_STDERR_LINE);
+    // A server's output is not ours to paint the terminal with: no control characters.
+    let line: String = line
+        .trim_end_matches('\r')
+        .chars()
+        .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+        .collect();
+    let line = super::convert::cut(&line, MAX_STDERR_LINE);
     tracing::debug!(target: "roo_agent::mcp::stderr", "{line}");
     if let Some(f) = file {
         let text = format!("[roo pid {pid}] {line}\n");

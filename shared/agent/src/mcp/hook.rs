@@ -11,7 +11,7 @@ use crate::tool::ToolOutput;
 
 /// Add to every agent that uses [`McpServers`]: a submitted prompt waits until
 /// start-up is over (bounded by `mcp_startup_timeout_secs`), so the first request
-/// carries the servers' tools; server failures and exits are shown as notices,
+/// carries the servers' tools; server failures and exits are shown as warnings,
 /// each once per process.
 #[derive(Clone)]
 pub struct McpHook {
@@ -25,7 +25,7 @@ impl McpHook {
 
     fn tell(&self, events: &EventSink) {
         for text in self.servers.take_notices() {
-            events.emit(AgentEvent::Notice { text });
+            events.emit(AgentEvent::Warning { text });
         }
     }
 }
