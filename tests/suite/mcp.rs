@@ -487,3 +487,63 @@ agents:
     out.assert_ok();
     assert!(marker.exists(), "a trusted project's server is started");
 }
+
+#[test]
+fn a_worker_process_starts_its_own_servers_and_ends_them_with_it() {
+    let home = TempHome::new();
+    home.team("t", "lead", &[]);
+    let pid_file = home.home.join("server.pid");
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_servers:\n{}",
+            recorded_server(
+                "everything",
+                &pid_file,
+                &format!("'{}' stdio", everything().display())
+            )
+        ),
+    );
+    let mock = MockLlm::start(
+        r#"
+agents:
+  "*":
+    - tool_calls:
+        - {name: mcp__everything__echo, input: {message: "from carol"}}
+    - text: "done"
+"#,
+    );
+    let worker = home
+        .cmd("roo-worker")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["--team", "t", "--name", "carol", "--prompt", "echo"])
+        .args([
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &mock.base_url("anthropic"),
+        ])
+        .args(["--permission-mode", "bypassPermissions"])
+        .spawn();
+    let requests = wait_until(
+        "carol's second request",
+        Duration::from_secs(30),
+        || {
+            let requests = mock.requests();
+            (requests.len() >= 2).then_some(requests)
+        },
+        || format!("{} requests", mock.requests().len()),
+    );
+    assert_eq!(
+        tool_results(&requests[1].body),
+        [("Echo: from carol".to_string(), false)]
+    );
+    let pid = read_pid(&pid_file).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(worker.pid() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    wait_gone(pid, "the worker's server to end with it");
+    drop(worker);
+}

@@ -66,6 +66,8 @@ struct Inner {
     /// True once start-up is over (every server answered or the startup timeout
     /// passed): tools are then in the registries.
     settled: watch::Sender<bool>,
+    /// Bumped whenever a server stops starting (connected or failed).
+    answered: watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -103,6 +105,7 @@ impl McpServers {
                 settings,
                 state: Mutex::default(),
                 settled,
+                answered: watch::channel(0).0,
             }),
         };
         let started = Instant::now();
@@ -283,6 +286,7 @@ impl McpServers {
             }
             if let Some(server) = state.servers.get_mut(&name) {
                 server.status = ServerStatus::Connected;
+                self.inner.answered.send_modify(|n| *n += 1);
                 server.link = Some(link);
                 server.tools = listings;
                 server.prompts = prompt_listings;
@@ -321,6 +325,7 @@ impl McpServers {
                 return;
             };
             server.status = ServerStatus::Failed(why.clone());
+            self.inner.answered.send_modify(|n| *n += 1);
             let starting = server.starting.take();
             let text = format!("MCP server `{name}` failed to start: {why}");
             tracing::warn!("{text}");
@@ -335,17 +340,22 @@ impl McpServers {
     /// Waits until every server answered or the startup timeout passed, then
     /// decides on deferral and registers the tools.
     async fn settle_after_startup(self, started: Instant) {
-        let deadline = started + self.inner.settings.startup_timeout;
+        let deadline =
+            tokio::time::Instant::from_std(started + self.inner.settings.startup_timeout);
+        let mut answered = self.inner.answered.subscribe();
         loop {
             let pending = self
                 .lock()
                 .servers
                 .values()
                 .any(|s| s.status == ServerStatus::Starting);
-            if !pending || Instant::now() >= deadline {
+            if !pending {
                 break;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            tokio::select! {
+                changed = answered.changed() => if changed.is_err() { break },
+                () = tokio::time::sleep_until(deadline) => break,
+            }
         }
         {
             let mut state = self.lock();
@@ -459,7 +469,7 @@ impl McpServers {
                     format!("connected, {} tool(s), {} prompt(s)", s.tools, s.prompts)
                 }
                 ServerStatus::Failed(why) => format!("failed: {why}"),
-                ServerStatus::Exited(why) => format!("{why}"),
+                ServerStatus::Exited(why) => why.clone(),
                 ServerStatus::Stopped => "stopped".to_string(),
             };
             let _ = writeln!(text, "  {} ({}): {status}", s.name, s.transport);
