@@ -97,7 +97,10 @@ agents:
     - text: "done"
 "#,
     );
-    let out = lead(&home, &mock, "use the server").run();
+    // A variable holding the provider's key under another name is scrubbed too.
+    let out = lead(&home, &mock, "use the server")
+        .env("KEY_ALIAS", "secret-test-key")
+        .run();
     out.assert_ok();
     let requests: Vec<Value> = mock.requests().into_iter().map(|r| r.body).collect();
     assert_eq!(requests.len(), 3, "{requests:#?}");
