@@ -15,6 +15,7 @@ mod lead_permissions;
 mod lead_skills;
 mod lead_team;
 mod mcp;
+mod mcp_bench;
 mod mcp_client;
 mod panes_interactive;
 mod project_trust;
