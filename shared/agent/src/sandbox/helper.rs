@@ -2,11 +2,12 @@
 //!
 //! `<agent binary> __roo-command-helper SPEC PROGRAM ARGS...` applies the
 //! sandbox of `SPEC` (JSON [`HelperSpec`]) to itself, starts `PROGRAM ARGS`
-//! with stdin closed and stdout/stderr inherited, and when it ends (or when
+//! with stdin closed (inherited for a server, [`super::CommandSandbox::wrap_server`])
+//! and stdout/stderr inherited, and when it ends (or when
 //! the helper gets SIGTERM, SIGINT, SIGHUP or SIGQUIT, as it does when the
 //! agent dies) ends every process left below it. It then writes one JSON
-//! [`HelperReport`] line to its stdin, which the caller opened as the write end
-//! of a pipe, and exits with the command's exit code (128 + signal if it was
+//! [`HelperReport`] line to its stdin (not for a server, whose stdin is its
+//! protocol), which the caller opened as the write end of a pipe, and exits with the command's exit code (128 + signal if it was
 //! killed). If the helper cannot confine itself it runs nothing: it prints why
 //! and exits with [`HELPER_FAILED`].
 
