@@ -134,7 +134,7 @@ agents:
 }
 
 #[test]
-fn without_an_allow_rule_the_default_mode_asks_and_a_headless_run_denies() {
+fn without_an_allow_rule_the_default_mode_asks_even_for_a_read_only_hint_and_a_headless_run_denies() {
     let home = TempHome::new();
     home.home.write(
         "config.yaml",
@@ -148,17 +148,23 @@ fn without_an_allow_rule_the_default_mode_asks_and_a_headless_run_denies() {
 agents:
   "*":
     - tool_calls:
-        - {name: mcp__everything__get-sum, input: {a: 1, b: 2}}
+        - {name: mcp__everything__echo, input: {message: "hi"}}
     - text: "done"
 "#,
     );
-    lead(&home, &mock, "add").run().assert_ok();
+    lead(&home, &mock, "echo").run().assert_ok();
     let requests = mock.requests();
+    // The server marks echo read-only: the model is told, the permission check is not.
+    let echo = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__everything__echo")
+        .unwrap();
+    let description = echo["description"].as_str().unwrap();
+    assert!(description.contains("The server says this tool only reads."), "{description}");
     let (text, is_error) = &tool_results(&requests[1].body)[0];
-    assert!(
-        *is_error && text.contains("Permission denied for mcp__everything__get-sum"),
-        "{text}"
-    );
+    assert!(*is_error && text.contains("Permission denied for mcp__everything__echo"), "{text}");
 }
 
 #[test]

@@ -151,23 +151,6 @@ impl McpServers {
         futures_util::future::join_all(sets.iter().map(McpServers::shutdown)).await;
     }
 
-    /// No servers (an agent whose config names none).
-    pub fn none() -> Self {
-        Self::start(
-            &BTreeMap::new(),
-            McpSettings::default(),
-            Launch {
-                project_root: Default::default(),
-                log_dir: Default::default(),
-                sandbox: crate::sandbox::CommandSandbox {
-                    helper: Default::default(),
-                    policy: None,
-                },
-                env_remove: Vec::new(),
-            },
-        )
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         self.inner
             .state

@@ -116,6 +116,45 @@ impl McpSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{ConfigFile, ProjectTrust, Source};
+
+    fn config(user: &str, project: &str, trust: ProjectTrust) -> Result<McpSettings, ConfigError> {
+        let file = |source, text: &str| ConfigFile {
+            source,
+            path: std::path::PathBuf::from(format!("/{source:?}.yaml")),
+            value: Some(serde_yaml_ng::from_str(text).unwrap()),
+        };
+        let files = [
+            file(Source::User, user),
+            file(Source::Project, project),
+            file(Source::Local, "{}"),
+        ];
+        McpSettings::from_config(&ConfigFiles::from_files(files, trust)?)
+    }
+
+    #[test]
+    fn settings_come_from_the_files_later_wins_and_bad_values_are_errors() {
+        let defaults = config("{}", "{}", ProjectTrust::Trusted).unwrap();
+        assert_eq!(defaults, McpSettings::default());
+        let user = "mcp_startup_timeout_secs: 3\nmcp_tool_timeout_secs: 7\nmcp_defer: never\n";
+        let set = config(user, "mcp_defer: always", ProjectTrust::Trusted).unwrap();
+        assert_eq!(set.startup_timeout, Duration::from_secs(3));
+        assert_eq!(set.tool_timeout, Duration::from_secs(7));
+        assert_eq!(set.defer, DeferMode::Always);
+        assert_eq!(set.connect_timeout, Duration::from_secs(60));
+        let untrusted = config(user, "mcp_defer: always", ProjectTrust::Untrusted).unwrap();
+        assert_eq!(untrusted.defer, DeferMode::Never, "an untrusted project sets nothing");
+        for bad in [
+            "mcp_startup_timeout_secs: 0",
+            "mcp_tool_timeout_secs: -1",
+            "mcp_tool_timeout_secs: 1.5",
+            "mcp_startup_timeout_secs: 100000000",
+            "mcp_defer: sometimes",
+        ] {
+            let e = config(bad, "{}", ProjectTrust::Trusted).unwrap_err().to_string();
+            assert!(e.contains(bad.split(':').next().unwrap()), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn deferral_decision_follows_the_mode_and_thresholds() {
