@@ -134,7 +134,8 @@ agents:
 }
 
 #[test]
-fn without_an_allow_rule_the_default_mode_asks_even_for_a_read_only_hint_and_a_headless_run_denies() {
+fn without_an_allow_rule_the_default_mode_asks_even_for_a_read_only_hint_and_a_headless_run_denies()
+{
     let home = TempHome::new();
     home.home.write(
         "config.yaml",
@@ -162,9 +163,15 @@ agents:
         .find(|t| t["name"] == "mcp__everything__echo")
         .unwrap();
     let description = echo["description"].as_str().unwrap();
-    assert!(description.contains("The server says this tool only reads."), "{description}");
+    assert!(
+        description.contains("The server says this tool only reads."),
+        "{description}"
+    );
     let (text, is_error) = &tool_results(&requests[1].body)[0];
-    assert!(*is_error && text.contains("Permission denied for mcp__everything__echo"), "{text}");
+    assert!(
+        *is_error && text.contains("Permission denied for mcp__everything__echo"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -69,10 +69,7 @@ fn bench_mcp_prompt_size_and_startup() {
         ("one stdio server (server-everything)", everything),
     ] {
         let times: Vec<Duration> = (0..RUNS).map(|_| first_request(&config).1).collect();
-        let (min, max) = (
-            *times.iter().min().unwrap(),
-            *times.iter().max().unwrap(),
-        );
+        let (min, max) = (*times.iter().min().unwrap(), *times.iter().max().unwrap());
         println!(
             "| {label} | {:.0} ms | {:.0} ms | {:.0} ms |",
             median(times).as_secs_f64() * 1000.0,

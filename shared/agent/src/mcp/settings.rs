@@ -143,7 +143,11 @@ mod tests {
         assert_eq!(set.defer, DeferMode::Always);
         assert_eq!(set.connect_timeout, Duration::from_secs(60));
         let untrusted = config(user, "mcp_defer: always", ProjectTrust::Untrusted).unwrap();
-        assert_eq!(untrusted.defer, DeferMode::Never, "an untrusted project sets nothing");
+        assert_eq!(
+            untrusted.defer,
+            DeferMode::Never,
+            "an untrusted project sets nothing"
+        );
         for bad in [
             "mcp_startup_timeout_secs: 0",
             "mcp_tool_timeout_secs: -1",
@@ -151,7 +155,9 @@ mod tests {
             "mcp_startup_timeout_secs: 100000000",
             "mcp_defer: sometimes",
         ] {
-            let e = config(bad, "{}", ProjectTrust::Trusted).unwrap_err().to_string();
+            let e = config(bad, "{}", ProjectTrust::Trusted)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(bad.split(':').next().unwrap()), "{bad}: {e}");
         }
     }
