@@ -49,6 +49,11 @@ fn tool_names(request: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A transcript entry's message as a one-message request, for [`tool_results`].
+fn json_messages(entry: &Value) -> Value {
+    serde_json::json!({"messages": [entry["message"].clone()]})
+}
+
 fn tool_results(request: &Value) -> Vec<(String, bool)> {
     let mut results = Vec::new();
     for message in request["messages"].as_array().into_iter().flatten() {
@@ -562,4 +567,78 @@ agents:
     .unwrap();
     wait_gone(pid, "the worker's server to end with it");
     drop(worker);
+}
+
+#[test]
+fn an_in_process_teammate_uses_the_leads_server_connection() {
+    let home = TempHome::new();
+    home.cwd.write("README.md", "# demo\n");
+    roo_tests::git_repo_with_identity(home.cwd.path());
+    let starts = home.home.join("starts");
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_servers:\n  everything:\n    command: sh\n    args: [\"-c\", \"echo $$ >> '{}'; exec node '{}' stdio\"]\n",
+            starts.display(),
+            everything().display()
+        ),
+    );
+    // Agents are told apart by name: the scripted provider, not the mock server.
+    let script = home.home.write(
+        "script.yaml",
+        r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Echo something."}}
+    - text: "Waiting for alice."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - tool_calls:
+        - {name: mcp__everything__echo, input: {message: "from alice"}}
+    - text: "Done."
+"#,
+    );
+    let bins = roo_tests::bin("roo-task").parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    home.cmd("roo-lead")
+        .env("HOME", home.home.path())
+        .env("PATH", path)
+        .env("ROO_TEAMMATE_MODE", "in-process")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["-p", "Have alice echo.", "--provider", "script", "--script"])
+        .arg(&script)
+        .args([
+            "--permission-mode",
+            "bypassPermissions",
+            "--team-timeout",
+            "60",
+        ])
+        .run()
+        .assert_ok();
+    let transcript = home.home.read("teams/crew/transcripts/alice.jsonl");
+    let results: Vec<(String, bool)> = transcript
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .flat_map(|entry| tool_results(&json_messages(&entry)))
+        .collect();
+    assert_eq!(
+        results,
+        [("Echo: from alice".to_string(), false)],
+        "{transcript}"
+    );
+    let started = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(
+        started.lines().count(),
+        1,
+        "one server for the process: {started}"
+    );
+    let pid: i32 = started.trim().parse().unwrap();
+    wait_gone(pid, "the server to end with the lead");
 }
