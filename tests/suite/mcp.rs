@@ -642,3 +642,61 @@ agents:
     let pid: i32 = started.trim().parse().unwrap();
     wait_gone(pid, "the server to end with the lead");
 }
+
+#[test]
+fn an_http_server_that_goes_away_gives_error_results_and_the_session_goes_on() {
+    let home = TempHome::new();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let server = TestCommand::new("node")
+        .arg(everything())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .spawn();
+    wait_until(
+        "server-everything to listen",
+        Duration::from_secs(20),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).ok(),
+        || format!("nothing listens on {port} (server pid {})", server.pid()),
+    );
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_servers:\n  remote:\n    url: http://127.0.0.1:{port}/mcp\n"
+        ),
+    );
+    let script = format!(
+        r#"
+agents:
+  "*":
+    - tool_calls:
+        - {{name: mcp__remote__echo, input: {{message: "before"}}}}
+    - tool_calls:
+        - {{name: Bash, input: {{command: "kill -9 {pid}"}}}}
+    - tool_calls:
+        - {{name: mcp__remote__echo, input: {{message: "after"}}}}
+    - text: "done"
+"#,
+        pid = server.pid()
+    );
+    let mock = MockLlm::start(&script);
+    let out = lead(&home, &mock, "use it")
+        .args(["--permission-mode", "bypassPermissions", "--no-sandbox"])
+        .run();
+    out.assert_ok();
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    let results = tool_results(&requests[3].body);
+    assert_eq!(results[0], ("Echo: before".to_string(), false));
+    let (after, is_error) = &results[2];
+    assert!(
+        *is_error
+            && after.contains(
+                "failed to call mcp__remote__echo: the request to MCP server `remote` failed"
+            ),
+        "{after}"
+    );
+    drop(server);
+}

@@ -526,9 +526,12 @@ impl McpServers {
                 Ok(value) => Ok(prompt_text(&value)),
                 Err(e) => Err(format!("failed to read prompt {command}: {e}")),
             },
-            Ok(Err(e)) => Err(link
-                .unavailable()
-                .unwrap_or_else(|| format!("failed to get prompt {command}: {e}"))),
+            Ok(Err(e)) => Err(link.unavailable().unwrap_or_else(|| {
+                format!(
+                    "failed to get prompt {command}: {}",
+                    super::tool::describe_error(&link.server, &e)
+                )
+            })),
             Err(_) => Err(format!(
                 "failed to get prompt {command}: the server did not answer in time"
             )),

@@ -4,9 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use rmcp::Peer;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RoleClient;
+use rmcp::{Peer, ServiceError};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -31,6 +31,29 @@ impl ServerLink {
                 self.server
             )
         })
+    }
+}
+
+/// What went wrong with a request, for the model: the server's own error message,
+/// or the innermost cause of a transport failure (not the SDK's type names).
+pub fn describe_error(server: &str, error: &ServiceError) -> String {
+    match error {
+        ServiceError::McpError(data) => {
+            format!(
+                "MCP server `{server}` answered with an error: {}",
+                data.message
+            )
+        }
+        ServiceError::TransportClosed => {
+            format!("the connection to MCP server `{server}` is closed")
+        }
+        other => {
+            let mut cause: &dyn std::error::Error = other;
+            while let Some(source) = cause.source() {
+                cause = source;
+            }
+            format!("the request to MCP server `{server}` failed: {cause}")
+        }
     }
 }
 
@@ -113,7 +136,11 @@ impl Tool for McpTool {
                         )
                         .await;
                         self.link.unavailable().map_or_else(
-                            || ToolOutput::error(format!("failed to call {}: {e}", self.name)),
+                            || ToolOutput::error(format!(
+                                "failed to call {}: {}",
+                                self.name,
+                                describe_error(&self.link.server, &e)
+                            )),
                             ToolOutput::error,
                         )
                     }
