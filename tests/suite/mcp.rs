@@ -700,3 +700,57 @@ agents:
     );
     drop(server);
 }
+
+#[test]
+fn a_server_ready_after_the_startup_wait_adds_its_tools_to_the_next_request() {
+    let home = TempHome::new();
+    let gate = home.home.join("gate");
+    let log = home.home.join("logs/roo-lead.log");
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_startup_timeout_secs: 1\nmcp_servers:\n  everything:\n    command: sh\n    args: [\"-c\", \"while [ ! -f '{}' ]; do sleep 0.05; done; exec node '{}' stdio\"]\n",
+            gate.display(),
+            everything().display()
+        ),
+    );
+    // The first turn opens the gate and waits until the server's tools are registered.
+    let script = format!(
+        r#"
+agents:
+  "*":
+    - tool_calls:
+        - name: Bash
+          input: {{command: "touch '{gate}'; until grep -q 'MCP server `everything` connected' '{log}'; do sleep 0.05; done; echo ready"}}
+    - tool_calls:
+        - {{name: mcp__everything__echo, input: {{message: "late"}}}}
+    - text: "done"
+"#,
+        gate = gate.display(),
+        log = log.display()
+    );
+    let mock = MockLlm::start(&script);
+    let out = lead(&home, &mock, "wait for it")
+        .env("ROO_LOG", "info")
+        .args(["--permission-mode", "bypassPermissions", "--no-sandbox"])
+        .run();
+    out.assert_ok();
+    assert!(
+        out.stderr()
+            .contains("`everything` still starting after 1 s"),
+        "{}",
+        out.stderr()
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        !tool_names(&requests[0].body)
+            .iter()
+            .any(|n| n.starts_with("mcp__"))
+    );
+    assert!(tool_names(&requests[1].body).contains(&"mcp__everything__echo".to_string()));
+    assert_eq!(
+        tool_results(&requests[2].body)[1],
+        ("Echo: late".to_string(), false)
+    );
+}

@@ -78,6 +78,9 @@ struct State {
     notices: Vec<String>,
     /// Decided when start-up settles: whether MCP tools are registered deferred.
     deferring: Option<bool>,
+    /// Start-up is over: a server that connects now registers its own tools. Set under
+    /// the lock before the settling publish, so no server falls between the two.
+    publishing: bool,
     stopping: bool,
 }
 
@@ -258,10 +261,11 @@ impl McpServers {
             tool_timeout: self.inner.settings.tool_timeout,
         });
         let mut down = connection.down.clone();
-        let stopping;
+        let (stopping, publish);
         {
             let mut state = self.lock();
             stopping = state.stopping;
+            publish = state.publishing;
             for warning in warnings {
                 let text = format!("MCP server `{name}`: skipped {warning}");
                 tracing::warn!("{text}");
@@ -277,14 +281,14 @@ impl McpServers {
                 server.connection = Some(connection);
             }
         }
-        tracing::info!("MCP server `{name}` connected");
         if stopping {
             self.stop_one(&name).await;
             return;
         }
-        if *self.inner.settled.borrow() {
+        if publish {
             self.publish();
         }
+        tracing::info!("MCP server `{name}` connected");
         // Watch for the server going away.
         if down.wait_for(Option::is_some).await.is_ok() {
             let why = down.borrow().clone().unwrap_or_default();
@@ -359,6 +363,7 @@ impl McpServers {
                 state.notices.push(text);
             }
         }
+        self.lock().publishing = true;
         self.publish();
         self.inner.settled.send_replace(true);
     }
@@ -406,8 +411,12 @@ impl McpServers {
     /// Adds this process's MCP tools to `registry`, now and whenever a server
     /// connects later.
     pub fn attach(&self, registry: &ToolRegistry) {
-        self.lock().registries.push(registry.downgrade());
-        if *self.inner.settled.borrow() {
+        let publishing = {
+            let mut state = self.lock();
+            state.registries.push(registry.downgrade());
+            state.publishing
+        };
+        if publishing {
             self.publish();
         }
     }
