@@ -198,13 +198,28 @@ impl McpServers {
             }
         };
         let listed = tokio::time::timeout(self.inner.settings.connect_timeout, async {
-            let tools = connection.peer.list_all_tools().await;
-            // Prompts are optional; a server without them answers with an error.
-            let prompts = match connection.peer.peer_info() {
-                Some(info) if info.capabilities.prompts.is_some() => {
-                    connection.peer.list_all_prompts().await.unwrap_or_default()
-                }
-                _ => Vec::new(),
+            // Only what the server declared: one without tools or prompts may answer
+            // those requests with an error.
+            let (has_tools, has_prompts) = connection
+                .peer
+                .peer_info()
+                .map(|info| {
+                    (
+                        info.capabilities.tools.is_some(),
+                        info.capabilities.prompts.is_some(),
+                    )
+                })
+                .unwrap_or((true, false));
+            let tools = if has_tools {
+                connection.peer.list_all_tools().await
+            } else {
+                Ok(Vec::new())
+            };
+            // A broken prompt list costs the prompts, not the tools.
+            let prompts = if has_prompts {
+                connection.peer.list_all_prompts().await.unwrap_or_default()
+            } else {
+                Vec::new()
             };
             (tools, prompts)
         })
@@ -214,7 +229,13 @@ impl McpServers {
             Ok((Err(e), _)) => {
                 connection.close().await;
                 return self
-                    .fail(&name, format!("failed to list its tools: {e}"))
+                    .fail(
+                        &name,
+                        format!(
+                            "failed to list its tools: {}",
+                            super::tool::describe_error(&name, &e)
+                        ),
+                    )
                     .await;
             }
             Err(_) => {
