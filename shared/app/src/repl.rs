@@ -39,6 +39,8 @@ const HELP: &str = "Commands:
   /tasks           the team's task list with owners and status
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
   /<skill> [ARGS]  run a skill: commit, test, and those in ~/.roocode/skills and .roocode/skills
+  /mcp             the MCP servers: connected (tools, prompts), failed and why
+  /mcp__<server>__<prompt> [ARGS]  send an MCP server's prompt
 Keys: Esc stops the current run; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
 
 /// Puts the terminal in raw mode for the session and restores it on drop.
@@ -90,6 +92,7 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         team_status,
         team_tasks: _team_tasks,
         skills,
+        mcp,
         ..
     } = built;
     let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
@@ -246,7 +249,18 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
         if trimmed.is_empty() {
             continue;
         }
-        let skill = crate::skill_command::skill_prompt(skills.as_ref(), trimmed);
+        if trimmed == "/mcp" {
+            let report = mcp.as_ref().map_or_else(
+                || "No MCP servers are configured (mcp_servers: in a config file).\n".to_string(),
+                roo_agent::mcp::McpServers::report,
+            );
+            let _ = write!(render.out(), "{report}");
+            continue;
+        }
+        let mut skill = crate::skill_command::skill_prompt(skills.as_ref(), trimmed);
+        if skill.is_none() {
+            skill = crate::skill_command::mcp_prompt(mcp.as_ref(), trimmed).await;
+        }
         let trimmed = match &skill {
             Some(Ok(prompt)) => prompt.as_str(),
             Some(Err(why)) => {
@@ -261,6 +275,8 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
             match slash_command(command, &mut agent, &team, render.out(), &style) {
                 Flow::Continue if command.trim() == "help" => {
                     let help = crate::skill_command::skills_help(skills.as_ref());
+                    let _ = write!(render.out(), "{help}");
+                    let help = crate::skill_command::mcp_help(mcp.as_ref());
                     let _ = write!(render.out(), "{help}");
                     continue;
                 }

@@ -110,6 +110,9 @@ pub struct Built {
     pub team_tasks: CancellationToken,
     /// The lead's skills, for `/<skill>` (`None` without the work tools).
     pub skills: Option<roo_agent::skills::Skills>,
+    /// The process's MCP servers (`None`: none configured): `/mcp`, prompt commands,
+    /// shared with in-process teammates, shut down at exit.
+    pub mcp: Option<roo_agent::mcp::McpServers>,
     _team_tasks_guard: tokio_util::sync::DropGuard,
 }
 
@@ -293,6 +296,11 @@ pub async fn build_in(
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
     // What teammates inherit: the lead's provider, its trust, mode and sandbox choice.
     template.provider = Some(built.agent.provider().clone());
+    // In-process teammates use this process's MCP connections.
+    template.mcp = match &built.mcp {
+        Some(servers) => roo_team::McpPlan::Shared(servers.clone()),
+        None => roo_team::McpPlan::Off,
+    };
     template.trust = if built.trusted {
         Trust::Granted
     } else {
@@ -347,6 +355,7 @@ pub async fn build_in(
         _team_tasks_guard: team_tasks.clone().drop_guard(),
         team_tasks,
         skills: built.skills,
+        mcp: built.mcp,
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,
