@@ -71,6 +71,32 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// `target/mcp-servers`, where `scripts/install-mcp-servers` puts the MCP servers the
+/// tests run (the npm reference server `@modelcontextprotocol/server-everything` and
+/// the `many-tools.mjs` fixture). Panics with how to install them when they are missing:
+/// the MCP tests must not skip silently.
+pub fn mcp_servers_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("locate the test executable");
+    let target = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .and_then(|profile| profile.parent())
+        .expect("the test executable lives in target/<profile>/deps");
+    let dir = target.join("mcp-servers");
+    let everything = dir.join(EVERYTHING_ENTRY);
+    assert!(
+        everything.is_file() && dir.join("many-tools.mjs").is_file(),
+        "the MCP test servers are not installed in {}: run scripts/install-mcp-servers \
+         (needs node >= 18 and npm; scripts/test and .ci/run do it)",
+        dir.display()
+    );
+    dir
+}
+
+/// The entry point of server-everything below [`mcp_servers_dir`].
+pub const EVERYTHING_ENTRY: &str =
+    "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
 /// Polls `check` until it returns `Some`, or panics after `timeout` naming `what` and the
 /// last state `describe` reports.
 pub fn wait_until<T>(

@@ -164,3 +164,74 @@ agents:
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0);
 }
+
+#[test]
+fn mcp_servers_in_the_repl_warn_list_prompts_and_stop_on_escape_without_painting_stderr() {
+    let home = TempHome::new();
+    bugfix_repo(home.cwd.path());
+    let everything = roo_tests::mcp_servers_dir().join(roo_tests::EVERYTHING_ENTRY);
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_servers:\n  everything:\n    command: node\n    args: [\"{}\", \"stdio\"]\n  ghost:\n    command: /nonexistent/mcp-server\n",
+            everything.display()
+        ),
+    );
+    let script = home.home.write(
+        "mcp.yaml",
+        r#"
+agents:
+  "*":
+    - text: "Hello."
+    - when: {last_user_contains: "What's weather in Paris"}
+      text: "Sunny in Paris."
+    - text: "Starting the long operation."
+      tool_calls:
+        - {name: mcp__everything__trigger-long-running-operation, input: {duration: 300, steps: 300}}
+    - text: "Still here after the stop."
+"#,
+    );
+    let tmux = start(&home, &script, "--permission-mode bypassPermissions");
+    tmux.type_text("hi");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the answer and the warning", |s| {
+        s.contains("Hello.") && s.contains("warning: MCP server `ghost` failed to start")
+    });
+    assert!(
+        !screen.contains("Starting default (STDIO) server"),
+        "a server's stderr reached the terminal:\n{screen}"
+    );
+
+    tmux.type_text("/mcp");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the server list", |s| {
+        s.contains("everything (stdio: node): connected,")
+            && s.contains("ghost (stdio: /nonexistent/mcp-server): failed")
+    });
+    tmux.type_text("/help");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the prompts in the help", |s| {
+        s.contains("/mcp__everything__args-prompt city [state]")
+    });
+    tmux.type_text("/mcp__everything__args-prompt Paris");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the answer to the prompt", |s| {
+        s.contains("Sunny in Paris.")
+    });
+
+    tmux.type_text("run the long operation");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the long call to start", |s| {
+        s.contains("Starting the long operation.")
+    });
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the run to stop", |s| s.contains("stopped"));
+    tmux.type_text("are you still there?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the next answer", |s| {
+        s.contains("Still here after the stop.")
+    });
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0);
+}

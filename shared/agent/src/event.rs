@@ -125,6 +125,9 @@ pub enum AgentEvent {
     /// Something the user should know that is not an error (repaired transcript,
     /// injected teammate messages, mode change).
     Notice { text: String },
+    /// Something failed beside the run, which goes on (an MCP server that failed
+    /// to start or exited): shown even in a quiet `-p` run, unlike a notice.
+    Warning { text: String },
     /// A recoverable error (e.g. a model call that will be retried by the user).
     Error { message: String },
     /// A sub-agent started for an Agent call of this run (`background`: the call

@@ -12,6 +12,7 @@ pub mod conversation;
 pub mod event;
 pub mod front_matter;
 pub mod hooks;
+pub mod mcp;
 pub mod permissions;
 pub mod plan_mode;
 pub mod prompt;

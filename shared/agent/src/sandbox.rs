@@ -249,6 +249,10 @@ pub(crate) struct HelperSpec {
     /// already another process, the agent died before the parent-death signal
     /// was armed, and the command is not started.
     pub(crate) parent: u32,
+    /// The command talks on the helper's stdin and stdout (an MCP server): it
+    /// inherits stdin instead of getting it closed, and no report is written there.
+    #[serde(default)]
+    pub(crate) stdio: bool,
 }
 
 impl CommandSandbox {
@@ -256,10 +260,41 @@ impl CommandSandbox {
     /// the sandbox. The helper reports how the command ended on its stdin,
     /// which the caller must make the write end of a pipe (see [`HelperReport`]).
     pub fn wrap(&self, program: &Path, args: &[OsString]) -> (PathBuf, Vec<OsString>) {
-        let spec = HelperSpec {
-            policy: self.policy.clone(),
-            parent: std::process::id(),
-        };
+        self.wrap_spec(
+            HelperSpec {
+                policy: self.policy.clone(),
+                parent: std::process::id(),
+                stdio: false,
+            },
+            program,
+            args,
+        )
+    }
+
+    /// The helper executable and its arguments for a long-running server that
+    /// talks on stdin and stdout (an MCP server): supervised like a command (its
+    /// whole tree ends when the helper is signalled or the agent dies) but not
+    /// confined — servers started by `npx` and the like write caches under the
+    /// home directory — and with stdin passed through. The helper writes no
+    /// report; the caller reads the server's end from the helper's exit status.
+    pub fn wrap_server(&self, program: &Path, args: &[OsString]) -> (PathBuf, Vec<OsString>) {
+        self.wrap_spec(
+            HelperSpec {
+                policy: None,
+                parent: std::process::id(),
+                stdio: true,
+            },
+            program,
+            args,
+        )
+    }
+
+    fn wrap_spec(
+        &self,
+        spec: HelperSpec,
+        program: &Path,
+        args: &[OsString],
+    ) -> (PathBuf, Vec<OsString>) {
         // Serialising plain paths and bools cannot fail; an empty spec would be
         // refused by the helper, so nothing runs unconfined by accident.
         let spec = serde_json::to_string(&spec).unwrap_or_default();

@@ -13,6 +13,7 @@ pub mod glob;
 pub mod grep;
 pub mod read_file;
 pub mod spill;
+pub mod tool_search;
 pub mod write_file;
 
 pub(crate) mod confined;
@@ -36,6 +37,7 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use read_file::ReadFile;
 pub use spill::spill_if_large;
+pub use tool_search::ToolSearch;
 pub use write_file::WriteFile;
 
 /// The six built-in tools, ready to register.

@@ -53,7 +53,11 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     let started = Instant::now();
     let style = Style::for_stderr();
     // `-p "/commit fix typo"` runs the skill as the REPL would.
-    let expanded = match crate::skill_command::skill_prompt(built.skills.as_ref(), prompt) {
+    let mut command = crate::skill_command::skill_prompt(built.skills.as_ref(), prompt);
+    if command.is_none() {
+        command = crate::skill_command::mcp_prompt(built.mcp.as_ref(), prompt).await;
+    }
+    let expanded = match command {
         Some(Ok(expanded)) => Some(expanded),
         Some(Err(why)) => return Err(AppError::Usage(why)),
         None => None,
@@ -302,6 +306,8 @@ fn print_agent_event(
                 progress_line(event, style);
             } else if let AgentEvent::Error { message } = event {
                 eprintln!("{}", style.red(&format!("error: {message}")));
+            } else if let AgentEvent::Warning { text } = event {
+                eprintln!("{}", style.yellow(&format!("warning: {text}")));
             }
         }
     }
@@ -408,6 +414,7 @@ fn progress_line(event: &AgentEvent, style: &Style) {
             }
         }
         AgentEvent::Error { message } => eprintln!("{}", style.red(&format!("error: {message}"))),
+        AgentEvent::Warning { text } => eprintln!("{}", style.yellow(&format!("warning: {text}"))),
         _ => {}
     }
 }

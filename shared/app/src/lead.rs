@@ -235,6 +235,8 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
         };
         // Pane teammates are processes of their own: shut them down (or keep them).
         spawner.shutdown(args.keep_panes).await;
+        // MCP servers: stdin closed, then their process groups ended.
+        roo_agent::mcp::McpServers::shutdown_all().await;
         result
     });
     // A tool call abandoned on cancel may still sit in a blocking read on a

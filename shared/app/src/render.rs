@@ -151,6 +151,10 @@ impl<W: Write> Renderer<W> {
                 self.break_line();
                 let _ = writeln!(self.out, "{}", s.dim(text));
             }
+            AgentEvent::Warning { text } => {
+                self.break_line();
+                let _ = writeln!(self.out, "{}", s.yellow(&format!("warning: {text}")));
+            }
             AgentEvent::Error { message } => {
                 self.break_line();
                 let _ = writeln!(self.out, "{}", s.red(&format!("error: {message}")));

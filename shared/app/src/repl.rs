@@ -39,6 +39,8 @@ const HELP: &str = "Commands:
   /tasks [ID]      sub-agent tasks (id, type, status, time, tokens, result) and the team's task list; with an id, that task's whole result
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
   /<skill> [ARGS]  run a skill: commit, test, and those in ~/.roocode/skills and .roocode/skills
+  /mcp             the MCP servers: connected (tools, prompts), failed and why
+  /mcp__<server>__<prompt> [ARGS]  send an MCP server's prompt
 Keys: Esc stops the current run; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
 
 /// Puts the terminal in raw mode for the session and restores it on drop.
@@ -102,6 +104,7 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         team_tasks: _team_tasks,
         skills,
         subagents,
+        mcp,
         ..
     } = built;
     // Background tasks that end print one line at once, even while the user types.
@@ -272,7 +275,18 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         if trimmed.is_empty() {
             continue;
         }
-        let skill = crate::skill_command::skill_prompt(skills.as_ref(), trimmed);
+        if trimmed == "/mcp" {
+            let report = mcp.as_ref().map_or_else(
+                || "No MCP servers are configured (mcp_servers: in a config file).\n".to_string(),
+                roo_agent::mcp::McpServers::report,
+            );
+            let _ = write!(render.out(), "{report}");
+            continue;
+        }
+        let mut skill = crate::skill_command::skill_prompt(skills.as_ref(), trimmed);
+        if skill.is_none() {
+            skill = crate::skill_command::mcp_prompt(mcp.as_ref(), trimmed).await;
+        }
         let trimmed = match &skill {
             Some(Ok(prompt)) => prompt.as_str(),
             Some(Err(why)) => {
@@ -294,6 +308,8 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
             ) {
                 Flow::Continue if command.trim() == "help" => {
                     let help = crate::skill_command::skills_help(skills.as_ref());
+                    let _ = write!(render.out(), "{help}");
+                    let help = crate::skill_command::mcp_help(mcp.as_ref());
                     let _ = write!(render.out(), "{help}");
                     continue;
                 }

@@ -112,6 +112,9 @@ pub struct Built {
     pub skills: Option<roo_agent::skills::Skills>,
     /// The lead's sub-agents and background tasks (`/tasks`; shut down at exit).
     pub subagents: Option<roo_agent::subagent::SubagentRuntime>,
+    /// The process's MCP servers (`None`: none configured): `/mcp`, prompt commands,
+    /// shared with in-process teammates, shut down at exit.
+    pub mcp: Option<roo_agent::mcp::McpServers>,
     _team_tasks_guard: tokio_util::sync::DropGuard,
 }
 
@@ -296,6 +299,11 @@ pub async fn build_in(
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
     // What teammates inherit: the lead's provider, its trust, mode and sandbox choice.
     template.provider = Some(built.agent.provider().clone());
+    // In-process teammates use this process's MCP connections.
+    template.mcp = match &built.mcp {
+        Some(servers) => roo_team::McpPlan::Shared(servers.clone()),
+        None => roo_team::McpPlan::Off,
+    };
     template.trust = if built.trusted {
         Trust::Granted
     } else {
@@ -351,6 +359,7 @@ pub async fn build_in(
         team_tasks,
         skills: built.skills,
         subagents: built.subagents,
+        mcp: built.mcp,
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,

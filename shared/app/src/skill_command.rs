@@ -1,11 +1,58 @@
-//! `/<skill> args` typed by the user (REPL) or given as the prompt (`-p`).
+//! `/<skill> args` and `/mcp__<server>__<prompt> args` typed by the user (REPL) or
+//! given as the prompt (`-p`).
 
+use roo_agent::mcp::McpServers;
 use roo_agent::skills::{SkillCommand, Skills};
 
 /// The REPL's own commands: a skill of the same name is reached with LoadSkill only.
 pub const BUILT_IN_COMMANDS: &[&str] = &[
-    "exit", "quit", "help", "clear", "cost", "mode", "team", "tasks",
+    "exit", "quit", "help", "clear", "cost", "mode", "team", "tasks", "mcp",
 ];
+
+/// What `line` turns into when it is `/mcp__<server>__<prompt> args`: `None` when
+/// it does not start that way; otherwise the prompt's messages as the user input,
+/// or why not. Waits for servers still starting (bounded by their startup timeout).
+pub async fn mcp_prompt(mcp: Option<&McpServers>, line: &str) -> Option<Result<String, String>> {
+    let command = line.trim().strip_prefix('/')?;
+    let (name, arguments) = command
+        .split_once(char::is_whitespace)
+        .unwrap_or((command, ""));
+    if !name.starts_with("mcp__") {
+        return None;
+    }
+    let Some(mcp) = mcp else {
+        return Some(Err(format!("/{name}: no MCP servers are configured")));
+    };
+    mcp.wait_started().await;
+    match mcp.prompt(name, arguments).await {
+        Some(result) => Some(result),
+        None => Some(Err(format!(
+            "/{name}: no connected MCP server offers this prompt; /mcp lists the servers"
+        ))),
+    }
+}
+
+/// The MCP prompts for `/help`: one line each, `  /mcp__s__p ARGS  description`.
+pub fn mcp_help(mcp: Option<&McpServers>) -> String {
+    let commands = mcp.map(McpServers::prompt_commands).unwrap_or_default();
+    if commands.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("MCP prompts (/mcp__<server>__<prompt> [ARGS], or name=value):\n");
+    for c in commands {
+        let usage = if c.usage.is_empty() {
+            format!("/{}", c.command)
+        } else {
+            format!("/{} {}", c.command, c.usage)
+        };
+        let mut description: String = c.description.chars().take(100).collect();
+        if description.len() < c.description.len() {
+            description.push('…');
+        }
+        text.push_str(&format!("  {usage}\n      {description}\n"));
+    }
+    text
+}
 
 /// What `line` turns into when it is `/<skill> args`: `None` when it is not a skill
 /// command (no leading `/`, a built-in command, or no skill of that name); otherwise

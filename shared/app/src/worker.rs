@@ -220,7 +220,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::IO);
         }
     };
-    let result = runtime.block_on(run(args));
+    let result = runtime.block_on(async move {
+        let result = run(args).await;
+        // MCP servers: stdin closed, then their process groups ended.
+        roo_agent::mcp::McpServers::shutdown_all().await;
+        result
+    });
     // A tool call abandoned on cancel may still sit in a blocking read; do not wait.
     runtime.shutdown_background();
     match result {

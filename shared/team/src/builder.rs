@@ -13,6 +13,7 @@ use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
 use roo_agent::agents::AgentCatalog;
 use roo_agent::config::{ConfigError, ConfigFiles, ProjectTrust};
 use roo_agent::hooks::{CommandHooks, HookSetup};
+use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
 use roo_agent::permissions::{
     Approver, DenyApprover, ParseModeError, PermissionMode, PermissionPolicy,
 };
@@ -125,6 +126,29 @@ impl std::fmt::Debug for ToolSet {
     }
 }
 
+/// Where an agent's MCP servers come from.
+#[derive(Clone, Default)]
+pub enum McpPlan {
+    /// Start the servers of the config files (the first agent of a process: the
+    /// lead, `roo-worker`).
+    #[default]
+    Start,
+    /// Use the servers this process already started (an in-process teammate).
+    Shared(McpServers),
+    /// No MCP servers.
+    Off,
+}
+
+impl std::fmt::Debug for McpPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            McpPlan::Start => "Start",
+            McpPlan::Shared(_) => "Shared",
+            McpPlan::Off => "Off",
+        })
+    }
+}
+
 /// Where the conversation is recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionPlan {
@@ -192,6 +216,8 @@ pub struct AgentSettings {
     /// Variables its commands get, read as each starts (a lead's team, once it made
     /// one: [`crate::TeamSlot::env_source`]).
     pub env_source: Option<EnvSource>,
+    /// Its MCP servers: started here, or shared with the process's first agent.
+    pub mcp: McpPlan,
 }
 
 /// A working directory being checked out while its agent is built and sends its first
@@ -239,6 +265,7 @@ impl std::fmt::Debug for AgentSettings {
             .field("persona", &self.persona)
             .field("pending_workspace", &self.pending_workspace)
             .field("env_source", &self.env_source.is_some())
+            .field("mcp", &self.mcp)
             .finish_non_exhaustive()
     }
 }
@@ -269,6 +296,7 @@ impl AgentSettings {
             persona: None,
             pending_workspace: None,
             env_source: None,
+            mcp: McpPlan::Start,
         }
     }
 }
@@ -294,6 +322,9 @@ pub struct BuiltAgent {
     /// The agent's sub-agents and background tasks (`None` without them): `/tasks`,
     /// and [`SubagentRuntime::shutdown`] when the session ends.
     pub subagents: Option<SubagentRuntime>,
+    /// Its MCP servers (`None`: none configured, or [`McpPlan::Off`]): for `/mcp`,
+    /// prompts as commands, teammates sharing them and the shutdown at exit.
+    pub mcp: Option<McpServers>,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -378,6 +409,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         persona,
         pending_workspace,
         env_source,
+        mcp: mcp_plan,
     } = settings;
     let cwd = match cwd {
         Some(dir) => dir,
@@ -466,6 +498,25 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         policy.write.extend(pending.git_dirs.iter().cloned());
     }
     notices.extend(commands.notices);
+    // Servers start now and connect while the rest is built; the first prompt waits
+    // for them (bounded). An untrusted project's servers were filtered out.
+    let mcp = match mcp_plan {
+        McpPlan::Start if !config.mcp_servers().is_empty() => Some(McpServers::start(
+            config.mcp_servers(),
+            McpSettings::from_config(&config)?,
+            Launch {
+                project_root: project_root.clone(),
+                log_dir: roo_home.join("logs"),
+                sandbox: commands.sandbox.clone(),
+                env_remove: commands.env_remove.clone(),
+            },
+        )),
+        McpPlan::Start | McpPlan::Off => None,
+        McpPlan::Shared(servers) => Some(servers),
+    };
+    if let Some(mcp) = &mcp {
+        mcp.attach(&tools);
+    }
     let environment = match &pending_workspace {
         Some(pending) => pending.environment.clone(),
         // Its git runs in the agent's sandbox (see `Environment::detect`).
@@ -614,6 +665,9 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     if !command_hooks.is_empty() {
         agent.add_lifecycle_hook(command_hooks.clone());
     }
+    if let Some(mcp) = &mcp {
+        agent.add_lifecycle_hook(Arc::new(McpHook::new(mcp.clone())));
+    }
     if let Some(skills) = &skills {
         agent.add_lifecycle_hook(Arc::new(skills.scopes.clone()));
         notices.extend(skill_notices(skills, &project_root, trusted).await);
@@ -643,6 +697,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         command_hooks,
         skills,
         subagents,
+        mcp,
     })
 }
 

@@ -32,8 +32,8 @@ pub mod worktree;
 pub use approver::LeadApprover;
 pub use binding::{AlreadyBound, TeamBinding, TeamSlot};
 pub use builder::{
-    AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, Role, SessionPlan, ToolSet,
-    build_agent,
+    AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, McpPlan, Role, SessionPlan,
+    ToolSet, build_agent,
 };
 pub use delivery::InboxDelivery;
 pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};

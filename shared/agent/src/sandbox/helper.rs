@@ -2,11 +2,12 @@
 //!
 //! `<agent binary> __roo-command-helper SPEC PROGRAM ARGS...` applies the
 //! sandbox of `SPEC` (JSON [`HelperSpec`]) to itself, starts `PROGRAM ARGS`
-//! with stdin closed and stdout/stderr inherited, and when it ends (or when
+//! with stdin closed (inherited for a server, [`super::CommandSandbox::wrap_server`])
+//! and stdout/stderr inherited, and when it ends (or when
 //! the helper gets SIGTERM, SIGINT, SIGHUP or SIGQUIT, as it does when the
 //! agent dies) ends every process left below it. It then writes one JSON
-//! [`HelperReport`] line to its stdin, which the caller opened as the write end
-//! of a pipe, and exits with the command's exit code (128 + signal if it was
+//! [`HelperReport`] line to its stdin (not for a server, whose stdin is its
+//! protocol), which the caller opened as the write end of a pipe, and exits with the command's exit code (128 + signal if it was
 //! killed). If the helper cannot confine itself it runs nothing: it prints why
 //! and exits with [`HELPER_FAILED`].
 
@@ -99,7 +100,10 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, HelperError> {
     let rest: Vec<OsString> = args.collect();
     let report = supervise(&spec, &program, &rest)?;
     if let Some(report) = report {
-        send_report(&report);
+        // In stdio mode stdin belongs to the command's protocol.
+        if !spec.stdio {
+            send_report(&report);
+        }
         let code = match (report.code, report.signal) {
             (Some(code), _) => u8::try_from(code).unwrap_or(1),
             (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(HELPER_FAILED),
@@ -190,7 +194,11 @@ mod linux {
             };
             let child = Command::new(program)
                 .args(args)
-                .stdin(Stdio::null())
+                .stdin(if spec.stdio {
+                    Stdio::inherit()
+                } else {
+                    Stdio::null()
+                })
                 .spawn()
                 .map_err(|source| HelperError::Spawn {
                     program: program.to_path_buf(),
@@ -397,7 +405,11 @@ fn supervise(
     };
     let status = Command::new(&program)
         .args(&args)
-        .stdin(Stdio::null())
+        .stdin(if spec.stdio {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
         .status()
         .map_err(|source| HelperError::Spawn { program, source })?;
     // Without a subreaper, leftovers in the command's process group are ended

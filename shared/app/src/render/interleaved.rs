@@ -168,7 +168,7 @@ fn neutralised(event: &AgentEvent) -> AgentEvent {
             *summary = safe(summary);
             *reason = safe(reason);
         }
-        AgentEvent::Notice { text } => *text = safe(text),
+        AgentEvent::Notice { text } | AgentEvent::Warning { text } => *text = safe(text),
         AgentEvent::Error { message } => *message = safe(message),
         _ => {}
     }

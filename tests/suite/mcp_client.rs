@@ -1,0 +1,143 @@
+//! MCP through the library with real servers: in-process teammates share their
+//! process's connections, and a cancelled call reaches the server as an MCP
+//! cancellation. Stdio servers start through the built `roo-lead` as the sandbox helper,
+//! as in the binaries.
+
+use std::path::Path;
+use std::time::Duration;
+
+use roo_agent::mcp::McpServers;
+use roo_agent::tool::{ToolContext, ToolRegistry};
+use roo_store::Name;
+use roo_team::{AgentSettings, Identity, McpPlan, build_agent};
+use roo_tests::{EVERYTHING_ENTRY, TempHome, bin, mcp_servers_dir, process_gone, wait_until};
+use serde_json::json;
+
+fn settings(home: &TempHome, name: &str) -> AgentSettings {
+    let script = home
+        .home
+        .write("script.yaml", "agents:\n  \"*\":\n    - text: ok\n");
+    let mut settings = AgentSettings::new(
+        Identity::solo(Name::parse(name).unwrap()),
+        home.home.path().to_path_buf(),
+    );
+    settings.cwd = Some(home.cwd.path().to_path_buf());
+    settings.llm.script = Some(script);
+    settings.sandbox_helper = Some(bin("roo-lead"));
+    settings
+}
+
+fn pids(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn in_process_teammates_share_the_servers_of_their_process() {
+    let home = TempHome::new();
+    let starts = home.home.join("starts");
+    let entry = mcp_servers_dir().join(EVERYTHING_ENTRY);
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_servers:\n  everything:\n    command: sh\n    args: [\"-c\", \"echo $$ >> '{}'; exec node '{}' stdio\"]\n",
+            starts.display(),
+            entry.display()
+        ),
+    );
+    let lead = build_agent(settings(&home, "lead")).await.unwrap();
+    let servers = lead
+        .mcp
+        .clone()
+        .expect("the lead started the configured servers");
+    servers.wait_started().await;
+    assert!(lead.agent.tools().get("mcp__everything__echo").is_some());
+
+    let mut mate = settings(&home, "alice");
+    mate.mcp = McpPlan::Shared(servers.clone());
+    let mate = build_agent(mate).await.unwrap();
+    let echo = mate
+        .agent
+        .tools()
+        .get("mcp__everything__echo")
+        .expect("the teammate has the server's tools");
+    let ctx = ToolContext::new(
+        home.cwd.path().to_path_buf(),
+        home.home.path().to_path_buf(),
+    );
+    let out = echo.call(json!({"message": "shared"}), &ctx).await;
+    assert_eq!(out.content, "Echo: shared");
+    assert_eq!(
+        pids(&starts).len(),
+        1,
+        "one server process for the whole process"
+    );
+    assert!(
+        servers
+            .report()
+            .contains("everything (stdio: sh): connected"),
+        "{}",
+        servers.report()
+    );
+
+    McpServers::shutdown_all().await;
+    let pid = pids(&starts)[0];
+    wait_until(
+        "the server to end",
+        Duration::from_secs(10),
+        || process_gone(pid).then_some(()),
+        || format!("{pid} runs"),
+    );
+    let after = echo.call(json!({"message": "late"}), &ctx).await;
+    assert!(after.is_error, "{}", after.content);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_cancelled_call_is_cancelled_on_the_server() {
+    let home = TempHome::new();
+    let fixture = mcp_servers_dir().join("many-tools.mjs");
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_servers:\n  many:\n    command: node\n    args: [\"{}\", \"2\", \"slow\"]\n",
+            fixture.display()
+        ),
+    );
+    let built = build_agent(settings(&home, "lead")).await.unwrap();
+    let servers = built.mcp.clone().unwrap();
+    servers.wait_started().await;
+    let registry: &ToolRegistry = built.agent.tools();
+    let slow = registry.get("mcp__many__slow").expect("the slow tool");
+    let ctx = ToolContext::new(
+        home.cwd.path().to_path_buf(),
+        home.home.path().to_path_buf(),
+    );
+    let cancel = ctx.cancel.clone();
+    let log = home.home.join("logs/mcp-many.log");
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let canceller = async {
+        while !read_log().contains("slow started") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        cancel.cancel();
+    };
+    let (out, ()) = tokio::join!(slow.call(json!({}), &ctx), canceller);
+    assert!(
+        out.is_error && out.content.contains("Interrupted by the user"),
+        "{}",
+        out.content
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !read_log().contains("slow cancelled") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cancellation reached the server:\n{}",
+            read_log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    McpServers::shutdown_all().await;
+}
