@@ -580,3 +580,57 @@ fn a_malformed_trust_list_is_an_error_naming_the_file() {
         assert_eq!(fs::read_to_string(user_config_path(&d.home)).unwrap(), text);
     }
 }
+
+#[test]
+fn agents_limits_merge_and_an_untrusted_project_only_narrows_them() {
+    let d = dirs();
+    write(
+        &d,
+        Source::User,
+        "agents: {max_depth: 2, max_concurrent: 3, auto_background_secs: 60}\n",
+    );
+    write(
+        &d,
+        Source::Project,
+        "agents: {max_depth: 3, max_concurrent: 1, background: true, verification: true, \
+         max_result_chars: 2000, auto_background_secs: 300}\n",
+    );
+    write(&d, Source::Local, "agents: {background: false}\n");
+    let untrusted = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Untrusted).unwrap();
+    let a = untrusted.agents();
+    // Deeper, later, verification on: ignored; fewer, smaller, background off: kept.
+    assert_eq!(a.max_depth, Some(2));
+    assert_eq!(a.max_concurrent, Some(1));
+    assert_eq!(a.max_result_chars, Some(2000));
+    assert_eq!(a.auto_background_secs, Some(60));
+    assert_eq!(a.background, Some(false));
+    assert_eq!(a.verification, None);
+    let limits = crate::subagent::SubagentLimits::from_section(a);
+    assert_eq!(limits.max_depth, 2);
+    assert!(!limits.background);
+    // Trusted, the project's values replace the user's, key by key.
+    let trusted = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Trusted).unwrap();
+    let a = trusted.agents();
+    assert_eq!(a.max_depth, Some(3));
+    assert_eq!(a.auto_background_secs, Some(300));
+    assert_eq!(a.verification, Some(true));
+    assert_eq!(a.background, Some(false));
+}
+
+#[test]
+fn bad_agents_values_are_errors_naming_the_key() {
+    let d = dirs();
+    for (text, key) in [
+        ("agents: {max_depth: 4}\n", "agents.max_depth"),
+        ("agents: {max_concurrent: 0}\n", "agents.max_concurrent"),
+        (
+            "agents: {max_result_chars: 10}\n",
+            "agents.max_result_chars",
+        ),
+        ("agents: {max_deph: 1}\n", "agents"),
+    ] {
+        write(&d, Source::User, text);
+        let err = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Trusted).unwrap_err();
+        assert!(err.to_string().contains(&format!("`{key}`")), "{err}");
+    }
+}
