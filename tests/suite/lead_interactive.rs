@@ -235,3 +235,62 @@ agents:
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0);
 }
+
+#[test]
+fn ctrl_b_moves_a_waiting_sub_agent_to_the_background_and_its_result_comes_later() {
+    let home = TempHome::new();
+    bugfix_repo(home.cwd.path());
+    home.home.write(
+        "agents/waiter.md",
+        "---\nname: Waiter\ndescription: waits for a file\n---\nROLE-WAITER\n",
+    );
+    let script = home.home.write(
+        "waiter.yaml",
+        r#"
+agents:
+  "*":
+    - when: {system_contains: "ROLE-WAITER", last_user_contains: "released"}
+      text: "The file came."
+    - when: {system_contains: "ROLE-WAITER"}
+      text: "Waiting for the file."
+      tool_calls:
+        - name: Bash
+          input: {command: "touch started; while [ ! -f go ]; do sleep 0.05; done; echo released"}
+    - when: {last_user_contains: "moved it to the background"}
+      text: "It runs in the background now."
+    - when: {last_user_contains: "task-notification"}
+      text: "The waiter reported back."
+    - text: "Delegating."
+      tool_calls:
+        - name: Agent
+          input: {prompt: "wait for go", subagent_type: "Waiter", description: "wait for go"}
+"#,
+    );
+    let tmux = start(&home, &script, "--permission-mode bypassPermissions");
+    tmux.type_text("delegate the wait");
+    tmux.keys(&["Enter"]);
+    wait_until(
+        "the sub-agent's command to start",
+        Duration::from_secs(20),
+        || home.cwd.join("started").exists().then_some(()),
+        || tmux.screen(),
+    );
+    tmux.keys(&["C-b"]);
+    tmux.wait_for("the key's confirmation and the parent's answer", |s| {
+        s.contains("moved 1 sub-agent to the background")
+            && s.contains("It runs in the background now.")
+    });
+    // The child kept running; release it and ask again: its result is delivered.
+    std::fs::write(home.cwd.join("go"), "").unwrap();
+    tmux.wait_for("the task's end line", |s| {
+        s.contains("a1") && s.contains("completed")
+    });
+    tmux.type_text("any news?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the notification's answer", |s| {
+        s.contains("The waiter reported back.")
+    });
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0);
+}

@@ -80,6 +80,11 @@ fn is_ctrl_c(key: &KeyEvent) -> bool {
     key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)
 }
 
+/// Ctrl+B while the agent works: the sub-agents it waits for go on in the background.
+fn is_ctrl_b(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Char('b') && key.modifiers.contains(KeyModifiers::CONTROL)
+}
+
 /// Runs the interactive session until the user leaves.
 pub async fn run(built: Built) -> Result<ExitCode, AppError> {
     let subagents = built.subagents.clone();
@@ -378,6 +383,15 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
                             }
                         } else if key.code == KeyCode::Esc {
                             cancel.cancel();
+                        } else if is_ctrl_b(&key) {
+                            let moved = subagents.as_ref().map_or(0, |s| s.detach_foreground());
+                            let text = match moved {
+                                0 => "(no sub-agent is running in the foreground)".to_string(),
+                                1 => "(moved 1 sub-agent to the background; /tasks lists it)".to_string(),
+                                n => format!("(moved {n} sub-agents to the background; /tasks lists them)"),
+                            };
+                            render.break_line();
+                            let _ = writeln!(render.out(), "{}", style.dim(&text));
                         }
                     }
                 }

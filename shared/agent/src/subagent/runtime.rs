@@ -112,6 +112,8 @@ pub(crate) struct Launch {
     pub input: AgentInput,
     /// Layer 4 for a fork skill (its `allowed_tools`); a definition brings its own.
     pub extra_scope: Option<ToolScope>,
+    /// Tools only this child gets (a fork skill's own `tool.json` tools).
+    pub extra_tools: Vec<Arc<dyn crate::tool::Tool>>,
 }
 
 impl SubagentRuntime {
@@ -172,6 +174,10 @@ impl SubagentRuntime {
             Launch {
                 input,
                 extra_scope: scope,
+                extra_tools: crate::skills::SkillTool::of(skill)
+                    .into_iter()
+                    .map(|t| Arc::new(t) as Arc<dyn crate::tool::Tool>)
+                    .collect(),
             },
             ctx,
         )
@@ -212,6 +218,16 @@ impl SubagentRuntime {
         &self.inner.parts.catalog
     }
 
+    /// Moves every sub-agent a foreground call is waiting for to the background (the
+    /// user's key for it); returns how many. They keep their progress; their results
+    /// arrive as notifications. Nothing moves when background runs are switched off.
+    pub fn detach_foreground(&self) -> usize {
+        if !self.inner.shared.limits.background {
+            return 0;
+        }
+        self.inner.shared.tasks.detach_foreground()
+    }
+
     /// Whether this agent's notifications wait for its next turn.
     pub fn has_pending(&self) -> bool {
         self.inner.shared.tasks.has_pending(self.inner.owner)
@@ -234,7 +250,11 @@ impl SubagentRuntime {
     }
 
     async fn start(&self, launch: Launch, ctx: &ToolContext) -> Result<Running, String> {
-        let Launch { input, extra_scope } = launch;
+        let Launch {
+            input,
+            extra_scope,
+            extra_tools,
+        } = launch;
         let inner = &self.inner;
         let shared = &inner.shared;
         let limits = &shared.limits;
@@ -386,6 +406,9 @@ impl SubagentRuntime {
         let (agent_tool, stop_tool) = child_runtime.tools();
         child_registry.register(agent_tool);
         child_registry.register(stop_tool);
+        for tool in extra_tools {
+            child_registry.register(tool);
+        }
         let child_skills = inner
             .parts
             .skills
@@ -705,21 +728,36 @@ impl SubagentRuntime {
                 None => std::future::pending().await,
             }
         };
-        let end = tokio::select! {
-            end = &mut started.done => end,
+        // The user's key moves foreground children to the background, unless
+        // background runs are switched off.
+        let detach = async {
+            if limits.background {
+                tasks.detach_requested().await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        let how = tokio::select! {
+            end = &mut started.done => Err(end),
             () = ctx.cancel.cancelled() => {
                 started.cancel.cancel();
-                (&mut started.done).await
+                Err((&mut started.done).await)
             }
-            () = after_threshold => {
+            () = after_threshold => Ok("Still running after the auto-background threshold \
+                                        (agents.auto_background_secs); it continues with its \
+                                        progress as"),
+            () = detach => Ok("The user moved it to the background; it continues with its \
+                               progress as"),
+        };
+        let end = match how {
+            Err(end) => end,
+            Ok(how) => {
                 if tasks.move_to_background(started.number) {
                     // Nobody can answer it now: its interactive tools go too.
                     if let Ok(Some(scope)) = filter::background_deny(&registry) {
                         registry.narrow(scope);
                     }
-                    return moved("Still running after the auto-background threshold \
-                                  (agents.auto_background_secs); it continues with its \
-                                  progress as");
+                    return moved(how);
                 }
                 (&mut started.done).await
             }

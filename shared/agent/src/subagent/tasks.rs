@@ -115,6 +115,8 @@ pub struct BackgroundTasks {
     table: Arc<Mutex<Table>>,
     /// Woken whenever a task ends (headless runs wait on it).
     ended: Arc<Notify>,
+    /// Woken when the user moves the foreground children to the background.
+    detach: Arc<Notify>,
 }
 
 /// A started task, for its runner and the waiting call.
@@ -222,6 +224,26 @@ impl BackgroundTasks {
         if let Some(entry) = self.lock().entries.get_mut(&number) {
             entry.info.usage.add(usage);
         }
+    }
+
+    /// Asks every foreground call waiting for a child to stop waiting: the children
+    /// go on in the background (what the user's key for it does). Returns how many
+    /// were running in the foreground.
+    pub fn detach_foreground(&self) -> usize {
+        let count = self
+            .lock()
+            .entries
+            .values()
+            .filter(|e| e.info.status == TaskStatus::Running && e.waiter.is_some())
+            .count();
+        self.detach.notify_waiters();
+        count
+    }
+
+    /// Completes when [`BackgroundTasks::detach_foreground`] is called after this
+    /// call (the future listens from the moment it is created).
+    pub fn detach_requested(&self) -> tokio::sync::futures::Notified<'_> {
+        self.detach.notified()
     }
 
     /// Moves a running task to the background: its end becomes a notification.

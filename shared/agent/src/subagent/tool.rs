@@ -130,6 +130,7 @@ impl TypedTool for SubagentTool {
                 Launch {
                     input,
                     extra_scope: None,
+                    extra_tools: Vec::new(),
                 },
                 ctx,
             )

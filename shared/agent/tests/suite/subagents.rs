@@ -33,6 +33,16 @@ struct Parent {
 }
 
 async fn parent(ws: &Workspace, script: &str, limits: SubagentLimits) -> Parent {
+    parent_with_skills(ws, script, limits, None).await
+}
+
+/// [`parent`], with LoadSkill over `skills` (fork skills run as its sub-agents).
+async fn parent_with_skills(
+    ws: &Workspace,
+    script: &str,
+    limits: SubagentLimits,
+    skills: Option<roo_agent::skills::Catalog>,
+) -> Parent {
     let script =
         roo_llm::script::Script::parse(script, false).unwrap_or_else(|e| panic!("bad script: {e}"));
     let server = MockServer::with_script(script).await.unwrap();
@@ -58,6 +68,7 @@ async fn parent(ws: &Workspace, script: &str, limits: SubagentLimits) -> Parent 
     tools.register(Arc::new(Panic));
     let context = ws.context(100_000);
     let options = AgentOptions::default();
+    let skills = skills.map(|catalog| roo_agent::skills::Skills::install(catalog, &tools));
     let parts = ParentParts {
         provider: provider.clone(),
         policy: policy.clone(),
@@ -72,12 +83,15 @@ async fn parent(ws: &Workspace, script: &str, limits: SubagentLimits) -> Parent 
         },
         instructions: Some(INSTRUCTIONS.into()),
         lifecycle: Vec::new(),
-        skills: None,
+        skills: skills.clone(),
         plan_file: ws.session.join("plan.md"),
         catalog: AgentCatalog::new(&ws.roo_home, &ws.project, true, false),
         worktrees: None,
     };
     let runtime = SubagentRuntime::new(parts, limits, &tools);
+    if let Some(skills) = &skills {
+        skills.set_fork_runtime(&runtime);
+    }
     let (agent_tool, stop) = runtime.tools();
     tools.register(agent_tool);
     tools.register(stop);
@@ -974,4 +988,141 @@ agents:
             .is_some_and(|t| t.status == TaskStatus::Killed)
     })
     .await;
+}
+
+#[tokio::test]
+async fn the_user_can_move_a_foreground_child_to_the_background_keeping_its_progress() {
+    // Seed 002 §4.1: the key that moves a running sub-agent to the background had no
+    // caller. Here the parent waits for a child at its gate, with no auto-background
+    // threshold; the user's key (detach_foreground) ends the wait, the child goes on
+    // from where it was and its result arrives as a notification.
+    let ws = Workspace::new();
+    agent_file(&ws, "Slow", "", "ROLE-SLOW");
+    let script = r#"
+agents:
+  "*":
+    - when: {system_contains: "ROLE-SLOW", last_user_contains: "gate opened"}
+      text: "slow result after the gate"
+    - when: {system_contains: "ROLE-SLOW"}
+      text: "waiting at the gate"
+      tool_calls:
+        - {name: Gate, input: {}}
+    - when: {last_user_contains: "moved it to the background"}
+      text: "it moved"
+    - when: {last_user_contains: "task-notification"}
+      text: "got the late result"
+    - text: "starting"
+      tool_calls:
+        - {name: Agent, input: {prompt: "slow work", subagent_type: "Slow"}}
+"#;
+    let limits = SubagentLimits {
+        auto_background: None,
+        ..limits()
+    };
+    let mut p = parent(&ws, script, limits).await;
+    assert_eq!(p.runtime.detach_foreground(), 0, "nothing runs yet");
+    let runtime = p.runtime.clone();
+    let detach = async {
+        // Once the child waits at its gate, press the key.
+        while !runtime
+            .tasks()
+            .list()
+            .iter()
+            .any(|t| t.last_tool.as_deref() == Some("Gate"))
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        runtime.detach_foreground()
+    };
+    let ((result, _), moved) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(run_collecting(&mut p.agent, "go"), detach)
+    })
+    .await
+    .expect("the parent kept waiting for its child after the key");
+    assert_eq!(moved, 1);
+    assert_eq!(result.final_text, "it moved");
+    let returned_at = p.server.requests().len();
+    p.gate.notify_one();
+    p.runtime
+        .tasks()
+        .wait_background(&tokio_util::sync::CancellationToken::new())
+        .await;
+    let requests = p.server.requests();
+    assert_eq!(
+        requests[returned_at..]
+            .iter()
+            .filter(|r| system_of(r).contains("ROLE-SLOW"))
+            .count(),
+        1,
+        "the child's second turn came after the call returned"
+    );
+    assert_eq!(
+        requests_with(&p.server, "ROLE-SLOW").len(),
+        2,
+        "not restarted"
+    );
+    let (result, _) = run_collecting(&mut p.agent, "news?").await;
+    assert_eq!(result.final_text, "got the late result");
+    let text = last_user_text(p.server.requests().last().unwrap());
+    assert!(text.contains("slow result after the gate"), "{text}");
+}
+
+#[tokio::test]
+async fn a_fork_skills_own_tool_is_callable_in_its_sub_agent_and_only_there() {
+    // A fork-mode skill runs as a sub-agent; the tools its tool.json declares belong
+    // to that sub-agent (its allowed_tools admit them), not to the parent.
+    let ws = Workspace::new();
+    let dir = ws.roo_home.join("skills/tally");
+    write(
+        &dir.join("SKILL.md"),
+        "---\nname: tally\ndescription: tallies\nallowed_tools: [ReadFile]\nmode: fork\n---\nTALLY-BODY $ARGUMENTS\n",
+    );
+    write(
+        &dir.join("tool.json"),
+        r#"{"name": "count", "description": "Counts.", "command": "cat; echo ' counted'"}"#,
+    );
+    let script = r#"
+agents:
+  "*":
+    - when: {last_user_contains: "counted"}
+      text: "tally report: counted"
+    - when: {last_user_contains: "TALLY-BODY"}
+      text: "counting"
+      tool_calls:
+        - {name: skill__tally__count, input: {n: 3}}
+    - when: {last_user_contains: "tally report"}
+      text: "the skill reported"
+    - text: "loading"
+      tool_calls:
+        - {name: LoadSkill, input: {name: tally, arguments: now}}
+"#;
+    let mut p = parent_with_skills(
+        &ws,
+        script,
+        limits(),
+        Some(roo_agent::skills::Catalog::from_dirs(
+            Some(ws.roo_home.join("skills")),
+            None,
+        )),
+    )
+    .await;
+    *p.agent.policy().write().unwrap() = PermissionPolicy::new(
+        ws.project.clone(),
+        PermissionMode::BypassPermissions,
+        RuleSet::default(),
+    );
+    let (result, _) = run_collecting(&mut p.agent, "tally it").await;
+    assert_eq!(result.final_text, "the skill reported");
+    let requests = p.server.requests();
+    let child_call = requests
+        .iter()
+        .find(|r| last_user_text(r).contains("counted"))
+        .expect("the child's tool call ran");
+    assert!(
+        last_user_text(child_call).contains(r#"{\"n\":3} counted"#),
+        "{}",
+        last_user_text(child_call)
+    );
+    assert!(request_tools(child_call).contains(&"skill__tally__count".to_string()));
+    assert!(p.agent.tools().get("skill__tally__count").is_none());
 }
