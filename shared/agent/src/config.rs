@@ -235,7 +235,13 @@ impl ConfigFiles {
                 if file.source == Source::User || trust == ProjectTrust::Trusted {
                     agents.override_with(section);
                 } else {
-                    agents.narrow_with(section, &agents_defaults());
+                    for key in agents.narrow_with(section, &agents_defaults()) {
+                        ignored.push(IgnoredSetting {
+                            path: file.path.clone(),
+                            source: file.source,
+                            key: key.to_string(),
+                        });
+                    }
                 }
             }
             sections::check_mode(value, &file.path)?;

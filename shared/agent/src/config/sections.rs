@@ -426,43 +426,77 @@ impl AgentsSection {
     /// `other` over `self` where it narrows only (an untrusted project): smaller
     /// limits, background and Verification off. `defaults` fills what `self` leaves
     /// unset, so a narrowing is judged against the value in force.
-    pub(crate) fn narrow_with(&mut self, other: AgentsSection, defaults: &AgentsSection) {
-        fn min(current: Option<u32>, default: Option<u32>, new: Option<u32>) -> Option<u32> {
-            match (current.or(default), new) {
-                (Some(c), Some(n)) => Some(c.min(n)),
-                (c, n) => n.or(c),
+    /// Returns the keys of `other` that were not applied because they would widen
+    /// (for the notice listing an untrusted project's ignored settings).
+    pub(crate) fn narrow_with(
+        &mut self,
+        other: AgentsSection,
+        defaults: &AgentsSection,
+    ) -> Vec<&'static str> {
+        let mut ignored = Vec::new();
+        let mut min = |key: &'static str, current: Option<u32>, default: Option<u32>, new| match (
+            current.or(default),
+            new,
+        ) {
+            (Some(c), Some(n)) => {
+                if n > c {
+                    ignored.push(key);
+                }
+                Some(c.min(n))
             }
-        }
-        self.max_depth = min(self.max_depth, defaults.max_depth, other.max_depth);
+            (c, n) => n.or(c),
+        };
+        self.max_depth = min(
+            "agents.max_depth",
+            self.max_depth,
+            defaults.max_depth,
+            other.max_depth,
+        );
         self.max_concurrent = min(
+            "agents.max_concurrent",
             self.max_concurrent,
             defaults.max_concurrent,
             other.max_concurrent,
         );
         self.max_per_session = min(
+            "agents.max_per_session",
             self.max_per_session,
             defaults.max_per_session,
             other.max_per_session,
         );
         self.max_result_chars = min(
+            "agents.max_result_chars",
             self.max_result_chars,
             defaults.max_result_chars,
             other.max_result_chars,
         );
         // Sooner to the background, never later; 0 (never) is not a narrowing.
-        if let Some(n) = other.auto_background_secs.filter(|n| *n > 0) {
-            let current = self
-                .auto_background_secs
-                .or(defaults.auto_background_secs)
-                .filter(|c| *c > 0);
-            self.auto_background_secs = Some(current.map_or(n, |c| c.min(n)));
+        let current = self
+            .auto_background_secs
+            .or(defaults.auto_background_secs)
+            .filter(|c| *c > 0);
+        match other.auto_background_secs {
+            Some(n) if n > 0 && current.is_none_or(|c| n <= c) => {
+                self.auto_background_secs = Some(n);
+            }
+            Some(_) => ignored.push("agents.auto_background_secs"),
+            None => {}
         }
-        if other.background == Some(false) {
-            self.background = Some(false);
+        match other.background {
+            Some(false) => self.background = Some(false),
+            Some(true) if self.background.or(defaults.background) == Some(false) => {
+                ignored.push("agents.background");
+            }
+            _ => {}
         }
-        if other.verification == Some(false) {
-            self.verification = Some(false);
+        match other.verification {
+            Some(false) => self.verification = Some(false),
+            Some(true) if self.verification.or(defaults.verification) != Some(true) => {
+                ignored.push("agents.verification");
+            }
+            _ => {}
         }
+        ignored
     }
 }
 

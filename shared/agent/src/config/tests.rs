@@ -608,6 +608,21 @@ fn agents_limits_merge_and_an_untrusted_project_only_narrows_them() {
     let limits = crate::subagent::SubagentLimits::from_section(a);
     assert_eq!(limits.max_depth, 2);
     assert!(!limits.background);
+    // What was not applied is listed with the other ignored settings (the notice).
+    let ignored: Vec<String> = untrusted
+        .ignored()
+        .iter()
+        .filter(|i| i.key.starts_with("agents."))
+        .map(|i| format!("{}:{}", i.source, i.key))
+        .collect();
+    assert_eq!(
+        ignored,
+        [
+            "project:agents.max_depth",
+            "project:agents.auto_background_secs",
+            "project:agents.verification"
+        ]
+    );
     // Trusted, the project's values replace the user's, key by key.
     let trusted = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Trusted).unwrap();
     let a = trusted.agents();
