@@ -105,8 +105,9 @@ pub struct AgentOptions {
     /// Prices for the cost figures in usage events (built-in plus config overrides).
     pub prices: roo_llm::PriceTable,
     /// The tool list sent with every request instead of the registry's: a fork keeps
-    /// its parent's list byte for byte (the prompt cache hits). Calls are still
-    /// checked against the registry when they execute.
+    /// its parent's list byte for byte (the prompt cache hits); tools registered or
+    /// revealed later are appended after it. Calls are still checked against the
+    /// registry when they execute.
     pub pinned_tools: Option<Vec<roo_llm::ToolSpec>>,
 }
 
@@ -584,7 +585,18 @@ impl Agent {
             system,
             messages: self.messages.clone(),
             tools: match &self.options.pinned_tools {
-                Some(tools) => tools.clone(),
+                Some(pinned) => {
+                    // Tools that appeared since (revealed by ToolSearch, a skill's own)
+                    // go after the pinned list, so the cached prefix stays.
+                    let mut tools = pinned.clone();
+                    tools.extend(
+                        self.tools
+                            .specs()
+                            .into_iter()
+                            .filter(|spec| !pinned.iter().any(|p| p.name == spec.name)),
+                    );
+                    tools
+                }
                 None => self.tools.specs(),
             },
             max_tokens: self.options.max_tokens,

@@ -54,15 +54,26 @@ pub fn fork_history(messages: &[Message]) -> Option<Vec<Message>> {
     Some(history)
 }
 
-/// Whether `messages` belong to a fork (a directive is in a user message). The
-/// seed's `IsForkContext`: a fallback next to the runtime's flag, so a fork is
-/// recognised even when the flag did not reach the call.
+/// Whether `messages` belong to a fork: the placeholder results of the call that
+/// started it, followed by a user message with the directive. The seed's
+/// `IsForkContext`: a fallback next to the runtime's flag, so a fork is recognised even
+/// when the flag did not reach the call. The structure, not the tag alone, decides: a
+/// user who types the tag into a prompt does not turn the conversation into a fork's.
 pub fn is_fork_context(messages: &[Message]) -> bool {
-    messages.iter().filter(|m| m.role == Role::User).any(|m| {
-        m.content.iter().any(|block| match block {
-            ContentBlock::Text { text } => text.contains(FORK_TAG),
-            _ => false,
-        })
+    let is_placeholder = |block: &ContentBlock| matches!(block, ContentBlock::ToolResult { content, .. } if content == PLACEHOLDER);
+    let has_directive = |m: &Message| {
+        m.role == Role::User
+            && m.content.iter().any(|block| match block {
+                ContentBlock::Text { text } => text.contains(FORK_TAG),
+                _ => false,
+            })
+    };
+    // The loop merges the directive into the placeholders' message; a transcript
+    // may keep them apart.
+    messages.iter().enumerate().any(|(i, m)| {
+        m.role == Role::User
+            && m.content.iter().any(is_placeholder)
+            && (has_directive(m) || messages.get(i + 1).is_some_and(has_directive))
     })
 }
 
@@ -118,20 +129,39 @@ mod tests {
     }
 
     #[test]
-    fn a_directive_marks_the_history_as_a_fork() {
-        let mut messages = vec![Message::user_text("hello"), assistant_with_calls()];
+    fn the_placeholders_and_the_directive_mark_the_history_as_a_fork() {
+        let messages = vec![Message::user_text("hello"), assistant_with_calls()];
         assert!(!is_fork_context(&messages));
-        messages.push(Message::user_text(directive("do it")));
-        assert!(is_fork_context(&messages));
-        // The tag in a tool result (a file the fork read) does not count.
-        let read = vec![Message {
-            role: Role::User,
-            content: vec![ContentBlock::ToolResult {
-                tool_use_id: "c".into(),
-                content: FORK_TAG.into(),
-                is_error: false,
-            }],
-        }];
+        let mut fork = fork_history(&messages).unwrap();
+        fork.push(Message::user_text(directive("do it")));
+        assert!(is_fork_context(&fork));
+        // As the loop has it: the directive merged into the placeholders' message.
+        let mut merged = fork_history(&messages).unwrap();
+        if let Some(ContentBlock::Text { text }) =
+            Message::user_text(directive("do it")).content.first()
+        {
+            merged[2]
+                .content
+                .push(ContentBlock::Text { text: text.clone() });
+        }
+        assert_eq!(merged.len(), 3);
+        assert!(is_fork_context(&merged));
+        // The tag typed by the user, or in a tool result (a file the agent read), does
+        // not count: the parent may still fork.
+        let mut typed = messages.clone();
+        typed.push(Message::user_text(format!("what does {FORK_TAG} mean?")));
+        assert!(!is_fork_context(&typed));
+        let read = vec![
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "c".into(),
+                    content: FORK_TAG.into(),
+                    is_error: false,
+                }],
+            },
+            Message::user_text(FORK_TAG),
+        ];
         assert!(!is_fork_context(&read));
     }
 }

@@ -1126,3 +1126,78 @@ agents:
     assert!(request_tools(child_call).contains(&"skill__tally__count".to_string()));
     assert!(p.agent.tools().get("skill__tally__count").is_none());
 }
+
+#[tokio::test]
+async fn a_forks_tool_list_stays_its_parents_and_gains_the_tools_it_reveals() {
+    // The fork's first request carries the parent's tool list byte for byte; a tool
+    // that appears inside the fork (an inline skill's own tool) is appended from the
+    // next request on, so the fork can call it with its schema.
+    let ws = Workspace::new();
+    let dir = ws.roo_home.join("skills/tally");
+    write(
+        &dir.join("SKILL.md"),
+        "---\nname: tally\ndescription: tallies\n---\nTALLY-BODY\n",
+    );
+    write(
+        &dir.join("tool.json"),
+        r#"{"name": "count", "description": "Counts.", "command": "echo counted"}"#,
+    );
+    let script = r#"
+agents:
+  "*":
+    - when: {last_user_contains: "counted"}
+      text: "Scope: tally. counted"
+    - when: {last_user_contains: "TALLY-BODY"}
+      text: "counting"
+      tool_calls:
+        - {name: skill__tally__count, input: {}}
+    - when: {last_user_contains: "<fork-directive>"}
+      text: "loading"
+      tool_calls:
+        - {name: LoadSkill, input: {name: tally}}
+    - when: {last_user_contains: "Scope: tally"}
+      text: "the fork reported"
+    - text: "forking"
+      tool_calls:
+        - {name: Agent, input: {description: "tally", prompt: "tally it"}}
+"#;
+    let mut p = parent_with_skills(
+        &ws,
+        script,
+        limits(),
+        Some(roo_agent::skills::Catalog::from_dirs(
+            Some(ws.roo_home.join("skills")),
+            None,
+        )),
+    )
+    .await;
+    *p.agent.policy().write().unwrap() = PermissionPolicy::new(
+        ws.project.clone(),
+        PermissionMode::BypassPermissions,
+        RuleSet::default(),
+    );
+    let (result, _) = run_collecting(&mut p.agent, "tally").await;
+    assert_eq!(result.final_text, "the fork reported");
+    let requests = p.server.requests();
+    let parent_first = &requests[0];
+    let fork_first = requests
+        .iter()
+        .find(|r| last_user_text(r).contains("<fork-directive>"))
+        .unwrap();
+    assert_eq!(fork_first.body["tools"], parent_first.body["tools"]);
+    let after_load = requests
+        .iter()
+        .find(|r| last_user_text(r).contains("TALLY-BODY"))
+        .unwrap();
+    let tools = request_tools(after_load);
+    assert_eq!(
+        tools.last().map(String::as_str),
+        Some("skill__tally__count")
+    );
+    assert_eq!(
+        after_load.body["tools"].as_array().unwrap()[..tools.len() - 1],
+        parent_first.body["tools"].as_array().unwrap()[..],
+        "the pinned list is kept in front"
+    );
+    // The fork's report needed the tool's output: it ran with its schema known.
+}
