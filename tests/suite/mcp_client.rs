@@ -141,3 +141,95 @@ async fn a_cancelled_call_is_cancelled_on_the_server() {
     }
     McpServers::shutdown_all().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_server_that_died_can_be_restarted_and_its_tools_work_again() {
+    // A server killed mid-session: its tools fail with a clear reason; `/mcp restart`
+    // starts it again, and the tool objects registered before — here one taken from
+    // the lead's registry before the crash — use the new connection.
+    let home = TempHome::new();
+    let starts = home.home.join("starts");
+    let entry = mcp_servers_dir().join(EVERYTHING_ENTRY);
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_servers:\n  everything:\n    command: sh\n    args: [\"-c\", \"echo $$ >> '{}'; exec node '{}' stdio\"]\n",
+            starts.display(),
+            entry.display()
+        ),
+    );
+    let lead = build_agent(settings(&home, "lead")).await.unwrap();
+    let servers = lead.mcp.clone().unwrap();
+    servers.wait_started().await;
+    let echo = lead.agent.tools().get("mcp__everything__echo").unwrap();
+    let ctx = ToolContext::new(
+        home.cwd.path().to_path_buf(),
+        home.home.path().to_path_buf(),
+    );
+    assert_eq!(
+        echo.call(json!({"message": "one"}), &ctx).await.content,
+        "Echo: one"
+    );
+    let Err(why) = servers.restart("nope").await else {
+        panic!("an unknown server restarted")
+    };
+    assert!(why.contains("configured: everything"), "{why}");
+
+    let first = pids(&starts)[0];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // (The runtime runs the watcher: wait without blocking it.)
+    let noticed = tokio::time::timeout(Duration::from_secs(20), async {
+        while !servers.report().contains("restart <server>") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(noticed.is_ok(), "not noticed:\n{}", servers.report());
+    let dead = echo.call(json!({"message": "two"}), &ctx).await;
+    assert!(dead.is_error, "{}", dead.content);
+    assert!(
+        dead.content.contains("/mcp restart everything"),
+        "{}",
+        dead.content
+    );
+
+    let restarted = servers.restart("everything").await.unwrap();
+    assert!(restarted.contains("restarted"), "{restarted}");
+    assert_eq!(pids(&starts).len(), 2, "a second server process");
+    assert_eq!(
+        echo.call(json!({"message": "three"}), &ctx).await.content,
+        "Echo: three"
+    );
+    assert!(
+        servers
+            .report()
+            .contains("everything (stdio: sh): connected"),
+        "{}",
+        servers.report()
+    );
+    // Restarting a live server replaces its process; the old one ends.
+    servers.restart("everything").await.unwrap();
+    let second = pids(&starts)[1];
+    wait_until(
+        "the replaced server to end",
+        Duration::from_secs(10),
+        || process_gone(second).then_some(()),
+        || format!("{second} runs"),
+    );
+    assert_eq!(
+        echo.call(json!({"message": "four"}), &ctx).await.content,
+        "Echo: four"
+    );
+    McpServers::shutdown_all().await;
+    let third = pids(&starts)[2];
+    wait_until(
+        "the last server to end",
+        Duration::from_secs(10),
+        || process_gone(third).then_some(()),
+        || format!("{third} runs"),
+    );
+}

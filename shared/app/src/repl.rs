@@ -40,8 +40,9 @@ const HELP: &str = "Commands:
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
   /<skill> [ARGS]  run a skill: commit, test, and those in ~/.roocode/skills and .roocode/skills
   /mcp             the MCP servers: connected (tools, prompts), failed and why
+  /mcp restart S   start MCP server S again (after it failed or exited)
   /mcp__<server>__<prompt> [ARGS]  send an MCP server's prompt
-Keys: Esc stops the current run; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
+Keys: Esc stops the current run; Ctrl+B moves the sub-agents it waits for to the background; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
 
 /// Puts the terminal in raw mode for the session and restores it on drop.
 struct RawMode;
@@ -286,6 +287,27 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
                 roo_agent::mcp::McpServers::report,
             );
             let _ = write!(render.out(), "{report}");
+            continue;
+        }
+        if let Some(rest) = trimmed.strip_prefix("/mcp ") {
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let line = match (words.as_slice(), mcp.as_ref()) {
+                (["restart", server], Some(servers)) => {
+                    let _ = writeln!(
+                        render.out(),
+                        "{}",
+                        style.dim(&format!("(restarting {server}…)"))
+                    );
+                    match servers.restart(server).await {
+                        Ok(text) => style.dim(&text),
+                        Err(why) => style.red(&format!("error: {why}")),
+                    }
+                }
+                (["restart", _], None) => style
+                    .red("error: no MCP servers are configured (mcp_servers: in a config file)"),
+                _ => style.red("error: usage: /mcp, or /mcp restart <server>"),
+            };
+            let _ = writeln!(render.out(), "{line}");
             continue;
         }
         let mut skill = crate::skill_command::skill_prompt(skills.as_ref(), trimmed);

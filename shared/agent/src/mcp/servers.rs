@@ -15,7 +15,7 @@ use super::convert::{
     prompt_text, qualified_name, tool_listing,
 };
 use super::settings::McpSettings;
-use super::tool::{McpTool, ServerLink};
+use super::tool::{LinkSlot, McpTool, ServerLink};
 use crate::config::{McpServerConfig, McpTransport};
 use crate::tool::{Lookup, Tool, ToolRegistry, WeakToolRegistry};
 use crate::tools::ToolSearch;
@@ -62,6 +62,8 @@ pub struct McpServers {
 
 struct Inner {
     settings: McpSettings,
+    /// How servers are started (again, on a restart).
+    launch: Launch,
     state: Mutex<State>,
     /// True once start-up is over (every server answered or the startup timeout
     /// passed): tools are then in the registries.
@@ -86,8 +88,11 @@ struct State {
 
 struct Server {
     transport: String,
+    /// Its configuration, to start it again.
+    config: McpTransport,
     status: ServerStatus,
-    link: Option<Arc<ServerLink>>,
+    /// Its current connection, shared by its tools; replaced by a restart.
+    link: Option<LinkSlot>,
     tools: Vec<ToolListing>,
     prompts: Vec<PromptListing>,
     starting: Option<Starting>,
@@ -106,6 +111,7 @@ impl McpServers {
         let servers = McpServers {
             inner: Arc::new(Inner {
                 settings,
+                launch: launch.clone(),
                 state: Mutex::default(),
                 settled,
                 answered: watch::channel(0).0,
@@ -123,6 +129,7 @@ impl McpServers {
                     name.clone(),
                     Server {
                         transport,
+                        config: config.transport.clone(),
                         status: ServerStatus::Starting,
                         link: None,
                         tools: Vec::new(),
@@ -295,7 +302,11 @@ impl McpServers {
             if let Some(server) = state.servers.get_mut(&name) {
                 server.status = ServerStatus::Connected;
                 self.inner.answered.send_modify(|n| *n += 1);
-                server.link = Some(link);
+                match &server.link {
+                    // A restart: the tools registered before use the new connection.
+                    Some(slot) => slot.replace(link.clone()),
+                    None => server.link = Some(LinkSlot::new(link.clone())),
+                }
                 server.tools = listings;
                 server.prompts = prompt_listings;
                 server.starting = None;
@@ -317,9 +328,18 @@ impl McpServers {
             if state.stopping {
                 return;
             }
-            if let Some(server) = state.servers.get_mut(&name) {
-                server.status = ServerStatus::Exited(why.clone());
+            let Some(server) = state.servers.get_mut(&name) else {
+                return;
+            };
+            // A connection closed or replaced by a restart ends quietly.
+            let current = server
+                .link
+                .as_ref()
+                .is_some_and(|slot| Arc::ptr_eq(&slot.current(), &link));
+            if server.status != ServerStatus::Connected || !current {
+                return;
             }
+            server.status = ServerStatus::Exited(why.clone());
             let text = format!("MCP server `{name}` {why}; its tools are unavailable");
             tracing::warn!("{text}");
             state.notices.push(text);
@@ -475,17 +495,19 @@ impl McpServers {
             return "No MCP servers are configured (mcp_servers: in a config file).\n".to_string();
         }
         let mut text = String::from("MCP servers:\n");
+        let mut down = false;
         for s in states {
             let status = match &s.status {
-                ServerStatus::Starting => "starting".to_string(),
                 ServerStatus::Connected => {
                     format!("connected, {} tool(s), {} prompt(s)", s.tools, s.prompts)
                 }
-                ServerStatus::Failed(why) => format!("failed: {why}"),
-                ServerStatus::Exited(why) => why.clone(),
-                ServerStatus::Stopped => "stopped".to_string(),
+                other => status_text(other),
             };
             let _ = writeln!(text, "  {} ({}): {status}", s.name, s.transport);
+            down |= matches!(s.status, ServerStatus::Failed(_) | ServerStatus::Exited(_));
+        }
+        if down {
+            text.push_str("Start one again with /mcp restart <server>.\n");
         }
         text
     }
@@ -527,7 +549,7 @@ impl McpServers {
         let (link, listing) = {
             let state = self.lock();
             state.servers.iter().find_map(|(server_name, server)| {
-                let link = server.link.clone()?;
+                let link = server.link.as_ref()?.current();
                 server
                     .prompts
                     .iter()
@@ -566,6 +588,90 @@ impl McpServers {
                 "failed to get prompt {command}: the server did not answer in time"
             )),
         })
+    }
+
+    /// Starts server `name` again (`/mcp restart`): its old connection is closed and
+    /// its process ended, a new one is started, and its tools — in every registry
+    /// that has them, sub-agents' copies included — use the new connection. Waits for
+    /// the outcome (bounded by the start-up limits); the `Ok` text says what it
+    /// offers, the `Err` why it failed.
+    pub async fn restart(&self, name: &str) -> Result<String, String> {
+        let (old, abandoned, config, answered) = {
+            let mut state = self.lock();
+            if state.stopping {
+                return Err("the MCP servers are shutting down".to_string());
+            }
+            let known = state.servers.keys().cloned().collect::<Vec<_>>().join(", ");
+            let Some(server) = state.servers.get_mut(name) else {
+                return Err(format!(
+                    "there is no MCP server `{name}`; configured: {}",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known
+                    }
+                ));
+            };
+            if server.status == ServerStatus::Starting {
+                return Err(format!("MCP server `{name}` is still starting"));
+            }
+            server.status = ServerStatus::Starting;
+            let answered = self.inner.answered.subscribe();
+            (
+                server.connection.take(),
+                server.starting.take(),
+                server.config.clone(),
+                answered,
+            )
+        };
+        if let Some(connection) = old {
+            connection.close().await;
+        }
+        if let Some(starting) = abandoned {
+            starting.abandon().await;
+        }
+        let mut answered = answered;
+        answered.mark_unchanged();
+        let this = self.clone();
+        let (owned, launch) = (name.to_string(), self.inner.launch.clone());
+        tokio::spawn(async move { this.run_server(owned, config, launch).await });
+        let settings = &self.inner.settings;
+        let limit = settings.connect_timeout.saturating_mul(2);
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                if self
+                    .lock()
+                    .servers
+                    .get(name)
+                    .is_some_and(|s| s.status != ServerStatus::Starting)
+                {
+                    break;
+                }
+                if answered.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        if self.lock().publishing {
+            self.publish();
+        }
+        let state = self.lock();
+        let Some(server) = state.servers.get(name) else {
+            return Err(format!("MCP server `{name}` is gone"));
+        };
+        match &server.status {
+            ServerStatus::Connected => Ok(format!(
+                "MCP server `{name}` restarted: {} tool(s), {} prompt(s)",
+                server.tools.len(),
+                server.prompts.len()
+            )),
+            ServerStatus::Starting => Err(format!(
+                "MCP server `{name}` did not answer within {} s; it keeps starting",
+                limit.as_secs()
+            )),
+            other => Err(format!("MCP server `{name}` {}", status_text(other))),
+        }
     }
 
     /// Closes every connection and ends every server process (stdin closed first,
@@ -611,6 +717,17 @@ impl McpServers {
         if let Some(connection) = connection {
             connection.close().await;
         }
+    }
+}
+
+/// A status as `/mcp` and a failed restart say it.
+fn status_text(status: &ServerStatus) -> String {
+    match status {
+        ServerStatus::Starting => "starting".to_string(),
+        ServerStatus::Connected => "connected".to_string(),
+        ServerStatus::Failed(why) => format!("failed: {why}"),
+        ServerStatus::Exited(why) => why.clone(),
+        ServerStatus::Stopped => "stopped".to_string(),
     }
 }
 

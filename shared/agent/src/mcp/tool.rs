@@ -27,10 +27,39 @@ impl ServerLink {
     pub fn unavailable(&self) -> Option<String> {
         self.down.borrow().as_ref().map(|why| {
             format!(
-                "MCP server `{}` {why}; its tools are unavailable for the rest of this session",
-                self.server
+                "MCP server `{}` {why}; its tools are unavailable until the user restarts it \
+                 (`/mcp restart {}`)",
+                self.server, self.server
             )
         })
+    }
+}
+
+/// The current connection of one server, shared by all its tools in every registry
+/// (a sub-agent's copy included): a restart puts the new connection here, so the
+/// tools registered before keep working.
+#[derive(Clone)]
+pub struct LinkSlot(Arc<std::sync::RwLock<Arc<ServerLink>>>);
+
+impl LinkSlot {
+    pub fn new(link: Arc<ServerLink>) -> Self {
+        Self(Arc::new(std::sync::RwLock::new(link)))
+    }
+
+    /// The connection now.
+    pub fn current(&self) -> Arc<ServerLink> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts a new connection in place of the old one.
+    pub fn replace(&self, link: Arc<ServerLink>) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = link;
     }
 }
 
@@ -60,16 +89,19 @@ pub fn describe_error(server: &str, error: &ServiceError) -> String {
 /// One tool of an MCP server.
 pub struct McpTool {
     name: String,
+    server: String,
     listing: ToolListing,
-    link: Arc<ServerLink>,
+    slot: LinkSlot,
 }
 
 impl McpTool {
-    pub fn new(listing: ToolListing, link: Arc<ServerLink>) -> Self {
+    pub fn new(listing: ToolListing, slot: LinkSlot) -> Self {
+        let server = slot.current().server.clone();
         Self {
-            name: qualified_name(&link.server, &listing.name),
+            name: qualified_name(&server, &listing.name),
+            server,
             listing,
-            link,
+            slot,
         }
     }
 }
@@ -80,10 +112,7 @@ impl Tool for McpTool {
     }
 
     fn description(&self) -> String {
-        let mut text = format!(
-            "[MCP server {}] {}",
-            self.link.server, self.listing.description
-        );
+        let mut text = format!("[MCP server {}] {}", self.server, self.listing.description);
         if self.listing.read_only_hint {
             // The server's claim; permissions do not rely on it.
             text.push_str(" (The server says this tool only reads.)");
@@ -108,7 +137,8 @@ impl Tool for McpTool {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            if let Some(message) = self.link.unavailable() {
+            let link = self.slot.current();
+            if let Some(message) = link.unavailable() {
                 return ToolOutput::error(message);
             }
             let Value::Object(arguments) = input else {
@@ -119,27 +149,27 @@ impl Tool for McpTool {
             };
             let params =
                 CallToolRequestParams::new(self.listing.name.clone()).with_arguments(arguments);
-            let timeout = self.link.tool_timeout;
+            let timeout = link.tool_timeout;
             // Dropping the request (timeout, cancel) sends `notifications/cancelled`.
             tokio::select! {
-                result = self.link.peer.call_tool(params) => match result {
+                result = link.peer.call_tool(params) => match result {
                     Ok(result) => match serde_json::to_value(&result) {
                         Ok(value) => call_result(&value),
                         Err(e) => ToolOutput::error(format!("failed to read the result of {}: {e}", self.name)),
                     },
                     Err(e) => {
                         // A dead server shows as a closed transport; say how it ended.
-                        let mut down = self.link.down.clone();
+                        let mut down = link.down.clone();
                         let _ = tokio::time::timeout(
                             Duration::from_secs(2),
                             down.wait_for(Option::is_some),
                         )
                         .await;
-                        self.link.unavailable().map_or_else(
+                        link.unavailable().map_or_else(
                             || ToolOutput::error(format!(
                                 "failed to call {}: {}",
                                 self.name,
-                                describe_error(&self.link.server, &e)
+                                describe_error(&link.server, &e)
                             )),
                             ToolOutput::error,
                         )
