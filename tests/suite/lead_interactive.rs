@@ -166,7 +166,7 @@ agents:
 }
 
 #[test]
-fn mcp_servers_in_the_repl_warn_list_prompts_and_stop_on_escape_without_painting_stderr() {
+fn mcp_servers_in_the_repl_warn_list_prompts_restart_and_stop_on_escape_without_painting_stderr() {
     let home = TempHome::new();
     bugfix_repo(home.cwd.path());
     let everything = roo_tests::mcp_servers_dir().join(roo_tests::EVERYTHING_ENTRY);
@@ -230,6 +230,16 @@ agents:
     tmux.keys(&["Enter"]);
     tmux.wait_for("the next answer", |s| {
         s.contains("Still here after the stop.")
+    });
+    tmux.type_text("/mcp restart everything");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the restart", |s| {
+        s.contains("MCP server `everything` restarted:")
+    });
+    tmux.type_text("/mcp restart ghost");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the failed restart", |s| {
+        s.contains("error: MCP server `ghost` failed")
     });
     tmux.type_text("/exit");
     tmux.keys(&["Enter"]);
