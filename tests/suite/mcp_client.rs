@@ -233,3 +233,52 @@ async fn a_server_that_died_can_be_restarted_and_its_tools_work_again() {
         || format!("{third} runs"),
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_server_that_connects_late_reaches_sub_agents_registries_too() {
+    // A sub-agent's registry is a copy of its parent's taken when it starts; a server
+    // that connects afterwards must add its tools to the copy as well.
+    let home = TempHome::new();
+    let gate = home.home.join("gate");
+    let entry = mcp_servers_dir().join(EVERYTHING_ENTRY);
+    home.home.write(
+        "config.yaml",
+        format!(
+            "mcp_defer: never\nmcp_startup_timeout_secs: 1\nmcp_servers:\n  everything:\n    command: sh\n    args: [\"-c\", \"while [ ! -f '{}' ]; do sleep 0.05; done; exec node '{}' stdio\"]\n",
+            gate.display(),
+            entry.display()
+        ),
+    );
+    let lead = build_agent(settings(&home, "lead")).await.unwrap();
+    let servers = lead.mcp.clone().unwrap();
+    servers.wait_started().await;
+    let registry: &ToolRegistry = lead.agent.tools();
+    assert!(
+        registry.get("mcp__everything__echo").is_none(),
+        "not connected yet"
+    );
+    let child = registry.detached();
+    let grandchild = child.detached();
+    std::fs::write(&gate, "").unwrap();
+    let connected = tokio::time::timeout(Duration::from_secs(30), async {
+        while registry.get("mcp__everything__echo").is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(connected.is_ok(), "{}", servers.report());
+    for copy in [&child, &grandchild] {
+        let echo = copy
+            .get("mcp__everything__echo")
+            .expect("the late server's tools reach the copy");
+        let ctx = ToolContext::new(
+            home.cwd.path().to_path_buf(),
+            home.home.path().to_path_buf(),
+        );
+        assert_eq!(
+            echo.call(json!({"message": "copy"}), &ctx).await.content,
+            "Echo: copy"
+        );
+    }
+    McpServers::shutdown_all().await;
+}

@@ -265,6 +265,14 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// A tool that acts on the registry it is registered in (ToolSearch reveals
+    /// there) returns a copy bound to `registry` — the [detached](ToolRegistry::detached)
+    /// copy of its registry, which gets that copy instead of this tool. `None`: the
+    /// tool does not depend on its registry and is shared as it is.
+    fn rebind(&self, _registry: &ToolRegistry) -> Option<Arc<dyn Tool>> {
+        None
+    }
+
     /// Whether the tool only makes sense with a human (or an interactive parent) at
     /// hand: plan mode, questions to the user. Agents nobody can answer (background
     /// sub-agents) are refused such tools — a property of the tool, so a new tool is
@@ -429,7 +437,14 @@ struct Catalog {
     tools: BTreeMap<String, Entry>,
     scopes: Vec<(ScopeId, ToolScope)>,
     next_scope: u64,
+    /// Called with every detached copy (and copies of copies): what keeps adding
+    /// tools to this registry after it was copied (MCP servers that connect late)
+    /// follows it to the copies.
+    on_detach: Vec<DetachHook>,
 }
+
+/// See [`ToolRegistry::on_detach`].
+type DetachHook = Arc<dyn Fn(&ToolRegistry) + Send + Sync>;
 
 #[derive(Clone)]
 struct Entry {
@@ -602,11 +617,40 @@ impl ToolRegistry {
     }
 
     /// An independent registry with the same tools, revealed set and scopes (a
-    /// sub-agent's, which it may narrow without touching its parent's).
+    /// sub-agent's, which it may narrow without touching its parent's). Tools bound
+    /// to this registry are [rebound](Tool::rebind) to the copy, and the
+    /// [`ToolRegistry::on_detach`] hooks are called with it.
     pub fn detached(&self) -> ToolRegistry {
-        ToolRegistry {
-            inner: Arc::new(RwLock::new(self.read().clone())),
+        let catalog = self.read().clone();
+        let hooks = catalog.on_detach.clone();
+        let copy = ToolRegistry {
+            inner: Arc::new(RwLock::new(catalog)),
+        };
+        let rebound: Vec<(String, Arc<dyn Tool>)> = copy
+            .read()
+            .tools
+            .iter()
+            .filter_map(|(name, entry)| entry.tool.rebind(&copy).map(|t| (name.clone(), t)))
+            .collect();
+        {
+            let mut catalog = copy.write();
+            for (name, tool) in rebound {
+                if let Some(entry) = catalog.tools.get_mut(&name) {
+                    entry.tool = tool;
+                }
+            }
         }
+        for hook in hooks {
+            hook(&copy);
+        }
+        copy
+    }
+
+    /// Calls `hook` with every detached copy of this registry from now on (and with
+    /// copies of those): for a source of tools that must reach sub-agents' registries
+    /// too. The hook must not keep the copy alive (hold a [`WeakToolRegistry`]).
+    pub fn on_detach(&self, hook: impl Fn(&ToolRegistry) + Send + Sync + 'static) {
+        self.write().on_detach.push(Arc::new(hook));
     }
 }
 

@@ -452,6 +452,14 @@ impl McpServers {
     /// Adds this process's MCP tools to `registry`, now and whenever a server
     /// connects later.
     pub fn attach(&self, registry: &ToolRegistry) {
+        // Sub-agents' copies of the registry (and their copies, which inherit the
+        // hook) get the tools of servers that connect later too.
+        let servers = self.clone();
+        registry.on_detach(move |copy| servers.attach_only(copy));
+        self.attach_only(registry);
+    }
+
+    fn attach_only(&self, registry: &ToolRegistry) {
         let publishing = {
             let mut state = self.lock();
             state.registries.push(registry.downgrade());

@@ -65,6 +65,11 @@ pub trait TypedTool: Send + Sync {
         false
     }
 
+    /// See [`Tool::rebind`].
+    fn rebind(&self, _registry: &super::ToolRegistry) -> Option<std::sync::Arc<dyn Tool>> {
+        None
+    }
+
     /// Runs the call with its parsed input.
     fn run<'a>(
         &'a self,
@@ -104,6 +109,10 @@ impl<T: TypedTool> Tool for T {
 
     fn needs_conversation(&self) -> bool {
         TypedTool::needs_conversation(self)
+    }
+
+    fn rebind(&self, registry: &super::ToolRegistry) -> Option<std::sync::Arc<dyn Tool>> {
+        TypedTool::rebind(self, registry)
     }
 
     fn summarize(&self, input: &Value) -> String {

@@ -15,7 +15,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput, TypedTool, WeakToolRegistry};
+use crate::tool::{
+    Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, TypedTool, WeakToolRegistry,
+};
 
 /// Default and largest `max_results`.
 const DEFAULT_RESULTS: usize = 5;
@@ -137,6 +139,11 @@ impl TypedTool for ToolSearch {
             );
         }
         text
+    }
+
+    /// A sub-agent's copy of the registry gets a ToolSearch that reveals in the copy.
+    fn rebind(&self, registry: &ToolRegistry) -> Option<Arc<dyn Tool>> {
+        Some(Arc::new(ToolSearch::new(registry.downgrade())))
     }
 
     fn kind(&self) -> ToolKind {

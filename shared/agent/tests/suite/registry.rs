@@ -210,3 +210,22 @@ fn a_tool_filter_with_a_pattern_or_a_typo_is_an_error() {
     let e = ToolScope::allow_only("skill x", &["readfile"]).unwrap_err();
     assert!(e.to_string().contains("did you mean `ReadFile`"), "{e}");
 }
+
+#[test]
+fn detach_hooks_follow_a_registry_to_its_copies_once_each() {
+    use std::sync::Mutex;
+    let registry = ToolRegistry::new();
+    let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let log = seen.clone();
+    registry.on_detach(move |copy| log.lock().unwrap().push(copy.names().len()));
+    let child = registry.detached();
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    let _grandchild = child.detached();
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "a copy of a copy inherits the hook once"
+    );
+    let _sibling = registry.detached();
+    assert_eq!(seen.lock().unwrap().len(), 3);
+}

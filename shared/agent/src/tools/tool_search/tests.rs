@@ -126,3 +126,37 @@ async fn search_reveals_matches_and_the_listing_is_reread() {
     let bad = search.call(json!({"max_results": 2}), &ctx).await;
     assert!(bad.is_error);
 }
+
+#[tokio::test]
+async fn a_sub_agents_copy_reveals_in_the_copy_not_in_its_parent() {
+    // A detached registry (a sub-agent's) carries a ToolSearch bound to itself: what
+    // the sub-agent looks up reaches its own next request, and the parent's prompt
+    // does not grow with the sub-agent's searches.
+    let parent = registry();
+    let child = parent.detached();
+    let search = child.get(ToolSearch::NAME).unwrap();
+    let ctx = ToolContext::new(PathBuf::from("/"), PathBuf::from("/"));
+    let out = search
+        .call(json!({"query": "select:mcp__weather__forecast"}), &ctx)
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(matches!(
+        child.lookup("mcp__weather__forecast"),
+        Lookup::Ready(_)
+    ));
+    assert!(matches!(
+        parent.lookup("mcp__weather__forecast"),
+        Lookup::Deferred(_)
+    ));
+    // The copy's listing no longer names it; the parent's still does.
+    assert!(
+        !child
+            .deferred_names()
+            .contains(&"mcp__weather__forecast".to_string())
+    );
+    assert!(
+        parent
+            .deferred_names()
+            .contains(&"mcp__weather__forecast".to_string())
+    );
+}
