@@ -17,7 +17,6 @@
 //! changed file is picked up without a restart.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -35,8 +34,6 @@ pub const MAX_DEFINITIONS_PER_DIR: usize = 200;
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 /// Most turns a definition may ask for.
 pub const MAX_TURNS_LIMIT: u32 = 500;
-/// Most directory entries looked at in one folder.
-const MAX_ENTRIES_LOOKED_AT: usize = 2000;
 /// Longest name and longest model name.
 const MAX_NAME_CHARS: usize = 64;
 const MAX_MODEL_CHARS: usize = 128;
@@ -407,50 +404,13 @@ impl AgentCatalog {
 }
 
 fn scan_dir(dir: &Path, source: Source, scan: &mut AgentScan) {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-        Err(e) => {
-            scan.warnings.push(format!(
-                "skipped the {source} agent definitions in {}: {e}",
-                dir.display()
-            ));
-            return;
-        }
-    };
-    let mut files: Vec<(String, PathBuf)> = Vec::new();
-    // A folder with millions of entries must not stall every request.
-    for entry in entries.flatten().take(MAX_ENTRIES_LOOKED_AT) {
-        let path = entry.path();
-        let Some(stem) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.strip_suffix(".md"))
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        if stem.starts_with('.') {
-            continue;
-        }
-        match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_file() => files.push((stem, path)),
-            Ok(meta) if meta.file_type().is_symlink() => scan.warnings.push(format!(
-                "skipped {}: a symlink; put the file itself there",
-                path.display()
-            )),
-            _ => {}
-        }
-    }
-    files.sort();
-    if files.len() > MAX_DEFINITIONS_PER_DIR {
-        scan.warnings.push(format!(
-            "{} holds {} agent files; only the first {MAX_DEFINITIONS_PER_DIR} (by name) are loaded",
-            dir.display(),
-            files.len()
-        ));
-        files.truncate(MAX_DEFINITIONS_PER_DIR);
-    }
+    let files = front_matter::list_dir(
+        dir,
+        front_matter::Entries::MarkdownFiles,
+        &format!("{source} agent files"),
+        MAX_DEFINITIONS_PER_DIR,
+        &mut scan.warnings,
+    );
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (stem, path) in files {
         match load_file(&path, &stem, source) {

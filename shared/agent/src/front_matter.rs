@@ -68,6 +68,83 @@ pub fn read_bounded(path: &Path, max: u64) -> Result<String, ReadError> {
     Ok(text)
 }
 
+/// What [`list_dir`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entries {
+    /// Sub-folders (one skill each), named as they are.
+    Folders,
+    /// Regular `.md` files (one agent type each), named without `.md`.
+    MarkdownFiles,
+}
+
+/// Most directory entries looked at in one folder: a folder with millions of entries
+/// must not stall every request.
+const MAX_ENTRIES_LOOKED_AT: usize = 2000;
+
+/// The entries of `dir` that define something, as (name, path), sorted by name and at
+/// most `max`. Hidden entries are left out; symlinks are not followed but reported.
+/// Problems go to `warnings` as lines naming the path; `what` names the entries in
+/// them (`skill folders`). A folder that does not exist lists nothing, silently.
+pub fn list_dir(
+    dir: &Path,
+    entries: Entries,
+    what: &str,
+    max: usize,
+    warnings: &mut Vec<String>,
+) -> Vec<(String, std::path::PathBuf)> {
+    let read = match fs::read_dir(dir) {
+        Ok(read) => read,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            warnings.push(format!("skipped the {what} in {}: {e}", dir.display()));
+            return Vec::new();
+        }
+    };
+    let mut found = Vec::new();
+    for entry in read.flatten().take(MAX_ENTRIES_LOOKED_AT) {
+        let path = entry.path();
+        let Ok(file_name) = entry.file_name().into_string() else {
+            warnings.push(format!("skipped {}: the name is not UTF-8", path.display()));
+            continue;
+        };
+        let name = match entries {
+            Entries::Folders => file_name,
+            Entries::MarkdownFiles => match file_name.strip_suffix(".md") {
+                Some(stem) => stem.to_string(),
+                None => continue,
+            },
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => warnings.push(format!(
+                "skipped {}: a symlink; put the {} itself there",
+                path.display(),
+                match entries {
+                    Entries::Folders => "folder",
+                    Entries::MarkdownFiles => "file",
+                }
+            )),
+            Ok(meta) if entries == Entries::Folders && meta.is_dir() => found.push((name, path)),
+            Ok(meta) if entries == Entries::MarkdownFiles && meta.is_file() => {
+                found.push((name, path));
+            }
+            _ => {}
+        }
+    }
+    found.sort();
+    if found.len() > max {
+        warnings.push(format!(
+            "{} holds {} {what}; only the first {max} (by name) are loaded",
+            dir.display(),
+            found.len()
+        ));
+        found.truncate(max);
+    }
+    found
+}
+
 /// Splits a file into its front matter, deserialized as `T`, and its body (trimmed).
 /// Accepts a byte-order mark and CRLF line ends. The error is a fragment to put after
 /// the file's name.

@@ -1,3 +1,5 @@
+use std::fs;
+
 use super::*;
 
 fn parse(text: &str) -> Result<AgentDefinition, DefinitionError> {

@@ -279,50 +279,13 @@ impl Catalog {
 }
 
 fn scan_dir(dir: &Path, source: Source, scan: &mut Scan) {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-        Err(e) => {
-            scan.warnings.push(format!(
-                "skipped the {source} skills in {}: {e}",
-                dir.display()
-            ));
-            return;
-        }
-    };
-    let mut names: Vec<(String, PathBuf)> = Vec::new();
-    // A folder with millions of entries must not stall every request.
-    for entry in entries.flatten().take(MAX_ENTRIES_LOOKED_AT) {
-        let path = entry.path();
-        let Ok(name) = entry.file_name().into_string() else {
-            scan.warnings.push(format!(
-                "skipped {}: the folder name is not UTF-8",
-                path.display()
-            ));
-            continue;
-        };
-        if name.starts_with('.') {
-            continue;
-        }
-        // No symlinks: a skill folder must not lead the loader elsewhere.
-        match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_dir() => names.push((name, path)),
-            Ok(meta) if meta.file_type().is_symlink() => scan.warnings.push(format!(
-                "skipped {}: a symlink; put the skill folder itself there",
-                path.display()
-            )),
-            _ => {}
-        }
-    }
-    names.sort();
-    if names.len() > MAX_SKILLS_PER_DIR {
-        scan.warnings.push(format!(
-            "{} holds {} skill folders; only the first {MAX_SKILLS_PER_DIR} (by name) are loaded",
-            dir.display(),
-            names.len()
-        ));
-        names.truncate(MAX_SKILLS_PER_DIR);
-    }
+    let names = front_matter::list_dir(
+        dir,
+        front_matter::Entries::Folders,
+        &format!("{source} skill folders"),
+        MAX_SKILLS_PER_DIR,
+        &mut scan.warnings,
+    );
     for (name, path) in names {
         match load_dir(&path, &name, source) {
             Ok(skill) => {

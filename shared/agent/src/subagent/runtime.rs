@@ -426,41 +426,30 @@ impl SubagentRuntime {
             background,
             &child_registry,
         );
-        let scopes = match scopes {
-            Ok(scopes) => scopes,
-            Err(e) => {
-                let message = format!("start agent type {agent_type}: {e}");
-                shared.tasks.finish(
-                    started.number,
-                    TaskEnd {
-                        status: TaskStatus::Failed,
-                        result: message.clone(),
-                        turns: 0,
-                    },
-                );
-                return Err(message);
-            }
+        // A child that cannot start still ends in the task table, with why.
+        let failed = |message: String| {
+            shared.tasks.finish(
+                started.number,
+                TaskEnd {
+                    status: TaskStatus::Failed,
+                    result: message.clone(),
+                    turns: 0,
+                },
+            );
+            message
         };
+        let scopes = scopes.map_err(|e| failed(format!("start agent type {agent_type}: {e}")))?;
         for scope in scopes {
             child_registry.narrow(scope);
         }
 
         let workspace = match &worktrees {
-            Some(worktrees) => match worktrees.create(&id).await {
-                Ok(workspace) => Some(workspace),
-                Err(e) => {
-                    let message = format!("start sub-agent {id} in a worktree: {e}");
-                    shared.tasks.finish(
-                        started.number,
-                        TaskEnd {
-                            status: TaskStatus::Failed,
-                            result: message.clone(),
-                            turns: 0,
-                        },
-                    );
-                    return Err(message);
-                }
-            },
+            Some(worktrees) => Some(
+                worktrees
+                    .create(&id)
+                    .await
+                    .map_err(|e| failed(format!("start sub-agent {id} in a worktree: {e}")))?,
+            ),
             None => None,
         };
         let policy = if let Some(workspace) = &workspace {
