@@ -431,3 +431,102 @@ fn oversized_message_text_is_refused_with_the_limit() {
         .assert_code(2)
         .assert_stderr_contains("the limit is 65536 bytes");
 }
+
+/// A child process killed when the test ends, passed or not.
+struct Listener(std::process::Child);
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A stand-in for a pane worker: appends a line to `marker` whenever SIGURG arrives.
+fn wake_listener(env: &TempHome, name: &str) -> (Listener, std::path::PathBuf) {
+    let marker = env.home.join(format!("{name}-woken"));
+    let ready = env.home.join(format!("{name}-ready"));
+    let child = std::process::Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "trap 'echo woken >> \"{}\"' URG; touch \"{}\"; while :; do sleep 0.02; done",
+                marker.display(),
+                ready.display()
+            ),
+        ])
+        .spawn()
+        .unwrap();
+    let child = Listener(child);
+    wait_until(
+        "the listener to trap SIGURG",
+        Duration::from_secs(10),
+        || ready.exists().then_some(()),
+        || format!("{name} not ready"),
+    );
+    (child, marker)
+}
+
+fn wakes(marker: &std::path::Path) -> usize {
+    std::fs::read_to_string(marker)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[test]
+fn send_wakes_recipients_running_in_panes_and_only_them() {
+    // A pane worker is woken with SIGURG right after its inbox is written, whoever
+    // writes it: here a person with `roo-mail send`. An in-process member is not
+    // signalled (its pid is the lead's process), nor the sender itself.
+    use roo_store::{BackendType, Member, Name, RooHome, Team};
+    let env = TempHome::new();
+    let (bob, bob_marker) = wake_listener(&env, "bob");
+    let (carol, carol_marker) = wake_listener(&env, "carol");
+    let t = Name::parse("t").unwrap();
+    let member = |name: &str, backend: BackendType, pid: u32| {
+        let mut m = Member::new(Name::parse(name).unwrap(), &t);
+        m.backend_type = Some(backend);
+        m.pid = Some(pid);
+        m
+    };
+    Team::create(
+        &RooHome::new(env.path()),
+        t.clone(),
+        "",
+        Member::new(Name::parse("lead").unwrap(), &t),
+        vec![
+            member("bob", BackendType::Tmux, bob.0.id()),
+            member("carol", BackendType::InProcess, carol.0.id()),
+        ],
+    )
+    .unwrap();
+    send(&env, "lead", "bob", "one", "for bob");
+    wait_until(
+        "bob's wake",
+        Duration::from_secs(10),
+        || (wakes(&bob_marker) == 1).then_some(()),
+        || format!("{} wakes", wakes(&bob_marker)),
+    );
+    send(&env, "lead", "*", "all", "for everyone");
+    wait_until(
+        "bob's second wake",
+        Duration::from_secs(10),
+        || (wakes(&bob_marker) == 2).then_some(()),
+        || format!("{} wakes", wakes(&bob_marker)),
+    );
+    send(&env, "lead", "carol", "two", "for carol");
+    // Anything for carol would have been sent before bob's second wake was.
+    send(&env, "carol", "bob", "three", "from carol");
+    wait_until(
+        "bob's third wake",
+        Duration::from_secs(10),
+        || (wakes(&bob_marker) == 3).then_some(()),
+        || format!("{} wakes", wakes(&bob_marker)),
+    );
+    assert_eq!(
+        wakes(&carol_marker),
+        0,
+        "an in-process member was signalled"
+    );
+}

@@ -50,6 +50,7 @@ mod task_list;
 mod team;
 mod time;
 pub mod usage;
+pub mod wake;
 mod watch;
 
 pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion, replace_file};

@@ -106,6 +106,10 @@ pub fn run(ctx: &Context, args: SendArgs, out: &mut impl Write) -> CliResult {
     let report = team
         .mailbox()
         .send_keyed(&from, &args.to, outgoing, args.key.as_deref())?;
+    // A recipient in a pane reads its inbox now rather than at its watcher's next look.
+    if !report.delivered.is_empty() {
+        roo_store::wake::addressed(&team, &args.to, from.as_str());
+    }
     if report.failed.is_empty() {
         if ctx.json() {
             print_json(out, &report.delivered)?;

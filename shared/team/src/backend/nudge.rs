@@ -1,31 +1,14 @@
-//! Waking a pane teammate right after its inbox was written.
-//!
-//! An idle `roo-worker` waits on its inbox with file-change notification and a polling
-//! fallback (`roo_store::InboxWatcher`); where notification is unavailable (network file
-//! systems, exhausted inotify watches) the fallback alone would cost up to its interval
-//! per message. So after every inbox write to a pane teammate the lead also sends the
-//! worker's process [`NUDGE_SIGNAL`], and the worker's [`listen`] task makes its router
-//! read the inbox at once ([`InboxRouter::nudge`]).
-//!
-//! Why a signal to the pid, and this one: typing into the pane (`send-keys`) would mix
-//! with what the person types there and race the worker's terminal; a socket or FIFO
-//! per worker needs a path (socket paths are limited to ~100 bytes) and cleanup. A
-//! signal needs neither. `SIGURG`'s default action is to be ignored, so a nudge can never
-//! kill anything: not a worker that has not installed its handler yet, and not an
-//! unrelated process that reused a dead worker's pid. The lead further sends it only to
-//! a pid that both the roster (the worker recorded it when it joined) and tmux (the
-//! pane's `#{pane_pid}`) name for that teammate ([`send`]'s caller checks).
+//! Waking a pane teammate right after its inbox was written: the sending side is
+//! [`roo_store::wake`] (the lead, teammates and `roo-mail send` all use it); this is the
+//! worker's side, which turns [`NUDGE_SIGNAL`] into an immediate inbox read, and the
+//! hook that wakes each recipient of a worker's own messages.
 
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
-
-use roo_store::{BackendType, Name, Team};
+use roo_store::{Name, Team};
 
 use crate::router::InboxRouter;
 use crate::tools::OnSent;
 
-/// The signal that nudges a worker.
-pub const NUDGE_SIGNAL: Signal = Signal::SIGURG;
+pub use roo_store::wake::{WAKE_SIGNAL as NUDGE_SIGNAL, member, send};
 
 /// Starts a task that nudges `router` whenever this process receives [`NUDGE_SIGNAL`].
 /// The handler is installed before this returns (call it before joining the team, so
@@ -38,39 +21,6 @@ pub fn listen(router: InboxRouter) -> std::io::Result<tokio::task::JoinHandle<()
             router.nudge();
         }
     }))
-}
-
-/// Sends [`NUDGE_SIGNAL`] to `pid`. Returns whether it was delivered.
-pub fn send(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    if raw <= 1 {
-        return false;
-    }
-    nix::sys::signal::kill(Pid::from_raw(raw), NUDGE_SIGNAL).is_ok()
-}
-
-/// Nudges member `to` of `team` if the roster says it runs in a pane (tmux or iTerm2)
-/// with a live pid other than this process. Returns whether a nudge was sent.
-pub fn member(team: &Team, to: &Name) -> bool {
-    let Ok(config) = team.config() else {
-        return false;
-    };
-    config
-        .members
-        .iter()
-        .find(|m| &m.name == to)
-        .filter(|m| {
-            m.dead_at.is_none()
-                && matches!(
-                    m.backend_type,
-                    Some(BackendType::Tmux | BackendType::Iterm2)
-                )
-        })
-        .and_then(|m| m.pid)
-        .filter(|pid| *pid != std::process::id() && roo_store::pid_alive(*pid))
-        .is_some_and(send)
 }
 
 /// An [`OnSent`] hook (for a `roo-worker`'s team tools) that nudges each recipient
