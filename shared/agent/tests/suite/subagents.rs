@@ -1067,6 +1067,26 @@ agents:
     assert!(text.contains("slow result after the gate"), "{text}");
 }
 
+/// A parent in bypass mode with LoadSkill over the user's skills.
+async fn parent_with_user_skills(ws: &Workspace, script: &str) -> Parent {
+    let p = parent_with_skills(
+        ws,
+        script,
+        limits(),
+        Some(roo_agent::skills::Catalog::from_dirs(
+            Some(ws.roo_home.join("skills")),
+            None,
+        )),
+    )
+    .await;
+    *p.agent.policy().write().unwrap() = PermissionPolicy::new(
+        ws.project.clone(),
+        PermissionMode::BypassPermissions,
+        RuleSet::default(),
+    );
+    p
+}
+
 #[tokio::test]
 async fn a_fork_skills_own_tool_is_callable_in_its_sub_agent_and_only_there() {
     // A fork-mode skill runs as a sub-agent; the tools its tool.json declares belong
@@ -1096,21 +1116,7 @@ agents:
       tool_calls:
         - {name: LoadSkill, input: {name: tally, arguments: now}}
 "#;
-    let mut p = parent_with_skills(
-        &ws,
-        script,
-        limits(),
-        Some(roo_agent::skills::Catalog::from_dirs(
-            Some(ws.roo_home.join("skills")),
-            None,
-        )),
-    )
-    .await;
-    *p.agent.policy().write().unwrap() = PermissionPolicy::new(
-        ws.project.clone(),
-        PermissionMode::BypassPermissions,
-        RuleSet::default(),
-    );
+    let mut p = parent_with_user_skills(&ws, script).await;
     let (result, _) = run_collecting(&mut p.agent, "tally it").await;
     assert_eq!(result.final_text, "the skill reported");
     let requests = p.server.requests();
@@ -1161,21 +1167,7 @@ agents:
       tool_calls:
         - {name: Agent, input: {description: "tally", prompt: "tally it"}}
 "#;
-    let mut p = parent_with_skills(
-        &ws,
-        script,
-        limits(),
-        Some(roo_agent::skills::Catalog::from_dirs(
-            Some(ws.roo_home.join("skills")),
-            None,
-        )),
-    )
-    .await;
-    *p.agent.policy().write().unwrap() = PermissionPolicy::new(
-        ws.project.clone(),
-        PermissionMode::BypassPermissions,
-        RuleSet::default(),
-    );
+    let mut p = parent_with_user_skills(&ws, script).await;
     let (result, _) = run_collecting(&mut p.agent, "tally").await;
     assert_eq!(result.final_text, "the fork reported");
     let requests = p.server.requests();
