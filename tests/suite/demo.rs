@@ -79,6 +79,7 @@ fn the_demo_without_a_terminal_runs_in_process_to_the_end_and_leaves_nothing_beh
     // The three steps, the teammates' work interleaved with the lead's and prefixed.
     for needle in [
         "── 1. The lead forms a team",
+        "↳ sub-agent a1 (Explore) survey the failures",
         "── 2. The lead merges",
         "── 3. The lead cleans up",
         "alice  │ ● Bash(sh tests/test_slug.sh)",
@@ -191,6 +192,22 @@ fn the_demos_summary_matches_the_kept_team_on_disk() {
         requests.contains(&format!("lead {lead_requests}")),
         "{lead_requests} vs {requests}"
     );
+    // The lead's Explore sub-agent is counted apart, from its own transcript.
+    let explore_requests = subagent_assistant_messages(&kept.join("roo-home"), "a1");
+    assert_eq!(explore_requests, 2, "{requests}");
+    assert!(
+        requests.contains(&format!("a1 Explore {explore_requests}")),
+        "{requests}"
+    );
+    let explore_part = tokens
+        .split("a1 Explore ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap();
+    let (explore_in, explore_out) = explore_part.split_once('/').unwrap();
+    sum_in += explore_in.parse::<u64>().unwrap();
+    sum_out += explore_out.parse::<u64>().unwrap();
+    sum_requests += explore_requests;
     let lead_part = tokens
         .split("(lead ")
         .nth(1)
@@ -221,22 +238,45 @@ fn the_demos_summary_matches_the_kept_team_on_disk() {
     );
 }
 
-/// The lead's model requests: the assistant messages in its session transcript.
+/// The lead's model requests: the assistant messages in its session transcript
+/// (`<session>.jsonl`; its sub-agents' are under `<session>/subagents/`).
 fn lead_assistant_messages(roo_home: &Path) -> u64 {
-    let projects = roo_home.join("projects");
-    let mut count = 0;
-    for project in std::fs::read_dir(&projects).unwrap().flatten() {
-        for file in std::fs::read_dir(project.path()).unwrap().flatten() {
-            let text = std::fs::read_to_string(file.path()).unwrap();
-            for line in text.lines() {
-                let record: serde_json::Value = serde_json::from_str(line).unwrap();
-                if record["type"] == "message" && record["message"]["role"] == "assistant" {
-                    count += 1;
-                }
-            }
+    transcripts_in(&roo_home.join("projects"), 2)
+        .iter()
+        .filter(|f| !f.to_string_lossy().contains("/subagents/"))
+        .map(|f| assistant_messages(f))
+        .sum()
+}
+
+/// Sub-agent `id`'s model requests: the assistant messages of its transcript.
+fn subagent_assistant_messages(roo_home: &Path, id: &str) -> u64 {
+    transcripts_in(&roo_home.join("projects"), 4)
+        .iter()
+        .filter(|f| f.ends_with(format!("subagents/{id}.jsonl")))
+        .map(|f| assistant_messages(f))
+        .sum()
+}
+
+/// The `.jsonl` files under `dir`, at most `depth` levels down.
+fn transcripts_in(dir: &Path, depth: usize) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() && depth > 1 {
+            found.extend(transcripts_in(&path, depth - 1));
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            found.push(path);
         }
     }
-    count
+    found
+}
+
+fn assistant_messages(file: &Path) -> u64 {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|r| r["type"] == "message" && r["message"]["role"] == "assistant")
+        .count() as u64
 }
 
 #[test]

@@ -368,6 +368,25 @@ async fn play(
     }
     .await;
     signals.abort();
+    // What the lead's sub-agents spent (a model request per turn).
+    let subagents: Vec<(String, roo_llm::Usage, u64)> = built
+        .subagents
+        .as_ref()
+        .map(|runtime| {
+            runtime
+                .tasks()
+                .list()
+                .into_iter()
+                .map(|t| {
+                    (
+                        format!("{} {}", t.id, t.agent_type),
+                        t.usage,
+                        u64::from(t.turns),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let running = built.spawner.names();
     // Pane teammates are ended and their panes closed (nothing is left running).
     built.spawner.shutdown(false).await;
@@ -388,6 +407,7 @@ async fn play(
         record,
         lead: lead_usage,
         lead_requests,
+        subagents,
         elapsed: started.elapsed(),
     };
     let code = if summary.record.all_completed() {

@@ -78,6 +78,8 @@ pub struct Summary {
     /// The lead's usage over all its runs, and its model requests.
     pub lead: Usage,
     pub lead_requests: u64,
+    /// The lead's sub-agents: (`a1 Explore`, usage, model requests).
+    pub subagents: Vec<(String, Usage, u64)>,
     pub elapsed: Duration,
 }
 
@@ -108,6 +110,14 @@ impl Summary {
             requests += usage.requests;
             per_member.push(format!("{member} {member_in}/{}", usage.output_tokens));
             per_member_requests.push(format!("{member} {}", usage.requests));
+        }
+        for (label, usage, turns) in &self.subagents {
+            let (child_in, child_out) = (usage.context_tokens(), usage.output_tokens);
+            tokens_in += child_in;
+            tokens_out += child_out;
+            requests += turns;
+            per_member.push(format!("{label} {child_in}/{child_out}"));
+            per_member_requests.push(format!("{label} {turns}"));
         }
         let _ = writeln!(
             out,
@@ -154,13 +164,22 @@ mod tests {
                 ..Usage::default()
             },
             lead_requests: 7,
+            subagents: vec![(
+                "a1 Explore".to_string(),
+                Usage {
+                    input_tokens: 200,
+                    output_tokens: 20,
+                    ..Usage::default()
+                },
+                2,
+            )],
             elapsed: Duration::from_millis(4250),
         };
         assert_eq!(
             summary.render(Style::plain()),
             "Summary\n  tasks      2/3 completed\n  messages   6 (2 idle_notification, 4 text)\n  \
-             tokens     1105 in / 60 out (lead 1000/50, alice 105/10)\n  requests   10 (lead 7, \
-             alice 3)\n  wall time  4.2 s\n"
+             tokens     1305 in / 80 out (lead 1000/50, alice 105/10, a1 Explore 200/20)\n  \
+             requests   12 (lead 7, alice 3, a1 Explore 2)\n  wall time  4.2 s\n"
         );
         assert!(!summary.record.all_completed());
     }
