@@ -191,6 +191,14 @@ pub fn wake(backend: &'static str, name: &Name, pid: Option<u32>) -> Result<(), 
     Ok(())
 }
 
+/// Removes a worker's credentials handoff file, if it still has one (the worker
+/// deletes it when it reads it; a worker that never started leaves it behind).
+pub fn discard_handoff(path: Option<&std::path::Path>) {
+    if let Some(path) = path {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// SIGTERM, up to [`STOP_GRACE`] for the process to end, then SIGKILL.
 pub async fn end_process(pid: u32) {
     if !pid_alive(pid) {

@@ -590,9 +590,7 @@ impl TeammateExecutor for TmuxExecutor {
                 name,
             })?;
             end_process(pane.pid).await;
-            if let Some(handoff) = &pane.handoff {
-                let _ = std::fs::remove_file(handoff);
-            }
+            pane::discard_handoff(pane.handoff.as_deref());
             self.close(&pane.id).await;
             Ok(())
         })
@@ -611,9 +609,7 @@ impl TeammateExecutor for TmuxExecutor {
         };
         Box::pin(async move {
             for pane in &panes {
-                if let Some(handoff) = &pane.handoff {
-                    let _ = std::fs::remove_file(handoff);
-                }
+                pane::discard_handoff(pane.handoff.as_deref());
             }
             if keep {
                 return;
@@ -663,9 +659,7 @@ impl Drop for Inner {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         for pane in state.panes.values() {
-            if let Some(handoff) = &pane.handoff {
-                let _ = std::fs::remove_file(handoff);
-            }
+            pane::discard_handoff(pane.handoff.as_deref());
             signal(pane.pid, nix::sys::signal::Signal::SIGTERM);
             self.tmux.run_blocking(&commands::kill_pane(&pane.id));
         }

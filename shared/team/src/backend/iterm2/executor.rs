@@ -218,9 +218,7 @@ impl TeammateExecutor for ITerm2Executor {
             // Started again (its worker ended): its old pane goes first.
             let old = lock(&self.inner.state).workers.remove(&name);
             if let Some(old) = old {
-                if let Some(handoff) = &old.handoff {
-                    let _ = std::fs::remove_file(handoff);
-                }
+                pane::discard_handoff(old.handoff.as_deref());
                 self.close(&old.session).await;
             }
             let (color, seq) = {
@@ -303,9 +301,7 @@ impl TeammateExecutor for ITerm2Executor {
                 name,
             })?;
             end_process(worker.pid).await;
-            if let Some(handoff) = &worker.handoff {
-                let _ = std::fs::remove_file(handoff);
-            }
+            pane::discard_handoff(worker.handoff.as_deref());
             self.close(&worker.session).await;
             Ok(())
         })
@@ -319,9 +315,7 @@ impl TeammateExecutor for ITerm2Executor {
             .collect();
         Box::pin(async move {
             for worker in &workers {
-                if let Some(handoff) = &worker.handoff {
-                    let _ = std::fs::remove_file(handoff);
-                }
+                pane::discard_handoff(worker.handoff.as_deref());
             }
             if keep {
                 self.inner.panes.forget_all();
@@ -353,9 +347,7 @@ impl Drop for Inner {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         for worker in state.workers.values() {
-            if let Some(handoff) = &worker.handoff {
-                let _ = std::fs::remove_file(handoff);
-            }
+            pane::discard_handoff(worker.handoff.as_deref());
             signal(worker.pid, nix::sys::signal::Signal::SIGTERM);
         }
         for (_, session) in self.panes.panes() {
