@@ -65,7 +65,7 @@ async fn parent_with_skills(
     }
     let gate = Arc::new(Notify::new());
     tools.register(Arc::new(Gate(gate.clone())));
-    tools.register(Arc::new(Panic));
+    tools.register(Arc::new(PANIC));
     let context = ws.context(100_000);
     let options = AgentOptions::default();
     let skills = skills.map(|catalog| roo_agent::skills::Skills::install(catalog, &tools));
@@ -140,15 +140,25 @@ impl Tool for Gate {
     }
 }
 
-/// A tool that panics, as a buggy tool would.
-struct Panic;
+/// A test tool named `name` that answers `reply`, or panics as a buggy tool would
+/// when `reply` is `None`.
+struct Stub {
+    name: &'static str,
+    reply: Option<&'static str>,
+}
 
-impl Tool for Panic {
+/// The buggy tool.
+const PANIC: Stub = Stub {
+    name: "Panic",
+    reply: None,
+};
+
+impl Tool for Stub {
     fn name(&self) -> &str {
-        "Panic"
+        self.name
     }
     fn description(&self) -> String {
-        "panics".into()
+        format!("the test tool {}", self.name)
     }
     fn input_schema(&self) -> Value {
         json!({"type": "object"})
@@ -157,7 +167,12 @@ impl Tool for Panic {
         ToolKind::Internal
     }
     fn call<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { panic!("a test tool panicked on purpose") })
+        Box::pin(async move {
+            match self.reply {
+                Some(reply) => ToolOutput::ok(reply),
+                None => panic!("a test tool panicked on purpose"),
+            }
+        })
     }
 }
 
@@ -861,7 +876,11 @@ agents:
         answer: roo_agent::permissions::Approval::Deny { feedback: None },
     });
     let mut p = parent_asking(&ws, script, PermissionMode::Default, approver.clone()).await;
-    p.agent.tools().register(Arc::new(FakeSend));
+    // A stand-in for the team's SendMessage, so layer 2 has something to refuse.
+    p.agent.tools().register(Arc::new(Stub {
+        name: "SendMessage",
+        reply: Some("sent"),
+    }));
     let (result, _) = run_collecting(&mut p.agent, "go").await;
     assert_eq!(result.outcome, Outcome::Completed);
     // Still the parent's mode: the write was asked (and denied), not bypassed.
@@ -900,27 +919,6 @@ agents:
     let child = requests_with(&p.server, "ROLE-MY-EXPLORE");
     assert_eq!(child.len(), 1);
     assert!(!system_of(&child[0]).contains("You are Explore"));
-}
-
-/// A stand-in for the team's SendMessage, so layer 2 has something to refuse.
-struct FakeSend;
-
-impl Tool for FakeSend {
-    fn name(&self) -> &str {
-        "SendMessage"
-    }
-    fn description(&self) -> String {
-        "sends".into()
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object"})
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Internal
-    }
-    fn call<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { ToolOutput::ok("sent") })
-    }
 }
 
 #[tokio::test]
