@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use roo_agent::exec::Launcher;
 use roo_agent::sandbox::{CommandSandbox, PolicyEnv, SandboxPolicy, SandboxSettings};
 use roo_agent::tool::{Tool, ToolContext};
 use roo_agent::tools::bash::Bash;
@@ -61,7 +62,7 @@ fn main() {
     };
     let policy = SandboxPolicy::for_root(&project, &SandboxSettings::default(), &env);
     let context = |sandbox: Option<CommandSandbox>| ToolContext {
-        sandbox: sandbox.map(Arc::new),
+        launcher: Launcher::new(sandbox.map(Arc::new)),
         ..ToolContext::new(project.clone(), dir.path().join("session"))
     };
     let setups = [

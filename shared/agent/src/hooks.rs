@@ -33,8 +33,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Hook, HookAction, HookEvent, Source};
 use crate::event::{AgentEvent, EventSink, Outcome};
+use crate::exec::{self, Ending};
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolOutput};
-use crate::tools::bash::{self, Ending};
 
 pub use condition::{Facts, HookCondition};
 
@@ -484,14 +484,16 @@ impl CommandHooks {
                 };
             }
         }
-        let mut context = self.setup.context.clone();
-        context.cancel = cancel.clone();
-        context.env.extend(env);
-        let outcome = match bash::run_piped(
+        let context = &self.setup.context;
+        let mut launcher = context.launcher.clone();
+        launcher.env.extend(env);
+        let outcome = match exec::run_piped(
             &hook.command,
             input,
             hook.timeout,
-            &context,
+            &launcher,
+            &context.cwd,
+            cancel,
             MAX_STDOUT_BYTES,
         )
         .await

@@ -10,16 +10,19 @@ pub mod config;
 pub mod context;
 pub mod conversation;
 pub mod event;
+pub mod exec;
 pub mod front_matter;
 pub mod hooks;
 pub mod mcp;
 pub mod permissions;
 pub mod plan_mode;
 pub mod prompt;
-pub mod sandbox;
 pub mod session;
 pub mod skills;
 pub mod subagent;
 pub mod text_tool_call;
 pub mod tool;
 pub mod tools;
+
+/// The OS sandbox, where most callers have always found it.
+pub use exec::sandbox;

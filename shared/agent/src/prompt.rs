@@ -10,10 +10,10 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
+use crate::exec::{Confine, Launcher};
 use crate::permissions::sandbox;
-use crate::sandbox::CommandSandbox;
 
 /// Facts about where the agent runs, gathered once per session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,12 +39,12 @@ impl Environment {
     /// status` and `git log` run in `sandbox` when given: the repository's config can
     /// make them start programs (an fsmonitor, a clean filter, a signature check), and
     /// in a team that config is writable by teammates.
-    pub fn detect(cwd: &Path, sandbox: Option<&CommandSandbox>) -> Self {
+    pub fn detect(cwd: &Path, launcher: &Launcher) -> Self {
         Self {
             cwd: cwd.to_path_buf(),
             os: os_description(),
             date: today_utc(),
-            git: git_info(cwd, sandbox),
+            git: git_info(cwd, launcher),
         }
     }
 
@@ -439,27 +439,13 @@ fn os_description() -> String {
     }
 }
 
-fn git_info(cwd: &Path, sandbox: Option<&CommandSandbox>) -> Option<GitInfo> {
-    // `confined`: through the sandbox, if any. rev-parse and branch only read files.
-    let start = |args: &[&str], confined: bool| -> Option<std::process::Child> {
-        let mut command = match sandbox.filter(|_| confined) {
-            Some(sandbox) => {
-                let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-                let (helper, argv) = sandbox.wrap(Path::new("git"), &args);
-                let mut command = Command::new(helper);
-                command.args(argv);
-                command
-            }
-            None => {
-                let mut command = Command::new("git");
-                command.args(args);
-                command
-            }
-        };
-        command
-            .current_dir(cwd)
+fn git_info(cwd: &Path, launcher: &Launcher) -> Option<GitInfo> {
+    // rev-parse and branch only read files; the others run confined.
+    let start = |args: &[&str], confine: Confine| -> Option<std::process::Child> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        launcher
+            .command(Path::new("git"), &args, cwd, confine)
             .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -471,11 +457,11 @@ fn git_info(cwd: &Path, sandbox: Option<&CommandSandbox>) -> Option<GitInfo> {
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_string())
     };
-    finish(start(&["rev-parse", "--is-inside-work-tree"], false))?;
+    finish(start(&["rev-parse", "--is-inside-work-tree"], Confine::No))?;
     // The confined two start together: each pays the sandbox helper's start-up.
-    let status = start(&["status", "--short"], true);
-    let log = start(&["log", "--oneline", "-n", "5"], true);
-    let branch = finish(start(&["branch", "--show-current"], false))
+    let status = start(&["status", "--short"], Confine::Yes);
+    let log = start(&["log", "--oneline", "-n", "5"], Confine::Yes);
+    let branch = finish(start(&["branch", "--show-current"], Confine::No))
         .filter(|b| !b.is_empty())
         .unwrap_or_else(|| "(detached HEAD)".to_string());
     let status = cap_lines(&finish(status).unwrap_or_default(), 40);

@@ -15,8 +15,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::EventSink;
+use crate::exec::Launcher;
 use crate::permissions::Rule;
-use crate::sandbox::CommandSandbox;
 
 mod typed;
 
@@ -57,11 +57,8 @@ pub struct ToolContext {
     /// Cancelled when the user stops the loop; tools must stop promptly and kill
     /// any child processes.
     pub cancel: CancellationToken,
-    /// Extra environment for child processes (`ROO_HOME`, `ROO_TEAM`, `ROO_AGENT_NAME`).
-    pub env: Vec<(String, String)>,
-    /// Environment read when each command starts, after [`ToolContext::env`]: values
-    /// that change during a session (the team a lead created).
-    pub env_source: Option<EnvSource>,
+    /// How the call starts processes: sandbox, environment, team service.
+    pub launcher: Launcher,
     /// Outputs longer than this many characters spill to a file with a preview.
     pub max_result_chars: usize,
     /// Directories the file tools may open paths under (resolved): the
@@ -73,11 +70,6 @@ pub struct ToolContext {
     /// Files the user's rules deny to reading; tools that read (Grep, Glob) skip
     /// them. The default skips nothing.
     pub read_filter: ReadFilter,
-    /// How commands are started: through the sandbox helper, confined or not.
-    /// `None` starts them directly, unconfined and unsupervised (unit tests).
-    pub sandbox: Option<Arc<CommandSandbox>>,
-    /// Variables removed from child processes' environment (API keys).
-    pub env_remove: Vec<String>,
     /// The working directory is still being prepared (a teammate's worktree is checked
     /// out while its first model request is already on the way): the loop waits for
     /// this before it runs any call. `None`: ready.
@@ -101,27 +93,7 @@ pub struct ConversationSnapshot {
     pub messages: Vec<roo_llm::Message>,
 }
 
-/// Variables computed when a command starts.
-#[derive(Clone)]
-pub struct EnvSource(Arc<dyn Fn() -> Vec<(String, String)> + Send + Sync>);
-
-impl EnvSource {
-    /// A source answering with `vars()` at each command's start.
-    pub fn new(vars: impl Fn() -> Vec<(String, String)> + Send + Sync + 'static) -> Self {
-        Self(Arc::new(vars))
-    }
-
-    /// The variables now.
-    pub fn vars(&self) -> Vec<(String, String)> {
-        (self.0)()
-    }
-}
-
-impl fmt::Debug for EnvSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("EnvSource")
-    }
-}
+pub use crate::exec::EnvSource;
 
 /// Opens a [`WorkspaceGate`]: once with the outcome of preparing the working
 /// directory. Dropped without opening, the gate reports the preparation abandoned.
@@ -201,13 +173,10 @@ impl ToolContext {
             cwd,
             session_dir,
             cancel: CancellationToken::new(),
-            env: Vec::new(),
-            env_source: None,
+            launcher: Launcher::new(None),
             max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
             allowed_roots: Vec::new(),
             read_filter: ReadFilter::default(),
-            sandbox: None,
-            env_remove: Vec::new(),
             workspace: None,
             conversation: None,
             events: EventSink::discard(),

@@ -17,7 +17,7 @@ pub mod tool_search;
 pub mod write_file;
 
 pub(crate) mod confined;
-mod head_tail;
+pub(crate) mod head_tail;
 mod input;
 mod walk;
 

@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock};
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
 use roo_agent::agents::AgentCatalog;
 use roo_agent::config::{ConfigError, ConfigFiles, ProjectTrust};
+use roo_agent::exec::Launcher;
 use roo_agent::hooks::{CommandHooks, HookSetup};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
 use roo_agent::permissions::{
@@ -507,8 +508,10 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
             Launch {
                 project_root: project_root.clone(),
                 log_dir: roo_home.join("logs"),
-                sandbox: commands.sandbox.clone(),
-                env_remove: commands.env_remove.clone(),
+                launcher: Launcher {
+                    env_remove: commands.env_remove.clone(),
+                    ..Launcher::new(Some(Arc::new(commands.sandbox.clone())))
+                },
             },
         )),
         McpPlan::Start | McpPlan::Off => None,
@@ -521,22 +524,31 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         Some(pending) => pending.environment.clone(),
         // Its git runs in the agent's sandbox (see `Environment::detect`).
         None => {
-            let (cwd, sandbox) = (cwd.clone(), commands.sandbox.clone());
-            tokio::task::spawn_blocking(move || Environment::detect(&cwd, Some(&sandbox)))
+            let cwd = cwd.clone();
+            let launcher = Launcher {
+                env_remove: commands.env_remove.clone(),
+                ..Launcher::new(Some(Arc::new(commands.sandbox.clone())))
+            };
+            tokio::task::spawn_blocking(move || Environment::detect(&cwd, &launcher))
                 .await
                 .map_err(|e| BuildError::Inspect(e.to_string()))?
         }
     };
     let mut env = tool_env(&identity, &roo_home);
     env.extend(commands.env_add);
+    let mut env_remove = commands.env_remove;
+    env_remove.extend(roo_agent::exec::ESCAPE_ENV.iter().map(|s| s.to_string()));
     let context = ToolContext {
-        env,
         max_result_chars: MAX_RESULT_CHARS,
         read_filter: read_filter.clone(),
-        sandbox: Some(Arc::new(commands.sandbox)),
-        env_remove: commands.env_remove,
+        launcher: Launcher {
+            sandbox: Some(Arc::new(commands.sandbox)),
+            env_remove,
+            env,
+            env_source,
+            service: None,
+        },
         workspace: pending_workspace.as_ref().map(|p| p.gate.clone()),
-        env_source,
         ..ToolContext::new(cwd.clone(), session_dir)
     };
     let options = AgentOptions {
@@ -612,7 +624,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
                     crate::worktree::subagents::WorktreeSettings {
                         project_root: project_root.clone(),
                         // Its git runs in the agent's own command sandbox.
-                        git: crate::worktree::Git::new().in_sandbox_of(context.sandbox.as_ref()),
+                        git: crate::worktree::Git::new().in_launcher_of(&context.launcher),
                         config: config.clone(),
                         roo_home: roo_home.clone(),
                         api_key: llm.api_key.clone(),

@@ -71,8 +71,8 @@ pub struct SpawnRequest {
     pub permission_mode: Option<PermissionMode>,
     /// The lead's working directory (the worktree is made in its repository).
     pub cwd: PathBuf,
-    /// The command sandbox of the lead's tool call: git runs in it.
-    pub sandbox: Option<Arc<roo_agent::sandbox::CommandSandbox>>,
+    /// The launcher of the lead's tool call: git runs with it.
+    pub launcher: roo_agent::exec::Launcher,
 }
 
 /// Why a teammate could not be spawned or stopped. Read after "failed to ".
@@ -405,7 +405,7 @@ impl Spawner {
         if self.is_running(&name) {
             return Err(SpawnError::AlreadyRunning { name });
         }
-        let git = base.git.clone().in_sandbox_of(request.sandbox.as_ref());
+        let git = base.git.clone().in_launcher_of(&request.launcher);
         let discovered = {
             let (cwd, git) = (request.cwd.clone(), git.clone());
             blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?

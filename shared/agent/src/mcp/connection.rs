@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 use crate::config::McpTransport;
-use crate::sandbox::CommandSandbox;
+use crate::exec::Launcher;
 
 /// Lines of a server's stderr kept for error reports.
 const STDERR_TAIL_LINES: usize = 10;
@@ -41,10 +41,10 @@ pub struct Launch {
     pub project_root: PathBuf,
     /// Server stderr goes to `logs/mcp-<server>.log` below it.
     pub log_dir: PathBuf,
-    /// The helper that supervises stdio servers.
-    pub sandbox: CommandSandbox,
-    /// Variables removed from servers' environment (API keys) unless `env:` sets them.
-    pub env_remove: Vec<String>,
+    /// Starts stdio servers under the helper's supervision (not confined: servers
+    /// started by `npx` and the like write caches under the home directory); its
+    /// scrubbed variables (API keys) are removed unless `env:` sets them.
+    pub launcher: Launcher,
 }
 
 /// The last lines a server wrote to stderr.
@@ -253,25 +253,17 @@ fn spawn(
     launch: &Launch,
 ) -> Result<(tokio::process::Child, Pid), String> {
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-    let (program, argv) = launch.sandbox.wrap_server(Path::new(command), &args);
     let dir = match cwd {
         Some(dir) => launch.project_root.join(dir),
         None => launch.project_root.clone(),
     };
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(argv)
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
+    let mut cmd = launch
+        .launcher
+        .server_command(Path::new(command), &args, &dir, env);
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(false);
-    for name in &launch.env_remove {
-        if !env.contains_key(name) {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.envs(env);
     let child = cmd
         .spawn()
         .map_err(|e| format!("failed to start in {}: {e}", dir.display()))?;

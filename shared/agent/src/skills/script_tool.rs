@@ -16,9 +16,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::load::Skill;
+use crate::exec::{self, Ending};
 use crate::front_matter::one_line;
 use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::bash::{self, Ending};
+use crate::tools::bash;
 
 /// Most tools one `tool.json` may declare.
 pub const MAX_TOOLS_PER_SKILL: usize = 8;
@@ -210,8 +211,8 @@ impl Tool for SkillTool {
                     self.name
                 ));
             }
-            let mut context = ctx.clone();
-            context.env.extend([
+            let mut launcher = ctx.launcher.clone();
+            launcher.env.extend([
                 (
                     "SKILL_DIR".to_string(),
                     self.dir.to_string_lossy().into_owned(),
@@ -220,11 +221,13 @@ impl Tool for SkillTool {
                 ("SKILL_TOOL".to_string(), self.spec.name.clone()),
             ]);
             let timeout = Duration::from_millis(self.spec.timeout_ms);
-            let outcome = match bash::run_piped(
+            let outcome = match exec::run_piped(
                 &self.spec.command,
                 &input.to_string(),
                 timeout,
-                &context,
+                &launcher,
+                &ctx.cwd,
+                &ctx.cancel,
                 MAX_STDOUT_BYTES,
             )
             .await

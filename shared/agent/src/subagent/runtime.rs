@@ -510,7 +510,7 @@ impl SubagentRuntime {
         if let Some(workspace) = &workspace {
             context.cwd = workspace.dir.clone();
             if let Some(sandbox) = &workspace.sandbox {
-                context.sandbox = Some(sandbox.clone());
+                context.launcher.sandbox = Some(sandbox.clone());
             }
         }
         let transcript = context

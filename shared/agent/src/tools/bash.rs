@@ -13,40 +13,23 @@
 //! ends processes that left the group (`set -m` jobs, double-forked daemons),
 //! reporting how many; API keys named in `ctx.env_remove` are not passed on.
 
-mod group;
-
-use std::ffi::OsString;
-use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
-use tokio::process::Command;
 
-use super::head_tail::HeadTail;
 use super::input::opt_usize;
 use super::{ToolError, parse_input};
-use crate::sandbox::HelperReport;
-use crate::tool::{EnvSource, PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
-
-use group::ProcessGroup;
+use crate::exec::{Ending, Outcome, RunError};
+pub use crate::exec::{OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES};
+use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Timeout when the call gives none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Longest timeout a call may ask for.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
-/// Bytes kept from the start of the output.
-pub const OUTPUT_HEAD_BYTES: usize = 15_000;
-/// Bytes kept from the end of the output.
-pub const OUTPUT_TAIL_BYTES: usize = 15_000;
-/// After the shell exits, how long to keep reading output that background
-/// processes still write to the inherited pipes.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 
 const NAME: &str = "Bash";
 
@@ -161,7 +144,7 @@ impl Tool for Bash {
                 .map_or(DEFAULT_TIMEOUT_MS, |t| t as u64)
                 .clamp(1, MAX_TIMEOUT_MS);
             match run(&input.command, Duration::from_millis(timeout_ms), ctx).await {
-                Ok(outcome) => outcome.into_output(timeout_ms),
+                Ok(outcome) => into_output(outcome, timeout_ms),
                 Err(e) => e.into_output(),
             }
         }
@@ -169,39 +152,39 @@ impl Tool for Bash {
     }
 }
 
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ending {
-    /// The shell exited on its own.
-    Exited(ExitStatus),
-    /// The timeout fired first.
-    TimedOut,
-    /// `ctx.cancel` fired first.
-    Cancelled,
+/// Runs `command` with the context's launcher, in its working directory.
+pub(crate) async fn run(
+    command: &str,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> Result<Outcome, ToolError> {
+    crate::exec::run(command, timeout, &ctx.launcher, &ctx.cwd, &ctx.cancel)
+        .await
+        .map_err(
+            |RunError {
+                 action,
+                 path,
+                 source,
+             }| ToolError::Io {
+                action,
+                path,
+                source,
+            },
+        )
 }
 
-/// The observable result of one run.
-#[derive(Debug)]
-pub(crate) struct Outcome {
-    pub(crate) ending: Ending,
-    pub(crate) output: String,
-    /// How many processes were still running after the shell exited and were
-    /// ended (at least 1 when only the fact is known).
-    pub(crate) leftovers: usize,
-    /// The command ran in the OS sandbox.
-    pub(crate) sandboxed: bool,
-}
-
-impl Outcome {
-    fn into_output(self, timeout_ms: u64) -> ToolOutput {
+/// The tool result for how a command ended.
+fn into_output(outcome: Outcome, timeout_ms: u64) -> ToolOutput {
+    {
         use std::os::unix::process::ExitStatusExt;
+        let this = outcome;
 
-        let mut text = self.output.trim_end().to_string();
+        let mut text = this.output.trim_end().to_string();
         if text.is_empty() {
             text.push_str("(no output)");
         }
         text.push_str("\n\n");
-        let is_error = match self.ending {
+        let is_error = match this.ending {
             Ending::Exited(status) => match (status.code(), status.signal()) {
                 (Some(code), _) => {
                     text.push_str(&format!("[exit code {code}]"));
@@ -234,14 +217,14 @@ impl Outcome {
                 true
             }
         };
-        if self.leftovers > 0 {
+        if this.leftovers > 0 {
             text.push_str(&format!(
                 "\n[ended {} leftover background process(es): nothing a command starts outlives \
                  it, so start a server and use it within the same command]",
-                self.leftovers
+                this.leftovers
             ));
         }
-        if self.sandboxed && is_error && looks_like_sandbox_denial(&text) {
+        if this.sandboxed && is_error && looks_like_sandbox_denial(&text) {
             text.push_str(
                 "\n[note: commands run in an OS sandbox: writes are allowed only in the project, \
                  the temp dir and the paths the user lists in `sandbox.allow_write` of their \
@@ -265,321 +248,6 @@ fn looks_like_sandbox_denial(text: &str) -> bool {
     ]
     .iter()
     .any(|needle| text.contains(needle))
-}
-
-/// The shell to run commands with: bash if it is on PATH, else sh.
-fn shell() -> &'static PathBuf {
-    static SHELL: OnceLock<PathBuf> = OnceLock::new();
-    SHELL.get_or_init(|| {
-        std::env::var_os("PATH")
-            .and_then(|path| {
-                std::env::split_paths(&path)
-                    .map(|dir| dir.join("bash"))
-                    .find(|candidate| candidate.is_file())
-            })
-            .unwrap_or_else(|| PathBuf::from("/bin/sh"))
-    })
-}
-
-/// What [`run_piped`] came to: how the command ended, its stdout (capped) and its
-/// stderr (head and tail, like a Bash call's output).
-#[derive(Debug)]
-pub(crate) struct PipedOutcome {
-    pub(crate) ending: Ending,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-}
-
-/// Runs `command` like [`run`], with `input` on its stdin and its stdout kept apart
-/// from stderr (at most `max_stdout` bytes of it): for commands that answer in a
-/// format (hooks, skill tools). Both go through private temp files, so a command
-/// that never reads its stdin or floods its stdout cannot block the agent.
-pub(crate) async fn run_piped(
-    command: &str,
-    input: &str,
-    timeout: Duration,
-    ctx: &ToolContext,
-    max_stdout: u64,
-) -> Result<PipedOutcome, String> {
-    use std::io::{Read, Write};
-    let files = (|| -> std::io::Result<_> {
-        let mut input_file = tempfile::Builder::new().prefix("roo-input-").tempfile()?;
-        input_file.write_all(input.as_bytes())?;
-        input_file.flush()?;
-        let stdout = tempfile::Builder::new().prefix("roo-stdout-").tempfile()?;
-        Ok((input_file, stdout))
-    })()
-    .map_err(|e| format!("failed to create its input file: {e}"))?;
-    let mut context = ctx.clone();
-    context.env.push((
-        "ROO_PIPED_INPUT".to_string(),
-        files.0.path().to_string_lossy().into_owned(),
-    ));
-    context.env.push((
-        "ROO_PIPED_STDOUT".to_string(),
-        files.1.path().to_string_lossy().into_owned(),
-    ));
-    // The shell takes stdin from the input file and sends stdout to the other file,
-    // so what the run captures is stderr alone.
-    let script = format!(
-        "exec <\"$ROO_PIPED_INPUT\" >\"$ROO_PIPED_STDOUT\" || exit {}\n{command}",
-        crate::sandbox::HELPER_FAILED,
-    );
-    let outcome = run(&script, timeout, &context)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    if let Ok(file) = std::fs::File::open(files.1.path()) {
-        let _ = file.take(max_stdout).read_to_end(&mut bytes);
-    }
-    Ok(PipedOutcome {
-        ending: outcome.ending,
-        stdout: String::from_utf8_lossy(&bytes).into_owned(),
-        stderr: outcome.output,
-    })
-}
-
-/// Runs `command` to its end, timeout or cancel, and always leaves no process of
-/// its group behind. With `ctx.sandbox` the shell runs under the sandbox helper,
-/// which also ends processes that left the group (`set -m` jobs, daemons).
-pub(crate) async fn run(
-    command: &str,
-    timeout: Duration,
-    ctx: &ToolContext,
-) -> Result<Outcome, ToolError> {
-    if !ctx.cwd.is_dir() {
-        return Err(ToolError::Io {
-            action: "run the command in",
-            path: ctx.cwd.clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the working directory does not exist",
-            ),
-        });
-    }
-    let shell_args = [OsString::from("-c"), OsString::from(command)];
-    let (program, args) = match ctx.sandbox.as_deref() {
-        Some(sandbox) => sandbox.wrap(shell(), &shell_args),
-        None => (shell().clone(), shell_args.to_vec()),
-    };
-    let start_error = |source| ToolError::Io {
-        action: "start",
-        path: program.clone(),
-        source,
-    };
-    // The helper reports how the command ended on its stdin: a pipe to us.
-    let report_pipe = match ctx.sandbox {
-        Some(_) => Some(cloexec_pipe().map_err(|e| start_error(std::io::Error::from(e)))?),
-        None => None,
-    };
-    let mut cmd = Command::new(&program);
-    cmd.args(&args)
-        .current_dir(&ctx.cwd)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .envs(ctx.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .envs(ctx.env_source.iter().flat_map(EnvSource::vars))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    for name in &ctx.env_remove {
-        cmd.env_remove(name);
-    }
-    let report_reader = match report_pipe {
-        Some((reader, writer)) => {
-            cmd.stdin(Stdio::from(writer));
-            Some(reader)
-        }
-        None => {
-            cmd.stdin(Stdio::null());
-            None
-        }
-    };
-    let spawned = cmd.spawn();
-    // Drops our copy of the report pipe's write end.
-    drop(cmd);
-    let mut child = spawned.map_err(start_error)?;
-    let group = child.id().and_then(ProcessGroup::new);
-    let supervised = ctx.sandbox.is_some();
-    let mut guard = EndOnDrop { group, supervised };
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let mut output = HeadTail::new(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
-    let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let deadline = tokio::time::sleep(timeout);
-    tokio::pin!(deadline);
-    let drain = tokio::time::sleep(Duration::MAX);
-    tokio::pin!(drain);
-    let mut status: Option<ExitStatus> = None;
-
-    let ending = loop {
-        if let Some(status) = status
-            && stdout.is_none()
-            && stderr.is_none()
-        {
-            break Ending::Exited(status);
-        }
-        tokio::select! {
-            biased;
-            _ = ctx.cancel.cancelled() => break Ending::Cancelled,
-            _ = &mut deadline => break Ending::TimedOut,
-            read = read_some(&mut stdout, &mut out_buf) => match read {
-                Some(n) => output.push(&out_buf[..n]),
-                None => stdout = None,
-            },
-            read = read_some(&mut stderr, &mut err_buf) => match read {
-                Some(n) => output.push(&err_buf[..n]),
-                None => stderr = None,
-            },
-            waited = child.wait(), if status.is_none() => match waited {
-                Ok(s) => {
-                    status = Some(s);
-                    drain.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
-                }
-                Err(e) => {
-                    return Err(ToolError::Io { action: "wait for", path: program.clone(), source: e });
-                }
-            },
-            _ = &mut drain, if status.is_some() => {
-                // Something the command started still holds the pipes open.
-                break Ending::Exited(status.unwrap_or_default());
-            }
-        }
-    };
-
-    // The supervisor needs time to end what left the group before it exits.
-    let grace = if supervised {
-        group::TERM_GRACE + helper_grace()
-    } else {
-        group::TERM_GRACE
-    };
-    let mut leftovers = 0;
-    if let Some(group) = group {
-        match ending {
-            Ending::Exited(_) => {
-                if group.is_alive() {
-                    leftovers += 1;
-                    group.terminate(&mut child, grace).await;
-                }
-            }
-            Ending::TimedOut | Ending::Cancelled => {
-                group.terminate(&mut child, grace).await;
-            }
-        }
-    }
-    guard.group = None;
-    if matches!(ending, Ending::TimedOut | Ending::Cancelled) {
-        // What the command wrote before it was ended is still in the pipes; its group is
-        // gone, so they reach their end at once (bounded, in case something escaped it).
-        let drained = async {
-            while stdout.is_some() || stderr.is_some() {
-                tokio::select! {
-                    read = read_some(&mut stdout, &mut out_buf) => match read {
-                        Some(n) => output.push(&out_buf[..n]),
-                        None => stdout = None,
-                    },
-                    read = read_some(&mut stderr, &mut err_buf) => match read {
-                        Some(n) => output.push(&err_buf[..n]),
-                        None => stderr = None,
-                    },
-                }
-            }
-        };
-        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drained).await;
-    }
-    let report = report_reader.and_then(read_report);
-    let ending = match (ending, &report) {
-        (Ending::Exited(_), Some(report)) => Ending::Exited(report_status(report)),
-        (ending, _) => ending,
-    };
-    if let Some(report) = &report {
-        leftovers = leftovers.max(report.leftovers);
-    }
-    Ok(Outcome {
-        ending,
-        output: output.render(),
-        leftovers,
-        sandboxed: ctx.sandbox.as_deref().is_some_and(|s| s.policy.is_some()),
-    })
-}
-
-/// A pipe whose ends are not inherited by other children.
-#[cfg(target_os = "linux")]
-fn cloexec_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-}
-
-/// A pipe whose ends are not inherited by other children (no `pipe2` here).
-#[cfg(not(target_os = "linux"))]
-fn cloexec_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    let (reader, writer) = nix::unistd::pipe()?;
-    for fd in [&reader, &writer] {
-        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    }
-    Ok((reader, writer))
-}
-
-/// How long the helper may take to end leftovers (TERM, grace, KILL, reap).
-fn helper_grace() -> Duration {
-    crate::sandbox::LEFTOVER_GRACE * 4
-}
-
-/// Ends the command's group if the call is dropped before it finished (the
-/// future was cancelled from outside): SIGTERM to a supervised group, so the
-/// helper ends the whole tree; SIGKILL to an unsupervised one.
-struct EndOnDrop {
-    group: Option<ProcessGroup>,
-    supervised: bool,
-}
-
-impl Drop for EndOnDrop {
-    fn drop(&mut self) {
-        if let Some(group) = self.group.take() {
-            group.signal(if self.supervised {
-                nix::sys::signal::Signal::SIGTERM
-            } else {
-                nix::sys::signal::Signal::SIGKILL
-            });
-        }
-    }
-}
-
-/// The helper's report, if it wrote one (it has exited, so this never blocks
-/// for long; the read end is non-blocking anyway).
-fn read_report(reader: std::os::fd::OwnedFd) -> Option<HelperReport> {
-    use std::io::Read;
-    use std::os::fd::AsFd;
-
-    let flags = nix::fcntl::OFlag::O_NONBLOCK;
-    nix::fcntl::fcntl(reader.as_fd(), nix::fcntl::FcntlArg::F_SETFL(flags)).ok()?;
-    let mut text = Vec::new();
-    let _ = std::fs::File::from(reader)
-        .take(64 * 1024)
-        .read_to_end(&mut text);
-    let line = text.split(|&b| b == b'\n').next()?;
-    serde_json::from_slice(line).ok()
-}
-
-/// The command's own exit status from the helper's report.
-fn report_status(report: &HelperReport) -> ExitStatus {
-    use std::os::unix::process::ExitStatusExt;
-    match (report.code, report.signal) {
-        (Some(code), _) => ExitStatus::from_raw((code & 0xff) << 8),
-        (None, Some(signal)) => ExitStatus::from_raw(signal & 0x7f),
-        (None, None) => ExitStatus::from_raw(1 << 8),
-    }
-}
-
-/// Reads one chunk from an optional pipe; `None` at EOF or error. A closed pipe
-/// never resolves, so `select!` keeps waiting on the others.
-async fn read_some<R: AsyncReadExt + Unpin>(pipe: &mut Option<R>, buf: &mut [u8]) -> Option<usize> {
-    match pipe {
-        Some(reader) => match reader.read(buf).await {
-            Ok(0) | Err(_) => None,
-            Ok(n) => Some(n),
-        },
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]

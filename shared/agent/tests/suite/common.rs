@@ -46,14 +46,15 @@ impl Workspace {
 
     /// A tool context running in the project.
     pub fn context(&self, max_result_chars: usize) -> ToolContext {
-        ToolContext {
-            env: vec![(
-                "ROO_HOME".to_string(),
-                self.roo_home.to_string_lossy().into_owned(),
-            )],
+        let mut ctx = ToolContext {
             max_result_chars,
             ..ToolContext::new(self.project.clone(), self.session.clone())
-        }
+        };
+        ctx.launcher.env.push((
+            "ROO_HOME".to_string(),
+            self.roo_home.to_string_lossy().into_owned(),
+        ));
+        ctx
     }
 
     /// Writes a config file under the project's `.roocode/`.

@@ -216,7 +216,7 @@ impl AgentTool {
             plan_mode_required: input.plan_mode_required,
             permission_mode,
             cwd: ctx.cwd.clone(),
-            sandbox: ctx.sandbox.clone(),
+            launcher: ctx.launcher.clone(),
         };
         let _ = input.description;
         let spawned = self

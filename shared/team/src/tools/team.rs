@@ -494,7 +494,7 @@ impl TeamDelete {
         let Some(git) = self.lead.worktrees.clone() else {
             return String::new();
         };
-        let git = git.in_sandbox_of(ctx.sandbox.as_ref());
+        let git = git.in_launcher_of(&ctx.launcher);
         let (cwd, team) = (ctx.cwd.clone(), team.clone());
         let report = tokio::task::spawn_blocking(move || match LeadRepo::discover(&cwd, &git)? {
             Discovered::Repo(repo) => repo.cleanup(&team).map(Some),

@@ -18,6 +18,8 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use roo_agent::exec::{Confine, Launcher};
+
 use super::{Result, WorktreeError};
 
 /// Variables that redirect git away from the directory it runs in.
@@ -38,7 +40,7 @@ const REDIRECTING_ENV: &[&str] = &[
 pub struct Git {
     program: PathBuf,
     env: Vec<(OsString, OsString)>,
-    sandbox: Option<roo_agent::sandbox::CommandSandbox>,
+    launcher: Option<Launcher>,
 }
 
 impl Default for Git {
@@ -61,28 +63,26 @@ impl Git {
         Self {
             program: PathBuf::from("git"),
             env: Vec::new(),
-            sandbox: None,
+            launcher: None,
         }
     }
 
     /// Runs every git command through `sandbox` (its helper, confined by its policy):
     /// what git starts — hooks, filters, merge drivers, an fsmonitor — is confined too.
     pub fn sandboxed(mut self, sandbox: roo_agent::sandbox::CommandSandbox) -> Self {
-        self.sandbox = Some(sandbox);
+        self.launcher = Some(Launcher::new(Some(std::sync::Arc::new(sandbox))));
         self
     }
 
-    /// Runs in the command sandbox of a tool call (the agent's own) unless this one
-    /// already has a sandbox: the team tools create and clean worktrees with the git of
-    /// the lead's sandbox, which exists only once the lead is built.
-    pub fn in_sandbox_of(
-        self,
-        sandbox: Option<&std::sync::Arc<roo_agent::sandbox::CommandSandbox>>,
-    ) -> Self {
-        match (&self.sandbox, sandbox) {
-            (None, Some(sandbox)) => self.sandboxed(sandbox.as_ref().clone()),
-            _ => self,
+    /// Starts git with the launcher of a tool call (the agent's own: its sandbox and
+    /// scrubbed environment) unless this one already has a launcher: the team tools
+    /// create and clean worktrees with the git of the lead's sandbox, which exists only
+    /// once the lead is built.
+    pub fn in_launcher_of(mut self, launcher: &Launcher) -> Self {
+        if self.launcher.is_none() && launcher.sandbox.is_some() {
+            self.launcher = Some(launcher.clone());
         }
+        self
     }
 
     /// Another git executable (a path, or a name looked up in `PATH`).
@@ -114,23 +114,16 @@ impl Git {
                 source,
             });
         }
-        let mut command = match &self.sandbox {
-            Some(sandbox) => {
-                let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_owned()).collect();
-                let (helper, argv) = sandbox.wrap(&self.program, &args);
-                let mut command = Command::new(helper);
-                command.args(argv);
-                command
-            }
+        let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+        let mut command = match &self.launcher {
+            Some(launcher) => launcher.command(&self.program, &args, dir, Confine::Yes),
             None => {
                 let mut command = Command::new(&self.program);
-                command.args(args);
+                command.args(&args).current_dir(dir).stdin(Stdio::null());
                 command
             }
         };
         command
-            .current_dir(dir)
-            .stdin(Stdio::null())
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true");
         for name in REDIRECTING_ENV {

@@ -213,7 +213,7 @@ fn request(lead: &Lead, who: &str, prompt: &str) -> SpawnRequest {
         plan_mode_required: false,
         permission_mode: None,
         cwd: lead.cwd.path().to_path_buf(),
-        sandbox: None,
+        launcher: roo_agent::exec::Launcher::default(),
     }
 }
 

@@ -10,10 +10,11 @@ use serde_json::json;
 use super::*;
 
 fn ctx(dir: &Path) -> ToolContext {
-    ToolContext {
-        env: vec![("ROO_TEST_VALUE".to_string(), "forty-two".to_string())],
-        ..ToolContext::new(dir.to_path_buf(), dir.join("session"))
-    }
+    let mut ctx = ToolContext::new(dir.to_path_buf(), dir.join("session"));
+    ctx.launcher
+        .env
+        .push(("ROO_TEST_VALUE".to_string(), "forty-two".to_string()));
+    ctx
 }
 
 /// Waits until `cond` holds, failing the test after 10 s.
