@@ -21,6 +21,7 @@ mod mcp_client;
 mod panes_interactive;
 mod project_trust;
 mod sandbox;
+mod sandbox_team;
 mod store_concurrency;
 mod store_crash;
 mod store_files;

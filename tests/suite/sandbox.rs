@@ -156,7 +156,18 @@ fn bypass_mode_cannot_write_outside_the_project_delete_in_home_or_read_ssh_keys(
     assert_eq!(results.len(), 5, "{results:#?}");
     assert_no_key(&results);
     for result in &results[..4] {
-        assert!(result.contains("Permission denied"), "{result}");
+        assert!(
+            // Landlock refuses; the namespace layer makes the file system read-only
+            // and hides the secrets.
+            [
+                "Permission denied",
+                "Read-only file system",
+                "No such file or directory"
+            ]
+            .iter()
+            .any(|why| result.contains(why)),
+            "{result}"
+        );
     }
     assert!(results[4].contains("ok\n") && results[4].contains("[exit code 0]"));
     assert!(
@@ -243,9 +254,10 @@ fn api_keys_are_not_in_the_environment_of_commands() {
     assert!(!env.contains("ANTHROPIC_API_KEY"), "{env}");
     // Nor in the environment block the agent itself was started with, which a
     // command can read from /proc (the agent re-executes itself without them).
-    let lead_env = std::fs::read_to_string(world.path("project/lead-env.txt")).unwrap();
+    // Under the namespace layer the agent's `/proc` entries cannot be read at all.
+    let lead_env = std::fs::read_to_string(world.path("project/lead-env.txt")).unwrap_or_default();
     assert!(
-        lead_env.contains("ROO_VISIBLE_MARKER=visible"),
+        lead_env.is_empty() || lead_env.contains("ROO_VISIBLE_MARKER=visible"),
         "{lead_env}"
     );
     assert!(!lead_env.contains("sk-ant-test-secret"), "{lead_env}");

@@ -279,6 +279,7 @@ fn a_hook_planted_by_a_teammate_runs_confined_when_the_runtime_merges() {
         home: Some(world.path("home")),
         roo_home: world.path("roo"),
         temp_dirs: vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")],
+        sockets: Vec::new(),
     };
     let (sandbox, _) =
         CommandSandbox::for_agent(&project, &SandboxSettings::default(), &env, bin("roo-lead"));

@@ -1,16 +1,21 @@
 //! Benchmark: what the OS sandbox and the supervisor add to one Bash call (run
 //! with `scripts/bench-sandbox`, which builds the release binaries first).
 //!
-//! The Bash tool runs `true` N times in each of three set-ups, interleaved so
-//! machine load hits all three alike:
+//! The Bash tool runs `true` N times in each of four set-ups, interleaved so
+//! machine load hits all four alike:
 //! - direct: the shell is started by the agent itself (no helper);
 //! - supervised: through the helper (`roo-lead` in helper mode) without a
 //!   policy, as with `--no-sandbox`;
 //! - sandboxed: through the helper with the default policy for a project whose
 //!   fake home holds `~/.ssh`, `~/.aws`, `~/.roocode/config.yaml` and 50 other
-//!   entries (the Landlock ruleset is built and applied for every call).
+//!   entries (the Landlock ruleset is built and applied for every call), with
+//!   the namespace layer off: Landlock alone;
+//! - namespaces: the same policy with the namespace layer on (Linux): the helper
+//!   also enters a user and mount namespace, remounts the mount table read-only
+//!   and covers the hidden sockets and secrets `for_root` lists.
 //!
-//! Prints median and p90 per call and the ratios to the direct run.
+//! Prints median and p90 per call, the ratios to the direct run, and what the
+//! namespace layer adds to Landlock alone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -60,7 +65,16 @@ fn main() {
         home: Some(home.clone()),
         ..PolicyEnv::from_env(&home.join(".roocode"))
     };
-    let policy = SandboxPolicy::for_root(&project, &SandboxSettings::default(), &env);
+    let landlock_only = SandboxPolicy {
+        namespaces: false,
+        ..SandboxPolicy::for_root(&project, &SandboxSettings::default(), &env)
+    };
+    let with_namespaces = SandboxPolicy {
+        namespaces: true,
+        ..landlock_only.clone()
+    };
+    let hidden = with_namespaces.hide.len();
+    let present = with_namespaces.hide.iter().filter(|p| p.exists()).count();
     let context = |sandbox: Option<CommandSandbox>| ToolContext {
         launcher: Launcher::new(sandbox.map(Arc::new)),
         ..ToolContext::new(project.clone(), dir.path().join("session"))
@@ -78,7 +92,14 @@ fn main() {
             "sandboxed",
             context(Some(CommandSandbox {
                 helper: helper(),
-                policy: Some(policy),
+                policy: Some(landlock_only),
+            })),
+        ),
+        (
+            "namespaces",
+            context(Some(CommandSandbox {
+                helper: helper(),
+                policy: Some(with_namespaces),
             })),
         ),
     ];
@@ -101,20 +122,28 @@ fn main() {
         }
     });
     println!("Bash tool, `true`, {runs} calls per set-up (interleaved, 10 warm-up calls)");
-    let mut direct_median = Duration::ZERO;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mut medians = Vec::new();
+    let mut p90s = Vec::new();
     for (k, (name, _)) in setups.iter().enumerate() {
         let mut sorted = times[k].clone();
         sorted.sort();
-        let median = percentile(&sorted, 0.5);
-        if k == 0 {
-            direct_median = median;
-        }
+        let (median, p90) = (percentile(&sorted, 0.5), percentile(&sorted, 0.9));
+        medians.push(median);
+        p90s.push(p90);
         println!(
             "  {name:<10}  median {:>7.2} ms   p90 {:>7.2} ms   ×{:.2} of direct   (+{:.2} ms)",
-            median.as_secs_f64() * 1e3,
-            percentile(&sorted, 0.9).as_secs_f64() * 1e3,
-            median.as_secs_f64() / direct_median.as_secs_f64(),
-            (median.as_secs_f64() - direct_median.as_secs_f64()) * 1e3,
+            ms(median),
+            ms(p90),
+            ms(median) / ms(medians[0]),
+            ms(median) - ms(medians[0]),
         );
     }
+    let (landlock, namespaces) = (2, 3);
+    println!(
+        "namespace layer over Landlock alone ({hidden} hidden paths, {present} present): \
+         +{:.2} ms at p50, +{:.2} ms at p90 (target: < 5 ms at p50)",
+        ms(medians[namespaces]) - ms(medians[landlock]),
+        ms(p90s[namespaces]) - ms(p90s[landlock]),
+    );
 }

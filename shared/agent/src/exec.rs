@@ -140,6 +140,7 @@ impl Launcher {
             .iter()
             .map(String::as_str)
             .chain(ESCAPE_ENV.iter().copied())
+            .chain([roo_store::relay::ENV_FD])
         {
             command.env_remove(name);
         }

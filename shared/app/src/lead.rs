@@ -153,6 +153,11 @@ pub struct LeadArgs {
     #[arg(long)]
     pub print_backend: bool,
 
+    /// Print the command sandbox's layers in force here (and why others are not), its
+    /// write roots and what it hides, then exit
+    #[arg(long)]
+    pub print_sandbox: bool,
+
     /// Print progress (tool calls) to stderr in -p runs.
     #[arg(short, long)]
     pub verbose: bool,
@@ -203,6 +208,9 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
     }
     if args.print_backend {
         return print_backend(&args);
+    }
+    if args.print_sandbox {
+        return print_sandbox(&args);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -257,6 +265,56 @@ fn print_backend(args: &LeadArgs) -> Result<ExitCode, AppError> {
     let detection = detect(&DetectEnv::capture(args.teammate_mode.into()))
         .map_err(|e| AppError::Usage(format!("teammates: {e}")))?;
     print!("{}", detection.report(team.as_ref().map(|t| t.as_ref())));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_sandbox(args: &LeadArgs) -> Result<ExitCode, AppError> {
+    use roo_agent::config::{ConfigFiles, ProjectTrust};
+    use roo_agent::sandbox::{Layers, PolicyEnv, SandboxPolicy, SandboxSettings};
+    let cwd =
+        std::env::current_dir().map_err(|e| AppError::Io(format!("no working directory: {e}")))?;
+    let roo_home = crate::setup::roo_home()?;
+    let config = ConfigFiles::load(&roo_home, &cwd, ProjectTrust::Untrusted)
+        .map_err(|e| AppError::Config(e.to_string()))?;
+    let env = PolicyEnv::from_env(&roo_home);
+    let settings = SandboxSettings::resolve(&config, &cwd, env.home.as_deref(), args.no_sandbox)
+        .map_err(|e| AppError::Config(e.to_string()))?;
+    if !settings.enabled {
+        println!(
+            "sandbox: off ({}): commands run unconfined",
+            settings
+                .disabled_by
+                .as_deref()
+                .unwrap_or("by configuration")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let helper = std::env::current_exe()
+        .map_err(|e| AppError::Io(format!("cannot find this executable: {e}")))?;
+    let layers = Layers::probe(&settings, &helper);
+    for line in layers.describe() {
+        println!("{line}");
+    }
+    if let Some(notice) = layers.notice() {
+        println!("warning: {notice}");
+    }
+    let policy = SandboxPolicy::for_root(&cwd, &settings, &env);
+    println!(
+        "network: {}",
+        if policy.network {
+            "on (sandbox.network: false in your config turns TCP off)"
+        } else {
+            "TCP off"
+        }
+    );
+    println!("write roots:");
+    for path in policy.write.iter().filter(|p| p.exists()) {
+        println!("  {}", path.display());
+    }
+    println!("hidden (namespaces) / unreadable (Landlock):");
+    for path in policy.hide.iter().filter(|p| p.exists()) {
+        println!("  {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -162,6 +162,10 @@ pub fn main_with<C: Parser>(
     args: impl IntoIterator<Item = OsString>,
     run: impl FnOnce(C) -> CliResult,
 ) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(code) = crate::relay::forward_if_relayed(program, &args) {
+        return code;
+    }
     let cli = match C::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {

@@ -8,4 +8,5 @@ mod common;
 pub mod exit;
 pub mod mail;
 mod output;
+pub mod relay;
 pub mod task;

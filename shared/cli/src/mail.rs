@@ -1,7 +1,7 @@
 //! `roo-mail`: the mailbox CLI (send, read, list, watch, status, ack, team setup).
 
 mod send;
-mod team;
+pub(crate) mod team;
 mod watch;
 
 use std::io::{self, Write};
@@ -40,13 +40,13 @@ Protocol: docs/PROTOCOL.md.";
 )]
 pub struct MailCli {
     #[command(flatten)]
-    common: Common,
+    pub(crate) common: Common,
     #[command(subcommand)]
-    command: MailCommand,
+    pub(crate) command: MailCommand,
 }
 
 #[derive(Subcommand, Debug)]
-enum MailCommand {
+pub(crate) enum MailCommand {
     /// Send a message to a member, an agent id, or '*' (everyone but you)
     Send(send::SendArgs),
     /// Print your inbox
@@ -82,7 +82,7 @@ enum MailCommand {
 }
 
 #[derive(clap::Args, Debug)]
-struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// Only unread messages
     #[arg(long)]
     unread: bool,

@@ -43,9 +43,9 @@ Examples:
 )]
 pub struct TaskCli {
     #[command(flatten)]
-    common: Common,
+    pub(crate) common: Common,
     #[command(subcommand)]
-    command: TaskCommand,
+    pub(crate) command: TaskCommand,
 }
 
 fn parse_status(raw: &str) -> Result<TaskStatus, String> {
@@ -66,7 +66,7 @@ fn parse_meta(raw: &str) -> Result<(String, serde_json::Value), String> {
 }
 
 #[derive(Subcommand, Debug)]
-enum TaskCommand {
+pub(crate) enum TaskCommand {
     /// Create a task; prints its id
     Create {
         /// One line: what to do
@@ -204,7 +204,7 @@ enum TaskCommand {
   roo-task update 4 --add-blocked-by 2 --add-blocked-by 3
   roo-task update 5 --owner bob          # pre-assign
   roo-task update 5 --status pending --no-owner")]
-struct UpdateArgs {
+pub(crate) struct UpdateArgs {
     /// Task id
     #[arg(value_parser = parse_id)]
     id: TaskId,
@@ -250,7 +250,7 @@ struct UpdateArgs {
     /// Change the owner or status of another member's in-progress task anyway (who, when
     /// and what is recorded in the task's notes)
     #[arg(long)]
-    force: bool,
+    pub(crate) force: bool,
 }
 
 /// Entry point of the `roo-task` binary.

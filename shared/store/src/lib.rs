@@ -45,6 +45,7 @@ mod membership;
 mod message;
 mod name;
 pub mod quarantine;
+pub mod relay;
 mod task;
 mod task_list;
 mod team;

@@ -538,6 +538,15 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     env.extend(commands.env_add);
     let mut env_remove = commands.env_remove;
     env_remove.extend(roo_agent::exec::ESCAPE_ENV.iter().map(|s| s.to_string()));
+    // `roo-mail`/`roo-task` in this agent's commands reach the team through it.
+    let service = crate::relay::serve(
+        crate::relay::RelayEnv {
+            fixed: env.clone(),
+            source: env_source.clone(),
+        },
+        matches!(identity.role, Role::Lead),
+    )
+    .map_err(|e| BuildError::Inspect(format!("could not start the team-command relay: {e}")))?;
     let context = ToolContext {
         max_result_chars: MAX_RESULT_CHARS,
         read_filter: read_filter.clone(),
@@ -546,7 +555,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
             env_remove,
             env,
             env_source,
-            service: None,
+            service: Some(service),
         },
         workspace: pending_workspace.as_ref().map(|p| p.gate.clone()),
         ..ToolContext::new(cwd.clone(), session_dir)

@@ -21,6 +21,7 @@ pub mod builder;
 pub mod delivery;
 pub mod event;
 pub mod lead;
+pub mod relay;
 pub mod router;
 pub mod shutdown;
 pub mod spawner;

@@ -364,6 +364,10 @@ pub struct SandboxSection {
     /// Environment variables commands keep although they look like API keys.
     #[serde(default, deserialize_with = "string_list")]
     pub pass_env: Vec<String>,
+    /// `false` skips the namespace layer (Landlock alone, which leaves sockets and
+    /// metadata uncontained).
+    #[serde(default)]
+    pub namespaces: Option<bool>,
 }
 
 /// `sandbox:`, checked.

@@ -154,8 +154,12 @@ pub async fn run(
         });
     }
     let shell_args = [OsString::from("-c"), OsString::from(command)];
+    let relay = launcher
+        .service
+        .as_ref()
+        .filter(|_| launcher.sandbox.is_some());
     let (program, args) = match launcher.sandbox.as_deref() {
-        Some(sandbox) => sandbox.wrap(shell(), &shell_args),
+        Some(sandbox) => sandbox.wrap_relayed(shell(), &shell_args, relay.is_some()),
         None => (shell().clone(), shell_args.to_vec()),
     };
     let start_error = |source| RunError {
@@ -165,7 +169,8 @@ pub async fn run(
     };
     // The helper reports how the command ended on its stdin: a pipe to us.
     let report_pipe = match launcher.sandbox {
-        Some(_) => Some(cloexec_pipe().map_err(|e| start_error(std::io::Error::from(e)))?),
+        // A socket, so the relay descriptor can travel over it too.
+        Some(_) => Some(roo_store::relay::pair().map_err(start_error)?),
         None => None,
     };
     let mut cmd = Command::new(&program);
@@ -180,6 +185,7 @@ pub async fn run(
         .iter()
         .map(String::as_str)
         .chain(super::ESCAPE_ENV.iter().copied())
+        .chain([roo_store::relay::ENV_FD])
     {
         cmd.env_remove(name);
     }
@@ -198,6 +204,11 @@ pub async fn run(
     // Drops our copy of the report pipe's write end.
     drop(cmd);
     let mut child = spawned.map_err(start_error)?;
+    if let (Some(relay), Some(channel)) = (relay, &report_reader) {
+        // The helper waits for it before it starts the command; if this fails the
+        // helper reads end-of-file and the command runs without a relay.
+        let _ = roo_store::relay::send_fd(channel, &relay.0);
+    }
     let group = child.id().and_then(ProcessGroup::new);
     let supervised = launcher.sandbox.is_some();
     let mut guard = EndOnDrop { group, supervised };
@@ -302,23 +313,6 @@ pub async fn run(
     })
 }
 
-/// A pipe whose ends are not inherited by other children.
-#[cfg(target_os = "linux")]
-fn cloexec_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-}
-
-/// A pipe whose ends are not inherited by other children (no `pipe2` here).
-#[cfg(not(target_os = "linux"))]
-fn cloexec_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    let (reader, writer) = nix::unistd::pipe()?;
-    for fd in [&reader, &writer] {
-        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    }
-    Ok((reader, writer))
-}
-
 /// How long the helper may take to end leftovers (TERM, grace, KILL, reap).
 fn helper_grace() -> Duration {
     super::sandbox::LEFTOVER_GRACE * 4
@@ -347,16 +341,14 @@ impl Drop for EndOnDrop {
 /// The helper's report, if it wrote one (it has exited, so this never blocks
 /// for long; the read end is non-blocking anyway).
 fn read_report(reader: std::os::fd::OwnedFd) -> Option<HelperReport> {
-    use std::io::Read;
     use std::os::fd::AsFd;
 
     let flags = nix::fcntl::OFlag::O_NONBLOCK;
     nix::fcntl::fcntl(reader.as_fd(), nix::fcntl::FcntlArg::F_SETFL(flags)).ok()?;
-    let mut text = Vec::new();
-    let _ = std::fs::File::from(reader)
-        .take(64 * 1024)
-        .read_to_end(&mut text);
-    let line = text.split(|&b| b == b'\n').next()?;
+    // One datagram, read whole (a short read would cut it).
+    let mut text = vec![0u8; 64 * 1024];
+    let n = nix::unistd::read(&reader, &mut text).ok()?;
+    let line = text[..n].split(|&b| b == b'\n').next()?;
     serde_json::from_slice(line).ok()
 }
 

@@ -31,6 +31,8 @@ pub mod handoff;
 mod helper;
 #[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+mod namespace;
 mod seatbelt;
 mod settings;
 
@@ -65,6 +67,13 @@ pub struct SandboxPolicy {
     pub deny_read: Vec<PathBuf>,
     /// Whether TCP bind and connect are allowed.
     pub network: bool,
+    /// Paths the namespace layer covers with an empty directory or `/dev/null`:
+    /// sockets that run commands or hold keys, secrets, the agent's own state.
+    #[serde(default)]
+    pub hide: Vec<PathBuf>,
+    /// Whether the helper builds the namespace layer before Landlock.
+    #[serde(default)]
+    pub namespaces: bool,
 }
 
 /// Where a policy's default paths come from.
@@ -72,11 +81,14 @@ pub struct SandboxPolicy {
 pub struct PolicyEnv {
     /// The user's home directory (`$HOME`), for `~` and the default secrets.
     pub home: Option<PathBuf>,
-    /// `ROO_HOME`: its `teams/` and `tasks/` are writable (the team CLIs), its
-    /// `config.yaml` is unreadable (it may hold API keys).
+
     pub roo_home: PathBuf,
     /// The system temp dirs (`/tmp`, `/var/tmp`, `$TMPDIR`).
     pub temp_dirs: Vec<PathBuf>,
+    /// Sockets (or their directories) that run commands outside the sandbox or
+    /// hold keys: tmux and screen servers, the D-Bus buses, Docker, the SSH agent,
+    /// the user's runtime dir (`$XDG_RUNTIME_DIR`, GPG's agent).
+    pub sockets: Vec<PathBuf>,
 }
 
 impl PolicyEnv {
@@ -84,11 +96,122 @@ impl PolicyEnv {
     pub fn from_env(roo_home: &Path) -> Self {
         let mut temp_dirs = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
         temp_dirs.push(std::env::temp_dir());
+        let home = roo_store::user_home();
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let sockets = escape_sockets(&SocketEnv {
+            temp_dirs: &temp_dirs,
+            home: home.as_deref(),
+            tmux: var("TMUX"),
+            tmux_tmpdir: var("TMUX_TMPDIR").map(PathBuf::from),
+            xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
+            dbus_session: var("DBUS_SESSION_BUS_ADDRESS"),
+            ssh_auth_sock: var("SSH_AUTH_SOCK").map(PathBuf::from),
+            screendir: var("SCREENDIR").map(PathBuf::from),
+        });
         Self {
-            home: roo_store::user_home(),
+            home,
             roo_home: roo_home.to_path_buf(),
             temp_dirs,
+            sockets,
         }
+    }
+}
+
+/// Where [`escape_sockets`] looks.
+pub struct SocketEnv<'a> {
+    pub temp_dirs: &'a [PathBuf],
+    pub home: Option<&'a Path>,
+    pub tmux: Option<OsString>,
+    pub tmux_tmpdir: Option<PathBuf>,
+    pub xdg_runtime_dir: Option<PathBuf>,
+    pub dbus_session: Option<OsString>,
+    pub ssh_auth_sock: Option<PathBuf>,
+    pub screendir: Option<PathBuf>,
+}
+
+/// The sockets a confined command must not reach, and the directories holding
+/// them: every tmux server's directory (`tmux-<uid>` in each temp dir and in
+/// `$TMUX_TMPDIR`, the one `$TMUX` names), screen's, the D-Bus buses, Docker's and
+/// Podman's, the SSH agent's, and the user's runtime directories.
+pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut found = Vec::new();
+    let mut tmux_parents: Vec<PathBuf> = env.temp_dirs.to_vec();
+    tmux_parents.extend(env.tmux_tmpdir.iter().cloned());
+    for dir in &tmux_parents {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                if entry.file_name().as_bytes().starts_with(b"tmux-") {
+                    found.push(entry.path());
+                }
+            }
+        }
+    }
+    // `$TMUX` is `socket,pid,session`; the socket's directory may be anywhere.
+    if let Some(tmux) = &env.tmux {
+        let socket = tmux.as_bytes().split(|&b| b == b',').next().unwrap_or(&[]);
+        let socket = Path::new(std::ffi::OsStr::from_bytes(socket));
+        found.push(socket_cover(socket, env));
+    }
+    for dir in ["/run/screen", "/var/run/screen"] {
+        found.push(PathBuf::from(dir));
+    }
+    if let Some(dir) = &env.screendir {
+        found.push(dir.clone());
+    }
+    if let Some(home) = env.home {
+        found.push(home.join(".screen"));
+    }
+    if let Some(address) = &env.dbus_session {
+        for part in address.as_bytes().split(|&b| b == b';') {
+            for field in part.split(|&b| b == b',' || b == b':') {
+                if let Some(path) = field.strip_prefix(b"path=") {
+                    let path = Path::new(std::ffi::OsStr::from_bytes(path));
+                    found.push(socket_cover(path, env));
+                }
+            }
+        }
+    }
+    for path in [
+        "/run/dbus",
+        "/var/run/dbus",
+        "/run/docker.sock",
+        "/var/run/docker.sock",
+        "/run/docker",
+        "/run/containerd",
+        "/run/podman",
+        "/run/user",
+        "/run/systemd/private",
+        "/run/systemd/userdb",
+    ] {
+        found.push(PathBuf::from(path));
+    }
+    if let Some(dir) = &env.xdg_runtime_dir {
+        found.push(dir.clone());
+    }
+    if let Some(socket) = &env.ssh_auth_sock {
+        found.push(socket_cover(socket, env));
+    }
+    if let Some(home) = env.home {
+        found.push(home.join(".docker/run"));
+    }
+    found.retain(|p| p.is_absolute() && p != Path::new("/"));
+    dedup(&mut found);
+    found
+}
+
+/// What to cover for a socket: its directory when that holds nothing else the
+/// command needs, the socket alone when it sits directly in a temp dir or the home.
+fn socket_cover(socket: &Path, env: &SocketEnv<'_>) -> PathBuf {
+    match socket.parent() {
+        Some(dir)
+            if dir != Path::new("/")
+                && !env.temp_dirs.iter().any(|t| t == dir)
+                && env.home != Some(dir) =>
+        {
+            dir.to_path_buf()
+        }
+        _ => socket.to_path_buf(),
     }
 }
 
@@ -117,17 +240,28 @@ impl SandboxPolicy {
         write.extend(linked_git_dirs(root));
         write.extend(env.temp_dirs.iter().cloned());
         write.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
-        write.push(env.roo_home.join("teams"));
-        write.push(env.roo_home.join("tasks"));
         write.extend(settings.allow_write.iter().cloned());
         let mut deny_read = default_deny_read(env.home.as_deref(), &env.roo_home);
         deny_read.extend(settings.deny_read.iter().cloned());
+        // The agent's own state: the team's config, inboxes, task lists, locks and
+        // transcripts (the CLIs reach them through the agent's relay), pane
+        // workers' credentials in flight, every project's session transcripts.
+        for dir in ["teams", "tasks", "run", "projects"] {
+            deny_read.push(env.roo_home.join(dir));
+        }
         dedup(&mut write);
         dedup(&mut deny_read);
+        let mut hide = env.sockets.clone();
+        hide.extend(deny_read.iter().cloned());
+        // A cover over a write root would take the root away.
+        hide.retain(|h| !write.iter().any(|w| w.starts_with(h)));
+        dedup(&mut hide);
         Self {
             write,
             deny_read,
             network: settings.network,
+            hide,
+            namespaces: settings.namespaces,
         }
     }
 }
@@ -166,11 +300,13 @@ impl CommandSandbox {
         let policy = if settings.enabled {
             match availability() {
                 Ok(_) => {
-                    // The team CLIs write there; rules need existing paths.
-                    for dir in ["teams", "tasks"] {
-                        let _ = std::fs::create_dir_all(env.roo_home.join(dir));
+                    let mut policy = SandboxPolicy::for_root(root, settings, env);
+                    let layers = Layers::probe(settings, &helper);
+                    policy.namespaces = layers.namespaces.is_ok();
+                    if let Some(notice) = layers.notice() {
+                        notices.push(notice);
                     }
-                    Some(SandboxPolicy::for_root(root, settings, env))
+                    Some(policy)
                 }
                 Err(why) => {
                     notices.push(format!(
@@ -253,6 +389,10 @@ pub(crate) struct HelperSpec {
     /// inherits stdin instead of getting it closed, and no report is written there.
     #[serde(default)]
     pub(crate) stdio: bool,
+    /// The caller sends the agent's relay descriptor over the helper's stdin right
+    /// after starting it; the command gets it as [`roo_store::relay::ENV_FD`].
+    #[serde(default)]
+    pub(crate) relay: bool,
 }
 
 impl CommandSandbox {
@@ -260,11 +400,23 @@ impl CommandSandbox {
     /// the sandbox. The helper reports how the command ended on its stdin,
     /// which the caller must make the write end of a pipe (see [`HelperReport`]).
     pub fn wrap(&self, program: &Path, args: &[OsString]) -> (PathBuf, Vec<OsString>) {
+        self.wrap_relayed(program, args, false)
+    }
+
+    /// [`CommandSandbox::wrap`], with `relay`: the caller sends the agent's relay
+    /// descriptor on the helper's stdin ([`roo_store::relay::send_fd`]).
+    pub fn wrap_relayed(
+        &self,
+        program: &Path,
+        args: &[OsString],
+        relay: bool,
+    ) -> (PathBuf, Vec<OsString>) {
         self.wrap_spec(
             HelperSpec {
                 policy: self.policy.clone(),
                 parent: std::process::id(),
                 stdio: false,
+                relay,
             },
             program,
             args,
@@ -283,6 +435,7 @@ impl CommandSandbox {
                 policy: None,
                 parent: std::process::id(),
                 stdio: true,
+                relay: false,
             },
             program,
             args,
@@ -302,6 +455,125 @@ impl CommandSandbox {
         argv.push(program.as_os_str().to_os_string());
         argv.extend(args.iter().cloned());
         (self.helper.clone(), argv)
+    }
+}
+
+/// What confines commands on this machine, with the reasons for what is missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layers {
+    /// The OS mechanism (`Landlock`, `Seatbelt`) or why there is none.
+    pub os: Result<&'static str, String>,
+    /// The namespace layer (Linux) or why it is not used.
+    pub namespaces: Result<(), String>,
+}
+
+/// Exit code of a namespace probe that could not build the layer.
+const PROBE_FAILED: u8 = 3;
+
+impl Layers {
+    /// The layers an agent with `settings` gets, starting `helper` once in its
+    /// probe mode (cached per process and helper).
+    pub fn probe(settings: &SandboxSettings, helper: &Path) -> Self {
+        let os = availability();
+        let namespaces = if !settings.enabled {
+            Err("the sandbox is off".to_string())
+        } else if !settings.namespaces {
+            Err("turned off by `sandbox: {namespaces: false}` in your config".to_string())
+        } else if !cfg!(target_os = "linux") {
+            Err("namespaces are a Linux layer".to_string())
+        } else {
+            probe_namespaces(helper)
+        };
+        Self { os, namespaces }
+    }
+
+    /// The warning to show at start when the namespace layer is missing on
+    /// Linux, naming what Landlock alone leaves uncontained.
+    pub fn notice(&self) -> Option<String> {
+        if !cfg!(target_os = "linux") || self.os.is_err() {
+            return None;
+        }
+        let why = self.namespaces.as_ref().err()?;
+        Some(format!(
+            "the sandbox's namespace layer is not in force ({why}): commands are confined by \
+             Landlock alone, which does not keep them from UNIX sockets (a tmux server, D-Bus, \
+             Docker, the SSH and GPG agents) nor from changing the permissions, owner, times and \
+             extended attributes of files outside the project"
+        ))
+    }
+
+    /// One line per layer, for `--print-sandbox`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        match &self.namespaces {
+            Ok(()) => lines.push(
+                "namespaces: in force (user + mount namespace: read-only file system outside \
+             the write roots, sockets and secrets hidden, mounts locked)"
+                    .to_string(),
+            ),
+            Err(why) => lines.push(format!("namespaces: not in force ({why})")),
+        }
+        match &self.os {
+            Ok(name) => lines.push(format!("{name}: in force")),
+            Err(why) => lines.push(format!("OS sandbox: unavailable ({why})")),
+        }
+        lines
+    }
+}
+
+/// Whether `helper` can build the namespace layer here (cached per helper path).
+fn probe_namespaces(helper: &Path) -> Result<(), String> {
+    use std::sync::Mutex;
+    static CACHE: Mutex<Vec<(PathBuf, Result<(), String>)>> = Mutex::new(Vec::new());
+    if let Ok(cache) = CACHE.lock()
+        && let Some((_, result)) = cache.iter().find(|(h, _)| h == helper)
+    {
+        return result.clone();
+    }
+    let result = match std::process::Command::new(helper)
+        .arg(PROBE_ARG)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+    {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            Err(if text.is_empty() {
+                format!("the probe exited with {}", out.status)
+            } else {
+                text
+            })
+        }
+        Err(e) => Err(format!("the probe could not start: {e}")),
+    };
+    if let Ok(mut cache) = CACHE.lock() {
+        cache.push((helper.to_path_buf(), result.clone()));
+    }
+    result
+}
+
+/// First argument that switches the agent's binary into the namespace probe.
+pub const PROBE_ARG: &str = "__roo-namespace-probe";
+
+/// Runs the namespace probe if this process was started for it (see
+/// [`run_helper_if_requested`]).
+pub(crate) fn run_probe() -> std::process::ExitCode {
+    #[cfg(target_os = "linux")]
+    {
+        match namespace::probe() {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::ExitCode::from(PROBE_FAILED)
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        eprintln!("namespaces are a Linux layer");
+        std::process::ExitCode::from(PROBE_FAILED)
     }
 }
 

@@ -55,7 +55,11 @@ pub struct HelperReport {
 /// code to exit with, or `None` for a normal start. Call first thing in `main`.
 pub fn run_helper_if_requested() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
-    if args.next()? != HELPER_ARG {
+    let first = args.next()?;
+    if first == super::PROBE_ARG {
+        return Some(super::run_probe());
+    }
+    if first != HELPER_ARG {
         return None;
     }
     let args: Vec<OsString> = args.collect();
@@ -114,6 +118,21 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, HelperError> {
     Ok(ExitCode::from(HELPER_FAILED))
 }
 
+/// The agent's relay descriptor, when the spec says one comes on stdin: received
+/// and left open across `exec` for the command alone (this process is
+/// single-threaded and starts nothing else).
+fn take_relay(spec: &HelperSpec) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::AsFd;
+    if !spec.relay {
+        return None;
+    }
+    let stdin = std::io::stdin();
+    let fd = roo_store::relay::receive_fd(stdin.as_fd()).ok().flatten()?;
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    fcntl(&fd, FcntlArg::F_SETFD(FdFlag::empty())).ok()?;
+    Some(fd)
+}
+
 /// Writes the report line to stdin (the caller's pipe). A helper started by
 /// hand has no pipe there; the report is then simply lost.
 fn send_report(report: &HelperReport) {
@@ -142,7 +161,7 @@ mod linux {
     use nix::unistd::{Pid, getppid};
     use tokio::signal::unix::{SignalKind, signal};
 
-    use super::super::{HelperSpec, landlock};
+    use super::super::{HelperSpec, landlock, namespace};
     use super::{Enforcement, HelperError, HelperReport, LEFTOVER_GRACE};
     use crate::sandbox::proc_stat;
 
@@ -186,13 +205,24 @@ mod linux {
             if i64::from(getppid().as_raw()) != i64::from(spec.parent) {
                 return Ok(None);
             }
+            let relay = super::take_relay(spec);
             let enforcement = match &spec.policy {
                 None => Enforcement::Off,
                 Some(policy) => {
+                    if policy.namespaces {
+                        namespace::apply(policy).map_err(|e| {
+                            HelperError::Sandbox(format!("its namespace layer: {e}"))
+                        })?;
+                    }
                     landlock::apply(policy).map_err(|e| HelperError::Sandbox(e.to_string()))?
                 }
             };
-            let child = Command::new(program)
+            let mut command = Command::new(program);
+            if let Some(fd) = &relay {
+                use std::os::fd::AsRawFd;
+                command.env(roo_store::relay::ENV_FD, fd.as_raw_fd().to_string());
+            }
+            let child = command
                 .args(args)
                 .stdin(if spec.stdio {
                     Stdio::inherit()
@@ -403,7 +433,13 @@ fn supervise(
         ),
         None => (program.to_path_buf(), args.to_vec(), Enforcement::Off),
     };
-    let status = Command::new(&program)
+    let relay = take_relay(spec);
+    let mut command = Command::new(&program);
+    if let Some(fd) = &relay {
+        use std::os::fd::AsRawFd;
+        command.env(roo_store::relay::ENV_FD, fd.as_raw_fd().to_string());
+    }
+    let status = command
         .args(&args)
         .stdin(if spec.stdio {
             Stdio::inherit()

@@ -130,7 +130,7 @@ pub(crate) fn apply(policy: &SandboxPolicy) -> Result<Enforcement, LandlockError
 
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))?
-        .scope(Scope::Signal)?;
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?;
     if !policy.network {
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
     }

@@ -22,6 +22,8 @@ pub struct SandboxSettings {
     pub deny_read: Vec<PathBuf>,
     /// Whether TCP is allowed.
     pub network: bool,
+    /// Whether the namespace layer is wanted (Linux; used where the kernel has it).
+    pub namespaces: bool,
     /// Variables kept in commands' environment although they look like keys.
     pub pass_env: Vec<String>,
     /// Widening settings a project file tried and that were ignored, as
@@ -38,6 +40,7 @@ impl Default for SandboxSettings {
             allow_write: Vec::new(),
             deny_read: Vec::new(),
             network: true,
+            namespaces: true,
             pass_env: Vec::new(),
             ignored: Vec::new(),
             disabled_by: None,
@@ -114,6 +117,12 @@ impl SandboxSettings {
                 Some(true) if widen_ok => settings.network = true,
                 Some(true) if !settings.network => ignored.push(ignore("network")),
                 _ => {}
+            }
+            match section.namespaces {
+                Some(false) if widen_ok => settings.namespaces = false,
+                Some(false) => ignored.push(ignore("namespaces")),
+                Some(true) => settings.namespaces = true,
+                None => {}
             }
             if !section.pass_env.is_empty() {
                 if widen_ok {

@@ -135,6 +135,7 @@ fn policy_env() -> PolicyEnv {
         home: Some(PathBuf::from("/home/u")),
         roo_home: PathBuf::from("/home/u/.roocode"),
         temp_dirs: vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")],
+        sockets: vec![PathBuf::from("/tmp/tmux-1000")],
     }
 }
 
@@ -215,11 +216,17 @@ fn the_seatbelt_profile_denies_writes_outside_and_reads_of_secrets() {
         write: vec![PathBuf::from("/nonexistent/proj \"x\"")],
         deny_read: vec![PathBuf::from("/nonexistent/home/.ssh")],
         network: false,
+        hide: vec![],
+        namespaces: false,
     };
     let profile = seatbelt_profile(&policy);
     assert!(profile.starts_with("(version 1)\n(allow default)\n(deny file-write*)\n"));
     assert!(
-        profile.contains("(allow file-write*\n  (subpath \"/nonexistent/proj \\\"x\\\"\"))"),
+        profile.contains(
+            "(allow file-write* file-write-mode file-write-owner file-write-times \
+             file-write-xattr file-write-flags file-write-acl file-write-setugid\n  \
+             (subpath \"/nonexistent/proj \\\"x\\\"\"))"
+        ),
         "{profile}"
     );
     assert!(profile.contains("(deny file-read*\n  (subpath \"/nonexistent/home/.ssh\"))"));
@@ -241,6 +248,120 @@ fn the_seatbelt_profile_denies_writes_outside_and_reads_of_secrets() {
     assert_eq!(&args[2..], ["/bin/bash", "-c", "echo hi"]);
 }
 
+/// Seatbelt's `file-write*` already stands for every `file-write-…` operation;
+/// the profile names the metadata ones anyway, denied outside and allowed inside
+/// the writable paths (later rules win, so the allow must come after the deny).
+#[test]
+fn the_seatbelt_profile_denies_metadata_writes_outside_the_writable_paths() {
+    let profile = seatbelt_profile(&SandboxPolicy {
+        write: vec![PathBuf::from("/nonexistent/proj")],
+        deny_read: vec![],
+        network: true,
+        hide: vec![],
+        namespaces: false,
+    });
+    let operations = [
+        "file-write-mode",
+        "file-write-owner",
+        "file-write-times",
+        "file-write-xattr",
+        "file-write-flags",
+    ];
+    let rule = |prefix: &str| {
+        let start = profile
+            .find(prefix)
+            .unwrap_or_else(|| panic!("no `{prefix}` rule in {profile}"));
+        let end = start + profile[start..].find([')', '\n']).unwrap();
+        (start, &profile[start..end])
+    };
+    let (deny_all_at, _) = rule("(deny file-write*)");
+    let (deny_at, deny) = rule("(deny file-write-");
+    let (allow_at, allow) = rule("(allow file-write*");
+    for operation in operations {
+        assert!(deny.split_whitespace().any(|w| w == operation), "{deny}");
+        assert!(allow.split_whitespace().any(|w| w == operation), "{allow}");
+    }
+    assert!(deny_all_at < deny_at && deny_at < allow_at, "{profile}");
+    assert!(
+        profile[allow_at..].starts_with(&format!("{allow}\n  (subpath \"/nonexistent/proj\"))")),
+        "{profile}"
+    );
+}
+
+#[test]
+fn the_seatbelt_profile_hides_paths_from_reading_and_connecting() {
+    let policy = SandboxPolicy {
+        write: vec![PathBuf::from("/nonexistent/tmp")],
+        deny_read: vec![],
+        network: true,
+        hide: vec![
+            PathBuf::from("/nonexistent/tmp/tmux-501"),
+            PathBuf::from("/nonexistent/run/docker.sock"),
+            PathBuf::from("/nonexistent/agent \"dir\""),
+        ],
+        namespaces: false,
+    };
+    let profile = seatbelt_profile(&policy);
+    let filters = [
+        "(subpath \"/nonexistent/tmp/tmux-501\")",
+        "(subpath \"/nonexistent/run/docker.sock\")",
+        "(subpath \"/nonexistent/agent \\\"dir\\\"\")",
+    ];
+    assert!(
+        profile.contains(&format!(
+            "(deny file-read* file-write*\n  {})\n",
+            filters.join("\n  ")
+        )),
+        "{profile}"
+    );
+    let sockets: Vec<String> = filters
+        .iter()
+        .map(|f| format!("(remote unix-socket {f})"))
+        .collect();
+    assert!(
+        profile.contains(&format!(
+            "(deny network-outbound\n  {})\n",
+            sockets.join("\n  ")
+        )),
+        "{profile}"
+    );
+    // The hidden tmux dir lies in a writable temp dir: its deny must come later.
+    let allow_at = profile.find("(allow file-write*").unwrap();
+    assert!(profile.find("(deny file-read* file-write*").unwrap() > allow_at);
+    // With the network on, only the hidden sockets are refused.
+    assert!(!profile.contains("(deny network-outbound)"), "{profile}");
+    assert!(!profile.contains("network-bind"), "{profile}");
+
+    let none = seatbelt_profile(&SandboxPolicy {
+        hide: vec![],
+        ..policy
+    });
+    assert!(!none.contains("unix-socket"), "{none}");
+}
+
+#[test]
+fn the_seatbelt_profile_hides_every_path_the_default_policy_hides() {
+    let policy = SandboxPolicy::for_root(
+        Path::new("/proj"),
+        &SandboxSettings::default(),
+        &policy_env(),
+    );
+    assert!(policy.hide.contains(&PathBuf::from("/tmp/tmux-1000")));
+    let profile = seatbelt_profile(&policy);
+    for path in &policy.hide {
+        // The profile names existing paths resolved (`/tmp` is `/private/tmp` on macOS).
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        let path = format!("(subpath \"{}\")", path.display());
+        assert!(
+            profile.contains(&format!("(remote unix-socket {path})")),
+            "{path}: {profile}"
+        );
+        let reads = &profile[profile.find("(deny file-read* file-write*").unwrap()..];
+        let reads = &reads[..reads.find("))\n").unwrap() + 2];
+        assert!(reads.contains(&path), "{path}: {profile}");
+    }
+}
+
 #[test]
 fn the_helper_command_line_carries_the_policy_and_the_parent() {
     let sandbox = CommandSandbox {
@@ -249,6 +370,8 @@ fn the_helper_command_line_carries_the_policy_and_the_parent() {
             write: vec![PathBuf::from("/proj")],
             deny_read: vec![],
             network: true,
+            hide: vec![],
+            namespaces: false,
         }),
     };
     let (program, args) = sandbox.wrap(Path::new("/bin/bash"), &["-c".into(), "true".into()]);
@@ -319,6 +442,8 @@ mod landlock_rules {
             write: vec![base.join("proj"), PathBuf::from("/dev/null")],
             deny_read: vec![base.join("home/.ssh")],
             network: false,
+            hide: vec![],
+            namespaces: false,
         };
         let base2 = base.clone();
         let results = std::thread::spawn(move || {

@@ -1,0 +1,284 @@
+//! Linux: the namespace layer, built before Landlock the way bubblewrap builds one.
+//!
+//! The helper moves itself into a new user and mount namespace and rebuilds its view
+//! of the file system in place:
+//!
+//! 1. every write root is bind-mounted onto itself (so it stays writable);
+//! 2. every other mount is remounted read-only, keeping its `nosuid`/`nodev`/
+//!    `noexec` flags — so `chmod`, `chown`, `touch -d` and `setfattr` outside the
+//!    roots fail with `EROFS`, which Landlock (no right for metadata) cannot do;
+//! 3. every hidden path gets an empty read-only `tmpfs` (directories) or
+//!    `/dev/null` (files and sockets) mounted over it: the tmux, D-Bus, Docker,
+//!    SSH- and GPG-agent sockets, the user's secrets and the agent's own state are
+//!    not there to connect to or read;
+//! 4. a second, nested user and mount namespace is entered: the kernel locks every
+//!    mount copied into it, so even a process with all capabilities inside cannot
+//!    unmount an overlay or remount a read-only mount writable.
+//!
+//! Landlock, applied afterwards, also refuses every `mount` call. Nothing here needs
+//! privileges: unprivileged user namespaces suffice. Where the kernel or a security
+//! module refuses them, [`probe`] says why and the agent falls back to Landlock alone.
+
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::statvfs::{FsFlags, statvfs};
+
+use super::SandboxPolicy;
+
+/// Why the namespace layer could not be built.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NamespaceError {
+    #[error("user namespaces are unavailable ({0})")]
+    Unshare(Errno),
+    #[error("could not write {path}: {source}")]
+    Map {
+        path: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not {action} {}: {errno}", path.display())]
+    Mount {
+        action: &'static str,
+        path: PathBuf,
+        errno: Errno,
+    },
+    #[error("could not read the mount table: {0}")]
+    MountTable(std::io::Error),
+}
+
+/// Enters a new user and mount namespace mapping this process's own ids.
+fn enter_user_namespace() -> Result<(), NamespaceError> {
+    let (uid, gid) = (nix::unistd::geteuid(), nix::unistd::getegid());
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+        .map_err(NamespaceError::Unshare)?;
+    let write = |path: &'static str, text: String| {
+        std::fs::write(path, text).map_err(|source| NamespaceError::Map { path, source })
+    };
+    write("/proc/self/setgroups", "deny".to_string())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+    Ok(())
+}
+
+/// Whether this process can build the layer: enters a namespace and makes one
+/// mount read-only. Run in a throwaway process (the helper's probe mode), since a
+/// process that entered a namespace cannot leave it.
+pub(crate) fn probe() -> Result<(), NamespaceError> {
+    enter_user_namespace()?;
+    let root = Path::new("/");
+    mount(
+        None::<&str>,
+        root,
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|errno| NamespaceError::Mount {
+        action: "make private",
+        path: root.to_path_buf(),
+        errno,
+    })?;
+    remount_read_only(root)?;
+    enter_user_namespace()
+}
+
+/// Builds the layer for `policy` around this process (single-threaded: a user
+/// namespace cannot be entered by a process with several threads).
+pub(crate) fn apply(policy: &SandboxPolicy) -> Result<(), NamespaceError> {
+    let cwd = std::env::current_dir().ok();
+    enter_user_namespace()?;
+    let root = Path::new("/");
+    // Nothing done below propagates back to the namespace we came from.
+    mount(
+        None::<&str>,
+        root,
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|errno| NamespaceError::Mount {
+        action: "make private",
+        path: root.to_path_buf(),
+        errno,
+    })?;
+    let writable: Vec<PathBuf> = policy
+        .write
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    for path in &writable {
+        bind(path, path, MsFlags::MS_REC)?;
+    }
+    let under_root = |path: &Path| writable.iter().any(|w| path.starts_with(w));
+    for point in mount_points()? {
+        // `/proc` stays as it is: the nested namespace is mapped through it, and
+        // what it lets a process write is guarded by capabilities in the first
+        // namespace, which a command never has.
+        if under_root(&point) || point.starts_with("/proc") {
+            continue;
+        }
+        match remount_read_only(&point) {
+            Ok(()) => {}
+            // Mount points this process cannot even reach (below a directory it
+            // may not search) are out of the command's reach too.
+            Err(NamespaceError::Mount {
+                errno: Errno::EACCES | Errno::ENOENT,
+                ..
+            }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for path in &policy.hide {
+        hide(path)?;
+    }
+    // Locks every mount above: a namespace owned by a child user namespace gets
+    // its mounts locked, read-only and overlays included.
+    enter_user_namespace()?;
+    // The working directory still refers to the mount beneath the binds.
+    if let Some(cwd) = cwd {
+        let _ = std::env::set_current_dir(cwd);
+    }
+    Ok(())
+}
+
+fn bind(source: &Path, target: &Path, extra: MsFlags) -> Result<(), NamespaceError> {
+    mount(
+        Some(source),
+        target,
+        None::<&str>,
+        MsFlags::MS_BIND | extra,
+        None::<&str>,
+    )
+    .map_err(|errno| NamespaceError::Mount {
+        action: "bind",
+        path: target.to_path_buf(),
+        errno,
+    })
+}
+
+/// Remounts the mount at `point` read-only, keeping the flags a user namespace
+/// may not drop.
+fn remount_read_only(point: &Path) -> Result<(), NamespaceError> {
+    let mount_error = |errno| NamespaceError::Mount {
+        action: "remount read-only",
+        path: point.to_path_buf(),
+        errno,
+    };
+    let current = statvfs(point).map_err(mount_error)?.flags();
+    let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY;
+    for (fs, ms) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if current.contains(fs) {
+            flags |= ms;
+        }
+    }
+    mount(None::<&str>, point, None::<&str>, flags, None::<&str>).map_err(mount_error)
+}
+
+/// Covers `path`: an empty read-only tmpfs over a directory, `/dev/null` over
+/// anything else (a file, a socket). A path that does not exist needs nothing.
+fn hide(path: &Path) -> Result<(), NamespaceError> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    // A symlink is covered where it leads (`/var/run` → `/run`).
+    let (path, meta) = if meta.file_type().is_symlink() {
+        match std::fs::canonicalize(path) {
+            Ok(target) => match std::fs::metadata(&target) {
+                Ok(meta) => (target, meta),
+                Err(_) => return Ok(()),
+            },
+            Err(_) => return Ok(()),
+        }
+    } else {
+        (path.to_path_buf(), meta)
+    };
+    let mount_error = |action| {
+        let path = path.clone();
+        move |errno| NamespaceError::Mount {
+            action,
+            path,
+            errno,
+        }
+    };
+    if meta.is_dir() {
+        mount(
+            Some("tmpfs"),
+            &path,
+            Some("tmpfs"),
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("size=4k,mode=0755"),
+        )
+        .map_err(mount_error("hide"))
+    } else {
+        bind(Path::new("/dev/null"), &path, MsFlags::empty())?;
+        mount(
+            None::<&str>,
+            &path,
+            None::<&str>,
+            MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY,
+            None::<&str>,
+        )
+        .map_err(mount_error("make read-only the cover of"))
+    }
+}
+
+/// The mount points of this namespace, from `/proc/self/mountinfo`.
+fn mount_points() -> Result<Vec<PathBuf>, NamespaceError> {
+    let text =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(NamespaceError::MountTable)?;
+    let mut points: Vec<PathBuf> = text
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| PathBuf::from(unescape(field)))
+        .collect();
+    points.sort();
+    points.dedup();
+    Ok(points)
+}
+
+/// Undoes mountinfo's octal escapes (`\040` is a space).
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            let code = bytes[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
+            out.push(u8::try_from(code).unwrap_or(b'?'));
+            i += 4;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape(r"/mnt/with\040space"), "/mnt/with space");
+        assert_eq!(unescape(r"/plain"), "/plain");
+        assert_eq!(unescape(r"/tail\04"), r"/tail\04");
+    }
+}

@@ -1,0 +1,127 @@
+//! The CLIs inside a confined command: relayed to the agent, and what the agent
+//! lets them do.
+//!
+//! A command an agent runs sees none of the team's files; `roo-mail` and `roo-task`
+//! there find [`roo_store::relay::ENV_FD`] and hand their arguments and stdio to
+//! the agent ([`forward_if_relayed`]), which runs them as itself after [`check`].
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use roo_store::relay::{self, Reply, Request};
+
+use crate::exit::{IO, REFUSED, USAGE};
+use crate::mail::team::TeamCommand;
+use crate::mail::{MailCli, MailCommand};
+use crate::task::{TaskCli, TaskCommand};
+
+/// Who the relaying agent is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Its team, if it is in one now.
+    pub team: Option<String>,
+    /// Its member name, if it is in a team.
+    pub name: Option<String>,
+    /// Whether it leads the team.
+    pub lead: bool,
+}
+
+/// Sends this invocation to the agent if the process runs inside an agent's
+/// command; `None` otherwise (the CLI then works on the store itself).
+pub(crate) fn forward_if_relayed(program: &str, args: &[OsString]) -> Option<ExitCode> {
+    let fd = relay::inherited()?;
+    let mut strings = Vec::new();
+    for arg in args.iter().skip(1) {
+        match arg.to_str() {
+            Some(s) => strings.push(s.to_string()),
+            None => {
+                eprintln!("{program}: arguments must be UTF-8 inside an agent's command");
+                return Some(ExitCode::from(USAGE));
+            }
+        }
+    }
+    let request = Request {
+        program: program.to_string(),
+        args: strings,
+        cwd: std::env::current_dir().unwrap_or_default(),
+    };
+    Some(match relay::forward(&fd, &request) {
+        Ok(Reply::Exited(code)) => ExitCode::from(u8::try_from(code).unwrap_or(REFUSED)),
+        Ok(Reply::Refused(why)) => {
+            eprintln!("{program}: {why}");
+            ExitCode::from(REFUSED)
+        }
+        Err(e) => {
+            eprintln!("{program}: could not reach the agent that runs this command: {e}");
+            ExitCode::from(IO)
+        }
+    })
+}
+
+/// Whether `me` may run `request`: only as itself, only on its own team; a
+/// teammate may not create, join, leave, change or delete teams nor force
+/// changes to others' tasks; no agent's command deletes a team (the lead has
+/// its TeamDelete tool, which shuts the team down first). Arguments that do not
+/// parse pass: the CLI itself rejects them without touching anything.
+pub fn check(request: &Request, me: &Member) -> Result<(), String> {
+    let argv = std::iter::once(request.program.clone()).chain(request.args.iter().cloned());
+    let common = match request.program.as_str() {
+        "roo-mail" => match MailCli::try_parse_from(argv) {
+            Ok(cli) => {
+                if let MailCommand::Team(command) = &cli.command {
+                    check_team_command(command, me)?;
+                }
+                cli.common
+            }
+            Err(_) => return Ok(()),
+        },
+        "roo-task" => match TaskCli::try_parse_from(argv) {
+            Ok(cli) => {
+                if let TaskCommand::Update(args) = &cli.command
+                    && args.force
+                    && !me.lead
+                {
+                    return Err("`--force` on another member's task is the lead's to use".into());
+                }
+                cli.common
+            }
+            Err(_) => return Ok(()),
+        },
+        other => return Err(format!("{other:?} is not a command the agent relays")),
+    };
+    if let Some(team) = &common.team
+        && me.team.as_ref() != Some(team)
+    {
+        return Err(match &me.team {
+            Some(own) => {
+                format!("commands in this agent's shell act on its own team {own} only, not {team}")
+            }
+            None => format!("this agent is in no team; it cannot act on team {team}"),
+        });
+    }
+    if let Some(name) = &common.agent
+        && me.name.as_ref() != Some(name)
+    {
+        return Err(match &me.name {
+            Some(own) => {
+                format!("commands in {own}'s shell act as {own}; `--as {name}` is refused")
+            }
+            None => format!("this agent is in no team; it cannot act as {name}"),
+        });
+    }
+    Ok(())
+}
+
+fn check_team_command(command: &TeamCommand, me: &Member) -> Result<(), String> {
+    match command {
+        TeamCommand::Show => Ok(()),
+        TeamCommand::Delete { .. } => Err(
+            "a team is not deleted from an agent's command; the lead uses its TeamDelete tool, \
+             which shuts the teammates down first"
+                .into(),
+        ),
+        _ if me.lead => Ok(()),
+        _ => Err("a teammate's commands may not change the team's membership".into()),
+    }
+}

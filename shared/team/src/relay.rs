@@ -1,0 +1,198 @@
+//! The agent's side of the CLI relay ([`roo_store::relay`]): `roo-mail` and
+//! `roo-task` run inside this agent's commands reach the team through here.
+//!
+//! Each agent (the lead, every teammate) serves its own relay on a thread of its
+//! own. A request is checked against the agent's identity ([`roo_cli::relay::check`])
+//! and then run as the real CLI, unconfined but with the agent's `ROO_HOME`,
+//! `ROO_TEAM` and `ROO_AGENT_NAME` and the command's own stdin, stdout and stderr:
+//! what it writes is indistinguishable from the team tools' writes, and it always
+//! carries the agent's real name. When the command goes away (its Bash call timed
+//! out or was cancelled) the CLI it asked for is ended too.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use roo_agent::exec::{EnvSource, ServiceFd};
+use roo_cli::relay::{Member, check};
+use roo_store::relay::{self, Incoming, Reply};
+
+/// Requests one agent runs at once; more are refused (a flood from a command).
+const MAX_IN_FLIGHT: usize = 16;
+
+/// The agent's variables when a request arrives: fixed ones and a source.
+#[derive(Clone)]
+pub struct RelayEnv {
+    pub fixed: Vec<(String, String)>,
+    pub source: Option<EnvSource>,
+}
+
+impl RelayEnv {
+    fn vars(&self) -> Vec<(String, String)> {
+        let mut vars = self.fixed.clone();
+        if let Some(source) = &self.source {
+            vars.extend(source.vars());
+        }
+        vars
+    }
+}
+
+/// Starts serving a relay for an agent with `env` (`lead`: it leads its team);
+/// returns the end its commands get. The thread ends when every copy of that end
+/// is closed.
+pub fn serve(env: RelayEnv, lead: bool) -> std::io::Result<ServiceFd> {
+    let (agent_end, command_end) = relay::pair()?;
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    std::thread::Builder::new()
+        .name("roo-relay".to_string())
+        .spawn(move || {
+            while let Ok(Some(incoming)) = relay::receive(&agent_end) {
+                if in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    incoming.reply(&Reply::Refused(format!(
+                        "more than {MAX_IN_FLIGHT} team commands are running in this agent's \
+                         shell; wait for some to finish"
+                    )));
+                    continue;
+                }
+                let (env, in_flight) = (env.clone(), in_flight.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("roo-relay-run".to_string())
+                    .spawn(move || {
+                        handle(&incoming, &env, lead);
+                        in_flight.fetch_sub(1, Ordering::SeqCst);
+                    });
+                if spawned.is_err() {
+                    // The closure (and the request with it) is dropped: the
+                    // command reads that its agent could not run it.
+                }
+            }
+        })?;
+    Ok(ServiceFd(Arc::new(command_end)))
+}
+
+fn value<'a>(vars: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    vars.iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
+    let vars = env.vars();
+    let me = Member {
+        team: value(&vars, "ROO_TEAM").map(str::to_string),
+        name: value(&vars, "ROO_AGENT_NAME").map(str::to_string),
+        lead,
+    };
+    let request = &incoming.request;
+    if let Err(why) = check(request, &me) {
+        incoming.reply(&Reply::Refused(why));
+        return;
+    }
+    let Some(program) = cli_path(&request.program) else {
+        incoming.reply(&Reply::Refused(format!(
+            "{} is not installed next to the agent nor on PATH",
+            request.program
+        )));
+        return;
+    };
+    let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
+    let (Ok(stdin), Ok(stdout), Ok(stderr)) = (
+        stdio(&incoming.stdin),
+        stdio(&incoming.stdout),
+        stdio(&incoming.stderr),
+    ) else {
+        incoming.reply(&Reply::Refused(
+            "could not take over the command's stdio".into(),
+        ));
+        return;
+    };
+    let cwd = if request.cwd.is_dir() {
+        request.cwd.clone()
+    } else {
+        PathBuf::from("/")
+    };
+    let mut command = Command::new(&program);
+    command
+        .args(&request.args)
+        .current_dir(cwd)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr)
+        .env_remove(relay::ENV_FD)
+        .env_remove("ROO_TEAM")
+        .env_remove("ROO_AGENT_NAME");
+    for (key, value) in &vars {
+        command.env(key, value);
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            incoming.reply(&Reply::Refused(format!(
+                "could not start {}: {e}",
+                program.display()
+            )));
+            return;
+        }
+    };
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                use std::os::unix::process::ExitStatusExt;
+                let code = status
+                    .code()
+                    .or_else(|| status.signal().map(|s| 128 + s))
+                    .unwrap_or(1);
+                incoming.reply(&Reply::Exited(code));
+                return;
+            }
+            Ok(None) => {}
+            Err(_) => {
+                let _ = child.kill();
+                incoming.reply(&Reply::Refused("lost track of the command".into()));
+                return;
+            }
+        }
+        if command_gone(&incoming.reply_to, Duration::from_millis(50)) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+    }
+}
+
+/// Whether the command's reply end closed (it never writes, so readable means
+/// end of file), waiting at most `wait`.
+fn command_gone(reply_to: &OwnedFd, wait: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(reply_to.as_fd(), PollFlags::POLLIN)];
+    let ms = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
+    match poll(&mut fds, PollTimeout::from(ms)) {
+        Ok(0) => false,
+        Ok(_) => fds[0].revents().is_some_and(|r| {
+            r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+        }),
+        Err(_) => false,
+    }
+}
+
+/// `roo-mail`/`roo-task` next to the running executable, else on `PATH`.
+fn cli_path(program: &str) -> Option<PathBuf> {
+    if !matches!(program, "roo-mail" | "roo-task") {
+        return None;
+    }
+    let sibling = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(program)))
+        .filter(|p| p.is_file());
+    sibling.or_else(|| {
+        which::which(program)
+            .ok()
+            .filter(|p: &PathBuf| Path::new(p).is_file())
+    })
+}
