@@ -140,7 +140,7 @@ fn policy_env() -> PolicyEnv {
 }
 
 #[test]
-fn the_policy_writes_to_the_root_temp_devices_and_team_store_only() {
+fn the_policy_writes_to_the_root_temp_and_devices_and_hides_the_team_state() {
     let settings = SandboxSettings {
         allow_write: vec![PathBuf::from("/home/u/.cargo")],
         deny_read: vec![PathBuf::from("/proj/.env")],
@@ -153,12 +153,18 @@ fn the_policy_writes_to_the_root_temp_devices_and_team_store_only() {
         "/var/tmp",
         "/dev/null",
         "/dev/pts",
-        "/home/u/.roocode/teams",
-        "/home/u/.roocode/tasks",
         "/home/u/.cargo",
     ] {
         assert!(policy.write.contains(&PathBuf::from(path)), "{path}");
     }
+    // The team's state is reached through the agent's relay only.
+    for path in ["teams", "tasks", "run", "projects"] {
+        let path = PathBuf::from("/home/u/.roocode").join(path);
+        assert!(!policy.write.contains(&path), "{}", path.display());
+        assert!(policy.deny_read.contains(&path), "{}", path.display());
+        assert!(policy.hide.contains(&path), "{}", path.display());
+    }
+    assert!(policy.hide.contains(&PathBuf::from("/tmp/tmux-1000")));
     assert!(!policy.write.iter().any(|p| p == Path::new("/home/u")));
     assert!(
         !policy
