@@ -31,6 +31,19 @@ use std::time::{Duration, Instant};
 /// cannot: the sandbox leaves the system temp dirs (`/tmp`, `/var/tmp`, `$TMPDIR`)
 /// writable, so a checkout that lives there (e.g. a CI clone in `/tmp`) puts every
 /// "outside the project" path of a test inside a writable directory.
+/// Whether a command's output shows the OS sandbox refusing it: Landlock says
+/// "Permission denied", the namespace layer's read-only file system "Read-only file
+/// system", and a hidden path is simply not there.
+pub fn sandbox_refused(output: &str) -> bool {
+    [
+        "Permission denied",
+        "Read-only file system",
+        "No such file or directory",
+    ]
+    .iter()
+    .any(|why| output.contains(why))
+}
+
 pub fn confinement_untestable(base: &Path) -> Option<String> {
     let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
     let temp_dirs = [
