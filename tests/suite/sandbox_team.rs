@@ -123,12 +123,24 @@ fn script(commands: &[String]) -> String {
     script
 }
 
-/// Whether the namespace layer is in force for `roo-worker` here.
+/// Whether the namespace layer is in force for `roo-worker` here. Where this
+/// machine lets a process create user and mount namespaces (asked of util-linux's
+/// `unshare`, independently of our probe), the layer must be in force.
 fn namespaces_in_force() -> bool {
     let out = TestCommand::new(bin("roo-lead"))
         .arg("--print-sandbox")
         .run();
-    out.stdout().contains("namespaces: in force")
+    let in_force = out.stdout().contains("namespaces: in force");
+    let machine_can = std::process::Command::new("unshare")
+        .args(["--user", "--mount", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        in_force || !machine_can,
+        "user namespaces work here but the layer is not in force: {}",
+        out.stdout()
+    );
+    in_force
 }
 
 #[test]

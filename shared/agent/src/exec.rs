@@ -123,6 +123,17 @@ impl Launcher {
         self.sandbox.as_deref().is_some_and(|s| s.policy.is_some())
     }
 
+    /// The variables no process gets from the agent's environment:
+    /// [`Launcher::env_remove`], [`ESCAPE_ENV`] and the relay's descriptor (a
+    /// command gets its own from the helper).
+    pub fn removed(&self) -> impl Iterator<Item = &str> {
+        self.env_remove
+            .iter()
+            .map(String::as_str)
+            .chain(ESCAPE_ENV.iter().copied())
+            .chain([roo_store::relay::ENV_FD])
+    }
+
     /// The variables to set for a process, [`Launcher::env`] then the source.
     pub fn vars(&self) -> Vec<(String, String)> {
         let mut vars = self.env.clone();
@@ -135,13 +146,7 @@ impl Launcher {
     /// Applies the environment: removes [`Launcher::env_remove`] and
     /// [`ESCAPE_ENV`], then sets [`Launcher::vars`].
     fn apply_env(&self, command: &mut std::process::Command) {
-        for name in self
-            .env_remove
-            .iter()
-            .map(String::as_str)
-            .chain(ESCAPE_ENV.iter().copied())
-            .chain([roo_store::relay::ENV_FD])
-        {
+        for name in self.removed() {
             command.env_remove(name);
         }
         for (key, value) in self.vars() {
@@ -160,20 +165,12 @@ impl Launcher {
         cwd: &Path,
         confine: Confine,
     ) -> std::process::Command {
-        let mut command = match self.sandbox.as_deref().filter(|_| confine == Confine::Yes) {
-            Some(sandbox) => {
-                let (helper, argv) = sandbox.wrap(program, args);
-                let mut command = std::process::Command::new(helper);
-                command.args(argv);
-                command
-            }
-            None => {
-                let mut command = std::process::Command::new(program);
-                command.args(args);
-                command
-            }
+        let (program, argv) = match self.sandbox.as_deref().filter(|_| confine == Confine::Yes) {
+            Some(sandbox) => sandbox.wrap(program, args),
+            None => (program.to_path_buf(), args.to_vec()),
         };
-        command.current_dir(cwd).stdin(Stdio::null());
+        let mut command = std::process::Command::new(program);
+        command.args(argv).current_dir(cwd).stdin(Stdio::null());
         self.apply_env(&mut command);
         command
     }
@@ -190,20 +187,12 @@ impl Launcher {
         env: impl IntoIterator<Item = (K, V)>,
     ) -> tokio::process::Command {
         use std::os::unix::process::CommandExt;
-        let mut command = match self.sandbox.as_deref() {
-            Some(sandbox) => {
-                let (helper, argv) = sandbox.wrap_server(program, args);
-                let mut command = std::process::Command::new(helper);
-                command.args(argv);
-                command
-            }
-            None => {
-                let mut command = std::process::Command::new(program);
-                command.args(args);
-                command
-            }
+        let (program, argv) = match self.sandbox.as_deref() {
+            Some(sandbox) => sandbox.wrap_server(program, args),
+            None => (program.to_path_buf(), args.to_vec()),
         };
-        command.current_dir(cwd).process_group(0);
+        let mut command = std::process::Command::new(program);
+        command.args(argv).current_dir(cwd).process_group(0);
         self.apply_env(&mut command);
         command.envs(env);
         tokio::process::Command::from(command)

@@ -180,13 +180,7 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    for name in launcher
-        .env_remove
-        .iter()
-        .map(String::as_str)
-        .chain(super::ESCAPE_ENV.iter().copied())
-        .chain([roo_store::relay::ENV_FD])
-    {
+    for name in launcher.removed() {
         cmd.env_remove(name);
     }
     cmd.envs(launcher.vars());

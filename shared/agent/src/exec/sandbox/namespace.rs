@@ -68,6 +68,14 @@ fn enter_user_namespace() -> Result<(), NamespaceError> {
 /// process that entered a namespace cannot leave it.
 pub(crate) fn probe() -> Result<(), NamespaceError> {
     enter_user_namespace()?;
+    make_private()?;
+    remount_read_only(Path::new("/"))?;
+    enter_user_namespace()
+}
+
+/// Makes every mount private: nothing done below propagates back to the
+/// namespace this process came from.
+fn make_private() -> Result<(), NamespaceError> {
     let root = Path::new("/");
     mount(
         None::<&str>,
@@ -80,9 +88,7 @@ pub(crate) fn probe() -> Result<(), NamespaceError> {
         action: "make private",
         path: root.to_path_buf(),
         errno,
-    })?;
-    remount_read_only(root)?;
-    enter_user_namespace()
+    })
 }
 
 /// Builds the layer for `policy` around this process (single-threaded: a user
@@ -90,20 +96,7 @@ pub(crate) fn probe() -> Result<(), NamespaceError> {
 pub(crate) fn apply(policy: &SandboxPolicy) -> Result<(), NamespaceError> {
     let cwd = std::env::current_dir().ok();
     enter_user_namespace()?;
-    let root = Path::new("/");
-    // Nothing done below propagates back to the namespace we came from.
-    mount(
-        None::<&str>,
-        root,
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(|errno| NamespaceError::Mount {
-        action: "make private",
-        path: root.to_path_buf(),
-        errno,
-    })?;
+    make_private()?;
     let writable: Vec<PathBuf> = policy
         .write
         .iter()
