@@ -336,3 +336,100 @@ fn without_namespaces_the_agent_says_what_is_not_contained() {
     printed.assert_ok();
     printed.assert_stdout_contains("namespaces: not in force (turned off by");
 }
+
+/// An in-process teammate of a lead that runs inside tmux (`TMUX` set, a server on
+/// the socket it names): the teammate's commands reach neither that server nor the
+/// predictable socket, while the lead keeps its own `TMUX`.
+#[test]
+fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if !namespaces_in_force() {
+        eprintln!("skipped: the namespace layer is not in force here");
+        return;
+    }
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    root.write("project/README.md", "# demo\n");
+    roo_tests::git_repo_with_identity(&root.join("project"));
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    std::fs::create_dir_all(root.join("roo")).unwrap();
+    std::fs::create_dir_all(root.join("outside")).unwrap();
+    let world = World {
+        tmux_socket: format!("roo-v2-ip-{}", std::process::id()),
+        root,
+    };
+    let started = world.tmux(&["new-session", "-d", "-s", "s", "sleep 600"]);
+    assert!(started.status.success(), "{started:?}");
+    let socket = String::from_utf8(world.tmux(&["display", "-p", "#{socket_path}"]).stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    let outside = world.path("outside");
+    let attack = format!(
+        "tmux new-window -d 'touch {o}/pwned-env'; tmux -L {s} new-window -d 'touch {o}/pwned-sock'; \
+         echo \"TMUX=${{TMUX:-unset}}\" > tmux-env.txt; echo done > attacked.txt",
+        o = outside.display(),
+        s = world.tmux_socket
+    );
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew, description: "one job"}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: mal, description: "does a job", prompt: "Do the job."}}}}
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+  mal:
+    - tool_calls:
+        - {{name: Bash, input: {{command: {attack}}}}}
+    - text: "Job done."
+"#,
+        attack = serde_json::to_string(&attack).unwrap()
+    );
+    let script = world.root.write("script.yaml", script);
+    let bins = bin("roo-task").parent().unwrap().to_path_buf();
+    let out = world
+        .cli("roo-lead")
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bins.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("TMUX", format!("{socket},1,0"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["-p", "Do one job with a teammate."])
+        .args(["--provider", "script", "--script"])
+        .arg(script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .args(["--teammate-mode", "in-process"])
+        .run();
+    out.assert_ok();
+    let worktree = world.path("project/.roocode/worktrees/crew+mal");
+    assert!(
+        worktree.join("attacked.txt").exists(),
+        "the teammate's command did not run: {}",
+        out.stderr()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!outside.join("pwned-env").exists(), "escaped through $TMUX");
+    assert!(
+        !outside.join("pwned-sock").exists(),
+        "escaped through the socket"
+    );
+    let windows = String::from_utf8(world.tmux(&["list-windows", "-a"]).stdout).unwrap();
+    assert_eq!(windows.lines().count(), 1, "{windows}");
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("tmux-env.txt"))
+            .unwrap()
+            .trim(),
+        "TMUX=unset"
+    );
+}
