@@ -341,7 +341,7 @@ fn without_namespaces_the_agent_says_what_is_not_contained() {
 /// the socket it names): the teammate's commands reach neither that server nor the
 /// predictable socket, while the lead keeps its own `TMUX`.
 #[test]
-fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux() {
+fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux_nor_hold_its_locks() {
     if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
         eprintln!("skipped: {why}");
         return;
@@ -367,9 +367,14 @@ fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux() {
         .trim()
         .to_string();
     let outside = world.path("outside");
+    // Where the command reports (the temp dir: an unchanged worktree is removed
+    // when the run ends).
+    let signals = TempDir::new();
     let attack = format!(
         "tmux new-window -d 'touch {o}/pwned-env'; tmux -L {s} new-window -d 'touch {o}/pwned-sock'; \
-         echo \"TMUX=${{TMUX:-unset}}\" > tmux-env.txt; echo done > attacked.txt",
+         echo \"TMUX=${{TMUX:-unset}}\" > {g}/tmux-env.txt; echo done > {g}/attacked.txt; \
+         flock -x ../.lock -c 'touch {g}/lock-held.txt; sleep 4'; echo rc=$? > {g}/flock-rc.txt",
+        g = signals.path().display(),
         o = outside.display(),
         s = world.tmux_socket
     );
@@ -410,11 +415,51 @@ fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux() {
         .arg(script)
         .args(["--permission-mode", "bypassPermissions"])
         .args(["--teammate-mode", "in-process"])
-        .run();
-    out.assert_ok();
+        .spawn();
     let worktree = world.path("project/.roocode/worktrees/crew+mal");
+    // Whatever the teammate's `flock` got (Landlock refuses to open the cover), the
+    // real spawn lock stays free while it runs.
+    let lock = world.path("project/.roocode/worktrees/.lock");
+    wait_until(
+        "the teammate's flock to end",
+        Duration::from_secs(60),
+        || {
+            // From the command's start (the spawn, which takes the lock itself, is
+            // over) to its end.
+            if !signals.join("attacked.txt").exists() {
+                return None;
+            }
+            if signals.join("flock-rc.txt").exists() {
+                return Some(());
+            }
+            let free = std::process::Command::new("flock")
+                .arg("-n")
+                .arg(&lock)
+                .arg("true")
+                .status()
+                .unwrap();
+            assert!(
+                free.success(),
+                "a teammate's command holds the worktree lock"
+            );
+            signals.join("flock-rc.txt").exists().then_some(())
+        },
+        || {
+            let files: Vec<String> = std::fs::read_dir(signals.path())
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!("no flock-rc.txt; the signals are {files:?}")
+        },
+    );
+    assert!(!signals.join("lock-held.txt").exists());
+    let out = out.wait();
+    out.assert_ok();
     assert!(
-        worktree.join("attacked.txt").exists(),
+        signals.join("attacked.txt").exists(),
         "the teammate's command did not run: {}",
         out.stderr()
     );
@@ -427,7 +472,7 @@ fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux() {
     let windows = String::from_utf8(world.tmux(&["list-windows", "-a"]).stdout).unwrap();
     assert_eq!(windows.lines().count(), 1, "{windows}");
     assert_eq!(
-        std::fs::read_to_string(worktree.join("tmux-env.txt"))
+        std::fs::read_to_string(signals.join("tmux-env.txt"))
             .unwrap()
             .trim(),
         "TMUX=unset"

@@ -498,6 +498,14 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     if let (Some(pending), Some(policy)) = (&pending_workspace, commands.sandbox.policy.as_mut()) {
         policy.write.extend(pending.git_dirs.iter().cloned());
     }
+    if let Some(policy) = commands.sandbox.policy.as_mut() {
+        // A command holding the spawn lock would stall every spawn of the team. The
+        // lead's git adds worktrees beside it, so only a teammate's Landlock denies it.
+        policy.conceal(
+            crate::worktree::worktrees_lock_path(&config_root),
+            matches!(identity.role, Role::Teammate { .. }),
+        );
+    }
     notices.extend(commands.notices);
     // Servers start now and connect while the rest is built; the first prompt waits
     // for them (bounded). An untrusted project's servers were filtered out.

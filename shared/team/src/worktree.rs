@@ -695,13 +695,30 @@ impl LeadRepo {
     }
 }
 
+/// How long [`lock_worktrees`] waits for another holder: long enough for a big
+/// checkout, short enough that a stuck holder is reported rather than waited on
+/// forever.
+pub const WORKTREES_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The lock file of `root`'s worktrees (hidden from every agent's commands).
+pub fn worktrees_lock_path(root: &Path) -> PathBuf {
+    root.join(WORKTREES_DIR).join(".lock")
+}
+
 /// Takes `<dir>/.lock` (a `flock`, released when the returned file closes,
 /// also when the process dies). `git worktree add` and `remove` are not safe
 /// against each other: one may read another's half-written admin directory
 /// (`failed to read .git/worktrees/<id>/commondir`), so teammates spawned at
-/// once take turns. The wait has no deadline: git may hold it for a long
-/// checkout.
+/// once take turns. A holder that keeps it past [`WORKTREES_LOCK_WAIT`] is an
+/// error naming the file.
 pub(crate) fn lock_worktrees(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
+    lock_worktrees_within(dir, WORKTREES_LOCK_WAIT)
+}
+
+pub(crate) fn lock_worktrees_within(
+    dir: &Path,
+    wait: std::time::Duration,
+) -> Result<nix::fcntl::Flock<std::fs::File>> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(".lock");
     let io = |source| WorktreeError::Io {
@@ -717,8 +734,26 @@ pub(crate) fn lock_worktrees(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::Fi
         .custom_flags(nix::libc::O_NOFOLLOW)
         .open(&path)
         .map_err(io)?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, errno)| io(std::io::Error::from(errno)))
+    let deadline = std::time::Instant::now() + wait;
+    let mut file = file;
+    loop {
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(lock),
+            Err((back, nix::errno::Errno::EWOULDBLOCK)) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(io(std::io::Error::other(format!(
+                        "another process has held it for {} s; if no roo is adding or removing \
+                         a worktree of this repository, end the process holding it (`fuser {}`)",
+                        wait.as_secs(),
+                        path.display()
+                    ))));
+                }
+                file = back;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err((_, errno)) => return Err(io(std::io::Error::from(errno))),
+        }
+    }
 }
 
 /// Fails if `path` is a symlink (or, with `missing_ok` false, not an existing

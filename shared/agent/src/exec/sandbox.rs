@@ -266,6 +266,22 @@ impl SandboxPolicy {
     }
 }
 
+impl SandboxPolicy {
+    /// Hides `path` (the namespace layer) from commands started after it exists;
+    /// with `unreadable`, Landlock refuses to read it too. Landlock cannot subtract
+    /// a path from a directory grant, so a denied path makes entries created later
+    /// beside it unreadable for that command: a directory the command adds to
+    /// (the lead's worktrees directory) must not hold one.
+    pub fn conceal(&mut self, path: PathBuf, unreadable: bool) {
+        if unreadable && !self.deny_read.contains(&path) {
+            self.deny_read.push(path.clone());
+        }
+        if !self.hide.contains(&path) {
+            self.hide.push(path);
+        }
+    }
+}
+
 fn dedup(paths: &mut Vec<PathBuf>) {
     let mut seen = std::collections::BTreeSet::new();
     paths.retain(|p| seen.insert(p.clone()));

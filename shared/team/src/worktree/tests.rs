@@ -895,3 +895,18 @@ fn the_shared_git_dir_is_granted_only_when_the_checkout_confirms_what_git_report
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_held_worktrees_lock_is_an_error_naming_the_file_after_the_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = lock_worktrees(dir.path()).unwrap();
+    let start = std::time::Instant::now();
+    let err = lock_worktrees_within(dir.path(), std::time::Duration::from_millis(200))
+        .unwrap_err()
+        .to_string();
+    assert!(start.elapsed() >= std::time::Duration::from_millis(200));
+    assert!(err.contains(".lock") && err.contains("held it"), "{err}");
+    drop(held);
+    // Free again: taken at once.
+    lock_worktrees_within(dir.path(), std::time::Duration::ZERO).unwrap();
+}
