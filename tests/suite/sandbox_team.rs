@@ -416,7 +416,6 @@ fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux_nor_hold
         .args(["--permission-mode", "bypassPermissions"])
         .args(["--teammate-mode", "in-process"])
         .spawn();
-    let worktree = world.path("project/.roocode/worktrees/crew+mal");
     // Whatever the teammate's `flock` got (Landlock refuses to open the cover), the
     // real spawn lock stays free while it runs.
     let lock = world.path("project/.roocode/worktrees/.lock");
