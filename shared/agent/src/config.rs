@@ -176,6 +176,30 @@ pub struct ConfigFiles {
 }
 
 impl ConfigFiles {
+    /// The sandbox's settings: the `sandbox:` sections of these files merged (paths
+    /// relative to `project_root`, `~/` from `home`; only the user's file widens)
+    /// and the `--no-sandbox` flag.
+    pub fn sandbox_settings(
+        &self,
+        project_root: &Path,
+        home: Option<&Path>,
+        no_sandbox_flag: bool,
+    ) -> Result<crate::sandbox::SandboxSettings, ConfigError> {
+        let mut sections = Vec::new();
+        for file in self.files() {
+            let Some(value) = &file.value else { continue };
+            if let Some(section) = sandbox_section(value, &file.path)? {
+                sections.push((file.source, file.path.clone(), section));
+            }
+        }
+        let mut settings = crate::sandbox::SandboxSettings::merge(&sections, project_root, home);
+        if no_sandbox_flag {
+            settings.enabled = false;
+            settings.disabled_by = Some("--no-sandbox".to_string());
+        }
+        Ok(settings)
+    }
+
     /// Loads the user file under `roo_home` and the project and local files
     /// under `project_root`, honouring the project files as far as `trust`
     /// allows (see [`ProjectTrust`]).

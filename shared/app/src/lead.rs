@@ -270,14 +270,15 @@ fn print_backend(args: &LeadArgs) -> Result<ExitCode, AppError> {
 
 fn print_sandbox(args: &LeadArgs) -> Result<ExitCode, AppError> {
     use roo_agent::config::{ConfigFiles, ProjectTrust};
-    use roo_agent::sandbox::{Layers, PolicyEnv, SandboxPolicy, SandboxSettings};
+    use roo_agent::sandbox::{Layers, PolicyEnv, SandboxPolicy};
     let cwd =
         std::env::current_dir().map_err(|e| AppError::Io(format!("no working directory: {e}")))?;
     let roo_home = crate::setup::roo_home()?;
     let config = ConfigFiles::load(&roo_home, &cwd, ProjectTrust::Untrusted)
         .map_err(|e| AppError::Config(e.to_string()))?;
     let env = PolicyEnv::from_env(&roo_home);
-    let settings = SandboxSettings::resolve(&config, &cwd, env.home.as_deref(), args.no_sandbox)
+    let settings = config
+        .sandbox_settings(&cwd, env.home.as_deref(), args.no_sandbox)
         .map_err(|e| AppError::Config(e.to_string()))?;
     if !settings.enabled {
         println!(

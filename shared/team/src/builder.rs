@@ -486,14 +486,15 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         Some(helper) => helper,
         None => std::env::current_exe().map_err(BuildError::Helper)?,
     };
+    let sandbox_settings =
+        config.sandbox_settings(&project_root, roo_store::user_home().as_deref(), no_sandbox)?;
     let commands = CommandSetup::for_agent(
-        &config,
+        &sandbox_settings,
         &project_root,
         &roo_home,
         llm.api_key.as_deref(),
-        no_sandbox,
         helper.clone(),
-    )?;
+    );
     let mut commands = commands;
     if let (Some(pending), Some(policy)) = (&pending_workspace, commands.sandbox.policy.as_mut()) {
         policy.write.extend(pending.git_dirs.iter().cloned());

@@ -41,8 +41,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, ConfigFiles};
-
 pub use env::{
     SEALED_ENV_FD, is_secret_env_name, scrubbed_env_names, seal_secret_env, sealed_secrets,
     secret_env,
@@ -359,20 +357,18 @@ pub struct CommandSetup {
 }
 
 impl CommandSetup {
-    /// For an agent working in `root`, with the `sandbox:` settings of
-    /// `config`, `--no-sandbox`, the provider's `api_key` (scrubbed whatever
-    /// variable holds it) and `helper` (normally the running executable).
+    /// For an agent working in `root`, with `settings`, the provider's `api_key`
+    /// (scrubbed whatever variable holds it) and `helper` (normally the running
+    /// executable).
     pub fn for_agent(
-        config: &ConfigFiles,
+        settings: &SandboxSettings,
         root: &Path,
         roo_home: &Path,
         api_key: Option<&str>,
-        no_sandbox: bool,
         helper: PathBuf,
-    ) -> Result<Self, ConfigError> {
+    ) -> Self {
         let env = PolicyEnv::from_env(roo_home);
-        let settings = SandboxSettings::resolve(config, root, env.home.as_deref(), no_sandbox)?;
-        let (sandbox, notices) = CommandSandbox::for_agent(root, &settings, &env, helper);
+        let (sandbox, notices) = CommandSandbox::for_agent(root, settings, &env, helper);
         let mut env_remove = scrubbed_env_names(
             std::env::vars(),
             &[api_key.unwrap_or_default()],
@@ -384,12 +380,12 @@ impl CommandSetup {
             .into_iter()
             .filter(|(name, _)| settings.pass_env.contains(name))
             .collect();
-        Ok(Self {
+        Self {
             sandbox,
             env_remove,
             env_add,
             notices,
-        })
+        }
     }
 }
 

@@ -80,15 +80,21 @@ impl WorktreeSettings {
         };
         let policy = teammate_policy(&roots, &self.config, None, &self.session_dir)
             .map_err(|e| e.to_string())?;
+        let settings = self
+            .config
+            .sandbox_settings(
+                &worktree.path,
+                roo_store::user_home().as_deref(),
+                self.no_sandbox,
+            )
+            .map_err(|e| e.to_string())?;
         let commands = CommandSetup::for_agent(
-            &self.config,
+            &settings,
             &worktree.path,
             &self.roo_home,
             self.api_key.as_deref(),
-            self.no_sandbox,
             self.helper.clone(),
-        )
-        .map_err(|e| e.to_string())?;
+        );
         Ok(IsolatedWorkspace {
             dir: worktree.path,
             branch: worktree.branch,

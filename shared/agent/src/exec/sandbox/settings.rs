@@ -1,4 +1,5 @@
-//! `sandbox:` settings from the config files and flags.
+//! The sandbox's settings, as a value: merged from the config files' `sandbox:`
+//! sections (read by [`crate::config::ConfigFiles::sandbox_settings`]) and flags.
 //!
 //! Only the user's own config (`~/.roocode/config.yaml`) and flags may widen
 //! the sandbox: turn it off, add writable paths, allow the network or pass API
@@ -9,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{ConfigError, ConfigFiles, SandboxSection, Source, sandbox_section};
+use crate::config::{SandboxSection, Source};
 
 /// The resolved sandbox settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,29 +50,6 @@ impl Default for SandboxSettings {
 }
 
 impl SandboxSettings {
-    /// Merges the `sandbox:` sections of `config` (paths relative to
-    /// `project_root`, `~/` from `home`) and the `--no-sandbox` flag.
-    pub fn resolve(
-        config: &ConfigFiles,
-        project_root: &Path,
-        home: Option<&Path>,
-        no_sandbox_flag: bool,
-    ) -> Result<Self, ConfigError> {
-        let mut sections = Vec::new();
-        for file in config.files() {
-            let Some(value) = &file.value else { continue };
-            if let Some(section) = sandbox_section(value, &file.path)? {
-                sections.push((file.source, file.path.clone(), section));
-            }
-        }
-        let mut settings = Self::merge(&sections, project_root, home);
-        if no_sandbox_flag {
-            settings.enabled = false;
-            settings.disabled_by = Some("--no-sandbox".to_string());
-        }
-        Ok(settings)
-    }
-
     /// Merges sections in increasing priority; only [`Source::User`] widens.
     pub fn merge(
         sections: &[(Source, PathBuf, SandboxSection)],

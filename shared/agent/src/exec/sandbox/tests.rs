@@ -125,7 +125,7 @@ fn the_no_sandbox_flag_turns_it_off() {
         crate::config::ProjectTrust::Untrusted,
     )
     .unwrap();
-    let settings = SandboxSettings::resolve(&config, dir.path(), None, true).unwrap();
+    let settings = config.sandbox_settings(dir.path(), None, true).unwrap();
     assert!(!settings.enabled);
     assert_eq!(settings.disabled_by.as_deref(), Some("--no-sandbox"));
 }
