@@ -120,11 +120,12 @@ pub fn handoff_dir(roo_home: &Path) -> PathBuf {
     roo_home.join("run").join("handoff")
 }
 
-/// Writes the lead's environment (API keys included) and `launch`'s `ROO_HOME` to a
-/// private handoff file under `dir` for `launch`'s worker
-/// (`roo_agent::sandbox::handoff`); returns its path, the only thing a pane's command
-/// line or launcher may name.
-pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<PathBuf, ExecError> {
+/// Offers the lead's environment (API keys included) and `launch`'s `ROO_HOME` on a
+/// private socket under `dir` for `launch`'s worker, for [`START_TIMEOUT`]
+/// (`roo_agent::sandbox::handoff`); returns the socket (to remove if the start fails)
+/// and the value of `ROO_ENV_HANDOFF`, the only thing a pane's command line or
+/// launcher may name.
+pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<(PathBuf, String), ExecError> {
     let name = launch.name.clone();
     let start = |message: String| ExecError::Start {
         name: name.clone(),
@@ -139,12 +140,13 @@ pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<PathBuf, ExecE
         dir.to_path_buf(),
         format!("{}+{}", launch.team.name(), launch.name),
     );
-    tokio::task::spawn_blocking(move || {
-        roo_agent::sandbox::handoff::write_handoff(&dir, &label, &env)
+    let offer = tokio::task::spawn_blocking(move || {
+        roo_agent::sandbox::handoff::offer_handoff(&dir, &label, &env, START_TIMEOUT)
     })
     .await
     .map_err(|e| start(e.to_string()))?
-    .map_err(|e| start(format!("failed to {e}")))
+    .map_err(|e| start(format!("failed to {e}")))?;
+    Ok((offer.socket, offer.env_value))
 }
 
 /// Waits until `launch`'s teammate has joined its team with `pid`, or its process ended,

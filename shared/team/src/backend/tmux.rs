@@ -21,8 +21,8 @@
 //!   `pane_id` and `backend_type: tmux` (the worker reads `TMUX_PANE`); a worker that
 //!   exits first is an error carrying the pane's last lines.
 //! - **Credentials**: nothing secret is on tmux's argv. The lead's environment, API
-//!   keys included, goes through a private handoff file named by `ROO_ENV_HANDOFF`
-//!   (`roo_agent::sandbox::handoff`); the worker takes and deletes it at start.
+//!   keys included, goes through a private one-time socket named with its token by
+//!   `ROO_ENV_HANDOFF` (`roo_agent::sandbox::handoff`); the worker takes it at start.
 //! - **Wake**: after an inbox write the worker's pid gets `SIGURG` ([`super::nudge`]).
 //! - **Liveness**: the worker's pid is in the roster, so the lead's monitor (the one
 //!   liveness check) declares a worker whose process is gone dead within its 200 ms
@@ -483,7 +483,8 @@ impl TeammateExecutor for TmuxExecutor {
                 pane::color_for(&launch, state.spawned - 1)
             };
             // The environment first: nothing is left behind if it cannot be written.
-            let handoff = pane::write_handoff(&self.inner.handoff_dir, &launch).await?;
+            let (handoff, handoff_env) =
+                pane::write_handoff(&self.inner.handoff_dir, &launch).await?;
             let argv = commands::worker_argv(&self.inner.worker, &launch, &color);
             let made = self.new_pane(launch.team.name(), &launch.work_dir).await;
             let (pane, notices) = match made {
@@ -503,7 +504,7 @@ impl TeammateExecutor for TmuxExecutor {
                 .run(&commands::respawn_pane(
                     &pane,
                     &launch.work_dir,
-                    &handoff,
+                    &handoff_env,
                     &argv,
                 ))
                 .await;

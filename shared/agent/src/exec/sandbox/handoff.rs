@@ -1,23 +1,27 @@
 //! Handing an agent's environment to a process another program starts (a `roo-worker`
-//! in a tmux pane) without putting a secret on any command line.
+//! in a tmux pane) without putting a secret on any command line or in any file.
 //!
 //! A pane's process is started by the terminal multiplexer's server, so it gets the
 //! server's environment, not the lead's; and `tmux respawn-pane -e KEY=value` would put
 //! the value on tmux's argv, where every user of the machine can read it. Instead the
-//! lead writes its environment to a file ([`write_handoff`]): created with `O_EXCL`,
-//! mode 0600, in a 0700 directory it owns under `ROO_HOME`, and names only the file in
-//! the pane's command environment ([`HANDOFF_ENV`]). The worker's first act
-//! ([`enter_handoff`]) checks the file (a regular file, not a link, owned by this user,
-//! private, in a private directory), reads it, deletes it, and re-executes itself with
-//! the lead's variables: API keys go through the sealed pipe of [`super::seal_secret_env`]
-//! (never into an environment block), the rest into the environment. The pane's own
-//! terminal variables ([`TERMINAL_VARS`]) are kept; everything else is the lead's.
+//! lead offers its environment on a UNIX socket ([`offer_handoff`]) in a 0700 directory
+//! it owns under `ROO_HOME` (hidden from every agent's commands), and names the socket
+//! and a one-time 128-bit token in the pane's command environment ([`HANDOFF_ENV`],
+//! `<socket>#<token>`). Reading the socket yields nothing: the environment is written
+//! only to the one connection that presents the token, after which the socket is
+//! removed (also when nobody took it in time). The worker's first act
+//! ([`enter_handoff`]) checks the directory (ours, private), connects, takes the
+//! environment and re-executes itself with the lead's variables: API keys go through
+//! the sealed pipe of [`super::seal_secret_env`] (never into an environment block), the
+//! rest into the environment. The pane's own terminal variables ([`TERMINAL_VARS`]) are
+//! kept; everything else is the lead's.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::env::{is_secret_env_name, sealed_secrets};
 
@@ -82,14 +86,24 @@ pub fn current_env_for_handoff() -> BTreeMap<String, String> {
     env
 }
 
-/// Writes `env` to a new private file in `dir` (created with mode 0700 if missing; an
-/// existing one must be a directory of this user that nobody else can enter). The name
-/// is `label` plus 64 random bits. Returns the file's path for [`HANDOFF_ENV`].
-pub fn write_handoff(
+/// A handoff on offer: the socket (removed once taken or expired) and what the
+/// started process's [`HANDOFF_ENV`] must hold.
+#[derive(Debug, Clone)]
+pub struct Offer {
+    pub socket: PathBuf,
+    pub env_value: String,
+}
+
+/// Offers `env` on a new socket in `dir` (created with mode 0700 if missing; an
+/// existing one must be a directory of this user that nobody else can enter) for at
+/// most `wait`. The name is `label` plus 64 random bits. A thread serves it: the one
+/// connection that sends the token gets the environment; wrong tokens get nothing.
+pub fn offer_handoff(
     dir: &Path,
     label: &str,
     env: &BTreeMap<String, String>,
-) -> Result<PathBuf, HandoffError> {
+    wait: Duration,
+) -> Result<Offer, HandoffError> {
     private_dir(dir)?;
     let text = serde_json::to_vec(&serde_json::json!({ "env": env })).map_err(|e| {
         HandoffError::Write {
@@ -108,31 +122,109 @@ pub fn write_handoff(
         })
         .take(64)
         .collect();
+    let token = format!("{:016x}{:016x}", random_u64(), random_u64());
     for _ in 0..8 {
-        let path = dir.join(format!("{label}-{:016x}.env", random_u64()));
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&path);
-        match file {
-            Ok(mut file) => {
-                let written = file.write_all(&text).and_then(|()| file.sync_all());
-                if let Err(source) = written {
-                    let _ = std::fs::remove_file(&path);
-                    return Err(HandoffError::Write { path, source });
-                }
-                return Ok(path);
+        let path = dir.join(format!("{label}-{:016x}.sock", random_u64()));
+        match within_sun_len(&path, |p| UnixListener::bind(p)) {
+            Ok(listener) => {
+                let write_error = |source| HandoffError::Write {
+                    path: path.clone(),
+                    source,
+                };
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .and_then(|()| listener.set_nonblocking(true))
+                    .map_err(|e| {
+                        let _ = std::fs::remove_file(&path);
+                        write_error(e)
+                    })?;
+                let (socket, secret) = (path.clone(), token.clone());
+                std::thread::Builder::new()
+                    .name("roo-handoff".to_string())
+                    .spawn(move || serve_offer(&listener, &socket, &secret, &text, wait))
+                    .map_err(|e| {
+                        let _ = std::fs::remove_file(&path);
+                        write_error(e)
+                    })?;
+                let env_value = format!("{}#{token}", path.display());
+                return Ok(Offer {
+                    socket: path,
+                    env_value,
+                });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
             Err(source) => return Err(HandoffError::Write { path, source }),
         }
     }
     Err(HandoffError::Write {
         path: dir.to_path_buf(),
-        source: std::io::Error::other("no free file name after 8 tries"),
+        source: std::io::Error::other("no free socket name after 8 tries"),
     })
+}
+
+/// Answers connections until one presents `token` (it gets `text`) or `wait` is
+/// over; then removes the socket.
+fn serve_offer(listener: &UnixListener, socket: &Path, token: &str, text: &[u8], wait: Duration) {
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        match listener.accept() {
+            Ok((mut stream, _)) => {
+                if stream.set_nonblocking(false).is_err()
+                    || stream
+                        .set_read_timeout(Some(Duration::from_secs(2)))
+                        .is_err()
+                {
+                    continue;
+                }
+                let mut sent = [0u8; 64];
+                let mut got = 0;
+                while got < token.len() {
+                    match stream.read(&mut sent[got..token.len()]) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got += n,
+                    }
+                }
+                if got == token.len() && same(&sent[..got], token.as_bytes()) {
+                    let _ = stream.write_all(text);
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => break,
+        }
+        // The socket was removed (the spawn failed): nobody can connect any more.
+        if !socket.exists() {
+            return;
+        }
+    }
+    let _ = std::fs::remove_file(socket);
+}
+
+/// Runs `f` (bind or connect) on `path`, or, where `path` is too long for a socket
+/// address (about 100 bytes) on Linux, on the same file reached through a
+/// descriptor of its directory (`/proc/self/fd/N/name`).
+fn within_sun_len<T>(
+    path: &Path,
+    f: impl FnOnce(&Path) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    use std::os::unix::ffi::OsStrExt;
+    const SUN_PATH_MAX: usize = 100;
+    if cfg!(not(target_os = "linux")) || path.as_os_str().as_bytes().len() < SUN_PATH_MAX {
+        return f(path);
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return f(path);
+    };
+    let dir = std::fs::File::open(dir)?;
+    use std::os::fd::AsRawFd;
+    let short = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(name);
+    f(&short)
+}
+
+/// Compares without stopping at the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Makes sure `dir` is a private directory of this user: created 0700 if missing; an
@@ -179,15 +271,20 @@ fn private_dir(dir: &Path) -> Result<(), HandoffError> {
     Ok(())
 }
 
-/// Reads and deletes the handoff file at `path` after checking that it is a private
-/// regular file of this user in a private directory; returns its variables.
-pub fn take_handoff(path: &Path) -> Result<BTreeMap<String, String>, HandoffError> {
+/// Takes the environment offered at `value` (`<socket>#<token>`, [`offer_handoff`])
+/// after checking that the socket's directory is a private directory of this user.
+pub fn take_handoff(value: &str) -> Result<BTreeMap<String, String>, HandoffError> {
+    let (socket, token) = value.rsplit_once('#').unwrap_or((value, ""));
+    let path = Path::new(socket);
     let take = |reason: String| HandoffError::Take {
         path: path.to_path_buf(),
         reason,
     };
     if !path.is_absolute() {
         return Err(take("the path is not absolute".into()));
+    }
+    if token.is_empty() {
+        return Err(take("it carries no token".into()));
     }
     let me = nix::unistd::geteuid().as_raw();
     let dir = path
@@ -200,24 +297,20 @@ pub fn take_handoff(path: &Path) -> Result<BTreeMap<String, String>, HandoffErro
             "its directory is not a private directory of this user (mode 0700)".into(),
         ));
     }
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits() | nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(path)
+    let mut stream =
+        within_sun_len(path, |p| UnixStream::connect(p)).map_err(|e| take(e.to_string()))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .and_then(|()| stream.write_all(token.as_bytes()))
         .map_err(|e| take(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| take(e.to_string()))?;
-    if !meta.file_type().is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
-        return Err(take(
-            "it is not a private regular file of this user (mode 0600)".into(),
-        ));
-    }
-    // Deleted before it is used: a key never outlives the start.
-    std::fs::remove_file(path).map_err(|e| take(format!("delete it: {e}")))?;
     let mut text = Vec::new();
-    Read::by_ref(&mut file)
+    Read::by_ref(&mut stream)
         .take(MAX_HANDOFF + 1)
         .read_to_end(&mut text)
         .map_err(|e| take(e.to_string()))?;
+    if text.is_empty() {
+        return Err(take("the lead handed nothing over (a wrong token?)".into()));
+    }
     if text.len() as u64 > MAX_HANDOFF {
         return Err(take("it is larger than 1 MiB".into()));
     }
@@ -247,8 +340,8 @@ pub fn take_handoff(path: &Path) -> Result<BTreeMap<String, String>, HandoffErro
 /// with the error to print; the caller must then exit rather than run without its
 /// environment.
 pub fn enter_handoff() -> Option<String> {
-    let path = std::env::var_os(HANDOFF_ENV)?;
-    let env = match take_handoff(Path::new(&path)) {
+    let value = std::env::var_os(HANDOFF_ENV)?;
+    let env = match take_handoff(&value.to_string_lossy()) {
         Ok(env) => env,
         Err(e) => return Some(format!("failed to {e}")),
     };
@@ -296,50 +389,67 @@ mod tests {
     }
 
     #[test]
-    fn a_handoff_is_private_taken_once_and_deleted() {
+    fn a_handoff_goes_only_to_the_token_once_and_leaves_no_file() {
         let dir = tempfile::tempdir().unwrap();
         let hand = dir.path().join("run").join("handoff");
         let vars = env(&[("OPENAI_API_KEY", "sk-canary"), ("ROO_HOME", "/h")]);
-        let path = write_handoff(&hand, "crew+alice", &vars).unwrap();
-        let dir_mode = std::fs::metadata(&hand).unwrap().mode() & 0o777;
-        assert_eq!(dir_mode, 0o700);
-        let file_mode = std::fs::metadata(&path).unwrap().mode() & 0o777;
-        assert_eq!(file_mode, 0o600);
-        assert!(
-            path.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("crew_alice-")
-        );
-        assert_eq!(take_handoff(&path).unwrap(), vars);
-        assert!(!path.exists(), "the file is deleted when taken");
-        assert!(take_handoff(&path).is_err(), "taken only once");
+        let offer = offer_handoff(&hand, "crew+alice", &vars, Duration::from_secs(10)).unwrap();
+        assert_eq!(std::fs::metadata(&hand).unwrap().mode() & 0o777, 0o700);
+        let name = offer.socket.file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with("crew_alice-"), "{name}");
+        // Reading the path yields nothing; a wrong token gets nothing.
+        assert!(std::fs::read(&offer.socket).is_err());
+        let wrong = format!("{}#{}", offer.socket.display(), "0".repeat(32));
+        assert!(take_handoff(&wrong).is_err());
+        assert_eq!(take_handoff(&offer.env_value).unwrap(), vars);
+        let start = Instant::now();
+        while offer.socket.exists() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!offer.socket.exists(), "the socket is removed once taken");
+        assert!(take_handoff(&offer.env_value).is_err(), "taken only once");
     }
 
     #[test]
-    fn a_handoff_file_others_could_read_or_a_link_is_refused() {
+    fn an_offer_nobody_takes_expires_and_a_loose_directory_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let hand = dir.path().join("handoff");
-        let path = write_handoff(&hand, "x", &env(&[("A", "1")])).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let err = take_handoff(&path).unwrap_err().to_string();
-        assert!(err.contains("private regular file"), "{err}");
-        assert!(path.exists(), "a refused file is left for inspection");
+        let offer =
+            offer_handoff(&hand, "x", &env(&[("A", "1")]), Duration::from_millis(50)).unwrap();
+        let start = Instant::now();
+        while offer.socket.exists() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!offer.socket.exists(), "an expired offer is removed");
+        assert!(take_handoff(&offer.env_value).is_err());
 
-        let target = write_handoff(&hand, "y", &env(&[("A", "1")])).unwrap();
-        let link = hand.join("link.env");
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(take_handoff(&link).is_err());
-        assert!(target.exists(), "a link is not followed");
-
-        // A directory others can enter is refused when taking, tightened when writing.
+        // A directory others can enter is refused when taking, tightened when offering.
+        let offer = offer_handoff(&hand, "y", &env(&[]), Duration::from_secs(10)).unwrap();
         std::fs::set_permissions(&hand, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = take_handoff(&target).unwrap_err().to_string();
+        let err = take_handoff(&offer.env_value).unwrap_err().to_string();
         assert!(err.contains("private directory"), "{err}");
-        write_handoff(&hand, "z", &env(&[])).unwrap();
+        offer_handoff(&hand, "z", &env(&[]), Duration::from_millis(10)).unwrap();
         assert_eq!(std::fs::metadata(&hand).unwrap().mode() & 0o777, 0o700);
-        assert!(take_handoff(Path::new("relative.env")).is_err());
+        assert!(take_handoff("relative.sock#abc").is_err());
+        assert!(
+            take_handoff(&offer.socket.display().to_string()).is_err(),
+            "no token"
+        );
+    }
+
+    #[test]
+    fn a_handoff_works_under_a_directory_too_deep_for_a_socket_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir
+            .path()
+            .join("d".repeat(60))
+            .join("e".repeat(60))
+            .join("handoff");
+        std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
+        let vars = env(&[("A", "1")]);
+        let offer = offer_handoff(&deep, "crew+alice", &vars, Duration::from_secs(10)).unwrap();
+        assert!(offer.socket.as_os_str().len() > 110);
+        assert_eq!(take_handoff(&offer.env_value).unwrap(), vars);
     }
 
     #[test]
@@ -349,7 +459,7 @@ mod tests {
         std::fs::create_dir(&real).unwrap();
         let link = dir.path().join("handoff");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let err = write_handoff(&link, "x", &env(&[]))
+        let err = offer_handoff(&link, "x", &env(&[]), Duration::from_millis(10))
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a directory"), "{err}");

@@ -230,7 +230,8 @@ impl TeammateExecutor for ITerm2Executor {
                 )
             };
             // The environment first: nothing is left behind if it cannot be written.
-            let handoff = pane::write_handoff(&self.inner.handoff_dir, &launch).await?;
+            let (handoff, handoff_env) =
+                pane::write_handoff(&self.inner.handoff_dir, &launch).await?;
             let pid_file = self.inner.panes.launchers().join(format!(
                 "{}+{name}-{}-{seq}.pid",
                 launch.team.name(),
@@ -239,7 +240,7 @@ impl TeammateExecutor for ITerm2Executor {
             let _ = std::fs::remove_file(&pid_file);
             let pane_launch = PaneLaunch {
                 cwd: launch.work_dir.clone(),
-                env: vec![(HANDOFF_ENV.to_string(), handoff.display().to_string())],
+                env: vec![(HANDOFF_ENV.to_string(), handoff_env)],
                 argv: pane::worker_argv(&self.inner.worker, &launch, &color),
                 pid_file: Some(pid_file.clone()),
             };

@@ -106,14 +106,15 @@ pub fn dress_pane(pane: &str, title: &str, color: &str) -> Vec<Vec<String>> {
 }
 
 /// Replaces the pane's placeholder with `argv`, run directly (no shell), in `dir`, with
-/// only the handoff file's path added to its environment — never a secret.
-pub fn respawn_pane(pane: &str, dir: &Path, handoff: &Path, argv: &[String]) -> Vec<String> {
+/// only the handoff's socket and one-time token added to its environment — never a
+/// secret.
+pub fn respawn_pane(pane: &str, dir: &Path, handoff: &str, argv: &[String]) -> Vec<String> {
     let mut args = strings(&["respawn-pane", "-k", "-t", pane]);
     args.extend([
         "-c".to_string(),
         dir.display().to_string(),
         "-e".to_string(),
-        format!("{HANDOFF_ENV}={}", handoff.display()),
+        format!("{HANDOFF_ENV}={handoff}"),
         "--".to_string(),
     ]);
     args.extend(argv.iter().cloned());
@@ -260,14 +261,8 @@ mod tests {
         );
         let argv = vec!["/bin/roo-worker".to_string(), "--team".into(), "t".into()];
         assert_eq!(
-            respawn_pane(
-                "%3",
-                Path::new("/w"),
-                Path::new("/h/run/handoff/x.env"),
-                &argv
-            )
-            .join(" "),
-            "respawn-pane -k -t %3 -c /w -e ROO_ENV_HANDOFF=/h/run/handoff/x.env -- \
+            respawn_pane("%3", Path::new("/w"), "/h/run/handoff/x.sock#00ff", &argv).join(" "),
+            "respawn-pane -k -t %3 -c /w -e ROO_ENV_HANDOFF=/h/run/handoff/x.sock#00ff -- \
              /bin/roo-worker --team t"
         );
         assert_eq!(
