@@ -203,17 +203,22 @@ fn a_hostile_teammate_cannot_escape_forge_read_or_stall_the_team() {
             "roo-mail send --to bob --summary 'a greeting from a shell' 'hello from a shell' && roo-task list --json > tasks.json; {}",
             r(7)
         ),
+        // 8. a daemon that kills its supervisor to outlive the command, keeping the relay.
+        format!(
+            "setsid -f bash -c 'sleep 1.5; roo-mail send --to bob --summary \"a message after the end\" late-daemon; touch daemon-ran'; kill -9 $PPID; {}",
+            r(8)
+        ),
     ];
     let mock = MockLlm::start(&script(&commands));
     let child = world
         .worker(&mock, &[("TMUX", format!("{socket},1,0"))])
         .spawn();
-    let done = world.path("project/r7.txt");
+    let done = world.path("project/r8.txt");
     wait_until(
         "the attacks to run",
         Duration::from_secs(90),
         || done.exists().then_some(()),
-        || "r7.txt missing".to_string(),
+        || "r8.txt missing".to_string(),
     );
     std::thread::sleep(Duration::from_millis(200));
     world
@@ -225,7 +230,7 @@ fn a_hostile_teammate_cannot_escape_forge_read_or_stall_the_team() {
     let out = child.wait();
     let project =
         |rel: &str| std::fs::read_to_string(world.path("project").join(rel)).unwrap_or_default();
-    for n in 1..=7 {
+    for n in 1..=8 {
         assert!(
             world.path(&format!("project/r{n}.txt")).exists(),
             "command {n} did not run: {}",
@@ -305,6 +310,23 @@ fn a_hostile_teammate_cannot_escape_forge_read_or_stall_the_team() {
                 world.team().mailbox().read(&bob, &ReadFilter::default())
             )
         },
+    );
+    // 8. The supervisor could not be killed, and the daemon ended with the command.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        !world.path("project/daemon-ran").exists(),
+        "the daemon outlived its command"
+    );
+    let inbox = world
+        .team()
+        .mailbox()
+        .read(&bob, &ReadFilter::default())
+        .unwrap();
+    assert!(
+        !inbox
+            .iter()
+            .any(|m| format!("{m:?}").contains("late-daemon")),
+        "{inbox:?}"
     );
 }
 
@@ -476,4 +498,93 @@ fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux_nor_hold
             .trim(),
         "TMUX=unset"
     );
+}
+
+/// A command of an agent running in the user's terminal (a tmux pane with a shell)
+/// cannot type into that terminal with `TIOCSTI`: the line it pushes would run in the
+/// user's shell, outside the sandbox, once the agent exits.
+#[test]
+fn a_command_cannot_type_into_the_users_terminal() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let python = std::process::Command::new("python3").arg("-V").output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no python3 to issue the ioctl");
+        return;
+    }
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    root.write("project/README.md", "# demo\n");
+    git_init_commit(&root.join("project"));
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    std::fs::create_dir_all(root.join("roo")).unwrap();
+    let world = World {
+        tmux_socket: format!("roo-v2-tty-{}", std::process::id()),
+        root,
+    };
+    let injected = world.path("injected");
+    let inject = format!(
+        "import fcntl, glob, termios\n\
+         line = 'touch {}\\n'\n\
+         for tty in ['/dev/tty'] + glob.glob('/dev/pts/[0-9]*'):\n\
+         \x20   try:\n\
+         \x20       with open(tty, 'w') as f:\n\
+         \x20           for c in line: fcntl.ioctl(f, termios.TIOCSTI, c.encode())\n\
+         \x20       print('injected into', tty)\n\
+         \x20   except OSError as e:\n\
+         \x20       print(tty, e)\n",
+        injected.display()
+    );
+    let command = format!("python3 -c {}", shell_quote(&inject));
+    let script = world.root.write("script.yaml", script(&[command]));
+    let started = world.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "s",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        "bash --norc --noprofile",
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let line = format!(
+        "cd {} && ROO_HOME={} HOME={} {} -p go --provider script --script {} \
+         --permission-mode bypassPermissions; echo LEAD-EXITED",
+        world.path("project").display(),
+        world.path("roo").display(),
+        world.path("home").display(),
+        bin("roo-lead").display(),
+        script.display()
+    );
+    let sent = world.tmux(&["send-keys", "-t", "s", &line, "Enter"]);
+    assert!(sent.status.success(), "{sent:?}");
+    let screen = || {
+        String::from_utf8_lossy(&world.tmux(&["capture-pane", "-p", "-t", "s"]).stdout).into_owned()
+    };
+    wait_until(
+        "the lead to exit",
+        Duration::from_secs(60),
+        || {
+            screen()
+                .lines()
+                .any(|l| l.trim() == "LEAD-EXITED")
+                .then_some(())
+        },
+        screen,
+    );
+    // Whatever was pushed into the terminal is read by the shell now.
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        !injected.exists(),
+        "a command typed into the user's shell:\n{}",
+        screen()
+    );
+}
+
+/// `text` as one single-quoted shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }

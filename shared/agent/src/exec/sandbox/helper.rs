@@ -59,6 +59,9 @@ pub fn run_helper_if_requested() -> Option<ExitCode> {
     if first == super::PROBE_ARG {
         return Some(super::run_probe());
     }
+    if first == STAGE2_ARG {
+        return Some(stage2(args.collect()));
+    }
     if first != HELPER_ARG {
         return None;
     }
@@ -70,6 +73,37 @@ pub fn run_helper_if_requested() -> Option<ExitCode> {
             ExitCode::from(HELPER_FAILED)
         }
     })
+}
+
+/// First argument of the helper's second stage: the confined command's own process.
+const STAGE2_ARG: &str = "__roo-command-stage2";
+
+/// The second stage, between the helper and a confined command (Linux): a new
+/// session without a controlling terminal (no `TIOCSTI` into the user's terminal,
+/// no `/dev/tty`), then a Landlock domain nested in the helper's, so the command
+/// cannot signal, trace or take descriptors from its supervisor; then `exec`.
+fn stage2(args: Vec<OsString>) -> ExitCode {
+    let mut args = args.into_iter();
+    let Some(program) = args.next() else {
+        eprintln!("roo: the command's second stage was started without a program (internal error)");
+        return ExitCode::from(HELPER_FAILED);
+    };
+    if let Err(e) = nix::unistd::setsid() {
+        eprintln!("roo: the command could not get a session of its own: {e}");
+        return ExitCode::from(HELPER_FAILED);
+    }
+    #[cfg(target_os = "linux")]
+    if let Err(e) = super::landlock::nest() {
+        eprintln!("roo: the command's nested sandbox could not be applied: {e}");
+        return ExitCode::from(HELPER_FAILED);
+    }
+    use std::os::unix::process::CommandExt;
+    let e = std::process::Command::new(&program).args(args).exec();
+    eprintln!(
+        "roo: failed to start {}: {e}",
+        PathBuf::from(program).display()
+    );
+    ExitCode::from(HELPER_FAILED)
 }
 
 /// Why the helper could not run the command.
@@ -217,7 +251,20 @@ mod linux {
                     landlock::apply(policy).map_err(|e| HelperError::Sandbox(e.to_string()))?
                 }
             };
-            let mut command = Command::new(program);
+            // A confined command starts through the second stage.
+            let mut command = match &spec.policy {
+                Some(_) => {
+                    let mut command = Command::new(std::env::current_exe().map_err(|source| {
+                        HelperError::Spawn {
+                            program: program.to_path_buf(),
+                            source,
+                        }
+                    })?);
+                    command.arg(super::STAGE2_ARG).arg(program);
+                    command
+                }
+                None => Command::new(program),
+            };
             if let Some(fd) = &relay {
                 use std::os::fd::AsRawFd;
                 command.env(roo_store::relay::ENV_FD, fd.as_raw_fd().to_string());

@@ -167,6 +167,17 @@ pub(crate) fn apply(policy: &SandboxPolicy) -> Result<Enforcement, LandlockError
     })
 }
 
+/// Moves the calling thread into a new domain nested in its own that adds only the
+/// signal and abstract-socket scopes: what it starts can no longer signal, trace or
+/// connect to processes of the outer domain — the helper that supervises it.
+pub(crate) fn nest() -> Result<(), LandlockError> {
+    Ruleset::default()
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
+        .create()?
+        .restrict_self()?;
+    Ok(())
+}
+
 fn is_dir(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_dir())
 }
