@@ -588,3 +588,69 @@ fn a_command_cannot_type_into_the_users_terminal() {
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
+
+/// A tmux server started after the agent (its socket directly in `/tmp`, where the
+/// agent's start-up list cannot know it) is hidden from the next command all the same.
+#[test]
+fn a_socket_that_appears_after_the_agent_started_is_hidden_from_the_next_command() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if !namespaces_in_force() {
+        eprintln!("skipped: the namespace layer is not in force here");
+        return;
+    }
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    root.write("project/README.md", "# demo\n");
+    git_init_commit(&root.join("project"));
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    std::fs::create_dir_all(root.join("roo")).unwrap();
+    std::fs::create_dir_all(root.join("outside")).unwrap();
+    let socket = std::env::temp_dir().join(format!("roo-late-{}.sock", std::process::id()));
+    let marker = root.join("project/server-up");
+    let pwned = root.join("outside/pwned");
+    let commands = vec![
+        format!("until [ -e {} ]; do sleep 0.05; done", marker.display()),
+        format!(
+            "tmux -S {} new-window -d 'touch {}'; echo rc=$? > late.txt",
+            socket.display(),
+            pwned.display()
+        ),
+    ];
+    let script = root.write("script.yaml", script(&commands));
+    let lead = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", root.join("roo"))
+        .env("HOME", root.join("home"))
+        .current_dir(root.join("project"))
+        .args(["-p", "go", "--provider", "script", "--script"])
+        .arg(script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .spawn();
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // The agent is up (its first command runs), then the server starts.
+    std::thread::sleep(Duration::from_millis(300));
+    let started = tmux(&["new-session", "-d", "-s", "late", "sleep 600"]);
+    assert!(started.status.success(), "{started:?}");
+    std::fs::write(&marker, "").unwrap();
+    let out = lead.wait();
+    let windows = String::from_utf8(tmux(&["list-windows", "-a"]).stdout).unwrap();
+    let _ = tmux(&["kill-server"]);
+    let _ = std::fs::remove_file(&socket);
+    out.assert_ok();
+    assert!(root.join("project/late.txt").exists(), "{}", out.stderr());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !pwned.exists(),
+        "escaped through a socket created after the agent started"
+    );
+    assert_eq!(windows.lines().count(), 1, "{windows}");
+}

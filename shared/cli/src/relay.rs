@@ -59,18 +59,25 @@ pub(crate) fn forward_if_relayed(program: &str, args: &[OsString]) -> Option<Exi
     })
 }
 
-/// Whether `me` may run `request`: only as itself, only on its own team; a
-/// teammate may not create, join, leave, change or delete teams nor force
-/// changes to others' tasks; no agent's command deletes a team (the lead has
-/// its TeamDelete tool, which shuts the team down first). Arguments that do not
-/// parse pass: the CLI itself rejects them without touching anything.
+/// Whether `me` may run `request`: only as itself, only on its own team. A
+/// teammate gets what a teammate's work needs — mail, reading the team, creating,
+/// claiming, updating and renewing tasks, adding usage — and nothing that acts on
+/// others' work or the team itself (`--force`, `assign`, `delete`, `reclaim`,
+/// `doctor --acknowledge`, membership); no agent's command deletes a team (the
+/// lead has its TeamDelete tool, which shuts the team down first). Arguments that
+/// do not parse pass: the CLI itself rejects them without touching anything.
 pub fn check(request: &Request, me: &Member) -> Result<(), String> {
     let argv = std::iter::once(request.program.clone()).chain(request.args.iter().cloned());
+    let lead_only = |what: &str| Err(format!("{what} is the lead's to do, not a teammate's"));
     let common = match request.program.as_str() {
         "roo-mail" => match MailCli::try_parse_from(argv) {
             Ok(cli) => {
-                if let MailCommand::Team(command) = &cli.command {
-                    check_team_command(command, me)?;
+                match &cli.command {
+                    MailCommand::Team(command) => check_team_command(command, me)?,
+                    MailCommand::Doctor { acknowledge: true } if !me.lead => {
+                        return lead_only("acknowledging quarantined data");
+                    }
+                    _ => {}
                 }
                 cli.common
             }
@@ -78,11 +85,27 @@ pub fn check(request: &Request, me: &Member) -> Result<(), String> {
         },
         "roo-task" => match TaskCli::try_parse_from(argv) {
             Ok(cli) => {
-                if let TaskCommand::Update(args) = &cli.command
-                    && args.force
-                    && !me.lead
-                {
-                    return Err("`--force` on another member's task is the lead's to use".into());
+                if !me.lead {
+                    match &cli.command {
+                        TaskCommand::Create { .. }
+                        | TaskCommand::List { .. }
+                        | TaskCommand::Get { .. }
+                        | TaskCommand::Claim { .. }
+                        | TaskCommand::Renew { .. }
+                        | TaskCommand::Ready
+                        | TaskCommand::AddUsage { .. }
+                        | TaskCommand::Doctor { acknowledge: false } => {}
+                        TaskCommand::Update(args) if !args.force => {}
+                        TaskCommand::Update(_) => {
+                            return lead_only("`--force` on another member's task");
+                        }
+                        TaskCommand::Assign { .. } => return lead_only("assigning tasks"),
+                        TaskCommand::Delete { .. } => return lead_only("deleting tasks"),
+                        TaskCommand::Reclaim => return lead_only("reclaiming tasks"),
+                        TaskCommand::Doctor { acknowledge: true } => {
+                            return lead_only("acknowledging quarantined data");
+                        }
+                    }
                 }
                 cli.common
             }
@@ -123,5 +146,144 @@ fn check_team_command(command: &TeamCommand, me: &Member) -> Result<(), String> 
         ),
         _ if me.lead => Ok(()),
         _ => Err("a teammate's commands may not change the team's membership".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn request(program: &str, args: &[&str]) -> Request {
+        Request {
+            program: program.to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: "/".into(),
+        }
+    }
+
+    fn member(name: &str, lead: bool) -> Member {
+        Member {
+            team: Some("t".into()),
+            name: Some(name.into()),
+            lead,
+        }
+    }
+
+    #[test]
+    fn a_teammate_acts_as_itself_on_its_own_team_within_its_own_work() {
+        let carol = member("carol", false);
+        for ok in [
+            &["send", "--to", "bob", "--summary", "a b c d e", "hi"][..],
+            &["read", "--unread"],
+            &["team", "show"],
+            &["doctor"],
+            &[
+                "send",
+                "--as",
+                "carol",
+                "--to",
+                "bob",
+                "--summary",
+                "a b c d e",
+                "x",
+            ],
+            &[
+                "send",
+                "--to",
+                "bob",
+                "--summary",
+                "a b c d e",
+                "--",
+                "--as lead",
+            ],
+        ] {
+            assert_eq!(check(&request("roo-mail", ok), &carol), Ok(()), "{ok:?}");
+        }
+        for ok in [
+            &["list"][..],
+            &["claim", "1"],
+            &["update", "1", "--status", "completed"],
+            &["create", "--subject", "more"],
+            &["ready"],
+        ] {
+            assert_eq!(check(&request("roo-task", ok), &carol), Ok(()), "{ok:?}");
+        }
+        for bad in [
+            &[
+                "send",
+                "--as",
+                "lead",
+                "--to",
+                "bob",
+                "--summary",
+                "a b c d e",
+                "x",
+            ][..],
+            &[
+                "send",
+                "--as=lead",
+                "--to",
+                "bob",
+                "--summary",
+                "a b c d e",
+                "x",
+            ],
+            &[
+                "--from",
+                "lead",
+                "send",
+                "--to",
+                "bob",
+                "--summary",
+                "a b c d e",
+                "x",
+            ],
+            &[
+                "send",
+                "--team",
+                "other",
+                "--to",
+                "bob",
+                "--summary",
+                "a b c d e",
+                "x",
+            ],
+            &["team", "delete", "--force"],
+            &["team", "add", "eve"],
+            &["doctor", "--acknowledge"],
+        ] {
+            assert!(check(&request("roo-mail", bad), &carol).is_err(), "{bad:?}");
+        }
+        for bad in [
+            &["delete", "2", "--force"][..],
+            &["delete", "2"],
+            &["assign", "2", "bob", "--force"],
+            &["update", "2", "--status", "pending", "--force"],
+            &["reclaim"],
+            &["doctor", "--acknowledge"],
+        ] {
+            assert!(check(&request("roo-task", bad), &carol).is_err(), "{bad:?}");
+        }
+        assert!(check(&request("sh", &["-c", "x"]), &carol).is_err());
+    }
+
+    #[test]
+    fn the_lead_may_manage_its_team_but_not_delete_it_from_a_command() {
+        let lead = member("lead", true);
+        assert_eq!(
+            check(&request("roo-task", &["delete", "2", "--force"]), &lead),
+            Ok(())
+        );
+        assert_eq!(check(&request("roo-task", &["reclaim"]), &lead), Ok(()));
+        assert!(check(&request("roo-mail", &["team", "delete"]), &lead).is_err());
+        assert!(
+            check(
+                &request("roo-mail", &["send", "--as", "bob", "--to", "x", "hi"]),
+                &lead
+            )
+            .is_err()
+        );
     }
 }

@@ -212,14 +212,21 @@ impl Incoming {
     }
 }
 
+/// Descriptors one request carries: the reply end, stdin, stdout, stderr.
+const REQUEST_FDS: usize = 4;
+
 /// Waits for the next request on the agent's end. `Ok(None)`: every command's
 /// end is closed (the agent dropped its own copy and no command holds one).
-/// A malformed datagram is answered (when it carried a reply end) and skipped.
+/// What is not a request is dropped with every descriptor it carried: an empty
+/// datagram, one with another number of descriptors or a cut control message;
+/// a malformed body is answered (on its reply end) and skipped.
 pub fn receive(relay: &OwnedFd) -> io::Result<Option<Incoming>> {
+    let mut buf = vec![0u8; MAX_REQUEST + 1024];
+    // Room for as many descriptors as the kernel passes in one message's control
+    // data (its `optmem_max`), so none arrives without being seen and closed.
+    let mut space = nix::cmsg_space!([RawFd; 32 * 1024]);
     loop {
-        let mut buf = vec![0u8; MAX_REQUEST + 1024];
-        let mut space = nix::cmsg_space!([RawFd; 8]);
-        let (len, fds) = {
+        let (len, fds, cut) = {
             let mut iov = [IoSliceMut::new(&mut buf)];
             let msg =
                 match recvmsg::<()>(relay.as_raw_fd(), &mut iov, Some(&mut space), cmsg_flags()) {
@@ -235,10 +242,20 @@ pub fn receive(relay: &OwnedFd) -> io::Result<Option<Incoming>> {
                     }
                 }
             }
-            (msg.bytes, fds)
+            let cut = msg
+                .flags
+                .intersects(MsgFlags::MSG_CTRUNC | MsgFlags::MSG_TRUNC);
+            (msg.bytes, fds, cut)
         };
         if len == 0 && fds.is_empty() {
-            return Ok(None);
+            // End of stream, or an empty datagram (which is no request).
+            if peer_gone(relay) {
+                return Ok(None);
+            }
+            continue;
+        }
+        if cut || fds.len() != REQUEST_FDS {
+            continue;
         }
         let mut fds = fds.into_iter();
         let (Some(reply_to), Some(stdin), Some(stdout), Some(stderr)) =
@@ -264,6 +281,18 @@ pub fn receive(relay: &OwnedFd) -> io::Result<Option<Incoming>> {
                 bad.reply(&Reply::Refused(format!("malformed relay request: {e}")));
             }
         }
+    }
+}
+
+/// Whether every command's end of the pair is closed.
+fn peer_gone(relay: &OwnedFd) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(relay.as_fd(), PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(_) => fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLHUP)),
+        Err(_) => true,
     }
 }
 
@@ -299,6 +328,50 @@ mod tests {
         assert_eq!(client.join().unwrap(), Reply::Exited(3));
         drop(incoming);
         // The command's end went with the client thread's `command`: end of stream.
+        assert!(receive(&agent).unwrap().is_none());
+    }
+
+    #[test]
+    fn junk_on_the_relay_neither_stops_it_nor_leaks_descriptors() {
+        let (agent, command) = pair().unwrap();
+        let open_fds = || std::fs::read_dir("/dev/fd").unwrap().count();
+        // An empty datagram, and datagrams carrying the wrong number of descriptors.
+        sendmsg::<()>(
+            command.as_raw_fd(),
+            &[IoSlice::new(b"")],
+            &[],
+            MsgFlags::empty(),
+            None,
+        )
+        .unwrap();
+        let before = open_fds();
+        for count in [1usize, 3, 5, 40] {
+            let fds = vec![io::stdout().as_fd().as_raw_fd(); count];
+            sendmsg::<()>(
+                command.as_raw_fd(),
+                &[IoSlice::new(b"{}")],
+                &[ControlMessage::ScmRights(&fds)],
+                MsgFlags::empty(),
+                None,
+            )
+            .unwrap();
+        }
+        let request = Request {
+            program: "roo-mail".into(),
+            args: vec!["list".into()],
+            cwd: PathBuf::from("/"),
+        };
+        let sent = request.clone();
+        let client = std::thread::spawn(move || forward(&command, &sent).unwrap());
+        let incoming = receive(&agent).unwrap().unwrap();
+        assert_eq!(incoming.request, request);
+        incoming.reply(&Reply::Exited(0));
+        assert_eq!(client.join().unwrap(), Reply::Exited(0));
+        drop(incoming);
+        assert!(
+            open_fds() <= before,
+            "descriptors of junk datagrams were kept"
+        );
         assert!(receive(&agent).unwrap().is_none());
     }
 

@@ -72,6 +72,12 @@ pub struct SandboxPolicy {
     /// Whether the helper builds the namespace layer before Landlock.
     #[serde(default)]
     pub namespaces: bool,
+    /// Directories searched for sockets when each command starts (the temp dirs):
+    /// every socket directly in one, and every directory in one that holds a socket
+    /// (`tmux-<uid>`, `.X11-unix`, `ssh-*`), is hidden too — also those created
+    /// after the agent started.
+    #[serde(default)]
+    pub scan: Vec<PathBuf>,
 }
 
 /// Where a policy's default paths come from.
@@ -191,7 +197,15 @@ pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
         found.push(socket_cover(socket, env));
     }
     if let Some(home) = env.home {
-        found.push(home.join(".docker/run"));
+        for rel in [
+            ".docker/run",
+            ".local/share/wezterm",
+            ".emacs.d/server",
+            ".config/emacs/server",
+            ".local/share/kitty",
+        ] {
+            found.push(home.join(rel));
+        }
     }
     found.retain(|p| p.is_absolute() && p != Path::new("/"));
     dedup(&mut found);
@@ -260,6 +274,7 @@ impl SandboxPolicy {
             network: settings.network,
             hide,
             namespaces: settings.namespaces,
+            scan: env.temp_dirs.clone(),
         }
     }
 }

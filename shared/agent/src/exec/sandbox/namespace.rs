@@ -124,7 +124,11 @@ pub(crate) fn apply(policy: &SandboxPolicy) -> Result<(), NamespaceError> {
             Err(e) => return Err(e),
         }
     }
-    for path in &policy.hide {
+    let mut hidden = policy.hide.clone();
+    hidden.extend(sockets_in(&policy.scan));
+    // A cover over a write root (a project under /tmp) would take the root away.
+    hidden.retain(|h| !writable.iter().any(|w| w.starts_with(h)));
+    for path in &hidden {
         hide(path)?;
     }
     // Locks every mount above: a namespace owned by a child user namespace gets
@@ -135,6 +139,38 @@ pub(crate) fn apply(policy: &SandboxPolicy) -> Result<(), NamespaceError> {
         let _ = std::env::set_current_dir(cwd);
     }
     Ok(())
+}
+
+/// Sockets directly in `dirs`, and directories directly in them that hold a
+/// socket: what servers (tmux, X11, SSH control masters, terminals, editors) leave
+/// in the temp dirs.
+fn sockets_in(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut found = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_socket() {
+                found.push(entry.path());
+            } else if kind.is_dir()
+                && std::fs::read_dir(entry.path()).is_ok_and(|inner| {
+                    inner
+                        .flatten()
+                        .any(|e| e.file_type().is_ok_and(|t| t.is_socket()))
+                })
+            {
+                found.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
 }
 
 fn bind(source: &Path, target: &Path, extra: MsFlags) -> Result<(), NamespaceError> {

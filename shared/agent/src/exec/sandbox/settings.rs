@@ -154,6 +154,13 @@ pub fn default_deny_read(home: Option<&Path>, roo_home: &Path) -> Vec<PathBuf> {
             ".pypirc",
             ".cargo/credentials.toml",
             ".cargo/credentials",
+            ".Xauthority",
+            ".pgpass",
+            ".vault-token",
+            ".terraformrc",
+            ".terraform.d/credentials.tfrc.json",
+            ".config/hub",
+            ".config/op",
         ] {
             paths.push(home.join(rel));
         }

@@ -224,6 +224,7 @@ fn the_seatbelt_profile_denies_writes_outside_and_reads_of_secrets() {
         network: false,
         hide: vec![],
         namespaces: false,
+        scan: vec![],
     };
     let profile = seatbelt_profile(&policy);
     assert!(profile.starts_with("(version 1)\n(allow default)\n(deny file-write*)\n"));
@@ -265,6 +266,7 @@ fn the_seatbelt_profile_denies_metadata_writes_outside_the_writable_paths() {
         network: true,
         hide: vec![],
         namespaces: false,
+        scan: vec![],
     });
     let operations = [
         "file-write-mode",
@@ -306,6 +308,7 @@ fn the_seatbelt_profile_hides_paths_from_reading_and_connecting() {
             PathBuf::from("/nonexistent/agent \"dir\""),
         ],
         namespaces: false,
+        scan: vec![],
     };
     let profile = seatbelt_profile(&policy);
     let filters = [
@@ -378,6 +381,7 @@ fn the_helper_command_line_carries_the_policy_and_the_parent() {
             network: true,
             hide: vec![],
             namespaces: false,
+            scan: vec![],
         }),
     };
     let (program, args) = sandbox.wrap(Path::new("/bin/bash"), &["-c".into(), "true".into()]);
@@ -450,6 +454,7 @@ mod landlock_rules {
             network: false,
             hide: vec![],
             namespaces: false,
+            scan: vec![],
         };
         let base2 = base.clone();
         let results = std::thread::spawn(move || {
