@@ -140,9 +140,23 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
             return;
         }
     };
+    // The exit is reported the moment it happens; the command's going away is
+    // checked between waits. The pid stays the child's until it is reaped.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::Builder::new()
+        .name("roo-relay-wait".to_string())
+        .spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+    if waiter.is_err() {
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        incoming.reply(&Reply::Refused("could not wait for the command".into()));
+        return;
+    }
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Ok(status)) => {
                 use std::os::unix::process::ExitStatusExt;
                 let code = status
                     .code()
@@ -151,17 +165,17 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
                 incoming.reply(&Reply::Exited(code));
                 return;
             }
-            Ok(None) => {}
-            Err(_) => {
-                let _ = child.kill();
+            Ok(Err(_)) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 incoming.reply(&Reply::Refused("lost track of the command".into()));
                 return;
             }
-        }
-        if command_gone(&incoming.reply_to, Duration::from_millis(50)) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return;
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if command_gone(&incoming.reply_to, Duration::ZERO) {
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                    let _ = rx.recv();
+                    return;
+                }
+            }
         }
     }
 }

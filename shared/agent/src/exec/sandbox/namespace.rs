@@ -155,15 +155,14 @@ fn sockets_in(dirs: &[PathBuf]) -> Vec<PathBuf> {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            if kind.is_socket() {
-                found.push(entry.path());
-            } else if kind.is_dir()
-                && std::fs::read_dir(entry.path()).is_ok_and(|inner| {
+            let holds_socket = || {
+                std::fs::read_dir(entry.path()).is_ok_and(|inner| {
                     inner
                         .flatten()
                         .any(|e| e.file_type().is_ok_and(|t| t.is_socket()))
                 })
-            {
+            };
+            if kind.is_socket() || (kind.is_dir() && holds_socket()) {
                 found.push(entry.path());
             }
         }
