@@ -654,3 +654,43 @@ fn a_socket_that_appears_after_the_agent_started_is_hidden_from_the_next_command
     );
     assert_eq!(windows.lines().count(), 1, "{windows}");
 }
+
+/// A descriptor the agent itself inherited without close-on-exec (from a careless
+/// parent) does not reach its commands.
+#[test]
+fn descriptors_the_agent_inherited_do_not_reach_its_commands() {
+    use std::os::fd::AsRawFd;
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    root.write("project/README.md", "# demo\n");
+    git_init_commit(&root.join("project"));
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    std::fs::create_dir_all(root.join("roo")).unwrap();
+    let secret = root.write("secret.txt", "fd-canary\n");
+    let file = std::fs::File::open(&secret).unwrap();
+    // Inherited by the next process this test starts (nextest runs one test per process).
+    nix::fcntl::fcntl(
+        &file,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+    )
+    .unwrap();
+    let fd = file.as_raw_fd();
+    let commands = vec![format!(
+        "cat /proc/self/fd/{fd} > leak.txt 2>&1; ls /proc/self/fd > fds.txt"
+    )];
+    let script = root.write("script.yaml", script(&commands));
+    let out = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", root.join("roo"))
+        .env("HOME", root.join("home"))
+        .current_dir(root.join("project"))
+        .args(["-p", "go", "--provider", "script", "--script"])
+        .arg(script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .run();
+    drop(file);
+    out.assert_ok();
+    let leak = std::fs::read_to_string(root.join("project/leak.txt")).unwrap();
+    assert!(
+        !leak.contains("fd-canary"),
+        "the command read the agent's descriptor {fd}"
+    );
+}

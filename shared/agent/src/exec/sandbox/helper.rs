@@ -136,6 +136,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, HelperError> {
         .map_err(|e| HelperError::Spec(e.to_string()))?;
     let program = PathBuf::from(args.next().ok_or(HelperError::Usage)?);
     let rest: Vec<OsString> = args.collect();
+    close_inherited_descriptors();
     let report = supervise(&spec, &program, &rest)?;
     if let Some(report) = report {
         // In stdio mode stdin belongs to the command's protocol.
@@ -165,6 +166,29 @@ fn take_relay(spec: &HelperSpec) -> Option<std::os::fd::OwnedFd> {
     use nix::fcntl::{FcntlArg, FdFlag, fcntl};
     fcntl(&fd, FcntlArg::F_SETFD(FdFlag::empty())).ok()?;
     Some(fd)
+}
+
+/// Closes every descriptor above stderr this process was started with: whatever
+/// the agent's own parent left open without close-on-exec must not reach a
+/// command. Called before the helper opens anything of its own.
+fn close_inherited_descriptors() {
+    let dir = if cfg!(target_os = "linux") {
+        "/proc/self/fd"
+    } else {
+        "/dev/fd"
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let numbers: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .filter(|&fd| fd > 2)
+        .collect();
+    // The listing's own descriptor is among them and already closed: EBADF.
+    for fd in numbers {
+        let _ = nix::unistd::close(fd);
+    }
 }
 
 /// Writes the report line to stdin (the caller's pipe). A helper started by
