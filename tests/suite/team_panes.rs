@@ -915,3 +915,67 @@ fn when_the_leads_window_is_full_a_teammate_gets_a_window_of_its_own_and_all_are
         assert_eq!(left.trim(), lead_pane, "only the lead's pane is left");
     });
 }
+
+/// A pane teammate (its pane has `TMUX` and the server's socket is in the standard
+/// place) cannot have the lead's tmux server run a command for it, neither through
+/// `$TMUX` nor through any socket it finds: the window would run outside the sandbox.
+#[test]
+fn a_pane_teammates_commands_cannot_drive_the_tmux_server_it_runs_in() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let world = World::new();
+    std::fs::create_dir_all(world.root.join("outside")).unwrap();
+    let outside = world.root.join("outside");
+    // The command reports in the temp dir (its worktree is removed with the team).
+    let signals = TempDir::new();
+    let attack = format!(
+        "echo \"TMUX=${{TMUX:-unset}}\" > {g}/tmux-env.txt; \
+         tmux new-window -d 'touch {o}/pwned-env'; \
+         for s in /tmp/tmux-*/* \"${{TMUX_TMPDIR:-/tmp}}\"/tmux-*/*; do \
+         tmux -S \"$s\" new-window -d 'touch {o}/pwned-sock'; done; \
+         echo done > {g}/attacked.txt",
+        g = signals.path().display(),
+        o = outside.display()
+    );
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: alice, prompt: "Do the job."}}}}
+    - text: "Waiting."
+    - text: "Done."
+    - text: "Done."
+    - text: "Done."
+  alice:
+    - tool_calls:
+        - {{name: Bash, input: {{command: {attack}}}}}
+    - text: "Job done."
+"#,
+        attack = serde_json::to_string(&attack).unwrap()
+    );
+    let (tmux, _lead_pane) = world.start_lead(&script);
+    let code = lead_exit(&tmux, &world);
+    assert_eq!(code, 0, "{}", world.lead_output());
+    assert!(
+        signals.join("attacked.txt").exists(),
+        "alice's command did not run: {}\n{}",
+        world.lead_output(),
+        tmux.all_screens()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!outside.join("pwned-env").exists(), "escaped through $TMUX");
+    assert!(
+        !outside.join("pwned-sock").exists(),
+        "escaped through the socket"
+    );
+    assert_eq!(
+        std::fs::read_to_string(signals.join("tmux-env.txt"))
+            .unwrap()
+            .trim(),
+        "TMUX=unset"
+    );
+}
