@@ -123,6 +123,32 @@ fn script(commands: &[String]) -> String {
     script
 }
 
+/// A scratch root outside the temp dirs: a git project of its own (otherwise the
+/// checkout around the target dir would be the project root), an empty home and
+/// `ROO_HOME`, and an `outside` directory to aim at.
+fn scratch() -> TempDir {
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    root.write("project/README.md", "# demo\n");
+    roo_tests::git_repo_with_identity(&root.join("project"));
+    for dir in ["home", "roo", "outside"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    root
+}
+
+/// `roo-lead -p go` in `root`'s project, bypass mode, its scripted model running
+/// `commands` (one Bash call each).
+fn solo_lead(root: &TempDir, commands: &[String]) -> TestCommand {
+    let script = root.write("script.yaml", script(commands));
+    TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", root.join("roo"))
+        .env("HOME", root.join("home"))
+        .current_dir(root.join("project"))
+        .args(["-p", "go", "--provider", "script", "--script"])
+        .arg(script)
+        .args(["--permission-mode", "bypassPermissions"])
+}
+
 /// Whether the namespace layer is in force for `roo-worker` here. Where this
 /// machine lets a process create user and mount namespaces (asked of util-linux's
 /// `unshare`, independently of our probe), the layer must be in force.
@@ -372,12 +398,7 @@ fn an_in_process_teammate_of_a_lead_in_tmux_cannot_drive_the_leads_tmux_nor_hold
         eprintln!("skipped: the namespace layer is not in force here");
         return;
     }
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    root.write("project/README.md", "# demo\n");
-    roo_tests::git_repo_with_identity(&root.join("project"));
-    std::fs::create_dir_all(root.join("home")).unwrap();
-    std::fs::create_dir_all(root.join("roo")).unwrap();
-    std::fs::create_dir_all(root.join("outside")).unwrap();
+    let root = scratch();
     let world = World {
         tmux_socket: format!("roo-v2-ip-{}", std::process::id()),
         root,
@@ -514,11 +535,7 @@ fn a_command_cannot_type_into_the_users_terminal() {
         eprintln!("skipped: no python3 to issue the ioctl");
         return;
     }
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    root.write("project/README.md", "# demo\n");
-    git_init_commit(&root.join("project"));
-    std::fs::create_dir_all(root.join("home")).unwrap();
-    std::fs::create_dir_all(root.join("roo")).unwrap();
+    let root = scratch();
     let world = World {
         tmux_socket: format!("roo-v2-tty-{}", std::process::id()),
         root,
@@ -601,12 +618,7 @@ fn a_socket_that_appears_after_the_agent_started_is_hidden_from_the_next_command
         eprintln!("skipped: the namespace layer is not in force here");
         return;
     }
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    root.write("project/README.md", "# demo\n");
-    git_init_commit(&root.join("project"));
-    std::fs::create_dir_all(root.join("home")).unwrap();
-    std::fs::create_dir_all(root.join("roo")).unwrap();
-    std::fs::create_dir_all(root.join("outside")).unwrap();
+    let root = scratch();
     let socket = std::env::temp_dir().join(format!("roo-late-{}.sock", std::process::id()));
     let marker = root.join("project/server-up");
     let pwned = root.join("outside/pwned");
@@ -618,15 +630,7 @@ fn a_socket_that_appears_after_the_agent_started_is_hidden_from_the_next_command
             pwned.display()
         ),
     ];
-    let script = root.write("script.yaml", script(&commands));
-    let lead = TestCommand::new(bin("roo-lead"))
-        .env("ROO_HOME", root.join("roo"))
-        .env("HOME", root.join("home"))
-        .current_dir(root.join("project"))
-        .args(["-p", "go", "--provider", "script", "--script"])
-        .arg(script)
-        .args(["--permission-mode", "bypassPermissions"])
-        .spawn();
+    let lead = solo_lead(&root, &commands).spawn();
     let tmux = |args: &[&str]| {
         std::process::Command::new("tmux")
             .arg("-S")
@@ -660,11 +664,7 @@ fn a_socket_that_appears_after_the_agent_started_is_hidden_from_the_next_command
 #[test]
 fn descriptors_the_agent_inherited_do_not_reach_its_commands() {
     use std::os::fd::AsRawFd;
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    root.write("project/README.md", "# demo\n");
-    git_init_commit(&root.join("project"));
-    std::fs::create_dir_all(root.join("home")).unwrap();
-    std::fs::create_dir_all(root.join("roo")).unwrap();
+    let root = scratch();
     let secret = root.write("secret.txt", "fd-canary\n");
     let file = std::fs::File::open(&secret).unwrap();
     // Inherited by the next process this test starts (nextest runs one test per process).
@@ -677,15 +677,7 @@ fn descriptors_the_agent_inherited_do_not_reach_its_commands() {
     let commands = vec![format!(
         "cat /proc/self/fd/{fd} > leak.txt 2>&1; ls /proc/self/fd > fds.txt"
     )];
-    let script = root.write("script.yaml", script(&commands));
-    let out = TestCommand::new(bin("roo-lead"))
-        .env("ROO_HOME", root.join("roo"))
-        .env("HOME", root.join("home"))
-        .current_dir(root.join("project"))
-        .args(["-p", "go", "--provider", "script", "--script"])
-        .arg(script)
-        .args(["--permission-mode", "bypassPermissions"])
-        .run();
+    let out = solo_lead(&root, &commands).run();
     drop(file);
     out.assert_ok();
     let leak = std::fs::read_to_string(root.join("project/leak.txt")).unwrap();
