@@ -229,6 +229,11 @@ fn a_hostile_teammate_cannot_escape_forge_read_or_stall_the_team() {
             "roo-mail send --to bob --summary 'a greeting from a shell' 'hello from a shell' && roo-task list --json > tasks.json; {}",
             r(7)
         ),
+        // 9. a process that forks and exits in a loop to slip past its supervisor.
+        format!(
+            "perl -e '$t = time; while (time - $t < 3) {{ exit if fork }} open(F, \">\", \"hopper-ran\")' & sleep 0.2; {}",
+            r(9)
+        ),
         // 8. a daemon that kills its supervisor to outlive the command, keeping the relay.
         format!(
             "setsid -f bash -c 'sleep 1.5; roo-mail send --to bob --summary \"a message after the end\" late-daemon; touch daemon-ran'; kill -9 $PPID; {}",
@@ -256,7 +261,7 @@ fn a_hostile_teammate_cannot_escape_forge_read_or_stall_the_team() {
     let out = child.wait();
     let project =
         |rel: &str| std::fs::read_to_string(world.path("project").join(rel)).unwrap_or_default();
-    for n in 1..=8 {
+    for n in 1..=9 {
         assert!(
             world.path(&format!("project/r{n}.txt")).exists(),
             "command {n} did not run: {}",
@@ -342,6 +347,11 @@ fn a_hostile_teammate_cannot_escape_forge_read_or_stall_the_team() {
     assert!(
         !world.path("project/daemon-ran").exists(),
         "the daemon outlived its command"
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        !world.path("project/hopper-ran").exists(),
+        "a fork-hopper outlived its command"
     );
     let inbox = world
         .team()
@@ -550,6 +560,10 @@ fn a_command_cannot_type_into_the_users_terminal() {
          \x20           for c in line: fcntl.ioctl(f, termios.TIOCSTI, c.encode())\n\
          \x20       print('injected into', tty)\n\
          \x20   except OSError as e:\n\
+         \x20       print(tty, e)\n\
+         \x20   try:\n\
+         \x20       with open(tty, 'w') as f: f.write('PTS-WRITE-' + 'MARK')\n\
+         \x20   except OSError as e:\n\
          \x20       print(tty, e)\n",
         injected.display()
     );
@@ -597,6 +611,11 @@ fn a_command_cannot_type_into_the_users_terminal() {
     assert!(
         !injected.exists(),
         "a command typed into the user's shell:\n{}",
+        screen()
+    );
+    assert!(
+        !screen().contains("PTS-WRITE-MARK"),
+        "a command wrote to the user's terminal:\n{}",
         screen()
     );
 }
@@ -685,4 +704,57 @@ fn descriptors_the_agent_inherited_do_not_reach_its_commands() {
         !leak.contains("fd-canary"),
         "the command read the agent's descriptor {fd}"
     );
+}
+
+/// The agent's state directories are covered from its first command on: a socket
+/// the lead opens in `run/` later (a pane's credentials handoff) is out of reach of a
+/// command that was already running when it appeared (Landlock does not govern
+/// `connect`, so only the cover keeps it away).
+#[test]
+fn state_created_after_a_command_started_is_still_out_of_its_reach() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if !namespaces_in_force() {
+        eprintln!("skipped: the namespace layer is not in force here");
+        return;
+    }
+    let python = std::process::Command::new("python3").arg("-V").output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no python3 to connect with");
+        return;
+    }
+    let root = scratch();
+    let marker = root.join("project/listening");
+    let socket = root.join("roo/run/handoff/late.sock");
+    let connect = format!(
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('{}')\nprint(s.recv(100).decode())",
+        socket.display()
+    );
+    let commands = vec![format!(
+        "until [ -e {m} ]; do sleep 0.05; done; python3 -c \"{connect}\" > stolen.txt 2>&1",
+        m = marker.display(),
+    )];
+    let lead = solo_lead(&root, &commands).spawn();
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::write(&marker, "").unwrap();
+    let served = std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if let Ok((mut stream, _)) = listener.accept() {
+                use std::io::Write;
+                let _ = stream.write_all(b"sk-late-canary");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    lead.wait().assert_ok();
+    let stolen = std::fs::read_to_string(root.join("project/stolen.txt")).unwrap();
+    assert!(!stolen.contains("sk-late-canary"), "{stolen}");
+    drop(served);
 }

@@ -101,6 +101,21 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
         )));
         return;
     };
+    // A relay socket as stdio would keep a reply end open for ever (the command
+    // handing the agent both ends of one pair): no CLI's stdio is one.
+    let relay_socket = |fd: &OwnedFd| {
+        nix::sys::socket::getsockopt(fd, nix::sys::socket::sockopt::SockType)
+            .is_ok_and(|t| t == nix::sys::socket::SockType::SeqPacket)
+    };
+    if [&incoming.stdin, &incoming.stdout, &incoming.stderr]
+        .into_iter()
+        .any(relay_socket)
+    {
+        incoming.reply(&Reply::Refused(
+            "a team command's stdin, stdout and stderr cannot be relay sockets".into(),
+        ));
+        return;
+    }
     let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
     let (Ok(stdin), Ok(stdout), Ok(stderr)) = (
         stdio(&incoming.stdin),

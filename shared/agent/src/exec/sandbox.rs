@@ -274,7 +274,11 @@ impl SandboxPolicy {
             network: settings.network,
             hide,
             namespaces: settings.namespaces,
-            scan: env.temp_dirs.clone(),
+            scan: {
+                let mut scan = env.temp_dirs.clone();
+                scan.push(PathBuf::from("/dev/shm"));
+                scan
+            },
         }
     }
 }
@@ -329,6 +333,15 @@ impl CommandSandbox {
         let policy = if settings.enabled {
             match availability() {
                 Ok(_) => {
+                    // What commands must not see has to exist before the first one
+                    // starts: a cover goes only on a path that is there.
+                    for dir in ["teams", "tasks", "run", "projects"] {
+                        use std::os::unix::fs::DirBuilderExt;
+                        let _ = std::fs::DirBuilder::new()
+                            .recursive(true)
+                            .mode(0o700)
+                            .create(env.roo_home.join(dir));
+                    }
                     let mut policy = SandboxPolicy::for_root(root, settings, env);
                     let layers = Layers::probe(settings, &helper);
                     policy.namespaces = layers.namespaces.is_ok();

@@ -358,15 +358,29 @@ mod linux {
     }
 
     /// Ends every live process below this one: SIGTERM and SIGCONT, then
-    /// SIGKILL after [`LEFTOVER_GRACE`]. Returns how many were signalled.
+    /// SIGKILL after [`LEFTOVER_GRACE`]. Returns how many were signalled. Done
+    /// only when several searches in a row find nothing live: a process that
+    /// forks and exits in a loop is between parent and reaper for an instant.
     fn end_descendants(shell: Pid, status: &mut Option<WaitStatus>) -> usize {
+        const QUIET_SEARCHES: u32 = 3;
         let me = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
         let mut signalled = BTreeSet::new();
         let start = Instant::now();
+        let mut quiet = 0;
         loop {
             reap(shell, status);
-            let live = descendants(me);
-            if live.is_empty() || start.elapsed() > LEFTOVER_GRACE * 4 {
+            let (live, any) = descendants(me);
+            // Nothing at all below: done. Only zombies: one may have just handed a
+            // child to this reaper, so look again before believing it.
+            if !any {
+                break;
+            }
+            if live.is_empty() {
+                quiet += 1;
+            } else {
+                quiet = 0;
+            }
+            if quiet >= QUIET_SEARCHES || start.elapsed() > LEFTOVER_GRACE * 4 {
                 break;
             }
             let force = start.elapsed() >= LEFTOVER_GRACE;
@@ -385,11 +399,12 @@ mod linux {
         signalled.len()
     }
 
-    /// Live (not zombie) processes whose parent chain leads to `root`: read
+    /// Live processes whose parent chain leads to `root` (see [`dead`]), and
+    /// whether there was any process below it at all, zombies included: read
     /// from each process's `/proc/<pid>/task/*/children`, which costs a few
     /// reads per descendant; where the kernel lacks those files, from a scan
     /// of every process's `stat`.
-    fn descendants(root: i32) -> Vec<i32> {
+    fn descendants(root: i32) -> (Vec<i32>, bool) {
         if !Path::new(&format!("/proc/{root}/task/{root}/children")).exists() {
             return descendants_by_scan(root);
         }
@@ -414,22 +429,31 @@ mod linux {
                         continue;
                     }
                     found.push(pid);
-                    let zombie = read_small(Path::new(&format!("/proc/{pid}/stat")))
-                        .and_then(|stat| proc_stat(&stat))
-                        .is_some_and(|stat| stat.state == 'Z' || stat.state == 'X');
-                    if !zombie {
+                    if !dead(pid) {
                         live.push(pid);
                     }
                 }
             }
         }
-        live
+        let any = found.len() > 1;
+        (live, any)
+    }
+
+    /// Whether `pid` is over: a zombie whose threads are gone too (a process whose
+    /// first thread exited while others run shows as a zombie and is very much
+    /// alive; signalling it ends them all).
+    fn dead(pid: i32) -> bool {
+        let zombie = read_small(Path::new(&format!("/proc/{pid}/stat")))
+            .and_then(|stat| proc_stat(&stat))
+            .is_some_and(|stat| stat.state == 'Z' || stat.state == 'X');
+        zombie
+            && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |tasks| tasks.count()) <= 1
     }
 
     /// [`descendants`] from every process's parent pid.
-    fn descendants_by_scan(root: i32) -> Vec<i32> {
+    fn descendants_by_scan(root: i32) -> (Vec<i32>, bool) {
         let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         let mut table = Vec::new();
         for entry in entries.flatten() {
@@ -454,14 +478,15 @@ mod linux {
             for (pid, stat) in &table {
                 if stat.ppid == parent && !found.contains(pid) {
                     found.push(*pid);
-                    if stat.state != 'Z' && stat.state != 'X' {
+                    if !dead(*pid) {
                         live.push(*pid);
                     }
                 }
             }
             i += 1;
         }
-        live
+        let any = found.len() > 1;
+        (live, any)
     }
 
     /// A small `/proc` file in as few reads as possible (no size query).

@@ -131,6 +131,7 @@ pub(crate) fn apply(policy: &SandboxPolicy) -> Result<(), NamespaceError> {
     for path in &hidden {
         hide(path)?;
     }
+    fresh_ptys()?;
     // Locks every mount above: a namespace owned by a child user namespace gets
     // its mounts locked, read-only and overlays included.
     enter_user_namespace()?;
@@ -141,12 +142,18 @@ pub(crate) fn apply(policy: &SandboxPolicy) -> Result<(), NamespaceError> {
     Ok(())
 }
 
-/// Sockets directly in `dirs`, and directories directly in them that hold a
-/// socket: what servers (tmux, X11, SSH control masters, terminals, editors) leave
-/// in the temp dirs.
+/// How deep [`sockets_in`] looks below each directory, and how many entries it
+/// reads in all (a huge temp dir costs a bounded search).
+const SCAN_DEPTH: usize = 4;
+const SCAN_ENTRIES: usize = 20_000;
+
+/// What servers (tmux, X11, SSH control masters, terminals, editors) leave in the
+/// temp dirs: for each socket found up to [`SCAN_DEPTH`] levels down, the top
+/// directory holding it (or the socket itself when it lies directly in one of
+/// `dirs`), and the socket a symlink there points to, wherever it is.
 fn sockets_in(dirs: &[PathBuf]) -> Vec<PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
     let mut found = Vec::new();
+    let mut budget = SCAN_ENTRIES;
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
@@ -155,21 +162,80 @@ fn sockets_in(dirs: &[PathBuf]) -> Vec<PathBuf> {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            let holds_socket = || {
-                std::fs::read_dir(entry.path()).is_ok_and(|inner| {
-                    inner
-                        .flatten()
-                        .any(|e| e.file_type().is_ok_and(|t| t.is_socket()))
-                })
-            };
-            if kind.is_socket() || (kind.is_dir() && holds_socket()) {
-                found.push(entry.path());
+            let path = entry.path();
+            if is_socket(&path, kind)
+                || (kind.is_dir() && holds_socket(&path, SCAN_DEPTH - 1, &mut budget))
+            {
+                found.push(path);
             }
         }
     }
     found.sort();
     found.dedup();
     found
+}
+
+/// A socket, or a symlink to one.
+fn is_socket(path: &Path, kind: std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    kind.is_socket()
+        || (kind.is_symlink() && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket()))
+}
+
+/// Whether a socket (or a link to one) lies in `dir` or below, `depth` levels at
+/// most, reading no more than `budget` entries. Links to directories are not
+/// followed.
+fn holds_socket(dir: &Path, depth: usize, budget: &mut usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut subdirs = Vec::new();
+    for entry in entries.flatten() {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if is_socket(&entry.path(), kind) {
+            return true;
+        }
+        if kind.is_dir() {
+            subdirs.push(entry.path());
+        }
+    }
+    depth > 0
+        && subdirs
+            .iter()
+            .any(|sub| holds_socket(sub, depth - 1, budget))
+}
+
+/// A pty instance of the command's own over `/dev/pts` (and `/dev/ptmx` leading to
+/// it): the user's terminals are not there to read keystrokes from or write to,
+/// while a pty the command opens works.
+fn fresh_ptys() -> Result<(), NamespaceError> {
+    let pts = Path::new("/dev/pts");
+    if !pts.is_dir() {
+        return Ok(());
+    }
+    mount(
+        Some("devpts"),
+        pts,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )
+    .map_err(|errno| NamespaceError::Mount {
+        action: "mount a pty instance on",
+        path: pts.to_path_buf(),
+        errno,
+    })?;
+    let ptmx = Path::new("/dev/ptmx");
+    if std::fs::symlink_metadata(ptmx).is_ok_and(|m| !m.file_type().is_symlink()) {
+        bind(&pts.join("ptmx"), ptmx, MsFlags::empty())?;
+    }
+    Ok(())
 }
 
 fn bind(source: &Path, target: &Path, extra: MsFlags) -> Result<(), NamespaceError> {
