@@ -758,3 +758,43 @@ fn state_created_after_a_command_started_is_still_out_of_its_reach() {
     assert!(!stolen.contains("sk-late-canary"), "{stolen}");
     drop(served);
 }
+
+/// The `roo-mail` processes an agent runs for its commands end with the agent:
+/// a `watch` relayed from a command does not outlive a killed worker.
+#[test]
+fn relayed_clis_end_with_their_agent() {
+    let world = World::new();
+    let mock = MockLlm::start(&script(&["touch watching; roo-mail watch".to_string()]));
+    let mut worker = world.worker(&mock, &[]).spawn();
+    let agent = worker.pid();
+    let relayed = move || -> Vec<i32> {
+        let needle = format!("ROO_RELAYED_BY={agent}");
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
+            })
+            .collect()
+    };
+    wait_until(
+        "the relayed watch to run",
+        Duration::from_secs(30),
+        || (!relayed().is_empty()).then_some(()),
+        || format!("watching: {}", world.path("project/watching").exists()),
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(agent).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = worker.child().wait();
+    wait_until(
+        "the relayed watch to end with its agent",
+        Duration::from_secs(10),
+        || relayed().is_empty().then_some(()),
+        || format!("{:?}", relayed()),
+    );
+}

@@ -163,6 +163,9 @@ pub fn main_with<C: Parser>(
     run: impl FnOnce(C) -> CliResult,
 ) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
+    if !roo_store::relay::bound_to_relaying_agent() {
+        return ExitCode::from(crate::exit::REFUSED);
+    }
     if let Some(code) = crate::relay::forward_if_relayed(program, &args) {
         return code;
     }

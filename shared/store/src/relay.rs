@@ -22,6 +22,24 @@ use serde::{Deserialize, Serialize};
 
 /// The variable naming a confined command's relay descriptor.
 pub const ENV_FD: &str = "ROO_AGENT_FD";
+/// The variable naming the agent that runs a relayed CLI (its pid).
+pub const ENV_RELAYED_BY: &str = "ROO_RELAYED_BY";
+
+/// In a CLI the agent runs for a command ([`ENV_RELAYED_BY`]): ends with the agent
+/// (a parent-death signal, Linux) rather than outliving it, and does not start at
+/// all if the agent is already gone. Returns `false` then.
+pub fn bound_to_relaying_agent() -> bool {
+    let Some(agent) = std::env::var(ENV_RELAYED_BY)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return true;
+    };
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
+    nix::unistd::getppid().as_raw() == agent
+}
+
 /// The largest request (arguments) a relay carries; larger text goes on stdin.
 pub const MAX_REQUEST: usize = 128 * 1024;
 

@@ -140,6 +140,7 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
         .stdout(stdout)
         .stderr(stderr)
         .env_remove(relay::ENV_FD)
+        .env(relay::ENV_RELAYED_BY, std::process::id().to_string())
         .env_remove("ROO_TEAM")
         .env_remove("ROO_AGENT_NAME");
     for (key, value) in &vars {
