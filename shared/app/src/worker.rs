@@ -158,6 +158,7 @@ impl WorkerArgs {
             team,
             me,
             lead,
+            lead_key: None,
         };
         let mut spec =
             TeammateSpec::new(settings, binding, self.prompt.clone().unwrap_or_default());

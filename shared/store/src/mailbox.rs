@@ -252,6 +252,7 @@ impl Mailbox {
                 read: false,
                 delivered_at: None,
                 acknowledged_at: None,
+                signature: message.signature.clone(),
             };
             let archive = self.archive_path(&recipient);
             let keyed = retryable;

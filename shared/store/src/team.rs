@@ -182,6 +182,10 @@ pub struct TeamConfig {
     /// The roster, lead included.
     #[serde(default)]
     pub members: Vec<Member>,
+    /// The lead's public key (hex Ed25519): members accept only answers to their
+    /// permission and plan questions signed by it (PROTOCOL.md §5.7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_key: Option<String>,
     /// Members this version does not know (from a newer minor version), kept on rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -316,6 +320,7 @@ impl Team {
                     lead_agent_id: lead.agent_id.clone(),
                     created_at: Timestamp::now(),
                     members: roster,
+                    lead_key: None,
                     extra: Default::default(),
                 })
             },
@@ -425,6 +430,29 @@ impl Team {
             member.agent_id = agent_id;
             Ok(Outcome::Write(member.clone()))
         })
+    }
+
+    /// Records the lead's public key (hex), replacing any earlier one.
+    pub fn set_lead_key(&self, key: &str) -> Result<()> {
+        if key.is_empty() || key.len() > 128 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::NotPermitted {
+                action: format!("set the lead key of team {:?}", self.name.as_str()),
+                reason: "a lead key is hex of at most 128 characters".to_string(),
+            });
+        }
+        self.update(|config| {
+            if config.lead_key.as_deref() == Some(key) {
+                return Ok(Outcome::Keep(()));
+            }
+            config.lead_key = Some(key.to_owned());
+            Ok(Outcome::Write(()))
+        })
+    }
+
+    /// Where the lead keeps its private key (0600, beside the config; hidden from every
+    /// agent's commands with the rest of `teams/`).
+    pub fn lead_key_path(&self) -> PathBuf {
+        self.home.team_dir(&self.name).join("lead.key")
     }
 
     /// Marks a member active or idle.

@@ -29,6 +29,7 @@ impl LeadApprover {
     /// Asks `lead` on behalf of the router's member; responses arrive through `router`,
     /// which must be running ([`InboxRouter::run`]) while a question is open.
     pub fn new(router: InboxRouter, mailbox: Mailbox, lead: Name) -> LeadApprover {
+        router.require_signed_answers();
         LeadApprover {
             router,
             mailbox,

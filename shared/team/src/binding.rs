@@ -12,6 +12,7 @@ use std::sync::Arc;
 use roo_store::{Name, Team};
 use tokio::sync::watch;
 
+use crate::authority::LeadKey;
 use crate::router::InboxRouter;
 
 /// An agent's membership: its team, its own name, the lead's name, its inbox's router.
@@ -25,6 +26,9 @@ pub struct TeamBinding {
     pub lead: Name,
     /// The owner of `me`'s inbox.
     pub router: InboxRouter,
+    /// The lead's signing key, held by the lead's binding only: it signs the answers to
+    /// teammates' questions (`crate::authority`).
+    pub lead_key: Option<Arc<LeadKey>>,
 }
 
 impl TeamBinding {
@@ -156,6 +160,7 @@ mod tests {
             me: name(me),
             lead: name("lead"),
             router,
+            lead_key: None,
         }
     }
 

@@ -31,6 +31,7 @@ use roo_store::{
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::authority::{Answer, LeadKey};
 use crate::binding::{TeamBinding, TeamSlot};
 use crate::delivery::InboxDelivery;
 use crate::event::{TeamEventSender, one_line};
@@ -333,6 +334,10 @@ pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider
             continue;
         }
         if let Some(answer) = answer_one(request, decider).await {
+            let Some(answer) = sign(binding, &request.from, answer) else {
+                tracing::warn!(to = %request.from, "the lead holds no key to sign its answer; the teammate would ignore it");
+                continue;
+            };
             let (mailbox, me, to) = (
                 binding.team.mailbox(),
                 binding.me.clone(),
@@ -349,6 +354,14 @@ pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider
         tracing::warn!(error = %e, "failed to acknowledge teammates' requests");
     }
     count
+}
+
+/// `answer` to `to` with the lead's signature; `None` without a key.
+fn sign(binding: &TeamBinding, to: &Name, answer: Outgoing) -> Option<Outgoing> {
+    let key = binding.lead_key.as_ref()?;
+    let signed = Answer::of(binding.team.name(), to, &answer.body)?;
+    let signature = key.sign(&signed);
+    Some(answer.with_signature(signature))
 }
 
 async fn answer_one(request: &Message, decider: &dyn RequestDecider) -> Option<Outgoing> {
@@ -512,6 +525,8 @@ pub enum JoinError {
     NotLead { team: Name, lead: String, me: Name },
     #[error(transparent)]
     Bound(#[from] crate::binding::AlreadyBound),
+    #[error(transparent)]
+    Key(#[from] crate::authority::AuthorityError),
 }
 
 /// Binds `slot` to the existing team `team` with `me` as its lead (`roo-lead --team`):
@@ -536,12 +551,14 @@ pub fn join_as_lead(
             me,
         });
     }
+    let key = LeadKey::load_or_create(&team)?;
     let router = InboxRouter::with_events(team.mailbox(), me.clone(), events);
     Ok(slot.bind(TeamBinding {
         team,
         lead: me.clone(),
         me,
         router,
+        lead_key: Some(Arc::new(key)),
     })?)
 }
 
@@ -579,6 +596,7 @@ mod tests {
             me: name("lead"),
             lead: name("lead"),
             router: InboxRouter::new(team.mailbox(), name("lead")),
+            lead_key: None,
         }
     }
 

@@ -15,6 +15,7 @@
 //! `docs/WORKTREES.md`.
 
 pub mod approver;
+pub mod authority;
 pub mod backend;
 pub mod binding;
 pub mod builder;

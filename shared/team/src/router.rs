@@ -33,6 +33,7 @@ use roo_store::{
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::authority::{Answer, LeadPublicKey};
 use crate::event::{TeamEvent, TeamEventSender};
 
 /// The longest one wait on the inbox lasts before the router looks again anyway.
@@ -122,6 +123,9 @@ struct State {
     /// Ids dispatched and (as far as the last read showed) still unread on disk.
     seen: HashSet<MessageId>,
     stopped: bool,
+    /// Permission and plan answers must carry the lead's signature
+    /// ([`InboxRouter::require_signed_answers`]); the key once pinned.
+    signed: Option<Option<LeadPublicKey>>,
 }
 
 struct Inner {
@@ -233,6 +237,24 @@ impl InboxRouter {
         self.inner.nudged.notify_one();
     }
 
+    /// From now on a `permission_response` or `plan_approval_response` is taken only
+    /// when it carries the lead's signature (`crate::authority`), checked with the key
+    /// the team config names when the first answer arrives (pinned from then on). Every
+    /// teammate's router does this; anything else claiming to answer is ignored and
+    /// reported, and the question stays open.
+    pub fn require_signed_answers(&self) {
+        let mut state = self.inner.state();
+        if state.signed.is_none() {
+            state.signed = Some(None);
+        }
+    }
+
+    /// The same, with the lead's key given (an in-process teammate gets it from the
+    /// lead's memory).
+    pub fn pin_lead_key(&self, key: LeadPublicKey) {
+        self.inner.state().signed = Some(Some(key));
+    }
+
     /// The member whose inbox this is.
     pub fn member(&self) -> &Name {
         &self.inner.me
@@ -293,6 +315,7 @@ impl InboxRouter {
             )
         })
         .await??;
+        self.pin_key_if_needed(&unread).await;
         let Dispatch {
             count,
             acknowledge,
@@ -323,6 +346,40 @@ impl InboxRouter {
         Ok(count)
     }
 
+    /// Pins the lead's key from the team config the first time a signed kind of answer
+    /// arrives, if signatures are required and no key is pinned yet.
+    async fn pin_key_if_needed(&self, unread: &[Message]) {
+        let wanted = matches!(self.inner.state().signed, Some(None))
+            && unread
+                .iter()
+                .any(|m| Answer::of(self.team_name(), &self.inner.me, &m.body).is_some());
+        if !wanted {
+            return;
+        }
+        let team = self.inner.mailbox.team().clone();
+        match blocking(move || LeadPublicKey::of_team(&team)).await {
+            Ok(Ok(Some(key))) => {
+                let mut state = self.inner.state();
+                if matches!(state.signed, Some(None)) {
+                    state.signed = Some(Some(key));
+                }
+            }
+            Ok(Ok(None)) => {
+                tracing::warn!(member = %self.inner.me, "the team config names no lead key: no answer can be verified");
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(member = %self.inner.me, error = %e, "failed to read the lead key");
+            }
+            Err(e) => {
+                tracing::warn!(member = %self.inner.me, error = %e, "failed to read the lead key")
+            }
+        }
+    }
+
+    fn team_name(&self) -> &Name {
+        self.inner.mailbox.team().name()
+    }
+
     fn dispatch(&self, unread: Vec<Message>) -> Dispatch {
         let mut out = Dispatch::default();
         let mut state = self.inner.state();
@@ -341,8 +398,26 @@ impl InboxRouter {
                     .waiters
                     .get(&key)
                     .is_some_and(|pending| pending.from == message.from);
+                let unsigned = match (
+                    &state.signed,
+                    Answer::of(self.team_name(), &self.inner.me, &message.body),
+                ) {
+                    (Some(pinned), Some(answer)) => match (pinned, message.signature.as_deref()) {
+                        (None, _) => {
+                            Some("no lead key is known to verify it (the team config names none)")
+                        }
+                        (Some(_), None) => Some("it is not signed by the lead"),
+                        (Some(key), Some(signature)) if !key.verify(&answer, signature) => {
+                            Some("its signature is not the lead's")
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
                 let id = message.id.clone();
-                let reason = if sender_matches && let Some(pending) = state.waiters.remove(&key) {
+                let reason = if let Some(unsigned) = unsigned {
+                    unsigned.to_string()
+                } else if sender_matches && let Some(pending) = state.waiters.remove(&key) {
                     match pending.reply.send(message) {
                         Ok(()) => {
                             out.acknowledge.push(id);

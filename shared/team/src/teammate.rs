@@ -123,6 +123,7 @@ impl TeammateSpec {
             me,
             lead,
             router,
+            lead_key: None,
         };
         TeammateSpec::new(settings, binding, prompt)
     }
@@ -221,6 +222,7 @@ pub(crate) async fn run_joined(
         me,
         lead,
         router,
+        lead_key: _,
     } = binding;
     let mailbox = team.mailbox();
 

@@ -46,6 +46,7 @@ impl InProcessExecutor {
             team: launch.team,
             me: launch.name,
             lead: launch.lead,
+            lead_key: None,
         };
         let mut spec = TeammateSpec::new(launch.settings, binding, launch.prompt);
         spec.tools = launch.tools;

@@ -107,6 +107,7 @@ impl TeammateApprover {
         lead: Name,
         gate: Arc<PlanGate>,
     ) -> TeammateApprover {
+        router.require_signed_answers();
         TeammateApprover {
             lead_approver,
             router,

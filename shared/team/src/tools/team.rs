@@ -142,9 +142,21 @@ impl TeamCreate {
         let team = run_blocking(CREATE, &ctx.cancel, move || {
             let mut lead = Member::new(me.clone(), &name);
             lead.pid = Some(std::process::id());
-            Ok(Team::create(&home, name, &description, lead, Vec::new())?)
+            let team = Team::create(&home, name, &description, lead, Vec::new())?;
+            // The key exists before any teammate can ask: its answers are signed.
+            match crate::authority::LeadKey::load_or_create(&team) {
+                Ok(key) => Ok((team, key)),
+                Err(e) => {
+                    let _ = team.delete(true);
+                    Err(TeamToolError::Refused(format!(
+                        "create team {}: {e}",
+                        team.name()
+                    )))
+                }
+            }
         })
         .await?;
+        let (team, key) = team;
         let mailbox = team.mailbox();
         let router = match &self.lead.events {
             Some(events) => InboxRouter::with_events(mailbox, self.lead.me.clone(), events.clone()),
@@ -155,6 +167,7 @@ impl TeamCreate {
             me: self.lead.me.clone(),
             lead: self.lead.me.clone(),
             router: router.clone(),
+            lead_key: Some(std::sync::Arc::new(key)),
         };
         if let Err(e) = self.team.slot.bind(binding) {
             // Bound by someone else meanwhile: undo the creation, the team is empty.

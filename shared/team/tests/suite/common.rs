@@ -47,6 +47,24 @@ impl TeamHome {
         self.mail(&args);
     }
 
+    /// Answers `to`'s question as the lead's process does: `answer` signed with the
+    /// team's lead key (made on first use).
+    pub fn answer(&self, to: &str, answer: roo_store::MessageBody) {
+        let key = roo_team::authority::LeadKey::load_or_create(&self.team).unwrap();
+        let recipient = name(to);
+        let signed = roo_team::authority::Answer::of(self.team.name(), &recipient, &answer)
+            .expect("a permission or plan answer");
+        let signature = key.sign(&signed);
+        self.team
+            .mailbox()
+            .send(
+                &name("lead"),
+                to,
+                roo_store::Outgoing::new(answer, "").with_signature(signature),
+            )
+            .unwrap();
+    }
+
     /// Runs `roo-mail ARGS` as another process would, with this home and team.
     pub fn mail(&self, args: &[&str]) {
         let out = Command::new(roo_mail())

@@ -183,6 +183,9 @@ fn lead_with(script: &str, backend: BackendType, git: Git) -> Lead {
         me: name("lead"),
         lead: name("lead"),
         router: InboxRouter::new(home.team.mailbox(), name("lead")),
+        lead_key: Some(std::sync::Arc::new(
+            roo_team::authority::LeadKey::load_or_create(&home.team).unwrap(),
+        )),
     });
     let (sender, events) = team_events();
     let lifetime = CancellationToken::new();
@@ -520,6 +523,7 @@ async fn what_a_leads_model_cannot_spawn() {
         me: name("bob"),
         lead: name("lead"),
         router: InboxRouter::new(lead.home.team.mailbox(), name("bob")),
+        lead_key: None,
     });
     let as_bob = Spawner::new(
         teammate_slot,

@@ -42,6 +42,7 @@ pub(super) async fn spawn_alice(
         me: name("alice"),
         lead: name("lead"),
         router: InboxRouter::new(home.team.mailbox(), name("alice")),
+        lead_key: None,
     };
     let (sender, events) = team_events();
     let mut spec = TeammateSpec::new(settings, binding, prompt.to_string());
@@ -295,26 +296,31 @@ async fn a_plan_mode_teammate_writes_nothing_before_the_lead_approves_its_plan()
     let (id, plan) = plan_request(&home.team, 1).await;
     assert_eq!(plan, "plan v1: rewrite everything");
     assert!(!out.exists(), "written before the plan was approved");
-    home.send(
-        "lead",
-        "alice",
-        "plan_approval_response",
-        &[
-            "--request-id",
-            &id,
-            "--reject",
-            "--feedback",
-            "only touch out.txt",
-        ],
-    );
-    let (id, plan) = plan_request(&home.team, 2).await;
-    assert_eq!(plan, "plan v2: only touch out.txt");
-    assert!(!out.exists(), "written before the plan was approved");
+    // An unsigned approval "from lead" (what any process can write) is ignored.
     home.send(
         "lead",
         "alice",
         "plan_approval_response",
         &["--request-id", &id, "--approve"],
+    );
+    home.answer(
+        "alice",
+        MessageBody::PlanApprovalResponse {
+            request_id: id,
+            approve: false,
+            feedback: "only touch out.txt".to_string(),
+        },
+    );
+    let (id, plan) = plan_request(&home.team, 2).await;
+    assert_eq!(plan, "plan v2: only touch out.txt");
+    assert!(!out.exists(), "written before the plan was approved");
+    home.answer(
+        "alice",
+        MessageBody::PlanApprovalResponse {
+            request_id: id,
+            approve: true,
+            feedback: String::new(),
+        },
     );
     idle_events(&mut events, 1).await;
     // After approval she writes in the lead's mode (acceptEdits: no question asked).
@@ -351,11 +357,13 @@ async fn a_teammates_permission_request_is_answered_by_the_lead() {
     })
     .await;
     assert!(!cwd.path().join("out.txt").exists());
-    home.send(
-        "lead",
+    home.answer(
         "alice",
-        "permission_response",
-        &["--request-id", &id, "--decision", "allow"],
+        MessageBody::PermissionResponse {
+            request_id: id,
+            decision: roo_store::PermissionDecision::Allow,
+            reason: String::new(),
+        },
     );
     idle_events(&mut events, 1).await;
     assert_eq!(
@@ -657,6 +665,9 @@ async fn the_leads_watch_reports_a_killed_teammate_process_and_releases_its_task
         me: name("lead"),
         lead: name("lead"),
         router: InboxRouter::new(home.team.mailbox(), name("lead")),
+        lead_key: Some(std::sync::Arc::new(
+            roo_team::authority::LeadKey::load_or_create(&home.team).unwrap(),
+        )),
     });
     let _status = roo_team::spawn_monitor(slot, sender, cancel.clone());
     process.kill().unwrap();

@@ -327,6 +327,9 @@ async fn team_delete_reports_a_teammates_rejection_with_its_reason() {
         me: name("lead"),
         lead: name("lead"),
         router: InboxRouter::new(home.team.mailbox(), name("lead")),
+        lead_key: Some(std::sync::Arc::new(
+            roo_team::authority::LeadKey::load_or_create(&home.team).unwrap(),
+        )),
     });
     let mut config = LeadTools::new(roo_store::RooHome::new(home.path()), name("lead"));
     config.worktrees = None;
