@@ -2,6 +2,7 @@
 //! runner and the interactive terminal UI. The agent engine lives in `roo-agent`;
 //! nothing here decides what the agent does.
 
+pub mod approval_view;
 pub mod demo;
 pub mod exit;
 pub mod headless;

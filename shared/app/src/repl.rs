@@ -14,13 +14,14 @@ use std::time::{Duration, Instant};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::terminal;
 use roo_agent::event::EventSink;
-use roo_agent::permissions::{Approval, PermissionMode, PermissionRequest};
+use roo_agent::permissions::{Approval, PermissionMode};
 use roo_store::TaskFilter;
 use roo_team::lead::status::{members_table, tasks_table};
 use roo_team::{TeamEvent, TeamSlot, TeamStatus};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval_view::{ApprovalView, TooLarge};
 use crate::exit::{self, AppError};
 use crate::line_editor::{EditAction, LineEditor};
 use crate::render::{RawWriter, Renderer, Style};
@@ -175,7 +176,7 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
     }
 
     let mut last_ctrl_c: Option<Instant> = None;
-    let mut idle_question: Option<PendingApproval> = None;
+    let mut idle_question: Option<Question> = None;
     loop {
         // Read one line.
         let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
@@ -191,10 +192,19 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
                 // answered with the next y / n / a key.
                 Some(pending) = approvals.recv(), if idle_question.is_none() => {
                     let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-                    for line in question_lines(&style, &pending.request, false) {
+                    let (question, lines) = Question::open(pending, &style, false);
+                    for line in lines {
                         let _ = editor.print_above(render.out(), &line, PROMPT, width);
                     }
-                    idle_question = Some(pending);
+                    idle_question = question;
+                    continue;
+                }
+                // The asker withdrew its question (it ended, died or was answered).
+                () = withdrawn(&mut idle_question) => {
+                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                    idle_question = None;
+                    let line = style.dim("  → withdrawn: the question no longer waits for an answer");
+                    let _ = editor.print_above(render.out(), &line, PROMPT, width);
                     continue;
                 }
                 Some(team) = team_events.recv() => {
@@ -217,17 +227,14 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
             if let Event::Key(key) = &event
                 && key.kind != KeyEventKind::Release
                 && !is_ctrl_c(key)
-                && let Some(pending) = idle_question.take()
+                && let Some(question) = idle_question.take()
             {
-                match answer(key) {
-                    Some(approval) => {
-                        let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-                        let label = style.dim(answer_label(&approval));
-                        let _ = editor.print_above(render.out(), &label, PROMPT, width);
-                        let _ = pending.reply.send(approval);
-                    }
-                    None => idle_question = Some(pending),
+                let (kept, lines) = question.key(key, &style, false);
+                let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                for line in lines {
+                    let _ = editor.print_above(render.out(), &line, PROMPT, width);
                 }
+                idle_question = kept;
                 continue;
             }
             let action = match event {
@@ -348,7 +355,7 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         // Run the agent on the line.
         let cancel = CancellationToken::new();
         let (sink, mut events) = EventSink::channel();
-        let mut asking: Option<PendingApproval> = None;
+        let mut asking: Option<Question> = None;
         let mut exit_after = false;
         {
             let run = agent.run(trimmed, &sink, cancel.clone());
@@ -368,8 +375,13 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
                     }
                     Some(pending) = approvals.recv(), if asking.is_none() => {
                         render.break_line();
-                        ask(render.out(), &style, &pending);
-                        asking = Some(pending);
+                        let (question, lines) = Question::open(pending, &style, true);
+                        print_lines(render.out(), &lines);
+                        asking = question;
+                    }
+                    () = withdrawn(&mut asking) => {
+                        asking = None;
+                        let _ = writeln!(render.out(), "{}", style.dim("  → withdrawn: the question no longer waits for an answer"));
                     }
                     Some(event) = keys.recv() => {
                         let Event::Key(key) = event else { continue };
@@ -384,25 +396,20 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
                                 render.break_line();
                                 let _ = writeln!(render.out(), "{}", style.dim("(stopping; press Ctrl+C again to exit)"));
                             }
-                            if let Some(pending) = asking.take() {
-                                let _ = pending.reply.send(Approval::Deny { feedback: None });
+                            if let Some(question) = asking.take() {
+                                let _ = question.pending.reply.send(Approval::Deny { feedback: None });
                             }
                             cancel.cancel();
                             continue;
                         }
                         last_ctrl_c = None;
-                        if let Some(pending) = asking.take() {
-                            match answer(&key) {
-                                Some(approval) => {
-                                    let stop = key.code == KeyCode::Esc;
-                                    let _ = writeln!(render.out(), "{}", style.dim(answer_label(&approval)));
-                                    let _ = pending.reply.send(approval);
-                                    if stop {
-                                        cancel.cancel();
-                                    }
-                                }
-                                None => asking = Some(pending),
+                        if let Some(question) = asking.take() {
+                            let (kept, lines) = question.key(&key, &style, true);
+                            print_lines(render.out(), &lines);
+                            if kept.is_none() && key.code == KeyCode::Esc {
+                                cancel.cancel();
                             }
+                            asking = kept;
                         } else if key.code == KeyCode::Esc {
                             cancel.cancel();
                         } else if is_ctrl_b(&key) {
@@ -425,8 +432,8 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         }
         // A teammate's question still open when the lead's run ended stays open: it is
         // answered at the prompt (the lead's own questions end with its run).
-        if let Some(pending) = asking.take() {
-            idle_question = Some(pending);
+        if let Some(question) = asking.take() {
+            idle_question = Some(question);
         }
         if exit_after {
             return Ok(ExitCode::from(exit::OK));
@@ -583,37 +590,138 @@ fn team_line(
     })
 }
 
-fn ask(out: &mut RawWriter<Stdout>, style: &Style, pending: &PendingApproval) {
-    for line in question_lines(style, &pending.request, true) {
+fn print_lines(out: &mut RawWriter<Stdout>, lines: &[String]) {
+    for line in lines {
         let _ = writeln!(out, "{line}");
     }
     let _ = out.flush();
 }
 
-/// A permission question as lines: what, why, the keys. `running`: Esc also stops the
-/// run (there is none while the lead is idle).
-fn question_lines(style: &Style, request: &PermissionRequest, running: bool) -> Vec<String> {
-    let mut lines = vec![format!(
-        "{} {}",
-        style.yellow("?"),
-        style.bold(&request.summary)
-    )];
-    if !request.reason.is_empty() {
-        lines.push(format!("  {}", style.dim(&request.reason)));
+/// Resolves when the open question's asker stopped waiting for it (its reply channel
+/// closed); never while no question is open.
+async fn withdrawn(question: &mut Option<Question>) {
+    match question {
+        Some(question) => question.pending.reply.closed().await,
+        None => std::future::pending().await,
     }
-    lines.push(format!(
-        "  {} yes   {} no   {} always (saves: {})   {}",
-        style.bold("[y]"),
-        style.bold("[n]"),
-        style.bold("[a]"),
-        request.suggested_rule,
-        style.dim(if running {
-            "(Esc: no, and stop)"
-        } else {
-            "(Esc: no)"
-        })
-    ));
-    lines
+}
+
+/// A permission question on screen: the call shown whole (`ApprovalView`), compact
+/// until `v` when long, and not approvable while part of it is hidden.
+struct Question {
+    pending: PendingApproval,
+    view: ApprovalView,
+    expanded: bool,
+}
+
+impl Question {
+    /// Shows `pending`: the question, or, for a call too large to show whole, the
+    /// denial it got without asking (`None`).
+    fn open(
+        pending: PendingApproval,
+        style: &Style,
+        running: bool,
+    ) -> (Option<Question>, Vec<String>) {
+        if pending.reply.is_closed() {
+            // Withdrawn while it waited behind another question.
+            return (None, Vec::new());
+        }
+        let request = &pending.request;
+        let mut lines = vec![format!(
+            "{} {}",
+            style.yellow("?"),
+            style.bold(&request.summary)
+        )];
+        if !request.reason.is_empty() {
+            lines.push(format!("  {}", style.dim(&request.reason)));
+        }
+        match ApprovalView::of(request) {
+            Err(TooLarge(why)) => {
+                lines.push(style.dim(&format!("  → denied: {why}")));
+                let _ = pending.reply.send(Approval::Deny {
+                    feedback: Some(why),
+                });
+                (None, lines)
+            }
+            Ok(view) => {
+                let question = Question {
+                    pending,
+                    view,
+                    expanded: false,
+                };
+                for line in question.view.compact() {
+                    lines.push(format!("    {line}"));
+                }
+                if question.view.hidden() > 0 {
+                    lines.push(style.dim(&format!(
+                        "    … {} more lines: press v to see them all before answering",
+                        question.view.hidden()
+                    )));
+                }
+                lines.push(question.keys(style, running));
+                (Some(question), lines)
+            }
+        }
+    }
+
+    fn hiding(&self) -> bool {
+        !self.expanded && self.view.hidden() > 0
+    }
+
+    fn keys(&self, style: &Style, running: bool) -> String {
+        format!(
+            "  {} yes   {} no   {} always (saves: {}){}   {}",
+            style.bold("[y]"),
+            style.bold("[n]"),
+            style.bold("[a]"),
+            self.pending.request.suggested_rule,
+            if self.hiding() {
+                format!("   {} view all", style.bold("[v]"))
+            } else {
+                String::new()
+            },
+            style.dim(if running {
+                "(Esc: no, and stop)"
+            } else {
+                "(Esc: no)"
+            })
+        )
+    }
+
+    /// Takes `key`: the question back while it stays open, and the lines to print.
+    fn key(
+        mut self,
+        key: &KeyEvent,
+        style: &Style,
+        running: bool,
+    ) -> (Option<Question>, Vec<String>) {
+        match key.code {
+            KeyCode::Char('v') | KeyCode::Char('V') if self.hiding() => {
+                self.expanded = true;
+                let mut lines: Vec<String> = self.view.lines[self.view.compact().len()..]
+                    .iter()
+                    .map(|line| format!("    {line}"))
+                    .collect();
+                lines.push(self.keys(style, running));
+                (Some(self), lines)
+            }
+            _ => match answer(key) {
+                Some(Approval::AllowOnce | Approval::AllowAlways) if self.hiding() => {
+                    let hint = style.dim(&format!(
+                        "  {} lines of this call are hidden: press v to see them before allowing it",
+                        self.view.hidden()
+                    ));
+                    (Some(self), vec![hint])
+                }
+                Some(approval) => {
+                    let label = style.dim(answer_label(&approval)).to_string();
+                    let _ = self.pending.reply.send(approval);
+                    (None, vec![label])
+                }
+                None => (Some(self), Vec::new()),
+            },
+        }
+    }
 }
 
 fn answer(key: &KeyEvent) -> Option<Approval> {

@@ -43,11 +43,16 @@ impl LeadApprover {
             .router
             .expect(ResponseKind::Permission, &id, &self.lead)
             .map_err(|e| e.to_string())?;
-        let mut input = request.input.clone();
+        // The person approves what they see: a call whose input cannot travel whole is
+        // denied here, never shown in part and approved unseen.
+        let input = request.input.clone();
         let size = serde_json::to_string(&input).map_or(0, |s| s.len());
         if size > MAX_MESSAGE_FIELDS / 2 {
-            input = serde_json::json!({
-                "omitted": format!("the input is {size} bytes; the summary names the call")
+            return Ok(Approval::Deny {
+                feedback: Some(format!(
+                    "the call's input is {size} bytes, more than the lead can be shown whole ({} bytes); it was not asked and is denied: split it into smaller calls",
+                    MAX_MESSAGE_FIELDS / 2
+                )),
             });
         }
         let outgoing = Outgoing::new(

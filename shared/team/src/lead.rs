@@ -333,7 +333,27 @@ pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider
             tracing::warn!(from = %request.from, kind = request.body.type_name(), "ignored a request from someone who is not a teammate");
             continue;
         }
-        if let Some(answer) = answer_one(request, decider).await {
+        // A question whose asker ended its run, died or left no longer waits: the
+        // person's question is withdrawn (the decider's future dropped) and told why.
+        let answered = tokio::select! {
+            answer = answer_one(request, decider) => answer,
+            why = asker_gone(&binding.team, &request.from) => {
+                let text = format!(
+                    "{}'s {} was withdrawn: {why}",
+                    request.from,
+                    match &request.body {
+                        MessageBody::PlanApprovalRequest { .. } => "plan approval request",
+                        _ => "permission question",
+                    }
+                );
+                tracing::info!(from = %request.from, "{text}");
+                if let Some(events) = binding.router.events() {
+                    events.send(crate::event::TeamEvent::Notice { text });
+                }
+                None
+            }
+        };
+        if let Some(answer) = answered {
             let Some(answer) = sign(binding, &request.from, answer) else {
                 tracing::warn!(to = %request.from, "the lead holds no key to sign its answer; the teammate would ignore it");
                 continue;
@@ -354,6 +374,32 @@ pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider
         tracing::warn!(error = %e, "failed to acknowledge teammates' requests");
     }
     count
+}
+
+/// How often a question's asker is looked at while the question is open.
+const ASKER_CHECK: Duration = Duration::from_millis(500);
+
+/// Resolves, with the reason, once `asker` no longer waits for an answer: it left the
+/// team, died, or went idle (its run ended, so the call it asked about is gone).
+async fn asker_gone(team: &roo_store::Team, asker: &Name) -> String {
+    loop {
+        tokio::time::sleep(ASKER_CHECK).await;
+        let (team, asker) = (team.clone(), asker.clone());
+        let state = tokio::task::spawn_blocking(move || {
+            team.config()
+                .map(|config| config.member(asker.as_str()).map(|m| m.observed_state()))
+        })
+        .await;
+        match state {
+            Ok(Ok(None)) => return "it left the team".to_string(),
+            Ok(Ok(Some(roo_store::MemberState::Dead))) => return "it died".to_string(),
+            Ok(Ok(Some(roo_store::MemberState::Idle))) => {
+                return "its run ended without waiting for the answer".to_string();
+            }
+            // Busy, or the config unreadable for a moment: keep the question open.
+            _ => {}
+        }
+    }
 }
 
 /// `answer` to `to` with the lead's signature; `None` without a key.
@@ -818,5 +864,81 @@ mod tests {
             ),
             Err(JoinError::Store(_))
         ));
+    }
+    /// A decider that never answers: the person looks away.
+    struct Silent;
+
+    impl RequestDecider for Silent {
+        fn permission<'a>(
+            &'a self,
+            _from: &'a Name,
+            _tool: &'a str,
+            _input: &'a serde_json::Value,
+            _summary: &'a str,
+        ) -> BoxFuture<'a, Decision> {
+            Box::pin(std::future::pending())
+        }
+
+        fn plan<'a>(&'a self, _from: &'a Name, _plan: &'a str) -> BoxFuture<'a, Decision> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_whose_asker_ended_its_run_is_withdrawn_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "w");
+        let (events, mut rx) = team_events();
+        let binding = TeamBinding {
+            router: InboxRouter::with_events(team.mailbox(), name("lead"), events),
+            lead_key: Some(Arc::new(LeadKey::load_or_create(&team).unwrap())),
+            ..lead_binding(&team)
+        };
+        team.mailbox()
+            .send(
+                &name("alice"),
+                "lead",
+                Outgoing::new(
+                    MessageBody::PermissionRequest {
+                        request_id: "req-1".to_string(),
+                        tool: "Bash".to_string(),
+                        input: serde_json::json!({"command": "make"}),
+                    },
+                    "",
+                ),
+            )
+            .unwrap();
+        binding.router.poll().await.unwrap();
+        let answering = answer_requests(&binding, &Silent);
+        tokio::pin!(answering);
+        // While alice waits, the question stays open.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(1200), &mut answering)
+                .await
+                .is_err()
+        );
+        team.set_active("alice", false).unwrap();
+        let taken = tokio::time::timeout(Duration::from_secs(10), answering)
+            .await
+            .expect("withdrawn in time");
+        assert_eq!(taken, 1);
+        let notice = loop {
+            match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+                Ok(Some(TeamEvent::Notice { text })) => break text,
+                Ok(Some(_)) => continue,
+                other => panic!("no notice: {other:?}"),
+            }
+        };
+        assert_eq!(
+            notice,
+            "alice's permission question was withdrawn: its run ended without waiting for the answer"
+        );
+        // Nothing was sent to alice, and the request is acknowledged.
+        assert!(
+            team.mailbox()
+                .read(&name("alice"), &roo_store::ReadFilter::default())
+                .unwrap()
+                .is_empty()
+        );
     }
 }

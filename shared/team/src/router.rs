@@ -229,6 +229,11 @@ impl InboxRouter {
         self.inner.events.set(events).is_ok()
     }
 
+    /// Where this router reports, if anywhere.
+    pub fn events(&self) -> Option<&TeamEventSender> {
+        self.inner.events.get()
+    }
+
     /// Makes a running [`InboxRouter::run`] read the inbox now, without waiting for a
     /// file notification or the polling fallback (a pane teammate's process is nudged
     /// after each inbox write, see `backend::tmux`). A nudge while it is reading is

@@ -28,7 +28,7 @@ fn slot_of(team: &Team, me: &str) -> TeamSlot {
         lead: name("lead"),
         router: InboxRouter::new(team.mailbox(), name(me)),
         lead_key: (me == "lead").then(|| {
-            std::sync::Arc::new(roo_team::authority::LeadKey::load_or_create(&team).unwrap())
+            std::sync::Arc::new(roo_team::authority::LeadKey::load_or_create(team).unwrap())
         }),
     })
 }
