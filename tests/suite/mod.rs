@@ -26,6 +26,7 @@ mod store_concurrency;
 mod store_crash;
 mod store_files;
 mod store_symlinks;
+mod team_approvals;
 mod team_iterm2;
 mod team_panes;
 mod team_spawn;

@@ -326,7 +326,11 @@ impl InboxRouter {
             acknowledge,
             ignore,
             events,
+            forgeries,
         } = self.dispatch(unread);
+        if !forgeries.is_empty() {
+            self.report_forgeries(forgeries).await;
+        }
         if let Some(sender) = self.inner.events.get() {
             for event in events {
                 sender.send(event);
@@ -381,6 +385,30 @@ impl InboxRouter {
         }
     }
 
+    /// Tells the lead that answers to this member's open questions came from someone
+    /// else (the request id stays secret: it is not in the text).
+    async fn report_forgeries(&self, forgeries: Vec<(Name, MessageId, ResponseKind)>) {
+        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+        let sent = blocking(move || {
+            for (lead, message, kind) in forgeries {
+                let text = format!(
+                    "{me} ignored a {} response to its open question: it claims to come from {lead} but is not signed by the lead's key (message {message}). Someone other than the lead's process tried to answer; the question is still open.",
+                    kind_name(kind)
+                );
+                mailbox.send(
+                    &me,
+                    lead.as_str(),
+                    roo_store::Outgoing::text(text, "forged answer ignored"),
+                )?;
+            }
+            Ok::<_, roo_store::Error>(())
+        })
+        .await;
+        if !matches!(sent, Ok(Ok(()))) {
+            tracing::warn!(member = %self.inner.me, "failed to tell the lead about a forged answer");
+        }
+    }
+
     fn team_name(&self) -> &Name {
         self.inner.mailbox.team().name()
     }
@@ -421,6 +449,12 @@ impl InboxRouter {
                 };
                 let id = message.id.clone();
                 let reason = if let Some(unsigned) = unsigned {
+                    // Somebody answered an open question in the lead's place: the lead
+                    // (and so the person) hears of it, once per message.
+                    if let Some(pending) = state.waiters.get(&key) {
+                        out.forgeries
+                            .push((pending.from.clone(), message.id.clone(), kind));
+                    }
                     unsigned.to_string()
                 } else if sender_matches && let Some(pending) = state.waiters.remove(&key) {
                     match pending.reply.send(message) {
@@ -691,6 +725,8 @@ struct Dispatch {
     acknowledge: Vec<MessageId>,
     ignore: Vec<MessageId>,
     events: Vec<TeamEvent>,
+    /// Unsigned answers to an open question: (the lead, the message, its kind).
+    forgeries: Vec<(Name, MessageId, ResponseKind)>,
 }
 
 fn kind_name(kind: ResponseKind) -> &'static str {
