@@ -28,6 +28,7 @@ mod store_files;
 mod store_symlinks;
 mod team_approvals;
 mod team_iterm2;
+mod team_lead_lifetime;
 mod team_panes;
 mod team_spawn;
 mod team_worker;

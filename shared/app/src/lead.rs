@@ -143,6 +143,11 @@ pub struct LeadArgs {
     #[arg(long, value_name = "NAME")]
     pub team: Option<String>,
 
+    /// With --team: lead the team even though another roo-lead leads it now; that lead
+    /// is told and stops leading. Without it, a team led by a running roo-lead is refused.
+    #[arg(long, requires = "team")]
+    pub take_over: bool,
+
     /// In a -p run with a team: the longest the lead waits, in all, for busy teammates
     /// after its first turn, in seconds; then it exits 1 naming them.
     #[arg(long, default_value_t = 1800, value_name = "SECS")]
@@ -230,6 +235,7 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
         };
         let mut built = setup::build(&args, interactive).await?;
         let spawner = built.spawner.clone();
+        let team_slot = built.team.clone();
         let result = match prompt {
             Some(prompt) => {
                 let options = headless::Options {
@@ -243,6 +249,10 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
         };
         // Pane teammates are processes of their own: shut them down (or keep them).
         spawner.shutdown(args.keep_panes).await;
+        if args.keep_panes {
+            // Kept teammates wait for a lead without end: this one leaves on purpose.
+            roo_team::lead::release_lead(&team_slot).await;
+        }
         // MCP servers: stdin closed, then their process groups ended.
         roo_agent::mcp::McpServers::shutdown_all().await;
         result

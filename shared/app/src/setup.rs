@@ -335,11 +335,18 @@ pub async fn build_in(
     if let Some(team) = &args.team {
         let team = Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
         let home = RooHome::new(&built.roo_home);
-        let binding = roo_team::join_as_lead(&slot, &home, team, lead_name, team_sender.clone())
-            .map_err(|e| match e {
-                roo_team::lead::JoinError::Store(e) => crate::exit::store_error(e),
-                other => AppError::Usage(other.to_string()),
-            })?;
+        let binding = roo_team::join_as_lead(
+            &slot,
+            &home,
+            team,
+            lead_name,
+            team_sender.clone(),
+            args.take_over,
+        )
+        .map_err(|e| match e {
+            roo_team::lead::JoinError::Store(e) => crate::exit::store_error(e),
+            other => AppError::Usage(other.to_string()),
+        })?;
         let cancel = team_tasks.clone();
         tokio::spawn(async move {
             if let Err(e) = binding.router.run(cancel).await {

@@ -83,6 +83,15 @@ pub struct WorkerArgs {
     /// Maximum model turns per run (a lead passes its own).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// Once the lead's process is gone, how long an idle teammate waits for a lead to
+    /// adopt the team (`roo-lead --team`) before it stops; 0 waits forever.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 300,
+        env = "ROO_ORPHAN_TIMEOUT"
+    )]
+    pub orphan_timeout: u64,
 }
 
 impl WorkerArgs {
@@ -175,6 +184,8 @@ impl WorkerArgs {
         if let Some(id) = &self.agent_id {
             spec.member.agent_id = id.clone();
         }
+        spec.orphan_timeout =
+            (self.orphan_timeout > 0).then(|| std::time::Duration::from_secs(self.orphan_timeout));
         spec.member.agent_type = Some(self.agent_type.clone());
         spec.member.color = self.color.clone();
         spec.member.model = self.provider.model.clone();
@@ -354,6 +365,10 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
         Ok(TeammateExit::Cancelled) => {
             tracing::info!(member = %me, "stopped by a signal");
             eprintln!("roo-worker: stopped by a signal; {me} is idle");
+            Ok(ExitCode::from(exit::NOT_COMPLETED))
+        }
+        Ok(TeammateExit::LeadGone(why)) => {
+            eprintln!("roo-worker: {why}; {me} stopped, idle");
             Ok(ExitCode::from(exit::NOT_COMPLETED))
         }
         Err(e) => {

@@ -562,6 +562,28 @@ pub async fn wait_for_team(
     }
 }
 
+/// A lead leaving its team on purpose with teammates still running (`--keep-panes`):
+/// its pid is taken off the lead entry, so they wait for the next lead without end
+/// rather than stop as they do when the lead's process is gone (`teammate::lead_watch`).
+pub async fn release_lead(slot: &TeamSlot) {
+    let Some(binding) = slot.get().filter(|b| b.is_lead()) else {
+        return;
+    };
+    let (team, me) = (binding.team.clone(), binding.me.clone());
+    let own = std::process::id();
+    let released = tokio::task::spawn_blocking(move || {
+        team.update_member(me.as_str(), |lead| {
+            if lead.pid == Some(own) {
+                lead.pid = None;
+            }
+        })
+    })
+    .await;
+    if !matches!(released, Ok(Ok(_))) {
+        tracing::warn!("failed to release the lead entry for kept teammates");
+    }
+}
+
 /// Why the lead could not join a team.
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
@@ -573,17 +595,27 @@ pub enum JoinError {
     Bound(#[from] crate::binding::AlreadyBound),
     #[error(transparent)]
     Key(#[from] crate::authority::AuthorityError),
+    #[error(
+        "team {team} is led by a running roo-lead (pid {pid}); one lead per team: stop that one, or pass --take-over to lead it from here (it is told and stops leading)"
+    )]
+    LeadAlive { team: Name, pid: u32 },
 }
 
 /// Binds `slot` to the existing team `team` with `me` as its lead (`roo-lead --team`):
 /// the team's lead must be `me`. The new binding's router reports to `events`; the
 /// caller runs it (`router.run`).
+///
+/// One lead per team: while the lead entry names another live process, this is refused
+/// unless `take_over`, which records this process as the lead (the other lead's monitor
+/// sees that and stops leading). Teammates waiting for a lead are adopted: the lead
+/// entry names a live process again.
 pub fn join_as_lead(
     slot: &TeamSlot,
     home: &RooHome,
     team: Name,
     me: Name,
     events: TeamEventSender,
+    take_over: bool,
 ) -> Result<Arc<TeamBinding>, JoinError> {
     let team = Team::open(home, team)?;
     let config = team.config()?;
@@ -597,6 +629,22 @@ pub fn join_as_lead(
             me,
         });
     }
+    let own = std::process::id();
+    if let Some(pid) = config.lead().and_then(|lead| lead.pid)
+        && pid != own
+        && roo_store::pid_alive(pid)
+        && !take_over
+    {
+        return Err(JoinError::LeadAlive {
+            team: team.name().clone(),
+            pid,
+        });
+    }
+    team.update_member(me.as_str(), |lead| {
+        lead.pid = Some(own);
+        lead.dead_at = None;
+        lead.dead_reason = None;
+    })?;
     let key = LeadKey::load_or_create(&team)?;
     let router = InboxRouter::with_events(team.mailbox(), me.clone(), events);
     Ok(slot.bind(TeamBinding {
@@ -841,17 +889,39 @@ mod tests {
         let home = RooHome::new(dir.path());
         let slot = TeamSlot::new();
         let (events, _rx) = team_events();
-        let err =
-            join_as_lead(&slot, &home, name("one"), name("alice"), events.clone()).unwrap_err();
+        let err = join_as_lead(
+            &slot,
+            &home,
+            name("one"),
+            name("alice"),
+            events.clone(),
+            false,
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "team one is led by lead, not by alice; a lead can only lead its own team"
         );
         assert!(slot.get().is_none());
-        let bound = join_as_lead(&slot, &home, name("one"), name("lead"), events.clone()).unwrap();
+        let bound = join_as_lead(
+            &slot,
+            &home,
+            name("one"),
+            name("lead"),
+            events.clone(),
+            false,
+        )
+        .unwrap();
         assert!(bound.is_lead());
         assert!(matches!(
-            join_as_lead(&slot, &home, name("one"), name("lead"), events.clone()),
+            join_as_lead(
+                &slot,
+                &home,
+                name("one"),
+                name("lead"),
+                events.clone(),
+                false
+            ),
             Err(JoinError::Bound(_))
         ));
         assert!(matches!(
@@ -860,7 +930,8 @@ mod tests {
                 &home,
                 name("nosuch"),
                 name("lead"),
-                events
+                events,
+                false
             ),
             Err(JoinError::Store(_))
         ));

@@ -141,6 +141,8 @@ struct Inner {
     events: std::sync::OnceLock<TeamEventSender>,
     /// [`InboxRouter::nudge`]: read the inbox now (a pane backend's wake-up).
     nudged: tokio::sync::Notify,
+    /// [`InboxRouter::close`]: stop reading for good.
+    halt: CancellationToken,
 }
 
 impl Inner {
@@ -218,6 +220,7 @@ impl InboxRouter {
                 changed: watch::Sender::new(0),
                 events: events.map(std::sync::OnceLock::from).unwrap_or_default(),
                 nudged: tokio::sync::Notify::new(),
+                halt: CancellationToken::new(),
             }),
         }
     }
@@ -227,6 +230,12 @@ impl InboxRouter {
     /// attaches). Returns `false`, changing nothing, if it already reports somewhere.
     pub fn attach_events(&self, events: TeamEventSender) -> bool {
         self.inner.events.set(events).is_ok()
+    }
+
+    /// Stops a running [`InboxRouter::run`] for good (this process no longer owns the
+    /// inbox: another lead took the team over).
+    pub fn close(&self) {
+        self.inner.halt.cancel();
     }
 
     /// Where this router reports, if anywhere.
@@ -674,6 +683,9 @@ impl InboxRouter {
         cancel: &CancellationToken,
     ) -> Result<(), RouterError> {
         loop {
+            if self.inner.halt.is_cancelled() {
+                return Ok(());
+            }
             let polled = self.poll().await;
             // The team was deleted (TeamDelete, `roo-mail team delete`) under a router still
             // running: nothing is left to read, and a read that failed half-way through the
@@ -705,6 +717,11 @@ impl InboxRouter {
                     wait.await.map_err(|e| RouterError::Task(e.to_string()))?
                 }
                 _ = cancel.cancelled() => {
+                    waker.stop();
+                    let _ = wait.await;
+                    return Ok(());
+                }
+                _ = self.inner.halt.cancelled() => {
                     waker.stop();
                     let _ = wait.await;
                     return Ok(());

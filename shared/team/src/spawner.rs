@@ -127,6 +127,24 @@ pub enum SpawnError {
     Pane { name: Name, source: Box<ExecError> },
 }
 
+/// Whether process `pid` is `roo-worker` for `name` of `team`: its command line is
+/// read from `/proc` (where there is none, nothing is signalled).
+fn is_worker_of(pid: u32, team: &Name, name: &Name) -> bool {
+    let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
+    let is_worker = args.first().is_some_and(|exe| exe.ends_with(b"roo-worker"));
+    let has = |flag: &str, value: &str| {
+        args.windows(2)
+            .any(|w| w[0] == flag.as_bytes() && w[1] == value.as_bytes())
+            || args
+                .iter()
+                .any(|a| *a == format!("{flag}={value}").as_bytes())
+    };
+    is_worker && has("--team", team.as_str()) && has("--name", name.as_str())
+}
+
 /// What a spawn did, for the lead's model.
 #[derive(Debug, Clone)]
 pub struct Spawned {
@@ -540,19 +558,49 @@ impl Spawner {
     /// Stops a spawned teammate's loop now: its run is cancelled (its commands are
     /// ended), it is recorded idle, and its transcript stays: a later message starts it
     /// again with its history. Returns whether it was running.
+    ///
+    /// A `roo-worker` of the team this lead did not start (started by an earlier lead it
+    /// adopted, or by hand) is stopped through its process: SIGTERM, which cancels its
+    /// run and leaves it idle, once its command line shows it is that member's
+    /// `roo-worker` (so a reused pid is never signalled).
     pub fn stop(&self, name: &Name) -> Result<bool, SpawnError> {
         let binding = self.lead_binding()?;
-        let running = lock(&self.inner.running);
-        match running.get(name) {
-            Some(entry) if &entry.team == binding.team.name() => {
+        {
+            let running = lock(&self.inner.running);
+            if let Some(entry) = running.get(name)
+                && &entry.team == binding.team.name()
+            {
                 let was = entry.handle.running();
                 entry.handle.stop();
-                Ok(was)
+                return Ok(was);
             }
-            _ => Err(SpawnError::NotSpawned {
-                name: name.clone(),
-                team: binding.team.name().clone(),
-            }),
+        }
+        let not_spawned = || SpawnError::NotSpawned {
+            name: name.clone(),
+            team: binding.team.name().clone(),
+        };
+        let config = binding.team.config().map_err(|_| not_spawned())?;
+        let member = config.member(name.as_str()).ok_or_else(not_spawned)?;
+        match member.pid {
+            Some(pid) if pid != std::process::id() && roo_store::pid_alive(pid) => {
+                if !is_worker_of(pid, binding.team.name(), name) {
+                    return Err(not_spawned());
+                }
+                let signalled = i32::try_from(pid).is_ok_and(|raw| {
+                    nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(raw),
+                        nix::sys::signal::Signal::SIGTERM,
+                    )
+                    .is_ok()
+                });
+                if signalled {
+                    Ok(true)
+                } else {
+                    Err(not_spawned())
+                }
+            }
+            Some(pid) if pid != std::process::id() => Ok(false),
+            _ => Err(not_spawned()),
         }
     }
 

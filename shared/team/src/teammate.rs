@@ -28,6 +28,7 @@
 
 pub mod approver;
 pub mod in_process;
+pub mod lead_watch;
 mod usage;
 
 use std::sync::Arc;
@@ -87,6 +88,10 @@ pub struct TeammateSpec {
     pub events: Option<TeamEventSender>,
     /// The agent's events (a `roo-worker` renders them on its terminal).
     pub output: EventSink,
+    /// How long an idle teammate waits for a new lead once its lead's process is gone,
+    /// before it stops (`None`: it never looks; an in-process teammate ends with its
+    /// lead anyway).
+    pub orphan_timeout: Option<std::time::Duration>,
 }
 
 impl TeammateSpec {
@@ -103,6 +108,7 @@ impl TeammateSpec {
             member,
             events: None,
             output: EventSink::discard(),
+            orphan_timeout: None,
         }
     }
 }
@@ -148,6 +154,9 @@ pub enum TeammateExit {
     ShutDown,
     /// Its owner cancelled it (a signal to `roo-worker`, the lead exiting).
     Cancelled,
+    /// Its lead's process went away and no lead adopted the team within its orphan
+    /// timeout, while it was idle (the reason says so).
+    LeadGone(String),
 }
 
 /// Why a teammate loop failed.
@@ -216,6 +225,7 @@ pub(crate) async fn run_joined(
         member: _,
         events,
         output,
+        orphan_timeout,
     } = spec;
     let TeamBinding {
         team,
@@ -325,10 +335,28 @@ pub(crate) async fn run_joined(
             let completed = member.go_idle(last.as_ref(), &before).await;
             fire_team_hooks(&built.command_hooks, &me, &completed, &cancel).await;
         }
-        match wait_for_input(&router, &mailbox, &me, &lead, &cancel, &mut router_task).await? {
+        let orphan = orphan_timeout.map(|timeout| (timeout, &output));
+        match wait_for_input(
+            &router,
+            &mailbox,
+            &me,
+            &lead,
+            &cancel,
+            &mut router_task,
+            orphan,
+        )
+        .await?
+        {
             Wake::Conversation => input = Some(WAKE_PROMPT.to_string()),
             Wake::ShutDown => return Ok(TeammateExit::ShutDown),
             Wake::Cancelled => return Ok(TeammateExit::Cancelled),
+            Wake::LeadGone(why) => {
+                tracing::warn!(member = %me, "{why}; stopping");
+                output.emit(AgentEvent::Notice {
+                    text: format!("{why}; stopping (restart it with roo-worker once a lead runs)"),
+                });
+                return Ok(TeammateExit::LeadGone(why));
+            }
         }
     }
 }
@@ -367,6 +395,7 @@ enum Wake {
     Conversation,
     ShutDown,
     Cancelled,
+    LeadGone(String),
 }
 
 /// Whether a message wakes an idle teammate. `status_update` (progress news) and
@@ -391,11 +420,42 @@ async fn wait_for_input(
     lead: &Name,
     cancel: &CancellationToken,
     router_task: &mut JoinHandle<Result<(), RouterError>>,
+    orphan: Option<(std::time::Duration, &EventSink)>,
 ) -> Result<Wake, TeammateError> {
+    // While idle: a lead whose process is gone for the whole orphan timeout ends the
+    // wait; its going and a new lead's adoption are told on the way.
+    let orphaned = async {
+        let Some((timeout, output)) = orphan else {
+            return std::future::pending().await;
+        };
+        let team = mailbox.team();
+        lead_watch::orphaned(
+            team,
+            timeout,
+            |pid| {
+                let text = format!(
+                    "the lead's process {pid} is gone; waiting up to {}s for a lead to adopt team {} (roo-lead --team {})",
+                    timeout.as_secs(),
+                    team.name(),
+                    team.name()
+                );
+                tracing::warn!(member = %me, "{text}");
+                output.emit(AgentEvent::Notice { text });
+            },
+            |pid| {
+                let text = format!("adopted by the lead's process {pid}");
+                tracing::info!(member = %me, "{text}");
+                output.emit(AgentEvent::Notice { text });
+            },
+        )
+        .await
+    };
+    tokio::pin!(orphaned);
     loop {
         tokio::select! {
             biased;
             _ = cancel.cancelled() => return Ok(Wake::Cancelled),
+            why = &mut orphaned => return Ok(Wake::LeadGone(why)),
             ended = &mut *router_task => {
                 let source = match ended {
                     Ok(Ok(())) => RouterError::Task("the inbox task stopped".to_string()),

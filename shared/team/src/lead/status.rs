@@ -248,6 +248,20 @@ pub fn spawn_monitor(
                         tx.send_replace(Some(status.clone()));
                         previous = Some(status);
                     }
+                    Ok(Err(e)) if e.to_string().contains(TAKEN_OVER) => {
+                        // Another lead owns the team now: stop reading its inbox and
+                        // answering for it; this lead is unbound.
+                        binding.router.close();
+                        slot.clear();
+                        tx.send_replace(None);
+                        events.send(TeamEvent::Notice {
+                            text: format!(
+                                "team {}: {e}; this lead no longer leads it",
+                                binding.team.name()
+                            ),
+                        });
+                        break;
+                    }
                     Ok(Err(e)) if !failing => {
                         failing = true;
                         events.send(TeamEvent::Notice {
@@ -285,6 +299,18 @@ pub async fn monitor_caught_up(
     let _ = tokio::time::timeout(limit, status.wait_for(|seen| seen.as_ref() == Some(&now))).await;
 }
 
+/// What a lead's monitor reports when another `roo-lead` took its team over.
+const TAKEN_OVER: &str = "the team was taken over by another roo-lead";
+
+/// The pid of a `roo-lead` other than this process that the config now names as the
+/// lead `me` (`roo-lead --team T --take-over`), if any: only another lead writes its
+/// pid there, so this lead stops leading even if that one has exited since.
+fn taken_over(config: &roo_store::TeamConfig, me: &Name) -> Option<u32> {
+    let lead = config.lead().filter(|lead| lead.name == *me)?;
+    let pid = lead.pid?;
+    (pid != std::process::id()).then_some(pid)
+}
+
 /// Reads the status; declares dead the teammates whose process is gone (each reported
 /// once, with the tasks released). A status never shows a death that is not declared
 /// yet: the pid check is made while building the status, so a process that dies between
@@ -293,6 +319,12 @@ fn observe(team: &Team, me: &Name) -> roo_store::Result<(TeamStatus, Vec<String>
     let mut deaths = Vec::new();
     for _ in 0..3 {
         let config = team.config()?;
+        if let Some(pid) = taken_over(&config, me) {
+            return Err(roo_store::Error::NotPermitted {
+                action: format!("lead team {}", team.name()),
+                reason: format!("{TAKEN_OVER} (pid {pid})"),
+            });
+        }
         let status = TeamStatus::of(&config);
         let undeclared = status.members.iter().any(|s| {
             s.state == MemberState::Dead

@@ -11,8 +11,9 @@
 //! and at the top of the next turn the gate sets the mode the lead chose; rejected, the
 //! model gets the lead's feedback as the tool's error result and stays in plan mode.
 //!
-//! A `shutdown_request` from the lead while a question is open withdraws it: the call is
-//! denied, and at the top of the next turn the request is put before the model, which
+//! A question open when the lead's process goes away is denied within a second
+//! (`lead_watch`). A `shutdown_request` from the lead while a question is open withdraws
+//! it: the call is denied, and at the top of the next turn the request is put before the model, which
 //! approves (the run stops) or rejects it (and may try the call again).
 
 use std::future::Future;
@@ -28,6 +29,7 @@ use serde_json::Value;
 
 use crate::approver::LeadApprover;
 use crate::router::{InboxRouter, ResponseKind, new_request_id};
+use crate::teammate::lead_watch::lead_gone;
 
 /// The tool whose call presents a plan.
 const EXIT_PLAN_MODE: &str = "ExitPlanMode";
@@ -200,6 +202,15 @@ impl TeammateApprover {
         tokio::pin!(ask);
         tokio::select! {
             approval = &mut ask => approval,
+            // Nobody can answer once the lead's process is gone: denied within
+            // seconds, never a wait without end.
+            why = lead_gone(self.mailbox.team()) => Approval::Deny {
+                feedback: Some(format!(
+                    "nobody can answer this question: {why}. The call is denied; a lead that \
+                     adopts the team (roo-lead --team {}) can be asked again",
+                    self.mailbox.team().name()
+                )),
+            },
             queued = shutdown => {
                 if queued {
                     Approval::Deny {

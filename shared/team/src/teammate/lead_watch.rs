@@ -1,0 +1,92 @@
+//! Whether a teammate's lead is still there.
+//!
+//! The lead entry of the team config names the lead's process (`pid`, written by
+//! TeamCreate and by `roo-lead --team`). A teammate looks at it every
+//! [`LEAD_CHECK`]: a recorded pid that is no longer a live process means the lead is
+//! gone (killed, crashed, its terminal closed). Then an open question is denied at once
+//! (nobody can answer it) and an idle teammate waits for a new lead to adopt the team
+//! (`roo-lead --team T` records its own pid) for at most its orphan timeout, then
+//! stops. A lead entry without a pid (a team made by hand whose lead has not started)
+//! is not "gone": there is no lead yet.
+
+use std::time::Duration;
+
+use roo_store::{Team, pid_alive};
+
+/// How often the lead's process is looked at.
+pub const LEAD_CHECK: Duration = Duration::from_millis(500);
+
+/// What the config says about the lead's process now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadState {
+    /// A live process leads the team.
+    Alive(u32),
+    /// The recorded lead process is gone.
+    Gone(u32),
+    /// No lead process is recorded, or the config cannot be read right now.
+    Unknown,
+}
+
+/// Reads the lead's state (blocking).
+pub fn lead_state(team: &Team) -> LeadState {
+    let Ok(config) = team.config() else {
+        return LeadState::Unknown;
+    };
+    match config.lead().and_then(|lead| lead.pid) {
+        Some(pid) if pid_alive(pid) => LeadState::Alive(pid),
+        Some(pid) => LeadState::Gone(pid),
+        None => LeadState::Unknown,
+    }
+}
+
+async fn state(team: &Team) -> LeadState {
+    let team = team.clone();
+    tokio::task::spawn_blocking(move || lead_state(&team))
+        .await
+        .unwrap_or(LeadState::Unknown)
+}
+
+/// Resolves, with the reason, once the lead's recorded process is gone.
+pub async fn lead_gone(team: &Team) -> String {
+    loop {
+        if let LeadState::Gone(pid) = state(team).await {
+            return format!("the lead's process {pid} is gone");
+        }
+        tokio::time::sleep(LEAD_CHECK).await;
+    }
+}
+
+/// Resolves once the lead has been gone for `timeout` without a new lead adopting the
+/// team; `on_gone` and `on_back` are called as the lead goes and comes back.
+pub async fn orphaned(
+    team: &Team,
+    timeout: Duration,
+    mut on_gone: impl FnMut(u32),
+    mut on_back: impl FnMut(u32),
+) -> String {
+    let mut gone_since: Option<(tokio::time::Instant, u32)> = None;
+    loop {
+        match state(team).await {
+            LeadState::Gone(pid) => match gone_since {
+                None => {
+                    on_gone(pid);
+                    gone_since = Some((tokio::time::Instant::now(), pid));
+                }
+                Some((since, _)) if since.elapsed() >= timeout => {
+                    return format!(
+                        "the lead's process {pid} is gone and no lead adopted the team within {}s",
+                        timeout.as_secs()
+                    );
+                }
+                Some(_) => {}
+            },
+            LeadState::Alive(pid) => {
+                if gone_since.take().is_some_and(|(_, old)| old != pid) {
+                    on_back(pid);
+                }
+            }
+            LeadState::Unknown => {}
+        }
+        tokio::time::sleep(LEAD_CHECK).await;
+    }
+}

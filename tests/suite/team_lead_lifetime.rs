@@ -1,0 +1,289 @@
+//! One lead per team, and a team that survives its lead: a headless `roo-lead -p` runs in
+//! a private tmux server and spawns alice as a `roo-worker` in a pane, then sits in a
+//! long command while the test plays a second lead, or kills the first with SIGKILL.
+//! Every model is the scripted provider. Directories live under Cargo's target tmp dir.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use roo_store::{MemberState, Name, RooHome, Team};
+use roo_tests::{TempDir, TestCommand, Tmux, bin, process_gone, wait_until};
+
+/// The lead spawns alice in a pane, then runs a long command (the test acts meanwhile).
+const LEAD: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Say done."}}
+    - tool_calls:
+        - {name: Bash, input: {command: "sleep 300"}}
+    - text: "Done."
+  alice:
+    - text: "Done."
+"#;
+
+struct World {
+    root: TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("roo")).unwrap();
+        root.write("project/README.md", "# demo\n");
+        roo_tests::git_repo_with_identity(&root.join("project"));
+        World { root }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    fn team(&self) -> Option<Team> {
+        Team::open(
+            &RooHome::new(self.root.join("roo")),
+            Name::parse_as("team", "crew").unwrap(),
+        )
+        .ok()
+    }
+
+    fn pid_of(&self, member: &str) -> Option<u32> {
+        self.team()?.config().ok()?.member(member)?.pid
+    }
+
+    /// The first lead, in tmux, with `env` added; returns once alice is idle.
+    fn start(&self, env: &[(&str, &str)]) -> Tmux {
+        let script = self.root.write("lead.yaml", LEAD);
+        let bins = bin("roo-mail").parent().unwrap().to_path_buf();
+        let exports: String = env
+            .iter()
+            .map(|(k, v)| format!("{k}='{v}'\nexport {k}\n"))
+            .collect();
+        let run = self.root.write(
+            "run-lead.sh",
+            format!(
+                "PATH='{bins}:{path}'\nexport PATH\n{exports}\
+                 '{lead}' -p 'Work with alice.' --provider script --script '{script}' \
+                 --permission-mode bypassPermissions --output-format stream-json \
+                 --teammate-mode tmux --team-timeout 600 > '{out}' 2>&1\n",
+                bins = bins.display(),
+                path = std::env::var("PATH").unwrap_or_default(),
+                lead = bin("roo-lead").display(),
+                script = script.display(),
+                out = self.root.join("lead.out").display(),
+            ),
+        );
+        let tmux = Tmux::start(
+            &self.project(),
+            &[
+                ("ROO_HOME", self.root.join("roo").display().to_string()),
+                ("HOME", self.root.join("home").display().to_string()),
+                ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+            ],
+            &format!("sh '{}'", run.display()),
+        );
+        wait_until(
+            "alice idle in her pane",
+            Duration::from_secs(60),
+            || {
+                let config = self.team()?.config().ok()?;
+                let alice = config.member("alice")?;
+                (alice.state() == MemberState::Idle && alice.pid.is_some()).then_some(())
+            },
+            || format!("{}\n{}", tmux.all_screens(), self.lead_output()),
+        );
+        tmux
+    }
+
+    fn lead_output(&self) -> String {
+        std::fs::read_to_string(self.root.join("lead.out")).unwrap_or_default()
+    }
+
+    /// A second `roo-lead -p` of team crew with `script`.
+    fn second_lead(&self, script: &str) -> TestCommand {
+        let script = self.root.write("second.yaml", script);
+        TestCommand::new(bin("roo-lead"))
+            .env("ROO_HOME", self.root.join("roo"))
+            .env("HOME", self.root.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .current_dir(self.project())
+            .args(["-p", "Take the team.", "--team", "crew"])
+            .args(["--provider", "script", "--script"])
+            .arg(script)
+            .args(["--permission-mode", "bypassPermissions"])
+            .args(["--teammate-mode", "tmux"])
+    }
+
+    fn alice_screen(&self, tmux: &Tmux) -> String {
+        tmux.panes()
+            .into_iter()
+            .find(|p| p.title == "alice")
+            .map(|p| tmux.run(&["capture-pane", "-p", "-J", "-t", &p.id]))
+            .unwrap_or_default()
+    }
+}
+
+fn kill(pid: u32) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_second_lead_is_refused_while_the_first_lives_and_a_take_over_is_told() {
+    let world = World::new();
+    let tmux = world.start(&[]);
+    let first = world.pid_of("lead").unwrap();
+    let out = world
+        .second_lead("agents:\n  lead:\n    - text: \"Mine.\"\n")
+        .run();
+    assert_eq!(out.code(), 2, "{out:?}");
+    assert!(
+        out.stderr()
+            .contains(&format!("is led by a running roo-lead (pid {first})")),
+        "{out:?}"
+    );
+    assert_eq!(world.pid_of("lead"), Some(first));
+    // Taking over explicitly: the first lead is told and stops leading.
+    let out = world
+        .second_lead("agents:\n  lead:\n    - text: \"Mine.\"\n")
+        .arg("--take-over")
+        .run();
+    out.assert_ok();
+    wait_until(
+        "the first lead told",
+        Duration::from_secs(20),
+        || {
+            world
+                .lead_output()
+                .contains("the team was taken over by another roo-lead")
+                .then_some(())
+        },
+        || format!("{}\n{}", tmux.all_screens(), world.lead_output()),
+    );
+    kill(first);
+}
+
+#[test]
+fn a_killed_leads_pane_teammate_notices_and_stops_when_no_lead_adopts_it() {
+    let world = World::new();
+    let tmux = world.start(&[("ROO_ORPHAN_TIMEOUT", "2")]);
+    let alice = world.pid_of("alice").unwrap();
+    kill(world.pid_of("lead").unwrap());
+    wait_until(
+        "alice to notice and stop",
+        Duration::from_secs(30),
+        || process_gone(alice as i32).then_some(()),
+        || world.alice_screen(&tmux),
+    );
+    let screen = world.alice_screen(&tmux);
+    assert!(screen.contains("is gone; waiting up to 2s"), "{screen}");
+    assert!(
+        screen.contains("no lead adopted the team within 2s"),
+        "{screen}"
+    );
+    let config = world.team().unwrap().config().unwrap();
+    assert_eq!(config.member("alice").unwrap().state(), MemberState::Idle);
+}
+
+#[test]
+fn a_resumed_lead_adopts_a_killed_leads_pane_teammate_and_can_stop_it() {
+    let world = World::new();
+    let tmux = world.start(&[]);
+    let alice = world.pid_of("alice").unwrap();
+    kill(world.pid_of("lead").unwrap());
+    wait_until(
+        "alice to notice",
+        Duration::from_secs(30),
+        || {
+            world
+                .alice_screen(&tmux)
+                .contains("is gone; waiting up to 300s")
+                .then_some(())
+        },
+        || world.alice_screen(&tmux),
+    );
+    let out = world
+        .second_lead(
+            "agents:\n  lead:\n    - tool_calls:\n        - {name: TaskStop, input: {task_id: alice}}\n    - text: \"Stopped.\"\n",
+        )
+        .args(["--output-format", "stream-json"])
+        .run();
+    out.assert_ok();
+    assert!(out.stdout().contains("stopped alice"), "{out:?}");
+    wait_until(
+        "alice to stop",
+        Duration::from_secs(30),
+        || process_gone(alice as i32).then_some(()),
+        || world.alice_screen(&tmux),
+    );
+}
+
+/// The interactive lead spawns alice in a pane; her command asks the lead's person.
+const ASKING: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Write hi.txt."}}
+    - text: "Alice is on it."
+  alice:
+    - tool_calls:
+        - {name: Bash, input: {command: "echo hi > hi.txt"}}
+    - text: "Done."
+"#;
+
+#[test]
+fn a_question_open_when_the_lead_dies_is_denied_within_seconds() {
+    let world = World::new();
+    let script = world.root.write("asking.yaml", ASKING);
+    let bins = bin("roo-mail").parent().unwrap().to_path_buf();
+    let command = format!(
+        "PATH='{}:{}' {} --provider script --script {} --trust-project --teammate-mode tmux",
+        bins.display(),
+        std::env::var("PATH").unwrap_or_default(),
+        bin("roo-lead").display(),
+        script.display()
+    );
+    let tmux = Tmux::start(
+        &world.project(),
+        &[
+            ("ROO_HOME", world.root.join("roo").display().to_string()),
+            ("HOME", world.root.join("home").display().to_string()),
+            ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+        ],
+        &command,
+    );
+    tmux.wait_for("the prompt", |s| s.contains("RooCode") && s.contains('›'));
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("alice's question", |s| {
+        s.contains("teammate alice: Bash(echo hi > hi.txt)") && s.contains("[y] yes")
+    });
+    kill(world.pid_of("lead").unwrap());
+    wait_until(
+        "alice idle after the denial",
+        Duration::from_secs(20),
+        || {
+            let config = world.team()?.config().ok()?;
+            (config.member("alice")?.state() == MemberState::Idle).then_some(())
+        },
+        || tmux.all_screens(),
+    );
+    let transcript =
+        std::fs::read_to_string(world.root.join("roo/teams/crew/transcripts/alice.jsonl")).unwrap();
+    assert!(
+        transcript.contains("nobody can answer this question: the lead's process"),
+        "{transcript}"
+    );
+    assert!(
+        !world
+            .project()
+            .join(".roocode/worktrees/crew+alice/hi.txt")
+            .exists()
+    );
+}
