@@ -440,8 +440,10 @@ fn a_closed_iterm2_pane_releases_its_task_and_a_message_starts_the_teammate_agai
     // The lead messages her: she starts again in a new pane; TaskStop then ends her and
     // closes that pane while the lead runs.
     world.root.write("project/release-lead", "");
+    // Her task was never finished: no success.
     let out = lead.wait();
-    assert_eq!(out.code(), 0, "{}\n{}", out.stderr(), world.describe());
+    assert_eq!(out.code(), 1, "{}\n{}", out.stderr(), world.describe());
+    assert!(out.stderr().contains("work was lost"), "{}", out.stderr());
     assert!(out.stdout().contains("back\\n"), "{}", out.stdout());
     assert!(out.stdout().contains("stopped\\n"), "{}", out.stdout());
     let sessions = world.sessions();

@@ -545,7 +545,23 @@ fn a_pane_teammate_wakes_for_roo_mail_and_a_killed_pane_releases_its_task() {
     // transcript, and goes idle; the lead then exits and closes it.
     world.root.write("project/release-lead", "");
     let code = lead_exit(&tmux, &world);
-    assert_eq!(code, 0, "{}", world.lead_output());
+    // Task 1 was never finished: the lead's model heard of the death, and the run is no
+    // success.
+    assert_eq!(code, 1, "{}", world.lead_output());
+    assert!(
+        world.lead_output().contains(
+            "work was lost: a teammate died and these tasks were not finished: #1 Long job"
+        ),
+        "{}",
+        world.lead_output()
+    );
+    assert!(
+        world
+            .lead_output()
+            .contains("\"preview\":\"teammate alice died\""),
+        "{}",
+        world.lead_output()
+    );
     let log = std::fs::read_to_string(world.root.join("tmux.log")).unwrap();
     let starts: Vec<&str> = log
         .lines()

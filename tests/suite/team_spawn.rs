@@ -541,13 +541,26 @@ fn a_killed_roo_worker_is_found_dead_by_the_lead_and_its_task_returns_to_pending
             .any(|n| n.text.contains("reclaimed from carol")),
         "{released:#?}"
     );
+    // Her task was never finished: the lead's model was told, and the run is no success.
     let out = lead.wait();
-    out.assert_ok();
+    out.assert_code(1);
+    assert!(
+        out.stderr()
+            .contains("work was lost: a teammate died and these tasks were not finished: #1"),
+        "{}",
+        out.stderr()
+    );
     let lines = json_lines(&out.stdout());
     assert!(
         lines
             .iter()
             .any(|l| l["type"] == "teammate_dead" && l["name"] == "carol"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "teammate_message" && l["preview"] == "teammate carol died"),
         "{lines:#?}"
     );
     let member = team.config().unwrap().member("carol").unwrap().clone();

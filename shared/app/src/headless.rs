@@ -160,6 +160,30 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         code = exit::NOT_COMPLETED;
         is_error = true;
     }
+    // Work a teammate's death sent back to pending and nobody finished: not a success.
+    let lost_message = match built.team.get() {
+        Some(binding) => {
+            let team = binding.team.clone();
+            let lost = tokio::task::spawn_blocking(move || roo_team::lead::lost_work(&team))
+                .await
+                .unwrap_or_default();
+            (!lost.is_empty()).then(|| {
+                let tasks: Vec<String> = lost
+                    .iter()
+                    .map(|t| format!("#{} {}", t.id, t.subject))
+                    .collect();
+                format!(
+                    "work was lost: a teammate died and these tasks were not finished: {}",
+                    tasks.join("; ")
+                )
+            })
+        }
+        None => None,
+    };
+    if lost_message.is_some() && code == exit::OK {
+        code = exit::NOT_COMPLETED;
+        is_error = true;
+    }
     let mut stdout = std::io::stdout();
     match format {
         OutputFormat::Text => {
@@ -189,11 +213,17 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
             if let Some(message) = &timeout_message {
                 value["team_timeout"] = json!(message);
             }
+            if let Some(message) = &lost_message {
+                value["lost_work"] = json!(message);
+            }
             let _ = writeln!(stdout, "{value}");
         }
     }
     let _ = stdout.flush();
     if let Some(message) = &timeout_message {
+        eprintln!("roo-lead: {message}");
+    }
+    if let Some(message) = &lost_message {
         eprintln!("roo-lead: {message}");
     }
     if let Outcome::Error { message } = &result.outcome

@@ -334,6 +334,26 @@ fn observe(team: &Team, me: &Name) -> roo_store::Result<(TeamStatus, Vec<String>
             return Ok((status, deaths));
         }
         for death in team.detect_dead(Some(me))? {
+            let mut said = format!(
+                "teammate {} died: {}",
+                death.member.name,
+                death
+                    .member
+                    .dead_reason
+                    .as_deref()
+                    .unwrap_or("unknown reason")
+            );
+            if !death.released.is_empty() {
+                let ids: Vec<String> = death
+                    .released
+                    .iter()
+                    .map(|r| format!("#{}", r.task.id))
+                    .collect();
+                let _ = write!(said, "; it was working on {}", ids.join(", "));
+            }
+            if death.newly_dead {
+                super::tell_lead_of_death(team, me, &death.member.name, &said);
+            }
             let mut text = format!(
                 "{} died: {}",
                 death.member.name,

@@ -139,7 +139,16 @@ async fn declare_dead(
         tokio::task::spawn_blocking(move || store.declare_dead(who.as_str(), Some(&by), &why))
             .await;
     let released = match death {
-        Ok(Ok(death)) => death.released.len(),
+        Ok(Ok(death)) => {
+            let (team, lead, name) = (team.clone(), lead.clone(), name.clone());
+            let text = format!("teammate {name} died: {reason}");
+            let count = death.released.len();
+            let _ = tokio::task::spawn_blocking(move || {
+                crate::lead::tell_lead_of_death(&team, &lead, &name, &text)
+            })
+            .await;
+            count
+        }
         Ok(Err(e)) => {
             tracing::error!(member = %name, error = %e, "failed to record the death");
             0
