@@ -287,3 +287,59 @@ fn a_question_open_when_the_lead_dies_is_denied_within_seconds() {
             .exists()
     );
 }
+
+/// Alice (in-process) runs a long command; the lead waits for her.
+const BUSY: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Run the long job."}}
+    - text: "Waiting for alice."
+  alice:
+    - tool_calls:
+        - {name: Bash, input: {command: "sleep 120"}}
+    - text: "Done."
+"#;
+
+#[test]
+fn a_config_corrupted_mid_run_ends_a_headless_lead_in_seconds_naming_it() {
+    let world = World::new();
+    let script = world.root.write("busy.yaml", BUSY);
+    let lead = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", world.root.join("roo"))
+        .env("HOME", world.root.join("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .current_dir(world.project())
+        .args(["-p", "Work with alice.", "--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .args(["--teammate-mode", "in-process", "--team-timeout", "600"])
+        .spawn();
+    wait_until(
+        "alice busy",
+        Duration::from_secs(30),
+        || {
+            let config = world.team()?.config().ok()?;
+            (config.member("alice")?.state() == MemberState::Busy).then_some(())
+        },
+        || String::new(),
+    );
+    let config = world.root.join("roo/teams/crew/config.json");
+    std::fs::write(&config, "{\"version\": \"1.0\", \"name\": ").unwrap();
+    let corrupted = std::time::Instant::now();
+    let out = lead.wait();
+    assert!(
+        corrupted.elapsed() < Duration::from_secs(30),
+        "the lead waited {:?}",
+        corrupted.elapsed()
+    );
+    out.assert_code(3);
+    assert!(
+        out.stderr()
+            .contains("the team could not be read, so the lead stopped waiting for it"),
+        "{}",
+        out.stderr()
+    );
+    assert!(out.stderr().contains("config.json"), "{}", out.stderr());
+}

@@ -121,6 +121,7 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         turns,
         lead_runs,
         timed_out,
+        broken,
     } = run_with_team(built, prompt, &sink, &cancel, team_timeout).await;
     if let Some(binding) = built.team.get() {
         // Let the monitor report the states the team ended in before the printer drains.
@@ -180,6 +181,13 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         }
         None => None,
     };
+    let broken_message = broken.map(|error| {
+        format!("the team could not be read, so the lead stopped waiting for it: {error}")
+    });
+    if broken_message.is_some() {
+        code = exit::IO;
+        is_error = true;
+    }
     if lost_message.is_some() && code == exit::OK {
         code = exit::NOT_COMPLETED;
         is_error = true;
@@ -216,6 +224,9 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
             if let Some(message) = &lost_message {
                 value["lost_work"] = json!(message);
             }
+            if let Some(message) = &broken_message {
+                value["team_error"] = json!(message);
+            }
             let _ = writeln!(stdout, "{value}");
         }
     }
@@ -224,6 +235,9 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         eprintln!("roo-lead: {message}");
     }
     if let Some(message) = &lost_message {
+        eprintln!("roo-lead: {message}");
+    }
+    if let Some(message) = &broken_message {
         eprintln!("roo-lead: {message}");
     }
     if let Outcome::Error { message } = &result.outcome
@@ -244,6 +258,8 @@ pub struct TeamRun {
     pub lead_runs: u32,
     /// The teammates still busy when the team timeout ended the wait.
     pub timed_out: Option<Vec<roo_store::Name>>,
+    /// Why the wait ended early: the team config could not be read.
+    pub broken: Option<String>,
 }
 
 /// Runs `input`. With a team (the slot is bound when a run ends), the lead stays: it
@@ -286,6 +302,7 @@ pub async fn run_with_team(
     }
     let deadline = tokio::time::Instant::now() + team_timeout;
     let mut timed_out: Option<Vec<roo_store::Name>> = None;
+    let mut broken: Option<String> = None;
     while result.outcome.is_success() && built.team.get().is_some() {
         let wait = tokio::select! {
             wait = roo_team::wait_for_team(&built.team, &mut built.team_status, deadline) => wait,
@@ -302,6 +319,10 @@ pub async fn run_with_team(
                 lead_runs += 1;
             }
             TeamWait::Settled | TeamWait::Unbound => break,
+            TeamWait::Broken { error } => {
+                broken = Some(error);
+                break;
+            }
             TeamWait::TimedOut { busy } => {
                 timed_out = Some(busy);
                 break;
@@ -314,6 +335,7 @@ pub async fn run_with_team(
         turns,
         lead_runs,
         timed_out,
+        broken,
     }
 }
 

@@ -501,7 +501,13 @@ pub enum TeamWait {
     TimedOut { busy: Vec<Name> },
     /// The lead has no team (any more).
     Unbound,
+    /// The team config could not be read for [`BROKEN_AFTER`] (corrupt, quarantined,
+    /// deleted under the lead): waiting longer cannot end well.
+    Broken { error: String },
 }
+
+/// How long the team config may fail to read before a headless lead stops waiting.
+pub const BROKEN_AFTER: Duration = Duration::from_secs(2);
 
 /// How often the wait looks again even without a wake-up.
 const WAIT_TICK: Duration = Duration::from_millis(250);
@@ -520,6 +526,7 @@ pub async fn wait_for_team(
     // stop selecting on them and rely on the tick.
     let mut router_open = true;
     let mut monitor_open = true;
+    let mut failing_since: Option<(tokio::time::Instant, String)> = None;
     loop {
         let Some(binding) = slot.get() else {
             return TeamWait::Unbound;
@@ -529,9 +536,20 @@ pub async fn wait_for_team(
         let team = binding.team.clone();
         let read = tokio::task::spawn_blocking(move || TeamStatus::read(&team)).await;
         let settled = match read {
-            Ok(Ok(now)) => now.settled().then_some(()).ok_or(now.busy()),
+            Ok(Ok(now)) => {
+                failing_since = None;
+                now.settled().then_some(()).ok_or(now.busy())
+            }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "failed to read the team config");
+                let since = failing_since
+                    .get_or_insert_with(|| (tokio::time::Instant::now(), String::new()));
+                since.1 = e.to_string();
+                if since.0.elapsed() >= BROKEN_AFTER {
+                    return TeamWait::Broken {
+                        error: since.1.clone(),
+                    };
+                }
                 Err(Vec::new())
             }
             Err(_) => Err(Vec::new()),
