@@ -343,3 +343,47 @@ fn a_config_corrupted_mid_run_ends_a_headless_lead_in_seconds_naming_it() {
     );
     assert!(out.stderr().contains("config.json"), "{}", out.stderr());
 }
+
+#[test]
+fn continue_on_a_session_that_led_a_team_leads_it_again() {
+    let world = World::new();
+    let lead = |script: &str, file: &str, extra: &[&str]| {
+        let script = world.root.write(file, script);
+        TestCommand::new(bin("roo-lead"))
+            .env("ROO_HOME", world.root.join("roo"))
+            .env("HOME", world.root.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .current_dir(world.project())
+            .args(["-p", "Plan the work.", "--provider", "script", "--script"])
+            .arg(script)
+            .args(["--permission-mode", "bypassPermissions"])
+            .args(["--teammate-mode", "in-process"])
+            .args(extra)
+            .run()
+    };
+    lead(
+        "agents:\n  lead:\n    - tool_calls:\n        - {name: TeamCreate, input: {team_name: crew}}\n    - text: \"Made.\"\n",
+        "first.yaml",
+        &[],
+    )
+    .assert_ok();
+    let out = lead(
+        "agents:\n  lead:\n    - tool_calls:\n        - {name: TaskCreate, input: {subject: \"Write the parser\"}}\n    - text: \"Planned.\"\n",
+        "second.yaml",
+        &["--continue"],
+    );
+    out.assert_ok();
+    assert!(
+        out.stderr().contains("leading team crew again"),
+        "{}",
+        out.stderr()
+    );
+    let tasks = world
+        .team()
+        .unwrap()
+        .tasks()
+        .list(&roo_store::TaskFilter::default())
+        .unwrap();
+    assert_eq!(tasks.len(), 1, "{tasks:#?}");
+    assert_eq!(tasks[0].subject, "Write the parser");
+}

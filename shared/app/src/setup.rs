@@ -332,6 +332,7 @@ pub async fn build_in(
     let team_status =
         roo_team::spawn_monitor(slot.clone(), team_sender.clone(), team_tasks.clone());
     roo_team::spawn_request_answerer(slot.clone(), decider, team_tasks.clone());
+    let mut rejoined = Vec::new();
     if let Some(team) = &args.team {
         let team = Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
         let home = RooHome::new(&built.roo_home);
@@ -353,6 +354,32 @@ pub async fn build_in(
                 tracing::warn!(error = %e, "the lead's inbox router stopped");
             }
         });
+    } else if (args.continue_latest || args.resume.is_some())
+        && let Some(team) = roo_team::lead::team_led_in(built.agent.messages())
+    {
+        // A resumed session that led a team leads it again (and adopts its teammates).
+        let home = RooHome::new(&built.roo_home);
+        match roo_team::join_as_lead(
+            &slot,
+            &home,
+            team.clone(),
+            lead_name,
+            team_sender.clone(),
+            false,
+        ) {
+            Ok(binding) => {
+                rejoined.push(format!("leading team {team} again, as this session did"));
+                let cancel = team_tasks.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = binding.router.run(cancel).await {
+                        tracing::warn!(error = %e, "the lead's inbox router stopped");
+                    }
+                });
+            }
+            Err(e) => rejoined.push(format!(
+                "this session led team {team}, which it does not lead now: {e}"
+            )),
+        }
     }
     Ok(Built {
         team_sender,
@@ -370,7 +397,12 @@ pub async fn build_in(
         agent: built.agent,
         project_root: built.project_root,
         roo_home: built.roo_home,
-        notices: built.notices.into_iter().chain(backend_notice).collect(),
+        notices: built
+            .notices
+            .into_iter()
+            .chain(backend_notice)
+            .chain(rejoined)
+            .collect(),
         approvals,
         settings: built.llm,
     })

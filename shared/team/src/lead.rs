@@ -617,6 +617,40 @@ pub fn lost_work(team: &Team) -> Vec<roo_store::Task> {
         .unwrap_or_default()
 }
 
+/// The team a lead's conversation leaves it leading: the team of its last successful
+/// TeamCreate not followed by a successful TeamDelete (what `--continue` rebinds).
+pub fn team_led_in(messages: &[roo_llm::Message]) -> Option<Name> {
+    use roo_llm::ContentBlock;
+    let mut calls: std::collections::HashMap<&str, (&str, &serde_json::Value)> =
+        std::collections::HashMap::new();
+    let mut led = None;
+    for message in messages {
+        for block in &message.content {
+            match block {
+                ContentBlock::ToolUse { id, name, input } => {
+                    calls.insert(id, (name, input));
+                }
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    is_error: false,
+                    ..
+                } => match calls.get(tool_use_id.as_str()) {
+                    Some((crate::tools::team::CREATE, input)) => {
+                        led = input
+                            .get("team_name")
+                            .and_then(serde_json::Value::as_str)
+                            .and_then(|name| Name::parse_as("team name", name.trim()).ok());
+                    }
+                    Some((crate::tools::team::DELETE, _)) => led = None,
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+    led
+}
+
 /// A lead leaving its team on purpose with teammates still running (`--keep-panes`):
 /// its pid is taken off the lead entry, so they wait for the next lead without end
 /// rather than stop as they do when the lead's process is gone (`teammate::lead_watch`).

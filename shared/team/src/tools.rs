@@ -20,7 +20,7 @@
 
 mod message;
 mod task;
-mod team;
+pub(crate) mod team;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

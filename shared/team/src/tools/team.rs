@@ -73,7 +73,7 @@ struct CreateInput {
     description: Option<String>,
 }
 
-const CREATE: &str = "TeamCreate";
+pub(crate) const CREATE: &str = "TeamCreate";
 
 impl Tool for TeamCreate {
     fn name(&self) -> &str {
@@ -223,7 +223,7 @@ impl TeamDelete {
 #[serde(deny_unknown_fields)]
 struct DeleteInput {}
 
-const DELETE: &str = "TeamDelete";
+pub(crate) const DELETE: &str = "TeamDelete";
 
 impl Tool for TeamDelete {
     fn name(&self) -> &str {
