@@ -323,7 +323,7 @@ fn a_config_corrupted_mid_run_ends_a_headless_lead_in_seconds_naming_it() {
             let config = world.team()?.config().ok()?;
             (config.member("alice")?.state() == MemberState::Busy).then_some(())
         },
-        || String::new(),
+        String::new,
     );
     let config = world.root.join("roo/teams/crew/config.json");
     std::fs::write(&config, "{\"version\": \"1.0\", \"name\": ").unwrap();
