@@ -15,6 +15,7 @@ use clap::Parser;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::PermissionMode;
 use roo_store::{Error as StoreError, Name, RooHome, Team};
+use roo_team::backend::worker_launch::WorkerLaunch;
 use roo_team::teammate::{self, TeammateError, TeammateExit, TeammateSpec};
 use roo_team::{
     AgentSettings, Identity, InboxRouter, Role, SessionPlan, TeamBinding, Trust, team_events,
@@ -34,64 +35,9 @@ use crate::render::{Renderer, Style};
     after_help = "Normally started by roo-lead in a tmux or iTerm2 pane. Example:\n  roo-worker --team auth-refactor --name alice --agent-id alice@auth-refactor --lead lead"
 )]
 pub struct WorkerArgs {
-    /// Team name.
-    #[arg(long, env = "ROO_TEAM")]
-    pub team: String,
-    /// This teammate's name.
-    #[arg(long, env = "ROO_AGENT_NAME")]
-    pub name: String,
-    /// This teammate's agent id.
-    #[arg(long)]
-    pub agent_id: Option<String>,
-    /// Agent definition to run.
-    #[arg(long, default_value = "general-purpose")]
-    pub agent_type: String,
-    /// Display colour.
-    #[arg(long)]
-    pub color: Option<String>,
-    /// Name of the team's lead (default: the lead the team config names; a different
-    /// name is refused).
-    #[arg(long)]
-    pub lead: Option<String>,
-    /// Permission mode.
-    #[arg(long)]
-    pub permission_mode: Option<String>,
-    /// Send a plan for the lead's approval before any write.
-    #[arg(long)]
-    pub plan_mode_required: bool,
+    /// Every flag: the lead builds the same struct for a pane's command line.
     #[command(flatten)]
-    pub provider: ProviderArgs,
-    /// Run commands without the OS sandbox (passed on from the lead's --no-sandbox).
-    #[arg(long)]
-    pub no_sandbox: bool,
-    /// Honour the project's config in full (passed on from a lead that trusts the
-    /// project); without it, as for roo-lead -p, only if trusted_projects lists it.
-    #[arg(long)]
-    pub trust_project: bool,
-    /// The first task; without it the teammate waits for messages (a restarted teammate
-    /// resumes its transcript either way).
-    #[arg(long, value_name = "TEXT")]
-    pub prompt: Option<String>,
-    /// Working directory (the teammate's worktree); default: the current directory.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-    /// Where the project's config files are read and whose trust applies (a lead passes
-    /// its repository, so its uncommitted local rules apply in the worktree too);
-    /// default: the project root of --cwd.
-    #[arg(long, value_name = "DIR")]
-    pub config_root: Option<PathBuf>,
-    /// Maximum model turns per run (a lead passes its own).
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
-    /// Once the lead's process is gone, how long an idle teammate waits for a lead to
-    /// adopt the team (`roo-lead --team`) before it stops; 0 waits forever.
-    #[arg(
-        long,
-        value_name = "SECS",
-        default_value_t = 300,
-        env = "ROO_ORPHAN_TIMEOUT"
-    )]
-    pub orphan_timeout: u64,
+    pub launch: WorkerLaunch,
 }
 
 impl WorkerArgs {
@@ -104,32 +50,41 @@ impl WorkerArgs {
             Name::parse_as(what, value).map_err(|e| AppError::Usage(e.to_string()))
         };
         let (team, name, lead) = (
-            parse("team name", &self.team)?,
-            parse("member name", &self.name)?,
+            parse("team name", &self.launch.team)?,
+            parse("member name", &self.launch.name)?,
             parse(
                 "lead name",
-                self.lead.as_deref().unwrap_or(roo_team::DEFAULT_LEAD_NAME),
+                self.launch
+                    .lead
+                    .as_deref()
+                    .unwrap_or(roo_team::DEFAULT_LEAD_NAME),
             )?,
         );
         let session = SessionPlan::member(&roo_home, &team, &name);
         let mut settings = AgentSettings::new(Identity::teammate(name, team, lead), roo_home);
-        settings.llm = crate::setup::llm_flags(&self.provider);
+        settings.llm = crate::setup::llm_flags(&ProviderArgs {
+            provider: self.launch.provider.clone(),
+            model: self.launch.model.clone(),
+            base_url: self.launch.base_url.clone(),
+            script: self.launch.script.clone(),
+        });
         settings.permission_mode = self
+            .launch
             .permission_mode
             .as_deref()
             .map(str::parse::<PermissionMode>)
             .transpose()
             .map_err(|e| AppError::Usage(e.to_string()))?;
-        settings.no_sandbox = self.no_sandbox;
-        settings.trust = if self.trust_project {
+        settings.no_sandbox = self.launch.no_sandbox;
+        settings.trust = if self.launch.trust_project {
             Trust::Granted
         } else {
             Trust::AsListed
         };
         settings.session = session;
-        settings.cwd = self.cwd.clone();
-        settings.config_root = self.config_root.clone();
-        if let Some(max_turns) = self.max_turns {
+        settings.cwd = self.launch.cwd.clone();
+        settings.config_root = self.launch.config_root.clone();
+        if let Some(max_turns) = self.launch.max_turns {
             settings.max_turns = max_turns;
         }
         Ok(settings)
@@ -144,7 +99,7 @@ impl WorkerArgs {
         team: Team,
         team_lead: Name,
     ) -> Result<TeammateSpec, AppError> {
-        if let Some(lead) = &self.lead
+        if let Some(lead) = &self.launch.lead
             && lead != team_lead.as_str()
         {
             return Err(AppError::Usage(format!(
@@ -169,8 +124,11 @@ impl WorkerArgs {
             lead,
             lead_key: None,
         };
-        let mut spec =
-            TeammateSpec::new(settings, binding, self.prompt.clone().unwrap_or_default());
+        let mut spec = TeammateSpec::new(
+            settings,
+            binding,
+            self.launch.prompt.clone().unwrap_or_default(),
+        );
         // Its coordination tools (TaskCreate/Get/List/Update, SendMessage), bound from the
         // start; what it sends nudges recipients that run in panes.
         spec.tools = roo_team::teammate_tools(
@@ -179,18 +137,22 @@ impl WorkerArgs {
                     spec.binding.team.clone(),
                 )),
         );
-        spec.plan_mode_required = self.plan_mode_required;
+        spec.plan_mode_required = self.launch.plan_mode_required;
         spec.mode_after_plan = mode_after_plan;
-        if let Some(id) = &self.agent_id {
+        if let Some(id) = &self.launch.agent_id {
             spec.member.agent_id = id.clone();
         }
-        spec.orphan_timeout =
-            (self.orphan_timeout > 0).then(|| std::time::Duration::from_secs(self.orphan_timeout));
-        spec.member.agent_type = Some(self.agent_type.clone());
-        spec.member.color = self.color.clone();
-        spec.member.model = self.provider.model.clone();
+        let orphan = self
+            .launch
+            .orphan_timeout
+            .unwrap_or(roo_team::backend::worker_launch::ORPHAN_TIMEOUT_SECS);
+        spec.orphan_timeout = (orphan > 0).then(|| std::time::Duration::from_secs(orphan));
+        spec.member.agent_type = Some(self.launch.agent_type.clone());
+        spec.member.color = self.launch.color.clone();
+        spec.member.model = self.launch.model.clone();
         // The directory it works in (a lead passes its worktree), absolute in the roster.
         spec.member.worktree_path = self
+            .launch
             .cwd
             .as_ref()
             .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()));
@@ -254,7 +216,7 @@ pub fn main() -> ExitCode {
 async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
     let roo_home = crate::setup::roo_home()?;
     // Before joining: a worker that cannot start must not appear in the roster.
-    if let Some(dir) = &args.cwd
+    if let Some(dir) = &args.launch.cwd
         && !dir.is_dir()
     {
         return Err(AppError::Usage(format!(
@@ -262,8 +224,8 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
             dir.display()
         )));
     }
-    let team_name =
-        Name::parse_as("team name", &args.team).map_err(|e| AppError::Usage(e.to_string()))?;
+    let team_name = Name::parse_as("team name", &args.launch.team)
+        .map_err(|e| AppError::Usage(e.to_string()))?;
     let (team, lead) = {
         let home = RooHome::new(&roo_home);
         let name = team_name.clone();
@@ -395,6 +357,62 @@ fn teammate_error(error: TeammateError) -> AppError {
 
 #[cfg(test)]
 mod tests {
+
+    /// The lead's side of the contract parses back to what it said, every flag set.
+    #[test]
+    fn a_launch_round_trips_through_roo_workers_parser() {
+        use clap::Parser;
+        use roo_team::backend::worker_launch::WorkerLaunch;
+        let launch = WorkerLaunch {
+            team: "crew".into(),
+            name: "alice".into(),
+            agent_id: Some("alice@crew".into()),
+            agent_type: "Explore".into(),
+            color: Some("green".into()),
+            lead: Some("lead".into()),
+            permission_mode: Some("acceptEdits".into()),
+            plan_mode_required: true,
+            provider: Some("openai".into()),
+            model: Some("-m2".into()),
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            script: Some("/s/script.yaml".into()),
+            no_sandbox: true,
+            trust_project: true,
+            prompt: Some("--help me: claim task 1".into()),
+            cwd: Some("/repo/.roocode/worktrees/crew+alice".into()),
+            config_root: Some("/repo".into()),
+            max_turns: Some(7),
+            orphan_timeout: Some(0),
+        };
+        let mut argv = vec!["roo-worker".to_string()];
+        argv.extend(launch.to_args());
+        let parsed = WorkerArgs::try_parse_from(&argv).unwrap();
+        assert_eq!(parsed.launch, launch);
+        let bare = WorkerLaunch {
+            agent_id: None,
+            color: None,
+            lead: None,
+            permission_mode: None,
+            plan_mode_required: false,
+            provider: None,
+            model: None,
+            base_url: None,
+            script: None,
+            no_sandbox: false,
+            trust_project: false,
+            prompt: None,
+            cwd: None,
+            config_root: None,
+            max_turns: None,
+            orphan_timeout: None,
+            agent_type: "general-purpose".into(),
+            ..launch
+        };
+        let mut argv = vec!["roo-worker".to_string()];
+        argv.extend(bare.to_args());
+        assert_eq!(WorkerArgs::try_parse_from(&argv).unwrap().launch, bare);
+    }
+
     use super::*;
 
     #[test]

@@ -9,6 +9,7 @@ pub mod iterm2;
 pub mod nudge;
 pub mod pane;
 pub mod tmux;
+pub mod worker_launch;
 
 pub use executor::{ExecError, Launch, TeammateExecutor};
 pub use in_process::InProcessExecutor;

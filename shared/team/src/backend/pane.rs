@@ -9,6 +9,7 @@ use roo_store::{Name, pid_alive};
 
 use crate::backend::executor::{ExecError, Launch};
 use crate::backend::nudge;
+use crate::backend::worker_launch::WorkerLaunch;
 
 /// How long a worker may take to join its team after its pane started it.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -27,69 +28,12 @@ pub const PALETTE: &[&str] = &[
     "colour205",
 ];
 
-/// The `roo-worker` command line for `launch` (DESIGN.md §3's identity flags, its
-/// directory, prompt, mode, trust, sandbox choice and provider flags). No credential is
-/// ever on it: those come through the handoff.
+/// The `roo-worker` command line for `launch` ([`WorkerLaunch`]: the identity flags of
+/// DESIGN.md §3, its directory, prompt, mode, trust, sandbox choice and provider flags).
+/// No credential is ever on it: those come through the handoff.
 pub fn worker_argv(worker: &Path, launch: &Launch, color: &str) -> Vec<String> {
-    let settings = &launch.settings;
-    let mut argv = vec![
-        worker.display().to_string(),
-        "--team".into(),
-        launch.team.name().to_string(),
-        "--name".into(),
-        launch.name.to_string(),
-        "--agent-id".into(),
-        format!("{}@{}", launch.name, launch.team.name()),
-        "--lead".into(),
-        launch.lead.to_string(),
-        "--color".into(),
-        color.to_string(),
-        "--cwd".into(),
-        launch.work_dir.display().to_string(),
-    ];
-    if let Some(agent_type) = &launch.agent_type {
-        argv.extend(["--agent-type".into(), agent_type.clone()]);
-    }
-    if let Some(root) = &settings.config_root {
-        argv.extend(["--config-root".into(), root.display().to_string()]);
-    }
-    if let Some(mode) = settings.permission_mode {
-        argv.extend(["--permission-mode".into(), mode.to_string()]);
-    }
-    if launch.plan_mode_required {
-        argv.push("--plan-mode-required".into());
-    }
-    if matches!(settings.trust, crate::trust::Trust::Granted) {
-        argv.push("--trust-project".into());
-    }
-    if settings.no_sandbox {
-        argv.push("--no-sandbox".into());
-    }
-    argv.extend(["--max-turns".into(), settings.max_turns.to_string()]);
-    let llm = &settings.llm;
-    if let Some(provider) = &llm.provider {
-        argv.extend(["--provider".into(), provider.clone()]);
-    }
-    if let Some(model) = launch.model.as_ref().or(llm.model.as_ref()) {
-        argv.extend(["--model".into(), model.clone()]);
-    }
-    if let Some(url) = &llm.base_url {
-        argv.extend(["--base-url".into(), url.clone()]);
-    }
-    if let Some(script) = &llm.script {
-        // The pane starts elsewhere: a relative script path is the lead's.
-        let script = if script.is_absolute() {
-            script.clone()
-        } else {
-            std::env::current_dir()
-                .map(|d| d.join(script))
-                .unwrap_or_else(|_| script.clone())
-        };
-        argv.extend(["--script".into(), script.display().to_string()]);
-    }
-    if !launch.prompt.is_empty() {
-        argv.extend(["--prompt".into(), launch.prompt.clone()]);
-    }
+    let mut argv = vec![worker.display().to_string()];
+    argv.extend(WorkerLaunch::of(launch, color).to_args());
     argv
 }
 

@@ -375,11 +375,11 @@ mod tests {
         assert_eq!(
             argv,
             format!(
-                "/bin/roo-worker --team crew --name alice --agent-id alice@crew --lead lead \
-                 --color green --cwd /repo/.roocode/worktrees/crew+alice --agent-type Explore \
-                 --config-root /repo --permission-mode acceptEdits --plan-mode-required \
-                 --trust-project --max-turns {} --provider openai --model m2 --base-url \
-                 http://127.0.0.1:9/v1 --prompt Claim task 1.",
+                "/bin/roo-worker --team crew --name alice --agent-id=alice@crew \
+                 --agent-type=Explore --color=green --lead=lead --permission-mode=acceptEdits \
+                 --provider=openai --model=m2 --base-url=http://127.0.0.1:9/v1 \
+                 --cwd=/repo/.roocode/worktrees/crew+alice --config-root=/repo --max-turns={} \
+                 --prompt=Claim task 1. --plan-mode-required --trust-project",
                 launch.settings.max_turns
             )
         );

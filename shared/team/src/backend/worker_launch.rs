@@ -1,0 +1,172 @@
+//! `roo-worker`'s command line, the contract between a lead and a pane teammate (DESIGN.md
+//! §3), in one place: the lead builds a [`WorkerLaunch`] and renders it as arguments
+//! ([`WorkerLaunch::to_args`]); `roo-worker` parses the same struct with clap (its
+//! `WorkerArgs` flattens it). A round-trip test in `roo-app` keeps the two sides equal.
+//! Credentials are never here: they come through the handoff.
+
+use std::path::PathBuf;
+
+use crate::backend::executor::Launch;
+
+/// Who the teammate is and how it runs: every flag of `roo-worker`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct WorkerLaunch {
+    /// Team name.
+    #[arg(long, env = "ROO_TEAM")]
+    pub team: String,
+    /// This teammate's name.
+    #[arg(long, env = "ROO_AGENT_NAME")]
+    pub name: String,
+    /// This teammate's agent id.
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    /// Agent definition to run.
+    #[arg(long, default_value = "general-purpose")]
+    pub agent_type: String,
+    /// Display colour.
+    #[arg(long)]
+    pub color: Option<String>,
+    /// Name of the team's lead (default: the lead the team config names; a different
+    /// name is refused).
+    #[arg(long)]
+    pub lead: Option<String>,
+    /// Permission mode.
+    #[arg(long)]
+    pub permission_mode: Option<String>,
+    /// Send a plan for the lead's approval before any write.
+    #[arg(long)]
+    pub plan_mode_required: bool,
+    /// Model provider: anthropic, openai (any OpenAI-compatible server) or script.
+    #[arg(long, env = "ROO_PROVIDER", value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, e.g. claude-sonnet-4-5, gpt-4.1, qwen2.5-coder.
+    #[arg(long, env = "ROO_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// API base URL (OpenAI-compatible: up to and including /v1; Anthropic: the root).
+    #[arg(long, env = "ROO_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Script file for --provider script (replayed turns; see docs/LLM.md).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Run commands without the OS sandbox (passed on from the lead's --no-sandbox).
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// Honour the project's config in full (passed on from a lead that trusts the
+    /// project); without it, as for roo-lead -p, only if trusted_projects lists it.
+    #[arg(long)]
+    pub trust_project: bool,
+    /// The first task; without it the teammate waits for messages (a restarted teammate
+    /// resumes its transcript either way).
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// Working directory (the teammate's worktree); default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Where the project's config files are read and whose trust applies (a lead passes
+    /// its repository, so its uncommitted local rules apply in the worktree too);
+    /// default: the project root of --cwd.
+    #[arg(long, value_name = "DIR")]
+    pub config_root: Option<PathBuf>,
+    /// Maximum model turns per run (a lead passes its own).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Once the lead's process is gone, how long an idle teammate waits for a lead to
+    /// adopt the team (`roo-lead --team`) before it stops; 0 waits forever [default:
+    /// 300].
+    #[arg(long, value_name = "SECS", env = "ROO_ORPHAN_TIMEOUT")]
+    pub orphan_timeout: Option<u64>,
+}
+
+/// How long an idle teammate waits for a new lead by default, in seconds.
+pub const ORPHAN_TIMEOUT_SECS: u64 = 300;
+
+impl WorkerLaunch {
+    /// What a lead starts for `launch` with display colour `color`.
+    pub fn of(launch: &Launch, color: &str) -> WorkerLaunch {
+        let settings = &launch.settings;
+        let llm = &settings.llm;
+        WorkerLaunch {
+            team: launch.team.name().to_string(),
+            name: launch.name.to_string(),
+            agent_id: Some(format!("{}@{}", launch.name, launch.team.name())),
+            agent_type: launch
+                .agent_type
+                .clone()
+                .unwrap_or_else(|| "general-purpose".to_string()),
+            color: Some(color.to_string()),
+            lead: Some(launch.lead.to_string()),
+            permission_mode: settings.permission_mode.map(|m| m.to_string()),
+            plan_mode_required: launch.plan_mode_required,
+            provider: llm.provider.clone(),
+            model: launch.model.clone().or_else(|| llm.model.clone()),
+            base_url: llm.base_url.clone(),
+            // The pane starts elsewhere: a relative script path is the lead's.
+            script: llm.script.as_ref().map(|script| {
+                if script.is_absolute() {
+                    script.clone()
+                } else {
+                    std::env::current_dir()
+                        .map(|d| d.join(script))
+                        .unwrap_or_else(|_| script.clone())
+                }
+            }),
+            no_sandbox: settings.no_sandbox,
+            trust_project: matches!(settings.trust, crate::trust::Trust::Granted),
+            prompt: Some(launch.prompt.clone()).filter(|p| !p.is_empty()),
+            cwd: Some(launch.work_dir.clone()),
+            config_root: settings.config_root.clone(),
+            max_turns: Some(settings.max_turns),
+            // The worker's default, or the environment the lead hands over.
+            orphan_timeout: None,
+        }
+    }
+
+    /// The flags, in a fixed order, that parse back to `self`.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--team".to_string(),
+            self.team.clone(),
+            "--name".to_string(),
+            self.name.clone(),
+        ];
+        // `--flag=value`: a value that starts with "-" stays a value.
+        let mut value = |flag: &str, value: Option<String>| {
+            if let Some(value) = value {
+                args.push(format!("{flag}={value}"));
+            }
+        };
+        value("--agent-id", self.agent_id.clone());
+        value("--agent-type", Some(self.agent_type.clone()));
+        value("--color", self.color.clone());
+        value("--lead", self.lead.clone());
+        value("--permission-mode", self.permission_mode.clone());
+        value("--provider", self.provider.clone());
+        value("--model", self.model.clone());
+        value("--base-url", self.base_url.clone());
+        value(
+            "--script",
+            self.script.as_ref().map(|p| p.display().to_string()),
+        );
+        value("--cwd", self.cwd.as_ref().map(|p| p.display().to_string()));
+        value(
+            "--config-root",
+            self.config_root.as_ref().map(|p| p.display().to_string()),
+        );
+        value("--max-turns", self.max_turns.map(|n| n.to_string()));
+        value(
+            "--orphan-timeout",
+            self.orphan_timeout.map(|s| s.to_string()),
+        );
+        value("--prompt", self.prompt.clone());
+        for (flag, on) in [
+            ("--plan-mode-required", self.plan_mode_required),
+            ("--no-sandbox", self.no_sandbox),
+            ("--trust-project", self.trust_project),
+        ] {
+            if on {
+                args.push(flag.to_string());
+            }
+        }
+        args
+    }
+}
