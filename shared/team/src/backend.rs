@@ -8,10 +8,12 @@ pub mod in_process;
 pub mod iterm2;
 pub mod nudge;
 pub mod pane;
+pub mod pane_executor;
 pub mod tmux;
 pub mod worker_launch;
 
 pub use executor::{ExecError, Launch, TeammateExecutor};
 pub use in_process::InProcessExecutor;
 pub use iterm2::ITerm2Executor;
-pub use tmux::{Placement, Socket, Tmux, TmuxExecutor};
+pub use pane_executor::{PaneExecutor, PaneHost};
+pub use tmux::{Placement, Socket, Tmux, TmuxExecutor, TmuxHost};

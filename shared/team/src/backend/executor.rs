@@ -79,12 +79,32 @@ pub enum ExecError {
         to: Name,
         source: Box<roo_store::Error>,
     },
-    #[error("{0}")]
-    Tmux(#[from] super::tmux::TmuxError),
-    #[error("{0}")]
-    ITerm2(#[from] super::iterm2::It2Error),
+    /// A pane backend's own failure (tmux, `it2`), whatever the backend.
+    #[error("{source}")]
+    Backend {
+        backend: &'static str,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("run a store operation: {0}")]
     Task(String),
+}
+
+impl From<super::tmux::TmuxError> for ExecError {
+    fn from(source: super::tmux::TmuxError) -> ExecError {
+        ExecError::Backend {
+            backend: "tmux",
+            source: Box::new(source),
+        }
+    }
+}
+
+impl From<super::iterm2::It2Error> for ExecError {
+    fn from(source: super::iterm2::It2Error) -> ExecError {
+        ExecError::Backend {
+            backend: "iTerm2",
+            source: Box::new(source),
+        }
+    }
 }
 
 /// Where teammates run. See the module documentation.

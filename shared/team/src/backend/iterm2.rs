@@ -46,7 +46,7 @@ use roo_store::Name;
 use tokio::process::Command;
 
 pub use commands::{ListedSession, PaneLaunch, SessionId, Split};
-pub use executor::{ITerm2Executor, SESSION_WATCH_INTERVAL};
+pub use executor::{ITerm2Executor, ITerm2Host, SESSION_WATCH_INTERVAL};
 
 /// How long one `it2` command may take (it connects to iTerm2 over its API socket).
 pub const IT2_TIMEOUT: Duration = Duration::from_secs(15);

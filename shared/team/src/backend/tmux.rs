@@ -3,8 +3,9 @@
 //! [`Tmux`] runs the `tmux` CLI against one server, always named explicitly (`-S` the
 //! socket of `$TMUX`, or `-L` a socket name — tests use a private `-L roo-test-…`
 //! server with `-f /dev/null`), and the command lines it issues are built by plain
-//! functions ([`commands`]) that are unit-tested. [`TmuxExecutor`] is the
-//! [`TeammateExecutor`]:
+//! functions ([`commands`]) that are unit-tested. [`TmuxHost`] is its
+//! [`PaneHost`]; [`TmuxExecutor`] is the [`PaneExecutor`] on it, which does what pane
+//! backends share (handoff, worker command line, join wait, wake-up, watch, cleanup):
 //!
 //! - **Where**: [`Placement::Window`] splits panes from the lead's window (the lead runs
 //!   inside tmux); [`Placement::Session`] puts them in a detached session `roo-<team>`
@@ -36,17 +37,17 @@
 
 pub mod commands;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_store::{BackendType, Name, pid_alive};
+use roo_store::{BackendType, Name};
 use tokio::process::Command;
 
-use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
-use crate::backend::pane::{self, end_process, signal};
+use crate::backend::executor::{ExecError, Launch};
+use crate::backend::pane;
+use crate::backend::pane_executor::{Opened, PaneExecutor, PaneHost};
 
 pub use crate::backend::pane::{PALETTE, START_TIMEOUT, STOP_GRACE};
 
@@ -188,62 +189,50 @@ pub fn session_name(team: &Name) -> String {
     format!("roo-{team}")
 }
 
-/// One pane this executor created.
-#[derive(Debug, Clone)]
-struct Pane {
-    id: String,
-    pid: u32,
-    handoff: Option<PathBuf>,
-}
-
 #[derive(Default)]
-struct State {
-    panes: HashMap<Name, Pane>,
-    /// Spawns so far (picks the next colour).
-    spawned: usize,
+struct HostState {
+    /// Panes opened so far (the first split shows titles on the lead's window).
+    opened: usize,
     /// The window's `pane-border-status` before this executor set it, to put back.
     border_before: Option<String>,
     /// The detached session's name, once chosen.
     session: Option<String>,
 }
 
-struct Inner {
+/// tmux as a [`PaneHost`]: panes per [`Placement`] on one server.
+#[derive(Debug)]
+pub struct TmuxHost {
     tmux: Tmux,
     placement: Placement,
-    worker: PathBuf,
-    handoff_dir: PathBuf,
-    state: Mutex<State>,
+    state: Mutex<HostState>,
 }
 
-/// Pane teammates in tmux. Cheap to clone; clones share the panes.
-#[derive(Clone)]
-pub struct TmuxExecutor {
-    inner: Arc<Inner>,
-}
-
-impl std::fmt::Debug for TmuxExecutor {
+impl std::fmt::Debug for HostState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TmuxExecutor")
-            .field("tmux", &self.inner.tmux)
-            .field("placement", &self.inner.placement)
+        f.debug_struct("HostState")
+            .field("opened", &self.opened)
+            .field("session", &self.session)
             .finish_non_exhaustive()
     }
 }
 
-impl TmuxExecutor {
+/// Pane teammates in tmux ([`PaneExecutor`] on [`TmuxHost`]).
+pub type TmuxExecutor = PaneExecutor<TmuxHost>;
+
+impl PaneExecutor<TmuxHost> {
     /// An executor placing panes per `placement` on `tmux`'s server, running `worker`
     /// (the `roo-worker` binary, an absolute path: a pane's `PATH` is the server's), and
-    /// writing credential handoffs under `roo_home` (`run/handoff`, mode 0700).
+    /// offering credential handoffs under `roo_home` (`run/handoff`, mode 0700).
     pub fn new(tmux: Tmux, placement: Placement, worker: PathBuf, roo_home: &Path) -> TmuxExecutor {
-        TmuxExecutor {
-            inner: Arc::new(Inner {
+        PaneExecutor::with_host(
+            TmuxHost {
                 tmux,
                 placement,
-                worker,
-                handoff_dir: pane::handoff_dir(roo_home),
-                state: Mutex::new(State::default()),
-            }),
-        }
+                state: Mutex::new(HostState::default()),
+            },
+            worker,
+            roo_home,
+        )
     }
 
     /// The executor a lead gets from its environment: inside tmux (`$TMUX` and
@@ -271,59 +260,17 @@ impl TmuxExecutor {
 
     /// The tmux CLI it uses.
     pub fn tmux(&self) -> &Tmux {
-        &self.inner.tmux
+        &self.host().tmux
     }
 
-    /// The pane id of teammate `name`, if this executor started it.
-    pub fn pane_of(&self, name: &Name) -> Option<String> {
-        lock(&self.inner.state)
-            .panes
-            .get(name)
-            .map(|p| p.id.clone())
-    }
-
-    /// Starts a task that, every [`PANE_WATCH_INTERVAL`] until `cancel`, ends the
-    /// worker of a pane that was closed or died while its process lives on (so the
-    /// lead's monitor sees the death).
+    /// Ends the worker of a pane that was closed or died while its process lives on,
+    /// every [`PANE_WATCH_INTERVAL`] until `cancel` ([`PaneExecutor::watch`]).
     pub fn watch_panes(&self, cancel: tokio_util::sync::CancellationToken) {
-        let weak = Arc::downgrade(&self.inner);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = tokio::time::sleep(PANE_WATCH_INTERVAL) => {}
-                    () = cancel.cancelled() => return,
-                }
-                let Some(inner) = weak.upgrade() else { return };
-                let this = TmuxExecutor { inner };
-                this.end_orphans().await;
-            }
-        });
+        self.watch(cancel);
     }
+}
 
-    /// One round of [`TmuxExecutor::watch_panes`].
-    async fn end_orphans(&self) {
-        let panes: Vec<(Name, Pane)> = lock(&self.inner.state)
-            .panes
-            .iter()
-            .filter(|(_, p)| pid_alive(p.pid))
-            .map(|(n, p)| (n.clone(), p.clone()))
-            .collect();
-        if panes.is_empty() {
-            return;
-        }
-        let Ok(listing) = self.inner.tmux.run(&commands::list_panes()).await else {
-            return;
-        };
-        let live = commands::parse_pane_list(&listing);
-        for (name, pane) in panes {
-            let state = live.iter().find(|p| p.id == pane.id);
-            if state.is_none_or(|p| p.dead) {
-                tracing::warn!(member = %name, pane = %pane.id, "pane closed; ending its worker");
-                end_process(pane.pid).await;
-            }
-        }
-    }
-
+impl TmuxHost {
     /// The pane a new teammate starts in: the session's unused first pane, or a new
     /// split. Returns its id.
     async fn new_pane(
@@ -331,9 +278,9 @@ impl TmuxExecutor {
         team: &Name,
         work_dir: &Path,
     ) -> Result<(String, Vec<String>), ExecError> {
-        let tmux = &self.inner.tmux;
+        let tmux = &self.tmux;
         let mut notices = Vec::new();
-        match &self.inner.placement {
+        match &self.placement {
             Placement::Window { lead_pane } => {
                 let out = match tmux.run(&commands::split_window(lead_pane, work_dir)).await {
                     Ok(out) => out,
@@ -362,14 +309,14 @@ impl TmuxExecutor {
                     Err(e) => return Err(e.into()),
                 };
                 let pane = commands::pane_id(&out, "split-window")?;
-                let first = lock(&self.inner.state).panes.is_empty();
+                let first = lock(&self.state).opened == 0;
                 if first {
                     self.show_titles(lead_pane).await;
                 }
                 Ok((pane, notices))
             }
             Placement::Session { name } => {
-                let name = lock(&self.inner.state)
+                let name = lock(&self.state)
                     .session
                     .get_or_insert_with(|| name.clone().unwrap_or_else(|| session_name(team)))
                     .clone();
@@ -409,7 +356,7 @@ impl TmuxExecutor {
     /// Shows pane titles on the borders of the lead's window if they are not shown,
     /// remembering the window's own setting (empty: inherited) to put back.
     async fn show_titles(&self, lead_pane: &str) {
-        let tmux = &self.inner.tmux;
+        let tmux = &self.tmux;
         let shown = tmux
             .run(&commands::effective_option(lead_pane, "pane-border-status"))
             .await
@@ -441,27 +388,39 @@ impl TmuxExecutor {
                     commands::BORDER_FORMAT,
                 ))
                 .await;
-            lock(&self.inner.state).border_before = Some(local);
+            lock(&self.state).border_before = Some(local);
         }
     }
 
     async fn tile(&self, pane: &str) {
-        let _ = self.inner.tmux.run(&commands::tiled(pane)).await;
+        let _ = self.tmux.run(&commands::tiled(pane)).await;
     }
 
-    /// Closes `pane` (if it still exists) and re-tiles.
-    async fn close(&self, pane: &str) {
-        let _ = self.inner.tmux.run(&commands::kill_pane(pane)).await;
-        let session = lock(&self.inner.state).session.clone();
-        match (&self.inner.placement, session) {
+    /// Re-tiles the window the teammates' panes are in.
+    async fn retile(&self, pane: &str) {
+        let session = lock(&self.state).session.clone();
+        match (&self.placement, session) {
             (Placement::Window { lead_pane }, _) => self.tile(lead_pane).await,
             (Placement::Session { .. }, Some(name)) => self.tile(&format!("={name}:")).await,
-            (Placement::Session { .. }, None) => {}
+            (Placement::Session { .. }, None) => self.tile(pane).await,
         }
+    }
+
+    /// The worker's pid in `pane`, after `respawn-pane` started it.
+    async fn pid_of(&self, pane: &str) -> Result<u32, ExecError> {
+        let out = self.tmux.run(&commands::pane_pid(pane)).await?;
+        out.trim().parse::<u32>().map_err(|_| {
+            ExecError::from(TmuxError::Answer {
+                args: "display-message #{pane_pid}".into(),
+                answer: out.clone(),
+            })
+        })
     }
 }
 
-impl TeammateExecutor for TmuxExecutor {
+impl PaneHost for TmuxHost {
+    type Id = String;
+
     fn backend(&self) -> BackendType {
         BackendType::Tmux
     }
@@ -470,200 +429,117 @@ impl TeammateExecutor for TmuxExecutor {
         "tmux"
     }
 
-    fn spawn(&self, launch: Launch) -> BoxFuture<'_, Result<Vec<String>, ExecError>> {
+    fn watch_interval(&self) -> Duration {
+        PANE_WATCH_INTERVAL
+    }
+
+    fn open<'a>(
+        &'a self,
+        launch: &'a Launch,
+        color: &'a str,
+        argv: Vec<String>,
+        env: (String, String),
+    ) -> BoxFuture<'a, Result<Opened<String>, ExecError>> {
         Box::pin(async move {
-            let name = launch.name.clone();
-            let start = |message: String| ExecError::Start {
-                name: name.clone(),
-                message,
-            };
-            let color = {
-                let mut state = lock(&self.inner.state);
-                state.spawned += 1;
-                pane::color_for(&launch, state.spawned - 1)
-            };
-            // The environment first: nothing is left behind if it cannot be written.
-            let (handoff, handoff_env) =
-                pane::write_handoff(&self.inner.handoff_dir, &launch).await?;
-            let argv = commands::worker_argv(&self.inner.worker, &launch, &color);
-            let made = self.new_pane(launch.team.name(), &launch.work_dir).await;
-            let (pane, notices) = match made {
-                Ok(made) => made,
-                Err(e) => {
-                    let _ = std::fs::remove_file(&handoff);
-                    return Err(e);
-                }
-            };
-            let tmux = &self.inner.tmux;
-            for args in commands::dress_pane(&pane, name.as_str(), &color) {
+            let (pane, notices) = self.new_pane(launch.team.name(), &launch.work_dir).await?;
+            let tmux = &self.tmux;
+            for args in commands::dress_pane(&pane, launch.name.as_str(), color) {
                 if let Err(e) = tmux.run(&args).await {
                     tracing::debug!(pane = %pane, error = %e, "failed to dress a pane");
                 }
             }
-            let respawn = tmux
+            let started = match tmux
                 .run(&commands::respawn_pane(
                     &pane,
                     &launch.work_dir,
-                    &handoff_env,
+                    &env.1,
                     &argv,
                 ))
-                .await;
-            let pid = match respawn {
-                Ok(_) => tmux
-                    .run(&commands::pane_pid(&pane))
-                    .await
-                    .map_err(ExecError::from)
-                    .and_then(|out| {
-                        out.trim().parse::<u32>().map_err(|_| {
-                            ExecError::from(TmuxError::Answer {
-                                args: "display-message #{pane_pid}".into(),
-                                answer: out.clone(),
-                            })
-                        })
-                    }),
+                .await
+            {
+                Ok(_) => self.pid_of(&pane).await,
                 Err(e) => Err(e.into()),
             };
-            let pid = match pid {
+            let pid = match started {
                 Ok(pid) => pid,
                 Err(e) => {
-                    let _ = std::fs::remove_file(&handoff);
                     self.close(&pane).await;
                     return Err(e);
                 }
             };
-            lock(&self.inner.state).panes.insert(
-                name.clone(),
-                Pane {
-                    id: pane.clone(),
-                    pid,
-                    handoff: Some(handoff.clone()),
-                },
-            );
-            match &self.inner.placement {
-                Placement::Window { lead_pane } => self.tile(lead_pane).await,
-                Placement::Session { .. } => self.tile(&pane).await,
-            }
-            let joined = pane::wait_joined(&launch, pid).await;
-            // The worker deletes it when it starts; a worker that never did must not
-            // leave the keys behind.
-            let _ = std::fs::remove_file(&handoff);
-            if let Some(p) = lock(&self.inner.state).panes.get_mut(&name) {
-                p.handoff = None;
-            }
-            if let Err(why) = joined {
-                let screen = tmux
-                    .run(&commands::capture_history(&pane))
-                    .await
-                    .unwrap_or_default();
-                let last: Vec<&str> = screen
-                    .lines()
-                    .filter(|l| !l.trim().is_empty())
-                    .rev()
-                    .take(8)
-                    .collect();
-                let last: Vec<&str> = last.into_iter().rev().collect();
-                end_process(pid).await;
-                self.close(&pane).await;
-                lock(&self.inner.state).panes.remove(&name);
-                return Err(start(if last.is_empty() {
-                    why
-                } else {
-                    format!("{why}; its pane showed:\n{}", last.join("\n"))
-                }));
-            }
-            Ok(notices)
+            lock(&self.state).opened += 1;
+            self.retile(&pane).await;
+            Ok(Opened {
+                id: pane,
+                pid,
+                notices,
+            })
         })
     }
 
-    fn is_active(&self, name: &Name) -> bool {
-        lock(&self.inner.state)
-            .panes
-            .get(name)
-            .is_some_and(|p| pid_alive(p.pid))
-    }
-
-    fn kill(&self, name: &Name) -> BoxFuture<'_, Result<(), ExecError>> {
-        let pane = lock(&self.inner.state).panes.remove(name);
-        let name = name.clone();
+    fn close<'a>(&'a self, id: &'a String) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let pane = pane.ok_or(ExecError::Unknown {
-                backend: "tmux",
-                name,
-            })?;
-            end_process(pane.pid).await;
-            pane::discard_handoff(pane.handoff.as_deref());
-            self.close(&pane.id).await;
-            Ok(())
+            let _ = self.tmux.run(&commands::kill_pane(id)).await;
+            self.retile(id).await;
         })
     }
 
-    fn shutdown_all(&self, keep: bool) -> BoxFuture<'_, ()> {
-        let (panes, border) = {
-            let mut state = lock(&self.inner.state);
-            let panes: Vec<Pane> = state.panes.drain().map(|(_, p)| p).collect();
-            let border = if keep {
-                None
-            } else {
-                state.border_before.take()
-            };
-            (panes, border)
-        };
+    fn live_ids(&self) -> BoxFuture<'_, Result<Vec<String>, ExecError>> {
         Box::pin(async move {
-            for pane in &panes {
-                pane::discard_handoff(pane.handoff.as_deref());
-            }
+            let listing = self.tmux.run(&commands::list_panes()).await?;
+            Ok(commands::parse_pane_list(&listing)
+                .into_iter()
+                .filter(|p| !p.dead)
+                .map(|p| p.id)
+                .collect())
+        })
+    }
+
+    fn finish<'a>(&'a self, ids: Vec<String>, keep: bool) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
             if keep {
                 return;
             }
-            let ends = panes.iter().map(|p| end_process(p.pid));
-            futures_util::future::join_all(ends).await;
-            for pane in &panes {
-                let _ = self.inner.tmux.run(&commands::kill_pane(&pane.id)).await;
+            for id in &ids {
+                let _ = self.tmux.run(&commands::kill_pane(id)).await;
             }
-            if let (Some(before), Placement::Window { lead_pane }) = (border, &self.inner.placement)
-            {
+            let border = lock(&self.state).border_before.take();
+            if let (Some(before), Placement::Window { lead_pane }) = (border, &self.placement) {
                 for args in commands::restore_border(lead_pane, &before) {
-                    let _ = self.inner.tmux.run(&args).await;
+                    let _ = self.tmux.run(&args).await;
                 }
                 self.tile(lead_pane).await;
             }
         })
     }
 
-    /// Sends the worker's pid [`super::nudge::NUDGE_SIGNAL`].
-    fn wake(&self, name: &Name) -> Result<(), ExecError> {
-        let pid = lock(&self.inner.state).panes.get(name).map(|p| p.pid);
-        pane::wake("tmux", name, pid)
-    }
-
-    fn capture(&self, name: &Name) -> BoxFuture<'_, Result<String, ExecError>> {
-        let pane = self.pane_of(name);
-        let name = name.clone();
-        Box::pin(async move {
-            let pane = pane.ok_or(ExecError::Unknown {
-                backend: "tmux",
-                name,
-            })?;
-            Ok(self.inner.tmux.run(&commands::capture(&pane)).await?)
-        })
-    }
-}
-
-impl Drop for Inner {
-    /// The last handle is gone without `shutdown_all` (a panic, an early exit): end
-    /// the workers and close the panes this executor created, blocking briefly.
-    fn drop(&mut self) {
-        let state = std::mem::take(
-            &mut *self
-                .state
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        for pane in state.panes.values() {
-            pane::discard_handoff(pane.handoff.as_deref());
-            signal(pane.pid, nix::sys::signal::Signal::SIGTERM);
-            self.tmux.run_blocking(&commands::kill_pane(&pane.id));
+    fn finish_now(&self, ids: &[String]) {
+        for id in ids {
+            self.tmux.run_blocking(&commands::kill_pane(id));
         }
+    }
+
+    fn capture<'a>(&'a self, id: &'a String) -> BoxFuture<'a, Result<String, ExecError>> {
+        Box::pin(async move { Ok(self.tmux.run(&commands::capture(id)).await?) })
+    }
+
+    fn last_lines<'a>(&'a self, id: &'a String) -> BoxFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            let screen = self
+                .tmux
+                .run(&commands::capture_history(id))
+                .await
+                .unwrap_or_default();
+            let mut last: Vec<String> = screen
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .rev()
+                .take(8)
+                .map(str::to_string)
+                .collect();
+            last.reverse();
+            last
+        })
     }
 }
 
