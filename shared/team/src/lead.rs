@@ -328,6 +328,10 @@ pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider
     };
     let mut ids = Vec::with_capacity(requests.len());
     for request in &requests {
+        if binding.router.is_closed() {
+            // Another lead took the team over: the rest is its to answer, unacknowledged.
+            break;
+        }
         ids.push(request.id.clone());
         if !teammates.contains(&request.from) {
             tracing::warn!(from = %request.from, kind = request.body.type_name(), "ignored a request from someone who is not a teammate");
@@ -337,7 +341,16 @@ pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider
         // person's question is withdrawn (the decider's future dropped) and told why.
         let answered = tokio::select! {
             answer = answer_one(request, decider) => answer,
-            why = asker_gone(&binding.team, &request.from) => {
+            why = async {
+                tokio::select! {
+                    why = asker_gone(&binding.team, &request.from) => why,
+                    () = binding.router.closed() => {
+                        // Left unacknowledged for the lead that took over.
+                        ids.pop();
+                        "this lead no longer leads the team".to_string()
+                    }
+                }
+            } => {
                 let text = format!(
                     "{}'s {} was withdrawn: {why}",
                     request.from,
@@ -1099,6 +1112,62 @@ mod tests {
                 .read(&name("alice"), &roo_store::ReadFilter::default())
                 .unwrap()
                 .is_empty()
+        );
+    }
+    #[tokio::test]
+    async fn a_lead_taken_over_withdraws_its_question_and_leaves_the_request_to_the_new_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "w");
+        let (events, mut rx) = team_events();
+        let binding = TeamBinding {
+            router: InboxRouter::with_events(team.mailbox(), name("lead"), events),
+            lead_key: Some(Arc::new(LeadKey::load_or_create(&team).unwrap())),
+            ..lead_binding(&team)
+        };
+        team.mailbox()
+            .send(
+                &name("alice"),
+                "lead",
+                Outgoing::new(
+                    MessageBody::PermissionRequest {
+                        request_id: "req-1".to_string(),
+                        tool: "Bash".to_string(),
+                        input: serde_json::json!({"command": "make"}),
+                    },
+                    "",
+                ),
+            )
+            .unwrap();
+        binding.router.poll().await.unwrap();
+        let answering = answer_requests(&binding, &Silent);
+        tokio::pin!(answering);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), &mut answering)
+                .await
+                .is_err()
+        );
+        binding.router.close();
+        tokio::time::timeout(Duration::from_secs(10), answering)
+            .await
+            .expect("withdrawn in time");
+        let notice = loop {
+            match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+                Ok(Some(TeamEvent::Notice { text })) => break text,
+                Ok(Some(_)) => continue,
+                other => panic!("no notice: {other:?}"),
+            }
+        };
+        assert_eq!(
+            notice,
+            "alice's permission question was withdrawn: this lead no longer leads the team"
+        );
+        let inbox = team
+            .mailbox()
+            .read(&name("lead"), &roo_store::ReadFilter::default())
+            .unwrap();
+        assert!(
+            inbox.iter().all(|m| !m.read && m.acknowledged_at.is_none()),
+            "{inbox:#?}"
         );
     }
 }

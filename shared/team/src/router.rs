@@ -238,6 +238,16 @@ impl InboxRouter {
         self.inner.halt.cancel();
     }
 
+    /// Whether [`InboxRouter::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.halt.is_cancelled()
+    }
+
+    /// Resolves once [`InboxRouter::close`] was called.
+    pub async fn closed(&self) {
+        self.inner.halt.cancelled().await
+    }
+
     /// Where this router reports, if anywhere.
     pub fn events(&self) -> Option<&TeamEventSender> {
         self.inner.events.get()
