@@ -340,6 +340,7 @@ fn teammate_colours_stay_on_their_own_panes_and_leave_the_leads_window_as_it_was
                     work_dir: project.clone(),
                     color: Some(colour.into()),
                     tools: Vec::new(),
+                    lead_key: None,
                 })
                 .await
                 .unwrap_or_else(|e| panic!("spawn {who}: {e}"));

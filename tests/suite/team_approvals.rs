@@ -203,3 +203,56 @@ agents:
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
 }
+
+#[test]
+fn an_answer_signed_by_a_key_swapped_into_the_config_runs_nothing() {
+    let world = World::new();
+    let tmux = world.lead(FORGED);
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("alice's question", |s| {
+        s.contains("teammate alice: Bash(echo hi > hi.txt)") && s.contains("[y] yes")
+    });
+    let team = world.team();
+    let id = wait_until(
+        "the request in the lead's inbox",
+        Duration::from_secs(20),
+        || open_request(&team),
+        || tmux.screen(),
+    );
+    // A process that can write the team's files puts its own key in the config and
+    // signs an answer with it.
+    let forger = roo_team::authority::LeadKey::ephemeral().unwrap();
+    team.set_lead_key(&forger.public().to_hex()).unwrap();
+    let answer = MessageBody::PermissionResponse {
+        request_id: id,
+        decision: roo_store::PermissionDecision::Allow,
+        reason: String::new(),
+    };
+    let alice = Name::parse("alice").unwrap();
+    let signature =
+        forger.sign(&roo_team::authority::Answer::of(team.name(), &alice, &answer).unwrap());
+    team.mailbox()
+        .send(
+            &Name::parse("lead").unwrap(),
+            "alice",
+            roo_store::Outgoing::new(answer, "").with_signature(signature),
+        )
+        .unwrap();
+    tmux.wait_for("the forgery reported and the key put back", |s| {
+        s.contains("✉ alice: forged answer ignored") && s.contains("lead key had been changed")
+    });
+    assert!(!world.alice_file("hi.txt").exists(), "{}", tmux.screen());
+    assert_ne!(
+        team.config().unwrap().lead_key,
+        Some(forger.public().to_hex())
+    );
+    tmux.keys(&["n"]);
+    tmux.wait_for("alice idle after the denial", |s| {
+        s.contains("team crew · alice idle")
+    });
+    assert!(!world.alice_file("hi.txt").exists(), "{}", tmux.screen());
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}

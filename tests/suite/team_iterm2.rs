@@ -521,6 +521,7 @@ fn an_iterm2_worker_that_cannot_start_is_a_spawn_error_and_leaves_no_pane() {
                 work_dir: world.project(),
                 color: None,
                 tools: Vec::new(),
+                lead_key: None,
             })
             .await
             .unwrap_err()

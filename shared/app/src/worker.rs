@@ -117,8 +117,17 @@ impl WorkerArgs {
             .permission_mode
             .filter(|m| *m != PermissionMode::Plan)
             .unwrap_or(PermissionMode::Default);
+        let router = InboxRouter::new(team.mailbox(), me.clone());
+        if let Some(hex) = &self.launch.lead_key {
+            let key = roo_team::authority::LeadPublicKey::parse(hex).ok_or_else(|| {
+                AppError::Usage(format!(
+                    "--lead-key {hex}: not a lead key (64 hex digits of an Ed25519 public key)"
+                ))
+            })?;
+            router.pin_lead_key(key);
+        }
         let binding = TeamBinding {
-            router: InboxRouter::new(team.mailbox(), me.clone()),
+            router,
             team,
             me,
             lead,
@@ -370,6 +379,7 @@ mod tests {
             agent_type: "Explore".into(),
             color: Some("green".into()),
             lead: Some("lead".into()),
+            lead_key: Some("ab".repeat(32)),
             permission_mode: Some("acceptEdits".into()),
             plan_mode_required: true,
             provider: Some("openai".into()),
@@ -392,6 +402,7 @@ mod tests {
             agent_id: None,
             color: None,
             lead: None,
+            lead_key: None,
             permission_mode: None,
             plan_mode_required: false,
             provider: None,

@@ -273,6 +273,11 @@ impl InboxRouter {
         }
     }
 
+    /// Whether a lead key is pinned.
+    pub fn has_lead_key(&self) -> bool {
+        matches!(self.inner.state().signed, Some(Some(_)))
+    }
+
     /// The same, with the lead's key given (an in-process teammate gets it from the
     /// lead's memory).
     pub fn pin_lead_key(&self, key: LeadPublicKey) {

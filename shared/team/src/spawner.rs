@@ -644,6 +644,7 @@ impl Spawner {
                 work_dir: recipe.work_dir,
                 color: None,
                 tools: Vec::new(),
+                lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
             };
             let notices = executor
                 .spawn(launch)
@@ -665,6 +666,10 @@ impl Spawner {
             binding.lead.clone(),
             prompt,
         );
+        // It takes answers signed by this lead's key, held in memory, never the config's.
+        if let Some(key) = &binding.lead_key {
+            spec.binding.router.pin_lead_key(key.public().clone());
+        }
         // A teammate's message to a stopped peer restarts it too.
         spec.tools = teammate_tools(
             &TeamTools::new(TeamSlot::bound(spec.binding.clone())).with_on_sent(self.on_sent()),

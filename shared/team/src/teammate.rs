@@ -235,6 +235,20 @@ pub(crate) async fn run_joined(
         lead_key: _,
     } = binding;
     let mailbox = team.mailbox();
+    // Answers need the lead's signature. The key is pinned now: the spawner's (from the
+    // lead's memory or `--lead-key`), else the team config's as it is at the start —
+    // later changes to the config are not trusted.
+    router.require_signed_answers();
+    if !router.has_lead_key() {
+        let config_team = team.clone();
+        if let Ok(Ok(Some(key))) = tokio::task::spawn_blocking(move || {
+            crate::authority::LeadPublicKey::of_team(&config_team)
+        })
+        .await
+        {
+            router.pin_lead_key(key);
+        }
+    }
 
     settings.identity = Identity::teammate(me.clone(), team.name().clone(), lead.clone());
     settings.session = SessionPlan::member(&settings.roo_home, team.name(), &me);

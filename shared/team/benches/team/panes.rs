@@ -164,6 +164,7 @@ fn launch(world: &World, url: &str, who: &str, prompt: &str) -> Launch {
         work_dir: world.cwd(who),
         color: None,
         tools: Vec::new(),
+        lead_key: None,
     }
 }
 

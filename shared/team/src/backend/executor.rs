@@ -48,6 +48,9 @@ pub struct Launch {
     /// More tools for an in-process teammate (its team tools with the lead's restart
     /// hook); a `roo-worker` builds its own.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The lead's public key (hex), pinned by the teammate from its start: it takes
+    /// answers to its questions only with this key's signature.
+    pub lead_key: Option<String>,
 }
 
 impl std::fmt::Debug for Launch {

@@ -33,6 +33,10 @@ pub struct WorkerLaunch {
     /// Permission mode.
     #[arg(long)]
     pub permission_mode: Option<String>,
+    /// The lead's public key (hex): answers to this teammate's questions are taken only
+    /// with its signature (default: the key the team config names at start).
+    #[arg(long, value_name = "HEX")]
+    pub lead_key: Option<String>,
     /// Send a plan for the lead's approval before any write.
     #[arg(long)]
     pub plan_mode_required: bool,
@@ -95,6 +99,7 @@ impl WorkerLaunch {
                 .unwrap_or_else(|| "general-purpose".to_string()),
             color: Some(color.to_string()),
             lead: Some(launch.lead.to_string()),
+            lead_key: launch.lead_key.clone(),
             permission_mode: settings.permission_mode.map(|m| m.to_string()),
             plan_mode_required: launch.plan_mode_required,
             provider: llm.provider.clone(),
@@ -139,6 +144,7 @@ impl WorkerLaunch {
         value("--agent-type", Some(self.agent_type.clone()));
         value("--color", self.color.clone());
         value("--lead", self.lead.clone());
+        value("--lead-key", self.lead_key.clone());
         value("--permission-mode", self.permission_mode.clone());
         value("--provider", self.provider.clone());
         value("--model", self.model.clone());

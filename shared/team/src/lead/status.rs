@@ -235,7 +235,9 @@ pub fn spawn_monitor(
             let mut failing = false;
             loop {
                 let (team, me) = (binding.team.clone(), binding.me.clone());
-                let read = tokio::task::spawn_blocking(move || observe(&team, &me)).await;
+                let key = binding.lead_key.as_ref().map(|k| k.public().to_hex());
+                let read =
+                    tokio::task::spawn_blocking(move || observe(&team, &me, key.as_deref())).await;
                 match read {
                     Ok(Ok((status, deaths))) => {
                         failing = false;
@@ -315,10 +317,24 @@ fn taken_over(config: &roo_store::TeamConfig, me: &Name) -> Option<u32> {
 /// once, with the tasks released). A status never shows a death that is not declared
 /// yet: the pid check is made while building the status, so a process that dies between
 /// a check and the status is declared and the status read again (a few rounds at most).
-fn observe(team: &Team, me: &Name) -> roo_store::Result<(TeamStatus, Vec<String>)> {
+fn observe(
+    team: &Team,
+    me: &Name,
+    key: Option<&str>,
+) -> roo_store::Result<(TeamStatus, Vec<String>)> {
     let mut deaths = Vec::new();
     for _ in 0..3 {
         let config = team.config()?;
+        // Only this lead writes its key there: a changed key is put back, and said.
+        if let Some(key) = key
+            && config.lead_key.as_deref() != Some(key)
+        {
+            team.set_lead_key(key)?;
+            deaths.push(format!(
+                "the team config's lead key had been changed by someone else ({}); the lead's own key was put back, and teammates verify answers only with the key they pinned at their start",
+                config.lead_key.as_deref().unwrap_or("removed")
+            ));
+        }
         if let Some(pid) = taken_over(&config, me) {
             return Err(roo_store::Error::NotPermitted {
                 action: format!("lead team {}", team.name()),

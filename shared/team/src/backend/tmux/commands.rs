@@ -370,6 +370,7 @@ mod tests {
             work_dir: PathBuf::from("/repo/.roocode/worktrees/crew+alice"),
             color: None,
             tools: Vec::new(),
+            lead_key: None,
         };
         let argv = worker_argv(Path::new("/bin/roo-worker"), &launch, "green").join(" ");
         assert_eq!(
