@@ -185,7 +185,7 @@ agents:
     // y while lines are hidden is not an answer.
     tmux.keys(&["y"]);
     tmux.wait_for("the hint", |s| {
-        s.contains("lines of this call are hidden: press v")
+        s.contains("rows of this call are hidden: press v")
     });
     assert!(open_request(&world.team()).is_some());
     assert!(!world.alice_file("tail.txt").exists());

@@ -21,7 +21,7 @@ use roo_team::{TeamEvent, TeamSlot, TeamStatus};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval_view::{ApprovalView, TooLarge};
+use crate::approval_view::{ApprovalView, TooLarge, visible};
 use crate::exit::{self, AppError};
 use crate::line_editor::{EditAction, LineEditor};
 use crate::render::{RawWriter, Renderer, Style};
@@ -627,15 +627,19 @@ impl Question {
             return (None, Vec::new());
         }
         let request = &pending.request;
+        // Every text of the question is made visible: no escape sequence reaches the
+        // terminal to redraw what the person reads.
         let mut lines = vec![format!(
             "{} {}",
             style.yellow("?"),
-            style.bold(&request.summary)
+            style.bold(&visible(&request.summary))
         )];
         if !request.reason.is_empty() {
-            lines.push(format!("  {}", style.dim(&request.reason)));
+            lines.push(format!("  {}", style.dim(&visible(&request.reason))));
         }
-        match ApprovalView::of(request) {
+        // Rows of the terminal's width, less the indent: the compact view counts rows.
+        let width = usize::from(terminal::size().map(|(w, _)| w).unwrap_or(80)).saturating_sub(4);
+        match ApprovalView::of(request, width) {
             Err(TooLarge(why)) => {
                 lines.push(style.dim(&format!("  → denied: {why}")));
                 let _ = pending.reply.send(Approval::Deny {
@@ -654,7 +658,7 @@ impl Question {
                 }
                 if question.view.hidden() > 0 {
                     lines.push(style.dim(&format!(
-                        "    … {} more lines: press v to see them all before answering",
+                        "    … {} more rows: press v to see them all before answering",
                         question.view.hidden()
                     )));
                 }
@@ -674,7 +678,7 @@ impl Question {
             style.bold("[y]"),
             style.bold("[n]"),
             style.bold("[a]"),
-            self.pending.request.suggested_rule,
+            visible(&self.pending.request.suggested_rule),
             if self.hiding() {
                 format!("   {} view all", style.bold("[v]"))
             } else {
@@ -708,7 +712,7 @@ impl Question {
             _ => match answer(key) {
                 Some(Approval::AllowOnce | Approval::AllowAlways) if self.hiding() => {
                     let hint = style.dim(&format!(
-                        "  {} lines of this call are hidden: press v to see them before allowing it",
+                        "  {} rows of this call are hidden: press v to see them before allowing it",
                         self.view.hidden()
                     ));
                     (Some(self), vec![hint])
@@ -799,5 +803,26 @@ mod tests {
             team_line(&style, &change("bob", MemberState::Idle), &later, &mut last).as_deref(),
             Some("team crew · alice idle · bob idle")
         );
+    }
+    #[test]
+    fn no_text_of_a_question_reaches_the_terminal_raw() {
+        use roo_agent::permissions::PermissionRequest;
+        let (reply, _answer) = tokio::sync::oneshot::channel();
+        let pending = crate::setup::PendingApproval {
+            request: PermissionRequest {
+                tool: "Bash".to_string(),
+                summary: "Bash(:\u{1b}[1;2r; touch own.txt)".to_string(),
+                input: serde_json::json!({"command": ":\u{1b}[1;2r; touch own.txt"}),
+                reason: "why\u{1b}[2J".to_string(),
+                suggested_rule: "Bash(:\u{1b}[H *)".to_string(),
+            },
+            reply,
+        };
+        let (question, lines) = super::Question::open(pending, &Style::plain(), true);
+        assert!(question.is_some());
+        for line in &lines {
+            assert!(!line.contains('\u{1b}'), "{line:?}");
+        }
+        assert!(lines[0].contains("\\u{1b}[1;2r"), "{lines:?}");
     }
 }
