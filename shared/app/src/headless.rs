@@ -164,8 +164,8 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     // Work a teammate's death sent back to pending and nobody finished: not a success.
     let lost_message = match built.team.get() {
         Some(binding) => {
-            let team = binding.team.clone();
-            let lost = tokio::task::spawn_blocking(move || roo_team::lead::lost_work(&team))
+            let (team, lead) = (binding.team.clone(), binding.me.clone());
+            let lost = tokio::task::spawn_blocking(move || roo_team::lead::lost_work(&team, &lead))
                 .await
                 .unwrap_or_default();
             (!lost.is_empty()).then(|| {

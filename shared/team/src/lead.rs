@@ -613,7 +613,8 @@ pub fn tell_lead_of_death(team: &Team, lead: &Name, member: &Name, text: &str) {
 /// The tasks whose work was lost to a teammate's death and never finished: not
 /// completed, with a `reclaimed from` note. A headless lead that ends with any does not
 /// exit 0. Blocking.
-pub fn lost_work(team: &Team) -> Vec<roo_store::Task> {
+/// Only notes written by `lead` count (a teammate can add notes, never as the lead).
+pub fn lost_work(team: &Team, lead: &Name) -> Vec<roo_store::Task> {
     team.tasks()
         .list(&TaskFilter::default())
         .map(|tasks| {
@@ -621,9 +622,9 @@ pub fn lost_work(team: &Team) -> Vec<roo_store::Task> {
                 .into_iter()
                 .filter(|t| t.status != roo_store::TaskStatus::Completed)
                 .filter(|t| {
-                    t.notes
-                        .iter()
-                        .any(|n| n.text.starts_with("reclaimed from "))
+                    t.notes.iter().any(|n| {
+                        n.by.as_ref() == Some(lead) && n.text.starts_with("reclaimed from ")
+                    })
                 })
                 .collect()
         })
@@ -1169,5 +1170,48 @@ mod tests {
             inbox.iter().all(|m| !m.read && m.acknowledged_at.is_none()),
             "{inbox:#?}"
         );
+    }
+    #[test]
+    fn only_the_leads_own_reclaim_notes_count_as_lost_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "w");
+        let task = team
+            .tasks()
+            .create(roo_store::NewTask {
+                subject: "Write the parser".to_string(),
+                ..Default::default()
+            })
+            .unwrap();
+        // A teammate writes what looks like the lead's note.
+        team.tasks()
+            .update(
+                &task.id,
+                roo_store::TaskPatch {
+                    note: Some("reclaimed from bob: bob died: its process 1 is gone".to_string()),
+                    by: Some(name("alice")),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(lost_work(&team, &name("lead")).is_empty());
+        // The lead's own declaration counts.
+        team.declare_dead("alice", Some(&name("lead")), "its process 1 is gone")
+            .unwrap();
+        team.tasks()
+            .update(
+                &task.id,
+                roo_store::TaskPatch {
+                    owner: Some(Some(name("alice"))),
+                    by: Some(name("lead")),
+                    force: true,
+                    ..Default::default()
+                },
+            )
+            .ok();
+        let _ = team
+            .tasks()
+            .release_owner(&name("alice"), Some(&name("lead")), "alice died");
+        let lost = lost_work(&team, &name("lead"));
+        assert_eq!(lost.len(), 1, "{:#?}", team.tasks().get(&task.id));
     }
 }

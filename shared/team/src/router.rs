@@ -113,7 +113,12 @@ struct WaitKey {
 struct Pending {
     from: Name,
     reply: oneshot::Sender<Message>,
+    /// Forged answers to it reported to the lead so far.
+    forgeries_reported: usize,
 }
+
+/// Forged answers to one question reported to the lead, at most.
+const MAX_FORGERY_REPORTS: usize = 3;
 
 #[derive(Default)]
 struct State {
@@ -320,6 +325,7 @@ impl InboxRouter {
             Pending {
                 from: from.clone(),
                 reply,
+                forgeries_reported: 0,
             },
         );
         Ok(Waiter {
@@ -411,12 +417,12 @@ impl InboxRouter {
 
     /// Tells the lead that answers to this member's open questions came from someone
     /// else (the request id stays secret: it is not in the text).
-    async fn report_forgeries(&self, forgeries: Vec<(Name, MessageId, ResponseKind)>) {
+    async fn report_forgeries(&self, forgeries: Vec<(Name, Name, MessageId, ResponseKind)>) {
         let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
         let sent = blocking(move || {
-            for (lead, message, kind) in forgeries {
+            for (lead, sender, message, kind) in forgeries {
                 let text = format!(
-                    "{me} ignored a {} response to its open question: it claims to come from {lead} but is not signed by the lead's key (message {message}). Someone other than the lead's process tried to answer; the question is still open.",
+                    "{me} ignored a {} response to its open question: it says it is from {sender} but is not signed by the lead's key (message {message}). Someone other than the lead's process tried to answer; the question is still open.",
                     kind_name(kind)
                 );
                 mailbox.send(
@@ -475,9 +481,18 @@ impl InboxRouter {
                 let reason = if let Some(unsigned) = unsigned {
                     // Somebody answered an open question in the lead's place: the lead
                     // (and so the person) hears of it, once per message.
-                    if let Some(pending) = state.waiters.get(&key) {
-                        out.forgeries
-                            .push((pending.from.clone(), message.id.clone(), kind));
+                    // At most a few reports per question: a flood of forgeries is not
+                    // relayed to the lead one message each.
+                    if let Some(pending) = state.waiters.get_mut(&key)
+                        && pending.forgeries_reported < MAX_FORGERY_REPORTS
+                    {
+                        pending.forgeries_reported += 1;
+                        out.forgeries.push((
+                            pending.from.clone(),
+                            message.from.clone(),
+                            message.id.clone(),
+                            kind,
+                        ));
                     }
                     unsigned.to_string()
                 } else if sender_matches && let Some(pending) = state.waiters.remove(&key) {
@@ -757,8 +772,8 @@ struct Dispatch {
     acknowledge: Vec<MessageId>,
     ignore: Vec<MessageId>,
     events: Vec<TeamEvent>,
-    /// Unsigned answers to an open question: (the lead, the message, its kind).
-    forgeries: Vec<(Name, MessageId, ResponseKind)>,
+    /// (the lead, the claimed sender, the message, its kind).
+    forgeries: Vec<(Name, Name, MessageId, ResponseKind)>,
 }
 
 fn kind_name(kind: ResponseKind) -> &'static str {

@@ -120,20 +120,22 @@ impl TeammateApprover {
     }
 
     async fn ask_plan(&self, request: &PermissionRequest) -> Result<Approval, String> {
-        let mut plan = request
+        let plan = request
             .input
             .get("plan")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        // The lead approves what it can see whole: a plan too long to send is not cut
+        // and asked about, it is refused here.
         let limit = MAX_MESSAGE_FIELDS / 2;
         if plan.len() > limit {
-            let mut cut = limit;
-            while !plan.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            plan.truncate(cut);
-            plan.push_str("\n\n[plan cut at 32 KiB; the full plan is in the teammate's plan file]");
+            return Ok(Approval::Deny {
+                feedback: Some(format!(
+                    "the plan is {} bytes, more than the lead can be shown whole ({limit} bytes); it was not sent. Shorten it (keep the steps, drop the detail) and call ExitPlanMode again",
+                    plan.len()
+                )),
+            });
         }
         let id = new_request_id().map_err(|e| e.to_string())?;
         let waiter = self
