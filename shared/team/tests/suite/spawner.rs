@@ -593,7 +593,7 @@ fn held_git(dir: &std::path::Path) -> (Git, std::path::PathBuf, std::path::PathB
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\ncase \" $* \" in *\" worktree add \"*)\n  while [ ! -e '{}' ]; do sleep 0.01; done\n  \
+            "#!/bin/sh\ncase \" $* \" in *\" checkout --quiet -B \"*)\n  while [ ! -e '{}' ]; do sleep 0.01; done\n  \
              if [ -e '{}' ]; then echo 'fatal: refused by the test' >&2; exit 1; fi;;\nesac\nexec git \"$@\"\n",
             release.display(),
             fail.display()
@@ -647,7 +647,7 @@ async fn a_teammates_first_request_does_not_wait_for_its_worktree_but_its_tools_
             lead.spawner.spawn(request).await
         })
     };
-    // Its model is asked while git is still held in `worktree add`...
+    // Its model is asked while git is still held in the clone's checkout...
     eventually("alice's first request", || {
         (lead.requests.load(Ordering::SeqCst) >= 1).then_some(())
     })
@@ -701,6 +701,14 @@ async fn a_worktree_that_fails_while_its_teammate_starts_fails_the_spawn_and_run
         (state(&lead, "alice") != MemberState::Busy).then_some(())
     })
     .await;
+    // The refused spawn leaves no clone and no branch behind (issue 18).
+    assert!(!lead.cwd.path().join(".roocode/worktrees/t+alice").exists());
+    let branches = std::process::Command::new("git")
+        .args(["branch", "--list", "roo/*"])
+        .current_dir(lead.cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&branches.stdout), "");
     assert!(
         lead.log.lock().unwrap().is_empty(),
         "{:?}",
