@@ -1,39 +1,44 @@
-//! One git worktree per teammate (DESIGN.md §4 "spawn … each in its own git
-//! worktree", "converge … merges each worktree branch with `--no-ff`").
+//! One checkout per teammate (DESIGN.md §4 "spawn … each in its own git
+//! worktree", "converge … merges each worktree branch with `--no-ff`"): since
+//! issue 18 a clone of the lead's repository, not a `git worktree`.
 //!
-//! A teammate `name` of team `team` works in `<repo>/.roocode/worktrees/<team>+<name>`
-//! on branch `roo/<team>/<name>`, created from the lead's `HEAD`. This module
-//! creates (or reuses) those worktrees, tells the lead when teammates must share
-//! its working directory instead (outside a repository, no commit yet, a bare
-//! repository), cleans them up at the end — removing the clean ones and keeping and
-//! reporting those with work in them — and merges a teammate's branch into the
-//! lead's with `git merge --no-ff`, aborting cleanly on a conflict.
+//! A teammate `name` of team `team` works in `<repo>/.roocode/worktrees/<team>+<name>`,
+//! a `git clone --shared` of the lead's repository (it reads the lead's objects through
+//! `objects/info/alternates` and writes only its own), on branch `roo/<team>/<name>`
+//! checked out by its short name, started from the lead's branch of that name when it
+//! exists or else the lead's `HEAD`. Its command sandbox may write the clone only, so
+//! nothing it does can move or delete a ref, the stash, a reflog, the index, a hook or
+//! the config of the lead's repository, or prune its objects (DESIGN.md §6). The lead's
+//! runtime brings the branch in with `git fetch` ([`LeadRepo::fetch_member`],
+//! fast-forward only) before it inspects, merges or cleans up; `upload-pack` ignores
+//! the clone's hooks and program-valued config. This module creates (or reuses) the
+//! clones, tells the lead when teammates must share its working directory instead
+//! (outside a repository, no commit yet, a bare repository), cleans them up at the end —
+//! removing the clean ones and keeping and reporting those with work or git-ignored
+//! files in them — and merges a teammate's branch with `git merge --no-ff`, aborting
+//! cleanly on a conflict. The API keeps the word *worktree* for the teammate's checkout.
 //!
 //! **The git CLI, not git2.** git2 is on the design card, but every operation here
 //! is a handful of porcelain commands run a few times per team, where the CLI is
-//! clearly better: it honours the user's git exactly — config, `core.hooksPath`
-//! and hooks (`post-checkout`, `pre-merge-commit`), LFS and other filters on
-//! checkout, merge drivers, `worktreeConfig`, reftable and SHA-256 repositories —
-//! where libgit2 supports a subset and would silently do something different from
-//! what the user's own `git merge` does; the lead's project detection already uses
-//! it; and libgit2 (C, with its TLS and SSH dependencies) stays out of a 2-core
-//! build. The cost is a process per command (a few ms), irrelevant at this rate.
-//! Everything here is blocking: async callers use `spawn_blocking`.
+//! clearly better: it honours the user's git — config, LFS and other filters on
+//! checkout, merge drivers, reftable and SHA-256 repositories — where libgit2
+//! supports a subset; the lead's project detection already uses it; and libgit2 (C,
+//! with its TLS and SSH dependencies) stays out of a 2-core build. The cost is a
+//! process per command (a few ms), irrelevant at this rate. Everything here is
+//! blocking: async callers use `spawn_blocking`. Every run has hooks and the
+//! fsmonitor off (`worktree/git.rs`).
 //!
 //! **Safety.** Team and member names are [`Name`]s (no `/`, `..` or NUL can reach
 //! a path) and must also make a valid branch name (no `..`, no `.lock` or `.`
 //! ending). `.roocode`, `.roocode/worktrees` and the teammate's entry are never
 //! followed through a symlink: a repository that commits `.roocode/worktrees` as
-//! a link to `~` gets an error, not worktrees in your home directory. An existing
-//! worktree is reused only when it is a worktree of this repository on the
-//! teammate's own branch; anything else in its place is an error that names it.
-//! `.roocode/worktrees/.gitignore` (`*`) keeps the worktrees out of the lead's
-//! `git status`, `git add -A` and searches.
+//! a link to `~` gets an error, not clones in your home directory. An existing
+//! clone is reused only when it is on the teammate's own branch; anything else in
+//! its place is an error that names it. `.roocode/worktrees/.gitignore` (`*`) keeps
+//! the clones out of the lead's `git status`, `git add -A` and searches.
 //!
-//! The teammate's tools are confined to its worktree by making the worktree the
-//! project root of its permission policy and command sandbox (see [`roots`]); the
-//! sandbox adds the shared git directory a `git commit` there needs
-//! (`roo_agent::sandbox::SandboxPolicy::for_root`).
+//! The teammate's tools are confined to its clone by making the clone the project
+//! root of its permission policy and command sandbox (see [`roots`]).
 
 mod cleanup;
 mod git;
@@ -254,7 +259,7 @@ pub enum Discovered {
     Shared { dir: PathBuf, why: SharedWhy },
 }
 
-/// One entry of `git worktree list --porcelain`.
+/// One entry of `git worktree list --porcelain` (worktrees of older versions).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ListedWorktree {
     pub(crate) path: PathBuf,
