@@ -447,7 +447,7 @@ fn a_teammate_spawned_by_the_agent_tool_commits_in_its_sandboxed_worktree() {
         transcript.contains("Read-only file system") || transcript.contains("Permission denied"),
         "{transcript}"
     );
-    fetch(&world, "crew", "alice");
+    // The lead's runtime fetched alice's branch before its next turn (BranchSync).
     assert_eq!(
         git(&project, &["log", "--format=%s", "main..roo/crew/alice"]),
         "alice: work\n"

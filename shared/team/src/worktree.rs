@@ -45,6 +45,7 @@ mod git;
 mod merge;
 pub mod roots;
 pub mod subagents;
+mod sync;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -55,6 +56,7 @@ pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChan
 pub use git::Git;
 pub use merge::MergeOutcome;
 pub use roots::{TeammateRoots, teammate_policy};
+pub use sync::{BranchSync, SyncState};
 
 use git::nul_fields;
 

@@ -957,3 +957,28 @@ fn a_held_worktrees_lock_is_an_error_naming_the_file_after_the_wait() {
     // Free again: taken at once.
     lock_worktrees_within(dir.path(), std::time::Duration::ZERO).unwrap();
 }
+
+#[test]
+fn the_leads_branch_follows_a_teammates_commits_and_an_unchanged_clone_is_not_fetched() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    let lead = w.lead(&repo);
+    let mut state = SyncState::default();
+    assert_eq!(
+        lead.sync_team(&name("team"), &mut state),
+        vec![name("alice")]
+    );
+    assert!(lead.sync_team(&name("team"), &mut state).is_empty());
+    w.commit_in(&alice.path, "c.txt", "sea\n", "alice adds c");
+    assert_eq!(
+        lead.sync_team(&name("team"), &mut state),
+        vec![name("alice")]
+    );
+    assert_eq!(
+        w.sh(&repo, &["log", "-1", "--format=%s", "roo/team/alice"]),
+        "alice adds c\n"
+    );
+    // Another team's clones are not this team's.
+    assert!(lead.sync_team(&name("other"), &mut state).is_empty());
+}
