@@ -5,11 +5,12 @@
 //! ([`LeadRepo::merge`]), with hooks off; a conflict is aborted at once and the
 //! conflicted files are returned, leaving the lead's tree as it was. The lead's model
 //! uses this instead of `git merge` in Bash, whose hooks and config are the
-//! repository's.
+//! repository's. It writes the project, so the permission layers judge it as a write
+//! of the project root (asked in `default`, refused in `plan`).
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -59,8 +60,14 @@ impl Tool for TeamMerge {
         })
     }
 
+    /// A merge writes the project's files: judged like an edit of the project (asked in
+    /// `default`, refused in `plan`), not as coordination.
     fn kind(&self) -> ToolKind {
-        ToolKind::Internal
+        ToolKind::Write
+    }
+
+    fn permission_target(&self, _: &Value) -> PermissionTarget {
+        PermissionTarget::Path(std::path::PathBuf::from("."))
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
