@@ -749,7 +749,13 @@ async fn team_tools_are_allowed_in_every_mode_but_a_deny_rule_refuses_them() {
         &TeamTools::default(),
         lead_config(Path::new("/nonexistent")),
     ) {
-        assert_eq!(tool.kind(), ToolKind::Internal, "{}", tool.name());
+        // TeamMerge writes the project's files: it is judged as a write.
+        let kind = if tool.name() == "TeamMerge" {
+            ToolKind::Write
+        } else {
+            ToolKind::Internal
+        };
+        assert_eq!(tool.kind(), kind, "{}", tool.name());
     }
     let home = TeamHome::new();
     let cwd = tempfile::tempdir().unwrap();
