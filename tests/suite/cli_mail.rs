@@ -307,6 +307,21 @@ fn watch_existing_mark_read_marks_delivered() {
     assert!(state["delivered_at"].is_string());
 }
 
+/// Issue 18: a team named `x.lock` was accepted, and every spawn in a repository then
+/// failed (its branches would be `roo/x.lock/<name>`).
+#[test]
+fn a_team_name_git_cannot_use_in_a_branch_is_refused_and_nothing_is_written() {
+    let env = TempHome::new();
+    let out = env
+        .mail()
+        .args(["team", "create", "--team", "x.lock", "--lead", "lead"])
+        .run();
+    assert_ne!(out.code(), 0);
+    out.assert_stderr_contains("ends in `.lock`");
+    assert!(!env.path().join("teams/x.lock").exists());
+    assert!(!env.path().join("tasks/x.lock").exists());
+}
+
 #[test]
 fn team_setup_without_the_lead() {
     let env = TempHome::new();

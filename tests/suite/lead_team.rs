@@ -321,6 +321,7 @@ fn coordinator_mode_sends_the_model_no_code_tools() {
     // It keeps what a coordinator needs: the team, spawning, messages, tasks, stop.
     for team_tool in [
         "TeamCreate",
+        "TeamMerge",
         "TeamDelete",
         "Agent",
         "SendMessage",

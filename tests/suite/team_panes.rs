@@ -241,8 +241,9 @@ pub(super) const LEAD: &str = r#"
     - text: "Waiting for my teammates."
     - when: {last_user_contains: "both done"}
       tool_calls:
-        - {name: Bash, input: {command: "git merge --no-ff --no-edit roo/crew/alice && git merge --no-ff --no-edit roo/crew/bob"}}
-    - when: {last_user_contains: "Merge made by"}
+        - {name: TeamMerge, input: {name: alice}}
+        - {name: TeamMerge, input: {name: bob}}
+    - when: {last_user_contains: "merged roo/crew/bob with --no-ff"}
       tool_calls:
         - {name: Bash, input: {command: "until [ \"$(roo-mail team show | grep -c '@crew  busy')\" = 1 ]; do sleep 0.05; done; echo settled"}}
         - {name: TeamDelete, input: {}}

@@ -1,7 +1,7 @@
 //! A whole team from one `roo-lead -p`: the lead creates the team and two tasks, spawns
 //! two in-process teammates with its Agent tool, each claims a task, commits a file in
 //! its own worktree and completes it, alice tells bob, bob tells the lead, and the lead
-//! merges both branches with `git merge --no-ff` in its Bash. Everything is checked on
+//! merges both branches with TeamMerge (`--no-ff`). Everything is checked on
 //! disk: the files on the lead's branch, two merge commits, the tasks, the receipts, no
 //! teammate left running. Every model is the scripted provider, picked by agent name.
 //!
@@ -92,7 +92,8 @@ const SPAWNING_LEAD: &str = r#"
     - text: "Waiting for my teammates."
     - when: {last_user_contains: "both done"}
       tool_calls:
-        - {name: Bash, input: {command: "git merge --no-ff --no-edit roo/crew/alice && git merge --no-ff --no-edit roo/crew/bob"}}
+        - {name: TeamMerge, input: {name: alice}}
+        - {name: TeamMerge, input: {name: bob}}
     - text: "Waiting."
     - text: "Waiting."
     - text: "Waiting."
@@ -345,7 +346,8 @@ const WAITING_LEAD: &str = r#"
     - text: "Waiting for my teammates."
     - when: {last_user_contains: "both done"}
       tool_calls:
-        - {name: Bash, input: {command: "git merge --no-ff --no-edit roo/crew/alice && git merge --no-ff --no-edit roo/crew/bob"}}
+        - {name: TeamMerge, input: {name: alice}}
+        - {name: TeamMerge, input: {name: bob}}
     - text: "Waiting."
     - text: "Waiting."
     - text: "Waiting."

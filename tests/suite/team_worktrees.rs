@@ -1,10 +1,9 @@
-//! Teammates' worktrees under the real OS sandbox and path sandbox: the real
-//! `roo-lead -p` started in a worktree made by `roo_team::worktree` (as a
-//! teammate would be) runs scripted Bash and WriteFile calls in bypass mode.
-//! A `git commit` there must succeed — it writes the repository's shared git
-//! directory — while writes to a sibling's worktree, the lead's tree and its
-//! `.roocode/config.yaml` fail on disk; a hook planted in the shared git directory
-//! runs confined when the runtime merges with a sandboxed `Git`.
+//! Teammates' clones under the real OS sandbox and path sandbox: the real
+//! `roo-lead -p` started in a clone made by `roo_team::worktree` (as a teammate
+//! would be) runs scripted Bash and WriteFile calls in bypass mode. A `git commit`
+//! there must succeed, while writes to a sibling's clone, the lead's tree, its
+//! `.roocode/config.yaml` and the lead's git directory (refs, stash, index, hooks,
+//! config, objects) fail on disk; the lead then merges the teammate's branch.
 //!
 //! Every directory lives under Cargo's target tmp dir, not the system temp dir,
 //! which the sandbox leaves writable.
@@ -180,7 +179,8 @@ fn a_sandboxed_git_commit_in_a_teammate_worktree_succeeds_and_writes_elsewhere_f
     for result in &results[2..] {
         assert!(roo_tests::sandbox_refused(result), "{result}");
     }
-    // Checked on disk, from the lead's repository.
+    // Checked on disk, from the lead's repository once the branch is fetched.
+    fetch(&world, "team", "alice");
     assert_eq!(
         git(&project, &["log", "--format=%s", "main..roo/team/alice"]),
         "alice: more\nalice: work\n"
@@ -238,11 +238,26 @@ fn a_teammates_file_tools_cannot_write_a_sibling_worktree_or_the_lead_config() {
     assert!(!project.join(".roocode/config.local.yaml").exists());
 }
 
-/// A teammate can write the shared git directory (its commits go there), so it can plant
-/// a hook there. When the runtime merges for the lead, that hook must run no freer than
-/// the lead's own commands: `Git::sandboxed` confines it.
+/// Brings `member`'s branch from its clone into the lead's repository.
+fn fetch(world: &World, team: &str, member: &str) {
+    use roo_team::worktree::{Discovered, LeadRepo};
+    let Discovered::Repo(repo) = LeadRepo::discover(&world.path("project"), &world.git()).unwrap()
+    else {
+        panic!("not a repository");
+    };
+    assert!(
+        repo.fetch_member(&Name::parse(team).unwrap(), &Name::parse(member).unwrap())
+            .unwrap()
+    );
+}
+
+/// Issue 18 item 3: from its sandbox a teammate once could write the shared git
+/// directory and so delete a peer's branch, move `main`, clear the user's stash, empty
+/// the user's index, plant hooks and config, and prune objects. In its own clone it can
+/// do none of that, still commits on its own branch, and the lead merges it with
+/// `--no-ff` while a planted hook (had one got there) never runs.
 #[test]
-fn a_hook_planted_by_a_teammate_runs_confined_when_the_runtime_merges() {
+fn a_teammate_cannot_damage_the_users_refs_stash_index_hooks_or_config() {
     use roo_agent::sandbox::{CommandSandbox, PolicyEnv, SandboxSettings};
     use roo_team::worktree::{Discovered, LeadRepo, MergeOutcome};
     if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
@@ -255,26 +270,97 @@ fn a_hook_planted_by_a_teammate_runs_confined_when_the_runtime_merges() {
         return;
     }
     let project = world.path("project");
-    let alice = world.worktree("alice");
-    let escaped = world.path("home/hooked.txt");
-    let hook = project.join(".git/hooks/post-merge");
-    // The teammate commits its work and plants the hook, inside its own sandbox.
+    // The user's repository: a second branch, a stash and a staged file.
+    git(&project, &["checkout", "-q", "-b", "feature"]);
+    world.root.write("project/feature.txt", "feature\n");
+    git(&project, &["add", "feature.txt"]);
+    git(&project, &["commit", "-q", "-m", "feature"]);
+    git(&project, &["checkout", "-q", "main"]);
+    world.root.write("project/README.md", "# stashed change\n");
+    git(&project, &["stash", "-q"]);
+    world.root.write("project/staged.txt", "staged\n");
+    git(&project, &["add", "staged.txt"]);
+    // A peer with a commit the lead has fetched but not merged.
+    let bob = world.worktree("bob");
     world
-        .lead_in(
-            &alice,
-            &[
-                bash("echo work > work.txt && git add work.txt && git commit -q -m work"),
-                bash(&format!(
-                    "printf '#!/bin/sh\\necho pwned > {}\\n' > {} && chmod +x {}",
-                    escaped.display(),
-                    hook.display(),
-                    hook.display()
-                )),
-            ],
+        .root
+        .write("project/.roocode/worktrees/team+bob/bob.txt", "bob\n");
+    git(&bob, &["add", "bob.txt"]);
+    git(&bob, &["commit", "-q", "-m", "bob: work"]);
+    fetch(&world, "team", "bob");
+    let alice = world.worktree("alice");
+
+    let common = project.join(".git");
+    let refs = || {
+        git(
+            &project,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
         )
-        .run()
-        .assert_ok();
-    assert!(hook.exists(), "the teammate could not plant the hook");
+    };
+    let stash = || git(&project, &["stash", "list", "--format=%H"]);
+    let staged = || git(&project, &["diff", "--cached", "--name-only"]);
+    let config = || std::fs::read(common.join("config")).unwrap();
+    let hooks = || {
+        let mut names: Vec<_> = std::fs::read_dir(common.join("hooks"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = (refs(), stash(), staged(), config(), hooks());
+    assert!(before.0.contains("refs/heads/roo/team/bob") && before.0.contains("refs/stash"));
+    assert_eq!(before.2, "staged.txt\n");
+
+    let g = format!("git --git-dir={}", common.display());
+    let hooked = world.path("home/hooked.txt");
+    let attacks = [
+        format!("{g} update-ref -d refs/heads/roo/team/bob"),
+        format!("{g} update-ref refs/heads/main refs/heads/feature"),
+        format!("{g} stash clear"),
+        format!("{g} reflog expire --expire=now --all && {g} gc -q --prune=now"),
+        format!(
+            "GIT_INDEX_FILE={}/index git read-tree --empty",
+            common.display()
+        ),
+        format!(
+            "printf '#!/bin/sh\\necho pwned > {}\\n' > {hook} && chmod +x {hook}",
+            hooked.display(),
+            hook = common.join("hooks/post-merge").display()
+        ),
+        format!("{g} config core.hooksPath /tmp"),
+        format!("cd {} && git push -q origin HEAD:main", alice.display()),
+    ];
+    let mut calls = vec![bash(
+        "echo work > work.txt && git add work.txt && git commit -q -m 'alice: work' \
+         && git symbolic-ref HEAD",
+    )];
+    calls.extend(attacks.iter().map(|a| bash(a)));
+    world.lead_in(&alice, &calls).run().assert_ok();
+    let results = world.tool_results();
+    assert_eq!(results.len(), 1 + attacks.len(), "{results:#?}");
+    assert!(
+        results[0].starts_with("refs/heads/roo/team/alice\n\n[exit code 0]"),
+        "the teammate's own commit: {}",
+        results[0]
+    );
+    for (attack, result) in attacks.iter().zip(&results[1..]) {
+        assert!(!result.contains("[exit code 0]"), "{attack}: {result}");
+    }
+    // Everything of the user's is as it was.
+    let after = (refs(), stash(), staged(), config(), hooks());
+    assert_eq!(after.0, before.0, "refs");
+    assert_eq!(after.1, before.1, "stash");
+    assert_eq!(after.2, before.2, "index");
+    assert!(after.3 == before.3, "config");
+    assert_eq!(after.4, before.4, "hooks");
+    assert_eq!(
+        git(&project, &["log", "-1", "--format=%s", "roo/team/bob"]),
+        "bob: work\n"
+    );
+
+    // The user commits the staged file; the runtime merges alice with --no-ff.
+    git(&project, &["commit", "-q", "-m", "staged"]);
     let env = PolicyEnv {
         home: Some(world.path("home")),
         roo_home: world.path("roo"),
@@ -283,8 +369,9 @@ fn a_hook_planted_by_a_teammate_runs_confined_when_the_runtime_merges() {
     };
     let (sandbox, _) =
         CommandSandbox::for_agent(&project, &SandboxSettings::default(), &env, bin("roo-lead"));
-    let sandboxed = world.git().sandboxed(sandbox);
-    let Discovered::Repo(repo) = LeadRepo::discover(&project, &sandboxed).unwrap() else {
+    let Discovered::Repo(repo) =
+        LeadRepo::discover(&project, &world.git().sandboxed(sandbox)).unwrap()
+    else {
         panic!("not a repository");
     };
     let outcome = repo
@@ -297,31 +384,18 @@ fn a_hook_planted_by_a_teammate_runs_confined_when_the_runtime_merges() {
         matches!(outcome, MergeOutcome::Merged { .. }),
         "{outcome:?}"
     );
-    assert!(
-        project.join("work.txt").exists(),
-        "the merge did not happen"
+    assert!(project.join("work.txt").exists());
+    assert_eq!(
+        git(&project, &["rev-list", "--parents", "-n1", "HEAD"])
+            .split_whitespace()
+            .count(),
+        3
     );
-    assert!(
-        !escaped.exists(),
-        "the planted hook wrote outside the project during the runtime's merge"
-    );
-    // The hook did run (confined): without the sandbox it writes the file.
-    git(&project, &["reset", "-q", "--hard", "HEAD~1"]);
-    let Discovered::Repo(repo) = LeadRepo::discover(&project, &world.git()).unwrap() else {
-        panic!("not a repository");
-    };
-    repo.merge(
-        &Name::parse("team").unwrap(),
-        &Name::parse("alice").unwrap(),
-    )
-    .unwrap();
-    assert!(escaped.exists(), "control: the hook never ran at all");
+    assert!(!hooked.exists());
 }
 
-/// The lead's Agent tool makes the teammate's worktree while the teammate starts, so the
-/// sandbox cannot find the shared git directory in the checkout when it is built: the
-/// runtime grants the one it verified. A commit there must work, and writes outside
-/// must still fail.
+/// The lead's Agent tool makes the teammate's clone while the teammate starts. A commit
+/// there must work, and writes outside must still fail.
 #[test]
 fn a_teammate_spawned_by_the_agent_tool_commits_in_its_sandboxed_worktree() {
     if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
@@ -373,6 +447,7 @@ fn a_teammate_spawned_by_the_agent_tool_commits_in_its_sandboxed_worktree() {
         transcript.contains("Read-only file system") || transcript.contains("Permission denied"),
         "{transcript}"
     );
+    // The lead's runtime fetched alice's branch before its next turn (BranchSync).
     assert_eq!(
         git(&project, &["log", "--format=%s", "main..roo/crew/alice"]),
         "alice: work\n"

@@ -245,6 +245,20 @@ pub async fn build_in(
     settings
         .hooks
         .push(Arc::new(TeamStateReminder::new(slot.clone())));
+    // Teammates' new commits reach the lead's `roo/<team>/<name>` before each turn.
+    let lead_cwd = match &settings.cwd {
+        Some(cwd) => Some(cwd.clone()),
+        None => std::env::current_dir().ok(),
+    };
+    if let Some(cwd) = lead_cwd {
+        settings
+            .hooks
+            .push(Arc::new(roo_team::worktree::BranchSync::new(
+                slot.clone(),
+                cwd,
+                Git::new(),
+            )));
+    }
     settings.env_source = Some(slot.env_source());
     // The team tools (kept by a coordinator, which loses only the code tools). The git
     // of TeamDelete's cleanup and of the spawner's worktrees runs in the sandbox of the

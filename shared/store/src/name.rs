@@ -50,6 +50,22 @@ impl Name {
         Name::parse_as("name", value)
     }
 
+    /// Why git cannot use this name as a component of a branch name
+    /// (`roo/<team>/<member>`), if it cannot: it contains `..`, or ends in `.lock`
+    /// or `.`. The rest of git's rules are already excluded by the name syntax.
+    pub fn ref_component_problem(&self) -> Option<&'static str> {
+        let value = self.as_str();
+        if value.contains("..") {
+            Some("it contains `..`")
+        } else if value.ends_with(".lock") {
+            Some("it ends in `.lock`")
+        } else if value.ends_with('.') {
+            Some("it ends in `.`")
+        } else {
+            None
+        }
+    }
+
     /// The name as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -273,6 +273,15 @@ impl Team {
         lead: Member,
         members: Vec<Member>,
     ) -> Result<Team> {
+        // Teammates work on git branches `roo/<team>/<member>`: a name git cannot use
+        // there would make every spawn fail, so it is refused before anything exists.
+        if let Some(reason) = name.ref_component_problem() {
+            return Err(Error::InvalidName {
+                what: "team name",
+                value: name.to_string(),
+                reason,
+            });
+        }
         let team = Team {
             home: home.clone(),
             name,

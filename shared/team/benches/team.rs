@@ -24,9 +24,12 @@
 //!    tokens the mock reports, per agent.
 //!
 //! 5. panes: pane teammates in a private tmux server ([`panes`]).
+//! 6. git: a teammate's checkout in a repository of 10,000 files, `git worktree add`
+//!    (before issue 18) against the teammate's clone, and the lead's Agent call → the
+//!    teammate's first request there.
 //!
 //! `ROO_BENCH_QUICK=1` runs fewer iterations;
-//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes` runs one section.
+//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git` runs one section.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "team/panes.rs"]
@@ -766,6 +769,24 @@ fn sent_by_teammate(request: &RecordedRequest, who: Option<&str>) -> bool {
 /// (the Agent tool returned), and the same span for the TaskList call.
 /// With `panes` (a tmux server's `TMUX`/`TMUX_PANE`), alice is a pane teammate.
 async fn agent_spawn_once(git: bool, panes: Option<&[(&str, String)]>) -> [Duration; 3] {
+    agent_spawn_in(git.then_some(RepoKind::Small), panes).await
+}
+
+/// The repository [`agent_spawn_in`] runs the lead in.
+#[derive(Clone, Copy)]
+enum RepoKind<'a> {
+    /// One commit holding README.md.
+    Small,
+    /// A copy of this repository (`cp -a`).
+    Copy(&'a std::path::Path),
+}
+
+/// [`agent_spawn_once`] in a repository of `kind`, or outside one with `None`.
+async fn agent_spawn_in(
+    kind: Option<RepoKind<'_>>,
+    panes: Option<&[(&str, String)]>,
+) -> [Duration; 3] {
+    let git = kind.is_some();
     let mut yaml = String::from("agents:\n  \"*\":\n");
     for _ in 0..4 {
         yaml.push_str(&format!(
@@ -787,10 +808,18 @@ async fn agent_spawn_once(git: bool, panes: Option<&[(&str, String)]>) -> [Durat
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().join("project");
-    if git {
-        git_repo(&cwd, &[("README.md", "# bench\n".into())]);
-    } else {
-        std::fs::create_dir_all(&cwd).unwrap();
+    match kind {
+        Some(RepoKind::Small) => git_repo(&cwd, &[("README.md", "# bench\n".into())]),
+        Some(RepoKind::Copy(template)) => {
+            let out = Command::new("cp")
+                .arg("-a")
+                .arg(template)
+                .arg(&cwd)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "cp -a: {out:?}");
+        }
+        None => std::fs::create_dir_all(&cwd).unwrap(),
     }
     lead_run(
         &dir.path().join("home"),
@@ -826,7 +855,7 @@ async fn agent_spawn_once(git: bool, panes: Option<&[(&str, String)]>) -> [Durat
         assert!(
             cwd.join(".roocode/worktrees/bench+alice/README.md")
                 .is_file(),
-            "alice got no worktree"
+            "alice got no clone"
         );
     }
     let agent_call = lead[2].received_at;
@@ -1038,6 +1067,84 @@ async fn tokens_section() {
     }
 }
 
+/// A repository of `files` small files (100 per directory) with one commit, and
+/// README.md.
+fn big_repo(dir: &std::path::Path, files: usize) {
+    for i in 0..files {
+        let sub = dir.join(format!("src/d{:03}", i / 100));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(format!("f{i:05}.txt")), format!("file {i}\n")).unwrap();
+    }
+    git_repo(dir, &[("README.md", "# bench\n".into())]);
+}
+
+/// Section 6 (issue 18): a teammate's checkout in a repository of 10,000 files. First
+/// the checkout alone, alternating: `git worktree add -b` (the design before issue 18,
+/// its git command only) and `LeadRepo::add_worktree` (discovery, `git clone --shared
+/// --no-checkout`, identity, `checkout -B`, the lead's branch). Then the lead's Agent
+/// call → the teammate's first request through `roo-lead -p` in a copy of the
+/// repository (the spawner checks the clone out while the teammate starts).
+async fn git_section(n: usize) {
+    use roo_team::worktree::{Discovered, Git, LeadRepo};
+    const FILES: usize = 10_000;
+    let template = tempfile::tempdir().unwrap();
+    let repo = template.path().join("project");
+    big_repo(&repo, FILES);
+    let git = Git::new().env("GIT_CONFIG_NOSYSTEM", "1");
+    let team = name("bench");
+    let mut figures: [Vec<Duration>; 2] = Default::default();
+    for i in 0..=n {
+        for clone in [i % 2 == 0, i % 2 != 0] {
+            let member = name(&format!("m{i}{}", if clone { "c" } else { "w" }));
+            let path = repo.join(format!(".roocode/worktrees/bench+{member}"));
+            let start = Instant::now();
+            if clone {
+                let Discovered::Repo(lead) = LeadRepo::discover(&repo, &git).unwrap() else {
+                    panic!("not a repository");
+                };
+                lead.add_worktree(&team, &member).unwrap();
+            } else {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                let out = Command::new("git")
+                    .args(["worktree", "add", "-q", "-b"])
+                    .arg(format!("roo/bench/{member}"))
+                    .arg(&path)
+                    .arg("HEAD")
+                    .current_dir(&repo)
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "git worktree add: {out:?}");
+            }
+            let took = start.elapsed();
+            assert!(path.join("README.md").is_file());
+            if i > 0 {
+                figures[usize::from(clone)].push(took);
+            }
+            std::fs::remove_dir_all(&path).unwrap();
+        }
+    }
+    let [worktree, clone] = figures;
+    println!("## a teammate's checkout, repository of {FILES} files");
+    println!(
+        "git worktree add -b (before)      {}",
+        Stats(worktree).line()
+    );
+    println!("LeadRepo::add_worktree (clone)    {}", Stats(clone).line());
+    let mut first = Vec::new();
+    let mut returned = Vec::new();
+    for i in 0..=n {
+        let [alice, back, _] = agent_spawn_in(Some(RepoKind::Copy(&repo)), None).await;
+        if i > 0 {
+            first.push(alice);
+            returned.push(back);
+        }
+    }
+    println!("## roo-lead -p in that repository: Agent call → …");
+    println!("  teammate's first request  {}", Stats(first).line());
+    println!("  lead's next request       {}", Stats(returned).line());
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -1075,6 +1182,10 @@ fn main() {
         }
         if run("panes") {
             panes::pane_section(n).await;
+            println!("load average: {}", load_average());
+        }
+        if run("git") {
+            git_section(n).await;
             println!("load average: {}", load_average());
         }
     });

@@ -435,7 +435,7 @@ impl Spawner {
             Discovered::Repo(repo) => repo
                 .planned_worktree(&team, &name)
                 .zip(repo.git_dir().map(Path::to_path_buf))
-                .map(|((path, branch), git_dir)| (repo.clone(), path, branch, git_dir)),
+                .map(|((path, branch), _)| (repo.clone(), path, branch)),
             Discovered::Shared { .. } => None,
         };
         let mut settings = base.settings.clone();
@@ -455,7 +455,7 @@ impl Spawner {
             work_dir,
         };
 
-        let (handle, recipe, workspace) = if let Some((repo, path, branch, git_dir)) = planned {
+        let (handle, recipe, workspace) = if let Some((repo, path, branch)) = planned {
             // A new worktree: the teammate starts (and sends its first model request)
             // while git checks it out; its tool calls wait for the checkout.
             settings.cwd = Some(path.clone());
@@ -466,10 +466,12 @@ impl Spawner {
             let mut first = recipe.clone();
             first.settings.pending_workspace = Some(PendingWorkspace {
                 environment: Environment::for_new_checkout(&path, &branch),
-                git_dirs: vec![git_dir],
+                // The clone's git directory is inside it: nothing of the lead's to grant.
+                git_dirs: Vec::new(),
                 gate,
                 instructions_root: repo.root().to_path_buf(),
             });
+            let lead_repo = repo.clone();
             let checkout = {
                 let (team, member) = (team.clone(), name.clone());
                 tokio::task::spawn_blocking(move || {
@@ -491,7 +493,12 @@ impl Spawner {
                 });
             match (started, made) {
                 (Ok(handle), Ok(worktree)) => (handle, recipe, Workspace::Worktree(worktree)),
-                (Err(e), _) => return Err(e),
+                (Err(e), made) => {
+                    if let Ok(worktree) = made {
+                        discard(&name, lead_repo, worktree).await;
+                    }
+                    return Err(e);
+                }
                 (Ok(handle), Err(e)) => {
                     // Cancelled before any tool call: its calls wait for the checkout.
                     drop(handle);
@@ -499,9 +506,11 @@ impl Spawner {
                 }
             }
         } else {
+            let mut lead_repo = None;
             let workspace = match discovered {
                 Discovered::Repo(repo) => {
                     let member = name.clone();
+                    lead_repo = Some(repo.clone());
                     Workspace::Worktree(
                         blocking(&name, move || repo.add_worktree(&team, &member)).await?,
                     )
@@ -517,9 +526,18 @@ impl Spawner {
             // The lead's config (its uncommitted local rules too) and trust apply to it.
             settings.config_root = config_root;
             let recipe = recipe(settings, work_dir);
-            let handle = self
+            let handle = match self
                 .start(&binding, &name, recipe.clone(), request.prompt)
-                .await?;
+                .await
+            {
+                Ok(handle) => handle,
+                Err(e) => {
+                    if let (Some(repo), Workspace::Worktree(worktree)) = (lead_repo, workspace) {
+                        discard(&name, repo, worktree).await;
+                    }
+                    return Err(e);
+                }
+            };
             (handle, recipe, workspace)
         };
         let mut handle = handle;
@@ -779,6 +797,14 @@ async fn blocking<T: Send + 'static>(
         .await
         .map_err(|e| failed(e.to_string()))?
         .map_err(|e| failed(e.to_string()))
+}
+
+/// Removes the clone (and branch) a refused spawn just made; a failure is only
+/// logged, the spawn's own error is what the lead hears.
+async fn discard(name: &Name, repo: LeadRepo, worktree: worktree::Worktree) {
+    if let Err(e) = blocking(name, move || repo.discard_new(&worktree)).await {
+        tracing::warn!("could not remove the clone of refused teammate {name}: {e}");
+    }
 }
 
 fn backend_name(backend: BackendType) -> String {

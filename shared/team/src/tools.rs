@@ -1,6 +1,6 @@
 //! The team's coordination tools, offered to the model: TaskCreate, TaskGet, TaskList,
-//! TaskUpdate and SendMessage for every member, plus TeamCreate and TeamDelete for the
-//! lead.
+//! TaskUpdate and SendMessage for every member, plus TeamCreate, TeamMerge and TeamDelete
+//! for the lead.
 //!
 //! Each tool acts through `roo-store` for the agent's [`TeamSlot`]: it reads the
 //! binding at call time, so the same tool serves a lead (bound by TeamCreate), a
@@ -18,6 +18,7 @@
 //!
 //! [`ToolKind::Internal`]: roo_agent::tool::ToolKind::Internal
 
+mod merge;
 mod message;
 mod task;
 pub(crate) mod team;
@@ -36,6 +37,7 @@ use crate::binding::{TeamBinding, TeamSlot};
 use crate::event::TeamEventSender;
 use crate::worktree::Git;
 
+pub use merge::TeamMerge;
 pub use message::SendMessage;
 pub use task::{TaskCreate, TaskGet, TaskList, TaskUpdate};
 pub use team::{TeamCreate, TeamDelete};
@@ -153,8 +155,8 @@ pub fn teammate_tools(team: &TeamTools) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
-/// The lead's team tools: the teammate's set plus TeamCreate and TeamDelete (which share
-/// the inbox router task TeamCreate starts).
+/// The lead's team tools: the teammate's set plus TeamCreate, TeamMerge and TeamDelete
+/// (TeamCreate and TeamDelete share the inbox router task TeamCreate starts).
 pub fn lead_tools(team: &TeamTools, lead: LeadTools) -> Vec<Arc<dyn Tool>> {
     let router_task = Arc::new(Mutex::new(None));
     let mut tools = teammate_tools(team);
@@ -163,6 +165,7 @@ pub fn lead_tools(team: &TeamTools, lead: LeadTools) -> Vec<Arc<dyn Tool>> {
         lead.clone(),
         router_task.clone(),
     )));
+    tools.push(Arc::new(TeamMerge::new(team.clone(), lead.clone())));
     tools.push(Arc::new(TeamDelete::new(team.clone(), lead, router_task)));
     tools
 }

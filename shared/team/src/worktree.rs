@@ -1,45 +1,51 @@
-//! One git worktree per teammate (DESIGN.md §4 "spawn … each in its own git
-//! worktree", "converge … merges each worktree branch with `--no-ff`").
+//! One checkout per teammate (DESIGN.md §4 "spawn … each in its own git
+//! worktree", "converge … merges each worktree branch with `--no-ff`"): since
+//! issue 18 a clone of the lead's repository, not a `git worktree`.
 //!
-//! A teammate `name` of team `team` works in `<repo>/.roocode/worktrees/<team>+<name>`
-//! on branch `roo/<team>/<name>`, created from the lead's `HEAD`. This module
-//! creates (or reuses) those worktrees, tells the lead when teammates must share
-//! its working directory instead (outside a repository, no commit yet, a bare
-//! repository), cleans them up at the end — removing the clean ones and keeping and
-//! reporting those with work in them — and merges a teammate's branch into the
-//! lead's with `git merge --no-ff`, aborting cleanly on a conflict.
+//! A teammate `name` of team `team` works in `<repo>/.roocode/worktrees/<team>+<name>`,
+//! a `git clone --shared` of the lead's repository (it reads the lead's objects through
+//! `objects/info/alternates` and writes only its own), on branch `roo/<team>/<name>`
+//! checked out by its short name, started from the lead's branch of that name when it
+//! exists or else the lead's `HEAD`. Its command sandbox may write the clone only, so
+//! nothing it does can move or delete a ref, the stash, a reflog, the index, a hook or
+//! the config of the lead's repository, or prune its objects (DESIGN.md §6). The lead's
+//! runtime brings the branch in with `git fetch` ([`LeadRepo::fetch_member`],
+//! fast-forward only) before it inspects, merges or cleans up; `upload-pack` ignores
+//! the clone's hooks and program-valued config. This module creates (or reuses) the
+//! clones, tells the lead when teammates must share its working directory instead
+//! (outside a repository, no commit yet, a bare repository), cleans them up at the end —
+//! removing the clean ones and keeping and reporting those with work or git-ignored
+//! files in them — and merges a teammate's branch with `git merge --no-ff`, aborting
+//! cleanly on a conflict. The API keeps the word *worktree* for the teammate's checkout.
 //!
 //! **The git CLI, not git2.** git2 is on the design card, but every operation here
 //! is a handful of porcelain commands run a few times per team, where the CLI is
-//! clearly better: it honours the user's git exactly — config, `core.hooksPath`
-//! and hooks (`post-checkout`, `pre-merge-commit`), LFS and other filters on
-//! checkout, merge drivers, `worktreeConfig`, reftable and SHA-256 repositories —
-//! where libgit2 supports a subset and would silently do something different from
-//! what the user's own `git merge` does; the lead's project detection already uses
-//! it; and libgit2 (C, with its TLS and SSH dependencies) stays out of a 2-core
-//! build. The cost is a process per command (a few ms), irrelevant at this rate.
-//! Everything here is blocking: async callers use `spawn_blocking`.
+//! clearly better: it honours the user's git — config, LFS and other filters on
+//! checkout, merge drivers, reftable and SHA-256 repositories — where libgit2
+//! supports a subset; the lead's project detection already uses it; and libgit2 (C,
+//! with its TLS and SSH dependencies) stays out of a 2-core build. The cost is a
+//! process per command (a few ms), irrelevant at this rate. Everything here is
+//! blocking: async callers use `spawn_blocking`. Every run has hooks and the
+//! fsmonitor off (`worktree/git.rs`).
 //!
 //! **Safety.** Team and member names are [`Name`]s (no `/`, `..` or NUL can reach
 //! a path) and must also make a valid branch name (no `..`, no `.lock` or `.`
 //! ending). `.roocode`, `.roocode/worktrees` and the teammate's entry are never
 //! followed through a symlink: a repository that commits `.roocode/worktrees` as
-//! a link to `~` gets an error, not worktrees in your home directory. An existing
-//! worktree is reused only when it is a worktree of this repository on the
-//! teammate's own branch; anything else in its place is an error that names it.
-//! `.roocode/worktrees/.gitignore` (`*`) keeps the worktrees out of the lead's
-//! `git status`, `git add -A` and searches.
+//! a link to `~` gets an error, not clones in your home directory. An existing
+//! clone is reused only when it is on the teammate's own branch; anything else in
+//! its place is an error that names it. `.roocode/worktrees/.gitignore` (`*`) keeps
+//! the clones out of the lead's `git status`, `git add -A` and searches.
 //!
-//! The teammate's tools are confined to its worktree by making the worktree the
-//! project root of its permission policy and command sandbox (see [`roots`]); the
-//! sandbox adds the shared git directory a `git commit` there needs
-//! (`roo_agent::sandbox::SandboxPolicy::for_root`).
+//! The teammate's tools are confined to its clone by making the clone the project
+//! root of its permission policy and command sandbox (see [`roots`]).
 
 mod cleanup;
 mod git;
 mod merge;
 pub mod roots;
 pub mod subagents;
+mod sync;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -50,6 +56,7 @@ pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChan
 pub use git::Git;
 pub use merge::MergeOutcome;
 pub use roots::{TeammateRoots, teammate_policy};
+pub use sync::{BranchSync, SyncState};
 
 use git::nul_fields;
 
@@ -132,6 +139,16 @@ pub enum WorktreeError {
         branch: String,
         root: PathBuf,
         why: String,
+    },
+    /// The teammate's branch could not be brought into the lead's repository.
+    #[error(
+        "fetch {branch} from the teammate's clone {path}: {stderr}; if it is not a fast-forward of the lead's {branch}, have the teammate merge or rebase onto it",
+        path = .path.display()
+    )]
+    Fetch {
+        branch: String,
+        path: PathBuf,
+        stderr: String,
     },
     /// A file-system operation failed.
     #[error("{action} {path}: {source}", path = .path.display())]
@@ -220,6 +237,8 @@ pub struct Worktree {
     pub base: String,
     /// Whether it existed already (a restarted teammate continues there).
     pub reused: bool,
+    /// Whether the lead's branch `roo/<team>/<name>` was created for it.
+    pub created_branch: bool,
     /// Notes for the lead.
     pub notices: Vec<String>,
 }
@@ -242,7 +261,7 @@ pub enum Discovered {
     Shared { dir: PathBuf, why: SharedWhy },
 }
 
-/// One entry of `git worktree list --porcelain`.
+/// One entry of `git worktree list --porcelain` (worktrees of older versions).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ListedWorktree {
     pub(crate) path: PathBuf,
@@ -281,20 +300,10 @@ pub fn worktree_dir_name(team: &Name, member: &Name) -> String {
 /// Refuses names git would refuse in `roo/<team>/<name>`: [`Name`] already
 /// excludes `/`, spaces, control characters and a leading `.`.
 fn check_ref_component(what: &'static str, name: &Name) -> Result<()> {
-    let value = name.as_str();
-    let reason = if value.contains("..") {
-        Some("it contains `..`")
-    } else if value.ends_with(".lock") {
-        Some("it ends in `.lock`")
-    } else if value.ends_with('.') {
-        Some("it ends in `.`")
-    } else {
-        None
-    };
-    match reason {
+    match name.ref_component_problem() {
         Some(reason) => Err(WorktreeError::BranchName {
             what,
-            value: value.to_string(),
+            value: name.to_string(),
             reason,
         }),
         None => Ok(()),
@@ -422,10 +431,12 @@ impl LeadRepo {
             .join(worktree_dir_name(team, member))
     }
 
-    /// Creates the worktree of `member` of `team` from the lead's HEAD, or
-    /// reuses it when it already is a worktree of this repository on the
-    /// teammate's branch. An existing branch `roo/<team>/<member>` without a
-    /// worktree is checked out again (its commits are kept).
+    /// Creates the clone of `member` of `team` (`git clone --shared`: it reads the
+    /// lead's objects and writes only its own) on branch `roo/<team>/<member>`, from
+    /// the lead's branch of that name when it exists (a restarted teammate continues
+    /// its work) or else the lead's HEAD; or reuses the clone already there when it is
+    /// on that branch. The lead's repository gets the branch too (at the clone's
+    /// start), so [`LeadRepo::fetch_member`] can bring the teammate's commits in.
     pub fn add_worktree(&self, team: &Name, member: &Name) -> Result<Worktree> {
         check_ref_component("team name", team)?;
         check_ref_component("member name", member)?;
@@ -437,107 +448,39 @@ impl LeadRepo {
         check_not_symlink(&path, true)?;
 
         let mut notices = Vec::new();
-        let listed = self.list()?;
-        if let Some(entry) = listed.iter().find(|w| same_path(&w.path, &path)) {
-            if entry.prunable {
-                // Registered, but its directory is gone: let git forget it.
-                self.git.ok(&self.root, &["worktree", "prune"])?;
-            } else if entry.branch.as_deref() == Some(full_ref.as_str()) && !path.is_dir() {
-                return Err(WorktreeError::Occupied {
-                    path: path.clone(),
-                    why: "it is registered as a worktree of this repository but its directory \
-                          is missing and git keeps the record (it is locked); run `git worktree \
-                          unlock` on it and `git worktree prune`"
-                        .to_string(),
-                });
-            } else if entry.branch.as_deref() == Some(full_ref.as_str()) {
-                let base = entry.head.clone().unwrap_or_default();
-                return Ok(Worktree {
-                    path,
-                    branch,
-                    repo_root: self.root.clone(),
-                    base,
-                    reused: true,
-                    notices,
-                });
-            } else {
-                let on = match &entry.branch {
-                    Some(b) => format!("branch {}", b.trim_start_matches("refs/heads/")),
-                    None => "a detached HEAD".to_string(),
-                };
-                return Err(WorktreeError::Occupied {
-                    path: path.clone(),
-                    why: format!(
-                        "it is a worktree on {on}, not on {branch}; remove it with `git worktree \
-                         remove {}` or pick another member name",
-                        path.display()
-                    ),
-                });
-            }
-        }
         if std::fs::symlink_metadata(&path).is_ok() {
-            return Err(WorktreeError::Occupied {
-                path: path.clone(),
-                why: "it exists and is not a worktree of this repository; move it away or pick \
-                      another member name"
-                    .to_string(),
-            });
+            return self.reuse_clone(path, branch, notices);
         }
-        if let Some(other) = listed
-            .iter()
-            .find(|w| w.branch.as_deref() == Some(full_ref.as_str()))
-        {
-            return Err(WorktreeError::BranchCheckedOut {
-                path,
-                branch,
-                elsewhere: other.path.clone(),
-            });
-        }
-
         let head = self.head()?;
         let existing = self
             .git
             .run(&self.root, &["rev-parse", "-q", "--verify", &full_ref])?;
-        let path_arg = path.as_os_str().to_os_string();
         let base = if existing.success {
             let ahead = self.count(&format!("HEAD..{full_ref}"))?;
             notices.push(format!(
                 "branch {branch} existed already ({ahead} commit(s) not in the lead's HEAD); \
-                 its worktree continues from it"
+                 its clone continues from it"
             ));
-            self.git.ok(
-                &self.root,
-                &[
-                    "worktree".as_ref(),
-                    "add".as_ref(),
-                    "--quiet".as_ref(),
-                    path_arg.as_os_str(),
-                    full_ref.as_ref(),
-                ],
-            )?;
             existing.stdout.trim().to_string()
         } else {
-            self.git.ok(
-                &self.root,
-                &[
-                    "worktree".as_ref(),
-                    "add".as_ref(),
-                    "--quiet".as_ref(),
-                    "-b".as_ref(),
-                    branch.as_ref(),
-                    path_arg.as_os_str(),
-                    head.as_ref(),
-                ],
-            )?;
             head.clone()
         };
-        // The checkout must not have turned our directory into a link.
-        check_not_symlink(&path, false)?;
+        let made = self.make_clone(&path, &branch, &base);
+        if let Err(e) = made {
+            // Nothing half-made stays behind.
+            let _ = std::fs::remove_dir_all(&path);
+            return Err(e);
+        }
+        let created_branch = !existing.success;
+        if created_branch {
+            self.git
+                .ok(&self.root, &["branch", "--no-track", &branch, &base])?;
+        }
 
         let dirty = self.uncommitted(&self.root, false)?;
         if !dirty.is_empty() {
             notices.push(format!(
-                "the lead's working tree has uncommitted changes ({}); the worktree {} starts \
+                "the lead's working tree has uncommitted changes ({}); the clone {} starts \
                  from HEAD {} without them: commit them first if teammates need them",
                 summarize_files(&dirty),
                 path.display(),
@@ -561,8 +504,146 @@ impl LeadRepo {
             repo_root: self.root.clone(),
             base,
             reused: false,
+            created_branch,
             notices,
         })
+    }
+
+    /// `git clone --shared --no-checkout` of the lead's repository at `path`, then a
+    /// checkout of `branch` (its short name: never a detached HEAD) at `base`, with
+    /// the lead's commit identity.
+    fn make_clone(&self, path: &Path, branch: &str, base: &str) -> Result<()> {
+        let path_arg = path.as_os_str().to_os_string();
+        let root_arg = self.root.as_os_str().to_os_string();
+        self.git.ok(
+            &self.root,
+            &[
+                "clone".as_ref(),
+                "--quiet".as_ref(),
+                "--shared".as_ref(),
+                "--no-checkout".as_ref(),
+                "--no-tags".as_ref(),
+                root_arg.as_os_str(),
+                path_arg.as_os_str(),
+            ],
+        )?;
+        // The checkout must not have turned our directory into a link.
+        check_not_symlink(path, false)?;
+        let git = self.git.confined_to(path);
+        for key in ["user.name", "user.email"] {
+            let value = self.git.run(&self.root, &["config", "--get", key])?;
+            if value.success {
+                git.ok(path, &["config", key, value.stdout.trim_end_matches('\n')])?;
+            }
+        }
+        git.ok(path, &["checkout", "--quiet", "-B", branch, base])?;
+        let on = git.run(path, &["symbolic-ref", "-q", "HEAD"])?;
+        if on.stdout.trim() != format!("refs/heads/{branch}") {
+            return Err(WorktreeError::Occupied {
+                path: path.to_path_buf(),
+                why: format!(
+                    "after the checkout HEAD is {:?}, not branch {branch}",
+                    on.stdout.trim()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The clone at `path` when it is one on `branch` (a restarted teammate);
+    /// anything else there is an error naming it.
+    fn reuse_clone(&self, path: PathBuf, branch: String, notices: Vec<String>) -> Result<Worktree> {
+        let occupied = |why: String| WorktreeError::Occupied {
+            path: path.clone(),
+            why,
+        };
+        if !is_clone_dir(&path) {
+            return Err(occupied(
+                "it exists and is not a teammate's clone (a `.git` directory of its own); move \
+                 it away (a worktree of an older RooCode: `git worktree remove` it) or pick \
+                 another member name"
+                    .to_string(),
+            ));
+        }
+        let git = self.git.confined_to(&path);
+        let on = git.run(&path, &["symbolic-ref", "-q", "HEAD"])?;
+        let full_ref = format!("refs/heads/{branch}");
+        if on.stdout.trim() != full_ref {
+            let on = match on.stdout.trim() {
+                "" => "a detached HEAD".to_string(),
+                b => format!("branch {}", b.trim_start_matches("refs/heads/")),
+            };
+            return Err(occupied(format!(
+                "it is a clone on {on}, not on {branch}; check out {branch} there, or move it \
+                 away or pick another member name"
+            )));
+        }
+        let base = git
+            .ok(&path, &["rev-parse", "--verify", "-q", "HEAD^{commit}"])?
+            .trim()
+            .to_string();
+        Ok(Worktree {
+            path,
+            branch,
+            repo_root: self.root.clone(),
+            base,
+            reused: true,
+            created_branch: false,
+            notices,
+        })
+    }
+
+    /// Undoes [`LeadRepo::add_worktree`] for a teammate whose spawn was refused: its
+    /// new clone is removed, and the branch when the spawn created it.
+    pub fn discard_new(&self, worktree: &Worktree) -> Result<()> {
+        if worktree.reused {
+            return Ok(());
+        }
+        if is_clone_dir(&worktree.path) {
+            std::fs::remove_dir_all(&worktree.path).map_err(|source| WorktreeError::Io {
+                action: "remove",
+                path: worktree.path.clone(),
+                source,
+            })?;
+        }
+        if worktree.created_branch {
+            let full_ref = format!("refs/heads/{}", worktree.branch);
+            self.git
+                .ok(&self.root, &["update-ref", "-d", &full_ref, &worktree.base])?;
+        }
+        Ok(())
+    }
+
+    /// Brings the teammate's branch from its clone into the lead's repository
+    /// (`git fetch`, fast-forward only, no tags). Runs git's `upload-pack` in the
+    /// clone, which ignores the clone's hooks and program-valued config. A branch
+    /// that is not a fast-forward of the lead's is an error, never forced.
+    pub fn fetch_member(&self, team: &Name, member: &Name) -> Result<bool> {
+        let path = self.worktree_path(team, member);
+        if !is_clone_dir(&path) {
+            return Ok(false);
+        }
+        let full_ref = format!("refs/heads/{}", branch_name(team, member));
+        let refspec = format!("{full_ref}:{full_ref}");
+        let path_arg = path.as_os_str().to_os_string();
+        let args = [
+            "fetch".as_ref(),
+            "--quiet".as_ref(),
+            "--no-tags".as_ref(),
+            "--no-write-fetch-head".as_ref(),
+            "--no-recurse-submodules".as_ref(),
+            path_arg.as_os_str(),
+            refspec.as_ref(),
+        ];
+        let out = self.git.run(&self.root, &args)?;
+        if !out.success {
+            return Err(WorktreeError::Fetch {
+                branch: branch_name(team, member),
+                path,
+                stderr: out.stderr,
+            });
+        }
+        Ok(true)
     }
 
     /// Creates `.roocode` and `.roocode/worktrees` as real directories (never
@@ -635,7 +716,13 @@ impl LeadRepo {
         } else {
             "--untracked-files=no"
         };
-        let out = self.git.ok(
+        // A teammate's clone runs with its own config: confined to it.
+        let git = if same_path(dir, &self.root) {
+            self.git.clone()
+        } else {
+            self.git.confined_to(dir)
+        };
+        let out = git.ok(
             dir,
             &[
                 "status",
@@ -774,6 +861,15 @@ fn check_not_symlink(path: &Path, missing_ok: bool) -> Result<()> {
             source,
         }),
     }
+}
+
+/// Whether `path` is a teammate's clone: a real directory with a real `.git`
+/// directory (not a symlink, not a worktree's `.git` file).
+pub(crate) fn is_clone_dir(path: &Path) -> bool {
+    let real_dir = |p: &Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir() && !m.file_type().is_symlink())
+    };
+    real_dir(path) && real_dir(&path.join(".git"))
 }
 
 /// Whether two paths name the same place (resolved when they exist).

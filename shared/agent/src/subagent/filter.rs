@@ -20,7 +20,13 @@ use crate::tool::{ScopeError, ToolRegistry, ToolScope};
 /// created or deleted a team would change the lead's team under it), and the plan-mode
 /// tools are bound to the parent's policy and plan file: a child switching them would
 /// switch its parent's mode (a sub-agent plans by answering; see the Plan agent).
-pub const GLOBAL_DENY: [&str; 4] = ["TeamCreate", "TeamDelete", "EnterPlanMode", "ExitPlanMode"];
+pub const GLOBAL_DENY: [&str; 5] = [
+    "TeamCreate",
+    "TeamMerge",
+    "TeamDelete",
+    "EnterPlanMode",
+    "ExitPlanMode",
+];
 
 /// Also denied to agents defined in user or project files, which may come from a
 /// cloned repository or the internet: such a file must not speak for the lead to its

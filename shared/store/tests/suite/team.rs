@@ -28,6 +28,21 @@ fn create_twice_is_refused() {
     assert!(matches!(err, Error::TeamExists { .. }), "{err}");
 }
 
+/// Issue 18: a team named `x.lock` was accepted and every spawn then failed.
+#[test]
+fn a_team_name_git_cannot_use_in_a_branch_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    for bad in ["x.lock", "a..b", "x."] {
+        let t = name(bad);
+        let err =
+            Team::create(&home, t.clone(), "", Member::new(name("lead"), &t), vec![]).unwrap_err();
+        assert!(matches!(err, Error::InvalidName { .. }), "{err}");
+        assert!(err.to_string().contains("team name"), "{err}");
+        assert!(!home.team_dir(&t).exists() && !home.tasks_dir(&t).exists());
+    }
+}
+
 #[test]
 fn open_missing_team_says_how_to_create_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -48,11 +48,12 @@ impl AgentTool {
     }
 
     const TEAMMATE_TEXT: &str = "Spawns a named teammate in your team (create the team with TeamCreate first). It \
-         works in its own git worktree on branch roo/<team>/<name> (outside a git \
+         works in its own git clone on branch roo/<team>/<name> (outside a git \
          repository it shares your directory), sees the team's task list and messages, \
          claims tasks itself, and reports by message; when it finishes a run it goes idle \
          and you get an idle notification. A message to a stopped teammate starts it again \
-         with its history. Merge its branch with `git merge --no-ff` when its work is done. \
+         with its history. Its commits appear on that branch in your repository (run no git \
+         inside its clone); merge them with TeamMerge when its work is done. \
          `name`: the teammate's name (letters, digits, '.', '_', '-'); `prompt`: its \
          instructions; `description`: a few words for the UI; `subagent_type`: its role; \
          `model`: another model than yours; `plan_mode_required`: it must get your approval \

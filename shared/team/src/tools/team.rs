@@ -233,8 +233,8 @@ impl Tool for TeamDelete {
     fn description(&self) -> String {
         "Ends your team once the work is done and merged: asks every idle teammate to shut \
          down, waits for them, deletes the team's config, inboxes and task list, and removes \
-         teammates' clean git worktrees (worktrees with unmerged work are kept and listed: \
-         merge them with `git merge --no-ff <branch>` and delete them by hand). Refused while \
+         teammates' clean clones (clones with unmerged work or ignored files are kept and \
+         listed: merge with TeamMerge first). Refused while \
          any teammate is busy: wait for their idle notifications, or ask them to stop with \
          SendMessage type shutdown_request. Takes no input."
             .to_string()

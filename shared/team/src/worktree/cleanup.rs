@@ -1,9 +1,11 @@
-//! Cleaning up a team's worktrees: a worktree with nothing in it that the
-//! lead's HEAD lacks is removed (and its branch deleted with `git branch -d`);
-//! one with uncommitted files or commits not merged is kept and reported, so the
-//! lead can merge it with `git merge --no-ff` ([`LeadRepo::merge`]). Nothing with
-//! work in it is ever removed: removal is `git worktree remove` without
-//! `--force`, which itself refuses a dirty worktree.
+//! Cleaning up a team's clones: each teammate's branch is first fetched into the
+//! lead's repository ([`LeadRepo::fetch_member`]); a clone with nothing in it that
+//! the lead's HEAD lacks is removed (and its branch deleted with `git branch -d`);
+//! one with uncommitted files, commits not merged, commits on other branches or a
+//! stash, or git-ignored files (`.env`, logs: a removal would delete them
+//! silently) is kept and reported, so the lead can merge it with TeamMerge
+//! ([`LeadRepo::merge`]). Git worktrees made by earlier versions are still
+//! cleaned the old way (`git worktree remove`, never `--force`).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -54,6 +56,12 @@ pub enum KeptWhy {
     OtherBranch(Option<String>),
     /// It is locked (`git worktree lock`).
     Locked,
+    /// It holds git-ignored files (`XY path` lines, at most [`REPORT_LIMIT`]).
+    Ignored(Vec<String>),
+    /// Its other branches or stash hold this many commits the lead lacks.
+    OtherRefs(usize),
+    /// Its branch could not be fetched into the lead's repository; the message.
+    NotFetched(String),
     /// git refused to remove it; its message.
     RemoveFailed(String),
 }
@@ -122,12 +130,23 @@ impl fmt::Display for Kept {
             KeptWhy::Changes(changes) => {
                 write!(f, "{changes}")?;
                 if changes.uncommitted_count > 0 {
-                    f.write_str("; commit them in the worktree, then")?;
+                    f.write_str("; commit them in the clone, then")?;
                 } else {
                     f.write_str(";")?;
                 }
-                write!(f, " merge with `git merge --no-ff {}`", self.branch)
+                f.write_str(" merge with TeamMerge")
             }
+            KeptWhy::Ignored(files) => write!(
+                f,
+                "it holds git-ignored files ({}); delete the directory by hand once they are \
+                 not needed",
+                super::summarize_files(files)
+            ),
+            KeptWhy::OtherRefs(n) => write!(
+                f,
+                "{n} commit(s) the lead lacks are on its other branches or stash; check it by hand"
+            ),
+            KeptWhy::NotFetched(why) => write!(f, "{why}"),
             KeptWhy::OtherBranch(Some(b)) => write!(
                 f,
                 "it is on branch {} instead; merge or remove it by hand",
@@ -161,7 +180,7 @@ impl CleanupReport {
         lines.extend(self.kept.iter().map(Kept::to_string));
         for s in &self.strays {
             lines.push(format!(
-                "left {} alone: it is not a worktree of this repository",
+                "left {} alone: it is not a teammate's clone",
                 s.display()
             ));
         }
@@ -193,6 +212,8 @@ impl LeadRepo {
         } else {
             None
         };
+        let mut handled = std::collections::BTreeSet::new();
+        // Worktrees of earlier versions (`git worktree add`).
         let listed = self.list()?;
         let mut ours: Vec<(Name, ListedWorktree)> = Vec::new();
         for entry in &listed {
@@ -207,20 +228,156 @@ impl LeadRepo {
             self.git.ok(&self.root, &["worktree", "prune"])?;
         }
         for (member, entry) in ours {
+            handled.insert(member.clone());
             self.clean_one(team, member, entry, &mut report)?;
         }
-        // Directories that look like ours but git does not know.
-        if let Ok(read) = std::fs::read_dir(&dir) {
-            let mut strays: Vec<PathBuf> = read
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| member_of(&dir, &prefix, p).is_some_and(|m| wanted(&m)))
-                .filter(|p| !listed.iter().any(|w| super::same_path(&w.path, p)))
-                .collect();
-            strays.sort();
-            report.strays = strays;
+        // Clones, and directories that look like ours but are not.
+        let mut entries: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+            Ok(read) => read.filter_map(|e| e.ok()).map(|e| e.path()).collect(),
+            Err(_) => Vec::new(),
+        };
+        entries.sort();
+        for path in entries {
+            let Some(member) = member_of(&dir, &prefix, &path).filter(|m| wanted(m)) else {
+                continue;
+            };
+            if listed.iter().any(|w| super::same_path(&w.path, &path)) {
+                continue;
+            }
+            if super::is_clone_dir(&path) {
+                handled.insert(member.clone());
+                self.clean_clone(team, member, path, &mut report)?;
+            } else {
+                report.strays.push(path);
+            }
+        }
+        // Branches whose clone is gone (deleted, or a spawn that never made one).
+        let refs = self.git.ok(
+            &self.root,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                &format!("refs/heads/roo/{team}/"),
+            ],
+        )?;
+        for full_ref in refs.lines() {
+            let Some(member) = full_ref
+                .strip_prefix(&format!("refs/heads/roo/{team}/"))
+                .and_then(|m| Name::parse(m).ok())
+            else {
+                continue;
+            };
+            if !wanted(&member) || handled.contains(&member) {
+                continue;
+            }
+            let branch = branch_name(team, &member);
+            let path = self.worktree_path(team, &member);
+            let changes = self.changes(None, full_ref)?;
+            if changes.is_empty() {
+                let branch_deleted = self.delete_branch(&branch)?;
+                report.removed.push(Removed {
+                    member,
+                    path,
+                    branch,
+                    branch_deleted,
+                });
+            } else {
+                report.kept.push(Kept {
+                    member,
+                    path,
+                    branch,
+                    why: KeptWhy::Changes(changes),
+                });
+            }
         }
         Ok(report)
+    }
+
+    /// Fetches the teammate's branch from its clone and removes the clone when
+    /// nothing in it is missing from the lead's HEAD.
+    fn clean_clone(
+        &self,
+        team: &Name,
+        member: Name,
+        path: PathBuf,
+        report: &mut CleanupReport,
+    ) -> Result<()> {
+        let branch = branch_name(team, &member);
+        let full_ref = format!("refs/heads/{branch}");
+        let keep = |why| Kept {
+            member: member.clone(),
+            path: path.clone(),
+            branch: branch.clone(),
+            why,
+        };
+        let git = self.git.confined_to(&path);
+        let on = git.run(&path, &["symbolic-ref", "-q", "HEAD"])?;
+        let on = on.stdout.trim();
+        if on != full_ref {
+            let other = (!on.is_empty()).then(|| on.to_string());
+            report.kept.push(keep(KeptWhy::OtherBranch(other)));
+            return Ok(());
+        }
+        if let Err(e) = self.fetch_member(team, &member) {
+            report.kept.push(keep(KeptWhy::NotFetched(e.to_string())));
+            return Ok(());
+        }
+        let changes = self.changes(Some(&path), &full_ref)?;
+        if !changes.is_empty() {
+            report.kept.push(keep(KeptWhy::Changes(changes)));
+            return Ok(());
+        }
+        // Commits only on the clone's other branches or in its stash.
+        let lead_head = self.head()?;
+        let mut args = vec!["rev-list", "--count", "--branches"];
+        let stash = git.run(&path, &["rev-parse", "-q", "--verify", "refs/stash"])?;
+        if stash.success {
+            args.push("refs/stash");
+        }
+        args.extend(["--not", &lead_head]);
+        let other = git.run(&path, &args)?;
+        let other: usize = other.stdout.trim().parse().unwrap_or(0);
+        if other > 0 {
+            report.kept.push(keep(KeptWhy::OtherRefs(other)));
+            return Ok(());
+        }
+        let ignored = self.ignored(&path)?;
+        if !ignored.is_empty() {
+            report.kept.push(keep(KeptWhy::Ignored(ignored)));
+            return Ok(());
+        }
+        if let Err(e) = std::fs::remove_dir_all(&path) {
+            report.kept.push(keep(KeptWhy::RemoveFailed(e.to_string())));
+            return Ok(());
+        }
+        let branch_deleted = self.delete_branch(&branch)?;
+        report.removed.push(Removed {
+            member,
+            path,
+            branch,
+            branch_deleted,
+        });
+        Ok(())
+    }
+
+    /// Git-ignored files and directories in the clone at `path` (`!! path`
+    /// lines, at most [`REPORT_LIMIT`]).
+    fn ignored(&self, path: &std::path::Path) -> Result<Vec<String>> {
+        let out = self.git.confined_to(path).ok(
+            path,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--ignored=traditional",
+                "--untracked-files=normal",
+            ],
+        )?;
+        Ok(nul_fields(&out)
+            .filter(|e| e.starts_with("!! "))
+            .take(REPORT_LIMIT)
+            .map(String::from)
+            .collect())
     }
 
     fn clean_one(
@@ -290,6 +447,7 @@ impl LeadRepo {
     /// What the worktree at `path` (if any) and branch `full_ref` hold that
     /// the lead's HEAD lacks.
     pub fn changes_of(&self, team: &Name, member: &Name) -> Result<WorkChanges> {
+        self.fetch_member(team, member)?;
         let full_ref = format!("refs/heads/{}", branch_name(team, member));
         let path = self.worktree_path(team, member);
         let path = path.is_dir().then_some(path);

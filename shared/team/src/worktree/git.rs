@@ -4,15 +4,16 @@
 //! Variables that would point git at another repository than the directory it
 //! is run in (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, … — set when RooCode
 //! itself is started from a git hook) are removed, nothing ever prompts
-//! (`GIT_TERMINAL_PROMPT=0`, stdin closed, `GIT_EDITOR=true`), and everything
-//! else — the user's config, hooks, filters — is git's as usual. Output that
-//! code reads is requested in NUL-separated porcelain formats.
+//! (`GIT_TERMINAL_PROMPT=0`, stdin closed, `GIT_EDITOR=true`). Output that code
+//! reads is requested in NUL-separated porcelain formats.
 //!
-//! Teammates can write the repository's shared git directory (their commits go there),
-//! so its config and hooks are theirs to change too. Git run by the runtime for the lead
-//! (merge, cleanup) therefore runs [`Git::sandboxed`] in the lead's command sandbox: a
-//! hook, filter or merge driver a teammate planted runs with no more rights than the
-//! lead's own Bash commands.
+//! Every run ignores hooks and the fsmonitor ([`SAFE_CONFIG`]) and takes no
+//! optional locks: the runtime's git never starts a program a repository's
+//! config names for those. Teammates work in their own clones and cannot write
+//! the lead's git directory; git the runtime runs *inside* a teammate's clone
+//! (whose config the teammate wrote) goes through [`Git::confined_to`], a
+//! command sandbox that may write that clone only. Git for the lead runs
+//! [`Git::sandboxed`] in the lead's own command sandbox.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -33,6 +34,19 @@ const REDIRECTING_ENV: &[&str] = &[
     "GIT_NAMESPACE",
     "GIT_PREFIX",
     "GIT_QUARANTINE_PATH",
+];
+
+/// `-c` settings given to every git run: no hooks (a `reference-transaction`,
+/// `post-merge` or `pre-merge-commit` hook never runs for the runtime) and no
+/// fsmonitor program.
+pub(crate) const SAFE_CONFIG: &[&str] = &[
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "diff.external=",
+    "--no-optional-locks",
 ];
 
 /// How git is run: the program and extra environment.
@@ -85,6 +99,30 @@ impl Git {
         self
     }
 
+    /// The same git, for running inside a teammate's clone `root`: when it runs in a
+    /// command sandbox, that sandbox may write `root` only (and the shell's devices),
+    /// so a filter or other program the clone's config names cannot touch the lead's
+    /// repository.
+    pub fn confined_to(&self, root: &Path) -> Self {
+        let mut git = self.clone();
+        if let Some(launcher) = &mut git.launcher
+            && let Some(sandbox) = &launcher.sandbox
+        {
+            let mut sandbox = (**sandbox).clone();
+            if let Some(policy) = sandbox.policy.as_mut() {
+                let mut write = vec![root.to_path_buf()];
+                write.extend(
+                    roo_agent::sandbox::WRITABLE_DEVICES
+                        .iter()
+                        .map(PathBuf::from),
+                );
+                policy.write = write;
+            }
+            launcher.sandbox = Some(std::sync::Arc::new(sandbox));
+        }
+        git
+    }
+
     /// Another git executable (a path, or a name looked up in `PATH`).
     pub fn with_program(mut self, program: impl Into<PathBuf>) -> Self {
         self.program = program.into();
@@ -114,7 +152,11 @@ impl Git {
                 source,
             });
         }
-        let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+        let args: Vec<OsString> = SAFE_CONFIG
+            .iter()
+            .map(OsString::from)
+            .chain(args.iter().map(|a| a.as_ref().to_owned()))
+            .collect();
         let mut command = match &self.launcher {
             Some(launcher) => launcher.command(&self.program, &args, dir, Confine::Yes),
             None => {

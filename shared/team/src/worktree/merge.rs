@@ -1,6 +1,7 @@
 //! Merging a teammate's branch into the lead's with `git merge --no-ff`
 //! (DESIGN.md §4 "converge"), never leaving the lead's tree half-merged.
 //!
+//! The branch is first fetched from the teammate's clone (fast-forward only).
 //! The merge only starts on a tree whose tracked files are committed and with no
 //! other merge, rebase, cherry-pick or revert in progress: `git merge --abort`
 //! can then always restore it. A merge that stops — on conflicts, or because a
@@ -48,7 +49,7 @@ impl MergeOutcome {
                 String::new()
             } else {
                 format!(
-                    "; not merged: uncommitted files in the worktree ({})",
+                    "; not merged: uncommitted files in the clone ({})",
                     summarize_files(files)
                 )
             }
@@ -69,8 +70,8 @@ impl MergeOutcome {
             } => format!("{branch} is already merged{}", leftover(left_uncommitted)),
             MergeOutcome::Conflict { branch, files } => format!(
                 "merging {branch} conflicts in {}; the merge was aborted and the lead's tree is \
-                 unchanged: resolve it by hand (`git merge --no-ff {branch}`) or have the \
-                 teammate rebase onto the lead's branch",
+                 unchanged: have the teammate merge the lead's branch into its own and commit, \
+                 then merge again",
                 files
                     .iter()
                     .map(|f| f.display().to_string())
@@ -95,6 +96,7 @@ impl LeadRepo {
     /// detached HEAD) with `git merge --no-ff`. A conflict aborts the merge
     /// and is reported as [`MergeOutcome::Conflict`].
     pub fn merge(&self, team: &Name, member: &Name) -> Result<MergeOutcome> {
+        self.fetch_member(team, member)?;
         let branch = branch_name(team, member);
         let full_ref = format!("refs/heads/{branch}");
         let root = &self.root;

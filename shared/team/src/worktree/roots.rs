@@ -1,21 +1,19 @@
 //! What a teammate's tools may reach.
 //!
-//! A teammate in a worktree works with the worktree as its project root: its
-//! permission policy (layer 2, the path sandbox of the file tools, and the
-//! `allowed_roots` the loop hands the tools) and its command sandbox
-//! (`CommandSetup::for_agent` with the worktree as root) are rooted there. So
-//! its file tools and commands cannot write into another teammate's worktree or
-//! the lead's tree — `.roocode/config.yaml` of the main repository included —
-//! while the `.roocode/` protection, judged relative to the project root, only
-//! concerns the worktree's own `.roocode/`, not the `.roocode/worktrees/…` it
-//! lives in. The command sandbox adds the repository's shared git directory a
-//! `git commit` there writes (`git rev-parse --git-common-dir`, found by
-//! `roo_agent::sandbox::SandboxPolicy::for_root` for any linked worktree).
+//! A teammate in a clone works with the clone as its project root: its permission
+//! policy (layer 2, the path sandbox of the file tools, and the `allowed_roots` the
+//! loop hands the tools) and its command sandbox (`CommandSetup::for_agent` with the
+//! clone as root) are rooted there. So its file tools and commands cannot write into
+//! another teammate's clone or the lead's tree and git directory —
+//! `.roocode/config.yaml` of the main repository included — while the `.roocode/`
+//! protection, judged relative to the project root, only concerns the clone's own
+//! `.roocode/`, not the `.roocode/worktrees/…` it lives in. The clone's `.git` is a
+//! directory inside it: the sandbox grants nothing outside.
 //!
 //! The project's configuration and trust belong to the lead's repository, not
-//! to the checkout in the worktree: [`TeammateRoots::project_root`] is where
+//! to the checkout in the clone: [`TeammateRoots::project_root`] is where
 //! the runtime loads `.roocode/config.yaml` (and `config.local.yaml`, which is
-//! not committed and so not in the worktree) and checks `trusted_projects`.
+//! not committed and so not in the clone) and checks `trusted_projects`.
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +26,7 @@ use super::Workspace;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeammateRoots {
     /// Its working directory, and the project root of its permission policy
-    /// and command sandbox: its worktree, or the shared directory.
+    /// and command sandbox: its clone, or the shared directory.
     pub work_root: PathBuf,
     /// The lead's project root: where the project config is loaded from and
     /// whose trust applies.

@@ -149,7 +149,7 @@ fn two_teammates_commit_then_cleanup_keeps_both_and_the_lead_merges_both_with_no
         lines.contains(&format!(
             "kept {} (branch roo/team/bob): 1 unmerged commit(s)",
             bob.path.display()
-        )) && lines.contains("git merge --no-ff roo/team/bob"),
+        )) && lines.contains("merge with TeamMerge"),
         "{lines}"
     );
     assert!(alice.path.is_dir() && bob.path.is_dir());
@@ -278,13 +278,35 @@ fn a_clean_worktree_is_removed_with_its_branch() {
     let w = World::new();
     let repo = w.repo();
     let carol = w.add(&repo, "carol");
-    // Ignored build output does not count as work.
-    std::fs::write(carol.path.join(".gitignore"), "target/\n").unwrap();
+    std::fs::write(carol.path.join(".gitignore"), "target/\n.env\n").unwrap();
     w.sh(&carol.path, &["add", ".gitignore"]);
     w.sh(&carol.path, &["commit", "-q", "-m", "ignore target"]);
+    assert!(
+        w.lead(&repo)
+            .fetch_member(&name("team"), &name("carol"))
+            .unwrap()
+    );
     w.sh(&repo, &["merge", "-q", "--ff-only", "roo/team/carol"]);
+    // Ignored files are never deleted silently: the clone is kept and they are named.
     std::fs::create_dir_all(carol.path.join("target")).unwrap();
     std::fs::write(carol.path.join("target/out"), "x").unwrap();
+    std::fs::write(carol.path.join(".env"), "SECRET=1\n").unwrap();
+    let report = w.lead(&repo).cleanup(&name("team")).unwrap();
+    assert!(report.removed.is_empty(), "{report:?}");
+    let [kept] = report.kept.as_slice() else {
+        panic!("{report:?}")
+    };
+    assert_eq!(
+        kept.why,
+        KeptWhy::Ignored(vec!["!! .env".to_string(), "!! target/".to_string()])
+    );
+    assert!(report.lines()[0].contains(".env, target/"), "{report:?}");
+    assert_eq!(
+        std::fs::read_to_string(carol.path.join(".env")).unwrap(),
+        "SECRET=1\n"
+    );
+    std::fs::remove_dir_all(carol.path.join("target")).unwrap();
+    std::fs::remove_file(carol.path.join(".env")).unwrap();
 
     let report = w.lead(&repo).cleanup(&name("team")).unwrap();
     assert_eq!(report.kept, vec![], "{report:?}");
@@ -292,7 +314,6 @@ fn a_clean_worktree_is_removed_with_its_branch() {
     assert!(report.removed[0].branch_deleted);
     assert!(!carol.path.exists());
     assert_eq!(w.sh(&repo, &["branch", "--list", "roo/*"]), "");
-    assert!(!w.sh(&repo, &["worktree", "list"]).contains("team+carol"));
     // One member at a time: the other is left alone.
     let dan = w.add(&repo, "dan");
     let eve = w.add(&repo, "eve");
@@ -462,10 +483,16 @@ fn an_existing_worktree_is_reused_when_it_is_ours_and_refused_otherwise() {
     std::fs::create_dir_all(repo.join(".roocode/worktrees/team+bob")).unwrap();
     let err = prepare(&repo, &name("team"), &name("bob"), &w.git).unwrap_err();
     assert!(matches!(err, WorktreeError::Occupied { .. }), "{err}");
-    assert!(err.to_string().contains("not a worktree"), "{err}");
+    assert!(err.to_string().contains("not a teammate's clone"), "{err}");
 
-    // A worktree of this repository on another branch.
-    let path = repo.join(".roocode/worktrees/team+dave");
+    // A clone that was switched to another branch.
+    let dave = w.add(&repo, "dave");
+    w.sh(&dave.path, &["checkout", "-q", "-b", "elsewhere"]);
+    let err = prepare(&repo, &name("team"), &name("dave"), &w.git).unwrap_err();
+    assert!(err.to_string().contains("branch elsewhere"), "{err}");
+
+    // A git worktree (of an older RooCode) at the path.
+    let path = repo.join(".roocode/worktrees/team+erin");
     w.sh(
         &repo,
         &[
@@ -473,37 +500,24 @@ fn an_existing_worktree_is_reused_when_it_is_ours_and_refused_otherwise() {
             "add",
             "-q",
             "-b",
-            "elsewhere",
+            "roo/team/erin",
             path.to_str().unwrap(),
         ],
     );
-    let err = prepare(&repo, &name("team"), &name("dave"), &w.git).unwrap_err();
-    assert!(err.to_string().contains("branch elsewhere"), "{err}");
-
-    // The member's branch checked out somewhere else.
-    w.sh(&repo, &["branch", "roo/team/erin"]);
-    let other = w.base.join("erin-elsewhere");
-    w.sh(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            other.to_str().unwrap(),
-            "roo/team/erin",
-        ],
-    );
     let err = prepare(&repo, &name("team"), &name("erin"), &w.git).unwrap_err();
-    assert!(
-        matches!(err, WorktreeError::BranchCheckedOut { .. }),
-        "{err}"
-    );
+    assert!(err.to_string().contains("git worktree remove"), "{err}");
 
-    // A branch left by an earlier run (worktree gone) is continued, not lost.
+    // A branch left by an earlier run (clone gone) is continued on the branch
+    // itself, never on a detached HEAD (issue 18).
     let frank = w.add(&repo, "frank");
     w.commit_in(&frank.path, "f.txt", "eff\n", "frank adds f");
     let tip = w.head(&frank.path);
-    w.sh(&repo, &["worktree", "remove", frank.path.to_str().unwrap()]);
+    assert!(
+        w.lead(&repo)
+            .fetch_member(&name("team"), &name("frank"))
+            .unwrap()
+    );
+    std::fs::remove_dir_all(&frank.path).unwrap();
     let again = w.add(&repo, "frank");
     assert_eq!((again.base.as_str(), again.reused), (tip.as_str(), false));
     assert!(
@@ -512,11 +526,14 @@ fn an_existing_worktree_is_reused_when_it_is_ours_and_refused_otherwise() {
         again.notices
     );
     assert!(again.path.join("f.txt").is_file());
-
-    // A registered worktree whose directory was deleted is recreated.
-    std::fs::remove_dir_all(&again.path).unwrap();
-    let third = w.add(&repo, "frank");
-    assert!(third.path.join("f.txt").is_file(), "{third:?}");
+    assert_eq!(
+        w.sh(&again.path, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/roo/team/frank"
+    );
+    w.commit_in(&again.path, "g.txt", "gee\n", "frank adds g");
+    let merged = w.lead(&repo).merge(&name("team"), &name("frank")).unwrap();
+    assert!(matches!(merged, MergeOutcome::Merged { .. }), "{merged:?}");
+    assert!(repo.join("g.txt").is_file() && repo.join("f.txt").is_file());
 }
 
 #[test]
@@ -553,21 +570,13 @@ fn a_dirty_lead_tree_and_a_detached_head_are_reported() {
 }
 
 #[test]
-fn the_sandbox_grants_the_git_common_dir_git_reports_for_a_worktree_or_submodule() {
+fn the_sandbox_grants_a_clone_no_git_dir_of_the_lead_and_a_submodule_its_own() {
     let w = World::new();
     let repo = w.repo();
     let alice = w.add(&repo, "alice");
-    let common = PathBuf::from(
-        w.sh(
-            &alice.path,
-            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-        )
-        .trim(),
-    );
-    assert_eq!(
-        roo_agent::sandbox::linked_git_dirs(&alice.path),
-        vec![common]
-    );
+    // A teammate's clone has its own `.git` inside it: nothing of the lead's is granted.
+    assert!(alice.path.join(".git").is_dir());
+    assert!(roo_agent::sandbox::linked_git_dirs(&alice.path).is_empty());
     // The main checkout's `.git` is inside it already.
     assert!(roo_agent::sandbox::linked_git_dirs(&repo).is_empty());
 
@@ -616,14 +625,25 @@ fn the_sandbox_grants_the_git_common_dir_git_reports_for_a_worktree_or_submodule
         vec![git_dir.clone()]
     );
 
-    // A teammate of a lead working in the submodule gets a worktree of it,
-    // whose shared git dir is the submodule's.
+    // A teammate of a lead working in the submodule gets a clone of it, and no
+    // grant of the submodule's git dir.
     let in_sub = w.add(&sub, "alice");
     assert_eq!(in_sub.path, sub.join(".roocode/worktrees/team+alice"));
-    assert_eq!(
-        roo_agent::sandbox::linked_git_dirs(&in_sub.path),
-        vec![git_dir]
+    assert!(roo_agent::sandbox::linked_git_dirs(&in_sub.path).is_empty());
+    w.sh(&sub, &["config", "user.name", "Lead"]);
+    w.sh(&sub, &["config", "user.email", "lead@example.invalid"]);
+    w.sh(&in_sub.path, &["config", "user.name", "Alice"]);
+    w.sh(
+        &in_sub.path,
+        &["config", "user.email", "alice@example.invalid"],
     );
+    w.commit_in(&in_sub.path, "s.txt", "ess\n", "alice in the submodule");
+    let lead = w.lead(&sub);
+    assert!(matches!(
+        lead.merge(&name("team"), &name("alice")).unwrap(),
+        MergeOutcome::Merged { .. }
+    ));
+    assert!(sub.join("s.txt").is_file());
 }
 
 #[test]
@@ -668,7 +688,7 @@ async fn the_leads_searches_do_not_see_teammates_worktrees() {
 }
 
 #[test]
-fn a_merge_stopped_by_a_hook_or_an_untracked_file_leaves_the_lead_tree_as_it_was() {
+fn a_merge_stopped_by_an_untracked_file_leaves_the_lead_tree_as_it_was_and_hooks_never_run() {
     let w = World::new();
     let repo = w.repo();
     let alice = w.add(&repo, "alice");
@@ -687,37 +707,57 @@ fn a_merge_stopped_by_a_hook_or_an_untracked_file_leaves_the_lead_tree_as_it_was
     );
     std::fs::remove_file(repo.join("c.txt")).unwrap();
 
-    // The user's pre-merge-commit hook refuses: aborted, with git's message.
-    let hook = repo.join(".git/hooks/pre-merge-commit");
-    std::fs::write(&hook, "#!/bin/sh\necho 'policy says no' >&2\nexit 1\n").unwrap();
-    let mut perms = std::fs::metadata(&hook).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&hook, perms).unwrap();
-    let err = lead.merge(&name("team"), &name("alice")).unwrap_err();
-    assert!(err.to_string().contains("policy says no"), "{err}");
-    assert_eq!(w.head(&repo), before);
-    assert!(!repo.join(".git/MERGE_HEAD").exists());
-    assert!(!repo.join("c.txt").exists());
+    // Hooks never run for the runtime's git: a `pre-merge-commit` that refuses and a
+    // `post-merge` that writes the lead's tree (planted by anyone) are ignored.
+    for (hook, body) in [
+        (
+            "pre-merge-commit",
+            "#!/bin/sh\necho 'policy says no' >&2\nexit 1\n",
+        ),
+        ("post-merge", "#!/bin/sh\necho pwned > pwned.txt\n"),
+        (
+            "reference-transaction",
+            "#!/bin/sh\necho pwned > ref-pwned.txt\n",
+        ),
+    ] {
+        let hook = repo.join(".git/hooks").join(hook);
+        std::fs::write(&hook, body).unwrap();
+        let mut perms = std::fs::metadata(&hook).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&hook, perms).unwrap();
+    }
+    let merged = lead.merge(&name("team"), &name("alice")).unwrap();
+    assert!(matches!(merged, MergeOutcome::Merged { .. }), "{merged:?}");
+    assert!(!repo.join("pwned.txt").exists() && !repo.join("ref-pwned.txt").exists());
+    assert_ne!(w.head(&repo), before);
     assert_eq!(
-        w.sh(&repo, &["status", "--porcelain", "--untracked-files=all"]),
-        ""
+        w.sh(&repo, &["rev-list", "--parents", "-n1", "HEAD"])
+            .split_whitespace()
+            .count(),
+        3
     );
 }
 
 #[test]
-fn cleanup_keeps_locked_switched_and_detached_worktrees_and_handles_deleted_ones() {
+fn cleanup_keeps_switched_and_detached_clones_and_handles_deleted_ones() {
     let w = World::new();
     let repo = w.repo();
-    let locked = w.add(&repo, "locked");
-    w.sh(&repo, &["worktree", "lock", locked.path.to_str().unwrap()]);
     let switched = w.add(&repo, "switched");
     w.sh(&switched.path, &["checkout", "-q", "-b", "side"]);
     let detached = w.add(&repo, "detached");
     w.sh(&detached.path, &["checkout", "-q", "--detach"]);
     w.commit_in(&detached.path, "d.txt", "dee\n", "on no branch");
+    let stashed = w.add(&repo, "stashed");
+    std::fs::write(stashed.path.join("a.txt"), "stashed work\n").unwrap();
+    w.sh(&stashed.path, &["stash", "-q"]);
     let gone_merged = w.add(&repo, "gone1");
     let gone_work = w.add(&repo, "gone2");
     w.commit_in(&gone_work.path, "g.txt", "gee\n", "gone2 work");
+    assert!(
+        w.lead(&repo)
+            .fetch_member(&name("team"), &name("gone2"))
+            .unwrap()
+    );
     std::fs::remove_dir_all(&gone_merged.path).unwrap();
     std::fs::remove_dir_all(&gone_work.path).unwrap();
     std::fs::create_dir_all(repo.join(".roocode/worktrees/team+stray")).unwrap();
@@ -730,12 +770,13 @@ fn cleanup_keeps_locked_switched_and_detached_worktrees_and_handles_deleted_ones
             .find(|k| k.member == member)
             .map(|k| k.why.clone())
     };
-    assert_eq!(why("locked"), Some(KeptWhy::Locked));
     assert_eq!(
         why("switched"),
         Some(KeptWhy::OtherBranch(Some("refs/heads/side".to_string())))
     );
     assert_eq!(why("detached"), Some(KeptWhy::OtherBranch(None)));
+    // A stash is two commits (the work tree's and the index's).
+    assert_eq!(why("stashed"), Some(KeptWhy::OtherRefs(2)));
     let Some(KeptWhy::Changes(changes)) = why("gone2") else {
         panic!("{report:?}")
     };
@@ -747,7 +788,7 @@ fn cleanup_keeps_locked_switched_and_detached_worktrees_and_handles_deleted_ones
         report.strays,
         vec![repo.join(".roocode/worktrees/team+stray")]
     );
-    assert!(locked.path.is_dir() && switched.path.is_dir() && detached.path.is_dir());
+    assert!(switched.path.is_dir() && detached.path.is_dir() && stashed.path.is_dir());
     assert!(
         w.sh(&repo, &["branch", "--list", "roo/team/gone2"])
             .contains("gone2")
@@ -850,13 +891,19 @@ fn the_shared_git_dir_is_granted_only_when_the_checkout_confirms_what_git_report
         }
     }
     // A lead working in a linked worktree: the verified common directory.
-    let linked = LeadRepo::discover(&repo, &world.git)
-        .map(|d| match d {
-            Discovered::Repo(lead) => lead.add_worktree(&name("t"), &name("carol")).unwrap(),
-            other => panic!("{other:?}"),
-        })
-        .unwrap();
-    match LeadRepo::discover(&linked.path, &world.git).unwrap() {
+    let linked = world.base.join("linked");
+    world.sh(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            linked.to_str().unwrap(),
+        ],
+    );
+    match LeadRepo::discover(&linked, &world.git).unwrap() {
         Discovered::Repo(lead) => assert_eq!(lead.git_dir(), Some(expect.as_path())),
         other => panic!("{other:?}"),
     }
@@ -909,4 +956,29 @@ fn a_held_worktrees_lock_is_an_error_naming_the_file_after_the_wait() {
     drop(held);
     // Free again: taken at once.
     lock_worktrees_within(dir.path(), std::time::Duration::ZERO).unwrap();
+}
+
+#[test]
+fn the_leads_branch_follows_a_teammates_commits_and_an_unchanged_clone_is_not_fetched() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    let lead = w.lead(&repo);
+    let mut state = SyncState::default();
+    assert_eq!(
+        lead.sync_team(&name("team"), &mut state),
+        vec![name("alice")]
+    );
+    assert!(lead.sync_team(&name("team"), &mut state).is_empty());
+    w.commit_in(&alice.path, "c.txt", "sea\n", "alice adds c");
+    assert_eq!(
+        lead.sync_team(&name("team"), &mut state),
+        vec![name("alice")]
+    );
+    assert_eq!(
+        w.sh(&repo, &["log", "-1", "--format=%s", "roo/team/alice"]),
+        "alice adds c\n"
+    );
+    // Another team's clones are not this team's.
+    assert!(lead.sync_team(&name("other"), &mut state).is_empty());
 }

@@ -597,7 +597,7 @@ fn held_git(dir: &std::path::Path) -> (Git, std::path::PathBuf, std::path::PathB
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\ncase \" $* \" in *\" worktree add \"*)\n  while [ ! -e '{}' ]; do sleep 0.01; done\n  \
+            "#!/bin/sh\ncase \" $* \" in *\" checkout --quiet -B \"*)\n  while [ ! -e '{}' ]; do sleep 0.01; done\n  \
              if [ -e '{}' ]; then echo 'fatal: refused by the test' >&2; exit 1; fi;;\nesac\nexec git \"$@\"\n",
             release.display(),
             fail.display()
@@ -651,7 +651,7 @@ async fn a_teammates_first_request_does_not_wait_for_its_worktree_but_its_tools_
             lead.spawner.spawn(request).await
         })
     };
-    // Its model is asked while git is still held in `worktree add`...
+    // Its model is asked while git is still held in the clone's checkout...
     eventually("alice's first request", || {
         (lead.requests.load(Ordering::SeqCst) >= 1).then_some(())
     })
@@ -705,6 +705,14 @@ async fn a_worktree_that_fails_while_its_teammate_starts_fails_the_spawn_and_run
         (state(&lead, "alice") != MemberState::Busy).then_some(())
     })
     .await;
+    // The refused spawn leaves no clone and no branch behind (issue 18).
+    assert!(!lead.cwd.path().join(".roocode/worktrees/t+alice").exists());
+    let branches = std::process::Command::new("git")
+        .args(["branch", "--list", "roo/*"])
+        .current_dir(lead.cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&branches.stdout), "");
     assert!(
         lead.log.lock().unwrap().is_empty(),
         "{:?}",
@@ -751,4 +759,61 @@ async fn an_in_process_teammate_runs_a_sub_agent_and_task_ids_are_not_teammate_n
         matches!(reserved, SpawnError::ReservedName { .. }),
         "{reserved}"
     );
+}
+
+/// A pane backend whose panes never open.
+struct NoPanes;
+
+impl roo_team::backend::TeammateExecutor for NoPanes {
+    fn backend(&self) -> BackendType {
+        BackendType::Tmux
+    }
+    fn label(&self) -> &'static str {
+        "no-panes"
+    }
+    fn spawn(
+        &self,
+        launch: roo_team::backend::Launch,
+    ) -> BoxFuture<'_, Result<Vec<String>, roo_team::backend::ExecError>> {
+        Box::pin(async move {
+            Err(roo_team::backend::ExecError::Start {
+                name: launch.name,
+                message: "no pane for the test".to_string(),
+            })
+        })
+    }
+    fn is_active(&self, _: &roo_store::Name) -> bool {
+        false
+    }
+    fn kill(&self, _: &roo_store::Name) -> BoxFuture<'_, Result<(), roo_team::backend::ExecError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn shutdown_all(&self, _: bool) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Issue 18: a spawn refused after its clone was made (here its pane never opens)
+/// leaves no clone and no branch behind; a later spawn of the name starts afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_spawn_removes_the_clone_and_branch_it_made() {
+    let lead = lead(LOOK, BackendType::Tmux);
+    lead.spawner.set_pane_executor(Arc::new(NoPanes));
+    commit_readme(lead.cwd.path());
+    let error = lead
+        .spawner
+        .spawn(request(&lead, "alice", "look around"))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("no pane for the test"),
+        "{error}"
+    );
+    assert!(!lead.cwd.path().join(".roocode/worktrees/t+alice").exists());
+    let branches = std::process::Command::new("git")
+        .args(["branch", "--list", "roo/*"])
+        .current_dir(lead.cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&branches.stdout), "");
 }

@@ -752,7 +752,13 @@ async fn team_tools_are_allowed_in_every_mode_but_a_deny_rule_refuses_them() {
         &TeamTools::default(),
         lead_config(Path::new("/nonexistent")),
     ) {
-        assert_eq!(tool.kind(), ToolKind::Internal, "{}", tool.name());
+        // TeamMerge writes the project's files: it is judged as a write.
+        let kind = if tool.name() == "TeamMerge" {
+            ToolKind::Write
+        } else {
+            ToolKind::Internal
+        };
+        assert_eq!(tool.kind(), kind, "{}", tool.name());
     }
     let home = TeamHome::new();
     let cwd = tempfile::tempdir().unwrap();
@@ -862,6 +868,81 @@ async fn team_delete_removes_clean_worktrees_and_reports_kept_ones() {
     assert!(worktrees[0].path.join("b.txt").is_file());
     assert!(!worktrees[1].path.exists());
     assert!(slot.get().is_none());
+    runtime.cancel();
+}
+
+/// Issue 18: the lead merges with TeamMerge (fetched from the clone, `--no-ff`, hooks
+/// off); a conflict is aborted and its files named, the lead's tree left clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn team_merge_merges_with_no_ff_and_aborts_a_conflict_naming_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(base.join("home/.config")).unwrap();
+    let repo = base.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "Roo Test"],
+        &["config", "user.email", "roo@example.invalid"],
+        &["config", "maintenance.auto", "false"],
+    ] {
+        git(&base, &repo, args);
+    }
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    git(&base, &repo, &["add", "-A"]);
+    git(&base, &repo, &["commit", "-q", "-m", "initial"]);
+    let g = roo_team::worktree::Git::new()
+        .env("HOME", base.join("home"))
+        .env("XDG_CONFIG_HOME", base.join("home/.config"))
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+    let slot = TeamSlot::new();
+    let mut config = lead_config(&base.join("roo"));
+    config.worktrees = Some(g.clone());
+    let runtime = config.runtime.clone();
+    let lead = registry(lead_tools(&TeamTools::new(slot.clone()), config));
+    ok(&lead, &repo, "TeamCreate", json!({"team_name": "t2"})).await;
+    let mut clones = Vec::new();
+    for member in ["alice", "bob"] {
+        match roo_team::worktree::prepare(&repo, &name("t2"), &name(member), &g).unwrap() {
+            roo_team::worktree::Workspace::Worktree(w) => clones.push(w.path),
+            other => panic!("no clone: {other:?}"),
+        }
+    }
+    for (clone, text) in [(&clones[0], "alice\n"), (&clones[1], "bob\n")] {
+        std::fs::write(clone.join("a.txt"), text).unwrap();
+        git(&base, clone, &["commit", "-q", "-am", "edit a"]);
+    }
+    let out = ok(&lead, &repo, "TeamMerge", json!({"name": "alice"})).await;
+    assert!(out.contains("merged roo/t2/alice with --no-ff"), "{out}");
+    let parents = std::process::Command::new("git")
+        .args(["rev-list", "--parents", "-n1", "HEAD"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&parents.stdout)
+            .split_whitespace()
+            .count(),
+        3
+    );
+    let out = ok(&lead, &repo, "TeamMerge", json!({"name": "bob"})).await;
+    assert!(
+        out.contains("conflicts in a.txt") && out.contains("aborted"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        "alice\n"
+    );
+    assert!(!repo.join(".git/MERGE_HEAD").exists());
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+    let out = err(&lead, &repo, "TeamMerge", json!({"name": "nobody"})).await;
+    assert!(out.contains("no such branch"), "{out}");
     runtime.cancel();
 }
 

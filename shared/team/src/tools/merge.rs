@@ -1,0 +1,118 @@
+//! TeamMerge: the lead merges a teammate's branch into its own.
+//!
+//! The runtime fetches `roo/<team>/<name>` from the teammate's clone into the lead's
+//! repository (fast-forward only) and merges it with `git merge --no-ff`
+//! ([`LeadRepo::merge`]), with hooks off; a conflict is aborted at once and the
+//! conflicted files are returned, leaving the lead's tree as it was. The lead's model
+//! uses this instead of `git merge` in Bash, whose hooks and config are the
+//! repository's. It writes the project, so the permission layers judge it as a write
+//! of the project root (asked in `default`, refused in `plan`).
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{LeadTools, TeamToolError, TeamTools, bounded, parse_input, parse_name, run_blocking};
+use crate::worktree::{Discovered, LeadRepo};
+
+/// Merges a teammate's branch into the lead's current branch.
+pub struct TeamMerge {
+    team: TeamTools,
+    lead: LeadTools,
+}
+
+impl TeamMerge {
+    pub(crate) fn new(team: TeamTools, lead: LeadTools) -> TeamMerge {
+        TeamMerge { team, lead }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MergeInput {
+    name: String,
+}
+
+const MERGE: &str = "TeamMerge";
+
+impl Tool for TeamMerge {
+    fn name(&self) -> &str {
+        MERGE
+    }
+
+    fn description(&self) -> String {
+        "Merges teammate `name`'s committed work (branch roo/<team>/<name>) into your current \
+         branch with --no-ff. On a conflict the merge is aborted, your tree is left as it was \
+         and the conflicted files are listed. Use this, not `git merge`."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The teammate whose branch to merge."}
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        })
+    }
+
+    /// A merge writes the project's files: judged like an edit of the project (asked in
+    /// `default`, refused in `plan`), not as coordination.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Write
+    }
+
+    fn permission_target(&self, _: &Value) -> PermissionTarget {
+        PermissionTarget::Path(std::path::PathBuf::from("."))
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            match self.merge(input, ctx).await {
+                Ok(text) => ToolOutput::ok(bounded(text)),
+                Err(e) => e.into_output(),
+            }
+        }
+        .boxed()
+    }
+}
+
+impl TeamMerge {
+    async fn merge(&self, input: Value, ctx: &ToolContext) -> Result<String, TeamToolError> {
+        let input: MergeInput = parse_input(MERGE, input)?;
+        let member = parse_name(MERGE, "name", &input.name)?;
+        let binding = self.team.binding()?;
+        if !binding.is_lead() {
+            return Err(TeamToolError::LeadOnly {
+                action: format!("merge {member}'s branch"),
+                lead: binding.lead.clone(),
+            });
+        }
+        let Some(git) = self.lead.worktrees.clone() else {
+            return Err(TeamToolError::Refused(format!(
+                "merge {member}'s branch: this lead does not manage teammates' clones"
+            )));
+        };
+        let git = git.in_launcher_of(&ctx.launcher);
+        let (cwd, team) = (ctx.cwd.clone(), binding.team.name().clone());
+        run_blocking(MERGE, &ctx.cancel, move || {
+            let refused =
+                |e: String| TeamToolError::Refused(format!("merge {member}'s branch: {e}"));
+            match LeadRepo::discover(&cwd, &git).map_err(|e| refused(e.to_string()))? {
+                Discovered::Repo(repo) => repo
+                    .merge(&team, &member)
+                    .map(|outcome| outcome.summary())
+                    .map_err(|e| refused(e.to_string())),
+                Discovered::Shared { dir, .. } => Err(refused(format!(
+                    "{} is not a git repository with a commit: teammates work in it directly",
+                    dir.display()
+                ))),
+            }
+        })
+        .await
+    }
+}
