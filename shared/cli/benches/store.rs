@@ -444,6 +444,7 @@ fn prefill(inbox: &Path, size: usize, read: bool) {
             read,
             delivered_at: None,
             acknowledged_at: None,
+            signature: None,
         })
         .collect();
     let doc = InboxDoc {
