@@ -173,6 +173,8 @@ async fn a_flood_is_delivered_in_bounded_turns_oldest_first() {
             .unwrap();
     }
     let (sink, _events) = EventSink::channel();
+    let transcript = roo_store::RooHome::new(home.path()).transcript(&name("t"), &name("alice"));
+    let mut before = std::fs::read(&transcript).unwrap_or_default();
     let mut runs = 0;
     let mut input = "go";
     loop {
@@ -181,6 +183,20 @@ async fn a_flood_is_delivered_in_bounded_turns_oldest_first() {
             .run(input, &sink, CancellationToken::new())
             .await;
         assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+        // Delivery appends to the transcript: the bytes written before stay, and a run
+        // adds its own records only, never the history again.
+        let after = std::fs::read(&transcript).unwrap();
+        assert_eq!(
+            &after[..before.len()],
+            &before[..],
+            "the transcript was rewritten"
+        );
+        let added = after.len() - before.len();
+        assert!(
+            added < 2 * roo_store::DELIVERY_BUDGET,
+            "run {runs} added {added} bytes"
+        );
+        before = after;
         runs += 1;
         input = "more";
         router.poll().await.unwrap();
@@ -219,6 +235,10 @@ async fn a_flood_is_delivered_in_bounded_turns_oldest_first() {
         (0..60).collect::<Vec<u32>>(),
         "oldest first, each once"
     );
+    let records = String::from_utf8(before).unwrap();
+    assert!(records.len() > 60 * 3000, "{}", records.len());
+    assert!(!records.contains(r#""type":"replace""#), "a replace record");
+    assert_eq!(records.matches(r#""type":"user_blocks""#).count(), runs);
     assert!(
         alice_inbox(&home)
             .iter()
