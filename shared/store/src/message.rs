@@ -474,12 +474,12 @@ fn digest(waiting: &[Message]) -> String {
         ));
     }
     let n = waiting.len();
-    format!(
-        "{n} more {} wait{} and come in your next turns (from {from}; types: {}).",
-        if n == 1 { "message" } else { "messages" },
-        if n == 1 { "s" } else { "" },
-        list(&types)
-    )
+    let wait = if n == 1 {
+        "message waits and comes in your next turn"
+    } else {
+        "messages wait and come in your next turns"
+    };
+    format!("{n} more {wait} (from {from}; types: {}).", list(&types))
 }
 
 /// `Err(reason)` if a message's parts exceed the limits of `docs/PROTOCOL.md` §2.5: the
