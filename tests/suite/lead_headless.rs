@@ -60,6 +60,15 @@ fn replayed(records: &[Value]) -> Vec<Value> {
         match r["type"].as_str().unwrap() {
             "message" => messages.push(r["message"].clone()),
             "replace" => messages = r["messages"].as_array().unwrap().clone(),
+            "user_blocks" => {
+                let blocks = r["blocks"].as_array().unwrap().clone();
+                match messages.last_mut() {
+                    Some(last) if last["role"] == "user" => {
+                        last["content"].as_array_mut().unwrap().extend(blocks)
+                    }
+                    _ => messages.push(serde_json::json!({"role": "user", "content": blocks})),
+                }
+            }
             _ => {}
         }
     }

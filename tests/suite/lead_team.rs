@@ -597,9 +597,10 @@ agents:
         .run()
         .assert_ok();
     tmux.wait_for("the preview", |s| s.contains("✉ alice: parser done"));
-    // Anyone can write into the lead's inbox: a question from a non-member is never
-    // shown (sent first, it would otherwise be asked first).
-    let ask = |from: &str, id: &str, command: &str| {
+    // A question from a non-member is never shown (sent first, it would otherwise be
+    // asked first): roo-mail refuses to send it (exit 1), and the lead ignores one
+    // written into its inbox by other means.
+    let ask = |from: &str, id: &str, command: &str, code: i32| {
         home.mail()
             .args(["send", "--team", TEAM, "--as", from, "--to", "lead"])
             .args([
@@ -613,10 +614,10 @@ agents:
             .args(["--input", &format!(r#"{{"command": "{command}"}}"#)])
             .args(["--summary", &format!("Bash({command})")])
             .run()
-            .assert_ok();
+            .assert_code(code);
     };
-    ask("mallory", "req-0", "curl evil");
-    ask("alice", "req-1", "make");
+    ask("mallory", "req-0", "curl evil", 1);
+    ask("alice", "req-1", "make", 0);
     tmux.wait_for("the teammate's question", |s| {
         s.contains("teammate alice: Bash(make)") && s.contains("[y] yes")
     });

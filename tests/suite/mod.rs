@@ -9,6 +9,7 @@ mod demo_tmux;
 mod hooks;
 mod instructions_include;
 mod lead_headless;
+mod lead_inbox;
 mod lead_interactive;
 mod lead_misbehaving_model;
 mod lead_permissions;

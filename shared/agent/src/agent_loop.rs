@@ -45,8 +45,9 @@ pub type SharedPolicy = Arc<RwLock<PermissionPolicy>>;
 pub enum TurnAction {
     /// Go on as planned.
     Continue,
-    /// Add these texts to the conversation as system reminders, then call the model.
-    /// A text that changes the task redirects the run.
+    /// Send these texts as system reminders with the next model call. They join the
+    /// conversation (and the transcript) only once a call carrying them succeeded; until
+    /// then every call carries them. A text that changes the task redirects the run.
     Inject(Vec<String>),
     /// End the run before the next model call; the run's outcome is
     /// [`Outcome::Stopped`] with this reason.
@@ -61,10 +62,11 @@ pub trait TurnHook: Send + Sync {
     /// Decides what happens before the next model call.
     fn before_turn(&self) -> BoxFuture<'_, TurnAction>;
 
-    /// Called once the texts of this hook's last [`TurnAction::Inject`] are in the
-    /// conversation and written to the session transcript (if any), i.e. before the
-    /// model request that carries them. A hook that must record delivery (an inbox
-    /// receipt) does it here, so a crash before this point loses nothing.
+    /// Called once a model call carrying the texts of this hook's [`TurnAction::Inject`]s
+    /// **succeeded**, after they were added to the conversation and the transcript. A
+    /// hook that records delivery (an inbox receipt) does it here: a call that fails or
+    /// is cancelled, a run that stops first, or a crash leaves the texts undelivered (the
+    /// agent's next model call carries them again).
     fn injected(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
@@ -167,6 +169,11 @@ pub struct Agent {
     /// (messages covered, prompt+output tokens) from the last response's usage.
     measured: Option<(usize, u64)>,
     plan_file: std::path::PathBuf,
+    /// Reminders turn hooks handed over that no successful model call carried yet: sent
+    /// with every call, added to the conversation once one succeeds.
+    injection: Vec<ContentBlock>,
+    /// The hooks whose texts are in `injection`, told by `injected()` on success.
+    injecting: Vec<Arc<dyn TurnHook>>,
 }
 
 impl Agent {
@@ -205,6 +212,8 @@ impl Agent {
             total_usage: Usage::default(),
             measured: None,
             plan_file,
+            injection: Vec::new(),
+            injecting: Vec::new(),
         }
     }
 
@@ -431,7 +440,10 @@ impl Agent {
                 _ = cancel.cancelled() => return Outcome::Cancelled,
             };
             let response = match response {
-                Ok(response) => response,
+                Ok(response) => {
+                    self.injection_delivered(events).await;
+                    response
+                }
                 Err(e) => {
                     let message = e.to_string();
                     tracing::warn!(agent = %self.options.agent_name, error = %message, "model call failed");
@@ -580,10 +592,12 @@ impl Agent {
         if self.policy_mode_is_plan() {
             system.push(plan_mode_reminder(&self.plan_file));
         }
+        let mut messages = self.messages.clone();
+        push_user(&mut messages, self.injection.clone());
         Request {
             model: self.options.model.clone(),
             system,
-            messages: self.messages.clone(),
+            messages,
             tools: match &self.options.pinned_tools {
                 Some(pinned) => {
                     // Tools that appeared since (revealed by ToolSearch, a skill's own)
@@ -637,30 +651,48 @@ impl Agent {
             events.emit(AgentEvent::Notice {
                 text: format!("{} message(s) delivered into the conversation", texts.len()),
             });
-            let blocks = texts
-                .iter()
-                .map(|t| ContentBlock::Text {
+            self.injection
+                .extend(texts.iter().map(|t| ContentBlock::Text {
                     text: system_reminder(t),
-                })
-                .collect();
-            self.append_user(blocks, events);
+                }));
             for hook in injecting {
-                hook.injected().await;
+                if !self.injecting.iter().any(|h| Arc::ptr_eq(h, &hook)) {
+                    self.injecting.push(hook);
+                }
             }
         }
         stop
+    }
+
+    /// A model call carrying the pending injection succeeded: it joins the conversation
+    /// (one appended transcript record) and its hooks record delivery.
+    async fn injection_delivered(&mut self, events: &EventSink) {
+        let blocks = std::mem::take(&mut self.injection);
+        self.append_user(blocks, events);
+        for hook in std::mem::take(&mut self.injecting) {
+            hook.injected().await;
+        }
     }
 
     /// Estimated size of the next prompt: the last measured usage plus an estimate of
     /// what was appended since.
     fn estimated_prompt_tokens(&self) -> u64 {
         let fixed: u64 = self.system.iter().map(|s| estimate_text(s)).sum();
-        match self.measured {
-            Some((covered, tokens)) if covered <= self.messages.len() => {
-                tokens + estimate_tokens(&self.messages[covered..])
+        let pending: u64 = self
+            .injection
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Text { text } => estimate_text(text),
+                _ => 0,
+            })
+            .sum();
+        pending
+            + match self.measured {
+                Some((covered, tokens)) if covered <= self.messages.len() => {
+                    tokens + estimate_tokens(&self.messages[covered..])
+                }
+                _ => fixed + estimate_tokens(&self.messages),
             }
-            _ => fixed + estimate_tokens(&self.messages),
-        }
     }
 
     async fn compact_if_needed(
@@ -1006,14 +1038,14 @@ impl Agent {
         }
         let merge = self.messages.last().is_some_and(|m| m.role == Role::User);
         push_user(&mut self.messages, blocks.clone());
-        if merge {
-            // The transcript only appends: record the merged message as a replace of
-            // the history, which replays to the same conversation.
-            self.persist_replace("merge user input", events);
-        } else if let Some(session) = &mut self.session
-            && let Some(last) = self.messages.last()
-            && let Err(e) = session.append_message(last)
-        {
+        // The transcript only appends: merged blocks are one record of their own (never
+        // a rewrite of the history), which replays to the same conversation.
+        let persisted = match (&mut self.session, self.messages.last()) {
+            (Some(session), _) if merge => session.append_user_blocks(&blocks),
+            (Some(session), Some(last)) => session.append_message(last),
+            _ => Ok(()),
+        };
+        if let Err(e) = persisted {
             events.emit(AgentEvent::Error {
                 message: e.to_string(),
             });

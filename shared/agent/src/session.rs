@@ -4,8 +4,11 @@
 //! a crash loses at most the line being written. On load a torn last line is dropped
 //! (that is what a crash mid-write leaves); a corrupt line anywhere else is an error
 //! naming the file and line, because silently skipping it could re-run old work.
-//! Compaction and `/clear` append a `replace` record holding the new history, so
-//! replaying the file always gives the conversation the agent last had.
+//! Blocks added to the user message that ends the history (tool results, then a
+//! delivered reminder) append a `user_blocks` record; compaction and `/clear` append a
+//! `replace` record holding the new history. Replaying the file always gives the
+//! conversation the agent last had, and nothing but a compaction, `/clear` or a repair
+//! writes the history again.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -13,13 +16,14 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use roo_llm::Message;
+use roo_llm::{ContentBlock, Message};
 use serde::{Deserialize, Serialize};
 
-use crate::conversation::repair_chain;
+use crate::conversation::{push_user, repair_chain};
 
 /// Format version written in each session's `meta` record.
-pub const SESSION_FORMAT_VERSION: u32 = 1;
+/// Version 2 added the `user_blocks` record.
+pub const SESSION_FORMAT_VERSION: u32 = 2;
 
 /// Errors of session persistence.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +67,10 @@ pub enum Record {
     },
     /// One message appended to the history.
     Message { message: Message },
+    /// Blocks added to the user message that ends the history (tool results, then
+    /// reminders or the next input), or a new user message if it ends with another
+    /// role: one small record instead of a rewrite of the whole history.
+    UserBlocks { blocks: Vec<ContentBlock> },
     /// The whole history replaced (compaction, `/clear`, repair).
     Replace {
         reason: String,
@@ -165,6 +173,14 @@ impl Session {
     pub fn append_message(&mut self, message: &Message) -> Result<()> {
         self.append(&Record::Message {
             message: message.clone(),
+        })
+    }
+
+    /// Appends blocks to the user message that ends the history (see
+    /// [`Record::UserBlocks`]).
+    pub fn append_user_blocks(&mut self, blocks: &[ContentBlock]) -> Result<()> {
+        self.append(&Record::UserBlocks {
+            blocks: blocks.to_vec(),
         })
     }
 
@@ -329,6 +345,7 @@ fn replay(path: &Path) -> Result<(String, Vec<Message>, Vec<String>)> {
                 id = session_id;
             }
             Record::Message { message } => messages.push(message),
+            Record::UserBlocks { blocks } => push_user(&mut messages, blocks),
             Record::Replace { messages: new, .. } => messages = new,
         }
     }
@@ -404,6 +421,37 @@ mod tests {
         let again = Session::open(&path).unwrap();
         assert!(again.notices.is_empty(), "{:?}", again.notices);
         assert_eq!(again.messages.len(), 3);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Issue 18 item 4: blocks merged into the last user message (a delivered reminder)
+    /// are appended as one record; the bytes already written never change.
+    #[test]
+    fn merged_user_blocks_append_a_record_and_replay() {
+        let dir = temp_dir();
+        let path = dir.join("s4.jsonl");
+        let mut s = Session::create(path.clone(), "s4".into(), &dir, "lead").unwrap();
+        s.append_message(&Message::user_text("hello")).unwrap();
+        let before = fs::read(&path).unwrap();
+        let reminder = ContentBlock::Text {
+            text: "<system-reminder>msg</system-reminder>".into(),
+        };
+        s.append_user_blocks(std::slice::from_ref(&reminder))
+            .unwrap();
+        let after = fs::read(&path).unwrap();
+        assert_eq!(&after[..before.len()], &before[..]);
+        assert_eq!(
+            after[before.len()..]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count(),
+            1
+        );
+        drop(s);
+        let restored = Session::open(&path).unwrap();
+        assert_eq!(restored.messages.len(), 1);
+        assert_eq!(restored.messages[0].content.len(), 2);
+        assert_eq!(restored.messages[0].content[1], reminder);
         fs::remove_dir_all(dir).unwrap();
     }
 

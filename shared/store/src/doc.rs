@@ -95,6 +95,13 @@ pub(crate) trait Document: Serialize + DeserializeOwned {
     fn parse(bytes: &[u8]) -> serde_json::Result<Self> {
         serde_json::from_slice(bytes)
     }
+
+    /// The writers' limits (`docs/PROTOCOL.md` §2.5) the reader applies to a parsed
+    /// document: `Err(reason)` makes it damaged, so a record beyond them is skipped by
+    /// readers and quarantined by the next change, like any damaged record.
+    fn check(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A document that did not parse as a whole, and what of it could be kept.
@@ -294,7 +301,9 @@ fn parse_bounded<T: Document>(bytes: &[u8]) -> std::result::Result<T, String> {
             limits::MAX_DOCUMENT_DEPTH
         ));
     }
-    T::parse(bytes).map_err(|e| e.to_string())
+    let doc = T::parse(bytes).map_err(|e| e.to_string())?;
+    doc.check()?;
+    Ok(doc)
 }
 
 /// Writes `doc` to `path` atomically (temp file in the same directory, fsync, rename),

@@ -63,8 +63,8 @@ pub use mailbox::{
 };
 pub use membership::{Assignment, Death, Idle, Joined};
 pub use message::{
-    MAX_SUMMARY_CHARS, Message, MessageBody, MessageId, Outgoing, PermissionDecision,
-    TEAMMATE_MESSAGE_NOTICE, render_reminder,
+    DELIVERY_BUDGET, Delivery, MAX_SUMMARY_CHARS, Message, MessageBody, MessageId, Outgoing,
+    PermissionDecision, TEAMMATE_MESSAGE_NOTICE, render_delivery, render_reminder,
 };
 pub use name::{MAX_NAME_LEN, Name};
 pub use task::{Lease, Task, TaskId, TaskNote, TaskStatus, paths_overlap, scopes_overlap};

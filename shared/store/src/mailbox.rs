@@ -75,6 +75,10 @@ impl Document for InboxDoc {
             Some(_) => serde_json::from_slice(bytes),
         }
     }
+
+    fn check(&self) -> std::result::Result<(), String> {
+        self.messages.iter().try_for_each(Message::check_limits)
+    }
 }
 
 /// Which messages [`Mailbox::read`] returns.
@@ -201,6 +205,18 @@ impl Mailbox {
         };
         let config = self.team.config()?;
         let kind = message.body.type_name();
+        if config.member(from.as_str()).is_none() {
+            return Err(Error::NotPermitted {
+                action: format!("send {kind} from {from:?}"),
+                reason: format!(
+                    "{from:?} is not a member of team {}; a message's sender must be a member \
+                     (a person or script sends as one, e.g. --as {}, or joins first with \
+                     `roo-mail team join NAME`)",
+                    config.name,
+                    config.lead().map_or("lead", |l| l.name.as_str())
+                ),
+            });
+        }
         if message.body.lead_only() && !config.is_lead(from.as_str()) {
             return Err(Error::NotPermitted {
                 action: format!("send {kind} from {from:?}"),
@@ -610,6 +626,15 @@ fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Me
         if let Ok(message) = serde_json::from_str::<Message>(&line)
             && !index.contains_key(&message.id)
         {
+            // Only writers' records: one beyond the limits is reported and skipped (the
+            // archive is append-only; the line stays for inspection).
+            if let Err(reason) = message.check_limits() {
+                crate::quarantine::warn(format!(
+                    "{}: skipped an archived record over the limits ({reason})",
+                    path.display()
+                ));
+                continue;
+            }
             index.insert(message.id.clone(), messages.len());
             messages.push(message);
         }

@@ -537,6 +537,20 @@ impl InboxRouter {
         self.inner.state().conversation.drain(..).collect()
     }
 
+    /// Puts messages taken with [`InboxRouter::take_conversation`] back at the front of
+    /// the queue, in their order (what one turn could not deliver waits for the next).
+    pub fn requeue_conversation(&self, messages: Vec<Message>) {
+        if messages.is_empty() {
+            return;
+        }
+        let mut state = self.inner.state();
+        for message in messages.into_iter().rev() {
+            state.conversation.push_front(message);
+        }
+        drop(state);
+        self.inner.changed.send_modify(|n| *n += 1);
+    }
+
     /// Takes the queued requests (shutdown, permission, plan approval), oldest first.
     /// They stay unread on disk until [`InboxRouter::handled`].
     pub fn take_requests(&self) -> Vec<Message> {

@@ -31,6 +31,8 @@ enum Reply {
     },
     /// Never answers (for cancel tests).
     Hang,
+    /// Fails like a provider refusing the request (HTTP 400).
+    Fail,
 }
 
 fn turn(text: &str, calls: &[(&str, Value)]) -> Reply {
@@ -102,6 +104,13 @@ impl Provider for FakeProvider {
         else {
             if reply.is_none() {
                 panic!("the fake provider ran out of replies");
+            }
+            if let Some(Reply::Fail) = reply {
+                return Box::pin(futures_util::stream::iter([Err(roo_llm::LlmError::Http {
+                    provider: "fake".into(),
+                    status: 400,
+                    message: "prompt is too long".into(),
+                })]));
             }
             return Box::pin(futures_util::stream::pending());
         };
@@ -802,7 +811,7 @@ impl TurnHook for InjectAfter {
 }
 
 #[tokio::test]
-async fn texts_injected_in_the_turn_a_hook_stops_are_kept_and_acknowledged() {
+async fn texts_injected_in_the_turn_a_hook_stops_wait_for_the_next_successful_call() {
     let fx = Fixture::new();
     let provider = FakeProvider::new(vec![turn("", &[("Write", json!({"tag": "first"}))])]);
     let mut agent = fx.agent(
@@ -824,15 +833,63 @@ async fn texts_injected_in_the_turn_a_hook_stops_are_kept_and_acknowledged() {
     agent.add_hook(news.clone());
     let (result, _) = run(&mut agent, "go").await;
     assert!(matches!(result.outcome, Outcome::Stopped { .. }));
-    // In the history (for the next run), and the hook was told so, once.
-    assert_eq!(*news.injected.lock().unwrap(), 1);
+    // No model call carried them: not delivered, not in the history, but not dropped.
+    assert_eq!(*news.injected.lock().unwrap(), 0);
+    assert!(!format!("{:?}", agent.messages()).contains("late news"));
+}
+
+/// Injects one text at the first turn, and counts `injected` calls.
+struct InjectOnce {
+    text: Mutex<Option<String>>,
+    injected: Mutex<u32>,
+}
+
+impl TurnHook for InjectOnce {
+    fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
+        Box::pin(async move {
+            match self.text.lock().unwrap().take() {
+                Some(text) => TurnAction::Inject(vec![text]),
+                None => TurnAction::Continue,
+            }
+        })
+    }
+    fn injected(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move { *self.injected.lock().unwrap() += 1 })
+    }
+}
+
+/// Issue 18 item 4: an injected text counts as delivered only once a model call that
+/// carried it succeeded. A failed call (the provider refused it) leaves it undelivered
+/// and out of the history; the next call carries it again, once.
+#[tokio::test]
+async fn injected_texts_are_delivered_only_after_a_successful_call() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![Reply::Fail, turn("ok", &[])]);
+    let mut agent = fx.agent(provider.clone(), vec![], AgentOptions::default());
+    let news = Arc::new(InjectOnce {
+        text: Mutex::new(Some("late news".to_string())),
+        injected: Mutex::new(0),
+    });
+    agent.add_hook(news.clone());
+    let (result, _) = run(&mut agent, "go").await;
     assert!(
-        agent
-            .messages()
-            .last()
-            .unwrap()
-            .text()
-            .contains("late news")
+        matches!(result.outcome, Outcome::Error { .. }),
+        "{result:?}"
+    );
+    assert!(format!("{:?}", provider.requests()[0].messages).contains("late news"));
+    assert_eq!(*news.injected.lock().unwrap(), 0);
+    assert!(!format!("{:?}", agent.messages()).contains("late news"));
+
+    let (result, _) = run(&mut agent, "again").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    let second = format!("{:?}", provider.requests()[1].messages);
+    assert_eq!(second.matches("late news").count(), 1, "{second}");
+    assert_eq!(*news.injected.lock().unwrap(), 1);
+    assert_eq!(
+        format!("{:?}", agent.messages())
+            .matches("late news")
+            .count(),
+        1
     );
 }
 

@@ -204,3 +204,92 @@ fn a_full_inbox_refuses_sends_until_it_is_read() {
         .send(&name("bob"), "alice", Outgoing::text(text, "big one"))
         .unwrap();
 }
+
+/// Issue 18 item 4: readers accept no record a writer would refuse. A message of 50 MB
+/// written by hand is skipped by readers (with a warning) and quarantined, not dropped,
+/// by the next change; the other messages are kept.
+#[test]
+fn a_reader_quarantines_a_record_over_the_writers_limits() {
+    let f = team();
+    let mailbox = f.team.mailbox();
+    mailbox
+        .send(&name("bob"), "alice", Outgoing::text("fits", "a small one"))
+        .unwrap();
+    let path = mailbox.inbox_path(&name("alice"));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut huge = doc["messages"][0].clone();
+    huge["id"] = json!("msg-huge");
+    huge["text"] = json!("x".repeat(50 * 1024 * 1024));
+    doc["messages"].as_array_mut().unwrap().push(huge);
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+
+    let read = mailbox
+        .read(&name("alice"), &ReadFilter::default())
+        .unwrap();
+    assert_eq!(read.len(), 1, "the oversized record must not be read");
+    assert_eq!(read[0].text, "fits");
+    let warnings = roo_store::quarantine::take_warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains("damaged record")),
+        "{warnings:?}"
+    );
+
+    // The next change moves it aside whole, and says so.
+    mailbox
+        .send(&name("bob"), "alice", Outgoing::text("next", "another one"))
+        .unwrap();
+    let quarantined = roo_store::quarantine::quarantined(&f.home, f.team.name());
+    assert_eq!(quarantined.len(), 1, "{quarantined:?}");
+    let moved: Value = serde_json::from_slice(&std::fs::read(&quarantined[0]).unwrap()).unwrap();
+    assert_eq!(moved["messages"][0]["id"], "msg-huge");
+    assert_eq!(
+        moved["messages"][0]["text"].as_str().unwrap().len(),
+        50 * 1024 * 1024
+    );
+    assert!(
+        moved["quarantined_because"]
+            .as_str()
+            .unwrap()
+            .contains("msg-huge"),
+        "{moved:?}"
+    );
+    let texts: Vec<String> = mailbox
+        .read(&name("alice"), &ReadFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(texts, ["fits", "next"]);
+}
+
+/// Issue 18 item 4: a sender that is not a member of the team is refused (`user` is
+/// nobody's name here), so nobody can speak as "the user" into a member's context.
+#[test]
+fn a_sender_that_is_not_a_member_is_refused() {
+    let f = team();
+    let mailbox = f.team.mailbox();
+    for from in ["user", "mallory"] {
+        let err = mailbox
+            .send(
+                &name(from),
+                "alice",
+                Outgoing::text("do it", "the user says so"),
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::NotPermitted { .. }), "{err}");
+        assert!(err.to_string().contains("not a member"), "{err}");
+        assert!(
+            mailbox
+                .send(&name(from), "*", Outgoing::text("x", "to all"))
+                .is_err(),
+            "a broadcast from {from} went out"
+        );
+    }
+    assert_eq!(mailbox.unread_count(&name("alice")).unwrap(), 0);
+    // Members, the lead included, still send.
+    for from in ["lead", "bob"] {
+        mailbox
+            .send(&name(from), "alice", Outgoing::text("hi", "a greeting"))
+            .unwrap();
+    }
+}

@@ -91,3 +91,157 @@ agents:
     assert_eq!(second.final_text, "Saw the message.", "{second:?}");
     assert!(alice_inbox(&home)[0].delivered_at.is_some());
 }
+
+/// Issue 18 item 4: a message is marked delivered only once a model call containing it
+/// succeeded. The provider refuses the first call (as it would a request too large): the
+/// message stays unread, out of the history, and the next call carries it, once.
+#[tokio::test]
+async fn a_provider_error_leaves_the_injected_messages_unread() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = r#"
+agents:
+  alice:
+    - when: {last_user_contains: "use the v2 API from now on"}
+      error: "invalid_request_error: prompt is too long"
+    - when: {last_user_contains: "use the v2 API from now on"}
+      text: "Saw the message."
+    - text: "No message."
+"#;
+    let (mut settings, _log) = alice_settings(&home, cwd.path(), script, 5);
+    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
+    settings.hooks = vec![Arc::new(InboxDelivery::new(router))];
+    let mut built = build_agent(settings).await.unwrap();
+    home.team
+        .mailbox()
+        .send(
+            &name("bob"),
+            "alice",
+            roo_store::Outgoing::text("use the v2 API from now on", "switch to the v2 API"),
+        )
+        .unwrap();
+    let (sink, _events) = EventSink::channel();
+    let first = built.agent.run("go", &sink, CancellationToken::new()).await;
+    assert!(matches!(first.outcome, Outcome::Error { .. }), "{first:?}");
+    let inbox = alice_inbox(&home);
+    assert!(
+        !inbox[0].read && inbox[0].delivered_at.is_none(),
+        "marked before a call with it succeeded: {:?}",
+        inbox[0]
+    );
+    assert!(
+        !serde_json::to_string(built.agent.messages())
+            .unwrap()
+            .contains("v2 API")
+    );
+
+    let second = built
+        .agent
+        .run("go on", &sink, CancellationToken::new())
+        .await;
+    assert_eq!(second.final_text, "Saw the message.", "{second:?}");
+    assert!(alice_inbox(&home)[0].delivered_at.is_some());
+    let conversation = serde_json::to_string(built.agent.messages()).unwrap();
+    assert_eq!(
+        conversation.matches("use the v2 API from now on").count(),
+        1
+    );
+}
+
+/// Issue 18 item 4: a flood reaches the model over several turns, each within the
+/// budget, oldest first, with a count of what still waits; every message is delivered
+/// exactly once and marked only after its turn.
+#[tokio::test]
+async fn a_flood_is_delivered_in_bounded_turns_oldest_first() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let turns: String = (0..60).map(|_| "    - text: \"Noted.\"\n").collect();
+    let script = format!("agents:\n  alice:\n{turns}");
+    let (mut settings, _log) = alice_settings(&home, cwd.path(), &script, 5);
+    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
+    settings.hooks = vec![Arc::new(InboxDelivery::new(router.clone()))];
+    let mut built = build_agent(settings).await.unwrap();
+    let filler = "z".repeat(3000);
+    let mailbox = home.team.mailbox();
+    for n in 0..60 {
+        mailbox
+            .send(
+                &name("bob"),
+                "alice",
+                roo_store::Outgoing::text(format!("flood-{n:04} {filler}"), "one of many"),
+            )
+            .unwrap();
+    }
+    let (sink, _events) = EventSink::channel();
+    let transcript = roo_store::RooHome::new(home.path()).transcript(&name("t"), &name("alice"));
+    let mut before = std::fs::read(&transcript).unwrap_or_default();
+    let mut runs = 0;
+    let mut input = "go";
+    loop {
+        let result = built
+            .agent
+            .run(input, &sink, CancellationToken::new())
+            .await;
+        assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+        // Delivery appends to the transcript: the bytes written before stay, and a run
+        // adds its own records only, never the history again.
+        let after = std::fs::read(&transcript).unwrap();
+        assert_eq!(
+            &after[..before.len()],
+            &before[..],
+            "the transcript was rewritten"
+        );
+        let added = after.len() - before.len();
+        assert!(
+            added < 2 * roo_store::DELIVERY_BUDGET,
+            "run {runs} added {added} bytes"
+        );
+        before = after;
+        runs += 1;
+        input = "more";
+        router.poll().await.unwrap();
+        if !router.has_conversation() {
+            break;
+        }
+        assert!(runs < 30, "never done");
+    }
+    assert!(runs >= 7, "{runs} runs");
+    let messages = built.agent.messages();
+    let mut seen = Vec::new();
+    for message in messages {
+        for block in &message.content {
+            let roo_llm::ContentBlock::Text { text } = block else {
+                continue;
+            };
+            if !text.contains("<teammate-message") {
+                continue;
+            }
+            assert!(
+                text.len() < roo_store::DELIVERY_BUDGET + 2048,
+                "{}",
+                text.len()
+            );
+            seen.extend(
+                text.match_indices("flood-")
+                    .map(|(i, _)| text[i + 6..i + 10].parse::<u32>().unwrap()),
+            );
+            if seen.len() < 60 {
+                assert!(text.contains("more messages wait"), "no digest");
+            }
+        }
+    }
+    assert_eq!(
+        seen,
+        (0..60).collect::<Vec<u32>>(),
+        "oldest first, each once"
+    );
+    let records = String::from_utf8(before).unwrap();
+    assert!(records.len() > 60 * 3000, "{}", records.len());
+    assert!(!records.contains(r#""type":"replace""#), "a replace record");
+    assert_eq!(records.matches(r#""type":"user_blocks""#).count(), runs);
+    assert!(
+        alice_inbox(&home)
+            .iter()
+            .all(|m| m.read && m.delivered_at.is_some())
+    );
+}
