@@ -459,6 +459,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     };
     let mut policy = PermissionPolicy::new(project_root.clone(), mode, config.rules());
     policy.add_allowed_root(session_dir.clone());
+    policy.hide_team_state(&roo_home);
     if mode == PermissionMode::Plan {
         policy.set_plan_file(Some(plan_file.clone()));
     }

@@ -52,6 +52,12 @@ pub use helper::{
 pub use seatbelt::{seatbelt_command, seatbelt_profile};
 pub use settings::{SandboxSettings, default_deny_read};
 
+/// The agent's own state under `ROO_HOME`: the team's config, inboxes, task lists, locks
+/// and transcripts (reached through the team tools and the CLIs' relay), pane workers'
+/// credentials in flight, every project's session transcripts. Hidden from every
+/// command, and from file tools (`PermissionPolicy::hide`).
+pub const TEAM_STATE_DIRS: [&str; 4] = ["teams", "tasks", "run", "projects"];
+
 /// First argument that switches `roo-lead`/`roo-worker` into the helper mode.
 pub const HELPER_ARG: &str = "__roo-command-helper";
 
@@ -258,7 +264,7 @@ impl SandboxPolicy {
         // The agent's own state: the team's config, inboxes, task lists, locks and
         // transcripts (the CLIs reach them through the agent's relay), pane
         // workers' credentials in flight, every project's session transcripts.
-        for dir in ["teams", "tasks", "run", "projects"] {
+        for dir in TEAM_STATE_DIRS {
             deny_read.push(env.roo_home.join(dir));
         }
         dedup(&mut write);
@@ -335,7 +341,7 @@ impl CommandSandbox {
                 Ok(_) => {
                     // What commands must not see has to exist before the first one
                     // starts: a cover goes only on a path that is there.
-                    for dir in ["teams", "tasks", "run", "projects"] {
+                    for dir in TEAM_STATE_DIRS {
                         use std::os::unix::fs::DirBuilderExt;
                         let _ = std::fs::DirBuilder::new()
                             .recursive(true)

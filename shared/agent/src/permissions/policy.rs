@@ -67,6 +67,9 @@ pub struct PermissionPolicy {
     rules: RuleSet,
     extra_roots: Vec<PathBuf>,
     plan_file: Option<PathBuf>,
+    /// Directories no file tool may read or write (the team's state under `ROO_HOME`),
+    /// except an extra root inside one (the session directory).
+    hidden: Vec<PathBuf>,
 }
 
 impl PermissionPolicy {
@@ -79,7 +82,45 @@ impl PermissionPolicy {
             rules,
             extra_roots: Vec::new(),
             plan_file: None,
+            hidden: Vec::new(),
         }
+    }
+
+    /// Hides `dir` from every file tool, reading and writing alike, wherever it is (in
+    /// the project too): the team's coordination state under `ROO_HOME`
+    /// (`sandbox::TEAM_STATE_DIRS`), which commands cannot see either. An extra root
+    /// inside it (the session directory) stays reachable.
+    pub fn hide(&mut self, dir: PathBuf) {
+        let dir = sandbox::resolve_root(&dir);
+        if !self.hidden.contains(&dir) {
+            self.hidden.push(dir);
+        }
+    }
+
+    /// Hides the team state dirs of `roo_home` (see [`Self::hide`]).
+    pub fn hide_team_state(&mut self, roo_home: &Path) {
+        for dir in crate::exec::sandbox::TEAM_STATE_DIRS {
+            self.hide(roo_home.join(dir));
+        }
+    }
+
+    /// Why `resolved` is hidden from file tools, if it is.
+    fn hidden_reason(&self, resolved: &Path) -> Option<String> {
+        let dir = self
+            .hidden
+            .iter()
+            .find(|dir| sandbox::is_within(resolved, dir))?;
+        if self
+            .extra_roots
+            .iter()
+            .any(|root| root.starts_with(dir) && sandbox::is_within(resolved, root))
+        {
+            return None;
+        }
+        Some(format!(
+            "inside {}, the team's coordination state, which no file tool may read or write; use the team tools (or roo-mail and roo-task)",
+            dir.display()
+        ))
     }
 
     /// A policy from loaded config files: `mode` if given, else the configured
@@ -218,6 +259,11 @@ impl PermissionPolicy {
                         reason: self.outside_reason(&path, &absolute, &resolved),
                     };
                 }
+                if let Some(reason) = self.hidden_reason(&resolved) {
+                    return PermissionDecision::Deny {
+                        reason: format!("{} is {reason}", path.display()),
+                    };
+                }
                 let relative = resolved.strip_prefix(&self.project_root).ok();
                 // A path denied to ReadFile is denied to every tool that reads.
                 if tool.kind() == ToolKind::Read
@@ -259,6 +305,9 @@ impl PermissionPolicy {
     }
 
     fn read_denied_resolved(&self, resolved: &Path) -> Option<String> {
+        if let Some(reason) = self.hidden_reason(resolved) {
+            return Some(reason);
+        }
         let target = PathTarget {
             absolute: resolved,
             relative: resolved.strip_prefix(&self.project_root).ok(),
@@ -277,7 +326,7 @@ impl PermissionPolicy {
     /// [`Self::read_denied`] as a filter tools can hold: a snapshot of the
     /// current rules, which knows nothing else of the policy.
     pub fn read_filter(&self) -> ReadFilter {
-        if !self.rules.has_deny_rules(READ_TOOL) {
+        if !self.rules.has_deny_rules(READ_TOOL) && self.hidden.is_empty() {
             return ReadFilter::default();
         }
         let policy = self.clone();

@@ -78,8 +78,9 @@ impl WorktreeSettings {
             work_root: worktree.path.clone(),
             project_root: self.project_root.clone(),
         };
-        let policy = teammate_policy(&roots, &self.config, None, &self.session_dir)
+        let mut policy = teammate_policy(&roots, &self.config, None, &self.session_dir)
             .map_err(|e| e.to_string())?;
+        policy.hide_team_state(&self.roo_home);
         let settings = self
             .config
             .sandbox_settings(

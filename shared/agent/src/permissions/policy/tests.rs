@@ -642,3 +642,47 @@ fn regression_a_path_denied_to_readfile_is_denied_to_grep_and_glob() {
     );
     assert!(overridden.read_denied(Path::new(".env")).is_none());
 }
+
+#[test]
+fn the_team_state_under_roo_home_is_hidden_from_file_tools_even_inside_the_project() {
+    let p = project();
+    // ROO_HOME inside the project (a project in the home directory, ROO_HOME ~/.roocode).
+    let home = p.root.join("state");
+    let session = home.join("projects/p/s1");
+    fs::create_dir_all(home.join("teams/crew")).unwrap();
+    fs::create_dir_all(&session).unwrap();
+    fs::write(home.join("teams/crew/config.json"), "{}").unwrap();
+    fs::write(session.join("spill.txt"), "big result").unwrap();
+    let mut policy = policy(&p, PermissionMode::BypassPermissions, &[]);
+    policy.add_allowed_root(session.clone());
+    policy.hide_team_state(&home);
+    let config = home.join("teams/crew/config.json");
+    for (tool, input) in [
+        (&ReadFile as &dyn Tool, json!({"path": config})),
+        (&WriteFile, json!({"path": config, "content": "{}"})),
+        (
+            &EditFile,
+            json!({"path": "state/teams/crew/config.json", "old_string": "{", "new_string": "["}),
+        ),
+        (&Glob, json!({"pattern": "*", "path": home.join("tasks")})),
+    ] {
+        let d = policy.check(tool, &input, &p.root);
+        assert!(
+            matches!(&d, PermissionDecision::Deny { reason } if reason.contains("team's coordination state")),
+            "{}: {d:?}",
+            tool.name()
+        );
+    }
+    assert!(policy.read_filter().denied(&config).is_some());
+    // The session directory inside it stays reachable (spilled results), and so does
+    // the rest of the project.
+    let spill = json!({"path": session.join("spill.txt")});
+    assert_eq!(
+        policy.check(&ReadFile, &spill, &p.root),
+        PermissionDecision::Allow
+    );
+    assert_eq!(
+        policy.check(&ReadFile, &json!({"path": "src/main.rs"}), &p.root),
+        PermissionDecision::Allow
+    );
+}
