@@ -545,3 +545,44 @@ fn send_wakes_recipients_running_in_panes_and_only_them() {
         "an in-process member was signalled"
     );
 }
+
+/// Inside an agent's command (the relayed CLI), `status` shows a member only its own
+/// messages: a peer's question, with its request id, is not for it to read.
+#[test]
+fn a_relayed_status_shows_only_the_members_own_messages() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice", "bob"]);
+    let to_bob = send(&env, "lead", "bob", "bob's task", "Bob, take task 2.");
+    let to_alice = send(&env, "lead", "alice", "alice's task", "Alice, take task 1.");
+    let relayed = |as_member: &str, id: &str| {
+        env.mail()
+            .env(
+                roo_store::relay::ENV_RELAYED_BY,
+                std::process::id().to_string(),
+            )
+            .env("ROO_TEAM", "t")
+            .env("ROO_AGENT_NAME", as_member)
+            .args(["status", id, "--json"])
+            .run()
+    };
+    let out = relayed("alice", &to_bob);
+    out.assert_code(1);
+    assert!(
+        out.stderr()
+            .contains("an agent's command reads only its own messages"),
+        "{}",
+        out.stderr()
+    );
+    assert!(
+        !out.stdout().contains("Bob, take task 2."),
+        "{}",
+        out.stdout()
+    );
+    relayed("alice", &to_alice).assert_ok();
+    // The sender may follow what it sent; a person's shell (not relayed) sees all.
+    relayed("lead", &to_bob).assert_ok();
+    env.mail()
+        .args(["status", &to_bob, "--team", "t", "--json"])
+        .run()
+        .assert_ok();
+}

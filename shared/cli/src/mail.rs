@@ -220,6 +220,17 @@ fn status(ctx: &Context, id: &str, out: &mut impl Write) -> CliResult {
     let team = ctx.team()?;
     let status = team.mailbox().status(&MessageId::from_string(id))?;
     let m = &status.message;
+    // Inside an agent's command (relayed), a member reads only its own messages: ones
+    // in its inbox or sent by it, never a peer's (request ids included).
+    if std::env::var_os(roo_store::relay::ENV_RELAYED_BY).is_some() {
+        let me = ctx.agent()?;
+        if status.inbox != me && m.from != me {
+            return Err(crate::exit::CliError::Refused(format!(
+                "message {id} is in {}'s inbox and not from {me}; an agent's command reads only its own messages",
+                status.inbox
+            )));
+        }
+    }
     let view = StatusView {
         id: m.id.as_str(),
         inbox: status.inbox.as_str(),
