@@ -256,6 +256,15 @@ impl TeamConfig {
     }
 }
 
+/// What [`Team::claim_lead`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeadClaim {
+    /// This process leads the team now; `taken_from` the live lead it replaced.
+    Claimed { taken_from: Option<u32> },
+    /// Another live process leads it (its pid); nothing was written.
+    Held(u32),
+}
+
 /// A handle on one team under one home: cheap to clone, `Send + Sync`.
 #[derive(Clone, Debug)]
 pub struct Team {
@@ -438,6 +447,30 @@ impl Team {
             member.name = name;
             member.agent_id = agent_id;
             Ok(Outcome::Write(member.clone()))
+        })
+    }
+
+    /// Records `pid` as the process leading the team, in one locked write: refused
+    /// (`LeadClaim::Held`) while the lead entry names another live process, unless
+    /// `take_over`. One lead per team (PROTOCOL.md §4.1).
+    pub fn claim_lead(&self, pid: u32, take_over: bool) -> Result<LeadClaim> {
+        self.update(|config| {
+            let lead_id = config.lead_agent_id.clone();
+            let lead = config
+                .members
+                .iter_mut()
+                .find(|m| m.agent_id == lead_id)
+                .ok_or_else(|| self.member_not_found(&lead_id))?;
+            let before = lead.pid.filter(|p| *p != pid && pid_alive(*p));
+            if let Some(held) = before
+                && !take_over
+            {
+                return Ok(Outcome::Keep(LeadClaim::Held(held)));
+            }
+            lead.pid = Some(pid);
+            lead.dead_at = None;
+            lead.dead_reason = None;
+            Ok(Outcome::Write(LeadClaim::Claimed { taken_from: before }))
         })
     }
 

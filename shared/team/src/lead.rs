@@ -732,22 +732,14 @@ pub fn join_as_lead(
             me,
         });
     }
-    let own = std::process::id();
-    if let Some(pid) = config.lead().and_then(|lead| lead.pid)
-        && pid != own
-        && roo_store::pid_alive(pid)
-        && !take_over
-    {
+    // Checked and written under the config's lock: two leads starting at once cannot
+    // both pass.
+    if let roo_store::LeadClaim::Held(pid) = team.claim_lead(std::process::id(), take_over)? {
         return Err(JoinError::LeadAlive {
             team: team.name().clone(),
             pid,
         });
     }
-    team.update_member(me.as_str(), |lead| {
-        lead.pid = Some(own);
-        lead.dead_at = None;
-        lead.dead_reason = None;
-    })?;
     let key = LeadKey::load_or_create(&team)?;
     let router = InboxRouter::with_events(team.mailbox(), me.clone(), events);
     Ok(slot.bind(TeamBinding {

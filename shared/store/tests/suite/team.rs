@@ -1,7 +1,7 @@
 //! Team config.
 use std::os::unix::fs::PermissionsExt;
 
-use roo_store::{BackendType, Error, Member, RooHome, Team};
+use roo_store::{BackendType, Error, LeadClaim, Member, Name, RooHome, Team};
 
 use super::common::{name, team};
 
@@ -155,4 +155,35 @@ fn a_quarantined_config_does_not_let_team_create_refound_the_team() {
     roo_store::quarantine::acknowledge(&f.home, &t).unwrap();
     assert!(roo_store::quarantine::quarantined(&f.home, &t).is_empty());
     refound().unwrap();
+}
+
+#[test]
+fn one_process_leads_a_team_unless_another_takes_it_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let t = Name::parse("t").unwrap();
+    let team = Team::create(
+        &home,
+        t.clone(),
+        "",
+        Member::new(Name::parse("lead").unwrap(), &t),
+        Vec::new(),
+    )
+    .unwrap();
+    let own = std::process::id();
+    assert_eq!(
+        team.claim_lead(own, false).unwrap(),
+        LeadClaim::Claimed { taken_from: None }
+    );
+    // Another live process (pid 1) is refused while this one leads, and takes over
+    // only when told to.
+    assert_eq!(team.claim_lead(1, false).unwrap(), LeadClaim::Held(own));
+    assert_eq!(team.config().unwrap().lead().unwrap().pid, Some(own));
+    assert_eq!(
+        team.claim_lead(1, true).unwrap(),
+        LeadClaim::Claimed {
+            taken_from: Some(own)
+        }
+    );
+    assert_eq!(team.config().unwrap().lead().unwrap().pid, Some(1));
 }
