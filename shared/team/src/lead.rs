@@ -344,6 +344,17 @@ pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider
             why = async {
                 tokio::select! {
                     why = asker_gone(&binding.team, &request.from) => why,
+                    // A teammate asks one question at a time: a newer one means it no
+                    // longer waits for this (it denied the call itself, e.g. on a
+                    // shutdown request, and went on).
+                    true = binding.router.request_queued(|m| {
+                        m.from == request.from
+                            && matches!(
+                                m.body,
+                                MessageBody::PermissionRequest { .. }
+                                    | MessageBody::PlanApprovalRequest { .. }
+                            )
+                    }) => "it asked a newer question".to_string(),
                     () = binding.router.closed() => {
                         // Left unacknowledged for the lead that took over.
                         ids.pop();
@@ -1205,5 +1216,63 @@ mod tests {
             .release_owner(&name("alice"), Some(&name("lead")), "alice died");
         let lost = lost_work(&team, &name("lead"));
         assert_eq!(lost.len(), 1, "{:#?}", team.tasks().get(&task.id));
+    }
+    #[tokio::test]
+    async fn a_newer_question_from_the_same_teammate_withdraws_the_older() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "w");
+        let (events, mut rx) = team_events();
+        let binding = TeamBinding {
+            router: InboxRouter::with_events(team.mailbox(), name("lead"), events),
+            lead_key: Some(Arc::new(LeadKey::load_or_create(&team).unwrap())),
+            ..lead_binding(&team)
+        };
+        let ask = |id: &str| {
+            team.mailbox()
+                .send(
+                    &name("alice"),
+                    "lead",
+                    Outgoing::new(
+                        MessageBody::PermissionRequest {
+                            request_id: id.to_string(),
+                            tool: "Bash".to_string(),
+                            input: serde_json::json!({"command": "make"}),
+                        },
+                        "",
+                    ),
+                )
+                .unwrap();
+        };
+        ask("req-1");
+        binding.router.poll().await.unwrap();
+        let answering = answer_requests(&binding, &Silent);
+        tokio::pin!(answering);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), &mut answering)
+                .await
+                .is_err()
+        );
+        ask("req-2");
+        binding.router.poll().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(10), answering)
+            .await
+            .expect("withdrawn in time");
+        let notice = loop {
+            match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+                Ok(Some(TeamEvent::Notice { text })) => break text,
+                Ok(Some(_)) => continue,
+                other => panic!("no notice: {other:?}"),
+            }
+        };
+        assert_eq!(
+            notice,
+            "alice's permission question was withdrawn: it asked a newer question"
+        );
+        // The newer one waits to be asked.
+        let queued = binding.router.take_requests();
+        assert_eq!(queued.len(), 1);
+        assert!(
+            matches!(&queued[0].body, MessageBody::PermissionRequest { request_id, .. } if request_id == "req-2")
+        );
     }
 }
