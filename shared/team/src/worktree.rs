@@ -150,6 +150,17 @@ pub enum WorktreeError {
         path: PathBuf,
         stderr: String,
     },
+    /// The teammate's clone holds what no fetch may read: git would follow it outside
+    /// the clone (a symlink, extra alternates) or block on it (a FIFO).
+    #[error(
+        "fetch {branch} from the teammate's clone {path}: refused, {why}; nothing was fetched",
+        path = .path.display()
+    )]
+    UnsafeClone {
+        branch: String,
+        path: PathBuf,
+        why: String,
+    },
     /// A file-system operation failed.
     #[error("{action} {path}: {source}", path = .path.display())]
     Io {
@@ -618,10 +629,27 @@ impl LeadRepo {
     /// (`git fetch`, fast-forward only, no tags). Runs git's `upload-pack` in the
     /// clone, which ignores the clone's hooks and program-valued config. A branch
     /// that is not a fast-forward of the lead's is an error, never forced.
+    ///
+    /// The fetch runs with the lead's rights outside any sandbox, so the clone is
+    /// checked first ([`check_clone_for_fetch`]): no symlink, FIFO or other special file
+    /// in its git directory's refs, objects and the files `upload-pack` reads, and no
+    /// alternates but the lead's own objects — a teammate cannot make the fetch read a
+    /// file its sandbox hides, or block. The fetch itself gets [`FETCH_TIMEOUT`].
     pub fn fetch_member(&self, team: &Name, member: &Name) -> Result<bool> {
         let path = self.worktree_path(team, member);
         if !is_clone_dir(&path) {
             return Ok(false);
+        }
+        let objects = match &self.git_dir {
+            Some(dir) => dir.join("objects"),
+            None => self.root.join(".git").join("objects"),
+        };
+        if let Err(why) = check_clone_for_fetch(&path, &objects) {
+            return Err(WorktreeError::UnsafeClone {
+                branch: branch_name(team, member),
+                path,
+                why,
+            });
         }
         let full_ref = format!("refs/heads/{}", branch_name(team, member));
         let refspec = format!("{full_ref}:{full_ref}");
@@ -635,7 +663,7 @@ impl LeadRepo {
             path_arg.as_os_str(),
             refspec.as_ref(),
         ];
-        let out = self.git.run(&self.root, &args)?;
+        let out = self.git.run_limited(&self.root, &args, FETCH_TIMEOUT)?;
         if !out.success {
             return Err(WorktreeError::Fetch {
                 branch: branch_name(team, member),
@@ -861,6 +889,85 @@ fn check_not_symlink(path: &Path, missing_ok: bool) -> Result<()> {
             source,
         }),
     }
+}
+
+/// How long a fetch from a teammate's clone may take.
+pub const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Largest file `upload-pack` reads in a clone's git directory besides objects.
+const MAX_GIT_FILE: u64 = 1 << 20;
+
+/// Why the clone at `clone` is not safe to fetch from with the lead's rights, if it is
+/// not: every entry under its `.git/refs` and `.git/objects` is a real directory or
+/// regular file (no symlink — it would lead the fetch to another repository's objects
+/// or refs — and no FIFO, socket or device — it would block the fetch); `HEAD`,
+/// `config`, `packed-refs`, `shallow` and `commondir` are regular files of at most
+/// 1 MiB, if present; and `objects/info/alternates` names the lead's `objects` and
+/// nothing else.
+pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::Result<(), String> {
+    let git = clone.join(".git");
+    for name in [
+        "HEAD",
+        "config",
+        "packed-refs",
+        "shallow",
+        "commondir",
+        "gitdir",
+    ] {
+        let path = git.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() <= MAX_GIT_FILE => {}
+            Ok(_) => {
+                return Err(format!(
+                    "{} is not a regular file of at most 1 MiB",
+                    path.display()
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    }
+    for top in ["refs", "objects"] {
+        let mut stack = vec![git.join(top)];
+        while let Some(dir) = stack.pop() {
+            let meta =
+                std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            if !meta.is_dir() {
+                return Err(format!("{} is not a real directory", dir.display()));
+            }
+            let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+                let kind = entry
+                    .file_type()
+                    .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else if !kind.is_file() {
+                    return Err(format!(
+                        "{} is a symlink or special file",
+                        entry.path().display()
+                    ));
+                }
+            }
+        }
+    }
+    let alternates = git.join("objects").join("info").join("alternates");
+    let text = std::fs::read_to_string(&alternates).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let ours = match lines.as_slice() {
+        [] => true,
+        [one] => same_path(Path::new(one.trim()), lead_objects),
+        _ => false,
+    };
+    if !ours {
+        return Err(format!(
+            "{} names other object stores than the lead's {}",
+            alternates.display(),
+            lead_objects.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `path` is a teammate's clone: a real directory with a real `.git`

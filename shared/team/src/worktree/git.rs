@@ -187,6 +187,74 @@ impl Git {
         })
     }
 
+    /// [`Git::run`] (never confined) that ends git and everything it started after
+    /// `limit`: a failure saying so.
+    pub(crate) fn run_limited<S: AsRef<OsStr>>(
+        &self,
+        dir: &Path,
+        args: &[S],
+        limit: std::time::Duration,
+    ) -> Result<GitOutput> {
+        use std::os::unix::process::CommandExt;
+        let args: Vec<OsString> = SAFE_CONFIG
+            .iter()
+            .map(OsString::from)
+            .chain(args.iter().map(|a| a.as_ref().to_owned()))
+            .collect();
+        let mut command = Command::new(&self.program);
+        command
+            .args(&args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true");
+        for name in REDIRECTING_ENV {
+            command.env_remove(name);
+        }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        let child = command
+            .spawn()
+            .map_err(|source| WorktreeError::GitUnavailable {
+                program: self.program.clone(),
+                source,
+            })?;
+        let pid = child.id();
+        let (done, waited) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(child.wait_with_output());
+        });
+        match waited.recv_timeout(limit) {
+            Ok(Ok(out)) => Ok(GitOutput {
+                success: out.status.success(),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            }),
+            Ok(Err(source)) => Err(WorktreeError::GitUnavailable {
+                program: self.program.clone(),
+                source,
+            }),
+            Err(_) => {
+                // The whole group: git and the upload-pack it started.
+                if let Ok(pgid) = i32::try_from(pid) {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pgid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                Ok(GitOutput {
+                    success: false,
+                    stdout: String::new(),
+                    stderr: format!("git took longer than {} s and was ended", limit.as_secs()),
+                })
+            }
+        }
+    }
+
     /// Runs `git args` in `dir` and returns its stdout; a non-zero exit is a
     /// [`WorktreeError::Git`] carrying git's message.
     pub(crate) fn ok<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<String> {

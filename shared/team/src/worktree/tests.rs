@@ -982,3 +982,69 @@ fn the_leads_branch_follows_a_teammates_commits_and_an_unchanged_clone_is_not_fe
     // Another team's clones are not this team's.
     assert!(lead.sync_team(&name("other"), &mut state).is_empty());
 }
+
+#[test]
+fn a_clone_that_would_lead_the_fetch_elsewhere_or_block_it_is_refused_and_nothing_is_fetched() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    w.commit_in(&alice.path, "c.txt", "sea\n", "alice: add c");
+    let lead = w.lead(&repo);
+    let refs = alice.path.join(".git/refs/heads/roo/team/alice");
+    let tip = std::fs::read_to_string(&refs).unwrap();
+    // A secret repository the teammate's sandbox cannot read.
+    let secret = w.base.join("secret");
+    std::fs::create_dir_all(&secret).unwrap();
+    w.sh(&secret, &["init", "-q", "-b", "main"]);
+    w.sh(&secret, &["config", "user.name", "Secret"]);
+    w.sh(&secret, &["config", "user.email", "secret@example.invalid"]);
+    w.commit_in(&secret, "s.txt", "CUSTOMER-SECRET\n", "secret");
+    let secret_objects = secret.join(".git/objects");
+    let alternates = alice.path.join(".git/objects/info/alternates");
+    let original = std::fs::read_to_string(&alternates).unwrap();
+    let refused = |why: &str| {
+        let err = lead
+            .fetch_member(&name("team"), &name("alice"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, WorktreeError::UnsafeClone { why: said, .. } if said.contains(why)),
+            "{err}"
+        );
+    };
+    // Alternates naming another object store.
+    std::fs::write(
+        &alternates,
+        format!("{original}{}\n", secret_objects.display()),
+    )
+    .unwrap();
+    refused("names other object stores");
+    std::fs::write(&alternates, &original).unwrap();
+    // The branch file a symlink to another repository's ref.
+    std::fs::remove_file(&refs).unwrap();
+    std::os::unix::fs::symlink(secret.join(".git/refs/heads/main"), &refs).unwrap();
+    refused("symlink or special file");
+    // A FIFO, which would block the fetch.
+    std::fs::remove_file(&refs).unwrap();
+    nix::unistd::mkfifo(&refs, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    refused("symlink or special file");
+    std::fs::remove_file(&refs).unwrap();
+    // A symlinked config.
+    let config = alice.path.join(".git/config");
+    let saved = std::fs::read(&config).unwrap();
+    std::fs::remove_file(&config).unwrap();
+    std::os::unix::fs::symlink(secret.join(".git/config"), &config).unwrap();
+    refused("not a regular file");
+    std::fs::remove_file(&config).unwrap();
+    std::fs::write(&config, saved).unwrap();
+    // Nothing of the secret reached the lead's objects.
+    let secret_head = w.head(&secret);
+    let lead_has = Command::new("git")
+        .args(["cat-file", "-e", &secret_head])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(!lead_has.success());
+    // Put right, the fetch works.
+    std::fs::write(&refs, tip).unwrap();
+    assert!(lead.fetch_member(&name("team"), &name("alice")).unwrap());
+}
