@@ -293,3 +293,41 @@ fn a_sender_that_is_not_a_member_is_refused() {
             .unwrap();
     }
 }
+
+/// An id-like field becomes an attribute of the wrapper a model reads: one over 256 bytes
+/// is refused, so a single message cannot blow a turn's delivery budget.
+#[test]
+fn an_id_like_field_over_the_limit_is_refused() {
+    let fixture = team();
+    let mailbox = fixture.team.mailbox();
+    let long = "<".repeat(65_000);
+    let err = mailbox
+        .send(
+            &name("alice"),
+            "lead",
+            Outgoing::new(MessageBody::TaskAssignment { task_id: long }, "take it"),
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("`task_id` is 65000 bytes"),
+        "{err}"
+    );
+    assert!(
+        mailbox
+            .read(&name("lead"), &ReadFilter::default())
+            .unwrap()
+            .is_empty()
+    );
+    mailbox
+        .send(
+            &name("alice"),
+            "lead",
+            Outgoing::new(
+                MessageBody::TaskAssignment {
+                    task_id: "42".into(),
+                },
+                "take it",
+            ),
+        )
+        .unwrap();
+}
