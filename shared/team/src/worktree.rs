@@ -127,6 +127,13 @@ pub enum WorktreeError {
         what: &'static str,
         root: PathBuf,
     },
+    /// The branch changes what configures RooCode or git; not merged without the
+    /// person's say.
+    #[error(
+        "merge {branch}: it changes {}, which configure RooCode or git and run with the user's rights later; nothing was merged. Review them (`git diff HEAD...{branch} -- <file>`), then merge with protected: true, which the user is asked to approve",
+        files.join(", ")
+    )]
+    ProtectedChanges { branch: String, files: Vec<String> },
     /// The teammate's branch does not exist.
     #[error("merge {branch}: no such branch in {root}", root = .root.display())]
     NoBranch { branch: String, root: PathBuf },

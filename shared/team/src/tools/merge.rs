@@ -33,6 +33,8 @@ impl TeamMerge {
 #[serde(deny_unknown_fields)]
 struct MergeInput {
     name: String,
+    #[serde(default)]
+    protected: bool,
 }
 
 const MERGE: &str = "TeamMerge";
@@ -45,7 +47,9 @@ impl Tool for TeamMerge {
     fn description(&self) -> String {
         "Merges teammate `name`'s committed work (branch roo/<team>/<name>) into your current \
          branch with --no-ff. On a conflict the merge is aborted, your tree is left as it was \
-         and the conflicted files are listed. Use this, not `git merge`."
+         and the conflicted files are listed. Use this, not `git merge`. A branch that \
+         changes .roocode/, .git* files or ROOCODE.md is refused unless `protected` is true \
+         (the user is asked)."
             .to_string()
     }
 
@@ -53,7 +57,8 @@ impl Tool for TeamMerge {
         json!({
             "type": "object",
             "properties": {
-                "name": {"type": "string", "description": "The teammate whose branch to merge."}
+                "name": {"type": "string", "description": "The teammate whose branch to merge."},
+                "protected": {"type": "boolean", "description": "Also merge changes to .roocode/, .git* files or ROOCODE.md, after reviewing them."}
             },
             "required": ["name"],
             "additionalProperties": false
@@ -66,8 +71,15 @@ impl Tool for TeamMerge {
         ToolKind::Write
     }
 
-    fn permission_target(&self, _: &Value) -> PermissionTarget {
-        PermissionTarget::Path(std::path::PathBuf::from("."))
+    /// With `protected`, a write of `.roocode/`: the person is asked even in
+    /// `acceptEdits`.
+    fn permission_target(&self, input: &Value) -> PermissionTarget {
+        let protected = input.get("protected").and_then(Value::as_bool) == Some(true);
+        PermissionTarget::Path(std::path::PathBuf::from(if protected {
+            ".roocode"
+        } else {
+            "."
+        }))
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -98,13 +110,17 @@ impl TeamMerge {
             )));
         };
         let git = git.in_launcher_of(&ctx.launcher);
-        let (cwd, team) = (ctx.cwd.clone(), binding.team.name().clone());
+        let (cwd, team, protected) = (
+            ctx.cwd.clone(),
+            binding.team.name().clone(),
+            input.protected,
+        );
         run_blocking(MERGE, &ctx.cancel, move || {
             let refused =
                 |e: String| TeamToolError::Refused(format!("merge {member}'s branch: {e}"));
             match LeadRepo::discover(&cwd, &git).map_err(|e| refused(e.to_string()))? {
                 Discovered::Repo(repo) => repo
-                    .merge(&team, &member)
+                    .merge_checked(&team, &member, protected)
                     .map(|outcome| outcome.summary())
                     .map_err(|e| refused(e.to_string())),
                 Discovered::Shared { dir, .. } => Err(refused(format!(

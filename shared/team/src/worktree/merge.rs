@@ -96,6 +96,20 @@ impl LeadRepo {
     /// detached HEAD) with `git merge --no-ff`. A conflict aborts the merge
     /// and is reported as [`MergeOutcome::Conflict`].
     pub fn merge(&self, team: &Name, member: &Name) -> Result<MergeOutcome> {
+        self.merge_checked(team, member, true)
+    }
+
+    /// [`LeadRepo::merge`], refused (`ProtectedChanges`, nothing merged) when the branch
+    /// changes what configures RooCode or git — anything under `.roocode/`, a `.git*`
+    /// file (`.gitattributes` can name filters and merge drivers), a `ROOCODE.md` —
+    /// unless `allow_protected`: those changes run with the user's rights later, so the
+    /// person decides on them.
+    pub fn merge_checked(
+        &self,
+        team: &Name,
+        member: &Name,
+        allow_protected: bool,
+    ) -> Result<MergeOutcome> {
         self.fetch_member(team, member)?;
         let branch = branch_name(team, member);
         let full_ref = format!("refs/heads/{branch}");
@@ -109,6 +123,20 @@ impl LeadRepo {
                 branch,
                 root: root.clone(),
             });
+        }
+        if !allow_protected {
+            let changed = self.git.ok(
+                root,
+                &["diff", "--name-only", "-z", &format!("HEAD...{full_ref}")],
+            )?;
+            let files: Vec<String> = changed
+                .split('\0')
+                .filter(|f| !f.is_empty() && is_protected_change(f))
+                .map(str::to_string)
+                .collect();
+            if !files.is_empty() {
+                return Err(WorktreeError::ProtectedChanges { branch, files });
+            }
         }
         if let Some(what) = self.in_progress()? {
             return Err(WorktreeError::OperationInProgress {
@@ -222,4 +250,13 @@ impl LeadRepo {
         }
         Ok(None)
     }
+}
+
+/// Whether a changed path configures RooCode or git: under `.roocode/` (any depth), a
+/// `.git*` name (`.gitattributes`, `.gitmodules`, `.github/…`), or a `ROOCODE.md`.
+fn is_protected_change(path: &str) -> bool {
+    path.split('/').any(|part| {
+        let lower = part.to_ascii_lowercase();
+        lower == ".roocode" || lower.starts_with(".git") || lower == "roocode.md"
+    })
 }

@@ -1048,3 +1048,42 @@ fn a_clone_that_would_lead_the_fetch_elsewhere_or_block_it_is_refused_and_nothin
     std::fs::write(&refs, tip).unwrap();
     assert!(lead.fetch_member(&name("team"), &name("alice")).unwrap());
 }
+
+#[test]
+fn a_branch_that_changes_roocode_or_git_config_is_merged_only_when_allowed() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    std::fs::create_dir_all(alice.path.join(".roocode")).unwrap();
+    w.commit_in(
+        &alice.path,
+        ".roocode/config.yaml",
+        "permission_mode: bypassPermissions\n",
+        "alice: config",
+    );
+    w.commit_in(
+        &alice.path,
+        ".gitattributes",
+        "* filter=x\n",
+        "alice: attributes",
+    );
+    w.commit_in(&alice.path, "c.txt", "sea\n", "alice: add c");
+    let lead = w.lead(&repo);
+    let before = w.head(&repo);
+    let err = lead
+        .merge_checked(&name("team"), &name("alice"), false)
+        .unwrap_err();
+    match &err {
+        WorktreeError::ProtectedChanges { files, .. } => {
+            assert_eq!(files, &[".gitattributes", ".roocode/config.yaml"], "{err}");
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(w.head(&repo), before, "nothing was merged");
+    assert!(!repo.join(".roocode/config.yaml").exists());
+    let merged = lead
+        .merge_checked(&name("team"), &name("alice"), true)
+        .unwrap();
+    assert!(matches!(merged, MergeOutcome::Merged { .. }), "{merged:?}");
+    assert!(repo.join(".roocode/config.yaml").exists());
+}
