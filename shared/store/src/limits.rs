@@ -26,6 +26,15 @@ pub const MAX_MESSAGE_FIELDS: usize = 64 * 1024;
 /// the recipient reads. Keeps the cost of every send to that inbox bounded.
 pub const MAX_UNREAD_BYTES: usize = 4 * 1024 * 1024;
 
+/// Most unread bytes one sender may have in one inbox: one member cannot fill a peer's
+/// (or the lead's) inbox and lock the others out.
+pub const MAX_UNREAD_PER_SENDER: usize = 1024 * 1024;
+
+/// Room beyond [`MAX_UNREAD_BYTES`] kept for the protocol's own messages (requests,
+/// answers, idle notifications): a full inbox still takes a permission question or a
+/// shutdown answer.
+pub const PROTOCOL_RESERVE: usize = 512 * 1024;
+
 /// Longest task subject or active form, in bytes.
 pub const MAX_TASK_LINE: usize = 1024;
 /// Longest task description or note, in bytes.

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::doc::{self, Document, FormatVersion, Outcome};
 use crate::error::{Error, Result};
-use crate::limits::MAX_UNREAD_BYTES;
+use crate::limits::{MAX_UNREAD_BYTES, MAX_UNREAD_PER_SENDER, PROTOCOL_RESERVE};
 use crate::lock::FileLock;
 use crate::message::{Message, MessageId, Outgoing};
 use crate::name::Name;
@@ -288,7 +288,32 @@ impl Mailbox {
                     .map(encoded_len)
                     .sum();
                 let size = encoded_len(&stored);
-                if unread.saturating_add(size) > MAX_UNREAD_BYTES {
+                let own: usize = inbox
+                    .messages
+                    .iter()
+                    .filter(|m| !m.read && m.from == stored.from)
+                    .map(encoded_len)
+                    .sum();
+                if own.saturating_add(size) > MAX_UNREAD_PER_SENDER {
+                    return Err(Error::NotPermitted {
+                        action: format!("send {kind} to {recipient}"),
+                        reason: format!(
+                            "{} already has {own} bytes of unread messages in {recipient}'s inbox \
+                             and this one is {size} bytes, over the limit of \
+                             {MAX_UNREAD_PER_SENDER} bytes per sender; retry after {recipient} \
+                             has read them",
+                            stored.from
+                        ),
+                    });
+                }
+                // The protocol's own messages have room beyond a full inbox.
+                let limit = match stored.body {
+                    crate::message::MessageBody::Text
+                    | crate::message::MessageBody::StatusUpdate
+                    | crate::message::MessageBody::TaskAssignment { .. } => MAX_UNREAD_BYTES,
+                    _ => MAX_UNREAD_BYTES + PROTOCOL_RESERVE,
+                };
+                if unread.saturating_add(size) > limit {
                     return Err(Error::NotPermitted {
                         action: format!("send {kind} to {recipient}"),
                         reason: format!(

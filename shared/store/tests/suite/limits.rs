@@ -2,7 +2,7 @@
 //! the limits that keep every send and write bounded.
 use std::time::Duration;
 
-use roo_store::limits::{MAX_LEASE, MAX_UNREAD_BYTES};
+use roo_store::limits::{MAX_LEASE, MAX_UNREAD_BYTES, MAX_UNREAD_PER_SENDER};
 use roo_store::{
     ClaimOptions, ClaimOutcome, Error, MessageBody, NewTask, Outgoing, ReadFilter, TaskPatch,
 };
@@ -177,28 +177,61 @@ fn every_message_the_writer_accepts_reads_back_equal() {
 #[test]
 fn a_full_inbox_refuses_sends_until_it_is_read() {
     let f = team();
+    for extra in ["carol", "dave", "erin"] {
+        f.team
+            .add_member(roo_store::Member::new(name(extra), f.team.name()))
+            .unwrap();
+    }
     let mailbox = f.team.mailbox();
     let text = "x".repeat(60 * 1024);
-    let mut sent = 0;
-    let err = loop {
-        match mailbox.send(
-            &name("bob"),
-            "alice",
-            Outgoing::text(text.clone(), "big one"),
-        ) {
-            Ok(_) => sent += 1,
-            Err(e) => break e,
-        }
-        assert!(sent < 200, "never refused");
+    let fill = |from: &str| {
+        let mut sent = 0;
+        let err = loop {
+            match mailbox.send(
+                &name(from),
+                "alice",
+                Outgoing::text(text.clone(), "big one"),
+            ) {
+                Ok(_) => sent += 1,
+                Err(e) => break e,
+            }
+            assert!(sent < 200, "never refused");
+        };
+        (sent, err)
     };
+    // One sender fills at most its share: the others still get through.
+    let (bob_sent, err) = fill("bob");
     assert!(matches!(err, Error::NotPermitted { .. }), "{err}");
+    assert!(err.to_string().contains("per sender"), "{err}");
+    assert!(bob_sent * 60 * 1024 <= MAX_UNREAD_PER_SENDER, "{bob_sent}");
+    let mut sent = bob_sent;
+    let mut last = None;
+    for from in ["lead", "carol", "dave", "erin"] {
+        let (n, err) = fill(from);
+        sent += n;
+        last = Some(err);
+    }
+    let err = last.unwrap();
     assert!(err.to_string().contains("inbox is full"), "{err}");
     assert!(
         err.to_string().contains(&MAX_UNREAD_BYTES.to_string()),
         "{err}"
     );
     assert!(sent * 60 * 1024 <= MAX_UNREAD_BYTES, "{sent}");
-    assert_eq!(mailbox.unread_count(&name("alice")).unwrap(), sent);
+    // The protocol's own messages still fit in the full inbox.
+    mailbox
+        .send(
+            &name("erin"),
+            "alice",
+            Outgoing::new(
+                MessageBody::IdleNotification {
+                    completed_task_id: None,
+                },
+                "idle",
+            ),
+        )
+        .unwrap();
+    assert_eq!(mailbox.unread_count(&name("alice")).unwrap(), sent + 1);
     mailbox.take_unread(&name("alice")).unwrap();
     mailbox
         .send(&name("bob"), "alice", Outgoing::text(text, "big one"))
