@@ -273,13 +273,33 @@ impl Mailbox {
             let archive = self.archive_path(&recipient);
             let keyed = retryable;
             let result = self.update(&recipient, |inbox, _| {
-                if keyed
-                    && (inbox.messages.iter().any(|m| m.id == stored.id)
-                        || read_archive_filtered(&archive, Some(&stored.id))?
-                            .iter()
-                            .any(|m| m.id == stored.id))
-                {
-                    return Ok(Outcome::Keep(false));
+                if keyed {
+                    let mut earlier: Vec<Message> = inbox
+                        .messages
+                        .iter()
+                        .filter(|m| m.id == stored.id)
+                        .cloned()
+                        .collect();
+                    if earlier.is_empty() {
+                        earlier = read_archive_filtered(&archive, Some(&stored.id))?
+                            .into_iter()
+                            .filter(|m| m.id == stored.id)
+                            .collect();
+                    }
+                    if let Some(first) = earlier.first() {
+                        // Only the same sender's earlier copy makes this a retry: another
+                        // member cannot use the key to swallow this message.
+                        if first.from != stored.from {
+                            return Err(Error::NotPermitted {
+                                action: format!("send {kind} to {recipient}"),
+                                reason: format!(
+                                    "the key of id {} was used by {} already; send with another --id",
+                                    stored.id, first.from
+                                ),
+                            });
+                        }
+                        return Ok(Outcome::Keep(false));
+                    }
                 }
                 let unread: usize = inbox
                     .messages

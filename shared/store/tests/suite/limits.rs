@@ -364,3 +364,58 @@ fn an_id_like_field_over_the_limit_is_refused() {
         )
         .unwrap();
 }
+
+/// A keyed send is skipped as a retry only when the same sender's copy is there: a
+/// member that used a peer's key first cannot make the peer's message vanish.
+#[test]
+fn another_senders_use_of_a_key_does_not_swallow_a_message() {
+    let f = team();
+    let mailbox = f.team.mailbox();
+    mailbox
+        .send_keyed(
+            &name("bob"),
+            "lead",
+            Outgoing::text("decoy", "decoy"),
+            Some("report-1"),
+        )
+        .unwrap();
+    let report = mailbox
+        .send_keyed(
+            &name("alice"),
+            "lead",
+            Outgoing::text("the real report", "real report"),
+            Some("report-1"),
+        )
+        .unwrap();
+    assert!(
+        report.delivered.is_empty() && report.already.is_empty(),
+        "{report:?}"
+    );
+    assert_eq!(report.failed.len(), 1, "{report:?}");
+    assert!(
+        report.failed[0]
+            .1
+            .to_string()
+            .contains("was used by bob already"),
+        "{:?}",
+        report.failed
+    );
+    // Alice's own retry is still a retry.
+    mailbox
+        .send_keyed(
+            &name("alice"),
+            "lead",
+            Outgoing::text("x", "x"),
+            Some("report-2"),
+        )
+        .unwrap();
+    let again = mailbox
+        .send_keyed(
+            &name("alice"),
+            "lead",
+            Outgoing::text("x", "x"),
+            Some("report-2"),
+        )
+        .unwrap();
+    assert_eq!(again.already.len(), 1, "{again:?}");
+}
