@@ -33,9 +33,26 @@ pub fn lead_state(team: &Team) -> LeadState {
         return LeadState::Unknown;
     };
     match config.lead().and_then(|lead| lead.pid) {
-        Some(pid) if pid_alive(pid) => LeadState::Alive(pid),
+        Some(pid) if pid_alive(pid) && runs_a_lead(pid) => LeadState::Alive(pid),
         Some(pid) => LeadState::Gone(pid),
         None => LeadState::Unknown,
+    }
+}
+
+/// Whether `pid` still runs a lead: this process (an in-process teammate's lead), or a
+/// program whose command line names `roo-lead` — a pid the system gave to another
+/// program after the lead died is not the lead. Where `/proc` cannot tell, a live pid
+/// counts.
+fn runs_a_lead(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(raw) => raw
+            .split(|b| *b == 0)
+            .next()
+            .is_some_and(|exe| exe.ends_with(b"roo-lead")),
+        Err(_) => !std::path::Path::new("/proc/self").exists(),
     }
 }
 
@@ -88,5 +105,42 @@ pub async fn orphaned(
             LeadState::Unknown => {}
         }
         tokio::time::sleep(LEAD_CHECK).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use roo_store::{Member, Name, RooHome};
+
+    use super::*;
+
+    #[test]
+    fn a_live_pid_that_no_longer_runs_a_lead_is_a_gone_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Name::parse("t").unwrap();
+        let team = Team::create(
+            &RooHome::new(dir.path()),
+            t.clone(),
+            "",
+            Member::new(Name::parse("lead").unwrap(), &t),
+            Vec::new(),
+        )
+        .unwrap();
+        assert_eq!(lead_state(&team), LeadState::Unknown);
+        // The lead's pid now belongs to another program (pid reuse).
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = other.id();
+        team.claim_lead(pid, true).unwrap();
+        assert_eq!(lead_state(&team), LeadState::Gone(pid));
+        let _ = other.kill();
+        let _ = other.wait();
+        // This process (an in-process teammate's lead) is a lead.
+        team.claim_lead(std::process::id(), true).unwrap();
+        assert_eq!(lead_state(&team), LeadState::Alive(std::process::id()));
     }
 }
