@@ -2,8 +2,9 @@
 //! handles, restarts a stopped one when a message is sent to it, and stops one on
 //! request (the `Agent` and `TaskStop` tools, [`crate::spawner::tools`]).
 //!
-//! A teammate is the teammate loop as a tokio task of the lead's process
-//! ([`spawn_in_process`]), or, with a pane executor ([`Spawner::set_pane_executor`],
+//! Every teammate starts through a [`TeammateExecutor`] from one [`Launch`]: the
+//! teammate loop as a tokio task of the lead's process ([`InProcessExecutor`]), or, with
+//! a pane executor ([`Spawner::set_pane_executor`],
 //! e.g. [`crate::backend::TmuxExecutor`]), a `roo-worker` process in a terminal pane:
 //! SendMessage to it nudges it ([`TeammateExecutor::wake`]), TaskStop and the slot's
 //! clearing end its process and close its pane, [`Spawner::shutdown`] does so for all
@@ -19,10 +20,10 @@
 //! trust (granted if the lead's project is trusted), `--no-sandbox` and max turns; its
 //! permission mode may be the lead's or stricter, never looser.
 //!
-//! The [`Spawner`] owns the [`TeammateHandle`]s. Dropping a handle cancels its teammate,
-//! so in-process teammates end when the spawner's `runtime` token is cancelled (the lead
-//! exits), when the lead's team slot is cleared or rebound (TeamDelete), or when the
-//! spawner itself is dropped.
+//! The in-process executor holds the teammates' handles (dropping one cancels its
+//! teammate): in-process teammates end when the spawner's `runtime` token is cancelled
+//! (the lead exits), when the lead's team slot is cleared or rebound (TeamDelete), or at
+//! [`Spawner::shutdown`].
 
 pub mod output;
 pub mod tools;
@@ -37,12 +38,12 @@ use roo_agent::tool::WorkspaceGate;
 use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{ExecError, Launch, TeammateExecutor};
+use crate::backend::{ExecError, InProcessExecutor, Launch, TeammateExecutor};
 use crate::binding::{TeamBinding, TeamSlot};
 use crate::builder::{AgentSettings, Identity, PendingWorkspace};
 use crate::event::{TeamEvent, TeamEventSender};
-use crate::teammate::{TeammateEnd, TeammateHandle, TeammateSpec, spawn_in_process};
-use crate::tools::{OnSent, TeamTools, teammate_tools};
+use crate::teammate::TeammateEnd;
+use crate::tools::OnSent;
 use crate::worktree::{self, Discovered, Git, LeadRepo, Workspace};
 
 /// What every teammate of this lead inherits, known once the lead is built.
@@ -159,8 +160,11 @@ pub struct Spawned {
 
 /// How a spawned teammate runs.
 enum Runner {
-    /// The teammate loop as a task of this process.
-    Task(TeammateHandle),
+    /// The teammate loop as a task of this process, held by the in-process executor.
+    InProcess {
+        executor: Arc<InProcessExecutor>,
+        name: Name,
+    },
     /// A `roo-worker` in a pane of the pane executor (which holds its pane and pid).
     Pane {
         executor: Arc<dyn TeammateExecutor>,
@@ -174,7 +178,7 @@ impl Runner {
     /// Whether its loop (task) or process (pane) is running.
     fn running(&self) -> bool {
         match self {
-            Runner::Task(handle) => handle.ended().is_none(),
+            Runner::InProcess { executor, name } => executor.is_active(name),
             Runner::Pane { executor, name, .. } => executor.is_active(name),
         }
     }
@@ -182,7 +186,7 @@ impl Runner {
     /// How an in-process teammate's loop ended (`None` for a pane teammate).
     fn ended(&self) -> Option<TeammateEnd> {
         match self {
-            Runner::Task(handle) => handle.ended(),
+            Runner::InProcess { executor, name } => executor.ended(name),
             Runner::Pane { .. } => None,
         }
     }
@@ -191,7 +195,8 @@ impl Runner {
     /// closed (in the background).
     fn stop(&self) {
         match self {
-            Runner::Task(handle) => handle.cancel(),
+            // Cancelled at once (the future only reports an unknown name).
+            Runner::InProcess { executor, name } => drop(executor.kill(name)),
             Runner::Pane { executor, name, .. } => {
                 let (executor, name) = (executor.clone(), name.clone());
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -231,12 +236,12 @@ struct Inner {
     backend: BackendType,
     events: Option<TeamEventSender>,
     base: OnceLock<TeammateBase>,
-    /// Where in-process teammates' agent events go (discarded without one).
-    output: OnceLock<output::TeammateOutput>,
     running: Mutex<HashMap<Name, Entry>>,
     runtime: tokio::runtime::Handle,
     /// Where pane teammates run (`backend` tmux or iTerm2).
     panes: OnceLock<Arc<dyn TeammateExecutor>>,
+    /// Where in-process teammates run (it holds their handles).
+    in_process: Arc<InProcessExecutor>,
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -268,14 +273,15 @@ impl Spawner {
             inner: Arc::new(Inner {
                 slot: slot.clone(),
                 backend,
+                in_process: Arc::new(InProcessExecutor::new(events.clone())),
                 events,
                 base: OnceLock::new(),
-                output: OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 runtime: tokio::runtime::Handle::current(),
                 panes: OnceLock::new(),
             }),
         };
+        spawner.inner.in_process.set_on_sent(spawner.on_sent());
         // A weak reference: the watcher must not keep the handles alive.
         let weak = Arc::downgrade(&spawner.inner);
         tokio::spawn(async move {
@@ -310,6 +316,7 @@ impl Spawner {
             if let Some(inner) = weak.upgrade() {
                 let all: Vec<Entry> = lock(&inner.running).drain().map(|(_, e)| e).collect();
                 drop(all);
+                drop(inner.in_process.shutdown_all(false));
             }
         });
         spawner
@@ -332,6 +339,7 @@ impl Spawner {
     pub async fn shutdown(&self, keep_panes: bool) {
         let all: Vec<Entry> = lock(&self.inner.running).drain().map(|(_, e)| e).collect();
         drop(all);
+        self.inner.in_process.shutdown_all(false).await;
         if let Some(panes) = self.inner.panes.get() {
             panes.shutdown_all(keep_panes).await;
         }
@@ -341,7 +349,7 @@ impl Spawner {
     /// (for a UI that shows them beside the lead's); the first call wins. Teammates
     /// spawned before the call keep discarding theirs.
     pub fn set_output(&self, output: output::TeammateOutput) {
-        let _ = self.inner.output.set(output);
+        self.inner.in_process.set_output(output);
     }
 
     /// The lead's spawn and stop tools (`Agent`, `TaskStop`) for this spawner.
@@ -550,7 +558,12 @@ impl Spawner {
             Workspace::Shared { dir, .. } => (dir.clone(), None),
         };
         let mut running = lock(&self.inner.running);
-        if running.get(&name).is_some_and(|e| e.handle.running()) {
+        // Spawned meanwhile by another call. (An in-process entry names the executor's
+        // current handle, which is the one just started: nothing to compare.)
+        if running
+            .get(&name)
+            .is_some_and(|e| !matches!(e.handle, Runner::InProcess { .. }) && e.handle.running())
+        {
             drop(running);
             handle.stop();
             drop(handle);
@@ -677,60 +690,35 @@ impl Spawner {
                 notices,
             });
         }
-        let mut spec = TeammateSpec::for_member(
-            recipe.settings,
-            binding.team.clone(),
-            name.clone(),
-            binding.lead.clone(),
+        // In-process: the same launch, run by the in-process executor (which pins the
+        // lead's key, gives the teammate its team tools and reports a death).
+        let executor = self.inner.in_process.clone();
+        let launch = Launch {
+            team: binding.team.clone(),
+            name: name.clone(),
+            lead: binding.lead.clone(),
             prompt,
-        );
-        // It takes answers signed by this lead's key, held in memory, never the config's.
-        if let Some(key) = &binding.lead_key {
-            spec.binding.router.pin_lead_key(key.public().clone());
-        }
-        // A teammate's message to a stopped peer restarts it too.
-        spec.tools = teammate_tools(
-            &TeamTools::new(TeamSlot::bound(spec.binding.clone())).with_on_sent(self.on_sent()),
-        );
-        spec.plan_mode_required = recipe.plan_mode_required;
-        spec.mode_after_plan = recipe.mode_after_plan;
-        spec.member.agent_type = recipe.agent_type;
-        spec.member.model = recipe.model;
-        spec.member.worktree_path = Some(recipe.work_dir);
-        if let Some(output) = self.inner.output.get() {
-            spec.output = output.sink_for(name);
-        }
-        // No `spec.events`: the lead's monitor reports every teammate's states (from the
-        // roster, for processes and tasks alike); the teammate's own reports would
-        // repeat each one. Only why it died is not in the roster: reported below.
-        let handle = spawn_in_process(spec)
+            settings: recipe.settings,
+            plan_mode_required: recipe.plan_mode_required,
+            mode_after_plan: recipe.mode_after_plan,
+            agent_type: recipe.agent_type,
+            model: recipe.model,
+            work_dir: recipe.work_dir,
+            color: None,
+            tools: Vec::new(),
+            lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
+        };
+        executor
+            .spawn(launch)
             .await
-            .map_err(|source| SpawnError::Teammate {
+            .map_err(|source| SpawnError::Pane {
                 name: name.clone(),
                 source: Box::new(source),
             })?;
-        if let Some(events) = self.inner.events.clone() {
-            let mut end = handle.watch_end();
-            let name = name.clone();
-            tokio::spawn(async move {
-                let died = match end.wait_for(Option::is_some).await {
-                    Ok(end) => match &*end {
-                        Some(TeammateEnd::Died { reason }) => Some(reason.clone()),
-                        _ => None,
-                    },
-                    Err(_) => None,
-                };
-                if let Some(reason) = died {
-                    events.send(TeamEvent::Notice {
-                        text: format!(
-                            "teammate {name} died ({reason}); its unfinished tasks were \
-                             returned to pending"
-                        ),
-                    });
-                }
-            });
-        }
-        Ok(Runner::Task(handle))
+        Ok(Runner::InProcess {
+            executor,
+            name: name.clone(),
+        })
     }
 
     fn restart_if_stopped(&self, to: &Name) {

@@ -5,22 +5,29 @@
 //! the lead whatever `keep` says.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
 use roo_store::{BackendType, Name};
 
+use crate::authority::LeadPublicKey;
 use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
-use crate::binding::TeamBinding;
+use crate::binding::{TeamBinding, TeamSlot};
 use crate::event::{TeamEvent, TeamEventSender};
 use crate::router::InboxRouter;
+use crate::spawner::output::TeammateOutput;
 use crate::teammate::{TeammateEnd, TeammateHandle, TeammateSpec, spawn_in_process};
+use crate::tools::{OnSent, TeamTools, teammate_tools};
 
 /// Teammates as tasks of this process.
 #[derive(Default)]
 pub struct InProcessExecutor {
     handles: Mutex<HashMap<Name, TeammateHandle>>,
     events: Option<TeamEventSender>,
+    /// Where teammates' agent events go (discarded without one).
+    output: OnceLock<TeammateOutput>,
+    /// Called after each of their team tools' sends (the spawner's restart hook).
+    on_sent: OnceLock<OnSent>,
 }
 
 impl InProcessExecutor {
@@ -30,7 +37,20 @@ impl InProcessExecutor {
         InProcessExecutor {
             handles: Mutex::new(HashMap::new()),
             events,
+            output: OnceLock::new(),
+            on_sent: OnceLock::new(),
         }
+    }
+
+    /// Sends teammates' agent events, tagged with their names, to `output`; the first
+    /// call wins.
+    pub fn set_output(&self, output: TeammateOutput) {
+        let _ = self.output.set(output);
+    }
+
+    /// Calls `on_sent` after each send of a teammate's team tools; the first call wins.
+    pub fn set_on_sent(&self, on_sent: OnSent) {
+        let _ = self.on_sent.set(on_sent);
     }
 
     /// How `name`'s current loop ended (`None` while it runs or if unknown).
@@ -40,16 +60,31 @@ impl InProcessExecutor {
 
     /// The spec the launch describes: its binding (a fresh router), tools, plan mode and
     /// roster entry.
-    fn spec(launch: Launch) -> TeammateSpec {
+    fn spec(&self, launch: Launch) -> TeammateSpec {
+        let router = InboxRouter::new(launch.team.mailbox(), launch.name.clone());
+        // It takes answers signed by the lead's key as the lead holds it in memory.
+        if let Some(key) = launch.lead_key.as_deref().and_then(LeadPublicKey::parse) {
+            router.pin_lead_key(key);
+        }
         let binding = TeamBinding {
-            router: InboxRouter::new(launch.team.mailbox(), launch.name.clone()),
+            router,
             team: launch.team,
-            me: launch.name,
+            me: launch.name.clone(),
             lead: launch.lead,
             lead_key: None,
         };
         let mut spec = TeammateSpec::new(launch.settings, binding, launch.prompt);
-        spec.tools = launch.tools;
+        // Its team tools, bound to its own binding; a message to a stopped peer restarts
+        // it through the hook.
+        let mut team_tools = TeamTools::new(TeamSlot::bound(spec.binding.clone()));
+        if let Some(on_sent) = self.on_sent.get() {
+            team_tools = team_tools.with_on_sent(on_sent.clone());
+        }
+        spec.tools = teammate_tools(&team_tools);
+        spec.tools.extend(launch.tools);
+        if let Some(output) = self.output.get() {
+            spec.output = output.sink_for(&launch.name);
+        }
         spec.plan_mode_required = launch.plan_mode_required;
         spec.mode_after_plan = launch.mode_after_plan;
         spec.member.agent_type = launch.agent_type;
@@ -72,11 +107,18 @@ impl TeammateExecutor for InProcessExecutor {
     fn spawn(&self, launch: Launch) -> BoxFuture<'_, Result<Vec<String>, ExecError>> {
         Box::pin(async move {
             let name = launch.name.clone();
+            if self.is_active(&name) {
+                return Err(ExecError::Start {
+                    name,
+                    message: "a teammate of that name is already running in this process"
+                        .to_string(),
+                });
+            }
             // No `spec.events`: the lead's monitor reports every teammate's states from
             // the roster; the teammate's own reports would repeat each one. Only why it
             // died is not in the roster: reported below.
             let handle =
-                spawn_in_process(Self::spec(launch))
+                spawn_in_process(self.spec(launch))
                     .await
                     .map_err(|e| ExecError::Start {
                         name: name.clone(),
