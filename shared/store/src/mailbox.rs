@@ -124,8 +124,9 @@ impl MessageStatus {
 pub struct SendReport {
     /// The idempotency key the copies' ids derive from (`<key>:<recipient>`), if any.
     pub key: Option<String>,
-    /// The copies written now, one per recipient that got the message.
-    pub delivered: Vec<Message>,
+    /// The copies written now, one per recipient that got the message, with the
+    /// recipient (resolved from `to`: a name, an agent id or `*`).
+    pub delivered: Vec<(Name, Message)>,
     /// Recipients that already held the keyed copy (an earlier try delivered it).
     pub already: Vec<(Name, MessageId)>,
     /// Recipients whose inbox could not be written, with the error.
@@ -174,7 +175,7 @@ impl Mailbox {
         let mut report = self.send_keyed(from, to, message, None)?;
         match report.failed.drain(..).next() {
             Some((_, error)) => Err(error),
-            None => Ok(report.delivered),
+            None => Ok(report.delivered.into_iter().map(|(_, m)| m).collect()),
         }
     }
 
@@ -348,7 +349,7 @@ impl Mailbox {
                 Ok(Outcome::Write(true))
             });
             match result {
-                Ok(true) => report.delivered.push(stored),
+                Ok(true) => report.delivered.push((recipient, stored)),
                 Ok(false) => report.already.push((recipient, stored.id)),
                 Err(error) => report.failed.push((recipient, error)),
             }

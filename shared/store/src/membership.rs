@@ -376,7 +376,7 @@ impl Team {
             return Err(undelivered(error));
         }
         let message = match report.delivered.pop() {
-            Some(message) => message,
+            Some((_, message)) => message,
             None => {
                 // Already delivered by an earlier try with the same key (same write time).
                 let status = self

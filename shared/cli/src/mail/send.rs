@@ -112,9 +112,11 @@ pub fn run(ctx: &Context, args: SendArgs, out: &mut impl Write) -> CliResult {
     }
     if report.failed.is_empty() {
         if ctx.json() {
-            print_json(out, &report.delivered)?;
+            let messages: Vec<&roo_store::Message> =
+                report.delivered.iter().map(|(_, m)| m).collect();
+            print_json(out, &messages)?;
         } else {
-            for m in &report.delivered {
+            for (_, m) in &report.delivered {
                 writeln!(out, "{}", m.id)?;
             }
             for (name, id) in &report.already {
@@ -123,7 +125,7 @@ pub fn run(ctx: &Context, args: SendArgs, out: &mut impl Write) -> CliResult {
         }
         return Ok(());
     }
-    partial_failure(ctx, &args.to, report, out)
+    partial_failure(ctx, report, out)
 }
 
 #[derive(Serialize)]
@@ -140,7 +142,7 @@ struct Failure {
 
 /// Some recipients got the message, others did not: say who is who (stdout), how to retry
 /// without duplicates (stderr), and fail with the first failure's exit code.
-fn partial_failure(ctx: &Context, to: &str, report: SendReport, out: &mut impl Write) -> CliResult {
+fn partial_failure(ctx: &Context, report: SendReport, out: &mut impl Write) -> CliResult {
     let mut failed = report.failed;
     let retry = report.key.as_deref().map_or_else(
         || "retry the send".to_owned(),
@@ -149,12 +151,8 @@ fn partial_failure(ctx: &Context, to: &str, report: SendReport, out: &mut impl W
     let delivered: Vec<Recipient> = report
         .delivered
         .iter()
-        .map(|m| Recipient {
-            // Keyed ids end in ":<recipient>"; an unkeyed send has one recipient, `to`.
-            to: match report.key {
-                Some(_) => m.id.as_str().rsplit(':').next().unwrap_or(to),
-                None => to,
-            },
+        .map(|(recipient, m)| Recipient {
+            to: recipient.as_str(),
             id: m.id.as_str(),
         })
         .collect();

@@ -203,9 +203,8 @@ impl SendMessage {
             let delivered: Vec<String> = report
                 .delivered
                 .iter()
-                .filter_map(|m| roo_store::Name::parse(&recipient_of(m, &to)).ok())
-                .map(|name| {
-                    team.notify_sent(&name);
+                .map(|(name, _)| {
+                    team.notify_sent(name);
                     name.to_string()
                 })
                 .collect();
@@ -234,17 +233,4 @@ impl SendMessage {
         })
         .await
     }
-}
-
-/// The inbox a stored copy went to: its `to`, or for a broadcast copy the recipient part
-/// of its keyed id (`<key>:<recipient>`).
-fn recipient_of(message: &roo_store::Message, to: &str) -> String {
-    if to != "*" {
-        return message.to.clone();
-    }
-    message
-        .id
-        .as_str()
-        .rsplit_once(':')
-        .map_or_else(String::new, |(_, name)| name.to_string())
 }
