@@ -39,21 +39,37 @@ pub fn lead_state(team: &Team) -> LeadState {
     }
 }
 
-/// Whether `pid` still runs a lead: this process (an in-process teammate's lead), or a
-/// program whose command line names `roo-lead` — a pid the system gave to another
-/// program after the lead died is not the lead. Where `/proc` cannot tell, a live pid
-/// counts.
+/// Whether `pid` still runs a lead: this process (an in-process teammate's lead), a
+/// program whose command line names `roo-lead`, or one started before this process (a
+/// pid reused after the lead died belongs to a process started after that, so after
+/// this teammate's start if the lead died while it ran). Where `/proc` cannot tell, a
+/// live pid counts.
 fn runs_a_lead(pid: u32) -> bool {
-    if pid == std::process::id() {
+    if pid == std::process::id() || !std::path::Path::new("/proc/self").exists() {
         return true;
     }
-    match std::fs::read(format!("/proc/{pid}/cmdline")) {
-        Ok(raw) => raw
-            .split(|b| *b == 0)
+    let named = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| {
+        raw.split(|b| *b == 0)
             .next()
-            .is_some_and(|exe| exe.ends_with(b"roo-lead")),
-        Err(_) => !std::path::Path::new("/proc/self").exists(),
-    }
+            .is_some_and(|exe| exe.ends_with(b"roo-lead"))
+    });
+    named
+        || matches!(
+            (start_time(&pid.to_string()), start_time("self")),
+            (Some(theirs), Some(ours)) if theirs <= ours
+        )
+}
+
+/// A process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
+fn start_time(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at field 3.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
 }
 
 async fn state(team: &Team) -> LeadState {
