@@ -551,6 +551,7 @@ pub async fn wait_for_team(
     let mut router_open = true;
     let mut monitor_open = true;
     let mut failing_since: Option<(tokio::time::Instant, String)> = None;
+    let mut undeclared_since: Option<tokio::time::Instant> = None;
     loop {
         let Some(binding) = slot.get() else {
             return TeamWait::Unbound;
@@ -558,11 +559,38 @@ pub async fn wait_for_team(
         // The states first, then the inbox: a teammate writes its messages before it
         // records itself idle, so what it said before going idle is read here.
         let team = binding.team.clone();
-        let read = tokio::task::spawn_blocking(move || TeamStatus::read(&team)).await;
+        let read = tokio::task::spawn_blocking(move || {
+            team.config().map(|config| {
+                // A death the monitor has not declared yet: it is about to, and to tell
+                // the lead's model; settling now would end the run before that message.
+                let undeclared: Vec<Name> = config
+                    .members
+                    .iter()
+                    .filter(|m| {
+                        !config.is_lead(m.name.as_str())
+                            && m.observed_state() == roo_store::MemberState::Dead
+                            && m.state() != roo_store::MemberState::Dead
+                    })
+                    .map(|m| m.name.clone())
+                    .collect();
+                (TeamStatus::of(&config), undeclared)
+            })
+        })
+        .await;
         let settled = match read {
-            Ok(Ok(now)) => {
+            Ok(Ok((now, undeclared))) => {
                 failing_since = None;
-                now.settled().then_some(()).ok_or(now.busy())
+                if undeclared.is_empty() {
+                    undeclared_since = None;
+                } else {
+                    undeclared_since.get_or_insert_with(tokio::time::Instant::now);
+                }
+                let waiting = undeclared_since.is_some_and(|since| since.elapsed() < BROKEN_AFTER);
+                if waiting {
+                    Err(undeclared)
+                } else {
+                    now.settled().then_some(()).ok_or(now.busy())
+                }
             }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "failed to read the team config");
