@@ -387,3 +387,62 @@ fn continue_on_a_session_that_led_a_team_leads_it_again() {
     assert_eq!(tasks.len(), 1, "{tasks:#?}");
     assert_eq!(tasks[0].subject, "Write the parser");
 }
+
+/// A teammate whose idle state cannot be recorded (every write of the config fails, as
+/// on a full disk) stops within seconds instead of staying "busy" in the roster for ever.
+#[test]
+fn a_teammate_that_cannot_record_its_state_stops_instead_of_staying_busy() {
+    let world = World::new();
+    let home = RooHome::new(world.root.join("roo"));
+    let crew = Name::parse("crew").unwrap();
+    Team::create(
+        &home,
+        crew.clone(),
+        "",
+        roo_store::Member::new(Name::parse("lead").unwrap(), &crew),
+        Vec::new(),
+    )
+    .unwrap();
+    let script = world.root.write(
+        "carol.yaml",
+        "agents:\n  carol:\n    - tool_calls:\n        - {name: Bash, input: {command: \"sleep 2\"}}\n    - text: \"Done.\"\n",
+    );
+    let worker = TestCommand::new(bin("roo-worker"))
+        .env("ROO_HOME", world.root.join("roo"))
+        .env("HOME", world.root.join("home"))
+        .current_dir(world.project())
+        .args(["--team", "crew", "--name", "carol", "--prompt", "go"])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .spawn();
+    let pid = worker.pid();
+    wait_until(
+        "carol busy",
+        Duration::from_secs(30),
+        || {
+            let config = world.team()?.config().ok()?;
+            (config.member("carol")?.state() == MemberState::Busy).then_some(())
+        },
+        String::new,
+    );
+    // Every write of the config fails from now on (a lock expires after 10 s, so a
+    // jammed lock would not do: the file itself is not one the store can write).
+    let config = world.root.join("roo/teams/crew/config.json");
+    std::fs::rename(&config, world.root.join("config.json.saved")).unwrap();
+    std::fs::create_dir(&config).unwrap();
+    wait_until(
+        "carol to stop",
+        Duration::from_secs(60),
+        || process_gone(pid as i32).then_some(()),
+        String::new,
+    );
+    let out = worker.wait();
+    std::fs::remove_dir(&config).unwrap();
+    out.assert_code(3);
+    assert!(
+        out.stderr().contains("could not record that it is idle"),
+        "{}",
+        out.stderr()
+    );
+}

@@ -174,7 +174,17 @@ pub enum TeammateError {
     Router { name: Name, source: RouterError },
     #[error("teammate {name}: {what}")]
     Task { name: Name, what: String },
+    /// Its idle state could not be recorded (a full disk, a broken store): it stops
+    /// rather than stay "busy" in the roster for ever, so the lead sees it gone.
+    #[error(
+        "teammate {name} could not record that it is idle for {} s ({error}); it stops so the lead sees it gone",
+        STATE_RETRY_FOR.as_secs()
+    )]
+    State { name: Name, error: String },
 }
+
+/// How long a teammate retries recording its idle state before it stops.
+pub const STATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Joins the team as the spec's member with `pid`, in one locked write (refused if a
 /// live process already is that member). A roster entry that requires a plan keeps
@@ -346,7 +356,13 @@ pub(crate) async fn run_joined(
             last = Some(outcome);
         }
         if !std::mem::take(&mut skip_idle) {
-            let completed = member.go_idle(last.as_ref(), &before).await;
+            let completed = member
+                .go_idle(last.as_ref(), &before)
+                .await
+                .map_err(|error| TeammateError::State {
+                    name: me.clone(),
+                    error,
+                })?;
             fire_team_hooks(&built.command_hooks, &me, &completed, &cancel).await;
         }
         let orphan = orphan_timeout.map(|timeout| (timeout, &output));
@@ -559,7 +575,7 @@ impl OwnEntry {
     /// `is_active: false` and, if something changed since the last one, one
     /// `idle_notification` to the lead. Failures are logged: an idle teammate that
     /// could not tell the lead still waits for messages.
-    async fn go_idle(&self, last: Option<&Outcome>, before: &[Task]) -> Vec<Task> {
+    async fn go_idle(&self, last: Option<&Outcome>, before: &[Task]) -> Result<Vec<Task>, String> {
         let now = self.owned_tasks().await;
         let fingerprint = idle_fingerprint(last, &now);
         let completed = newly_completed(before, &now);
@@ -574,26 +590,44 @@ impl OwnEntry {
             Some(id) => format!("idle, completed task {id}"),
             None => "idle".to_string(),
         });
-        let (team, me) = (self.team.clone(), self.me.clone());
-        match tokio::task::spawn_blocking(move || team.become_idle(&me, &fingerprint, notice)).await
-        {
-            Ok(Ok(idle)) => {
-                tracing::info!(member = %self.me, notified = idle.sent.is_some(), "idle");
+        // Retried for a while (a full disk may clear); a state that cannot be recorded
+        // at all ends the teammate instead of leaving it "busy" for ever.
+        let deadline = tokio::time::Instant::now() + STATE_RETRY_FOR;
+        loop {
+            let (team, me, fingerprint, notice) = (
+                self.team.clone(),
+                self.me.clone(),
+                fingerprint.clone(),
+                notice.clone(),
+            );
+            let error = match tokio::task::spawn_blocking(move || {
+                team.become_idle(&me, &fingerprint, notice)
+            })
+            .await
+            {
+                Ok(Ok(idle)) => {
+                    tracing::info!(member = %self.me, notified = idle.sent.is_some(), "idle");
+                    break;
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(e) => e.to_string(),
+            };
+            tracing::warn!(member = %self.me, %error, "failed to go idle");
+            if tokio::time::Instant::now() >= deadline {
+                return Err(error);
             }
-            Ok(Err(e)) => {
-                tracing::warn!(member = %self.me, error = %e, "failed to go idle")
-            }
-            Err(e) => tracing::warn!(member = %self.me, error = %e, "failed to go idle"),
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         }
         self.state(MemberState::Idle);
-        now.into_iter()
+        Ok(now
+            .into_iter()
             .filter(|t| t.status == TaskStatus::Completed)
             .filter(|t| {
                 !before
                     .iter()
                     .any(|b| b.id == t.id && b.status == TaskStatus::Completed)
             })
-            .collect()
+            .collect())
     }
 }
 
