@@ -209,7 +209,7 @@ fn a_resumed_lead_adopts_a_killed_leads_pane_teammate_and_can_stop_it() {
     );
     let out = world
         .second_lead(
-            "agents:\n  lead:\n    - tool_calls:\n        - {name: TaskStop, input: {task_id: alice}}\n    - text: \"Stopped.\"\n",
+            "agents:\n  lead:\n    - tool_calls:\n        - {name: TaskStop, input: {task_id: alice}}\n    - text: \"Stopped.\"\n    - text: \"Noted.\"\n    - text: \"Noted.\"\n",
         )
         .args(["--output-format", "stream-json"])
         .run();

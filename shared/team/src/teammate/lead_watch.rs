@@ -56,7 +56,7 @@ fn runs_a_lead(pid: u32) -> bool {
     named
         || matches!(
             (start_time(&pid.to_string()), start_time("self")),
-            (Some(theirs), Some(ours)) if theirs <= ours
+            (Some(theirs), Some(ours)) if theirs < ours
         )
 }
 
@@ -152,9 +152,10 @@ mod tests {
             .unwrap();
         let pid = other.id();
         team.claim_lead(pid, true).unwrap();
-        assert_eq!(lead_state(&team), LeadState::Gone(pid));
+        let state = lead_state(&team);
         let _ = other.kill();
         let _ = other.wait();
+        assert_eq!(state, LeadState::Gone(pid));
         // This process (an in-process teammate's lead) is a lead.
         team.claim_lead(std::process::id(), true).unwrap();
         assert_eq!(lead_state(&team), LeadState::Alive(std::process::id()));
