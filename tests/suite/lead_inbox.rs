@@ -124,10 +124,23 @@ fn a_flood_of_a_thousand_messages_reaches_the_model_in_bounded_turns() {
             seen.extend(numbers);
         }
     }
-    assert_eq!(
-        seen,
-        (0..FLOOD).collect::<Vec<_>>(),
-        "every message reaches the model once, oldest first"
+    // Senders take turns (one member's flood cannot starve another's messages), oldest
+    // first within each sender; every message arrives exactly once.
+    let sender = |n: usize| if n % 4 == 0 { "alice" } else { "bob" };
+    for who in ["alice", "bob"] {
+        let theirs: Vec<usize> = seen.iter().copied().filter(|n| sender(*n) == who).collect();
+        let expected: Vec<usize> = (0..FLOOD).filter(|n| sender(*n) == who).collect();
+        assert_eq!(
+            theirs, expected,
+            "{who}'s messages: once each, oldest first"
+        );
+    }
+    assert_eq!(seen.len(), FLOOD);
+    let first_alice = seen.iter().position(|n| sender(*n) == "alice").unwrap();
+    let last_alice = seen.iter().rposition(|n| sender(*n) == "alice").unwrap();
+    assert!(
+        first_alice < 4 && last_alice < FLOOD / 2 + FLOOD / 4,
+        "alice's messages were not interleaved with bob's flood: {first_alice}..{last_alice}"
     );
     assert!(
         requests.len() - summaries >= FLOOD * 3000 / DELIVERY_BUDGET,

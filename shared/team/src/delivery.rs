@@ -71,7 +71,7 @@ impl TurnHook for InboxDelivery {
             if let Err(e) = self.router.poll().await {
                 tracing::warn!(member = %self.router.member(), error = %e, "failed to read the inbox; delivering what is queued");
             }
-            let mut queued = self.router.take_conversation();
+            let mut queued = fair_order(self.router.take_conversation());
             let Some(delivery) = render_delivery(&queued, self.budget) else {
                 return TurnAction::Continue;
             };
@@ -93,5 +93,68 @@ impl TurnHook for InboxDelivery {
                 tracing::warn!(member = %self.router.member(), error = %e, "failed to record delivery receipts");
             }
         })
+    }
+}
+
+/// `messages` (oldest first) taken in turn from each sender, oldest first within a
+/// sender: one member's flood cannot keep a peer's message out of the next turns.
+fn fair_order(messages: Vec<roo_store::Message>) -> Vec<roo_store::Message> {
+    let mut senders: Vec<(
+        roo_store::Name,
+        std::collections::VecDeque<roo_store::Message>,
+    )> = Vec::new();
+    for message in messages {
+        match senders.iter_mut().find(|(from, _)| *from == message.from) {
+            Some((_, queue)) => queue.push_back(message),
+            None => senders.push((message.from.clone(), [message].into())),
+        }
+    }
+    let mut out = Vec::new();
+    loop {
+        let mut any = false;
+        for (_, queue) in &mut senders {
+            if let Some(message) = queue.pop_front() {
+                out.push(message);
+                any = true;
+            }
+        }
+        if !any {
+            return out;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use roo_store::{Message, Timestamp};
+
+    use super::fair_order;
+
+    fn message(id: &str, from: &str) -> Message {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "from": from, "to": "lead", "type": "text", "text": id,
+            "summary": "s", "timestamp": Timestamp::from_unix_ms(0), "read": false
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn senders_take_turns_oldest_first_within_each() {
+        let queued = vec![
+            message("b1", "bob"),
+            message("b2", "bob"),
+            message("b3", "bob"),
+            message("a1", "alice"),
+            message("b4", "bob"),
+            message("c1", "carol"),
+            message("a2", "alice"),
+        ];
+        let ids: Vec<String> = fair_order(queued)
+            .into_iter()
+            .map(|m| m.id.to_string())
+            .collect();
+        assert_eq!(ids, ["b1", "a1", "c1", "b2", "a2", "b3", "b4"]);
     }
 }
