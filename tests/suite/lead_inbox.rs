@@ -126,7 +126,7 @@ fn a_flood_of_a_thousand_messages_reaches_the_model_in_bounded_turns() {
     }
     // Senders take turns (one member's flood cannot starve another's messages), oldest
     // first within each sender; every message arrives exactly once.
-    let sender = |n: usize| if n % 4 == 0 { "alice" } else { "bob" };
+    let sender = |n: usize| if n.is_multiple_of(4) { "alice" } else { "bob" };
     for who in ["alice", "bob"] {
         let theirs: Vec<usize> = seen.iter().copied().filter(|n| sender(*n) == who).collect();
         let expected: Vec<usize> = (0..FLOOD).filter(|n| sender(*n) == who).collect();
