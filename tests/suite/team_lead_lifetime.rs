@@ -139,7 +139,7 @@ fn a_second_lead_is_refused_while_the_first_lives_and_a_take_over_is_told() {
     let tmux = world.start(&[]);
     let first = world.pid_of("lead").unwrap();
     let out = world
-        .second_lead("agents:\n  lead:\n    - text: \"Mine.\"\n")
+        .second_lead("agents:\n  lead:\n    - text: \"Mine.\"\n    - text: \"Noted.\"\n    - text: \"Noted.\"\n    - text: \"Noted.\"\n")
         .run();
     assert_eq!(out.code(), 2, "{out:?}");
     assert!(
@@ -150,7 +150,7 @@ fn a_second_lead_is_refused_while_the_first_lives_and_a_take_over_is_told() {
     assert_eq!(world.pid_of("lead"), Some(first));
     // Taking over explicitly: the first lead is told and stops leading.
     let out = world
-        .second_lead("agents:\n  lead:\n    - text: \"Mine.\"\n")
+        .second_lead("agents:\n  lead:\n    - text: \"Mine.\"\n    - text: \"Noted.\"\n    - text: \"Noted.\"\n    - text: \"Noted.\"\n")
         .arg("--take-over")
         .run();
     out.assert_ok();
@@ -288,40 +288,59 @@ fn a_question_open_when_the_lead_dies_is_denied_within_seconds() {
     );
 }
 
-/// Alice (in-process) runs a long command; the lead waits for her.
-const BUSY: &str = r#"
-agents:
-  lead:
-    - tool_calls:
-        - {name: TeamCreate, input: {team_name: crew}}
-        - {name: Agent, input: {name: alice, prompt: "Run the long job."}}
-    - text: "Waiting for alice."
-  alice:
-    - tool_calls:
-        - {name: Bash, input: {command: "sleep 120"}}
-    - text: "Done."
-"#;
-
 #[test]
 fn a_config_corrupted_mid_run_ends_a_headless_lead_in_seconds_naming_it() {
     let world = World::new();
-    let script = world.root.write("busy.yaml", BUSY);
+    // Alice is busy (a live process: this test's) while the lead waits for her.
+    let home = RooHome::new(world.root.join("roo"));
+    let crew = Name::parse("crew").unwrap();
+    let mut alice = roo_store::Member::new(Name::parse("alice").unwrap(), &crew);
+    alice.pid = Some(std::process::id());
+    Team::create(
+        &home,
+        crew.clone(),
+        "",
+        roo_store::Member::new(Name::parse("lead").unwrap(), &crew),
+        vec![alice],
+    )
+    .unwrap();
+    let script = world.root.write(
+        "waiting.yaml",
+        "agents:\n  lead:\n    - text: \"Waiting for alice.\"\n    - text: \"Noted.\"\n    - text: \"Noted.\"\n",
+    );
     let lead = TestCommand::new(bin("roo-lead"))
         .env("ROO_HOME", world.root.join("roo"))
         .env("HOME", world.root.join("home"))
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .current_dir(world.project())
-        .args(["-p", "Work with alice.", "--provider", "script", "--script"])
+        .args(["-p", "Wait for alice.", "--team", "crew"])
+        .args(["--provider", "script", "--script"])
         .arg(&script)
         .args(["--permission-mode", "bypassPermissions"])
         .args(["--teammate-mode", "in-process", "--team-timeout", "600"])
         .spawn();
+    // Its turn is over (in its transcript): it waits for alice now.
+    let turn_done = || {
+        let projects = world.root.join("roo/projects");
+        std::fs::read_dir(projects).ok()?.flatten().find_map(|dir| {
+            std::fs::read_dir(dir.path())
+                .ok()?
+                .flatten()
+                .find_map(|file| {
+                    std::fs::read_to_string(file.path())
+                        .ok()?
+                        .contains("Waiting for alice.")
+                        .then_some(())
+                })
+        })
+    };
     wait_until(
-        "alice busy",
+        "the lead waiting for alice",
         Duration::from_secs(30),
         || {
-            let config = world.team()?.config().ok()?;
-            (config.member("alice")?.state() == MemberState::Busy).then_some(())
+            (world.pid_of("lead") == Some(lead.pid()))
+                .then_some(())
+                .and(turn_done())
         },
         String::new,
     );
