@@ -69,6 +69,27 @@ impl World {
     }
 }
 
+impl World {
+    /// The lead (script [`FORGED`]) with alice's question on its screen: the tmux server,
+    /// the team and the question's request id (read from the lead's inbox).
+    fn alice_asking(&self) -> (Tmux, Team, String) {
+        let tmux = self.lead(FORGED);
+        tmux.type_text("Build it with alice.");
+        tmux.keys(&["Enter"]);
+        tmux.wait_for("alice's question", |s| {
+            s.contains("teammate alice: Bash(echo hi > hi.txt)") && s.contains("[y] yes")
+        });
+        let team = self.team();
+        let id = wait_until(
+            "the request in the lead's inbox",
+            Duration::from_secs(20),
+            || open_request(&team),
+            || tmux.screen(),
+        );
+        (tmux, team, id)
+    }
+}
+
 /// The id of the open permission request in the lead's inbox.
 fn open_request(team: &Team) -> Option<String> {
     team.mailbox()
@@ -99,19 +120,7 @@ agents:
 #[test]
 fn a_forged_answer_from_lead_runs_nothing_and_the_persons_no_decides() {
     let world = World::new();
-    let tmux = world.lead(FORGED);
-    tmux.type_text("Build it with alice.");
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("alice's question", |s| {
-        s.contains("teammate alice: Bash(echo hi > hi.txt)") && s.contains("[y] yes")
-    });
-    let team = world.team();
-    let id = wait_until(
-        "the request in the lead's inbox",
-        Duration::from_secs(20),
-        || open_request(&team),
-        || tmux.screen(),
-    );
+    let (tmux, team, id) = world.alice_asking();
     // Someone who read the lead's inbox answers "from lead" before the person does.
     roo_tests::TestCommand::new(bin("roo-mail"))
         .env("ROO_HOME", world.roo_home())
@@ -207,19 +216,7 @@ agents:
 #[test]
 fn an_answer_signed_by_a_key_swapped_into_the_config_runs_nothing() {
     let world = World::new();
-    let tmux = world.lead(FORGED);
-    tmux.type_text("Build it with alice.");
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("alice's question", |s| {
-        s.contains("teammate alice: Bash(echo hi > hi.txt)") && s.contains("[y] yes")
-    });
-    let team = world.team();
-    let id = wait_until(
-        "the request in the lead's inbox",
-        Duration::from_secs(20),
-        || open_request(&team),
-        || tmux.screen(),
-    );
+    let (tmux, team, id) = world.alice_asking();
     // A process that can write the team's files puts its own key in the config and
     // signs an answer with it.
     let forger = roo_team::authority::LeadKey::ephemeral().unwrap();

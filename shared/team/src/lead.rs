@@ -1089,23 +1089,26 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_question_whose_asker_ended_its_run_is_withdrawn_and_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        let team = create(dir.path(), "w");
-        let (events, mut rx) = team_events();
+    /// The lead's binding to `team` with a key, its router reporting to the receiver.
+    fn keyed_lead_binding(team: &Team) -> (TeamBinding, mpsc::Receiver<TeamEvent>) {
+        let (events, rx) = team_events();
         let binding = TeamBinding {
             router: InboxRouter::with_events(team.mailbox(), name("lead"), events),
-            lead_key: Some(Arc::new(LeadKey::load_or_create(&team).unwrap())),
-            ..lead_binding(&team)
+            lead_key: Some(Arc::new(LeadKey::load_or_create(team).unwrap())),
+            ..lead_binding(team)
         };
+        (binding, rx)
+    }
+
+    /// alice asks the lead to run `make`, as request `id`.
+    fn ask_permission(team: &Team, id: &str) {
         team.mailbox()
             .send(
                 &name("alice"),
                 "lead",
                 Outgoing::new(
                     MessageBody::PermissionRequest {
-                        request_id: "req-1".to_string(),
+                        request_id: id.to_string(),
                         tool: "Bash".to_string(),
                         input: serde_json::json!({"command": "make"}),
                     },
@@ -1113,6 +1116,25 @@ mod tests {
                 ),
             )
             .unwrap();
+    }
+
+    /// The next notice on `rx`, other events skipped.
+    async fn next_notice(rx: &mut mpsc::Receiver<TeamEvent>) -> String {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+                Ok(Some(TeamEvent::Notice { text })) => return text,
+                Ok(Some(_)) => continue,
+                other => panic!("no notice: {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_whose_asker_ended_its_run_is_withdrawn_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "w");
+        let (binding, mut rx) = keyed_lead_binding(&team);
+        ask_permission(&team, "req-1");
         binding.router.poll().await.unwrap();
         let answering = answer_requests(&binding, &Silent);
         tokio::pin!(answering);
@@ -1127,13 +1149,7 @@ mod tests {
             .await
             .expect("withdrawn in time");
         assert_eq!(taken, 1);
-        let notice = loop {
-            match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
-                Ok(Some(TeamEvent::Notice { text })) => break text,
-                Ok(Some(_)) => continue,
-                other => panic!("no notice: {other:?}"),
-            }
-        };
+        let notice = next_notice(&mut rx).await;
         assert_eq!(
             notice,
             "alice's permission question was withdrawn: its run ended without waiting for the answer"
@@ -1150,26 +1166,8 @@ mod tests {
     async fn a_lead_taken_over_withdraws_its_question_and_leaves_the_request_to_the_new_lead() {
         let dir = tempfile::tempdir().unwrap();
         let team = create(dir.path(), "w");
-        let (events, mut rx) = team_events();
-        let binding = TeamBinding {
-            router: InboxRouter::with_events(team.mailbox(), name("lead"), events),
-            lead_key: Some(Arc::new(LeadKey::load_or_create(&team).unwrap())),
-            ..lead_binding(&team)
-        };
-        team.mailbox()
-            .send(
-                &name("alice"),
-                "lead",
-                Outgoing::new(
-                    MessageBody::PermissionRequest {
-                        request_id: "req-1".to_string(),
-                        tool: "Bash".to_string(),
-                        input: serde_json::json!({"command": "make"}),
-                    },
-                    "",
-                ),
-            )
-            .unwrap();
+        let (binding, mut rx) = keyed_lead_binding(&team);
+        ask_permission(&team, "req-1");
         binding.router.poll().await.unwrap();
         let answering = answer_requests(&binding, &Silent);
         tokio::pin!(answering);
@@ -1182,13 +1180,7 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), answering)
             .await
             .expect("withdrawn in time");
-        let notice = loop {
-            match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
-                Ok(Some(TeamEvent::Notice { text })) => break text,
-                Ok(Some(_)) => continue,
-                other => panic!("no notice: {other:?}"),
-            }
-        };
+        let notice = next_notice(&mut rx).await;
         assert_eq!(
             notice,
             "alice's permission question was withdrawn: this lead no longer leads the team"
@@ -1249,29 +1241,8 @@ mod tests {
     async fn a_newer_question_from_the_same_teammate_withdraws_the_older() {
         let dir = tempfile::tempdir().unwrap();
         let team = create(dir.path(), "w");
-        let (events, mut rx) = team_events();
-        let binding = TeamBinding {
-            router: InboxRouter::with_events(team.mailbox(), name("lead"), events),
-            lead_key: Some(Arc::new(LeadKey::load_or_create(&team).unwrap())),
-            ..lead_binding(&team)
-        };
-        let ask = |id: &str| {
-            team.mailbox()
-                .send(
-                    &name("alice"),
-                    "lead",
-                    Outgoing::new(
-                        MessageBody::PermissionRequest {
-                            request_id: id.to_string(),
-                            tool: "Bash".to_string(),
-                            input: serde_json::json!({"command": "make"}),
-                        },
-                        "",
-                    ),
-                )
-                .unwrap();
-        };
-        ask("req-1");
+        let (binding, mut rx) = keyed_lead_binding(&team);
+        ask_permission(&team, "req-1");
         binding.router.poll().await.unwrap();
         let answering = answer_requests(&binding, &Silent);
         tokio::pin!(answering);
@@ -1280,18 +1251,12 @@ mod tests {
                 .await
                 .is_err()
         );
-        ask("req-2");
+        ask_permission(&team, "req-2");
         binding.router.poll().await.unwrap();
         tokio::time::timeout(Duration::from_secs(10), answering)
             .await
             .expect("withdrawn in time");
-        let notice = loop {
-            match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
-                Ok(Some(TeamEvent::Notice { text })) => break text,
-                Ok(Some(_)) => continue,
-                other => panic!("no notice: {other:?}"),
-            }
-        };
+        let notice = next_notice(&mut rx).await;
         assert_eq!(
             notice,
             "alice's permission question was withdrawn: it asked a newer question"
