@@ -66,8 +66,9 @@ pub(crate) fn open_regular(
     })
 }
 
-/// Reads the whole regular file at `path` (see [`open_regular`]); `Ok(None)` if missing.
-pub(crate) fn read_regular(path: &Path, action: &'static str) -> Result<Option<Vec<u8>>> {
+/// Reads the whole regular file at `path` (see [`open_regular`]): never through a
+/// symlink, never a FIFO or device; `Ok(None)` if missing.
+pub fn read_regular(path: &Path, action: &'static str) -> Result<Option<Vec<u8>>> {
     use std::io::Read;
     let Some(mut file) = open_regular(path, OpenOptions::new().read(true), action)? else {
         return Ok(None);

@@ -56,6 +56,7 @@ mod watch;
 
 pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion, replace_file};
 pub use error::{Error, LockHolder, Result};
+pub use fsio::read_regular;
 pub use home::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, RooHome, root_from_env, user_home};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{

@@ -15,9 +15,6 @@
 //! the kind of answer, the request id, the decision and the lead's text (PROTOCOL.md
 //! §5.7), so it cannot be replayed onto another request, member, team or decision.
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
-
 use ring::rand::SystemRandom;
 use ring::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
 use roo_store::{MessageBody, Name, PermissionDecision, Team};
@@ -25,17 +22,9 @@ use roo_store::{MessageBody, Name, PermissionDecision, Team};
 /// The domain tag of every signed answer (version 1 of the signed form).
 const DOMAIN: &[u8] = b"roo-team answer v1";
 
-/// Largest key file accepted (a PKCS#8 Ed25519 document is 83 bytes).
-const MAX_KEY_FILE: u64 = 4096;
-
 /// Why the lead's key could not be loaded or made.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthorityError {
-    #[error("failed to read the lead key {path}: {source}")]
-    Read {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
     #[error(
         "the lead key {path} is not a PKCS#8 Ed25519 key; move it aside and lead the team again to make a new one"
     )]
@@ -183,7 +172,7 @@ impl LeadKey {
     /// there when missing; its public half is recorded in the team config. Blocking.
     pub fn load_or_create(team: &Team) -> Result<LeadKey, AuthorityError> {
         let path = team.lead_key_path();
-        let key = match read_key_file(&path)? {
+        let key = match roo_store::read_regular(&path, "read the lead key")? {
             Some(bytes) => LeadKey::from_pkcs8(&bytes)
                 .ok_or_else(|| AuthorityError::Invalid { path: path.clone() })?,
             None => {
@@ -219,33 +208,6 @@ impl LeadKey {
     pub fn sign(&self, answer: &Answer<'_>) -> String {
         to_hex(self.pair.sign(&answer.signed_bytes()).as_ref())
     }
-}
-
-/// The key file's bytes; `None` if it does not exist. Never follows a link.
-fn read_key_file(path: &std::path::Path) -> Result<Option<Vec<u8>>, AuthorityError> {
-    let read = |source| AuthorityError::Read {
-        path: path.to_owned(),
-        source,
-    };
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(read(e)),
-    };
-    if !file.metadata().map_err(read)?.is_file() {
-        return Err(AuthorityError::Invalid {
-            path: path.to_owned(),
-        });
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_KEY_FILE)
-        .read_to_end(&mut bytes)
-        .map_err(read)?;
-    Ok(Some(bytes))
 }
 
 fn to_hex(bytes: &[u8]) -> String {

@@ -131,10 +131,9 @@ pub enum SpawnError {
 /// Whether process `pid` is `roo-worker` for `name` of `team`: its command line is
 /// read from `/proc` (where there is none, nothing is signalled).
 fn is_worker_of(pid: u32, team: &Name, name: &Name) -> bool {
-    let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(args) = crate::backend::pane::process_argv(pid) else {
         return false;
     };
-    let args: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
     let is_worker = args.first().is_some_and(|exe| exe.ends_with(b"roo-worker"));
     let has = |flag: &str, value: &str| {
         args.windows(2)

@@ -48,11 +48,8 @@ fn runs_a_lead(pid: u32) -> bool {
     if pid == std::process::id() || !std::path::Path::new("/proc/self").exists() {
         return true;
     }
-    let named = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| {
-        raw.split(|b| *b == 0)
-            .next()
-            .is_some_and(|exe| exe.ends_with(b"roo-lead"))
-    });
+    let named = crate::backend::pane::process_argv(pid)
+        .is_some_and(|args| args.first().is_some_and(|exe| exe.ends_with(b"roo-lead")));
     named
         || matches!(
             (start_time(&pid.to_string()), start_time("self")),

@@ -136,6 +136,35 @@ impl Git {
         self
     }
 
+    /// `git` with the safe config, `args`, in `dir`, stdin closed, never prompting, without
+    /// the variables that redirect it; through the launcher (confined) if `launched` and
+    /// there is one.
+    fn command<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S], launched: bool) -> Command {
+        let args: Vec<OsString> = SAFE_CONFIG
+            .iter()
+            .map(OsString::from)
+            .chain(args.iter().map(|a| a.as_ref().to_owned()))
+            .collect();
+        let mut command = match &self.launcher {
+            Some(launcher) if launched => launcher.command(&self.program, &args, dir, Confine::Yes),
+            _ => {
+                let mut command = Command::new(&self.program);
+                command.args(&args).current_dir(dir).stdin(Stdio::null());
+                command
+            }
+        };
+        command
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true");
+        for name in REDIRECTING_ENV {
+            command.env_remove(name);
+        }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        command
+    }
+
     /// Runs `git args` in `dir`; a non-zero exit is not an error here.
     pub(crate) fn run<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<GitOutput> {
         // Spawning in a missing directory fails like a missing program would.
@@ -152,28 +181,7 @@ impl Git {
                 source,
             });
         }
-        let args: Vec<OsString> = SAFE_CONFIG
-            .iter()
-            .map(OsString::from)
-            .chain(args.iter().map(|a| a.as_ref().to_owned()))
-            .collect();
-        let mut command = match &self.launcher {
-            Some(launcher) => launcher.command(&self.program, &args, dir, Confine::Yes),
-            None => {
-                let mut command = Command::new(&self.program);
-                command.args(&args).current_dir(dir).stdin(Stdio::null());
-                command
-            }
-        };
-        command
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_EDITOR", "true");
-        for name in REDIRECTING_ENV {
-            command.env_remove(name);
-        }
-        for (key, value) in &self.env {
-            command.env(key, value);
-        }
+        let mut command = self.command(dir, args, true);
         let out = command
             .output()
             .map_err(|source| WorktreeError::GitUnavailable {
@@ -196,27 +204,11 @@ impl Git {
         limit: std::time::Duration,
     ) -> Result<GitOutput> {
         use std::os::unix::process::CommandExt;
-        let args: Vec<OsString> = SAFE_CONFIG
-            .iter()
-            .map(OsString::from)
-            .chain(args.iter().map(|a| a.as_ref().to_owned()))
-            .collect();
-        let mut command = Command::new(&self.program);
+        let mut command = self.command(dir, args, false);
         command
-            .args(&args)
-            .current_dir(dir)
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_EDITOR", "true");
-        for name in REDIRECTING_ENV {
-            command.env_remove(name);
-        }
-        for (key, value) in &self.env {
-            command.env(key, value);
-        }
+            .process_group(0);
         let child = command
             .spawn()
             .map_err(|source| WorktreeError::GitUnavailable {
