@@ -901,6 +901,9 @@ fn check_not_symlink(path: &Path, missing_ok: bool) -> Result<()> {
 /// How long a fetch from a teammate's clone may take.
 pub const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Most entries under a clone's `.git/refs` and `.git/objects` the fetch check walks.
+const MAX_CLONE_ENTRIES: usize = 200_000;
+
 /// Largest file `upload-pack` reads in a clone's git directory besides objects.
 const MAX_GIT_FILE: u64 = 1 << 20;
 
@@ -934,6 +937,9 @@ pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::
             Err(e) => return Err(format!("{}: {e}", path.display())),
         }
     }
+    // A clone a teammate filled with entries cannot make this walk, run before each lead
+    // turn, take long: past the cap it is refused.
+    let mut entries_seen = 0usize;
     for top in ["refs", "objects"] {
         let mut stack = vec![git.join(top)];
         while let Some(dir) = stack.pop() {
@@ -945,6 +951,12 @@ pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::
             let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             for entry in entries {
                 let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+                entries_seen += 1;
+                if entries_seen > MAX_CLONE_ENTRIES {
+                    return Err(format!(
+                        "its refs and objects hold more than {MAX_CLONE_ENTRIES} entries; pack them (git gc) in the clone"
+                    ));
+                }
                 let kind = entry
                     .file_type()
                     .map_err(|e| format!("{}: {e}", entry.path().display()))?;
