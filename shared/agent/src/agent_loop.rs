@@ -71,6 +71,16 @@ pub trait TurnHook: Send + Sync {
         Box::pin(async {})
     }
 
+    /// Called when the provider refused a request carrying this hook's pending texts
+    /// ([`LlmError::is_rejection`](roo_llm::LlmError::is_rejection)) and then accepted
+    /// the same request without them: those texts will never reach the model and are
+    /// dropped (the model is told that some were). `reason` is the provider's error. A
+    /// hook that records delivery says here that they were not delivered.
+    fn undeliverable(&self, reason: &str) -> BoxFuture<'_, ()> {
+        let _ = reason;
+        Box::pin(async {})
+    }
+
     /// Text to put back into the conversation right after a compaction replaced the
     /// oldest rounds with a summary, as a system reminder next to the re-injected
     /// instructions (e.g. a lead's team state, which the summary may have lost).
@@ -174,6 +184,15 @@ pub struct Agent {
     injection: Vec<ContentBlock>,
     /// The hooks whose texts are in `injection`, told by `injected()` on success.
     injecting: Vec<Arc<dyn TurnHook>>,
+}
+
+/// A pending injection set aside while the request that the provider refused with it
+/// is tried without it.
+struct SetAside {
+    blocks: Vec<ContentBlock>,
+    hooks: Vec<Arc<dyn TurnHook>>,
+    /// The provider's error.
+    reason: String,
 }
 
 impl Agent {
@@ -400,11 +419,15 @@ impl Agent {
 
         let mut unknown_streak = 0;
         let mut malformed_streak = 0;
+        // The injection set aside while the same request is tried without it.
+        let mut probe: Option<SetAside> = None;
         loop {
             if cancel.is_cancelled() {
+                self.put_back(probe.take());
                 return Outcome::Cancelled;
             }
             if *turns >= self.options.max_turns {
+                self.put_back(probe.take());
                 events.emit(AgentEvent::Notice {
                     text: format!(
                         "The agent ran {} turns without finishing and was stopped. Continue with a new message, or raise the limit with --max-turns.",
@@ -416,6 +439,7 @@ impl Agent {
                 };
             }
             if let Some(reason) = self.run_turn_hooks(events).await {
+                self.put_back(probe.take());
                 return Outcome::Stopped { reason };
             }
             *turns += 1;
@@ -437,14 +461,47 @@ impl Agent {
             .fuse();
             let response = tokio::select! {
                 r = call => r,
-                _ = cancel.cancelled() => return Outcome::Cancelled,
+                _ = cancel.cancelled() => {
+                    self.put_back(probe.take());
+                    return Outcome::Cancelled;
+                }
             };
             let response = match response {
                 Ok(response) => {
+                    if let Some(aside) = probe.take() {
+                        // Refused with the injection, accepted without: it was the cause.
+                        for hook in aside.hooks {
+                            hook.undeliverable(&aside.reason).await;
+                        }
+                    }
                     self.injection_delivered(events).await;
                     response
                 }
+                Err(e) if e.is_rejection() && probe.is_none() && !self.injecting.is_empty() => {
+                    // Whether what the hooks handed over is what the provider refuses
+                    // (e.g. a teammate's message it will never accept) shows by trying
+                    // the same request without it; otherwise every later call would
+                    // carry it and fail the same way.
+                    let reason = e.to_string();
+                    tracing::warn!(agent = %self.options.agent_name, error = %reason, "model call carrying injected messages refused; trying without them");
+                    let blocks = std::mem::take(&mut self.injection);
+                    let notice = format!(
+                        "{} injected message(s) could not be delivered: the model provider refused the request carrying them ({reason}). Their senders were told.",
+                        blocks.len()
+                    );
+                    self.injection.push(ContentBlock::Text {
+                        text: system_reminder(&notice),
+                    });
+                    probe = Some(SetAside {
+                        blocks,
+                        hooks: std::mem::take(&mut self.injecting),
+                        reason,
+                    });
+                    continue;
+                }
                 Err(e) => {
+                    // Refused without the injection too: it was not the cause.
+                    self.put_back(probe.take());
                     let message = e.to_string();
                     tracing::warn!(agent = %self.options.agent_name, error = %message, "model call failed");
                     events.emit(AgentEvent::Error {
@@ -662,6 +719,21 @@ impl Agent {
             }
         }
         stop
+    }
+
+    /// Makes an injection set aside for a probe pending again, ahead of what joined
+    /// since, and drops the probe's notice: the next call carries it as before.
+    fn put_back(&mut self, aside: Option<SetAside>) {
+        let Some(aside) = aside else { return };
+        let later = self.injection.split_off(1.min(self.injection.len()));
+        self.injection = aside.blocks;
+        self.injection.extend(later);
+        let later = std::mem::replace(&mut self.injecting, aside.hooks);
+        for hook in later {
+            if !self.injecting.iter().any(|h| Arc::ptr_eq(h, &hook)) {
+                self.injecting.push(hook);
+            }
+        }
     }
 
     /// A model call carrying the pending injection succeeded: it joins the conversation

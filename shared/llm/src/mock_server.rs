@@ -479,9 +479,27 @@ async fn choose_reply(shared: &Shared, request: &HttpRequest, body: &Value) -> R
         },
     };
     match reply {
+        Ok(ScriptedReply {
+            error: Some(message),
+            error_status: Some(status),
+            ..
+        }) => rejection_reply(protocol, status, &message),
         Ok(reply) => encode(protocol, &reply, &model, n),
         Err(e) => error_reply(protocol, 500, &e.to_string()),
     }
+}
+
+/// A scripted error with an HTTP status, as the provider sends a refused request.
+fn rejection_reply(protocol: Protocol, status: u16, message: &str) -> RawReply {
+    let body = match protocol {
+        Protocol::Anthropic => {
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+        }
+        Protocol::OpenAi => {
+            json!({"error": {"message": message, "type": "invalid_request_error"}})
+        }
+    };
+    RawReply::json(status, &body)
 }
 
 fn query(protocol: Protocol, body: &Value, agent: &str, len: usize) -> crate::script::ScriptQuery {

@@ -134,6 +134,8 @@ pub struct ScriptedReply {
     pub delay: Duration,
     /// The turn fails with this provider error.
     pub error: Option<String>,
+    /// The HTTP status of that error, if the script gave one.
+    pub error_status: Option<u16>,
 }
 
 impl ScriptedReply {
@@ -327,6 +329,7 @@ fn resolve(turn: &ScriptTurn, query: &ScriptQuery, tool_ids: &mut u64) -> Script
         usage,
         delay: Duration::from_millis(turn.delay_ms),
         error: turn.error.clone(),
+        error_status: turn.error_status,
     }
 }
 
@@ -397,9 +400,16 @@ impl Provider for ScriptProvider {
                 tokio::time::sleep(reply.delay).await;
             }
             if let Some(message) = &reply.error {
-                return Err(LlmError::Provider {
-                    provider: "script".to_owned(),
-                    message: message.clone(),
+                return Err(match reply.error_status {
+                    Some(status) => LlmError::Http {
+                        provider: "script".to_owned(),
+                        status,
+                        message: message.clone(),
+                    },
+                    None => LlmError::Provider {
+                        provider: "script".to_owned(),
+                        message: message.clone(),
+                    },
                 });
             }
             Ok(reply.events())

@@ -19,12 +19,16 @@
 //! inbox. A failed or cancelled call, or a crash, leaves them unread: the agent's next
 //! call carries them again (or the next process reads them again). While an injection is
 //! pending this hook injects nothing more, so a request never holds two turns' share.
+//! When the provider refuses a request carrying them but accepts it without them (see
+//! `TurnHook::undeliverable`), they are marked read but not delivered and each sender is
+//! told which of its messages were lost: one message a provider never accepts cannot
+//! jam a member's every later call.
 
 use std::sync::Mutex;
 
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
-use roo_store::{DELIVERY_BUDGET, MessageId, render_delivery};
+use roo_store::{DELIVERY_BUDGET, MessageId, Name, render_delivery};
 
 use crate::router::InboxRouter;
 
@@ -33,9 +37,9 @@ pub struct InboxDelivery {
     router: InboxRouter,
     /// Rendered bytes of messages one turn injects.
     budget: usize,
-    /// Ids injected and not yet carried by a successful model call; marked delivered by
-    /// `injected`.
-    injecting: Mutex<Vec<MessageId>>,
+    /// Messages (id, sender) injected and not yet carried by a successful model call;
+    /// marked delivered by `injected`.
+    injecting: Mutex<Vec<(MessageId, Name)>>,
 }
 
 impl InboxDelivery {
@@ -53,7 +57,7 @@ impl InboxDelivery {
         }
     }
 
-    fn injecting(&self) -> std::sync::MutexGuard<'_, Vec<MessageId>> {
+    fn injecting(&self) -> std::sync::MutexGuard<'_, Vec<(MessageId, Name)>> {
         self.injecting.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -80,17 +84,32 @@ impl TurnHook for InboxDelivery {
                 tracing::debug!(member = %self.router.member(), now = queued.len(), waiting = later.len(), "delivering part of the inbox this turn");
                 self.router.requeue_conversation(later);
             }
-            self.injecting().extend(queued.iter().map(|m| m.id.clone()));
+            self.injecting()
+                .extend(queued.iter().map(|m| (m.id.clone(), m.from.clone())));
             TurnAction::Inject(vec![delivery.text])
         })
     }
 
     fn injected(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let ids = std::mem::take(&mut *self.injecting());
+            let ids = std::mem::take(&mut *self.injecting())
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
             if let Err(e) = self.router.delivered(ids).await {
                 // They reached the model; the receipt is late, not the message.
                 tracing::warn!(member = %self.router.member(), error = %e, "failed to record delivery receipts");
+            }
+        })
+    }
+
+    fn undeliverable(&self, reason: &str) -> BoxFuture<'_, ()> {
+        let reason = reason.to_owned();
+        Box::pin(async move {
+            let messages = std::mem::take(&mut *self.injecting());
+            tracing::warn!(member = %self.router.member(), count = messages.len(), error = %reason, "inbox messages the provider refuses are dropped");
+            if let Err(e) = self.router.undeliverable(messages, &reason).await {
+                tracing::warn!(member = %self.router.member(), error = %e, "failed to record undeliverable messages");
             }
         })
     }

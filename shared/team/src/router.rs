@@ -28,7 +28,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use roo_store::{
-    InboxWatcher, Mailbox, Message, MessageBody, MessageId, Name, ReadFilter, WaitOutcome,
+    InboxWatcher, Mailbox, Message, MessageBody, MessageId, Name, Outgoing, ReadFilter,
+    WaitOutcome,
 };
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -119,6 +120,9 @@ struct Pending {
 
 /// Forged answers to one question reported to the lead, at most.
 const MAX_FORGERY_REPORTS: usize = 3;
+
+/// Characters of a provider's error quoted back to the sender of an undeliverable message.
+const UNDELIVERABLE_REASON_CHARS: usize = 300;
 
 #[derive(Default)]
 struct State {
@@ -592,6 +596,47 @@ impl InboxRouter {
         }
         let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
         Ok(blocking(move || mailbox.mark_delivered(&me, &ids)).await??)
+    }
+
+    /// These messages will never reach the model: its provider refused every request
+    /// carrying them (`reason`). Marks them read, not delivered, and tells each sender
+    /// which of its messages were lost, so it can send again differently.
+    pub async fn undeliverable(
+        &self,
+        messages: Vec<(MessageId, Name)>,
+        reason: &str,
+    ) -> Result<usize, RouterError> {
+        if messages.is_empty() {
+            return Ok(0);
+        }
+        let reason: String = reason.chars().take(UNDELIVERABLE_REASON_CHARS).collect();
+        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+        Ok(blocking(move || -> roo_store::Result<usize> {
+            let ids: Vec<MessageId> = messages.iter().map(|(id, _)| id.clone()).collect();
+            let marked = mailbox.mark_read(&me, &ids)?;
+            let mut senders: Vec<&Name> = Vec::new();
+            for (_, from) in &messages {
+                if !senders.contains(&from) && *from != me {
+                    senders.push(from);
+                }
+            }
+            for sender in senders {
+                let lost: Vec<&str> = messages
+                    .iter()
+                    .filter(|(_, from)| from == sender)
+                    .map(|(id, _)| id.as_str())
+                    .collect();
+                let text = format!(
+                    "{me} never received your message(s) {}: its model provider refused every request carrying them ({reason}). Send what matters again, shorter or reworded.",
+                    lost.join(", ")
+                );
+                if let Err(e) = mailbox.send(&me, sender.as_str(), Outgoing::text(text, "message not delivered")) {
+                    tracing::warn!(member = %me, to = %sender, error = %e, "failed to tell a sender its message was not delivered");
+                }
+            }
+            Ok(marked)
+        })
+        .await??)
     }
 
     /// Receipt: these requests were acted on (marks them read and acknowledged).

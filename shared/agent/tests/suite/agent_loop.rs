@@ -838,10 +838,22 @@ async fn texts_injected_in_the_turn_a_hook_stops_wait_for_the_next_successful_ca
     assert!(!format!("{:?}", agent.messages()).contains("late news"));
 }
 
-/// Injects one text at the first turn, and counts `injected` calls.
+/// Injects one text at the first turn, counts `injected` calls and records the reasons
+/// given to `undeliverable`.
 struct InjectOnce {
     text: Mutex<Option<String>>,
     injected: Mutex<u32>,
+    undeliverable: Mutex<Vec<String>>,
+}
+
+impl InjectOnce {
+    fn new(text: &str) -> Arc<InjectOnce> {
+        Arc::new(InjectOnce {
+            text: Mutex::new(Some(text.to_string())),
+            injected: Mutex::new(0),
+            undeliverable: Mutex::new(Vec::new()),
+        })
+    }
 }
 
 impl TurnHook for InjectOnce {
@@ -856,34 +868,41 @@ impl TurnHook for InjectOnce {
     fn injected(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move { *self.injected.lock().unwrap() += 1 })
     }
+    fn undeliverable(&self, reason: &str) -> BoxFuture<'_, ()> {
+        let reason = reason.to_string();
+        Box::pin(async move { self.undeliverable.lock().unwrap().push(reason) })
+    }
 }
 
 /// Issue 18 item 4: an injected text counts as delivered only once a model call that
-/// carried it succeeded. A failed call (the provider refused it) leaves it undelivered
-/// and out of the history; the next call carries it again, once.
+/// carried it succeeded. A failed call (the provider refused it, and refused the same
+/// request without it too) leaves it undelivered and out of the history; the next call
+/// carries it again, once.
 #[tokio::test]
 async fn injected_texts_are_delivered_only_after_a_successful_call() {
     let fx = Fixture::new();
-    let provider = FakeProvider::new(vec![Reply::Fail, turn("ok", &[])]);
+    let provider = FakeProvider::new(vec![Reply::Fail, Reply::Fail, turn("ok", &[])]);
     let mut agent = fx.agent(provider.clone(), vec![], AgentOptions::default());
-    let news = Arc::new(InjectOnce {
-        text: Mutex::new(Some("late news".to_string())),
-        injected: Mutex::new(0),
-    });
+    let news = InjectOnce::new("late news");
     agent.add_hook(news.clone());
     let (result, _) = run(&mut agent, "go").await;
     assert!(
         matches!(result.outcome, Outcome::Error { .. }),
         "{result:?}"
     );
-    assert!(format!("{:?}", provider.requests()[0].messages).contains("late news"));
+    let requests = provider.requests();
+    assert!(format!("{:?}", requests[0].messages).contains("late news"));
+    // The same request without it was refused too: it was not the cause.
+    assert!(!format!("{:?}", requests[1].messages).contains("late news"));
     assert_eq!(*news.injected.lock().unwrap(), 0);
+    assert!(news.undeliverable.lock().unwrap().is_empty());
     assert!(!format!("{:?}", agent.messages()).contains("late news"));
 
     let (result, _) = run(&mut agent, "again").await;
     assert_eq!(result.outcome, Outcome::Completed);
-    let second = format!("{:?}", provider.requests()[1].messages);
-    assert_eq!(second.matches("late news").count(), 1, "{second}");
+    let third = format!("{:?}", provider.requests()[2].messages);
+    assert_eq!(third.matches("late news").count(), 1, "{third}");
+    assert!(!third.contains("could not be delivered"), "{third}");
     assert_eq!(*news.injected.lock().unwrap(), 1);
     assert_eq!(
         format!("{:?}", agent.messages())
@@ -891,6 +910,33 @@ async fn injected_texts_are_delivered_only_after_a_successful_call() {
             .count(),
         1
     );
+}
+
+/// A text the provider refuses every request with (a teammate's message it will never
+/// accept) does not jam the agent: the same request is tried once without it, and when
+/// that is accepted the text is dropped, its hook told why, and the model told that a
+/// message was lost. Without the probe every later call failed the same way.
+#[tokio::test]
+async fn a_text_the_provider_refuses_is_dropped_once_the_request_without_it_succeeds() {
+    let fx = Fixture::new();
+    let provider = FakeProvider::new(vec![Reply::Fail, turn("ok", &[])]);
+    let mut agent = fx.agent(provider.clone(), vec![], AgentOptions::default());
+    let news = InjectOnce::new("poisoned news");
+    agent.add_hook(news.clone());
+    let (result, _) = run(&mut agent, "go").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    let second = format!("{:?}", requests[1].messages);
+    assert!(!second.contains("poisoned news"), "{second}");
+    assert!(second.contains("1 injected message(s) could not be delivered"), "{second}");
+    assert_eq!(*news.injected.lock().unwrap(), 0);
+    let reasons = news.undeliverable.lock().unwrap().clone();
+    assert_eq!(reasons.len(), 1);
+    assert!(reasons[0].contains("HTTP 400"), "{reasons:?}");
+    let history = format!("{:?}", agent.messages());
+    assert!(!history.contains("poisoned news"));
+    assert!(history.contains("could not be delivered"));
 }
 
 #[tokio::test]

@@ -60,6 +60,10 @@ pub struct ScriptTurn {
     /// This turn fails with a provider error carrying this message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The HTTP status of that error (e.g. 400 for a refused request); without it the
+    /// error is an in-stream error event (the mock server answers 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_status: Option<u16>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -148,6 +148,64 @@ agents:
     );
 }
 
+/// A message the provider refuses every request with (here HTTP 400 whenever it is in
+/// the prompt) does not jam the member: the request is tried without it, the message is
+/// marked read but not delivered, its sender is told which message was lost, and a peer's
+/// message sent with it still arrives. Before, every later call carried it and failed.
+#[tokio::test]
+async fn a_message_the_provider_refuses_is_dropped_and_its_sender_told() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = r#"
+agents:
+  alice:
+    - when: {last_user_contains: "POISON"}
+      error: "invalid_request_error: content refused"
+      error_status: 400
+    - when: {last_user_contains: "could not be delivered"}
+      text: "Went on without it."
+    - text: "Nothing refused."
+    - when: {last_user_contains: "POISON"}
+      text: "Saw the refused message again."
+"#;
+    let (mut settings, _log) = alice_settings(&home, cwd.path(), script, 5);
+    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
+    settings.hooks = vec![Arc::new(InboxDelivery::new(router))];
+    let mut built = build_agent(settings).await.unwrap();
+    let mailbox = home.team.mailbox();
+    let poison = mailbox
+        .send(
+            &name("bob"),
+            "alice",
+            roo_store::Outgoing::text("POISON the provider refuses", "refused"),
+        )
+        .unwrap();
+    let (sink, _events) = EventSink::channel();
+    let first = built.agent.run("go", &sink, CancellationToken::new()).await;
+    assert_eq!(first.outcome, Outcome::Completed, "{first:?}");
+    assert_eq!(first.final_text, "Went on without it.");
+    let inbox = alice_inbox(&home);
+    assert!(inbox[0].read && inbox[0].delivered_at.is_none(), "{:?}", inbox[0]);
+    let told = mailbox
+        .read(&name("bob"), &ReadFilter::default())
+        .unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].from, name("alice"));
+    assert!(told[0].text.contains(poison[0].id.as_str()), "{}", told[0].text);
+    assert!(told[0].text.contains("HTTP 400"), "{}", told[0].text);
+
+    let second = built
+        .agent
+        .run("go on", &sink, CancellationToken::new())
+        .await;
+    assert_eq!(second.final_text, "Nothing refused.", "{second:?}");
+    assert!(
+        !serde_json::to_string(built.agent.messages())
+            .unwrap()
+            .contains("POISON")
+    );
+}
+
 /// Issue 18 item 4: a flood reaches the model over several turns, each within the
 /// budget, oldest first, with a count of what still waits; every message is delivered
 /// exactly once and marked only after its turn.
