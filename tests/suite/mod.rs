@@ -34,3 +34,4 @@ mod team_panes;
 mod team_spawn;
 mod team_worker;
 mod team_worktrees;
+mod terminal_safety;

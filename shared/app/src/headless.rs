@@ -1,5 +1,10 @@
 //! One-shot runs (`roo-lead -p`): run the prompt, print the answer in the chosen
 //! format, exit with a code that says how it went.
+//!
+//! Text output (the answer on stdout, progress and errors on stderr) shows control
+//! characters of what models, tools and providers wrote escaped
+//! ([`roo_term::escape_text`]), as the interactive renderer does; `json` and
+//! `stream-json` carry the exact strings (JSON escapes them).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -196,10 +201,11 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     match format {
         OutputFormat::Text => {
             if !result.final_text.is_empty() {
-                let _ = writeln!(stdout, "{}", result.final_text.trim_end());
+                let answer = roo_term::escape_text(result.final_text.trim_end());
+                let _ = writeln!(stdout, "{answer}");
             }
             if !result.outcome.is_success() {
-                eprintln!("roo-lead: {}", result.outcome.describe());
+                eprintln!("roo-lead: {}", roo_term::escape(&result.outcome.describe()));
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
@@ -231,14 +237,12 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         }
     }
     let _ = stdout.flush();
-    if let Some(message) = &timeout_message {
-        eprintln!("roo-lead: {message}");
-    }
-    if let Some(message) = &lost_message {
-        eprintln!("roo-lead: {message}");
-    }
-    if let Some(message) = &broken_message {
-        eprintln!("roo-lead: {message}");
+    // Task subjects (in the lost work) were written by models.
+    for message in [&timeout_message, &lost_message, &broken_message]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("roo-lead: {}", roo_term::escape(message));
     }
     if let Outcome::Error { message } = &result.outcome
         && format == OutputFormat::Text
@@ -357,9 +361,9 @@ fn print_agent_event(
             if verbose {
                 progress_line(event, style);
             } else if let AgentEvent::Error { message } = event {
-                eprintln!("{}", style.red(&format!("error: {message}")));
+                eprintln!("{}", error_line(message, style));
             } else if let AgentEvent::Warning { text } = event {
-                eprintln!("{}", style.yellow(&format!("warning: {text}")));
+                eprintln!("{}", warning_line(text, style));
             }
         }
     }
@@ -405,17 +409,19 @@ pub fn team_event_json(event: &TeamEvent) -> serde_json::Value {
     }
 }
 
-/// One progress line on stderr for `--verbose`.
+/// One progress line on stderr for `--verbose`; the text of models, tools and hooks
+/// in it is escaped.
 fn progress_line(event: &AgentEvent, style: &Style) {
+    let one_line = |text: &str| roo_term::escape(first_line(text));
     match event {
         AgentEvent::AssistantMessage { message } => {
             let text = message.text();
             if !text.trim().is_empty() && message.tool_uses().next().is_some() {
-                eprintln!("{}", text.trim_end());
+                eprintln!("{}", roo_term::escape_text(text.trim_end()));
             }
         }
         AgentEvent::ToolStart { summary, .. } => {
-            eprintln!("{} {}", style.cyan("●"), first_line(summary));
+            eprintln!("{} {}", style.cyan("●"), one_line(summary));
         }
         AgentEvent::ToolEnd {
             is_error,
@@ -433,7 +439,7 @@ fn progress_line(event: &AgentEvent, style: &Style) {
                 style.dim("⎿"),
                 status,
                 duration_ms,
-                style.dim(headline(preview))
+                style.dim(&roo_term::escape_text(headline(preview)))
             );
         }
         AgentEvent::PermissionDenied {
@@ -442,8 +448,8 @@ fn progress_line(event: &AgentEvent, style: &Style) {
             eprintln!(
                 "  {} {}: {}",
                 style.red("denied"),
-                first_line(summary),
-                reason
+                one_line(summary),
+                roo_term::escape_text(reason)
             );
         }
         AgentEvent::Compaction {
@@ -457,7 +463,10 @@ fn progress_line(event: &AgentEvent, style: &Style) {
                 "context compacted ({method:?}): {messages_before} → {messages_after} messages"
             ))
         ),
-        AgentEvent::Notice { text } => eprintln!("{}", style.dim(&format!("note: {text}"))),
+        AgentEvent::Notice { text } => {
+            let text = roo_term::escape_text(text);
+            eprintln!("{}", style.dim(&format!("note: {text}")));
+        }
         AgentEvent::SubagentStart { .. }
         | AgentEvent::SubagentProgress { .. }
         | AgentEvent::TaskEnded { .. } => {
@@ -465,10 +474,20 @@ fn progress_line(event: &AgentEvent, style: &Style) {
                 eprintln!("{line}");
             }
         }
-        AgentEvent::Error { message } => eprintln!("{}", style.red(&format!("error: {message}"))),
-        AgentEvent::Warning { text } => eprintln!("{}", style.yellow(&format!("warning: {text}"))),
+        AgentEvent::Error { message } => eprintln!("{}", error_line(message, style)),
+        AgentEvent::Warning { text } => eprintln!("{}", warning_line(text, style)),
         _ => {}
     }
+}
+
+/// `error: …` for stderr, the message (a provider's, a tool's) escaped.
+fn error_line(message: &str, style: &Style) -> String {
+    style.red(&format!("error: {}", roo_term::escape_text(message)))
+}
+
+/// `warning: …` for stderr, the text escaped.
+fn warning_line(text: &str, style: &Style) -> String {
+    style.yellow(&format!("warning: {}", roo_term::escape_text(text)))
 }
 
 fn first_line(text: &str) -> &str {

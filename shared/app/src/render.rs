@@ -1,5 +1,12 @@
 //! Terminal rendering of agent events: streamed text, one-line tool summaries,
 //! colours only on a terminal and never with `NO_COLOR`.
+//!
+//! Everything an event carries was written by someone else — the model's text and
+//! thinking, tool summaries and results (a command's output, a file's content), hooks'
+//! notices, providers' errors — so it is printed through [`roo_term::escape_text`] (or
+//! [`roo_term::escape`] for one-line summaries): an escape sequence in it (a title, a
+//! screen clear, a cursor move) or a carriage return is shown as `\u{1b}`, `\r`, …
+//! instead of being obeyed. Only the renderer's own styles reach the terminal as codes.
 
 use std::io::Write;
 
@@ -81,6 +88,7 @@ impl<W: Write> Renderer<W> {
                 if self.in_thinking {
                     self.break_line();
                 }
+                let text = roo_term::escape_text(text);
                 let _ = write!(self.out, "{text}");
                 self.mid_line = !text.ends_with('\n');
             }
@@ -89,12 +97,14 @@ impl<W: Write> Renderer<W> {
                     self.break_line();
                     self.in_thinking = true;
                 }
-                let _ = write!(self.out, "{}", s.dim(text));
+                let text = roo_term::escape_text(text);
+                let _ = write!(self.out, "{}", s.dim(&text));
                 self.mid_line = !text.ends_with('\n');
             }
             AgentEvent::ToolStart { summary, .. } => {
                 self.break_line();
-                let _ = writeln!(self.out, "{} {}", s.cyan("●"), s.bold(first_line(summary)));
+                let summary = roo_term::escape(first_line(summary));
+                let _ = writeln!(self.out, "{} {}", s.cyan("●"), s.bold(&summary));
             }
             AgentEvent::ToolEnd {
                 is_error,
@@ -113,7 +123,7 @@ impl<W: Write> Renderer<W> {
                     s.dim("⎿"),
                     status,
                     s.dim(&format!("{}", Millis(*duration_ms))),
-                    s.dim(headline(preview))
+                    s.dim(&roo_term::escape_text(headline(preview)))
                 );
             }
             AgentEvent::PermissionDenied {
@@ -124,8 +134,8 @@ impl<W: Write> Renderer<W> {
                     self.out,
                     "{} {} {}",
                     s.red("✗"),
-                    first_line(summary),
-                    s.dim(&format!("— {reason}"))
+                    roo_term::escape(first_line(summary)),
+                    s.dim(&format!("— {}", roo_term::escape_text(reason)))
                 );
             }
             AgentEvent::Compaction {
@@ -149,14 +159,16 @@ impl<W: Write> Renderer<W> {
             }
             AgentEvent::Notice { text } => {
                 self.break_line();
-                let _ = writeln!(self.out, "{}", s.dim(text));
+                let _ = writeln!(self.out, "{}", s.dim(&roo_term::escape_text(text)));
             }
             AgentEvent::Warning { text } => {
                 self.break_line();
+                let text = roo_term::escape_text(text);
                 let _ = writeln!(self.out, "{}", s.yellow(&format!("warning: {text}")));
             }
             AgentEvent::Error { message } => {
                 self.break_line();
+                let message = roo_term::escape_text(message);
                 let _ = writeln!(self.out, "{}", s.red(&format!("error: {message}")));
             }
             AgentEvent::Done { outcome, .. } => {
@@ -167,7 +179,8 @@ impl<W: Write> Renderer<W> {
                         let _ = writeln!(self.out, "{}", s.yellow("⏹ stopped"));
                     }
                     other => {
-                        let _ = writeln!(self.out, "{}", s.yellow(&other.describe()));
+                        let outcome = roo_term::escape(&other.describe());
+                        let _ = writeln!(self.out, "{}", s.yellow(&outcome));
                     }
                 }
             }
@@ -322,6 +335,108 @@ mod tests {
         let line = subagent_line(&ended, &s).unwrap();
         assert!(line.contains("task a3 (scout) completed") && line.contains("found it"));
         assert!(!line.contains("more"), "{line}");
+    }
+
+    /// What a model, a command or a file could print to take over the terminal: a
+    /// window title (OSC, BEL- and ST-terminated), a screen clear, an 8-bit CSI, a
+    /// carriage return and a backspace that overwrite.
+    const ATTACK: &str = "\x1b]2;PWNED\x07\x1b]0;PWNED\x1b\\\x1b[2J\u{9b}1mX\rY\x08";
+
+    /// `shown` without the renderer's own styles (`ESC [ digits m`).
+    fn without_styles(shown: &str) -> String {
+        let mut out = String::new();
+        let mut rest = shown;
+        while let Some(at) = rest.find("\x1b[") {
+            out.push_str(&rest[..at]);
+            let code = &rest[at + 2..];
+            let end = code.find(|c: char| !c.is_ascii_digit() && c != ';');
+            match end {
+                Some(end) if code[end..].starts_with('m') => rest = &code[end + 1..],
+                _ => {
+                    out.push_str(&rest[at..at + 2]);
+                    rest = code;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+
+    #[test]
+    fn what_models_and_tools_wrote_is_shown_escaped_and_only_styles_are_codes() {
+        let attack = ATTACK.to_string();
+        let events = [
+            AgentEvent::ThinkingDelta {
+                text: format!("hmm {attack}\n"),
+            },
+            AgentEvent::TextDelta {
+                text: format!("answer {attack}\n\tindented\n"),
+            },
+            AgentEvent::ToolStart {
+                id: "t1".into(),
+                name: "Bash".into(),
+                summary: format!("Bash(printf {attack})"),
+                input: serde_json::Value::Null,
+            },
+            AgentEvent::ToolEnd {
+                id: "t1".into(),
+                name: "Bash".into(),
+                summary: String::new(),
+                is_error: false,
+                preview: format!("out {attack}\nmore"),
+                duration_ms: 3,
+            },
+            AgentEvent::PermissionDenied {
+                id: "t2".into(),
+                summary: format!("ReadFile({attack})"),
+                reason: format!("no {attack}"),
+            },
+            AgentEvent::Notice {
+                text: format!("hook said {attack}"),
+            },
+            AgentEvent::Warning {
+                text: format!("server said {attack}"),
+            },
+            AgentEvent::Error {
+                message: format!("provider said {attack}"),
+            },
+            AgentEvent::Done {
+                outcome: Outcome::UnknownTools {
+                    names: vec![attack.clone()],
+                },
+                final_text: String::new(),
+                turns: 1,
+                usage: Default::default(),
+            },
+        ];
+        let mut r = Renderer::new(Vec::new(), Style::coloured());
+        for event in &events {
+            r.event(event);
+        }
+        let out = String::from_utf8(r.out).unwrap();
+        assert!(
+            out.contains("\x1b[2m"),
+            "the renderer's styles stay: {out:?}"
+        );
+        let text = without_styles(&out);
+        assert!(
+            !text
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{text:?}"
+        );
+        let escaped = roo_term::escape(ATTACK);
+        // Once per event, twice for the denial (its call and its reason).
+        assert_eq!(
+            text.matches(&escaped).count(),
+            events.len() + 1,
+            "every event shows the sequence escaped:\n{text}"
+        );
+        assert!(text.contains("answer "), "{text}");
+        assert!(
+            text.contains("\n\tindented\n"),
+            "lines and tabs stay: {text:?}"
+        );
     }
 
     #[test]

@@ -53,38 +53,26 @@ fn row(task: &TaskInfo) -> String {
     )
 }
 
-/// One task's details and whole result, or `None` for an unknown id.
+/// One task's details and whole result, or `None` for an unknown id. Models wrote the
+/// type, description and result: their control characters are shown escaped.
 pub fn task_detail(tasks: &BackgroundTasks, id: &str) -> Option<String> {
     let task = tasks.get(id)?;
     let mut text = format!(
         "task {} · {} · {} · {:.1} s · {} tool call(s) · {} turn(s)\n",
         task.id,
-        task.agent_type,
+        roo_term::escape(&task.agent_type),
         task.status.as_str(),
         task.duration.as_secs_f64(),
         task.tool_count,
         task.turns
     );
     if !task.description.is_empty() {
-        let _ = writeln!(text, "{}", task.description);
+        let _ = writeln!(text, "{}", roo_term::escape_text(&task.description));
     }
     if task.result.is_empty() {
         text.push_str("(no result yet)\n");
     } else {
-        // The model wrote it: no escape sequences reach the terminal.
-        let shown: String = task
-            .result
-            .trim_end()
-            .chars()
-            .map(|c| {
-                if c.is_control() && c != '\n' && c != '\t' {
-                    ' '
-                } else {
-                    c
-                }
-            })
-            .collect();
-        let _ = writeln!(text, "{shown}");
+        let _ = writeln!(text, "{}", roo_term::escape_text(task.result.trim_end()));
     }
     Some(text)
 }
@@ -150,7 +138,10 @@ mod tests {
         assert!(rows[3].contains("a2") && rows[3].contains("fork") && rows[3].contains("running"));
         let detail = task_detail(&tasks, "A1").unwrap();
         assert!(detail.contains("second line"), "{detail}");
-        assert!(!detail.contains('\x1b'), "{detail}");
+        assert!(
+            !detail.contains('\x1b') && detail.contains("second line\\u{1b}[2J"),
+            "{detail}"
+        );
         assert!(task_detail(&tasks, "a9").is_none());
     }
 }

@@ -1,5 +1,6 @@
 //! Terminal output shared by every binary: one colour decision (a terminal, `NO_COLOR`
-//! unset or empty), one set of styles, and one escape for untrusted text.
+//! unset or empty), one set of styles, and one escape for untrusted text ([`escape`] for
+//! one line, [`escape_text`] for text that keeps its lines).
 
 use std::io::IsTerminal;
 
@@ -104,19 +105,34 @@ impl Style {
 /// start a forged header line or send terminal escape sequences. Every human-output path
 /// prints user-supplied text through this; `--json` output is exact (JSON escapes it).
 pub fn escape(text: &str) -> String {
-    let unsafe_char =
-        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    shown(text, |_| false)
+}
+
+/// Makes untrusted text of several lines safe for a terminal (a model's answer, a tool's
+/// output): as [`escape`], but newlines and tabs are kept, so the text keeps its shape
+/// while an escape sequence in it (`ESC ] 2 ; title BEL`, `ESC [ 2 J`, an 8-bit CSI) or
+/// a carriage return meant to overwrite the line is shown instead of obeyed.
+pub fn escape_text(text: &str) -> String {
+    shown(text, |c| matches!(c, '\n' | '\t'))
+}
+
+/// `text` with every unsafe character that `keep` does not keep written as an escape.
+fn shown(text: &str, keep: fn(char) -> bool) -> String {
+    let unsafe_char = |c: char| {
+        !keep(c)
+            && (c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+    };
     if !text.chars().any(unsafe_char) {
         return text.to_owned();
     }
     let mut shown = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {
+            c if !unsafe_char(c) => shown.push(c),
             '\n' => shown.push_str("\\n"),
             '\r' => shown.push_str("\\r"),
             '\t' => shown.push_str("\\t"),
-            c if unsafe_char(c) => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => shown.push(c),
+            c => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
         }
     }
     shown
@@ -152,5 +168,19 @@ mod tests {
         assert_eq!(escape("\x1b]0;pwned\x07"), "\\u{1b}]0;pwned\\u{7}");
         assert_eq!(escape("x\r\ty\u{9b}\u{7f}"), "x\\r\\ty\\u{9b}\\u{7f}");
         assert_eq!(escape("\u{202e}abc"), "\\u{202e}abc");
+    }
+
+    #[test]
+    fn escape_text_keeps_lines_and_tabs_but_no_sequence() {
+        assert_eq!(escape_text("a\n\tb\n"), "a\n\tb\n");
+        assert_eq!(
+            escape_text("\x1b]2;PWNED\x07x\x1b[2J\n\x1bP1$q\x1b\\"),
+            "\\u{1b}]2;PWNED\\u{7}x\\u{1b}[2J\n\\u{1b}P1$q\\u{1b}\\"
+        );
+        assert_eq!(
+            escape_text("100%\rdone\x08\u{9b}31m\u{9d}0;t\u{9c}"),
+            "100%\\rdone\\u{8}\\u{9b}31m\\u{9d}0;t\\u{9c}"
+        );
+        assert_eq!(escape_text("\u{2067}abc"), "\\u{2067}abc");
     }
 }

@@ -5,8 +5,9 @@
 //!
 //! Each agent has its own [`Renderer`] writing into a buffer; complete lines are moved
 //! to the output after every event, a started line waits for its end. Teammates' text is
-//! another model's output: control characters in it are shown escaped
-//! ([`roo_term::escape`]), so it cannot move the cursor or forge the lead's lines.
+//! another model's output: the [`Renderer`] shows control characters in it escaped, and
+//! a teammate's name is escaped too, so it cannot move the cursor or forge the lead's
+//! lines.
 //! Colours follow the renderer's [`Style`] (a terminal, `NO_COLOR` unset).
 
 use std::io::Write;
@@ -64,8 +65,7 @@ impl<W: Write> Interleaved<W> {
     /// One event of teammate `member`: its lines are prefixed `member │ `.
     pub fn member_event(&mut self, member: &str, event: &AgentEvent) {
         let lane = self.lane(member);
-        let event = neutralised(event);
-        self.lanes[lane].renderer.event(&event);
+        self.lanes[lane].renderer.event(event);
         self.emit(lane);
     }
 
@@ -147,34 +147,6 @@ fn complete_lines(buffer: &mut Vec<u8>) -> Vec<String> {
         .collect()
 }
 
-/// The event with the text a model wrote made safe for the terminal: every line of
-/// text, thinking, tool summaries and previews has its control characters escaped
-/// (newlines stay line breaks, tabs become spaces).
-fn neutralised(event: &AgentEvent) -> AgentEvent {
-    let safe = |text: &str| -> String {
-        text.split('\n')
-            .map(|line| roo_term::escape(&line.replace('\t', "    ")))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let mut event = event.clone();
-    match &mut event {
-        AgentEvent::TextDelta { text } | AgentEvent::ThinkingDelta { text } => *text = safe(text),
-        AgentEvent::ToolStart { summary, .. } => *summary = safe(summary),
-        AgentEvent::ToolEnd { preview, .. } => *preview = safe(preview),
-        AgentEvent::PermissionDenied {
-            summary, reason, ..
-        } => {
-            *summary = safe(summary);
-            *reason = safe(reason);
-        }
-        AgentEvent::Notice { text } | AgentEvent::Warning { text } => *text = safe(text),
-        AgentEvent::Error { message } => *message = safe(message),
-        _ => {}
-    }
-    event
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,12 +174,13 @@ mod tests {
     }
 
     #[test]
-    fn a_teammates_control_characters_are_escaped_but_its_newlines_kept() {
+    fn control_characters_are_escaped_but_newlines_and_tabs_kept() {
         let mut r = Interleaved::new(Vec::new(), Style::plain());
         r.member_event("mallory", &text("\x1b[2Jgone\nlead │ forged\r\n"));
+        r.lead_event(&text("\x1b]2;PWNED\x07\tx\n"));
         assert_eq!(
             shown(&mut r),
-            "mallory │ \\u{1b}[2Jgone\nmallory │ lead │ forged\\r\n"
+            "mallory │ \\u{1b}[2Jgone\nmallory │ lead │ forged\\r\n\\u{1b}]2;PWNED\\u{7}\tx\n"
         );
     }
 
