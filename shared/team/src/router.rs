@@ -591,7 +591,9 @@ impl InboxRouter {
             return Ok(0);
         }
         let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
-        Ok(blocking(move || mailbox.mark_delivered(&me, &ids)).await??)
+        Ok(blocking(move || mailbox.mark_delivered(&me, &ids))
+            .await??
+            .found)
     }
 
     /// Receipt: these requests were acted on (marks them read and acknowledged).
@@ -600,7 +602,9 @@ impl InboxRouter {
             return Ok(0);
         }
         let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
-        Ok(blocking(move || mailbox.acknowledge(&me, &ids)).await??)
+        Ok(blocking(move || mailbox.acknowledge(&me, &ids))
+            .await??
+            .found)
     }
 
     /// Resolves with `true` once a queued request matches `wanted` (it stays queued for
