@@ -169,11 +169,31 @@ fn ack_with_a_duplicate_id_exits_0_and_an_unknown_id_exits_2() {
         .run()
         .assert_ok()
         .assert_stdout_contains("acknowledged 1");
-    env.mail()
-        .args(["ack", "--team", "t", "--as", "alice", &id, "msg-0-0-0"])
-        .run()
-        .assert_code(2)
-        .assert_stderr_contains("1 found are acknowledged");
+    // Issue 19: the error names the unknown ids and says what was acknowledged anyway.
+    let ack = |ids: &[&str]| {
+        let out = env
+            .mail()
+            .args(["ack", "--team", "t", "--as", "alice"])
+            .args(ids)
+            .run();
+        out.assert_code(2);
+        out.stderr()
+    };
+    assert_eq!(
+        ack(&[&id, "msg-0-0-0"]),
+        "roo-mail: failed to acknowledge message msg-0-0-0: it is not in alice's inbox or \
+         archive; the other one is acknowledged\n"
+    );
+    assert_eq!(
+        ack(&["x", &id, "y", "x"]),
+        "roo-mail: failed to acknowledge 2 messages (x, y): they are not in alice's inbox or \
+         archive; the other one is acknowledged\n"
+    );
+    assert_eq!(
+        ack(&["x"]),
+        "roo-mail: failed to acknowledge message x: it is not in alice's inbox or archive; \
+         no message was acknowledged\n"
+    );
 }
 
 #[test]

@@ -537,7 +537,7 @@ fn quarantined_data_is_reported_until_the_doctor_acknowledges_it() {
         .args(["list", "--team", "t"])
         .run()
         .assert_ok()
-        .assert_stderr_contains("roo-task doctor");
+        .assert_stderr_contains("run `roo-mail doctor --team t --acknowledge`");
     // With --json, stdout keeps its shape and stderr carries one JSON line naming the file.
     let listed = env.task().args(["list", "--team", "t", "--json"]).run();
     listed.assert_ok();

@@ -2,6 +2,7 @@
 mod backend_detect;
 mod cli_defects;
 mod cli_mail;
+mod cli_snapshots;
 mod cli_task;
 mod cli_team_runtime;
 mod demo;

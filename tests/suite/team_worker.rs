@@ -150,9 +150,10 @@ fn a_worker_started_by_hand_joins_works_logs_and_resumes_its_transcript() {
     let log = std::fs::read_to_string(home.path().join("teams/t/logs/carol.log")).unwrap();
     assert!(log.contains("teammate started"), "{log}");
 
-    // A second process under the same name is refused while carol lives.
+    // A second process under the same name is refused while carol lives: exit 1, as
+    // `roo-mail team join` is refused (issue 19).
     let twin = worker(&home, &mock, Some("me too")).run();
-    twin.assert_code(2);
+    twin.assert_code(1);
     twin.assert_stderr_contains(&format!(
         "a live process (pid {pid}) already is member carol"
     ));

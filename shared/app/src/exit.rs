@@ -3,8 +3,8 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | the run completed (`roo-worker`: it shut down at the lead's request) |
-//! | 1 | the run ended without completing (max turns, cancelled, stopped between turns, repeated unknown tools or malformed tool calls; `roo-worker`: stopped by SIGINT or SIGTERM) |
-//! | 2 | usage or configuration error (bad flag, no model configured, bad config file; `roo-worker`: no such team, or its name is held by a live process) |
+//! | 1 | the run ended without completing (max turns, cancelled, stopped between turns, repeated unknown tools or malformed tool calls; `roo-worker`: stopped by SIGINT or SIGTERM, or refused to join: its name is held by a live process or is the lead's, as `roo-mail team join` exits 1) |
+//! | 2 | usage or configuration error (bad flag, no model configured, bad config file; `roo-worker`: no such team) |
 //! | 3 | file or session I/O error |
 //! | 4 | the model could not be reached or refused the request |
 
@@ -14,6 +14,9 @@ use roo_agent::event::Outcome;
 pub const OK: u8 = 0;
 /// The run ended without completing.
 pub const NOT_COMPLETED: u8 = 1;
+/// The operation was refused (`roo-worker`: joining under a name a live process holds).
+/// The code `roo-mail` and `roo-task` give a refusal (`roo_cli::exit::REFUSED`).
+pub const REFUSED: u8 = 1;
 /// Usage or configuration error.
 pub const USAGE: u8 = 2;
 /// File or session I/O error.
@@ -26,6 +29,9 @@ pub const MODEL: u8 = 4;
 pub enum AppError {
     #[error("{0}")]
     Usage(String),
+    /// Refused by a rule of the team (exit 1), e.g. a name held by a live process.
+    #[error("{0}")]
+    Refused(String),
     #[error("{0}")]
     Config(String),
     #[error("{0}")]
@@ -39,6 +45,7 @@ impl AppError {
     pub fn exit_code(&self) -> u8 {
         match self {
             AppError::Usage(_) | AppError::Config(_) => USAGE,
+            AppError::Refused(_) => REFUSED,
             AppError::Io(_) => IO,
             AppError::Model(_) => MODEL,
         }

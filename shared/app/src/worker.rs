@@ -32,7 +32,7 @@ use crate::render::{Renderer, Style};
     name = "roo-worker",
     version,
     about = "One RooCode Teams teammate: an agent loop with work and coordination tools",
-    after_help = "Normally started by roo-lead in a tmux or iTerm2 pane. Example:\n  roo-worker --team auth-refactor --name alice --agent-id alice@auth-refactor --lead lead"
+    after_help = "Normally started by roo-lead in a tmux or iTerm2 pane. Example:\n  roo-worker --team auth-refactor --name alice --agent-id alice@auth-refactor --lead lead\n\nExit codes: 0 shut down at the lead's request, 1 stopped (SIGINT, SIGTERM, no lead) or\nrefused to join (its name is held by a live process, or is the lead's), 2 usage or\nconfiguration error (no such team), 3 file or store I/O error, 4 the model could not be\nreached or refused."
 )]
 pub struct WorkerArgs {
     /// Every flag: the lead builds the same struct for a pane's command line.
@@ -353,11 +353,13 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
 fn teammate_error(error: TeammateError) -> AppError {
     match error {
         TeammateError::Build { source, .. } => crate::setup::app_error(source),
+        // As `roo-mail team join` exits: a refused join 1, an unknown team 2.
         e @ TeammateError::Join {
-            source:
-                StoreError::NotPermitted { .. }
-                | StoreError::MemberExists { .. }
-                | StoreError::TeamNotFound { .. },
+            source: StoreError::NotPermitted { .. } | StoreError::MemberExists { .. },
+            ..
+        } => AppError::Refused(e.to_string()),
+        e @ TeammateError::Join {
+            source: StoreError::TeamNotFound { .. },
             ..
         } => AppError::Usage(e.to_string()),
         other => AppError::Io(other.to_string()),
@@ -366,6 +368,27 @@ fn teammate_error(error: TeammateError) -> AppError {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A refused join exits as `roo-mail team join` does (1), an unknown team 2.
+    #[test]
+    fn a_refused_join_exits_1_and_an_unknown_team_2() {
+        let join = |source| TeammateError::Join {
+            team: Name::parse("t").unwrap(),
+            name: Name::parse("carol").unwrap(),
+            source,
+        };
+        let held = join(StoreError::NotPermitted {
+            action: "join team \"t\" as carol".into(),
+            reason: "a live process (pid 42) already is member carol".into(),
+        });
+        assert_eq!(teammate_error(held).exit_code(), 1);
+        let unknown = join(StoreError::TeamNotFound {
+            team: "t".into(),
+            path: "/h/teams/t".into(),
+        });
+        assert_eq!(teammate_error(unknown).exit_code(), 2);
+    }
 
     /// The lead's side of the contract parses back to what it said, every flag set.
     #[test]
@@ -423,8 +446,6 @@ mod tests {
         argv.extend(bare.to_args());
         assert_eq!(WorkerArgs::try_parse_from(&argv).unwrap().launch, bare);
     }
-
-    use super::*;
 
     #[test]
     fn worker_flags_become_a_teammates_settings() {

@@ -1,13 +1,13 @@
 //! What `roo-mail` and `roo-task` share: the global flags (`--team`, `--as`, `--json`),
-//! resolving them against the environment, and the `main` wrapper that turns results
-//! into exit codes.
+//! resolving them against the environment, the command line with its help naming the
+//! program it is shown in, and the `main` wrapper that turns results into exit codes.
 
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Command, CommandFactory, Parser};
 use roo_store::{Name, RooHome, Team};
 
 use crate::exit::{CliError, CliResult, OK, USAGE, report};
@@ -20,7 +20,7 @@ pub struct Common {
     #[arg(long, global = true, value_name = "TEAM")]
     pub team: Option<String>,
 
-    /// Act as this member (sender, reader, claimer) [default: $ROO_AGENT_NAME]
+    /// Act as this member [default: $ROO_AGENT_NAME]
     #[arg(
         long = "as",
         visible_alias = "from",
@@ -37,6 +37,8 @@ pub struct Common {
 /// The environment a command runs in (kept apart so tests can pass their own).
 #[derive(Debug, Clone)]
 pub struct Context {
+    /// `roo-mail` or `roo-task`: the CLI whose commands messages name.
+    pub program: &'static str,
     /// Global flags.
     pub common: Common,
     /// Output style.
@@ -54,12 +56,13 @@ static JSON_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 static QUARANTINED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 impl Context {
-    /// Flags plus the environment.
-    pub fn new(common: Common) -> Context {
+    /// Flags plus the environment, for `program`.
+    pub fn new(program: &'static str, common: Common) -> Context {
         if common.json {
             JSON_OUTPUT.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         Context {
+            program,
             common,
             style: Style::for_stdout(),
         }
@@ -86,14 +89,14 @@ impl Context {
     /// The existing team (refuses one that does not exist). Reports the team's
     /// quarantined files on stderr, once per process.
     pub fn team(&self) -> CliResult<Team> {
-        let (home, name) = (self.home()?, self.team_name()?);
+        let (home, name, program) = (self.home()?, self.team_name()?, self.program);
         static REPORTED: std::sync::Once = std::sync::Once::new();
         REPORTED.call_once(|| {
             let found = roo_store::quarantine::quarantined(&home, &name);
             for path in &found {
                 roo_store::quarantine::warn_later(format!(
-                    "quarantined data at {}; inspect it, then run `roo-task doctor --team {name} \
-                     --acknowledge`",
+                    "quarantined data at {}; inspect it, then run `{program} doctor --team \
+                     {name} --acknowledge`",
                     path.display()
                 ));
             }
@@ -156,6 +159,28 @@ pub fn parse_seconds(raw: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|e| format!("{raw:?}: {e}"))
 }
 
+/// Stands for the program's name in the help of commands both CLIs have (`team …`).
+pub const PROGRAM: &str = "{program}";
+
+/// The command line of `C` as `program` shows it: [`PROGRAM`] in any command's
+/// after-help (its examples) replaced by `program`, so each CLI's help speaks of itself.
+pub fn command<C: CommandFactory>(program: &str) -> Command {
+    fn name(cmd: Command, program: &str) -> Command {
+        let cmd = match cmd.get_after_help().map(ToString::to_string) {
+            Some(text) if text.contains(PROGRAM) => cmd.after_help(text.replace(PROGRAM, program)),
+            _ => cmd,
+        };
+        let subcommands: Vec<String> = cmd
+            .get_subcommands()
+            .map(|s| s.get_name().to_owned())
+            .collect();
+        subcommands.iter().fold(cmd, |cmd, sub| {
+            cmd.mut_subcommand(sub, |s| name(s, program))
+        })
+    }
+    name(C::command(), program)
+}
+
 /// Parses `args` as `C` and runs it; turns the outcome into an exit code.
 pub fn main_with<C: Parser>(
     program: &str,
@@ -169,7 +194,12 @@ pub fn main_with<C: Parser>(
     if let Some(code) = crate::relay::forward_if_relayed(program, &args) {
         return code;
     }
-    let cli = match C::try_parse_from(args) {
+    let mut cmd = command::<C>(program);
+    let parsed = cmd
+        .try_get_matches_from_mut(args)
+        .and_then(|mut matches| C::from_arg_matches_mut(&mut matches))
+        .map_err(|e| e.format(&mut cmd));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -183,12 +213,14 @@ pub fn main_with<C: Parser>(
         // data without the shape of stdout changing.
         let quarantined = QUARANTINED.lock().map(|q| q.clone()).unwrap_or_default();
         if !warnings.is_empty() || !quarantined.is_empty() {
-            let line = serde_json::json!({
-                "program": program,
-                "warnings": warnings,
-                "quarantined": quarantined,
-            });
-            eprintln!("{line}");
+            let line = crate::shape::Warnings {
+                program,
+                warnings: &warnings,
+                quarantined: &quarantined,
+            };
+            if let Ok(line) = serde_json::to_string(&line) {
+                eprintln!("{line}");
+            }
         }
     } else {
         for warning in warnings {
@@ -214,7 +246,10 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
     if ctx.json() {
         crate::output::print_json(
             out,
-            &serde_json::json!({"quarantined": found, "acknowledged": acknowledged}),
+            &crate::shape::Quarantine {
+                quarantined: &found,
+                acknowledged: &acknowledged,
+            },
         )?;
     } else if found.is_empty() {
         writeln!(out, "no quarantined data in team {team}")?;
@@ -228,7 +263,8 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
         }
         writeln!(
             out,
-            "inspect these files and restore what you need, then run `doctor --acknowledge`"
+            "inspect these files and restore what you need, then run `{} doctor --acknowledge`",
+            ctx.program
         )?;
     }
     Ok(())
@@ -237,6 +273,54 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The long help of `cmd` and of every subcommand below it, by command path.
+    fn every_help(cmd: &mut Command, path: &str, out: &mut Vec<(String, String)>) {
+        out.push((path.to_owned(), cmd.render_long_help().to_string()));
+        for sub in cmd.get_subcommands_mut() {
+            let path = format!("{path} {}", sub.get_name());
+            every_help(sub, &path, out);
+        }
+    }
+
+    /// Each CLI's help, subcommands included, speaks of itself only: its examples name
+    /// it, never the other CLI, and no placeholder is left.
+    #[test]
+    fn each_help_names_only_its_own_program() {
+        for (program, other, mut cmd) in [
+            (
+                "roo-mail",
+                "roo-task",
+                command::<crate::mail::MailCli>("roo-mail"),
+            ),
+            (
+                "roo-task",
+                "roo-mail",
+                command::<crate::task::TaskCli>("roo-task"),
+            ),
+        ] {
+            cmd.build();
+            let mut helps = Vec::new();
+            every_help(&mut cmd, program, &mut helps);
+            assert!(helps.len() > 10, "{program}: {} helps", helps.len());
+            for (path, help) in &helps {
+                assert!(
+                    !help.contains(other),
+                    "`{path} --help` names {other}:\n{help}"
+                );
+                assert!(!help.contains(PROGRAM), "`{path} --help`:\n{help}");
+            }
+            let create = &helps
+                .iter()
+                .find(|(path, _)| path.ends_with(" team create"))
+                .unwrap_or_else(|| panic!("{program} has no `team create`"))
+                .1;
+            assert!(
+                create.contains(&format!("{program} team create --team demo")),
+                "{create}"
+            );
+        }
+    }
 
     #[test]
     fn seconds_flags_refuse_inf_nan_negative_and_huge_values() {

@@ -4,12 +4,14 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success (also: output closed early by a pipe reader such as `head`) |
-//! | 1 | operation refused: claim lost, task blocked, cycle, not permitted, team exists or still active |
+//! | 1 | operation refused: claim lost, task blocked, cycle, not permitted (e.g. a name held by a live process), team exists or still active |
 //! | 2 | usage or bad input: bad flags, invalid name, unknown team/member/task/message (an `ack` with some unknown id: the rest are acknowledged), no `ROO_HOME`/`HOME` |
 //! | 3 | I/O failure, lock timeout, corrupt file (moved aside), file from a newer format |
 //!
 //! Every store error is mapped explicitly (no wildcard arm), so a new error variant does
-//! not compile until someone decides its exit code.
+//! not compile until someone decides its exit code. Each CLI prints the table in its
+//! `--help` with examples of its own commands ([`MAIL_EXIT_CODES_HELP`],
+//! [`TASK_EXIT_CODES_HELP`]).
 
 use std::io;
 use std::process::ExitCode;
@@ -25,16 +27,28 @@ pub const USAGE: u8 = 2;
 /// I/O failure or lock timeout.
 pub const IO: u8 = 3;
 
-/// The exit-code table as printed in `--help`.
-pub const EXIT_CODES_HELP: &str = "\
+/// The exit-code table as `roo-mail --help` prints it.
+pub const MAIL_EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success
-  1  operation refused (claim lost, task blocked, dependency cycle, not permitted, ...)
-  2  usage or bad input (bad flags, invalid name, unknown team, member, task or message,
-     neither ROO_HOME nor HOME set)
+  1  operation refused (sender not a member, inbox full, no recipients, a name held by a
+     live process, team exists or still active, ...)
+  2  usage or bad input (bad flags, invalid name, unknown team, member, recipient or
+     message, a value over a limit, neither ROO_HOME nor HOME set)
   3  I/O failure, lock timeout, corrupt file (moved aside), or a file from a newer format
 A send that reaches only some recipients reports who got it and exits with the failure's
-code; re-run it with the --id it prints to deliver to the rest without duplicates.";
+code; re-run it with the --id it prints to deliver to the rest without duplicates. An ack
+with some unknown id exits 2 after acknowledging the others.";
+
+/// The exit-code table as `roo-task --help` prints it.
+pub const TASK_EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success
+  1  operation refused (claim lost, nothing ready, task blocked, dependency cycle, another
+     member's claim, a name held by a live process, team exists or still active, ...)
+  2  usage or bad input (bad flags, invalid name, unknown team, member or task, a value
+     over a limit, neither ROO_HOME nor HOME set)
+  3  I/O failure, lock timeout, corrupt file (moved aside), or a file from a newer format";
 
 /// A failure of a CLI command.
 #[derive(Debug, thiserror::Error)]

@@ -9,4 +9,6 @@ pub mod exit;
 pub mod mail;
 mod output;
 pub mod relay;
+mod shape;
 pub mod task;
+mod team;

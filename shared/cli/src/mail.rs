@@ -1,7 +1,6 @@
 //! `roo-mail`: the mailbox CLI (send, read, list, watch, status, ack, team setup).
 
 mod send;
-pub(crate) mod team;
 mod watch;
 
 use std::io::{self, Write};
@@ -9,11 +8,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use roo_store::{MessageId, ReadFilter};
-use serde::Serialize;
 
 use crate::common::{Common, Context, main_with};
-use crate::exit::{CliResult, EXIT_CODES_HELP};
+use crate::exit::{CliError, CliResult, MAIL_EXIT_CODES_HELP};
 use crate::output::{print_json, write_message};
+use crate::shape;
+use crate::team;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -36,7 +36,7 @@ Protocol: docs/PROTOCOL.md.";
     name = "roo-mail",
     version,
     about = "Send and read RooCode team messages (lock-file mailboxes under $ROO_HOME)",
-    after_help = format!("{EXAMPLES}\n\n{EXIT_CODES_HELP}")
+    after_help = format!("{EXAMPLES}\n\n{MAIL_EXIT_CODES_HELP}")
 )]
 pub struct MailCli {
     #[command(flatten)]
@@ -65,6 +65,9 @@ pub(crate) enum MailCommand {
         id: String,
     },
     /// Acknowledge messages you received (receipt)
+    ///
+    /// An id in neither your inbox nor its archive fails the command (exit 2), naming it;
+    /// the other messages are acknowledged all the same.
     Ack {
         /// Message ids
         #[arg(required = true)]
@@ -97,13 +100,16 @@ pub(crate) struct ReadArgs {
     limit: Option<usize>,
 }
 
+/// The program's name.
+pub const PROGRAM: &str = "roo-mail";
+
 /// Entry point of the `roo-mail` binary.
 pub fn main() -> ExitCode {
-    main_with("roo-mail", std::env::args_os(), run)
+    main_with(PROGRAM, std::env::args_os(), run)
 }
 
 fn run(cli: MailCli) -> CliResult {
-    let ctx = Context::new(cli.common);
+    let ctx = Context::new(PROGRAM, cli.common);
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match cli.command {
@@ -153,32 +159,20 @@ fn read(ctx: &Context, args: ReadArgs, out: &mut impl Write) -> CliResult {
     Ok(())
 }
 
-#[derive(Serialize)]
-struct MemberRow {
-    name: String,
-    agent_id: String,
-    lead: bool,
-    is_active: bool,
-    state: roo_store::MemberState,
-    unread: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    backend_type: Option<roo_store::BackendType>,
-}
-
 fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
     let team = ctx.team()?;
     let config = team.config()?;
     let mailbox = team.mailbox();
     let mut rows = Vec::new();
     for m in &config.members {
-        rows.push(MemberRow {
+        rows.push(shape::MemberRow {
             name: m.name.to_string(),
             agent_id: m.agent_id.clone(),
-            lead: m.agent_id == config.lead_agent_id,
+            backend_type: m.backend_type,
             is_active: m.is_active(),
+            lead: m.agent_id == config.lead_agent_id,
             state: m.observed_state(),
             unread: mailbox.unread_count(&m.name)?,
-            backend_type: m.backend_type,
         });
     }
     if ctx.json() {
@@ -203,19 +197,6 @@ fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
     Ok(())
 }
 
-#[derive(Serialize)]
-struct StatusView<'a> {
-    id: &'a str,
-    inbox: &'a str,
-    state: &'a str,
-    archived: bool,
-    read: bool,
-    timestamp: String,
-    delivered_at: Option<String>,
-    acknowledged_at: Option<String>,
-    message: &'a roo_store::Message,
-}
-
 fn status(ctx: &Context, id: &str, out: &mut impl Write) -> CliResult {
     let team = ctx.team()?;
     let status = team.mailbox().status(&MessageId::from_string(id))?;
@@ -225,19 +206,19 @@ fn status(ctx: &Context, id: &str, out: &mut impl Write) -> CliResult {
     if std::env::var_os(roo_store::relay::ENV_RELAYED_BY).is_some() {
         let me = ctx.agent()?;
         if status.inbox != me && m.from != me {
-            return Err(crate::exit::CliError::Refused(format!(
+            return Err(CliError::Refused(format!(
                 "message {id} is in {}'s inbox and not from {me}; an agent's command reads only its own messages",
                 status.inbox
             )));
         }
     }
-    let view = StatusView {
+    let view = shape::MessageStatus {
         id: m.id.as_str(),
         inbox: status.inbox.as_str(),
         state: status.state(),
         archived: status.archived,
-        read: m.read,
         timestamp: m.timestamp.to_string(),
+        read: m.read,
         delivered_at: m.delivered_at.map(|t| t.to_string()),
         acknowledged_at: m.acknowledged_at.map(|t| t.to_string()),
         message: m,
@@ -271,23 +252,39 @@ fn ack(ctx: &Context, ids: &[String], out: &mut impl Write) -> CliResult {
             unique.push(id);
         }
     }
-    let ids = unique;
-    let found = team.mailbox().acknowledge(&me, &ids)?;
-    if found < ids.len() {
+    let receipt = team.mailbox().acknowledge(&me, &unique)?;
+    if !receipt.unknown.is_empty() {
         // The found ones stay acknowledged; the exit code (2) says some id was unknown.
-        return Err(crate::exit::CliError::Usage(format!(
-            "acknowledge {} of the {} messages: the others are not in {me}'s inbox or \
-             archive (the {found} found are acknowledged)",
-            ids.len() - found,
-            ids.len()
-        )));
+        return Err(CliError::Usage(partial_ack(&me, &receipt)));
     }
     if ctx.json() {
-        print_json(out, &serde_json::json!({ "acknowledged": found }))?;
+        print_json(
+            out,
+            &shape::Acknowledged {
+                acknowledged: receipt.found,
+            },
+        )?;
     } else {
-        writeln!(out, "acknowledged {found}")?;
+        writeln!(out, "acknowledged {}", receipt.found)?;
     }
     Ok(())
+}
+
+/// The error of an `ack` that found only some of its messages (it reads after "failed
+/// to"): which ids are unknown, and what was acknowledged all the same.
+fn partial_ack(me: &roo_store::Name, receipt: &roo_store::Receipt) -> String {
+    let ids: Vec<&str> = receipt.unknown.iter().map(MessageId::as_str).collect();
+    let ids = crate::output::escape(&ids.join(", "));
+    let which = match receipt.unknown.len() {
+        1 => format!("message {ids}: it is"),
+        n => format!("{n} messages ({ids}): they are"),
+    };
+    let others = match receipt.found {
+        0 => "no message was acknowledged".to_owned(),
+        1 => "the other one is acknowledged".to_owned(),
+        n => format!("the other {n} are acknowledged"),
+    };
+    format!("acknowledge {which} not in {me}'s inbox or archive; {others}")
 }
 
 #[cfg(test)]

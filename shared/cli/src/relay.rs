@@ -12,9 +12,9 @@ use clap::Parser;
 use roo_store::relay::{self, Reply, Request};
 
 use crate::exit::{IO, REFUSED, USAGE};
-use crate::mail::team::TeamCommand;
 use crate::mail::{MailCli, MailCommand};
 use crate::task::{TaskCli, TaskCommand};
+use crate::team::TeamCommand;
 
 /// Who the relaying agent is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +85,9 @@ pub fn check(request: &Request, me: &Member) -> Result<(), String> {
         },
         "roo-task" => match TaskCli::try_parse_from(argv) {
             Ok(cli) => {
+                if let TaskCommand::Team(command) = &cli.command {
+                    check_team_command(command, me)?;
+                }
                 if !me.lead {
                     match &cli.command {
                         TaskCommand::Create { .. }
@@ -94,6 +97,7 @@ pub fn check(request: &Request, me: &Member) -> Result<(), String> {
                         | TaskCommand::Renew { .. }
                         | TaskCommand::Ready
                         | TaskCommand::AddUsage { .. }
+                        | TaskCommand::Team(_)
                         | TaskCommand::Doctor { acknowledge: false } => {}
                         TaskCommand::Update(args) if !args.force => {}
                         TaskCommand::Update(_) => {
@@ -207,6 +211,7 @@ mod tests {
             &["update", "1", "--status", "completed"],
             &["create", "--subject", "more"],
             &["ready"],
+            &["team", "show"],
         ] {
             assert_eq!(check(&request("roo-task", ok), &carol), Ok(()), "{ok:?}");
         }
@@ -263,6 +268,10 @@ mod tests {
             &["update", "2", "--status", "pending", "--force"],
             &["reclaim"],
             &["doctor", "--acknowledge"],
+            &["team", "add", "eve"],
+            &["team", "join", "eve"],
+            &["team", "mark-dead", "bob", "--reason", "x"],
+            &["team", "delete", "--force"],
         ] {
             assert!(check(&request("roo-task", bad), &carol).is_err(), "{bad:?}");
         }
@@ -278,6 +287,11 @@ mod tests {
         );
         assert_eq!(check(&request("roo-task", &["reclaim"]), &lead), Ok(()));
         assert!(check(&request("roo-mail", &["team", "delete"]), &lead).is_err());
+        assert!(check(&request("roo-task", &["team", "delete"]), &lead).is_err());
+        assert_eq!(
+            check(&request("roo-task", &["team", "add", "eve"]), &lead),
+            Ok(())
+        );
         assert!(
             check(
                 &request("roo-mail", &["send", "--as", "bob", "--to", "x", "hi"]),

@@ -1,23 +1,24 @@
 //! `roo-task`: the task-list CLI (create, list, get, update, claim, renew, reclaim, ready,
-//! delete).
+//! assign, add-usage, delete, team setup).
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::common::{Common, Context, main_with};
+use crate::exit::{CliError, CliResult, TASK_EXIT_CODES_HELP};
+use crate::output::{print_json, write_task, write_task_line};
+use crate::shape::{self, ClaimRefusal};
+use crate::team;
 use clap::{Parser, Subcommand};
 use roo_store::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, Name, NewTask, TaskFilter, TaskId, TaskPatch,
     TaskStatus, TaskUsage,
 };
-use serde_json::json;
-
-use crate::common::{Common, Context, main_with};
-use crate::exit::{CliError, CliResult, EXIT_CODES_HELP};
-use crate::output::{print_json, write_task, write_task_line};
 
 const EXAMPLES: &str = "\
 Examples:
+  roo-task team create --team demo --lead lead --member alice --member bob
   roo-task create --team demo --subject 'Refactor the data layer' --path src/db/
   roo-task create --subject 'Update tests' --blocked-by 1
   roo-task ready --json
@@ -31,7 +32,8 @@ Examples:
   roo-task add-usage 1 --as alice --input 1200 --output 340 --requests 1 --cost 0.0123
 
 --team defaults to $ROO_TEAM, --as to $ROO_AGENT_NAME, the home to $ROO_HOME (default
-~/.roocode). The team must exist (see `roo-mail team create`). Protocol: docs/PROTOCOL.md.";
+~/.roocode). The team must exist (`roo-task team create`). Colours only on a terminal and
+never with NO_COLOR set. Protocol: docs/PROTOCOL.md.";
 
 /// The task-list CLI of RooCode Teams.
 #[derive(Parser, Debug)]
@@ -39,7 +41,7 @@ Examples:
     name = "roo-task",
     version,
     about = "Script the shared task list of a RooCode team",
-    after_help = format!("{EXAMPLES}\n\n{EXIT_CODES_HELP}")
+    after_help = format!("{EXAMPLES}\n\n{TASK_EXIT_CODES_HELP}")
 )]
 pub struct TaskCli {
     #[command(flatten)]
@@ -61,7 +63,8 @@ fn parse_meta(raw: &str) -> Result<(String, serde_json::Value), String> {
     let (key, value) = raw
         .split_once('=')
         .ok_or_else(|| format!("{raw:?} is not KEY=VALUE"))?;
-    let value = serde_json::from_str(value).unwrap_or_else(|_| json!(value));
+    let value =
+        serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
     Ok((key.to_owned(), value))
 }
 
@@ -196,6 +199,9 @@ pub(crate) enum TaskCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Create, inspect and delete teams
+    #[command(subcommand)]
+    Team(team::TeamCommand),
 }
 
 #[derive(clap::Args, Debug)]
@@ -253,9 +259,12 @@ pub(crate) struct UpdateArgs {
     pub(crate) force: bool,
 }
 
+/// The program's name.
+pub const PROGRAM: &str = "roo-task";
+
 /// Entry point of the `roo-task` binary.
 pub fn main() -> ExitCode {
-    main_with("roo-task", std::env::args_os(), run)
+    main_with(PROGRAM, std::env::args_os(), run)
 }
 
 fn member_name(raw: &str) -> CliResult<Name> {
@@ -263,12 +272,17 @@ fn member_name(raw: &str) -> CliResult<Name> {
 }
 
 fn run(cli: TaskCli) -> CliResult {
-    let ctx = Context::new(cli.common);
+    let ctx = Context::new(PROGRAM, cli.common);
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let out = &mut out;
-    if let TaskCommand::Doctor { acknowledge } = cli.command {
-        return crate::common::doctor(&ctx, acknowledge, out);
+    // Commands that do not need the team to exist (or not only its task list).
+    match cli.command {
+        TaskCommand::Doctor { acknowledge } => {
+            return crate::common::doctor(&ctx, acknowledge, out);
+        }
+        TaskCommand::Team(command) => return team::run(&ctx, command, out),
+        _ => {}
     }
     let team = ctx.team()?;
     let tasks = team.tasks();
@@ -367,7 +381,14 @@ fn run(cli: TaskCli) -> CliResult {
                     Some(task) => print_one(out, &task)?,
                     None => {
                         if ctx.json() {
-                            print_json(out, &json!({"claimed": false, "reason": "none_ready"}))?;
+                            print_json(
+                                out,
+                                &shape::ClaimRefused {
+                                    claimed: false,
+                                    id: None,
+                                    refusal: ClaimRefusal::NoneReady,
+                                },
+                            )?;
                         }
                         return Err(CliError::Refused("claim a task: none is ready".into()));
                     }
@@ -387,7 +408,10 @@ fn run(cli: TaskCli) -> CliResult {
             if ctx.json() {
                 print_json(
                     out,
-                    &json!({"task": assignment.task, "message": assignment.message}),
+                    &shape::Assigned {
+                        task: &assignment.task,
+                        message: &assignment.message,
+                    },
                 )?;
             } else {
                 write_task(out, style, &assignment.task)?;
@@ -424,12 +448,10 @@ fn run(cli: TaskCli) -> CliResult {
             if ctx.json() {
                 let rows: Vec<_> = reclaimed
                     .iter()
-                    .map(|r| {
-                        json!({
-                            "task": r.task,
-                            "previous_owner": r.previous_owner,
-                            "reason": r.reason,
-                        })
+                    .map(|r| shape::Reclaimed {
+                        task: &r.task,
+                        previous_owner: &r.previous_owner,
+                        reason: &r.reason,
                     })
                     .collect();
                 print_json(out, &rows)?;
@@ -470,7 +492,7 @@ fn run(cli: TaskCli) -> CliResult {
                 }
             }
         }
-        TaskCommand::Doctor { .. } => {}
+        TaskCommand::Doctor { .. } | TaskCommand::Team(_) => {}
         TaskCommand::Delete { id, force } => {
             let task = tasks.delete(&id, ctx.agent_opt()?.as_ref(), force)?;
             if ctx.json() {
@@ -492,36 +514,39 @@ fn claim(
     options: &ClaimOptions,
     out: &mut impl Write,
 ) -> CliResult {
-    let (reason, detail, message) = match tasks.claim(id, me, options)? {
+    let outcome = tasks.claim(id, me, options)?;
+    let (refusal, message) = match &outcome {
         ClaimOutcome::Claimed(task) => {
             if ctx.json() {
-                print_json(out, &task)?;
+                print_json(out, task)?;
             } else {
-                write_task(out, ctx.style, &task)?;
+                write_task(out, ctx.style, task)?;
             }
             return Ok(());
         }
         ClaimOutcome::AlreadyOwned { owner, status } => (
-            "already_owned",
-            json!({"owner": owner, "status": status}),
+            ClaimRefusal::AlreadyOwned {
+                owner,
+                status: *status,
+            },
             format!("it is owned by {owner} ({status})"),
         ),
         ClaimOutcome::Blocked { by } => {
             let ids: Vec<&str> = by.iter().map(TaskId::as_str).collect();
             (
-                "blocked",
-                json!({"blocked_by": by}),
+                ClaimRefusal::Blocked { blocked_by: by },
                 format!("it is blocked by unfinished tasks {}", ids.join(", ")),
             )
         }
         ClaimOutcome::NotPending { status } => (
-            "not_pending",
-            json!({"status": status}),
+            ClaimRefusal::NotPending { status: *status },
             format!("it is {status}"),
         ),
         ClaimOutcome::ScopeConflict { with, owner } => (
-            "scope_conflict",
-            json!({"with": with, "owner": owner}),
+            ClaimRefusal::ScopeConflict {
+                with,
+                owner: owner.as_ref(),
+            },
             format!(
                 "its paths overlap in-progress task {with} of {} (use --ignore-scope to claim anyway)",
                 owner.as_ref().map_or("nobody", Name::as_str)
@@ -536,11 +561,14 @@ fn claim(
         }
     };
     if ctx.json() {
-        let mut body = json!({"claimed": false, "id": id, "reason": reason});
-        if let (Some(b), Some(d)) = (body.as_object_mut(), detail.as_object()) {
-            b.extend(d.clone());
-        }
-        print_json(out, &body)?;
+        print_json(
+            out,
+            &shape::ClaimRefused {
+                claimed: false,
+                id: Some(id),
+                refusal,
+            },
+        )?;
     }
     Err(CliError::Refused(format!("claim task {id}: {message}")))
 }
@@ -571,8 +599,14 @@ mod tests {
 
     #[test]
     fn metadata_values_are_json_when_they_parse() {
-        assert_eq!(parse_meta("n=3").unwrap(), ("n".into(), json!(3)));
-        assert_eq!(parse_meta("s=abc").unwrap(), ("s".into(), json!("abc")));
+        assert_eq!(
+            parse_meta("n=3").unwrap(),
+            ("n".into(), serde_json::json!(3))
+        );
+        assert_eq!(
+            parse_meta("s=abc").unwrap(),
+            ("s".into(), serde_json::json!("abc"))
+        );
         assert!(parse_meta("novalue").is_err());
     }
 }

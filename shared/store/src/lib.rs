@@ -60,7 +60,7 @@ pub use fsio::read_regular;
 pub use home::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, RooHome, root_from_env, user_home};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
-    ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, SendReport,
+    ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, Receipt, SendReport,
 };
 pub use membership::{Assignment, Death, Idle, Joined};
 pub use message::{

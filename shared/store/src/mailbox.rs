@@ -40,6 +40,16 @@ pub const RETAINED_READ: usize = 100;
 /// Read messages beyond [`RETAINED_READ`] that trigger an archive pass (amortises it).
 pub const ARCHIVE_BATCH: usize = 50;
 
+/// What a receipt ([`Mailbox::mark_delivered`], [`Mailbox::acknowledge`]) found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Receipt {
+    /// How many of the ids (each counted once) were found, in the inbox or the archive,
+    /// and marked.
+    pub found: usize,
+    /// The ids in neither the inbox nor the archive, each once, in the order given.
+    pub unknown: Vec<MessageId>,
+}
+
 /// The inbox document.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct InboxDoc {
@@ -422,18 +432,18 @@ impl Mailbox {
     }
 
     /// Receipt: the messages were delivered into the recipient model's context (marks them
-    /// read too). Returns how many were found.
-    pub fn mark_delivered(&self, name: &Name, ids: &[MessageId]) -> Result<usize> {
+    /// read too).
+    pub fn mark_delivered(&self, name: &Name, ids: &[MessageId]) -> Result<Receipt> {
         self.receipt(name, ids, "delivered")
     }
 
-    /// Receipt: the recipient acknowledged the messages (marks them read too). Returns how
-    /// many were found, in the inbox or the archive.
-    pub fn acknowledge(&self, name: &Name, ids: &[MessageId]) -> Result<usize> {
+    /// Receipt: the recipient acknowledged the messages (marks them read too), in the inbox
+    /// or the archive.
+    pub fn acknowledge(&self, name: &Name, ids: &[MessageId]) -> Result<Receipt> {
         self.receipt(name, ids, "acknowledged")
     }
 
-    fn receipt(&self, name: &Name, ids: &[MessageId], kind: &'static str) -> Result<usize> {
+    fn receipt(&self, name: &Name, ids: &[MessageId], kind: &'static str) -> Result<Receipt> {
         let now = Timestamp::now();
         let mut missing: HashSet<&MessageId> = ids.iter().collect();
         let archive = self.archive_path(name);
@@ -456,6 +466,7 @@ impl Mailbox {
                     .map(|m| m.id)
                     .filter(|id| missing.contains(id))
                     .collect();
+                missing.retain(|id| !archived.contains(*id));
                 let lines: Vec<ReceiptLine> = archived
                     .into_iter()
                     .map(|id| ReceiptLine {
@@ -467,7 +478,13 @@ impl Mailbox {
                 found += lines.len();
                 append_lines(&archive, &lines, fence)?;
             }
-            Ok(Outcome::Write(found))
+            let mut unknown: Vec<MessageId> = Vec::new();
+            for id in ids.iter().filter(|id| missing.contains(id)) {
+                if !unknown.contains(id) {
+                    unknown.push(id.clone());
+                }
+            }
+            Ok(Outcome::Write(Receipt { found, unknown }))
         })
     }
 

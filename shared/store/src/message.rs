@@ -209,7 +209,8 @@ pub struct Message {
     /// Human-readable text.
     #[serde(default)]
     pub text: String,
-    /// Short preview (required for `text`).
+    /// Short preview shown on one line: required (non-empty) for `text`, at most
+    /// [`MAX_SUMMARY_CHARS`] characters for any type. Its length in words is not checked.
     #[serde(default)]
     pub summary: Option<String>,
     /// When it was sent.
@@ -498,7 +499,8 @@ pub(crate) fn check_parts(
     )?;
     if summary.unwrap_or("").chars().count() > MAX_SUMMARY_CHARS {
         return Err(format!(
-            "the summary is longer than {MAX_SUMMARY_CHARS} characters; keep it to 5-10 words"
+            "the summary is longer than {MAX_SUMMARY_CHARS} characters; a summary is a short \
+             preview"
         ));
     }
     // Typed fields shown as attributes of the wrapper are ids and names: short, so a
@@ -616,9 +618,10 @@ impl Outgoing {
         match &self.body {
             MessageBody::Text => {
                 if summary.is_empty() {
-                    return invalid(
-                        "a text message needs a summary of 5-10 words (--summary)".into(),
-                    );
+                    return invalid(format!(
+                        "a text message needs a summary: a short preview of at most \
+                         {MAX_SUMMARY_CHARS} characters (--summary)"
+                    ));
                 }
                 if self.text.trim().is_empty() {
                     return invalid("the text is empty".into());
@@ -828,12 +831,36 @@ mod tests {
         assert!(reminder.starts_with(TEAMMATE_MESSAGE_NOTICE));
     }
 
+    /// The rule the errors state is the rule checked: a text message needs a non-empty
+    /// summary of at most 200 characters, whatever its number of words.
     #[test]
     fn text_needs_summary() {
         let err = Outgoing::new(MessageBody::Text, "hi")
             .validate()
             .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "send message: a text message needs a summary: a short preview of at most 200 \
+             characters (--summary)"
+        );
+        let err = Outgoing::text("hi", "   ").validate().unwrap_err();
         assert!(err.to_string().contains("needs a summary"), "{err}");
+        Outgoing::text("hi", "hello").validate().unwrap();
+        Outgoing::text("hi", "x".repeat(MAX_SUMMARY_CHARS))
+            .validate()
+            .unwrap();
+        let err = Outgoing::text("hi", "x".repeat(MAX_SUMMARY_CHARS + 1))
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "send message: the summary is longer than 200 characters; a summary is a short \
+             preview"
+        );
+        // Not a word count: fifteen short words fit.
+        Outgoing::text("hi", "a b c d e f g h i j k l m n o")
+            .validate()
+            .unwrap();
         Outgoing::text("hi", "greeting the team")
             .validate()
             .unwrap();

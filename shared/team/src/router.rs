@@ -595,7 +595,9 @@ impl InboxRouter {
             return Ok(0);
         }
         let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
-        Ok(blocking(move || mailbox.mark_delivered(&me, &ids)).await??)
+        Ok(blocking(move || mailbox.mark_delivered(&me, &ids))
+            .await??
+            .found)
     }
 
     /// These messages will never reach the model: its provider refused every request
@@ -645,7 +647,9 @@ impl InboxRouter {
             return Ok(0);
         }
         let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
-        Ok(blocking(move || mailbox.acknowledge(&me, &ids)).await??)
+        Ok(blocking(move || mailbox.acknowledge(&me, &ids))
+            .await??
+            .found)
     }
 
     /// Resolves with `true` once a queued request matches `wanted` (it stays queued for

@@ -4,11 +4,11 @@ use std::io::{Read, Write};
 
 use clap::ValueEnum;
 use roo_store::{MessageBody, Outgoing, PermissionDecision, SendReport};
-use serde::Serialize;
 
 use crate::common::Context;
 use crate::exit::{CliError, CliResult};
 use crate::output::{escape, print_json};
+use crate::shape::{PartialSend, Recipient, Undelivered};
 
 /// Message types, as on the wire.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub struct SendArgs {
     /// Message type
     #[arg(long = "type", value_name = "TYPE", value_enum, default_value = "text")]
     kind: MessageType,
-    /// 5-10 word preview (required for text)
+    /// Short preview shown on one line (required for text; at most 200 characters)
     #[arg(long)]
     summary: Option<String>,
     /// Task id (task_assignment, idle_notification)
@@ -128,18 +128,6 @@ pub fn run(ctx: &Context, args: SendArgs, out: &mut impl Write) -> CliResult {
     partial_failure(ctx, report, out)
 }
 
-#[derive(Serialize)]
-struct Recipient<'a> {
-    to: &'a str,
-    id: &'a str,
-}
-
-#[derive(Serialize)]
-struct Failure {
-    to: String,
-    error: String,
-}
-
 /// Some recipients got the message, others did not: say who is who (stdout), how to retry
 /// without duplicates (stderr), and fail with the first failure's exit code.
 fn partial_failure(ctx: &Context, report: SendReport, out: &mut impl Write) -> CliResult {
@@ -164,9 +152,9 @@ fn partial_failure(ctx: &Context, report: SendReport, out: &mut impl Write) -> C
             id: id.as_str(),
         })
         .collect();
-    let failures: Vec<Failure> = failed
+    let failures: Vec<Undelivered> = failed
         .iter()
-        .map(|(name, e)| Failure {
+        .map(|(name, e)| Undelivered {
             to: name.to_string(),
             error: e.to_string(),
         })
@@ -174,13 +162,13 @@ fn partial_failure(ctx: &Context, report: SendReport, out: &mut impl Write) -> C
     if ctx.json() {
         print_json(
             out,
-            &serde_json::json!({
-                "key": report.key,
-                "delivered": delivered,
-                "already_delivered": already,
-                "failed": failures,
-                "retry": retry,
-            }),
+            &PartialSend {
+                key: report.key.as_deref(),
+                delivered,
+                already_delivered: already,
+                failed: failures,
+                retry,
+            },
         )?;
     } else {
         for r in delivered.iter().chain(&already) {

@@ -37,7 +37,7 @@ pub struct WatchArgs {
 pub fn run(ctx: &Context, args: WatchArgs, out: &mut impl Write) -> CliResult {
     let team = ctx.team()?;
     let me = ctx.agent()?;
-    super::team::require_member(&team, &me)?;
+    crate::team::require_member(&team, &me)?;
     let mailbox = team.mailbox();
     // Subscribe before looking, so nothing sent in between is missed.
     let mut watcher = mailbox.watcher(&me)?;

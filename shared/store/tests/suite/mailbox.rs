@@ -1,7 +1,7 @@
 //! Mailboxes.
 use roo_store::{
     ARCHIVE_BATCH, Error, MessageBody, MessageId, Outgoing, PermissionDecision, RETAINED_READ,
-    ReadFilter,
+    ReadFilter, Receipt,
 };
 
 use super::common::{name, team};
@@ -28,6 +28,27 @@ fn send_and_take_unread_marks_read_and_delivered() {
     assert_eq!(status.state(), "delivered");
     mb.acknowledge(&name("alice"), std::slice::from_ref(&sent[0].id))
         .unwrap();
+    assert_eq!(mb.status(&sent[0].id).unwrap().state(), "acknowledged");
+}
+
+/// A receipt names the ids it did not find (each once, in the order given) and still
+/// marks the others.
+#[test]
+fn a_receipt_names_the_unknown_ids_and_marks_the_rest() {
+    let f = team();
+    let mb = f.team.mailbox();
+    let sent = mb
+        .send(&name("lead"), "alice", Outgoing::text("hello", "hi"))
+        .unwrap();
+    let (x, y) = (MessageId::from_string("x"), MessageId::from_string("y"));
+    let ids = [x.clone(), sent[0].id.clone(), y.clone(), x.clone()];
+    assert_eq!(
+        mb.acknowledge(&name("alice"), &ids).unwrap(),
+        Receipt {
+            found: 1,
+            unknown: vec![x, y]
+        }
+    );
     assert_eq!(mb.status(&sent[0].id).unwrap().state(), "acknowledged");
 }
 
@@ -199,7 +220,10 @@ fn inbox_stays_bounded_and_history_moves_to_the_archive() {
     assert!(mb.status(&first).unwrap().archived);
     assert_eq!(
         mb.acknowledge(&bob, std::slice::from_ref(&first)).unwrap(),
-        1
+        Receipt {
+            found: 1,
+            unknown: Vec::new()
+        }
     );
     assert_eq!(mb.status(&first).unwrap().state(), "acknowledged");
 }

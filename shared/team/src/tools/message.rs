@@ -68,8 +68,8 @@ impl Tool for SendMessage {
             "Sends a message to a member of your team, or to all of them with `to` = \"*\" \
              (costly: every member reads it; prefer one recipient).\n\n\
              - `to`: a member name (TaskList lists the members); an unknown name is an error.\n\
-             - `message`: the full text; `summary`: 5–10 words shown as the preview (required \
-             for text, at most {MAX_SUMMARY_CHARS} characters).\n\
+             - `message`: the full text; `summary`: a short preview shown on one line \
+             (required for text, at most {MAX_SUMMARY_CHARS} characters).\n\
              - `type`: `text` (default); `status_update` for FYI progress news that nobody \
              should act on (it does not wake an idle teammate: it is read with its next \
              message); `shutdown_request` (lead only) asks a teammate to finish and exit — \
@@ -88,7 +88,7 @@ impl Tool for SendMessage {
             "properties": {
                 "to": {"type": "string", "description": "Member name, or \"*\" for every member but you."},
                 "message": {"type": "string", "description": "The message text."},
-                "summary": {"type": "string", "description": "5-10 word preview."},
+                "summary": {"type": "string", "description": format!("Short preview shown on one line, at most {MAX_SUMMARY_CHARS} characters.")},
                 "type": {"type": "string", "enum": MODEL_TYPES, "description": "Message type; default text."}
             },
             "required": ["to", "message"],
@@ -162,9 +162,10 @@ impl SendMessage {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty());
         if matches!(body, MessageBody::Text) && summary.is_none() {
-            return Err(invalid(
-                "`summary` is missing: give a 5-10 word preview of the message".into(),
-            ));
+            return Err(invalid(format!(
+                "`summary` is missing: a text message needs a short preview (at most \
+                     {MAX_SUMMARY_CHARS} characters)"
+            )));
         }
         if let Some(summary) = &summary
             && summary.chars().count() > MAX_SUMMARY_CHARS

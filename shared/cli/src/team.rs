@@ -1,4 +1,7 @@
-//! `roo-mail team …`: set a team up without the lead (scripts, people, other agents).
+//! `team …`, a command of both `roo-mail` and `roo-task`: set a team up without the lead
+//! (scripts, people, other agents). A team holds both the mailboxes and the task list, so
+//! either CLI creates, inspects and deletes one; the examples name the CLI they are shown
+//! in (see [`crate::common::PROGRAM`]).
 
 use std::io::Write;
 
@@ -8,13 +11,14 @@ use roo_store::{BackendType, Error as StoreError, Member, Name, Team};
 use crate::common::Context;
 use crate::exit::CliResult;
 use crate::output::{escape, print_json};
+use crate::shape;
 
 /// Team subcommands.
 #[derive(Subcommand, Debug)]
 pub enum TeamCommand {
     /// Create a team with its lead and members (and an empty task list)
     #[command(
-        after_help = "Example:\n  roo-mail team create --team demo --lead lead --member alice --member bob"
+        after_help = "Example:\n  {program} team create --team demo --lead lead --member alice --member bob"
     )]
     Create {
         /// The lead's member name
@@ -28,7 +32,7 @@ pub enum TeamCommand {
         description: String,
     },
     /// Add a member
-    #[command(after_help = "Example:\n  roo-mail team add --team demo carol --agent-type Explore")]
+    #[command(after_help = "Example:\n  {program} team add --team demo carol --agent-type Explore")]
     Add {
         /// Member name
         name: String,
@@ -47,8 +51,8 @@ pub enum TeamCommand {
     },
     /// Register a process as a member (taking over a name only if its holder is dead)
     #[command(after_help = "Examples:
-  roo-mail team join --team demo carol --pid 4242 --backend tmux --pane-id %3
-  roo-mail team join --team demo dave            # a roster entry without a process
+  {program} team join --team demo carol --pid 4242 --backend tmux --pane-id %3
+  {program} team join --team demo dave            # a roster entry without a process
 A name held by another live process (its pid is alive) is refused with exit 1.")]
     Join {
         /// Member name
@@ -81,7 +85,7 @@ A name held by another live process (its pid is alive) is refused with exit 1.")
     /// Mark a member dead and return its unfinished tasks to the ready set (with a note)
     #[command(
         name = "mark-dead",
-        after_help = "Example:\n  roo-mail team mark-dead --team demo carol --as lead --reason 'pane closed'"
+        after_help = "Example:\n  {program} team mark-dead --team demo carol --as lead --reason 'pane closed'"
     )]
     MarkDead {
         /// Member name or agent id
@@ -206,7 +210,10 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             if ctx.json() {
                 print_json(
                     out,
-                    &serde_json::json!({"member": joined.member, "replaced": joined.replaced}),
+                    &shape::Joined {
+                        member: &joined.member,
+                        replaced: joined.replaced.as_ref(),
+                    },
                 )?;
             } else {
                 let how = match &joined.replaced {
@@ -225,14 +232,13 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             let team = ctx.team()?;
             let death = team.declare_dead(&name, ctx.agent_opt()?.as_ref(), &reason)?;
             if ctx.json() {
-                let released: Vec<_> = death.released.iter().map(|r| &r.task).collect();
                 print_json(
                     out,
-                    &serde_json::json!({
-                        "member": death.member,
-                        "newly_dead": death.newly_dead,
-                        "released": released,
-                    }),
+                    &shape::MarkedDead {
+                        member: &death.member,
+                        newly_dead: death.newly_dead,
+                        released: death.released.iter().map(|r| &r.task).collect(),
+                    },
                 )?;
             } else {
                 let was = if death.newly_dead {
@@ -262,7 +268,12 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             let team = ctx.team()?;
             team.delete(force)?;
             if ctx.json() {
-                print_json(out, &serde_json::json!({ "deleted": team.name() }))?;
+                print_json(
+                    out,
+                    &shape::TeamDeleted {
+                        deleted: team.name(),
+                    },
+                )?;
             } else {
                 writeln!(out, "deleted team {}", team.name())?;
             }
