@@ -20,6 +20,7 @@ mod lead_team;
 mod mcp;
 mod mcp_bench;
 mod mcp_client;
+mod newcomer_errors;
 mod panes_interactive;
 mod project_trust;
 mod sandbox;

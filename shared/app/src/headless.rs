@@ -92,14 +92,23 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     if verbose && format != OutputFormat::StreamJson {
         built.spawner.set_output(output);
     }
+    // Returns the errors it printed: the run's outcome does not repeat them.
     let printer = tokio::spawn(async move {
         let mut stdout = std::io::stdout();
         let mut teammates = Interleaved::new(std::io::stderr(), style);
         let mut agent_open = true;
+        let mut shown_errors = Vec::new();
         loop {
             tokio::select! {
                 event = events.recv(), if agent_open => match event {
-                    Some(event) => print_agent_event(&mut stdout, format, verbose, &style, &event),
+                    Some(event) => {
+                        if let AgentEvent::Error { message } = &event
+                            && format != OutputFormat::StreamJson
+                        {
+                            shown_errors.push(message.clone());
+                        }
+                        print_agent_event(&mut stdout, format, verbose, &style, &event);
+                    }
                     None => agent_open = false,
                 },
                 Some(m) = member_events.recv() => teammates.member_event(m.member.as_str(), &m.event),
@@ -118,6 +127,7 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
                 break;
             }
         }
+        shown_errors
     });
 
     let TeamRun {
@@ -143,7 +153,7 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         subagents.tasks().set_listener(None);
     }
     drop(sink);
-    let _ = printer.await;
+    let shown_errors = printer.await.unwrap_or_default();
     signals.abort();
 
     let session_id = built
@@ -156,8 +166,16 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     let mut is_error = !result.outcome.is_success();
     let timeout_message = timed_out.map(|busy| {
         let names: Vec<String> = busy.iter().map(|n| n.to_string()).collect();
+        let kept = match built.team.get() {
+            Some(binding) => format!(
+                "; team {} is kept: {}",
+                binding.team.name(),
+                roo_team::lead::left_team_advice(binding.team.name())
+            ),
+            None => String::new(),
+        };
         format!(
-            "teammates still busy after the team timeout of {} s (--team-timeout): {}; the lead stopped waiting",
+            "teammates still busy after the team timeout of {} s (--team-timeout): {}; the lead stopped waiting{kept}",
             team_timeout.as_secs(),
             if names.is_empty() { "unknown".to_string() } else { names.join(", ") }
         )
@@ -204,7 +222,10 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
                 let answer = roo_term::escape_text(result.final_text.trim_end());
                 let _ = writeln!(stdout, "{answer}");
             }
-            if !result.outcome.is_success() {
+            // A failed model call was printed as an error when it happened: once is
+            // enough.
+            let shown = matches!(&result.outcome, Outcome::Error { message } if shown_errors.contains(message));
+            if !result.outcome.is_success() && !shown {
                 eprintln!("roo-lead: {}", roo_term::escape(&result.outcome.describe()));
             }
         }

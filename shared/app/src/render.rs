@@ -174,7 +174,8 @@ impl<W: Write> Renderer<W> {
             AgentEvent::Done { outcome, .. } => {
                 self.break_line();
                 match outcome {
-                    Outcome::Completed => {}
+                    // A failed run's error event came just before: once is enough.
+                    Outcome::Completed | Outcome::Error { .. } => {}
                     Outcome::Cancelled => {
                         let _ = writeln!(self.out, "{}", s.yellow("⏹ stopped"));
                     }

@@ -421,9 +421,10 @@ impl LlmSettings {
             None if env("OPENAI_API_KEY").is_some() => ProviderKind::OpenAi,
             None => {
                 return Err(LlmError::Config(
-                    "choose a model provider: none is configured; set ANTHROPIC_API_KEY or OPENAI_API_KEY, \
-                     pass --provider anthropic|openai (with --base-url for a local server), \
-                     or run the scripted demo with --provider script --script FILE"
+                    "choose a model provider: none is configured; set ANTHROPIC_API_KEY or \
+                     OPENAI_API_KEY (or `provider` and `api_key` in ~/.roocode/config.yaml), \
+                     or pass --provider openai --base-url URL for a local server; \
+                     to watch a team at work without a key, run `roo-lead demo`"
                         .to_owned(),
                 ));
             }
@@ -645,6 +646,7 @@ mod tests {
     fn default_provider_detection_and_errors() {
         let none = LlmSettings::resolve(&LlmFlags::default(), &env_of(&[]), &[]).unwrap_err();
         assert!(none.to_string().contains("ANTHROPIC_API_KEY"), "{none}");
+        assert!(none.to_string().contains("`roo-lead demo`"), "{none}");
 
         let both = env_of(&[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")]);
         let s = LlmSettings::resolve(&LlmFlags::default(), &both, &[]).unwrap();

@@ -91,18 +91,55 @@ pub(crate) fn http_client(timeouts: &Timeouts, url: &str) -> Result<reqwest::Cli
 }
 
 fn is_loopback(url: &str) -> bool {
+    host_reach(url) == Reach::Loopback
+}
+
+/// Where a URL's host lies, as far as the URL itself says (names other than
+/// `localhost` are not resolved: they count as remote).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// This machine: `localhost`, 127.0.0.0/8, `::1`, the unspecified address.
+    Loopback,
+    /// The local network: private (10/8, 172.16/12, 192.168/16), link-local and IPv6
+    /// unique-local addresses.
+    Lan,
+    Remote,
+}
+
+fn host_reach(url: &str) -> Reach {
     match url::Url::parse(url.trim())
         .ok()
         .as_ref()
         .and_then(url::Url::host)
     {
-        Some(url::Host::Domain(name)) => {
-            name.trim_end_matches('.').eq_ignore_ascii_case("localhost")
+        Some(url::Host::Domain(name))
+            if name.trim_end_matches('.').eq_ignore_ascii_case("localhost") =>
+        {
+            Reach::Loopback
         }
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
+        Some(url::Host::Ipv4(ip)) if ip.is_loopback() || ip.is_unspecified() => Reach::Loopback,
+        Some(url::Host::Ipv4(ip)) if ip.is_private() || ip.is_link_local() => Reach::Lan,
+        Some(url::Host::Ipv6(ip)) if ip.is_loopback() || ip.is_unspecified() => Reach::Loopback,
+        Some(url::Host::Ipv6(ip)) if ip.is_unique_local() || ip.is_unicast_link_local() => {
+            Reach::Lan
+        }
+        _ => Reach::Remote,
     }
+}
+
+/// Whether a request failed because the server's host refused the connection (nothing
+/// listens on that port).
+fn refused(error: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// The lowercased host name of a URL, without a trailing dot (`None` if it does not
@@ -305,13 +342,7 @@ impl Run {
             .send();
         let response = match timeout_at(self.wait_until(), send).await {
             Err(_) => return Err(self.timed_out()),
-            Ok(Err(e)) => {
-                return Err(Failure::transient(LlmError::Connect {
-                    provider: target.provider.to_owned(),
-                    url: target.url.clone(),
-                    message: connect_message(&e),
-                }));
-            }
+            Ok(Err(e)) => return Err(connect_failure(target, &e)),
             Ok(Ok(response)) => response,
         };
         let status = response.status();
@@ -445,6 +476,23 @@ fn wire_failure(provider: &str, error: WireError) -> Failure {
     }
 }
 
+/// A request that did not reach the server. Retried, except a refused connection to a
+/// local address: nothing listens on that port (the server is not running or the port
+/// is wrong), and waiting will not change that. A remote refusal may be a server
+/// between restarts behind a load balancer, so it keeps its retries.
+fn connect_failure(target: &HttpTarget, error: &reqwest::Error) -> Failure {
+    let failure = LlmError::Connect {
+        provider: target.provider.to_owned(),
+        url: target.url.clone(),
+        message: connect_message(error, &target.url),
+    };
+    if refused(error) && host_reach(&target.url) != Reach::Remote {
+        Failure::fatal(failure)
+    } else {
+        Failure::transient(failure)
+    }
+}
+
 /// The error for a non-success status, with a hint for the statuses a user can fix.
 fn status_error(target: &HttpTarget, status: StatusCode, body: &str) -> LlmError {
     let message = error_message(body);
@@ -506,7 +554,16 @@ pub(crate) fn error_message(body: &str) -> String {
     }
 }
 
-fn connect_message(error: &reqwest::Error) -> String {
+fn connect_message(error: &reqwest::Error, url: &str) -> String {
+    if refused(error)
+        && let Ok(parsed) = url::Url::parse(url)
+        && let (Some(host), Some(port)) = (parsed.host_str(), parsed.port_or_known_default())
+    {
+        return format!(
+            "connection refused: nothing listens on {host}:{port}; start the model server \
+             there or correct --base-url"
+        );
+    }
     let chain = error_chain(error);
     if error.is_connect() {
         format!("{chain} (is the server running and --base-url right?)")
@@ -551,6 +608,38 @@ mod tests {
         assert!(!is_loopback("http://localhost:80@evil.example/v1"));
         assert!(is_loopback("http://127.0.0.2:9/"));
         assert!(is_loopback("http://LOCALHOST./v1"));
+    }
+
+    #[test]
+    fn local_and_remote_hosts() {
+        for url in [
+            "http://127.0.0.1:9/v1",
+            "http://127.3.4.5:9/v1",
+            "http://[::1]:9/",
+            "http://localhost:11434/v1",
+            "http://0.0.0.0:8080/v1",
+        ] {
+            assert_eq!(host_reach(url), Reach::Loopback, "{url}");
+        }
+        for url in [
+            "http://10.0.0.7:11434/v1",
+            "http://172.20.1.2:8000/v1",
+            "http://192.168.1.10:8000/v1",
+            "http://169.254.0.3:8000/v1",
+            "http://[fd12:3456::1]:8000/v1",
+            "http://[fe80::1]:8000/v1",
+        ] {
+            assert_eq!(host_reach(url), Reach::Lan, "{url}");
+        }
+        for url in [
+            "https://api.anthropic.com",
+            "http://172.32.0.1:8000/v1",
+            "http://8.8.8.8/v1",
+            "http://gpu-box.local:8000/v1",
+            "not a url",
+        ] {
+            assert_eq!(host_reach(url), Reach::Remote, "{url}");
+        }
     }
 
     #[test]

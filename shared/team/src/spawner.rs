@@ -79,7 +79,9 @@ pub struct SpawnRequest {
 /// Why a teammate could not be spawned or stopped. Read after "failed to ".
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
-    #[error("spawn a teammate: this lead has no team yet; create one with TeamCreate, then spawn")]
+    #[error(
+        "spawn a teammate: you lead no team; create one with TeamCreate, then spawn (if TeamCreate failed, its error says why and what to do)"
+    )]
     NoTeam,
     /// `a` and digits (`a3`) are the ids of background tasks, which TaskStop takes
     /// next to teammate names: a teammate of that name would be ambiguous.

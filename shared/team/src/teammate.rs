@@ -54,7 +54,7 @@ use crate::event::{TeamEvent, TeamEventSender, one_line};
 use crate::router::{InboxRouter, RouterError};
 use crate::shutdown::{ShutdownOnRequest, approve_shutdown};
 
-pub use approver::{PlanGate, TeammateApprover};
+pub use approver::{NoLead, PlanGate, TeammateApprover};
 pub use in_process::{TeammateEnd, TeammateHandle, spawn_in_process};
 use usage::UsageMeter;
 
@@ -89,8 +89,9 @@ pub struct TeammateSpec {
     /// The agent's events (a `roo-worker` renders them on its terminal).
     pub output: EventSink,
     /// How long an idle teammate waits for a new lead once its lead's process is gone,
-    /// before it stops (`None`: it never looks; an in-process teammate ends with its
-    /// lead anyway).
+    /// before it stops, and how long a question waits while no lead process runs,
+    /// before it is denied (`None`: it never stops, the question waits until answered;
+    /// an in-process teammate ends with its lead anyway).
     pub orphan_timeout: Option<std::time::Duration>,
 }
 
@@ -271,6 +272,10 @@ pub(crate) async fn run_joined(
         mailbox.clone(),
         lead.clone(),
         gate.clone(),
+        NoLead {
+            notices: output.clone(),
+            timeout: orphan_timeout,
+        },
     ));
     settings.plan_approver = PlanApprover::Present;
     if plan_mode_required {

@@ -185,6 +185,9 @@ pub enum TeamToolError {
     Store(#[from] roo_store::Error),
     #[error("{0}")]
     Refused(String),
+    /// TeamCreate: a team of that name exists (the message says whose and what to do).
+    #[error("{0}")]
+    Taken(String),
     #[error("finish {tool}: the call was cancelled")]
     Cancelled { tool: &'static str },
     #[error("finish {tool}: its worker thread stopped unexpectedly ({message})")]

@@ -181,8 +181,10 @@ async fn wrong_base_url_gives_a_404_that_says_what_to_check() {
     assert!(text.contains("mock-model"), "{text}");
 }
 
+/// Issue 19 item 3: a refused connection to a local port used to be retried with the
+/// full backoff (23.6 s by default) before the error came.
 #[tokio::test]
-async fn unreachable_server_is_retried_then_reported() {
+async fn a_refused_local_port_fails_at_once_without_retries() {
     // A port nobody listens on: bind, note it, close.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -190,16 +192,48 @@ async fn unreachable_server_is_retried_then_reported() {
         .unwrap()
         .port();
     let server = MockServer::start().await.unwrap();
-    let mut s = settings(ProviderKind::OpenAi, &server);
-    s.base_url = format!("http://127.0.0.1:{port}/v1");
+    for host in ["127.0.0.1", "localhost"] {
+        let mut s = settings(ProviderKind::OpenAi, &server);
+        s.base_url = format!("http://{host}:{port}/v1");
+        s.retry = roo_llm::RetryPolicy::default();
+        let provider = build_provider(&s).unwrap();
+        let started = Instant::now();
+        let err = collect(provider.stream(ask("hi")), |_| {})
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, LlmError::Connect { .. }), "{text}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{host}: {:?}: {text}",
+            started.elapsed()
+        );
+        assert!(
+            text.contains(&format!(
+                "connection refused: nothing listens on {host}:{port}"
+            )),
+            "{text}"
+        );
+        assert!(text.contains("--base-url"), "{text}");
+        assert!(!text.contains("gave up"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_connect_failure_other_than_a_local_refusal_is_retried() {
+    // The mock speaks plain HTTP: an https:// base URL fails in the TLS handshake, which
+    // the connect timeout ends — a connect error that is not a refusal.
+    let server = MockServer::start().await.unwrap();
+    let mut s = settings(ProviderKind::Anthropic, &server);
+    s.base_url = format!("https://{}", server.addr());
     s.retry.max_retries = 1;
+    s.timeouts.connect = Duration::from_millis(200);
     let provider = build_provider(&s).unwrap();
     let err = collect(provider.stream(ask("hi")), |_| {})
         .await
         .unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, LlmError::Connect { .. }), "{text}");
-    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
     assert!(text.contains("gave up after 2 attempts"), "{text}");
 }
 

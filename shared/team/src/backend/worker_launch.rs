@@ -75,8 +75,9 @@ pub struct WorkerLaunch {
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
     /// Once the lead's process is gone, how long an idle teammate waits for a lead to
-    /// adopt the team (`roo-lead --team`) before it stops; 0 waits forever [default:
-    /// 300].
+    /// adopt the team (`roo-lead --team`) before it stops; and while no lead runs, how
+    /// long a permission question waits for one before it is denied; 0 waits forever
+    /// [default: 300].
     #[arg(long, value_name = "SECS", env = "ROO_ORPHAN_TIMEOUT")]
     pub orphan_timeout: Option<u64>,
 }

@@ -1,8 +1,10 @@
 //! The lead's `Agent` tool and `TaskStop`. `Agent` spawns a named teammate through
-//! the lead's [`Spawner`] when the call names one and the lead is in a team; every
-//! other call starts a sub-agent ([`roo_agent::subagent`]). `TaskStop` stops a
-//! background task by id or name, or a teammate by name. Task ids (`a3`) cannot be
-//! teammate names: the spawner refuses names of that form.
+//! the lead's [`Spawner`] when the call names one; every other call starts a sub-agent
+//! ([`roo_agent::subagent`]). A named call while the lead is in no team is an error,
+//! never a sub-agent in the teammate's place: the model meant a teammate (its
+//! TeamCreate may have failed), and a sub-agent would do the work silently in another
+//! way. `TaskStop` stops a background task by id or name, or a teammate by name. Task
+//! ids (`a3`) cannot be teammate names: the spawner refuses names of that form.
 
 use std::sync::Arc;
 
@@ -41,10 +43,10 @@ impl AgentTool {
         self
     }
 
-    /// Whether this call spawns a teammate: it names one and the lead is in a team
-    /// (or there is no sub-agent path to take it).
+    /// Whether this call is for a teammate: it names one (or there is no sub-agent path
+    /// to take it).
     fn spawns_teammate(&self, input: &Value) -> bool {
-        self.subagents.is_none() || (named(input) && self.spawner.in_team())
+        self.subagents.is_none() || named(input)
     }
 
     const TEAMMATE_TEXT: &str = "Spawns a named teammate in your team (create the team with TeamCreate first). It \
@@ -88,8 +90,8 @@ impl Tool for AgentTool {
             None => Self::TEAMMATE_TEXT.to_string(),
             Some(sub) => {
                 let mut text = format!(
-                    "Two uses. (1) With `name`, while you lead a team: {}\n\n(2) Otherwise \
-                     (no `name`, or no team): ",
+                    "Two uses. (1) With `name`: {} Without a team, a call with `name` \
+                     fails.\n\n(2) Without `name`: ",
                     Self::TEAMMATE_TEXT
                 );
                 text.push_str(&sub.describe());
@@ -115,7 +117,7 @@ impl Tool for AgentTool {
                 }
             }
             if let Some(name) = props.get_mut("name") {
-                *name = json!({"type": "string", "description": "A teammate's name (spawns a teammate while you lead a team), else a name for the sub-agent task."});
+                *name = json!({"type": "string", "description": "A teammate's name: spawns a teammate of the team you lead (TeamCreate first). Leave it out to start a sub-agent."});
             }
         }
         schema
@@ -161,6 +163,11 @@ impl Tool for AgentTool {
             }
             match self.spawn(input, ctx).await {
                 Ok(text) => ToolOutput::ok(bounded(text)),
+                Err(text) if self.subagents.is_some() && !self.spawner.in_team() => {
+                    ToolOutput::error(bounded(format!(
+                        "failed to {text}; to start a sub-agent instead, call Agent without `name`"
+                    )))
+                }
                 Err(text) => ToolOutput::error(bounded(format!("failed to {text}"))),
             }
         }

@@ -12,16 +12,21 @@
 //! model gets the lead's feedback as the tool's error result and stays in plan mode.
 //!
 //! A question open when the lead's process goes away is denied within a second
-//! (`lead_watch`). A `shutdown_request` from the lead while a question is open withdraws
+//! (`lead_watch`). One asked while no lead process runs at all (a worker started by hand
+//! beside a team whose lead never started) puts a notice on the teammate's screen —
+//! it waits for the lead's approval, no lead runs, how to start one — and is denied
+//! when no lead has started within the orphan timeout. A `shutdown_request` from the lead while a question is open withdraws
 //! it: the call is denied, and at the top of the next turn the request is put before the model, which
 //! approves (the run stops) or rejects it (and may try the call again).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{SharedPolicy, TurnAction, TurnHook};
+use roo_agent::event::{AgentEvent, EventSink};
 use roo_agent::permissions::{Approval, Approver, PermissionMode, PermissionRequest};
 use roo_store::limits::MAX_MESSAGE_FIELDS;
 use roo_store::{Mailbox, MessageBody, Name, Outgoing};
@@ -29,7 +34,7 @@ use serde_json::Value;
 
 use crate::approver::LeadApprover;
 use crate::router::{InboxRouter, ResponseKind, new_request_id};
-use crate::teammate::lead_watch::lead_gone;
+use crate::teammate::lead_watch::unanswerable;
 
 /// The tool whose call presents a plan.
 const EXIT_PLAN_MODE: &str = "ExitPlanMode";
@@ -98,6 +103,15 @@ pub struct TeammateApprover {
     mailbox: Mailbox,
     lead: Name,
     gate: Arc<PlanGate>,
+    no_lead: NoLead,
+}
+
+/// What a teammate does with a question while no lead process runs.
+pub struct NoLead {
+    /// Where the notice goes: the teammate's screen.
+    pub notices: EventSink,
+    /// How long the question waits for a lead to start (`None`: until one answers).
+    pub timeout: Option<Duration>,
 }
 
 impl TeammateApprover {
@@ -108,6 +122,7 @@ impl TeammateApprover {
         mailbox: Mailbox,
         lead: Name,
         gate: Arc<PlanGate>,
+        no_lead: NoLead,
     ) -> TeammateApprover {
         router.require_signed_answers();
         TeammateApprover {
@@ -116,7 +131,25 @@ impl TeammateApprover {
             mailbox,
             lead,
             gate,
+            no_lead,
         }
+    }
+
+    /// The screen notice of a question `summary` that waits while no lead runs.
+    fn no_lead_notice(&self, summary: &str) -> String {
+        let team = self.mailbox.team().name();
+        let until = match self.no_lead.timeout {
+            Some(timeout) => format!(
+                "unanswered, it is denied in {}s (--orphan-timeout)",
+                timeout.as_secs()
+            ),
+            None => "it waits until a lead answers (--orphan-timeout 0)".to_string(),
+        };
+        format!(
+            "waiting for the lead's approval of {summary}, but no lead is running for team \
+             {team}: start one with `roo-lead --team {team}` in the project, or restart this \
+             worker with --permission-mode acceptEdits (or another mode that asks less); {until}"
+        )
     }
 
     async fn ask_plan(&self, request: &PermissionRequest) -> Result<Approval, String> {
@@ -196,17 +229,27 @@ impl TeammateApprover {
     /// `ask`, unless the lead asks this member to shut down first: then the question is
     /// withdrawn (its waiter dropped) and the call denied, so the run reaches the top of
     /// its next turn, where the shutdown hook puts the request before the model.
-    async fn unless_shut_down(&self, ask: impl Future<Output = Approval>) -> Approval {
+    async fn unless_shut_down(
+        &self,
+        request: &PermissionRequest,
+        ask: impl Future<Output = Approval>,
+    ) -> Approval {
         let lead = &self.lead;
         let shutdown = self.router.request_queued(|m| {
             matches!(m.body, MessageBody::ShutdownRequest { .. }) && &m.from == lead
         });
+        let nobody = unanswerable(self.mailbox.team(), self.no_lead.timeout, || {
+            let text = self.no_lead_notice(&request.summary);
+            tracing::warn!(member = %self.router.member(), "{text}");
+            self.no_lead.notices.emit(AgentEvent::Notice { text });
+        });
         tokio::pin!(ask);
         tokio::select! {
             approval = &mut ask => approval,
-            // Nobody can answer once the lead's process is gone: denied within
-            // seconds, never a wait without end.
-            why = lead_gone(self.mailbox.team()) => Approval::Deny {
+            // Nobody can answer once the lead's process is gone (denied within
+            // seconds), or while no lead starts (denied after the orphan timeout):
+            // never a wait without end.
+            why = nobody => Approval::Deny {
                 feedback: Some(format!(
                     "nobody can answer this question: {why}. The call is denied; a lead that \
                      adopts the team (roo-lead --team {}) can be asked again",
@@ -242,7 +285,7 @@ impl Approver for TeammateApprover {
                             )),
                         })
                 };
-                return self.unless_shut_down(plan).await;
+                return self.unless_shut_down(request, plan).await;
             }
             if self.gate.pending() {
                 return Approval::Deny {
@@ -254,7 +297,8 @@ impl Approver for TeammateApprover {
                     )),
                 };
             }
-            self.unless_shut_down(self.lead_approver.ask(request)).await
+            self.unless_shut_down(request, self.lead_approver.ask(request))
+                .await
         })
     }
 }

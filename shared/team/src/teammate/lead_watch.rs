@@ -7,7 +7,10 @@
 //! (nobody can answer it) and an idle teammate waits for a new lead to adopt the team
 //! (`roo-lead --team T` records its own pid) for at most its orphan timeout, then
 //! stops. A lead entry without a pid (a team made by hand whose lead has not started)
-//! is not "gone": there is no lead yet.
+//! is not "gone": there is no lead yet. A question asked then waits for a lead to
+//! start, at most the orphan timeout ([`unanswerable`]), and the teammate's screen says
+//! so: otherwise a worker started by hand would wait in silence for an answer nobody
+//! can give.
 
 use std::time::Duration;
 
@@ -23,7 +26,9 @@ pub enum LeadState {
     Alive(u32),
     /// The recorded lead process is gone.
     Gone(u32),
-    /// No lead process is recorded, or the config cannot be read right now.
+    /// No lead process is recorded: no lead has started (or one left on purpose).
+    Absent,
+    /// The config cannot be read right now.
     Unknown,
 }
 
@@ -35,7 +40,7 @@ pub fn lead_state(team: &Team) -> LeadState {
     match config.lead().and_then(|lead| lead.pid) {
         Some(pid) if pid_alive(pid) && runs_a_lead(pid) => LeadState::Alive(pid),
         Some(pid) => LeadState::Gone(pid),
-        None => LeadState::Unknown,
+        None => LeadState::Absent,
     }
 }
 
@@ -76,11 +81,35 @@ async fn state(team: &Team) -> LeadState {
         .unwrap_or(LeadState::Unknown)
 }
 
-/// Resolves, with the reason, once the lead's recorded process is gone.
-pub async fn lead_gone(team: &Team) -> String {
+/// Resolves, with the reason, once nobody can answer a question to the lead: at once
+/// when the lead's recorded process is gone; when no lead process is recorded, after
+/// `timeout` without one starting (never with `None`). `on_absent` is called each time
+/// such a wait begins.
+pub async fn unanswerable(
+    team: &Team,
+    timeout: Option<Duration>,
+    mut on_absent: impl FnMut(),
+) -> String {
+    let mut absent_since: Option<tokio::time::Instant> = None;
     loop {
-        if let LeadState::Gone(pid) = state(team).await {
-            return format!("the lead's process {pid} is gone");
+        match state(team).await {
+            LeadState::Gone(pid) => return format!("the lead's process {pid} is gone"),
+            LeadState::Absent => match (absent_since, timeout) {
+                (None, _) => {
+                    on_absent();
+                    absent_since = Some(tokio::time::Instant::now());
+                }
+                (Some(since), Some(timeout)) if since.elapsed() >= timeout => {
+                    return format!(
+                        "no lead ran for team {} within {}s (--orphan-timeout)",
+                        team.name(),
+                        timeout.as_secs()
+                    );
+                }
+                (Some(_), _) => {}
+            },
+            LeadState::Alive(_) => absent_since = None,
+            LeadState::Unknown => {}
         }
         tokio::time::sleep(LEAD_CHECK).await;
     }
@@ -115,7 +144,7 @@ pub async fn orphaned(
                     on_back(pid);
                 }
             }
-            LeadState::Unknown => {}
+            LeadState::Absent | LeadState::Unknown => {}
         }
         tokio::time::sleep(LEAD_CHECK).await;
     }
@@ -141,7 +170,7 @@ mod tests {
             Vec::new(),
         )
         .unwrap();
-        assert_eq!(lead_state(&team), LeadState::Unknown);
+        assert_eq!(lead_state(&team), LeadState::Absent);
         // The lead's pid now belongs to another program (pid reuse).
         let mut other = std::process::Command::new("sleep")
             .arg("30")
@@ -156,5 +185,31 @@ mod tests {
         // This process (an in-process teammate's lead) is a lead.
         team.claim_lead(std::process::id(), true).unwrap();
         assert_eq!(lead_state(&team), LeadState::Alive(std::process::id()));
+    }
+
+    #[tokio::test]
+    async fn a_question_while_no_lead_runs_is_told_once_and_given_up_after_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Name::parse("t").unwrap();
+        let team = Team::create(
+            &RooHome::new(dir.path()),
+            t.clone(),
+            "",
+            Member::new(Name::parse("lead").unwrap(), &t),
+            Vec::new(),
+        )
+        .unwrap();
+        let mut told = 0;
+        let why = unanswerable(&team, Some(Duration::from_millis(600)), || told += 1).await;
+        assert_eq!(told, 1);
+        assert_eq!(why, "no lead ran for team t within 0s (--orphan-timeout)");
+        // A running lead answers: no notice, no giving up.
+        team.claim_lead(std::process::id(), true).unwrap();
+        let wait = unanswerable(&team, Some(Duration::ZERO), || told += 1);
+        assert!(
+            tokio::time::timeout(LEAD_CHECK * 3, wait).await.is_err(),
+            "gave up although a lead runs"
+        );
+        assert_eq!(told, 1);
     }
 }

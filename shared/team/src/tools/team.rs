@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use roo_agent::event::AgentEvent;
 use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput};
-use roo_store::{Member, MemberState, MessageBody, Name, Outgoing, Team, pid_alive};
+use roo_store::{Member, MemberState, MessageBody, Name, Outgoing, RooHome, Team, pid_alive};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::{LeadTools, TeamToolError, TeamTools, bounded, parse_input, run_blocking};
 use crate::binding::TeamBinding;
 use crate::router::{InboxRouter, ResponseKind, Waiter, new_request_id};
+use crate::teammate::lead_watch::{LeadState, lead_state};
 use crate::worktree::{Discovered, LeadRepo};
 
 /// The router task TeamCreate started, shared with TeamDelete: the team and the token
@@ -109,10 +111,44 @@ impl Tool for TeamCreate {
         async move {
             match self.create(input, ctx).await {
                 Ok(text) => ToolOutput::ok(bounded(text)),
+                Err(TeamToolError::Taken(text)) => {
+                    // What to do about a team left behind is the user's to decide: they
+                    // see it too, not only the model.
+                    ctx.events.emit(AgentEvent::Warning { text: text.clone() });
+                    TeamToolError::Taken(text).into_output()
+                }
                 Err(e) => e.into_output(),
             }
         }
         .boxed()
+    }
+}
+
+/// Why TeamCreate cannot take the name `name`: a team of that name exists. Says who
+/// leads it and, for a team its lead left behind, how to resume or delete it.
+fn taken(home: &RooHome, name: &Name) -> String {
+    let state = Team::open(home, name.clone()).map(|team| lead_state(&team));
+    let left = |situation: &str| {
+        format!(
+            "create team {name}: a team of that name exists, {situation}; {}; or create the \
+             team under another name",
+            crate::lead::left_team_advice(name)
+        )
+    };
+    match state {
+        Ok(LeadState::Alive(pid)) => format!(
+            "create team {name}: a team of that name exists and a running lead (pid {pid}) \
+             leads it; create the team under another name"
+        ),
+        Ok(LeadState::Gone(pid)) => left(&format!(
+            "left by an earlier run (its lead's process {pid} is gone)"
+        )),
+        Ok(LeadState::Absent) => left("and no lead runs it"),
+        Ok(LeadState::Unknown) | Err(_) => format!(
+            "create team {name}: a team of that name exists; create the team under another \
+             name, or {}",
+            crate::lead::left_team_advice(name)
+        ),
     }
 }
 
@@ -142,7 +178,12 @@ impl TeamCreate {
         let team = run_blocking(CREATE, &ctx.cancel, move || {
             let mut lead = Member::new(me.clone(), &name);
             lead.pid = Some(std::process::id());
-            let team = Team::create(&home, name, &description, lead, Vec::new())?;
+            let team = match Team::create(&home, name.clone(), &description, lead, Vec::new()) {
+                Err(roo_store::Error::TeamExists { .. }) => {
+                    return Err(TeamToolError::Taken(taken(&home, &name)));
+                }
+                created => created?,
+            };
             // The key exists before any teammate can ask: its answers are signed.
             match crate::authority::LeadKey::load_or_create(&team) {
                 Ok(key) => Ok((team, key)),
