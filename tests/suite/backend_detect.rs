@@ -1,5 +1,6 @@
 //! `roo-lead --print-backend`: where teammates would run, for each environment case of
-//! DESIGN.md §3 (TMUX set, iTerm2 with and without `it2`, no terminal, tmux absent), and
+//! docs/BACKENDS.md "Detection" (TMUX set, iTerm2 with and without `it2`, no terminal,
+//! tmux absent), and
 //! a forced backend that cannot work (exit 2). `tmux` and `it2` are fake scripts in a
 //! private PATH directory, so the real ones on this machine change nothing; the cases
 //! with a terminal run inside a private tmux server.

@@ -163,6 +163,74 @@ fn a_headless_lead_waits_for_a_busy_teammate_takes_its_message_and_ends_when_it_
     );
 }
 
+/// Issue 19: stream-json's last teammate state could be stale. Team events reach the
+/// printer through a bounded channel that drops what it has no room for, and the lead's
+/// catch-up before exiting only waited for the monitor to *see* the final states. A team
+/// of 300 teammates reports more states at once than the channel holds; still, each
+/// teammate's last `teammate_*` state line is the state its config holds at the end.
+#[test]
+fn stream_json_ends_each_teammates_lines_on_its_state_in_the_config() {
+    let home = TempHome::new();
+    let names: Vec<String> = (1..=300).map(|n| format!("mate{n:03}")).collect();
+    let mut create = home
+        .mail()
+        .args(["team", "create", "--team", TEAM, "--lead", "lead"]);
+    for name in &names {
+        create = create.args(["--member", name]);
+    }
+    create.run().assert_ok();
+    let team = team(&home);
+    for (i, name) in names.iter().enumerate() {
+        if i % 60 == 59 {
+            team.mark_dead(name, "killed by the test").unwrap();
+        } else {
+            team.set_active(name, false).unwrap();
+        }
+    }
+    let script = home.home.write(
+        "script.yaml",
+        "agents:\n  lead:\n    - text: \"The team is idle.\"\n",
+    );
+    let out = home
+        .cmd("roo-lead")
+        .args(["-p", "Check on the team.", "--team", TEAM])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--output-format", "stream-json"])
+        .run();
+    out.assert_ok();
+    let lines = json_lines(&out.stdout());
+    let config = team.config().unwrap();
+    let teammates: Vec<_> = config
+        .members
+        .iter()
+        .filter(|m| !config.is_lead(m.name.as_str()))
+        .collect();
+    assert_eq!(teammates.len(), 300);
+    for member in teammates {
+        let last = lines
+            .iter()
+            .rev()
+            .find(|l| {
+                l["name"] == member.name.as_str()
+                    && l["type"].as_str().is_some_and(|t| {
+                        ["teammate_busy", "teammate_idle", "teammate_dead"].contains(&t)
+                    })
+            })
+            .and_then(|l| l["type"].as_str());
+        let expected = format!("teammate_{}", member.observed_state().as_str());
+        assert_eq!(
+            last,
+            Some(expected.as_str()),
+            "{}'s last state line (stdout has {} lines)",
+            member.name,
+            lines.len()
+        );
+    }
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result");
+}
+
 #[test]
 fn a_headless_lead_whose_teammate_never_goes_idle_stops_at_the_team_timeout() {
     let home = TempHome::new();

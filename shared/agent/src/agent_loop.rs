@@ -1,7 +1,7 @@
 //! The agent loop: call the model, run the tools it asks for, feed the results back,
 //! repeat until it answers without tools.
 //!
-//! The loop makes no decisions of its own (seed 000: "LLM做决策，系统做执行"): it
+//! The loop makes no decisions of its own (the model decides, the system executes): it
 //! runs calls faithfully, in concurrency-safe batches, behind the permission policy,
 //! and stops on end-turn, max turns, cancel, or repeated unknown tools or malformed
 //! calls. Everything it does is reported as [`AgentEvent`]s; it never knows which UI
@@ -1257,7 +1257,7 @@ mod tests {
     }
 
     #[test]
-    fn partition_matches_the_seed_example() {
+    fn partition_batches_consecutive_safe_calls_and_runs_the_others_alone() {
         let tools = ToolRegistry::new();
         tools.register(Arc::new(Fake {
             name: "Read",

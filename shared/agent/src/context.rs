@@ -1,6 +1,6 @@
 //! Context-window budget: estimating prompt size and compacting old rounds.
 //!
-//! Two cheap-to-expensive layers (seed 000, 上下文管理): large tool results already
+//! Two cheap-to-expensive layers: large tool results already
 //! spill to disk when they are produced (`tools::spill`); when the prompt nears the
 //! window anyway, an LLM summary replaces the oldest whole rounds. If even the
 //! summary request would not fit, the oldest rounds are dropped instead. Cuts happen

@@ -1,6 +1,6 @@
 //! Permissions: five layers between the model's wish and a tool call.
 //!
-//! Every call passes, in order (seed 000 "五层权限拦截模型"):
+//! Every call passes, in order (docs/PERMISSIONS.md):
 //! 1. **dangerous commands** ([`dangerous`]) — Bash commands that are never run;
 //! 2. **path sandbox** ([`sandbox`]) — file tools stay inside the project (and the
 //!    extra allowed roots), judged after resolving symlinks;

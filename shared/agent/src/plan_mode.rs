@@ -1,6 +1,6 @@
 //! Plan mode tools: `EnterPlanMode` and `ExitPlanMode`.
 //!
-//! Plan mode is enforced by the prompt (seed 000, Plan Mode：只想不做): the permission
+//! Plan mode ("think, do not act") is enforced by the prompt: the permission
 //! matrix stays as in default mode, only the plan file is auto-allowed. Leaving plan
 //! mode is a write-class call, so in plan mode it always goes through the permission
 //! layer and the human (or, for a teammate, the lead) approves the plan.

@@ -2,7 +2,7 @@
 //!
 //! The stable part (role, guidelines, environment) goes first so it stays a prompt
 //! cache hit; instructions from `ROOCODE.md` files are injected as a system reminder
-//! in the first user turn (seed 000, 项目指令文件), as are mode-specific rules.
+//! in the first user turn, as are mode-specific rules.
 //! Their text reaches the model without a tool call, so instruction files and their
 //! `@include`s are confined like the file tools (see [`load_instructions`]).
 

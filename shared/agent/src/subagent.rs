@@ -1,7 +1,7 @@
 //! Sub-agents: the `Agent` tool's way of handing a task to another run of the same
 //! loop, with its own conversation, tool registry, options and approver.
 //!
-//! Two ways to start one (seed 002 §3.2):
+//! Two ways to start one (docs/SUBAGENTS.md "The Agent tool"):
 //! - **definition-based** (`subagent_type` names an agent definition): a fresh
 //!   conversation whose system prompt is the role's prompt plus the environment, the
 //!   project instructions (`ROOCODE.md`) as its first reminder and its own LoadSkill;

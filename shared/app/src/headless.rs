@@ -6,6 +6,7 @@
 //! ([`roo_term::escape_text`]), as the interactive renderer does; `json` and
 //! `stream-json` carry the exact strings (JSON escapes them).
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use roo_agent::agent_loop::RunResult;
 use roo_agent::event::{AgentEvent, EventSink, Outcome};
 use roo_llm::Usage;
+use roo_store::{MemberState, Name};
 use roo_team::{TeamEvent, TeamWait};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -92,10 +94,12 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     if verbose && format != OutputFormat::StreamJson {
         built.spawner.set_output(output);
     }
-    // Returns the errors it printed: the run's outcome does not repeat them.
+    // Returns the errors it printed (the run's outcome does not repeat them) and the
+    // last state it printed for each teammate.
     let printer = tokio::spawn(async move {
         let mut stdout = std::io::stdout();
         let mut teammates = Interleaved::new(std::io::stderr(), style);
+        let mut printed = PrintedStates::new();
         let mut agent_open = true;
         let mut shown_errors = Vec::new();
         loop {
@@ -112,7 +116,10 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
                     None => agent_open = false,
                 },
                 Some(m) = member_events.recv() => teammates.member_event(m.member.as_str(), &m.event),
-                Some(team) = team_events.recv() => print_team_event(&mut stdout, format, verbose, &style, &team),
+                Some(team) = team_events.recv() => {
+                    printed.note(&team);
+                    print_team_event(&mut stdout, format, verbose, &style, &team);
+                }
                 else => break,
             }
             if !agent_open {
@@ -122,12 +129,13 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
                 }
                 teammates.finish();
                 while let Ok(team) = team_events.try_recv() {
+                    printed.note(&team);
                     print_team_event(&mut stdout, format, verbose, &style, &team);
                 }
                 break;
             }
         }
-        shown_errors
+        (shown_errors, printed)
     });
 
     let TeamRun {
@@ -153,7 +161,21 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         subagents.tasks().set_listener(None);
     }
     drop(sink);
-    let shown_errors = printer.await.unwrap_or_default();
+    let (shown_errors, printed) = printer.await.unwrap_or_default();
+    // The team event channel drops events when it is full (a burst of messages or
+    // states), and the catch-up above is bounded: end each teammate's lines on the
+    // state its config holds now.
+    if let Some(binding) = built.team.get() {
+        let team = binding.team.clone();
+        if let Ok(Ok(status)) =
+            tokio::task::spawn_blocking(move || roo_team::TeamStatus::read(&team)).await
+        {
+            let mut stdout = std::io::stdout();
+            for event in printed.corrections(&status) {
+                print_team_event(&mut stdout, format, verbose, &style, &event);
+            }
+        }
+    }
     signals.abort();
 
     let session_id = built
@@ -387,6 +409,36 @@ fn print_agent_event(
                 eprintln!("{}", warning_line(text, style));
             }
         }
+    }
+}
+
+/// The last state line printed for each teammate.
+#[derive(Default)]
+struct PrintedStates(HashMap<Name, MemberState>);
+
+impl PrintedStates {
+    fn new() -> PrintedStates {
+        PrintedStates::default()
+    }
+
+    fn note(&mut self, event: &TeamEvent) {
+        if let TeamEvent::MemberState { name, state } = event {
+            self.0.insert(name.clone(), *state);
+        }
+    }
+
+    /// The state events that make the last line of each teammate in `status` its state
+    /// there: for those never printed, or last printed in another state.
+    fn corrections(&self, status: &roo_team::TeamStatus) -> Vec<TeamEvent> {
+        status
+            .members
+            .iter()
+            .filter(|m| self.0.get(&m.name) != Some(&m.state))
+            .map(|m| TeamEvent::MemberState {
+                name: m.name.clone(),
+                state: m.state,
+            })
+            .collect()
     }
 }
 

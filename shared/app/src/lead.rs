@@ -84,7 +84,8 @@ pub struct LeadArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
 
-    /// Permission mode: default, acceptEdits, plan or bypassPermissions. In a -p run a
+    /// Permission mode: default, acceptEdits, plan, bypassPermissions, or dontAsk (what
+    /// would be asked is denied; only allow rules grant more than reading). In a -p run a
     /// question nobody can answer is denied.
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<String>,

@@ -35,11 +35,11 @@ const HELP: &str = "Commands:
   /help            this help
   /clear           forget the conversation (the transcript keeps it)
   /cost            tokens used and cost of this session
-  /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions
+  /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions, dontAsk
   /team            the team's members and their states (busy, idle, dead)
   /tasks [ID]      sub-agent tasks (id, type, status, time, tokens, result) and the team's task list; with an id, that task's whole result
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
-  /<skill> [ARGS]  run a skill: commit, test, and those in ~/.roocode/skills and .roocode/skills
+  /<skill> [ARGS]  run a skill: commit, review, test, and those in ~/.roocode/skills and .roocode/skills
   /mcp             the MCP servers: connected (tools, prompts), failed and why
   /mcp restart S   start MCP server S again (after it failed or exited)
   /mcp__<server>__<prompt> [ARGS]  send an MCP server's prompt

@@ -173,7 +173,7 @@ pub fn lead_settings(
     Ok((settings, approvals))
 }
 
-/// The backend the lead's teammates get, decided once at start (DESIGN.md §3,
+/// The backend the lead's teammates get, decided once at start (docs/BACKENDS.md,
 /// `roo_team::backend::detect`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeammateBackend {
@@ -548,6 +548,20 @@ mod tests {
         assert_eq!(chosen.detection, None);
         let notice = chosen.notice.unwrap();
         assert!(notice.contains("uv tool install it2"), "{notice}");
+    }
+
+    #[test]
+    fn every_mode_the_lead_accepts_is_in_its_help() {
+        use clap::CommandFactory;
+        let help = LeadArgs::command().render_long_help().to_string();
+        for mode in PermissionMode::ALL {
+            let (s, _) = settings(&["--permission-mode", mode.as_str()], false);
+            assert_eq!(s.permission_mode, Some(mode));
+            assert!(
+                help.contains(mode.as_str()),
+                "{mode} is not in --help:\n{help}"
+            );
+        }
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! `roo-worker`: one teammate process.
 //!
-//! The flags are the contract between the lead and a pane teammate (DESIGN.md §3); a
-//! person can start one by hand in a spare terminal too. It joins the team itself
-//! (`Team::join`: refused while a live process is that member), runs the teammate loop
-//! of `roo_team::teammate` (resuming its transcript when restarted), renders its
-//! streaming output on its terminal with the lead's renderer and logs to
+//! The flags are the contract between the lead and a pane teammate (docs/TEAM.md
+//! "roo-worker"); a person can start one by hand in a spare terminal too. It joins the
+//! team itself (`Team::join`: refused while a live process is that member), runs the
+//! teammate loop of `roo_team::teammate` (resuming its transcript when restarted),
+//! renders its streaming output on its terminal with the lead's renderer and logs to
 //! `teams/<team>/logs/<name>.log`.
 
 use std::io::Write;

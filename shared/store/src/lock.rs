@@ -1,4 +1,4 @@
-//! The lock protocol of DESIGN.md §2, plus a measured improvement.
+//! The lock protocol of `docs/PROTOCOL.md` §3.1, plus a measured improvement (§3.3).
 //!
 //! **Protocol** (what every participant, including foreign programs, must do): take
 //! `<file>.lock` with `O_CREAT|O_EXCL`; on failure retry after a random 5–100 ms, at most
@@ -35,7 +35,7 @@ use crate::fsio;
 use crate::time::Timestamp;
 
 /// How locks are taken. [`LockPolicy::default`] is the protocol plus the queue layer;
-/// [`LockPolicy::protocol`] is DESIGN.md §2 exactly.
+/// [`LockPolicy::protocol`] is the protocol alone (`docs/PROTOCOL.md` §3.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockPolicy {
     /// Retries after the first failed `O_CREAT|O_EXCL` attempt (protocol: 10).
@@ -51,7 +51,7 @@ pub struct LockPolicy {
 }
 
 impl LockPolicy {
-    /// DESIGN.md §2 exactly: no queue layer.
+    /// The protocol alone (`docs/PROTOCOL.md` §3.1): no queue layer.
     pub const fn protocol() -> LockPolicy {
         LockPolicy {
             retries: 10,
@@ -731,8 +731,8 @@ mod tests {
         plant_dead_lock(&lock_path);
         let (judged, resume, ours) = paused_breaker(target, short(LockPolicy::default()));
         judged.recv().unwrap();
-        // A participant implementing only §3.1 (no queue) breaks the stale lock by unlink
-        // and takes it, live, with its own pid.
+        // A participant implementing only PROTOCOL.md §3.1 (no queue) breaks the stale
+        // lock by unlink and takes it, live, with its own pid.
         std::fs::remove_file(&lock_path).unwrap();
         let foreign = LockInfo {
             pid: std::process::id(),

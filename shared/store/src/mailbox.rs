@@ -1,7 +1,7 @@
 //! Mailboxes: one inbox file per member, written under its lock, bounded by an archive.
 //!
 //! `teams/<team>/inboxes/<name>.json` holds `{"version": "1.0", "messages": [...]}` (a bare
-//! JSON array, the original design's shape, is read as version 1.0 too). Every change is
+//! JSON array, the shape before versions, is read as version 1.0 too). Every change is
 //! the lock protocol's whole-file read → modify → atomic replace.
 //!
 //! **Bounded inboxes.** An inbox keeps every unread message and the newest
@@ -76,7 +76,7 @@ impl Document for InboxDoc {
         match first {
             // An empty file is an empty inbox (e.g. made by `touch`).
             None => Ok(InboxDoc::default()),
-            // The original design's bare array.
+            // The bare array of the shape before versions.
             Some(b'[') => Ok(InboxDoc {
                 version: FormatVersion::CURRENT,
                 messages: serde_json::from_slice(bytes)?,

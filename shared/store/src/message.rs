@@ -3,7 +3,7 @@
 //! A message is one JSON object with the common fields (`id`, `from`, `to`, `type`,
 //! `text`, `summary`, `timestamp`, `read`), the typed fields of its `type`, and the
 //! receipt fields `delivered_at` / `acknowledged_at`. [`MessageBody`] is the tagged enum
-//! of the types of DESIGN.md §2; [`Message::render`] is the `<teammate-message>` form that
+//! of the types of `docs/PROTOCOL.md` §5.2; [`Message::render`] is the `<teammate-message>` form that
 //! is injected into a model's context (part of the protocol, see `docs/PROTOCOL.md`).
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Validated names for teams, members, skills and agent types.
+//! Validated names: of teams and members, and the keys of keyed sends.
 //!
 //! Every path under `ROO_HOME` is built from a [`Name`], and a `Name` can only be made by
 //! [`Name::parse`], which enforces `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`. That makes path
@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 /// Longest accepted name, in bytes.
 pub const MAX_NAME_LEN: usize = 64;
 
-/// A validated team, member, skill or agent-type name, safe to use as a path component.
+/// A validated team or member name, safe to use as a path component.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Name(String);
 

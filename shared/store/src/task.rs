@@ -1,6 +1,7 @@
 //! Task types: the task record of the shared list, its status, lease and scope.
 //!
-//! A task is what a teammate claims and works on. Beyond DESIGN.md §2 it carries a
+//! A task is what a teammate claims and works on. Besides its subject, description,
+//! status, owner, dependencies and metadata it carries a
 //! **lease** (the claim's owner renews it; a task whose owner is gone can be reclaimed)
 //! and a **scope** (`paths` it will touch; `ready` holds back tasks whose scope overlaps
 //! an in-progress task's, so two teammates are not handed the same files).

@@ -572,9 +572,9 @@ impl TaskList {
     /// records the note `"assigned to <to> by <by>"`. A pending task stays pending
     /// (pre-assigned: only `to` can claim it); an in-progress task gets a new lease for
     /// `to`, which needs its current owner, the lead or `force` as for any owner change
-    /// (§6.3). A completed task is refused. Repeating the task's latest assignment (same
-    /// owner, same `by`, its note still the last) writes nothing. Sends nothing:
-    /// [`Team::assign_task`] sends the `task_assignment` after this write.
+    /// (PROTOCOL.md §6.3). A completed task is refused. Repeating the task's latest
+    /// assignment (same owner, same `by`, its note still the last) writes nothing. Sends
+    /// nothing: [`Team::assign_task`] sends the `task_assignment` after this write.
     pub fn assign(&self, id: &TaskId, to: &Name, by: &Name, force: bool) -> Result<Task> {
         let config = self.team.config()?;
         self.update_doc(|list| {

@@ -1,4 +1,4 @@
-//! Where pane teammates run (DESIGN.md §3): choosing a backend once per team
+//! Where pane teammates run (docs/BACKENDS.md): choosing a backend once per team
 //! ([`detect`]), and the terminal multiplexers that host `roo-worker` panes
 //! ([`tmux`], [`iterm2`]).
 

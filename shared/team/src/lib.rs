@@ -1,4 +1,4 @@
-//! The team runtime: what turns one agent into a team (DESIGN.md §3–§4).
+//! The team runtime: what turns one agent into a team (docs/TEAM.md).
 //!
 //! It sits above `roo-agent` (the loop, tools, permissions) and `roo-store` (inboxes,
 //! task list, team config) and joins them: the one agent builder shared by the lead,

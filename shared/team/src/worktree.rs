@@ -1,6 +1,6 @@
-//! One checkout per teammate (DESIGN.md §4 "spawn … each in its own git
-//! worktree", "converge … merges each worktree branch with `--no-ff`"): since
-//! issue 18 a clone of the lead's repository, not a `git worktree`.
+//! One checkout per teammate, so teammates never overwrite each other and the lead
+//! merges each one's branch with `--no-ff` (docs/WORKTREES.md): since issue 18 a clone
+//! of the lead's repository, not a `git worktree`.
 //!
 //! A teammate `name` of team `team` works in `<repo>/.roocode/worktrees/<team>+<name>`,
 //! a `git clone --shared` of the lead's repository (it reads the lead's objects through
@@ -8,8 +8,9 @@
 //! checked out by its short name, started from the lead's branch of that name when it
 //! exists or else the lead's `HEAD`. Its command sandbox may write the clone only, so
 //! nothing it does can move or delete a ref, the stash, a reflog, the index, a hook or
-//! the config of the lead's repository, or prune its objects (DESIGN.md §6). The lead's
-//! runtime brings the branch in with `git fetch` ([`LeadRepo::fetch_member`],
+//! the config of the lead's repository, or prune its objects: a teammate may be
+//! hostile, so nothing it writes into a git directory may run with the lead's rights.
+//! The lead's runtime brings the branch in with `git fetch` ([`LeadRepo::fetch_member`],
 //! fast-forward only) before it inspects, merges or cleans up; `upload-pack` ignores
 //! the clone's hooks and program-valued config. This module creates (or reuses) the
 //! clones, tells the lead when teammates must share its working directory instead

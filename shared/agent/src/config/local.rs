@@ -1,7 +1,8 @@
 //! Writing to config files: "always allow" rules and the trust list.
 //!
 //! When the human answers "always" to a permission prompt, the rule goes to
-//! `<project>/.roocode/config.local.yaml` under `permissions.allow` (seed 000);
+//! `<project>/.roocode/config.local.yaml` under `permissions.allow` (the file of this
+//! user in this project, the highest-priority rule source; docs/PERMISSIONS.md);
 //! trusting a project adds it to `trusted_projects` of the user file. Both go
 //! through [`update_yaml`]: the file is read, changed and written back atomically
 //! (temp file + rename, mode 0600) under an advisory lock on its directory, so

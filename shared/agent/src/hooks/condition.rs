@@ -265,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seed_example_matches_only_write_file() {
+    fn a_tool_equality_matches_only_that_tool() {
         let c = "tool == \"WriteFile\"";
         assert!(holds(c, call("WriteFile", Some("a.rs"))));
         assert!(!holds(c, call("EditFile", Some("a.rs"))));

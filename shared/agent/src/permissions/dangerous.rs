@@ -3,8 +3,8 @@
 //! A short list of commands that destroy a machine or a shared history — deleting
 //! `/` or a home directory, formatting or overwriting a disk, fork bombs,
 //! downloading a script straight into a shell, privilege escalation, shutting the
-//! machine down, force-pushing main — is denied outright (seed 000: a blacklist
-//! hard stop that no configuration can lift). Each command is first read by
+//! machine down, force-pushing main — is denied outright: a hard stop that no
+//! rule, mode or approval can lift. Each command is first read by
 //! [`super::shell`], so chains (`ls && rm -rf ~`), quoting (`"r"m`), wrappers
 //! (`env X=1 nohup rm`), absolute program paths (`/bin/rm`) and nested commands
 //! (`bash -c '…'`, `$(…)`, `eval`) do not hide anything. Simple shapes are

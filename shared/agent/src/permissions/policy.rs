@@ -6,7 +6,7 @@
 //! a rule or a mode, and an allow or deny rule is never overturned by the mode.
 //! Only `dontAsk` touches the outcome afterwards, turning an ask into a deny.
 //! The policy is plain data (`Clone`): each agent owns its own copy, so one
-//! agent's approvals and mode changes do not leak to another (seed 000).
+//! agent's approvals and mode changes do not leak to another.
 
 use std::path::{Path, PathBuf};
 

@@ -10,8 +10,8 @@
 //!
 //! Rules come from three sources, and **the highest-priority source that has a
 //! matching rule decides** (local > project > user); within one source deny beats
-//! ask beats allow. Getting this order wrong let a project allow overturn a local
-//! deny in the seed's first implementation; the regression tests below pin it.
+//! ask beats allow. Getting this order wrong lets a project allow overturn a local
+//! deny (a known failure of rule merging); the regression tests below pin it.
 //!
 //! Compound commands are judged part by part: a deny or ask rule matching any
 //! part (or the whole line, or a command nested in `$(…)` / `bash -c`) applies to

@@ -1,8 +1,8 @@
 //! Layer 2: file tools stay inside the project.
 //!
 //! A path is judged by where it really leads, not by how it is spelled: every
-//! symlink on the way is followed (seed 000: a link inside the project that
-//! points outside it must not pass), `.` and `..` are applied after that, and the
+//! symlink on the way is followed (a link inside the project that points outside
+//! it must not pass), `.` and `..` are applied after that, and the
 //! part that does not exist yet (a file about to be created) is appended as
 //! given. The result must lie under the project root or one of the extra allowed
 //! roots (the session directory, the plan file's directory). Bash commands are

@@ -8,7 +8,8 @@
 //! 2. [`CUSTOM_AGENT_DENY`] for definitions from user or project files;
 //! 3. for a background child, every tool that [requires interaction]
 //!    ([`background_deny`]) — judged per tool, so a new tool is never silently
-//!    missing from, or wrongly added to, a hand-kept list (seed 002 §4.5);
+//!    missing from, or wrongly added to, a hand-kept list that someone forgot to
+//!    update;
 //! 4. the definition's own `tools` / `disallowed_tools` (or a fork skill's
 //!    `allowed_tools`).
 //!

@@ -55,8 +55,8 @@ pub fn fork_history(messages: &[Message]) -> Option<Vec<Message>> {
 }
 
 /// Whether `messages` belong to a fork: the placeholder results of the call that
-/// started it, followed by a user message with the directive. The seed's
-/// `IsForkContext`: a fallback next to the runtime's flag, so a fork is recognised even
+/// started it, followed by a user message with the directive. A fallback next to the
+/// runtime's flag, so a fork is recognised even
 /// when the flag did not reach the call. The structure, not the tag alone, decides: a
 /// user who types the tag into a prompt does not turn the conversation into a fork's.
 pub fn is_fork_context(messages: &[Message]) -> bool {

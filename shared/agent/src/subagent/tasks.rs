@@ -5,8 +5,9 @@
 //! the top of its parent's next turn ([`TaskNotifications`], a turn hook), and with an
 //! [`AgentEvent::TaskEnded`] to the session's listener (the REPL prints one line).
 //!
-//! Ids are `a1`, `a2`, … in start order: unique per session, never random (seed 002
-//! §4.4), and never a teammate's name (the spawner refuses names of that form).
+//! Ids are `a1`, `a2`, … in start order: unique per session, never random (random
+//! ids can collide, and a collision would let one task overwrite another's entry),
+//! and never a teammate's name (the spawner refuses names of that form).
 //! The table holds at most `max_per_session` entries (every start counts), so it is
 //! bounded without dropping any result; notifications wait in a list until a turn
 //! takes them, and none is dropped.
@@ -298,8 +299,9 @@ impl BackgroundTasks {
     }
 
     /// Cancels a running task by id (`a3`) or name. A name shared by several running
-    /// tasks is ambiguous (seed 002 §4.5: a later task must not silently take an
-    /// earlier one's name): nothing is stopped and the ids are returned to choose from.
+    /// tasks is ambiguous (a later task must not silently take an earlier one's name
+    /// and leave it reachable only by id): nothing is stopped and the ids are returned
+    /// to choose from.
     /// `owner`: only tasks that agent started (a sub-agent stops its own children,
     /// never its siblings'); `None`: any task of the session (the top-level agent).
     pub fn stop(&self, id_or_name: &str, owner: Option<u64>) -> Stop {

@@ -403,7 +403,8 @@ impl roo_agent::tool::Tool for Slow {
 
 #[tokio::test]
 async fn hook_timeouts_never_bound_the_call_they_surround() {
-    // Seed 002 §4.2: a generic per-call timeout cut the Agent tool's own 120 s short.
+    // A generic per-call timeout around every tool would cut the Agent tool's own
+    // 120 s (after which a foreground sub-agent moves to the background) short.
     // The hook point adds no deadline to the call; a hook's timeout is its own.
     let ws = Workspace::new();
     user_config(

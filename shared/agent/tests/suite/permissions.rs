@@ -55,7 +55,7 @@ fn three_config_files_drive_the_policy() {
     assert_eq!(kind(&bash("cargo test")), "allow");
     assert_eq!(kind(&bash("git log --oneline")), "allow");
     assert_eq!(kind(&bash("cargo fmt && git diff")), "allow");
-    // Seed 000's bug, end to end: the local deny must beat the project allow.
+    // The rule-merging bug, end to end: the local deny must beat the project allow.
     assert_eq!(kind(&bash("cargo publish --dry-run")), "deny");
     assert_eq!(kind(&bash("make")), "ask");
     assert_eq!(kind(&bash("rm -rf ~")), "deny");

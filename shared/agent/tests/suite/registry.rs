@@ -128,7 +128,7 @@ async fn a_deferred_tool_called_before_it_was_revealed_is_revealed_and_not_run()
 
 #[tokio::test]
 async fn regression_a_call_outside_a_narrowed_set_is_refused_when_it_executes() {
-    // Seed 002 §4.3: a filter that only shapes the schema sent to the model lets a
+    // A filter that only shapes the schema sent to the model lets a
     // prompt-injected call through. The model here calls WriteFile although it was
     // not offered; nothing may be written.
     let ws = Workspace::new();

@@ -200,7 +200,7 @@ fn arguments_replace_the_placeholder_or_are_appended() {
 
 #[tokio::test]
 async fn regression_a_loaded_skills_allowed_tools_are_enforced_when_a_call_executes() {
-    // Seed 002 §4.3: a skill's tool allow-list that only shapes the schema lets a
+    // A skill's tool allow-list that only shapes the schema sent to the model lets a
     // prompt-injected call through. Here the model loads a read-only skill and then
     // calls WriteFile anyway: nothing may be written. After the run the scope is gone.
     let ws = Workspace::new();

@@ -990,8 +990,8 @@ agents:
 
 #[tokio::test]
 async fn the_user_can_move_a_foreground_child_to_the_background_keeping_its_progress() {
-    // Seed 002 §4.1: the key that moves a running sub-agent to the background had no
-    // caller. Here the parent waits for a child at its gate, with no auto-background
+    // The key that moves a running sub-agent to the background must be wired to
+    // something (a design can have the key and no caller). Here the parent waits for a child at its gate, with no auto-background
     // threshold; the user's key (detach_foreground) ends the wait, the child goes on
     // from where it was and its result arrives as a notification.
     let ws = Workspace::new();

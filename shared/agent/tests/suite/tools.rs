@@ -150,7 +150,7 @@ async fn cancelling_a_bash_call_kills_its_children() {
     wait_until("the child sleep to be gone", || !roo_store::pid_alive(pid)).await;
 }
 
-/// Seed 000's check/use race: a symlink inside the project flipped between a
+/// The check/use race on a path: a symlink inside the project flipped between a
 /// directory inside and one outside while WriteFile calls run, each checked by
 /// the policy first exactly as the loop does. Before file tools opened paths
 /// through directory handles, about one allowed write in ten landed outside.

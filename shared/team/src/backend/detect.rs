@@ -1,4 +1,4 @@
-//! Choosing where a lead's teammates run (DESIGN.md §3), once, before the first spawn.
+//! Choosing where a lead's teammates run (docs/BACKENDS.md), once, before the first spawn.
 //!
 //! [`detect`] is a pure function of a captured environment ([`DetectEnv`]), so every
 //! case is unit-tested; [`DetectEnv::capture`] reads the real process (`$TMUX`,

@@ -1,4 +1,4 @@
-//! One interface over where teammates run (DESIGN.md §3): [`TeammateExecutor`].
+//! One interface over where teammates run (docs/BACKENDS.md): [`TeammateExecutor`].
 //!
 //! The spawner decides *what* a teammate is (name, prompt, work directory, mode, model)
 //! and hands it to an executor as a [`Launch`]; the executor decides *where* it runs —

@@ -28,8 +28,9 @@ pub const PALETTE: &[&str] = &[
     "colour205",
 ];
 
-/// The `roo-worker` command line for `launch` ([`WorkerLaunch`]: the identity flags of
-/// DESIGN.md §3, its directory, prompt, mode, trust, sandbox choice and provider flags).
+/// The `roo-worker` command line for `launch` ([`WorkerLaunch`]: who it is — team,
+/// name, agent id and type, colour, lead and the lead's public key — its directory,
+/// prompt, mode, plan mode, trust, sandbox choice and provider flags).
 /// No credential is ever on it: those come through the handoff.
 pub fn worker_argv(worker: &Path, launch: &Launch, color: &str) -> Vec<String> {
     let mut argv = vec![worker.display().to_string()];

@@ -1,5 +1,5 @@
-//! `roo-worker`'s command line, the contract between a lead and a pane teammate (DESIGN.md
-//! §3), in one place: the lead builds a [`WorkerLaunch`] and renders it as arguments
+//! `roo-worker`'s command line, the contract between a lead and a pane teammate
+//! (docs/TEAM.md "roo-worker"), in one place: the lead builds a [`WorkerLaunch`] and renders it as arguments
 //! ([`WorkerLaunch::to_args`]); `roo-worker` parses the same struct with clap (its
 //! `WorkerArgs` flattens it). A round-trip test in `roo-app` keeps the two sides equal.
 //! Credentials are never here: they come through the handoff.
@@ -30,7 +30,7 @@ pub struct WorkerLaunch {
     /// name is refused).
     #[arg(long)]
     pub lead: Option<String>,
-    /// Permission mode.
+    /// Permission mode: default, acceptEdits, plan, bypassPermissions or dontAsk.
     #[arg(long)]
     pub permission_mode: Option<String>,
     /// The lead's public key (hex): answers to this teammate's questions are taken only

@@ -1,5 +1,6 @@
-//! Merging a teammate's branch into the lead's with `git merge --no-ff`
-//! (DESIGN.md §4 "converge"), never leaving the lead's tree half-merged.
+//! Merging a teammate's branch into the lead's with `git merge --no-ff` (the team's
+//! last step before clean-up: one merge commit per teammate), never leaving the
+//! lead's tree half-merged.
 //!
 //! The branch is first fetched from the teammate's clone (fast-forward only).
 //! The merge only starts on a tree whose tracked files are committed and with no

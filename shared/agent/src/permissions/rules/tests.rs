@@ -171,7 +171,7 @@ fn tool_names_may_use_wildcards_and_bare_rules_match_any_target() {
 
 #[test]
 fn regression_local_deny_beats_project_allow() {
-    // Seed 000: the first implementation let a project allow overturn a local deny.
+    // A known failure of rule merging: a project allow overturning a local deny.
     let rules = set(&[
         (Project, Allow, "Bash(git *)"),
         (Local, Deny, "Bash(git push *)"),
