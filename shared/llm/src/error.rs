@@ -86,7 +86,13 @@ impl LlmError {
     /// Whether the provider refused this request for what it carries (HTTP 400, 413 or
     /// 422): the same request will fail again, a different one may not.
     pub fn is_rejection(&self) -> bool {
-        matches!(self, LlmError::Http { status: 400 | 413 | 422, .. })
+        matches!(
+            self,
+            LlmError::Http {
+                status: 400 | 413 | 422,
+                ..
+            }
+        )
     }
 }
 

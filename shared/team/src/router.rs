@@ -28,8 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use roo_store::{
-    InboxWatcher, Mailbox, Message, MessageBody, MessageId, Name, Outgoing, ReadFilter,
-    WaitOutcome,
+    InboxWatcher, Mailbox, Message, MessageBody, MessageId, Name, Outgoing, ReadFilter, WaitOutcome,
 };
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;

@@ -929,7 +929,10 @@ async fn a_text_the_provider_refuses_is_dropped_once_the_request_without_it_succ
     assert_eq!(requests.len(), 2);
     let second = format!("{:?}", requests[1].messages);
     assert!(!second.contains("poisoned news"), "{second}");
-    assert!(second.contains("1 injected message(s) could not be delivered"), "{second}");
+    assert!(
+        second.contains("1 injected message(s) could not be delivered"),
+        "{second}"
+    );
     assert_eq!(*news.injected.lock().unwrap(), 0);
     let reasons = news.undeliverable.lock().unwrap().clone();
     assert_eq!(reasons.len(), 1);

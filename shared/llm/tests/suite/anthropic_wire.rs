@@ -33,6 +33,7 @@ fn unicode_reply() -> ScriptedReply {
         },
         delay: Duration::ZERO,
         error: None,
+        error_status: None,
     }
 }
 

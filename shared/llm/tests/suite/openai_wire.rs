@@ -132,6 +132,7 @@ async fn scripted_reply_survives_any_chunking() {
         },
         delay: Duration::ZERO,
         error: None,
+        error_status: None,
     };
     let wire = openai_sse(&reply, "m", "chatcmpl-1").concat().into_bytes();
     for size in [1, 4, 9] {

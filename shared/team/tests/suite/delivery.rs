@@ -185,13 +185,19 @@ agents:
     assert_eq!(first.outcome, Outcome::Completed, "{first:?}");
     assert_eq!(first.final_text, "Went on without it.");
     let inbox = alice_inbox(&home);
-    assert!(inbox[0].read && inbox[0].delivered_at.is_none(), "{:?}", inbox[0]);
-    let told = mailbox
-        .read(&name("bob"), &ReadFilter::default())
-        .unwrap();
+    assert!(
+        inbox[0].read && inbox[0].delivered_at.is_none(),
+        "{:?}",
+        inbox[0]
+    );
+    let told = mailbox.read(&name("bob"), &ReadFilter::default()).unwrap();
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(told[0].from, name("alice"));
-    assert!(told[0].text.contains(poison[0].id.as_str()), "{}", told[0].text);
+    assert!(
+        told[0].text.contains(poison[0].id.as_str()),
+        "{}",
+        told[0].text
+    );
     assert!(told[0].text.contains("HTTP 400"), "{}", told[0].text);
 
     let second = built
