@@ -36,18 +36,8 @@ pub enum TeamCommand {
     Add {
         /// Member name
         name: String,
-        /// Agent definition it runs
-        #[arg(long)]
-        agent_type: Option<String>,
-        /// Model override
-        #[arg(long)]
-        model: Option<String>,
-        /// Display colour
-        #[arg(long)]
-        color: Option<String>,
-        /// The member must get its plans approved by the lead
-        #[arg(long)]
-        plan_mode_required: bool,
+        #[command(flatten)]
+        fields: MemberFields,
     },
     /// Register a process as a member (taking over a name only if its holder is dead)
     #[command(after_help = "Examples:
@@ -69,18 +59,8 @@ A name held by another live process (its pid is alive) is refused with exit 1.")
         /// Git worktree it works in
         #[arg(long, value_name = "PATH")]
         worktree: Option<std::path::PathBuf>,
-        /// Agent definition it runs
-        #[arg(long)]
-        agent_type: Option<String>,
-        /// Model override
-        #[arg(long)]
-        model: Option<String>,
-        /// Display colour
-        #[arg(long)]
-        color: Option<String>,
-        /// The member must get its plans approved by the lead
-        #[arg(long)]
-        plan_mode_required: bool,
+        #[command(flatten)]
+        fields: MemberFields,
     },
     /// Mark a member dead and return its unfinished tasks to the ready set (with a note)
     #[command(
@@ -108,6 +88,32 @@ A name held by another live process (its pid is alive) is refused with exit 1.")
         #[arg(long)]
         force: bool,
     },
+}
+
+/// What `add` and `join` record about a member besides its name.
+#[derive(Debug, clap::Args)]
+pub struct MemberFields {
+    /// Agent definition it runs
+    #[arg(long)]
+    agent_type: Option<String>,
+    /// Model override
+    #[arg(long)]
+    model: Option<String>,
+    /// Display colour
+    #[arg(long)]
+    color: Option<String>,
+    /// The member must get its plans approved by the lead
+    #[arg(long)]
+    plan_mode_required: bool,
+}
+
+impl MemberFields {
+    fn apply(self, m: &mut Member) {
+        m.agent_type = self.agent_type;
+        m.model = self.model;
+        m.color = self.color;
+        m.plan_mode_required = self.plan_mode_required;
+    }
 }
 
 /// Backends, as on the wire.
@@ -164,19 +170,10 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             let team = Team::create(&ctx.home()?, name, &description, lead, members)?;
             show(ctx, &team, out)
         }
-        TeamCommand::Add {
-            name,
-            agent_type,
-            model,
-            color,
-            plan_mode_required,
-        } => {
+        TeamCommand::Add { name, fields } => {
             let team = ctx.team()?;
             let mut m = member(&name, team.name())?;
-            m.agent_type = agent_type;
-            m.model = model;
-            m.color = color;
-            m.plan_mode_required = plan_mode_required;
+            fields.apply(&mut m);
             let added = team.add_member(m)?;
             if ctx.json() {
                 print_json(out, &added)?;
@@ -191,10 +188,7 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             backend,
             pane_id,
             worktree,
-            agent_type,
-            model,
-            color,
-            plan_mode_required,
+            fields,
         } => {
             let team = ctx.team()?;
             let mut m = member(&name, team.name())?;
@@ -202,10 +196,7 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             m.backend_type = backend.map(Into::into);
             m.pane_id = pane_id;
             m.worktree_path = worktree;
-            m.agent_type = agent_type;
-            m.model = model;
-            m.color = color;
-            m.plan_mode_required = plan_mode_required;
+            fields.apply(&mut m);
             let joined = team.join(m)?;
             if ctx.json() {
                 print_json(

@@ -612,8 +612,14 @@ pub async fn wait_for_team(
         if binding.router.has_conversation() {
             return TeamWait::Input;
         }
+        // The monitor declares a death and then tells the lead's inbox, and publishes its
+        // status only after both: settling also needs its view, so a death declared a
+        // moment ago is not settled on before its message is in the inbox.
+        let monitor_settled =
+            !monitor_open || status.borrow().as_ref().is_some_and(TeamStatus::settled);
         let busy = match settled {
-            Ok(()) => return TeamWait::Settled,
+            Ok(()) if monitor_settled => return TeamWait::Settled,
+            Ok(()) => Vec::new(),
             Err(busy) => busy,
         };
         tokio::select! {

@@ -158,18 +158,23 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn a_live_pid_that_no_longer_runs_a_lead_is_a_gone_lead() {
-        let dir = tempfile::tempdir().unwrap();
+    /// Team `t` in `home`, with a lead and no process recorded.
+    fn team_t(home: &std::path::Path) -> Team {
         let t = Name::parse("t").unwrap();
-        let team = Team::create(
-            &RooHome::new(dir.path()),
+        Team::create(
+            &RooHome::new(home),
             t.clone(),
             "",
             Member::new(Name::parse("lead").unwrap(), &t),
             Vec::new(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_live_pid_that_no_longer_runs_a_lead_is_a_gone_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = team_t(dir.path());
         assert_eq!(lead_state(&team), LeadState::Absent);
         // The lead's pid now belongs to another program (pid reuse).
         let mut other = std::process::Command::new("sleep")
@@ -190,15 +195,7 @@ mod tests {
     #[tokio::test]
     async fn a_question_while_no_lead_runs_is_told_once_and_given_up_after_the_timeout() {
         let dir = tempfile::tempdir().unwrap();
-        let t = Name::parse("t").unwrap();
-        let team = Team::create(
-            &RooHome::new(dir.path()),
-            t.clone(),
-            "",
-            Member::new(Name::parse("lead").unwrap(), &t),
-            Vec::new(),
-        )
-        .unwrap();
+        let team = team_t(dir.path());
         let mut told = 0;
         let why = unanswerable(&team, Some(Duration::from_millis(600)), || told += 1).await;
         assert_eq!(told, 1);
