@@ -17,6 +17,7 @@ mod lead_permissions;
 mod lead_skills;
 mod lead_subagents;
 mod lead_team;
+mod lead_team_turns;
 mod mcp;
 mod mcp_bench;
 mod mcp_client;

@@ -173,6 +173,7 @@ pub struct ConfigFiles {
     hooks: Vec<Hook>,
     mcp_servers: BTreeMap<String, McpServerConfig>,
     agents: AgentsSection,
+    team_turns: bool,
 }
 
 impl ConfigFiles {
@@ -253,8 +254,12 @@ impl ConfigFiles {
         let mut hooks = Vec::new();
         let mut mcp_servers = BTreeMap::new();
         let mut agents = AgentsSection::default();
+        let mut team_turns = true;
         for file in &files {
             let Some(value) = &file.value else { continue };
+            if let Some(on) = sections::team_turns(value, &file.path)? {
+                team_turns = on;
+            }
             if let Some(section) = sections::agents(value, &file.path)? {
                 if file.source == Source::User || trust == ProjectTrust::Trusted {
                     agents.override_with(section);
@@ -286,6 +291,7 @@ impl ConfigFiles {
             hooks,
             mcp_servers,
             agents,
+            team_turns,
         })
     }
 
@@ -399,6 +405,13 @@ impl ConfigFiles {
     /// trusted project's values replace the user's; an untrusted one's only narrow).
     pub fn agents(&self) -> &AgentsSection {
         &self.agents
+    }
+
+    /// `team_turns` (default `true`): whether the idle interactive lead takes its
+    /// teammates' messages as a turn of its own; the highest-priority file that sets it
+    /// wins (an untrusted project can only turn it off).
+    pub fn team_turns(&self) -> bool {
+        self.team_turns
     }
 
     /// MCP servers by name; a server defined in several files takes the

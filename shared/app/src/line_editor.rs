@@ -204,6 +204,18 @@ impl LineEditor {
         out.flush()
     }
 
+    /// Takes the prompt and the line off the screen, the cursor where the prompt began;
+    /// the line is kept for the next [`LineEditor::render`] (the prompt gives way to
+    /// output that is not the person's, such as a turn taking teammates' messages).
+    pub fn erase(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        if self.rendered_rows_above > 0 {
+            queue!(out, MoveUp(self.rendered_rows_above))?;
+        }
+        queue!(out, MoveToColumn(0), Clear(ClearType::FromCursorDown))?;
+        self.rendered_rows_above = 0;
+        out.flush()
+    }
+
     /// Forgets the previous render (after the line was submitted and a newline printed).
     pub fn reset_render(&mut self) {
         self.rendered_rows_above = 0;

@@ -13,12 +13,16 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::terminal;
-use roo_agent::event::EventSink;
+use roo_agent::agent_loop::Agent;
+use roo_agent::event::{AgentEvent, EventSink};
+use roo_agent::mcp::McpServers;
 use roo_agent::permissions::{Approval, PermissionMode};
+use roo_agent::skills::Skills;
+use roo_agent::subagent::SubagentRuntime;
 use roo_store::TaskFilter;
 use roo_team::lead::status::{members_table, tasks_table};
 use roo_team::{TeamEvent, TeamSlot, TeamStatus};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval_view::{ApprovalView, TooLarge, visible};
@@ -43,6 +47,7 @@ const HELP: &str = "Commands:
   /mcp             the MCP servers: connected (tools, prompts), failed and why
   /mcp restart S   start MCP server S again (after it failed or exited)
   /mcp__<server>__<prompt> [ARGS]  send an MCP server's prompt
+While the lead is idle, teammates' messages start a turn of its own (team_turns: false in a config file turns that off).
 Keys: Esc stops the current run; Ctrl+B moves the sub-agents it waits for to the background; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
 
 /// Puts the terminal in raw mode for the session and restores it on drop.
@@ -87,6 +92,16 @@ fn is_ctrl_b(key: &KeyEvent) -> bool {
     key.code == KeyCode::Char('b') && key.modifiers.contains(KeyModifiers::CONTROL)
 }
 
+/// Quiet time after the team's last message before the idle lead takes its messages up:
+/// several arriving together (a report and the idle notification after it, two
+/// teammates finishing at once) make one turn. Every message shown restarts it.
+const TEAM_QUIET: Duration = Duration::from_millis(300);
+/// The longest the idle lead waits after the first message, however busy the team.
+const TEAM_MAX_DELAY: Duration = Duration::from_secs(2);
+/// Team turns in a row, without the person's prompt, before they pause: a lead and
+/// teammates answering each other without end cost tokens nobody asked for.
+const MAX_TEAM_TURNS: u32 = 25;
+
 /// Runs the interactive session until the user leaves.
 pub async fn run(built: Built) -> Result<ExitCode, AppError> {
     let subagents = built.subagents.clone();
@@ -99,31 +114,31 @@ pub async fn run(built: Built) -> Result<ExitCode, AppError> {
     code
 }
 
+/// The session: read a line (or take the team's messages), run it, until the person
+/// leaves. What `built` keeps beyond the fields taken here (the team tasks' guard)
+/// lives until this returns.
 async fn run_session(built: Built) -> Result<ExitCode, AppError> {
     let Built {
-        mut agent,
+        agent,
         notices,
         approvals,
         team_sender: _team_sender,
-        mut team_events,
+        team_events,
         team,
         team_status,
-        team_tasks: _team_tasks,
         skills,
         subagents,
         mcp,
+        team_turns,
         ..
     } = built;
     // Background tasks that end print one line at once, even while the user types.
-    let (task_sink, mut task_events) = EventSink::channel();
+    let (task_sink, task_events) = EventSink::channel();
     if let Some(runtime) = &subagents {
         runtime.tasks().set_listener(Some(task_sink));
     } else {
         drop(task_sink);
     }
-    let mut approvals = approvals.unwrap_or_else(|| mpsc::channel(1).1);
-    let mut last_status: Option<String> = None;
-    let style = Style::for_stdout();
     // Restore the terminal even if something panics.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -131,31 +146,174 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         default_hook(info);
     }));
     let _raw = RawMode::enable()?;
-    let mut keys = spawn_key_reader();
-    let mut render = Renderer::new(RawWriter::new(std::io::stdout()), style);
-    let mut editor = LineEditor::new();
+    let style = Style::for_stdout();
+    let mut session = Session {
+        agent,
+        team,
+        team_status,
+        team_events,
+        task_events,
+        approvals: approvals.unwrap_or_else(|| mpsc::channel(1).1),
+        keys: spawn_key_reader(),
+        render: Renderer::new(RawWriter::new(std::io::stdout()), style),
+        editor: LineEditor::new(),
+        style,
+        skills,
+        subagents,
+        mcp,
+        last_status: None,
+        last_ctrl_c: None,
+        idle_question: None,
+        team_turns: TeamTurns::new(team_turns),
+    };
+    session.banner(&notices);
+    loop {
+        let line = match session.read_input().await {
+            Input::Exit => break,
+            Input::Team => {
+                if session.team_turn().await.exit {
+                    break;
+                }
+                continue;
+            }
+            Input::Line(line) => line,
+        };
+        match session.command(line.trim()).await {
+            Command::Done => {}
+            Command::Exit => break,
+            Command::Prompt(prompt) => {
+                session.team_turns.person_spoke();
+                if session.run(&prompt).await.exit {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(ExitCode::from(exit::OK))
+}
 
-    {
-        let out = render.out();
-        let session = agent
+/// What the idle prompt yields.
+enum Input {
+    /// A line the person submitted.
+    Line(String),
+    /// Teammates' messages wait and the lead takes them up as a turn of its own.
+    Team,
+    /// The person leaves (Ctrl+D, Ctrl+C twice, the terminal gone).
+    Exit,
+}
+
+/// What a submitted line is.
+enum Command {
+    /// Handled here (a slash command, an error shown).
+    Done,
+    /// Input for the model (the line, or a skill's or MCP prompt's expansion).
+    Prompt(String),
+    Exit,
+}
+
+/// How a run ended, as far as the session cares.
+struct RunEnd {
+    /// Ctrl+C twice during the run: leave.
+    exit: bool,
+    /// The run completed (not stopped, not failed).
+    completed: bool,
+}
+
+/// When teammates' messages start a turn of their own while the lead is idle.
+struct TeamTurns {
+    /// The `team_turns` setting.
+    enabled: bool,
+    /// A team turn was stopped or failed, or there were too many in a row: messages
+    /// wait for the person's next prompt.
+    paused: bool,
+    /// Team turns since the person's last prompt.
+    in_a_row: u32,
+    /// When messages that wake the lead were first seen waiting ([`TEAM_MAX_DELAY`]).
+    waiting_since: Option<tokio::time::Instant>,
+}
+
+impl TeamTurns {
+    fn new(enabled: bool) -> TeamTurns {
+        TeamTurns {
+            enabled,
+            paused: false,
+            in_a_row: 0,
+            waiting_since: None,
+        }
+    }
+
+    fn ready(&self) -> bool {
+        self.enabled && !self.paused
+    }
+
+    /// The person submitted a prompt: team turns may start again afterwards.
+    fn person_spoke(&mut self) {
+        self.paused = false;
+        self.in_a_row = 0;
+    }
+}
+
+/// Resolves when teammates' messages have waited for the lead long enough to take them
+/// up: [`TEAM_QUIET`] after now (the caller starts this again after every message or
+/// key, so typing and a burst of messages postpone it), at most [`TEAM_MAX_DELAY`]
+/// after they were first seen (`since`).
+async fn team_wake(slot: &TeamSlot, since: &mut Option<tokio::time::Instant>) {
+    roo_team::lead::team_input(slot).await;
+    let now = tokio::time::Instant::now();
+    let first = *since.get_or_insert(now);
+    tokio::time::sleep_until((now + TEAM_QUIET).min(first + TEAM_MAX_DELAY)).await;
+}
+
+/// The interactive session's state, between runs and during them.
+struct Session {
+    agent: Agent,
+    team: TeamSlot,
+    team_status: watch::Receiver<Option<TeamStatus>>,
+    team_events: mpsc::Receiver<TeamEvent>,
+    task_events: mpsc::UnboundedReceiver<AgentEvent>,
+    approvals: mpsc::Receiver<PendingApproval>,
+    keys: mpsc::UnboundedReceiver<Event>,
+    render: Renderer<RawWriter<Stdout>>,
+    editor: LineEditor,
+    style: Style,
+    skills: Option<Skills>,
+    subagents: Option<SubagentRuntime>,
+    mcp: Option<McpServers>,
+    /// The team status line shown last (see [`team_line`]).
+    last_status: Option<String>,
+    last_ctrl_c: Option<Instant>,
+    /// A teammate's question asked while the lead is idle, answered at the prompt.
+    idle_question: Option<Question>,
+    team_turns: TeamTurns,
+}
+
+impl Session {
+    /// The first lines: model, provider, mode, session, notices.
+    fn banner(&mut self, notices: &[String]) {
+        let style = self.style;
+        let session = self
+            .agent
             .session()
             .map(|s| s.id().to_string())
             .unwrap_or_default();
-        let mode = agent
+        let mode = self
+            .agent
             .policy()
             .read()
             .map(|p| p.mode().to_string())
             .unwrap_or_default();
+        let resumed = self.agent.messages().len();
+        let (model, provider) = (
+            self.agent.model().to_string(),
+            self.agent.provider().name().to_string(),
+        );
+        let out = self.render.out();
         let _ = writeln!(
             out,
             "{} {}",
             style.bold("RooCode"),
             style.dim(&format!(
-                "· {} ({}) · mode {} · session {}",
-                agent.model(),
-                agent.provider().name(),
-                mode,
-                session
+                "· {model} ({provider}) · mode {mode} · session {session}"
             ))
         );
         let _ = writeln!(
@@ -163,145 +321,147 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
             "{}",
             style.dim("/help for commands · Esc stops a run · Ctrl+C twice exits")
         );
-        for notice in &notices {
+        for notice in notices {
             let _ = writeln!(out, "{}", style.dim(&format!("note: {notice}")));
         }
-        if !agent.messages().is_empty() {
-            let _ = writeln!(
-                out,
-                "{}",
-                style.dim(&format!("resumed {} messages", agent.messages().len()))
-            );
+        if resumed > 0 {
+            let _ = writeln!(out, "{}", style.dim(&format!("resumed {resumed} messages")));
         }
     }
 
-    let mut last_ctrl_c: Option<Instant> = None;
-    let mut idle_question: Option<Question> = None;
-    loop {
-        // Read one line.
+    /// One line above the prompt, the line being edited redrawn below it.
+    fn above(&mut self, line: &str) {
         let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-        let _ = editor.render(render.out(), PROMPT, width);
-        let line = loop {
-            // Teammates' events show up while the user types, above the prompt.
+        let _ = self
+            .editor
+            .print_above(self.render.out(), line, PROMPT, width);
+    }
+
+    /// Reads one line at the prompt. Meanwhile teammates' events and finished
+    /// background tasks print above it, a teammate's question is asked and answered
+    /// there, and teammates' messages may start a turn ([`Input::Team`]).
+    async fn read_input(&mut self) -> Input {
+        let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+        let _ = self.editor.render(self.render.out(), PROMPT, width);
+        let style = self.style;
+        loop {
+            let team_ready = self.team_turns.ready() && self.idle_question.is_none();
             let event = tokio::select! {
-                key = keys.recv() => match key {
+                key = self.keys.recv() => match key {
                     Some(event) => event,
-                    None => return Ok(ExitCode::from(exit::OK)),
+                    None => return Input::Exit,
                 },
                 // A teammate's question while the lead is idle: asked above the prompt,
                 // answered with the next y / n / a key.
-                Some(pending) = approvals.recv(), if idle_question.is_none() => {
-                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                Some(pending) = self.approvals.recv(), if self.idle_question.is_none() => {
                     let (question, lines) = Question::open(pending, &style, false);
                     for line in lines {
-                        let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                        self.above(&line);
                     }
-                    idle_question = question;
+                    self.idle_question = question;
                     continue;
                 }
                 // The asker withdrew its question (it ended, died or was answered).
-                () = withdrawn(&mut idle_question) => {
-                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-                    idle_question = None;
-                    let line = style.dim("  → withdrawn: the question no longer waits for an answer");
-                    let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                () = withdrawn(&mut self.idle_question) => {
+                    self.idle_question = None;
+                    self.above(&style.dim("  → withdrawn: the question no longer waits for an answer"));
                     continue;
                 }
-                Some(team) = team_events.recv() => {
-                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-                    if let Some(line) =
-                        team_line(&style, &team, &team_status.borrow(), &mut last_status)
-                    {
-                        let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                Some(team) = self.team_events.recv() => {
+                    let status = self.team_status.borrow().clone();
+                    if let Some(line) = team_line(&style, &team, &status, &mut self.last_status) {
+                        self.above(&line);
                     }
                     continue;
                 }
-                Some(task) = task_events.recv() => {
-                    let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+                Some(task) = self.task_events.recv() => {
                     if let Some(line) = crate::render::subagent_line(&task, &style) {
-                        let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                        self.above(&line);
                     }
                     continue;
+                }
+                () = team_wake(&self.team, &mut self.team_turns.waiting_since), if team_ready => {
+                    return Input::Team;
                 }
             };
             if let Event::Key(key) = &event
                 && key.kind != KeyEventKind::Release
                 && !is_ctrl_c(key)
-                && let Some(question) = idle_question.take()
+                && let Some(question) = self.idle_question.take()
             {
                 let (kept, lines) = question.key(key, &style, false);
-                let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
                 for line in lines {
-                    let _ = editor.print_above(render.out(), &line, PROMPT, width);
+                    self.above(&line);
                 }
-                idle_question = kept;
+                self.idle_question = kept;
                 continue;
             }
             let action = match event {
                 Event::Key(key) if key.kind != KeyEventKind::Release => {
                     if !is_ctrl_c(&key) {
-                        last_ctrl_c = None;
+                        self.last_ctrl_c = None;
                     }
-                    editor.key(key)
+                    self.editor.key(key)
                 }
                 Event::Paste(text) => {
-                    editor.paste(&text);
+                    self.editor.paste(&text);
                     EditAction::Continue
                 }
                 Event::Resize(..) => EditAction::Continue,
                 _ => continue,
             };
             let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
+            let out = self.render.out();
             match action {
                 EditAction::Continue => {
-                    let _ = editor.render(render.out(), PROMPT, width);
+                    let _ = self.editor.render(out, PROMPT, width);
                 }
                 EditAction::Submit(line) => {
-                    let _ = writeln!(render.out());
-                    editor.reset_render();
-                    break line;
+                    let _ = writeln!(out);
+                    self.editor.reset_render();
+                    return Input::Line(line);
                 }
                 EditAction::Eof => {
-                    let _ = writeln!(render.out());
-                    return Ok(ExitCode::from(exit::OK));
+                    let _ = writeln!(out);
+                    return Input::Exit;
                 }
                 EditAction::Interrupt => {
-                    if last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
-                        let _ = writeln!(render.out());
-                        return Ok(ExitCode::from(exit::OK));
+                    if self.last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
+                        let _ = writeln!(out);
+                        return Input::Exit;
                     }
-                    last_ctrl_c = Some(Instant::now());
-                    editor.clear();
-                    let _ = writeln!(render.out());
-                    editor.reset_render();
-                    let _ = writeln!(
-                        render.out(),
-                        "{}",
-                        style.dim("(press Ctrl+C again to exit)")
-                    );
-                    let _ = editor.render(render.out(), PROMPT, width);
+                    self.last_ctrl_c = Some(Instant::now());
+                    self.editor.clear();
+                    let _ = writeln!(out);
+                    self.editor.reset_render();
+                    let _ = writeln!(out, "{}", style.dim("(press Ctrl+C again to exit)"));
+                    let _ = self.editor.render(out, PROMPT, width);
                 }
             }
-        };
+        }
+    }
 
-        let trimmed = line.trim();
+    /// A submitted line: a slash command handled here, or the prompt for the model
+    /// (a skill's or MCP prompt's expansion, or the line itself).
+    async fn command(&mut self, trimmed: &str) -> Command {
+        let style = self.style;
         if trimmed.is_empty() {
-            continue;
+            return Command::Done;
         }
         if trimmed == "/mcp" {
-            let report = mcp.as_ref().map_or_else(
+            let report = self.mcp.as_ref().map_or_else(
                 || "No MCP servers are configured (mcp_servers: in a config file).\n".to_string(),
-                roo_agent::mcp::McpServers::report,
+                McpServers::report,
             );
-            let _ = write!(render.out(), "{report}");
-            continue;
+            let _ = write!(self.render.out(), "{report}");
+            return Command::Done;
         }
         if let Some(rest) = trimmed.strip_prefix("/mcp ") {
             let words: Vec<&str> = rest.split_whitespace().collect();
-            let line = match (words.as_slice(), mcp.as_ref()) {
+            let line = match (words.as_slice(), self.mcp.as_ref()) {
                 (["restart", server], Some(servers)) => {
                     let _ = writeln!(
-                        render.out(),
+                        self.render.out(),
                         "{}",
                         style.dim(&format!("(restarting {server}…)"))
                     );
@@ -314,87 +474,121 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
                     .red("error: no MCP servers are configured (mcp_servers: in a config file)"),
                 _ => style.red("error: usage: /mcp, or /mcp restart <server>"),
             };
-            let _ = writeln!(render.out(), "{line}");
-            continue;
+            let _ = writeln!(self.render.out(), "{line}");
+            return Command::Done;
         }
-        let mut skill = crate::skill_command::skill_prompt(skills.as_ref(), trimmed);
+        let mut skill = crate::skill_command::skill_prompt(self.skills.as_ref(), trimmed);
         if skill.is_none() {
-            skill = crate::skill_command::mcp_prompt(mcp.as_ref(), trimmed).await;
+            skill = crate::skill_command::mcp_prompt(self.mcp.as_ref(), trimmed).await;
         }
-        let trimmed = match &skill {
-            Some(Ok(prompt)) => prompt.as_str(),
+        match skill {
+            Some(Ok(prompt)) => return Command::Prompt(prompt),
             Some(Err(why)) => {
-                let _ = writeln!(render.out(), "{}", style.red(&format!("error: {why}")));
-                continue;
+                let _ = writeln!(self.render.out(), "{}", style.red(&format!("error: {why}")));
+                return Command::Done;
             }
-            None => trimmed,
-        };
-        if skill.is_none()
-            && let Some(command) = trimmed.strip_prefix('/')
-        {
-            match slash_command(
-                command,
-                &mut agent,
-                &team,
-                subagents.as_ref(),
-                render.out(),
-                &style,
-            ) {
-                Flow::Continue if command.trim() == "help" => {
-                    let help = crate::skill_command::skills_help(skills.as_ref());
-                    let _ = write!(render.out(), "{help}");
-                    let help = crate::skill_command::mcp_help(mcp.as_ref());
-                    let _ = write!(render.out(), "{help}");
-                    continue;
-                }
-                Flow::Continue => continue,
-                Flow::Exit => return Ok(ExitCode::from(exit::OK)),
-            }
+            None => {}
         }
+        let Some(command) = trimmed.strip_prefix('/') else {
+            return Command::Prompt(trimmed.to_string());
+        };
+        match slash_command(
+            command,
+            &mut self.agent,
+            &self.team,
+            self.subagents.as_ref(),
+            self.render.out(),
+            &style,
+        ) {
+            Flow::Continue if command.trim() == "help" => {
+                let help = crate::skill_command::skills_help(self.skills.as_ref());
+                let _ = write!(self.render.out(), "{help}");
+                let help = crate::skill_command::mcp_help(self.mcp.as_ref());
+                let _ = write!(self.render.out(), "{help}");
+                Command::Done
+            }
+            Flow::Continue => Command::Done,
+            Flow::Exit => Command::Exit,
+        }
+    }
 
-        // Run the agent on the line.
+    /// Teammates' messages as a turn of the lead's own, shown as such. The person's
+    /// unfinished line is kept and comes back at the prompt after the turn. A turn that
+    /// was stopped (Esc) or failed, or one too many in a row, pauses team turns until
+    /// the person's next prompt, so a failing provider is not asked again and again.
+    async fn team_turn(&mut self) -> RunEnd {
+        let style = self.style;
+        let _ = self.editor.erase(self.render.out());
+        let _ = writeln!(
+            self.render.out(),
+            "{}",
+            style.cyan("» teammates' messages (Esc stops)")
+        );
+        self.team_turns.in_a_row += 1;
+        let end = self.run(crate::headless::TEAM_TURN_INPUT).await;
+        let why = if !end.completed {
+            Some("stopped".to_string())
+        } else if self.team_turns.in_a_row >= MAX_TEAM_TURNS {
+            Some(format!("{MAX_TEAM_TURNS} team turns in a row"))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            self.team_turns.paused = true;
+            let text = format!("({why}: teammates' messages now wait for your next prompt)");
+            let _ = writeln!(self.render.out(), "{}", style.dim(&text));
+        }
+        end
+    }
+
+    /// Runs the agent on `input`, rendering its events as they stream: Esc stops it,
+    /// Ctrl+C twice leaves, Ctrl+B moves the sub-agents it waits for to the background,
+    /// and permission questions (its own and teammates') are asked and answered here.
+    async fn run(&mut self, input: &str) -> RunEnd {
+        let style = self.style;
+        self.team_turns.waiting_since = None;
         let cancel = CancellationToken::new();
         let (sink, mut events) = EventSink::channel();
         let mut asking: Option<Question> = None;
         let mut exit_after = false;
-        {
-            let run = agent.run(trimmed, &sink, cancel.clone());
+        let result = {
+            let run = self.agent.run(input, &sink, cancel.clone());
             tokio::pin!(run);
             loop {
                 tokio::select! {
-                    _ = &mut run => break,
-                    Some(event) = events.recv() => render.event(&event),
-                    Some(event) = task_events.recv() => render.event(&event),
-                    Some(event) = team_events.recv() => {
+                    result = &mut run => break result,
+                    Some(event) = events.recv() => self.render.event(&event),
+                    Some(event) = self.task_events.recv() => self.render.event(&event),
+                    Some(event) = self.team_events.recv() => {
                         if let Some(line) =
-                            team_line(&style, &event, &team_status.borrow(), &mut last_status)
+                            team_line(&style, &event, &self.team_status.borrow(), &mut self.last_status)
                         {
-                            render.break_line();
-                            let _ = writeln!(render.out(), "{line}");
+                            self.render.break_line();
+                            let _ = writeln!(self.render.out(), "{line}");
                         }
                     }
-                    Some(pending) = approvals.recv(), if asking.is_none() => {
-                        render.break_line();
+                    Some(pending) = self.approvals.recv(), if asking.is_none() => {
+                        self.render.break_line();
                         let (question, lines) = Question::open(pending, &style, true);
-                        print_lines(render.out(), &lines);
+                        print_lines(self.render.out(), &lines);
                         asking = question;
                     }
                     () = withdrawn(&mut asking) => {
                         asking = None;
-                        let _ = writeln!(render.out(), "{}", style.dim("  → withdrawn: the question no longer waits for an answer"));
+                        let _ = writeln!(self.render.out(), "{}", style.dim("  → withdrawn: the question no longer waits for an answer"));
                     }
-                    Some(event) = keys.recv() => {
+                    Some(event) = self.keys.recv() => {
                         let Event::Key(key) = event else { continue };
                         if key.kind == KeyEventKind::Release {
                             continue;
                         }
                         if is_ctrl_c(&key) {
-                            if last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
+                            if self.last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
                                 exit_after = true;
                             } else {
-                                last_ctrl_c = Some(Instant::now());
-                                render.break_line();
-                                let _ = writeln!(render.out(), "{}", style.dim("(stopping; press Ctrl+C again to exit)"));
+                                self.last_ctrl_c = Some(Instant::now());
+                                self.render.break_line();
+                                let _ = writeln!(self.render.out(), "{}", style.dim("(stopping; press Ctrl+C again to exit)"));
                             }
                             if let Some(question) = asking.take() {
                                 let _ = question.pending.reply.send(Approval::Deny { feedback: None });
@@ -402,10 +596,10 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
                             cancel.cancel();
                             continue;
                         }
-                        last_ctrl_c = None;
+                        self.last_ctrl_c = None;
                         if let Some(question) = asking.take() {
                             let (kept, lines) = question.key(&key, &style, true);
-                            print_lines(render.out(), &lines);
+                            print_lines(self.render.out(), &lines);
                             if kept.is_none() && key.code == KeyCode::Esc {
                                 cancel.cancel();
                             }
@@ -413,30 +607,31 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
                         } else if key.code == KeyCode::Esc {
                             cancel.cancel();
                         } else if is_ctrl_b(&key) {
-                            let moved = subagents.as_ref().map_or(0, |s| s.detach_foreground());
+                            let moved = self.subagents.as_ref().map_or(0, |s| s.detach_foreground());
                             let text = match moved {
                                 0 => "(no sub-agent is running in the foreground)".to_string(),
                                 1 => "(moved 1 sub-agent to the background; /tasks lists it)".to_string(),
                                 n => format!("(moved {n} sub-agents to the background; /tasks lists them)"),
                             };
-                            render.break_line();
-                            let _ = writeln!(render.out(), "{}", style.dim(&text));
+                            self.render.break_line();
+                            let _ = writeln!(self.render.out(), "{}", style.dim(&text));
                         }
                     }
                 }
             }
-        }
+        };
         drop(sink);
         while let Ok(event) = events.try_recv() {
-            render.event(&event);
+            self.render.event(&event);
         }
         // A teammate's question still open when the lead's run ended stays open: it is
         // answered at the prompt (the lead's own questions end with its run).
         if let Some(question) = asking.take() {
-            idle_question = Some(question);
+            self.idle_question = Some(question);
         }
-        if exit_after {
-            return Ok(ExitCode::from(exit::OK));
+        RunEnd {
+            exit: exit_after,
+            completed: result.outcome.is_success(),
         }
     }
 }
@@ -764,6 +959,7 @@ mod tests {
                 .map(|(name, state)| MemberStatus {
                     name: Name::parse(name).unwrap(),
                     state: *state,
+                    shut_down: false,
                 })
                 .collect(),
         })

@@ -115,6 +115,9 @@ pub struct Built {
     /// The process's MCP servers (`None`: none configured): `/mcp`, prompt commands,
     /// shared with in-process teammates, shut down at exit.
     pub mcp: Option<roo_agent::mcp::McpServers>,
+    /// The config's `team_turns`: the idle interactive lead takes its teammates'
+    /// messages as a turn of its own.
+    pub team_turns: bool,
     _team_tasks_guard: tokio_util::sync::DropGuard,
 }
 
@@ -419,6 +422,7 @@ pub async fn build_in(
             .collect(),
         approvals,
         settings: built.llm,
+        team_turns: built.team_turns,
     })
 }
 

@@ -13,7 +13,7 @@ use crate::message::{MAX_SUMMARY_CHARS, Message, MessageBody, Outgoing};
 use crate::name::Name;
 use crate::task::{Task, TaskId};
 use crate::task_list::Reclaimed;
-use crate::team::{Member, MemberState, Team};
+use crate::team::{Member, MemberState, SHUT_DOWN_REASON, Team};
 use crate::time::Timestamp;
 
 /// What [`Team::join`] did.
@@ -190,6 +190,24 @@ impl Team {
         let released =
             self.tasks()
                 .release_owner(&member.name, by, &truncate(&note, MAX_DEAD_REASON))?;
+        Ok(Death {
+            member,
+            newly_dead,
+            released,
+        })
+    }
+
+    /// Records that member `name` stopped because its lead asked it to (it approved a
+    /// `shutdown_request`): marked dead with the reason [`SHUT_DOWN_REASON`], so the lead
+    /// says it shut down rather than died, and its unfinished tasks (if any) released with
+    /// the note `"<name> shut down at the lead's request"`. Called by the member itself,
+    /// just before its process or task ends; idempotent like [`Team::declare_dead`].
+    pub fn record_shut_down(&self, name: &Name) -> Result<Death> {
+        let (member, newly_dead) = self.mark_dead(name.as_str(), SHUT_DOWN_REASON)?;
+        let note = format!("{} {SHUT_DOWN_REASON}", member.name);
+        let released = self
+            .tasks()
+            .release_owner(&member.name, Some(name), &note)?;
         Ok(Death {
             member,
             newly_dead,

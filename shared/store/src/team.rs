@@ -85,6 +85,10 @@ pub struct Member {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// The `dead_reason` of a member that stopped because its lead asked it to (PROTOCOL.md
+/// §4.1): it counts as dead (not active, cannot claim) but did not die.
+pub const SHUT_DOWN_REASON: &str = "shut down at the lead's request";
+
 impl Member {
     /// A member with only a name; the agent id is `<name>@<team>`.
     pub fn new(name: Name, team: &Name) -> Member {
@@ -122,6 +126,12 @@ impl Member {
         } else {
             MemberState::Idle
         }
+    }
+
+    /// Whether it stopped at its lead's request ([`Team::record_shut_down`]) rather than
+    /// died: marked dead with the reason [`SHUT_DOWN_REASON`].
+    pub fn shut_down(&self) -> bool {
+        self.dead_at.is_some() && self.dead_reason.as_deref() == Some(SHUT_DOWN_REASON)
     }
 
     /// The state as observed now: also dead when it has a recorded pid that is not a live

@@ -326,6 +326,9 @@ pub struct BuiltAgent {
     /// Its MCP servers (`None`: none configured, or [`McpPlan::Off`]): for `/mcp`,
     /// prompts as commands, teammates sharing them and the shutdown at exit.
     pub mcp: Option<McpServers>,
+    /// The config's `team_turns`: whether an idle interactive lead takes its teammates'
+    /// messages as a turn of its own.
+    pub team_turns: bool,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -439,6 +442,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         notices: trust_notices,
     } = decide(config, &config_root, &roo_home, &trust).await?;
     let trusted = config.trust() == ProjectTrust::Trusted;
+    let team_turns = config.team_turns();
     let llm = resolve_llm(&llm, &config)?;
     let provider = match provider {
         Some(provider) => provider,
@@ -729,6 +733,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         skills,
         subagents,
         mcp,
+        team_turns,
     })
 }
 

@@ -530,6 +530,35 @@ pub enum TeamWait {
     Broken { error: String },
 }
 
+/// Whether a message waiting for the lead's conversation wakes an idle interactive
+/// lead: everything but `status_update` (progress news waits for the next turn).
+pub fn wakes_lead(message: &Message) -> bool {
+    !matches!(message.body, MessageBody::StatusUpdate)
+}
+
+/// Resolves once a message that [wakes the lead](wakes_lead) waits for the conversation
+/// of the team `slot` is bound to (whatever team that is by then); never while the slot
+/// stays unbound or the router has stopped. What an idle interactive lead waits on
+/// beside its keyboard.
+pub async fn team_input(slot: &TeamSlot) {
+    let mut bindings = slot.subscribe();
+    loop {
+        let binding = bindings.borrow_and_update().clone();
+        let rebound = async {
+            if bindings.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        match binding {
+            Some(binding) => tokio::select! {
+                true = binding.router.conversation_where(wakes_lead) => return,
+                () = rebound => {}
+            },
+            None => rebound.await,
+        }
+    }
+}
+
 /// How long the team config may fail to read before a headless lead stops waiting.
 pub const BROKEN_AFTER: Duration = Duration::from_secs(2);
 
@@ -861,6 +890,50 @@ mod tests {
                 return event;
             }
         }
+    }
+
+    #[tokio::test]
+    async fn team_input_waits_for_a_binding_and_a_message_that_wakes_the_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = create(dir.path(), "crew");
+        let slot = TeamSlot::new();
+        let wait = team_input(&slot);
+        tokio::pin!(wait);
+        // Unbound: nothing to wait for, even with a message in the inbox.
+        send(&team, "before the binding");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), &mut wait)
+                .await
+                .is_err()
+        );
+        // Bound later: the queued message resolves it once the router read it.
+        let binding = slot.bind(lead_binding(&team)).unwrap();
+        binding.router.poll().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), &mut wait)
+            .await
+            .expect("the message wakes the lead");
+        // Progress news alone does not wake it.
+        binding.router.take_conversation();
+        team.mailbox()
+            .send(
+                &name("alice"),
+                "lead",
+                Outgoing::new(MessageBody::StatusUpdate, "50% done").with_summary("progress"),
+            )
+            .unwrap();
+        binding.router.poll().await.unwrap();
+        assert!(binding.router.has_conversation());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), team_input(&slot))
+                .await
+                .is_err(),
+            "a status_update alone does not wake the lead"
+        );
+        send(&team, "a real message");
+        binding.router.poll().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), team_input(&slot))
+            .await
+            .expect("a text message wakes the lead");
     }
 
     #[tokio::test]

@@ -717,11 +717,17 @@ impl InboxRouter {
     /// Resolves when messages wait for the conversation (`true`) or the router stopped
     /// (`false`): what a headless lead waits on between its turns.
     pub async fn conversation(&self) -> bool {
+        self.conversation_where(|_| true).await
+    }
+
+    /// Resolves when a message `wakes` picks waits for the conversation (`true`) or the
+    /// router stopped (`false`); other messages stay queued without resolving it.
+    pub async fn conversation_where(&self, wakes: impl Fn(&Message) -> bool) -> bool {
         let mut changed = self.inner.changed.subscribe();
         loop {
             {
                 let state = self.inner.state();
-                if !state.conversation.is_empty() {
+                if state.conversation.iter().any(&wakes) {
                     return true;
                 }
                 if state.stopped {

@@ -355,8 +355,7 @@ pub(crate) async fn run_joined(
             // Stopped: the model approved the lead's shutdown request (or another hook
             // stopped the run). A request the model left unanswered is approved now.
             if matches!(outcome, Outcome::Stopped { .. }) || shutdown.after_run().await {
-                member.set_active(false).await;
-                return Ok(TeammateExit::ShutDown);
+                return Ok(member.shut_down().await);
             }
             last = Some(outcome);
         }
@@ -383,7 +382,7 @@ pub(crate) async fn run_joined(
         .await?
         {
             Wake::Conversation => input = Some(WAKE_PROMPT.to_string()),
-            Wake::ShutDown => return Ok(TeammateExit::ShutDown),
+            Wake::ShutDown => return Ok(member.shut_down().await),
             Wake::Cancelled => return Ok(TeammateExit::Cancelled),
             Wake::LeadGone(why) => {
                 tracing::warn!(member = %me, "{why}; stopping");
@@ -549,6 +548,22 @@ impl OwnEntry {
         } else {
             MemberState::Idle
         });
+    }
+
+    /// Records that this member stops at its lead's request (`Team::record_shut_down`:
+    /// the lead then says it shut down, not that it died) and returns the exit.
+    async fn shut_down(&self) -> TeammateExit {
+        let (team, me) = (self.team.clone(), self.me.clone());
+        match tokio::task::spawn_blocking(move || team.record_shut_down(&me)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(member = %self.me, error = %e, "failed to record the shutdown")
+            }
+            Err(e) => {
+                tracing::warn!(member = %self.me, error = %e, "failed to record the shutdown")
+            }
+        }
+        TeammateExit::ShutDown
     }
 
     fn state(&self, state: MemberState) {

@@ -527,3 +527,14 @@ pub(crate) fn agents(value: &Value, path: &Path) -> Result<Option<AgentsSection>
     }
     Ok(Some(section))
 }
+
+/// The `team_turns` key: whether the idle interactive lead takes its teammates'
+/// messages as a turn of its own (`true`, the default) or leaves them for the person's
+/// next prompt (`false`).
+pub(crate) fn team_turns(value: &Value, path: &Path) -> Result<Option<bool>, ConfigError> {
+    match value.get("team_turns") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(on)) => Ok(Some(*on)),
+        Some(_) => Err(invalid(path, "team_turns", "must be true or false")),
+    }
+}

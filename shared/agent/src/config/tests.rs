@@ -178,6 +178,31 @@ fn the_highest_file_that_sets_a_mode_wins() {
 }
 
 #[test]
+fn team_turns_default_on_the_highest_file_wins_and_an_untrusted_project_only_turns_them_off() {
+    let d = dirs();
+    let load = |trust| ConfigFiles::load(&d.home, &d.project, trust).unwrap();
+    assert!(load(ProjectTrust::Trusted).team_turns());
+    write(&d, Source::User, "team_turns: false\n");
+    write(&d, Source::Local, "team_turns: true\n");
+    assert!(load(ProjectTrust::Trusted).team_turns());
+    // Untrusted, the local file's `true` would widen: ignored, the user's `false` holds.
+    let untrusted = load(ProjectTrust::Untrusted);
+    assert!(!untrusted.team_turns());
+    assert!(untrusted.ignored().iter().any(|i| i.key == "team_turns"));
+    write(&d, Source::User, "team_turns: true\n");
+    write(&d, Source::Local, "team_turns: false\n");
+    assert!(!load(ProjectTrust::Untrusted).team_turns());
+    write(&d, Source::Local, "team_turns: sometimes\n");
+    let error = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Trusted).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("`team_turns` must be true or false"),
+        "{error}"
+    );
+}
+
+#[test]
 fn empty_files_are_empty_mappings() {
     let d = dirs();
     write(&d, Source::Project, "");

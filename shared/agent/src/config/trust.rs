@@ -75,10 +75,9 @@ pub fn strictness(mode: PermissionMode) -> u8 {
 /// The narrowing part of an untrusted project file: `permissions.deny`,
 /// `permissions.ask`, `permission_mode` if it is stricter than `base` (the
 /// user's mode, or default), `sandbox` (whose reader keeps only narrowing keys
-/// from project files) and `text_tool_calls: off`. Every other key is added to
-/// `ignored`. Values of
-/// the kept keys are not checked here; the section readers check them, so a
-/// malformed narrowing setting is still an error.
+/// from project files), `text_tool_calls: off` and `team_turns: false`. Every other
+/// key is added to `ignored`. Values of the kept keys are not checked here; the
+/// section readers check them, so a malformed narrowing setting is still an error.
 pub(crate) fn narrow(
     value: &Value,
     path: &Path,
@@ -135,6 +134,10 @@ pub(crate) fn narrow(
             // The sub-agent limits reader takes only narrowing values from an
             // untrusted project (see `ConfigFiles::agents`).
             "agents" => {
+                kept.insert(key.clone(), item.clone());
+            }
+            // Teammates' messages waiting for the person's prompt only narrows.
+            "team_turns" if item.as_bool() == Some(false) => {
                 kept.insert(key.clone(), item.clone());
             }
             // Turning text tool calls off only narrows what a model can do.

@@ -29,6 +29,8 @@ pub struct MemberStatus {
     pub name: Name,
     /// The observed state (PROTOCOL.md §4.1).
     pub state: MemberState,
+    /// Dead because it stopped at the lead's request, not because it died.
+    pub shut_down: bool,
 }
 
 /// The teammates of a team (the lead excluded) and their observed states.
@@ -47,6 +49,7 @@ impl TeamStatus {
                 .map(|m| MemberStatus {
                     name: m.name.clone(),
                     state: m.observed_state(),
+                    shut_down: m.shut_down(),
                 })
                 .collect(),
         }
@@ -78,7 +81,11 @@ impl TeamStatus {
             line.push_str(" · no teammates yet");
         }
         for m in &self.members {
-            let _ = write!(line, " · {} {}", m.name, m.state);
+            if m.shut_down {
+                let _ = write!(line, " · {} shut down", m.name);
+            } else {
+                let _ = write!(line, " · {} {}", m.name, m.state);
+            }
         }
         line
     }
@@ -571,6 +578,7 @@ mod tests {
                 .map(|(n, state)| MemberStatus {
                     name: name(n),
                     state: *state,
+                    shut_down: false,
                 })
                 .collect(),
         };

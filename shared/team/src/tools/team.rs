@@ -484,10 +484,12 @@ impl TeamDelete {
                 let gone = {
                     let (team, name) = (binding.team.clone(), name.clone());
                     run_blocking(DELETE, &ctx.cancel, move || {
-                        Ok(team
-                            .config()?
-                            .member(name.as_str())
-                            .is_none_or(|m| m.observed_state() == MemberState::Dead))
+                        // Marked dead (a member that shut down marks itself just
+                        // before it exits) counts once its process is gone too.
+                        Ok(team.config()?.member(name.as_str()).is_none_or(|m| {
+                            m.observed_state() == MemberState::Dead
+                                && m.pid.is_none_or(|p| p == own_pid || !pid_alive(p))
+                        }))
                     })
                     .await?
                 };
