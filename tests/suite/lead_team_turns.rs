@@ -108,8 +108,25 @@ fn start_job(tmux: &Tmux) {
     tmux.type_text("Have alice write a.txt and bob write b.txt.");
     tmux.keys(&["Enter"]);
     tmux.wait_for("the lead's first turn done", |s| {
-        s.contains("Alice and bob are on it.") && s.lines().any(|l| l.trim_end() == "›")
+        s.contains("Alice and bob are on it.") && at_empty_prompt(s)
     });
+}
+
+/// Whether the last prompt on `screen` is empty: the lead is idle (keys typed during a
+/// run are not taken as input).
+fn at_empty_prompt(screen: &str) -> bool {
+    screen
+        .lines()
+        .rfind(|l| l.starts_with('›'))
+        .is_some_and(|l| l.trim_end() == "›")
+}
+
+/// `/exit` at the idle prompt; the lead exits 0.
+fn exit(tmux: &Tmux) {
+    tmux.wait_for("the idle prompt", at_empty_prompt);
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
 }
 
 fn count(screen: &str, needle: &str) -> usize {
@@ -164,9 +181,7 @@ fn one_typed_prompt_runs_a_whole_team_job_the_lead_reacting_to_each_report() {
     );
 
     tmux.keys(&["C-u"]);
-    tmux.type_text("/exit");
-    tmux.keys(&["Enter"]);
-    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    exit(&tmux);
     let left = crate::suite::panes_interactive::workers_under(world.root.path());
     assert!(left.is_empty(), "workers left running: {left:?}");
 }
@@ -236,9 +251,7 @@ fn esc_stops_a_team_turn_and_later_messages_wait_for_the_persons_prompt() {
     tmux.wait_for("the person's turn with bob's report", |s| {
         s.contains("Bob reports b.txt.")
     });
-    tmux.type_text("/exit");
-    tmux.keys(&["Enter"]);
-    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    exit(&tmux);
 }
 
 #[test]
@@ -267,7 +280,5 @@ fn with_team_turns_off_teammates_messages_wait_for_the_next_prompt() {
     tmux.wait_for("the person's turn with alice's report", |s| {
         s.contains("Alice reports a.txt")
     });
-    tmux.type_text("/exit");
-    tmux.keys(&["Enter"]);
-    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    exit(&tmux);
 }
