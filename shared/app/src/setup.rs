@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::AppError;
-use crate::lead::{LeadArgs, ProviderArgs};
+use crate::flags::{LeadArgs, ProviderArgs};
 
 /// The tools a `--coordinator` lead loses: every tool that reads, searches, changes or
 /// runs code, and plan mode (which only restricts those).
