@@ -34,8 +34,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
+use crate::flags::{LeadArgs, TeammateMode};
 use crate::headless::{self, TEAM_TURN_INPUT, TeamRun};
-use crate::lead::{LeadArgs, TeammateMode};
 use crate::render::Style;
 use crate::render::interleaved::Interleaved;
 use crate::setup::{self, Built};
@@ -99,13 +99,8 @@ pub fn run(lead: &LeadArgs, demo: &DemoArgs) -> Result<ExitCode, AppError> {
         &DetectEnv::capture(DetectMode::Auto),
     );
     let args = lead_args(lead, demo, &world, mode)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| AppError::Io(format!("failed to start the async runtime: {e}")))?;
     let style = Style::for_stdout();
-    let outcome = runtime.block_on(play(&args, demo, &world, style, started));
-    runtime.shutdown_background();
+    let outcome = crate::entry::block_on(play(&args, demo, &world, style, started))?;
     let root = world.root.path().to_path_buf();
     let report = match outcome {
         Ok(report) => report,
@@ -526,7 +521,7 @@ mod tests {
     use roo_team::backend::detect::{DetectEnv, Mode};
 
     use super::demo_mode;
-    use crate::lead::TeammateMode;
+    use crate::flags::TeammateMode;
 
     fn terminal(tmux_var: Option<&str>, tmux: bool) -> DetectEnv {
         DetectEnv {

@@ -9,6 +9,7 @@
 //! | 4 | the model could not be reached or refused the request |
 
 use roo_agent::event::Outcome;
+use roo_cli::entry::Failure;
 
 /// The run completed.
 pub const OK: u8 = 0;
@@ -17,8 +18,10 @@ pub const NOT_COMPLETED: u8 = 1;
 /// The operation was refused (`roo-worker`: joining under a name a live process holds).
 /// The code `roo-mail` and `roo-task` give a refusal (`roo_cli::exit::REFUSED`).
 pub const REFUSED: u8 = 1;
-/// Usage or configuration error.
+/// Usage or configuration error. Also what a bad command line exits with, which the
+/// start-up shared with `roo-mail` and `roo-task` decides ([`roo_cli::entry`]).
 pub const USAGE: u8 = 2;
+const _: () = assert!(USAGE == roo_cli::exit::USAGE);
 /// File or session I/O error.
 pub const IO: u8 = 3;
 /// The model could not be reached or refused the request.
@@ -48,6 +51,16 @@ impl AppError {
             AppError::Refused(_) => REFUSED,
             AppError::Io(_) => IO,
             AppError::Model(_) => MODEL,
+        }
+    }
+}
+
+/// An error ends `roo-lead` and `roo-worker` with `<program>: <message>` and its code.
+impl From<AppError> for Failure {
+    fn from(error: AppError) -> Failure {
+        Failure {
+            code: error.exit_code(),
+            message: Some(error.to_string()),
         }
     }
 }

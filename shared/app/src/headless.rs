@@ -20,7 +20,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
-use crate::lead::OutputFormat;
+use crate::flags::OutputFormat;
 use crate::render::interleaved::Interleaved;
 use crate::render::{Style, headline};
 use crate::setup::Built;

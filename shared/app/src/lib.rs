@@ -1,18 +1,23 @@
 //! Interaction layer of `roo-lead` and `roo-worker`: flags, wiring, the headless
 //! runner and the interactive terminal UI. The agent engine lives in `roo-agent`;
 //! nothing here decides what the agent does.
+//!
+//! Its only public items are the two binaries' entry points, [`lead::main`] and
+//! [`worker::main`]; everything else is this crate's own.
 
-pub mod approval_view;
-pub mod demo;
-pub mod exit;
-pub mod headless;
+mod approval_view;
+mod demo;
+mod entry;
+mod exit;
+mod flags;
+mod headless;
 pub mod lead;
-pub mod line_editor;
-pub mod logging;
-pub mod render;
-pub mod repl;
-pub mod setup;
-pub mod skill_command;
-pub mod tasks_view;
-pub mod trust;
+mod line_editor;
+mod logging;
+mod render;
+mod repl;
+mod setup;
+mod skill_command;
+mod tasks_view;
+mod trust;
 pub mod worker;

@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::Agent;
 use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, PermissionRequest};
 use roo_agent::plan_mode::PlanApprover;
-use roo_llm::{LlmFlags, LlmSettings};
+use roo_llm::LlmFlags;
 use roo_store::{BackendType, Name, RooHome};
 use roo_team::backend::detect::{DetectEnv, DetectError, Detection, Mode as DetectMode, detect};
 use roo_team::worktree::Git;
@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::AppError;
-use crate::lead::{LeadArgs, ProviderArgs};
+use crate::flags::{LeadArgs, ProviderArgs};
 
 /// The tools a `--coordinator` lead loses: every tool that reads, searches, changes or
 /// runs code, and plan mode (which only restricts those).
@@ -81,13 +81,10 @@ impl Approver for ChannelApprover {
 /// An agent ready to run, and what the UI needs around it.
 pub struct Built {
     pub agent: Agent,
-    pub project_root: PathBuf,
-    pub roo_home: PathBuf,
     /// Things to tell the user at start (resume repairs).
     pub notices: Vec<String>,
     /// Permission questions for the interactive UI.
     pub approvals: Option<mpsc::Receiver<PendingApproval>>,
-    pub settings: LlmSettings,
     /// Where the team runtime reports teammates' messages and states…
     pub team_sender: TeamEventSender,
     /// …and where the UI reads them (the REPL shows them even while the user types).
@@ -100,14 +97,9 @@ pub struct Built {
     pub team_status: watch::Receiver<Option<TeamStatus>>,
     /// Where the spawner (the Agent tool) starts teammates (`--teammate-mode`).
     pub teammate_mode: BackendType,
-    /// How that was decided (tmux placement, the `tmux` / `it2` found); `None` when no
-    /// backend could be chosen (a notice says why).
-    pub teammate_detection: Option<Detection>,
-    /// The lead's teammates (the Agent tool's): in-process ones end with `team_tasks`.
+    /// The lead's teammates (the Agent tool's): in-process ones end with the team's
+    /// background tasks.
     pub spawner: Spawner,
-    /// Stops the lead's team background tasks (monitor, request answerer, a `--team`
-    /// router); cancelled when `Built` is dropped.
-    pub team_tasks: CancellationToken,
     /// The lead's skills, for `/<skill>` (`None` without the work tools).
     pub skills: Option<roo_agent::skills::Skills>,
     /// The lead's sub-agents and background tasks (`/tasks`; shut down at exit).
@@ -118,6 +110,8 @@ pub struct Built {
     /// The config's `team_turns`: the idle interactive lead takes its teammates'
     /// messages as a turn of its own.
     pub team_turns: bool,
+    /// Stops the lead's team background tasks (monitor, request answerer, a `--team`
+    /// router, in-process teammates) when `Built` is dropped.
     _team_tasks_guard: tokio_util::sync::DropGuard,
 }
 
@@ -404,16 +398,12 @@ pub async fn build_in(
         team: slot,
         team_status,
         teammate_mode,
-        teammate_detection,
         spawner,
-        _team_tasks_guard: team_tasks.clone().drop_guard(),
-        team_tasks,
+        _team_tasks_guard: team_tasks.drop_guard(),
         skills: built.skills,
         subagents: built.subagents,
         mcp: built.mcp,
         agent: built.agent,
-        project_root: built.project_root,
-        roo_home: built.roo_home,
         notices: built
             .notices
             .into_iter()
@@ -421,7 +411,6 @@ pub async fn build_in(
             .chain(rejoined)
             .collect(),
         approvals,
-        settings: built.llm,
         team_turns: built.team_turns,
     })
 }

@@ -22,8 +22,9 @@ use roo_team::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::entry::{self, Program};
 use crate::exit::{self, AppError};
-use crate::lead::ProviderArgs;
+use crate::flags::ProviderArgs;
 use crate::render::{Renderer, Style};
 
 /// roo-worker — one RooCode Teams teammate.
@@ -34,10 +35,10 @@ use crate::render::{Renderer, Style};
     about = "One RooCode Teams teammate: an agent loop with work and coordination tools",
     after_help = "Normally started by roo-lead in a tmux or iTerm2 pane. Example:\n  roo-worker --team auth-refactor --name alice --agent-id alice@auth-refactor --lead lead\n\nExit codes: 0 shut down at the lead's request, 1 stopped (SIGINT, SIGTERM, no lead) or\nrefused to join (its name is held by a live process, or is the lead's), 2 usage or\nconfiguration error (no such team), 3 file or store I/O error, 4 the model could not be\nreached or refused."
 )]
-pub struct WorkerArgs {
+struct WorkerArgs {
     /// Every flag: the lead builds the same struct for a pane's command line.
     #[command(flatten)]
-    pub launch: WorkerLaunch,
+    launch: WorkerLaunch,
 }
 
 impl WorkerArgs {
@@ -45,7 +46,7 @@ impl WorkerArgs {
     /// who it is, its provider, mode and trust, its transcript under the team. It never
     /// asks about trust (it may have no terminal); its permission questions are denied
     /// until the team runtime sets an approver that asks the lead.
-    pub fn settings(&self, roo_home: PathBuf) -> Result<AgentSettings, AppError> {
+    fn settings(&self, roo_home: PathBuf) -> Result<AgentSettings, AppError> {
         let parse = |what: &'static str, value: &str| {
             Name::parse_as(what, value).map_err(|e| AppError::Usage(e.to_string()))
         };
@@ -93,7 +94,7 @@ impl WorkerArgs {
     /// The teammate's spec: its settings, its binding to team `team` (which must exist)
     /// led by `team_lead` (what its config says; `--lead`, if given, must agree), its
     /// roster entry, its prompt and plan mode.
-    pub fn spec(
+    fn spec(
         &self,
         roo_home: PathBuf,
         team: Team,
@@ -171,53 +172,11 @@ impl WorkerArgs {
 
 /// Entry point of the `roo-worker` binary.
 pub fn main() -> ExitCode {
-    if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
-        return code;
-    }
-    // Started by a lead in a pane: take the environment it handed over (never on argv).
-    if let Some(error) = roo_agent::sandbox::handoff::enter_handoff() {
-        eprintln!("roo-worker: {error}");
-        return ExitCode::from(exit::USAGE);
-    }
-    if let Some(warning) = roo_agent::sandbox::seal_secret_env() {
-        eprintln!("roo-worker: warning: {warning}; commands may read API keys from /proc");
-    }
-    let args = match WorkerArgs::try_parse() {
-        Ok(args) => args,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(exit::USAGE)
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+    let program = Program {
+        name: "roo-worker",
+        takes_handoff: true,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("roo-worker: failed to start the async runtime: {e}");
-            return ExitCode::from(exit::IO);
-        }
-    };
-    let result = runtime.block_on(async move {
-        let result = run(args).await;
-        // MCP servers: stdin closed, then their process groups ended.
-        roo_agent::mcp::McpServers::shutdown_all().await;
-        result
-    });
-    // A tool call abandoned on cancel may still sit in a blocking read; do not wait.
-    runtime.shutdown_background();
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("roo-worker: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    }
+    entry::main(program, |args| entry::block_on(run(args))?)
 }
 
 /// Joins the team, runs the teammate loop until the lead shuts it down (exit 0) or a

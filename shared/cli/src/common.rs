@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Command, CommandFactory, Parser};
 use roo_store::{Name, RooHome, Team};
 
-use crate::exit::{CliError, CliResult, OK, USAGE, report};
+use crate::exit::{CliError, CliResult};
 use crate::output::Style;
 
 /// Flags every command accepts.
@@ -181,7 +181,9 @@ pub fn command<C: CommandFactory>(program: &str) -> Command {
     name(C::command(), program)
 }
 
-/// Parses `args` as `C` and runs it; turns the outcome into an exit code.
+/// Parses `args` as `C` and runs it; turns the outcome into an exit code. Before
+/// parsing: the relay checks (a command of an agent's shell goes through its agent);
+/// after running: the store's warnings, printed before any error line.
 pub fn main_with<C: Parser>(
     program: &str,
     args: impl IntoIterator<Item = OsString>,
@@ -194,19 +196,16 @@ pub fn main_with<C: Parser>(
     if let Some(code) = crate::relay::forward_if_relayed(program, &args) {
         return code;
     }
-    let mut cmd = command::<C>(program);
-    let parsed = cmd
-        .try_get_matches_from_mut(args)
-        .and_then(|mut matches| C::from_arg_matches_mut(&mut matches))
-        .map_err(|e| e.format(&mut cmd));
-    let cli = match parsed {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { USAGE } else { OK });
-        }
-    };
-    let result = run(cli).and_then(|()| io::stdout().flush().map_err(CliError::from));
+    crate::entry::run(program, command::<C>(program), args, |cli| {
+        let result = run(cli).and_then(|()| io::stdout().flush().map_err(CliError::from));
+        print_warnings(program);
+        result.map(|()| ExitCode::SUCCESS)
+    })
+}
+
+/// The store's warnings of this run on stderr: one line each, or with `--json` one JSON
+/// line in all.
+fn print_warnings(program: &str) {
     let warnings = roo_store::quarantine::take_warnings();
     if JSON_OUTPUT.load(std::sync::atomic::Ordering::Relaxed) {
         // One JSON line on stderr, so a script reading `--json` output learns of damaged
@@ -226,10 +225,6 @@ pub fn main_with<C: Parser>(
         for warning in warnings {
             eprintln!("{program}: warning: {warning}");
         }
-    }
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report(program, &e),
     }
 }
 

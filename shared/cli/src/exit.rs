@@ -14,9 +14,10 @@
 //! [`TASK_EXIT_CODES_HELP`]).
 
 use std::io;
-use std::process::ExitCode;
 
 use roo_store::Error as StoreError;
+
+use crate::entry::Failure;
 
 /// Success.
 pub const OK: u8 = 0;
@@ -114,14 +115,16 @@ pub fn store_code(error: &StoreError) -> u8 {
     }
 }
 
-/// Prints `error` as `<program>: failed to <message>` and returns its exit code (a broken
-/// pipe is silent and exits 0).
-pub fn report(program: &str, error: &CliError) -> ExitCode {
-    let code = error.code();
-    if !matches!(error, CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe) {
-        eprintln!("{program}: failed to {error}");
+/// An error ends the CLI with `<program>: failed to <message>` and its exit code; a
+/// broken pipe is silent and exits 0.
+impl From<CliError> for Failure {
+    fn from(error: CliError) -> Failure {
+        let silent = matches!(&error, CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe);
+        Failure {
+            code: error.code(),
+            message: (!silent).then(|| format!("failed to {error}")),
+        }
     }
-    ExitCode::from(code)
 }
 
 #[cfg(test)]

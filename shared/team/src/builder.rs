@@ -13,7 +13,7 @@ use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
 use roo_agent::agents::AgentCatalog;
 use roo_agent::config::{ConfigError, ConfigFiles, ProjectTrust};
 use roo_agent::exec::Launcher;
-use roo_agent::hooks::{CommandHooks, HookSetup};
+use roo_agent::hooks::{CommandHooks, HookSetup, LifecycleHook};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
 use roo_agent::permissions::{
     Approver, DenyApprover, ParseModeError, PermissionMode, PermissionPolicy,
@@ -26,12 +26,13 @@ use roo_agent::session::{
 };
 use roo_agent::skills::{Catalog, Skills};
 use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime};
-use roo_agent::tool::{EnvSource, Tool, ToolContext, ToolRegistry, WorkspaceGate};
+use roo_agent::tool::{EnvSource, ReadFilter, Tool, ToolContext, ToolRegistry, WorkspaceGate};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
 use roo_store::Name;
 
 use crate::trust::{Trust, TrustDecision, decide};
+use crate::worktree::subagents::{SubagentWorktrees, WorktreeSettings};
 
 /// Tool results longer than this spill to a file with a preview.
 pub const MAX_RESULT_CHARS: usize = 40_000;
@@ -390,7 +391,8 @@ impl BuildError {
     }
 }
 
-/// Builds one agent from `settings`.
+/// Builds one agent from `settings`: one step per part, in the order the parts need
+/// each other (which is also the order the notices are told in).
 pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildError> {
     let AgentSettings {
         identity,
@@ -415,165 +417,53 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         env_source,
         mcp: mcp_plan,
     } = settings;
-    let cwd = match cwd {
-        Some(dir) => dir,
-        None => std::env::current_dir().map_err(BuildError::CurrentDir)?,
-    };
-    let (cwd, project_root) = match &pending_workspace {
-        // Given resolved; nothing there to inspect yet.
-        Some(_) => {
-            let root = project_root.unwrap_or_else(|| cwd.clone());
-            (cwd, root)
-        }
-        None => existing_workspace(cwd, project_root).await?,
-    };
+    // Where it works, under which configuration, with which model.
+    let pending = pending_workspace.as_ref();
+    let (cwd, project_root) = directories(cwd, project_root, pending.is_some()).await?;
+    let (ws, trust_notices) =
+        configuration(cwd, project_root, config_root, roo_home, &trust).await?;
+    let (llm, provider) = model(&llm, &ws.config, provider)?;
 
-    // Loaded untrusted first: what that leaves out is what trust would enable.
-    let config_root = match config_root {
-        Some(root) => std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
-            path: root.clone(),
-            source,
-        })?,
-        None => project_root.clone(),
-    };
-    let config = ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?;
-    let TrustDecision {
-        config,
-        notices: trust_notices,
-    } = decide(config, &config_root, &roo_home, &trust).await?;
-    let trusted = config.trust() == ProjectTrust::Trusted;
-    let team_turns = config.team_turns();
-    let llm = resolve_llm(&llm, &config)?;
-    let provider = match provider {
-        Some(provider) => provider,
-        None => roo_llm::build_provider(&llm)?,
-    };
-
-    let sessions = project_sessions_dir(&roo_home, &project_root);
+    // Its transcript: the trust notices are told first, then the repairs of a resume.
+    let sessions = project_sessions_dir(&ws.roo_home, &ws.project_root);
     let (session, messages, mut notices) =
-        open_session(&session_plan, &sessions, &cwd, identity.name.as_str())?;
+        open_session(&session_plan, &sessions, &ws.cwd, identity.name.as_str())?;
     notices.splice(0..0, trust_notices);
     let resumed = !messages.is_empty();
     let session_dir = session.dir();
     let plan_file = session_dir.join("plan.md");
 
-    let mode = match permission_mode {
-        Some(mode) => mode,
-        None => config.permission_mode()?.unwrap_or(PermissionMode::Default),
-    };
-    let mut policy = PermissionPolicy::new(project_root.clone(), mode, config.rules());
-    policy.add_allowed_root(session_dir.clone());
-    policy.hide_team_state(&roo_home);
-    if mode == PermissionMode::Plan {
-        policy.set_plan_file(Some(plan_file.clone()));
-    }
-    let read_filter = policy.read_filter();
-    let policy: SharedPolicy = Arc::new(RwLock::new(policy));
+    // What it may do and with what.
+    let (mode, policy, read_filter) = permissions(&ws, permission_mode, &session_dir, &plan_file)?;
+    let (tools, skills) = tool_registry(
+        &ws,
+        tool_set.work,
+        tool_set.plan_mode,
+        tool_set.extra,
+        &policy,
+        &plan_file,
+        plan_approver,
+    );
 
-    let tools = ToolRegistry::new();
-    // Skills come with the work tools; an untrusted project's skills are not read.
-    let skills = tool_set.work.then(|| {
-        for tool in builtin_tools() {
-            tools.register(tool);
-        }
-        Skills::install(Catalog::new(&roo_home, &project_root, trusted), &tools)
-    });
-    if tool_set.plan_mode {
-        for tool in plan_mode_tools(policy.clone(), plan_file.clone(), plan_approver) {
-            tools.register(tool);
-        }
-    }
-    for tool in tool_set.extra {
-        tools.register(tool);
-    }
-
+    // How its commands and servers run, and what its tool calls run with.
     let helper = match sandbox_helper {
         Some(helper) => helper,
         None => std::env::current_exe().map_err(BuildError::Helper)?,
     };
-    let sandbox_settings =
-        config.sandbox_settings(&project_root, roo_store::user_home().as_deref(), no_sandbox)?;
-    let commands = CommandSetup::for_agent(
-        &sandbox_settings,
-        &project_root,
-        &roo_home,
-        llm.api_key.as_deref(),
-        helper.clone(),
-    );
-    let mut commands = commands;
-    if let (Some(pending), Some(policy)) = (&pending_workspace, commands.sandbox.policy.as_mut()) {
-        policy.write.extend(pending.git_dirs.iter().cloned());
-    }
-    if let Some(policy) = commands.sandbox.policy.as_mut() {
-        // A command holding the spawn lock would stall every spawn of the team. The
-        // lead's git adds worktrees beside it, so only a teammate's Landlock denies it.
-        policy.conceal(
-            crate::worktree::worktrees_lock_path(&config_root),
-            matches!(identity.role, Role::Teammate { .. }),
-        );
-    }
-    notices.extend(commands.notices);
-    // Servers start now and connect while the rest is built; the first prompt waits
-    // for them (bounded). An untrusted project's servers were filtered out.
-    let mcp = match mcp_plan {
-        McpPlan::Start if !config.mcp_servers().is_empty() => Some(McpServers::start(
-            config.mcp_servers(),
-            McpSettings::from_config(&config)?,
-            Launch {
-                project_root: project_root.clone(),
-                log_dir: roo_home.join("logs"),
-                launcher: Launcher {
-                    env_remove: commands.env_remove.clone(),
-                    ..Launcher::new(Some(Arc::new(commands.sandbox.clone())))
-                },
-            },
-        )),
-        McpPlan::Start | McpPlan::Off => None,
-        McpPlan::Shared(servers) => Some(servers),
-    };
-    if let Some(mcp) = &mcp {
-        mcp.attach(&tools);
-    }
-    let environment = match &pending_workspace {
-        Some(pending) => pending.environment.clone(),
-        // Its git runs in the agent's sandbox (see `Environment::detect`).
-        None => {
-            let cwd = cwd.clone();
-            let launcher = Launcher {
-                env_remove: commands.env_remove.clone(),
-                ..Launcher::new(Some(Arc::new(commands.sandbox.clone())))
-            };
-            tokio::task::spawn_blocking(move || Environment::detect(&cwd, &launcher))
-                .await
-                .map_err(|e| BuildError::Inspect(e.to_string()))?
-        }
-    };
-    let mut env = tool_env(&identity, &roo_home);
-    env.extend(commands.env_add);
-    let mut env_remove = commands.env_remove;
-    env_remove.extend(roo_agent::exec::ESCAPE_ENV.iter().map(|s| s.to_string()));
-    // `roo-mail`/`roo-task` in this agent's commands reach the team through it.
-    let service = crate::relay::serve(
-        crate::relay::RelayEnv {
-            fixed: env.clone(),
-            source: env_source.clone(),
-        },
-        matches!(identity.role, Role::Lead),
-    )
-    .map_err(|e| BuildError::Inspect(format!("could not start the team-command relay: {e}")))?;
-    let context = ToolContext {
-        max_result_chars: MAX_RESULT_CHARS,
-        read_filter: read_filter.clone(),
-        launcher: Launcher {
-            sandbox: Some(Arc::new(commands.sandbox)),
-            env_remove,
-            env,
-            env_source,
-            service: Some(service),
-        },
-        workspace: pending_workspace.as_ref().map(|p| p.gate.clone()),
-        ..ToolContext::new(cwd.clone(), session_dir)
-    };
+    let mut commands = command_setup(&ws, &identity, &llm, no_sandbox, helper.clone(), pending)?;
+    notices.append(&mut commands.notices);
+    let mcp = mcp_servers(mcp_plan, &ws, &commands, &tools)?;
+    let environment = environment(pending, &ws.cwd, &commands).await?;
+    let context = tool_context(
+        &identity,
+        &ws,
+        commands,
+        env_source,
+        read_filter.clone(),
+        pending,
+        session_dir,
+    )?;
+    // What it is told, and what runs around its turns.
     let options = AgentOptions {
         agent_name: identity.name.to_string(),
         max_turns,
@@ -584,89 +474,472 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     };
     let persona = persona.unwrap_or_else(|| default_persona(&identity));
     let system = system_prompt(&persona, &environment);
-    // The config's hooks run for every agent built here: the lead, `roo-worker`
-    // and in-process teammates (an untrusted project's hooks were filtered out).
-    let (command_hooks, hook_notices) = CommandHooks::new(
-        config.hooks(),
+    let (command_hooks, hook_notices) = command_hooks(&ws, &identity, session.id(), &context);
+    notices.extend(hook_notices);
+    let session_id = session.id().to_string();
+    let (instructions, instruction_notices) = instructions(&ws, pending, mode, read_filter).await;
+
+    // Its sub-agents inherit its parts; then the agent itself.
+    let parts = AgentParts {
+        provider,
+        policy,
+        approver,
+        context,
+        options,
+        environment,
+        instructions,
+        command_hooks,
+        skills,
+        plan_file,
+    };
+    let subagents = tool_set
+        .subagents
+        .then(|| subagent_runtime(&ws, &parts, &llm, no_sandbox, helper, session_id, &tools));
+    register_agent_tools(&tools, subagents.as_ref(), tool_set.spawner.as_ref());
+    for name in &tool_set.remove {
+        tools.remove(name);
+    }
+
+    let mut agent = Agent::new(
+        parts.provider,
+        tools,
+        parts.policy,
+        parts.approver,
+        system,
+        parts.context,
+        parts.options,
+        parts.plan_file,
+    )
+    .with_session(session, messages);
+    let hook_notices = attach_hooks(
+        &mut agent,
+        &ws,
+        hooks,
+        &parts.command_hooks,
+        mcp.as_ref(),
+        parts.skills.as_ref(),
+        subagents.as_ref(),
+    )
+    .await;
+    notices.extend(hook_notices);
+    if !resumed {
+        notices.extend(instruction_notices);
+        agent.set_instructions(parts.instructions);
+    }
+    Ok(BuiltAgent {
+        agent,
+        cwd: ws.cwd,
+        project_root: ws.project_root,
+        roo_home: ws.roo_home,
+        notices,
+        llm,
+        trusted: ws.trusted,
+        command_hooks: parts.command_hooks,
+        skills: parts.skills,
+        subagents,
+        mcp,
+        team_turns: ws.config.team_turns(),
+    })
+}
+
+/// Where an agent works and the configuration in force there: what the first steps of
+/// [`build_agent`] settle and every later one reads.
+struct Workspace {
+    /// The canonical working directory.
+    cwd: PathBuf,
+    project_root: PathBuf,
+    /// Where the config files were read and whose trust applies.
+    config_root: PathBuf,
+    roo_home: PathBuf,
+    /// The config files, after the trust decision.
+    config: ConfigFiles,
+    /// Whether the project's config is honoured in full.
+    trusted: bool,
+}
+
+/// The parts of the agent being built that [`Agent::new`] takes and its sub-agents
+/// inherit.
+struct AgentParts {
+    provider: Arc<dyn Provider>,
+    policy: SharedPolicy,
+    approver: Arc<dyn Approver>,
+    context: ToolContext,
+    options: AgentOptions,
+    environment: Environment,
+    instructions: Option<String>,
+    command_hooks: Arc<CommandHooks>,
+    skills: Option<Skills>,
+    plan_file: PathBuf,
+}
+
+/// The working directory (`None`: the process's) and project root, resolved. A pending
+/// workspace's are given resolved: there is nothing to inspect yet.
+async fn directories(
+    cwd: Option<PathBuf>,
+    project_root: Option<PathBuf>,
+    pending: bool,
+) -> Result<(PathBuf, PathBuf), BuildError> {
+    let cwd = match cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir().map_err(BuildError::CurrentDir)?,
+    };
+    if pending {
+        let root = project_root.unwrap_or_else(|| cwd.clone());
+        return Ok((cwd, root));
+    }
+    existing_workspace(cwd, project_root).await
+}
+
+/// The config files of `config_root` (default: the project root) and the trust
+/// decision on them, with its notices. They are loaded untrusted first: what that
+/// leaves out is what trust would enable.
+async fn configuration(
+    cwd: PathBuf,
+    project_root: PathBuf,
+    config_root: Option<PathBuf>,
+    roo_home: PathBuf,
+    trust: &Trust,
+) -> Result<(Workspace, Vec<String>), BuildError> {
+    let config_root = match config_root {
+        Some(root) => std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
+            path: root.clone(),
+            source,
+        })?,
+        None => project_root.clone(),
+    };
+    let config = ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?;
+    let TrustDecision { config, notices } = decide(config, &config_root, &roo_home, trust).await?;
+    let trusted = config.trust() == ProjectTrust::Trusted;
+    let workspace = Workspace {
+        cwd,
+        project_root,
+        config_root,
+        roo_home,
+        config,
+        trusted,
+    };
+    Ok((workspace, notices))
+}
+
+/// The model settings (flags, then the environment, then the config files after the
+/// trust filter: user over local over project) and the provider: the one given, or one
+/// built from the settings.
+fn model(
+    flags: &LlmFlags,
+    config: &ConfigFiles,
+    provider: Option<Arc<dyn Provider>>,
+) -> Result<(LlmSettings, Arc<dyn Provider>), BuildError> {
+    let files = config.llm_settings()?;
+    let llm = LlmSettings::resolve(flags, &roo_agent::sandbox::secret_env, &files)?;
+    let provider = match provider {
+        Some(provider) => provider,
+        None => roo_llm::build_provider(&llm)?,
+    };
+    Ok((llm, provider))
+}
+
+/// The permission mode (the settings', else the config's, else `default`) and the
+/// policy over the config's rules, which lets the agent write its session directory
+/// (the plan file) and hides the team state; with its read filter, which the tools and
+/// `@include` honour. The policy is shared: plan mode switches its mode.
+fn permissions(
+    ws: &Workspace,
+    mode: Option<PermissionMode>,
+    session_dir: &Path,
+    plan_file: &Path,
+) -> Result<(PermissionMode, SharedPolicy, ReadFilter), BuildError> {
+    let mode = match mode {
+        Some(mode) => mode,
+        None => ws
+            .config
+            .permission_mode()?
+            .unwrap_or(PermissionMode::Default),
+    };
+    let mut policy = PermissionPolicy::new(ws.project_root.clone(), mode, ws.config.rules());
+    policy.add_allowed_root(session_dir.to_path_buf());
+    policy.hide_team_state(&ws.roo_home);
+    if mode == PermissionMode::Plan {
+        policy.set_plan_file(Some(plan_file.to_path_buf()));
+    }
+    let read_filter = policy.read_filter();
+    Ok((mode, Arc::new(RwLock::new(policy)), read_filter))
+}
+
+/// The agent's tools before MCP's and the Agent tool: the work tools with the skills
+/// (an untrusted project's skills are not read), plan mode's, then the extra ones.
+fn tool_registry(
+    ws: &Workspace,
+    work: bool,
+    plan_mode: bool,
+    extra: Vec<Arc<dyn Tool>>,
+    policy: &SharedPolicy,
+    plan_file: &Path,
+    plan_approver: PlanApprover,
+) -> (ToolRegistry, Option<Skills>) {
+    let tools = ToolRegistry::new();
+    let skills = work.then(|| {
+        for tool in builtin_tools() {
+            tools.register(tool);
+        }
+        Skills::install(
+            Catalog::new(&ws.roo_home, &ws.project_root, ws.trusted),
+            &tools,
+        )
+    });
+    if plan_mode {
+        for tool in plan_mode_tools(policy.clone(), plan_file.to_path_buf(), plan_approver) {
+            tools.register(tool);
+        }
+    }
+    for tool in extra {
+        tools.register(tool);
+    }
+    (tools, skills)
+}
+
+/// How the agent's commands run: the config's sandbox (off with `no_sandbox`) around
+/// the project root, plus the git directories of a checkout still being made, with the
+/// provider's key scrubbed from their environment.
+fn command_setup(
+    ws: &Workspace,
+    identity: &Identity,
+    llm: &LlmSettings,
+    no_sandbox: bool,
+    helper: PathBuf,
+    pending: Option<&PendingWorkspace>,
+) -> Result<CommandSetup, BuildError> {
+    let sandbox_settings = ws.config.sandbox_settings(
+        &ws.project_root,
+        roo_store::user_home().as_deref(),
+        no_sandbox,
+    )?;
+    let mut commands = CommandSetup::for_agent(
+        &sandbox_settings,
+        &ws.project_root,
+        &ws.roo_home,
+        llm.api_key.as_deref(),
+        helper,
+    );
+    if let (Some(pending), Some(policy)) = (pending, commands.sandbox.policy.as_mut()) {
+        policy.write.extend(pending.git_dirs.iter().cloned());
+    }
+    if let Some(policy) = commands.sandbox.policy.as_mut() {
+        // A command holding the spawn lock would stall every spawn of the team. The
+        // lead's git adds worktrees beside it, so only a teammate's Landlock denies it.
+        policy.conceal(
+            crate::worktree::worktrees_lock_path(&ws.config_root),
+            matches!(identity.role, Role::Teammate { .. }),
+        );
+    }
+    Ok(commands)
+}
+
+/// A launcher of processes in the agent's sandbox, without the variables its commands
+/// lose (for MCP servers and the git that inspects the workspace).
+fn sandboxed_launcher(commands: &CommandSetup) -> Launcher {
+    Launcher {
+        env_remove: commands.env_remove.clone(),
+        ..Launcher::new(Some(Arc::new(commands.sandbox.clone())))
+    }
+}
+
+/// The agent's MCP servers, their tools attached: started now, so they connect while
+/// the rest is built (the first prompt waits for them, bounded); or the process's,
+/// shared; or none. An untrusted project's servers were filtered out with its config.
+fn mcp_servers(
+    plan: McpPlan,
+    ws: &Workspace,
+    commands: &CommandSetup,
+    tools: &ToolRegistry,
+) -> Result<Option<McpServers>, BuildError> {
+    let mcp = match plan {
+        McpPlan::Start if !ws.config.mcp_servers().is_empty() => Some(McpServers::start(
+            ws.config.mcp_servers(),
+            McpSettings::from_config(&ws.config)?,
+            Launch {
+                project_root: ws.project_root.clone(),
+                log_dir: ws.roo_home.join("logs"),
+                launcher: sandboxed_launcher(commands),
+            },
+        )),
+        McpPlan::Start | McpPlan::Off => None,
+        McpPlan::Shared(servers) => Some(servers),
+    };
+    if let Some(mcp) = &mcp {
+        mcp.attach(tools);
+    }
+    Ok(mcp)
+}
+
+/// What the system prompt says about where the agent works: given for a checkout still
+/// being made, else detected, its git run in the agent's sandbox (see
+/// `Environment::detect`).
+async fn environment(
+    pending: Option<&PendingWorkspace>,
+    cwd: &Path,
+    commands: &CommandSetup,
+) -> Result<Environment, BuildError> {
+    if let Some(pending) = pending {
+        return Ok(pending.environment.clone());
+    }
+    let cwd = cwd.to_path_buf();
+    let launcher = sandboxed_launcher(commands);
+    tokio::task::spawn_blocking(move || Environment::detect(&cwd, &launcher))
+        .await
+        .map_err(|e| BuildError::Inspect(e.to_string()))
+}
+
+/// What every tool call runs with: the directories, the read filter, a pending
+/// checkout's gate, and the launcher of commands — the sandbox, the variables they get
+/// ([`tool_env`], the ones passed on) and lose, and the relay through which `roo-mail`
+/// and `roo-task` in them reach the team through this agent.
+fn tool_context(
+    identity: &Identity,
+    ws: &Workspace,
+    commands: CommandSetup,
+    env_source: Option<EnvSource>,
+    read_filter: ReadFilter,
+    pending: Option<&PendingWorkspace>,
+    session_dir: PathBuf,
+) -> Result<ToolContext, BuildError> {
+    let mut env = tool_env(identity, &ws.roo_home);
+    env.extend(commands.env_add);
+    let mut env_remove = commands.env_remove;
+    env_remove.extend(roo_agent::exec::ESCAPE_ENV.iter().map(|s| s.to_string()));
+    let service = crate::relay::serve(
+        crate::relay::RelayEnv {
+            fixed: env.clone(),
+            source: env_source.clone(),
+        },
+        matches!(identity.role, Role::Lead),
+    )
+    .map_err(|e| BuildError::Inspect(format!("could not start the team-command relay: {e}")))?;
+    Ok(ToolContext {
+        max_result_chars: MAX_RESULT_CHARS,
+        read_filter,
+        launcher: Launcher {
+            sandbox: Some(Arc::new(commands.sandbox)),
+            env_remove,
+            env,
+            env_source,
+            service: Some(service),
+        },
+        workspace: pending.map(|p| p.gate.clone()),
+        ..ToolContext::new(ws.cwd.clone(), session_dir)
+    })
+}
+
+/// The config's command hooks, with their notices. They run for every agent built
+/// here: the lead, `roo-worker` and in-process teammates (an untrusted project's hooks
+/// were filtered out).
+fn command_hooks(
+    ws: &Workspace,
+    identity: &Identity,
+    session_id: &str,
+    context: &ToolContext,
+) -> (Arc<CommandHooks>, Vec<String>) {
+    let (hooks, notices) = CommandHooks::new(
+        ws.config.hooks(),
         HookSetup {
             agent_name: identity.name.to_string(),
             team: identity.team.as_ref().map(|t| t.to_string()),
-            session_id: Some(session.id().to_string()),
-            project_root: project_root.clone(),
+            session_id: Some(session_id.to_string()),
+            project_root: ws.project_root.clone(),
             context: context.clone(),
         },
     );
-    notices.extend(hook_notices);
-    let command_hooks = Arc::new(command_hooks);
-    let session_id = session.id().to_string();
-    let (instructions, instruction_notices) = {
-        let (root, read_filter) = match &pending_workspace {
-            // The same rules, applied to the checkout the instructions come from.
-            Some(pending) => (
-                pending.instructions_root.clone(),
-                PermissionPolicy::new(pending.instructions_root.clone(), mode, config.rules())
-                    .read_filter(),
-            ),
-            None => (project_root.clone(), read_filter.clone()),
-        };
-        let home = roo_home.clone();
-        // `@include` honours the same ReadFile deny rules as the tools.
-        let loaded = tokio::task::spawn_blocking(move || {
-            load_instructions(&root, &home, &|path: &Path| read_filter.denied(path))
-        })
-        .await
-        .unwrap_or_default();
-        (loaded.text, loaded.notices)
+    (Arc::new(hooks), notices)
+}
+
+/// The project's instructions (`ROOCODE.md`), with the notices of what was refused.
+/// `@include` honours the same ReadFile deny rules as the tools; a checkout still being
+/// made has them read from the one it is made from, under the same rules.
+async fn instructions(
+    ws: &Workspace,
+    pending: Option<&PendingWorkspace>,
+    mode: PermissionMode,
+    read_filter: ReadFilter,
+) -> (Option<String>, Vec<String>) {
+    let (root, read_filter) = match pending {
+        Some(pending) => (
+            pending.instructions_root.clone(),
+            PermissionPolicy::new(pending.instructions_root.clone(), mode, ws.config.rules())
+                .read_filter(),
+        ),
+        None => (ws.project_root.clone(), read_filter),
     };
-    // Sub-agents get the parent's parts; the Agent tool never learns whose they are.
-    let subagents = tool_set.subagents.then(|| {
-        let section = config.agents();
-        let parts = ParentParts {
-            provider: provider.clone(),
-            policy: policy.clone(),
-            approver: approver.clone(),
-            context: context.clone(),
-            options: options.clone(),
-            environment: environment.clone(),
-            instructions: instructions.clone(),
-            lifecycle: if command_hooks.is_empty() {
-                Vec::new()
-            } else {
-                vec![command_hooks.clone() as Arc<dyn roo_agent::hooks::LifecycleHook>]
-            },
-            skills: skills.clone(),
-            plan_file: plan_file.clone(),
-            catalog: AgentCatalog::new(
-                &roo_home,
-                &project_root,
-                trusted,
-                section.verification.unwrap_or(false),
-            ),
-            worktrees: Some(Arc::new(
-                crate::worktree::subagents::SubagentWorktrees::new(
-                    crate::worktree::subagents::WorktreeSettings {
-                        project_root: project_root.clone(),
-                        // Its git runs in the agent's own command sandbox.
-                        git: crate::worktree::Git::new().in_launcher_of(&context.launcher),
-                        config: config.clone(),
-                        roo_home: roo_home.clone(),
-                        api_key: llm.api_key.clone(),
-                        no_sandbox,
-                        helper: helper.clone(),
-                        session_dir: context.session_dir.clone(),
-                        session: session_id.clone(),
-                    },
-                ),
-            )),
-        };
-        SubagentRuntime::new(parts, SubagentLimits::from_section(section), &tools)
-    });
-    if let (Some(runtime), Some(skills)) = (&subagents, &skills) {
-        skills.set_fork_runtime(runtime);
+    let home = ws.roo_home.clone();
+    let loaded = tokio::task::spawn_blocking(move || {
+        load_instructions(&root, &home, &|path: &Path| read_filter.denied(path))
+    })
+    .await
+    .unwrap_or_default();
+    (loaded.text, loaded.notices)
+}
+
+/// The agent's sub-agents and background tasks (limits from the config's `agents:`).
+/// They get the parent's parts — the Agent tool never learns whose they are — and
+/// worktrees made by the agent's own git, in its sandbox. Fork-mode skills run on it.
+fn subagent_runtime(
+    ws: &Workspace,
+    parts: &AgentParts,
+    llm: &LlmSettings,
+    no_sandbox: bool,
+    helper: PathBuf,
+    session: String,
+    tools: &ToolRegistry,
+) -> SubagentRuntime {
+    let section = ws.config.agents();
+    let parent = ParentParts {
+        provider: parts.provider.clone(),
+        policy: parts.policy.clone(),
+        approver: parts.approver.clone(),
+        context: parts.context.clone(),
+        options: parts.options.clone(),
+        environment: parts.environment.clone(),
+        instructions: parts.instructions.clone(),
+        lifecycle: if parts.command_hooks.is_empty() {
+            Vec::new()
+        } else {
+            vec![parts.command_hooks.clone() as Arc<dyn LifecycleHook>]
+        },
+        skills: parts.skills.clone(),
+        plan_file: parts.plan_file.clone(),
+        catalog: AgentCatalog::new(
+            &ws.roo_home,
+            &ws.project_root,
+            ws.trusted,
+            section.verification.unwrap_or(false),
+        ),
+        worktrees: Some(Arc::new(SubagentWorktrees::new(WorktreeSettings {
+            project_root: ws.project_root.clone(),
+            git: crate::worktree::Git::new().in_launcher_of(&parts.context.launcher),
+            config: ws.config.clone(),
+            roo_home: ws.roo_home.clone(),
+            api_key: llm.api_key.clone(),
+            no_sandbox,
+            helper,
+            session_dir: parts.context.session_dir.clone(),
+            session,
+        }))),
+    };
+    let runtime = SubagentRuntime::new(parent, SubagentLimits::from_section(section), tools);
+    if let Some(skills) = &parts.skills {
+        skills.set_fork_runtime(&runtime);
     }
-    if let Some(runtime) = &subagents {
+    runtime
+}
+
+/// The Agent and TaskStop tools: the sub-agents', the lead's teammate spawner's, or
+/// both in one (`Agent` with a `name` spawns a teammate; `TaskStop` stops either).
+fn register_agent_tools(
+    tools: &ToolRegistry,
+    subagents: Option<&SubagentRuntime>,
+    spawner: Option<&crate::Spawner>,
+) {
+    if let Some(runtime) = subagents {
         let (agent_tool, stop_tool) = runtime.tools();
-        match &tool_set.spawner {
+        match spawner {
             Some(spawner) => {
                 tools.register(Arc::new(
                     crate::spawner::tools::AgentTool::new(spawner.clone())
@@ -682,34 +955,41 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
                 tools.register(stop_tool);
             }
         }
-    } else if let Some(spawner) = &tool_set.spawner {
+    } else if let Some(spawner) = spawner {
         for tool in spawner.tools() {
             tools.register(tool);
         }
     }
-    for name in &tool_set.remove {
-        tools.remove(name);
-    }
-    let mut agent = Agent::new(
-        provider, tools, policy, approver, system, context, options, plan_file,
-    )
-    .with_session(session, messages);
+}
+
+/// Hooks the agent's loop: the settings' turn hooks, the config's command hooks, the
+/// MCP servers', the skills' scopes and the sub-agents' notifications. Returns the
+/// notices of the skills and agent definitions skipped (bad ones are reported at start).
+async fn attach_hooks(
+    agent: &mut Agent,
+    ws: &Workspace,
+    hooks: Vec<Arc<dyn TurnHook>>,
+    command_hooks: &Arc<CommandHooks>,
+    mcp: Option<&McpServers>,
+    skills: Option<&Skills>,
+    subagents: Option<&SubagentRuntime>,
+) -> Vec<String> {
+    let mut notices = Vec::new();
     for hook in hooks {
         agent.add_hook(hook);
     }
     if !command_hooks.is_empty() {
         agent.add_lifecycle_hook(command_hooks.clone());
     }
-    if let Some(mcp) = &mcp {
+    if let Some(mcp) = mcp {
         agent.add_lifecycle_hook(Arc::new(McpHook::new(mcp.clone())));
     }
-    if let Some(skills) = &skills {
+    if let Some(skills) = skills {
         agent.add_lifecycle_hook(Arc::new(skills.scopes.clone()));
-        notices.extend(skill_notices(skills, &project_root, trusted).await);
+        notices.extend(skill_notices(skills, &ws.project_root, ws.trusted).await);
     }
-    if let Some(runtime) = &subagents {
+    if let Some(runtime) = subagents {
         agent.add_hook(runtime.notifications());
-        // Bad user or project definitions are reported at start (and skipped).
         let catalog = runtime.catalog().clone();
         notices.extend(
             tokio::task::spawn_blocking(move || catalog.scan().warnings)
@@ -717,24 +997,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
                 .unwrap_or_default(),
         );
     }
-    if !resumed {
-        notices.extend(instruction_notices);
-        agent.set_instructions(instructions);
-    }
-    Ok(BuiltAgent {
-        agent,
-        cwd,
-        project_root,
-        roo_home,
-        notices,
-        llm,
-        trusted,
-        command_hooks,
-        skills,
-        subagents,
-        mcp,
-        team_turns,
-    })
+    notices
 }
 
 /// Skills skipped at start, and an untrusted project's skills left unread.
@@ -816,6 +1079,8 @@ pub fn default_persona(identity: &Identity) -> Persona {
     }
 }
 
+/// The session the conversation is recorded in, with the messages it resumes and the
+/// repairs made reading them (as notices).
 fn open_session(
     plan: &SessionPlan,
     sessions: &Path,
@@ -851,16 +1116,6 @@ fn open_session(
             Ok((session, Vec::new(), Vec::new()))
         }
     }
-}
-
-fn resolve_llm(flags: &LlmFlags, config: &ConfigFiles) -> Result<LlmSettings, BuildError> {
-    // In increasing priority (project, local, user), after the trust filter.
-    let files = config.llm_settings()?;
-    Ok(LlmSettings::resolve(
-        flags,
-        &roo_agent::sandbox::secret_env,
-        &files,
-    )?)
 }
 
 /// The git top level of `cwd`, or `cwd` itself outside a repository. Blocking.

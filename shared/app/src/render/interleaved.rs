@@ -91,11 +91,6 @@ impl<W: Write> Interleaved<W> {
         let _ = self.out.flush();
     }
 
-    /// The writer underneath.
-    pub fn out(&mut self) -> &mut W {
-        &mut self.out
-    }
-
     fn lane(&mut self, member: &str) -> usize {
         if let Some(i) = self.lanes.iter().position(|l| l.name == member) {
             return i;
@@ -156,7 +151,7 @@ mod tests {
     }
 
     fn shown(r: &mut Interleaved<Vec<u8>>) -> String {
-        String::from_utf8(std::mem::take(r.out())).unwrap()
+        String::from_utf8(std::mem::take(&mut r.out)).unwrap()
     }
 
     #[test]

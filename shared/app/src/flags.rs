@@ -1,0 +1,176 @@
+//! The flags of `roo-lead`: its clap structs, apart from what runs them so they can be
+//! unit-tested and shared ([`ProviderArgs`] with `roo-worker`, [`LeadArgs`] with the
+//! demo, which re-parses a lead's command line). `lead` runs them; `setup` turns them
+//! into agent settings.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// Output of a headless run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The final answer as plain text.
+    Text,
+    /// One JSON object with the answer, outcome, usage and cost.
+    Json,
+    /// Every agent event as a JSON line while it happens, then the result object.
+    StreamJson,
+}
+
+/// Where teammates run (`--teammate-mode`, `ROO_TEAMMATE_MODE`); see docs/BACKENDS.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TeammateMode {
+    /// Detect: inside tmux → its panes; inside iTerm2 → it2 panes (else tmux); no
+    /// terminal → in-process; tmux installed → a detached session; else in-process.
+    Auto,
+    /// Tokio tasks inside the lead's process.
+    InProcess,
+    /// `roo-worker` processes in tmux panes (the lead's window inside tmux, else a
+    /// detached session `roo-<team>`; tmux must be installed).
+    Tmux,
+    /// `roo-worker` processes in iTerm2 panes (inside iTerm2, with the it2 CLI).
+    Iterm2,
+}
+
+impl From<TeammateMode> for roo_team::backend::detect::Mode {
+    fn from(mode: TeammateMode) -> Self {
+        use roo_team::backend::detect::Mode;
+        match mode {
+            TeammateMode::Auto => Mode::Auto,
+            TeammateMode::InProcess => Mode::InProcess,
+            TeammateMode::Tmux => Mode::Tmux,
+            TeammateMode::Iterm2 => Mode::ITerm2,
+        }
+    }
+}
+
+/// Model provider flags (shared with `roo-worker`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ProviderArgs {
+    /// Model provider: anthropic, openai (any OpenAI-compatible server) or script.
+    #[arg(long, env = "ROO_PROVIDER", value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, e.g. claude-sonnet-4-5, gpt-4.1, qwen2.5-coder.
+    #[arg(long, env = "ROO_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// API base URL (OpenAI-compatible: up to and including /v1; Anthropic: the root).
+    #[arg(long, env = "ROO_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Script file for --provider script (replayed turns; see docs/LLM.md).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+}
+
+/// roo-lead — the RooCode Teams lead agent.
+#[derive(Debug, Parser)]
+#[command(
+    name = "roo-lead",
+    version,
+    about = "RooCode Teams: an AI coding agent for your terminal",
+    after_help = "Examples:\n  roo-lead                                  interactive session in this directory\n  roo-lead -p \"why does test_parse fail?\"   one-shot, prints the answer\n  roo-lead -p - < task.md                   prompt from stdin\n  roo-lead --continue                       resume the latest session of this project\n  roo-lead -p \"fix the bug\" --permission-mode acceptEdits --output-format json\n  roo-lead --provider openai --base-url http://localhost:11434/v1 --model qwen2.5-coder\n  roo-lead demo                             a scripted team at work, no API key needed\n\nExit codes: 0 done, 1 the run did not finish (max turns, cancelled, denied), 2 usage or\nconfiguration error, 3 file or session I/O error, 4 the model could not be reached or refused."
+)]
+pub struct LeadArgs {
+    /// Run once with this prompt and print the result ("-" reads it from stdin).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// Output format of a -p run.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+
+    /// Permission mode: default, acceptEdits, plan, bypassPermissions, or dontAsk (what
+    /// would be asked is denied; only allow rules grant more than reading). In a -p run a
+    /// question nobody can answer is denied.
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+
+    /// Maximum model turns per prompt.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub max_turns: u32,
+
+    /// Resume a session by id.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
+    pub resume: Option<String>,
+
+    /// Resume the most recent session of this project.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_latest: bool,
+
+    /// Work in this directory instead of the current one.
+    #[arg(short = 'C', long = "cwd", value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+
+    /// Honour this project's .roocode/config.yaml and config.local.yaml in full for this
+    /// run (not saved). Without it, a project not in trusted_projects of
+    /// ~/.roocode/config.yaml may only add deny/ask rules and a stricter mode.
+    #[arg(long)]
+    pub trust_project: bool,
+    /// Run commands without the OS sandbox (they can then write anywhere you can).
+    #[arg(long)]
+    pub no_sandbox: bool,
+
+    /// Where teammates run: auto, in-process, tmux or iterm2 (see docs/BACKENDS.md). A
+    /// forced backend that cannot work here is an error (exit 2).
+    #[arg(
+        long,
+        value_enum,
+        env = "ROO_TEAMMATE_MODE",
+        default_value = "auto",
+        value_name = "MODE"
+    )]
+    pub teammate_mode: TeammateMode,
+
+    /// Leave pane teammates (tmux) running in their panes when the lead exits; without
+    /// it they are shut down and their panes closed.
+    #[arg(long)]
+    pub keep_panes: bool,
+
+    /// Coordinate only: the lead gets no code tools (no file, search, shell or plan-mode
+    /// tools), only the team tools; teammates do the work.
+    #[arg(long)]
+    pub coordinator: bool,
+
+    /// Lead the existing team NAME (created earlier, e.g. with `roo-mail team create`),
+    /// as if this lead had created it.
+    #[arg(long, value_name = "NAME")]
+    pub team: Option<String>,
+
+    /// With --team: lead the team even though another roo-lead leads it now; that lead
+    /// is told and stops leading. Without it, a team led by a running roo-lead is refused.
+    #[arg(long, requires = "team")]
+    pub take_over: bool,
+
+    /// In a -p run with a team: the longest the lead waits, in all, for busy teammates
+    /// after its first turn, in seconds; then it exits 1 naming them.
+    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    pub team_timeout: u64,
+
+    /// Print where teammates would run (with --teammate-mode / ROO_TEAMMATE_MODE) and
+    /// why, then exit: 0, or 2 if the backend asked for cannot work here.
+    #[arg(long)]
+    pub print_backend: bool,
+
+    /// Print the command sandbox's layers in force here (and why others are not), its
+    /// write roots and what it hides, then exit
+    #[arg(long)]
+    pub print_sandbox: bool,
+
+    /// Print progress (tool calls) to stderr in -p runs.
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    #[command(subcommand)]
+    pub command: Option<LeadCommand>,
+}
+
+/// `roo-lead` subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum LeadCommand {
+    /// Watch a scripted lead and two teammates fix a small repository: no API key, no
+    /// network. Runs in a temporary directory that is removed at the end.
+    Demo(crate::demo::DemoArgs),
+}
