@@ -386,23 +386,117 @@ fn coordinator_mode_sends_the_model_no_code_tools() {
             "{code_tool} in {coordinator:?}"
         );
     }
-    // It keeps what a coordinator needs: the team, spawning, messages, tasks, stop.
-    for team_tool in [
-        "TeamCreate",
-        "TeamMerge",
-        "TeamDelete",
-        "Agent",
-        "SendMessage",
-        "TaskCreate",
-        "TaskGet",
-        "TaskList",
-        "TaskUpdate",
-        "TaskStop",
-    ] {
+    // It keeps what a coordinator needs before its team exists: creating it, spawning,
+    // stopping (the rest come with the team, see below).
+    for team_tool in ["TeamCreate", "Agent", "TaskStop"] {
         assert!(
             coordinator.iter().any(|t| t == team_tool) && normal.iter().any(|t| t == team_tool),
             "{team_tool} missing: {coordinator:?}"
         );
+    }
+}
+
+/// The lead's team tools but TeamCreate that a session in no team never uses.
+const WAITING_FOR_A_TEAM: [&str; 7] = [
+    "TaskCreate",
+    "TaskGet",
+    "TaskList",
+    "TaskUpdate",
+    "SendMessage",
+    "TeamMerge",
+    "TeamDelete",
+];
+
+/// The tool names of each request the mock saw.
+fn tools_per_request(mock: &MockLlm) -> Vec<Vec<String>> {
+    mock.requests()
+        .iter()
+        .map(|r| {
+            r.body["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+fn anthropic_lead(home: &TempHome, mock: &MockLlm) -> roo_tests::TestCommand {
+    home.cmd("roo-lead")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["--base-url", &mock.base_url("anthropic")])
+}
+
+#[test]
+fn a_lead_sends_its_team_tools_only_once_it_has_a_team() {
+    let home = TempHome::new();
+    // Before the team: the model calls a deferred tool by name (it is loaded and the
+    // model told to call again), then creates the team; the request after TeamCreate's
+    // result carries every team tool.
+    let mock = MockLlm::start(
+        r#"
+agents:
+  "*":
+    - tool_calls:
+        - {name: SendMessage, input: {to: alice, message: "hi"}}
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: frugal}}
+    - text: "ok"
+"#,
+    );
+    anthropic_lead(&home, &mock)
+        .args(["-p", "form a team", "--team-timeout", "20"])
+        .run()
+        .assert_ok();
+    let tools = tools_per_request(&mock);
+    assert_eq!(tools.len(), 3, "{tools:?}");
+    assert!(tools[0].iter().any(|t| t == "TeamCreate"), "{:?}", tools[0]);
+    for name in WAITING_FOR_A_TEAM {
+        assert!(
+            !tools[0].iter().any(|t| t == name),
+            "{name} in the first request"
+        );
+    }
+    let result = &mock.requests()[1].body["messages"];
+    assert!(
+        result
+            .to_string()
+            .contains("The schema of SendMessage had not been loaded"),
+        "a deferred tool called by name is loaded, and the model told: {result}"
+    );
+    assert!(
+        tools[1].iter().any(|t| t == "SendMessage"),
+        "{:?}",
+        tools[1]
+    );
+    assert!(
+        !tools[1].iter().any(|t| t == "TaskCreate"),
+        "{:?}",
+        tools[1]
+    );
+    for name in WAITING_FOR_A_TEAM {
+        assert!(
+            tools[2].iter().any(|t| t == name),
+            "{name} after TeamCreate"
+        );
+    }
+    home.mail()
+        .args(["team", "delete", "--team", "frugal", "--force"])
+        .run()
+        .assert_ok();
+
+    // A lead started on an existing team has them from its first request.
+    home.team("crew", "lead", &[]);
+    let mock = MockLlm::start("agents:\n  \"*\":\n    - text: \"ok\"\n");
+    anthropic_lead(&home, &mock)
+        .args(["-p", "hi", "--team", "crew", "--team-timeout", "20"])
+        .run()
+        .assert_ok();
+    let tools = tools_per_request(&mock);
+    for name in WAITING_FOR_A_TEAM {
+        assert!(tools[0].iter().any(|t| t == name), "{name} with --team");
     }
 }
 

@@ -13,9 +13,10 @@ use std::time::Duration;
 use roo_tests::{TempDir, Tmux, bin, wait_until};
 
 /// Each teammate waits for the file `GO` in its own clone, writes its file and tells
-/// the lead; the lead answers each report by name. What a team turn shows depends on
-/// the message it delivers (`when: last_user_contains`), so a turn that took no
-/// message, or the wrong one, shows up as a wrong line on the screen.
+/// the lead; the lead answers each report by name. What a turn shows depends on the
+/// message or tool result it got (`when: last_user_contains`), so a turn that took no
+/// message, or the wrong one, shows up as a wrong line on the screen; other wake-ups
+/// (alice's answer to the shutdown request may come in a turn of its own) get "Noted.".
 const SCRIPT: &str = r#"
 agents:
   lead:
@@ -23,15 +24,18 @@ agents:
         - {name: TeamCreate, input: {team_name: crew}}
         - {name: Agent, input: {name: alice, prompt: "Write a.txt once GO is there, then tell the lead."}}
         - {name: Agent, input: {name: bob, prompt: "Write b.txt once GO is there, then tell the lead."}}
-    - text: "Alice and bob are on it."
+    - when: {last_user_contains: "spawned teammate bob"}
+      text: "Alice and bob are on it."
     - when: {last_user_contains: "a.txt is written"}
       tool_calls:
         - {name: SendMessage, input: {to: alice, type: shutdown_request, message: "Thanks, you can stop."}}
-    - text: "Alice reports a.txt; she may stop."
+    - when: {last_user_contains: "sent to alice"}
+      text: "Alice reports a.txt; she may stop."
     - when: {last_user_contains: "b.txt is written"}
       tool_calls:
         - {name: TeamDelete, input: {}}
-    - text: "Both files are written; the team is deleted."
+    - when: {last_user_contains: "deleted team crew"}
+      text: "Both files are written; the team is deleted."
     - text: "Noted."
     - text: "Noted."
     - text: "Noted."
@@ -195,7 +199,8 @@ agents:
         - {name: TeamCreate, input: {team_name: crew}}
         - {name: Agent, input: {name: alice, prompt: "Write a.txt once GO is there, then tell the lead."}}
         - {name: Agent, input: {name: bob, prompt: "Write b.txt once GO is there, then tell the lead."}}
-    - text: "Alice and bob are on it."
+    - when: {last_user_contains: "spawned teammate bob"}
+      text: "Alice and bob are on it."
     - when: {last_user_contains: "a.txt is written"}
       tool_calls:
         - {name: Bash, input: {command: "echo checking a.txt; sleep 60"}}

@@ -299,7 +299,13 @@ pub async fn build_in(
         worktrees: Some(Git::new()),
         ..LeadTools::new(RooHome::new(&settings.roo_home), lead_name.clone())
     };
-    settings.tools.extra.extend(lead_tools(&team_tools, lead));
+    // A team's tools wait for the team: TeamCreate alone is sent until one is bound.
+    let (deferred, now): (Vec<_>, Vec<_>) = lead_tools(&team_tools, lead)
+        .into_iter()
+        .partition(|tool| roo_team::waits_for_team(tool.as_ref()));
+    let team_tool_names: Vec<String> = deferred.iter().map(|t| t.name().to_string()).collect();
+    settings.tools.extra.extend(now);
+    settings.tools.deferred.extend(deferred);
     // `Agent` and `TaskStop`: teammates through the spawner, sub-agents otherwise.
     settings.tools.spawner = Some(spawner.clone());
     let mut template = AgentSettings::new(settings.identity.clone(), settings.roo_home.clone());
@@ -308,6 +314,7 @@ pub async fn build_in(
     template.max_turns = settings.max_turns;
     let approver = settings.approver.clone();
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
+    roo_team::reveal_on_bind(&slot, built.agent.tools(), team_tool_names);
     // What teammates inherit: the lead's provider, its trust, mode and sandbox choice.
     template.provider = Some(built.agent.provider().clone());
     // In-process teammates use this process's MCP connections.

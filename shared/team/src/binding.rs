@@ -7,7 +7,7 @@
 //! appears or goes). The binding carries the agent's [`InboxRouter`], the one reader of
 //! its inbox in this process.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use roo_store::{Name, Team};
 use tokio::sync::watch;
@@ -60,11 +60,18 @@ pub struct AlreadyBound {
 
 /// Where an agent's [`TeamBinding`] lives. Cheap to clone; clones share the slot.
 #[derive(Clone)]
-pub struct TeamSlot(Arc<watch::Sender<Option<Arc<TeamBinding>>>>);
+pub struct TeamSlot {
+    binding: Arc<watch::Sender<Option<Arc<TeamBinding>>>>,
+    /// Called within every successful [`TeamSlot::bind`], before it returns.
+    on_bind: Arc<Mutex<Vec<BindHook>>>,
+}
+
+/// See [`TeamSlot::on_bind`].
+type BindHook = Arc<dyn Fn(&Arc<TeamBinding>) + Send + Sync>;
 
 impl Default for TeamSlot {
     fn default() -> Self {
-        TeamSlot(Arc::new(watch::Sender::new(None)))
+        TeamSlot::with(None)
     }
 }
 
@@ -82,19 +89,42 @@ impl TeamSlot {
 
     /// A slot holding `binding` from the start (a teammate).
     pub fn bound(binding: TeamBinding) -> TeamSlot {
-        TeamSlot(Arc::new(watch::Sender::new(Some(Arc::new(binding)))))
+        TeamSlot::with(Some(Arc::new(binding)))
+    }
+
+    fn with(binding: Option<Arc<TeamBinding>>) -> TeamSlot {
+        TeamSlot {
+            binding: Arc::new(watch::Sender::new(binding)),
+            on_bind: Arc::default(),
+        }
     }
 
     /// The current binding, if any.
     pub fn get(&self) -> Option<Arc<TeamBinding>> {
-        self.0.borrow().clone()
+        self.binding.borrow().clone()
+    }
+
+    /// Calls `hook` with every binding from now on — synchronously, inside
+    /// [`TeamSlot::bind`], so what it changes (e.g. tools revealed to the model) holds
+    /// before the binder goes on — and at once with the current binding, if any.
+    pub fn on_bind(&self, hook: impl Fn(&Arc<TeamBinding>) + Send + Sync + 'static) {
+        let hook: BindHook = Arc::new(hook);
+        self.hooks().push(hook.clone());
+        if let Some(binding) = self.get() {
+            hook(&binding);
+        }
+    }
+
+    fn hooks(&self) -> std::sync::MutexGuard<'_, Vec<BindHook>> {
+        // A hook that panicked leaves the list as it was.
+        self.on_bind.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Binds the agent to a team; refused if it already is in one.
     pub fn bind(&self, binding: TeamBinding) -> Result<Arc<TeamBinding>, AlreadyBound> {
         let binding = Arc::new(binding);
         let mut refused = None;
-        self.0.send_if_modified(|slot| match slot {
+        self.binding.send_if_modified(|slot| match slot {
             Some(current) => {
                 refused = Some(AlreadyBound {
                     team: current.team.name().clone(),
@@ -107,16 +137,20 @@ impl TeamSlot {
                 true
             }
         });
-        match refused {
-            Some(error) => Err(error),
-            None => Ok(binding),
+        if let Some(error) = refused {
+            return Err(error);
         }
+        let hooks = self.hooks().clone();
+        for hook in hooks {
+            hook(&binding);
+        }
+        Ok(binding)
     }
 
     /// Unbinds the agent (after `TeamDelete`); returns what it was bound to.
     pub fn clear(&self) -> Option<Arc<TeamBinding>> {
         let mut old = None;
-        self.0.send_if_modified(|slot| {
+        self.binding.send_if_modified(|slot| {
             old = slot.take();
             old.is_some()
         });
@@ -125,7 +159,7 @@ impl TeamSlot {
 
     /// A receiver that sees every bind and clear from now on.
     pub fn subscribe(&self) -> watch::Receiver<Option<Arc<TeamBinding>>> {
-        self.0.subscribe()
+        self.binding.subscribe()
     }
 
     /// `ROO_TEAM` and `ROO_AGENT_NAME` of the current binding (none while unbound), for
@@ -181,5 +215,30 @@ mod tests {
         seen.changed().await.unwrap();
         assert!(seen.borrow().is_none());
         assert!(slot.clear().is_none());
+    }
+
+    #[test]
+    fn bind_hooks_run_inside_bind_and_at_once_when_already_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let slot = TeamSlot::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        slot.on_bind(move |b| log.lock().unwrap().push(b.team.name().to_string()));
+        assert!(seen.lock().unwrap().is_empty());
+        slot.bind(binding(&home, "t", "lead")).unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["t"]);
+        // A refused bind calls nothing.
+        slot.bind(binding(&home, "u", "lead")).unwrap_err();
+        assert_eq!(*seen.lock().unwrap(), ["t"]);
+        // Registered while bound: called at once.
+        let late = Arc::new(Mutex::new(0));
+        let count = late.clone();
+        slot.on_bind(move |_| *count.lock().unwrap() += 1);
+        assert_eq!(*late.lock().unwrap(), 1);
+        slot.clear();
+        slot.bind(binding(&home, "v", "lead")).unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["t", "v"]);
+        assert_eq!(*late.lock().unwrap(), 2);
     }
 }

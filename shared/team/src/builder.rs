@@ -88,6 +88,10 @@ pub struct ToolSet {
     /// More tools (a team's coordination tools, …), registered after the others; a
     /// tool with the name of an earlier one replaces it.
     pub extra: Vec<Arc<dyn Tool>>,
+    /// Tools registered deferred: their schemas are not sent until revealed (a lead's
+    /// team tools until its team is bound, see `crate::reveal_on_bind`); one called by
+    /// name is revealed and the model asked to call it again.
+    pub deferred: Vec<Arc<dyn Tool>>,
     /// Names removed at the end (e.g. every code tool of a coordinator).
     pub remove: Vec<String>,
     /// Sub-agents: the `Agent` tool's sub-agent path and `TaskStop` for background
@@ -105,6 +109,7 @@ impl Default for ToolSet {
             work: true,
             plan_mode: true,
             extra: Vec::new(),
+            deferred: Vec::new(),
             remove: Vec::new(),
             subagents: true,
             spawner: None,
@@ -120,6 +125,10 @@ impl std::fmt::Debug for ToolSet {
             .field(
                 "extra",
                 &self.extra.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
+            .field(
+                "deferred",
+                &self.deferred.iter().map(|t| t.name()).collect::<Vec<_>>(),
             )
             .field("remove", &self.remove)
             .field("subagents", &self.subagents)
@@ -406,7 +415,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         trust,
         no_sandbox,
         sandbox_helper,
-        tools: tool_set,
+        tools: mut tool_set,
         session: session_plan,
         approver,
         plan_approver,
@@ -435,15 +444,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
 
     // What it may do and with what.
     let (mode, policy, read_filter) = permissions(&ws, permission_mode, &session_dir, &plan_file)?;
-    let (tools, skills) = tool_registry(
-        &ws,
-        tool_set.work,
-        tool_set.plan_mode,
-        tool_set.extra,
-        &policy,
-        &plan_file,
-        plan_approver,
-    );
+    let (tools, skills) = tool_registry(&ws, &mut tool_set, &policy, &plan_file, plan_approver);
 
     // How its commands and servers run, and what its tool calls run with.
     let helper = match sandbox_helper {
@@ -666,18 +667,17 @@ fn permissions(
 }
 
 /// The agent's tools before MCP's and the Agent tool: the work tools with the skills
-/// (an untrusted project's skills are not read), plan mode's, then the extra ones.
+/// (an untrusted project's skills are not read), plan mode's, the extra ones, then the
+/// deferred ones.
 fn tool_registry(
     ws: &Workspace,
-    work: bool,
-    plan_mode: bool,
-    extra: Vec<Arc<dyn Tool>>,
+    set: &mut ToolSet,
     policy: &SharedPolicy,
     plan_file: &Path,
     plan_approver: PlanApprover,
 ) -> (ToolRegistry, Option<Skills>) {
     let tools = ToolRegistry::new();
-    let skills = work.then(|| {
+    let skills = set.work.then(|| {
         for tool in builtin_tools() {
             tools.register(tool);
         }
@@ -686,13 +686,16 @@ fn tool_registry(
             &tools,
         )
     });
-    if plan_mode {
+    if set.plan_mode {
         for tool in plan_mode_tools(policy.clone(), plan_file.to_path_buf(), plan_approver) {
             tools.register(tool);
         }
     }
-    for tool in extra {
+    for tool in std::mem::take(&mut set.extra) {
         tools.register(tool);
+    }
+    for tool in std::mem::take(&mut set.deferred) {
+        tools.register_deferred(tool);
     }
     (tools, skills)
 }

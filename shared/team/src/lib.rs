@@ -52,7 +52,9 @@ pub use spawner::{SpawnError, SpawnRequest, Spawned, Spawner, TeammateBase};
 pub use teammate::{
     TeammateEnd, TeammateError, TeammateExit, TeammateHandle, TeammateSpec, spawn_in_process,
 };
-pub use tools::{LeadTools, OnSent, TeamTools, lead_tools, teammate_tools};
+pub use tools::{
+    LeadTools, OnSent, TeamTools, lead_tools, reveal_on_bind, teammate_tools, waits_for_team,
+};
 pub use trust::{Trust, TrustDecision, TrustQuestion};
 
 /// The name the lead goes by unless told otherwise (`roo-worker --lead` defaults to it).

@@ -26,7 +26,7 @@ pub(crate) mod team;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use roo_agent::tool::{Tool, ToolOutput};
+use roo_agent::tool::{Tool, ToolOutput, ToolRegistry};
 use roo_store::{Name, RooHome};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
@@ -168,6 +168,27 @@ pub fn lead_tools(team: &TeamTools, lead: LeadTools) -> Vec<Arc<dyn Tool>> {
     tools.push(Arc::new(TeamMerge::new(team.clone(), lead.clone())));
     tools.push(Arc::new(TeamDelete::new(team.clone(), lead, router_task)));
     tools
+}
+
+/// Whether a lead's team tool is of use only once the lead is in a team: all but
+/// TeamCreate. A lead that starts without a team gets these deferred (their schemas not
+/// sent, so a session that never forms a team does not pay for them) and
+/// [revealed](reveal_on_bind) when its team is bound.
+pub fn waits_for_team(tool: &dyn Tool) -> bool {
+    tool.name() != team::CREATE
+}
+
+/// Sends the schemas of the deferred tools `names` of `registry` from the next request
+/// on whenever `slot` is bound (TeamCreate, `--team`, a resumed session's team), and at
+/// once if it is bound now. The reveal happens inside the bind, so the request after
+/// TeamCreate's result already carries them. Holds the registry weakly.
+pub fn reveal_on_bind(slot: &TeamSlot, registry: &ToolRegistry, names: Vec<String>) {
+    let registry = registry.downgrade();
+    slot.on_bind(move |_| {
+        if let Some(registry) = registry.upgrade() {
+            registry.reveal(&names);
+        }
+    });
 }
 
 /// Why a team tool call failed. The model reads `failed to {error}`.
