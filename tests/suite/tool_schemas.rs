@@ -7,13 +7,16 @@
 use roo_tests::{MockLlm, TempHome};
 use serde_json::{Map, Value, json};
 
-/// The `tools` of the first request of a fresh `roo-lead -p` with the default tools.
+/// The `tools` of the first request of a fresh `roo-lead -p --team` with the default tools.
 fn first_request_tools() -> Vec<Value> {
     let home = TempHome::new();
+    // In a team from the start (`--team`): every team tool is in the first request (a
+    // lead in no team gets them once it creates one).
+    home.team("crew", "lead", &[]);
     let mock = MockLlm::start("agents:\n  \"*\":\n    - text: ok\n");
     home.cmd("roo-lead")
         .env("ANTHROPIC_API_KEY", "test-key")
-        .args(["-p", "hello", "--provider", "anthropic"])
+        .args(["-p", "hello", "--provider", "anthropic", "--team", "crew"])
         .args(["--base-url", &mock.base_url("anthropic")])
         .run()
         .assert_ok();
