@@ -38,3 +38,4 @@ mod team_spawn;
 mod team_worker;
 mod team_worktrees;
 mod terminal_safety;
+mod tool_schemas;

@@ -94,10 +94,8 @@ impl Tool for EnterPlanMode {
     }
 
     fn description(&self) -> String {
-        "Switch to plan mode before a large or risky change (many files, unclear requirements, \
-         several possible designs). In plan mode you explore read-only, write your plan to the \
-         plan file, and call ExitPlanMode to ask the user to approve it before changing anything. \
-         Do not use it for small, clear tasks."
+        "Enters plan mode for a large or unclear change: explore read-only, write the plan to \
+         the plan file, then ask for approval with ExitPlanMode."
             .to_string()
     }
 
@@ -159,10 +157,8 @@ impl Tool for ExitPlanMode {
     }
 
     fn description(&self) -> String {
-        "In plan mode, present your finished plan to the user for approval. Pass the complete \
-         plan (Markdown: the steps, the files to change, how you will verify). If the user \
-         approves, plan mode ends and you carry out the plan; if not, you get their feedback and \
-         stay in plan mode to revise it. Only call it when the plan is complete."
+        "Asks the user to approve your plan: approved, plan mode ends and you carry it out; \
+         otherwise revise it with their feedback."
             .to_string()
     }
 
@@ -170,7 +166,7 @@ impl Tool for ExitPlanMode {
         json!({
             "type": "object",
             "properties": {
-                "plan": {"type": "string", "description": "The complete plan, in Markdown."}
+                "plan": {"type": "string", "description": "The whole plan in Markdown: steps, files, how to verify."}
             },
             "required": ["plan"],
             "additionalProperties": false

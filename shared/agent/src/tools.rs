@@ -25,7 +25,6 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -146,17 +145,6 @@ impl ToolError {
     pub(crate) fn into_output(self) -> ToolOutput {
         ToolOutput::error(format!("failed to {self}"))
     }
-}
-
-/// Parses a tool's input object into its typed form.
-pub(crate) fn parse_input<T: DeserializeOwned>(
-    tool: &'static str,
-    input: Value,
-) -> Result<T, ToolError> {
-    serde_json::from_value(input).map_err(|e| ToolError::InvalidInput {
-        tool,
-        message: e.to_string(),
-    })
 }
 
 /// Resolves a path the model gave against the working directory. A leading
@@ -285,73 +273,125 @@ mod tests {
             let schema = tool.input_schema();
             assert_eq!(schema["type"], "object", "{}", tool.name());
             assert!(schema["required"].is_array(), "{}", tool.name());
+            // Enough to use the tool well, and no more (issue 20: say it once, briefly).
+            let description = tool.description().chars().count();
             assert!(
-                tool.description().len() > 200,
-                "{} description",
+                (100..=600).contains(&description),
+                "{} description: {description} characters",
                 tool.name()
             );
         }
     }
 
+    /// `schema` without its annotations (`description`, `default`): what it accepts.
+    fn accepted(schema: &Value) -> Value {
+        let Value::Object(map) = schema else {
+            return schema.clone();
+        };
+        let mut out = serde_json::Map::new();
+        for (key, value) in map {
+            match key.as_str() {
+                "description" | "default" => {}
+                "properties" => {
+                    let properties = value.as_object().into_iter().flatten();
+                    let kept = properties.map(|(name, field)| (name.clone(), accepted(field)));
+                    out.insert(key.clone(), Value::Object(kept.collect()));
+                }
+                _ => {
+                    out.insert(key.clone(), accepted(value));
+                }
+            }
+        }
+        Value::Object(out)
+    }
+
     #[test]
-    fn typed_tools_keep_their_hand_written_schemas() {
+    fn typed_tools_accept_what_their_hand_written_schemas_accepted() {
         use serde_json::json;
-        // The schemas these tools had before they derived them from their input
-        // structs, verbatim: the model must see no difference.
+        // The schemas these tools had before they derived them from their input structs,
+        // without their texts: the derived ones must accept the same inputs.
         let read_file = json!({
             "type": "object",
             "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Path of the file to read, absolute or relative to the working directory."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "1-based line number to start reading at. Only for files too long to read at once."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": format!("Maximum number of lines to return (default {}).", read_file::DEFAULT_LIMIT)
-                }
+                "path": {"type": "string"},
+                "offset": {"type": "integer", "minimum": 1},
+                "limit": {"type": "integer", "minimum": 1}
             },
             "required": ["path"],
             "additionalProperties": false
         });
         let write_file = json!({
             "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Path of the file to write, absolute or relative to the working directory."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete content to write."
-                }
-            },
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
             "required": ["path", "content"],
             "additionalProperties": false
         });
         let glob = json!({
             "type": "object",
+            "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+            "required": ["pattern"],
+            "additionalProperties": false
+        });
+        let edit_file = json!({
+            "type": "object",
             "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Glob pattern relative to the search directory, e.g. \"**/*.rs\"."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Directory to search in, absolute or relative to the working directory. Defaults to the working directory."
-                }
+                "path": {"type": "string"},
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"},
+                "replace_all": {"type": "boolean"}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        });
+        let bash = json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": bash::MAX_TIMEOUT_MS},
+                "description": {"type": "string"}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        });
+        let grep = json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string"},
+                "path": {"type": "string"},
+                "glob": {"type": "string"},
+                "case_insensitive": {"type": "boolean"},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"]},
+                "context": {"type": "integer", "minimum": 0},
+                "max_results": {"type": "integer", "minimum": 1}
             },
             "required": ["pattern"],
             "additionalProperties": false
         });
-        assert_eq!(ReadFile.input_schema(), read_file);
-        assert_eq!(WriteFile.input_schema(), write_file);
-        assert_eq!(Glob.input_schema(), glob);
+        assert_eq!(accepted(&ReadFile.input_schema()), read_file);
+        assert_eq!(accepted(&WriteFile.input_schema()), write_file);
+        assert_eq!(accepted(&Glob.input_schema()), glob);
+        assert_eq!(accepted(&EditFile.input_schema()), edit_file);
+        assert_eq!(accepted(&Bash.input_schema()), bash);
+        assert_eq!(accepted(&Grep.input_schema()), grep);
+        // Defaults the model reads come from the constants the tools use.
+        let default_of = |schema: Value, field: &str| {
+            schema["properties"][field]["description"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert!(
+            default_of(ReadFile.input_schema(), "limit")
+                .contains(&read_file::DEFAULT_LIMIT.to_string())
+        );
+        assert!(
+            default_of(Bash.input_schema(), "timeout_ms")
+                .contains(&bash::DEFAULT_TIMEOUT_MS.to_string())
+        );
+        assert!(
+            default_of(Grep.input_schema(), "max_results")
+                .contains(&grep::DEFAULT_MAX_RESULTS.to_string())
+        );
     }
 
     #[test]

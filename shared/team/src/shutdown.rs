@@ -27,13 +27,13 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
-use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, TypedTool};
 use roo_store::{Mailbox, Message, MessageBody, Name, Outgoing};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::event::one_line;
 use crate::router::InboxRouter;
@@ -292,38 +292,22 @@ pub struct ShutdownResponse {
     shared: Arc<Shared>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// true: stop before your next step; false: keep working.
     approve: bool,
+    #[schemars(extend("description" = format!("Why, for the lead; at most {MAX_REASON_CHARS} characters.")))]
     reason: String,
 }
 
-impl Tool for ShutdownResponse {
-    fn name(&self) -> &str {
-        SHUTDOWN_RESPONSE
-    }
+impl TypedTool for ShutdownResponse {
+    type Input = Input;
+    const NAME: &'static str = SHUTDOWN_RESPONSE;
 
     fn description(&self) -> String {
-        format!(
-            "Answers your lead's shutdown request, which appears as a system reminder \
-             \"Shutdown request: …\". `approve: true` stops your run before your next step; \
-             `approve: false` keeps you working and tells the lead your `reason` (required \
-             either way, at most {MAX_REASON_CHARS} characters). Usable only while such a \
-             request is open; otherwise it is an error and sends nothing."
-        )
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "approve": {"type": "boolean", "description": "true: shut down now; false: keep working."},
-                "reason": {"type": "string", "description": "Why; the lead reads it."}
-            },
-            "required": ["approve", "reason"],
-            "additionalProperties": false
-        })
+        "Answers your lead's open shutdown request (a system reminder \"Shutdown request: …\")."
+            .to_string()
     }
 
     fn kind(&self) -> ToolKind {
@@ -334,31 +318,29 @@ impl Tool for ShutdownResponse {
         false
     }
 
-    fn summarize(&self, input: &Value) -> String {
+    fn summarize(&self, input: &Value) -> Option<String> {
         let verdict = match input.get("approve").and_then(Value::as_bool) {
             Some(true) => "approve",
             Some(false) => "reject",
             None => "?",
         };
         let reason = input.get("reason").and_then(Value::as_str).unwrap_or("");
-        format!("{SHUTDOWN_RESPONSE}({verdict}: {})", one_line(reason, 80))
+        Some(format!(
+            "{SHUTDOWN_RESPONSE}({verdict}: {})",
+            one_line(reason, 80)
+        ))
     }
 
-    fn call<'a>(&'a self, input: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            match self.answer(input).await {
-                Ok(text) => ToolOutput::ok(text),
-                Err(e) => ToolOutput::error(format!("failed to answer the shutdown request: {e}")),
-            }
+    async fn run(&self, input: Input, _: &ToolContext) -> ToolOutput {
+        match self.answer(input).await {
+            Ok(text) => ToolOutput::ok(text),
+            Err(e) => ToolOutput::error(format!("failed to answer the shutdown request: {e}")),
         }
-        .boxed()
     }
 }
 
 impl ShutdownResponse {
-    async fn answer(&self, input: Value) -> Result<String, String> {
-        let input: Input = serde_json::from_value(input)
-            .map_err(|e| format!("parse the input: {e}; give `approve` and `reason`"))?;
+    async fn answer(&self, input: Input) -> Result<String, String> {
         let reason = input.reason.trim();
         if reason.is_empty() {
             return Err("`reason` is empty; say why".to_string());

@@ -8,18 +8,21 @@
 //! tool asks about who runs it is [`TeamBinding::is_lead`] (TeamDelete and
 //! `shutdown_request` are the lead's). They are [`ToolKind::Internal`]: coordination,
 //! not file writes, so every permission mode allows them, while a deny rule naming the
-//! tool (`SendMessage`) still refuses it. Input is validated (names, task ids, statuses,
-//! unknown fields) before any store call, store work runs off the async runtime, and
-//! results are cut to a bounded size.
+//! tool (`SendMessage`) still refuses it. Each is a [`TypedTool`]: its input schema is
+//! derived from its input struct ([`schema`] adds what a type cannot say). Input is
+//! validated (names, task ids, statuses, unknown fields) before any store call, store
+//! work runs off the async runtime, and results are cut to a bounded size.
 //!
 //! What the agent spawn tool (`Agent`) and TaskStop need — backends, processes, tasks —
 //! belongs to the runtime and is not here; the runtime reacts to what these tools do
 //! through [`TeamTools::on_sent`] and the slot ([`TeamSlot::subscribe`]).
 //!
 //! [`ToolKind::Internal`]: roo_agent::tool::ToolKind::Internal
+//! [`TypedTool`]: roo_agent::tool::TypedTool
 
 mod merge;
 mod message;
+pub(crate) mod schema;
 mod task;
 pub(crate) mod team;
 

@@ -186,12 +186,11 @@ pub const MAX_LISTING_CHARS: usize = 8 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSkillInput {
-    /// The skill's name, as listed in this tool's description.
     pub name: String,
-    /// The user's arguments for the skill; they replace `$ARGUMENTS` in its instructions.
+    /// The user's arguments for the skill.
     #[serde(default)]
     pub arguments: Option<String>,
-    /// A file of the skill's `references/` to read instead of loading its instructions.
+    /// A file of its `references/` to read instead.
     #[serde(default)]
     pub reference: Option<String>,
 }
@@ -215,10 +214,8 @@ impl TypedTool for LoadSkill {
     fn description(&self) -> String {
         let scan = self.catalog.scan();
         let mut text = String::from(
-            "Loads a skill: a precise procedure for a kind of task. When the user's request \
-             matches a skill below, call this first with its name and the user's arguments, \
-             then follow the instructions it returns exactly. Some skills restrict the tools \
-             you can call until the end of the run.\n\nAvailable skills:",
+            "Loads a skill: instructions for a kind of task. When a request matches one, load \
+             it first and follow it.\n\nSkills:",
         );
         if scan.skills.is_empty() {
             text.push_str("\n(none)");

@@ -14,25 +14,23 @@ use crate::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentInput {
-    /// A short (3-5 words) description of the task, for the UI.
+    /// 3-5 words for the UI.
     #[serde(default)]
     pub description: Option<String>,
-    /// The task: everything the agent needs to know, since a typed agent does not see
-    /// this conversation.
     pub prompt: String,
-    /// The agent type (see the list in the description); leave it out to fork yourself.
+    /// An agent type listed above.
     #[serde(default, alias = "agent_type")]
     pub subagent_type: Option<String>,
-    /// `inherit` (default), `haiku`, `sonnet`, `opus`, or a full model name.
+    /// `inherit` (default), `haiku`, `sonnet`, `opus` or a model name.
     #[serde(default)]
     pub model: Option<String>,
-    /// Return at once with a task id; the result arrives later as a <task-notification>.
+    /// Return at once; the report comes later as a <task-notification>.
     #[serde(default)]
     pub run_in_background: bool,
-    /// A name for the task (TaskStop and /tasks accept it).
+    /// Names the task, for TaskStop.
     #[serde(default)]
     pub name: Option<String>,
-    /// `worktree`: work in a new git worktree of the project.
+    /// Work in a new git worktree.
     #[serde(default)]
     pub isolation: Option<Isolation>,
 }
@@ -62,19 +60,13 @@ impl SubagentTool {
     /// The description of the sub-agent path, with the agent types as they are on
     /// disk now (a new `.roocode/agents/x.md` shows up in the next request).
     pub fn describe(&self) -> String {
+        format!("{SUBAGENT_USE}\n\n{}", self.agent_types())
+    }
+
+    /// The agent types a call may name, one line each.
+    pub fn agent_types(&self) -> String {
         let scan = self.runtime.catalog().scan();
-        let mut text = String::from(
-            "Starts a sub-agent: another agent that works on one task in its own context and \
-             returns only its final report, so the details it reads do not fill your \
-             conversation. Give `subagent_type` to start an agent of that type with a fresh \
-             conversation (it sees only your `prompt`, so say everything it needs). Leave it \
-             out to fork yourself: the fork sees this whole conversation and works on \
-             `prompt`. Several Agent calls in one response run at the same time. \
-             `run_in_background: true` returns at once with a task id; the result arrives \
-             later as a <task-notification> (stop it with TaskStop). A sub-agent still \
-             running after a while moves to the background by itself. `model`: inherit \
-             (default), haiku, sonnet, opus or a full name.\n\nAgent types:",
-        );
+        let mut text = String::from("Agent types:");
         for def in scan.agents.values() {
             let _ = write!(
                 text,
@@ -89,6 +81,12 @@ impl SubagentTool {
         text
     }
 }
+
+/// What the Agent tool's sub-agent path does, for its description.
+pub const SUBAGENT_USE: &str = "Starts a sub-agent on a task: it works in its own context and \
+     returns only its final report. With `subagent_type` it starts fresh and sees only \
+     `prompt`, so say everything it needs; without, it forks you and sees this conversation. \
+     Calls in one response run in parallel.";
 
 fn one_line(text: &str, max: usize) -> String {
     super::runtime::clip(text.trim(), max)
@@ -165,9 +163,8 @@ impl TypedTool for TaskStopTool {
     const NAME: &'static str = "TaskStop";
 
     fn description(&self) -> String {
-        "Stops a running background task (a sub-agent started with run_in_background, or \
-         moved to the background) now: its run is cancelled and its commands are ended; its \
-         <task-notification> then says killed. `task_id`: the task's id (a3) or name."
+        "Stops a background sub-agent now: its run and commands are ended, and its \
+         <task-notification> says killed."
             .to_string()
     }
 

@@ -9,8 +9,13 @@
 //! layers and the hook point see no difference.
 //!
 //! The derived schema is tidied for models: no `$schema` or `title`, no integer
-//! `format`s, an optional field is its type (not `[type, "null"]`: models omit a field
-//! rather than send null), and the top level has `additionalProperties: false`.
+//! `format`s, an optional field is its type (not `[type, "null"]`, and no `null` in its
+//! `enum`: models omit a field rather than send null), no `default` that is empty or
+//! false (what a model assumes of a field it leaves out), no top-level `description`
+//! (the input struct's doc comment is for Rust readers; the tool's description is what
+//! the model reads), no `additionalProperties: true` (the default), and the top level
+//! has `properties` (even none: some OpenAI-compatible servers insist) and
+//! `additionalProperties: false`.
 //! Whether unknown fields are *refused* is the input struct's choice
 //! (`#[serde(deny_unknown_fields)]`), as before.
 
@@ -126,6 +131,12 @@ impl<T: TypedTool> Tool for T {
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        // A call without arguments is an empty object (a tool that takes none accepts it).
+        let input = if input.is_null() {
+            Value::Object(Map::new())
+        } else {
+            input
+        };
         async move {
             match serde_json::from_value::<T::Input>(input) {
                 Ok(input) => self.run(input, ctx).await,
@@ -151,6 +162,9 @@ pub fn input_schema<I: JsonSchema>() -> Value {
     let mut schema = generator.into_root_schema_for::<I>().to_value();
     tidy(&mut schema);
     if let Value::Object(top) = &mut schema {
+        top.remove("description");
+        top.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
         top.insert("additionalProperties".to_string(), Value::Bool(false));
     }
     schema
@@ -161,8 +175,14 @@ fn tidy(schema: &mut Value) {
     map.remove("$schema");
     map.remove("title");
     map.remove("format");
-    if map.get("default").is_some_and(Value::is_null) {
+    if map.get("default").is_some_and(is_empty_default) {
         map.remove("default");
+    }
+    if map.get("additionalProperties") == Some(&Value::Bool(true)) {
+        map.remove("additionalProperties");
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
     }
     if let Some(Value::Array(types)) = map.get("type") {
         let kept: Vec<Value> = types
@@ -181,6 +201,18 @@ fn tidy(schema: &mut Value) {
         tidy(items);
     }
     drop_empty(map);
+}
+
+/// Whether a field's `default` says nothing a model would not assume: null, false, or
+/// an empty string, list or object.
+fn is_empty_default(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(false) => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
+        Value::Bool(true) | Value::Number(_) => false,
+    }
 }
 
 /// Removes an empty `required` list (schemars leaves none, but a hand-tidied one may).

@@ -15,16 +15,15 @@
 
 use std::time::Duration;
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::ToolError;
 use super::input::opt_usize;
-use super::{ToolError, parse_input};
 use crate::exec::{Ending, Outcome, RunError};
 pub use crate::exec::{OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES};
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Timeout when the call gives none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -37,78 +36,39 @@ const NAME: &str = "Bash";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Bash;
 
-#[derive(Debug, Deserialize)]
-struct Input {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Input {
     command: String,
     #[serde(default, deserialize_with = "opt_usize")]
+    #[schemars(
+        range(min = 1, max = MAX_TIMEOUT_MS),
+        extend("description" = format!("Milliseconds (default {DEFAULT_TIMEOUT_MS}).")),
+    )]
     timeout_ms: Option<usize>,
-    // `description` is for UIs, which read it from the raw input.
+    /// What the command does in 5-10 words, shown to the user ("Run the unit tests").
+    // UIs read it from the raw input; the run does not need it.
+    #[serde(default, rename = "description")]
+    _description: Option<String>,
 }
 
-impl Tool for Bash {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for Bash {
+    type Input = Input;
+    const NAME: &'static str = NAME;
 
+    // What the runtime reports when it happens (a timeout, a sandbox denial, a killed
+    // background process, a refused command) is not repeated here.
     fn description(&self) -> String {
         format!(
-            "Runs a shell command with bash (`bash -c`) in the working directory and returns its \
-             combined stdout and stderr and its exit code.\n\n\
-             When to use it: builds, tests, linters, git, package managers, and other programs. \
-             Do not use it to read, search or edit files: ReadFile, Grep, Glob and EditFile are \
-             faster, need no quoting and are easier for the user to review. Never use `cat`, \
-             `head`, `tail`, `sed -i`, `grep`, `find` or `echo >` for those jobs.\n\n\
-             Usage:\n\
-             - Each call starts a fresh shell in the working directory: `cd` and variables do not \
-             carry over to the next call. Prefer absolute or project-relative paths over `cd`.\n\
-             - Quote paths that contain spaces (\"path with spaces/file.txt\").\n\
-             - Chain dependent steps with `&&`; make independent commands separate calls.\n\
-             - stdin is closed: interactive programs (editors, pagers, prompts, `git rebase -i`, \
-             `git add -p`) cannot work. Use non-interactive flags (`-y`, `--no-edit`, \
-             `-m \"message\"`).\n\
-             - `timeout_ms` defaults to {DEFAULT_TIMEOUT_MS} ms (2 minutes) and may be at most \
-             {MAX_TIMEOUT_MS} ms (10 minutes). On timeout the command and every process it \
-             started are killed.\n\
-             - Output is capped: about the first {OUTPUT_HEAD_BYTES} and last {OUTPUT_TAIL_BYTES} \
-             bytes are kept with a marker in between, so filter noisy commands (`| tail -50`, \
-             `--quiet`) when only the end matters.\n\
-             - Every process the command started is ended when it finishes, background jobs and \
-             detached daemons (`nohup`, `setsid`, `&`) included. To try a server, start it and \
-             use it in the same command: `./server > /tmp/server.log 2>&1 & sleep 1; curl -s \
-             localhost:8080/health`.\n\
-             - Commands normally run in an OS sandbox: they may write only inside the project and the \
-             temp dir (/tmp), cannot read credentials (~/.ssh, cloud and registry tokens) and \
-             do not see the provider's API keys. A `Permission denied` outside the project \
-             is the sandbox: do not try to get around it.\n\
-             - Destructive commands (`rm -rf /`, `sudo`, force-pushing main, piping downloads \
-             into a shell, ...) are refused by the permission system; find a safer way.\n\
-             - `description`: a short (5-10 words) active-voice summary of what the command \
-             does, shown to the user, e.g. \"Run the unit tests\"."
+            "Runs a command with `bash -c` in the working directory; returns its output and exit \
+             code. For builds, tests, git and other programs; read, \
+             search and edit files with ReadFile, Grep, Glob and EditFile instead.\n\
+             - Each call is a fresh shell: `cd` and variables do not carry over.\n\
+             - stdin is closed: use non-interactive flags (`-y`, `--no-edit`, `-m`).\n\
+             - Output keeps its first {OUTPUT_HEAD_BYTES} and last {OUTPUT_TAIL_BYTES} bytes: filter \
+             noisy commands (`| tail -50`).\n\
+             - Processes it started end with it, background ones too: start a server and use \
+             it in the same command."
         )
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "description": "The command line to run."
-                },
-                "timeout_ms": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TIMEOUT_MS,
-                    "description": format!("Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).")
-                },
-                "description": {
-                    "type": "string",
-                    "description": "Short summary of what the command does, for the user."
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
     }
 
     fn kind(&self) -> ToolKind {
@@ -122,7 +82,7 @@ impl Tool for Bash {
         }
     }
 
-    fn summarize(&self, input: &Value) -> String {
+    fn summarize(&self, input: &Value) -> Option<String> {
         let command = input.get("command").and_then(Value::as_str).unwrap_or("");
         let mut lines = command.trim().lines();
         let first = lines.next().unwrap_or("");
@@ -130,25 +90,18 @@ impl Tool for Bash {
         if shown.len() < first.len() || lines.next().is_some() {
             shown.push_str(" …");
         }
-        format!("{NAME}({shown})")
+        Some(format!("{NAME}({shown})"))
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let input: Input = match parse_input(NAME, input) {
-                Ok(input) => input,
-                Err(e) => return e.into_output(),
-            };
-            let timeout_ms = input
-                .timeout_ms
-                .map_or(DEFAULT_TIMEOUT_MS, |t| t as u64)
-                .clamp(1, MAX_TIMEOUT_MS);
-            match run(&input.command, Duration::from_millis(timeout_ms), ctx).await {
-                Ok(outcome) => into_output(outcome, timeout_ms),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+        let timeout_ms = input
+            .timeout_ms
+            .map_or(DEFAULT_TIMEOUT_MS, |t| t as u64)
+            .clamp(1, MAX_TIMEOUT_MS);
+        match run(&input.command, Duration::from_millis(timeout_ms), ctx).await {
+            Ok(outcome) => into_output(outcome, timeout_ms),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 

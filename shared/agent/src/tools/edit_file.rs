@@ -12,17 +12,14 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::confined::{Parents, effective_roots, locate};
 use super::input::opt_bool;
-use super::{
-    ToolError, input_str, looks_binary, parse_input, resolve_path, run_blocking, target_path,
-};
-use crate::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use super::{ToolError, input_str, looks_binary, resolve_path, run_blocking, target_path};
+use crate::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 const NAME: &str = "EditFile";
 /// Lines of context shown around an edit.
@@ -34,64 +31,29 @@ const MAX_LISTED_MATCHES: usize = 20;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EditFile;
 
-#[derive(Debug, Deserialize)]
-struct Input {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Input {
+    /// Absolute or relative to the working directory.
     path: String,
     old_string: String,
+    /// Empty deletes `old_string`.
     new_string: String,
+    /// Replace every occurrence.
     #[serde(default, deserialize_with = "opt_bool")]
     replace_all: Option<bool>,
 }
 
-impl Tool for EditFile {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for EditFile {
+    type Input = Input;
+    const NAME: &'static str = NAME;
 
+    // A failed match is answered with the matching line numbers or the closest lines,
+    // so the description need not explain how to recover.
     fn description(&self) -> String {
-        "Replaces exact text in an existing file.\n\n\
-         Usage:\n\
-         - Read the file with ReadFile first: `old_string` must match the file exactly, \
-         character for character, including indentation and line breaks. Copy it from the \
-         ReadFile output without the line-number prefix (everything up to and including the \
-         tab after the number is not part of the file).\n\
-         - The edit fails if `old_string` is not found, or is found more than once and \
-         `replace_all` is not set. To target one occurrence, include enough surrounding lines \
-         to make `old_string` unique. On failure the error lists the matching line numbers or \
-         the closest lines of the file.\n\
-         - `replace_all: true` replaces every occurrence, e.g. to rename a variable throughout \
-         the file.\n\
-         - `new_string` must differ from `old_string`; pass an empty `new_string` to delete text.\n\
-         - To create a new file or replace a whole file use WriteFile.\n\
-         - The result shows the edited lines with a few lines of context."
+        "Replaces `old_string` with `new_string` in a file you have read. `old_string` must \
+         match the file exactly, indentation included, without ReadFile's line-number prefix, \
+         and occur once (add surrounding lines to make it unique) unless `replace_all`."
             .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Path of the file to edit, absolute or relative to the working directory."
-                },
-                "old_string": {
-                    "type": "string",
-                    "description": "The exact text to replace, as it appears in the file."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The text to put in its place (must differ from old_string)."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "default": false,
-                    "description": "Replace every occurrence instead of requiring exactly one."
-                }
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
     }
 
     fn kind(&self) -> ToolKind {
@@ -104,50 +66,43 @@ impl Tool for EditFile {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let input: Input = match parse_input(NAME, input) {
-                Ok(input) => input,
-                Err(e) => return e.into_output(),
-            };
-            let path = match resolve_path(&ctx.cwd, &input.path) {
-                Ok(path) => path,
-                Err(e) => return e.into_output(),
-            };
-            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
-            let shown = input.path.clone();
-            let replace_all = input.replace_all.unwrap_or(false);
-            let result = run_blocking(NAME, &ctx.cancel, move || {
-                edit(
-                    &path,
-                    &roots,
-                    &input.old_string,
-                    &input.new_string,
-                    replace_all,
-                )
-            })
-            .await;
-            match result {
-                Ok(edit) => {
-                    let what = if edit.replaced == 1 {
-                        "1 occurrence".to_string()
+    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+        let path = match resolve_path(&ctx.cwd, &input.path) {
+            Ok(path) => path,
+            Err(e) => return e.into_output(),
+        };
+        let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
+        let shown = input.path.clone();
+        let replace_all = input.replace_all.unwrap_or(false);
+        let result = run_blocking(NAME, &ctx.cancel, move || {
+            edit(
+                &path,
+                &roots,
+                &input.old_string,
+                &input.new_string,
+                replace_all,
+            )
+        })
+        .await;
+        match result {
+            Ok(edit) => {
+                let what = if edit.replaced == 1 {
+                    "1 occurrence".to_string()
+                } else {
+                    format!("{} occurrences", edit.replaced)
+                };
+                ToolOutput::ok(format!(
+                    "Edited {shown}: replaced {what}. {}:\n{}",
+                    if edit.replaced == 1 {
+                        "The changed lines now read"
                     } else {
-                        format!("{} occurrences", edit.replaced)
-                    };
-                    ToolOutput::ok(format!(
-                        "Edited {shown}: replaced {what}. {}:\n{}",
-                        if edit.replaced == 1 {
-                            "The changed lines now read"
-                        } else {
-                            "The first change now reads"
-                        },
-                        edit.snippet
-                    ))
-                }
-                Err(e) => e.into_output(),
+                        "The first change now reads"
+                    },
+                    edit.snippet
+                ))
             }
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 

@@ -32,9 +32,9 @@ pub struct Glob;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Input {
-    /// Glob pattern relative to the search directory, e.g. "**/*.rs".
+    /// Matched against paths relative to `path`: `**/*.rs`, `src/**/*.{ts,tsx}`, `*.md` (top level only).
     pattern: String,
-    /// Directory to search in, absolute or relative to the working directory. Defaults to the working directory.
+    /// Directory to search, absolute or relative to the working directory (the default).
     #[serde(default)]
     path: Option<String>,
 }
@@ -45,18 +45,9 @@ impl TypedTool for Glob {
 
     fn description(&self) -> String {
         format!(
-            "Finds files whose path matches a glob pattern, fast, in a directory tree of any size.\n\n\
-             Usage:\n\
-             - `pattern` is matched against paths relative to `path` (default: the working \
-             directory). `*` matches within one directory level, `**` across levels, `?` one \
-             character, `{{a,b}}` alternatives, `[abc]` a character class. Examples: `**/*.rs`, \
-             `src/**/*.{{ts,tsx}}`, `*.md` (top level only), `**/Cargo.toml`.\n\
-             - Files ignored by .gitignore and the `.git` directory are skipped; hidden files \
-             are included.\n\
-             - Returns matching file paths, most recently modified first, at most {MAX_RESULTS}; \
-             if there are more, narrow the pattern or the path.\n\
-             - Use Grep to search file contents. To explore open-endedly, run several Glob and \
-             Grep calls in the same turn: they run in parallel."
+            "Finds files by glob pattern (`*` within a directory, `**` across directories), \
+             newest first, at most {MAX_RESULTS}. Skips files ignored by .gitignore and `.git`; \
+             includes hidden files."
         )
     }
 

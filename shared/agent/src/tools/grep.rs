@@ -9,20 +9,19 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
 use regex::{Regex, RegexBuilder};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::confined::{effective_roots, open_regular, search_root};
 use super::input::{opt_bool, opt_usize};
 use super::walk::{Skipped, is_file, search_summary, search_target, walker};
-use super::{ToolError, display_path, looks_binary, parse_input, resolve_path, run_blocking};
+use super::{ToolError, display_path, looks_binary, resolve_path, run_blocking};
 use crate::permissions::sandbox::resolve_root;
-use crate::tool::{PermissionTarget, ReadFilter, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{PermissionTarget, ReadFilter, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Results (files, lines or counts) returned when the call gives no `max_results`.
 pub const DEFAULT_MAX_RESULTS: usize = 500;
@@ -40,104 +39,54 @@ const NAME: &str = "Grep";
 pub struct Grep;
 
 /// What Grep prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+// Variants carry no doc comments: they would turn the schema's `enum` into a `oneOf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputMode {
-    /// `path:line:text` for each matching line (plus context lines).
+    // `path:line:text` for each matching line (plus context lines).
     Content,
-    /// Paths of files with at least one match.
+    // Paths of files with at least one match.
     #[default]
     FilesWithMatches,
-    /// `path:count` per file with matches.
+    // `path:count` per file with matches.
     Count,
 }
 
-#[derive(Debug, Deserialize)]
-struct Input {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Input {
     pattern: String,
+    /// File or directory, absolute or relative to the working directory (the default).
     #[serde(default)]
     path: Option<String>,
+    /// Only files matching this glob (`*.rs`, `src/**/*.ts`); without `/`, the file name.
     #[serde(default)]
     glob: Option<String>,
     #[serde(default, deserialize_with = "opt_bool")]
     case_insensitive: Option<bool>,
+    /// `files_with_matches` (default): paths; `content`: `path:line:text`; `count`: per file.
     #[serde(default)]
     output_mode: Option<OutputMode>,
+    /// Lines before and after each match (content mode).
     #[serde(default, deserialize_with = "opt_usize")]
     context: Option<usize>,
     #[serde(default, deserialize_with = "opt_usize")]
+    #[schemars(
+        range(min = 1),
+        extend("description" = format!("Most files, lines or counts returned (default {DEFAULT_MAX_RESULTS}).")),
+    )]
     max_results: Option<usize>,
 }
 
-impl Tool for Grep {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for Grep {
+    type Input = Input;
+    const NAME: &'static str = NAME;
 
+    // Files over the size limit are named in the result, so the limit is not repeated here.
     fn description(&self) -> String {
-        format!(
-            "Searches file contents for a regular expression, fast, across a directory tree of \
-             any size (like ripgrep).\n\n\
-             Usage:\n\
-             - `pattern` uses Rust regex syntax (like ripgrep / PCRE without look-around or \
-             backreferences): `fn\\s+main`, `log.*Error`, `\\bTODO\\b`. Escape literal braces and \
-             parentheses: `interface\\{{\\}}`, `foo\\(`. Matching is per line.\n\
-             - `path`: file or directory to search (default: the working directory).\n\
-             - `glob`: only search files matching it, e.g. `*.rs`, `*.{{ts,tsx}}`, `src/**/*.py` \
-             (a pattern without `/` is matched against the file name).\n\
-             - `output_mode`: `files_with_matches` (default: just the paths), `content` (matching \
-             lines as `path:line:text`; add `context` for that many lines before and after), or \
-             `count` (matches per file).\n\
-             - `case_insensitive`: true to ignore case.\n\
-             - At most `max_results` files, lines or counts are returned (default \
-             {DEFAULT_MAX_RESULTS}); lines are cut at {MAX_LINE_CHARS} characters.\n\
-             - Files ignored by .gitignore, the `.git` directory and binary files are skipped; \
-             files over {} MiB are not searched and the result names them.\n\
-             - Always use Grep for searching; never run `grep` or `rg` through Bash. For open-ended \
-             exploration run several Grep and Glob calls in the same turn: they run in parallel.",
-            MAX_FILE_BYTES / (1024 * 1024)
-        )
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Regular expression to search for (Rust regex syntax)."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "File or directory to search, absolute or relative to the working directory. Defaults to the working directory."
-                },
-                "glob": {
-                    "type": "string",
-                    "description": "Only search files matching this glob, e.g. \"*.rs\" or \"src/**/*.ts\"."
-                },
-                "case_insensitive": {
-                    "type": "boolean",
-                    "description": "Ignore case when matching."
-                },
-                "output_mode": {
-                    "type": "string",
-                    "enum": ["content", "files_with_matches", "count"],
-                    "description": "What to return (default files_with_matches)."
-                },
-                "context": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Lines of context before and after each match (content mode only)."
-                },
-                "max_results": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": format!("Maximum files, lines or counts to return (default {DEFAULT_MAX_RESULTS}).")
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+        "Searches file contents for a regular expression (Rust regex: no look-around or \
+         backreferences), line by line, like ripgrep. Skips `.git`, binary files and files \
+         ignored by .gitignore."
+            .to_string()
     }
 
     fn kind(&self) -> ToolKind {
@@ -152,38 +101,31 @@ impl Tool for Grep {
         search_target(input)
     }
 
-    fn summarize(&self, input: &Value) -> String {
-        search_summary(NAME, input)
+    fn summarize(&self, input: &Value) -> Option<String> {
+        Some(search_summary(NAME, input))
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let input: Input = match parse_input(NAME, input) {
-                Ok(input) => input,
-                Err(e) => return e.into_output(),
-            };
-            let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
-            let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
-                .and_then(|root| search_root(&root, &roots))
-            {
-                Ok(root) => root,
-                Err(e) => return e.into_output(),
-            };
-            let cwd = resolve_root(&ctx.cwd);
-            let search = match Search::new(&input, root, cwd) {
-                Ok(search) => Search {
-                    filter: ctx.read_filter.clone(),
-                    ..search
-                },
-                Err(e) => return e.into_output(),
-            };
-            let cancel = ctx.cancel.clone();
-            match run_blocking(NAME, &ctx.cancel, move || search.run(&cancel)).await {
-                Ok(text) => ToolOutput::ok(text),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+        let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
+        let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
+            .and_then(|root| search_root(&root, &roots))
+        {
+            Ok(root) => root,
+            Err(e) => return e.into_output(),
+        };
+        let cwd = resolve_root(&ctx.cwd);
+        let search = match Search::new(&input, root, cwd) {
+            Ok(search) => Search {
+                filter: ctx.read_filter.clone(),
+                ..search
+            },
+            Err(e) => return e.into_output(),
+        };
+        let cancel = ctx.cancel.clone();
+        match run_blocking(NAME, &ctx.cancel, move || search.run(&cancel)).await {
+            Ok(text) => ToolOutput::ok(text),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 
@@ -481,6 +423,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use serde_json::json;
     use std::fs;
     use std::process::Command;
 

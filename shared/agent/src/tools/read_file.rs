@@ -42,15 +42,14 @@ pub struct ReadFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Input {
-    /// Path of the file to read, absolute or relative to the working directory.
+    /// Absolute or relative to the working directory.
     path: String,
-    /// 1-based line number to start reading at. Only for files too long to read at once.
+    /// 1-based line to start at.
     #[serde(default, deserialize_with = "opt_usize")]
     #[schemars(range(min = 1))]
     offset: Option<usize>,
-    /// Maximum number of lines to return (default 2000).
     #[serde(default, deserialize_with = "opt_usize")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1), extend("description" = format!("Lines to return (default {DEFAULT_LIMIT}).")))]
     limit: Option<usize>,
 }
 
@@ -58,23 +57,13 @@ impl TypedTool for ReadFile {
     type Input = Input;
     const NAME: &'static str = NAME;
 
+    // The limits it enforces (line length, binary files, directories) it reports when
+    // they apply; the description keeps what a model must know to call it well.
     fn description(&self) -> String {
-        format!(
-            "Reads a text file from the local filesystem and returns its lines numbered like \
-             `cat -n` (line number, a tab, then the line; numbers start at 1).\n\n\
-             Usage:\n\
-             - `path` may be absolute or relative to the working directory.\n\
-             - By default up to {DEFAULT_LIMIT} lines are returned from the start of the file. \
-             For long files pass `offset` (the 1-based line number to start at) and `limit` (how \
-             many lines); the result says when it is partial and which offset reads the next part.\n\
-             - Lines longer than {MAX_LINE_CHARS} characters are cut and marked.\n\
-             - Read a file before editing it: EditFile needs the exact current text, without the \
-             line-number prefix.\n\
-             - Binary files (images, archives, executables), directories, FIFOs and devices are \
-             refused; use Glob to list a directory and Grep to search many files at once.\n\
-             - Reading several files is cheap: call ReadFile for each file you need in the same \
-             turn; the calls run in parallel."
-        )
+        "Reads a text file. Lines come numbered like `cat -n` (number, tab, line); the prefix \
+         is not part of the file. Read long files in parts with `offset` and `limit`: the \
+         result says when it is partial."
+            .to_string()
     }
 
     fn kind(&self) -> ToolKind {

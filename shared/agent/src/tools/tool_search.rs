@@ -29,12 +29,13 @@ const MAX_LISTING_CHARS: usize = 16 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSearchInput {
-    /// Keywords matched against tool names and descriptions (`github issue`), or
-    /// `select:name1,name2` to load tools by exact name.
+    /// Keywords matched against names and descriptions (`github issue`), or `select:name1,name2` for exact names.
     pub query: String,
-    /// Most tools to return (default 5, at most 20).
     #[serde(default)]
-    #[schemars(range(min = 1, max = 20))]
+    #[schemars(
+        range(min = 1, max = MAX_RESULTS),
+        extend("description" = format!("Most tools to return (default {DEFAULT_RESULTS}).")),
+    )]
     pub max_results: Option<usize>,
 }
 
@@ -113,12 +114,9 @@ impl TypedTool for ToolSearch {
             .map(|r| r.deferred_names())
             .unwrap_or_default();
         let mut text = String::from(
-            "Loads tools that are available but whose schemas have not been sent yet \
-             (deferred tools, listed below by name). Before calling a deferred tool, search \
-             for it: by keywords matched against names and descriptions (`query: \"github \
-             issue\"`), or by exact names (`query: \"select:name1,name2\"`). The matching \
-             tools' descriptions and input schemas are returned, and you can call them from \
-             your next message on.\n\nDeferred tools:",
+            "Loads deferred tools: those listed below by name, whose schemas are not sent \
+             yet. It returns the matches' descriptions and schemas; call them from your next \
+             message on.\n\nDeferred tools:",
         );
         if names.is_empty() {
             text.push_str(" (none left: every tool is loaded)");

@@ -26,9 +26,9 @@ pub struct WriteFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Input {
-    /// Path of the file to write, absolute or relative to the working directory.
+    /// Absolute or relative to the working directory.
     path: String,
-    /// The complete content to write.
+    /// The complete new content.
     content: String,
 }
 
@@ -37,20 +37,9 @@ impl TypedTool for WriteFile {
     const NAME: &'static str = NAME;
 
     fn description(&self) -> String {
-        "Writes a file to the local filesystem, creating it (and any missing parent \
-         directories) or replacing its whole content.\n\n\
-         Usage:\n\
-         - `path` may be absolute or relative to the working directory.\n\
-         - `content` is the complete new content of the file, exactly as it should be on disk; \
-         do not include ReadFile's line-number prefixes.\n\
-         - To change part of an existing file prefer EditFile: it sends only the changed text \
-         and cannot accidentally drop the rest of the file. If you do overwrite an existing \
-         file, read it first so nothing you did not mean to change is lost.\n\
-         - The write is atomic (temporary file + rename) and keeps the permissions of an \
-         existing file.\n\
-         - The result says whether the file was created or overwritten and how many lines it has.\n\
-         - Only create files the task needs; do not create documentation or README files \
-         unless asked."
+        "Creates a file, with any missing parent directories, or replaces its whole content. \
+         To change part of a file use EditFile; read a file before overwriting it. Create only \
+         the files the task needs."
             .to_string()
     }
 

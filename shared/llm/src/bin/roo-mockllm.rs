@@ -1,10 +1,12 @@
 //! `roo-mockllm`: the mock LLM server as a process, for end-to-end tests, demos and the
-//! agent-overhead benchmark. Prints its base URL as the first line of stdout, then
-//! serves until killed.
+//! benchmarks. Prints its base URL as the first line of stdout, then serves until
+//! killed; with `--record FILE` it appends each request's JSON body to FILE as one line
+//! (how `scripts/bench-first-request` sees exactly what a client sent).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use roo_llm::mock_server::{MockServer, Protocol};
 use roo_llm::script::{Cursors, Script, ScriptPlayer};
@@ -14,6 +16,7 @@ roo-mockllm: a local mock LLM server speaking the Anthropic Messages and OpenAI 
 Completions streaming wire formats, answering from a script file.
 
 Usage: roo-mockllm [--protocol anthropic|openai] [--script FILE] [--port N] [--host IP]
+                   [--record FILE]
 
 Options:
   --protocol P   which base URL to print (both protocols are always served):
@@ -21,11 +24,13 @@ Options:
   --script FILE  script of assistant turns (same format as --provider script; see docs/LLM.md)
   --port N       port to listen on; 0 picks a free one [default: 0]
   --host IP      address to listen on [default: 127.0.0.1]
+  --record FILE  append each request's JSON body to FILE, one line per request
   -h, --help     show this help
 
 Examples:
   url=$(roo-mockllm --protocol anthropic --script demo.yaml | head -n1)
   roo-mockllm --protocol openai --script team.yaml --port 8089
+  roo-mockllm --protocol anthropic --script demo.yaml --record requests.jsonl
 ";
 
 struct Args {
@@ -33,6 +38,7 @@ struct Args {
     script: Option<PathBuf>,
     port: u16,
     host: IpAddr,
+    record: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
@@ -41,6 +47,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         script: None,
         port: 0,
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        record: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -68,6 +75,7 @@ fn parse_args() -> Result<Option<Args>, String> {
                 }
             }
             "--script" => args.script = Some(PathBuf::from(value("--script")?)),
+            "--record" => args.record = Some(PathBuf::from(value("--record")?)),
             "--port" => {
                 let v = value("--port")?;
                 args.port = v
@@ -137,7 +145,43 @@ fn main() -> ExitCode {
         };
         println!("{}", server.base_url(args.protocol));
         // Serve until killed; a closed stdout (reader gone) must not stop the server.
-        std::future::pending::<()>().await;
-        ExitCode::SUCCESS
+        match &args.record {
+            Some(path) => match record(&server, path).await {
+                Ok(never) => match never {},
+                Err(e) => {
+                    eprintln!(
+                        "roo-mockllm: failed to record requests in {}: {e}",
+                        path.display()
+                    );
+                    ExitCode::FAILURE
+                }
+            },
+            None => std::future::pending::<ExitCode>().await,
+        }
     })
+}
+
+/// Appends the body of every request `server` receives to `path`, one JSON line each,
+/// flushed as it arrives so a reader sees a request as soon as it was made.
+async fn record(server: &MockServer, path: &Path) -> std::io::Result<std::convert::Infallible> {
+    use tokio::io::AsyncWriteExt;
+    let mut file = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .await?;
+    let mut written = 0;
+    loop {
+        // A long wait re-armed forever: the server serves until killed.
+        server
+            .wait_until(Duration::from_secs(3600), |s| s.requests().len() > written)
+            .await;
+        for request in server.requests_since(written) {
+            let mut line = serde_json::to_vec(&request.body).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            file.write_all(&line).await?;
+            written += 1;
+        }
+        file.flush().await?;
+    }
 }

@@ -72,3 +72,58 @@ async fn binary_rejects_bad_arguments() {
     assert!(help.status.success());
     assert!(String::from_utf8_lossy(&help.stdout).contains("--script FILE"));
 }
+
+#[tokio::test]
+async fn binary_records_each_request_body_as_a_line() {
+    let dir = TempDir::new("bin-record");
+    let script = dir.path().join("demo.yaml");
+    std::fs::write(&script, "- text: \"one\"\n- text: \"two\"\n").unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_roo-mockllm"))
+        .args(["--protocol", "anthropic", "--script"])
+        .arg(&script)
+        .arg("--record")
+        .arg(&record)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let url = tokio::time::timeout(
+        Duration::from_secs(20),
+        BufReader::new(stdout).lines().next_line(),
+    )
+    .await
+    .expect("the base URL within 20 s")
+    .unwrap()
+    .expect("a first line");
+    let mut settings = roo_llm::LlmSettings::defaults(ProviderKind::Anthropic);
+    settings.base_url = url;
+    settings.api_key = Some("k".into());
+    let anthropic = build_provider(&settings).unwrap();
+    for question in ["first question", "second question"] {
+        collect(anthropic.stream(ask(question)), |_| {})
+            .await
+            .unwrap();
+    }
+
+    // The file is written after the reply: wait for both lines.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let lines = loop {
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if lines.len() == 2 || tokio::time::Instant::now() > deadline {
+            break lines;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (line, question) in lines.iter().zip(["first question", "second question"]) {
+        assert!(line["messages"].to_string().contains(question), "{line}");
+    }
+    child.kill().await.unwrap();
+}

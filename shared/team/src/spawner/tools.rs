@@ -11,13 +11,15 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use roo_agent::permissions::PermissionMode;
-use roo_agent::subagent::tool::stop_task;
+use roo_agent::subagent::tool::{SUBAGENT_USE, stop_task};
 use roo_agent::subagent::{BackgroundTasks, SubagentTool};
-use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, TypedTool, input_schema};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{SpawnRequest, Spawner};
+use crate::tools::schema;
 use crate::tools::{bounded, parse_input, parse_name};
 
 const AGENT: &str = "Agent";
@@ -48,35 +50,34 @@ impl AgentTool {
     fn spawns_teammate(&self, input: &Value) -> bool {
         self.subagents.is_none() || named(input)
     }
-
-    const TEAMMATE_TEXT: &str = "Spawns a named teammate in your team (create the team with TeamCreate first). It \
-         works in its own git clone on branch roo/<team>/<name> (outside a git \
-         repository it shares your directory), sees the team's task list and messages, \
-         claims tasks itself, and reports by message; when it finishes a run it goes idle \
-         and you get an idle notification. A message to a stopped teammate starts it again \
-         with its history. Its commits appear on that branch in your repository (run no git \
-         inside its clone); merge them with TeamMerge when its work is done. \
-         `name`: the teammate's name (letters, digits, '.', '_', '-'); `prompt`: its \
-         instructions; `description`: a few words for the UI; `subagent_type`: its role; \
-         `model`: another model than yours; `plan_mode_required`: it must get your approval \
-         of a plan before changing anything; `permission_mode`: yours or stricter.";
 }
 
-#[derive(Debug, Deserialize)]
+/// What a teammate is, for the Agent tool's description.
+const TEAMMATE_WORK: &str = "It works in its own git clone on branch roo/<team>/<name>, \
+     claims tasks and reports by message. You get an idle notification when it stops; a \
+     message starts it again. Merge its commits with TeamMerge; run no git in its clone.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct AgentInput {
+pub struct AgentInput {
     #[serde(default)]
     name: Option<String>,
     prompt: String,
+    /// 3-5 words for the UI.
     #[serde(default)]
     description: Option<String>,
+    /// The teammate's role.
     #[serde(default, alias = "agent_type")]
     subagent_type: Option<String>,
+    /// A model other than yours.
     #[serde(default)]
     model: Option<String>,
+    /// The teammate must have a plan approved by you first.
     #[serde(default)]
     plan_mode_required: bool,
+    /// The teammate's: yours (the default) or stricter.
     #[serde(default)]
+    #[schemars(schema_with = "schema::permission_mode")]
     permission_mode: Option<String>,
 }
 
@@ -87,26 +88,24 @@ impl Tool for AgentTool {
 
     fn description(&self) -> String {
         match &self.subagents {
-            None => Self::TEAMMATE_TEXT.to_string(),
-            Some(sub) => {
-                let mut text = format!(
-                    "Two uses. (1) With `name`: {} Without a team, a call with `name` \
-                     fails.\n\n(2) Without `name`: ",
-                    Self::TEAMMATE_TEXT
-                );
-                text.push_str(&sub.describe());
-                text
-            }
+            None => format!(
+                "Spawns a teammate in the team you lead (TeamCreate first). {TEAMMATE_WORK}"
+            ),
+            Some(sub) => format!(
+                "{SUBAGENT_USE}\n\nWith `name`, in a team you lead (TeamCreate first), it \
+                 spawns a teammate instead. {TEAMMATE_WORK}\n\n{}",
+                sub.agent_types()
+            ),
         }
     }
 
     fn input_schema(&self) -> Value {
-        let Some(sub) = &self.subagents else {
-            return self.teammate_schema();
-        };
-        // One schema for both uses: the teammate's fields and the sub-agent's.
-        let mut schema = sub.input_schema();
         let teammate = self.teammate_schema();
+        let Some(sub) = &self.subagents else {
+            return teammate;
+        };
+        // One schema for both uses: the sub-agent's fields and the teammate's.
+        let mut schema = sub.input_schema();
         if let (Some(props), Some(extra)) = (
             schema.get_mut("properties").and_then(Value::as_object_mut),
             teammate.get("properties").and_then(Value::as_object),
@@ -117,7 +116,7 @@ impl Tool for AgentTool {
                 }
             }
             if let Some(name) = props.get_mut("name") {
-                *name = json!({"type": "string", "description": "A teammate's name: spawns a teammate of the team you lead (TeamCreate first). Leave it out to start a sub-agent."});
+                *name = json!({"type": "string", "description": "Spawns a teammate (see above)."});
             }
         }
         schema
@@ -140,7 +139,7 @@ impl Tool for AgentTool {
 
     fn summarize(&self, input: &Value) -> String {
         match (&self.subagents, self.spawns_teammate(input)) {
-            (Some(sub), false) => sub.summarize(input),
+            (Some(sub), false) => Tool::summarize(sub.as_ref(), input),
             _ => match input.get("name").and_then(Value::as_str) {
                 Some(name) => format!("{AGENT}({})", crate::event::one_line(name, 64)),
                 None => AGENT.to_string(),
@@ -176,21 +175,14 @@ impl Tool for AgentTool {
 }
 
 impl AgentTool {
+    /// The teammate-only schema: [`AgentInput`]'s, with `name` required (it is parsed as
+    /// optional so that a call without one, in the shared schema, is a sub-agent).
     fn teammate_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The teammate's name, unique in the team."},
-                "prompt": {"type": "string", "description": "What the teammate should do."},
-                "description": {"type": "string", "description": "A short (3-5 words) description."},
-                "subagent_type": {"type": "string", "description": "The teammate's role (recorded as its agent type)."},
-                "model": {"type": "string", "description": "A model other than the lead's."},
-                "plan_mode_required": {"type": "boolean", "description": "It must have a plan approved before it changes anything."},
-                "permission_mode": {"type": "string", "enum": ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"], "description": "Its permission mode: the lead's or a stricter one (default: the lead's)."}
-            },
-            "required": ["name", "prompt"],
-            "additionalProperties": false
-        })
+        let mut schema = input_schema::<AgentInput>();
+        if let Some(object) = schema.as_object_mut() {
+            schema::require(object, "name");
+        }
+        schema
     }
 }
 
@@ -280,78 +272,58 @@ impl TaskStop {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct StopInput {
+pub struct StopInput {
+    /// A task's id (`a3`) or name, or a teammate's name.
     #[serde(alias = "name", alias = "teammate")]
     task_id: String,
 }
 
-impl Tool for TaskStop {
-    fn name(&self) -> &str {
-        STOP
-    }
+impl TypedTool for TaskStop {
+    type Input = StopInput;
+    const NAME: &'static str = STOP;
 
     fn description(&self) -> String {
-        let tasks = if self.tasks.is_some() {
-            "Stops a background task (a sub-agent started with run_in_background or moved to \
-             the background; `task_id`: its id such as a3, or its name): its run is cancelled \
-             and its notification says killed. Or "
+        const TEAMMATE: &str = "its run is cancelled and it goes idle, keeping its history \
+             and tasks; a message starts it again. To let it finish, send a shutdown_request \
+             instead.";
+        if self.tasks.is_some() {
+            format!(
+                "Stops a background sub-agent (its run ends; its <task-notification> says \
+                 killed) or a teammate: {TEAMMATE}"
+            )
         } else {
-            ""
-        };
-        tasks.to_string()
-            + "stops a teammate you spawned, now: its current run is cancelled (its commands are \
-         ended), it is recorded idle, and it keeps its history — a later SendMessage to it \
-         starts it again. Its tasks stay as they are (release them with TaskUpdate owner \"\" \
-         if needed). For a graceful end ask it with SendMessage type shutdown_request. \
-         `task_id`: the teammate's name."
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "task_id": {"type": "string", "description": "The id or name of the background task, or the name of the teammate, to stop."}
-            },
-            "required": ["task_id"],
-            "additionalProperties": false
-        })
+            format!("Stops a teammate now: {TEAMMATE}")
+        }
     }
 
     fn kind(&self) -> ToolKind {
         ToolKind::Internal
     }
 
-    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let input = match parse_input::<StopInput>(STOP, input) {
-                Ok(input) => input,
-                Err(e) => return ToolOutput::error(bounded(format!("failed to {e}"))),
-            };
-            if let Some(tasks) = &self.tasks
-                && (tasks.knows(input.task_id.trim()) || !self.spawner.in_team())
-            {
-                return stop_task(tasks, &input.task_id, None);
-            }
-            let result = parse_name(STOP, "task_id", &input.task_id)
-                .map_err(|e| e.to_string())
-                .and_then(|name| {
-                    self.spawner
-                        .stop(&name)
-                        .map(|was| (name, was))
-                        .map_err(|e| e.to_string())
-                });
-            match result {
-                Ok((name, true)) => ToolOutput::ok(format!(
-                    "stopped {name}; a message to it starts it again with its history"
-                )),
-                Ok((name, false)) => ToolOutput::ok(format!(
-                    "{name} was not running; a message to it starts it again"
-                )),
-                Err(e) => ToolOutput::error(bounded(format!("failed to {e}"))),
-            }
+    async fn run(&self, input: StopInput, _ctx: &ToolContext) -> ToolOutput {
+        if let Some(tasks) = &self.tasks
+            && (tasks.knows(input.task_id.trim()) || !self.spawner.in_team())
+        {
+            return stop_task(tasks, &input.task_id, None);
         }
-        .boxed()
+        let result = parse_name(STOP, "task_id", &input.task_id)
+            .map_err(|e| e.to_string())
+            .and_then(|name| {
+                self.spawner
+                    .stop(&name)
+                    .map(|was| (name, was))
+                    .map_err(|e| e.to_string())
+            });
+        match result {
+            Ok((name, true)) => ToolOutput::ok(format!(
+                "stopped {name}; a message to it starts it again with its history"
+            )),
+            Ok((name, false)) => ToolOutput::ok(format!(
+                "{name} was not running; a message to it starts it again"
+            )),
+            Err(e) => ToolOutput::error(bounded(format!("failed to {e}"))),
+        }
     }
 }

@@ -8,13 +8,12 @@
 //! repository's. It writes the project, so the permission layers judge it as a write
 //! of the project root (asked in `default`, refused in `plan`).
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
-use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use roo_agent::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{LeadTools, TeamToolError, TeamTools, bounded, parse_input, parse_name, run_blocking};
+use super::{LeadTools, TeamToolError, TeamTools, bounded, parse_name, run_blocking};
 use crate::worktree::{Discovered, LeadRepo};
 
 /// Merges a teammate's branch into the lead's current branch.
@@ -29,40 +28,25 @@ impl TeamMerge {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct MergeInput {
+pub struct MergeInput {
     name: String,
+    /// Also merge changes to .roocode/, .git* or ROOCODE.md, once reviewed (the user is asked).
     #[serde(default)]
     protected: bool,
 }
 
 const MERGE: &str = "TeamMerge";
 
-impl Tool for TeamMerge {
-    fn name(&self) -> &str {
-        MERGE
-    }
+impl TypedTool for TeamMerge {
+    type Input = MergeInput;
+    const NAME: &'static str = MERGE;
 
     fn description(&self) -> String {
-        "Merges teammate `name`'s committed work (branch roo/<team>/<name>) into your current \
-         branch with --no-ff. On a conflict the merge is aborted, your tree is left as it was \
-         and the conflicted files are listed. Use this, not `git merge`. A branch that \
-         changes .roocode/, .git* files or ROOCODE.md is refused unless `protected` is true \
-         (the user is asked)."
+        "Merges a teammate's commits (branch roo/<team>/<name>) into your branch (--no-ff), \
+         instead of `git merge`. A conflict aborts it and lists the files."
             .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The teammate whose branch to merge."},
-                "protected": {"type": "boolean", "description": "Also merge changes to .roocode/, .git* files or ROOCODE.md, after reviewing them."}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })
     }
 
     /// A merge writes the project's files: judged like an edit of the project (asked in
@@ -82,20 +66,16 @@ impl Tool for TeamMerge {
         }))
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            match self.merge(input, ctx).await {
-                Ok(text) => ToolOutput::ok(bounded(text)),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: MergeInput, ctx: &ToolContext) -> ToolOutput {
+        match self.merge(input, ctx).await {
+            Ok(text) => ToolOutput::ok(bounded(text)),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 
 impl TeamMerge {
-    async fn merge(&self, input: Value, ctx: &ToolContext) -> Result<String, TeamToolError> {
-        let input: MergeInput = parse_input(MERGE, input)?;
+    async fn merge(&self, input: MergeInput, ctx: &ToolContext) -> Result<String, TeamToolError> {
         let member = parse_name(MERGE, "name", &input.name)?;
         let binding = self.team.binding()?;
         if !binding.is_lead() {

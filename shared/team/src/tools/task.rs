@@ -7,18 +7,16 @@
 //! claim is refused unless the caller is the lead. There is no way for the model to
 //! force a change over someone's claim.
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
-use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
 use roo_store::{
     ClaimOptions, ClaimOutcome, Name, NewTask, Task, TaskFilter, TaskId, TaskPatch, TaskStatus,
 };
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::{
-    TeamToolError, TeamTools, bounded, id_list, opt_id, parse_input, parse_name, run_blocking,
-};
+use super::schema::{self, id_required};
+use super::{TeamToolError, TeamTools, bounded, id_list, opt_id, parse_name, run_blocking};
 use crate::event::one_line;
 
 /// Most tasks TaskList shows; the rest are counted.
@@ -188,8 +186,6 @@ fn claim_refusal(id: &TaskId, outcome: ClaimOutcome) -> Result<Task, TeamToolErr
     }
 }
 
-const SCHEMA_IDS: &str = "Task ids, e.g. [\"1\", \"2\"].";
-
 // ---------------------------------------------------------------- TaskCreate
 
 /// Creates a task in the team's list.
@@ -204,84 +200,59 @@ impl TaskCreate {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateInput {
+pub struct CreateInput {
+    /// One line ("Add the login endpoint").
     subject: String,
+    /// What done means, files, hints.
     #[serde(default)]
     description: Option<String>,
+    /// Shown while in progress ("Adding the login endpoint").
     #[serde(default)]
     active_form: Option<String>,
+    /// Ids of tasks to finish first.
     #[serde(default, deserialize_with = "id_list")]
     blocked_by: Vec<String>,
+    /// Ids of tasks waiting for this one.
     #[serde(default, deserialize_with = "id_list")]
     blocks: Vec<String>,
+    /// Files or globs it touches, from the repository root (overlapping tasks do not run at once).
     #[serde(default)]
     paths: Vec<String>,
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
+    /// Your name claims it; another member's assigns it.
     #[serde(default)]
     owner: Option<String>,
 }
 
 const CREATE: &str = "TaskCreate";
 
-impl Tool for TaskCreate {
-    fn name(&self) -> &str {
-        CREATE
-    }
+impl TypedTool for TaskCreate {
+    type Input = CreateInput;
+    const NAME: &'static str = CREATE;
 
     fn description(&self) -> String {
-        "Adds a task to the team's shared task list and returns its id.\n\n\
-         - `subject`: one line, imperative (\"Add the login endpoint\"); `description`: what \
-         done means, files, hints.\n\
-         - `blocked_by`: ids of tasks that must be completed first; `blocks`: ids of tasks \
-         that wait on this one.\n\
-         - `paths`: files or globs it will touch; tasks whose paths overlap an in-progress \
-         task are held back from the ready set, so two members are not handed the same files.\n\
-         - `owner`: your own name claims it at once; another member's name assigns it and \
-         sends them a task_assignment message. Leave it out to let members claim it.\n\
-         Split work on file boundaries, a few tasks per teammate, and end with a verification \
-         task blocked by the others."
+        "Adds a task to the team's task list. Split work on file boundaries, a few tasks per \
+         teammate, and end with a verification task blocked by the others."
             .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "subject": {"type": "string", "description": "One line: what to do."},
-                "description": {"type": "string", "description": "Details and what done means."},
-                "active_form": {"type": "string", "description": "Present-continuous form for progress displays (\"Adding the login endpoint\")."},
-                "blocked_by": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
-                "blocks": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
-                "paths": {"type": "array", "items": {"type": "string"}, "description": "Files or globs the task will touch, relative to the repository root."},
-                "metadata": {"type": "object", "description": "Free-form data."},
-                "owner": {"type": "string", "description": "A member name: yourself to claim it, another member to assign it."}
-            },
-            "required": ["subject"],
-            "additionalProperties": false
-        })
     }
 
     fn kind(&self) -> ToolKind {
         ToolKind::Internal
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            match self.create(input, ctx).await {
-                Ok(text) => ToolOutput::ok(bounded(text)),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: CreateInput, ctx: &ToolContext) -> ToolOutput {
+        match self.create(input, ctx).await {
+            Ok(text) => ToolOutput::ok(bounded(text)),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 
 impl TaskCreate {
-    async fn create(&self, input: Value, ctx: &ToolContext) -> Result<String, TeamToolError> {
-        let input: CreateInput = parse_input(CREATE, input)?;
+    async fn create(&self, input: CreateInput, ctx: &ToolContext) -> Result<String, TeamToolError> {
         if input.subject.trim().is_empty() {
             return Err(TeamToolError::InvalidInput {
                 tool: CREATE,
@@ -391,33 +362,23 @@ impl TaskGet {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct IdInput {
+#[schemars(transform = id_required)]
+pub struct IdInput {
     #[serde(default, alias = "task_id", deserialize_with = "opt_id")]
+    #[schemars(with = "String")]
     id: Option<String>,
 }
 
 const GET: &str = "TaskGet";
 
-impl Tool for TaskGet {
-    fn name(&self) -> &str {
-        GET
-    }
+impl TypedTool for TaskGet {
+    type Input = IdInput;
+    const NAME: &'static str = GET;
 
     fn description(&self) -> String {
-        "Shows one task of the team's list in full: status, owner, dependencies, paths, \
-         description, metadata and its latest notes (why it was reclaimed or reassigned)."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"id": {"type": "string", "description": "The task id, e.g. \"3\"."}},
-            "required": ["id"],
-            "additionalProperties": false
-        })
+        "Shows a task in full, with its latest notes.".to_string()
     }
 
     fn kind(&self) -> ToolKind {
@@ -428,24 +389,20 @@ impl Tool for TaskGet {
         true
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let result = async {
-                let input: IdInput = parse_input(GET, input)?;
-                let id = parse_id(GET, input.id.as_deref())?;
-                let binding = self.team.binding()?;
-                run_blocking(GET, &ctx.cancel, move || {
-                    Ok(task_detail(&binding.team.tasks().get(&id)?))
-                })
-                .await
-            }
-            .await;
-            match result {
-                Ok(text) => ToolOutput::ok(bounded(text)),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: IdInput, ctx: &ToolContext) -> ToolOutput {
+        let result = async {
+            let id = parse_id(GET, input.id.as_deref())?;
+            let binding = self.team.binding()?;
+            run_blocking(GET, &ctx.cancel, move || {
+                Ok(task_detail(&binding.team.tasks().get(&id)?))
+            })
+            .await
         }
-        .boxed()
+        .await;
+        match result {
+            Ok(text) => ToolOutput::ok(bounded(text)),
+            Err(e) => e.into_output(),
+        }
     }
 }
 
@@ -463,42 +420,26 @@ impl TaskList {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ListInput {
+pub struct ListInput {
     #[serde(default)]
+    #[schemars(schema_with = "schema::status")]
     status: Option<String>,
+    /// Only this member's tasks.
     #[serde(default)]
     owner: Option<String>,
 }
 
 const LIST: &str = "TaskList";
 
-impl Tool for TaskList {
-    fn name(&self) -> &str {
-        LIST
-    }
+impl TypedTool for TaskList {
+    type Input = ListInput;
+    const NAME: &'static str = LIST;
 
     fn description(&self) -> String {
-        format!(
-            "Lists the team's tasks, one line each: `#id [status] owner: subject (blocked by \
-             …)`, and which are ready — pending, unowned, every blocker completed, no path \
-             overlap with a task in progress — and the team's members with their state (busy, \
-             idle, dead). Claim a ready task with TaskUpdate (`owner`: your name). Optional \
-             filters: `status` ({STATUS_HELP}) and `owner`. Shows at most {MAX_LISTED_TASKS} \
-             tasks."
-        )
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                "owner": {"type": "string", "description": "Only tasks of this member."}
-            },
-            "additionalProperties": false
-        })
+        "Lists the team's tasks, the ones ready to claim, and the members with their state."
+            .to_string()
     }
 
     fn kind(&self) -> ToolKind {
@@ -509,41 +450,37 @@ impl Tool for TaskList {
         true
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            let result = async {
-                let input: ListInput = parse_input(LIST, input)?;
-                let filter = TaskFilter {
-                    status: parse_status(LIST, input.status.as_deref())?,
-                    owner: input
-                        .owner
-                        .as_deref()
-                        .filter(|o| !o.trim().is_empty())
-                        .map(|o| parse_name(LIST, "owner", o))
-                        .transpose()?,
-                };
-                let binding = self.team.binding()?;
-                run_blocking(LIST, &ctx.cancel, move || {
-                    let tasks = binding.team.tasks();
-                    let list = tasks.list(&filter)?;
-                    let report = tasks.ready_report()?;
-                    let config = binding.team.config()?;
-                    let mut out = render_list(binding.team.name(), &list, &report);
-                    out.push_str(&format!(
-                        "\nmembers: {}",
-                        members_line(&config, &binding.me)
-                    ));
-                    Ok(out)
-                })
-                .await
-            }
-            .await;
-            match result {
-                Ok(text) => ToolOutput::ok(bounded(text)),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: ListInput, ctx: &ToolContext) -> ToolOutput {
+        let result = async {
+            let filter = TaskFilter {
+                status: parse_status(LIST, input.status.as_deref())?,
+                owner: input
+                    .owner
+                    .as_deref()
+                    .filter(|o| !o.trim().is_empty())
+                    .map(|o| parse_name(LIST, "owner", o))
+                    .transpose()?,
+            };
+            let binding = self.team.binding()?;
+            run_blocking(LIST, &ctx.cancel, move || {
+                let tasks = binding.team.tasks();
+                let list = tasks.list(&filter)?;
+                let report = tasks.ready_report()?;
+                let config = binding.team.config()?;
+                let mut out = render_list(binding.team.name(), &list, &report);
+                out.push_str(&format!(
+                    "\nmembers: {}",
+                    members_line(&config, &binding.me)
+                ));
+                Ok(out)
+            })
+            .await
         }
-        .boxed()
+        .await;
+        match result {
+            Ok(text) => ToolOutput::ok(bounded(text)),
+            Err(e) => e.into_output(),
+        }
     }
 }
 
@@ -620,10 +557,12 @@ impl TaskUpdate {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateInput {
+#[schemars(transform = id_required)]
+pub struct UpdateInput {
     #[serde(default, alias = "task_id", deserialize_with = "opt_id")]
+    #[schemars(with = "String")]
     id: Option<String>,
     #[serde(default)]
     subject: Option<String>,
@@ -632,6 +571,7 @@ struct UpdateInput {
     #[serde(default)]
     active_form: Option<String>,
     #[serde(default)]
+    #[schemars(schema_with = "schema::status")]
     status: Option<String>,
     #[serde(default)]
     owner: Option<String>,
@@ -643,78 +583,46 @@ struct UpdateInput {
     remove_blocked_by: Vec<String>,
     #[serde(default, deserialize_with = "id_list")]
     remove_blocks: Vec<String>,
+    /// Replaces its paths.
     #[serde(default)]
     paths: Option<Vec<String>>,
+    /// Merged; a null value deletes a key.
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
 }
 
 const UPDATE: &str = "TaskUpdate";
 
-impl Tool for TaskUpdate {
-    fn name(&self) -> &str {
-        UPDATE
-    }
+impl TypedTool for TaskUpdate {
+    type Input = UpdateInput;
+    const NAME: &'static str = UPDATE;
 
     fn description(&self) -> String {
-        "Changes a task of the team's list.\n\n\
-         - Claim: `owner` = your own name (or `status` = in_progress on an unowned task). The \
-         claim is atomic: if another member got it first you are told who, and nothing \
-         changes — pick another ready task.\n\
-         - Assign: `owner` = another member's name; they get a task_assignment message.\n\
-         - Release: `owner` = \"\" (the task goes back to pending).\n\
-         - Finish: `status` = completed when the work is done and checked. Only the owner (or \
-         the lead) may change the owner or status of a task in progress.\n\
-         - Edit `subject`, `description`, `active_form`, `paths`, `metadata` (merged; a null \
-         value deletes a key); link with `add_blocked_by` / `add_blocks`, unlink with \
-         `remove_blocked_by` / `remove_blocks`."
+        "Changes a task. Claim it: `owner` your name, or `status` in_progress if unowned \
+         (atomic). Assign it: `owner` another member, who gets a message. Release it: `owner` \
+         \"\" (back to pending). Finish it: `status` completed, once done and checked."
             .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": "string", "description": "The task id, e.g. \"3\"."},
-                "subject": {"type": "string"},
-                "description": {"type": "string"},
-                "active_form": {"type": "string"},
-                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                "owner": {"type": "string", "description": "Your name to claim, another member's to assign, \"\" to release."},
-                "add_blocked_by": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
-                "add_blocks": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
-                "remove_blocked_by": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
-                "remove_blocks": {"type": "array", "items": {"type": "string"}, "description": SCHEMA_IDS},
-                "paths": {"type": "array", "items": {"type": "string"}, "description": "Replaces the task's paths."},
-                "metadata": {"type": "object", "description": "Merged into the metadata; null deletes a key."}
-            },
-            "required": ["id"],
-            "additionalProperties": false
-        })
     }
 
     fn kind(&self) -> ToolKind {
         ToolKind::Internal
     }
 
-    fn summarize(&self, input: &Value) -> String {
+    fn summarize(&self, input: &Value) -> Option<String> {
         let mut parts = vec![format!("#{}", one_line(&field(input, "id"), 20))];
         for key in ["owner", "status"] {
             if let Some(value) = input.get(key).and_then(Value::as_str) {
                 parts.push(format!("{key}={}", one_line(value, 64)));
             }
         }
-        format!("{UPDATE}({})", parts.join(" "))
+        Some(format!("{UPDATE}({})", parts.join(" ")))
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            match self.update(input, ctx).await {
-                Ok(text) => ToolOutput::ok(bounded(text)),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, input: UpdateInput, ctx: &ToolContext) -> ToolOutput {
+        match self.update(input, ctx).await {
+            Ok(text) => ToolOutput::ok(bounded(text)),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 
@@ -726,8 +634,7 @@ enum OwnerChange {
 }
 
 impl TaskUpdate {
-    async fn update(&self, input: Value, ctx: &ToolContext) -> Result<String, TeamToolError> {
-        let input: UpdateInput = parse_input(UPDATE, input)?;
+    async fn update(&self, input: UpdateInput, ctx: &ToolContext) -> Result<String, TeamToolError> {
         let id = parse_id(UPDATE, input.id.as_deref())?;
         let status = parse_status(UPDATE, input.status.as_deref())?;
         let owner = match input.owner.as_deref().map(str::trim) {

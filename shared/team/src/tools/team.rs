@@ -20,16 +20,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use roo_agent::event::AgentEvent;
-use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
 use roo_store::{Member, MemberState, MessageBody, Name, Outgoing, RooHome, Team, pid_alive};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{LeadTools, TeamToolError, TeamTools, bounded, parse_input, run_blocking};
+use super::{LeadTools, TeamToolError, TeamTools, bounded, run_blocking};
 use crate::binding::TeamBinding;
 use crate::router::{InboxRouter, ResponseKind, Waiter, new_request_id};
 use crate::teammate::lead_watch::{LeadState, lead_state};
@@ -66,9 +64,10 @@ impl TeamCreate {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateInput {
+pub struct CreateInput {
+    /// Like "refactor-auth".
     #[serde(alias = "name")]
     team_name: String,
     #[serde(default)]
@@ -77,50 +76,31 @@ struct CreateInput {
 
 pub(crate) const CREATE: &str = "TeamCreate";
 
-impl Tool for TeamCreate {
-    fn name(&self) -> &str {
-        CREATE
-    }
+impl TypedTool for TeamCreate {
+    type Input = CreateInput;
+    const NAME: &'static str = CREATE;
 
     fn description(&self) -> String {
-        "Creates a team with you as its lead, with an empty shared task list and an inbox per \
-         member. Do this once, before adding tasks (TaskCreate) and spawning teammates. \
-         `team_name`: letters, digits, '.', '_' and '-', starting with a letter or digit \
-         (e.g. \"refactor-auth\"); `description`: what the team is for. You can lead one team \
-         at a time; TeamDelete ends it."
+        "Creates a team led by you, with a task list and an inbox per member: once, before \
+         TaskCreate and spawning teammates. TeamDelete ends it."
             .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "team_name": {"type": "string", "description": "Name of the new team."},
-                "description": {"type": "string", "description": "What the team is for."}
-            },
-            "required": ["team_name"],
-            "additionalProperties": false
-        })
     }
 
     fn kind(&self) -> ToolKind {
         ToolKind::Internal
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            match self.create(input, ctx).await {
-                Ok(text) => ToolOutput::ok(bounded(text)),
-                Err(TeamToolError::Taken(text)) => {
-                    // What to do about a team left behind is the user's to decide: they
-                    // see it too, not only the model.
-                    ctx.events.emit(AgentEvent::Warning { text: text.clone() });
-                    TeamToolError::Taken(text).into_output()
-                }
-                Err(e) => e.into_output(),
+    async fn run(&self, input: CreateInput, ctx: &ToolContext) -> ToolOutput {
+        match self.create(input, ctx).await {
+            Ok(text) => ToolOutput::ok(bounded(text)),
+            Err(TeamToolError::Taken(text)) => {
+                // What to do about a team left behind is the user's to decide: they
+                // see it too, not only the model.
+                ctx.events.emit(AgentEvent::Warning { text: text.clone() });
+                TeamToolError::Taken(text).into_output()
             }
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 
@@ -153,8 +133,7 @@ fn taken(home: &RooHome, name: &Name) -> String {
 }
 
 impl TeamCreate {
-    async fn create(&self, input: Value, ctx: &ToolContext) -> Result<String, TeamToolError> {
-        let input: CreateInput = parse_input(CREATE, input)?;
+    async fn create(&self, input: CreateInput, ctx: &ToolContext) -> Result<String, TeamToolError> {
         let name = Name::parse_as("team name", input.team_name.trim()).map_err(|e| {
             TeamToolError::InvalidInput {
                 tool: CREATE,
@@ -260,43 +239,33 @@ impl TeamDelete {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// TeamDelete takes no input.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct DeleteInput {}
+pub struct DeleteInput {}
 
 pub(crate) const DELETE: &str = "TeamDelete";
 
-impl Tool for TeamDelete {
-    fn name(&self) -> &str {
-        DELETE
-    }
+impl TypedTool for TeamDelete {
+    type Input = DeleteInput;
+    const NAME: &'static str = DELETE;
 
     fn description(&self) -> String {
-        "Ends your team once the work is done and merged: asks every idle teammate to shut \
-         down, waits for them, deletes the team's config, inboxes and task list, and removes \
-         teammates' clean clones (clones with unmerged work or ignored files are kept and \
-         listed: merge with TeamMerge first). Refused while \
-         any teammate is busy: wait for their idle notifications, or ask them to stop with \
-         SendMessage type shutdown_request. Takes no input."
+        "Ends your team once its work is merged: shuts down idle teammates, deletes its task \
+         list and inboxes and removes clean clones (unmerged ones are kept). Refused while a \
+         teammate is busy."
             .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {}, "additionalProperties": false})
     }
 
     fn kind(&self) -> ToolKind {
         ToolKind::Internal
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async move {
-            match self.delete(input, ctx).await {
-                Ok(text) => ToolOutput::ok(bounded(text)),
-                Err(e) => e.into_output(),
-            }
+    async fn run(&self, _input: DeleteInput, ctx: &ToolContext) -> ToolOutput {
+        match self.delete(ctx).await {
+            Ok(text) => ToolOutput::ok(bounded(text)),
+            Err(e) => e.into_output(),
         }
-        .boxed()
     }
 }
 
@@ -316,8 +285,7 @@ enum Verdict {
 }
 
 impl TeamDelete {
-    async fn delete(&self, input: Value, ctx: &ToolContext) -> Result<String, TeamToolError> {
-        let _: DeleteInput = parse_input(DELETE, if input.is_null() { json!({}) } else { input })?;
+    async fn delete(&self, ctx: &ToolContext) -> Result<String, TeamToolError> {
         let binding = self.team.binding()?;
         if !binding.is_lead() {
             return Err(TeamToolError::LeadOnly {

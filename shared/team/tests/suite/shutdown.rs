@@ -77,3 +77,23 @@ async fn a_shutdown_request_from_the_lead_ends_the_run_between_two_tool_calls() 
     let conversation = serde_json::to_string(built.agent.messages()).unwrap();
     assert!(!conversation.contains("<teammate-message from="));
 }
+
+#[test]
+fn the_shutdown_response_schema_takes_what_it_took() {
+    let home = TeamHome::new();
+    let router = InboxRouter::new(home.team.mailbox(), name("alice"));
+    let hook = ShutdownOnRequest::new(router, home.team.mailbox(), name("lead"));
+    let mut schema = hook.response_tool().input_schema();
+    for field in schema["properties"].as_object_mut().unwrap().values_mut() {
+        field.as_object_mut().unwrap().remove("description");
+    }
+    assert_eq!(
+        schema,
+        serde_json::json!({
+            "type": "object",
+            "properties": {"approve": {"type": "boolean"}, "reason": {"type": "string"}},
+            "required": ["approve", "reason"],
+            "additionalProperties": false
+        })
+    );
+}

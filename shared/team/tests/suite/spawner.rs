@@ -817,3 +817,60 @@ async fn a_refused_spawn_removes_the_clone_and_branch_it_made() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&branches.stdout), "");
 }
+
+/// Without sub-agents the lead's Agent only spawns teammates: its schema, derived from
+/// its input struct, takes what the hand-written one did (`name` required), and TaskStop
+/// takes a teammate's name.
+#[tokio::test]
+async fn the_teammate_only_agent_and_task_stop_schemas_take_what_they_took() {
+    let spawner = Spawner::new(
+        TeamSlot::new(),
+        BackendType::InProcess,
+        None,
+        CancellationToken::new(),
+    );
+    let tools = spawner.tools();
+    let schema = |name: &str| {
+        let tool = tools.iter().find(|t| t.name() == name).unwrap();
+        let mut schema = tool.input_schema();
+        for field in schema["properties"].as_object_mut().unwrap().values_mut() {
+            let field = field.as_object_mut().unwrap();
+            field.remove("description");
+            field.remove("default");
+        }
+        schema
+    };
+    let string = json!({"type": "string"});
+    assert_eq!(
+        schema("Agent"),
+        json!({
+            "type": "object",
+            "properties": {
+                "name": string,
+                "prompt": string,
+                "description": string,
+                "subagent_type": string,
+                "model": string,
+                "plan_mode_required": {"type": "boolean"},
+                "permission_mode": {
+                    "type": "string",
+                    "enum": ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
+                }
+            },
+            "required": ["prompt", "name"],
+            "additionalProperties": false
+        })
+    );
+    assert_eq!(
+        schema("TaskStop"),
+        json!({
+            "type": "object",
+            "properties": {"task_id": string},
+            "required": ["task_id"],
+            "additionalProperties": false
+        })
+    );
+    let agent = tools.iter().find(|t| t.name() == "Agent").unwrap();
+    assert!(agent.description().contains("TeamCreate first"));
+    assert!(!agent.description().contains("sub-agent"));
+}

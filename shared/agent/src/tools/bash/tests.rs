@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
+use crate::tool::Tool;
 
 fn ctx(dir: &Path) -> ToolContext {
     let mut ctx = ToolContext::new(dir.to_path_buf(), dir.join("session"));
@@ -207,10 +208,10 @@ async fn missing_working_directory_is_a_clear_error() {
 
 #[test]
 fn summary_shows_the_command_first_line() {
-    let summary = Bash.summarize(&json!({"command": "cargo test\necho done"}));
+    let summary = Tool::summarize(&Bash, &json!({"command": "cargo test\necho done"}));
     assert_eq!(summary, "Bash(cargo test …)");
     assert_eq!(
-        Bash.summarize(&json!({"command": "ls -la"})),
+        Tool::summarize(&Bash, &json!({"command": "ls -la"})),
         "Bash(ls -la)"
     );
 }
