@@ -20,8 +20,9 @@
 //!    in-process teammate (this executable re-run with `--rss-child`, so nothing else of
 //!    the benchmark lives in that process).
 //! 4. tokens: a scripted two-task job done by `roo-lead -p` with its team tools and two
-//!    in-process teammates it spawns vs one `roo-lead -p` doing both tasks, as input
-//!    tokens the mock reports, per agent.
+//!    in-process teammates it spawns vs one `roo-lead -p` doing both tasks, as the prompt
+//!    tokens the mock reports per agent, split by its model of Anthropic's prompt cache
+//!    into input, cache reads and cache writes, and billed as Anthropic bills them.
 //!
 //! 5. panes: pane teammates in a private tmux server ([`panes`]).
 //! 6. git: a teammate's checkout in a repository of 10,000 files, `git worktree add`

@@ -27,9 +27,11 @@
 //!
 //! Left out: the time to live (entries never expire; a scripted run lasts seconds, far
 //! under the 5-minute TTL), isolation between API keys (one server is one organisation:
-//! agents sharing a mock share its cache, as a team sharing one key does), invalidation
-//! of message caches by a changed `tool_choice` or thinking setting, and the limit of
-//! four breakpoints per request (the mock honours every marker it finds).
+//! agents sharing a mock share its cache, as a team sharing one key does), the API's
+//! rule that an entry is readable once its response has begun (requests are accounted
+//! one at a time, and each reads what any request accounted before it wrote),
+//! invalidation of message caches by a changed `tool_choice` or thinking setting, and
+//! the limit of four breakpoints per request (the mock honours every marker it finds).
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hasher};

@@ -107,6 +107,49 @@ async fn anthropic_requests_read_what_earlier_ones_wrote() {
     assert!(changed.cache_write_tokens > grown_more.cache_read_tokens - changed.cache_read_tokens);
 }
 
+/// `request` followed by one turn of `calls` parallel ReadFile calls and their results.
+fn with_wide_turn(mut request: Request, calls: usize) -> Request {
+    let ids: Vec<String> = (0..calls).map(|i| format!("toolu_wide_{i}")).collect();
+    request.messages.push(Message {
+        role: Role::Assistant,
+        content: ids
+            .iter()
+            .map(|id| ContentBlock::ToolUse {
+                id: id.clone(),
+                name: "ReadFile".into(),
+                input: json!({"path": format!("{id}.txt")}),
+            })
+            .collect(),
+    });
+    request.messages.push(Message {
+        role: Role::User,
+        content: ids
+            .iter()
+            .map(|id| ContentBlock::ToolResult {
+                tool_use_id: id.clone(),
+                content: format!("contents of {id}"),
+                is_error: false,
+            })
+            .collect(),
+    });
+    request
+}
+
+#[tokio::test]
+async fn a_turn_wider_than_the_lookback_still_reads_the_previous_request() {
+    // Twelve parallel calls add 24 blocks, more than the 20 the API looks back over
+    // from the newest breakpoint: the breakpoint kept on the previous user message
+    // finds what the previous request wrote.
+    let rules = "Work carefully. ".repeat(400);
+    let before = conversation(&rules, 1);
+    let requests = vec![before.clone(), with_wide_turn(before, 12)];
+    let (usages, _server) = usages(ProviderKind::Anthropic, requests).await;
+    let [first, wide] = usages[..] else {
+        panic!("{usages:?}");
+    };
+    assert_eq!(wide.cache_read_tokens, first.cache_write_tokens);
+}
+
 #[tokio::test]
 async fn openai_requests_report_no_cache() {
     let rules = "Work carefully. ".repeat(100);
