@@ -482,6 +482,11 @@ agents:
             "{name} after TeamCreate"
         );
     }
+    // Revealed tools go after those sent before, which stay a prefix of the list: the
+    // prompt cache of the tools sent before still holds.
+    for pair in tools.windows(2) {
+        assert_eq!(pair[1][..pair[0].len()], pair[0][..], "{tools:?}");
+    }
     home.mail()
         .args(["team", "delete", "--team", "frugal", "--force"])
         .run()

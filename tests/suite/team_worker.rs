@@ -128,6 +128,51 @@ fn task_json(home: &TempHome) -> Value {
         .json()
 }
 
+/// `value` without its prompt-cache markers.
+fn without_markers(value: &Value) -> Value {
+    match value {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .filter(|(key, _)| *key != "cache_control")
+                .map(|(key, v)| (key.clone(), without_markers(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_markers).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The worker's two requests carry prompt-cache breakpoints (the last tool, the system
+/// prompt's stable part, the latest user message), and the second one's prefix is the
+/// first request: same tools, same system prompt, its messages continued.
+fn assert_cacheable(mock: &MockLlm) {
+    let requests = mock.requests();
+    let [first, second] = &requests[..] else {
+        panic!("{} requests", requests.len());
+    };
+    for request in [first, second] {
+        let body = &request.body;
+        let tools = body["tools"].as_array().unwrap();
+        assert_eq!(tools.last().unwrap()["cache_control"]["type"], "ephemeral");
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        let messages = body["messages"].as_array().unwrap();
+        let last = messages.last().unwrap()["content"].as_array().unwrap();
+        assert_eq!(last.last().unwrap()["cache_control"]["type"], "ephemeral");
+    }
+    for part in ["tools", "system"] {
+        assert_eq!(
+            without_markers(&first.body[part]),
+            without_markers(&second.body[part]),
+            "{part}"
+        );
+    }
+    let before = without_markers(&first.body["messages"]);
+    let after = without_markers(&second.body["messages"]);
+    let before = before.as_array().unwrap();
+    assert_eq!(before[..], after.as_array().unwrap()[..before.len()]);
+}
+
 #[test]
 fn a_worker_started_by_hand_joins_works_logs_and_resumes_its_transcript() {
     let (home, mock) = setup();
@@ -149,6 +194,7 @@ fn a_worker_started_by_hand_joins_works_logs_and_resumes_its_transcript() {
     assert_eq!(usage["requests"], 2, "{task:#}");
     let log = std::fs::read_to_string(home.path().join("teams/t/logs/carol.log")).unwrap();
     assert!(log.contains("teammate started"), "{log}");
+    assert_cacheable(&mock);
 
     // A second process under the same name is refused while carol lives: exit 1, as
     // `roo-mail team join` is refused (issue 19).

@@ -12,6 +12,8 @@
 //! correct, and a call written as text can be run as a call
 //! ([`crate::text_tool_call`]).
 
+mod tool_order;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +37,7 @@ use crate::session::Session;
 use crate::text_tool_call::parse_text_tool_call;
 use crate::tool::{ConversationSnapshot, Lookup, Tool, ToolContext, ToolOutput, ToolRegistry};
 use crate::tools::spill_if_large;
+use tool_order::ToolOrder;
 
 /// The permission policy, shared with tools that change the mode (plan mode) and
 /// with the UI (`/mode`).
@@ -118,8 +121,8 @@ pub struct AgentOptions {
     pub prices: roo_llm::PriceTable,
     /// The tool list sent with every request instead of the registry's: a fork keeps
     /// its parent's list byte for byte (the prompt cache hits); tools registered or
-    /// revealed later are appended after it. Calls are still checked against the
-    /// registry when they execute.
+    /// revealed later are appended after it (see [`ToolOrder`]). Calls are still
+    /// checked against the registry when they execute.
     pub pinned_tools: Option<Vec<roo_llm::ToolSpec>>,
 }
 
@@ -184,6 +187,8 @@ pub struct Agent {
     injection: Vec<ContentBlock>,
     /// The hooks whose texts are in `injection`, told by `injected()` on success.
     injecting: Vec<Arc<dyn TurnHook>>,
+    /// The order the last request sent its tools in, which the next one keeps.
+    tool_order: ToolOrder,
 }
 
 /// A pending injection set aside while the request that the provider refused with it
@@ -233,6 +238,7 @@ impl Agent {
             plan_file,
             injection: Vec::new(),
             injecting: Vec::new(),
+            tool_order: ToolOrder::default(),
         }
     }
 
@@ -454,6 +460,7 @@ impl Agent {
                 "model request"
             );
             let request = self.request();
+            self.tool_order = ToolOrder::of(&request.tools);
             let sent_tools = request.tools.clone();
             let call = roo_llm::collect(self.provider.stream(request), |event| {
                 forward_stream_event(event, events)
@@ -655,21 +662,9 @@ impl Agent {
             model: self.options.model.clone(),
             system,
             messages,
-            tools: match &self.options.pinned_tools {
-                Some(pinned) => {
-                    // Tools that appeared since (revealed by ToolSearch, a skill's own)
-                    // go after the pinned list, so the cached prefix stays.
-                    let mut tools = pinned.clone();
-                    tools.extend(
-                        self.tools
-                            .specs()
-                            .into_iter()
-                            .filter(|spec| !pinned.iter().any(|p| p.name == spec.name)),
-                    );
-                    tools
-                }
-                None => self.tools.specs(),
-            },
+            tools: self
+                .tool_order
+                .arrange(self.options.pinned_tools.as_deref(), self.tools.specs()),
             max_tokens: self.options.max_tokens,
             temperature: None,
             agent: self.options.agent_name.clone(),

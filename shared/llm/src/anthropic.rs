@@ -2,8 +2,8 @@
 //!
 //! Owns the translation of a [`Request`] into the Messages wire format: system prompt
 //! as blocks, tools, tool results in user turns, thinking blocks (with signatures)
-//! sent back unchanged, and prompt caching breakpoints on the last system block and
-//! the last block of the latest user message. The stream side is in [`parse`].
+//! sent back unchanged, and prompt caching breakpoints (see [`request_body`]). The
+//! stream side is in [`parse`].
 
 mod parse;
 
@@ -102,9 +102,21 @@ impl Provider for AnthropicProvider {
 
 /// The JSON body of a streamed Messages request.
 ///
-/// Prompt caching: `cache_control: {type: ephemeral}` on the last system block and on
-/// the last content block of the latest user message (two of the four breakpoints the
-/// API allows). Thinking blocks without a signature (e.g. reasoning recorded from an
+/// Prompt caching: `cache_control: {type: ephemeral}` on the four blocks the API
+/// allows, each ending a prefix (tools → system → messages) that a later request can
+/// read:
+///
+/// - the last tool: agents with the same tool list (teammates of one team, sub-agents
+///   of one type) share it even where their system prompts differ, and it survives a
+///   change of the system prompt;
+/// - the first system block, the stable anchor (role, guidelines, environment): what
+///   follows it (the plan-mode rules) can change without losing it;
+/// - the last block of the latest user message, which caches the conversation;
+/// - the last block of the user message before it, where the previous request put its
+///   conversation breakpoint: that prefix is read even when the newest turn added more
+///   blocks than the API looks back over (20; many parallel tool calls).
+///
+/// Thinking blocks without a signature (e.g. reasoning recorded from an
 /// OpenAI-compatible model) are dropped, because the API rejects them; empty text
 /// blocks likewise.
 pub fn request_body(
@@ -127,24 +139,25 @@ pub fn request_body(
         .collect();
     if !system.is_empty() {
         let mut system = system;
-        if let Some(last) = system.last_mut() {
-            last["cache_control"] = cache.clone();
+        if let Some(anchor) = system.first_mut() {
+            anchor["cache_control"] = cache.clone();
         }
         body["system"] = Value::Array(system);
     }
     let mut messages: Vec<Value> = request.messages.iter().filter_map(wire_message).collect();
-    let last_user_block = messages
+    let last_user_blocks = messages
         .iter_mut()
         .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_array_mut())
-        .and_then(|blocks| blocks.last_mut());
-    if let Some(block) = last_user_block {
-        block["cache_control"] = cache;
+        .filter(|m| m["role"] == "user")
+        .take(2)
+        .filter_map(|m| m["content"].as_array_mut())
+        .filter_map(|blocks| blocks.last_mut());
+    for block in last_user_blocks {
+        block["cache_control"] = cache.clone();
     }
     body["messages"] = Value::Array(messages);
     if !request.tools.is_empty() {
-        body["tools"] = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|t| {
@@ -155,6 +168,10 @@ pub fn request_body(
                 })
             })
             .collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = cache;
+        }
+        body["tools"] = Value::Array(tools);
     }
     match thinking_budget {
         Some(budget) if budget > 0 => {
@@ -269,9 +286,14 @@ mod tests {
             ..Request::default()
         };
         let body = request_body(&request, "claude-x", 1000, None);
-        assert_eq!(body["system"][0].get("cache_control"), None);
-        assert_eq!(body["system"][1]["cache_control"]["type"], "ephemeral");
-        assert_eq!(body["messages"][0]["content"][0].get("cache_control"), None);
+        assert_eq!(body["tools"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(body["system"][1].get("cache_control"), None);
+        // The user message before the latest one keeps the previous request's breakpoint.
+        assert_eq!(
+            body["messages"][0]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
         assert_eq!(
             body["messages"][1]["content"],
             json!([
@@ -285,6 +307,7 @@ mod tests {
                    "is_error": true, "cache_control": {"type": "ephemeral"}})
         );
         assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+        assert_eq!(body.to_string().matches("cache_control").count(), 4);
         assert_eq!(body["temperature"], json!(0.5));
         assert_eq!(body["stream"], json!(true));
 

@@ -13,12 +13,19 @@
 //!    carries no agent name — or send an `x-roo-agent` header);
 //! 3. otherwise an HTTP 500 saying there is nothing to answer with.
 //!
+//! The usage of a turn whose script gives none is estimated from the request's size,
+//! ceil(bytes / 4). For Anthropic-format requests that estimate is split the way the
+//! Messages API reports prompt caching — cache reads, cache writes, the rest — by a
+//! model of the cache shared by every request to the server ([`cache`]); the
+//! OpenAI-format usage reports no cached tokens.
+//!
 //! Every request is recorded (method, path, headers, JSON body) for assertions.
 //! Responses are written with chunked transfer encoding, one HTTP chunk per SSE event
 //! (or per raw chunk), so the client sees exactly the chosen boundaries. It is
 //! hand-rolled HTTP/1.1 over `tokio::net::TcpListener` (keep-alive included) to stay
 //! dependency-free and to answer instantly.
 
+mod cache;
 mod encode;
 
 use std::collections::VecDeque;
@@ -34,7 +41,10 @@ use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::script::{Cursors, Script, ScriptPlayer, ScriptTurn, ScriptedReply};
+use crate::types::Usage;
+use cache::PromptCache;
 
+pub use cache::{LOOKBACK, min_cacheable_tokens};
 pub use encode::{anthropic_query, anthropic_sse, openai_query, openai_sse};
 
 /// Which wire protocol a base URL is for.
@@ -66,6 +76,10 @@ pub struct RecordedRequest {
     pub body: Value,
     /// When the whole request had been read (benchmarks time arrivals with it).
     pub received_at: Instant,
+    /// The usage the reply reported, once chosen: the script's, or the estimate split
+    /// by the prompt cache model for Anthropic-format requests. `None` for raw replies
+    /// and errors.
+    pub usage: Option<Usage>,
 }
 
 impl RecordedRequest {
@@ -168,6 +182,8 @@ struct Shared {
     connections: AtomicUsize,
     counter: AtomicU64,
     changed: Notify,
+    /// The prefixes Anthropic-format requests wrote at their breakpoints.
+    cache: Mutex<PromptCache>,
 }
 
 /// A running mock server; stops (and drops its connections) when dropped.
@@ -208,6 +224,7 @@ impl MockServer {
             connections: AtomicUsize::new(0),
             counter: AtomicU64::new(0),
             changed: Notify::new(),
+            cache: Mutex::new(PromptCache::default()),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(MockServer { addr, shared, task })
@@ -337,11 +354,19 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             headers: request.headers.clone(),
             body: body.clone(),
             received_at,
+            usage: None,
         };
-        lock(&shared.requests).push(recorded);
+        let index = {
+            let mut requests = lock(&shared.requests);
+            requests.push(recorded);
+            requests.len() - 1
+        };
         shared.changed.notify_waiters();
 
-        let reply = choose_reply(&shared, &request, &body).await;
+        let (reply, usage) = choose_reply(&shared, &request, &body).await;
+        if let Some(recorded) = lock(&shared.requests).get_mut(index) {
+            recorded.usage = usage;
+        }
         let keep_open = match write_reply(&mut stream, &reply).await {
             Ok(keep) => keep,
             Err(_) => return,
@@ -430,14 +455,20 @@ async fn read_request(
     }))
 }
 
-async fn choose_reply(shared: &Shared, request: &HttpRequest, body: &Value) -> RawReply {
+/// The reply to `request`, and the usage it reports (if it is a scripted turn).
+async fn choose_reply(
+    shared: &Shared,
+    request: &HttpRequest,
+    body: &Value,
+) -> (RawReply, Option<Usage>) {
     let Some(protocol) = Protocol::of_path(&request.path).filter(|_| request.method == "POST")
     else {
-        return RawReply::json(
+        let reply = RawReply::json(
             404,
             &json!({"type": "error", "error": {"type": "not_found_error",
                 "message": format!("{} {} is not an endpoint of this server", request.method, request.path)}}),
         );
+        return (reply, None);
     };
     let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
     let queued = lock(&shared.replies).pop_front();
@@ -453,7 +484,7 @@ async fn choose_reply(shared: &Shared, request: &HttpRequest, body: &Value) -> R
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
     let reply = match queued {
-        Some(MockReply::Raw(raw)) => return raw,
+        Some(MockReply::Raw(raw)) => return (raw, None),
         Some(MockReply::Turn(turn)) => {
             let script = Script {
                 agents: [("*".to_owned(), vec![turn])].into(),
@@ -483,9 +514,15 @@ async fn choose_reply(shared: &Shared, request: &HttpRequest, body: &Value) -> R
             error: Some(message),
             error_status: Some(status),
             ..
-        }) => rejection_reply(protocol, status, &message),
-        Ok(reply) => encode(protocol, &reply, &model, n),
-        Err(e) => error_reply(protocol, 500, &e.to_string()),
+        }) => (rejection_reply(protocol, status, &message), None),
+        Ok(mut reply) => {
+            if protocol == Protocol::Anthropic && reply.estimated_usage && reply.error.is_none() {
+                reply.usage = lock(&shared.cache).split(body, reply.usage);
+            }
+            let usage = reply.error.is_none().then_some(reply.usage);
+            (encode(protocol, &reply, &model, n), usage)
+        }
+        Err(e) => (error_reply(protocol, 500, &e.to_string()), None),
     }
 }
 

@@ -131,6 +131,9 @@ pub struct ScriptedReply {
     pub tool_calls: Vec<ScriptedCall>,
     pub stop_reason: StopReason,
     pub usage: Usage,
+    /// Whether `usage` is the estimate from sizes (the turn gives none), which the
+    /// mock server may split into prompt-cache reads and writes.
+    pub estimated_usage: bool,
     pub delay: Duration,
     /// The turn fails with this provider error.
     pub error: Option<String>,
@@ -327,6 +330,7 @@ fn resolve(turn: &ScriptTurn, query: &ScriptQuery, tool_ids: &mut u64) -> Script
         tool_calls,
         stop_reason,
         usage,
+        estimated_usage: turn.usage.is_none(),
         delay: Duration::from_millis(turn.delay_ms),
         error: turn.error.clone(),
         error_status: turn.error_status,

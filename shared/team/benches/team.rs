@@ -20,8 +20,9 @@
 //!    in-process teammate (this executable re-run with `--rss-child`, so nothing else of
 //!    the benchmark lives in that process).
 //! 4. tokens: a scripted two-task job done by `roo-lead -p` with its team tools and two
-//!    in-process teammates it spawns vs one `roo-lead -p` doing both tasks, as input
-//!    tokens the mock reports, per agent.
+//!    in-process teammates it spawns vs one `roo-lead -p` doing both tasks, as the prompt
+//!    tokens the mock reports per agent, split by its model of Anthropic's prompt cache
+//!    into input, cache reads and cache writes, and billed as Anthropic bills them.
 //!
 //! 5. panes: pane teammates in a private tmux server ([`panes`]).
 //! 6. git: a teammate's checkout in a repository of 10,000 files, `git worktree add`
@@ -43,7 +44,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use roo_agent::permissions::PermissionMode;
 use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
 use roo_llm::script::Script;
-use roo_llm::{LlmSettings, Provider, ProviderKind};
+use roo_llm::{LlmSettings, Provider, ProviderKind, Usage};
 use roo_store::{Member, Name, Outgoing, RooHome, Team};
 use roo_team::{
     AgentSettings, Identity, TeamSlot, TeamTools, TeammateHandle, TeammateSpec, Trust,
@@ -638,14 +639,6 @@ async fn rss_child(args: &[String]) {
     }
 }
 
-/// Input tokens of `requests` as the mock reports them (`ceil(body bytes / 4)`).
-fn input_tokens(requests: &[RecordedRequest]) -> u64 {
-    requests
-        .iter()
-        .map(|r| (r.body.to_string().len() as u64).div_ceil(4).max(1))
-        .sum()
-}
-
 /// `PATH` with the release binaries first, so `roo-task` / `roo-mail` in Bash are ours.
 fn tool_path() -> String {
     format!(
@@ -703,20 +696,90 @@ fn job_log() -> String {
         .collect()
 }
 
-/// Input tokens and requests of one agent.
+/// The prompt of one agent's requests (or a team's) as the mock reported it: its
+/// estimate of every request, ceil(request bytes / 4), split the way the Anthropic API
+/// reports prompt caching into uncached input, cache reads and cache writes.
+#[derive(Clone, Copy, Default)]
 struct Spend {
-    tokens: u64,
     requests: usize,
+    usage: Usage,
 }
 
 impl Spend {
-    fn of(server: &MockServer) -> Spend {
-        let requests = server.requests();
-        Spend {
-            tokens: input_tokens(&requests),
-            requests: requests.len(),
+    /// What `requests` cost. Checks that each was answered with usage and that its
+    /// prompt is the estimate of its body, as before the cache model.
+    fn of<'a>(requests: impl IntoIterator<Item = &'a RecordedRequest>) -> Spend {
+        let mut spend = Spend::default();
+        for request in requests {
+            let usage = request.usage.expect("a request answered without usage");
+            let estimate = (request.body.to_string().len() as u64).div_ceil(4).max(1);
+            assert_eq!(
+                usage.context_tokens(),
+                estimate,
+                "the mock's prompt estimate"
+            );
+            spend.requests += 1;
+            spend.usage.add(&usage);
         }
+        spend
     }
+
+    /// Every prompt token, cached or not.
+    fn tokens(&self) -> u64 {
+        self.usage.context_tokens()
+    }
+
+    /// The prompt as Anthropic bills it, in base input tokens: cache writes at 1.25×,
+    /// cache reads at 0.1×, the rest at 1×.
+    fn billed(&self) -> f64 {
+        self.usage.input_tokens as f64
+            + 1.25 * self.usage.cache_write_tokens as f64
+            + 0.1 * self.usage.cache_read_tokens as f64
+    }
+
+    fn plus(mut self, other: &Spend) -> Spend {
+        self.requests += other.requests;
+        self.usage.add(&other.usage);
+        self
+    }
+
+    /// One line of the table: the figures, then the ratios to `solo`'s prompt and
+    /// billed prompt.
+    fn line(&self, label: &str, solo: &Spend) -> String {
+        let u = &self.usage;
+        format!(
+            "{label:<24}{:>4} {:>8} {:>8} {:>8} {:>8} {:>9.0} {:>7.2} {:>7.2} {:>7.2}",
+            self.requests,
+            self.tokens(),
+            u.input_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            self.billed(),
+            self.tokens() as f64 / solo.tokens() as f64,
+            self.billed() / solo.billed(),
+            self.billed() / solo.tokens() as f64,
+        )
+    }
+}
+
+/// Checks that a `roo-lead -p` JSON result counts the usage the mock reported for the
+/// lead's requests (cache reads and writes parsed from the stream).
+fn assert_result_usage(result: &serde_json::Value, lead: &Spend) {
+    let usage = &result["usage"];
+    let count = |key: &str| usage[key].as_u64().unwrap_or(0);
+    assert_eq!(
+        (
+            count("input_tokens"),
+            count("cache_read_tokens"),
+            count("cache_write_tokens")
+        ),
+        (
+            lead.usage.input_tokens,
+            lead.usage.cache_read_tokens,
+            lead.usage.cache_write_tokens
+        ),
+        "the lead's own usage count differs from what the mock reported for its requests"
+    );
 }
 
 /// A fresh git repository in `dir` (one commit holding `files`), made as a user would.
@@ -972,26 +1035,19 @@ async fn team_job(delay_ms: u64) -> [Spend; 3] {
         );
     }
     let requests = server.requests();
-    let spend = |pick: &dyn Fn(&RecordedRequest) -> bool| {
-        let mine: Vec<RecordedRequest> = requests.iter().filter(|r| pick(r)).cloned().collect();
-        Spend {
-            tokens: input_tokens(&mine),
-            requests: mine.len(),
-        }
-    };
-    let lead = spend(&|r| !sent_by_teammate(r, None));
-    let alice = spend(&|r| sent_by_teammate(r, Some("alice")));
-    let bob = spend(&|r| sent_by_teammate(r, Some("bob")));
+    let lead = Spend::of(requests.iter().filter(|r| !sent_by_teammate(r, None)));
+    let alice = Spend::of(
+        requests
+            .iter()
+            .filter(|r| sent_by_teammate(r, Some("alice"))),
+    );
+    let bob = Spend::of(requests.iter().filter(|r| sent_by_teammate(r, Some("bob"))));
     assert_eq!(
         lead.requests + alice.requests + bob.requests,
         requests.len(),
         "a request nobody sent"
     );
-    assert_eq!(
-        result["usage"]["input_tokens"].as_u64(),
-        Some(lead.tokens),
-        "the lead's own usage count differs from the requests the mock saw from it"
-    );
+    assert_result_usage(&result, &lead);
     [lead, alice, bob]
 }
 
@@ -1031,38 +1087,37 @@ async fn solo_job() -> Spend {
         cwd.join("b.summary").is_file(),
         "the solo agent did not write b.summary"
     );
-    let spend = Spend::of(&server);
-    assert_eq!(result["usage"]["input_tokens"].as_u64(), Some(spend.tokens));
+    let spend = Spend::of(&server.requests());
+    assert_result_usage(&result, &spend);
     spend
 }
 
 /// Section 4: input tokens of a scripted two-task job (summarise `a.log` and `b.log`,
 /// 16 KB each, in a git repository) done by a `roo-lead -p` with two in-process
-/// teammates spawned by its Agent tool, and by one agent alone.
+/// teammates spawned by its Agent tool, and by one agent alone; per agent, the prompt
+/// tokens, how many the cache model reports read and written, and what Anthropic would
+/// bill for them.
 async fn tokens_section() {
     let solo = solo_job().await;
-    println!("## Input tokens of a two-task job (mock estimate: ceil(request bytes / 4))");
     println!(
-        "one agent alone                 {:>7} tokens in {:>2} requests",
-        solo.tokens, solo.requests
+        "## Input tokens of a two-task job (mock estimate: ceil(request bytes / 4); prompt cache as Anthropic reports it)"
     );
+    println!(
+        "billed = input + 1.25 x cache write + 0.1 x cache read; ratios: prompt / solo prompt, billed / solo billed, billed / solo prompt"
+    );
+    println!(
+        "{:<24}{:>4} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>7} {:>7}",
+        "", "req", "prompt", "input", "read", "write", "billed", "p/p", "b/b", "b/p"
+    );
+    println!("{}", solo.line("one agent alone", &solo));
     for delay_ms in [0, 500] {
-        for _ in 0..2 {
+        for run in 1..=2 {
             let [lead, alice, bob] = team_job(delay_ms).await;
-            let label = format!("lead answers after {delay_ms} ms:");
-            println!(
-                "{label:<32}lead {:>7} tokens in {:>2} requests ({:.2}x one agent); alice {} in {}; bob {} in {}; team total {} in {} ({:.2}x)",
-                lead.tokens,
-                lead.requests,
-                lead.tokens as f64 / solo.tokens as f64,
-                alice.tokens,
-                alice.requests,
-                bob.tokens,
-                bob.requests,
-                lead.tokens + alice.tokens + bob.tokens,
-                lead.requests + alice.requests + bob.requests,
-                (lead.tokens + alice.tokens + bob.tokens) as f64 / solo.tokens as f64
-            );
+            println!("job {run}, the lead answers after {delay_ms} ms");
+            println!("{}", lead.line("  lead", &solo));
+            println!("{}", alice.line("  alice", &solo));
+            println!("{}", bob.line("  bob", &solo));
+            println!("{}", lead.plus(&alice).plus(&bob).line("  team", &solo));
         }
     }
 }

@@ -5,6 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use roo_agent::tool::ToolContext;
+use serde_json::Value;
 
 /// A temp `ROO_HOME`, a git project with a small Rust-like tree, and a session
 /// directory outside the project.
@@ -146,6 +147,21 @@ pub async fn run_collecting(
 }
 
 /// Names of the tools sent with a recorded request.
+/// The tool definitions of a request without their prompt-cache markers (which sit on
+/// the last tool, wherever the list ends).
+pub fn tool_definitions(request: &roo_llm::mock_server::RecordedRequest) -> Vec<Value> {
+    let mut tools = request.body["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for tool in &mut tools {
+        if let Some(fields) = tool.as_object_mut() {
+            fields.remove("cache_control");
+        }
+    }
+    tools
+}
+
 pub fn request_tools(request: &roo_llm::mock_server::RecordedRequest) -> Vec<String> {
     request.body["tools"]
         .as_array()

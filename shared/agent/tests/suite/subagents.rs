@@ -19,7 +19,7 @@ use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::common::{Workspace, request_tools, run_collecting, write};
+use super::common::{Workspace, request_tools, run_collecting, tool_definitions, write};
 
 const INSTRUCTIONS: &str = "INSTRUCTIONS-FROM-ROOCODE-MD";
 
@@ -335,7 +335,10 @@ agents:
         .unwrap();
     // Same system, same tools, same messages up to the assistant message that forked.
     assert_eq!(fork_first.body["system"], parent_second.body["system"]);
-    assert_eq!(fork_first.body["tools"], parent_second.body["tools"]);
+    assert_eq!(
+        tool_definitions(fork_first),
+        tool_definitions(parent_second)
+    );
     assert_eq!(fork_first.body["model"], parent_second.body["model"]);
     let parent_messages = parent_second.body["messages"].as_array().unwrap();
     let fork_messages = fork_first.body["messages"].as_array().unwrap();
@@ -1174,7 +1177,7 @@ agents:
         .iter()
         .find(|r| last_user_text(r).contains("<fork-directive>"))
         .unwrap();
-    assert_eq!(fork_first.body["tools"], parent_first.body["tools"]);
+    assert_eq!(tool_definitions(fork_first), tool_definitions(parent_first));
     let after_load = requests
         .iter()
         .find(|r| last_user_text(r).contains("TALLY-BODY"))
@@ -1185,8 +1188,8 @@ agents:
         Some("skill__tally__count")
     );
     assert_eq!(
-        after_load.body["tools"].as_array().unwrap()[..tools.len() - 1],
-        parent_first.body["tools"].as_array().unwrap()[..],
+        tool_definitions(after_load)[..tools.len() - 1],
+        tool_definitions(parent_first)[..],
         "the pinned list is kept in front"
     );
     // The fork's report needed the tool's output: it ran with its schema known.

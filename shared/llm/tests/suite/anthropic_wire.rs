@@ -31,6 +31,7 @@ fn unicode_reply() -> ScriptedReply {
             cache_read_tokens: 1000,
             cache_write_tokens: 50,
         },
+        estimated_usage: false,
         delay: Duration::ZERO,
         error: None,
         error_status: None,
@@ -184,14 +185,15 @@ async fn request_has_headers_system_tools_cache_breakpoints_and_thinking() {
     assert_eq!(
         body["system"],
         json!([
-            {"type": "text", "text": "You are alice."},
-            {"type": "text", "text": "Today is Monday.", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "You are alice.", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "Today is Monday."},
         ])
     );
     assert_eq!(
         body["messages"],
         json!([
-            {"role": "user", "content": [{"type": "text", "text": "read it"}]},
+            {"role": "user", "content": [{"type": "text", "text": "read it",
+                                          "cache_control": {"type": "ephemeral"}}]},
             {"role": "assistant", "content": [
                 {"type": "thinking", "thinking": "I should read.", "signature": "sig-123"},
                 {"type": "redacted_thinking", "data": "opaque"},
@@ -204,6 +206,7 @@ async fn request_has_headers_system_tools_cache_breakpoints_and_thinking() {
         ])
     );
     assert_eq!(body["tools"][0]["name"], "ReadFile");
+    assert_eq!(body["tools"][0]["cache_control"]["type"], "ephemeral");
     assert_eq!(
         body["tools"][0]["input_schema"]["properties"]["path"]["type"],
         "string"

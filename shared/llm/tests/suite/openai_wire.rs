@@ -130,6 +130,7 @@ async fn scripted_reply_survives_any_chunking() {
             cache_read_tokens: 7,
             cache_write_tokens: 0,
         },
+        estimated_usage: false,
         delay: Duration::ZERO,
         error: None,
         error_status: None,
