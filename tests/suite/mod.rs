@@ -31,6 +31,7 @@ mod store_crash;
 mod store_files;
 mod store_symlinks;
 mod team_approvals;
+mod team_frugal;
 mod team_iterm2;
 mod team_lead_lifetime;
 mod team_panes;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use roo_store::{MemberState, Name, RooHome, Team};
-use roo_tests::{TempDir, TestCommand, Tmux, bin, process_gone, wait_until};
+use roo_tests::{TempDir, TestCommand, Tmux, bin, process_gone, read_pid, wait_until};
 
 /// The lead spawns alice in a pane, then runs a long command (the test acts meanwhile).
 const LEAD: &str = r#"
@@ -361,6 +361,72 @@ fn a_config_corrupted_mid_run_ends_a_headless_lead_in_seconds_naming_it() {
         out.stderr()
     );
     assert!(out.stderr().contains("config.json"), "{}", out.stderr());
+}
+
+/// The lead spawns alice in-process; she runs a long command; the lead waits for her.
+const BUSY_ALICE: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Run the long job."}}
+    - text: "Waiting for alice."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - tool_calls:
+        - {name: Bash, input: {command: "echo $$ > sleeper.pid; exec sleep 300"}}
+    - text: "Done."
+"#;
+
+/// Issue 18: a config corrupted while an in-process teammate runs a long command ends
+/// the lead within seconds, and the teammate's command with it.
+#[test]
+fn a_config_corrupted_while_an_in_process_teammate_works_ends_the_lead_and_her_command() {
+    let world = World::new();
+    let script = world.root.write("busy.yaml", BUSY_ALICE);
+    let lead = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", world.root.join("roo"))
+        .env("HOME", world.root.join("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .current_dir(world.project())
+        .args(["-p", "Work with alice."])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .args(["--teammate-mode", "in-process", "--team-timeout", "600"])
+        .spawn();
+    let pid_file = world
+        .project()
+        .join(".roocode/worktrees/crew+alice/sleeper.pid");
+    let sleeper = wait_until(
+        "alice's command to start",
+        Duration::from_secs(60),
+        || read_pid(&pid_file),
+        || format!("{} exists: {}", pid_file.display(), pid_file.exists()),
+    );
+    let config = world.root.join("roo/teams/crew/config.json");
+    std::fs::write(&config, "{not json").unwrap();
+    let corrupted = std::time::Instant::now();
+    let out = lead.wait();
+    let waited = corrupted.elapsed();
+    assert!(
+        waited < Duration::from_secs(15),
+        "the lead waited {waited:?}"
+    );
+    out.assert_code(3);
+    assert!(
+        out.stderr()
+            .contains("the team could not be read, so the lead stopped waiting for it"),
+        "{}",
+        out.stderr()
+    );
+    wait_until(
+        "alice's command to end with the lead",
+        Duration::from_secs(10),
+        || process_gone(sleeper).then_some(()),
+        || format!("process {sleeper} still runs"),
+    );
 }
 
 #[test]

@@ -36,8 +36,8 @@ pub struct Options {
 
 /// The input of a turn the lead takes because teammates wrote (their messages are
 /// injected by the delivery hook at the top of the turn).
-pub const TEAM_TURN_INPUT: &str = "Your teammates sent the messages above while you waited. \
-Act on them as the team's lead; when the team's work is done, give your final answer.";
+pub const TEAM_TURN_INPUT: &str = "Your teammates' messages came while you waited. Act on \
+them; when the team's work is done, give your final answer.";
 
 /// The input of a turn the lead takes because its background tasks ended (their
 /// `<task-notification>`s are injected at the top of the turn).
@@ -360,6 +360,13 @@ pub async fn run_with_team(
         };
         match wait {
             TeamWait::Input => {
+                tokio::select! {
+                    () = roo_team::lead::gather_input(&built.team) => {}
+                    _ = cancel.cancelled() => {
+                        result.outcome = Outcome::Cancelled;
+                        break;
+                    }
+                }
                 result = built.agent.run(TEAM_TURN_INPUT, sink, cancel.clone()).await;
                 usage.add(&result.usage);
                 turns += result.turns;

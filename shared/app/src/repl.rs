@@ -92,12 +92,6 @@ fn is_ctrl_b(key: &KeyEvent) -> bool {
     key.code == KeyCode::Char('b') && key.modifiers.contains(KeyModifiers::CONTROL)
 }
 
-/// Quiet time after the team's last message before the idle lead takes its messages up:
-/// several arriving together (a report and the idle notification after it, two
-/// teammates finishing at once) make one turn. Every message shown restarts it.
-const TEAM_QUIET: Duration = Duration::from_millis(300);
-/// The longest the idle lead waits after the first message, however busy the team.
-const TEAM_MAX_DELAY: Duration = Duration::from_secs(2);
 /// Team turns in a row, without the person's prompt, before they pause: a lead and
 /// teammates answering each other without end cost tokens nobody asked for.
 const MAX_TEAM_TURNS: u32 = 25;
@@ -228,7 +222,7 @@ struct TeamTurns {
     paused: bool,
     /// Team turns since the person's last prompt.
     in_a_row: u32,
-    /// When messages that wake the lead were first seen waiting ([`TEAM_MAX_DELAY`]).
+    /// When messages that wake the lead were first seen waiting ([`TEAM_MAX_DELAY`](roo_team::lead::TEAM_MAX_DELAY)).
     waiting_since: Option<tokio::time::Instant>,
 }
 
@@ -254,14 +248,17 @@ impl TeamTurns {
 }
 
 /// Resolves when teammates' messages have waited for the lead long enough to take them
-/// up: [`TEAM_QUIET`] after now (the caller starts this again after every message or
-/// key, so typing and a burst of messages postpone it), at most [`TEAM_MAX_DELAY`]
+/// up: [`TEAM_QUIET`](roo_team::lead::TEAM_QUIET) after now (the caller starts this again after every message or
+/// key, so typing and a burst of messages postpone it), at most [`TEAM_MAX_DELAY`](roo_team::lead::TEAM_MAX_DELAY)
 /// after they were first seen (`since`).
 async fn team_wake(slot: &TeamSlot, since: &mut Option<tokio::time::Instant>) {
     roo_team::lead::team_input(slot).await;
     let now = tokio::time::Instant::now();
     let first = *since.get_or_insert(now);
-    tokio::time::sleep_until((now + TEAM_QUIET).min(first + TEAM_MAX_DELAY)).await;
+    tokio::time::sleep_until(
+        (now + roo_team::lead::TEAM_QUIET).min(first + roo_team::lead::TEAM_MAX_DELAY),
+    )
+    .await;
 }
 
 /// The interactive session's state, between runs and during them.

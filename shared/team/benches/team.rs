@@ -957,56 +957,95 @@ async fn agent_section(n: usize) {
     }
 }
 
-/// The job done by `roo-lead -p` with its team tools: TeamCreate and two TaskCreates in
-/// one turn, Agent alice and Agent bob (in-process, each in its worktree) in the next;
-/// then it answers each wake-up with "Noted.", its first answer after `delay_ms` (0:
-/// teammates' messages reach it one wake-up at a time; longer: they queue while its
-/// turn runs and arrive together). Each teammate claims its task with TaskUpdate, reads
-/// its log, writes the summary, completes the task and tells the lead with SendMessage.
-/// All agents share the lead's provider, so one mock server answers them all; requests
-/// are attributed by system prompt. Returns lead, alice, bob.
-async fn team_job(delay_ms: u64) -> [Spend; 3] {
+/// How the scripted team does the job.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// As before issue 20's spawn-with-task and reporting idle notification: the lead
+    /// calls TeamCreate and two TaskCreates in one turn, Agent alice and Agent bob in the
+    /// next; each teammate claims its task (TaskUpdate owner), reads its log, writes the
+    /// summary, completes the task, tells the lead (SendMessage) and ends its turn, one
+    /// tool call per turn.
+    Messages,
+    /// With them: the lead calls TeamCreate and two Agents with `task: true` in one turn;
+    /// each teammate reads its log, then writes the summary and completes its task in one
+    /// turn, then answers with its report (which reaches the lead in its idle
+    /// notification).
+    Tasks,
+}
+
+/// The job done by `roo-lead -p` with its team tools in `shape`, two in-process
+/// teammates each in its own worktree; the lead answers each wake-up with "Noted.", its
+/// first answer after `delay_ms` (0: teammates' messages reach it as they come; longer:
+/// they queue while its turn runs and arrive together). All agents share the lead's
+/// provider, so one mock server answers them all; requests are attributed by system
+/// prompt. Returns lead, alice, bob.
+async fn team_job(shape: Shape, delay_ms: u64) -> [Spend; 3] {
     let mut yaml = String::from("agents:\n  \"*\":\n");
     for (who, id, file) in [("alice", 1, "a"), ("bob", 2, "b")] {
         let when =
             format!("    - when: {{system_contains: \"You are {who}, {TEAMMATE_PROMPT}\"}}\n");
-        for turn in [
-            format!(
-                "      text: \"Claiming task {id}.\"\n      tool_calls: [{{name: TaskUpdate, input: {{id: \"{id}\", owner: {who}}}}}]\n"
-            ),
-            format!(
-                "      text: \"Reading {file}.log.\"\n      tool_calls: [{{name: ReadFile, input: {{path: {file}.log}}}}]\n"
-            ),
-            format!(
-                "      text: \"Writing the summary.\"\n      tool_calls: [{{name: WriteFile, input: {{path: {file}.summary, content: \"400 lines, no errors\\n\"}}}}]\n"
-            ),
-            format!(
-                "      text: \"Completing task {id}.\"\n      tool_calls: [{{name: TaskUpdate, input: {{id: \"{id}\", status: completed}}}}]\n"
-            ),
-            format!(
-                "      text: \"Telling the lead.\"\n      tool_calls: [{{name: SendMessage, input: {{to: lead, summary: \"{file}.summary written\", message: \"Task {id} is done: {file}.summary says 400 lines, no errors.\"}}}}]\n"
-            ),
-            "      text: Done.\n".to_owned(),
+        let claim = format!(
+            "      text: \"Claiming task {id}.\"\n      tool_calls: [{{name: TaskUpdate, input: {{id: \"{id}\", owner: {who}}}}}]\n"
+        );
+        let read = format!(
+            "      text: \"Reading {file}.log.\"\n      tool_calls: [{{name: ReadFile, input: {{path: {file}.log}}}}]\n"
+        );
+        let write = format!(
+            "{{name: WriteFile, input: {{path: {file}.summary, content: \"400 lines, no errors\\n\"}}}}"
+        );
+        let complete = format!("{{name: TaskUpdate, input: {{id: \"{id}\", status: completed}}}}");
+        let report = format!("Task {id} is done: {file}.summary says 400 lines, no errors.");
+        let turns = match shape {
+            Shape::Messages => vec![
+                claim,
+                read,
+                format!("      text: \"Writing the summary.\"\n      tool_calls: [{write}]\n"),
+                format!("      text: \"Completing task {id}.\"\n      tool_calls: [{complete}]\n"),
+                format!(
+                    "      text: \"Telling the lead.\"\n      tool_calls: [{{name: SendMessage, input: {{to: lead, summary: \"{file}.summary written\", message: \"{report}\"}}}}]\n"
+                ),
+                "      text: Done.\n".to_owned(),
+            ],
+            Shape::Tasks => vec![
+                read,
+                format!(
+                    "      text: \"Writing the summary and completing task {id}.\"\n      tool_calls: [{write}, {complete}]\n"
+                ),
+                format!("      text: \"{report}\"\n"),
+            ],
+        };
+        for turn in turns.into_iter().chain(std::iter::repeat_n(
             "      text: Nothing more to do.\n".to_owned(),
-            "      text: Nothing more to do.\n".to_owned(),
-        ] {
+            2,
+        )) {
             yaml.push_str(&when);
             yaml.push_str(&turn);
         }
     }
-    yaml.push_str(&format!(
-        r#"    - text: "Creating the team and the two tasks."
+    match shape {
+        Shape::Messages => yaml.push_str(
+            r#"    - text: "Creating the team and the two tasks."
       tool_calls:
-        - {{name: TeamCreate, input: {{team_name: job, description: "two summaries"}}}}
-        - {{name: TaskCreate, input: {{subject: "summarise a.log", description: "Read a.log and write a.summary with its line count and whether it shows errors."}}}}
-        - {{name: TaskCreate, input: {{subject: "summarise b.log", description: "Read b.log and write b.summary with its line count and whether it shows errors."}}}}
+        - {name: TeamCreate, input: {team_name: job, description: "two summaries"}}
+        - {name: TaskCreate, input: {subject: "summarise a.log", description: "Read a.log and write a.summary with its line count and whether it shows errors."}}
+        - {name: TaskCreate, input: {subject: "summarise b.log", description: "Read b.log and write b.summary with its line count and whether it shows errors."}}
     - text: "Spawning alice and bob."
       tool_calls:
-        - {{name: Agent, input: {{name: alice, description: "summarises a.log", prompt: "Claim task 1 and do it: read a.log, write a.summary, complete the task, then tell the lead."}}}}
-        - {{name: Agent, input: {{name: bob, description: "summarises b.log", prompt: "Claim task 2 and do it: read b.log, write b.summary, complete the task, then tell the lead."}}}}
-    - text: "Both are working; waiting for them."
-      delay_ms: {delay_ms}
-"#
+        - {name: Agent, input: {name: alice, description: "summarises a.log", prompt: "Claim task 1 and do it: read a.log, write a.summary, complete the task, then tell the lead."}}
+        - {name: Agent, input: {name: bob, description: "summarises b.log", prompt: "Claim task 2 and do it: read b.log, write b.summary, complete the task, then tell the lead."}}
+"#,
+        ),
+        Shape::Tasks => yaml.push_str(
+            r#"    - text: "Creating the team; alice and bob each get a task."
+      tool_calls:
+        - {name: TeamCreate, input: {team_name: job, description: "two summaries"}}
+        - {name: Agent, input: {name: alice, description: "summarise a.log", task: true, prompt: "Read a.log and write a.summary with its line count and whether it shows errors."}}
+        - {name: Agent, input: {name: bob, description: "summarise b.log", task: true, prompt: "Read b.log and write b.summary with its line count and whether it shows errors."}}
+"#,
+        ),
+    }
+    yaml.push_str(&format!(
+        "    - text: \"Both are working; waiting for them.\"\n      delay_ms: {delay_ms}\n"
     ));
     for _ in 0..12 {
         yaml.push_str("    - text: Noted.\n");
@@ -1110,10 +1149,16 @@ async fn tokens_section() {
         "", "req", "prompt", "input", "read", "write", "billed", "p/p", "b/b", "b/p"
     );
     println!("{}", solo.line("one agent alone", &solo));
-    for delay_ms in [0, 500] {
-        for run in 1..=2 {
-            let [lead, alice, bob] = team_job(delay_ms).await;
-            println!("job {run}, the lead answers after {delay_ms} ms");
+    for (shape, label) in [
+        (Shape::Messages, "claim, tell by message"),
+        (
+            Shape::Tasks,
+            "task given at spawn, report in idle notification",
+        ),
+    ] {
+        for delay_ms in [0, 500] {
+            let [lead, alice, bob] = team_job(shape, delay_ms).await;
+            println!("{label}; the lead answers after {delay_ms} ms");
             println!("{}", lead.line("  lead", &solo));
             println!("{}", alice.line("  alice", &solo));
             println!("{}", bob.line("  bob", &solo));

@@ -686,7 +686,14 @@ fn tool_registry(
             &tools,
         )
     });
-    if set.plan_mode {
+    // Nobody can approve a plan in a headless run, so EnterPlanMode would only be
+    // refused there: the tools go only where a plan can be approved, or where the run
+    // starts in plan mode (the model is told to finish with ExitPlanMode).
+    let plan_possible = plan_approver == PlanApprover::Present
+        || policy
+            .read()
+            .is_ok_and(|p| p.mode() == roo_agent::permissions::PermissionMode::Plan);
+    if set.plan_mode && plan_possible {
         for tool in plan_mode_tools(policy.clone(), plan_file.to_path_buf(), plan_approver) {
             tools.register(tool);
         }
@@ -1073,7 +1080,8 @@ pub fn default_persona(identity: &Identity) -> Persona {
                     "You are {name}, a RooCode teammate{team}, an AI coding agent working with other agents \
                      under the lead {lead}. You read code, change it and run commands to complete the \
                      software engineering tasks you take on. Coordinate through the team's task list and \
-                     messages; the user speaks to you only through the lead.",
+                     messages; the user speaks to you only through the lead. Your final answer of a run \
+                     reaches the lead: report there.",
                     name = identity.name
                 ),
                 ..Persona::default()

@@ -559,6 +559,35 @@ pub async fn team_input(slot: &TeamSlot) {
     }
 }
 
+/// Quiet time after the team's last message before an idle lead takes its messages up:
+/// several arriving together (two teammates finishing at once, a report and the idle
+/// notification after it) make one turn.
+pub const TEAM_QUIET: Duration = Duration::from_millis(300);
+/// The longest an idle lead waits after the first message, however busy the team.
+pub const TEAM_MAX_DELAY: Duration = Duration::from_secs(2);
+
+/// Once messages wait for the lead's conversation: resolves when none has arrived for
+/// [`TEAM_QUIET`], at most [`TEAM_MAX_DELAY`] after the call, so that a headless lead
+/// answers what arrives together in one turn (every turn resends the whole prompt).
+pub async fn gather_input(slot: &TeamSlot) {
+    let Some(binding) = slot.get() else {
+        return;
+    };
+    let until = tokio::time::Instant::now() + TEAM_MAX_DELAY;
+    let mut seen = binding.router.conversation_len();
+    loop {
+        tokio::time::sleep_until((tokio::time::Instant::now() + TEAM_QUIET).min(until)).await;
+        if let Err(e) = binding.router.poll().await {
+            tracing::warn!(error = %e, "failed to read the lead's inbox");
+        }
+        let now = binding.router.conversation_len();
+        if now <= seen || tokio::time::Instant::now() >= until {
+            return;
+        }
+        seen = now;
+    }
+}
+
 /// How long the team config may fail to read before a headless lead stops waiting.
 pub const BROKEN_AFTER: Duration = Duration::from_secs(2);
 

@@ -587,6 +587,11 @@ impl InboxRouter {
         !self.inner.state().conversation.is_empty()
     }
 
+    /// How many messages wait for the conversation.
+    pub fn conversation_len(&self) -> usize {
+        self.inner.state().conversation.len()
+    }
+
     /// Receipt: these messages are in the model's context (marks them read and
     /// delivered).
     pub async fn delivered(&self, ids: Vec<MessageId>) -> Result<usize, RouterError> {

@@ -25,11 +25,13 @@
 //! the inbox until it is answered, so a member that dies with one open answers it when
 //! it starts again (idle, it approves).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
-use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, TypedTool};
+use roo_agent::tool::{
+    Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, TypedTool, WeakToolRegistry,
+};
 use roo_store::{Mailbox, Message, MessageBody, Name, Outgoing};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -58,6 +60,10 @@ struct Shared {
     mailbox: Mailbox,
     lead: Name,
     state: Mutex<State>,
+    /// The agent's tools, where [`ShutdownResponse`] waits deferred until a request
+    /// comes (see [`ShutdownOnRequest::bind`]). Weak: the registry holds the tool,
+    /// which holds this.
+    registry: OnceLock<WeakToolRegistry>,
 }
 
 #[derive(Default)]
@@ -121,6 +127,7 @@ impl ShutdownOnRequest {
                 mailbox,
                 lead,
                 state: Mutex::new(State::default()),
+                registry: OnceLock::new(),
             }),
         }
     }
@@ -131,6 +138,13 @@ impl ShutdownOnRequest {
         Arc::new(ShutdownResponse {
             shared: self.shared.clone(),
         })
+    }
+
+    /// The agent's registry, holding [`Self::response_tool`] deferred: its schema is
+    /// sent from the turn a shutdown request is put before the model on, not with every
+    /// request of a teammate that is never asked to stop.
+    pub fn bind(&self, registry: &ToolRegistry) {
+        let _ = self.shared.registry.set(registry.downgrade());
     }
 
     /// Whether a request of the lead waits for the model's answer.
@@ -204,6 +218,9 @@ impl TurnHook for ShutdownOnRequest {
             }
             let reminder = reminder(&shared.lead, &honoured);
             shared.state().open.extend(honoured);
+            if let Some(registry) = shared.registry.get().and_then(WeakToolRegistry::upgrade) {
+                registry.reveal(&[SHUTDOWN_RESPONSE]);
+            }
             TurnAction::Inject(vec![reminder])
         })
     }

@@ -642,7 +642,7 @@ impl Spawner {
             .is_some_and(|e| e.handle.running() || e.restarting)
     }
 
-    fn lead_binding(&self) -> Result<Arc<TeamBinding>, SpawnError> {
+    pub(crate) fn lead_binding(&self) -> Result<Arc<TeamBinding>, SpawnError> {
         let binding = self.inner.slot.get().ok_or(SpawnError::NoTeam)?;
         if !binding.is_lead() {
             return Err(SpawnError::NotLead {

@@ -281,6 +281,9 @@ pub(crate) async fn run_joined(
     if plan_mode_required {
         settings.permission_mode = Some(PermissionMode::Plan);
     }
+    // Whether a teammate plans first is the lead's call (`plan_mode_required`, or the
+    // plan mode it spawned it in): the plan tools come only with it.
+    settings.tools.plan_mode = settings.permission_mode == Some(PermissionMode::Plan);
     settings
         .hooks
         .push(Arc::new(InboxDelivery::new(router.clone())));
@@ -289,7 +292,8 @@ pub(crate) async fn run_joined(
         mailbox.clone(),
         lead.clone(),
     ));
-    settings.tools.extra.push(shutdown.response_tool());
+    // Deferred: revealed by the hook when the lead asks (see `ShutdownOnRequest::bind`).
+    settings.tools.deferred.push(shutdown.response_tool());
     settings.hooks.push(shutdown.clone());
     settings.hooks.push(gate.clone());
 
@@ -310,6 +314,7 @@ pub(crate) async fn run_joined(
         }
     };
     gate.bind(built.agent.policy().clone());
+    shutdown.bind(built.agent.tools());
     for text in std::mem::take(&mut built.notices) {
         output.emit(AgentEvent::Notice { text });
     }
@@ -331,7 +336,7 @@ pub(crate) async fn run_joined(
         built.agent.model().to_string(),
     );
     let mut input = Some(prompt).filter(|p| !p.trim().is_empty());
-    let mut last: Option<Outcome> = None;
+    let mut last: Option<LastRun> = None;
     let mut before: Vec<Task> = member.owned_tasks().await;
     // Restarted without a prompt while messages wait: take them up without going idle.
     let mut skip_idle = input.is_none() && {
@@ -345,7 +350,7 @@ pub(crate) async fn run_joined(
             member.set_active(true).await;
             before = member.owned_tasks().await;
             meter.new_run();
-            let outcome =
+            let (outcome, answer) =
                 run_once(&mut built.agent, &text, &output, &mut meter, cancel.clone()).await;
             tracing::info!(member = %me, outcome = %outcome.describe(), "run ended");
             if cancel.is_cancelled() {
@@ -357,7 +362,7 @@ pub(crate) async fn run_joined(
             if matches!(outcome, Outcome::Stopped { .. }) || shutdown.after_run().await {
                 return Ok(member.shut_down().await);
             }
-            last = Some(outcome);
+            last = Some(LastRun { outcome, answer });
         }
         if !std::mem::take(&mut skip_idle) {
             let completed = member
@@ -402,7 +407,7 @@ async fn run_once(
     output: &EventSink,
     meter: &mut UsageMeter,
     cancel: CancellationToken,
-) -> Outcome {
+) -> (Outcome, String) {
     let (sink, mut events) = EventSink::channel();
     let run = async move {
         let result = agent.run(input, &sink, cancel).await;
@@ -422,8 +427,19 @@ async fn run_once(
         }
     };
     let (result, ()) = tokio::join!(run, forward);
-    result.outcome
+    (result.outcome, result.final_text)
 }
+
+/// How a teammate's last run ended and what its model answered last, for the idle
+/// notification: the answer is the teammate's report, so reporting needs no SendMessage.
+pub struct LastRun {
+    pub outcome: Outcome,
+    pub answer: String,
+}
+
+/// At most this many characters of a run's final answer go into the idle notification
+/// (the rest is cut with a mark): a report, not a transcript.
+pub const IDLE_ANSWER_CHARS: usize = 2_000;
 
 enum Wake {
     Conversation,
@@ -595,7 +611,7 @@ impl OwnEntry {
     /// `is_active: false` and, if something changed since the last one, one
     /// `idle_notification` to the lead. Failures are logged: an idle teammate that
     /// could not tell the lead still waits for messages.
-    async fn go_idle(&self, last: Option<&Outcome>, before: &[Task]) -> Result<Vec<Task>, String> {
+    async fn go_idle(&self, last: Option<&LastRun>, before: &[Task]) -> Result<Vec<Task>, String> {
         let now = self.owned_tasks().await;
         let fingerprint = idle_fingerprint(last, &now);
         let completed = newly_completed(before, &now);
@@ -681,9 +697,9 @@ async fn fire_team_hooks(
 /// ping-pong; claiming, completing or releasing a task, or a run ending differently
 /// (an error, the turn limit), does. FNV-1a 64 over a canonical text, so the value is
 /// stable across builds and survives a restart in the team config.
-pub fn idle_fingerprint(last: Option<&Outcome>, owned: &[Task]) -> String {
-    let mut canonical = String::from("v1;");
-    canonical.push_str(match last {
+pub fn idle_fingerprint(last: Option<&LastRun>, owned: &[Task]) -> String {
+    let mut canonical = String::from("v2;");
+    canonical.push_str(match last.map(|l| &l.outcome) {
         None => "none",
         Some(Outcome::Completed) => "completed",
         Some(Outcome::MaxTurns { .. }) => "max_turns",
@@ -695,6 +711,11 @@ pub fn idle_fingerprint(last: Option<&Outcome>, owned: &[Task]) -> String {
     });
     for task in owned {
         canonical.push_str(&format!(";{}={}", task.id, task.status.as_str()));
+    }
+    // A new answer is news for the lead even when the tasks did not change.
+    if let Some(answer) = last.map(|l| l.answer.trim()).filter(|a| !a.is_empty()) {
+        canonical.push_str(";answer=");
+        canonical.push_str(answer);
     }
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in canonical.bytes() {
@@ -717,11 +738,12 @@ fn newly_completed<'a>(before: &[Task], now: &'a [Task]) -> Option<&'a TaskId> {
         .map(|t| &t.id)
 }
 
-/// The notification's text: one line for the outcome, one for the tasks.
-fn idle_text(me: &Name, last: Option<&Outcome>, owned: &[Task]) -> String {
+/// The notification's text: one line for the outcome and the tasks, then the run's
+/// final answer (cut at [`IDLE_ANSWER_CHARS`]), if it gave one.
+fn idle_text(me: &Name, last: Option<&LastRun>, owned: &[Task]) -> String {
     let outcome = match last {
         None => "waiting for messages".to_string(),
-        Some(outcome) => format!("last run {}", one_line(&outcome.describe(), 200)),
+        Some(last) => format!("last run {}", one_line(&last.outcome.describe(), 200)),
     };
     let open: Vec<String> = owned
         .iter()
@@ -733,5 +755,15 @@ fn idle_text(me: &Name, last: Option<&Outcome>, owned: &[Task]) -> String {
     } else {
         format!("open tasks: {}", open.join(", "))
     };
-    format!("{me} is idle: {outcome}; {tasks}.")
+    let head = format!("{me} is idle: {outcome}; {tasks}.");
+    match last.map(|l| l.answer.trim()).filter(|a| !a.is_empty()) {
+        None => head,
+        Some(answer) => {
+            let mut cut: String = answer.chars().take(IDLE_ANSWER_CHARS).collect();
+            if cut.len() < answer.len() {
+                cut.push_str(" […]");
+            }
+            format!("{head}\nIts final answer:\n{cut}")
+        }
+    }
 }

@@ -14,6 +14,7 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::subagent::tool::{SUBAGENT_USE, stop_task};
 use roo_agent::subagent::{BackgroundTasks, SubagentTool};
 use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, TypedTool, input_schema};
+use roo_store::{ClaimOptions, Name, NewTask, TaskId};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -53,9 +54,9 @@ impl AgentTool {
 }
 
 /// What a teammate is, for the Agent tool's description.
-const TEAMMATE_WORK: &str = "It works in its own git clone on branch roo/<team>/<name>, \
-     claims tasks and reports by message. You get an idle notification when it stops; a \
-     message starts it again. Merge its commits with TeamMerge; run no git in its clone.";
+const TEAMMATE_WORK: &str = "It works on branch roo/<team>/<name> in its own clone (run no \
+     git there; merge with TeamMerge). Its final answer reaches you when it stops; a message \
+     starts it again.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -75,10 +76,13 @@ pub struct AgentInput {
     /// The teammate must have a plan approved by you first.
     #[serde(default)]
     plan_mode_required: bool,
-    /// The teammate's: yours (the default) or stricter.
+    /// Yours (default) or stricter.
     #[serde(default)]
     #[schemars(schema_with = "schema::permission_mode")]
     permission_mode: Option<String>,
+    /// Also make it the teammate's task on the task list.
+    #[serde(default)]
+    task: bool,
 }
 
 impl Tool for AgentTool {
@@ -157,6 +161,7 @@ impl Tool for AgentTool {
                 if let Some(map) = input.as_object_mut() {
                     map.remove("plan_mode_required");
                     map.remove("permission_mode");
+                    map.remove("task");
                 }
                 return sub.call(input, ctx).await;
             }
@@ -208,9 +213,29 @@ impl AgentTool {
             .map(str::parse::<PermissionMode>)
             .transpose()
             .map_err(|e| format!("spawn {name}: `permission_mode`: {e}"))?;
+        // The task first, owned by the teammate-to-be, so that its id can be in the
+        // prompt; a spawn that fails takes it away again.
+        let task = if input.task {
+            let subject = input
+                .description
+                .as_deref()
+                .filter(|d| !d.trim().is_empty())
+                .unwrap_or(&input.prompt);
+            Some(self.create_task(&name, subject, &input.prompt).await?)
+        } else {
+            None
+        };
+        let prompt = match &task {
+            Some(id) => format!(
+                "{}\n\n(Task #{id} on the task list is yours: complete it with TaskUpdate when \
+                 done.)",
+                input.prompt
+            ),
+            None => input.prompt,
+        };
         let request = SpawnRequest {
-            name,
-            prompt: input.prompt,
+            name: name.clone(),
+            prompt,
             agent_type: input.subagent_type,
             model: input.model,
             plan_mode_required: input.plan_mode_required,
@@ -218,12 +243,18 @@ impl AgentTool {
             cwd: ctx.cwd.clone(),
             launcher: ctx.launcher.clone(),
         };
-        let _ = input.description;
-        let spawned = self
-            .spawner
-            .spawn(request)
-            .await
-            .map_err(|e| e.to_string())?;
+        let spawned = match self.spawner.spawn(request).await {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                if let Some(id) = task {
+                    self.drop_task(id).await;
+                }
+                return Err(e.to_string());
+            }
+        };
+        if let Some(id) = &task {
+            self.start_task(id.clone(), name).await;
+        }
         let mut out = format!(
             "spawned teammate {} ({}) working in {}",
             spawned.name,
@@ -233,15 +264,77 @@ impl AgentTool {
         if let Some(branch) = &spawned.branch {
             out.push_str(&format!(" on branch {branch}"));
         }
-        out.push_str(
-            ". It reports by message and goes idle when done; you need not wait actively.",
-        );
+        out.push_str(". Its final answer reaches you when it goes idle.");
+        if let Some(id) = task {
+            out.push_str(&format!(" Task #{id} is its."));
+        }
         for notice in spawned.notices {
             out.push_str(&format!("\nnote: {notice}"));
         }
         Ok(out)
     }
+
+    /// Creates the task of an Agent call with `task: true`, owned by `owner` (pending
+    /// until it is claimed for it after the spawn). Returns its id.
+    async fn create_task(
+        &self,
+        owner: &Name,
+        subject: &str,
+        prompt: &str,
+    ) -> Result<TaskId, String> {
+        let binding = self.spawner.lead_binding().map_err(|e| e.to_string())?;
+        let new = NewTask {
+            subject: crate::event::one_line(subject, TASK_SUBJECT_CHARS),
+            description: prompt.to_string(),
+            active_form: None,
+            blocked_by: Vec::new(),
+            blocks: Vec::new(),
+            paths: Vec::new(),
+            metadata: serde_json::Map::new(),
+            owner: Some(owner.clone()),
+        };
+        let tasks = binding.team.tasks();
+        tokio::task::spawn_blocking(move || tasks.create(new))
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|task| task.id)
+            .map_err(|e| format!("spawn {owner}: create its task: {e}"))
+    }
+
+    /// The spawned teammate's task goes in progress (claimed for it), unless it moved on
+    /// already (a fast teammate may have completed it). Failures are logged: the task
+    /// stays assigned to the teammate, who can complete it from pending.
+    async fn start_task(&self, id: TaskId, owner: Name) {
+        let Ok(binding) = self.spawner.lead_binding() else {
+            return;
+        };
+        let tasks = binding.team.tasks();
+        let claimed =
+            tokio::task::spawn_blocking(move || tasks.claim(&id, &owner, &ClaimOptions::default()))
+                .await;
+        match claimed {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "failed to start a spawned teammate's task"),
+            Err(e) => tracing::warn!(error = %e, "failed to start a spawned teammate's task"),
+        }
+    }
+
+    /// Removes the task of a spawn that failed. Failures are logged.
+    async fn drop_task(&self, id: TaskId) {
+        let Ok(binding) = self.spawner.lead_binding() else {
+            return;
+        };
+        let (tasks, lead) = (binding.team.tasks(), binding.me.clone());
+        let dropped =
+            tokio::task::spawn_blocking(move || tasks.delete(&id, Some(&lead), true)).await;
+        if !matches!(dropped, Ok(Ok(_))) {
+            tracing::warn!("failed to remove the task of a failed spawn: {dropped:?}");
+        }
+    }
 }
+
+/// The longest subject of a task an Agent call makes.
+const TASK_SUBJECT_CHARS: usize = 120;
 
 /// Whether an Agent call names its agent.
 fn named(input: &Value) -> bool {

@@ -212,8 +212,7 @@ impl TeamCreate {
             }
         });
         Ok(format!(
-            "created team {} with you ({}) as lead; its task list is empty. Add tasks with \
-             TaskCreate, then spawn teammates.",
+            "created team {}, led by you ({}); no tasks yet.",
             team.name(),
             self.lead.me
         ))
