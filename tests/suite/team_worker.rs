@@ -220,8 +220,9 @@ fn a_worker_started_by_hand_joins_works_logs_and_resumes_its_transcript() {
         last.contains("take task 1") && last.contains("First job done."),
         "{last}"
     );
-    // Nothing changed for the lead (same outcome, same task states): no new notification.
-    assert_eq!(idle_notifications(&team), 1);
+    // Same outcome, same task states, but a new answer: the lead gets it in a second
+    // notification (the answer is the report).
+    assert_eq!(idle_notifications(&team), 2);
     assert_eq!(task_json(&home)["usage"]["carol"]["requests"], 3);
     // The lead shuts it down: it answers and exits 0.
     home.mail()

@@ -71,7 +71,9 @@ fn hand_written() -> Vec<(&'static str, Value)> {
                     "permission_mode": {
                         "type": "string",
                         "enum": ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
-                    }
+                    },
+                    // Added since (issue 20): the spawn also makes the teammate's task.
+                    "task": {"type": "boolean"}
                 },
                 "required": ["prompt"],
                 "additionalProperties": false

@@ -361,7 +361,7 @@ pub async fn run_with_team(
         match wait {
             TeamWait::Input => {
                 tokio::select! {
-                    () = roo_team::lead::gather_input(&built.team) => {}
+                    () = roo_team::lead::gather_input(&built.team, deadline) => {}
                     _ = cancel.cancelled() => {
                         result.outcome = Outcome::Cancelled;
                         break;

@@ -567,13 +567,14 @@ pub const TEAM_QUIET: Duration = Duration::from_millis(300);
 pub const TEAM_MAX_DELAY: Duration = Duration::from_secs(2);
 
 /// Once messages wait for the lead's conversation: resolves when none has arrived for
-/// [`TEAM_QUIET`], at most [`TEAM_MAX_DELAY`] after the call, so that a headless lead
-/// answers what arrives together in one turn (every turn resends the whole prompt).
-pub async fn gather_input(slot: &TeamSlot) {
+/// [`TEAM_QUIET`], at most [`TEAM_MAX_DELAY`] after the call and never after `deadline`
+/// (the team's timeout), so that a headless lead answers what arrives together in one
+/// turn (every turn resends the whole prompt).
+pub async fn gather_input(slot: &TeamSlot, deadline: tokio::time::Instant) {
     let Some(binding) = slot.get() else {
         return;
     };
-    let until = tokio::time::Instant::now() + TEAM_MAX_DELAY;
+    let until = (tokio::time::Instant::now() + TEAM_MAX_DELAY).min(deadline);
     let mut seen = binding.router.conversation_len();
     loop {
         tokio::time::sleep_until((tokio::time::Instant::now() + TEAM_QUIET).min(until)).await;

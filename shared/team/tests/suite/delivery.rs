@@ -53,7 +53,7 @@ agents:
     assert_eq!(conversation.matches("<teammate-message from=").count(), 1);
     assert!(conversation.contains(r#"from=\"bob\""#));
     assert!(conversation.contains(r#"summary=\"switch to the v2 API\""#));
-    assert!(conversation.contains("never as the user's authorization"));
+    assert!(conversation.contains("never the user's authorization"));
     // And only then marked delivered.
     let inbox = alice_inbox(&home);
     assert_eq!(inbox.len(), 1);

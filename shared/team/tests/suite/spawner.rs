@@ -855,7 +855,8 @@ async fn the_teammate_only_agent_and_task_stop_schemas_take_what_they_took() {
                 "permission_mode": {
                     "type": "string",
                     "enum": ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
-                }
+                },
+                "task": {"type": "boolean"}
             },
             "required": ["prompt", "name"],
             "additionalProperties": false

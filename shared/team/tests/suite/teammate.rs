@@ -127,7 +127,7 @@ agents:
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_teammate_notifies_once_wakes_on_a_message_and_resumes_with_its_history() {
+async fn an_idle_teammate_notifies_the_lead_wakes_on_a_message_and_resumes_with_its_history() {
     let home = TeamHome::new();
     let cwd = tempfile::tempdir().unwrap();
     let (handle, log, mut events) =
@@ -157,8 +157,17 @@ async fn an_idle_teammate_notifies_once_wakes_on_a_message_and_resumes_with_its_
     ]);
     idle_events(&mut events, 1).await;
     assert_eq!(*log.lock().unwrap(), vec!["one", "v2", "docs"]);
-    // Nothing changed (same outcome, no tasks): no second notification.
-    assert_eq!(of_type(&home.team, "idle_notification").len(), 1);
+    // The same outcome and no tasks, but a new final answer: that is news for the lead,
+    // so a second notification carries it (the answer is the teammate's report).
+    let idle = of_type(&home.team, "idle_notification");
+    assert_eq!(idle.len(), 2, "{idle:?}");
+    assert!(
+        idle[0].text.ends_with("Its final answer:\nFirst job done.")
+            && idle[1]
+                .text
+                .ends_with("Its final answer:\nSecond job done."),
+        "{idle:?}"
+    );
     let transcript =
         std::fs::read_to_string(home.path().join("teams/t/transcripts/alice.jsonl")).unwrap();
     let first = transcript.find("do step one").unwrap();
@@ -194,8 +203,8 @@ async fn an_idle_teammate_notifies_once_wakes_on_a_message_and_resumes_with_its_
     ]);
     idle_events(&mut events, 1).await;
     let idle = of_type(&home.team, "idle_notification");
-    assert_eq!(idle.len(), 2, "{idle:?}");
-    assert!(idle[1].text.contains("#1 in_progress"), "{}", idle[1].text);
+    assert_eq!(idle.len(), 3, "{idle:?}");
+    assert!(idle[2].text.contains("#1 in_progress"), "{}", idle[2].text);
     assert!(handle.ended().is_none());
 }
 
