@@ -176,7 +176,7 @@ agents:
 fn a_headless_lead_takes_reports_arriving_together_in_one_turn() {
     let world = World::new();
     // Both teammates wait for a file the test writes once the lead's turn has ended;
-    // bob reports 200 ms after alice. Without the quiet period the lead would take
+    // bob reports 100 ms after alice. Without the quiet period the lead would take
     // alice's report alone and bob's in a second turn.
     let go = world.root.join("go");
     let wait = |then: &str| {
@@ -207,7 +207,7 @@ agents:
     - text: "Noted."
 "#,
         alice = wait("true"),
-        bob = wait("sleep 0.2"),
+        bob = wait("sleep 0.1"),
     ));
     let lead = world.lead(&mock).spawn();
     wait_until(
@@ -249,7 +249,7 @@ fn a_teammate_gets_the_shutdown_tool_with_the_leads_request() {
 agents:
   "*":
     - when: {system_contains: "You are alice, a RooCode teammate"}
-      tool_calls: [{name: Bash, input: {command: "sleep 2"}}]
+      tool_calls: [{name: Bash, input: {command: "sleep 4"}}]
     - when: {system_contains: "You are alice, a RooCode teammate"}
       tool_calls: [{name: ShutdownResponse, input: {approve: true}}]
     - when: {system_contains: "You are alice, a RooCode teammate"}
