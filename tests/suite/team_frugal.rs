@@ -284,3 +284,46 @@ agents:
     let member = config.member("alice").unwrap();
     assert!(member.shut_down(), "{member:?}");
 }
+
+/// Hostile review of the frugal team: a `roo-worker` started by hand without
+/// `--permission-mode` takes the config's mode. Configured to `plan`, it starts in plan
+/// mode, so it must get ExitPlanMode (the only way out of plan mode) — the TEAM.md rule
+/// "a teammate gets EnterPlanMode and ExitPlanMode when it starts in plan mode".
+#[test]
+fn a_worker_started_in_plan_mode_by_its_config_gets_the_plan_tools() {
+    let home = roo_tests::TempHome::new();
+    home.team("t", "lead", &[]);
+    std::fs::write(home.path().join("config.yaml"), "permission_mode: plan\n").unwrap();
+    let mock = MockLlm::start(
+        r#"
+agents:
+  "*":
+    - text: "Planning."
+"#,
+    );
+    let _worker = home
+        .cmd("roo-worker")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["--team", "t", "--name", "carol"])
+        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["--base-url", &mock.base_url("anthropic")])
+        .args(["--prompt", "Plan the change."])
+        .spawn();
+    let first = wait_until(
+        "carol's first model request",
+        Duration::from_secs(60),
+        || requests_of(&mock, Some("carol")).into_iter().next(),
+        || format!("{} requests so far", mock.requests().len()),
+    );
+    // Its system prompt tells it to finish with ExitPlanMode: it is in plan mode.
+    assert!(
+        first["system"].to_string().contains("Call ExitPlanMode"),
+        "{}",
+        first["system"]
+    );
+    let tools = tool_names(&first);
+    assert!(
+        tools.iter().any(|t| t == "ExitPlanMode"),
+        "carol starts in plan mode but cannot leave it: {tools:?}"
+    );
+}
