@@ -83,7 +83,9 @@ pub enum Role {
 pub struct ToolSet {
     /// The work tools: ReadFile, WriteFile, EditFile, Bash, Glob, Grep.
     pub work: bool,
-    /// EnterPlanMode and ExitPlanMode (bound to this agent's policy and plan file).
+    /// EnterPlanMode and ExitPlanMode (bound to this agent's policy and plan file)
+    /// where a plan can be approved; an agent that starts in plan mode gets them
+    /// whatever this says.
     pub plan_mode: bool,
     /// More tools (a team's coordination tools, …), registered after the others; a
     /// tool with the name of an earlier one replaces it.
@@ -688,12 +690,15 @@ fn tool_registry(
     });
     // Nobody can approve a plan in a headless run, so EnterPlanMode would only be
     // refused there: the tools go only where a plan can be approved, or where the run
-    // starts in plan mode (the model is told to finish with ExitPlanMode).
-    let plan_possible = plan_approver == PlanApprover::Present
-        || policy
-            .read()
-            .is_ok_and(|p| p.mode() == roo_agent::permissions::PermissionMode::Plan);
-    if set.plan_mode && plan_possible {
+    // starts in plan mode (the model is told to finish with ExitPlanMode). A run that
+    // starts in plan mode gets them even without `set.plan_mode`: its mode may come
+    // from the config (a `roo-worker` started by hand without `--permission-mode`),
+    // and without ExitPlanMode it could never leave plan mode.
+    let starts_in_plan = policy
+        .read()
+        .is_ok_and(|p| p.mode() == roo_agent::permissions::PermissionMode::Plan);
+    let plan_possible = plan_approver == PlanApprover::Present || starts_in_plan;
+    if (set.plan_mode && plan_possible) || starts_in_plan {
         for tool in plan_mode_tools(policy.clone(), plan_file.to_path_buf(), plan_approver) {
             tools.register(tool);
         }

@@ -282,7 +282,8 @@ pub(crate) async fn run_joined(
         settings.permission_mode = Some(PermissionMode::Plan);
     }
     // Whether a teammate plans first is the lead's call (`plan_mode_required`, or the
-    // plan mode it spawned it in): the plan tools come only with it.
+    // plan mode it spawned it in): the plan tools come only with it. (A worker whose
+    // mode comes from the config gets them from the builder when that mode is plan.)
     settings.tools.plan_mode = settings.permission_mode == Some(PermissionMode::Plan);
     settings
         .hooks
