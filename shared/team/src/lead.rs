@@ -592,6 +592,10 @@ pub async fn gather_input(slot: &TeamSlot, deadline: tokio::time::Instant) {
 /// How long the team config may fail to read before a headless lead stops waiting.
 pub const BROKEN_AFTER: Duration = Duration::from_secs(2);
 
+/// How long after a message to an idle teammate a headless lead still expects it to
+/// wake (and so does not settle).
+const WOKEN_WITHIN: Duration = Duration::from_secs(10);
+
 /// How often the wait looks again even without a wake-up.
 const WAIT_TICK: Duration = Duration::from_millis(250);
 
@@ -632,12 +636,42 @@ pub async fn wait_for_team(
                     })
                     .map(|m| m.name.clone())
                     .collect();
-                (TeamStatus::of(&config), undeclared)
+                // An idle teammate with a fresh message that wakes it (the lead's last
+                // turn may have just sent it) is about to be busy: not settled yet. Only
+                // text and task assignments count, and only for WOKEN_WITHIN: a member
+                // that does not wake by then (a worker that stopped) is not waited for.
+                let now_ms = roo_store::Timestamp::now().unix_ms();
+                let woken: Vec<Name> = config
+                    .members
+                    .iter()
+                    .filter(|m| {
+                        !config.is_lead(m.name.as_str())
+                            && m.observed_state() == roo_store::MemberState::Idle
+                    })
+                    .filter(|m| {
+                        let unread = roo_store::ReadFilter {
+                            unread_only: true,
+                            ..roo_store::ReadFilter::default()
+                        };
+                        team.mailbox().read(&m.name, &unread).is_ok_and(|mail| {
+                            mail.iter().any(|message| {
+                                matches!(
+                                    message.body,
+                                    roo_store::MessageBody::Text
+                                        | roo_store::MessageBody::TaskAssignment { .. }
+                                ) && now_ms.saturating_sub(message.timestamp.unix_ms())
+                                    < WOKEN_WITHIN.as_millis() as i64
+                            })
+                        })
+                    })
+                    .map(|m| m.name.clone())
+                    .collect();
+                (TeamStatus::of(&config), undeclared, woken)
             })
         })
         .await;
         let settled = match read {
-            Ok(Ok((now, undeclared))) => {
+            Ok(Ok((now, undeclared, woken))) => {
                 failing_since = None;
                 if undeclared.is_empty() {
                     undeclared_since = None;
@@ -647,6 +681,8 @@ pub async fn wait_for_team(
                 let waiting = undeclared_since.is_some_and(|since| since.elapsed() < BROKEN_AFTER);
                 if waiting {
                     Err(undeclared)
+                } else if !woken.is_empty() {
+                    Err(woken)
                 } else {
                     now.settled().then_some(()).ok_or(now.busy())
                 }

@@ -302,6 +302,7 @@ pub(crate) async fn run_joined(
         team: team.clone(),
         me: me.clone(),
         events,
+        answers: std::sync::Mutex::new(AnswerStreak::default()),
     };
     let mut built = match build_agent(settings).await {
         Ok(built) => built,
@@ -548,6 +549,44 @@ struct OwnEntry {
     team: Team,
     me: Name,
     events: Option<TeamEventSender>,
+    /// Notifications in a row that carried only a new answer (see [`AnswerStreak`]).
+    answers: std::sync::Mutex<AnswerStreak>,
+}
+
+/// At most this many idle notifications in a row may carry only a new final answer (the
+/// tasks and the way the run ended unchanged): a question of the lead and a follow-up
+/// get their answers, but a lead that thanks every report and a teammate that answers
+/// every thanks stop waking each other after that. A change of tasks or outcome starts
+/// the count again.
+pub const MAX_ANSWER_ONLY_NOTICES: u32 = 2;
+
+/// The fingerprint without the answer at the last idle, the fingerprint used then, and
+/// how many idles in a row differed from the one before only by their answer.
+#[derive(Default)]
+struct AnswerStreak {
+    base: Option<String>,
+    used: Option<String>,
+    count: u32,
+}
+
+impl AnswerStreak {
+    /// The fingerprint of this idle: `full` (with the answer) unless the streak of
+    /// answer-only changes is spent, then the one used last, which the store finds
+    /// unchanged and so sends nothing.
+    fn fingerprint(&mut self, base: String, full: String) -> String {
+        if self.base.as_deref() == Some(base.as_str()) {
+            self.count += 1;
+        } else {
+            self.base = Some(base);
+            self.count = 0;
+        }
+        let used = match &self.used {
+            Some(used) if self.count > MAX_ANSWER_ONLY_NOTICES => used.clone(),
+            _ => full,
+        };
+        self.used = Some(used.clone());
+        used
+    }
 }
 
 impl OwnEntry {
@@ -614,7 +653,14 @@ impl OwnEntry {
     /// could not tell the lead still waits for messages.
     async fn go_idle(&self, last: Option<&LastRun>, before: &[Task]) -> Result<Vec<Task>, String> {
         let now = self.owned_tasks().await;
-        let fingerprint = idle_fingerprint(last, &now);
+        let (base, full) = (
+            idle_fingerprint(last, &now, false),
+            idle_fingerprint(last, &now, true),
+        );
+        let fingerprint = match self.answers.lock() {
+            Ok(mut streak) => streak.fingerprint(base, full),
+            Err(_) => full,
+        };
         let completed = newly_completed(before, &now);
         let text = idle_text(&self.me, last, &now);
         let notice = Outgoing::new(
@@ -692,13 +738,15 @@ async fn fire_team_hooks(
 }
 
 /// What an idle notification's fingerprint covers: how the last run ended (its kind,
-/// not its text) and the id and status of every task the member owns. A run that
-/// changes no task and ends the same way as the one before (e.g. a woken teammate that
-/// only answers "thanks") does not notify the lead again, which breaks notification
-/// ping-pong; claiming, completing or releasing a task, or a run ending differently
-/// (an error, the turn limit), does. FNV-1a 64 over a canonical text, so the value is
+/// not its text), the id and status of every task the member owns and, with
+/// `with_answer`, the run's final answer (the report). Claiming, completing or releasing
+/// a task, a run ending differently (an error, the turn limit) or a new answer notify
+/// the lead again; a run that changes none of them does not. The answer counts for at
+/// most [`MAX_ANSWER_ONLY_NOTICES`] notifications in a row that differ only by it (the
+/// teammate loop decides), which breaks notification ping-pong (a lead thanking every
+/// report, a teammate answering every thanks). FNV-1a 64 over a canonical text, so the value is
 /// stable across builds and survives a restart in the team config.
-pub fn idle_fingerprint(last: Option<&LastRun>, owned: &[Task]) -> String {
+pub fn idle_fingerprint(last: Option<&LastRun>, owned: &[Task], with_answer: bool) -> String {
     let mut canonical = String::from("v2;");
     canonical.push_str(match last.map(|l| &l.outcome) {
         None => "none",
@@ -714,7 +762,11 @@ pub fn idle_fingerprint(last: Option<&LastRun>, owned: &[Task]) -> String {
         canonical.push_str(&format!(";{}={}", task.id, task.status.as_str()));
     }
     // A new answer is news for the lead even when the tasks did not change.
-    if let Some(answer) = last.map(|l| l.answer.trim()).filter(|a| !a.is_empty()) {
+    if let Some(answer) = last
+        .filter(|_| with_answer)
+        .map(|l| l.answer.trim())
+        .filter(|a| !a.is_empty())
+    {
         canonical.push_str(";answer=");
         canonical.push_str(answer);
     }

@@ -14,7 +14,7 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::subagent::tool::{SUBAGENT_USE, stop_task};
 use roo_agent::subagent::{BackgroundTasks, SubagentTool};
 use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, TypedTool, input_schema};
-use roo_store::{ClaimOptions, Name, NewTask, TaskId};
+use roo_store::{ClaimOptions, Name, NewTask, TaskId, TaskStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -301,17 +301,23 @@ impl AgentTool {
             .map_err(|e| format!("spawn {owner}: create its task: {e}"))
     }
 
-    /// The spawned teammate's task goes in progress (claimed for it), unless it moved on
-    /// already (a fast teammate may have completed it). Failures are logged: the task
-    /// stays assigned to the teammate, who can complete it from pending.
+    /// The spawned teammate's task goes in progress (claimed for it) if it is still
+    /// pending and the teammate's: a fast teammate may have completed or released it
+    /// already, and its choice stands. Failures are logged: the task stays assigned to
+    /// the teammate, who can complete it from pending.
     async fn start_task(&self, id: TaskId, owner: Name) {
         let Ok(binding) = self.spawner.lead_binding() else {
             return;
         };
         let tasks = binding.team.tasks();
-        let claimed =
-            tokio::task::spawn_blocking(move || tasks.claim(&id, &owner, &ClaimOptions::default()))
-                .await;
+        let claimed = tokio::task::spawn_blocking(move || {
+            let task = tasks.get(&id)?;
+            if task.status != TaskStatus::Pending || task.owner.as_ref() != Some(&owner) {
+                return Ok(None);
+            }
+            tasks.claim(&id, &owner, &ClaimOptions::default()).map(Some)
+        })
+        .await;
         match claimed {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "failed to start a spawned teammate's task"),
@@ -319,14 +325,21 @@ impl AgentTool {
         }
     }
 
-    /// Removes the task of a spawn that failed. Failures are logged.
+    /// Removes the task of a spawn that failed if it is still pending: a member of that
+    /// name that was not this lead's to spawn (a worker started by hand) may have
+    /// claimed it meanwhile, and its work stays. Failures are logged.
     async fn drop_task(&self, id: TaskId) {
         let Ok(binding) = self.spawner.lead_binding() else {
             return;
         };
         let (tasks, lead) = (binding.team.tasks(), binding.me.clone());
-        let dropped =
-            tokio::task::spawn_blocking(move || tasks.delete(&id, Some(&lead), true)).await;
+        let dropped = tokio::task::spawn_blocking(move || {
+            if tasks.get(&id)?.status != TaskStatus::Pending {
+                return Ok(None);
+            }
+            tasks.delete(&id, Some(&lead), false).map(Some)
+        })
+        .await;
         if !matches!(dropped, Ok(Ok(_))) {
             tracing::warn!("failed to remove the task of a failed spawn: {dropped:?}");
         }
