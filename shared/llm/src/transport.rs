@@ -63,6 +63,20 @@ pub(crate) struct HttpTarget {
     pub key_env: &'static str,
 }
 
+impl HttpTarget {
+    /// The headers that authorize a request to this server (its API key), for other
+    /// requests to the same server than the model calls.
+    pub(crate) fn auth_headers(&self) -> HeaderMap {
+        let mut auth = HeaderMap::new();
+        for name in ["authorization", "x-api-key"] {
+            if let Some(value) = self.headers.get(name) {
+                auth.insert(name, value.clone());
+            }
+        }
+        auth
+    }
+}
+
 /// Builds the shared reqwest client. Installs the ring crypto provider for rustls once
 /// per process (idempotently: if another part of the process installed one first, that
 /// one is used).
@@ -97,7 +111,7 @@ fn is_loopback(url: &str) -> bool {
 /// Where a URL's host lies, as far as the URL itself says (names other than
 /// `localhost` are not resolved: they count as remote).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reach {
+pub(crate) enum Reach {
     /// This machine: `localhost`, 127.0.0.0/8, `::1`, the unspecified address.
     Loopback,
     /// The local network: private (10/8, 172.16/12, 192.168/16), link-local and IPv6
@@ -106,7 +120,7 @@ enum Reach {
     Remote,
 }
 
-fn host_reach(url: &str) -> Reach {
+pub(crate) fn host_reach(url: &str) -> Reach {
     match url::Url::parse(url.trim())
         .ok()
         .as_ref()
