@@ -189,6 +189,7 @@ fn hostile_props_are_ignored_silently_and_quickly() {
             "{case}: {elapsed:?}:\n{}",
             out.stderr()
         );
+        assert_eq!(mock.probes()[0].path, "/props", "{case}: the lead asked");
         assert_eq!(mock.requests().len(), 3, "{case}");
     }
 }
