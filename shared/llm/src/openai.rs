@@ -14,12 +14,14 @@ mod parse;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::error::{LlmError, Result};
 use crate::models;
 use crate::provider::{EventStream, Provider};
+use crate::server_context::{self, ServerContext};
 use crate::settings::LlmSettings;
 use crate::transport::{self, HttpTarget};
 use crate::types::{ContentBlock, Message, Request, Role};
@@ -36,6 +38,8 @@ pub struct OpenAiProvider {
     max_tokens: u32,
     context_window: u64,
     official: bool,
+    /// The configured base URL, for the local-server probe.
+    base_url: String,
 }
 
 impl OpenAiProvider {
@@ -58,6 +62,7 @@ impl OpenAiProvider {
         let client = transport::http_client(&settings.timeouts, &url)?;
         Ok(Self {
             official: is_official(base),
+            base_url: base.to_owned(),
             target: Arc::new(HttpTarget {
                 provider: "openai",
                 client,
@@ -101,6 +106,13 @@ impl Provider for OpenAiProvider {
         let body = request_body(&request, model, max_tokens, self.official);
         let body = Bytes::from(body.to_string());
         transport::stream(self.target.clone(), body, OpenAiParser::default)
+    }
+
+    fn server_context(&self) -> BoxFuture<'_, Option<ServerContext>> {
+        Box::pin(async move {
+            let auth = self.target.auth_headers();
+            server_context::probe(&self.target.client, &self.base_url, &auth, &self.model).await
+        })
     }
 }
 

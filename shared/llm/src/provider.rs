@@ -3,8 +3,10 @@
 use std::pin::Pin;
 
 use futures_util::Stream;
+use futures_util::future::BoxFuture;
 
 use crate::error::LlmError;
+use crate::server_context::ServerContext;
 use crate::types::{Request, StreamEvent};
 
 /// A stream of normalized events for one model response.
@@ -26,4 +28,12 @@ pub trait Provider: Send + Sync {
     /// Starts one streamed request. Transient failures before the first event are
     /// retried inside the stream; a stream that ends before `MessageStop` yields an error.
     fn stream(&self, request: Request) -> EventStream;
+
+    /// The context window the model server reports, if it is a local server that
+    /// reports one (llama-server, Ollama): asked once per call, within
+    /// [`PROBE_TIMEOUT`](crate::server_context::PROBE_TIMEOUT); `None` for hosted APIs,
+    /// the scripted provider and anything that fails. See [`crate::server_context`].
+    fn server_context(&self) -> BoxFuture<'_, Option<ServerContext>> {
+        Box::pin(async { None })
+    }
 }

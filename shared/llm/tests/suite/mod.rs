@@ -5,4 +5,5 @@ mod openai_wire;
 mod prompt_cache;
 mod robustness;
 mod script_provider;
+mod server_context;
 mod support;

