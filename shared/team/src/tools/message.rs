@@ -55,7 +55,7 @@ pub struct Input {
     #[serde(default)]
     #[schemars(extend("description" = format!("One-line preview (at most {MAX_SUMMARY_CHARS} characters), required for `text`.")))]
     summary: Option<String>,
-    /// `text` (default); `status_update`: news nobody need act on (it wakes no one); `shutdown_request` (lead only): asks a teammate to finish and exit; its answer comes as a message.
+    /// `text` (default); `status_update`: news that wakes no one; `shutdown_request` (lead only): asks a teammate to finish and exit (it answers by message).
     #[serde(default, rename = "type")]
     #[schemars(extend("enum" = MODEL_TYPES))]
     kind: Option<String>,
@@ -66,8 +66,8 @@ impl TypedTool for SendMessage {
     const NAME: &'static str = NAME;
 
     fn description(&self) -> String {
-        "Sends a message to members of your team. Your plain text output reaches none of them: \
-         use this to tell them something."
+        "Sends a message to members of your team. Other text reaches none of them, except a \
+         teammate's final answer, which reaches the lead."
             .to_string()
     }
 
