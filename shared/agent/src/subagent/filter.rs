@@ -21,12 +21,15 @@ use crate::tool::{ScopeError, ToolRegistry, ToolScope};
 /// created or deleted a team would change the lead's team under it), and the plan-mode
 /// tools are bound to the parent's policy and plan file: a child switching them would
 /// switch its parent's mode (a sub-agent plans by answering; see the Plan agent).
-pub const GLOBAL_DENY: [&str; 5] = [
+/// `ShutdownResponse` answers the lead's request to shut its teammate down: the
+/// teammate's to give, never a sub-agent's.
+pub const GLOBAL_DENY: [&str; 6] = [
     "TeamCreate",
     "TeamMerge",
     "TeamDelete",
     "EnterPlanMode",
     "ExitPlanMode",
+    "ShutdownResponse",
 ];
 
 /// Also denied to agents defined in user or project files, which may come from a
@@ -77,4 +80,21 @@ pub fn background_deny(registry: &ToolRegistry) -> Result<Option<ToolScope>, Sco
         return Ok(None);
     }
     ToolScope::deny(BACKGROUND_LABEL, &names).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sub_agent_is_denied_the_team_plan_and_shutdown_tools() {
+        let scope = global_scope(false).unwrap();
+        for name in GLOBAL_DENY {
+            assert!(!scope.admits(name), "{name}");
+        }
+        // A teammate's answer to its lead's shutdown request is its own.
+        assert!(!scope.admits("ShutdownResponse"));
+        assert!(scope.admits("ReadFile") && scope.admits("Agent"));
+        assert!(!global_scope(true).unwrap().admits("Agent"));
+    }
 }
