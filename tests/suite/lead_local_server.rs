@@ -226,3 +226,44 @@ fn the_mock_server_process_answers_props_like_llama_server() {
     out.assert_stderr_contains("llama-server, 4 slots");
     out.assert_stderr_contains("gives a request 1024 tokens");
 }
+
+/// Compaction keeps the prompt inside the window the local server reported, not the
+/// model's nominal one (unknown models get a large default): a run whose prompt grows
+/// past 80 % of a 6,000-token slot is compacted before llama-server would refuse it.
+#[test]
+fn compaction_keeps_the_prompt_inside_the_window_a_local_server_reported() {
+    let home = repo();
+    // A numbered listing of about 2,000 tokens: two of them on top of the first
+    // request's ~2,400 pass 80 % of the slot (in this crate's estimate, a fifth below
+    // the server's count).
+    let line = "x".repeat(60);
+    let big: String = (0..120).map(|i| format!("{i:03} {line}\n")).collect();
+    home.cwd.write("big.txt", &big);
+    let mock = MockLlm::start(
+        r#"
+agents:
+  "*":
+    - when: {last_user_contains: "Summarize the conversation"}
+      text: "SUMMARY: big.txt was read; nothing changed."
+    - tool_calls: [{name: ReadFile, input: {path: big.txt}}]
+    - tool_calls: [{name: ReadFile, input: {path: big.txt}}]
+    - text: "Finished reading."
+"#,
+    );
+    mock.serve_props(RawReply::json(200, &llama_props(6_000, 1)));
+    let out = home
+        .cmd("roo-lead")
+        .args(["-p", "read big.txt twice", "--output-format", "stream-json"])
+        .args(["--provider", "openai", "--model", "qwen2.5-coder-0.5b"])
+        .args(["--base-url", &mock.base_url("openai")])
+        .run();
+    out.assert_ok();
+    let compactions = out
+        .stdout()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["type"] == "compaction")
+        .count();
+    assert!(compactions >= 1, "no compaction:\n{}", out.stdout());
+    assert!(!out.stderr().contains("warning:"), "{}", out.stderr());
+}

@@ -198,6 +198,9 @@ pub struct Agent {
     tool_order: ToolOrder,
     /// Whether the model server's context window was checked (once per agent).
     server_window_checked: bool,
+    /// The window the local model server reported, in estimated tokens, when smaller
+    /// than the model's: compaction keeps the prompt inside it.
+    server_window: Option<u64>,
 }
 
 /// A pending injection set aside while the request that the provider refused with it
@@ -249,6 +252,7 @@ impl Agent {
             injecting: Vec::new(),
             tool_order: ToolOrder::default(),
             server_window_checked: false,
+            server_window: None,
         }
     }
 
@@ -476,7 +480,7 @@ impl Agent {
                 let provider = self.provider.clone();
                 let check = server_window::warn_if_too_small(provider.as_ref(), &request, events);
                 tokio::select! {
-                    () = check => {}
+                    window = check => self.server_window = window,
                     _ = cancel.cancelled() => {
                         self.put_back(probe.take());
                         return Outcome::Cancelled;
@@ -791,7 +795,11 @@ impl Agent {
         cancel: &CancellationToken,
         usage: &mut Usage,
     ) {
-        let window = self.provider.context_window();
+        let window = self
+            .server_window
+            .map_or(self.provider.context_window(), |server| {
+                server.min(self.provider.context_window())
+            });
         let estimate = self.estimated_prompt_tokens();
         if (estimate as f64) < window as f64 * self.options.compaction.threshold {
             return;

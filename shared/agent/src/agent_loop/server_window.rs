@@ -23,15 +23,15 @@ fn local_tokens(estimate: u64) -> u64 {
 }
 
 /// Emits a [`AgentEvent::Warning`] if the server behind `provider` reports a context
-/// window smaller than `request`. Silent when the server reports nothing.
+/// window smaller than `request`. Silent when the server reports nothing. Returns the
+/// window in this crate's estimate (four bytes a token), for compaction: the server's
+/// tokens run about a fifth higher.
 pub(super) async fn warn_if_too_small(
     provider: &dyn Provider,
     request: &Request,
     events: &EventSink,
-) {
-    let Some(server) = provider.server_context().await else {
-        return;
-    };
+) -> Option<u64> {
+    let server = provider.server_context().await?;
     let needed = local_tokens(estimate_request(request));
     tracing::debug!(
         window = server.tokens,
@@ -43,4 +43,5 @@ pub(super) async fn warn_if_too_small(
             text: server.too_small(needed),
         });
     }
+    Some(server.tokens.saturating_mul(5) / 6)
 }
