@@ -23,7 +23,10 @@ const LEAD_GUID: &str = "2A3B1C4D-0000-4000-8000-00000000ABCD";
 /// The fake `it2`. `{state}` is its state directory, `{lead}` the lead's session.
 const FAKE_IT2: &str = r#"#!/bin/sh
 d='{state}'
-{ for a in "$@"; do printf '%s\n' "$a"; done; echo --end--; } >> "$d/calls"
+# One write per call (the record built first): calls made at the same time must not
+# interleave their lines.
+rec=$(for a in "$@"; do printf '%s\n' "$a"; done; echo --end--)
+printf '%s\n' "$rec" >> "$d/calls"
 env >> "$d/env"
 sub="$1 $2"
 shift 2
