@@ -646,6 +646,7 @@ pub async fn wait_for_team(
                     .iter()
                     .filter(|m| {
                         !config.is_lead(m.name.as_str())
+                            && !m.shut_down()
                             && m.observed_state() == roo_store::MemberState::Idle
                     })
                     .filter(|m| {
