@@ -198,8 +198,8 @@ pub struct Agent {
     tool_order: ToolOrder,
     /// Whether the model server's context window was checked (once per agent).
     server_window_checked: bool,
-    /// The window the local model server reported, in estimated tokens, when smaller
-    /// than the model's: compaction keeps the prompt inside it.
+    /// The window the local model server reported, in the server's tokens: compaction
+    /// keeps the prompt inside it too.
     server_window: Option<u64>,
 }
 
@@ -771,6 +771,13 @@ impl Agent {
     /// Estimated size of the next prompt: the last measured usage plus an estimate of
     /// what was appended since.
     fn estimated_prompt_tokens(&self) -> u64 {
+        let (measured, estimated) = self.prompt_tokens_parts();
+        measured + estimated
+    }
+
+    /// The next prompt's size in two parts: what the provider measured (its own tokens)
+    /// and what is estimated (four bytes a token) on top.
+    fn prompt_tokens_parts(&self) -> (u64, u64) {
         let fixed: u64 = self.system.iter().map(|s| estimate_text(s)).sum();
         let pending: u64 = self
             .injection
@@ -780,13 +787,12 @@ impl Agent {
                 _ => 0,
             })
             .sum();
-        pending
-            + match self.measured {
-                Some((covered, tokens)) if covered <= self.messages.len() => {
-                    tokens + estimate_tokens(&self.messages[covered..])
-                }
-                _ => fixed + estimate_tokens(&self.messages),
+        match self.measured {
+            Some((covered, tokens)) if covered <= self.messages.len() => {
+                (tokens, pending + estimate_tokens(&self.messages[covered..]))
             }
+            _ => (0, pending + fixed + estimate_tokens(&self.messages)),
+        }
     }
 
     async fn compact_if_needed(
@@ -795,15 +801,23 @@ impl Agent {
         cancel: &CancellationToken,
         usage: &mut Usage,
     ) {
-        let window = self
-            .server_window
-            .map_or(self.provider.context_window(), |server| {
-                server.min(self.provider.context_window())
-            });
+        let model_window = self.provider.context_window();
+        let threshold = self.options.compaction.threshold;
         let estimate = self.estimated_prompt_tokens();
-        if (estimate as f64) < window as f64 * self.options.compaction.threshold {
+        // Against a local server's window the prompt is counted in the server's tokens:
+        // what it measured as is, the estimated rest a fifth higher (the estimate runs
+        // low there).
+        let over_server = self.server_window.is_some_and(|server| {
+            let (measured, estimated) = self.prompt_tokens_parts();
+            (measured + server_window::local_tokens(estimated)) as f64 >= server as f64 * threshold
+        });
+        if !over_server && (estimate as f64) < model_window as f64 * threshold {
             return;
         }
+        // What `compact` budgets is estimated: the server's window in the estimate.
+        let window = self.server_window.map_or(model_window, |server| {
+            server_window::in_estimate(server).min(model_window)
+        });
         for hook in &self.lifecycle {
             hook.pre_compact(estimate, cancel, events).await;
         }

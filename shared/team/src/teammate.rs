@@ -575,6 +575,11 @@ impl AnswerStreak {
     /// unchanged and so sends nothing.
     fn fingerprint(&mut self, base: String, full: String) -> String {
         if self.base.as_deref() == Some(base.as_str()) {
+            // The same answer as the notification before: the store sends nothing, so
+            // it is no answer-only notification and does not use up the streak.
+            if self.used.as_deref() == Some(full.as_str()) {
+                return full;
+            }
             self.count += 1;
         } else {
             self.base = Some(base);
@@ -818,5 +823,65 @@ fn idle_text(me: &Name, last: Option<&LastRun>, owned: &[Task]) -> String {
             }
             format!("{head}\nIts final answer:\n{cut}")
         }
+    }
+}
+
+#[cfg(test)]
+mod answer_streak_tests {
+    use super::{AnswerStreak, MAX_ANSWER_ONLY_NOTICES};
+
+    /// What the store does with a fingerprint: sends a notification when it differs from
+    /// the one stored, and stores it.
+    fn sent(stored: &mut Option<String>, fingerprint: String) -> bool {
+        let changed = stored.as_deref() != Some(fingerprint.as_str());
+        *stored = Some(fingerprint);
+        changed
+    }
+
+    /// The doc: "at most two notifications in a row may differ only by their answer". An
+    /// idle whose answer repeats the last one sends nothing and must not use up the streak:
+    /// the first report, a repeated answer (nothing sent), then two new answers must all
+    /// notify (the first report and two answer-only notifications).
+    #[test]
+    fn a_repeated_answer_that_sends_nothing_does_not_use_up_the_streak() {
+        let mut streak = AnswerStreak::default();
+        let mut stored = None;
+        let base = || "base".to_string();
+        let mut notices = 0;
+        for answer in ["report", "ok", "ok", "the word is quokka"] {
+            if sent(
+                &mut stored,
+                streak.fingerprint(base(), format!("full:{answer}")),
+            ) {
+                notices += 1;
+            }
+        }
+        assert_eq!(
+            notices,
+            1 + MAX_ANSWER_ONLY_NOTICES,
+            "a repeated answer that sent nothing counted as an answer-only notification"
+        );
+    }
+
+    /// And the cap still holds: a fourth new answer in a row is not sent.
+    #[test]
+    fn the_streak_still_stops_the_ping_pong() {
+        let mut streak = AnswerStreak::default();
+        let mut stored = None;
+        let sends: Vec<bool> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|answer| {
+                sent(
+                    &mut stored,
+                    streak.fingerprint("base".into(), format!("full:{answer}")),
+                )
+            })
+            .collect();
+        assert_eq!(sends, [true, true, true, false, false]);
+        // A change of tasks starts the count again.
+        assert!(sent(
+            &mut stored,
+            streak.fingerprint("other".into(), "full:f".into())
+        ));
     }
 }

