@@ -660,8 +660,8 @@ pub async fn wait_for_team(
                                     message.body,
                                     roo_store::MessageBody::Text
                                         | roo_store::MessageBody::TaskAssignment { .. }
-                                ) && now_ms.saturating_sub(message.timestamp.unix_ms())
-                                    < WOKEN_WITHIN.as_millis() as i64
+                                ) && (0..WOKEN_WITHIN.as_millis() as i64)
+                                    .contains(&(now_ms - message.timestamp.unix_ms()))
                             })
                         })
                     })

@@ -58,6 +58,12 @@ pub use approver::{NoLead, PlanGate, TeammateApprover};
 pub use in_process::{TeammateEnd, TeammateHandle, spawn_in_process};
 use usage::UsageMeter;
 
+/// Added to the wake prompt when the teammate's next final answer will not be forwarded
+/// unless its run changes the task list ([`MAX_ANSWER_ONLY_NOTICES`]).
+pub const ANSWER_WITHHELD: &str = "Your last answers changed nothing on the task list, so your \
+     next final answer will not reach the lead unless this run changes it (answers must not go \
+     back and forth without end). Send what the lead must read with SendMessage.";
+
 /// The input of a run that an inbox message started; the messages themselves follow as
 /// a system reminder injected by the delivery hook (and are marked delivered only then).
 pub const WAKE_PROMPT: &str = "New messages from your team arrived while you were idle; they follow. \
@@ -388,7 +394,17 @@ pub(crate) async fn run_joined(
         )
         .await?
         {
-            Wake::Conversation => input = Some(WAKE_PROMPT.to_string()),
+            Wake::Conversation => {
+                // The streak of answer-only notifications is spent: the next answer
+                // reaches the lead only if the run changes the task list. The model must
+                // know, or it would take that answer for a report.
+                let withheld = member.answers.lock().is_ok_and(|s| s.next_withheld());
+                input = Some(if withheld {
+                    format!("{WAKE_PROMPT}\n\n{ANSWER_WITHHELD}")
+                } else {
+                    WAKE_PROMPT.to_string()
+                });
+            }
             Wake::ShutDown => return Ok(member.shut_down().await),
             Wake::Cancelled => return Ok(TeammateExit::Cancelled),
             Wake::LeadGone(why) => {
@@ -570,6 +586,11 @@ struct AnswerStreak {
 }
 
 impl AnswerStreak {
+    /// Whether the next idle's answer goes unforwarded if the run changes no task.
+    fn next_withheld(&self) -> bool {
+        self.used.is_some() && self.count >= MAX_ANSWER_ONLY_NOTICES
+    }
+
     /// The fingerprint of this idle: `full` (with the answer) unless the streak of
     /// answer-only changes is spent, then the one used last, which the store finds
     /// unchanged and so sends nothing.
