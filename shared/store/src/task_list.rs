@@ -428,6 +428,31 @@ impl TaskList {
         })
     }
 
+    /// [`claim`](Self::claim) only if task `id` is still pending and pre-assigned to
+    /// `owner` (a spawn that made the task for its teammate, once the teammate runs):
+    /// `Ok(None)`, writing nothing, when it is not (completed, released, reassigned or
+    /// gone). One locked write, so a teammate's own change in between stands.
+    pub fn claim_assigned(
+        &self,
+        id: &TaskId,
+        owner: &Name,
+        options: &ClaimOptions,
+    ) -> Result<Option<ClaimOutcome>> {
+        self.check_claimer("claim", id, owner, options.lease)?;
+        self.update_doc(|list| {
+            let Some(index) = list.tasks.iter().position(|t| {
+                &t.id == id && t.status == TaskStatus::Pending && t.owner.as_ref() == Some(owner)
+            }) else {
+                return Ok(Outcome::Keep(None));
+            };
+            let outcome = claim_at(list, index, owner, options);
+            Ok(match outcome {
+                ClaimOutcome::Claimed(_) => Outcome::Write(Some(outcome)),
+                _ => Outcome::Keep(Some(outcome)),
+            })
+        })
+    }
+
     /// Atomically claims the first ready task (lowest id) for `owner`, if any.
     pub fn claim_next(&self, owner: &Name, options: &ClaimOptions) -> Result<Option<Task>> {
         self.check_claimer("claim", &TaskId::from_number(0), owner, options.lease)?;
@@ -638,9 +663,30 @@ impl TaskList {
     /// never reused. Another member's in-progress task can be deleted only by its owner,
     /// the lead, or with `force` (the returned task then carries a note saying so).
     pub fn delete(&self, id: &TaskId, by: Option<&Name>, force: bool) -> Result<Task> {
+        self.delete_where(id, by, force, |_| true)?
+            .ok_or_else(|| self.invalid("delete", id, "it was not deleted"))
+    }
+
+    /// [`delete`](Self::delete) only if task `id` is still pending: `Ok(None)`, writing
+    /// nothing, when it is not (someone claimed or finished it meanwhile). One locked
+    /// write.
+    pub fn delete_pending(&self, id: &TaskId, by: Option<&Name>) -> Result<Option<Task>> {
+        self.delete_where(id, by, false, |t| t.status == TaskStatus::Pending)
+    }
+
+    fn delete_where(
+        &self,
+        id: &TaskId,
+        by: Option<&Name>,
+        force: bool,
+        only: impl Fn(&Task) -> bool,
+    ) -> Result<Option<Task>> {
         let config = self.team.config()?;
         self.update_doc(|list| {
             let index = self.index(list, id)?;
+            if !only(&list.tasks[index]) {
+                return Ok(Outcome::Keep(None));
+            }
             let forced = self.guard_claim(&config, &list.tasks[index], by, force, "deleted")?;
             let mut task = list.tasks.remove(index);
             let now = Timestamp::now();
@@ -655,7 +701,7 @@ impl TaskList {
                     other.updated_at = now;
                 }
             }
-            Ok(Outcome::Write(task))
+            Ok(Outcome::Write(Some(task)))
         })
     }
 

@@ -101,6 +101,76 @@ fn dependencies_are_symmetric_and_cycles_refused() {
     assert!(list.get(&c).unwrap().blocked_by.is_empty());
 }
 
+/// What `Agent` with `task: true` relies on: the task made for a teammate is claimed for
+/// it only while it is still pending and hers, and removed after a failed spawn only
+/// while still pending; whatever the teammate did first stands.
+#[test]
+fn claim_assigned_and_delete_pending_leave_a_members_own_change_alone() {
+    let f = team();
+    let list = f.team.tasks();
+    let opts = ClaimOptions::default();
+    let preassigned = |subject: &str| {
+        list.create(NewTask {
+            owner: Some(name("alice")),
+            ..new(subject)
+        })
+        .unwrap()
+        .id
+    };
+    // Still pending and hers: claimed, in progress.
+    let a = preassigned("a");
+    let Some(ClaimOutcome::Claimed(task)) = list.claim_assigned(&a, &name("alice"), &opts).unwrap()
+    else {
+        panic!("not claimed")
+    };
+    assert_eq!(task.status, TaskStatus::InProgress);
+    // Released by her first: left unowned and pending.
+    let b = preassigned("b");
+    list.update(
+        &b,
+        TaskPatch {
+            owner: Some(None),
+            by: Some(name("alice")),
+            ..TaskPatch::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        list.claim_assigned(&b, &name("alice"), &opts).unwrap(),
+        None
+    );
+    assert_eq!(list.get(&b).unwrap().owner, None);
+    // Completed by her first: stays completed.
+    let c = preassigned("c");
+    list.update(
+        &c,
+        TaskPatch {
+            status: Some(TaskStatus::Completed),
+            by: Some(name("alice")),
+            ..TaskPatch::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        list.claim_assigned(&c, &name("alice"), &opts).unwrap(),
+        None
+    );
+    assert_eq!(list.get(&c).unwrap().status, TaskStatus::Completed);
+    // Not hers: untouched.
+    assert_eq!(list.claim_assigned(&a, &name("bob"), &opts).unwrap(), None);
+
+    // delete_pending: an in-progress task stays (even for the lead), a pending one goes.
+    assert_eq!(list.delete_pending(&a, Some(&name("lead"))).unwrap(), None);
+    assert!(list.get(&a).is_ok());
+    let d = preassigned("d");
+    assert!(
+        list.delete_pending(&d, Some(&name("lead")))
+            .unwrap()
+            .is_some()
+    );
+    assert!(list.get(&d).is_err());
+}
+
 #[test]
 fn claim_outcomes() {
     let f = team();

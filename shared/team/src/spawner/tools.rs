@@ -14,7 +14,7 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::subagent::tool::{SUBAGENT_USE, stop_task};
 use roo_agent::subagent::{BackgroundTasks, SubagentTool};
 use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, TypedTool, input_schema};
-use roo_store::{ClaimOptions, Name, NewTask, TaskId, TaskStatus};
+use roo_store::{ClaimOptions, Name, NewTask, TaskId};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -311,11 +311,7 @@ impl AgentTool {
         };
         let tasks = binding.team.tasks();
         let claimed = tokio::task::spawn_blocking(move || {
-            let task = tasks.get(&id)?;
-            if task.status != TaskStatus::Pending || task.owner.as_ref() != Some(&owner) {
-                return Ok(None);
-            }
-            tasks.claim(&id, &owner, &ClaimOptions::default()).map(Some)
+            tasks.claim_assigned(&id, &owner, &ClaimOptions::default())
         })
         .await;
         match claimed {
@@ -333,13 +329,8 @@ impl AgentTool {
             return;
         };
         let (tasks, lead) = (binding.team.tasks(), binding.me.clone());
-        let dropped = tokio::task::spawn_blocking(move || {
-            if tasks.get(&id)?.status != TaskStatus::Pending {
-                return Ok(None);
-            }
-            tasks.delete(&id, Some(&lead), false).map(Some)
-        })
-        .await;
+        let dropped =
+            tokio::task::spawn_blocking(move || tasks.delete_pending(&id, Some(&lead))).await;
         if !matches!(dropped, Ok(Ok(_))) {
             tracing::warn!("failed to remove the task of a failed spawn: {dropped:?}");
         }
