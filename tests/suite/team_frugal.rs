@@ -71,6 +71,14 @@ fn requests_of(mock: &MockLlm, who: Option<&str>) -> Vec<Value> {
         .collect()
 }
 
+/// The headless lead's final answer (`--output-format json`); the run must succeed.
+fn final_answer(world: &World, mock: &MockLlm) -> String {
+    let out = world.lead(mock).args(["--output-format", "json"]).run();
+    out.assert_ok();
+    let result = out.json()["result"].as_str().map(str::to_owned);
+    result.unwrap_or_else(|| panic!("no result: {}", out.stderr()))
+}
+
 fn tool_names(body: &Value) -> Vec<String> {
     body["tools"]
         .as_array()
@@ -181,7 +189,9 @@ fn a_headless_lead_takes_reports_arriving_together_in_one_turn() {
     let go = world.root.join("go");
     let wait = |then: &str| {
         format!(
-            "while [ ! -e '{}' ]; do sleep 0.02; done; {then}",
+            // Bounded (30 s), so a test that fails before writing the file leaves no
+            // command running.
+            "i=0; while [ ! -e '{}' ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; {then}",
             go.display()
         )
     };
@@ -412,13 +422,9 @@ agents:
     - text: "ok"
 "#,
     );
-    let out = world.lead(&mock).args(["--output-format", "json"]).run();
-    out.assert_ok();
     assert_eq!(
-        out.json()["result"],
-        "alice says the word is quokka.",
-        "{}",
-        out.stderr()
+        final_answer(&world, &mock),
+        "alice says the word is quokka."
     );
 }
 
@@ -467,12 +473,5 @@ agents:
     - text: "ok"
 "#,
     );
-    let out = world.lead(&mock).args(["--output-format", "json"]).run();
-    out.assert_ok();
-    assert_eq!(
-        out.json()["result"],
-        "alice's third answer: quokka.",
-        "{}",
-        out.stderr()
-    );
+    assert_eq!(final_answer(&world, &mock), "alice's third answer: quokka.");
 }

@@ -1110,6 +1110,25 @@ async fn a_run_reports_only_its_own_answer() {
     assert_eq!(second.final_text, "", "not the previous run's answer");
 }
 
+/// Runs `replies` (with Read calls) against a local server reporting a 10,000-token
+/// window, compacting at 80 %; the run must complete. Returns its events.
+async fn run_against_server_window(fx: &Fixture, replies: Vec<Reply>) -> Vec<AgentEvent> {
+    let provider = FakeProvider::with_server_window(replies, 10_000);
+    let options = AgentOptions {
+        check_server_window: true,
+        compaction: CompactionOptions {
+            threshold: 0.8,
+            keep_fraction: 0.3,
+            summary_max_tokens: 500,
+        },
+        ..AgentOptions::default()
+    };
+    let mut agent = fx.agent(provider.clone(), vec![fx.probe("Read", true)], options);
+    let (result, events) = run(&mut agent, "read").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    events
+}
+
 /// Review finding (a7a6985e): the server's window is taken a sixth lower because this
 /// crate's estimate counts fewer tokens than the server; but once a reply came, the prompt
 /// size is the server's own usage count, in the server's tokens. A prompt the server
@@ -1127,19 +1146,7 @@ async fn a_prompt_the_server_measured_below_80_percent_of_its_window_is_not_comp
         turn("done", &[]),
         turn("done", &[]),
     ];
-    let provider = FakeProvider::with_server_window(replies, 10_000);
-    let options = AgentOptions {
-        check_server_window: true,
-        compaction: CompactionOptions {
-            threshold: 0.8,
-            keep_fraction: 0.3,
-            summary_max_tokens: 500,
-        },
-        ..AgentOptions::default()
-    };
-    let mut agent = fx.agent(provider.clone(), vec![fx.probe("Read", true)], options);
-    let (result, events) = run(&mut agent, "read").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    let events = run_against_server_window(&fx, replies).await;
     let compactions = events
         .iter()
         .filter(|e| matches!(e, AgentEvent::Compaction { .. }))
@@ -1163,19 +1170,7 @@ async fn a_prompt_the_server_measured_past_80_percent_of_its_window_is_compacted
         turn("done", &[]),
         turn("done", &[]),
     ];
-    let provider = FakeProvider::with_server_window(replies, 10_000);
-    let options = AgentOptions {
-        check_server_window: true,
-        compaction: CompactionOptions {
-            threshold: 0.8,
-            keep_fraction: 0.3,
-            summary_max_tokens: 500,
-        },
-        ..AgentOptions::default()
-    };
-    let mut agent = fx.agent(provider.clone(), vec![fx.probe("Read", true)], options);
-    let (result, events) = run(&mut agent, "read").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    let events = run_against_server_window(&fx, replies).await;
     assert!(
         events
             .iter()
