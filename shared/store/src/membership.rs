@@ -259,14 +259,17 @@ impl Team {
     }
 
     /// Ends a member's run: sets `is_active: false` and, unless the last idle notification
-    /// it sent carried the same `fingerprint`, records the fingerprint and sends `notice`
-    /// (an `idle_notification`) to the lead.
+    /// it sent carried the same `fingerprint`, sends `notice` (an `idle_notification`) to
+    /// the lead and records the fingerprint.
     ///
     /// The runtime chooses the fingerprint (e.g. a hash of what the member did since its
     /// last notification); the same fingerprint means "nothing changed", and the entry
-    /// survives a restart. Order: the config write (state and fingerprint) first, then the
-    /// send; if the send fails the fingerprint is put back (best effort) and the send's
-    /// error returned, so the next attempt notifies again rather than never.
+    /// survives a restart. Order: the send first, then the config write (state and
+    /// fingerprint), so whoever reads the member idle and then the lead's inbox finds what
+    /// it said on going idle (the headless lead's settle check relies on it). A failed
+    /// send writes nothing (the member stays busy, the next attempt notifies); a config
+    /// write failing after the send is returned, and the next attempt may notify again:
+    /// a repeat, never a silence. Only the member itself goes idle, so nobody races it.
     pub fn become_idle(&self, member: &Name, fingerprint: &str, notice: Outgoing) -> Result<Idle> {
         if !matches!(notice.body, MessageBody::IdleNotification { .. }) {
             return Err(Error::InvalidMessage {
@@ -285,46 +288,37 @@ impl Team {
             });
         }
         notice.validate()?;
-        let (after, previous, changed) = self.update(|config| {
+        let config = self.config()?;
+        let entry = config
+            .member(member.as_str())
+            .ok_or_else(|| self.member_not_found(member.as_str()))?;
+        let sent = if entry.idle_fingerprint.as_deref() == Some(fingerprint) {
+            if entry.is_active == Some(false) {
+                return Ok(Idle {
+                    member: entry.clone(),
+                    sent: None,
+                });
+            }
+            None
+        } else {
+            self.mailbox()
+                .send(member, &config.lead_agent_id, notice)?
+                .pop()
+        };
+        let after = self.update(|config| {
             let entry = config
                 .members
                 .iter_mut()
                 .find(|m| &m.name == member)
                 .ok_or_else(|| self.member_not_found(member.as_str()))?;
-            let previous = entry.idle_fingerprint.clone();
-            let changed = previous.as_deref() != Some(fingerprint);
-            if !changed && entry.is_active == Some(false) {
-                return Ok(Outcome::Keep((entry.clone(), previous, false)));
-            }
             entry.is_active = Some(false);
             entry.idle_fingerprint = Some(fingerprint.to_owned());
-            Ok(Outcome::Write((entry.clone(), previous, changed)))
+            Ok(Outcome::Write(entry.clone()))
         })?;
-        if !changed {
-            return Ok(Idle {
-                member: after,
-                sent: None,
-            });
-        }
-        let lead = self.config()?.lead_agent_id;
-        match self.mailbox().send(member, &lead, notice) {
-            Ok(mut sent) => Ok(Idle {
-                member: after,
-                sent: sent.pop(),
-            }),
-            Err(error) => {
-                let _ = self.update(|config| {
-                    match config.members.iter_mut().find(|m| &m.name == member) {
-                        Some(m) if m.idle_fingerprint.as_deref() == Some(fingerprint) => {
-                            m.idle_fingerprint = previous;
-                            Ok(Outcome::Write(()))
-                        }
-                        _ => Ok(Outcome::Keep(())),
-                    }
-                });
-                Err(error)
-            }
-        }
+        Ok(Idle {
+            member: after,
+            sent,
+        })
     }
 
     /// Makes `to` the owner of task `id` on `by`'s behalf and sends `to` a

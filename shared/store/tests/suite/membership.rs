@@ -370,9 +370,14 @@ fn idle_notification_is_sent_once_per_fingerprint_across_restarts() {
     );
 }
 
+/// A failed send writes nothing: the member stays busy with its old fingerprint, so
+/// nobody reads it idle without the notification it owes (a headless lead reading the
+/// states, then its inbox, would take the team for settled), and the next attempt
+/// notifies.
 #[test]
 fn an_idle_notification_that_cannot_be_sent_is_retried_not_suppressed() {
     let f = team();
+    f.team.set_active("alice", true).unwrap();
     let inbox = f.team.mailbox().inbox_path(&name("lead"));
     std::fs::create_dir_all(&inbox).unwrap();
     let err = f
@@ -380,14 +385,12 @@ fn an_idle_notification_that_cannot_be_sent_is_retried_not_suppressed() {
         .become_idle(&name("alice"), "fp-1", idle_notice())
         .unwrap_err();
     assert!(matches!(err, Error::NotRegularFile { .. }), "{err}");
+    let alice = f.team.config().unwrap().member("alice").unwrap().clone();
+    assert_eq!(alice.idle_fingerprint, None);
     assert_eq!(
-        f.team
-            .config()
-            .unwrap()
-            .member("alice")
-            .unwrap()
-            .idle_fingerprint,
-        None
+        alice.state(),
+        MemberState::Busy,
+        "recorded idle without its notification"
     );
     std::fs::remove_dir(&inbox).unwrap();
     let idle = f
