@@ -97,7 +97,6 @@ fn hand_written() -> Vec<(&'static str, Value)> {
                     "description": string,
                     "active_form": string,
                     "blocked_by": ids,
-                    "blocks": ids,
                     "paths": ids,
                     "metadata": {"type": "object"},
                     "owner": string
@@ -135,9 +134,7 @@ fn hand_written() -> Vec<(&'static str, Value)> {
                     "status": status,
                     "owner": string,
                     "add_blocked_by": ids,
-                    "add_blocks": ids,
                     "remove_blocked_by": ids,
-                    "remove_blocks": ids,
                     "paths": ids,
                     "metadata": {"type": "object"}
                 },

@@ -264,9 +264,9 @@ impl AgentTool {
         if let Some(branch) = &spawned.branch {
             out.push_str(&format!(" on branch {branch}"));
         }
-        out.push_str(". Its final answer reaches you when it goes idle.");
+        out.push('.');
         if let Some(id) = task {
-            out.push_str(&format!(" Task #{id} is its."));
+            out.push_str(&format!(" It owns task #{id}."));
         }
         for notice in spawned.notices {
             out.push_str(&format!("\nnote: {notice}"));

@@ -44,8 +44,8 @@ impl TypedTool for TeamMerge {
     const NAME: &'static str = MERGE;
 
     fn description(&self) -> String {
-        "Merges a teammate's commits (branch roo/<team>/<name>) into your branch (--no-ff), \
-         instead of `git merge`. A conflict aborts it and lists the files."
+        "Merges a teammate's branch roo/<team>/<name> into yours (--no-ff); use it, not `git \
+         merge`. A conflict aborts it and lists the files."
             .to_string()
     }
 

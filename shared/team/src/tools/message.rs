@@ -55,7 +55,7 @@ pub struct Input {
     #[serde(default)]
     #[schemars(extend("description" = format!("One-line preview (at most {MAX_SUMMARY_CHARS} characters), required for `text`.")))]
     summary: Option<String>,
-    /// `text` (default); `status_update`: news that wakes no one; `shutdown_request` (lead only): asks a teammate to finish and exit (it answers by message).
+    /// Default `text`; `status_update`: news that wakes no one; `shutdown_request` (lead only): asks a teammate to finish and exit.
     #[serde(default, rename = "type")]
     #[schemars(extend("enum" = MODEL_TYPES))]
     kind: Option<String>,
@@ -66,8 +66,8 @@ impl TypedTool for SendMessage {
     const NAME: &'static str = NAME;
 
     fn description(&self) -> String {
-        "Sends a message to members of your team. Other text reaches none of them, except a \
-         teammate's final answer, which reaches the lead."
+        "Messages your team; nothing else you write reaches them (but a teammate's final \
+         answer reaches the lead)."
             .to_string()
     }
 

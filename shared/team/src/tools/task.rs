@@ -214,10 +214,12 @@ pub struct CreateInput {
     /// Ids of tasks to finish first.
     #[serde(default, deserialize_with = "id_list")]
     blocked_by: Vec<String>,
-    /// Ids of tasks waiting for this one.
+    /// Ids of tasks waiting for this one: the same edge as their `blocked_by`, so
+    /// accepted but not in the schema (one way to say it is enough).
     #[serde(default, deserialize_with = "id_list")]
+    #[schemars(skip)]
     blocks: Vec<String>,
-    /// Files or globs it touches, from the repository root (overlapping tasks do not run at once).
+    /// Files or globs it touches, from the repo root; overlapping tasks never run at once.
     #[serde(default)]
     paths: Vec<String>,
     #[serde(default)]
@@ -234,8 +236,8 @@ impl TypedTool for TaskCreate {
     const NAME: &'static str = CREATE;
 
     fn description(&self) -> String {
-        "Adds a task to the team's task list. Split work on file boundaries, a few tasks per \
-         teammate, and end with a verification task blocked by the others."
+        "Adds a task to the team's list. Split work by files, a few tasks per teammate; end \
+         with a check task blocked_by the others."
             .to_string()
     }
 
@@ -438,8 +440,7 @@ impl TypedTool for TaskList {
     const NAME: &'static str = LIST;
 
     fn description(&self) -> String {
-        "Lists the team's tasks, the ones ready to claim, and the members with their state."
-            .to_string()
+        "Lists the tasks (which are ready to claim) and the members' states.".to_string()
     }
 
     fn kind(&self) -> ToolKind {
@@ -577,11 +578,16 @@ pub struct UpdateInput {
     owner: Option<String>,
     #[serde(default, deserialize_with = "id_list")]
     add_blocked_by: Vec<String>,
+    /// Accepted, not in the schema: the same edge as the other task's `add_blocked_by`.
     #[serde(default, deserialize_with = "id_list")]
+    #[schemars(skip)]
     add_blocks: Vec<String>,
     #[serde(default, deserialize_with = "id_list")]
     remove_blocked_by: Vec<String>,
+    /// Accepted, not in the schema: the same edge as the other task's
+    /// `remove_blocked_by`.
     #[serde(default, deserialize_with = "id_list")]
+    #[schemars(skip)]
     remove_blocks: Vec<String>,
     /// Replaces its paths.
     #[serde(default)]
@@ -598,9 +604,9 @@ impl TypedTool for TaskUpdate {
     const NAME: &'static str = UPDATE;
 
     fn description(&self) -> String {
-        "Changes a task. Claim it: `owner` your name, or `status` in_progress if unowned \
-         (atomic). Assign it: `owner` another member, who gets a message. Release it: `owner` \
-         \"\" (back to pending). Finish it: `status` completed, once done and checked."
+        "Changes a task. Claim: `owner` your name, or `status` in_progress if unowned \
+         (atomic). Assign: `owner` another member (told by message). Release: `owner` \"\". \
+         Finish: `status` completed, once checked."
             .to_string()
     }
 

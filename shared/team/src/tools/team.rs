@@ -250,9 +250,8 @@ impl TypedTool for TeamDelete {
     const NAME: &'static str = DELETE;
 
     fn description(&self) -> String {
-        "Ends your team once its work is merged: shuts down idle teammates, deletes its task \
-         list and inboxes and removes clean clones (unmerged ones are kept). Refused while a \
-         teammate is busy."
+        "Ends your team once its work is merged: shuts idle teammates down, deletes its tasks \
+         and inboxes, removes clean worktrees. Refused while one is busy."
             .to_string()
     }
 

@@ -331,6 +331,52 @@ async fn another_members_claim_can_be_completed_by_the_lead_only() {
     assert!(!list.contains('\u{1b}'), "{list}");
 }
 
+/// `blocks`, `add_blocks` and `remove_blocks` say the same edge as the other task's
+/// `blocked_by`: out of the schemas (issue 20: say it once), still honoured when a model
+/// used to them sends them.
+#[tokio::test]
+async fn blocks_fields_left_out_of_the_schemas_are_still_honoured() {
+    let home = TeamHome::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let lead = registry(teammate_tools(&TeamTools::new(slot_of(&home.team, "lead"))));
+    for field in ["blocks", "add_blocks", "remove_blocks"] {
+        let schema = lead
+            .specs()
+            .into_iter()
+            .filter(|spec| spec.name == "TaskCreate" || spec.name == "TaskUpdate")
+            .map(|spec| spec.input_schema.to_string())
+            .collect::<String>();
+        assert!(!schema.contains(&format!("\"{field}\"")), "{schema}");
+    }
+    ok(&lead, cwd.path(), "TaskCreate", json!({"subject": "check"})).await;
+    ok(
+        &lead,
+        cwd.path(),
+        "TaskCreate",
+        json!({"subject": "build", "blocks": ["1"]}),
+    )
+    .await;
+    ok(&lead, cwd.path(), "TaskCreate", json!({"subject": "docs"})).await;
+    ok(
+        &lead,
+        cwd.path(),
+        "TaskUpdate",
+        json!({"id": "3", "add_blocks": ["1"]}),
+    )
+    .await;
+    let detail = ok(&lead, cwd.path(), "TaskGet", json!({"id": "1"})).await;
+    assert!(detail.contains("blocked by #2, #3"), "{detail}");
+    ok(
+        &lead,
+        cwd.path(),
+        "TaskUpdate",
+        json!({"id": "2", "remove_blocks": ["1"]}),
+    )
+    .await;
+    let detail = ok(&lead, cwd.path(), "TaskGet", json!({"id": "1"})).await;
+    assert!(detail.contains("blocked by #3)"), "{detail}");
+}
+
 #[tokio::test]
 async fn send_message_to_an_unknown_name_is_an_error_and_creates_no_file() {
     let home = TeamHome::new();
