@@ -104,6 +104,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::MessageNotFound { .. }
         | StoreError::TaskNotFound { .. } => USAGE,
         StoreError::Io { .. }
+        | StoreError::Engine { .. }
         | StoreError::LockTimeout { .. }
         | StoreError::LockLost { .. }
         | StoreError::NotRegularFile { .. }

@@ -24,6 +24,7 @@ use crate::fsio;
 use crate::home::RooHome;
 use crate::limits;
 use crate::lock::{FileLock, Rng, pid_alive};
+use crate::pg::{PgChange, PgStore, PgWrites};
 use crate::time::Timestamp;
 
 /// Major format version this build reads and writes.
@@ -116,8 +117,15 @@ struct Damaged<T> {
 /// does not exist. A document with damaged records is returned with its valid records
 /// (and a warning, [`crate::quarantine::take_warnings`]); one that cannot be read at all
 /// is an [`Error::Damaged`] — the next *change* moves it aside.
-pub(crate) fn load<T: Document>(_home: &RooHome, path: &Path) -> Result<Option<T>> {
-    match try_load(path)? {
+pub(crate) fn load<T: Document>(home: &RooHome, path: &Path) -> Result<Option<T>> {
+    let loaded = match home.pg() {
+        Some(pg) => match pg.read(&home.key(path)?)? {
+            Some(text) => parse_loaded(path, text.as_bytes())?,
+            None => Ok(None),
+        },
+        None => try_load(path)?,
+    };
+    match loaded {
         Ok(doc) => Ok(doc),
         Err(Damaged {
             detail,
@@ -232,6 +240,16 @@ fn try_load<T: Document>(path: &Path) -> Result<std::result::Result<Option<T>, D
     let Some(bytes) = fsio::read_regular(path, "read")? else {
         return Ok(Ok(None));
     };
+    parse_loaded(path, &bytes)
+}
+
+/// The reader's judgement of a document's bytes, from a file or a row: `Ok(Ok(doc))`,
+/// `Ok(Err(damage))`, or `Err` for a newer major version.
+fn parse_loaded<T: Document>(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<std::result::Result<Option<T>, Damaged<T>>> {
+    let bytes = bytes.to_vec();
     match parse_bounded::<T>(&bytes) {
         Ok(doc) => {
             check_version(path, doc.version())?;
@@ -422,20 +440,73 @@ pub(crate) fn update<T: Document, R>(
     update_fenced(home, path, missing, |doc, _| change(doc))
 }
 
-/// [`update`] whose `change` also gets the lock, to fence writes of its own (the inbox's
-/// archive appends) with [`FileLock::verify`].
+/// What holds a document still while it changes, and takes the change's writes of its
+/// own (the inbox's archive appends): the file's [`FileLock`] (such a write is fenced
+/// with [`FileLock::verify`]), or the PostgreSQL transaction (it is part of it).
+pub(crate) enum Guard<'a> {
+    File(&'a FileLock),
+    Pg {
+        home: &'a RooHome,
+        writes: &'a mut PgWrites,
+    },
+}
+
+impl Guard<'_> {
+    /// The lines of the archive at `archive` as the PostgreSQL store holds them, read in
+    /// the transaction; `None` for files (the caller reads the file).
+    pub(crate) fn archive_lines(&self, archive: &Path) -> Result<Option<Vec<String>>> {
+        match self {
+            Guard::File(_) => Ok(None),
+            Guard::Pg { home, .. } => match home.pg() {
+                Some(pg) => pg
+                    .archive_lines_in_transaction(&home.key(archive)?)
+                    .map(Some),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Appends `lines` (one JSON text each) to the archive `archive` of the document at
+    /// `path`: a file written under the document's lock, or rows in the same transaction.
+    pub(crate) fn append_lines(
+        &mut self,
+        path: &Path,
+        archive: &Path,
+        lines: &[String],
+    ) -> Result<()> {
+        match self {
+            Guard::File(lock) => {
+                lock.verify(path)?;
+                fsio::append_lines(archive, lines)
+            }
+            Guard::Pg { home, writes } => {
+                let key = home.key(archive)?;
+                for line in lines {
+                    writes.archive(&key, line.clone());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// [`update`] whose `change` also gets the [`Guard`], for writes of its own (the inbox's
+/// archive appends).
 pub(crate) fn update_fenced<T: Document, R>(
     home: &RooHome,
     path: &Path,
     missing: impl FnOnce() -> Result<T>,
-    change: impl FnOnce(&mut T, &FileLock) -> Result<Outcome<R>>,
+    change: impl FnOnce(&mut T, &mut Guard) -> Result<Outcome<R>>,
 ) -> Result<R> {
+    if let Some(pg) = home.pg() {
+        return update_row(home, pg, path, missing, change);
+    }
     let lock = FileLock::acquire(path, home.lock_policy())?;
     let mut doc = match load_locked::<T>(path, &lock)? {
         Some(doc) => doc,
         None => missing()?,
     };
-    match change(&mut doc, &lock)? {
+    match change(&mut doc, &mut Guard::File(&lock))? {
         Outcome::Write(r) => {
             sweep_temp_files(path);
             store(path, &doc, &lock)?;
@@ -443,6 +514,79 @@ pub(crate) fn update_fenced<T: Document, R>(
         }
         Outcome::Keep(r) => Ok(r),
     }
+}
+
+/// [`update_fenced`] on a row of the PostgreSQL store: the same rules as on a file, in
+/// one transaction. Damaged records are moved to `roo_quarantine` and the valid ones kept;
+/// a document that cannot be read at all is moved there whole and the change fails with
+/// [`Error::Corrupt`] (committed: the next change starts afresh, as with a file).
+fn update_row<T: Document, R>(
+    home: &RooHome,
+    pg: &PgStore,
+    path: &Path,
+    missing: impl FnOnce() -> Result<T>,
+    change: impl FnOnce(&mut T, &mut Guard) -> Result<Outcome<R>>,
+) -> Result<R> {
+    let key = home.key(path)?;
+    let quarantined = format!("postgresql roo_quarantine, key {key}");
+    pg.update(&key, |text, writes| {
+        let mut salvaged = false;
+        let mut doc = match text {
+            None => missing()?,
+            Some(text) => match parse_loaded::<T>(path, text.as_bytes())? {
+                Ok(Some(doc)) => doc,
+                Ok(None) => missing()?,
+                Err(Damaged {
+                    detail,
+                    salvaged: Some((doc, bad)),
+                }) => {
+                    let bad_text = serde_json::to_string(&bad).unwrap_or_default();
+                    // At once, in the transaction: the change may read the quarantine
+                    // (the task list's id high-water mark).
+                    pg.quarantine_now(&key, &detail, &bad_text)?;
+                    crate::quarantine::warn(format!(
+                        "{key}: moved {} damaged record(s) to {quarantined} ({detail}); the \
+                         other records are kept",
+                        bad.len()
+                    ));
+                    salvaged = true;
+                    doc
+                }
+                Err(Damaged { detail, .. }) => {
+                    writes.quarantine(&key, &detail, text);
+                    return Ok(PgChange::Delete(Err(Error::Corrupt {
+                        path: path.to_owned(),
+                        moved_to: PathBuf::from(&quarantined),
+                        detail,
+                    })));
+                }
+            },
+        };
+        let outcome = change(
+            &mut doc,
+            &mut Guard::Pg {
+                home,
+                writes: &mut *writes,
+            },
+        )?;
+        Ok(match outcome {
+            Outcome::Write(r) => PgChange::Write(Ok(r), encode_checked(path, &doc)?),
+            Outcome::Keep(r) if salvaged => PgChange::Write(Ok(r), encode_checked(path, &doc)?),
+            Outcome::Keep(r) => PgChange::Keep(Ok(r)),
+        })
+    })?
+}
+
+/// The document's text for a row, refused (nothing written) if a reader would reject it.
+fn encode_checked<T: Document>(path: &Path, doc: &T) -> Result<String> {
+    let text = serde_json::to_string(doc).map_err(|e| Error::io("encode", path, e.into()))?;
+    if let Err(reason) = parse_bounded::<T>(text.as_bytes()) {
+        return Err(Error::Unwritable {
+            path: path.to_owned(),
+            reason,
+        });
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -66,6 +66,19 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// The PostgreSQL store failed: unreachable, refused the login, lost the connection,
+    /// or holds a schema from a newer version. Never answered by falling back to files.
+    #[error("{action} (PostgreSQL store at {target}): {detail}")]
+    Engine {
+        /// What we were doing ("connect", "update teams/x/config.json", …).
+        action: String,
+        /// The server, as the URL names it (host or socket directory, port, database;
+        /// never the password).
+        target: String,
+        /// The server's or the client's message.
+        detail: String,
+    },
+
     /// The lock could not be taken within the retry budget.
     #[error(
         "acquire lock {path} after {attempts} attempts in {} ms ({holder}); retry later, or \

@@ -78,3 +78,28 @@ pub fn read_regular(path: &Path, action: &'static str) -> Result<Option<Vec<u8>>
         .map_err(|e| Error::io(action, path, e))?;
     Ok(Some(bytes))
 }
+
+/// Appends `lines` (each without its newline) to the regular file `path`, creating it
+/// 0600, and syncs it: the inbox archive's write.
+pub(crate) fn append_lines(path: &Path, lines: &[String]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut buf = Vec::new();
+    for line in lines {
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+    }
+    let mut file = open_regular(
+        path,
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600),
+        "open archive",
+    )?
+    .ok_or_else(|| Error::io("open archive", path, std::io::ErrorKind::NotFound.into()))?;
+    file.write_all(&buf)
+        .map_err(|e| Error::io("append to archive", path, e))?;
+    file.sync_data()
+        .map_err(|e| Error::io("sync archive", path, e))
+}

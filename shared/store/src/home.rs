@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::lock::LockPolicy;
 use crate::name::Name;
+use crate::pg::PgStore;
 
 /// Environment variable naming the home directory.
 pub const ROO_HOME_ENV: &str = "ROO_HOME";
@@ -21,10 +22,15 @@ pub const ROO_HOME_ENV: &str = "ROO_HOME";
 pub const ROO_LOCK_MODE_ENV: &str = "ROO_LOCK_MODE";
 
 /// The root directory of RooCode state (`$ROO_HOME`, default `~/.roocode`).
+///
+/// The home also says where the shared documents live: files under the root (the
+/// default), or rows of a PostgreSQL store ([`RooHome::with_store`]), keyed by the path
+/// they would have under the root. A member's own files (transcript, log) stay files.
 #[derive(Clone, Debug)]
 pub struct RooHome {
     root: Arc<Path>,
     lock_policy: LockPolicy,
+    pg: Option<PgStore>,
 }
 
 impl RooHome {
@@ -33,6 +39,7 @@ impl RooHome {
         RooHome {
             root: Arc::from(root.into()),
             lock_policy: LockPolicy::default(),
+            pg: None,
         }
     }
 
@@ -51,6 +58,91 @@ impl RooHome {
     pub fn with_lock_policy(mut self, policy: LockPolicy) -> RooHome {
         self.lock_policy = policy;
         self
+    }
+
+    /// The same home with its shared documents in the PostgreSQL store `pg`.
+    pub fn with_store(mut self, pg: PgStore) -> RooHome {
+        self.pg = Some(pg);
+        self
+    }
+
+    /// The PostgreSQL store holding the shared documents, if they are not files.
+    pub fn pg(&self) -> Option<&PgStore> {
+        self.pg.as_ref()
+    }
+
+    /// The key of the document at `path` in the PostgreSQL store: its path under the
+    /// root, `/`-separated (`teams/<team>/config.json`).
+    pub(crate) fn key(&self, path: &Path) -> Result<String> {
+        let relative = path.strip_prefix(&self.root).map_err(|_| Error::Io {
+            action: "locate the document",
+            path: path.to_owned(),
+            source: std::io::Error::other("it is not under ROO_HOME"),
+        })?;
+        let parts: Vec<String> = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        Ok(parts.join("/"))
+    }
+
+    /// The stored text of the document at `path` as is (the file's bytes, or the row's
+    /// JSON text), without judging it; `None` if there is none. For inspection.
+    pub fn read_raw(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        match &self.pg {
+            Some(pg) => Ok(pg.read(&self.key(path)?)?.map(String::into_bytes)),
+            None => crate::fsio::read_regular(path, "read"),
+        }
+    }
+
+    /// Whether the document at `path` exists (a file, or a row of the PostgreSQL store).
+    pub(crate) fn doc_exists(&self, path: &Path) -> Result<bool> {
+        match &self.pg {
+            Some(pg) => pg.exists(&self.key(path)?),
+            None => Ok(path.is_file()),
+        }
+    }
+
+    /// Makes sure documents can be written in `dir`: creates it (and its parents, 0700)
+    /// for files; nothing to do for the PostgreSQL store.
+    pub(crate) fn ensure_doc_dir(&self, dir: &Path) -> Result<()> {
+        match &self.pg {
+            Some(_) => Ok(()),
+            None => ensure_dir(dir),
+        }
+    }
+
+    /// The names of the documents directly in `dir` ending in `suffix` (file names, or
+    /// the last part of the PostgreSQL store's keys), sorted; empty if `dir` is missing.
+    pub(crate) fn doc_names(&self, dir: &Path, suffix: &str) -> Result<Vec<String>> {
+        let mut names = match &self.pg {
+            Some(pg) => {
+                let prefix = format!("{}/", self.key(dir)?);
+                pg.list(&prefix)?
+                    .into_iter()
+                    .filter_map(|key| key.strip_prefix(&prefix).map(str::to_owned))
+                    .filter(|rest| !rest.contains('/'))
+                    .collect::<Vec<_>>()
+            }
+            None => {
+                let entries = match std::fs::read_dir(dir) {
+                    Ok(entries) => entries,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(Error::io("list", dir, e)),
+                };
+                let mut names = Vec::new();
+                for entry in entries {
+                    let entry = entry.map_err(|e| Error::io("list", dir, e))?;
+                    if let Some(name) = entry.file_name().to_str() {
+                        names.push(name.to_owned());
+                    }
+                }
+                names
+            }
+        };
+        names.retain(|n| n.ends_with(suffix) && !n.starts_with('.'));
+        names.sort();
+        Ok(names)
     }
 
     /// The lock policy store operations use.

@@ -44,6 +44,7 @@ mod member_files;
 mod membership;
 mod message;
 mod name;
+mod pg;
 pub mod quarantine;
 pub mod relay;
 mod task;
@@ -68,6 +69,7 @@ pub use message::{
     PermissionDecision, TEAMMATE_MESSAGE_NOTICE, render_delivery, render_reminder,
 };
 pub use name::{MAX_NAME_LEN, Name};
+pub use pg::{PgStore, SCHEMA_VERSION, channel_of};
 pub use task::{Lease, Task, TaskId, TaskNote, TaskStatus, paths_overlap, scopes_overlap};
 pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,

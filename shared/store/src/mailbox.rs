@@ -18,17 +18,14 @@
 //! as `{"receipt": "...", "id": "...", "at": "..."}` lines.
 
 use std::collections::HashSet;
-use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader, ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{BufRead, BufReader, ErrorKind};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::doc::{self, Document, FormatVersion, Outcome};
+use crate::doc::{self, Document, FormatVersion, Guard, Outcome};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_UNREAD_BYTES, MAX_UNREAD_PER_SENDER, PROTOCOL_RESERVE};
-use crate::lock::FileLock;
 use crate::message::{Message, MessageId, Outgoing};
 use crate::name::Name;
 use crate::team::Team;
@@ -283,7 +280,7 @@ impl Mailbox {
             };
             let archive = self.archive_path(&recipient);
             let keyed = retryable;
-            let result = self.update(&recipient, |inbox, _| {
+            let result = self.update(&recipient, |inbox, fence| {
                 if keyed {
                     let mut earlier: Vec<Message> = inbox
                         .messages
@@ -292,7 +289,7 @@ impl Mailbox {
                         .cloned()
                         .collect();
                     if earlier.is_empty() {
-                        earlier = read_archive_filtered(&archive, Some(&stored.id))?
+                        earlier = fence.read_archive(&archive, Some(&stored.id))?
                             .into_iter()
                             .filter(|m| m.id == stored.id)
                             .collect();
@@ -461,7 +458,8 @@ impl Mailbox {
                 }
             }
             if !missing.is_empty() {
-                let archived: HashSet<MessageId> = read_archive(&archive)?
+                let archived: HashSet<MessageId> = fence
+                    .read_archive(&archive, None)?
                     .into_iter()
                     .map(|m| m.id)
                     .filter(|id| missing.contains(id))
@@ -502,7 +500,7 @@ impl Mailbox {
         }
         for name in &names {
             let path = self.archive_path(name);
-            if let Some(message) = read_archive_filtered(&path, Some(id))?.into_iter().next() {
+            if let Some(message) = self.archive_at(&path, Some(id))?.into_iter().next() {
                 return Ok(MessageStatus {
                     inbox: name.clone(),
                     message,
@@ -518,28 +516,38 @@ impl Mailbox {
 
     /// Archived messages of `name`, oldest first, receipts applied.
     pub fn archived(&self, name: &Name) -> Result<Vec<Message>> {
-        read_archive(&self.archive_path(name))
+        let path = self.archive_path(name);
+        match self.team.home().pg() {
+            Some(pg) => {
+                let lines = pg.archive_lines(&self.team.home().key(&path)?)?;
+                fold_archive(lines.into_iter().map(Ok), None, &path)
+            }
+            None => read_archive(&path),
+        }
+    }
+
+    /// The archive at `path` outside an update (see [`Fence::read_archive`] inside one).
+    fn archive_at(&self, path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
+        match self.team.home().pg() {
+            Some(pg) => {
+                let lines = pg.archive_lines(&self.team.home().key(path)?)?;
+                fold_archive(lines.into_iter().map(Ok), only, path)
+            }
+            None => read_archive_filtered(path, only),
+        }
     }
 
     /// Names of the inboxes that exist on disk.
     pub fn inbox_names(&self) -> Result<Vec<Name>> {
         let dir = self.team.home().inboxes_dir(self.team.name());
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("list inboxes", &dir, e)),
-        };
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io("list inboxes", &dir, e))?;
-            let file = entry.file_name();
-            let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(".json")) else {
-                continue;
-            };
-            if let Ok(name) = Name::parse(stem) {
-                names.push(name);
-            }
-        }
+        let mut names: Vec<Name> = self
+            .team
+            .home()
+            .doc_names(&dir, ".json")?
+            .iter()
+            .filter_map(|file| file.strip_suffix(".json"))
+            .filter_map(|stem| Name::parse(stem).ok())
+            .collect();
         names.sort();
         Ok(names)
     }
@@ -565,8 +573,11 @@ impl Mailbox {
             self.team.home(),
             &path,
             || Ok(InboxDoc::default()),
-            |inbox, lock| {
-                let fence = Fence { lock, inbox: &path };
+            |inbox, guard| {
+                let fence = Fence {
+                    guard: std::cell::RefCell::new(guard),
+                    inbox: &path,
+                };
                 let outcome = change(inbox, &fence)?;
                 if let Outcome::Write(_) = &outcome {
                     archive_overflow(inbox, &archive, &fence)?;
@@ -579,6 +590,16 @@ impl Mailbox {
     /// Creates `inboxes/` inside an existing team directory (never the team directory
     /// itself: a concurrent `team delete` must not be undone by a late send).
     fn ensure_inbox_dir(&self) -> Result<()> {
+        if self.team.home().pg().is_some() {
+            return if self.team.home().doc_exists(&self.team.config_path())? {
+                Ok(())
+            } else {
+                Err(Error::TeamNotFound {
+                    team: self.team.name().to_string(),
+                    path: self.team.config_path(),
+                })
+            };
+        }
         let dir = self.team.home().inboxes_dir(self.team.name());
         match std::fs::DirBuilder::new().create(&dir) {
             Ok(()) => {
@@ -619,52 +640,70 @@ fn archive_overflow(inbox: &mut InboxDoc, archive: &Path, fence: &Fence) -> Resu
     Ok(())
 }
 
-/// The inbox lock held by an update, for archive appends to check before they write.
-struct Fence<'a> {
-    lock: &'a FileLock,
+/// The inbox's guard during an update, for archive appends.
+struct Fence<'a, 'g> {
+    guard: std::cell::RefCell<&'a mut Guard<'g>>,
     inbox: &'a Path,
 }
 
-/// Appends `items` to the archive at `path`, as JSON lines; writes nothing unless the
-/// inbox lock is still ours (a holder that outlived the stale age must not append).
+impl Fence<'_, '_> {
+    /// The archive at `path`, read under the inbox's guard (in the PostgreSQL store, in
+    /// the update's transaction).
+    fn read_archive(&self, path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
+        match self.guard.borrow().archive_lines(path)? {
+            Some(lines) => fold_archive(lines.into_iter().map(Ok), only, path),
+            None => read_archive_filtered(path, only),
+        }
+    }
+}
+
+/// Appends `items` to the archive at `path`, as JSON lines, under the inbox's guard: a
+/// file append only while the inbox lock is still ours (a holder that outlived the stale
+/// age must not append), or rows in the update's transaction.
 fn append_lines<T: Serialize>(path: &Path, items: &[T], fence: &Fence) -> Result<()> {
     if items.is_empty() {
         return Ok(());
     }
-    fence.lock.verify(fence.inbox)?;
-    let mut buf = Vec::new();
-    for item in items {
-        serde_json::to_writer(&mut buf, item).map_err(|e| Error::io("encode", path, e.into()))?;
-        buf.push(b'\n');
-    }
-    let mut file = crate::fsio::open_regular(
-        path,
-        OpenOptions::new().create(true).append(true).mode(0o600),
-        "open archive",
-    )?
-    .ok_or_else(|| Error::io("open archive", path, ErrorKind::NotFound.into()))?;
-    file.write_all(&buf)
-        .map_err(|e| Error::io("append to archive", path, e))?;
-    file.sync_data()
-        .map_err(|e| Error::io("sync archive", path, e))
+    let lines = items
+        .iter()
+        .map(|item| serde_json::to_string(item).map_err(|e| Error::io("encode", path, e.into())))
+        .collect::<Result<Vec<String>>>()?;
+    fence
+        .guard
+        .borrow_mut()
+        .append_lines(fence.inbox, path, &lines)
 }
 
 fn read_archive(path: &Path) -> Result<Vec<Message>> {
     read_archive_filtered(path, None)
 }
 
-/// Reads an archive, folding receipt lines into their messages. Torn or foreign lines
-/// (e.g. a crash mid-append) are skipped; duplicates keep the first copy.
+/// Reads an archive file, folding receipt lines into their messages (see
+/// [`fold_archive`]).
 fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
     let Some(file) =
         crate::fsio::open_regular(path, std::fs::OpenOptions::new().read(true), "open archive")?
     else {
         return Ok(Vec::new());
     };
+    let lines = BufReader::new(file)
+        .lines()
+        .map(|line| line.map_err(|e| Error::io("read archive", path, e)));
+    fold_archive(lines, only, path)
+}
+
+/// Folds archive lines (a file's or the PostgreSQL store's rows) into messages, receipts
+/// applied. Torn or foreign lines (e.g. a crash mid-append) are skipped; duplicates keep
+/// the first copy.
+fn fold_archive(
+    lines: impl Iterator<Item = Result<String>>,
+    only: Option<&MessageId>,
+    path: &Path,
+) -> Result<Vec<Message>> {
     let mut messages: Vec<Message> = Vec::new();
     let mut index = std::collections::HashMap::new();
-    for line in BufReader::new(file).lines() {
-        let line = line.map_err(|e| Error::io("read archive", path, e))?;
+    for line in lines {
+        let line = line?;
         if let Some(id) = only
             && !line.contains(id.as_str())
         {
@@ -713,7 +752,7 @@ fn encoded_len(message: &Message) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock::LockPolicy;
+    use crate::lock::{FileLock, LockPolicy};
 
     #[test]
     fn an_archive_append_by_a_holder_that_lost_the_inbox_lock_writes_nothing() {
@@ -722,8 +761,9 @@ mod tests {
         let archive = dir.path().join("alice.archive.jsonl");
         let policy = LockPolicy::protocol();
         let ours = FileLock::acquire(&inbox, &policy).unwrap();
+        let mut guard = Guard::File(&ours);
         let fence = Fence {
-            lock: &ours,
+            guard: std::cell::RefCell::new(&mut guard),
             inbox: &inbox,
         };
         append_lines(&archive, &["first"], &fence).unwrap();

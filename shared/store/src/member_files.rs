@@ -47,7 +47,7 @@ impl Team {
 
     fn open_member_file(&self, path: PathBuf, action: &'static str) -> Result<File> {
         let config = self.config_path();
-        if !config.is_file() {
+        if !self.home().doc_exists(&config)? {
             return Err(self.not_found(&config));
         }
         if let Some(dir) = path.parent() {

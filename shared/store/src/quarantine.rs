@@ -73,12 +73,51 @@ fn corrupt_in(dir: &Path, prefix: &str, acknowledged: bool) -> Vec<PathBuf> {
     found
 }
 
-/// The team's quarantined files not yet acknowledged.
+/// The team's quarantined files not yet acknowledged (in the PostgreSQL store, its
+/// `roo_quarantine` rows, named `postgresql roo_quarantine #<id> (<key>)`).
 pub fn quarantined(home: &RooHome, team: &Name) -> Vec<PathBuf> {
+    if let Some(pg) = home.pg() {
+        return dirs(home, team)
+            .iter()
+            .filter_map(|d| home.key(d).ok())
+            .filter(|k| !k.ends_with("/inboxes"))
+            .flat_map(|k| pg.quarantined_under(&format!("{k}/")).unwrap_or_default())
+            .map(|(id, key)| PathBuf::from(format!("postgresql roo_quarantine #{id} ({key})")))
+            .collect();
+    }
     dirs(home, team)
         .iter()
         .flat_map(|d| corrupt_in(d, "", false))
         .collect()
+}
+
+/// Quarantined copies of the document at `path` (acknowledged ones too if
+/// `acknowledged`): its `.corrupt-` siblings, or its rows of the PostgreSQL store's
+/// `roo_quarantine` (named `postgresql roo_quarantine #<id>`).
+pub(crate) fn siblings_of(home: &RooHome, path: &Path, acknowledged: bool) -> Result<Vec<PathBuf>> {
+    match home.pg() {
+        Some(pg) => Ok(pg
+            .quarantined(&home.key(path)?, acknowledged)?
+            .into_iter()
+            .map(|(id, _)| PathBuf::from(format!("postgresql roo_quarantine #{id}")))
+            .collect()),
+        None => Ok(siblings(path, acknowledged)),
+    }
+}
+
+/// The texts of every quarantined copy of the document at `path`, acknowledged ones too.
+pub(crate) fn texts_of(home: &RooHome, path: &Path) -> Result<Vec<Vec<u8>>> {
+    match home.pg() {
+        Some(pg) => Ok(pg
+            .quarantined(&home.key(path)?, true)?
+            .into_iter()
+            .map(|(_, text)| text.into_bytes())
+            .collect()),
+        None => Ok(siblings(path, true)
+            .iter()
+            .filter_map(|p| std::fs::read(p).ok())
+            .collect()),
+    }
 }
 
 /// Quarantined siblings of `path` (acknowledged ones too).
@@ -96,6 +135,18 @@ pub(crate) fn siblings(path: &Path, acknowledged: bool) -> Vec<PathBuf> {
 /// Renames every quarantined file of the team to `<name>.acknowledged`; returns the new
 /// paths. The files are kept for inspection.
 pub fn acknowledge(home: &RooHome, team: &Name) -> Result<Vec<PathBuf>> {
+    if let Some(pg) = home.pg() {
+        let mut done = Vec::new();
+        for dir in [home.team_dir(team), home.tasks_dir(team)] {
+            let prefix = format!("{}/", home.key(&dir)?);
+            done.extend(
+                pg.acknowledge_under(&prefix)?
+                    .into_iter()
+                    .map(|id| PathBuf::from(format!("postgresql roo_quarantine #{id}"))),
+            );
+        }
+        return Ok(done);
+    }
     let mut done = Vec::new();
     for path in quarantined(home, team) {
         let mut target = path.as_os_str().to_owned();

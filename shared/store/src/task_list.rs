@@ -716,14 +716,16 @@ impl TaskList {
         change: impl FnOnce(&mut TaskListDoc) -> Result<Outcome<R>>,
     ) -> Result<R> {
         self.require_team()?;
-        crate::home::ensure_dir(&self.team.home().tasks_dir(self.team.name()))?;
+        let home = self.team.home();
+        home.ensure_doc_dir(&home.tasks_dir(self.team.name()))?;
         let path = self.path();
         doc::update(
-            self.team.home(),
+            home,
             &path,
             || Ok(TaskListDoc::empty()),
             |list| {
-                raise_high_water(list, &path);
+                // Read under the lock: a record the load just quarantined counts.
+                raise_high_water(list, &crate::quarantine::texts_of(home, &path)?);
                 change(list)
             },
         )
@@ -732,7 +734,7 @@ impl TaskList {
     /// Refuses a team without a config rather than creating a stray task list.
     fn require_team(&self) -> Result<()> {
         let config = self.team.config_path();
-        if config.is_file() {
+        if self.team.home().doc_exists(&config)? {
             Ok(())
         } else {
             Err(Error::TeamNotFound {
@@ -868,12 +870,11 @@ impl TaskList {
 /// Makes sure `next_id` is above every id that ever existed: those in the list and those
 /// in its quarantined files (a damaged record or a whole damaged list must not let an id
 /// be handed out twice).
-fn raise_high_water(list: &mut TaskListDoc, path: &std::path::Path) {
+fn raise_high_water(list: &mut TaskListDoc, quarantined: &[Vec<u8>]) {
     let listed = list.tasks.iter().map(|t| t.id.number()).max().unwrap_or(0);
-    let quarantined = crate::quarantine::siblings(path, true)
+    let quarantined = quarantined
         .iter()
-        .filter_map(|p| std::fs::read(p).ok())
-        .map(|bytes| crate::quarantine::highest_task_id(&bytes))
+        .map(|bytes| crate::quarantine::highest_task_id(bytes))
         .max()
         .unwrap_or(0);
     let floor = listed.max(quarantined).saturating_add(1);

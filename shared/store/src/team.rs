@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::doc::{self, Document, FormatVersion, Outcome};
 use crate::error::{Error, Result};
-use crate::home::{RooHome, ensure_dir};
+use crate::home::RooHome;
 use crate::lock::pid_alive;
 use crate::mailbox::Mailbox;
 use crate::name::Name;
@@ -308,7 +308,9 @@ impl Team {
         let config_path = home.team_config(&team.name);
         // A quarantined config means the team existed: refounding it would adopt its
         // inboxes and task list under a new roster.
-        if let Some(quarantined) = crate::quarantine::siblings(&config_path, false).first() {
+        if let Some(quarantined) =
+            crate::quarantine::siblings_of(home, &config_path, false)?.first()
+        {
             return Err(Error::NotPermitted {
                 action: format!("create team {:?}", team.name.as_str()),
                 reason: format!(
@@ -320,8 +322,8 @@ impl Team {
                 ),
             });
         }
-        ensure_dir(&home.inboxes_dir(&team.name))?;
-        ensure_dir(&home.tasks_dir(&team.name))?;
+        home.ensure_doc_dir(&home.inboxes_dir(&team.name))?;
+        home.ensure_doc_dir(&home.tasks_dir(&team.name))?;
         let mut roster = vec![lead.clone()];
         for member in members {
             if roster.iter().any(|m| {
@@ -377,7 +379,7 @@ impl Team {
     /// Opens an existing team; refuses one without a config.
     pub fn open(home: &RooHome, name: Name) -> Result<Team> {
         let path = home.team_config(&name);
-        if !path.is_file() {
+        if !home.doc_exists(&path)? {
             return Err(Error::TeamNotFound {
                 team: name.to_string(),
                 path,
@@ -535,6 +537,9 @@ impl Team {
     /// was killed does not hold the team up).
     pub fn delete(&self, force: bool) -> Result<()> {
         let path = self.config_path();
+        if let Some(pg) = self.home.pg() {
+            return self.delete_rows(pg, &path, force);
+        }
         let lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
         let config =
             doc::load_locked::<TeamConfig>(&path, &lock)?.ok_or_else(|| self.not_found(&path))?;
@@ -569,13 +574,48 @@ impl Team {
         Ok(())
     }
 
+    /// [`Team::delete`] in the PostgreSQL store: the same check and every row of the team
+    /// gone in the config's transaction.
+    fn delete_rows(&self, pg: &crate::pg::PgStore, path: &Path, force: bool) -> Result<()> {
+        use crate::pg::PgChange;
+        let key = self.home.key(path)?;
+        let team_dir = format!("{}/", self.home.key(&self.home.team_dir(&self.name))?);
+        let tasks_dir = format!("{}/", self.home.key(&self.home.tasks_dir(&self.name))?);
+        pg.update(&key, |text, writes| {
+            let Some(text) = text else {
+                return Err(self.not_found(path));
+            };
+            let config: TeamConfig = serde_json::from_str(&text).map_err(|e| Error::Damaged {
+                path: path.to_owned(),
+                detail: e.to_string(),
+            })?;
+            let active: Vec<String> = config
+                .members
+                .iter()
+                .filter(|m| {
+                    m.agent_id != config.lead_agent_id && m.observed_state() == MemberState::Busy
+                })
+                .map(|m| m.name.to_string())
+                .collect();
+            if !force && !active.is_empty() {
+                return Err(Error::TeamActive {
+                    team: self.name.to_string(),
+                    active,
+                });
+            }
+            writes.delete_under(&team_dir);
+            writes.delete_under(&tasks_dir);
+            Ok(PgChange::Delete(()))
+        })
+    }
+
     /// Locked read → change → write of the config; refuses a missing team.
     pub(crate) fn update<R>(
         &self,
         change: impl FnOnce(&mut TeamConfig) -> Result<Outcome<R>>,
     ) -> Result<R> {
         let path = self.config_path();
-        if !path.is_file() {
+        if self.home.pg().is_none() && !path.is_file() {
             return Err(self.not_found(&path));
         }
         doc::update(&self.home, &path, || Err(self.not_found(&path)), change)

@@ -31,3 +31,9 @@ pub fn team() -> Fixture {
         team,
     }
 }
+
+/// Whether this run keeps its documents elsewhere than in files (the PostgreSQL run of
+/// this suite, `tests/pg.rs`): a test that looks at the files returns early then.
+pub fn not_files() -> bool {
+    false
+}

@@ -1,0 +1,726 @@
+//! The PostgreSQL binding of the store (docs/PROTOCOL.md §10): every protocol document
+//! is one row of `roo_doc`, keyed by its path under `ROO_HOME` (`teams/<team>/config.json`,
+//! `teams/<team>/inboxes/<member>.json`, `tasks/<team>/tasks.json`), its JSON text in a
+//! `jsonb` column.
+//!
+//! This module moves bytes; what they mean (versions, damaged records, the writers'
+//! limits) stays in `doc`, one code path for both backends. A change is one transaction:
+//! the row is locked (`SELECT … FOR UPDATE`, after inserting an empty row if there was
+//! none, so two creators of one document queue like two writers), the caller's closure
+//! runs on the bytes, and the new text is written together with a `pg_notify` on the
+//! team's channel, which PostgreSQL delivers only if the transaction commits. Requests are
+//! pipelined: a change takes two round trips (lock and read; write, notify and commit),
+//! a read one.
+//!
+//! The client is `tokio-postgres` (the `postgres` crate wraps the same client in a runtime
+//! of its own per connection and cannot pipeline): its connection task runs on a thread of
+//! this store's own, and the store's synchronous callers wait for their requests with a
+//! small `block_on`, so the store stays synchronous and callable from any thread.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use crate::doc::FormatVersion;
+use crate::error::{Error, Result};
+
+/// The schema version this build creates and reads, recorded in `roo_meta`. A database
+/// with a newer major is refused, like a file from a newer format.
+pub const SCHEMA_VERSION: FormatVersion = FormatVersion { major: 1, minor: 0 };
+
+/// Serializes schema creation across processes (`pg_advisory_xact_lock`): concurrent
+/// `CREATE TABLE IF NOT EXISTS` can still collide in the catalog.
+const SCHEMA_LOCK: i64 = 0x726f_6f5f_7363_6831; // "roo_sch1"
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS roo_meta (
+    key text PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS roo_doc (
+    key text PRIMARY KEY,
+    doc jsonb,
+    rev bigint NOT NULL DEFAULT 0,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS roo_archive (
+    id bigserial PRIMARY KEY,
+    key text NOT NULL,
+    line text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS roo_archive_key ON roo_archive (key, id);
+CREATE TABLE IF NOT EXISTS roo_quarantine (
+    id bigserial PRIMARY KEY,
+    key text NOT NULL,
+    moved_at timestamptz NOT NULL DEFAULT now(),
+    detail text NOT NULL,
+    doc text NOT NULL,
+    acknowledged boolean NOT NULL DEFAULT false
+);
+";
+
+thread_local! {
+    /// The stores whose connection this thread holds, once per [`PgStore::serialize`].
+    static HELD: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The connection held by this thread; `depth` > 0 when it held it already.
+struct Hold<'a> {
+    _guard: Option<std::sync::MutexGuard<'a, ()>>,
+    depth: usize,
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        HELD.with(|held| {
+            held.borrow_mut().pop();
+        });
+    }
+}
+
+impl Hold<'_> {
+    /// Starts this level's transaction: the transaction itself, or a savepoint in it.
+    fn begin(&self) -> String {
+        match self.depth {
+            0 => "BEGIN".to_string(),
+            n => format!("SAVEPOINT roo_{n}"),
+        }
+    }
+
+    fn commit(&self) -> String {
+        match self.depth {
+            0 => "COMMIT".to_string(),
+            n => format!("RELEASE SAVEPOINT roo_{n}"),
+        }
+    }
+
+    fn rollback(&self) -> String {
+        match self.depth {
+            0 => "ROLLBACK".to_string(),
+            n => format!("ROLLBACK TO SAVEPOINT roo_{n}; RELEASE SAVEPOINT roo_{n}"),
+        }
+    }
+}
+
+/// A connection to the PostgreSQL store. Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    statements: Statements,
+    /// One transaction at a time on the one connection.
+    transaction: Mutex<()>,
+    /// The server, for messages: host or socket directory, port, database.
+    target: String,
+}
+
+struct Statements {
+    read: Statement,
+    placeholder: Statement,
+    lock: Statement,
+    write: Statement,
+    notify: Statement,
+    quarantine: Statement,
+    archive: Statement,
+    delete: Statement,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PgStore").field(&self.inner.target).finish()
+    }
+}
+
+/// What a change wants written besides its document, in the same transaction.
+#[derive(Default)]
+pub(crate) struct PgWrites {
+    /// Damaged text moved out of the way: `(key, detail, text)`.
+    quarantined: Vec<(String, String, String)>,
+    /// Lines appended to archives: `(archive key, line)`.
+    archived: Vec<(String, String)>,
+    /// Prefixes whose documents and archives are deleted (a team's).
+    deleted: Vec<String>,
+}
+
+impl PgWrites {
+    /// Keeps `text` (damaged records or a whole damaged document of `key`) in
+    /// `roo_quarantine`, with why.
+    pub(crate) fn quarantine(&mut self, key: &str, detail: &str, text: String) {
+        self.quarantined
+            .push((key.to_owned(), detail.to_owned(), text));
+    }
+
+    /// Appends `line` to the archive `key` (`roo_archive`).
+    pub(crate) fn archive(&mut self, key: &str, line: String) {
+        self.archived.push((key.to_owned(), line));
+    }
+
+    /// Deletes every document and archive under `prefix` (a directory of the file
+    /// layout, ending in `/`).
+    pub(crate) fn delete_under(&mut self, prefix: &str) {
+        self.deleted.push(format!("{}%", like_escape(prefix)));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.quarantined.is_empty() && self.archived.is_empty() && self.deleted.is_empty()
+    }
+}
+
+/// What a change does with its document.
+pub(crate) enum PgChange<R> {
+    /// Write this text (and the other writes), notify, commit; return the value.
+    Write(R, String),
+    /// Delete the row (and do the other writes), notify, commit; return the value.
+    Delete(R),
+    /// Change nothing: roll back (the other writes too), return the value.
+    Keep(R),
+}
+
+impl PgStore {
+    /// Connects to the store at `url` (`postgresql://…`; credentials from the URL,
+    /// `PGPASSFILE`-style files are not read here) and creates or checks the schema.
+    pub fn connect(url: &str) -> Result<PgStore> {
+        let config: Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| Error::Engine {
+                action: "read the store URL".into(),
+                target: redact(url),
+                detail: e.to_string(),
+            })?;
+        let target = describe(&config);
+        let engine = |action: &str, e: &dyn std::fmt::Display| Error::Engine {
+            action: action.to_owned(),
+            target: target.clone(),
+            detail: e.to_string(),
+        };
+        let mut config = config;
+        // Death of a peer across a cut link is seen in seconds, not hours (issue 21).
+        config
+            .connect_timeout(Duration::from_secs(10))
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(2))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3)
+            .tcp_user_timeout(Duration::from_secs(5));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("roo-store-pg".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    match config.connect(NoTls).await {
+                        Ok((client, connection)) => {
+                            let _ = ready_tx.send(Ok(client));
+                            // Runs until the client is dropped or the link fails.
+                            let _ = connection.await;
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.to_string()));
+                        }
+                    }
+                });
+            })
+            .map_err(|e| engine("start the connection thread", &e))?;
+        let client = match ready_rx.recv() {
+            Ok(Ok(client)) => client,
+            Ok(Err(detail)) => return Err(engine("connect", &detail)),
+            Err(_) => return Err(engine("connect", &"the connection thread stopped")),
+        };
+        migrate(&client).map_err(|e| match e {
+            Migration::Newer(found) => Error::Engine {
+                action: "open the store".into(),
+                target: target.clone(),
+                detail: format!(
+                    "its schema is version {found}, newer than this build's {SCHEMA_VERSION}; \
+                     upgrade RooCode"
+                ),
+            },
+            Migration::Failed(e) => engine("create the schema", &e),
+        })?;
+        let prepare = |sql: &str| {
+            block_on(client.prepare(sql)).map_err(|e| engine("prepare a statement", &e))
+        };
+        let statements = Statements {
+            read: prepare("SELECT doc::text FROM roo_doc WHERE key = $1")?,
+            placeholder: prepare(
+                "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
+            )?,
+            lock: prepare("SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE")?,
+            write: prepare(
+                "UPDATE roo_doc SET doc = $2::text::jsonb, rev = rev + 1, updated_at = now() \
+                 WHERE key = $1",
+            )?,
+            notify: prepare("SELECT pg_notify($1, $2)")?,
+            quarantine: prepare(
+                "INSERT INTO roo_quarantine (key, detail, doc) VALUES ($1, $2, $3)",
+            )?,
+            archive: prepare("INSERT INTO roo_archive (key, line) VALUES ($1, $2)")?,
+            delete: prepare("DELETE FROM roo_doc WHERE key = $1")?,
+        };
+        Ok(PgStore {
+            inner: Arc::new(Inner {
+                client,
+                statements,
+                transaction: Mutex::new(()),
+                target,
+            }),
+        })
+    }
+
+    /// The server, as messages name it.
+    pub fn target(&self) -> &str {
+        &self.inner.target
+    }
+
+    fn error(&self, action: impl Into<String>, e: impl std::fmt::Display) -> Error {
+        Error::Engine {
+            action: action.into(),
+            target: self.inner.target.clone(),
+            detail: e.to_string(),
+        }
+    }
+
+    /// The connection, for one request or one transaction: a read must not run inside
+    /// another thread's open transaction (it would see its state, or fail with it). On
+    /// the thread that holds it already (a read or a change inside a change's closure,
+    /// e.g. a team's task list created inside its config's change) it is used as held:
+    /// such a nested change is a savepoint of the outer transaction.
+    fn serialize(&self) -> Hold<'_> {
+        let id = Arc::as_ptr(&self.inner) as usize;
+        let depth = HELD.with(|held| held.borrow().iter().filter(|&&h| h == id).count());
+        let guard = (depth == 0).then(|| {
+            self.inner
+                .transaction
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        });
+        HELD.with(|held| held.borrow_mut().push(id));
+        Hold {
+            _guard: guard,
+            depth,
+        }
+    }
+
+    /// The text of document `key`; `None` if there is none. One round trip, no lock.
+    pub(crate) fn read(&self, key: &str) -> Result<Option<String>> {
+        let _one_at_a_time = self.serialize();
+        let rows = block_on(
+            self.inner
+                .client
+                .query(&self.inner.statements.read, &[&key]),
+        )
+        .map_err(|e| self.error(format!("read {key}"), e))?;
+        Ok(rows.first().and_then(|row| row.get::<_, Option<String>>(0)))
+    }
+
+    /// Locked read → change → write of document `key`, in one transaction; `change`
+    /// gets the current text (`None`: no document) and says what to write. A failed
+    /// `change` writes nothing. The team's channel is notified with `key` when the
+    /// transaction commits a change.
+    pub(crate) fn update<R>(
+        &self,
+        key: &str,
+        change: impl FnOnce(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
+    ) -> Result<R> {
+        let hold = self.serialize();
+        let (begin_sql, commit_sql, rollback_sql) = (hold.begin(), hold.commit(), hold.rollback());
+        let rollback = || {
+            let _ = block_on(self.inner.client.batch_execute(&rollback_sql));
+        };
+        let client = &self.inner.client;
+        let statements = &self.inner.statements;
+        let action = || format!("update {key}");
+        // Round trip 1: begin, make sure a row exists to lock, lock and read it.
+        let key_param: [&(dyn ToSql + Sync); 1] = [&key];
+        let begin = client.batch_execute(&begin_sql);
+        let placeholder = client.execute(&statements.placeholder, &key_param);
+        let lock = client.query(&statements.lock, &key_param);
+        let (begun, placed, locked) =
+            block_on(futures_util::future::join3(begin, placeholder, lock));
+        let text = match (begun, placed, locked) {
+            (Ok(()), Ok(_), Ok(rows)) => {
+                rows.first().and_then(|row| row.get::<_, Option<String>>(0))
+            }
+            (begun, placed, locked) => {
+                let error = begun
+                    .err()
+                    .or(placed.err())
+                    .or(locked.err())
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                rollback();
+                return Err(self.error(action(), error));
+            }
+        };
+        let mut writes = PgWrites::default();
+        let outcome = match change(text, &mut writes) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                rollback();
+                return Err(e);
+            }
+        };
+        let (value, new_text, delete) = match outcome {
+            PgChange::Keep(value) if writes.is_empty() => {
+                rollback();
+                return Ok(value);
+            }
+            PgChange::Keep(value) => (value, None, false),
+            PgChange::Write(value, text) => (value, Some(text), false),
+            PgChange::Delete(value) => (value, None, true),
+        };
+        // Round trip 2: the writes, the notification, the commit.
+        let channel = channel_of(key);
+        let quarantine_params: Vec<[&(dyn ToSql + Sync); 3]> = writes
+            .quarantined
+            .iter()
+            .map(|(key, detail, doc)| -> [&(dyn ToSql + Sync); 3] { [key, detail, doc] })
+            .collect();
+        let archive_params: Vec<[&(dyn ToSql + Sync); 2]> = writes
+            .archived
+            .iter()
+            .map(|(key, line)| -> [&(dyn ToSql + Sync); 2] { [key, line] })
+            .collect();
+        let notify_params: [&(dyn ToSql + Sync); 2] = [&channel, &key];
+        let result = block_on(async {
+            let quarantined = futures_util::future::try_join_all(
+                quarantine_params
+                    .iter()
+                    .map(|params| client.execute(&statements.quarantine, params)),
+            );
+            let archived = futures_util::future::try_join_all(
+                archive_params
+                    .iter()
+                    .map(|params| client.execute(&statements.archive, params)),
+            );
+            let write = async {
+                match (&new_text, delete) {
+                    (Some(text), _) => client
+                        .execute(&statements.write, &[&key, text])
+                        .await
+                        .map(|_| ()),
+                    (None, true) => client
+                        .execute(&statements.delete, &[&key])
+                        .await
+                        .map(|_| ()),
+                    (None, false) => Ok(()),
+                }
+            };
+            let notify = client.execute(&statements.notify, &notify_params);
+            let commit = client.batch_execute(&commit_sql);
+            let deleted_patterns = &writes.deleted;
+            let deleted = async {
+                if deleted_patterns.is_empty() {
+                    return Ok(());
+                }
+                client
+                    .execute(
+                        "DELETE FROM roo_archive WHERE key LIKE ANY($1)",
+                        &[deleted_patterns],
+                    )
+                    .await?;
+                client
+                    .execute(
+                        "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
+                        &[deleted_patterns],
+                    )
+                    .await
+                    .map(|_| ())
+            };
+            let ((q, a, d), w, n, c) = futures_util::future::join4(
+                futures_util::future::join3(quarantined, archived, deleted),
+                write,
+                notify,
+                commit,
+            )
+            .await;
+            q.map(|_| ())
+                .and(a.map(|_| ()))
+                .and(d)
+                .and(w)
+                .and(n.map(|_| ()))
+                .and(c)
+        });
+        match result {
+            Ok(()) => Ok(value),
+            Err(e) => {
+                // A failed statement aborted the transaction; COMMIT then rolls back.
+                // A broken link leaves the outcome unknown: the caller re-reads.
+                rollback();
+                Err(self.error(action(), e))
+            }
+        }
+    }
+
+    /// The lines of archive `key`, oldest first.
+    pub(crate) fn archive_lines(&self, key: &str) -> Result<Vec<String>> {
+        let _one_at_a_time = self.serialize();
+        self.archive_lines_in_transaction(key)
+    }
+
+    /// [`PgStore::archive_lines`] from inside an [`PgStore::update`]'s change, which
+    /// already holds the connection.
+    pub(crate) fn archive_lines_in_transaction(&self, key: &str) -> Result<Vec<String>> {
+        let rows = block_on(self.inner.client.query(
+            "SELECT line FROM roo_archive WHERE key = $1 ORDER BY id",
+            &[&key],
+        ))
+        .map_err(|e| self.error(format!("read {key}"), e))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    /// Keys of the documents (not placeholders) under `prefix` (a directory of the file
+    /// layout, ending in `/`), sorted.
+    pub(crate) fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let _one_at_a_time = self.serialize();
+        let pattern = format!("{}%", like_escape(prefix));
+        let rows = block_on(self.inner.client.query(
+            "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
+            &[&pattern],
+        ))
+        .map_err(|e| self.error(format!("list {prefix}"), e))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    /// Keeps `text` (damaged records of `key`) in `roo_quarantine` now, inside the
+    /// transaction of the [`PgStore::update`] whose change calls it.
+    pub(crate) fn quarantine_now(&self, key: &str, detail: &str, text: &str) -> Result<()> {
+        let _held = self.serialize();
+        block_on(
+            self.inner
+                .client
+                .execute(&self.inner.statements.quarantine, &[&key, &detail, &text]),
+        )
+        .map(|_| ())
+        .map_err(|e| self.error(format!("quarantine records of {key}"), e))
+    }
+
+    /// Whether document `key` exists (a placeholder row does not count).
+    pub(crate) fn exists(&self, key: &str) -> Result<bool> {
+        let _one_at_a_time = self.serialize();
+        let rows = block_on(self.inner.client.query(
+            "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
+            &[&key],
+        ))
+        .map_err(|e| self.error(format!("read {key}"), e))?;
+        Ok(!rows.is_empty())
+    }
+
+    /// The quarantined texts of document `key` (acknowledged ones too if
+    /// `acknowledged`), oldest first, with their ids.
+    pub(crate) fn quarantined(&self, key: &str, acknowledged: bool) -> Result<Vec<(i64, String)>> {
+        let _one_at_a_time = self.serialize();
+        let rows = block_on(self.inner.client.query(
+            "SELECT id, doc FROM roo_quarantine WHERE key = $1 AND (NOT acknowledged OR $2) \
+             ORDER BY id",
+            &[&key, &acknowledged],
+        ))
+        .map_err(|e| self.error(format!("read the quarantine of {key}"), e))?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    }
+
+    /// Keys with unacknowledged quarantined texts under `prefix`, with their ids.
+    pub(crate) fn quarantined_under(&self, prefix: &str) -> Result<Vec<(i64, String)>> {
+        let _one_at_a_time = self.serialize();
+        let pattern = format!("{}%", like_escape(prefix));
+        let rows = block_on(self.inner.client.query(
+            "SELECT id, key FROM roo_quarantine WHERE key LIKE $1 AND NOT acknowledged \
+             ORDER BY id",
+            &[&pattern],
+        ))
+        .map_err(|e| self.error(format!("read the quarantine of {prefix}"), e))?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    }
+
+    /// Marks the quarantined texts under `prefix` acknowledged; returns their ids.
+    pub(crate) fn acknowledge_under(&self, prefix: &str) -> Result<Vec<i64>> {
+        let _one_at_a_time = self.serialize();
+        let pattern = format!("{}%", like_escape(prefix));
+        let rows = block_on(self.inner.client.query(
+            "UPDATE roo_quarantine SET acknowledged = true WHERE key LIKE $1 AND NOT \
+             acknowledged RETURNING id",
+            &[&pattern],
+        ))
+        .map_err(|e| self.error(format!("acknowledge the quarantine of {prefix}"), e))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+}
+
+/// The notification channel of the team a key belongs to: `roo_` and 16 hex digits of
+/// FNV-1a 64 of the team name (a channel name is an identifier of at most 63 bytes; a
+/// team name may be longer). Keys outside a team use the channel `roo`.
+pub fn channel_of(key: &str) -> String {
+    let mut parts = key.split('/');
+    match (parts.next(), parts.next()) {
+        (Some("teams" | "tasks"), Some(team)) if !team.is_empty() => {
+            format!("roo_{:016x}", fnv1a(team.as_bytes()))
+        }
+        _ => "roo".to_string(),
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+fn like_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+/// The server a config points at, without credentials.
+fn describe(config: &Config) -> String {
+    use tokio_postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(dir)) => dir.display().to_string(),
+        None => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config.get_dbname().unwrap_or("(default database)");
+    format!("{host}:{port}/{db}")
+}
+
+/// A URL for messages: the user and password of its authority are dropped.
+fn redact(url: &str) -> String {
+    let Some(scheme) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let rest = &url[scheme..];
+    let authority = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority].rfind('@') {
+        Some(at) => format!("{}{}", &url[..scheme], &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
+enum Migration {
+    Newer(String),
+    Failed(tokio_postgres::Error),
+}
+
+/// Creates the schema if missing, records its version, refuses a newer major.
+fn migrate(client: &Client) -> std::result::Result<(), Migration> {
+    let run = async {
+        client.batch_execute("BEGIN").await?;
+        client
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .await?;
+        client.batch_execute(SCHEMA).await?;
+        let found = client
+            .query(
+                "SELECT value FROM roo_meta WHERE key = 'schema_version'",
+                &[],
+            )
+            .await?
+            .first()
+            .map(|row| row.get::<_, String>(0));
+        if found.is_none() {
+            client
+                .execute(
+                    "INSERT INTO roo_meta (key, value) VALUES ('schema_version', $1)",
+                    &[&SCHEMA_VERSION.to_string()],
+                )
+                .await?;
+        }
+        client.batch_execute("COMMIT").await?;
+        Ok::<_, tokio_postgres::Error>(found)
+    };
+    let found = match block_on(run) {
+        Ok(found) => found,
+        Err(e) => {
+            let _ = block_on(client.batch_execute("ROLLBACK"));
+            return Err(Migration::Failed(e));
+        }
+    };
+    if let Some(found) = found {
+        let major = found
+            .split('.')
+            .next()
+            .and_then(|m| m.parse::<u32>().ok())
+            .unwrap_or(u32::MAX);
+        if major > SCHEMA_VERSION.major {
+            return Err(Migration::Newer(found));
+        }
+    }
+    Ok(())
+}
+
+/// Waits for `future` on this thread. The client's futures only talk over channels to
+/// the connection task (which the store's own thread drives), so they need no runtime
+/// here, and this works from any thread, inside an async runtime or not.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_are_per_team_and_short() {
+        let long = "t".repeat(64);
+        assert_eq!(
+            channel_of("teams/crew/config.json"),
+            channel_of("tasks/crew/tasks.json")
+        );
+        assert_ne!(
+            channel_of("teams/crew/config.json"),
+            channel_of("teams/crow/config.json")
+        );
+        assert!(channel_of(&format!("teams/{long}/config.json")).len() < 63);
+        assert_eq!(channel_of("other"), "roo");
+    }
+
+    #[test]
+    fn urls_lose_their_credentials_in_messages() {
+        assert_eq!(
+            redact("postgresql://roo:s3cret@db.example:5432/roo"),
+            "postgresql://db.example:5432/roo"
+        );
+        assert_eq!(
+            redact("postgresql:///roo?host=/run/a@b"),
+            "postgresql:///roo?host=/run/a@b"
+        );
+    }
+}

@@ -1,0 +1,23 @@
+//! The store's conformance suite against the PostgreSQL store: the same tests as
+//! `all.rs` where they do not look at files, each in a fresh schema of the server named by
+//! `ROO_TEST_PG_DSN` (scripts/test starts a throwaway cluster and sets it). Without it
+//! every test here passes at once and says so.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod suite {
+    #[path = "../pg/common.rs"]
+    pub mod common;
+    #[path = "../suite/mailbox.rs"]
+    mod mailbox;
+    #[path = "../suite/membership.rs"]
+    mod membership;
+    #[path = "../suite/tasks.rs"]
+    mod tasks;
+    #[path = "../suite/usage.rs"]
+    mod usage;
+}
+
+#[path = "pg/engine.rs"]
+mod engine;
+
+pub use suite::common;

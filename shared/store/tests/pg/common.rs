@@ -1,0 +1,96 @@
+//! The fixtures of the conformance suite, on the PostgreSQL store.
+use roo_store::{Member, Name, PgStore, RooHome, Team};
+
+pub struct Fixture {
+    pub _dir: tempfile::TempDir,
+    pub home: RooHome,
+    pub team: Team,
+}
+
+pub fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+/// The test server's URL, or `None` (the test is skipped, and says so).
+pub fn dsn() -> Option<String> {
+    let dsn = std::env::var("ROO_TEST_PG_DSN")
+        .ok()
+        .filter(|d| !d.is_empty());
+    if dsn.is_none() {
+        eprintln!("ROO_TEST_PG_DSN is not set: skipped (scripts/test sets it)");
+    }
+    dsn
+}
+
+/// A URL of the test server whose connections work in a new, empty schema.
+pub fn fresh_schema_url(dsn: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let schema = format!(
+        "roo_t_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let out = std::process::Command::new("psql")
+        .args([dsn, "-v", "ON_ERROR_STOP=1", "-qc"])
+        .arg(format!("CREATE SCHEMA {schema}"))
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "psql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sep = if dsn.contains('?') { '&' } else { '?' };
+    format!("{dsn}{sep}options=-c%20search_path%3D{schema}")
+}
+
+/// A home whose documents live in a fresh schema of the test server.
+pub fn pg_home(dsn: &str) -> (tempfile::TempDir, RooHome) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PgStore::connect(&fresh_schema_url(dsn)).unwrap();
+    let home = RooHome::new(dir.path().join("home")).with_store(store);
+    (dir, home)
+}
+
+/// Whether this run keeps its documents in files: a test that looks at the files
+/// themselves returns early unless it does (`if common::not_files() { return; }`).
+pub fn not_files() -> bool {
+    std::env::var("ROO_TEST_PG_DSN").is_ok_and(|d| !d.is_empty())
+}
+
+/// A home for the test: in a fresh schema of the test server, or (without one) files.
+pub fn home() -> (tempfile::TempDir, RooHome) {
+    match dsn() {
+        Some(dsn) => pg_home(&dsn),
+        None => {
+            let dir = tempfile::tempdir().unwrap();
+            let home = RooHome::new(dir.path());
+            (dir, home)
+        }
+    }
+}
+
+/// A team `t` led by `lead` with members `alice` and `bob`.
+pub fn team() -> Fixture {
+    let (dir, home) = home();
+    let t = name("t");
+    let members = vec![Member::new(name("alice"), &t), Member::new(name("bob"), &t)];
+    let team = Team::create(
+        &home,
+        t.clone(),
+        "test team",
+        Member::new(name("lead"), &t),
+        members,
+    )
+    .unwrap();
+    Fixture {
+        _dir: dir,
+        home,
+        team,
+    }
+}

@@ -1,0 +1,279 @@
+//! What only the PostgreSQL store has: its rows, its schema version, its notifications,
+//! and races between separate connections (each its own server session, as separate
+//! processes would have).
+use std::process::Command;
+use std::sync::{Arc, Barrier};
+
+use roo_store::{
+    ClaimOptions, ClaimOutcome, Error, Member, NewTask, PgStore, RooHome, TaskStatus, Team,
+};
+
+use super::common::{dsn, fresh_schema_url, name};
+
+/// Runs `sql` on the test server in the schema of `url` (psql; `-At`: bare values).
+fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "psql {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn home_at(url: &str) -> (tempfile::TempDir, RooHome) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path().join("home")).with_store(PgStore::connect(url).unwrap());
+    (dir, home)
+}
+
+fn team_of(home: &RooHome, members: &[&str]) -> Team {
+    named_team(home, "t", members)
+}
+
+fn named_team(home: &RooHome, team: &str, members: &[&str]) -> Team {
+    let t = name(team);
+    Team::create(
+        home,
+        t.clone(),
+        "engine test",
+        Member::new(name("lead"), &t),
+        members.iter().map(|m| Member::new(name(m), &t)).collect(),
+    )
+    .unwrap()
+}
+
+/// The documents are rows keyed by their path under ROO_HOME, and nothing is written
+/// under the home directory itself.
+#[test]
+fn documents_are_rows_keyed_by_their_path_and_no_file_is_written() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let (dir, home) = home_at(&url);
+    let team = team_of(&home, &["alice"]);
+    team.mailbox()
+        .send(
+            &name("lead"),
+            "alice",
+            roo_store::Outgoing::text("hi", "a greeting"),
+        )
+        .unwrap();
+    let keys = psql(
+        &url,
+        "SELECT key FROM roo_doc WHERE doc IS NOT NULL ORDER BY key",
+    );
+    assert_eq!(
+        keys.lines().collect::<Vec<_>>(),
+        [
+            "tasks/t/tasks.json",
+            "teams/t/config.json",
+            "teams/t/inboxes/alice.json"
+        ]
+    );
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT doc->'messages'->0->>'text' FROM roo_doc WHERE key = 'teams/t/inboxes/alice.json'"
+        ),
+        "hi"
+    );
+    assert!(!dir.path().join("home").exists(), "a file was written");
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT value FROM roo_meta WHERE key = 'schema_version'"
+        ),
+        "1.0"
+    );
+}
+
+/// Eight connections race for one task, 30 rounds: exactly one wins each round, and the
+/// others are told who holds it.
+#[test]
+fn eight_connections_racing_for_a_task_have_exactly_one_winner_each_round() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let racers: Vec<String> = (0..8).map(|i| format!("m{i}")).collect();
+    let (_dir, home) = home_at(&url);
+    let refs: Vec<&str> = racers.iter().map(String::as_str).collect();
+    let team = team_of(&home, &refs);
+    let homes: Vec<(tempfile::TempDir, RooHome)> = (0..8).map(|_| home_at(&url)).collect();
+    for round in 0..30 {
+        let task = team
+            .tasks()
+            .create(NewTask {
+                subject: format!("round {round}"),
+                ..Default::default()
+            })
+            .unwrap();
+        let barrier = Arc::new(Barrier::new(8));
+        let winners: Vec<bool> = std::thread::scope(|s| {
+            let handles: Vec<_> = homes
+                .iter()
+                .zip(&racers)
+                .map(|((_, home), racer)| {
+                    let (barrier, id) = (barrier.clone(), task.id.clone());
+                    s.spawn(move || {
+                        let team = Team::open(home, name("t")).unwrap();
+                        barrier.wait();
+                        match team
+                            .tasks()
+                            .claim(&id, &name(racer), &ClaimOptions::default())
+                            .unwrap()
+                        {
+                            ClaimOutcome::Claimed(_) => true,
+                            ClaimOutcome::AlreadyOwned { .. } => false,
+                            other => panic!("round {round}: {other:?}"),
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(
+            winners.iter().filter(|w| **w).count(),
+            1,
+            "round {round}: {winners:?}"
+        );
+        let claimed = team.tasks().get(&task.id).unwrap();
+        assert_eq!(claimed.status, TaskStatus::InProgress);
+    }
+}
+
+/// A row a third party damaged: a reader reports it and leaves it; the next change
+/// moves the damaged records to `roo_quarantine`, keeps the others, and hands out no
+/// id twice.
+#[test]
+fn a_damaged_row_is_quarantined_by_the_next_change_and_its_good_records_kept() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let (_dir, home) = home_at(&url);
+    let team = team_of(&home, &["alice"]);
+    let list = team.tasks();
+    for subject in ["one", "two"] {
+        list.create(NewTask {
+            subject: subject.into(),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    // Task 2 loses its subject: that record no longer parses.
+    psql(
+        &url,
+        "UPDATE roo_doc SET doc = jsonb_set(doc, '{tasks,1}', (doc->'tasks'->1) - 'subject') \
+         WHERE key = 'tasks/t/tasks.json'",
+    );
+    let tasks = list.list(&Default::default()).unwrap();
+    assert_eq!(tasks.len(), 1, "the reader skips the damaged record");
+    assert_eq!(psql(&url, "SELECT count(*) FROM roo_quarantine"), "0");
+    let third = list
+        .create(NewTask {
+            subject: "three".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        third.id.to_string(),
+        "3",
+        "id 2 must not be handed out again"
+    );
+    assert_eq!(
+        psql(&url, "SELECT key FROM roo_quarantine"),
+        "tasks/t/tasks.json"
+    );
+    assert_eq!(
+        psql(&url, "SELECT doc::jsonb->0->>'id' FROM roo_quarantine"),
+        "2"
+    );
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT jsonb_array_length(doc->'tasks') FROM roo_doc WHERE key = 'tasks/t/tasks.json'"
+        ),
+        "2"
+    );
+}
+
+/// A document of a newer major version is refused and left as it is; so is a database
+/// whose schema a newer build made.
+#[test]
+fn newer_documents_and_newer_schemas_are_refused_untouched() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let (_dir, home) = home_at(&url);
+    let team = team_of(&home, &["alice"]);
+    psql(
+        &url,
+        "UPDATE roo_doc SET doc = '{\"version\": \"2.0\", \"reshaped\": true}' \
+         WHERE key = 'teams/t/config.json'",
+    );
+    let err = team.config().unwrap_err();
+    assert!(matches!(err, Error::NewerFormat { .. }), "{err}");
+    let err = team.set_active("alice", false).unwrap_err();
+    assert!(matches!(err, Error::NewerFormat { .. }), "{err}");
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT doc->>'version' FROM roo_doc WHERE key = 'teams/t/config.json'"
+        ),
+        "2.0"
+    );
+    psql(
+        &url,
+        "UPDATE roo_meta SET value = '2.0' WHERE key = 'schema_version'",
+    );
+    let err = PgStore::connect(&url).unwrap_err();
+    assert!(matches!(err, Error::Engine { .. }), "{err}");
+    assert!(
+        err.to_string().contains("newer than this build's 1.0"),
+        "{err}"
+    );
+}
+
+/// A change that fails writes nothing and sends no notification; a change that commits
+/// notifies the team's channel with the document's key.
+#[test]
+fn only_committed_changes_notify_the_teams_channel() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let (_dir, home) = home_at(&url);
+    // Channels are the database's, not the schema's: a team name no other test uses.
+    let t = format!("notify-{}", std::process::id());
+    let team = named_team(&home, &t, &["alice"]);
+    let key = format!("teams/{t}/config.json");
+    let channel = roo_store::channel_of(&key);
+    // A listener in its own session: psql LISTENs, waits, then prints what arrived.
+    let listener = Command::new("psql")
+        .args([url.as_str(), "-v", "ON_ERROR_STOP=1"])
+        .arg("-c")
+        .arg(format!("LISTEN {channel}"))
+        .arg("-c")
+        .arg("SELECT pg_sleep(1.5)")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Refused (alice is a member already): rolled back, no notification.
+    let refused = team.add_member(Member::new(name("alice"), &name(&t)));
+    assert!(
+        matches!(refused, Err(Error::MemberExists { .. })),
+        "{refused:?}"
+    );
+    team.set_active("alice", false).unwrap();
+    let out = listener.wait_with_output().unwrap();
+    let printed =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let notes: Vec<&str> = printed
+        .lines()
+        .filter(|l| l.contains("Asynchronous notification"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{printed}");
+    assert!(
+        notes[0].contains(&format!("payload \"{key}\"")),
+        "{printed}"
+    );
+}
