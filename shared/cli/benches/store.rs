@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use roo_store::{
     ClaimOptions, DEFAULT_LEASE, InboxDoc, LockPolicy, Member, Message, MessageBody, MessageId,
-    Name, NewTask, Outgoing, RooHome, TaskId, TaskUsage, Team, Timestamp, WaitOutcome,
+    Name, NewTask, Outgoing, PgStore, RooHome, TaskId, TaskUsage, Team, Timestamp, WaitOutcome,
 };
 
 fn name(s: &str) -> Name {
@@ -106,6 +106,154 @@ fn main() {
     }
     if run("team") {
         team_runtime(n(500, 100));
+    }
+    if run("pg") {
+        match std::env::var("ROO_TEST_PG_DSN") {
+            Ok(dsn) if !dsn.is_empty() => file_and_postgresql(&dsn, n(300, 50)),
+            _ => println!("(PostgreSQL store: ROO_TEST_PG_DSN is not set; skipped)"),
+        }
+    }
+}
+
+/// A home in a fresh schema of the PostgreSQL server at `dsn`.
+fn pg_home(dsn: &str) -> (tempfile::TempDir, RooHome, String) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let schema = format!(
+        "roo_bench_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    );
+    let out = Command::new("psql")
+        .args([dsn, "-qc", &format!("CREATE SCHEMA {schema}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sep = if dsn.contains('?') { '&' } else { '?' };
+    let url = format!("{dsn}{sep}options=-c%20search_path%3D{schema}");
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path().join("home")).with_store(PgStore::connect(&url).unwrap());
+    (dir, home, url)
+}
+
+/// The file store and the PostgreSQL store side by side, in one run: a send, a send
+/// seen by an in-process watcher of another connection, claims one after another, and
+/// four claimers on their own connections taking 400 tasks.
+fn file_and_postgresql(dsn: &str, iterations: usize) {
+    println!("\n## File store and PostgreSQL store (unix socket, fsync on), side by side");
+    let file_dir = tempfile::tempdir().unwrap();
+    let file_home = RooHome::new(file_dir.path());
+    let (_pg_dir, pg_home_, url) = pg_home(dsn);
+    let other = |backend: &str| -> RooHome {
+        match backend {
+            "file" => file_home.clone(),
+            _ => RooHome::new(file_dir.path().join("unused"))
+                .with_store(PgStore::connect(&url).unwrap()),
+        }
+    };
+    for (backend, home) in [("file", &file_home), ("postgresql", &pg_home_)] {
+        let members: Vec<String> = (0..4).map(|i| format!("w{i}")).collect();
+        let mut all = members.clone();
+        all.extend(["alice".to_string(), "bob".to_string()]);
+        let team = team(home, &all);
+        let mb = team.mailbox();
+        let (lead, alice, bob) = (name("lead"), name("alice"), name("bob"));
+        let mut samples = Vec::new();
+        for i in 0..iterations {
+            let started = Instant::now();
+            mb.send(&lead, "alice", Outgoing::text(format!("m{i}"), "benchmark"))
+                .unwrap();
+            samples.push(started.elapsed());
+            mb.take_unread(&alice).unwrap();
+        }
+        println!("{backend:>10}: send (Mailbox::send)                 {}", Stats(samples).line());
+        // The watcher on this connection, the sender on another (another process's).
+        let sender_home = other(backend);
+        let sender = Team::open(&sender_home, name("bench")).unwrap().mailbox();
+        let mut watcher = mb.watcher(&bob).unwrap();
+        let mut samples = Vec::new();
+        for i in 0..iterations {
+            let sender = sender.clone();
+            let started = Instant::now();
+            let t = std::thread::spawn(move || {
+                sender
+                    .send(&name("lead"), "bob", Outgoing::text(format!("w{i}"), "probe"))
+                    .unwrap();
+            });
+            loop {
+                assert_eq!(watcher.wait(Duration::from_secs(10)), WaitOutcome::Changed);
+                if !mb.take_unread(&bob).unwrap().is_empty() {
+                    break;
+                }
+            }
+            samples.push(started.elapsed());
+            t.join().unwrap();
+        }
+        println!("{backend:>10}: send -> watcher wakes + take_unread  {}", Stats(samples).line());
+        // Claims one after another: create, claim.
+        let list = team.tasks();
+        let started = Instant::now();
+        let claims = iterations;
+        for i in 0..claims {
+            let task = list
+                .create(NewTask {
+                    subject: format!("t{i}"),
+                    ..Default::default()
+                })
+                .unwrap();
+            list.claim(&task.id, &name("w0"), &ClaimOptions::default())
+                .unwrap();
+        }
+        let per_s = claims as f64 / started.elapsed().as_secs_f64();
+        println!("{backend:>10}: create + claim, one claimer          {per_s:>8.0} pairs/s");
+        // Four claimers, each its own connection (or, for files, the same files).
+        let before = list.list(&Default::default()).unwrap().len();
+        for i in 0..400 {
+            list.create(NewTask {
+                subject: format!("q{i}"),
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        let homes: Vec<RooHome> = (0..4).map(|_| other(backend)).collect();
+        let started = Instant::now();
+        let taken: Vec<Vec<TaskId>> = std::thread::scope(|s| {
+            let handles: Vec<_> = homes
+                .iter()
+                .zip(&members)
+                .map(|(home, me)| {
+                    s.spawn(move || {
+                        let list = Team::open(home, name("bench")).unwrap().tasks();
+                        let mut mine = Vec::new();
+                        while let Some(task) = list
+                            .claim_next(&name(me), &ClaimOptions::default())
+                            .unwrap()
+                        {
+                            mine.push(task.id.clone());
+                            let patch = roo_store::TaskPatch {
+                                status: Some(roo_store::TaskStatus::Completed),
+                                by: Some(name(me)),
+                                ..Default::default()
+                            };
+                            list.update(&task.id, patch).unwrap();
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let elapsed = started.elapsed();
+        let mut ids: Vec<u64> = taken.into_iter().flatten().map(|id| id.number()).collect();
+        let total = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), total, "{backend}: a task was claimed twice");
+        assert_eq!(total, 400, "{backend}: {total} of 400 claimed ({before} before)");
+        println!(
+            "{backend:>10}: 4 claimers, claim_next + complete      {:>8.0} tasks/s (400 distinct)",
+            400.0 / elapsed.as_secs_f64()
+        );
     }
 }
 

@@ -555,7 +555,14 @@ impl Mailbox {
     /// A watcher that wakes when `name`'s inbox changes.
     pub fn watcher(&self, name: &Name) -> Result<InboxWatcher> {
         self.ensure_inbox_dir()?;
-        InboxWatcher::new(self.inbox_path(name))
+        let path = self.inbox_path(name);
+        match self.team.home().pg() {
+            Some(pg) => {
+                let key = self.team.home().key(&path)?;
+                InboxWatcher::for_pg(path, pg.clone(), key)
+            }
+            None => InboxWatcher::new(path),
+        }
     }
 
     fn load(&self, name: &Name) -> Result<InboxDoc> {

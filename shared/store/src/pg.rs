@@ -23,7 +23,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
 
 use crate::doc::FormatVersion;
 use crate::error::{Error, Result};
@@ -106,6 +106,70 @@ impl Hold<'_> {
     }
 }
 
+/// A callback run on the connection thread when its key is notified (or the connection
+/// closes): it must only signal, never block.
+type OnNotify = Arc<dyn Fn() + Send + Sync>;
+
+/// The watchers of one store's connection, by key.
+#[derive(Default)]
+struct Watchers {
+    by_key: Mutex<std::collections::HashMap<String, Vec<(u64, OnNotify)>>>,
+    next: std::sync::atomic::AtomicU64,
+    listening: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Watchers {
+    fn notify(&self, key: &str) {
+        let callbacks: Vec<OnNotify> = self
+            .by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .map(|list| list.iter().map(|(_, f)| f.clone()).collect())
+            .unwrap_or_default();
+        for callback in callbacks {
+            callback();
+        }
+    }
+
+    /// The connection ended: every watcher wakes (its poll then sees the error).
+    fn closed(&self) {
+        let callbacks: Vec<OnNotify> = self
+            .by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .flat_map(|list| list.iter().map(|(_, f)| f.clone()))
+            .collect();
+        for callback in callbacks {
+            callback();
+        }
+    }
+}
+
+/// A registration made by [`PgStore::watch`]; dropping it ends it.
+pub(crate) struct Subscription {
+    watchers: Arc<Watchers>,
+    key: String,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut by_key = self
+            .watchers
+            .by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(list) = by_key.get_mut(&self.key) {
+            list.retain(|(id, _)| *id != self.id);
+            if list.is_empty() {
+                by_key.remove(&self.key);
+            }
+        }
+    }
+}
+
 /// A connection to the PostgreSQL store. Cheap to clone; clones share the connection.
 #[derive(Clone)]
 pub struct PgStore {
@@ -115,6 +179,8 @@ pub struct PgStore {
 struct Inner {
     client: Client,
     statements: Statements,
+    /// Who waits for which key's notifications, and the channels LISTENed to.
+    watchers: Arc<Watchers>,
     /// One transaction at a time on the one connection.
     transaction: Mutex<()>,
     /// The server, for messages: host or socket directory, port, database.
@@ -210,6 +276,8 @@ impl PgStore {
             .keepalives_retries(3)
             .tcp_user_timeout(Duration::from_secs(5));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let watchers = Arc::new(Watchers::default());
+        let dispatch = watchers.clone();
         std::thread::Builder::new()
             .name("roo-store-pg".into())
             .spawn(move || {
@@ -225,10 +293,22 @@ impl PgStore {
                 };
                 runtime.block_on(async move {
                     match config.connect(NoTls).await {
-                        Ok((client, connection)) => {
+                        Ok((client, mut connection)) => {
                             let _ = ready_tx.send(Ok(client));
-                            // Runs until the client is dropped or the link fails.
-                            let _ = connection.await;
+                            // Runs until the client is dropped or the link fails, handing
+                            // each notification to the watchers of its key.
+                            futures_util::future::poll_fn(|cx| loop {
+                                match connection.poll_message(cx) {
+                                    Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
+                                        dispatch.notify(n.payload());
+                                    }
+                                    Poll::Ready(Some(Ok(_))) => {}
+                                    Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
+                                    Poll::Pending => return Poll::Pending,
+                                }
+                            })
+                            .await;
+                            dispatch.closed();
                         }
                         Err(e) => {
                             let _ = ready_tx.send(Err(e.to_string()));
@@ -277,6 +357,7 @@ impl PgStore {
             inner: Arc::new(Inner {
                 client,
                 statements,
+                watchers,
                 transaction: Mutex::new(()),
                 target,
             }),
@@ -509,6 +590,61 @@ impl PgStore {
         )
         .map(|_| ())
         .map_err(|e| self.error(format!("quarantine records of {key}"), e))
+    }
+
+    /// Calls `on_change` (on the connection thread; it must only signal) whenever a
+    /// committed change of document `key` is notified, until the returned subscription
+    /// is dropped. LISTENs on the key's team channel first (once per connection).
+    pub(crate) fn watch(&self, key: &str, on_change: OnNotify) -> Result<Subscription> {
+        let channel = channel_of(key);
+        let watchers = &self.inner.watchers;
+        let id = watchers
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        watchers
+            .by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key.to_owned())
+            .or_default()
+            .push((id, on_change));
+        let subscription = Subscription {
+            watchers: watchers.clone(),
+            key: key.to_owned(),
+            id,
+        };
+        let new = watchers
+            .listening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(channel.clone());
+        if new {
+            // Held: a LISTEN inside another thread's transaction would share its fate.
+            let _held = self.serialize();
+            // `channel` is `roo_` and hex digits: a plain identifier.
+            if let Err(e) = block_on(self.inner.client.batch_execute(&format!("LISTEN {channel}"))) {
+                watchers
+                    .listening
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&channel);
+                return Err(self.error(format!("listen for changes of {key}"), e));
+            }
+        }
+        Ok(subscription)
+    }
+
+    /// The revision of document `key` (changes with every committed write), `None` if
+    /// there is no row: what a watcher's poll compares.
+    pub(crate) fn revision(&self, key: &str) -> Result<Option<i64>> {
+        let _held = self.serialize();
+        let rows = block_on(
+            self.inner
+                .client
+                .query("SELECT rev FROM roo_doc WHERE key = $1", &[&key]),
+        )
+        .map_err(|e| self.error(format!("read {key}"), e))?;
+        Ok(rows.first().map(|row| row.get(0)))
     }
 
     /// Whether document `key` exists (a placeholder row does not count).

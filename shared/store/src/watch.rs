@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::error::Result;
+use crate::pg::{PgStore, Subscription};
 
 /// Polling interval when notifications work (a safety net only).
 pub const POLL_WITH_NOTIFY: Duration = Duration::from_millis(500);
@@ -44,6 +45,20 @@ enum Signal {
 }
 
 type Signature = Option<(u64, u64, i64, i64)>;
+
+/// A row's revision as a signature; `None` without a row. A store that cannot be read
+/// gives a new signature at every poll, so the reader looks and reports the error.
+fn pg_signature(pg: &PgStore, key: &str) -> Signature {
+    match pg.revision(key) {
+        Ok(rev) => rev.map(|rev| (rev as u64, 0, 0, 0)),
+        Err(_) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            Some((u64::MAX, now.as_secs(), i64::from(now.subsec_nanos()), -1))
+        }
+    }
+}
 
 fn signature(path: &Path) -> Signature {
     std::fs::metadata(path)
@@ -85,6 +100,9 @@ impl WatchWaker {
 /// to be moved into a blocking thread.
 pub struct InboxWatcher {
     path: PathBuf,
+    /// In the PostgreSQL store: the store, the inbox's key and the subscription to its
+    /// notifications (the poll compares the row's revision instead of the file's).
+    pg: Option<(PgStore, String, Subscription)>,
     rx: Receiver<Signal>,
     waker: WatchWaker,
     watcher: Option<notify::RecommendedWatcher>,
@@ -97,7 +115,8 @@ impl std::fmt::Debug for InboxWatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InboxWatcher")
             .field("path", &self.path)
-            .field("notifications", &self.watcher.is_some())
+            .field("notifications", &self.uses_notifications())
+            .field("postgresql", &self.pg.is_some())
             .field("poll", &self.poll)
             .finish()
     }
@@ -116,6 +135,7 @@ impl InboxWatcher {
         Ok(InboxWatcher {
             last: signature(&path),
             path,
+            pg: None,
             rx,
             waker: WatchWaker {
                 tx,
@@ -133,6 +153,7 @@ impl InboxWatcher {
         InboxWatcher {
             last: signature(&path),
             path,
+            pg: None,
             rx,
             waker: WatchWaker {
                 tx,
@@ -141,6 +162,43 @@ impl InboxWatcher {
             watcher: None,
             poll: interval,
             pending_wake: false,
+        }
+    }
+
+    /// Watches the inbox `key` of the PostgreSQL store `pg` (`path`: where its file would
+    /// be, for messages): woken by the store's notifications of committed changes, and
+    /// polling the row's revision every [`POLL_WITH_NOTIFY`] as the safety net.
+    pub(crate) fn for_pg(path: PathBuf, pg: PgStore, key: String) -> Result<InboxWatcher> {
+        let (tx, rx) = mpsc::channel();
+        let notify_tx = std::sync::Mutex::new(tx.clone());
+        let subscription = pg.watch(
+            &key,
+            Arc::new(move |/* on the store's connection thread */| {
+                if let Ok(tx) = notify_tx.lock() {
+                    let _ = tx.send(Signal::Changed);
+                }
+            }),
+        )?;
+        let last = pg_signature(&pg, &key);
+        Ok(InboxWatcher {
+            last,
+            path,
+            pg: Some((pg, key, subscription)),
+            rx,
+            waker: WatchWaker {
+                tx,
+                stopped: Arc::new(AtomicBool::new(false)),
+            },
+            watcher: None,
+            poll: POLL_WITH_NOTIFY,
+            pending_wake: false,
+        })
+    }
+
+    fn signature(&self) -> Signature {
+        match &self.pg {
+            Some((pg, key, _)) => pg_signature(pg, key),
+            None => signature(&self.path),
         }
     }
 
@@ -153,7 +211,7 @@ impl InboxWatcher {
 
     /// Whether file-change notifications are active (else it only polls).
     pub fn uses_notifications(&self) -> bool {
-        self.watcher.is_some()
+        self.watcher.is_some() || self.pg.is_some()
     }
 
     /// A handle to wake or stop this watcher from another thread.
@@ -183,13 +241,13 @@ impl InboxWatcher {
                             Signal::Stop => {}
                         }
                     }
-                    self.last = signature(&self.path);
+                    self.last = self.signature();
                     return WaitOutcome::Changed;
                 }
                 Ok(Signal::Wake) => return WaitOutcome::Woken,
                 Ok(Signal::Stop) => return WaitOutcome::Stopped,
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                    let now_sig = signature(&self.path);
+                    let now_sig = self.signature();
                     if now_sig != self.last {
                         self.last = now_sig;
                         return WaitOutcome::Changed;

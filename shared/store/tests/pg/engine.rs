@@ -277,3 +277,39 @@ fn only_committed_changes_notify_the_teams_channel() {
         "{printed}"
     );
 }
+
+/// An inbox watcher on the PostgreSQL store wakes on another connection's committed
+/// send through the team's notification, long before its poll would.
+#[test]
+fn an_inbox_watcher_wakes_on_another_connections_send() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let (_dir, home) = home_at(&url);
+    let t = format!("watch-{}", std::process::id());
+    let team = named_team(&home, &t, &["alice"]);
+    let mut watcher = team
+        .mailbox()
+        .watcher(&name("alice"))
+        .unwrap()
+        .with_poll_interval(std::time::Duration::from_secs(60));
+    assert!(watcher.uses_notifications());
+    let (_other_dir, other) = home_at(&url);
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        Team::open(&other, name(&t))
+            .unwrap()
+            .mailbox()
+            .send(
+                &name("lead"),
+                "alice",
+                roo_store::Outgoing::text("wake up", "wake up"),
+            )
+            .unwrap();
+    });
+    // The poll is a minute away: only the notification can end the wait as Changed.
+    let outcome = watcher.wait(std::time::Duration::from_secs(10));
+    sender.join().unwrap();
+    assert_eq!(outcome, roo_store::WaitOutcome::Changed);
+    let unread = team.mailbox().take_unread(&name("alice")).unwrap();
+    assert_eq!(unread.len(), 1);
+}
