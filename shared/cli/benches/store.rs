@@ -128,7 +128,11 @@ fn pg_home(dsn: &str) -> (tempfile::TempDir, RooHome, String) {
         .args([dsn, "-qc", &format!("CREATE SCHEMA {schema}")])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let sep = if dsn.contains('?') { '&' } else { '?' };
     let url = format!("{dsn}{sep}options=-c%20search_path%3D{schema}");
     let dir = tempfile::tempdir().unwrap();
@@ -166,7 +170,10 @@ fn file_and_postgresql(dsn: &str, iterations: usize) {
             samples.push(started.elapsed());
             mb.take_unread(&alice).unwrap();
         }
-        println!("{backend:>10}: send (Mailbox::send)                 {}", Stats(samples).line());
+        println!(
+            "{backend:>10}: send (Mailbox::send)                 {}",
+            Stats(samples).line()
+        );
         // The watcher on this connection, the sender on another (another process's).
         let sender_home = other(backend);
         let sender = Team::open(&sender_home, name("bench")).unwrap().mailbox();
@@ -177,7 +184,11 @@ fn file_and_postgresql(dsn: &str, iterations: usize) {
             let started = Instant::now();
             let t = std::thread::spawn(move || {
                 sender
-                    .send(&name("lead"), "bob", Outgoing::text(format!("w{i}"), "probe"))
+                    .send(
+                        &name("lead"),
+                        "bob",
+                        Outgoing::text(format!("w{i}"), "probe"),
+                    )
                     .unwrap();
             });
             loop {
@@ -189,7 +200,10 @@ fn file_and_postgresql(dsn: &str, iterations: usize) {
             samples.push(started.elapsed());
             t.join().unwrap();
         }
-        println!("{backend:>10}: send -> watcher wakes + take_unread  {}", Stats(samples).line());
+        println!(
+            "{backend:>10}: send -> watcher wakes + take_unread  {}",
+            Stats(samples).line()
+        );
         // Claims one after another: create, claim.
         let list = team.tasks();
         let started = Instant::now();
@@ -249,7 +263,10 @@ fn file_and_postgresql(dsn: &str, iterations: usize) {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), total, "{backend}: a task was claimed twice");
-        assert_eq!(total, 400, "{backend}: {total} of 400 claimed ({before} before)");
+        assert_eq!(
+            total, 400,
+            "{backend}: {total} of 400 claimed ({before} before)"
+        );
         println!(
             "{backend:>10}: 4 claimers, claim_next + complete      {:>8.0} tasks/s (400 distinct)",
             400.0 / elapsed.as_secs_f64()

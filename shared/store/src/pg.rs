@@ -297,14 +297,16 @@ impl PgStore {
                             let _ = ready_tx.send(Ok(client));
                             // Runs until the client is dropped or the link fails, handing
                             // each notification to the watchers of its key.
-                            futures_util::future::poll_fn(|cx| loop {
-                                match connection.poll_message(cx) {
-                                    Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
-                                        dispatch.notify(n.payload());
+                            futures_util::future::poll_fn(|cx| {
+                                loop {
+                                    match connection.poll_message(cx) {
+                                        Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
+                                            dispatch.notify(n.payload());
+                                        }
+                                        Poll::Ready(Some(Ok(_))) => {}
+                                        Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
+                                        Poll::Pending => return Poll::Pending,
                                     }
-                                    Poll::Ready(Some(Ok(_))) => {}
-                                    Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
-                                    Poll::Pending => return Poll::Pending,
                                 }
                             })
                             .await;
@@ -622,7 +624,11 @@ impl PgStore {
             // Held: a LISTEN inside another thread's transaction would share its fate.
             let _held = self.serialize();
             // `channel` is `roo_` and hex digits: a plain identifier.
-            if let Err(e) = block_on(self.inner.client.batch_execute(&format!("LISTEN {channel}"))) {
+            if let Err(e) = block_on(
+                self.inner
+                    .client
+                    .batch_execute(&format!("LISTEN {channel}")),
+            ) {
                 watchers
                     .listening
                     .lock()
