@@ -20,4 +20,7 @@ mod suite {
 #[path = "pg/engine.rs"]
 mod engine;
 
+#[path = "pg/review.rs"]
+mod review;
+
 pub use suite::common;
