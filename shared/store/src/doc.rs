@@ -577,6 +577,19 @@ fn update_row<T: Document, R>(
     })?
 }
 
+/// A row's text judged by the reader's rules, for a change that handles the row itself
+/// (a team's deletion): a newer major version is [`Error::NewerFormat`], a document that
+/// does not parse is [`Error::Damaged`] (nothing is moved; the caller changes nothing).
+pub(crate) fn parse_row<T: Document>(path: &Path, text: &str) -> Result<Option<T>> {
+    match parse_loaded::<T>(path, text.as_bytes())? {
+        Ok(doc) => Ok(doc),
+        Err(Damaged { detail, .. }) => Err(Error::Damaged {
+            path: path.to_owned(),
+            detail,
+        }),
+    }
+}
+
 /// The document's text for a row, refused (nothing written) if a reader would reject it.
 fn encode_checked<T: Document>(path: &Path, doc: &T) -> Result<String> {
     let text = serde_json::to_string(doc).map_err(|e| Error::io("encode", path, e.into()))?;

@@ -1,7 +1,7 @@
 //! The PostgreSQL binding of the store (docs/PROTOCOL.md §10): every protocol document
 //! is one row of `roo_doc`, keyed by its path under `ROO_HOME` (`teams/<team>/config.json`,
 //! `teams/<team>/inboxes/<member>.json`, `tasks/<team>/tasks.json`), its JSON text in a
-//! `jsonb` column.
+//! `json` column (kept as written; `jsonb` cannot hold a `\u0000` a message may carry).
 //!
 //! This module moves bytes; what they mean (versions, damaged records, the writers'
 //! limits) stays in `doc`, one code path for both backends. A change is one transaction:
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS roo_meta (
 );
 CREATE TABLE IF NOT EXISTS roo_doc (
     key text PRIMARY KEY,
-    doc jsonb,
+    doc json,
     rev bigint NOT NULL DEFAULT 0,
     updated_at timestamptz NOT NULL DEFAULT now()
 );
@@ -72,6 +72,8 @@ thread_local! {
 struct Hold<'a> {
     _guard: Option<std::sync::MutexGuard<'a, ()>>,
     depth: usize,
+    /// The connection to use: the one open when the outermost hold was taken.
+    conn: Arc<Conn>,
 }
 
 impl Drop for Hold<'_> {
@@ -170,6 +172,72 @@ impl Drop for Subscription {
     }
 }
 
+/// One level of an open transaction (the transaction, or a savepoint in it): rolled
+/// back when dropped unless [`Open::finish`]ed — a change that fails, returns early or
+/// panics leaves no transaction open and no row locked.
+struct Open<'a> {
+    conn: &'a Conn,
+    begin_sql: String,
+    commit_sql: String,
+    rollback_sql: String,
+    finished: bool,
+}
+
+impl<'a> Open<'a> {
+    fn begin(conn: &'a Conn, hold: &Hold<'_>) -> Open<'a> {
+        Open {
+            conn,
+            begin_sql: hold.begin(),
+            commit_sql: hold.commit(),
+            rollback_sql: hold.rollback(),
+            finished: false,
+        }
+    }
+
+    /// The level committed (or released): nothing to roll back.
+    fn finish(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = block_on(self.conn.client.batch_execute(&self.rollback_sql));
+        }
+    }
+}
+
+/// The config key of the team a document key belongs to, for an inbox or a task list.
+fn team_config_key(key: &str) -> Option<String> {
+    let parts: Vec<&str> = key.split('/').collect();
+    match parts.as_slice() {
+        ["teams", team, "inboxes", _] | ["tasks", team, _] => {
+            Some(format!("teams/{team}/config.json"))
+        }
+        _ => None,
+    }
+}
+
+/// A client error as a message: the server's own message and detail when it sent one
+/// (the client's text for those is only "db error"), else the error and its causes.
+fn engine_detail(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut text = format!("{} ({})", db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!(": {detail}"));
+        }
+        return text;
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
 /// A connection to the PostgreSQL store. Cheap to clone; clones share the connection.
 #[derive(Clone)]
 pub struct PgStore {
@@ -177,14 +245,23 @@ pub struct PgStore {
 }
 
 struct Inner {
-    client: Client,
-    statements: Statements,
+    /// How to connect again after the link was lost.
+    config: Config,
+    /// The current connection; replaced by the next operation once it is closed.
+    conn: Mutex<Arc<Conn>>,
     /// Who waits for which key's notifications, and the channels LISTENed to.
     watchers: Arc<Watchers>,
     /// One transaction at a time on the one connection.
     transaction: Mutex<()>,
     /// The server, for messages: host or socket directory, port, database.
     target: String,
+}
+
+/// One connection: its client (its connection task runs on a thread of its own) and its
+/// prepared statements.
+struct Conn {
+    client: Client,
+    statements: Statements,
 }
 
 struct Statements {
@@ -196,6 +273,10 @@ struct Statements {
     quarantine: Statement,
     archive: Statement,
     delete: Statement,
+    share_config: Statement,
+    delete_docs_under: Statement,
+    delete_archive_under: Statement,
+    delete_quarantine_under: Statement,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -261,11 +342,6 @@ impl PgStore {
                 detail: e.to_string(),
             })?;
         let target = describe(&config);
-        let engine = |action: &str, e: &dyn std::fmt::Display| Error::Engine {
-            action: action.to_owned(),
-            target: target.clone(),
-            detail: e.to_string(),
-        };
         let mut config = config;
         // Death of a peer across a cut link is seen in seconds, not hours (issue 21).
         config
@@ -275,90 +351,12 @@ impl PgStore {
             .keepalives_interval(Duration::from_secs(1))
             .keepalives_retries(3)
             .tcp_user_timeout(Duration::from_secs(5));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let watchers = Arc::new(Watchers::default());
-        let dispatch = watchers.clone();
-        std::thread::Builder::new()
-            .name("roo-store-pg".into())
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => runtime,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                runtime.block_on(async move {
-                    match config.connect(NoTls).await {
-                        Ok((client, mut connection)) => {
-                            let _ = ready_tx.send(Ok(client));
-                            // Runs until the client is dropped or the link fails, handing
-                            // each notification to the watchers of its key.
-                            futures_util::future::poll_fn(|cx| {
-                                loop {
-                                    match connection.poll_message(cx) {
-                                        Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
-                                            dispatch.notify(n.payload());
-                                        }
-                                        Poll::Ready(Some(Ok(_))) => {}
-                                        Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
-                                        Poll::Pending => return Poll::Pending,
-                                    }
-                                }
-                            })
-                            .await;
-                            dispatch.closed();
-                        }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
-                        }
-                    }
-                });
-            })
-            .map_err(|e| engine("start the connection thread", &e))?;
-        let client = match ready_rx.recv() {
-            Ok(Ok(client)) => client,
-            Ok(Err(detail)) => return Err(engine("connect", &detail)),
-            Err(_) => return Err(engine("connect", &"the connection thread stopped")),
-        };
-        migrate(&client).map_err(|e| match e {
-            Migration::Newer(found) => Error::Engine {
-                action: "open the store".into(),
-                target: target.clone(),
-                detail: format!(
-                    "its schema is version {found}, newer than this build's {SCHEMA_VERSION}; \
-                     upgrade RooCode"
-                ),
-            },
-            Migration::Failed(e) => engine("create the schema", &e),
-        })?;
-        let prepare = |sql: &str| {
-            block_on(client.prepare(sql)).map_err(|e| engine("prepare a statement", &e))
-        };
-        let statements = Statements {
-            read: prepare("SELECT doc::text FROM roo_doc WHERE key = $1")?,
-            placeholder: prepare(
-                "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
-            )?,
-            lock: prepare("SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE")?,
-            write: prepare(
-                "UPDATE roo_doc SET doc = $2::text::jsonb, rev = rev + 1, updated_at = now() \
-                 WHERE key = $1",
-            )?,
-            notify: prepare("SELECT pg_notify($1, $2)")?,
-            quarantine: prepare(
-                "INSERT INTO roo_quarantine (key, detail, doc) VALUES ($1, $2, $3)",
-            )?,
-            archive: prepare("INSERT INTO roo_archive (key, line) VALUES ($1, $2)")?,
-            delete: prepare("DELETE FROM roo_doc WHERE key = $1")?,
-        };
+        let conn = open_connection(&config, &target, watchers.clone())?;
         Ok(PgStore {
             inner: Arc::new(Inner {
-                client,
-                statements,
+                config,
+                conn: Mutex::new(Arc::new(conn)),
                 watchers,
                 transaction: Mutex::new(()),
                 target,
@@ -379,12 +377,17 @@ impl PgStore {
         }
     }
 
+    /// [`PgStore::error`] of a client error, with the server's message.
+    fn db_error(&self, action: impl Into<String>, e: &tokio_postgres::Error) -> Error {
+        self.error(action, engine_detail(e))
+    }
+
     /// The connection, for one request or one transaction: a read must not run inside
     /// another thread's open transaction (it would see its state, or fail with it). On
     /// the thread that holds it already (a read or a change inside a change's closure,
     /// e.g. a team's task list created inside its config's change) it is used as held:
     /// such a nested change is a savepoint of the outer transaction.
-    fn serialize(&self) -> Hold<'_> {
+    fn serialize(&self) -> Result<Hold<'_>> {
         let id = Arc::as_ptr(&self.inner) as usize;
         let depth = HELD.with(|held| held.borrow().iter().filter(|&&h| h == id).count());
         let guard = (depth == 0).then(|| {
@@ -393,22 +396,59 @@ impl PgStore {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
         });
+        let conn = {
+            let mut current = self
+                .inner
+                .conn
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            // A lost link (server restart, failover, a cut network) is replaced at the
+            // next operation, never inside a transaction: what was open there failed
+            // with it, and its outcome is the caller's to re-read.
+            if depth == 0 && current.client.is_closed() {
+                *current = Arc::new(self.reconnect()?);
+            }
+            current.clone()
+        };
         HELD.with(|held| held.borrow_mut().push(id));
-        Hold {
+        Ok(Hold {
             _guard: guard,
             depth,
+            conn,
+        })
+    }
+
+    /// A new connection in place of a lost one: the statements prepared again, the
+    /// team channels LISTENed to again, and every watcher woken to read afresh (a
+    /// notification sent while the link was down is lost).
+    fn reconnect(&self) -> Result<Conn> {
+        let conn = open_connection(
+            &self.inner.config,
+            &self.inner.target,
+            self.inner.watchers.clone(),
+        )?;
+        let channels: Vec<String> = self
+            .inner
+            .watchers
+            .listening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect();
+        for channel in channels {
+            block_on(conn.client.batch_execute(&format!("LISTEN {channel}")))
+                .map_err(|e| self.db_error(format!("listen on {channel}"), &e))?;
         }
+        self.inner.watchers.closed();
+        Ok(conn)
     }
 
     /// The text of document `key`; `None` if there is none. One round trip, no lock.
     pub(crate) fn read(&self, key: &str) -> Result<Option<String>> {
-        let _one_at_a_time = self.serialize();
-        let rows = block_on(
-            self.inner
-                .client
-                .query(&self.inner.statements.read, &[&key]),
-        )
-        .map_err(|e| self.error(format!("read {key}"), e))?;
+        let hold = self.serialize()?;
+        let rows = block_on(hold.conn.client.query(&hold.conn.statements.read, &[&key]))
+            .map_err(|e| self.db_error(format!("read {key}"), &e))?;
         Ok(rows.first().and_then(|row| row.get::<_, Option<String>>(0)))
     }
 
@@ -421,54 +461,89 @@ impl PgStore {
         key: &str,
         change: impl FnOnce(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
     ) -> Result<R> {
-        let hold = self.serialize();
-        let (begin_sql, commit_sql, rollback_sql) = (hold.begin(), hold.commit(), hold.rollback());
-        let rollback = || {
-            let _ = block_on(self.inner.client.batch_execute(&rollback_sql));
-        };
-        let client = &self.inner.client;
-        let statements = &self.inner.statements;
+        let hold = self.serialize()?;
+        let client = &hold.conn.client;
+        let statements = &hold.conn.statements;
         let action = || format!("update {key}");
-        // Round trip 1: begin, make sure a row exists to lock, lock and read it.
-        let key_param: [&(dyn ToSql + Sync); 1] = [&key];
-        let begin = client.batch_execute(&begin_sql);
-        let placeholder = client.execute(&statements.placeholder, &key_param);
-        let lock = client.query(&statements.lock, &key_param);
-        let (begun, placed, locked) =
-            block_on(futures_util::future::join3(begin, placeholder, lock));
-        let text = match (begun, placed, locked) {
-            (Ok(()), Ok(_), Ok(rows)) => {
-                rows.first().and_then(|row| row.get::<_, Option<String>>(0))
+        // An inbox or a task list belongs to a team: its config must exist, held shared
+        // until the commit, so a team delete cannot slip between (a late send would leave
+        // an inbox for a new team of that name). Inside a change of the config itself
+        // (a team's creation) the outer change holds it.
+        let config_key = team_config_key(key).filter(|_| hold.depth == 0);
+        // Round trip 1: begin, make sure a row exists to lock, lock and read it. If the
+        // row was deleted between the placeholder and the lock (a concurrent team delete
+        // or quarantine committed), start again: a change must not write into nothing.
+        let mut attempts = 0;
+        let (text, open) = loop {
+            attempts += 1;
+            let open = Open::begin(&hold.conn, &hold);
+            let key_param: [&(dyn ToSql + Sync); 1] = [&key];
+            let config_param: [&(dyn ToSql + Sync); 1] = [&config_key];
+            // The team's config first, the document's row after: every change takes
+            // its locks in that order.
+            let begin = client.batch_execute(&open.begin_sql);
+            let team = async {
+                match &config_key {
+                    Some(_) => client
+                        .query(&statements.share_config, &config_param)
+                        .await
+                        .map(|rows| !rows.is_empty()),
+                    None => Ok(true),
+                }
+            };
+            let placeholder = client.execute(&statements.placeholder, &key_param);
+            let lock = client.query(&statements.lock, &key_param);
+            let (begun, team, placed, locked) =
+                block_on(futures_util::future::join4(begin, team, placeholder, lock));
+            let (team, rows) = match (begun, placed, team, locked) {
+                (Ok(()), Ok(_), Ok(team), Ok(rows)) => (team, rows),
+                (begun, placed, team, locked) => {
+                    let error = begun
+                        .err()
+                        .or(team.err())
+                        .or(placed.err())
+                        .or(locked.err())
+                        .map(|e| engine_detail(&e))
+                        .unwrap_or_default();
+                    return Err(self.error(action(), error));
+                }
+            };
+            if !team {
+                let config = config_key.unwrap_or_default();
+                let team = config.split('/').nth(1).unwrap_or_default().to_owned();
+                return Err(Error::TeamNotFound {
+                    team,
+                    path: std::path::PathBuf::from(config),
+                });
             }
-            (begun, placed, locked) => {
-                let error = begun
-                    .err()
-                    .or(placed.err())
-                    .or(locked.err())
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
-                rollback();
-                return Err(self.error(action(), error));
+            match rows.first() {
+                Some(row) => break (row.get::<_, Option<String>>(0), open),
+                None if attempts < 5 => {
+                    drop(open);
+                    continue;
+                }
+                None => {
+                    return Err(self.error(
+                        action(),
+                        "the row kept vanishing under the change (deleted by others)",
+                    ));
+                }
             }
         };
         let mut writes = PgWrites::default();
-        let outcome = match change(text, &mut writes) {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                rollback();
-                return Err(e);
-            }
-        };
+        // A failed (or panicking) change rolls back as `open` drops.
+        let outcome = change(text, &mut writes)?;
         let (value, new_text, delete) = match outcome {
             PgChange::Keep(value) if writes.is_empty() => {
-                rollback();
+                drop(open);
                 return Ok(value);
             }
             PgChange::Keep(value) => (value, None, false),
             PgChange::Write(value, text) => (value, Some(text), false),
             PgChange::Delete(value) => (value, None, true),
         };
-        // Round trip 2: the writes, the notification, the commit.
+        // Round trip 2: the writes, the notification, the commit — every statement
+        // prepared, so all are sent at once and in this order.
         let channel = channel_of(key);
         let quarantine_params: Vec<[&(dyn ToSql + Sync); 3]> = writes
             .quarantined
@@ -480,6 +555,8 @@ impl PgStore {
             .iter()
             .map(|(key, line)| -> [&(dyn ToSql + Sync); 2] { [key, line] })
             .collect();
+        let deleted: &Vec<String> = &writes.deleted;
+        let deleted_param: [&(dyn ToSql + Sync); 1] = [deleted];
         let notify_params: [&(dyn ToSql + Sync); 2] = [&channel, &key];
         let result = block_on(async {
             let quarantined = futures_util::future::try_join_all(
@@ -492,40 +569,30 @@ impl PgStore {
                     .iter()
                     .map(|params| client.execute(&statements.archive, params)),
             );
+            let under: Vec<&Statement> = if deleted.is_empty() {
+                Vec::new()
+            } else {
+                vec![
+                    &statements.delete_archive_under,
+                    &statements.delete_quarantine_under,
+                    &statements.delete_docs_under,
+                ]
+            };
+            let deleted = futures_util::future::try_join_all(
+                under
+                    .into_iter()
+                    .map(|statement| client.execute(statement, &deleted_param)),
+            );
             let write = async {
-                match (&new_text, delete) {
-                    (Some(text), _) => client
-                        .execute(&statements.write, &[&key, text])
-                        .await
-                        .map(|_| ()),
-                    (None, true) => client
-                        .execute(&statements.delete, &[&key])
-                        .await
-                        .map(|_| ()),
-                    (None, false) => Ok(()),
-                }
+                let written = match (&new_text, delete) {
+                    (Some(text), _) => client.execute(&statements.write, &[&key, text]).await?,
+                    (None, true) => client.execute(&statements.delete, &[&key]).await?,
+                    (None, false) => 1,
+                };
+                Ok::<_, tokio_postgres::Error>(written)
             };
             let notify = client.execute(&statements.notify, &notify_params);
-            let commit = client.batch_execute(&commit_sql);
-            let deleted_patterns = &writes.deleted;
-            let deleted = async {
-                if deleted_patterns.is_empty() {
-                    return Ok(());
-                }
-                client
-                    .execute(
-                        "DELETE FROM roo_archive WHERE key LIKE ANY($1)",
-                        &[deleted_patterns],
-                    )
-                    .await?;
-                client
-                    .execute(
-                        "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
-                        &[deleted_patterns],
-                    )
-                    .await
-                    .map(|_| ())
-            };
+            let commit = client.batch_execute(&open.commit_sql);
             let ((q, a, d), w, n, c) = futures_util::future::join4(
                 futures_util::future::join3(quarantined, archived, deleted),
                 write,
@@ -535,63 +602,68 @@ impl PgStore {
             .await;
             q.map(|_| ())
                 .and(a.map(|_| ()))
-                .and(d)
-                .and(w)
+                .and(d.map(|_| ()))
                 .and(n.map(|_| ()))
-                .and(c)
+                .and(w)
+                .and_then(|written| c.map(|()| written))
         });
         match result {
-            Ok(()) => Ok(value),
-            Err(e) => {
-                // A failed statement aborted the transaction; COMMIT then rolls back.
-                // A broken link leaves the outcome unknown: the caller re-reads.
-                rollback();
-                Err(self.error(action(), e))
+            Ok(written) if written == 1 || delete => {
+                open.finish();
+                Ok(value)
             }
+            Ok(written) => Err(self.error(
+                action(),
+                format!("the locked row was not there to write ({written} rows)"),
+            )),
+            // A failed statement aborted the transaction; the COMMIT then rolled back and
+            // `open` ends what is left. A broken link leaves the outcome unknown: the
+            // caller re-reads.
+            Err(e) => Err(self.error(action(), engine_detail(&e))),
         }
     }
 
     /// The lines of archive `key`, oldest first.
     pub(crate) fn archive_lines(&self, key: &str) -> Result<Vec<String>> {
-        let _one_at_a_time = self.serialize();
         self.archive_lines_in_transaction(key)
     }
 
-    /// [`PgStore::archive_lines`] from inside an [`PgStore::update`]'s change, which
-    /// already holds the connection.
+    /// [`PgStore::archive_lines`] from inside an [`PgStore::update`]'s change (the
+    /// connection is held re-entrantly, so it is the same read).
     pub(crate) fn archive_lines_in_transaction(&self, key: &str) -> Result<Vec<String>> {
-        let rows = block_on(self.inner.client.query(
+        let hold = self.serialize()?;
+        let rows = block_on(hold.conn.client.query(
             "SELECT line FROM roo_archive WHERE key = $1 ORDER BY id",
             &[&key],
         ))
-        .map_err(|e| self.error(format!("read {key}"), e))?;
+        .map_err(|e| self.db_error(format!("read {key}"), &e))?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     /// Keys of the documents (not placeholders) under `prefix` (a directory of the file
     /// layout, ending in `/`), sorted.
     pub(crate) fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        let _one_at_a_time = self.serialize();
+        let hold = self.serialize()?;
         let pattern = format!("{}%", like_escape(prefix));
-        let rows = block_on(self.inner.client.query(
+        let rows = block_on(hold.conn.client.query(
             "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
             &[&pattern],
         ))
-        .map_err(|e| self.error(format!("list {prefix}"), e))?;
+        .map_err(|e| self.db_error(format!("list {prefix}"), &e))?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     /// Keeps `text` (damaged records of `key`) in `roo_quarantine` now, inside the
     /// transaction of the [`PgStore::update`] whose change calls it.
     pub(crate) fn quarantine_now(&self, key: &str, detail: &str, text: &str) -> Result<()> {
-        let _held = self.serialize();
+        let hold = self.serialize()?;
         block_on(
-            self.inner
+            hold.conn
                 .client
-                .execute(&self.inner.statements.quarantine, &[&key, &detail, &text]),
+                .execute(&hold.conn.statements.quarantine, &[&key, &detail, &text]),
         )
         .map(|_| ())
-        .map_err(|e| self.error(format!("quarantine records of {key}"), e))
+        .map_err(|e| self.db_error(format!("quarantine records of {key}"), &e))
     }
 
     /// Calls `on_change` (on the connection thread; it must only signal) whenever a
@@ -622,19 +694,15 @@ impl PgStore {
             .insert(channel.clone());
         if new {
             // Held: a LISTEN inside another thread's transaction would share its fate.
-            let _held = self.serialize();
+            let hold = self.serialize()?;
             // `channel` is `roo_` and hex digits: a plain identifier.
-            if let Err(e) = block_on(
-                self.inner
-                    .client
-                    .batch_execute(&format!("LISTEN {channel}")),
-            ) {
+            if let Err(e) = block_on(hold.conn.client.batch_execute(&format!("LISTEN {channel}"))) {
                 watchers
                     .listening
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&channel);
-                return Err(self.error(format!("listen for changes of {key}"), e));
+                return Err(self.db_error(format!("listen for changes of {key}"), &e));
             }
         }
         Ok(subscription)
@@ -643,65 +711,160 @@ impl PgStore {
     /// The revision of document `key` (changes with every committed write), `None` if
     /// there is no row: what a watcher's poll compares.
     pub(crate) fn revision(&self, key: &str) -> Result<Option<i64>> {
-        let _held = self.serialize();
+        let hold = self.serialize()?;
         let rows = block_on(
-            self.inner
+            hold.conn
                 .client
                 .query("SELECT rev FROM roo_doc WHERE key = $1", &[&key]),
         )
-        .map_err(|e| self.error(format!("read {key}"), e))?;
+        .map_err(|e| self.db_error(format!("read {key}"), &e))?;
         Ok(rows.first().map(|row| row.get(0)))
     }
 
     /// Whether document `key` exists (a placeholder row does not count).
     pub(crate) fn exists(&self, key: &str) -> Result<bool> {
-        let _one_at_a_time = self.serialize();
-        let rows = block_on(self.inner.client.query(
+        let hold = self.serialize()?;
+        let rows = block_on(hold.conn.client.query(
             "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
             &[&key],
         ))
-        .map_err(|e| self.error(format!("read {key}"), e))?;
+        .map_err(|e| self.db_error(format!("read {key}"), &e))?;
         Ok(!rows.is_empty())
     }
 
     /// The quarantined texts of document `key` (acknowledged ones too if
     /// `acknowledged`), oldest first, with their ids.
     pub(crate) fn quarantined(&self, key: &str, acknowledged: bool) -> Result<Vec<(i64, String)>> {
-        let _one_at_a_time = self.serialize();
-        let rows = block_on(self.inner.client.query(
+        let hold = self.serialize()?;
+        let rows = block_on(hold.conn.client.query(
             "SELECT id, doc FROM roo_quarantine WHERE key = $1 AND (NOT acknowledged OR $2) \
              ORDER BY id",
             &[&key, &acknowledged],
         ))
-        .map_err(|e| self.error(format!("read the quarantine of {key}"), e))?;
+        .map_err(|e| self.db_error(format!("read the quarantine of {key}"), &e))?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
     /// Keys with unacknowledged quarantined texts under `prefix`, with their ids.
     pub(crate) fn quarantined_under(&self, prefix: &str) -> Result<Vec<(i64, String)>> {
-        let _one_at_a_time = self.serialize();
+        let hold = self.serialize()?;
         let pattern = format!("{}%", like_escape(prefix));
-        let rows = block_on(self.inner.client.query(
+        let rows = block_on(hold.conn.client.query(
             "SELECT id, key FROM roo_quarantine WHERE key LIKE $1 AND NOT acknowledged \
              ORDER BY id",
             &[&pattern],
         ))
-        .map_err(|e| self.error(format!("read the quarantine of {prefix}"), e))?;
+        .map_err(|e| self.db_error(format!("read the quarantine of {prefix}"), &e))?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
     /// Marks the quarantined texts under `prefix` acknowledged; returns their ids.
     pub(crate) fn acknowledge_under(&self, prefix: &str) -> Result<Vec<i64>> {
-        let _one_at_a_time = self.serialize();
+        let hold = self.serialize()?;
         let pattern = format!("{}%", like_escape(prefix));
-        let rows = block_on(self.inner.client.query(
+        let rows = block_on(hold.conn.client.query(
             "UPDATE roo_quarantine SET acknowledged = true WHERE key LIKE $1 AND NOT \
              acknowledged RETURNING id",
             &[&pattern],
         ))
-        .map_err(|e| self.error(format!("acknowledge the quarantine of {prefix}"), e))?;
+        .map_err(|e| self.db_error(format!("acknowledge the quarantine of {prefix}"), &e))?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
+}
+
+/// Connects (a thread of its own drives the connection and hands its notifications to
+/// `watchers`), creates or checks the schema, prepares the statements.
+fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Result<Conn> {
+    let engine = |action: &str, e: &dyn std::fmt::Display| Error::Engine {
+        action: action.to_owned(),
+        target: target.to_owned(),
+        detail: e.to_string(),
+    };
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let dispatch = watchers;
+    let config = config.clone();
+    std::thread::Builder::new()
+        .name("roo-store-pg".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                match config.connect(NoTls).await {
+                    Ok((client, mut connection)) => {
+                        let _ = ready_tx.send(Ok(client));
+                        // Runs until the client is dropped or the link fails, handing
+                        // each notification to the watchers of its key.
+                        futures_util::future::poll_fn(|cx| {
+                            loop {
+                                match connection.poll_message(cx) {
+                                    Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
+                                        dispatch.notify(n.payload());
+                                    }
+                                    Poll::Ready(Some(Ok(_))) => {}
+                                    Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
+                                    Poll::Pending => return Poll::Pending,
+                                }
+                            }
+                        })
+                        .await;
+                        dispatch.closed();
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                    }
+                }
+            });
+        })
+        .map_err(|e| engine("start the connection thread", &e))?;
+    let client = match ready_rx.recv() {
+        Ok(Ok(client)) => client,
+        Ok(Err(detail)) => return Err(engine("connect", &detail)),
+        Err(_) => return Err(engine("connect", &"the connection thread stopped")),
+    };
+    migrate(&client).map_err(|e| match e {
+        Migration::Newer(found) => Error::Engine {
+            action: "open the store".into(),
+            target: target.to_owned(),
+            detail: format!(
+                "its schema is version {found}, newer than this build's {SCHEMA_VERSION}; \
+                 upgrade RooCode"
+            ),
+        },
+        Migration::Failed(e) => engine("create the schema", &engine_detail(&e)),
+    })?;
+    let prepare = |sql: &str| {
+        block_on(client.prepare(sql)).map_err(|e| engine("prepare a statement", &engine_detail(&e)))
+    };
+    let statements = Statements {
+        read: prepare("SELECT doc::text FROM roo_doc WHERE key = $1")?,
+        placeholder: prepare(
+            "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
+        )?,
+        lock: prepare("SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE")?,
+        write: prepare(
+            "UPDATE roo_doc SET doc = $2::text::json, rev = rev + 1, updated_at = now() \
+             WHERE key = $1",
+        )?,
+        notify: prepare("SELECT pg_notify($1, $2)")?,
+        quarantine: prepare("INSERT INTO roo_quarantine (key, detail, doc) VALUES ($1, $2, $3)")?,
+        archive: prepare("INSERT INTO roo_archive (key, line) VALUES ($1, $2)")?,
+        delete: prepare("DELETE FROM roo_doc WHERE key = $1")?,
+        share_config: prepare(
+            "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL FOR SHARE",
+        )?,
+        delete_docs_under: prepare("DELETE FROM roo_doc WHERE key LIKE ANY($1)")?,
+        delete_archive_under: prepare("DELETE FROM roo_archive WHERE key LIKE ANY($1)")?,
+        delete_quarantine_under: prepare("DELETE FROM roo_quarantine WHERE key LIKE ANY($1)")?,
+    };
+    Ok(Conn { client, statements })
 }
 
 /// The notification channel of the team a key belongs to: `roo_` and 16 hex digits of
@@ -764,49 +927,68 @@ enum Migration {
     Failed(tokio_postgres::Error),
 }
 
-/// Creates the schema if missing, records its version, refuses a newer major.
+/// Creates the schema if missing, records its version, refuses a newer major. A store
+/// whose schema is there already is only read: a role with row privileges alone (no
+/// CREATE on the schema, not the tables' owner) can use it.
 fn migrate(client: &Client) -> std::result::Result<(), Migration> {
-    let run = async {
-        client.batch_execute("BEGIN").await?;
-        client
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-            .await?;
-        client.batch_execute(SCHEMA).await?;
-        let found = client
+    async fn found(client: &Client) -> std::result::Result<Option<String>, tokio_postgres::Error> {
+        let present = client
+            .query_one(
+                "SELECT to_regclass('roo_meta') IS NOT NULL AND to_regclass('roo_doc') IS NOT NULL \
+                 AND to_regclass('roo_archive') IS NOT NULL \
+                 AND to_regclass('roo_quarantine') IS NOT NULL",
+                &[],
+            )
+            .await?
+            .get::<_, bool>(0);
+        if !present {
+            return Ok(None);
+        }
+        Ok(client
             .query(
                 "SELECT value FROM roo_meta WHERE key = 'schema_version'",
                 &[],
             )
             .await?
             .first()
-            .map(|row| row.get::<_, String>(0));
-        if found.is_none() {
-            client
-                .execute(
-                    "INSERT INTO roo_meta (key, value) VALUES ('schema_version', $1)",
-                    &[&SCHEMA_VERSION.to_string()],
-                )
-                .await?;
+            .map(|row| row.get::<_, String>(0)))
+    }
+    let existing = block_on(found(client)).map_err(Migration::Failed)?;
+    let version = match existing {
+        Some(version) => version,
+        None => {
+            let create = async {
+                client.batch_execute("BEGIN").await?;
+                client
+                    .execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+                    .await?;
+                client.batch_execute(SCHEMA).await?;
+                client
+                    .execute(
+                        "INSERT INTO roo_meta (key, value) VALUES ('schema_version', $1) \
+                         ON CONFLICT (key) DO NOTHING",
+                        &[&SCHEMA_VERSION.to_string()],
+                    )
+                    .await?;
+                client.batch_execute("COMMIT").await?;
+                Ok::<_, tokio_postgres::Error>(())
+            };
+            if let Err(e) = block_on(create) {
+                let _ = block_on(client.batch_execute("ROLLBACK"));
+                return Err(Migration::Failed(e));
+            }
+            block_on(found(client))
+                .map_err(Migration::Failed)?
+                .unwrap_or_else(|| SCHEMA_VERSION.to_string())
         }
-        client.batch_execute("COMMIT").await?;
-        Ok::<_, tokio_postgres::Error>(found)
     };
-    let found = match block_on(run) {
-        Ok(found) => found,
-        Err(e) => {
-            let _ = block_on(client.batch_execute("ROLLBACK"));
-            return Err(Migration::Failed(e));
-        }
-    };
-    if let Some(found) = found {
-        let major = found
-            .split('.')
-            .next()
-            .and_then(|m| m.parse::<u32>().ok())
-            .unwrap_or(u32::MAX);
-        if major > SCHEMA_VERSION.major {
-            return Err(Migration::Newer(found));
-        }
+    let major = version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok())
+        .unwrap_or(u32::MAX);
+    if major > SCHEMA_VERSION.major {
+        return Err(Migration::Newer(version));
     }
     Ok(())
 }

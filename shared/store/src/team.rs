@@ -585,10 +585,9 @@ impl Team {
             let Some(text) = text else {
                 return Err(self.not_found(path));
             };
-            let config: TeamConfig = serde_json::from_str(&text).map_err(|e| Error::Damaged {
-                path: path.to_owned(),
-                detail: e.to_string(),
-            })?;
+            // The reader's rules: a newer major is refused, a damaged config reported.
+            let config: TeamConfig =
+                doc::parse_row(path, &text)?.ok_or_else(|| self.not_found(path))?;
             let active: Vec<String> = config
                 .members
                 .iter()

@@ -210,7 +210,7 @@ fn deleting_a_team_refuses_a_config_of_a_newer_major_version() {
     let team = make_team(&home, &["alice"]);
     psql(
         &url,
-        "UPDATE roo_doc SET doc = jsonb_set(doc, '{version}', '\"2.0\"') \
+        "UPDATE roo_doc SET doc = jsonb_set(doc::jsonb, '{version}', '\"2.0\"')::json \
          WHERE key = 'teams/t/config.json'",
     );
     assert!(matches!(team.config(), Err(Error::NewerFormat { .. })));
@@ -242,8 +242,12 @@ fn a_send_racing_a_team_delete_leaves_nothing_for_a_new_team_of_that_name() {
                 .send(&name("alice"), "bob", Outgoing::text("old secret", "old"))
         });
         pause();
-        Team::open(&other, name("t")).unwrap().delete(true).unwrap();
+        // The send holds the team's config shared while it waits for the row: the
+        // delete waits for it, so the other participant lets go meanwhile.
+        let deleter = s.spawn(|| Team::open(&other, name("t")).unwrap().delete(true));
+        pause();
         raw.exec("ROLLBACK");
+        deleter.join().unwrap().unwrap();
         sender.join().unwrap()
     });
     eprintln!("late send: {sent:?}");
@@ -330,7 +334,7 @@ fn a_new_team_does_not_inherit_the_quarantine_of_a_deleted_one() {
     }
     psql(
         &url,
-        "UPDATE roo_doc SET doc = jsonb_set(doc, '{tasks,1}', (doc->'tasks'->1) - 'subject') \
+        "UPDATE roo_doc SET doc = jsonb_set(doc::jsonb, '{tasks,1}', (doc::jsonb->'tasks'->1) - 'subject')::json \
          WHERE key = 'tasks/t/tasks.json'",
     );
     list.create(NewTask {
