@@ -30,6 +30,7 @@ mod sandbox_team;
 mod store_concurrency;
 mod store_crash;
 mod store_files;
+mod store_pg;
 mod store_symlinks;
 mod team_approvals;
 mod team_frugal;

@@ -443,8 +443,20 @@ pub fn app_error(error: BuildError) -> AppError {
     }
 }
 
-/// `ROO_HOME`, or `~/.roocode`.
+/// `ROO_HOME`, or `~/.roocode`. The team runtime keeps its documents in files only so
+/// far: a `ROO_STORE` naming PostgreSQL is refused here, loudly, rather than ignored
+/// (the CLIs already work on it).
 pub fn roo_home() -> Result<PathBuf, AppError> {
+    match roo_store::StoreChoice::from_env().map_err(|e| AppError::Usage(e.to_string()))? {
+        roo_store::StoreChoice::File => {}
+        roo_store::StoreChoice::Postgres { shown, .. } => {
+            return Err(AppError::Usage(format!(
+                "ROO_STORE={shown} selects the PostgreSQL store, which roo-lead and \
+                 roo-worker do not run on yet (roo-mail and roo-task do); unset ROO_STORE or \
+                 set it to `file`"
+            )));
+        }
+    }
     roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))
 }
 

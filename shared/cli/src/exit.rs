@@ -5,8 +5,8 @@
 //! |---|---|
 //! | 0 | success (also: output closed early by a pipe reader such as `head`) |
 //! | 1 | operation refused: claim lost, task blocked, cycle, not permitted (e.g. a name held by a live process), team exists or still active |
-//! | 2 | usage or bad input: bad flags, invalid name, unknown team/member/task/message (an `ack` with some unknown id: the rest are acknowledged), no `ROO_HOME`/`HOME` |
-//! | 3 | I/O failure, lock timeout, corrupt file (moved aside), file from a newer format |
+//! | 2 | usage or bad input: bad flags, invalid name, unknown team/member/task/message (an `ack` with some unknown id: the rest are acknowledged), no `ROO_HOME`/`HOME`, a `ROO_STORE` that is neither `file` nor a `postgresql://` URL |
+//! | 3 | I/O failure, lock timeout, corrupt file (moved aside), file from a newer format, the PostgreSQL store unreachable or failing |
 //!
 //! Every store error is mapped explicitly (no wildcard arm), so a new error variant does
 //! not compile until someone decides its exit code. Each CLI prints the table in its
@@ -35,8 +35,9 @@ Exit codes:
   1  operation refused (sender not a member, inbox full, no recipients, a name held by a
      live process, team exists or still active, ...)
   2  usage or bad input (bad flags, invalid name, unknown team, member, recipient or
-     message, a value over a limit, neither ROO_HOME nor HOME set)
-  3  I/O failure, lock timeout, corrupt file (moved aside), or a file from a newer format
+     message, a value over a limit, neither ROO_HOME nor HOME set, a bad ROO_STORE)
+  3  I/O failure, lock timeout, corrupt file (moved aside), a file from a newer format, or
+     the PostgreSQL store (ROO_STORE) unreachable or failing
 A send that reaches only some recipients reports who got it and exits with the failure's
 code; re-run it with the --id it prints to deliver to the rest without duplicates. An ack
 with some unknown id exits 2 after acknowledging the others.";
@@ -48,8 +49,9 @@ Exit codes:
   1  operation refused (claim lost, nothing ready, task blocked, dependency cycle, another
      member's claim, a name held by a live process, team exists or still active, ...)
   2  usage or bad input (bad flags, invalid name, unknown team, member or task, a value
-     over a limit, neither ROO_HOME nor HOME set)
-  3  I/O failure, lock timeout, corrupt file (moved aside), or a file from a newer format";
+     over a limit, neither ROO_HOME nor HOME set, a bad ROO_STORE)
+  3  I/O failure, lock timeout, corrupt file (moved aside), a file from a newer format, or
+     the PostgreSQL store (ROO_STORE) unreachable or failing";
 
 /// A failure of a CLI command.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +96,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::NotPermitted { .. }
         | StoreError::DependencyCycle { .. } => REFUSED,
         StoreError::InvalidName { .. }
+        | StoreError::InvalidSetting { .. }
         | StoreError::NoHome
         | StoreError::InvalidMessage { .. }
         | StoreError::InvalidTask { .. }

@@ -66,6 +66,15 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// A setting from the environment has a value this build does not accept.
+    #[error("use {name}: {reason}")]
+    InvalidSetting {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
+
     /// The PostgreSQL store failed: unreachable, refused the login, lost the connection,
     /// or holds a schema from a newer version. Never answered by falling back to files.
     #[error("{action} (PostgreSQL store at {target}): {detail}")]

@@ -17,6 +17,66 @@ use crate::pg::PgStore;
 
 /// Environment variable naming the home directory.
 pub const ROO_HOME_ENV: &str = "ROO_HOME";
+/// Environment variable that selects where the shared documents live: `file` (or unset:
+/// files under `ROO_HOME`) or a `postgresql://…` URL (see [`StoreChoice`]).
+pub const ROO_STORE_ENV: &str = "ROO_STORE";
+
+/// Where the shared documents live, as `ROO_STORE` says.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// Files under `ROO_HOME` (the default).
+    File,
+    /// A PostgreSQL store: the URL (credentials included) and how messages show it
+    /// (without them).
+    Postgres { url: String, shown: String },
+}
+
+impl std::fmt::Debug for StoreChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreChoice::File => f.write_str("File"),
+            StoreChoice::Postgres { shown, .. } => write!(f, "Postgres({shown})"),
+        }
+    }
+}
+
+impl StoreChoice {
+    /// `ROO_STORE` read: unset, empty or `file` is [`StoreChoice::File`]; a
+    /// `postgresql://` or `postgres://` URL is [`StoreChoice::Postgres`]; anything else
+    /// is refused (never a silent fallback to files).
+    pub fn from_env() -> Result<StoreChoice> {
+        match std::env::var(ROO_STORE_ENV) {
+            Err(std::env::VarError::NotPresent) => Ok(StoreChoice::File),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::InvalidSetting {
+                name: ROO_STORE_ENV,
+                reason: "it is not valid UTF-8".into(),
+            }),
+            Ok(value) => StoreChoice::parse(&value),
+        }
+    }
+
+    /// A `ROO_STORE` value read (see [`StoreChoice::from_env`]).
+    pub fn parse(value: &str) -> Result<StoreChoice> {
+        let value = value.trim();
+        if value.is_empty() || value == "file" {
+            return Ok(StoreChoice::File);
+        }
+        if value.starts_with("postgresql://") || value.starts_with("postgres://") {
+            return Ok(StoreChoice::Postgres {
+                url: value.to_owned(),
+                shown: crate::pg::redact(value),
+            });
+        }
+        Err(Error::InvalidSetting {
+            name: ROO_STORE_ENV,
+            reason: format!(
+                "{:?} is neither `file` nor a postgresql:// URL",
+                crate::pg::redact(value)
+            ),
+        })
+    }
+}
+
 /// Environment variable that selects the lock mode: `protocol` disables the queue layer
 /// (see [`LockPolicy::protocol`]); anything else, or unset, uses [`LockPolicy::default`].
 pub const ROO_LOCK_MODE_ENV: &str = "ROO_LOCK_MODE";
@@ -44,10 +104,14 @@ impl RooHome {
     }
 
     /// The home named by `$ROO_HOME`, else `~/.roocode`; `$ROO_LOCK_MODE=protocol` selects
-    /// the original lock protocol without the queue layer.
+    /// the original lock protocol without the queue layer; `$ROO_STORE` a PostgreSQL
+    /// store (connected here: an unreachable one is an [`Error::Engine`]).
     pub fn from_env() -> Result<RooHome> {
         let root = root_from_env()?;
         let mut home = RooHome::new(root);
+        if let StoreChoice::Postgres { url, .. } = StoreChoice::from_env()? {
+            home = home.with_store(PgStore::connect(&url)?);
+        }
         if std::env::var(ROO_LOCK_MODE_ENV).is_ok_and(|m| m == "protocol") {
             home.lock_policy = LockPolicy::protocol();
         }

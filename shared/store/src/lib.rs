@@ -58,7 +58,9 @@ mod watch;
 pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion, replace_file};
 pub use error::{Error, LockHolder, Result};
 pub use fsio::read_regular;
-pub use home::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, RooHome, root_from_env, user_home};
+pub use home::{
+    ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV, RooHome, StoreChoice, root_from_env, user_home,
+};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
     ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, Receipt, SendReport,

@@ -910,7 +910,7 @@ fn describe(config: &Config) -> String {
 }
 
 /// A URL for messages: the user and password of its authority are dropped.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let Some(scheme) = url.find("://").map(|i| i + 3) else {
         return url.to_string();
     };
