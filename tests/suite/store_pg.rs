@@ -170,3 +170,123 @@ fn the_team_runtime_refuses_a_postgresql_store_rather_than_ignoring_it() {
         assert!(!out.stderr().contains("s3cret"), "{}", out.stderr());
     }
 }
+
+/// Eight `roo-task claim` processes race for one task, 100 rounds: exactly one wins each
+/// round (exit 0), the others are refused (exit 1), and the task is the winner's.
+#[test]
+fn eight_processes_racing_for_a_task_have_exactly_one_winner_in_each_of_100_rounds() {
+    let Some(url) = store_url() else { return };
+    let env = TempHome::new();
+    let racers: Vec<String> = (0..8).map(|i| format!("m{i}")).collect();
+    let mut create = env
+        .mail()
+        .env("ROO_STORE", &url)
+        .args(["team", "create", "--team", "t", "--lead", "lead"]);
+    for racer in &racers {
+        create = create.args(["--member", racer.as_str()]);
+    }
+    create.run().assert_ok();
+    for round in 1..=100 {
+        env.task()
+            .env("ROO_STORE", &url)
+            .args([
+                "create",
+                "--team",
+                "t",
+                "--subject",
+                &format!("round {round}"),
+            ])
+            .run()
+            .assert_ok();
+        let children: Vec<_> = racers
+            .iter()
+            .map(|racer| {
+                std::process::Command::new(roo_tests::bin("roo-task"))
+                    .args(["claim", &round.to_string(), "--team", "t", "--as", racer])
+                    .env("ROO_HOME", env.path())
+                    .env("ROO_STORE", &url)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for (racer, child) in racers.iter().zip(children) {
+            let out = child.wait_with_output().unwrap();
+            match out.status.code() {
+                Some(0) => winners.push(racer.clone()),
+                Some(1) => {}
+                code => panic!(
+                    "round {round}, {racer}: exit {code:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let task = env
+            .task()
+            .env("ROO_STORE", &url)
+            .args(["get", &round.to_string(), "--team", "t", "--json"])
+            .run();
+        assert_eq!(task.json()["owner"], winners[0].as_str(), "round {round}");
+    }
+}
+
+/// Four workers, each a loop of `roo-task claim --next` processes, take 400 tasks: every
+/// task exactly once.
+#[test]
+fn four_workers_claiming_next_take_400_tasks_each_exactly_once() {
+    let Some(url) = store_url() else { return };
+    let env = TempHome::new();
+    env.mail()
+        .env("ROO_STORE", &url)
+        .args(["team", "create", "--team", "t", "--lead", "lead"])
+        .args([
+            "--member", "w0", "--member", "w1", "--member", "w2", "--member", "w3",
+        ])
+        .run()
+        .assert_ok();
+    let script = r#"for i in $(seq 1 400); do
+        "$TASK" create --team t --subject "task $i" >/dev/null || exit 1; done"#;
+    let made = std::process::Command::new("sh")
+        .args(["-c", script])
+        .env("TASK", roo_tests::bin("roo-task"))
+        .env("ROO_HOME", env.path())
+        .env("ROO_STORE", &url)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Each worker prints the id of every task it claimed; exit 1 ends its loop.
+    let worker = r#"while out=$("$TASK" claim --next --team t --as "$ME" --json); do
+        printf '%s\n' "$out" | sed -n 's/.*"id": *"\([0-9]*\)".*/\1/p' | head -n1; done"#;
+    let children: Vec<_> = ["w0", "w1", "w2", "w3"]
+        .iter()
+        .map(|me| {
+            std::process::Command::new("sh")
+                .args(["-c", worker])
+                .env("TASK", roo_tests::bin("roo-task"))
+                .env("ME", me)
+                .env("ROO_HOME", env.path())
+                .env("ROO_STORE", &url)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut ids: Vec<u64> = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        ids.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.trim().parse::<u64>().ok()),
+        );
+    }
+    let total = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), total, "a task was claimed twice");
+    assert_eq!(total, 400, "{total} claims");
+}
