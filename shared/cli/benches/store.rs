@@ -174,6 +174,31 @@ fn file_and_postgresql(dsn: &str, iterations: usize) {
             "{backend:>10}: send (Mailbox::send)                 {}",
             Stats(samples).line()
         );
+        // `roo-mail send` as a whole process: start, connect (PostgreSQL), send, exit.
+        let mail = bin("roo-mail");
+        let mut samples = Vec::new();
+        for i in 0..iterations.min(100) {
+            let mut command = Command::new(&mail);
+            command
+                .args(["send", "--team", "bench", "--from", "lead", "--to", "alice"])
+                .args(["--summary", "benchmark", &format!("p{i}")])
+                .env("ROO_HOME", file_dir.path())
+                .stdout(Stdio::null());
+            if backend == "file" {
+                command.env_remove("ROO_STORE");
+            } else {
+                command.env("ROO_STORE", &url);
+            }
+            let started = Instant::now();
+            let status = command.status().unwrap();
+            samples.push(started.elapsed());
+            assert!(status.success());
+            mb.take_unread(&alice).unwrap();
+        }
+        println!(
+            "{backend:>10}: roo-mail send (whole process)        {}",
+            Stats(samples).line()
+        );
         // The watcher on this connection, the sender on another (another process's).
         let sender_home = other(backend);
         let sender = Team::open(&sender_home, name("bench")).unwrap().mailbox();
