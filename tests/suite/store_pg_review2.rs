@@ -28,7 +28,10 @@ fn a_refused_store_setting_never_prints_its_password() {
     let env = TempHome::new();
     let out = env
         .task()
-        .env("ROO_STORE", "host=db.example user=roo password=s3cret dbname=roo")
+        .env(
+            "ROO_STORE",
+            "host=db.example user=roo password=s3cret dbname=roo",
+        )
         .args(["list", "--team", "t"])
         .run();
     assert_eq!(out.code(), 2, "{}", out.stderr());
@@ -166,7 +169,11 @@ fn roo_mail_watch_survives_a_server_restart() {
         .assert_ok();
     let out = watch.wait();
     let _ = std::process::Command::new("psql")
-        .args([dsn.as_str(), "-qc", &format!("DROP DATABASE {db} WITH (FORCE)")])
+        .args([
+            dsn.as_str(),
+            "-qc",
+            &format!("DROP DATABASE {db} WITH (FORCE)"),
+        ])
         .output();
     assert_eq!(out.code(), 0, "{}", out.stderr());
     assert!(
@@ -174,4 +181,20 @@ fn roo_mail_watch_survives_a_server_restart() {
         "{}",
         out.stdout()
     );
+}
+
+/// The help's exit codes: "2 usage or bad input (..., a bad ROO_STORE)"; "3 ... the
+/// PostgreSQL store (ROO_STORE) unreachable or failing". A `postgresql://` URL that does
+/// not parse (a port that is not a number) is a bad ROO_STORE, not a failing server, yet
+/// it exits 3 ("failed to read the store URL … invalid connection string", the client's
+/// reason dropped).
+#[test]
+fn a_store_url_that_does_not_parse_is_a_usage_error() {
+    let env = TempHome::new();
+    let out = env
+        .task()
+        .env("ROO_STORE", "postgresql://roo@db.example:nope/roo")
+        .args(["list", "--team", "t"])
+        .run();
+    assert_eq!(out.code(), 2, "{}", out.stderr());
 }

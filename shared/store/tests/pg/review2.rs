@@ -109,6 +109,10 @@ fn a_password_with_a_slash_or_a_question_mark_is_never_shown() {
     }
     let err = PgStore::connect("postgresql://roo:se/cret@db.example:nope/roo").unwrap_err();
     assert!(!err.to_string().contains("se/cret"), "{err}");
+    // An unencoded `@`: tokio-postgres splits at the first one, so the rest of the
+    // password becomes part of the host, which `describe` then names in every message.
+    let err = PgStore::connect("postgresql://roo:p@ss@127.0.0.1:1/roo").unwrap_err();
+    assert!(!err.to_string().contains("ss@127.0.0.1"), "{err}");
 }
 
 /// The libpq keyword/value form (`host=… password=…`, what `psql` and most tools accept)
@@ -268,7 +272,10 @@ fn damaged_records_are_quarantined_even_when_the_change_then_fails_on_files() {
         .delete(&TaskId::parse("99").unwrap(), None, false)
         .unwrap_err();
     assert!(matches!(err, Error::TaskNotFound { .. }), "{err}");
-    assert_eq!(roo_store::quarantine::quarantined(&home, &name("t")).len(), 1);
+    assert_eq!(
+        roo_store::quarantine::quarantined(&home, &name("t")).len(),
+        1
+    );
 }
 
 /// A task list row that cannot be read, left from an earlier team of that name (its
@@ -290,7 +297,13 @@ fn a_team_can_be_created_over_an_unreadable_task_list_as_on_files() {
     );
     let create = || {
         let t = name("t");
-        Team::create(&home, t.clone(), "again", Member::new(name("lead"), &t), vec![])
+        Team::create(
+            &home,
+            t.clone(),
+            "again",
+            Member::new(name("lead"), &t),
+            vec![],
+        )
     };
     let first = create();
     assert!(matches!(first, Err(Error::Corrupt { .. })), "{first:?}");
@@ -313,7 +326,13 @@ fn a_team_can_be_created_over_an_unreadable_task_list_on_files() {
     std::fs::write(&path, br#"{"version": "1.0", "tasks": 7}"#).unwrap();
     let create = || {
         let t = name("t");
-        Team::create(&home, t.clone(), "again", Member::new(name("lead"), &t), vec![])
+        Team::create(
+            &home,
+            t.clone(),
+            "again",
+            Member::new(name("lead"), &t),
+            vec![],
+        )
     };
     let first = create();
     assert!(matches!(first, Err(Error::Corrupt { .. })), "{first:?}");
