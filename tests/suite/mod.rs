@@ -31,6 +31,7 @@ mod store_concurrency;
 mod store_crash;
 mod store_files;
 mod store_pg;
+mod store_pg_review2;
 mod store_symlinks;
 mod team_approvals;
 mod team_frugal;

@@ -24,3 +24,6 @@ mod engine;
 mod review;
 
 pub use suite::common;
+
+#[path = "pg/review2.rs"]
+mod review2;
