@@ -517,9 +517,12 @@ pub(crate) fn update_fenced<T: Document, R>(
 }
 
 /// [`update_fenced`] on a row of the PostgreSQL store: the same rules as on a file, in
-/// one transaction. Damaged records are moved to `roo_quarantine` and the valid ones kept;
-/// a document that cannot be read at all is moved there whole and the change fails with
-/// [`Error::Corrupt`] (committed: the next change starts afresh, as with a file).
+/// one transaction. A damaged row is repaired by whoever holds its lock when it is found,
+/// and that repair is committed on its own, whatever the change then does (a file's
+/// quarantine is a rename that stays): its damaged records go to `roo_quarantine` and the
+/// valid ones are written back, then the change runs again on them; a document that
+/// cannot be read at all goes there whole, the row is deleted, and the change fails with
+/// [`Error::Corrupt`] (the next change starts afresh, as with a file).
 fn update_row<T: Document, R>(
     home: &RooHome,
     pg: &PgStore,
@@ -527,54 +530,121 @@ fn update_row<T: Document, R>(
     missing: impl FnOnce() -> Result<T>,
     change: impl FnOnce(&mut T, &mut Guard) -> Result<Outcome<R>>,
 ) -> Result<R> {
+    enum Step<R> {
+        Done(R),
+        Repaired,
+        Corrupt(Error),
+    }
     let key = home.key(path)?;
+    let (mut missing, mut change) = (Some(missing), Some(change));
+    // Each runs once: a repair returns before either is used.
+    let spent = || Error::Engine {
+        action: format!("update {key}"),
+        target: pg.target().to_owned(),
+        detail: "the change was asked to run twice".into(),
+    };
+    for _ in 0..3 {
+        let step = pg.update(&key, |text, writes| {
+            let mut doc = match text {
+                None => (missing.take().ok_or_else(spent)?)()?,
+                Some(text) => match repair_text::<T>(&key, path, text, writes)? {
+                    Repair::Sound(Some(doc)) => doc,
+                    Repair::Sound(None) => (missing.take().ok_or_else(spent)?)()?,
+                    Repair::Salvaged(text) => return Ok(PgChange::Write(Step::Repaired, text)),
+                    Repair::Whole(corrupt) => return Ok(PgChange::Delete(Step::Corrupt(corrupt))),
+                },
+            };
+            let change = change.take().ok_or_else(spent)?;
+            let outcome = change(
+                &mut doc,
+                &mut Guard::Pg {
+                    home,
+                    writes: &mut *writes,
+                },
+            )?;
+            Ok(match outcome {
+                Outcome::Write(r) => PgChange::Write(Step::Done(r), encode_checked(path, &doc)?),
+                Outcome::Keep(r) => PgChange::Keep(Step::Done(r)),
+            })
+        })?;
+        match step {
+            Step::Done(r) => return Ok(r),
+            Step::Repaired => continue,
+            Step::Corrupt(corrupt) => return Err(corrupt),
+        }
+    }
+    Err(Error::Engine {
+        action: format!("update {key}"),
+        target: pg.target().to_owned(),
+        detail: "the row was damaged again after each repair".into(),
+    })
+}
+
+/// What a row's text is, and the repair of a damaged one (its quarantine in `writes`).
+enum Repair<T> {
+    Sound(Option<T>),
+    /// Damaged records quarantined; the text of the valid ones, to write back.
+    Salvaged(String),
+    /// Unreadable as a whole: quarantined whole; the error the change reports.
+    Whole(Error),
+}
+
+fn repair_text<T: Document>(
+    key: &str,
+    path: &Path,
+    text: String,
+    writes: &mut PgWrites,
+) -> Result<Repair<T>> {
     let quarantined = format!("postgresql roo_quarantine, key {key}");
-    pg.update(&key, |text, writes| {
-        let mut salvaged = false;
-        let mut doc = match text {
-            None => missing()?,
-            Some(text) => match parse_loaded::<T>(path, text.as_bytes())? {
-                Ok(Some(doc)) => doc,
-                Ok(None) => missing()?,
-                Err(Damaged {
-                    detail,
-                    salvaged: Some((doc, bad)),
-                }) => {
-                    let bad_text = serde_json::to_string(&bad).unwrap_or_default();
-                    // At once, in the transaction: the change may read the quarantine
-                    // (the task list's id high-water mark).
-                    pg.quarantine_now(&key, &detail, &bad_text)?;
-                    crate::quarantine::warn(format!(
-                        "{key}: moved {} damaged record(s) to {quarantined} ({detail}); the \
-                         other records are kept",
-                        bad.len()
-                    ));
-                    salvaged = true;
-                    doc
-                }
-                Err(Damaged { detail, .. }) => {
-                    writes.quarantine(&key, &detail, text);
-                    return Ok(PgChange::Delete(Err(Error::Corrupt {
-                        path: path.to_owned(),
-                        moved_to: PathBuf::from(&quarantined),
-                        detail,
-                    })));
-                }
-            },
+    Ok(match parse_loaded::<T>(path, text.as_bytes())? {
+        Ok(doc) => Repair::Sound(doc),
+        Err(Damaged {
+            detail,
+            salvaged: Some((doc, bad)),
+        }) => {
+            writes.quarantine(
+                key,
+                &detail,
+                serde_json::to_string(&bad).unwrap_or_default(),
+            );
+            crate::quarantine::warn(format!(
+                "{key}: moved {} damaged record(s) to {quarantined} ({detail}); the other \
+                 records are kept",
+                bad.len()
+            ));
+            Repair::Salvaged(encode_checked(path, &doc)?)
+        }
+        Err(Damaged { detail, .. }) => {
+            writes.quarantine(key, &detail, text);
+            Repair::Whole(Error::Corrupt {
+                path: path.to_owned(),
+                moved_to: PathBuf::from(&quarantined),
+                detail,
+            })
+        }
+    })
+}
+
+/// Moves what is damaged in the row of `path` to `roo_quarantine`, in a transaction of its
+/// own: damaged records (the valid ones are written back), or the whole document (the row
+/// is deleted; returned as the [`Error::Corrupt`] the change reports). Nothing to do for a
+/// sound or missing row. With the warning every reader and writer of a file gives.
+pub(crate) fn repair_row<T: Document>(
+    home: &RooHome,
+    pg: &PgStore,
+    path: &Path,
+) -> Result<Option<Error>> {
+    let key = home.key(path)?;
+    pg.update_unchecked(&key, |text, writes| {
+        let Some(text) = text else {
+            return Ok(PgChange::Keep(None));
         };
-        let outcome = change(
-            &mut doc,
-            &mut Guard::Pg {
-                home,
-                writes: &mut *writes,
-            },
-        )?;
-        Ok(match outcome {
-            Outcome::Write(r) => PgChange::Write(Ok(r), encode_checked(path, &doc)?),
-            Outcome::Keep(r) if salvaged => PgChange::Write(Ok(r), encode_checked(path, &doc)?),
-            Outcome::Keep(r) => PgChange::Keep(Ok(r)),
+        Ok(match repair_text::<T>(&key, path, text, writes)? {
+            Repair::Sound(_) => PgChange::Keep(None),
+            Repair::Salvaged(text) => PgChange::Write(None, text),
+            Repair::Whole(corrupt) => PgChange::Delete(Some(corrupt)),
         })
-    })?
+    })
 }
 
 /// A row's text judged by the reader's rules, for a change that handles the row itself

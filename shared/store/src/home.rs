@@ -62,17 +62,21 @@ impl StoreChoice {
             return Ok(StoreChoice::File);
         }
         if value.starts_with("postgresql://") || value.starts_with("postgres://") {
-            return Ok(StoreChoice::Postgres {
-                url: value.to_owned(),
-                shown: crate::pg::redact(value),
-            });
+            return match crate::pg::shown_url(value) {
+                Ok(shown) => Ok(StoreChoice::Postgres {
+                    url: value.to_owned(),
+                    shown,
+                }),
+                Err(reason) => Err(Error::InvalidSetting {
+                    name: ROO_STORE_ENV,
+                    reason,
+                }),
+            };
         }
+        // The value is not shown: it may hold a password (a libpq `key=value` string).
         Err(Error::InvalidSetting {
             name: ROO_STORE_ENV,
-            reason: format!(
-                "{:?} is neither `file` nor a postgresql:// URL",
-                crate::pg::redact(value)
-            ),
+            reason: "its value is neither `file` nor a postgresql:// URL".into(),
         })
     }
 }

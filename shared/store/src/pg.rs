@@ -32,6 +32,14 @@ use crate::error::{Error, Result};
 /// with a newer major is refused, like a file from a newer format.
 pub const SCHEMA_VERSION: FormatVersion = FormatVersion { major: 1, minor: 0 };
 
+/// The longest a change waits for a row lock another participant holds (the file store's
+/// lock queue gives up after the same time).
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How long an operation keeps trying to connect again after the link was lost (a
+/// server restart takes a few seconds).
+const RECONNECT_FOR: Duration = Duration::from_secs(10);
+
 /// Serializes schema creation across processes (`pg_advisory_xact_lock`): concurrent
 /// `CREATE TABLE IF NOT EXISTS` can still collide in the catalog.
 const SCHEMA_LOCK: i64 = 0x726f_6f5f_7363_6831; // "roo_sch1"
@@ -219,6 +227,11 @@ fn team_config_key(key: &str) -> Option<String> {
     }
 }
 
+/// Whether the server gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03).
+fn is_lock_timeout(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE)
+}
+
 /// A client error as a message: the server's own message and detail when it sent one
 /// (the client's text for those is only "db error"), else the error and its causes.
 fn engine_detail(e: &tokio_postgres::Error) -> String {
@@ -334,13 +347,14 @@ impl PgStore {
     /// Connects to the store at `url` (`postgresql://…`; credentials from the URL,
     /// `PGPASSFILE`-style files are not read here) and creates or checks the schema.
     pub fn connect(url: &str) -> Result<PgStore> {
-        let config: Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| Error::Engine {
-                action: "read the store URL".into(),
-                target: redact(url),
-                detail: e.to_string(),
-            })?;
+        let shown = shown_url(url).map_err(|reason| Error::InvalidSetting {
+            name: crate::home::ROO_STORE_ENV,
+            reason,
+        })?;
+        let config: Config = url.parse().map_err(|_| Error::InvalidSetting {
+            name: crate::home::ROO_STORE_ENV,
+            reason: format!("{shown} does not parse"),
+        })?;
         let target = describe(&config);
         let mut config = config;
         // Death of a peer across a cut link is seen in seconds, not hours (issue 21).
@@ -406,7 +420,7 @@ impl PgStore {
             // next operation, never inside a transaction: what was open there failed
             // with it, and its outcome is the caller's to re-read.
             if depth == 0 && current.client.is_closed() {
-                *current = Arc::new(self.reconnect()?);
+                *current = Arc::new(self.reconnect_patiently()?);
             }
             current.clone()
         };
@@ -421,6 +435,23 @@ impl PgStore {
     /// A new connection in place of a lost one: the statements prepared again, the
     /// team channels LISTENed to again, and every watcher woken to read afresh (a
     /// notification sent while the link was down is lost).
+    /// [`PgStore::reconnect`], tried again with backoff for [`RECONNECT_FOR`]: a server
+    /// restarting refuses connections for a moment.
+    fn reconnect_patiently(&self) -> Result<Conn> {
+        let deadline = std::time::Instant::now() + RECONNECT_FOR;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.reconnect() {
+                Ok(conn) => return Ok(conn),
+                Err(e) if std::time::Instant::now() + pause >= deadline => return Err(e),
+                Err(_) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
     fn reconnect(&self) -> Result<Conn> {
         let conn = open_connection(
             &self.inner.config,
@@ -461,6 +492,25 @@ impl PgStore {
         key: &str,
         change: impl FnOnce(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
     ) -> Result<R> {
+        self.update_checked(key, true, change)
+    }
+
+    /// [`PgStore::update`] without the team check: for repairing a damaged row (which
+    /// may belong to a team being created anew over it).
+    pub(crate) fn update_unchecked<R>(
+        &self,
+        key: &str,
+        change: impl FnOnce(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
+    ) -> Result<R> {
+        self.update_checked(key, false, change)
+    }
+
+    fn update_checked<R>(
+        &self,
+        key: &str,
+        team_check: bool,
+        change: impl FnOnce(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
+    ) -> Result<R> {
         let hold = self.serialize()?;
         let client = &hold.conn.client;
         let statements = &hold.conn.statements;
@@ -469,7 +519,7 @@ impl PgStore {
         // until the commit, so a team delete cannot slip between (a late send would leave
         // an inbox for a new team of that name). Inside a change of the config itself
         // (a team's creation) the outer change holds it.
-        let config_key = team_config_key(key).filter(|_| hold.depth == 0);
+        let config_key = team_config_key(key).filter(|_| team_check && hold.depth == 0);
         // Round trip 1: begin, make sure a row exists to lock, lock and read it. If the
         // row was deleted between the placeholder and the lock (a concurrent team delete
         // or quarantine committed), start again: a change must not write into nothing.
@@ -498,14 +548,20 @@ impl PgStore {
             let (team, rows) = match (begun, placed, team, locked) {
                 (Ok(()), Ok(_), Ok(team), Ok(rows)) => (team, rows),
                 (begun, placed, team, locked) => {
-                    let error = begun
-                        .err()
-                        .or(team.err())
-                        .or(placed.err())
-                        .or(locked.err())
-                        .map(|e| engine_detail(&e))
-                        .unwrap_or_default();
-                    return Err(self.error(action(), error));
+                    let error = begun.err().or(team.err()).or(placed.err()).or(locked.err());
+                    return Err(match error {
+                        Some(e) if is_lock_timeout(&e) => Error::LockTimeout {
+                            path: std::path::PathBuf::from(format!("postgresql row {key}")),
+                            attempts: 1,
+                            waited: LOCK_WAIT,
+                            holder: crate::error::LockHolder {
+                                pid: None,
+                                age: None,
+                            },
+                        },
+                        Some(e) => self.db_error(action(), &e),
+                        None => self.error(action(), "the request failed"),
+                    });
                 }
             };
             if !team {
@@ -653,19 +709,6 @@ impl PgStore {
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
-    /// Keeps `text` (damaged records of `key`) in `roo_quarantine` now, inside the
-    /// transaction of the [`PgStore::update`] whose change calls it.
-    pub(crate) fn quarantine_now(&self, key: &str, detail: &str, text: &str) -> Result<()> {
-        let hold = self.serialize()?;
-        block_on(
-            hold.conn
-                .client
-                .execute(&hold.conn.statements.quarantine, &[&key, &detail, &text]),
-        )
-        .map(|_| ())
-        .map_err(|e| self.db_error(format!("quarantine records of {key}"), &e))
-    }
-
     /// Calls `on_change` (on the connection thread; it must only signal) whenever a
     /// committed change of document `key` is notified, until the returned subscription
     /// is dropped. LISTENs on the key's team channel first (once per connection).
@@ -706,6 +749,21 @@ impl PgStore {
             }
         }
         Ok(subscription)
+    }
+
+    /// [`PgStore::revision`] unless the connection is busy (another thread's change may
+    /// be waiting for a lock): then `None` at once, so a watcher's safety-net poll never
+    /// holds up its wait (notifications arrive on the connection's own thread anyway).
+    pub(crate) fn revision_if_free(&self, key: &str) -> Option<Result<Option<i64>>> {
+        let guard = match self.inner.transaction.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        drop(guard);
+        // Free a moment ago: take it the ordinary way (a change may have started since;
+        // then this waits for it, as any read does).
+        Some(self.revision(key))
     }
 
     /// The revision of document `key` (changes with every committed write), `None` if
@@ -818,7 +876,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
                         dispatch.closed();
                     }
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx.send(Err(engine_detail(&e)));
                     }
                 }
             });
@@ -829,6 +887,14 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         Ok(Err(detail)) => return Err(engine("connect", &detail)),
         Err(_) => return Err(engine("connect", &"the connection thread stopped")),
     };
+    // Like a file lock's queue deadline (§3): a change never waits more than 10 s for a
+    // row another participant holds, and a participant stopped inside a transaction
+    // (SIGSTOP, a cut link the server has not noticed yet) loses it after a minute.
+    block_on(client.batch_execute(&format!(
+        "SET lock_timeout = '{}ms'; SET idle_in_transaction_session_timeout = '60s'",
+        LOCK_WAIT.as_millis()
+    )))
+    .map_err(|e| engine("set the session's timeouts", &engine_detail(&e)))?;
     migrate(&client).map_err(|e| match e {
         Migration::Newer(found) => Error::Engine {
             action: "open the store".into(),
@@ -909,17 +975,29 @@ fn describe(config: &Config) -> String {
     format!("{host}:{port}/{db}")
 }
 
-/// A URL for messages: the user and password of its authority are dropped.
-pub(crate) fn redact(url: &str) -> String {
-    let Some(scheme) = url.find("://").map(|i| i + 3) else {
-        return url.to_string();
-    };
-    let rest = &url[scheme..];
-    let authority = rest.find(['/', '?']).unwrap_or(rest.len());
-    match rest[..authority].rfind('@') {
-        Some(at) => format!("{}{}", &url[..scheme], &rest[at + 1..]),
-        None => url.to_string(),
+/// How messages show the store at `url`: `postgresql://user@host:port/database`, built
+/// from the parsed URL, so no password (in the authority, or `?password=`) is ever shown.
+/// `Err` says why it is refused, without its value: it does not parse, or it has more
+/// than one `@` (a password holding an unencoded `@` would be taken partly as the host).
+pub(crate) fn shown_url(url: &str) -> std::result::Result<String, String> {
+    let before_query = url.split('?').next().unwrap_or(url);
+    if before_query.matches('@').count() > 1 {
+        return Err(
+            "its postgresql:// URL has more than one `@`: percent-encode an `@` in the \
+             password as %40"
+                .into(),
+        );
     }
+    let config: Config = url.parse().map_err(|_| {
+        "its postgresql:// URL does not parse (check the host, port and options; \
+         percent-encode `@`, `/` and `?` in a password)"
+            .to_string()
+    })?;
+    let user = config
+        .get_user()
+        .map(|user| format!("{user}@"))
+        .unwrap_or_default();
+    Ok(format!("postgresql://{user}{}", describe(&config)))
 }
 
 enum Migration {
@@ -1095,12 +1173,10 @@ mod tests {
     #[test]
     fn urls_lose_their_credentials_in_messages() {
         assert_eq!(
-            redact("postgresql://roo:s3cret@db.example:5432/roo"),
-            "postgresql://db.example:5432/roo"
+            shown_url("postgresql://roo:s3cret@db.example:5432/roo").unwrap(),
+            "postgresql://roo@db.example:5432/roo"
         );
-        assert_eq!(
-            redact("postgresql:///roo?host=/run/a@b"),
-            "postgresql:///roo?host=/run/a@b"
-        );
+        let shown = shown_url("postgresql://db/roo?user=roo&password=s3cret").unwrap();
+        assert!(!shown.contains("s3cret"), "{shown}");
     }
 }

@@ -337,6 +337,15 @@ impl Team {
             }
             roster.push(member);
         }
+        // On PostgreSQL a damaged task list left by an earlier team of this name is
+        // quarantined first, in a transaction of its own (a file's is moved aside by the
+        // load below and stays so, whatever the creation does).
+        if let Some(pg) = home.pg()
+            && let Some(corrupt) =
+                doc::repair_row::<TaskListDoc>(home, pg, &home.task_list(&team.name))?
+        {
+            return Err(corrupt);
+        }
         let created = std::cell::Cell::new(false);
         doc::update(
             home,

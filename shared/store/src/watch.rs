@@ -49,7 +49,11 @@ type Signature = Option<(u64, u64, i64, i64)>;
 /// A row's revision as a signature; `None` without a row. A store that cannot be read
 /// gives a new signature at every poll, so the reader looks and reports the error.
 fn pg_signature(pg: &PgStore, key: &str) -> Signature {
-    match pg.revision(key) {
+    pg_revision_signature(pg.revision(key))
+}
+
+fn pg_revision_signature(revision: Result<Option<i64>>) -> Signature {
+    match revision {
         Ok(rev) => rev.map(|rev| (rev as u64, 0, 0, 0)),
         Err(_) => {
             let now = std::time::SystemTime::now()
@@ -197,7 +201,11 @@ impl InboxWatcher {
 
     fn signature(&self) -> Signature {
         match &self.pg {
-            Some((pg, key, _)) => pg_signature(pg, key),
+            // A busy connection skips this poll: the last signature stands.
+            Some((pg, key, _)) => match pg.revision_if_free(key) {
+                Some(revision) => pg_revision_signature(revision),
+                None => self.last,
+            },
             None => signature(&self.path),
         }
     }
