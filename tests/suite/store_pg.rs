@@ -290,3 +290,29 @@ fn four_workers_claiming_next_take_400_tasks_each_exactly_once() {
     assert_eq!(ids.len(), total, "a task was claimed twice");
     assert_eq!(total, 400, "{total} claims");
 }
+
+/// `doctor` that cannot read the quarantine says so (exit 3) rather than reporting that
+/// nothing is quarantined (second review).
+#[test]
+fn doctor_reports_a_quarantine_it_cannot_read_instead_of_none() {
+    let Some(url) = store_url() else { return };
+    let env = TempHome::new();
+    env.mail()
+        .env("ROO_STORE", &url)
+        .args(["team", "create", "--team", "t", "--lead", "lead"])
+        .run()
+        .assert_ok();
+    let broke = std::process::Command::new("psql")
+        .args([url.as_str(), "-v", "ON_ERROR_STOP=1", "-qc"])
+        .arg("ALTER TABLE roo_quarantine RENAME COLUMN acknowledged TO gone")
+        .status()
+        .unwrap();
+    assert!(broke.success());
+    let out = env
+        .mail()
+        .env("ROO_STORE", &url)
+        .args(["doctor", "--team", "t"])
+        .run();
+    assert_eq!(out.code(), 3, "{}{}", out.stdout(), out.stderr());
+    assert!(out.stderr().contains("quarantine"), "{}", out.stderr());
+}

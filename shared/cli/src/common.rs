@@ -92,7 +92,8 @@ impl Context {
         let (home, name, program) = (self.home()?, self.team_name()?, self.program);
         static REPORTED: std::sync::Once = std::sync::Once::new();
         REPORTED.call_once(|| {
-            let found = roo_store::quarantine::quarantined(&home, &name);
+            // A failure to look is the command's own to report (it reads the same store).
+            let found = roo_store::quarantine::quarantined(&home, &name).unwrap_or_default();
             for path in &found {
                 roo_store::quarantine::warn_later(format!(
                     "quarantined data at {}; inspect it, then run `{program} doctor --team \
@@ -232,7 +233,7 @@ fn print_warnings(program: &str) {
 /// `<name>.acknowledged`, which ends the warnings; the files are kept).
 pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResult {
     let (home, team) = (ctx.home()?, ctx.team_name()?);
-    let found = roo_store::quarantine::quarantined(&home, &team);
+    let found = roo_store::quarantine::quarantined(&home, &team)?;
     let acknowledged = if acknowledge {
         roo_store::quarantine::acknowledge(&home, &team)?
     } else {

@@ -75,20 +75,23 @@ fn corrupt_in(dir: &Path, prefix: &str, acknowledged: bool) -> Vec<PathBuf> {
 
 /// The team's quarantined files not yet acknowledged (in the PostgreSQL store, its
 /// `roo_quarantine` rows, named `postgresql roo_quarantine #<id> (<key>)`).
-pub fn quarantined(home: &RooHome, team: &Name) -> Vec<PathBuf> {
+///
+/// A store that cannot be read is an error, never "nothing quarantined".
+pub fn quarantined(home: &RooHome, team: &Name) -> Result<Vec<PathBuf>> {
     if let Some(pg) = home.pg() {
-        return dirs(home, team)
-            .iter()
-            .filter_map(|d| home.key(d).ok())
-            .filter(|k| !k.ends_with("/inboxes"))
-            .flat_map(|k| pg.quarantined_under(&format!("{k}/")).unwrap_or_default())
-            .map(|(id, key)| PathBuf::from(format!("postgresql roo_quarantine #{id} ({key})")))
-            .collect();
+        let mut found = Vec::new();
+        for dir in [home.team_dir(team), home.tasks_dir(team)] {
+            let prefix = format!("{}/", home.key(&dir)?);
+            found.extend(pg.quarantined_under(&prefix)?.into_iter().map(|(id, key)| {
+                PathBuf::from(format!("postgresql roo_quarantine #{id} ({key})"))
+            }));
+        }
+        return Ok(found);
     }
-    dirs(home, team)
+    Ok(dirs(home, team)
         .iter()
         .flat_map(|d| corrupt_in(d, "", false))
-        .collect()
+        .collect())
 }
 
 /// Quarantined copies of the document at `path` (acknowledged ones too if
@@ -148,7 +151,7 @@ pub fn acknowledge(home: &RooHome, team: &Name) -> Result<Vec<PathBuf>> {
         return Ok(done);
     }
     let mut done = Vec::new();
-    for path in quarantined(home, team) {
+    for path in quarantined(home, team)? {
         let mut target = path.as_os_str().to_owned();
         target.push(ACKNOWLEDGED_SUFFIX);
         let target = PathBuf::from(target);

@@ -343,12 +343,14 @@ fn a_new_team_does_not_inherit_the_quarantine_of_a_deleted_one() {
     })
     .unwrap();
     assert_eq!(
-        roo_store::quarantine::quarantined(&home, &name("t")).len(),
+        roo_store::quarantine::quarantined(&home, &name("t"))
+            .unwrap()
+            .len(),
         1
     );
     team.delete(true).unwrap();
     make_team(&home, &["alice"]);
-    let inherited = roo_store::quarantine::quarantined(&home, &name("t"));
+    let inherited = roo_store::quarantine::quarantined(&home, &name("t")).unwrap();
     assert!(inherited.is_empty(), "{inherited:?}");
 }
 

@@ -242,7 +242,7 @@ fn damaged_records_are_quarantined_even_when_the_change_then_fails() {
         .unwrap_err();
     assert!(matches!(err, Error::TaskNotFound { .. }), "{err}");
     let warnings = roo_store::quarantine::take_warnings();
-    let found = roo_store::quarantine::quarantined(&home, &name("t"));
+    let found = roo_store::quarantine::quarantined(&home, &name("t")).unwrap();
     assert_eq!(
         found.len(),
         1,
@@ -273,7 +273,9 @@ fn damaged_records_are_quarantined_even_when_the_change_then_fails_on_files() {
         .unwrap_err();
     assert!(matches!(err, Error::TaskNotFound { .. }), "{err}");
     assert_eq!(
-        roo_store::quarantine::quarantined(&home, &name("t")).len(),
+        roo_store::quarantine::quarantined(&home, &name("t"))
+            .unwrap()
+            .len(),
         1
     );
 }

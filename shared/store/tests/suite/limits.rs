@@ -271,7 +271,7 @@ fn a_reader_quarantines_a_record_over_the_writers_limits() {
     mailbox
         .send(&name("bob"), "alice", Outgoing::text("next", "another one"))
         .unwrap();
-    let quarantined = roo_store::quarantine::quarantined(&f.home, f.team.name());
+    let quarantined = roo_store::quarantine::quarantined(&f.home, f.team.name()).unwrap();
     assert_eq!(quarantined.len(), 1, "{quarantined:?}");
     let moved: Value = serde_json::from_slice(&std::fs::read(&quarantined[0]).unwrap()).unwrap();
     assert_eq!(moved["messages"][0]["id"], "msg-huge");

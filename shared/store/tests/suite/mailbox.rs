@@ -350,7 +350,11 @@ fn one_bad_message_is_quarantined_and_the_unread_ones_survive() {
     };
     // Read-only: the valid message is shown, nothing is moved.
     assert_eq!(texts(&mailbox), ["first"]);
-    assert!(roo_store::quarantine::quarantined(&f.home, f.team.name()).is_empty());
+    assert!(
+        roo_store::quarantine::quarantined(&f.home, f.team.name())
+            .unwrap()
+            .is_empty()
+    );
     // A send quarantines the bad message alone; the unread one survives.
     mailbox
         .send(
@@ -360,7 +364,7 @@ fn one_bad_message_is_quarantined_and_the_unread_ones_survive() {
         )
         .unwrap();
     assert_eq!(texts(&mailbox), ["first", "third"]);
-    let quarantined = roo_store::quarantine::quarantined(&f.home, f.team.name());
+    let quarantined = roo_store::quarantine::quarantined(&f.home, f.team.name()).unwrap();
     assert_eq!(quarantined.len(), 1, "{quarantined:?}");
     let bad: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&quarantined[0]).unwrap()).unwrap();

@@ -150,10 +150,19 @@ fn a_quarantined_config_does_not_let_team_create_refound_the_team() {
     let err = refound().unwrap_err();
     assert!(matches!(err, Error::NotPermitted { .. }), "{err}");
     assert!(err.to_string().contains("doctor"), "{err}");
-    assert_eq!(roo_store::quarantine::quarantined(&f.home, &t).len(), 1);
+    assert_eq!(
+        roo_store::quarantine::quarantined(&f.home, &t)
+            .unwrap()
+            .len(),
+        1
+    );
     // Acknowledged by the doctor, the team may be created anew.
     roo_store::quarantine::acknowledge(&f.home, &t).unwrap();
-    assert!(roo_store::quarantine::quarantined(&f.home, &t).is_empty());
+    assert!(
+        roo_store::quarantine::quarantined(&f.home, &t)
+            .unwrap()
+            .is_empty()
+    );
     refound().unwrap();
 }
 
