@@ -161,9 +161,8 @@ fn the_team_runtime_refuses_a_postgresql_store_rather_than_ignoring_it() {
             .run();
         assert_eq!(out.code(), 2, "{bin}: {}", out.stderr());
         assert!(
-            out.stderr().contains(
-                "selects the PostgreSQL store, which roo-lead and roo-worker do not run on yet"
-            ),
+            out.stderr()
+                .contains("the PostgreSQL store, which roo-lead and roo-worker do not run on yet"),
             "{bin}: {}",
             out.stderr()
         );
@@ -315,4 +314,62 @@ fn doctor_reports_a_quarantine_it_cannot_read_instead_of_none() {
         .run();
     assert_eq!(out.code(), 3, "{}{}", out.stdout(), out.stderr());
     assert!(out.stderr().contains("quarantine"), "{}", out.stderr());
+}
+
+/// `store:` in the user's own config (`$ROO_HOME/config.yaml`) selects the store when
+/// `ROO_STORE` is unset: the CLIs use it, the team runtime refuses it like `ROO_STORE`
+/// (never files behind the CLIs' back), and `ROO_STORE=file` overrides it.
+#[test]
+fn store_in_the_user_config_selects_the_store_and_the_runtime_refuses_it_too() {
+    let Some(url) = store_url() else { return };
+    let env = TempHome::new();
+    std::fs::write(
+        env.path().join("config.yaml"),
+        format!("store: \"{url}\"\n"),
+    )
+    .unwrap();
+    env.mail()
+        .env_remove("ROO_STORE")
+        .args(["team", "create", "--team", "t", "--lead", "lead"])
+        .run()
+        .assert_ok();
+    assert!(!env.path().join("teams").exists(), "files were written");
+    let shown = env
+        .mail()
+        .env_remove("ROO_STORE")
+        .args(["team", "show", "--team", "t", "--json"])
+        .run();
+    shown.assert_ok();
+    // ROO_STORE=file overrides the config: that team is not in the files.
+    env.mail()
+        .env("ROO_STORE", "file")
+        .args(["team", "show", "--team", "t"])
+        .run()
+        .assert_code(2);
+    let lead = env
+        .cmd("roo-lead")
+        .env_remove("ROO_STORE")
+        .args(["-p", "hi"])
+        .run();
+    assert_eq!(lead.code(), 2, "{}", lead.stderr());
+    assert!(
+        lead.stderr()
+            .contains("the PostgreSQL store, which roo-lead and roo-worker"),
+        "{}",
+        lead.stderr()
+    );
+    // A bad value is refused, naming the file, without its value.
+    std::fs::write(
+        env.path().join("config.yaml"),
+        "store: \"host=db password=s3cret\"\n",
+    )
+    .unwrap();
+    let out = env
+        .mail()
+        .env_remove("ROO_STORE")
+        .args(["team", "show", "--team", "t"])
+        .run();
+    assert_eq!(out.code(), 2, "{}", out.stderr());
+    assert!(out.stderr().contains("config.yaml"), "{}", out.stderr());
+    assert!(!out.stderr().contains("s3cret"), "{}", out.stderr());
 }

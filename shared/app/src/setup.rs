@@ -447,17 +447,18 @@ pub fn app_error(error: BuildError) -> AppError {
 /// far: a `ROO_STORE` naming PostgreSQL is refused here, loudly, rather than ignored
 /// (the CLIs already work on it).
 pub fn roo_home() -> Result<PathBuf, AppError> {
-    match roo_store::StoreChoice::from_env().map_err(|e| AppError::Usage(e.to_string()))? {
+    let root = roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))?;
+    match roo_store::StoreChoice::resolve(&root).map_err(|e| AppError::Usage(e.to_string()))? {
         roo_store::StoreChoice::File => {}
         roo_store::StoreChoice::Postgres { shown, .. } => {
             return Err(AppError::Usage(format!(
-                "ROO_STORE={shown} selects the PostgreSQL store, which roo-lead and \
-                 roo-worker do not run on yet (roo-mail and roo-task do); unset ROO_STORE or \
-                 set it to `file`"
+                "the store is {shown} (ROO_STORE or `store:` in the user config), the \
+                 PostgreSQL store, which roo-lead and roo-worker do not run on yet (roo-mail \
+                 and roo-task do); set ROO_STORE=file or remove `store:`"
             )));
         }
     }
-    roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))
+    Ok(root)
 }
 
 #[cfg(test)]

@@ -41,6 +41,44 @@ impl std::fmt::Debug for StoreChoice {
 }
 
 impl StoreChoice {
+    /// The store of the home at `root`: `ROO_STORE` when set (even to `file`), else the
+    /// `store:` key of the user's own config file, `<root>/config.yaml` — never a
+    /// project's — else files. A user config that cannot be read is an error (it may
+    /// name the store: guessing files could split the team).
+    pub fn resolve(root: &Path) -> Result<StoreChoice> {
+        if std::env::var_os(ROO_STORE_ENV).is_some() {
+            return StoreChoice::from_env();
+        }
+        let path = root.join("config.yaml");
+        let Some(bytes) = crate::fsio::read_regular(&path, "read")? else {
+            return Ok(StoreChoice::File);
+        };
+        let config: serde_yaml_ng::Value =
+            serde_yaml_ng::from_slice(&bytes).map_err(|e| Error::InvalidSetting {
+                name: "store",
+                reason: format!("{} does not parse as YAML: {e}", path.display()),
+            })?;
+        match config.get("store") {
+            None | Some(serde_yaml_ng::Value::Null) => Ok(StoreChoice::File),
+            Some(serde_yaml_ng::Value::String(value)) => {
+                StoreChoice::parse(value).map_err(|e| match e {
+                    Error::InvalidSetting { reason, .. } => Error::InvalidSetting {
+                        name: "store",
+                        reason: format!("{reason} (in {})", path.display()),
+                    },
+                    other => other,
+                })
+            }
+            Some(_) => Err(Error::InvalidSetting {
+                name: "store",
+                reason: format!(
+                    "`store:` in {} must be `file` or a postgresql:// URL",
+                    path.display()
+                ),
+            }),
+        }
+    }
+
     /// `ROO_STORE` read: unset, empty or `file` is [`StoreChoice::File`]; a
     /// `postgresql://` or `postgres://` URL is [`StoreChoice::Postgres`]; anything else
     /// is refused (never a silent fallback to files).
@@ -108,12 +146,13 @@ impl RooHome {
     }
 
     /// The home named by `$ROO_HOME`, else `~/.roocode`; `$ROO_LOCK_MODE=protocol` selects
-    /// the original lock protocol without the queue layer; `$ROO_STORE` a PostgreSQL
-    /// store (connected here: an unreachable one is an [`Error::Engine`]).
+    /// the original lock protocol without the queue layer; `$ROO_STORE`, or `store:` in
+    /// the user's config, a PostgreSQL store ([`StoreChoice::resolve`]; connected here:
+    /// an unreachable one is an [`Error::Engine`]).
     pub fn from_env() -> Result<RooHome> {
         let root = root_from_env()?;
         let mut home = RooHome::new(root);
-        if let StoreChoice::Postgres { url, .. } = StoreChoice::from_env()? {
+        if let StoreChoice::Postgres { url, .. } = StoreChoice::resolve(&home.root)? {
             home = home.with_store(PgStore::connect(&url)?);
         }
         if std::env::var(ROO_LOCK_MODE_ENV).is_ok_and(|m| m == "protocol") {
