@@ -50,8 +50,12 @@ impl StoreChoice {
             return StoreChoice::from_env();
         }
         let path = root.join("config.yaml");
-        let Some(bytes) = crate::fsio::read_regular(&path, "read")? else {
-            return Ok(StoreChoice::File);
+        // The user's own file, read as the agent's config loader reads it (a symbolic
+        // link to a dotfiles repository is fine).
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(StoreChoice::File),
+            Err(e) => return Err(Error::io("read", &path, e)),
         };
         let config: serde_yaml_ng::Value =
             serde_yaml_ng::from_slice(&bytes).map_err(|e| Error::InvalidSetting {
