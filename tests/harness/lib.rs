@@ -12,6 +12,7 @@ mod command;
 mod diff;
 mod dir;
 mod mock_llm;
+pub mod pg;
 mod process;
 mod repo;
 mod tmux;

@@ -3,37 +3,7 @@
 //! and passes. The team runtime refuses that store for now, loudly.
 
 use roo_tests::TempHome;
-
-/// The test server's URL with a fresh schema, or `None` (skipped, and said).
-fn store_url() -> Option<String> {
-    let dsn = std::env::var("ROO_TEST_PG_DSN")
-        .ok()
-        .filter(|d| !d.is_empty());
-    let Some(dsn) = dsn else {
-        eprintln!("ROO_TEST_PG_DSN is not set: skipped (scripts/test sets it)");
-        return None;
-    };
-    let schema = format!(
-        "roo_e2e_{}_{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
-    let out = std::process::Command::new("psql")
-        .args([dsn.as_str(), "-v", "ON_ERROR_STOP=1", "-qc"])
-        .arg(format!("CREATE SCHEMA {schema}"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sep = if dsn.contains('?') { '&' } else { '?' };
-    Some(format!("{dsn}{sep}options=-c%20search_path%3D{schema}"))
-}
+use roo_tests::pg::{psql, store_url};
 
 /// A team's whole coordination through `roo-mail` and `roo-task` on the PostgreSQL store:
 /// nothing is written under ROO_HOME, and a second home (another machine's) sees it all.
@@ -301,12 +271,10 @@ fn doctor_reports_a_quarantine_it_cannot_read_instead_of_none() {
         .args(["team", "create", "--team", "t", "--lead", "lead"])
         .run()
         .assert_ok();
-    let broke = std::process::Command::new("psql")
-        .args([url.as_str(), "-v", "ON_ERROR_STOP=1", "-qc"])
-        .arg("ALTER TABLE roo_quarantine RENAME COLUMN acknowledged TO gone")
-        .status()
-        .unwrap();
-    assert!(broke.success());
+    psql(
+        &url,
+        "ALTER TABLE roo_quarantine RENAME COLUMN acknowledged TO gone",
+    );
     let out = env
         .mail()
         .env("ROO_STORE", &url)

@@ -2,6 +2,7 @@
 //! through the real binaries. Each test states what README/PROTOCOL §8 promise.
 
 use roo_tests::TempHome;
+use roo_tests::pg::{psql, test_dsn};
 
 /// README: "the password is never printed". roo-lead's refusal prints `ROO_STORE` as
 /// `redact` leaves it: a password given as `?password=` (libpq's and tokio-postgres's
@@ -48,30 +49,12 @@ fn with_database(dsn: &str, db: &str) -> Option<String> {
     Some(format!("{}{db}{}", &dsn[..start], &dsn[end..]))
 }
 
-fn psql(url: &str, sql: &str) {
-    let out = std::process::Command::new("psql")
-        .args([url, "-v", "ON_ERROR_STOP=1", "-qAtc", sql])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// §8 (398f5486): "the server's message in engine errors". A login the server refuses
 /// (no such database, role or password) is reported as "failed to connect …: db error":
 /// `open_connection` keeps only the client error's own text, never its cause.
 #[test]
 fn a_refused_login_names_the_servers_reason() {
-    let Some(dsn) = std::env::var("ROO_TEST_PG_DSN")
-        .ok()
-        .filter(|d| !d.is_empty())
-    else {
-        eprintln!("ROO_TEST_PG_DSN is not set: skipped");
-        return;
-    };
+    let Some(dsn) = test_dsn() else { return };
     let Some(url) = with_database(&dsn, "roo_no_such_database") else {
         return;
     };
@@ -98,13 +81,7 @@ fn a_refused_login_names_the_servers_reason() {
 /// for 2 s, the watch's session terminated.)
 #[test]
 fn roo_mail_watch_survives_a_server_restart() {
-    let Some(dsn) = std::env::var("ROO_TEST_PG_DSN")
-        .ok()
-        .filter(|d| !d.is_empty())
-    else {
-        eprintln!("ROO_TEST_PG_DSN is not set: skipped");
-        return;
-    };
+    let Some(dsn) = test_dsn() else { return };
     let db = format!(
         "roo_r2_{}_{}",
         std::process::id(),

@@ -1,4 +1,6 @@
 //! The fixtures of the conformance suite, on the PostgreSQL store.
+use std::process::Command;
+
 use roo_store::{Member, Name, PgStore, RooHome, Team};
 
 pub struct Fixture {
@@ -35,16 +37,7 @@ pub fn fresh_schema_url(dsn: &str) -> String {
             .unwrap()
             .subsec_nanos()
     );
-    let out = std::process::Command::new("psql")
-        .args([dsn, "-v", "ON_ERROR_STOP=1", "-qc"])
-        .arg(format!("CREATE SCHEMA {schema}"))
-        .output()
-        .expect("run psql");
-    assert!(
-        out.status.success(),
-        "psql: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    psql(dsn, &format!("CREATE SCHEMA {schema}"));
     let sep = if dsn.contains('?') { '&' } else { '?' };
     format!("{dsn}{sep}options=-c%20search_path%3D{schema}")
 }
@@ -92,5 +85,62 @@ pub fn team() -> Fixture {
         _dir: dir,
         home,
         team,
+    }
+}
+
+/// Runs `sql` on the test server at `url` (psql; `-At`: bare values) and returns what it
+/// printed; a failure fails the test.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "psql {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A home whose documents live at `url` (a schema made by [`fresh_schema_url`]).
+pub fn home_at(url: &str) -> (tempfile::TempDir, RooHome) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path().join("home")).with_store(PgStore::connect(url).unwrap());
+    (dir, home)
+}
+
+/// Team `team` led by `lead`, with `members`.
+pub fn team_named(home: &RooHome, team: &str, members: &[&str]) -> Team {
+    let t = name(team);
+    Team::create(
+        home,
+        t.clone(),
+        "test team",
+        Member::new(name("lead"), &t),
+        members.iter().map(|m| Member::new(name(m), &t)).collect(),
+    )
+    .unwrap()
+}
+
+/// Another participant's own session, for holding row locks and uncommitted rows, to
+/// line up races deterministically.
+pub struct Raw {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Raw {
+    pub fn connect(url: &str) -> Raw {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let (client, connection) = rt
+            .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
+            .unwrap();
+        rt.spawn(connection);
+        Raw { rt, client }
+    }
+
+    pub fn exec(&self, sql: &str) {
+        self.rt.block_on(self.client.batch_execute(sql)).unwrap();
     }
 }

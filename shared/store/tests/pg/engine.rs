@@ -8,43 +8,7 @@ use roo_store::{
     ClaimOptions, ClaimOutcome, Error, Member, NewTask, PgStore, RooHome, TaskStatus, Team,
 };
 
-use super::common::{dsn, fresh_schema_url, name};
-
-/// Runs `sql` on the test server in the schema of `url` (psql; `-At`: bare values).
-fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args([url, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
-        .output()
-        .expect("run psql");
-    assert!(
-        out.status.success(),
-        "psql {sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-fn home_at(url: &str) -> (tempfile::TempDir, RooHome) {
-    let dir = tempfile::tempdir().unwrap();
-    let home = RooHome::new(dir.path().join("home")).with_store(PgStore::connect(url).unwrap());
-    (dir, home)
-}
-
-fn team_of(home: &RooHome, members: &[&str]) -> Team {
-    named_team(home, "t", members)
-}
-
-fn named_team(home: &RooHome, team: &str, members: &[&str]) -> Team {
-    let t = name(team);
-    Team::create(
-        home,
-        t.clone(),
-        "engine test",
-        Member::new(name("lead"), &t),
-        members.iter().map(|m| Member::new(name(m), &t)).collect(),
-    )
-    .unwrap()
-}
+use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
 
 /// The documents are rows keyed by their path under ROO_HOME, and nothing is written
 /// under the home directory itself.
@@ -53,7 +17,7 @@ fn documents_are_rows_keyed_by_their_path_and_no_file_is_written() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (dir, home) = home_at(&url);
-    let team = team_of(&home, &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     team.mailbox()
         .send(
             &name("lead"),
@@ -99,7 +63,7 @@ fn eight_connections_racing_for_a_task_have_exactly_one_winner_each_round() {
     let racers: Vec<String> = (0..8).map(|i| format!("m{i}")).collect();
     let (_dir, home) = home_at(&url);
     let refs: Vec<&str> = racers.iter().map(String::as_str).collect();
-    let team = team_of(&home, &refs);
+    let team = team_named(&home, "t", &refs);
     let homes: Vec<(tempfile::TempDir, RooHome)> = (0..8).map(|_| home_at(&url)).collect();
     for round in 0..30 {
         let task = team
@@ -151,7 +115,7 @@ fn a_damaged_row_is_quarantined_by_the_next_change_and_its_good_records_kept() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_dir, home) = home_at(&url);
-    let team = team_of(&home, &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     let list = team.tasks();
     for subject in ["one", "two"] {
         list.create(NewTask {
@@ -204,7 +168,7 @@ fn newer_documents_and_newer_schemas_are_refused_untouched() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_dir, home) = home_at(&url);
-    let team = team_of(&home, &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     psql(
         &url,
         "UPDATE roo_doc SET doc = '{\"version\": \"2.0\", \"reshaped\": true}' \
@@ -242,7 +206,7 @@ fn only_committed_changes_notify_the_teams_channel() {
     let (_dir, home) = home_at(&url);
     // Channels are the database's, not the schema's: a team name no other test uses.
     let t = format!("notify-{}", std::process::id());
-    let team = named_team(&home, &t, &["alice"]);
+    let team = team_named(&home, &t, &["alice"]);
     let key = format!("teams/{t}/config.json");
     let channel = roo_store::channel_of(&key);
     // A listener in its own session: psql LISTENs, waits, then prints what arrived.
@@ -286,7 +250,7 @@ fn an_inbox_watcher_wakes_on_another_connections_send() {
     let url = fresh_schema_url(&dsn);
     let (_dir, home) = home_at(&url);
     let t = format!("watch-{}", std::process::id());
-    let team = named_team(&home, &t, &["alice"]);
+    let team = team_named(&home, &t, &["alice"]);
     let mut watcher = team
         .mailbox()
         .watcher(&name("alice"))

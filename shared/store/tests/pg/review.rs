@@ -1,64 +1,11 @@
 //! Hostile review of the PostgreSQL binding (63df0a67): each test states a rule of
 //! docs/PROTOCOL.md that the binding breaks. A second session of our own (`Raw`) stands
 //! in for another participant's transaction, to line up races deterministically.
-use std::process::Command;
 use std::time::Duration;
 
-use roo_store::{Error, Member, NewTask, Outgoing, PgStore, ReadFilter, RooHome, Team};
+use roo_store::{Error, Member, NewTask, Outgoing, PgStore, ReadFilter, Team};
 
-use super::common::{dsn, fresh_schema_url, name};
-
-fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args([url, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
-        .output()
-        .expect("run psql");
-    assert!(
-        out.status.success(),
-        "psql {sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-fn home_at(url: &str) -> (tempfile::TempDir, RooHome) {
-    let dir = tempfile::tempdir().unwrap();
-    let home = RooHome::new(dir.path().join("home")).with_store(PgStore::connect(url).unwrap());
-    (dir, home)
-}
-
-fn make_team(home: &RooHome, members: &[&str]) -> Team {
-    let t = name("t");
-    Team::create(
-        home,
-        t.clone(),
-        "review",
-        Member::new(name("lead"), &t),
-        members.iter().map(|m| Member::new(name(m), &t)).collect(),
-    )
-    .unwrap()
-}
-
-/// Another participant's session, for holding row locks and uncommitted rows.
-struct Raw {
-    rt: tokio::runtime::Runtime,
-    client: tokio_postgres::Client,
-}
-
-impl Raw {
-    fn connect(url: &str) -> Raw {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let (client, connection) = rt
-            .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
-            .unwrap();
-        rt.spawn(connection);
-        Raw { rt, client }
-    }
-
-    fn exec(&self, sql: &str) {
-        self.rt.block_on(self.client.batch_execute(sql)).unwrap();
-    }
-}
+use super::common::{Raw, dsn, fresh_schema_url, home_at, name, psql, team_named};
 
 fn pause() {
     std::thread::sleep(Duration::from_millis(400));
@@ -83,7 +30,7 @@ fn a_team_delete_that_fails_leaves_the_team_whole() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    let team = make_team(&home, &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     team.mailbox()
         .send(&name("lead"), "alice", Outgoing::text("hi", "hi"))
         .unwrap();
@@ -114,7 +61,7 @@ fn a_team_create_queued_behind_a_team_delete_is_not_reported_done_for_nothing() 
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    make_team(&home, &["alice"]);
+    team_named(&home, "t", &["alice"]);
     let (_d2, other) = home_at(&url);
     // Hold the config so the deleter and the creator queue in that order.
     let raw = Raw::connect(&url);
@@ -156,7 +103,7 @@ fn a_task_created_behind_a_quarantine_of_its_list_is_stored() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    make_team(&home, &["alice"]);
+    team_named(&home, "t", &["alice"]);
     let (_d2, other) = home_at(&url);
     psql(
         &url,
@@ -207,7 +154,7 @@ fn deleting_a_team_refuses_a_config_of_a_newer_major_version() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    let team = make_team(&home, &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     psql(
         &url,
         "UPDATE roo_doc SET doc = jsonb_set(doc::jsonb, '{version}', '\"2.0\"')::json \
@@ -231,7 +178,7 @@ fn a_send_racing_a_team_delete_leaves_nothing_for_a_new_team_of_that_name() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    let team = make_team(&home, &["alice", "bob"]);
+    let team = team_named(&home, "t", &["alice", "bob"]);
     let (_d2, other) = home_at(&url);
     // Another sender is creating bob's inbox right now (not committed yet).
     let raw = Raw::connect(&url);
@@ -300,7 +247,7 @@ fn the_store_works_again_after_its_connection_was_lost() {
     let url = fresh_schema_url(&dsn);
     let app = format!("roo_review_{}", std::process::id());
     let (_d, home) = home_at(&format!("{url}&application_name={app}"));
-    let team = make_team(&home, &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     psql(
         &url,
         &format!(
@@ -323,7 +270,7 @@ fn a_new_team_does_not_inherit_the_quarantine_of_a_deleted_one() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    let team = make_team(&home, &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     let list = team.tasks();
     for subject in ["one", "two"] {
         list.create(NewTask {
@@ -349,7 +296,7 @@ fn a_new_team_does_not_inherit_the_quarantine_of_a_deleted_one() {
         1
     );
     team.delete(true).unwrap();
-    make_team(&home, &["alice"]);
+    team_named(&home, "t", &["alice"]);
     let inherited = roo_store::quarantine::quarantined(&home, &name("t")).unwrap();
     assert!(inherited.is_empty(), "{inherited:?}");
 }
@@ -364,7 +311,7 @@ fn a_role_with_row_privileges_can_use_an_existing_store() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    make_team(&home, &["alice"]);
+    team_named(&home, "t", &["alice"]);
     let schema = psql(&url, "SELECT current_schema()");
     let role = format!("roo_app_{}", std::process::id());
     psql(

@@ -2,70 +2,17 @@
 //! a rule of docs/PROTOCOL.md (or the file store's documented behaviour) that the binding
 //! or `ROO_STORE` breaks. The first three need no server; the others skip without
 //! `ROO_TEST_PG_DSN`, except the file twins, which show the rule on files.
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use roo_store::{Error, Member, NewTask, PgStore, RooHome, StoreChoice, TaskId, Team};
 
-use super::common::{dsn, fresh_schema_url, name};
-
-fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args([url, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
-        .output()
-        .expect("run psql");
-    assert!(
-        out.status.success(),
-        "psql {sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-fn home_at(url: &str) -> (tempfile::TempDir, RooHome) {
-    let dir = tempfile::tempdir().unwrap();
-    let home = RooHome::new(dir.path().join("home")).with_store(PgStore::connect(url).unwrap());
-    (dir, home)
-}
-
-fn make_team(home: &RooHome, team: &str, members: &[&str]) -> Team {
-    let t = name(team);
-    Team::create(
-        home,
-        t.clone(),
-        "review2",
-        Member::new(name("lead"), &t),
-        members.iter().map(|m| Member::new(name(m), &t)).collect(),
-    )
-    .unwrap()
-}
+use super::common::{Raw, dsn, fresh_schema_url, home_at, name, psql, team_named};
 
 fn new(subject: &str) -> NewTask {
     NewTask {
         subject: subject.into(),
         ..Default::default()
-    }
-}
-
-/// Another participant's session, for holding row locks.
-struct Raw {
-    rt: tokio::runtime::Runtime,
-    client: tokio_postgres::Client,
-}
-
-impl Raw {
-    fn connect(url: &str) -> Raw {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let (client, connection) = rt
-            .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
-            .unwrap();
-        rt.spawn(connection);
-        Raw { rt, client }
-    }
-
-    fn exec(&self, sql: &str) {
-        self.rt.block_on(self.client.batch_execute(sql)).unwrap();
     }
 }
 
@@ -143,7 +90,7 @@ fn a_change_behind_a_held_row_lock_fails_with_a_timeout_like_a_file_lock() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    let team = make_team(&home, "t", &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     let raw = Raw::connect(&url);
     raw.exec("BEGIN; SELECT 1 FROM roo_doc WHERE key = 'teams/t/config.json' FOR UPDATE");
     let (tx, rx) = mpsc::channel();
@@ -181,7 +128,7 @@ fn a_watcher_stops_promptly_while_another_thread_waits_for_a_row_lock() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    let team = make_team(&home, "t", &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     let mut watcher = team.mailbox().watcher(&name("alice")).unwrap();
     let waker = watcher.waker();
     let raw = Raw::connect(&url);
@@ -227,7 +174,7 @@ fn damaged_records_are_quarantined_even_when_the_change_then_fails() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    let team = make_team(&home, "t", &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     let list = team.tasks();
     list.create(new("one")).unwrap();
     list.create(new("two")).unwrap();
@@ -259,7 +206,7 @@ fn damaged_records_are_quarantined_even_when_the_change_then_fails() {
 fn damaged_records_are_quarantined_even_when_the_change_then_fails_on_files() {
     let dir = tempfile::tempdir().unwrap();
     let home = RooHome::new(dir.path());
-    let team = make_team(&home, "t", &["alice"]);
+    let team = team_named(&home, "t", &["alice"]);
     let list = team.tasks();
     list.create(new("one")).unwrap();
     list.create(new("two")).unwrap();
@@ -291,7 +238,7 @@ fn a_team_can_be_created_over_an_unreadable_task_list_as_on_files() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
     let (_d, home) = home_at(&url);
-    make_team(&home, "other", &[]); // the schema exists
+    team_named(&home, "other", &[]); // the schema exists
     psql(
         &url,
         "INSERT INTO roo_doc (key, doc) VALUES ('tasks/t/tasks.json', \
