@@ -550,6 +550,14 @@ fn a_headless_lead_answers_teammates_requests_by_its_own_policy_and_never_leaves
             .args(args)
             .run()
             .assert_ok();
+        // A teammate asks one question at a time: a newer one withdraws the one still
+        // being decided (lead::answer_requests), so alice waits for each answer.
+        wait_until(
+            &format!("the lead's answer to {id}"),
+            Duration::from_secs(20),
+            || answer(&inbox(&home, "alice"), id).map(|_| ()),
+            || format!("{:#?}", inbox(&home, "alice")),
+        );
     };
     // A read inside the project: the lead's default mode runs reads without asking.
     ask(
