@@ -705,14 +705,36 @@ pub async fn wait_for_team(
         if let Err(e) = binding.router.poll().await {
             tracing::warn!(error = %e, "failed to read the lead's inbox");
         }
-        if binding.router.has_conversation() {
-            return TeamWait::Input;
-        }
         // The monitor declares a death and then tells the lead's inbox, and publishes its
         // status only after both: settling also needs its view, so a death declared a
         // moment ago is not settled on before its message is in the inbox.
         let monitor_settled =
             !monitor_open || status.borrow().as_ref().is_some_and(TeamStatus::settled);
+        // Past the deadline a busy team ends the wait, whatever its messages: the timeout
+        // is for the whole wait, so a team that keeps writing cannot keep the lead past
+        // it (the messages are still there to read). A settled team's last messages still
+        // get their turn.
+        if tokio::time::Instant::now() >= deadline {
+            let monitor_busy = || -> Vec<Name> {
+                status
+                    .borrow()
+                    .as_ref()
+                    .map(TeamStatus::busy)
+                    .unwrap_or_default()
+            };
+            let still_busy = match &settled {
+                Err(busy) if busy.is_empty() => Some(monitor_busy()),
+                Err(busy) => Some(busy.clone()),
+                Ok(()) if !monitor_settled => Some(monitor_busy()).filter(|b| !b.is_empty()),
+                Ok(()) => None,
+            };
+            if let Some(busy) = still_busy {
+                return TeamWait::TimedOut { busy };
+            }
+        }
+        if binding.router.has_conversation() {
+            return TeamWait::Input;
+        }
         let busy = match settled {
             Ok(()) if monitor_settled => return TeamWait::Settled,
             Ok(()) => Vec::new(),
@@ -1103,8 +1125,24 @@ mod tests {
             wait_for_team(&slot, &mut status, soon()).await,
             TeamWait::Input
         );
+        // Past the deadline a busy team ends the wait even with a message waiting (a
+        // chatty team cannot keep the lead past `--team-timeout`; CI flake of the demo
+        // with `--timeout 0`).
+        assert_eq!(
+            wait_for_team(&slot, &mut status, tokio::time::Instant::now()).await,
+            TeamWait::TimedOut {
+                busy: vec![name("alice")]
+            }
+        );
         slot.get().unwrap().router.take_conversation();
         team.set_active("alice", false).unwrap();
+        // A settled team's last message still gets its turn past the deadline.
+        send(&team, "the last report");
+        assert_eq!(
+            wait_for_team(&slot, &mut status, tokio::time::Instant::now()).await,
+            TeamWait::Input
+        );
+        slot.get().unwrap().router.take_conversation();
         // What the router has handed out (to the delivery hook) no longer holds the
         // lead: with alice idle, the team is settled.
         assert_eq!(
