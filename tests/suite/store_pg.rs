@@ -1,6 +1,6 @@
 //! The CLIs on the PostgreSQL store (`ROO_STORE=postgresql://…`), against the throwaway
 //! server of `ROO_TEST_PG_DSN` (scripts/test starts one); without it, each test says so
-//! and passes. The team runtime refuses that store for now, loudly.
+//! and passes. The team runtime on it: `team_pg.rs`.
 
 use roo_tests::TempHome;
 use roo_tests::pg::{psql, store_url};
@@ -115,10 +115,11 @@ fn an_unreachable_or_unknown_store_is_a_loud_error_and_never_files() {
     assert!(out.stderr().contains("ROO_STORE"), "{}", out.stderr());
 }
 
-/// roo-lead and roo-worker do not run on the PostgreSQL store yet: they say so and stop
-/// (exit 2) rather than quietly using files while the CLIs use the database.
+/// roo-lead and roo-worker run on the store `ROO_STORE` names, never quietly on files: an
+/// unreachable server stops them at start (exit 3, naming it, never its password), and a
+/// team that exists only in files is not found there.
 #[test]
-fn the_team_runtime_refuses_a_postgresql_store_rather_than_ignoring_it() {
+fn the_team_runtime_uses_the_postgresql_store_and_never_falls_back_to_files() {
     let env = TempHome::new();
     for (bin, args) in [
         ("roo-lead", vec!["-p", "hi"]),
@@ -126,18 +127,30 @@ fn the_team_runtime_refuses_a_postgresql_store_rather_than_ignoring_it() {
     ] {
         let out = env
             .cmd(bin)
-            .env("ROO_STORE", "postgresql://roo:s3cret@db.example/roo")
+            .env("ROO_STORE", "postgresql://roo:s3cret@127.0.0.1:1/roo")
             .args(args)
             .run();
-        assert_eq!(out.code(), 2, "{bin}: {}", out.stderr());
+        assert_eq!(out.code(), 3, "{bin}: {}", out.stderr());
         assert!(
-            out.stderr()
-                .contains("the PostgreSQL store, which roo-lead and roo-worker do not run on yet"),
+            out.stderr().contains("127.0.0.1:1/roo"),
             "{bin}: {}",
             out.stderr()
         );
         assert!(!out.stderr().contains("s3cret"), "{}", out.stderr());
     }
+    let Some(url) = store_url() else { return };
+    env.mail()
+        .env("ROO_STORE", "file")
+        .args(["team", "create", "--team", "t", "--lead", "lead"])
+        .run()
+        .assert_ok();
+    let out = env
+        .cmd("roo-worker")
+        .env("ROO_STORE", &url)
+        .args(["--team", "t", "--name", "alice"])
+        .run();
+    assert_eq!(out.code(), 2, "{}", out.stderr());
+    assert!(out.stderr().contains("does not exist"), "{}", out.stderr());
 }
 
 /// Eight `roo-task claim` processes race for one task, 100 rounds: exactly one wins each
@@ -285,10 +298,10 @@ fn doctor_reports_a_quarantine_it_cannot_read_instead_of_none() {
 }
 
 /// `store:` in the user's own config (`$ROO_HOME/config.yaml`) selects the store when
-/// `ROO_STORE` is unset: the CLIs use it, the team runtime refuses it like `ROO_STORE`
-/// (never files behind the CLIs' back), and `ROO_STORE=file` overrides it.
+/// `ROO_STORE` is unset: the CLIs and the team runtime use it (never files behind the
+/// CLIs' back), and `ROO_STORE=file` overrides it.
 #[test]
-fn store_in_the_user_config_selects_the_store_and_the_runtime_refuses_it_too() {
+fn store_in_the_user_config_selects_the_store_for_the_clis_and_the_runtime() {
     let Some(url) = store_url() else { return };
     let env = TempHome::new();
     std::fs::write(
@@ -314,17 +327,23 @@ fn store_in_the_user_config_selects_the_store_and_the_runtime_refuses_it_too() {
         .args(["team", "show", "--team", "t"])
         .run()
         .assert_code(2);
-    let lead = env
-        .cmd("roo-lead")
+    // A worker looks for its team in the store: one that exists only in files is not
+    // found, the store's is.
+    env.mail()
+        .env("ROO_STORE", "file")
+        .args(["team", "create", "--team", "filesonly", "--lead", "lead"])
+        .run()
+        .assert_ok();
+    let worker = env
+        .cmd("roo-worker")
         .env_remove("ROO_STORE")
-        .args(["-p", "hi"])
+        .args(["--team", "filesonly", "--name", "alice"])
         .run();
-    assert_eq!(lead.code(), 2, "{}", lead.stderr());
+    assert_eq!(worker.code(), 2, "{}", worker.stderr());
     assert!(
-        lead.stderr()
-            .contains("the PostgreSQL store, which roo-lead and roo-worker"),
+        worker.stderr().contains("does not exist"),
         "{}",
-        lead.stderr()
+        worker.stderr()
     );
     // A bad value is refused, naming the file, without its value.
     std::fs::write(

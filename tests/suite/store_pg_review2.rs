@@ -4,11 +4,10 @@
 use roo_tests::TempHome;
 use roo_tests::pg::{psql, test_dsn};
 
-/// README: "the password is never printed". roo-lead's refusal prints `ROO_STORE` as
-/// `redact` leaves it: a password given as `?password=` (libpq's and tokio-postgres's
-/// query parameter) is printed.
+/// README: "the password is never printed". roo-lead failing to reach the store must not
+/// print a password given as `?password=` (libpq's and tokio-postgres's query parameter).
 #[test]
-fn the_runtime_refusal_never_prints_a_password_from_the_query_string() {
+fn the_runtime_never_prints_a_password_from_the_query_string() {
     let env = TempHome::new();
     let out = env
         .cmd("roo-lead")
@@ -18,7 +17,12 @@ fn the_runtime_refusal_never_prints_a_password_from_the_query_string() {
         )
         .args(["-p", "hi"])
         .run();
-    assert_eq!(out.code(), 2, "{}", out.stderr());
+    assert_eq!(out.code(), 3, "{}", out.stderr());
+    assert!(
+        out.stderr().contains("db.example:5432/roo"),
+        "{}",
+        out.stderr()
+    );
     assert!(!out.stderr().contains("s3cret"), "{}", out.stderr());
 }
 

@@ -366,6 +366,7 @@ fn a_teammate_cannot_damage_the_users_refs_stash_index_hooks_or_config() {
         roo_home: world.path("roo"),
         temp_dirs: vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")],
         sockets: Vec::new(),
+        secrets: Vec::new(),
     };
     let (sandbox, _) =
         CommandSandbox::for_agent(&project, &SandboxSettings::default(), &env, bin("roo-lead"));

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use roo_agent::event::{AgentEvent, EventSink};
-use roo_store::{Name, ReadFilter, Team};
+use roo_store::{Name, ReadFilter, RooHome, Team};
 use roo_team::backend::detect::{
     Choice, DetectEnv, Detection, Mode as DetectMode, TmuxPlacement, detect,
 };
@@ -229,7 +229,7 @@ async fn play(
     style: Style,
     started: Instant,
 ) -> Result<Report, Failure> {
-    let mut built = setup::build_in(args, false, world.roo_home()).await?;
+    let mut built = setup::build_in(args, false, RooHome::new(world.roo_home())).await?;
     let (output, mut member_events) = TeammateOutput::channel();
     built.spawner.set_output(output);
     let (shown_tx, mut shown) = mpsc::unbounded_channel::<Shown>();

@@ -79,12 +79,13 @@ pub fn for_outcome(outcome: &Outcome) -> u8 {
 }
 
 /// The app error of a store failure met while setting up: a team that does not exist
-/// or a bad name is a usage error (2), anything else (I/O, locks, corrupt files) 3.
+/// a bad name or store setting is a usage error (2), anything else (I/O, locks, corrupt files) 3.
 pub fn store_error(error: roo_store::Error) -> AppError {
     let message = error.to_string();
     match error {
         roo_store::Error::TeamNotFound { .. }
         | roo_store::Error::InvalidName { .. }
+        | roo_store::Error::InvalidSetting { .. }
         | roo_store::Error::NoHome => AppError::Usage(message),
         _ => AppError::Io(message),
     }

@@ -213,16 +213,17 @@ pub fn teammate_backend(env: &DetectEnv) -> Result<TeammateBackend, AppError> {
 /// the team state back after a compaction), the monitor of teammates' states and the
 /// answerer of their requests (the terminal, or the lead's own policy in a `-p` run).
 pub async fn build(args: &LeadArgs, interactive: bool) -> Result<Built, AppError> {
-    build_in(args, interactive, roo_home()?).await
+    build_in(args, interactive, store_home()?).await
 }
 
-/// [`build`] with the state directory `roo_home` instead of `ROO_HOME` (`roo-lead demo`
-/// runs in a temporary one).
+/// [`build`] with the state directory and store `home` instead of `ROO_HOME`'s
+/// (`roo-lead demo` runs in a temporary one, on files).
 pub async fn build_in(
     args: &LeadArgs,
     interactive: bool,
-    roo_home: PathBuf,
+    home: RooHome,
 ) -> Result<Built, AppError> {
+    let roo_home = home.root().to_path_buf();
     let TeammateBackend {
         backend: teammate_mode,
         detection: teammate_detection,
@@ -297,7 +298,7 @@ pub async fn build_in(
         events: Some(team_sender.clone()),
         runtime: team_tasks.clone(),
         worktrees: Some(Git::new()),
-        ..LeadTools::new(RooHome::new(&settings.roo_home), lead_name.clone())
+        ..LeadTools::new(home.clone(), lead_name.clone())
     };
     // A team's tools wait for the team: TeamCreate alone is sent until one is bound.
     let (deferred, now): (Vec<_>, Vec<_>) = lead_tools(&team_tools, lead)
@@ -353,7 +354,6 @@ pub async fn build_in(
     let mut rejoined = Vec::new();
     if let Some(team) = &args.team {
         let team = Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
-        let home = RooHome::new(&built.roo_home);
         let binding = roo_team::join_as_lead(
             &slot,
             &home,
@@ -376,7 +376,6 @@ pub async fn build_in(
         && let Some(team) = roo_team::lead::team_led_in(built.agent.messages())
     {
         // A resumed session that led a team leads it again (and adopts its teammates).
-        let home = RooHome::new(&built.roo_home);
         match roo_team::join_as_lead(
             &slot,
             &home,
@@ -443,22 +442,18 @@ pub fn app_error(error: BuildError) -> AppError {
     }
 }
 
-/// `ROO_HOME`, or `~/.roocode`. The team runtime keeps its documents in files only so
-/// far: a `ROO_STORE` naming PostgreSQL is refused here, loudly, rather than ignored
-/// (the CLIs already work on it).
-pub fn roo_home() -> Result<PathBuf, AppError> {
+/// `ROO_HOME` (or `~/.roocode`) on the store the user chose: files, or the PostgreSQL
+/// store `ROO_STORE` (sealed with the API keys at start) or `store:` in the user config
+/// names, connected here (unreachable: exit 3, naming the server; a bad value: exit 2).
+pub fn store_home() -> Result<RooHome, AppError> {
     let root = roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))?;
-    match roo_store::StoreChoice::resolve(&root).map_err(|e| AppError::Usage(e.to_string()))? {
-        roo_store::StoreChoice::File => {}
-        roo_store::StoreChoice::Postgres { shown, .. } => {
-            return Err(AppError::Usage(format!(
-                "the store is {shown} (ROO_STORE or `store:` in the user config), the \
-                 PostgreSQL store, which roo-lead and roo-worker do not run on yet (roo-mail \
-                 and roo-task do); set ROO_STORE=file or remove `store:`"
-            )));
-        }
-    }
-    Ok(root)
+    let lookup = |name: &str| roo_agent::sandbox::secret_env(name);
+    RooHome::open(root, &lookup).map_err(crate::exit::store_error)
+}
+
+/// `ROO_HOME`, or `~/.roocode`, for what needs only its directory (the config files).
+pub fn roo_home() -> Result<PathBuf, AppError> {
+    roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::PermissionMode;
-use roo_store::{Error as StoreError, Name, RooHome, Team};
+use roo_store::{Error as StoreError, Name, Team};
 use roo_team::backend::worker_launch::WorkerLaunch;
 use roo_team::teammate::{self, TeammateError, TeammateExit, TeammateSpec};
 use roo_team::{
@@ -182,7 +182,8 @@ pub fn main() -> ExitCode {
 /// Joins the team, runs the teammate loop until the lead shuts it down (exit 0) or a
 /// signal (SIGINT, SIGTERM) ends it (exit 1, after marking it idle).
 async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
-    let roo_home = crate::setup::roo_home()?;
+    let home = crate::setup::store_home()?;
+    let roo_home = home.root().to_path_buf();
     // Before joining: a worker that cannot start must not appear in the roster.
     if let Some(dir) = &args.launch.cwd
         && !dir.is_dir()
@@ -195,7 +196,7 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
     let team_name = Name::parse_as("team name", &args.launch.team)
         .map_err(|e| AppError::Usage(e.to_string()))?;
     let (team, lead) = {
-        let home = RooHome::new(&roo_home);
+        let home = home.clone();
         let name = team_name.clone();
         tokio::task::spawn_blocking(move || {
             let team = Team::open(&home, name)?;
@@ -327,6 +328,8 @@ fn teammate_error(error: TeammateError) -> AppError {
 
 #[cfg(test)]
 mod tests {
+    use roo_store::RooHome;
+
     use super::*;
 
     /// A refused join exits as `roo-mail team join` does (1), an unknown team 2.

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::lock::LockPolicy;
 use crate::name::Name;
 use crate::pg::PgStore;
+use crate::pgpass::EnvLookup;
 
 /// Environment variable naming the home directory.
 pub const ROO_HOME_ENV: &str = "ROO_HOME";
@@ -46,8 +47,16 @@ impl StoreChoice {
     /// project's — else files. A user config that cannot be read is an error (it may
     /// name the store: guessing files could split the team).
     pub fn resolve(root: &Path) -> Result<StoreChoice> {
-        if std::env::var_os(ROO_STORE_ENV).is_some() {
-            return StoreChoice::from_env();
+        // A value that is not UTF-8 is refused, not taken as unset.
+        StoreChoice::from_env()?;
+        StoreChoice::resolve_in(root, &crate::pgpass::process_env)
+    }
+
+    /// [`StoreChoice::resolve`] with `ROO_STORE` looked up by `env` (an agent keeps it
+    /// among the secrets it took out of its environment block).
+    pub fn resolve_in(root: &Path, env: EnvLookup<'_>) -> Result<StoreChoice> {
+        if let Some(value) = env(ROO_STORE_ENV) {
+            return StoreChoice::parse(&value);
         }
         let path = root.join("config.yaml");
         // The user's own file, read as the agent's config loader reads it (a symbolic
@@ -123,6 +132,28 @@ impl StoreChoice {
     }
 }
 
+impl StoreChoice {
+    /// The directory of the server's UNIX socket when the store is reached through one
+    /// (a URL whose host is a path): what the command sandbox must hide, as a process
+    /// that can reach the socket may reach the store without the agent.
+    pub fn socket_dirs(&self) -> Vec<PathBuf> {
+        let StoreChoice::Postgres { url, .. } = self else {
+            return Vec::new();
+        };
+        let Ok(config) = url.parse::<tokio_postgres::Config>() else {
+            return Vec::new();
+        };
+        config
+            .get_hosts()
+            .iter()
+            .filter_map(|host| match host {
+                tokio_postgres::config::Host::Unix(dir) => Some(dir.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// Environment variable that selects the lock mode: `protocol` disables the queue layer
 /// (see [`LockPolicy::protocol`]); anything else, or unset, uses [`LockPolicy::default`].
 pub const ROO_LOCK_MODE_ENV: &str = "ROO_LOCK_MODE";
@@ -154,10 +185,18 @@ impl RooHome {
     /// the user's config, a PostgreSQL store ([`StoreChoice::resolve`]; connected here:
     /// an unreachable one is an [`Error::Engine`]).
     pub fn from_env() -> Result<RooHome> {
-        let root = root_from_env()?;
+        StoreChoice::from_env()?;
+        RooHome::open(root_from_env()?, &crate::pgpass::process_env)
+    }
+
+    /// The home at `root` on the store `env` selects (`ROO_STORE`, else `store:` in the
+    /// user's config; its password, if the URL has none, from `PGPASSWORD` or the
+    /// password file as `env` names them): connected here, so an unreachable server is an
+    /// [`Error::Engine`] at once. `$ROO_LOCK_MODE` is read from the process environment.
+    pub fn open(root: PathBuf, env: EnvLookup<'_>) -> Result<RooHome> {
         let mut home = RooHome::new(root);
-        if let StoreChoice::Postgres { url, .. } = StoreChoice::resolve(&home.root)? {
-            home = home.with_store(PgStore::connect(&url)?);
+        if let StoreChoice::Postgres { url, .. } = StoreChoice::resolve_in(&home.root, env)? {
+            home = home.with_store(PgStore::connect_with(&url, env)?);
         }
         if std::env::var(ROO_LOCK_MODE_ENV).is_ok_and(|m| m == "protocol") {
             home.lock_policy = LockPolicy::protocol();
@@ -360,6 +399,17 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_reached_through_a_socket_names_its_directory_for_the_sandbox() {
+        let choice = StoreChoice::parse("postgresql://roo@%2Fvar%2Frun%2Fpostgresql/roo").unwrap();
+        assert_eq!(choice.socket_dirs(), [PathBuf::from("/var/run/postgresql")]);
+        let choice = StoreChoice::parse("postgresql://roo@localhost/roo?host=/srv/pg").unwrap();
+        assert_eq!(choice.socket_dirs(), [PathBuf::from("/srv/pg")]);
+        let tcp = StoreChoice::parse("postgresql://roo@db.example:5432/roo").unwrap();
+        assert!(tcp.socket_dirs().is_empty());
+        assert!(StoreChoice::File.socket_dirs().is_empty());
+    }
 
     #[test]
     fn paths_follow_the_layout() {

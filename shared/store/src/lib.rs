@@ -45,6 +45,7 @@ mod membership;
 mod message;
 mod name;
 mod pg;
+pub mod pgpass;
 pub mod quarantine;
 pub mod relay;
 mod task;

@@ -45,7 +45,15 @@ impl Team {
         fsio::read_regular(&self.transcript_path(member), "read transcript")
     }
 
-    fn open_member_file(&self, path: PathBuf, action: &'static str) -> Result<File> {
+    /// Creates the directory of `path`, one of this team's local files (the lead's key,
+    /// a transcript, a log), 0700, for a team that exists: on the PostgreSQL store the
+    /// team's directory under `ROO_HOME` holds only such files, and exists only once
+    /// one is written. Refuses a symbolic link in its place.
+    pub fn prepare_local_file(&self, path: &std::path::Path) -> Result<()> {
+        self.prepare_member_file(path, "create directory")
+    }
+
+    fn prepare_member_file(&self, path: &std::path::Path, action: &'static str) -> Result<()> {
         let config = self.config_path();
         if !self.home().doc_exists(&config)? {
             return Err(self.not_found(&config));
@@ -62,6 +70,12 @@ impl Team {
                 });
             }
         }
+        Ok(())
+    }
+
+    fn open_member_file(&self, path: PathBuf, action: &'static str) -> Result<File> {
+        let config = self.config_path();
+        self.prepare_member_file(&path, action)?;
         let mut options = OpenOptions::new();
         options.append(true).create(true).mode(0o600);
         match fsio::open_regular(&path, &mut options, action)? {

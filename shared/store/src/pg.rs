@@ -344,9 +344,15 @@ pub(crate) enum PgChange<R> {
 }
 
 impl PgStore {
-    /// Connects to the store at `url` (`postgresql://…`; credentials from the URL,
-    /// `PGPASSFILE`-style files are not read here) and creates or checks the schema.
+    /// Connects to the store at `url` (`postgresql://…`; the password from the URL, else
+    /// `PGPASSWORD`, else the password file: see [`crate::pgpass`]) and creates or checks
+    /// the schema.
     pub fn connect(url: &str) -> Result<PgStore> {
+        PgStore::connect_with(url, &crate::pgpass::process_env)
+    }
+
+    /// [`PgStore::connect`] with the password variables looked up by `env`.
+    pub fn connect_with(url: &str, env: crate::pgpass::EnvLookup<'_>) -> Result<PgStore> {
         let shown = shown_url(url).map_err(|reason| Error::InvalidSetting {
             name: crate::home::ROO_STORE_ENV,
             reason,
@@ -357,6 +363,7 @@ impl PgStore {
         })?;
         let target = describe(&config);
         let mut config = config;
+        crate::pgpass::fill_password(&mut config, env);
         // Death of a peer across a cut link is seen in seconds, not hours (issue 21).
         config
             .connect_timeout(Duration::from_secs(10))

@@ -415,6 +415,11 @@ impl Team {
         self.home.team_config(&self.name)
     }
 
+    /// Whether the team still exists (its config is there, as a file or a row).
+    pub fn exists(&self) -> Result<bool> {
+        self.home.doc_exists(&self.config_path())
+    }
+
     /// Reads the config (no lock needed: writes are atomic renames).
     pub fn config(&self) -> Result<TeamConfig> {
         let path = self.config_path();
@@ -547,7 +552,9 @@ impl Team {
     pub fn delete(&self, force: bool) -> Result<()> {
         let path = self.config_path();
         if let Some(pg) = self.home.pg() {
-            return self.delete_rows(pg, &path, force);
+            self.delete_rows(pg, &path, force)?;
+            // This host's own files of the team (the lead's key, transcripts, logs).
+            return self.remove_local_dirs();
         }
         let lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
         let config =
@@ -566,7 +573,12 @@ impl Team {
                 active,
             });
         }
-        // Rename first so concurrent operations see the team gone at once, then remove.
+        self.remove_local_dirs()
+    }
+
+    /// Removes the team's directories under `ROO_HOME`: renamed first, so concurrent
+    /// operations see the team gone at once, then removed.
+    fn remove_local_dirs(&self) -> Result<()> {
         let stamp = Timestamp::now().unix_ms();
         for dir in [
             self.home.team_dir(&self.name),

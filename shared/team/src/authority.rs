@@ -179,6 +179,7 @@ impl LeadKey {
                 let document = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new())
                     .map_err(|_| AuthorityError::Random)?;
                 let key = LeadKey::from_pkcs8(document.as_ref()).ok_or(AuthorityError::Random)?;
+                team.prepare_local_file(&path)?;
                 roo_store::replace_file(&path, document.as_ref())?;
                 key
             }

@@ -36,6 +36,13 @@ impl RelayEnv {
         if let Some(source) = &self.source {
             vars.extend(source.vars());
         }
+        // The agent's store, which its commands never see (sealed with the API keys):
+        // the CLI run for them must reach the same store as the agent.
+        for name in [roo_store::ROO_STORE_ENV, "PGPASSWORD"] {
+            if let Some(value) = roo_agent::sandbox::secret_env(name) {
+                vars.push((name.to_string(), value));
+            }
+        }
         vars
     }
 }

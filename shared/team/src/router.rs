@@ -793,7 +793,9 @@ impl InboxRouter {
             // The team was deleted (TeamDelete, `roo-mail team delete`) under a router still
             // running: nothing is left to read, and a read that failed half-way through the
             // deletion is not worth reporting.
-            if !self.inner.mailbox.team().config_path().exists() {
+            let team = self.inner.mailbox.team().clone();
+            // A store that cannot answer is not a deleted team.
+            if !blocking(move || team.exists().unwrap_or(true)).await? {
                 tracing::info!(member = %self.inner.me, "the team is gone; the inbox router stops");
                 return Ok(());
             }

@@ -99,6 +99,9 @@ pub struct PolicyEnv {
     /// hold keys: tmux and screen servers, the D-Bus buses, Docker, the SSH agent,
     /// the user's runtime dir (`$XDG_RUNTIME_DIR`, GPG's agent).
     pub sockets: Vec<PathBuf>,
+    /// Further secrets to deny reading: the team store's password file when
+    /// `PGPASSFILE` names one (`~/.pgpass` is among the defaults).
+    pub secrets: Vec<PathBuf>,
 }
 
 impl PolicyEnv {
@@ -118,11 +121,20 @@ impl PolicyEnv {
             ssh_auth_sock: var("SSH_AUTH_SOCK").map(PathBuf::from),
             screendir: var("SCREENDIR").map(PathBuf::from),
         });
+        // A team store reached through a UNIX socket: a command that reaches the socket
+        // could write the team's state without the agent (its URL is a sealed secret).
+        let mut sockets = sockets;
+        let lookup = |name: &str| secret_env(name);
+        if let Ok(store) = roo_store::StoreChoice::resolve_in(roo_home, &lookup) {
+            sockets.extend(store.socket_dirs());
+        }
+        let secrets = var("PGPASSFILE").map(PathBuf::from).into_iter().collect();
         Self {
             home,
             roo_home: roo_home.to_path_buf(),
             temp_dirs,
             sockets,
+            secrets,
         }
     }
 }
@@ -261,6 +273,7 @@ impl SandboxPolicy {
         write.extend(settings.allow_write.iter().cloned());
         let mut deny_read = default_deny_read(env.home.as_deref(), &env.roo_home);
         deny_read.extend(settings.deny_read.iter().cloned());
+        deny_read.extend(env.secrets.iter().cloned());
         // The agent's own state: the team's config, inboxes, task lists, locks and
         // transcripts (the CLIs reach them through the agent's relay), pane
         // workers' credentials in flight, every project's session transcripts.

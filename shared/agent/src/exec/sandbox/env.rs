@@ -1,14 +1,20 @@
 //! Provider API keys are not for the commands the model runs.
 //!
 //! A command sees the agent's environment minus every variable that looks like
-//! an API key (`*_API_KEY`, `*_APIKEY`, `ANTHROPIC_AUTH_TOKEN`) or whose value
-//! is the key the agent itself uses, except those the user passes through with
-//! `sandbox: {pass_env: [...]}` in the user config.
+//! an API key (`*_API_KEY`, `*_APIKEY`, `ANTHROPIC_AUTH_TOKEN`), the team store's
+//! credentials (`ROO_STORE`, whose URL may hold a password, and `PGPASSWORD`) and
+//! any variable whose value is the key the agent itself uses, except those the user
+//! passes through with `sandbox: {pass_env: [...]}` in the user config.
 
-/// Whether `name` looks like an API key variable.
+/// Whether `name` looks like an API key variable or holds the team store's
+/// credentials (a command that had them could rewrite the team's state directly).
 pub fn is_secret_env_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    upper.ends_with("_API_KEY") || upper.ends_with("_APIKEY") || upper == "ANTHROPIC_AUTH_TOKEN"
+    upper.ends_with("_API_KEY")
+        || upper.ends_with("_APIKEY")
+        || upper == "ANTHROPIC_AUTH_TOKEN"
+        || upper == "ROO_STORE"
+        || upper == "PGPASSWORD"
 }
 
 /// Names of the variables in `vars` to remove from commands' environment:

@@ -136,6 +136,7 @@ fn policy_env() -> PolicyEnv {
         roo_home: PathBuf::from("/home/u/.roocode"),
         temp_dirs: vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")],
         sockets: vec![PathBuf::from("/tmp/tmux-1000")],
+        secrets: Vec::new(),
     }
 }
 
