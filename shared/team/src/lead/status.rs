@@ -98,7 +98,7 @@ fn teammates(config: &TeamConfig) -> impl Iterator<Item = &Member> {
         .filter(|m| !config.is_lead(m.name.as_str()))
 }
 
-/// `/team`: every member with its observed state, backend and worktree.
+/// `/team`: every member with its observed state, backend, host and worktree.
 pub fn members_table(config: &TeamConfig) -> String {
     let mut out = format!("team {}", config.name);
     if !config.description.trim().is_empty() {
@@ -118,6 +118,9 @@ pub fn members_table(config: &TeamConfig) -> String {
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
             let _ = write!(out, "  {backend}");
+        }
+        if let Some(host) = &m.host {
+            let _ = write!(out, "  on host {}", one_line(host, 64));
         }
         if let Some(pid) = m.pid {
             let _ = write!(out, "  pid {pid}");

@@ -272,6 +272,18 @@ impl LeadRepo {
             }
             let branch = branch_name(team, &member);
             let path = self.worktree_path(team, &member);
+            // A teammate on another host: its latest commits first (its clone there stays).
+            if self.remotes().contains_key(&member)
+                && let Err(e) = self.fetch_member(team, &member)
+            {
+                report.kept.push(Kept {
+                    member,
+                    path,
+                    branch,
+                    why: KeptWhy::NotFetched(e.to_string()),
+                });
+                continue;
+            }
             let changes = self.changes(None, full_ref)?;
             if changes.is_empty() {
                 let branch_deleted = self.delete_branch(&branch)?;

@@ -217,6 +217,7 @@ fn request(lead: &Lead, who: &str, prompt: &str) -> SpawnRequest {
         permission_mode: None,
         cwd: lead.cwd.path().to_path_buf(),
         launcher: roo_agent::exec::Launcher::default(),
+        host: None,
     }
 }
 
