@@ -656,18 +656,19 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn the_remote_worker_gets_the_pane_flags_its_host_and_no_secret() {
-        let host = HostConfig {
+    fn host() -> HostConfig {
+        HostConfig {
             name: Name::parse("b").unwrap(),
             ssh: "alice@b".into(),
             repo: PathBuf::from("/srv/app"),
             roo_worker: "/opt/roo/roo-worker".into(),
             ssh_config: None,
             tmux_socket: Some(Name::parse("roo").unwrap()),
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let home = roo_store::RooHome::new(dir.path());
+        }
+    }
+
+    fn launch(dir: &std::path::Path) -> Launch {
+        let home = roo_store::RooHome::new(dir);
         let t = Name::parse("crew").unwrap();
         let team = Team::create(
             &home,
@@ -683,10 +684,10 @@ mod tests {
                 t.clone(),
                 Name::parse("lead").unwrap(),
             ),
-            dir.path().to_path_buf(),
+            dir.to_path_buf(),
         );
         settings.config_root = Some(PathBuf::from("/lead/repo"));
-        let launch = Launch {
+        Launch {
             team,
             name: Name::parse("alice").unwrap(),
             lead: Name::parse("lead").unwrap(),
@@ -700,7 +701,14 @@ mod tests {
             color: None,
             tools: Vec::new(),
             lead_key: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_remote_worker_gets_the_pane_flags_its_host_and_no_secret() {
+        let host = host();
+        let dir = tempfile::tempdir().unwrap();
+        let launch = launch(dir.path());
         let argv = remote_worker_argv(&host, &launch, "blue");
         assert_eq!(argv[0], "/opt/roo/roo-worker");
         assert!(argv.contains(&"--host=b".to_string()), "{argv:?}");
@@ -727,5 +735,64 @@ mod tests {
             assert!(!all.contains(secret), "{secret} on {all}");
         }
         assert!(all.contains("ROO_ENV_HANDOFF=/r/run/handoff/crew_alice-1.sock#00ff"));
+    }
+
+    /// The secrets reach the handoff server through ssh's stdin, never its argv: a fake
+    /// `ssh` records both.
+    #[tokio::test]
+    async fn the_environment_goes_to_ssh_stdin_and_never_on_its_command_line() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("record");
+        let fake = dir.path().join("ssh");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{r}.argv'\n\
+                 cat > '{r}.stdin'\necho '/r/run/handoff/crew_alice-1.sock#00ff'\n",
+                r = record.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let host = host();
+        let ssh = Ssh::new(&host).unwrap().with_program(&fake);
+        let executor = SshExecutor::with_ssh(host, ssh);
+        let launch = launch(dir.path());
+        let env: BTreeMap<String, String> = [
+            ("OPENAI_API_KEY", "sk-canary-5521"),
+            ("ROO_STORE", "postgresql://roo:pw-canary@db/roo"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let (handoff, value) = executor.offer_env(&launch, &env).await.unwrap();
+        drop(handoff);
+        assert_eq!(value, "/r/run/handoff/crew_alice-1.sock#00ff");
+        let argv = std::fs::read_to_string(format!("{}.argv", record.display())).unwrap();
+        let stdin = std::fs::read_to_string(format!("{}.stdin", record.display())).unwrap();
+        assert_eq!(
+            argv.lines().collect::<Vec<_>>(),
+            [
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "--",
+                "alice@b",
+                "'/opt/roo/roo-worker' '--serve-handoff' 'crew+alice'"
+            ]
+        );
+        for secret in ["sk-canary-5521", "pw-canary"] {
+            assert!(!argv.contains(secret), "{secret} on the command line");
+            assert!(stdin.contains(secret), "{secret} not handed over: {stdin}");
+        }
+        // A server that answers nothing usable is an error saying what to check.
+        std::fs::write(&fake, "#!/bin/sh\ncat > /dev/null\necho 'roo-worker: command not found' >&2\nexit 127\n").unwrap();
+        let err = executor.offer_env(&launch, &env).await.err().unwrap().to_string();
+        assert!(
+            err.contains("command not found") && err.contains("--serve-handoff"),
+            "{err}"
+        );
     }
 }
