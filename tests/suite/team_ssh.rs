@@ -202,8 +202,14 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
     );
     // Her branch came back over ssh and was merged with --no-ff: c.txt is in the
     // lead's tree, in a merge commit of two parents.
-    assert!(out.contains("merged roo/crew/alice with --no-ff"), "{context}");
-    assert_eq!(std::fs::read_to_string(project.join("c.txt")).unwrap(), "c\n");
+    assert!(
+        out.contains("merged roo/crew/alice with --no-ff"),
+        "{context}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("c.txt")).unwrap(),
+        "c\n"
+    );
     let parents = git(&project, &["log", "-1", "--format=%P"]);
     assert_eq!(parents.split_whitespace().count(), 2, "{parents}");
     // She ran in B's network namespace, and the roster she read (from the store, whose
@@ -223,11 +229,19 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
         out.contains("it is on host b (its branch was merged and is deleted here)"),
         "{context}"
     );
-    assert!(layout.remote().join(".roocode/worktrees/crew+alice/c.txt").is_file());
+    assert!(
+        layout
+            .remote()
+            .join(".roocode/worktrees/crew+alice/c.txt")
+            .is_file()
+    );
 
     // Nothing secret on any command line, on either host, during the whole run.
     assert!(rounds > 10, "the sampler ran");
-    assert!(key_hits.is_empty(), "the API key was on a command line: {key_hits:#?}");
+    assert!(
+        key_hits.is_empty(),
+        "the API key was on a command line: {key_hits:#?}"
+    );
     assert!(
         password_hits.is_empty(),
         "the store's password was on a command line: {password_hits:#?}"
@@ -241,7 +255,12 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
         .collect();
     assert!(left.is_empty(), "{left:#?}");
     let tmux = TestCommand::new("tmux").args(["-L", &socket, "ls"]).run();
-    assert_ne!(tmux.code(), 0, "the private tmux server still runs: {}", tmux.stdout());
+    assert_ne!(
+        tmux.code(),
+        0,
+        "the private tmux server still runs: {}",
+        tmux.stdout()
+    );
 }
 
 /// Whether `addr` is a local address in the `fib_trie` text (`/32 host LOCAL`).
@@ -299,15 +318,33 @@ fn a_host_is_refused_on_the_file_store_and_an_unknown_one_names_the_configured_h
     std::fs::create_dir_all(dir.join("project")).unwrap();
     std::fs::write(dir.join("project/a.txt"), "a\n").unwrap();
     git(&dir.join("project"), &["init", "-q"]);
-    git(&dir.join("project"), &["-c", "user.name=L", "-c", "user.email=l@x", "add", "a.txt"]);
     git(
         &dir.join("project"),
-        &["-c", "user.name=L", "-c", "user.email=l@x", "commit", "-qm", "init"],
+        &["-c", "user.name=L", "-c", "user.email=l@x", "add", "a.txt"],
+    );
+    git(
+        &dir.join("project"),
+        &[
+            "-c",
+            "user.name=L",
+            "-c",
+            "user.email=l@x",
+            "commit",
+            "-qm",
+            "init",
+        ],
     );
     // An `ssh` that records being run: it must never be.
     let fake = dir.join("bin/ssh");
     std::fs::create_dir_all(dir.join("bin")).unwrap();
-    std::fs::write(&fake, format!("#!/bin/sh\ntouch '{}'\nexit 255\n", dir.join("ssh-ran").display())).unwrap();
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexit 255\n",
+            dir.join("ssh-ran").display()
+        ),
+    )
+    .unwrap();
     set_mode(&fake, 0o755);
     std::fs::write(
         dir.join("roo/config.yaml"),
@@ -329,14 +366,28 @@ fn a_host_is_refused_on_the_file_store_and_an_unknown_one_names_the_configured_h
     )
     .unwrap();
     let out = TestCommand::new(bin("roo-lead"))
-        .args(["-p", "go", "--provider", "script", "--output-format", "stream-json"])
+        .args([
+            "-p",
+            "go",
+            "--provider",
+            "script",
+            "--output-format",
+            "stream-json",
+        ])
         .arg("--script")
         .arg(&script)
         .args(["--permission-mode", "bypassPermissions"])
         .current_dir(dir.join("project"))
         .env("ROO_HOME", dir.join("roo"))
         .env("HOME", dir.path())
-        .env("PATH", format!("{}:{}", dir.join("bin").display(), std::env::var("PATH").unwrap_or_default()))
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                dir.join("bin").display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
         .env_remove("ROO_STORE")
         .run();
     let text = out.stdout();
@@ -350,5 +401,9 @@ fn a_host_is_refused_on_the_file_store_and_an_unknown_one_names_the_configured_h
         "{text}"
     );
     assert!(!dir.join("ssh-ran").exists(), "ssh ran");
-    assert!(!dir.join("project/.roocode/worktrees").join("crew+alice").exists());
+    assert!(
+        !dir.join("project/.roocode/worktrees")
+            .join("crew+alice")
+            .exists()
+    );
 }

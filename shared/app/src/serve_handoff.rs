@@ -49,9 +49,16 @@ fn serve(args: &[std::ffi::OsString]) -> Result<u8, (u8, String)> {
     std::io::stdin()
         .take(MAX_INPUT + 1)
         .read_to_end(&mut input)
-        .map_err(|e| (exit::IO, format!("failed to read the environment from stdin: {e}")))?;
+        .map_err(|e| {
+            (
+                exit::IO,
+                format!("failed to read the environment from stdin: {e}"),
+            )
+        })?;
     if input.len() as u64 > MAX_INPUT {
-        return Err(usage("--serve-handoff: the environment is larger than 1 MiB".into()));
+        return Err(usage(
+            "--serve-handoff: the environment is larger than 1 MiB".into(),
+        ));
     }
     let bad_input = |why: String| {
         usage(format!(

@@ -254,12 +254,10 @@ pub async fn build_in(
         None => std::env::current_dir().ok(),
     };
     if let Some(cwd) = lead_cwd {
-        settings
-            .hooks
-            .push(Arc::new(
-                roo_team::worktree::BranchSync::new(slot.clone(), cwd, Git::new())
-                    .with_hosts(remote_repos.clone()),
-            ));
+        settings.hooks.push(Arc::new(
+            roo_team::worktree::BranchSync::new(slot.clone(), cwd, Git::new())
+                .with_hosts(remote_repos.clone()),
+        ));
     }
     settings.env_source = Some(slot.env_source());
     // The team tools (kept by a coordinator, which loses only the code tools). The git

@@ -720,7 +720,10 @@ impl Spawner {
         let made = {
             let (repo, team, member, remote) =
                 (repo.clone(), team.clone(), name.clone(), remote.clone());
-            blocking(&name, move || repo.add_remote_worktree(&team, &member, &remote)).await?
+            blocking(&name, move || {
+                repo.add_remote_worktree(&team, &member, &remote)
+            })
+            .await?
         };
         let mut settings = base.settings.clone();
         settings.identity = Identity::teammate(name.clone(), team, binding.lead.clone());

@@ -104,7 +104,12 @@ pub(crate) fn hosts(value: &Value, path: &Path) -> Result<Hosts, ConfigError> {
     Ok(hosts)
 }
 
-fn entry_of(name: &Name, entry: &Value, path: &Path, shown: &str) -> Result<HostConfig, ConfigError> {
+fn entry_of(
+    name: &Name,
+    entry: &Value,
+    path: &Path,
+    shown: &str,
+) -> Result<HostConfig, ConfigError> {
     let Some(map) = entry.as_mapping() else {
         return Err(invalid(
             path,
@@ -131,9 +136,13 @@ fn entry_of(name: &Name, entry: &Value, path: &Path, shown: &str) -> Result<Host
         fields.insert(key, text);
     }
     let field = |key: &str| format!("{shown}.{key}");
-    let ssh = fields
-        .get("ssh")
-        .ok_or_else(|| invalid(path, field("ssh"), "is missing: give the ssh destination, e.g. alice@build.example"))?;
+    let ssh = fields.get("ssh").ok_or_else(|| {
+        invalid(
+            path,
+            field("ssh"),
+            "is missing: give the ssh destination, e.g. alice@build.example",
+        )
+    })?;
     check_destination(ssh).map_err(|m| invalid(path, field("ssh"), m))?;
     let repo = fields.get("repo").ok_or_else(|| {
         invalid(
@@ -143,7 +152,10 @@ fn entry_of(name: &Name, entry: &Value, path: &Path, shown: &str) -> Result<Host
         )
     })?;
     let repo = absolute(repo).map_err(|m| invalid(path, field("repo"), m))?;
-    let roo_worker = fields.get("roo_worker").copied().unwrap_or(DEFAULT_ROO_WORKER);
+    let roo_worker = fields
+        .get("roo_worker")
+        .copied()
+        .unwrap_or(DEFAULT_ROO_WORKER);
     if roo_worker.is_empty()
         || roo_worker.starts_with('-')
         || roo_worker.chars().any(char::is_control)
@@ -236,7 +248,10 @@ mod tests {
         assert_eq!(gpu.ssh, "alice@gpu.example");
         assert_eq!(gpu.repo, PathBuf::from("/srv/app"));
         assert_eq!(gpu.roo_worker, "/opt/roo/roo-worker");
-        assert_eq!(gpu.ssh_config.as_deref(), Some(Path::new("/home/a/.ssh/roo")));
+        assert_eq!(
+            gpu.ssh_config.as_deref(),
+            Some(Path::new("/home/a/.ssh/roo"))
+        );
         assert_eq!(gpu.tmux_socket.as_ref().map(Name::as_str), Some("roo"));
         let b = &hosts[&Name::parse("b").unwrap()];
         assert_eq!(b.roo_worker, DEFAULT_ROO_WORKER);
@@ -249,23 +264,75 @@ mod tests {
     fn bad_entries_are_errors_that_name_the_key() {
         for (yaml, key, says) in [
             ("hosts: [a]", "`hosts`", "must map"),
-            ("hosts: {\"-x\": {ssh: a, repo: /r}}", "hosts.-x", "host name"),
-            ("hosts: {\"a b\": {ssh: a, repo: /r}}", "hosts.a b", "host name"),
+            (
+                "hosts: {\"-x\": {ssh: a, repo: /r}}",
+                "hosts.-x",
+                "host name",
+            ),
+            (
+                "hosts: {\"a b\": {ssh: a, repo: /r}}",
+                "hosts.a b",
+                "host name",
+            ),
             ("hosts: {b: {repo: /r}}", "hosts.b.ssh", "missing"),
             ("hosts: {b: {ssh: '', repo: /r}}", "hosts.b.ssh", "empty"),
-            ("hosts: {b: {ssh: -oProxyCommand=touch /tmp/x, repo: /r}}", "hosts.b.ssh", "starts with `-`"),
-            ("hosts: {b: {ssh: '-F/etc/x', repo: /r}}", "hosts.b.ssh", "starts with `-`"),
-            ("hosts: {b: {ssh: a b, repo: /r}}", "hosts.b.ssh", "whitespace"),
-            ("hosts: {b: {ssh: \"a\\nb\", repo: /r}}", "hosts.b.ssh", "whitespace"),
-            ("hosts: {b: {ssh: \"a\\u0007\", repo: /r}}", "hosts.b.ssh", "control"),
+            (
+                "hosts: {b: {ssh: -oProxyCommand=touch /tmp/x, repo: /r}}",
+                "hosts.b.ssh",
+                "starts with `-`",
+            ),
+            (
+                "hosts: {b: {ssh: '-F/etc/x', repo: /r}}",
+                "hosts.b.ssh",
+                "starts with `-`",
+            ),
+            (
+                "hosts: {b: {ssh: a b, repo: /r}}",
+                "hosts.b.ssh",
+                "whitespace",
+            ),
+            (
+                "hosts: {b: {ssh: \"a\\nb\", repo: /r}}",
+                "hosts.b.ssh",
+                "whitespace",
+            ),
+            (
+                "hosts: {b: {ssh: \"a\\u0007\", repo: /r}}",
+                "hosts.b.ssh",
+                "control",
+            ),
             ("hosts: {b: {ssh: 'a:22', repo: /r}}", "hosts.b.ssh", "`:`"),
             ("hosts: {b: {ssh: a}}", "hosts.b.repo", "missing"),
-            ("hosts: {b: {ssh: a, repo: src/app}}", "hosts.b.repo", "not an absolute"),
-            ("hosts: {b: {ssh: a, repo: 7}}", "hosts.b.repo", "must be a string"),
-            ("hosts: {b: {ssh: a, repo: /r, roo_worker: -x}}", "hosts.b.roo_worker", "leading"),
-            ("hosts: {b: {ssh: a, repo: /r, ssh_config: cfg}}", "hosts.b.ssh_config", "absolute"),
-            ("hosts: {b: {ssh: a, repo: /r, tmux_socket: a/b}}", "hosts.b.tmux_socket", "socket"),
-            ("hosts: {b: {ssh: a, repo: /r, port: 22}}", "hosts.b.port", "not a host setting"),
+            (
+                "hosts: {b: {ssh: a, repo: src/app}}",
+                "hosts.b.repo",
+                "not an absolute",
+            ),
+            (
+                "hosts: {b: {ssh: a, repo: 7}}",
+                "hosts.b.repo",
+                "must be a string",
+            ),
+            (
+                "hosts: {b: {ssh: a, repo: /r, roo_worker: -x}}",
+                "hosts.b.roo_worker",
+                "leading",
+            ),
+            (
+                "hosts: {b: {ssh: a, repo: /r, ssh_config: cfg}}",
+                "hosts.b.ssh_config",
+                "absolute",
+            ),
+            (
+                "hosts: {b: {ssh: a, repo: /r, tmux_socket: a/b}}",
+                "hosts.b.tmux_socket",
+                "socket",
+            ),
+            (
+                "hosts: {b: {ssh: a, repo: /r, port: 22}}",
+                "hosts.b.port",
+                "not a host setting",
+            ),
             ("hosts: {b: x}", "hosts.b", "must be a mapping"),
         ] {
             let err = parse(yaml).unwrap_err();

@@ -691,12 +691,19 @@ fn hosts_come_from_the_user_file_only() {
         Source::Project,
         "hosts:\n  evil: {ssh: attacker@evil.example, repo: /tmp/x}\n",
     );
-    write(&d, Source::Local, "hosts:\n  gpu: {ssh: mallory@x, repo: /y}\n");
+    write(
+        &d,
+        Source::Local,
+        "hosts:\n  gpu: {ssh: mallory@x, repo: /y}\n",
+    );
     for trust in [ProjectTrust::Untrusted, ProjectTrust::Trusted] {
         let config = ConfigFiles::load(&d.home, &d.project, trust).unwrap();
         let names: Vec<&str> = config.hosts().keys().map(|n| n.as_str()).collect();
         assert_eq!(names, ["gpu"], "{trust:?}");
-        assert_eq!(config.hosts().values().next().unwrap().ssh, "alice@gpu.example");
+        assert_eq!(
+            config.hosts().values().next().unwrap().ssh,
+            "alice@gpu.example"
+        );
         let notices = config.user_only_notices();
         assert_eq!(notices.len(), 2, "{notices:?}");
         assert!(
@@ -708,10 +715,17 @@ fn hosts_come_from_the_user_file_only() {
         assert!(config.ignored().iter().all(|i| i.key != "hosts"));
     }
     assert_eq!(user_hosts(&d.home).unwrap().len(), 1);
-    write(&d, Source::User, "hosts:\n  gpu: {ssh: -oProxyCommand=x, repo: /srv}\n");
+    write(
+        &d,
+        Source::User,
+        "hosts:\n  gpu: {ssh: -oProxyCommand=x, repo: /srv}\n",
+    );
     let err = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Untrusted)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("hosts.gpu.ssh") && err.contains("starts with `-`"), "{err}");
+    assert!(
+        err.contains("hosts.gpu.ssh") && err.contains("starts with `-`"),
+        "{err}"
+    );
     assert!(user_hosts(&d.home).is_err());
 }

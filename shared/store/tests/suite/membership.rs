@@ -156,7 +156,10 @@ fn a_member_on_another_host_is_never_judged_by_a_pid_of_this_host() {
     f.team.join(remote).unwrap();
     f.team.mark_dead("carol", "gone").unwrap();
     let joined = f.team.join(carol(&f, Some(std::process::id()))).unwrap();
-    assert_eq!(joined.member.host, None, "the joiner's host replaces the old one");
+    assert_eq!(
+        joined.member.host, None,
+        "the joiner's host replaces the old one"
+    );
     // A host that is not a name is never written.
     let mut bad = carol(&f, Some(std::process::id()));
     bad.host = Some("-oProxyCommand=x".into());

@@ -210,10 +210,7 @@ impl SshExecutor {
                 source,
             })?,
             Err(_) => {
-                return Err(self.failed(
-                    what,
-                    format!("no answer within {} s", limit.as_secs()),
-                ));
+                return Err(self.failed(what, format!("no answer within {} s", limit.as_secs())));
             }
         };
         if !out.status.success() {
@@ -356,8 +353,7 @@ impl SshExecutor {
                         m.host.as_deref() == Some(host.as_str())
                             && m.dead_at.is_none()
                             && m.pid.is_some()
-                            && before.as_ref()
-                                != Some(&(m.pid, m.joined_at.to_string()))
+                            && before.as_ref() != Some(&(m.pid, m.joined_at.to_string()))
                     })
                 })
             })
@@ -408,17 +404,16 @@ async fn describe(detail: String, stderr: Option<tokio::task::JoinHandle<String>
 /// ssh's failure: its stderr, with a hint for the usual causes.
 fn ssh_failure(stderr: &[u8], status: std::process::ExitStatus) -> String {
     let text = String::from_utf8_lossy(stderr).trim().to_string();
-    let hint = if text.contains("Host key verification failed")
-        || text.contains("No matching host key")
-    {
-        "; the host key is unknown or changed: add the host's key to known_hosts \
+    let hint =
+        if text.contains("Host key verification failed") || text.contains("No matching host key") {
+            "; the host key is unknown or changed: add the host's key to known_hosts \
          (ssh-keyscan, or one ssh by hand) first"
-    } else if text.contains("Permission denied") {
-        "; ssh needs a key it can use without a prompt (ssh-agent, or an unencrypted key \
+        } else if text.contains("Permission denied") {
+            "; ssh needs a key it can use without a prompt (ssh-agent, or an unencrypted key \
          for this host)"
-    } else {
-        ""
-    };
+        } else {
+            ""
+        };
     if text.is_empty() {
         format!("ssh ended with {status}")
     } else {
@@ -431,11 +426,10 @@ fn ssh_failure(stderr: &[u8], status: std::process::ExitStatus) -> String {
 /// the user's config) and `PGPASSWORD` — merged over that host's own environment by the
 /// handoff server there.
 pub fn handoff_env(roo_home: &std::path::Path) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> =
-        roo_agent::sandbox::handoff::current_env_for_handoff()
-            .into_iter()
-            .filter(|(name, _)| roo_agent::sandbox::is_secret_env_name(name))
-            .collect();
+    let mut env: BTreeMap<String, String> = roo_agent::sandbox::handoff::current_env_for_handoff()
+        .into_iter()
+        .filter(|(name, _)| roo_agent::sandbox::is_secret_env_name(name))
+        .collect();
     if !env.contains_key(roo_store::ROO_STORE_ENV)
         && let Ok(roo_store::StoreChoice::Postgres { url, .. }) =
             roo_store::StoreChoice::resolve_in(roo_home, &|name: &str| {
@@ -486,7 +480,11 @@ impl TeammateExecutor for SshExecutor {
             } else {
                 let probe = sh_join(&self.inner.tmux.has_session(&session))
                     .map_err(|e| start_error(e.to_string()))?;
-                if self.run("look for the session", &probe, SSH_TIMEOUT).await.is_ok() {
+                if self
+                    .run("look for the session", &probe, SSH_TIMEOUT)
+                    .await
+                    .is_ok()
+                {
                     return Err(start_error(format!(
                         "tmux session {session} already exists on host {} and may run a \
                          teammate; stop it ({}) or pick another name",
@@ -608,12 +606,11 @@ impl TeammateExecutor for SshExecutor {
                 backend: "ssh",
                 name,
             })?;
-            let line = sh_join(&self.inner.tmux.capture(&session)).map_err(|e| {
-                ExecError::Backend {
+            let line =
+                sh_join(&self.inner.tmux.capture(&session)).map_err(|e| ExecError::Backend {
                     backend: "ssh",
                     source: Box::new(e),
-                }
-            })?;
+                })?;
             self.run("read the pane", &line, SSH_TIMEOUT)
                 .await
                 .map_err(|e| ExecError::Backend {
@@ -716,7 +713,10 @@ mod tests {
             argv.contains(&"--cwd=/srv/app/.roocode/worktrees/crew+alice".to_string()),
             "{argv:?}"
         );
-        assert!(!argv.iter().any(|a| a.starts_with("--config-root")), "{argv:?}");
+        assert!(
+            !argv.iter().any(|a| a.starts_with("--config-root")),
+            "{argv:?}"
+        );
         // The whole ssh command line of the start: no secret of the environment on it.
         let tmux = RemoteTmux::new(Some("roo".into()));
         let start = tmux.start(
@@ -788,8 +788,17 @@ mod tests {
             assert!(stdin.contains(secret), "{secret} not handed over: {stdin}");
         }
         // A server that answers nothing usable is an error saying what to check.
-        std::fs::write(&fake, "#!/bin/sh\ncat > /dev/null\necho 'roo-worker: command not found' >&2\nexit 127\n").unwrap();
-        let err = executor.offer_env(&launch, &env).await.err().unwrap().to_string();
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\ncat > /dev/null\necho 'roo-worker: command not found' >&2\nexit 127\n",
+        )
+        .unwrap();
+        let err = executor
+            .offer_env(&launch, &env)
+            .await
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             err.contains("command not found") && err.contains("--serve-handoff"),
             "{err}"

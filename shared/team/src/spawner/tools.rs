@@ -199,7 +199,10 @@ impl AgentTool {
                     let names: Vec<&str> = hosts.iter().map(Name::as_str).collect();
                     host.insert(
                         "description".into(),
-                        json!(format!("Run it on this host over ssh: {}.", names.join(", "))),
+                        json!(format!(
+                            "Run it on this host over ssh: {}.",
+                            names.join(", ")
+                        )),
                     );
                 }
             }

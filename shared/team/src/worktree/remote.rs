@@ -65,9 +65,7 @@ impl RemoteRepo {
     }
 
     /// The clones of `hosts` (an entry that cannot be reached is an error naming it).
-    pub fn all(
-        hosts: &BTreeMap<Name, HostConfig>,
-    ) -> std::result::Result<RemoteRepos, String> {
+    pub fn all(hosts: &BTreeMap<Name, HostConfig>) -> std::result::Result<RemoteRepos, String> {
         let mut all = BTreeMap::new();
         for (name, host) in hosts {
             all.insert(
@@ -103,7 +101,9 @@ pub fn remote_members(config: &TeamConfig, hosts: &RemoteRepos) -> HashMap<Name,
             Some(remote) => {
                 members.insert(member.name.clone(), remote.clone());
             }
-            None => tracing::debug!(member = %member.name, host, "the member's host is not configured"),
+            None => {
+                tracing::debug!(member = %member.name, host, "the member's host is not configured")
+            }
         }
     }
     members
@@ -457,8 +457,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = dir.path().join("no'repo");
         let path = repo.join(".roocode/worktrees/crew+alice");
-        let script =
-            clone_script(&repo, &path, "roo/crew/alice", "0123abcd", &[]).unwrap();
+        let script = clone_script(&repo, &path, "roo/crew/alice", "0123abcd", &[]).unwrap();
         let out = std::process::Command::new("sh")
             .args(["-c", &script])
             .output()

@@ -247,7 +247,11 @@ impl RemoteTmux {
     /// Whether the session exists (exit status).
     pub fn has_session(&self, session: &str) -> Vec<String> {
         let mut args = self.server_args();
-        args.extend(["has-session".to_string(), "-t".into(), format!("={session}")]);
+        args.extend([
+            "has-session".to_string(),
+            "-t".into(),
+            format!("={session}"),
+        ]);
         args
     }
 }
@@ -322,7 +326,11 @@ mod tests {
     #[test]
     fn quoting_gives_back_exactly_the_arguments_whatever_they_hold() {
         for arg in HOSTILE {
-            assert_eq!(through_sh(&sh_quote(arg).unwrap()), vec![arg.to_string()], "{arg:?}");
+            assert_eq!(
+                through_sh(&sh_quote(arg).unwrap()),
+                vec![arg.to_string()],
+                "{arg:?}"
+            );
         }
         let all: Vec<String> = HOSTILE.iter().map(|a| a.to_string()).collect();
         assert_eq!(through_sh(&sh_join(&all).unwrap()), all);
@@ -377,7 +385,10 @@ mod tests {
             ssh.git_ssh_command().unwrap(),
             "'ssh' '-o' 'BatchMode=yes' '-o' 'StrictHostKeyChecking=yes' '-F' '/h/ssh config'"
         );
-        assert_eq!(ssh.git_url(Path::new("/srv/a b")), "alice@b.example:/srv/a b");
+        assert_eq!(
+            ssh.git_url(Path::new("/srv/a b")),
+            "alice@b.example:/srv/a b"
+        );
         for bad in ["-oProxyCommand=x", "a b", "", "h:22", "a\nb"] {
             assert!(Ssh::new(&host(bad, None)).is_err(), "{bad:?}");
         }
@@ -392,7 +403,11 @@ mod tests {
             "crew".into(),
             "--prompt=do it;".into(),
         ];
-        let args = tmux.start("roo-crew-alice", ("ROO_ENV_HANDOFF", "/h/s.sock#ab12"), &argv);
+        let args = tmux.start(
+            "roo-crew-alice",
+            ("ROO_ENV_HANDOFF", "/h/s.sock#ab12"),
+            &argv,
+        );
         let line = sh_join(&args).unwrap();
         // The remote shell gives tmux exactly these arguments.
         assert_eq!(through_sh(&line), args);

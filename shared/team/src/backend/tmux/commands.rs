@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use super::TmuxError;
-use crate::backend::ssh::command::tmux_arg;
 /// The worker's command line (shared with the iTerm2 backend).
 pub use crate::backend::pane::worker_argv;
+use crate::backend::ssh::command::tmux_arg;
 
 /// What a placeholder pane runs until `respawn-pane` replaces it.
 pub const PLACEHOLDER: &[&str] = &["sleep", "86400"];
@@ -269,7 +269,9 @@ mod tests {
         );
         let argv = vec!["/bin/roo-worker".to_string(), "--prompt=fix it;".into()];
         assert_eq!(
-            respawn_pane("%3", Path::new("/w"), "/s#0", &argv).last().unwrap(),
+            respawn_pane("%3", Path::new("/w"), "/s#0", &argv)
+                .last()
+                .unwrap(),
             "--prompt=fix it\\;"
         );
         assert_eq!(
