@@ -81,6 +81,8 @@ struct Worker {
     team: Team,
     /// Not marked dead in the roster, as last read.
     active: bool,
+    /// Being stopped ([`TeammateExecutor::kill`]): not running, whatever the roster says.
+    stopping: bool,
 }
 
 struct State {
@@ -530,6 +532,7 @@ impl TeammateExecutor for SshExecutor {
                     session: session.clone(),
                     team: launch.team.clone(),
                     active: true,
+                    stopping: false,
                 },
             );
             let joined = self.wait_joined(&launch, before, &mut handoff).await;
@@ -556,23 +559,37 @@ impl TeammateExecutor for SshExecutor {
         lock(&self.inner.state)
             .workers
             .get(name)
-            .is_some_and(|w| w.active)
+            .is_some_and(|w| w.active && !w.stopping)
     }
 
     fn kill(&self, name: &Name) -> BoxFuture<'_, Result<(), ExecError>> {
-        let worker = lock(&self.inner.state).workers.remove(name);
+        // Not running from now on, but kept until its session is stopped: a stop cut
+        // short (the lead exiting) is then still done by `shutdown_all` or the drop.
+        let session = lock(&self.inner.state).workers.get_mut(name).map(|w| {
+            w.stopping = true;
+            w.session.clone()
+        });
         let name = name.clone();
         Box::pin(async move {
-            let worker = worker.ok_or(ExecError::Unknown {
+            let session = session.ok_or(ExecError::Unknown {
                 backend: "ssh",
                 name: name.clone(),
             })?;
-            self.stop_session(&worker.session)
-                .await
-                .map_err(|e| ExecError::Stop {
-                    name,
-                    message: format!("failed to {e}"),
-                })
+            let stopped = self.stop_session(&session).await;
+            {
+                let mut state = lock(&self.inner.state);
+                if state
+                    .workers
+                    .get(&name)
+                    .is_some_and(|w| w.stopping && w.session == session)
+                {
+                    state.workers.remove(&name);
+                }
+            }
+            stopped.map_err(|e| ExecError::Stop {
+                name,
+                message: format!("failed to {e}"),
+            })
         })
     }
 
