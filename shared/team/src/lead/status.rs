@@ -535,6 +535,15 @@ mod tests {
             "  carol                dead   (its process 4242 is no longer running)"
         );
         assert_eq!(lines.len(), 5);
+        // A teammate on another host says which.
+        let mut config = config;
+        config.members[1].host = Some("gpu".into());
+        config.members[1].pid = Some(77);
+        let table = members_table(&config);
+        assert_eq!(
+            table.lines().nth(2).unwrap().trim_end(),
+            "  alice                busy   on host gpu  pid 77"
+        );
     }
 
     #[test]
