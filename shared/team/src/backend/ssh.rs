@@ -403,19 +403,24 @@ async fn describe(detail: String, stderr: Option<tokio::task::JoinHandle<String>
     }
 }
 
+/// What to do about ssh's usual failures, from what it wrote on stderr ("" if nothing
+/// is known).
+pub fn ssh_hint(stderr: &str) -> &'static str {
+    if stderr.contains("Host key verification failed") || stderr.contains("No matching host key") {
+        "; the host key is unknown or changed: add the host's key to known_hosts \
+         (ssh-keyscan, or one ssh by hand) first"
+    } else if stderr.contains("Permission denied (publickey") {
+        "; ssh needs a key it can use without a prompt (ssh-agent, or an unencrypted key \
+         for this host)"
+    } else {
+        ""
+    }
+}
+
 /// ssh's failure: its stderr, with a hint for the usual causes.
 fn ssh_failure(stderr: &[u8], status: std::process::ExitStatus) -> String {
     let text = String::from_utf8_lossy(stderr).trim().to_string();
-    let hint =
-        if text.contains("Host key verification failed") || text.contains("No matching host key") {
-            "; the host key is unknown or changed: add the host's key to known_hosts \
-         (ssh-keyscan, or one ssh by hand) first"
-        } else if text.contains("Permission denied") {
-            "; ssh needs a key it can use without a prompt (ssh-agent, or an unencrypted key \
-         for this host)"
-        } else {
-            ""
-        };
+    let hint = ssh_hint(&text);
     if text.is_empty() {
         format!("ssh ended with {status}")
     } else {

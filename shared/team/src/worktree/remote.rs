@@ -285,7 +285,11 @@ impl LeadRepo {
         let failed = |what: &str, stderr: String| WorktreeError::Remote {
             host: remote.host.to_string(),
             what: what.to_string(),
-            stderr,
+            stderr: format!(
+                "{}{}",
+                stderr.trim(),
+                crate::backend::ssh::ssh_hint(&stderr)
+            ),
         };
         // The start commit into the host's clone, under a ref of the team's own.
         let git = self.remote_git(remote)?;
