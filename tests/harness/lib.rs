@@ -11,6 +11,7 @@
 mod command;
 mod diff;
 mod dir;
+pub mod hosts;
 mod mock_llm;
 pub mod pg;
 mod process;

@@ -44,3 +44,4 @@ mod team_worker;
 mod team_worktrees;
 mod terminal_safety;
 mod tool_schemas;
+mod two_hosts;

@@ -1,0 +1,179 @@
+//! A throwaway PostgreSQL cluster inside a host: `scripts/pg-cluster start --listen`
+//! run in the host's namespace, so the server listens on that host's address (and on a
+//! unix socket in its directory for the owner), and admits over TCP one role, by
+//! password (`scram-sha-256`), and nothing else.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use super::{Hosts, NsCommand, find_program};
+
+/// The role (and its database) the tests connect as over TCP.
+const ROLE: &str = "roo_test";
+
+/// A PostgreSQL server running in a host, stopped when the [`Hosts`] drops.
+#[derive(Debug, Clone)]
+pub struct Postgres {
+    host: String,
+    dir: PathBuf,
+    addr: Ipv4Addr,
+    port: u16,
+    password: String,
+    admin_url: String,
+    passfile: PathBuf,
+}
+
+/// `scripts/pg-cluster` of this checkout.
+pub(super) fn pg_cluster_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-cluster")
+}
+
+impl Hosts {
+    /// Starts a PostgreSQL cluster in host `name`, listening on its address, port 5432,
+    /// with a role `roo_test` (a fresh random password) owning a database `roo_test`; only
+    /// that role may connect over TCP, from the hosts' subnet, by password. Needs
+    /// [`super::Need::Postgres`].
+    pub fn postgres(&self, name: &str) -> Postgres {
+        let host = self.host(name).clone();
+        let password = random_hex(16);
+        let out = self
+            .cmd(name, pg_cluster_script())
+            .args(["start", "--listen", &host.addr.to_string(), "--role", ROLE])
+            .env("PG_CLUSTER_PASSWORD", &password)
+            .env("TMPDIR", self.dir())
+            .run();
+        out.assert_ok();
+        let stdout = out.stdout();
+        let lines: Vec<&str> = stdout.lines().collect();
+        let [dir, admin_url, _role_url] = lines[..] else {
+            panic!("scripts/pg-cluster printed {stdout:?}, not a directory and two URLs");
+        };
+        let dir = PathBuf::from(dir);
+        self.clusters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dir.clone());
+        let port = 5432;
+        let passfile = self.dir().join(format!("{name}.pgpass"));
+        std::fs::write(
+            &passfile,
+            format!("{}:{port}:{ROLE}:{ROLE}:{password}\n", host.addr),
+        )
+        .unwrap();
+        set_mode(&passfile, 0o600);
+        Postgres {
+            host: host.name,
+            dir,
+            addr: host.addr,
+            port,
+            password,
+            admin_url: admin_url.to_owned(),
+            passfile,
+        }
+    }
+
+    /// `pg_ctl restart` (fast shutdown, waits until it accepts connections again) of the
+    /// server, inside its host so it listens there again.
+    pub fn restart_postgres(&self, pg: &Postgres) {
+        let pg_ctl = find_program("pg_ctl").expect("pg_ctl");
+        let data = pg.dir.join("data");
+        let log = pg.dir.join("server.log");
+        let pg_ctl_args = [
+            pg_ctl.as_os_str(),
+            "-D".as_ref(),
+            data.as_os_str(),
+            "-l".as_ref(),
+            log.as_os_str(),
+            "-m".as_ref(),
+            "fast".as_ref(),
+            "-w".as_ref(),
+            "-t".as_ref(),
+            "60".as_ref(),
+            "restart".as_ref(),
+        ];
+        let cmd = if nix::unistd::geteuid().is_root() {
+            self.cmd(&pg.host, "runuser")
+                .args(["-u", "postgres", "--"])
+                .args(pg_ctl_args)
+        } else {
+            self.cmd(&pg.host, pg_ctl_args[0]).args(&pg_ctl_args[1..])
+        };
+        cmd.run().assert_ok();
+    }
+}
+
+impl Postgres {
+    /// `postgresql://roo_test:<password>@<addr>:5432/roo_test`, for `ROO_STORE`. It holds
+    /// the password: never print it (the store itself shows only
+    /// `postgresql://user@host:port/db`); give a command line
+    /// [`Postgres::url_without_password`] and `PGPASSFILE` instead.
+    pub fn url(&self) -> String {
+        format!(
+            "postgresql://{ROLE}:{}@{}:{}/{ROLE}",
+            self.password, self.addr, self.port
+        )
+    }
+
+    /// `postgresql://roo_test@<addr>:5432/roo_test`.
+    pub fn url_without_password(&self) -> String {
+        format!("postgresql://{ROLE}@{}:{}/{ROLE}", self.addr, self.port)
+    }
+
+    /// The role's password.
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// A libpq password file (mode 0600) with the role's password, for `PGPASSFILE`.
+    pub fn passfile(&self) -> &Path {
+        &self.passfile
+    }
+
+    /// The cluster owner's URL over the unix socket (trust): for administration from the
+    /// test itself, since a unix socket's path does not depend on the network namespace.
+    pub fn admin_url(&self) -> &str {
+        &self.admin_url
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> Ipv4Addr {
+        self.addr
+    }
+
+    /// The cluster's directory (`data/`, `server.log`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's log so far, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// `psql` in host `from` connecting as the role over TCP (password from
+    /// [`Postgres::passfile`], never prompting, giving up connecting after 5 s), running
+    /// `sql` and printing bare values (`-At`); `psql` exits 1–3 on failure.
+    pub fn psql<'h>(&self, hosts: &'h Hosts, from: &str, sql: &str) -> NsCommand<'h> {
+        hosts
+            .cmd(from, "psql")
+            .args([&self.url_without_password(), "-X", "-w", "-At"])
+            .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
+            .env("PGPASSFILE", &self.passfile)
+            .env("PGCONNECT_TIMEOUT", "5")
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// `bytes` random bytes from the kernel, in hex.
+pub(super) fn random_hex(bytes: usize) -> String {
+    use std::io::Read;
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .unwrap();
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
