@@ -9,8 +9,11 @@ use std::process::{Child, Command, Output, Stdio};
 use crate::diff::line_diff;
 
 /// Environment variables that would leak the developer's state into a test.
-const SCRUBBED: [&str; 21] = [
+const SCRUBBED: [&str; 24] = [
     "ROO_HOME",
+    "ROO_STORE",
+    "PGPASSWORD",
+    "PGPASSFILE",
     "ROO_TEAM",
     "ROO_AGENT_NAME",
     "ROO_LOCK_MODE",

@@ -20,11 +20,14 @@ fn world() -> (TempDir, PathBuf) {
     (root, tmp)
 }
 
-/// Runs `roo-lead demo <flags>` as the only pane of a private tmux server.
+/// Runs `roo-lead demo <flags>` as the only pane of a private tmux server. The user's
+/// `ROO_STORE` names a PostgreSQL server nobody runs: the demo keeps its team in files,
+/// and so must the pane workers it starts.
 fn start_demo(root: &TempDir, flags: &str) -> Tmux {
     Tmux::start(
         root.path(),
         &[
+            ("ROO_STORE", "postgresql://roo@127.0.0.1:1/roo".to_string()),
             ("TMPDIR", root.join("tmp").display().to_string()),
             ("HOME", root.join("home").display().to_string()),
             ("GIT_CONFIG_NOSYSTEM", "1".to_string()),

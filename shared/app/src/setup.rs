@@ -236,6 +236,7 @@ pub async fn build_in(
     let remote_repos = roo_team::worktree::RemoteRepo::all(&hosts)
         .map_err(|e| AppError::Config(format!("hosts: {e}")))?;
     let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
+    settings.store_setting = home.store_setting();
     let lead_name = settings.identity.name.clone();
     // The team machinery exists before the agent, so the team tools (in
     // `settings.tools.extra`) can get the slot, the event sender and the lifetime token.
@@ -324,6 +325,7 @@ pub async fn build_in(
     // `Agent` and `TaskStop`: teammates through the spawner, sub-agents otherwise.
     settings.tools.spawner = Some(spawner.clone());
     let mut template = AgentSettings::new(settings.identity.clone(), settings.roo_home.clone());
+    template.store_setting = settings.store_setting.clone();
     template.llm = settings.llm.clone();
     template.no_sandbox = settings.no_sandbox;
     template.max_turns = settings.max_turns;

@@ -231,6 +231,7 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
     })?;
     let mut spec = args.spec(roo_home, team.clone(), lead)?;
     spec.member.host = args.launch.host.clone();
+    spec.settings.store_setting = home.store_setting();
     let me = spec.binding.me.clone();
     // In a tmux or iTerm2 pane: the roster records the pane, so the lead can reach and
     // nudge it.

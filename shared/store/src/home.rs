@@ -163,11 +163,24 @@ pub const ROO_LOCK_MODE_ENV: &str = "ROO_LOCK_MODE";
 /// The home also says where the shared documents live: files under the root (the
 /// default), or rows of a PostgreSQL store ([`RooHome::with_store`]), keyed by the path
 /// they would have under the root. A member's own files (transcript, log) stay files.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RooHome {
     root: Arc<Path>,
     lock_policy: LockPolicy,
     pg: Option<PgStore>,
+    /// The store's URL when [`RooHome::open`] chose PostgreSQL (a secret).
+    url: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for RooHome {
+    /// Everything but the store's URL, which may hold a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RooHome")
+            .field("root", &self.root)
+            .field("lock_policy", &self.lock_policy)
+            .field("pg", &self.pg)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RooHome {
@@ -177,6 +190,7 @@ impl RooHome {
             root: Arc::from(root.into()),
             lock_policy: LockPolicy::default(),
             pg: None,
+            url: None,
         }
     }
 
@@ -197,6 +211,7 @@ impl RooHome {
         let mut home = RooHome::new(root);
         if let StoreChoice::Postgres { url, .. } = StoreChoice::resolve_in(&home.root, env)? {
             home = home.with_store(PgStore::connect_with(&url, env)?);
+            home.url = Some(Arc::from(url));
         }
         if std::env::var(ROO_LOCK_MODE_ENV).is_ok_and(|m| m == "protocol") {
             home.lock_policy = LockPolicy::protocol();
@@ -214,6 +229,18 @@ impl RooHome {
     pub fn with_store(mut self, pg: PgStore) -> RooHome {
         self.pg = Some(pg);
         self
+    }
+
+    /// This home's store as `ROO_STORE` says it, for a process that must use the same
+    /// one (a worker the lead starts, a CLI run for an agent): `file`, or the PostgreSQL
+    /// URL it was opened with (credentials included: a secret, never to be shown or put
+    /// on a command line). `None` for a PostgreSQL store attached without its URL.
+    pub fn store_setting(&self) -> Option<String> {
+        match (&self.pg, &self.url) {
+            (None, _) => Some("file".to_string()),
+            (Some(_), Some(url)) => Some(url.to_string()),
+            (Some(_), None) => None,
+        }
     }
 
     /// The PostgreSQL store holding the shared documents, if they are not files.

@@ -57,6 +57,7 @@ fn main() {
         RelayEnv {
             fixed: vars.clone(),
             source: None,
+            store: None,
         },
         false,
     )

@@ -200,6 +200,11 @@ pub struct AgentSettings {
     /// which names the lead's root, apply to it.
     pub config_root: Option<PathBuf>,
     pub roo_home: PathBuf,
+    /// Where the team's documents live, as `ROO_STORE` says it (`file`, or a PostgreSQL
+    /// URL: a secret, never shown), for the CLIs its commands run through the relay and
+    /// the pane workers it hands its environment to; `None`: the process's own
+    /// `ROO_STORE` (sealed with the API keys).
+    pub store_setting: Option<String>,
     /// Provider flags; the config files and the environment fill in the rest.
     pub llm: LlmFlags,
     /// Use this provider instead of building one from the settings (tests; a lead that
@@ -294,6 +299,7 @@ impl AgentSettings {
             project_root: None,
             config_root: None,
             roo_home,
+            store_setting: None,
             llm: LlmFlags::default(),
             provider: None,
             permission_mode: None,
@@ -411,6 +417,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         project_root,
         config_root,
         roo_home,
+        store_setting,
         llm,
         provider,
         permission_mode,
@@ -431,8 +438,9 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     // Where it works, under which configuration, with which model.
     let pending = pending_workspace.as_ref();
     let (cwd, project_root) = directories(cwd, project_root, pending.is_some()).await?;
-    let (ws, trust_notices) =
+    let (mut ws, trust_notices) =
         configuration(cwd, project_root, config_root, roo_home, &trust).await?;
+    ws.store_setting = store_setting;
     let (llm, provider) = model(&llm, &ws.config, provider)?;
 
     // Its transcript: the trust notices are told first, then the repairs of a resume.
@@ -557,6 +565,8 @@ struct Workspace {
     /// Where the config files were read and whose trust applies.
     config_root: PathBuf,
     roo_home: PathBuf,
+    /// [`AgentSettings::store_setting`].
+    store_setting: Option<String>,
     /// The config files, after the trust decision.
     config: ConfigFiles,
     /// Whether the project's config is honoured in full.
@@ -625,6 +635,7 @@ async fn configuration(
         project_root,
         config_root,
         roo_home,
+        store_setting: None,
         config,
         trusted,
     };
@@ -832,6 +843,7 @@ fn tool_context(
         crate::relay::RelayEnv {
             fixed: env.clone(),
             source: env_source.clone(),
+            store: ws.store_setting.clone(),
         },
         matches!(identity.role, Role::Lead),
     )

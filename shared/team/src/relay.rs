@@ -28,6 +28,9 @@ const MAX_IN_FLIGHT: usize = 16;
 pub struct RelayEnv {
     pub fixed: Vec<(String, String)>,
     pub source: Option<EnvSource>,
+    /// The agent's `ROO_STORE` (`None`: the process's, sealed with the API keys): its
+    /// commands never see it, the CLI run for them must reach the same store.
+    pub store: Option<String>,
 }
 
 impl RelayEnv {
@@ -36,12 +39,15 @@ impl RelayEnv {
         if let Some(source) = &self.source {
             vars.extend(source.vars());
         }
-        // The agent's store, which its commands never see (sealed with the API keys):
-        // the CLI run for them must reach the same store as the agent.
-        for name in [roo_store::ROO_STORE_ENV, "PGPASSWORD"] {
-            if let Some(value) = roo_agent::sandbox::secret_env(name) {
-                vars.push((name.to_string(), value));
-            }
+        let store = self
+            .store
+            .clone()
+            .or_else(|| roo_agent::sandbox::secret_env(roo_store::ROO_STORE_ENV));
+        if let Some(store) = store {
+            vars.push((roo_store::ROO_STORE_ENV.to_string(), store));
+        }
+        if let Some(password) = roo_agent::sandbox::secret_env("PGPASSWORD") {
+            vars.push(("PGPASSWORD".to_string(), password));
         }
         vars
     }

@@ -65,7 +65,7 @@ pub fn handoff_dir(roo_home: &Path) -> PathBuf {
     roo_home.join("run").join("handoff")
 }
 
-/// Offers the lead's environment (API keys included) and `launch`'s `ROO_HOME` on a
+/// Offers the lead's environment (API keys included), `launch`'s `ROO_HOME` and store on a
 /// private socket under `dir` for `launch`'s worker, for [`START_TIMEOUT`]
 /// (`roo_agent::sandbox::handoff`); returns the socket (to remove if the start fails)
 /// and the value of `ROO_ENV_HANDOFF`, the only thing a pane's command line or
@@ -81,6 +81,10 @@ pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<(PathBuf, Stri
         "ROO_HOME".to_string(),
         launch.settings.roo_home.display().to_string(),
     );
+    // The lead's store, whatever the environment says (`roo-lead demo` runs on files).
+    if let Some(store) = &launch.settings.store_setting {
+        env.insert(roo_store::ROO_STORE_ENV.to_string(), store.clone());
+    }
     let (dir, label) = (
         dir.to_path_buf(),
         format!("{}+{}", launch.team.name(), launch.name),

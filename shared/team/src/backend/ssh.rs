@@ -429,17 +429,19 @@ fn ssh_failure(stderr: &[u8], status: std::process::ExitStatus) -> String {
 }
 
 /// The environment handed to a teammate on another host: only the lead's secrets — the
-/// API keys, `ROO_STORE` (the store this lead uses, also when it comes from `store:` in
-/// the user's config) and `PGPASSWORD` — merged over that host's own environment by the
-/// handoff server there.
-pub fn handoff_env(roo_home: &std::path::Path) -> BTreeMap<String, String> {
+/// API keys, `ROO_STORE` (the store this lead uses, `settings.store_setting`, also when
+/// it comes from `store:` in the user's config) and `PGPASSWORD` — merged over that
+/// host's own environment by the handoff server there.
+pub fn handoff_env(settings: &crate::builder::AgentSettings) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = roo_agent::sandbox::handoff::current_env_for_handoff()
         .into_iter()
         .filter(|(name, _)| roo_agent::sandbox::is_secret_env_name(name))
         .collect();
-    if !env.contains_key(roo_store::ROO_STORE_ENV)
+    if let Some(store) = &settings.store_setting {
+        env.insert(roo_store::ROO_STORE_ENV.to_string(), store.clone());
+    } else if !env.contains_key(roo_store::ROO_STORE_ENV)
         && let Ok(roo_store::StoreChoice::Postgres { url, .. }) =
-            roo_store::StoreChoice::resolve_in(roo_home, &|name: &str| {
+            roo_store::StoreChoice::resolve_in(&settings.roo_home, &|name: &str| {
                 roo_agent::sandbox::secret_env(name)
             })
     {
@@ -517,7 +519,7 @@ impl TeammateExecutor for SshExecutor {
                 .ok()
                 .flatten()
             };
-            let env = handoff_env(&launch.settings.roo_home);
+            let env = handoff_env(&launch.settings);
             let (mut handoff, value) = self
                 .offer_env(&launch, &env)
                 .await
