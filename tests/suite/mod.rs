@@ -40,6 +40,7 @@ mod team_lead_lifetime;
 mod team_panes;
 mod team_pg;
 mod team_spawn;
+mod team_ssh;
 mod team_worker;
 mod team_worktrees;
 mod terminal_safety;

@@ -78,7 +78,10 @@ pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,
     TaskList, TaskListDoc, TaskPatch, owner_gone,
 };
-pub use team::{BackendType, LeadClaim, Member, MemberState, SHUT_DOWN_REASON, Team, TeamConfig};
+pub use team::{
+    BackendType, LeadClaim, Member, MemberState, SHUT_DOWN_REASON, Team, TeamConfig, set_this_host,
+    this_host,
+};
 pub use time::Timestamp;
 pub use usage::TaskUsage;
 pub use watch::{InboxWatcher, POLL_WITH_NOTIFY, POLL_WITHOUT_NOTIFY, WaitOutcome, WatchWaker};

@@ -58,6 +58,11 @@ pub struct Member {
     /// Process id, when it runs as its own process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The host it runs on, when not the lead's: a name of the lead's `hosts:` config
+    /// (PROTOCOL.md §4). Its `pid` is a process of that host, so no other host judges it
+    /// by that pid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Absent or `true`: active; `false`: idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_active: Option<bool>,
@@ -85,6 +90,20 @@ pub struct Member {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+static THIS_HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records that this process runs on host `name` of the lead's `hosts:` (a `roo-worker`
+/// started there with `--host`); the first call wins. Members recorded on this host are
+/// judged by their pids here, and the others (the lead's host included) are not.
+pub fn set_this_host(name: &str) {
+    let _ = THIS_HOST.set(name.to_owned());
+}
+
+/// The host this process runs on ([`set_this_host`]); `None`: the lead's.
+pub fn this_host() -> Option<&'static str> {
+    THIS_HOST.get().map(String::as_str)
+}
+
 /// The `dead_reason` of a member that stopped because its lead asked it to (PROTOCOL.md
 /// §4.1): it counts as dead (not active, cannot claim) but did not die.
 pub const SHUT_DOWN_REASON: &str = "shut down at the lead's request";
@@ -101,6 +120,7 @@ impl Member {
             backend_type: None,
             pane_id: None,
             pid: None,
+            host: None,
             is_active: None,
             plan_mode_required: false,
             color: None,
@@ -110,6 +130,13 @@ impl Member {
             idle_fingerprint: None,
             extra: Default::default(),
         }
+    }
+
+    /// Its pid when that is a process of this host: `None` for a member on another host
+    /// than this process's ([`Member::host`], [`this_host`]), whose pid means nothing
+    /// here (a local process of that number is somebody else).
+    pub fn local_pid(&self) -> Option<u32> {
+        self.pid.filter(|_| self.host.as_deref() == this_host())
     }
 
     /// Absent or `true` means active.
@@ -135,9 +162,10 @@ impl Member {
     }
 
     /// The state as observed now: also dead when it has a recorded pid that is not a live
-    /// process (it died and nobody has marked it yet).
+    /// process (it died and nobody has marked it yet). A member on another host
+    /// ([`Member::host`]) is never judged by a pid of this host.
     pub fn observed_state(&self) -> MemberState {
-        if self.pid.is_some_and(|pid| !pid_alive(pid)) {
+        if self.local_pid().is_some_and(|pid| !pid_alive(pid)) {
             MemberState::Dead
         } else {
             self.state()
@@ -487,7 +515,7 @@ impl Team {
                 .iter_mut()
                 .find(|m| m.agent_id == lead_id)
                 .ok_or_else(|| self.member_not_found(&lead_id))?;
-            let before = lead.pid.filter(|p| *p != pid && pid_alive(*p));
+            let before = lead.local_pid().filter(|p| *p != pid && pid_alive(*p));
             if let Some(held) = before
                 && !take_over
             {
