@@ -20,6 +20,9 @@
 //! - **Cut before a `COMMIT`** ([`PgProxy::cut_before_commit`]): what the client sent
 //!   before the chosen `COMMIT` reaches the server, the `COMMIT` does not, both sides
 //!   close: the server rolls the transaction back.
+//! - **Partition before a `COMMIT`** ([`PgProxy::partition_before_commit`]): like a cut
+//!   before it, but the server's side stays open, as when a link is cut and the server
+//!   has not noticed: its session stays idle in the transaction, holding its locks.
 //! - **Cut everything** ([`PgProxy::cut_all`]): every open connection closes now.
 //!
 //! Only std: the store's own tests and the store benchmark include this file by path
@@ -49,6 +52,8 @@ struct Cut {
     at: u64,
     /// Whether that `COMMIT` reaches the server.
     after: bool,
+    /// Whether the server's side stays open (a partition the server has not noticed).
+    partition: bool,
     /// Run right after the cut; no new connection is let through until it returns.
     meanwhile: Option<Meanwhile>,
 }
@@ -85,9 +90,14 @@ impl Link {
     /// Closes the client's side now (it never sees another byte) and ends the server's
     /// input after what it has received.
     fn cut(&self) {
+        self.cut_client();
+        let _ = self.server.shutdown(Shutdown::Write);
+    }
+
+    /// Closes the client's side only: the server's session stays as it is.
+    fn cut_client(&self) {
         *self.cut.lock().unwrap_or_else(PoisonError::into_inner) = true;
         let _ = self.client.shutdown(Shutdown::Both);
-        let _ = self.server.shutdown(Shutdown::Write);
     }
 }
 
@@ -214,12 +224,19 @@ impl PgProxy {
     /// Arms a cut right after the `nth` `COMMIT` from now (1: the next) has reached the
     /// server, before its answer reaches the client.
     pub fn cut_after_commit(&self, nth: u64) {
-        self.arm(nth, true, None);
+        self.arm(nth, true, false, None);
     }
 
     /// Arms a cut right before the `nth` `COMMIT` from now: it never reaches the server.
     pub fn cut_before_commit(&self, nth: u64) {
-        self.arm(nth, false, None);
+        self.arm(nth, false, false, None);
+    }
+
+    /// Arms a partition right before the `nth` `COMMIT` from now: the client's side is
+    /// closed, the server's left open (until the proxy is dropped), so its session stays
+    /// in the transaction.
+    pub fn partition_before_commit(&self, nth: u64) {
+        self.arm(nth, false, true, None);
     }
 
     /// [`PgProxy::cut_after_commit`] (`after`) or [`PgProxy::cut_before_commit`], then
@@ -231,10 +248,10 @@ impl PgProxy {
         after: bool,
         meanwhile: impl FnOnce() + Send + 'static,
     ) {
-        self.arm(nth, after, Some(Box::new(meanwhile)));
+        self.arm(nth, after, false, Some(Box::new(meanwhile)));
     }
 
-    fn arm(&self, nth: u64, after: bool, meanwhile: Option<Meanwhile>) {
+    fn arm(&self, nth: u64, after: bool, partition: bool, meanwhile: Option<Meanwhile>) {
         assert!(nth >= 1, "the first COMMIT from now is number 1");
         let mut cut = self
             .shared
@@ -244,6 +261,7 @@ impl PgProxy {
         *cut = Some(Cut {
             at: self.commits() + nth,
             after,
+            partition,
             meanwhile,
         });
     }
@@ -338,7 +356,11 @@ fn client_to_server(shared: &Shared, link: &Link, mut from: TcpStream) {
                 let upto = if cut.after { end } else { start };
                 let _ = to.write_all(&chunk[sent..upto]);
                 shared.cuts.fetch_add(1, Ordering::SeqCst);
-                link.cut();
+                if cut.partition {
+                    link.cut_client();
+                } else {
+                    link.cut();
+                }
                 if let Some(meanwhile) = cut.meanwhile {
                     meanwhile();
                 }

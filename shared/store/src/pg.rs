@@ -295,6 +295,7 @@ struct Statements {
     delete: Statement,
     share_config: Statement,
     xact: Statement,
+    end_session: Statement,
     xact_status: Statement,
     quarantined_texts: Statement,
     archive_lines: Statement,
@@ -801,7 +802,10 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         // share_config
         "SELECT doc::text FROM roo_doc WHERE key = $1 AND doc IS NOT NULL FOR SHARE",
         // xact
-        "SELECT pg_current_xact_id()::text",
+        "SELECT pg_current_xact_id()::text, pg_backend_pid()",
+        // end_session
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE pid = $1 AND backend_xid::text = $2",
         // xact_status
         "SELECT pg_xact_status($1::text::xid8)",
         // quarantined_texts
@@ -842,6 +846,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
             delete,
             share_config,
             xact,
+            end_session,
             xact_status,
             quarantined_texts,
             archive_lines,
@@ -853,7 +858,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
             delete_archive_under,
             delete_quarantine_under,
         ],
-    ) = <[Statement; 21]>::try_from(prepared)
+    ) = <[Statement; 22]>::try_from(prepared)
     else {
         return Err(engine("prepare the statements", &"a statement is missing"));
     };
@@ -869,6 +874,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         delete,
         share_config,
         xact,
+        end_session,
         xact_status,
         quarantined_texts,
         archive_lines,

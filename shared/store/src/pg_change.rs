@@ -7,15 +7,19 @@
 //! document's quarantined texts. The change runs on what came back; round trip 2 sends its
 //! writes, the notification and the `COMMIT`.
 //!
-//! A link lost before the `COMMIT` was sent loses nothing: the server rolls the
-//! transaction back, and the change runs again from scratch on a new connection. A link
-//! lost after it leaves the outcome unknown: the store connects again and starts the
-//! change anew; its first round trip locks the same row, which waits until the lost
-//! session's transaction has ended, and asks the server what became of that transaction
-//! (`pg_xact_status`). Committed: the lost attempt's result, computed before its commit,
-//! is returned and nothing is written again. Aborted: the change runs again from scratch
-//! on what the document now holds. Anything else is an error that says the outcome is
-//! unknown — never a guess. So whatever a change reports is what the document holds.
+//! A link lost in round trip 1 loses nothing: the `COMMIT` was not sent, the server rolls
+//! the transaction back, and the change runs again from scratch on a new connection. A
+//! link lost in round trip 2 leaves the outcome unknown: the store connects again and
+//! starts the change anew. Its first round trip ends the lost session if the server
+//! still runs it with that transaction (a cut link the server has not noticed: idle in
+//! the transaction, holding the row), locks the same row, which waits until the lost
+//! transaction has ended, and asks the server what became of it (`pg_xact_status`).
+//! Committed: the lost attempt's result, computed before its commit, is returned and
+//! nothing is written again. Aborted: the change runs again from scratch on what the
+//! document now holds. Anything else (the row still held past the lock wait, a server
+//! that no longer knows the transaction) is an error that says the outcome is unknown —
+//! never a guess. So whatever a change reports is what the document holds, and a change
+//! that committed is never made twice.
 
 use std::sync::atomic::Ordering;
 
@@ -54,7 +58,10 @@ pub(crate) struct Reads {
 /// A change whose `COMMIT` was sent when the link was lost: its transaction and the
 /// result it reports if that committed.
 struct Unsettled<R> {
+    /// Its transaction (`xid8` as text).
     xact: String,
+    /// The server process of its session.
+    pid: i32,
     value: R,
     /// How the link was lost.
     detail: String,
@@ -75,6 +82,14 @@ fn link_lost(e: &tokio_postgres::Error, client: &Client) -> bool {
         }
         None => true,
     }
+}
+
+/// The 32-bit transaction id of an `xid8` (as text), as `pg_stat_activity.backend_xid`
+/// shows it (as text).
+fn short_xid(xact: &str) -> String {
+    xact.parse::<u64>()
+        .map(|full| (full & 0xffff_ffff).to_string())
+        .unwrap_or_default()
 }
 
 impl Conn {
@@ -123,9 +138,9 @@ impl PgStore {
             Some(lost) => self.error(
                 format!("update {key}"),
                 format!(
-                    "the link was lost after the change's COMMIT was sent ({}), and whether it \
-                     committed could not be learned ({e}); read the document before trying \
-                     again",
+                    "the link was lost while the change's COMMIT was under way ({}), and \
+                     whether it committed could not be learned ({e}); read the document before \
+                     trying again",
                     lost.detail
                 ),
             ),
@@ -166,7 +181,23 @@ impl PgStore {
             let config_param: [&(dyn ToSql + Sync); 1] = [&config_key];
             let lost_xact = unsettled.as_ref().map(|lost| lost.xact.clone());
             let status_param: [&(dyn ToSql + Sync); 1] = [&lost_xact];
+            // The lost session may still be alive on the server (a cut link it has not
+            // noticed), idle in the transaction and holding the row: it is ended, which
+            // rolls back what has not committed. Only if it still runs that transaction
+            // (a process id alone may have been reused).
+            let lost_session = unsettled
+                .as_ref()
+                .map(|lost| (lost.pid, short_xid(&lost.xact)));
             let begin = client.batch_execute(&open.begin_sql);
+            let end_lost = async {
+                match &lost_session {
+                    Some((pid, xid)) => client
+                        .execute(&statements.end_session, &[pid, xid])
+                        .await
+                        .map(|_| ()),
+                    None => Ok(()),
+                }
+            };
             let team = async {
                 match &config_key {
                     Some(_) => client
@@ -183,7 +214,7 @@ impl PgStore {
                     0 => client
                         .query_one(&statements.xact, &[])
                         .await
-                        .map(|row| Some(row.get::<_, String>(0))),
+                        .map(|row| Some((row.get::<_, String>(0), row.get::<_, i32>(1)))),
                     _ => Ok(None),
                 }
             };
@@ -205,13 +236,14 @@ impl PgStore {
                     false => Ok(Vec::new()),
                 }
             };
-            let ((begun, team, placed, locked), (xact, status, quarantined)) =
+            let ((begun, ended, team, placed), (locked, xact, status, quarantined)) =
                 block_on(futures_util::future::join(
-                    futures_util::future::join4(begin, team, placeholder, lock),
-                    futures_util::future::join3(xact, status, quarantined),
+                    futures_util::future::join4(begin, end_lost, team, placeholder),
+                    futures_util::future::join4(lock, xact, status, quarantined),
                 ));
             let first = (|| {
                 begun?;
+                ended?;
                 let team = team?;
                 placed?;
                 let rows = locked?;
@@ -354,11 +386,12 @@ impl PgStore {
                     drop(open);
                     let detail = engine_detail(&e);
                     // A savepoint's loss is its outer change's: that one runs again.
-                    let Some(xact) = xact.filter(|_| depth == 0) else {
+                    let Some((xact, pid)) = xact.filter(|_| depth == 0) else {
                         return Err(self.db_error(action(), &e));
                     };
                     unsettled = Some(Unsettled {
                         xact,
+                        pid,
                         value,
                         detail,
                     });

@@ -277,3 +277,28 @@ fn an_unkeyed_broadcast_cut_after_a_commit_reaches_every_recipient_once() {
         assert_eq!(inbox.len(), 1, "{member}: {inbox:?}");
     }
 }
+
+/// The link is cut before the send's `COMMIT` and the server does not notice: its
+/// session stays idle in the transaction, holding the inbox's row. The store, connected
+/// again, ends that session (it still runs the lost transaction) instead of waiting for
+/// the row until its lock wait gives up, and the send runs again: one copy.
+#[test]
+fn a_send_whose_old_session_still_holds_the_row_ends_it_and_is_written_once() {
+    let Some(cut) = cut_team(&["alice"]) else {
+        return;
+    };
+    cut.proxy.partition_before_commit(1);
+    let sent = cut
+        .team
+        .mailbox()
+        .send(
+            &name("lead"),
+            "alice",
+            Outgoing::text("through", "one message"),
+        )
+        .expect("the lost session is ended and the send runs again");
+    cut.assert_cut_once();
+    let inbox = cut.inbox("alice");
+    assert_eq!(inbox.len(), 1, "{inbox:?}");
+    assert_eq!(inbox[0].id, sent[0].id);
+}
