@@ -1,4 +1,4 @@
-//! The PostgreSQL binding of the store (docs/PROTOCOL.md §10): every protocol document
+//! The PostgreSQL binding of the store (docs/PROTOCOL.md §8): every protocol document
 //! is one row of `roo_doc`, keyed by its path under `ROO_HOME` (`teams/<team>/config.json`,
 //! `teams/<team>/inboxes/<member>.json`, `tasks/<team>/tasks.json`), its JSON text in a
 //! `json` column (kept as written; `jsonb` cannot hold a `\u0000` a message may carry).
@@ -10,7 +10,8 @@
 //! runs on the bytes, and the new text is written together with a `pg_notify` on the
 //! team's channel, which PostgreSQL delivers only if the transaction commits. Requests are
 //! pipelined: a change takes two round trips (lock and read; write, notify and commit),
-//! a read one.
+//! a read one. `pg_change` runs a change's transaction and learns the outcome of one whose
+//! link was lost at its `COMMIT`.
 //!
 //! The client is `tokio-postgres` (the `postgres` crate wraps the same client in a runtime
 //! of its own per connection and cannot pipeline): its connection task runs on a thread of
