@@ -830,10 +830,19 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         // delete_quarantine_under
         "DELETE FROM roo_quarantine WHERE key LIKE ANY($1)",
     ];
-    let prepared = block_on(futures_util::future::try_join_all(
+    let prepared = block_on(futures_util::future::join_all(
         sql.iter().map(|sql| client.prepare(sql)),
     ))
-    .map_err(|e| engine("prepare the statements", &engine_detail(&e)))?;
+    .into_iter()
+    .zip(sql)
+    .map(|(prepared, sql)| {
+        // A schema changed by hand fails here, at connect, naming the statement.
+        prepared.map_err(|e| {
+            let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+            engine(&format!("prepare {sql}"), &engine_detail(&e))
+        })
+    })
+    .collect::<Result<Vec<Statement>>>()?;
     let Ok(
         [
             read,
