@@ -297,10 +297,12 @@ impl Mailbox {
             key: key.as_deref(),
             retryable,
         };
-        // To one member by name, the inbox is known before the config is read: the
-        // checks run on the config the change reads with the inbox (on PostgreSQL in the
-        // same round trip, so a send is two round trips).
-        if to != "*"
+        // On PostgreSQL, to one member by name, the inbox is known before the config is
+        // read: the checks run on the config the change reads with the inbox, in the same
+        // round trip (a send is two round trips; a refused one leaves no row). Files read
+        // the config first, so an unknown recipient's inbox is never even locked.
+        if self.team.home().pg().is_some()
+            && to != "*"
             && let Ok(recipient) = Name::parse(to)
         {
             match self.deliver(&send, &recipient, true) {
