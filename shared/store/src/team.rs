@@ -386,13 +386,14 @@ impl Team {
                     description: description.to_owned(),
                     lead_agent_id: lead.agent_id.clone(),
                     created_at: Timestamp::now(),
-                    members: roster,
+                    members: roster.clone(),
                     lead_key: None,
                     extra: Default::default(),
                 })
             },
             |_| {
-                if !created.get() {
+                // Set by this run's `missing` only (a change may run again).
+                if !created.replace(false) {
                     return Err(Error::TeamExists {
                         team: team.name.to_string(),
                         path: config_path.clone(),
@@ -479,16 +480,18 @@ impl Team {
                 });
             }
             config.members.push(member.clone());
-            Ok(Outcome::Write(member))
+            Ok(Outcome::Write(member.clone()))
         })
     }
 
     /// Changes one member's fields under the lock (`is_active`, `pane_id`, `pid`, …).
-    /// The name and agent id cannot change.
+    /// The name and agent id cannot change. `change` may run more than once, each time on
+    /// the entry as stored (on PostgreSQL, again when the link was lost before the change
+    /// committed).
     pub fn update_member(
         &self,
         name_or_id: &str,
-        change: impl FnOnce(&mut Member),
+        mut change: impl FnMut(&mut Member),
     ) -> Result<Member> {
         self.update(|config| {
             let member = config
@@ -660,7 +663,7 @@ impl Team {
     /// Locked read → change → write of the config; refuses a missing team.
     pub(crate) fn update<R>(
         &self,
-        change: impl FnOnce(&mut TeamConfig) -> Result<Outcome<R>>,
+        change: impl FnMut(&mut TeamConfig) -> Result<Outcome<R>>,
     ) -> Result<R> {
         let path = self.config_path();
         if self.home.pg().is_none() && !path.is_file() {

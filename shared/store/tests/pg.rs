@@ -27,3 +27,17 @@ pub use suite::common;
 
 #[path = "pg/review2.rs"]
 mod review2;
+
+/// The test proxy of `tests/harness` (one implementation, included by path: this crate's
+/// tests cannot depend on the end-to-end harness).
+#[path = "../../../tests/harness/pg_proxy.rs"]
+mod pg_proxy;
+
+#[path = "pg/round_trips.rs"]
+mod round_trips;
+
+#[path = "pg/outcome.rs"]
+mod outcome;
+
+#[path = "pg/restart.rs"]
+mod restart;
