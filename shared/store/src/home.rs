@@ -140,7 +140,7 @@ impl StoreChoice {
         let StoreChoice::Postgres { url, .. } = self else {
             return Vec::new();
         };
-        let Ok(config) = url.parse::<tokio_postgres::Config>() else {
+        let Ok(config) = crate::pg_url::parse(url) else {
             return Vec::new();
         };
         config
