@@ -294,3 +294,59 @@ agents:
         );
     }
 }
+
+/// PERMISSIONS.md: the store's credentials "go the same way" as the API keys, which
+/// leave commands' environment whatever variable holds them. `ROO_STORE` and
+/// `PGPASSWORD` were sealed by name, but the same URL in `DATABASE_URL` (where users keep
+/// it and set `ROO_STORE` from) or the password in another variable reached every
+/// command the model ran.
+#[test]
+fn the_store_url_and_password_leave_commands_whatever_variable_holds_them() {
+    let Some(url) = roo_tests::pg::store_url() else {
+        return;
+    };
+    let Some((user, rest)) = url
+        .strip_prefix("postgresql://")
+        .and_then(|rest| rest.split_once('@'))
+        .filter(|(user, _)| !user.contains(':'))
+    else {
+        eprintln!("skipped: {url} carries a password already");
+        return;
+    };
+    // The test server trusts its clients: the password is only carried.
+    let password = "pw-canary-in-env";
+    let url = format!("postgresql://{user}:{password}@{rest}");
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    for dir in ["home", "roo"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    root.write("project/README.md", "# demo\n");
+    roo_tests::git_repo_with_identity(&root.join("project"));
+    let command = "printf '%s|%s|%s' \"${DATABASE_URL:-unset}\" \"${DB_PASSWORD:-unset}\" \
+                   \"${ROO_STORE:-unset}\" > seen";
+    let script = root.write(
+        "script.yaml",
+        format!(
+            "agents:\n  \"*\":\n    - tool_calls:\n        - {{name: Bash, input: {}}}\n    \
+             - text: \"Done.\"\n",
+            serde_json::json!({ "command": command })
+        ),
+    );
+    TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", root.join("roo"))
+        .env("HOME", root.join("home"))
+        .env("ROO_STORE", &url)
+        .env("DATABASE_URL", &url)
+        .env("DB_PASSWORD", password)
+        .env_remove("PGPASSWORD")
+        .current_dir(root.join("project"))
+        .args(["-p", "go", "--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .run()
+        .assert_ok();
+    assert_eq!(
+        std::fs::read_to_string(root.join("project/seen")).unwrap(),
+        "unset|unset|unset"
+    );
+}
