@@ -45,6 +45,7 @@ mod membership;
 mod message;
 mod name;
 mod pg;
+mod pg_url;
 pub mod pgpass;
 pub mod quarantine;
 pub mod relay;

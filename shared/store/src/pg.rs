@@ -374,7 +374,7 @@ impl PgStore {
             name: crate::home::ROO_STORE_ENV,
             reason,
         })?;
-        let config: Config = url.parse().map_err(|_| Error::InvalidSetting {
+        let config = crate::pg_url::parse(url).map_err(|_| Error::InvalidSetting {
             name: crate::home::ROO_STORE_ENV,
             reason: format!("{shown} does not parse"),
         })?;
@@ -958,7 +958,7 @@ pub(crate) fn shown_url(url: &str) -> std::result::Result<String, String> {
                 .into(),
         );
     }
-    let config: Config = url.parse().map_err(|_| {
+    let config = crate::pg_url::parse(url).map_err(|_| {
         "its postgresql:// URL does not parse (check the host, port and options; \
          percent-encode `@`, `/` and `?` in a password)"
             .to_string()

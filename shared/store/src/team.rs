@@ -399,6 +399,14 @@ impl Team {
                         path: config_path.clone(),
                     });
                 }
+                // On PostgreSQL the team is rows, its local files (transcripts, logs, the
+                // lead's key) files of the home that wrote them: what this home still holds
+                // under the name belongs to an earlier team deleted from elsewhere, and a
+                // new member of the same name must not resume its conversation. Removed
+                // under the new config row's lock, before anyone can join.
+                if home.pg().is_some() {
+                    team.remove_local_dirs()?;
+                }
                 // The task list is created before the config becomes visible, so a team
                 // that exists always has one.
                 let tasks = home.task_list(&team.name);
