@@ -94,6 +94,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::MemberExists { .. }
         | StoreError::NoRecipients { .. }
         | StoreError::NotPermitted { .. }
+        | StoreError::Fenced { .. }
         | StoreError::DependencyCycle { .. } => REFUSED,
         StoreError::InvalidName { .. }
         | StoreError::InvalidSetting { .. }

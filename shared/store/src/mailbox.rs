@@ -280,7 +280,10 @@ impl Mailbox {
             };
             let archive = self.archive_path(&recipient);
             let keyed = retryable;
+            let mut stored = stored;
             let result = self.update(&recipient, |inbox, fence| {
+                // Stamped under the lock, by the store's clock (PostgreSQL: the server's).
+                stored.timestamp = Timestamp::now();
                 if keyed {
                     let mut earlier: Vec<Message> = inbox
                         .messages
@@ -412,8 +415,9 @@ impl Mailbox {
         if self.unread_count(name)? == 0 {
             return Ok(Vec::new());
         }
-        let now = Timestamp::now();
         self.update(name, |inbox, _| {
+            // Inside the change: the store's clock (PostgreSQL: the server's).
+            let now = Timestamp::now();
             let mut taken = Vec::new();
             for m in inbox.messages.iter_mut().filter(|m| !m.read) {
                 m.read = true;
@@ -441,10 +445,10 @@ impl Mailbox {
     }
 
     fn receipt(&self, name: &Name, ids: &[MessageId], kind: &'static str) -> Result<Receipt> {
-        let now = Timestamp::now();
         let mut missing: HashSet<&MessageId> = ids.iter().collect();
         let archive = self.archive_path(name);
         self.update(name, |inbox, fence| {
+            let now = Timestamp::now();
             let mut found = 0;
             for m in inbox.messages.iter_mut() {
                 if missing.remove(&m.id) {

@@ -586,10 +586,12 @@ impl TaskList {
     }
 
     /// Reclaims the tasks of every owner that is gone by the team config's own account:
-    /// not a member, marked dead, or with a recorded pid that is not alive — or whose
-    /// lease expired ([`TeamConfig::live_member_names`], [`owner_gone`]).
+    /// not a member, marked dead, or gone by the store's test (files: a recorded pid that
+    /// is not alive; PostgreSQL: a free presence lock) — or whose lease expired
+    /// ([`crate::Liveness::live_member_names`], [`owner_gone`]).
     pub fn reclaim_gone(&self, by: Option<&Name>) -> Result<Vec<Reclaimed>> {
-        let live = self.team.config()?.live_member_names();
+        let config = self.team.config()?;
+        let live = self.team.liveness(&config)?.live_member_names(&config);
         self.reclaim(by, &live)
     }
 
