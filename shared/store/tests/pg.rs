@@ -27,3 +27,6 @@ pub use suite::common;
 
 #[path = "pg/review2.rs"]
 mod review2;
+
+#[path = "pg/presence.rs"]
+mod presence;

@@ -66,8 +66,11 @@ enum Command {
         key: i64,
         reply: std::sync::mpsc::Sender<std::result::Result<bool, String>>,
     },
-    /// Release a lock taken with `Lock`.
-    Unlock { key: i64 },
+    /// Release a lock taken with `Lock`; the reply says it is done.
+    Unlock {
+        key: i64,
+        reply: std::sync::mpsc::Sender<()>,
+    },
 }
 
 /// What callers read without going through the thread.
@@ -89,7 +92,6 @@ pub(crate) struct PresenceConn {
     commands: UnboundedSender<Command>,
     shared: Arc<Shared>,
     target: String,
-    unix_socket: bool,
 }
 
 impl PresenceConn {
@@ -132,18 +134,10 @@ impl PresenceConn {
             Ok(Err(detail)) => return Err(engine(detail)),
             Err(_) => return Err(engine("the connection thread stopped".into())),
         }
-        #[cfg(unix)]
-        let unix_socket = matches!(
-            config.get_hosts().first(),
-            Some(tokio_postgres::config::Host::Unix(_))
-        );
-        #[cfg(not(unix))]
-        let unix_socket = false;
         Ok(PresenceConn {
             commands,
             shared,
             target: target.to_owned(),
-            unix_socket,
         })
     }
 
@@ -187,9 +181,13 @@ impl PresenceConn {
         }
     }
 
-    /// Releases the lock `key` (at once if connected; a lost connection released it).
+    /// Releases the lock `key` and returns once the server has (a lost connection
+    /// released it already).
     pub(crate) fn unlock(&self, key: i64) {
-        let _ = self.commands.send(Command::Unlock { key });
+        let (reply, done) = std::sync::mpsc::channel();
+        if self.commands.send(Command::Unlock { key, reply }).is_ok() {
+            let _ = done.recv();
+        }
     }
 
     /// Whether lock `key` is held now (false while the connection is being restored).
@@ -238,8 +236,16 @@ impl PresenceConn {
         .map_err(|e| self.error(action(), engine_detail(&e)))?;
         let found: HashMap<String, String> =
             rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+        // The server knows the transport this session came by: no client address is a
+        // unix socket (a URL may list a TCP host and a socket directory, tried in turn).
+        let unix_socket = block_on(
+            live.client
+                .query_one("SELECT inet_client_addr() IS NULL", &[]),
+        )
+        .map_err(|e| self.error(action(), engine_detail(&e)))?
+        .get::<_, bool>(0);
         Ok(PresenceSettings {
-            unix_socket: self.unix_socket,
+            unix_socket,
             server: names
                 .into_iter()
                 .map(|name| {
@@ -475,8 +481,9 @@ fn offline(command: Command, channels: &mut BTreeSet<String>, locks: &mut HashMa
                 "the presence connection is lost and being restored; retry".into()
             ));
         }
-        Command::Unlock { key } => {
+        Command::Unlock { key, reply } => {
             release(locks, key);
+            let _ = reply.send(());
         }
     }
 }
@@ -527,7 +534,7 @@ async fn online(
             }
             let _ = reply.send(result);
         }
-        Command::Unlock { key } => {
+        Command::Unlock { key, reply } => {
             if release(locks, key) {
                 let was_held = shared
                     .held
@@ -541,6 +548,7 @@ async fn online(
                         .await;
                 }
             }
+            let _ = reply.send(());
         }
     }
 }
