@@ -14,6 +14,9 @@
 //! lead once per fingerprint; [`Team::assign_task`] sets another member as owner, then
 //! sends the `task_assignment`; [`TaskList::add_usage`] adds a model request's spend to a
 //! task; [`Team::open_transcript`] / [`Team::open_log`] open a member's own files.
+//! Liveness is the store's own test ([`Team::liveness`]): a pid on files, a presence
+//! lock on PostgreSQL, which a running member holds with [`Team::hold_presence`] and
+//! writes through ([`Presence::team`]: refused once it was declared dead).
 //!
 //! ```no_run
 //! use roo_store::{Member, Name, Outgoing, RooHome, Team};
