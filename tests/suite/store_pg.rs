@@ -360,3 +360,50 @@ fn store_in_the_user_config_selects_the_store_for_the_clis_and_the_runtime() {
     assert!(out.stderr().contains("config.yaml"), "{}", out.stderr());
     assert!(!out.stderr().contains("s3cret"), "{}", out.stderr());
 }
+
+/// `doctor` on the PostgreSQL store shows the presence connection's keepalive settings as
+/// the server applies them, and how fast the death of a member is seen (the test server
+/// is a unix socket: the settings do not apply, and a death is seen at once).
+#[test]
+fn doctor_shows_the_presence_connections_keepalives_on_postgresql() {
+    let Some(url) = store_url() else { return };
+    let home = TempHome::new();
+    home.mail()
+        .env("ROO_STORE", &url)
+        .args(["team", "create", "--team", "t", "--lead", "lead"])
+        .run()
+        .assert_ok();
+    let human = home
+        .task()
+        .env("ROO_STORE", &url)
+        .args(["doctor", "--team", "t"])
+        .run();
+    human.assert_ok();
+    let text = human.stdout();
+    assert!(
+        text.contains("presence connection (unix socket): tcp_keepalives_idle=0"),
+        "{text}"
+    );
+    assert!(text.contains("tcp_user_timeout="), "{text}");
+    assert!(text.contains("death detection: unix socket"), "{text}");
+    let json = home
+        .mail()
+        .env("ROO_STORE", &url)
+        .args(["doctor", "--team", "t", "--json"])
+        .run();
+    json.assert_ok();
+    let presence = &json.json()["presence"];
+    assert_eq!(presence["unix_socket"], true, "{}", json.stdout());
+    assert_eq!(presence["detects_in_seconds"], false);
+    assert_eq!(presence["settings"]["tcp_keepalives_count"], "0");
+    // The file store's doctor has no presence.
+    let files = TempHome::new();
+    files
+        .mail()
+        .args(["team", "create", "--team", "t", "--lead", "lead"])
+        .run()
+        .assert_ok();
+    let out = files.mail().args(["doctor", "--team", "t", "--json"]).run();
+    out.assert_ok();
+    assert!(out.json().get("presence").is_none(), "{}", out.stdout());
+}

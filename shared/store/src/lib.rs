@@ -78,8 +78,8 @@ pub use message::{
 };
 pub use name::{MAX_NAME_LEN, Name};
 pub use pg::{
-    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PgStore, PresenceSettings,
-    SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,
+    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PgStore, PresenceSettings, SCHEMA_VERSION,
+    USER_TIMEOUT, channel_of, presence_key,
 };
 pub use task::{Lease, Task, TaskId, TaskNote, TaskStatus, paths_overlap, scopes_overlap};
 pub use task_list::{

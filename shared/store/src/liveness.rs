@@ -39,11 +39,7 @@ impl Liveness {
         match &self.held {
             None => member.pid.map(pid_alive),
             Some(held) => member.epoch.map(|epoch| {
-                held.contains(&presence_key(
-                    self.team.as_str(),
-                    &member.agent_id,
-                    epoch,
-                ))
+                held.contains(&presence_key(self.team.as_str(), &member.agent_id, epoch))
             }),
         }
     }
@@ -113,7 +109,9 @@ impl Presence {
     /// presence connection is being restored after a lost link; it is taken again then,
     /// unless the member was declared dead meanwhile (its writes are then refused).
     pub fn is_held(&self) -> bool {
-        self.lock.as_ref().is_none_or(|(conn, key)| conn.holds(*key))
+        self.lock
+            .as_ref()
+            .is_none_or(|(conn, key)| conn.holds(*key))
     }
 }
 
@@ -173,7 +171,12 @@ impl Team {
     /// lock is held by a live session (another process is that member). On files: checks
     /// the entry exists and is not marked dead, and holds nothing.
     pub fn hold_presence(&self, name: &Name) -> Result<Presence> {
-        let action = || format!("hold the presence of {name} in team {:?}", self.name().as_str());
+        let action = || {
+            format!(
+                "hold the presence of {name} in team {:?}",
+                self.name().as_str()
+            )
+        };
         let config = self.config()?;
         let entry = config
             .members

@@ -263,25 +263,24 @@ impl Team {
                 (_, _, Some(pid)) => format!("its process {pid} is no longer running"),
                 _ => continue,
             };
-            let marked =
-                self.update(|config| {
-                    // The same entry (same process, same presence) still unmarked.
-                    let Some(member) = config.members.iter_mut().find(|m| {
-                        m.name == suspect.name
-                            && m.pid == suspect.pid
-                            && m.epoch == suspect.epoch
-                            && m.dead_at.is_none()
-                    }) else {
-                        return Ok(Outcome::Keep(None));
-                    };
-                    if self.evidence_now(member)? != Some(false) {
-                        return Ok(Outcome::Keep(None));
-                    }
-                    member.dead_at = Some(Timestamp::now());
-                    member.dead_reason = Some(reason.clone());
-                    member.is_active = Some(false);
-                    Ok(Outcome::Write(Some(member.clone())))
-                })?;
+            let marked = self.update(|config| {
+                // The same entry (same process, same presence) still unmarked.
+                let Some(member) = config.members.iter_mut().find(|m| {
+                    m.name == suspect.name
+                        && m.pid == suspect.pid
+                        && m.epoch == suspect.epoch
+                        && m.dead_at.is_none()
+                }) else {
+                    return Ok(Outcome::Keep(None));
+                };
+                if self.evidence_now(member)? != Some(false) {
+                    return Ok(Outcome::Keep(None));
+                }
+                member.dead_at = Some(Timestamp::now());
+                member.dead_reason = Some(reason.clone());
+                member.is_active = Some(false);
+                Ok(Outcome::Write(Some(member.clone())))
+            })?;
             if let Some(member) = marked {
                 let note = format!("{} died: {reason}", member.name);
                 let released = self.tasks().release_owner(&member.name, by, &note)?;

@@ -217,7 +217,9 @@ impl Fence {
             Some(epoch) => Err(refuse(format!(
                 "its entry was taken over by a later join (epoch {epoch})"
             ))),
-            None => Err(refuse("its entry was taken over by a join without presence".into())),
+            None => Err(refuse(
+                "its entry was taken over by a join without presence".into(),
+            )),
         }
     }
 }

@@ -340,7 +340,9 @@ mod tests {
         assert!(Timestamp::now().unix_ms() > 1_700_000_000_000);
         // Another thread keeps its own clock.
         let _clock = StoreClock::enter(7);
-        let other = std::thread::spawn(|| Timestamp::now().unix_ms()).join().unwrap();
+        let other = std::thread::spawn(|| Timestamp::now().unix_ms())
+            .join()
+            .unwrap();
         assert!(other > 1_700_000_000_000);
     }
 

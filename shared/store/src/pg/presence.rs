@@ -293,7 +293,8 @@ impl PresenceSettings {
                 "seconds: a killed member's lock is freed at once, a member behind a cut link \
                  is dropped after about {} s (keepalives {} s idle + {} × {} s, or \
                  tcp_user_timeout {} ms with data in flight)",
-                KEEPALIVE_IDLE.as_secs() + u64::from(KEEPALIVE_COUNT) * KEEPALIVE_INTERVAL.as_secs(),
+                KEEPALIVE_IDLE.as_secs()
+                    + u64::from(KEEPALIVE_COUNT) * KEEPALIVE_INTERVAL.as_secs(),
                 KEEPALIVE_IDLE.as_secs(),
                 KEEPALIVE_COUNT,
                 KEEPALIVE_INTERVAL.as_secs(),
@@ -417,10 +418,7 @@ where
 }
 
 /// The session's settings (those this server has), the poll's statement, the `LISTEN`s.
-async fn set_up(
-    client: Client,
-    channels: &BTreeSet<String>,
-) -> std::result::Result<Live, String> {
+async fn set_up(client: Client, channels: &BTreeSet<String>) -> std::result::Result<Live, String> {
     let settings = session_settings();
     let (names, values): (Vec<&str>, Vec<String>) = settings.iter().cloned().unzip();
     client
@@ -451,7 +449,11 @@ async fn set_up(
 async fn relock(live: &Live, locks: &HashMap<i64, usize>, shared: &Shared) {
     let missing: Vec<i64> = {
         let held = shared.held.lock().unwrap_or_else(PoisonError::into_inner);
-        locks.keys().filter(|k| !held.contains(k)).copied().collect()
+        locks
+            .keys()
+            .filter(|k| !held.contains(k))
+            .copied()
+            .collect()
     };
     for key in missing {
         if let Ok(row) = live
@@ -478,7 +480,7 @@ fn offline(command: Command, channels: &mut BTreeSet<String>, locks: &mut HashMa
         }
         Command::Lock { reply, .. } => {
             let _ = reply.send(Err(
-                "the presence connection is lost and being restored; retry".into()
+                "the presence connection is lost and being restored; retry".into(),
             ));
         }
         Command::Unlock { key, reply } => {
@@ -501,7 +503,11 @@ async fn online(
                 let _ = reply.send(Ok(()));
                 return;
             }
-            let result = match live.client.batch_execute(&format!("LISTEN {channel}")).await {
+            let result = match live
+                .client
+                .batch_execute(&format!("LISTEN {channel}"))
+                .await
+            {
                 Ok(()) => Ok(()),
                 // A lost link: the next connection LISTENs (the channel stays wanted).
                 Err(_) if live.client.is_closed() => Ok(()),

@@ -7,8 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use roo_store::{
-    ClaimOptions, ClaimOutcome, Error, Member, MemberState, NewTask, Outgoing, ReadFilter,
-    RooHome, Team, TaskStatus,
+    ClaimOptions, ClaimOutcome, Error, Member, MemberState, NewTask, Outgoing, ReadFilter, RooHome,
+    TaskStatus, Team,
 };
 
 use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
@@ -160,7 +160,10 @@ fn a_killed_member_is_declared_dead_by_its_free_lock_and_its_task_released() {
     );
     assert_eq!(deaths[0].released.len(), 1);
     let released = team.tasks().get(&id).unwrap();
-    assert_eq!((released.status, released.owner), (TaskStatus::Pending, None));
+    assert_eq!(
+        (released.status, released.owner),
+        (TaskStatus::Pending, None)
+    );
     // Reported once; dave, alive, is never declared dead.
     assert!(team.detect_dead(Some(&name("lead"))).unwrap().is_empty());
     let config = team.config().unwrap();
@@ -269,7 +272,10 @@ fn a_member_declared_dead_is_fenced_until_it_joins_again_with_a_new_epoch() {
     };
     assert_eq!(*epoch, old_epoch);
     assert!(reason.contains("declared dead"), "{reason}");
-    assert!(err.to_string().contains("must join the team again"), "{err}");
+    assert!(
+        err.to_string().contains("must join the team again"),
+        "{err}"
+    );
     // A claim is refused before it starts (the entry says dead), and its write would be.
     let err = mine
         .tasks()
@@ -352,11 +358,7 @@ fn a_member_declared_dead_is_fenced_until_it_joins_again_with_a_new_epoch() {
 fn a_change_writes_the_servers_time() {
     let Some(dsn) = dsn() else { return };
     let url = fresh_schema_url(&dsn);
-    let schema = url
-        .rsplit("search_path%3D")
-        .next()
-        .unwrap()
-        .to_owned();
+    let schema = url.rsplit("search_path%3D").next().unwrap().to_owned();
     psql(
         &dsn,
         &format!(
@@ -369,7 +371,12 @@ fn a_change_writes_the_servers_time() {
     let team = team_named(&home, "t", &["alice", "bob"]);
     let server = "2001-02-03T04:05:06.789Z";
     let config = team.config().unwrap();
-    assert!(config.created_at.to_string().starts_with("2001-02-03T04:05:0"));
+    assert!(
+        config
+            .created_at
+            .to_string()
+            .starts_with("2001-02-03T04:05:0")
+    );
     let id = task(&team, "t");
     let claimed = team
         .tasks()
@@ -379,7 +386,12 @@ fn a_change_writes_the_servers_time() {
         panic!("{claimed:?}");
     };
     let lease = task.lease.unwrap();
-    assert!(lease.acquired_at.to_string().starts_with("2001-02-03T04:05:0"));
+    assert!(
+        lease
+            .acquired_at
+            .to_string()
+            .starts_with("2001-02-03T04:05:0")
+    );
     assert_eq!(
         lease.expires_at.unix_ms() - lease.acquired_at.unix_ms(),
         600_000
@@ -388,7 +400,12 @@ fn a_change_writes_the_servers_time() {
         .mailbox()
         .send(&name("alice"), "bob", Outgoing::text("hi", "hi"))
         .unwrap();
-    assert!(sent[0].timestamp.to_string().starts_with("2001-02-03T04:05:0"));
+    assert!(
+        sent[0]
+            .timestamp
+            .to_string()
+            .starts_with("2001-02-03T04:05:0")
+    );
     let (member, _) = team.mark_dead("bob", "test").unwrap();
     assert!(
         member
@@ -419,7 +436,10 @@ fn the_presence_connection_sets_its_keepalives_per_session() {
     );
     // The test server listens on a unix socket only: the settings do not apply there.
     assert!(settings.unix_socket);
-    assert!(settings.verdict().starts_with("unix socket"), "{settings:?}");
+    assert!(
+        settings.verdict().starts_with("unix socket"),
+        "{settings:?}"
+    );
     // The session is the presence connection's own: another one has the defaults.
     assert_eq!(psql(&url, "SHOW tcp_keepalives_idle"), "0");
     assert!(home_for_files_has_no_presence_connection());
@@ -448,4 +468,55 @@ fn home_for_files_has_no_presence_connection() -> bool {
     presence.epoch().is_none()
         && presence.is_held()
         && std::fs::read(home.team_config(&t)).unwrap() == before
+}
+
+/// The presence connection lost (its session ended by the server, as a restart or a cut
+/// link would): it connects again by itself, takes its lock again and LISTENs again.
+#[test]
+fn a_lost_presence_connection_comes_back_with_its_lock_and_its_listens() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let (_dir, home) = home_at(&url);
+    let team = team_named(&home, "t", &["alice", "bob"]);
+    let presence = team.hold_presence(&name("alice")).unwrap();
+    let mut watcher = team.mailbox().watcher(&name("alice")).unwrap();
+    let key = roo_store::presence_key("t", "alice@t", presence.epoch().unwrap());
+    let ended = psql(
+        &url,
+        &format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' \
+             AND granted AND objsubid = 1 AND classid = (({key}::int8 >> 32) & 4294967295)::oid \
+             AND objid = ({key}::int8 & 4294967295)::oid"
+        ),
+    );
+    assert_eq!(ended, "1", "the presence session was not found in pg_locks");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let config = team.config().unwrap();
+        let alive = team
+            .liveness(&config)
+            .unwrap()
+            .evidence(config.member("alice").unwrap());
+        if presence.is_held() && alive == Some(true) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the presence lock never came back"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(team.detect_dead(Some(&name("lead"))).unwrap().is_empty());
+    // The watcher was woken by the loss; after it, a send wakes it again.
+    let (_other_dir, other) = home_at(&url);
+    Team::open(&other, name("t"))
+        .unwrap()
+        .mailbox()
+        .send(&name("bob"), "alice", Outgoing::text("after", "after"))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while team.mailbox().unread_count(&name("alice")).unwrap() == 0 {
+        assert!(Instant::now() < deadline, "the message never arrived");
+        watcher.wait(Duration::from_secs(1));
+    }
 }

@@ -260,11 +260,7 @@ fn detect_dead_finds_a_killed_process_once_and_releases_its_task() {
         liveness.observed_state(config.member("carol").unwrap()),
         MemberState::Dead
     );
-    assert!(
-        !liveness
-            .live_member_names(&config)
-            .contains(&name("carol"))
-    );
+    assert!(!liveness.live_member_names(&config).contains(&name("carol")));
     let deaths = f.team.detect_dead(Some(&name("lead"))).unwrap();
     assert_eq!(deaths.len(), 1);
     assert_eq!(deaths[0].member.name, "carol");
