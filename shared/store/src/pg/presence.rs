@@ -591,7 +591,7 @@ mod tests {
     #[test]
     fn presence_keys_follow_the_documented_derivation() {
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in b"roo-presence\0crew\0alice@crew\042" {
+        for b in b"roo-presence\x00crew\x00alice@crew\x0042" {
             hash ^= u64::from(*b);
             hash = hash.wrapping_mul(0x0100_0000_01b3);
         }
