@@ -144,8 +144,9 @@ fn pg_home(dsn: &str) -> (tempfile::TempDir, RooHome, String) {
 }
 
 /// The file store and the PostgreSQL store side by side, in one run: a send, a send
-/// seen by an in-process watcher of another connection, claims one after another, and
-/// four claimers on their own connections taking 400 tasks.
+/// seen by an in-process watcher of another connection, claims one after another, four
+/// claimers on their own connections taking 400 tasks, and death detection after a
+/// member's process is killed.
 fn file_and_postgresql(dsn: &str, iterations: usize) {
     println!("\n## File store and PostgreSQL store (unix socket, fsync on), side by side");
     let file_dir = tempfile::tempdir().unwrap();
