@@ -3,13 +3,13 @@
 //!
 //! On files a member with a recorded pid lives while that pid is a live process: a test
 //! that holds on one machine, which is all the file store spans. On PostgreSQL a pid
-//! means nothing (it may be another host's): a running member holds a session advisory
-//! lock on its process's presence connection, keyed by (team, agent id, epoch), and its
-//! entry records the epoch; it lives while some session holds that lock. The server frees
-//! the lock when the member's session ends — at once when its process dies, within
+//! means nothing across hosts: a running member holds a session advisory lock on its
+//! process's presence connection, keyed by (team, agent id, epoch), and its entry records
+//! the epoch; it lives while some session holds that lock, whatever its pid. The server
+//! frees the lock when the member's session ends — at once when its process dies, within
 //! seconds when its host or link goes (the presence connection's keepalives). An entry
-//! without an epoch has no presence vouching for it and is judged by its marks alone,
-//! like a roster entry (its claims still expire with their leases).
+//! without an epoch (no presence vouches for it: a member joined by hand, or by a runtime
+//! that holds no presence) is judged by its pid as on files — right on one host only.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -31,16 +31,16 @@ pub struct Liveness {
 }
 
 impl Liveness {
-    /// What the store's test says of `member` now: `Some(false)` if its process is gone
-    /// (files: its pid is not a live process; PostgreSQL: its presence lock is free),
-    /// `Some(true)` if it is there, `None` if nothing vouches either way (no pid, no
-    /// epoch: a roster entry, or a member joined without a presence).
+    /// What the store's test says of `member` now: `Some(false)` if its process is gone,
+    /// `Some(true)` if it is there, `None` if nothing vouches either way (a roster entry:
+    /// no pid, no epoch). PostgreSQL, with an epoch: whether its presence lock is held;
+    /// otherwise (files, or no epoch): whether its recorded pid is a live process.
     pub fn evidence(&self, member: &Member) -> Option<bool> {
-        match &self.held {
-            None => member.pid.map(pid_alive),
-            Some(held) => member.epoch.map(|epoch| {
-                held.contains(&presence_key(self.team.as_str(), &member.agent_id, epoch))
-            }),
+        match (&self.held, member.epoch) {
+            (Some(held), Some(epoch)) => {
+                Some(held.contains(&presence_key(self.team.as_str(), &member.agent_id, epoch)))
+            }
+            _ => member.pid.map(pid_alive),
         }
     }
 
@@ -151,12 +151,11 @@ impl Team {
     /// [`Liveness::evidence`] for one member, read now (inside a change: under its lock).
     pub(crate) fn evidence_now(&self, member: &Member) -> Result<Option<bool>> {
         match (self.home().pg(), member.epoch) {
-            (None, _) => Ok(member.pid.map(pid_alive)),
-            (Some(_), None) => Ok(None),
             (Some(pg), Some(epoch)) => {
                 let key = presence_key(self.name().as_str(), &member.agent_id, epoch);
                 Ok(Some(pg.held_keys(&[key])?.contains(&key)))
             }
+            _ => Ok(member.pid.map(pid_alive)),
         }
     }
 

@@ -74,10 +74,11 @@ impl Team {
     /// Runtimes must record a pid for every running member (an in-process teammate: the
     /// lead's), or a hand join could take over a member that is running.
     ///
-    /// On PostgreSQL "live" is the store's test ([`crate::Liveness`]), not the pid (which
-    /// may be another host's): a name is held while the presence lock of its entry's epoch
-    /// is held (checked under the row lock). The joined entry has no epoch: a running
-    /// member then holds its presence ([`Team::hold_presence`]), which records one.
+    /// On PostgreSQL an entry with an epoch is judged by its presence ([`crate::Liveness`]),
+    /// not its pid (which may be another host's): the name is held while the lock of that
+    /// epoch is held (checked under the row lock). The joined entry has no epoch: a
+    /// running member then holds its presence ([`Team::hold_presence`]), which records
+    /// one.
     pub fn join(&self, member: Member) -> Result<Joined> {
         let team = self.name().clone();
         let pg = self.home().pg().is_some();
@@ -118,7 +119,9 @@ impl Team {
                     reason: "that is the team's lead; a worker joins under its own name".into(),
                 });
             }
-            if pg && old.dead_at.is_none() && self.evidence_now(&old)? == Some(true) {
+            // An entry a presence vouches for (PostgreSQL) is held while its lock is.
+            let presence = pg && old.epoch.is_some();
+            if presence && old.dead_at.is_none() && self.evidence_now(&old)? == Some(true) {
                 return Err(Error::NotPermitted {
                     action: action(),
                     reason: format!(
@@ -132,7 +135,7 @@ impl Team {
                 });
             }
             if let Some(pid) = old.pid
-                && !pg
+                && !presence
                 && old.dead_at.is_none()
                 && Some(pid) != member.pid
                 && pid_alive(pid)
@@ -240,8 +243,9 @@ impl Team {
     }
 
     /// Finds members (the lead excepted) not yet marked dead whose process is gone by the
-    /// store's test ([`crate::Liveness`]: files, a recorded pid that is no longer a live
-    /// process; PostgreSQL, a presence lock that is free), and [`Team::declare_dead`]s each
+    /// store's test ([`crate::Liveness`]: a recorded pid that is no longer a live process;
+    /// on PostgreSQL, for an entry with an epoch, a presence lock that is free), and
+    /// [`Team::declare_dead`]s each
     /// (re-checked under the lock, so a member that rejoined meanwhile is left alone). One
     /// config read and one `kill(pid, 0)` per member (PostgreSQL: one query on `pg_locks`
     /// for all) when nobody died: cheap enough to poll every second. Returns the deaths

@@ -82,8 +82,9 @@ pub struct Member {
     pub idle_fingerprint: Option<String>,
     /// PostgreSQL store only: the epoch of the process that holds this member's presence
     /// (a server transaction id, new at each [`Team::hold_presence`]); the member lives
-    /// while the session advisory lock keyed by (team, agent id, epoch) is held
-    /// (PROTOCOL.md §8). Absent on files, and for an entry no presence vouches for.
+    /// while the session advisory lock keyed by (team, agent id, epoch) is held, whatever
+    /// its pid (PROTOCOL.md §8). Absent on files, and for an entry no presence vouches for
+    /// (judged by its pid then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u64>,
     /// Members this version does not know (from a newer minor version), kept on rewrite.
