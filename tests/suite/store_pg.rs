@@ -407,3 +407,38 @@ fn doctor_shows_the_presence_connections_keepalives_on_postgresql() {
     out.assert_ok();
     assert!(out.json().get("presence").is_none(), "{}", out.stdout());
 }
+
+/// Over TCP from another host (network namespaces, [`roo_tests::hosts`]), the presence
+/// connection's session takes the product's keepalive settings and `doctor` says a death
+/// is seen in seconds. Without root, `ip netns` or PostgreSQL it says `skipped` and passes.
+#[test]
+fn doctor_over_tcp_from_another_host_says_death_detection_takes_seconds() {
+    use roo_tests::hosts::{Hosts, Need};
+    let Some(hosts) = Hosts::new(&["a", "b"], &[Need::Postgres]) else {
+        return;
+    };
+    let pg = hosts.postgres("a");
+    let home = hosts.dir().join("home-b");
+    std::fs::create_dir_all(&home).unwrap();
+    let mail = |args: &[&str]| {
+        hosts
+            .cmd("b", roo_tests::bin("roo-mail"))
+            .args(args)
+            .env("ROO_STORE", pg.url())
+            .env("ROO_HOME", &home)
+            .run()
+    };
+    mail(&["team", "create", "--team", "t", "--lead", "lead"]).assert_ok();
+    let out = mail(&["doctor", "--team", "t"]);
+    out.assert_ok();
+    let text = out.stdout();
+    assert!(
+        text.contains(
+            "presence connection (TCP): tcp_keepalives_idle=2 tcp_keepalives_interval=1 \
+             tcp_keepalives_count=3 tcp_user_timeout=5000"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("death detection: seconds"), "{text}");
+    assert!(!text.contains(pg.password()), "{text}");
+}
