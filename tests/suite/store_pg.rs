@@ -444,6 +444,7 @@ fn doctor_over_tcp_from_another_host_says_death_detection_takes_seconds() {
 }
 
 const MEMBER_URL: &str = "ROO_TEST_MEMBER_URL";
+const MEMBER_HOME: &str = "ROO_TEST_MEMBER_HOME";
 
 /// Helper of the test below, run in host b (this test binary again, in b's network
 /// namespace): joins team `t` as carol over TCP, holds its presence, claims task 1 as
@@ -455,11 +456,10 @@ const MEMBER_URL: &str = "ROO_TEST_MEMBER_URL";
 fn member_in_host_b() {
     use roo_store::{ClaimOptions, Member, Name, Outgoing, PgStore, RooHome, Team};
     use std::io::BufRead;
-    let Ok(url) = std::env::var(MEMBER_URL) else {
+    let (Ok(url), Some(dir)) = (std::env::var(MEMBER_URL), std::env::var_os(MEMBER_HOME)) else {
         return;
     };
-    let dir = tempfile_dir();
-    let home = RooHome::new(&dir).with_store(PgStore::connect(&url).unwrap());
+    let home = RooHome::new(dir).with_store(PgStore::connect(&url).unwrap());
     let team = Team::open(&home, Name::parse("t").unwrap()).unwrap();
     let carol = Name::parse("carol").unwrap();
     let join = || {
@@ -499,12 +499,6 @@ fn member_in_host_b() {
             _ => return,
         }
     }
-}
-
-fn tempfile_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("roo-member-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Issue 21: a member on host b holds its presence over TCP; b's link is cut (no reset
@@ -562,6 +556,7 @@ fn a_member_behind_a_cut_link_is_declared_dead_and_fenced_when_it_comes_back() {
             "--test-threads=1",
         ])
         .env(MEMBER_URL, pg.url())
+        .env(MEMBER_HOME, &home_b)
         .spawn();
     let epoch: u64 = wait_until(
         "carol to hold her presence on host b",

@@ -322,7 +322,19 @@ async fn run(
     let mut locks: HashMap<i64, usize> = HashMap::new();
     let mut pause = Duration::from_millis(50);
     loop {
-        let connected = match config.connect(NoTls).await {
+        // Commands keep being served while connecting (up to the connect timeout).
+        let connecting = config.connect(NoTls);
+        tokio::pin!(connecting);
+        let attempt = loop {
+            tokio::select! {
+                attempt = &mut connecting => break attempt,
+                command = commands.recv() => match command {
+                    None => return,
+                    Some(command) => offline(command, &mut channels, &mut locks),
+                },
+            }
+        };
+        let connected = match attempt {
             Ok((client, connection)) => {
                 let driving = tokio::spawn(drive(connection, watchers.clone()));
                 match set_up(client, &channels).await {
