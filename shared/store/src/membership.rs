@@ -245,11 +245,10 @@ impl Team {
     /// Finds members (the lead excepted) not yet marked dead whose process is gone by the
     /// store's test ([`crate::Liveness`]: a recorded pid that is no longer a live process;
     /// on PostgreSQL, for an entry with an epoch, a presence lock that is free), and
-    /// [`Team::declare_dead`]s each
-    /// (re-checked under the lock, so a member that rejoined meanwhile is left alone). One
-    /// config read and one `kill(pid, 0)` per member (PostgreSQL: one query on `pg_locks`
-    /// for all) when nobody died: cheap enough to poll every second. Returns the deaths
-    /// this call recorded.
+    /// [`Team::declare_dead`]s each (re-checked under the lock, so a member that rejoined
+    /// meanwhile is left alone). One config read and one `kill(pid, 0)` per member
+    /// (PostgreSQL: one query on `pg_locks` for all) when nobody died: cheap enough to
+    /// poll every second. Returns the deaths this call recorded.
     pub fn detect_dead(&self, by: Option<&Name>) -> Result<Vec<Death>> {
         let config = self.config()?;
         let liveness = self.liveness(&config)?;
