@@ -17,7 +17,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
@@ -167,7 +167,9 @@ impl PresenceConn {
     }
 
     /// Takes the session advisory lock `key`: `Ok(false)` if another session holds it.
-    /// Held until [`PresenceConn::unlock`], and taken again after a reconnect.
+    /// Held until [`PresenceConn::unlock`], and taken again after a reconnect. While the
+    /// connection is being restored it waits for it (refused once the reconnection has
+    /// failed for [`super::RECONNECT_FOR`]).
     pub(crate) fn lock(&self, key: i64) -> Result<bool> {
         let (reply, answer) = std::sync::mpsc::channel();
         let action = || format!("take the presence lock {key}");
@@ -320,6 +322,9 @@ async fn run(
     let mut ready = Some(ready);
     let mut channels: BTreeSet<String> = BTreeSet::new();
     let mut locks: HashMap<i64, usize> = HashMap::new();
+    // Locks asked for while there is no connection: taken once it is back, or refused
+    // after [`super::RECONNECT_FOR`].
+    let mut pending: Vec<(Instant, Command)> = Vec::new();
     let mut pause = Duration::from_millis(50);
     loop {
         // Commands keep being served while connecting (up to the connect timeout).
@@ -330,7 +335,7 @@ async fn run(
                 attempt = &mut connecting => break attempt,
                 command = commands.recv() => match command {
                     None => return,
-                    Some(command) => offline(command, &mut channels, &mut locks),
+                    Some(command) => offline(command, &mut channels, &mut locks, &mut pending),
                 },
             }
         };
@@ -354,6 +359,7 @@ async fn run(
                     let _ = ready.send(Err(detail));
                     return;
                 }
+                expire(&mut pending, &detail);
                 // Wait a moment, serving commands meanwhile (what they want is kept).
                 let wait = tokio::time::sleep(pause);
                 tokio::pin!(wait);
@@ -362,7 +368,7 @@ async fn run(
                         () = &mut wait => break,
                         command = commands.recv() => match command {
                             None => return,
-                            Some(command) => offline(command, &mut channels, &mut locks),
+                            Some(command) => offline(command, &mut channels, &mut locks, &mut pending),
                         },
                     }
                 }
@@ -380,6 +386,9 @@ async fn run(
             // Notifications sent while the link was down are lost: every watcher reads
             // afresh.
             None => watchers.closed(),
+        }
+        for (_, command) in pending.drain(..) {
+            online(command, &live, &mut channels, &mut locks, &shared).await;
         }
         let mut retry = tokio::time::interval(RELOCK_EVERY);
         loop {
@@ -483,18 +492,20 @@ async fn relock(live: &Live, locks: &HashMap<i64, usize>, shared: &Shared) {
     }
 }
 
-/// A command while there is no connection: the wanted state is kept for the next one.
-fn offline(command: Command, channels: &mut BTreeSet<String>, locks: &mut HashMap<i64, usize>) {
+/// A command while there is no connection: the wanted state is kept for the next one;
+/// a lock waits for it ([`expire`]).
+fn offline(
+    command: Command,
+    channels: &mut BTreeSet<String>,
+    locks: &mut HashMap<i64, usize>,
+    pending: &mut Vec<(Instant, Command)>,
+) {
     match command {
         Command::Listen { channel, reply } => {
             channels.insert(channel);
             let _ = reply.send(Ok(()));
         }
-        Command::Lock { reply, .. } => {
-            let _ = reply.send(Err(
-                "the presence connection is lost and being restored; retry".into(),
-            ));
-        }
+        lock @ Command::Lock { .. } => pending.push((Instant::now(), lock)),
         Command::Unlock { key, reply } => {
             release(locks, key);
             let _ = reply.send(());
@@ -567,6 +578,22 @@ async fn online(
                 }
             }
             let _ = reply.send(());
+        }
+    }
+}
+
+/// Refuses the locks that have waited for a connection longer than
+/// [`super::RECONNECT_FOR`], with why the last attempt failed.
+fn expire(pending: &mut Vec<(Instant, Command)>, detail: &str) {
+    let (expired, waiting): (Vec<_>, Vec<_>) = pending
+        .drain(..)
+        .partition(|(since, _)| since.elapsed() >= super::RECONNECT_FOR);
+    *pending = waiting;
+    for (_, command) in expired {
+        if let Command::Lock { reply, .. } = command {
+            let _ = reply.send(Err(format!(
+                "the presence connection is lost and could not be restored: {detail}"
+            )));
         }
     }
 }
