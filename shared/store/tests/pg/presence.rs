@@ -520,3 +520,66 @@ fn a_lost_presence_connection_comes_back_with_its_lock_and_its_listens() {
         watcher.wait(Duration::from_secs(1));
     }
 }
+
+/// A presence asked for while the presence connection is being restored (the link just
+/// came back, the server still refuses for a moment) waits for the connection instead of
+/// failing: a member re-joining right after a partition holds its new presence.
+#[test]
+fn a_presence_asked_for_while_its_connection_is_restored_waits_for_it() {
+    let Some(dsn) = dsn() else { return };
+    // A role of the test's own, so its logins can be refused without touching others.
+    let role = format!("roo_p_{}", std::process::id());
+    psql(
+        &dsn,
+        &format!("CREATE ROLE {role} LOGIN; CREATE SCHEMA {role} AUTHORIZATION {role}"),
+    );
+    let sep = if dsn.contains('?') { '&' } else { '?' };
+    let url = format!("{dsn}{sep}options=-c%20search_path%3D{role}").replacen(
+        "postgres@",
+        &format!("{role}@"),
+        1,
+    );
+    let (_dir, home) = home_at(&url);
+    let team = team_named(&home, "t", &["alice", "bob"]);
+    let alice = team.hold_presence(&name("alice")).unwrap();
+    // The server refuses the role's logins, and the presence session (the one holding
+    // alice's lock) ends; the request connection stays.
+    psql(&dsn, &format!("ALTER ROLE {role} NOLOGIN"));
+    let key = roo_store::presence_key("t", "alice@t", alice.epoch().unwrap());
+    let ended = psql(
+        &dsn,
+        &format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' \
+             AND granted AND objsubid = 1 AND classid = (({key}::int8 >> 32) & 4294967295)::oid \
+             AND objid = ({key}::int8 & 4294967295)::oid"
+        ),
+    );
+    assert_eq!(ended, "1");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while alice.is_held() {
+        assert!(
+            Instant::now() < deadline,
+            "the presence session never ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Bob's presence is asked for now, while the connection cannot come back.
+    let asking = {
+        let team = team.clone();
+        std::thread::spawn(move || team.hold_presence(&name("bob")))
+    };
+    // Give a failing call its chance to return, then let the role log in again.
+    let waited = Instant::now();
+    while !asking.is_finished() && waited.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    psql(&dsn, &format!("ALTER ROLE {role} LOGIN"));
+    let bob = asking.join().unwrap();
+    let bob = bob.expect("bob's presence was refused while the connection came back");
+    assert!(bob.is_held());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !alice.is_held() {
+        assert!(Instant::now() < deadline, "alice's lock never came back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
