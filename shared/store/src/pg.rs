@@ -271,6 +271,21 @@ fn team_config_key(key: &str) -> Option<String> {
     }
 }
 
+/// Whether `e` says the session is gone: the client's connection closed, or the server
+/// ending it (shut down, restarting, or the session terminated: SQLSTATE 57P01–57P03).
+fn connection_gone(e: &tokio_postgres::Error, client: &Client) -> bool {
+    use tokio_postgres::error::SqlState;
+    e.is_closed()
+        || client.is_closed()
+        || [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+        ]
+        .iter()
+        .any(|state| e.code() == Some(state))
+}
+
 /// Whether the server gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03).
 fn is_lock_timeout(e: &tokio_postgres::Error) -> bool {
     e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE)
@@ -605,10 +620,55 @@ impl PgStore {
 
     /// The text of document `key`; `None` if there is none. One round trip, no lock.
     pub(crate) fn read(&self, key: &str) -> Result<Option<String>> {
-        let hold = self.serialize()?;
-        let rows = block_on(hold.conn.client.query(&hold.conn.statements.read, &[&key]))
-            .map_err(|e| self.db_error(format!("read {key}"), &e))?;
+        let rows = self.read_query(
+            || format!("read {key}"),
+            |conn| block_on(conn.client.query(&conn.statements.read, &[&key])),
+        )?;
         Ok(rows.first().and_then(|row| row.get::<_, Option<String>>(0)))
+    }
+
+    /// Runs the read `query` on the request connection. If it fails because that
+    /// connection is gone (a restart, or a session the server ended before the client
+    /// noticed — a watcher woken by the presence connection's loss may read first) and no
+    /// transaction of this thread is open on it, it connects again and runs it once more:
+    /// a read has no outcome to lose.
+    fn read_query<T>(
+        &self,
+        action: impl Fn() -> String,
+        query: impl Fn(&Conn) -> std::result::Result<T, tokio_postgres::Error>,
+    ) -> Result<T> {
+        let dead = {
+            let hold = self.serialize()?;
+            match query(&hold.conn) {
+                Ok(value) => return Ok(value),
+                Err(e) if hold.depth == 0 && connection_gone(&e, &hold.conn.client) => {
+                    hold.conn.clone()
+                }
+                Err(e) => return Err(self.db_error(action(), &e)),
+            }
+        };
+        self.replace_connection(&dead)?;
+        let hold = self.serialize()?;
+        query(&hold.conn).map_err(|e| self.db_error(action(), &e))
+    }
+
+    /// Connects again in place of `dead` if it still is the current connection (the
+    /// server ended its session: its client may not have noticed yet).
+    fn replace_connection(&self, dead: &Arc<Conn>) -> Result<()> {
+        let _transaction = self
+            .inner
+            .transaction
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut current = self
+            .inner
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if Arc::ptr_eq(&current, dead) {
+            *current = Arc::new(self.reconnect_patiently()?);
+        }
+        Ok(())
     }
 
     /// Locked read → change → write of document `key`, in one transaction; `change`
@@ -863,13 +923,16 @@ impl PgStore {
     /// Keys of the documents (not placeholders) under `prefix` (a directory of the file
     /// layout, ending in `/`), sorted.
     pub(crate) fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        let hold = self.serialize()?;
         let pattern = format!("{}%", like_escape(prefix));
-        let rows = block_on(hold.conn.client.query(
-            "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
-            &[&pattern],
-        ))
-        .map_err(|e| self.db_error(format!("list {prefix}"), &e))?;
+        let rows = self.read_query(
+            || format!("list {prefix}"),
+            |conn| {
+                block_on(conn.client.query(
+                    "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
+                    &[&pattern],
+                ))
+            },
+        )?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
@@ -909,12 +972,15 @@ impl PgStore {
 
     /// Whether document `key` exists (a placeholder row does not count).
     pub(crate) fn exists(&self, key: &str) -> Result<bool> {
-        let hold = self.serialize()?;
-        let rows = block_on(hold.conn.client.query(
-            "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
-            &[&key],
-        ))
-        .map_err(|e| self.db_error(format!("read {key}"), &e))?;
+        let rows = self.read_query(
+            || format!("read {key}"),
+            |conn| {
+                block_on(conn.client.query(
+                    "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
+                    &[&key],
+                ))
+            },
+        )?;
         Ok(!rows.is_empty())
     }
 
