@@ -14,6 +14,7 @@ mod dir;
 pub mod hosts;
 mod mock_llm;
 pub mod pg;
+pub mod pg_proxy;
 mod process;
 mod repo;
 mod tmux;

@@ -48,3 +48,87 @@ pub fn fresh_schema_url(dsn: &str) -> String {
 pub fn store_url() -> Option<String> {
     test_dsn().map(|dsn| fresh_schema_url(&dsn))
 }
+
+/// A PostgreSQL cluster of the test's own (`scripts/pg-cluster`: a temp dir, a unix
+/// socket only), for what must not touch the shared server of `ROO_TEST_PG_DSN`: its
+/// authentication changed. Stopped and removed on drop.
+pub struct OwnCluster {
+    dir: std::path::PathBuf,
+    /// `postgresql://<superuser>@localhost/postgres?host=<dir>`, as the script prints it.
+    pub dsn: String,
+    /// The superuser the cluster was made with.
+    pub superuser: String,
+}
+
+impl OwnCluster {
+    /// Starts one; `None` (said on stderr) where PostgreSQL is not installed, which
+    /// `ROO_TEST_PG_DSN` being unset also means (the test is then skipped).
+    pub fn start() -> Option<OwnCluster> {
+        test_dsn()?;
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-cluster");
+        let out = Command::new(&script)
+            .arg("start")
+            .output()
+            .expect("run scripts/pg-cluster");
+        if !out.status.success() {
+            eprintln!(
+                "skipped: scripts/pg-cluster start failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = text.lines();
+        let dir = std::path::PathBuf::from(lines.next().expect("the cluster's directory"));
+        let dsn = lines.last().expect("the cluster's DSN").to_owned();
+        let superuser = dsn
+            .strip_prefix("postgresql://")
+            .and_then(|rest| rest.split('@').next())
+            .expect("a user in the DSN")
+            .to_owned();
+        Some(OwnCluster {
+            dir,
+            dsn,
+            superuser,
+        })
+    }
+
+    /// The directory of the server's unix socket.
+    pub fn socket_dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// From now on every connection must give a password (`scram-sha-256` for every
+    /// local connection); returns once the server applies it.
+    pub fn require_passwords(&self) {
+        let hba = self.dir.join("data/pg_hba.conf");
+        std::fs::write(&hba, "local all all scram-sha-256\n").expect("write pg_hba.conf");
+        psql(&self.dsn, "SELECT pg_reload_conf()");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let refused = !Command::new("psql")
+                .args(["-w", &self.dsn, "-Atc", "SELECT 1"])
+                .env_remove("PGPASSWORD")
+                .env("PGPASSFILE", "/nonexistent")
+                .output()
+                .expect("run psql")
+                .status
+                .success();
+            if refused {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server still lets a connection in without a password"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-cluster");
+        let _ = Command::new(script).arg("stop").arg(&self.dir).output();
+    }
+}

@@ -29,6 +29,7 @@
 //!   remote: {url: "http://127.0.0.1:8000/mcp", headers: {Authorization: "Bearer x"}}
 //! ```
 
+pub mod hosts;
 mod local;
 mod sections;
 pub mod trust;
@@ -41,6 +42,7 @@ use serde_yaml_ng::Value;
 
 use crate::permissions::{PermissionMode, RuleSet};
 
+pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
 pub(crate) use sections::sandbox as sandbox_section;
 pub use sections::{
@@ -174,6 +176,8 @@ pub struct ConfigFiles {
     mcp_servers: BTreeMap<String, McpServerConfig>,
     agents: AgentsSection,
     team_turns: bool,
+    hosts: Hosts,
+    user_only: Vec<String>,
 }
 
 impl ConfigFiles {
@@ -229,6 +233,29 @@ impl ConfigFiles {
     pub fn from_files(files: [ConfigFile; 3], trust: ProjectTrust) -> Result<Self, ConfigError> {
         let [user, _, _] = &files;
         let trusted_projects = trust::trust_list(user.value.as_ref(), &user.path)?;
+        let hosts = match &user.value {
+            Some(value) => hosts::hosts(value, &user.path)?,
+            None => Hosts::new(),
+        };
+        // Settings only the user's own file may hold: a project's are never read.
+        let user_only = files
+            .iter()
+            .filter(|f| f.source != Source::User)
+            .filter(|f| {
+                f.value
+                    .as_ref()
+                    .and_then(|v| v.get(hosts::HOSTS_KEY))
+                    .is_some_and(|v| !v.is_null())
+            })
+            .map(|f| {
+                format!(
+                    "ignored {}: {} (hosts are read from your own config, {}, only)",
+                    f.path.display(),
+                    hosts::HOSTS_KEY,
+                    user.path.display()
+                )
+            })
+            .collect();
         let base = match &user.value {
             Some(value) => sections::check_mode(value, &user.path)?.unwrap_or_default(),
             None => PermissionMode::default(),
@@ -292,6 +319,8 @@ impl ConfigFiles {
             mcp_servers,
             agents,
             team_turns,
+            hosts,
+            user_only,
         })
     }
 
@@ -307,6 +336,17 @@ impl ConfigFiles {
     /// The trust these files were filtered with.
     pub fn trust(&self) -> ProjectTrust {
         self.trust
+    }
+
+    /// `hosts:` of the user's own file (docs/BACKENDS.md "The ssh backend").
+    pub fn hosts(&self) -> &Hosts {
+        &self.hosts
+    }
+
+    /// Notices about settings only the user's own file may hold that a project file
+    /// sets (`hosts:`): they are ignored.
+    pub fn user_only_notices(&self) -> &[String] {
+        &self.user_only
     }
 
     /// Whether the user file lists `project_root` in `trusted_projects`.

@@ -16,6 +16,7 @@ mod line_editor;
 mod logging;
 mod render;
 mod repl;
+mod serve_handoff;
 mod setup;
 mod skill_command;
 mod tasks_view;

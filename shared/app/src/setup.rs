@@ -230,6 +230,11 @@ pub async fn build_in(
         notice: backend_notice,
     } = teammate_backend(&DetectEnv::capture(args.teammate_mode.into()))?;
     crate::logging::init(&roo_home, "roo-lead");
+    // Hosts teammates may run on: the user's own config only (a bad entry: exit 2).
+    let hosts = roo_agent::config::user_hosts(&roo_home)
+        .map_err(|e| AppError::Config(format!("failed to {e}")))?;
+    let remote_repos = roo_team::worktree::RemoteRepo::all(&hosts)
+        .map_err(|e| AppError::Config(format!("hosts: {e}")))?;
     let (mut settings, approvals) = lead_settings(args, interactive, roo_home)?;
     settings.store_setting = home.store_setting();
     let lead_name = settings.identity.name.clone();
@@ -250,13 +255,10 @@ pub async fn build_in(
         None => std::env::current_dir().ok(),
     };
     if let Some(cwd) = lead_cwd {
-        settings
-            .hooks
-            .push(Arc::new(roo_team::worktree::BranchSync::new(
-                slot.clone(),
-                cwd,
-                Git::new(),
-            )));
+        settings.hooks.push(Arc::new(
+            roo_team::worktree::BranchSync::new(slot.clone(), cwd, Git::new())
+                .with_hosts(remote_repos.clone()),
+        ));
     }
     settings.env_source = Some(slot.env_source());
     // The team tools (kept by a coordinator, which loses only the code tools). The git
@@ -294,11 +296,23 @@ pub async fn build_in(
         panes.watch_sessions(team_tasks.clone());
         spawner.set_pane_executor(Arc::new(panes));
     }
+    if !hosts.is_empty() {
+        // Teammates on other hosts: `roo-worker`s in tmux sessions there, over ssh.
+        let mut executors = std::collections::BTreeMap::new();
+        for (name, host) in &hosts {
+            let executor = roo_team::backend::SshExecutor::new(host.clone())
+                .map_err(|e| AppError::Config(format!("hosts: host {name}: {e}")))?;
+            executor.watch(team_tasks.clone());
+            executors.insert(name.clone(), Arc::new(executor));
+        }
+        spawner.set_hosts(executors);
+    }
     let team_tools = TeamTools::new(slot.clone()).with_on_sent(spawner.on_sent());
     let lead = LeadTools {
         events: Some(team_sender.clone()),
         runtime: team_tasks.clone(),
         worktrees: Some(Git::new()),
+        hosts: Some(remote_repos.clone()),
         ..LeadTools::new(home.clone(), lead_name.clone())
     };
     // A team's tools wait for the team: TeamCreate alone is sent until one is bound.

@@ -172,6 +172,15 @@ impl WorkerArgs {
 
 /// Entry point of the `roo-worker` binary.
 pub fn main() -> ExitCode {
+    // The far end of a lead's handoff over ssh: a helper mode, before anything else.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args.first().map(|a| a.as_os_str())
+        == Some(std::ffi::OsStr::new(
+            roo_team::backend::ssh::command::SERVE_HANDOFF_FLAG,
+        ))
+    {
+        return crate::serve_handoff::run(&args[1..]);
+    }
     let program = Program {
         name: "roo-worker",
         takes_handoff: true,
@@ -182,6 +191,11 @@ pub fn main() -> ExitCode {
 /// Joins the team, runs the teammate loop until the lead shuts it down (exit 0) or a
 /// signal (SIGINT, SIGTERM) ends it (exit 1, after marking it idle).
 async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
+    // On another host than the lead's: its own pid is judged here, the lead's is not.
+    if let Some(host) = &args.launch.host {
+        Name::parse_as("host name", host).map_err(|e| AppError::Usage(format!("--host: {e}")))?;
+        roo_store::set_this_host(host);
+    }
     let home = crate::setup::store_home()?;
     let roo_home = home.root().to_path_buf();
     // Before joining: a worker that cannot start must not appear in the roster.
@@ -216,6 +230,7 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
         ))
     })?;
     let mut spec = args.spec(roo_home, team.clone(), lead)?;
+    spec.member.host = args.launch.host.clone();
     spec.settings.store_setting = home.store_setting();
     let me = spec.binding.me.clone();
     // In a tmux or iTerm2 pane: the roster records the pane, so the lead can reach and
@@ -379,6 +394,7 @@ mod tests {
             config_root: Some("/repo".into()),
             max_turns: Some(7),
             orphan_timeout: Some(0),
+            host: Some("gpu".into()),
         };
         let mut argv = vec!["roo-worker".to_string()];
         argv.extend(launch.to_args());
@@ -402,6 +418,7 @@ mod tests {
             config_root: None,
             max_turns: None,
             orphan_timeout: None,
+            host: None,
             agent_type: "general-purpose".into(),
             ..launch
         };

@@ -6,8 +6,18 @@
 //! cost at inbox sizes 10 / 1,000 / 10,000 (read history, and unread backlog), and the
 //! team runtime's store calls (`add_usage` vs `renew`, `detect_dead`).
 //!
+//! With `ROO_TEST_PG_DSN`, also the PostgreSQL store beside the file store, its round
+//! trips per operation counted at the test proxy (`tests/harness/pg_proxy.rs`), and a
+//! sender through `pg_ctl restart` of a cluster of its own (`scripts/pg-cluster`).
+//!
 //! Writers are this executable re-run with `--writer`, so they are real OS processes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+/// The test proxy of `tests/harness` (one implementation, included by path; the bench
+/// uses part of it).
+#[path = "../../../tests/harness/pg_proxy.rs"]
+#[allow(dead_code, unused_imports)]
+mod pg_proxy;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -112,7 +122,11 @@ fn main() {
     }
     if run("pg") {
         match std::env::var("ROO_TEST_PG_DSN") {
-            Ok(dsn) if !dsn.is_empty() => file_and_postgresql(&dsn, n(300, 50)),
+            Ok(dsn) if !dsn.is_empty() => {
+                file_and_postgresql(&dsn, n(300, 50));
+                pg_round_trips(&dsn);
+                pg_restart(n(5, 2));
+            }
             _ => println!("(PostgreSQL store: ROO_TEST_PG_DSN is not set; skipped)"),
         }
     }
@@ -339,6 +353,264 @@ fn member_process(args: &[String]) {
     println!("ready");
     let mut line = String::new();
     let _ = std::io::stdin().read_line(&mut line);
+}
+
+/// Round trips per operation of the PostgreSQL store after connect, counted at the test
+/// proxy (a client's turn: it sends after an answer reached it), the fewest of five runs
+/// each (a pipeline written in pieces can count a turn the client never waited for).
+fn pg_round_trips(dsn: &str) {
+    println!("\n## PostgreSQL store: round trips per operation after connect (at a proxy)");
+    let proxy = pg_proxy::PgProxy::for_dsn(dsn);
+    proxy.hold_answers(Duration::from_millis(3));
+    let (dir, _direct, url) = pg_home(dsn);
+    let home = RooHome::new(dir.path().join("proxied"))
+        .with_store(PgStore::connect(&proxy.url_for(&url)).unwrap());
+    let team = team(&home, &["alice".to_string(), "bob".to_string()]);
+    let (mb, list) = (team.mailbox(), team.tasks());
+    let (lead, alice) = (name("lead"), name("alice"));
+    let fewest = |op: &mut dyn FnMut(usize)| -> u64 {
+        (0..5)
+            .map(|run| {
+                let before = proxy.round_trips();
+                op(run);
+                proxy.round_trips() - before
+            })
+            .min()
+            .unwrap()
+    };
+    let new_task = |subject: String| {
+        list.create(NewTask {
+            subject,
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let ids: Vec<TaskId> = (0..10).map(|i| new_task(format!("r{i}")).id).collect();
+    let mut rows: Vec<(&str, u64)> = vec![
+        (
+            "send (to a member by name)",
+            fewest(&mut |i| {
+                mb.send(&lead, "alice", Outgoing::text(format!("r{i}"), "rt"))
+                    .unwrap();
+            }),
+        ),
+        (
+            "claim",
+            fewest(&mut |i| {
+                list.claim(&ids[i], &alice, &ClaimOptions::default())
+                    .unwrap();
+            }),
+        ),
+        (
+            "task create",
+            fewest(&mut |i| {
+                new_task(format!("c{i}"));
+            }),
+        ),
+        (
+            "task update",
+            fewest(&mut |i| {
+                let patch = roo_store::TaskPatch {
+                    description: Some(format!("d{i}")),
+                    ..Default::default()
+                };
+                list.update(&ids[5 + i], patch).unwrap();
+            }),
+        ),
+        (
+            "team config change (add a member)",
+            fewest(&mut |i| {
+                team.add_member(Member::new(name(&format!("m{i}")), team.name()))
+                    .unwrap();
+            }),
+        ),
+        (
+            "take_unread (with mail)",
+            fewest(&mut |i| {
+                // The send is counted too; subtracted below.
+                mb.send(&lead, "alice", Outgoing::text(format!("t{i}"), "rt"))
+                    .unwrap();
+                mb.take_unread(&alice).unwrap();
+            }),
+        ),
+    ];
+    rows[5].1 -= rows[0].1;
+    rows.extend([
+        (
+            "read: task list",
+            fewest(&mut |_| {
+                list.list(&Default::default()).unwrap();
+            }),
+        ),
+        (
+            "read: inbox",
+            fewest(&mut |_| {
+                mb.read(&alice, &Default::default()).unwrap();
+            }),
+        ),
+        (
+            "read: team config",
+            fewest(&mut |_| {
+                team.config().unwrap();
+            }),
+        ),
+    ]);
+    for (what, n) in rows {
+        println!("{what:>40}: {n} round trip(s)");
+    }
+}
+
+/// A throwaway cluster of `scripts/pg-cluster`, stopped when dropped.
+struct Cluster {
+    dir: PathBuf,
+    dsn: String,
+}
+
+impl Cluster {
+    fn script() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg-cluster")
+    }
+
+    fn start() -> Cluster {
+        let out = Command::new(Cluster::script())
+            .arg("start")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<&str> = stdout.lines().filter(|l| !l.trim().is_empty()).collect();
+        Cluster {
+            dir: PathBuf::from(lines[0].trim()),
+            dsn: lines[lines.len() - 1].trim().to_owned(),
+        }
+    }
+
+    fn restart(&self) {
+        let out = Command::new(Cluster::script())
+            .arg("restart")
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(Cluster::script())
+            .arg("stop")
+            .arg(&self.dir)
+            .output();
+    }
+}
+
+/// A sender looping through `restarts` fast restarts (`pg_ctl restart -m fast`, which
+/// ends every session) of a cluster of its own: how long the restart took, how long after
+/// the server was back the first send completed (the store connects again and learns
+/// what became of the change it lost), the longest gap between two completed sends, and
+/// that every message sent arrived exactly once.
+fn pg_restart(restarts: usize) {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    println!("\n## PostgreSQL store: a sender through `pg_ctl restart` (a cluster of its own)");
+    let cluster = Cluster::start();
+    let (_dir, home, url) = pg_home(&cluster.dsn);
+    let team = team(&home, &["alice".to_string()]);
+    let mb = team.mailbox();
+    let done: Mutex<Vec<Instant>> = Mutex::new(Vec::new());
+    let stop = AtomicBool::new(false);
+    let completed = || done.lock().unwrap().len();
+    let last_done = || done.lock().unwrap().last().copied();
+    let wait = |what: &str, until: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !until() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let mut took = Vec::new();
+    let mut first_after = Vec::new();
+    let mut longest_gap = Vec::new();
+    let sent: Vec<String> = std::thread::scope(|s| {
+        let sender = s.spawn(|| {
+            let mut texts = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                let text = format!("m{}", texts.len());
+                mb.send(&name("lead"), "alice", Outgoing::text(&text, "restart"))
+                    .unwrap_or_else(|e| panic!("send {text}: {e}"));
+                texts.push(text);
+                done.lock().unwrap().push(Instant::now());
+            }
+            texts
+        });
+        for _ in 0..restarts {
+            let before = completed();
+            wait("20 sends", &|| completed() >= before + 20);
+            let begun = Instant::now();
+            cluster.restart();
+            let ready = Instant::now();
+            wait("a send after the restart", &|| {
+                last_done().is_some_and(|at| at > ready)
+            });
+            let times = done.lock().unwrap().clone();
+            let first = times.iter().copied().find(|at| *at > ready).unwrap();
+            let gap = times
+                .windows(2)
+                .filter(|w| w[1] > begun && w[0] <= first)
+                .map(|w| w[1] - w[0])
+                .max()
+                .unwrap_or_default();
+            took.push(ready - begun);
+            first_after.push(first - ready);
+            longest_gap.push(gap);
+        }
+        stop.store(true, Ordering::SeqCst);
+        sender.join().unwrap()
+    });
+    let check_dir = tempfile::tempdir().unwrap();
+    let checker = RooHome::new(check_dir.path()).with_store(PgStore::connect(&url).unwrap());
+    let arrived: Vec<String> = Team::open(&checker, name("bench"))
+        .unwrap()
+        .mailbox()
+        .read(&name("alice"), &Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(arrived, sent, "lost, repeated or reordered messages");
+    let max = |v: &[Duration]| v.iter().copied().max().unwrap_or_default();
+    println!(
+        "{:>40}: {:.0} ms (max {:.0} ms; {restarts} restarts)",
+        "pg_ctl restart -m fast -w, median",
+        ms(Stats(took.clone()).pct(0.5)),
+        ms(max(&took))
+    );
+    println!(
+        "{:>40}: {:.0} ms (max {:.0} ms)",
+        "server back -> first send done, median",
+        ms(Stats(first_after.clone()).pct(0.5)),
+        ms(max(&first_after))
+    );
+    println!(
+        "{:>40}: {:.0} ms (max {:.0} ms)",
+        "longest gap between sends, median",
+        ms(Stats(longest_gap.clone()).pct(0.5)),
+        ms(max(&longest_gap))
+    );
+    println!(
+        "{:>40}: {} sent, {} arrived, each once, in order",
+        "messages",
+        sent.len(),
+        arrived.len()
+    );
 }
 
 /// The team runtime's store calls: `add_usage` after every model request (compared with

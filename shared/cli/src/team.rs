@@ -309,6 +309,9 @@ fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {
                     .unwrap_or("")
             ));
         }
+        if let Some(h) = &m.host {
+            extra.push(format!("host {h}"));
+        }
         if let Some(p) = &m.pane_id {
             extra.push(format!("pane {p}"));
         }

@@ -24,7 +24,8 @@ use crate::fsio;
 use crate::home::RooHome;
 use crate::limits;
 use crate::lock::{FileLock, Rng, pid_alive};
-use crate::pg::{PgChange, PgStore, PgWrites};
+use crate::pg::{PgChange, PgStore, PgWrites, Wants};
+use crate::team::TeamConfig;
 use crate::time::Timestamp;
 
 /// Major format version this build reads and writes.
@@ -103,6 +104,15 @@ pub(crate) trait Document: Serialize + DeserializeOwned {
     fn check(&self) -> std::result::Result<(), String> {
         Ok(())
     }
+
+    /// Whether every change must first see the texts of the document's quarantined copies
+    /// (acknowledged ones too) through [`Document::after_quarantine`]: the task list's id
+    /// high-water mark counts the ids in them (§6.1).
+    const COUNTS_QUARANTINE: bool = false;
+
+    /// Adjusts the document, before each change, to the texts of its quarantined copies
+    /// (only called when [`Document::COUNTS_QUARANTINE`]).
+    fn after_quarantine(&mut self, _quarantined: &[Vec<u8>]) {}
 }
 
 /// A document that did not parse as a whole, and what of it could be kept.
@@ -118,13 +128,45 @@ struct Damaged<T> {
 /// (and a warning, [`crate::quarantine::take_warnings`]); one that cannot be read at all
 /// is an [`Error::Damaged`] — the next *change* moves it aside.
 pub(crate) fn load<T: Document>(home: &RooHome, path: &Path) -> Result<Option<T>> {
-    let loaded = match home.pg() {
-        Some(pg) => match pg.read(&home.key(path)?)? {
-            Some(text) => parse_loaded(path, text.as_bytes())?,
-            None => Ok(None),
-        },
-        None => try_load(path)?,
-    };
+    match home.pg() {
+        Some(pg) => judge_row(path, pg.read(&home.key(path)?)?.as_deref()),
+        None => settle(path, try_load(path)?),
+    }
+}
+
+/// [`load`] of a team's document (an inbox or the task list), and whether the team's
+/// config exists: on PostgreSQL one round trip for both.
+pub(crate) fn load_in_team<T: Document>(
+    home: &RooHome,
+    path: &Path,
+    config: &Path,
+) -> Result<(Option<T>, bool)> {
+    match home.pg() {
+        Some(pg) => {
+            let (text, team) = pg.read_in_team(&home.key(path)?)?;
+            Ok((judge_row(path, text.as_deref())?, team))
+        }
+        None => {
+            let team = home.doc_exists(config)?;
+            Ok((settle(path, try_load(path)?)?, team))
+        }
+    }
+}
+
+/// A row's text (`None`: no document) judged like a file by [`load`].
+fn judge_row<T: Document>(path: &Path, text: Option<&str>) -> Result<Option<T>> {
+    match text {
+        Some(text) => settle(path, parse_loaded(path, text.as_bytes())?),
+        None => Ok(None),
+    }
+}
+
+/// What a reader makes of a loaded document: damaged records skipped with a warning, a
+/// document unreadable as a whole an [`Error::Damaged`].
+fn settle<T: Document>(
+    path: &Path,
+    loaded: std::result::Result<Option<T>, Damaged<T>>,
+) -> Result<Option<T>> {
     match loaded {
         Ok(doc) => Ok(doc),
         Err(Damaged {
@@ -430,12 +472,14 @@ pub(crate) enum Outcome<R> {
 }
 
 /// Locked read → modify → write. `missing` supplies the document when the file does not
-/// exist (or refuses). If `change` fails, nothing is written.
+/// exist (or refuses). If `change` fails, nothing is written. Both may run more than once
+/// on the PostgreSQL store: again from scratch when the link was lost before the change
+/// committed (a change that committed is never run again).
 pub(crate) fn update<T: Document, R>(
     home: &RooHome,
     path: &Path,
-    missing: impl FnOnce() -> Result<T>,
-    change: impl FnOnce(&mut T) -> Result<Outcome<R>>,
+    missing: impl FnMut() -> Result<T>,
+    mut change: impl FnMut(&mut T) -> Result<Outcome<R>>,
 ) -> Result<R> {
     update_fenced(home, path, missing, |doc, _| change(doc))
 }
@@ -495,18 +539,65 @@ impl Guard<'_> {
 pub(crate) fn update_fenced<T: Document, R>(
     home: &RooHome,
     path: &Path,
-    missing: impl FnOnce() -> Result<T>,
-    change: impl FnOnce(&mut T, &mut Guard) -> Result<Outcome<R>>,
+    missing: impl FnMut() -> Result<T>,
+    mut change: impl FnMut(&mut T, &mut Guard) -> Result<Outcome<R>>,
+) -> Result<R> {
+    update_core(home, path, None, missing, |_, doc, guard| {
+        change(doc, guard)
+    })
+}
+
+/// Where a team's document finds its team's config, and the error when there is none.
+pub(crate) struct InTeam<'a> {
+    /// The config's path.
+    pub(crate) config: &'a Path,
+    /// The error when the team has no config.
+    pub(crate) missing: &'a dyn Fn() -> Error,
+}
+
+/// [`update_fenced`] of a team's document (an inbox or the task list) whose `change` also
+/// gets the team's config: read unlocked before the change on files (as
+/// `Team::config` reads it), and on PostgreSQL in the change's first round trip, held
+/// shared until the commit. No config: `team.missing`, and nothing is written.
+pub(crate) fn update_in_team<T: Document, R>(
+    home: &RooHome,
+    path: &Path,
+    team: InTeam<'_>,
+    missing: impl FnMut() -> Result<T>,
+    mut change: impl FnMut(&TeamConfig, &mut T, &mut Guard) -> Result<Outcome<R>>,
+) -> Result<R> {
+    update_core(home, path, Some(&team), missing, |config, doc, guard| {
+        // Always given when a team is.
+        let config = config.ok_or_else(team.missing)?;
+        change(config, doc, guard)
+    })
+}
+
+/// [`update_fenced`] and [`update_in_team`] on either store.
+fn update_core<T: Document, R>(
+    home: &RooHome,
+    path: &Path,
+    team: Option<&InTeam<'_>>,
+    mut missing: impl FnMut() -> Result<T>,
+    mut change: impl FnMut(Option<&TeamConfig>, &mut T, &mut Guard) -> Result<Outcome<R>>,
 ) -> Result<R> {
     if let Some(pg) = home.pg() {
-        return update_row(home, pg, path, missing, change);
+        return update_row(home, pg, path, team, missing, change);
     }
+    let config = match team {
+        Some(team) => Some(load::<TeamConfig>(home, team.config)?.ok_or_else(team.missing)?),
+        None => None,
+    };
     let lock = FileLock::acquire(path, home.lock_policy())?;
     let mut doc = match load_locked::<T>(path, &lock)? {
         Some(doc) => doc,
         None => missing()?,
     };
-    match change(&mut doc, &mut Guard::File(&lock))? {
+    if T::COUNTS_QUARANTINE {
+        // Read under the lock: a record the load just quarantined counts.
+        doc.after_quarantine(&crate::quarantine::texts_of(home, path)?);
+    }
+    match change(config.as_ref(), &mut doc, &mut Guard::File(&lock))? {
         Outcome::Write(r) => {
             sweep_temp_files(path);
             store(path, &doc, &lock)?;
@@ -516,8 +607,8 @@ pub(crate) fn update_fenced<T: Document, R>(
     }
 }
 
-/// [`update_fenced`] on a row of the PostgreSQL store: the same rules as on a file, in
-/// one transaction. A damaged row is repaired by whoever holds its lock when it is found,
+/// [`update_core`] on a row of the PostgreSQL store: the same rules as on a file, in one
+/// transaction. A damaged row is repaired by whoever holds its lock when it is found,
 /// and that repair is committed on its own, whatever the change then does (a file's
 /// quarantine is a rename that stays): its damaged records go to `roo_quarantine` and the
 /// valid ones are written back, then the change runs again on them; a document that
@@ -527,8 +618,9 @@ fn update_row<T: Document, R>(
     home: &RooHome,
     pg: &PgStore,
     path: &Path,
-    missing: impl FnOnce() -> Result<T>,
-    change: impl FnOnce(&mut T, &mut Guard) -> Result<Outcome<R>>,
+    team: Option<&InTeam<'_>>,
+    mut missing: impl FnMut() -> Result<T>,
+    mut change: impl FnMut(Option<&TeamConfig>, &mut T, &mut Guard) -> Result<Outcome<R>>,
 ) -> Result<R> {
     enum Step<R> {
         Done(R),
@@ -536,26 +628,38 @@ fn update_row<T: Document, R>(
         Corrupt(Error),
     }
     let key = home.key(path)?;
-    let (mut missing, mut change) = (Some(missing), Some(change));
-    // Each runs once: a repair returns before either is used.
-    let spent = || Error::Engine {
-        action: format!("update {key}"),
-        target: pg.target().to_owned(),
-        detail: "the change was asked to run twice".into(),
+    let wants = Wants {
+        config: team.is_some(),
+        quarantine: T::COUNTS_QUARANTINE,
     };
     for _ in 0..3 {
-        let step = pg.update(&key, |text, writes| {
+        let step = pg.update_with(&key, wants, |text, reads, writes| {
+            let config = match team {
+                Some(team) => Some(
+                    judge_row::<TeamConfig>(team.config, reads.config.as_deref())?
+                        .ok_or_else(team.missing)?,
+                ),
+                None => None,
+            };
             let mut doc = match text {
-                None => (missing.take().ok_or_else(spent)?)()?,
+                None => missing()?,
                 Some(text) => match repair_text::<T>(&key, path, text, writes)? {
                     Repair::Sound(Some(doc)) => doc,
-                    Repair::Sound(None) => (missing.take().ok_or_else(spent)?)()?,
+                    Repair::Sound(None) => missing()?,
                     Repair::Salvaged(text) => return Ok(PgChange::Write(Step::Repaired, text)),
                     Repair::Whole(corrupt) => return Ok(PgChange::Delete(Step::Corrupt(corrupt))),
                 },
             };
-            let change = change.take().ok_or_else(spent)?;
+            if T::COUNTS_QUARANTINE {
+                let texts: Vec<Vec<u8>> = reads
+                    .quarantined
+                    .iter()
+                    .map(|text| text.as_bytes().to_vec())
+                    .collect();
+                doc.after_quarantine(&texts);
+            }
             let outcome = change(
+                config.as_ref(),
                 &mut doc,
                 &mut Guard::Pg {
                     home,
@@ -791,7 +895,7 @@ mod tests {
         })
     }
 
-    fn set(n: u32) -> impl FnOnce(&mut Doc) -> Result<Outcome<()>> {
+    fn set(n: u32) -> impl FnMut(&mut Doc) -> Result<Outcome<()>> {
         move |d: &mut Doc| {
             d.n = n;
             Ok(Outcome::Write(()))

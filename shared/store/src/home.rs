@@ -133,6 +133,21 @@ impl StoreChoice {
 }
 
 impl StoreChoice {
+    /// The values that give the store away, for scrubbing from commands' environment
+    /// like an API key's value: the URL and the password in it (empty for files).
+    pub fn secret_values(&self) -> Vec<String> {
+        let StoreChoice::Postgres { url, .. } = self else {
+            return Vec::new();
+        };
+        let mut values = vec![url.clone()];
+        if let Ok(config) = crate::pg_url::parse(url)
+            && let Some(password) = config.get_password().filter(|p| !p.is_empty())
+        {
+            values.push(String::from_utf8_lossy(password).into_owned());
+        }
+        values
+    }
+
     /// The directory of the server's UNIX socket when the store is reached through one
     /// (a URL whose host is a path): what the command sandbox must hide, as a process
     /// that can reach the socket may reach the store without the agent.
@@ -140,7 +155,7 @@ impl StoreChoice {
         let StoreChoice::Postgres { url, .. } = self else {
             return Vec::new();
         };
-        let Ok(config) = url.parse::<tokio_postgres::Config>() else {
+        let Ok(config) = crate::pg_url::parse(url) else {
             return Vec::new();
         };
         config
@@ -443,6 +458,16 @@ mod tests {
         assert_eq!(choice.socket_dirs(), [PathBuf::from("/srv/pg")]);
         let tcp = StoreChoice::parse("postgresql://roo@db.example:5432/roo").unwrap();
         assert!(tcp.socket_dirs().is_empty());
+        let url = "postgresql://roo:p%40ss@db.example/roo";
+        assert_eq!(
+            StoreChoice::parse(url).unwrap().secret_values(),
+            [url.to_string(), "p@ss".to_string()]
+        );
+        assert_eq!(
+            tcp.secret_values(),
+            ["postgresql://roo@db.example:5432/roo".to_string()]
+        );
+        assert!(StoreChoice::File.secret_values().is_empty());
         assert!(StoreChoice::File.socket_dirs().is_empty());
     }
 

@@ -49,6 +49,7 @@ mod membership;
 mod message;
 mod name;
 mod pg;
+mod pg_url;
 pub mod pgpass;
 pub mod quarantine;
 pub mod relay;
@@ -86,7 +87,10 @@ pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,
     TaskList, TaskListDoc, TaskPatch, owner_gone,
 };
-pub use team::{BackendType, LeadClaim, Member, MemberState, SHUT_DOWN_REASON, Team, TeamConfig};
+pub use team::{
+    BackendType, LeadClaim, Member, MemberState, SHUT_DOWN_REASON, Team, TeamConfig, set_this_host,
+    this_host,
+};
 pub use time::Timestamp;
 pub use usage::TaskUsage;
 pub use watch::{InboxWatcher, POLL_WITH_NOTIFY, POLL_WITHOUT_NOTIFY, WaitOutcome, WatchWaker};

@@ -9,7 +9,8 @@
 //! frees the lock when the member's session ends — at once when its process dies, within
 //! seconds when its host or link goes (the presence connection's keepalives). An entry
 //! without an epoch (no presence vouches for it: a member joined by hand, or by a runtime
-//! that holds no presence) is judged by its pid as on files — right on one host only.
+//! that holds no presence) is judged by its pid as on files, and only on its own host
+//! ([`crate::Member::local_pid`]): a pid of another host is no evidence either way.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -33,14 +34,17 @@ pub struct Liveness {
 impl Liveness {
     /// What the store's test says of `member` now: `Some(false)` if its process is gone,
     /// `Some(true)` if it is there, `None` if nothing vouches either way (a roster entry:
-    /// no pid, no epoch). PostgreSQL, with an epoch: whether its presence lock is held;
-    /// otherwise (files, or no epoch): whether its recorded pid is a live process.
+    /// no pid, no epoch; or a member on another host without an epoch, whose pid means
+    /// nothing here). PostgreSQL, with an epoch: whether its presence lock is held;
+    /// otherwise (files, or no epoch): whether its recorded pid is a live process, judged
+    /// only on its own host ([`Member::local_pid`]).
     pub fn evidence(&self, member: &Member) -> Option<bool> {
         match (&self.held, member.epoch) {
             (Some(held), Some(epoch)) => {
                 Some(held.contains(&presence_key(self.team.as_str(), &member.agent_id, epoch)))
             }
-            _ => member.pid.map(pid_alive),
+            // A pid of another host is no evidence here (`Member::local_pid`).
+            _ => member.local_pid().map(pid_alive),
         }
     }
 
@@ -155,7 +159,7 @@ impl Team {
                 let key = presence_key(self.name().as_str(), &member.agent_id, epoch);
                 Ok(Some(pg.held_keys(&[key])?.contains(&key)))
             }
-            _ => Ok(member.pid.map(pid_alive)),
+            _ => Ok(member.local_pid().map(pid_alive)),
         }
     }
 

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::limits::{MAX_UNREAD_BYTES, MAX_UNREAD_PER_SENDER, PROTOCOL_RESERVE};
 use crate::message::{Message, MessageId, Outgoing};
 use crate::name::Name;
-use crate::team::Team;
+use crate::team::{Team, TeamConfig};
 use crate::time::Timestamp;
 use crate::watch::InboxWatcher;
 
@@ -140,6 +140,78 @@ pub struct SendReport {
     pub failed: Vec<(Name, Error)>,
 }
 
+impl SendReport {
+    fn record(&mut self, recipient: Name, delivery: Delivery) {
+        match delivery {
+            Delivery::Delivered(message) => self.delivered.push((recipient, *message)),
+            Delivery::Already(id) => self.already.push((recipient, id)),
+            Delivery::Elsewhere => {}
+        }
+    }
+}
+
+/// One send, as [`Mailbox::send_keyed`] was asked for it.
+struct Send<'a> {
+    from: &'a Name,
+    to: &'a str,
+    message: &'a Outgoing,
+    /// The key the copies' ids derive from (`<key>:<recipient>`), if any.
+    key: Option<&'a str>,
+    /// Whether the key is the caller's (a copy may be there from an earlier call).
+    retryable: bool,
+}
+
+impl Send<'_> {
+    /// The checks of a send on the team's `config` (PROTOCOL.md §5.3): the sender is a
+    /// member, a lead-only type comes from the lead, an answer goes to one member, a
+    /// lead-bound one to the lead. Returns the recipients.
+    fn check(&self, config: &TeamConfig) -> Result<Vec<Name>> {
+        let (from, to, message) = (self.from, self.to, self.message);
+        let kind = message.body.type_name();
+        if config.member(from.as_str()).is_none() {
+            return Err(Error::NotPermitted {
+                action: format!("send {kind} from {from:?}"),
+                reason: format!(
+                    "{from:?} is not a member of team {}; a message's sender must be a member \
+                     (a person or script sends as one, e.g. --as {}, or joins first with \
+                     `roo-mail team join NAME`)",
+                    config.name,
+                    config.lead().map_or("lead", |l| l.name.as_str())
+                ),
+            });
+        }
+        if message.body.lead_only() && !config.is_lead(from.as_str()) {
+            return Err(Error::NotPermitted {
+                action: format!("send {kind} from {from:?}"),
+                reason: "only the team's lead may send it".into(),
+            });
+        }
+        if (message.body.lead_only() || message.body.to_lead_only()) && to == "*" {
+            return Err(Error::NotPermitted {
+                action: format!("broadcast {kind}"),
+                reason: "it answers one request and must go to one member".into(),
+            });
+        }
+        if message.body.to_lead_only() && !config.is_lead(to) {
+            return Err(Error::NotPermitted {
+                action: format!("send {kind} to {to:?}"),
+                reason: "it may only be sent to the team's lead".into(),
+            });
+        }
+        config.resolve(to, from.as_str())
+    }
+}
+
+/// What one recipient's change did with a send.
+enum Delivery {
+    /// The copy was written (or found written by this send's own earlier attempt).
+    Delivered(Box<Message>),
+    /// An earlier call with the caller's key wrote it.
+    Already(MessageId),
+    /// The name given is another member's agent id: nothing was written there.
+    Elsewhere,
+}
+
 #[derive(Serialize, Deserialize)]
 struct ReceiptLine {
     receipt: String,
@@ -211,160 +283,194 @@ impl Mailbox {
             None if to == "*" => Some(MessageId::generate().as_str().to_owned()),
             None => None,
         };
-        let config = self.team.config()?;
-        let kind = message.body.type_name();
-        if config.member(from.as_str()).is_none() {
-            return Err(Error::NotPermitted {
-                action: format!("send {kind} from {from:?}"),
-                reason: format!(
-                    "{from:?} is not a member of team {}; a message's sender must be a member \
-                     (a person or script sends as one, e.g. --as {}, or joins first with \
-                     `roo-mail team join NAME`)",
-                    config.name,
-                    config.lead().map_or("lead", |l| l.name.as_str())
-                ),
-            });
-        }
-        if message.body.lead_only() && !config.is_lead(from.as_str()) {
-            return Err(Error::NotPermitted {
-                action: format!("send {kind} from {from:?}"),
-                reason: "only the team's lead may send it".into(),
-            });
-        }
-        if (message.body.lead_only() || message.body.to_lead_only()) && to == "*" {
-            return Err(Error::NotPermitted {
-                action: format!("broadcast {kind}"),
-                reason: "it answers one request and must go to one member".into(),
-            });
-        }
-        if message.body.to_lead_only() && !config.is_lead(to) {
-            return Err(Error::NotPermitted {
-                action: format!("send {kind} to {to:?}"),
-                reason: "it may only be sent to the team's lead".into(),
-            });
-        }
-        let recipients = config.resolve(to, from.as_str())?;
         self.ensure_inbox_dir()?;
         let mut report = SendReport {
             key: key.clone(),
-            delivered: Vec::with_capacity(recipients.len()),
+            delivered: Vec::new(),
             already: Vec::new(),
             failed: Vec::new(),
         };
+        let send = Send {
+            from,
+            to,
+            message: &message,
+            key: key.as_deref(),
+            retryable,
+        };
+        // On PostgreSQL, to one member by name, the inbox is known before the config is
+        // read: the checks run on the config the change reads with the inbox, in the same
+        // round trip (a send is two round trips; a refused one leaves no row). Files read
+        // the config first, so an unknown recipient's inbox is never even locked.
+        if self.team.home().pg().is_some()
+            && to != "*"
+            && let Ok(recipient) = Name::parse(to)
+        {
+            match self.deliver(&send, &recipient, true) {
+                Ok(Delivery::Elsewhere) => {} // another member's agent id: resolved below
+                Ok(delivery) => {
+                    report.record(recipient, delivery);
+                    return Ok(report);
+                }
+                Err((true, refused)) => return Err(refused),
+                Err((false, error)) => {
+                    report.failed.push((recipient, error));
+                    return Ok(report);
+                }
+            }
+        }
+        let config = self.team.config()?;
+        let recipients = send.check(&config)?;
         for recipient in recipients {
-            let id = match &key {
-                Some(key) => MessageId::from_string(format!("{key}:{recipient}")),
-                None => MessageId::generate(),
-            };
-            let stored = Message {
-                id,
-                from: from.clone(),
-                to: if to == "*" {
-                    "*".to_owned()
-                } else {
-                    recipient.to_string()
-                },
-                body: message.body.clone(),
-                text: message.text.clone(),
-                summary: message
-                    .summary
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned),
-                timestamp: Timestamp::now(),
-                read: false,
-                delivered_at: None,
-                acknowledged_at: None,
-                signature: message.signature.clone(),
-            };
-            let archive = self.archive_path(&recipient);
-            let keyed = retryable;
-            let mut stored = stored;
-            let result = self.update(&recipient, |inbox, fence| {
-                // Stamped under the lock, by the store's clock (PostgreSQL: the server's).
-                stored.timestamp = Timestamp::now();
-                if keyed {
-                    let mut earlier: Vec<Message> = inbox
-                        .messages
-                        .iter()
-                        .filter(|m| m.id == stored.id)
-                        .cloned()
-                        .collect();
-                    if earlier.is_empty() {
-                        earlier = fence.read_archive(&archive, Some(&stored.id))?
-                            .into_iter()
-                            .filter(|m| m.id == stored.id)
-                            .collect();
-                    }
-                    if let Some(first) = earlier.first() {
-                        // Only the same sender's earlier copy makes this a retry: another
-                        // member cannot use the key to swallow this message.
-                        if first.from != stored.from {
-                            return Err(Error::NotPermitted {
-                                action: format!("send {kind} to {recipient}"),
-                                reason: format!(
-                                    "the key of id {} was used by {} already; send with another --id",
-                                    stored.id, first.from
-                                ),
-                            });
-                        }
-                        return Ok(Outcome::Keep(false));
-                    }
-                }
-                let unread: usize = inbox
-                    .messages
-                    .iter()
-                    .filter(|m| !m.read)
-                    .map(encoded_len)
-                    .sum();
-                let size = encoded_len(&stored);
-                let own: usize = inbox
-                    .messages
-                    .iter()
-                    .filter(|m| !m.read && m.from == stored.from)
-                    .map(encoded_len)
-                    .sum();
-                if own.saturating_add(size) > MAX_UNREAD_PER_SENDER {
-                    return Err(Error::NotPermitted {
-                        action: format!("send {kind} to {recipient}"),
-                        reason: format!(
-                            "{} already has {own} bytes of unread messages in {recipient}'s inbox \
-                             and this one is {size} bytes, over the limit of \
-                             {MAX_UNREAD_PER_SENDER} bytes per sender; retry after {recipient} \
-                             has read them",
-                            stored.from
-                        ),
-                    });
-                }
-                // The protocol's own messages have room beyond a full inbox.
-                let limit = match stored.body {
-                    crate::message::MessageBody::Text
-                    | crate::message::MessageBody::StatusUpdate
-                    | crate::message::MessageBody::TaskAssignment { .. } => MAX_UNREAD_BYTES,
-                    _ => MAX_UNREAD_BYTES + PROTOCOL_RESERVE,
-                };
-                if unread.saturating_add(size) > limit {
-                    return Err(Error::NotPermitted {
-                        action: format!("send {kind} to {recipient}"),
-                        reason: format!(
-                            "the inbox is full: it holds {unread} bytes of unread messages and \
-                             this one is {size} bytes, over the limit of {MAX_UNREAD_BYTES} bytes \
-                             ({} MiB); retry after {recipient} has read its messages",
-                            MAX_UNREAD_BYTES / (1024 * 1024)
-                        ),
-                    });
-                }
-                inbox.messages.push(stored.clone());
-                Ok(Outcome::Write(true))
-            });
-            match result {
-                Ok(true) => report.delivered.push((recipient, stored)),
-                Ok(false) => report.already.push((recipient, stored.id)),
-                Err(error) => report.failed.push((recipient, error)),
+            match self.deliver(&send, &recipient, false) {
+                Ok(delivery) => report.record(recipient, delivery),
+                Err((_, error)) => report.failed.push((recipient, error)),
             }
         }
         Ok(report)
+    }
+
+    /// Writes `send`'s copy for `recipient` in one change of its inbox. With `check`, the
+    /// send's checks run first on the config the change reads ([`Send::check`]); their
+    /// refusal is `Err((true, _))`, any other failure `Err((false, _))`.
+    ///
+    /// The copy's id is chosen once, before the first attempt: a change run again (on
+    /// PostgreSQL, when the link was lost before it was known to have committed) or a
+    /// keyed retry by the caller finds a copy already there and writes nothing more.
+    fn deliver(
+        &self,
+        send: &Send,
+        recipient: &Name,
+        check: bool,
+    ) -> std::result::Result<Delivery, (bool, Error)> {
+        let (from, to, message) = (send.from, send.to, send.message);
+        let kind = message.body.type_name();
+        let id = match send.key {
+            Some(key) => MessageId::from_string(format!("{key}:{recipient}")),
+            None => MessageId::generate(),
+        };
+        let mut stored = Message {
+            id,
+            from: from.clone(),
+            to: if to == "*" {
+                "*".to_owned()
+            } else {
+                recipient.to_string()
+            },
+            body: message.body.clone(),
+            text: message.text.clone(),
+            summary: message
+                .summary
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+            timestamp: Timestamp::now(),
+            read: false,
+            delivered_at: None,
+            acknowledged_at: None,
+            signature: message.signature.clone(),
+        };
+        let archive = self.archive_path(recipient);
+        let refused = std::cell::Cell::new(false);
+        let mut runs = 0;
+        let result = self.update_in_team(recipient, |config, inbox, fence| {
+            runs += 1;
+            refused.set(false);
+            if check {
+                match send.check(config) {
+                    Ok(resolved) if resolved.as_slice() == std::slice::from_ref(recipient) => {}
+                    Ok(_) => return Ok(Outcome::Keep(Delivery::Elsewhere)),
+                    Err(e) => {
+                        refused.set(true);
+                        return Err(e);
+                    }
+                }
+            }
+            // A keyed send may be the caller's retry; a change run again, this send's.
+            if send.retryable || runs > 1 {
+                let mut earlier: Vec<Message> = inbox
+                    .messages
+                    .iter()
+                    .filter(|m| m.id == stored.id)
+                    .cloned()
+                    .collect();
+                if earlier.is_empty() {
+                    earlier = fence
+                        .read_archive(&archive, Some(&stored.id))?
+                        .into_iter()
+                        .filter(|m| m.id == stored.id)
+                        .collect();
+                }
+                if let Some(first) = earlier.first() {
+                    // Only the same sender's earlier copy makes this a retry: another
+                    // member cannot use the key to swallow this message.
+                    if first.from != stored.from {
+                        return Err(Error::NotPermitted {
+                            action: format!("send {kind} to {recipient}"),
+                            reason: format!(
+                                "the key of id {} was used by {} already; send with another --id",
+                                stored.id, first.from
+                            ),
+                        });
+                    }
+                    return Ok(Outcome::Keep(match send.retryable {
+                        true => Delivery::Already(stored.id.clone()),
+                        // Unkeyed, the id is this send's own: its earlier attempt wrote it.
+                        false => Delivery::Delivered(Box::new(first.clone())),
+                    }));
+                }
+            }
+            // Stamped under the lock, by the store's clock (PostgreSQL: the server's).
+            stored.timestamp = Timestamp::now();
+            let unread: usize = inbox
+                .messages
+                .iter()
+                .filter(|m| !m.read)
+                .map(encoded_len)
+                .sum();
+            let size = encoded_len(&stored);
+            let own: usize = inbox
+                .messages
+                .iter()
+                .filter(|m| !m.read && m.from == stored.from)
+                .map(encoded_len)
+                .sum();
+            if own.saturating_add(size) > MAX_UNREAD_PER_SENDER {
+                return Err(Error::NotPermitted {
+                    action: format!("send {kind} to {recipient}"),
+                    reason: format!(
+                        "{} already has {own} bytes of unread messages in {recipient}'s inbox \
+                         and this one is {size} bytes, over the limit of \
+                         {MAX_UNREAD_PER_SENDER} bytes per sender; retry after {recipient} \
+                         has read them",
+                        stored.from
+                    ),
+                });
+            }
+            // The protocol's own messages have room beyond a full inbox.
+            let limit = match stored.body {
+                crate::message::MessageBody::Text
+                | crate::message::MessageBody::StatusUpdate
+                | crate::message::MessageBody::TaskAssignment { .. } => MAX_UNREAD_BYTES,
+                _ => MAX_UNREAD_BYTES + PROTOCOL_RESERVE,
+            };
+            if unread.saturating_add(size) > limit {
+                return Err(Error::NotPermitted {
+                    action: format!("send {kind} to {recipient}"),
+                    reason: format!(
+                        "the inbox is full: it holds {unread} bytes of unread messages and \
+                         this one is {size} bytes, over the limit of {MAX_UNREAD_BYTES} bytes \
+                         ({} MiB); retry after {recipient} has read its messages",
+                        MAX_UNREAD_BYTES / (1024 * 1024)
+                    ),
+                });
+            }
+            inbox.messages.push(stored.clone());
+            Ok(Outcome::Write(Delivery::Delivered(Box::new(
+                stored.clone(),
+            ))))
+        });
+        result.map_err(|e| (refused.get(), e))
     }
 
     /// Messages in `name`'s inbox (and archive, if asked), oldest first. No lock needed.
@@ -410,9 +516,12 @@ impl Mailbox {
     }
 
     /// Atomically returns the unread messages and marks them read and delivered. An agent
-    /// calls this at the top of each loop turn; with nothing unread it takes no lock.
+    /// calls this at the top of each loop turn; with nothing unread it takes no lock on
+    /// files.
     pub fn take_unread(&self, name: &Name) -> Result<Vec<Message>> {
-        if self.unread_count(name)? == 0 {
+        // On PostgreSQL the change's own locked read is the look: a look first would make
+        // a take with mail three round trips instead of two.
+        if self.team.home().pg().is_none() && self.unread_count(name)? == 0 {
             return Ok(Vec::new());
         }
         self.update(name, |inbox, _| {
@@ -445,10 +554,13 @@ impl Mailbox {
     }
 
     fn receipt(&self, name: &Name, ids: &[MessageId], kind: &'static str) -> Result<Receipt> {
-        let mut missing: HashSet<&MessageId> = ids.iter().collect();
+        let wanted: HashSet<&MessageId> = ids.iter().collect();
         let archive = self.archive_path(name);
         self.update(name, |inbox, fence| {
+            // Inside the change: the store's clock (PostgreSQL: the server's).
             let now = Timestamp::now();
+            // Each run starts from every id (a change may run again).
+            let mut missing = wanted.clone();
             let mut found = 0;
             for m in inbox.messages.iter_mut() {
                 if missing.remove(&m.id) {
@@ -573,10 +685,43 @@ impl Mailbox {
         Ok(doc::load::<InboxDoc>(self.team.home(), &self.inbox_path(name))?.unwrap_or_default())
     }
 
+    /// [`Mailbox::update`] whose change also gets the team's config, as it reads it (on
+    /// PostgreSQL in the change's first round trip, held shared until the commit).
+    fn update_in_team<R>(
+        &self,
+        name: &Name,
+        mut change: impl FnMut(&TeamConfig, &mut InboxDoc, &Fence) -> Result<Outcome<R>>,
+    ) -> Result<R> {
+        let path = self.inbox_path(name);
+        let archive = self.archive_path(name);
+        let config = self.team.config_path();
+        let missing = || self.team.not_found(&config);
+        doc::update_in_team(
+            self.team.home(),
+            &path,
+            doc::InTeam {
+                config: &config,
+                missing: &missing,
+            },
+            || Ok(InboxDoc::default()),
+            |team, inbox, guard| {
+                let fence = Fence {
+                    guard: std::cell::RefCell::new(guard),
+                    inbox: &path,
+                };
+                let outcome = change(team, inbox, &fence)?;
+                if let Outcome::Write(_) = &outcome {
+                    archive_overflow(inbox, &archive, &fence)?;
+                }
+                Ok(outcome)
+            },
+        )
+    }
+
     fn update<R>(
         &self,
         name: &Name,
-        change: impl FnOnce(&mut InboxDoc, &Fence) -> Result<Outcome<R>>,
+        mut change: impl FnMut(&mut InboxDoc, &Fence) -> Result<Outcome<R>>,
     ) -> Result<R> {
         let path = self.inbox_path(name);
         let archive = self.archive_path(name);
@@ -599,17 +744,11 @@ impl Mailbox {
     }
 
     /// Creates `inboxes/` inside an existing team directory (never the team directory
-    /// itself: a concurrent `team delete` must not be undone by a late send).
+    /// itself: a concurrent `team delete` must not be undone by a late send). Nothing to
+    /// do on PostgreSQL: every change of an inbox checks the team's config itself.
     fn ensure_inbox_dir(&self) -> Result<()> {
         if self.team.home().pg().is_some() {
-            return if self.team.home().doc_exists(&self.team.config_path())? {
-                Ok(())
-            } else {
-                Err(Error::TeamNotFound {
-                    team: self.team.name().to_string(),
-                    path: self.team.config_path(),
-                })
-            };
+            return Ok(());
         }
         let dir = self.team.home().inboxes_dir(self.team.name());
         match std::fs::DirBuilder::new().create(&dir) {

@@ -63,9 +63,11 @@ impl Team {
     /// - A new name is added, unless it equals an existing name in another letter case or
     ///   an existing agent id ([`Error::MemberExists`]).
     /// - An existing name is taken over if nobody live holds it: it is marked dead, or it
-    ///   has no pid (a roster entry), or its pid is `member.pid` (the same process joining
-    ///   again: idempotent), or its pid is not a live process. The entry keeps its agent id;
-    ///   the joiner's pid, pane, backend and worktree replace the old ones; `agent_type`,
+    ///   has no pid (a roster entry), or its pid is `member.pid` on the same host (the same
+    ///   process joining again: idempotent), or its pid is not a live process. A pid is
+    ///   judged only on its own host ([`Member::host`], [`crate::this_host`]): an entry of
+    ///   another host stays held until it is marked dead. The entry keeps its agent id;
+    ///   the joiner's pid, host, pane, backend and worktree replace the old ones; `agent_type`,
     ///   `model` and `color` are the joiner's where given, else the old entry's; the dead
     ///   marks are cleared and it is active. Its tasks are left as they are.
     /// - A name held by another live process is refused ([`Error::NotPermitted`]), and so
@@ -82,6 +84,9 @@ impl Team {
     pub fn join(&self, member: Member) -> Result<Joined> {
         let team = self.name().clone();
         let pg = self.home().pg().is_some();
+        if let Some(host) = &member.host {
+            Name::parse_as("host name", host)?;
+        }
         self.update(|config| {
             let lead_agent_id = config.lead_agent_id.clone();
             let same_name = config
@@ -134,10 +139,31 @@ impl Team {
                     ),
                 });
             }
+            // The same process joining again: the same pid on the same host.
+            let same_process = old.pid == member.pid && old.host == member.host;
             if let Some(pid) = old.pid
                 && !presence
                 && old.dead_at.is_none()
-                && Some(pid) != member.pid
+                && !same_process
+                && old.local_pid().is_none()
+            {
+                // Its pid is a process of another host: nothing here can tell whether it
+                // lives, so the name stays held until it is marked dead.
+                return Err(Error::NotPermitted {
+                    action: action(),
+                    reason: format!(
+                        "member {name} runs on host {host} (pid {pid} there), which this host \
+                         cannot check; stop it there, or run `roo-mail team mark-dead --team \
+                         {team} {name} --reason ...` first",
+                        name = old.name,
+                        host = old.host.as_deref().unwrap_or("of the lead"),
+                    ),
+                });
+            }
+            if let Some(pid) = old.local_pid()
+                && !presence
+                && old.dead_at.is_none()
+                && !same_process
                 && pid_alive(pid)
             {
                 return Err(Error::NotPermitted {
@@ -160,6 +186,7 @@ impl Team {
                 backend_type: member.backend_type,
                 pane_id: member.pane_id.clone(),
                 pid: member.pid,
+                host: member.host.clone(),
                 is_active: Some(true),
                 plan_mode_required: member.plan_mode_required || old.plan_mode_required,
                 color: member.color.clone().or(old.color.clone()),

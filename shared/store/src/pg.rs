@@ -1,4 +1,4 @@
-//! The PostgreSQL binding of the store (docs/PROTOCOL.md §10): every protocol document
+//! The PostgreSQL binding of the store (docs/PROTOCOL.md §8): every protocol document
 //! is one row of `roo_doc`, keyed by its path under `ROO_HOME` (`teams/<team>/config.json`,
 //! `teams/<team>/inboxes/<member>.json`, `tasks/<team>/tasks.json`), its JSON text in a
 //! `json` column (kept as written; `jsonb` cannot hold a `\u0000` a message may carry).
@@ -10,7 +10,8 @@
 //! runs on the bytes, and the new text is written together with a `pg_notify` on the
 //! team's channel, which PostgreSQL delivers only if the transaction commits. Requests are
 //! pipelined: a change takes two round trips (lock and read; write, notify and commit),
-//! a read one.
+//! a read one. `pg_change` runs a change's transaction and learns the outcome of one whose
+//! link was lost at its `COMMIT`.
 //!
 //! The client is `tokio-postgres` (the `postgres` crate wraps the same client in a runtime
 //! of its own per connection and cannot pipeline): its connection task runs on a thread of
@@ -22,7 +23,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
 
 use crate::doc::FormatVersion;
@@ -35,6 +35,9 @@ pub use presence::{
     KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PresenceSettings, USER_TIMEOUT,
     presence_key,
 };
+#[path = "pg_change.rs"]
+mod change;
+pub(crate) use change::{Reads, Wants};
 
 /// The schema version this build creates and reads, recorded in `roo_meta`. A database
 /// with a newer major is refused, like a file from a newer format.
@@ -188,20 +191,29 @@ impl Drop for Subscription {
 }
 
 impl Fence {
-    /// Refuses a write whose member's entry (`None`: there is none) is gone, marked dead,
+    /// Refuses a write whose member's entry in the team's config `config` (its text, as
+    /// the change's first round trip read it under the share lock) is gone, marked dead,
     /// or holds another epoch.
-    fn check(&self, entry: Option<String>) -> Result<()> {
+    pub(crate) fn check(&self, config: &str) -> Result<()> {
         let refuse = |reason: String| Error::Fenced {
             team: self.team.clone(),
             member: self.member.clone(),
             epoch: self.epoch,
             reason,
         };
+        let config: serde_json::Value = serde_json::from_str(config)
+            .map_err(|e| refuse(format!("the team's config does not parse: {e}")))?;
+        let entry = config
+            .get("members")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|members| {
+                members.iter().find(|m| {
+                    m.get("name").and_then(serde_json::Value::as_str) == Some(self.member.as_str())
+                })
+            });
         let Some(entry) = entry else {
             return Err(refuse("it is no longer a member of the team".into()));
         };
-        let entry: serde_json::Value = serde_json::from_str(&entry)
-            .map_err(|e| refuse(format!("its entry does not parse: {e}")))?;
         if let Some(dead_at) = entry.get("dead_at").filter(|v| !v.is_null()) {
             let reason = entry
                 .get("dead_reason")
@@ -271,21 +283,6 @@ fn team_config_key(key: &str) -> Option<String> {
     }
 }
 
-/// Whether `e` says the session is gone: the client's connection closed, or the server
-/// ending it (shut down, restarting, or the session terminated: SQLSTATE 57P01–57P03).
-fn connection_gone(e: &tokio_postgres::Error, client: &Client) -> bool {
-    use tokio_postgres::error::SqlState;
-    e.is_closed()
-        || client.is_closed()
-        || [
-            SqlState::ADMIN_SHUTDOWN,
-            SqlState::CRASH_SHUTDOWN,
-            SqlState::CANNOT_CONNECT_NOW,
-        ]
-        .iter()
-        .any(|state| e.code() == Some(state))
-}
-
 /// Whether the server gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03).
 fn is_lock_timeout(e: &tokio_postgres::Error) -> bool {
     e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE)
@@ -350,10 +347,14 @@ struct Inner {
 struct Conn {
     client: Client,
     statements: Statements,
+    /// Set when a request on it failed because the link was lost: the next operation
+    /// connects again, even before the client has noticed the close.
+    lost: std::sync::atomic::AtomicBool,
 }
 
 struct Statements {
     read: Statement,
+    read_in_team: Statement,
     placeholder: Statement,
     lock: Statement,
     clock: Statement,
@@ -363,7 +364,17 @@ struct Statements {
     archive: Statement,
     delete: Statement,
     share_config: Statement,
-    share_config_fenced: Statement,
+    xact: Statement,
+    end_session: Statement,
+    xact_status: Statement,
+    quarantined_texts: Statement,
+    archive_lines: Statement,
+    list: Statement,
+    exists: Statement,
+    quarantined: Statement,
+    quarantined_under: Statement,
+    new_epoch: Statement,
+    held_keys: Statement,
     delete_docs_under: Statement,
     delete_archive_under: Statement,
     delete_quarantine_under: Statement,
@@ -434,7 +445,7 @@ impl PgStore {
             name: crate::home::ROO_STORE_ENV,
             reason,
         })?;
-        let config: Config = url.parse().map_err(|_| Error::InvalidSetting {
+        let config = crate::pg_url::parse(url).map_err(|_| Error::InvalidSetting {
             name: crate::home::ROO_STORE_ENV,
             reason: format!("{shown} does not parse"),
         })?;
@@ -507,9 +518,9 @@ impl PgStore {
     /// A new epoch from the server: a transaction id (`txid_current()`), unique in the
     /// whole cluster and never reused, so no two joins — in any schema or team — share one.
     pub(crate) fn new_epoch(&self) -> Result<u64> {
-        let hold = self.serialize()?;
-        let row = block_on(hold.conn.client.query_one("SELECT txid_current()", &[]))
-            .map_err(|e| self.db_error("draw a presence epoch", &e))?;
+        let row = self.request("draw a presence epoch", |conn| {
+            block_on(conn.client.query_one(&conn.statements.new_epoch, &[]))
+        })?;
         u64::try_from(row.get::<_, i64>(0))
             .map_err(|_| self.error("draw a presence epoch", "the server gave a negative id"))
     }
@@ -521,17 +532,9 @@ impl PgStore {
         if keys.is_empty() {
             return Ok(Default::default());
         }
-        let hold = self.serialize()?;
-        let rows = block_on(hold.conn.client.query(
-            "SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
-               SELECT 1 FROM pg_locks l \
-               WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-                 AND l.classid = ((k >> 32) & 4294967295)::oid \
-                 AND l.objid = (k & 4294967295)::oid)",
-            &[&keys],
-        ))
-        .map_err(|e| self.db_error("read the presence locks", &e))?;
+        let rows = self.request("read the presence locks", |conn| {
+            block_on(conn.client.query(&conn.statements.held_keys, &[&keys]))
+        })?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
@@ -576,7 +579,7 @@ impl PgStore {
             // A lost link (server restart, failover, a cut network) is replaced at the
             // next operation, never inside a transaction: what was open there failed
             // with it, and its outcome is the caller's to re-read.
-            if depth == 0 && current.client.is_closed() {
+            if depth == 0 && (current.client.is_closed() || current.is_lost()) {
                 *current = Arc::new(self.reconnect_patiently()?);
             }
             current.clone()
@@ -618,69 +621,41 @@ impl PgStore {
         Ok(conn)
     }
 
-    /// The text of document `key`; `None` if there is none. One round trip, no lock.
+    /// The text of document `key`; `None` if there is none. One round trip, no lock
+    /// (asked again on a new connection if the link was lost).
     pub(crate) fn read(&self, key: &str) -> Result<Option<String>> {
-        let rows = self.read_query(
-            || format!("read {key}"),
-            |conn| block_on(conn.client.query(&conn.statements.read, &[&key])),
-        )?;
+        let rows = self.request(&format!("read {key}"), |conn| {
+            block_on(conn.client.query(&conn.statements.read, &[&key]))
+        })?;
         Ok(rows.first().and_then(|row| row.get::<_, Option<String>>(0)))
     }
 
-    /// Runs the read `query` on the request connection. If it fails because that
-    /// connection is gone (a restart, or a session the server ended before the client
-    /// noticed — a watcher woken by the presence connection's loss may read first) and no
-    /// transaction of this thread is open on it, it connects again and runs it once more:
-    /// a read has no outcome to lose.
-    fn read_query<T>(
-        &self,
-        action: impl Fn() -> String,
-        query: impl Fn(&Conn) -> std::result::Result<T, tokio_postgres::Error>,
-    ) -> Result<T> {
-        let dead = {
-            let hold = self.serialize()?;
-            match query(&hold.conn) {
-                Ok(value) => return Ok(value),
-                Err(e) if hold.depth == 0 && connection_gone(&e, &hold.conn.client) => {
-                    hold.conn.clone()
-                }
-                Err(e) => return Err(self.db_error(action(), &e)),
-            }
-        };
-        self.replace_connection(&dead)?;
-        let hold = self.serialize()?;
-        query(&hold.conn).map_err(|e| self.db_error(action(), &e))
-    }
-
-    /// Connects again in place of `dead` if it still is the current connection (the
-    /// server ended its session: its client may not have noticed yet).
-    fn replace_connection(&self, dead: &Arc<Conn>) -> Result<()> {
-        let _transaction = self
-            .inner
-            .transaction
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut current = self
-            .inner
-            .conn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if Arc::ptr_eq(&current, dead) {
-            *current = Arc::new(self.reconnect_patiently()?);
-        }
-        Ok(())
+    /// [`PgStore::read`] of a team's document (an inbox or the task list), and whether
+    /// the team's config exists: one statement, one round trip.
+    pub(crate) fn read_in_team(&self, key: &str) -> Result<(Option<String>, bool)> {
+        let config_key = team_config_key(key).unwrap_or_default();
+        let row = self.request(&format!("read {key}"), |conn| {
+            block_on(
+                conn.client
+                    .query_one(&conn.statements.read_in_team, &[&key, &config_key]),
+            )
+        })?;
+        Ok((row.get::<_, Option<String>>(0), row.get::<_, bool>(1)))
     }
 
     /// Locked read → change → write of document `key`, in one transaction; `change`
     /// gets the current text (`None`: no document) and says what to write. A failed
     /// `change` writes nothing. The team's channel is notified with `key` when the
-    /// transaction commits a change.
+    /// transaction commits a change. `change` may run more than once: again from scratch
+    /// when the link was lost before its transaction committed (`pg_change`).
     pub(crate) fn update<R>(
         &self,
         key: &str,
-        change: impl FnOnce(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
+        mut change: impl FnMut(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
     ) -> Result<R> {
-        self.update_checked(key, true, change)
+        self.update_checked(key, true, Wants::default(), |text, _, writes| {
+            change(text, writes)
+        })
     }
 
     /// [`PgStore::update`] without the team check: for repairing a damaged row (which
@@ -688,219 +663,24 @@ impl PgStore {
     pub(crate) fn update_unchecked<R>(
         &self,
         key: &str,
-        change: impl FnOnce(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
+        mut change: impl FnMut(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
     ) -> Result<R> {
-        self.update_checked(key, false, change)
+        self.update_checked(key, false, Wants::default(), |text, _, writes| {
+            change(text, writes)
+        })
     }
 
-    fn update_checked<R>(
+    /// [`PgStore::update`] of a team's document that also reads, in the same round trip,
+    /// what `wants` names: the team's config (held shared until the commit; `None` to
+    /// the change when there is none, which then decides) and the document's quarantined
+    /// texts.
+    pub(crate) fn update_with<R>(
         &self,
         key: &str,
-        team_check: bool,
-        change: impl FnOnce(Option<String>, &mut PgWrites) -> Result<PgChange<R>>,
+        wants: Wants,
+        change: impl FnMut(Option<String>, &Reads, &mut PgWrites) -> Result<PgChange<R>>,
     ) -> Result<R> {
-        let hold = self.serialize()?;
-        let client = &hold.conn.client;
-        let statements = &hold.conn.statements;
-        let action = || format!("update {key}");
-        // An inbox or a task list belongs to a team: its config must exist, held shared
-        // until the commit, so a team delete cannot slip between (a late send would leave
-        // an inbox for a new team of that name). Inside a change of the config itself
-        // (a team's creation) the outer change holds it.
-        let config_key = team_config_key(key).filter(|_| team_check && hold.depth == 0);
-        // A handle writing as a member of this team: its entry is checked with the share
-        // lock (see `Fence`).
-        let fence = self.fence.as_deref().filter(|fence| {
-            config_key.as_deref() == Some(format!("teams/{}/config.json", fence.team).as_str())
-        });
-        // Round trip 1: begin, make sure a row exists to lock, lock and read it, and read
-        // the server's clock (after the lock: the time the change happens at). If the
-        // row was deleted between the placeholder and the lock (a concurrent team delete
-        // or quarantine committed), start again: a change must not write into nothing.
-        let mut attempts = 0;
-        let (text, open, server_ms) = loop {
-            attempts += 1;
-            let open = Open::begin(&hold.conn, &hold);
-            let key_param: [&(dyn ToSql + Sync); 1] = [&key];
-            let config_param: [&(dyn ToSql + Sync); 1] = [&config_key];
-            let fenced_member = fence.map(|f| f.member.as_str());
-            let fenced_param: [&(dyn ToSql + Sync); 2] = [&config_key, &fenced_member];
-            // The team's config first, the document's row after: every change takes
-            // its locks in that order.
-            let begin = client.batch_execute(&open.begin_sql);
-            let team = async {
-                match (&config_key, fence) {
-                    (Some(_), None) => client
-                        .query(&statements.share_config, &config_param)
-                        .await
-                        .map(|rows| (!rows.is_empty(), None)),
-                    (Some(_), Some(_)) => client
-                        .query(&statements.share_config_fenced, &fenced_param)
-                        .await
-                        .map(|rows| match rows.first() {
-                            Some(row) => (true, Some(row.get::<_, Option<String>>(0))),
-                            None => (false, None),
-                        }),
-                    (None, _) => Ok((true, None)),
-                }
-            };
-            let placeholder = client.execute(&statements.placeholder, &key_param);
-            let lock = client.query(&statements.lock, &key_param);
-            let clock = client.query_one(&statements.clock, &[]);
-            let (begun, team, placed, locked, clock) = block_on(futures_util::future::join5(
-                begin,
-                team,
-                placeholder,
-                lock,
-                clock,
-            ));
-            let (team, rows, server_ms) = match (begun, placed, team, locked, clock) {
-                (Ok(()), Ok(_), Ok(team), Ok(rows), Ok(clock)) => {
-                    (team, rows, clock.get::<_, i64>(0))
-                }
-                (begun, placed, team, locked, clock) => {
-                    let error = begun
-                        .err()
-                        .or(team.err())
-                        .or(placed.err())
-                        .or(locked.err())
-                        .or(clock.err());
-                    return Err(match error {
-                        Some(e) if is_lock_timeout(&e) => Error::LockTimeout {
-                            path: std::path::PathBuf::from(format!("postgresql row {key}")),
-                            attempts: 1,
-                            waited: LOCK_WAIT,
-                            holder: crate::error::LockHolder {
-                                pid: None,
-                                age: None,
-                            },
-                        },
-                        Some(e) => self.db_error(action(), &e),
-                        None => self.error(action(), "the request failed"),
-                    });
-                }
-            };
-            let (team, entry) = team;
-            if !team {
-                let config = config_key.unwrap_or_default();
-                let team = config.split('/').nth(1).unwrap_or_default().to_owned();
-                return Err(Error::TeamNotFound {
-                    team,
-                    path: std::path::PathBuf::from(config),
-                });
-            }
-            if let Some(fence) = fence {
-                fence.check(entry.flatten())?;
-            }
-            match rows.first() {
-                Some(row) => break (row.get::<_, Option<String>>(0), open, server_ms),
-                None if attempts < 5 => {
-                    drop(open);
-                    continue;
-                }
-                None => {
-                    return Err(self.error(
-                        action(),
-                        "the row kept vanishing under the change (deleted by others)",
-                    ));
-                }
-            }
-        };
-        let mut writes = PgWrites::default();
-        // A failed (or panicking) change rolls back as `open` drops. The times it writes
-        // are the server's.
-        let outcome = {
-            let _clock = crate::time::StoreClock::enter(server_ms);
-            change(text, &mut writes)?
-        };
-        let (value, new_text, delete) = match outcome {
-            PgChange::Keep(value) if writes.is_empty() => {
-                drop(open);
-                return Ok(value);
-            }
-            PgChange::Keep(value) => (value, None, false),
-            PgChange::Write(value, text) => (value, Some(text), false),
-            PgChange::Delete(value) => (value, None, true),
-        };
-        // Round trip 2: the writes, the notification, the commit — every statement
-        // prepared, so all are sent at once and in this order.
-        let channel = channel_of(key);
-        let quarantine_params: Vec<[&(dyn ToSql + Sync); 3]> = writes
-            .quarantined
-            .iter()
-            .map(|(key, detail, doc)| -> [&(dyn ToSql + Sync); 3] { [key, detail, doc] })
-            .collect();
-        let archive_params: Vec<[&(dyn ToSql + Sync); 2]> = writes
-            .archived
-            .iter()
-            .map(|(key, line)| -> [&(dyn ToSql + Sync); 2] { [key, line] })
-            .collect();
-        let deleted: &Vec<String> = &writes.deleted;
-        let deleted_param: [&(dyn ToSql + Sync); 1] = [deleted];
-        let notify_params: [&(dyn ToSql + Sync); 2] = [&channel, &key];
-        let result = block_on(async {
-            let quarantined = futures_util::future::try_join_all(
-                quarantine_params
-                    .iter()
-                    .map(|params| client.execute(&statements.quarantine, params)),
-            );
-            let archived = futures_util::future::try_join_all(
-                archive_params
-                    .iter()
-                    .map(|params| client.execute(&statements.archive, params)),
-            );
-            let under: Vec<&Statement> = if deleted.is_empty() {
-                Vec::new()
-            } else {
-                vec![
-                    &statements.delete_archive_under,
-                    &statements.delete_quarantine_under,
-                    &statements.delete_docs_under,
-                ]
-            };
-            let deleted = futures_util::future::try_join_all(
-                under
-                    .into_iter()
-                    .map(|statement| client.execute(statement, &deleted_param)),
-            );
-            let write = async {
-                let written = match (&new_text, delete) {
-                    (Some(text), _) => client.execute(&statements.write, &[&key, text]).await?,
-                    (None, true) => client.execute(&statements.delete, &[&key]).await?,
-                    (None, false) => 1,
-                };
-                Ok::<_, tokio_postgres::Error>(written)
-            };
-            let notify = client.execute(&statements.notify, &notify_params);
-            let commit = client.batch_execute(&open.commit_sql);
-            let ((q, a, d), w, n, c) = futures_util::future::join4(
-                futures_util::future::join3(quarantined, archived, deleted),
-                write,
-                notify,
-                commit,
-            )
-            .await;
-            q.map(|_| ())
-                .and(a.map(|_| ()))
-                .and(d.map(|_| ()))
-                .and(n.map(|_| ()))
-                .and(w)
-                .and_then(|written| c.map(|()| written))
-        });
-        match result {
-            Ok(written) if written == 1 || delete => {
-                open.finish();
-                Ok(value)
-            }
-            Ok(written) => Err(self.error(
-                action(),
-                format!("the locked row was not there to write ({written} rows)"),
-            )),
-            // A failed statement aborted the transaction; the COMMIT then rolled back and
-            // `open` ends what is left. A broken link leaves the outcome unknown: the
-            // caller re-reads.
-            Err(e) => Err(self.error(action(), engine_detail(&e))),
-        }
+        self.update_checked(key, true, wants, change)
     }
 
     /// The lines of archive `key`, oldest first.
@@ -911,12 +691,9 @@ impl PgStore {
     /// [`PgStore::archive_lines`] from inside an [`PgStore::update`]'s change (the
     /// connection is held re-entrantly, so it is the same read).
     pub(crate) fn archive_lines_in_transaction(&self, key: &str) -> Result<Vec<String>> {
-        let hold = self.serialize()?;
-        let rows = block_on(hold.conn.client.query(
-            "SELECT line FROM roo_archive WHERE key = $1 ORDER BY id",
-            &[&key],
-        ))
-        .map_err(|e| self.db_error(format!("read {key}"), &e))?;
+        let rows = self.request(&format!("read {key}"), |conn| {
+            block_on(conn.client.query(&conn.statements.archive_lines, &[&key]))
+        })?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
@@ -924,15 +701,9 @@ impl PgStore {
     /// layout, ending in `/`), sorted.
     pub(crate) fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let pattern = format!("{}%", like_escape(prefix));
-        let rows = self.read_query(
-            || format!("list {prefix}"),
-            |conn| {
-                block_on(conn.client.query(
-                    "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
-                    &[&pattern],
-                ))
-            },
-        )?;
+        let rows = self.request(&format!("list {prefix}"), |conn| {
+            block_on(conn.client.query(&conn.statements.list, &[&pattern]))
+        })?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
@@ -972,41 +743,33 @@ impl PgStore {
 
     /// Whether document `key` exists (a placeholder row does not count).
     pub(crate) fn exists(&self, key: &str) -> Result<bool> {
-        let rows = self.read_query(
-            || format!("read {key}"),
-            |conn| {
-                block_on(conn.client.query(
-                    "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
-                    &[&key],
-                ))
-            },
-        )?;
+        let rows = self.request(&format!("read {key}"), |conn| {
+            block_on(conn.client.query(&conn.statements.exists, &[&key]))
+        })?;
         Ok(!rows.is_empty())
     }
 
     /// The quarantined texts of document `key` (acknowledged ones too if
     /// `acknowledged`), oldest first, with their ids.
     pub(crate) fn quarantined(&self, key: &str, acknowledged: bool) -> Result<Vec<(i64, String)>> {
-        let hold = self.serialize()?;
-        let rows = block_on(hold.conn.client.query(
-            "SELECT id, doc FROM roo_quarantine WHERE key = $1 AND (NOT acknowledged OR $2) \
-             ORDER BY id",
-            &[&key, &acknowledged],
-        ))
-        .map_err(|e| self.db_error(format!("read the quarantine of {key}"), &e))?;
+        let rows = self.request(&format!("read the quarantine of {key}"), |conn| {
+            block_on(
+                conn.client
+                    .query(&conn.statements.quarantined, &[&key, &acknowledged]),
+            )
+        })?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
     /// Keys with unacknowledged quarantined texts under `prefix`, with their ids.
     pub(crate) fn quarantined_under(&self, prefix: &str) -> Result<Vec<(i64, String)>> {
-        let hold = self.serialize()?;
         let pattern = format!("{}%", like_escape(prefix));
-        let rows = block_on(hold.conn.client.query(
-            "SELECT id, key FROM roo_quarantine WHERE key LIKE $1 AND NOT acknowledged \
-             ORDER BY id",
-            &[&pattern],
-        ))
-        .map_err(|e| self.db_error(format!("read the quarantine of {prefix}"), &e))?;
+        let rows = self.request(&format!("read the quarantine of {prefix}"), |conn| {
+            block_on(
+                conn.client
+                    .query(&conn.statements.quarantined_under, &[&pattern]),
+            )
+        })?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
@@ -1100,40 +863,148 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         },
         Migration::Failed(e) => engine("create the schema", &engine_detail(&e)),
     })?;
-    let prepare = |sql: &str| {
-        block_on(client.prepare(sql)).map_err(|e| engine("prepare a statement", &engine_detail(&e)))
+    // Every statement prepared at once, pipelined: one round trip for them all. Each is
+    // named by the comment above it, in the order of the destructuring below.
+    let sql = [
+        // read
+        "SELECT doc::text FROM roo_doc WHERE key = $1",
+        // read_in_team
+        "SELECT (SELECT doc::text FROM roo_doc WHERE key = $1), \
+         EXISTS (SELECT 1 FROM roo_doc WHERE key = $2 AND doc IS NOT NULL)",
+        // placeholder
+        "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
+        // lock
+        "SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE",
+        // clock: milliseconds since the Unix epoch, by the server's clock, now
+        "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8",
+        // write
+        "UPDATE roo_doc SET doc = $2::text::json, rev = rev + 1, updated_at = now() \
+         WHERE key = $1",
+        // notify
+        "SELECT pg_notify($1, $2)",
+        // quarantine
+        "INSERT INTO roo_quarantine (key, detail, doc) VALUES ($1, $2, $3)",
+        // archive
+        "INSERT INTO roo_archive (key, line) VALUES ($1, $2)",
+        // delete
+        "DELETE FROM roo_doc WHERE key = $1",
+        // share_config
+        "SELECT doc::text FROM roo_doc WHERE key = $1 AND doc IS NOT NULL FOR SHARE",
+        // xact
+        "SELECT pg_current_xact_id()::text, pg_backend_pid()",
+        // end_session
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE pid = $1 AND backend_xid::text = $2",
+        // xact_status
+        "SELECT pg_xact_status($1::text::xid8)",
+        // quarantined_texts
+        "SELECT doc FROM roo_quarantine WHERE key = $1 ORDER BY id",
+        // archive_lines
+        "SELECT line FROM roo_archive WHERE key = $1 ORDER BY id",
+        // list
+        "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
+        // exists
+        "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
+        // quarantined
+        "SELECT id, doc FROM roo_quarantine WHERE key = $1 AND (NOT acknowledged OR $2) \
+         ORDER BY id",
+        // quarantined_under
+        "SELECT id, key FROM roo_quarantine WHERE key LIKE $1 AND NOT acknowledged \
+         ORDER BY id",
+        // new_epoch
+        "SELECT txid_current()",
+        // held_keys: which of the presence lock keys $1 some session holds (granted
+        // advisory locks of this database)
+        "SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
+           SELECT 1 FROM pg_locks l \
+           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND l.classid = ((k >> 32) & 4294967295)::oid \
+             AND l.objid = (k & 4294967295)::oid)",
+        // delete_docs_under
+        "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
+        // delete_archive_under
+        "DELETE FROM roo_archive WHERE key LIKE ANY($1)",
+        // delete_quarantine_under
+        "DELETE FROM roo_quarantine WHERE key LIKE ANY($1)",
+    ];
+    let prepared = block_on(futures_util::future::join_all(
+        sql.iter().map(|sql| client.prepare(sql)),
+    ))
+    .into_iter()
+    .zip(sql)
+    .map(|(prepared, sql)| {
+        // A schema changed by hand fails here, at connect, naming the statement.
+        prepared.map_err(|e| {
+            let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+            engine(&format!("prepare {sql}"), &engine_detail(&e))
+        })
+    })
+    .collect::<Result<Vec<Statement>>>()?;
+    let Ok(
+        [
+            read,
+            read_in_team,
+            placeholder,
+            lock,
+            clock,
+            write,
+            notify,
+            quarantine,
+            archive,
+            delete,
+            share_config,
+            xact,
+            end_session,
+            xact_status,
+            quarantined_texts,
+            archive_lines,
+            list,
+            exists,
+            quarantined,
+            quarantined_under,
+            new_epoch,
+            held_keys,
+            delete_docs_under,
+            delete_archive_under,
+            delete_quarantine_under,
+        ],
+    ) = <[Statement; 25]>::try_from(prepared)
+    else {
+        return Err(engine("prepare the statements", &"a statement is missing"));
     };
     let statements = Statements {
-        read: prepare("SELECT doc::text FROM roo_doc WHERE key = $1")?,
-        placeholder: prepare(
-            "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
-        )?,
-        lock: prepare("SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE")?,
-        // Milliseconds since the Unix epoch, by the server's clock, now.
-        clock: prepare("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8")?,
-        write: prepare(
-            "UPDATE roo_doc SET doc = $2::text::json, rev = rev + 1, updated_at = now() \
-             WHERE key = $1",
-        )?,
-        notify: prepare("SELECT pg_notify($1, $2)")?,
-        quarantine: prepare("INSERT INTO roo_quarantine (key, detail, doc) VALUES ($1, $2, $3)")?,
-        archive: prepare("INSERT INTO roo_archive (key, line) VALUES ($1, $2)")?,
-        delete: prepare("DELETE FROM roo_doc WHERE key = $1")?,
-        share_config: prepare(
-            "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL FOR SHARE",
-        )?,
-        // The same lock, and the entry of member $2 as JSON text (NULL: none).
-        share_config_fenced: prepare(
-            "SELECT (SELECT m::text FROM json_array_elements(CASE WHEN \
-               json_typeof(d.doc->'members') = 'array' THEN d.doc->'members' ELSE '[]'::json \
-               END) AS m WHERE m->>'name' = $2 LIMIT 1) \
-             FROM roo_doc d WHERE d.key = $1 AND d.doc IS NOT NULL FOR SHARE",
-        )?,
-        delete_docs_under: prepare("DELETE FROM roo_doc WHERE key LIKE ANY($1)")?,
-        delete_archive_under: prepare("DELETE FROM roo_archive WHERE key LIKE ANY($1)")?,
-        delete_quarantine_under: prepare("DELETE FROM roo_quarantine WHERE key LIKE ANY($1)")?,
+        read,
+        read_in_team,
+        placeholder,
+        lock,
+        clock,
+        write,
+        notify,
+        quarantine,
+        archive,
+        delete,
+        share_config,
+        xact,
+        end_session,
+        xact_status,
+        quarantined_texts,
+        archive_lines,
+        list,
+        exists,
+        quarantined,
+        quarantined_under,
+        new_epoch,
+        held_keys,
+        delete_docs_under,
+        delete_archive_under,
+        delete_quarantine_under,
     };
-    Ok(Conn { client, statements })
+    Ok(Conn {
+        client,
+        statements,
+        lost: Default::default(),
+    })
 }
 
 /// The notification channel of the team a key belongs to: `roo_` and 16 hex digits of
@@ -1191,7 +1062,7 @@ pub(crate) fn shown_url(url: &str) -> std::result::Result<String, String> {
                 .into(),
         );
     }
-    let config: Config = url.parse().map_err(|_| {
+    let config = crate::pg_url::parse(url).map_err(|_| {
         "its postgresql:// URL does not parse (check the host, port and options; \
          percent-encode `@`, `/` and `?` in a password)"
             .to_string()

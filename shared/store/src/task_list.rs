@@ -63,6 +63,15 @@ impl Document for TaskListDoc {
     fn version(&self) -> FormatVersion {
         self.version
     }
+
+    const COUNTS_QUARANTINE: bool = true;
+
+    /// Makes sure `next_id` is above every id that ever existed: those in the list and
+    /// those in its quarantined copies (a damaged record or a whole damaged list must not
+    /// let an id be handed out twice).
+    fn after_quarantine(&mut self, quarantined: &[Vec<u8>]) {
+        raise_high_water(self, quarantined);
+    }
 }
 
 /// A task to create.
@@ -226,21 +235,21 @@ impl TaskList {
                 reason: "the subject is empty".into(),
             });
         }
-        self.update_doc(|list| {
+        self.update_doc(|_, list| {
             let now = Timestamp::now();
             let id = TaskId::from_number(list.next_id);
             list.next_id += 1;
             list.tasks.push(Task {
                 id: id.clone(),
                 subject: new.subject.trim().to_owned(),
-                description: new.description,
-                active_form: new.active_form,
+                description: new.description.clone(),
+                active_form: new.active_form.clone(),
                 status: TaskStatus::Pending,
-                owner: new.owner,
+                owner: new.owner.clone(),
                 blocks: Vec::new(),
                 blocked_by: Vec::new(),
-                metadata: new.metadata,
-                paths: new.paths,
+                metadata: new.metadata.clone(),
+                paths: new.paths.clone(),
                 lease: None,
                 notes: Vec::new(),
                 created_at: now,
@@ -287,8 +296,8 @@ impl TaskList {
     /// owner, the team's lead, or `patch.force` (recorded in the task's notes); a task
     /// becomes in progress only for a member of the team.
     pub fn update(&self, id: &TaskId, patch: TaskPatch) -> Result<Task> {
-        let config = self.team.config()?;
-        self.update_doc(|list| {
+        self.update_doc(|config, list| {
+            let patch = patch.clone();
             let now = Timestamp::now();
             let forced = {
                 let task = self.find(list, id)?;
@@ -310,7 +319,7 @@ impl TaskList {
                     ));
                 }
                 self.guard_claim(
-                    &config,
+                    config,
                     task,
                     patch.by.as_ref(),
                     patch.force,
@@ -415,8 +424,9 @@ impl TaskList {
     /// overlaps no in-progress task of another owner. Sets owner, `in_progress` and a lease
     /// in the same write. Claiming a task one already holds renews its lease.
     pub fn claim(&self, id: &TaskId, owner: &Name, options: &ClaimOptions) -> Result<ClaimOutcome> {
-        self.check_claimer("claim", id, owner, options.lease)?;
-        self.update_doc(|list| {
+        check_lease("claim", id, options.lease)?;
+        self.update_doc(|config, list| {
+            self.check_claimer(config, "claim", id, owner)?;
             let Some(index) = list.tasks.iter().position(|t| &t.id == id) else {
                 return Ok(Outcome::Keep(ClaimOutcome::NotFound));
             };
@@ -438,8 +448,9 @@ impl TaskList {
         owner: &Name,
         options: &ClaimOptions,
     ) -> Result<Option<ClaimOutcome>> {
-        self.check_claimer("claim", id, owner, options.lease)?;
-        self.update_doc(|list| {
+        check_lease("claim", id, options.lease)?;
+        self.update_doc(|config, list| {
+            self.check_claimer(config, "claim", id, owner)?;
             let Some(index) = list.tasks.iter().position(|t| {
                 &t.id == id && t.status == TaskStatus::Pending && t.owner.as_ref() == Some(owner)
             }) else {
@@ -455,8 +466,9 @@ impl TaskList {
 
     /// Atomically claims the first ready task (lowest id) for `owner`, if any.
     pub fn claim_next(&self, owner: &Name, options: &ClaimOptions) -> Result<Option<Task>> {
-        self.check_claimer("claim", &TaskId::from_number(0), owner, options.lease)?;
-        self.update_doc(|list| {
+        check_lease("claim", &TaskId::from_number(0), options.lease)?;
+        self.update_doc(|config, list| {
+            self.check_claimer(config, "claim", &TaskId::from_number(0), owner)?;
             let report = ready_report(list);
             for task in report.ready {
                 let Some(index) = list.tasks.iter().position(|t| t.id == task.id) else {
@@ -473,7 +485,7 @@ impl TaskList {
     /// Renews `owner`'s lease on task `id` for `lease` from now.
     pub fn renew(&self, id: &TaskId, owner: &Name, lease: Duration) -> Result<Task> {
         check_lease("renew", id, lease)?;
-        self.update_doc(|list| {
+        self.update_doc(|_, list| {
             let index = self.index(list, id)?;
             let task = &mut list.tasks[index];
             if task.status != TaskStatus::InProgress || task.owner.as_ref() != Some(owner) {
@@ -509,7 +521,18 @@ impl TaskList {
         by: Option<&Name>,
         gone: impl Fn(&Task, Timestamp) -> Option<String>,
     ) -> Result<Vec<Reclaimed>> {
-        self.update_doc(|list| {
+        self.reclaim_in_team(by, |_| Ok(&gone))
+    }
+
+    /// [`TaskList::reclaim_where`] whose `gone` is made by `judge` from the team's config,
+    /// as the change reads it (once per run of the change).
+    fn reclaim_in_team<G: Fn(&Task, Timestamp) -> Option<String>>(
+        &self,
+        by: Option<&Name>,
+        judge: impl Fn(&TeamConfig) -> Result<G>,
+    ) -> Result<Vec<Reclaimed>> {
+        self.update_doc(|config, list| {
+            let gone = judge(config)?;
             let now = Timestamp::now();
             let mut reclaimed = Vec::new();
             for task in list.tasks.iter_mut() {
@@ -554,7 +577,7 @@ impl TaskList {
     /// written; an all-zero `usage` writes nothing either. `updated_at` is left alone
     /// (spend is not a change of the task's work). Returns the task after the change.
     pub fn add_usage(&self, id: &TaskId, member: &Name, usage: &TaskUsage) -> Result<Task> {
-        self.update_doc(|list| {
+        self.update_doc(|_, list| {
             let index = self.index(list, id)?;
             let task = &mut list.tasks[index];
             if *usage == TaskUsage::default() {
@@ -590,9 +613,12 @@ impl TaskList {
     /// is not alive; PostgreSQL: a free presence lock) — or whose lease expired
     /// ([`crate::Liveness::live_member_names`], [`owner_gone`]).
     pub fn reclaim_gone(&self, by: Option<&Name>) -> Result<Vec<Reclaimed>> {
-        let config = self.team.config()?;
-        let live = self.team.liveness(&config)?.live_member_names(&config);
-        self.reclaim(by, &live)
+        // The store's test of liveness, read under the config's share lock (PostgreSQL:
+        // one query on `pg_locks`, only when a member holds a presence).
+        self.reclaim_in_team(by, |config| {
+            let live = self.team.liveness(config)?.live_member_names(config);
+            Ok(move |task: &Task, now| owner_gone(task, now, &live))
+        })
     }
 
     /// Sets `to` as the owner of task `id` on `by`'s behalf, in one locked write, and
@@ -603,8 +629,7 @@ impl TaskList {
     /// assignment (same owner, same `by`, its note still the last) writes nothing. Sends
     /// nothing: [`Team::assign_task`] sends the `task_assignment` after this write.
     pub fn assign(&self, id: &TaskId, to: &Name, by: &Name, force: bool) -> Result<Task> {
-        let config = self.team.config()?;
-        self.update_doc(|list| {
+        self.update_doc(|config, list| {
             let index = self.index(list, id)?;
             let task = &list.tasks[index];
             if task.status == TaskStatus::Completed {
@@ -625,7 +650,7 @@ impl TaskList {
             } else {
                 format!("owner {} -> {to}", owner_str(task.owner.as_ref()))
             };
-            let forced = self.guard_claim(&config, task, Some(by), force, &change)?;
+            let forced = self.guard_claim(config, task, Some(by), force, &change)?;
             let now = Timestamp::now();
             let task = &mut list.tasks[index];
             task.owner = Some(to.clone());
@@ -683,13 +708,12 @@ impl TaskList {
         force: bool,
         only: impl Fn(&Task) -> bool,
     ) -> Result<Option<Task>> {
-        let config = self.team.config()?;
-        self.update_doc(|list| {
+        self.update_doc(|config, list| {
             let index = self.index(list, id)?;
             if !only(&list.tasks[index]) {
                 return Ok(Outcome::Keep(None));
             }
-            let forced = self.guard_claim(&config, &list.tasks[index], by, force, "deleted")?;
+            let forced = self.guard_claim(config, &list.tasks[index], by, force, "deleted")?;
             let mut task = list.tasks.remove(index);
             let now = Timestamp::now();
             if let Some(text) = forced {
@@ -707,42 +731,51 @@ impl TaskList {
         })
     }
 
+    /// The list; refuses a team without a config (one round trip on PostgreSQL).
     fn load(&self) -> Result<TaskListDoc> {
-        self.require_team()?;
-        Ok(doc::load::<TaskListDoc>(self.team.home(), &self.path())?
-            .unwrap_or_else(TaskListDoc::empty))
+        let (list, team) = doc::load_in_team::<TaskListDoc>(
+            self.team.home(),
+            &self.path(),
+            &self.team.config_path(),
+        )?;
+        if !team {
+            return Err(self.team_not_found());
+        }
+        Ok(list.unwrap_or_else(TaskListDoc::empty))
     }
 
+    /// One locked change of the list, which also gets the team's config (read in the
+    /// same round trip on PostgreSQL); refuses a team without a config rather than
+    /// creating a stray task list. The id high-water mark is raised above the ids of the
+    /// list's quarantined copies first ([`Document::after_quarantine`]). `change` may run
+    /// more than once (on PostgreSQL, again when the link was lost before it committed).
     fn update_doc<R>(
         &self,
-        change: impl FnOnce(&mut TaskListDoc) -> Result<Outcome<R>>,
+        mut change: impl FnMut(&TeamConfig, &mut TaskListDoc) -> Result<Outcome<R>>,
     ) -> Result<R> {
-        self.require_team()?;
         let home = self.team.home();
+        let config = self.team.config_path();
+        if home.pg().is_none() && !home.doc_exists(&config)? {
+            return Err(self.team_not_found());
+        }
         home.ensure_doc_dir(&home.tasks_dir(self.team.name()))?;
-        let path = self.path();
-        doc::update(
+        let missing = || self.team_not_found();
+        doc::update_in_team(
             home,
-            &path,
-            || Ok(TaskListDoc::empty()),
-            |list| {
-                // Read under the lock: a record the load just quarantined counts.
-                raise_high_water(list, &crate::quarantine::texts_of(home, &path)?);
-                change(list)
+            &self.path(),
+            doc::InTeam {
+                config: &config,
+                missing: &missing,
             },
+            || Ok(TaskListDoc::empty()),
+            |config, list, _| change(config, list),
         )
     }
 
-    /// Refuses a team without a config rather than creating a stray task list.
-    fn require_team(&self) -> Result<()> {
-        let config = self.team.config_path();
-        if self.team.home().doc_exists(&config)? {
-            Ok(())
-        } else {
-            Err(Error::TeamNotFound {
-                team: self.team.name().to_string(),
-                path: config,
-            })
+    fn team_not_found(&self) -> Error {
+        Error::TeamNotFound {
+            team: self.team.name().to_string(),
+            path: self.team.config_path(),
         }
     }
 
@@ -787,22 +820,21 @@ impl TaskList {
         })
     }
 
-    /// Refuses a claim by a non-member or with an out-of-range lease.
+    /// Refuses a claim by a non-member or a member marked dead.
     fn check_claimer(
         &self,
+        config: &TeamConfig,
         action: &'static str,
         id: &TaskId,
         owner: &Name,
-        lease: Duration,
     ) -> Result<()> {
-        check_lease(action, id, lease)?;
-        let config = self.team.config()?;
         match config.member(owner.as_str()) {
             None => Err(not_a_member(action, id, owner)),
             Some(member) if member.state() == MemberState::Dead => Err(Error::NotPermitted {
                 action: format!("{action} task {id} for {owner}"),
                 reason: format!(
-                    "{owner} is marked dead in the team config; it must join the team again                      (e.g. `roo-worker --team {} --name {owner}`) before it can hold a task",
+                    "{owner} is marked dead in the team config; it must join the team again \
+                     (e.g. `roo-worker --team {} --name {owner}`) before it can hold a task",
                     self.team.name()
                 ),
             }),
@@ -869,9 +901,7 @@ impl TaskList {
     }
 }
 
-/// Makes sure `next_id` is above every id that ever existed: those in the list and those
-/// in its quarantined files (a damaged record or a whole damaged list must not let an id
-/// be handed out twice).
+/// [`TaskListDoc::after_quarantine`].
 fn raise_high_water(list: &mut TaskListDoc, quarantined: &[Vec<u8>]) {
     let listed = list.tasks.iter().map(|t| t.id.number()).max().unwrap_or(0);
     let quarantined = quarantined

@@ -58,6 +58,11 @@ pub struct Member {
     /// Process id, when it runs as its own process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The host it runs on, when not the lead's: a name of the lead's `hosts:` config
+    /// (PROTOCOL.md §4). Its `pid` is a process of that host, so no other host judges it
+    /// by that pid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Absent or `true`: active; `false`: idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_active: Option<bool>,
@@ -92,6 +97,20 @@ pub struct Member {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+static THIS_HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records that this process runs on host `name` of the lead's `hosts:` (a `roo-worker`
+/// started there with `--host`); the first call wins. Members recorded on this host are
+/// judged by their pids here, and the others (the lead's host included) are not.
+pub fn set_this_host(name: &str) {
+    let _ = THIS_HOST.set(name.to_owned());
+}
+
+/// The host this process runs on ([`set_this_host`]); `None`: the lead's.
+pub fn this_host() -> Option<&'static str> {
+    THIS_HOST.get().map(String::as_str)
+}
+
 /// The `dead_reason` of a member that stopped because its lead asked it to (PROTOCOL.md
 /// §4.1): it counts as dead (not active, cannot claim) but did not die.
 pub const SHUT_DOWN_REASON: &str = "shut down at the lead's request";
@@ -108,6 +127,7 @@ impl Member {
             backend_type: None,
             pane_id: None,
             pid: None,
+            host: None,
             is_active: None,
             plan_mode_required: false,
             color: None,
@@ -118,6 +138,13 @@ impl Member {
             epoch: None,
             extra: Default::default(),
         }
+    }
+
+    /// Its pid when that is a process of this host: `None` for a member on another host
+    /// than this process's ([`Member::host`], [`this_host`]), whose pid means nothing
+    /// here (a local process of that number is somebody else).
+    pub fn local_pid(&self) -> Option<u32> {
+        self.pid.filter(|_| self.host.as_deref() == this_host())
     }
 
     /// Absent or `true` means active.
@@ -144,10 +171,11 @@ impl Member {
 
     /// The state as observed now by the file store's test: also dead when it has a
     /// recorded pid that is not a live process (it died and nobody has marked it yet).
-    /// A pid means something on one host only: for the store's own test (on PostgreSQL,
-    /// the member's presence lock) use [`Team::liveness`].
+    /// A member on another host ([`Member::host`]) is never judged by a pid of this host.
+    /// For the store's own test (on PostgreSQL, the member's presence lock) use
+    /// [`Team::liveness`].
     pub fn observed_state(&self) -> MemberState {
-        if self.pid.is_some_and(|pid| !pid_alive(pid)) {
+        if self.local_pid().is_some_and(|pid| !pid_alive(pid)) {
             MemberState::Dead
         } else {
             self.state()
@@ -368,17 +396,26 @@ impl Team {
                     description: description.to_owned(),
                     lead_agent_id: lead.agent_id.clone(),
                     created_at: Timestamp::now(),
-                    members: roster,
+                    members: roster.clone(),
                     lead_key: None,
                     extra: Default::default(),
                 })
             },
             |_| {
-                if !created.get() {
+                // Set by this run's `missing` only (a change may run again).
+                if !created.replace(false) {
                     return Err(Error::TeamExists {
                         team: team.name.to_string(),
                         path: config_path.clone(),
                     });
+                }
+                // On PostgreSQL the team is rows, its local files (transcripts, logs, the
+                // lead's key) files of the home that wrote them: what this home still holds
+                // under the name belongs to an earlier team deleted from elsewhere, and a
+                // new member of the same name must not resume its conversation. Removed
+                // under the new config row's lock, before anyone can join.
+                if home.pg().is_some() {
+                    team.remove_local_dirs()?;
                 }
                 // The task list is created before the config becomes visible, so a team
                 // that exists always has one.
@@ -469,16 +506,18 @@ impl Team {
                 });
             }
             config.members.push(member.clone());
-            Ok(Outcome::Write(member))
+            Ok(Outcome::Write(member.clone()))
         })
     }
 
     /// Changes one member's fields under the lock (`is_active`, `pane_id`, `pid`, …).
-    /// The name and agent id cannot change.
+    /// The name and agent id cannot change. `change` may run more than once, each time on
+    /// the entry as stored (on PostgreSQL, again when the link was lost before the change
+    /// committed).
     pub fn update_member(
         &self,
         name_or_id: &str,
-        change: impl FnOnce(&mut Member),
+        mut change: impl FnMut(&mut Member),
     ) -> Result<Member> {
         self.update(|config| {
             let member = config
@@ -505,7 +544,7 @@ impl Team {
                 .iter_mut()
                 .find(|m| m.agent_id == lead_id)
                 .ok_or_else(|| self.member_not_found(&lead_id))?;
-            let before = lead.pid.filter(|p| *p != pid && pid_alive(*p));
+            let before = lead.local_pid().filter(|p| *p != pid && pid_alive(*p));
             if let Some(held) = before
                 && !take_over
             {
@@ -657,7 +696,7 @@ impl Team {
     /// Locked read → change → write of the config; refuses a missing team.
     pub(crate) fn update<R>(
         &self,
-        change: impl FnOnce(&mut TeamConfig) -> Result<Outcome<R>>,
+        change: impl FnMut(&mut TeamConfig) -> Result<Outcome<R>>,
     ) -> Result<R> {
         let path = self.config_path();
         if self.home.pg().is_none() && !path.is_file() {

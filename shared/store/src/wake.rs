@@ -16,7 +16,7 @@
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
-use crate::{BackendType, Name, Team, TeamConfig};
+use crate::{BackendType, Member, Name, Team, TeamConfig};
 
 /// The signal that wakes a worker.
 pub const WAKE_SIGNAL: Signal = Signal::SIGURG;
@@ -66,7 +66,8 @@ fn in_roster(config: &TeamConfig, to: &Name) -> bool {
                     Some(BackendType::Tmux | BackendType::Iterm2)
                 )
         })
-        .and_then(|m| m.pid)
+        // A member on another host is not signalled: its pid is not a process here.
+        .and_then(Member::local_pid)
         .filter(|pid| *pid != std::process::id() && crate::pid_alive(*pid))
         .is_some_and(send)
 }

@@ -30,3 +30,17 @@ mod review2;
 
 #[path = "pg/presence.rs"]
 mod presence;
+
+/// The test proxy of `tests/harness` (one implementation, included by path: this crate's
+/// tests cannot depend on the end-to-end harness).
+#[path = "../../../tests/harness/pg_proxy.rs"]
+mod pg_proxy;
+
+#[path = "pg/round_trips.rs"]
+mod round_trips;
+
+#[path = "pg/outcome.rs"]
+mod outcome;
+
+#[path = "pg/restart.rs"]
+mod restart;

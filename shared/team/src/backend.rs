@@ -1,6 +1,6 @@
 //! Where pane teammates run (docs/BACKENDS.md): choosing a backend once per team
 //! ([`detect`]), and the terminal multiplexers that host `roo-worker` panes
-//! ([`tmux`], [`iterm2`]).
+//! ([`tmux`], [`iterm2`]), and teammates on other hosts over ssh ([`ssh`]).
 
 pub mod detect;
 pub mod executor;
@@ -9,6 +9,7 @@ pub mod iterm2;
 pub mod nudge;
 pub mod pane;
 pub mod pane_executor;
+pub mod ssh;
 pub mod tmux;
 pub mod worker_launch;
 
@@ -16,4 +17,5 @@ pub use executor::{ExecError, Launch, TeammateExecutor};
 pub use in_process::InProcessExecutor;
 pub use iterm2::ITerm2Executor;
 pub use pane_executor::{PaneExecutor, PaneHost};
+pub use ssh::SshExecutor;
 pub use tmux::{Placement, Socket, Tmux, TmuxExecutor, TmuxHost};

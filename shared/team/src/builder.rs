@@ -624,7 +624,11 @@ async fn configuration(
         None => project_root.clone(),
     };
     let config = ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?;
-    let TrustDecision { config, notices } = decide(config, &config_root, &roo_home, trust).await?;
+    let TrustDecision {
+        config,
+        mut notices,
+    } = decide(config, &config_root, &roo_home, trust).await?;
+    notices.extend(config.user_only_notices().iter().cloned());
     let trusted = config.trust() == ProjectTrust::Trusted;
     let workspace = Workspace {
         cwd,

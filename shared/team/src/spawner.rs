@@ -28,7 +28,7 @@
 pub mod output;
 pub mod tools;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -38,7 +38,7 @@ use roo_agent::tool::WorkspaceGate;
 use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{ExecError, InProcessExecutor, Launch, TeammateExecutor};
+use crate::backend::{ExecError, InProcessExecutor, Launch, SshExecutor, TeammateExecutor};
 use crate::binding::{TeamBinding, TeamSlot};
 use crate::builder::{AgentSettings, Identity, PendingWorkspace};
 use crate::event::{TeamEvent, TeamEventSender};
@@ -74,6 +74,8 @@ pub struct SpawnRequest {
     pub cwd: PathBuf,
     /// The launcher of the lead's tool call: git runs with it.
     pub launcher: roo_agent::exec::Launcher,
+    /// A host of the user's `hosts:` to run it on (over ssh) instead of this machine.
+    pub host: Option<Name>,
 }
 
 /// Why a teammate could not be spawned or stopped. Read after "failed to ".
@@ -128,6 +130,8 @@ pub enum SpawnError {
     NotSpawned { name: Name, team: Name },
     #[error("{source}")]
     Pane { name: Name, source: Box<ExecError> },
+    #[error("spawn {name} on host {host}: {why}")]
+    Host { name: Name, host: Name, why: String },
 }
 
 /// Whether process `pid` is `roo-worker` for `name` of `team`: its command line is
@@ -157,6 +161,8 @@ pub struct Spawned {
     pub branch: Option<String>,
     /// Things the lead should know (shared directory, reused worktree, dirty tree).
     pub notices: Vec<String>,
+    /// The host it runs on (`None`: this machine).
+    pub host: Option<Name>,
 }
 
 /// How a spawned teammate runs.
@@ -224,6 +230,8 @@ struct Entry {
 
 #[derive(Clone)]
 struct Recipe {
+    /// The host it runs on (`None`: this machine).
+    host: Option<Name>,
     settings: AgentSettings,
     plan_mode_required: bool,
     mode_after_plan: PermissionMode,
@@ -243,6 +251,8 @@ struct Inner {
     panes: OnceLock<Arc<dyn TeammateExecutor>>,
     /// Where in-process teammates run (it holds their handles).
     in_process: Arc<InProcessExecutor>,
+    /// Teammates on other hosts, by host name (`hosts:` of the user's config).
+    hosts: OnceLock<BTreeMap<Name, Arc<SshExecutor>>>,
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -280,6 +290,7 @@ impl Spawner {
                 running: Mutex::new(HashMap::new()),
                 runtime: tokio::runtime::Handle::current(),
                 panes: OnceLock::new(),
+                hosts: OnceLock::new(),
             }),
         };
         spawner.inner.in_process.set_on_sent(spawner.on_sent());
@@ -334,6 +345,21 @@ impl Spawner {
         let _ = self.inner.panes.set(executor);
     }
 
+    /// Gives the spawner the hosts teammates may run on (an executor each); the first
+    /// call wins.
+    pub fn set_hosts(&self, hosts: BTreeMap<Name, Arc<SshExecutor>>) {
+        let _ = self.inner.hosts.set(hosts);
+    }
+
+    /// The names of the hosts teammates may run on (empty: none configured).
+    pub fn host_names(&self) -> Vec<Name> {
+        self.inner
+            .hosts
+            .get()
+            .map(|h| h.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Ends what the lead's teammates leave behind when the lead exits: in-process
     /// teammates are cancelled; pane teammates are shut down (SIGTERM, then their panes
     /// closed) unless `keep_panes`, in which case they keep running in their panes.
@@ -343,6 +369,10 @@ impl Spawner {
         self.inner.in_process.shutdown_all(false).await;
         if let Some(panes) = self.inner.panes.get() {
             panes.shutdown_all(keep_panes).await;
+        }
+        if let Some(hosts) = self.inner.hosts.get() {
+            let all = hosts.values().map(|h| h.shutdown_all(keep_panes));
+            futures_util::future::join_all(all).await;
         }
     }
 
@@ -432,6 +462,9 @@ impl Spawner {
         if self.is_running(&name) {
             return Err(SpawnError::AlreadyRunning { name });
         }
+        if let Some(host) = request.host.clone() {
+            return self.spawn_remote(request, host, binding, base, mode).await;
+        }
         let git = base.git.clone().in_launcher_of(&request.launcher);
         let discovered = {
             let (cwd, git) = (request.cwd.clone(), git.clone());
@@ -456,6 +489,7 @@ impl Spawner {
             settings.provider = None;
         }
         let recipe = |settings: AgentSettings, work_dir: PathBuf| Recipe {
+            host: None,
             settings,
             plan_mode_required: request.plan_mode_required,
             mode_after_plan: base.lead_mode,
@@ -558,6 +592,26 @@ impl Spawner {
             Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
             Workspace::Shared { dir, .. } => (dir.clone(), None),
         };
+        self.register(&binding, &name, handle, recipe)?;
+        Ok(Spawned {
+            name,
+            work_dir,
+            branch,
+            notices,
+            host: None,
+        })
+    }
+
+    /// Keeps a started teammate's handle and recipe; refused (and stopped) when another
+    /// call spawned it meanwhile.
+    fn register(
+        &self,
+        binding: &TeamBinding,
+        name: &Name,
+        handle: Runner,
+        recipe: Recipe,
+    ) -> Result<(), SpawnError> {
+        let name = name.clone();
         let mut running = lock(&self.inner.running);
         // Spawned meanwhile by another call. (An in-process entry names the executor's
         // current handle, which is the one just started: nothing to compare.)
@@ -571,7 +625,7 @@ impl Spawner {
             return Err(SpawnError::AlreadyRunning { name });
         }
         running.insert(
-            name.clone(),
+            name,
             Entry {
                 team: binding.team.name().clone(),
                 handle,
@@ -579,11 +633,145 @@ impl Spawner {
                 restarting: false,
             },
         );
+        Ok(())
+    }
+
+    /// The executor of `host`, or an error naming the configured hosts.
+    fn host_executor(
+        &self,
+        name: &Name,
+        host: &Name,
+    ) -> Result<Arc<dyn TeammateExecutor>, SpawnError> {
+        match self.ssh_executor(name, host) {
+            Ok(executor) => Ok(executor),
+            Err(e) => Err(e),
+        }
+        .map(|e| e as Arc<dyn TeammateExecutor>)
+    }
+
+    fn ssh_executor(&self, name: &Name, host: &Name) -> Result<Arc<SshExecutor>, SpawnError> {
+        if let Some(executor) = self.inner.hosts.get().and_then(|h| h.get(host)) {
+            return Ok(executor.clone());
+        }
+        let configured = self.host_names();
+        Err(SpawnError::Host {
+            name: name.clone(),
+            host: host.clone(),
+            why: if configured.is_empty() {
+                "no hosts are configured; add `hosts:` to your own config \
+                 ($ROO_HOME/config.yaml, see docs/BACKENDS.md)"
+                    .to_string()
+            } else {
+                format!(
+                    "no such host; the configured ones are {}",
+                    configured
+                        .iter()
+                        .map(Name::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+        })
+    }
+
+    /// [`Spawner::spawn`] on another host: its clone made there (from the lead's commit,
+    /// over ssh), then its `roo-worker` started there (`SshExecutor`). The team must be
+    /// on the PostgreSQL store: the other host cannot see this machine's files.
+    async fn spawn_remote(
+        &self,
+        request: SpawnRequest,
+        host: Name,
+        binding: Arc<TeamBinding>,
+        base: TeammateBase,
+        mode: PermissionMode,
+    ) -> Result<Spawned, SpawnError> {
+        let name = request.name.clone();
+        let executor = self.ssh_executor(&name, &host)?;
+        let host_error = |why: String| SpawnError::Host {
+            name: name.clone(),
+            host: host.clone(),
+            why,
+        };
+        if binding.team.home().pg().is_none() {
+            return Err(host_error(
+                "the team is kept in files under ROO_HOME on this machine, which the other \
+                 host cannot see; run the lead on the PostgreSQL store (ROO_STORE=postgresql://… \
+                 or `store:` in your config, reachable from that host; see docs/BACKENDS.md)"
+                    .to_string(),
+            ));
+        }
+        let remote = worktree::RemoteRepo::of(executor.host()).map_err(&host_error)?;
+        let git = base.git.clone().in_launcher_of(&request.launcher);
+        let discovered = {
+            let (cwd, git) = (request.cwd.clone(), git.clone());
+            blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
+        };
+        let repo = match discovered {
+            Discovered::Repo(repo) => repo,
+            Discovered::Shared { dir, .. } => {
+                return Err(host_error(format!(
+                    "{} is not in a git repository with a commit, and a teammate on another \
+                     host works in a clone of it; commit first",
+                    dir.display()
+                )));
+            }
+        };
+        let team = binding.team.name().clone();
+        let made = {
+            let (repo, team, member, remote) =
+                (repo.clone(), team.clone(), name.clone(), remote.clone());
+            blocking(&name, move || {
+                repo.add_remote_worktree(&team, &member, &remote)
+            })
+            .await?
+        };
+        let mut settings = base.settings.clone();
+        settings.identity = Identity::teammate(name.clone(), team, binding.lead.clone());
+        settings.permission_mode = Some(mode);
+        if let Some(model) = &request.model {
+            settings.llm.model = Some(model.clone());
+            settings.provider = None;
+        }
+        settings.cwd = Some(made.path.clone());
+        settings.project_root = Some(made.path.clone());
+        // The lead's repository is not there: the clone's own project config applies.
+        settings.config_root = None;
+        let recipe = Recipe {
+            host: Some(host.clone()),
+            settings,
+            plan_mode_required: request.plan_mode_required,
+            mode_after_plan: base.lead_mode,
+            agent_type: request.agent_type.clone(),
+            model: request.model.clone(),
+            work_dir: made.path.clone(),
+        };
+        let handle = match self
+            .start(&binding, &name, recipe.clone(), request.prompt)
+            .await
+        {
+            Ok(handle) => handle,
+            Err(e) => {
+                let (made, remote) = (made.clone(), remote.clone());
+                if let Err(undo) =
+                    blocking(&name, move || repo.discard_remote(&made, &remote)).await
+                {
+                    tracing::warn!("could not remove the clone of refused teammate {name}: {undo}");
+                }
+                return Err(e);
+            }
+        };
+        let mut handle = handle;
+        let mut notices = made.notices.clone();
+        if let Runner::Pane { notices: said, .. } = &mut handle {
+            notices.append(said);
+        }
+        self.register(&binding, &name, handle, recipe)?;
         Ok(Spawned {
             name,
-            work_dir,
-            branch,
+            work_dir: made.path,
+            branch: Some(made.branch),
             notices,
+            host: Some(host),
         })
     }
 
@@ -613,7 +801,8 @@ impl Spawner {
         };
         let config = binding.team.config().map_err(|_| not_spawned())?;
         let member = config.member(name.as_str()).ok_or_else(not_spawned)?;
-        match member.pid {
+        // A worker on another host is not signalled here: its pid is not a process here.
+        match member.local_pid() {
             Some(pid) if pid != std::process::id() && roo_store::pid_alive(pid) => {
                 if !is_worker_of(pid, binding.team.name(), name) {
                     return Err(not_spawned());
@@ -660,9 +849,14 @@ impl Spawner {
         recipe: Recipe,
         prompt: String,
     ) -> Result<Runner, SpawnError> {
-        if self.inner.backend != BackendType::InProcess
-            && let Some(executor) = self.inner.panes.get().cloned()
-        {
+        let on_host = match &recipe.host {
+            Some(host) => Some(self.host_executor(name, host)?),
+            None => None,
+        };
+        let panes = (self.inner.backend != BackendType::InProcess)
+            .then(|| self.inner.panes.get().cloned())
+            .flatten();
+        if let Some(executor) = on_host.or(panes) {
             let launch = Launch {
                 team: binding.team.clone(),
                 name: name.clone(),

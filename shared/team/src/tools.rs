@@ -118,6 +118,9 @@ pub struct LeadTools {
     /// the call's working directory ([`crate::worktree::LeadRepo::cleanup`]) and reports
     /// the kept ones; `None` leaves worktrees alone.
     pub worktrees: Option<Git>,
+    /// The configured hosts (`hosts:`): TeamMerge and TeamDelete's cleanup fetch the
+    /// branches of teammates there over the lead's ssh.
+    pub hosts: Option<crate::worktree::RemoteRepos>,
 }
 
 impl LeadTools {
@@ -131,6 +134,22 @@ impl LeadTools {
             runtime: CancellationToken::new(),
             shutdown_wait: Duration::from_secs(15),
             worktrees: Some(Git::new()),
+            hosts: None,
+        }
+    }
+
+    /// `repo`, fetching the branches of `team`'s teammates on configured hosts from there.
+    pub(crate) fn with_remotes(
+        &self,
+        repo: crate::worktree::LeadRepo,
+        team: &roo_store::Team,
+    ) -> crate::worktree::LeadRepo {
+        match &self.hosts {
+            Some(hosts) if !hosts.is_empty() => match team.config() {
+                Ok(config) => repo.with_remotes(crate::worktree::remote_members(&config, hosts)),
+                Err(_) => repo,
+            },
+            _ => repo,
         }
     }
 }

@@ -44,6 +44,7 @@
 mod cleanup;
 mod git;
 mod merge;
+pub mod remote;
 pub mod roots;
 pub mod subagents;
 mod sync;
@@ -56,6 +57,7 @@ use roo_store::Name;
 pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChanges};
 pub use git::Git;
 pub use merge::MergeOutcome;
+pub use remote::{RemoteRepo, RemoteRepos, RemoteWorktree, remote_members};
 pub use roots::{TeammateRoots, teammate_policy};
 pub use sync::{BranchSync, SyncState};
 
@@ -169,6 +171,13 @@ pub enum WorktreeError {
         path: PathBuf,
         why: String,
     },
+    /// A step on another host (a teammate's clone there) failed.
+    #[error("{what} on host {host}: {stderr}")]
+    Remote {
+        host: String,
+        what: String,
+        stderr: String,
+    },
     /// A file-system operation failed.
     #[error("{action} {path}: {source}", path = .path.display())]
     Io {
@@ -269,6 +278,8 @@ pub struct LeadRepo {
     git: Git,
     /// The repository's shared git directory, when verified (see [`LeadRepo::git_dir`]).
     git_dir: Option<PathBuf>,
+    /// Teammates whose clones are on other hosts ([`LeadRepo::with_remotes`]).
+    remotes: std::sync::Arc<std::collections::HashMap<Name, remote::RemoteRepo>>,
 }
 
 /// What [`LeadRepo::discover`] found.
@@ -402,6 +413,7 @@ impl LeadRepo {
             root,
             git: git.clone(),
             git_dir,
+            remotes: Default::default(),
         }))
     }
 
@@ -644,6 +656,10 @@ impl LeadRepo {
     /// alternates but the lead's own objects — a teammate cannot make the fetch read a
     /// file its sandbox hides, or block. The fetch itself gets [`FETCH_TIMEOUT`].
     pub fn fetch_member(&self, team: &Name, member: &Name) -> Result<bool> {
+        // A teammate on another host: fetched from there over the lead's ssh.
+        if let Some(remote) = self.remotes.get(member) {
+            return self.fetch_remote(team, member, remote);
+        }
         let path = self.worktree_path(team, member);
         if !is_clone_dir(&path) {
             return Ok(false);

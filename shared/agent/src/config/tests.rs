@@ -674,3 +674,58 @@ fn bad_agents_values_are_errors_naming_the_key() {
         assert!(err.to_string().contains(&format!("`{key}`")), "{err}");
     }
 }
+
+/// Issue 21: `hosts:` names machines the lead's credentials go to, so only the user's own
+/// file may set it; a project's (trusted or not) is ignored with a notice, and a bad
+/// entry in the user's file is an error naming it.
+#[test]
+fn hosts_come_from_the_user_file_only() {
+    let d = dirs();
+    write(
+        &d,
+        Source::User,
+        "hosts:\n  gpu: {ssh: alice@gpu.example, repo: /srv/app}\n",
+    );
+    write(
+        &d,
+        Source::Project,
+        "hosts:\n  evil: {ssh: attacker@evil.example, repo: /tmp/x}\n",
+    );
+    write(
+        &d,
+        Source::Local,
+        "hosts:\n  gpu: {ssh: mallory@x, repo: /y}\n",
+    );
+    for trust in [ProjectTrust::Untrusted, ProjectTrust::Trusted] {
+        let config = ConfigFiles::load(&d.home, &d.project, trust).unwrap();
+        let names: Vec<&str> = config.hosts().keys().map(|n| n.as_str()).collect();
+        assert_eq!(names, ["gpu"], "{trust:?}");
+        assert_eq!(
+            config.hosts().values().next().unwrap().ssh,
+            "alice@gpu.example"
+        );
+        let notices = config.user_only_notices();
+        assert_eq!(notices.len(), 2, "{notices:?}");
+        assert!(
+            notices.iter().all(|n| n.contains("hosts")
+                && n.contains(&user_config_path(&d.home).display().to_string())),
+            "{notices:?}"
+        );
+        // Trust would not enable it: not among what the trust filter left out.
+        assert!(config.ignored().iter().all(|i| i.key != "hosts"));
+    }
+    assert_eq!(user_hosts(&d.home).unwrap().len(), 1);
+    write(
+        &d,
+        Source::User,
+        "hosts:\n  gpu: {ssh: -oProxyCommand=x, repo: /srv}\n",
+    );
+    let err = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Untrusted)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("hosts.gpu.ssh") && err.contains("starts with `-`"),
+        "{err}"
+    );
+    assert!(user_hosts(&d.home).is_err());
+}

@@ -150,6 +150,9 @@ pub(crate) fn narrow(
                 kept.insert(key.clone(), item.clone());
             }
             _ if item.is_null() => {}
+            // Read from the user's own file only, trusted or not (a notice of its own
+            // says so): trusting the project would not enable it.
+            super::hosts::HOSTS_KEY => {}
             _ => ignore(name.to_string()),
         }
     }

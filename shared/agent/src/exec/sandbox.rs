@@ -391,6 +391,10 @@ impl CommandSandbox {
     }
 }
 
+/// The shortest store URL or password whose value is scrubbed from commands'
+/// environment whatever variable holds it.
+const MIN_SCRUBBED_LEN: usize = 8;
+
 /// Everything an agent's tool context needs to start commands: the sandbox,
 /// the variables to remove and to add, and notices for the user.
 #[derive(Debug, Clone)]
@@ -416,11 +420,18 @@ impl CommandSetup {
     ) -> Self {
         let env = PolicyEnv::from_env(roo_home);
         let (sandbox, notices) = CommandSandbox::for_agent(root, settings, &env, helper);
-        let mut env_remove = scrubbed_env_names(
-            std::env::vars(),
-            &[api_key.unwrap_or_default()],
-            &settings.pass_env,
-        );
+        // The team store's URL and password go like the API key: whatever variable
+        // holds them (a `DATABASE_URL` the user set `ROO_STORE` from). A password too
+        // short to be told from an ordinary value (`SHLVL=1`) is left to its name.
+        let lookup = |name: &str| secret_env(name);
+        let mut secrets: Vec<String> = roo_store::StoreChoice::resolve_in(roo_home, &lookup)
+            .map(|store| store.secret_values())
+            .unwrap_or_default();
+        secrets.extend(secret_env("PGPASSWORD"));
+        secrets.retain(|value| value.len() >= MIN_SCRUBBED_LEN);
+        secrets.extend(api_key.map(str::to_string));
+        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        let mut env_remove = scrubbed_env_names(std::env::vars(), &secrets, &settings.pass_env);
         env_remove.push(SEALED_ENV_FD.to_string());
         // Sealed keys left the environment; the user may pass some on.
         let env_add = sealed_secrets()

@@ -201,6 +201,35 @@ fn a_member_with_a_foreign_pid_lives_by_its_presence() {
     assert_eq!(deaths[0].member.name, "carol");
 }
 
+/// A member on another host (`host` set): without an epoch its pid is no evidence here
+/// either way — not even a pid that is alive on this host (this very process) — so it is
+/// neither alive nor dead by it and `detect_dead` leaves it; once it holds its presence,
+/// the lock decides from this host too, and its loss gets it declared dead.
+#[test]
+fn a_member_on_another_host_is_judged_by_its_presence_not_a_pid_of_this_host() {
+    let Some(dsn) = dsn() else { return };
+    let (_dir, home) = home_at(&fresh_schema_url(&dsn));
+    let team = team_named(&home, "t", &[]);
+    let mut carol = Member::new(name("carol"), team.name());
+    carol.pid = Some(std::process::id()); // alive here, but a pid of host b
+    carol.host = Some("b".into());
+    team.join(carol).unwrap();
+    let config = team.config().unwrap();
+    let entry = config.member("carol").unwrap();
+    assert_eq!(team.liveness(&config).unwrap().evidence(entry), None);
+    assert!(team.detect_dead(Some(&name("lead"))).unwrap().is_empty());
+    let presence = team.hold_presence(&name("carol")).unwrap();
+    let config = team.config().unwrap();
+    let entry = config.member("carol").unwrap();
+    assert_eq!(team.liveness(&config).unwrap().evidence(entry), Some(true));
+    drop(presence);
+    let config = team.config().unwrap();
+    let entry = config.member("carol").unwrap();
+    assert_eq!(team.liveness(&config).unwrap().evidence(entry), Some(false));
+    let deaths = detect_until_a_death(&team);
+    assert_eq!(deaths[0].member.name, "carol");
+}
+
 #[test]
 fn a_name_whose_presence_is_held_cannot_be_joined_or_held_again() {
     let Some(dsn) = dsn() else { return };

@@ -120,6 +120,48 @@ fn join_takes_over_a_dead_pid_even_before_anyone_marked_it() {
     f.team.join(carol(&f, Some(std::process::id()))).unwrap();
 }
 
+/// Issue 21: a member on another host (`host` set) has a pid of that host. Unless its
+/// presence vouches for it (PostgreSQL, an epoch: `pg/presence.rs`), no pid check of this
+/// host judges it: not `detect_dead`, not the observed state, not a join (its name stays
+/// held until it is marked dead).
+#[test]
+fn a_member_on_another_host_is_never_judged_by_a_pid_of_this_host() {
+    let f = team();
+    let mut holder = Holder::start();
+    let dead_here = holder.pid();
+    holder.kill();
+    let mut remote = carol(&f, Some(dead_here));
+    remote.host = Some("b".into());
+    f.team.join(remote.clone()).unwrap();
+    assert!(f.team.detect_dead(None).unwrap().is_empty());
+    let config = f.team.config().unwrap();
+    let entry = config.member("carol").unwrap();
+    assert_eq!(entry.host.as_deref(), Some("b"));
+    assert_eq!(entry.local_pid(), None);
+    assert_eq!(entry.observed_state(), MemberState::Busy);
+    // A process of this host cannot take the name over: it cannot tell whether it lives.
+    let err = f
+        .team
+        .join(carol(&f, Some(std::process::id())))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::NotPermitted { .. }) && err.to_string().contains("host b"),
+        "{err}"
+    );
+    // The same process (same pid, same host) joins again; once marked dead, anyone may.
+    f.team.join(remote).unwrap();
+    f.team.mark_dead("carol", "gone").unwrap();
+    let joined = f.team.join(carol(&f, Some(std::process::id()))).unwrap();
+    assert_eq!(
+        joined.member.host, None,
+        "the joiner's host replaces the old one"
+    );
+    // A host that is not a name is never written.
+    let mut bad = carol(&f, Some(std::process::id()));
+    bad.host = Some("-oProxyCommand=x".into());
+    assert!(f.team.join(bad).is_err());
+}
+
 #[test]
 fn join_keeps_names_unique_in_any_case_and_never_takes_the_leads_name() {
     let f = team();

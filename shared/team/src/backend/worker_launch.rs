@@ -80,6 +80,11 @@ pub struct WorkerLaunch {
     /// [default: 300].
     #[arg(long, value_name = "SECS", env = "ROO_ORPHAN_TIMEOUT")]
     pub orphan_timeout: Option<u64>,
+    /// The host of the lead's `hosts:` this worker runs on (a lead passes it to a teammate
+    /// it starts over ssh): recorded in the roster, and no pid of another host is judged
+    /// here (docs/BACKENDS.md "The ssh backend").
+    #[arg(long, value_name = "NAME", hide = true)]
+    pub host: Option<String>,
 }
 
 /// How long an idle teammate waits for a new lead by default, in seconds.
@@ -124,6 +129,7 @@ impl WorkerLaunch {
             max_turns: Some(settings.max_turns),
             // The worker's default, or the environment the lead hands over.
             orphan_timeout: None,
+            host: None,
         }
     }
 
@@ -164,6 +170,7 @@ impl WorkerLaunch {
             "--orphan-timeout",
             self.orphan_timeout.map(|s| s.to_string()),
         );
+        value("--host", self.host.clone());
         value("--prompt", self.prompt.clone());
         for (flag, on) in [
             ("--plan-mode-required", self.plan_mode_required),

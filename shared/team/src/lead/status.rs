@@ -98,7 +98,7 @@ fn teammates(config: &TeamConfig) -> impl Iterator<Item = &Member> {
         .filter(|m| !config.is_lead(m.name.as_str()))
 }
 
-/// `/team`: every member with its observed state, backend and worktree.
+/// `/team`: every member with its observed state, backend, host and worktree.
 pub fn members_table(config: &TeamConfig) -> String {
     let mut out = format!("team {}", config.name);
     if !config.description.trim().is_empty() {
@@ -118,6 +118,9 @@ pub fn members_table(config: &TeamConfig) -> String {
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
             let _ = write!(out, "  {backend}");
+        }
+        if let Some(host) = &m.host {
+            let _ = write!(out, "  on host {}", one_line(host, 64));
         }
         if let Some(pid) = m.pid {
             let _ = write!(out, "  pid {pid}");
@@ -532,6 +535,15 @@ mod tests {
             "  carol                dead   (its process 4242 is no longer running)"
         );
         assert_eq!(lines.len(), 5);
+        // A teammate on another host says which.
+        let mut config = config;
+        config.members[1].host = Some("gpu".into());
+        config.members[1].pid = Some(77);
+        let table = members_table(&config);
+        assert_eq!(
+            table.lines().nth(2).unwrap().trim_end(),
+            "  alice                busy   on host gpu  pid 77"
+        );
     }
 
     #[test]

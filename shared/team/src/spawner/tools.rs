@@ -83,6 +83,9 @@ pub struct AgentInput {
     /// Also make it the teammate's task on the task list.
     #[serde(default)]
     task: bool,
+    /// A configured host to run it on, over ssh.
+    #[serde(default)]
+    host: Option<String>,
 }
 
 impl Tool for AgentTool {
@@ -162,6 +165,7 @@ impl Tool for AgentTool {
                     map.remove("plan_mode_required");
                     map.remove("permission_mode");
                     map.remove("task");
+                    map.remove("host");
                 }
                 return sub.call(input, ctx).await;
             }
@@ -186,6 +190,22 @@ impl AgentTool {
         let mut schema = input_schema::<AgentInput>();
         if let Some(object) = schema.as_object_mut() {
             schema::require(object, "name");
+            // `host` only where hosts are configured (tokens), naming them.
+            let hosts = self.spawner.host_names();
+            if let Some(props) = object.get_mut("properties").and_then(Value::as_object_mut) {
+                if hosts.is_empty() {
+                    props.remove("host");
+                } else if let Some(host) = props.get_mut("host").and_then(Value::as_object_mut) {
+                    let names: Vec<&str> = hosts.iter().map(Name::as_str).collect();
+                    host.insert(
+                        "description".into(),
+                        json!(format!(
+                            "Run it on this host over ssh: {}.",
+                            names.join(", ")
+                        )),
+                    );
+                }
+            }
         }
         schema
     }
@@ -207,6 +227,12 @@ impl AgentTool {
                 "spawn {name}: `prompt` is empty; say what it should do"
             ));
         }
+        let host = input
+            .host
+            .as_deref()
+            .map(|h| parse_name(AGENT, "host", h))
+            .transpose()
+            .map_err(|e| e.to_string())?;
         let permission_mode = input
             .permission_mode
             .as_deref()
@@ -242,6 +268,7 @@ impl AgentTool {
             permission_mode,
             cwd: ctx.cwd.clone(),
             launcher: ctx.launcher.clone(),
+            host,
         };
         let spawned = match self.spawner.spawn(request).await {
             Ok(spawned) => spawned,
@@ -255,12 +282,19 @@ impl AgentTool {
         if let Some(id) = &task {
             self.start_task(id.clone(), name).await;
         }
-        let mut out = format!(
-            "spawned teammate {} ({}) working in {}",
-            spawned.name,
-            super::backend_name(self.spawner.backend()),
-            spawned.work_dir.display()
-        );
+        let mut out = match &spawned.host {
+            Some(host) => format!(
+                "spawned teammate {} on host {host} working in {} there",
+                spawned.name,
+                spawned.work_dir.display()
+            ),
+            None => format!(
+                "spawned teammate {} ({}) working in {}",
+                spawned.name,
+                super::backend_name(self.spawner.backend()),
+                spawned.work_dir.display()
+            ),
+        };
         if let Some(branch) = &spawned.branch {
             out.push_str(&format!(" on branch {branch}"));
         }

@@ -37,10 +37,15 @@ pub fn lead_state(team: &Team) -> LeadState {
     let Ok(config) = team.config() else {
         return LeadState::Unknown;
     };
-    match config.lead().and_then(|lead| lead.pid) {
-        Some(pid) if pid_alive(pid) && runs_a_lead(pid) => LeadState::Alive(pid),
-        Some(pid) => LeadState::Gone(pid),
-        None => LeadState::Absent,
+    let Some(lead) = config.lead() else {
+        return LeadState::Absent;
+    };
+    match (lead.pid, lead.local_pid()) {
+        (Some(pid), Some(_)) if pid_alive(pid) && runs_a_lead(pid) => LeadState::Alive(pid),
+        (Some(pid), Some(_)) => LeadState::Gone(pid),
+        // A teammate on another host cannot check the lead's process: it counts as there.
+        (Some(pid), None) => LeadState::Alive(pid),
+        (None, _) => LeadState::Absent,
     }
 }
 

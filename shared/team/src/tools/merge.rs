@@ -95,11 +95,13 @@ impl TeamMerge {
             binding.team.name().clone(),
             input.protected,
         );
+        let (lead, store) = (self.lead.clone(), binding.team.clone());
         run_blocking(MERGE, &ctx.cancel, move || {
             let refused =
                 |e: String| TeamToolError::Refused(format!("merge {member}'s branch: {e}"));
             match LeadRepo::discover(&cwd, &git).map_err(|e| refused(e.to_string()))? {
-                Discovered::Repo(repo) => repo
+                Discovered::Repo(repo) => lead
+                    .with_remotes(repo, &store)
                     .merge_checked(&team, &member, protected)
                     .map(|outcome| outcome.summary())
                     .map_err(|e| refused(e.to_string())),

@@ -356,6 +356,19 @@ impl TeamDelete {
                 }
             )));
         }
+        // Who works on another host, read while the roster exists: the cleanup fetches
+        // their branches from there.
+        let remotes = match self.lead.hosts.clone().filter(|h| !h.is_empty()) {
+            Some(hosts) => {
+                let team = team.clone();
+                run_blocking(DELETE, &ctx.cancel, move || {
+                    Ok(crate::worktree::remote_members(&team.config()?, &hosts))
+                })
+                .await
+                .unwrap_or_default()
+            }
+            None => Default::default(),
+        };
         {
             let team = team.clone();
             run_blocking(DELETE, &ctx.cancel, move || Ok(team.delete(false)?)).await?;
@@ -376,7 +389,7 @@ impl TeamDelete {
         if !stopped.is_empty() {
             out.push_str(&format!("; shut down: {}", stopped.join(", ")));
         }
-        out.push_str(&self.clean_worktrees(team.name(), ctx).await);
+        out.push_str(&self.clean_worktrees(team.name(), remotes, ctx).await);
         Ok(out)
     }
 
@@ -420,8 +433,9 @@ impl TeamDelete {
             })
             .await?;
             asked.push(Asked {
+                // A process of another host is not waited for here (it marks itself dead).
+                pid: member.local_pid(),
                 name: member.name,
-                pid: member.pid,
                 waiter,
             });
         }
@@ -454,7 +468,7 @@ impl TeamDelete {
                         // before it exits) counts once its process is gone too.
                         Ok(team.config()?.member(name.as_str()).is_none_or(|m| {
                             m.observed_state() == MemberState::Dead
-                                && m.pid.is_none_or(|p| p == own_pid || !pid_alive(p))
+                                && m.local_pid().is_none_or(|p| p == own_pid || !pid_alive(p))
                         }))
                     })
                     .await?
@@ -512,14 +526,19 @@ impl TeamDelete {
     }
 
     /// Removes the team's clean worktrees; one line per removed or kept one.
-    async fn clean_worktrees(&self, team: &Name, ctx: &ToolContext) -> String {
+    async fn clean_worktrees(
+        &self,
+        team: &Name,
+        remotes: std::collections::HashMap<Name, crate::worktree::RemoteRepo>,
+        ctx: &ToolContext,
+    ) -> String {
         let Some(git) = self.lead.worktrees.clone() else {
             return String::new();
         };
         let git = git.in_launcher_of(&ctx.launcher);
         let (cwd, team) = (ctx.cwd.clone(), team.clone());
         let report = tokio::task::spawn_blocking(move || match LeadRepo::discover(&cwd, &git)? {
-            Discovered::Repo(repo) => repo.cleanup(&team).map(Some),
+            Discovered::Repo(repo) => repo.with_remotes(remotes).cleanup(&team).map(Some),
             Discovered::Shared { .. } => Ok(None),
         })
         .await;

@@ -64,6 +64,10 @@ pub enum KeptWhy {
     NotFetched(String),
     /// git refused to remove it; its message.
     RemoveFailed(String),
+    /// It is on another host (the teammate ran there): the runtime never runs git in it
+    /// there (its config is the teammate's) and leaves it; whether the lead's branch was
+    /// merged and deleted.
+    OnHost { host: Name, branch_deleted: bool },
 }
 
 /// Work in a teammate's worktree that the lead's HEAD does not have.
@@ -157,6 +161,18 @@ impl fmt::Display for Kept {
             ),
             KeptWhy::Locked => f.write_str("it is locked (`git worktree unlock` to allow removal)"),
             KeptWhy::RemoveFailed(why) => write!(f, "git did not remove it: {why}"),
+            KeptWhy::OnHost {
+                host,
+                branch_deleted,
+            } => write!(
+                f,
+                "it is on host {host}{}; remove it there by hand once nothing in it is needed",
+                if *branch_deleted {
+                    " (its branch was merged and is deleted here)"
+                } else {
+                    ""
+                }
+            ),
         }
     }
 }
@@ -271,9 +287,36 @@ impl LeadRepo {
                 continue;
             }
             let branch = branch_name(team, &member);
-            let path = self.worktree_path(team, &member);
+            let mut path = self.worktree_path(team, &member);
+            // A teammate on another host: its latest commits first; its clone there stays.
+            let host = self.remotes().get(&member).map(|r| r.host.clone());
+            if let Some(remote) = self.remotes().get(&member) {
+                path = PathBuf::from(remote.ssh.git_url(&remote.clone_path(team, &member)));
+                if let Err(e) = self.fetch_member(team, &member) {
+                    report.kept.push(Kept {
+                        member,
+                        path,
+                        branch,
+                        why: KeptWhy::NotFetched(e.to_string()),
+                    });
+                    continue;
+                }
+            }
             let changes = self.changes(None, full_ref)?;
-            if changes.is_empty() {
+            if let Some(host) = host
+                && changes.is_empty()
+            {
+                let branch_deleted = self.delete_branch(&branch)?;
+                report.kept.push(Kept {
+                    member,
+                    path,
+                    branch,
+                    why: KeptWhy::OnHost {
+                        host,
+                        branch_deleted,
+                    },
+                });
+            } else if changes.is_empty() {
                 let branch_deleted = self.delete_branch(&branch)?;
                 report.removed.push(Removed {
                     member,

@@ -68,6 +68,9 @@ impl LeadRepo {
             if state.fetched.get(&path) == Some(&now) {
                 continue;
             }
+            if self.remotes().contains_key(&member) {
+                continue;
+            }
             match self.fetch_member(team, &member) {
                 Ok(_) => {
                     state.fetched.insert(path, now);
@@ -76,6 +79,17 @@ impl LeadRepo {
                 Err(e) => {
                     tracing::debug!(%member, error = %e, "could not fetch a teammate's branch")
                 }
+            }
+        }
+        // Teammates on other hosts: nothing here says whether their branch moved, so
+        // each is fetched (one ssh each; a fetch with nothing new transfers nothing).
+        let mut remote: Vec<(&Name, &super::RemoteRepo)> = self.remotes().iter().collect();
+        remote.sort_by(|a, b| a.0.cmp(b.0));
+        for (member, repo) in remote {
+            match self.fetch_remote(team, member, repo) {
+                Ok(_) => fetched.push(member.clone()),
+                Err(e) => tracing::debug!(%member, host = %repo.host, error = %e,
+                    "could not fetch a teammate's branch from its host"),
             }
         }
         fetched
@@ -87,6 +101,7 @@ pub struct BranchSync {
     slot: TeamSlot,
     cwd: PathBuf,
     git: Git,
+    hosts: Option<super::RemoteRepos>,
     state: Arc<Mutex<(Option<LeadRepo>, SyncState)>>,
 }
 
@@ -97,8 +112,16 @@ impl BranchSync {
             slot,
             cwd,
             git,
+            hosts: None,
             state: Arc::new(Mutex::new((None, SyncState::default()))),
         }
+    }
+
+    /// Also fetches the branches of teammates on these hosts (the roster's `host`), over
+    /// the lead's ssh.
+    pub fn with_hosts(mut self, hosts: super::RemoteRepos) -> BranchSync {
+        self.hosts = Some(hosts).filter(|h| !h.is_empty());
+        self
     }
 }
 
@@ -110,7 +133,13 @@ impl TurnHook for BranchSync {
             };
             let team = binding.team.name().clone();
             let (state, cwd, git) = (self.state.clone(), self.cwd.clone(), self.git.clone());
+            let (hosts, store) = (self.hosts.clone(), binding.team.clone());
             let _ = tokio::task::spawn_blocking(move || {
+                // Who works on another host, as the roster says now.
+                let remotes = match (&hosts, hosts.as_ref().map(|_| store.config())) {
+                    (Some(hosts), Some(Ok(config))) => super::remote_members(&config, hosts),
+                    _ => Default::default(),
+                };
                 let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
                 if state.0.is_none() {
                     // Found once: the lead's repository does not move.
@@ -121,7 +150,7 @@ impl TurnHook for BranchSync {
                 }
                 let (repo, seen) = &mut *state;
                 if let Some(repo) = repo {
-                    repo.sync_team(&team, seen);
+                    repo.clone().with_remotes(remotes).sync_team(&team, seen);
                 }
             })
             .await;

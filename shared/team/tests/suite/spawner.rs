@@ -217,6 +217,7 @@ fn request(lead: &Lead, who: &str, prompt: &str) -> SpawnRequest {
         permission_mode: None,
         cwd: lead.cwd.path().to_path_buf(),
         launcher: roo_agent::exec::Launcher::default(),
+        host: None,
     }
 }
 
@@ -874,4 +875,42 @@ async fn the_teammate_only_agent_and_task_stop_schemas_take_what_they_took() {
     let agent = tools.iter().find(|t| t.name() == "Agent").unwrap();
     assert!(agent.description().contains("TeamCreate first"));
     assert!(!agent.description().contains("sub-agent"));
+}
+
+/// With hosts configured (`hosts:` of the user's config), the Agent schema offers `host`,
+/// naming them, in one short line; without, it does not mention hosts at all (above).
+#[tokio::test]
+async fn the_agent_schema_offers_host_only_when_hosts_are_configured() {
+    let spawner = Spawner::new(
+        TeamSlot::new(),
+        BackendType::InProcess,
+        None,
+        CancellationToken::new(),
+    );
+    let host = |n: &str| roo_agent::config::HostConfig {
+        name: name(n),
+        ssh: format!("alice@{n}.example"),
+        repo: std::path::PathBuf::from("/srv/app"),
+        roo_worker: "roo-worker".into(),
+        ssh_config: None,
+        tmux_socket: None,
+    };
+    let executors = ["gpu", "b"]
+        .into_iter()
+        .map(|n| {
+            (
+                name(n),
+                Arc::new(roo_team::backend::SshExecutor::new(host(n)).unwrap()),
+            )
+        })
+        .collect();
+    spawner.set_hosts(executors);
+    let tools = spawner.tools();
+    let agent = tools.iter().find(|t| t.name() == "Agent").unwrap();
+    let schema = agent.input_schema();
+    assert_eq!(schema["properties"]["host"]["type"], "string");
+    assert_eq!(
+        schema["properties"]["host"]["description"],
+        "Run it on this host over ssh: b, gpu."
+    );
 }

@@ -3,8 +3,9 @@
 //! A command sees the agent's environment minus every variable that looks like
 //! an API key (`*_API_KEY`, `*_APIKEY`, `ANTHROPIC_AUTH_TOKEN`), the team store's
 //! credentials (`ROO_STORE`, whose URL may hold a password, and `PGPASSWORD`) and
-//! any variable whose value is the key the agent itself uses, except those the user
-//! passes through with `sandbox: {pass_env: [...]}` in the user config.
+//! any variable whose value is the key the agent itself uses, the store's URL or its
+//! password (of 8 characters or more), except those the user passes through with
+//! `sandbox: {pass_env: [...]}` in the user config.
 
 /// Whether `name` looks like an API key variable or holds the team store's
 /// credentials (a command that had them could rewrite the team's state directly).

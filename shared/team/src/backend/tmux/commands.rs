@@ -7,6 +7,7 @@ use std::path::Path;
 use super::TmuxError;
 /// The worker's command line (shared with the iTerm2 backend).
 pub use crate::backend::pane::worker_argv;
+use crate::backend::ssh::command::tmux_arg;
 
 /// What a placeholder pane runs until `respawn-pane` replaces it.
 pub const PLACEHOLDER: &[&str] = &["sleep", "86400"];
@@ -107,17 +108,18 @@ pub fn dress_pane(pane: &str, title: &str, color: &str) -> Vec<Vec<String>> {
 
 /// Replaces the pane's placeholder with `argv`, run directly (no shell), in `dir`, with
 /// only the handoff's socket and one-time token added to its environment — never a
-/// secret.
+/// secret. An argument ending in `;` is escaped ([`tmux_arg`]): tmux would take it for
+/// the end of the command (a prompt `fix it;` made the spawn fail).
 pub fn respawn_pane(pane: &str, dir: &Path, handoff: &str, argv: &[String]) -> Vec<String> {
     let mut args = strings(&["respawn-pane", "-k", "-t", pane]);
     args.extend([
         "-c".to_string(),
-        dir.display().to_string(),
+        tmux_arg(&dir.display().to_string()),
         "-e".to_string(),
-        format!("{HANDOFF_ENV}={handoff}"),
+        tmux_arg(&format!("{HANDOFF_ENV}={handoff}")),
         "--".to_string(),
     ]);
-    args.extend(argv.iter().cloned());
+    args.extend(argv.iter().map(|a| tmux_arg(a)));
     args
 }
 
@@ -264,6 +266,13 @@ mod tests {
             respawn_pane("%3", Path::new("/w"), "/h/run/handoff/x.sock#00ff", &argv).join(" "),
             "respawn-pane -k -t %3 -c /w -e ROO_ENV_HANDOFF=/h/run/handoff/x.sock#00ff -- \
              /bin/roo-worker --team t"
+        );
+        let argv = vec!["/bin/roo-worker".to_string(), "--prompt=fix it;".into()];
+        assert_eq!(
+            respawn_pane("%3", Path::new("/w"), "/s#0", &argv)
+                .last()
+                .unwrap(),
+            "--prompt=fix it\\;"
         );
         assert_eq!(
             dress_pane("%3", "alice", "blue")

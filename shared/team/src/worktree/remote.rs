@@ -1,0 +1,473 @@
+//! A teammate's clone on another host (`hosts:`, docs/BACKENDS.md "The ssh backend"):
+//! made there from the lead's commit, and its branch brought back by the lead.
+//!
+//! - **Making it** ([`LeadRepo::add_remote_worktree`]): the lead pushes the commit the
+//!   teammate starts from (its branch `roo/<team>/<name>` when the lead has it, else
+//!   `HEAD`) to `refs/roo/<team>/base/<name>` of the host's clone (`repo:`), then, over
+//!   the same ssh, the host makes `<repo>/.roocode/worktrees/<team>+<name>` a `git clone
+//!   --shared` of that clone on branch `roo/<team>/<name>` — the layout and isolation of a
+//!   local teammate's clone (docs/WORKTREES.md: the teammate writes only its own clone,
+//!   so it cannot move a peer's branch on that host), rather than a `git worktree`,
+//!   whose commits write the host clone's shared git directory. A clone already there on
+//!   that branch is reused (a restarted teammate continues). The lead's repository gets
+//!   the branch at the start commit, as for a local clone.
+//! - **Bringing the branch back** ([`LeadRepo::fetch_remote`], through
+//!   [`LeadRepo::fetch_member`] wherever a local teammate's branch is fetched: before
+//!   each lead turn, TeamMerge, cleanup): the *lead* fetches `roo/<team>/<name>` from the
+//!   clone there over its own ssh, fast-forward only (no `+` in the refspec: a rewritten
+//!   branch is an error naming it, never forced). The host needs no way to reach the
+//!   lead and no credentials for it, so no `git bundle` fallback is needed; the
+//!   teammate's commands never hold an ssh key of the lead's.
+//!
+//! Every git and ssh run here is blocking (callers use `spawn_blocking`) and runs
+//! outside the lead's command sandbox (it needs the lead's ssh keys and the network),
+//! with hooks and the fsmonitor off on both sides.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use roo_agent::config::HostConfig;
+use roo_store::{Name, TeamConfig};
+
+use super::{
+    FETCH_TIMEOUT, LeadRepo, Result, WORKTREES_DIR, WorktreeError, branch_name,
+    check_ref_component, summarize_files, worktree_dir_name,
+};
+use crate::backend::ssh::command::{Ssh, sh_quote};
+
+/// How long making a clone on a host may take.
+pub const REMOTE_CLONE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The clone of the project on one host, and how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteRepo {
+    /// The host's name in `hosts:`.
+    pub host: Name,
+    /// ssh to it.
+    pub ssh: Ssh,
+    /// The clone there (`repo:`).
+    pub repo: PathBuf,
+}
+
+/// The clones of the configured hosts, by host name.
+pub type RemoteRepos = Arc<BTreeMap<Name, RemoteRepo>>;
+
+impl RemoteRepo {
+    /// The clone `host` names.
+    pub fn of(host: &HostConfig) -> std::result::Result<RemoteRepo, String> {
+        Ok(RemoteRepo {
+            host: host.name.clone(),
+            ssh: Ssh::new(host)?,
+            repo: host.repo.clone(),
+        })
+    }
+
+    /// The clones of `hosts` (an entry that cannot be reached is an error naming it).
+    pub fn all(hosts: &BTreeMap<Name, HostConfig>) -> std::result::Result<RemoteRepos, String> {
+        let mut all = BTreeMap::new();
+        for (name, host) in hosts {
+            all.insert(
+                name.clone(),
+                RemoteRepo::of(host).map_err(|e| format!("host {name}: {e}"))?,
+            );
+        }
+        Ok(Arc::new(all))
+    }
+
+    /// Where teammate `member` of `team` works there.
+    pub fn clone_path(&self, team: &Name, member: &Name) -> PathBuf {
+        self.repo
+            .join(WORKTREES_DIR)
+            .join(worktree_dir_name(team, member))
+    }
+
+    /// git's address of `path` there.
+    fn url(&self, path: &Path) -> String {
+        self.ssh.git_url(path)
+    }
+}
+
+/// The teammates of `config` on configured hosts: member name → its host's clone. A
+/// member whose host is no longer configured is left out (nothing can reach it).
+pub fn remote_members(config: &TeamConfig, hosts: &RemoteRepos) -> HashMap<Name, RemoteRepo> {
+    let mut members = HashMap::new();
+    for member in &config.members {
+        let Some(host) = member.host.as_deref() else {
+            continue;
+        };
+        match Name::parse(host).ok().and_then(|h| hosts.get(&h)) {
+            Some(remote) => {
+                members.insert(member.name.clone(), remote.clone());
+            }
+            None => {
+                tracing::debug!(member = %member.name, host, "the member's host is not configured")
+            }
+        }
+    }
+    members
+}
+
+/// A teammate's clone on another host, as [`LeadRepo::add_remote_worktree`] left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteWorktree {
+    /// The host.
+    pub host: Name,
+    /// The clone there.
+    pub path: PathBuf,
+    /// `roo/<team>/<name>`.
+    pub branch: String,
+    /// The commit it started from (for a new clone).
+    pub base: String,
+    /// An existing clone on the branch was reused.
+    pub reused: bool,
+    /// The lead's branch was created by this call.
+    pub created_branch: bool,
+    /// Things the lead should know.
+    pub notices: Vec<String>,
+}
+
+/// What one ssh run gave.
+struct SshOutput {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the command line `remote` on the host of `ssh`, stdin closed, for at most `limit`.
+fn run_ssh(ssh: &Ssh, remote: &str, limit: Duration) -> Result<SshOutput> {
+    use std::os::unix::process::CommandExt;
+    let child = std::process::Command::new(ssh.program())
+        .args(ssh.argv(remote))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|source| WorktreeError::Io {
+            action: "run",
+            path: ssh.program().to_path_buf(),
+            source,
+        })?;
+    let pid = child.id();
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match waited.recv_timeout(limit) {
+        Ok(Ok(out)) => Ok(SshOutput {
+            success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }),
+        Ok(Err(source)) => Err(WorktreeError::Io {
+            action: "run",
+            path: ssh.program().to_path_buf(),
+            source,
+        }),
+        Err(_) => {
+            if let Ok(pgid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pgid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            Ok(SshOutput {
+                success: false,
+                stdout: String::new(),
+                stderr: format!("ssh took longer than {} s and was ended", limit.as_secs()),
+            })
+        }
+    }
+}
+
+fn quote(value: &str) -> Result<String> {
+    sh_quote(value).map_err(|e| WorktreeError::Remote {
+        host: String::new(),
+        what: "build the remote command".into(),
+        stderr: e.to_string(),
+    })
+}
+
+/// The script the host runs to make (or reuse) the clone at `path` of `repo` on `branch`
+/// at `base`, with the lead's commit identity; prints `created` or `reused`. Every value
+/// is quoted; git runs with hooks and the fsmonitor off.
+fn clone_script(
+    repo: &Path,
+    path: &Path,
+    branch: &str,
+    base: &str,
+    identity: &[(&str, String)],
+) -> Result<String> {
+    let q = |p: &str| quote(p);
+    let mut config = String::new();
+    for (key, value) in identity {
+        config.push_str(&format!(
+            "g -C \"$path\" config {} {} || fail=1\n",
+            q(key)?,
+            q(value)?
+        ));
+    }
+    Ok(format!(
+        "set -u\n\
+         g() {{ git -c core.hooksPath=/dev/null -c core.fsmonitor=false \"$@\"; }}\n\
+         repo={repo}\n\
+         dir=\"$repo\"/.roocode/worktrees\n\
+         path={path}\n\
+         branch={branch}\n\
+         base={base}\n\
+         [ -d \"$repo/.git\" ] || {{ echo \"$repo is not a clone of the project (no .git directory)\" >&2; exit 3; }}\n\
+         for d in \"$repo/.roocode\" \"$dir\"; do\n\
+           if [ -L \"$d\" ]; then echo \"$d is a symbolic link; RooCode never follows one there\" >&2; exit 3; fi\n\
+         done\n\
+         mkdir -p \"$dir\" || exit 3\n\
+         [ -e \"$dir/.gitignore\" ] || printf '# RooCode teammates'\\'' clones: not part of the project.\\n*\\n' > \"$dir/.gitignore\"\n\
+         if [ -e \"$path\" ] || [ -L \"$path\" ]; then\n\
+           if [ -L \"$path\" ] || [ ! -d \"$path/.git\" ] || [ -L \"$path/.git\" ]; then\n\
+             echo \"$path exists and is not a teammate's clone; move it away or pick another member name\" >&2; exit 3\n\
+           fi\n\
+           on=$(g -C \"$path\" symbolic-ref -q HEAD || true)\n\
+           if [ \"$on\" != \"refs/heads/$branch\" ]; then\n\
+             echo \"$path is a clone on ${{on:-a detached HEAD}}, not on $branch; check out $branch there or move it away\" >&2; exit 3\n\
+           fi\n\
+           echo reused\n\
+           exit 0\n\
+         fi\n\
+         g clone --quiet --shared --no-checkout --no-tags \"$repo\" \"$path\" || {{ rm -rf -- \"$path\"; exit 4; }}\n\
+         fail=0\n\
+         {config}\
+         g -C \"$path\" checkout --quiet -B \"$branch\" \"$base\" || fail=1\n\
+         if [ \"$fail\" != 0 ]; then rm -rf -- \"$path\"; exit 4; fi\n\
+         echo created\n",
+        repo = q(&repo.display().to_string())?,
+        path = q(&path.display().to_string())?,
+        branch = q(branch)?,
+        base = q(base)?,
+    ))
+}
+
+impl LeadRepo {
+    /// This repository, which fetches the branches of `remotes` (member → its host's
+    /// clone) from their hosts ([`LeadRepo::fetch_member`]).
+    pub fn with_remotes(mut self, remotes: HashMap<Name, RemoteRepo>) -> LeadRepo {
+        self.remotes = Arc::new(remotes);
+        self
+    }
+
+    /// The teammates whose branches come from other hosts.
+    pub fn remotes(&self) -> &HashMap<Name, RemoteRepo> {
+        &self.remotes
+    }
+
+    /// Makes (or reuses) the clone of `member` of `team` on `remote`'s host. See the
+    /// module documentation.
+    pub fn add_remote_worktree(
+        &self,
+        team: &Name,
+        member: &Name,
+        remote: &RemoteRepo,
+    ) -> Result<RemoteWorktree> {
+        check_ref_component("team name", team)?;
+        check_ref_component("member name", member)?;
+        let branch = branch_name(team, member);
+        let full_ref = format!("refs/heads/{branch}");
+        let head = self.head()?;
+        let existing = self
+            .git
+            .run(&self.root, &["rev-parse", "-q", "--verify", &full_ref])?;
+        let mut notices = Vec::new();
+        let base = if existing.success {
+            existing.stdout.trim().to_string()
+        } else {
+            head.clone()
+        };
+        let failed = |what: &str, stderr: String| WorktreeError::Remote {
+            host: remote.host.to_string(),
+            what: what.to_string(),
+            stderr: format!(
+                "{}{}",
+                stderr.trim(),
+                crate::backend::ssh::ssh_hint(&stderr)
+            ),
+        };
+        // The start commit into the host's clone, under a ref of the team's own.
+        let git = self.remote_git(remote)?;
+        let refspec = format!("+{base}:refs/roo/{team}/base/{member}");
+        let url = remote.url(&remote.repo);
+        let out = git.run_limited(
+            &self.root,
+            &[
+                "push",
+                "--quiet",
+                "--no-verify",
+                url.as_str(),
+                refspec.as_str(),
+            ],
+            FETCH_TIMEOUT,
+        )?;
+        if !out.success {
+            return Err(failed(
+                &format!("push the start commit to {}", url),
+                out.stderr,
+            ));
+        }
+        let mut identity = Vec::new();
+        for key in ["user.name", "user.email"] {
+            let value = self.git.run(&self.root, &["config", "--get", key])?;
+            if value.success {
+                identity.push((key, value.stdout.trim_end_matches('\n').to_string()));
+            }
+        }
+        let path = remote.clone_path(team, member);
+        let script = clone_script(&remote.repo, &path, &branch, &base, &identity)?;
+        let out = run_ssh(&remote.ssh, &script, REMOTE_CLONE_TIMEOUT)?;
+        if !out.success {
+            return Err(failed(
+                &format!("make the clone {} there", path.display()),
+                out.stderr,
+            ));
+        }
+        let reused = out.stdout.trim() == "reused";
+        if existing.success && !reused {
+            let ahead = self.count(&format!("HEAD..{full_ref}"))?;
+            notices.push(format!(
+                "branch {branch} existed already ({ahead} commit(s) not in the lead's HEAD); \
+                 its clone on host {} continues from it",
+                remote.host
+            ));
+        }
+        let created_branch = !existing.success;
+        if created_branch {
+            self.git
+                .ok(&self.root, &["branch", "--no-track", &branch, &base])?;
+        }
+        let dirty = self.uncommitted(&self.root, false)?;
+        if !dirty.is_empty() && !reused {
+            notices.push(format!(
+                "the lead's working tree has uncommitted changes ({}); the clone on host {} \
+                 starts from {} without them: commit them first if teammates need them",
+                summarize_files(&dirty),
+                remote.host,
+                super::short(&base)
+            ));
+        }
+        Ok(RemoteWorktree {
+            host: remote.host.clone(),
+            path,
+            branch,
+            base,
+            reused,
+            created_branch,
+            notices,
+        })
+    }
+
+    /// Undoes [`LeadRepo::add_remote_worktree`] for a teammate whose spawn failed: a new
+    /// clone there is removed, and the lead's branch when the call created it.
+    pub fn discard_remote(&self, worktree: &RemoteWorktree, remote: &RemoteRepo) -> Result<()> {
+        if !worktree.reused {
+            let path = quote(&worktree.path.display().to_string())?;
+            let script = format!("[ -d {path}/.git ] && [ ! -L {path} ] && rm -rf -- {path}; true");
+            let out = run_ssh(&remote.ssh, &script, super::FETCH_TIMEOUT)?;
+            if !out.success {
+                return Err(WorktreeError::Remote {
+                    host: remote.host.to_string(),
+                    what: format!("remove the clone {} there", worktree.path.display()),
+                    stderr: out.stderr,
+                });
+            }
+        }
+        if worktree.created_branch {
+            let full_ref = format!("refs/heads/{}", worktree.branch);
+            self.git
+                .ok(&self.root, &["update-ref", "-d", &full_ref, &worktree.base])?;
+        }
+        Ok(())
+    }
+
+    /// Brings `roo/<team>/<member>` from its clone on `remote`'s host into the lead's
+    /// repository over the lead's ssh: fast-forward only, no tags, hooks off. A branch
+    /// that is not a fast-forward of the lead's is an error, never forced.
+    pub fn fetch_remote(&self, team: &Name, member: &Name, remote: &RemoteRepo) -> Result<bool> {
+        let path = remote.clone_path(team, member);
+        let full_ref = format!("refs/heads/{}", branch_name(team, member));
+        let refspec = format!("{full_ref}:{full_ref}");
+        let url = remote.url(&path);
+        let git = self.remote_git(remote)?;
+        let out = git.run_limited(
+            &self.root,
+            &[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--no-recurse-submodules",
+                url.as_str(),
+                refspec.as_str(),
+            ],
+            FETCH_TIMEOUT,
+        )?;
+        if !out.success {
+            return Err(WorktreeError::Fetch {
+                branch: branch_name(team, member),
+                path: PathBuf::from(url),
+                stderr: out.stderr,
+            });
+        }
+        Ok(true)
+    }
+
+    /// The lead's git, reaching hosts with `remote`'s ssh (`GIT_SSH_COMMAND`).
+    fn remote_git(&self, remote: &RemoteRepo) -> Result<super::Git> {
+        let command = remote
+            .ssh
+            .git_ssh_command()
+            .map_err(|e| WorktreeError::Remote {
+                host: remote.host.to_string(),
+                what: "build git's ssh command".into(),
+                stderr: e.to_string(),
+            })?;
+        Ok(self
+            .git
+            .clone()
+            .env("GIT_SSH_COMMAND", command)
+            .env("GIT_SSH_VARIANT", "ssh"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_clone_script_is_valid_shell_with_hostile_values() {
+        let script = clone_script(
+            Path::new("/srv/it's $(app)"),
+            Path::new("/srv/it's $(app)/.roocode/worktrees/crew+alice"),
+            "roo/crew/alice",
+            "0123abcd",
+            &[("user.name", "O'Brien `x` $(y)\n".to_string())],
+        )
+        .unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{script}\n{:?}", out);
+        // Run for real against a missing repository: it says so, and makes nothing.
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("no'repo");
+        let path = repo.join(".roocode/worktrees/crew+alice");
+        let script = clone_script(&repo, &path, "roo/crew/alice", "0123abcd", &[]).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not a clone"));
+        assert!(!repo.exists());
+    }
+}

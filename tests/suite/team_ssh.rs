@@ -1,0 +1,417 @@
+//! Teammates on other hosts over ssh (issue 21 item 4): a headless lead on host A, with
+//! `hosts: {b: …}` in its user config, spawns a teammate on host B — network namespaces
+//! with `sshd` in B and PostgreSQL in A (`roo_tests::hosts`); the file system is shared,
+//! so B's clone of the project is a second clone in the test's directory. The teammate
+//! runs in a tmux session on B (a private server: `tmux_socket`), claims its task,
+//! commits, messages the lead; the lead fetches its branch over ssh and merges it. The
+//! lead's API key and the store's password reach B through ssh's stdin only: no command
+//! line ever holds them.
+//!
+//! The refusals need no second host: a `hosts:` entry that would be an ssh option, a
+//! host on the file store, an unknown host.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use roo_tests::hosts::{Hosts, Need};
+use roo_tests::{TempDir, TestCommand, bin};
+
+use super::team_panes::ArgvSampler;
+
+/// The lead's API key: it must reach the worker on B and never be on a command line.
+const KEY: &str = "sk-canary-ssh-4471";
+
+/// The lead makes the team and spawns alice on host b with her task; merges her branch
+/// once she reports; deletes the team. Alice, on B, records where she runs and what the
+/// roster says, commits, completes her task and tells the lead.
+const SCRIPT: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew, description: "across hosts"}}
+    - tool_calls:
+        - {name: Agent, input: {name: alice, host: b, task: true, description: "writes c", prompt: "Commit c.txt, complete your task, tell the lead."}}
+    - text: "Waiting for alice."
+    - when: {last_user_contains: "c.txt committed"}
+      tool_calls:
+        - {name: TeamMerge, input: {name: alice}}
+    - when: {last_user_contains: "merged roo/crew/alice with --no-ff"}
+      tool_calls:
+        - {name: TeamDelete, input: {}}
+    - text: "Done."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+  alice:
+    - tool_calls:
+        - {name: Bash, input: {command: "cat /proc/net/fib_trie > where.txt; roo-mail team show > roster.txt; echo c > c.txt && git add c.txt where.txt roster.txt && git commit -qm 'alice: add c.txt'"}}
+        - {name: TaskUpdate, input: {id: "1", status: completed}}
+        - {name: SendMessage, input: {to: lead, summary: "c.txt committed", message: "c.txt committed on my branch"}}
+    - text: "Done."
+    - text: "Done."
+"#;
+
+/// Files of the test, in the hosts' directory (removed with it).
+struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+    fn remote(&self) -> PathBuf {
+        self.root.join("remote")
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = TestCommand::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .run();
+    out.assert_ok();
+    out.stdout()
+}
+
+#[test]
+fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
+    let Some(hosts) = Hosts::new(&["a", "b"], &[Need::Postgres, Need::Sshd]) else {
+        return;
+    };
+    let pg = hosts.postgres("a");
+    let sshd = hosts.sshd("b");
+    let layout = Layout {
+        root: hosts.dir().join("team"),
+    };
+    std::fs::create_dir_all(layout.root.join("roo-a")).unwrap();
+    std::fs::create_dir_all(layout.root.join("roo-b")).unwrap();
+    std::fs::create_dir_all(layout.root.join("home-b")).unwrap();
+    // The lead's project, and B's clone of it.
+    let project = layout.project();
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("a.txt"), "a\n").unwrap();
+    git(&project, &["init", "-q"]);
+    git(&project, &["config", "user.name", "Lead"]);
+    git(&project, &["config", "user.email", "lead@example.com"]);
+    git(&project, &["add", "a.txt"]);
+    git(&project, &["commit", "-qm", "init"]);
+    git(
+        &layout.root,
+        &[
+            "clone",
+            "-q",
+            &project.display().to_string(),
+            &layout.remote().display().to_string(),
+        ],
+    );
+    // On B, roo-worker runs through a wrapper that gives it a home of the test's (ssh
+    // sessions get the user's real home) and this build's CLIs on PATH.
+    let wrapper = layout.root.join("roo-worker-on-b");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nROO_HOME='{roo}'\nHOME='{home}'\nGIT_CONFIG_NOSYSTEM=1\n\
+             PATH='{bins}':$PATH\nexport ROO_HOME HOME GIT_CONFIG_NOSYSTEM PATH\n\
+             exec '{worker}' \"$@\"\n",
+            roo = layout.root.join("roo-b").display(),
+            home = layout.root.join("home-b").display(),
+            bins = bin("roo-mail").parent().unwrap().display(),
+            worker = bin("roo-worker").display(),
+        ),
+    )
+    .unwrap();
+    set_mode(&wrapper, 0o755);
+    // The lead reaches B as `b` through an ssh config of the test's: its key, its
+    // known_hosts (B's key is in it), nothing of the user's.
+    let ssh_config = layout.root.join("ssh_config");
+    std::fs::write(
+        &ssh_config,
+        format!(
+            "Host b\n  HostName {addr}\n  User {user}\n  IdentityFile {id}\n  \
+             IdentitiesOnly yes\n  IdentityAgent none\n  UserKnownHostsFile {known}\n  \
+             GlobalKnownHostsFile /dev/null\n  ConnectTimeout 10\n",
+            addr = hosts.addr("b"),
+            user = sshd.destination().split('@').next().unwrap(),
+            id = sshd.identity().display(),
+            known = sshd.known_hosts().display(),
+        ),
+    )
+    .unwrap();
+    let socket = format!("roo-test-{}-ssh", std::process::id());
+    std::fs::write(
+        layout.root.join("roo-a/config.yaml"),
+        format!(
+            "hosts:\n  b:\n    ssh: b\n    repo: {remote}\n    roo_worker: {wrapper}\n    \
+             ssh_config: {config}\n    tmux_socket: {socket}\n",
+            remote = layout.remote().display(),
+            wrapper = wrapper.display(),
+            config = ssh_config.display(),
+        ),
+    )
+    .unwrap();
+    let script = layout.root.join("script.yaml");
+    std::fs::write(&script, SCRIPT.trim_start()).unwrap();
+
+    let password: &'static str = Box::leak(pg.password().to_owned().into_boxed_str());
+    let key_sampler = ArgvSampler::start(KEY);
+    let password_sampler = ArgvSampler::start(password);
+    let lead = hosts
+        .cmd("a", "sh")
+        .arg("-c")
+        .arg(format!(
+            "cd '{project}' && exec '{lead}' -p 'Ship c.txt with alice on host b.' \
+             --provider script --script '{script}' --permission-mode bypassPermissions \
+             --output-format stream-json --team-timeout 120",
+            project = project.display(),
+            lead = bin("roo-lead").display(),
+            script = script.display(),
+        ))
+        .env("ROO_HOME", layout.root.join("roo-a"))
+        .env("ROO_STORE", pg.url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .timeout(Duration::from_secs(180))
+        .run();
+    let (key_hits, rounds) = key_sampler.finish();
+    let (password_hits, _) = password_sampler.finish();
+    let log_b = std::fs::read_to_string(layout.root.join("roo-b/teams/crew/logs/alice.log"))
+        .unwrap_or_default();
+    let context = format!(
+        "stdout:\n{}\nstderr:\n{}\nalice's log on B:\n{log_b}\nsshd:\n{}",
+        lead.stdout(),
+        lead.stderr(),
+        sshd.log()
+    );
+    assert_eq!(lead.code(), 0, "{context}");
+    let out = lead.stdout();
+
+    // The spawn said where alice runs and how to watch her.
+    assert!(
+        out.contains("spawned teammate alice on host b")
+            && out.contains(&format!(
+                "ssh -t -F {} b tmux -L {socket} attach -t roo-crew-alice",
+                ssh_config.display()
+            )),
+        "{context}"
+    );
+    // Her branch came back over ssh and was merged with --no-ff: c.txt is in the
+    // lead's tree, in a merge commit of two parents.
+    assert!(
+        out.contains("merged roo/crew/alice with --no-ff"),
+        "{context}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("c.txt")).unwrap(),
+        "c\n"
+    );
+    let parents = git(&project, &["log", "-1", "--format=%P"]);
+    assert_eq!(parents.split_whitespace().count(), 2, "{parents}");
+    // She ran in B's network namespace, and the roster she read (from the store, whose
+    // URL reached her only through the handoff) records her host.
+    let where_ = std::fs::read_to_string(project.join("where.txt")).unwrap();
+    assert!(
+        local_of(&where_, hosts.addr("b")) && !local_of(&where_, hosts.addr("a")),
+        "{where_}"
+    );
+    let roster = std::fs::read_to_string(project.join("roster.txt")).unwrap();
+    assert!(
+        roster.contains("alice") && roster.contains("host b"),
+        "{roster}"
+    );
+    // TeamDelete shut her down, deleted the team, and said her clone stays on B.
+    assert!(
+        out.contains("it is on host b (its branch was merged and is deleted here)"),
+        "{context}"
+    );
+    assert!(
+        layout
+            .remote()
+            .join(".roocode/worktrees/crew+alice/c.txt")
+            .is_file()
+    );
+
+    // Nothing secret on any command line, on either host, during the whole run.
+    assert!(rounds > 10, "the sampler ran");
+    assert!(
+        key_hits.is_empty(),
+        "the API key was on a command line: {key_hits:#?}"
+    );
+    assert!(
+        password_hits.is_empty(),
+        "the store's password was on a command line: {password_hits:#?}"
+    );
+    // Nothing left on B: no worker, and the private tmux server is gone with its
+    // session (the user's default server was never used). The lead stopped the session
+    // before it exited; the worker and the server may take a moment to end.
+    let left = || -> Vec<String> {
+        hosts
+            .processes("b")
+            .into_iter()
+            .filter(|p| p.contains("roo-worker") || p.contains(&socket))
+            .collect()
+    };
+    roo_tests::wait_until(
+        "nothing of the team left running on B",
+        Duration::from_secs(10),
+        || left().is_empty().then_some(()),
+        || format!("{:#?}", left()),
+    );
+    let tmux = TestCommand::new("tmux").args(["-L", &socket, "ls"]).run();
+    assert_ne!(
+        tmux.code(),
+        0,
+        "the private tmux server still runs: {}",
+        tmux.stdout()
+    );
+}
+
+/// Whether `addr` is a local address in the `fib_trie` text (`/32 host LOCAL`).
+fn local_of(fib_trie: &str, addr: Ipv4Addr) -> bool {
+    let lines: Vec<&str> = fib_trie.lines().collect();
+    lines.windows(2).any(|w| {
+        w[0].trim_start().trim_start_matches("|-- ") == addr.to_string()
+            && w[1].contains("/32 host LOCAL")
+    })
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A user config whose `hosts:` entry would be an ssh option is a configuration error
+/// (exit 2) naming the key; nothing runs.
+#[test]
+fn a_hosts_entry_that_would_be_an_ssh_option_stops_the_lead_with_exit_2() {
+    let dir = TempDir::new();
+    let marker = dir.join("pwned");
+    std::fs::create_dir_all(dir.join("roo")).unwrap();
+    std::fs::write(
+        dir.join("roo/config.yaml"),
+        format!(
+            "hosts:\n  b: {{ssh: \"-oProxyCommand=touch {}\", repo: /srv/app}}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let out = TestCommand::new(bin("roo-lead"))
+        .args(["-p", "hi", "--provider", "script", "--script", "/dev/null"])
+        .current_dir(dir.path())
+        .env("ROO_HOME", dir.join("roo"))
+        .env("HOME", dir.path())
+        .env_remove("ROO_STORE")
+        .run();
+    out.assert_code(2);
+    let err = out.stderr();
+    assert!(
+        err.contains("hosts.b.ssh") && err.contains("starts with `-`"),
+        "{err}"
+    );
+    assert!(!marker.exists());
+}
+
+/// On the file store a teammate cannot go to another host (it could not see the team),
+/// and an unknown host is refused naming the configured ones; nothing is spawned and no
+/// ssh runs.
+#[test]
+fn a_host_is_refused_on_the_file_store_and_an_unknown_one_names_the_configured_hosts() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("roo")).unwrap();
+    std::fs::create_dir_all(dir.join("project")).unwrap();
+    std::fs::write(dir.join("project/a.txt"), "a\n").unwrap();
+    git(&dir.join("project"), &["init", "-q"]);
+    git(
+        &dir.join("project"),
+        &["-c", "user.name=L", "-c", "user.email=l@x", "add", "a.txt"],
+    );
+    git(
+        &dir.join("project"),
+        &[
+            "-c",
+            "user.name=L",
+            "-c",
+            "user.email=l@x",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    );
+    // An `ssh` that records being run: it must never be.
+    let fake = dir.join("bin/ssh");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexit 255\n",
+            dir.join("ssh-ran").display()
+        ),
+    )
+    .unwrap();
+    set_mode(&fake, 0o755);
+    std::fs::write(
+        dir.join("roo/config.yaml"),
+        "hosts:\n  gpu: {ssh: alice@gpu.example, repo: /srv/app}\n  b: {ssh: b, repo: /srv/app}\n",
+    )
+    .unwrap();
+    let script = dir.join("script.yaml");
+    std::fs::write(
+        &script,
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+    - tool_calls:
+        - {name: Agent, input: {name: alice, host: gpu, prompt: "x"}}
+        - {name: Agent, input: {name: bob, host: nowhere, prompt: "x"}}
+    - text: "Done."
+"#,
+    )
+    .unwrap();
+    let out = TestCommand::new(bin("roo-lead"))
+        .args([
+            "-p",
+            "go",
+            "--provider",
+            "script",
+            "--output-format",
+            "stream-json",
+        ])
+        .arg("--script")
+        .arg(&script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .current_dir(dir.join("project"))
+        .env("ROO_HOME", dir.join("roo"))
+        .env("HOME", dir.path())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                dir.join("bin").display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env_remove("ROO_STORE")
+        .run();
+    let text = out.stdout();
+    assert!(
+        text.contains("spawn alice on host gpu: the team is kept in files under ROO_HOME"),
+        "{text}\n{}",
+        out.stderr()
+    );
+    assert!(
+        text.contains("spawn bob on host nowhere: no such host; the configured ones are b, gpu"),
+        "{text}"
+    );
+    assert!(!dir.join("ssh-ran").exists(), "ssh ran");
+    assert!(
+        !dir.join("project/.roocode/worktrees")
+            .join("crew+alice")
+            .exists()
+    );
+}
