@@ -84,6 +84,9 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("--writer") {
         return writer(&args[2..]);
     }
+    if args.get(1).map(String::as_str) == Some("--member") {
+        return member_process(&args[2..]);
+    }
     // `cargo bench` passes `--bench`; anything else is ignored.
     let quick = std::env::var_os("ROO_BENCH_QUICK").is_some();
     let n = |full: usize, small: usize| if quick { small } else { full };
@@ -155,8 +158,9 @@ fn pg_home(dsn: &str) -> (tempfile::TempDir, RooHome, String) {
 }
 
 /// The file store and the PostgreSQL store side by side, in one run: a send, a send
-/// seen by an in-process watcher of another connection, claims one after another, and
-/// four claimers on their own connections taking 400 tasks.
+/// seen by an in-process watcher of another connection, claims one after another, four
+/// claimers on their own connections taking 400 tasks, and death detection after a
+/// member's process is killed.
 fn file_and_postgresql(dsn: &str, iterations: usize) {
     println!("\n## File store and PostgreSQL store (unix socket, fsync on), side by side");
     let file_dir = tempfile::tempdir().unwrap();
@@ -287,7 +291,68 @@ fn file_and_postgresql(dsn: &str, iterations: usize) {
             "{backend:>10}: 4 claimers, claim_next + complete      {:>8.0} tasks/s (400 distinct)",
             400.0 / elapsed.as_secs_f64()
         );
+        let (root, store) = match backend {
+            "file" => (file_dir.path().to_path_buf(), String::new()),
+            _ => (file_dir.path().join("unused"), url.clone()),
+        };
+        println!(
+            "{backend:>10}: kill -9 -> detect_dead declares it    {} (detect every 100 ms)",
+            death_detection(&team, &root, &store, iterations.min(20)).line()
+        );
     }
+}
+
+/// Time from `kill -9` of a member's process (joined, holding its presence: on files its
+/// pid is the evidence, on PostgreSQL its presence lock) to the `detect_dead` poll, every
+/// 100 ms as a lead would, that declares it dead.
+fn death_detection(team: &Team, root: &Path, store: &str, rounds: usize) -> Stats {
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--member", &root.display().to_string(), store, "victim"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut ready)
+            .unwrap();
+        assert_eq!(ready.trim(), "ready");
+        assert!(team.detect_dead(Some(&name("lead"))).unwrap().is_empty());
+        let killed = Instant::now();
+        child.kill().unwrap();
+        loop {
+            if !team.detect_dead(Some(&name("lead"))).unwrap().is_empty() {
+                break;
+            }
+            assert!(killed.elapsed() < Duration::from_secs(60), "never declared");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        samples.push(killed.elapsed());
+        child.wait().unwrap();
+    }
+    Stats(samples)
+}
+
+/// Child mode: join team `bench` as `member` (at `root`, in the store `url` if not
+/// empty), hold its presence, say "ready", wait for stdin to close or a kill.
+fn member_process(args: &[String]) {
+    let home = RooHome::new(&args[0]);
+    let home = if args[1].is_empty() {
+        home
+    } else {
+        home.with_store(PgStore::connect(&args[1]).unwrap())
+    };
+    let team = Team::open(&home, name("bench")).unwrap();
+    let me = name(&args[2]);
+    let mut entry = Member::new(me.clone(), team.name());
+    entry.pid = Some(std::process::id());
+    team.join(entry).unwrap();
+    let _presence = team.hold_presence(&me).unwrap();
+    println!("ready");
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
 }
 
 /// Round trips per operation of the PostgreSQL store after connect, counted at the test

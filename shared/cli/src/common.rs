@@ -230,7 +230,9 @@ fn print_warnings(program: &str) {
 }
 
 /// `doctor`: lists the team's quarantined files, or acknowledges them (renamed to
-/// `<name>.acknowledged`, which ends the warnings; the files are kept).
+/// `<name>.acknowledged`, which ends the warnings; the files are kept). On the PostgreSQL
+/// store it also shows the presence connection's keepalive settings as the server applies
+/// them, and whether the death of a member is seen in seconds.
 pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResult {
     let (home, team) = (ctx.home()?, ctx.team_name()?);
     let found = roo_store::quarantine::quarantined(&home, &team)?;
@@ -239,15 +241,22 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
     } else {
         Vec::new()
     };
+    let presence = match home.pg() {
+        Some(pg) => Some(pg.presence_settings()?),
+        None => None,
+    };
     if ctx.json() {
         crate::output::print_json(
             out,
             &crate::shape::Quarantine {
                 quarantined: &found,
                 acknowledged: &acknowledged,
+                presence: presence.as_ref().map(crate::shape::Presence::of),
             },
         )?;
-    } else if found.is_empty() {
+        return Ok(());
+    }
+    if found.is_empty() {
         writeln!(out, "no quarantined data in team {team}")?;
     } else if acknowledge {
         for path in &acknowledged {
@@ -262,6 +271,24 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
             "inspect these files and restore what you need, then run `{} doctor --acknowledge`",
             ctx.program
         )?;
+    }
+    if let Some(settings) = &presence {
+        let shown: Vec<String> = settings
+            .server
+            .iter()
+            .map(|(name, value)| format!("{name}={}", value.as_deref().unwrap_or("(none)")))
+            .collect();
+        writeln!(
+            out,
+            "presence connection ({}): {}",
+            if settings.unix_socket {
+                "unix socket"
+            } else {
+                "TCP"
+            },
+            shown.join(" ")
+        )?;
+        writeln!(out, "death detection: {}", settings.verdict())?;
     }
     Ok(())
 }

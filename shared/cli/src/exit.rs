@@ -4,7 +4,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success (also: output closed early by a pipe reader such as `head`) |
-//! | 1 | operation refused: claim lost, task blocked, cycle, not permitted (e.g. a name held by a live process), team exists or still active |
+//! | 1 | operation refused: claim lost, task blocked, cycle, not permitted (e.g. a name held by a live process), team exists or still active, a write as a member declared dead or taken over (fenced) |
 //! | 2 | usage or bad input: bad flags, invalid name, unknown team/member/task/message (an `ack` with some unknown id: the rest are acknowledged), no `ROO_HOME`/`HOME`, a `ROO_STORE` that is neither `file` nor a `postgresql://` URL |
 //! | 3 | I/O failure, lock timeout, corrupt file (moved aside), file from a newer format, the PostgreSQL store unreachable or failing |
 //!
@@ -94,6 +94,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::MemberExists { .. }
         | StoreError::NoRecipients { .. }
         | StoreError::NotPermitted { .. }
+        | StoreError::Fenced { .. }
         | StoreError::DependencyCycle { .. } => REFUSED,
         StoreError::InvalidName { .. }
         | StoreError::InvalidSetting { .. }

@@ -162,6 +162,8 @@ fn read(ctx: &Context, args: ReadArgs, out: &mut impl Write) -> CliResult {
 fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
     let team = ctx.team()?;
     let config = team.config()?;
+    // The store's own test: on PostgreSQL the presence locks, not pids (another host's).
+    let liveness = team.liveness(&config)?;
     let mailbox = team.mailbox();
     let mut rows = Vec::new();
     for m in &config.members {
@@ -171,7 +173,7 @@ fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
             backend_type: m.backend_type,
             is_active: m.is_active(),
             lead: m.agent_id == config.lead_agent_id,
-            state: m.observed_state(),
+            state: liveness.observed_state(m),
             unread: mailbox.unread_count(&m.name)?,
         });
     }

@@ -96,11 +96,45 @@ pub struct TeamDeleted<'a> {
     pub deleted: &'a Name,
 }
 
-/// `doctor --json`.
+/// `doctor --json`; `presence` only on the PostgreSQL store.
 #[derive(Serialize, Debug)]
 pub struct Quarantine<'a> {
     pub quarantined: &'a [PathBuf],
     pub acknowledged: &'a [PathBuf],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence: Option<Presence>,
+}
+
+/// `doctor --json`'s `presence`: the presence connection's keepalive settings as the
+/// server applies them (`null`: a setting this server lacks), and how fast a death is seen.
+#[derive(Serialize, Debug)]
+pub struct Presence {
+    pub unix_socket: bool,
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    pub detects_in_seconds: bool,
+    pub verdict: String,
+}
+
+impl Presence {
+    pub fn of(settings: &roo_store::PresenceSettings) -> Presence {
+        Presence {
+            unix_socket: settings.unix_socket,
+            settings: settings
+                .server
+                .iter()
+                .map(|(name, value)| {
+                    (
+                        name.clone(),
+                        value
+                            .clone()
+                            .map_or(serde_json::Value::Null, serde_json::Value::String),
+                    )
+                })
+                .collect(),
+            detects_in_seconds: settings.detects_in_seconds(),
+            verdict: settings.verdict(),
+        }
+    }
 }
 
 /// The one JSON line on stderr of a `--json` command that met damaged data.

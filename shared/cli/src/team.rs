@@ -279,6 +279,7 @@ fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {
         print_json(out, &config)?;
         return Ok(());
     }
+    let liveness = team.liveness(&config)?;
     let style = ctx.style;
     writeln!(out, "team {}", style.bold(config.name.as_str()))?;
     if !config.description.is_empty() {
@@ -291,7 +292,7 @@ fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {
         } else {
             ""
         };
-        let state = m.observed_state();
+        let state = liveness.observed_state(m);
         let mut extra = Vec::new();
         if let Some(reason) = &m.dead_reason {
             extra.push(format!("dead: {reason}"));

@@ -276,6 +276,26 @@ pub enum Error {
         reason: String,
     },
 
+    /// A write made as a member (PostgreSQL store, [`crate::Presence::team`]) whose entry
+    /// no longer vouches for this process: declared dead (e.g. while its link was cut),
+    /// taken over by a later join, or removed. Nothing was written; the process must join
+    /// the team again (a new epoch) before it writes.
+    #[error(
+        "write as member {member:?} (epoch {epoch}) of team {team:?}: {reason}; nothing was \
+         written — this process no longer is that member and must join the team again (e.g. \
+         restart `roo-worker --team {team} --name {member}`)"
+    )]
+    Fenced {
+        /// The team.
+        team: String,
+        /// The member the process wrote as.
+        member: String,
+        /// The epoch of its presence.
+        epoch: u64,
+        /// What its entry says instead.
+        reason: String,
+    },
+
     /// No message with that id.
     #[error("find message {id:?} in team {team:?}: no inbox or archive holds it")]
     MessageNotFound {

@@ -263,6 +263,14 @@ impl RooHome {
         self.pg.as_ref()
     }
 
+    /// The same home with its PostgreSQL store handle replaced by `f`'s (e.g. a fenced
+    /// one); a file home is returned as it is.
+    pub(crate) fn map_pg(&self, f: impl FnOnce(&PgStore) -> PgStore) -> RooHome {
+        let mut home = self.clone();
+        home.pg = self.pg.as_ref().map(f);
+        home
+    }
+
     /// The key of the document at `path` in the PostgreSQL store: its path under the
     /// root, `/`-separated (`teams/<team>/config.json`).
     pub(crate) fn key(&self, path: &Path) -> Result<String> {

@@ -14,6 +14,9 @@
 //! lead once per fingerprint; [`Team::assign_task`] sets another member as owner, then
 //! sends the `task_assignment`; [`TaskList::add_usage`] adds a model request's spend to a
 //! task; [`Team::open_transcript`] / [`Team::open_log`] open a member's own files.
+//! Liveness is the store's own test ([`Team::liveness`]): a pid on files, a presence
+//! lock on PostgreSQL, which a running member holds with [`Team::hold_presence`] and
+//! writes through ([`Presence::team`]: refused once it was declared dead).
 //!
 //! ```no_run
 //! use roo_store::{Member, Name, Outgoing, RooHome, Team};
@@ -38,6 +41,7 @@ mod error;
 mod fsio;
 mod home;
 pub mod limits;
+mod liveness;
 mod lock;
 mod mailbox;
 mod member_files;
@@ -63,6 +67,7 @@ pub use fsio::read_regular;
 pub use home::{
     ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV, RooHome, StoreChoice, root_from_env, user_home,
 };
+pub use liveness::{Liveness, Presence};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
     ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, Receipt, SendReport,
@@ -73,7 +78,10 @@ pub use message::{
     PermissionDecision, TEAMMATE_MESSAGE_NOTICE, render_delivery, render_reminder,
 };
 pub use name::{MAX_NAME_LEN, Name};
-pub use pg::{PgStore, SCHEMA_VERSION, channel_of};
+pub use pg::{
+    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PgStore, PresenceSettings, SCHEMA_VERSION,
+    USER_TIMEOUT, channel_of, presence_key,
+};
 pub use task::{Lease, Task, TaskId, TaskNote, TaskStatus, paths_overlap, scopes_overlap};
 pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,

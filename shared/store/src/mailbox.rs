@@ -348,7 +348,7 @@ impl Mailbox {
             Some(key) => MessageId::from_string(format!("{key}:{recipient}")),
             None => MessageId::generate(),
         };
-        let stored = Message {
+        let mut stored = Message {
             id,
             from: from.clone(),
             to: if to == "*" {
@@ -416,10 +416,12 @@ impl Mailbox {
                     return Ok(Outcome::Keep(match send.retryable {
                         true => Delivery::Already(stored.id.clone()),
                         // Unkeyed, the id is this send's own: its earlier attempt wrote it.
-                        false => Delivery::Delivered(Box::new(stored.clone())),
+                        false => Delivery::Delivered(Box::new(first.clone())),
                     }));
                 }
             }
+            // Stamped under the lock, by the store's clock (PostgreSQL: the server's).
+            stored.timestamp = Timestamp::now();
             let unread: usize = inbox
                 .messages
                 .iter()
@@ -522,8 +524,9 @@ impl Mailbox {
         if self.team.home().pg().is_none() && self.unread_count(name)? == 0 {
             return Ok(Vec::new());
         }
-        let now = Timestamp::now();
         self.update(name, |inbox, _| {
+            // Inside the change: the store's clock (PostgreSQL: the server's).
+            let now = Timestamp::now();
             let mut taken = Vec::new();
             for m in inbox.messages.iter_mut().filter(|m| !m.read) {
                 m.read = true;
@@ -551,10 +554,11 @@ impl Mailbox {
     }
 
     fn receipt(&self, name: &Name, ids: &[MessageId], kind: &'static str) -> Result<Receipt> {
-        let now = Timestamp::now();
         let wanted: HashSet<&MessageId> = ids.iter().collect();
         let archive = self.archive_path(name);
         self.update(name, |inbox, fence| {
+            // Inside the change: the store's clock (PostgreSQL: the server's).
+            let now = Timestamp::now();
             // Each run starts from every id (a change may run again).
             let mut missing = wanted.clone();
             let mut found = 0;

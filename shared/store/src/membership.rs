@@ -75,8 +75,15 @@ impl Team {
     ///
     /// Runtimes must record a pid for every running member (an in-process teammate: the
     /// lead's), or a hand join could take over a member that is running.
+    ///
+    /// On PostgreSQL an entry with an epoch is judged by its presence ([`crate::Liveness`]),
+    /// not its pid (which may be another host's): the name is held while the lock of that
+    /// epoch is held (checked under the row lock). The joined entry has no epoch: a
+    /// running member then holds its presence ([`Team::hold_presence`]), which records
+    /// one.
     pub fn join(&self, member: Member) -> Result<Joined> {
         let team = self.name().clone();
+        let pg = self.home().pg().is_some();
         if let Some(host) = &member.host {
             Name::parse_as("host name", host)?;
         }
@@ -98,6 +105,8 @@ impl Team {
                 joined.is_active = Some(true);
                 joined.dead_at = None;
                 joined.dead_reason = None;
+                // Only a presence records an epoch (`hold_presence`).
+                joined.epoch = None;
                 config.members.push(joined.clone());
                 return Ok(Outcome::Write(Joined {
                     member: joined,
@@ -115,9 +124,25 @@ impl Team {
                     reason: "that is the team's lead; a worker joins under its own name".into(),
                 });
             }
+            // An entry a presence vouches for (PostgreSQL) is held while its lock is.
+            let presence = pg && old.epoch.is_some();
+            if presence && old.dead_at.is_none() && self.evidence_now(&old)? == Some(true) {
+                return Err(Error::NotPermitted {
+                    action: action(),
+                    reason: format!(
+                        "a live process already is member {name} (its presence, epoch {epoch}, is \
+                         held); stop it first, or join under another name (or, if that process \
+                         is no longer {name}, run `roo-mail team mark-dead --team {team} {name} \
+                         --reason ...` first)",
+                        name = old.name,
+                        epoch = old.epoch.unwrap_or_default()
+                    ),
+                });
+            }
             // The same process joining again: the same pid on the same host.
             let same_process = old.pid == member.pid && old.host == member.host;
             if let Some(pid) = old.pid
+                && !presence
                 && old.dead_at.is_none()
                 && !same_process
                 && old.local_pid().is_none()
@@ -136,6 +161,7 @@ impl Team {
                 });
             }
             if let Some(pid) = old.local_pid()
+                && !presence
                 && old.dead_at.is_none()
                 && !same_process
                 && pid_alive(pid)
@@ -168,6 +194,8 @@ impl Team {
                 dead_at: None,
                 dead_reason: None,
                 idle_fingerprint: old.idle_fingerprint.clone(),
+                // The old holder's presence vouches no more; the joiner's records its own.
+                epoch: None,
                 extra: old.extra.clone(),
             };
             config.members[index] = joined.clone();
@@ -241,36 +269,48 @@ impl Team {
         })
     }
 
-    /// Finds members (the lead excepted) with a recorded pid that is no longer a live
-    /// process and not yet marked dead, and [`Team::declare_dead`]s each (re-checked under
-    /// the lock, so a member that rejoined meanwhile with a new pid is left alone). One
-    /// config read and one `kill(pid, 0)` per member when nobody died: cheap enough to
+    /// Finds members (the lead excepted) not yet marked dead whose process is gone by the
+    /// store's test ([`crate::Liveness`]: a recorded pid that is no longer a live process;
+    /// on PostgreSQL, for an entry with an epoch, a presence lock that is free), and
+    /// [`Team::declare_dead`]s each (re-checked under the lock, so a member that rejoined
+    /// meanwhile is left alone). One config read and one `kill(pid, 0)` per member
+    /// (PostgreSQL: one query on `pg_locks` for all) when nobody died: cheap enough to
     /// poll every second. Returns the deaths this call recorded.
     pub fn detect_dead(&self, by: Option<&Name>) -> Result<Vec<Death>> {
         let config = self.config()?;
+        let liveness = self.liveness(&config)?;
         let mut deaths = Vec::new();
         for suspect in config.members.iter().filter(|m| {
             m.agent_id != config.lead_agent_id
                 && m.dead_at.is_none()
-                && m.local_pid().is_some_and(|pid| !pid_alive(pid))
+                && liveness.evidence(m) == Some(false)
         }) {
-            let Some(pid) = suspect.pid else { continue };
-            let reason = format!("its process {pid} is no longer running");
-            let marked =
-                self.update(|config| {
-                    let Some(member) = config.members.iter_mut().find(|m| {
-                        m.name == suspect.name && m.pid == Some(pid) && m.dead_at.is_none()
-                    }) else {
-                        return Ok(Outcome::Keep(None));
-                    };
-                    if pid_alive(pid) {
-                        return Ok(Outcome::Keep(None));
-                    }
-                    member.dead_at = Some(Timestamp::now());
-                    member.dead_reason = Some(reason.clone());
-                    member.is_active = Some(false);
-                    Ok(Outcome::Write(Some(member.clone())))
-                })?;
+            let reason = match (self.home().pg(), suspect.epoch, suspect.pid) {
+                (Some(_), Some(epoch), _) => format!(
+                    "its presence (epoch {epoch}) is gone: its process ended or lost its \
+                     connection to the store"
+                ),
+                (_, _, Some(pid)) => format!("its process {pid} is no longer running"),
+                _ => continue,
+            };
+            let marked = self.update(|config| {
+                // The same entry (same process, same presence) still unmarked.
+                let Some(member) = config.members.iter_mut().find(|m| {
+                    m.name == suspect.name
+                        && m.pid == suspect.pid
+                        && m.epoch == suspect.epoch
+                        && m.dead_at.is_none()
+                }) else {
+                    return Ok(Outcome::Keep(None));
+                };
+                if self.evidence_now(member)? != Some(false) {
+                    return Ok(Outcome::Keep(None));
+                }
+                member.dead_at = Some(Timestamp::now());
+                member.dead_reason = Some(reason.clone());
+                member.is_active = Some(false);
+                Ok(Outcome::Write(Some(member.clone())))
+            })?;
             if let Some(member) = marked {
                 let note = format!("{} died: {reason}", member.name);
                 let released = self.tasks().release_owner(&member.name, by, &note)?;
@@ -362,6 +402,7 @@ impl Team {
     pub fn assign_task(&self, id: &TaskId, to: &str, by: &Name, force: bool) -> Result<Assignment> {
         let config = self.config()?;
         let member = config.member(to).ok_or_else(|| self.member_not_found(to))?;
+        let liveness = self.liveness(&config)?;
         let action = || format!("assign task {id} to {to}");
         if member.name == *by || member.agent_id == by.as_str() {
             return Err(Error::NotPermitted {
@@ -369,7 +410,7 @@ impl Team {
                 reason: "that is yourself; claim the task instead (`roo-task claim`)".into(),
             });
         }
-        if member.observed_state() == MemberState::Dead {
+        if liveness.observed_state(member) == MemberState::Dead {
             return Err(Error::NotPermitted {
                 action: action(),
                 reason: format!("{} is dead; assign it to a live member", member.name),

@@ -28,6 +28,13 @@ use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
 use crate::doc::FormatVersion;
 use crate::error::{Error, Result};
 
+mod presence;
+
+pub(crate) use presence::PresenceConn;
+pub use presence::{
+    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PresenceSettings, USER_TIMEOUT,
+    presence_key,
+};
 #[path = "pg_change.rs"]
 mod change;
 pub(crate) use change::{Reads, Wants};
@@ -129,7 +136,6 @@ type OnNotify = Arc<dyn Fn() + Send + Sync>;
 struct Watchers {
     by_key: Mutex<std::collections::HashMap<String, Vec<(u64, OnNotify)>>>,
     next: std::sync::atomic::AtomicU64,
-    listening: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Watchers {
@@ -180,6 +186,52 @@ impl Drop for Subscription {
             if list.is_empty() {
                 by_key.remove(&self.key);
             }
+        }
+    }
+}
+
+impl Fence {
+    /// Refuses a write whose member's entry in the team's config `config` (its text, as
+    /// the change's first round trip read it under the share lock) is gone, marked dead,
+    /// or holds another epoch.
+    pub(crate) fn check(&self, config: &str) -> Result<()> {
+        let refuse = |reason: String| Error::Fenced {
+            team: self.team.clone(),
+            member: self.member.clone(),
+            epoch: self.epoch,
+            reason,
+        };
+        let config: serde_json::Value = serde_json::from_str(config)
+            .map_err(|e| refuse(format!("the team's config does not parse: {e}")))?;
+        let entry = config
+            .get("members")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|members| {
+                members.iter().find(|m| {
+                    m.get("name").and_then(serde_json::Value::as_str) == Some(self.member.as_str())
+                })
+            });
+        let Some(entry) = entry else {
+            return Err(refuse("it is no longer a member of the team".into()));
+        };
+        if let Some(dead_at) = entry.get("dead_at").filter(|v| !v.is_null()) {
+            let reason = entry
+                .get("dead_reason")
+                .and_then(|r| r.as_str())
+                .unwrap_or("no reason given");
+            return Err(refuse(format!(
+                "it was declared dead at {} ({reason})",
+                dead_at.as_str().unwrap_or("an unknown time")
+            )));
+        }
+        match entry.get("epoch").and_then(serde_json::Value::as_u64) {
+            Some(epoch) if epoch == self.epoch => Ok(()),
+            Some(epoch) => Err(refuse(format!(
+                "its entry was taken over by a later join (epoch {epoch})"
+            ))),
+            None => Err(refuse(
+                "its entry was taken over by a join without presence".into(),
+            )),
         }
     }
 }
@@ -259,6 +311,19 @@ fn engine_detail(e: &tokio_postgres::Error) -> String {
 #[derive(Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,
+    /// Set on a handle whose writes are made as one member ([`PgStore::fenced`]).
+    fence: Option<Arc<Fence>>,
+}
+
+/// Writes made "as member `member` of `team` with epoch `epoch`": each change of the
+/// team's inboxes or task list checks, under the config row's share lock in its first
+/// round trip, that the member's entry is there, not marked dead and still has this
+/// epoch — else it is refused ([`Error::Fenced`]) and writes nothing.
+#[derive(Debug)]
+pub(crate) struct Fence {
+    pub(crate) team: String,
+    pub(crate) member: String,
+    pub(crate) epoch: u64,
 }
 
 struct Inner {
@@ -266,7 +331,10 @@ struct Inner {
     config: Config,
     /// The current connection; replaced by the next operation once it is closed.
     conn: Mutex<Arc<Conn>>,
-    /// Who waits for which key's notifications, and the channels LISTENed to.
+    /// The presence connection (LISTEN, the watchers' polls, presence locks), opened when
+    /// first needed.
+    presence: Mutex<Option<Arc<PresenceConn>>>,
+    /// Who waits for which key's notifications.
     watchers: Arc<Watchers>,
     /// One transaction at a time on the one connection.
     transaction: Mutex<()>,
@@ -289,6 +357,7 @@ struct Statements {
     read_in_team: Statement,
     placeholder: Statement,
     lock: Statement,
+    clock: Statement,
     write: Statement,
     notify: Statement,
     quarantine: Statement,
@@ -304,6 +373,8 @@ struct Statements {
     exists: Statement,
     quarantined: Statement,
     quarantined_under: Statement,
+    new_epoch: Statement,
+    held_keys: Statement,
     delete_docs_under: Statement,
     delete_archive_under: Statement,
     delete_quarantine_under: Statement,
@@ -381,25 +452,90 @@ impl PgStore {
         let target = describe(&config);
         let mut config = config;
         crate::pgpass::fill_password(&mut config, env);
-        // Death of a peer across a cut link is seen in seconds, not hours (issue 21).
+        // A server lost behind a cut link is seen in seconds, not hours (issue 21); the
+        // presence connection's session asks the server for the same about this side.
+        // Neither applies to a unix socket.
         config
             .connect_timeout(Duration::from_secs(10))
             .keepalives(true)
-            .keepalives_idle(Duration::from_secs(2))
-            .keepalives_interval(Duration::from_secs(1))
-            .keepalives_retries(3)
-            .tcp_user_timeout(Duration::from_secs(5));
+            .keepalives_idle(KEEPALIVE_IDLE)
+            .keepalives_interval(KEEPALIVE_INTERVAL)
+            .keepalives_retries(KEEPALIVE_COUNT)
+            .tcp_user_timeout(USER_TIMEOUT);
         let watchers = Arc::new(Watchers::default());
         let conn = open_connection(&config, &target, watchers.clone())?;
         Ok(PgStore {
             inner: Arc::new(Inner {
                 config,
                 conn: Mutex::new(Arc::new(conn)),
+                presence: Mutex::new(None),
                 watchers,
                 transaction: Mutex::new(()),
                 target,
             }),
+            fence: None,
         })
+    }
+
+    /// This store (the same connections) with every change of `team`'s inboxes and task
+    /// list made as `member` with `epoch` (see [`Fence`]).
+    pub(crate) fn fenced(&self, team: &str, member: &str, epoch: u64) -> PgStore {
+        PgStore {
+            inner: self.inner.clone(),
+            fence: Some(Arc::new(Fence {
+                team: team.to_owned(),
+                member: member.to_owned(),
+                epoch,
+            })),
+        }
+    }
+
+    /// The presence connection, opened now if it is not yet.
+    pub(crate) fn presence(&self) -> Result<Arc<PresenceConn>> {
+        let mut slot = self
+            .inner
+            .presence
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(conn) = slot.as_ref() {
+            return Ok(conn.clone());
+        }
+        let conn = Arc::new(PresenceConn::open(
+            &self.inner.config,
+            &self.inner.target,
+            self.inner.watchers.clone(),
+        )?);
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// The presence connection's keepalive settings as the server applies them, and
+    /// whether death detection takes seconds (what `doctor` shows).
+    pub fn presence_settings(&self) -> Result<PresenceSettings> {
+        self.presence()?.settings()
+    }
+
+    /// A new epoch from the server: a transaction id (`txid_current()`), unique in the
+    /// whole cluster and never reused, so no two joins — in any schema or team — share one.
+    pub(crate) fn new_epoch(&self) -> Result<u64> {
+        let row = self.request("draw a presence epoch", |conn| {
+            block_on(conn.client.query_one(&conn.statements.new_epoch, &[]))
+        })?;
+        u64::try_from(row.get::<_, i64>(0))
+            .map_err(|_| self.error("draw a presence epoch", "the server gave a negative id"))
+    }
+
+    /// Which of the presence lock `keys` some session holds now: one query on `pg_locks`
+    /// (granted advisory locks of this database). Inside a change it runs in its
+    /// transaction, under the row lock the change holds.
+    pub(crate) fn held_keys(&self, keys: &[i64]) -> Result<std::collections::HashSet<i64>> {
+        if keys.is_empty() {
+            return Ok(Default::default());
+        }
+        let rows = self.request("read the presence locks", |conn| {
+            block_on(conn.client.query(&conn.statements.held_keys, &[&keys]))
+        })?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     /// The server, as messages name it.
@@ -456,9 +592,6 @@ impl PgStore {
         })
     }
 
-    /// A new connection in place of a lost one: the statements prepared again, the
-    /// team channels LISTENed to again, and every watcher woken to read afresh (a
-    /// notification sent while the link was down is lost).
     /// [`PgStore::reconnect`], tried again with backoff for [`RECONNECT_FOR`]: a server
     /// restarting refuses connections for a moment.
     fn reconnect_patiently(&self) -> Result<Conn> {
@@ -482,19 +615,8 @@ impl PgStore {
             &self.inner.target,
             self.inner.watchers.clone(),
         )?;
-        let channels: Vec<String> = self
-            .inner
-            .watchers
-            .listening
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .cloned()
-            .collect();
-        for channel in channels {
-            block_on(conn.client.batch_execute(&format!("LISTEN {channel}")))
-                .map_err(|e| self.db_error(format!("listen on {channel}"), &e))?;
-        }
+        // The LISTENs live on the presence connection, which restores its own; a watcher
+        // woken here only reads once more.
         self.inner.watchers.closed();
         Ok(conn)
     }
@@ -606,53 +728,17 @@ impl PgStore {
             key: key.to_owned(),
             id,
         };
-        let new = watchers
-            .listening
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(channel.clone());
-        if new {
-            // Held: a LISTEN inside another thread's transaction would share its fate.
-            let hold = self.serialize()?;
-            // `channel` is `roo_` and hex digits: a plain identifier.
-            if let Err(e) = block_on(hold.conn.client.batch_execute(&format!("LISTEN {channel}"))) {
-                watchers
-                    .listening
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&channel);
-                return Err(self.db_error(format!("listen for changes of {key}"), &e));
-            }
-        }
+        // On the presence connection, which never runs a transaction: a change waiting
+        // for a row lock on the request connection never holds a notification back.
+        self.presence()?.listen(&channel)?;
         Ok(subscription)
     }
 
-    /// [`PgStore::revision`] unless the connection is busy (another thread's change may
-    /// be waiting for a lock): then `None` at once, so a watcher's safety-net poll never
-    /// holds up its wait (notifications arrive on the connection's own thread anyway).
-    pub(crate) fn revision_if_free(&self, key: &str) -> Option<Result<Option<i64>>> {
-        let guard = match self.inner.transaction.try_lock() {
-            Ok(guard) => guard,
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        drop(guard);
-        // Free a moment ago: take it the ordinary way (a change may have started since;
-        // then this waits for it, as any read does).
-        Some(self.revision(key))
-    }
-
     /// The revision of document `key` (changes with every committed write), `None` if
-    /// there is no row: what a watcher's poll compares.
+    /// there is no row: what a watcher's poll compares. Read on the presence connection,
+    /// so a poll never waits for a change in progress.
     pub(crate) fn revision(&self, key: &str) -> Result<Option<i64>> {
-        let hold = self.serialize()?;
-        let rows = block_on(
-            hold.conn
-                .client
-                .query("SELECT rev FROM roo_doc WHERE key = $1", &[&key]),
-        )
-        .map_err(|e| self.db_error(format!("read {key}"), &e))?;
-        Ok(rows.first().map(|row| row.get(0)))
+        self.presence()?.revision(key)
     }
 
     /// Whether document `key` exists (a placeholder row does not count).
@@ -789,6 +875,8 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
         // lock
         "SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE",
+        // clock: milliseconds since the Unix epoch, by the server's clock, now
+        "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8",
         // write
         "UPDATE roo_doc SET doc = $2::text::json, rev = rev + 1, updated_at = now() \
          WHERE key = $1",
@@ -823,6 +911,16 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         // quarantined_under
         "SELECT id, key FROM roo_quarantine WHERE key LIKE $1 AND NOT acknowledged \
          ORDER BY id",
+        // new_epoch
+        "SELECT txid_current()",
+        // held_keys: which of the presence lock keys $1 some session holds (granted
+        // advisory locks of this database)
+        "SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
+           SELECT 1 FROM pg_locks l \
+           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND l.classid = ((k >> 32) & 4294967295)::oid \
+             AND l.objid = (k & 4294967295)::oid)",
         // delete_docs_under
         "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
         // delete_archive_under
@@ -849,6 +947,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
             read_in_team,
             placeholder,
             lock,
+            clock,
             write,
             notify,
             quarantine,
@@ -864,11 +963,13 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
             exists,
             quarantined,
             quarantined_under,
+            new_epoch,
+            held_keys,
             delete_docs_under,
             delete_archive_under,
             delete_quarantine_under,
         ],
-    ) = <[Statement; 22]>::try_from(prepared)
+    ) = <[Statement; 25]>::try_from(prepared)
     else {
         return Err(engine("prepare the statements", &"a statement is missing"));
     };
@@ -877,6 +978,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         read_in_team,
         placeholder,
         lock,
+        clock,
         write,
         notify,
         quarantine,
@@ -892,6 +994,8 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         exists,
         quarantined,
         quarantined_under,
+        new_epoch,
+        held_keys,
         delete_docs_under,
         delete_archive_under,
         delete_quarantine_under,

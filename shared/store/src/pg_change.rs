@@ -1,11 +1,13 @@
 //! A change on the PostgreSQL store as one transaction of two pipelined round trips, and
 //! what happens when the link is lost under it (docs/PROTOCOL.md §8).
 //!
-//! Round trip 1 begins the transaction, holds the team's config shared (and reads it when
-//! the change wants it), makes sure the document's row exists, locks and reads it, reads
-//! the transaction's id (`pg_current_xact_id`) and, when the change wants them, the
-//! document's quarantined texts. The change runs on what came back; round trip 2 sends its
-//! writes, the notification and the `COMMIT`.
+//! Round trip 1 begins the transaction, holds the team's config shared and reads it (for
+//! the change when it wants it; for the fence of a handle writing as a member,
+//! `PgStore::fenced`, which refuses the change unless the member's entry still vouches
+//! for it), makes sure the document's row exists, locks and reads it, reads the server's
+//! clock (the change's times, `StoreClock`), the transaction's id (`pg_current_xact_id`)
+//! and, when the change wants them, the document's quarantined texts. The change runs on
+//! what came back; round trip 2 sends its writes, the notification and the `COMMIT`.
 //!
 //! A link lost in round trip 1 loses nothing: the `COMMIT` was not sent, the server rolls
 //! the transaction back, and the change runs again from scratch on a new connection. A
@@ -16,7 +18,7 @@
 //! transaction has ended, and asks the server what became of it (`pg_xact_status`).
 //! Committed: the lost attempt's result, computed before its commit, is returned and
 //! nothing is written again. Aborted: the change runs again from scratch on what the
-//! document now holds. Anything else (the row still held past the lock wait, a server
+//! document now holds (fenced again: a member declared dead meanwhile writes nothing). Anything else (the row still held past the lock wait, a server
 //! that no longer knows the transaction) is an error that says the outcome is unknown —
 //! never a guess. So whatever a change reports is what the document holds, and a change
 //! that committed is never made twice.
@@ -173,9 +175,15 @@ impl PgStore {
             // leave an inbox for a new team of that name). Inside a change of the config
             // itself (a team's creation) the outer change holds it.
             let config_key = team_config_key(key).filter(|_| team_check && depth == 0);
+            // A handle writing as a member of this team (`PgStore::fenced`): its entry is
+            // checked in the config read with the share lock, in this same round trip.
+            let fence = self.fence.as_deref().filter(|fence| {
+                config_key.as_deref() == Some(format!("teams/{}/config.json", fence.team).as_str())
+            });
             // Round trip 1. The team's config first, the document's row after: every
             // change takes its locks in that order. The lost attempt's status is asked
-            // after the row lock, which waits for that attempt's transaction to end.
+            // after the row lock, which waits for that attempt's transaction to end, and
+            // so is the server's clock (the time the change happens at).
             let open = Open::begin(&hold.conn, &hold);
             let key_param: [&(dyn ToSql + Sync); 1] = [&key];
             let config_param: [&(dyn ToSql + Sync); 1] = [&config_key];
@@ -209,6 +217,7 @@ impl PgStore {
             };
             let placeholder = client.execute(&statements.placeholder, &key_param);
             let lock = client.query(&statements.lock, &key_param);
+            let clock = client.query_one(&statements.clock, &[]);
             let xact = async {
                 match depth {
                     0 => client
@@ -236,10 +245,10 @@ impl PgStore {
                     false => Ok(Vec::new()),
                 }
             };
-            let ((begun, ended, team, placed), (locked, xact, status, quarantined)) =
+            let ((begun, ended, team, placed), (locked, clock, xact, status, quarantined)) =
                 block_on(futures_util::future::join(
                     futures_util::future::join4(begin, end_lost, team, placeholder),
-                    futures_util::future::join4(lock, xact, status, quarantined),
+                    futures_util::future::join5(lock, clock, xact, status, quarantined),
                 ));
             let first = (|| {
                 begun?;
@@ -247,12 +256,13 @@ impl PgStore {
                 let team = team?;
                 placed?;
                 let rows = locked?;
+                let server_ms = clock?.get::<_, i64>(0);
                 let xact = xact?;
                 let status = status?;
                 let quarantined = quarantined?;
-                Ok::<_, tokio_postgres::Error>((team, rows, xact, status, quarantined))
+                Ok::<_, tokio_postgres::Error>((team, rows, server_ms, xact, status, quarantined))
             })();
-            let (team, rows, xact, status, quarantined) = match first {
+            let (team, rows, server_ms, xact, status, quarantined) = match first {
                 Ok(read) => read,
                 Err(e) if link_lost(&e, client) => {
                     hold.conn.mark_lost();
@@ -314,6 +324,13 @@ impl PgStore {
                 Some(config) => config,
                 None => None,
             };
+            // Written as a member: refused unless its entry, read under the share lock,
+            // still vouches for this process — checked on every run, so a change run again
+            // after a lost link is fenced as its first run was. (No config: the change
+            // itself refuses the missing team.)
+            if let (Some(fence), Some(config)) = (fence, &config) {
+                fence.check(config)?;
+            }
             // A row deleted between the placeholder and the lock (a concurrent team
             // delete or quarantine committed): start again, a change must not write into
             // nothing.
@@ -338,7 +355,11 @@ impl PgStore {
             let mut writes = PgWrites::default();
             // A failed (or panicking) change rolls back as `open` drops. One that failed
             // because the link went under it (a read of its own) runs again.
-            let outcome = match change(text, &reads, &mut writes) {
+            // The times it writes are the server's (`StoreClock`).
+            let clock = crate::time::StoreClock::enter(server_ms);
+            let outcome = change(text, &reads, &mut writes);
+            drop(clock);
+            let outcome = match outcome {
                 Ok(outcome) => outcome,
                 Err(e) => {
                     let lost = client.is_closed() || hold.conn.is_lost();

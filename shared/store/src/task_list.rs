@@ -521,17 +521,18 @@ impl TaskList {
         by: Option<&Name>,
         gone: impl Fn(&Task, Timestamp) -> Option<String>,
     ) -> Result<Vec<Reclaimed>> {
-        self.reclaim_in_team(by, |_, task, now| gone(task, now))
+        self.reclaim_in_team(by, |_| Ok(&gone))
     }
 
-    /// [`TaskList::reclaim_where`] whose `gone` also sees the team's config, as the
-    /// change reads it.
-    fn reclaim_in_team(
+    /// [`TaskList::reclaim_where`] whose `gone` is made by `judge` from the team's config,
+    /// as the change reads it (once per run of the change).
+    fn reclaim_in_team<G: Fn(&Task, Timestamp) -> Option<String>>(
         &self,
         by: Option<&Name>,
-        gone: impl Fn(&TeamConfig, &Task, Timestamp) -> Option<String>,
+        judge: impl Fn(&TeamConfig) -> Result<G>,
     ) -> Result<Vec<Reclaimed>> {
         self.update_doc(|config, list| {
+            let gone = judge(config)?;
             let now = Timestamp::now();
             let mut reclaimed = Vec::new();
             for task in list.tasks.iter_mut() {
@@ -541,7 +542,7 @@ impl TaskList {
                 let Some(owner) = task.owner.clone() else {
                     continue;
                 };
-                let Some(reason) = gone(config, task, now) else {
+                let Some(reason) = gone(task, now) else {
                     continue;
                 };
                 task.status = TaskStatus::Pending;
@@ -608,11 +609,15 @@ impl TaskList {
     }
 
     /// Reclaims the tasks of every owner that is gone by the team config's own account:
-    /// not a member, marked dead, or with a recorded pid that is not alive — or whose
-    /// lease expired ([`TeamConfig::live_member_names`], [`owner_gone`]).
+    /// not a member, marked dead, or gone by the store's test (files: a recorded pid that
+    /// is not alive; PostgreSQL: a free presence lock) — or whose lease expired
+    /// ([`crate::Liveness::live_member_names`], [`owner_gone`]).
     pub fn reclaim_gone(&self, by: Option<&Name>) -> Result<Vec<Reclaimed>> {
-        self.reclaim_in_team(by, |config, task, now| {
-            owner_gone(task, now, &config.live_member_names())
+        // The store's test of liveness, read under the config's share lock (PostgreSQL:
+        // one query on `pg_locks`, only when a member holds a presence).
+        self.reclaim_in_team(by, |config| {
+            let live = self.team.liveness(config)?.live_member_names(config);
+            Ok(move |task: &Task, now| owner_gone(task, now, &live))
         })
     }
 

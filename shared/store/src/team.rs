@@ -85,6 +85,13 @@ pub struct Member {
     /// so a restarted member does not repeat it while nothing changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_fingerprint: Option<String>,
+    /// PostgreSQL store only: the epoch of the process that holds this member's presence
+    /// (a server transaction id, new at each [`Team::hold_presence`]); the member lives
+    /// while the session advisory lock keyed by (team, agent id, epoch) is held, whatever
+    /// its pid (PROTOCOL.md §8). Absent on files, and for an entry no presence vouches for
+    /// (judged by its pid then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
     /// Members this version does not know (from a newer minor version), kept on rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -128,6 +135,7 @@ impl Member {
             dead_at: None,
             dead_reason: None,
             idle_fingerprint: None,
+            epoch: None,
             extra: Default::default(),
         }
     }
@@ -161,9 +169,11 @@ impl Member {
         self.dead_at.is_some() && self.dead_reason.as_deref() == Some(SHUT_DOWN_REASON)
     }
 
-    /// The state as observed now: also dead when it has a recorded pid that is not a live
-    /// process (it died and nobody has marked it yet). A member on another host
-    /// ([`Member::host`]) is never judged by a pid of this host.
+    /// The state as observed now by the file store's test: also dead when it has a
+    /// recorded pid that is not a live process (it died and nobody has marked it yet).
+    /// A member on another host ([`Member::host`]) is never judged by a pid of this host.
+    /// For the store's own test (on PostgreSQL, the member's presence lock) use
+    /// [`Team::liveness`].
     pub fn observed_state(&self) -> MemberState {
         if self.local_pid().is_some_and(|pid| !pid_alive(pid)) {
             MemberState::Dead
@@ -442,6 +452,14 @@ impl Team {
         &self.name
     }
 
+    /// This team under `home` (the same home with another store handle).
+    pub(crate) fn with_home(&self, home: RooHome) -> Team {
+        Team {
+            home,
+            name: self.name.clone(),
+        }
+    }
+
     /// The home it lives in.
     pub fn home(&self) -> &RooHome {
         &self.home
@@ -531,6 +549,10 @@ impl Team {
                 && !take_over
             {
                 return Ok(Outcome::Keep(LeadClaim::Held(held)));
+            }
+            if lead.pid != Some(pid) {
+                // Another process leads now: the old one's presence vouches no more.
+                lead.epoch = None;
             }
             lead.pid = Some(pid);
             lead.dead_at = None;
@@ -648,11 +670,14 @@ impl Team {
             // The reader's rules: a newer major is refused, a damaged config reported.
             let config: TeamConfig =
                 doc::parse_row(path, &text)?.ok_or_else(|| self.not_found(path))?;
+            // Under the row lock: no member joins or holds a presence meanwhile.
+            let liveness = self.liveness(&config)?;
             let active: Vec<String> = config
                 .members
                 .iter()
                 .filter(|m| {
-                    m.agent_id != config.lead_agent_id && m.observed_state() == MemberState::Busy
+                    m.agent_id != config.lead_agent_id
+                        && liveness.observed_state(m) == MemberState::Busy
                 })
                 .map(|m| m.name.to_string())
                 .collect();

@@ -8,8 +8,9 @@
 //! the parser rejects dates that do not exist and offsets beyond ±23:59, checked
 //! exhaustively against the day-count conversion in the tests.
 
+use std::cell::Cell;
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -17,9 +18,46 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct Timestamp(i64);
 
+thread_local! {
+    /// The store's clock while a change of the PostgreSQL store runs on this thread: the
+    /// server's time read with the row lock, and when it was read here.
+    static STORE_CLOCK: Cell<Option<(i64, Instant)>> = const { Cell::new(None) };
+}
+
+/// While alive, [`Timestamp::now`] on this thread is the store's clock: `server_ms` (the
+/// server's time read in the change's first round trip) plus the time elapsed here since.
+/// So every time a change writes (claim leases, `dead_at`, message times) comes from the
+/// server's clock, whichever host runs the change. Dropping it restores the clock before.
+pub(crate) struct StoreClock {
+    before: Option<(i64, Instant)>,
+}
+
+impl StoreClock {
+    pub(crate) fn enter(server_ms: i64) -> StoreClock {
+        let before = STORE_CLOCK.with(|clock| clock.replace(Some((server_ms, Instant::now()))));
+        StoreClock { before }
+    }
+}
+
+impl Drop for StoreClock {
+    fn drop(&mut self) {
+        STORE_CLOCK.with(|clock| clock.set(self.before));
+    }
+}
+
 impl Timestamp {
-    /// The current time.
+    /// The current time: this machine's clock, or, inside a change of the PostgreSQL
+    /// store, the server's (see `StoreClock`).
     pub fn now() -> Timestamp {
+        if let Some((server_ms, read_at)) = STORE_CLOCK.with(Cell::get) {
+            let elapsed = i64::try_from(read_at.elapsed().as_millis()).unwrap_or(i64::MAX);
+            return Timestamp(server_ms.saturating_add(elapsed));
+        }
+        Timestamp::system_now()
+    }
+
+    /// This machine's clock, whatever store is in use.
+    pub fn system_now() -> Timestamp {
         let ms = match SystemTime::now().duration_since(UNIX_EPOCH) {
             Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
             Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
@@ -286,6 +324,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_store_clock_rules_now_while_it_is_entered_and_nests() {
+        let outer = StoreClock::enter(1_000_000);
+        let now = Timestamp::now().unix_ms();
+        assert!((1_000_000..1_010_000).contains(&now), "{now}");
+        {
+            let _inner = StoreClock::enter(5_000_000);
+            assert!(Timestamp::now().unix_ms() >= 5_000_000);
+        }
+        assert!(Timestamp::now().unix_ms() < 5_000_000);
+        drop(outer);
+        assert!(Timestamp::now().unix_ms() > 1_700_000_000_000);
+        // Another thread keeps its own clock.
+        let _clock = StoreClock::enter(7);
+        let other = std::thread::spawn(|| Timestamp::now().unix_ms())
+            .join()
+            .unwrap();
+        assert!(other > 1_700_000_000_000);
     }
 
     #[test]

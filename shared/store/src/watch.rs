@@ -171,7 +171,8 @@ impl InboxWatcher {
 
     /// Watches the inbox `key` of the PostgreSQL store `pg` (`path`: where its file would
     /// be, for messages): woken by the store's notifications of committed changes, and
-    /// polling the row's revision every [`POLL_WITH_NOTIFY`] as the safety net.
+    /// polling the row's revision every [`POLL_WITH_NOTIFY`] as the safety net — both on
+    /// the store's presence connection, which never waits behind a change.
     pub(crate) fn for_pg(path: PathBuf, pg: PgStore, key: String) -> Result<InboxWatcher> {
         let (tx, rx) = mpsc::channel();
         let notify_tx = std::sync::Mutex::new(tx.clone());
@@ -201,11 +202,8 @@ impl InboxWatcher {
 
     fn signature(&self) -> Signature {
         match &self.pg {
-            // A busy connection skips this poll: the last signature stands.
-            Some((pg, key, _)) => match pg.revision_if_free(key) {
-                Some(revision) => pg_revision_signature(revision),
-                None => self.last,
-            },
+            // On the presence connection: never behind a change in progress.
+            Some((pg, key, _)) => pg_signature(pg, key),
             None => signature(&self.path),
         }
     }

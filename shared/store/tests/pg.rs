@@ -28,6 +28,9 @@ pub use suite::common;
 #[path = "pg/review2.rs"]
 mod review2;
 
+#[path = "pg/presence.rs"]
+mod presence;
+
 /// The test proxy of `tests/harness` (one implementation, included by path: this crate's
 /// tests cannot depend on the end-to-end harness).
 #[path = "../../../tests/harness/pg_proxy.rs"]

@@ -7,6 +7,8 @@ pub struct Fixture {
     pub _dir: tempfile::TempDir,
     pub home: RooHome,
     pub team: Team,
+    /// The store's URL (a fresh schema), for more connections to it.
+    pub url: String,
 }
 
 pub fn name(s: &str) -> Name {
@@ -42,35 +44,32 @@ pub fn fresh_schema_url(dsn: &str) -> String {
     format!("{dsn}{sep}options=-c%20search_path%3D{schema}")
 }
 
-/// A home whose documents live in a fresh schema of the test server.
-pub fn pg_home(dsn: &str) -> (tempfile::TempDir, RooHome) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = PgStore::connect(&fresh_schema_url(dsn)).unwrap();
-    let home = RooHome::new(dir.path().join("home")).with_store(store);
-    (dir, home)
-}
-
 /// Whether this run keeps its documents in files: a test that looks at the files
 /// themselves returns early unless it does (`if common::not_files() { return; }`).
 pub fn not_files() -> bool {
     std::env::var("ROO_TEST_PG_DSN").is_ok_and(|d| !d.is_empty())
 }
 
-/// A home for the test: in a fresh schema of the test server, or (without one) files.
-pub fn home() -> (tempfile::TempDir, RooHome) {
+/// A home for the test: in a fresh schema of the test server, or (without one) files;
+/// with the schema's URL (empty for files).
+pub fn home() -> (tempfile::TempDir, RooHome, String) {
     match dsn() {
-        Some(dsn) => pg_home(&dsn),
+        Some(dsn) => {
+            let url = fresh_schema_url(&dsn);
+            let (dir, home) = home_at(&url);
+            (dir, home, url)
+        }
         None => {
             let dir = tempfile::tempdir().unwrap();
             let home = RooHome::new(dir.path());
-            (dir, home)
+            (dir, home, String::new())
         }
     }
 }
 
 /// A team `t` led by `lead` with members `alice` and `bob`.
 pub fn team() -> Fixture {
-    let (dir, home) = home();
+    let (dir, home, url) = home();
     let t = name("t");
     let members = vec![Member::new(name("alice"), &t), Member::new(name("bob"), &t)];
     let team = Team::create(
@@ -85,6 +84,7 @@ pub fn team() -> Fixture {
         _dir: dir,
         home,
         team,
+        url,
     }
 }
 
@@ -142,5 +142,49 @@ impl Raw {
 
     pub fn exec(&self, sql: &str) {
         self.rt.block_on(self.client.batch_execute(sql)).unwrap();
+    }
+}
+
+/// A member kept alive by its presence (the PostgreSQL store's test: a pid means nothing
+/// there), held by this process on its own connections; [`LiveMember::kill`] drops it,
+/// as the death of its process would. Without a server: a process whose pid its entry
+/// records, as on files.
+pub enum LiveMember {
+    Presence(Option<roo_store::Presence>),
+    Process(std::process::Child),
+}
+
+/// Joins `member` as a live member (see [`LiveMember`]), from a connection of its own.
+pub fn live_member(f: &Fixture, mut member: Member) -> LiveMember {
+    if f.url.is_empty() {
+        let child = Command::new("sleep").arg("60").spawn().unwrap();
+        member.pid = Some(child.id());
+        f.team.join(member).unwrap();
+        return LiveMember::Process(child);
+    }
+    let (_dir, home) = home_at(&f.url);
+    let team = Team::open(&home, f.team.name().clone()).unwrap();
+    let name = member.name.clone();
+    team.join(member).unwrap();
+    LiveMember::Presence(Some(team.hold_presence(&name).unwrap()))
+}
+
+impl LiveMember {
+    pub fn kill(&mut self) {
+        match self {
+            LiveMember::Presence(presence) => {
+                presence.take();
+            }
+            LiveMember::Process(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+impl Drop for LiveMember {
+    fn drop(&mut self) {
+        self.kill();
     }
 }

@@ -267,3 +267,82 @@ fn a_quarantined_tasks_id_is_not_reused_when_the_mark_is_lowered() {
         .unwrap();
     assert_eq!(created.id, TaskId::parse("4").unwrap());
 }
+
+/// Changes made as a member holding its presence (`Presence::team`) are fenced — the
+/// member's entry is checked in the config read of the first round trip — and stamped by
+/// the server's clock, read in the same round trip: still two round trips each.
+#[test]
+fn a_fenced_change_is_still_two_round_trips() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let proxy = PgProxy::for_dsn(&dsn);
+    proxy.hold_answers(std::time::Duration::from_millis(3));
+    let (_dir, home) = home_at(&proxy.url_for(&url));
+    let team = team_named(&home, "t", &["alice", "bob"]);
+    let alice = name("alice");
+    let presence = team.hold_presence(&alice).unwrap();
+    let fenced = presence.team();
+    let (mb, list) = (fenced.mailbox(), fenced.tasks());
+    let mut counted: Vec<(&str, u64)> = Vec::new();
+    counted.push((
+        "fenced send",
+        fewest(
+            &proxy,
+            |_| (),
+            |()| {
+                mb.send(&alice, "bob", Outgoing::text("hi", "a greeting"))
+                    .unwrap();
+            },
+        ),
+    ));
+    counted.push((
+        "fenced claim",
+        fewest(
+            &proxy,
+            |run| {
+                team.tasks()
+                    .create(NewTask {
+                        subject: format!("claim {run}"),
+                        ..Default::default()
+                    })
+                    .unwrap()
+                    .id
+            },
+            |id| {
+                let outcome = list.claim(&id, &alice, &ClaimOptions::default()).unwrap();
+                assert!(matches!(outcome, ClaimOutcome::Claimed(_)), "{outcome:?}");
+            },
+        ),
+    ));
+    counted.push((
+        "fenced take unread",
+        fewest(
+            &proxy,
+            |run| {
+                team.mailbox()
+                    .send(
+                        &name("bob"),
+                        "alice",
+                        Outgoing::text(format!("m{run}"), "mail"),
+                    )
+                    .unwrap();
+            },
+            |()| {
+                assert!(!mb.take_unread(&alice).unwrap().is_empty());
+            },
+        ),
+    ));
+    eprintln!("fenced round trips after connect: {counted:?}");
+    let over: Vec<_> = counted.iter().filter(|(_, n)| *n > 2).collect();
+    assert!(over.is_empty(), "more than 2 round trips: {over:?}");
+    assert!(counted.iter().all(|(_, n)| *n >= 1), "{counted:?}");
+    // The fence is really checked: declared dead, the same handle writes nothing.
+    team.declare_dead("alice", None, "test").unwrap();
+    let err = mb
+        .send(&alice, "bob", Outgoing::text("late", "after death"))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("must join the team again"),
+        "{err}"
+    );
+}

@@ -37,3 +37,31 @@ pub fn team() -> Fixture {
 pub fn not_files() -> bool {
     false
 }
+
+/// A member kept alive by a process of its own: on files a `sleep` whose pid its entry
+/// records (the file store's test); [`LiveMember::kill`] ends it.
+pub struct LiveMember(std::process::Child);
+
+/// Joins `member` as a live member (see [`LiveMember`]).
+pub fn live_member(f: &Fixture, mut member: Member) -> LiveMember {
+    let child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    member.pid = Some(child.id());
+    f.team.join(member).unwrap();
+    LiveMember(child)
+}
+
+impl LiveMember {
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for LiveMember {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

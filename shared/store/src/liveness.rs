@@ -1,0 +1,262 @@
+//! Liveness: which members of a team are alive by the store's own test, and the
+//! presence a running member holds (PROTOCOL.md §4.1, §8).
+//!
+//! On files a member with a recorded pid lives while that pid is a live process: a test
+//! that holds on one machine, which is all the file store spans. On PostgreSQL a pid
+//! means nothing across hosts: a running member holds a session advisory lock on its
+//! process's presence connection, keyed by (team, agent id, epoch), and its entry records
+//! the epoch; it lives while some session holds that lock, whatever its pid. The server
+//! frees the lock when the member's session ends — at once when its process dies, within
+//! seconds when its host or link goes (the presence connection's keepalives). An entry
+//! without an epoch (no presence vouches for it: a member joined by hand, or by a runtime
+//! that holds no presence) is judged by its pid as on files, and only on its own host
+//! ([`crate::Member::local_pid`]): a pid of another host is no evidence either way.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::doc::Outcome;
+use crate::error::{Error, Result};
+use crate::lock::pid_alive;
+use crate::name::Name;
+use crate::pg::{PresenceConn, presence_key};
+use crate::team::{Member, MemberState, Team, TeamConfig};
+
+/// Who is alive in one team at one moment, by the store's own test: on files each
+/// member's recorded pid, on PostgreSQL each member's presence lock (read in one query).
+#[derive(Clone, Debug)]
+pub struct Liveness {
+    team: Name,
+    /// PostgreSQL: the presence lock keys held when this was read. `None` on files.
+    held: Option<HashSet<i64>>,
+}
+
+impl Liveness {
+    /// What the store's test says of `member` now: `Some(false)` if its process is gone,
+    /// `Some(true)` if it is there, `None` if nothing vouches either way (a roster entry:
+    /// no pid, no epoch; or a member on another host without an epoch, whose pid means
+    /// nothing here). PostgreSQL, with an epoch: whether its presence lock is held;
+    /// otherwise (files, or no epoch): whether its recorded pid is a live process, judged
+    /// only on its own host ([`Member::local_pid`]).
+    pub fn evidence(&self, member: &Member) -> Option<bool> {
+        match (&self.held, member.epoch) {
+            (Some(held), Some(epoch)) => {
+                Some(held.contains(&presence_key(self.team.as_str(), &member.agent_id, epoch)))
+            }
+            // A pid of another host is no evidence here (`Member::local_pid`).
+            _ => member.local_pid().map(pid_alive),
+        }
+    }
+
+    /// The member's state as observed now: dead if marked dead or if its process is gone
+    /// ([`Liveness::evidence`]), else busy or idle as recorded.
+    pub fn observed_state(&self, member: &Member) -> MemberState {
+        if self.evidence(member) == Some(false) {
+            MemberState::Dead
+        } else {
+            member.state()
+        }
+    }
+
+    /// Names of the members that can hold tasks: not observed dead. Tasks of owners
+    /// outside this set are reclaimable.
+    pub fn live_member_names(&self, config: &TeamConfig) -> Vec<Name> {
+        config
+            .members
+            .iter()
+            .filter(|m| self.observed_state(m) != MemberState::Dead)
+            .map(|m| m.name.clone())
+            .collect()
+    }
+}
+
+/// A running member's presence: on PostgreSQL the session advisory lock that says it is
+/// alive, held on the process's presence connection until this is dropped, with the
+/// epoch its entry records. On files it holds nothing (a member lives while its pid
+/// does). [`Presence::team`] is the team handle to write with: on PostgreSQL every
+/// change it makes to the team's inboxes and task list is refused ([`Error::Fenced`])
+/// once the entry no longer has this epoch or is marked dead.
+pub struct Presence {
+    team: Team,
+    member: Name,
+    epoch: Option<u64>,
+    lock: Option<(Arc<PresenceConn>, i64)>,
+}
+
+impl std::fmt::Debug for Presence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Presence")
+            .field("team", self.team.name())
+            .field("member", &self.member)
+            .field("epoch", &self.epoch)
+            .finish()
+    }
+}
+
+impl Presence {
+    /// The team handle whose writes are made as this member (fenced on PostgreSQL).
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    /// The member.
+    pub fn member(&self) -> &Name {
+        &self.member
+    }
+
+    /// The epoch recorded in the member's entry (`None` on files).
+    pub fn epoch(&self) -> Option<u64> {
+        self.epoch
+    }
+
+    /// Whether the lock is held at this moment (files: always). False while the
+    /// presence connection is being restored after a lost link; it is taken again then,
+    /// unless the member was declared dead meanwhile (its writes are then refused).
+    pub fn is_held(&self) -> bool {
+        self.lock
+            .as_ref()
+            .is_none_or(|(conn, key)| conn.holds(*key))
+    }
+}
+
+impl Drop for Presence {
+    fn drop(&mut self) {
+        if let Some((conn, key)) = self.lock.take() {
+            conn.unlock(key);
+        }
+    }
+}
+
+impl Team {
+    /// Who is alive in this team by the store's own test ([`Liveness`]), for `config`
+    /// (read it first). Files: no I/O. PostgreSQL: one query on `pg_locks` for every
+    /// member with an epoch (none if no member has one).
+    pub fn liveness(&self, config: &TeamConfig) -> Result<Liveness> {
+        let held = match self.home().pg() {
+            None => None,
+            Some(pg) => {
+                let keys: Vec<i64> = config
+                    .members
+                    .iter()
+                    .filter_map(|m| {
+                        m.epoch
+                            .map(|epoch| presence_key(self.name().as_str(), &m.agent_id, epoch))
+                    })
+                    .collect();
+                Some(pg.held_keys(&keys)?)
+            }
+        };
+        Ok(Liveness {
+            team: self.name().clone(),
+            held,
+        })
+    }
+
+    /// [`Liveness::evidence`] for one member, read now (inside a change: under its lock).
+    pub(crate) fn evidence_now(&self, member: &Member) -> Result<Option<bool>> {
+        match (self.home().pg(), member.epoch) {
+            (Some(pg), Some(epoch)) => {
+                let key = presence_key(self.name().as_str(), &member.agent_id, epoch);
+                Ok(Some(pg.held_keys(&[key])?.contains(&key)))
+            }
+            _ => Ok(member.local_pid().map(pid_alive)),
+        }
+    }
+
+    /// Holds the presence of member `name` for this process (see [`Presence`]); dropping
+    /// it lets the member count as gone. What a running member does right after joining
+    /// ([`Team::join`]), and a lead after [`Team::claim_lead`].
+    ///
+    /// On PostgreSQL: draws a new epoch from the server, takes the lock keyed by (team,
+    /// agent id, epoch) on the presence connection, then records the epoch in the entry
+    /// in one change — so no one ever sees the entry with an epoch whose lock is not yet
+    /// held. Refused if the entry is marked dead (join again first) or its current epoch's
+    /// lock is held by a live session (another process is that member). On files: checks
+    /// the entry exists and is not marked dead, and holds nothing.
+    pub fn hold_presence(&self, name: &Name) -> Result<Presence> {
+        let action = || {
+            format!(
+                "hold the presence of {name} in team {:?}",
+                self.name().as_str()
+            )
+        };
+        let config = self.config()?;
+        let entry = config
+            .members
+            .iter()
+            .find(|m| &m.name == name)
+            .ok_or_else(|| self.member_not_found(name.as_str()))?;
+        let dead = |entry: &Member| Error::NotPermitted {
+            action: action(),
+            reason: format!(
+                "{name} is marked dead ({}); it must join the team again first",
+                entry.dead_reason.as_deref().unwrap_or("no reason given")
+            ),
+        };
+        if entry.dead_at.is_some() {
+            return Err(dead(entry));
+        }
+        let Some(pg) = self.home().pg() else {
+            return Ok(Presence {
+                team: self.clone(),
+                member: name.clone(),
+                epoch: None,
+                lock: None,
+            });
+        };
+        let agent_id = entry.agent_id.clone();
+        let conn = pg.presence()?;
+        let epoch = pg.new_epoch()?;
+        let key = presence_key(self.name().as_str(), &agent_id, epoch);
+        if !conn.lock(key)? {
+            return Err(Error::Engine {
+                action: action(),
+                target: pg.target().to_owned(),
+                detail: format!("the new presence lock {key} is held by another session"),
+            });
+        }
+        let recorded = self.update(|config| {
+            let entry = config
+                .members
+                .iter_mut()
+                .find(|m| &m.name == name)
+                .ok_or_else(|| self.member_not_found(name.as_str()))?;
+            if entry.agent_id != agent_id {
+                return Err(Error::NotPermitted {
+                    action: action(),
+                    reason: "its entry was replaced meanwhile; try again".into(),
+                });
+            }
+            if entry.dead_at.is_some() {
+                return Err(dead(entry));
+            }
+            if let Some(old) = entry.epoch
+                && self.evidence_now(entry)? == Some(true)
+            {
+                return Err(Error::NotPermitted {
+                    action: action(),
+                    reason: format!(
+                        "a live process holds {name}'s presence (epoch {old}); stop it first, or \
+                         join under another name"
+                    ),
+                });
+            }
+            entry.epoch = Some(epoch);
+            Ok(Outcome::Write(()))
+        });
+        if let Err(e) = recorded {
+            conn.unlock(key);
+            return Err(e);
+        }
+        let fenced = self.with_home(
+            self.home()
+                .map_pg(|pg| pg.fenced(self.name().as_str(), name.as_str(), epoch)),
+        );
+        Ok(Presence {
+            team: fenced,
+            member: name.clone(),
+            epoch: Some(epoch),
+            lock: Some((conn, key)),
+        })
+    }
+}
