@@ -51,7 +51,10 @@ fn a_member_declared_dead_while_its_presence_was_away_does_not_take_its_lock_aga
     assert_eq!(ended, "1");
     let deadline = Instant::now() + Duration::from_secs(60);
     while alice.is_held() || held_by_anyone() {
-        assert!(Instant::now() < deadline, "the presence session never ended");
+        assert!(
+            Instant::now() < deadline,
+            "the presence session never ended"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // Meanwhile the lead declares alice dead by the store's test (her lock is free).
@@ -64,7 +67,10 @@ fn a_member_declared_dead_while_its_presence_was_away_does_not_take_its_lock_aga
     let pg = home.pg().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while pg.presence_settings().is_err() {
-        assert!(Instant::now() < deadline, "the presence connection never came back");
+        assert!(
+            Instant::now() < deadline,
+            "the presence connection never came back"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // Give the periodic retry its chance too (every 500 ms).
@@ -95,4 +101,39 @@ fn a_member_declared_dead_while_its_presence_was_away_does_not_take_its_lock_aga
         &dsn,
         &format!("DROP SCHEMA {role} CASCADE; DROP OWNED BY {role}; DROP ROLE {role}"),
     );
+}
+
+/// A fenced send whose `COMMIT` never reached the server runs again after the store
+/// connects again; if its member was declared dead while the store was away, the run
+/// again is refused (`Error::Fenced`) and nothing is written (PROTOCOL.md §8).
+#[test]
+fn a_fenced_send_cut_before_its_commit_is_refused_when_declared_dead_meanwhile() {
+    use crate::pg_proxy::PgProxy;
+    use roo_store::{Error, Outgoing, ReadFilter, Team};
+    let Some(dsn) = dsn() else { return };
+    let url = super::common::fresh_schema_url(&dsn);
+    let proxy = PgProxy::for_dsn(&dsn);
+    let (_dir, home) = home_at(&proxy.url_for(&url));
+    let team = team_named(&home, "t", &["alice", "carol"]);
+    let carol = team.hold_presence(&name("carol")).unwrap();
+    let (_direct_dir, direct) = home_at(&url);
+    let lead_team = Team::open(&direct, name("t")).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    proxy.cut_at_commit_then(1, false, move || {
+        tx.send(lead_team.declare_dead("carol", Some(&name("lead")), "cut off"))
+            .unwrap();
+    });
+    let err = carol
+        .team()
+        .mailbox()
+        .send(&name("carol"), "alice", Outgoing::text("late", "late"))
+        .unwrap_err();
+    rx.recv().unwrap().unwrap();
+    assert!(matches!(err, Error::Fenced { .. }), "{err}");
+    let inbox = Team::open(&direct, name("t"))
+        .unwrap()
+        .mailbox()
+        .read(&name("alice"), &ReadFilter::default())
+        .unwrap();
+    assert!(inbox.is_empty(), "a fenced send wrote: {inbox:?}");
 }
