@@ -208,7 +208,12 @@ impl Team {
         let conn = pg.presence()?;
         let epoch = pg.new_epoch()?;
         let key = presence_key(self.name().as_str(), &agent_id, epoch);
-        if !conn.lock(key)? {
+        let guard = crate::pg::Fence {
+            team: self.name().as_str().to_owned(),
+            member: name.as_str().to_owned(),
+            epoch,
+        };
+        if !conn.lock(key, Some(guard))? {
             return Err(Error::Engine {
                 action: action(),
                 target: pg.target().to_owned(),

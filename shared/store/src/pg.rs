@@ -319,7 +319,7 @@ pub struct PgStore {
 /// team's inboxes or task list checks, under the config row's share lock in its first
 /// round trip, that the member's entry is there, not marked dead and still has this
 /// epoch — else it is refused ([`Error::Fenced`]) and writes nothing.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Fence {
     pub(crate) team: String,
     pub(crate) member: String,

@@ -44,3 +44,6 @@ mod outcome;
 
 #[path = "pg/restart.rs"]
 mod restart;
+
+#[path = "pg/rev2.rs"]
+mod rev2;

@@ -10,7 +10,7 @@
 //!
 //! One thread owns the connection and its wanted state (channels, locks): callers send it
 //! commands. When the link is lost it connects again by itself (with backoff, for as long
-//! as the store lives), `LISTEN`s again, takes the locks again, and wakes every watcher
+//! as the store lives), `LISTEN`s again, takes the locks again (a presence whose member was declared dead meanwhile is given up), and wakes every watcher
 //! to read afresh (a notification sent meanwhile is lost). Reads (the watchers' polls,
 //! `doctor`'s settings) use the current client directly.
 
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
 
-use super::{Watchers, block_on, engine_detail};
+use super::{Fence, Watchers, block_on, engine_detail};
 use crate::error::{Error, Result};
 
 /// Idle time before the first TCP keepalive probe, on both ends of the presence
@@ -64,6 +64,10 @@ enum Command {
     /// session holds it.
     Lock {
         key: i64,
+        /// The member whose presence it is: after a reconnect the lock is taken again
+        /// only while its entry still vouches for this epoch (not marked dead, not
+        /// taken over), checked under the config row's share lock.
+        guard: Option<Fence>,
         reply: std::sync::mpsc::Sender<std::result::Result<bool, String>>,
     },
     /// Release a lock taken with `Lock`; the reply says it is done.
@@ -170,11 +174,11 @@ impl PresenceConn {
     /// Held until [`PresenceConn::unlock`], and taken again after a reconnect. While the
     /// connection is being restored it waits for it (refused once the reconnection has
     /// failed for [`super::RECONNECT_FOR`]).
-    pub(crate) fn lock(&self, key: i64) -> Result<bool> {
+    pub(crate) fn lock(&self, key: i64, guard: Option<Fence>) -> Result<bool> {
         let (reply, answer) = std::sync::mpsc::channel();
         let action = || format!("take the presence lock {key}");
         self.commands
-            .send(Command::Lock { key, reply })
+            .send(Command::Lock { key, guard, reply })
             .map_err(|_| self.error(action(), "the presence connection's thread stopped"))?;
         match answer.recv() {
             Ok(Ok(taken)) => Ok(taken),
@@ -321,7 +325,7 @@ async fn run(
 ) {
     let mut ready = Some(ready);
     let mut channels: BTreeSet<String> = BTreeSet::new();
-    let mut locks: HashMap<i64, usize> = HashMap::new();
+    let mut locks: HashMap<i64, (usize, Option<Fence>)> = HashMap::new();
     // Locks asked for while there is no connection: taken once it is back, or refused
     // after [`super::RECONNECT_FOR`].
     let mut pending: Vec<(Instant, Command)> = Vec::new();
@@ -377,7 +381,7 @@ async fn run(
             }
         };
         pause = Duration::from_millis(50);
-        relock(&live, &locks, &shared).await;
+        relock(&live, &mut locks, &shared).await;
         *shared.live.lock().unwrap_or_else(PoisonError::into_inner) = Some(live.clone());
         match ready.take() {
             Some(ready) => {
@@ -404,7 +408,7 @@ async fn run(
                     None => return,
                     Some(command) => online(command, &live, &mut channels, &mut locks, &shared).await,
                 },
-                _ = retry.tick(), if missing => relock(&live, &locks, &shared).await,
+                _ = retry.tick(), if missing => relock(&live, &mut locks, &shared).await,
             }
         }
         *shared.live.lock().unwrap_or_else(PoisonError::into_inner) = None;
@@ -466,8 +470,10 @@ async fn set_up(client: Client, channels: &BTreeSet<String>) -> std::result::Res
 }
 
 /// Takes every wanted lock this session does not hold yet. One not free (the server has
-/// not yet dropped this process's old session) is tried again later.
-async fn relock(live: &Live, locks: &HashMap<i64, usize>, shared: &Shared) {
+/// not yet dropped this process's old session) is tried again later. One whose member's
+/// entry no longer vouches for it (declared dead, or taken over, while the connection
+/// was away) is given up: that member stays dead (PROTOCOL.md §8).
+async fn relock(live: &Live, locks: &mut HashMap<i64, (usize, Option<Fence>)>, shared: &Shared) {
     let missing: Vec<i64> = {
         let held = shared.held.lock().unwrap_or_else(PoisonError::into_inner);
         locks
@@ -477,12 +483,26 @@ async fn relock(live: &Live, locks: &HashMap<i64, usize>, shared: &Shared) {
             .collect()
     };
     for key in missing {
-        if let Ok(row) = live
-            .client
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-            .await
-            && row.get::<_, bool>(0)
-        {
+        let guard = locks.get(&key).and_then(|(_, guard)| guard.clone());
+        let taken = match guard {
+            None => matches!(
+                live.client
+                    .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                    .await
+                    .map(|row| row.get::<_, bool>(0)),
+                Ok(true)
+            ),
+            Some(fence) => match relock_guarded(&live.client, key, &fence).await {
+                Ok(Some(taken)) => taken,
+                // The entry no longer vouches for this epoch: never taken again.
+                Ok(None) => {
+                    locks.remove(&key);
+                    false
+                }
+                Err(_) => false,
+            },
+        };
+        if taken {
             shared
                 .held
                 .lock()
@@ -492,12 +512,59 @@ async fn relock(live: &Live, locks: &HashMap<i64, usize>, shared: &Shared) {
     }
 }
 
+/// Takes lock `key` again for `fence`'s member, in one short transaction: the lock first,
+/// then the team's config row `FOR SHARE` — which waits for a change declaring the member
+/// dead (it checked the lock free under that row's lock) — and the lock is released again
+/// unless the entry still records this epoch and is not marked dead. `Ok(None)`: the
+/// entry no longer vouches for it; `Ok(Some(false))`: another session holds the lock.
+async fn relock_guarded(
+    client: &Client,
+    key: i64,
+    fence: &Fence,
+) -> std::result::Result<Option<bool>, tokio_postgres::Error> {
+    client.batch_execute("BEGIN").await?;
+    let result = async {
+        let taken: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .await?
+            .get(0);
+        if !taken {
+            return Ok(Some(false));
+        }
+        let config_key = format!("teams/{}/config.json", fence.team);
+        let row = client
+            .query_opt(
+                "SELECT doc::text FROM roo_doc WHERE key = $1 AND doc IS NOT NULL FOR SHARE",
+                &[&config_key],
+            )
+            .await;
+        let vouches = match &row {
+            Ok(Some(row)) => fence.check(&row.get::<_, String>(0)).is_ok(),
+            Ok(None) => false,
+            Err(_) => false,
+        };
+        if !vouches {
+            // A session lock outlives the transaction: release it explicitly.
+            client
+                .query_one("SELECT pg_advisory_unlock($1)", &[&key])
+                .await?;
+            row?;
+            return Ok(None);
+        }
+        Ok(Some(true))
+    }
+    .await;
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    let _ = client.batch_execute(end).await;
+    result
+}
+
 /// A command while there is no connection: the wanted state is kept for the next one;
 /// a lock waits for it ([`expire`]).
 fn offline(
     command: Command,
     channels: &mut BTreeSet<String>,
-    locks: &mut HashMap<i64, usize>,
+    locks: &mut HashMap<i64, (usize, Option<Fence>)>,
     pending: &mut Vec<(Instant, Command)>,
 ) {
     match command {
@@ -517,7 +584,7 @@ async fn online(
     command: Command,
     live: &Live,
     channels: &mut BTreeSet<String>,
-    locks: &mut HashMap<i64, usize>,
+    locks: &mut HashMap<i64, (usize, Option<Fence>)>,
     shared: &Shared,
 ) {
     match command {
@@ -541,8 +608,8 @@ async fn online(
             };
             let _ = reply.send(result);
         }
-        Command::Lock { key, reply } => {
-            if let Some(count) = locks.get_mut(&key) {
+        Command::Lock { key, guard, reply } => {
+            if let Some((count, _)) = locks.get_mut(&key) {
                 *count += 1;
                 let _ = reply.send(Ok(true));
                 return;
@@ -554,7 +621,7 @@ async fn online(
                 .map(|row| row.get::<_, bool>(0))
                 .map_err(|e| engine_detail(&e));
             if let Ok(true) = result {
-                locks.insert(key, 1);
+                locks.insert(key, (1, guard));
                 shared
                     .held
                     .lock()
@@ -599,9 +666,9 @@ fn expire(pending: &mut Vec<(Instant, Command)>, detail: &str) {
 }
 
 /// Counts one release of `key`; true when it is no longer wanted.
-fn release(locks: &mut HashMap<i64, usize>, key: i64) -> bool {
+fn release(locks: &mut HashMap<i64, (usize, Option<Fence>)>, key: i64) -> bool {
     match locks.get_mut(&key) {
-        Some(count) if *count > 1 => {
+        Some((count, _)) if *count > 1 => {
             *count -= 1;
             false
         }
