@@ -203,48 +203,11 @@ impl Git {
         args: &[S],
         limit: std::time::Duration,
     ) -> Result<GitOutput> {
-        use std::os::unix::process::CommandExt;
         let mut command = self.command(dir, args, false);
-        command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let child = command
-            .spawn()
-            .map_err(|source| WorktreeError::GitUnavailable {
-                program: self.program.clone(),
-                source,
-            })?;
-        let pid = child.id();
-        let (done, waited) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = done.send(child.wait_with_output());
-        });
-        match waited.recv_timeout(limit) {
-            Ok(Ok(out)) => Ok(GitOutput {
-                success: out.status.success(),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            }),
-            Ok(Err(source)) => Err(WorktreeError::GitUnavailable {
-                program: self.program.clone(),
-                source,
-            }),
-            Err(_) => {
-                // The whole group: git and the upload-pack it started.
-                if let Ok(pgid) = i32::try_from(pid) {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(pgid),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
-                Ok(GitOutput {
-                    success: false,
-                    stdout: String::new(),
-                    stderr: format!("git took longer than {} s and was ended", limit.as_secs()),
-                })
-            }
-        }
+        output_within(&mut command, limit, "git").map_err(|source| WorktreeError::GitUnavailable {
+            program: self.program.clone(),
+            source,
+        })
     }
 
     /// Runs `git args` in `dir` and returns its stdout; a non-zero exit is a
@@ -280,4 +243,48 @@ impl Git {
 /// Splits NUL-separated output into its non-empty fields.
 pub(crate) fn nul_fields(text: &str) -> impl Iterator<Item = &str> {
     text.split('\0').filter(|s| !s.is_empty())
+}
+/// Runs `command` in a process group of its own, stdout and stderr captured, for at most
+/// `limit`; past it the whole group (the program and what it started, e.g. git's
+/// upload-pack or ssh's proxy) is killed and the output is a failure saying `what` took
+/// too long. `Err` only if it could not be started or waited for.
+pub(crate) fn output_within(
+    command: &mut std::process::Command,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::io::Result<GitOutput> {
+    use std::os::unix::process::CommandExt;
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    let pid = child.id();
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match waited.recv_timeout(limit) {
+        Ok(out) => out.map(|out| GitOutput {
+            success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }),
+        Err(_) => {
+            if let Ok(pgid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pgid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            Ok(GitOutput {
+                success: false,
+                stdout: String::new(),
+                stderr: format!(
+                    "{what} took longer than {} s and was ended",
+                    limit.as_secs()
+                ),
+            })
+        }
+    }
 }

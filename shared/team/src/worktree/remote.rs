@@ -31,6 +31,7 @@ use std::time::Duration;
 use roo_agent::config::HostConfig;
 use roo_store::{Name, TeamConfig};
 
+use super::git::{GitOutput, output_within};
 use super::{
     FETCH_TIMEOUT, LeadRepo, Result, WORKTREES_DIR, WorktreeError, branch_name,
     check_ref_component, summarize_files, worktree_dir_name,
@@ -128,58 +129,17 @@ pub struct RemoteWorktree {
     pub notices: Vec<String>,
 }
 
-/// What one ssh run gave.
-struct SshOutput {
-    success: bool,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs the command line `remote` on the host of `ssh`, stdin closed, for at most `limit`.
-fn run_ssh(ssh: &Ssh, remote: &str, limit: Duration) -> Result<SshOutput> {
-    use std::os::unix::process::CommandExt;
-    let child = std::process::Command::new(ssh.program())
+fn run_ssh(ssh: &Ssh, remote: &str, limit: Duration) -> Result<GitOutput> {
+    let mut command = std::process::Command::new(ssh.program());
+    command
         .args(ssh.argv(remote))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| WorktreeError::Io {
-            action: "run",
-            path: ssh.program().to_path_buf(),
-            source,
-        })?;
-    let pid = child.id();
-    let (done, waited) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    match waited.recv_timeout(limit) {
-        Ok(Ok(out)) => Ok(SshOutput {
-            success: out.status.success(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        }),
-        Ok(Err(source)) => Err(WorktreeError::Io {
-            action: "run",
-            path: ssh.program().to_path_buf(),
-            source,
-        }),
-        Err(_) => {
-            if let Ok(pgid) = i32::try_from(pid) {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pgid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            Ok(SshOutput {
-                success: false,
-                stdout: String::new(),
-                stderr: format!("ssh took longer than {} s and was ended", limit.as_secs()),
-            })
-        }
-    }
+        .stdin(std::process::Stdio::null());
+    output_within(&mut command, limit, "ssh").map_err(|source| WorktreeError::Io {
+        action: "run",
+        path: ssh.program().to_path_buf(),
+        source,
+    })
 }
 
 fn quote(value: &str) -> Result<String> {
