@@ -792,10 +792,13 @@ impl InboxRouter {
             let polled = self.poll().await;
             // The team was deleted (TeamDelete, `roo-mail team delete`) under a router still
             // running: nothing is left to read, and a read that failed half-way through the
-            // deletion is not worth reporting.
+            // deletion is not worth reporting. A read that found messages found the team,
+            // so only an empty or failed one asks the store (a round trip on PostgreSQL).
             let team = self.inner.mailbox.team().clone();
             // A store that cannot answer is not a deleted team.
-            if !blocking(move || team.exists().unwrap_or(true)).await? {
+            if !matches!(polled, Ok(n) if n > 0)
+                && !blocking(move || team.exists().unwrap_or(true)).await?
+            {
                 tracing::info!(member = %self.inner.me, "the team is gone; the inbox router stops");
                 return Ok(());
             }
