@@ -67,7 +67,7 @@ pub use fsio::read_regular;
 pub use home::{
     ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV, RooHome, StoreChoice, root_from_env, user_home,
 };
-pub use liveness::{Liveness, Presence};
+pub use liveness::{Liveness, Presence, PresenceState};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
     ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, Receipt, SendReport,
@@ -79,8 +79,8 @@ pub use message::{
 };
 pub use name::{MAX_NAME_LEN, Name};
 pub use pg::{
-    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PgStore, PresenceSettings, SCHEMA_VERSION,
-    USER_TIMEOUT, channel_of, presence_key,
+    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PgStore, PresenceSettings, RESTART_GRACE,
+    SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,
 };
 pub use task::{Lease, Task, TaskId, TaskNote, TaskStatus, paths_overlap, scopes_overlap};
 pub use task_list::{

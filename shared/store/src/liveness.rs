@@ -12,14 +12,13 @@
 //! that holds no presence) is judged by its pid as on files, and only on its own host
 //! ([`crate::Member::local_pid`]): a pid of another host is no evidence either way.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::doc::Outcome;
 use crate::error::{Error, Result};
 use crate::lock::pid_alive;
 use crate::name::Name;
-use crate::pg::{PresenceConn, presence_key};
+use crate::pg::{Fence, HeldKeys, PresenceConn, presence_key};
 use crate::team::{Member, MemberState, Team, TeamConfig};
 
 /// Who is alive in one team at one moment, by the store's own test: on files each
@@ -27,8 +26,9 @@ use crate::team::{Member, MemberState, Team, TeamConfig};
 #[derive(Clone, Debug)]
 pub struct Liveness {
     team: Name,
-    /// PostgreSQL: the presence lock keys held when this was read. `None` on files.
-    held: Option<HashSet<i64>>,
+    /// PostgreSQL: the presence lock keys held when this was read, and whether the
+    /// server had just started (a lock not held is then no evidence). `None` on files.
+    held: Option<HeldKeys>,
 }
 
 impl Liveness {
@@ -37,11 +37,13 @@ impl Liveness {
     /// no pid, no epoch; or a member on another host without an epoch, whose pid means
     /// nothing here). PostgreSQL, with an epoch: whether its presence lock is held;
     /// otherwise (files, or no epoch): whether its recorded pid is a live process, judged
-    /// only on its own host ([`Member::local_pid`]).
+    /// only on its own host ([`Member::local_pid`]). A lock not held within
+    /// [`crate::pg::RESTART_GRACE`] of the server's start is no evidence either way: the
+    /// restart dropped every lock, and live members are taking theirs again.
     pub fn evidence(&self, member: &Member) -> Option<bool> {
         match (&self.held, member.epoch) {
-            (Some(held), Some(epoch)) => {
-                Some(held.contains(&presence_key(self.team.as_str(), &member.agent_id, epoch)))
+            (Some(found), Some(epoch)) => {
+                found.evidence(presence_key(self.team.as_str(), &member.agent_id, epoch))
             }
             // A pid of another host is no evidence here (`Member::local_pid`).
             _ => member.local_pid().map(pid_alive),
@@ -73,14 +75,31 @@ impl Liveness {
 /// A running member's presence: on PostgreSQL the session advisory lock that says it is
 /// alive, held on the process's presence connection until this is dropped, with the
 /// epoch its entry records. On files it holds nothing (a member lives while its pid
-/// does). [`Presence::team`] is the team handle to write with: on PostgreSQL every
-/// change it makes to the team's inboxes and task list is refused ([`Error::Fenced`])
-/// once the entry no longer has this epoch or is marked dead.
+/// does).
+///
+/// On PostgreSQL, holding it fences the team handle it was taken through and every
+/// clone of that handle, made before or after — the runtime's router, tools and
+/// approver all write through clones of one handle: each change of the team's inboxes,
+/// task list or config they make is refused ([`Error::Fenced`]) once the entry no
+/// longer has this epoch or is marked dead. [`Presence::team`] is that handle.
 pub struct Presence {
     team: Team,
     member: Name,
     epoch: Option<u64>,
     lock: Option<(Arc<PresenceConn>, i64)>,
+}
+
+/// What a [`Presence`] is worth at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PresenceState {
+    /// Its lock is held and (as far as [`Presence::check`] read) its entry vouches for it.
+    Held,
+    /// Its presence connection lost the link; the lock is taken again once it is back,
+    /// unless the member was declared dead meanwhile.
+    Restoring,
+    /// It vouches no more: the member was declared dead or its entry taken over (the
+    /// reason says which). Its writes are refused; the member must join again.
+    Lost(String),
 }
 
 impl std::fmt::Debug for Presence {
@@ -116,6 +135,50 @@ impl Presence {
         self.lock
             .as_ref()
             .is_none_or(|(conn, key)| conn.holds(*key))
+    }
+
+    /// The state of the lock as this process knows it, without I/O (files: always held).
+    pub fn state(&self) -> PresenceState {
+        match &self.lock {
+            None => PresenceState::Held,
+            Some((conn, key)) if conn.forfeited(*key) => PresenceState::Lost(
+                "it was declared dead, or its entry taken over, while its connection to the \
+                 store was lost"
+                    .into(),
+            ),
+            Some((conn, key)) if conn.holds(*key) => PresenceState::Held,
+            Some(_) => PresenceState::Restoring,
+        }
+    }
+
+    /// [`Presence::state`], and whether the member's entry (read now) still vouches for
+    /// this presence: there, not marked dead, with this epoch — a member can be declared
+    /// dead while its lock is held (by hand, or by a lead that read the lock while this
+    /// process's link was down and had not yet lost it on the server's side). Files: the
+    /// entry is there and not marked dead.
+    pub fn check(&self) -> Result<PresenceState> {
+        let state = self.state();
+        if let PresenceState::Lost(_) = state {
+            return Ok(state);
+        }
+        let config = self.team.config()?;
+        let Some(entry) = config.members.iter().find(|m| m.name == self.member) else {
+            return Ok(PresenceState::Lost(
+                "it is no longer a member of the team".into(),
+            ));
+        };
+        if let Some(at) = &entry.dead_at {
+            return Ok(PresenceState::Lost(format!(
+                "it was declared dead at {at} ({})",
+                entry.dead_reason.as_deref().unwrap_or("no reason given")
+            )));
+        }
+        if self.epoch.is_some() && entry.epoch != self.epoch {
+            return Ok(PresenceState::Lost(
+                "its entry was taken over by a later join".into(),
+            ));
+        }
+        Ok(state)
     }
 }
 
@@ -157,7 +220,7 @@ impl Team {
         match (self.home().pg(), member.epoch) {
             (Some(pg), Some(epoch)) => {
                 let key = presence_key(self.name().as_str(), &member.agent_id, epoch);
-                Ok(Some(pg.held_keys(&[key])?.contains(&key)))
+                Ok(pg.held_keys(&[key])?.evidence(key))
             }
             _ => Ok(member.local_pid().map(pid_alive)),
         }
@@ -170,9 +233,13 @@ impl Team {
     /// On PostgreSQL: draws a new epoch from the server, takes the lock keyed by (team,
     /// agent id, epoch) on the presence connection, then records the epoch in the entry
     /// in one change — so no one ever sees the entry with an epoch whose lock is not yet
-    /// held. Refused if the entry is marked dead (join again first) or its current epoch's
-    /// lock is held by a live session (another process is that member). On files: checks
-    /// the entry exists and is not marked dead, and holds nothing.
+    /// held — and fences this handle and its clones as `name` with that epoch. Refused if
+    /// the entry is marked dead (join again first), if its current epoch's lock is held
+    /// by a live session (another process is that member), or if this handle already
+    /// writes as another member (give each member its own handle: [`Team::open`]). A
+    /// member that joined again after being fenced holds its presence again through the
+    /// same handle: its clones then write with the new epoch. On files: checks the entry
+    /// exists and is not marked dead, and holds nothing.
     pub fn hold_presence(&self, name: &Name) -> Result<Presence> {
         let action = || {
             format!(
@@ -180,7 +247,9 @@ impl Team {
                 self.name().as_str()
             )
         };
-        let config = self.config()?;
+        // Its own checks decide; the fence of an earlier epoch must not refuse it.
+        let unfenced = self.detached();
+        let config = unfenced.config()?;
         let entry = config
             .members
             .iter()
@@ -204,23 +273,35 @@ impl Team {
                 lock: None,
             });
         };
+        if let Some(other) = pg.fence()
+            && (other.team != self.name().as_str() || other.member != name.as_str())
+        {
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: format!(
+                    "this team handle already writes as {} of team {:?}; open the team again \
+                     for another member",
+                    other.member, other.team
+                ),
+            });
+        }
         let agent_id = entry.agent_id.clone();
         let conn = pg.presence()?;
         let epoch = pg.new_epoch()?;
         let key = presence_key(self.name().as_str(), &agent_id, epoch);
-        let guard = crate::pg::Fence {
+        let fence = Fence {
             team: self.name().as_str().to_owned(),
             member: name.as_str().to_owned(),
             epoch,
         };
-        if !conn.lock(key, Some(guard))? {
+        if !conn.lock(key, Some(fence.clone()))? {
             return Err(Error::Engine {
                 action: action(),
                 target: pg.target().to_owned(),
                 detail: format!("the new presence lock {key} is held by another session"),
             });
         }
-        let recorded = self.update(|config| {
+        let recorded = unfenced.update(|config| {
             let entry = config
                 .members
                 .iter_mut()
@@ -253,15 +334,32 @@ impl Team {
             conn.unlock(key);
             return Err(e);
         }
-        let fenced = self.with_home(
-            self.home()
-                .map_pg(|pg| pg.fenced(self.name().as_str(), name.as_str(), epoch)),
-        );
+        if let Err(other) = pg.set_fence(fence) {
+            // Set by another thread meanwhile, as another member: this presence would
+            // vouch for writes it does not fence. Nothing is held; the entry's epoch is
+            // one no lock holds, which any join may take over.
+            conn.unlock(key);
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: format!(
+                    "this team handle began writing as {} of team {:?} meanwhile",
+                    other.member, other.team
+                ),
+            });
+        }
         Ok(Presence {
-            team: fenced,
+            team: self.clone(),
             member: name.clone(),
             epoch: Some(epoch),
             lock: Some((conn, key)),
         })
+    }
+
+    /// This team through a new handle of its own, without a fence (see [`Presence`]):
+    /// what each member a process runs writes through (a lead's in-process teammates),
+    /// and what the operations use that decide by their own checks who may be a member
+    /// (joining, holding a presence).
+    pub fn detached(&self) -> Team {
+        self.with_home(self.home().map_pg(crate::pg::PgStore::detached))
     }
 }

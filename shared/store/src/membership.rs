@@ -87,7 +87,9 @@ impl Team {
         if let Some(host) = &member.host {
             Name::parse_as("host name", host)?;
         }
-        self.update(|config| {
+        // Its own checks decide who may be the member: a fence of an earlier epoch of
+        // this handle (a member joining again after it was declared dead) does not.
+        self.detached().update(|config| {
             let lead_agent_id = config.lead_agent_id.clone();
             let same_name = config
                 .members

@@ -311,9 +311,43 @@ fn engine_detail(e: &tokio_postgres::Error) -> String {
 #[derive(Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,
-    /// Set on a handle whose writes are made as one member ([`PgStore::fenced`]).
-    fence: Option<Arc<Fence>>,
+    /// Whose writes this handle makes: set by a presence ([`PgStore::set_fence`]) and
+    /// shared by every clone, so every handle a runtime derived from one team handle —
+    /// before or after — writes fenced as that member.
+    fence: Arc<FenceSlot>,
 }
+
+/// What [`PgStore::held_keys`] found.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HeldKeys {
+    /// The keys held.
+    pub(crate) held: std::collections::HashSet<i64>,
+    /// The server started less than [`RESTART_GRACE`] ago: every lock was dropped with
+    /// the old server, and live members may not have taken theirs again yet, so a key
+    /// not held is no evidence of death.
+    pub(crate) server_restarted: bool,
+}
+
+impl HeldKeys {
+    /// What the lock `key` says of its member: held, alive; not held, dead — unless the
+    /// server has just started, when it says nothing.
+    pub(crate) fn evidence(&self, key: i64) -> Option<bool> {
+        match self.held.contains(&key) {
+            true => Some(true),
+            false if self.server_restarted => None,
+            false => Some(false),
+        }
+    }
+}
+
+/// How long after a server start a presence lock not held proves nothing: members
+/// reconnect within a second or two (the presence connection's back-off is at most 1 s)
+/// and take their locks again; until then a lead must not declare them all dead.
+pub const RESTART_GRACE: Duration = Duration::from_secs(10);
+
+/// The fence of one handle and its clones (see [`PgStore::set_fence`]).
+#[derive(Default)]
+pub(crate) struct FenceSlot(Mutex<Option<Arc<Fence>>>);
 
 /// Writes made "as member `member` of `team` with epoch `epoch`": each change of the
 /// team's inboxes or task list checks, under the config row's share lock in its first
@@ -473,21 +507,42 @@ impl PgStore {
                 transaction: Mutex::new(()),
                 target,
             }),
-            fence: None,
+            fence: Arc::default(),
         })
     }
 
-    /// This store (the same connections) with every change of `team`'s inboxes and task
-    /// list made as `member` with `epoch` (see [`Fence`]).
-    pub(crate) fn fenced(&self, team: &str, member: &str, epoch: u64) -> PgStore {
+    /// This store (the same connections) with a fence of its own, empty: what a new team
+    /// handle starts with (`Team::open`, `Team::create`), so the members a process runs
+    /// (a lead and its in-process teammates) each write through their own.
+    pub(crate) fn detached(&self) -> PgStore {
         PgStore {
             inner: self.inner.clone(),
-            fence: Some(Arc::new(Fence {
-                team: team.to_owned(),
-                member: member.to_owned(),
-                epoch,
-            })),
+            fence: Arc::default(),
         }
+    }
+
+    /// The fence this handle writes under, if any.
+    pub(crate) fn fence(&self) -> Option<Arc<Fence>> {
+        self.fence
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// From now on every change of `fence.team`'s documents made through this handle or
+    /// any of its clones is made as `fence.member` with `fence.epoch` (see [`Fence`]).
+    /// Refused (returning the fence in place) if the handle already writes as another
+    /// member or team; a later epoch of the same member replaces the earlier one.
+    pub(crate) fn set_fence(&self, fence: Fence) -> std::result::Result<(), Arc<Fence>> {
+        let mut slot = self.fence.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(current) = slot.as_ref()
+            && (current.team != fence.team || current.member != fence.member)
+        {
+            return Err(current.clone());
+        }
+        *slot = Some(Arc::new(fence));
+        Ok(())
     }
 
     /// The presence connection, opened now if it is not yet.
@@ -526,16 +581,37 @@ impl PgStore {
     }
 
     /// Which of the presence lock `keys` some session holds now: one query on `pg_locks`
-    /// (granted advisory locks of this database). Inside a change it runs in its
-    /// transaction, under the row lock the change holds.
-    pub(crate) fn held_keys(&self, keys: &[i64]) -> Result<std::collections::HashSet<i64>> {
+    /// (granted advisory locks of this database), which also says whether the server
+    /// started less than [`RESTART_GRACE`] ago. Inside a change it runs in its
+    /// transaction, under the row lock the change holds. A key this process's own
+    /// presence connection holds, or is taking again after a lost link, counts as held:
+    /// its member runs here.
+    pub(crate) fn held_keys(&self, keys: &[i64]) -> Result<HeldKeys> {
         if keys.is_empty() {
-            return Ok(Default::default());
+            return Ok(HeldKeys::default());
         }
-        let rows = self.request("read the presence locks", |conn| {
-            block_on(conn.client.query(&conn.statements.held_keys, &[&keys]))
+        let grace = RESTART_GRACE.as_secs_f64();
+        let row = self.request("read the presence locks", |conn| {
+            block_on(
+                conn.client
+                    .query_one(&conn.statements.held_keys, &[&keys, &grace]),
+            )
         })?;
-        Ok(rows.iter().map(|row| row.get(0)).collect())
+        let mut held: std::collections::HashSet<i64> =
+            row.get::<_, Vec<i64>>(0).into_iter().collect();
+        let own = self
+            .inner
+            .presence
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(own) = own {
+            held.extend(keys.iter().copied().filter(|key| own.wants(*key)));
+        }
+        Ok(HeldKeys {
+            held,
+            server_restarted: row.get(1),
+        })
     }
 
     /// The server, as messages name it.
@@ -914,13 +990,15 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         // new_epoch
         "SELECT txid_current()",
         // held_keys: which of the presence lock keys $1 some session holds (granted
-        // advisory locks of this database)
-        "SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
+        // advisory locks of this database), and whether the server started less than $2
+        // seconds ago
+        "SELECT ARRAY(SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
            SELECT 1 FROM pg_locks l \
            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
              AND l.classid = ((k >> 32) & 4294967295)::oid \
-             AND l.objid = (k & 4294967295)::oid)",
+             AND l.objid = (k & 4294967295)::oid)), \
+         now() - pg_postmaster_start_time() < $2::float8 * interval '1 second'",
         // delete_docs_under
         "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
         // delete_archive_under

@@ -3,7 +3,7 @@
 //!
 //! Round trip 1 begins the transaction, holds the team's config shared and reads it (for
 //! the change when it wants it; for the fence of a handle writing as a member,
-//! `PgStore::fenced`, which refuses the change unless the member's entry still vouches
+//! `PgStore::set_fence`, which refuses the change unless the member's entry still vouches
 //! for it), makes sure the document's row exists, locks and reads it, reads the server's
 //! clock (the change's times, `StoreClock`), the transaction's id (`pg_current_xact_id`)
 //! and, when the change wants them, the document's quarantined texts. The change runs on
@@ -175,11 +175,16 @@ impl PgStore {
             // leave an inbox for a new team of that name). Inside a change of the config
             // itself (a team's creation) the outer change holds it.
             let config_key = team_config_key(key).filter(|_| team_check && depth == 0);
-            // A handle writing as a member of this team (`PgStore::fenced`): its entry is
+            // A handle writing as a member of this team (`PgStore::set_fence`): its entry is
             // checked in the config read with the share lock, in this same round trip.
-            let fence = self.fence.as_deref().filter(|fence| {
+            let fence_now = self.fence();
+            let fence = fence_now.as_deref().filter(|fence| {
                 config_key.as_deref() == Some(format!("teams/{}/config.json", fence.team).as_str())
             });
+            // A change of that team's config itself is fenced on the config it locks.
+            let own_config = fence_now
+                .as_deref()
+                .filter(|fence| key == format!("teams/{}/config.json", fence.team));
             // Round trip 1. The team's config first, the document's row after: every
             // change takes its locks in that order. The lost attempt's status is asked
             // after the row lock, which waits for that attempt's transaction to end, and
@@ -348,6 +353,9 @@ impl PgStore {
                     ));
                 }
             };
+            if let (Some(fence), Some(text)) = (own_config, &text) {
+                fence.check(text)?;
+            }
             let reads = Reads {
                 config,
                 quarantined,

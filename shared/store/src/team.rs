@@ -340,7 +340,8 @@ impl Team {
             });
         }
         let team = Team {
-            home: home.clone(),
+            // A handle of its own: a presence fences it and its clones only.
+            home: home.map_pg(crate::pg::PgStore::detached),
             name,
         };
         let config_path = home.team_config(&team.name);
@@ -442,7 +443,8 @@ impl Team {
             });
         }
         Ok(Team {
-            home: home.clone(),
+            // A handle of its own: a presence fences it and its clones only.
+            home: home.map_pg(crate::pg::PgStore::detached),
             name,
         })
     }

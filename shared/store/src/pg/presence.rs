@@ -84,6 +84,15 @@ struct Shared {
     live: Mutex<Option<Arc<Live>>>,
     /// The locks held now (a lock waiting to be taken again after a reconnect is not).
     held: Mutex<HashSet<i64>>,
+    /// The locks this process holds or is taking again after a lost link.
+    wanted: Mutex<HashSet<i64>>,
+    /// The locks given up after a lost link: their member's entry no longer vouched for
+    /// them when the connection came back (declared dead, or taken over, meanwhile).
+    forfeited: Mutex<HashSet<i64>>,
+}
+
+fn set(set: &Mutex<HashSet<i64>>) -> std::sync::MutexGuard<'_, HashSet<i64>> {
+    set.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 struct Live {
@@ -203,6 +212,17 @@ impl PresenceConn {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .contains(&key)
+    }
+
+    /// Whether this process holds lock `key` or is taking it again after a lost link.
+    pub(crate) fn wants(&self, key: i64) -> bool {
+        set(&self.shared.wanted).contains(&key)
+    }
+
+    /// Whether lock `key` was given up after a lost link: its member's entry no longer
+    /// vouched for it (see `relock`).
+    pub(crate) fn forfeited(&self, key: i64) -> bool {
+        set(&self.shared.forfeited).contains(&key)
     }
 
     fn live(&self) -> Option<Arc<Live>> {
@@ -339,7 +359,7 @@ async fn run(
                 attempt = &mut connecting => break attempt,
                 command = commands.recv() => match command {
                     None => return,
-                    Some(command) => offline(command, &mut channels, &mut locks, &mut pending),
+                    Some(command) => offline(command, &mut channels, &mut locks, &mut pending, &shared),
                 },
             }
         };
@@ -372,7 +392,7 @@ async fn run(
                         () = &mut wait => break,
                         command = commands.recv() => match command {
                             None => return,
-                            Some(command) => offline(command, &mut channels, &mut locks, &mut pending),
+                            Some(command) => offline(command, &mut channels, &mut locks, &mut pending, &shared),
                         },
                     }
                 }
@@ -497,6 +517,8 @@ async fn relock(live: &Live, locks: &mut HashMap<i64, (usize, Option<Fence>)>, s
                 // The entry no longer vouches for this epoch: never taken again.
                 Ok(None) => {
                     locks.remove(&key);
+                    set(&shared.wanted).remove(&key);
+                    set(&shared.forfeited).insert(key);
                     false
                 }
                 Err(_) => false,
@@ -566,6 +588,7 @@ fn offline(
     channels: &mut BTreeSet<String>,
     locks: &mut HashMap<i64, (usize, Option<Fence>)>,
     pending: &mut Vec<(Instant, Command)>,
+    shared: &Shared,
 ) {
     match command {
         Command::Listen { channel, reply } => {
@@ -574,7 +597,9 @@ fn offline(
         }
         lock @ Command::Lock { .. } => pending.push((Instant::now(), lock)),
         Command::Unlock { key, reply } => {
-            release(locks, key);
+            if release(locks, key) {
+                set(&shared.wanted).remove(&key);
+            }
             let _ = reply.send(());
         }
     }
@@ -622,16 +647,14 @@ async fn online(
                 .map_err(|e| engine_detail(&e));
             if let Ok(true) = result {
                 locks.insert(key, (1, guard));
-                shared
-                    .held
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(key);
+                set(&shared.held).insert(key);
+                set(&shared.wanted).insert(key);
             }
             let _ = reply.send(result);
         }
         Command::Unlock { key, reply } => {
             if release(locks, key) {
+                set(&shared.wanted).remove(&key);
                 let was_held = shared
                     .held
                     .lock()

@@ -186,7 +186,8 @@ fn a_member_with_a_foreign_pid_lives_by_its_presence() {
     let mut carol = Member::new(name("carol"), team.name());
     carol.pid = Some(999_999_999); // no such process on this host
     team.join(carol).unwrap();
-    let presence = team.hold_presence(&name("carol")).unwrap();
+    // Carol's own handle: a presence fences the handle it was taken through.
+    let presence = team.detached().hold_presence(&name("carol")).unwrap();
     assert!(presence.is_held());
     assert!(team.detect_dead(Some(&name("lead"))).unwrap().is_empty());
     let config = team.config().unwrap();
@@ -218,7 +219,7 @@ fn a_member_on_another_host_is_judged_by_its_presence_not_a_pid_of_this_host() {
     let entry = config.member("carol").unwrap();
     assert_eq!(team.liveness(&config).unwrap().evidence(entry), None);
     assert!(team.detect_dead(Some(&name("lead"))).unwrap().is_empty());
-    let presence = team.hold_presence(&name("carol")).unwrap();
+    let presence = team.detached().hold_presence(&name("carol")).unwrap();
     let config = team.config().unwrap();
     let entry = config.member("carol").unwrap();
     assert_eq!(team.liveness(&config).unwrap().evidence(entry), Some(true));
@@ -330,11 +331,13 @@ fn a_member_declared_dead_is_fenced_until_it_joins_again_with_a_new_epoch() {
         inbox_before
     );
     assert_eq!(home.read_raw(&team.tasks().path()).unwrap(), tasks_before);
-    // Re-join: a new epoch, and its writes work again; the old handle stays fenced.
-    carol_team
-        .join(Member::new(carol.clone(), carol_team.name()))
+    // Re-join through a new handle (a respawned process): a new epoch, and its writes
+    // work again; the old handle stays fenced.
+    let carol_again = Team::open(&carol_home, name("t")).unwrap();
+    carol_again
+        .join(Member::new(carol.clone(), carol_again.name()))
         .unwrap();
-    let again = carol_team.hold_presence(&carol).unwrap();
+    let again = carol_again.hold_presence(&carol).unwrap();
     let new_epoch = again.epoch().unwrap();
     assert_ne!(new_epoch, old_epoch);
     assert_eq!(
@@ -378,6 +381,61 @@ fn a_member_declared_dead_is_fenced_until_it_joins_again_with_a_new_epoch() {
         .map(|m| m.text)
         .collect();
     assert_eq!(texts, ["hello", "back"]);
+}
+
+/// A presence fences the handle it was taken through and every clone of it, made before
+/// or after (a runtime's router and tools are clones made before it joins), config
+/// writes included; holding the presence again after a re-join moves them all to the
+/// new epoch. A handle writing as one member cannot hold another's presence.
+#[test]
+fn a_presence_fences_every_clone_of_its_handle_and_a_rejoin_moves_them_all() {
+    let Some(dsn) = dsn() else { return };
+    let url = fresh_schema_url(&dsn);
+    let (_dir, home) = home_at(&url);
+    let lead = team_named(&home, "t", &["alice", "bob"]);
+    let (_carol_dir, carol_home) = home_at(&url);
+    let carol_team = Team::open(&carol_home, name("t")).unwrap();
+    let carol = name("carol");
+    // Made before the presence: what a worker's router and tools hold.
+    let (early_mailbox, early_team) = (carol_team.mailbox(), carol_team.clone());
+    carol_team
+        .join(Member::new(carol.clone(), carol_team.name()))
+        .unwrap();
+    let presence = carol_team.hold_presence(&carol).unwrap();
+    let err = carol_team.hold_presence(&name("bob")).unwrap_err();
+    assert!(err.to_string().contains("already writes as carol"), "{err}");
+    assert!(carol_team.detached().hold_presence(&name("bob")).is_ok());
+    lead.declare_dead("carol", Some(&name("lead")), "cut off")
+        .unwrap();
+    let config_before = home.read_raw(&lead.config_path()).unwrap();
+    let err = early_mailbox
+        .send(&carol, "alice", Outgoing::text("late", "late"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Fenced { .. }), "{err}");
+    // A config write (going idle) is refused as well: it writes nothing.
+    let err = early_team.set_active("carol", false).unwrap_err();
+    assert!(matches!(err, Error::Fenced { .. }), "{err}");
+    assert_eq!(home.read_raw(&lead.config_path()).unwrap(), config_before);
+    assert!(matches!(
+        presence.check().unwrap(),
+        roo_store::PresenceState::Lost(reason) if reason.contains("declared dead")
+    ));
+    // Joining again goes through a fenced handle (its own checks decide), and holding the
+    // presence again moves every clone to the new epoch.
+    early_team
+        .join(Member::new(carol.clone(), carol_team.name()))
+        .unwrap();
+    let again = carol_team.hold_presence(&carol).unwrap();
+    assert_eq!(again.check().unwrap(), roo_store::PresenceState::Held);
+    drop(presence);
+    early_mailbox
+        .send(&carol, "alice", Outgoing::text("back", "back"))
+        .unwrap();
+    early_team.set_active("carol", false).unwrap();
+    assert_eq!(
+        lead.config().unwrap().member("carol").unwrap().epoch,
+        again.epoch()
+    );
 }
 
 /// A change's times are the server's: with the server's `clock_timestamp()` replaced
@@ -594,7 +652,8 @@ fn a_presence_asked_for_while_its_connection_is_restored_waits_for_it() {
     }
     // Bob's presence is asked for now, while the connection cannot come back.
     let asking = {
-        let team = team.clone();
+        // Bob's own handle (alice's is fenced as alice).
+        let team = team.detached();
         std::thread::spawn(move || team.hold_presence(&name("bob")))
     };
     // Give a failing call its chance to return, then let the role log in again.

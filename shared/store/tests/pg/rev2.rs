@@ -25,6 +25,10 @@ fn a_member_declared_dead_while_its_presence_was_away_does_not_take_its_lock_aga
     );
     let (_dir, home) = home_at(&url);
     let team = team_named(&home, "t", &["alice", "bob"]);
+    // The lead is another process: its own connections (this process wants alice's lock,
+    // which to its own eyes makes her alive).
+    let (_lead_dir, lead_home) = home_at(&url);
+    let lead = roo_store::Team::open(&lead_home, name("t")).unwrap();
     let alice = team.hold_presence(&name("alice")).unwrap();
     let key = roo_store::presence_key("t", "alice@t", alice.epoch().unwrap());
     let held_by_anyone = || {
@@ -58,7 +62,7 @@ fn a_member_declared_dead_while_its_presence_was_away_does_not_take_its_lock_aga
         std::thread::sleep(Duration::from_millis(20));
     }
     // Meanwhile the lead declares alice dead by the store's test (her lock is free).
-    let deaths = team.detect_dead(Some(&name("lead"))).unwrap();
+    let deaths = lead.detect_dead(Some(&name("lead"))).unwrap();
     assert_eq!(deaths.len(), 1, "alice was not declared dead");
     assert_eq!(deaths[0].member.name, name("alice"));
     // The presence connection comes back: it is live once `presence_settings` answers
@@ -86,6 +90,11 @@ fn a_member_declared_dead_while_its_presence_was_away_does_not_take_its_lock_aga
         "the presence of a member declared dead was taken again after the reconnect"
     );
     assert!(
+        matches!(alice.state(), roo_store::PresenceState::Lost(_)),
+        "{:?}",
+        alice.state()
+    );
+    assert!(
         !held_by_anyone(),
         "the lock of a member declared dead is held again on the server"
     );
@@ -97,6 +106,8 @@ fn a_member_declared_dead_while_its_presence_was_away_does_not_take_its_lock_aga
     drop(alice);
     drop(team);
     drop(home);
+    drop(lead);
+    drop(lead_home);
     psql(
         &dsn,
         &format!("DROP SCHEMA {role} CASCADE; DROP OWNED BY {role}; DROP ROLE {role}"),

@@ -337,7 +337,7 @@ fn a_fenced_change_is_still_two_round_trips() {
     assert!(over.is_empty(), "more than 2 round trips: {over:?}");
     assert!(counted.iter().all(|(_, n)| *n >= 1), "{counted:?}");
     // The fence is really checked: declared dead, the same handle writes nothing.
-    team.declare_dead("alice", None, "test").unwrap();
+    team.detached().declare_dead("alice", None, "test").unwrap();
     let err = mb
         .send(&alice, "bob", Outgoing::text("late", "after death"))
         .unwrap_err();
