@@ -33,7 +33,7 @@ use crate::render::{Renderer, Style};
     name = "roo-worker",
     version,
     about = "One RooCode Teams teammate: an agent loop with work and coordination tools",
-    after_help = "Normally started by roo-lead in a tmux or iTerm2 pane. Example:\n  roo-worker --team auth-refactor --name alice --agent-id alice@auth-refactor --lead lead\n\nExit codes: 0 shut down at the lead's request, 1 stopped (SIGINT, SIGTERM, no lead) or\nrefused to join (its name is held by a live process, or is the lead's), 2 usage or\nconfiguration error (no such team), 3 file or store I/O error, 4 the model could not be\nreached or refused."
+    after_help = "Normally started by roo-lead in a tmux or iTerm2 pane. Example:\n  roo-worker --team auth-refactor --name alice --agent-id alice@auth-refactor --lead lead\n\nExit codes: 0 shut down at the lead's request, 1 stopped (SIGINT, SIGTERM, no lead) or\nrefused to join (its name is held by a live process, or is the lead's), or was declared\ndead while cut off from the store and replaced by another process, 2 usage or\nconfiguration error (no such team), 3 file or store I/O error, 4 the model could not be\nreached or refused."
 )]
 struct WorkerArgs {
     /// Every flag: the lead builds the same struct for a pane's command line.
@@ -132,6 +132,7 @@ impl WorkerArgs {
             team,
             me,
             lead,
+            presence: None,
             lead_key: None,
         };
         let mut spec = TeammateSpec::new(
@@ -316,6 +317,10 @@ async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
         }
         Ok(TeammateExit::LeadGone(why)) => {
             eprintln!("roo-worker: {why}; {me} stopped, idle");
+            Ok(ExitCode::from(exit::NOT_COMPLETED))
+        }
+        Ok(TeammateExit::Displaced(why)) => {
+            eprintln!("roo-worker: {why}; stopped");
             Ok(ExitCode::from(exit::NOT_COMPLETED))
         }
         Err(e) => {

@@ -536,8 +536,10 @@ impl Team {
     }
 
     /// Records `pid` as the process leading the team, in one locked write: refused
-    /// (`LeadClaim::Held`) while the lead entry names another live process, unless
-    /// `take_over`. One lead per team (PROTOCOL.md §4.1).
+    /// (`LeadClaim::Held`) while the lead entry names another live process — on
+    /// PostgreSQL, one whose presence is held, on any host — unless `take_over`. One lead
+    /// per team (PROTOCOL.md §4.1). The new lead holds its presence next
+    /// ([`Team::hold_presence`]).
     pub fn claim_lead(&self, pid: u32, take_over: bool) -> Result<LeadClaim> {
         self.update(|config| {
             let lead_id = config.lead_agent_id.clone();
@@ -546,7 +548,17 @@ impl Team {
                 .iter_mut()
                 .find(|m| m.agent_id == lead_id)
                 .ok_or_else(|| self.member_not_found(&lead_id))?;
-            let before = lead.local_pid().filter(|p| *p != pid && pid_alive(*p));
+            // On PostgreSQL a lead holding its presence lives wherever it runs; otherwise
+            // (or once its lock is gone) its pid is judged, on its own host only.
+            let other = lead
+                .pid
+                .filter(|p| *p != pid || lead.host.as_deref() != this_host());
+            let before = match other {
+                Some(other) if lead.epoch.is_some() && self.evidence_now(lead)? == Some(true) => {
+                    Some(other)
+                }
+                _ => lead.local_pid().filter(|p| *p != pid && pid_alive(*p)),
+            };
             if let Some(held) = before
                 && !take_over
             {

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use roo_store::{Name, Team};
+use roo_store::{Name, Presence, Team};
 use tokio::sync::watch;
 
 use crate::authority::LeadKey;
@@ -29,6 +29,10 @@ pub struct TeamBinding {
     /// The lead's signing key, held by the lead's binding only: it signs the answers to
     /// teammates' questions (`crate::authority`).
     pub lead_key: Option<Arc<LeadKey>>,
+    /// The lead's presence (PostgreSQL: what tells teammates on any host that it runs),
+    /// held by the lead's binding only while it is bound; a teammate's presence is kept
+    /// by its loop.
+    pub presence: Option<Arc<Presence>>,
 }
 
 impl TeamBinding {
@@ -194,6 +198,7 @@ mod tests {
             me: name(me),
             lead: name("lead"),
             router,
+            presence: None,
             lead_key: None,
         }
     }

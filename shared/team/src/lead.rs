@@ -912,6 +912,9 @@ pub fn join_as_lead(
             pid,
         });
     }
+    // Teammates on any host see it lead (PostgreSQL); every write of its binding is
+    // fenced as the lead.
+    let presence = team.hold_presence(&me)?;
     let key = LeadKey::load_or_create(&team)?;
     let router = InboxRouter::with_events(team.mailbox(), me.clone(), events);
     Ok(slot.bind(TeamBinding {
@@ -919,6 +922,7 @@ pub fn join_as_lead(
         lead: me.clone(),
         me,
         router,
+        presence: Some(Arc::new(presence)),
         lead_key: Some(Arc::new(key)),
     })?)
 }
@@ -957,6 +961,7 @@ mod tests {
             me: name("lead"),
             lead: name("lead"),
             router: InboxRouter::new(team.mailbox(), name("lead")),
+            presence: None,
             lead_key: None,
         }
     }
@@ -1287,6 +1292,7 @@ mod tests {
         let (events, rx) = team_events();
         let binding = TeamBinding {
             router: InboxRouter::with_events(team.mailbox(), name("lead"), events),
+            presence: None,
             lead_key: Some(Arc::new(LeadKey::load_or_create(team).unwrap())),
             ..lead_binding(team)
         };

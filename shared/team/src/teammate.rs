@@ -40,8 +40,8 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::plan_mode::PlanApprover;
 use roo_agent::tool::Tool;
 use roo_store::{
-    Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Task, TaskFilter,
-    TaskId, TaskStatus, Team,
+    Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Presence, Task,
+    TaskFilter, TaskId, TaskStatus, Team,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -136,6 +136,7 @@ impl TeammateSpec {
             me,
             lead,
             router,
+            presence: None,
             lead_key: None,
         };
         TeammateSpec::new(settings, binding, prompt)
@@ -164,6 +165,10 @@ pub enum TeammateExit {
     /// Its lead's process went away and no lead adopted the team within its orphan
     /// timeout, while it was idle (the reason says so).
     LeadGone(String),
+    /// It was declared dead while cut off from the store (PostgreSQL) and could not join
+    /// again: another process is that member now (the reason says so). It stopped so
+    /// that two processes never act as one member.
+    Displaced(String),
 }
 
 /// Why a teammate loop failed.
@@ -193,14 +198,20 @@ pub enum TeammateError {
 /// How long a teammate retries recording its idle state before it stops.
 pub const STATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Joins the team as the spec's member with `pid`, in one locked write (refused if a
-/// live process already is that member). A roster entry that requires a plan keeps
-/// requiring one: the caller adopts `joined.member.plan_mode_required`.
-pub async fn join(spec: &TeammateSpec, pid: u32) -> Result<Joined, TeammateError> {
+/// The roster entry the spec's member joins with, as process `pid`.
+fn entry(spec: &TeammateSpec, pid: u32) -> Member {
     let mut member = spec.member.clone();
     member.name = spec.binding.me.clone();
     member.pid = Some(pid);
     member.plan_mode_required |= spec.plan_mode_required;
+    member
+}
+
+/// Joins the team as the spec's member with `pid`, in one locked write (refused if a
+/// live process already is that member). A roster entry that requires a plan keeps
+/// requiring one: the caller adopts `joined.member.plan_mode_required`.
+pub async fn join(spec: &TeammateSpec, pid: u32) -> Result<Joined, TeammateError> {
+    let member = entry(spec, pid);
     let team = spec.binding.team.clone();
     let (team_name, name) = (team.name().clone(), member.name.clone());
     let joined = tokio::task::spawn_blocking(move || team.join(member))
@@ -216,19 +227,174 @@ pub async fn join(spec: &TeammateSpec, pid: u32) -> Result<Joined, TeammateError
     })
 }
 
-/// Joins the team with this process's pid and runs the teammate until the lead shuts
-/// it down or `cancel` fires. See the module documentation.
+/// Joins the team as the spec's member with `pid` ([`join`]) and holds its presence
+/// through the binding's team handle ([`Team::hold_presence`]): on PostgreSQL, from
+/// then on every write of the teammate — its router's, its tools', its approver's, all
+/// clones of that handle — is fenced as this member. A presence refused leaves the
+/// member joined but idle, so the lead does not wait for it.
+pub async fn enter(spec: &mut TeammateSpec, pid: u32) -> Result<(Member, Presence), TeammateError> {
+    let joined = join(spec, pid).await?;
+    spec.plan_mode_required |= joined.member.plan_mode_required;
+    let team = spec.binding.team.clone();
+    let me = spec.binding.me.clone();
+    let held = {
+        let (team, me) = (team.clone(), me.clone());
+        tokio::task::spawn_blocking(move || team.hold_presence(&me)).await
+    };
+    let held = match held {
+        Ok(held) => held,
+        Err(e) => {
+            return Err(TeammateError::Task {
+                name: me,
+                what: e.to_string(),
+            });
+        }
+    };
+    match held {
+        Ok(presence) => Ok((entry(spec, pid), presence)),
+        Err(source) => {
+            let (store, who) = (team.clone(), me.clone());
+            let _ =
+                tokio::task::spawn_blocking(move || store.set_active(who.as_str(), false)).await;
+            Err(TeammateError::Join {
+                team: team.name().clone(),
+                name: me,
+                source,
+            })
+        }
+    }
+}
+
+/// Joins the team with this process's pid, holds its presence ([`enter`]) and runs the
+/// teammate until the lead shuts it down or `cancel` fires. See the module
+/// documentation.
 pub async fn run(
     mut spec: TeammateSpec,
     cancel: CancellationToken,
 ) -> Result<TeammateExit, TeammateError> {
-    let joined = join(&spec, std::process::id()).await?;
-    spec.plan_mode_required |= joined.member.plan_mode_required;
-    run_joined(spec, cancel).await
+    let (entry, presence) = enter(&mut spec, std::process::id()).await?;
+    run_joined(spec, entry, presence, cancel).await
 }
 
-/// The loop of a teammate that has joined.
+/// How often a teammate looks at its presence ([`keep_presence`]).
+pub const PRESENCE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Keeps a teammate's presence (PostgreSQL) while its loop runs. Every
+/// [`PRESENCE_CHECK`] it reads whether the presence still vouches for this process
+/// ([`Presence::check`]). Once lost — the member was declared dead while its link was
+/// cut, its writes are refused — it joins again with `entry` and holds a new presence
+/// through the same handle, which moves every clone (router, tools, approver) to the new
+/// epoch, and tells the lead. If it cannot join again because another process is that
+/// member now (the lead respawned it), it stops the teammate: `displaced` says why.
+async fn keep_presence(
+    mut presence: Arc<Presence>,
+    entry: Member,
+    lead: Name,
+    output: EventSink,
+    displaced: Arc<std::sync::Mutex<Option<String>>>,
+    cancel: CancellationToken,
+) {
+    let team = presence.team().clone();
+    let me = presence.member().clone();
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(PRESENCE_CHECK) => {}
+        }
+        let checking = presence.clone();
+        let state = tokio::task::spawn_blocking(move || checking.check()).await;
+        let reason = match state {
+            Ok(Ok(roo_store::PresenceState::Lost(reason))) => reason,
+            // Held, being restored, or unreadable now (a cut link): look again later.
+            _ => continue,
+        };
+        tracing::warn!(member = %me, %reason, "presence lost; joining again");
+        output.emit(AgentEvent::Notice {
+            text: format!("{me} was cut off from the team: {reason}; joining again"),
+        });
+        let again = {
+            let (team, me, entry) = (team.clone(), me.clone(), entry.clone());
+            tokio::task::spawn_blocking(move || {
+                team.join(entry)?;
+                team.hold_presence(&me)
+            })
+            .await
+        };
+        match again {
+            Ok(Ok(held)) => {
+                presence = Arc::new(held);
+                let text = format!(
+                    "{me} lost its connection to the team store and was declared dead \
+                     meanwhile ({reason}); it has joined again and goes on. The tasks released \
+                     at its death stay released: assign them to {me} again if it should finish \
+                     them."
+                );
+                let (team, me2, lead) = (team.clone(), me.clone(), lead.clone());
+                let _ = tokio::task::spawn_blocking(move || {
+                    team.mailbox()
+                        .send(&me2, lead.as_str(), Outgoing::text(text, "joined again"))
+                })
+                .await;
+                output.emit(AgentEvent::Notice {
+                    text: format!("{me} joined the team again"),
+                });
+            }
+            Ok(Err(
+                e @ (roo_store::Error::NotPermitted { .. } | roo_store::Error::MemberExists { .. }),
+            )) => {
+                let why = format!("{me} was declared dead ({reason}) and cannot join again: {e}");
+                tracing::error!(member = %me, "{why}");
+                *displaced
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+                cancel.cancel();
+                return;
+            }
+            // The store is unreachable again: try on the next look.
+            Ok(Err(e)) => tracing::warn!(member = %me, error = %e, "joining again failed"),
+            Err(_) => {}
+        }
+    }
+}
+
+/// The loop of a teammate that has joined as `entry` and holds `presence`, which is kept
+/// ([`keep_presence`], PostgreSQL) while it runs.
 pub(crate) async fn run_joined(
+    spec: TeammateSpec,
+    entry: Member,
+    presence: Presence,
+    cancel: CancellationToken,
+) -> Result<TeammateExit, TeammateError> {
+    let displaced = Arc::new(std::sync::Mutex::new(None));
+    // Aborted (its presence released) when the loop ends, or unwinds.
+    let keeper = presence.epoch().is_some().then(|| {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_presence(
+            Arc::new(presence),
+            entry,
+            spec.binding.lead.clone(),
+            spec.output.clone(),
+            displaced.clone(),
+            // Displaced, the keeper cancels the loop itself.
+            cancel.clone(),
+        )))
+    });
+    let exit = run_loop(spec, cancel).await;
+    if let Some(keeper) = keeper {
+        keeper.abort();
+        let _ = keeper.await;
+    }
+    let displaced = displaced
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    match (exit, displaced) {
+        (Ok(TeammateExit::Cancelled), Some(why)) => Ok(TeammateExit::Displaced(why)),
+        (exit, _) => exit,
+    }
+}
+
+/// The loop itself (see the module documentation).
+async fn run_loop(
     spec: TeammateSpec,
     cancel: CancellationToken,
 ) -> Result<TeammateExit, TeammateError> {
@@ -249,6 +415,7 @@ pub(crate) async fn run_joined(
         me,
         lead,
         router,
+        presence: _,
         lead_key: _,
     } = binding;
     let mailbox = team.mailbox();

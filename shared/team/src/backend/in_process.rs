@@ -61,16 +61,19 @@ impl InProcessExecutor {
     /// The spec the launch describes: its binding (a fresh router), tools, plan mode and
     /// roster entry.
     fn spec(&self, launch: Launch) -> TeammateSpec {
-        let router = InboxRouter::new(launch.team.mailbox(), launch.name.clone());
+        // A team handle of its own: its presence fences its writes, not the lead's.
+        let team = launch.team.detached();
+        let router = InboxRouter::new(team.mailbox(), launch.name.clone());
         // It takes answers signed by the lead's key as the lead holds it in memory.
         if let Some(key) = launch.lead_key.as_deref().and_then(LeadPublicKey::parse) {
             router.pin_lead_key(key);
         }
         let binding = TeamBinding {
             router,
-            team: launch.team,
+            team,
             me: launch.name.clone(),
             lead: launch.lead,
+            presence: None,
             lead_key: None,
         };
         let mut spec = TeammateSpec::new(launch.settings, binding, launch.prompt);

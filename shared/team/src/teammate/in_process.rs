@@ -2,7 +2,8 @@
 //!
 //! [`spawn_in_process`] joins the team with the lead's pid (the protocol wants a pid for
 //! every member, so nobody can join by hand over a running one) and `backend_type:
-//! in-process`, then spawns the loop beside a supervisor. The supervisor owns the
+//! in-process`, holds its presence through a team handle of its own (the spec's: see
+//! `InProcessExecutor`), then spawns the loop beside a supervisor. The supervisor owns the
 //! loop's `JoinHandle`: a panic, or an error that ends the loop, is a death — the member
 //! is declared dead ([`roo_store::Team::declare_dead`]: `dead_at`, and its unfinished
 //! tasks back to pending with a note) and reported as [`TeamEvent::MemberState`] `Dead`
@@ -16,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{TeamEvent, TeamEventSender};
-use crate::teammate::{TeammateError, TeammateExit, TeammateSpec, join, run_joined};
+use crate::teammate::{TeammateError, TeammateExit, TeammateSpec, enter, run_joined};
 
 /// How an in-process teammate ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,15 +89,15 @@ impl Drop for TeammateHandle {
 pub async fn spawn_in_process(mut spec: TeammateSpec) -> Result<TeammateHandle, TeammateError> {
     spec.member.backend_type = Some(BackendType::InProcess);
     spec.member.pane_id = None;
-    let joined = join(&spec, std::process::id()).await?;
-    spec.plan_mode_required |= joined.member.plan_mode_required;
+    let (entry, presence) = enter(&mut spec, std::process::id()).await?;
     let name = spec.binding.me.clone();
-    let team = spec.binding.team.clone();
+    // Its death is recorded through a handle without its fence.
+    let team = spec.binding.team.detached();
     let lead = spec.binding.lead.clone();
     let events = spec.events.clone();
     let cancel = CancellationToken::new();
     let (tell, ended) = watch::channel(None);
-    let task = tokio::spawn(run_joined(spec, cancel.clone()));
+    let task = tokio::spawn(run_joined(spec, entry, presence, cancel.clone()));
     let supervisor = tokio::spawn({
         let name = name.clone();
         async move {

@@ -3,7 +3,8 @@
 //! The lead entry of the team config names the lead's process (`pid`, written by
 //! TeamCreate and by `roo-lead --team`). A teammate looks at it every
 //! [`LEAD_CHECK`]: a recorded pid that is no longer a live process means the lead is
-//! gone (killed, crashed, its terminal closed). Then an open question is denied at once
+//! gone (killed, crashed, its terminal closed). On PostgreSQL a lead that holds its
+//! presence is judged by its presence lock instead, from any host (`Team::liveness`). Then an open question is denied at once
 //! (nobody can answer it) and an idle teammate waits for a new lead to adopt the team
 //! (`roo-lead --team T` records its own pid) for at most its orphan timeout, then
 //! stops. A lead entry without a pid (a team made by hand whose lead has not started)
@@ -40,6 +41,15 @@ pub fn lead_state(team: &Team) -> LeadState {
     let Some(lead) = config.lead() else {
         return LeadState::Absent;
     };
+    // A lead holding its presence (PostgreSQL) is judged by it, from any host.
+    if let (Some(pid), Some(_)) = (lead.pid, lead.epoch) {
+        match team.liveness(&config).map(|l| l.evidence(lead)) {
+            Ok(Some(true)) => return LeadState::Alive(pid),
+            Ok(Some(false)) => return LeadState::Gone(pid),
+            Ok(None) => {}
+            Err(_) => return LeadState::Unknown,
+        }
+    }
     match (lead.pid, lead.local_pid()) {
         (Some(pid), Some(_)) if pid_alive(pid) && runs_a_lead(pid) => LeadState::Alive(pid),
         (Some(pid), Some(_)) => LeadState::Gone(pid),

@@ -163,9 +163,17 @@ impl TeamCreate {
                 }
                 created => created?,
             };
-            // The key exists before any teammate can ask: its answers are signed.
-            match crate::authority::LeadKey::load_or_create(&team) {
-                Ok(key) => Ok((team, key)),
+            // The key exists before any teammate can ask: its answers are signed. Its
+            // presence says on every host that it leads (PostgreSQL), and fences its
+            // writes as the lead.
+            let ready = crate::authority::LeadKey::load_or_create(&team)
+                .map_err(|e| e.to_string())
+                .and_then(|key| {
+                    let presence = team.hold_presence(&me).map_err(|e| e.to_string())?;
+                    Ok((key, presence))
+                });
+            match ready {
+                Ok((key, presence)) => Ok((team, key, presence)),
                 Err(e) => {
                     let _ = team.delete(true);
                     Err(TeamToolError::Refused(format!(
@@ -176,7 +184,7 @@ impl TeamCreate {
             }
         })
         .await?;
-        let (team, key) = team;
+        let (team, key, presence) = team;
         let mailbox = team.mailbox();
         let router = match &self.lead.events {
             Some(events) => InboxRouter::with_events(mailbox, self.lead.me.clone(), events.clone()),
@@ -187,6 +195,7 @@ impl TeamCreate {
             me: self.lead.me.clone(),
             lead: self.lead.me.clone(),
             router: router.clone(),
+            presence: Some(std::sync::Arc::new(presence)),
             lead_key: Some(std::sync::Arc::new(key)),
         };
         if let Err(e) = self.team.slot.bind(binding) {

@@ -183,6 +183,7 @@ fn lead_with(script: &str, backend: BackendType, git: Git) -> Lead {
         me: name("lead"),
         lead: name("lead"),
         router: InboxRouter::new(home.team.mailbox(), name("lead")),
+        presence: None,
         lead_key: Some(std::sync::Arc::new(
             roo_team::authority::LeadKey::load_or_create(&home.team).unwrap(),
         )),
@@ -524,6 +525,7 @@ async fn what_a_leads_model_cannot_spawn() {
         me: name("bob"),
         lead: name("lead"),
         router: InboxRouter::new(lead.home.team.mailbox(), name("bob")),
+        presence: None,
         lead_key: None,
     });
     let as_bob = Spawner::new(

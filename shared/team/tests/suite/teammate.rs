@@ -42,6 +42,7 @@ pub(super) async fn spawn_alice(
         me: name("alice"),
         lead: name("lead"),
         router: InboxRouter::new(home.team.mailbox(), name("alice")),
+        presence: None,
         lead_key: None,
     };
     let (sender, events) = team_events();
@@ -674,6 +675,7 @@ async fn the_leads_watch_reports_a_killed_teammate_process_and_releases_its_task
         me: name("lead"),
         lead: name("lead"),
         router: InboxRouter::new(home.team.mailbox(), name("lead")),
+        presence: None,
         lead_key: Some(std::sync::Arc::new(
             roo_team::authority::LeadKey::load_or_create(&home.team).unwrap(),
         )),

@@ -329,6 +329,7 @@ async fn team_delete_reports_a_teammates_rejection_with_its_reason() {
         me: name("lead"),
         lead: name("lead"),
         router: InboxRouter::new(home.team.mailbox(), name("lead")),
+        presence: None,
         lead_key: Some(std::sync::Arc::new(
             roo_team::authority::LeadKey::load_or_create(&home.team).unwrap(),
         )),

@@ -27,6 +27,7 @@ fn slot_of(team: &Team, me: &str) -> TeamSlot {
         me: name(me),
         lead: name("lead"),
         router: InboxRouter::new(team.mailbox(), name(me)),
+        presence: None,
         lead_key: (me == "lead").then(|| {
             std::sync::Arc::new(roo_team::authority::LeadKey::load_or_create(team).unwrap())
         }),
