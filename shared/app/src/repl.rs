@@ -740,7 +740,10 @@ pub fn team_command(name: &str, slot: &TeamSlot) -> String {
     };
     // Reads take no lock (PROTOCOL.md §2.3) and the files are small.
     let shown = if name == "team" {
-        binding.team.config().map(|c| members_table(&c))
+        binding
+            .team
+            .config()
+            .and_then(|c| Ok(members_table(&c, &binding.team.liveness(&c)?)))
     } else {
         binding
             .team

@@ -131,7 +131,8 @@ impl TurnHook for TeamStateReminder {
             let read = tokio::task::spawn_blocking(move || {
                 let config = team.config()?;
                 let tasks = team.tasks().list(&TaskFilter::default())?;
-                Ok::<_, roo_store::Error>(team_summary(&config, &tasks))
+                let liveness = team.liveness(&config)?;
+                Ok::<_, roo_store::Error>(team_summary(&config, &liveness, &tasks))
             })
             .await;
             match read {
@@ -410,8 +411,13 @@ async fn asker_gone(team: &roo_store::Team, asker: &Name) -> String {
         tokio::time::sleep(ASKER_CHECK).await;
         let (team, asker) = (team.clone(), asker.clone());
         let state = tokio::task::spawn_blocking(move || {
-            team.config()
-                .map(|config| config.member(asker.as_str()).map(|m| m.observed_state()))
+            let config = team.config()?;
+            let liveness = team.liveness(&config)?;
+            Ok::<_, roo_store::Error>(
+                config
+                    .member(asker.as_str())
+                    .map(|m| liveness.observed_state(m)),
+            )
         })
         .await;
         match state {
@@ -623,7 +629,9 @@ pub async fn wait_for_team(
         // records itself idle, so what it said before going idle is read here.
         let team = binding.team.clone();
         let read = tokio::task::spawn_blocking(move || {
-            team.config().map(|config| {
+            let config = team.config()?;
+            let liveness = team.liveness(&config)?;
+            Ok::<_, roo_store::Error>({
                 // A death the monitor has not declared yet: it is about to, and to tell
                 // the lead's model; settling now would end the run before that message.
                 let undeclared: Vec<Name> = config
@@ -631,7 +639,7 @@ pub async fn wait_for_team(
                     .iter()
                     .filter(|m| {
                         !config.is_lead(m.name.as_str())
-                            && m.observed_state() == roo_store::MemberState::Dead
+                            && liveness.observed_state(m) == roo_store::MemberState::Dead
                             && m.state() != roo_store::MemberState::Dead
                     })
                     .map(|m| m.name.clone())
@@ -647,7 +655,7 @@ pub async fn wait_for_team(
                     .filter(|m| {
                         !config.is_lead(m.name.as_str())
                             && !m.shut_down()
-                            && m.observed_state() == roo_store::MemberState::Idle
+                            && liveness.observed_state(m) == roo_store::MemberState::Idle
                     })
                     .filter(|m| {
                         let unread = roo_store::ReadFilter {
@@ -667,7 +675,7 @@ pub async fn wait_for_team(
                     })
                     .map(|m| m.name.clone())
                     .collect();
-                (TeamStatus::of(&config), undeclared, woken)
+                (TeamStatus::of(&config, &liveness), undeclared, woken)
             })
         })
         .await;

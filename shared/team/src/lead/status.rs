@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use roo_store::{Member, MemberState, Name, Task, TaskStatus, Team, TeamConfig};
+use roo_store::{Liveness, Member, MemberState, Name, Task, TaskStatus, Team, TeamConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -41,14 +41,14 @@ pub struct TeamStatus {
 }
 
 impl TeamStatus {
-    /// The teammates of `config`, in roster order.
-    pub fn of(config: &TeamConfig) -> TeamStatus {
+    /// The teammates of `config`, in roster order, in the states `liveness` observes.
+    pub fn of(config: &TeamConfig, liveness: &Liveness) -> TeamStatus {
         TeamStatus {
             team: config.name.clone(),
             members: teammates(config)
                 .map(|m| MemberStatus {
                     name: m.name.clone(),
-                    state: m.observed_state(),
+                    state: liveness.observed_state(m),
                     shut_down: m.shut_down(),
                 })
                 .collect(),
@@ -57,7 +57,8 @@ impl TeamStatus {
 
     /// Reads `team`'s config now.
     pub fn read(team: &Team) -> roo_store::Result<TeamStatus> {
-        Ok(TeamStatus::of(&team.config()?))
+        let config = team.config()?;
+        Ok(TeamStatus::of(&config, &team.liveness(&config)?))
     }
 
     /// Teammates still working.
@@ -98,8 +99,9 @@ fn teammates(config: &TeamConfig) -> impl Iterator<Item = &Member> {
         .filter(|m| !config.is_lead(m.name.as_str()))
 }
 
-/// `/team`: every member with its observed state, backend, host and worktree.
-pub fn members_table(config: &TeamConfig) -> String {
+/// `/team`: every member with its observed state (by `liveness`), backend, host and
+/// worktree.
+pub fn members_table(config: &TeamConfig, liveness: &Liveness) -> String {
     let mut out = format!("team {}", config.name);
     if !config.description.trim().is_empty() {
         let _ = write!(out, " — {}", one_line(&config.description, SUBJECT_CHARS));
@@ -109,7 +111,7 @@ pub fn members_table(config: &TeamConfig) -> String {
         let role = if config.is_lead(m.name.as_str()) {
             "lead"
         } else {
-            m.observed_state().as_str()
+            liveness.observed_state(m).as_str()
         };
         let _ = write!(out, "  {:<20} {:<5}", m.name.as_str(), role);
         if let Some(backend) = m.backend_type {
@@ -171,7 +173,7 @@ pub fn tasks_table(tasks: &[Task]) -> String {
 
 /// The team state a lead's model gets back after a compaction: its team, every
 /// teammate's state and the tasks not completed.
-pub fn team_summary(config: &TeamConfig, tasks: &[Task]) -> String {
+pub fn team_summary(config: &TeamConfig, liveness: &Liveness, tasks: &[Task]) -> String {
     let mut out = format!(
         "Team state (restored after the conversation was compacted): you lead team {}.\nTeammates:",
         config.name
@@ -179,7 +181,7 @@ pub fn team_summary(config: &TeamConfig, tasks: &[Task]) -> String {
     let mut any = false;
     for m in teammates(config) {
         any = true;
-        let _ = write!(out, " {} ({}),", m.name, m.observed_state());
+        let _ = write!(out, " {} ({}),", m.name, liveness.observed_state(m));
     }
     if any {
         out.pop();
@@ -351,7 +353,7 @@ fn observe(
                 reason: format!("{TAKEN_OVER} (pid {pid})"),
             });
         }
-        let status = TeamStatus::of(&config);
+        let status = TeamStatus::of(&config, &team.liveness(&config)?);
         let undeclared = status.members.iter().any(|s| {
             s.state == MemberState::Dead
                 && teammates(&config).any(|m| m.name == s.name && m.state() != MemberState::Dead)
@@ -523,8 +525,9 @@ mod tests {
     #[test]
     fn slash_team_lists_members_with_states_and_why_one_is_dead() {
         let dir = tempfile::tempdir().unwrap();
-        let config = crew(dir.path()).config().unwrap();
-        let table = members_table(&config);
+        let team = crew(dir.path());
+        let config = team.config().unwrap();
+        let table = members_table(&config, &team.liveness(&config).unwrap());
         let lines: Vec<&str> = table.lines().map(str::trim_end).collect();
         assert_eq!(lines[0], "team crew — ship the parser");
         assert_eq!(lines[1], "  lead                 lead");
@@ -539,7 +542,7 @@ mod tests {
         let mut config = config;
         config.members[1].host = Some("gpu".into());
         config.members[1].pid = Some(77);
-        let table = members_table(&config);
+        let table = members_table(&config, &team.liveness(&config).unwrap());
         assert_eq!(
             table.lines().nth(2).unwrap().trim_end(),
             "  alice                busy   on host gpu  pid 77"
@@ -572,7 +575,7 @@ mod tests {
         let config = team.config().unwrap();
         let tasks = team.tasks().list(&Default::default()).unwrap();
         assert_eq!(
-            team_summary(&config, &tasks),
+            team_summary(&config, &team.liveness(&config).unwrap(), &tasks),
             "Team state (restored after the conversation was compacted): you lead team crew.\n\
              Teammates: alice (busy), bob (idle), carol (dead)\n\
              Open tasks (2 open, 1 completed):\n\

@@ -468,10 +468,11 @@ impl TypedTool for TaskList {
                 let list = tasks.list(&filter)?;
                 let report = tasks.ready_report()?;
                 let config = binding.team.config()?;
+                let liveness = binding.team.liveness(&config)?;
                 let mut out = render_list(binding.team.name(), &list, &report);
                 out.push_str(&format!(
                     "\nmembers: {}",
-                    members_line(&config, &binding.me)
+                    members_line(&config, &liveness, &binding.me)
                 ));
                 Ok(out)
             })
@@ -487,7 +488,11 @@ impl TypedTool for TaskList {
 
 /// The team's members with their observed states, for SendMessage: `lead (lead), alice
 /// (busy), bob (idle, you)`.
-fn members_line(config: &roo_store::TeamConfig, me: &Name) -> String {
+fn members_line(
+    config: &roo_store::TeamConfig,
+    liveness: &roo_store::Liveness,
+    me: &Name,
+) -> String {
     let shown: Vec<String> = config
         .members
         .iter()
@@ -496,7 +501,7 @@ fn members_line(config: &roo_store::TeamConfig, me: &Name) -> String {
             let state = if config.is_lead(m.name.as_str()) {
                 "lead"
             } else {
-                m.observed_state().as_str()
+                liveness.observed_state(m).as_str()
             };
             let you = if m.name == *me { ", you" } else { "" };
             format!("{} ({state}{you})", m.name)

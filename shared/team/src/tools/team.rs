@@ -303,8 +303,14 @@ impl TeamDelete {
         let team = binding.team.clone();
         let config = {
             let team = team.clone();
-            run_blocking(DELETE, &ctx.cancel, move || Ok(team.config()?)).await?
+            run_blocking(DELETE, &ctx.cancel, move || {
+                let config = team.config()?;
+                let liveness = team.liveness(&config)?;
+                Ok((config, liveness))
+            })
+            .await?
         };
+        let (config, liveness) = config;
         let others: Vec<&Member> = config
             .members
             .iter()
@@ -312,7 +318,7 @@ impl TeamDelete {
             .collect();
         let busy: Vec<String> = others
             .iter()
-            .filter(|m| m.observed_state() == MemberState::Busy)
+            .filter(|m| liveness.observed_state(m) == MemberState::Busy)
             .map(|m| m.name.to_string())
             .collect();
         if !busy.is_empty() {
@@ -330,7 +336,7 @@ impl TeamDelete {
         }
         let idle: Vec<Member> = others
             .into_iter()
-            .filter(|m| m.observed_state() == MemberState::Idle)
+            .filter(|m| liveness.observed_state(m) == MemberState::Idle)
             .cloned()
             .collect();
         let asked = self.ask_to_shut_down(&binding, idle, ctx).await?;
@@ -475,8 +481,10 @@ impl TeamDelete {
                     run_blocking(DELETE, &ctx.cancel, move || {
                         // Marked dead (a member that shut down marks itself just
                         // before it exits) counts once its process is gone too.
-                        Ok(team.config()?.member(name.as_str()).is_none_or(|m| {
-                            m.observed_state() == MemberState::Dead
+                        let config = team.config()?;
+                        let liveness = team.liveness(&config)?;
+                        Ok(config.member(name.as_str()).is_none_or(|m| {
+                            liveness.observed_state(m) == MemberState::Dead
                                 && m.local_pid().is_none_or(|p| p == own_pid || !pid_alive(p))
                         }))
                     })
