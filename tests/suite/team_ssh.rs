@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use roo_tests::hosts::{Hosts, Need};
+use roo_tests::hosts::{Hosts, Need, Sshd};
 use roo_tests::{TempDir, TestCommand, bin};
 
 use super::team_panes::ArgvSampler;
@@ -86,78 +86,13 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
     };
     let pg = hosts.postgres("a");
     let sshd = hosts.sshd("b");
-    let layout = Layout {
-        root: hosts.dir().join("team"),
-    };
-    std::fs::create_dir_all(layout.root.join("roo-a")).unwrap();
-    std::fs::create_dir_all(layout.root.join("roo-b")).unwrap();
-    std::fs::create_dir_all(layout.root.join("home-b")).unwrap();
-    // The lead's project, and B's clone of it.
-    let project = layout.project();
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(project.join("a.txt"), "a\n").unwrap();
-    git(&project, &["init", "-q"]);
-    git(&project, &["config", "user.name", "Lead"]);
-    git(&project, &["config", "user.email", "lead@example.com"]);
-    git(&project, &["add", "a.txt"]);
-    git(&project, &["commit", "-qm", "init"]);
-    git(
-        &layout.root,
-        &[
-            "clone",
-            "-q",
-            &project.display().to_string(),
-            &layout.remote().display().to_string(),
-        ],
-    );
-    // On B, roo-worker runs through a wrapper that gives it a home of the test's (ssh
-    // sessions get the user's real home) and this build's CLIs on PATH.
-    let wrapper = layout.root.join("roo-worker-on-b");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nROO_HOME='{roo}'\nHOME='{home}'\nGIT_CONFIG_NOSYSTEM=1\n\
-             PATH='{bins}':$PATH\nexport ROO_HOME HOME GIT_CONFIG_NOSYSTEM PATH\n\
-             exec '{worker}' \"$@\"\n",
-            roo = layout.root.join("roo-b").display(),
-            home = layout.root.join("home-b").display(),
-            bins = bin("roo-mail").parent().unwrap().display(),
-            worker = bin("roo-worker").display(),
-        ),
-    )
-    .unwrap();
-    set_mode(&wrapper, 0o755);
-    // The lead reaches B as `b` through an ssh config of the test's: its key, its
-    // known_hosts (B's key is in it), nothing of the user's.
-    let ssh_config = layout.root.join("ssh_config");
-    std::fs::write(
-        &ssh_config,
-        format!(
-            "Host b\n  HostName {addr}\n  User {user}\n  IdentityFile {id}\n  \
-             IdentitiesOnly yes\n  IdentityAgent none\n  UserKnownHostsFile {known}\n  \
-             GlobalKnownHostsFile /dev/null\n  ConnectTimeout 10\n",
-            addr = hosts.addr("b"),
-            user = sshd.destination().split('@').next().unwrap(),
-            id = sshd.identity().display(),
-            known = sshd.known_hosts().display(),
-        ),
-    )
-    .unwrap();
-    let socket = format!("roo-test-{}-ssh", std::process::id());
-    std::fs::write(
-        layout.root.join("roo-a/config.yaml"),
-        format!(
-            "hosts:\n  b:\n    ssh: b\n    repo: {remote}\n    roo_worker: {wrapper}\n    \
-             ssh_config: {config}\n    tmux_socket: {socket}\n",
-            remote = layout.remote().display(),
-            wrapper = wrapper.display(),
-            config = ssh_config.display(),
-        ),
-    )
-    .unwrap();
-    let script = layout.root.join("script.yaml");
-    std::fs::write(&script, SCRIPT.trim_start()).unwrap();
-
+    let Prepared {
+        layout,
+        project,
+        ssh_config,
+        socket,
+        script,
+    } = prepare(&hosts, &sshd, "ssh", SCRIPT);
     let password: &'static str = Box::leak(pg.password().to_owned().into_boxed_str());
     let key_sampler = ArgvSampler::start(KEY);
     let password_sampler = ArgvSampler::start(password);
@@ -269,6 +204,101 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
         "the private tmux server still runs: {}",
         tmux.stdout()
     );
+}
+
+/// What [`prepare`] made.
+struct Prepared {
+    layout: Layout,
+    project: PathBuf,
+    ssh_config: PathBuf,
+    /// The private tmux server's socket name on B.
+    socket: String,
+    script: PathBuf,
+}
+
+/// The lead's project (a git repository) and B's clone of it, the wrapper that starts
+/// roo-worker on B with a home of the test's, the ssh config that reaches B as `b`, the
+/// lead's user config naming host `b`, and the model script `script_text`.
+fn prepare(hosts: &Hosts, sshd: &Sshd<'_>, tag: &str, script_text: &str) -> Prepared {
+    let layout = Layout {
+        root: hosts.dir().join("team"),
+    };
+    std::fs::create_dir_all(layout.root.join("roo-a")).unwrap();
+    std::fs::create_dir_all(layout.root.join("roo-b")).unwrap();
+    std::fs::create_dir_all(layout.root.join("home-b")).unwrap();
+    // The lead's project, and B's clone of it.
+    let project = layout.project();
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("a.txt"), "a\n").unwrap();
+    git(&project, &["init", "-q"]);
+    git(&project, &["config", "user.name", "Lead"]);
+    git(&project, &["config", "user.email", "lead@example.com"]);
+    git(&project, &["add", "a.txt"]);
+    git(&project, &["commit", "-qm", "init"]);
+    git(
+        &layout.root,
+        &[
+            "clone",
+            "-q",
+            &project.display().to_string(),
+            &layout.remote().display().to_string(),
+        ],
+    );
+    // On B, roo-worker runs through a wrapper that gives it a home of the test's (ssh
+    // sessions get the user's real home) and this build's CLIs on PATH.
+    let wrapper = layout.root.join("roo-worker-on-b");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nROO_HOME='{roo}'\nHOME='{home}'\nGIT_CONFIG_NOSYSTEM=1\n\
+             PATH='{bins}':$PATH\nexport ROO_HOME HOME GIT_CONFIG_NOSYSTEM PATH\n\
+             exec '{worker}' \"$@\"\n",
+            roo = layout.root.join("roo-b").display(),
+            home = layout.root.join("home-b").display(),
+            bins = bin("roo-mail").parent().unwrap().display(),
+            worker = bin("roo-worker").display(),
+        ),
+    )
+    .unwrap();
+    set_mode(&wrapper, 0o755);
+    // The lead reaches B as `b` through an ssh config of the test's: its key, its
+    // known_hosts (B's key is in it), nothing of the user's.
+    let ssh_config = layout.root.join("ssh_config");
+    std::fs::write(
+        &ssh_config,
+        format!(
+            "Host b\n  HostName {addr}\n  User {user}\n  IdentityFile {id}\n  \
+             IdentitiesOnly yes\n  IdentityAgent none\n  UserKnownHostsFile {known}\n  \
+             GlobalKnownHostsFile /dev/null\n  ConnectTimeout 10\n",
+            addr = hosts.addr("b"),
+            user = sshd.destination().split('@').next().unwrap(),
+            id = sshd.identity().display(),
+            known = sshd.known_hosts().display(),
+        ),
+    )
+    .unwrap();
+    let socket = format!("roo-test-{}-{tag}", std::process::id());
+    std::fs::write(
+        layout.root.join("roo-a/config.yaml"),
+        format!(
+            "hosts:\n  b:\n    ssh: b\n    repo: {remote}\n    roo_worker: {wrapper}\n    \
+             ssh_config: {config}\n    tmux_socket: {socket}\n",
+            remote = layout.remote().display(),
+            wrapper = wrapper.display(),
+            config = ssh_config.display(),
+        ),
+    )
+    .unwrap();
+    let script = layout.root.join("script.yaml");
+    std::fs::write(&script, script_text.trim_start()).unwrap();
+
+    Prepared {
+        layout,
+        project,
+        ssh_config,
+        socket,
+        script,
+    }
 }
 
 /// Whether `addr` is a local address in the `fib_trie` text (`/32 host LOCAL`).
@@ -414,4 +444,225 @@ fn a_host_is_refused_on_the_file_store_and_an_unknown_one_names_the_configured_h
             .join("crew+alice")
             .exists()
     );
+}
+
+/// The lead spawns alice on host b and waits (its Bash waits for `go-final`); alice
+/// starts her task and waits too (for `go1`, in her clone). After the test's cut, link
+/// back and restart she goes idle; a message sent to her while the server is down
+/// wakes her and she answers the lead; the lead then deletes the team.
+const CUT_SCRIPT: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew, description: "across hosts"}}
+    - tool_calls:
+        - {name: Agent, input: {name: alice, host: b, task: true, description: "long job", prompt: "Work on your task until go1 appears."}}
+    - tool_calls:
+        - {name: Bash, input: {command: "while [ ! -e go-final ]; do sleep 0.2; done; echo go", timeout: 600000}}
+    - tool_calls:
+        - {name: TeamDelete, input: {}}
+    - text: "Done."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+  alice:
+    - when: {last_user_contains: "during the restart"}
+      tool_calls:
+        - {name: SendMessage, input: {to: lead, summary: "after the restart", message: "got it after the restart"}}
+    - tool_calls:
+        - {name: Bash, input: {command: "touch started; while [ ! -e go1 ]; do sleep 0.2; done; echo go", timeout: 600000}}
+    - text: "Waiting."
+    - text: "Done."
+    - text: "Done."
+    - text: "Done."
+"#;
+
+/// Issue 21's failures with a real team across two hosts: a lead on host A (headless,
+/// in network namespace A, PostgreSQL there too) and its teammate alice on host B over
+/// ssh. The link of B is cut while alice works: the lead declares her dead and her task
+/// is released; the link comes back: her presence is refused (her entry says dead, her
+/// writes are fenced), she joins again with a new epoch and tells the lead, and her
+/// released task stays released. Then the server is stopped and started again: a
+/// message sent while it is down reaches alice exactly once, her answer reaches the
+/// lead exactly once, nobody is declared dead by the restart (every lock dropped with
+/// the old server), and the lead finishes the job.
+#[test]
+fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_a_server_restart()
+{
+    use roo_store::{Name, Outgoing, PgStore, ReadFilter, RooHome, TaskStatus, Team};
+    use roo_tests::wait_until;
+    use std::time::Instant;
+
+    let Some(hosts) = Hosts::new(&["a", "b"], &[Need::Postgres, Need::Sshd]) else {
+        return;
+    };
+    let pg = hosts.postgres("a");
+    let sshd = hosts.sshd("b");
+    let Prepared {
+        layout,
+        project,
+        script,
+        ..
+    } = prepare(&hosts, &sshd, "cut", CUT_SCRIPT);
+    let lead_process = hosts
+        .cmd("a", "sh")
+        .arg("-c")
+        .arg(format!(
+            "cd '{project}' && exec '{lead}' -p 'Run the long job with alice on host b.' \
+             --provider script --script '{script}' --permission-mode bypassPermissions \
+             --output-format stream-json --team-timeout 300",
+            project = project.display(),
+            lead = bin("roo-lead").display(),
+            script = script.display(),
+        ))
+        .env("ROO_HOME", layout.root.join("roo-a"))
+        .env("ROO_STORE", pg.url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .spawn();
+    let clone = layout.remote().join(".roocode/worktrees/crew+alice");
+    let log_b = || {
+        std::fs::read_to_string(layout.root.join("roo-b/teams/crew/logs/alice.log"))
+            .unwrap_or_default()
+    };
+    let context = || {
+        format!(
+            "lead:\n{}\nalice's log on B:\n{}",
+            lead_process.log(),
+            log_b()
+        )
+    };
+    let (lead, alice) = (Name::parse("lead").unwrap(), Name::parse("alice").unwrap());
+    // Each wait fails at once if the lead has ended meanwhile.
+    let wait = |what: &str, check: &mut dyn FnMut() -> Option<()>| {
+        let mut checked = || {
+            if let Some(status) = hosts.exit_status(&lead_process) {
+                panic!("the lead ended ({status}) before {what}:\n{}", context());
+            }
+            check()
+        };
+        wait_until(what, Duration::from_secs(120), &mut checked, context);
+    };
+    wait("alice to start her task on host b", &mut || {
+        clone.join("started").exists().then_some(())
+    });
+    // The test watches the store from outside both hosts, over the server's socket (the
+    // lead's role made the schema: it owns the tables).
+    let watch_dir = layout.root.join("watcher");
+    let home = RooHome::new(&watch_dir).with_store(
+        PgStore::connect(&pg.admin_url().replacen("/postgres?", "/roo_test?", 1)).unwrap(),
+    );
+    let team = Team::open(&home, Name::parse("crew").unwrap()).unwrap();
+    let entry = || team.config().unwrap().member("alice").unwrap().clone();
+    let first_epoch = entry().epoch.expect("alice holds her presence");
+    let task = team.tasks().list(&Default::default()).unwrap()[0].clone();
+    assert_eq!(task.owner.as_ref(), Some(&alice), "{task:?}");
+
+    // The cut: the lead declares alice dead and releases her task.
+    hosts.cut_link("b");
+    let cut = Instant::now();
+    wait("the lead to declare alice dead", &mut || {
+        entry().dead_at.is_some().then_some(())
+    });
+    eprintln!(
+        "figure: link of host b cut -> alice declared dead by the lead: {:.1} s",
+        cut.elapsed().as_secs_f64()
+    );
+    let released = team.tasks().get(&task.id).unwrap();
+    assert_eq!(released.owner, None, "{released:?}");
+    assert_eq!(released.status, TaskStatus::Pending);
+
+    // The link back: alice finds herself declared dead, joins again with a new epoch
+    // and tells the lead; her released task stays released.
+    hosts.restore_link("b");
+    let back = Instant::now();
+    wait("alice to join again", &mut || {
+        let now = entry();
+        (now.dead_at.is_none() && now.epoch.is_some_and(|e| e != first_epoch)).then_some(())
+    });
+    eprintln!(
+        "figure: link of host b back -> alice joined again: {:.1} s",
+        back.elapsed().as_secs_f64()
+    );
+    let second_epoch = entry().epoch.unwrap();
+    let all = ReadFilter {
+        include_archived: true,
+        ..ReadFilter::default()
+    };
+    let texts = |of: &Name| -> Vec<(String, String)> {
+        team.mailbox()
+            .read(of, &all)
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.from.to_string(), m.text))
+            .collect()
+    };
+    wait("alice to tell the lead she joined again", &mut || {
+        texts(&lead)
+            .iter()
+            .any(|(from, text)| from == "alice" && text.contains("has joined again"))
+            .then_some(())
+    });
+    assert!(
+        log_b().contains("presence lost; joining again"),
+        "{}",
+        context()
+    );
+    assert_eq!(team.tasks().get(&task.id).unwrap().owner, None);
+
+    // Alice's wait ends; she goes idle.
+    std::fs::write(clone.join("go1"), "").unwrap();
+    wait("alice to go idle", &mut || {
+        (entry().is_active == Some(false)).then_some(())
+    });
+
+    // The server stops; a message to alice is sent while it is down (the sender's
+    // store connects again once it is back); it starts again.
+    hosts.stop_postgres(&pg);
+    let sending = {
+        let mailbox = team.mailbox();
+        let lead = lead.clone();
+        std::thread::spawn(move || {
+            mailbox.send(
+                &lead,
+                "alice",
+                Outgoing::text("sent during the restart", "during the restart"),
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!sending.is_finished(), "the send did not wait for the server");
+    let starting = Instant::now();
+    hosts.start_postgres(&pg);
+    eprintln!("pg_ctl start took {:.1} s", starting.elapsed().as_secs_f64());
+    sending.join().unwrap().expect("the send during the restart");
+    wait("alice's answer to reach the lead", &mut || {
+        texts(&lead)
+            .iter()
+            .any(|(_, text)| text == "got it after the restart")
+            .then_some(())
+    });
+    let count = |of: &Name, text: &str| texts(of).iter().filter(|(_, t)| t == text).count();
+    assert_eq!(count(&alice, "sent during the restart"), 1, "{}", context());
+    assert_eq!(count(&lead, "got it after the restart"), 1, "{}", context());
+    // Nobody was declared dead by the restart: alice kept her presence (taken again on
+    // the new server), and so did the lead.
+    let now = entry();
+    assert!(now.dead_at.is_none(), "{now:?}");
+    assert_eq!(now.epoch, Some(second_epoch));
+    let config = team.config().unwrap();
+    assert!(config.lead().unwrap().dead_at.is_none());
+
+    // The job ends: the lead deletes the team, alice is shut down.
+    std::fs::write(project.join("go-final"), "").unwrap();
+    let status = wait_until(
+        "the lead to finish",
+        Duration::from_secs(120),
+        || hosts.exit_status(&lead_process),
+        context,
+    );
+    assert!(status.success(), "{}", context());
 }

@@ -3,6 +3,7 @@
 //! unix socket in its directory for the owner), and admits over TCP one role, by
 //! password (`scram-sha-256`), and nothing else.
 
+use std::ffi::OsStr;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
@@ -75,26 +76,55 @@ impl Hosts {
     /// `pg_ctl restart` (fast shutdown, waits until it accepts connections again) of the
     /// server, inside its host so it listens there again.
     pub fn restart_postgres(&self, pg: &Postgres) {
+        self.pg_ctl(pg, "restart");
+    }
+
+    /// `pg_ctl stop` (fast shutdown: every session ends), waiting until it is down.
+    pub fn stop_postgres(&self, pg: &Postgres) {
+        self.pg_ctl(pg, "stop");
+    }
+
+    /// `pg_ctl start` of a stopped server, inside its host, with the options it ran with
+    /// before (`postmaster.opts`: its address, port and socket directory), waiting until
+    /// it accepts connections.
+    pub fn start_postgres(&self, pg: &Postgres) {
+        let opts = std::fs::read_to_string(pg.dir.join("data/postmaster.opts"))
+            .expect("postmaster.opts of the stopped server");
+        // `<postgres binary> "-D" "<data>" "-c" …`: the options after the binary, as the
+        // shell line pg_ctl's -o takes.
+        let options = opts.trim().split_once(' ').map(|(_, rest)| rest.to_owned());
+        self.pg_ctl_with(pg, "start", options.as_deref());
+    }
+
+    fn pg_ctl(&self, pg: &Postgres, action: &str) {
+        self.pg_ctl_with(pg, action, None);
+    }
+
+    fn pg_ctl_with(&self, pg: &Postgres, action: &str, options: Option<&str>) {
         let pg_ctl = find_program("pg_ctl").expect("pg_ctl");
         let data = pg.dir.join("data");
         let log = pg.dir.join("server.log");
-        let pg_ctl_args = [
+        let mut pg_ctl_args: Vec<&OsStr> = vec![
             pg_ctl.as_os_str(),
             "-D".as_ref(),
             data.as_os_str(),
             "-l".as_ref(),
             log.as_os_str(),
-            "-m".as_ref(),
-            "fast".as_ref(),
             "-w".as_ref(),
             "-t".as_ref(),
             "60".as_ref(),
-            "restart".as_ref(),
         ];
+        if action != "start" {
+            pg_ctl_args.extend(["-m".as_ref(), "fast".as_ref()] as [&OsStr; 2]);
+        }
+        if let Some(options) = options {
+            pg_ctl_args.extend(["-o".as_ref(), options.as_ref()] as [&OsStr; 2]);
+        }
+        pg_ctl_args.push(action.as_ref());
         let cmd = if nix::unistd::geteuid().is_root() {
             self.cmd(&pg.host, "runuser")
                 .args(["-u", "postgres", "--"])
-                .args(pg_ctl_args)
+                .args(&pg_ctl_args)
         } else {
             self.cmd(&pg.host, pg_ctl_args[0]).args(&pg_ctl_args[1..])
         };

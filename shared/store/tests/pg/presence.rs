@@ -51,10 +51,10 @@ fn presence_helper() {
 }
 
 /// A member process holding its presence; killed (SIGKILL) and reaped on drop.
-struct MemberProcess(Child);
+pub(super) struct MemberProcess(pub(super) Child);
 
 impl MemberProcess {
-    fn start(url: &str, member: &str, claims: bool) -> (MemberProcess, u64) {
+    pub(super) fn start(url: &str, member: &str, claims: bool) -> (MemberProcess, u64) {
         let mut command = Command::new(std::env::current_exe().unwrap());
         if claims {
             command.env(HELPER_CLAIMS, "1");

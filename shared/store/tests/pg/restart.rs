@@ -119,3 +119,53 @@ fn a_sender_looping_through_a_server_restart_loses_and_repeats_nothing() {
     let expected: Vec<&str> = texts.iter().map(String::as_str).collect();
     assert_eq!(arrived, expected, "lost, repeated or reordered messages");
 }
+
+/// A server restart drops every presence lock at once, and members take theirs again
+/// only once they have reconnected: within `RESTART_GRACE` of the server's start a lock
+/// not held is no evidence, so a lead reading liveness at that moment declares nobody
+/// dead. Here the member's process is stopped (SIGSTOP) across the restart, so its lock
+/// stays missing: it is neither alive nor dead by the store's test until it resumes and
+/// takes its lock again — or, stopped for longer than the grace, it is declared dead.
+#[test]
+fn a_member_whose_lock_is_missing_right_after_a_server_restart_is_not_declared_dead() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    if dsn().is_none() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let url = fresh_schema_url(&cluster.dsn);
+    let (_dir, home) = home_at(&url);
+    let team = team_named(&home, "t", &["alice"]);
+    let (member, epoch) = super::presence::MemberProcess::start(&url, "carol", false);
+    let pid = Pid::from_raw(member.0.id() as i32);
+    let evidence = || {
+        let config = team.config().unwrap();
+        let entry = config.member("carol").unwrap().clone();
+        assert_eq!(entry.epoch, Some(epoch));
+        team.liveness(&config).unwrap().evidence(&entry)
+    };
+    assert_eq!(evidence(), Some(true));
+    kill(pid, Signal::SIGSTOP).unwrap();
+    cluster.restart();
+    let restarted = Instant::now();
+    // Checked well within the grace: the lock is missing, and that proves nothing.
+    assert_eq!(evidence(), None, "a missing lock right after a restart");
+    assert!(team.detect_dead(Some(&name("lead"))).unwrap().is_empty());
+    assert!(restarted.elapsed() < roo_store::RESTART_GRACE / 2);
+    // Resumed, it reconnects and takes its lock again: alive, the same epoch.
+    kill(pid, Signal::SIGCONT).unwrap();
+    wait_for("carol's lock to be taken again", || evidence() == Some(true));
+    // Stopped across a restart for longer than the grace: declared dead after it.
+    kill(pid, Signal::SIGSTOP).unwrap();
+    cluster.restart();
+    let restarted = Instant::now();
+    while restarted.elapsed() < roo_store::RESTART_GRACE + Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(evidence(), Some(false));
+    let deaths = team.detect_dead(Some(&name("lead"))).unwrap();
+    assert_eq!(deaths.len(), 1, "{deaths:?}");
+    kill(pid, Signal::SIGCONT).unwrap();
+    drop(member);
+}
