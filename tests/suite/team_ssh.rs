@@ -490,8 +490,7 @@ agents:
 /// lead exactly once, nobody is declared dead by the restart (every lock dropped with
 /// the old server), and the lead finishes the job.
 #[test]
-fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_a_server_restart()
-{
+fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_a_server_restart() {
     use roo_store::{Name, Outgoing, PgStore, ReadFilter, RooHome, TaskStatus, Team};
     use roo_tests::wait_until;
     use std::time::Instant;
@@ -634,11 +633,20 @@ fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_
         })
     };
     std::thread::sleep(Duration::from_millis(500));
-    assert!(!sending.is_finished(), "the send did not wait for the server");
+    assert!(
+        !sending.is_finished(),
+        "the send did not wait for the server"
+    );
     let starting = Instant::now();
     hosts.start_postgres(&pg);
-    eprintln!("pg_ctl start took {:.1} s", starting.elapsed().as_secs_f64());
-    sending.join().unwrap().expect("the send during the restart");
+    eprintln!(
+        "pg_ctl start took {:.1} s",
+        starting.elapsed().as_secs_f64()
+    );
+    sending
+        .join()
+        .unwrap()
+        .expect("the send during the restart");
     wait("alice's answer to reach the lead", &mut || {
         texts(&lead)
             .iter()

@@ -631,6 +631,7 @@ fn update_row<T: Document, R>(
     let wants = Wants {
         config: team.is_some(),
         quarantine: T::COUNTS_QUARANTINE,
+        presence: crate::pg::wants_presence(&key),
     };
     for _ in 0..3 {
         let step = pg.update_with(&key, wants, |text, reads, writes| {

@@ -340,6 +340,63 @@ impl HeldKeys {
     }
 }
 
+thread_local! {
+    /// The presence locks held, read in the first round trip of the change running on
+    /// this thread ([`Wants::presence`]): liveness asked inside it costs no round trip.
+    static PREFETCHED: std::cell::RefCell<Option<HeldKeys>> = const { std::cell::RefCell::new(None) };
+    /// Set while a caller wants the changes it makes on this thread to read the held
+    /// presence locks in their first round trip ([`want_presence`]).
+    static WANT_PRESENCE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// While alive, [`PgStore::held_keys`] on this thread answers from `held` (every lock
+/// held, read in the running change's first round trip).
+pub(crate) struct Prefetched {
+    before: Option<HeldKeys>,
+}
+
+impl Prefetched {
+    pub(crate) fn enter(held: HeldKeys) -> Prefetched {
+        let before = PREFETCHED.with(|p| p.replace(Some(held)));
+        Prefetched { before }
+    }
+}
+
+impl Drop for Prefetched {
+    fn drop(&mut self) {
+        let before = self.before.take();
+        PREFETCHED.with(|p| *p.borrow_mut() = before);
+    }
+}
+
+/// While alive, the changes made on this thread read the held presence locks in their
+/// first round trip (a change of a task list that judges its owners' liveness).
+pub(crate) struct WantPresence {
+    before: bool,
+}
+
+pub(crate) fn want_presence() -> WantPresence {
+    WantPresence {
+        before: WANT_PRESENCE.with(|w| w.replace(true)),
+    }
+}
+
+impl Drop for WantPresence {
+    fn drop(&mut self) {
+        WANT_PRESENCE.with(|w| w.set(self.before));
+    }
+}
+
+/// Whether a change of document `key` reads the held presence locks in its first round
+/// trip: a team's config (joins, deaths and the lead's claim judge liveness in it), or
+/// any change while [`want_presence`] is held.
+pub(crate) fn wants_presence(key: &str) -> bool {
+    WANT_PRESENCE.with(std::cell::Cell::get)
+        || (key.starts_with("teams/")
+            && key.ends_with("/config.json")
+            && key.matches('/').count() == 2)
+}
+
 /// How long after a server start a presence lock not held proves nothing: members
 /// reconnect within a second or two (the presence connection's back-off is at most 1 s)
 /// and take their locks again; until then a lead must not declare them all dead.
@@ -412,6 +469,7 @@ struct Statements {
     delete_docs_under: Statement,
     delete_archive_under: Statement,
     delete_quarantine_under: Statement,
+    held_all: Statement,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -590,15 +648,28 @@ impl PgStore {
         if keys.is_empty() {
             return Ok(HeldKeys::default());
         }
-        let grace = RESTART_GRACE.as_secs_f64();
-        let row = self.request("read the presence locks", |conn| {
-            block_on(
-                conn.client
-                    .query_one(&conn.statements.held_keys, &[&keys, &grace]),
-            )
-        })?;
-        let mut held: std::collections::HashSet<i64> =
-            row.get::<_, Vec<i64>>(0).into_iter().collect();
+        let (mut held, server_restarted) = match PREFETCHED.with(|p| p.borrow().clone()) {
+            // Inside a change that read every held lock in its first round trip.
+            Some(all) => (
+                keys.iter()
+                    .copied()
+                    .filter(|key| all.held.contains(key))
+                    .collect(),
+                all.server_restarted,
+            ),
+            None => {
+                let grace = RESTART_GRACE.as_secs_f64();
+                let row = self.request("read the presence locks", |conn| {
+                    block_on(
+                        conn.client
+                            .query_one(&conn.statements.held_keys, &[&keys, &grace]),
+                    )
+                })?;
+                let held: std::collections::HashSet<i64> =
+                    row.get::<_, Vec<i64>>(0).into_iter().collect();
+                (held, row.get::<_, bool>(1))
+            }
+        };
         let own = self
             .inner
             .presence
@@ -610,7 +681,7 @@ impl PgStore {
         }
         Ok(HeldKeys {
             held,
-            server_restarted: row.get(1),
+            server_restarted,
         })
     }
 
@@ -1005,6 +1076,13 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         "DELETE FROM roo_archive WHERE key LIKE ANY($1)",
         // delete_quarantine_under
         "DELETE FROM roo_quarantine WHERE key LIKE ANY($1)",
+        // held_all: every presence lock key held in this database (a change that judges
+        // liveness reads them in its first round trip), and whether the server started
+        // less than $1 seconds ago
+        "SELECT ARRAY(SELECT (l.classid::int8 << 32) | l.objid::int8 FROM pg_locks l \
+           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())), \
+         now() - pg_postmaster_start_time() < $1::float8 * interval '1 second'",
     ];
     let prepared = block_on(futures_util::future::join_all(
         sql.iter().map(|sql| client.prepare(sql)),
@@ -1046,8 +1124,9 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
             delete_docs_under,
             delete_archive_under,
             delete_quarantine_under,
+            held_all,
         ],
-    ) = <[Statement; 25]>::try_from(prepared)
+    ) = <[Statement; 26]>::try_from(prepared)
     else {
         return Err(engine("prepare the statements", &"a statement is missing"));
     };
@@ -1077,6 +1156,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         delete_docs_under,
         delete_archive_under,
         delete_quarantine_under,
+        held_all,
     };
     Ok(Conn {
         client,

@@ -46,6 +46,9 @@ pub(crate) struct Wants {
     /// The document's quarantined texts, acknowledged ones too (the task list's id
     /// high-water mark counts them, §6.1).
     pub(crate) quarantine: bool,
+    /// Every presence lock held (read after the row lock): liveness asked inside the
+    /// change is answered from it, without a round trip more (`super::Prefetched`).
+    pub(crate) presence: bool,
 }
 
 /// What the first round trip read for a change besides its document.
@@ -250,11 +253,33 @@ impl PgStore {
                     false => Ok(Vec::new()),
                 }
             };
-            let ((begun, ended, team, placed), (locked, clock, xact, status, quarantined)) =
-                block_on(futures_util::future::join(
-                    futures_util::future::join4(begin, end_lost, team, placeholder),
+            let grace = super::RESTART_GRACE.as_secs_f64();
+            let grace_param: [&(dyn ToSql + Sync); 1] = [&grace];
+            // After the row lock: what is held while this change holds it.
+            let presence = async {
+                match wants.presence {
+                    true => client
+                        .query_one(&statements.held_all, &grace_param)
+                        .await
+                        .map(|row| {
+                            Some(super::HeldKeys {
+                                held: row.get::<_, Vec<i64>>(0).into_iter().collect(),
+                                server_restarted: row.get(1),
+                            })
+                        }),
+                    false => Ok(None),
+                }
+            };
+            let (
+                (begun, ended, team, placed),
+                ((locked, clock, xact, status, quarantined), presence),
+            ) = block_on(futures_util::future::join(
+                futures_util::future::join4(begin, end_lost, team, placeholder),
+                futures_util::future::join(
                     futures_util::future::join5(lock, clock, xact, status, quarantined),
-                ));
+                    presence,
+                ),
+            ));
             let first = (|| {
                 begun?;
                 ended?;
@@ -265,9 +290,18 @@ impl PgStore {
                 let xact = xact?;
                 let status = status?;
                 let quarantined = quarantined?;
-                Ok::<_, tokio_postgres::Error>((team, rows, server_ms, xact, status, quarantined))
+                let presence = presence?;
+                Ok::<_, tokio_postgres::Error>((
+                    team,
+                    rows,
+                    server_ms,
+                    xact,
+                    status,
+                    quarantined,
+                    presence,
+                ))
             })();
-            let (team, rows, server_ms, xact, status, quarantined) = match first {
+            let (team, rows, server_ms, xact, status, quarantined, presence) = match first {
                 Ok(read) => read,
                 Err(e) if link_lost(&e, client) => {
                     hold.conn.mark_lost();
@@ -365,7 +399,9 @@ impl PgStore {
             // because the link went under it (a read of its own) runs again.
             // The times it writes are the server's (`StoreClock`).
             let clock = crate::time::StoreClock::enter(server_ms);
+            let prefetched = presence.map(super::Prefetched::enter);
             let outcome = change(text, &reads, &mut writes);
+            drop(prefetched);
             drop(clock);
             let outcome = match outcome {
                 Ok(outcome) => outcome,

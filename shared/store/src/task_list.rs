@@ -614,7 +614,8 @@ impl TaskList {
     /// ([`crate::Liveness::live_member_names`], [`owner_gone`]).
     pub fn reclaim_gone(&self, by: Option<&Name>) -> Result<Vec<Reclaimed>> {
         // The store's test of liveness, read under the config's share lock (PostgreSQL:
-        // one query on `pg_locks`, only when a member holds a presence).
+        // every held presence lock, read in the change's first round trip).
+        let _presence = crate::pg::want_presence();
         self.reclaim_in_team(by, |config| {
             let live = self.team.liveness(config)?.live_member_names(config);
             Ok(move |task: &Task, now| owner_gone(task, now, &live))

@@ -291,6 +291,7 @@ async fn keep_presence(
     entry: Member,
     lead: Name,
     output: EventSink,
+    activity: Activity,
     displaced: Arc<std::sync::Mutex<Option<String>>>,
     cancel: CancellationToken,
 ) {
@@ -312,14 +313,22 @@ async fn keep_presence(
         output.emit(AgentEvent::Notice {
             text: format!("{me} was cut off from the team: {reason}; joining again"),
         });
+        // Joining marks the entry busy: what the loop last recorded is put back, under
+        // the lock the loop's own state writes take.
+        let busy = activity.lock().await;
         let again = {
-            let (team, me, entry) = (team.clone(), me.clone(), entry.clone());
+            let (team, me, entry, busy) = (team.clone(), me.clone(), entry.clone(), *busy);
             tokio::task::spawn_blocking(move || {
                 team.join(entry)?;
-                team.hold_presence(&me)
+                let held = team.hold_presence(&me)?;
+                if !busy {
+                    team.set_active(me.as_str(), false)?;
+                }
+                Ok::<_, roo_store::Error>(held)
             })
             .await
         };
+        drop(busy);
         match again {
             Ok(Ok(held)) => {
                 presence = Arc::new(held);
@@ -357,6 +366,10 @@ async fn keep_presence(
     }
 }
 
+/// Whether the teammate's loop last recorded itself busy, and the lock its state writes
+/// take (the presence keeper's re-join writes the state too).
+type Activity = Arc<tokio::sync::Mutex<bool>>;
+
 /// The loop of a teammate that has joined as `entry` and holds `presence`, which is kept
 /// ([`keep_presence`], PostgreSQL) while it runs.
 pub(crate) async fn run_joined(
@@ -366,6 +379,8 @@ pub(crate) async fn run_joined(
     cancel: CancellationToken,
 ) -> Result<TeammateExit, TeammateError> {
     let displaced = Arc::new(std::sync::Mutex::new(None));
+    // Joined: busy.
+    let activity: Activity = Arc::new(tokio::sync::Mutex::new(true));
     // Aborted (its presence released) when the loop ends, or unwinds.
     let keeper = presence.epoch().is_some().then(|| {
         tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_presence(
@@ -373,12 +388,13 @@ pub(crate) async fn run_joined(
             entry,
             spec.binding.lead.clone(),
             spec.output.clone(),
+            activity.clone(),
             displaced.clone(),
             // Displaced, the keeper cancels the loop itself.
             cancel.clone(),
         )))
     });
-    let exit = run_loop(spec, cancel).await;
+    let exit = run_loop(spec, activity, cancel).await;
     if let Some(keeper) = keeper {
         keeper.abort();
         let _ = keeper.await;
@@ -396,6 +412,7 @@ pub(crate) async fn run_joined(
 /// The loop itself (see the module documentation).
 async fn run_loop(
     spec: TeammateSpec,
+    activity: Activity,
     cancel: CancellationToken,
 ) -> Result<TeammateExit, TeammateError> {
     let TeammateSpec {
@@ -476,6 +493,7 @@ async fn run_loop(
         me: me.clone(),
         events,
         answers: std::sync::Mutex::new(AnswerStreak::default()),
+        activity,
     };
     let mut built = match build_agent(settings).await {
         Ok(built) => built,
@@ -734,6 +752,8 @@ struct OwnEntry {
     events: Option<TeamEventSender>,
     /// Notifications in a row that carried only a new answer (see [`AnswerStreak`]).
     answers: std::sync::Mutex<AnswerStreak>,
+    /// What it last recorded (busy or idle), held while it records.
+    activity: Activity,
 }
 
 /// At most this many idle notifications in a row may carry only a new final answer (the
@@ -784,6 +804,8 @@ impl AnswerStreak {
 
 impl OwnEntry {
     async fn set_active(&self, active: bool) {
+        let mut recorded = self.activity.lock().await;
+        *recorded = active;
         let (team, me) = (self.team.clone(), self.me.clone());
         match tokio::task::spawn_blocking(move || team.set_active(me.as_str(), active)).await {
             Ok(Ok(_)) => {}
@@ -869,6 +891,8 @@ impl OwnEntry {
         // Retried for a while (a full disk may clear); a state that cannot be recorded
         // at all ends the teammate instead of leaving it "busy" for ever.
         let deadline = tokio::time::Instant::now() + STATE_RETRY_FOR;
+        let mut recorded = self.activity.lock().await;
+        *recorded = false;
         loop {
             let (team, me, fingerprint, notice) = (
                 self.team.clone(),

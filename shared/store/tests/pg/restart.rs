@@ -155,7 +155,9 @@ fn a_member_whose_lock_is_missing_right_after_a_server_restart_is_not_declared_d
     assert!(restarted.elapsed() < roo_store::RESTART_GRACE / 2);
     // Resumed, it reconnects and takes its lock again: alive, the same epoch.
     kill(pid, Signal::SIGCONT).unwrap();
-    wait_for("carol's lock to be taken again", || evidence() == Some(true));
+    wait_for("carol's lock to be taken again", || {
+        evidence() == Some(true)
+    });
     // Stopped across a restart for longer than the grace: declared dead after it.
     kill(pid, Signal::SIGSTOP).unwrap();
     cluster.restart();

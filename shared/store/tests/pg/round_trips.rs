@@ -130,6 +130,43 @@ fn a_mutation_after_connect_is_at_most_two_round_trips_and_a_read_one() {
             },
         ),
     ));
+    // Changes that judge liveness inside (PostgreSQL: the presence locks held) read the
+    // locks in their first round trip: a join over an entry whose presence epoch's lock
+    // is free, and the reclaim of a task whose owner's presence is gone.
+    // The member's own process: its own connections, not counted.
+    let (_member_dir, member_home) = home_at(&url);
+    let member_team = roo_store::Team::open(&member_home, name("t")).unwrap();
+    let gone_member = |run: usize| {
+        let member = name(&format!("gone{run}"));
+        member_team
+            .join(Member::new(member.clone(), team.name()))
+            .unwrap();
+        // Held and dropped: an epoch whose lock is free.
+        drop(member_team.detached().hold_presence(&member).unwrap());
+        member
+    };
+    counted.push((
+        "join over an entry with an epoch",
+        fewest(&proxy, gone_member, |member| {
+            team.join(Member::new(member, team.name())).unwrap();
+        }),
+    ));
+    counted.push((
+        "reclaim a gone owner's task",
+        fewest(
+            &proxy,
+            |run| {
+                let member = gone_member(run + 100);
+                let id = task(format!("owned {run}")).id;
+                list.claim(&id, &member, &ClaimOptions::default()).unwrap();
+                id
+            },
+            |id| {
+                let reclaimed = list.reclaim_gone(None).unwrap();
+                assert!(reclaimed.iter().any(|r| r.task.id == id), "{reclaimed:?}");
+            },
+        ),
+    ));
     let mut reads: Vec<(&str, u64)> = Vec::new();
     reads.push((
         "task list",
