@@ -576,6 +576,11 @@ fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_
 
     // The link back: alice finds herself declared dead, joins again with a new epoch
     // and tells the lead; her released task stays released.
+    assert!(
+        entry().dead_at.is_some(),
+        "alice joined again while her link was cut:\n{}",
+        context()
+    );
     hosts.restore_link("b");
     let back = Instant::now();
     wait("alice to join again", &mut || {
