@@ -5,7 +5,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use roo_store::{Error, LeadClaim, Member};
 
-use super::common::{dsn, fresh_schema_url, home_at, name, team_named};
+use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
 use super::presence::{HELPER_LEAD, MemberProcess};
 use super::restart::{Cluster, wait_for};
 
@@ -73,4 +73,74 @@ fn claim_lead_right_after_a_server_restart_does_not_take_over_a_lead_whose_lock_
         entry.epoch == Some(epoch) && team.liveness(&config).unwrap().evidence(&entry) == Some(true)
     });
     drop(lead);
+}
+
+/// A backend that crashes (here: killed with SIGKILL) makes the postmaster end every
+/// session and reinitialize, without restarting: `pg_postmaster_start_time()` stays as
+/// it was, but every presence lock is gone at once, as after a restart. A member whose
+/// process is stopped (SIGSTOP) cannot take its lock again yet; right after the crash
+/// its missing lock must prove nothing, so the lead's detect declares nobody dead.
+#[test]
+fn a_member_whose_lock_is_missing_right_after_a_backend_crash_is_not_declared_dead() {
+    if dsn().is_none() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let url = fresh_schema_url(&cluster.dsn);
+    let (_dir, home) = home_at(&url);
+    let team = team_named(&home, "t", &[]);
+    let (member, epoch) = MemberProcess::start(&url, "carol", false);
+    let pid = Pid::from_raw(member.0.id() as i32);
+    let evidence = || {
+        let config = team.config().unwrap();
+        let entry = config.member("carol").unwrap().clone();
+        assert_eq!(entry.epoch, Some(epoch));
+        team.liveness(&config).unwrap().evidence(&entry)
+    };
+    assert_eq!(evidence(), Some(true));
+    // The new cluster's own start is out of the grace first.
+    wait_for("the cluster's start to be out of the grace", || {
+        psql(
+            &cluster.dsn,
+            "SELECT now() - pg_postmaster_start_time() > interval '11 seconds'",
+        ) == "t"
+    });
+    kill(pid, Signal::SIGSTOP).unwrap();
+    // A session of its own, to crash: its backend's pid, then SIGKILL of that backend.
+    let mut sleeper = std::process::Command::new("psql")
+        .args([
+            cluster.dsn.as_str(),
+            "-Atc",
+            "SELECT pg_backend_pid(), pg_sleep(600)",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let find = || {
+        psql(
+            &cluster.dsn,
+            "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_backend_pid(), pg_sleep%' \
+             AND pid <> pg_backend_pid()",
+        )
+    };
+    wait_for("the session to crash", || !find().is_empty());
+    let backend = find().parse::<i32>().unwrap();
+    kill(Pid::from_raw(backend), Signal::SIGKILL).unwrap();
+    let crashed = std::time::Instant::now();
+    let _ = sleeper.wait();
+    // The store reconnects by itself (the server accepts connections again once it has
+    // reinitialized): the lock is missing, and that proves nothing yet.
+    assert_eq!(
+        evidence(),
+        None,
+        "a missing lock right after a backend crash"
+    );
+    assert!(team.detect_dead(Some(&name("lead"))).unwrap().is_empty());
+    assert!(crashed.elapsed() < roo_store::RESTART_GRACE / 2);
+    kill(pid, Signal::SIGCONT).unwrap();
+    wait_for("carol's lock to be taken again", || {
+        evidence() == Some(true)
+    });
+    drop(member);
 }
