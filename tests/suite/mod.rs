@@ -39,6 +39,7 @@ mod team_iterm2;
 mod team_lead_lifetime;
 mod team_panes;
 mod team_pg;
+mod team_pg_rev3;
 mod team_pg_review;
 mod team_spawn;
 mod team_ssh;

@@ -128,7 +128,26 @@ impl Team {
             }
             // An entry a presence vouches for (PostgreSQL) is held while its lock is.
             let presence = pg && old.epoch.is_some();
-            if presence && old.dead_at.is_none() && self.evidence_now(&old)? == Some(true) {
+            let evidence = match presence && old.dead_at.is_none() {
+                true => self.evidence_now(&old)?,
+                false => Some(false),
+            };
+            // Right after a server restart a missing lock proves nothing (its holder may
+            // be reconnecting): the name stays held until the lock says more.
+            if evidence.is_none() {
+                return Err(Error::NotPermitted {
+                    action: action(),
+                    reason: format!(
+                        "member {name}'s presence (epoch {epoch}) cannot be judged yet: the \
+                         store's server restarted less than {grace} s ago and its holder may \
+                         be taking it again; try again in a few seconds",
+                        name = old.name,
+                        epoch = old.epoch.unwrap_or_default(),
+                        grace = crate::pg::RESTART_GRACE.as_secs()
+                    ),
+                });
+            }
+            if evidence == Some(true) {
                 return Err(Error::NotPermitted {
                     action: action(),
                     reason: format!(

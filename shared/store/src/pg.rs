@@ -1061,7 +1061,9 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         // new_epoch
         "SELECT txid_current()",
         // held_keys: which of the presence lock keys $1 some session holds (granted
-        // advisory locks of this database), and whether the server started less than $2
+        // advisory locks of this database), and whether the server started — or
+        // reinitialized after a backend crash, which ends every session and resets the
+        // statistics (`stats_reset`) but not `pg_postmaster_start_time()` — less than $2
         // seconds ago
         "SELECT ARRAY(SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
            SELECT 1 FROM pg_locks l \
@@ -1069,7 +1071,8 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
              AND l.classid = ((k >> 32) & 4294967295)::oid \
              AND l.objid = (k & 4294967295)::oid)), \
-         now() - pg_postmaster_start_time() < $2::float8 * interval '1 second'",
+         now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
+           < $2::float8 * interval '1 second'",
         // delete_docs_under
         "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
         // delete_archive_under
@@ -1078,11 +1081,12 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
         "DELETE FROM roo_quarantine WHERE key LIKE ANY($1)",
         // held_all: every presence lock key held in this database (a change that judges
         // liveness reads them in its first round trip), and whether the server started
-        // less than $1 seconds ago
+        // (or reinitialized after a backend crash: see held_keys) less than $1 seconds ago
         "SELECT ARRAY(SELECT (l.classid::int8 << 32) | l.objid::int8 FROM pg_locks l \
            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())), \
-         now() - pg_postmaster_start_time() < $1::float8 * interval '1 second'",
+         now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
+           < $1::float8 * interval '1 second'",
     ];
     let prepared = block_on(futures_util::future::join_all(
         sql.iter().map(|sql| client.prepare(sql)),

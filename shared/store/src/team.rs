@@ -548,13 +548,15 @@ impl Team {
                 .iter_mut()
                 .find(|m| m.agent_id == lead_id)
                 .ok_or_else(|| self.member_not_found(&lead_id))?;
-            // On PostgreSQL a lead holding its presence lives wherever it runs; otherwise
-            // (or once its lock is gone) its pid is judged, on its own host only.
+            // On PostgreSQL a lead holding its presence lives wherever it runs — and so
+            // does one whose lock is missing right after a server restart, which proves
+            // nothing; otherwise (or once its lock is gone) its pid is judged, on its own
+            // host only.
             let other = lead
                 .pid
                 .filter(|p| *p != pid || lead.host.as_deref() != this_host());
             let before = match other {
-                Some(other) if lead.epoch.is_some() && self.evidence_now(lead)? == Some(true) => {
+                Some(other) if lead.epoch.is_some() && self.evidence_now(lead)? != Some(false) => {
                     Some(other)
                 }
                 _ => lead.local_pid().filter(|p| *p != pid && pid_alive(*p)),

@@ -47,3 +47,6 @@ mod restart;
 
 #[path = "pg/rev2.rs"]
 mod rev2;
+
+#[path = "pg/rev3.rs"]
+mod rev3;

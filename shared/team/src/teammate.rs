@@ -166,8 +166,9 @@ pub enum TeammateExit {
     /// timeout, while it was idle (the reason says so).
     LeadGone(String),
     /// It was declared dead while cut off from the store (PostgreSQL) and could not join
-    /// again: another process is that member now (the reason says so). It stopped so
-    /// that two processes never act as one member.
+    /// again: another process is that member now (the reason says so), so it stopped so
+    /// that two processes never act as one member; or it was removed from the roster
+    /// while it ran, and stopped rather than add itself back.
     Displaced(String),
 }
 
@@ -285,7 +286,8 @@ pub const PRESENCE_CHECK: std::time::Duration = std::time::Duration::from_secs(1
 /// cut, its writes are refused — it joins again with `entry` and holds a new presence
 /// through the same handle, which moves every clone (router, tools, approver) to the new
 /// epoch, and tells the lead. If it cannot join again because another process is that
-/// member now (the lead respawned it), it stops the teammate: `displaced` says why.
+/// member now (the lead respawned it), or must not (it was removed from the roster, or
+/// shut down), it stops the teammate: `displaced` says why.
 async fn keep_presence(
     mut presence: Arc<Presence>,
     entry: Member,
@@ -319,18 +321,36 @@ async fn keep_presence(
         let again = {
             let (team, me, entry, busy) = (team.clone(), me.clone(), entry.clone(), *busy);
             tokio::task::spawn_blocking(move || {
+                // Removed from the roster, or shut down at the lead's request: what the
+                // lead (or the member itself) decided is not undone by joining again.
+                let config = team.config()?;
+                match config.member(me.as_str()) {
+                    None => return Ok(Err(format!("{me} was removed from the team"))),
+                    Some(m) if m.shut_down() => {
+                        return Ok(Err(format!("{me} shut down at the lead's request")));
+                    }
+                    Some(_) => {}
+                }
                 team.join(entry)?;
                 let held = team.hold_presence(&me)?;
                 if !busy {
                     team.set_active(me.as_str(), false)?;
                 }
-                Ok::<_, roo_store::Error>(held)
+                Ok::<_, roo_store::Error>(Ok(held))
             })
             .await
         };
         drop(busy);
         match again {
-            Ok(Ok(held)) => {
+            Ok(Ok(Err(why))) => {
+                tracing::warn!(member = %me, "{why}; stopping");
+                *displaced
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+                cancel.cancel();
+                return;
+            }
+            Ok(Ok(Ok(held))) => {
                 presence = Arc::new(held);
                 let text = format!(
                     "{me} lost its connection to the team store and was declared dead \
@@ -891,9 +911,12 @@ impl OwnEntry {
         // Retried for a while (a full disk may clear); a state that cannot be recorded
         // at all ends the teammate instead of leaving it "busy" for ever.
         let deadline = tokio::time::Instant::now() + STATE_RETRY_FOR;
-        let mut recorded = self.activity.lock().await;
-        *recorded = false;
         loop {
+            // Held for one attempt, not across the retries: a member declared dead
+            // meanwhile has its writes refused until the presence keeper joins it again,
+            // which takes this lock.
+            let mut recorded = self.activity.lock().await;
+            *recorded = false;
             let (team, me, fingerprint, notice) = (
                 self.team.clone(),
                 self.me.clone(),
@@ -912,6 +935,7 @@ impl OwnEntry {
                 Ok(Err(e)) => e.to_string(),
                 Err(e) => e.to_string(),
             };
+            drop(recorded);
             tracing::warn!(member = %self.me, %error, "failed to go idle");
             if tokio::time::Instant::now() >= deadline {
                 return Err(error);

@@ -16,9 +16,12 @@ use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
 const HELPER_URL: &str = "ROO_TEST_PRESENCE_URL";
 const HELPER_MEMBER: &str = "ROO_TEST_PRESENCE_MEMBER";
 const HELPER_CLAIMS: &str = "ROO_TEST_PRESENCE_CLAIMS";
+/// Set: the helper is the team's lead (`claim_lead`, then its presence).
+pub(super) const HELPER_LEAD: &str = "ROO_TEST_PRESENCE_LEAD";
 
 /// Helper mode of the tests below (a member's process): joins team `t` at
-/// `$ROO_TEST_PRESENCE_URL` as `$ROO_TEST_PRESENCE_MEMBER`, holds its presence, claims
+/// `$ROO_TEST_PRESENCE_URL` as `$ROO_TEST_PRESENCE_MEMBER` (or, with
+/// `$ROO_TEST_PRESENCE_LEAD`, claims its lead entry), holds its presence, claims
 /// task 1 as that member if `$ROO_TEST_PRESENCE_CLAIMS` is set, says `ready <epoch>` and
 /// waits until its stdin closes (or it is killed).
 #[test]
@@ -30,7 +33,16 @@ fn presence_helper() {
     let (_dir, home) = home_at(&url);
     let team = Team::open(&home, name("t")).unwrap();
     let me = name(&member);
-    team.join(Member::new(me.clone(), team.name())).unwrap();
+    if std::env::var_os(HELPER_LEAD).is_some() {
+        // The team's lead: claims the lead entry instead of joining.
+        let claimed = team.claim_lead(std::process::id(), false).unwrap();
+        assert!(
+            matches!(claimed, roo_store::LeadClaim::Claimed { .. }),
+            "{claimed:?}"
+        );
+    } else {
+        team.join(Member::new(me.clone(), team.name())).unwrap();
+    }
     let presence = team.hold_presence(&me).unwrap();
     if std::env::var_os(HELPER_CLAIMS).is_some() {
         let claimed = presence
@@ -55,7 +67,18 @@ pub(super) struct MemberProcess(pub(super) Child);
 
 impl MemberProcess {
     pub(super) fn start(url: &str, member: &str, claims: bool) -> (MemberProcess, u64) {
+        Self::start_with(url, member, claims, &[])
+    }
+
+    /// [`MemberProcess::start`] with more environment (`HELPER_LEAD`).
+    pub(super) fn start_with(
+        url: &str,
+        member: &str,
+        claims: bool,
+        env: &[(&str, &str)],
+    ) -> (MemberProcess, u64) {
         let mut command = Command::new(std::env::current_exe().unwrap());
+        command.envs(env.iter().copied());
         if claims {
             command.env(HELPER_CLAIMS, "1");
         }

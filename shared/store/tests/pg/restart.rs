@@ -12,9 +12,9 @@ use super::common::{dsn, fresh_schema_url, home_at, name, team_named};
 use crate::pg_proxy::PgProxy;
 
 /// A throwaway cluster from `scripts/pg-cluster`, stopped and removed when dropped.
-struct Cluster {
+pub(super) struct Cluster {
     dir: PathBuf,
-    dsn: String,
+    pub(super) dsn: String,
 }
 
 fn pg_cluster() -> PathBuf {
@@ -22,7 +22,7 @@ fn pg_cluster() -> PathBuf {
 }
 
 impl Cluster {
-    fn start() -> Cluster {
+    pub(super) fn start() -> Cluster {
         let out = Command::new(pg_cluster()).arg("start").output().unwrap();
         assert!(
             out.status.success(),
@@ -37,7 +37,7 @@ impl Cluster {
     }
 
     /// `pg_ctl restart` (fast: every session is ended), back when it accepts connections.
-    fn restart(&self) {
+    pub(super) fn restart(&self) {
         let out = Command::new(pg_cluster())
             .arg("restart")
             .arg(&self.dir)
@@ -61,7 +61,7 @@ impl Drop for Cluster {
 }
 
 /// Waits until `done`, failing after a minute with `what`.
-fn wait_for(what: &str, done: impl Fn() -> bool) {
+pub(super) fn wait_for(what: &str, done: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
