@@ -82,6 +82,18 @@ impl Team {
     /// running member then holds its presence ([`Team::hold_presence`]), which records
     /// one.
     pub fn join(&self, member: Member) -> Result<Joined> {
+        self.join_as(member, false)
+    }
+
+    /// [`Team::join`] by a running member that lost its entry's vouching (declared dead
+    /// while cut off): refused, in the same locked write, if its entry is gone (removed
+    /// from the team) or records a shutdown at the lead's request — what others decided
+    /// is not undone by joining again.
+    pub fn join_again(&self, member: Member) -> Result<Joined> {
+        self.join_as(member, true)
+    }
+
+    fn join_as(&self, member: Member, again: bool) -> Result<Joined> {
         let team = self.name().clone();
         let pg = self.home().pg().is_some();
         if let Some(host) = &member.host {
@@ -99,6 +111,17 @@ impl Team {
                 team: team.to_string(),
                 name: member.name.to_string(),
             };
+            let refused = |reason: String| Error::NotPermitted {
+                action: format!("join team {team:?} again as {}", member.name),
+                reason,
+            };
+            match same_name.map(|index| &config.members[index]) {
+                None if again => return Err(refused("it was removed from the team".into())),
+                Some(old) if again && old.shut_down() => {
+                    return Err(refused("it shut down at the lead's request".into()));
+                }
+                _ => {}
+            }
             let Some(index) = same_name else {
                 if config.members.iter().any(|m| m.agent_id == member.agent_id) {
                     return Err(exists());

@@ -296,12 +296,14 @@ async fn keep_presence(
     activity: Activity,
     displaced: Arc<std::sync::Mutex<Option<String>>>,
     cancel: CancellationToken,
+    stop: CancellationToken,
 ) {
     let team = presence.team().clone();
     let me = presence.member().clone();
     loop {
         tokio::select! {
             () = cancel.cancelled() => return,
+            () = stop.cancelled() => return,
             () = tokio::time::sleep(PRESENCE_CHECK) => {}
         }
         let checking = presence.clone();
@@ -316,13 +318,18 @@ async fn keep_presence(
             text: format!("{me} was cut off from the team: {reason}; joining again"),
         });
         // Joining marks the entry busy: what the loop last recorded is put back, under
-        // the lock the loop's own state writes take.
+        // the lock the loop's own state writes (and its shutdown record) take.
         let busy = activity.lock().await;
+        // The loop ended meanwhile (it recorded its end under that lock): nothing to keep.
+        if stop.is_cancelled() || cancel.is_cancelled() {
+            return;
+        }
         let again = {
             let (team, me, entry, busy) = (team.clone(), me.clone(), entry.clone(), *busy);
             tokio::task::spawn_blocking(move || {
                 // Removed from the roster, or shut down at the lead's request: what the
-                // lead (or the member itself) decided is not undone by joining again.
+                // lead (or the member itself) decided is not undone by joining again —
+                // checked in the join's own locked write.
                 let config = team.config()?;
                 match config.member(me.as_str()) {
                     None => return Ok(Err(format!("{me} was removed from the team"))),
@@ -331,7 +338,7 @@ async fn keep_presence(
                     }
                     Some(_) => {}
                 }
-                team.join(entry)?;
+                team.join_again(entry)?;
                 let held = team.hold_presence(&me)?;
                 if !busy {
                     team.set_active(me.as_str(), false)?;
@@ -401,7 +408,10 @@ pub(crate) async fn run_joined(
     let displaced = Arc::new(std::sync::Mutex::new(None));
     // Joined: busy.
     let activity: Activity = Arc::new(tokio::sync::Mutex::new(true));
-    // Aborted (its presence released) when the loop ends, or unwinds.
+    // Stopped when the loop ends — after the step it is in, so a re-join under way
+    // completes or is not begun — and aborted if the loop unwinds; its presence is
+    // released as it ends.
+    let stop = CancellationToken::new();
     let keeper = presence.epoch().is_some().then(|| {
         tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_presence(
             Arc::new(presence),
@@ -412,11 +422,12 @@ pub(crate) async fn run_joined(
             displaced.clone(),
             // Displaced, the keeper cancels the loop itself.
             cancel.clone(),
+            stop.clone(),
         )))
     });
     let exit = run_loop(spec, activity, cancel).await;
+    stop.cancel();
     if let Some(keeper) = keeper {
-        keeper.abort();
         let _ = keeper.await;
     }
     let displaced = displaced
@@ -844,6 +855,8 @@ impl OwnEntry {
     /// Records that this member stops at its lead's request (`Team::record_shut_down`:
     /// the lead then says it shut down, not that it died) and returns the exit.
     async fn shut_down(&self) -> TeammateExit {
+        // After a re-join under way, which would otherwise clear the record.
+        let _recorded = self.activity.lock().await;
         let (team, me) = (self.team.clone(), self.me.clone());
         match tokio::task::spawn_blocking(move || team.record_shut_down(&me)).await {
             Ok(Ok(_)) => {}

@@ -111,6 +111,32 @@ fn join_takes_over_the_name_of_a_dead_process_and_clears_its_death() {
     assert_eq!(m.agent_type.as_deref(), Some("Explore"));
 }
 
+/// A member joining again after it was declared dead (its runtime's presence keeper)
+/// takes its entry back — but not one removed from the team or recorded as shut down at
+/// the lead's request, refused in the join's own locked write: what others decided is
+/// not undone by joining again, and nothing is written.
+#[test]
+fn join_again_takes_a_dead_entry_back_but_never_a_removed_or_shut_down_one() {
+    let f = team();
+    let me = std::process::id();
+    f.team.join(carol(&f, Some(me))).unwrap();
+    f.team.mark_dead("carol", "its link was cut").unwrap();
+    let back = f.team.join_again(carol(&f, Some(me))).unwrap();
+    assert_eq!(back.member.state(), MemberState::Busy);
+    f.team.record_shut_down(&name("carol")).unwrap();
+    let before = f.team.config().unwrap();
+    let err = f.team.join_again(carol(&f, Some(me))).unwrap_err();
+    assert!(err.to_string().contains("shut down"), "{err}");
+    assert_eq!(f.team.config().unwrap(), before);
+    f.team.remove_member("carol").unwrap();
+    let before = f.team.config().unwrap();
+    let err = f.team.join_again(carol(&f, Some(me))).unwrap_err();
+    assert!(err.to_string().contains("removed from the team"), "{err}");
+    assert_eq!(f.team.config().unwrap(), before);
+    // A plain join (a new process by hand) may add the name anew.
+    f.team.join(carol(&f, Some(me))).unwrap();
+}
+
 #[test]
 fn join_takes_over_a_dead_pid_even_before_anyone_marked_it() {
     let f = team();
