@@ -343,7 +343,9 @@ impl HeldKeys {
 thread_local! {
     /// The presence locks held, read in the first round trip of the change running on
     /// this thread ([`Wants::presence`]): liveness asked inside it costs no round trip.
-    static PREFETCHED: std::cell::RefCell<Option<HeldKeys>> = const { std::cell::RefCell::new(None) };
+    /// With the store it was read from (its connection's address: another database's
+    /// locks answer nothing here).
+    static PREFETCHED: std::cell::RefCell<Option<(usize, HeldKeys)>> = const { std::cell::RefCell::new(None) };
     /// Set while a caller wants the changes it makes on this thread to read the held
     /// presence locks in their first round trip ([`want_presence`]).
     static WANT_PRESENCE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -352,12 +354,12 @@ thread_local! {
 /// While alive, [`PgStore::held_keys`] on this thread answers from `held` (every lock
 /// held, read in the running change's first round trip).
 pub(crate) struct Prefetched {
-    before: Option<HeldKeys>,
+    before: Option<(usize, HeldKeys)>,
 }
 
 impl Prefetched {
-    pub(crate) fn enter(held: HeldKeys) -> Prefetched {
-        let before = PREFETCHED.with(|p| p.replace(Some(held)));
+    pub(crate) fn enter(store: &PgStore, held: HeldKeys) -> Prefetched {
+        let before = PREFETCHED.with(|p| p.replace(Some((store.id(), held))));
         Prefetched { before }
     }
 }
@@ -603,6 +605,11 @@ impl PgStore {
         Ok(())
     }
 
+    /// Which store this is (its shared connections' address), for thread-locals.
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
     /// The presence connection, opened now if it is not yet.
     pub(crate) fn presence(&self) -> Result<Arc<PresenceConn>> {
         let mut slot = self
@@ -648,9 +655,13 @@ impl PgStore {
         if keys.is_empty() {
             return Ok(HeldKeys::default());
         }
-        let (mut held, server_restarted) = match PREFETCHED.with(|p| p.borrow().clone()) {
-            // Inside a change that read every held lock in its first round trip.
-            Some(all) => (
+        let prefetched = PREFETCHED
+            .with(|p| p.borrow().clone())
+            .filter(|(store, _)| *store == self.id());
+        let (mut held, server_restarted) = match prefetched {
+            // Inside a change of this store that read every held lock in its first round
+            // trip.
+            Some((_, all)) => (
                 keys.iter()
                     .copied()
                     .filter(|key| all.held.contains(key))
@@ -709,7 +720,7 @@ impl PgStore {
     /// e.g. a team's task list created inside its config's change) it is used as held:
     /// such a nested change is a savepoint of the outer transaction.
     fn serialize(&self) -> Result<Hold<'_>> {
-        let id = Arc::as_ptr(&self.inner) as usize;
+        let id = self.id();
         let depth = HELD.with(|held| held.borrow().iter().filter(|&&h| h == id).count());
         let guard = (depth == 0).then(|| {
             self.inner

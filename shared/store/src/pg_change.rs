@@ -399,7 +399,7 @@ impl PgStore {
             // because the link went under it (a read of its own) runs again.
             // The times it writes are the server's (`StoreClock`).
             let clock = crate::time::StoreClock::enter(server_ms);
-            let prefetched = presence.map(super::Prefetched::enter);
+            let prefetched = presence.map(|held| super::Prefetched::enter(self, held));
             let outcome = change(text, &reads, &mut writes);
             drop(prefetched);
             drop(clock);
