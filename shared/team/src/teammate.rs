@@ -277,6 +277,22 @@ pub async fn run(
     run_joined(spec, entry, presence, cancel).await
 }
 
+/// What [`keep_presence`] works with.
+struct Keeper {
+    presence: Arc<Presence>,
+    /// The roster entry it joins again with.
+    entry: Member,
+    lead: Name,
+    output: EventSink,
+    activity: Activity,
+    /// Why it stopped the teammate, if it did.
+    displaced: Arc<std::sync::Mutex<Option<String>>>,
+    /// The loop's token: cancelled to stop the teammate when displaced.
+    cancel: CancellationToken,
+    /// Cancelled when the loop has ended.
+    stop: CancellationToken,
+}
+
 /// How often a teammate looks at its presence ([`keep_presence`]).
 pub const PRESENCE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -288,16 +304,17 @@ pub const PRESENCE_CHECK: std::time::Duration = std::time::Duration::from_secs(1
 /// epoch, and tells the lead. If it cannot join again because another process is that
 /// member now (the lead respawned it), or must not (it was removed from the roster, or
 /// shut down), it stops the teammate: `displaced` says why.
-async fn keep_presence(
-    mut presence: Arc<Presence>,
-    entry: Member,
-    lead: Name,
-    output: EventSink,
-    activity: Activity,
-    displaced: Arc<std::sync::Mutex<Option<String>>>,
-    cancel: CancellationToken,
-    stop: CancellationToken,
-) {
+async fn keep_presence(keeper: Keeper) {
+    let Keeper {
+        mut presence,
+        entry,
+        lead,
+        output,
+        activity,
+        displaced,
+        cancel,
+        stop,
+    } = keeper;
     let team = presence.team().clone();
     let me = presence.member().clone();
     loop {
@@ -413,17 +430,16 @@ pub(crate) async fn run_joined(
     // released as it ends.
     let stop = CancellationToken::new();
     let keeper = presence.epoch().is_some().then(|| {
-        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_presence(
-            Arc::new(presence),
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_presence(Keeper {
+            presence: Arc::new(presence),
             entry,
-            spec.binding.lead.clone(),
-            spec.output.clone(),
-            activity.clone(),
-            displaced.clone(),
-            // Displaced, the keeper cancels the loop itself.
-            cancel.clone(),
-            stop.clone(),
-        )))
+            lead: spec.binding.lead.clone(),
+            output: spec.output.clone(),
+            activity: activity.clone(),
+            displaced: displaced.clone(),
+            cancel: cancel.clone(),
+            stop: stop.clone(),
+        })))
     });
     let exit = run_loop(spec, activity, cancel).await;
     stop.cancel();
