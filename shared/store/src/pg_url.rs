@@ -37,8 +37,7 @@ pub(crate) fn tls_params(url: &str) -> Vec<(&'static str, String)> {
             query
                 .split('&')
                 .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
-                .filter(|(k, _)| percent_decoded(k) == *key)
-                .last()
+                .rfind(|(k, _)| percent_decoded(k) == *key)
                 .map(|(_, value)| (*key, percent_decoded(value)))
         })
         .collect()
