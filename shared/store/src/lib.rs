@@ -49,6 +49,7 @@ mod membership;
 mod message;
 mod name;
 mod pg;
+mod pg_tls;
 mod pg_url;
 pub mod pgpass;
 pub mod quarantine;

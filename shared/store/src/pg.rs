@@ -23,10 +23,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
 use crate::doc::FormatVersion;
 use crate::error::{Error, Result};
+use crate::pg_tls::PgTls;
 
 mod presence;
 
@@ -422,6 +423,8 @@ pub(crate) struct Fence {
 struct Inner {
     /// How to connect again after the link was lost.
     config: Config,
+    /// TLS for both connections and their reconnects, built once from the URL.
+    tls: PgTls,
     /// The current connection; replaced by the next operation once it is closed.
     conn: Mutex<Arc<Conn>>,
     /// The presence connection (LISTEN, the watchers' polls, presence locks), opened when
@@ -545,6 +548,10 @@ impl PgStore {
         })?;
         let target = describe(&config);
         let mut config = config;
+        let tls = PgTls::from_url(url, &mut config).map_err(|reason| Error::InvalidSetting {
+            name: crate::home::ROO_STORE_ENV,
+            reason: format!("{shown}: {reason}"),
+        })?;
         crate::pgpass::fill_password(&mut config, env);
         // A server lost behind a cut link is seen in seconds, not hours (issue 21); the
         // presence connection's session asks the server for the same about this side.
@@ -557,10 +564,11 @@ impl PgStore {
             .keepalives_retries(KEEPALIVE_COUNT)
             .tcp_user_timeout(USER_TIMEOUT);
         let watchers = Arc::new(Watchers::default());
-        let conn = open_connection(&config, &target, watchers.clone())?;
+        let conn = open_connection(&config, &tls, &target, watchers.clone())?;
         Ok(PgStore {
             inner: Arc::new(Inner {
                 config,
+                tls,
                 conn: Mutex::new(Arc::new(conn)),
                 presence: Mutex::new(None),
                 watchers,
@@ -622,6 +630,7 @@ impl PgStore {
         }
         let conn = Arc::new(PresenceConn::open(
             &self.inner.config,
+            &self.inner.tls,
             &self.inner.target,
             self.inner.watchers.clone(),
         )?);
@@ -770,6 +779,7 @@ impl PgStore {
     fn reconnect(&self) -> Result<Conn> {
         let conn = open_connection(
             &self.inner.config,
+            &self.inner.tls,
             &self.inner.target,
             self.inner.watchers.clone(),
         )?;
@@ -947,7 +957,12 @@ impl PgStore {
 
 /// Connects (a thread of its own drives the connection and hands its notifications to
 /// `watchers`), creates or checks the schema, prepares the statements.
-fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Result<Conn> {
+fn open_connection(
+    config: &Config,
+    tls: &PgTls,
+    target: &str,
+    watchers: Arc<Watchers>,
+) -> Result<Conn> {
     let engine = |action: &str, e: &dyn std::fmt::Display| Error::Engine {
         action: action.to_owned(),
         target: target.to_owned(),
@@ -956,6 +971,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let dispatch = watchers;
     let config = config.clone();
+    let tls = tls.clone();
     std::thread::Builder::new()
         .name("roo-store-pg".into())
         .spawn(move || {
@@ -970,7 +986,7 @@ fn open_connection(config: &Config, target: &str, watchers: Arc<Watchers>) -> Re
                 }
             };
             runtime.block_on(async move {
-                match config.connect(NoTls).await {
+                match config.connect(tls).await {
                     Ok((client, mut connection)) => {
                         let _ = ready_tx.send(Ok(client));
                         // Runs until the client is dropped or the link fails, handing

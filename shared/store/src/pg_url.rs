@@ -8,6 +8,10 @@
 //! for the password in clear text and get it, or serve another database. So the URL is
 //! rewritten before it is parsed: the query's `host`/`port`, the last of each, replace
 //! the authority's.
+//!
+//! The TLS parameters libpq reads and `tokio-postgres` does not (`sslmode` beyond
+//! `disable`/`prefer`/`require`, `sslrootcert`, `sslcert`, `sslkey`) are taken out of the
+//! query before it is parsed and read by [`tls_params`] instead (see `crate::pg_tls`).
 
 use std::borrow::Cow;
 
@@ -15,7 +19,56 @@ use tokio_postgres::Config;
 
 /// The store at `url`, read as libpq reads it (see the module).
 pub(crate) fn parse(url: &str) -> Result<Config, tokio_postgres::Error> {
-    libpq_hosts(url).parse()
+    without_tls_params(&libpq_hosts(url)).parse()
+}
+
+/// The query parameters that choose TLS (see `crate::pg_tls`).
+const TLS_KEYS: [&str; 4] = ["sslmode", "sslrootcert", "sslcert", "sslkey"];
+
+/// The TLS parameters of `url`'s query: for each of [`TLS_KEYS`] present, its last value,
+/// percent-decoded (as libpq keeps one value per parameter).
+pub(crate) fn tls_params(url: &str) -> Vec<(&'static str, String)> {
+    let Some((_, query)) = split_query(url) else {
+        return Vec::new();
+    };
+    TLS_KEYS
+        .iter()
+        .filter_map(|key| {
+            query
+                .split('&')
+                .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+                .rfind(|(k, _)| percent_decoded(k) == *key)
+                .map(|(_, value)| (*key, percent_decoded(value)))
+        })
+        .collect()
+}
+
+/// `url` up to its query and the query, split as `tokio-postgres` does (the query starts
+/// at the first `?` after the credentials); `None` without a query.
+fn split_query(url: &str) -> Option<(&str, &str)> {
+    let after_at = url.find('@').map_or(0, |at| at + 1);
+    let mark = after_at + url[after_at..].find('?')?;
+    Some((&url[..mark], &url[mark + 1..]))
+}
+
+/// `url` without the parameters of [`TLS_KEYS`] in its query.
+fn without_tls_params(url: &str) -> Cow<'_, str> {
+    let Some((base, query)) = split_query(url) else {
+        return Cow::Borrowed(url);
+    };
+    let is_tls = |pair: &str| {
+        let key = pair.split_once('=').map_or(pair, |(key, _)| key);
+        TLS_KEYS.contains(&percent_decoded(key).as_str())
+    };
+    if !query.split('&').any(is_tls) {
+        return Cow::Borrowed(url);
+    }
+    let kept: Vec<&str> = query.split('&').filter(|pair| !is_tls(pair)).collect();
+    if kept.is_empty() {
+        Cow::Owned(base.to_owned())
+    } else {
+        Cow::Owned(format!("{base}?{}", kept.join("&")))
+    }
 }
 
 /// `url` with the query's `host` and `port` (the last of each) in place of the
@@ -178,6 +231,37 @@ mod tests {
             hosts("postgresql:///roo?host=/run/pg"),
             (vec![unix("/run/pg")], vec![])
         );
+    }
+
+    #[test]
+    fn tls_parameters_are_read_apart_and_left_out_of_the_parse() {
+        let url = "postgresql://roo:p%3Fw@db.example/roo?sslmode=require&sslrootcert=%2Fetc%2Fca.pem&connect_timeout=3&sslmode=verify-full";
+        assert_eq!(
+            tls_params(url),
+            vec![
+                ("sslmode", "verify-full".to_owned()),
+                ("sslrootcert", "/etc/ca.pem".to_owned())
+            ]
+        );
+        let config = parse(url).unwrap();
+        assert_eq!(
+            config.get_connect_timeout(),
+            Some(&std::time::Duration::from_secs(3))
+        );
+        assert_eq!(
+            without_tls_params("postgresql://roo@db/roo?sslmode=verify-ca"),
+            "postgresql://roo@db/roo"
+        );
+        assert_eq!(
+            without_tls_params("postgresql://roo@db/roo?host=/s&sslcert=c&sslkey=k"),
+            "postgresql://roo@db/roo?host=/s"
+        );
+        // With the hosts rewritten too.
+        assert_eq!(
+            hosts("postgresql://roo@db/roo?sslmode=bogus&host=/run/pg"),
+            (vec![unix("/run/pg")], vec![])
+        );
+        assert!(tls_params("postgresql://roo@db/roo").is_empty());
     }
 
     #[test]

@@ -50,3 +50,6 @@ mod rev2;
 
 #[path = "pg/rev3.rs"]
 mod rev3;
+
+#[path = "pg/tls.rs"]
+mod tls;

@@ -20,10 +20,11 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
 use super::{Fence, Watchers, block_on, engine_detail};
 use crate::error::{Error, Result};
+use crate::pg_tls::PgTls;
 
 /// Idle time before the first TCP keepalive probe, on both ends of the presence
 /// connection (`tcp_keepalives_idle` on the server, the client's socket option).
@@ -113,6 +114,7 @@ impl PresenceConn {
     /// later losses are repaired by the thread.
     pub(super) fn open(
         config: &Config,
+        tls: &PgTls,
         target: &str,
         watchers: Arc<Watchers>,
     ) -> Result<PresenceConn> {
@@ -125,6 +127,7 @@ impl PresenceConn {
         let shared = Arc::new(Shared::default());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread_config = config.clone();
+        let thread_tls = tls.clone();
         let thread_shared = shared.clone();
         std::thread::Builder::new()
             .name("roo-store-presence".into())
@@ -139,7 +142,14 @@ impl PresenceConn {
                         return;
                     }
                 };
-                runtime.block_on(run(thread_config, watchers, rx, thread_shared, ready_tx));
+                runtime.block_on(run(
+                    thread_config,
+                    thread_tls,
+                    watchers,
+                    rx,
+                    thread_shared,
+                    ready_tx,
+                ));
             })
             .map_err(|e| engine(e.to_string()))?;
         match ready_rx.recv() {
@@ -338,6 +348,7 @@ impl PresenceSettings {
 /// state until the connection ends; then again, until the store is dropped.
 async fn run(
     config: Config,
+    tls: PgTls,
     watchers: Arc<Watchers>,
     mut commands: UnboundedReceiver<Command>,
     shared: Arc<Shared>,
@@ -352,7 +363,7 @@ async fn run(
     let mut pause = Duration::from_millis(50);
     loop {
         // Commands keep being served while connecting (up to the connect timeout).
-        let connecting = config.connect(NoTls);
+        let connecting = config.connect(tls.clone());
         tokio::pin!(connecting);
         let attempt = loop {
             tokio::select! {

@@ -1,0 +1,494 @@
+//! TLS to the PostgreSQL store, chosen in its URL as libpq chooses it: `sslmode` and
+//! `sslrootcert`, on rustls (the `ring` provider, like the LLM transport).
+//!
+//! - `disable`: never TLS.
+//! - `prefer` (the default): TLS if the server offers it, else plain; the certificate is
+//!   not checked — unless `sslrootcert` is given, then the chain is (as libpq does).
+//! - `require`: TLS or no connection; certificates as for `prefer`.
+//! - `verify-ca`: TLS, the chain checked against the root certificates.
+//! - `verify-full`: as `verify-ca`, and the server's name (the URL's host) against the
+//!   certificate's subjectAltName.
+//! - `allow` is refused (plain first, TLS only if the server insists: not supported).
+//!
+//! `sslrootcert` is a PEM file of one or more CA certificates, or `system` (the
+//! platform's roots; only with `verify-full`, as libpq demands). A unix socket never uses
+//! TLS, whatever the mode (as libpq). Client certificates (`sslcert`, `sslkey`) are
+//! refused. Every refusal is a setting error at connect, never a silent plain connection.
+//!
+//! One [`PgTls`] is built per store and connects both its connections and their
+//! reconnects.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_postgres::config::{Host, SslMode as ClientSslMode};
+use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
+use tokio_postgres::{Config, Socket};
+
+/// libpq's `sslmode` values this store supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SslMode {
+    Disable,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+/// Where the root certificates come from.
+enum Roots {
+    File(String),
+    System,
+}
+
+/// How a store connects: plain only, or TLS with this client configuration (see the
+/// module). Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct PgTls {
+    config: Option<Arc<ClientConfig>>,
+}
+
+impl PgTls {
+    /// The TLS of the store at `url` (its `sslmode` and `sslrootcert`), with `config`'s
+    /// own TLS mode set to match. `Err` says what is wrong, for a setting error.
+    pub(crate) fn from_url(url: &str, config: &mut Config) -> Result<PgTls, String> {
+        let params = crate::pg_url::tls_params(url);
+        let param = |key: &str| {
+            params
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        for key in ["sslcert", "sslkey"] {
+            if param(key).is_some() {
+                return Err(format!(
+                    "{key}: client certificates are not supported; log in with a password"
+                ));
+            }
+        }
+        let roots = match param("sslrootcert") {
+            None | Some("") => None,
+            Some("system") => Some(Roots::System),
+            Some(path) => Some(Roots::File(path.to_owned())),
+        };
+        let mode = match param("sslmode") {
+            // libpq 16: the system's roots make verify-full the default.
+            None if matches!(roots, Some(Roots::System)) => SslMode::VerifyFull,
+            None | Some("prefer") => SslMode::Prefer,
+            Some("disable") => SslMode::Disable,
+            Some("require") => SslMode::Require,
+            Some("verify-ca") => SslMode::VerifyCa,
+            Some("verify-full") => SslMode::VerifyFull,
+            Some("allow") => {
+                return Err("sslmode=allow is not supported; use prefer or require".into());
+            }
+            Some(other) => {
+                return Err(format!(
+                    "sslmode={other:?} is not one of disable, prefer, require, verify-ca, \
+                     verify-full"
+                ));
+            }
+        };
+        if matches!(roots, Some(Roots::System)) && mode != SslMode::VerifyFull {
+            return Err(format!(
+                "sslrootcert=system needs sslmode=verify-full (a public CA signs certificates \
+                 for anyone's server, so only the host name check makes it safe), not {}",
+                mode.name()
+            ));
+        }
+        if matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) && roots.is_none() {
+            return Err(format!(
+                "sslmode={} needs the root certificates: sslrootcert=<PEM file> or \
+                 sslrootcert=system",
+                mode.name()
+            ));
+        }
+        // A unix socket never uses TLS (the server refuses it there). A list mixing
+        // sockets and TCP hosts cannot require TLS of the TCP ones only.
+        let sockets = config
+            .get_hosts()
+            .iter()
+            .filter(|host| !matches!(host, Host::Tcp(_)))
+            .count();
+        if mode == SslMode::Disable || sockets == config.get_hosts().len() && sockets > 0 {
+            config.ssl_mode(ClientSslMode::Disable);
+            return Ok(PgTls { config: None });
+        }
+        if sockets > 0 && mode != SslMode::Prefer {
+            return Err(format!(
+                "sslmode={} with both a unix socket and TCP hosts: list one kind",
+                mode.name()
+            ));
+        }
+        config.ssl_mode(match mode {
+            SslMode::Prefer => ClientSslMode::Prefer,
+            _ => ClientSslMode::Require,
+        });
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier: Arc<dyn ServerCertVerifier> = match roots {
+            None => Arc::new(Unchecked(provider.clone())),
+            Some(roots) => {
+                let store = Arc::new(root_store(&roots)?);
+                let webpki = WebPkiServerVerifier::builder_with_provider(store, provider.clone())
+                    .build()
+                    .map_err(|e| format!("sslrootcert: {e}"))?;
+                if mode == SslMode::VerifyFull {
+                    webpki
+                } else {
+                    // libpq: a root file makes prefer and require check the chain too.
+                    Arc::new(ChainOnly(webpki))
+                }
+            }
+        };
+        let mut client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS set-up: {e}"))?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        // What libpq 17 sends; servers before 17 ignore it.
+        client.alpn_protocols = vec![b"postgresql".to_vec()];
+        Ok(PgTls {
+            config: Some(Arc::new(client)),
+        })
+    }
+}
+
+impl SslMode {
+    fn name(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+/// The root certificates of `roots`; `Err` names the file and what is wrong with it.
+fn root_store(roots: &Roots) -> Result<RootCertStore, String> {
+    let mut store = RootCertStore::empty();
+    match roots {
+        Roots::File(path) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .and_then(Iterator::collect)
+                .map_err(|e| format!("sslrootcert {path}: cannot read it: {e}"))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "sslrootcert {path}: no PEM certificate (BEGIN CERTIFICATE) in it"
+                ));
+            }
+            for cert in certs {
+                store
+                    .add(cert)
+                    .map_err(|e| format!("sslrootcert {path}: {e}"))?;
+            }
+        }
+        Roots::System => {
+            let found = rustls_native_certs::load_native_certs();
+            store.add_parsable_certificates(found.certs);
+            if store.is_empty() {
+                let why: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
+                return Err(format!(
+                    "sslrootcert=system: no root certificate found on this system ({})",
+                    why.join("; ")
+                ));
+            }
+        }
+    }
+    Ok(store)
+}
+
+/// `prefer` and `require` without root certificates: any certificate, as libpq (the
+/// handshake's signatures are still checked, so the session is with the key's holder).
+#[derive(Debug)]
+struct Unchecked(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the chain checked, the host name not. webpki checks the chain before the
+/// name, so a name mismatch means the chain was good.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+impl MakeTlsConnect<Socket> for PgTls {
+    type Stream = PgTlsStream;
+    type TlsConnect = PgTlsConnect;
+    type Error = io::Error;
+
+    /// `host` is the URL's host name (empty for a unix socket, which never gets here with
+    /// TLS on: see [`PgTls::from_url`]).
+    fn make_tls_connect(&mut self, host: &str) -> io::Result<PgTlsConnect> {
+        let name = match (&self.config, host) {
+            (Some(_), host) if !host.is_empty() => Some(
+                ServerName::try_from(host.to_owned())
+                    .map_err(|e| io::Error::other(format!("host {host:?}: {e}")))?,
+            ),
+            _ => None,
+        };
+        Ok(PgTlsConnect {
+            config: self.config.clone(),
+            name,
+        })
+    }
+}
+
+/// The TLS handshake with one server.
+pub(crate) struct PgTlsConnect {
+    config: Option<Arc<ClientConfig>>,
+    name: Option<ServerName<'static>>,
+}
+
+impl TlsConnect<Socket> for PgTlsConnect {
+    type Stream = PgTlsStream;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<PgTlsStream>> + Send>>;
+
+    fn connect(self, socket: Socket) -> Self::Future {
+        Box::pin(async move {
+            let (Some(config), Some(name)) = (self.config, self.name) else {
+                return Err(io::Error::other("TLS is off for this server"));
+            };
+            let stream = tokio_rustls::TlsConnector::from(config)
+                .connect(name, socket)
+                .await
+                .map_err(explained)?;
+            Ok(PgTlsStream(stream))
+        })
+    }
+}
+
+/// The handshake's error, saying what an unknown issuer means here.
+fn explained(e: io::Error) -> io::Error {
+    let unknown_issuer = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|inner| {
+            matches!(
+                inner,
+                rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)
+            )
+        });
+    if unknown_issuer {
+        io::Error::other(format!(
+            "{e}: the server's certificate is not signed by a CA of sslrootcert"
+        ))
+    } else {
+        e
+    }
+}
+
+/// A TLS session with the server. No channel binding: SCRAM then authenticates without it
+/// (`SCRAM-SHA-256`, not `-PLUS`), as libpq does with `channel_binding=prefer` against a
+/// server that offers none.
+pub(crate) struct PgTlsStream(tokio_rustls::client::TlsStream<Socket>);
+
+impl TlsStream for PgTlsStream {
+    fn channel_binding(&self) -> ChannelBinding {
+        ChannelBinding::none()
+    }
+}
+
+impl AsyncRead for PgTlsStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for PgTlsStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn refusal(url: &str) -> String {
+        let mut config = crate::pg_url::parse(url).unwrap();
+        match PgTls::from_url(url, &mut config) {
+            Ok(_) => panic!("{url} was accepted"),
+            Err(reason) => reason,
+        }
+    }
+
+    fn mode(url: &str) -> (bool, ClientSslMode) {
+        let mut config = crate::pg_url::parse(url).unwrap();
+        let tls = PgTls::from_url(url, &mut config).unwrap();
+        (tls.config.is_some(), config.get_ssl_mode())
+    }
+
+    #[test]
+    fn modes_read_as_libpq_reads_them() {
+        assert_eq!(mode("postgresql://r@db/r"), (true, ClientSslMode::Prefer));
+        assert_eq!(
+            mode("postgresql://r@db/r?sslmode=require"),
+            (true, ClientSslMode::Require)
+        );
+        assert_eq!(
+            mode("postgresql://r@db/r?sslmode=disable"),
+            (false, ClientSslMode::Disable)
+        );
+        // A unix socket: never TLS, even when the URL requires it (as libpq).
+        assert_eq!(
+            mode("postgresql://r@localhost/r?host=/run/pg&sslmode=require"),
+            (false, ClientSslMode::Disable)
+        );
+    }
+
+    #[test]
+    fn what_cannot_hold_is_refused_with_its_reason() {
+        assert!(refusal("postgresql://r@db/r?sslmode=bogus").contains("\"bogus\" is not one of"));
+        assert!(refusal("postgresql://r@db/r?sslmode=allow").contains("allow is not supported"));
+        assert!(refusal("postgresql://r@db/r?sslmode=verify-ca").contains("needs the root"));
+        assert!(
+            refusal("postgresql://r@db/r?sslmode=require&sslrootcert=system")
+                .contains("needs sslmode=verify-full")
+        );
+        assert!(refusal("postgresql://r@db/r?sslcert=/c.pem").contains("client certificates"));
+        let missing =
+            refusal("postgresql://r@db/r?sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem");
+        assert!(
+            missing.contains("sslrootcert /nonexistent/ca.pem: cannot read it"),
+            "{missing}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let url = format!(
+            "postgresql://r@db/r?sslmode=verify-full&sslrootcert={}",
+            empty.display()
+        );
+        assert!(refusal(&url).contains("no PEM certificate"));
+    }
+}

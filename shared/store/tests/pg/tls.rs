@@ -1,0 +1,337 @@
+//! TLS to the store, with libpq's `sslmode` and `sslrootcert`: clusters of the test's own
+//! listening on 127.0.0.1 (`scripts/pg-cluster start --listen … --ssl …`), with a test CA
+//! and a server certificate for `localhost` and `127.0.0.1` made by the `openssl` CLI.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use roo_store::{Error, Outgoing, PgStore, ReadFilter, Team};
+
+use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
+
+const PASSWORD: &str = "tls-test-password";
+
+/// A throwaway cluster on 127.0.0.1 with role `roo` (password [`PASSWORD`]), TLS on when
+/// given a certificate directory; stopped and removed when dropped.
+struct TcpCluster {
+    dir: PathBuf,
+    /// The owner's unix-socket DSN, to look at the server's sessions.
+    owner: String,
+    port: u16,
+}
+
+fn pg_cluster() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg-cluster")
+}
+
+impl TcpCluster {
+    fn start(certs: Option<&Path>) -> TcpCluster {
+        // A port free a moment ago; the server fails loudly if another took it since.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cmd = Command::new(pg_cluster());
+        cmd.args(["start", "--listen", "127.0.0.1", "--role", "roo"])
+            .args(["--port", &port.to_string(), "--allow", "127.0.0.1/32"])
+            .env("PG_CLUSTER_PASSWORD", PASSWORD);
+        if let Some(certs) = certs {
+            cmd.arg("--ssl").arg(certs);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "scripts/pg-cluster start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<&str> = stdout.lines().map(str::trim).collect();
+        TcpCluster {
+            dir: PathBuf::from(lines[0]),
+            owner: lines[1].to_owned(),
+            port,
+        }
+    }
+
+    /// The role's URL at `host` with `query` (TLS parameters).
+    fn url(&self, host: &str, query: &str) -> String {
+        format!(
+            "postgresql://roo:{PASSWORD}@{host}:{}/roo?{query}",
+            self.port
+        )
+    }
+
+    /// Whether each session of application `app` is encrypted, and whether it holds an
+    /// advisory lock (the presence connection does): `ssl|holds` lines, the holders last.
+    fn sessions(&self, app: &str) -> String {
+        psql(
+            &self.owner,
+            &format!(
+                "SELECT s.ssl, EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid \
+                 AND l.locktype = 'advisory' AND l.granted) AS holds \
+                 FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) \
+                 WHERE a.application_name = '{app}' ORDER BY holds"
+            ),
+        )
+    }
+}
+
+impl Drop for TcpCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(pg_cluster())
+            .arg("stop")
+            .arg(&self.dir)
+            .output();
+    }
+}
+
+/// A test CA (`ca.crt`), a server certificate it signed for `localhost` and `127.0.0.1`
+/// (`server.crt`, `server.key`), and an unrelated CA (`other.crt`).
+fn certificates() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let key = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    for ca in ["ca", "other"] {
+        let (keyout, out, subject) = (
+            format!("{ca}.key"),
+            format!("{ca}.crt"),
+            format!("/CN=roo test {ca} CA"),
+        );
+        let mut args = vec!["req", "-x509", "-days", "2", "-subj", &subject];
+        args.extend(key);
+        args.extend(["-keyout", &keyout, "-out", &out]);
+        args.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+        args.extend(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
+        openssl(&args);
+    }
+    let mut args = vec!["req", "-new", "-subj", "/CN=localhost"];
+    args.extend(key);
+    args.extend(["-keyout", "server.key", "-out", "server.csr"]);
+    openssl(&args);
+    std::fs::write(
+        dir.path().join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n\
+         basicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-days",
+        "2",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-extfile",
+        "server.ext",
+    ]);
+    dir
+}
+
+/// The error of connecting to `url`; the test fails if it connects.
+fn refusal(url: &str) -> Error {
+    match PgStore::connect(url) {
+        Ok(_) => panic!("connected to {url}"),
+        Err(e) => e,
+    }
+}
+
+/// A send to `alice` of `team` and its read.
+fn send_and_read(team: &Team) {
+    team.mailbox()
+        .send(&name("lead"), "alice", Outgoing::text("over TLS?", "hi"))
+        .unwrap();
+    let inbox = team
+        .mailbox()
+        .read(&name("alice"), &ReadFilter::default())
+        .unwrap();
+    assert_eq!(inbox.len(), 1);
+    assert_eq!(inbox[0].text, "over TLS?");
+}
+
+#[test]
+fn verify_full_with_the_right_root_encrypts_both_connections() {
+    if dsn().is_none() {
+        return;
+    }
+    let certs = certificates();
+    let cluster = TcpCluster::start(Some(certs.path()));
+    let ca = certs.path().join("ca.crt");
+    let url = fresh_schema_url(&cluster.url(
+        "localhost",
+        &format!(
+            "sslmode=verify-full&sslrootcert={}&application_name=full",
+            ca.display()
+        ),
+    ));
+    let (_dir, home) = home_at(&url);
+    let team = team_named(&home, "t", &["alice"]);
+    send_and_read(&team);
+    // The presence connection opens with the presence.
+    let _presence = team.hold_presence(&name("lead")).unwrap();
+    assert_eq!(
+        cluster.sessions("full"),
+        "t|f\nt|t",
+        "the request connection (first) and the presence connection (second) are not \
+         both encrypted"
+    );
+}
+
+#[test]
+fn each_mode_checks_what_libpq_checks() {
+    if dsn().is_none() {
+        return;
+    }
+    let certs = certificates();
+    let cluster = TcpCluster::start(Some(certs.path()));
+    let ca = certs.path().join("ca.crt").display().to_string();
+    let other = certs.path().join("other.crt").display().to_string();
+    // Reached at 127.0.0.1 under a name the certificate does not carry.
+    let wrong_name =
+        |query: &str| cluster.url("db.invalid", &format!("hostaddr=127.0.0.1&{query}"));
+
+    let refused = refusal(&wrong_name(&format!(
+        "sslmode=verify-full&sslrootcert={ca}"
+    )));
+    let text = refused.to_string();
+    assert!(matches!(refused, Error::Engine { .. }), "{text}");
+    assert!(
+        text.contains("db.invalid"),
+        "the server is not named: {text}"
+    );
+    assert!(text.contains("not valid for name"), "{text}");
+
+    // verify-ca checks the chain only: the same server is accepted.
+    let (_dir, home) = home_at(&fresh_schema_url(&wrong_name(&format!(
+        "sslmode=verify-ca&sslrootcert={ca}"
+    ))));
+    send_and_read(&team_named(&home, "t", &["alice"]));
+
+    // A chain from another CA is refused by verify-ca, and by require given a root file
+    // (libpq's rule).
+    for mode in ["verify-ca", "require"] {
+        let refused =
+            refusal(&cluster.url("127.0.0.1", &format!("sslmode={mode}&sslrootcert={other}")));
+        let text = refused.to_string();
+        assert!(matches!(refused, Error::Engine { .. }), "{mode}: {text}");
+        assert!(text.contains("127.0.0.1"), "{mode}: {text}");
+        assert!(
+            text.contains("not signed by a CA of sslrootcert"),
+            "{mode}: {text}"
+        );
+    }
+
+    // No sslmode: prefer, libpq's default — encrypted, as the server offers TLS.
+    let url = fresh_schema_url(&cluster.url("127.0.0.1", "application_name=default"));
+    let (_dir2, home) = home_at(&url);
+    let team = team_named(&home, "t", &["alice"]);
+    let _presence = team.hold_presence(&name("lead")).unwrap();
+    assert_eq!(cluster.sessions("default"), "t|f\nt|t");
+}
+
+#[test]
+fn without_tls_on_the_server_require_is_refused_and_prefer_is_plain() {
+    if dsn().is_none() {
+        return;
+    }
+    let certs = certificates();
+    let cluster = TcpCluster::start(None);
+    let ca = certs.path().join("ca.crt").display().to_string();
+    for query in [
+        "sslmode=require".to_owned(),
+        format!("sslmode=verify-full&sslrootcert={ca}"),
+    ] {
+        let refused = refusal(&cluster.url("127.0.0.1", &query));
+        let text = refused.to_string();
+        assert!(matches!(refused, Error::Engine { .. }), "{query}: {text}");
+        assert!(
+            text.contains(&format!("127.0.0.1:{}", cluster.port)),
+            "{query}: the server is not named: {text}"
+        );
+        assert!(
+            text.contains("server does not support TLS"),
+            "{query}: {text}"
+        );
+    }
+
+    let url = fresh_schema_url(&cluster.url("127.0.0.1", "sslmode=prefer&application_name=prefer"));
+    let (_dir, home) = home_at(&url);
+    let team = team_named(&home, "t", &["alice"]);
+    send_and_read(&team);
+    let _presence = team.hold_presence(&name("lead")).unwrap();
+    assert_eq!(
+        cluster.sessions("prefer"),
+        "f|f\nf|t",
+        "prefer without TLS on the server is plain"
+    );
+}
+
+#[test]
+fn a_unix_socket_never_uses_tls_whatever_the_mode() {
+    let Some(dsn) = dsn() else {
+        return;
+    };
+    // The test server's URL is a unix socket's (scripts/pg-cluster).
+    let sep = if dsn.contains('?') { '&' } else { '?' };
+    let (_dir, home) = home_at(&fresh_schema_url(&format!("{dsn}{sep}sslmode=require")));
+    send_and_read(&team_named(&home, "t", &["alice"]));
+}
+
+#[test]
+fn tls_settings_that_cannot_hold_are_setting_errors() {
+    let certs = certificates();
+    let missing = certs.path().join("missing.crt").display().to_string();
+    for (query, says) in [
+        ("sslmode=bogus", "sslmode=\"bogus\" is not one of"),
+        ("sslmode=allow", "sslmode=allow is not supported"),
+        ("sslmode=verify-full", "needs the root certificates"),
+        (
+            &format!("sslmode=verify-ca&sslrootcert={missing}") as &str,
+            "cannot read it",
+        ),
+        (
+            "sslmode=require&sslrootcert=system",
+            "needs sslmode=verify-full",
+        ),
+        (
+            "sslcert=client.crt&sslkey=client.key",
+            "client certificates are not supported",
+        ),
+    ] {
+        // No server is asked: a host that does not resolve would be an engine error.
+        let refused = refusal(&format!("postgresql://roo@db.invalid:5432/roo?{query}"));
+        let text = refused.to_string();
+        assert!(
+            matches!(refused, Error::InvalidSetting { .. }),
+            "{query}: {text}"
+        );
+        assert!(text.contains(says), "{query}: {text}");
+        assert!(
+            text.contains("db.invalid:5432/roo"),
+            "{query}: the server is not named: {text}"
+        );
+    }
+}
