@@ -129,8 +129,11 @@ fn a_member_whose_lock_is_missing_right_after_a_backend_crash_is_not_declared_de
     kill(Pid::from_raw(backend), Signal::SIGKILL).unwrap();
     let crashed = std::time::Instant::now();
     let _ = sleeper.wait();
-    // The store reconnects by itself (the server accepts connections again once it has
-    // reinitialized): the lock is missing, and that proves nothing yet.
+    // The postmaster ends every other session a moment later (asynchronously): until
+    // then the stopped member's lock may still be held. The store reconnects by itself
+    // (the server accepts connections again once it has reinitialized): then the lock is
+    // missing, and that proves nothing yet.
+    wait_for("the crash to end every session", || evidence() != Some(true));
     assert_eq!(
         evidence(),
         None,
