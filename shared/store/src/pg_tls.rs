@@ -115,16 +115,29 @@ impl PgTls {
                 mode.name()
             ));
         }
+        // tokio-postgres connects each entry to its `hostaddr` over TCP when one is given
+        // (whatever its `host`), else to its host; the TLS name is the host when it is a
+        // TCP name, and without one it makes no TLS session at all.
+        let (hosts, addrs) = (config.get_hosts(), config.get_hostaddrs());
+        let entries = hosts.len().max(addrs.len());
+        let is_tcp_name = |i: usize| matches!(hosts.get(i), Some(Host::Tcp(_)));
         // A unix socket never uses TLS (the server refuses it there). A list mixing
         // sockets and TCP hosts cannot require TLS of the TCP ones only.
-        let sockets = config
-            .get_hosts()
-            .iter()
-            .filter(|host| !matches!(host, Host::Tcp(_)))
+        let sockets = (0..entries)
+            .filter(|&i| addrs.get(i).is_none() && !is_tcp_name(i))
             .count();
-        if mode == SslMode::Disable || sockets == config.get_hosts().len() && sockets > 0 {
+        let nameless = (0..entries).any(|i| addrs.get(i).is_some() && !is_tcp_name(i));
+        if mode == SslMode::Disable || sockets == entries && sockets > 0 {
             config.ssl_mode(ClientSslMode::Disable);
             return Ok(PgTls { config: None });
+        }
+        if nameless && mode != SslMode::Prefer {
+            return Err(format!(
+                "sslmode={} with a hostaddr= whose host= is not a server name (missing, or a \
+                 socket directory): TLS needs the name; give host=<the server's name> with \
+                 each hostaddr=",
+                mode.name()
+            ));
         }
         if sockets > 0 && mode != SslMode::Prefer {
             return Err(format!(
@@ -183,8 +196,9 @@ fn root_store(roots: &Roots) -> Result<RootCertStore, String> {
     let mut store = RootCertStore::empty();
     match roots {
         Roots::File(path) => {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-                .and_then(Iterator::collect)
+            let pem = read_root_file(path)?;
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
+                .collect::<Result<_, _>>()
                 .map_err(|e| format!("sslrootcert {path}: cannot read it: {e}"))?;
             if certs.is_empty() {
                 return Err(format!(
@@ -210,6 +224,42 @@ fn root_store(roots: &Roots) -> Result<RootCertStore, String> {
         }
     }
     Ok(store)
+}
+
+/// The largest root file read: far above any CA bundle (the system's is well under 1 MiB).
+const MAX_ROOT_FILE: u64 = 16 << 20;
+
+/// The bytes of the root file at `path`, refused unless it is a regular file (after
+/// symbolic links) of at most [`MAX_ROOT_FILE`] bytes: a FIFO would block the open or
+/// the read for ever, `/dev/zero` would never end. Opened without blocking, then
+/// checked, so the file looked at is the file read.
+fn read_root_file(path: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let cannot = |e: &dyn std::fmt::Display| format!("sslrootcert {path}: cannot read it: {e}");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| cannot(&e))?;
+    let meta = file.metadata().map_err(|e| cannot(&e))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "sslrootcert {path}: not a regular file; give a PEM file of CA certificates"
+        ));
+    }
+    let mut pem = Vec::new();
+    file.take(MAX_ROOT_FILE + 1)
+        .read_to_end(&mut pem)
+        .map_err(|e| cannot(&e))?;
+    if pem.len() as u64 > MAX_ROOT_FILE {
+        return Err(format!(
+            "sslrootcert {path}: larger than {} MiB, not a file of CA certificates",
+            MAX_ROOT_FILE >> 20
+        ));
+    }
+    Ok(pem)
 }
 
 /// `prefer` and `require` without root certificates: any certificate, as libpq (the

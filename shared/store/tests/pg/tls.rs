@@ -335,3 +335,63 @@ fn tls_settings_that_cannot_hold_are_setting_errors() {
         );
     }
 }
+
+#[test]
+fn a_socket_host_with_a_hostaddr_is_tcp_and_never_plain_under_require() {
+    if dsn().is_none() {
+        return;
+    }
+    let certs = certificates();
+    // No TLS on the server: a plain session is what a wrong reading would give.
+    let cluster = TcpCluster::start(None);
+    let ca = certs.path().join("ca.crt").display().to_string();
+    // `host=` a socket directory but `hostaddr=` an address: tokio-postgres connects over
+    // TCP to the address, so this is not the unix socket that never uses TLS.
+    for query in [
+        "sslmode=require".to_owned(),
+        format!("sslmode=verify-full&sslrootcert={ca}"),
+    ] {
+        let url = cluster.url(
+            "127.0.0.1",
+            &format!("host=/nonexistent&hostaddr=127.0.0.1&{query}"),
+        );
+        let refused = refusal(&url);
+        let text = refused.to_string();
+        assert!(
+            matches!(refused, Error::InvalidSetting { .. }),
+            "{query}: {text}"
+        );
+        assert!(text.contains("TLS needs the name"), "{query}: {text}");
+        assert!(!text.contains(PASSWORD), "{query}: {text}");
+    }
+}
+
+#[test]
+fn a_root_file_that_is_no_regular_file_is_refused_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ca.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let link = dir.path().join("ca-link.pem");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    for root in [
+        fifo.display().to_string(),
+        link.display().to_string(),
+        "/dev/zero".to_owned(),
+        dir.path().display().to_string(),
+    ] {
+        let url =
+            format!("postgresql://roo@db.invalid:5432/roo?sslmode=verify-ca&sslrootcert={root}");
+        // On a thread: a connect that blocks on the root file fails the test instead of
+        // hanging it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(PgStore::connect(&url).err().map(|e| e.to_string()));
+        });
+        let text = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("sslrootcert={root}: the connect hung"))
+            .unwrap_or_else(|| panic!("sslrootcert={root}: accepted"));
+        assert!(text.contains("not a regular file"), "{root}: {text}");
+    }
+}
