@@ -133,7 +133,9 @@ fn a_member_whose_lock_is_missing_right_after_a_backend_crash_is_not_declared_de
     // then the stopped member's lock may still be held. The store reconnects by itself
     // (the server accepts connections again once it has reinitialized): then the lock is
     // missing, and that proves nothing yet.
-    wait_for("the crash to end every session", || evidence() != Some(true));
+    wait_for("the crash to end every session", || {
+        evidence() != Some(true)
+    });
     assert_eq!(
         evidence(),
         None,
