@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use roo_tests::hosts::{Hosts, Need, Sshd};
+use roo_tests::hosts::{Hosts, Need, NsCommand, Postgres, Sshd};
 use roo_tests::{TempDir, TestCommand, bin};
 
 use super::team_panes::ArgvSampler;
@@ -96,23 +96,16 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
     let password: &'static str = Box::leak(pg.password().to_owned().into_boxed_str());
     let key_sampler = ArgvSampler::start(KEY);
     let password_sampler = ArgvSampler::start(password);
-    let lead = hosts
-        .cmd("a", "sh")
-        .arg("-c")
-        .arg(format!(
-            "cd '{project}' && exec '{lead}' -p 'Ship c.txt with alice on host b.' \
-             --provider script --script '{script}' --permission-mode bypassPermissions \
-             --output-format stream-json --team-timeout 120",
-            project = project.display(),
-            lead = bin("roo-lead").display(),
-            script = script.display(),
-        ))
-        .env("ROO_HOME", layout.root.join("roo-a"))
-        .env("ROO_STORE", pg.url())
-        .env("OPENAI_API_KEY", KEY)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .timeout(Duration::from_secs(180))
-        .run();
+    let lead = lead_on_a(
+        &hosts,
+        &pg,
+        &layout,
+        &script,
+        "Ship c.txt with alice on host b.",
+        120,
+    )
+    .timeout(Duration::from_secs(180))
+    .run();
     let (key_hits, rounds) = key_sampler.finish();
     let (password_hits, _) = password_sampler.finish();
     let log_b = std::fs::read_to_string(layout.root.join("roo-b/teams/crew/logs/alice.log"))
@@ -299,6 +292,33 @@ fn prepare(hosts: &Hosts, sshd: &Sshd<'_>, tag: &str, script_text: &str) -> Prep
         socket,
         script,
     }
+}
+
+/// A headless `roo-lead` in host `a`, in the project, on the store `pg`, with the model
+/// script `script` and the test's API key, asked `prompt` (a shell word: no `'`).
+fn lead_on_a<'h>(
+    hosts: &'h Hosts,
+    pg: &Postgres,
+    layout: &Layout,
+    script: &Path,
+    prompt: &str,
+    team_timeout_secs: u32,
+) -> NsCommand<'h> {
+    hosts
+        .cmd("a", "sh")
+        .arg("-c")
+        .arg(format!(
+            "cd '{project}' && exec '{lead}' -p '{prompt}' \
+             --provider script --script '{script}' --permission-mode bypassPermissions \
+             --output-format stream-json --team-timeout {team_timeout_secs}",
+            project = layout.project().display(),
+            lead = bin("roo-lead").display(),
+            script = script.display(),
+        ))
+        .env("ROO_HOME", layout.root.join("roo-a"))
+        .env("ROO_STORE", pg.url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
 }
 
 /// Whether `addr` is a local address in the `fib_trie` text (`/32 host LOCAL`).
@@ -506,22 +526,15 @@ fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_
         script,
         ..
     } = prepare(&hosts, &sshd, "cut", CUT_SCRIPT);
-    let lead_process = hosts
-        .cmd("a", "sh")
-        .arg("-c")
-        .arg(format!(
-            "cd '{project}' && exec '{lead}' -p 'Run the long job with alice on host b.' \
-             --provider script --script '{script}' --permission-mode bypassPermissions \
-             --output-format stream-json --team-timeout 300",
-            project = project.display(),
-            lead = bin("roo-lead").display(),
-            script = script.display(),
-        ))
-        .env("ROO_HOME", layout.root.join("roo-a"))
-        .env("ROO_STORE", pg.url())
-        .env("OPENAI_API_KEY", KEY)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .spawn();
+    let lead_process = lead_on_a(
+        &hosts,
+        &pg,
+        &layout,
+        &script,
+        "Run the long job with alice on host b.",
+        300,
+    )
+    .spawn();
     let clone = layout.remote().join(".roocode/worktrees/crew+alice");
     let log_b = || {
         std::fs::read_to_string(layout.root.join("roo-b/teams/crew/logs/alice.log"))

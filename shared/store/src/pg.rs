@@ -1128,67 +1128,47 @@ fn open_connection(
         })
     })
     .collect::<Result<Vec<Statement>>>()?;
-    let Ok(
-        [
-            read,
-            read_in_team,
-            placeholder,
-            lock,
-            clock,
-            write,
-            notify,
-            quarantine,
-            archive,
-            delete,
-            share_config,
-            xact,
-            end_session,
-            xact_status,
-            quarantined_texts,
-            archive_lines,
-            list,
-            exists,
-            quarantined,
-            quarantined_under,
-            new_epoch,
-            held_keys,
-            delete_docs_under,
-            delete_archive_under,
-            delete_quarantine_under,
-            held_all,
-        ],
-    ) = <[Statement; 26]>::try_from(prepared)
-    else {
-        return Err(engine("prepare the statements", &"a statement is missing"));
+    // In the order of `sql` above.
+    let mut prepared = prepared.into_iter();
+    let mut next = || {
+        prepared
+            .next()
+            .ok_or_else(|| engine("prepare the statements", &"a statement is missing"))
     };
     let statements = Statements {
-        read,
-        read_in_team,
-        placeholder,
-        lock,
-        clock,
-        write,
-        notify,
-        quarantine,
-        archive,
-        delete,
-        share_config,
-        xact,
-        end_session,
-        xact_status,
-        quarantined_texts,
-        archive_lines,
-        list,
-        exists,
-        quarantined,
-        quarantined_under,
-        new_epoch,
-        held_keys,
-        delete_docs_under,
-        delete_archive_under,
-        delete_quarantine_under,
-        held_all,
+        read: next()?,
+        read_in_team: next()?,
+        placeholder: next()?,
+        lock: next()?,
+        clock: next()?,
+        write: next()?,
+        notify: next()?,
+        quarantine: next()?,
+        archive: next()?,
+        delete: next()?,
+        share_config: next()?,
+        xact: next()?,
+        end_session: next()?,
+        xact_status: next()?,
+        quarantined_texts: next()?,
+        archive_lines: next()?,
+        list: next()?,
+        exists: next()?,
+        quarantined: next()?,
+        quarantined_under: next()?,
+        new_epoch: next()?,
+        held_keys: next()?,
+        delete_docs_under: next()?,
+        delete_archive_under: next()?,
+        delete_quarantine_under: next()?,
+        held_all: next()?,
     };
+    if prepared.next().is_some() {
+        return Err(engine(
+            "prepare the statements",
+            &"a statement is left over",
+        ));
+    }
     Ok(Conn {
         client,
         statements,
