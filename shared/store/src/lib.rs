@@ -58,6 +58,7 @@ mod task;
 mod task_list;
 mod team;
 mod time;
+mod untrusted;
 pub mod usage;
 pub mod wake;
 mod watch;
@@ -93,6 +94,7 @@ pub use team::{
     this_host,
 };
 pub use time::Timestamp;
+pub use untrusted::model_safe;
 pub use usage::TaskUsage;
 pub use watch::{InboxWatcher, POLL_WITH_NOTIFY, POLL_WITHOUT_NOTIFY, WaitOutcome, WatchWaker};
 

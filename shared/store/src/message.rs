@@ -232,9 +232,9 @@ pub struct Message {
 impl Message {
     /// The `<teammate-message …>…</teammate-message>` form injected into a model's context.
     ///
-    /// Attribute values are XML-escaped; in the content only a tag that would open or close
-    /// a `teammate-message` is neutralised (so code samples stay readable, but a message
-    /// cannot forge another message or break out of its own).
+    /// Attribute values are XML-escaped and the content goes through [`crate::model_safe`]
+    /// (every `<` escaped, terminal escapes shown), so code samples stay readable but a
+    /// message cannot forge another message or break out of its own.
     pub fn render(&self) -> String {
         self.render_within(usize::MAX)
     }
@@ -323,7 +323,7 @@ impl Message {
         }
         out.push('>');
         let content: Vec<String> = content.into_iter().filter(|c| !c.is_empty()).collect();
-        let content = neutralise_tags(&content.join("\n\n"));
+        let content = crate::model_safe(&content.join("\n\n"));
         if content.len() > max_content {
             let mut cut = max_content;
             while !content.is_char_boundary(cut) {
@@ -334,7 +334,7 @@ impl Message {
                 "\n[cut here: the content is {} bytes, more than one turn delivers; read it in \
                  full with `roo-mail status {} --json`]",
                 content.len(),
-                neutralise_tags(self.id.as_str())
+                crate::model_safe(self.id.as_str())
             ));
         } else {
             out.push_str(&content);
@@ -363,20 +363,12 @@ fn escape_attr(value: &str, out: &mut String) {
         match c {
             '&' => out.push_str("&amp;"),
             '"' => out.push_str("&quot;"),
-            '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '\n' => out.push_str("&#10;"),
             '\r' => out.push_str("&#13;"),
-            c => out.push(c),
+            c => crate::untrusted::push_safe(c, out),
         }
     }
-}
-
-/// Escapes every `<` as `&lt;`, so content can open or close none of the runtime's
-/// wrappers (`<teammate-message>`, `<system-reminder>`, `<task-notification>`, …) nor
-/// forge one, whatever follows it (`< /tag>`, a zero-width character, a newline).
-fn neutralise_tags(content: &str) -> String {
-    content.replace('<', "&lt;")
 }
 
 /// Rendered bytes of teammate messages one turn injects (about 6,000 tokens): a flood

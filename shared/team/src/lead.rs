@@ -137,10 +137,10 @@ impl TurnHook for TeamStateReminder {
             .await;
             match read {
                 Ok(Ok(summary)) => Some(summary),
-                Ok(Err(e)) => Some(format!(
+                Ok(Err(e)) => Some(roo_store::model_safe(&format!(
                     "You lead team {}; its state could not be read after the compaction ({e}). Use TaskList and the team tools to look.",
                     binding.team.name()
-                )),
+                ))),
                 Err(_) => None,
             }
         })

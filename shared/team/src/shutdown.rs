@@ -231,7 +231,7 @@ impl TurnHook for ShutdownOnRequest {
 fn reminder(lead: &Name, requests: &[Message]) -> String {
     let texts: Vec<String> = requests
         .iter()
-        .map(|m| one_line(&m.text, REQUEST_TEXT_CHARS))
+        .map(|m| one_line(&roo_store::model_safe(&m.text), REQUEST_TEXT_CHARS))
         .filter(|t| !t.is_empty())
         .map(|t| format!("\"{t}\""))
         .collect();
@@ -350,8 +350,10 @@ impl TypedTool for ShutdownResponse {
 
     async fn run(&self, input: Input, _: &ToolContext) -> ToolOutput {
         match self.answer(input).await {
-            Ok(text) => ToolOutput::ok(text),
-            Err(e) => ToolOutput::error(format!("failed to answer the shutdown request: {e}")),
+            Ok(text) => ToolOutput::ok(crate::tools::bounded(text)),
+            Err(e) => ToolOutput::error(crate::tools::bounded(format!(
+                "failed to answer the shutdown request: {e}"
+            ))),
         }
     }
 }

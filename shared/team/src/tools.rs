@@ -288,8 +288,12 @@ where
     }
 }
 
-/// `text` cut to [`MAX_TOOL_RESULT`] bytes at a character boundary, with a note.
+/// A team tool's result as the model reads it: [made safe](roo_store::model_safe) (what
+/// teammates wrote into it — subjects, notes, names of files and commits — cannot close
+/// a wrapper or carry a terminal escape) and cut to [`MAX_TOOL_RESULT`] bytes at a
+/// character boundary, with a note. Every team tool's result goes through it.
 pub(crate) fn bounded(text: String) -> String {
+    let text = roo_store::model_safe(&text);
     if text.len() <= MAX_TOOL_RESULT {
         return text;
     }

@@ -171,22 +171,77 @@ pub fn tasks_table(tasks: &[Task]) -> String {
     out
 }
 
+/// Bytes of the team state a lead's model gets back after a compaction (about 2,000
+/// tokens, a small part of even a 12k-token window), whatever the team holds.
+pub const TEAM_STATE_BUDGET: usize = 8 * 1024;
+
+/// Bytes of that state's list of teammates.
+const ROSTER_BUDGET: usize = 2 * 1024;
+
+/// How relevant `task` is to `me` when a list must leave some out (lower first): mine in
+/// progress, mine pending, others' in progress, blocked, pending, then completed.
+pub(crate) fn relevance(task: &Task, me: Option<&Name>) -> u8 {
+    let mine = me.is_some_and(|me| task.owner.as_ref() == Some(me));
+    match (task.status, mine) {
+        (TaskStatus::InProgress, true) => 0,
+        (TaskStatus::Pending, true) => 1,
+        (TaskStatus::InProgress, false) => 2,
+        (TaskStatus::Pending, false) if !task.blocked_by.is_empty() => 3,
+        (TaskStatus::Pending, false) => 4,
+        (TaskStatus::Completed, true) => 5,
+        (TaskStatus::Completed, false) => 6,
+    }
+}
+
+/// The entries of `items` (`(relevance, line)`, in display order) that fit in `budget`
+/// bytes (a newline each): the most relevant first, shown in display order. Returns them
+/// and how many were left out.
+pub(crate) fn within_budget(items: Vec<(u8, String)>, budget: usize) -> (Vec<String>, usize) {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| (items[i].0, i));
+    let mut used = 0;
+    let mut keep = vec![false; items.len()];
+    for i in order {
+        let cost = items[i].1.len() + 1;
+        if used + cost > budget {
+            break;
+        }
+        used += cost;
+        keep[i] = true;
+    }
+    let total = items.len();
+    let kept: Vec<String> = items
+        .into_iter()
+        .zip(keep)
+        .filter_map(|((_, line), keep)| keep.then_some(line))
+        .collect();
+    let left_out = total - kept.len();
+    (kept, left_out)
+}
+
 /// The team state a lead's model gets back after a compaction: its team, every
-/// teammate's state and the tasks not completed.
+/// teammate's state and the tasks not completed — within [`TEAM_STATE_BUDGET`] bytes
+/// (the lead's own, in-progress and blocked tasks first), saying how many it left out
+/// and how to see them. Teammates' text in it is [made safe](roo_store::model_safe).
 pub fn team_summary(config: &TeamConfig, liveness: &Liveness, tasks: &[Task]) -> String {
     let mut out = format!(
         "Team state (restored after the conversation was compacted): you lead team {}.\nTeammates:",
         config.name
     );
-    let mut any = false;
-    for m in teammates(config) {
-        any = true;
-        let _ = write!(out, " {} ({}),", m.name, liveness.observed_state(m));
-    }
-    if any {
-        out.pop();
-    } else {
+    let roster: Vec<(u8, String)> = teammates(config)
+        .map(|m| (0, format!("{} ({})", m.name, liveness.observed_state(m))))
+        .collect();
+    if roster.is_empty() {
         out.push_str(" none yet");
+    }
+    let (shown, more) = within_budget(roster, ROSTER_BUDGET);
+    let _ = write!(out, " {}", shown.join(", "));
+    if more > 0 {
+        let _ = write!(
+            out,
+            " and {more} more (TaskList or `roo-mail list --team {}` lists them all)",
+            config.name
+        );
     }
     let open: Vec<&Task> = tasks
         .iter()
@@ -201,20 +256,38 @@ pub fn team_summary(config: &TeamConfig, liveness: &Liveness, tasks: &[Task]) ->
     if open.is_empty() {
         out.push_str(" none");
     }
-    for t in open {
+    let lead = config.lead().map(|m| &m.name);
+    let lines: Vec<(u8, String)> = open
+        .iter()
+        .map(|t| {
+            let line = format!(
+                "- #{} [{}{}] {}",
+                t.id.as_str(),
+                t.status.as_str(),
+                t.owner
+                    .as_ref()
+                    .map(|o| format!(", {o}"))
+                    .unwrap_or_default(),
+                one_line(&roo_store::model_safe(&t.subject), SUBJECT_CHARS)
+            );
+            (relevance(t, lead), line)
+        })
+        .collect();
+    let budget = TEAM_STATE_BUDGET.saturating_sub(out.len() + 200);
+    let (shown, more) = within_budget(lines, budget);
+    for line in shown {
+        out.push('\n');
+        out.push_str(&line);
+    }
+    if more > 0 {
         let _ = write!(
             out,
-            "\n- #{} [{}{}] {}",
-            t.id.as_str(),
-            t.status.as_str(),
-            t.owner
-                .as_ref()
-                .map(|o| format!(", {o}"))
-                .unwrap_or_default(),
-            one_line(&t.subject, SUBJECT_CHARS)
+            "\n… {more} more open tasks not shown: TaskList shows them (filter by status or \
+             owner), or `roo-task list --team {}`.",
+            config.name
         );
     }
-    out
+    roo_store::model_safe(&out)
 }
 
 /// Keeps the status of the team `slot` is bound to current while it is bound: reads the
@@ -580,7 +653,7 @@ mod tests {
              Teammates: alice (busy), bob (idle), carol (dead)\n\
              Open tasks (2 open, 1 completed):\n\
              - #1 [in_progress, alice] Write the parser\n\
-             - #2 [pending] Test the parser [2J"
+             - #2 [pending] Test the parser\\u{1b}[2J"
         );
     }
 

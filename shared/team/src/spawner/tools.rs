@@ -448,12 +448,12 @@ impl TypedTool for TaskStop {
                     .map_err(|e| e.to_string())
             });
         match result {
-            Ok((name, true)) => ToolOutput::ok(format!(
+            Ok((name, true)) => ToolOutput::ok(bounded(format!(
                 "stopped {name}; a message to it starts it again with its history"
-            )),
-            Ok((name, false)) => ToolOutput::ok(format!(
+            ))),
+            Ok((name, false)) => ToolOutput::ok(bounded(format!(
                 "{name} was not running; a message to it starts it again"
-            )),
+            ))),
             Err(e) => ToolOutput::error(bounded(format!("failed to {e}"))),
         }
     }

@@ -18,9 +18,15 @@ use serde_json::{Map, Value};
 use super::schema::{self, id_required};
 use super::{TeamToolError, TeamTools, bounded, id_list, opt_id, parse_name, run_blocking};
 use crate::event::one_line;
+use crate::lead::status::{relevance, within_budget};
 
-/// Most tasks TaskList shows; the rest are counted.
+/// Most ready task ids TaskList names; the rest are counted.
 pub const MAX_LISTED_TASKS: usize = 200;
+/// Bytes of task lines TaskList shows (about 3,000 tokens, within [`super::MAX_TOOL_RESULT`]
+/// with the rest of its result); the rest are counted, the most relevant kept.
+pub const LIST_BUDGET: usize = 12 * 1024;
+/// Bytes of TaskList's line of members.
+const MEMBERS_BUDGET: usize = 2 * 1024;
 /// Longest subject shown in a list line, in characters.
 const SUBJECT_CHARS: usize = 120;
 /// Newest notes TaskGet shows.
@@ -469,7 +475,7 @@ impl TypedTool for TaskList {
                 let report = tasks.ready_report()?;
                 let config = binding.team.config()?;
                 let liveness = binding.team.liveness(&config)?;
-                let mut out = render_list(binding.team.name(), &list, &report);
+                let mut out = render_list(binding.team.name(), &list, &report, &binding.me);
                 out.push_str(&format!(
                     "\nmembers: {}",
                     members_line(&config, &liveness, &binding.me)
@@ -493,24 +499,39 @@ fn members_line(
     liveness: &roo_store::Liveness,
     me: &Name,
 ) -> String {
-    let shown: Vec<String> = config
+    let members: Vec<(u8, String)> = config
         .members
         .iter()
-        .take(MAX_LISTED_TASKS)
         .map(|m| {
-            let state = if config.is_lead(m.name.as_str()) {
+            let lead = config.is_lead(m.name.as_str());
+            let state = if lead {
                 "lead"
             } else {
                 liveness.observed_state(m).as_str()
             };
             let you = if m.name == *me { ", you" } else { "" };
-            format!("{} ({state}{you})", m.name)
+            let rank = u8::from(!lead && m.name != *me);
+            (rank, format!("{} ({state}{you}),", m.name))
         })
         .collect();
-    shown.join(", ")
+    let (shown, more) = within_budget(members, MEMBERS_BUDGET);
+    let mut line = shown.join(" ");
+    line.pop();
+    if more > 0 {
+        line.push_str(&format!(
+            " and {more} more (`roo-mail list --team {}` lists them all)",
+            config.name
+        ));
+    }
+    line
 }
 
-fn render_list(team: &Name, list: &[Task], report: &roo_store::ReadyReport) -> String {
+fn render_list(
+    team: &Name,
+    list: &[Task],
+    report: &roo_store::ReadyReport,
+    me: &Name,
+) -> String {
     let ready: Vec<TaskId> = report.ready.iter().map(|t| t.id.clone()).collect();
     let mut out = format!("tasks of team {team}: {}", list.len());
     if list.is_empty() {
@@ -521,7 +542,11 @@ fn render_list(team: &Name, list: &[Task], report: &roo_store::ReadyReport) -> S
         if ready.is_empty() {
             "none".to_string()
         } else {
-            ids(&ready)
+            let mut shown = ids(&ready[..ready.len().min(MAX_LISTED_TASKS)]);
+            if ready.len() > MAX_LISTED_TASKS {
+                shown.push_str(&format!(" (+{} more)", ready.len() - MAX_LISTED_TASKS));
+            }
+            shown
         }
     ));
     if !report.held_back.is_empty() {
@@ -533,17 +558,25 @@ fn render_list(team: &Name, list: &[Task], report: &roo_store::ReadyReport) -> S
             .collect();
         out.push_str(&format!("\nheld back by scope: {}", held.join(", ")));
     }
-    for task in list.iter().take(MAX_LISTED_TASKS) {
+    let lines: Vec<(u8, String)> = list
+        .iter()
+        .map(|task| {
+            let mut line = task_line(task);
+            if ready.contains(&task.id) {
+                line.push_str(" [ready]");
+            }
+            (relevance(task, Some(me)), line)
+        })
+        .collect();
+    let (shown, more) = within_budget(lines, LIST_BUDGET);
+    for line in shown {
         out.push('\n');
-        out.push_str(&task_line(task));
-        if ready.contains(&task.id) {
-            out.push_str(" [ready]");
-        }
+        out.push_str(&line);
     }
-    if list.len() > MAX_LISTED_TASKS {
+    if more > 0 {
         out.push_str(&format!(
-            "\n… {} more (filter by status or owner)",
-            list.len() - MAX_LISTED_TASKS
+            "\n… {more} more tasks not shown (yours, in-progress and blocked ones first): filter \
+             by status or owner, or TaskGet one by id"
         ));
     }
     out
