@@ -421,6 +421,67 @@ pub fn render_delivery(queue: &[Message], budget: usize) -> Option<Delivery> {
     Some(Delivery { text, taken })
 }
 
+/// Messages of one sender a turn shows in full when more of its messages wait: the rest
+/// of that sender's backlog is collapsed into one [digest entry](render_collapsed), so a
+/// flood costs its recipient a few model calls, not one per budget's worth.
+pub const FLOOD_SHOWN: usize = 5;
+
+/// Distinct summaries a collapsed backlog's digest entry quotes.
+const COLLAPSED_SUMMARIES: usize = 5;
+
+/// The digest entries of `collapsed` (the backlogs beyond [`FLOOD_SHOWN`] messages of
+/// each sender, oldest first): one `<teammate-digest from=… count=… bytes=…>` per sender,
+/// saying that those messages are not shown, quoting their most frequent summaries
+/// ([made safe](crate::model_safe)) and how to read the rest (`read_with`, a command).
+/// Empty when nothing was collapsed.
+pub fn render_collapsed(collapsed: &[Message], read_with: &str) -> String {
+    let mut senders: Vec<(&Name, Vec<&Message>)> = Vec::new();
+    for message in collapsed {
+        match senders.iter_mut().find(|(from, _)| **from == message.from) {
+            Some((_, list)) => list.push(message),
+            None => senders.push((&message.from, vec![message])),
+        }
+    }
+    let mut out = String::new();
+    for (from, messages) in senders {
+        let bytes: usize = messages.iter().map(|m| m.text.len()).sum();
+        let mut summaries: Vec<(&str, usize)> = Vec::new();
+        for m in &messages {
+            let summary = m.summary.as_deref().unwrap_or(m.body.type_name());
+            match summaries.iter_mut().find(|(s, _)| *s == summary) {
+                Some((_, n)) => *n += 1,
+                None => summaries.push((summary, 1)),
+            }
+        }
+        summaries.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        let mut quoted: Vec<String> = summaries
+            .iter()
+            .take(COLLAPSED_SUMMARIES)
+            .map(|(s, n)| format!("\"{}\" ×{n}", crate::model_safe(s)))
+            .collect();
+        if summaries.len() > COLLAPSED_SUMMARIES {
+            quoted.push(format!(
+                "{} other summaries",
+                summaries.len() - COLLAPSED_SUMMARIES
+            ));
+        }
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&format!(
+            "<teammate-digest from=\"{from}\" count=\"{}\" bytes=\"{bytes}\">{from} sent {} more \
+             messages ({bytes} bytes) at once, beyond the {FLOOD_SHOWN} shown in full: they are \
+             collapsed into this entry and marked read, their text not shown. Their summaries: \
+             {}. If they matter, read them with `{}`.</teammate-digest>",
+            messages.len(),
+            messages.len(),
+            quoted.join(", "),
+            crate::model_safe(read_with)
+        ));
+    }
+    out
+}
+
 /// Bytes of `message`'s rendered content (what [`Message::render_within`] may cut).
 fn rendered_content_len(message: &Message) -> usize {
     let open = message.render();

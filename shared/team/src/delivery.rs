@@ -28,7 +28,7 @@ use std::sync::Mutex;
 
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
-use roo_store::{DELIVERY_BUDGET, MessageId, Name, render_delivery};
+use roo_store::{DELIVERY_BUDGET, FLOOD_SHOWN, Message, MessageId, Name, render_collapsed, render_delivery};
 
 use crate::router::InboxRouter;
 
@@ -40,6 +40,9 @@ pub struct InboxDelivery {
     /// Messages (id, sender) injected and not yet carried by a successful model call;
     /// marked delivered by `injected`.
     injecting: Mutex<Vec<(MessageId, Name)>>,
+    /// Messages (id, sender) collapsed into a digest entry of the pending injection;
+    /// marked read (not delivered) by `injected`.
+    digesting: Mutex<Vec<(MessageId, Name)>>,
 }
 
 impl InboxDelivery {
@@ -54,11 +57,16 @@ impl InboxDelivery {
             router,
             budget,
             injecting: Mutex::new(Vec::new()),
+            digesting: Mutex::new(Vec::new()),
         }
     }
 
     fn injecting(&self) -> std::sync::MutexGuard<'_, Vec<(MessageId, Name)>> {
         self.injecting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn digesting(&self) -> std::sync::MutexGuard<'_, Vec<(MessageId, Name)>> {
+        self.digesting.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -75,8 +83,9 @@ impl TurnHook for InboxDelivery {
             if let Err(e) = self.router.poll().await {
                 tracing::warn!(member = %self.router.member(), error = %e, "failed to read the inbox; delivering what is queued");
             }
-            let mut queued = fair_order(self.router.take_conversation());
-            let Some(delivery) = render_delivery(&queued, self.budget) else {
+            let (shown, collapsed) = collapse_floods(self.router.take_conversation());
+            let mut queued = fair_order(shown);
+            let Some(mut delivery) = render_delivery(&queued, self.budget) else {
                 return TurnAction::Continue;
             };
             let later = queued.split_off(delivery.taken);
@@ -84,8 +93,21 @@ impl TurnHook for InboxDelivery {
                 tracing::debug!(member = %self.router.member(), now = queued.len(), waiting = later.len(), "delivering part of the inbox this turn");
                 self.router.requeue_conversation(later);
             }
+            if !collapsed.is_empty() {
+                tracing::debug!(member = %self.router.member(), collapsed = collapsed.len(), "collapsing senders' backlogs into digest entries");
+                let read_with = format!(
+                    "roo-mail read --team {} --as {} --limit {}",
+                    self.router.team_name(),
+                    self.router.member(),
+                    collapsed.len() + queued.len() + FLOOD_SHOWN
+                );
+                delivery.text.push_str("\n\n");
+                delivery.text.push_str(&render_collapsed(&collapsed, &read_with));
+            }
             self.injecting()
                 .extend(queued.iter().map(|m| (m.id.clone(), m.from.clone())));
+            self.digesting()
+                .extend(collapsed.iter().map(|m| (m.id.clone(), m.from.clone())));
             TurnAction::Inject(vec![delivery.text])
         })
     }
@@ -100,19 +122,52 @@ impl TurnHook for InboxDelivery {
                 // They reached the model; the receipt is late, not the message.
                 tracing::warn!(member = %self.router.member(), error = %e, "failed to record delivery receipts");
             }
+            let digested = std::mem::take(&mut *self.digesting())
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            if let Err(e) = self.router.digested(digested).await {
+                tracing::warn!(member = %self.router.member(), error = %e, "failed to mark collapsed messages read");
+            }
         })
     }
 
     fn undeliverable(&self, reason: &str) -> BoxFuture<'_, ()> {
         let reason = reason.to_owned();
         Box::pin(async move {
-            let messages = std::mem::take(&mut *self.injecting());
+            let mut messages = std::mem::take(&mut *self.injecting());
+            messages.append(&mut self.digesting());
             tracing::warn!(member = %self.router.member(), count = messages.len(), error = %reason, "inbox messages the provider refuses are dropped");
             if let Err(e) = self.router.undeliverable(messages, &reason).await {
                 tracing::warn!(member = %self.router.member(), error = %e, "failed to record undeliverable messages");
             }
         })
     }
+}
+
+/// `messages` (oldest first) split into those shown in full — each sender's oldest
+/// [`FLOOD_SHOWN`] — and the rest of each sender's backlog, collapsed into a digest entry.
+fn collapse_floods(messages: Vec<Message>) -> (Vec<Message>, Vec<Message>) {
+    let mut counts: Vec<(Name, usize)> = Vec::new();
+    let (mut shown, mut collapsed) = (Vec::new(), Vec::new());
+    for message in messages {
+        let seen = match counts.iter_mut().find(|(from, _)| *from == message.from) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                counts.push((message.from.clone(), 1));
+                1
+            }
+        };
+        if seen > FLOOD_SHOWN {
+            collapsed.push(message);
+        } else {
+            shown.push(message);
+        }
+    }
+    (shown, collapsed)
 }
 
 /// `messages` (oldest first) taken in turn from each sender, oldest first within a

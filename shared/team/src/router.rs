@@ -442,7 +442,8 @@ impl InboxRouter {
         }
     }
 
-    fn team_name(&self) -> &Name {
+    /// The name of the team whose inbox this is.
+    pub fn team_name(&self) -> &Name {
         self.inner.mailbox.team().name()
     }
 
@@ -643,6 +644,17 @@ impl InboxRouter {
             Ok(marked)
         })
         .await??)
+    }
+
+    /// These messages were collapsed into a digest entry that reached the model (their
+    /// count, size and summaries, not their text): marks them read, not delivered. They
+    /// stay in the inbox (and then its archive), readable with `roo-mail read`.
+    pub async fn digested(&self, ids: Vec<MessageId>) -> Result<usize, RouterError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let (mailbox, me) = (self.inner.mailbox.clone(), self.inner.me.clone());
+        Ok(blocking(move || mailbox.mark_read(&me, &ids)).await??)
     }
 
     /// Receipt: these requests were acted on (marks them read and acknowledged).

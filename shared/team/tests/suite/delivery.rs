@@ -212,11 +212,13 @@ agents:
     );
 }
 
-/// Issue 18 item 4: a flood reaches the model over several turns, each within the
-/// budget, oldest first, with a count of what still waits; every message is delivered
-/// exactly once and marked only after its turn.
+/// Issue 18 item 4 and issue 29: a flood costs one turn, not one per budget's worth. A
+/// sender's oldest [`roo_store::FLOOD_SHOWN`] messages are shown in full (within the
+/// budget, oldest first); the rest of its backlog is one digest entry (count, bytes,
+/// summaries, how to read them), marked read — not delivered — once the model call
+/// carrying it succeeded; a peer's message in the same inbox is delivered in full.
 #[tokio::test]
-async fn a_flood_is_delivered_in_bounded_turns_oldest_first() {
+async fn a_flood_is_collapsed_into_one_digest_entry_and_costs_one_turn() {
     let home = TeamHome::new();
     let cwd = tempfile::tempdir().unwrap();
     let turns: String = (0..60).map(|_| "    - text: \"Noted.\"\n").collect();
@@ -232,47 +234,31 @@ async fn a_flood_is_delivered_in_bounded_turns_oldest_first() {
             .send(
                 &name("bob"),
                 "alice",
-                roo_store::Outgoing::text(format!("flood-{n:04} {filler}"), "one of many"),
+                roo_store::Outgoing::text(
+                    format!("flood-{n:04} {filler}"),
+                    if n % 2 == 0 { "one of many" } else { "another" },
+                ),
             )
             .unwrap();
     }
+    mailbox
+        .send(
+            &name("lead"),
+            "alice",
+            roo_store::Outgoing::text("PEER-NOTE: the parser is yours", "parser"),
+        )
+        .unwrap();
     let (sink, _events) = EventSink::channel();
-    let transcript = roo_store::RooHome::new(home.path()).transcript(&name("t"), &name("alice"));
-    let mut before = std::fs::read(&transcript).unwrap_or_default();
-    let mut runs = 0;
-    let mut input = "go";
-    loop {
-        let result = built
-            .agent
-            .run(input, &sink, CancellationToken::new())
-            .await;
-        assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
-        // Delivery appends to the transcript: the bytes written before stay, and a run
-        // adds its own records only, never the history again.
-        let after = std::fs::read(&transcript).unwrap();
-        assert_eq!(
-            &after[..before.len()],
-            &before[..],
-            "the transcript was rewritten"
-        );
-        let added = after.len() - before.len();
-        assert!(
-            added < 2 * roo_store::DELIVERY_BUDGET,
-            "run {runs} added {added} bytes"
-        );
-        before = after;
-        runs += 1;
-        input = "more";
-        router.poll().await.unwrap();
-        if !router.has_conversation() {
-            break;
-        }
-        assert!(runs < 30, "never done");
-    }
-    assert!(runs >= 7, "{runs} runs");
-    let messages = built.agent.messages();
+    let result = built
+        .agent
+        .run("go", &sink, CancellationToken::new())
+        .await;
+    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    router.poll().await.unwrap();
+    assert!(!router.has_conversation(), "something still waits");
     let mut seen = Vec::new();
-    for message in messages {
+    let mut digests = Vec::new();
+    for message in built.agent.messages() {
         for block in &message.content {
             let roo_llm::ContentBlock::Text { text } = block else {
                 continue;
@@ -281,7 +267,7 @@ async fn a_flood_is_delivered_in_bounded_turns_oldest_first() {
                 continue;
             }
             assert!(
-                text.len() < roo_store::DELIVERY_BUDGET + 2048,
+                text.len() < roo_store::DELIVERY_BUDGET + 4096,
                 "{}",
                 text.len()
             );
@@ -289,23 +275,34 @@ async fn a_flood_is_delivered_in_bounded_turns_oldest_first() {
                 text.match_indices("flood-")
                     .map(|(i, _)| text[i + 6..i + 10].parse::<u32>().unwrap()),
             );
-            if seen.len() < 60 {
-                assert!(text.contains("more messages wait"), "no digest");
-            }
+            assert!(text.contains("PEER-NOTE: the parser is yours"), "{text}");
+            digests.push(text.clone());
         }
     }
-    assert_eq!(
-        seen,
-        (0..60).collect::<Vec<u32>>(),
-        "oldest first, each once"
-    );
-    let records = String::from_utf8(before).unwrap();
-    assert!(records.len() > 60 * 3000, "{}", records.len());
-    assert!(!records.contains(r#""type":"replace""#), "a replace record");
-    assert_eq!(records.matches(r#""type":"user_blocks""#).count(), runs);
+    let shown = roo_store::FLOOD_SHOWN as u32;
+    assert_eq!(seen, (0..shown).collect::<Vec<u32>>(), "the oldest in full");
+    assert_eq!(digests.len(), 1, "one turn: {digests:#?}");
+    let digest = &digests[0];
+    let collapsed = 60 - shown as usize;
     assert!(
-        alice_inbox(&home)
-            .iter()
-            .all(|m| m.read && m.delivered_at.is_some())
+        digest.contains(&format!(
+            "<teammate-digest from=\"bob\" count=\"{collapsed}\" bytes=\""
+        )),
+        "{digest}"
     );
+    assert!(
+        digest.contains("\"one of many\" ×") && digest.contains("\"another\" ×"),
+        "{digest}"
+    );
+    assert!(
+        digest.contains("roo-mail read --team t --as alice --limit"),
+        "{digest}"
+    );
+    // Receipts after the model: shown ones delivered, collapsed ones read, not
+    // delivered; all still in the inbox, readable.
+    let inbox = alice_inbox(&home);
+    assert_eq!(inbox.len(), 61);
+    assert!(inbox.iter().all(|m| m.read), "all read");
+    let delivered = inbox.iter().filter(|m| m.delivered_at.is_some()).count();
+    assert_eq!(delivered, shown as usize + 1);
 }
