@@ -96,7 +96,7 @@ impl TurnHook for InboxDelivery {
             if !collapsed.is_empty() {
                 tracing::debug!(member = %self.router.member(), collapsed = collapsed.len(), "collapsing senders' backlogs into digest entries");
                 let read_with = format!(
-                    "roo-mail read --team {} --as {} --limit {}",
+                    "roo-mail read --team {} --as {} --archived --limit {}",
                     self.router.team_name(),
                     self.router.member(),
                     collapsed.len() + queued.len() + FLOOD_SHOWN

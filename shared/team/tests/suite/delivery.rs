@@ -295,12 +295,22 @@ async fn a_flood_is_collapsed_into_one_digest_entry_and_costs_one_turn() {
         "{digest}"
     );
     assert!(
-        digest.contains("roo-mail read --team t --as alice --limit"),
+        digest.contains("roo-mail read --team t --as alice --archived --limit"),
         "{digest}"
     );
     // Receipts after the model: shown ones delivered, collapsed ones read, not
     // delivered; all still in the inbox, readable.
-    let inbox = alice_inbox(&home);
+    let inbox = home
+        .team
+        .mailbox()
+        .read(
+            &name("alice"),
+            &ReadFilter {
+                include_archived: true,
+                ..ReadFilter::default()
+            },
+        )
+        .unwrap();
     assert_eq!(inbox.len(), 61);
     assert!(inbox.iter().all(|m| m.read), "all read");
     let delivered = inbox.iter().filter(|m| m.delivered_at.is_some()).count();
