@@ -36,6 +36,7 @@ mod store_symlinks;
 mod team_approvals;
 mod team_frugal;
 mod team_iterm2;
+mod team_model_input;
 mod team_lead_lifetime;
 mod team_panes;
 mod team_pg;
