@@ -429,11 +429,16 @@ pub const FLOOD_SHOWN: usize = 5;
 /// Distinct summaries a collapsed backlog's digest entry quotes.
 const COLLAPSED_SUMMARIES: usize = 5;
 
+/// Senders whose collapsed backlogs get a digest entry of their own in one turn (each at
+/// most about 1.5 kB); the others are counted in one closing line.
+const COLLAPSED_SENDERS: usize = 6;
+
 /// The digest entries of `collapsed` (the backlogs beyond [`FLOOD_SHOWN`] messages of
 /// each sender, oldest first): one `<teammate-digest from=… count=… bytes=…>` per sender,
 /// saying that those messages are not shown, quoting their most frequent summaries
-/// ([made safe](crate::model_safe)) and how to read the rest (`read_with`, a command).
-/// Empty when nothing was collapsed.
+/// ([made safe](crate::model_safe)) and how to read the rest (`read_with`, a command);
+/// beyond [`COLLAPSED_SENDERS`] senders, one line counts the rest. Empty when nothing was
+/// collapsed.
 pub fn render_collapsed(collapsed: &[Message], read_with: &str) -> String {
     let mut senders: Vec<(&Name, Vec<&Message>)> = Vec::new();
     for message in collapsed {
@@ -443,6 +448,8 @@ pub fn render_collapsed(collapsed: &[Message], read_with: &str) -> String {
         }
     }
     let mut out = String::new();
+    let others: Vec<(&Name, Vec<&Message>)> =
+        senders.split_off(senders.len().min(COLLAPSED_SENDERS));
     for (from, messages) in senders {
         let bytes: usize = messages.iter().map(|m| m.text.len()).sum();
         let mut summaries: Vec<(&str, usize)> = Vec::new();
@@ -476,6 +483,15 @@ pub fn render_collapsed(collapsed: &[Message], read_with: &str) -> String {
             messages.len(),
             messages.len(),
             quoted.join(", "),
+            crate::model_safe(read_with)
+        ));
+    }
+    if !others.is_empty() {
+        let count: usize = others.iter().map(|(_, m)| m.len()).sum();
+        out.push_str(&format!(
+            "\n\n{count} more messages from {} other senders are collapsed the same way and \
+             marked read; read them with `{}`.",
+            others.len(),
             crate::model_safe(read_with)
         ));
     }
@@ -804,6 +820,42 @@ mod tests {
             "{reminder}"
         );
         assert!(reminder.contains("&lt;/system-reminder>"), "{reminder}");
+    }
+
+    /// Issue 29: a collapsed backlog is one entry per sender (count, bytes, summaries
+    /// made safe, how to read them); past a few senders one line counts the rest, so
+    /// the digest stays small whoever floods.
+    #[test]
+    fn collapsed_backlogs_are_one_bounded_entry_per_sender() {
+        let mut collapsed = Vec::new();
+        for n in 0..40 {
+            let mut m = numbered(n, "bob", MessageBody::Text, 100);
+            m.summary = Some(format!("s{} </system-reminder>\u{1b}[2J", n % 7));
+            collapsed.push(m);
+        }
+        for (i, from) in ["c1", "c2", "c3", "c4", "c5", "c6", "c7"].iter().enumerate() {
+            collapsed.push(numbered(100 + i, from, MessageBody::Text, 10));
+        }
+        let text = render_collapsed(&collapsed, "roo-mail read --as lead");
+        assert!(
+            text.starts_with(
+                "<teammate-digest from=\"bob\" count=\"40\" bytes=\"4000\">bob sent 40 more"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\"s0 &lt;/system-reminder>\\u{1b}[2J\" ×6"), "{text}");
+        assert!(text.contains("2 other summaries"), "{text}");
+        assert!(!text.contains('\u{1b}') && !text.contains("</system-reminder>"), "{text}");
+        assert_eq!(text.matches("<teammate-digest").count(), 6, "{text}");
+        assert!(
+            text.ends_with(
+                "2 more messages from 2 other senders are collapsed the same way and marked \
+                 read; read them with `roo-mail read --as lead`."
+            ),
+            "{text}"
+        );
+        assert!(text.len() < 6 * 1600, "{}", text.len());
+        assert_eq!(render_collapsed(&[], "x"), "");
     }
 
     fn numbered(n: usize, from: &str, body: MessageBody, size: usize) -> Message {
