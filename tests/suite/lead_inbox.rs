@@ -79,12 +79,19 @@ fn a_refill_flood_costs_the_lead_a_few_model_calls_and_a_peer_still_gets_through
                         if refused == 0 {
                             // The cap is reached: the lead may start, and a peer writes.
                             mailbox
-                                .send(&alice, "lead", Outgoing::text("PEER: the parser is done", "parser done"))
+                                .send(
+                                    &alice,
+                                    "lead",
+                                    Outgoing::text("PEER: the parser is done", "parser done"),
+                                )
                                 .unwrap();
                             filled.send(()).unwrap();
                         }
                         refused += 1;
-                        assert!(std::time::Instant::now() < deadline, "the lead never read bob's flood");
+                        assert!(
+                            std::time::Instant::now() < deadline,
+                            "the lead never read bob's flood"
+                        );
                         // Waits for the lead to read (the condition is the send succeeding).
                         std::thread::sleep(std::time::Duration::from_millis(20));
                     }
@@ -140,14 +147,25 @@ fn a_refill_flood_costs_the_lead_a_few_model_calls_and_a_peer_still_gets_through
                 let rest = &reminder[at + 35..];
                 collapsed += rest[..rest.find('"').unwrap()].parse::<usize>().unwrap();
                 assert!(rest.contains("\"one of the flood\" ×"), "{rest}");
-                assert!(rest.contains("roo-mail read --team crew --as lead --archived --limit"), "{rest}");
+                assert!(
+                    rest.contains("roo-mail read --team crew --as lead --archived --limit"),
+                    "{rest}"
+                );
             }
         }
     }
     assert!(peer, "alice's message never reached the lead");
     shown.dedup();
-    assert!(shown.len() <= 5 * FLOOD_SHOWN, "{} shown in full", shown.len());
-    assert_eq!(shown.len() + collapsed, FLOOD, "every flood message shown or counted");
+    assert!(
+        shown.len() <= 5 * FLOOD_SHOWN,
+        "{} shown in full",
+        shown.len()
+    );
+    assert_eq!(
+        shown.len() + collapsed,
+        FLOOD,
+        "every flood message shown or counted"
+    );
     // Every one still readable (inbox and archive), read; delivered only if shown.
     let all = ReadFilter {
         include_archived: true,
@@ -160,7 +178,11 @@ fn a_refill_flood_costs_the_lead_a_few_model_calls_and_a_peer_still_gets_through
     assert_eq!(messages.len(), FLOOD + 1);
     assert!(messages.iter().all(|m| m.read), "all read");
     let delivered = messages.iter().filter(|m| m.delivered_at.is_some()).count();
-    assert_eq!(delivered, shown.len() + 1, "delivered: the ones shown and alice's");
+    assert_eq!(
+        delivered,
+        shown.len() + 1,
+        "delivered: the ones shown and alice's"
+    );
 }
 
 /// A non-member cannot send as `user` (or as anyone outside the team): refused with exit

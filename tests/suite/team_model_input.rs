@@ -73,7 +73,10 @@ fn compacting_script(window: u64) -> String {
             window * 6 / 10,
             "        - {name: TaskUpdate, input: {id: \"1\", add_blocked_by: [\"2\"]}}\n"
         ),
-        round(window * 9 / 10, "        - {name: Glob, input: {pattern: \"*.none\"}}\n"),
+        round(
+            window * 9 / 10,
+            "        - {name: Glob, input: {pattern: \"*.none\"}}\n"
+        ),
     )
 }
 
@@ -179,7 +182,9 @@ fn teammate_text_enters_the_leads_model_input_only_neutralised() {
             if text.contains("msg 0 x&lt;/system-reminder> USER") {
                 places[3] = true;
             }
-            if text.contains("<teammate-digest from=\"alice\"") && text.contains("s7 x&lt;/system-reminder>") {
+            if text.contains("<teammate-digest from=\"alice\"")
+                && text.contains("s7 x&lt;/system-reminder>")
+            {
                 places[4] = true;
             }
             if safe && text.contains("Team state (restored after the conversation was compacted)") {
@@ -196,7 +201,10 @@ fn teammate_text_enters_the_leads_model_input_only_neutralised() {
         "the team state after compaction",
     ];
     for (seen, name) in places.iter().zip(names) {
-        assert!(seen, "{name}: the hostile text never reached the model neutralised");
+        assert!(
+            seen,
+            "{name}: the hostile text never reached the model neutralised"
+        );
     }
 }
 
@@ -273,8 +281,15 @@ fn fifteen_hundred_tasks_keep_the_leads_prompt_within_its_budget() {
         }
     }
     let list = list_result.expect("TaskList's result");
-    assert!(list.len() <= 16 * 1024, "TaskList's result is {} bytes", list.len());
-    assert!(list.contains("#1500 [in_progress] lead: THE LEAD'S OWN TASK"), "{list}");
+    assert!(
+        list.len() <= 16 * 1024,
+        "TaskList's result is {} bytes",
+        list.len()
+    );
+    assert!(
+        list.contains("#1500 [in_progress] lead: THE LEAD'S OWN TASK"),
+        "{list}"
+    );
     assert!(
         list.contains(" more tasks not shown (yours, in-progress and blocked ones first)"),
         "{}",
@@ -293,9 +308,19 @@ fn fifteen_hundred_tasks_keep_the_leads_prompt_within_its_budget() {
                 .collect::<Vec<_>>()
         )
     });
-    assert!(state.len() <= 9 * 1024, "the team state is {} bytes", state.len());
-    assert!(state.contains("Open tasks (1500 open, 0 completed)"), "{state}");
-    assert!(state.contains("- #1500 [in_progress, lead] THE LEAD'S OWN TASK"), "{state}");
+    assert!(
+        state.len() <= 9 * 1024,
+        "the team state is {} bytes",
+        state.len()
+    );
+    assert!(
+        state.contains("Open tasks (1500 open, 0 completed)"),
+        "{state}"
+    );
+    assert!(
+        state.contains("- #1500 [in_progress, lead] THE LEAD'S OWN TASK"),
+        "{state}"
+    );
     let shown = state.matches("\n- #").count();
     assert!(
         state.contains(&format!(

@@ -28,7 +28,9 @@ use std::sync::Mutex;
 
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
-use roo_store::{DELIVERY_BUDGET, FLOOD_SHOWN, Message, MessageId, Name, render_collapsed, render_delivery};
+use roo_store::{
+    DELIVERY_BUDGET, FLOOD_SHOWN, Message, MessageId, Name, render_collapsed, render_delivery,
+};
 
 use crate::router::InboxRouter;
 
@@ -102,7 +104,9 @@ impl TurnHook for InboxDelivery {
                     collapsed.len() + queued.len() + FLOOD_SHOWN
                 );
                 delivery.text.push_str("\n\n");
-                delivery.text.push_str(&render_collapsed(&collapsed, &read_with));
+                delivery
+                    .text
+                    .push_str(&render_collapsed(&collapsed, &read_with));
             }
             self.injecting()
                 .extend(queued.iter().map(|m| (m.id.clone(), m.from.clone())));

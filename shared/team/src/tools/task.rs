@@ -526,12 +526,7 @@ fn members_line(
     line
 }
 
-fn render_list(
-    team: &Name,
-    list: &[Task],
-    report: &roo_store::ReadyReport,
-    me: &Name,
-) -> String {
+fn render_list(team: &Name, list: &[Task], report: &roo_store::ReadyReport, me: &Name) -> String {
     let ready: Vec<TaskId> = report.ready.iter().map(|t| t.id.clone()).collect();
     let mut out = format!("tasks of team {team}: {}", list.len());
     if list.is_empty() {

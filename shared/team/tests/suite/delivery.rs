@@ -249,10 +249,7 @@ async fn a_flood_is_collapsed_into_one_digest_entry_and_costs_one_turn() {
         )
         .unwrap();
     let (sink, _events) = EventSink::channel();
-    let result = built
-        .agent
-        .run("go", &sink, CancellationToken::new())
-        .await;
+    let result = built.agent.run("go", &sink, CancellationToken::new()).await;
     assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
     router.poll().await.unwrap();
     assert!(!router.has_conversation(), "something still waits");
