@@ -150,7 +150,7 @@ fn teammate_text_enters_the_leads_model_input_only_neutralised() {
             .send(
                 &alice,
                 "lead",
-                Outgoing::text(format!("msg {n} {HOSTILE}"), &format!("s{n} {HOSTILE}")),
+                Outgoing::text(format!("msg {n} {HOSTILE}"), format!("s{n} {HOSTILE}")),
             )
             .unwrap();
     }
@@ -219,7 +219,7 @@ fn fifteen_hundred_tasks_keep_the_leads_prompt_within_its_budget() {
     home.home.write("config.yaml", "context_window: 12000\n");
     let team = crew(&home);
     let tasks = team.tasks();
-    let one = tasks
+    tasks
         .create(NewTask {
             subject: "template".into(),
             description: String::new(),
@@ -249,7 +249,6 @@ fn fifteen_hundred_tasks_keep_the_leads_prompt_within_its_budget() {
     doc["tasks"] = Value::Array(list);
     doc["next_id"] = Value::from(1501);
     std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let _ = one;
     let lead = Name::parse("lead").unwrap();
     tasks
         .update(
