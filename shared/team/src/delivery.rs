@@ -45,6 +45,8 @@ pub struct InboxDelivery {
     /// Messages (id, sender) collapsed into a digest entry of the pending injection;
     /// marked read (not delivered) by `injected`.
     digesting: Mutex<Vec<(MessageId, Name)>>,
+    /// A sender whose messages are never collapsed (a teammate's lead).
+    trusted: Option<Name>,
 }
 
 impl InboxDelivery {
@@ -60,7 +62,15 @@ impl InboxDelivery {
             budget,
             injecting: Mutex::new(Vec::new()),
             digesting: Mutex::new(Vec::new()),
+            trusted: None,
         }
+    }
+
+    /// The same, never collapsing `sender`'s messages into a digest entry: a teammate's
+    /// lead, whose many task assignments at once are work, not a flood.
+    pub fn never_collapse(mut self, sender: Name) -> InboxDelivery {
+        self.trusted = Some(sender);
+        self
     }
 
     fn injecting(&self) -> std::sync::MutexGuard<'_, Vec<(MessageId, Name)>> {
@@ -85,7 +95,8 @@ impl TurnHook for InboxDelivery {
             if let Err(e) = self.router.poll().await {
                 tracing::warn!(member = %self.router.member(), error = %e, "failed to read the inbox; delivering what is queued");
             }
-            let (shown, collapsed) = collapse_floods(self.router.take_conversation());
+            let (shown, collapsed) =
+                collapse_floods(self.router.take_conversation(), self.trusted.as_ref());
             let mut queued = fair_order(shown);
             let Some(mut delivery) = render_delivery(&queued, self.budget) else {
                 return TurnAction::Continue;
@@ -150,8 +161,9 @@ impl TurnHook for InboxDelivery {
 }
 
 /// `messages` (oldest first) split into those shown in full — each sender's oldest
-/// [`FLOOD_SHOWN`] — and the rest of each sender's backlog, collapsed into a digest entry.
-fn collapse_floods(messages: Vec<Message>) -> (Vec<Message>, Vec<Message>) {
+/// [`FLOOD_SHOWN`] — and the rest of each sender's backlog, collapsed into a digest entry;
+/// `trusted`'s messages are all shown.
+fn collapse_floods(messages: Vec<Message>, trusted: Option<&Name>) -> (Vec<Message>, Vec<Message>) {
     let mut counts: Vec<(Name, usize)> = Vec::new();
     let (mut shown, mut collapsed) = (Vec::new(), Vec::new());
     for message in messages {
@@ -165,7 +177,7 @@ fn collapse_floods(messages: Vec<Message>) -> (Vec<Message>, Vec<Message>) {
                 1
             }
         };
-        if seen > FLOOD_SHOWN {
+        if seen > FLOOD_SHOWN && trusted != Some(&message.from) {
             collapsed.push(message);
         } else {
             shown.push(message);
@@ -208,7 +220,7 @@ mod tests {
 
     use roo_store::{Message, Timestamp};
 
-    use super::fair_order;
+    use super::{collapse_floods, fair_order};
 
     fn message(id: &str, from: &str) -> Message {
         serde_json::from_value(serde_json::json!({
@@ -234,5 +246,24 @@ mod tests {
             .map(|m| m.id.to_string())
             .collect();
         assert_eq!(ids, ["b1", "a1", "c1", "b2", "a2", "b3", "b4"]);
+    }
+
+    #[test]
+    fn a_backlog_beyond_five_is_collapsed_but_never_the_trusted_senders() {
+        let mut queued = Vec::new();
+        for n in 0..8 {
+            queued.push(message(&format!("b{n}"), "bob"));
+            queued.push(message(&format!("l{n}"), "lead"));
+        }
+        queued.push(message("a0", "alice"));
+        let ids =
+            |list: &[Message]| -> Vec<String> { list.iter().map(|m| m.id.to_string()).collect() };
+        let lead = roo_store::Name::parse("lead").unwrap();
+        let (shown, collapsed) = collapse_floods(queued.clone(), Some(&lead));
+        assert_eq!(ids(&collapsed), ["b5", "b6", "b7"]);
+        assert_eq!(shown.len(), 5 + 8 + 1);
+        let (shown, collapsed) = collapse_floods(queued, None);
+        assert_eq!(ids(&collapsed), ["b5", "l5", "b6", "l6", "b7", "l7"]);
+        assert_eq!(ids(&shown).last().unwrap(), "a0");
     }
 }

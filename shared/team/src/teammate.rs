@@ -522,9 +522,11 @@ async fn run_loop(
     // plan mode it spawned it in): the plan tools come only with it. (A worker whose
     // mode comes from the config gets them from the builder when that mode is plan.)
     settings.tools.plan_mode = settings.permission_mode == Some(PermissionMode::Plan);
-    settings
-        .hooks
-        .push(Arc::new(InboxDelivery::new(router.clone())));
+    // The lead's messages are never collapsed into a digest entry (a lead assigning
+    // many tasks at once is no flood); a peer's backlog is.
+    settings.hooks.push(Arc::new(
+        InboxDelivery::new(router.clone()).never_collapse(lead.clone()),
+    ));
     let shutdown = Arc::new(ShutdownOnRequest::new(
         router.clone(),
         mailbox.clone(),
