@@ -1042,7 +1042,10 @@ fn a_pane_teammates_prompt_is_on_no_command_line_and_still_reaches_it() {
     );
     assert!(rounds > 10, "the sampler ran");
     // The lead's own command line holds its script's path, never the script's text.
-    assert!(hits.is_empty(), "the prompt was on a command line: {hits:#?}");
+    assert!(
+        hits.is_empty(),
+        "the prompt was on a command line: {hits:#?}"
+    );
     let log = std::fs::read_to_string(world.root.join("tmux.log")).unwrap();
     assert!(log.contains("respawn-pane"), "{log}");
     assert!(

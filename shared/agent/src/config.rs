@@ -294,7 +294,11 @@ impl ConfigFiles {
                 project_config_path(&handed.root),
                 &handed.project,
             )?,
-            given(Source::Local, local_config_path(&handed.root), &handed.local)?,
+            given(
+                Source::Local,
+                local_config_path(&handed.root),
+                &handed.local,
+            )?,
         ];
         Self::from_files(files, trust)
     }

@@ -96,8 +96,14 @@ fn serve(args: &[std::ffi::OsString]) -> Result<u8, (u8, String)> {
     let root = roo_store::root_from_env().map_err(|e| usage(e.to_string()))?;
     let mut env = current_env_for_handoff();
     env.extend(lead_env);
-    let offer = offer_handoff(&handoff_dir(&root), label, &env, launch.as_ref(), START_TIMEOUT)
-        .map_err(|e| (exit::IO, format!("failed to {e}")))?;
+    let offer = offer_handoff(
+        &handoff_dir(&root),
+        label,
+        &env,
+        launch.as_ref(),
+        START_TIMEOUT,
+    )
+    .map_err(|e| (exit::IO, format!("failed to {e}")))?;
     let mut out = std::io::stdout();
     writeln!(out, "{}", offer.env_value)
         .and_then(|()| out.flush())

@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use roo_agent::config::HandedProjectConfig;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::PermissionMode;
 use roo_store::{Error as StoreError, Name, Team};
-use roo_agent::config::HandedProjectConfig;
 use roo_team::backend::worker_launch::{WorkerHandoff, WorkerLaunch};
 use roo_team::teammate::{self, TeammateError, TeammateExit, TeammateSpec};
 use roo_team::{
@@ -90,7 +90,11 @@ impl WorkerArgs {
         // clone's (which the teammate can write); without one, none at all.
         settings.project_config = self.launch.project_config.clone().or_else(|| {
             self.launch.host.as_ref().map(|_| HandedProjectConfig {
-                root: self.launch.cwd.clone().unwrap_or_else(|| PathBuf::from(".")),
+                root: self
+                    .launch
+                    .cwd
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(".")),
                 ..HandedProjectConfig::default()
             })
         });
@@ -204,8 +208,10 @@ async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
     // What the lead handed over with the environment: the prompt, a remote teammate's
     // project config (never on the command line).
     if let Some(doc) = roo_agent::sandbox::handed_launch() {
-        args.launch
-            .take(WorkerHandoff::from_json(doc).map_err(|e| AppError::Usage(format!("failed to take {e}")))?);
+        args.launch.take(
+            WorkerHandoff::from_json(doc)
+                .map_err(|e| AppError::Usage(format!("failed to take {e}")))?,
+        );
     }
     // On another host than the lead's: its own pid is judged here, the lead's is not.
     if let Some(host) = &args.launch.host {
@@ -427,16 +433,17 @@ mod tests {
         argv.extend(launch.to_args());
         // The prompt and the project config go through the handoff, never argv.
         assert!(
-            !argv.iter().any(|a| a.contains("claim task") || a.contains("rules")),
+            !argv
+                .iter()
+                .any(|a| a.contains("claim task") || a.contains("rules")),
             "{argv:?}"
         );
         let mut parsed = WorkerArgs::try_parse_from(&argv).unwrap();
         assert_eq!(parsed.launch.prompt, None);
         assert_eq!(parsed.launch.project_config, None);
-        let handed = roo_team::backend::worker_launch::WorkerHandoff::from_json(
-            launch.handoff().to_json(),
-        )
-        .unwrap();
+        let handed =
+            roo_team::backend::worker_launch::WorkerHandoff::from_json(launch.handoff().to_json())
+                .unwrap();
         parsed.launch.take(handed);
         assert_eq!(parsed.launch, launch);
         let bare = WorkerLaunch {

@@ -448,8 +448,15 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     // Where it works, under which configuration, with which model.
     let pending = pending_workspace.as_ref();
     let (cwd, project_root) = directories(cwd, project_root, pending.is_some()).await?;
-    let (mut ws, trust_notices) =
-        configuration(cwd, project_root, config_root, project_config, roo_home, &trust).await?;
+    let (mut ws, trust_notices) = configuration(
+        cwd,
+        project_root,
+        config_root,
+        project_config,
+        roo_home,
+        &trust,
+    )
+    .await?;
     ws.store_setting = store_setting;
     let (llm, provider) = model(&llm, &ws.config, provider)?;
 

@@ -761,7 +761,9 @@ mod tests {
         );
         // The prompt and the lead's project config go through the handoff, not argv.
         assert!(
-            !argv.iter().any(|a| a.contains("$(done)") || a.contains("rules")),
+            !argv
+                .iter()
+                .any(|a| a.contains("$(done)") || a.contains("rules")),
             "{argv:?}"
         );
         assert_eq!(handed.prompt.as_deref(), Some("it's $(done);"));
@@ -836,7 +838,12 @@ mod tests {
                 "'/opt/roo/roo-worker' '--serve-handoff' 'crew+alice'"
             ]
         );
-        for secret in ["sk-canary-5521", "pw-canary", "prompt-canary-7730", "Bash(rm *)"] {
+        for secret in [
+            "sk-canary-5521",
+            "pw-canary",
+            "prompt-canary-7730",
+            "Bash(rm *)",
+        ] {
             assert!(!argv.contains(secret), "{secret} on the command line");
             assert!(stdin.contains(secret), "{secret} not handed over: {stdin}");
         }

@@ -115,11 +115,9 @@ pub fn offer_handoff(
         Some(launch) => serde_json::json!({ "env": env, "launch": launch }),
         None => serde_json::json!({ "env": env }),
     };
-    let text = serde_json::to_vec(&doc).map_err(|e| {
-        HandoffError::Write {
-            path: dir.to_path_buf(),
-            source: std::io::Error::other(e),
-        }
+    let text = serde_json::to_vec(&doc).map_err(|e| HandoffError::Write {
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(e),
     })?;
     let label: String = label
         .chars()
@@ -415,7 +413,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let hand = dir.path().join("run").join("handoff");
         let vars = env(&[("OPENAI_API_KEY", "sk-canary"), ("ROO_HOME", "/h")]);
-        let offer = offer_handoff(&hand, "crew+alice", &vars, None, Duration::from_secs(10)).unwrap();
+        let offer =
+            offer_handoff(&hand, "crew+alice", &vars, None, Duration::from_secs(10)).unwrap();
         assert_eq!(std::fs::metadata(&hand).unwrap().mode() & 0o777, 0o700);
         let name = offer.socket.file_name().unwrap().to_str().unwrap();
         assert!(name.starts_with("crew_alice-"), "{name}");
@@ -449,9 +448,14 @@ mod tests {
     fn an_offer_nobody_takes_expires_and_a_loose_directory_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let hand = dir.path().join("handoff");
-        let offer =
-            offer_handoff(&hand, "x", &env(&[("A", "1")]), None, Duration::from_millis(50))
-                .unwrap();
+        let offer = offer_handoff(
+            &hand,
+            "x",
+            &env(&[("A", "1")]),
+            None,
+            Duration::from_millis(50),
+        )
+        .unwrap();
         let start = Instant::now();
         while offer.socket.exists() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(5));
@@ -483,7 +487,8 @@ mod tests {
             .join("handoff");
         std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
         let vars = env(&[("A", "1")]);
-        let offer = offer_handoff(&deep, "crew+alice", &vars, None, Duration::from_secs(10)).unwrap();
+        let offer =
+            offer_handoff(&deep, "crew+alice", &vars, None, Duration::from_secs(10)).unwrap();
         assert!(offer.socket.as_os_str().len() > 110);
         assert_eq!(take_handoff(&offer.env_value).unwrap().env, vars);
     }
