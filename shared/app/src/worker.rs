@@ -398,7 +398,6 @@ mod tests {
     #[test]
     fn a_launch_round_trips_through_roo_workers_parser() {
         use clap::Parser;
-        use roo_agent::config::HandedProjectConfig;
         use roo_team::backend::worker_launch::WorkerLaunch;
         let launch = WorkerLaunch {
             team: "crew".into(),

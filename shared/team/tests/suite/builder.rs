@@ -125,7 +125,10 @@ async fn handed_project_config_replaces_the_clones_own() {
     let mut settings = alice(home.path(), clone.path(), &script);
     settings.trust = roo_team::Trust::Granted;
     let built = build_agent(settings).await.unwrap();
-    assert!(built.mcp.is_some(), "the control: the clone's config is read");
+    assert!(
+        built.mcp.is_some(),
+        "the control: the clone's config is read"
+    );
     roo_agent::mcp::McpServers::shutdown_all().await;
     let _ = std::fs::remove_file(&canary);
 
@@ -136,7 +139,10 @@ async fn handed_project_config_replaces_the_clones_own() {
     assert!(built.mcp.is_none(), "no server of the clone's config");
     assert!(built.trusted, "the lead's trust decision holds");
     let rules = format!("{:?}", built.agent.policy().read().unwrap().rules());
-    assert!(rules.contains("Bash(echo lead*)"), "the lead's rule: {rules}");
+    assert!(
+        rules.contains("Bash(echo lead*)"),
+        "the lead's rule: {rules}"
+    );
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(!canary.exists(), "the clone's MCP server ran");
 }
