@@ -96,6 +96,8 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
     let password: &'static str = Box::leak(pg.password().to_owned().into_boxed_str());
     let key_sampler = ArgvSampler::start(KEY);
     let password_sampler = ArgvSampler::start(password);
+    // Alice's prompt from the lead (in SCRIPT) goes through the handoff too.
+    let prompt_sampler = ArgvSampler::start("Commit c.txt, complete your task");
     let lead = lead_on_a(
         &hosts,
         &pg,
@@ -108,6 +110,7 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
     .run();
     let (key_hits, rounds) = key_sampler.finish();
     let (password_hits, _) = password_sampler.finish();
+    let (prompt_hits, _) = prompt_sampler.finish();
     let log_b = std::fs::read_to_string(layout.root.join("roo-b/teams/crew/logs/alice.log"))
         .unwrap_or_default();
     let context = format!(
@@ -173,6 +176,10 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
     assert!(
         password_hits.is_empty(),
         "the store's password was on a command line: {password_hits:#?}"
+    );
+    assert!(
+        prompt_hits.is_empty(),
+        "alice's prompt was on a command line: {prompt_hits:#?}"
     );
     // Nothing left on B: no worker, and the private tmux server is gone with its
     // session (the user's default server was never used). The lead stopped the session
