@@ -1002,7 +1002,7 @@ fn a_pane_teammates_commands_cannot_drive_the_tmux_server_it_runs_in() {
 
 /// A pane teammate's prompt from the lead is on no process's command line (a peer reads
 /// every `/proc/<pid>/cmdline`; tmux's argv is logged too): it goes through the handoff,
-/// and the worker still acts on it.
+/// and the worker still acts on it — a prompt of 96 KiB too.
 #[test]
 fn a_pane_teammates_prompt_is_on_no_command_line_and_still_reaches_it() {
     const PROMPT_CANARY: &str = "prompt-canary-4f1d2b7e9a";
@@ -1015,7 +1015,7 @@ fn a_pane_teammates_prompt_is_on_no_command_line_and_still_reaches_it() {
     - tool_calls:
         - {{name: TeamCreate, input: {{team_name: crew}}}}
     - tool_calls:
-        - {{name: Agent, input: {{name: alice, prompt: "Do the job {PROMPT_CANARY}."}}}}
+        - {{name: Agent, input: {{name: alice, prompt: "Do the job {PROMPT_CANARY}. {notes}"}}}}
     - text: "Waiting."
     - text: "Done."
     - text: "Done."
@@ -1027,7 +1027,9 @@ fn a_pane_teammates_prompt_is_on_no_command_line_and_still_reaches_it() {
     - text: "Job done."
     - text: "Job done."
 "#,
-        got = signals.join("got-prompt.txt").display()
+        got = signals.join("got-prompt.txt").display(),
+        // A long prompt (more than a pipe holds by default) still goes through.
+        notes = "Some notes. ".repeat(8 * 1024),
     );
     let sampler = ArgvSampler::start(PROMPT_CANARY);
     let (tmux, _lead_pane) = world.start_lead(&script);

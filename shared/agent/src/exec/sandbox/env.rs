@@ -132,9 +132,15 @@ pub(super) fn reexec_with(
         nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETPIPE_SZ(size))
             .map_err(|e| format!("grow the sealing pipe to {} bytes: {e}", text.len()))?;
     }
+    // Never wait: a pipe that cannot hold it all is an error, not a hang.
+    nix::fcntl::fcntl(
+        &writer,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .map_err(|e| format!("set up the sealing pipe: {e}"))?;
     std::fs::File::from(writer)
         .write_all(&text)
-        .map_err(|e| format!("write the sealed variables: {e}"))?;
+        .map_err(|e| format!("write the sealed variables ({} bytes): {e}", text.len()))?;
     let mut command = std::process::Command::new(exe);
     if let Some(env) = env {
         command.env_clear().envs(env);
