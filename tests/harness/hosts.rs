@@ -7,12 +7,20 @@
 //! TCP listener and password authentication) and `sshd` ([`Hosts::sshd`], per-test keys,
 //! host keys always checked).
 //!
+//! While the hosts exist, the machine's own namespace has an `unreachable` route for
+//! their network (`10.<p>.<q>.0/24`, below): a client started there by mistake (with a
+//! host's address but without `ip netns exec`) fails at once with "network is
+//! unreachable" instead of sending to that address through the machine's default route.
+//! The hosts themselves never use the machine's routing table (their links join their
+//! own namespaces only), so the route changes nothing for them.
+//!
 //! Dropping [`Hosts`] tears everything down, also when the test panics: it stops the
 //! PostgreSQL clusters, kills every process inside the namespaces (whatever started them:
 //! a daemon, an ssh session's shell) and every process the test spawned, deletes the
-//! namespaces (which destroys their links) and removes the test's files. A test process
-//! killed outright cannot run its drop; the next [`Hosts::new`] sweeps namespaces and
-//! files whose creating process is gone ([`sweep_leftovers`]).
+//! namespaces (which destroys their links), removes the `unreachable` route and the
+//! test's files. A test process killed outright cannot run its drop; the next
+//! [`Hosts::new`] sweeps namespaces, routes and files whose creating process is gone
+//! ([`sweep_leftovers`]).
 //!
 //! These tests need root (`CAP_NET_ADMIN` and `CAP_SYS_ADMIN`), iproute2's `ip netns`,
 //! and for the servers the Debian `openssh-server` and `postgresql` packages; without
@@ -21,7 +29,10 @@
 //!
 //! Names: the namespaces are `roo-<pid>-<n>-<host>` plus `roo-<pid>-<n>-sw` for the
 //! switch; inside each host the interface is `eth0` with `10.<p>.<q>.<i>/24`, `<p>.<q>`
-//! picked per test (the networks are isolated from each other anyway). The test's files
+//! picked per test (the networks are isolated from each other anyway) among the
+//! prefixes the machine's own routing table has nothing in. The machine's namespace gets
+//! `unreachable 10.<p>.<q>.0/24 proto 82 metric <pid>` (protocol 82 marks the harness's
+//! routes, the metric names the test process that owns it). The test's files
 //! (keys, configs, logs, the database cluster) live in `$TMPDIR/roo-hosts-<pid>-<n>`.
 
 mod postgres;
@@ -30,6 +41,7 @@ mod teardown;
 
 pub use postgres::Postgres;
 pub use ssh::{Sshd, check_ssh_destination};
+use teardown::Blackhole;
 pub use teardown::{Witness, sweep_leftovers};
 
 use std::ffi::{OsStr, OsString};
@@ -73,6 +85,8 @@ pub struct Hosts {
     namespaces: Vec<String>,
     switch: String,
     dir: PathBuf,
+    /// The `unreachable` route for the hosts' network in the machine's own namespace.
+    blackhole: Option<Blackhole>,
     /// Children spawned in the namespaces, killed (by process group) and reaped on drop.
     children: Mutex<Vec<Child>>,
     /// Data directories of the PostgreSQL clusters started, stopped first on drop.
@@ -123,6 +137,7 @@ impl Hosts {
             hosts: Vec::new(),
             namespaces: Vec::new(),
             dir,
+            blackhole: None,
             children: Mutex::new(Vec::new()),
             clusters: Mutex::new(Vec::new()),
             serial: AtomicU64::new(0),
@@ -147,8 +162,14 @@ impl Hosts {
         ip(&["-n", &switch, "link", "add", "br0", "type", "bridge"]);
         ip(&["-n", &switch, "link", "set", "dev", "br0", "up"]);
         // 10.<p>.<q>.0/24: per process and test, so two tests' logs never show the same
-        // addresses (their networks are disjoint namespaces in any case).
-        let (p, q) = (1 + (pid % 250) as u8, 1 + (n % 250) as u8);
+        // addresses (their networks are disjoint namespaces in any case), and none the
+        // machine itself routes.
+        let p = 1 + (pid % 250) as u8;
+        let q = (0..250)
+            .map(|k| 1 + ((n + k) % 250) as u8)
+            .find(|q| !teardown::machine_routes([10, p, *q, 0]))
+            .unwrap_or_else(|| panic!("every 10.{p}.*.0/24 is routed by this machine"));
+        hosts.blackhole = Some(Blackhole::add([10, p, q, 0], pid));
         for (i, name) in names.iter().enumerate() {
             let netns = format!("{}-{name}", hosts.tag);
             ip(&["netns", "add", &netns]);
@@ -185,6 +206,14 @@ impl Hosts {
     /// The address of host `name`.
     pub fn addr(&self, name: &str) -> Ipv4Addr {
         self.host(name).addr
+    }
+
+    /// The hosts' network, `10.<p>.<q>.0/24`, which the machine's own namespace routes to
+    /// `unreachable` while they exist.
+    pub fn network(&self) -> Ipv4Addr {
+        self.blackhole
+            .as_ref()
+            .map_or(Ipv4Addr::UNSPECIFIED, Blackhole::network)
     }
 
     /// The namespace of host `name`.
@@ -257,7 +286,12 @@ impl Hosts {
     /// A [`Witness`] of what this set-up made, to check after the drop that nothing is
     /// left.
     pub fn witness(&self) -> Witness {
-        Witness::of(&self.tag, &self.namespaces, &self.dir)
+        Witness::of(
+            &self.tag,
+            &self.namespaces,
+            &self.dir,
+            self.blackhole.clone(),
+        )
     }
 
     /// The status of a process started with [`NsCommand::spawn`] if it has exited.
@@ -295,7 +329,13 @@ impl Drop for Hosts {
     fn drop(&mut self) {
         let clusters = std::mem::take(self.clusters.get_mut().unwrap_or_else(|e| e.into_inner()));
         let children = std::mem::take(self.children.get_mut().unwrap_or_else(|e| e.into_inner()));
-        teardown::tear_down(&self.namespaces, &clusters, children, &self.dir);
+        teardown::tear_down(
+            &self.namespaces,
+            &clusters,
+            children,
+            self.blackhole.as_ref(),
+            &self.dir,
+        );
     }
 }
 

@@ -999,3 +999,59 @@ fn a_pane_teammates_commands_cannot_drive_the_tmux_server_it_runs_in() {
         "TMUX=unset"
     );
 }
+
+/// A pane teammate's prompt from the lead is on no process's command line (a peer reads
+/// every `/proc/<pid>/cmdline`; tmux's argv is logged too): it goes through the handoff,
+/// and the worker still acts on it — a prompt of 96 KiB too.
+#[test]
+fn a_pane_teammates_prompt_is_on_no_command_line_and_still_reaches_it() {
+    const PROMPT_CANARY: &str = "prompt-canary-4f1d2b7e9a";
+    let world = World::new();
+    // The command reports in the temp dir (its worktree is removed with the team).
+    let signals = TempDir::new();
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: alice, prompt: "Do the job {PROMPT_CANARY}. {notes}"}}}}
+    - text: "Waiting."
+    - text: "Done."
+    - text: "Done."
+    - text: "Done."
+  alice:
+    - when: {{last_user_contains: "{PROMPT_CANARY}"}}
+      tool_calls:
+        - {{name: Bash, input: {{command: "echo got > '{got}'"}}}}
+    - text: "Job done."
+    - text: "Job done."
+"#,
+        got = signals.join("got-prompt.txt").display(),
+        // A long prompt (more than a pipe holds by default) still goes through.
+        notes = "Some notes. ".repeat(8 * 1024),
+    );
+    let sampler = ArgvSampler::start(PROMPT_CANARY);
+    let (tmux, _lead_pane) = world.start_lead(&script);
+    let code = lead_exit(&tmux, &world);
+    let (hits, rounds) = sampler.finish();
+    assert_eq!(code, 0, "{}", world.lead_output());
+    assert!(
+        signals.join("got-prompt.txt").exists(),
+        "alice did not act on her prompt: {}\n{}",
+        world.lead_output(),
+        tmux.all_screens()
+    );
+    assert!(rounds > 10, "the sampler ran");
+    // The lead's own command line holds its script's path, never the script's text.
+    assert!(
+        hits.is_empty(),
+        "the prompt was on a command line: {hits:#?}"
+    );
+    let log = std::fs::read_to_string(world.root.join("tmux.log")).unwrap();
+    assert!(log.contains("respawn-pane"), "{log}");
+    assert!(
+        !log.contains(PROMPT_CANARY),
+        "the prompt was on tmux's argv: {log}"
+    );
+}

@@ -294,6 +294,16 @@ fn namespaces_and_files_of_a_test_process_that_died_are_swept() {
     let dead = creator.id();
     let netns = format!("roo-{dead}-0-a");
     let dir = std::env::temp_dir().join(format!("roo-hosts-{dead}-0"));
+    // The dead process's `unreachable` route, on a network of its own (10.0.<x>.0/24:
+    // the harness never picks 10.0.*).
+    let network = format!("10.0.{}.0/24", dead % 250);
+    let route = |verb: &str| {
+        std::process::Command::new("ip")
+            .args(["-4", "route", verb, "unreachable", &network, "proto", "82"])
+            .args(["metric", &dead.to_string()])
+            .output()
+            .unwrap()
+    };
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     let ip = |args: &[&str]| {
         let out = std::process::Command::new("ip")
@@ -307,6 +317,7 @@ fn namespaces_and_files_of_a_test_process_that_died_are_swept() {
         );
     };
     ip(&["netns", "add", &netns]);
+    assert!(route("add").status.success());
     let mut inside = std::process::Command::new("ip")
         .args(["netns", "exec", &netns, "sleep", "600"])
         .spawn()
@@ -325,10 +336,48 @@ fn namespaces_and_files_of_a_test_process_that_died_are_swept() {
 
     assert!(!std::path::Path::new("/run/netns").join(&netns).exists());
     assert!(!dir.exists());
+    let left = route("del");
+    assert!(
+        !left.status.success(),
+        "the dead process's route to {network} is left"
+    );
     // Its process was killed (SIGKILL), not left running.
     let status = inside.wait().unwrap();
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(9)
     );
+}
+
+#[test]
+fn a_connection_from_the_machine_s_own_namespace_to_the_hosts_network_fails_at_once() {
+    let Some(hosts) = Hosts::new(&["a", "b"], &[Need::Sshd]) else {
+        return;
+    };
+    let witness = hosts.witness();
+    // The hosts reach each other over their switch.
+    let sshd = hosts.sshd("b");
+    sshd.ssh("a", "true").run().assert_ok();
+    // A client started by mistake outside the hosts' namespaces, to an address no host
+    // has and to a host's: refused here and now, never sent through the default route.
+    let [a, b, c, _] = hosts.network().octets();
+    for addr in [std::net::Ipv4Addr::new(a, b, c, 200), hosts.addr("b")] {
+        let started = Instant::now();
+        let err = std::net::TcpStream::connect_timeout(
+            &std::net::SocketAddr::from((addr, 22)),
+            Duration::from_secs(10),
+        )
+        .expect_err("a connection from the machine's own namespace");
+        // `unreachable` answers "No route to host" (EHOSTUNREACH).
+        assert!(
+            [nix::libc::EHOSTUNREACH, nix::libc::ENETUNREACH]
+                .map(Some)
+                .contains(&err.raw_os_error()),
+            "connect to {addr}: {err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1), "{addr}: {err}");
+    }
+    drop(sshd);
+    drop(hosts);
+    assert_all_gone(&witness);
 }

@@ -150,6 +150,44 @@ pub fn local_config_path(project_root: &Path) -> PathBuf {
     project_root.join(".roocode").join("config.local.yaml")
 }
 
+/// A project's config files as a lead read them from its own tree, handed to a teammate
+/// on another host (through the handoff, never argv or a file): that teammate's clone,
+/// which it can write, is never read for project config ([`ConfigFiles::load_handed`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HandedProjectConfig {
+    /// The lead's project root, where the files were read (named in messages).
+    pub root: PathBuf,
+    /// The text of `.roocode/config.yaml` there (`None`: no such file).
+    pub project: Option<String>,
+    /// The text of `.roocode/config.local.yaml` there.
+    pub local: Option<String>,
+    /// Whether the lead honours them in full (its `--trust-project` or trust list).
+    pub trusted: bool,
+}
+
+impl HandedProjectConfig {
+    /// Reads the project and local files of `project_root` (each checked as
+    /// [`ConfigFiles::load`] would); `trusted` is the lead's decision on it.
+    pub fn read(project_root: &Path, trusted: bool) -> Result<Self, ConfigError> {
+        let read = |path: PathBuf| -> Result<Option<String>, ConfigError> {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    parse_yaml(&text, &path)?;
+                    Ok(Some(text))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(source) => Err(ConfigError::Read { path, source }),
+            }
+        };
+        Ok(Self {
+            root: project_root.to_path_buf(),
+            project: read(project_config_path(project_root))?,
+            local: read(local_config_path(project_root))?,
+            trusted,
+        })
+    }
+}
+
 /// One config file as loaded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigFile {
@@ -225,6 +263,42 @@ impl ConfigFiles {
             load(Source::User, user_config_path(roo_home))?,
             load(Source::Project, project_config_path(project_root))?,
             load(Source::Local, local_config_path(project_root))?,
+        ];
+        Self::from_files(files, trust)
+    }
+
+    /// Like [`ConfigFiles::load`], with the project and local files those `handed` holds
+    /// (read by the lead in its tree): nothing of a project directory here is read.
+    pub fn load_handed(
+        roo_home: &Path,
+        handed: &HandedProjectConfig,
+        trust: ProjectTrust,
+    ) -> Result<Self, ConfigError> {
+        let given = |source: Source, path: PathBuf, text: &Option<String>| {
+            let value = text.as_deref().map(|t| parse_yaml(t, &path)).transpose()?;
+            Ok::<_, ConfigError>(ConfigFile {
+                source,
+                path,
+                value,
+            })
+        };
+        let user = user_config_path(roo_home);
+        let files = [
+            ConfigFile {
+                source: Source::User,
+                value: read_yaml(&user)?,
+                path: user,
+            },
+            given(
+                Source::Project,
+                project_config_path(&handed.root),
+                &handed.project,
+            )?,
+            given(
+                Source::Local,
+                local_config_path(&handed.root),
+                &handed.local,
+            )?,
         ];
         Self::from_files(files, trust)
     }

@@ -2,8 +2,9 @@
 //! another host (docs/BACKENDS.md "The ssh backend"). A hidden helper mode, run by the
 //! lead over ssh, never by a person.
 //!
-//! It reads `{"env": {NAME: value, …}}` (the lead's secrets: API keys, `ROO_STORE`,
-//! `PGPASSWORD`) from stdin — never from its command line — merges it over this host's
+//! It reads `{"env": {NAME: value, …}, "launch": {…}}` (the lead's secrets: API keys,
+//! `ROO_STORE`, `PGPASSWORD`; the worker's prompt and the project config the lead read in
+//! its own tree) from stdin — never from its command line — merges the env over this host's
 //! own environment (the lead's values win), offers the result on a private one-time
 //! socket under this host's `ROO_HOME` (`run/handoff`, mode 0700; the same handoff a
 //! local pane worker takes, `roo_agent::sandbox::handoff`), prints the `ROO_ENV_HANDOFF`
@@ -62,14 +63,15 @@ fn serve(args: &[std::ffi::OsString]) -> Result<u8, (u8, String)> {
     }
     let bad_input = |why: String| {
         usage(format!(
-            "--serve-handoff: stdin is not {{\"env\": {{NAME: value}}}}: {why}"
+            "--serve-handoff: stdin is not {{\"env\": {{NAME: value}}, \"launch\": {{…}}}}: {why}"
         ))
     };
     let value: serde_json::Value =
         serde_json::from_slice(&input).map_err(|e| bad_input(e.to_string()))?;
-    let Some(vars) = value
-        .as_object()
-        .filter(|o| o.len() == 1)
+    let object = value.as_object();
+    let launch = object.and_then(|o| o.get("launch")).cloned();
+    let Some(vars) = object
+        .filter(|o| o.keys().all(|k| k == "env" || k == "launch"))
         .and_then(|o| o.get("env"))
         .and_then(serde_json::Value::as_object)
     else {
@@ -94,8 +96,14 @@ fn serve(args: &[std::ffi::OsString]) -> Result<u8, (u8, String)> {
     let root = roo_store::root_from_env().map_err(|e| usage(e.to_string()))?;
     let mut env = current_env_for_handoff();
     env.extend(lead_env);
-    let offer = offer_handoff(&handoff_dir(&root), label, &env, START_TIMEOUT)
-        .map_err(|e| (exit::IO, format!("failed to {e}")))?;
+    let offer = offer_handoff(
+        &handoff_dir(&root),
+        label,
+        &env,
+        launch.as_ref(),
+        START_TIMEOUT,
+    )
+    .map_err(|e| (exit::IO, format!("failed to {e}")))?;
     let mut out = std::io::stdout();
     writeln!(out, "{}", offer.env_value)
         .and_then(|()| out.flush())

@@ -12,10 +12,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use roo_agent::config::HandedProjectConfig;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::PermissionMode;
 use roo_store::{Error as StoreError, Name, Team};
-use roo_team::backend::worker_launch::WorkerLaunch;
+use roo_team::backend::worker_launch::{WorkerHandoff, WorkerLaunch};
 use roo_team::teammate::{self, TeammateError, TeammateExit, TeammateSpec};
 use roo_team::{
     AgentSettings, Identity, InboxRouter, Role, SessionPlan, TeamBinding, Trust, team_events,
@@ -85,6 +86,18 @@ impl WorkerArgs {
         settings.session = session;
         settings.cwd = self.launch.cwd.clone();
         settings.config_root = self.launch.config_root.clone();
+        // On another host: the project config the lead read in its own tree, never the
+        // clone's (which the teammate can write); without one, none at all.
+        settings.project_config = self.launch.project_config.clone().or_else(|| {
+            self.launch.host.as_ref().map(|_| HandedProjectConfig {
+                root: self
+                    .launch
+                    .cwd
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(".")),
+                ..HandedProjectConfig::default()
+            })
+        });
         if let Some(max_turns) = self.launch.max_turns {
             settings.max_turns = max_turns;
         }
@@ -191,7 +204,15 @@ pub fn main() -> ExitCode {
 
 /// Joins the team, runs the teammate loop until the lead shuts it down (exit 0) or a
 /// signal (SIGINT, SIGTERM) ends it (exit 1, after marking it idle).
-async fn run(args: WorkerArgs) -> Result<ExitCode, AppError> {
+async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
+    // What the lead handed over with the environment: the prompt, a remote teammate's
+    // project config (never on the command line).
+    if let Some(doc) = roo_agent::sandbox::handed_launch() {
+        args.launch.take(
+            WorkerHandoff::from_json(doc)
+                .map_err(|e| AppError::Usage(format!("failed to take {e}")))?,
+        );
+    }
     // On another host than the lead's: its own pid is judged here, the lead's is not.
     if let Some(host) = &args.launch.host {
         Name::parse_as("host name", host).map_err(|e| AppError::Usage(format!("--host: {e}")))?;
@@ -400,10 +421,29 @@ mod tests {
             max_turns: Some(7),
             orphan_timeout: Some(0),
             host: Some("gpu".into()),
+            project_config: Some(roo_agent::config::HandedProjectConfig {
+                root: "/lead/repo".into(),
+                project: Some("rules: {}".into()),
+                local: None,
+                trusted: true,
+            }),
         };
         let mut argv = vec!["roo-worker".to_string()];
         argv.extend(launch.to_args());
-        let parsed = WorkerArgs::try_parse_from(&argv).unwrap();
+        // The prompt and the project config go through the handoff, never argv.
+        assert!(
+            !argv
+                .iter()
+                .any(|a| a.contains("claim task") || a.contains("rules")),
+            "{argv:?}"
+        );
+        let mut parsed = WorkerArgs::try_parse_from(&argv).unwrap();
+        assert_eq!(parsed.launch.prompt, None);
+        assert_eq!(parsed.launch.project_config, None);
+        let handed =
+            roo_team::backend::worker_launch::WorkerHandoff::from_json(launch.handoff().to_json())
+                .unwrap();
+        parsed.launch.take(handed);
         assert_eq!(parsed.launch, launch);
         let bare = WorkerLaunch {
             agent_id: None,
@@ -424,12 +464,18 @@ mod tests {
             max_turns: None,
             orphan_timeout: None,
             host: None,
+            project_config: None,
             agent_type: "general-purpose".into(),
             ..launch
         };
         let mut argv = vec!["roo-worker".to_string()];
         argv.extend(bare.to_args());
         assert_eq!(WorkerArgs::try_parse_from(&argv).unwrap().launch, bare);
+        // A person may still give the prompt on the command line.
+        let by_hand =
+            WorkerArgs::try_parse_from(["roo-worker", "--team", "t", "--name", "a", "--prompt=go"])
+                .unwrap();
+        assert_eq!(by_hand.launch.prompt.as_deref(), Some("go"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
 use roo_agent::agents::AgentCatalog;
-use roo_agent::config::{ConfigError, ConfigFiles, ProjectTrust};
+use roo_agent::config::{ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust};
 use roo_agent::exec::Launcher;
 use roo_agent::hooks::{CommandHooks, HookSetup, LifecycleHook};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
@@ -199,6 +199,10 @@ pub struct AgentSettings {
     /// user's uncommitted `config.local.yaml` (its deny rules too) and the trust list,
     /// which names the lead's root, apply to it.
     pub config_root: Option<PathBuf>,
+    /// The project's config files as the lead read them in its own tree (a teammate on
+    /// another host): when set, no project config file is read here at all, and
+    /// `config_root` is not used for them.
+    pub project_config: Option<HandedProjectConfig>,
     pub roo_home: PathBuf,
     /// Where the team's documents live, as `ROO_STORE` says it (`file`, or a PostgreSQL
     /// URL: a secret, never shown), for the CLIs its commands run through the relay and
@@ -265,6 +269,10 @@ impl std::fmt::Debug for AgentSettings {
             .field("cwd", &self.cwd)
             .field("project_root", &self.project_root)
             .field("config_root", &self.config_root)
+            .field(
+                "project_config",
+                &self.project_config.as_ref().map(|c| &c.root),
+            )
             .field("roo_home", &self.roo_home)
             .field("llm", &self.llm)
             .field(
@@ -298,6 +306,7 @@ impl AgentSettings {
             cwd: None,
             project_root: None,
             config_root: None,
+            project_config: None,
             roo_home,
             store_setting: None,
             llm: LlmFlags::default(),
@@ -416,6 +425,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         cwd,
         project_root,
         config_root,
+        project_config,
         roo_home,
         store_setting,
         llm,
@@ -438,8 +448,15 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     // Where it works, under which configuration, with which model.
     let pending = pending_workspace.as_ref();
     let (cwd, project_root) = directories(cwd, project_root, pending.is_some()).await?;
-    let (mut ws, trust_notices) =
-        configuration(cwd, project_root, config_root, roo_home, &trust).await?;
+    let (mut ws, trust_notices) = configuration(
+        cwd,
+        project_root,
+        config_root,
+        project_config,
+        roo_home,
+        &trust,
+    )
+    .await?;
     ws.store_setting = store_setting;
     let (llm, provider) = model(&llm, &ws.config, provider)?;
 
@@ -606,28 +623,46 @@ async fn directories(
     existing_workspace(cwd, project_root).await
 }
 
-/// The config files of `config_root` (default: the project root) and the trust
-/// decision on them, with its notices. They are loaded untrusted first: what that
-/// leaves out is what trust would enable.
+/// The config files of `config_root` (default: the project root), or those `handed`
+/// holds (then no project file here is read, and the lead's trust decision on them
+/// holds), and the trust decision on them, with its notices. They are loaded untrusted
+/// first: what that leaves out is what trust would enable.
 async fn configuration(
     cwd: PathBuf,
     project_root: PathBuf,
     config_root: Option<PathBuf>,
+    handed: Option<HandedProjectConfig>,
     roo_home: PathBuf,
     trust: &Trust,
 ) -> Result<(Workspace, Vec<String>), BuildError> {
     let config_root = match config_root {
-        Some(root) => std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
-            path: root.clone(),
-            source,
-        })?,
-        None => project_root.clone(),
+        Some(root) if handed.is_none() => {
+            std::fs::canonicalize(&root).map_err(|source| BuildError::ProjectRoot {
+                path: root.clone(),
+                source,
+            })?
+        }
+        _ => project_root.clone(),
     };
-    let config = ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?;
+    let (config, trust) = match &handed {
+        Some(handed) => (
+            ConfigFiles::load_handed(&roo_home, handed, ProjectTrust::Untrusted)?,
+            if handed.trusted {
+                Trust::Granted
+            } else {
+                Trust::AsListed
+            },
+        ),
+        None => (
+            ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?,
+            trust.clone(),
+        ),
+    };
+    let trust_root = handed.as_ref().map_or(&config_root, |h| &h.root);
     let TrustDecision {
         config,
         mut notices,
-    } = decide(config, &config_root, &roo_home, trust).await?;
+    } = decide(config, trust_root, &roo_home, &trust).await?;
     notices.extend(config.user_only_notices().iter().cloned());
     let trusted = config.trust() == ProjectTrust::Trusted;
     let workspace = Workspace {

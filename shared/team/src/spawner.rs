@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use roo_agent::config::HandedProjectConfig;
 use roo_agent::permissions::PermissionMode;
 use roo_agent::prompt::Environment;
 use roo_agent::tool::WorkspaceGate;
@@ -716,6 +717,17 @@ impl Spawner {
                 )));
             }
         };
+        // Its project config is the lead's, read here in the lead's tree and handed over
+        // with its environment: the clone there is the teammate's to write, so a worker
+        // started there never reads project config from it.
+        let project_config = {
+            let root = repo.root().to_path_buf();
+            let trusted = matches!(base.settings.trust, crate::trust::Trust::Granted);
+            tokio::task::spawn_blocking(move || HandedProjectConfig::read(&root, trusted))
+                .await
+                .map_err(|e| host_error(e.to_string()))?
+                .map_err(|e| host_error(format!("its project config: {e}")))?
+        };
         let team = binding.team.name().clone();
         let made = {
             let (repo, team, member, remote) =
@@ -734,8 +746,9 @@ impl Spawner {
         }
         settings.cwd = Some(made.path.clone());
         settings.project_root = Some(made.path.clone());
-        // The lead's repository is not there: the clone's own project config applies.
+        // The lead's repository is not there: its config goes with the handoff.
         settings.config_root = None;
+        settings.project_config = Some(project_config);
         let recipe = Recipe {
             host: Some(host.clone()),
             settings,

@@ -7,6 +7,7 @@
 //! shell, which `sshd` puts in a session of its own). A namespace with no process, no
 //! open handle and no mount left is destroyed by the kernel with its links.
 
+use std::net::Ipv4Addr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -24,6 +25,7 @@ pub(super) fn tear_down(
     namespaces: &[String],
     clusters: &[PathBuf],
     mut children: Vec<Child>,
+    blackhole: Option<&Blackhole>,
     dir: &Path,
 ) {
     for cluster in clusters {
@@ -40,11 +42,143 @@ pub(super) fn tear_down(
     for netns in namespaces {
         delete_netns(netns);
     }
+    if let Some(blackhole) = blackhole {
+        blackhole.remove();
+    }
     if dir.exists()
         && let Err(e) = std::fs::remove_dir_all(dir)
     {
         eprintln!("hosts teardown: could not remove {}: {e}", dir.display());
     }
+}
+
+/// The routing protocol number that marks the harness's routes in the machine's own
+/// namespace (unassigned in iproute2's `rt_protos`), so a sweep removes only those.
+const ROUTE_PROTO: &str = "82";
+
+/// `unreachable <network>/24 proto 82 metric <pid>` in the machine's own namespace: a
+/// connection to the hosts' network from outside their namespaces fails at once instead
+/// of leaving through the default route. The metric names the test process that owns it,
+/// so two test processes' routes for the same network are two routes and each removes
+/// only its own; a crashed process's route is swept by [`sweep_leftovers`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blackhole {
+    network: [u8; 4],
+    pid: u32,
+}
+
+impl Blackhole {
+    /// Adds it (`ip route replace`: a route an earlier process with the same pid left is
+    /// taken over, not an error); panics if `ip` fails.
+    pub(super) fn add(network: [u8; 4], pid: u32) -> Blackhole {
+        let blackhole = Blackhole { network, pid };
+        let args = blackhole.route_args("replace");
+        let out = Command::new("ip")
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("run ip {}: {e}", args.join(" ")));
+        assert!(
+            out.status.success(),
+            "ip {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        blackhole
+    }
+
+    /// The network it covers (`/24`).
+    pub(super) fn network(&self) -> Ipv4Addr {
+        Ipv4Addr::from(self.network)
+    }
+
+    fn prefix(&self) -> String {
+        format!("{}/24", self.network())
+    }
+
+    fn route_args(&self, verb: &str) -> Vec<String> {
+        [
+            "-4",
+            "route",
+            verb,
+            "unreachable",
+            &self.prefix(),
+            "proto",
+            ROUTE_PROTO,
+            "metric",
+            &self.pid.to_string(),
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
+    /// Removes it; never panics, says on stderr what failed (a route already gone is
+    /// no failure).
+    fn remove(&self) {
+        if !self.exists() {
+            return;
+        }
+        match Command::new("ip").args(self.route_args("del")).output() {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => eprintln!(
+                "hosts teardown: ip route del unreachable {}: {}",
+                self.prefix(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(e) => eprintln!("hosts teardown: run ip: {e}"),
+        }
+    }
+
+    fn exists(&self) -> bool {
+        harness_routes().contains(self)
+    }
+}
+
+/// The harness's `unreachable` routes in the machine's own namespace.
+fn harness_routes() -> Vec<Blackhole> {
+    let out = Command::new("ip")
+        .args([
+            "-4",
+            "-o",
+            "route",
+            "show",
+            "proto",
+            ROUTE_PROTO,
+            "type",
+            "unreachable",
+        ])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    // `unreachable 10.3.1.0/24 metric 1234 ` (the filtered type and protocol not shown).
+    out.lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let prefix = words.iter().find_map(|w| w.strip_suffix("/24"))?;
+            let network: Ipv4Addr = prefix.parse().ok()?;
+            let pid = words
+                .iter()
+                .position(|w| *w == "metric")
+                .and_then(|i| words.get(i + 1)?.parse().ok())?;
+            (network.octets()[0] == 10).then_some(Blackhole {
+                network: network.octets(),
+                pid,
+            })
+        })
+        .collect()
+}
+
+/// Whether the machine's own namespace routes anything inside `network`/24 (its own
+/// addresses included) other than the harness's `unreachable` routes: the hosts must not
+/// take such a network, whose route ours would shadow.
+pub(super) fn machine_routes(network: [u8; 4]) -> bool {
+    let prefix = format!("{}/24", Ipv4Addr::from(network));
+    let out = Command::new("ip")
+        .args(["-4", "-o", "route", "show", "table", "all", "root", &prefix])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.lines()
+        .any(|line| !line.contains(&format!("proto {ROUTE_PROTO} ")) && !line.trim().is_empty())
 }
 
 /// `scripts/pg-cluster stop` of the cluster in `dir`.
@@ -156,8 +290,8 @@ pub(super) fn processes_in(netns: &str) -> Vec<String> {
 }
 
 /// Removes what test processes that are gone left behind: namespaces
-/// `roo-<pid>-<n>-<host>` and directories `$TMPDIR/roo-hosts-<pid>-<n>` whose `<pid>` no
-/// longer runs (a test killed by a timeout never runs its drop). Their processes are
+/// `roo-<pid>-<n>-<host>`, `unreachable` routes of metric `<pid>` ([`Blackhole`]) and
+/// directories `$TMPDIR/roo-hosts-<pid>-<n>` whose `<pid>` no longer runs (a test killed by a timeout never runs its drop). Their processes are
 /// killed first; a cluster's files go with the directory.
 pub fn sweep_leftovers() {
     sweep(|pid| !Path::new(&format!("/proc/{pid}")).exists());
@@ -170,8 +304,13 @@ pub(super) fn sweep_before_first_use() {
     sweep(|pid| pid == me || !Path::new(&format!("/proc/{pid}")).exists());
 }
 
-/// Removes the namespaces and directories of the pids for which `stale` holds.
+/// Removes the namespaces, routes and directories of the pids for which `stale` holds.
 fn sweep(stale: impl Fn(u32) -> bool) {
+    for blackhole in harness_routes() {
+        if stale(blackhole.pid) {
+            blackhole.remove();
+        }
+    }
     let stale_pid = |pid: &str| pid.parse::<u32>().is_ok_and(&stale);
     let namespaces: Vec<String> = std::fs::read_dir("/run/netns")
         .map(|entries| {
@@ -222,11 +361,18 @@ pub struct Witness {
     namespaces: Vec<String>,
     inodes: Vec<u64>,
     dir: PathBuf,
+    blackhole: Option<Blackhole>,
 }
 
 impl Witness {
-    pub(super) fn of(tag: &str, namespaces: &[String], dir: &Path) -> Witness {
+    pub(super) fn of(
+        tag: &str,
+        namespaces: &[String],
+        dir: &Path,
+        blackhole: Option<Blackhole>,
+    ) -> Witness {
         Witness {
+            blackhole,
             tag: tag.to_owned(),
             namespaces: namespaces.to_vec(),
             inodes: namespaces.iter().filter_map(|n| netns_inode(n)).collect(),
@@ -289,6 +435,13 @@ impl Witness {
             if in_ours || holds_ours || names_ours {
                 left.push(format!("process {pid}: {cmdline}"));
             }
+        }
+        if let Some(blackhole) = self.blackhole.as_ref().filter(|b| b.exists()) {
+            left.push(format!(
+                "route unreachable {} metric {}",
+                blackhole.prefix(),
+                blackhole.pid
+            ));
         }
         if self.dir.exists() {
             left.push(format!("directory {dir}"));

@@ -30,8 +30,9 @@ pub const PALETTE: &[&str] = &[
 
 /// The `roo-worker` command line for `launch` ([`WorkerLaunch`]: who it is — team,
 /// name, agent id and type, colour, lead and the lead's public key — its directory,
-/// prompt, mode, plan mode, trust, sandbox choice and provider flags).
-/// No credential is ever on it: those come through the handoff.
+/// mode, plan mode, trust, sandbox choice and provider flags).
+/// No credential and no prompt is ever on it: those come through the handoff
+/// ([`write_handoff`]).
 pub fn worker_argv(worker: &Path, launch: &Launch, color: &str) -> Vec<String> {
     let mut argv = vec![worker.display().to_string()];
     argv.extend(WorkerLaunch::of(launch, color).to_args());
@@ -65,8 +66,9 @@ pub fn handoff_dir(roo_home: &Path) -> PathBuf {
     roo_home.join("run").join("handoff")
 }
 
-/// Offers the lead's environment (API keys included), `launch`'s `ROO_HOME` and store on a
-/// private socket under `dir` for `launch`'s worker, for [`START_TIMEOUT`]
+/// Offers the lead's environment (API keys included), `launch`'s `ROO_HOME` and store, and
+/// its prompt ([`WorkerLaunch::handoff`]) on a private socket under `dir` for `launch`'s
+/// worker, for [`START_TIMEOUT`]
 /// (`roo_agent::sandbox::handoff`); returns the socket (to remove if the start fails)
 /// and the value of `ROO_ENV_HANDOFF`, the only thing a pane's command line or
 /// launcher may name.
@@ -89,8 +91,10 @@ pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<(PathBuf, Stri
         dir.to_path_buf(),
         format!("{}+{}", launch.team.name(), launch.name),
     );
+    // The colour is on the command line; the handoff's part does not depend on it.
+    let handed = WorkerLaunch::of(launch, "").handoff().to_json();
     let offer = tokio::task::spawn_blocking(move || {
-        roo_agent::sandbox::handoff::offer_handoff(&dir, &label, &env, START_TIMEOUT)
+        roo_agent::sandbox::handoff::offer_handoff(&dir, &label, &env, Some(&handed), START_TIMEOUT)
     })
     .await
     .map_err(|e| start(e.to_string()))?

@@ -45,7 +45,7 @@ use tokio::process::Command;
 
 use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
 use crate::backend::pane::{self, START_TIMEOUT};
-use crate::backend::worker_launch::WorkerLaunch;
+use crate::backend::worker_launch::{WorkerHandoff, WorkerLaunch};
 
 use command::{QuoteError, RemoteTmux, Ssh, sh_join};
 
@@ -258,12 +258,14 @@ impl SshExecutor {
             .map(|_| ())
     }
 
-    /// Step 1 of a spawn: the handoff server there, fed the environment; returns it
-    /// (still serving) and the `ROO_ENV_HANDOFF` value it printed.
+    /// Step 1 of a spawn: the handoff server there, fed the environment and `handed`
+    /// (the worker's prompt and the lead's project config); returns it (still serving)
+    /// and the `ROO_ENV_HANDOFF` value it printed.
     async fn offer_env(
         &self,
         launch: &Launch,
         env: &BTreeMap<String, String>,
+        handed: &WorkerHandoff,
     ) -> Result<(Handoff, String), SshError> {
         let ssh = &self.inner.ssh;
         let label = format!("{}+{}", launch.team.name(), launch.name);
@@ -287,10 +289,14 @@ impl SshExecutor {
                 String::from_utf8_lossy(&text).into_owned()
             })
         });
-        let text = serde_json::to_vec(&serde_json::json!({ "env": env }))
-            .map_err(|e| self.failed(what, e.to_string()))?;
+        let text = serde_json::to_vec(&serde_json::json!({
+            "env": env,
+            "launch": handed.to_json(),
+        }))
+        .map_err(|e| self.failed(what, e.to_string()))?;
         if let Some(mut stdin) = child.stdin.take() {
-            // The secrets go through ssh's stdin, never a command line; then EOF.
+            // The secrets, prompt and config go through ssh's stdin, never a command
+            // line; then EOF.
             let written = stdin.write_all(&text).await;
             drop(stdin);
             if let Err(e) = written {
@@ -450,16 +456,22 @@ pub fn handoff_env(settings: &crate::builder::AgentSettings) -> BTreeMap<String,
     env
 }
 
-/// The `roo-worker` command line on `host` for `launch`: the flags a pane worker gets,
+/// The `roo-worker` command line on `host` for `launch` — the flags a pane worker gets,
 /// with `--host`, its clone there as `--cwd` and no `--config-root` (the lead's
-/// repository is not there: the clone's own project config applies).
-pub fn remote_worker_argv(host: &HostConfig, launch: &Launch, color: &str) -> Vec<String> {
+/// repository is not there) — and what goes through the handoff instead: the prompt and
+/// the project config the lead read in its own tree (`launch.settings.project_config`).
+/// The clone, which the teammate can write, is never read for project config.
+pub fn remote_worker_launch(
+    host: &HostConfig,
+    launch: &Launch,
+    color: &str,
+) -> (Vec<String>, WorkerHandoff) {
     let mut worker = WorkerLaunch::of(launch, color);
     worker.host = Some(host.name.to_string());
     worker.config_root = None;
     let mut argv = vec![host.roo_worker.clone()];
     argv.extend(worker.to_args());
-    argv
+    (argv, worker.handoff())
 }
 
 impl TeammateExecutor for SshExecutor {
@@ -520,11 +532,11 @@ impl TeammateExecutor for SshExecutor {
                 .flatten()
             };
             let env = handoff_env(&launch.settings);
+            let (argv, handed) = remote_worker_launch(&self.inner.host, &launch, &color);
             let (mut handoff, value) = self
-                .offer_env(&launch, &env)
+                .offer_env(&launch, &env, &handed)
                 .await
                 .map_err(|e| start_error(format!("failed to {e}")))?;
-            let argv = remote_worker_argv(&self.inner.host, &launch, &color);
             let start = self
                 .inner
                 .tmux
@@ -708,6 +720,12 @@ mod tests {
             dir.to_path_buf(),
         );
         settings.config_root = Some(PathBuf::from("/lead/repo"));
+        settings.project_config = Some(roo_agent::config::HandedProjectConfig {
+            root: PathBuf::from("/lead/repo"),
+            project: Some("rules: {deny: [\"Bash(rm *)\"]}\n".into()),
+            local: None,
+            trusted: true,
+        });
         Launch {
             team,
             name: Name::parse("alice").unwrap(),
@@ -730,7 +748,7 @@ mod tests {
         let host = host();
         let dir = tempfile::tempdir().unwrap();
         let launch = launch(dir.path());
-        let argv = remote_worker_argv(&host, &launch, "blue");
+        let (argv, handed) = remote_worker_launch(&host, &launch, "blue");
         assert_eq!(argv[0], "/opt/roo/roo-worker");
         assert!(argv.contains(&"--host=b".to_string()), "{argv:?}");
         assert!(
@@ -741,6 +759,15 @@ mod tests {
             !argv.iter().any(|a| a.starts_with("--config-root")),
             "{argv:?}"
         );
+        // The prompt and the lead's project config go through the handoff, not argv.
+        assert!(
+            !argv
+                .iter()
+                .any(|a| a.contains("$(done)") || a.contains("rules")),
+            "{argv:?}"
+        );
+        assert_eq!(handed.prompt.as_deref(), Some("it's $(done);"));
+        assert_eq!(handed.project_config, launch.settings.project_config);
         // The whole ssh command line of the start: no secret of the environment on it.
         let tmux = RemoteTmux::new(Some("roo".into()));
         let start = tmux.start(
@@ -790,7 +817,11 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        let (handoff, value) = executor.offer_env(&launch, &env).await.unwrap();
+        let handed = WorkerHandoff {
+            prompt: Some("prompt-canary-7730".into()),
+            project_config: launch.settings.project_config.clone(),
+        };
+        let (handoff, value) = executor.offer_env(&launch, &env, &handed).await.unwrap();
         drop(handoff);
         assert_eq!(value, "/r/run/handoff/crew_alice-1.sock#00ff");
         let argv = std::fs::read_to_string(format!("{}.argv", record.display())).unwrap();
@@ -807,7 +838,12 @@ mod tests {
                 "'/opt/roo/roo-worker' '--serve-handoff' 'crew+alice'"
             ]
         );
-        for secret in ["sk-canary-5521", "pw-canary"] {
+        for secret in [
+            "sk-canary-5521",
+            "pw-canary",
+            "prompt-canary-7730",
+            "Bash(rm *)",
+        ] {
             assert!(!argv.contains(secret), "{secret} on the command line");
             assert!(stdin.contains(secret), "{secret} not handed over: {stdin}");
         }
@@ -818,7 +854,7 @@ mod tests {
         )
         .unwrap();
         let err = executor
-            .offer_env(&launch, &env)
+            .offer_env(&launch, &env, &handed)
             .await
             .err()
             .unwrap()

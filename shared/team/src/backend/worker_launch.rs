@@ -2,9 +2,13 @@
 //! (docs/TEAM.md "roo-worker"), in one place: the lead builds a [`WorkerLaunch`] and renders it as arguments
 //! ([`WorkerLaunch::to_args`]); `roo-worker` parses the same struct with clap (its
 //! `WorkerArgs` flattens it). A round-trip test in `roo-app` keeps the two sides equal.
-//! Credentials are never here: they come through the handoff.
+//! Credentials are never here: they come through the handoff, and so do the prompt and a
+//! remote teammate's project config ([`WorkerHandoff`]): a command line is readable by
+//! every process of the machine (`/proc/<pid>/cmdline`), peers included.
 
 use std::path::PathBuf;
+
+use roo_agent::config::HandedProjectConfig;
 
 use crate::backend::executor::Launch;
 
@@ -60,7 +64,7 @@ pub struct WorkerLaunch {
     #[arg(long)]
     pub trust_project: bool,
     /// The first task; without it the teammate waits for messages (a restarted teammate
-    /// resumes its transcript either way).
+    /// resumes its transcript either way). A lead hands it over privately instead.
     #[arg(long, value_name = "TEXT")]
     pub prompt: Option<String>,
     /// Working directory (the teammate's worktree); default: the current directory.
@@ -85,6 +89,30 @@ pub struct WorkerLaunch {
     /// here (docs/BACKENDS.md "The ssh backend").
     #[arg(long, value_name = "NAME", hide = true)]
     pub host: Option<String>,
+    /// The project config the lead read in its own tree, for a teammate on another host
+    /// (never a flag: it comes through the handoff, [`WorkerHandoff`]).
+    #[arg(skip)]
+    pub project_config: Option<HandedProjectConfig>,
+}
+
+/// What a lead hands its pane or ssh worker with its environment, never on the command
+/// line: the first task and, for a teammate on another host, the project config.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WorkerHandoff {
+    pub prompt: Option<String>,
+    pub project_config: Option<HandedProjectConfig>,
+}
+
+impl WorkerHandoff {
+    /// As the handoff carries it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// From what the handoff carried; a document of another shape is an error.
+    pub fn from_json(value: serde_json::Value) -> Result<Self, String> {
+        serde_json::from_value(value).map_err(|e| format!("the handed launch: {e}"))
+    }
 }
 
 /// How long an idle teammate waits for a new lead by default, in seconds.
@@ -130,10 +158,31 @@ impl WorkerLaunch {
             // The worker's default, or the environment the lead hands over.
             orphan_timeout: None,
             host: None,
+            project_config: settings.project_config.clone(),
         }
     }
 
-    /// The flags, in a fixed order, that parse back to `self`.
+    /// What goes through the handoff rather than the command line.
+    pub fn handoff(&self) -> WorkerHandoff {
+        WorkerHandoff {
+            prompt: self.prompt.clone(),
+            project_config: self.project_config.clone(),
+        }
+    }
+
+    /// Takes what the lead handed over: its prompt and project config replace any
+    /// given on the command line.
+    pub fn take(&mut self, handed: WorkerHandoff) {
+        if handed.prompt.is_some() {
+            self.prompt = handed.prompt;
+        }
+        if handed.project_config.is_some() {
+            self.project_config = handed.project_config;
+        }
+    }
+
+    /// The flags, in a fixed order, that parse back to `self` without what goes
+    /// through the handoff ([`WorkerLaunch::handoff`]: the prompt, the project config).
     pub fn to_args(&self) -> Vec<String> {
         let mut args = vec![
             "--team".to_string(),
@@ -171,7 +220,6 @@ impl WorkerLaunch {
             self.orphan_timeout.map(|s| s.to_string()),
         );
         value("--host", self.host.clone());
-        value("--prompt", self.prompt.clone());
         for (flag, on) in [
             ("--plan-mode-required", self.plan_mode_required),
             ("--no-sandbox", self.no_sandbox),

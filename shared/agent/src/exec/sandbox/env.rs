@@ -48,6 +48,25 @@ pub const SEALED_ENV_FD: &str = "ROO_SEALED_ENV_FD";
 static SEALED: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
     std::sync::OnceLock::new();
 
+/// What a handoff carried besides the environment ([`handed_launch`]).
+static HANDED: std::sync::OnceLock<Option<serde_json::Value>> = std::sync::OnceLock::new();
+
+/// What goes through the sealed pipe to the re-executed image.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Sealed {
+    secrets: std::collections::BTreeMap<String, String>,
+    /// A handoff's launch document (a worker's prompt, …): never argv or environment.
+    launch: Option<serde_json::Value>,
+}
+
+/// Largest sealed document: 16 KiB, what any pipe holds; on Linux the pipe is grown to
+/// hold up to 1 MiB (a prompt handed to a worker).
+const SEALED_MAX: usize = if cfg!(target_os = "linux") {
+    1024 * 1024
+} else {
+    16 * 1024
+};
+
 /// Takes API keys out of this process's environment block.
 ///
 /// `/proc/<pid>/environ` shows the environment a process was *started* with,
@@ -60,12 +79,13 @@ static SEALED: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
 pub fn seal_secret_env() -> Option<String> {
     if let Some(fd) = std::env::var_os(SEALED_ENV_FD) {
         let fd: i32 = fd.to_str().and_then(|s| s.parse().ok())?;
-        let map = std::fs::read(format!("/dev/fd/{fd}"))
+        let sealed: Sealed = std::fs::read(format!("/dev/fd/{fd}"))
             .ok()
             .and_then(|text| serde_json::from_slice(&text).ok())
             .unwrap_or_default();
         let _ = nix::unistd::close(fd);
-        let _ = SEALED.set(map);
+        let _ = SEALED.set(sealed.secrets);
+        let _ = HANDED.set(sealed.launch);
         return None;
     }
     let secrets: std::collections::BTreeMap<String, String> = std::env::vars()
@@ -74,32 +94,53 @@ pub fn seal_secret_env() -> Option<String> {
     if secrets.is_empty() {
         return None;
     }
-    reexec_with(&secrets, None).err()
+    reexec_with(&secrets, None, None).err()
 }
 
-/// Re-executes this program with the same arguments and `secrets` passed through a
-/// sealed pipe (removed from the environment). With `env`, the new image's environment
-/// is exactly `env` (a handoff, see [`super::handoff`]); else this process's. Returns
-/// only on failure.
+/// Re-executes this program with the same arguments and `secrets` (and a handoff's
+/// `launch` document) passed through a sealed pipe (removed from the environment). With
+/// `env`, the new image's environment is exactly `env` (a handoff, see
+/// [`super::handoff`]); else this process's. Returns only on failure.
 pub(super) fn reexec_with(
     secrets: &std::collections::BTreeMap<String, String>,
     env: Option<&std::collections::BTreeMap<String, String>>,
+    launch: Option<serde_json::Value>,
 ) -> Result<(), String> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
 
-    let text = serde_json::to_vec(secrets).map_err(|e| e.to_string())?;
+    let text = serde_json::to_vec(&Sealed {
+        secrets: secrets.clone(),
+        launch,
+    })
+    .map_err(|e| e.to_string())?;
     // The pipe must hold it all: nobody reads until after the exec.
-    if text.len() > 16 * 1024 {
-        return Err("the API key variables are too large to seal".to_string());
+    if text.len() > SEALED_MAX {
+        return Err(format!(
+            "the API key variables and the handed launch are too large to seal ({} bytes, \
+             at most {SEALED_MAX})",
+            text.len()
+        ));
     }
     let exe = std::env::current_exe().map_err(|e| format!("locate the executable: {e}"))?;
     // Neither end is close-on-exec; the write end is closed before the exec.
     let (reader, writer) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    #[cfg(target_os = "linux")]
+    if text.len() > 16 * 1024 {
+        let size = i32::try_from(text.len()).unwrap_or(i32::MAX);
+        nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETPIPE_SZ(size))
+            .map_err(|e| format!("grow the sealing pipe to {} bytes: {e}", text.len()))?;
+    }
+    // Never wait: a pipe that cannot hold it all is an error, not a hang.
+    nix::fcntl::fcntl(
+        &writer,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .map_err(|e| format!("set up the sealing pipe: {e}"))?;
     std::fs::File::from(writer)
         .write_all(&text)
-        .map_err(|e| format!("write the sealed variables: {e}"))?;
+        .map_err(|e| format!("write the sealed variables ({} bytes): {e}", text.len()))?;
     let mut command = std::process::Command::new(exe);
     if let Some(env) = env {
         command.env_clear().envs(env);
@@ -126,6 +167,13 @@ pub fn secret_env(name: &str) -> Option<String> {
         .get()
         .and_then(|map| map.get(name).cloned())
         .or_else(|| std::env::var(name).ok())
+}
+
+/// What the handoff this process was started with carried besides the environment
+/// (`None`: no handoff, or it carried nothing else). Read by `roo-worker` for its prompt
+/// and project config.
+pub fn handed_launch() -> Option<serde_json::Value> {
+    HANDED.get().cloned().flatten()
 }
 
 /// All sealed secrets (empty if nothing was sealed).

@@ -14,7 +14,10 @@
 //! environment and re-executes itself with the lead's variables: API keys go through
 //! the sealed pipe of [`super::seal_secret_env`] (never into an environment block), the
 //! rest into the environment. The pane's own terminal variables ([`TERMINAL_VARS`]) are
-//! kept; everything else is the lead's.
+//! kept; everything else is the lead's. Besides the environment, an offer may carry a
+//! launch document (a worker's prompt and, on another host, its project config), which
+//! the re-executed image reads from the same sealed pipe ([`super::handed_launch`]):
+//! never on a command line, where every process of the machine could read it.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -96,20 +99,25 @@ pub struct Offer {
 
 /// Offers `env` on a new socket in `dir` (created with mode 0700 if missing; an
 /// existing one must be a directory of this user that nobody else can enter) for at
-/// most `wait`. The name is `label` plus 64 random bits. A thread serves it: the one
-/// connection that sends the token gets the environment; wrong tokens get nothing.
+/// most `wait`, with `launch` (what the started process reads with
+/// [`super::handed_launch`]). The name is `label` plus 64 random bits. A thread serves
+/// it: the one connection that sends the token gets the environment; wrong tokens get
+/// nothing.
 pub fn offer_handoff(
     dir: &Path,
     label: &str,
     env: &BTreeMap<String, String>,
+    launch: Option<&serde_json::Value>,
     wait: Duration,
 ) -> Result<Offer, HandoffError> {
     private_dir(dir)?;
-    let text = serde_json::to_vec(&serde_json::json!({ "env": env })).map_err(|e| {
-        HandoffError::Write {
-            path: dir.to_path_buf(),
-            source: std::io::Error::other(e),
-        }
+    let doc = match launch {
+        Some(launch) => serde_json::json!({ "env": env, "launch": launch }),
+        None => serde_json::json!({ "env": env }),
+    };
+    let text = serde_json::to_vec(&doc).map_err(|e| HandoffError::Write {
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(e),
     })?;
     let label: String = label
         .chars()
@@ -271,9 +279,16 @@ fn private_dir(dir: &Path) -> Result<(), HandoffError> {
     Ok(())
 }
 
+/// What a handoff carried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handed {
+    pub env: BTreeMap<String, String>,
+    pub launch: Option<serde_json::Value>,
+}
+
 /// Takes the environment offered at `value` (`<socket>#<token>`, [`offer_handoff`])
 /// after checking that the socket's directory is a private directory of this user.
-pub fn take_handoff(value: &str) -> Result<BTreeMap<String, String>, HandoffError> {
+pub fn take_handoff(value: &str) -> Result<Handed, HandoffError> {
     let (socket, token) = value.rsplit_once('#').unwrap_or((value, ""));
     let path = Path::new(socket);
     let take = |reason: String| HandoffError::Take {
@@ -317,6 +332,8 @@ pub fn take_handoff(value: &str) -> Result<BTreeMap<String, String>, HandoffErro
     #[derive(serde::Deserialize)]
     struct Doc {
         env: BTreeMap<String, String>,
+        #[serde(default)]
+        launch: Option<serde_json::Value>,
     }
     let doc: Doc = serde_json::from_slice(&text).map_err(|e| take(e.to_string()))?;
     if let Some(bad) = doc
@@ -329,7 +346,10 @@ pub fn take_handoff(value: &str) -> Result<BTreeMap<String, String>, HandoffErro
     if doc.env.values().any(|v| v.contains('\0')) {
         return Err(take("a value contains a NUL byte".into()));
     }
-    Ok(doc.env)
+    Ok(Handed {
+        env: doc.env,
+        launch: doc.launch,
+    })
 }
 
 /// Call first thing in `main`, while the process has one thread. Without
@@ -341,8 +361,8 @@ pub fn take_handoff(value: &str) -> Result<BTreeMap<String, String>, HandoffErro
 /// environment.
 pub fn enter_handoff() -> Option<String> {
     let value = std::env::var_os(HANDOFF_ENV)?;
-    let env = match take_handoff(&value.to_string_lossy()) {
-        Ok(env) => env,
+    let Handed { env, launch } = match take_handoff(&value.to_string_lossy()) {
+        Ok(handed) => handed,
         Err(e) => return Some(format!("failed to {e}")),
     };
     let mut plain = BTreeMap::new();
@@ -358,7 +378,7 @@ pub fn enter_handoff() -> Option<String> {
         .filter(|(name, _)| TERMINAL_VARS.contains(&name.as_str()))
         .collect();
     plain.extend(keep);
-    super::env::reexec_with(&secrets, Some(&plain)).err()
+    super::env::reexec_with(&secrets, Some(&plain), launch).err()
 }
 
 fn random_u64() -> u64 {
@@ -393,7 +413,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let hand = dir.path().join("run").join("handoff");
         let vars = env(&[("OPENAI_API_KEY", "sk-canary"), ("ROO_HOME", "/h")]);
-        let offer = offer_handoff(&hand, "crew+alice", &vars, Duration::from_secs(10)).unwrap();
+        let offer =
+            offer_handoff(&hand, "crew+alice", &vars, None, Duration::from_secs(10)).unwrap();
         assert_eq!(std::fs::metadata(&hand).unwrap().mode() & 0o777, 0o700);
         let name = offer.socket.file_name().unwrap().to_str().unwrap();
         assert!(name.starts_with("crew_alice-"), "{name}");
@@ -401,7 +422,7 @@ mod tests {
         assert!(std::fs::read(&offer.socket).is_err());
         let wrong = format!("{}#{}", offer.socket.display(), "0".repeat(32));
         assert!(take_handoff(&wrong).is_err());
-        assert_eq!(take_handoff(&offer.env_value).unwrap(), vars);
+        assert_eq!(take_handoff(&offer.env_value).unwrap().env, vars);
         let start = Instant::now();
         while offer.socket.exists() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(5));
@@ -411,11 +432,30 @@ mod tests {
     }
 
     #[test]
+    fn a_launch_document_goes_with_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let hand = dir.path().join("handoff");
+        let vars = env(&[("A", "1")]);
+        let launch = serde_json::json!({ "prompt": "claim task 1" });
+        let offer =
+            offer_handoff(&hand, "l", &vars, Some(&launch), Duration::from_secs(10)).unwrap();
+        let handed = take_handoff(&offer.env_value).unwrap();
+        assert_eq!(handed.env, vars);
+        assert_eq!(handed.launch, Some(launch));
+    }
+
+    #[test]
     fn an_offer_nobody_takes_expires_and_a_loose_directory_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let hand = dir.path().join("handoff");
-        let offer =
-            offer_handoff(&hand, "x", &env(&[("A", "1")]), Duration::from_millis(50)).unwrap();
+        let offer = offer_handoff(
+            &hand,
+            "x",
+            &env(&[("A", "1")]),
+            None,
+            Duration::from_millis(50),
+        )
+        .unwrap();
         let start = Instant::now();
         while offer.socket.exists() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(5));
@@ -424,11 +464,11 @@ mod tests {
         assert!(take_handoff(&offer.env_value).is_err());
 
         // A directory others can enter is refused when taking, tightened when offering.
-        let offer = offer_handoff(&hand, "y", &env(&[]), Duration::from_secs(10)).unwrap();
+        let offer = offer_handoff(&hand, "y", &env(&[]), None, Duration::from_secs(10)).unwrap();
         std::fs::set_permissions(&hand, std::fs::Permissions::from_mode(0o755)).unwrap();
         let err = take_handoff(&offer.env_value).unwrap_err().to_string();
         assert!(err.contains("private directory"), "{err}");
-        offer_handoff(&hand, "z", &env(&[]), Duration::from_millis(10)).unwrap();
+        offer_handoff(&hand, "z", &env(&[]), None, Duration::from_millis(10)).unwrap();
         assert_eq!(std::fs::metadata(&hand).unwrap().mode() & 0o777, 0o700);
         assert!(take_handoff("relative.sock#abc").is_err());
         assert!(
@@ -447,9 +487,10 @@ mod tests {
             .join("handoff");
         std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
         let vars = env(&[("A", "1")]);
-        let offer = offer_handoff(&deep, "crew+alice", &vars, Duration::from_secs(10)).unwrap();
+        let offer =
+            offer_handoff(&deep, "crew+alice", &vars, None, Duration::from_secs(10)).unwrap();
         assert!(offer.socket.as_os_str().len() > 110);
-        assert_eq!(take_handoff(&offer.env_value).unwrap(), vars);
+        assert_eq!(take_handoff(&offer.env_value).unwrap().env, vars);
     }
 
     #[test]
@@ -459,7 +500,7 @@ mod tests {
         std::fs::create_dir(&real).unwrap();
         let link = dir.path().join("handoff");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let err = offer_handoff(&link, "x", &env(&[]), Duration::from_millis(10))
+        let err = offer_handoff(&link, "x", &env(&[]), None, Duration::from_millis(10))
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a directory"), "{err}");

@@ -389,10 +389,12 @@ mod tests {
                  --agent-type=Explore --color=green --lead=lead --permission-mode=acceptEdits \
                  --provider=openai --model=m2 --base-url=http://127.0.0.1:9/v1 \
                  --cwd=/repo/.roocode/worktrees/crew+alice --config-root=/repo --max-turns={} \
-                 --prompt=Claim task 1. --plan-mode-required --trust-project",
+                 --plan-mode-required --trust-project",
                 launch.settings.max_turns
             )
         );
         assert!(!argv.to_ascii_lowercase().contains("key"), "{argv}");
+        // The prompt goes through the handoff, never the command line.
+        assert!(!argv.contains("Claim task"), "{argv}");
     }
 }
