@@ -34,6 +34,7 @@ mod store_pg;
 mod store_pg_review2;
 mod store_symlinks;
 mod team_approvals;
+mod team_fetch_guard;
 mod team_frugal;
 mod team_iterm2;
 mod team_lead_lifetime;

@@ -235,9 +235,25 @@ impl Git {
                 .collect::<Vec<_>>()
                 .join(" "),
             dir: dir.to_path_buf(),
-            stderr,
+            stderr: capped(stderr),
         }
     }
+}
+
+/// Most bytes of git's message an error carries.
+const MAX_STDERR: usize = 2000;
+
+/// `stderr` cut to [`MAX_STDERR`] bytes (at a character boundary), with a note when cut.
+fn capped(mut stderr: String) -> String {
+    if stderr.len() > MAX_STDERR {
+        let mut cut = MAX_STDERR;
+        while !stderr.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        stderr.truncate(cut);
+        stderr.push_str(" … (cut)");
+    }
+    stderr
 }
 
 /// Splits NUL-separated output into its non-empty fields.
