@@ -25,6 +25,7 @@ mod mcp_client;
 mod newcomer_errors;
 mod panes_interactive;
 mod project_trust;
+mod roocode_writes;
 mod sandbox;
 mod sandbox_team;
 mod store_concurrency;
