@@ -182,7 +182,7 @@ fn clone_script(
            if [ -L \"$d\" ]; then echo \"$d is a symbolic link; RooCode never follows one there\" >&2; exit 3; fi\n\
          done\n\
          mkdir -p \"$dir\" || exit 3\n\
-         [ -e \"$dir/.gitignore\" ] || printf '# RooCode teammates'\\'' clones: not part of the project.\\n*\\n' > \"$dir/.gitignore\"\n\
+         [ -e \"$dir/.gitignore\" ] || [ -L \"$dir/.gitignore\" ] || ( set -C; printf '# RooCode teammates'\\'' clones: not part of the project.\\n*\\n' > \"$dir/.gitignore\" ) || true\n\
          if [ -e \"$path\" ] || [ -L \"$path\" ]; then\n\
            if [ -L \"$path\" ] || [ ! -d \"$path/.git\" ] || [ -L \"$path/.git\" ]; then\n\
              echo \"$path exists and is not a teammate's clone; move it away or pick another member name\" >&2; exit 3\n\
@@ -543,5 +543,52 @@ mod tests {
         assert_eq!(out.status.code(), Some(3), "{out:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("not a clone"));
         assert!(!repo.exists());
+    }
+
+    #[test]
+    fn the_clone_script_never_writes_through_a_dangling_gitignore_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".roocode/worktrees")).unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(&repo)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("HOME", dir.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "i",
+        ]);
+        let base = git(&["rev-parse", "HEAD"]);
+        let target = dir.path().join("profile");
+        std::os::unix::fs::symlink(&target, repo.join(".roocode/worktrees/.gitignore")).unwrap();
+        let path = repo.join(".roocode/worktrees/crew+alice");
+        let script = clone_script(&repo, &path, "roo/crew/alice", &base, &[]).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            std::fs::symlink_metadata(&target).is_err(),
+            "target created"
+        );
+        assert!(path.join(".git").is_dir());
     }
 }
