@@ -389,3 +389,21 @@ fn team_merge_of_a_clone_with_grafts_linked_to_the_credentials_leaks_nothing() {
     assert_eq!(git(&world.project(), &["rev-parse", "HEAD"]), before);
     assert!(!world.project().join("a.txt").exists());
 }
+
+/// Alternates that name the lead's objects through a link the teammate could retarget
+/// after the check (in its clone, or in a shared temp dir) are refused too.
+#[test]
+fn alternates_that_reach_the_leads_objects_through_a_link_are_refused() {
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let lead = world.lead();
+    let link = clone.join("objects-link");
+    std::os::unix::fs::symlink(world.project().join(".git/objects"), &link).unwrap();
+    let alternates = clone.join(".git/objects/info/alternates");
+    let original = std::fs::read_to_string(&alternates).unwrap();
+    std::fs::write(&alternates, format!("{}\n", link.display())).unwrap();
+    assert_refused(&world, &lead, "names other object stores");
+    // The line the clone was made with: accepted.
+    std::fs::write(&alternates, original).unwrap();
+    assert!(lead.fetch_member(&name("team"), &name("alice")).unwrap());
+}

@@ -148,11 +148,17 @@ pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::
     }
     let objects = git.join("objects");
     let alternates = objects.join("info").join("alternates");
+    // Read after the walk found it a regular file; opened without following a link.
     let text = read_small(&alternates).map_err(|e| format!("{}: {e}", shown(&git, &alternates)))?;
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let ours = match lines.as_slice() {
         [] => true,
-        [one] => super::same_path(&objects.join(one.trim()), lead_objects),
+        // Resolved through no link: a link (in the clone, or in /tmp) could be retargeted
+        // between this check and the fetch.
+        [one] => {
+            let written = objects.join(one.trim());
+            !through_a_link(&written) && super::same_path(&written, lead_objects)
+        }
         _ => false,
     };
     if !ours {
@@ -165,6 +171,20 @@ pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::
         ));
     }
     Ok(())
+}
+
+/// Whether any leading part of `path` is a symbolic link (or cannot be inspected).
+fn through_a_link(path: &Path) -> bool {
+    let mut prefix = PathBuf::new();
+    for component in path.components() {
+        prefix.push(component);
+        if matches!(component, std::path::Component::Normal(_))
+            && std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// The regular file `path` (never through a link, never blocking), at most
