@@ -311,6 +311,26 @@ fn the_hosts_upload_pack_check_refuses_a_planted_clone_and_serves_a_clean_one() 
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("roo-refused: config"), "{stderr}");
     std::fs::write(&config, saved).unwrap();
+    // A FIFO: refused before upload-pack opens it (the hang guard is the test's own).
+    nix::unistd::mkfifo(&grafts, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let out = fetch();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("roo-refused: special-file"));
+    std::fs::remove_file(&grafts).unwrap();
+    // Alternates naming another repository's objects.
+    let other = world.root.join("private");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("s.txt"), "PRIVATE\n").unwrap();
+    roo_tests::git_repo_with_identity(&other);
+    let alternates = clone.join(".git/objects/info/alternates");
+    let original = std::fs::read_to_string(&alternates).unwrap();
+    std::fs::write(
+        &alternates,
+        format!("{}\n", other.join(".git/objects").display()),
+    )
+    .unwrap();
+    let out = fetch();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("roo-refused: alternates"));
+    std::fs::write(&alternates, original).unwrap();
     let out = fetch();
     assert!(out.status.success(), "{out:?}");
 }

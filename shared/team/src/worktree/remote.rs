@@ -233,9 +233,9 @@ if [ -e "$a" ]; then
   while IFS= read -r line || [ -n "$line" ]; do
     [ -z "$line" ] && continue
     n=$((n + 1))
-    case $line in /*) d=$line ;; *) d=$g/objects/$line ;; esac
-    got=$(cd "$d" 2>/dev/null && pwd -P) || no alternates
-    [ "$got" = "$want" ] || no alternates
+    # Textually the host clone's objects, as `git clone --shared` wrote them: no path
+    # through a link the teammate could retarget after this check.
+    [ "$line" = "$repo/.git/objects" ] || [ "$line" = "$want" ] || no alternates
   done < "$a"
   [ "$n" -le 1 ] || no alternates
 fi
