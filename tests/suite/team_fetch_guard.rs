@@ -275,8 +275,11 @@ fn the_hosts_upload_pack_check_refuses_a_planted_clone_and_serves_a_clean_one() 
     let clone = world.clone_with_commit();
     let command = roo_team::worktree::remote::upload_pack_command(&world.project()).unwrap();
     let fetch = || {
-        std::process::Command::new("git")
+        // `timeout`: a hang guard only.
+        std::process::Command::new("timeout")
             .args([
+                "120",
+                "git",
                 "-c",
                 "core.hooksPath=/dev/null",
                 "fetch",
@@ -311,7 +314,7 @@ fn the_hosts_upload_pack_check_refuses_a_planted_clone_and_serves_a_clean_one() 
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("roo-refused: config"), "{stderr}");
     std::fs::write(&config, saved).unwrap();
-    // A FIFO: refused before upload-pack opens it (the hang guard is the test's own).
+    // A FIFO: refused before upload-pack opens it.
     nix::unistd::mkfifo(&grafts, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let out = fetch();
     assert!(String::from_utf8_lossy(&out.stderr).contains("roo-refused: special-file"));
