@@ -430,3 +430,27 @@ fn alternates_that_reach_the_leads_objects_through_a_link_are_refused() {
     std::fs::write(&alternates, original).unwrap();
     assert!(lead.fetch_member(&name("team"), &name("alice")).unwrap());
 }
+
+/// A restarted teammate reuses its clone: a FIFO or link an earlier one planted there is
+/// refused before any git reads the clone, and the spawn does not stall.
+#[test]
+fn reusing_a_planted_clone_is_refused_before_git_reads_it() {
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let head = clone.join(".git/HEAD");
+    std::fs::remove_file(&head).unwrap();
+    nix::unistd::mkfifo(&head, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let (project, git) = (world.project(), world.git());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(prepare(&project, &name("team"), &name("alice"), &git));
+    });
+    let err = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the reuse did not return (hang guard)")
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("a clone git must not read"),
+        "{err}"
+    );
+}

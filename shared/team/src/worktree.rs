@@ -597,6 +597,13 @@ impl LeadRepo {
                     .to_string(),
             ));
         }
+        // An earlier teammate wrote it: checked like a fetch before any git reads it.
+        if let Err(why) = self.check_clone(&path) {
+            return Err(occupied(format!(
+                "it is a clone git must not read: {why}; move it away or pick another member \
+                 name"
+            )));
+        }
         let git = self.git.confined_to(&path);
         let on = git.run(&path, &["symbolic-ref", "-q", "HEAD"])?;
         let full_ref = format!("refs/heads/{branch}");
