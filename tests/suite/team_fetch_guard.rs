@@ -454,3 +454,32 @@ fn reusing_a_planted_clone_is_refused_before_git_reads_it() {
         "{err}"
     );
 }
+
+/// The leak as it happened: a branch the lead cannot take (rewritten after the
+/// lead fetched it) and `info/grafts` linked to the credentials — git's failure message
+/// quoted the graft data. Refused, and no canary byte in what the model is told.
+#[test]
+fn a_rejected_fetch_of_a_clone_with_linked_grafts_tells_nothing_of_the_file() {
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let lead = world.lead();
+    assert!(lead.fetch_member(&name("team"), &name("alice")).unwrap());
+    git(
+        &clone,
+        &["commit", "-q", "--amend", "-m", "alice: rewritten"],
+    );
+    std::os::unix::fs::symlink(world.canary(), clone.join(".git/info/grafts")).unwrap();
+    let before = world.lead_refs();
+    let err = fetch_guarded(&lead).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        !text.contains(TOKEN),
+        "the canary reached the message: {text}"
+    );
+    assert!(
+        !text.contains("github.com"),
+        "file content in the message: {text}"
+    );
+    assert!(matches!(err, WorktreeError::UnsafeClone { .. }), "{text}");
+    assert_eq!(world.lead_refs(), before);
+}

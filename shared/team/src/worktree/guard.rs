@@ -300,3 +300,33 @@ pub(crate) fn fetch_failure(stderr: &str) -> String {
      the clone points at; run the same `git fetch` in the lead's repository to see it)"
         .to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_failed_fetch_tells_the_model_what_happened_without_gits_words() {
+        let leak = "error: bad graft data: https://user:ghp_SECRET@github.com\n";
+        for (stderr, said) in [
+            (
+                format!("{leak} ! [rejected]        roo/t/a -> roo/t/a  (non-fast-forward)"),
+                "not a fast-forward",
+            ),
+            (
+                format!("{leak}fatal: couldn't find remote ref refs/heads/roo/t/a"),
+                "no such branch",
+            ),
+            (
+                "git took longer than 15 s and was ended".to_string(),
+                "took longer",
+            ),
+            (format!("{leak}fatal: the remote end hung up"), "not shown"),
+        ] {
+            let told = super::fetch_failure(&stderr);
+            assert!(told.contains(said), "{told}");
+            assert!(
+                !told.contains("SECRET") && !told.contains("github"),
+                "{told}"
+            );
+        }
+    }
+}
