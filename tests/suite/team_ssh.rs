@@ -838,3 +838,70 @@ fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_
     );
     assert!(status.success(), "{}", context());
 }
+
+/// Issue 29 item 3 on another host: alice, on B, commits and links her clone's
+/// `.git/info/grafts` to a credentials file of B's user; the lead's TeamMerge fetches over
+/// ssh and is refused by the host's check before `upload-pack` runs, and the token is
+/// nowhere in what the lead's model saw. The lead's branch is not moved.
+#[test]
+fn a_clone_on_another_host_linked_to_its_credentials_is_refused_and_leaks_nothing() {
+    const TOKEN: &str = "ghp_CANARY29remote";
+    let Some(hosts) = Hosts::new(&["a", "b"], &[Need::Postgres, Need::Sshd]) else {
+        return;
+    };
+    let pg = hosts.postgres("a");
+    let sshd = hosts.sshd("b");
+    let canary = hosts.dir().join("team/home-b/.git-credentials");
+    let script = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew, description: "across hosts"}}
+    - tool_calls:
+        - {name: Agent, input: {name: alice, host: b, description: "writes c", prompt: "Commit c.txt, tell the lead."}}
+    - text: "Waiting for alice."
+    - when: {last_user_contains: "planted"}
+      tool_calls:
+        - {name: TeamMerge, input: {name: alice}}
+    - text: "Done."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+  alice:
+    - tool_calls:
+        - {name: Bash, input: {command: "echo c > c.txt && git add c.txt && git commit -qm 'alice: add c.txt' && ln -s CANARY .git/info/grafts"}}
+        - {name: SendMessage, input: {to: lead, summary: "planted", message: "planted"}}
+    - text: "Done."
+    - text: "Done."
+"#
+    .replace("CANARY", &canary.display().to_string());
+    let Prepared {
+        layout, project, ..
+    } = prepare(&hosts, &sshd, "grafts", &script);
+    std::fs::write(&canary, format!("https://user:{TOKEN}@github.com\n")).unwrap();
+    let before = git(&project, &["rev-parse", "HEAD"]);
+    let lead = lead_on_a(
+        &hosts,
+        &pg,
+        &layout,
+        &layout.root.join("script.yaml"),
+        "Ship c.txt with alice on host b.",
+        120,
+    )
+    .timeout(Duration::from_secs(180))
+    .run();
+    let out = lead.stdout();
+    let context = format!("stdout:\n{out}\nstderr:\n{}", lead.stderr());
+    assert!(
+        out.contains("refused on host b") && out.contains("symlink or special file"),
+        "{context}"
+    );
+    assert!(
+        !out.contains(TOKEN),
+        "the token reached the lead's model:\n{context}"
+    );
+    assert!(!lead.stderr().contains(TOKEN), "{context}");
+    assert_eq!(git(&project, &["rev-parse", "HEAD"]), before);
+    assert!(!project.join("c.txt").exists());
+}

@@ -103,3 +103,72 @@ pub(crate) fn append_lines(path: &Path, lines: &[String]) -> Result<()> {
     file.sync_data()
         .map_err(|e| Error::io("sync archive", path, e))
 }
+
+/// Makes `root/rel` a real directory, one component at a time below `root` (which the
+/// caller trusts): a missing component is created, and each one must then be a real
+/// directory — a symbolic link (dangling or not) or anything else there is an error
+/// naming it, never followed. For writes into a project's `.roocode/`, whose content
+/// comes from the repository.
+pub fn make_real_dirs(root: &Path, rel: &Path) -> std::io::Result<std::path::PathBuf> {
+    let mut path = root.to_path_buf();
+    for component in rel.components() {
+        let std::path::Component::Normal(name) = component else {
+            return Err(std::io::Error::other(format!(
+                "use {}: only plain names may follow {}",
+                rel.display(),
+                root.display()
+            )));
+        };
+        path.push(name);
+        for attempt in 0..2 {
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(std::io::Error::other(format!(
+                        "use {}: it is a symbolic link, and roo never writes through one there; \
+                         remove it (it may come from the repository)",
+                        path.display()
+                    )));
+                }
+                Ok(meta) if meta.is_dir() => break,
+                Ok(_) => {
+                    return Err(std::io::Error::other(format!(
+                        "use {}: it exists and is not a directory; move it away",
+                        path.display()
+                    )));
+                }
+                Err(e) if e.kind() == ErrorKind::NotFound && attempt == 0 => {
+                    match std::fs::create_dir(&path) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(path)
+}
+
+/// Creates `path` as a new regular file holding `bytes` (`O_CREAT|O_EXCL|O_NOFOLLOW`:
+/// never through a symbolic link, a dangling one included). `Ok(false)`, writing
+/// nothing, when anything already exists there.
+pub fn create_new_regular(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    use std::io::Write;
+    let mut file = match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(OFlag::O_NOFOLLOW.bits())
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    if let Err(e) = file.write_all(bytes) {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(true)
+}

@@ -65,7 +65,7 @@ mod watch;
 
 pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion, replace_file};
 pub use error::{Error, LockHolder, Result};
-pub use fsio::read_regular;
+pub use fsio::{create_new_regular, make_real_dirs, read_regular};
 pub use home::{
     ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV, RooHome, StoreChoice, root_from_env, user_home,
 };

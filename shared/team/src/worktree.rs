@@ -43,19 +43,20 @@
 
 mod cleanup;
 mod git;
+mod guard;
 mod merge;
 pub mod remote;
 pub mod roots;
 pub mod subagents;
 mod sync;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use roo_store::Name;
 
 pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChanges};
 pub use git::Git;
+pub use guard::{FETCH_TIMEOUT, LOCAL_FETCH_TIMEOUT, check_clone_for_fetch};
 pub use merge::MergeOutcome;
 pub use remote::{RemoteRepo, RemoteRepos, RemoteWorktree, remote_members};
 pub use roots::{TeammateRoots, teammate_policy};
@@ -596,6 +597,13 @@ impl LeadRepo {
                     .to_string(),
             ));
         }
+        // An earlier teammate wrote it: checked like a fetch before any git reads it.
+        if let Err(why) = self.check_clone(&path) {
+            return Err(occupied(format!(
+                "it is a clone git must not read: {why}; move it away or pick another member \
+                 name"
+            )));
+        }
         let git = self.git.confined_to(&path);
         let on = git.run(&path, &["symbolic-ref", "-q", "HEAD"])?;
         let full_ref = format!("refs/heads/{branch}");
@@ -650,11 +658,12 @@ impl LeadRepo {
     /// clone, which ignores the clone's hooks and program-valued config. A branch
     /// that is not a fast-forward of the lead's is an error, never forced.
     ///
-    /// The fetch runs with the lead's rights outside any sandbox, so the clone is
-    /// checked first ([`check_clone_for_fetch`]): no symlink, FIFO or other special file
-    /// in its git directory's refs, objects and the files `upload-pack` reads, and no
-    /// alternates but the lead's own objects — a teammate cannot make the fetch read a
-    /// file its sandbox hides, or block. The fetch itself gets [`FETCH_TIMEOUT`].
+    /// The fetch runs with the lead's rights outside any sandbox, so the clone's whole
+    /// git directory is checked first (`worktree/guard.rs`): no symlink, FIFO or other
+    /// special file anywhere in it, nothing that redirects git (`commondir`, grafts,
+    /// extra alternates, a config include) — a teammate cannot make the fetch read a
+    /// file its sandbox hides, or block. The fetch itself gets [`LOCAL_FETCH_TIMEOUT`],
+    /// and git's message never reaches the model.
     pub fn fetch_member(&self, team: &Name, member: &Name) -> Result<bool> {
         // A teammate on another host: fetched from there over the lead's ssh.
         if let Some(remote) = self.remotes.get(member) {
@@ -664,11 +673,7 @@ impl LeadRepo {
         if !is_clone_dir(&path) {
             return Ok(false);
         }
-        let objects = match &self.git_dir {
-            Some(dir) => dir.join("objects"),
-            None => self.root.join(".git").join("objects"),
-        };
-        if let Err(why) = check_clone_for_fetch(&path, &objects) {
+        if let Err(why) = self.check_clone(&path) {
             return Err(WorktreeError::UnsafeClone {
                 branch: branch_name(team, member),
                 path,
@@ -678,7 +683,11 @@ impl LeadRepo {
         let full_ref = format!("refs/heads/{}", branch_name(team, member));
         let refspec = format!("{full_ref}:{full_ref}");
         let path_arg = path.as_os_str().to_os_string();
-        let args = [
+        let mut args: Vec<&std::ffi::OsStr> = guard::LOCAL_FETCH_CONFIG
+            .iter()
+            .map(|a| a.as_ref())
+            .collect();
+        args.extend::<[&std::ffi::OsStr; 7]>([
             "fetch".as_ref(),
             "--quiet".as_ref(),
             "--no-tags".as_ref(),
@@ -686,13 +695,17 @@ impl LeadRepo {
             "--no-recurse-submodules".as_ref(),
             path_arg.as_os_str(),
             refspec.as_ref(),
-        ];
-        let out = self.git.run_limited(&self.root, &args, FETCH_TIMEOUT)?;
+        ]);
+        let mut git = self.git.clone();
+        for (key, value) in guard::FETCH_ENV {
+            git = git.env(key, value);
+        }
+        let out = git.run_limited(&self.root, &args, LOCAL_FETCH_TIMEOUT)?;
         if !out.success {
             return Err(WorktreeError::Fetch {
                 branch: branch_name(team, member),
                 path,
-                stderr: out.stderr,
+                stderr: guard::fetch_failure(&out.stderr),
             });
         }
         Ok(true)
@@ -720,28 +733,17 @@ impl LeadRepo {
             // Created or not, it must be a real directory now.
             check_not_symlink(d, false)?;
         }
+        // Never through a link, a dangling one included: anything there is left alone.
         let ignore = dir.join(".gitignore");
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&ignore)
-        {
-            Ok(mut file) => file
-                .write_all(b"# RooCode teammates' worktrees: not part of the project.\n*\n")
-                .map_err(|source| WorktreeError::Io {
-                    action: "write",
-                    path: ignore.clone(),
-                    source,
-                })?,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(source) => {
-                return Err(WorktreeError::Io {
-                    action: "create",
-                    path: ignore,
-                    source,
-                });
-            }
-        }
+        roo_store::create_new_regular(
+            &ignore,
+            b"# RooCode teammates' worktrees: not part of the project.\n*\n",
+        )
+        .map_err(|source| WorktreeError::Io {
+            action: "create",
+            path: ignore,
+            source,
+        })?;
         Ok(dir)
     }
 
@@ -913,97 +915,6 @@ fn check_not_symlink(path: &Path, missing_ok: bool) -> Result<()> {
             source,
         }),
     }
-}
-
-/// How long a fetch from a teammate's clone may take.
-pub const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Most entries under a clone's `.git/refs` and `.git/objects` the fetch check walks.
-const MAX_CLONE_ENTRIES: usize = 200_000;
-
-/// Largest file `upload-pack` reads in a clone's git directory besides objects.
-const MAX_GIT_FILE: u64 = 1 << 20;
-
-/// Why the clone at `clone` is not safe to fetch from with the lead's rights, if it is
-/// not: every entry under its `.git/refs` and `.git/objects` is a real directory or
-/// regular file (no symlink — it would lead the fetch to another repository's objects
-/// or refs — and no FIFO, socket or device — it would block the fetch); `HEAD`,
-/// `config`, `packed-refs`, `shallow` and `commondir` are regular files of at most
-/// 1 MiB, if present; and `objects/info/alternates` names the lead's `objects` and
-/// nothing else.
-pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::Result<(), String> {
-    let git = clone.join(".git");
-    for name in [
-        "HEAD",
-        "config",
-        "packed-refs",
-        "shallow",
-        "commondir",
-        "gitdir",
-    ] {
-        let path = git.join(name);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_file() && meta.len() <= MAX_GIT_FILE => {}
-            Ok(_) => {
-                return Err(format!(
-                    "{} is not a regular file of at most 1 MiB",
-                    path.display()
-                ));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        }
-    }
-    // A clone a teammate filled with entries cannot make this walk, run before each lead
-    // turn, take long: past the cap it is refused.
-    let mut entries_seen = 0usize;
-    for top in ["refs", "objects"] {
-        let mut stack = vec![git.join(top)];
-        while let Some(dir) = stack.pop() {
-            let meta =
-                std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            if !meta.is_dir() {
-                return Err(format!("{} is not a real directory", dir.display()));
-            }
-            let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
-                entries_seen += 1;
-                if entries_seen > MAX_CLONE_ENTRIES {
-                    return Err(format!(
-                        "its refs and objects hold more than {MAX_CLONE_ENTRIES} entries; pack them (git gc) in the clone"
-                    ));
-                }
-                let kind = entry
-                    .file_type()
-                    .map_err(|e| format!("{}: {e}", entry.path().display()))?;
-                if kind.is_dir() {
-                    stack.push(entry.path());
-                } else if !kind.is_file() {
-                    return Err(format!(
-                        "{} is a symlink or special file",
-                        entry.path().display()
-                    ));
-                }
-            }
-        }
-    }
-    let alternates = git.join("objects").join("info").join("alternates");
-    let text = std::fs::read_to_string(&alternates).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let ours = match lines.as_slice() {
-        [] => true,
-        [one] => same_path(Path::new(one.trim()), lead_objects),
-        _ => false,
-    };
-    if !ours {
-        return Err(format!(
-            "{} names other object stores than the lead's {}",
-            alternates.display(),
-            lead_objects.display()
-        ));
-    }
-    Ok(())
 }
 
 /// Whether `path` is a teammate's clone: a real directory with a real `.git`

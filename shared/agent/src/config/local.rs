@@ -26,6 +26,20 @@ const HEADER: &str = "# Personal RooCode settings for this project; keep this fi
 /// not added twice. The rule is stored as given; callers validate it first.
 pub fn append_local_allow(project_root: &Path, rule: &str) -> Result<(), ConfigError> {
     let path = local_config_path(project_root);
+    // The project's `.roocode/` comes from the repository: nothing is written or read
+    // through a symbolic link there (a committed link could aim the write at `~`).
+    let write_err = |source: std::io::Error| ConfigError::Write {
+        path: path.clone(),
+        source,
+    };
+    let dir = roo_store::make_real_dirs(project_root, Path::new(".roocode")).map_err(write_err)?;
+    if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+        return Err(write_err(std::io::Error::other(format!(
+            "{} is a symbolic link or not a regular file, and roo never writes through one \
+             there; remove it (it may come from the repository)",
+            path.display()
+        ))));
+    }
     let created = update_yaml(&path, HEADER, |root, invalid| {
         let permissions = root
             .entry(Value::from("permissions"))
@@ -52,12 +66,10 @@ pub fn append_local_allow(project_root: &Path, rule: &str) -> Result<(), ConfigE
         allow.push(rule_value);
         Ok(true)
     })?;
-    if created && let Some(dir) = path.parent() {
-        let gitignore = dir.join(".gitignore");
-        if !gitignore.exists() {
-            // Best effort: the rule is saved either way.
-            let _ = fs::write(&gitignore, "config.local.yaml\n");
-        }
+    if created {
+        // Best effort: the rule is saved either way. Never through a link, a dangling
+        // one included: anything at the path is left alone.
+        let _ = roo_store::create_new_regular(&dir.join(".gitignore"), b"config.local.yaml\n");
     }
     Ok(())
 }

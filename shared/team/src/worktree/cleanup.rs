@@ -353,6 +353,17 @@ impl LeadRepo {
             branch: branch.clone(),
             why,
         };
+        // Checked before any git reads it, here or confined in it: git must not follow
+        // what the clone points at, nor block on it (`worktree/guard.rs`).
+        if let Err(why) = self.check_clone(&path) {
+            let e = super::WorktreeError::UnsafeClone {
+                branch: branch.clone(),
+                path: path.clone(),
+                why,
+            };
+            report.kept.push(keep(KeptWhy::NotFetched(e.to_string())));
+            return Ok(());
+        }
         let git = self.git.confined_to(&path);
         let on = git.run(&path, &["symbolic-ref", "-q", "HEAD"])?;
         let on = on.stdout.trim();

@@ -235,9 +235,39 @@ impl Git {
                 .collect::<Vec<_>>()
                 .join(" "),
             dir: dir.to_path_buf(),
-            stderr,
+            stderr: capped(stderr),
         }
     }
+}
+
+/// Most bytes of git's message an error carries.
+const MAX_STDERR: usize = 2000;
+
+/// `stderr` with control characters (terminal escapes) but newlines and tabs shown as
+/// `\u{…}` escapes, cut to [`MAX_STDERR`] bytes (at a character boundary), with a note
+/// when cut.
+fn capped(stderr: String) -> String {
+    let mut stderr: String = stderr
+        .chars()
+        .flat_map(|c| {
+            let escape = c.is_control() && c != '\n' && c != '\t';
+            let shown: Vec<char> = if escape {
+                c.escape_unicode().collect()
+            } else {
+                vec![c]
+            };
+            shown
+        })
+        .collect();
+    if stderr.len() > MAX_STDERR {
+        let mut cut = MAX_STDERR;
+        while !stderr.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        stderr.truncate(cut);
+        stderr.push_str(" … (cut)");
+    }
+    stderr
 }
 
 /// Splits NUL-separated output into its non-empty fields.
@@ -286,5 +316,30 @@ pub(crate) fn output_within(
                 ),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn git_messages_are_cut_and_carry_no_terminal_escape() {
+        let long = format!("fatal: \u{1b}[2Jgone\r\n{}", "é".repeat(3000));
+        let shown = super::capped(long);
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\r'),
+            "{shown}"
+        );
+        assert!(
+            shown.starts_with("fatal: \\u{1b}[2Jgone\\u{d}\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.len() <= super::MAX_STDERR + " … (cut)".len(),
+            "{}",
+            shown.len()
+        );
+        assert!(shown.ends_with(" … (cut)"));
     }
 }

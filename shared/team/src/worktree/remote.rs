@@ -182,7 +182,7 @@ fn clone_script(
            if [ -L \"$d\" ]; then echo \"$d is a symbolic link; RooCode never follows one there\" >&2; exit 3; fi\n\
          done\n\
          mkdir -p \"$dir\" || exit 3\n\
-         [ -e \"$dir/.gitignore\" ] || printf '# RooCode teammates'\\'' clones: not part of the project.\\n*\\n' > \"$dir/.gitignore\"\n\
+         [ -e \"$dir/.gitignore\" ] || [ -L \"$dir/.gitignore\" ] || ( set -C; printf '# RooCode teammates'\\'' clones: not part of the project.\\n*\\n' > \"$dir/.gitignore\" ) || true\n\
          if [ -e \"$path\" ] || [ -L \"$path\" ]; then\n\
            if [ -L \"$path\" ] || [ ! -d \"$path/.git\" ] || [ -L \"$path/.git\" ]; then\n\
              echo \"$path exists and is not a teammate's clone; move it away or pick another member name\" >&2; exit 3\n\
@@ -205,6 +205,101 @@ fn clone_script(
         branch = q(branch)?,
         base = q(base)?,
     ))
+}
+
+/// The host's side of a fetch from a teammate's clone there, run by the host's shell as
+/// `<this> '<clone>'` instead of `git upload-pack`: the clone is checked as a local one
+/// is (`worktree/guard.rs`: no symlink or special file in its `.git`, no `commondir`,
+/// `gitdir`, grafts or http-alternates, alternates naming `repo`'s objects only, no
+/// config include or promisor remote), then `git upload-pack` runs with hooks, the
+/// attribute file and lazy fetches off and an inactivity timeout. A refusal is one
+/// `roo-refused: <reason>` line, which [`refused_on_host`] turns into a message.
+pub fn upload_pack_command(repo: &Path) -> Result<String> {
+    const SCRIPT: &str = r#"set -u
+p=$1; g=$p/.git; repo=__REPO__
+no() { echo "roo-refused: $1" >&2; exit 3; }
+{ [ ! -L "$p" ] && [ -d "$g" ] && [ ! -L "$g" ]; } || no not-a-clone
+bad=$(find "$g" ! -type f ! -type d -print 2>/dev/null | head -n 1) || no unreadable
+[ -z "$bad" ] || no special-file
+find "$g" >/dev/null 2>&1 || no unreadable
+for f in commondir gitdir info/grafts objects/info/http-alternates; do
+  if [ -e "$g/$f" ] || [ -L "$g/$f" ]; then no redirect; fi
+done
+a=$g/objects/info/alternates
+if [ -e "$a" ]; then
+  [ "$(wc -c < "$a")" -le 1048576 ] || no alternates
+  want=$(cd "$repo/.git/objects" && pwd -P) || no alternates
+  n=0
+  while IFS= read -r line || [ -n "$line" ]; do
+    [ -z "$line" ] && continue
+    n=$((n + 1))
+    # Textually the host clone's objects, as `git clone --shared` wrote them: no path
+    # through a link the teammate could retarget after this check.
+    [ "$line" = "$repo/.git/objects" ] || [ "$line" = "$want" ] || no alternates
+  done < "$a"
+  [ "$n" -le 1 ] || no alternates
+fi
+for c in "$g/config" "$g/config.worktree"; do
+  [ -e "$c" ] || continue
+  keys=$(git config --file "$c" --no-includes --name-only --list 2>/dev/null) || no config
+  if printf '%s\n' "$keys" | grep -qiE '^(include\.|includeif\.|extensions\.partialclone$|remote\..*\.promisor$)'; then no config; fi
+done
+GIT_NO_LAZY_FETCH=1 exec git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.attributesFile=/dev/null upload-pack --timeout=30 "$p"
+"#;
+    let script = SCRIPT.replace("__REPO__", &quote(&repo.display().to_string())?);
+    Ok(format!("sh -c {} roo-upload-pack", quote(&script)?))
+}
+
+/// The reason of a `roo-refused:` line [`upload_pack_command`] printed, in words.
+fn refused_on_host(stderr: &str) -> Option<&'static str> {
+    let token = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("roo-refused: "))?;
+    Some(match token.trim() {
+        "not-a-clone" => "the path is not a teammate's clone (a real directory with a real .git)",
+        "special-file" => {
+            "its .git holds a symlink or special file (FIFO, socket, device), which git would \
+             follow out of the clone or block on; remove it there"
+        }
+        "unreadable" => "part of its .git cannot be read",
+        "redirect" => {
+            "its .git has commondir, gitdir, info/grafts or objects/info/http-alternates, which \
+             would make git read outside the clone; remove it there"
+        }
+        "alternates" => {
+            "its objects/info/alternates names other object stores than the host clone's, \
+             where it was made to read"
+        }
+        "config" => {
+            "its config has an include (include.path or includeIf) or a promisor remote, or \
+             cannot be read; remove it there"
+        }
+        _ => "the clone failed the host's check",
+    })
+}
+
+/// Whether the fetch failed in ssh itself (no connection, no key), by ssh's own lines.
+fn ssh_failed(stderr: &str) -> bool {
+    stderr.lines().any(is_ssh_line)
+}
+
+fn is_ssh_line(line: &str) -> bool {
+    line.starts_with("ssh:")
+        || line.contains("Permission denied (")
+        || line.starts_with("Host key verification failed")
+        || line.starts_with("ssh took longer than")
+}
+
+/// ssh's own lines of `stderr` (at most 3, each cut to 200 characters): the local ssh
+/// client wrote them, nothing read on the host.
+fn ssh_lines(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| is_ssh_line(l))
+        .take(3)
+        .map(|l| l.chars().take(200).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl LeadRepo {
@@ -354,25 +449,44 @@ impl LeadRepo {
         let full_ref = format!("refs/heads/{}", branch_name(team, member));
         let refspec = format!("{full_ref}:{full_ref}");
         let url = remote.url(&path);
-        let git = self.remote_git(remote)?;
+        let mut git = self.remote_git(remote)?;
+        for (key, value) in super::guard::FETCH_ENV {
+            git = git.env(key, value);
+        }
+        let upload_pack = format!("--upload-pack={}", upload_pack_command(&remote.repo)?);
         let out = git.run_limited(
             &self.root,
             &[
+                "-c",
+                "core.attributesFile=/dev/null",
                 "fetch",
                 "--quiet",
                 "--no-tags",
                 "--no-write-fetch-head",
                 "--no-recurse-submodules",
+                upload_pack.as_str(),
                 url.as_str(),
                 refspec.as_str(),
             ],
             FETCH_TIMEOUT,
         )?;
         if !out.success {
+            let stderr = match refused_on_host(&out.stderr) {
+                Some(why) => format!(
+                    "refused on host {}: {why}; nothing was fetched",
+                    remote.host
+                ),
+                None if ssh_failed(&out.stderr) => format!(
+                    "{}{}",
+                    ssh_lines(&out.stderr),
+                    crate::backend::ssh::ssh_hint(&out.stderr)
+                ),
+                None => super::guard::fetch_failure(&out.stderr),
+            };
             return Err(WorktreeError::Fetch {
                 branch: branch_name(team, member),
                 path: PathBuf::from(url),
-                stderr: out.stderr,
+                stderr,
             });
         }
         Ok(true)
@@ -429,5 +543,52 @@ mod tests {
         assert_eq!(out.status.code(), Some(3), "{out:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("not a clone"));
         assert!(!repo.exists());
+    }
+
+    #[test]
+    fn the_clone_script_never_writes_through_a_dangling_gitignore_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".roocode/worktrees")).unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(&repo)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("HOME", dir.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "i",
+        ]);
+        let base = git(&["rev-parse", "HEAD"]);
+        let target = dir.path().join("profile");
+        std::os::unix::fs::symlink(&target, repo.join(".roocode/worktrees/.gitignore")).unwrap();
+        let path = repo.join(".roocode/worktrees/crew+alice");
+        let script = clone_script(&repo, &path, "roo/crew/alice", &base, &[]).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            std::fs::symlink_metadata(&target).is_err(),
+            "target created"
+        );
+        assert!(path.join(".git").is_dir());
     }
 }

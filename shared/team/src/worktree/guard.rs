@@ -1,0 +1,332 @@
+//! What the lead's git may read from a teammate's clone (docs/WORKTREES.md "What the
+//! lead's git reads from a clone").
+//!
+//! The lead fetches a teammate's branch with its own rights, outside any sandbox: git's
+//! `upload-pack` then reads the clone's git directory, which the teammate wrote. Before
+//! every fetch the whole git directory is checked ([`check_clone_for_fetch`]) without
+//! following anything: every entry is a real directory or a regular file (a symlink
+//! would make git read a file outside the clone, a FIFO or device would block it); the
+//! small files git reads whole are at most 1 MiB; nothing redirects git elsewhere
+//! (`commondir`, `gitdir`, `info/grafts`, `objects/info/http-alternates`); the
+//! alternates name the lead's object directory only, as `git clone --shared` wrote
+//! them; and the config has no `include`/`includeIf` and no promisor remote
+//! ([`LeadRepo::check_clone`]). The fetch itself then runs with the clone's attribute
+//! file and lazy fetches off and every transport but `file` refused
+//! ([`LOCAL_FETCH_CONFIG`]), for at most [`LOCAL_FETCH_TIMEOUT`]; and what it printed
+//! never reaches the model ([`fetch_failure`]): a check found between the check and the
+//! fetch could only make git quote a file the clone points at in its message.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::LeadRepo;
+
+/// How long a fetch from a teammate's clone on another host may take (ssh, network).
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a fetch from a teammate's clone on this machine may take: a pack of what
+/// the teammate committed, copied from one directory to another. Nothing can block it
+/// (the check refuses FIFOs and devices), so this only bounds what a clone changed
+/// between the check and the fetch could cost a lead turn.
+pub const LOCAL_FETCH_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Most entries under a clone's `.git` the check walks.
+const MAX_CLONE_ENTRIES: usize = 200_000;
+
+/// Largest small file git reads whole from a clone's git directory.
+const MAX_GIT_FILE: u64 = 1 << 20;
+
+/// Files a clone the runtime made never has, each of which makes git read another
+/// repository or file, or rewrite history: refused when present.
+const REDIRECTS: &[&str] = &[
+    "commondir",
+    "gitdir",
+    "info/grafts",
+    "objects/info/http-alternates",
+];
+
+/// Files git reads whole: at most [`MAX_GIT_FILE`] each.
+const SMALL_FILES: &[&str] = &[
+    "HEAD",
+    "config",
+    "config.worktree",
+    "packed-refs",
+    "shallow",
+    "objects/info/alternates",
+];
+
+/// `-c` settings of a fetch from a clone on this machine (upload-pack inherits them):
+/// no attribute file of the clone's choosing, and no transport but `file`, so nothing
+/// in the clone can make git connect anywhere.
+pub(crate) const LOCAL_FETCH_CONFIG: &[&str] = &[
+    "-c",
+    "core.attributesFile=/dev/null",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "protocol.file.allow=always",
+];
+
+/// The environment of every fetch from a clone: no lazy fetch from a promisor remote
+/// the clone's config names.
+pub(crate) const FETCH_ENV: &[(&str, &str)] = &[("GIT_NO_LAZY_FETCH", "1")];
+
+/// `rel` inside the clone, as shown in a message: a teammate chose the name, so it is
+/// quoted with escapes and cut short.
+fn shown(git_dir: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(git_dir).unwrap_or(path);
+    let text = format!("{:?}", Path::new(".git").join(rel));
+    match text.char_indices().nth(120) {
+        Some((cut, _)) => format!("{}…\"", &text[..cut]),
+        None => text,
+    }
+}
+
+/// Why the clone at `clone` is not safe to fetch from with the lead's rights, if it is
+/// not (see the module documentation); `lead_objects` is the lead's object directory.
+/// Reads nothing but directory listings, `lstat`s and the alternates file, never
+/// following a link; the reason names the offending path and quotes no file content.
+pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::Result<(), String> {
+    let git = clone.join(".git");
+    match std::fs::symlink_metadata(&git) {
+        Ok(meta) if meta.is_dir() => {}
+        _ => return Err("its .git is not a real directory".to_string()),
+    }
+    for name in REDIRECTS {
+        let path = git.join(name);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Err(format!(
+                "{} exists, which would make git read outside the clone or rewrite its \
+                 history; remove it",
+                shown(&git, &path)
+            ));
+        }
+    }
+    for name in SMALL_FILES {
+        let path = git.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() <= MAX_GIT_FILE => {}
+            Ok(_) => {
+                return Err(format!(
+                    "{} is not a regular file of at most 1 MiB",
+                    shown(&git, &path)
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{}: {}", shown(&git, &path), e.kind())),
+        }
+    }
+    // Everything under .git: a clone a teammate filled with entries cannot make this walk,
+    // run before each lead turn, take long: past the cap it is refused.
+    let mut seen = 0usize;
+    let mut stack = vec![git.clone()];
+    while let Some(dir) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| format!("{}: {}", shown(&git, &dir), e.kind()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {}", shown(&git, &dir), e.kind()))?;
+            seen += 1;
+            if seen > MAX_CLONE_ENTRIES {
+                return Err(format!(
+                    "its .git holds more than {MAX_CLONE_ENTRIES} entries; pack them (git gc) \
+                     in the clone"
+                ));
+            }
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("{}: {}", shown(&git, &entry.path()), e.kind()))?;
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if !kind.is_file() {
+                return Err(format!(
+                    "{} is a symlink or special file (FIFO, socket, device), which git would \
+                     follow out of the clone or block on; remove it",
+                    shown(&git, &entry.path())
+                ));
+            }
+        }
+    }
+    let objects = git.join("objects");
+    let alternates = objects.join("info").join("alternates");
+    // Read after the walk found it a regular file; opened without following a link.
+    let text = read_small(&alternates).map_err(|e| format!("{}: {e}", shown(&git, &alternates)))?;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let ours = match lines.as_slice() {
+        [] => true,
+        // Resolved through no link: a link (in the clone, or in /tmp) could be retargeted
+        // between this check and the fetch.
+        [one] => {
+            let written = objects.join(one.trim());
+            !through_a_link(&written) && super::same_path(&written, lead_objects)
+        }
+        _ => false,
+    };
+    if !ours {
+        return Err(format!(
+            "{} names other object stores than the lead's {}, where the clone was made to \
+             read; put back the single line `{}`",
+            shown(&git, &alternates),
+            lead_objects.display(),
+            lead_objects.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Whether any leading part of `path` is a symbolic link (or cannot be inspected).
+fn through_a_link(path: &Path) -> bool {
+    let mut prefix = PathBuf::new();
+    for component in path.components() {
+        prefix.push(component);
+        if matches!(component, std::path::Component::Normal(_))
+            && std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The regular file `path` (never through a link, never blocking), at most
+/// [`MAX_GIT_FILE`] bytes, as text; empty when missing.
+fn read_small(path: &Path) -> std::result::Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(format!("{}", e.kind())),
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => {}
+        _ => return Err("not a regular file".to_string()),
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_GIT_FILE)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}", e.kind()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+impl LeadRepo {
+    /// [`check_clone_for_fetch`], then the clone's config files: no `include.*` or
+    /// `includeIf.*` (git would read the file it names, with the lead's rights) and no
+    /// promisor remote (`extensions.partialClone`, `remote.*.promisor`: a lazy fetch to a
+    /// URL of the teammate's choosing). Read by git itself, includes not followed.
+    pub(crate) fn check_clone(&self, clone: &Path) -> std::result::Result<(), String> {
+        check_clone_for_fetch(clone, &self.objects_dir())?;
+        let git = clone.join(".git");
+        for name in ["config", "config.worktree"] {
+            let path = git.join(name);
+            if std::fs::symlink_metadata(&path).is_err() {
+                continue;
+            }
+            let file = path.as_os_str().to_os_string();
+            let out = self
+                .git
+                .run(
+                    &self.root,
+                    &[
+                        "config".as_ref(),
+                        "--file".as_ref(),
+                        file.as_os_str(),
+                        "--no-includes".as_ref(),
+                        "--null".as_ref(),
+                        "--name-only".as_ref(),
+                        "--list".as_ref(),
+                    ],
+                )
+                .map_err(|e| format!("{}: {e}", shown(&git, &path)))?;
+            if !out.success {
+                return Err(format!(
+                    "git cannot read {} as a config file; fix or remove it",
+                    shown(&git, &path)
+                ));
+            }
+            let refused = super::git::nul_fields(&out.stdout).find(|key| {
+                let key = key.to_ascii_lowercase();
+                key.starts_with("include.")
+                    || key.starts_with("includeif.")
+                    || key == "extensions.partialclone"
+                    || (key.starts_with("remote.") && key.ends_with(".promisor"))
+            });
+            if let Some(key) = refused {
+                let what = if key.to_ascii_lowercase().starts_with("include") {
+                    "a config include (include.path or includeIf), which would make git read \
+                     another file"
+                } else {
+                    "a promisor remote, which would make git fetch from a URL the clone names"
+                };
+                return Err(format!(
+                    "{} has {what}; remove it from the clone's config",
+                    shown(&git, &path)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The lead's object directory (what a clone's alternates must name).
+    pub(crate) fn objects_dir(&self) -> PathBuf {
+        match &self.git_dir {
+            Some(dir) => dir.join("objects"),
+            None => self.root.join(".git").join("objects"),
+        }
+    }
+}
+
+/// What the model is told of a failed fetch: git's own message is never passed on —
+/// it may quote a file the clone pointed git at — only what it means, recognised from
+/// it, or the runtime's own words (a timeout).
+pub(crate) fn fetch_failure(stderr: &str) -> String {
+    if stderr.contains("non-fast-forward") || stderr.contains("[rejected]") {
+        return "the teammate's branch is not a fast-forward of the lead's (git refused it)"
+            .to_string();
+    }
+    if let Some(line) = stderr
+        .lines()
+        .find(|l| l.starts_with("git took longer than") || l.starts_with("ssh took longer than"))
+    {
+        return line.to_string();
+    }
+    if stderr.contains("couldn't find remote ref") {
+        return "the clone has no such branch".to_string();
+    }
+    "git did not complete the fetch (its message is not shown, as it could quote a file \
+     the clone points at; run the same `git fetch` in the lead's repository to see it)"
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_failed_fetch_tells_the_model_what_happened_without_gits_words() {
+        let leak = "error: bad graft data: https://user:ghp_SECRET@github.com\n";
+        for (stderr, said) in [
+            (
+                format!("{leak} ! [rejected]        roo/t/a -> roo/t/a  (non-fast-forward)"),
+                "not a fast-forward",
+            ),
+            (
+                format!("{leak}fatal: couldn't find remote ref refs/heads/roo/t/a"),
+                "no such branch",
+            ),
+            (
+                "git took longer than 15 s and was ended".to_string(),
+                "took longer",
+            ),
+            (format!("{leak}fatal: the remote end hung up"), "not shown"),
+        ] {
+            let told = super::fetch_failure(&stderr);
+            assert!(told.contains(said), "{told}");
+            assert!(
+                !told.contains("SECRET") && !told.contains("github"),
+                "{told}"
+            );
+        }
+    }
+}
