@@ -33,6 +33,7 @@ mod store_files;
 mod store_pg;
 mod store_pg_review2;
 mod store_symlinks;
+mod task_authority;
 mod team_approvals;
 mod team_frugal;
 mod team_iterm2;

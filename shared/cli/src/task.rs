@@ -315,6 +315,7 @@ fn run(cli: TaskCli) -> CliResult {
                 paths,
                 metadata: metadata.into_iter().collect(),
                 owner: owner.as_deref().map(member_name).transpose()?,
+                by: ctx.agent_opt()?,
             })?;
             if ctx.json() {
                 print_json(out, &task)?;

@@ -8,6 +8,7 @@
 //! force a change over someone's claim.
 
 use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
+use roo_store::authority::TaskChange;
 use roo_store::{
     ClaimOptions, ClaimOutcome, Name, NewTask, Task, TaskFilter, TaskId, TaskPatch, TaskStatus,
 };
@@ -270,6 +271,7 @@ impl TaskCreate {
             paths: input.paths,
             metadata: input.metadata.unwrap_or_default(),
             owner: None,
+            by: None,
         };
         let owner = input
             .owner
@@ -280,7 +282,19 @@ impl TaskCreate {
         let binding = self.team.binding()?;
         let team = self.team.clone();
         run_blocking(CREATE, &ctx.cancel, move || {
-            let task = binding.team.tasks().create(new)?;
+            let tasks = binding.team.tasks();
+            // Whether it may give the task that owner, before there is a task to give.
+            tasks.authorize(
+                Some(&binding.me),
+                None,
+                &TaskChange::Create {
+                    owner: owner.as_ref(),
+                },
+            )?;
+            let task = tasks.create(NewTask {
+                by: Some(binding.me.clone()),
+                ..new
+            })?;
             let Some(owner) = owner else {
                 return Ok(format!("created task {}", task_line(&task)));
             };
