@@ -126,10 +126,11 @@ pub struct TaskPatch {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// A note to append.
     pub note: Option<String>,
-    /// Who makes the change (recorded with the note; checked against the owner).
+    /// Who makes the change (recorded with the note; judged by
+    /// [`crate::authority::may`]).
     pub by: Option<Name>,
-    /// Change the owner or status of another member's in-progress task anyway (the
-    /// override is recorded in the task's notes).
+    /// Make a change [`crate::authority::may`] refuses `by` as not its to make anyway
+    /// (needs `by`; the override is recorded in the task's notes).
     pub force: bool,
 }
 
@@ -493,7 +494,9 @@ impl TaskList {
     /// Atomically claims task `id` for `owner`: succeeds only if it is pending, unowned (or
     /// pre-assigned to `owner`), all blockers are completed and (unless ignored) its scope
     /// overlaps no in-progress task of another owner. Sets owner, `in_progress` and a lease
-    /// in the same write. Claiming a task one already holds renews its lease.
+    /// in the same write. Claiming a task one already holds renews its lease. A lease
+    /// longer than [`crate::authority::MAX_MEMBER_LEASE`] is the lead's (not permitted
+    /// for any other claimer).
     pub fn claim(&self, id: &TaskId, owner: &Name, options: &ClaimOptions) -> Result<ClaimOutcome> {
         check_lease("claim", id, options.lease)?;
         self.update_doc(|config, list| {
@@ -708,8 +711,8 @@ impl TaskList {
     /// Sets `to` as the owner of task `id` on `by`'s behalf, in one locked write, and
     /// records the note `"assigned to <to> by <by>"`. A pending task stays pending
     /// (pre-assigned: only `to` can claim it); an in-progress task gets a new lease for
-    /// `to`, which needs its current owner, the lead or `force` as for any owner change
-    /// (PROTOCOL.md §6.3). A completed task is refused. Repeating the task's latest
+    /// `to`. Giving a task away is the lead's, or `force`'s (PROTOCOL.md §6.3,
+    /// authority). A completed task is refused. Repeating the task's latest
     /// assignment (same owner, same `by`, its note still the last) writes nothing. Sends
     /// nothing: [`Team::assign_task`] sends the `task_assignment` after this write.
     pub fn assign(&self, id: &TaskId, to: &Name, by: &Name, force: bool) -> Result<Task> {
@@ -777,8 +780,9 @@ impl TaskList {
     }
 
     /// Deletes task `id` and drops it from every other task's dependencies. Its id is
-    /// never reused. Another member's in-progress task can be deleted only by its owner,
-    /// the lead, or with `force` (the returned task then carries a note saying so).
+    /// never reused. Refused unless [`may`] lets `by` (a member deletes only its own
+    /// tasks; an unnamed caller no in-progress one), or `force` overrides it (the
+    /// returned task then carries a note saying so).
     pub fn delete(&self, id: &TaskId, by: Option<&Name>, force: bool) -> Result<Task> {
         self.delete_where(id, by, force, |_| true)?
             .ok_or_else(|| self.invalid("delete", id, "it was not deleted"))

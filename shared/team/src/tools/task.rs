@@ -3,9 +3,11 @@
 //! Ownership follows the store (`docs/PROTOCOL.md` §6.3, §6.6): setting yourself as
 //! owner (or a task you may take to `in_progress`) is an atomic claim, refused if
 //! another member owns it; setting another member is an assignment, which also sends
-//! that member a `task_assignment`; changing the owner or status of another member's
-//! claim is refused unless the caller is the lead. There is no way for the model to
-//! force a change over someone's claim.
+//! that member a `task_assignment`. Who may change, give away or create what is the
+//! store's one rule ([`roo_store::authority::may`], judged with the caller's name in
+//! each write; TaskCreate asks it before creating a task for another member): only
+//! the lead changes tasks it does not own. There is no way for the model to force a
+//! change.
 
 use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
 use roo_store::authority::TaskChange;
