@@ -208,7 +208,7 @@ fn attacks_are_refused_and_own_work_goes_on(store: Option<String>) {
         ),
         bash("end", "true"),
     ];
-    let (_mock, carol) = world.carol(&calls);
+    let (mock, carol) = world.carol(&calls);
     let child = carol.spawn();
     wait_until(
         "carol's calls to run",
@@ -268,6 +268,20 @@ fn attacks_are_refused_and_own_work_goes_on(store: Option<String>) {
         assert_eq!(rc(name), "0", "{name}: {}\n{}", err(name), out.stderr());
     }
 
+    // The tools' refusals reached the model (the Bash calls' went to files).
+    let seen: String = mock
+        .requests()
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    for refusal in [
+        "failed to update task 1: it is owned by lead; only its owner or the lead may change it",
+        "failed to update task 3: it is owned by bob",
+        "failed to update task 4: it is owned by nobody; only the lead may change it",
+        "failed to create a task owned by lead: only the lead may give a task to another member",
+    ] {
+        assert!(seen.contains(refusal), "{refusal}");
+    }
     // The PostgreSQL run kept nothing in files.
     assert!(
         world.store.is_none() || !world.path("roo/tasks/t/tasks.json").exists(),
