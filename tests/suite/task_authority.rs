@@ -385,3 +385,81 @@ fn a_teammate_changes_only_its_own_tasks_on_the_postgresql_store() {
     };
     attacks_are_refused_and_own_work_goes_on(Some(url));
 }
+
+/// The lead's own commands, relayed by the lead's agent, may do everything a teammate's
+/// may not.
+#[test]
+fn the_leads_relayed_commands_keep_full_authority() {
+    let world = World::new(None);
+    let calls = [
+        bash(
+            "retitle",
+            "roo-task update 1 --subject 'Ship the release today'",
+        ),
+        bash("complete", "roo-task update 3 --status completed"),
+        bash("give", "roo-task update 4 --owner bob"),
+        bash(
+            "retitle-peer",
+            "roo-task update 2 --subject 'Fix the parser now'",
+        ),
+        bash(
+            "create-for",
+            "roo-task create --subject 'For bob' --owner bob",
+        ),
+        bash("long-claim", &format!("roo-task claim 5 --lease {WEEK}")),
+    ];
+    let mut script = String::from("agents:\n  \"*\":\n");
+    for (tool, input) in &calls {
+        script.push_str(&format!(
+            "    - tool_calls:\n        - {{name: {tool}, input: {input}}}\n"
+        ));
+    }
+    script.push_str("    - text: \"Done.\"\n");
+    let mock = MockLlm::start(&script);
+    let path = format!(
+        "{}:{}",
+        bin("roo-task").parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = world
+        .cli("roo-lead")
+        .env("PATH", path)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["-p", "go", "--team", "t"])
+        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["--base-url", &mock.base_url("anthropic")])
+        .args(["--permission-mode", "bypassPermissions"])
+        // Carol and bob never run: the lead stops waiting for them soon after its turn.
+        .args(["--team-timeout", "2"])
+        .run();
+    for name in [
+        "retitle",
+        "complete",
+        "give",
+        "retitle-peer",
+        "create-for",
+        "long-claim",
+    ] {
+        let rc = world.project(&format!("{name}.rc"));
+        assert_eq!(
+            rc.trim(),
+            "0",
+            "{name}: {}\n{}",
+            world.project(&format!("{name}.err")),
+            out.stderr()
+        );
+    }
+    let after = world.tasks();
+    assert_eq!(after[0].subject, "Ship the release today");
+    assert_eq!(after[1].subject, "Fix the parser now");
+    assert_eq!(after[2].status, TaskStatus::Completed);
+    assert_eq!(after[3].owner.as_ref().map(Name::as_str), Some("bob"));
+    let five = &after[4];
+    assert_eq!(five.owner.as_ref().map(Name::as_str), Some("lead"));
+    let lease = five.lease.as_ref().unwrap();
+    assert!(
+        lease.expires_at.unix_ms() - lease.acquired_at.unix_ms() >= 604_800_000,
+        "{lease:?}"
+    );
+    assert_eq!(after[5].owner.as_ref().map(Name::as_str), Some("bob"));
+}
