@@ -394,34 +394,53 @@ fn another_members_claim_cannot_be_taken_over_completed_or_deleted() {
         .args(["claim", "1", "--team", "t", "--as", "alice"])
         .run()
         .assert_ok();
-    for args in [
-        &["update", "1", "--owner", "bob", "--as", "bob"][..],
-        &["update", "1", "--status", "completed", "--as", "bob"],
-        &[
-            "update",
-            "1",
-            "--status",
-            "pending",
-            "--no-owner",
-            "--as",
-            "bob",
-        ],
-        &["update", "1", "--status", "completed"],
-        &["delete", "1", "--as", "bob"],
+    for (args, refusal) in [
+        (
+            &["update", "1", "--owner", "bob", "--as", "bob"][..],
+            "owned by alice; only its owner or the lead may change it",
+        ),
+        (
+            &["update", "1", "--status", "completed", "--as", "bob"],
+            "owned by alice",
+        ),
+        (
+            &[
+                "update",
+                "1",
+                "--status",
+                "pending",
+                "--no-owner",
+                "--as",
+                "bob",
+            ],
+            "owned by alice",
+        ),
+        (
+            &["update", "1", "--status", "completed"],
+            "claimed by alice",
+        ),
+        (&["delete", "1", "--as", "bob"], "owned by alice"),
+        // Nor may bob edit its text (PROTOCOL.md §6.3, authority).
+        (
+            &["update", "1", "--as", "bob", "--note", "fyi"],
+            "only its owner or the lead",
+        ),
     ] {
         env.task()
             .args(args)
             .args(["--team", "t"])
             .run()
             .assert_code(1)
-            .assert_stderr_contains("claimed by alice");
+            .assert_stderr_contains(refusal);
     }
     let task = get_json(&env, "1");
     assert_eq!(task["owner"], "alice");
     assert_eq!(task["status"], "in_progress");
-    // Bob may still edit the text; the owner and the lead may change status.
+    // The owner and the lead may change it.
     env.task()
-        .args(["update", "1", "--team", "t", "--as", "bob", "--note", "fyi"])
+        .args([
+            "update", "1", "--team", "t", "--as", "alice", "--note", "fyi",
+        ])
         .run()
         .assert_ok();
     env.task()

@@ -34,6 +34,7 @@ mod store_files;
 mod store_pg;
 mod store_pg_review2;
 mod store_symlinks;
+mod task_authority;
 mod team_approvals;
 mod team_fetch_guard;
 mod team_frugal;

@@ -63,9 +63,11 @@ pub(crate) fn forward_if_relayed(program: &str, args: &[OsString]) -> Option<Exi
 /// teammate gets what a teammate's work needs — mail, reading the team, creating,
 /// claiming, updating and renewing tasks, adding usage — and nothing that acts on
 /// others' work or the team itself (`--force`, `assign`, `delete`, `reclaim`,
-/// `doctor --acknowledge`, membership); no agent's command deletes a team (the
-/// lead has its TeamDelete tool, which shuts the team down first). Arguments that
-/// do not parse pass: the CLI itself rejects them without touching anything.
+/// `doctor --acknowledge`, membership); which tasks it may create, update or renew,
+/// and how, the store decides with its name ([`roo_store::authority::may`]). No
+/// agent's command deletes a team (the lead has its TeamDelete tool, which shuts
+/// the team down first). Arguments that do not parse pass: the CLI itself rejects
+/// them without touching anything.
 pub fn check(request: &Request, me: &Member) -> Result<(), String> {
     let argv = std::iter::once(request.program.clone()).chain(request.args.iter().cloned());
     let lead_only = |what: &str| Err(format!("{what} is the lead's to do, not a teammate's"));

@@ -122,7 +122,8 @@ pub(crate) enum TaskCommand {
         /// Claim the first ready task instead
         #[arg(long)]
         next: bool,
-        /// Lease length in seconds (the owner renews it with `roo-task renew`)
+        /// Lease length in seconds (the owner renews it with `roo-task renew`; at most 3600
+        /// for a member other than the lead)
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs())]
         lease: u64,
         /// Claim even if the task's paths overlap another in-progress task's
@@ -134,7 +135,8 @@ pub(crate) enum TaskCommand {
         /// Task id
         #[arg(value_parser = parse_id)]
         id: TaskId,
-        /// New lease length in seconds from now
+        /// New lease length in seconds from now (at most 3600 for a member other than the
+        /// lead)
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs())]
         lease: u64,
     },
@@ -195,7 +197,8 @@ pub(crate) enum TaskCommand {
         /// Task id
         #[arg(value_parser = parse_id)]
         id: TaskId,
-        /// Delete another member's in-progress task anyway (recorded in the output)
+        /// Delete a task that is not yours to delete anyway (another member's claim; as a
+        /// member, a task you do not own), recorded in the output
         #[arg(long)]
         force: bool,
     },
@@ -208,8 +211,11 @@ pub(crate) enum TaskCommand {
 #[command(after_help = "Examples:
   roo-task update 2 --status completed --note 'merged in abc123'
   roo-task update 4 --add-blocked-by 2 --add-blocked-by 3
-  roo-task update 5 --owner bob          # pre-assign
-  roo-task update 5 --status pending --no-owner")]
+  roo-task update 5 --owner bob --as lead   # pre-assign
+  roo-task update 5 --status pending --no-owner
+
+As a member (--as NAME, not the lead) you change only the tasks you own and give none
+away; the lead may change any task (docs/PROTOCOL.md §6.3, authority).")]
 pub(crate) struct UpdateArgs {
     /// Task id
     #[arg(value_parser = parse_id)]
@@ -253,8 +259,8 @@ pub(crate) struct UpdateArgs {
     /// Append a note to the task's history
     #[arg(long)]
     note: Option<String>,
-    /// Change the owner or status of another member's in-progress task anyway (who, when
-    /// and what is recorded in the task's notes)
+    /// Change a task that is not yours to change anyway (another member's claim; as a
+    /// member, a task you do not own): who, when and what is recorded in the task's notes
     #[arg(long)]
     pub(crate) force: bool,
 }
@@ -315,6 +321,7 @@ fn run(cli: TaskCli) -> CliResult {
                 paths,
                 metadata: metadata.into_iter().collect(),
                 owner: owner.as_deref().map(member_name).transpose()?,
+                by: ctx.agent_opt()?,
             })?;
             if ctx.json() {
                 print_json(out, &task)?;

@@ -36,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod authority;
 mod doc;
 mod error;
 mod fsio;

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::authority::{Role, TaskChange, may};
 use crate::doc::{self, Document, FormatVersion, Outcome};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_LEASE, MAX_TASK_NOTES};
@@ -93,6 +94,9 @@ pub struct NewTask {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Pre-assigned owner (the task stays pending until that owner claims it).
     pub owner: Option<Name>,
+    /// Who creates it (checked by [`crate::authority::may`]: only the lead may create a
+    /// task for another member, nor make another's task wait on it); `None`: unnamed.
+    pub by: Option<Name>,
 }
 
 /// A change to a task; `None`/empty fields are left alone.
@@ -122,11 +126,38 @@ pub struct TaskPatch {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// A note to append.
     pub note: Option<String>,
-    /// Who makes the change (recorded with the note; checked against the owner).
+    /// Who makes the change (recorded with the note; judged by
+    /// [`crate::authority::may`]).
     pub by: Option<Name>,
-    /// Change the owner or status of another member's in-progress task anyway (the
-    /// override is recorded in the task's notes).
+    /// Make a change [`crate::authority::may`] refuses `by` as not its to make anyway
+    /// (needs `by`; the override is recorded in the task's notes).
     pub force: bool,
+}
+
+impl TaskPatch {
+    /// The fields besides owner and status it changes (names for messages and notes).
+    pub fn edited_fields(&self) -> Vec<&'static str> {
+        let mut fields = Vec::new();
+        let mut add = |changed: bool, name: &'static str| {
+            if changed {
+                fields.push(name);
+            }
+        };
+        add(self.subject.is_some(), "subject");
+        add(self.description.is_some(), "description");
+        add(self.active_form.is_some(), "active form");
+        add(
+            !(self.add_blocks.is_empty()
+                && self.add_blocked_by.is_empty()
+                && self.remove_blocks.is_empty()
+                && self.remove_blocked_by.is_empty()),
+            "dependencies",
+        );
+        add(self.paths.is_some(), "paths");
+        add(!self.metadata.is_empty(), "metadata");
+        add(self.note.is_some(), "note");
+        fields
+    }
 }
 
 /// Which tasks [`TaskList::list`] returns.
@@ -235,7 +266,22 @@ impl TaskList {
                 reason: "the subject is empty".into(),
             });
         }
-        self.update_doc(|_, list| {
+        self.update_doc(|config, list| {
+            let by = new.by.as_ref();
+            let role = Role::of(config, by);
+            may(
+                by,
+                role,
+                None,
+                &TaskChange::Create {
+                    owner: new.owner.as_ref(),
+                },
+            )
+            .map_err(Error::from)?;
+            for waiter in &new.blocks {
+                let task = self.find(list, waiter)?;
+                may(by, role, Some(task), &DEPENDENCIES).map_err(Error::from)?;
+            }
             let now = Timestamp::now();
             let id = TaskId::from_number(list.next_id);
             list.next_id += 1;
@@ -292,23 +338,29 @@ impl TaskList {
 
     /// Applies `patch` to task `id`.
     ///
-    /// Changing the owner or status of an in-progress task, or taking one over, needs its
-    /// owner, the team's lead, or `patch.force` (recorded in the task's notes); a task
-    /// becomes in progress only for a member of the team.
+    /// Refused, writing nothing, unless [`may`] lets `patch.by` make it (a member changes
+    /// only its own tasks and gives none away; an unnamed caller does not change the owner
+    /// or status of another's claim), or a named caller's `patch.force` overrides it
+    /// (recorded in the task's notes); a task becomes in progress only for a member of
+    /// the team.
     pub fn update(&self, id: &TaskId, patch: TaskPatch) -> Result<Task> {
         self.update_doc(|config, list| {
             let patch = patch.clone();
             let now = Timestamp::now();
             let forced = {
                 let task = self.find(list, id)?;
-                let changes_owner = patch.owner.as_ref().is_some_and(|o| *o != task.owner);
+                let new_owner = patch
+                    .owner
+                    .as_ref()
+                    .filter(|o| **o != task.owner)
+                    .map(Option::as_ref);
                 let changes_status = patch.status.is_some_and(|s| s != task.status);
                 let mut change = Vec::new();
-                if changes_owner {
+                if let Some(owner) = new_owner {
                     change.push(format!(
                         "owner {} -> {}",
                         owner_str(task.owner.as_ref()),
-                        owner_str(patch.owner.as_ref().and_then(Option::as_ref))
+                        owner_str(owner)
                     ));
                 }
                 if changes_status {
@@ -318,14 +370,30 @@ impl TaskList {
                         patch.status.unwrap_or(task.status)
                     ));
                 }
-                self.guard_claim(
+                change.extend(patch.edited_fields().into_iter().map(str::to_owned));
+                let what = change.join(", ");
+                self.authorize_in(
                     config,
-                    task,
                     patch.by.as_ref(),
                     patch.force,
-                    &change.join(", "),
+                    task,
+                    &TaskChange::Update {
+                        what: &what,
+                        owner: new_owner,
+                        claim: new_owner.is_some() || changes_status,
+                    },
                 )?
             };
+            // A dependency added to or dropped from another task changes that task too.
+            let mut forced_others = Vec::new();
+            for other in patch.add_blocks.iter().chain(&patch.remove_blocks) {
+                let task = self.find(list, other)?;
+                if let Some(note) =
+                    self.authorize_in(config, patch.by.as_ref(), patch.force, task, &DEPENDENCIES)?
+                {
+                    forced_others.push((other.clone(), note));
+                }
+            }
             for blocker in &patch.add_blocked_by {
                 self.add_edge(list, id, blocker)?;
             }
@@ -337,6 +405,10 @@ impl TaskList {
             }
             for waiter in &patch.remove_blocks {
                 remove_edge(list, waiter, id);
+            }
+            for (other, note) in forced_others {
+                let index = self.index(list, &other)?;
+                push_note(&mut list.tasks[index], now, patch.by.clone(), note);
             }
             let unfinished = unfinished_blockers(list, id);
             let index = self.index(list, id)?;
@@ -422,12 +494,16 @@ impl TaskList {
     /// Atomically claims task `id` for `owner`: succeeds only if it is pending, unowned (or
     /// pre-assigned to `owner`), all blockers are completed and (unless ignored) its scope
     /// overlaps no in-progress task of another owner. Sets owner, `in_progress` and a lease
-    /// in the same write. Claiming a task one already holds renews its lease.
+    /// in the same write. Claiming a task one already holds renews its lease. A lease
+    /// longer than [`crate::authority::MAX_MEMBER_LEASE`] is the lead's (not permitted
+    /// for any other claimer).
     pub fn claim(&self, id: &TaskId, owner: &Name, options: &ClaimOptions) -> Result<ClaimOutcome> {
         check_lease("claim", id, options.lease)?;
         self.update_doc(|config, list| {
             self.check_claimer(config, "claim", id, owner)?;
-            let Some(index) = list.tasks.iter().position(|t| &t.id == id) else {
+            let index = list.tasks.iter().position(|t| &t.id == id);
+            self.authorize_claim(config, owner, index.map(|i| &list.tasks[i]), options.lease)?;
+            let Some(index) = index else {
                 return Ok(Outcome::Keep(ClaimOutcome::NotFound));
             };
             let outcome = claim_at(list, index, owner, options);
@@ -451,6 +527,7 @@ impl TaskList {
         check_lease("claim", id, options.lease)?;
         self.update_doc(|config, list| {
             self.check_claimer(config, "claim", id, owner)?;
+            self.authorize_claim(config, owner, None, options.lease)?;
             let Some(index) = list.tasks.iter().position(|t| {
                 &t.id == id && t.status == TaskStatus::Pending && t.owner.as_ref() == Some(owner)
             }) else {
@@ -469,6 +546,7 @@ impl TaskList {
         check_lease("claim", &TaskId::from_number(0), options.lease)?;
         self.update_doc(|config, list| {
             self.check_claimer(config, "claim", &TaskId::from_number(0), owner)?;
+            self.authorize_claim(config, owner, None, options.lease)?;
             let report = ready_report(list);
             for task in report.ready {
                 let Some(index) = list.tasks.iter().position(|t| t.id == task.id) else {
@@ -485,8 +563,16 @@ impl TaskList {
     /// Renews `owner`'s lease on task `id` for `lease` from now.
     pub fn renew(&self, id: &TaskId, owner: &Name, lease: Duration) -> Result<Task> {
         check_lease("renew", id, lease)?;
-        self.update_doc(|_, list| {
+        self.update_doc(|config, list| {
             let index = self.index(list, id)?;
+            let task = &list.tasks[index];
+            may(
+                Some(owner),
+                Role::of(config, Some(owner)),
+                Some(task),
+                &TaskChange::Renew { lease },
+            )
+            .map_err(Error::from)?;
             let task = &mut list.tasks[index];
             if task.status != TaskStatus::InProgress || task.owner.as_ref() != Some(owner) {
                 return Err(Error::NotPermitted {
@@ -625,8 +711,8 @@ impl TaskList {
     /// Sets `to` as the owner of task `id` on `by`'s behalf, in one locked write, and
     /// records the note `"assigned to <to> by <by>"`. A pending task stays pending
     /// (pre-assigned: only `to` can claim it); an in-progress task gets a new lease for
-    /// `to`, which needs its current owner, the lead or `force` as for any owner change
-    /// (PROTOCOL.md §6.3). A completed task is refused. Repeating the task's latest
+    /// `to`. Giving a task away is the lead's, or `force`'s (PROTOCOL.md §6.3,
+    /// authority). A completed task is refused. Repeating the task's latest
     /// assignment (same owner, same `by`, its note still the last) writes nothing. Sends
     /// nothing: [`Team::assign_task`] sends the `task_assignment` after this write.
     pub fn assign(&self, id: &TaskId, to: &Name, by: &Name, force: bool) -> Result<Task> {
@@ -646,12 +732,18 @@ impl TaskList {
                 // The same assignment again (a retry): nothing to write.
                 return Ok(Outcome::Keep(task.clone()));
             }
-            let change = if task.owner.as_ref() == Some(to) {
-                String::new()
-            } else {
-                format!("owner {} -> {to}", owner_str(task.owner.as_ref()))
-            };
-            let forced = self.guard_claim(config, task, Some(by), force, &change)?;
+            let change = format!("owner {} -> {to}", owner_str(task.owner.as_ref()));
+            let forced = self.authorize_in(
+                config,
+                Some(by),
+                force,
+                task,
+                &TaskChange::Update {
+                    what: &change,
+                    owner: (task.owner.as_ref() != Some(to)).then_some(Some(to)),
+                    claim: task.owner.as_ref() != Some(to),
+                },
+            )?;
             let now = Timestamp::now();
             let task = &mut list.tasks[index];
             task.owner = Some(to.clone());
@@ -688,8 +780,9 @@ impl TaskList {
     }
 
     /// Deletes task `id` and drops it from every other task's dependencies. Its id is
-    /// never reused. Another member's in-progress task can be deleted only by its owner,
-    /// the lead, or with `force` (the returned task then carries a note saying so).
+    /// never reused. Refused unless [`may`] lets `by` (a member deletes only its own
+    /// tasks; an unnamed caller no in-progress one), or `force` overrides it (the
+    /// returned task then carries a note saying so).
     pub fn delete(&self, id: &TaskId, by: Option<&Name>, force: bool) -> Result<Task> {
         self.delete_where(id, by, force, |_| true)?
             .ok_or_else(|| self.invalid("delete", id, "it was not deleted"))
@@ -714,7 +807,8 @@ impl TaskList {
             if !only(&list.tasks[index]) {
                 return Ok(Outcome::Keep(None));
             }
-            let forced = self.guard_claim(config, &list.tasks[index], by, force, "deleted")?;
+            let forced =
+                self.authorize_in(config, by, force, &list.tasks[index], &TaskChange::Delete)?;
             let mut task = list.tasks.remove(index);
             let now = Timestamp::now();
             if let Some(text) = forced {
@@ -780,45 +874,75 @@ impl TaskList {
         }
     }
 
-    /// Refuses a change (`what`, empty for none) to another member's in-progress task
-    /// unless `by` is its owner or the lead, or `force` is set; with `force`, returns the
-    /// note that records the override.
-    fn guard_claim(
+    /// [`may`] `by` make `change` to `task` (`force`: a named caller overrides a forcible
+    /// refusal)? With `force` used, returns the note that records the override.
+    fn authorize_in(
         &self,
         config: &TeamConfig,
-        task: &Task,
         by: Option<&Name>,
         force: bool,
-        what: &str,
+        task: &Task,
+        change: &TaskChange<'_>,
     ) -> Result<Option<String>> {
-        let Some(owner) = task.owner.as_ref() else {
-            return Ok(None);
+        let refusal = match may(by, Role::of(config, by), Some(task), change) {
+            Ok(()) => return Ok(None),
+            Err(refusal) => refusal,
         };
-        if what.is_empty()
-            || task.status != TaskStatus::InProgress
-            || by.is_some_and(|b| b == owner || config.is_lead(b.as_str()))
-        {
-            return Ok(None);
+        if !force || !refusal.forcible {
+            return Err(refusal.into());
         }
-        let by_name = by.map_or("an unnamed caller", Name::as_str);
-        if force {
-            let Some(by) = by else {
-                return Err(self.invalid(
-                    "force a change of",
-                    &task.id,
-                    "say who forces it with --as NAME; it is recorded in the task's notes",
-                ));
-            };
-            return Ok(Some(format!("forced by {by} over {owner}'s claim: {what}")));
-        }
-        Err(Error::NotPermitted {
-            action: format!("change task {} ({what}) as {by_name}", task.id),
-            reason: format!(
-                "it is in progress and claimed by {owner}; only {owner} or the lead may change its \
-                 owner or status or delete it (pass --as NAME), or force it with --force, which \
-                 is recorded in the task's notes"
-            ),
-        })
+        let Some(by) = by else {
+            return Err(self.invalid(
+                "force a change of",
+                &task.id,
+                "say who forces it with --as NAME; it is recorded in the task's notes",
+            ));
+        };
+        let over = match (&task.owner, task.status) {
+            (Some(owner), TaskStatus::InProgress) => format!("{owner}'s claim"),
+            (Some(owner), _) => format!("{owner}'s task"),
+            (None, _) => "the lead's authority".to_owned(),
+        };
+        let what = match change {
+            TaskChange::Update { what, .. } => what,
+            _ => "deleted",
+        };
+        Ok(Some(format!("forced by {by} over {over}: {what}")))
+    }
+
+    /// Refuses, writing nothing, what [`may`] refuses `by` to do to task `id` (`None`: a
+    /// change that makes or takes a task), read from the list and the team's config as
+    /// they are now. For a caller that must not start a change of several steps (create,
+    /// then assign) it may not finish; every change checks again in its own write.
+    pub fn authorize(
+        &self,
+        by: Option<&Name>,
+        id: Option<&TaskId>,
+        change: &TaskChange<'_>,
+    ) -> Result<()> {
+        let config = self.team.config()?;
+        let task = match id {
+            Some(id) => Some(self.get(id)?),
+            None => None,
+        };
+        may(by, Role::of(&config, by), task.as_ref(), change).map_err(Error::from)
+    }
+
+    /// Refuses a claim whose lease [`may`] refuses `owner`.
+    fn authorize_claim(
+        &self,
+        config: &TeamConfig,
+        owner: &Name,
+        task: Option<&Task>,
+        lease: Duration,
+    ) -> Result<()> {
+        may(
+            Some(owner),
+            Role::of(config, Some(owner)),
+            task,
+            &TaskChange::Claim { lease },
+        )
+        .map_err(Error::from)
     }
 
     /// Refuses a claim by a non-member or a member marked dead.
@@ -901,6 +1025,13 @@ impl TaskList {
         Ok(())
     }
 }
+
+/// A change of a task's dependencies (made from another task's side).
+const DEPENDENCIES: TaskChange<'static> = TaskChange::Update {
+    what: "dependencies",
+    owner: None,
+    claim: false,
+};
 
 /// [`TaskListDoc::after_quarantine`].
 fn raise_high_water(list: &mut TaskListDoc, quarantined: &[Vec<u8>]) {

@@ -1409,10 +1409,11 @@ mod tests {
             .tasks()
             .create(roo_store::NewTask {
                 subject: "Write the parser".to_string(),
+                owner: Some(name("alice")),
                 ..Default::default()
             })
             .unwrap();
-        // A teammate writes what looks like the lead's note.
+        // A teammate writes what looks like the lead's note (on its own task).
         team.tasks()
             .update(
                 &task.id,

@@ -545,3 +545,132 @@ fn a_refused_change_still_quarantines_a_bad_task_exactly_once() {
     let dir = list.path().parent().unwrap().to_owned();
     assert_eq!(corrupt_files(&dir).len(), 1);
 }
+
+/// PROTOCOL.md §6.3, authority: a member changes only its own tasks, gives none away,
+/// creates none for another and leases at most an hour; the lead may do all of it; a
+/// refused change writes nothing. The same on every store (this suite also runs on
+/// PostgreSQL).
+#[test]
+fn a_member_changes_only_its_own_tasks_and_the_lead_any() {
+    let f = team();
+    let list = f.team.tasks();
+    let (alice, bob, lead) = (name("alice"), name("bob"), name("lead"));
+    let leads = list
+        .create(NewTask {
+            owner: Some(lead.clone()),
+            by: Some(lead.clone()),
+            ..new("the lead's")
+        })
+        .unwrap();
+    create(&list, "ready", &[], &[]);
+    list.claim(&id("2"), &bob, &ClaimOptions::default())
+        .unwrap();
+    let before = list.list(&TaskFilter::default()).unwrap();
+    let as_alice = |patch: TaskPatch| TaskPatch {
+        by: Some(alice.clone()),
+        ..patch
+    };
+    let refused = [
+        list.update(
+            &leads.id,
+            as_alice(TaskPatch {
+                subject: Some("Delete the production database".into()),
+                ..Default::default()
+            }),
+        ),
+        list.update(
+            &id("2"),
+            as_alice(TaskPatch {
+                status: Some(TaskStatus::Completed),
+                ..Default::default()
+            }),
+        ),
+        list.update(
+            &id("2"),
+            as_alice(TaskPatch {
+                note: Some("fyi".into()),
+                ..Default::default()
+            }),
+        ),
+        list.assign(&leads.id, &bob, &alice, false),
+        list.delete(&leads.id, Some(&alice), false),
+    ];
+    for result in refused {
+        let err = result.unwrap_err();
+        assert!(matches!(err, Error::NotPermitted { .. }), "{err}");
+        assert!(
+            err.to_string().contains("or the lead may change it"),
+            "{err}"
+        );
+    }
+    let err = list
+        .create(NewTask {
+            owner: Some(lead.clone()),
+            by: Some(alice.clone()),
+            ..new("for the lead")
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::NotPermitted { .. }), "{err}");
+    let err = list
+        .create(NewTask {
+            blocks: vec![leads.id.clone()],
+            by: Some(alice.clone()),
+            ..new("blocks the lead's")
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("owned by lead"), "{err}");
+    let week = ClaimOptions {
+        lease: Duration::from_secs(7 * 24 * 3600),
+        ..ClaimOptions::default()
+    };
+    assert!(matches!(
+        list.claim_next(&alice, &week),
+        Err(Error::NotPermitted { .. })
+    ));
+    assert_eq!(list.list(&TaskFilter::default()).unwrap(), before);
+
+    // Its own task: edit, renew within the cap, but not give away; the lead may.
+    let mine = list
+        .create(NewTask {
+            by: Some(alice.clone()),
+            ..new("mine")
+        })
+        .unwrap();
+    list.claim(&mine.id, &alice, &ClaimOptions::default())
+        .unwrap();
+    list.update(
+        &mine.id,
+        as_alice(TaskPatch {
+            subject: Some("still mine".into()),
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    list.renew(&mine.id, &alice, Duration::from_secs(3600))
+        .unwrap();
+    assert!(
+        list.renew(&mine.id, &alice, Duration::from_secs(3601))
+            .is_err()
+    );
+    let err = list
+        .update(
+            &mine.id,
+            as_alice(TaskPatch {
+                owner: Some(Some(bob.clone())),
+                ..Default::default()
+            }),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("give task 3 to bob"), "{err}");
+    list.assign(&mine.id, &bob, &lead, false).unwrap();
+    list.update(
+        &leads.id,
+        TaskPatch {
+            subject: Some("renamed by the lead".into()),
+            by: Some(lead.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    list.claim(&id("1"), &lead, &week).unwrap();
+}

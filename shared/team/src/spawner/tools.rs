@@ -326,6 +326,7 @@ impl AgentTool {
             paths: Vec::new(),
             metadata: serde_json::Map::new(),
             owner: Some(owner.clone()),
+            by: Some(binding.me.clone()),
         };
         let tasks = binding.team.tasks();
         tokio::task::spawn_blocking(move || tasks.create(new))

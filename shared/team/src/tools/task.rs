@@ -3,11 +3,14 @@
 //! Ownership follows the store (`docs/PROTOCOL.md` §6.3, §6.6): setting yourself as
 //! owner (or a task you may take to `in_progress`) is an atomic claim, refused if
 //! another member owns it; setting another member is an assignment, which also sends
-//! that member a `task_assignment`; changing the owner or status of another member's
-//! claim is refused unless the caller is the lead. There is no way for the model to
-//! force a change over someone's claim.
+//! that member a `task_assignment`. Who may change, give away or create what is the
+//! store's one rule ([`roo_store::authority::may`], judged with the caller's name in
+//! each write; TaskCreate asks it before creating a task for another member): only
+//! the lead changes tasks it does not own. There is no way for the model to force a
+//! change.
 
 use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
+use roo_store::authority::TaskChange;
 use roo_store::{
     ClaimOptions, ClaimOutcome, Name, NewTask, Task, TaskFilter, TaskId, TaskPatch, TaskStatus,
 };
@@ -276,6 +279,7 @@ impl TaskCreate {
             paths: input.paths,
             metadata: input.metadata.unwrap_or_default(),
             owner: None,
+            by: None,
         };
         let owner = input
             .owner
@@ -286,7 +290,19 @@ impl TaskCreate {
         let binding = self.team.binding()?;
         let team = self.team.clone();
         run_blocking(CREATE, &ctx.cancel, move || {
-            let task = binding.team.tasks().create(new)?;
+            let tasks = binding.team.tasks();
+            // Whether it may give the task that owner, before there is a task to give.
+            tasks.authorize(
+                Some(&binding.me),
+                None,
+                &TaskChange::Create {
+                    owner: owner.as_ref(),
+                },
+            )?;
+            let task = tasks.create(NewTask {
+                by: Some(binding.me.clone()),
+                ..new
+            })?;
             let Some(owner) = owner else {
                 return Ok(format!("created task {}", task_line(&task)));
             };
