@@ -119,6 +119,7 @@ fn teammate_text_enters_the_leads_model_input_only_neutralised() {
             paths: vec![format!("src/{HOSTILE}")],
             metadata: serde_json::from_value(serde_json::json!({ "k": HOSTILE })).unwrap(),
             owner: None,
+            by: None,
         })
         .unwrap();
     tasks
@@ -131,6 +132,7 @@ fn teammate_text_enters_the_leads_model_input_only_neutralised() {
             paths: Vec::new(),
             metadata: Default::default(),
             owner: None,
+            by: None,
         })
         .unwrap();
     tasks
@@ -229,6 +231,7 @@ fn fifteen_hundred_tasks_keep_the_leads_prompt_within_its_budget() {
             paths: Vec::new(),
             metadata: Default::default(),
             owner: None,
+            by: None,
         })
         .unwrap();
     // The list written at once (1,500 creates through the store rewrite the file 1,500
