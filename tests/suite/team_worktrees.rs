@@ -495,9 +495,10 @@ fn team_merge_refuses_what_would_destroy_bypass_protection_or_explode() {
     let world = World::new();
     let project = world.path("project");
     world.root.write("project/.gitignore", ".env\nlocaldata/\n");
-    world
-        .root
-        .write("project/ROOCODE.md", "Follow the rules.\n@include docs/rules.md\n");
+    world.root.write(
+        "project/ROOCODE.md",
+        "Follow the rules.\n@include docs/rules.md\n",
+    );
     world
         .root
         .write("project/docs/rules.md", "Never push without asking.\n");

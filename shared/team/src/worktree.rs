@@ -133,7 +133,7 @@ pub enum WorktreeError {
     /// The branch changes what configures RooCode or git; not merged without the
     /// person's say.
     #[error(
-        "merge {branch}: it changes {}, which configure RooCode or git and run with the user's rights later; nothing was merged. Review them (`git diff HEAD...{branch} -- <file>`), then merge with protected: true, which the user is asked to approve",
+        "merge {branch}: it changes {}, which configure RooCode or git or are its instructions (a ROOCODE.md or a file one includes) and act with the user's rights later; nothing was merged. Review them (`git diff HEAD...{branch} -- <file>`), then merge with protected: true, which the user is asked to approve",
         files.join(", ")
     )]
     ProtectedChanges { branch: String, files: Vec<String> },
@@ -144,7 +144,7 @@ pub enum WorktreeError {
     MergeWouldOverwrite { branch: String, paths: String },
     /// The merge would write more than the limits allow.
     #[error(
-        "merge {branch}: it would write {what} into the lead's tree, more than a merge may ({files} files, {mib} MiB; a few commits of repeated directories can expand that far); nothing was merged. See what it holds with `git diff --stat HEAD...{branch}`, and have the teammate leave generated or bulk files out of its branch",
+        "merge {branch}: it would {what} the lead's tree, more than a merge may ({files} files, {mib} MiB; a few commits of repeated directories can expand that far); nothing was merged. See what it holds with `git diff --stat HEAD...{branch}`, and have the teammate leave generated or bulk files out of its branch",
         files = merge::MAX_MERGE_FILES,
         mib = merge::MAX_MERGE_BYTES >> 20
     )]

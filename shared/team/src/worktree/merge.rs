@@ -298,7 +298,6 @@ impl LeadRepo {
         if !allow_protected {
             self.check_protected(branch, &changes)?;
         }
-        let head = self.head()?;
         // Everything the merge writes, with each directory on the way: what the lead's
         // tree holds there must be tracked.
         let written: BTreeSet<&[u8]> = changes
@@ -334,7 +333,7 @@ impl LeadRepo {
             .collect();
         let mut queries: Vec<Vec<u8>> = blobs.iter().map(|id| id.as_bytes().to_vec()).collect();
         queries.extend(occupied.iter().map(|place| {
-            let mut query = format!("{head}:").into_bytes();
+            let mut query = b"HEAD:".to_vec();
             query.extend_from_slice(place);
             query
         }));
@@ -364,7 +363,11 @@ impl LeadRepo {
         if bytes > MAX_MERGE_BYTES {
             return Err(WorktreeError::MergeTooLarge {
                 branch: branch.to_string(),
-                what: format!("{} files of {} MiB", written.len(), bytes.div_ceil(1 << 20)),
+                what: format!(
+                    "write {} files of {} MiB into",
+                    written.len(),
+                    bytes.div_ceil(1 << 20)
+                ),
             });
         }
         let mut untracked = Vec::new();
@@ -429,7 +432,7 @@ impl LeadRepo {
         if !complete {
             return Err(WorktreeError::MergeTooLarge {
                 branch: branch.to_string(),
-                what: format!("more than {MAX_MERGE_FILES} files"),
+                what: format!("add, change or remove more than {MAX_MERGE_FILES} files in"),
             });
         }
         Ok(changes)
