@@ -184,25 +184,48 @@ pub fn load_instructions(
     roo_home: &Path,
     denied: ReadDenied<'_>,
 ) -> Instructions {
-    let project = Scope {
-        root: sandbox::resolve_root(project_root),
-        label: "the project",
-        user: false,
-    };
     let user = Scope {
         root: sandbox::resolve_root(roo_home),
         label: "ROO_HOME",
         user: true,
     };
-    let candidates = [
-        (project_root.join("ROOCODE.md"), &project),
-        (project_root.join(".roocode").join("ROOCODE.md"), &project),
-        (roo_home.join("ROOCODE.md"), &user),
-    ];
     let mut loader = Loader {
         denied,
         notices: Vec::new(),
+        read: Vec::new(),
     };
+    let parts = load_stack(project_root, Some((roo_home, &user)), &mut loader);
+    let text = (!parts.is_empty()).then(|| {
+        format!(
+            "Instructions from the project's and the user's ROOCODE.md files (earlier ones take priority):\n\n{}",
+            parts.join("\n\n---\n\n")
+        )
+    });
+    Instructions {
+        text,
+        notices: loader.notices,
+    }
+}
+
+/// Loads the project's `ROOCODE.md` files (root, then `.roocode/`) and, when given, the
+/// user's, each with its includes expanded; one `Contents of …` part per non-empty file.
+fn load_stack(
+    project_root: &Path,
+    user: Option<(&Path, &Scope)>,
+    loader: &mut Loader<'_>,
+) -> Vec<String> {
+    let project = Scope {
+        root: sandbox::resolve_root(project_root),
+        label: "the project",
+        user: false,
+    };
+    let mut candidates = vec![
+        (project_root.join("ROOCODE.md"), &project),
+        (project_root.join(".roocode").join("ROOCODE.md"), &project),
+    ];
+    if let Some((roo_home, scope)) = user {
+        candidates.push((roo_home.join("ROOCODE.md"), scope));
+    }
     let mut seen_files = HashSet::new();
     let mut parts = Vec::new();
     for (path, scope) in candidates {
@@ -222,16 +245,27 @@ pub fn load_instructions(
             parts.push(format!("Contents of {}:\n\n{}", path.display(), text));
         }
     }
-    let text = (!parts.is_empty()).then(|| {
-        format!(
-            "Instructions from the project's and the user's ROOCODE.md files (earlier ones take priority):\n\n{}",
-            parts.join("\n\n---\n\n")
-        )
-    });
-    Instructions {
-        text,
-        notices: loader.notices,
-    }
+    parts
+}
+
+/// Every path the project's instructions are made of, as [`load_instructions`] reads them
+/// from `project_root` (nothing denied): each `ROOCODE.md` and each file an `@include`
+/// names, read or not (a missing one may be added later), both as named and with its
+/// symlinks resolved. A change to any of them, or to a directory above one, changes the
+/// instructions the next agent started there is given.
+pub fn project_instruction_paths(project_root: &Path) -> Vec<PathBuf> {
+    let mut loader = Loader {
+        denied: &|_| None,
+        notices: Vec::new(),
+        read: Vec::new(),
+    };
+    load_stack(project_root, None, &mut loader);
+    let mut paths = loader.read;
+    paths.push(project_root.join("ROOCODE.md"));
+    paths.push(project_root.join(".roocode").join("ROOCODE.md"));
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 const MAX_INCLUDE_DEPTH: usize = 5;
@@ -258,6 +292,9 @@ impl Scope {
 struct Loader<'a> {
     denied: ReadDenied<'a>,
     notices: Vec<String>,
+    /// Every file the loader was pointed at, as named (made absolute, normalized) and,
+    /// where its symlinks could be resolved, resolved.
+    read: Vec<PathBuf>,
 }
 
 impl Loader<'_> {
@@ -347,10 +384,12 @@ impl Loader<'_> {
 
     /// Opens `path` if it resolves inside the scope, is not denied, is a
     /// regular file and not too large; returns its resolved path and text.
-    fn read_confined(&self, path: &Path, scope: &Scope) -> Result<(PathBuf, String), Refusal> {
+    fn read_confined(&mut self, path: &Path, scope: &Scope) -> Result<(PathBuf, String), Refusal> {
         let absolute = scope.absolute(path);
+        self.read.push(sandbox::normalize_lexically(&absolute));
         let resolved = sandbox::resolve(&absolute)
             .map_err(|_| Refusal::Refused("its symlinks form a loop".to_string()))?;
+        self.read.push(resolved.clone());
         if !sandbox::is_within(&resolved, &scope.root) {
             let via = if resolved != sandbox::normalize_lexically(&absolute) {
                 format!(" (it leads to {})", resolved.display())

@@ -28,9 +28,10 @@
 //! 6. git: a teammate's checkout in a repository of 10,000 files, `git worktree add`
 //!    (before issue 18) against the teammate's clone, and the lead's Agent call → the
 //!    teammate's first request there.
+//! 7. merge: `LeadRepo::merge_checked` (TeamMerge) of a 50-file branch.
 //!
 //! `ROO_BENCH_QUICK=1` runs fewer iterations;
-//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git` runs one section.
+//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git|merge` runs one section.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "team/panes.rs"]
@@ -1245,6 +1246,97 @@ async fn git_section(n: usize) {
     println!("  lead's next request       {}", Stats(returned).line());
 }
 
+/// Section 7 (issue 29): `LeadRepo::merge_checked` (TeamMerge without `protected`) of a normal teammate branch of 50 files (25
+/// changed, 25 added in a new directory) into a repository of 2,000 files, timed from the
+/// call to its return (fetch from the clone, the checks, `git merge --no-ff`). Each round
+/// makes a fresh clone and commit first, untimed. A teammate's identity comes from the
+/// lead's repository config.
+fn merge_section(n: usize) {
+    use roo_team::worktree::{Discovered, Git, LeadRepo, MergeOutcome};
+    const FILES: usize = 2_000;
+    const CHANGED: usize = 50;
+    let template = tempfile::tempdir().unwrap();
+    let repo = template.path().join("project");
+    big_repo(&repo, FILES);
+    for key in [
+        ["user.name", "Bench"],
+        ["user.email", "bench@example.invalid"],
+    ] {
+        let out = Command::new("git")
+            .args(["config", key[0], key[1]])
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let git = Git::new().env("GIT_CONFIG_NOSYSTEM", "1");
+    let team = name("bench");
+    let (mut took, mut cpu) = (Vec::new(), 0);
+    for i in 0..=n {
+        let member = name(&format!("m{i}"));
+        let Discovered::Repo(lead) = LeadRepo::discover(&repo, &git).unwrap() else {
+            panic!("not a repository");
+        };
+        let clone = lead.add_worktree(&team, &member).unwrap().path;
+        for f in 0..CHANGED / 2 {
+            let k = (i * 97 + f * 31) % FILES;
+            let file = clone.join(format!("src/d{:03}/f{k:05}.txt", k / 100));
+            std::fs::write(file, format!("file {k}, round {i}\n")).unwrap();
+        }
+        let new = clone.join(format!("added/r{i}"));
+        std::fs::create_dir_all(&new).unwrap();
+        for f in 0..CHANGED - CHANGED / 2 {
+            std::fs::write(new.join(format!("n{f}.txt")), format!("new {f}\n")).unwrap();
+        }
+        for args in [&["add", "-A"][..], &["commit", "-q", "-m", "work"]] {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(&clone)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+        }
+        let (start, cpu_start) = (Instant::now(), cpu_ticks());
+        // As TeamMerge calls it without `protected`.
+        let outcome = lead.merge_checked(&team, &member, false).unwrap();
+        let (elapsed, cpu_elapsed) = (start.elapsed(), cpu_ticks() - cpu_start);
+        assert!(
+            matches!(outcome, MergeOutcome::Merged { .. }),
+            "{outcome:?}"
+        );
+        if i > 0 {
+            took.push(elapsed);
+            cpu += cpu_elapsed;
+        }
+        std::fs::remove_dir_all(&clone).unwrap();
+    }
+    let per_merge = cpu as f64 * 1000.0 / clock_ticks_per_second() / n as f64;
+    println!("## TeamMerge of a {CHANGED}-file branch, repository of {FILES} files");
+    println!("LeadRepo::merge_checked           {}", Stats(took).line());
+    println!("  CPU (this process and the git it ran, summed) {per_merge:.1} ms per merge");
+}
+
+/// User and system CPU time of this process and of its waited-for children, in clock ticks
+/// (`/proc/self/stat` fields 14 to 17): what a merge costs, less bent by other load than
+/// the wall clock.
+fn cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    // Fields from 3 (state) on; utime is field 14.
+    after
+        .split(' ')
+        .skip(11)
+        .take(4)
+        .map(|f| f.parse::<u64>().unwrap())
+        .sum()
+}
+
+fn clock_ticks_per_second() -> f64 {
+    let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -1286,6 +1378,10 @@ fn main() {
         }
         if run("git") {
             git_section(n).await;
+            println!("load average: {}", load_average());
+        }
+        if run("merge") {
+            merge_section(if quick { 5 } else { 40 });
             println!("load average: {}", load_average());
         }
     });

@@ -57,7 +57,7 @@ use roo_store::Name;
 pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChanges};
 pub use git::Git;
 pub use guard::{FETCH_TIMEOUT, LOCAL_FETCH_TIMEOUT, check_clone_for_fetch};
-pub use merge::MergeOutcome;
+pub use merge::{MAX_MERGE_BYTES, MAX_MERGE_FILES, MergeOutcome};
 pub use remote::{RemoteRepo, RemoteRepos, RemoteWorktree, remote_members};
 pub use roots::{TeammateRoots, teammate_policy};
 pub use sync::{BranchSync, SyncState};
@@ -134,10 +134,22 @@ pub enum WorktreeError {
     /// The branch changes what configures RooCode or git; not merged without the
     /// person's say.
     #[error(
-        "merge {branch}: it changes {}, which configure RooCode or git and run with the user's rights later; nothing was merged. Review them (`git diff HEAD...{branch} -- <file>`), then merge with protected: true, which the user is asked to approve",
+        "merge {branch}: it changes {}, which configure RooCode or git or are its instructions (a ROOCODE.md or a file one includes) and act with the user's rights later; nothing was merged. Review them (`git diff HEAD...{branch} -- <file>`), then merge with protected: true, which the user is asked to approve",
         files.join(", ")
     )]
     ProtectedChanges { branch: String, files: Vec<String> },
+    /// The merge would write where the lead's tree holds files git does not track.
+    #[error(
+        "merge {branch}: it would overwrite or remove {paths} in the lead's tree, which git does not track (git replaces ignored files without asking); nothing was merged. Move them out of the way and merge again, or, if the teammate committed these paths by mistake, have it remove them from its branch (`git rm -r --cached <path>`, then commit) and merge again"
+    )]
+    MergeWouldOverwrite { branch: String, paths: String },
+    /// The merge would write more than the limits allow.
+    #[error(
+        "merge {branch}: it would {what} the lead's tree, more than a merge may ({files} files, {mib} MiB; a few commits of repeated directories can expand that far); nothing was merged. See what it holds with `git diff --stat HEAD...{branch}`, and have the teammate leave generated or bulk files out of its branch",
+        files = merge::MAX_MERGE_FILES,
+        mib = merge::MAX_MERGE_BYTES >> 20
+    )]
+    MergeTooLarge { branch: String, what: String },
     /// The teammate's branch does not exist.
     #[error("merge {branch}: no such branch in {root}", root = .root.display())]
     NoBranch { branch: String, root: PathBuf },

@@ -32,7 +32,7 @@ impl TeamMerge {
 #[serde(deny_unknown_fields)]
 pub struct MergeInput {
     name: String,
-    /// Also merge changes to .roocode/, .git* or ROOCODE.md, once reviewed (the user is asked).
+    /// Also merge changes to .roocode/, .git*, ROOCODE.md or files it includes, once reviewed (the user is asked).
     #[serde(default)]
     protected: bool,
 }

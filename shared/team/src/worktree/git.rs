@@ -210,6 +210,117 @@ impl Git {
         })
     }
 
+    /// Runs `git args` in `dir` (never confined: only for commands that read objects and
+    /// start no program the repository names) and hands each NUL-terminated field of its
+    /// stdout to `keep`, which returns `false` to stop: git and what it started are then
+    /// ended at once, so a huge output costs only what was read. Returns whether git ran
+    /// to its end; a failure is a [`WorktreeError::Git`].
+    pub(crate) fn for_each_field<S: AsRef<OsStr>>(
+        &self,
+        dir: &Path,
+        args: &[S],
+        keep: impl FnMut(&[u8]) -> bool,
+    ) -> Result<bool> {
+        self.stream(dir, args, None, b'\0', keep)
+    }
+
+    /// Runs `git args` in `dir` (never confined, as [`Git::for_each_field`]) with `input`
+    /// on its stdin; returns its stdout.
+    pub(crate) fn output_with_input<S: AsRef<OsStr>>(
+        &self,
+        dir: &Path,
+        args: &[S],
+        input: Vec<u8>,
+    ) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.stream(dir, args, Some(input), b'\n', |line| {
+            out.extend_from_slice(line);
+            out.push(b'\n');
+            true
+        })?;
+        Ok(out)
+    }
+
+    fn stream<S: AsRef<OsStr>>(
+        &self,
+        dir: &Path,
+        args: &[S],
+        input: Option<Vec<u8>>,
+        separator: u8,
+        mut keep: impl FnMut(&[u8]) -> bool,
+    ) -> Result<bool> {
+        use std::io::{BufRead, Read, Write};
+        use std::os::unix::process::CommandExt;
+        let unavailable = |source| WorktreeError::GitUnavailable {
+            program: self.program.clone(),
+            source,
+        };
+        let mut command = self.command(dir, args, false);
+        command
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = command.spawn().map_err(unavailable)?;
+        let writer = child.stdin.take().zip(input).map(|(mut stdin, input)| {
+            // A write error means git stopped reading: its exit status says why.
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&input);
+            })
+        });
+        let stderr = child.stderr.take().map(|stderr| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = stderr.take(64 * 1024).read_to_string(&mut text);
+                text
+            })
+        });
+        let mut complete = true;
+        if let Some(stdout) = child.stdout.take() {
+            let mut reader = std::io::BufReader::new(stdout);
+            let mut field = Vec::new();
+            loop {
+                field.clear();
+                let n = reader
+                    .read_until(separator, &mut field)
+                    .map_err(unavailable)?;
+                if n == 0 {
+                    break;
+                }
+                if field.last() == Some(&separator) {
+                    field.pop();
+                }
+                if !keep(&field) {
+                    complete = false;
+                    break;
+                }
+            }
+        }
+        if !complete && let Ok(pgid) = i32::try_from(child.id()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let status = child.wait().map_err(unavailable)?;
+        if let Some(writer) = writer {
+            let _ = writer.join();
+        }
+        let stderr = stderr
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if complete && !status.success() {
+            return Err(self.failure(dir, args, stderr));
+        }
+        Ok(complete)
+    }
+
     /// Runs `git args` in `dir` and returns its stdout; a non-zero exit is a
     /// [`WorktreeError::Git`] carrying git's message.
     pub(crate) fn ok<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<String> {

@@ -10,6 +10,8 @@
 //! are reported so the lead can resolve them deliberately (merge by hand, or ask
 //! the teammate to rebase).
 
+use std::collections::BTreeSet;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use roo_store::Name;
@@ -125,20 +127,6 @@ impl LeadRepo {
                 root: root.clone(),
             });
         }
-        if !allow_protected {
-            let changed = self.git.ok(
-                root,
-                &["diff", "--name-only", "-z", &format!("HEAD...{full_ref}")],
-            )?;
-            let files: Vec<String> = changed
-                .split('\0')
-                .filter(|f| !f.is_empty() && is_protected_change(f))
-                .map(str::to_string)
-                .collect();
-            if !files.is_empty() {
-                return Err(WorktreeError::ProtectedChanges { branch, files });
-            }
-        }
         if let Some(what) = self.in_progress()? {
             return Err(WorktreeError::OperationInProgress {
                 branch,
@@ -165,10 +153,22 @@ impl LeadRepo {
                 left_uncommitted,
             });
         }
+        self.check_what_merge_writes(&branch, &full_ref, allow_protected)?;
 
         let before = self.head()?;
         let message = format!("Merge {branch} (teammate {member} of team {team})");
-        let args = ["merge", "--no-ff", "--no-edit", "-m", &message, &full_ref];
+        // No directory-rename detection: it would move the branch's new files to paths
+        // the check above did not look at.
+        let args = [
+            "-c",
+            "merge.directoryRenames=false",
+            "merge",
+            "--no-ff",
+            "--no-edit",
+            "-m",
+            &message,
+            &full_ref,
+        ];
         let out = self.git.run(root, &args)?;
         if out.success {
             return Ok(MergeOutcome::Merged {
@@ -250,6 +250,357 @@ impl LeadRepo {
             }
         }
         Ok(None)
+    }
+}
+
+/// Most paths one merge may add, change or remove in the lead's tree.
+pub const MAX_MERGE_FILES: usize = 20_000;
+/// Most bytes one merge may write into the lead's tree: the sizes of the files it adds or
+/// changes, summed.
+pub const MAX_MERGE_BYTES: u64 = 1 << 30;
+
+/// One path the merge changes, from `git diff --raw --no-renames`.
+struct Change {
+    /// The branch's mode; `000000` when the branch removes the path.
+    mode: String,
+    /// The branch's object.
+    id: String,
+    path: Vec<u8>,
+}
+
+impl Change {
+    fn writes(&self) -> bool {
+        self.mode != "000000"
+    }
+
+    /// A file or symlink, whose blob the merge writes (not a submodule's commit).
+    fn blob(&self) -> bool {
+        matches!(self.mode.as_str(), "100644" | "100755" | "120000")
+    }
+}
+
+fn lossy(path: &[u8]) -> String {
+    String::from_utf8_lossy(path).into_owned()
+}
+
+impl LeadRepo {
+    /// Refuses, before anything is written, a merge of `full_ref` that changes more than
+    /// [`MAX_MERGE_FILES`] paths or writes more than [`MAX_MERGE_BYTES`], that changes
+    /// a protected path (unless `allow_protected`: [`LeadRepo::merge_checked`]), or that
+    /// would write where the lead's tree holds something git does not track.
+    fn check_what_merge_writes(
+        &self,
+        branch: &str,
+        full_ref: &str,
+        allow_protected: bool,
+    ) -> Result<()> {
+        let changes = self.branch_changes(branch, full_ref)?;
+        if !allow_protected {
+            self.check_protected(branch, &changes)?;
+        }
+        // Everything the merge writes, with each directory on the way: what the lead's
+        // tree holds there must be tracked.
+        let written: BTreeSet<&[u8]> = changes
+            .iter()
+            .filter(|c| c.writes())
+            .map(|c| c.path.as_slice())
+            .collect();
+        let mut places = BTreeSet::new();
+        for path in &written {
+            for (i, b) in path.iter().enumerate() {
+                if *b == b'/' {
+                    places.insert(&path[..i]);
+                }
+            }
+            places.insert(*path);
+        }
+        // `.roocode/` holds the runtime's own untracked state (teammates' clones): a
+        // directory there is no reason to refuse new files in it, which the protection
+        // check has judged; what is at the paths written in it still counts.
+        let occupied: Vec<&[u8]> = places
+            .into_iter()
+            .filter(|place| {
+                !(*place == b".roocode" && !written.contains(place) && self.real_dir(place))
+            })
+            .filter(|place| self.occupied(place))
+            .collect();
+        // One `git cat-file`: the size of every blob written, then what HEAD has at each
+        // occupied place.
+        let blobs: BTreeSet<&str> = changes
+            .iter()
+            .filter(|c| c.blob())
+            .map(|c| c.id.as_str())
+            .collect();
+        let mut queries: Vec<Vec<u8>> = blobs.iter().map(|id| id.as_bytes().to_vec()).collect();
+        queries.extend(occupied.iter().map(|place| {
+            let mut query = b"HEAD:".to_vec();
+            query.extend_from_slice(place);
+            query
+        }));
+        let mut answers = if queries.is_empty() {
+            Vec::new()
+        } else {
+            self.object_types(&queries)?
+        }
+        .into_iter();
+        let mut sizes = std::collections::HashMap::new();
+        for id in &blobs {
+            let size = answers
+                .next()
+                .flatten()
+                .and_then(|(_, size)| size.parse::<u64>().ok())
+                .ok_or_else(|| {
+                    self.git
+                        .failure(&self.root, &["cat-file", id], "no such blob".to_string())
+                })?;
+            sizes.insert(*id, size);
+        }
+        let bytes: u64 = changes
+            .iter()
+            .filter(|c| c.blob())
+            .filter_map(|c| sizes.get(c.id.as_str()))
+            .sum();
+        if bytes > MAX_MERGE_BYTES {
+            return Err(WorktreeError::MergeTooLarge {
+                branch: branch.to_string(),
+                what: format!(
+                    "write {} files of {} MiB into",
+                    written.len(),
+                    bytes.div_ceil(1 << 20)
+                ),
+            });
+        }
+        let mut untracked = Vec::new();
+        for place in occupied {
+            match answers.next().flatten() {
+                None => untracked.push(place.to_vec()),
+                // A tracked directory the branch turns into a file: git removes it with
+                // what the lead keeps in it untracked.
+                Some((kind, _)) if kind == "tree" && written.contains(place) => {
+                    untracked.extend(self.untracked_under(place)?);
+                }
+                Some(_) => {}
+            }
+        }
+        if !untracked.is_empty() {
+            return Err(WorktreeError::MergeWouldOverwrite {
+                branch: branch.to_string(),
+                paths: self.describe_untracked(&untracked),
+            });
+        }
+        Ok(())
+    }
+
+    /// The paths `git diff --raw --no-renames HEAD...<branch>` lists — what the merge
+    /// changes, a rename as a removal and an addition —, read until more than
+    /// [`MAX_MERGE_FILES`]: then git is stopped and the merge refused.
+    fn branch_changes(&self, branch: &str, full_ref: &str) -> Result<Vec<Change>> {
+        let range = format!("HEAD...{full_ref}");
+        let args = [
+            "diff",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--no-abbrev",
+            "--no-ext-diff",
+            "--no-textconv",
+            range.as_str(),
+        ];
+        let mut changes = Vec::new();
+        let mut header: Option<(String, String)> = None;
+        let complete = self.git.for_each_field(&self.root, &args, |field| {
+            match header.take() {
+                None => {
+                    // `:old_mode new_mode old_id new_id status`
+                    let text = String::from_utf8_lossy(field);
+                    let parts: Vec<&str> = text.split(' ').collect();
+                    if let [_, mode, _, id, _] = parts.as_slice() {
+                        header = Some((mode.to_string(), id.to_string()));
+                    }
+                    true
+                }
+                Some((mode, id)) => {
+                    changes.push(Change {
+                        mode,
+                        id,
+                        path: field.to_vec(),
+                    });
+                    changes.len() <= MAX_MERGE_FILES
+                }
+            }
+        })?;
+        if !complete {
+            return Err(WorktreeError::MergeTooLarge {
+                branch: branch.to_string(),
+                what: format!("add, change or remove more than {MAX_MERGE_FILES} files in"),
+            });
+        }
+        Ok(changes)
+    }
+
+    /// Refuses changes to what configures RooCode or git, and to the files the project's
+    /// `ROOCODE.md` instructions are made of (as the agent's own loader finds them in the
+    /// lead's tree, `@include`s followed): those run or speak with the user's rights later.
+    fn check_protected(&self, branch: &str, changes: &[Change]) -> Result<()> {
+        let roots: Vec<PathBuf> = [
+            Some(self.root.clone()),
+            std::fs::canonicalize(&self.root).ok(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let instructions: Vec<String> = roo_agent::prompt::project_instruction_paths(&self.root)
+            .iter()
+            .filter_map(|path| roots.iter().find_map(|root| path.strip_prefix(root).ok()))
+            .map(|path| path.to_string_lossy().into_owned())
+            .filter(|path| !path.is_empty())
+            .collect();
+        let is_instructions = |path: &str| {
+            instructions.iter().any(|file| {
+                file == path
+                    || file
+                        .strip_prefix(path)
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+        };
+        let mut files: Vec<String> = changes
+            .iter()
+            .map(|c| lossy(&c.path))
+            .filter(|path| is_protected_change(path) || is_instructions(path))
+            .collect();
+        files.dedup();
+        if files.is_empty() {
+            return Ok(());
+        }
+        Err(WorktreeError::ProtectedChanges {
+            branch: branch.to_string(),
+            files,
+        })
+    }
+
+    /// Whether something is at `place` (relative to the root) in the lead's tree, without
+    /// following a symlink. An error other than "not there" counts as something.
+    fn occupied(&self, place: &[u8]) -> bool {
+        let path = self.root.join(std::ffi::OsStr::from_bytes(place));
+        match std::fs::symlink_metadata(path) {
+            Ok(_) => true,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ),
+        }
+    }
+
+    /// Whether `place` (relative to the root) is a directory, not a symlink to one.
+    fn real_dir(&self, place: &[u8]) -> bool {
+        std::fs::symlink_metadata(self.root.join(std::ffi::OsStr::from_bytes(place)))
+            .is_ok_and(|meta| meta.is_dir())
+    }
+
+    /// `git cat-file --batch-check` of each query (an object, or `<commit>:<path>`):
+    /// its type and size, `None` when missing.
+    fn object_types(&self, queries: &[Vec<u8>]) -> Result<Vec<Option<(String, String)>>> {
+        let mut input = Vec::new();
+        for query in queries {
+            input.extend_from_slice(query);
+            input.push(0);
+        }
+        let out = self.git.output_with_input(
+            &self.root,
+            &[
+                "cat-file",
+                "--batch-check=%(objecttype) %(objectsize)",
+                "-z",
+            ],
+            input,
+        )?;
+        // A missing one is echoed as `<query> missing`, newlines and all.
+        let mut rest = out.as_slice();
+        let mut answers = Vec::with_capacity(queries.len());
+        for query in queries {
+            let mut missing = query.clone();
+            missing.extend_from_slice(b" missing\n");
+            if let Some(after) = rest.strip_prefix(missing.as_slice()) {
+                rest = after;
+                answers.push(None);
+                continue;
+            }
+            let end = rest.iter().position(|b| *b == b'\n').unwrap_or(rest.len());
+            let line = String::from_utf8_lossy(&rest[..end]).into_owned();
+            rest = rest.get(end + 1..).unwrap_or_default();
+            answers.push(
+                line.split_once(' ')
+                    .map(|(kind, size)| (kind.to_string(), size.to_string())),
+            );
+        }
+        Ok(answers)
+    }
+
+    /// What the lead keeps untracked (ignored or not) under the tracked directory `dir`.
+    fn untracked_under(&self, dir: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let mut spec = dir.to_vec();
+        spec.push(b'/');
+        let spec = std::ffi::OsString::from_vec(spec);
+        let args: [&std::ffi::OsStr; 6] = [
+            "--literal-pathspecs".as_ref(),
+            "ls-files".as_ref(),
+            "-z".as_ref(),
+            "--others".as_ref(),
+            "--directory".as_ref(),
+            spec.as_os_str(),
+        ];
+        let out = self.git.ok(&self.root, &args)?;
+        Ok(nul_fields(&out)
+            .map(|path| path.trim_end_matches('/').as_bytes().to_vec())
+            .collect())
+    }
+
+    /// `path (ignored file)`, `path/ (untracked directory)`, … for the error, the first
+    /// few only.
+    fn describe_untracked(&self, paths: &[Vec<u8>]) -> String {
+        const SHOWN: usize = 10;
+        let shown: Vec<String> = paths.iter().take(SHOWN).map(|p| lossy(p)).collect();
+        let mut input = Vec::new();
+        for path in paths.iter().take(SHOWN) {
+            input.extend_from_slice(path);
+            input.push(0);
+        }
+        // It exits 1 when none is ignored: then there is no output either.
+        let ignored: BTreeSet<String> = self
+            .git
+            .output_with_input(
+                &self.root,
+                &["check-ignore", "--stdin", "-z", "--no-index"],
+                input,
+            )
+            .map(|out| {
+                out.split(|b| *b == 0)
+                    .filter(|p| !p.is_empty())
+                    .map(lossy)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut parts: Vec<String> = shown
+            .iter()
+            .map(|path| {
+                let kind = match std::fs::symlink_metadata(self.root.join(path)) {
+                    Ok(meta) if meta.is_dir() => "directory",
+                    Ok(meta) if meta.is_symlink() => "symlink",
+                    _ => "file",
+                };
+                let slash = if kind == "directory" { "/" } else { "" };
+                let state = if ignored.contains(path) {
+                    "ignored"
+                } else {
+                    "untracked"
+                };
+                format!("{path}{slash} ({state} {kind})")
+            })
+            .collect();
+        if paths.len() > SHOWN {
+            parts.push(format!("and {} more", paths.len() - SHOWN));
+        }
+        parts.join(", ")
     }
 }
 
