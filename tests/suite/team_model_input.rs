@@ -118,7 +118,7 @@ fn teammate_text_enters_the_leads_model_input_only_neutralised() {
             blocks: Vec::new(),
             paths: vec![format!("src/{HOSTILE}")],
             metadata: serde_json::from_value(serde_json::json!({ "k": HOSTILE })).unwrap(),
-            owner: None,
+            owner: Some(alice.clone()),
             by: None,
         })
         .unwrap();
