@@ -26,6 +26,7 @@ mod newcomer_errors;
 mod panes_interactive;
 mod project_trust;
 mod sandbox;
+mod sandbox_reach;
 mod sandbox_team;
 mod store_concurrency;
 mod store_crash;
