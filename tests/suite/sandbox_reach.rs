@@ -244,11 +244,7 @@ fn a_database_servers_socket_directory_is_hidden_from_commands() {
         "psql -h {d} -U {user} -d postgres -Atc 'SELECT 4242' > psql.txt 2>&1; echo rc=$? >> psql.txt",
         d = dir.display()
     );
-    world
-        .lead(&[command])
-        .env("PGHOST", &dir)
-        .run()
-        .assert_ok();
+    world.lead(&[command]).env("PGHOST", &dir).run().assert_ok();
     let out = std::fs::read_to_string(world.path("project/psql.txt")).unwrap();
     assert!(!out.contains("4242"), "reached the server: {out}");
     assert!(!out.contains("rc=0"), "{out}");

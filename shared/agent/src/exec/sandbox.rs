@@ -48,10 +48,10 @@ pub use env::{
     scrubbed_env_names, seal_secret_env, sealed_secrets, secret_env,
 };
 pub use git_dirs::linked_git_dirs;
-pub use inside::{COVER_SOURCE, IN_COMMAND_ENV, inside_agent_command};
 pub use helper::{
     Enforcement, HELPER_FAILED, HelperReport, LEFTOVER_GRACE, run_helper_if_requested,
 };
+pub use inside::{COVER_SOURCE, IN_COMMAND_ENV, inside_agent_command};
 pub use seatbelt::{seatbelt_command, seatbelt_profile};
 pub use settings::{SandboxSettings, default_deny_read};
 

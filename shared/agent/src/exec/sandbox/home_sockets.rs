@@ -184,11 +184,7 @@ fn read_listing(dir: &Path, meta: &std::fs::Metadata, budget: &mut usize) -> Lis
     }
     let modified = meta.modified().ok();
     listing.trusted = complete
-        && modified.is_some_and(|m| {
-            read_at
-                .duration_since(m)
-                .is_ok_and(|age| age > RACY_WINDOW)
-        });
+        && modified.is_some_and(|m| read_at.duration_since(m).is_ok_and(|age| age > RACY_WINDOW));
     listing
 }
 
@@ -236,7 +232,7 @@ mod tests {
         let found = search_with(
             std::slice::from_ref(&home),
             &[],
-            &[home.clone()],
+            std::slice::from_ref(&home),
             &mut cache,
             Duration::from_secs(10),
         );
@@ -252,7 +248,10 @@ mod tests {
         // Listings old enough to be trusted from the cache.
         let hour_ago = SystemTime::now() - Duration::from_secs(3600);
         for d in [&home, &agent] {
-            std::fs::File::open(d).unwrap().set_modified(hour_ago).unwrap();
+            std::fs::File::open(d)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
         }
         let mut cache = HashMap::new();
         let search = |cache: &mut HashMap<PathBuf, Listing>| {

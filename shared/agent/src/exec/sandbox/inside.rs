@@ -32,7 +32,11 @@ pub fn inside_agent_command() -> Option<String> {
     #[cfg(target_os = "linux")]
     {
         match std::fs::read_to_string("/proc/self/mountinfo") {
-            Ok(text) if text.lines().any(|line| mount_source(line) == Some(COVER_SOURCE)) => {
+            Ok(text)
+                if text
+                    .lines()
+                    .any(|line| mount_source(line) == Some(COVER_SOURCE)) =>
+            {
                 return Some("its mount table holds the command sandbox's covers".to_string());
             }
             Ok(_) => {}
@@ -54,10 +58,7 @@ pub fn inside_agent_command() -> Option<String> {
                     ));
                 }
             };
-            let Some(ppid) = super::proc_stat(&stat).and_then(|s| u32::try_from(s.ppid).ok())
-            else {
-                return None;
-            };
+            let ppid = super::proc_stat(&stat).and_then(|s| u32::try_from(s.ppid).ok())?;
             if ppid == 0 {
                 return None;
             }
