@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use roo_tests::{TempDir, TestCommand, bin, git_init_commit};
+use roo_tests::{TempDir, TestCommand, bin};
 use serde_json::Value;
 
 const PYTHON: &str = "/usr/bin/python3";
@@ -29,7 +29,7 @@ impl World {
     fn new() -> World {
         let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
         root.write("project/README.md", "# demo\n");
-        git_init_commit(&root.join("project"));
+        roo_tests::git_repo_with_identity(&root.join("project"));
         for dir in ["home", "roo"] {
             std::fs::create_dir_all(root.join(dir)).unwrap();
         }
@@ -367,4 +367,61 @@ fn credentials_in_the_environment_do_not_reach_commands() {
         assert!(line.split(' ').any(|w| w == name), "{line}");
     }
     assert!(!printed.stdout().contains("canary"), "{}", printed.stdout());
+}
+
+/// The same rule for an in-process teammate's and a sub-agent's commands: the lead's
+/// environment holds the credentials, their `env` shows none of them.
+#[test]
+fn credentials_do_not_reach_a_teammates_or_a_sub_agents_commands() {
+    let world = World::new();
+    // Where the commands report: the temp dir (a teammate's unchanged clone is removed
+    // when the run ends).
+    let signals = TempDir::new();
+    let env_to = |file: &str| {
+        serde_json::to_string(&format!("env > {}/{file}", signals.path().display())).unwrap()
+    };
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: Agent, input: {{description: "looks around", prompt: "Run env.", subagent_type: general-purpose}}}}
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew, description: "one job"}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: mal, description: "does a job", prompt: "Do the job."}}}}
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+  "general-purpose":
+    - tool_calls:
+        - {{name: Bash, input: {{command: {sub}}}}}
+    - text: "Looked."
+  mal:
+    - tool_calls:
+        - {{name: Bash, input: {{command: {mate}}}}}
+    - text: "Job done."
+"#,
+        sub = env_to("sub-env.txt"),
+        mate = env_to("mate-env.txt"),
+    );
+    let script = world.root.write("script.yaml", script);
+    let out = world
+        .cli("roo-lead")
+        .env("GITHUB_TOKEN", "ghp-canary-github")
+        .env("DATABASE_URL", "postgres://u:canary-dbpw@h/db")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["-p", "Do one job with a teammate."])
+        .args(["--provider", "script", "--script"])
+        .arg(script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .args(["--teammate-mode", "in-process"])
+        .run();
+    out.assert_ok();
+    for file in ["sub-env.txt", "mate-env.txt"] {
+        let env = std::fs::read_to_string(signals.join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}; {}", out.stderr()));
+        assert!(env.contains("PATH="), "{file}: {env}");
+        assert!(!env.contains("canary"), "{file}: {env}");
+    }
 }
