@@ -425,3 +425,21 @@ fn credentials_do_not_reach_a_teammates_or_a_sub_agents_commands() {
         assert!(!env.contains("canary"), "{file}: {env}");
     }
 }
+
+/// Without the namespace layer, `--print-sandbox` says which sockets of the home stay
+/// reachable, and the start-up notice names them among what is not contained.
+#[test]
+fn without_namespaces_the_home_sockets_are_named_as_reachable() {
+    let world = World::new();
+    world
+        .root
+        .write("roo/config.yaml", "sandbox:\n  namespaces: false\n");
+    let (socket, _listener) = world.listen("home/.docker/desktop/docker.sock");
+    let printed = world.cli("roo-lead").arg("--print-sandbox").run();
+    printed.assert_ok();
+    printed.assert_stdout_contains(&format!(
+        "reachable (no namespace layer): {}",
+        socket.display()
+    ));
+    printed.assert_stdout_contains("database servers, any socket in your home");
+}
