@@ -6,7 +6,8 @@
 //!
 //! The search is breadth-first and bounded: [`SEARCH_DEPTH`] levels below each root,
 //! [`SEARCH_ENTRIES`] directory entries read and [`SEARCH_TIME`] per search; it does not
-//! follow links to directories, stays on each root's file system, and does not descend
+//! follow links to directories, stays on each root's file system, skips package stores
+//! and caches ([`SKIPPED_NAMES`], [`SKIPPED_BELOW_ROOT`]), and does not descend
 //! into what is already covered whole (`~/.ssh`, the runtime dirs) nor into the write
 //! roots (the project, a teammate's worktree: the command may create sockets there
 //! anyway, and a server the user runs in the project stays reachable) unless the root
@@ -33,6 +34,27 @@ pub const SEARCH_DEPTH: usize = 6;
 pub const SEARCH_ENTRIES: usize = 200_000;
 /// Time one search may take; what it did not reach is reported.
 pub const SEARCH_TIME: Duration = Duration::from_millis(100);
+/// Directories not descended into wherever they are: package stores and caches that
+/// hold many directories and no server's socket.
+pub const SKIPPED_NAMES: &[&str] = &[
+    "node_modules",
+    ".git",
+    "__pycache__",
+    "site-packages",
+    ".rustup",
+    ".npm",
+    ".m2",
+    ".gradle",
+];
+/// Directories below a search root not descended into, for the same reason.
+pub const SKIPPED_BELOW_ROOT: &[&str] = &[
+    ".cargo/registry",
+    ".cargo/git",
+    "go/pkg/mod",
+    ".cache/go-build",
+    ".cache/pip",
+    ".local/share/Trash",
+];
 /// A directory modified more recently than this is not trusted from the cache.
 const RACY_WINDOW: Duration = Duration::from_secs(2);
 /// Cached directories kept at most (the cache is dropped beyond).
@@ -91,6 +113,7 @@ fn search_with(
         let dev = meta.dev();
         // Write roots the search stays out of: those the root does not lie in.
         let outside: Vec<&PathBuf> = write.iter().filter(|w| !root.starts_with(w)).collect();
+        let skipped: Vec<PathBuf> = SKIPPED_BELOW_ROOT.iter().map(|r| root.join(r)).collect();
         let mut queue = VecDeque::from([(root.clone(), 0usize)]);
         while let Some((dir, depth)) = queue.pop_front() {
             if started.elapsed() > time {
@@ -133,6 +156,11 @@ fn search_with(
             for sub in &listing.subdirs {
                 if covered.iter().any(|c| sub.starts_with(c))
                     || outside.iter().any(|w| sub.starts_with(w))
+                    || skipped.contains(sub)
+                    || sub
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| SKIPPED_NAMES.contains(&n))
                 {
                     continue;
                 }
@@ -206,10 +234,18 @@ mod tests {
         let deep = home.join("a/b/c/d/e/f/g/deep.sock");
         let in_project = home.join("src/proj/run/app.sock");
         let in_covered = home.join(".ssh/agent.sock");
-        let _l: Vec<_> = [&docker, &tmux, &deep, &in_project, &in_covered]
-            .into_iter()
-            .map(|p| listen(p))
-            .collect();
+        let in_packages = home.join("lib/node_modules/x/s.sock");
+        let _l: Vec<_> = [
+            &docker,
+            &tmux,
+            &deep,
+            &in_project,
+            &in_covered,
+            &in_packages,
+        ]
+        .into_iter()
+        .map(|p| listen(p))
+        .collect();
         std::os::unix::fs::symlink(&docker, home.join("link.sock")).unwrap();
         let mut cache = HashMap::new();
         let found = search_with(
