@@ -196,7 +196,7 @@ fn main() {
         medians.push(median);
         p90s.push(p90);
         println!(
-            "  {name:<10}  median {:>7.2} ms   p90 {:>7.2} ms   ×{:.2} of direct   (+{:.2} ms)",
+            "  {name:<11}  median {:>7.2} ms   p90 {:>7.2} ms   ×{:.2} of direct   (+{:.2} ms)",
             ms(median),
             ms(p90),
             ms(median) / ms(medians[0]),
