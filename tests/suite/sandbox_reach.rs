@@ -443,3 +443,32 @@ fn without_namespaces_the_home_sockets_are_named_as_reachable() {
     ));
     printed.assert_stdout_contains("database servers, any socket in your home");
 }
+
+/// Without the namespace layer (no covers in the mount table) the helper among the
+/// command's ancestors still tells the lead it runs inside a command.
+#[test]
+fn without_namespaces_a_command_cannot_start_a_lead_that_claims_a_team_either() {
+    let world = World::new();
+    world
+        .root
+        .write("roo/config.yaml", "sandbox:\n  namespaces: false\n");
+    let script = world.root.write(
+        "project/inner.yaml",
+        "agents:\n  \"*\":\n    - text: \"I lead now.\"\n",
+    );
+    world
+        .lead(&[format!(
+            "mkdir -p own && env -u ROO_IN_AGENT_COMMAND ROO_HOME=$PWD/own roo-lead --team t \
+             -p hi --provider script --script {s} > takeover.txt 2>&1; echo rc=$? >> takeover.txt",
+            s = script.display()
+        )])
+        .run()
+        .assert_ok();
+    let out = std::fs::read_to_string(world.path("project/takeover.txt")).unwrap();
+    assert!(
+        out.contains("lead team t from inside an agent's command"),
+        "{out}"
+    );
+    assert!(out.contains("is an agent's command helper"), "{out}");
+    assert!(!out.contains("rc=0"), "{out}");
+}
