@@ -11,9 +11,9 @@
 //!   cannot be removed;
 //! - an ancestor that is a command helper (its second argument is
 //!   [`super::HELPER_ARG`]): every process a command starts stays below its helper (a
-//!   child subreaper) while the helper lives. Under Landlock alone a command can kill
-//!   its own helper and escape this sign (the others remain: the variable it removed,
-//!   no cover without the namespace layer), which the sandbox's notice names.
+//!   child subreaper) while the helper lives. Under Landlock alone on a kernel without
+//!   signal scoping (before 6.12) a command can kill its own helper and, having unset
+//!   the variable, show none of the three signs.
 //!
 //! On Linux a process that cannot read its own `/proc` entries is treated as inside.
 
