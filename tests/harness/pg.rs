@@ -65,9 +65,16 @@ impl OwnCluster {
     /// `ROO_TEST_PG_DSN` being unset also means (the test is then skipped).
     pub fn start() -> Option<OwnCluster> {
         test_dsn()?;
+        OwnCluster::start_in(&std::env::temp_dir())
+    }
+
+    /// Starts one whose directory (and socket) lies in `parent` (made traversable by
+    /// the server's user); `None` (said on stderr) where PostgreSQL is not installed.
+    pub fn start_in(parent: &std::path::Path) -> Option<OwnCluster> {
         let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-cluster");
         let out = Command::new(&script)
             .arg("start")
+            .env("TMPDIR", parent)
             .output()
             .expect("run scripts/pg-cluster");
         if !out.status.success() {

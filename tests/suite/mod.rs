@@ -27,6 +27,7 @@ mod panes_interactive;
 mod project_trust;
 mod roocode_writes;
 mod sandbox;
+mod sandbox_reach;
 mod sandbox_team;
 mod store_concurrency;
 mod store_crash;

@@ -30,6 +30,15 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
     if args.print_sandbox {
         return print_sandbox(&args);
     }
+    // A teammate's command must not claim a team (take its own team over).
+    if let Some(team) = &args.team
+        && let Some(why) = roo_agent::sandbox::inside_agent_command()
+    {
+        return Err(AppError::Refused(format!(
+            "lead team {team} from inside an agent's command ({why}): a command may not \
+             start a lead that claims a team; start roo-lead from your own terminal"
+        )));
+    }
     let interactive = args.prompt.is_none();
     if interactive && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return Err(AppError::Usage(
@@ -83,7 +92,7 @@ fn print_backend(args: &LeadArgs) -> Result<ExitCode, AppError> {
 
 fn print_sandbox(args: &LeadArgs) -> Result<ExitCode, AppError> {
     use roo_agent::config::{ConfigFiles, ProjectTrust};
-    use roo_agent::sandbox::{Layers, PolicyEnv, SandboxPolicy};
+    use roo_agent::sandbox::{Layers, PolicyEnv, SandboxPolicy, home_sockets, removed_env_names};
     let cwd =
         std::env::current_dir().map_err(|e| AppError::Io(format!("no working directory: {e}")))?;
     let roo_home = crate::setup::roo_home()?;
@@ -129,6 +138,44 @@ fn print_sandbox(args: &LeadArgs) -> Result<ExitCode, AppError> {
     for path in policy.hide.iter().filter(|p| p.exists()) {
         println!("  {}", path.display());
     }
+    let found = home_sockets::search(&policy.search, &policy.hide, &policy.write);
+    let roots: Vec<String> = policy
+        .search
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    println!(
+        "sockets under {} (searched when each command starts, {} directories, {} levels deep{}):",
+        roots.join(", "),
+        found.dirs,
+        home_sockets::SEARCH_DEPTH,
+        match &found.cut_short {
+            Some(why) => format!("; cut short: {why}, deeper sockets stay reachable"),
+            None => String::new(),
+        }
+    );
+    let verb = if layers.namespaces.is_ok() {
+        "hidden"
+    } else {
+        "reachable (no namespace layer)"
+    };
+    for socket in &found.sockets {
+        println!("  {verb}: {}", socket.display());
+    }
+    if found.sockets.is_empty() {
+        println!("  none");
+    }
+    let removed = removed_env_names(&settings, &roo_home, None);
+    println!(
+        "environment removed from commands (names with KEY, TOKEN, SECRET, PASSWORD, PASSWD, \
+         CREDENTIAL or AUTH, values with a URL password; sandbox.pass_env keeps one): {}",
+        if removed.is_empty() {
+            "none".to_string()
+        } else {
+            removed.join(" ")
+        }
+    );
+    println!("a lead started inside an agent's command may not lead a team (--team is refused)");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -29,6 +29,8 @@ mod env;
 mod git_dirs;
 pub mod handoff;
 mod helper;
+pub mod home_sockets;
+mod inside;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(target_os = "linux")]
@@ -42,13 +44,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use env::{
-    SEALED_ENV_FD, handed_launch, is_secret_env_name, scrubbed_env_names, seal_secret_env,
-    sealed_secrets, secret_env,
+    SEALED_ENV_FD, handed_launch, holds_url_password, is_credential_env_name, is_secret_env_name,
+    scrubbed_env_names, seal_secret_env, sealed_secrets, secret_env,
 };
 pub use git_dirs::linked_git_dirs;
 pub use helper::{
     Enforcement, HELPER_FAILED, HelperReport, LEFTOVER_GRACE, run_helper_if_requested,
 };
+pub use inside::{COVER_SOURCE, IN_COMMAND_ENV, inside_agent_command};
 pub use seatbelt::{seatbelt_command, seatbelt_profile};
 pub use settings::{SandboxSettings, default_deny_read};
 
@@ -84,6 +87,11 @@ pub struct SandboxPolicy {
     /// after the agent started.
     #[serde(default)]
     pub scan: Vec<PathBuf>,
+    /// Directories the agent searches for sockets when each command starts (the
+    /// home, and a runtime dir that could not be covered whole): every socket found
+    /// is added to `hide` ([`home_sockets::search`]). Not sent to the helper.
+    #[serde(skip)]
+    pub search: Vec<PathBuf>,
 }
 
 /// Where a policy's default paths come from.
@@ -120,6 +128,7 @@ impl PolicyEnv {
             dbus_session: var("DBUS_SESSION_BUS_ADDRESS"),
             ssh_auth_sock: var("SSH_AUTH_SOCK").map(PathBuf::from),
             screendir: var("SCREENDIR").map(PathBuf::from),
+            pghost: var("PGHOST"),
         });
         // A team store reached through a UNIX socket: a command that reaches the socket
         // could write the team's state without the agent (its URL is a sealed secret).
@@ -149,12 +158,16 @@ pub struct SocketEnv<'a> {
     pub dbus_session: Option<OsString>,
     pub ssh_auth_sock: Option<PathBuf>,
     pub screendir: Option<PathBuf>,
+    /// `$PGHOST`: host names, or socket directories (absolute paths), comma-separated.
+    pub pghost: Option<OsString>,
 }
 
 /// The sockets a confined command must not reach, and the directories holding
 /// them: every tmux server's directory (`tmux-<uid>` in each temp dir and in
 /// `$TMUX_TMPDIR`, the one `$TMUX` names), screen's, the D-Bus buses, Docker's and
-/// Podman's, the SSH agent's, and the user's runtime directories.
+/// Podman's, the SSH agent's, the user's runtime directories, and the database
+/// servers' socket directories ([`DATABASE_SOCKET_DIRS`], those `$PGHOST` names): a
+/// server's `peer` or `trust` rule lets whoever reaches its socket in.
 pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let mut found = Vec::new();
@@ -208,6 +221,15 @@ pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
     ] {
         found.push(PathBuf::from(path));
     }
+    found.extend(DATABASE_SOCKET_DIRS.iter().map(PathBuf::from));
+    if let Some(hosts) = &env.pghost {
+        for host in hosts.as_bytes().split(|&b| b == b',') {
+            let host = Path::new(std::ffi::OsStr::from_bytes(host));
+            if host.is_absolute() {
+                found.push(host.to_path_buf());
+            }
+        }
+    }
     if let Some(dir) = &env.xdg_runtime_dir {
         found.push(dir.clone());
     }
@@ -229,6 +251,14 @@ pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
     dedup(&mut found);
     found
 }
+
+/// Where PostgreSQL and MySQL/MariaDB servers put their sockets by default.
+pub const DATABASE_SOCKET_DIRS: &[&str] = &[
+    "/run/postgresql",
+    "/var/run/postgresql",
+    "/run/mysqld",
+    "/var/run/mysqld",
+];
 
 /// What to cover for a socket: its directory when that holds nothing else the
 /// command needs, the socket alone when it sits directly in a temp dir or the home.
@@ -284,9 +314,14 @@ impl SandboxPolicy {
         dedup(&mut deny_read);
         let mut hide = env.sockets.clone();
         hide.extend(deny_read.iter().cloned());
-        // A cover over a write root would take the root away.
-        hide.retain(|h| !write.iter().any(|w| w.starts_with(h)));
         dedup(&mut hide);
+        // A cover over a write root would take the root away: what it would have
+        // covered is searched for sockets instead, as the home is.
+        let (uncovered, hide): (Vec<PathBuf>, Vec<PathBuf>) = hide
+            .into_iter()
+            .partition(|h| write.iter().any(|w| w.starts_with(h)));
+        let mut search: Vec<PathBuf> = env.home.iter().cloned().collect();
+        search.extend(uncovered.into_iter().filter(|p| p != Path::new("/")));
         Self {
             write,
             deny_read,
@@ -298,6 +333,7 @@ impl SandboxPolicy {
                 scan.push(PathBuf::from("/dev/shm"));
                 scan
             },
+            search,
         }
     }
 }
@@ -420,18 +456,7 @@ impl CommandSetup {
     ) -> Self {
         let env = PolicyEnv::from_env(roo_home);
         let (sandbox, notices) = CommandSandbox::for_agent(root, settings, &env, helper);
-        // The team store's URL and password go like the API key: whatever variable
-        // holds them (a `DATABASE_URL` the user set `ROO_STORE` from). A password too
-        // short to be told from an ordinary value (`SHLVL=1`) is left to its name.
-        let lookup = |name: &str| secret_env(name);
-        let mut secrets: Vec<String> = roo_store::StoreChoice::resolve_in(roo_home, &lookup)
-            .map(|store| store.secret_values())
-            .unwrap_or_default();
-        secrets.extend(secret_env("PGPASSWORD"));
-        secrets.retain(|value| value.len() >= MIN_SCRUBBED_LEN);
-        secrets.extend(api_key.map(str::to_string));
-        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
-        let mut env_remove = scrubbed_env_names(std::env::vars(), &secrets, &settings.pass_env);
+        let mut env_remove = removed_env_names(settings, roo_home, api_key);
         env_remove.push(SEALED_ENV_FD.to_string());
         // Sealed keys left the environment; the user may pass some on.
         let env_add = sealed_secrets()
@@ -445,6 +470,27 @@ impl CommandSetup {
             notices,
         }
     }
+}
+
+/// The names of this process's variables that commands do not get (see
+/// [`scrubbed_env_names`]), for an agent with `settings` using `api_key`.
+pub fn removed_env_names(
+    settings: &SandboxSettings,
+    roo_home: &Path,
+    api_key: Option<&str>,
+) -> Vec<String> {
+    // The team store's URL and password go like the API key: whatever variable
+    // holds them (a `DATABASE_URL` the user set `ROO_STORE` from). A password too
+    // short to be told from an ordinary value (`SHLVL=1`) is left to its name.
+    let lookup = |name: &str| secret_env(name);
+    let mut secrets: Vec<String> = roo_store::StoreChoice::resolve_in(roo_home, &lookup)
+        .map(|store| store.secret_values())
+        .unwrap_or_default();
+    secrets.extend(secret_env("PGPASSWORD"));
+    secrets.retain(|value| value.len() >= MIN_SCRUBBED_LEN);
+    secrets.extend(api_key.map(str::to_string));
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    scrubbed_env_names(std::env::vars(), &secrets, &settings.pass_env)
 }
 
 /// What the helper is told; the first argument after [`HELPER_ARG`], as JSON.
@@ -514,10 +560,19 @@ impl CommandSandbox {
 
     fn wrap_spec(
         &self,
-        spec: HelperSpec,
+        mut spec: HelperSpec,
         program: &Path,
         args: &[OsString],
     ) -> (PathBuf, Vec<OsString>) {
+        // Sockets under the home and an uncovered runtime dir, as they are now (only the
+        // namespace layer can cover them).
+        if let Some(policy) = spec.policy.as_mut()
+            && policy.namespaces
+            && !policy.search.is_empty()
+        {
+            let found = home_sockets::search(&policy.search, &policy.hide, &policy.write);
+            policy.hide.extend(found.sockets);
+        }
         // Serialising plain paths and bools cannot fail; an empty spec would be
         // refused by the helper, so nothing runs unconfined by accident.
         let spec = serde_json::to_string(&spec).unwrap_or_default();
@@ -567,7 +622,7 @@ impl Layers {
         Some(format!(
             "the sandbox's namespace layer is not in force ({why}): commands are confined by \
              Landlock alone, which does not keep them from UNIX sockets (a tmux server, D-Bus, \
-             Docker, the SSH and GPG agents) nor from changing the permissions, owner, times and \
+             Docker, the SSH and GPG agents, database servers, any socket in your home) nor from changing the permissions, owner, times and \
              extended attributes of files outside the project"
         ))
     }

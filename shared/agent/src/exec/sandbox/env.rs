@@ -1,11 +1,19 @@
-//! Provider API keys are not for the commands the model runs.
+//! Provider API keys and other credentials are not for the commands the model runs.
 //!
-//! A command sees the agent's environment minus every variable that looks like
-//! an API key (`*_API_KEY`, `*_APIKEY`, `ANTHROPIC_AUTH_TOKEN`), the team store's
-//! credentials (`ROO_STORE`, whose URL may hold a password, and `PGPASSWORD`) and
-//! any variable whose value is the key the agent itself uses, the store's URL or its
-//! password (of 8 characters or more), except those the user passes through with
-//! `sandbox: {pass_env: [...]}` in the user config.
+//! A command sees the agent's environment minus:
+//! - every variable whose name contains `KEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`,
+//!   `CREDENTIAL` or `AUTH` (ASCII case-insensitive; a `_`-separated word `AUTHOR` or
+//!   `AUTHORS` alone does not count, so `GIT_AUTHOR_NAME` stays) — [`is_credential_env_name`];
+//! - every variable whose value holds a URL with a password (`scheme://user:pw@host`)
+//!   — [`holds_url_password`];
+//! - the team store's credentials (`ROO_STORE`, `PGPASSWORD`) and any variable whose
+//!   value is the key the agent itself uses, the store's URL or its password (of 8
+//!   characters or more);
+//!
+//! except those the user passes through with `sandbox: {pass_env: [...]}` in the user
+//! config. API keys and the store's credentials ([`is_secret_env_name`]) are also sealed
+//! out of the agent's own environment block ([`seal_secret_env`]); the other credentials
+//! stay in it, as the agent's own git and ssh may need them.
 
 /// Whether `name` looks like an API key variable or holds the team store's
 /// credentials (a command that had them could rewrite the team's state directly).
@@ -18,8 +26,65 @@ pub fn is_secret_env_name(name: &str) -> bool {
         || upper == "PGPASSWORD"
 }
 
-/// Names of the variables in `vars` to remove from commands' environment:
-/// key-like names and any variable whose value is one of `secret_values`
+/// Words that mark a variable as holding a credential when its name contains one.
+const CREDENTIAL_WORDS: [&str; 7] = [
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+];
+
+/// Whether `name` contains one of [`CREDENTIAL_WORDS`] (ASCII case-insensitive), not
+/// counting `_`-separated words that are exactly `AUTHOR` or `AUTHORS` (git's
+/// `GIT_AUTHOR_NAME`, `GIT_AUTHOR_EMAIL`, `GIT_AUTHOR_DATE`).
+pub fn is_credential_env_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    CREDENTIAL_WORDS
+        .iter()
+        .filter(|word| **word != "AUTH")
+        .any(|word| upper.contains(word))
+        || upper
+            .split('_')
+            .any(|part| part.contains("AUTH") && part != "AUTHOR" && part != "AUTHORS")
+}
+
+/// Whether `value` holds a URL with a password anywhere in it: `scheme://user:pw@…`
+/// with a non-empty password (`postgres://u:pw@h/db`, `https://x:tok@host`, also in a
+/// space- or comma-separated list).
+pub fn holds_url_password(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let mut from = 0;
+    while let Some(at) = value[from..].find("://") {
+        let start = from + at;
+        from = start + 3;
+        // A scheme: at least one letter, digit, `+`, `-` or `.` right before.
+        let scheme_ok = start > 0 && {
+            let b = bytes[start - 1];
+            b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.'
+        };
+        if !scheme_ok {
+            continue;
+        }
+        let authority: &str = value[from..]
+            .split(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == ',')
+            .next()
+            .unwrap_or("");
+        if let Some(at) = authority.rfind('@')
+            && let Some((_, password)) = authority[..at].split_once(':')
+            && !password.is_empty()
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Names of the variables in `vars` to remove from commands' environment: secret
+/// names ([`is_secret_env_name`], [`is_credential_env_name`]), values holding a URL
+/// with a password, and any variable whose value is one of `secret_values`
 /// (non-empty), except the names in `pass`.
 pub fn scrubbed_env_names(
     vars: impl IntoIterator<Item = (String, String)>,
@@ -30,6 +95,8 @@ pub fn scrubbed_env_names(
         .into_iter()
         .filter(|(name, value)| {
             is_secret_env_name(name)
+                || is_credential_env_name(name)
+                || holds_url_password(value)
                 || secret_values
                     .iter()
                     .any(|secret| !secret.is_empty() && value == secret)

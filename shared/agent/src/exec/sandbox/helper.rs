@@ -289,6 +289,7 @@ mod linux {
                 }
                 None => Command::new(program),
             };
+            command.env(super::super::IN_COMMAND_ENV, "1");
             if let Some(fd) = &relay {
                 use std::os::fd::AsRawFd;
                 command.env(roo_store::relay::ENV_FD, fd.as_raw_fd().to_string());

@@ -305,8 +305,9 @@ fn hide(path: &Path) -> Result<(), NamespaceError> {
         }
     };
     if meta.is_dir() {
+        // Its source marks the mount table as a command's ([`super::COVER_SOURCE`]).
         mount(
-            Some("tmpfs"),
+            Some(super::COVER_SOURCE),
             &path,
             Some("tmpfs"),
             MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,

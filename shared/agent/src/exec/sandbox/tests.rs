@@ -226,6 +226,7 @@ fn the_seatbelt_profile_denies_writes_outside_and_reads_of_secrets() {
         hide: vec![],
         namespaces: false,
         scan: vec![],
+        search: vec![],
     };
     let profile = seatbelt_profile(&policy);
     assert!(profile.starts_with("(version 1)\n(allow default)\n(deny file-write*)\n"));
@@ -268,6 +269,7 @@ fn the_seatbelt_profile_denies_metadata_writes_outside_the_writable_paths() {
         hide: vec![],
         namespaces: false,
         scan: vec![],
+        search: vec![],
     });
     let operations = [
         "file-write-mode",
@@ -310,6 +312,7 @@ fn the_seatbelt_profile_hides_paths_from_reading_and_connecting() {
         ],
         namespaces: false,
         scan: vec![],
+        search: vec![],
     };
     let profile = seatbelt_profile(&policy);
     let filters = [
@@ -383,6 +386,7 @@ fn the_helper_command_line_carries_the_policy_and_the_parent() {
             hide: vec![],
             namespaces: false,
             scan: vec![],
+            search: vec![],
         }),
     };
     let (program, args) = sandbox.wrap(Path::new("/bin/bash"), &["-c".into(), "true".into()]);
@@ -456,6 +460,7 @@ mod landlock_rules {
             hide: vec![],
             namespaces: false,
             scan: vec![],
+            search: vec![],
         };
         let base2 = base.clone();
         let results = std::thread::spawn(move || {
@@ -491,4 +496,117 @@ mod landlock_rules {
         assert!(std::fs::write(base.join("outside/x.txt"), "x").is_ok());
         assert!(base.join("home/keep.txt").exists());
     }
+}
+
+#[test]
+fn credential_names_and_url_passwords_are_scrubbed_and_ordinary_variables_kept() {
+    for name in [
+        "GITHUB_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "NPM_TOKEN",
+        "MY_PASSWORD",
+        "db_passwd",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "OAUTH_CLIENT",
+        "SSH_AUTH_SOCK",
+        "XAUTHORITY",
+        "KEYTIMEOUT",
+        "HTTP_AUTHORIZATION",
+        "my_service_apikey",
+    ] {
+        assert!(is_credential_env_name(name), "{name}");
+    }
+    for name in [
+        "PATH",
+        "HOME",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GPG_TTY",
+        "PGHOST",
+        "TERM",
+        "LANG",
+        "GIT_ASKPASS",
+        "EDITOR",
+    ] {
+        assert!(!is_credential_env_name(name), "{name}");
+    }
+    for value in [
+        "postgres://u:pw@h/db",
+        "https://x:tok@github.com/o/r.git",
+        "http://proxy.local:3128 https://u:p@mirror/simple",
+        "redis://:secret@cache:6379/0",
+    ] {
+        assert!(holds_url_password(value), "{value}");
+    }
+    for value in [
+        "postgres://u@h/db",
+        "postgres://h:5432/db",
+        "https://github.com/o/r.git",
+        "git@github.com:o/r.git",
+        "u:@h",
+        "https://u:@h/x",
+        "/usr/bin:/bin",
+        "://:x@h",
+    ] {
+        assert!(!holds_url_password(value), "{value}");
+    }
+    let vars = [
+        ("DATABASE_URL", "postgres://u:pw@h/db"),
+        ("GITHUB_TOKEN", "ghp_x"),
+        ("GIT_AUTHOR_NAME", "Me"),
+        ("PATH", "/usr/bin"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    assert_eq!(
+        scrubbed_env_names(vars.clone(), &[], &[]),
+        ["DATABASE_URL", "GITHUB_TOKEN"]
+    );
+    assert_eq!(
+        scrubbed_env_names(vars, &[], &["GITHUB_TOKEN".to_string()]),
+        ["DATABASE_URL"]
+    );
+}
+
+#[test]
+fn database_socket_dirs_and_pghost_dirs_are_hidden() {
+    let found = escape_sockets(&SocketEnv {
+        temp_dirs: &[PathBuf::from("/nonexistent-tmp")],
+        home: Some(Path::new("/home/u")),
+        tmux: None,
+        tmux_tmpdir: None,
+        xdg_runtime_dir: None,
+        dbus_session: None,
+        ssh_auth_sock: None,
+        screendir: None,
+        pghost: Some("db.example.com,/srv/pg/sock,relative/dir".into()),
+    });
+    for dir in [
+        "/run/postgresql",
+        "/var/run/postgresql",
+        "/run/mysqld",
+        "/srv/pg/sock",
+    ] {
+        assert!(found.contains(&PathBuf::from(dir)), "{dir}: {found:?}");
+    }
+    assert!(!found.iter().any(|p| p.ends_with("relative/dir")));
+    assert!(!found.iter().any(|p| p.ends_with("db.example.com")));
+}
+
+#[test]
+fn the_home_is_searched_and_a_cover_over_a_write_root_becomes_a_search() {
+    let env = PolicyEnv {
+        sockets: vec![PathBuf::from("/run/user"), PathBuf::from("/tmp/tmux-1000")],
+        ..policy_env()
+    };
+    let policy = SandboxPolicy::for_root(
+        Path::new("/run/user/1000/proj"),
+        &SandboxSettings::default(),
+        &env,
+    );
+    assert!(!policy.hide.contains(&PathBuf::from("/run/user")));
+    assert_eq!(
+        policy.search,
+        [PathBuf::from("/home/u"), PathBuf::from("/run/user")]
+    );
 }
