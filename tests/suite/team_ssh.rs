@@ -729,6 +729,12 @@ fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_
         "figure: link of host b cut -> alice declared dead by the lead: {:.1} s",
         cut.elapsed().as_secs_f64()
     );
+    // Declaring a member dead is two writes (the mark, then the release): wait for the
+    // second rather than read between them.
+    wait("the lead to release alice's task", &mut || {
+        let task = team.tasks().get(&task.id).unwrap();
+        task.owner.is_none().then_some(())
+    });
     let released = team.tasks().get(&task.id).unwrap();
     assert_eq!(released.owner, None, "{released:?}");
     assert_eq!(released.status, TaskStatus::Pending);
