@@ -618,18 +618,29 @@ fn a_config_swapped_for_a_fifo_after_the_walk_never_stalls_the_check() {
     {
         let (lead, clone) = (lead.clone(), clone.clone());
         std::thread::spawn(move || {
-            let mut refused = 0;
-            for _ in 0..300 {
+            // At least 300 checks and 3 s of them: the swaps land anywhere in the check.
+            let started = std::time::Instant::now();
+            let (mut refused, mut checks) = (0, 0);
+            while checks < 300 || started.elapsed() < Duration::from_secs(3) {
                 if lead.check_clone(&clone).is_err() {
                     refused += 1;
                 }
+                checks += 1;
             }
             let _ = tx.send(refused);
         });
     }
-    let finished = rx.recv_timeout(Duration::from_secs(90));
+    let finished = rx.recv_timeout(Duration::from_secs(60));
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
+    // A reader stuck on the FIFO (a failed run) gets its end of file.
+    for path in [&config, &fifo] {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(path);
+    }
     // Put the regular file back where git reads it.
     if !std::fs::symlink_metadata(&config).unwrap().is_file() {
         std::fs::rename(&config, clone.join("swap")).unwrap();
