@@ -710,12 +710,11 @@ fn a_failed_turn_fetch_is_not_retried_every_turn() {
             .lines()
             .count()
     };
-    let lead = match LeadRepo::discover(&world.project(), &world.git().with_program(&wrapper))
-        .unwrap()
-    {
-        Discovered::Repo(repo) => repo,
-        Discovered::Shared { why, .. } => panic!("no repository: {why:?}"),
-    };
+    let lead =
+        match LeadRepo::discover(&world.project(), &world.git().with_program(&wrapper)).unwrap() {
+            Discovered::Repo(repo) => repo,
+            Discovered::Shared { why, .. } => panic!("no repository: {why:?}"),
+        };
     let team = name("team");
     let mut state = SyncState::default();
     assert_eq!(lead.sync_team(&team, &mut state), vec![name("alice")]);
@@ -763,7 +762,10 @@ fn the_hosts_upload_pack_is_bounded_and_leaves_nothing_running() {
     let pids = world.root.join("pids");
     let fake = world.root.write(
         "fakebin/git",
-        format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 1000\n", pids.display()),
+        format!(
+            "#!/bin/sh\necho $$ >> '{}'\nexec sleep 1000\n",
+            pids.display()
+        ),
     );
     {
         use std::os::unix::fs::PermissionsExt;
@@ -807,8 +809,14 @@ fn the_hosts_upload_pack_is_bounded_and_leaves_nothing_running() {
         .filter_map(|l| l.trim().parse().ok())
         .collect();
     let alive = |pid: i32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .starts_with('Z')
+        })
     };
     // Killed with its group: gone at once, or after a moment for init to reap it.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

@@ -4,17 +4,37 @@
 //! The lead fetches a teammate's branch with its own rights, outside any sandbox: git's
 //! `upload-pack` then reads the clone's git directory, which the teammate wrote. Before
 //! every fetch the whole git directory is checked ([`check_clone_for_fetch`]) without
-//! following anything: every entry is a real directory or a regular file (a symlink
-//! would make git read a file outside the clone, a FIFO or device would block it); the
-//! small files git reads whole are at most 1 MiB; nothing redirects git elsewhere
-//! (`commondir`, `gitdir`, `info/grafts`, `objects/info/http-alternates`); the
-//! alternates name the lead's object directory only, as `git clone --shared` wrote
-//! them; and the config has no `include`/`includeIf` and no promisor remote
-//! ([`LeadRepo::check_clone`]). The fetch itself then runs with the clone's attribute
-//! file and lazy fetches off and every transport but `file` refused
-//! ([`LOCAL_FETCH_CONFIG`]), for at most [`LOCAL_FETCH_TIMEOUT`]; and what it printed
-//! never reaches the model ([`fetch_failure`]): a check found between the check and the
-//! fetch could only make git quote a file the clone points at in its message.
+//! following anything: `HEAD` is a regular file reading `ref: refs/…` or an object name;
+//! every entry is a real directory or a regular file (a symlink would make git read a
+//! file outside the clone, a FIFO or device would block it); the small files git reads
+//! whole are at most 1 MiB; nothing redirects git elsewhere (`commondir`, `gitdir`,
+//! `info/grafts`, `objects/info/http-alternates`); the alternates name the lead's object
+//! directory only, as `git clone --shared` wrote them; and the config, read here without
+//! blocking and given to `git config` on its stdin, has no `include`/`includeIf` and no
+//! promisor remote ([`LeadRepo::check_clone`]). The fetch names the clone's `.git` and
+//! runs `upload-pack --strict` with `core.attributesFile=/dev/null` and no lazy fetch
+//! ([`LOCAL_UPLOAD_PACK`]; the fetching git's own `-c`s, [`LOCAL_FETCH_CONFIG`], allow
+//! the `file` transport only and do not reach upload-pack), for at most
+//! [`SYNC_FETCH_TIMEOUT`] before a turn or [`LOCAL_FETCH_TIMEOUT`] for TeamMerge and
+//! cleanup; what it printed never reaches the model ([`fetch_failure`]).
+//!
+//! **Between the check and the fetch.** The teammate's commands keep running, and it
+//! owns its clone: after the walk it can put back anything the check refuses (a link,
+//! a FIFO, alternates or grafts naming another repository, a `.git` exchanged with
+//! another directory). Fetching through a descriptor of `.git` opened at check time
+//! would not help: the teammate can change every entry inside that directory as well.
+//! What such a swap can still do, with the lead's rights: make `upload-pack` read a
+//! file or repository the lead's user can read. File content shows only in git's
+//! messages, which never reach the model; a FIFO or a slow read costs one fetch its
+//! time limit, and the turn hook tries a clone again only once its branch changed.
+//! Objects come in only from git object stores the clone points at (alternates,
+//! grafts, a linked ref or `.git`), and only those reachable from the fetched branch.
+//! A teammate's commands can read everything but the sandbox's hidden paths
+//! (docs/PERMISSIONS.md: the secrets list, `sandbox.deny_read`, `$ROO_HOME`'s team
+//! state), so what a swap adds is a repository inside a hidden path — e.g.
+//! one under a `deny_read` directory — whose objects the lead's `upload-pack` can still
+//! read and import into the lead's repository (where the teammate then reads them
+//! through its alternates). That, and a stall bounded by the limit, is the residual.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -83,7 +103,8 @@ pub(crate) const LOCAL_FETCH_CONFIG: &[&str] = &[
 /// clone's config names (pack-objects would read it; a FIFO would block it); the
 /// clone's own `info/attributes` is still read, which is why the check's walk refuses
 /// a link or special file there. No lazy fetch from a promisor remote.
-pub(crate) const LOCAL_UPLOAD_PACK: &str = "GIT_NO_LAZY_FETCH=1 git -c core.attributesFile=/dev/null upload-pack --strict";
+pub(crate) const LOCAL_UPLOAD_PACK: &str =
+    "GIT_NO_LAZY_FETCH=1 git -c core.attributesFile=/dev/null upload-pack --strict";
 
 /// The environment of every fetch from a clone: no lazy fetch from a promisor remote
 /// the clone's config names.
@@ -216,7 +237,11 @@ fn check_head(git: &Path) -> std::result::Result<(), String> {
         .strip_prefix("ref: refs/")
         .is_some_and(|r| !r.is_empty() && !r.contains('\n'));
     let is_hash = matches!(line.len(), 40 | 64) && line.bytes().all(|b| b.is_ascii_hexdigit());
-    if is_ref || is_hash { Ok(()) } else { Err(bad()) }
+    if is_ref || is_hash {
+        Ok(())
+    } else {
+        Err(bad())
+    }
 }
 
 /// Whether any leading part of `path` is a symbolic link (or cannot be inspected).
@@ -279,7 +304,8 @@ impl LeadRepo {
             if std::fs::symlink_metadata(&path).is_err() {
                 continue;
             }
-            let bytes = read_small_bytes(&path).map_err(|e| format!("{}: {e}", shown(&git, &path)))?;
+            let bytes =
+                read_small_bytes(&path).map_err(|e| format!("{}: {e}", shown(&git, &path)))?;
             let out = self
                 .git
                 .run_limited_input(

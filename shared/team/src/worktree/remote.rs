@@ -272,11 +272,7 @@ GIT_NO_LAZY_FETCH=1 exec git -c core.hooksPath=/dev/null -c core.fsmonitor=false
          roo-upload-pack \"$@\"; fi; ulimit -t {limit} 2>/dev/null; exec sh -c \"$0\" \
          roo-upload-pack \"$@\""
     );
-    Ok(format!(
-        "sh -c {} {}",
-        quote(&bounded)?,
-        quote(&script)?
-    ))
+    Ok(format!("sh -c {} {}", quote(&bounded)?, quote(&script)?))
 }
 
 /// The reason of a `roo-refused:` line [`upload_pack_command`] printed, in words.
