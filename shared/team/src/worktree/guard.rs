@@ -294,8 +294,9 @@ impl LeadRepo {
     /// promisor remote (`extensions.partialClone`, `remote.*.promisor`: a lazy fetch to a
     /// URL of the teammate's choosing). Each file is read here ([`read_small`]: never
     /// through a link, never blocking on a FIFO swapped in after the walk, at most 1 MiB)
-    /// and given to `git config --file -` on its stdin (includes not followed), which has
-    /// [`CONFIG_READ_TIMEOUT`].
+    /// and given to `git config --file -` on its stdin (includes not followed; git reads
+    /// `--file -` from stdin since 2.2, and an older one fails the check, never passes
+    /// it), which has [`CONFIG_READ_TIMEOUT`].
     pub fn check_clone(&self, clone: &Path) -> std::result::Result<(), String> {
         check_clone_for_fetch(clone, &self.objects_dir())?;
         let git = clone.join(".git");
