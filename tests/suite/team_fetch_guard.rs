@@ -483,3 +483,355 @@ fn a_rejected_fetch_of_a_clone_with_linked_grafts_tells_nothing_of_the_file() {
     assert!(matches!(err, WorktreeError::UnsafeClone { .. }), "{text}");
     assert_eq!(world.lead_refs(), before);
 }
+
+/// Another repository of the user's (`private`, one commit): (its path, its `HEAD`).
+fn private_repo(world: &World) -> (PathBuf, String) {
+    let other = world.root.join("private");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("s.txt"), "PRIVATE\n").unwrap();
+    roo_tests::git_repo_with_identity(&other);
+    let head = git(&other, &["rev-parse", "HEAD"]).trim().to_string();
+    (other, head)
+}
+
+/// Whether the lead's repository has object `id`.
+fn lead_has(world: &World, id: &str) -> bool {
+    std::process::Command::new("git")
+        .args(["cat-file", "-e", id])
+        .current_dir(world.project())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// The clone's work tree made a repository of its own, which `upload-pack` given the
+/// clone's top directory serves once `.git` lost its `HEAD`: `HEAD`, `refs/` with the
+/// branch a symlink to another repository's ref, and `objects/info/alternates` naming
+/// that repository's objects.
+fn plant_worktree_repository(clone: &Path, other: &Path) {
+    std::fs::remove_file(clone.join(".git/HEAD")).unwrap();
+    std::fs::write(clone.join("HEAD"), "ref: refs/heads/roo/team/alice\n").unwrap();
+    std::fs::create_dir_all(clone.join("refs/heads/roo/team")).unwrap();
+    std::os::unix::fs::symlink(
+        other.join(".git/refs/heads/main"),
+        clone.join("refs/heads/roo/team/alice"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(clone.join("objects/info")).unwrap();
+    std::fs::write(
+        clone.join("objects/info/alternates"),
+        format!("{}\n", other.join(".git/objects").display()),
+    )
+    .unwrap();
+}
+
+/// A `.git` without `HEAD` is no repository to git, which then took the clone's top
+/// directory for one: the teammate's work tree, outside the check, packed another
+/// repository of the user's into the lead's objects. Refused, and nothing comes in.
+#[test]
+fn a_clone_whose_git_has_no_head_cannot_make_the_lead_serve_its_work_tree() {
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let lead = world.lead();
+    let (other, other_head) = private_repo(&world);
+    plant_worktree_repository(&clone, &other);
+    let before = world.lead_refs();
+    let result = fetch_guarded(&lead);
+    assert!(
+        !lead_has(&world, &other_head),
+        "another repository's commit reached the lead's objects: {result:?}"
+    );
+    assert_eq!(world.lead_refs(), before, "the lead's refs moved");
+    let err = result.unwrap_err();
+    assert!(
+        matches!(&err, WorktreeError::UnsafeClone { why, .. } if why.contains(".git/HEAD")),
+        "{err}"
+    );
+    // A HEAD that is not one (a FIFO is the walk's; here text) is refused too.
+    std::fs::write(clone.join(".git/HEAD"), "garbage\n").unwrap();
+    assert_refused(&world, &lead, ".git/HEAD");
+    std::fs::write(clone.join(".git/HEAD"), "ref: refs/heads/roo/team/alice\n").unwrap();
+    assert!(lead.fetch_member(&name("team"), &name("alice")).unwrap());
+    assert!(!lead_has(&world, &other_head));
+}
+
+/// The host's side: the same planted work tree is refused, and `upload-pack --strict`
+/// serves `.git` only.
+#[test]
+fn the_hosts_upload_pack_never_serves_a_clones_work_tree() {
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let (other, other_head) = private_repo(&world);
+    plant_worktree_repository(&clone, &other);
+    let command = roo_team::worktree::remote::upload_pack_command(&world.project()).unwrap();
+    let out = std::process::Command::new("timeout")
+        .args(["120", "git", "-c", "core.hooksPath=/dev/null", "fetch"])
+        .args(["--quiet", "--no-tags"])
+        .arg(format!("--upload-pack={command}"))
+        .arg(&clone)
+        .arg("refs/heads/roo/team/alice:refs/remotes/check/alice")
+        .current_dir(world.project())
+        .env("HOME", world.root.join("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!lead_has(&world, &other_head), "{stderr}");
+    assert!(!out.status.success());
+    assert!(stderr.contains("roo-refused: head"), "{stderr}");
+}
+
+/// The clone's config exchanged with a FIFO (`renameat2(RENAME_EXCHANGE)`, over and
+/// over) while the lead checks it: the check reads the file itself without blocking, so
+/// it never waits on the FIFO, however the two interleave.
+#[test]
+fn a_config_swapped_for_a_fifo_after_the_walk_never_stalls_the_check() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let lead = world.lead();
+    let config = clone.join(".git/config");
+    let fifo = clone.join("config.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, config, fifo) = (stop.clone(), config.clone(), fifo.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                nix::fcntl::renameat2(
+                    nix::fcntl::AT_FDCWD,
+                    config.as_path(),
+                    nix::fcntl::AT_FDCWD,
+                    fifo.as_path(),
+                    nix::fcntl::RenameFlags::RENAME_EXCHANGE,
+                )
+                .unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let (lead, clone) = (lead.clone(), clone.clone());
+        std::thread::spawn(move || {
+            // At least 300 checks and 3 s of them: the swaps land anywhere in the check.
+            let started = std::time::Instant::now();
+            let (mut refused, mut checks) = (0, 0);
+            while checks < 300 || started.elapsed() < Duration::from_secs(3) {
+                if lead.check_clone(&clone).is_err() {
+                    refused += 1;
+                }
+                checks += 1;
+            }
+            let _ = tx.send(refused);
+        });
+    }
+    let finished = rx.recv_timeout(Duration::from_secs(60));
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    // A reader stuck on the FIFO (a failed run) gets its end of file.
+    for path in [&config, &fifo] {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(path);
+    }
+    // Put the regular file back where git reads it.
+    if !std::fs::symlink_metadata(&config).unwrap().is_file() {
+        std::fs::rename(&config, clone.join("swap")).unwrap();
+        std::fs::rename(&fifo, &config).unwrap();
+        std::fs::rename(clone.join("swap"), &fifo).unwrap();
+    }
+    let refused = finished.expect("the check stalled on the FIFO (hang guard)");
+    assert!(swaps > 0 && refused > 0, "swaps {swaps}, refused {refused}");
+    lead.check_clone(&clone).unwrap();
+}
+
+/// The clone's config names a FIFO as `core.attributesFile`: `upload-pack`'s
+/// pack-objects would open it and wait. The fetch names `/dev/null` in upload-pack's own
+/// settings (a `-c` of the fetching git never reaches it), so the fetch completes.
+#[test]
+fn an_attribute_file_the_clones_config_names_never_stalls_the_fetch() {
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let lead = world.lead();
+    let fifo = world.root.join("attributes.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    git(
+        &clone,
+        &["config", "core.attributesFile", fifo.to_str().unwrap()],
+    );
+    let started = std::time::Instant::now();
+    let fetched = fetch_guarded(&lead);
+    assert!(
+        matches!(fetched, Ok(true)),
+        "{fetched:?} after {:?}",
+        started.elapsed()
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// Before each lead turn: a fetch that failed is tried again only once the clone's
+/// branch changed, and a teammate on a host that failed is not tried again at once.
+#[test]
+fn a_failed_turn_fetch_is_not_retried_every_turn() {
+    use roo_team::worktree::{RemoteRepo, SyncState};
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let log = world.root.join("fetches.log");
+    let wrapper = world.root.write(
+        "bin/git-counting",
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" fetch \"*) echo fetch >> '{}';; esac\nexec git \"$@\"\n",
+            log.display()
+        ),
+    );
+    let ssh_log = world.root.join("ssh.log");
+    let fake_ssh = world.root.write(
+        "bin/ssh-refused",
+        format!(
+            "#!/bin/sh\necho ssh >> '{}'\necho 'ssh: connect to host far.invalid port 22: \
+             Connection refused' >&2\nexit 255\n",
+            ssh_log.display()
+        ),
+    );
+    for program in [&wrapper, &fake_ssh] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let count = |path: &Path| {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let lead =
+        match LeadRepo::discover(&world.project(), &world.git().with_program(&wrapper)).unwrap() {
+            Discovered::Repo(repo) => repo,
+            Discovered::Shared { why, .. } => panic!("no repository: {why:?}"),
+        };
+    let team = name("team");
+    let mut state = SyncState::default();
+    assert_eq!(lead.sync_team(&team, &mut state), vec![name("alice")]);
+    assert_eq!(count(&log), 1);
+    // Rewritten: the lead cannot take it. Tried once, not again each turn.
+    git(
+        &clone,
+        &["commit", "-q", "--amend", "-m", "alice: rewritten"],
+    );
+    for _ in 0..3 {
+        assert!(lead.sync_team(&team, &mut state).is_empty());
+    }
+    assert_eq!(count(&log), 2, "a failed fetch was tried again unchanged");
+    // The branch moved: tried again (and fails again).
+    std::fs::write(clone.join("d.txt"), "more\n").unwrap();
+    git(&clone, &["add", "d.txt"]);
+    git(&clone, &["commit", "-q", "-m", "alice: add d"]);
+    assert!(lead.sync_team(&team, &mut state).is_empty());
+    assert_eq!(count(&log), 3);
+    // A teammate on a host that refuses the connection: once, not each turn.
+    let host = roo_agent::config::HostConfig {
+        name: name("far"),
+        ssh: "far.invalid".to_string(),
+        repo: PathBuf::from("/srv/far/project"),
+        roo_worker: "roo-worker".to_string(),
+        ssh_config: None,
+        tmux_socket: None,
+    };
+    let mut remote = RemoteRepo::of(&host).unwrap();
+    remote.ssh = remote.ssh.with_program(&fake_ssh);
+    let lead = lead.with_remotes([(name("bob"), remote)].into_iter().collect());
+    for _ in 0..3 {
+        assert!(!lead.sync_team(&team, &mut state).contains(&name("bob")));
+    }
+    assert_eq!(count(&ssh_log), 1, "a failing host was tried every turn");
+}
+
+/// The host's side of a fetch is bounded as a whole: a git there that never returns
+/// (here a `git` on `PATH` that sleeps) is ended with everything it started, so
+/// nothing is left running on the host once the lead gave up.
+#[test]
+fn the_hosts_upload_pack_is_bounded_and_leaves_nothing_running() {
+    let world = World::new();
+    let clone = world.clone_with_commit();
+    let pids = world.root.join("pids");
+    let fake = world.root.write(
+        "fakebin/git",
+        format!(
+            "#!/bin/sh\necho $$ >> '{}'\nexec sleep 1000\n",
+            pids.display()
+        ),
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let command = roo_team::worktree::remote::upload_pack_command_within(
+        &world.project(),
+        Duration::from_secs(2),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        world.root.join("fakebin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let quoted = format!("'{}'", clone.display());
+    let started = std::time::Instant::now();
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{command} {quoted}"))
+        .env("PATH", path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ended = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let started_pids: Vec<i32> = std::fs::read_to_string(&pids)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .starts_with('Z')
+        })
+    };
+    // Killed with its group: gone at once, or after a moment for init to reap it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while started_pids.iter().any(|&p| alive(p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<i32> = started_pids.iter().copied().filter(|&p| alive(p)).collect();
+    for &pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let status = ended.expect("the host's side ran past its bound (hang guard)");
+    assert!(!status.success());
+    assert!(!started_pids.is_empty(), "the fake git never ran");
+    assert!(left.is_empty(), "left running: {left:?}");
+}

@@ -56,11 +56,11 @@ use roo_store::Name;
 
 pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChanges};
 pub use git::Git;
-pub use guard::{FETCH_TIMEOUT, LOCAL_FETCH_TIMEOUT, check_clone_for_fetch};
+pub use guard::{FETCH_TIMEOUT, LOCAL_FETCH_TIMEOUT, SYNC_FETCH_TIMEOUT, check_clone_for_fetch};
 pub use merge::{MAX_MERGE_BYTES, MAX_MERGE_FILES, MergeOutcome};
 pub use remote::{RemoteRepo, RemoteRepos, RemoteWorktree, remote_members};
 pub use roots::{TeammateRoots, teammate_policy};
-pub use sync::{BranchSync, SyncState};
+pub use sync::{BranchSync, REMOTE_RETRY_AFTER, SyncState};
 
 use git::nul_fields;
 
@@ -674,9 +674,22 @@ impl LeadRepo {
     /// git directory is checked first (`worktree/guard.rs`): no symlink, FIFO or other
     /// special file anywhere in it, nothing that redirects git (`commondir`, grafts,
     /// extra alternates, a config include) — a teammate cannot make the fetch read a
-    /// file its sandbox hides, or block. The fetch itself gets [`LOCAL_FETCH_TIMEOUT`],
-    /// and git's message never reaches the model.
+    /// file its sandbox hides, or block. The fetch names the clone's `.git` itself and runs
+    /// `upload-pack --strict` ([`guard::LOCAL_UPLOAD_PACK`]), so git never takes the
+    /// clone's work tree for its repository. It gets [`LOCAL_FETCH_TIMEOUT`], and git's
+    /// message never reaches the model.
     pub fn fetch_member(&self, team: &Name, member: &Name) -> Result<bool> {
+        self.fetch_member_within(team, member, LOCAL_FETCH_TIMEOUT)
+    }
+
+    /// [`LeadRepo::fetch_member`] with at most `limit` for a local clone's fetch (the turn
+    /// hook's is shorter than the explicit actions'; a remote one has [`FETCH_TIMEOUT`]).
+    pub fn fetch_member_within(
+        &self,
+        team: &Name,
+        member: &Name,
+        limit: std::time::Duration,
+    ) -> Result<bool> {
         // A teammate on another host: fetched from there over the lead's ssh.
         if let Some(remote) = self.remotes.get(member) {
             return self.fetch_remote(team, member, remote);
@@ -694,17 +707,20 @@ impl LeadRepo {
         }
         let full_ref = format!("refs/heads/{}", branch_name(team, member));
         let refspec = format!("{full_ref}:{full_ref}");
-        let path_arg = path.as_os_str().to_os_string();
+        // `.git` itself, never the clone's top directory (see `guard::LOCAL_UPLOAD_PACK`).
+        let path_arg = path.join(".git").into_os_string();
+        let upload_pack = format!("--upload-pack={}", guard::LOCAL_UPLOAD_PACK);
         let mut args: Vec<&std::ffi::OsStr> = guard::LOCAL_FETCH_CONFIG
             .iter()
             .map(|a| a.as_ref())
             .collect();
-        args.extend::<[&std::ffi::OsStr; 7]>([
+        args.extend::<[&std::ffi::OsStr; 8]>([
             "fetch".as_ref(),
             "--quiet".as_ref(),
             "--no-tags".as_ref(),
             "--no-write-fetch-head".as_ref(),
             "--no-recurse-submodules".as_ref(),
+            upload_pack.as_ref(),
             path_arg.as_os_str(),
             refspec.as_ref(),
         ]);
@@ -712,7 +728,7 @@ impl LeadRepo {
         for (key, value) in guard::FETCH_ENV {
             git = git.env(key, value);
         }
-        let out = git.run_limited(&self.root, &args, LOCAL_FETCH_TIMEOUT)?;
+        let out = git.run_limited(&self.root, &args, limit)?;
         if !out.success {
             return Err(WorktreeError::Fetch {
                 branch: branch_name(team, member),

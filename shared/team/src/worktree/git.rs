@@ -210,6 +210,25 @@ impl Git {
         })
     }
 
+    /// [`Git::run_limited`] with `input` on git's stdin (written by a thread of its own,
+    /// so a git that reads none of it cannot block the caller past `limit`).
+    pub(crate) fn run_limited_input<S: AsRef<OsStr>>(
+        &self,
+        dir: &Path,
+        args: &[S],
+        input: Vec<u8>,
+        limit: std::time::Duration,
+    ) -> Result<GitOutput> {
+        let mut command = self.command(dir, args, false);
+        command.stdin(Stdio::piped());
+        output_within_input(&mut command, Some(input), limit, "git").map_err(|source| {
+            WorktreeError::GitUnavailable {
+                program: self.program.clone(),
+                source,
+            }
+        })
+    }
+
     /// Runs `git args` in `dir` (never confined: only for commands that read objects and
     /// start no program the repository names) and hands each NUL-terminated field of its
     /// stdout to `keep`, which returns `false` to stop: git and what it started are then
@@ -394,12 +413,29 @@ pub(crate) fn output_within(
     limit: std::time::Duration,
     what: &str,
 ) -> std::io::Result<GitOutput> {
+    output_within_input(command, None, limit, what)
+}
+
+/// [`output_within`], writing `input` to the program's stdin (which `command` pipes).
+fn output_within_input(
+    command: &mut std::process::Command,
+    input: Option<Vec<u8>>,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::io::Result<GitOutput> {
     use std::os::unix::process::CommandExt;
-    let child = command
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        std::thread::spawn(move || {
+            use std::io::Write;
+            // A program that stops reading (or is killed) only ends this write.
+            let _ = stdin.write_all(&input);
+        });
+    }
     let pid = child.id();
     let (done, waited) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -4,17 +4,37 @@
 //! The lead fetches a teammate's branch with its own rights, outside any sandbox: git's
 //! `upload-pack` then reads the clone's git directory, which the teammate wrote. Before
 //! every fetch the whole git directory is checked ([`check_clone_for_fetch`]) without
-//! following anything: every entry is a real directory or a regular file (a symlink
-//! would make git read a file outside the clone, a FIFO or device would block it); the
-//! small files git reads whole are at most 1 MiB; nothing redirects git elsewhere
-//! (`commondir`, `gitdir`, `info/grafts`, `objects/info/http-alternates`); the
-//! alternates name the lead's object directory only, as `git clone --shared` wrote
-//! them; and the config has no `include`/`includeIf` and no promisor remote
-//! ([`LeadRepo::check_clone`]). The fetch itself then runs with the clone's attribute
-//! file and lazy fetches off and every transport but `file` refused
-//! ([`LOCAL_FETCH_CONFIG`]), for at most [`LOCAL_FETCH_TIMEOUT`]; and what it printed
-//! never reaches the model ([`fetch_failure`]): a check found between the check and the
-//! fetch could only make git quote a file the clone points at in its message.
+//! following anything: `HEAD` is a regular file reading `ref: refs/…` or an object name;
+//! every entry is a real directory or a regular file (a symlink would make git read a
+//! file outside the clone, a FIFO or device would block it); the small files git reads
+//! whole are at most 1 MiB; nothing redirects git elsewhere (`commondir`, `gitdir`,
+//! `info/grafts`, `objects/info/http-alternates`); the alternates name the lead's object
+//! directory only, as `git clone --shared` wrote them; and the config, read here without
+//! blocking and given to `git config` on its stdin, has no `include`/`includeIf` and no
+//! promisor remote ([`LeadRepo::check_clone`]). The fetch names the clone's `.git` and
+//! runs `upload-pack --strict` with `core.attributesFile=/dev/null` and no lazy fetch
+//! ([`LOCAL_UPLOAD_PACK`]; the fetching git's own `-c`s, [`LOCAL_FETCH_CONFIG`], allow
+//! the `file` transport only and do not reach upload-pack), for at most
+//! [`SYNC_FETCH_TIMEOUT`] before a turn or [`LOCAL_FETCH_TIMEOUT`] for TeamMerge and
+//! cleanup; what it printed never reaches the model ([`fetch_failure`]).
+//!
+//! **Between the check and the fetch.** The teammate's commands keep running, and it
+//! owns its clone: after the walk it can put back anything the check refuses (a link,
+//! a FIFO, alternates or grafts naming another repository, a `.git` exchanged with
+//! another directory). Fetching through a descriptor of `.git` opened at check time
+//! would not help: the teammate can change every entry inside that directory as well.
+//! What such a swap can still do, with the lead's rights: make `upload-pack` read a
+//! file or repository the lead's user can read. File content shows only in git's
+//! messages, which never reach the model; a FIFO or a slow read costs one fetch its
+//! time limit, and the turn hook tries a clone again only once its branch changed.
+//! Objects come in only from git object stores the clone points at (alternates,
+//! grafts, a linked ref or `.git`), and only those reachable from the fetched branch.
+//! A teammate's commands can read everything but the sandbox's hidden paths
+//! (docs/PERMISSIONS.md: the secrets list, `sandbox.deny_read`, `$ROO_HOME`'s team
+//! state), so what a swap adds is a repository inside a hidden path — e.g.
+//! one under a `deny_read` directory — whose objects the lead's `upload-pack` can still
+//! read and import into the lead's repository (where the teammate then reads them
+//! through its alternates). That, and a stall bounded by the limit, is the residual.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,11 +44,20 @@ use super::LeadRepo;
 /// How long a fetch from a teammate's clone on another host may take (ssh, network).
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long a fetch from a teammate's clone on this machine may take: a pack of what
-/// the teammate committed, copied from one directory to another. Nothing can block it
-/// (the check refuses FIFOs and devices), so this only bounds what a clone changed
-/// between the check and the fetch could cost a lead turn.
-pub const LOCAL_FETCH_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a fetch from a teammate's clone on this machine may take when the lead asked
+/// for it (TeamMerge, cleanup): an honest branch with large files must fit. Nothing can
+/// block it (the check refuses FIFOs and devices), so this bounds what a clone changed
+/// between the check and the fetch could cost.
+pub const LOCAL_FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The same before each lead turn ([`BranchSync`](super::BranchSync), which fails
+/// quietly and tries again only once the clone's branch changed): short, as the turn
+/// waits for it.
+pub const SYNC_FETCH_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long `git config` may take to list the keys of a clone's config (given on its
+/// stdin, at most 1 MiB): far more than it needs.
+const CONFIG_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Most entries under a clone's `.git` the check walks.
 const MAX_CLONE_ENTRIES: usize = 200_000;
@@ -55,17 +84,27 @@ const SMALL_FILES: &[&str] = &[
     "objects/info/alternates",
 ];
 
-/// `-c` settings of a fetch from a clone on this machine (upload-pack inherits them):
-/// no attribute file of the clone's choosing, and no transport but `file`, so nothing
-/// in the clone can make git connect anywhere.
+/// `-c` settings of the lead's `git fetch` from a clone on this machine: no transport
+/// but `file`, so nothing can make the fetching git connect anywhere. They reach the
+/// fetching git only: git removes `GIT_CONFIG_PARAMETERS` from the environment of the
+/// `upload-pack` it starts, whose settings are in [`LOCAL_UPLOAD_PACK`].
 pub(crate) const LOCAL_FETCH_CONFIG: &[&str] = &[
-    "-c",
-    "core.attributesFile=/dev/null",
     "-c",
     "protocol.allow=never",
     "-c",
     "protocol.file.allow=always",
 ];
+
+/// The `upload-pack` the lead's fetch runs in a clone on this machine (`--upload-pack`,
+/// run by the shell with the clone's `.git` as its argument). `--strict`: the argument
+/// is the repository, or the fetch fails — git never tries `<dir>/.git` and then `<dir>`,
+/// so a clone whose `.git` lost its `HEAD` cannot make git serve a repository the
+/// teammate built in its work tree. `core.attributesFile=/dev/null` overrides one the
+/// clone's config names (pack-objects would read it; a FIFO would block it); the
+/// clone's own `info/attributes` is still read, which is why the check's walk refuses
+/// a link or special file there. No lazy fetch from a promisor remote.
+pub(crate) const LOCAL_UPLOAD_PACK: &str =
+    "GIT_NO_LAZY_FETCH=1 git -c core.attributesFile=/dev/null upload-pack --strict";
 
 /// The environment of every fetch from a clone: no lazy fetch from a promisor remote
 /// the clone's config names.
@@ -102,6 +141,7 @@ pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::
             ));
         }
     }
+    check_head(&git)?;
     for name in SMALL_FILES {
         let path = git.join(name);
         match std::fs::symlink_metadata(&path) {
@@ -173,6 +213,37 @@ pub fn check_clone_for_fetch(clone: &Path, lead_objects: &Path) -> std::result::
     Ok(())
 }
 
+/// The clone's `HEAD` exists, is a regular file and reads as a git `HEAD` (`ref: refs/…`
+/// or an object name): without one, `upload-pack` given the clone's top directory would
+/// take that directory (the teammate's work tree, outside this check) for the repository.
+/// The fetch names `.git` itself and runs `upload-pack --strict`, so git never falls back
+/// to the work tree; this makes the refusal say why.
+fn check_head(git: &Path) -> std::result::Result<(), String> {
+    let head = git.join("HEAD");
+    let bad = || {
+        format!(
+            "{} is missing or is not a regular file reading `ref: refs/…` or an object name; \
+             check out the teammate's branch there again",
+            shown(git, &head)
+        )
+    };
+    match std::fs::symlink_metadata(&head) {
+        Ok(meta) if meta.is_file() && meta.len() <= MAX_GIT_FILE => {}
+        _ => return Err(bad()),
+    }
+    let text = read_small(&head).map_err(|_| bad())?;
+    let line = text.strip_suffix('\n').unwrap_or(&text);
+    let is_ref = line
+        .strip_prefix("ref: refs/")
+        .is_some_and(|r| !r.is_empty() && !r.contains('\n'));
+    let is_hash = matches!(line.len(), 40 | 64) && line.bytes().all(|b| b.is_ascii_hexdigit());
+    if is_ref || is_hash {
+        Ok(())
+    } else {
+        Err(bad())
+    }
+}
+
 /// Whether any leading part of `path` is a symbolic link (or cannot be inspected).
 fn through_a_link(path: &Path) -> bool {
     let mut prefix = PathBuf::new();
@@ -190,6 +261,11 @@ fn through_a_link(path: &Path) -> bool {
 /// The regular file `path` (never through a link, never blocking), at most
 /// [`MAX_GIT_FILE`] bytes, as text; empty when missing.
 fn read_small(path: &Path) -> std::result::Result<String, String> {
+    read_small_bytes(path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// [`read_small`]'s bytes.
+fn read_small_bytes(path: &Path) -> std::result::Result<Vec<u8>, String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = match std::fs::OpenOptions::new()
@@ -198,7 +274,7 @@ fn read_small(path: &Path) -> std::result::Result<String, String> {
         .open(path)
     {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(format!("{}", e.kind())),
     };
     match file.metadata() {
@@ -209,15 +285,19 @@ fn read_small(path: &Path) -> std::result::Result<String, String> {
     file.take(MAX_GIT_FILE)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("{}", e.kind()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(bytes)
 }
 
 impl LeadRepo {
     /// [`check_clone_for_fetch`], then the clone's config files: no `include.*` or
     /// `includeIf.*` (git would read the file it names, with the lead's rights) and no
     /// promisor remote (`extensions.partialClone`, `remote.*.promisor`: a lazy fetch to a
-    /// URL of the teammate's choosing). Read by git itself, includes not followed.
-    pub(crate) fn check_clone(&self, clone: &Path) -> std::result::Result<(), String> {
+    /// URL of the teammate's choosing). Each file is read here ([`read_small`]: never
+    /// through a link, never blocking on a FIFO swapped in after the walk, at most 1 MiB)
+    /// and given to `git config --file -` on its stdin (includes not followed; git reads
+    /// `--file -` from stdin since 2.2, and an older one fails the check, never passes
+    /// it), which has [`CONFIG_READ_TIMEOUT`].
+    pub fn check_clone(&self, clone: &Path) -> std::result::Result<(), String> {
         check_clone_for_fetch(clone, &self.objects_dir())?;
         let git = clone.join(".git");
         for name in ["config", "config.worktree"] {
@@ -225,20 +305,23 @@ impl LeadRepo {
             if std::fs::symlink_metadata(&path).is_err() {
                 continue;
             }
-            let file = path.as_os_str().to_os_string();
+            let bytes =
+                read_small_bytes(&path).map_err(|e| format!("{}: {e}", shown(&git, &path)))?;
             let out = self
                 .git
-                .run(
+                .run_limited_input(
                     &self.root,
                     &[
-                        "config".as_ref(),
-                        "--file".as_ref(),
-                        file.as_os_str(),
-                        "--no-includes".as_ref(),
-                        "--null".as_ref(),
-                        "--name-only".as_ref(),
-                        "--list".as_ref(),
+                        "config",
+                        "--file",
+                        "-",
+                        "--no-includes",
+                        "--null",
+                        "--name-only",
+                        "--list",
                     ],
+                    bytes,
+                    CONFIG_READ_TIMEOUT,
                 )
                 .map_err(|e| format!("{}: {e}", shown(&git, &path)))?;
             if !out.success {

@@ -209,16 +209,34 @@ fn clone_script(
 
 /// The host's side of a fetch from a teammate's clone there, run by the host's shell as
 /// `<this> '<clone>'` instead of `git upload-pack`: the clone is checked as a local one
-/// is (`worktree/guard.rs`: no symlink or special file in its `.git`, no `commondir`,
-/// `gitdir`, grafts or http-alternates, alternates naming `repo`'s objects only, no
-/// config include or promisor remote), then `git upload-pack` runs with hooks, the
-/// attribute file and lazy fetches off and an inactivity timeout. A refusal is one
-/// `roo-refused: <reason>` line, which [`refused_on_host`] turns into a message.
+/// is (`worktree/guard.rs`: a valid `HEAD`, no symlink or special file in its `.git`, at
+/// most 200,000 entries, no `commondir`, `gitdir`, grafts or http-alternates, alternates
+/// naming `repo`'s objects only, no config include or promisor remote), then `git
+/// upload-pack --strict` serves the clone's `.git` itself (never the work tree) with
+/// hooks, the attribute file and lazy fetches off and an inactivity timeout. The whole
+/// script runs under `timeout` (coreutils) for [`FETCH_TIMEOUT`], the lead's own limit,
+/// so nothing is left running on the host once the lead gave up; a host without
+/// `timeout` gets `ulimit -t` (CPU seconds) instead. A refusal is one `roo-refused:
+/// <reason>` line, which [`refused_on_host`] turns into a message.
 pub fn upload_pack_command(repo: &Path) -> Result<String> {
+    upload_pack_command_within(repo, FETCH_TIMEOUT)
+}
+
+/// [`upload_pack_command`] bounded by `limit` instead of [`FETCH_TIMEOUT`] (tests).
+pub fn upload_pack_command_within(repo: &Path, limit: Duration) -> Result<String> {
     const SCRIPT: &str = r#"set -u
 p=$1; g=$p/.git; repo=__REPO__
 no() { echo "roo-refused: $1" >&2; exit 3; }
 { [ ! -L "$p" ] && [ -d "$g" ] && [ ! -L "$g" ]; } || no not-a-clone
+{ [ -f "$g/HEAD" ] && [ ! -L "$g/HEAD" ] && [ "$(wc -c < "$g/HEAD")" -le 300 ]; } || no head
+h=$(head -n 1 "$g/HEAD")
+case $h in
+  "ref: refs/"?*) ;;
+  *[!0-9a-f]*|"") no head ;;
+  *) [ "${#h}" = 40 ] || [ "${#h}" = 64 ] || no head ;;
+esac
+n=$(find "$g" 2>/dev/null | head -n 200001 | wc -l)
+[ "$n" -le 200000 ] || no too-many
 bad=$(find "$g" ! -type f ! -type d -print 2>/dev/null | head -n 1) || no unreadable
 [ -z "$bad" ] || no special-file
 find "$g" >/dev/null 2>&1 || no unreadable
@@ -244,10 +262,17 @@ for c in "$g/config" "$g/config.worktree"; do
   keys=$(git config --file "$c" --no-includes --name-only --list 2>/dev/null) || no config
   if printf '%s\n' "$keys" | grep -qiE '^(include\.|includeif\.|extensions\.partialclone$|remote\..*\.promisor$)'; then no config; fi
 done
-GIT_NO_LAZY_FETCH=1 exec git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.attributesFile=/dev/null upload-pack --timeout=30 "$p"
+GIT_NO_LAZY_FETCH=1 exec git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.attributesFile=/dev/null upload-pack --strict --timeout=30 "$g"
 "#;
     let script = SCRIPT.replace("__REPO__", &quote(&repo.display().to_string())?);
-    Ok(format!("sh -c {} roo-upload-pack", quote(&script)?))
+    let limit = limit.as_secs().max(1);
+    // `timeout` kills the script's whole process group (upload-pack, pack-objects).
+    let bounded = format!(
+        "if command -v timeout >/dev/null 2>&1; then exec timeout -k 5 {limit} sh -c \"$0\" \
+         roo-upload-pack \"$@\"; fi; ulimit -t {limit} 2>/dev/null; exec sh -c \"$0\" \
+         roo-upload-pack \"$@\""
+    );
+    Ok(format!("sh -c {} {}", quote(&bounded)?, quote(&script)?))
 }
 
 /// The reason of a `roo-refused:` line [`upload_pack_command`] printed, in words.
@@ -257,6 +282,10 @@ fn refused_on_host(stderr: &str) -> Option<&'static str> {
         .find_map(|l| l.trim().strip_prefix("roo-refused: "))?;
     Some(match token.trim() {
         "not-a-clone" => "the path is not a teammate's clone (a real directory with a real .git)",
+        "head" => {
+            "its .git/HEAD is missing, a link or special file, or does not read `ref: refs/…`              or an object name; check out the teammate's branch there again"
+        }
+        "too-many" => "its .git holds more than 200000 entries; pack them (git gc) there",
         "special-file" => {
             "its .git holds a symlink or special file (FIFO, socket, device), which git would \
              follow out of the clone or block on; remove it there"

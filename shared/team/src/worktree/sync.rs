@@ -7,29 +7,40 @@
 //! Whether a clone's branch changed is decided from file metadata only (size and
 //! modification time of its loose ref and of its `packed-refs`, never followed through
 //! a link), so a turn with nothing new costs a directory listing and a few `lstat`s.
-//! The fetch is [`LeadRepo::fetch_member`] (fast-forward only, hooks off); a failure is
-//! left for TeamMerge and TeamDelete to report.
+//! The fetch is [`LeadRepo::fetch_member_within`] (fast-forward only, hooks off) with the
+//! short [`SYNC_FETCH_TIMEOUT`]; a failure is left for TeamMerge and TeamDelete to report
+//! (with their longer limit), and is not tried again before the clone's branch changes:
+//! a clone that fails its fetch — refused, too big for the turn's limit, or made to stall
+//! — costs one attempt, not one per turn. A teammate on another host, where nothing says
+//! whether its branch moved, is fetched each turn while that works and at most once per
+//! [`REMOTE_RETRY_AFTER`] after a failure.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
 use roo_store::Name;
 
-use super::{Discovered, Git, LeadRepo, WORKTREES_DIR, is_clone_dir};
+use super::{Discovered, Git, LeadRepo, SYNC_FETCH_TIMEOUT, WORKTREES_DIR, is_clone_dir};
 use crate::binding::TeamSlot;
 
 /// What is known of a clone's branch without reading it: (size, mtime) of its loose
 /// ref and of its `packed-refs`.
 type Fingerprint = [Option<(u64, SystemTime)>; 2];
 
-/// The last fingerprint fetched, per clone directory.
+/// How long after a failed fetch from a teammate's host the turn hook waits before it
+/// tries that host again.
+pub const REMOTE_RETRY_AFTER: Duration = Duration::from_secs(120);
+
+/// The last fingerprint tried (fetched or failed), per clone directory, and when each
+/// remote teammate's fetch last failed.
 #[derive(Debug, Default)]
 pub struct SyncState {
     fetched: HashMap<PathBuf, Fingerprint>,
+    remote_failed: HashMap<Name, Instant>,
 }
 
 fn stat(path: &Path) -> Option<(u64, SystemTime)> {
@@ -71,25 +82,39 @@ impl LeadRepo {
             if self.remotes().contains_key(&member) {
                 continue;
             }
-            match self.fetch_member(team, &member) {
-                Ok(_) => {
-                    state.fetched.insert(path, now);
-                    fetched.push(member);
-                }
+            // Tried once per state of the branch, whatever the outcome.
+            let result = self.fetch_member_within(team, &member, SYNC_FETCH_TIMEOUT);
+            state.fetched.insert(path, now);
+            match result {
+                Ok(_) => fetched.push(member),
                 Err(e) => {
                     tracing::debug!(%member, error = %e, "could not fetch a teammate's branch")
                 }
             }
         }
         // Teammates on other hosts: nothing here says whether their branch moved, so
-        // each is fetched (one ssh each; a fetch with nothing new transfers nothing).
+        // each is fetched (one ssh each; a fetch with nothing new transfers nothing) —
+        // after a failure, not again before REMOTE_RETRY_AFTER.
         let mut remote: Vec<(&Name, &super::RemoteRepo)> = self.remotes().iter().collect();
         remote.sort_by(|a, b| a.0.cmp(b.0));
         for (member, repo) in remote {
+            if state
+                .remote_failed
+                .get(member)
+                .is_some_and(|at| at.elapsed() < REMOTE_RETRY_AFTER)
+            {
+                continue;
+            }
             match self.fetch_remote(team, member, repo) {
-                Ok(_) => fetched.push(member.clone()),
-                Err(e) => tracing::debug!(%member, host = %repo.host, error = %e,
-                    "could not fetch a teammate's branch from its host"),
+                Ok(_) => {
+                    state.remote_failed.remove(member);
+                    fetched.push(member.clone());
+                }
+                Err(e) => {
+                    state.remote_failed.insert(member.clone(), Instant::now());
+                    tracing::debug!(%member, host = %repo.host, error = %e,
+                        "could not fetch a teammate's branch from its host")
+                }
             }
         }
         fetched
