@@ -76,25 +76,61 @@ const SEALED_MAX: usize = if cfg!(target_os = "linux") {
 /// them; the new image reads them back ([`secret_env`]) and closes the pipe.
 /// Call first thing in `main`, while the process has one thread. Returns only
 /// if no re-exec was needed or it failed (then with a warning to print).
-pub fn seal_secret_env() -> Option<String> {
+///
+/// A re-executed image whose sealed document cannot be read or parsed gets
+/// [`Sealing::Failed`]: it must stop, never run without the secrets and the launch
+/// document (a remote worker's project config, with the lead's deny rules) it was
+/// handed.
+pub fn seal_secret_env() -> Sealing {
     if let Some(fd) = std::env::var_os(SEALED_ENV_FD) {
-        let fd: i32 = fd.to_str().and_then(|s| s.parse().ok())?;
-        let sealed: Sealed = std::fs::read(format!("/dev/fd/{fd}"))
-            .ok()
-            .and_then(|text| serde_json::from_slice(&text).ok())
-            .unwrap_or_default();
-        let _ = nix::unistd::close(fd);
-        let _ = SEALED.set(sealed.secrets);
-        let _ = HANDED.set(sealed.launch);
-        return None;
+        return match read_sealed(&fd) {
+            Ok(sealed) => {
+                let _ = SEALED.set(sealed.secrets);
+                let _ = HANDED.set(sealed.launch);
+                Sealing::Done
+            }
+            Err(e) => Sealing::Failed(format!(
+                "failed to read the sealed document ({SEALED_ENV_FD}={}): {e}; the worker \
+                 does not run without what its lead handed over: start it again from the lead",
+                fd.to_string_lossy()
+            )),
+        };
     }
     let secrets: std::collections::BTreeMap<String, String> = std::env::vars()
         .filter(|(name, _)| is_secret_env_name(name))
         .collect();
     if secrets.is_empty() {
-        return None;
+        return Sealing::Done;
     }
-    reexec_with(&secrets, None, None).err()
+    match reexec_with(&secrets, None, None) {
+        Ok(()) => Sealing::Done,
+        Err(e) => Sealing::Warning(e),
+    }
+}
+
+/// What [`seal_secret_env`] came to when it returns.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sealing {
+    /// Nothing to seal, or the sealed document was read back.
+    Done,
+    /// The re-exec failed: the process runs on with the keys in its environment.
+    Warning(String),
+    /// The sealed document this image was started with could not be read or parsed:
+    /// the process must stop with this message.
+    Failed(String),
+}
+
+/// Reads and closes the sealed document at descriptor `fd` (the [`SEALED_ENV_FD`] value).
+fn read_sealed(fd: &std::ffi::OsStr) -> Result<Sealed, String> {
+    let fd: i32 = fd
+        .to_str()
+        .and_then(|s| s.parse().ok())
+        .filter(|fd| *fd >= 0)
+        .ok_or("it names no file descriptor")?;
+    let text = std::fs::read(format!("/dev/fd/{fd}"));
+    let _ = nix::unistd::close(fd);
+    let text = text.map_err(|e| e.to_string())?;
+    serde_json::from_slice(&text).map_err(|e| format!("it is not a sealed document: {e}"))
 }
 
 /// Re-executes this program with the same arguments and `secrets` (and a handoff's
