@@ -625,8 +625,9 @@ async fn directories(
 
 /// The config files of `config_root` (default: the project root), or those `handed`
 /// holds (then no project file here is read, and the lead's trust decision on them
-/// holds), and the trust decision on them, with its notices. They are loaded untrusted
-/// first: what that leaves out is what trust would enable.
+/// is final: this host's trust list is not consulted), and the trust decision on them,
+/// with its notices. They are loaded untrusted first: what that leaves out is what
+/// trust would enable.
 async fn configuration(
     cwd: PathBuf,
     project_root: PathBuf,
@@ -644,25 +645,35 @@ async fn configuration(
         }
         _ => project_root.clone(),
     };
-    let (config, trust) = match &handed {
-        Some(handed) => (
-            ConfigFiles::load_handed(&roo_home, handed, ProjectTrust::Untrusted)?,
-            if handed.trusted {
-                Trust::Granted
-            } else {
-                Trust::AsListed
-            },
-        ),
-        None => (
-            ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?,
-            trust.clone(),
-        ),
-    };
-    let trust_root = handed.as_ref().map_or(&config_root, |h| &h.root);
     let TrustDecision {
         config,
         mut notices,
-    } = decide(config, trust_root, &roo_home, &trust).await?;
+    } = match &handed {
+        // The lead's decision is final: this host's trust list (which could name the
+        // lead's path for a project of its own) is never consulted for it.
+        Some(handed) => {
+            let config = ConfigFiles::load_handed(&roo_home, handed, ProjectTrust::Untrusted)?;
+            if handed.trusted {
+                TrustDecision {
+                    config: config.with_trust(ProjectTrust::Trusted)?,
+                    notices: Vec::new(),
+                }
+            } else {
+                let notices = config
+                    .ignored()
+                    .iter()
+                    .map(|ignored| {
+                        format!("ignored {ignored} (the lead does not trust this project)")
+                    })
+                    .collect();
+                TrustDecision { config, notices }
+            }
+        }
+        None => {
+            let config = ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?;
+            decide(config, &config_root, &roo_home, trust).await?
+        }
+    };
     notices.extend(config.user_only_notices().iter().cloned());
     let trusted = config.trust() == ProjectTrust::Trusted;
     let workspace = Workspace {

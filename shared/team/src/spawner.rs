@@ -60,6 +60,10 @@ pub struct TeammateBase {
     /// The git that creates worktrees; without a sandbox of its own it runs in the
     /// sandbox of the lead's Agent call.
     pub git: Git,
+    /// The trust the lead's own config load came to (`--trust-project`, its trust
+    /// list or the user's answer): handed to a teammate on another host with the
+    /// project config, where it is final.
+    pub project_trusted: bool,
 }
 
 /// What the Agent tool asks for.
@@ -722,7 +726,7 @@ impl Spawner {
         // started there never reads project config from it.
         let project_config = {
             let root = repo.root().to_path_buf();
-            let trusted = matches!(base.settings.trust, crate::trust::Trust::Granted);
+            let trusted = base.project_trusted;
             tokio::task::spawn_blocking(move || HandedProjectConfig::read(&root, trusted))
                 .await
                 .map_err(|e| host_error(e.to_string()))?

@@ -146,3 +146,60 @@ async fn handed_project_config_replaces_the_clones_own() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(!canary.exists(), "the clone's MCP server ran");
 }
+
+/// A handed project config the lead does not trust stays untrusted on the other host,
+/// even where that host's own trust list names the lead's path (a project of its own
+/// there): the lead's decision is final, so only the narrowing settings hold — its deny
+/// rule, not its allow rule nor its MCP server.
+#[tokio::test]
+async fn a_handed_config_the_lead_does_not_trust_only_narrows_whatever_this_hosts_trust_list_says()
+{
+    let home = tempfile::tempdir().unwrap();
+    let clone = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let canary = outside.path().join("canary");
+    let lead_root = outside.path().join("lead-repo");
+    std::fs::create_dir_all(&lead_root).unwrap();
+    // This host's user trusts a project at the lead's path.
+    write(
+        &home.path().join("config.yaml"),
+        &format!("trusted_projects:\n  - {}\n", lead_root.display()),
+    );
+    let script = home.path().join("script.yaml");
+    write(&script, "agents:\n  alice:\n    - text: ok\n");
+    let project = format!(
+        "permissions:\n  deny: [\"Bash(echo lead*)\"]\n  allow: [\"Bash(rm -rf *)\"]\n\
+         mcp_startup_timeout_secs: 2\nmcp_servers:\n  wide:\n    command: sh\n    \
+         args: [\"-c\", \"echo ran > '{}'\"]\n",
+        canary.display()
+    );
+    let handed = |trusted| roo_agent::config::HandedProjectConfig {
+        root: lead_root.clone(),
+        project: Some(project.clone()),
+        local: None,
+        trusted,
+    };
+
+    let mut settings = alice(home.path(), clone.path(), &script);
+    settings.project_config = Some(handed(false));
+    let built = build_agent(settings).await.unwrap();
+    assert!(
+        !built.trusted,
+        "this host's trust list decided the lead's project"
+    );
+    assert!(built.mcp.is_none(), "the untrusted project's MCP server");
+    let rules = format!("{:?}", built.agent.policy().read().unwrap().rules());
+    assert!(rules.contains("Bash(echo lead*)"), "the deny rule: {rules}");
+    assert!(!rules.contains("rm -rf"), "the allow rule: {rules}");
+    drop(built);
+
+    // The control: trusted by the lead, its settings hold in full.
+    let mut settings = alice(home.path(), clone.path(), &script);
+    settings.project_config = Some(handed(true));
+    let built = build_agent(settings).await.unwrap();
+    assert!(built.trusted);
+    assert!(built.mcp.is_some(), "the trusted project's MCP server");
+    let rules = format!("{:?}", built.agent.policy().read().unwrap().rules());
+    assert!(rules.contains("rm -rf"), "the allow rule: {rules}");
+    roo_agent::mcp::McpServers::shutdown_all().await;
+}
