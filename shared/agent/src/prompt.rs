@@ -184,54 +184,90 @@ pub fn load_instructions(
     roo_home: &Path,
     denied: ReadDenied<'_>,
 ) -> Instructions {
-    let project = Scope {
-        root: sandbox::resolve_root(project_root),
-        label: "the project",
-        user: false,
-    };
-    let user = Scope {
-        root: sandbox::resolve_root(roo_home),
-        label: "ROO_HOME",
-        user: true,
-    };
-    let candidates = [
-        (project_root.join("ROOCODE.md"), &project),
-        (project_root.join(".roocode").join("ROOCODE.md"), &project),
-        (roo_home.join("ROOCODE.md"), &user),
-    ];
+    let parts = instruction_parts(Some(project_root), Some(roo_home), denied);
+    Instructions {
+        text: join_instructions(&parts.parts),
+        notices: parts.notices,
+    }
+}
+
+/// The instruction files of [`load_instructions`], one part per file read (`Contents of
+/// <path>:` and its text, includes expanded), highest priority first: those of
+/// `project_root` if given, then the user's of `roo_home` if given.
+pub fn instruction_parts(
+    project_root: Option<&Path>,
+    roo_home: Option<&Path>,
+    denied: ReadDenied<'_>,
+) -> InstructionParts {
+    let mut candidates = Vec::new();
+    if let Some(project_root) = project_root {
+        let project = Scope {
+            root: sandbox::resolve_root(project_root),
+            label: "the project",
+            user: false,
+        };
+        candidates.push((project_root.join("ROOCODE.md"), project));
+        let project = Scope {
+            root: sandbox::resolve_root(project_root),
+            label: "the project",
+            user: false,
+        };
+        candidates.push((project_root.join(".roocode").join("ROOCODE.md"), project));
+    }
+    if let Some(roo_home) = roo_home {
+        let user = Scope {
+            root: sandbox::resolve_root(roo_home),
+            label: "ROO_HOME",
+            user: true,
+        };
+        candidates.push((roo_home.join("ROOCODE.md"), user));
+    }
     let mut loader = Loader {
         denied,
         notices: Vec::new(),
     };
     let mut seen_files = HashSet::new();
     let mut parts = Vec::new();
-    for (path, scope) in candidates {
+    for (path, scope) in &candidates {
         // Absent files are simply absent; anything else goes through the checks.
-        if fs::symlink_metadata(&path).is_err() {
+        if fs::symlink_metadata(path).is_err() {
             continue;
         }
-        let resolved = scope.absolute(&path);
+        let resolved = scope.absolute(path);
         let resolved = sandbox::resolve(&resolved).unwrap_or(resolved);
         if !seen_files.insert(resolved) {
             continue;
         }
         let mut stack = Vec::new();
-        let text = loader.expand(&path.display().to_string(), &path, scope, &mut stack, 0);
+        let text = loader.expand(&path.display().to_string(), path, scope, &mut stack, 0);
         let text = text.trim();
         if !text.is_empty() {
             parts.push(format!("Contents of {}:\n\n{}", path.display(), text));
         }
     }
-    let text = (!parts.is_empty()).then(|| {
+    InstructionParts {
+        parts,
+        notices: loader.notices,
+    }
+}
+
+/// What [`instruction_parts`] read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstructionParts {
+    /// One per file read, highest priority first.
+    pub parts: Vec<String>,
+    /// One line per refused file or `@include`.
+    pub notices: Vec<String>,
+}
+
+/// The instructions text of `parts` (`None` when there are none).
+pub fn join_instructions(parts: &[String]) -> Option<String> {
+    (!parts.is_empty()).then(|| {
         format!(
             "Instructions from the project's and the user's ROOCODE.md files (earlier ones take priority):\n\n{}",
             parts.join("\n\n---\n\n")
         )
-    });
-    Instructions {
-        text,
-        notices: loader.notices,
-    }
+    })
 }
 
 const MAX_INCLUDE_DEPTH: usize = 5;
