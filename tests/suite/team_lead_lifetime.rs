@@ -553,7 +553,7 @@ fn a_worker_whose_sealed_document_cannot_be_read_stops_and_never_joins() {
     let canary = world.root.join("ran-without-its-config");
     let script = world.root.write(
         "carol.yaml",
-        &format!(
+        format!(
             "agents:\n  carol:\n    - tool_calls:\n        - {{name: Bash, input: {{command: \"touch '{}'\"}}}}\n    - text: \"Done.\"\n",
             canary.display()
         ),
