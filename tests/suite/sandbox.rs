@@ -395,3 +395,43 @@ fn a_planted_fsmonitor_runs_confined_when_the_agent_reads_git_status_at_start() 
     assert!(inside.exists(), "the fsmonitor never ran");
     assert!(!escaped.exists(), "the fsmonitor wrote outside the project");
 }
+
+/// Issue 29 item 11 (review): the sealed document (API keys, a worker's prompt) is
+/// handed to the re-executed image even when another process of the same user has used
+/// up the per-user pipe buffers (pipes grown to 1 MiB past
+/// `/proc/sys/fs/pipe-user-pages-soft`), where a pipe can no longer be grown past 16 KiB.
+/// As root the agent runs without capabilities (`setpriv --bounding-set=-all`), as any
+/// user's agent does, so the kernel's limit applies to it.
+#[test]
+fn a_large_sealed_document_survives_a_user_whose_pipe_buffers_are_used_up() {
+    use nix::fcntl::{FcntlArg, fcntl};
+    let soft: usize = std::fs::read_to_string("/proc/sys/fs/pipe-user-pages-soft")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // A key over 16 KiB: the sealed document needs more than a default pipe.
+    let key = format!("sk-ant-{}", "k".repeat(40 * 1024));
+    let mut cmd = if nix::unistd::geteuid().is_root() {
+        TestCommand::new("setpriv")
+            .args(["--bounding-set=-all", "--"])
+            .arg(bin("roo-lead"))
+    } else {
+        TestCommand::new(bin("roo-lead"))
+    };
+    cmd = cmd.arg("--help").env("ANTHROPIC_API_KEY", &key);
+    // The hog: pipes of 1 MiB past the soft limit (held only while the agent starts).
+    let mut hog = Vec::new();
+    for _ in 0..soft * 4096 / (1 << 20) + 2 {
+        let (reader, writer) = nix::unistd::pipe().unwrap();
+        if fcntl(&writer, FcntlArg::F_SETPIPE_SZ(1 << 20)).is_err() {
+            break;
+        }
+        hog.push((reader, writer));
+    }
+    let out = cmd.run();
+    drop(hog);
+    out.assert_ok();
+    assert!(!out.stderr().contains("warning"), "{out:?}");
+    assert!(out.stdout().contains("Usage"), "{out:?}");
+}

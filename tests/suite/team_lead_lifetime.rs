@@ -531,3 +531,65 @@ fn a_teammate_that_cannot_record_its_state_stops_instead_of_staying_busy() {
         out.stderr()
     );
 }
+
+/// Issue 29 item 10 (review): a worker re-executed with a sealed document (what its
+/// lead handed over: secrets, its prompt, a remote teammate's project config with the
+/// lead's deny rules) that cannot be read or parsed stops with exit 2 and says why; it
+/// never runs without it (with no project config and no deny rules), never joins the
+/// team and runs nothing.
+#[test]
+fn a_worker_whose_sealed_document_cannot_be_read_stops_and_never_joins() {
+    let world = World::new();
+    let home = RooHome::new(world.root.join("roo"));
+    let crew = Name::parse("crew").unwrap();
+    Team::create(
+        &home,
+        crew.clone(),
+        "",
+        roo_store::Member::new(Name::parse("lead").unwrap(), &crew),
+        Vec::new(),
+    )
+    .unwrap();
+    let canary = world.root.join("ran-without-its-config");
+    let script = world.root.write(
+        "carol.yaml",
+        format!(
+            "agents:\n  carol:\n    - tool_calls:\n        - {{name: Bash, input: {{command: \"touch '{}'\"}}}}\n    - text: \"Done.\"\n",
+            canary.display()
+        ),
+    );
+    // A truncated document: the re-executed image reads it on descriptor 0.
+    let sealed = world.root.write(
+        "sealed.json",
+        r#"{"secrets":{},"launch":{"prompt":"go","proj"#,
+    );
+    let mut worker = TestCommand::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$@" 0<"$SEALED""#)
+        .arg("sh")
+        .arg(bin("roo-worker"))
+        .args(["--team", "crew", "--name", "carol", "--prompt", "go"])
+        .args(["--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .env("SEALED", &sealed)
+        .env("ROO_SEALED_ENV_FD", "0")
+        .env("ROO_HOME", world.root.join("roo"))
+        .env("HOME", world.root.join("home"))
+        .current_dir(world.project())
+        .spawn();
+    wait_until(
+        "the worker to stop",
+        Duration::from_secs(30),
+        || worker.child().try_wait().ok().flatten(),
+        || format!("carol ran: {}", canary.exists()),
+    );
+    let out = worker.wait();
+    out.assert_code(2);
+    out.assert_stderr_contains(
+        "roo-worker: failed to read the sealed document (ROO_SEALED_ENV_FD=0)",
+    );
+    assert!(!canary.exists(), "{out:?}");
+    let config = world.team().unwrap().config().unwrap();
+    assert!(config.member("carol").is_none(), "{config:#?}");
+}

@@ -378,11 +378,14 @@ agents:
     - when: {last_user_contains: "lead-rule-check"}
       tool_calls:
         - {name: SendMessage, input: {to: lead, summary: "rule check: not held", message: "rule check: the command ran on b"}}
+    - when: {last_user_contains: "PLANTED-BY-TEAMMATE"}
+      tool_calls:
+        - {name: SendMessage, input: {to: lead, summary: "rule check: obeyed the clone", message: "rule check: the clone's ROOCODE.md was obeyed"}}
     - when: {last_user_contains: "come back"}
       tool_calls:
         - {name: Bash, input: {command: "echo lead-rule-check"}}
     - tool_calls:
-        - {name: Bash, input: {command: "mkdir -p .roocode && cp 'EVIL' .roocode/config.yaml && cat .roocode/config.yaml"}}
+        - {name: Bash, input: {command: "mkdir -p .roocode && cp 'EVIL' .roocode/config.yaml && echo PLANTED-BY-TEAMMATE > ROOCODE.md && cat .roocode/config.yaml"}}
         - {name: SendMessage, input: {to: lead, summary: "config planted", message: "config planted in my clone"}}
     - text: "Waiting."
     - text: "Waiting."
@@ -392,9 +395,12 @@ agents:
 
 /// Issue 29 item 10: a teammate on host B writes an `mcp_servers` entry into its own
 /// clone's `.roocode/config.yaml` (a server that writes a file outside every write root
-/// on B); the next worker started there must not start it: its project config is the
-/// one the lead read in its own tree (handed over with its environment), whose local
-/// deny rule — never committed, so in no clone — holds on B.
+/// on B) and instructions into its `ROOCODE.md`; the next worker started there must not
+/// start it nor obey them: its project config is the one the lead read in its own tree
+/// (handed over with its environment), whose local deny rule — never committed, so in no
+/// clone — holds on B. The lead trusts its project through its trust list (no
+/// `--trust-project`), and that decision is handed over: the lead's own MCP server runs
+/// for alice on B.
 #[test]
 fn a_teammate_on_another_host_cannot_plant_project_config_in_its_clone() {
     let Some(hosts) = Hosts::new(&["a", "b"], &[Need::Postgres, Need::Sshd]) else {
@@ -424,11 +430,24 @@ fn a_teammate_on_another_host_cannot_plant_project_config_in_its_clone() {
     } = prepare(&hosts, &sshd, "plant", &script);
     // The lead's own rule, in its uncommitted local config: only the lead's tree has it.
     std::fs::create_dir_all(project.join(".roocode")).unwrap();
+    let lead_server_log = outside.join("lead-server.log");
     std::fs::write(
         project.join(".roocode/config.local.yaml"),
-        "permissions:\n  deny: [\"Bash(echo lead-rule*)\"]\n",
+        format!(
+            "permissions:\n  deny: [\"Bash(echo lead-rule*)\"]\nmcp_startup_timeout_secs: 2\n\
+             mcp_servers:\n  leadsrv:\n    command: sh\n    args: [\"-c\", \"pwd >> '{}'\"]\n",
+            lead_server_log.display()
+        ),
     )
     .unwrap();
+    // The lead trusts its project through its trust list, not a flag.
+    let user_config = layout.root.join("roo-a/config.yaml");
+    let mut text = std::fs::read_to_string(&user_config).unwrap();
+    text.push_str(&format!(
+        "trusted_projects:\n  - {}\n",
+        std::fs::canonicalize(&project).unwrap().display()
+    ));
+    std::fs::write(&user_config, text).unwrap();
     let lead = lead_on_a_with(
         &hosts,
         &pg,
@@ -436,7 +455,7 @@ fn a_teammate_on_another_host_cannot_plant_project_config_in_its_clone() {
         &layout.root.join("script.yaml"),
         "Let alice change her config.",
         120,
-        "--trust-project",
+        "",
     )
     .timeout(Duration::from_secs(180))
     .run();
@@ -464,6 +483,12 @@ fn a_teammate_on_another_host_cannot_plant_project_config_in_its_clone() {
         "the clone's MCP server ran on B: {context}"
     );
     assert!(out.contains(r#""preview":"rule check: held""#), "{context}");
+    // The lead's trust (from its trust list) held on B: its server ran in alice's clone.
+    let ran = std::fs::read_to_string(&lead_server_log).unwrap_or_default();
+    assert!(
+        ran.lines().any(|l| l.ends_with("crew+alice")),
+        "the lead's MCP server never ran for alice on B: {ran}\n{context}"
+    );
     assert_eq!(lead.code(), 0, "{context}");
 }
 

@@ -163,6 +163,10 @@ pub struct HandedProjectConfig {
     pub local: Option<String>,
     /// Whether the lead honours them in full (its `--trust-project` or trust list).
     pub trusted: bool,
+    /// The project's `ROOCODE.md` instructions as the lead read them there (one part
+    /// per file, see `prompt::instruction_parts`): the clone's are never read.
+    #[serde(default)]
+    pub instructions: Vec<String>,
 }
 
 impl HandedProjectConfig {
@@ -184,6 +188,7 @@ impl HandedProjectConfig {
             project: read(project_config_path(project_root))?,
             local: read(local_config_path(project_root))?,
             trusted,
+            instructions: Vec::new(),
         })
     }
 }

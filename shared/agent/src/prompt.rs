@@ -184,68 +184,98 @@ pub fn load_instructions(
     roo_home: &Path,
     denied: ReadDenied<'_>,
 ) -> Instructions {
-    let user = Scope {
-        root: sandbox::resolve_root(roo_home),
-        label: "ROO_HOME",
-        user: true,
-    };
+    let parts = instruction_parts(Some(project_root), Some(roo_home), denied);
+    Instructions {
+        text: join_instructions(&parts.parts),
+        notices: parts.notices,
+    }
+}
+
+/// The instruction files of [`load_instructions`], one part per file read (`Contents of
+/// <path>:` and its text, includes expanded), highest priority first: those of
+/// `project_root` if given, then the user's of `roo_home` if given.
+pub fn instruction_parts(
+    project_root: Option<&Path>,
+    roo_home: Option<&Path>,
+    denied: ReadDenied<'_>,
+) -> InstructionParts {
     let mut loader = Loader {
         denied,
         notices: Vec::new(),
         read: Vec::new(),
     };
-    let parts = load_stack(project_root, Some((roo_home, &user)), &mut loader);
-    let text = (!parts.is_empty()).then(|| {
-        format!(
-            "Instructions from the project's and the user's ROOCODE.md files (earlier ones take priority):\n\n{}",
-            parts.join("\n\n---\n\n")
-        )
-    });
-    Instructions {
-        text,
+    let parts = load_stack(project_root, roo_home, &mut loader);
+    InstructionParts {
+        parts,
         notices: loader.notices,
     }
 }
 
-/// Loads the project's `ROOCODE.md` files (root, then `.roocode/`) and, when given, the
-/// user's, each with its includes expanded; one `Contents of …` part per non-empty file.
+/// Loads the project's `ROOCODE.md` files (root, then `.roocode/`) when given a project,
+/// then the user's when given `roo_home`, each with its includes expanded; one `Contents
+/// of …` part per non-empty file.
 fn load_stack(
-    project_root: &Path,
-    user: Option<(&Path, &Scope)>,
+    project_root: Option<&Path>,
+    roo_home: Option<&Path>,
     loader: &mut Loader<'_>,
 ) -> Vec<String> {
-    let project = Scope {
-        root: sandbox::resolve_root(project_root),
-        label: "the project",
-        user: false,
-    };
-    let mut candidates = vec![
-        (project_root.join("ROOCODE.md"), &project),
-        (project_root.join(".roocode").join("ROOCODE.md"), &project),
-    ];
-    if let Some((roo_home, scope)) = user {
-        candidates.push((roo_home.join("ROOCODE.md"), scope));
+    let mut candidates = Vec::new();
+    if let Some(project_root) = project_root {
+        let project = Scope {
+            root: sandbox::resolve_root(project_root),
+            label: "the project",
+            user: false,
+        };
+        candidates.push((project_root.join("ROOCODE.md"), project.clone()));
+        candidates.push((project_root.join(".roocode").join("ROOCODE.md"), project));
+    }
+    if let Some(roo_home) = roo_home {
+        let user = Scope {
+            root: sandbox::resolve_root(roo_home),
+            label: "ROO_HOME",
+            user: true,
+        };
+        candidates.push((roo_home.join("ROOCODE.md"), user));
     }
     let mut seen_files = HashSet::new();
     let mut parts = Vec::new();
-    for (path, scope) in candidates {
+    for (path, scope) in &candidates {
         // Absent files are simply absent; anything else goes through the checks.
-        if fs::symlink_metadata(&path).is_err() {
+        if fs::symlink_metadata(path).is_err() {
             continue;
         }
-        let resolved = scope.absolute(&path);
+        let resolved = scope.absolute(path);
         let resolved = sandbox::resolve(&resolved).unwrap_or(resolved);
         if !seen_files.insert(resolved) {
             continue;
         }
         let mut stack = Vec::new();
-        let text = loader.expand(&path.display().to_string(), &path, scope, &mut stack, 0);
+        let text = loader.expand(&path.display().to_string(), path, scope, &mut stack, 0);
         let text = text.trim();
         if !text.is_empty() {
             parts.push(format!("Contents of {}:\n\n{}", path.display(), text));
         }
     }
     parts
+}
+
+/// What [`instruction_parts`] read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstructionParts {
+    /// One per file read, highest priority first.
+    pub parts: Vec<String>,
+    /// One line per refused file or `@include`.
+    pub notices: Vec<String>,
+}
+
+/// The instructions text of `parts` (`None` when there are none).
+pub fn join_instructions(parts: &[String]) -> Option<String> {
+    (!parts.is_empty()).then(|| {
+        format!(
+            "Instructions from the project's and the user's ROOCODE.md files (earlier ones take priority):\n\n{}",
+            parts.join("\n\n---\n\n")
+        )
+    })
 }
 
 /// Every path the project's instructions are made of, as [`load_instructions`] reads them
@@ -259,7 +289,7 @@ pub fn project_instruction_paths(project_root: &Path) -> Vec<PathBuf> {
         notices: Vec::new(),
         read: Vec::new(),
     };
-    load_stack(project_root, None, &mut loader);
+    load_stack(Some(project_root), None, &mut loader);
     let mut paths = loader.read;
     paths.push(project_root.join("ROOCODE.md"));
     paths.push(project_root.join(".roocode").join("ROOCODE.md"));
@@ -271,6 +301,7 @@ pub fn project_instruction_paths(project_root: &Path) -> Vec<PathBuf> {
 const MAX_INCLUDE_DEPTH: usize = 5;
 
 /// Where the files of one `ROOCODE.md` may come from.
+#[derive(Clone)]
 struct Scope {
     /// Resolved root directory.
     root: PathBuf,

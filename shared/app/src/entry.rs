@@ -41,8 +41,15 @@ pub fn main<C: CommandFactory + FromArgMatches>(
     if let Some(error) = handoff {
         return roo_cli::entry::fail(name, AppError::Usage(error));
     }
-    if let Some(warning) = roo_agent::sandbox::seal_secret_env() {
-        eprintln!("{name}: warning: {warning}; commands may read API keys from /proc");
+    match roo_agent::sandbox::seal_secret_env() {
+        roo_agent::sandbox::Sealing::Done => {}
+        roo_agent::sandbox::Sealing::Warning(warning) => {
+            eprintln!("{name}: warning: {warning}; commands may read API keys from /proc");
+        }
+        // Never run without what was handed over (a remote worker's project config).
+        roo_agent::sandbox::Sealing::Failed(error) => {
+            return roo_cli::entry::fail(name, AppError::Usage(error));
+        }
     }
     roo_cli::entry::run(name, C::command(), std::env::args_os(), run)
 }

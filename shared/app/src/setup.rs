@@ -354,6 +354,7 @@ pub async fn build_in(
         settings: template,
         lead_mode,
         git: Git::new(),
+        project_trusted: built.trusted,
     });
     let decider: Arc<dyn RequestDecider> = if interactive {
         Arc::new(ApproverDecider { approver })

@@ -426,6 +426,7 @@ mod tests {
                 project: Some("rules: {}".into()),
                 local: None,
                 trusted: true,
+                instructions: Vec::new(),
             }),
         };
         let mut argv = vec!["roo-worker".to_string()];

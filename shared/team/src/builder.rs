@@ -19,7 +19,10 @@ use roo_agent::permissions::{
     Approver, DenyApprover, ParseModeError, PermissionMode, PermissionPolicy,
 };
 use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
-use roo_agent::prompt::{Environment, Persona, load_instructions, system_prompt};
+use roo_agent::prompt::{
+    Environment, Instructions, Persona, instruction_parts, join_instructions, load_instructions,
+    system_prompt,
+};
 use roo_agent::sandbox::CommandSetup;
 use roo_agent::session::{
     Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
@@ -588,6 +591,31 @@ struct Workspace {
     config: ConfigFiles,
     /// Whether the project's config is honoured in full.
     trusted: bool,
+    /// Where the project's instructions, agent definitions and skills come from.
+    definitions: Definitions,
+}
+
+/// Where an agent's project instructions (`ROOCODE.md`), agent definitions
+/// (`.roocode/agents/`) and skills (`.roocode/skills/`) come from: never a tree its
+/// teammate-self can write and a later start would obey.
+enum Definitions {
+    /// This tree: the project root, or, for a teammate in a clone, the lead's tree its
+    /// config comes from (`config_root`).
+    Tree(PathBuf),
+    /// A teammate on another host: the instructions its lead read in its own tree
+    /// (one part per file) were handed over; no project agents or skills are read (the
+    /// clone's are the teammate's to write).
+    Handed { instructions: Vec<String> },
+}
+
+impl Definitions {
+    /// The tree agents and skills are read from, if any.
+    fn tree(&self) -> Option<&Path> {
+        match self {
+            Definitions::Tree(root) => Some(root),
+            Definitions::Handed { .. } => None,
+        }
+    }
 }
 
 /// The parts of the agent being built that [`Agent::new`] takes and its sub-agents
@@ -625,8 +653,9 @@ async fn directories(
 
 /// The config files of `config_root` (default: the project root), or those `handed`
 /// holds (then no project file here is read, and the lead's trust decision on them
-/// holds), and the trust decision on them, with its notices. They are loaded untrusted
-/// first: what that leaves out is what trust would enable.
+/// is final: this host's trust list is not consulted), and the trust decision on them,
+/// with its notices. They are loaded untrusted first: what that leaves out is what
+/// trust would enable.
 async fn configuration(
     cwd: PathBuf,
     project_root: PathBuf,
@@ -644,27 +673,43 @@ async fn configuration(
         }
         _ => project_root.clone(),
     };
-    let (config, trust) = match &handed {
-        Some(handed) => (
-            ConfigFiles::load_handed(&roo_home, handed, ProjectTrust::Untrusted)?,
-            if handed.trusted {
-                Trust::Granted
-            } else {
-                Trust::AsListed
-            },
-        ),
-        None => (
-            ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?,
-            trust.clone(),
-        ),
-    };
-    let trust_root = handed.as_ref().map_or(&config_root, |h| &h.root);
     let TrustDecision {
         config,
         mut notices,
-    } = decide(config, trust_root, &roo_home, &trust).await?;
+    } = match &handed {
+        // The lead's decision is final: this host's trust list (which could name the
+        // lead's path for a project of its own) is never consulted for it.
+        Some(handed) => {
+            let config = ConfigFiles::load_handed(&roo_home, handed, ProjectTrust::Untrusted)?;
+            if handed.trusted {
+                TrustDecision {
+                    config: config.with_trust(ProjectTrust::Trusted)?,
+                    notices: Vec::new(),
+                }
+            } else {
+                let notices = config
+                    .ignored()
+                    .iter()
+                    .map(|ignored| {
+                        format!("ignored {ignored} (the lead does not trust this project)")
+                    })
+                    .collect();
+                TrustDecision { config, notices }
+            }
+        }
+        None => {
+            let config = ConfigFiles::load(&roo_home, &config_root, ProjectTrust::Untrusted)?;
+            decide(config, &config_root, &roo_home, trust).await?
+        }
+    };
     notices.extend(config.user_only_notices().iter().cloned());
     let trusted = config.trust() == ProjectTrust::Trusted;
+    let definitions = match handed {
+        Some(handed) => Definitions::Handed {
+            instructions: handed.instructions,
+        },
+        None => Definitions::Tree(config_root.clone()),
+    };
     let workspace = Workspace {
         cwd,
         project_root,
@@ -673,6 +718,7 @@ async fn configuration(
         store_setting: None,
         config,
         trusted,
+        definitions,
     };
     Ok((workspace, notices))
 }
@@ -737,7 +783,10 @@ fn tool_registry(
             tools.register(tool);
         }
         Skills::install(
-            Catalog::new(&ws.roo_home, &ws.project_root, ws.trusted),
+            match ws.definitions.tree() {
+                Some(root) => Catalog::new(&ws.roo_home, root, ws.trusted),
+                None => Catalog::new(&ws.roo_home, &ws.project_root, false),
+            },
             &tools,
         )
     });
@@ -921,25 +970,46 @@ fn command_hooks(
 }
 
 /// The project's instructions (`ROOCODE.md`), with the notices of what was refused.
-/// `@include` honours the same ReadFile deny rules as the tools; a checkout still being
-/// made has them read from the one it is made from, under the same rules.
+/// `@include` honours the same ReadFile deny rules as the tools. They are read where
+/// [`Workspace::definitions`] says: a teammate in a clone reads the lead's tree (also
+/// while its checkout is still being made), under the same rules rooted there, never
+/// the clone it can write; a teammate on another host gets those its lead handed over
+/// (and its own user's on that host).
 async fn instructions(
     ws: &Workspace,
     pending: Option<&PendingWorkspace>,
     mode: PermissionMode,
     read_filter: ReadFilter,
 ) -> (Option<String>, Vec<String>) {
-    let (root, read_filter) = match pending {
-        Some(pending) => (
-            pending.instructions_root.clone(),
-            PermissionPolicy::new(pending.instructions_root.clone(), mode, ws.config.rules())
-                .read_filter(),
-        ),
-        None => (ws.project_root.clone(), read_filter),
+    let root = match (pending, &ws.definitions) {
+        (Some(pending), _) => Some(pending.instructions_root.clone()),
+        (None, Definitions::Tree(root)) => Some(root.clone()),
+        (None, Definitions::Handed { .. }) => None,
+    };
+    let read_filter = match &root {
+        Some(root) if *root != ws.project_root => {
+            PermissionPolicy::new(root.clone(), mode, ws.config.rules()).read_filter()
+        }
+        _ => read_filter,
+    };
+    let handed = match &ws.definitions {
+        Definitions::Handed { instructions } if root.is_none() => instructions.clone(),
+        _ => Vec::new(),
     };
     let home = ws.roo_home.clone();
     let loaded = tokio::task::spawn_blocking(move || {
-        load_instructions(&root, &home, &|path: &Path| read_filter.denied(path))
+        let denied = |path: &Path| read_filter.denied(path);
+        match root {
+            Some(root) => load_instructions(&root, &home, &denied),
+            None => {
+                let own = instruction_parts(None, Some(&home), &denied);
+                let parts: Vec<String> = handed.into_iter().chain(own.parts).collect();
+                Instructions {
+                    text: join_instructions(&parts),
+                    notices: own.notices,
+                }
+            }
+        }
     })
     .await
     .unwrap_or_default();
@@ -976,8 +1046,8 @@ fn subagent_runtime(
         plan_file: parts.plan_file.clone(),
         catalog: AgentCatalog::new(
             &ws.roo_home,
-            &ws.project_root,
-            ws.trusted,
+            ws.definitions.tree().unwrap_or(&ws.project_root),
+            ws.trusted && ws.definitions.tree().is_some(),
             section.verification.unwrap_or(false),
         ),
         worktrees: Some(Arc::new(SubagentWorktrees::new(WorktreeSettings {
@@ -1055,7 +1125,7 @@ async fn attach_hooks(
     }
     if let Some(skills) = skills {
         agent.add_lifecycle_hook(Arc::new(skills.scopes.clone()));
-        notices.extend(skill_notices(skills, &ws.project_root, ws.trusted).await);
+        notices.extend(skill_notices(skills, ws).await);
     }
     if let Some(runtime) = subagents {
         agent.add_hook(runtime.notifications());
@@ -1069,18 +1139,33 @@ async fn attach_hooks(
     notices
 }
 
-/// Skills skipped at start, and an untrusted project's skills left unread.
-async fn skill_notices(skills: &Skills, project_root: &Path, trusted: bool) -> Vec<String> {
+/// Skills skipped at start, and an untrusted project's skills (or a clone's on another
+/// host) left unread.
+async fn skill_notices(skills: &Skills, ws: &Workspace) -> Vec<String> {
     let catalog = skills.catalog.clone();
     let mut notices = tokio::task::spawn_blocking(move || catalog.scan().warnings)
         .await
         .unwrap_or_default();
-    let dir = project_root.join(".roocode").join("skills");
-    if !trusted && dir.is_dir() {
-        notices.push(format!(
-            "the skills in {} are ignored: the project is not trusted",
-            dir.display()
-        ));
+    match ws.definitions.tree() {
+        Some(root) => {
+            let dir = root.join(".roocode").join("skills");
+            if !ws.trusted && dir.is_dir() {
+                notices.push(format!(
+                    "the skills in {} are ignored: the project is not trusted",
+                    dir.display()
+                ));
+            }
+        }
+        None => {
+            let dir = ws.project_root.join(".roocode").join("skills");
+            if dir.is_dir() {
+                notices.push(format!(
+                    "the skills in {} are ignored: a teammate on another host takes its \
+                     project's instructions and config from its lead, never from its clone",
+                    dir.display()
+                ));
+            }
+        }
     }
     notices
 }

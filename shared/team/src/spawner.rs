@@ -60,6 +60,53 @@ pub struct TeammateBase {
     /// The git that creates worktrees; without a sandbox of its own it runs in the
     /// sandbox of the lead's Agent call.
     pub git: Git,
+    /// The trust the lead's own config load came to (`--trust-project`, its trust
+    /// list or the user's answer): handed to a teammate on another host with the
+    /// project config, where it is final.
+    pub project_trusted: bool,
+}
+
+/// Largest total of the project instructions handed to a teammate on another host.
+const MAX_HANDED_INSTRUCTIONS: usize = 256 * 1024;
+
+/// What a teammate on another host is handed, read in the lead's tree `root`: the
+/// project's config files, the lead's trust decision on them, and its `ROOCODE.md`
+/// instructions (read under that config's deny rules, at most
+/// [`MAX_HANDED_INSTRUCTIONS`]). Its error reads after "failed to …".
+fn handed_project(
+    root: &Path,
+    roo_home: &Path,
+    trusted: bool,
+) -> Result<HandedProjectConfig, String> {
+    use roo_agent::config::{ConfigFiles, ProjectTrust};
+    let mut handed = HandedProjectConfig::read(root, trusted)
+        .map_err(|e| format!("read its project config: {e}"))?;
+    let trust = if trusted {
+        ProjectTrust::Trusted
+    } else {
+        ProjectTrust::Untrusted
+    };
+    let config = ConfigFiles::load_handed(roo_home, &handed, trust)
+        .map_err(|e| format!("read its project config: {e}"))?;
+    let filter = roo_agent::permissions::PermissionPolicy::new(
+        root.to_path_buf(),
+        PermissionMode::Default,
+        config.rules(),
+    )
+    .read_filter();
+    let read =
+        roo_agent::prompt::instruction_parts(Some(root), None, &|path: &Path| filter.denied(path));
+    let size: usize = read.parts.iter().map(String::len).sum();
+    if size > MAX_HANDED_INSTRUCTIONS {
+        return Err(format!(
+            "hand over its project instructions: ROOCODE.md in {} with what it includes is \
+             {size} bytes, more than the {} KiB a teammate on another host takes; shorten it",
+            root.display(),
+            MAX_HANDED_INSTRUCTIONS / 1024
+        ));
+    }
+    handed.instructions = read.parts;
+    Ok(handed)
 }
 
 /// What the Agent tool asks for.
@@ -722,11 +769,12 @@ impl Spawner {
         // started there never reads project config from it.
         let project_config = {
             let root = repo.root().to_path_buf();
-            let trusted = matches!(base.settings.trust, crate::trust::Trust::Granted);
-            tokio::task::spawn_blocking(move || HandedProjectConfig::read(&root, trusted))
+            let trusted = base.project_trusted;
+            let roo_home = base.settings.roo_home.clone();
+            tokio::task::spawn_blocking(move || handed_project(&root, &roo_home, trusted))
                 .await
                 .map_err(|e| host_error(e.to_string()))?
-                .map_err(|e| host_error(format!("its project config: {e}")))?
+                .map_err(&host_error)?
         };
         let team = binding.team.name().clone();
         let made = {

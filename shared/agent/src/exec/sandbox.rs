@@ -44,8 +44,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use env::{
-    SEALED_ENV_FD, handed_launch, holds_url_password, is_credential_env_name, is_secret_env_name,
-    scrubbed_env_names, seal_secret_env, sealed_secrets, secret_env,
+    SEALED_ENV_FD, Sealing, handed_launch, holds_url_password, is_credential_env_name,
+    is_secret_env_name, scrubbed_env_names, seal_secret_env, sealed_secrets, secret_env,
 };
 pub use git_dirs::linked_git_dirs;
 pub use helper::{

@@ -725,6 +725,7 @@ mod tests {
             project: Some("rules: {deny: [\"Bash(rm *)\"]}\n".into()),
             local: None,
             trusted: true,
+            instructions: Vec::new(),
         });
         Launch {
             team,

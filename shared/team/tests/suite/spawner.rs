@@ -195,6 +195,7 @@ fn lead_with(script: &str, backend: BackendType, git: Git) -> Lead {
         settings: template,
         lead_mode: PermissionMode::AcceptEdits,
         git,
+        project_trusted: false,
     });
     Lead {
         home,

@@ -118,7 +118,7 @@ static SEALED: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
 /// What a handoff carried besides the environment ([`handed_launch`]).
 static HANDED: std::sync::OnceLock<Option<serde_json::Value>> = std::sync::OnceLock::new();
 
-/// What goes through the sealed pipe to the re-executed image.
+/// What goes in the sealed document to the re-executed image.
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 struct Sealed {
     secrets: std::collections::BTreeMap<String, String>,
@@ -126,8 +126,8 @@ struct Sealed {
     launch: Option<serde_json::Value>,
 }
 
-/// Largest sealed document: 16 KiB, what any pipe holds; on Linux the pipe is grown to
-/// hold up to 1 MiB (a prompt handed to a worker).
+/// Largest sealed document: 1 MiB on Linux (a prompt handed to a worker; it goes in a
+/// sealed memfd), else 16 KiB, what any pipe holds.
 const SEALED_MAX: usize = if cfg!(target_os = "linux") {
     1024 * 1024
 } else {
@@ -139,58 +139,97 @@ const SEALED_MAX: usize = if cfg!(target_os = "linux") {
 /// `/proc/<pid>/environ` shows the environment a process was *started* with,
 /// and a sandboxed command can read the agent's (Landlock does not stop it on
 /// every kernel). So when the agent starts with key-like variables, it passes
-/// them to a fresh image of itself through a pipe and re-executes without
+/// them to a fresh image of itself through a sealed document (a sealed memfd on Linux, else a pipe) and re-executes without
 /// them; the new image reads them back ([`secret_env`]) and closes the pipe.
 /// Call first thing in `main`, while the process has one thread. Returns only
 /// if no re-exec was needed or it failed (then with a warning to print).
-pub fn seal_secret_env() -> Option<String> {
+///
+/// A re-executed image whose sealed document cannot be read or parsed gets
+/// [`Sealing::Failed`]: it must stop, never run without the secrets and the launch
+/// document (a remote worker's project config, with the lead's deny rules) it was
+/// handed.
+pub fn seal_secret_env() -> Sealing {
     if let Some(fd) = std::env::var_os(SEALED_ENV_FD) {
-        let fd: i32 = fd.to_str().and_then(|s| s.parse().ok())?;
-        let sealed: Sealed = std::fs::read(format!("/dev/fd/{fd}"))
-            .ok()
-            .and_then(|text| serde_json::from_slice(&text).ok())
-            .unwrap_or_default();
-        let _ = nix::unistd::close(fd);
-        let _ = SEALED.set(sealed.secrets);
-        let _ = HANDED.set(sealed.launch);
-        return None;
+        return match read_sealed(&fd) {
+            Ok(sealed) => {
+                let _ = SEALED.set(sealed.secrets);
+                let _ = HANDED.set(sealed.launch);
+                Sealing::Done
+            }
+            Err(e) => Sealing::Failed(format!(
+                "failed to read the sealed document ({SEALED_ENV_FD}={}): {e}; the worker \
+                 does not run without what its lead handed over: start it again from the lead",
+                fd.to_string_lossy()
+            )),
+        };
     }
     let secrets: std::collections::BTreeMap<String, String> = std::env::vars()
         .filter(|(name, _)| is_secret_env_name(name))
         .collect();
     if secrets.is_empty() {
-        return None;
+        return Sealing::Done;
     }
-    reexec_with(&secrets, None, None).err()
+    match reexec_with(&secrets, None, None) {
+        Ok(()) => Sealing::Done,
+        Err(e) => Sealing::Warning(e),
+    }
 }
 
-/// Re-executes this program with the same arguments and `secrets` (and a handoff's
-/// `launch` document) passed through a sealed pipe (removed from the environment). With
-/// `env`, the new image's environment is exactly `env` (a handoff, see
-/// [`super::handoff`]); else this process's. Returns only on failure.
-pub(super) fn reexec_with(
-    secrets: &std::collections::BTreeMap<String, String>,
-    env: Option<&std::collections::BTreeMap<String, String>>,
-    launch: Option<serde_json::Value>,
-) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
+/// What [`seal_secret_env`] came to when it returns.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sealing {
+    /// Nothing to seal, or the sealed document was read back.
+    Done,
+    /// The re-exec failed: the process runs on with the keys in its environment.
+    Warning(String),
+    /// The sealed document this image was started with could not be read or parsed:
+    /// the process must stop with this message.
+    Failed(String),
+}
 
-    let text = serde_json::to_vec(&Sealed {
-        secrets: secrets.clone(),
-        launch,
-    })
-    .map_err(|e| e.to_string())?;
-    // The pipe must hold it all: nobody reads until after the exec.
-    if text.len() > SEALED_MAX {
-        return Err(format!(
-            "the API key variables and the handed launch are too large to seal ({} bytes, \
-             at most {SEALED_MAX})",
-            text.len()
-        ));
+/// A descriptor (not close-on-exec) from which the re-executed image reads `text`
+/// through `/dev/fd/N`. On Linux a memfd sealed against any change (`F_SEAL_WRITE`,
+/// `F_SEAL_SHRINK`, `F_SEAL_GROW`, `F_SEAL_SEAL`): its size is not limited by the per-user
+/// pipe buffer accounting, which another process of the same user can use up. Else (or
+/// if no memfd can be made) a pipe, written without blocking.
+fn sealed_document(text: &[u8]) -> Result<std::os::fd::OwnedFd, String> {
+    #[cfg(target_os = "linux")]
+    if let Ok(fd) = sealed_memfd(text) {
+        return Ok(fd);
     }
-    let exe = std::env::current_exe().map_err(|e| format!("locate the executable: {e}"))?;
+    sealed_pipe(text)
+}
+
+/// [`sealed_document`] in a sealed memfd.
+#[cfg(target_os = "linux")]
+fn sealed_memfd(text: &[u8]) -> Result<std::os::fd::OwnedFd, String> {
+    use nix::fcntl::{FcntlArg, SealFlag, fcntl};
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    use std::io::Write;
+    let fd = memfd_create("roo-sealed", MFdFlags::MFD_ALLOW_SEALING)
+        .map_err(|e| format!("make the sealed document: {e}"))?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(text)
+        .map_err(|e| format!("write the sealed document ({} bytes): {e}", text.len()))?;
+    let fd = std::os::fd::OwnedFd::from(file);
+    fcntl(
+        &fd,
+        FcntlArg::F_ADD_SEALS(
+            SealFlag::F_SEAL_WRITE
+                | SealFlag::F_SEAL_SHRINK
+                | SealFlag::F_SEAL_GROW
+                | SealFlag::F_SEAL_SEAL,
+        ),
+    )
+    .map_err(|e| format!("seal the sealed document: {e}"))?;
+    Ok(fd)
+}
+
+/// [`sealed_document`] in a pipe: it must hold it all, as nobody reads until after the
+/// exec (grown on Linux where needed, which the kernel refuses once this user's pipes
+/// hold too much).
+fn sealed_pipe(text: &[u8]) -> Result<std::os::fd::OwnedFd, String> {
+    use std::io::Write;
     // Neither end is close-on-exec; the write end is closed before the exec.
     let (reader, writer) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
     #[cfg(target_os = "linux")]
@@ -206,8 +245,50 @@ pub(super) fn reexec_with(
     )
     .map_err(|e| format!("set up the sealing pipe: {e}"))?;
     std::fs::File::from(writer)
-        .write_all(&text)
+        .write_all(text)
         .map_err(|e| format!("write the sealed variables ({} bytes): {e}", text.len()))?;
+    Ok(reader)
+}
+
+/// Reads and closes the sealed document at descriptor `fd` (the [`SEALED_ENV_FD`] value).
+fn read_sealed(fd: &std::ffi::OsStr) -> Result<Sealed, String> {
+    let fd: i32 = fd
+        .to_str()
+        .and_then(|s| s.parse().ok())
+        .filter(|fd| *fd >= 0)
+        .ok_or("it names no file descriptor")?;
+    let text = std::fs::read(format!("/dev/fd/{fd}"));
+    let _ = nix::unistd::close(fd);
+    let text = text.map_err(|e| e.to_string())?;
+    serde_json::from_slice(&text).map_err(|e| format!("it is not a sealed document: {e}"))
+}
+
+/// Re-executes this program with the same arguments and `secrets` (and a handoff's
+/// `launch` document) passed through a sealed document ([`sealed_document`]) (removed from the environment). With
+/// `env`, the new image's environment is exactly `env` (a handoff, see
+/// [`super::handoff`]); else this process's. Returns only on failure.
+pub(super) fn reexec_with(
+    secrets: &std::collections::BTreeMap<String, String>,
+    env: Option<&std::collections::BTreeMap<String, String>>,
+    launch: Option<serde_json::Value>,
+) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    let text = serde_json::to_vec(&Sealed {
+        secrets: secrets.clone(),
+        launch,
+    })
+    .map_err(|e| e.to_string())?;
+    if text.len() > SEALED_MAX {
+        return Err(format!(
+            "the API key variables and the handed launch are too large to seal ({} bytes, \
+             at most {SEALED_MAX})",
+            text.len()
+        ));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("locate the executable: {e}"))?;
+    let reader = sealed_document(&text)?;
     let mut command = std::process::Command::new(exe);
     if let Some(env) = env {
         command.env_clear().envs(env);

@@ -12,11 +12,11 @@
 //! removed (also when nobody took it in time). The worker's first act
 //! ([`enter_handoff`]) checks the directory (ours, private), connects, takes the
 //! environment and re-executes itself with the lead's variables: API keys go through
-//! the sealed pipe of [`super::seal_secret_env`] (never into an environment block), the
+//! the sealed document of [`super::seal_secret_env`] (never into an environment block), the
 //! rest into the environment. The pane's own terminal variables ([`TERMINAL_VARS`]) are
 //! kept; everything else is the lead's. Besides the environment, an offer may carry a
 //! launch document (a worker's prompt and, on another host, its project config), which
-//! the re-executed image reads from the same sealed pipe ([`super::handed_launch`]):
+//! the re-executed image reads from the same sealed document ([`super::handed_launch`]):
 //! never on a command line, where every process of the machine could read it.
 
 use std::collections::BTreeMap;
