@@ -490,7 +490,7 @@ fn a_teammate_that_cannot_record_its_state_stops_instead_of_staying_busy() {
     .unwrap();
     let script = world.root.write(
         "carol.yaml",
-        "agents:\n  carol:\n    - tool_calls:\n        - {name: Bash, input: {command: \"sleep 2\"}}\n    - text: \"Done.\"\n",
+        "agents:\n  carol:\n    - tool_calls:\n        - {name: Bash, input: {command: \"touch started && sleep 3\"}}\n    - text: \"Done.\"\n",
     );
     let worker = TestCommand::new(bin("roo-worker"))
         .env("ROO_HOME", world.root.join("roo"))
@@ -507,7 +507,11 @@ fn a_teammate_that_cannot_record_its_state_stops_instead_of_staying_busy() {
         Duration::from_secs(30),
         || {
             let config = world.team()?.config().ok()?;
-            (config.member("carol")?.state() == MemberState::Busy).then_some(())
+            // Busy is written as she joins; her command running means she is past
+            // joining (the join reads the config again) and inside her turn.
+            (config.member("carol")?.state() == MemberState::Busy
+                && world.project().join("started").exists())
+            .then_some(())
         },
         String::new,
     );
