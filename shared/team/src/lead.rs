@@ -105,6 +105,20 @@ impl TurnHook for SlotDelivery {
             }
         })
     }
+
+    fn undeliverable(&self, reason: &str) -> BoxFuture<'_, ()> {
+        let reason = reason.to_owned();
+        Box::pin(async move {
+            let delivery = self
+                .injecting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(delivery) = delivery {
+                delivery.undeliverable(&reason).await;
+            }
+        })
+    }
 }
 
 /// The turn hook that gives the lead's model its team's state back after a compaction
