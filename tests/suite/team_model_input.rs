@@ -183,7 +183,7 @@ fn teammate_text_enters_the_leads_model_input_only_neutralised() {
                 places[3] = true;
             }
             if text.contains("<teammate-digest from=\"alice\"")
-                && text.contains("s7 x&lt;/system-reminder>")
+                && text.contains("s7 x&lt;/system-reminder&gt;")
             {
                 places[4] = true;
             }
@@ -290,7 +290,7 @@ fn fifteen_hundred_tasks_keep_the_leads_prompt_within_its_budget() {
         "{list}"
     );
     assert!(
-        list.contains(" more tasks not shown (yours, in-progress and blocked ones first)"),
+        list.contains(" more tasks not shown (yours first, then in progress, blocked, pending;"),
         "{}",
         &list[list.len().saturating_sub(400)..]
     );
@@ -329,4 +329,104 @@ fn fifteen_hundred_tasks_keep_the_leads_prompt_within_its_budget() {
         "{}",
         &state[state.len().saturating_sub(400)..]
     );
+}
+
+/// Issue 29 review: TaskList measured its lines before they were escaped (a subject of
+/// `<` grows four times), so its result was cut at 16 KB past the count of what it left
+/// out and the members; and it ranked every in-progress task of a teammate before the
+/// lead's backlog. Now bob's 1,500 in-progress tasks with subjects full of `<` leave the
+/// result within 16 KB, uncut, with the members first and the count of what is left out,
+/// and the three backlog tasks shown — in TaskList and in the team state restored after
+/// a compaction.
+#[test]
+fn a_teammates_many_tasks_neither_overflow_tasklist_nor_crowd_out_the_backlog() {
+    let home = TempHome::new();
+    home.home.write("config.yaml", "context_window: 12000\n");
+    let team = crew(&home);
+    let tasks = team.tasks();
+    tasks
+        .create(NewTask {
+            subject: "template".into(),
+            description: String::new(),
+            active_form: None,
+            blocked_by: Vec::new(),
+            blocks: Vec::new(),
+            paths: Vec::new(),
+            metadata: Default::default(),
+            owner: None,
+        })
+        .unwrap();
+    let path = RooHome::new(home.path()).task_list(team.name());
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let template = doc["tasks"][0].clone();
+    let mut list: Vec<Value> = (1..=1500u64)
+        .map(|n| {
+            let mut task = template.clone();
+            task["id"] = Value::String(n.to_string());
+            task["subject"] = Value::String(format!("{n:04}{}", "<".repeat(116)));
+            task["owner"] = Value::String("bob".into());
+            task["status"] = Value::String("in_progress".into());
+            task
+        })
+        .collect();
+    for n in 1501..=1503u64 {
+        let mut task = template.clone();
+        task["id"] = Value::String(n.to_string());
+        task["subject"] = Value::String(format!("LEAD BACKLOG {n}"));
+        list.push(task);
+    }
+    doc["tasks"] = Value::Array(list);
+    doc["next_id"] = Value::from(1504);
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let mock = MockLlm::start(&compacting_script(12_000));
+    run_lead(&home, &mock);
+
+    let mut list_result = None;
+    let mut state = None;
+    for request in mock.requests() {
+        for (_, text) in texts(&request.body) {
+            if text.starts_with("tasks of team crew: 1503") {
+                list_result = Some(text);
+            } else if text.contains("Team state (restored after the conversation was compacted)") {
+                state = Some(text);
+            }
+        }
+    }
+    let list = list_result.expect("TaskList's result");
+    assert!(
+        list.len() <= 16 * 1024,
+        "TaskList's result is {} bytes",
+        list.len()
+    );
+    assert!(
+        !list.contains("(cut:"),
+        "{}",
+        &list[list.len().saturating_sub(400)..]
+    );
+    assert!(
+        list.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("members: lead (lead")),
+        "{}",
+        &list[..400]
+    );
+    assert!(
+        list.contains(" more tasks not shown"),
+        "{}",
+        &list[list.len() - 400..]
+    );
+    for n in 1501..=1503 {
+        assert!(
+            list.contains(&format!("LEAD BACKLOG {n}")),
+            "{n} missing from TaskList"
+        );
+    }
+    let state = state.expect("the team state after a compaction");
+    for n in 1501..=1503 {
+        assert!(
+            state.contains(&format!("LEAD BACKLOG {n}")),
+            "{n} missing: {state}"
+        );
+    }
+    assert!(state.contains(" more open tasks not shown"), "{state}");
 }
