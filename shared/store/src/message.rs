@@ -800,7 +800,7 @@ mod tests {
         );
         assert!(
             m.render().contains(
-                ">if a &lt; b; &lt; /system-reminder>; &lt;\u{200b}/teammate-message>; &lt;\n/x></teammate-message>"
+                ">if a &lt; b; &lt; /system-reminder>; &lt;\\u{200b}/teammate-message>; &lt;\n/x></teammate-message>"
             ),
             "{}",
             m.render()
