@@ -144,17 +144,12 @@ fn task_detail(task: &Task) -> String {
             total.requests, total.input_tokens, total.output_tokens
         ));
     }
-    if !task.description.is_empty() {
-        let description: String = task.description.chars().take(DESCRIPTION_CHARS).collect();
-        out.push_str("\n\n");
-        out.push_str(&description);
-        if description.len() < task.description.len() {
-            out.push_str("\n… (description cut)");
-        }
-    }
+    // The notes before the description, and the description indented: a description
+    // holding a `notes:` line cannot pass for the real section (its creator may be
+    // another teammate than the note's author).
     let skip = task.notes.len().saturating_sub(SHOWN_NOTES);
     if !task.notes.is_empty() {
-        out.push_str("\n\nnotes:");
+        out.push_str("\nnotes:");
         for note in &task.notes[skip..] {
             let by = note.by.as_ref().map_or(String::new(), |b| format!(" {b}"));
             out.push_str(&format!(
@@ -162,6 +157,17 @@ fn task_detail(task: &Task) -> String {
                 note.at,
                 one_line(&note.text, 300)
             ));
+        }
+    }
+    if !task.description.is_empty() {
+        let description: String = task.description.chars().take(DESCRIPTION_CHARS).collect();
+        out.push_str("\ndescription (each line indented by two spaces):");
+        for line in description.lines() {
+            out.push_str("\n  ");
+            out.push_str(line);
+        }
+        if description.len() < task.description.len() {
+            out.push_str("\n… (description cut)");
         }
     }
     out
