@@ -337,3 +337,47 @@ fn a_message_the_provider_refuses_does_not_jam_the_leads_inbox() {
         "bob was not told: {told:?}"
     );
 }
+
+/// Issue 29 review: the lead tells its own model of each teammate's death with a message
+/// from itself; past five at once they were collapsed into a digest entry like a flood,
+/// their text (which work to redo) not shown. The lead's own messages are never
+/// collapsed: eight notices all reach the model in full.
+#[test]
+fn the_leads_own_notices_are_never_collapsed() {
+    let home = TempHome::new();
+    let team = idle_crew(&home);
+    let lead = Name::parse("lead").unwrap();
+    for n in 0..8 {
+        team.mailbox()
+            .send(
+                &lead,
+                "lead",
+                Outgoing::text(
+                    format!("[team runtime] NOTICE-{n} teammate died"),
+                    format!("teammate {n} died"),
+                ),
+            )
+            .unwrap();
+    }
+    let mock =
+        MockLlm::start("agents:\n  \"*\":\n    - text: \"Noted.\"\n    - text: \"Noted.\"\n");
+    home.cmd("roo-lead")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["-p", "What happened?", "--team", TEAM])
+        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["--base-url", &mock.base_url("anthropic")])
+        .run()
+        .assert_ok();
+    let delivered: String = mock
+        .requests()
+        .iter()
+        .flat_map(|r| delivered_in(&r.body))
+        .collect();
+    assert!(!delivered.contains("<teammate-digest from="), "{delivered}");
+    for n in 0..8 {
+        assert!(
+            delivered.contains(&format!("NOTICE-{n} teammate died")),
+            "{n}: {delivered}"
+        );
+    }
+}

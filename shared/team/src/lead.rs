@@ -71,7 +71,11 @@ impl SlotDelivery {
                 {
                     return Some(delivery.clone());
                 }
-                let delivery = Arc::new(InboxDelivery::new(binding.router.clone()));
+                // The lead's own notices (a teammate's death, sent to itself) are never
+                // collapsed: several deaths at once are each work to redo.
+                let delivery = Arc::new(
+                    InboxDelivery::new(binding.router.clone()).never_collapse(binding.me.clone()),
+                );
                 *current = Some((binding, delivery.clone()));
                 Some(delivery)
             }
