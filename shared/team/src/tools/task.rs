@@ -584,7 +584,10 @@ fn render_list(
             (rank, roo_store::model_safe(&line))
         })
         .collect();
-    let (shown, more) = within_budget(lines, LIST_BUDGET);
+    // What precedes the lines (members, ready ids, held back) and the closing count
+    // fit with them in one tool result, whatever their size: nothing is cut off the end.
+    let budget = LIST_BUDGET.min(super::MAX_TOOL_RESULT.saturating_sub(out.len() + 300));
+    let (shown, more) = within_budget(lines, budget);
     for line in shown {
         out.push('\n');
         out.push_str(&line);
