@@ -267,3 +267,117 @@ fn a_message_cannot_close_the_system_reminder_it_is_delivered_in() {
         "{reminder}"
     );
 }
+
+/// Issue 29 review: a message the provider refuses (HTTP 400 whenever it is in the
+/// request) but accepts without must not jam the lead's inbox for the session. The lead
+/// drops it (its sender is told) and a peer's message sent later still reaches it.
+/// Before, the lead's slot delivery never passed the refusal on: its delivery kept the
+/// refused message pending and injected nothing ever again.
+#[test]
+fn a_message_the_provider_refuses_does_not_jam_the_leads_inbox() {
+    let home = TempHome::new();
+    let team = idle_crew(&home);
+    team.set_active("alice", true).unwrap();
+    let mailbox = team.mailbox();
+    let (alice, bob) = (Name::parse("alice").unwrap(), Name::parse("bob").unwrap());
+    mailbox
+        .send(
+            &bob,
+            "lead",
+            Outgoing::text("POISON the provider refuses", "refused"),
+        )
+        .unwrap();
+    let refusals: String = (0..10)
+        .map(|_| {
+            "    - when: {last_user_contains: \"POISON\"}\n      error: \"invalid_request_error: content refused\"\n      error_status: 400\n"
+        })
+        .collect();
+    let turns: String = (0..20).map(|_| "    - text: \"Noted.\"\n").collect();
+    let mock = MockLlm::start(&format!("agents:\n  \"*\":\n{refusals}{turns}"));
+    let lead = home
+        .cmd("roo-lead")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["-p", "Read what the team sent.", "--team", TEAM])
+        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["--base-url", &mock.base_url("anthropic")])
+        .args(["--team-timeout", "60"])
+        .spawn();
+    // Refused with bob's message, then accepted without it.
+    roo_tests::wait_until(
+        "the lead's call without the refused message",
+        std::time::Duration::from_secs(60),
+        || (mock.requests().len() >= 2).then_some(()),
+        || format!("{} requests", mock.requests().len()),
+    );
+    mailbox
+        .send(
+            &alice,
+            "lead",
+            Outgoing::text("PEER: later news", "later news"),
+        )
+        .unwrap();
+    team.set_active("alice", false).unwrap();
+    let out = lead.wait();
+    let requests = mock.requests();
+    let later = requests.iter().any(|r| {
+        delivered_in(&r.body)
+            .iter()
+            .any(|t| t.contains("PEER: later news"))
+    });
+    assert!(
+        later,
+        "alice's later message never reached the lead in {} requests; exit {}",
+        requests.len(),
+        out.code()
+    );
+    out.assert_ok();
+    let told = mailbox.read(&bob, &ReadFilter::default()).unwrap();
+    assert!(
+        told.iter().any(|m| m.text.contains("HTTP 400")),
+        "bob was not told: {told:?}"
+    );
+}
+
+/// Issue 29 review: the lead tells its own model of each teammate's death with a message
+/// from itself; past five at once they were collapsed into a digest entry like a flood,
+/// their text (which work to redo) not shown. The lead's own messages are never
+/// collapsed: eight notices all reach the model in full.
+#[test]
+fn the_leads_own_notices_are_never_collapsed() {
+    let home = TempHome::new();
+    let team = idle_crew(&home);
+    let lead = Name::parse("lead").unwrap();
+    for n in 0..8 {
+        team.mailbox()
+            .send(
+                &lead,
+                "lead",
+                Outgoing::text(
+                    format!("[team runtime] NOTICE-{n} teammate died"),
+                    format!("teammate {n} died"),
+                ),
+            )
+            .unwrap();
+    }
+    let mock =
+        MockLlm::start("agents:\n  \"*\":\n    - text: \"Noted.\"\n    - text: \"Noted.\"\n");
+    home.cmd("roo-lead")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["-p", "What happened?", "--team", TEAM])
+        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["--base-url", &mock.base_url("anthropic")])
+        .run()
+        .assert_ok();
+    let delivered: String = mock
+        .requests()
+        .iter()
+        .flat_map(|r| delivered_in(&r.body))
+        .collect();
+    assert!(!delivered.contains("<teammate-digest from="), "{delivered}");
+    for n in 0..8 {
+        assert!(
+            delivered.contains(&format!("NOTICE-{n} teammate died")),
+            "{n}: {delivered}"
+        );
+    }
+}

@@ -155,7 +155,9 @@ pub async fn compact(
             format!(
                 "<conversation-summary>\nThis session continues an earlier conversation that was compacted to fit the context window; this summary replaces {} earlier messages.\n\n{}\n</conversation-summary>",
                 old.len(),
-                text.trim()
+                // The model wrote it from text others control (a teammate's message, a
+                // web page, a file): it may close the wrapper or open a reminder.
+                roo_store::model_safe(text.trim())
             ),
             CompactionMethod::Summary,
             usage,

@@ -6,18 +6,65 @@ use std::io::{self, Write};
 use roo_store::{Message, Task, TaskStatus, TaskUsage};
 use serde::Serialize;
 
-pub use roo_term::{Style, escape};
+pub use roo_term::Style;
+
+/// Whether this CLI runs relayed for an agent's command (`ROO_RELAYED_BY` is set): its
+/// output goes back into that agent's model input, so what other agents wrote in it is
+/// [made safe for a model](roo_store::model_safe).
+fn relayed() -> bool {
+    static RELAYED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *RELAYED.get_or_init(|| std::env::var_os(roo_store::relay::ENV_RELAYED_BY).is_some())
+}
+
+/// Untrusted text for one line of human output: control and invisible characters as
+/// escapes ([`roo_term::escape`]); relayed for an agent, also every `<` as `&lt;` (so
+/// the text can open or close none of the runtime's wrappers in that agent's input).
+pub fn escape(text: &str) -> String {
+    let shown = roo_term::escape(text);
+    if relayed() {
+        roo_store::model_safe(&shown)
+    } else {
+        shown
+    }
+}
 
 /// Prints `value` as pretty JSON plus a newline.
 pub fn print_json<T: Serialize + ?Sized>(out: &mut impl Write, value: &T) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, value)?;
-    writeln!(out)
+    let json = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+    writeln!(out, "{}", json_shown(json))
 }
 
 /// Prints `value` as one line of JSON.
 pub fn print_json_line<T: Serialize + ?Sized>(out: &mut impl Write, value: &T) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
-    writeln!(out)
+    let json = serde_json::to_string(value).map_err(io::Error::other)?;
+    writeln!(out, "{}", json_shown(json))
+}
+
+/// `json` as printed: relayed for an agent, every `<` and every invisible or control
+/// character serde leaves raw (DEL, C1, bidi, zero-width, tags) written as a `\uXXXX`
+/// escape — still valid JSON that parses to the same strings (such characters occur
+/// only inside strings), but no raw tag reaches the agent's model.
+fn json_shown(json: String) -> String {
+    if !relayed() || !json.chars().any(json_escaped) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if json_escaped(c) {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether [`json_shown`] escapes `c` (serde already escapes the C0 controls in strings;
+/// the newlines and spaces outside them are kept).
+fn json_escaped(c: char) -> bool {
+    c == '<' || (c >= '\u{7f}' && roo_term::hidden_char(c))
 }
 
 /// A message for people: a header line, the summary, then the text indented.
@@ -104,7 +151,7 @@ pub fn write_task(out: &mut impl Write, style: Style, t: &Task) -> io::Result<()
         writeln!(
             out,
             "      metadata: {}",
-            serde_json::Value::Object(t.metadata.clone())
+            escape(&serde_json::Value::Object(t.metadata.clone()).to_string())
         )?;
     }
     for (member, usage) in &t.usage {

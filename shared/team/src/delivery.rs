@@ -29,7 +29,8 @@ use std::sync::Mutex;
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
 use roo_store::{
-    DELIVERY_BUDGET, FLOOD_SHOWN, Message, MessageId, Name, render_collapsed, render_delivery,
+    DELIVERY_BUDGET, FLOOD_SHOWN, Message, MessageId, Name, TEAMMATE_MESSAGE_NOTICE,
+    render_collapsed, render_delivery,
 };
 
 use crate::router::InboxRouter;
@@ -98,15 +99,11 @@ impl TurnHook for InboxDelivery {
             let (shown, collapsed) =
                 collapse_floods(self.router.take_conversation(), self.trusted.as_ref());
             let mut queued = fair_order(shown);
-            let Some(mut delivery) = render_delivery(&queued, self.budget) else {
-                return TurnAction::Continue;
-            };
-            let later = queued.split_off(delivery.taken);
-            if !later.is_empty() {
-                tracing::debug!(member = %self.router.member(), now = queued.len(), waiting = later.len(), "delivering part of the inbox this turn");
-                self.router.requeue_conversation(later);
-            }
-            if !collapsed.is_empty() {
+            // The digest of collapsed backlogs is part of the turn's budget: rendered
+            // first, the messages shown in full get what it leaves.
+            let collapsed_text = if collapsed.is_empty() {
+                String::new()
+            } else {
                 tracing::debug!(member = %self.router.member(), collapsed = collapsed.len(), "collapsing senders' backlogs into digest entries");
                 let read_with = format!(
                     "roo-mail read --team {} --as {} --archived --limit {}",
@@ -114,10 +111,28 @@ impl TurnHook for InboxDelivery {
                     self.router.member(),
                     collapsed.len() + queued.len() + FLOOD_SHOWN
                 );
+                render_collapsed(&collapsed, &read_with)
+            };
+            let budget = self.budget.saturating_sub(collapsed_text.len());
+            let Some(mut delivery) = render_delivery(&queued, budget) else {
+                if collapsed.is_empty() {
+                    return TurnAction::Continue;
+                }
+                // Only collapsed backlogs (never the case today: each sender's oldest
+                // are shown), still one reminder with the notice.
+                let text = format!("{TEAMMATE_MESSAGE_NOTICE}\n\n{collapsed_text}");
+                self.digesting()
+                    .extend(collapsed.iter().map(|m| (m.id.clone(), m.from.clone())));
+                return TurnAction::Inject(vec![text]);
+            };
+            let later = queued.split_off(delivery.taken);
+            if !later.is_empty() {
+                tracing::debug!(member = %self.router.member(), now = queued.len(), waiting = later.len(), "delivering part of the inbox this turn");
+                self.router.requeue_conversation(later);
+            }
+            if !collapsed_text.is_empty() {
                 delivery.text.push_str("\n\n");
-                delivery
-                    .text
-                    .push_str(&render_collapsed(&collapsed, &read_with));
+                delivery.text.push_str(&collapsed_text);
             }
             self.injecting()
                 .extend(queued.iter().map(|m| (m.id.clone(), m.from.clone())));

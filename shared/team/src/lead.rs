@@ -71,7 +71,11 @@ impl SlotDelivery {
                 {
                     return Some(delivery.clone());
                 }
-                let delivery = Arc::new(InboxDelivery::new(binding.router.clone()));
+                // The lead's own notices (a teammate's death, sent to itself) are never
+                // collapsed: several deaths at once are each work to redo.
+                let delivery = Arc::new(
+                    InboxDelivery::new(binding.router.clone()).never_collapse(binding.me.clone()),
+                );
                 *current = Some((binding, delivery.clone()));
                 Some(delivery)
             }
@@ -102,6 +106,20 @@ impl TurnHook for SlotDelivery {
                 .take();
             if let Some(delivery) = delivery {
                 delivery.injected().await;
+            }
+        })
+    }
+
+    fn undeliverable(&self, reason: &str) -> BoxFuture<'_, ()> {
+        let reason = reason.to_owned();
+        Box::pin(async move {
+            let delivery = self
+                .injecting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(delivery) = delivery {
+                delivery.undeliverable(&reason).await;
             }
         })
     }

@@ -116,12 +116,30 @@ pub fn escape_text(text: &str) -> String {
     shown(text, |c| matches!(c, '\n' | '\t'))
 }
 
+/// Whether `c` must never reach a terminal or a model raw: a control character (C0
+/// including newline and tab, DEL, C1) or an invisible format character — the
+/// bidirectional overrides, isolates and marks (U+202A–U+202E, U+2066–U+2069, LRM, RLM,
+/// ALM), the zero-width characters (U+200B–U+200D, U+2060–U+2064, U+FEFF), the
+/// deprecated format characters (U+206A–U+206F), the Unicode tag characters
+/// (U+E0000–U+E007F) and the line and paragraph separators (U+2028, U+2029): each can
+/// hide or reorder text a reader thinks it sees. The one list [`escape`],
+/// [`escape_text`] and roo-store's `model_safe` share.
+pub fn hidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{200b}'..='\u{200f}'
+            | '\u{061c}'
+            | '\u{2028}'..='\u{2029}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{e0000}'..='\u{e007f}')
+}
+
 /// `text` with every unsafe character that `keep` does not keep written as an escape.
 fn shown(text: &str, keep: fn(char) -> bool) -> String {
-    let unsafe_char = |c: char| {
-        !keep(c)
-            && (c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
-    };
+    let unsafe_char = |c: char| !keep(c) && hidden_char(c);
     if !text.chars().any(unsafe_char) {
         return text.to_owned();
     }
@@ -168,6 +186,10 @@ mod tests {
         assert_eq!(escape("\x1b]0;pwned\x07"), "\\u{1b}]0;pwned\\u{7}");
         assert_eq!(escape("x\r\ty\u{9b}\u{7f}"), "x\\r\\ty\\u{9b}\\u{7f}");
         assert_eq!(escape("\u{202e}abc"), "\\u{202e}abc");
+        assert_eq!(
+            escape("a\u{200b}b\u{200f}\u{61c}\u{2060}\u{feff}\u{e0041}\u{2028}c"),
+            "a\\u{200b}b\\u{200f}\\u{61c}\\u{2060}\\u{feff}\\u{e0041}\\u{2028}c"
+        );
     }
 
     #[test]

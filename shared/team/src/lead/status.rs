@@ -193,10 +193,50 @@ pub(crate) fn relevance(task: &Task, me: Option<&Name>) -> u8 {
     }
 }
 
-/// The entries of `items` (`(relevance, line)`, in display order) that fit in `budget`
-/// bytes (a newline each): the most relevant first, shown in display order. Returns them
+/// Tasks of one other owner that keep their [`relevance`] when a list must leave some
+/// out; the rest of that owner's come after every other task, the owners taking turns.
+pub(crate) const PER_OWNER_FIRST: usize = 5;
+
+/// The rank of each of `tasks` for [`within_budget`] (lower first): its [`relevance`] to
+/// `me`, except that beyond [`PER_OWNER_FIRST`] tasks of one owner other than `me` (most
+/// relevant first) the rest rank last, round-robin across owners — so one teammate's
+/// many tasks, in progress or not, cannot crowd `me`'s and the backlog out of the list.
+pub(crate) fn task_ranks(tasks: &[&Task], me: Option<&Name>) -> Vec<(bool, usize, u8)> {
+    let relevance: Vec<u8> = tasks.iter().map(|t| relevance(t, me)).collect();
+    let mut order: Vec<usize> = (0..tasks.len()).collect();
+    order.sort_by_key(|&i| (relevance[i], i));
+    let mut per_owner: Vec<(&Name, usize)> = Vec::new();
+    let mut ranks = vec![(false, 0, 0); tasks.len()];
+    for i in order {
+        let other = tasks[i].owner.as_ref().filter(|o| Some(*o) != me);
+        let seen = other.map_or(0, |owner| {
+            match per_owner.iter_mut().find(|(o, _)| *o == owner) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    per_owner.push((owner, 1));
+                    1
+                }
+            }
+        });
+        ranks[i] = if seen > PER_OWNER_FIRST {
+            (true, seen, relevance[i])
+        } else {
+            (false, 0, relevance[i])
+        };
+    }
+    ranks
+}
+
+/// The entries of `items` (`(rank, line)`, in display order) that fit in `budget`
+/// bytes (a newline each): the lowest rank first, shown in display order. Returns them
 /// and how many were left out.
-pub(crate) fn within_budget(items: Vec<(u8, String)>, budget: usize) -> (Vec<String>, usize) {
+pub(crate) fn within_budget<K: Ord + Copy>(
+    items: Vec<(K, String)>,
+    budget: usize,
+) -> (Vec<String>, usize) {
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.sort_by_key(|&i| (items[i].0, i));
     let mut used = 0;
@@ -257,9 +297,11 @@ pub fn team_summary(config: &TeamConfig, liveness: &Liveness, tasks: &[Task]) ->
         out.push_str(" none");
     }
     let lead = config.lead().map(|m| &m.name);
-    let lines: Vec<(u8, String)> = open
+    let ranks = task_ranks(&open, lead);
+    let lines: Vec<((bool, usize, u8), String)> = open
         .iter()
-        .map(|t| {
+        .zip(ranks)
+        .map(|(t, rank)| {
             let line = format!(
                 "- #{} [{}{}] {}",
                 t.id.as_str(),
@@ -270,7 +312,7 @@ pub fn team_summary(config: &TeamConfig, liveness: &Liveness, tasks: &[Task]) ->
                     .unwrap_or_default(),
                 one_line(&roo_store::model_safe(&t.subject), SUBJECT_CHARS)
             );
-            (relevance(t, lead), line)
+            (rank, roo_store::model_safe(&line))
         })
         .collect();
     let budget = TEAM_STATE_BUDGET.saturating_sub(out.len() + 200);

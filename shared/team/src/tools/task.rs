@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::schema::{self, id_required};
 use super::{TeamToolError, TeamTools, bounded, id_list, opt_id, parse_name, run_blocking};
 use crate::event::one_line;
-use crate::lead::status::{relevance, within_budget};
+use crate::lead::status::{task_ranks, within_budget};
 
 /// Most ready task ids TaskList names; the rest are counted.
 pub const MAX_LISTED_TASKS: usize = 200;
@@ -147,17 +147,12 @@ fn task_detail(task: &Task) -> String {
             total.requests, total.input_tokens, total.output_tokens
         ));
     }
-    if !task.description.is_empty() {
-        let description: String = task.description.chars().take(DESCRIPTION_CHARS).collect();
-        out.push_str("\n\n");
-        out.push_str(&description);
-        if description.len() < task.description.len() {
-            out.push_str("\n… (description cut)");
-        }
-    }
+    // The notes before the description, and the description indented: a description
+    // holding a `notes:` line cannot pass for the real section (its creator may be
+    // another teammate than the note's author).
     let skip = task.notes.len().saturating_sub(SHOWN_NOTES);
     if !task.notes.is_empty() {
-        out.push_str("\n\nnotes:");
+        out.push_str("\nnotes:");
         for note in &task.notes[skip..] {
             let by = note.by.as_ref().map_or(String::new(), |b| format!(" {b}"));
             out.push_str(&format!(
@@ -165,6 +160,17 @@ fn task_detail(task: &Task) -> String {
                 note.at,
                 one_line(&note.text, 300)
             ));
+        }
+    }
+    if !task.description.is_empty() {
+        let description: String = task.description.chars().take(DESCRIPTION_CHARS).collect();
+        out.push_str("\ndescription (each line indented by two spaces):");
+        for line in description.lines() {
+            out.push_str("\n  ");
+            out.push_str(line);
+        }
+        if description.len() < task.description.len() {
+            out.push_str("\n… (description cut)");
         }
     }
     out
@@ -491,12 +497,14 @@ impl TypedTool for TaskList {
                 let report = tasks.ready_report()?;
                 let config = binding.team.config()?;
                 let liveness = binding.team.liveness(&config)?;
-                let mut out = render_list(binding.team.name(), &list, &report, &binding.me);
-                out.push_str(&format!(
-                    "\nmembers: {}",
-                    members_line(&config, &liveness, &binding.me)
-                ));
-                Ok(out)
+                let members = members_line(&config, &liveness, &binding.me);
+                Ok(render_list(
+                    binding.team.name(),
+                    &members,
+                    &list,
+                    &report,
+                    &binding.me,
+                ))
             })
             .await
         }
@@ -542,12 +550,23 @@ fn members_line(
     line
 }
 
-fn render_list(team: &Name, list: &[Task], report: &roo_store::ReadyReport, me: &Name) -> String {
+/// TaskList's result: the count, the members (first, so no cut can drop them), what is
+/// ready, then the task lines — each [made safe](roo_store::model_safe) before it is
+/// measured against [`LIST_BUDGET`], ranked by [`task_ranks`] — and how many were left
+/// out.
+fn render_list(
+    team: &Name,
+    members: &str,
+    list: &[Task],
+    report: &roo_store::ReadyReport,
+    me: &Name,
+) -> String {
     let ready: Vec<TaskId> = report.ready.iter().map(|t| t.id.clone()).collect();
     let mut out = format!("tasks of team {team}: {}", list.len());
     if list.is_empty() {
         out.push_str(" (none yet; TaskCreate adds one)");
     }
+    out.push_str(&format!("\nmembers: {members}"));
     out.push_str(&format!(
         "\nready: {}",
         if ready.is_empty() {
@@ -569,24 +588,30 @@ fn render_list(team: &Name, list: &[Task], report: &roo_store::ReadyReport, me: 
             .collect();
         out.push_str(&format!("\nheld back by scope: {}", held.join(", ")));
     }
-    let lines: Vec<(u8, String)> = list
+    let all: Vec<&Task> = list.iter().collect();
+    let lines: Vec<((bool, usize, u8), String)> = list
         .iter()
-        .map(|task| {
+        .zip(task_ranks(&all, Some(me)))
+        .map(|(task, rank)| {
             let mut line = task_line(task);
             if ready.contains(&task.id) {
                 line.push_str(" [ready]");
             }
-            (relevance(task, Some(me)), line)
+            (rank, roo_store::model_safe(&line))
         })
         .collect();
-    let (shown, more) = within_budget(lines, LIST_BUDGET);
+    // What precedes the lines (members, ready ids, held back) and the closing count
+    // fit with them in one tool result, whatever their size: nothing is cut off the end.
+    let budget = LIST_BUDGET.min(super::MAX_TOOL_RESULT.saturating_sub(out.len() + 300));
+    let (shown, more) = within_budget(lines, budget);
     for line in shown {
         out.push('\n');
         out.push_str(&line);
     }
     if more > 0 {
         out.push_str(&format!(
-            "\n… {more} more tasks not shown (yours, in-progress and blocked ones first): filter \
+            "\n… {more} more tasks not shown (yours first, then in progress, blocked, pending; at \
+             most five of another owner's before the rest): filter \
              by status or owner, or TaskGet one by id"
         ));
     }
