@@ -362,6 +362,7 @@ fn a_teammates_many_tasks_neither_overflow_tasklist_nor_crowd_out_the_backlog() 
             paths: Vec::new(),
             metadata: Default::default(),
             owner: None,
+            by: None,
         })
         .unwrap();
     let path = RooHome::new(home.path()).task_list(team.name());
@@ -501,7 +502,8 @@ fn taskget_cannot_show_a_forged_lead_note() {
             blocks: Vec::new(),
             paths: Vec::new(),
             metadata: Default::default(),
-            owner: None,
+            owner: Some(alice.clone()),
+            by: None,
         })
         .unwrap();
     tasks
