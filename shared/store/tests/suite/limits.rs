@@ -351,8 +351,8 @@ fn an_id_like_field_over_the_limit_is_refused() {
     let long = "<".repeat(65_000);
     let err = mailbox
         .send(
-            &name("alice"),
-            "lead",
+            &name("lead"),
+            "alice",
             Outgoing::new(MessageBody::TaskAssignment { task_id: long }, "take it"),
         )
         .unwrap_err();
@@ -362,14 +362,14 @@ fn an_id_like_field_over_the_limit_is_refused() {
     );
     assert!(
         mailbox
-            .read(&name("lead"), &ReadFilter::default())
+            .read(&name("alice"), &ReadFilter::default())
             .unwrap()
             .is_empty()
     );
     mailbox
         .send(
-            &name("alice"),
-            "lead",
+            &name("lead"),
+            "alice",
             Outgoing::new(
                 MessageBody::TaskAssignment {
                     task_id: "42".into(),
