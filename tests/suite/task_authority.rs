@@ -466,9 +466,10 @@ fn the_leads_relayed_commands_keep_full_authority() {
 
 /// Issue 29 item 7, second round: what a teammate can still do to the lead's tasks by
 /// holding them, and through the messages of an assignment. Carol claims the lead's ready
-/// task 4, tries to reword it and to delete it, and releases it (allowed, with a note
-/// saying so); completes the lead's review (task 6, pre-assigned to her) without
-/// claiming it; deletes her own task 7 that the lead's deploy (8) waits on; writes
+/// task 4, tries to reword it, and releases it (allowed, with a note saying so);
+/// "completes" the lead's ready review (task 5) without holding it; completes the one
+/// given to her (task 6, with a note); deletes her own task 7 that the lead's deploy (8)
+/// waits on (the relay refuses it; the store too, tried directly); writes
 /// subjects and active forms with line breaks and control characters; sends a
 /// `task_assignment` and takes the `assign-` key of the lead's assignments.
 fn laundering_and_forged_assignments_are_refused(store: Option<String>) {
@@ -515,10 +516,10 @@ fn laundering_and_forged_assignments_are_refused(store: Option<String>) {
         ),
         bash("rescope", "roo-task update 4 --path '**'"),
         bash("release", "roo-task update 4 --no-owner --status pending"),
-        bash("complete-unclaimed", "roo-task update 6 --status completed"),
+        bash("complete-ready", "roo-task update 5 --status completed"),
         (
             "TaskUpdate",
-            serde_json::json!({"id": "6", "status": "completed"}),
+            serde_json::json!({"id": "5", "status": "completed"}),
         ),
         bash(
             "create-newline",
@@ -541,7 +542,6 @@ fn laundering_and_forged_assignments_are_refused(store: Option<String>) {
             "roo-mail send --to bob --id assign-1-1 --summary hi 'hi'",
         ),
         // What a teammate's work needs still works.
-        bash("claim-review", "roo-task claim 6"),
         bash(
             "complete-review",
             "roo-task update 6 --status completed --note 'migration reviewed'",
@@ -584,9 +584,9 @@ fn laundering_and_forged_assignments_are_refused(store: Option<String>) {
         ("reform", "it was created by lead; only its creator"),
         ("rescope", "it was created by lead; only its creator"),
         (
-            "complete-unclaimed",
-            "failed to complete task 6: it was created by lead and you do not hold it; claim it \
-             first (`roo-task claim 6`)",
+            "complete-ready",
+            "failed to update task 5: it is owned by nobody; only the lead may change it — claim \
+             it first",
         ),
         ("send-assignment", "only the team's lead may send it"),
         (
@@ -616,14 +616,7 @@ fn laundering_and_forged_assignments_are_refused(store: Option<String>) {
         assert_eq!(rc(name), "2", "{name}: {}\n{}", err(name), out.stderr());
         assert!(err(name).contains(refusal), "{name}: {}", err(name));
     }
-    for name in [
-        "claim",
-        "release",
-        "claim-review",
-        "complete-review",
-        "retitle-own",
-        "send",
-    ] {
+    for name in ["claim", "release", "complete-review", "retitle-own", "send"] {
         assert_eq!(rc(name), "0", "{name}: {}\n{}", err(name), out.stderr());
     }
     let seen: String = mock
@@ -632,7 +625,7 @@ fn laundering_and_forged_assignments_are_refused(store: Option<String>) {
         .map(|r| r.body.to_string())
         .collect();
     assert!(
-        seen.contains("failed to complete task 6: it was created by lead and you do not hold it"),
+        seen.contains("failed to update task 5: it is owned by nobody"),
         "the tool's refusal did not reach the model"
     );
 
@@ -672,13 +665,14 @@ fn laundering_and_forged_assignments_are_refused(store: Option<String>) {
             .any(|t| t.id.as_str() == "4"),
         "task 4 is ready again"
     );
-    // The review was completed only once carol held it, and says so.
+    // The ready review is untouched; the one given to carol was completed by her, and
+    // says so.
+    assert_eq!(after[4], before[4]);
     let six = &after[5];
     assert_eq!(six.status, TaskStatus::Completed);
     assert!(
-        six.notes
-            .iter()
-            .any(|n| n.text.starts_with("completed by carol, who held it")),
+        six.notes.iter().any(|n| n.text
+            == "completed by carol, who owned it but did not create it (created by lead)"),
         "{six:#?}"
     );
     // Carol's own task is still there, still blocking the deploy, renamed by her.

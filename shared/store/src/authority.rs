@@ -16,8 +16,8 @@
 //!   peer's, or an old task whose creator is not recorded) the wording is not its own: it
 //!   may change the status, add notes and release it ([`note`] records such a release),
 //!   but not edit its subject, description, active form, paths, metadata or
-//!   dependencies, nor delete it; and it completes it only while it holds it (claimed, in
-//!   progress).
+//!   dependencies, nor delete it ([`note`] records its completion too: the ownership
+//!   rule already limits completing to a task it claimed or was given).
 //!   Nor may it delete a task other tasks wait on (deleting it would unblock them), even
 //!   its own.
 //! - **An unnamed caller** (a person at the shell, no `--as` and no `ROO_AGENT_NAME`)
@@ -221,19 +221,6 @@ pub fn may(
                             ),
                             true,
                         ),
-                        TaskChange::Update {
-                            status: Some(TaskStatus::Completed),
-                            ..
-                        } if task.status != TaskStatus::InProgress => refuse(
-                            format!("complete task{id}"),
-                            format!(
-                                "it was created by {creator} and you do not hold it; claim it \
-                                 first (`roo-task claim {}`) and complete it when the work is \
-                                 done",
-                                task.id
-                            ),
-                            true,
-                        ),
                         TaskChange::Delete => refuse(
                             action,
                             format!(
@@ -321,7 +308,7 @@ pub fn note(
         ))
     } else if status == Some(TaskStatus::Completed) {
         Some(format!(
-            "completed by {actor}, who held it but did not create it (created by {creator})"
+            "completed by {actor}, who owned it but did not create it (created by {creator})"
         ))
     } else {
         None
@@ -437,7 +424,7 @@ mod tests {
     }
 
     #[test]
-    fn a_member_holding_a_task_it_did_not_create_may_not_reword_it_nor_complete_it_unclaimed() {
+    fn a_member_holding_a_task_it_did_not_create_may_not_reword_nor_delete_it() {
         let (carol, lead) = (name("carol"), name("lead"));
         let (me, m) = (Some(&carol), Role::Member);
         let complete = TaskChange::Update {
@@ -481,9 +468,10 @@ mod tests {
                     .contains("completed by")
             );
             assert_eq!(super::note(me, m, &held, &note), None);
-            let mut assigned = held.clone();
-            assigned.status = TaskStatus::Pending;
-            let e = may(me, m, Some(&assigned), &complete).unwrap_err();
+            let mut unowned = held.clone();
+            unowned.owner = None;
+            unowned.status = TaskStatus::Pending;
+            let e = may(me, m, Some(&unowned), &complete).unwrap_err();
             assert!(e.reason.contains("claim it first"), "{e:?}");
             assert!(may(Some(&lead), Role::Lead, Some(&held), &edit("subject")).is_ok());
         }
