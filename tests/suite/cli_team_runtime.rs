@@ -219,7 +219,7 @@ fn assign_sets_the_owner_and_delivers_a_task_assignment() {
     assert_eq!(messages[0]["type"], "task_assignment");
     assert_eq!(messages[0]["task_id"], "1");
     assert_eq!(messages[0]["from"], "lead");
-    assert_eq!(messages[0]["summary"], "task 1: write the tests");
+    assert_eq!(messages[0]["summary"], "task 1: \"write the tests\"");
     // Only bob may now claim it; assigning to yourself is a claim, not an assignment.
     env.task()
         .args(["claim", "1", "--team", "t", "--as", "alice"])

@@ -10,9 +10,16 @@
 //! - **The lead** may do anything (leases up to [`crate::limits::MAX_LEASE`]).
 //! - **A member** (any named actor that is not the lead) may create tasks owned by nobody
 //!   or by itself, claim tasks under the claim rules (§6.3) with a lease of at most
-//!   [`MAX_MEMBER_LEASE`], and change (edit, complete, release, delete) only the tasks it
-//!   owns — never give one to someone else, nor change a task it does not own (a task
-//!   waiting on one of its tasks included).
+//!   [`MAX_MEMBER_LEASE`], and change only the tasks it owns — never give one to someone
+//!   else, nor change a task it does not own (a task waiting on one of its tasks
+//!   included). Of a task it owns but did not create ([`Task::created_by`]: the lead's, a
+//!   peer's, or an old task whose creator is not recorded) the wording is not its own: it
+//!   may change the status, add notes and release it ([`note`] records such a release),
+//!   but not edit its subject, description, active form, paths, metadata or
+//!   dependencies, nor delete it ([`note`] records its completion too: the ownership
+//!   rule already limits completing to a task it claimed or was given).
+//!   Nor may it delete a task other tasks wait on (deleting it would unblock them), even
+//!   its own.
 //! - **An unnamed caller** (a person at the shell, no `--as` and no `ROO_AGENT_NAME`)
 //!   keeps the model of the files: anything, except changing the owner or status of (or
 //!   deleting) a member's in-progress claim.
@@ -25,7 +32,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::name::Name;
-use crate::task::{Task, TaskStatus};
+use crate::task::{Task, TaskId, TaskStatus};
 use crate::team::TeamConfig;
 
 /// The longest lease a member other than the lead may take or renew: 1 hour, six times
@@ -62,11 +69,15 @@ pub enum TaskChange<'a> {
     Create { owner: Option<&'a Name> },
     /// Change an existing task: `what` names the change (for messages and notes), `owner`
     /// is the new owner if it changes (`Some(None)`: released), `claim` whether the owner
-    /// or the status changes.
+    /// or the status changes, `status` the new status if it changes, `edits` whether it
+    /// changes the task's wording or shape (subject, description, active form, paths,
+    /// metadata, dependencies; not a note).
     Update {
         what: &'a str,
         owner: Option<Option<&'a Name>>,
         claim: bool,
+        status: Option<TaskStatus>,
+        edits: bool,
     },
     /// Delete a task.
     Delete,
@@ -155,6 +166,7 @@ pub fn may(
                 _ => ("delete", true),
             };
             let action = format!("{verb} task{id}");
+            let deleting = matches!(*change, TaskChange::Delete);
             match (role, actor) {
                 (Role::Member, Some(actor)) => {
                     match &task.owner {
@@ -195,7 +207,30 @@ pub fn may(
                             true,
                         );
                     }
-                    Ok(())
+                    if task.created_by.as_ref() == Some(actor) {
+                        return waited_on(task, action, deleting);
+                    }
+                    let creator = created_by(task);
+                    match *change {
+                        TaskChange::Update { edits: true, .. } => refuse(
+                            action,
+                            format!(
+                                "it was created by {creator}; only its creator or the lead may \
+                                 change its subject, description, active form, paths, metadata \
+                                 or dependencies — add a note (`--note`) instead"
+                            ),
+                            true,
+                        ),
+                        TaskChange::Delete => refuse(
+                            action,
+                            format!(
+                                "it was created by {creator}; only its creator or the lead may \
+                                 delete it — release it (`--no-owner`) and tell the lead"
+                            ),
+                            true,
+                        ),
+                        _ => Ok(()),
+                    }
                 }
                 _ => {
                     // Unnamed: the model of the files, less another member's claim.
@@ -222,6 +257,61 @@ pub fn may(
                 }
             }
         }
+    }
+}
+
+/// Who created `task`, for a message.
+fn created_by(task: &Task) -> String {
+    task.created_by
+        .as_ref()
+        .map_or_else(|| "someone else".to_owned(), Name::to_string)
+}
+
+/// For a member's deletion: refuses a task other tasks wait on.
+fn waited_on(task: &Task, action: String, deleting: bool) -> Result<(), Refusal> {
+    if !deleting || task.blocks.is_empty() {
+        return Ok(());
+    }
+    let waiters: Vec<&str> = task.blocks.iter().map(TaskId::as_str).collect();
+    Err(Refusal {
+        action,
+        reason: format!(
+            "tasks {} wait on it; only the lead may delete a task others wait on (deleting it \
+             would unblock them) — complete it, or ask the lead",
+            waiters.join(", ")
+        ),
+        forcible: true,
+    })
+}
+
+/// The note a change [`may`] allowed leaves on `task`, if any: a member's release or
+/// completion of a task it did not create says so, for the lead to see.
+pub fn note(
+    actor: Option<&Name>,
+    role: Role,
+    task: &Task,
+    change: &TaskChange<'_>,
+) -> Option<String> {
+    let (Role::Member, Some(actor)) = (role, actor) else {
+        return None;
+    };
+    if task.created_by.as_ref() == Some(actor) {
+        return None;
+    }
+    let TaskChange::Update { owner, status, .. } = *change else {
+        return None;
+    };
+    let creator = created_by(task);
+    if owner == Some(None) {
+        Some(format!(
+            "released by {actor}, who did not create it (created by {creator})"
+        ))
+    } else if status == Some(TaskStatus::Completed) {
+        Some(format!(
+            "completed by {actor}, who owned it but did not create it (created by {creator})"
+        ))
+    } else {
+        None
     }
 }
 
@@ -252,6 +342,7 @@ mod tests {
             paths: Vec::new(),
             lease: None,
             notes: Vec::new(),
+            created_by: owner.map(name),
             created_at: now,
             updated_at: now,
             completed_at: None,
@@ -265,6 +356,8 @@ mod tests {
             what,
             owner: None,
             claim: false,
+            status: None,
+            edits: true,
         }
     }
 
@@ -290,12 +383,16 @@ mod tests {
                 what: "owner",
                 owner: Some(None),
                 claim: true,
+                status: None,
+                edits: false,
             };
             assert!(may(me, m, Some(&mine), &release).is_ok());
             let give = TaskChange::Update {
                 what: "owner",
                 owner: Some(Some(&bob)),
                 claim: true,
+                status: None,
+                edits: false,
             };
             let e = may(me, m, Some(&mine), &give).unwrap_err();
             assert_eq!(e.action, "give task 3 to bob");
@@ -327,6 +424,68 @@ mod tests {
     }
 
     #[test]
+    fn a_member_holding_a_task_it_did_not_create_may_not_reword_nor_delete_it() {
+        let (carol, lead) = (name("carol"), name("lead"));
+        let (me, m) = (Some(&carol), Role::Member);
+        let complete = TaskChange::Update {
+            what: "status",
+            owner: None,
+            claim: true,
+            status: Some(TaskStatus::Completed),
+            edits: false,
+        };
+        let release = TaskChange::Update {
+            what: "owner",
+            owner: Some(None),
+            claim: true,
+            status: Some(TaskStatus::Pending),
+            edits: false,
+        };
+        let note = TaskChange::Update {
+            what: "note",
+            owner: None,
+            claim: false,
+            status: None,
+            edits: false,
+        };
+        for creator in [Some("lead"), Some("bob"), None] {
+            let mut held = task(Some("carol"), TaskStatus::InProgress);
+            held.created_by = creator.map(name);
+            let e = may(me, m, Some(&held), &edit("subject")).unwrap_err();
+            assert!(e.reason.contains("only its creator or the lead"), "{e:?}");
+            assert!(may(me, m, Some(&held), &TaskChange::Delete).is_err());
+            for ok in [&complete, &release, &note] {
+                assert!(may(me, m, Some(&held), ok).is_ok());
+            }
+            assert!(
+                super::note(me, m, &held, &release)
+                    .unwrap()
+                    .contains("released by carol")
+            );
+            assert!(
+                super::note(me, m, &held, &complete)
+                    .unwrap()
+                    .contains("completed by")
+            );
+            assert_eq!(super::note(me, m, &held, &note), None);
+            let mut unowned = held.clone();
+            unowned.owner = None;
+            unowned.status = TaskStatus::Pending;
+            let e = may(me, m, Some(&unowned), &complete).unwrap_err();
+            assert!(e.reason.contains("claim it first"), "{e:?}");
+            assert!(may(Some(&lead), Role::Lead, Some(&held), &edit("subject")).is_ok());
+        }
+        let mut own = task(Some("carol"), TaskStatus::Pending);
+        assert!(may(me, m, Some(&own), &complete).is_ok());
+        assert_eq!(super::note(me, m, &own, &complete), None);
+        own.blocks.push(TaskId::parse("9").unwrap());
+        let e = may(me, m, Some(&own), &TaskChange::Delete).unwrap_err();
+        assert!(e.reason.contains("tasks 9 wait on it"), "{e:?}");
+        assert!(may(None, Role::Unnamed, Some(&own), &TaskChange::Delete).is_ok());
+        assert!(may(Some(&lead), Role::Lead, Some(&own), &TaskChange::Delete).is_ok());
+    }
+
+    #[test]
     fn a_members_lease_is_capped_and_the_leads_is_not() {
         let (carol, lead) = (name("carol"), name("lead"));
         let week = Duration::from_secs(7 * 24 * 3600);
@@ -350,6 +509,8 @@ mod tests {
             what: "status",
             owner: None,
             claim: true,
+            status: Some(TaskStatus::Pending),
+            edits: false,
         };
         let e = may(None, Role::Unnamed, Some(&t), &status).unwrap_err();
         assert!(e.forcible && e.reason.contains("claimed by bob"), "{e:?}");

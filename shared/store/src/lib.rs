@@ -73,7 +73,8 @@ pub use home::{
 pub use liveness::{Liveness, Presence, PresenceState};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
-    ARCHIVE_BATCH, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter, Receipt, SendReport,
+    ARCHIVE_BATCH, ASSIGN_KEY_PREFIX, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter,
+    Receipt, SendReport,
 };
 pub use membership::{Assignment, Death, Idle, Joined};
 pub use message::{
@@ -86,7 +87,9 @@ pub use pg::{
     KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PgStore, PresenceSettings, RESTART_GRACE,
     SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,
 };
-pub use task::{Lease, Task, TaskId, TaskNote, TaskStatus, paths_overlap, scopes_overlap};
+pub use task::{
+    Lease, Task, TaskId, TaskNote, TaskStatus, check_line, paths_overlap, scopes_overlap,
+};
 pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,
     TaskList, TaskListDoc, TaskPatch, owner_gone,

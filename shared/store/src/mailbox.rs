@@ -150,6 +150,10 @@ impl SendReport {
     }
 }
 
+/// The prefix of the keys of the lead's task assignments ([`crate::Team::assign_task`]):
+/// reserved for the lead, so no member can take the key of an assignment first.
+pub const ASSIGN_KEY_PREFIX: &str = "assign-";
+
 /// One send, as [`Mailbox::send_keyed`] was asked for it.
 struct Send<'a> {
     from: &'a Name,
@@ -163,8 +167,9 @@ struct Send<'a> {
 
 impl Send<'_> {
     /// The checks of a send on the team's `config` (PROTOCOL.md §5.3): the sender is a
-    /// member, a lead-only type comes from the lead, an answer goes to one member, a
-    /// lead-bound one to the lead. Returns the recipients.
+    /// member, a lead-only type (or a key with the lead's [`ASSIGN_KEY_PREFIX`]) comes from
+    /// the lead, an answer goes to one member, a lead-bound one to the lead. Returns the
+    /// recipients.
     fn check(&self, config: &TeamConfig) -> Result<Vec<Name>> {
         let (from, to, message) = (self.from, self.to, self.message);
         let kind = message.body.type_name();
@@ -184,6 +189,20 @@ impl Send<'_> {
             return Err(Error::NotPermitted {
                 action: format!("send {kind} from {from:?}"),
                 reason: "only the team's lead may send it".into(),
+            });
+        }
+        if let Some(key) = self.key.filter(|_| self.retryable)
+            && key
+                .get(..ASSIGN_KEY_PREFIX.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(ASSIGN_KEY_PREFIX))
+            && !config.is_lead(from.as_str())
+        {
+            return Err(Error::NotPermitted {
+                action: format!("send {kind} from {from:?} with the key {key:?}"),
+                reason: format!(
+                    "keys starting with {ASSIGN_KEY_PREFIX:?} are the lead's (its task \
+                     assignments); choose another key"
+                ),
             });
         }
         if (message.body.lead_only() || message.body.to_lead_only()) && to == "*" {

@@ -5,10 +5,12 @@
 //! of the team config or the task list (or a documented sequence of them), so a lead, a
 //! `roo-worker` started in a spare terminal and a script all see the same roster.
 
+use crate::authority::TaskChange;
 use crate::doc::Outcome;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_DEAD_REASON, MAX_IDLE_FINGERPRINT};
 use crate::lock::pid_alive;
+use crate::mailbox::ASSIGN_KEY_PREFIX;
 use crate::message::{MAX_SUMMARY_CHARS, Message, MessageBody, Outgoing};
 use crate::name::Name;
 use crate::task::{Task, TaskId};
@@ -454,6 +456,32 @@ impl Team {
                 reason: "that is yourself; claim the task instead (`roo-task claim`)".into(),
             });
         }
+        if !config.is_lead(by.as_str()) {
+            // Its message, a task_assignment, is the lead's to send: refused before the
+            // task is written, so a refused assignment writes nothing — with the task
+            // authority's own reason when it has one (PROTOCOL.md §6.3).
+            let task = self.tasks().get(id)?;
+            let owner = (task.owner.as_ref() != Some(&member.name)).then_some(Some(&member.name));
+            self.tasks().authorize(
+                Some(by),
+                Some(id),
+                &TaskChange::Update {
+                    what: "owner",
+                    owner,
+                    claim: owner.is_some(),
+                    status: None,
+                    edits: false,
+                },
+            )?;
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: format!(
+                    "only the team's lead assigns tasks (a task_assignment is the lead's to \
+                     send); to move the task without a message, `roo-task update {id} --owner \
+                     {to} --as NAME --force` (recorded in the task's notes)"
+                ),
+            });
+        }
         if liveness.observed_state(member) == MemberState::Dead {
             return Err(Error::NotPermitted {
                 action: action(),
@@ -471,12 +499,15 @@ impl Team {
             .rev()
             .find(|n| n.text == note)
             .map_or(task.updated_at, |n| n.at);
-        let key = format!("assign-{id}-{}", assigned_at.unix_ms());
+        let key = format!("{ASSIGN_KEY_PREFIX}{id}-{}", assigned_at.unix_ms());
+        // The subject is the task creator's words, not the lead's: quoted on one line (a
+        // task written before subjects were checked may hold line breaks).
+        let subject = format!("{:?}", task.subject);
         let text = format!(
-            "{by} assigned task {id} to you: {}. Claim it when you start (roo-task claim {id}).",
-            task.subject
+            "{by} assigned task {id} to you. The task's subject (quoted): {subject}. Claim it \
+             when you start (roo-task claim {id})."
         );
-        let summary = truncate_chars(&format!("task {id}: {}", task.subject), MAX_SUMMARY_CHARS);
+        let summary = truncate_chars(&format!("task {id}: {subject}"), MAX_SUMMARY_CHARS);
         let notice = Outgoing::new(
             MessageBody::TaskAssignment {
                 task_id: id.to_string(),

@@ -183,7 +183,9 @@ impl MessageBody {
     pub fn lead_only(&self) -> bool {
         matches!(
             self,
-            MessageBody::PlanApprovalResponse { .. } | MessageBody::PermissionResponse { .. }
+            MessageBody::PlanApprovalResponse { .. }
+                | MessageBody::PermissionResponse { .. }
+                | MessageBody::TaskAssignment { .. }
         )
     }
 

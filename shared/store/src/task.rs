@@ -165,6 +165,10 @@ pub struct Task {
     /// History notes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<TaskNote>,
+    /// Who created it (`None`: an unnamed caller, or a task older than the field). What a
+    /// member may change of a task depends on it ([`crate::authority::may`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<Name>,
     /// Created.
     pub created_at: Timestamp,
     /// Last changed.
@@ -224,6 +228,27 @@ impl Task {
                 .map_err(|reason| format!("{member}'s {reason}"))?;
         }
         Ok(())
+    }
+}
+
+/// Checks a one-line field of a task (its subject, its active form) before it is written:
+/// no line breaks and no control characters (a line is shown on one line, e.g. in a
+/// lead's assignment, where a second line would read as someone else's words). Only
+/// writes are checked: a task written before the check still loads. `Err` says what to do.
+pub fn check_line(what: &str, value: &str) -> std::result::Result<(), String> {
+    match value
+        .chars()
+        .find(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+    {
+        Some(c) => Err(format!(
+            "{what} contains {}; it must be one line without control characters (put details \
+             in the description)",
+            match c {
+                '\n' | '\r' | '\u{2028}' | '\u{2029}' | '\u{85}' => "a line break".to_owned(),
+                c => format!("the control character U+{:04X}", u32::from(c)),
+            }
+        )),
+        None => Ok(()),
     }
 }
 

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::authority::{Role, TaskChange, may};
+use crate::authority::{self, Role, TaskChange, may};
 use crate::doc::{self, Document, FormatVersion, Outcome};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_LEASE, MAX_TASK_NOTES};
 use crate::name::Name;
-use crate::task::{Lease, Task, TaskId, TaskNote, TaskStatus, scopes_overlap};
+use crate::task::{Lease, Task, TaskId, TaskNote, TaskStatus, check_line, scopes_overlap};
 use crate::team::{MemberState, Team, TeamConfig};
 use crate::time::Timestamp;
 use crate::usage::TaskUsage;
@@ -259,12 +259,17 @@ impl TaskList {
 
     /// Creates a task with the next id; dependencies are validated and made symmetric.
     pub fn create(&self, new: NewTask) -> Result<Task> {
+        let invalid = |reason: String| Error::InvalidTask {
+            action: "create",
+            id: String::new(),
+            reason,
+        };
         if new.subject.trim().is_empty() {
-            return Err(Error::InvalidTask {
-                action: "create",
-                id: String::new(),
-                reason: "the subject is empty".into(),
-            });
+            return Err(invalid("the subject is empty".into()));
+        }
+        check_line("the subject", &new.subject).map_err(invalid)?;
+        if let Some(active_form) = &new.active_form {
+            check_line("the active form", active_form).map_err(invalid)?;
         }
         self.update_doc(|config, list| {
             let by = new.by.as_ref();
@@ -298,6 +303,7 @@ impl TaskList {
                 paths: new.paths.clone(),
                 lease: None,
                 notes: Vec::new(),
+                created_by: new.by.clone(),
                 created_at: now,
                 updated_at: now,
                 completed_at: None,
@@ -370,19 +376,22 @@ impl TaskList {
                         patch.status.unwrap_or(task.status)
                     ));
                 }
-                change.extend(patch.edited_fields().into_iter().map(str::to_owned));
+                let edited = patch.edited_fields();
+                let edits = edited.iter().any(|f| *f != "note");
+                change.extend(edited.into_iter().map(str::to_owned));
                 let what = change.join(", ");
-                self.authorize_in(
-                    config,
-                    patch.by.as_ref(),
-                    patch.force,
-                    task,
-                    &TaskChange::Update {
-                        what: &what,
-                        owner: new_owner,
-                        claim: new_owner.is_some() || changes_status,
-                    },
-                )?
+                let change = TaskChange::Update {
+                    what: &what,
+                    owner: new_owner,
+                    claim: new_owner.is_some() || changes_status,
+                    status: patch.status.filter(|_| changes_status),
+                    edits,
+                };
+                let forced =
+                    self.authorize_in(config, patch.by.as_ref(), patch.force, task, &change)?;
+                let by = patch.by.as_ref();
+                let noted = authority::note(by, Role::of(config, by), task, &change);
+                forced.into_iter().chain(noted).collect::<Vec<_>>()
             };
             // A dependency added to or dropped from another task changes that task too.
             let mut forced_others = Vec::new();
@@ -417,12 +426,16 @@ impl TaskList {
                 if subject.trim().is_empty() {
                     return Err(self.invalid("update", id, "the subject is empty"));
                 }
+                check_line("the subject", &subject)
+                    .map_err(|reason| self.invalid("update", id, &reason))?;
                 subject.trim().clone_into(&mut task.subject);
             }
             if let Some(description) = patch.description {
                 task.description = description;
             }
             if let Some(active_form) = patch.active_form {
+                check_line("the active form", &active_form)
+                    .map_err(|reason| self.invalid("update", id, &reason))?;
                 task.active_form = Some(active_form);
             }
             if let Some(paths) = patch.paths {
@@ -472,7 +485,7 @@ impl TaskList {
                 }
                 _ => task.lease = None,
             }
-            if let Some(text) = forced {
+            for text in forced {
                 push_note(task, now, patch.by.clone(), text);
             }
             if let Some(text) = patch.note {
@@ -742,6 +755,8 @@ impl TaskList {
                     what: &change,
                     owner: (task.owner.as_ref() != Some(to)).then_some(Some(to)),
                     claim: task.owner.as_ref() != Some(to),
+                    status: None,
+                    edits: false,
                 },
             )?;
             let now = Timestamp::now();
@@ -1031,6 +1046,8 @@ const DEPENDENCIES: TaskChange<'static> = TaskChange::Update {
     what: "dependencies",
     owner: None,
     claim: false,
+    status: None,
+    edits: true,
 };
 
 /// [`TaskListDoc::after_quarantine`].

@@ -18,7 +18,7 @@ pub enum MessageType {
     Text,
     /// FYI progress news; never an instruction
     StatusUpdate,
-    /// "Please take this task" (needs --task-id)
+    /// The lead's "please take this task" (needs --task-id)
     TaskAssignment,
     /// The sender is idle (optional --task-id: the task it completed)
     IdleNotification,

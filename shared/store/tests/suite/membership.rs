@@ -479,7 +479,7 @@ fn assign_task_sets_the_owner_then_sends_a_keyed_task_assignment() {
     assert!(matches!(&a.message.body, MessageBody::TaskAssignment { task_id } if task_id == "1"));
     assert_eq!(
         a.message.summary.as_deref(),
-        Some("task 1: write the parser")
+        Some("task 1: \"write the parser\"")
     );
     assert!(a.message.id.as_str().starts_with("assign-1-"));
     // A retry of the same assignment writes nothing and delivers nothing twice.

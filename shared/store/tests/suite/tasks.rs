@@ -101,6 +101,49 @@ fn dependencies_are_symmetric_and_cycles_refused() {
     assert!(list.get(&c).unwrap().blocked_by.is_empty());
 }
 
+/// A member does not delete a task others wait on, even its own (deleting it would
+/// unblock them): the lead first drops the dependency, or deletes it.
+#[test]
+fn a_member_does_not_delete_a_task_others_wait_on() {
+    let f = team();
+    let list = f.team.tasks();
+    let mine = list
+        .create(NewTask {
+            owner: Some(name("alice")),
+            by: Some(name("alice")),
+            ..new("mine")
+        })
+        .unwrap()
+        .id;
+    let waiter = list
+        .create(NewTask {
+            blocked_by: vec![mine.clone()],
+            by: Some(name("lead")),
+            ..new("deploy")
+        })
+        .unwrap()
+        .id;
+    let before = f.home.read_raw(&list.path()).unwrap().unwrap();
+    let err = list.delete(&mine, Some(&name("alice")), false).unwrap_err();
+    assert!(
+        err.to_string().contains(&format!(
+            "delete task {mine}: tasks {waiter} wait on it; only the lead may delete"
+        )),
+        "{err}"
+    );
+    assert_eq!(f.home.read_raw(&list.path()).unwrap().unwrap(), before);
+    list.update(
+        &waiter,
+        TaskPatch {
+            remove_blocked_by: vec![mine.clone()],
+            by: Some(name("lead")),
+            ..TaskPatch::default()
+        },
+    )
+    .unwrap();
+    list.delete(&mine, Some(&name("alice")), false).unwrap();
+}
+
 /// What `Agent` with `task: true` relies on: the task made for a teammate is claimed for
 /// it only while it is still pending and hers, and removed after a failed spawn only
 /// while still pending; whatever the teammate did first stands.

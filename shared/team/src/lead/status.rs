@@ -598,7 +598,7 @@ mod tests {
         tasks
             .create(NewTask {
                 blocked_by: vec![one.id.clone()],
-                ..new("Test the parser\x1b[2J")
+                ..new("Test the parser")
             })
             .unwrap();
         let three = tasks.create(new("Set up CI")).unwrap();
@@ -616,6 +616,12 @@ mod tests {
             )
             .unwrap();
         assert_eq!(three.id, TaskId::parse("3").unwrap());
+        // A subject with a control character, as written before the store refused them.
+        let path = tasks.path();
+        let mut doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        doc["tasks"][1]["subject"] = "Test the parser\x1b[2J".into();
+        std::fs::write(&path, doc.to_string()).unwrap();
         team
     }
 
