@@ -113,17 +113,23 @@ fn control_characters_in_human_output_cannot_forge_lines_or_inject_escapes() {
     assert_eq!(json[0]["summary"], summary);
     assert_eq!(json[0]["text"], text);
 
+    // The store refuses such a subject now (one line, no control characters); a task
+    // list written before that rule, or by another program, may still hold one.
+    let hostile = "evil\x1b[31m\nfake task line";
     env.task()
-        .args([
-            "create",
-            "--team",
-            "t",
-            "--subject",
-            "evil\x1b[31m\nfake task line",
-        ])
+        .args(["create", "--team", "t", "--subject", hostile])
+        .run()
+        .assert_code(2);
+    env.task()
+        .args(["create", "--team", "t", "--subject", "evil"])
         .args(["--description", "a\x1b[1mb"])
         .run()
         .assert_ok();
+    let path = roo_store::RooHome::new(env.path()).task_list(&roo_store::Name::parse("t").unwrap());
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    doc["tasks"][0]["subject"] = serde_json::Value::String(hostile.into());
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
     for args in [&["list"][..], &["get", "1"][..]] {
         let out = env.task().args(args).args(["--team", "t"]).run();
         out.assert_ok();
