@@ -297,6 +297,9 @@ pub struct LeadRepo {
     git_dir: Option<PathBuf>,
     /// Teammates whose clones are on other hosts ([`LeadRepo::with_remotes`]).
     remotes: std::sync::Arc<std::collections::HashMap<Name, remote::RemoteRepo>>,
+    /// The lead agent's project root when it is a directory inside the repository
+    /// ([`LeadRepo::with_project_root`]): its instructions are protected on a merge too.
+    project_root: Option<PathBuf>,
 }
 
 /// What [`LeadRepo::discover`] found.
@@ -431,6 +434,7 @@ impl LeadRepo {
             git: git.clone(),
             git_dir,
             remotes: Default::default(),
+            project_root: None,
         }))
     }
 

@@ -95,6 +95,15 @@ const IN_PROGRESS: &[(&str, &str)] = &[
 ];
 
 impl LeadRepo {
+    /// This repository, merging for an agent whose project root is `dir` (its working
+    /// directory, perhaps a subdirectory of the repository): the instructions an agent
+    /// started there reads (`dir/ROOCODE.md` and what it includes) are protected on a
+    /// merge as well as the repository root's.
+    pub fn with_project_root(mut self, dir: PathBuf) -> LeadRepo {
+        self.project_root = Some(dir);
+        self
+    }
+
     /// Merges `roo/<team>/<member>` into the lead's current branch (or
     /// detached HEAD) with `git merge --no-ff`. A conflict aborts the merge
     /// and is reported as [`MergeOutcome::Conflict`].
@@ -512,7 +521,23 @@ impl LeadRepo {
         .into_iter()
         .flatten()
         .collect();
-        let instructions: Vec<String> = roo_agent::prompt::project_instruction_paths(&self.root)
+        // The repository root's instructions, and those of each directory from the
+        // agent's project root up to it (an agent started in any of them reads these).
+        let mut projects = vec![self.root.clone()];
+        if let Some(dir) = &self.project_root {
+            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            if roots.iter().any(|root| dir.starts_with(root)) {
+                projects.extend(
+                    dir.ancestors()
+                        .take_while(|d| !roots.iter().any(|root| d == root))
+                        .map(std::path::Path::to_path_buf),
+                );
+            }
+        }
+        let instructions: Vec<String> = projects
+            .iter()
+            .flat_map(|dir| roo_agent::prompt::project_instruction_paths(dir))
+            .collect::<Vec<_>>()
             .iter()
             .filter_map(|path| roots.iter().find_map(|root| path.strip_prefix(root).ok()))
             .map(|path| path.to_string_lossy().into_owned())
