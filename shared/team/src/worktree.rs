@@ -143,6 +143,11 @@ pub enum WorktreeError {
         "merge {branch}: it would overwrite or remove {paths} in the lead's tree, which git does not track (git replaces ignored files without asking); nothing was merged. Move them out of the way and merge again, or, if the teammate committed these paths by mistake, have it remove them from its branch (`git rm -r --cached <path>`, then commit) and merge again"
     )]
     MergeWouldOverwrite { branch: String, paths: String },
+    /// The merge would replace a submodule by a file or directory, removing its checkout.
+    #[error(
+        "merge {branch}: it would replace the submodule {paths} by a file or directory, which removes the submodule's checkout (its ignored files and unpushed commits too); nothing was merged. Have the teammate keep the submodule in its branch, or remove the submodule by hand first (after saving what is in it) and merge again"
+    )]
+    MergeReplacesSubmodule { branch: String, paths: String },
     /// The merge would write more than the limits allow.
     #[error(
         "merge {branch}: it would {what} the lead's tree, more than a merge may ({files} files, {mib} MiB; a few commits of repeated directories can expand that far); nothing was merged. See what it holds with `git diff --stat HEAD...{branch}`, and have the teammate leave generated or bulk files out of its branch",
@@ -293,6 +298,9 @@ pub struct LeadRepo {
     git_dir: Option<PathBuf>,
     /// Teammates whose clones are on other hosts ([`LeadRepo::with_remotes`]).
     remotes: std::sync::Arc<std::collections::HashMap<Name, remote::RemoteRepo>>,
+    /// The lead agent's project root when it is a directory inside the repository
+    /// ([`LeadRepo::with_project_root`]): its instructions are protected on a merge too.
+    project_root: Option<PathBuf>,
 }
 
 /// What [`LeadRepo::discover`] found.
@@ -427,6 +435,7 @@ impl LeadRepo {
             git: git.clone(),
             git_dir,
             remotes: Default::default(),
+            project_root: None,
         }))
     }
 

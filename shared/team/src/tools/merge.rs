@@ -101,7 +101,7 @@ impl TeamMerge {
                 |e: String| TeamToolError::Refused(format!("merge {member}'s branch: {e}"));
             match LeadRepo::discover(&cwd, &git).map_err(|e| refused(e.to_string()))? {
                 Discovered::Repo(repo) => lead
-                    .with_remotes(repo, &store)
+                    .with_remotes(repo.with_project_root(cwd.clone()), &store)
                     .merge_checked(&team, &member, protected)
                     .map(|outcome| outcome.summary())
                     .map_err(|e| refused(e.to_string())),

@@ -95,6 +95,15 @@ const IN_PROGRESS: &[(&str, &str)] = &[
 ];
 
 impl LeadRepo {
+    /// This repository, merging for an agent whose project root is `dir` (its working
+    /// directory, perhaps a subdirectory of the repository): the instructions an agent
+    /// started there reads (`dir/ROOCODE.md` and what it includes) are protected on a
+    /// merge as well as the repository root's.
+    pub fn with_project_root(mut self, dir: PathBuf) -> LeadRepo {
+        self.project_root = Some(dir);
+        self
+    }
+
     /// Merges `roo/<team>/<member>` into the lead's current branch (or
     /// detached HEAD) with `git merge --no-ff`. A conflict aborts the merge
     /// and is reported as [`MergeOutcome::Conflict`].
@@ -117,11 +126,19 @@ impl LeadRepo {
         let branch = branch_name(team, member);
         let full_ref = format!("refs/heads/{branch}");
         let root = &self.root;
-        if !self
-            .git
-            .run(root, &["rev-parse", "-q", "--verify", &full_ref])?
-            .success
-        {
+        // Read the branch once: the check and the merge use this commit, whatever a
+        // concurrent fetch does to the ref meanwhile.
+        let resolved = self.git.run(
+            root,
+            &[
+                "rev-parse",
+                "-q",
+                "--verify",
+                &format!("{full_ref}^{{commit}}"),
+            ],
+        )?;
+        let commit = resolved.stdout.trim().to_string();
+        if !resolved.success || commit.is_empty() {
             return Err(WorktreeError::NoBranch {
                 branch,
                 root: root.clone(),
@@ -147,28 +164,25 @@ impl LeadRepo {
         } else {
             Vec::new()
         };
-        if self.count(&format!("HEAD..{full_ref}"))? == 0 {
+        if self.count(&format!("HEAD..{commit}"))? == 0 {
             return Ok(MergeOutcome::UpToDate {
                 branch,
                 left_uncommitted,
             });
         }
-        self.check_what_merge_writes(&branch, &full_ref, allow_protected)?;
+        let renames_checked = self.check_what_merge_writes(&branch, &commit, allow_protected)?;
 
         let before = self.head()?;
         let message = format!("Merge {branch} (teammate {member} of team {team})");
         // No directory-rename detection: it would move the branch's new files to paths
         // the check above did not look at.
-        let args = [
-            "-c",
-            "merge.directoryRenames=false",
-            "merge",
-            "--no-ff",
-            "--no-edit",
-            "-m",
-            &message,
-            &full_ref,
-        ];
+        let mut args = vec!["-c", "merge.directoryRenames=false", "merge"];
+        if !renames_checked {
+            // Without `git merge-tree` the check saw the plain difference: the merge
+            // must not move an edit onto a path renamed since (`ROOCODE.md`).
+            args.extend(["-X", "no-renames"]);
+        }
+        args.extend(["--no-ff", "--no-edit", "-m", &message, &commit]);
         let out = self.git.run(root, &args)?;
         if out.success {
             return Ok(MergeOutcome::Merged {
@@ -261,6 +275,8 @@ pub const MAX_MERGE_BYTES: u64 = 1 << 30;
 
 /// One path the merge changes, from `git diff --raw --no-renames`.
 struct Change {
+    /// HEAD's mode; `000000` when the merge adds the path.
+    old_mode: String,
     /// The branch's mode; `000000` when the branch removes the path.
     mode: String,
     /// The branch's object.
@@ -284,19 +300,44 @@ fn lossy(path: &[u8]) -> String {
 }
 
 impl LeadRepo {
-    /// Refuses, before anything is written, a merge of `full_ref` that changes more than
+    /// Refuses, before anything is written, a merge of `commit` that changes more than
     /// [`MAX_MERGE_FILES`] paths or writes more than [`MAX_MERGE_BYTES`], that changes
     /// a protected path (unless `allow_protected`: [`LeadRepo::merge_checked`]), or that
-    /// would write where the lead's tree holds something git does not track.
+    /// would write where the lead's tree holds something git does not track or a
+    /// submodule's checkout. Returns whether the paths checked are the merge's own
+    /// result (`git merge-tree`, renames followed); `false` when this git has no
+    /// `merge-tree --write-tree` and the merge must then run without rename detection.
     fn check_what_merge_writes(
         &self,
         branch: &str,
-        full_ref: &str,
+        commit: &str,
         allow_protected: bool,
-    ) -> Result<()> {
-        let changes = self.branch_changes(branch, full_ref)?;
+    ) -> Result<bool> {
+        let (changes, renames_checked) = self.branch_changes(branch, commit)?;
         if !allow_protected {
             self.check_protected(branch, &changes)?;
+        }
+        // A submodule the merge replaces by a file or a directory (its gitlink goes, and
+        // the merge writes at its path or under it): git removes its checkout, ignored
+        // files and an old-style `.git` with unpushed commits too.
+        let submodules: Vec<String> = changes
+            .iter()
+            .filter(|c| c.old_mode == "160000" && c.mode != "160000")
+            .filter(|gitlink| {
+                changes.iter().any(|c| {
+                    c.writes()
+                        && c.path
+                            .strip_prefix(gitlink.path.as_slice())
+                            .is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'/'))
+                })
+            })
+            .map(|c| lossy(&c.path))
+            .collect();
+        if !submodules.is_empty() {
+            return Err(WorktreeError::MergeReplacesSubmodule {
+                branch: branch.to_string(),
+                paths: submodules.join(", "),
+            });
         }
         // Everything the merge writes, with each directory on the way: what the lead's
         // tree holds there must be tracked.
@@ -388,15 +429,44 @@ impl LeadRepo {
                 paths: self.describe_untracked(&untracked),
             });
         }
-        Ok(())
+        Ok(renames_checked)
     }
 
-    /// The paths `git diff --raw --no-renames HEAD...<branch>` lists — what the merge
-    /// changes, a rename as a removal and an addition —, read until more than
-    /// [`MAX_MERGE_FILES`]: then git is stopped and the merge refused.
-    fn branch_changes(&self, branch: &str, full_ref: &str) -> Result<Vec<Change>> {
-        let range = format!("HEAD...{full_ref}");
-        let args = [
+    /// The tree `git merge` would make of HEAD and `commit` (`git merge-tree
+    /// --write-tree`, git 2.38 or later; a tree with conflict markers when it
+    /// conflicts), or `None` when this git cannot say.
+    fn merge_result_tree(&self, commit: &str) -> Result<Option<String>> {
+        let out = self.git.run(
+            &self.root,
+            &[
+                "-c",
+                "merge.directoryRenames=false",
+                "merge-tree",
+                "--write-tree",
+                "--no-messages",
+                "--name-only",
+                "HEAD",
+                commit,
+            ],
+        )?;
+        let tree = out.stdout.lines().next().unwrap_or_default().trim();
+        let is_id =
+            (tree.len() == 40 || tree.len() == 64) && tree.bytes().all(|b| b.is_ascii_hexdigit());
+        Ok(is_id.then(|| tree.to_string()))
+    }
+
+    /// The paths the merge writes — `git diff --raw --no-renames HEAD <result tree>`,
+    /// a rename as a removal and an addition; without `merge-tree`, the branch's own
+    /// difference `HEAD...<commit>` —, read until more than [`MAX_MERGE_FILES`]: then
+    /// git is stopped and the merge refused. The flag says which of the two it is.
+    fn branch_changes(&self, branch: &str, commit: &str) -> Result<(Vec<Change>, bool)> {
+        let result = self.merge_result_tree(commit)?;
+        let renames_checked = result.is_some();
+        let range = match &result {
+            Some(tree) => vec!["HEAD".to_string(), tree.clone()],
+            None => vec![format!("HEAD...{commit}")],
+        };
+        let mut args: Vec<&str> = vec![
             "diff",
             "--raw",
             "-z",
@@ -404,23 +474,25 @@ impl LeadRepo {
             "--no-abbrev",
             "--no-ext-diff",
             "--no-textconv",
-            range.as_str(),
         ];
+        args.extend(range.iter().map(String::as_str));
         let mut changes = Vec::new();
-        let mut header: Option<(String, String)> = None;
+        let mut header: Option<(String, String, String)> = None;
         let complete = self.git.for_each_field(&self.root, &args, |field| {
             match header.take() {
                 None => {
                     // `:old_mode new_mode old_id new_id status`
                     let text = String::from_utf8_lossy(field);
                     let parts: Vec<&str> = text.split(' ').collect();
-                    if let [_, mode, _, id, _] = parts.as_slice() {
-                        header = Some((mode.to_string(), id.to_string()));
+                    if let [old_mode, mode, _, id, _] = parts.as_slice() {
+                        let old_mode = old_mode.trim_start_matches(':').to_string();
+                        header = Some((old_mode, mode.to_string(), id.to_string()));
                     }
                     true
                 }
-                Some((mode, id)) => {
+                Some((old_mode, mode, id)) => {
                     changes.push(Change {
+                        old_mode,
                         mode,
                         id,
                         path: field.to_vec(),
@@ -435,7 +507,7 @@ impl LeadRepo {
                 what: format!("add, change or remove more than {MAX_MERGE_FILES} files in"),
             });
         }
-        Ok(changes)
+        Ok((changes, renames_checked))
     }
 
     /// Refuses changes to what configures RooCode or git, and to the files the project's
@@ -449,7 +521,23 @@ impl LeadRepo {
         .into_iter()
         .flatten()
         .collect();
-        let instructions: Vec<String> = roo_agent::prompt::project_instruction_paths(&self.root)
+        // The repository root's instructions, and those of each directory from the
+        // agent's project root up to it (an agent started in any of them reads these).
+        let mut projects = vec![self.root.clone()];
+        if let Some(dir) = &self.project_root {
+            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            if roots.iter().any(|root| dir.starts_with(root)) {
+                projects.extend(
+                    dir.ancestors()
+                        .take_while(|d| !roots.iter().any(|root| d == root))
+                        .map(std::path::Path::to_path_buf),
+                );
+            }
+        }
+        let instructions: Vec<String> = projects
+            .iter()
+            .flat_map(|dir| roo_agent::prompt::project_instruction_paths(dir))
+            .collect::<Vec<_>>()
             .iter()
             .filter_map(|path| roots.iter().find_map(|root| path.strip_prefix(root).ok()))
             .map(|path| path.to_string_lossy().into_owned())
