@@ -312,6 +312,58 @@ fn a_command_cannot_start_a_lead_that_claims_a_team() {
     );
 }
 
+/// The resume path: a command runs `roo-lead --continue -p` in a project whose latest
+/// session led a team that has no live lead now. It must not lead that team again.
+#[test]
+fn a_command_cannot_lead_a_team_again_through_continue() {
+    let world = World::new();
+    // A home the command can reach, whose latest session in the project led team t
+    // (its lead has exited; the team is kept).
+    let own = world.path("project/own");
+    let create = world.root.write(
+        "create.yaml",
+        "agents:\n  \"*\":\n    - tool_calls:\n        - {name: TeamCreate, input: {team_name: t}}\n    - text: \"Formed.\"\n",
+    );
+    let first = world
+        .cli("roo-lead")
+        .env("ROO_HOME", &own)
+        .args(["-p", "form a team", "--provider", "script", "--script"])
+        .arg(&create)
+        .run();
+    assert!(
+        std::fs::read_to_string(own.join("teams/t/config.json")).is_ok()
+            || first.stderr().contains("team t"),
+        "team t was formed: {}",
+        first.stderr()
+    );
+    let script = world.root.write(
+        "project/inner.yaml",
+        "agents:\n  \"*\":\n    - text: \"I lead now.\"\n",
+    );
+    world
+        .lead(&[format!(
+            "env -u ROO_IN_AGENT_COMMAND ROO_HOME=$PWD/own roo-lead --continue -p hi \
+             --provider script --script {s} > resume.txt 2>&1; echo rc=$? >> resume.txt",
+            s = script.display()
+        )])
+        .run()
+        .assert_ok();
+    let out = std::fs::read_to_string(world.path("project/resume.txt")).unwrap();
+    assert!(!out.contains("leading team t again"), "{out}");
+    assert!(
+        out.contains("lead team t from inside an agent's command"),
+        "{out}"
+    );
+    // From the user's own terminal the same start leads the team again.
+    let again = world
+        .cli("roo-lead")
+        .env("ROO_HOME", &own)
+        .args(["--continue", "-p", "hi", "--provider", "script", "--script"])
+        .arg(&script)
+        .run();
+    again.assert_stderr_contains("leading team t again");
+}
+
 /// Credentials under any name, and a URL with a password under any name, stay out of
 /// a command's environment; a name the user passes through reaches it.
 #[test]

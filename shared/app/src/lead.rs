@@ -30,14 +30,16 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
     if args.print_sandbox {
         return print_sandbox(&args);
     }
-    // A teammate's command must not claim a team (take its own team over).
+    // Refused before anything is written; `join_as_lead` refuses every other path (a
+    // resumed session that led a team) the same way.
     if let Some(team) = &args.team
         && let Some(why) = roo_agent::sandbox::inside_agent_command()
     {
-        return Err(AppError::Refused(format!(
-            "lead team {team} from inside an agent's command ({why}): a command may not \
-             start a lead that claims a team; start roo-lead from your own terminal"
-        )));
+        let team =
+            roo_store::Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
+        return Err(AppError::Refused(
+            roo_team::lead::JoinError::InsideCommand { team, why }.to_string(),
+        ));
     }
     let interactive = args.prompt.is_none();
     if interactive && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
