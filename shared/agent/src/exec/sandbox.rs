@@ -213,8 +213,20 @@ pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
         "/run/docker.sock",
         "/var/run/docker.sock",
         "/run/docker",
+        "/var/run/docker",
         "/run/containerd",
+        "/var/run/containerd",
         "/run/podman",
+        "/var/run/podman",
+        "/run/crio",
+        "/var/run/crio",
+        // libvirt, LXD and Incus: each daemon's socket is host root to whoever reaches it.
+        "/run/libvirt",
+        "/var/run/libvirt",
+        "/var/snap/lxd/common/lxd",
+        "/var/lib/lxd",
+        "/var/lib/incus",
+        "/run/incus",
         "/run/user",
         "/run/systemd/private",
         "/run/systemd/userdb",
@@ -252,12 +264,17 @@ pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
     found
 }
 
-/// Where PostgreSQL and MySQL/MariaDB servers put their sockets by default.
+/// Where PostgreSQL, MySQL/MariaDB and Redis servers put their sockets by default
+/// (`/var/lib/mysql` holds MySQL's on some distributions; a command needs nothing
+/// else there).
 pub const DATABASE_SOCKET_DIRS: &[&str] = &[
     "/run/postgresql",
     "/var/run/postgresql",
     "/run/mysqld",
     "/var/run/mysqld",
+    "/var/lib/mysql",
+    "/run/redis",
+    "/var/run/redis",
 ];
 
 /// What to cover for a socket: its directory when that holds nothing else the

@@ -569,7 +569,7 @@ fn credential_names_and_url_passwords_are_scrubbed_and_ordinary_variables_kept()
 }
 
 #[test]
-fn database_socket_dirs_and_pghost_dirs_are_hidden() {
+fn database_and_daemon_socket_dirs_and_pghost_dirs_are_hidden() {
     let found = escape_sockets(&SocketEnv {
         temp_dirs: &[PathBuf::from("/nonexistent-tmp")],
         home: Some(Path::new("/home/u")),
@@ -585,7 +585,21 @@ fn database_socket_dirs_and_pghost_dirs_are_hidden() {
         "/run/postgresql",
         "/var/run/postgresql",
         "/run/mysqld",
+        "/var/lib/mysql",
+        "/run/redis",
+        "/var/run/redis",
         "/srv/pg/sock",
+        // Daemons that are host root to whoever reaches their socket.
+        "/run/docker.sock",
+        "/run/containerd",
+        "/run/podman",
+        "/run/crio",
+        "/run/libvirt",
+        "/var/run/libvirt",
+        "/var/snap/lxd/common/lxd",
+        "/var/lib/lxd",
+        "/var/lib/incus",
+        "/run/incus",
     ] {
         assert!(found.contains(&PathBuf::from(dir)), "{dir}: {found:?}");
     }
