@@ -377,6 +377,9 @@ fn credentials_in_the_environment_do_not_reach_commands() {
         ("AWS_SECRET_ACCESS_KEY", "aws-canary-secret"),
         ("MY_PASSWORD", "canary-password"),
         ("DATABASE_URL", "postgres://u:canary-dbpw@h/db"),
+        ("GITHUB_PAT", "canary-github-pat"),
+        ("MYSQL_PWD", "canary-mysql-pwd"),
+        ("HTTP_PROXY", "u:canary-proxypw@proxy:3128"),
     ];
     let mut lead = world
         .lead(&["env".to_string()])
