@@ -213,6 +213,43 @@ fn sockets_anywhere_in_the_home_are_hidden_from_commands() {
     }
 }
 
+/// A socket on another file system mounted in the home (a tmpfs at `~/data`, as a
+/// btrfs subvolume or a mounted disk would be) is found and hidden like any other.
+#[test]
+fn a_socket_on_another_file_system_in_the_home_is_found() {
+    let world = World::new();
+    if let Some(why) = untestable(&world) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if !Path::new(PYTHON).is_file() {
+        eprintln!("skipped: {PYTHON} is missing");
+        return;
+    }
+    std::fs::create_dir_all(world.path("home/data")).unwrap();
+    let socket = world.path("home/data/app/srv.sock");
+    // A mount namespace of the test's own, so the tmpfs goes with it.
+    let bind = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\n";
+    let script = format!(
+        "mount -t tmpfs tmpfs {data} && mkdir {app} && {PYTHON} -c {bind} {socket} && \
+         exec {lead} --print-sandbox",
+        data = world.path("home/data").display(),
+        app = world.path("home/data/app").display(),
+        bind = shell_quote(bind),
+        socket = socket.display(),
+        lead = bin("roo-lead").display(),
+    );
+    let printed = TestCommand::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+        .arg(&script)
+        .env("ROO_HOME", world.path("roo"))
+        .env("HOME", world.path("home"))
+        .current_dir(world.path("project"))
+        .run();
+    printed.assert_ok();
+    printed.assert_stdout_contains(&format!("hidden: {}", socket.display()));
+}
+
 /// The store runs over TCP (or not at all); the database server's own socket
 /// directory, named by `PGHOST` in the user's environment, must be out of reach all
 /// the same: its `trust`/`peer` rule would let a command in as the superuser.

@@ -589,6 +589,20 @@ impl CommandSandbox {
         {
             let found = home_sockets::search(&policy.search, &policy.hide, &policy.write);
             policy.hide.extend(found.sockets);
+            // Cut short, it fails closed: what it did not search is covered whole.
+            if let Some(why) = &found.cut_short {
+                static TOLD: std::sync::Once = std::sync::Once::new();
+                TOLD.call_once(|| {
+                    // The agent's log (stderr would break the terminal UI).
+                    tracing::warn!(
+                        "the search for sockets in the home was cut short ({why}): {} \
+                         unsearched directories are hidden from commands, {} left reachable",
+                        found.unsearched.len(),
+                        found.left_reachable
+                    );
+                });
+            }
+            policy.hide.extend(found.unsearched);
         }
         // Serialising plain paths and bools cannot fail; an empty spec would be
         // refused by the helper, so nothing runs unconfined by accident.
