@@ -213,6 +213,43 @@ fn sockets_anywhere_in_the_home_are_hidden_from_commands() {
     }
 }
 
+/// A socket on another file system mounted in the home (a tmpfs at `~/data`, as a
+/// btrfs subvolume or a mounted disk would be) is found and hidden like any other.
+#[test]
+fn a_socket_on_another_file_system_in_the_home_is_found() {
+    let world = World::new();
+    if let Some(why) = untestable(&world) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if !Path::new(PYTHON).is_file() {
+        eprintln!("skipped: {PYTHON} is missing");
+        return;
+    }
+    std::fs::create_dir_all(world.path("home/data")).unwrap();
+    let socket = world.path("home/data/app/srv.sock");
+    // A mount namespace of the test's own, so the tmpfs goes with it.
+    let bind = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\n";
+    let script = format!(
+        "mount -t tmpfs tmpfs {data} && mkdir {app} && {PYTHON} -c {bind} {socket} && \
+         exec {lead} --print-sandbox",
+        data = world.path("home/data").display(),
+        app = world.path("home/data/app").display(),
+        bind = shell_quote(bind),
+        socket = socket.display(),
+        lead = bin("roo-lead").display(),
+    );
+    let printed = TestCommand::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+        .arg(&script)
+        .env("ROO_HOME", world.path("roo"))
+        .env("HOME", world.path("home"))
+        .current_dir(world.path("project"))
+        .run();
+    printed.assert_ok();
+    printed.assert_stdout_contains(&format!("hidden: {}", socket.display()));
+}
+
 /// The store runs over TCP (or not at all); the database server's own socket
 /// directory, named by `PGHOST` in the user's environment, must be out of reach all
 /// the same: its `trust`/`peer` rule would let a command in as the superuser.
@@ -312,6 +349,58 @@ fn a_command_cannot_start_a_lead_that_claims_a_team() {
     );
 }
 
+/// The resume path: a command runs `roo-lead --continue -p` in a project whose latest
+/// session led a team that has no live lead now. It must not lead that team again.
+#[test]
+fn a_command_cannot_lead_a_team_again_through_continue() {
+    let world = World::new();
+    // A home the command can reach, whose latest session in the project led team t
+    // (its lead has exited; the team is kept).
+    let own = world.path("project/own");
+    let create = world.root.write(
+        "create.yaml",
+        "agents:\n  \"*\":\n    - tool_calls:\n        - {name: TeamCreate, input: {team_name: t}}\n    - text: \"Formed.\"\n",
+    );
+    let first = world
+        .cli("roo-lead")
+        .env("ROO_HOME", &own)
+        .args(["-p", "form a team", "--provider", "script", "--script"])
+        .arg(&create)
+        .run();
+    assert!(
+        std::fs::read_to_string(own.join("teams/t/config.json")).is_ok()
+            || first.stderr().contains("team t"),
+        "team t was formed: {}",
+        first.stderr()
+    );
+    let script = world.root.write(
+        "project/inner.yaml",
+        "agents:\n  \"*\":\n    - text: \"I lead now.\"\n",
+    );
+    world
+        .lead(&[format!(
+            "env -u ROO_IN_AGENT_COMMAND ROO_HOME=$PWD/own roo-lead --continue -p hi \
+             --provider script --script {s} > resume.txt 2>&1; echo rc=$? >> resume.txt",
+            s = script.display()
+        )])
+        .run()
+        .assert_ok();
+    let out = std::fs::read_to_string(world.path("project/resume.txt")).unwrap();
+    assert!(!out.contains("leading team t again"), "{out}");
+    assert!(
+        out.contains("lead team t from inside an agent's command"),
+        "{out}"
+    );
+    // From the user's own terminal the same start leads the team again.
+    let again = world
+        .cli("roo-lead")
+        .env("ROO_HOME", &own)
+        .args(["--continue", "-p", "hi", "--provider", "script", "--script"])
+        .arg(&script)
+        .run();
+    again.assert_stderr_contains("leading team t again");
+}
+
 /// Credentials under any name, and a URL with a password under any name, stay out of
 /// a command's environment; a name the user passes through reaches it.
 #[test]
@@ -325,6 +414,9 @@ fn credentials_in_the_environment_do_not_reach_commands() {
         ("AWS_SECRET_ACCESS_KEY", "aws-canary-secret"),
         ("MY_PASSWORD", "canary-password"),
         ("DATABASE_URL", "postgres://u:canary-dbpw@h/db"),
+        ("GITHUB_PAT", "canary-github-pat"),
+        ("MYSQL_PWD", "canary-mysql-pwd"),
+        ("HTTP_PROXY", "u:canary-proxypw@proxy:3128"),
     ];
     let mut lead = world
         .lead(&["env".to_string()])

@@ -30,14 +30,16 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
     if args.print_sandbox {
         return print_sandbox(&args);
     }
-    // A teammate's command must not claim a team (take its own team over).
+    // Refused before anything is written; `join_as_lead` refuses every other path (a
+    // resumed session that led a team) the same way.
     if let Some(team) = &args.team
         && let Some(why) = roo_agent::sandbox::inside_agent_command()
     {
-        return Err(AppError::Refused(format!(
-            "lead team {team} from inside an agent's command ({why}): a command may not \
-             start a lead that claims a team; start roo-lead from your own terminal"
-        )));
+        let team =
+            roo_store::Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
+        return Err(AppError::Refused(
+            roo_team::lead::JoinError::InsideCommand { team, why }.to_string(),
+        ));
     }
     let interactive = args.prompt.is_none();
     if interactive && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
@@ -150,7 +152,19 @@ fn print_sandbox(args: &LeadArgs) -> Result<ExitCode, AppError> {
         found.dirs,
         home_sockets::SEARCH_DEPTH,
         match &found.cut_short {
-            Some(why) => format!("; cut short: {why}, deeper sockets stay reachable"),
+            Some(why) => format!(
+                "; cut short: {why}, so {} unsearched directories are hidden whole{}",
+                found.unsearched.len(),
+                if found.left_reachable > 0 {
+                    format!(
+                        " and {} (in or above a write root, or past {} covers) stay reachable",
+                        found.left_reachable,
+                        home_sockets::UNSEARCHED_COVERS
+                    )
+                } else {
+                    String::new()
+                }
+            ),
             None => String::new(),
         }
     );
@@ -162,13 +176,17 @@ fn print_sandbox(args: &LeadArgs) -> Result<ExitCode, AppError> {
     for socket in &found.sockets {
         println!("  {verb}: {}", socket.display());
     }
+    for dir in &found.unsearched {
+        println!("  {verb} (unsearched): {}", dir.display());
+    }
     if found.sockets.is_empty() {
         println!("  none");
     }
     let removed = removed_env_names(&settings, &roo_home, None);
     println!(
         "environment removed from commands (names with KEY, TOKEN, SECRET, PASSWORD, PASSWD, \
-         CREDENTIAL or AUTH, values with a URL password; sandbox.pass_env keeps one): {}",
+         CREDENTIAL or AUTH, or a word PASS, PWD, PAT, CREDS, JWT, COOKIE or DSN; values \
+         with a password in a URL or user:pw@host; sandbox.pass_env keeps one): {}",
         if removed.is_empty() {
             "none".to_string()
         } else {

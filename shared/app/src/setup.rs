@@ -381,6 +381,7 @@ pub async fn build_in(
         )
         .map_err(|e| match e {
             roo_team::lead::JoinError::Store(e) => crate::exit::store_error(e),
+            e @ roo_team::lead::JoinError::InsideCommand { .. } => AppError::Refused(e.to_string()),
             other => AppError::Usage(other.to_string()),
         })?;
         let cancel = team_tasks.clone();

@@ -900,6 +900,10 @@ pub enum JoinError {
         "team {team} is led by a running roo-lead (pid {pid}); one lead per team: stop that one, or pass --take-over to lead it from here (it is told and stops leading)"
     )]
     LeadAlive { team: Name, pid: u32 },
+    #[error(
+        "lead team {team} from inside an agent's command ({why}): a command may not start a lead that claims a team; start roo-lead from your own terminal"
+    )]
+    InsideCommand { team: Name, why: String },
 }
 
 /// Binds `slot` to the existing team `team` with `me` as its lead (`roo-lead --team`):
@@ -910,6 +914,10 @@ pub enum JoinError {
 /// unless `take_over`, which records this process as the lead (the other lead's monitor
 /// sees that and stops leading). Teammates waiting for a lead are adopted: the lead
 /// entry names a live process again.
+///
+/// Refused inside an agent's command ([`roo_agent::sandbox::inside_agent_command`]),
+/// whichever way the lead got here (`--team`, `--continue`, `--resume`): a
+/// prompt-injected teammate must not take its own team over.
 pub fn join_as_lead(
     slot: &TeamSlot,
     home: &RooHome,
@@ -918,6 +926,9 @@ pub fn join_as_lead(
     events: TeamEventSender,
     take_over: bool,
 ) -> Result<Arc<TeamBinding>, JoinError> {
+    if let Some(why) = roo_agent::sandbox::inside_agent_command() {
+        return Err(JoinError::InsideCommand { team, why });
+    }
     let team = Team::open(home, team)?;
     let config = team.config()?;
     if !config.is_lead(me.as_str()) {

@@ -213,8 +213,20 @@ pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
         "/run/docker.sock",
         "/var/run/docker.sock",
         "/run/docker",
+        "/var/run/docker",
         "/run/containerd",
+        "/var/run/containerd",
         "/run/podman",
+        "/var/run/podman",
+        "/run/crio",
+        "/var/run/crio",
+        // libvirt, LXD and Incus: each daemon's socket is host root to whoever reaches it.
+        "/run/libvirt",
+        "/var/run/libvirt",
+        "/var/snap/lxd/common/lxd",
+        "/var/lib/lxd",
+        "/var/lib/incus",
+        "/run/incus",
         "/run/user",
         "/run/systemd/private",
         "/run/systemd/userdb",
@@ -252,12 +264,17 @@ pub fn escape_sockets(env: &SocketEnv<'_>) -> Vec<PathBuf> {
     found
 }
 
-/// Where PostgreSQL and MySQL/MariaDB servers put their sockets by default.
+/// Where PostgreSQL, MySQL/MariaDB and Redis servers put their sockets by default
+/// (`/var/lib/mysql` holds MySQL's on some distributions; a command needs nothing
+/// else there).
 pub const DATABASE_SOCKET_DIRS: &[&str] = &[
     "/run/postgresql",
     "/var/run/postgresql",
     "/run/mysqld",
     "/var/run/mysqld",
+    "/var/lib/mysql",
+    "/run/redis",
+    "/var/run/redis",
 ];
 
 /// What to cover for a socket: its directory when that holds nothing else the
@@ -572,6 +589,20 @@ impl CommandSandbox {
         {
             let found = home_sockets::search(&policy.search, &policy.hide, &policy.write);
             policy.hide.extend(found.sockets);
+            // Cut short, it fails closed: what it did not search is covered whole.
+            if let Some(why) = &found.cut_short {
+                static TOLD: std::sync::Once = std::sync::Once::new();
+                TOLD.call_once(|| {
+                    // The agent's log (stderr would break the terminal UI).
+                    tracing::warn!(
+                        "the search for sockets in the home was cut short ({why}): {} \
+                         unsearched directories are hidden from commands, {} left reachable",
+                        found.unsearched.len(),
+                        found.left_reachable
+                    );
+                });
+            }
+            policy.hide.extend(found.unsearched);
         }
         // Serialising plain paths and bools cannot fail; an empty spec would be
         // refused by the helper, so nothing runs unconfined by accident.

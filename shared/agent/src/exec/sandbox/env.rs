@@ -3,9 +3,12 @@
 //! A command sees the agent's environment minus:
 //! - every variable whose name contains `KEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`,
 //!   `CREDENTIAL` or `AUTH` (ASCII case-insensitive; a `_`-separated word `AUTHOR` or
-//!   `AUTHORS` alone does not count, so `GIT_AUTHOR_NAME` stays) — [`is_credential_env_name`];
-//! - every variable whose value holds a URL with a password (`scheme://user:pw@host`)
-//!   — [`holds_url_password`];
+//!   `AUTHORS` alone does not count, so `GIT_AUTHOR_NAME` stays), or has a
+//!   `_`-separated word equal to `PASS`, `PWD`, `PAT`, `CREDS`, `JWT`, `COOKIE` or `DSN`
+//!   (`SMTP_PASS`, `MYSQL_PWD`, `GITHUB_PAT`, `SENTRY_DSN`; not `COMPASS`, and never the
+//!   shell's own `PWD` and `OLDPWD`) — [`is_credential_env_name`];
+//! - every variable whose value holds a password in a URL (`scheme://user:pw@host`) or
+//!   a bare `user:pw@host` (`HTTP_PROXY=u:pw@proxy:3128`) — [`holds_url_password`];
 //! - the team store's credentials (`ROO_STORE`, `PGPASSWORD`) and any variable whose
 //!   value is the key the agent itself uses, the store's URL or its password (of 8
 //!   characters or more);
@@ -37,15 +40,27 @@ const CREDENTIAL_WORDS: [&str; 7] = [
     "AUTH",
 ];
 
+/// `_`-separated words that mark a variable as holding a credential when its name has
+/// one of them as a whole word (`DB_PASS`, not `PASSTHROUGH` nor `COMPASS`).
+const CREDENTIAL_PARTS: [&str; 7] = ["PASS", "PWD", "PAT", "CREDS", "JWT", "COOKIE", "DSN"];
+
 /// Whether `name` contains one of [`CREDENTIAL_WORDS`] (ASCII case-insensitive), not
 /// counting `_`-separated words that are exactly `AUTHOR` or `AUTHORS` (git's
-/// `GIT_AUTHOR_NAME`, `GIT_AUTHOR_EMAIL`, `GIT_AUTHOR_DATE`).
+/// `GIT_AUTHOR_NAME`, `GIT_AUTHOR_EMAIL`, `GIT_AUTHOR_DATE`), or has one of
+/// [`CREDENTIAL_PARTS`] as a `_`-separated word (the shell's `PWD` and `OLDPWD` are
+/// not credentials).
 pub fn is_credential_env_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    CREDENTIAL_WORDS
-        .iter()
-        .filter(|word| **word != "AUTH")
-        .any(|word| upper.contains(word))
+    if upper == "PWD" || upper == "OLDPWD" {
+        return false;
+    }
+    upper
+        .split('_')
+        .any(|part| CREDENTIAL_PARTS.contains(&part))
+        || CREDENTIAL_WORDS
+            .iter()
+            .filter(|word| **word != "AUTH")
+            .any(|word| upper.contains(word))
         || upper
             .split('_')
             .any(|part| part.contains("AUTH") && part != "AUTHOR" && part != "AUTHORS")
@@ -53,8 +68,15 @@ pub fn is_credential_env_name(name: &str) -> bool {
 
 /// Whether `value` holds a URL with a password anywhere in it: `scheme://user:pw@…`
 /// with a non-empty password (`postgres://u:pw@h/db`, `https://x:tok@host`, also in a
-/// space- or comma-separated list).
+/// space- or comma-separated list), or a word without a scheme of the form
+/// `user:pw@host` ([`bare_password`]).
 pub fn holds_url_password(value: &str) -> bool {
+    if value
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+        .any(bare_password)
+    {
+        return true;
+    }
     let bytes = value.as_bytes();
     let mut from = 0;
     while let Some(at) = value[from..].find("://") {
@@ -80,6 +102,29 @@ pub fn holds_url_password(value: &str) -> bool {
         }
     }
     false
+}
+
+/// Whether `word` (no scheme) is `user:pw@host[:port][/…]` with a non-empty password:
+/// `u:pw@proxy:3128` is, `git@github.com:o/r.git` (no password before the `@`) and
+/// `a:b` (no `@`) are not.
+fn bare_password(word: &str) -> bool {
+    if word.contains("://") {
+        return false;
+    }
+    let Some(at) = word.rfind('@') else {
+        return false;
+    };
+    let (userinfo, host) = (&word[..at], &word[at + 1..]);
+    let host = host.split('/').next().unwrap_or("");
+    let host_ok = host.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '[')
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    host_ok
+        && !userinfo.contains('/')
+        && userinfo
+            .split_once(':')
+            .is_some_and(|(_, password)| !password.is_empty())
 }
 
 /// Names of the variables in `vars` to remove from commands' environment: secret

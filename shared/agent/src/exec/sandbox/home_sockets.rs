@@ -5,8 +5,12 @@
 //! known paths would miss.
 //!
 //! The search is breadth-first and bounded: [`SEARCH_DEPTH`] levels below each root,
-//! [`SEARCH_ENTRIES`] directory entries read and [`SEARCH_TIME`] per search; it does not
-//! follow links to directories, stays on each root's file system, skips package stores
+//! [`SEARCH_ENTRIES`] directory entries read and [`SEARCH_TIME`] per search. Cut short
+//! by a bound, it fails closed: the directories it had not searched yet are returned
+//! ([`SocketSearch::unsearched`], up to [`UNSEARCHED_COVERS`]) to be covered whole. It
+//! does not follow links to directories, descends into other local file systems mounted
+//! in the home (a btrfs subvolume, a tmpfs, a mounted disk) but not into network or FUSE
+//! ones ([`remote_fs`]: NFS, SMB/CIFS, FUSE, whose server may be slow or gone), skips package stores
 //! and caches ([`SKIPPED_NAMES`], [`SKIPPED_BELOW_ROOT`]), and does not descend
 //! into what is already covered whole (`~/.ssh`, the runtime dirs) nor into the write
 //! roots (the project, a teammate's worktree: the command may create sockets there
@@ -55,6 +59,9 @@ pub const SKIPPED_BELOW_ROOT: &[&str] = &[
     ".cache/pip",
     ".local/share/Trash",
 ];
+/// Unsearched directories returned at most when a search is cut short (each is one
+/// cover); beyond, the rest stay reachable and the search says how many.
+pub const UNSEARCHED_COVERS: usize = 4096;
 /// A directory modified more recently than this is not trusted from the cache.
 const RACY_WINDOW: Duration = Duration::from_secs(2);
 /// Cached directories kept at most (the cache is dropped beyond).
@@ -69,6 +76,12 @@ pub struct SocketSearch {
     pub dirs: usize,
     /// Why the search stopped before visiting everything within its depth, if it did.
     pub cut_short: Option<String>,
+    /// When cut short: the directories it had not searched (nor lie in or above a
+    /// write root), to cover whole; sorted.
+    pub unsearched: Vec<PathBuf>,
+    /// When cut short: unsearched directories left reachable (beyond
+    /// [`UNSEARCHED_COVERS`], or in or above a write root).
+    pub left_reachable: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -103,38 +116,46 @@ fn search_with(
     let started = Instant::now();
     let mut result = SocketSearch::default();
     let mut budget = SEARCH_ENTRIES;
-    for root in roots {
+    let mut pending: Vec<PathBuf> = Vec::new();
+    for (index, root) in roots.iter().enumerate() {
         let Ok(meta) = std::fs::metadata(root) else {
             continue;
         };
         if !meta.is_dir() || covered.iter().any(|c| root.starts_with(c)) {
             continue;
         }
-        let dev = meta.dev();
+        let root_dev = meta.dev();
         // Write roots the search stays out of: those the root does not lie in.
         let outside: Vec<&PathBuf> = write.iter().filter(|w| !root.starts_with(w)).collect();
         let skipped: Vec<PathBuf> = SKIPPED_BELOW_ROOT.iter().map(|r| root.join(r)).collect();
-        let mut queue = VecDeque::from([(root.clone(), 0usize)]);
-        while let Some((dir, depth)) = queue.pop_front() {
-            if started.elapsed() > time {
-                result.cut_short = Some(format!(
+        // Each directory with its parent's device: a mount point is checked once.
+        let mut queue = VecDeque::from([(root.clone(), 0usize, root_dev)]);
+        while let Some((dir, depth, parent_dev)) = queue.pop_front() {
+            let why = if started.elapsed() > time {
+                Some(format!(
                     "the {} ms budget ran out after {} directories",
                     time.as_millis(),
                     result.dirs
-                ));
-                break;
-            }
-            if budget == 0 {
-                result.cut_short = Some(format!(
+                ))
+            } else if budget == 0 {
+                Some(format!(
                     "{SEARCH_ENTRIES} entries were read, after {} directories",
                     result.dirs
-                ));
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                result.cut_short = Some(why);
+                pending.push(dir);
+                pending.extend(queue.drain(..).map(|(d, ..)| d));
+                pending.extend(roots[index + 1..].iter().cloned());
                 break;
             }
             let Ok(meta) = std::fs::symlink_metadata(&dir) else {
                 continue;
             };
-            if !meta.is_dir() || meta.dev() != dev {
+            if !meta.is_dir() || (meta.dev() != parent_dev && remote_fs(&dir)) {
                 continue;
             }
             result.dirs += 1;
@@ -164,16 +185,52 @@ fn search_with(
                 {
                     continue;
                 }
-                queue.push_back((sub.clone(), depth + 1));
+                queue.push_back((sub.clone(), depth + 1, meta.dev()));
             }
         }
         if result.cut_short.is_some() {
             break;
         }
     }
+    // Fail closed: what was not searched is covered whole, except what holds or lies in
+    // a write root (the command needs those).
+    for dir in pending {
+        if write
+            .iter()
+            .any(|w| w.starts_with(&dir) || dir.starts_with(w))
+            || covered.iter().any(|c| dir.starts_with(c))
+            || result.unsearched.len() >= UNSEARCHED_COVERS
+        {
+            result.left_reachable += 1;
+        } else {
+            result.unsearched.push(dir);
+        }
+    }
+    result.unsearched.sort();
     result.sockets.sort();
     result.sockets.dedup();
     result
+}
+
+/// Whether `dir` is on a network or FUSE file system (NFS, SMB/CIFS, FUSE), which the
+/// search does not descend into: its server may be slow or gone, and a socket there
+/// is rarely a local server's. A directory whose file system cannot be told is searched.
+fn remote_fs(dir: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // NFS, SMB, CIFS, SMB2, FUSE (`statfs(2)`'s magic numbers).
+        const REMOTE: [i64; 5] = [0x6969, 0x517B, 0xFF53_4D42, 0xFE53_4D42, 0x6573_5546];
+        nix::sys::statfs::statfs(dir).is_ok_and(|fs| {
+            #[allow(clippy::useless_conversion)]
+            let kind = i64::from(fs.filesystem_type().0) & 0xFFFF_FFFF;
+            REMOTE.contains(&kind)
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        false
+    }
 }
 
 /// Reads `dir`: its sockets (and links to sockets) and its subdirectories (links to
@@ -321,5 +378,42 @@ mod tests {
             Duration::ZERO,
         );
         assert!(found.cut_short.is_some(), "{found:?}");
+    }
+
+    #[test]
+    fn a_search_cut_short_returns_what_it_did_not_search_to_be_covered() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let runtime = dir.path().join("runtime");
+        let project = home.join("src/proj");
+        for d in [&home.join("d/e"), &runtime, &project] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let roots = [home.clone(), runtime.clone()];
+        // Cut short at once: both roots are unsearched, and covered whole.
+        let found = search_with(&roots, &[], &[], &mut HashMap::new(), Duration::ZERO);
+        assert!(found.cut_short.is_some(), "{found:?}");
+        assert_eq!(found.unsearched, vec![home.clone(), runtime.clone()]);
+        assert_eq!(found.left_reachable, 0);
+        // A directory holding a write root is not covered (the command needs it).
+        let found = search_with(
+            &roots,
+            &[],
+            std::slice::from_ref(&project),
+            &mut HashMap::new(),
+            Duration::ZERO,
+        );
+        assert_eq!(found.unsearched, vec![runtime.clone()]);
+        assert_eq!(found.left_reachable, 1);
+        // A search that finishes leaves nothing to cover.
+        let found = search_with(
+            &roots,
+            &[],
+            &[],
+            &mut HashMap::new(),
+            Duration::from_secs(10),
+        );
+        assert_eq!(found.cut_short, None);
+        assert!(found.unsearched.is_empty(), "{found:?}");
     }
 }

@@ -513,6 +513,15 @@ fn credential_names_and_url_passwords_are_scrubbed_and_ordinary_variables_kept()
         "KEYTIMEOUT",
         "HTTP_AUTHORIZATION",
         "my_service_apikey",
+        "GITHUB_PAT",
+        "SMTP_PASS",
+        "DB_PASS",
+        "MYSQL_PWD",
+        "AWS_CREDS",
+        "SENTRY_DSN",
+        "API_JWT",
+        "session_cookie",
+        "PASS",
     ] {
         assert!(is_credential_env_name(name), "{name}");
     }
@@ -528,6 +537,13 @@ fn credential_names_and_url_passwords_are_scrubbed_and_ordinary_variables_kept()
         "LANG",
         "GIT_ASKPASS",
         "EDITOR",
+        "PWD",
+        "OLDPWD",
+        "pwd",
+        "PASSTHROUGH",
+        "COMPASS_DIR",
+        "PATTERN",
+        "DSNAME",
     ] {
         assert!(!is_credential_env_name(name), "{name}");
     }
@@ -536,6 +552,10 @@ fn credential_names_and_url_passwords_are_scrubbed_and_ordinary_variables_kept()
         "https://x:tok@github.com/o/r.git",
         "http://proxy.local:3128 https://u:p@mirror/simple",
         "redis://:secret@cache:6379/0",
+        "user:pw@proxy:3128",
+        "u:p@10.0.0.1",
+        "u:p@proxy.local/path",
+        "no_proxy=x http_proxy=u:pw@[::1]:8080",
     ] {
         assert!(holds_url_password(value), "{value}");
     }
@@ -548,6 +568,11 @@ fn credential_names_and_url_passwords_are_scrubbed_and_ordinary_variables_kept()
         "https://u:@h/x",
         "/usr/bin:/bin",
         "://:x@h",
+        "git@github.com:org/repo",
+        "a:b",
+        "me@host:/srv/x",
+        "u:p@",
+        "Me <me@example.com>",
     ] {
         assert!(!holds_url_password(value), "{value}");
     }
@@ -569,7 +594,7 @@ fn credential_names_and_url_passwords_are_scrubbed_and_ordinary_variables_kept()
 }
 
 #[test]
-fn database_socket_dirs_and_pghost_dirs_are_hidden() {
+fn database_and_daemon_socket_dirs_and_pghost_dirs_are_hidden() {
     let found = escape_sockets(&SocketEnv {
         temp_dirs: &[PathBuf::from("/nonexistent-tmp")],
         home: Some(Path::new("/home/u")),
@@ -585,7 +610,21 @@ fn database_socket_dirs_and_pghost_dirs_are_hidden() {
         "/run/postgresql",
         "/var/run/postgresql",
         "/run/mysqld",
+        "/var/lib/mysql",
+        "/run/redis",
+        "/var/run/redis",
         "/srv/pg/sock",
+        // Daemons that are host root to whoever reaches their socket.
+        "/run/docker.sock",
+        "/run/containerd",
+        "/run/podman",
+        "/run/crio",
+        "/run/libvirt",
+        "/var/run/libvirt",
+        "/var/snap/lxd/common/lxd",
+        "/var/lib/lxd",
+        "/var/lib/incus",
+        "/run/incus",
     ] {
         assert!(found.contains(&PathBuf::from(dir)), "{dir}: {found:?}");
     }
