@@ -402,6 +402,8 @@ fn a_planted_fsmonitor_runs_confined_when_the_agent_reads_git_status_at_start() 
 /// `/proc/sys/fs/pipe-user-pages-soft`), where a pipe can no longer be grown past 16 KiB.
 /// As root the agent runs without capabilities (`setpriv --bounding-set=-all`), as any
 /// user's agent does, so the kernel's limit applies to it.
+// Linux only: it uses a Linux system call (renameat2, F_SETPIPE_SZ).
+#[cfg(target_os = "linux")]
 #[test]
 fn a_large_sealed_document_survives_a_user_whose_pipe_buffers_are_used_up() {
     use nix::fcntl::{FcntlArg, fcntl};

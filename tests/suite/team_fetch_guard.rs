@@ -585,6 +585,8 @@ fn the_hosts_upload_pack_never_serves_a_clones_work_tree() {
 /// The clone's config exchanged with a FIFO (`renameat2(RENAME_EXCHANGE)`, over and
 /// over) while the lead checks it: the check reads the file itself without blocking, so
 /// it never waits on the FIFO, however the two interleave.
+// Linux only: it uses a Linux system call (renameat2, F_SETPIPE_SZ).
+#[cfg(target_os = "linux")]
 #[test]
 fn a_config_swapped_for_a_fifo_after_the_walk_never_stalls_the_check() {
     use std::sync::Arc;
