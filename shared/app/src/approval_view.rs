@@ -153,7 +153,8 @@ fn wrap(line: &str, width: usize, rows: &mut Vec<String>) {
 /// a line out of view.
 const SPACE_RUN: usize = 8;
 
-/// `text` with every control character written as a visible escape, tabs as four
+/// `text` with every control or hidden character ([`roo_term::hidden_char`]: bidirectional
+/// overrides, zero-width and tag characters) written as a visible escape, tabs as four
 /// spaces and long runs of spaces counted (`␠×N`).
 pub fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -170,7 +171,7 @@ pub fn visible(text: &str) -> String {
         match c {
             ' ' => spaces += 1,
             '\t' => spaces += 4,
-            c if c.is_control() || is_invisible_format(c) => {
+            c if roo_term::hidden_char(c) => {
                 flush(&mut out, &mut spaces);
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
@@ -184,15 +185,18 @@ pub fn visible(text: &str) -> String {
     out
 }
 
-/// Characters that reorder or hide text on a terminal (bidirectional overrides, zero
-/// width): shown as escapes, so the text reads as it runs.
-fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tag_characters_and_line_separators_are_shown_as_escapes() {
+        // Invisible on a terminal, read by a model: the approval view shows what runs.
+        assert_eq!(
+            visible("rm a\u{e0041}\u{2028}b\u{2060}"),
+            "rm a\\u{e0041}\\u{2028}b\\u{2060}"
+        );
+    }
 
     fn request(tool: &str, input: Value) -> PermissionRequest {
         PermissionRequest {

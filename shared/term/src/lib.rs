@@ -123,7 +123,7 @@ pub fn escape_text(text: &str) -> String {
 /// deprecated format characters (U+206A–U+206F), the Unicode tag characters
 /// (U+E0000–U+E007F) and the line and paragraph separators (U+2028, U+2029): each can
 /// hide or reorder text a reader thinks it sees. The one list [`escape`],
-/// [`escape_text`] and roo-store's `model_safe` share.
+/// [`escape_text`], roo-store's `model_safe` and the approval view share.
 pub fn hidden_char(c: char) -> bool {
     c.is_control()
         || matches!(c,
