@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use roo_store::{Name, PgStore, RooHome, Task, TaskFilter, TaskStatus, Team};
-use roo_tests::{MockLlm, TempDir, TestCommand, bin, wait_until};
+use roo_tests::{MockLlm, RunOutput, TempDir, TestCommand, bin, wait_until};
 
 struct World {
     root: TempDir,
@@ -123,6 +123,29 @@ impl World {
             .args(["--prompt", "go"]);
         (mock, cmd)
     }
+
+    /// Runs carol's `calls` (the last a `bash("end", …)`), takes the task list as she
+    /// left it, then has the lead shut her down; returns her model, that list and her
+    /// process's output (which must have ended with 0).
+    fn run_carol(&self, calls: &[(&str, serde_json::Value)]) -> (MockLlm, Vec<Task>, RunOutput) {
+        let (mock, carol) = self.carol(calls);
+        let child = carol.spawn();
+        wait_until(
+            "carol's calls to run",
+            Duration::from_secs(120),
+            || self.path("project/end.rc").exists().then_some(()),
+            || "end.rc missing".to_string(),
+        );
+        let after = self.tasks();
+        self.cli("roo-mail")
+            .args(["send", "--team", "t", "--as", "lead", "--to", "carol"])
+            .args(["--type", "shutdown_request", "--request-id", "r-done"])
+            .run()
+            .assert_ok();
+        let out = child.wait();
+        out.assert_ok();
+        (mock, after, out)
+    }
 }
 
 /// A Bash call that runs `command` and keeps its stderr and exit code in
@@ -209,24 +232,8 @@ fn attacks_are_refused_and_own_work_goes_on(store: Option<String>) {
         ),
         bash("end", "true"),
     ];
-    let (mock, carol) = world.carol(&calls);
-    let child = carol.spawn();
-    wait_until(
-        "carol's calls to run",
-        Duration::from_secs(120),
-        || world.path("project/end.rc").exists().then_some(()),
-        || "end.rc missing".to_string(),
-    );
-    // As carol left it (its shutdown then releases its unfinished tasks).
-    let after = world.tasks();
-    world
-        .cli("roo-mail")
-        .args(["send", "--team", "t", "--as", "lead", "--to", "carol"])
-        .args(["--type", "shutdown_request", "--request-id", "r-done"])
-        .run()
-        .assert_ok();
-    let out = child.wait();
-    out.assert_ok();
+    // `after`: as carol left it (its shutdown then releases its unfinished tasks).
+    let (mock, after, out) = world.run_carol(&calls);
     let rc = |name: &str| world.project(&format!("{name}.rc")).trim().to_owned();
     let err = |name: &str| world.project(&format!("{name}.err"));
     for (name, refusal) in [
@@ -556,23 +563,7 @@ fn laundering_and_forged_assignments_are_refused(store: Option<String>) {
         ),
         bash("end", "true"),
     ];
-    let (mock, carol) = world.carol(&calls);
-    let child = carol.spawn();
-    wait_until(
-        "carol's calls to run",
-        Duration::from_secs(120),
-        || world.path("project/end.rc").exists().then_some(()),
-        || "end.rc missing".to_string(),
-    );
-    let after = world.tasks();
-    world
-        .cli("roo-mail")
-        .args(["send", "--team", "t", "--as", "lead", "--to", "carol"])
-        .args(["--type", "shutdown_request", "--request-id", "r-done"])
-        .run()
-        .assert_ok();
-    let out = child.wait();
-    out.assert_ok();
+    let (mock, after, out) = world.run_carol(&calls);
     let rc = |name: &str| world.project(&format!("{name}.rc")).trim().to_owned();
     let err = |name: &str| world.project(&format!("{name}.err"));
     for (name, refusal) in [
