@@ -20,13 +20,7 @@ mod suite {
 #[path = "pg/engine.rs"]
 mod engine;
 
-#[path = "pg/review.rs"]
-mod review;
-
 pub use suite::common;
-
-#[path = "pg/review2.rs"]
-mod review2;
 
 #[path = "pg/presence.rs"]
 mod presence;
@@ -45,11 +39,17 @@ mod outcome;
 #[path = "pg/restart.rs"]
 mod restart;
 
-#[path = "pg/rev2.rs"]
-mod rev2;
-
-#[path = "pg/rev3.rs"]
-mod rev3;
-
 #[path = "pg/tls.rs"]
 mod tls;
+
+#[path = "pg/credentials.rs"]
+mod credentials;
+
+#[path = "pg/quarantine.rs"]
+mod quarantine;
+
+#[path = "pg/row_locks.rs"]
+mod row_locks;
+
+#[path = "pg/team_delete.rs"]
+mod team_delete;

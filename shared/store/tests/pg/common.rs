@@ -1,7 +1,7 @@
 //! The fixtures of the conformance suite, on the PostgreSQL store.
 use std::process::Command;
 
-use roo_store::{Member, Name, PgStore, RooHome, Team};
+use roo_store::{Member, Name, NewTask, PgStore, RooHome, Team};
 
 pub struct Fixture {
     pub _dir: tempfile::TempDir,
@@ -108,6 +108,28 @@ pub fn home_at(url: &str) -> (tempfile::TempDir, RooHome) {
     let dir = tempfile::tempdir().unwrap();
     let home = RooHome::new(dir.path().join("home")).with_store(PgStore::connect(url).unwrap());
     (dir, home)
+}
+
+/// A home in a fresh schema of the test server, with the schema's URL; `None` without
+/// `ROO_TEST_PG_DSN` (the test is skipped, and says so).
+pub fn pg_home() -> Option<(tempfile::TempDir, RooHome, String)> {
+    let url = fresh_schema_url(&dsn()?);
+    let (dir, home) = home_at(&url);
+    Some((dir, home, url))
+}
+
+/// A moment for another thread to reach the lock it queues on (races lined up by a
+/// [`Raw`] session holding the row).
+pub fn pause() {
+    std::thread::sleep(std::time::Duration::from_millis(400));
+}
+
+/// A new task with `subject` and nothing else.
+pub fn new_task(subject: &str) -> NewTask {
+    NewTask {
+        subject: subject.into(),
+        ..Default::default()
+    }
 }
 
 /// Team `team` led by `lead`, with `members`.

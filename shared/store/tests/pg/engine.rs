@@ -5,10 +5,10 @@ use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use roo_store::{
-    ClaimOptions, ClaimOutcome, Error, Member, NewTask, PgStore, RooHome, TaskStatus, Team,
+    ClaimOptions, ClaimOutcome, Error, Member, NewTask, Outgoing, PgStore, ReadFilter, RooHome, TaskStatus, Team,
 };
 
-use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
+use super::common::{dsn, fresh_schema_url, home_at, name, pg_home, psql, team_named};
 
 /// The documents are rows keyed by their path under ROO_HOME, and nothing is written
 /// under the home directory itself.
@@ -276,4 +276,61 @@ fn an_inbox_watcher_wakes_on_another_connections_send() {
     assert_eq!(outcome, roo_store::WaitOutcome::Changed);
     let unread = team.mailbox().take_unread(&name("alice")).unwrap();
     assert_eq!(unread.len(), 1);
+}
+
+/// §2.1/§2.5: any UTF-8 text is a valid message text (on files, "\u0000" is written and
+/// read back). jsonb refuses the escape `\u0000`, so on PostgreSQL the send fails with a
+/// server error: a writer's check passed, the store refused it.
+#[test]
+fn a_message_text_with_a_nul_character_is_sent_as_on_files() {
+    // Files without ROO_TEST_PG_DSN (where it passes), PostgreSQL with it.
+    let fixture = super::common::team();
+    let team = fixture.team;
+    let text = "before\u{0}after";
+    let sent = team
+        .mailbox()
+        .send(&name("lead"), "alice", Outgoing::text(text, "nul"));
+    assert!(sent.is_ok(), "{sent:?}");
+    let read = team
+        .mailbox()
+        .read(&name("alice"), &ReadFilter::default())
+        .unwrap();
+    assert_eq!(read[0].text, text);
+}
+
+/// §8 creates the tables "on first connect" — but every connect runs `CREATE TABLE IF NOT
+/// EXISTS` / `CREATE INDEX IF NOT EXISTS`, which need CREATE on the schema and ownership
+/// of the tables even when they exist: a role with only row privileges on an existing
+/// store (the usual least-privilege deployment; PostgreSQL 15 gives ordinary roles no
+/// CREATE on `public`) cannot connect at all.
+#[test]
+fn a_role_with_row_privileges_can_use_an_existing_store() {
+    let Some((_d, home, url)) = pg_home() else {
+        return;
+    };
+    team_named(&home, "t", &["alice"]);
+    let schema = psql(&url, "SELECT current_schema()");
+    let role = format!("roo_app_{}", std::process::id());
+    psql(
+        &url,
+        &format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; \
+             GRANT USAGE ON SCHEMA {schema} TO {role}; \
+             GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}; \
+             GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}"
+        ),
+    );
+    // The same server and schema, as that role.
+    let as_role = url.replacen("://", &format!("://{role}@"), 1);
+    let as_role = match as_role.find('@') {
+        // drop the original user, if the DSN named one
+        Some(_) if url.contains('@') => {
+            let after = &url[url.find("://").unwrap() + 3..];
+            let rest = &after[after.find('@').unwrap() + 1..];
+            format!("postgresql://{role}@{rest}")
+        }
+        _ => as_role,
+    };
+    let connected = PgStore::connect(&as_role);
+    assert!(connected.is_ok(), "{:?}", connected.err());
 }

@@ -1,10 +1,11 @@
 //! Changes whose link is cut at their `COMMIT` (issue 21): right after it reached the
 //! server (the outcome is unknown to the store, and committed) or right before (rolled
 //! back). Whatever the store reports is what the document holds, and nothing is written
-//! twice. The store talks to the server through a proxy that makes the cuts; the other
+//! twice, and a fenced change run again after its member was declared dead is refused.
+//! The store talks to the server through a proxy that makes the cuts; the other
 //! participants and the checks connect directly.
 use roo_store::{
-    ClaimOptions, ClaimOutcome, Member, Message, NewTask, Outgoing, ReadFilter, RooHome,
+    ClaimOptions, ClaimOutcome, Error, Member, Message, NewTask, Outgoing, ReadFilter, RooHome,
     TaskFilter, TaskStatus, Team,
 };
 
@@ -301,4 +302,30 @@ fn a_send_whose_old_session_still_holds_the_row_ends_it_and_is_written_once() {
     let inbox = cut.inbox("alice");
     assert_eq!(inbox.len(), 1, "{inbox:?}");
     assert_eq!(inbox[0].id, sent[0].id);
+}
+
+/// A fenced send whose `COMMIT` never reached the server runs again after the store
+/// connects again; if its member was declared dead while the store was away, the run
+/// again is refused (`Error::Fenced`) and nothing is written (PROTOCOL.md §8).
+#[test]
+fn a_fenced_send_cut_before_its_commit_is_refused_when_declared_dead_meanwhile() {
+    let Some(cut) = cut_team(&["alice", "carol"]) else {
+        return;
+    };
+    let carol = cut.team.hold_presence(&name("carol")).unwrap();
+    let lead_team = cut.direct_team();
+    let (tx, rx) = std::sync::mpsc::channel();
+    cut.proxy.cut_at_commit_then(1, false, move || {
+        tx.send(lead_team.declare_dead("carol", Some(&name("lead")), "cut off"))
+            .unwrap();
+    });
+    let err = carol
+        .team()
+        .mailbox()
+        .send(&name("carol"), "alice", Outgoing::text("late", "late"))
+        .unwrap_err();
+    rx.recv().unwrap().unwrap();
+    assert!(matches!(err, Error::Fenced { .. }), "{err}");
+    let inbox = cut.inbox("alice");
+    assert!(inbox.is_empty(), "a fenced send wrote: {inbox:?}");
 }
