@@ -45,6 +45,13 @@ impl TempDir {
         self.path.join(rel)
     }
 
+    /// Creates the directories `rels` inside it (with their parents).
+    pub fn make_dirs(&self, rels: &[&str]) {
+        for rel in rels {
+            std::fs::create_dir_all(self.join(rel)).unwrap();
+        }
+    }
+
     /// Writes a file (creating parents).
     pub fn write(&self, rel: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> PathBuf {
         let path = self.join(rel);

@@ -87,6 +87,15 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// `PATH` with this build's binaries first (`roo-mail` in the commands a lead runs).
+pub fn path_with_bins() -> String {
+    format!(
+        "{}:{}",
+        bin("roo-mail").parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// `target/mcp-servers`, where `scripts/install-mcp-servers` puts the MCP servers the
 /// tests run (the npm reference server `@modelcontextprotocol/server-everything` and
 /// the `many-tools.mjs` fixture). Panics with how to install them when they are missing:

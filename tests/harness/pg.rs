@@ -49,6 +49,17 @@ pub fn store_url() -> Option<String> {
     test_dsn().map(|dsn| fresh_schema_url(&dsn))
 }
 
+/// The server's URL `dsn` with another database name `db`, if it has the usual shape
+/// (`scheme://authority/database?query`).
+pub fn with_database(dsn: &str, db: &str) -> Option<String> {
+    let rest = dsn.split_once("://")?.1;
+    let path = rest.find('/')?;
+    let scheme_len = dsn.len() - rest.len();
+    let start = scheme_len + path + 1;
+    let end = dsn[start..].find('?').map_or(dsn.len(), |q| start + q);
+    Some(format!("{}{db}{}", &dsn[..start], &dsn[end..]))
+}
+
 /// A PostgreSQL cluster of the test's own (`scripts/pg-cluster`: a temp dir, a unix
 /// socket only), for what must not touch the shared server of `ROO_TEST_PG_DSN`: its
 /// authentication changed. Stopped and removed on drop.

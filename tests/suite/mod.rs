@@ -1,6 +1,5 @@
 //! Test modules.
 mod backend_detect;
-mod cli_defects;
 mod cli_mail;
 mod cli_snapshots;
 mod cli_task;
@@ -33,7 +32,7 @@ mod store_concurrency;
 mod store_crash;
 mod store_files;
 mod store_pg;
-mod store_pg_review2;
+mod store_pg_credentials;
 mod store_symlinks;
 mod task_authority;
 mod team_approvals;
@@ -44,8 +43,7 @@ mod team_lead_lifetime;
 mod team_model_input;
 mod team_panes;
 mod team_pg;
-mod team_pg_rev3;
-mod team_pg_review;
+mod team_pg_presence;
 mod team_spawn;
 mod team_ssh;
 mod team_worker;

@@ -3,6 +3,7 @@
 //! by hand with no lead says on its screen that it waits for an approval nobody can
 //! give, then gives up; a team left by a timed-out run is named with how to resume or
 //! delete it, and a named `Agent` call without a team is an error, not a sub-agent.
+//! Neither `HOME` nor `ROO_HOME` set is a usage error naming `ROO_HOME`, in every binary.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -348,4 +349,28 @@ agents:
         second.stdout()
     );
     second.assert_stdout("Done here.\n");
+}
+
+#[test]
+fn missing_home_and_roo_home_is_a_usage_error_in_every_binary() {
+    let env = TempHome::new();
+    for empty in [false, true] {
+        let unset = |cmd: roo_tests::TestCommand| {
+            if empty {
+                cmd.env("HOME", "").env("ROO_HOME", "")
+            } else {
+                cmd.env_remove("HOME").env_remove("ROO_HOME")
+            }
+        };
+        for (bin, args) in [
+            ("roo-mail", &["list", "--team", "t"][..]),
+            ("roo-task", &["list", "--team", "t"][..]),
+            ("roo-lead", &["-p", "hello"][..]),
+        ] {
+            unset(env.cmd(bin).args(args))
+                .run()
+                .assert_code(2)
+                .assert_stderr_contains("set ROO_HOME");
+        }
+    }
 }

@@ -1,9 +1,10 @@
 //! The CLIs on the PostgreSQL store (`ROO_STORE=postgresql://…`), against the throwaway
 //! server of `ROO_TEST_PG_DSN` (scripts/test starts one); without it, each test says so
-//! and passes. The team runtime on it: `team_pg.rs`.
+//! and passes. The team runtime on it: `team_pg.rs`; the store's credentials:
+//! `store_pg_credentials.rs`.
 
 use roo_tests::TempHome;
-use roo_tests::pg::{psql, store_url};
+use roo_tests::pg::{psql, store_url, test_dsn, with_database};
 
 /// A team's whole coordination through `roo-mail` and `roo-task` on the PostgreSQL store:
 /// nothing is written under ROO_HOME, and a second home (another machine's) sees it all.
@@ -643,4 +644,131 @@ fn a_member_behind_a_cut_link_is_declared_dead_and_fenced_when_it_comes_back() {
         .map(|m| m.text)
         .collect();
     assert_eq!(texts, ["carol is back"]);
+}
+
+/// The help's exit codes: "2 usage or bad input (..., a bad ROO_STORE)"; "3 ... the
+/// PostgreSQL store (ROO_STORE) unreachable or failing". A `postgresql://` URL that does
+/// not parse (a port that is not a number) is a bad ROO_STORE, not a failing server, yet
+/// it exits 3 ("failed to read the store URL … invalid connection string", the client's
+/// reason dropped).
+#[test]
+fn a_store_url_that_does_not_parse_is_a_usage_error() {
+    let env = TempHome::new();
+    let out = env
+        .task()
+        .env("ROO_STORE", "postgresql://roo@db.example:nope/roo")
+        .args(["list", "--team", "t"])
+        .run();
+    assert_eq!(out.code(), 2, "{}", out.stderr());
+}
+
+/// §8 (398f5486): "the server's message in engine errors". A login the server refuses
+/// (no such database, role or password) is reported as "failed to connect …: db error":
+/// `open_connection` keeps only the client error's own text, never its cause.
+#[test]
+fn a_refused_login_names_the_servers_reason() {
+    let Some(dsn) = test_dsn() else { return };
+    let Some(url) = with_database(&dsn, "roo_no_such_database") else {
+        return;
+    };
+    let env = TempHome::new();
+    let out = env
+        .task()
+        .env("ROO_STORE", &url)
+        .args(["list", "--team", "t"])
+        .run();
+    assert_eq!(out.code(), 3, "{}", out.stderr());
+    assert!(
+        out.stderr().contains("does not exist"),
+        "the server's reason is lost: {}",
+        out.stderr()
+    );
+}
+
+/// §8: "A lost connection (server restart, a cut link) fails what was under way on it;
+/// the next operation connects again, LISTENs again and wakes every watcher to read
+/// afresh." `roo-mail watch` is the CLIs' one long-running reader: the lost connection
+/// wakes it at once, its read reconnects while the server still refuses connections
+/// (a restart, a failover) and the watch exits 3 — a message sent a moment later is
+/// never shown. (A restart is simulated on a database of its own: connections refused
+/// for 2 s, the watch's session terminated.)
+#[test]
+fn roo_mail_watch_survives_a_server_restart() {
+    let Some(dsn) = test_dsn() else { return };
+    let db = format!(
+        "roo_restart_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let Some(url) = with_database(&dsn, &db) else {
+        return;
+    };
+    psql(&dsn, &format!("CREATE DATABASE {db}"));
+    let env = TempHome::new();
+    env.mail()
+        .env("ROO_STORE", &url)
+        .args([
+            "team", "create", "--team", "t", "--lead", "lead", "--member", "alice",
+        ])
+        .run()
+        .assert_ok();
+    let watch = env
+        .mail()
+        .env("ROO_STORE", &url)
+        .args([
+            "watch",
+            "--team",
+            "t",
+            "--as",
+            "alice",
+            "--count",
+            "1",
+            "--timeout",
+            "30",
+        ])
+        .spawn();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    psql(
+        &dsn,
+        &format!(
+            "ALTER DATABASE {db} ALLOW_CONNECTIONS false; \
+             SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{db}'"
+        ),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    psql(&dsn, &format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    env.mail()
+        .env("ROO_STORE", &url)
+        .args([
+            "send",
+            "--team",
+            "t",
+            "--from",
+            "lead",
+            "--to",
+            "alice",
+            "--summary",
+            "after",
+            "sent after the restart",
+        ])
+        .run()
+        .assert_ok();
+    let out = watch.wait();
+    let _ = std::process::Command::new("psql")
+        .args([
+            dsn.as_str(),
+            "-qc",
+            &format!("DROP DATABASE {db} WITH (FORCE)"),
+        ])
+        .output();
+    assert_eq!(out.code(), 0, "{}", out.stderr());
+    assert!(
+        out.stdout().contains("sent after the restart"),
+        "{}",
+        out.stdout()
+    );
 }

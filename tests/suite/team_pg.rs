@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use roo_store::{Name, PgStore, RooHome, TaskId, TaskStatus, Team};
-use roo_tests::{MockLlm, TempDir, TestCommand, Tmux, bin, wait_until};
+use roo_tests::{MockLlm, TempDir, TestCommand, Tmux, bin, path_with_bins, wait_until};
 
 use super::team_panes::{ArgvSampler, LEAD, TEAMMATES, workers_under};
 
@@ -82,15 +82,6 @@ impl World {
             std::fs::read_to_string(self.root.join("lead.err")).unwrap_or_default(),
         )
     }
-}
-
-/// `PATH` with this build's binaries first (`roo-mail` in the commands).
-fn path_with_bins() -> String {
-    format!(
-        "{}:{}",
-        bin("roo-mail").parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
 }
 
 #[test]
@@ -318,4 +309,73 @@ fn an_unreachable_store_stops_the_lead_at_start_naming_the_server() {
         .run();
     assert_eq!(out.code(), 2, "{}", out.stderr());
     assert!(out.stderr().contains("ROO_STORE"), "{}", out.stderr());
+}
+
+/// A team's local files (transcripts, logs, the lead's key) stay files under the
+/// `ROO_HOME` of the host that wrote them, while the team itself is rows. A team deleted
+/// from another home (another machine, `roo-mail team delete` there) left them behind,
+/// and a new team of the same name created here resumed the old teammate's conversation:
+/// on files a team's delete takes its transcripts with it.
+#[test]
+fn a_team_created_anew_here_does_not_resume_a_transcript_of_one_deleted_elsewhere() {
+    let Some(url) = roo_tests::pg::store_url() else {
+        return;
+    };
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    root.make_dirs(&["home", "here", "there"]);
+    root.write("project/a.txt", "a\n");
+    roo_tests::git_repo_with_identity(&root.join("project"));
+    let run_lead = |answer: &str| {
+        let mock = roo_tests::MockLlm::start(&format!(
+            r#"
+agents:
+  "*":
+    - when: {{system_contains: "You are alice, a RooCode teammate"}}
+      text: "{answer}"
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew}}}}
+        - {{name: Agent, input: {{name: alice, description: "answers", prompt: "Answer."}}}}
+    - text: "alice is on it."
+    - text: "Noted."
+    - text: "Noted."
+"#
+        ));
+        TestCommand::new(bin("roo-lead"))
+            .env("ROO_HOME", root.join("here"))
+            .env("HOME", root.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("ROO_STORE", &url)
+            .current_dir(root.join("project"))
+            .args(["-p", "Have alice answer."])
+            .args(["--provider", "anthropic", "--base-url"])
+            .arg(mock.base_url("anthropic"))
+            .args(["--teammate-mode", "in-process"])
+            .args(["--permission-mode", "bypassPermissions"])
+            .run()
+            .assert_ok();
+        mock.requests()
+            .into_iter()
+            .map(|r| r.body.to_string())
+            .filter(|body| body.contains("You are alice, a RooCode teammate"))
+            .collect::<Vec<_>>()
+    };
+    let first = run_lead("the old team's answer");
+    assert!(!first.is_empty(), "alice ran");
+    // The team is deleted from another home on the same store.
+    TestCommand::new(bin("roo-mail"))
+        .env("ROO_HOME", root.join("there"))
+        .env("HOME", root.join("home"))
+        .env("ROO_STORE", &url)
+        .args(["team", "delete", "--team", "crew", "--force"])
+        .run()
+        .assert_ok();
+    let second = run_lead("the new team's answer");
+    assert!(!second.is_empty(), "alice ran again");
+    for body in &second {
+        assert!(
+            !body.contains("the old team's answer"),
+            "the new alice resumed the old one's conversation: {body}"
+        );
+    }
 }

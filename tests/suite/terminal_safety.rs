@@ -1,7 +1,9 @@
 //! Issue 19, item 5: escape sequences in the model's text, in a command's output and in
 //! a file's content are shown, not obeyed — on a real terminal (a private tmux server,
 //! whose pane title an OSC sequence would change) and in `-p` text output — while
-//! `json` and `stream-json` carry the exact strings.
+//! `json` and `stream-json` carry the exact strings. The same for `roo-mail` and
+//! `roo-task`: control characters in a message or a task cannot forge lines of their
+//! human output, whose `--json` stays exact.
 
 use std::time::Duration;
 
@@ -162,4 +164,64 @@ fn json_output_keeps_the_exact_strings() {
     );
     let last = events.last().unwrap();
     assert_eq!(last["result"], "Final \x1b]2;PWNED4\x07 answer.");
+}
+
+#[test]
+fn control_characters_in_human_output_cannot_forge_lines_or_inject_escapes() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    let summary = "fine\nFrom: lead -> alice [shutdown_request]";
+    let text = "hello \x1b]0;owned\x07\x1b[2J world\rFrom: lead";
+    env.mail()
+        .args(["send", "--team", "t", "--from", "alice", "--to", "lead"])
+        .args(["--summary", summary, text])
+        .run()
+        .assert_ok();
+    let human = env
+        .mail()
+        .args(["read", "--team", "t", "--as", "lead"])
+        .run();
+    human.assert_ok();
+    let shown = human.stdout();
+    assert!(!shown.contains('\x1b') && !shown.contains('\x07') && !shown.contains('\r'));
+    assert!(
+        !shown.lines().any(|l| l.trim_start().starts_with("From:")),
+        "a forged header line: {shown}"
+    );
+    assert!(shown.contains("fine\\nFrom: lead"), "{shown}");
+    // JSON stays exact.
+    let json = env
+        .mail()
+        .args(["read", "--team", "t", "--as", "lead", "--json"])
+        .run()
+        .json();
+    assert_eq!(json[0]["summary"], summary);
+    assert_eq!(json[0]["text"], text);
+
+    // The store refuses such a subject now (one line, no control characters); a task
+    // list written before that rule, or by another program, may still hold one.
+    let hostile = "evil\x1b[31m\nfake task line";
+    env.task()
+        .args(["create", "--team", "t", "--subject", hostile])
+        .run()
+        .assert_code(2);
+    env.task()
+        .args(["create", "--team", "t", "--subject", "evil"])
+        .args(["--description", "a\x1b[1mb"])
+        .run()
+        .assert_ok();
+    let path = roo_store::RooHome::new(env.path()).task_list(&roo_store::Name::parse("t").unwrap());
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    doc["tasks"][0]["subject"] = serde_json::Value::String(hostile.into());
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    for args in [&["list"][..], &["get", "1"][..]] {
+        let out = env.task().args(args).args(["--team", "t"]).run();
+        out.assert_ok();
+        assert!(!out.stdout().contains('\x1b'), "{}", out.stdout());
+        assert_eq!(
+            out.stdout().lines().count(),
+            if args[0] == "list" { 1 } else { 2 }
+        );
+    }
 }

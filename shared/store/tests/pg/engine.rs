@@ -5,7 +5,8 @@ use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use roo_store::{
-    ClaimOptions, ClaimOutcome, Error, Member, NewTask, Outgoing, PgStore, ReadFilter, RooHome, TaskStatus, Team,
+    ClaimOptions, ClaimOutcome, Error, Member, NewTask, Outgoing, PgStore, ReadFilter, RooHome,
+    TaskStatus, Team,
 };
 
 use super::common::{dsn, fresh_schema_url, home_at, name, pg_home, psql, team_named};

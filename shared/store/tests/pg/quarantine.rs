@@ -3,7 +3,7 @@
 //! document is moved aside and the change fails with `Error::Corrupt`, committed — the
 //! next change starts afresh, as with a file — and a deleted team's quarantine goes with
 //! it. The `_on_files` twins show each rule on files.
-use roo_store::{Error, Member, RooHome, Team, TaskId};
+use roo_store::{Error, Member, RooHome, TaskId, Team};
 
 use super::common::{Raw, home_at, name, new_task, pause, pg_home, psql, team_named};
 

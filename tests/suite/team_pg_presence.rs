@@ -1,17 +1,45 @@
-//! Third review of issue 21's runtime presences, on the PostgreSQL store with a real
-//! `roo-worker` and the mock model. Skipped without `ROO_TEST_PG_DSN`.
+//! A `roo-worker`'s presence on the PostgreSQL store, with the mock model: declared
+//! dead as its turn ends, it joins again and goes idle; removed from the roster, it
+//! stops instead of adding itself back. Skipped without `ROO_TEST_PG_DSN`.
 
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use roo_store::{Member, Name, PgStore, RooHome, Team, Timestamp};
-use roo_tests::{MockLlm, TempDir, TestCommand, bin, wait_until};
+use roo_tests::{ChildGuard, MockLlm, TempDir, TestCommand, bin, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);
 
 fn name(s: &str) -> Name {
     Name::parse(s).unwrap()
+}
+
+/// A root under the build's temp dir with `home`, `roo` and `work`, and team `t` (lead
+/// `lead`, no members) on the store at `url`, opened from `root/roo`.
+fn team_t(url: &str) -> (TempDir, Team) {
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    root.make_dirs(&["home", "roo", "work"]);
+    let home = RooHome::new(root.join("roo")).with_store(PgStore::connect(url).unwrap());
+    let t = name("t");
+    let team = Team::create(&home, t.clone(), "", Member::new(name("lead"), &t), vec![]).unwrap();
+    (root, team)
+}
+
+/// `roo-worker` as `carol` of team `t`, prompted `work`, in `root/work`, on the store at
+/// `url` and the model of `mock`, every permission granted.
+fn carol(root: &TempDir, url: &str, mock: &MockLlm) -> ChildGuard {
+    TestCommand::new(bin("roo-worker"))
+        .env("ROO_HOME", root.join("roo"))
+        .env("HOME", root.join("home"))
+        .env("ROO_STORE", url)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .current_dir(root.join("work"))
+        .args(["--team", "t", "--name", "carol", "--prompt", "work"])
+        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
+        .args(["--base-url", &mock.base_url("anthropic")])
+        .args(["--permission-mode", "bypassPermissions"])
+        .spawn()
 }
 
 /// A worker whose turn ends just as it is declared dead (its idle notification's change
@@ -25,13 +53,7 @@ fn a_worker_declared_dead_as_its_turn_ends_joins_again_and_goes_idle() {
         return;
     };
     let schema = url.rsplit("search_path%3D").next().unwrap().to_string();
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    std::fs::create_dir_all(root.join("home")).unwrap();
-    std::fs::create_dir_all(root.join("roo")).unwrap();
-    std::fs::create_dir_all(root.join("work")).unwrap();
-    let home = RooHome::new(root.join("roo")).with_store(PgStore::connect(&url).unwrap());
-    let t = name("t");
-    let team = Team::create(&home, t.clone(), "", Member::new(name("lead"), &t), vec![]).unwrap();
+    let (root, team) = team_t(&url);
     // The turn's Bash waits for the file `go`, which the test writes once the config row
     // is locked.
     let mock = MockLlm::start(
@@ -44,17 +66,7 @@ agents:
     - text: "Done."
 "#,
     );
-    let mut worker = TestCommand::new(bin("roo-worker"))
-        .env("ROO_HOME", root.join("roo"))
-        .env("HOME", root.join("home"))
-        .env("ROO_STORE", &url)
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .current_dir(root.join("work"))
-        .args(["--team", "t", "--name", "carol", "--prompt", "work"])
-        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
-        .args(["--base-url", &mock.base_url("anthropic")])
-        .args(["--permission-mode", "bypassPermissions"])
-        .spawn();
+    let mut worker = carol(&root, &url, &mock);
     let pid = worker.pid();
     wait_until(
         "carol's turn to start its command",
@@ -138,25 +150,9 @@ fn a_running_worker_removed_from_the_roster_stops_instead_of_adding_itself_back(
     let Some(url) = roo_tests::pg::store_url() else {
         return;
     };
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    std::fs::create_dir_all(root.join("home")).unwrap();
-    std::fs::create_dir_all(root.join("roo")).unwrap();
-    std::fs::create_dir_all(root.join("work")).unwrap();
-    let home = RooHome::new(root.join("roo")).with_store(PgStore::connect(&url).unwrap());
-    let t = name("t");
-    let team = Team::create(&home, t.clone(), "", Member::new(name("lead"), &t), vec![]).unwrap();
+    let (root, team) = team_t(&url);
     let mock = MockLlm::start("agents:\n  \"*\":\n    - text: \"Done.\"\n");
-    let mut worker = TestCommand::new(bin("roo-worker"))
-        .env("ROO_HOME", root.join("roo"))
-        .env("HOME", root.join("home"))
-        .env("ROO_STORE", &url)
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .current_dir(root.join("work"))
-        .args(["--team", "t", "--name", "carol", "--prompt", "work"])
-        .args(["--provider", "anthropic", "--model", "claude-sonnet-4-5"])
-        .args(["--base-url", &mock.base_url("anthropic")])
-        .args(["--permission-mode", "bypassPermissions"])
-        .spawn();
+    let mut worker = carol(&root, &url, &mock);
     let pid = worker.pid();
     wait_until(
         "carol to hold her presence and go idle",

@@ -1,12 +1,13 @@
-//! Hostile review of the team runtime on the PostgreSQL store (issue 21): how the store's
-//! URL and password file are read, against real servers and real processes.
-//!
-//! Skipped without `ROO_TEST_PG_DSN` (`scripts/test` starts a throwaway server).
+//! The PostgreSQL store's credentials (README: "the password is never printed";
+//! PERMISSIONS.md: they leave commands' environment as the API keys do; PROTOCOL.md §8:
+//! the password file is read as libpq reads it), through the real binaries, against
+//! real servers and real processes. The tests that need a server are skipped without
+//! `ROO_TEST_PG_DSN` (`scripts/test` starts a throwaway one).
 
 use std::path::Path;
 
 use roo_tests::pg::{OwnCluster, fresh_schema_url, psql, test_dsn};
-use roo_tests::{TempDir, TestCommand, bin};
+use roo_tests::{TempDir, TempHome, TestCommand, bin, path_with_bins};
 
 /// A fake PostgreSQL server on 127.0.0.1:5432 (Perl, from Debian's essential perl-base):
 /// it asks every client for its password in clear text and appends what it gets to the
@@ -30,6 +31,69 @@ while (my $c = $s->accept) {
     open(my $f, ">>", $out) or die; print $f "caught: $pw\n"; close $f; close $c;
 }
 "#;
+
+/// A root under the build's temp dir (outside /tmp, which the command sandbox leaves
+/// writable) with `home`, `roo` and a committed git `project` holding `file`.
+fn lead_root(file: &str, contents: &str) -> TempDir {
+    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    root.make_dirs(&["home", "roo"]);
+    root.write(Path::new("project").join(file), contents);
+    roo_tests::git_repo_with_identity(&root.join("project"));
+    root
+}
+
+/// `roo-lead -p go` in `root`'s project on the store at `url` with the scripted model of
+/// `script`, every permission granted, no `PGPASSWORD`.
+fn scripted_lead(root: &TempDir, url: &str, script: &Path) -> TestCommand {
+    TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", root.join("roo"))
+        .env("HOME", root.join("home"))
+        .env("ROO_STORE", url)
+        .env_remove("PGPASSWORD")
+        .current_dir(root.join("project"))
+        .args(["-p", "go", "--provider", "script", "--script"])
+        .arg(script)
+        .args(["--permission-mode", "bypassPermissions"])
+}
+
+/// README: "the password is never printed". roo-lead failing to reach the store must not
+/// print a password given as `?password=` (libpq's and tokio-postgres's query parameter).
+#[test]
+fn the_runtime_never_prints_a_password_from_the_query_string() {
+    let env = TempHome::new();
+    let out = env
+        .cmd("roo-lead")
+        .env(
+            "ROO_STORE",
+            "postgresql://db.example/roo?user=roo&password=s3cret",
+        )
+        .args(["-p", "hi"])
+        .run();
+    assert_eq!(out.code(), 3, "{}", out.stderr());
+    assert!(
+        out.stderr().contains("db.example:5432/roo"),
+        "{}",
+        out.stderr()
+    );
+    assert!(!out.stderr().contains("s3cret"), "{}", out.stderr());
+}
+
+/// The same promise for a refused value: the libpq keyword/value form, which psql and
+/// most tools accept, is refused (exit 2) with the password in the message.
+#[test]
+fn a_refused_store_setting_never_prints_its_password() {
+    let env = TempHome::new();
+    let out = env
+        .task()
+        .env(
+            "ROO_STORE",
+            "host=db.example user=roo password=s3cret dbname=roo",
+        )
+        .args(["list", "--team", "t"])
+        .run();
+    assert_eq!(out.code(), 2, "{}", out.stderr());
+    assert!(!out.stderr().contains("s3cret"), "{}", out.stderr());
+}
 
 /// libpq reads `postgresql://user:password@localhost/db?host=<dir>` (what
 /// scripts/pg-cluster prints) as the socket in `<dir>` only: `host=` in the query replaces
@@ -62,12 +126,7 @@ fn a_command_cannot_catch_the_store_password_on_a_tcp_port_a_socket_url_does_not
     let canary = "pw-canary-5432";
     let url = fresh_schema_url(&format!("postgresql://{user}:{canary}@localhost/{rest}"));
 
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    for dir in ["home", "roo"] {
-        std::fs::create_dir_all(root.join(dir)).unwrap();
-    }
-    root.write("project/fake-server.pl", FAKE_SERVER);
-    roo_tests::git_repo_with_identity(&root.join("project"));
+    let root = lead_root("fake-server.pl", FAKE_SERVER);
     let attack = "perl fake-server.pl \"$PWD/caught\" & \
                   for i in $(seq 100); do [ -f caught.ready ] && break; sleep 0.1; done; \
                   roo-mail team show; kill $!; wait";
@@ -80,24 +139,9 @@ fn a_command_cannot_catch_the_store_password_on_a_tcp_port_a_socket_url_does_not
             serde_json::json!({ "command": attack })
         ),
     );
-    let out = TestCommand::new(bin("roo-lead"))
-        .env("ROO_HOME", root.join("roo"))
-        .env("HOME", root.join("home"))
-        .env("ROO_STORE", &url)
-        .env_remove("PGPASSWORD")
+    let out = scripted_lead(&root, &url, &script)
         .env_remove("PGPASSFILE")
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin("roo-mail").parent().unwrap().display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
-        .current_dir(root.join("project"))
-        .args(["-p", "go", "--provider", "script", "--script"])
-        .arg(&script)
-        .args(["--permission-mode", "bypassPermissions"])
+        .env("PATH", path_with_bins())
         .args(["--output-format", "stream-json"])
         .run();
     out.assert_ok();
@@ -111,6 +155,49 @@ fn a_command_cannot_catch_the_store_password_on_a_tcp_port_a_socket_url_does_not
     let caught = std::fs::read_to_string(root.join("project/caught")).unwrap_or_default();
     assert!(!caught.contains(canary), "the command caught it: {caught}");
     assert!(!out.stdout().contains(canary), "{}", out.stdout());
+}
+
+/// PERMISSIONS.md: the store's credentials "go the same way" as the API keys, which
+/// leave commands' environment whatever variable holds them. `ROO_STORE` and
+/// `PGPASSWORD` were sealed by name, but the same URL in `DATABASE_URL` (where users keep
+/// it and set `ROO_STORE` from) or the password in another variable reached every
+/// command the model ran.
+#[test]
+fn the_store_url_and_password_leave_commands_whatever_variable_holds_them() {
+    let Some(url) = roo_tests::pg::store_url() else {
+        return;
+    };
+    let Some((user, rest)) = url
+        .strip_prefix("postgresql://")
+        .and_then(|rest| rest.split_once('@'))
+        .filter(|(user, _)| !user.contains(':'))
+    else {
+        eprintln!("skipped: {url} carries a password already");
+        return;
+    };
+    // The test server trusts its clients: the password is only carried.
+    let password = "pw-canary-in-env";
+    let url = format!("postgresql://{user}:{password}@{rest}");
+    let root = lead_root("README.md", "# demo\n");
+    let command = "printf '%s|%s|%s' \"${DATABASE_URL:-unset}\" \"${DB_PASSWORD:-unset}\" \
+                   \"${ROO_STORE:-unset}\" > seen";
+    let script = root.write(
+        "script.yaml",
+        format!(
+            "agents:\n  \"*\":\n    - tool_calls:\n        - {{name: Bash, input: {}}}\n    \
+             - text: \"Done.\"\n",
+            serde_json::json!({ "command": command })
+        ),
+    );
+    scripted_lead(&root, &url, &script)
+        .env("DATABASE_URL", &url)
+        .env("DB_PASSWORD", password)
+        .run()
+        .assert_ok();
+    assert_eq!(
+        std::fs::read_to_string(root.join("project/seen")).unwrap(),
+        "unset|unset|unset"
+    );
 }
 
 /// The password file is "read as libpq reads it" (README, PROTOCOL.md §8): each case is
@@ -222,131 +309,4 @@ fn the_password_file_is_read_as_libpq_reads_it() {
     }
     assert_eq!(differ, Vec::<String>::new(), "roo-mail and libpq differ");
     assert_eq!(connected, 4, "libpq connects with 4 of the 6 files");
-}
-
-/// A team's local files (transcripts, logs, the lead's key) stay files under the
-/// `ROO_HOME` of the host that wrote them, while the team itself is rows. A team deleted
-/// from another home (another machine, `roo-mail team delete` there) left them behind,
-/// and a new team of the same name created here resumed the old teammate's conversation:
-/// on files a team's delete takes its transcripts with it.
-#[test]
-fn a_team_created_anew_here_does_not_resume_a_transcript_of_one_deleted_elsewhere() {
-    let Some(url) = roo_tests::pg::store_url() else {
-        return;
-    };
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    for dir in ["home", "here", "there"] {
-        std::fs::create_dir_all(root.join(dir)).unwrap();
-    }
-    root.write("project/a.txt", "a\n");
-    roo_tests::git_repo_with_identity(&root.join("project"));
-    let run_lead = |answer: &str| {
-        let mock = roo_tests::MockLlm::start(&format!(
-            r#"
-agents:
-  "*":
-    - when: {{system_contains: "You are alice, a RooCode teammate"}}
-      text: "{answer}"
-    - tool_calls:
-        - {{name: TeamCreate, input: {{team_name: crew}}}}
-        - {{name: Agent, input: {{name: alice, description: "answers", prompt: "Answer."}}}}
-    - text: "alice is on it."
-    - text: "Noted."
-    - text: "Noted."
-"#
-        ));
-        TestCommand::new(bin("roo-lead"))
-            .env("ROO_HOME", root.join("here"))
-            .env("HOME", root.join("home"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .env("ROO_STORE", &url)
-            .current_dir(root.join("project"))
-            .args(["-p", "Have alice answer."])
-            .args(["--provider", "anthropic", "--base-url"])
-            .arg(mock.base_url("anthropic"))
-            .args(["--teammate-mode", "in-process"])
-            .args(["--permission-mode", "bypassPermissions"])
-            .run()
-            .assert_ok();
-        mock.requests()
-            .into_iter()
-            .map(|r| r.body.to_string())
-            .filter(|body| body.contains("You are alice, a RooCode teammate"))
-            .collect::<Vec<_>>()
-    };
-    let first = run_lead("the old team's answer");
-    assert!(!first.is_empty(), "alice ran");
-    // The team is deleted from another home on the same store.
-    TestCommand::new(bin("roo-mail"))
-        .env("ROO_HOME", root.join("there"))
-        .env("HOME", root.join("home"))
-        .env("ROO_STORE", &url)
-        .args(["team", "delete", "--team", "crew", "--force"])
-        .run()
-        .assert_ok();
-    let second = run_lead("the new team's answer");
-    assert!(!second.is_empty(), "alice ran again");
-    for body in &second {
-        assert!(
-            !body.contains("the old team's answer"),
-            "the new alice resumed the old one's conversation: {body}"
-        );
-    }
-}
-
-/// PERMISSIONS.md: the store's credentials "go the same way" as the API keys, which
-/// leave commands' environment whatever variable holds them. `ROO_STORE` and
-/// `PGPASSWORD` were sealed by name, but the same URL in `DATABASE_URL` (where users keep
-/// it and set `ROO_STORE` from) or the password in another variable reached every
-/// command the model ran.
-#[test]
-fn the_store_url_and_password_leave_commands_whatever_variable_holds_them() {
-    let Some(url) = roo_tests::pg::store_url() else {
-        return;
-    };
-    let Some((user, rest)) = url
-        .strip_prefix("postgresql://")
-        .and_then(|rest| rest.split_once('@'))
-        .filter(|(user, _)| !user.contains(':'))
-    else {
-        eprintln!("skipped: {url} carries a password already");
-        return;
-    };
-    // The test server trusts its clients: the password is only carried.
-    let password = "pw-canary-in-env";
-    let url = format!("postgresql://{user}:{password}@{rest}");
-    let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    for dir in ["home", "roo"] {
-        std::fs::create_dir_all(root.join(dir)).unwrap();
-    }
-    root.write("project/README.md", "# demo\n");
-    roo_tests::git_repo_with_identity(&root.join("project"));
-    let command = "printf '%s|%s|%s' \"${DATABASE_URL:-unset}\" \"${DB_PASSWORD:-unset}\" \
-                   \"${ROO_STORE:-unset}\" > seen";
-    let script = root.write(
-        "script.yaml",
-        format!(
-            "agents:\n  \"*\":\n    - tool_calls:\n        - {{name: Bash, input: {}}}\n    \
-             - text: \"Done.\"\n",
-            serde_json::json!({ "command": command })
-        ),
-    );
-    TestCommand::new(bin("roo-lead"))
-        .env("ROO_HOME", root.join("roo"))
-        .env("HOME", root.join("home"))
-        .env("ROO_STORE", &url)
-        .env("DATABASE_URL", &url)
-        .env("DB_PASSWORD", password)
-        .env_remove("PGPASSWORD")
-        .current_dir(root.join("project"))
-        .args(["-p", "go", "--provider", "script", "--script"])
-        .arg(&script)
-        .args(["--permission-mode", "bypassPermissions"])
-        .run()
-        .assert_ok();
-    assert_eq!(
-        std::fs::read_to_string(root.join("project/seen")).unwrap(),
-        "unset|unset|unset"
-    );
 }
