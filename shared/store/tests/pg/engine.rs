@@ -15,9 +15,9 @@ use super::common::{dsn, fresh_schema_url, home_at, name, pg_home, psql, team_na
 /// under the home directory itself.
 #[test]
 fn documents_are_rows_keyed_by_their_path_and_no_file_is_written() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (dir, home) = home_at(&url);
+    let Some((dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &["alice"]);
     team.mailbox()
         .send(
@@ -113,9 +113,9 @@ fn eight_connections_racing_for_a_task_have_exactly_one_winner_each_round() {
 /// id twice.
 #[test]
 fn a_damaged_row_is_quarantined_by_the_next_change_and_its_good_records_kept() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &["alice"]);
     let list = team.tasks();
     for subject in ["one", "two"] {
@@ -166,9 +166,9 @@ fn a_damaged_row_is_quarantined_by_the_next_change_and_its_good_records_kept() {
 /// whose schema a newer build made.
 #[test]
 fn newer_documents_and_newer_schemas_are_refused_untouched() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &["alice"]);
     psql(
         &url,
@@ -202,9 +202,9 @@ fn newer_documents_and_newer_schemas_are_refused_untouched() {
 /// notifies the team's channel with the document's key.
 #[test]
 fn only_committed_changes_notify_the_teams_channel() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     // Channels are the database's, not the schema's: a team name no other test uses.
     let t = format!("notify-{}", std::process::id());
     let team = team_named(&home, &t, &["alice"]);
@@ -247,9 +247,9 @@ fn only_committed_changes_notify_the_teams_channel() {
 /// send through the team's notification, long before its poll would.
 #[test]
 fn an_inbox_watcher_wakes_on_another_connections_send() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let t = format!("watch-{}", std::process::id());
     let team = team_named(&home, &t, &["alice"]);
     let mut watcher = team

@@ -11,7 +11,7 @@ use roo_store::{
     TaskStatus, Team,
 };
 
-use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
+use super::common::{dsn, fresh_schema_url, home_at, name, pg_home, psql, team_named};
 
 const HELPER_URL: &str = "ROO_TEST_PRESENCE_URL";
 const HELPER_MEMBER: &str = "ROO_TEST_PRESENCE_MEMBER";
@@ -153,9 +153,9 @@ fn detect_until_a_death(team: &Team) -> Vec<roo_store::Death> {
 
 #[test]
 fn a_killed_member_is_declared_dead_by_its_free_lock_and_its_task_released() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &[]);
     let id = task(&team, "carol's");
     let (mut carol, epoch) = MemberProcess::start(&url, "carol", true);
@@ -203,8 +203,9 @@ fn a_killed_member_is_declared_dead_by_its_free_lock_and_its_task_released() {
 /// (another host's) but whose presence is held is alive, and is not declared dead.
 #[test]
 fn a_member_with_a_foreign_pid_lives_by_its_presence() {
-    let Some(dsn) = dsn() else { return };
-    let (_dir, home) = home_at(&fresh_schema_url(&dsn));
+    let Some((_dir, home, _)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &[]);
     let mut carol = Member::new(name("carol"), team.name());
     carol.pid = Some(999_999_999); // no such process on this host
@@ -231,8 +232,9 @@ fn a_member_with_a_foreign_pid_lives_by_its_presence() {
 /// the lock decides from this host too, and its loss gets it declared dead.
 #[test]
 fn a_member_on_another_host_is_judged_by_its_presence_not_a_pid_of_this_host() {
-    let Some(dsn) = dsn() else { return };
-    let (_dir, home) = home_at(&fresh_schema_url(&dsn));
+    let Some((_dir, home, _)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &[]);
     let mut carol = Member::new(name("carol"), team.name());
     carol.pid = Some(std::process::id()); // alive here, but a pid of host b
@@ -256,9 +258,9 @@ fn a_member_on_another_host_is_judged_by_its_presence_not_a_pid_of_this_host() {
 
 #[test]
 fn a_name_whose_presence_is_held_cannot_be_joined_or_held_again() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &[]);
     let (_carol, epoch) = MemberProcess::start(&url, "carol", false);
     let err = team
@@ -281,9 +283,9 @@ fn a_name_whose_presence_is_held_cannot_be_joined_or_held_again() {
 
 #[test]
 fn a_member_declared_dead_is_fenced_until_it_joins_again_with_a_new_epoch() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &["alice"]);
     let first = task(&team, "first");
     let second = task(&team, "second");
@@ -412,9 +414,9 @@ fn a_member_declared_dead_is_fenced_until_it_joins_again_with_a_new_epoch() {
 /// new epoch. A handle writing as one member cannot hold another's presence.
 #[test]
 fn a_presence_fences_every_clone_of_its_handle_and_a_rejoin_moves_them_all() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let lead = team_named(&home, "t", &["alice", "bob"]);
     let (_carol_dir, carol_home) = home_at(&url);
     let carol_team = Team::open(&carol_home, name("t")).unwrap();
@@ -529,9 +531,9 @@ fn a_change_writes_the_servers_time() {
 
 #[test]
 fn the_presence_connection_sets_its_keepalives_per_session() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let pg = home.pg().unwrap();
     let settings = pg.presence_settings().unwrap();
     let names: Vec<&str> = settings.server.iter().map(|(n, _)| n.as_str()).collect();
@@ -584,9 +586,9 @@ fn home_for_files_has_no_presence_connection() -> bool {
 /// link would): it connects again by itself, takes its lock again and LISTENs again.
 #[test]
 fn a_lost_presence_connection_comes_back_with_its_lock_and_its_listens() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &["alice", "bob"]);
     let presence = team.hold_presence(&name("alice")).unwrap();
     let mut watcher = team.mailbox().watcher(&name("alice")).unwrap();

@@ -7,7 +7,7 @@ use roo_store::{
     TaskPatch,
 };
 
-use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
+use super::common::{dsn, fresh_schema_url, home_at, name, pg_home, psql, team_named};
 use crate::pg_proxy::PgProxy;
 
 /// The fewest round trips `op` took over three runs, each after its own `setup` (not
@@ -224,9 +224,9 @@ fn a_mutation_after_connect_is_at_most_two_round_trips_and_a_read_one() {
 /// quarantined text mentions — acknowledged or not.
 #[test]
 fn ids_stay_above_a_whole_quarantined_task_list_even_acknowledged() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &["alice"]);
     let list = team.tasks();
     for s in ["a", "b", "c"] {
@@ -261,9 +261,9 @@ fn ids_stay_above_a_whole_quarantined_task_list_even_acknowledged() {
 /// afterwards, its id is still never handed out again.
 #[test]
 fn a_quarantined_tasks_id_is_not_reused_when_the_mark_is_lowered() {
-    let Some(dsn) = dsn() else { return };
-    let url = fresh_schema_url(&dsn);
-    let (_dir, home) = home_at(&url);
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
     let team = team_named(&home, "t", &["alice"]);
     let list = team.tasks();
     for s in ["a", "b", "c"] {
