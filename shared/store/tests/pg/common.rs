@@ -132,6 +132,24 @@ pub fn new_task(subject: &str) -> NewTask {
     }
 }
 
+/// Waits until the server at `url` started more than [`roo_store::RESTART_GRACE`] ago:
+/// before then a missing presence lock is no evidence of death, so a test that has a
+/// member declared dead must not run earlier (a cluster started a moment ago).
+pub fn wait_out_restart_grace(url: &str) {
+    let older = format!(
+        "SELECT now() - pg_postmaster_start_time() > interval '{} seconds'",
+        roo_store::RESTART_GRACE.as_secs() + 1
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while psql(url, &older) != "t" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server's start never left the restart grace"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Team `team` led by `lead`, with `members`.
 pub fn team_named(home: &RooHome, team: &str, members: &[&str]) -> Team {
     let t = name(team);

@@ -11,7 +11,9 @@ use roo_store::{
     TaskStatus, Team,
 };
 
-use super::common::{dsn, fresh_schema_url, home_at, name, pg_home, psql, team_named};
+use super::common::{
+    dsn, fresh_schema_url, home_at, name, pg_home, psql, team_named, wait_out_restart_grace,
+};
 
 const HELPER_URL: &str = "ROO_TEST_PRESENCE_URL";
 const HELPER_MEMBER: &str = "ROO_TEST_PRESENCE_MEMBER";
@@ -755,7 +757,9 @@ fn a_member_declared_dead_while_its_presence_was_away_does_not_take_its_lock_aga
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Meanwhile the lead declares alice dead by the store's test (her lock is free).
+    // Meanwhile the lead declares alice dead by the store's test (her lock is free, and
+    // a free lock is evidence once the server is out of its restart grace).
+    wait_out_restart_grace(&dsn);
     let deaths = lead.detect_dead(Some(&name("lead"))).unwrap();
     assert_eq!(deaths.len(), 1, "alice was not declared dead");
     assert_eq!(deaths[0].member.name, name("alice"));

@@ -13,7 +13,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use roo_store::{Error, LeadClaim, Member, Outgoing, ReadFilter, RooHome, Team};
 
-use super::common::{dsn, fresh_schema_url, home_at, name, pause, psql, team_named};
+use super::common::{
+    dsn, fresh_schema_url, home_at, name, pause, psql, team_named, wait_out_restart_grace,
+};
 use super::presence::{HELPER_LEAD, MemberProcess};
 use crate::pg_proxy::PgProxy;
 
@@ -306,12 +308,7 @@ fn a_member_whose_lock_is_missing_right_after_a_backend_crash_is_not_declared_de
     };
     assert_eq!(evidence(), Some(true));
     // The new cluster's own start is out of the grace first.
-    wait_for("the cluster's start to be out of the grace", || {
-        psql(
-            &cluster.dsn,
-            "SELECT now() - pg_postmaster_start_time() > interval '11 seconds'",
-        ) == "t"
-    });
+    wait_out_restart_grace(&cluster.dsn);
     kill(pid, Signal::SIGSTOP).unwrap();
     // A session of its own, to crash: its backend's pid, then SIGKILL of that backend.
     let mut sleeper = std::process::Command::new("psql")
