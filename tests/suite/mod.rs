@@ -35,6 +35,7 @@ mod store_files;
 mod store_pg;
 mod store_pg_review2;
 mod store_symlinks;
+mod structure;
 mod task_authority;
 mod team_approvals;
 mod team_fetch_guard;
