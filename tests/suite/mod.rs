@@ -34,6 +34,7 @@ mod store_files;
 mod store_pg;
 mod store_pg_credentials;
 mod store_symlinks;
+mod structure;
 mod task_authority;
 mod team_approvals;
 mod team_fetch_guard;
