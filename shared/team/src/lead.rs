@@ -854,15 +854,6 @@ pub fn team_led_in(messages: &[roo_llm::Message]) -> Option<Name> {
     led
 }
 
-/// What the user can do with team `team` that a lead left behind (a `-p` run that hit
-/// its team timeout, a lead that crashed): lead it again, or delete it.
-pub fn left_team_advice(team: &Name) -> String {
-    format!(
-        "resume it with `roo-lead --team {team}` (or `roo-lead --continue` to resume the \
-         session that led it), or delete it with `roo-mail team delete --team {team}`"
-    )
-}
-
 /// A lead leaving its team on purpose with teammates still running (`--keep-panes`):
 /// its pid is taken off the lead entry, so they wait for the next lead without end
 /// rather than stop as they do when the lead's process is gone (`teammate::lead_watch`).
