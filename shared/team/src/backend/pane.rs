@@ -177,4 +177,3 @@ pub fn signal(pid: u32, signal: nix::sys::signal::Signal) {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), signal);
     }
 }
-

@@ -179,7 +179,6 @@ pub const TEAM_STATE_BUDGET: usize = 8 * 1024;
 /// Bytes of that state's list of teammates.
 const ROSTER_BUDGET: usize = 2 * 1024;
 
-
 /// The team state a lead's model gets back after a compaction: its team, every
 /// teammate's state and the tasks not completed — within [`TEAM_STATE_BUDGET`] bytes
 /// (the lead's own, in-progress and blocked tasks first), saying how many it left out
