@@ -192,7 +192,7 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
             Some(binding) => format!(
                 "; team {} is kept: {}",
                 binding.team.name(),
-                roo_team::lead::left_team_advice(binding.team.name())
+                roo_team::tools::left_team_advice(binding.team.name())
             ),
             None => String::new(),
         };

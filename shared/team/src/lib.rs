@@ -22,6 +22,7 @@ pub mod builder;
 pub mod delivery;
 pub mod event;
 pub mod lead;
+mod process;
 pub mod relay;
 pub mod router;
 pub mod shutdown;

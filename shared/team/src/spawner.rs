@@ -185,7 +185,7 @@ pub enum SpawnError {
 /// Whether process `pid` is `roo-worker` for `name` of `team`: its command line is
 /// read from `/proc` (where there is none, nothing is signalled).
 fn is_worker_of(pid: u32, team: &Name, name: &Name) -> bool {
-    let Some(args) = crate::backend::pane::process_argv(pid) else {
+    let Some(args) = crate::process::argv(pid) else {
         return false;
     };
     let is_worker = args.first().is_some_and(|exe| exe.ends_with(b"roo-worker"));

@@ -20,6 +20,7 @@
 //! [`ToolKind::Internal`]: roo_agent::tool::ToolKind::Internal
 //! [`TypedTool`]: roo_agent::tool::TypedTool
 
+pub(crate) mod budget;
 mod merge;
 mod message;
 pub(crate) mod schema;
@@ -43,7 +44,7 @@ use crate::worktree::Git;
 pub use merge::TeamMerge;
 pub use message::SendMessage;
 pub use task::{TaskCreate, TaskGet, TaskList, TaskUpdate};
-pub use team::{TeamCreate, TeamDelete};
+pub use team::{TeamCreate, TeamDelete, left_team_advice};
 
 /// Longest result a team tool returns, in bytes (the rest is cut with a note).
 pub const MAX_TOOL_RESULT: usize = 16_000;

@@ -177,15 +177,3 @@ pub fn signal(pid: u32, signal: nix::sys::signal::Signal) {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), signal);
     }
 }
-
-/// The command line of process `pid` (`/proc/<pid>/cmdline`, one entry an argument);
-/// `None` where `/proc` cannot tell.
-pub(crate) fn process_argv(pid: u32) -> Option<Vec<Vec<u8>>> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    Some(
-        raw.split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(<[u8]>::to_vec)
-            .collect(),
-    )
-}

@@ -47,7 +47,7 @@ use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
 use crate::backend::pane::{self, START_TIMEOUT};
 use crate::backend::worker_launch::{WorkerHandoff, WorkerLaunch};
 
-use command::{QuoteError, RemoteTmux, Ssh, sh_join};
+use command::{QuoteError, RemoteTmux, Ssh, sh_join, ssh_hint};
 
 /// How long one short ssh command (start a session, stop one, read a pane) may take.
 pub const SSH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -406,20 +406,6 @@ async fn describe(detail: String, stderr: Option<tokio::task::JoinHandle<String>
         (_, true) => detail,
         (true, false) => said,
         (false, false) => format!("{detail}: {said}"),
-    }
-}
-
-/// What to do about ssh's usual failures, from what it wrote on stderr ("" if nothing
-/// is known).
-pub fn ssh_hint(stderr: &str) -> &'static str {
-    if stderr.contains("Host key verification failed") || stderr.contains("No matching host key") {
-        "; the host key is unknown or changed: add the host's key to known_hosts \
-         (ssh-keyscan, or one ssh by hand) first"
-    } else if stderr.contains("Permission denied (publickey") {
-        "; ssh needs a key it can use without a prompt (ssh-agent, or an unencrypted key \
-         for this host)"
-    } else {
-        ""
     }
 }
 

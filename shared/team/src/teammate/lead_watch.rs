@@ -68,7 +68,7 @@ fn runs_a_lead(pid: u32) -> bool {
     if pid == std::process::id() || !std::path::Path::new("/proc/self").exists() {
         return true;
     }
-    let named = crate::backend::pane::process_argv(pid)
+    let named = crate::process::argv(pid)
         .is_some_and(|args| args.first().is_some_and(|exe| exe.ends_with(b"roo-lead")));
     named
         || matches!(

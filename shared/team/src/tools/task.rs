@@ -18,10 +18,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::budget::{task_ranks, within_budget};
 use super::schema::{self, id_required};
 use super::{TeamToolError, TeamTools, bounded, id_list, opt_id, parse_name, run_blocking};
 use crate::event::one_line;
-use crate::lead::status::{task_ranks, within_budget};
 
 /// Most ready task ids TaskList names; the rest are counted.
 pub const MAX_LISTED_TASKS: usize = 200;

@@ -104,6 +104,15 @@ impl TypedTool for TeamCreate {
     }
 }
 
+/// What the user can do with team `team` that a lead left behind (a `-p` run that hit
+/// its team timeout, a lead that crashed): lead it again, or delete it.
+pub fn left_team_advice(team: &Name) -> String {
+    format!(
+        "resume it with `roo-lead --team {team}` (or `roo-lead --continue` to resume the \
+         session that led it), or delete it with `roo-mail team delete --team {team}`"
+    )
+}
+
 /// Why TeamCreate cannot take the name `name`: a team of that name exists. Says who
 /// leads it and, for a team its lead left behind, how to resume or delete it.
 fn taken(home: &RooHome, name: &Name) -> String {
@@ -112,7 +121,7 @@ fn taken(home: &RooHome, name: &Name) -> String {
         format!(
             "create team {name}: a team of that name exists, {situation}; {}; or create the \
              team under another name",
-            crate::lead::left_team_advice(name)
+            left_team_advice(name)
         )
     };
     match state {
@@ -127,7 +136,7 @@ fn taken(home: &RooHome, name: &Name) -> String {
         Ok(LeadState::Unknown) | Err(_) => format!(
             "create team {name}: a team of that name exists; create the team under another \
              name, or {}",
-            crate::lead::left_team_advice(name)
+            left_team_advice(name)
         ),
     }
 }
@@ -442,7 +451,7 @@ impl TeamDelete {
                 let sent = mailbox.send(&me, &to, request)?;
                 // A pane teammate reads it at once (see `backend::nudge`).
                 if let Ok(to) = Name::parse(&to) {
-                    crate::backend::nudge::member(mailbox.team(), &to);
+                    roo_store::wake::member(mailbox.team(), &to);
                 }
                 Ok(sent)
             })

@@ -36,7 +36,7 @@ use super::{
     FETCH_TIMEOUT, LeadRepo, Result, WORKTREES_DIR, WorktreeError, branch_name,
     check_ref_component, summarize_files, worktree_dir_name,
 };
-use crate::backend::ssh::command::{Ssh, sh_quote};
+use crate::backend::ssh::command::{Ssh, sh_quote, ssh_hint};
 
 /// How long making a clone on a host may take.
 pub const REMOTE_CLONE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -369,11 +369,7 @@ impl LeadRepo {
         let failed = |what: &str, stderr: String| WorktreeError::Remote {
             host: remote.host.to_string(),
             what: what.to_string(),
-            stderr: format!(
-                "{}{}",
-                stderr.trim(),
-                crate::backend::ssh::ssh_hint(&stderr)
-            ),
+            stderr: format!("{}{}", stderr.trim(), ssh_hint(&stderr)),
         };
         // The start commit into the host's clone, under a ref of the team's own.
         let git = self.remote_git(remote)?;
@@ -505,11 +501,9 @@ impl LeadRepo {
                     "refused on host {}: {why}; nothing was fetched",
                     remote.host
                 ),
-                None if ssh_failed(&out.stderr) => format!(
-                    "{}{}",
-                    ssh_lines(&out.stderr),
-                    crate::backend::ssh::ssh_hint(&out.stderr)
-                ),
+                None if ssh_failed(&out.stderr) => {
+                    format!("{}{}", ssh_lines(&out.stderr), ssh_hint(&out.stderr))
+                }
                 None => super::guard::fetch_failure(&out.stderr),
             };
             return Err(WorktreeError::Fetch {

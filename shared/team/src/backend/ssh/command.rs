@@ -1,6 +1,7 @@
 //! The command lines of the ssh backend, as plain functions (unit-tested): the ssh argv,
 //! the one quoting function every remote command goes through, the remote commands
-//! themselves (the handoff server, the tmux session, stopping it) and git's ssh command.
+//! themselves (the handoff server, the tmux session, stopping it), git's ssh command, and
+//! the hint for ssh's usual failures.
 //!
 //! **Quoting.** ssh sends the remote command as one string that the remote user's login
 //! shell (a POSIX shell: sh, bash, dash, ksh, zsh) runs with `-c`, so every argument is
@@ -273,6 +274,20 @@ pub fn serve_handoff(roo_worker: &str, label: &str) -> Vec<String> {
 
 /// `roo-worker`'s hidden flag that serves a handoff (see `roo_app::worker`).
 pub const SERVE_HANDOFF_FLAG: &str = "--serve-handoff";
+
+/// What to do about ssh's usual failures, from what it wrote on stderr ("" if nothing
+/// is known).
+pub fn ssh_hint(stderr: &str) -> &'static str {
+    if stderr.contains("Host key verification failed") || stderr.contains("No matching host key") {
+        "; the host key is unknown or changed: add the host's key to known_hosts \
+         (ssh-keyscan, or one ssh by hand) first"
+    } else if stderr.contains("Permission denied (publickey") {
+        "; ssh needs a key it can use without a prompt (ssh-agent, or an unencrypted key \
+         for this host)"
+    } else {
+        ""
+    }
+}
 
 #[cfg(test)]
 mod tests {
