@@ -14,8 +14,11 @@
 //! - [`run`] and [`run_piped`] run a shell command line to its end, timeout or
 //!   cancel in its own process group and capture its output (Bash, hooks, skill
 //!   scripts).
+//! - `head_tail` keeps the start and the end of a long output: what [`run`]
+//!   captures, and the preview of a spilled tool result.
 
 mod group;
+pub(crate) mod head_tail;
 mod run;
 pub mod sandbox;
 

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::Launcher;
 use super::group::{self, ProcessGroup};
 use super::sandbox::HelperReport;
-use crate::tools::head_tail::HeadTail;
+use super::head_tail::HeadTail;
 
 /// Bytes kept from the start of the output.
 pub const OUTPUT_HEAD_BYTES: usize = 15_000;
