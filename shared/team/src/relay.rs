@@ -6,17 +6,19 @@
 //! and then run as the real CLI, unconfined but with the agent's `ROO_HOME`,
 //! `ROO_TEAM` and `ROO_AGENT_NAME` and the command's own stdin, stdout and stderr:
 //! what it writes is indistinguishable from the team tools' writes, and it always
-//! carries the agent's real name. When the command goes away (its Bash call timed
+//! carries the agent's real name. The CLI starts through the agent crate's one
+//! [`Launcher`] (unconfined). When the command goes away (its Bash call timed
 //! out or was cancelled) the CLI it asked for is ended too.
 
+use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use roo_agent::exec::{EnvSource, ServiceFd};
+use roo_agent::exec::{Confine, EnvSource, Launcher, ServiceFd};
 use roo_cli::relay::{Member, check};
 use roo_store::relay::{self, Incoming, Reply};
 
@@ -145,20 +147,13 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
     } else {
         PathBuf::from("/")
     };
-    let mut command = Command::new(&program);
-    command
-        .args(&request.args)
-        .current_dir(cwd)
-        .stdin(stdin)
-        .stdout(stdout)
-        .stderr(stderr)
-        .env_remove(relay::ENV_FD)
-        .env(relay::ENV_RELAYED_BY, std::process::id().to_string())
-        .env_remove("ROO_TEAM")
-        .env_remove("ROO_AGENT_NAME");
-    for (key, value) in &vars {
-        command.env(key, value);
-    }
+    let mut command = cli_launcher(vars).command(
+        &program,
+        &request.args.iter().map(OsString::from).collect::<Vec<_>>(),
+        &cwd,
+        Confine::No,
+    );
+    command.stdin(stdin).stdout(stdout).stderr(stderr);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -206,6 +201,23 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
                 }
             }
         }
+    }
+}
+
+/// How the CLI is started for a request: unconfined, with the agent's variables
+/// (`vars`, which name the team and the agent) and never the command's own
+/// `ROO_TEAM`/`ROO_AGENT_NAME`, the relay's descriptor or [`roo_agent::exec::ESCAPE_ENV`];
+/// [`relay::ENV_RELAYED_BY`] tells it which agent relayed it.
+fn cli_launcher(vars: Vec<(String, String)>) -> Launcher {
+    let mut env = vec![(
+        relay::ENV_RELAYED_BY.to_string(),
+        std::process::id().to_string(),
+    )];
+    env.extend(vars);
+    Launcher {
+        env_remove: vec!["ROO_TEAM".to_string(), "ROO_AGENT_NAME".to_string()],
+        env,
+        ..Launcher::new(None)
     }
 }
 
