@@ -13,7 +13,7 @@
 use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -97,7 +97,17 @@ fn value<'a>(vars: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
+/// Runs one request: the CLI it asks for, if the agent may run it, with the
+/// command's stdio; the reply says how it ended or why it did not run.
 fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
+    match start_cli(incoming, env, lead) {
+        Ok(child) => reply_on_exit(incoming, child),
+        Err(why) => incoming.reply(&Reply::Refused(why)),
+    }
+}
+
+/// Checks the request against the agent's identity and starts the real CLI for it.
+fn start_cli(incoming: &Incoming, env: &RelayEnv, lead: bool) -> Result<Child, String> {
     let vars = env.vars();
     let me = Member {
         team: value(&vars, "ROO_TEAM").map(str::to_string),
@@ -105,43 +115,14 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
         lead,
     };
     let request = &incoming.request;
-    if let Err(why) = check(request, &me) {
-        incoming.reply(&Reply::Refused(why));
-        return;
-    }
-    let Some(program) = cli_path(&request.program) else {
-        incoming.reply(&Reply::Refused(format!(
+    check(request, &me)?;
+    let program = cli_path(&request.program).ok_or_else(|| {
+        format!(
             "{} is not installed next to the agent nor on PATH",
             request.program
-        )));
-        return;
-    };
-    // A relay socket as stdio would keep a reply end open for ever (the command
-    // handing the agent both ends of one pair): no CLI's stdio is one.
-    let relay_socket = |fd: &OwnedFd| {
-        nix::sys::socket::getsockopt(fd, nix::sys::socket::sockopt::SockType)
-            .is_ok_and(|t| t == nix::sys::socket::SockType::SeqPacket)
-    };
-    if [&incoming.stdin, &incoming.stdout, &incoming.stderr]
-        .into_iter()
-        .any(relay_socket)
-    {
-        incoming.reply(&Reply::Refused(
-            "a team command's stdin, stdout and stderr cannot be relay sockets".into(),
-        ));
-        return;
-    }
-    let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
-    let (Ok(stdin), Ok(stdout), Ok(stderr)) = (
-        stdio(&incoming.stdin),
-        stdio(&incoming.stdout),
-        stdio(&incoming.stderr),
-    ) else {
-        incoming.reply(&Reply::Refused(
-            "could not take over the command's stdio".into(),
-        ));
-        return;
-    };
+        )
+    })?;
+    let (stdin, stdout, stderr) = command_stdio(incoming)?;
     let cwd = if request.cwd.is_dir() {
         request.cwd.clone()
     } else {
@@ -154,18 +135,40 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
         Confine::No,
     );
     command.stdin(stdin).stdout(stdout).stderr(stderr);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            incoming.reply(&Reply::Refused(format!(
-                "could not start {}: {e}",
-                program.display()
-            )));
-            return;
-        }
+    command
+        .spawn()
+        .map_err(|e| format!("could not start {}: {e}", program.display()))
+}
+
+/// Copies of the command's stdin, stdout and stderr for the CLI. A relay socket as
+/// stdio would keep a reply end open for ever (the command handing the agent both
+/// ends of one pair): no CLI's stdio is one.
+fn command_stdio(incoming: &Incoming) -> Result<(Stdio, Stdio, Stdio), String> {
+    let relay_socket = |fd: &OwnedFd| {
+        nix::sys::socket::getsockopt(fd, nix::sys::socket::sockopt::SockType)
+            .is_ok_and(|t| t == nix::sys::socket::SockType::SeqPacket)
     };
-    // The exit is reported the moment it happens; the command's going away is
-    // checked between waits. The pid stays the child's until it is reaped.
+    if [&incoming.stdin, &incoming.stdout, &incoming.stderr]
+        .into_iter()
+        .any(relay_socket)
+    {
+        return Err("a team command's stdin, stdout and stderr cannot be relay sockets".into());
+    }
+    let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
+    match (
+        stdio(&incoming.stdin),
+        stdio(&incoming.stdout),
+        stdio(&incoming.stderr),
+    ) {
+        (Ok(stdin), Ok(stdout), Ok(stderr)) => Ok((stdin, stdout, stderr)),
+        _ => Err("could not take over the command's stdio".into()),
+    }
+}
+
+/// Replies with the CLI's exit code the moment it exits; ends it (without a reply)
+/// if the command goes away first, which is checked between waits.
+fn reply_on_exit(incoming: &Incoming, mut child: Child) {
+    // The pid stays the child's until it is reaped.
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::Builder::new()

@@ -67,3 +67,64 @@ pub fn output_within(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn input_reaches_the_program_and_its_outputs_stay_apart() {
+        let mut command = Command::new("/bin/sh");
+        command
+            .args(["-c", "cat; echo oops >&2; exit 3"])
+            .stdin(Stdio::piped());
+        let out = output_within(
+            &mut command,
+            Some(b"hello".to_vec()),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        let Ending::Exited(status) = out.ending else {
+            panic!("{:?}", out.ending);
+        };
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(out.stdout, b"hello");
+        assert_eq!(out.stderr, b"oops\n");
+    }
+
+    #[test]
+    fn past_the_limit_the_whole_group_is_killed() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!("sleep 300 & echo $! > '{}'; wait", pid_file.display());
+        let mut command = Command::new("/bin/sh");
+        command.args(["-c", &script]).stdin(Stdio::null());
+        let began = Instant::now();
+        let out = output_within(&mut command, None, Duration::from_millis(500)).unwrap();
+        assert_eq!(out.ending, Ending::TimedOut);
+        assert!(began.elapsed() < Duration::from_secs(10));
+        assert!(out.stdout.is_empty() && out.stderr.is_empty());
+        // The background sleep was in the group: it is killed with the shell.
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let running = std::fs::read_to_string(&stat)
+                .ok()
+                .and_then(|s| crate::exec::sandbox::proc_stat(&s).map(|s| s.state))
+                .is_some_and(|state| state != 'Z' && state != 'X');
+            if !running {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the group's sleep {pid} still runs"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
