@@ -2,9 +2,10 @@
 //!
 //! Every process the agent starts for someone else's code — a Bash call, a hook, a
 //! skill script, an MCP server, the agent's own `git`, a teammate's worktree git, a
-//! `roo-mail` a command asked its agent's relay for — starts through a [`Launcher`]: the one value that knows the OS sandbox
-//! ([`sandbox`]), which variables are scrubbed from the environment and which are
-//! added, and (for commands) the agent's team-service descriptor. What a command may
+//! `roo-mail` a command asked its agent's relay for — starts through a
+//! [`Launcher`]: the one value that knows the OS sandbox ([`sandbox`]), which
+//! variables are scrubbed from the environment and which are added, and (for
+//! commands) the agent's team-service descriptor. What a command may
 //! reach is therefore decided here and in [`sandbox`] alone; callers only say what
 //! to run and where.
 //!

@@ -404,6 +404,7 @@ fn capped(stderr: String) -> String {
 pub(crate) fn nul_fields(text: &str) -> impl Iterator<Item = &str> {
     text.split('\0').filter(|s| !s.is_empty())
 }
+
 /// Runs `command` through [`roo_agent::exec::output_within`] for at most `limit`: past
 /// it the whole group (the program and what it started, e.g. git's upload-pack or ssh's
 /// proxy) is killed and the output is a failure saying `what` took too long. `Err` only
