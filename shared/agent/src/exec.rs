@@ -12,12 +12,12 @@
 //! - [`Launcher::command`] builds a [`std::process::Command`] for short programs
 //!   (git), confined or merely supervised.
 //! - [`Launcher::server_command`] builds one for long-running stdio servers.
-//! - [`run`] and [`run_piped`] run a shell command line to its end, timeout or
+//! - [`run()`] and [`run_piped`] run a shell command line to its end, timeout or
 //!   cancel in its own process group and capture its output (Bash, hooks, skill
 //!   scripts).
 //! - [`output_within`] runs a prepared program to its end or a time limit, in its
 //!   own process group, from blocking code (the runtime's git and ssh).
-//! - `head_tail` keeps the start and the end of a long output: what [`run`]
+//! - `head_tail` keeps the start and the end of a long output: what [`run()`]
 //!   captures, and the preview of a spilled tool result.
 
 mod bounded;

@@ -1,5 +1,5 @@
 //! Running a short program to its end within a time limit, from blocking code (the
-//! runtime's own git and ssh). Like [`super::run`], the program starts as the leader
+//! runtime's own git and ssh). Like [`super::run()`], the program starts as the leader
 //! of a process group of its own, so a timeout ends it and everything it started
 //! (git's upload-pack, ssh's proxy) at once; unlike it, the program is any prepared
 //! [`std::process::Command`] and its stdout and stderr are kept apart and whole.

@@ -1,10 +1,11 @@
 //! The sub-agent machinery of one agent: what a sub-agent takes from its parent
 //! ([`ParentParts`]), what every runtime of a session shares (limits, slots, the task
 //! table, the session's cancel) and the Agent tool's entry point,
-//! [`SubagentRuntime::call`]. One call goes through three jobs, one module each:
+//! `SubagentRuntime::call`. One call goes through three jobs, one module each:
 //! `start` builds the child (its checks, plan, registry, tool layers, workspace,
-//! policy and [`Agent`](crate::agent_loop::Agent)), `child` runs it in its own tokio task to the [`TaskEnd`] the
-//! parent reads, and `wait` is the call's side (foreground, background, detach).
+//! policy and [`Agent`](crate::agent_loop::Agent)), `child` runs it in its own tokio
+//! task to the [`TaskEnd`] the parent reads, and `wait` is the call's side
+//! (foreground, background, detach).
 //!
 //! [`TaskEnd`]: super::tasks::TaskEnd
 
