@@ -1,21 +1,28 @@
 //! One home for starting processes.
 //!
 //! Every process the agent starts for someone else's code — a Bash call, a hook, a
-//! skill script, an MCP server, the agent's own `git`, a teammate's worktree git —
-//! starts through a [`Launcher`]: the one value that knows the OS sandbox
-//! ([`sandbox`]), which variables are scrubbed from the environment and which are
-//! added, and (for commands) the agent's team-service descriptor. What a command may
+//! skill script, an MCP server, the agent's own `git`, a teammate's worktree git, a
+//! `roo-mail` a command asked its agent's relay for — starts through a
+//! [`Launcher`]: the one value that knows the OS sandbox ([`sandbox`]), which
+//! variables are scrubbed from the environment and which are added, and (for
+//! commands) the agent's team-service descriptor. What a command may
 //! reach is therefore decided here and in [`sandbox`] alone; callers only say what
 //! to run and where.
 //!
 //! - [`Launcher::command`] builds a [`std::process::Command`] for short programs
 //!   (git), confined or merely supervised.
 //! - [`Launcher::server_command`] builds one for long-running stdio servers.
-//! - [`run`] and [`run_piped`] run a shell command line to its end, timeout or
+//! - [`run()`] and [`run_piped`] run a shell command line to its end, timeout or
 //!   cancel in its own process group and capture its output (Bash, hooks, skill
 //!   scripts).
+//! - [`output_within`] runs a prepared program to its end or a time limit, in its
+//!   own process group, from blocking code (the runtime's git and ssh).
+//! - `head_tail` keeps the start and the end of a long output: what [`run()`]
+//!   captures, and the preview of a spilled tool result.
 
+mod bounded;
 mod group;
+pub(crate) mod head_tail;
 mod run;
 pub mod sandbox;
 
@@ -26,6 +33,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 
+pub use bounded::{BoundedOutput, output_within};
 pub use run::{
     Ending, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, Outcome, PipedOutcome, RunError, run, run_piped,
 };

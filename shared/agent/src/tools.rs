@@ -17,7 +17,6 @@ pub mod tool_search;
 pub mod write_file;
 
 pub(crate) mod confined;
-pub(crate) mod head_tail;
 mod input;
 mod walk;
 

@@ -6,17 +6,19 @@
 //! and then run as the real CLI, unconfined but with the agent's `ROO_HOME`,
 //! `ROO_TEAM` and `ROO_AGENT_NAME` and the command's own stdin, stdout and stderr:
 //! what it writes is indistinguishable from the team tools' writes, and it always
-//! carries the agent's real name. When the command goes away (its Bash call timed
+//! carries the agent's real name. The CLI starts through the agent crate's one
+//! [`Launcher`] (unconfined). When the command goes away (its Bash call timed
 //! out or was cancelled) the CLI it asked for is ended too.
 
+use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use roo_agent::exec::{EnvSource, ServiceFd};
+use roo_agent::exec::{Confine, EnvSource, Launcher, ServiceFd};
 use roo_cli::relay::{Member, check};
 use roo_store::relay::{self, Incoming, Reply};
 
@@ -95,7 +97,17 @@ fn value<'a>(vars: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
+/// Runs one request: the CLI it asks for, if the agent may run it, with the
+/// command's stdio; the reply says how it ended or why it did not run.
 fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
+    match start_cli(incoming, env, lead) {
+        Ok(child) => reply_on_exit(incoming, child),
+        Err(why) => incoming.reply(&Reply::Refused(why)),
+    }
+}
+
+/// Checks the request against the agent's identity and starts the real CLI for it.
+fn start_cli(incoming: &Incoming, env: &RelayEnv, lead: bool) -> Result<Child, String> {
     let vars = env.vars();
     let me = Member {
         team: value(&vars, "ROO_TEAM").map(str::to_string),
@@ -103,19 +115,35 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
         lead,
     };
     let request = &incoming.request;
-    if let Err(why) = check(request, &me) {
-        incoming.reply(&Reply::Refused(why));
-        return;
-    }
-    let Some(program) = cli_path(&request.program) else {
-        incoming.reply(&Reply::Refused(format!(
+    check(request, &me)?;
+    let program = cli_path(&request.program).ok_or_else(|| {
+        format!(
             "{} is not installed next to the agent nor on PATH",
             request.program
-        )));
-        return;
+        )
+    })?;
+    let (stdin, stdout, stderr) = command_stdio(incoming)?;
+    let cwd = if request.cwd.is_dir() {
+        request.cwd.clone()
+    } else {
+        PathBuf::from("/")
     };
-    // A relay socket as stdio would keep a reply end open for ever (the command
-    // handing the agent both ends of one pair): no CLI's stdio is one.
+    let mut command = cli_launcher(vars).command(
+        &program,
+        &request.args.iter().map(OsString::from).collect::<Vec<_>>(),
+        &cwd,
+        Confine::No,
+    );
+    command.stdin(stdin).stdout(stdout).stderr(stderr);
+    command
+        .spawn()
+        .map_err(|e| format!("could not start {}: {e}", program.display()))
+}
+
+/// Copies of the command's stdin, stdout and stderr for the CLI. A relay socket as
+/// stdio would keep a reply end open for ever (the command handing the agent both
+/// ends of one pair): no CLI's stdio is one.
+fn command_stdio(incoming: &Incoming) -> Result<(Stdio, Stdio, Stdio), String> {
     let relay_socket = |fd: &OwnedFd| {
         nix::sys::socket::getsockopt(fd, nix::sys::socket::sockopt::SockType)
             .is_ok_and(|t| t == nix::sys::socket::SockType::SeqPacket)
@@ -124,53 +152,23 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
         .into_iter()
         .any(relay_socket)
     {
-        incoming.reply(&Reply::Refused(
-            "a team command's stdin, stdout and stderr cannot be relay sockets".into(),
-        ));
-        return;
+        return Err("a team command's stdin, stdout and stderr cannot be relay sockets".into());
     }
     let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
-    let (Ok(stdin), Ok(stdout), Ok(stderr)) = (
+    match (
         stdio(&incoming.stdin),
         stdio(&incoming.stdout),
         stdio(&incoming.stderr),
-    ) else {
-        incoming.reply(&Reply::Refused(
-            "could not take over the command's stdio".into(),
-        ));
-        return;
-    };
-    let cwd = if request.cwd.is_dir() {
-        request.cwd.clone()
-    } else {
-        PathBuf::from("/")
-    };
-    let mut command = Command::new(&program);
-    command
-        .args(&request.args)
-        .current_dir(cwd)
-        .stdin(stdin)
-        .stdout(stdout)
-        .stderr(stderr)
-        .env_remove(relay::ENV_FD)
-        .env(relay::ENV_RELAYED_BY, std::process::id().to_string())
-        .env_remove("ROO_TEAM")
-        .env_remove("ROO_AGENT_NAME");
-    for (key, value) in &vars {
-        command.env(key, value);
+    ) {
+        (Ok(stdin), Ok(stdout), Ok(stderr)) => Ok((stdin, stdout, stderr)),
+        _ => Err("could not take over the command's stdio".into()),
     }
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            incoming.reply(&Reply::Refused(format!(
-                "could not start {}: {e}",
-                program.display()
-            )));
-            return;
-        }
-    };
-    // The exit is reported the moment it happens; the command's going away is
-    // checked between waits. The pid stays the child's until it is reaped.
+}
+
+/// Replies with the CLI's exit code the moment it exits; ends it (without a reply)
+/// if the command goes away first, which is checked between waits.
+fn reply_on_exit(incoming: &Incoming, mut child: Child) {
+    // The pid stays the child's until it is reaped.
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::Builder::new()
@@ -206,6 +204,23 @@ fn handle(incoming: &Incoming, env: &RelayEnv, lead: bool) {
                 }
             }
         }
+    }
+}
+
+/// How the CLI is started for a request: unconfined, with the agent's variables
+/// (`vars`, which name the team and the agent) and never the command's own
+/// `ROO_TEAM`/`ROO_AGENT_NAME`, the relay's descriptor or [`roo_agent::exec::ESCAPE_ENV`];
+/// [`relay::ENV_RELAYED_BY`] tells it which agent relayed it.
+fn cli_launcher(vars: Vec<(String, String)>) -> Launcher {
+    let mut env = vec![(
+        relay::ENV_RELAYED_BY.to_string(),
+        std::process::id().to_string(),
+    )];
+    env.extend(vars);
+    Launcher {
+        env_remove: vec!["ROO_TEAM".to_string(), "ROO_AGENT_NAME".to_string()],
+        env,
+        ..Launcher::new(None)
     }
 }
 

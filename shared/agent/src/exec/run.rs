@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Launcher;
 use super::group::{self, ProcessGroup};
+use super::head_tail::HeadTail;
 use super::sandbox::HelperReport;
-use crate::tools::head_tail::HeadTail;
 
 /// Bytes kept from the start of the output.
 pub const OUTPUT_HEAD_BYTES: usize = 15_000;
@@ -153,143 +153,32 @@ pub async fn run(
             ),
         });
     }
-    let shell_args = [OsString::from("-c"), OsString::from(command)];
-    let relay = launcher
-        .service
-        .as_ref()
-        .filter(|_| launcher.sandbox.is_some());
-    let (program, args) = match launcher.sandbox.as_deref() {
-        Some(sandbox) => sandbox.wrap_relayed(shell(), &shell_args, relay.is_some()),
-        None => (shell().clone(), shell_args.to_vec()),
-    };
-    let start_error = |source| RunError {
-        action: "start",
-        path: program.clone(),
-        source,
-    };
-    // The helper reports how the command ended on its stdin: a pipe to us.
-    let report_pipe = match launcher.sandbox {
-        // A socket, so the relay descriptor can travel over it too.
-        Some(_) => Some(roo_store::relay::pair().map_err(start_error)?),
-        None => None,
-    };
-    let mut cmd = Command::new(&program);
-    cmd.args(&args)
-        .current_dir(cwd)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    for name in launcher.removed() {
-        cmd.env_remove(name);
-    }
-    cmd.envs(launcher.vars());
-    let report_reader = match report_pipe {
-        Some((reader, writer)) => {
-            cmd.stdin(Stdio::from(writer));
-            Some(reader)
-        }
-        None => {
-            cmd.stdin(Stdio::null());
-            None
-        }
-    };
-    let spawned = cmd.spawn();
-    // Drops our copy of the report pipe's write end.
-    drop(cmd);
-    let mut child = spawned.map_err(start_error)?;
-    if let (Some(relay), Some(channel)) = (relay, &report_reader) {
-        // The helper waits for it before it starts the command; if this fails the
-        // helper reads end-of-file and the command runs without a relay.
-        let _ = roo_store::relay::send_fd(channel, &relay.0);
-    }
+    let Shell {
+        mut child,
+        program,
+        report_reader,
+    } = Shell::start(command, launcher, cwd)?;
     let group = child.id().and_then(ProcessGroup::new);
     let supervised = launcher.sandbox.is_some();
     let mut guard = EndOnDrop { group, supervised };
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let mut output = HeadTail::new(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
-    let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let deadline = tokio::time::sleep(timeout);
-    tokio::pin!(deadline);
-    let drain = tokio::time::sleep(Duration::MAX);
-    tokio::pin!(drain);
-    let mut status: Option<ExitStatus> = None;
-
-    let ending = loop {
-        if let Some(status) = status
-            && stdout.is_none()
-            && stderr.is_none()
-        {
-            break Ending::Exited(status);
-        }
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break Ending::Cancelled,
-            _ = &mut deadline => break Ending::TimedOut,
-            read = read_some(&mut stdout, &mut out_buf) => match read {
-                Some(n) => output.push(&out_buf[..n]),
-                None => stdout = None,
-            },
-            read = read_some(&mut stderr, &mut err_buf) => match read {
-                Some(n) => output.push(&err_buf[..n]),
-                None => stderr = None,
-            },
-            waited = child.wait(), if status.is_none() => match waited {
-                Ok(s) => {
-                    status = Some(s);
-                    drain.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
-                }
-                Err(e) => {
-                    return Err(RunError { action: "wait for", path: program.clone(), source: e });
-                }
-            },
-            _ = &mut drain, if status.is_some() => {
-                // Something the command started still holds the pipes open.
-                break Ending::Exited(status.unwrap_or_default());
-            }
-        }
+    let mut capture = Capture::new(&mut child);
+    let ending = capture
+        .until_end(&mut child, timeout, cancel)
+        .await
+        .map_err(|source| RunError {
+            action: "wait for",
+            path: program.clone(),
+            source,
+        })?;
+    let mut leftovers = match group {
+        Some(group) => end_group(group, ending, supervised, &mut child).await,
+        None => 0,
     };
-
-    // The supervisor needs time to end what left the group before it exits.
-    let grace = if supervised {
-        group::TERM_GRACE + helper_grace()
-    } else {
-        group::TERM_GRACE
-    };
-    let mut leftovers = 0;
-    if let Some(group) = group {
-        match ending {
-            Ending::Exited(_) => {
-                if group.is_alive() {
-                    leftovers += 1;
-                    group.terminate(&mut child, grace).await;
-                }
-            }
-            Ending::TimedOut | Ending::Cancelled => {
-                group.terminate(&mut child, grace).await;
-            }
-        }
-    }
     guard.group = None;
     if matches!(ending, Ending::TimedOut | Ending::Cancelled) {
         // What the command wrote before it was ended is still in the pipes; its group is
         // gone, so they reach their end at once (bounded, in case something escaped it).
-        let drained = async {
-            while stdout.is_some() || stderr.is_some() {
-                tokio::select! {
-                    read = read_some(&mut stdout, &mut out_buf) => match read {
-                        Some(n) => output.push(&out_buf[..n]),
-                        None => stdout = None,
-                    },
-                    read = read_some(&mut stderr, &mut err_buf) => match read {
-                        Some(n) => output.push(&err_buf[..n]),
-                        None => stderr = None,
-                    },
-                }
-            }
-        };
-        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drained).await;
+        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, capture.rest()).await;
     }
     let report = report_reader.and_then(read_report);
     let ending = match (ending, &report) {
@@ -301,10 +190,195 @@ pub async fn run(
     }
     Ok(Outcome {
         ending,
-        output: output.render(),
+        output: capture.output.render(),
         leftovers,
         sandboxed: launcher.confines(),
     })
+}
+
+/// The shell of one [`run`], started in its own process group.
+struct Shell {
+    child: tokio::process::Child,
+    /// What was started: the shell, or the sandbox helper running it.
+    program: PathBuf,
+    /// Where the sandbox helper reports how the command ended.
+    report_reader: Option<std::os::fd::OwnedFd>,
+}
+
+impl Shell {
+    /// Starts `command` under the shell in `cwd`: through the sandbox helper (with the
+    /// agent's team service handed over before the command starts) when the launcher
+    /// has one, directly otherwise; stdout and stderr piped.
+    fn start(command: &str, launcher: &Launcher, cwd: &Path) -> Result<Self, RunError> {
+        let shell_args = [OsString::from("-c"), OsString::from(command)];
+        let relay = launcher
+            .service
+            .as_ref()
+            .filter(|_| launcher.sandbox.is_some());
+        let (program, args) = match launcher.sandbox.as_deref() {
+            Some(sandbox) => sandbox.wrap_relayed(shell(), &shell_args, relay.is_some()),
+            None => (shell().clone(), shell_args.to_vec()),
+        };
+        let start_error = |source| RunError {
+            action: "start",
+            path: program.clone(),
+            source,
+        };
+        // The helper reports how the command ended on its stdin: a pipe to us.
+        let report_pipe = match launcher.sandbox {
+            // A socket, so the relay descriptor can travel over it too.
+            Some(_) => Some(roo_store::relay::pair().map_err(start_error)?),
+            None => None,
+        };
+        let mut cmd = Command::new(&program);
+        cmd.args(&args)
+            .current_dir(cwd)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        for name in launcher.removed() {
+            cmd.env_remove(name);
+        }
+        cmd.envs(launcher.vars());
+        let report_reader = match report_pipe {
+            Some((reader, writer)) => {
+                cmd.stdin(Stdio::from(writer));
+                Some(reader)
+            }
+            None => {
+                cmd.stdin(Stdio::null());
+                None
+            }
+        };
+        let spawned = cmd.spawn();
+        // Drops our copy of the report pipe's write end.
+        drop(cmd);
+        let child = spawned.map_err(start_error)?;
+        if let (Some(relay), Some(channel)) = (relay, &report_reader) {
+            // The helper waits for it before it starts the command; if this fails the
+            // helper reads end-of-file and the command runs without a relay.
+            let _ = roo_store::relay::send_fd(channel, &relay.0);
+        }
+        Ok(Self {
+            child,
+            program,
+            report_reader,
+        })
+    }
+}
+
+/// A command's stdout and stderr, read as they come into one head-and-tail buffer.
+struct Capture {
+    stdout: Option<tokio::process::ChildStdout>,
+    stderr: Option<tokio::process::ChildStderr>,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+    output: HeadTail,
+}
+
+impl Capture {
+    /// Takes over `child`'s pipes.
+    fn new(child: &mut tokio::process::Child) -> Self {
+        Self {
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+            out_buf: vec![0u8; 8192],
+            err_buf: vec![0u8; 8192],
+            output: HeadTail::new(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES),
+        }
+    }
+
+    /// Reads until the shell exited and its pipes closed (or [`DRAIN_AFTER_EXIT`]
+    /// after its exit, if something it started still holds them), the timeout or
+    /// the cancel. `Err` only if the shell could not be waited for.
+    async fn until_end(
+        &mut self,
+        child: &mut tokio::process::Child,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> std::io::Result<Ending> {
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let drain = tokio::time::sleep(Duration::MAX);
+        tokio::pin!(drain);
+        let mut status: Option<ExitStatus> = None;
+        Ok(loop {
+            if let Some(status) = status
+                && self.stdout.is_none()
+                && self.stderr.is_none()
+            {
+                break Ending::Exited(status);
+            }
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break Ending::Cancelled,
+                _ = &mut deadline => break Ending::TimedOut,
+                read = read_some(&mut self.stdout, &mut self.out_buf) => match read {
+                    Some(n) => self.output.push(&self.out_buf[..n]),
+                    None => self.stdout = None,
+                },
+                read = read_some(&mut self.stderr, &mut self.err_buf) => match read {
+                    Some(n) => self.output.push(&self.err_buf[..n]),
+                    None => self.stderr = None,
+                },
+                waited = child.wait(), if status.is_none() => {
+                    status = Some(waited?);
+                    drain.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                },
+                _ = &mut drain, if status.is_some() => {
+                    // Something the command started still holds the pipes open.
+                    break Ending::Exited(status.unwrap_or_default());
+                }
+            }
+        })
+    }
+
+    /// Reads what is left in both pipes, to their end.
+    async fn rest(&mut self) {
+        while self.stdout.is_some() || self.stderr.is_some() {
+            tokio::select! {
+                read = read_some(&mut self.stdout, &mut self.out_buf) => match read {
+                    Some(n) => self.output.push(&self.out_buf[..n]),
+                    None => self.stdout = None,
+                },
+                read = read_some(&mut self.stderr, &mut self.err_buf) => match read {
+                    Some(n) => self.output.push(&self.err_buf[..n]),
+                    None => self.stderr = None,
+                },
+            }
+        }
+    }
+}
+
+/// Ends what is left of the command's group once the run `ending` came: always after
+/// a timeout or cancel, and after an exit if something it started is still running.
+/// Returns how many leftovers that was known to be (0 or 1).
+async fn end_group(
+    group: ProcessGroup,
+    ending: Ending,
+    supervised: bool,
+    leader: &mut tokio::process::Child,
+) -> usize {
+    // The supervisor needs time to end what left the group before it exits.
+    let grace = if supervised {
+        group::TERM_GRACE + helper_grace()
+    } else {
+        group::TERM_GRACE
+    };
+    match ending {
+        Ending::Exited(_) => {
+            if group.is_alive() {
+                group.terminate(leader, grace).await;
+                return 1;
+            }
+            0
+        }
+        Ending::TimedOut | Ending::Cancelled => {
+            group.terminate(leader, grace).await;
+            0
+        }
+    }
 }
 
 /// How long the helper may take to end leftovers (TERM, grace, KILL, reap).

@@ -173,11 +173,52 @@ impl McpServers {
         self.lock().servers.is_empty()
     }
 
+    /// Starts server `name`, lists its tools and prompts, publishes them and then
+    /// watches for it to go away; a failure on the way is its status.
     async fn run_server(self, name: String, transport: McpTransport, launch: Launch) {
+        let connection = match self.connect(&name, &transport, &launch).await {
+            Ok(connection) => connection,
+            Err(why) => return self.fail(&name, why).await,
+        };
+        let (tools, prompts) = match self.list(&name, &connection).await {
+            Ok(listed) => listed,
+            Err(why) => {
+                connection.close().await;
+                return self.fail(&name, why).await;
+            }
+        };
+        let listings = Listings::of(&name, &tools, &prompts);
+        let link = Arc::new(ServerLink {
+            server: name.clone(),
+            peer: connection.peer.clone(),
+            down: connection.down.clone(),
+            tool_timeout: self.inner.settings.tool_timeout,
+        });
+        let down = connection.down.clone();
+        let (stopping, publish) = self.connected(&name, connection, &link, listings);
+        if stopping {
+            self.stop_one(&name).await;
+            return;
+        }
+        if publish {
+            self.publish();
+        }
+        tracing::info!("MCP server `{name}` connected");
+        self.watch(&name, down, &link).await;
+    }
+
+    /// Opens the connection to server `name` within the connect timeout; while it
+    /// starts, what is needed to stop it is in its entry.
+    async fn connect(
+        &self,
+        name: &str,
+        transport: &McpTransport,
+        launch: &Launch,
+    ) -> Result<Connection, String> {
         let opened = tokio::time::timeout(
             self.inner.settings.connect_timeout,
-            Connection::open(&name, &transport, &launch, |starting| {
-                if let Some(server) = self.lock().servers.get_mut(&name) {
+            Connection::open(name, transport, launch, |starting| {
+                if let Some(server) = self.lock().servers.get_mut(name) {
                     server.starting = Some(Starting {
                         down: starting.down.clone(),
                         group: starting.group,
@@ -187,23 +228,28 @@ impl McpServers {
             }),
         )
         .await;
-        let connection = match opened {
-            Ok(Ok(connection)) => connection,
-            Ok(Err(why)) => return self.fail(&name, why).await,
-            Err(_) => {
-                let why = format!(
-                    "did not finish starting within {} s{}",
-                    self.inner.settings.connect_timeout.as_secs(),
-                    self.lock()
-                        .servers
-                        .get(&name)
-                        .and_then(|s| s.starting.as_ref())
-                        .map(|s| s.stderr.suffix())
-                        .unwrap_or_default()
-                );
-                return self.fail(&name, why).await;
-            }
-        };
+        match opened {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "did not finish starting within {} s{}",
+                self.inner.settings.connect_timeout.as_secs(),
+                self.lock()
+                    .servers
+                    .get(name)
+                    .and_then(|s| s.starting.as_ref())
+                    .map(|s| s.stderr.suffix())
+                    .unwrap_or_default()
+            )),
+        }
+    }
+
+    /// The tools and prompts server `name` declared, within the connect timeout. A
+    /// broken prompt list costs the prompts, not the tools.
+    async fn list(
+        &self,
+        name: &str,
+        connection: &Connection,
+    ) -> Result<(Vec<rmcp::model::Tool>, Vec<rmcp::model::Prompt>), String> {
         let listed = tokio::time::timeout(self.inner.settings.connect_timeout, async {
             // Only what the server declared: one without tools or prompts may answer
             // those requests with an error.
@@ -222,7 +268,6 @@ impl McpServers {
             } else {
                 Ok(Vec::new())
             };
-            // A broken prompt list costs the prompts, not the tools.
             let prompts = if has_prompts {
                 connection.peer.list_all_prompts().await.unwrap_or_default()
             } else {
@@ -231,119 +276,79 @@ impl McpServers {
             (tools, prompts)
         })
         .await;
-        let (tools, prompts) = match listed {
-            Ok((Ok(tools), prompts)) => (tools, prompts),
-            Ok((Err(e), _)) => {
-                connection.close().await;
-                return self
-                    .fail(
-                        &name,
-                        format!(
-                            "failed to list its tools: {}",
-                            super::tool::describe_error(&name, &e)
-                        ),
-                    )
-                    .await;
-            }
-            Err(_) => {
-                connection.close().await;
-                return self
-                    .fail(&name, "did not list its tools in time".to_string())
-                    .await;
-            }
-        };
-        let mut warnings = Vec::new();
-        let mut listings = Vec::new();
-        for tool in &tools {
-            let value = serde_json::to_value(tool).unwrap_or(Value::Null);
-            if listings.len() == MAX_TOOLS_PER_SERVER {
-                warnings.push(format!(
-                    "more than {MAX_TOOLS_PER_SERVER} tools; the rest are skipped"
-                ));
-                break;
-            }
-            match tool_listing(&name, &value) {
-                Ok(listing)
-                    if !listings
-                        .iter()
-                        .any(|l: &ToolListing| l.name == listing.name) =>
-                {
-                    listings.push(listing)
-                }
-                Ok(listing) => warnings.push(format!("tool {} is listed twice", listing.name)),
-                Err(why) => warnings.push(why),
-            }
+        match listed {
+            Ok((Ok(tools), prompts)) => Ok((tools, prompts)),
+            Ok((Err(e), _)) => Err(format!(
+                "failed to list its tools: {}",
+                super::tool::describe_error(name, &e)
+            )),
+            Err(_) => Err("did not list its tools in time".to_string()),
         }
-        let mut prompt_listings = Vec::new();
-        for prompt in &prompts {
-            let value = serde_json::to_value(prompt).unwrap_or(Value::Null);
-            match prompt_listing(&name, &value) {
-                Ok(listing) => prompt_listings.push(listing),
-                Err(why) => warnings.push(why),
-            }
-        }
-        let link = Arc::new(ServerLink {
-            server: name.clone(),
-            peer: connection.peer.clone(),
-            down: connection.down.clone(),
-            tool_timeout: self.inner.settings.tool_timeout,
-        });
-        let mut down = connection.down.clone();
-        let (stopping, publish);
-        {
-            let mut state = self.lock();
-            stopping = state.stopping;
-            publish = state.publishing;
-            for warning in warnings {
-                let text = format!("MCP server `{name}`: skipped {warning}");
-                tracing::warn!("{text}");
-                state.notices.push(text);
-            }
-            if let Some(server) = state.servers.get_mut(&name) {
-                server.status = ServerStatus::Connected;
-                self.inner.answered.send_modify(|n| *n += 1);
-                match &server.link {
-                    // A restart: the tools registered before use the new connection.
-                    Some(slot) => slot.replace(link.clone()),
-                    None => server.link = Some(LinkSlot::new(link.clone())),
-                }
-                server.tools = listings;
-                server.prompts = prompt_listings;
-                server.starting = None;
-                server.connection = Some(connection);
-            }
-        }
-        if stopping {
-            self.stop_one(&name).await;
-            return;
-        }
-        if publish {
-            self.publish();
-        }
-        tracing::info!("MCP server `{name}` connected");
-        // Watch for the server going away.
-        if down.wait_for(Option::is_some).await.is_ok() {
-            let why = down.borrow().clone().unwrap_or_default();
-            let mut state = self.lock();
-            if state.stopping {
-                return;
-            }
-            let Some(server) = state.servers.get_mut(&name) else {
-                return;
-            };
-            // A connection closed or replaced by a restart ends quietly.
-            let current = server
-                .link
-                .as_ref()
-                .is_some_and(|slot| Arc::ptr_eq(&slot.current(), &link));
-            if server.status != ServerStatus::Connected || !current {
-                return;
-            }
-            server.status = ServerStatus::Exited(why.clone());
-            let text = format!("MCP server `{name}` {why}; its tools are unavailable");
+    }
+
+    /// Marks server `name` connected with its `listings` and `link` (a restart's
+    /// registered tools switch to the new link) and keeps its notices. Returns
+    /// whether the servers are stopping and whether tools are being published.
+    fn connected(
+        &self,
+        name: &str,
+        connection: Connection,
+        link: &Arc<ServerLink>,
+        listings: Listings,
+    ) -> (bool, bool) {
+        let mut state = self.lock();
+        for warning in listings.warnings {
+            let text = format!("MCP server `{name}`: skipped {warning}");
             tracing::warn!("{text}");
             state.notices.push(text);
         }
+        if let Some(server) = state.servers.get_mut(name) {
+            server.status = ServerStatus::Connected;
+            self.inner.answered.send_modify(|n| *n += 1);
+            match &server.link {
+                // A restart: the tools registered before use the new connection.
+                Some(slot) => slot.replace(link.clone()),
+                None => server.link = Some(LinkSlot::new(link.clone())),
+            }
+            server.tools = listings.tools;
+            server.prompts = listings.prompts;
+            server.starting = None;
+            server.connection = Some(connection);
+        }
+        (state.stopping, state.publishing)
+    }
+
+    /// Waits for server `name` to go away and then marks it exited with a notice,
+    /// unless the servers are stopping or `link` was closed or replaced by a restart.
+    async fn watch(
+        &self,
+        name: &str,
+        mut down: watch::Receiver<Option<String>>,
+        link: &Arc<ServerLink>,
+    ) {
+        if down.wait_for(Option::is_some).await.is_err() {
+            return;
+        }
+        let why = down.borrow().clone().unwrap_or_default();
+        let mut state = self.lock();
+        if state.stopping {
+            return;
+        }
+        let Some(server) = state.servers.get_mut(name) else {
+            return;
+        };
+        // A connection closed or replaced by a restart ends quietly.
+        let current = server
+            .link
+            .as_ref()
+            .is_some_and(|slot| Arc::ptr_eq(&slot.current(), link));
+        if server.status != ServerStatus::Connected || !current {
+            return;
+        }
+        server.status = ServerStatus::Exited(why.clone());
+        let text = format!("MCP server `{name}` {why}; its tools are unavailable");
+        tracing::warn!("{text}");
+        state.notices.push(text);
     }
 
     async fn fail(&self, name: &str, why: String) {
@@ -761,5 +766,52 @@ fn install(registry: &ToolRegistry, tools: &[Arc<dyn Tool>], deferring: bool) {
     }
     if added && matches!(registry.lookup(ToolSearch::NAME), Lookup::Unknown) {
         registry.register(Arc::new(ToolSearch::new(registry.downgrade())));
+    }
+}
+/// What a server's tool and prompt lists came to: the entries kept and why others
+/// were skipped (bad schemas, duplicates, more than [`MAX_TOOLS_PER_SERVER`]).
+struct Listings {
+    tools: Vec<ToolListing>,
+    prompts: Vec<PromptListing>,
+    warnings: Vec<String>,
+}
+
+impl Listings {
+    fn of(name: &str, tools: &[rmcp::model::Tool], prompts: &[rmcp::model::Prompt]) -> Self {
+        let mut warnings = Vec::new();
+        let mut listings = Vec::new();
+        for tool in tools {
+            let value = serde_json::to_value(tool).unwrap_or(Value::Null);
+            if listings.len() == MAX_TOOLS_PER_SERVER {
+                warnings.push(format!(
+                    "more than {MAX_TOOLS_PER_SERVER} tools; the rest are skipped"
+                ));
+                break;
+            }
+            match tool_listing(name, &value) {
+                Ok(listing)
+                    if !listings
+                        .iter()
+                        .any(|l: &ToolListing| l.name == listing.name) =>
+                {
+                    listings.push(listing)
+                }
+                Ok(listing) => warnings.push(format!("tool {} is listed twice", listing.name)),
+                Err(why) => warnings.push(why),
+            }
+        }
+        let mut prompt_listings = Vec::new();
+        for prompt in prompts {
+            let value = serde_json::to_value(prompt).unwrap_or(Value::Null);
+            match prompt_listing(name, &value) {
+                Ok(listing) => prompt_listings.push(listing),
+                Err(why) => warnings.push(why),
+            }
+        }
+        Self {
+            tools: listings,
+            prompts: prompt_listings,
+            warnings,
+        }
     }
 }

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::head_tail::preview;
+use crate::exec::head_tail::preview;
 use crate::tool::{ToolContext, ToolOutput};
 
 /// Characters of the start of a spilled result shown in the preview.

@@ -19,7 +19,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use roo_agent::exec::{Confine, Launcher};
+use roo_agent::exec::{Confine, Ending, Launcher};
 
 use super::{Result, WorktreeError};
 
@@ -404,10 +404,11 @@ fn capped(stderr: String) -> String {
 pub(crate) fn nul_fields(text: &str) -> impl Iterator<Item = &str> {
     text.split('\0').filter(|s| !s.is_empty())
 }
-/// Runs `command` in a process group of its own, stdout and stderr captured, for at most
-/// `limit`; past it the whole group (the program and what it started, e.g. git's
-/// upload-pack or ssh's proxy) is killed and the output is a failure saying `what` took
-/// too long. `Err` only if it could not be started or waited for.
+
+/// Runs `command` through [`roo_agent::exec::output_within`] for at most `limit`: past
+/// it the whole group (the program and what it started, e.g. git's upload-pack or ssh's
+/// proxy) is killed and the output is a failure saying `what` took too long. `Err` only
+/// if it could not be started or waited for.
 pub(crate) fn output_within(
     command: &mut std::process::Command,
     limit: std::time::Duration,
@@ -423,47 +424,22 @@ fn output_within_input(
     limit: std::time::Duration,
     what: &str,
 ) -> std::io::Result<GitOutput> {
-    use std::os::unix::process::CommandExt;
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()?;
-    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
-        std::thread::spawn(move || {
-            use std::io::Write;
-            // A program that stops reading (or is killed) only ends this write.
-            let _ = stdin.write_all(&input);
-        });
-    }
-    let pid = child.id();
-    let (done, waited) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    match waited.recv_timeout(limit) {
-        Ok(out) => out.map(|out| GitOutput {
-            success: out.status.success(),
+    let out = roo_agent::exec::output_within(command, input, limit)?;
+    Ok(match out.ending {
+        Ending::Exited(status) => GitOutput {
+            success: status.success(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        }),
-        Err(_) => {
-            if let Ok(pgid) = i32::try_from(pid) {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pgid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            Ok(GitOutput {
-                success: false,
-                stdout: String::new(),
-                stderr: format!(
-                    "{what} took longer than {} s and was ended",
-                    limit.as_secs()
-                ),
-            })
-        }
-    }
+        },
+        Ending::TimedOut | Ending::Cancelled => GitOutput {
+            success: false,
+            stdout: String::new(),
+            stderr: format!(
+                "{what} took longer than {} s and was ended",
+                limit.as_secs()
+            ),
+        },
+    })
 }
 
 #[cfg(test)]
