@@ -323,7 +323,7 @@ pub async fn build_in(
     settings.tools.extra.extend(now);
     settings.tools.deferred.extend(deferred);
     // `Agent` and `TaskStop`: teammates through the spawner, sub-agents otherwise.
-    settings.tools.spawner = Some(spawner.clone());
+    settings.tools.spawn_tools = Some(spawner.spawn_tools());
     let mut template = AgentSettings::new(settings.identity.clone(), settings.roo_home.clone());
     template.store_setting = settings.store_setting.clone();
     template.llm = settings.llm.clone();

@@ -16,7 +16,7 @@ use roo_agent::exec::Launcher;
 use roo_agent::hooks::{CommandHooks, HookSetup, LifecycleHook};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
 use roo_agent::permissions::{
-    Approver, DenyApprover, ParseModeError, PermissionMode, PermissionPolicy,
+    Approver, ParseModeError, PermissionMode, PermissionPolicy,
 };
 use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
 use roo_agent::prompt::{
@@ -29,308 +29,19 @@ use roo_agent::session::{
 };
 use roo_agent::skills::{Catalog, Skills};
 use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime};
-use roo_agent::tool::{EnvSource, ReadFilter, Tool, ToolContext, ToolRegistry, WorkspaceGate};
+use roo_agent::tool::{EnvSource, ReadFilter, ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
-use roo_store::Name;
 
+use crate::settings::{
+    AgentSettings, Identity, McpPlan, PendingWorkspace, Role, SessionPlan, SpawnTools, ToolSet,
+};
 use crate::trust::{Trust, TrustDecision, decide};
 use crate::worktree::subagents::{SubagentWorktrees, WorktreeSettings};
 
 /// Tool results longer than this spill to a file with a preview.
 pub const MAX_RESULT_CHARS: usize = 40_000;
 
-/// Who an agent is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    /// The agent's name: sent with every model request (the scripted provider picks its
-    /// replies by it), recorded in the transcript, exported to tools as `ROO_AGENT_NAME`
-    /// when the agent is in a team.
-    pub name: Name,
-    /// The team it belongs to, if any (exported to tools as `ROO_TEAM`).
-    pub team: Option<Name>,
-    pub role: Role,
-}
-
-impl Identity {
-    /// An agent outside any team (a plain `roo-lead` session).
-    pub fn solo(name: Name) -> Identity {
-        Identity {
-            name,
-            team: None,
-            role: Role::Lead,
-        }
-    }
-
-    /// A teammate `name` of `team`, working for `lead`.
-    pub fn teammate(name: Name, team: Name, lead: Name) -> Identity {
-        Identity {
-            name,
-            team: Some(team),
-            role: Role::Teammate { lead },
-        }
-    }
-}
-
-/// What an agent is for; decides its default persona.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Role {
-    /// Works for the user directly (the lead, or a single agent).
-    Lead,
-    /// Works for the lead of its team.
-    Teammate { lead: Name },
-}
-
-/// Which tools the agent gets.
-#[derive(Clone)]
-pub struct ToolSet {
-    /// The work tools: ReadFile, WriteFile, EditFile, Bash, Glob, Grep.
-    pub work: bool,
-    /// EnterPlanMode and ExitPlanMode (bound to this agent's policy and plan file)
-    /// where a plan can be approved; an agent that starts in plan mode gets them
-    /// whatever this says.
-    pub plan_mode: bool,
-    /// More tools (a team's coordination tools, …), registered after the others; a
-    /// tool with the name of an earlier one replaces it.
-    pub extra: Vec<Arc<dyn Tool>>,
-    /// Tools registered deferred: their schemas are not sent until revealed (a lead's
-    /// team tools until its team is bound, see `crate::reveal_on_bind`); one called by
-    /// name is revealed and the model asked to call it again.
-    pub deferred: Vec<Arc<dyn Tool>>,
-    /// Names removed at the end (e.g. every code tool of a coordinator).
-    pub remove: Vec<String>,
-    /// Sub-agents: the `Agent` tool's sub-agent path and `TaskStop` for background
-    /// tasks (limits from the config's `agents:`).
-    pub subagents: bool,
-    /// The lead's teammate spawner: `Agent` with a `name` spawns a teammate while the
-    /// lead is in a team, and `TaskStop` stops teammates too. `None` for teammates,
-    /// which cannot spawn teammates.
-    pub spawner: Option<crate::Spawner>,
-}
-
-impl Default for ToolSet {
-    fn default() -> Self {
-        ToolSet {
-            work: true,
-            plan_mode: true,
-            extra: Vec::new(),
-            deferred: Vec::new(),
-            remove: Vec::new(),
-            subagents: true,
-            spawner: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for ToolSet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolSet")
-            .field("work", &self.work)
-            .field("plan_mode", &self.plan_mode)
-            .field(
-                "extra",
-                &self.extra.iter().map(|t| t.name()).collect::<Vec<_>>(),
-            )
-            .field(
-                "deferred",
-                &self.deferred.iter().map(|t| t.name()).collect::<Vec<_>>(),
-            )
-            .field("remove", &self.remove)
-            .field("subagents", &self.subagents)
-            .field("spawner", &self.spawner.is_some())
-            .finish()
-    }
-}
-
-/// Where an agent's MCP servers come from.
-#[derive(Clone, Default)]
-pub enum McpPlan {
-    /// Start the servers of the config files (the first agent of a process: the
-    /// lead, `roo-worker`).
-    #[default]
-    Start,
-    /// Use the servers this process already started (an in-process teammate).
-    Shared(McpServers),
-    /// No MCP servers.
-    Off,
-}
-
-impl std::fmt::Debug for McpPlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            McpPlan::Start => "Start",
-            McpPlan::Shared(_) => "Shared",
-            McpPlan::Off => "Off",
-        })
-    }
-}
-
-/// Where the conversation is recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionPlan {
-    /// A new session in the project's sessions directory.
-    New,
-    /// Resume session `id` of the project.
-    Resume(String),
-    /// Resume the project's most recent session.
-    Latest,
-    /// This transcript file: resumed if it exists, else created (a teammate's
-    /// `teams/<team>/transcripts/<name>.jsonl`).
-    Transcript(PathBuf),
-}
-
-impl SessionPlan {
-    /// A team member's transcript, `teams/<team>/transcripts/<name>.jsonl` under
-    /// `roo_home`: a restarted member resumes its conversation.
-    pub fn member(roo_home: &Path, team: &Name, member: &Name) -> SessionPlan {
-        SessionPlan::Transcript(roo_store::RooHome::new(roo_home).transcript(team, member))
-    }
-}
-
-/// Everything needed to build one agent. Start from [`AgentSettings::new`] and override
-/// fields.
-#[derive(Clone)]
-pub struct AgentSettings {
-    pub identity: Identity,
-    /// Working directory; `None` is the process's. Canonicalized by the builder.
-    pub cwd: Option<PathBuf>,
-    /// Root the permission policy and the command sandbox confine writes to; `None` is
-    /// the git top level of the working directory, or the directory itself.
-    pub project_root: Option<PathBuf>,
-    /// Where the project's config files are read and whose trust applies; default: the
-    /// project root. A teammate in a worktree passes the lead's repository, so the
-    /// user's uncommitted `config.local.yaml` (its deny rules too) and the trust list,
-    /// which names the lead's root, apply to it.
-    pub config_root: Option<PathBuf>,
-    /// The project's config files as the lead read them in its own tree (a teammate on
-    /// another host): when set, no project config file is read here at all, and
-    /// `config_root` is not used for them.
-    pub project_config: Option<HandedProjectConfig>,
-    pub roo_home: PathBuf,
-    /// Where the team's documents live, as `ROO_STORE` says it (`file`, or a PostgreSQL
-    /// URL: a secret, never shown), for the CLIs its commands run through the relay and
-    /// the pane workers it hands its environment to; `None`: the process's own
-    /// `ROO_STORE` (sealed with the API keys).
-    pub store_setting: Option<String>,
-    /// Provider flags; the config files and the environment fill in the rest.
-    pub llm: LlmFlags,
-    /// Use this provider instead of building one from the settings (tests; a lead that
-    /// shares its connection pool with in-process teammates).
-    pub provider: Option<Arc<dyn Provider>>,
-    /// `None`: the config files' mode, else `default`.
-    pub permission_mode: Option<PermissionMode>,
-    pub trust: Trust,
-    /// Run commands without the OS sandbox.
-    pub no_sandbox: bool,
-    /// The executable that runs commands in the sandbox (`None`: the running one).
-    pub sandbox_helper: Option<PathBuf>,
-    pub tools: ToolSet,
-    pub session: SessionPlan,
-    /// Answers permission questions.
-    pub approver: Arc<dyn Approver>,
-    /// Whether ExitPlanMode can be approved by anyone.
-    pub plan_approver: PlanApprover,
-    /// Consulted at the top of every turn.
-    pub hooks: Vec<Arc<dyn TurnHook>>,
-    pub max_turns: u32,
-    /// `None`: the role's default persona.
-    pub persona: Option<Persona>,
-    /// The working directory is still being made while the agent is built (a
-    /// teammate's new worktree): see [`PendingWorkspace`]. `None`: it exists.
-    pub pending_workspace: Option<PendingWorkspace>,
-    /// Variables its commands get, read as each starts (a lead's team, once it made
-    /// one: [`crate::TeamSlot::env_source`]).
-    pub env_source: Option<EnvSource>,
-    /// Its MCP servers: started here, or shared with the process's first agent.
-    pub mcp: McpPlan,
-}
-
-/// A working directory being checked out while its agent is built and sends its first
-/// model request; tool calls wait for [`PendingWorkspace::gate`]. `cwd` and
-/// `project_root` must then be given, resolved (the builder cannot canonicalize a
-/// directory that does not exist yet).
-#[derive(Clone, Debug)]
-pub struct PendingWorkspace {
-    /// What the system prompt says about it.
-    pub environment: Environment,
-    /// Directories outside it that its commands write (the repository's shared git
-    /// directory, verified by the caller): the sandbox cannot find them in a checkout
-    /// that is not there yet.
-    pub git_dirs: Vec<PathBuf>,
-    /// Opens when the checkout is done (or failed).
-    pub gate: WorkspaceGate,
-    /// Where its instruction files (`ROOCODE.md`) are read: the checkout it is made
-    /// from (a teammate's worktree starts from the lead's `HEAD`, so only uncommitted
-    /// changes to those files differ). `@include`s are confined to it.
-    pub instructions_root: PathBuf,
-}
-
-impl std::fmt::Debug for AgentSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentSettings")
-            .field("identity", &self.identity)
-            .field("cwd", &self.cwd)
-            .field("project_root", &self.project_root)
-            .field("config_root", &self.config_root)
-            .field(
-                "project_config",
-                &self.project_config.as_ref().map(|c| &c.root),
-            )
-            .field("roo_home", &self.roo_home)
-            .field("llm", &self.llm)
-            .field(
-                "provider",
-                &self.provider.as_ref().map(|p| p.name().to_string()),
-            )
-            .field("permission_mode", &self.permission_mode)
-            .field("trust", &self.trust)
-            .field("no_sandbox", &self.no_sandbox)
-            .field("sandbox_helper", &self.sandbox_helper)
-            .field("tools", &self.tools)
-            .field("session", &self.session)
-            .field("plan_approver", &self.plan_approver)
-            .field("hooks", &self.hooks.len())
-            .field("max_turns", &self.max_turns)
-            .field("persona", &self.persona)
-            .field("pending_workspace", &self.pending_workspace)
-            .field("env_source", &self.env_source.is_some())
-            .field("mcp", &self.mcp)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AgentSettings {
-    /// Settings for `identity` with the defaults of an unattended agent: the process's
-    /// working directory, trust as listed, the sandbox on, work and plan-mode tools, a
-    /// new session, every question denied, 50 turns.
-    pub fn new(identity: Identity, roo_home: PathBuf) -> AgentSettings {
-        AgentSettings {
-            identity,
-            cwd: None,
-            project_root: None,
-            config_root: None,
-            project_config: None,
-            roo_home,
-            store_setting: None,
-            llm: LlmFlags::default(),
-            provider: None,
-            permission_mode: None,
-            trust: Trust::AsListed,
-            no_sandbox: false,
-            sandbox_helper: None,
-            tools: ToolSet::default(),
-            session: SessionPlan::New,
-            approver: Arc::new(DenyApprover),
-            plan_approver: PlanApprover::Absent,
-            hooks: Vec::new(),
-            max_turns: 50,
-            persona: None,
-            pending_workspace: None,
-            env_source: None,
-            mcp: McpPlan::Start,
-        }
-    }
-}
 
 /// An agent ready to run, and what its UI needs around it.
 pub struct BuiltAgent {
@@ -529,7 +240,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let subagents = tool_set
         .subagents
         .then(|| subagent_runtime(&ws, &parts, &llm, no_sandbox, helper, session_id, &tools));
-    register_agent_tools(&tools, subagents.as_ref(), tool_set.spawner.as_ref());
+    register_agent_tools(&tools, subagents.as_ref(), tool_set.spawn_tools.as_ref());
     for name in &tool_set.remove {
         tools.remove(name);
     }
@@ -1069,35 +780,25 @@ fn subagent_runtime(
     runtime
 }
 
-/// The Agent and TaskStop tools: the sub-agents', the lead's teammate spawner's, or
-/// both in one (`Agent` with a `name` spawns a teammate; `TaskStop` stops either).
+/// The Agent and TaskStop tools: the sub-agents', or those of `spawn_tools` (the lead's
+/// teammate spawner's, which take the sub-agents' over where there are some).
 fn register_agent_tools(
     tools: &ToolRegistry,
     subagents: Option<&SubagentRuntime>,
-    spawner: Option<&crate::Spawner>,
+    spawn_tools: Option<&SpawnTools>,
 ) {
-    if let Some(runtime) = subagents {
-        let (agent_tool, stop_tool) = runtime.tools();
-        match spawner {
-            Some(spawner) => {
-                tools.register(Arc::new(
-                    crate::spawner::tools::AgentTool::new(spawner.clone())
-                        .with_subagents(agent_tool),
-                ));
-                tools.register(Arc::new(
-                    crate::spawner::tools::TaskStop::new(spawner.clone())
-                        .with_tasks(runtime.tasks().clone()),
-                ));
-            }
-            None => {
-                tools.register(agent_tool);
-                tools.register(stop_tool);
+    match (spawn_tools, subagents) {
+        (Some(spawn_tools), subagents) => {
+            for tool in spawn_tools(subagents) {
+                tools.register(tool);
             }
         }
-    } else if let Some(spawner) = spawner {
-        for tool in spawner.tools() {
-            tools.register(tool);
+        (None, Some(runtime)) => {
+            let (agent_tool, stop_tool) = runtime.tools();
+            tools.register(agent_tool);
+            tools.register(stop_tool);
         }
+        (None, None) => {}
     }
 }
 

@@ -24,6 +24,7 @@ pub mod event;
 pub mod lead;
 pub mod relay;
 pub mod router;
+pub mod settings;
 pub mod shutdown;
 pub mod spawner;
 pub mod teammate;
@@ -33,10 +34,7 @@ pub mod worktree;
 
 pub use approver::LeadApprover;
 pub use binding::{AlreadyBound, TeamBinding, TeamSlot};
-pub use builder::{
-    AgentSettings, BuildError, BuildErrorKind, BuiltAgent, Identity, McpPlan, Role, SessionPlan,
-    ToolSet, build_agent,
-};
+pub use builder::{BuildError, BuildErrorKind, BuiltAgent, build_agent};
 pub use delivery::InboxDelivery;
 pub use event::{MemberState, TeamEvent, TeamEventSender, team_events};
 pub use lead::status::{TeamStatus, spawn_monitor};
@@ -45,6 +43,9 @@ pub use lead::{
     join_as_lead, spawn_request_answerer, wait_for_team,
 };
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
+pub use settings::{
+    AgentSettings, Identity, McpPlan, Role, SessionPlan, ToolSet,
+};
 pub use shutdown::{ShutdownOnRequest, ShutdownResponse};
 pub use spawner::output::{MemberEvent, TeammateOutput};
 pub use spawner::tools::{AgentTool, TaskStop};

@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{ExecError, InProcessExecutor, Launch, SshExecutor, TeammateExecutor};
 use crate::binding::{TeamBinding, TeamSlot};
-use crate::builder::{AgentSettings, Identity, PendingWorkspace};
+use crate::settings::{AgentSettings, Identity, PendingWorkspace};
 use crate::event::{TeamEvent, TeamEventSender};
 use crate::teammate::TeammateEnd;
 use crate::tools::OnSent;
@@ -429,6 +429,23 @@ impl Spawner {
     /// spawned before the call keep discarding theirs.
     pub fn set_output(&self, output: output::TeammateOutput) {
         self.inner.in_process.set_output(output);
+    }
+
+    /// The lead's `Agent` and `TaskStop` for the builder ([`crate::ToolSet::spawn_tools`]):
+    /// over the agent's sub-agents where it has some (`Agent` without a `name` starts a
+    /// sub-agent, `TaskStop` stops background tasks too), else this spawner's alone.
+    pub fn spawn_tools(&self) -> crate::settings::SpawnTools {
+        let spawner = self.clone();
+        Arc::new(move |subagents: Option<&roo_agent::subagent::SubagentRuntime>| {
+            let Some(runtime) = subagents else {
+                return spawner.tools();
+            };
+            let (agent_tool, _) = runtime.tools();
+            vec![
+                Arc::new(tools::AgentTool::new(spawner.clone()).with_subagents(agent_tool)),
+                Arc::new(tools::TaskStop::new(spawner.clone()).with_tasks(runtime.tasks().clone())),
+            ]
+        })
     }
 
     /// The lead's spawn and stop tools (`Agent`, `TaskStop`) for this spawner.

@@ -48,7 +48,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approver::LeadApprover;
 use crate::binding::TeamBinding;
-use crate::builder::{AgentSettings, BuildError, Identity, SessionPlan, build_agent};
+use crate::builder::{BuildError, build_agent};
+use crate::settings::{AgentSettings, Identity, SessionPlan};
 use crate::delivery::InboxDelivery;
 use crate::event::{TeamEvent, TeamEventSender, one_line};
 use crate::router::{InboxRouter, RouterError};

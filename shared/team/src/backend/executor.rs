@@ -17,7 +17,7 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::Tool;
 use roo_store::{BackendType, Message, MessageBody, Name, Outgoing, Team};
 
-use crate::builder::AgentSettings;
+use crate::settings::AgentSettings;
 
 /// Everything an executor needs to start one teammate.
 #[derive(Clone)]

@@ -438,7 +438,7 @@ fn ssh_failure(stderr: &[u8], status: std::process::ExitStatus) -> String {
 /// API keys, `ROO_STORE` (the store this lead uses, `settings.store_setting`, also when
 /// it comes from `store:` in the user's config) and `PGPASSWORD` — merged over that
 /// host's own environment by the handoff server there.
-pub fn handoff_env(settings: &crate::builder::AgentSettings) -> BTreeMap<String, String> {
+pub fn handoff_env(settings: &crate::settings::AgentSettings) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = roo_agent::sandbox::handoff::current_env_for_handoff()
         .into_iter()
         .filter(|(name, _)| roo_agent::sandbox::is_secret_env_name(name))
@@ -711,8 +711,8 @@ mod tests {
             vec![],
         )
         .unwrap();
-        let mut settings = crate::builder::AgentSettings::new(
-            crate::builder::Identity::teammate(
+        let mut settings = crate::settings::AgentSettings::new(
+            crate::settings::Identity::teammate(
                 Name::parse("alice").unwrap(),
                 t.clone(),
                 Name::parse("lead").unwrap(),
