@@ -92,24 +92,6 @@ pub enum ExecError {
     Task(String),
 }
 
-impl From<super::tmux::TmuxError> for ExecError {
-    fn from(source: super::tmux::TmuxError) -> ExecError {
-        ExecError::Backend {
-            backend: "tmux",
-            source: Box::new(source),
-        }
-    }
-}
-
-impl From<super::iterm2::It2Error> for ExecError {
-    fn from(source: super::iterm2::It2Error) -> ExecError {
-        ExecError::Backend {
-            backend: "iTerm2",
-            source: Box::new(source),
-        }
-    }
-}
-
 /// Where teammates run. See the module documentation.
 pub trait TeammateExecutor: Send + Sync {
     /// The backend recorded in the roster for its teammates.
