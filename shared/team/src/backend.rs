@@ -10,6 +10,7 @@ pub mod nudge;
 pub mod pane;
 pub mod pane_executor;
 pub mod ssh;
+pub mod table;
 pub mod tmux;
 pub mod worker_launch;
 
@@ -18,4 +19,5 @@ pub use in_process::InProcessExecutor;
 pub use iterm2::ITerm2Executor;
 pub use pane_executor::{PaneExecutor, PaneHost};
 pub use ssh::SshExecutor;
+pub use table::{ExecutorTable, Location};
 pub use tmux::{Placement, Socket, Tmux, TmuxExecutor, TmuxHost};

@@ -4,7 +4,7 @@
 //!
 //! Every teammate starts through a [`TeammateExecutor`] from one [`Launch`]: the
 //! teammate loop as a tokio task of the lead's process ([`InProcessExecutor`]), or, with
-//! a pane executor ([`Spawner::set_pane_executor`],
+//! a worker executor ([`Spawner::set_executor`] at [`Location::Worker`],
 //! e.g. [`crate::backend::TmuxExecutor`]), a `roo-worker` process in a terminal pane:
 //! SendMessage to it nudges it ([`TeammateExecutor::wake`]), TaskStop and the slot's
 //! clearing end its process and close its pane, [`Spawner::shutdown`] does so for all
@@ -32,14 +32,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use roo_agent::config::HandedProjectConfig;
+use roo_agent::config::{HandedProjectConfig, HostConfig};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::prompt::Environment;
 use roo_agent::tool::WorkspaceGate;
 use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{ExecError, InProcessExecutor, Launch, SshExecutor, TeammateExecutor};
+use crate::backend::{
+    ExecError, ExecutorTable, InProcessExecutor, Launch, Location, SshExecutor, TeammateExecutor,
+};
 use crate::binding::{TeamBinding, TeamSlot};
 use crate::settings::{AgentSettings, Identity, PendingWorkspace};
 use crate::event::{TeamEvent, TeamEventSender};
@@ -213,63 +215,37 @@ pub struct Spawned {
     pub host: Option<Name>,
 }
 
-/// How a spawned teammate runs.
-enum Runner {
-    /// The teammate loop as a task of this process, held by the in-process executor.
-    InProcess {
-        executor: Arc<InProcessExecutor>,
-        name: Name,
-    },
-    /// A `roo-worker` in a pane of the pane executor (which holds its pane and pid).
-    Pane {
-        executor: Arc<dyn TeammateExecutor>,
-        name: Name,
-        /// What the executor said at the start (how to attach), for the spawn result.
-        notices: Vec<String>,
-    },
+/// A started teammate: where it runs and the executor that runs it.
+struct Running {
+    location: Location,
+    executor: Arc<dyn TeammateExecutor>,
+    name: Name,
+    /// What the executor said at the start (how to attach), for the spawn result.
+    notices: Vec<String>,
 }
 
-impl Runner {
-    /// Whether its loop (task) or process (pane) is running.
+impl Running {
+    /// Whether its loop (in-process) or process (a worker) is running.
     fn running(&self) -> bool {
-        match self {
-            Runner::InProcess { executor, name } => executor.is_active(name),
-            Runner::Pane { executor, name, .. } => executor.is_active(name),
-        }
+        self.executor.is_active(&self.name)
     }
 
-    /// How an in-process teammate's loop ended (`None` for a pane teammate).
-    fn ended(&self) -> Option<TeammateEnd> {
-        match self {
-            Runner::InProcess { executor, name } => executor.ended(name),
-            Runner::Pane { .. } => None,
-        }
-    }
-
-    /// Stops it now: the loop is cancelled; a pane's worker is ended and its pane
-    /// closed (in the background).
-    fn stop(&self) {
-        match self {
-            // Cancelled at once (the future only reports an unknown name).
-            Runner::InProcess { executor, name } => drop(executor.kill(name)),
-            Runner::Pane { executor, name, .. } => {
-                let (executor, name) = (executor.clone(), name.clone());
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move {
-                        if let Err(e) = executor.kill(&name).await {
-                            tracing::debug!(member = %name, error = %e, "failed to stop a pane");
-                        }
-                    });
-                }
+    /// Stops it now, on `runtime`: an in-process loop is cancelled; a worker is ended
+    /// and its pane or session closed.
+    fn stop(&self, runtime: &tokio::runtime::Handle) {
+        let (executor, name) = (self.executor.clone(), self.name.clone());
+        runtime.spawn(async move {
+            if let Err(e) = executor.kill(&name).await {
+                tracing::debug!(member = %name, error = %e, "failed to stop a teammate");
             }
-        }
+        });
     }
 }
 
 /// One teammate this lead spawned.
 struct Entry {
     team: Name,
-    handle: Runner,
+    handle: Running,
     /// The spec's parts needed to start it again (an empty prompt: it resumes from its
     /// transcript and takes up the waiting messages).
     recipe: Recipe,
@@ -295,12 +271,14 @@ struct Inner {
     base: OnceLock<TeammateBase>,
     running: Mutex<HashMap<Name, Entry>>,
     runtime: tokio::runtime::Handle,
-    /// Where pane teammates run (`backend` tmux or iTerm2).
-    panes: OnceLock<Arc<dyn TeammateExecutor>>,
-    /// Where in-process teammates run (it holds their handles).
+    /// Where teammates run, by location (the in-process executor's too).
+    executors: ExecutorTable,
+    /// The in-process executor (it holds the teammates' handles and says how their
+    /// loops ended), as set up here.
     in_process: Arc<InProcessExecutor>,
-    /// Teammates on other hosts, by host name (`hosts:` of the user's config).
-    hosts: OnceLock<BTreeMap<Name, Arc<SshExecutor>>>,
+    /// The hosts of the user's `hosts:` that have an executor: where a teammate's clone
+    /// there is made.
+    hosts: OnceLock<BTreeMap<Name, HostConfig>>,
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -328,16 +306,17 @@ impl Spawner {
         events: Option<TeamEventSender>,
         lifetime: CancellationToken,
     ) -> Spawner {
+        let in_process = Arc::new(InProcessExecutor::new(events.clone()));
         let spawner = Spawner {
             inner: Arc::new(Inner {
                 slot: slot.clone(),
                 backend,
-                in_process: Arc::new(InProcessExecutor::new(events.clone())),
+                executors: ExecutorTable::new(in_process.clone()),
+                in_process,
                 events,
                 base: OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 runtime: tokio::runtime::Handle::current(),
-                panes: OnceLock::new(),
                 hosts: OnceLock::new(),
             }),
         };
@@ -362,7 +341,7 @@ impl Spawner {
                         gone.iter().filter_map(|n| running.remove(n)).collect()
                     };
                     for entry in &stopped {
-                        entry.handle.stop();
+                        entry.handle.stop(&inner.runtime);
                     }
                     drop(stopped);
                 } else {
@@ -387,25 +366,30 @@ impl Spawner {
         let _ = self.inner.base.set(base);
     }
 
-    /// Gives the spawner the executor pane teammates run on (its backend must be this
-    /// spawner's); the first call wins.
-    pub fn set_pane_executor(&self, executor: Arc<dyn TeammateExecutor>) {
-        let _ = self.inner.panes.set(executor);
+    /// Gives the spawner the executor the teammates of `location` run on (for
+    /// [`Location::Worker`], one of this spawner's backend); the first call for a
+    /// location wins. See [`ExecutorTable`].
+    pub fn set_executor(&self, location: Location, executor: Arc<dyn TeammateExecutor>) {
+        self.inner.executors.set(location, executor);
     }
 
-    /// Gives the spawner the hosts teammates may run on (an executor each); the first
-    /// call wins.
+    /// Gives the spawner the hosts teammates may run on (an executor each, set at
+    /// [`Location::Host`]); the first call wins.
     pub fn set_hosts(&self, hosts: BTreeMap<Name, Arc<SshExecutor>>) {
-        let _ = self.inner.hosts.set(hosts);
+        let configs = hosts
+            .iter()
+            .map(|(name, executor)| (name.clone(), executor.host().clone()))
+            .collect();
+        if self.inner.hosts.set(configs).is_ok() {
+            for (name, executor) in hosts {
+                self.set_executor(Location::Host(name), executor);
+            }
+        }
     }
 
     /// The names of the hosts teammates may run on (empty: none configured).
     pub fn host_names(&self) -> Vec<Name> {
-        self.inner
-            .hosts
-            .get()
-            .map(|h| h.keys().cloned().collect())
-            .unwrap_or_default()
+        self.inner.executors.hosts()
     }
 
     /// Ends what the lead's teammates leave behind when the lead exits: in-process
@@ -414,14 +398,7 @@ impl Spawner {
     pub async fn shutdown(&self, keep_panes: bool) {
         let all: Vec<Entry> = lock(&self.inner.running).drain().map(|(_, e)| e).collect();
         drop(all);
-        self.inner.in_process.shutdown_all(false).await;
-        if let Some(panes) = self.inner.panes.get() {
-            panes.shutdown_all(keep_panes).await;
-        }
-        if let Some(hosts) = self.inner.hosts.get() {
-            let all = hosts.values().map(|h| h.shutdown_all(keep_panes));
-            futures_util::future::join_all(all).await;
-        }
+        self.inner.executors.shutdown_all(keep_panes).await;
     }
 
     /// Sends in-process teammates' agent events, tagged with their names, to `output`
@@ -479,9 +456,11 @@ impl Spawner {
 
     /// How a spawned teammate's current loop ended (`None` while it runs or if unknown).
     pub fn ended(&self, name: &Name) -> Option<TeammateEnd> {
-        lock(&self.inner.running)
-            .get(name)
-            .and_then(|e| e.handle.ended())
+        let running = lock(&self.inner.running);
+        let entry = running.get(name)?;
+        (entry.handle.location == Location::InProcess)
+            .then(|| self.inner.in_process.ended(name))
+            .flatten()
     }
 
     /// The hook for the lead's [`TeamTools`]: a message sent to a teammate of this
@@ -504,7 +483,7 @@ impl Spawner {
             return Err(SpawnError::ReservedName { name });
         }
         let pane = self.inner.backend != BackendType::InProcess;
-        if pane && self.inner.panes.get().is_none() {
+        if pane && self.inner.executors.executor_for(&Location::Worker).is_none() {
             return Err(SpawnError::Backend {
                 name,
                 backend: backend_name(self.inner.backend),
@@ -650,9 +629,7 @@ impl Spawner {
         };
         let mut handle = handle;
         let mut notices = workspace.notices();
-        if let Runner::Pane { notices: said, .. } = &mut handle {
-            notices.append(said);
-        }
+        notices.append(&mut handle.notices);
         let (work_dir, branch) = match &workspace {
             Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
             Workspace::Shared { dir, .. } => (dir.clone(), None),
@@ -673,7 +650,7 @@ impl Spawner {
         &self,
         binding: &TeamBinding,
         name: &Name,
-        handle: Runner,
+        handle: Running,
         recipe: Recipe,
     ) -> Result<(), SpawnError> {
         let name = name.clone();
@@ -682,10 +659,10 @@ impl Spawner {
         // current handle, which is the one just started: nothing to compare.)
         if running
             .get(&name)
-            .is_some_and(|e| !matches!(e.handle, Runner::InProcess { .. }) && e.handle.running())
+            .is_some_and(|e| e.handle.location != Location::InProcess && e.handle.running())
         {
             drop(running);
-            handle.stop();
+            handle.stop(&self.inner.runtime);
             drop(handle);
             return Err(SpawnError::AlreadyRunning { name });
         }
@@ -701,22 +678,10 @@ impl Spawner {
         Ok(())
     }
 
-    /// The executor of `host`, or an error naming the configured hosts.
-    fn host_executor(
-        &self,
-        name: &Name,
-        host: &Name,
-    ) -> Result<Arc<dyn TeammateExecutor>, SpawnError> {
-        match self.ssh_executor(name, host) {
-            Ok(executor) => Ok(executor),
-            Err(e) => Err(e),
-        }
-        .map(|e| e as Arc<dyn TeammateExecutor>)
-    }
-
-    fn ssh_executor(&self, name: &Name, host: &Name) -> Result<Arc<SshExecutor>, SpawnError> {
-        if let Some(executor) = self.inner.hosts.get().and_then(|h| h.get(host)) {
-            return Ok(executor.clone());
+    /// The configuration of `host`, or an error naming the configured hosts.
+    fn host_config(&self, name: &Name, host: &Name) -> Result<HostConfig, SpawnError> {
+        if let Some(config) = self.inner.hosts.get().and_then(|h| h.get(host)) {
+            return Ok(config.clone());
         }
         let configured = self.host_names();
         Err(SpawnError::Host {
@@ -751,7 +716,7 @@ impl Spawner {
         mode: PermissionMode,
     ) -> Result<Spawned, SpawnError> {
         let name = request.name.clone();
-        let executor = self.ssh_executor(&name, &host)?;
+        let host_config = self.host_config(&name, &host)?;
         let host_error = |why: String| SpawnError::Host {
             name: name.clone(),
             host: host.clone(),
@@ -765,7 +730,7 @@ impl Spawner {
                     .to_string(),
             ));
         }
-        let remote = worktree::RemoteRepo::of(executor.host()).map_err(&host_error)?;
+        let remote = worktree::RemoteRepo::of(&host_config).map_err(&host_error)?;
         let git = base.git.clone().in_launcher_of(&request.launcher);
         let discovered = {
             let (cwd, git) = (request.cwd.clone(), git.clone());
@@ -840,9 +805,7 @@ impl Spawner {
         };
         let mut handle = handle;
         let mut notices = made.notices.clone();
-        if let Runner::Pane { notices: said, .. } = &mut handle {
-            notices.append(said);
-        }
+        notices.append(&mut handle.notices);
         self.register(&binding, &name, handle, recipe)?;
         Ok(Spawned {
             name,
@@ -869,7 +832,7 @@ impl Spawner {
                 && &entry.team == binding.team.name()
             {
                 let was = entry.handle.running();
-                entry.handle.stop();
+                entry.handle.stop(&self.inner.runtime);
                 return Ok(was);
             }
         }
@@ -919,78 +882,50 @@ impl Spawner {
         Ok(binding)
     }
 
-    /// Joins and starts the loop, or (pane backends) starts a `roo-worker` in a pane.
+    /// Where `recipe`'s teammate runs: its host, else this spawner's backend.
+    fn location_of(&self, recipe: &Recipe) -> Location {
+        match (&recipe.host, self.inner.backend) {
+            (Some(host), _) => Location::Host(host.clone()),
+            (None, BackendType::InProcess) => Location::InProcess,
+            (None, BackendType::Tmux | BackendType::Iterm2) => Location::Worker,
+        }
+    }
+
+    /// Starts `recipe`'s teammate on the executor of its location ([`ExecutorTable`]).
     async fn start(
         &self,
         binding: &TeamBinding,
         name: &Name,
         recipe: Recipe,
         prompt: String,
-    ) -> Result<Runner, SpawnError> {
-        let on_host = match &recipe.host {
-            Some(host) => Some(self.host_executor(name, host)?),
-            None => None,
-        };
-        let panes = (self.inner.backend != BackendType::InProcess)
-            .then(|| self.inner.panes.get().cloned())
-            .flatten();
-        if let Some(executor) = on_host.or(panes) {
-            let launch = Launch {
-                team: binding.team.clone(),
-                name: name.clone(),
-                lead: binding.lead.clone(),
-                prompt,
-                settings: recipe.settings,
-                plan_mode_required: recipe.plan_mode_required,
-                mode_after_plan: recipe.mode_after_plan,
-                agent_type: recipe.agent_type,
-                model: recipe.model,
-                work_dir: recipe.work_dir,
-                color: None,
-                tools: Vec::new(),
-                lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
-            };
-            let notices = executor
-                .spawn(launch)
-                .await
-                .map_err(|source| SpawnError::Pane {
+    ) -> Result<Running, SpawnError> {
+        let location = self.location_of(&recipe);
+        let executor = match (self.inner.executors.executor_for(&location), &location) {
+            (Some(executor), _) => executor,
+            (None, Location::Host(host)) => {
+                return Err(self.host_config(name, host).err().unwrap_or_else(|| {
+                    SpawnError::NotReady { name: name.clone() }
+                }));
+            }
+            (None, _) => {
+                return Err(SpawnError::Backend {
                     name: name.clone(),
-                    source: Box::new(source),
-                })?;
-            return Ok(Runner::Pane {
-                executor,
-                name: name.clone(),
-                notices,
-            });
-        }
-        // In-process: the same launch, run by the in-process executor (which pins the
-        // lead's key, gives the teammate its team tools and reports a death).
-        let executor = self.inner.in_process.clone();
-        let launch = Launch {
-            team: binding.team.clone(),
-            name: name.clone(),
-            lead: binding.lead.clone(),
-            prompt,
-            settings: recipe.settings,
-            plan_mode_required: recipe.plan_mode_required,
-            mode_after_plan: recipe.mode_after_plan,
-            agent_type: recipe.agent_type,
-            model: recipe.model,
-            work_dir: recipe.work_dir,
-            color: None,
-            tools: Vec::new(),
-            lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
+                    backend: backend_name(self.inner.backend),
+                });
+            }
         };
-        executor
-            .spawn(launch)
+        let notices = executor
+            .spawn(launch(binding, name, recipe, prompt))
             .await
             .map_err(|source| SpawnError::Pane {
                 name: name.clone(),
                 source: Box::new(source),
             })?;
-        Ok(Runner::InProcess {
+        Ok(Running {
+            location,
             executor,
             name: name.clone(),
+            notices,
         })
     }
 
@@ -1001,12 +936,11 @@ impl Spawner {
         let recipe = {
             let mut running = lock(&self.inner.running);
             match running.get_mut(to) {
-                // A running pane teammate is nudged to read its inbox now.
+                // A running teammate is nudged to read its inbox now (an in-process one
+                // watches its inbox itself).
                 Some(entry) if &entry.team == binding.team.name() && entry.handle.running() => {
-                    if let Runner::Pane { executor, name, .. } = &entry.handle
-                        && let Err(e) = executor.wake(name)
-                    {
-                        tracing::debug!(member = %to, error = %e, "failed to wake a pane");
+                    if let Err(e) = entry.handle.executor.wake(&entry.handle.name) {
+                        tracing::debug!(member = %to, error = %e, "failed to wake a teammate");
                     }
                     return;
                 }
@@ -1042,6 +976,26 @@ impl Spawner {
                 }
             }
         });
+    }
+}
+
+/// The one [`Launch`] of a teammate: `recipe` for `name` of `binding`'s team, with
+/// `prompt` (empty: it resumes from its transcript) and the lead's key pinned.
+fn launch(binding: &TeamBinding, name: &Name, recipe: Recipe, prompt: String) -> Launch {
+    Launch {
+        team: binding.team.clone(),
+        name: name.clone(),
+        lead: binding.lead.clone(),
+        prompt,
+        settings: recipe.settings,
+        plan_mode_required: recipe.plan_mode_required,
+        mode_after_plan: recipe.mode_after_plan,
+        agent_type: recipe.agent_type,
+        model: recipe.model,
+        work_dir: recipe.work_dir,
+        color: None,
+        tools: Vec::new(),
+        lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
     }
 }
 
