@@ -478,12 +478,71 @@ impl Spawner {
     /// Spawns a teammate. See the module documentation.
     pub async fn spawn(&self, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let binding = self.lead_binding()?;
+        let (base, mode) = self.admit(&request)?;
+        if let Some(host) = request.host.clone() {
+            return self.spawn_remote(request, host, binding, base, mode).await;
+        }
+        let name = request.name.clone();
+        let git = base.git.clone().in_launcher_of(&request.launcher);
+        let discovered = {
+            let (cwd, git) = (request.cwd.clone(), git.clone());
+            blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
+        };
+        let team = binding.team.name().clone();
+        // A worker needs its directory to exist when it starts.
+        let planned = match &discovered {
+            Discovered::Repo(_) if self.inner.backend != BackendType::InProcess => None,
+            Discovered::Repo(repo) => repo
+                .planned_worktree(&team, &name)
+                .zip(repo.git_dir().map(Path::to_path_buf))
+                .map(|((path, branch), _)| (repo.clone(), path, branch)),
+            Discovered::Shared { .. } => None,
+        };
+        let recipe = Recipe {
+            host: None,
+            settings: teammate_settings(&base, &binding, &request, mode),
+            plan_mode_required: request.plan_mode_required,
+            mode_after_plan: base.lead_mode,
+            agent_type: request.agent_type.clone(),
+            model: request.model.clone(),
+            work_dir: PathBuf::new(),
+        };
+        let (mut handle, recipe, workspace) = match planned {
+            Some((repo, path, branch)) => {
+                self.start_during_checkout(&binding, &request, recipe, repo, path, branch)
+                    .await?
+            }
+            None => {
+                self.start_in_workspace(&binding, &request, recipe, discovered)
+                    .await?
+            }
+        };
+        let mut notices = workspace.notices();
+        notices.append(&mut handle.notices);
+        let (work_dir, branch) = match &workspace {
+            Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
+            Workspace::Shared { dir, .. } => (dir.clone(), None),
+        };
+        self.register(&binding, &name, handle, recipe)?;
+        Ok(Spawned {
+            name,
+            work_dir,
+            branch,
+            notices,
+            host: None,
+        })
+    }
+
+    /// Whether `request` may spawn now (a name that is no task id, a backend that can
+    /// start it, a built lead, a mode no looser than the lead's, a name not running):
+    /// what teammates inherit, and its permission mode.
+    fn admit(&self, request: &SpawnRequest) -> Result<(TeammateBase, PermissionMode), SpawnError> {
         let name = request.name.clone();
         if is_task_id(name.as_str()) {
             return Err(SpawnError::ReservedName { name });
         }
-        let pane = self.inner.backend != BackendType::InProcess;
-        if pane && self.inner.executors.executor_for(&Location::Worker).is_none() {
+        let location = self.location_of_host(None);
+        if self.inner.executors.executor_for(&location).is_none() {
             return Err(SpawnError::Backend {
                 name,
                 backend: backend_name(self.inner.backend),
@@ -506,142 +565,114 @@ impl Spawner {
         if self.is_running(&name) {
             return Err(SpawnError::AlreadyRunning { name });
         }
-        if let Some(host) = request.host.clone() {
-            return self.spawn_remote(request, host, binding, base, mode).await;
-        }
-        let git = base.git.clone().in_launcher_of(&request.launcher);
-        let discovered = {
-            let (cwd, git) = (request.cwd.clone(), git.clone());
-            blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
-        };
-        let team = binding.team.name().clone();
-        let planned = match &discovered {
-            // A pane's worker needs its directory to exist when it starts.
-            Discovered::Repo(_) if pane => None,
-            Discovered::Repo(repo) => repo
-                .planned_worktree(&team, &name)
-                .zip(repo.git_dir().map(Path::to_path_buf))
-                .map(|((path, branch), _)| (repo.clone(), path, branch)),
-            Discovered::Shared { .. } => None,
-        };
-        let mut settings = base.settings.clone();
-        settings.identity = Identity::teammate(name.clone(), team.clone(), binding.lead.clone());
-        settings.permission_mode = Some(mode);
-        if let Some(model) = &request.model {
-            // Another model needs its own provider, built from the lead's flags.
-            settings.llm.model = Some(model.clone());
-            settings.provider = None;
-        }
-        let recipe = |settings: AgentSettings, work_dir: PathBuf| Recipe {
-            host: None,
-            settings,
-            plan_mode_required: request.plan_mode_required,
-            mode_after_plan: base.lead_mode,
-            agent_type: request.agent_type.clone(),
-            model: request.model.clone(),
-            work_dir,
-        };
+        Ok((base, mode))
+    }
 
-        let (handle, recipe, workspace) = if let Some((repo, path, branch)) = planned {
-            // A new worktree: the teammate starts (and sends its first model request)
-            // while git checks it out; its tool calls wait for the checkout.
-            settings.cwd = Some(path.clone());
-            settings.project_root = Some(path.clone());
-            settings.config_root = Some(repo.root().to_path_buf());
-            let recipe = recipe(settings, path.clone());
-            let (opener, gate) = WorkspaceGate::new();
-            let mut first = recipe.clone();
-            first.settings.pending_workspace = Some(PendingWorkspace {
-                environment: Environment::for_new_checkout(&path, &branch),
-                // The clone's git directory is inside it: nothing of the lead's to grant.
-                git_dirs: Vec::new(),
-                gate,
-                instructions_root: repo.root().to_path_buf(),
-            });
-            let lead_repo = repo.clone();
-            let checkout = {
-                let (team, member) = (team.clone(), name.clone());
-                tokio::task::spawn_blocking(move || {
-                    let made = repo.add_worktree(&team, &member);
-                    opener.open(made.as_ref().map(|_| ()).map_err(ToString::to_string));
-                    made
-                })
-            };
-            let started = self.start(&binding, &name, first, request.prompt).await;
-            let made = checkout
-                .await
-                .map_err(|e| SpawnError::Worktree {
-                    name: name.clone(),
-                    message: e.to_string(),
-                })?
-                .map_err(|e| SpawnError::Worktree {
-                    name: name.clone(),
-                    message: e.to_string(),
-                });
-            match (started, made) {
-                (Ok(handle), Ok(worktree)) => (handle, recipe, Workspace::Worktree(worktree)),
-                (Err(e), made) => {
-                    if let Ok(worktree) = made {
-                        discard(&name, lead_repo, worktree).await;
-                    }
-                    return Err(e);
-                }
-                (Ok(handle), Err(e)) => {
-                    // Cancelled before any tool call: its calls wait for the checkout.
-                    drop(handle);
-                    return Err(e);
-                }
-            }
-        } else {
-            let mut lead_repo = None;
-            let workspace = match discovered {
-                Discovered::Repo(repo) => {
-                    let member = name.clone();
-                    lead_repo = Some(repo.clone());
-                    Workspace::Worktree(
-                        blocking(&name, move || repo.add_worktree(&team, &member)).await?,
-                    )
-                }
-                Discovered::Shared { dir, why } => Workspace::Shared { dir, why },
-            };
-            let (work_dir, config_root) = match &workspace {
-                Workspace::Worktree(w) => (w.path.clone(), Some(w.repo_root.clone())),
-                Workspace::Shared { dir, .. } => (dir.clone(), None),
-            };
-            settings.cwd = Some(work_dir.clone());
-            settings.project_root = Some(work_dir.clone());
-            // The lead's config (its uncommitted local rules too) and trust apply to it.
-            settings.config_root = config_root;
-            let recipe = recipe(settings, work_dir);
-            let handle = match self
-                .start(&binding, &name, recipe.clone(), request.prompt)
-                .await
-            {
-                Ok(handle) => handle,
-                Err(e) => {
-                    if let (Some(repo), Workspace::Worktree(worktree)) = (lead_repo, workspace) {
-                        discard(&name, repo, worktree).await;
-                    }
-                    return Err(e);
-                }
-            };
-            (handle, recipe, workspace)
+    /// Starts `recipe`'s teammate in a new worktree at `path` (branch `branch`) of
+    /// `repo` while git checks it out: it sends its first model request meanwhile, and
+    /// its tool calls wait for the checkout. A failed checkout fails the spawn before
+    /// any call ran; a failed start removes the checkout.
+    async fn start_during_checkout(
+        &self,
+        binding: &TeamBinding,
+        request: &SpawnRequest,
+        mut recipe: Recipe,
+        repo: LeadRepo,
+        path: PathBuf,
+        branch: String,
+    ) -> Result<(Running, Recipe, Workspace), SpawnError> {
+        let (name, team) = (request.name.clone(), binding.team.name().clone());
+        recipe.settings.cwd = Some(path.clone());
+        recipe.settings.project_root = Some(path.clone());
+        recipe.settings.config_root = Some(repo.root().to_path_buf());
+        recipe.work_dir = path.clone();
+        let (opener, gate) = WorkspaceGate::new();
+        let mut first = recipe.clone();
+        first.settings.pending_workspace = Some(PendingWorkspace {
+            environment: Environment::for_new_checkout(&path, &branch),
+            // The clone's git directory is inside it: nothing of the lead's to grant.
+            git_dirs: Vec::new(),
+            gate,
+            instructions_root: repo.root().to_path_buf(),
+        });
+        let lead_repo = repo.clone();
+        let checkout = {
+            let member = name.clone();
+            tokio::task::spawn_blocking(move || {
+                let made = repo.add_worktree(&team, &member);
+                opener.open(made.as_ref().map(|_| ()).map_err(ToString::to_string));
+                made
+            })
         };
-        let mut handle = handle;
-        let mut notices = workspace.notices();
-        notices.append(&mut handle.notices);
-        let (work_dir, branch) = match &workspace {
-            Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
+        let started = self
+            .start(binding, &name, first, request.prompt.clone())
+            .await;
+        let worktree_error = |message: String| SpawnError::Worktree {
+            name: name.clone(),
+            message,
+        };
+        let made = checkout
+            .await
+            .map_err(|e| worktree_error(e.to_string()))?
+            .map_err(|e| worktree_error(e.to_string()));
+        match (started, made) {
+            (Ok(handle), Ok(worktree)) => Ok((handle, recipe, Workspace::Worktree(worktree))),
+            (Err(e), made) => {
+                if let Ok(worktree) = made {
+                    discard(&name, lead_repo, worktree).await;
+                }
+                Err(e)
+            }
+            (Ok(handle), Err(e)) => {
+                // Cancelled before any tool call: its calls wait for the checkout.
+                drop(handle);
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts `recipe`'s teammate in what `discovered` offers: a worktree made first
+    /// (removed again if the start fails), or the lead's directory outside a repository.
+    async fn start_in_workspace(
+        &self,
+        binding: &TeamBinding,
+        request: &SpawnRequest,
+        mut recipe: Recipe,
+        discovered: Discovered,
+    ) -> Result<(Running, Recipe, Workspace), SpawnError> {
+        let (name, team) = (request.name.clone(), binding.team.name().clone());
+        let mut lead_repo = None;
+        let workspace = match discovered {
+            Discovered::Repo(repo) => {
+                let member = name.clone();
+                lead_repo = Some(repo.clone());
+                Workspace::Worktree(
+                    blocking(&name, move || repo.add_worktree(&team, &member)).await?,
+                )
+            }
+            Discovered::Shared { dir, why } => Workspace::Shared { dir, why },
+        };
+        let (work_dir, config_root) = match &workspace {
+            Workspace::Worktree(w) => (w.path.clone(), Some(w.repo_root.clone())),
             Workspace::Shared { dir, .. } => (dir.clone(), None),
         };
-        self.register(&binding, &name, handle, recipe)?;
-        Ok(Spawned {
-            name,
-            work_dir,
-            branch,
-            notices,
-            host: None,
-        })
+        recipe.settings.cwd = Some(work_dir.clone());
+        recipe.settings.project_root = Some(work_dir.clone());
+        // The lead's config (its uncommitted local rules too) and trust apply to it.
+        recipe.settings.config_root = config_root;
+        recipe.work_dir = work_dir;
+        match self
+            .start(binding, &name, recipe.clone(), request.prompt.clone())
+            .await
+        {
+            Ok(handle) => Ok((handle, recipe, workspace)),
+            Err(e) => {
+                if let (Some(repo), Workspace::Worktree(worktree)) = (lead_repo, workspace) {
+                    discard(&name, repo, worktree).await;
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Keeps a started teammate's handle and recipe; refused (and stopped) when another
@@ -767,13 +798,7 @@ impl Spawner {
             })
             .await?
         };
-        let mut settings = base.settings.clone();
-        settings.identity = Identity::teammate(name.clone(), team, binding.lead.clone());
-        settings.permission_mode = Some(mode);
-        if let Some(model) = &request.model {
-            settings.llm.model = Some(model.clone());
-            settings.provider = None;
-        }
+        let mut settings = teammate_settings(&base, &binding, &request, mode);
         settings.cwd = Some(made.path.clone());
         settings.project_root = Some(made.path.clone());
         // The lead's repository is not there: its config goes with the handoff.
@@ -882,9 +907,9 @@ impl Spawner {
         Ok(binding)
     }
 
-    /// Where `recipe`'s teammate runs: its host, else this spawner's backend.
-    fn location_of(&self, recipe: &Recipe) -> Location {
-        match (&recipe.host, self.inner.backend) {
+    /// Where a teammate runs: on `host`, else on this spawner's backend.
+    fn location_of_host(&self, host: Option<&Name>) -> Location {
+        match (host, self.inner.backend) {
             (Some(host), _) => Location::Host(host.clone()),
             (None, BackendType::InProcess) => Location::InProcess,
             (None, BackendType::Tmux | BackendType::Iterm2) => Location::Worker,
@@ -899,7 +924,7 @@ impl Spawner {
         recipe: Recipe,
         prompt: String,
     ) -> Result<Running, SpawnError> {
-        let location = self.location_of(&recipe);
+        let location = self.location_of_host(recipe.host.as_ref());
         let executor = match (self.inner.executors.executor_for(&location), &location) {
             (Some(executor), _) => executor,
             (None, Location::Host(host)) => {
@@ -977,6 +1002,29 @@ impl Spawner {
             }
         });
     }
+}
+
+/// A teammate's settings from the lead's template: its identity in `binding`'s team,
+/// its `mode`, and another model (with its own provider, built from the lead's flags)
+/// if `request` asks for one. Where it works is set by the caller.
+fn teammate_settings(
+    base: &TeammateBase,
+    binding: &TeamBinding,
+    request: &SpawnRequest,
+    mode: PermissionMode,
+) -> AgentSettings {
+    let mut settings = base.settings.clone();
+    settings.identity = Identity::teammate(
+        request.name.clone(),
+        binding.team.name().clone(),
+        binding.lead.clone(),
+    );
+    settings.permission_mode = Some(mode);
+    if let Some(model) = &request.model {
+        settings.llm.model = Some(model.clone());
+        settings.provider = None;
+    }
+    settings
 }
 
 /// The one [`Launch`] of a teammate: `recipe` for `name` of `binding`'s team, with
