@@ -134,92 +134,53 @@ impl BuildError {
 /// Builds one agent from `settings`: one step per part, in the order the parts need
 /// each other (which is also the order the notices are told in).
 pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildError> {
-    let AgentSettings {
-        identity,
-        cwd,
-        project_root,
-        config_root,
-        project_config,
-        roo_home,
-        store_setting,
-        llm,
-        provider,
-        permission_mode,
-        trust,
-        no_sandbox,
-        sandbox_helper,
-        tools: mut tool_set,
-        session: session_plan,
-        approver,
-        plan_approver,
-        hooks,
-        max_turns,
-        persona,
-        pending_workspace,
-        env_source,
-        mcp: mcp_plan,
-    } = settings;
+    let mut settings = settings;
     // Where it works, under which configuration, with which model.
-    let pending = pending_workspace.as_ref();
-    let (cwd, project_root) = directories(cwd, project_root, pending.is_some()).await?;
-    let (mut ws, trust_notices) = configuration(
-        cwd,
-        project_root,
-        config_root,
-        project_config,
-        roo_home,
-        &trust,
-    )
-    .await?;
-    ws.store_setting = store_setting;
-    let (llm, provider) = model(&llm, &ws.config, provider)?;
+    let pending = settings.pending_workspace.take();
+    let pending = pending.as_ref();
+    let (ws, trust_notices, llm, provider) = settle(&mut settings, pending.is_some()).await?;
+    let identity = &settings.identity;
 
     // Its transcript: the trust notices are told first, then the repairs of a resume.
     let sessions = project_sessions_dir(&ws.roo_home, &ws.project_root);
     let (session, messages, mut notices) =
-        open_session(&session_plan, &sessions, &ws.cwd, identity.name.as_str())?;
+        open_session(&settings.session, &sessions, &ws.cwd, identity.name.as_str())?;
     notices.splice(0..0, trust_notices);
     let resumed = !messages.is_empty();
     let session_dir = session.dir();
     let plan_file = session_dir.join("plan.md");
 
     // What it may do and with what.
-    let (mode, policy, read_filter) = permissions(&ws, permission_mode, &session_dir, &plan_file)?;
-    let (tools, skills) = tool_registry(&ws, &mut tool_set, &policy, &plan_file, plan_approver);
+    let (mode, policy, read_filter) =
+        permissions(&ws, settings.permission_mode, &session_dir, &plan_file)?;
+    let mut tool_set = std::mem::take(&mut settings.tools);
+    let (tools, skills) =
+        tool_registry(&ws, &mut tool_set, &policy, &plan_file, settings.plan_approver);
 
     // How its commands and servers run, and what its tool calls run with.
-    let helper = match sandbox_helper {
+    let helper = match settings.sandbox_helper.take() {
         Some(helper) => helper,
         None => std::env::current_exe().map_err(BuildError::Helper)?,
     };
-    let mut commands = command_setup(&ws, &identity, &llm, no_sandbox, helper.clone(), pending)?;
+    let no_sandbox = settings.no_sandbox;
+    let mut commands = command_setup(&ws, identity, &llm, no_sandbox, helper.clone(), pending)?;
     notices.append(&mut commands.notices);
-    let mcp = mcp_servers(mcp_plan, &ws, &commands, &tools)?;
+    let mcp = mcp_servers(std::mem::take(&mut settings.mcp), &ws, &commands, &tools)?;
     let environment = environment(pending, &ws.cwd, &commands).await?;
     let context = tool_context(
-        &identity,
+        identity,
         &ws,
         commands,
-        env_source,
+        settings.env_source.take(),
         read_filter.clone(),
         pending,
         session_dir,
     )?;
     // What it is told, and what runs around its turns.
-    let options = AgentOptions {
-        agent_name: identity.name.to_string(),
-        max_turns,
-        max_tokens: llm.max_tokens,
-        prices: llm.prices.clone(),
-        text_tool_calls: llm.text_tool_calls_enabled(),
-        // The lead tells the user once whether the model server's context fits; its
-        // teammates use the same server.
-        check_server_window: identity.role == Role::Lead,
-        ..AgentOptions::default()
-    };
-    let persona = persona.unwrap_or_else(|| default_persona(&identity));
+    let options = agent_options(identity, settings.max_turns, &llm);
+    let persona = settings.persona.take().unwrap_or_else(|| default_persona(identity));
     let system = system_prompt(&persona, &environment);
-    let (command_hooks, hook_notices) = command_hooks(&ws, &identity, session.id(), &context);
+    let (command_hooks, hook_notices) = command_hooks(&ws, identity, session.id(), &context);
     notices.extend(hook_notices);
     let session_id = session.id().to_string();
     let (instructions, instruction_notices) = instructions(&ws, pending, mode, read_filter).await;
@@ -228,7 +189,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let parts = AgentParts {
         provider,
         policy,
-        approver,
+        approver: settings.approver,
         context,
         options,
         environment,
@@ -259,7 +220,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let hook_notices = attach_hooks(
         &mut agent,
         &ws,
-        hooks,
+        std::mem::take(&mut settings.hooks),
         &parts.command_hooks,
         mcp.as_ref(),
         parts.skills.as_ref(),
@@ -285,6 +246,44 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         mcp,
         team_turns: ws.config.team_turns(),
     })
+}
+
+/// The first steps of [`build_agent`]: where the agent works (`pending`: its directory
+/// is still being made), under which configuration (with the trust notices), with which
+/// model. Takes what it settles out of `settings`.
+async fn settle(
+    settings: &mut AgentSettings,
+    pending: bool,
+) -> Result<(Workspace, Vec<String>, LlmSettings, Arc<dyn Provider>), BuildError> {
+    let (cwd, project_root) =
+        directories(settings.cwd.take(), settings.project_root.take(), pending).await?;
+    let (mut ws, trust_notices) = configuration(
+        cwd,
+        project_root,
+        settings.config_root.take(),
+        settings.project_config.take(),
+        std::mem::take(&mut settings.roo_home),
+        &settings.trust,
+    )
+    .await?;
+    ws.store_setting = settings.store_setting.take();
+    let (llm, provider) = model(&settings.llm, &ws.config, settings.provider.take())?;
+    Ok((ws, trust_notices, llm, provider))
+}
+
+/// The loop's options for `identity`.
+fn agent_options(identity: &Identity, max_turns: u32, llm: &LlmSettings) -> AgentOptions {
+    AgentOptions {
+        agent_name: identity.name.to_string(),
+        max_turns,
+        max_tokens: llm.max_tokens,
+        prices: llm.prices.clone(),
+        text_tool_calls: llm.text_tool_calls_enabled(),
+        // The lead tells the user once whether the model server's context fits; its
+        // teammates use the same server.
+        check_server_window: identity.role == Role::Lead,
+        ..AgentOptions::default()
+    }
 }
 
 /// Where an agent works and the configuration in force there: what the first steps of
