@@ -15,9 +15,7 @@ use roo_agent::config::{ConfigError, ConfigFiles, HandedProjectConfig, ProjectTr
 use roo_agent::exec::Launcher;
 use roo_agent::hooks::{CommandHooks, HookSetup, LifecycleHook};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
-use roo_agent::permissions::{
-    Approver, ParseModeError, PermissionMode, PermissionPolicy,
-};
+use roo_agent::permissions::{Approver, ParseModeError, PermissionMode, PermissionPolicy};
 use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
 use roo_agent::prompt::{
     Environment, Instructions, Persona, instruction_parts, join_instructions, load_instructions,
@@ -41,7 +39,6 @@ use crate::worktree::subagents::{SubagentWorktrees, WorktreeSettings};
 
 /// Tool results longer than this spill to a file with a preview.
 pub const MAX_RESULT_CHARS: usize = 40_000;
-
 
 /// An agent ready to run, and what its UI needs around it.
 pub struct BuiltAgent {
@@ -143,8 +140,12 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
 
     // Its transcript: the trust notices are told first, then the repairs of a resume.
     let sessions = project_sessions_dir(&ws.roo_home, &ws.project_root);
-    let (session, messages, mut notices) =
-        open_session(&settings.session, &sessions, &ws.cwd, identity.name.as_str())?;
+    let (session, messages, mut notices) = open_session(
+        &settings.session,
+        &sessions,
+        &ws.cwd,
+        identity.name.as_str(),
+    )?;
     notices.splice(0..0, trust_notices);
     let resumed = !messages.is_empty();
     let session_dir = session.dir();
@@ -154,8 +155,13 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let (mode, policy, read_filter) =
         permissions(&ws, settings.permission_mode, &session_dir, &plan_file)?;
     let mut tool_set = std::mem::take(&mut settings.tools);
-    let (tools, skills) =
-        tool_registry(&ws, &mut tool_set, &policy, &plan_file, settings.plan_approver);
+    let (tools, skills) = tool_registry(
+        &ws,
+        &mut tool_set,
+        &policy,
+        &plan_file,
+        settings.plan_approver,
+    );
 
     // How its commands and servers run, and what its tool calls run with.
     let helper = match settings.sandbox_helper.take() {
@@ -178,7 +184,10 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     )?;
     // What it is told, and what runs around its turns.
     let options = agent_options(identity, settings.max_turns, &llm);
-    let persona = settings.persona.take().unwrap_or_else(|| default_persona(identity));
+    let persona = settings
+        .persona
+        .take()
+        .unwrap_or_else(|| default_persona(identity));
     let system = system_prompt(&persona, &environment);
     let (command_hooks, hook_notices) = command_hooks(&ws, identity, session.id(), &context);
     notices.extend(hook_notices);
@@ -973,15 +982,15 @@ fn open_session(
     }
 }
 
-/// The git top level of `cwd`, or `cwd` itself outside a repository. Blocking.
+/// The git top level of `cwd`, or `cwd` itself outside a repository. Blocking. Git runs
+/// as all of the crate's git does ([`crate::worktree::Git`]: no hooks, no fsmonitor, no
+/// variables that redirect it), before the project is trusted.
 pub fn detect_project_root(cwd: &Path) -> PathBuf {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--show-toplevel"])
-        .current_dir(cwd)
-        .output()
+    crate::worktree::Git::new()
+        .run(cwd, &["rev-parse", "--show-toplevel"])
         .ok()
-        .filter(|out| out.status.success())
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .filter(|out| out.success)
+        .map(|out| PathBuf::from(out.stdout.trim()))
         .filter(|p| p.is_dir())
         .and_then(|p| std::fs::canonicalize(p).ok())
         .unwrap_or_else(|| cwd.to_path_buf())

@@ -45,9 +45,7 @@ pub use lead::{
     join_as_lead, spawn_request_answerer, wait_for_team,
 };
 pub use router::{InboxRouter, ResponseKind, RouterError, Waiter, new_request_id};
-pub use settings::{
-    AgentSettings, Identity, McpPlan, Role, SessionPlan, ToolSet,
-};
+pub use settings::{AgentSettings, Identity, McpPlan, Role, SessionPlan, ToolSet};
 pub use shutdown::{ShutdownOnRequest, ShutdownResponse};
 pub use spawner::output::{MemberEvent, TeammateOutput};
 pub use spawner::tools::{AgentTool, TaskStop};

@@ -43,8 +43,8 @@ use crate::backend::{
     ExecError, ExecutorTable, InProcessExecutor, Launch, Location, SshExecutor, TeammateExecutor,
 };
 use crate::binding::{TeamBinding, TeamSlot};
-use crate::settings::{AgentSettings, Identity, PendingWorkspace};
 use crate::event::{TeamEvent, TeamEventSender};
+use crate::settings::{AgentSettings, Identity, PendingWorkspace};
 use crate::teammate::TeammateEnd;
 use crate::tools::OnSent;
 use crate::worktree::{self, Discovered, Git, LeadRepo, Workspace};
@@ -413,16 +413,20 @@ impl Spawner {
     /// sub-agent, `TaskStop` stops background tasks too), else this spawner's alone.
     pub fn spawn_tools(&self) -> crate::settings::SpawnTools {
         let spawner = self.clone();
-        Arc::new(move |subagents: Option<&roo_agent::subagent::SubagentRuntime>| {
-            let Some(runtime) = subagents else {
-                return spawner.tools();
-            };
-            let (agent_tool, _) = runtime.tools();
-            vec![
-                Arc::new(tools::AgentTool::new(spawner.clone()).with_subagents(agent_tool)),
-                Arc::new(tools::TaskStop::new(spawner.clone()).with_tasks(runtime.tasks().clone())),
-            ]
-        })
+        Arc::new(
+            move |subagents: Option<&roo_agent::subagent::SubagentRuntime>| {
+                let Some(runtime) = subagents else {
+                    return spawner.tools();
+                };
+                let (agent_tool, _) = runtime.tools();
+                vec![
+                    Arc::new(tools::AgentTool::new(spawner.clone()).with_subagents(agent_tool)),
+                    Arc::new(
+                        tools::TaskStop::new(spawner.clone()).with_tasks(runtime.tasks().clone()),
+                    ),
+                ]
+            },
+        )
     }
 
     /// The lead's spawn and stop tools (`Agent`, `TaskStop`) for this spawner.
@@ -928,9 +932,10 @@ impl Spawner {
         let executor = match (self.inner.executors.executor_for(&location), &location) {
             (Some(executor), _) => executor,
             (None, Location::Host(host)) => {
-                return Err(self.host_config(name, host).err().unwrap_or_else(|| {
-                    SpawnError::NotReady { name: name.clone() }
-                }));
+                return Err(self
+                    .host_config(name, host)
+                    .err()
+                    .unwrap_or_else(|| SpawnError::NotReady { name: name.clone() }));
             }
             (None, _) => {
                 return Err(SpawnError::Backend {

@@ -49,10 +49,10 @@ use tokio_util::sync::CancellationToken;
 use crate::approver::LeadApprover;
 use crate::binding::TeamBinding;
 use crate::builder::{BuildError, build_agent};
-use crate::settings::{AgentSettings, Identity, SessionPlan};
 use crate::delivery::InboxDelivery;
 use crate::event::{TeamEvent, TeamEventSender, one_line};
 use crate::router::{InboxRouter, RouterError};
+use crate::settings::{AgentSettings, Identity, SessionPlan};
 use crate::shutdown::{ShutdownOnRequest, approve_shutdown};
 
 pub use approver::{NoLead, PlanGate, TeammateApprover};

@@ -45,8 +45,8 @@ use tokio::process::Command;
 
 use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
 use crate::backend::pane::START_TIMEOUT;
-use crate::backend::workers::{self, WorkerTable};
 use crate::backend::worker_launch::{WorkerHandoff, WorkerLaunch};
+use crate::backend::workers::{self, WorkerTable};
 
 use command::{QuoteError, RemoteTmux, Ssh, sh_join};
 

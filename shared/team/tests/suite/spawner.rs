@@ -802,8 +802,7 @@ impl roo_team::backend::TeammateExecutor for NoPanes {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_spawn_removes_the_clone_and_branch_it_made() {
     let lead = lead(LOOK, BackendType::Tmux);
-    lead
-        .spawner
+    lead.spawner
         .set_executor(roo_team::backend::Location::Worker, Arc::new(NoPanes));
     commit_readme(lead.cwd.path());
     let error = lead
@@ -956,7 +955,10 @@ impl roo_team::backend::TeammateExecutor for Toy {
     fn is_active(&self, name: &roo_store::Name) -> bool {
         self.active.lock().unwrap().contains(name)
     }
-    fn kill(&self, name: &roo_store::Name) -> BoxFuture<'_, Result<(), roo_team::backend::ExecError>> {
+    fn kill(
+        &self,
+        name: &roo_store::Name,
+    ) -> BoxFuture<'_, Result<(), roo_team::backend::ExecError>> {
         self.active.lock().unwrap().retain(|n| n != name);
         self.killed.lock().unwrap().push(name.to_string());
         Box::pin(async { Ok(()) })
@@ -984,7 +986,9 @@ async fn a_toy_backend_plugs_in_at_its_location_in_the_executor_table() {
         .await
         .unwrap();
     assert!(
-        spawned.notices.contains(&"alice runs in the toy".to_string()),
+        spawned
+            .notices
+            .contains(&"alice runs in the toy".to_string()),
         "{:?}",
         spawned.notices
     );
