@@ -139,14 +139,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let identity = &settings.identity;
 
     // Its transcript: the trust notices are told first, then the repairs of a resume.
-    let sessions = project_sessions_dir(&ws.roo_home, &ws.project_root);
-    let (session, messages, mut notices) = open_session(
-        &settings.session,
-        &sessions,
-        &ws.cwd,
-        identity.name.as_str(),
-    )?;
-    notices.splice(0..0, trust_notices);
+    let (session, messages, mut notices) = transcript(&settings, &ws, trust_notices)?;
     let resumed = !messages.is_empty();
     let session_dir = session.dir();
     let plan_file = session_dir.join("plan.md");
@@ -164,10 +157,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     );
 
     // How its commands and servers run, and what its tool calls run with.
-    let helper = match settings.sandbox_helper.take() {
-        Some(helper) => helper,
-        None => std::env::current_exe().map_err(BuildError::Helper)?,
-    };
+    let helper = sandbox_helper(settings.sandbox_helper.take())?;
     let no_sandbox = settings.no_sandbox;
     let mut commands = command_setup(&ws, identity, &llm, no_sandbox, helper.clone(), pending)?;
     notices.append(&mut commands.notices);
@@ -278,6 +268,29 @@ async fn settle(
     ws.store_setting = settings.store_setting.take();
     let (llm, provider) = model(&settings.llm, &ws.config, settings.provider.take())?;
     Ok((ws, trust_notices, llm, provider))
+}
+
+/// The session `settings` ask for in `ws`'s project, with the messages it resumes and
+/// the notices so far: `trust_notices` first, then the repairs of a resume.
+fn transcript(
+    settings: &AgentSettings,
+    ws: &Workspace,
+    trust_notices: Vec<String>,
+) -> Result<(Session, Vec<roo_llm::Message>, Vec<String>), BuildError> {
+    let sessions = project_sessions_dir(&ws.roo_home, &ws.project_root);
+    let name = settings.identity.name.as_str();
+    let (session, messages, mut notices) =
+        open_session(&settings.session, &sessions, &ws.cwd, name)?;
+    notices.splice(0..0, trust_notices);
+    Ok((session, messages, notices))
+}
+
+/// The executable that runs commands in the sandbox: `helper`, else the running one.
+fn sandbox_helper(helper: Option<PathBuf>) -> Result<PathBuf, BuildError> {
+    match helper {
+        Some(helper) => Ok(helper),
+        None => std::env::current_exe().map_err(BuildError::Helper),
+    }
 }
 
 /// The loop's options for `identity`.
