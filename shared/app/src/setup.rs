@@ -281,7 +281,7 @@ pub async fn build_in(
             .unwrap_or_else(|| std::path::PathBuf::from("tmux"));
         let panes = roo_team::backend::TmuxExecutor::from_env(tmux, worker, &settings.roo_home);
         panes.watch_panes(team_tasks.clone());
-        spawner.set_pane_executor(Arc::new(panes));
+        spawner.set_executor(roo_team::backend::Location::Worker, Arc::new(panes));
     }
     if teammate_mode == BackendType::Iterm2
         && let Some(it2) = teammate_detection.as_ref().and_then(|d| d.binary.clone())
@@ -294,7 +294,7 @@ pub async fn build_in(
         let panes = roo_team::backend::ITerm2Executor::from_env(it2, worker, &settings.roo_home)
             .map_err(|e| AppError::Usage(format!("teammates: failed to {e}")))?;
         panes.watch_sessions(team_tasks.clone());
-        spawner.set_pane_executor(Arc::new(panes));
+        spawner.set_executor(roo_team::backend::Location::Worker, Arc::new(panes));
     }
     if !hosts.is_empty() {
         // Teammates on other hosts: `roo-worker`s in tmux sessions there, over ssh.
@@ -323,7 +323,7 @@ pub async fn build_in(
     settings.tools.extra.extend(now);
     settings.tools.deferred.extend(deferred);
     // `Agent` and `TaskStop`: teammates through the spawner, sub-agents otherwise.
-    settings.tools.spawner = Some(spawner.clone());
+    settings.tools.spawn_tools = Some(spawner.spawn_tools());
     let mut template = AgentSettings::new(settings.identity.clone(), settings.roo_home.clone());
     template.store_setting = settings.store_setting.clone();
     template.llm = settings.llm.clone();

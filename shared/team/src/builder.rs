@@ -15,9 +15,7 @@ use roo_agent::config::{ConfigError, ConfigFiles, HandedProjectConfig, ProjectTr
 use roo_agent::exec::Launcher;
 use roo_agent::hooks::{CommandHooks, HookSetup, LifecycleHook};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
-use roo_agent::permissions::{
-    Approver, DenyApprover, ParseModeError, PermissionMode, PermissionPolicy,
-};
+use roo_agent::permissions::{Approver, ParseModeError, PermissionMode, PermissionPolicy};
 use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
 use roo_agent::prompt::{
     Environment, Instructions, Persona, instruction_parts, join_instructions, load_instructions,
@@ -29,308 +27,18 @@ use roo_agent::session::{
 };
 use roo_agent::skills::{Catalog, Skills};
 use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime};
-use roo_agent::tool::{EnvSource, ReadFilter, Tool, ToolContext, ToolRegistry, WorkspaceGate};
+use roo_agent::tool::{EnvSource, ReadFilter, ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
-use roo_store::Name;
 
+use crate::settings::{
+    AgentSettings, Identity, McpPlan, PendingWorkspace, Role, SessionPlan, SpawnTools, ToolSet,
+};
 use crate::trust::{Trust, TrustDecision, decide};
 use crate::worktree::subagents::{SubagentWorktrees, WorktreeSettings};
 
 /// Tool results longer than this spill to a file with a preview.
 pub const MAX_RESULT_CHARS: usize = 40_000;
-
-/// Who an agent is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    /// The agent's name: sent with every model request (the scripted provider picks its
-    /// replies by it), recorded in the transcript, exported to tools as `ROO_AGENT_NAME`
-    /// when the agent is in a team.
-    pub name: Name,
-    /// The team it belongs to, if any (exported to tools as `ROO_TEAM`).
-    pub team: Option<Name>,
-    pub role: Role,
-}
-
-impl Identity {
-    /// An agent outside any team (a plain `roo-lead` session).
-    pub fn solo(name: Name) -> Identity {
-        Identity {
-            name,
-            team: None,
-            role: Role::Lead,
-        }
-    }
-
-    /// A teammate `name` of `team`, working for `lead`.
-    pub fn teammate(name: Name, team: Name, lead: Name) -> Identity {
-        Identity {
-            name,
-            team: Some(team),
-            role: Role::Teammate { lead },
-        }
-    }
-}
-
-/// What an agent is for; decides its default persona.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Role {
-    /// Works for the user directly (the lead, or a single agent).
-    Lead,
-    /// Works for the lead of its team.
-    Teammate { lead: Name },
-}
-
-/// Which tools the agent gets.
-#[derive(Clone)]
-pub struct ToolSet {
-    /// The work tools: ReadFile, WriteFile, EditFile, Bash, Glob, Grep.
-    pub work: bool,
-    /// EnterPlanMode and ExitPlanMode (bound to this agent's policy and plan file)
-    /// where a plan can be approved; an agent that starts in plan mode gets them
-    /// whatever this says.
-    pub plan_mode: bool,
-    /// More tools (a team's coordination tools, …), registered after the others; a
-    /// tool with the name of an earlier one replaces it.
-    pub extra: Vec<Arc<dyn Tool>>,
-    /// Tools registered deferred: their schemas are not sent until revealed (a lead's
-    /// team tools until its team is bound, see `crate::reveal_on_bind`); one called by
-    /// name is revealed and the model asked to call it again.
-    pub deferred: Vec<Arc<dyn Tool>>,
-    /// Names removed at the end (e.g. every code tool of a coordinator).
-    pub remove: Vec<String>,
-    /// Sub-agents: the `Agent` tool's sub-agent path and `TaskStop` for background
-    /// tasks (limits from the config's `agents:`).
-    pub subagents: bool,
-    /// The lead's teammate spawner: `Agent` with a `name` spawns a teammate while the
-    /// lead is in a team, and `TaskStop` stops teammates too. `None` for teammates,
-    /// which cannot spawn teammates.
-    pub spawner: Option<crate::Spawner>,
-}
-
-impl Default for ToolSet {
-    fn default() -> Self {
-        ToolSet {
-            work: true,
-            plan_mode: true,
-            extra: Vec::new(),
-            deferred: Vec::new(),
-            remove: Vec::new(),
-            subagents: true,
-            spawner: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for ToolSet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolSet")
-            .field("work", &self.work)
-            .field("plan_mode", &self.plan_mode)
-            .field(
-                "extra",
-                &self.extra.iter().map(|t| t.name()).collect::<Vec<_>>(),
-            )
-            .field(
-                "deferred",
-                &self.deferred.iter().map(|t| t.name()).collect::<Vec<_>>(),
-            )
-            .field("remove", &self.remove)
-            .field("subagents", &self.subagents)
-            .field("spawner", &self.spawner.is_some())
-            .finish()
-    }
-}
-
-/// Where an agent's MCP servers come from.
-#[derive(Clone, Default)]
-pub enum McpPlan {
-    /// Start the servers of the config files (the first agent of a process: the
-    /// lead, `roo-worker`).
-    #[default]
-    Start,
-    /// Use the servers this process already started (an in-process teammate).
-    Shared(McpServers),
-    /// No MCP servers.
-    Off,
-}
-
-impl std::fmt::Debug for McpPlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            McpPlan::Start => "Start",
-            McpPlan::Shared(_) => "Shared",
-            McpPlan::Off => "Off",
-        })
-    }
-}
-
-/// Where the conversation is recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionPlan {
-    /// A new session in the project's sessions directory.
-    New,
-    /// Resume session `id` of the project.
-    Resume(String),
-    /// Resume the project's most recent session.
-    Latest,
-    /// This transcript file: resumed if it exists, else created (a teammate's
-    /// `teams/<team>/transcripts/<name>.jsonl`).
-    Transcript(PathBuf),
-}
-
-impl SessionPlan {
-    /// A team member's transcript, `teams/<team>/transcripts/<name>.jsonl` under
-    /// `roo_home`: a restarted member resumes its conversation.
-    pub fn member(roo_home: &Path, team: &Name, member: &Name) -> SessionPlan {
-        SessionPlan::Transcript(roo_store::RooHome::new(roo_home).transcript(team, member))
-    }
-}
-
-/// Everything needed to build one agent. Start from [`AgentSettings::new`] and override
-/// fields.
-#[derive(Clone)]
-pub struct AgentSettings {
-    pub identity: Identity,
-    /// Working directory; `None` is the process's. Canonicalized by the builder.
-    pub cwd: Option<PathBuf>,
-    /// Root the permission policy and the command sandbox confine writes to; `None` is
-    /// the git top level of the working directory, or the directory itself.
-    pub project_root: Option<PathBuf>,
-    /// Where the project's config files are read and whose trust applies; default: the
-    /// project root. A teammate in a worktree passes the lead's repository, so the
-    /// user's uncommitted `config.local.yaml` (its deny rules too) and the trust list,
-    /// which names the lead's root, apply to it.
-    pub config_root: Option<PathBuf>,
-    /// The project's config files as the lead read them in its own tree (a teammate on
-    /// another host): when set, no project config file is read here at all, and
-    /// `config_root` is not used for them.
-    pub project_config: Option<HandedProjectConfig>,
-    pub roo_home: PathBuf,
-    /// Where the team's documents live, as `ROO_STORE` says it (`file`, or a PostgreSQL
-    /// URL: a secret, never shown), for the CLIs its commands run through the relay and
-    /// the pane workers it hands its environment to; `None`: the process's own
-    /// `ROO_STORE` (sealed with the API keys).
-    pub store_setting: Option<String>,
-    /// Provider flags; the config files and the environment fill in the rest.
-    pub llm: LlmFlags,
-    /// Use this provider instead of building one from the settings (tests; a lead that
-    /// shares its connection pool with in-process teammates).
-    pub provider: Option<Arc<dyn Provider>>,
-    /// `None`: the config files' mode, else `default`.
-    pub permission_mode: Option<PermissionMode>,
-    pub trust: Trust,
-    /// Run commands without the OS sandbox.
-    pub no_sandbox: bool,
-    /// The executable that runs commands in the sandbox (`None`: the running one).
-    pub sandbox_helper: Option<PathBuf>,
-    pub tools: ToolSet,
-    pub session: SessionPlan,
-    /// Answers permission questions.
-    pub approver: Arc<dyn Approver>,
-    /// Whether ExitPlanMode can be approved by anyone.
-    pub plan_approver: PlanApprover,
-    /// Consulted at the top of every turn.
-    pub hooks: Vec<Arc<dyn TurnHook>>,
-    pub max_turns: u32,
-    /// `None`: the role's default persona.
-    pub persona: Option<Persona>,
-    /// The working directory is still being made while the agent is built (a
-    /// teammate's new worktree): see [`PendingWorkspace`]. `None`: it exists.
-    pub pending_workspace: Option<PendingWorkspace>,
-    /// Variables its commands get, read as each starts (a lead's team, once it made
-    /// one: [`crate::TeamSlot::env_source`]).
-    pub env_source: Option<EnvSource>,
-    /// Its MCP servers: started here, or shared with the process's first agent.
-    pub mcp: McpPlan,
-}
-
-/// A working directory being checked out while its agent is built and sends its first
-/// model request; tool calls wait for [`PendingWorkspace::gate`]. `cwd` and
-/// `project_root` must then be given, resolved (the builder cannot canonicalize a
-/// directory that does not exist yet).
-#[derive(Clone, Debug)]
-pub struct PendingWorkspace {
-    /// What the system prompt says about it.
-    pub environment: Environment,
-    /// Directories outside it that its commands write (the repository's shared git
-    /// directory, verified by the caller): the sandbox cannot find them in a checkout
-    /// that is not there yet.
-    pub git_dirs: Vec<PathBuf>,
-    /// Opens when the checkout is done (or failed).
-    pub gate: WorkspaceGate,
-    /// Where its instruction files (`ROOCODE.md`) are read: the checkout it is made
-    /// from (a teammate's worktree starts from the lead's `HEAD`, so only uncommitted
-    /// changes to those files differ). `@include`s are confined to it.
-    pub instructions_root: PathBuf,
-}
-
-impl std::fmt::Debug for AgentSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentSettings")
-            .field("identity", &self.identity)
-            .field("cwd", &self.cwd)
-            .field("project_root", &self.project_root)
-            .field("config_root", &self.config_root)
-            .field(
-                "project_config",
-                &self.project_config.as_ref().map(|c| &c.root),
-            )
-            .field("roo_home", &self.roo_home)
-            .field("llm", &self.llm)
-            .field(
-                "provider",
-                &self.provider.as_ref().map(|p| p.name().to_string()),
-            )
-            .field("permission_mode", &self.permission_mode)
-            .field("trust", &self.trust)
-            .field("no_sandbox", &self.no_sandbox)
-            .field("sandbox_helper", &self.sandbox_helper)
-            .field("tools", &self.tools)
-            .field("session", &self.session)
-            .field("plan_approver", &self.plan_approver)
-            .field("hooks", &self.hooks.len())
-            .field("max_turns", &self.max_turns)
-            .field("persona", &self.persona)
-            .field("pending_workspace", &self.pending_workspace)
-            .field("env_source", &self.env_source.is_some())
-            .field("mcp", &self.mcp)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AgentSettings {
-    /// Settings for `identity` with the defaults of an unattended agent: the process's
-    /// working directory, trust as listed, the sandbox on, work and plan-mode tools, a
-    /// new session, every question denied, 50 turns.
-    pub fn new(identity: Identity, roo_home: PathBuf) -> AgentSettings {
-        AgentSettings {
-            identity,
-            cwd: None,
-            project_root: None,
-            config_root: None,
-            project_config: None,
-            roo_home,
-            store_setting: None,
-            llm: LlmFlags::default(),
-            provider: None,
-            permission_mode: None,
-            trust: Trust::AsListed,
-            no_sandbox: false,
-            sandbox_helper: None,
-            tools: ToolSet::default(),
-            session: SessionPlan::New,
-            approver: Arc::new(DenyApprover),
-            plan_approver: PlanApprover::Absent,
-            hooks: Vec::new(),
-            max_turns: 50,
-            persona: None,
-            pending_workspace: None,
-            env_source: None,
-            mcp: McpPlan::Start,
-        }
-    }
-}
 
 /// An agent ready to run, and what its UI needs around it.
 pub struct BuiltAgent {
@@ -423,92 +131,55 @@ impl BuildError {
 /// Builds one agent from `settings`: one step per part, in the order the parts need
 /// each other (which is also the order the notices are told in).
 pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildError> {
-    let AgentSettings {
-        identity,
-        cwd,
-        project_root,
-        config_root,
-        project_config,
-        roo_home,
-        store_setting,
-        llm,
-        provider,
-        permission_mode,
-        trust,
-        no_sandbox,
-        sandbox_helper,
-        tools: mut tool_set,
-        session: session_plan,
-        approver,
-        plan_approver,
-        hooks,
-        max_turns,
-        persona,
-        pending_workspace,
-        env_source,
-        mcp: mcp_plan,
-    } = settings;
+    let mut settings = settings;
     // Where it works, under which configuration, with which model.
-    let pending = pending_workspace.as_ref();
-    let (cwd, project_root) = directories(cwd, project_root, pending.is_some()).await?;
-    let (mut ws, trust_notices) = configuration(
-        cwd,
-        project_root,
-        config_root,
-        project_config,
-        roo_home,
-        &trust,
-    )
-    .await?;
-    ws.store_setting = store_setting;
-    let (llm, provider) = model(&llm, &ws.config, provider)?;
+    let pending = settings.pending_workspace.take();
+    let pending = pending.as_ref();
+    let (ws, trust_notices, llm, provider) = settle(&mut settings, pending.is_some()).await?;
+    let identity = &settings.identity;
 
     // Its transcript: the trust notices are told first, then the repairs of a resume.
-    let sessions = project_sessions_dir(&ws.roo_home, &ws.project_root);
-    let (session, messages, mut notices) =
-        open_session(&session_plan, &sessions, &ws.cwd, identity.name.as_str())?;
-    notices.splice(0..0, trust_notices);
+    let (session, messages, mut notices) = transcript(&settings, &ws, trust_notices)?;
     let resumed = !messages.is_empty();
     let session_dir = session.dir();
     let plan_file = session_dir.join("plan.md");
 
     // What it may do and with what.
-    let (mode, policy, read_filter) = permissions(&ws, permission_mode, &session_dir, &plan_file)?;
-    let (tools, skills) = tool_registry(&ws, &mut tool_set, &policy, &plan_file, plan_approver);
+    let (mode, policy, read_filter) =
+        permissions(&ws, settings.permission_mode, &session_dir, &plan_file)?;
+    let mut tool_set = std::mem::take(&mut settings.tools);
+    let (tools, skills) = tool_registry(
+        &ws,
+        &mut tool_set,
+        &policy,
+        &plan_file,
+        settings.plan_approver,
+    );
 
     // How its commands and servers run, and what its tool calls run with.
-    let helper = match sandbox_helper {
-        Some(helper) => helper,
-        None => std::env::current_exe().map_err(BuildError::Helper)?,
-    };
-    let mut commands = command_setup(&ws, &identity, &llm, no_sandbox, helper.clone(), pending)?;
+    let helper = sandbox_helper(settings.sandbox_helper.take())?;
+    let no_sandbox = settings.no_sandbox;
+    let mut commands = command_setup(&ws, identity, &llm, no_sandbox, helper.clone(), pending)?;
     notices.append(&mut commands.notices);
-    let mcp = mcp_servers(mcp_plan, &ws, &commands, &tools)?;
+    let mcp = mcp_servers(std::mem::take(&mut settings.mcp), &ws, &commands, &tools)?;
     let environment = environment(pending, &ws.cwd, &commands).await?;
     let context = tool_context(
-        &identity,
+        identity,
         &ws,
         commands,
-        env_source,
+        settings.env_source.take(),
         read_filter.clone(),
         pending,
         session_dir,
     )?;
     // What it is told, and what runs around its turns.
-    let options = AgentOptions {
-        agent_name: identity.name.to_string(),
-        max_turns,
-        max_tokens: llm.max_tokens,
-        prices: llm.prices.clone(),
-        text_tool_calls: llm.text_tool_calls_enabled(),
-        // The lead tells the user once whether the model server's context fits; its
-        // teammates use the same server.
-        check_server_window: identity.role == Role::Lead,
-        ..AgentOptions::default()
-    };
-    let persona = persona.unwrap_or_else(|| default_persona(&identity));
+    let options = agent_options(identity, settings.max_turns, &llm);
+    let persona = settings
+        .persona
+        .take()
+        .unwrap_or_else(|| default_persona(identity));
     let system = system_prompt(&persona, &environment);
-    let (command_hooks, hook_notices) = command_hooks(&ws, &identity, session.id(), &context);
+    let (command_hooks, hook_notices) = command_hooks(&ws, identity, session.id(), &context);
     notices.extend(hook_notices);
     let session_id = session.id().to_string();
     let (instructions, instruction_notices) = instructions(&ws, pending, mode, read_filter).await;
@@ -517,7 +188,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let parts = AgentParts {
         provider,
         policy,
-        approver,
+        approver: settings.approver,
         context,
         options,
         environment,
@@ -529,7 +200,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let subagents = tool_set
         .subagents
         .then(|| subagent_runtime(&ws, &parts, &llm, no_sandbox, helper, session_id, &tools));
-    register_agent_tools(&tools, subagents.as_ref(), tool_set.spawner.as_ref());
+    register_agent_tools(&tools, subagents.as_ref(), tool_set.spawn_tools.as_ref());
     for name in &tool_set.remove {
         tools.remove(name);
     }
@@ -548,7 +219,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let hook_notices = attach_hooks(
         &mut agent,
         &ws,
-        hooks,
+        std::mem::take(&mut settings.hooks),
         &parts.command_hooks,
         mcp.as_ref(),
         parts.skills.as_ref(),
@@ -574,6 +245,67 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         mcp,
         team_turns: ws.config.team_turns(),
     })
+}
+
+/// The first steps of [`build_agent`]: where the agent works (`pending`: its directory
+/// is still being made), under which configuration (with the trust notices), with which
+/// model. Takes what it settles out of `settings`.
+async fn settle(
+    settings: &mut AgentSettings,
+    pending: bool,
+) -> Result<(Workspace, Vec<String>, LlmSettings, Arc<dyn Provider>), BuildError> {
+    let (cwd, project_root) =
+        directories(settings.cwd.take(), settings.project_root.take(), pending).await?;
+    let (mut ws, trust_notices) = configuration(
+        cwd,
+        project_root,
+        settings.config_root.take(),
+        settings.project_config.take(),
+        std::mem::take(&mut settings.roo_home),
+        &settings.trust,
+    )
+    .await?;
+    ws.store_setting = settings.store_setting.take();
+    let (llm, provider) = model(&settings.llm, &ws.config, settings.provider.take())?;
+    Ok((ws, trust_notices, llm, provider))
+}
+
+/// The session `settings` ask for in `ws`'s project, with the messages it resumes and
+/// the notices so far: `trust_notices` first, then the repairs of a resume.
+fn transcript(
+    settings: &AgentSettings,
+    ws: &Workspace,
+    trust_notices: Vec<String>,
+) -> Result<(Session, Vec<roo_llm::Message>, Vec<String>), BuildError> {
+    let sessions = project_sessions_dir(&ws.roo_home, &ws.project_root);
+    let name = settings.identity.name.as_str();
+    let (session, messages, mut notices) =
+        open_session(&settings.session, &sessions, &ws.cwd, name)?;
+    notices.splice(0..0, trust_notices);
+    Ok((session, messages, notices))
+}
+
+/// The executable that runs commands in the sandbox: `helper`, else the running one.
+fn sandbox_helper(helper: Option<PathBuf>) -> Result<PathBuf, BuildError> {
+    match helper {
+        Some(helper) => Ok(helper),
+        None => std::env::current_exe().map_err(BuildError::Helper),
+    }
+}
+
+/// The loop's options for `identity`.
+fn agent_options(identity: &Identity, max_turns: u32, llm: &LlmSettings) -> AgentOptions {
+    AgentOptions {
+        agent_name: identity.name.to_string(),
+        max_turns,
+        max_tokens: llm.max_tokens,
+        prices: llm.prices.clone(),
+        text_tool_calls: llm.text_tool_calls_enabled(),
+        // The lead tells the user once whether the model server's context fits; its
+        // teammates use the same server.
+        check_server_window: identity.role == Role::Lead,
+        ..AgentOptions::default()
+    }
 }
 
 /// Where an agent works and the configuration in force there: what the first steps of
@@ -1069,35 +801,25 @@ fn subagent_runtime(
     runtime
 }
 
-/// The Agent and TaskStop tools: the sub-agents', the lead's teammate spawner's, or
-/// both in one (`Agent` with a `name` spawns a teammate; `TaskStop` stops either).
+/// The Agent and TaskStop tools: the sub-agents', or those of `spawn_tools` (the lead's
+/// teammate spawner's, which take the sub-agents' over where there are some).
 fn register_agent_tools(
     tools: &ToolRegistry,
     subagents: Option<&SubagentRuntime>,
-    spawner: Option<&crate::Spawner>,
+    spawn_tools: Option<&SpawnTools>,
 ) {
-    if let Some(runtime) = subagents {
-        let (agent_tool, stop_tool) = runtime.tools();
-        match spawner {
-            Some(spawner) => {
-                tools.register(Arc::new(
-                    crate::spawner::tools::AgentTool::new(spawner.clone())
-                        .with_subagents(agent_tool),
-                ));
-                tools.register(Arc::new(
-                    crate::spawner::tools::TaskStop::new(spawner.clone())
-                        .with_tasks(runtime.tasks().clone()),
-                ));
-            }
-            None => {
-                tools.register(agent_tool);
-                tools.register(stop_tool);
+    match (spawn_tools, subagents) {
+        (Some(spawn_tools), subagents) => {
+            for tool in spawn_tools(subagents) {
+                tools.register(tool);
             }
         }
-    } else if let Some(spawner) = spawner {
-        for tool in spawner.tools() {
-            tools.register(tool);
+        (None, Some(runtime)) => {
+            let (agent_tool, stop_tool) = runtime.tools();
+            tools.register(agent_tool);
+            tools.register(stop_tool);
         }
+        (None, None) => {}
     }
 }
 
@@ -1273,15 +995,15 @@ fn open_session(
     }
 }
 
-/// The git top level of `cwd`, or `cwd` itself outside a repository. Blocking.
+/// The git top level of `cwd`, or `cwd` itself outside a repository. Blocking. Git runs
+/// as all of the crate's git does ([`crate::worktree::Git`]: no hooks, no fsmonitor, no
+/// variables that redirect it), before the project is trusted.
 pub fn detect_project_root(cwd: &Path) -> PathBuf {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--show-toplevel"])
-        .current_dir(cwd)
-        .output()
+    crate::worktree::Git::new()
+        .run(cwd, &["rev-parse", "--show-toplevel"])
         .ok()
-        .filter(|out| out.status.success())
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .filter(|out| out.success)
+        .map(|out| PathBuf::from(out.stdout.trim()))
         .filter(|p| p.is_dir())
         .and_then(|p| std::fs::canonicalize(p).ok())
         .unwrap_or_else(|| cwd.to_path_buf())

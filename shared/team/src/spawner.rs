@@ -4,7 +4,7 @@
 //!
 //! Every teammate starts through a [`TeammateExecutor`] from one [`Launch`]: the
 //! teammate loop as a tokio task of the lead's process ([`InProcessExecutor`]), or, with
-//! a pane executor ([`Spawner::set_pane_executor`],
+//! a worker executor ([`Spawner::set_executor`] at [`Location::Worker`],
 //! e.g. [`crate::backend::TmuxExecutor`]), a `roo-worker` process in a terminal pane:
 //! SendMessage to it nudges it ([`TeammateExecutor::wake`]), TaskStop and the slot's
 //! clearing end its process and close its pane, [`Spawner::shutdown`] does so for all
@@ -32,17 +32,19 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use roo_agent::config::HandedProjectConfig;
+use roo_agent::config::{HandedProjectConfig, HostConfig};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::prompt::Environment;
 use roo_agent::tool::WorkspaceGate;
 use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{ExecError, InProcessExecutor, Launch, SshExecutor, TeammateExecutor};
+use crate::backend::{
+    ExecError, ExecutorTable, InProcessExecutor, Launch, Location, SshExecutor, TeammateExecutor,
+};
 use crate::binding::{TeamBinding, TeamSlot};
-use crate::builder::{AgentSettings, Identity, PendingWorkspace};
 use crate::event::{TeamEvent, TeamEventSender};
+use crate::settings::{AgentSettings, Identity, PendingWorkspace};
 use crate::teammate::TeammateEnd;
 use crate::tools::OnSent;
 use crate::worktree::{self, Discovered, Git, LeadRepo, Workspace};
@@ -213,63 +215,37 @@ pub struct Spawned {
     pub host: Option<Name>,
 }
 
-/// How a spawned teammate runs.
-enum Runner {
-    /// The teammate loop as a task of this process, held by the in-process executor.
-    InProcess {
-        executor: Arc<InProcessExecutor>,
-        name: Name,
-    },
-    /// A `roo-worker` in a pane of the pane executor (which holds its pane and pid).
-    Pane {
-        executor: Arc<dyn TeammateExecutor>,
-        name: Name,
-        /// What the executor said at the start (how to attach), for the spawn result.
-        notices: Vec<String>,
-    },
+/// A started teammate: where it runs and the executor that runs it.
+struct Running {
+    location: Location,
+    executor: Arc<dyn TeammateExecutor>,
+    name: Name,
+    /// What the executor said at the start (how to attach), for the spawn result.
+    notices: Vec<String>,
 }
 
-impl Runner {
-    /// Whether its loop (task) or process (pane) is running.
+impl Running {
+    /// Whether its loop (in-process) or process (a worker) is running.
     fn running(&self) -> bool {
-        match self {
-            Runner::InProcess { executor, name } => executor.is_active(name),
-            Runner::Pane { executor, name, .. } => executor.is_active(name),
-        }
+        self.executor.is_active(&self.name)
     }
 
-    /// How an in-process teammate's loop ended (`None` for a pane teammate).
-    fn ended(&self) -> Option<TeammateEnd> {
-        match self {
-            Runner::InProcess { executor, name } => executor.ended(name),
-            Runner::Pane { .. } => None,
-        }
-    }
-
-    /// Stops it now: the loop is cancelled; a pane's worker is ended and its pane
-    /// closed (in the background).
-    fn stop(&self) {
-        match self {
-            // Cancelled at once (the future only reports an unknown name).
-            Runner::InProcess { executor, name } => drop(executor.kill(name)),
-            Runner::Pane { executor, name, .. } => {
-                let (executor, name) = (executor.clone(), name.clone());
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move {
-                        if let Err(e) = executor.kill(&name).await {
-                            tracing::debug!(member = %name, error = %e, "failed to stop a pane");
-                        }
-                    });
-                }
+    /// Stops it now, on `runtime`: an in-process loop is cancelled; a worker is ended
+    /// and its pane or session closed.
+    fn stop(&self, runtime: &tokio::runtime::Handle) {
+        let (executor, name) = (self.executor.clone(), self.name.clone());
+        runtime.spawn(async move {
+            if let Err(e) = executor.kill(&name).await {
+                tracing::debug!(member = %name, error = %e, "failed to stop a teammate");
             }
-        }
+        });
     }
 }
 
 /// One teammate this lead spawned.
 struct Entry {
     team: Name,
-    handle: Runner,
+    handle: Running,
     /// The spec's parts needed to start it again (an empty prompt: it resumes from its
     /// transcript and takes up the waiting messages).
     recipe: Recipe,
@@ -295,12 +271,14 @@ struct Inner {
     base: OnceLock<TeammateBase>,
     running: Mutex<HashMap<Name, Entry>>,
     runtime: tokio::runtime::Handle,
-    /// Where pane teammates run (`backend` tmux or iTerm2).
-    panes: OnceLock<Arc<dyn TeammateExecutor>>,
-    /// Where in-process teammates run (it holds their handles).
+    /// Where teammates run, by location (the in-process executor's too).
+    executors: ExecutorTable,
+    /// The in-process executor (it holds the teammates' handles and says how their
+    /// loops ended), as set up here.
     in_process: Arc<InProcessExecutor>,
-    /// Teammates on other hosts, by host name (`hosts:` of the user's config).
-    hosts: OnceLock<BTreeMap<Name, Arc<SshExecutor>>>,
+    /// The hosts of the user's `hosts:` that have an executor: where a teammate's clone
+    /// there is made.
+    hosts: OnceLock<BTreeMap<Name, HostConfig>>,
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -328,16 +306,17 @@ impl Spawner {
         events: Option<TeamEventSender>,
         lifetime: CancellationToken,
     ) -> Spawner {
+        let in_process = Arc::new(InProcessExecutor::new(events.clone()));
         let spawner = Spawner {
             inner: Arc::new(Inner {
                 slot: slot.clone(),
                 backend,
-                in_process: Arc::new(InProcessExecutor::new(events.clone())),
+                executors: ExecutorTable::new(in_process.clone()),
+                in_process,
                 events,
                 base: OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 runtime: tokio::runtime::Handle::current(),
-                panes: OnceLock::new(),
                 hosts: OnceLock::new(),
             }),
         };
@@ -362,7 +341,7 @@ impl Spawner {
                         gone.iter().filter_map(|n| running.remove(n)).collect()
                     };
                     for entry in &stopped {
-                        entry.handle.stop();
+                        entry.handle.stop(&inner.runtime);
                     }
                     drop(stopped);
                 } else {
@@ -387,25 +366,30 @@ impl Spawner {
         let _ = self.inner.base.set(base);
     }
 
-    /// Gives the spawner the executor pane teammates run on (its backend must be this
-    /// spawner's); the first call wins.
-    pub fn set_pane_executor(&self, executor: Arc<dyn TeammateExecutor>) {
-        let _ = self.inner.panes.set(executor);
+    /// Gives the spawner the executor the teammates of `location` run on (for
+    /// [`Location::Worker`], one of this spawner's backend); the first call for a
+    /// location wins. See [`ExecutorTable`].
+    pub fn set_executor(&self, location: Location, executor: Arc<dyn TeammateExecutor>) {
+        self.inner.executors.set(location, executor);
     }
 
-    /// Gives the spawner the hosts teammates may run on (an executor each); the first
-    /// call wins.
+    /// Gives the spawner the hosts teammates may run on (an executor each, set at
+    /// [`Location::Host`]); the first call wins.
     pub fn set_hosts(&self, hosts: BTreeMap<Name, Arc<SshExecutor>>) {
-        let _ = self.inner.hosts.set(hosts);
+        let configs = hosts
+            .iter()
+            .map(|(name, executor)| (name.clone(), executor.host().clone()))
+            .collect();
+        if self.inner.hosts.set(configs).is_ok() {
+            for (name, executor) in hosts {
+                self.set_executor(Location::Host(name), executor);
+            }
+        }
     }
 
     /// The names of the hosts teammates may run on (empty: none configured).
     pub fn host_names(&self) -> Vec<Name> {
-        self.inner
-            .hosts
-            .get()
-            .map(|h| h.keys().cloned().collect())
-            .unwrap_or_default()
+        self.inner.executors.hosts()
     }
 
     /// Ends what the lead's teammates leave behind when the lead exits: in-process
@@ -414,14 +398,7 @@ impl Spawner {
     pub async fn shutdown(&self, keep_panes: bool) {
         let all: Vec<Entry> = lock(&self.inner.running).drain().map(|(_, e)| e).collect();
         drop(all);
-        self.inner.in_process.shutdown_all(false).await;
-        if let Some(panes) = self.inner.panes.get() {
-            panes.shutdown_all(keep_panes).await;
-        }
-        if let Some(hosts) = self.inner.hosts.get() {
-            let all = hosts.values().map(|h| h.shutdown_all(keep_panes));
-            futures_util::future::join_all(all).await;
-        }
+        self.inner.executors.shutdown_all(keep_panes).await;
     }
 
     /// Sends in-process teammates' agent events, tagged with their names, to `output`
@@ -429,6 +406,27 @@ impl Spawner {
     /// spawned before the call keep discarding theirs.
     pub fn set_output(&self, output: output::TeammateOutput) {
         self.inner.in_process.set_output(output);
+    }
+
+    /// The lead's `Agent` and `TaskStop` for the builder ([`crate::ToolSet::spawn_tools`]):
+    /// over the agent's sub-agents where it has some (`Agent` without a `name` starts a
+    /// sub-agent, `TaskStop` stops background tasks too), else this spawner's alone.
+    pub fn spawn_tools(&self) -> crate::settings::SpawnTools {
+        let spawner = self.clone();
+        Arc::new(
+            move |subagents: Option<&roo_agent::subagent::SubagentRuntime>| {
+                let Some(runtime) = subagents else {
+                    return spawner.tools();
+                };
+                let (agent_tool, _) = runtime.tools();
+                vec![
+                    Arc::new(tools::AgentTool::new(spawner.clone()).with_subagents(agent_tool)),
+                    Arc::new(
+                        tools::TaskStop::new(spawner.clone()).with_tasks(runtime.tasks().clone()),
+                    ),
+                ]
+            },
+        )
     }
 
     /// The lead's spawn and stop tools (`Agent`, `TaskStop`) for this spawner.
@@ -462,9 +460,11 @@ impl Spawner {
 
     /// How a spawned teammate's current loop ended (`None` while it runs or if unknown).
     pub fn ended(&self, name: &Name) -> Option<TeammateEnd> {
-        lock(&self.inner.running)
-            .get(name)
-            .and_then(|e| e.handle.ended())
+        let running = lock(&self.inner.running);
+        let entry = running.get(name)?;
+        (entry.handle.location == Location::InProcess)
+            .then(|| self.inner.in_process.ended(name))
+            .flatten()
     }
 
     /// The hook for the lead's [`TeamTools`]: a message sent to a teammate of this
@@ -482,12 +482,71 @@ impl Spawner {
     /// Spawns a teammate. See the module documentation.
     pub async fn spawn(&self, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let binding = self.lead_binding()?;
+        let (base, mode) = self.admit(&request)?;
+        if let Some(host) = request.host.clone() {
+            return self.spawn_remote(request, host, binding, base, mode).await;
+        }
+        let name = request.name.clone();
+        let git = base.git.clone().in_launcher_of(&request.launcher);
+        let discovered = {
+            let (cwd, git) = (request.cwd.clone(), git.clone());
+            blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
+        };
+        let team = binding.team.name().clone();
+        // A worker needs its directory to exist when it starts.
+        let planned = match &discovered {
+            Discovered::Repo(_) if self.inner.backend != BackendType::InProcess => None,
+            Discovered::Repo(repo) => repo
+                .planned_worktree(&team, &name)
+                .zip(repo.git_dir().map(Path::to_path_buf))
+                .map(|((path, branch), _)| (repo.clone(), path, branch)),
+            Discovered::Shared { .. } => None,
+        };
+        let recipe = Recipe {
+            host: None,
+            settings: teammate_settings(&base, &binding, &request, mode),
+            plan_mode_required: request.plan_mode_required,
+            mode_after_plan: base.lead_mode,
+            agent_type: request.agent_type.clone(),
+            model: request.model.clone(),
+            work_dir: PathBuf::new(),
+        };
+        let (mut handle, recipe, workspace) = match planned {
+            Some((repo, path, branch)) => {
+                self.start_during_checkout(&binding, &request, recipe, repo, path, branch)
+                    .await?
+            }
+            None => {
+                self.start_in_workspace(&binding, &request, recipe, discovered)
+                    .await?
+            }
+        };
+        let mut notices = workspace.notices();
+        notices.append(&mut handle.notices);
+        let (work_dir, branch) = match &workspace {
+            Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
+            Workspace::Shared { dir, .. } => (dir.clone(), None),
+        };
+        self.register(&binding, &name, handle, recipe)?;
+        Ok(Spawned {
+            name,
+            work_dir,
+            branch,
+            notices,
+            host: None,
+        })
+    }
+
+    /// Whether `request` may spawn now (a name that is no task id, a backend that can
+    /// start it, a built lead, a mode no looser than the lead's, a name not running):
+    /// what teammates inherit, and its permission mode.
+    fn admit(&self, request: &SpawnRequest) -> Result<(TeammateBase, PermissionMode), SpawnError> {
         let name = request.name.clone();
         if is_task_id(name.as_str()) {
             return Err(SpawnError::ReservedName { name });
         }
-        let pane = self.inner.backend != BackendType::InProcess;
-        if pane && self.inner.panes.get().is_none() {
+        let location = self.location_of_host(None);
+        if self.inner.executors.executor_for(&location).is_none() {
             return Err(SpawnError::Backend {
                 name,
                 backend: backend_name(self.inner.backend),
@@ -510,144 +569,114 @@ impl Spawner {
         if self.is_running(&name) {
             return Err(SpawnError::AlreadyRunning { name });
         }
-        if let Some(host) = request.host.clone() {
-            return self.spawn_remote(request, host, binding, base, mode).await;
-        }
-        let git = base.git.clone().in_launcher_of(&request.launcher);
-        let discovered = {
-            let (cwd, git) = (request.cwd.clone(), git.clone());
-            blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
-        };
-        let team = binding.team.name().clone();
-        let planned = match &discovered {
-            // A pane's worker needs its directory to exist when it starts.
-            Discovered::Repo(_) if pane => None,
-            Discovered::Repo(repo) => repo
-                .planned_worktree(&team, &name)
-                .zip(repo.git_dir().map(Path::to_path_buf))
-                .map(|((path, branch), _)| (repo.clone(), path, branch)),
-            Discovered::Shared { .. } => None,
-        };
-        let mut settings = base.settings.clone();
-        settings.identity = Identity::teammate(name.clone(), team.clone(), binding.lead.clone());
-        settings.permission_mode = Some(mode);
-        if let Some(model) = &request.model {
-            // Another model needs its own provider, built from the lead's flags.
-            settings.llm.model = Some(model.clone());
-            settings.provider = None;
-        }
-        let recipe = |settings: AgentSettings, work_dir: PathBuf| Recipe {
-            host: None,
-            settings,
-            plan_mode_required: request.plan_mode_required,
-            mode_after_plan: base.lead_mode,
-            agent_type: request.agent_type.clone(),
-            model: request.model.clone(),
-            work_dir,
-        };
+        Ok((base, mode))
+    }
 
-        let (handle, recipe, workspace) = if let Some((repo, path, branch)) = planned {
-            // A new worktree: the teammate starts (and sends its first model request)
-            // while git checks it out; its tool calls wait for the checkout.
-            settings.cwd = Some(path.clone());
-            settings.project_root = Some(path.clone());
-            settings.config_root = Some(repo.root().to_path_buf());
-            let recipe = recipe(settings, path.clone());
-            let (opener, gate) = WorkspaceGate::new();
-            let mut first = recipe.clone();
-            first.settings.pending_workspace = Some(PendingWorkspace {
-                environment: Environment::for_new_checkout(&path, &branch),
-                // The clone's git directory is inside it: nothing of the lead's to grant.
-                git_dirs: Vec::new(),
-                gate,
-                instructions_root: repo.root().to_path_buf(),
-            });
-            let lead_repo = repo.clone();
-            let checkout = {
-                let (team, member) = (team.clone(), name.clone());
-                tokio::task::spawn_blocking(move || {
-                    let made = repo.add_worktree(&team, &member);
-                    opener.open(made.as_ref().map(|_| ()).map_err(ToString::to_string));
-                    made
-                })
-            };
-            let started = self.start(&binding, &name, first, request.prompt).await;
-            let made = checkout
-                .await
-                .map_err(|e| SpawnError::Worktree {
-                    name: name.clone(),
-                    message: e.to_string(),
-                })?
-                .map_err(|e| SpawnError::Worktree {
-                    name: name.clone(),
-                    message: e.to_string(),
-                });
-            match (started, made) {
-                (Ok(handle), Ok(worktree)) => (handle, recipe, Workspace::Worktree(worktree)),
-                (Err(e), made) => {
-                    if let Ok(worktree) = made {
-                        discard(&name, lead_repo, worktree).await;
-                    }
-                    return Err(e);
-                }
-                (Ok(handle), Err(e)) => {
-                    // Cancelled before any tool call: its calls wait for the checkout.
-                    drop(handle);
-                    return Err(e);
-                }
-            }
-        } else {
-            let mut lead_repo = None;
-            let workspace = match discovered {
-                Discovered::Repo(repo) => {
-                    let member = name.clone();
-                    lead_repo = Some(repo.clone());
-                    Workspace::Worktree(
-                        blocking(&name, move || repo.add_worktree(&team, &member)).await?,
-                    )
-                }
-                Discovered::Shared { dir, why } => Workspace::Shared { dir, why },
-            };
-            let (work_dir, config_root) = match &workspace {
-                Workspace::Worktree(w) => (w.path.clone(), Some(w.repo_root.clone())),
-                Workspace::Shared { dir, .. } => (dir.clone(), None),
-            };
-            settings.cwd = Some(work_dir.clone());
-            settings.project_root = Some(work_dir.clone());
-            // The lead's config (its uncommitted local rules too) and trust apply to it.
-            settings.config_root = config_root;
-            let recipe = recipe(settings, work_dir);
-            let handle = match self
-                .start(&binding, &name, recipe.clone(), request.prompt)
-                .await
-            {
-                Ok(handle) => handle,
-                Err(e) => {
-                    if let (Some(repo), Workspace::Worktree(worktree)) = (lead_repo, workspace) {
-                        discard(&name, repo, worktree).await;
-                    }
-                    return Err(e);
-                }
-            };
-            (handle, recipe, workspace)
+    /// Starts `recipe`'s teammate in a new worktree at `path` (branch `branch`) of
+    /// `repo` while git checks it out: it sends its first model request meanwhile, and
+    /// its tool calls wait for the checkout. A failed checkout fails the spawn before
+    /// any call ran; a failed start removes the checkout.
+    async fn start_during_checkout(
+        &self,
+        binding: &TeamBinding,
+        request: &SpawnRequest,
+        mut recipe: Recipe,
+        repo: LeadRepo,
+        path: PathBuf,
+        branch: String,
+    ) -> Result<(Running, Recipe, Workspace), SpawnError> {
+        let (name, team) = (request.name.clone(), binding.team.name().clone());
+        recipe.settings.cwd = Some(path.clone());
+        recipe.settings.project_root = Some(path.clone());
+        recipe.settings.config_root = Some(repo.root().to_path_buf());
+        recipe.work_dir = path.clone();
+        let (opener, gate) = WorkspaceGate::new();
+        let mut first = recipe.clone();
+        first.settings.pending_workspace = Some(PendingWorkspace {
+            environment: Environment::for_new_checkout(&path, &branch),
+            // The clone's git directory is inside it: nothing of the lead's to grant.
+            git_dirs: Vec::new(),
+            gate,
+            instructions_root: repo.root().to_path_buf(),
+        });
+        let lead_repo = repo.clone();
+        let checkout = {
+            let member = name.clone();
+            tokio::task::spawn_blocking(move || {
+                let made = repo.add_worktree(&team, &member);
+                opener.open(made.as_ref().map(|_| ()).map_err(ToString::to_string));
+                made
+            })
         };
-        let mut handle = handle;
-        let mut notices = workspace.notices();
-        if let Runner::Pane { notices: said, .. } = &mut handle {
-            notices.append(said);
+        let started = self
+            .start(binding, &name, first, request.prompt.clone())
+            .await;
+        let worktree_error = |message: String| SpawnError::Worktree {
+            name: name.clone(),
+            message,
+        };
+        let made = checkout
+            .await
+            .map_err(|e| worktree_error(e.to_string()))?
+            .map_err(|e| worktree_error(e.to_string()));
+        match (started, made) {
+            (Ok(handle), Ok(worktree)) => Ok((handle, recipe, Workspace::Worktree(worktree))),
+            (Err(e), made) => {
+                if let Ok(worktree) = made {
+                    discard(&name, lead_repo, worktree).await;
+                }
+                Err(e)
+            }
+            (Ok(handle), Err(e)) => {
+                // Cancelled before any tool call: its calls wait for the checkout.
+                drop(handle);
+                Err(e)
+            }
         }
-        let (work_dir, branch) = match &workspace {
-            Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
+    }
+
+    /// Starts `recipe`'s teammate in what `discovered` offers: a worktree made first
+    /// (removed again if the start fails), or the lead's directory outside a repository.
+    async fn start_in_workspace(
+        &self,
+        binding: &TeamBinding,
+        request: &SpawnRequest,
+        mut recipe: Recipe,
+        discovered: Discovered,
+    ) -> Result<(Running, Recipe, Workspace), SpawnError> {
+        let (name, team) = (request.name.clone(), binding.team.name().clone());
+        let mut lead_repo = None;
+        let workspace = match discovered {
+            Discovered::Repo(repo) => {
+                let member = name.clone();
+                lead_repo = Some(repo.clone());
+                Workspace::Worktree(
+                    blocking(&name, move || repo.add_worktree(&team, &member)).await?,
+                )
+            }
+            Discovered::Shared { dir, why } => Workspace::Shared { dir, why },
+        };
+        let (work_dir, config_root) = match &workspace {
+            Workspace::Worktree(w) => (w.path.clone(), Some(w.repo_root.clone())),
             Workspace::Shared { dir, .. } => (dir.clone(), None),
         };
-        self.register(&binding, &name, handle, recipe)?;
-        Ok(Spawned {
-            name,
-            work_dir,
-            branch,
-            notices,
-            host: None,
-        })
+        recipe.settings.cwd = Some(work_dir.clone());
+        recipe.settings.project_root = Some(work_dir.clone());
+        // The lead's config (its uncommitted local rules too) and trust apply to it.
+        recipe.settings.config_root = config_root;
+        recipe.work_dir = work_dir;
+        match self
+            .start(binding, &name, recipe.clone(), request.prompt.clone())
+            .await
+        {
+            Ok(handle) => Ok((handle, recipe, workspace)),
+            Err(e) => {
+                if let (Some(repo), Workspace::Worktree(worktree)) = (lead_repo, workspace) {
+                    discard(&name, repo, worktree).await;
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Keeps a started teammate's handle and recipe; refused (and stopped) when another
@@ -656,7 +685,7 @@ impl Spawner {
         &self,
         binding: &TeamBinding,
         name: &Name,
-        handle: Runner,
+        handle: Running,
         recipe: Recipe,
     ) -> Result<(), SpawnError> {
         let name = name.clone();
@@ -665,10 +694,10 @@ impl Spawner {
         // current handle, which is the one just started: nothing to compare.)
         if running
             .get(&name)
-            .is_some_and(|e| !matches!(e.handle, Runner::InProcess { .. }) && e.handle.running())
+            .is_some_and(|e| e.handle.location != Location::InProcess && e.handle.running())
         {
             drop(running);
-            handle.stop();
+            handle.stop(&self.inner.runtime);
             drop(handle);
             return Err(SpawnError::AlreadyRunning { name });
         }
@@ -684,22 +713,10 @@ impl Spawner {
         Ok(())
     }
 
-    /// The executor of `host`, or an error naming the configured hosts.
-    fn host_executor(
-        &self,
-        name: &Name,
-        host: &Name,
-    ) -> Result<Arc<dyn TeammateExecutor>, SpawnError> {
-        match self.ssh_executor(name, host) {
-            Ok(executor) => Ok(executor),
-            Err(e) => Err(e),
-        }
-        .map(|e| e as Arc<dyn TeammateExecutor>)
-    }
-
-    fn ssh_executor(&self, name: &Name, host: &Name) -> Result<Arc<SshExecutor>, SpawnError> {
-        if let Some(executor) = self.inner.hosts.get().and_then(|h| h.get(host)) {
-            return Ok(executor.clone());
+    /// The configuration of `host`, or an error naming the configured hosts.
+    fn host_config(&self, name: &Name, host: &Name) -> Result<HostConfig, SpawnError> {
+        if let Some(config) = self.inner.hosts.get().and_then(|h| h.get(host)) {
+            return Ok(config.clone());
         }
         let configured = self.host_names();
         Err(SpawnError::Host {
@@ -734,7 +751,7 @@ impl Spawner {
         mode: PermissionMode,
     ) -> Result<Spawned, SpawnError> {
         let name = request.name.clone();
-        let executor = self.ssh_executor(&name, &host)?;
+        let host_config = self.host_config(&name, &host)?;
         let host_error = |why: String| SpawnError::Host {
             name: name.clone(),
             host: host.clone(),
@@ -748,7 +765,7 @@ impl Spawner {
                     .to_string(),
             ));
         }
-        let remote = worktree::RemoteRepo::of(executor.host()).map_err(&host_error)?;
+        let remote = worktree::RemoteRepo::of(&host_config).map_err(&host_error)?;
         let git = base.git.clone().in_launcher_of(&request.launcher);
         let discovered = {
             let (cwd, git) = (request.cwd.clone(), git.clone());
@@ -785,13 +802,7 @@ impl Spawner {
             })
             .await?
         };
-        let mut settings = base.settings.clone();
-        settings.identity = Identity::teammate(name.clone(), team, binding.lead.clone());
-        settings.permission_mode = Some(mode);
-        if let Some(model) = &request.model {
-            settings.llm.model = Some(model.clone());
-            settings.provider = None;
-        }
+        let mut settings = teammate_settings(&base, &binding, &request, mode);
         settings.cwd = Some(made.path.clone());
         settings.project_root = Some(made.path.clone());
         // The lead's repository is not there: its config goes with the handoff.
@@ -823,9 +834,7 @@ impl Spawner {
         };
         let mut handle = handle;
         let mut notices = made.notices.clone();
-        if let Runner::Pane { notices: said, .. } = &mut handle {
-            notices.append(said);
-        }
+        notices.append(&mut handle.notices);
         self.register(&binding, &name, handle, recipe)?;
         Ok(Spawned {
             name,
@@ -852,7 +861,7 @@ impl Spawner {
                 && &entry.team == binding.team.name()
             {
                 let was = entry.handle.running();
-                entry.handle.stop();
+                entry.handle.stop(&self.inner.runtime);
                 return Ok(was);
             }
         }
@@ -902,78 +911,51 @@ impl Spawner {
         Ok(binding)
     }
 
-    /// Joins and starts the loop, or (pane backends) starts a `roo-worker` in a pane.
+    /// Where a teammate runs: on `host`, else on this spawner's backend.
+    fn location_of_host(&self, host: Option<&Name>) -> Location {
+        match (host, self.inner.backend) {
+            (Some(host), _) => Location::Host(host.clone()),
+            (None, BackendType::InProcess) => Location::InProcess,
+            (None, BackendType::Tmux | BackendType::Iterm2) => Location::Worker,
+        }
+    }
+
+    /// Starts `recipe`'s teammate on the executor of its location ([`ExecutorTable`]).
     async fn start(
         &self,
         binding: &TeamBinding,
         name: &Name,
         recipe: Recipe,
         prompt: String,
-    ) -> Result<Runner, SpawnError> {
-        let on_host = match &recipe.host {
-            Some(host) => Some(self.host_executor(name, host)?),
-            None => None,
-        };
-        let panes = (self.inner.backend != BackendType::InProcess)
-            .then(|| self.inner.panes.get().cloned())
-            .flatten();
-        if let Some(executor) = on_host.or(panes) {
-            let launch = Launch {
-                team: binding.team.clone(),
-                name: name.clone(),
-                lead: binding.lead.clone(),
-                prompt,
-                settings: recipe.settings,
-                plan_mode_required: recipe.plan_mode_required,
-                mode_after_plan: recipe.mode_after_plan,
-                agent_type: recipe.agent_type,
-                model: recipe.model,
-                work_dir: recipe.work_dir,
-                color: None,
-                tools: Vec::new(),
-                lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
-            };
-            let notices = executor
-                .spawn(launch)
-                .await
-                .map_err(|source| SpawnError::Pane {
+    ) -> Result<Running, SpawnError> {
+        let location = self.location_of_host(recipe.host.as_ref());
+        let executor = match (self.inner.executors.executor_for(&location), &location) {
+            (Some(executor), _) => executor,
+            (None, Location::Host(host)) => {
+                return Err(self
+                    .host_config(name, host)
+                    .err()
+                    .unwrap_or_else(|| SpawnError::NotReady { name: name.clone() }));
+            }
+            (None, _) => {
+                return Err(SpawnError::Backend {
                     name: name.clone(),
-                    source: Box::new(source),
-                })?;
-            return Ok(Runner::Pane {
-                executor,
-                name: name.clone(),
-                notices,
-            });
-        }
-        // In-process: the same launch, run by the in-process executor (which pins the
-        // lead's key, gives the teammate its team tools and reports a death).
-        let executor = self.inner.in_process.clone();
-        let launch = Launch {
-            team: binding.team.clone(),
-            name: name.clone(),
-            lead: binding.lead.clone(),
-            prompt,
-            settings: recipe.settings,
-            plan_mode_required: recipe.plan_mode_required,
-            mode_after_plan: recipe.mode_after_plan,
-            agent_type: recipe.agent_type,
-            model: recipe.model,
-            work_dir: recipe.work_dir,
-            color: None,
-            tools: Vec::new(),
-            lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
+                    backend: backend_name(self.inner.backend),
+                });
+            }
         };
-        executor
-            .spawn(launch)
+        let notices = executor
+            .spawn(launch(binding, name, recipe, prompt))
             .await
             .map_err(|source| SpawnError::Pane {
                 name: name.clone(),
                 source: Box::new(source),
             })?;
-        Ok(Runner::InProcess {
+        Ok(Running {
+            location,
             executor,
             name: name.clone(),
+            notices,
         })
     }
 
@@ -984,12 +966,11 @@ impl Spawner {
         let recipe = {
             let mut running = lock(&self.inner.running);
             match running.get_mut(to) {
-                // A running pane teammate is nudged to read its inbox now.
+                // A running teammate is nudged to read its inbox now (an in-process one
+                // watches its inbox itself).
                 Some(entry) if &entry.team == binding.team.name() && entry.handle.running() => {
-                    if let Runner::Pane { executor, name, .. } = &entry.handle
-                        && let Err(e) = executor.wake(name)
-                    {
-                        tracing::debug!(member = %to, error = %e, "failed to wake a pane");
+                    if let Err(e) = entry.handle.executor.wake(&entry.handle.name) {
+                        tracing::debug!(member = %to, error = %e, "failed to wake a teammate");
                     }
                     return;
                 }
@@ -1025,6 +1006,49 @@ impl Spawner {
                 }
             }
         });
+    }
+}
+
+/// A teammate's settings from the lead's template: its identity in `binding`'s team,
+/// its `mode`, and another model (with its own provider, built from the lead's flags)
+/// if `request` asks for one. Where it works is set by the caller.
+fn teammate_settings(
+    base: &TeammateBase,
+    binding: &TeamBinding,
+    request: &SpawnRequest,
+    mode: PermissionMode,
+) -> AgentSettings {
+    let mut settings = base.settings.clone();
+    settings.identity = Identity::teammate(
+        request.name.clone(),
+        binding.team.name().clone(),
+        binding.lead.clone(),
+    );
+    settings.permission_mode = Some(mode);
+    if let Some(model) = &request.model {
+        settings.llm.model = Some(model.clone());
+        settings.provider = None;
+    }
+    settings
+}
+
+/// The one [`Launch`] of a teammate: `recipe` for `name` of `binding`'s team, with
+/// `prompt` (empty: it resumes from its transcript) and the lead's key pinned.
+fn launch(binding: &TeamBinding, name: &Name, recipe: Recipe, prompt: String) -> Launch {
+    Launch {
+        team: binding.team.clone(),
+        name: name.clone(),
+        lead: binding.lead.clone(),
+        prompt,
+        settings: recipe.settings,
+        plan_mode_required: recipe.plan_mode_required,
+        mode_after_plan: recipe.mode_after_plan,
+        agent_type: recipe.agent_type,
+        model: recipe.model,
+        work_dir: recipe.work_dir,
+        color: None,
+        tools: Vec::new(),
+        lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
     }
 }
 

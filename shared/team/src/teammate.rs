@@ -48,10 +48,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approver::LeadApprover;
 use crate::binding::TeamBinding;
-use crate::builder::{AgentSettings, BuildError, Identity, SessionPlan, build_agent};
+use crate::builder::{BuildError, build_agent};
 use crate::delivery::InboxDelivery;
 use crate::event::{TeamEvent, TeamEventSender, one_line};
 use crate::router::{InboxRouter, RouterError};
+use crate::settings::{AgentSettings, Identity, SessionPlan};
 use crate::shutdown::{ShutdownOnRequest, approve_shutdown};
 
 pub use approver::{NoLead, PlanGate, TeammateApprover};
@@ -483,59 +484,22 @@ async fn run_loop(
         lead_key: _,
     } = binding;
     let mailbox = team.mailbox();
-    // Answers need the lead's signature. The key is pinned now: the spawner's (from the
-    // lead's memory or `--lead-key`), else the team config's as it is at the start —
-    // later changes to the config are not trusted.
-    router.require_signed_answers();
-    if !router.has_lead_key() {
-        let config_team = team.clone();
-        if let Ok(Ok(Some(key))) = tokio::task::spawn_blocking(move || {
-            crate::authority::LeadPublicKey::of_team(&config_team)
-        })
-        .await
-        {
-            router.pin_lead_key(key);
-        }
-    }
-
+    pin_lead_key(&router, &team).await;
     settings.identity = Identity::teammate(me.clone(), team.name().clone(), lead.clone());
     settings.session = SessionPlan::member(&settings.roo_home, team.name(), &me);
     settings.tools.extra.extend(tools);
-    let gate = Arc::new(PlanGate::new(plan_mode_required, mode_after_plan));
-    let lead_approver = LeadApprover::new(router.clone(), mailbox.clone(), lead.clone());
-    settings.approver = Arc::new(TeammateApprover::new(
-        lead_approver,
-        router.clone(),
-        mailbox.clone(),
-        lead.clone(),
-        gate.clone(),
-        NoLead {
-            notices: output.clone(),
-            timeout: orphan_timeout,
-        },
-    ));
-    settings.plan_approver = PlanApprover::Present;
-    if plan_mode_required {
-        settings.permission_mode = Some(PermissionMode::Plan);
-    }
-    // Whether a teammate plans first is the lead's call (`plan_mode_required`, or the
-    // plan mode it spawned it in): the plan tools come only with it. (A worker whose
-    // mode comes from the config gets them from the builder when that mode is plan.)
-    settings.tools.plan_mode = settings.permission_mode == Some(PermissionMode::Plan);
-    // The lead's messages are never collapsed into a digest entry (a lead assigning
-    // many tasks at once is no flood); a peer's backlog is.
-    settings.hooks.push(Arc::new(
-        InboxDelivery::new(router.clone()).never_collapse(lead.clone()),
-    ));
-    let shutdown = Arc::new(ShutdownOnRequest::new(
-        router.clone(),
-        mailbox.clone(),
-        lead.clone(),
-    ));
-    // Deferred: revealed by the hook when the lead asks (see `ShutdownOnRequest::bind`).
-    settings.tools.deferred.push(shutdown.response_tool());
-    settings.hooks.push(shutdown.clone());
-    settings.hooks.push(gate.clone());
+    let no_lead = NoLead {
+        notices: output.clone(),
+        timeout: orphan_timeout,
+    };
+    let (gate, shutdown) = wire_to_lead(
+        &mut settings,
+        &router,
+        &mailbox,
+        &lead,
+        (plan_mode_required, mode_after_plan),
+        no_lead,
+    );
 
     let member = OwnEntry {
         team: team.clone(),
@@ -544,23 +508,7 @@ async fn run_loop(
         answers: std::sync::Mutex::new(AnswerStreak::default()),
         activity,
     };
-    let mut built = match build_agent(settings).await {
-        Ok(built) => built,
-        Err(source) => {
-            // Joined but never working: not busy in the roster.
-            member.set_active(false).await;
-            return Err(TeammateError::Build {
-                name: me.clone(),
-                source,
-            });
-        }
-    };
-    gate.bind(built.agent.policy().clone());
-    shutdown.bind(built.agent.tools());
-    for text in std::mem::take(&mut built.notices) {
-        output.emit(AgentEvent::Notice { text });
-    }
-    tracing::info!(team = %team.name(), member = %me, cwd = %built.cwd.display(), resumed = built.agent.messages().len(), "teammate started");
+    let mut built = build_teammate(settings, &member, (&gate, &shutdown), &output).await?;
 
     // The router runs beside the agent: permission and plan answers arrive while the
     // loop is inside a tool call, and an idle teammate waits on it.
@@ -581,12 +529,7 @@ async fn run_loop(
     let mut last: Option<LastRun> = None;
     let mut before: Vec<Task> = member.owned_tasks().await;
     // Restarted without a prompt while messages wait: take them up without going idle.
-    let mut skip_idle = input.is_none() && {
-        if let Err(e) = router.poll().await {
-            tracing::warn!(member = %me, error = %e, "failed to read the inbox");
-        }
-        router.has_input_where(wakes_teammate)
-    };
+    let mut skip_idle = input.is_none() && messages_wait(&router, &me).await;
     loop {
         if let Some(text) = input.take() {
             member.set_active(true).await;
@@ -617,7 +560,7 @@ async fn run_loop(
             fire_team_hooks(&built.command_hooks, &me, &completed, &cancel).await;
         }
         let orphan = orphan_timeout.map(|timeout| (timeout, &output));
-        match wait_for_input(
+        let wake = wait_for_input(
             &router,
             &mailbox,
             &me,
@@ -626,28 +569,141 @@ async fn run_loop(
             &mut router_task,
             orphan,
         )
-        .await?
+        .await?;
+        match wake_input(wake, &member, &output).await {
+            Ok(text) => input = Some(text),
+            Err(exit) => return Ok(exit),
+        }
+    }
+}
+
+/// Builds the teammate's agent and binds `hooks` (its plan gate and shutdown hook) to
+/// it; its notices go to `output`. A failed build leaves it not busy in the roster.
+async fn build_teammate(
+    settings: AgentSettings,
+    member: &OwnEntry,
+    (gate, shutdown): (&PlanGate, &ShutdownOnRequest),
+    output: &EventSink,
+) -> Result<crate::builder::BuiltAgent, TeammateError> {
+    let mut built = match build_agent(settings).await {
+        Ok(built) => built,
+        Err(source) => {
+            // Joined but never working: not busy in the roster.
+            member.set_active(false).await;
+            return Err(TeammateError::Build {
+                name: member.me.clone(),
+                source,
+            });
+        }
+    };
+    gate.bind(built.agent.policy().clone());
+    shutdown.bind(built.agent.tools());
+    for text in std::mem::take(&mut built.notices) {
+        output.emit(AgentEvent::Notice { text });
+    }
+    tracing::info!(team = %member.team.name(), member = %member.me, cwd = %built.cwd.display(), resumed = built.agent.messages().len(), "teammate started");
+    Ok(built)
+}
+
+/// Whether messages that wake a teammate wait in its inbox now (read first).
+async fn messages_wait(router: &InboxRouter, me: &Name) -> bool {
+    if let Err(e) = router.poll().await {
+        tracing::warn!(member = %me, error = %e, "failed to read the inbox");
+    }
+    router.has_input_where(wakes_teammate)
+}
+
+/// Answers need the lead's signature. The key is pinned now: the spawner's (from the
+/// lead's memory or `--lead-key`), else the team config's as it is at the start — later
+/// changes to the config are not trusted.
+async fn pin_lead_key(router: &InboxRouter, team: &Team) {
+    router.require_signed_answers();
+    if !router.has_lead_key() {
+        let config_team = team.clone();
+        if let Ok(Ok(Some(key))) = tokio::task::spawn_blocking(move || {
+            crate::authority::LeadPublicKey::of_team(&config_team)
+        })
+        .await
         {
-            Wake::Conversation => {
-                // The streak of answer-only notifications is spent: the next answer
-                // reaches the lead only if the run changes the task list. The model must
-                // know, or it would take that answer for a report.
-                let withheld = member.answers.lock().is_ok_and(|s| s.next_withheld());
-                input = Some(if withheld {
-                    format!("{WAKE_PROMPT}\n\n{ANSWER_WITHHELD}")
-                } else {
-                    WAKE_PROMPT.to_string()
-                });
-            }
-            Wake::ShutDown => return Ok(member.shut_down().await),
-            Wake::Cancelled => return Ok(TeammateExit::Cancelled),
-            Wake::LeadGone(why) => {
-                tracing::warn!(member = %me, "{why}; stopping");
-                output.emit(AgentEvent::Notice {
-                    text: format!("{why}; stopping (restart it with roo-worker once a lead runs)"),
-                });
-                return Ok(TeammateExit::LeadGone(why));
-            }
+            router.pin_lead_key(key);
+        }
+    }
+}
+
+/// Ties a teammate's settings to its lead: its questions go to the lead
+/// ([`TeammateApprover`], with `no_lead` when none answers), a plan first where the lead
+/// requires one (`plan`: required, and the mode once approved), the lead's and peers'
+/// messages delivered between turns, and the lead's shutdown request put before the
+/// model. Returns the plan gate and the shutdown hook, bound to the agent once built.
+fn wire_to_lead(
+    settings: &mut AgentSettings,
+    router: &InboxRouter,
+    mailbox: &Mailbox,
+    lead: &Name,
+    (plan_mode_required, mode_after_plan): (bool, PermissionMode),
+    no_lead: NoLead,
+) -> (Arc<PlanGate>, Arc<ShutdownOnRequest>) {
+    let gate = Arc::new(PlanGate::new(plan_mode_required, mode_after_plan));
+    let lead_approver = LeadApprover::new(router.clone(), mailbox.clone(), lead.clone());
+    settings.approver = Arc::new(TeammateApprover::new(
+        lead_approver,
+        router.clone(),
+        mailbox.clone(),
+        lead.clone(),
+        gate.clone(),
+        no_lead,
+    ));
+    settings.plan_approver = PlanApprover::Present;
+    if plan_mode_required {
+        settings.permission_mode = Some(PermissionMode::Plan);
+    }
+    // Whether a teammate plans first is the lead's call (`plan_mode_required`, or the
+    // plan mode it spawned it in): the plan tools come only with it. (A worker whose
+    // mode comes from the config gets them from the builder when that mode is plan.)
+    settings.tools.plan_mode = settings.permission_mode == Some(PermissionMode::Plan);
+    // The lead's messages are never collapsed into a digest entry (a lead assigning
+    // many tasks at once is no flood); a peer's backlog is.
+    settings.hooks.push(Arc::new(
+        InboxDelivery::new(router.clone()).never_collapse(lead.clone()),
+    ));
+    let shutdown = Arc::new(ShutdownOnRequest::new(
+        router.clone(),
+        mailbox.clone(),
+        lead.clone(),
+    ));
+    // Deferred: revealed by the hook when the lead asks (see `ShutdownOnRequest::bind`).
+    settings.tools.deferred.push(shutdown.response_tool());
+    settings.hooks.push(shutdown.clone());
+    settings.hooks.push(gate.clone());
+    (gate, shutdown)
+}
+
+/// What an idle teammate does on `wake`: the next run's input, or how its loop ends.
+async fn wake_input(
+    wake: Wake,
+    member: &OwnEntry,
+    output: &EventSink,
+) -> Result<String, TeammateExit> {
+    match wake {
+        Wake::Conversation => {
+            // The streak of answer-only notifications is spent: the next answer reaches
+            // the lead only if the run changes the task list. The model must know, or it
+            // would take that answer for a report.
+            let withheld = member.answers.lock().is_ok_and(|s| s.next_withheld());
+            Ok(if withheld {
+                format!("{WAKE_PROMPT}\n\n{ANSWER_WITHHELD}")
+            } else {
+                WAKE_PROMPT.to_string()
+            })
+        }
+        Wake::ShutDown => Err(member.shut_down().await),
+        Wake::Cancelled => Err(TeammateExit::Cancelled),
+        Wake::LeadGone(why) => {
+            tracing::warn!(member = %member.me, "{why}; stopping");
+            output.emit(AgentEvent::Notice {
+                text: format!("{why}; stopping (restart it with roo-worker once a lead runs)"),
+            });
+            Err(TeammateExit::LeadGone(why))
         }
     }
 }

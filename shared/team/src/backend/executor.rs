@@ -17,7 +17,7 @@ use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::Tool;
 use roo_store::{BackendType, Message, MessageBody, Name, Outgoing, Team};
 
-use crate::builder::AgentSettings;
+use crate::settings::AgentSettings;
 
 /// Everything an executor needs to start one teammate.
 #[derive(Clone)]
@@ -90,24 +90,6 @@ pub enum ExecError {
     },
     #[error("run a store operation: {0}")]
     Task(String),
-}
-
-impl From<super::tmux::TmuxError> for ExecError {
-    fn from(source: super::tmux::TmuxError) -> ExecError {
-        ExecError::Backend {
-            backend: "tmux",
-            source: Box::new(source),
-        }
-    }
-}
-
-impl From<super::iterm2::It2Error> for ExecError {
-    fn from(source: super::iterm2::It2Error) -> ExecError {
-        ExecError::Backend {
-            backend: "iTerm2",
-            source: Box::new(source),
-        }
-    }
 }
 
 /// Where teammates run. See the module documentation.

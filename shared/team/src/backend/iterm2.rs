@@ -104,6 +104,15 @@ pub enum It2Error {
     NotOurs { session: String },
 }
 
+impl From<It2Error> for crate::backend::executor::ExecError {
+    fn from(source: It2Error) -> crate::backend::executor::ExecError {
+        crate::backend::executor::ExecError::Backend {
+            backend: "iTerm2",
+            source: Box::new(source),
+        }
+    }
+}
+
 /// Runs `it2` commands.
 #[derive(Debug, Clone)]
 pub struct It2 {

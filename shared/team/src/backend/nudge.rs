@@ -6,7 +6,6 @@
 use roo_store::{Name, Team};
 
 use crate::router::InboxRouter;
-use crate::tools::OnSent;
 
 pub use roo_store::wake::{WAKE_SIGNAL as NUDGE_SIGNAL, member, send};
 
@@ -23,9 +22,10 @@ pub fn listen(router: InboxRouter) -> std::io::Result<tokio::task::JoinHandle<()
     }))
 }
 
-/// An [`OnSent`] hook (for a `roo-worker`'s team tools) that nudges each recipient
-/// running in a pane ([`member`]).
-pub fn roster_waker(team: Team) -> OnSent {
+/// A hook for a `roo-worker`'s team tools (their [`crate::tools::OnSent`]) that nudges
+/// each recipient running in a pane ([`member`]). Typed as the closure it is, so the
+/// backends name no tool.
+pub fn roster_waker(team: Team) -> std::sync::Arc<dyn Fn(&Name) + Send + Sync> {
     std::sync::Arc::new(move |to: &Name| {
         member(&team, to);
     })

@@ -1,7 +1,8 @@
 //! [`PaneExecutor`]: pane teammates, whatever the terminal. A pane backend only says how
 //! to open, list, read and close its panes ([`PaneHost`]: tmux, iTerm2); everything else
 //! — the credentials handoff, the worker's command line and colour, waiting for it to
-//! join, the wake-up, ending a worker, the pane watch, cleanup — happens here once.
+//! join, the wake-up, ending a worker, the pane watch, cleanup — happens here once, over
+//! the worker table the ssh backend shares ([`super::workers`]).
 //!
 //! - **Start**: the handoff is offered first (nothing is left behind if that fails),
 //!   then the host opens a pane running the worker's command line
@@ -15,9 +16,8 @@
 //! - **Cleanup**: only panes this executor opened are ever closed; at the lead's exit
 //!   every worker gets SIGTERM and its pane is closed, unless kept.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -25,6 +25,7 @@ use roo_store::{BackendType, Name, pid_alive};
 
 use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
 use crate::backend::pane::{self, end_process, signal};
+use crate::backend::workers::{self, WorkerTable};
 
 /// A pane the host opened, with the worker running in it.
 #[derive(Debug)]
@@ -100,17 +101,11 @@ struct Worker<Id> {
     handoff: Option<PathBuf>,
 }
 
-struct State<Id> {
-    workers: HashMap<Name, Worker<Id>>,
-    /// Spawns so far (picks the next colour).
-    spawned: usize,
-}
-
 struct Inner<H: PaneHost> {
     host: H,
     worker: PathBuf,
     handoff_dir: PathBuf,
-    state: Mutex<State<H::Id>>,
+    workers: WorkerTable<Worker<H::Id>>,
 }
 
 /// Pane teammates on `H`. Cheap to clone; clones share the panes.
@@ -143,10 +138,7 @@ impl<H: PaneHost> PaneExecutor<H> {
                 host,
                 worker,
                 handoff_dir: pane::handoff_dir(roo_home),
-                state: Mutex::new(State {
-                    workers: HashMap::new(),
-                    spawned: 0,
-                }),
+                workers: WorkerTable::new(),
             }),
         }
     }
@@ -158,37 +150,27 @@ impl<H: PaneHost> PaneExecutor<H> {
 
     /// The pane of teammate `name`, if this executor started it.
     pub fn pane_of(&self, name: &Name) -> Option<H::Id> {
-        lock(&self.inner.state)
-            .workers
-            .get(name)
-            .map(|w| w.pane.clone())
+        self.inner.workers.get(name).map(|w| w.pane)
     }
 
     /// Starts a task that, every [`PaneHost::watch_interval`] until `cancel`, ends the
     /// worker of a pane the host no longer lists while its process lives on (so the
     /// lead's monitor sees the death).
     pub fn watch(&self, cancel: tokio_util::sync::CancellationToken) {
-        let weak = Arc::downgrade(&self.inner);
         let interval = self.inner.host.watch_interval();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = tokio::time::sleep(interval) => {}
-                    () = cancel.cancelled() => return,
-                }
-                let Some(inner) = weak.upgrade() else { return };
-                PaneExecutor { inner }.end_orphans().await;
-            }
+        workers::watch(Arc::downgrade(&self.inner), interval, cancel, |inner| {
+            Box::pin(async move { PaneExecutor { inner }.end_orphans().await })
         });
     }
 
     /// One round of [`PaneExecutor::watch`].
     pub(crate) async fn end_orphans(&self) {
-        let workers: Vec<(Name, Worker<H::Id>)> = lock(&self.inner.state)
+        let workers: Vec<(Name, Worker<H::Id>)> = self
+            .inner
             .workers
-            .iter()
+            .snapshot()
+            .into_iter()
             .filter(|(_, w)| pid_alive(w.pid))
-            .map(|(n, w)| (n.clone(), w.clone()))
             .collect();
         if workers.is_empty() {
             return;
@@ -207,7 +189,7 @@ impl<H: PaneHost> PaneExecutor<H> {
 
     #[cfg(test)]
     pub(crate) fn insert_worker(&self, name: Name, pane: H::Id, pid: u32) {
-        lock(&self.inner.state).workers.insert(
+        self.inner.workers.insert(
             name,
             Worker {
                 pane,
@@ -232,16 +214,12 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
             let host = &self.inner.host;
             let name = launch.name.clone();
             // Started again (its worker ended): its old pane goes first.
-            let old = lock(&self.inner.state).workers.remove(&name);
+            let old = self.inner.workers.remove(&name);
             if let Some(old) = old {
                 pane::discard_handoff(old.handoff.as_deref());
                 host.close(&old.pane).await;
             }
-            let color = {
-                let mut state = lock(&self.inner.state);
-                state.spawned += 1;
-                pane::color_for(&launch, state.spawned - 1)
-            };
+            let color = self.inner.workers.next_color(&launch);
             // The environment first: nothing is left behind if it cannot be offered.
             let (handoff, handoff_env) =
                 pane::write_handoff(&self.inner.handoff_dir, &launch).await?;
@@ -257,7 +235,7 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
                     return Err(e);
                 }
             };
-            lock(&self.inner.state).workers.insert(
+            self.inner.workers.insert(
                 name.clone(),
                 Worker {
                     pane: opened.id.clone(),
@@ -268,14 +246,12 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
             let joined = pane::wait_joined(&launch, opened.pid).await;
             // The worker takes it when it starts; one that never did leaves nothing.
             let _ = std::fs::remove_file(&handoff);
-            if let Some(w) = lock(&self.inner.state).workers.get_mut(&name) {
-                w.handoff = None;
-            }
+            self.inner.workers.update(&name, |w| w.handoff = None);
             if let Err(why) = joined {
                 let last = host.last_lines(&opened.id).await;
                 end_process(opened.pid).await;
                 host.close(&opened.id).await;
-                lock(&self.inner.state).workers.remove(&name);
+                self.inner.workers.remove(&name);
                 return Err(ExecError::Start {
                     name,
                     message: if last.is_empty() {
@@ -290,14 +266,14 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
     }
 
     fn is_active(&self, name: &Name) -> bool {
-        lock(&self.inner.state)
+        self.inner
             .workers
             .get(name)
             .is_some_and(|w| pid_alive(w.pid))
     }
 
     fn kill(&self, name: &Name) -> BoxFuture<'_, Result<(), ExecError>> {
-        let worker = lock(&self.inner.state).workers.remove(name);
+        let worker = self.inner.workers.remove(name);
         let name = name.clone();
         Box::pin(async move {
             let worker = worker.ok_or(ExecError::Unknown {
@@ -312,11 +288,7 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
     }
 
     fn shutdown_all(&self, keep: bool) -> BoxFuture<'_, ()> {
-        let workers: Vec<Worker<H::Id>> = lock(&self.inner.state)
-            .workers
-            .drain()
-            .map(|(_, w)| w)
-            .collect();
+        let workers = self.inner.workers.drain();
         Box::pin(async move {
             for worker in &workers {
                 pane::discard_handoff(worker.handoff.as_deref());
@@ -331,7 +303,7 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
 
     /// Sends the worker's pid [`super::nudge::NUDGE_SIGNAL`].
     fn wake(&self, name: &Name) -> Result<(), ExecError> {
-        let pid = lock(&self.inner.state).workers.get(name).map(|w| w.pid);
+        let pid = self.inner.workers.get(name).map(|w| w.pid);
         pane::wake(self.inner.host.label(), name, pid)
     }
 
@@ -352,19 +324,13 @@ impl<H: PaneHost> Drop for Inner<H> {
     /// The last handle is gone without `shutdown_all` (a panic, an early exit): end the
     /// workers and close the panes this executor opened, without waiting long.
     fn drop(&mut self) {
-        let workers = std::mem::take(&mut lock(&self.state).workers);
+        let workers = self.workers.drain();
         let mut ids = Vec::with_capacity(workers.len());
-        for worker in workers.into_values() {
+        for worker in workers {
             pane::discard_handoff(worker.handoff.as_deref());
             signal(worker.pid, nix::sys::signal::Signal::SIGTERM);
             ids.push(worker.pane);
         }
         self.host.finish_now(&ids);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

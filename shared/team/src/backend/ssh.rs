@@ -31,9 +31,9 @@
 
 pub mod command;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -44,8 +44,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use crate::backend::executor::{ExecError, Launch, TeammateExecutor};
-use crate::backend::pane::{self, START_TIMEOUT};
+use crate::backend::pane::START_TIMEOUT;
 use crate::backend::worker_launch::{WorkerHandoff, WorkerLaunch};
+use crate::backend::workers::{self, WorkerTable};
 
 use command::{QuoteError, RemoteTmux, Ssh, sh_join, ssh_hint};
 
@@ -85,16 +86,11 @@ struct Worker {
     stopping: bool,
 }
 
-struct State {
-    workers: HashMap<Name, Worker>,
-    spawned: usize,
-}
-
 struct Inner {
     host: HostConfig,
     ssh: Ssh,
     tmux: RemoteTmux,
-    state: Mutex<State>,
+    workers: WorkerTable<Worker>,
 }
 
 /// Teammates on one host over ssh. Cheap to clone; clones share the teammates.
@@ -127,10 +123,7 @@ impl SshExecutor {
                 host,
                 ssh,
                 tmux,
-                state: Mutex::new(State {
-                    workers: HashMap::new(),
-                    spawned: 0,
-                }),
+                workers: WorkerTable::new(),
             }),
         }
     }
@@ -156,25 +149,22 @@ impl SshExecutor {
     /// Starts a task that, every [`ROSTER_WATCH_INTERVAL`] until `cancel`, reads whether
     /// each teammate it started is still unmarked in the roster ([`TeammateExecutor::is_active`]).
     pub fn watch(&self, cancel: tokio_util::sync::CancellationToken) {
-        let weak = Arc::downgrade(&self.inner);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = tokio::time::sleep(ROSTER_WATCH_INTERVAL) => {}
-                    () = cancel.cancelled() => return,
-                }
-                let Some(inner) = weak.upgrade() else { return };
-                SshExecutor { inner }.read_roster().await;
-            }
-        });
+        workers::watch(
+            Arc::downgrade(&self.inner),
+            ROSTER_WATCH_INTERVAL,
+            cancel,
+            |inner| Box::pin(async move { SshExecutor { inner }.read_roster().await }),
+        );
     }
 
     /// One round of [`SshExecutor::watch`].
     async fn read_roster(&self) {
-        let workers: Vec<(Name, Team)> = lock(&self.inner.state)
+        let workers: Vec<(Name, Team)> = self
+            .inner
             .workers
-            .iter()
-            .map(|(n, w)| (n.clone(), w.team.clone()))
+            .snapshot()
+            .into_iter()
+            .map(|(n, w)| (n, w.team))
             .collect();
         for (name, team) in workers {
             let host = self.inner.host.name.to_string();
@@ -188,10 +178,8 @@ impl SshExecutor {
             })
             .await;
             // A roster that cannot be read says nothing: keep what was known.
-            if let Ok(Ok(active)) = active
-                && let Some(worker) = lock(&self.inner.state).workers.get_mut(&name)
-            {
-                worker.active = active;
+            if let Ok(Ok(active)) = active {
+                self.inner.workers.update(&name, |w| w.active = active);
             }
         }
     }
@@ -424,7 +412,7 @@ fn ssh_failure(stderr: &[u8], status: std::process::ExitStatus) -> String {
 /// API keys, `ROO_STORE` (the store this lead uses, `settings.store_setting`, also when
 /// it comes from `store:` in the user's config) and `PGPASSWORD` — merged over that
 /// host's own environment by the handoff server there.
-pub fn handoff_env(settings: &crate::builder::AgentSettings) -> BTreeMap<String, String> {
+pub fn handoff_env(settings: &crate::settings::AgentSettings) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = roo_agent::sandbox::handoff::current_env_for_handoff()
         .into_iter()
         .filter(|(name, _)| roo_agent::sandbox::is_secret_env_name(name))
@@ -479,7 +467,7 @@ impl TeammateExecutor for SshExecutor {
             let session = command::session_name(launch.team.name().as_str(), name.as_str());
             // Started again: its old session goes first. A session of that name this lead
             // did not start may hold a live teammate: refused.
-            let old = lock(&self.inner.state).workers.remove(&name);
+            let old = self.inner.workers.remove(&name);
             if old.is_some() {
                 self.stop_session(&session)
                     .await
@@ -500,11 +488,7 @@ impl TeammateExecutor for SshExecutor {
                     )));
                 }
             }
-            let color = {
-                let mut state = lock(&self.inner.state);
-                state.spawned += 1;
-                pane::color_for(&launch, state.spawned - 1)
-            };
+            let color = self.inner.workers.next_color(&launch);
             let before = {
                 let (team, who) = (launch.team.clone(), name.clone());
                 tokio::task::spawn_blocking(move || {
@@ -531,7 +515,7 @@ impl TeammateExecutor for SshExecutor {
             if let Err(e) = self.run("start the tmux session", &line, SSH_TIMEOUT).await {
                 return Err(start_error(format!("failed to {e}")));
             }
-            lock(&self.inner.state).workers.insert(
+            self.inner.workers.insert(
                 name.clone(),
                 Worker {
                     session: session.clone(),
@@ -545,7 +529,7 @@ impl TeammateExecutor for SshExecutor {
             if let Err(why) = joined {
                 let last = self.last_lines(&session).await;
                 let _ = self.stop_session(&session).await;
-                lock(&self.inner.state).workers.remove(&name);
+                self.inner.workers.remove(&name);
                 return Err(start_error(if last.is_empty() {
                     why
                 } else {
@@ -561,7 +545,7 @@ impl TeammateExecutor for SshExecutor {
     }
 
     fn is_active(&self, name: &Name) -> bool {
-        lock(&self.inner.state)
+        self.inner
             .workers
             .get(name)
             .is_some_and(|w| w.active && !w.stopping)
@@ -570,7 +554,7 @@ impl TeammateExecutor for SshExecutor {
     fn kill(&self, name: &Name) -> BoxFuture<'_, Result<(), ExecError>> {
         // Not running from now on, but kept until its session is stopped: a stop cut
         // short (the lead exiting) is then still done by `shutdown_all` or the drop.
-        let session = lock(&self.inner.state).workers.get_mut(name).map(|w| {
+        let session = self.inner.workers.update(name, |w| {
             w.stopping = true;
             w.session.clone()
         });
@@ -581,16 +565,9 @@ impl TeammateExecutor for SshExecutor {
                 name: name.clone(),
             })?;
             let stopped = self.stop_session(&session).await;
-            {
-                let mut state = lock(&self.inner.state);
-                if state
-                    .workers
-                    .get(&name)
-                    .is_some_and(|w| w.stopping && w.session == session)
-                {
-                    state.workers.remove(&name);
-                }
-            }
+            self.inner
+                .workers
+                .remove_if(&name, |w| w.stopping && w.session == session);
             stopped.map_err(|e| ExecError::Stop {
                 name,
                 message: format!("failed to {e}"),
@@ -599,11 +576,7 @@ impl TeammateExecutor for SshExecutor {
     }
 
     fn shutdown_all(&self, keep: bool) -> BoxFuture<'_, ()> {
-        let workers: Vec<Worker> = lock(&self.inner.state)
-            .workers
-            .drain()
-            .map(|(_, w)| w)
-            .collect();
+        let workers = self.inner.workers.drain();
         Box::pin(async move {
             if keep {
                 return;
@@ -618,10 +591,7 @@ impl TeammateExecutor for SshExecutor {
     }
 
     fn capture(&self, name: &Name) -> BoxFuture<'_, Result<String, ExecError>> {
-        let session = lock(&self.inner.state)
-            .workers
-            .get(name)
-            .map(|w| w.session.clone());
+        let session = self.inner.workers.get(name).map(|w| w.session);
         let name = name.clone();
         Box::pin(async move {
             let session = session.ok_or(ExecError::Unknown {
@@ -647,8 +617,7 @@ impl Drop for Inner {
     /// The last handle is gone without `shutdown_all` (a panic, an early exit): each
     /// session gets its stop over ssh, started and not waited for.
     fn drop(&mut self) {
-        let workers = std::mem::take(&mut lock(&self.state).workers);
-        for worker in workers.into_values() {
+        for worker in self.workers.drain() {
             if let Ok(script) = self.tmux.stop_script(&worker.session) {
                 let _ = std::process::Command::new(self.ssh.program())
                     .args(self.ssh.argv(&script))
@@ -659,12 +628,6 @@ impl Drop for Inner {
             }
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -697,8 +660,8 @@ mod tests {
             vec![],
         )
         .unwrap();
-        let mut settings = crate::builder::AgentSettings::new(
-            crate::builder::Identity::teammate(
+        let mut settings = crate::settings::AgentSettings::new(
+            crate::settings::Identity::teammate(
                 Name::parse("alice").unwrap(),
                 t.clone(),
                 Name::parse("lead").unwrap(),

@@ -69,6 +69,15 @@ pub enum TmuxError {
     Answer { args: String, answer: String },
 }
 
+impl From<TmuxError> for ExecError {
+    fn from(source: TmuxError) -> ExecError {
+        ExecError::Backend {
+            backend: "tmux",
+            source: Box::new(source),
+        }
+    }
+}
+
 /// Which tmux server to talk to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Socket {

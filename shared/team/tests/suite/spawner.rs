@@ -802,7 +802,8 @@ impl roo_team::backend::TeammateExecutor for NoPanes {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_spawn_removes_the_clone_and_branch_it_made() {
     let lead = lead(LOOK, BackendType::Tmux);
-    lead.spawner.set_pane_executor(Arc::new(NoPanes));
+    lead.spawner
+        .set_executor(roo_team::backend::Location::Worker, Arc::new(NoPanes));
     commit_readme(lead.cwd.path());
     let error = lead
         .spawner
@@ -916,4 +917,113 @@ async fn the_agent_schema_offers_host_only_when_hosts_are_configured() {
         schema["properties"]["host"]["description"],
         "Run it on this host over ssh: b, gpu."
     );
+}
+
+/// A toy backend, not shipped: its teammates are names in a list, where a container or
+/// Kubernetes launcher would start a `roo-worker`. Plugging it in is one executor set at
+/// its location: nothing else in the spawner names a backend.
+#[derive(Default)]
+struct Toy {
+    /// (name, prompt, work directory, whether the lead's key was pinned) per start.
+    started: Mutex<Vec<(String, String, std::path::PathBuf, bool)>>,
+    active: Mutex<Vec<roo_store::Name>>,
+    killed: Mutex<Vec<String>>,
+    shut_down: Mutex<Vec<bool>>,
+}
+
+impl roo_team::backend::TeammateExecutor for Toy {
+    fn backend(&self) -> BackendType {
+        BackendType::Tmux
+    }
+    fn label(&self) -> &'static str {
+        "toy"
+    }
+    fn spawn(
+        &self,
+        launch: roo_team::backend::Launch,
+    ) -> BoxFuture<'_, Result<Vec<String>, roo_team::backend::ExecError>> {
+        self.started.lock().unwrap().push((
+            launch.name.to_string(),
+            launch.prompt.clone(),
+            launch.work_dir.clone(),
+            launch.lead_key.is_some(),
+        ));
+        self.active.lock().unwrap().push(launch.name.clone());
+        let notice = format!("{} runs in the toy", launch.name);
+        Box::pin(async move { Ok(vec![notice]) })
+    }
+    fn is_active(&self, name: &roo_store::Name) -> bool {
+        self.active.lock().unwrap().contains(name)
+    }
+    fn kill(
+        &self,
+        name: &roo_store::Name,
+    ) -> BoxFuture<'_, Result<(), roo_team::backend::ExecError>> {
+        self.active.lock().unwrap().retain(|n| n != name);
+        self.killed.lock().unwrap().push(name.to_string());
+        Box::pin(async { Ok(()) })
+    }
+    fn shutdown_all(&self, keep: bool) -> BoxFuture<'_, ()> {
+        self.active.lock().unwrap().clear();
+        self.shut_down.lock().unwrap().push(keep);
+        Box::pin(async {})
+    }
+}
+
+/// Issue 30: a new backend is one executor in the table. The toy, set at the worker
+/// location, gets the one `Launch` of a spawn, its notices reach the lead, TaskStop
+/// ends its teammate, a message to the stopped one starts it again from its
+/// transcript (an empty prompt), and the lead's exit shuts it down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toy_backend_plugs_in_at_its_location_in_the_executor_table() {
+    use roo_team::backend::Location;
+    let lead = lead(LOOK, BackendType::Tmux);
+    let toy = Arc::new(Toy::default());
+    lead.spawner.set_executor(Location::Worker, toy.clone());
+    let spawned = lead
+        .spawner
+        .spawn(request(&lead, "alice", "look around"))
+        .await
+        .unwrap();
+    assert!(
+        spawned
+            .notices
+            .contains(&"alice runs in the toy".to_string()),
+        "{:?}",
+        spawned.notices
+    );
+    assert_eq!(
+        *toy.started.lock().unwrap(),
+        vec![(
+            "alice".to_string(),
+            "look around".to_string(),
+            spawned.work_dir.clone(),
+            true
+        )]
+    );
+    assert_eq!(lead.spawner.names(), vec![name("alice")]);
+
+    assert!(lead.spawner.stop(&name("alice")).unwrap());
+    eventually("the toy killed alice", || {
+        (*toy.killed.lock().unwrap() == ["alice"]).then_some(())
+    })
+    .await;
+    assert!(lead.spawner.names().is_empty());
+
+    (lead.spawner.on_sent())(&name("alice"));
+    eventually("alice started again", || {
+        let started = toy.started.lock().unwrap();
+        (started.len() == 2).then(|| started[1].1.clone())
+    })
+    .await
+    .is_empty()
+    .then_some(())
+    .expect("a restart resumes with an empty prompt");
+    eventually("alice running again", || {
+        (lead.spawner.names() == vec![name("alice")]).then_some(())
+    })
+    .await;
+
+    lead.spawner.shutdown(true).await;
+    assert_eq!(*toy.shut_down.lock().unwrap(), vec![true]);
 }

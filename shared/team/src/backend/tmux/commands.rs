@@ -253,7 +253,7 @@ mod tests {
 
     use super::*;
     use crate::backend::Launch;
-    use crate::builder::{AgentSettings, Identity};
+    use crate::settings::{AgentSettings, Identity};
 
     #[test]
     fn a_pane_is_split_with_a_placeholder_and_respawned_with_the_worker_and_no_secret() {
