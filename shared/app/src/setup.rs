@@ -24,7 +24,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::AppError;
-use crate::flags::{LeadArgs, ProviderArgs};
+use crate::flags::LeadArgs;
+use roo_team::backend::worker_launch::ProviderArgs;
 
 /// The tools a `--coordinator` lead loses: every tool that reads, searches, changes or
 /// runs code, and plan mode (which only restricts those).
