@@ -19,7 +19,7 @@
 //! An unknown recipient is an error and writes no file (the store resolves names against
 //! the team config before it touches an inbox).
 
-use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
+use roo_agent::tool::{Delegation, ToolContext, ToolKind, ToolOutput, TypedTool};
 use roo_store::{MAX_SUMMARY_CHARS, MessageBody, MessageType, Outgoing};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -93,6 +93,10 @@ pub struct Input {
 }
 
 impl TypedTool for SendMessage {
+    fn delegation(&self) -> Delegation {
+        Delegation::BuiltInAgents
+    }
+
     type Input = Input;
     const NAME: &'static str = NAME;
 

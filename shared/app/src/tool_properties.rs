@@ -1,0 +1,115 @@
+//! The test that ties the sub-agent tool filter to the tools: every tool a lead and a
+//! teammate get declares its [`Delegation`] and whether it manages sub-agents, and
+//! declares what [`CLASSES`] says (the lists of names the filter once kept). A new
+//! tool without a row here fails, so its author decides what sub-agents may do with it.
+
+use std::collections::BTreeSet;
+
+use clap::Parser;
+use roo_agent::tool::{Delegation, ToolRegistry};
+use roo_agent::tools::ToolSearch;
+use roo_store::{Member, Name, RooHome, Team};
+use roo_team::{AgentSettings, Identity, InboxRouter, SessionPlan, ShutdownOnRequest};
+
+use crate::flags::LeadArgs;
+
+/// Every built-in tool: its name, its delegation, whether it manages sub-agents.
+const CLASSES: &[(&str, Delegation, bool)] = &[
+    ("ReadFile", Delegation::AnyAgent, false),
+    ("WriteFile", Delegation::AnyAgent, false),
+    ("EditFile", Delegation::AnyAgent, false),
+    ("Bash", Delegation::AnyAgent, false),
+    ("Glob", Delegation::AnyAgent, false),
+    ("Grep", Delegation::AnyAgent, false),
+    ("ToolSearch", Delegation::AnyAgent, false),
+    ("LoadSkill", Delegation::AnyAgent, false),
+    ("TaskGet", Delegation::AnyAgent, false),
+    ("TaskList", Delegation::AnyAgent, false),
+    ("EnterPlanMode", Delegation::NoSubAgent, false),
+    ("ExitPlanMode", Delegation::NoSubAgent, false),
+    ("TeamCreate", Delegation::NoSubAgent, false),
+    ("TeamMerge", Delegation::NoSubAgent, false),
+    ("TeamDelete", Delegation::NoSubAgent, false),
+    ("ShutdownResponse", Delegation::NoSubAgent, false),
+    ("SendMessage", Delegation::BuiltInAgents, false),
+    ("TaskCreate", Delegation::BuiltInAgents, false),
+    ("TaskUpdate", Delegation::BuiltInAgents, false),
+    ("TaskStop", Delegation::BuiltInAgents, true),
+    ("Agent", Delegation::BuiltInAgents, true),
+];
+
+/// Checks every tool of `tools` against [`CLASSES`]; adds its name to `seen`.
+fn classify(who: &str, tools: &ToolRegistry, seen: &mut BTreeSet<String>) {
+    for name in tools.names() {
+        let tool = tools.get(&name).unwrap();
+        let Some(&(_, delegation, manages)) = CLASSES.iter().find(|class| class.0 == name) else {
+            panic!("{who}'s tool {name} is not classified: add it to CLASSES");
+        };
+        assert_eq!(
+            (tool.delegation(), tool.manages_sub_agents()),
+            (delegation, manages),
+            "{who}'s {name}"
+        );
+        seen.insert(name);
+    }
+}
+
+#[tokio::test]
+async fn every_tool_of_a_lead_and_a_teammate_declares_what_sub_agents_may_do_with_it() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = home.path().join("script.yaml");
+    std::fs::write(&script, "agents:\n  lead:\n    - text: ok\n").unwrap();
+    let mut seen = BTreeSet::new();
+
+    let args = LeadArgs::try_parse_from([
+        "roo-lead".as_ref(),
+        "--permission-mode".as_ref(),
+        "plan".as_ref(),
+        "--script".as_ref(),
+        script.as_os_str(),
+        "-C".as_ref(),
+        cwd.path().as_os_str(),
+        "--teammate-mode".as_ref(),
+        "in-process".as_ref(),
+        "--trust-project".as_ref(),
+    ])
+    .unwrap();
+    let lead = crate::setup::build_in(&args, false, RooHome::new(home.path().to_path_buf()))
+        .await
+        .unwrap();
+    classify("a lead", lead.agent.tools(), &mut seen);
+
+    let name = |s: &str| Name::parse(s).unwrap();
+    let mut settings = AgentSettings::new(
+        Identity::teammate(name("alice"), name("t"), name("lead")),
+        home.path().to_path_buf(),
+    );
+    settings.cwd = Some(cwd.path().to_path_buf());
+    settings.llm.script = Some(script.clone());
+    settings.session = SessionPlan::Transcript(home.path().join("teams/t/transcripts/alice.jsonl"));
+    // As the teammate runtime adds it: the answer to the lead's shutdown request.
+    let team = Team::create(
+        &RooHome::new(home.path().to_path_buf()),
+        name("t"),
+        "tool properties",
+        Member::new(name("lead"), &name("t")),
+        vec![Member::new(name("alice"), &name("t"))],
+    )
+    .unwrap();
+    let router = InboxRouter::new(team.mailbox(), name("alice"));
+    let shutdown = ShutdownOnRequest::new(router, team.mailbox(), name("lead"));
+    settings.tools.deferred.push(shutdown.response_tool());
+    let teammate = roo_team::build_agent(settings).await.unwrap();
+    // As MCP servers add it when their tools are deferred.
+    let tools = teammate.agent.tools();
+    tools.register(std::sync::Arc::new(ToolSearch::new(tools.downgrade())));
+    classify("a teammate", teammate.agent.tools(), &mut seen);
+
+    let unseen: Vec<&str> = CLASSES
+        .iter()
+        .map(|class| class.0)
+        .filter(|name| !seen.contains(*name))
+        .collect();
+    assert!(unseen.is_empty(), "no lead or teammate has {unseen:?}");
+}
