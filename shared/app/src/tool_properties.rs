@@ -1,11 +1,13 @@
-//! The test that ties the sub-agent tool filter to the tools: every tool a lead and a
-//! teammate get declares its [`Delegation`] and whether it manages sub-agents, and
-//! declares what [`CLASSES`] says (the lists of names the filter once kept). A new
-//! tool without a row here fails, so its author decides what sub-agents may do with it.
+//! The test that ties the tool classes to the tools: every tool a lead and a teammate
+//! get declares its [`Delegation`] and whether it manages sub-agents as [`CLASSES`]
+//! says (the lists of names the sub-agent filter once kept), and is in
+//! [`CODE_TOOLS`] exactly when its row says it works on code. A new tool without a row
+//! here fails, so its author decides what sub-agents and a coordinator may do with it.
 
 use std::collections::BTreeSet;
 
 use clap::Parser;
+use roo_agent::permissions::CODE_TOOLS;
 use roo_agent::tool::{Delegation, ToolRegistry};
 use roo_agent::tools::ToolSearch;
 use roo_store::{Member, Name, RooHome, Team};
@@ -13,36 +15,38 @@ use roo_team::{AgentSettings, Identity, InboxRouter, SessionPlan, ShutdownOnRequ
 
 use crate::flags::LeadArgs;
 
-/// Every built-in tool: its name, its delegation, whether it manages sub-agents.
-const CLASSES: &[(&str, Delegation, bool)] = &[
-    ("ReadFile", Delegation::AnyAgent, false),
-    ("WriteFile", Delegation::AnyAgent, false),
-    ("EditFile", Delegation::AnyAgent, false),
-    ("Bash", Delegation::AnyAgent, false),
-    ("Glob", Delegation::AnyAgent, false),
-    ("Grep", Delegation::AnyAgent, false),
-    ("ToolSearch", Delegation::AnyAgent, false),
-    ("LoadSkill", Delegation::AnyAgent, false),
-    ("TaskGet", Delegation::AnyAgent, false),
-    ("TaskList", Delegation::AnyAgent, false),
-    ("EnterPlanMode", Delegation::NoSubAgent, false),
-    ("ExitPlanMode", Delegation::NoSubAgent, false),
-    ("TeamCreate", Delegation::NoSubAgent, false),
-    ("TeamMerge", Delegation::NoSubAgent, false),
-    ("TeamDelete", Delegation::NoSubAgent, false),
-    ("ShutdownResponse", Delegation::NoSubAgent, false),
-    ("SendMessage", Delegation::BuiltInAgents, false),
-    ("TaskCreate", Delegation::BuiltInAgents, false),
-    ("TaskUpdate", Delegation::BuiltInAgents, false),
-    ("TaskStop", Delegation::BuiltInAgents, true),
-    ("Agent", Delegation::BuiltInAgents, true),
+/// Every built-in tool: its name, its delegation, whether it manages sub-agents,
+/// whether it works on code.
+const CLASSES: &[(&str, Delegation, bool, bool)] = &[
+    ("ReadFile", Delegation::AnyAgent, false, true),
+    ("WriteFile", Delegation::AnyAgent, false, true),
+    ("EditFile", Delegation::AnyAgent, false, true),
+    ("Bash", Delegation::AnyAgent, false, true),
+    ("Glob", Delegation::AnyAgent, false, true),
+    ("Grep", Delegation::AnyAgent, false, true),
+    ("ToolSearch", Delegation::AnyAgent, false, false),
+    ("LoadSkill", Delegation::AnyAgent, false, false),
+    ("TaskGet", Delegation::AnyAgent, false, false),
+    ("TaskList", Delegation::AnyAgent, false, false),
+    ("EnterPlanMode", Delegation::NoSubAgent, false, true),
+    ("ExitPlanMode", Delegation::NoSubAgent, false, true),
+    ("TeamCreate", Delegation::NoSubAgent, false, false),
+    ("TeamMerge", Delegation::NoSubAgent, false, false),
+    ("TeamDelete", Delegation::NoSubAgent, false, false),
+    ("ShutdownResponse", Delegation::NoSubAgent, false, false),
+    ("SendMessage", Delegation::BuiltInAgents, false, false),
+    ("TaskCreate", Delegation::BuiltInAgents, false, false),
+    ("TaskUpdate", Delegation::BuiltInAgents, false, false),
+    ("TaskStop", Delegation::BuiltInAgents, true, false),
+    ("Agent", Delegation::BuiltInAgents, true, false),
 ];
 
 /// Checks every tool of `tools` against [`CLASSES`]; adds its name to `seen`.
 fn classify(who: &str, tools: &ToolRegistry, seen: &mut BTreeSet<String>) {
     for name in tools.names() {
         let tool = tools.get(&name).unwrap();
-        let Some(&(_, delegation, manages)) = CLASSES.iter().find(|class| class.0 == name) else {
+        let Some(&(_, delegation, manages, code)) = CLASSES.iter().find(|class| class.0 == name)
+        else {
             panic!("{who}'s tool {name} is not classified: add it to CLASSES");
         };
         assert_eq!(
@@ -50,6 +54,7 @@ fn classify(who: &str, tools: &ToolRegistry, seen: &mut BTreeSet<String>) {
             (delegation, manages),
             "{who}'s {name}"
         );
+        assert_eq!(CODE_TOOLS.contains(&name.as_str()), code, "{who}'s {name}");
         seen.insert(name);
     }
 }
