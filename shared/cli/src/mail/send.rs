@@ -314,3 +314,23 @@ fn build(TypeArg(kind): TypeArg, args: &SendArgs) -> CliResult<Outgoing> {
     outgoing.summary = args.summary.clone();
     Ok(outgoing)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--type` takes the store's types, in its order, each by its wire name.
+    #[test]
+    fn the_type_flag_takes_the_stores_types() {
+        let names: Vec<String> = TypeArg::value_variants()
+            .iter()
+            .filter_map(|t| t.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        let store: Vec<&str> = MessageType::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(names, store);
+        for t in MessageType::ALL {
+            assert_eq!(TypeArg::from_str(t.name(), false), Ok(TypeArg(t)));
+        }
+    }
+}
