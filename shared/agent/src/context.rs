@@ -226,10 +226,7 @@ fn drop_note(old: &[Message]) -> String {
         .find(|m| m.role == Role::User)
         .map(|m| m.text())
         .unwrap_or_default();
-    let mut request: String = first_request.chars().take(2000).collect();
-    if request.len() < first_request.len() {
-        request.push_str(" …");
-    }
+    let request = roo_term::clip_with(&first_request, 2000, " …");
     format!(
         "<conversation-summary>\n{} earlier messages were dropped to fit the context window; no summary is available. The conversation began with this request:\n\n{}\n</conversation-summary>",
         old.len(),

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 pub use mode::{ParseModeError, PermissionMode};
 pub use policy::PermissionPolicy;
-pub use rules::{Rule, RuleError, RuleHit, RuleKind, RuleSet, SourceRules};
+pub use rules::{CODE_TOOLS, Rule, RuleError, RuleHit, RuleKind, RuleSet, SourceRules};
 
 /// The verdict of the policy on one call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ use crate::agent_loop::SharedPolicy;
 use crate::permissions::PermissionMode;
 use crate::permissions::sandbox::resolve_root;
 use crate::prompt::plan_mode_reminder;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{Delegation, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::confined::{Parents, locate};
 
 /// Whether anyone can approve a plan in this run.
@@ -85,6 +85,10 @@ impl PlanState {
 }
 
 impl Tool for EnterPlanMode {
+    fn delegation(&self) -> Delegation {
+        Delegation::NoSubAgent
+    }
+
     fn requires_interaction(&self) -> bool {
         true
     }
@@ -148,6 +152,10 @@ impl Tool for EnterPlanMode {
 }
 
 impl Tool for ExitPlanMode {
+    fn delegation(&self) -> Delegation {
+        Delegation::NoSubAgent
+    }
+
     fn requires_interaction(&self) -> bool {
         true
     }

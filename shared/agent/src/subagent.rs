@@ -31,7 +31,7 @@ pub mod tool;
 
 use std::time::Duration;
 
-pub use filter::{BACKGROUND_LABEL, CUSTOM_AGENT_DENY, GLOBAL_DENY};
+pub use filter::BACKGROUND_LABEL;
 pub use fork::{FORK_TAG, is_fork_context};
 pub use isolation::{IsolatedWorkspace, WorktreeIsolation};
 pub use runtime::{ParentParts, SubagentRuntime};

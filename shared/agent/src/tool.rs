@@ -209,6 +209,24 @@ impl ToolOutput {
     }
 }
 
+/// Which sub-agents may call a tool: a property each tool declares (the default is
+/// every sub-agent), read by the sub-agent tool filter instead of a list of names, so the
+/// filter names no tool it does not own and a new tool is never silently missing from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Delegation {
+    /// Every sub-agent may call it.
+    #[default]
+    AnyAgent,
+    /// Sub-agents of built-in definitions only: one defined in a user or project file
+    /// (which may come from a cloned repository) must not speak for the lead to its
+    /// team, rewrite the shared task list, stop work or fan out into more agents.
+    BuiltInAgents,
+    /// No sub-agent: team management (a child that created or deleted a team would
+    /// change the lead's team under it), plan mode (bound to the parent's policy and
+    /// plan file) and a teammate's answer to its lead's shutdown request.
+    NoSubAgent,
+}
+
 /// A capability offered to the model.
 pub trait Tool: Send + Sync {
     /// Name the model calls it by (`ReadFile`, `mcp__server__tool`).
@@ -250,6 +268,17 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// Which sub-agents may call it.
+    fn delegation(&self) -> Delegation {
+        Delegation::AnyAgent
+    }
+
+    /// Whether it starts or stops sub-agents (`Agent`, `TaskStop`): refused to a
+    /// sub-agent once the nesting depth limit is reached.
+    fn manages_sub_agents(&self) -> bool {
+        false
+    }
+
     /// What this call touches, for permission checks.
     fn permission_target(&self, _input: &Value) -> PermissionTarget {
         PermissionTarget::None
@@ -288,6 +317,9 @@ pub struct ToolScope {
     /// `Some`: only these tools; `None`: every tool not denied.
     allow: Option<Vec<Rule>>,
     deny: Vec<Rule>,
+    /// Refuses every tool whose properties it holds for (judged when a call executes,
+    /// so a tool registered later is judged too).
+    refuses: Option<fn(&dyn Tool) -> bool>,
 }
 
 /// A tool filter names something that is not a tool name.
@@ -311,6 +343,7 @@ impl ToolScope {
             label,
             allow,
             deny: Vec::new(),
+            refuses: None,
         })
     }
 
@@ -322,7 +355,19 @@ impl ToolScope {
             label,
             allow: None,
             deny,
+            refuses: None,
         })
+    }
+
+    /// Every tool except those for which `refuses` holds: a narrowing by the tools'
+    /// own properties ([`Tool::delegation`], [`Tool::manages_sub_agents`]).
+    pub fn deny_where(label: impl Into<String>, refuses: fn(&dyn Tool) -> bool) -> Self {
+        Self {
+            label: label.into(),
+            allow: None,
+            deny: Vec::new(),
+            refuses: Some(refuses),
+        }
     }
 
     /// This scope, also refusing the tools named in `deny` (an agent type's
@@ -344,6 +389,12 @@ impl ToolScope {
             .as_ref()
             .is_none_or(|allow| allow.iter().any(|r| r.names_tool(name)));
         allowed && !self.deny.iter().any(|r| r.names_tool(name))
+    }
+
+    /// Whether this scope lets `tool`, registered as `name`, be called: by its name
+    /// and by its properties.
+    pub fn admits_tool(&self, name: &str, tool: &dyn Tool) -> bool {
+        self.admits(name) && !self.refuses.is_some_and(|refuses| refuses(tool))
     }
 }
 
@@ -425,10 +476,14 @@ struct Entry {
 impl Catalog {
     /// The scope that refuses `name`, if any.
     fn refusing(&self, name: &str) -> Option<&ToolScope> {
+        let tool = self.tools.get(name).map(|entry| entry.tool.as_ref());
         self.scopes
             .iter()
             .map(|(_, scope)| scope)
-            .find(|scope| !scope.admits(name))
+            .find(|scope| match tool {
+                Some(tool) => !scope.admits_tool(name, tool),
+                None => !scope.admits(name),
+            })
     }
 
     fn admitted(&self) -> impl Iterator<Item = (&String, &Entry)> {

@@ -1,11 +1,12 @@
 //! The flags of `roo-lead`: its clap structs, apart from what runs them so they can be
-//! unit-tested and shared ([`ProviderArgs`] with `roo-worker`, [`LeadArgs`] with the
-//! demo, which re-parses a lead's command line). `lead` runs them; `setup` turns them
-//! into agent settings.
+//! unit-tested and shared ([`LeadArgs`] with the demo, which re-parses a lead's command
+//! line; the provider flags are [`ProviderArgs`], flattened by `roo-worker` too). `lead`
+//! runs them; `setup` turns them into agent settings.
 
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use roo_team::backend::worker_launch::ProviderArgs;
 
 /// Output of a headless run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -43,23 +44,6 @@ impl From<TeammateMode> for roo_team::backend::detect::Mode {
             TeammateMode::Iterm2 => Mode::ITerm2,
         }
     }
-}
-
-/// Model provider flags (shared with `roo-worker`).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ProviderArgs {
-    /// Model provider: anthropic, openai (any OpenAI-compatible server) or script.
-    #[arg(long, env = "ROO_PROVIDER", value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Model name, e.g. claude-sonnet-4-5, gpt-4.1, qwen2.5-coder.
-    #[arg(long, env = "ROO_MODEL", value_name = "MODEL")]
-    pub model: Option<String>,
-    /// API base URL (OpenAI-compatible: up to and including /v1; Anthropic: the root).
-    #[arg(long, env = "ROO_BASE_URL", value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Script file for --provider script (replayed turns; see docs/LLM.md).
-    #[arg(long, value_name = "FILE")]
-    pub script: Option<PathBuf>,
 }
 
 /// roo-lead — the RooCode Teams lead agent.

@@ -20,5 +20,7 @@ mod serve_handoff;
 mod setup;
 mod skill_command;
 mod tasks_view;
+#[cfg(test)]
+mod tool_properties;
 mod trust;
 pub mod worker;

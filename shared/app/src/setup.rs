@@ -24,20 +24,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::AppError;
-use crate::flags::{LeadArgs, ProviderArgs};
-
-/// The tools a `--coordinator` lead loses: every tool that reads, searches, changes or
-/// runs code, and plan mode (which only restricts those).
-pub const CODE_TOOLS: [&str; 8] = [
-    "ReadFile",
-    "WriteFile",
-    "EditFile",
-    "Bash",
-    "Glob",
-    "Grep",
-    "EnterPlanMode",
-    "ExitPlanMode",
-];
+use crate::flags::LeadArgs;
+use roo_team::backend::worker_launch::ProviderArgs;
 
 /// A question for the human, with the channel for the answer.
 pub struct PendingApproval {
@@ -151,7 +139,7 @@ pub fn lead_settings(
         settings
             .tools
             .remove
-            .extend(CODE_TOOLS.iter().map(|t| t.to_string()));
+            .extend(roo_agent::permissions::CODE_TOOLS.map(str::to_string));
     }
     if let Some(team) = &args.team {
         settings.identity.team =

@@ -45,10 +45,7 @@ pub fn mcp_help(mcp: Option<&McpServers>) -> String {
         } else {
             format!("/{} {}", c.command, c.usage)
         };
-        let mut description: String = c.description.chars().take(100).collect();
-        if description.len() < c.description.len() {
-            description.push('…');
-        }
+        let description = roo_term::clip(&c.description, 100);
         text.push_str(&format!("  {usage}\n      {description}\n"));
     }
     text
@@ -84,10 +81,7 @@ pub fn skills_help(skills: Option<&Skills>) -> String {
             Some(args) => format!("/{} {args}", skill.name),
             None => format!("/{}", skill.name),
         };
-        let mut description: String = skill.description.chars().take(100).collect();
-        if description.len() < skill.description.len() {
-            description.push('…');
-        }
+        let description = roo_term::clip(&skill.description, 100);
         text.push_str(&format!(
             "  {usage}\n      {description} ({})\n",
             skill.source

@@ -77,6 +77,7 @@ pub fn task_detail(tasks: &BackgroundTasks, id: &str) -> Option<String> {
     Some(text)
 }
 
+/// `text` on one line in at most `max` columns: control characters become spaces.
 fn clip(text: &str, max: usize) -> String {
     let text: String = text
         .chars()
@@ -85,9 +86,8 @@ fn clip(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         text
     } else {
-        let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
+        // The `…` takes the last of the `max` columns.
+        roo_term::clip(&text, max.saturating_sub(1))
     }
 }
 

@@ -25,7 +25,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::entry::{self, Program};
 use crate::exit::{self, AppError};
-use crate::flags::ProviderArgs;
 use crate::render::{Renderer, Style};
 
 /// roo-worker — one RooCode Teams teammate.
@@ -64,12 +63,7 @@ impl WorkerArgs {
         );
         let session = SessionPlan::member(&roo_home, &team, &name);
         let mut settings = AgentSettings::new(Identity::teammate(name, team, lead), roo_home);
-        settings.llm = crate::setup::llm_flags(&ProviderArgs {
-            provider: self.launch.provider.clone(),
-            model: self.launch.model.clone(),
-            base_url: self.launch.base_url.clone(),
-            script: self.launch.script.clone(),
-        });
+        settings.llm = crate::setup::llm_flags(&self.launch.provider);
         settings.permission_mode = self
             .launch
             .permission_mode
@@ -173,7 +167,7 @@ impl WorkerArgs {
         spec.orphan_timeout = (orphan > 0).then(|| std::time::Duration::from_secs(orphan));
         spec.member.agent_type = Some(self.launch.agent_type.clone());
         spec.member.color = self.launch.color.clone();
-        spec.member.model = self.launch.model.clone();
+        spec.member.model = self.launch.provider.model.clone();
         // The directory it works in (a lead passes its worktree), absolute in the roster.
         spec.member.worktree_path = self
             .launch
@@ -409,10 +403,12 @@ mod tests {
             lead_key: Some("ab".repeat(32)),
             permission_mode: Some("acceptEdits".into()),
             plan_mode_required: true,
-            provider: Some("openai".into()),
-            model: Some("-m2".into()),
-            base_url: Some("http://127.0.0.1:9/v1".into()),
-            script: Some("/s/script.yaml".into()),
+            provider: roo_team::backend::worker_launch::ProviderArgs {
+                provider: Some("openai".into()),
+                model: Some("-m2".into()),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                script: Some("/s/script.yaml".into()),
+            },
             no_sandbox: true,
             trust_project: true,
             prompt: Some("--help me: claim task 1".into()),
@@ -453,10 +449,7 @@ mod tests {
             lead_key: None,
             permission_mode: None,
             plan_mode_required: false,
-            provider: None,
-            model: None,
-            base_url: None,
-            script: None,
+            provider: roo_team::backend::worker_launch::ProviderArgs::default(),
             no_sandbox: false,
             trust_project: false,
             prompt: None,

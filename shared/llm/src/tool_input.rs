@@ -47,14 +47,10 @@ fn kind(value: &Value) -> &'static str {
 /// `N characters, starting with `…``, with the start cut at [`EXCERPT_CHARS`].
 fn size_and_start(raw: &str) -> String {
     let count = raw.chars().count();
-    let mut start: String = raw
+    let start: String = roo_term::clip(raw, EXCERPT_CHARS)
         .chars()
-        .take(EXCERPT_CHARS)
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if count > EXCERPT_CHARS {
-        start.push('…');
-    }
     format!("{count} characters, starting with `{start}`")
 }
 

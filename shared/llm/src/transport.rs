@@ -574,10 +574,7 @@ pub(crate) fn error_message(body: &str) -> String {
         }
     }
     let trimmed = body.trim();
-    match trimmed.char_indices().nth(300) {
-        Some((cut, _)) => format!("{}…", &trimmed[..cut]),
-        None => trimmed.to_owned(),
-    }
+    roo_term::clip(trimmed, 300)
 }
 
 fn connect_message(error: &reqwest::Error, url: &str) -> String {

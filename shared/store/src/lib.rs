@@ -79,8 +79,8 @@ pub use mailbox::{
 pub use membership::{Assignment, Death, Idle, Joined};
 pub use message::{
     DELIVERY_BUDGET, Delivery, FLOOD_SHOWN, MAX_SUMMARY_CHARS, Message, MessageBody, MessageId,
-    Outgoing, PermissionDecision, TEAMMATE_MESSAGE_NOTICE, render_collapsed, render_delivery,
-    render_reminder,
+    MessageType, Outgoing, PermissionDecision, TEAMMATE_MESSAGE_NOTICE, render_collapsed,
+    render_delivery, render_reminder,
 };
 pub use name::{MAX_NAME_LEN, Name};
 pub use pg::{

@@ -148,36 +148,97 @@ pub enum MessageBody {
     },
 }
 
-impl MessageBody {
-    /// The wire name of the type (`text`, `status_update`, …).
-    pub fn type_name(&self) -> &'static str {
+/// The `type` of a message without its fields: the one list of wire types. The cli's
+/// `--type` values and the types a model may send are derived from [`MessageType::ALL`];
+/// a test ties the list to [`MessageBody`]'s serde tags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MessageType {
+    /// `text`
+    Text,
+    /// `status_update`
+    StatusUpdate,
+    /// `task_assignment`
+    TaskAssignment,
+    /// `idle_notification`
+    IdleNotification,
+    /// `shutdown_request`
+    ShutdownRequest,
+    /// `shutdown_response`
+    ShutdownResponse,
+    /// `plan_approval_request`
+    PlanApprovalRequest,
+    /// `plan_approval_response`
+    PlanApprovalResponse,
+    /// `permission_request`
+    PermissionRequest,
+    /// `permission_response`
+    PermissionResponse,
+}
+
+impl MessageType {
+    /// Every type, in protocol order.
+    pub const ALL: [MessageType; 10] = [
+        MessageType::Text,
+        MessageType::StatusUpdate,
+        MessageType::TaskAssignment,
+        MessageType::IdleNotification,
+        MessageType::ShutdownRequest,
+        MessageType::ShutdownResponse,
+        MessageType::PlanApprovalRequest,
+        MessageType::PlanApprovalResponse,
+        MessageType::PermissionRequest,
+        MessageType::PermissionResponse,
+    ];
+
+    /// The wire name (`text`, `status_update`, …).
+    pub fn name(self) -> &'static str {
         match self {
-            MessageBody::Text => "text",
-            MessageBody::StatusUpdate => "status_update",
-            MessageBody::TaskAssignment { .. } => "task_assignment",
-            MessageBody::IdleNotification { .. } => "idle_notification",
-            MessageBody::ShutdownRequest { .. } => "shutdown_request",
-            MessageBody::ShutdownResponse { .. } => "shutdown_response",
-            MessageBody::PlanApprovalRequest { .. } => "plan_approval_request",
-            MessageBody::PlanApprovalResponse { .. } => "plan_approval_response",
-            MessageBody::PermissionRequest { .. } => "permission_request",
-            MessageBody::PermissionResponse { .. } => "permission_response",
+            MessageType::Text => "text",
+            MessageType::StatusUpdate => "status_update",
+            MessageType::TaskAssignment => "task_assignment",
+            MessageType::IdleNotification => "idle_notification",
+            MessageType::ShutdownRequest => "shutdown_request",
+            MessageType::ShutdownResponse => "shutdown_response",
+            MessageType::PlanApprovalRequest => "plan_approval_request",
+            MessageType::PlanApprovalResponse => "plan_approval_response",
+            MessageType::PermissionRequest => "permission_request",
+            MessageType::PermissionResponse => "permission_response",
         }
     }
 
-    /// All wire type names, in protocol order.
-    pub const TYPE_NAMES: [&'static str; 10] = [
-        "text",
-        "status_update",
-        "task_assignment",
-        "idle_notification",
-        "shutdown_request",
-        "shutdown_response",
-        "plan_approval_request",
-        "plan_approval_response",
-        "permission_request",
-        "permission_response",
-    ];
+    /// The type of wire name `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<MessageType> {
+        MessageType::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl fmt::Display for MessageType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl MessageBody {
+    /// The type of this body.
+    pub fn message_type(&self) -> MessageType {
+        match self {
+            MessageBody::Text => MessageType::Text,
+            MessageBody::StatusUpdate => MessageType::StatusUpdate,
+            MessageBody::TaskAssignment { .. } => MessageType::TaskAssignment,
+            MessageBody::IdleNotification { .. } => MessageType::IdleNotification,
+            MessageBody::ShutdownRequest { .. } => MessageType::ShutdownRequest,
+            MessageBody::ShutdownResponse { .. } => MessageType::ShutdownResponse,
+            MessageBody::PlanApprovalRequest { .. } => MessageType::PlanApprovalRequest,
+            MessageBody::PlanApprovalResponse { .. } => MessageType::PlanApprovalResponse,
+            MessageBody::PermissionRequest { .. } => MessageType::PermissionRequest,
+            MessageBody::PermissionResponse { .. } => MessageType::PermissionResponse,
+        }
+    }
+
+    /// The wire name of the type (`text`, `status_update`, …).
+    pub fn type_name(&self) -> &'static str {
+        self.message_type().name()
+    }
 
     /// Whether only the lead may send this type.
     pub fn lead_only(&self) -> bool {
@@ -768,9 +829,31 @@ mod tests {
         assert_eq!(back, m);
     }
 
+    /// [`MessageType::ALL`] is [`MessageBody`]'s list of serde tags, in order: a type
+    /// added to the body but not to the list (or the other way round) fails here.
+    #[test]
+    fn the_type_list_is_the_bodys_serde_tags() {
+        let unknown = serde_json::from_value::<MessageBody>(serde_json::json!({"type": "?"}))
+            .unwrap_err()
+            .to_string();
+        let tags: Vec<&str> = unknown
+            .split_once("expected one of ")
+            .unwrap()
+            .1
+            .split(", ")
+            .map(|tag| tag.trim_matches('`'))
+            .collect();
+        let names: Vec<&str> = MessageType::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(names, tags, "{unknown}");
+        for t in MessageType::ALL {
+            assert_eq!(MessageType::from_name(t.name()), Some(t));
+        }
+        assert_eq!(MessageType::from_name("?"), None);
+    }
+
     #[test]
     fn every_type_name_round_trips() {
-        for name in MessageBody::TYPE_NAMES {
+        for name in MessageType::ALL.map(MessageType::name) {
             let mut v = serde_json::json!({
                 "id": "m", "from": "a", "to": "b", "type": name, "text": "t",
                 "timestamp": "2026-01-01T00:00:00.000Z", "task_id": "1", "request_id": "r",

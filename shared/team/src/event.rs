@@ -81,27 +81,17 @@ impl TeamEvent {
 /// spaces collapse, and it is cut at `max` characters with an ellipsis. Untrusted text
 /// (another agent wrote it) must not move the cursor or restyle the terminal.
 pub fn one_line(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    let mut count = 0;
+    let mut line = String::new();
     let mut space = false;
     for c in text.trim().chars() {
         let c = if c.is_control() { ' ' } else { c };
-        if c == ' ' {
-            if space {
-                continue;
-            }
-            space = true;
-        } else {
-            space = false;
+        if c == ' ' && space {
+            continue;
         }
-        if count == max {
-            out.push('…');
-            return out;
-        }
-        out.push(c);
-        count += 1;
+        space = c == ' ';
+        line.push(c);
     }
-    out
+    roo_term::clip(&line, max)
 }
 
 /// Sends [`TeamEvent`]s; never blocks. Cheap to clone.

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{TurnAction, TurnHook};
 use roo_agent::tool::{
-    Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, TypedTool, WeakToolRegistry,
+    Delegation, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, TypedTool, WeakToolRegistry,
 };
 use roo_store::{Mailbox, Message, MessageBody, Name, Outgoing};
 use schemars::JsonSchema;
@@ -319,6 +319,10 @@ pub struct Input {
 }
 
 impl TypedTool for ShutdownResponse {
+    fn delegation(&self) -> Delegation {
+        Delegation::NoSubAgent
+    }
+
     type Input = Input;
     const NAME: &'static str = SHUTDOWN_RESPONSE;
 

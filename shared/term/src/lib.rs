@@ -1,6 +1,7 @@
 //! Terminal output shared by every binary: one colour decision (a terminal, `NO_COLOR`
 //! unset or empty), one set of styles, and one escape for untrusted text ([`escape`] for
-//! one line, [`escape_text`] for text that keeps its lines).
+//! one line, [`escape_text`] for text that keeps its lines), and the one way text is cut
+//! short ([`clip`], [`clip_with`]).
 
 use std::io::IsTerminal;
 
@@ -116,6 +117,22 @@ pub fn escape_text(text: &str) -> String {
     shown(text, |c| matches!(c, '\n' | '\t'))
 }
 
+/// At most `max` characters of `text`, with `…` when anything was cut: the one clipping
+/// of a preview, an error excerpt or a name shown in a message (a terminal's or a
+/// model's).
+pub fn clip(text: &str, max: usize) -> String {
+    clip_with(text, max, "…")
+}
+
+/// At most `max` characters of `text`, then `marker` when anything was cut (` …`,
+/// `… [cut]`: where the reader must tell a cut from the text's own `…`).
+pub fn clip_with(text: &str, max: usize, marker: &str) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}{marker}", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
 /// Whether `c` must never reach a terminal or a model raw: a control character (C0
 /// including newline and tab, DEL, C1) or an invisible format character — the
 /// bidirectional overrides, isolates and marks (U+202A–U+202E, U+2066–U+2069, LRM, RLM,
@@ -159,6 +176,15 @@ fn shown(text: &str, keep: fn(char) -> bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clip_cuts_at_characters_and_marks_only_a_cut() {
+        assert_eq!(clip("abcdef", 3), "abc…");
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("ééé", 2), "éé…");
+        assert_eq!(clip_with("abcd", 2, " …"), "ab …");
+        assert_eq!(clip_with("ab", 2, " …"), "ab");
+    }
 
     #[test]
     fn no_escape_codes_without_colour() {

@@ -369,7 +369,7 @@ async fn emit_line(line: &str, pid: u32, file: &mut Option<tokio::fs::File>, tai
         .chars()
         .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
         .collect();
-    let line = super::convert::cut(&line, MAX_STDERR_LINE);
+    let line = roo_term::clip(&line, MAX_STDERR_LINE);
     tracing::debug!(target: "roo_agent::mcp::stderr", "{line}");
     if let Some(f) = file {
         let text = format!("[roo pid {pid}] {line}\n");

@@ -7,6 +7,7 @@
 //! conversion works on the JSON the server sent, so a change in the SDK's types
 //! cannot change what the model sees.
 
+use roo_term::clip;
 use serde_json::{Map, Value};
 
 use crate::tool::ToolOutput;
@@ -39,7 +40,7 @@ pub fn name_problem(server: &str, name: &str) -> Option<String> {
     {
         return Some(format!(
             "has a name with characters other than letters, digits, `_` and `-`: {:?}",
-            cut(name, 80)
+            clip(name, 80)
         ));
     }
     let qualified = qualified_name(server, name);
@@ -70,7 +71,7 @@ pub fn tool_listing(server: &str, tool: &Value) -> Result<ToolListing, String> {
         .and_then(Value::as_str)
         .ok_or_else(|| "a tool without a name".to_string())?;
     if let Some(problem) = name_problem(server, name) {
-        return Err(format!("tool {:?} {problem}", cut(name, 80)));
+        return Err(format!("tool {:?} {problem}", clip(name, 80)));
     }
     let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
     if !schema.is_object() || schema.get("type").and_then(Value::as_str) != Some("object") {
@@ -101,7 +102,7 @@ pub fn tool_listing(server: &str, tool: &Value) -> Result<ToolListing, String> {
         .unwrap_or(false);
     Ok(ToolListing {
         name: name.to_string(),
-        description: cut(&description, MAX_DESCRIPTION_CHARS),
+        description: clip(&description, MAX_DESCRIPTION_CHARS),
         input_schema: schema,
         read_only_hint,
     })
@@ -164,12 +165,12 @@ pub fn content_text(block: &Value) -> String {
             base64_bytes("data")
         ),
         "resource_link" => {
-            let mut line = format!("[resource link: {}", cut(field("uri"), 500));
+            let mut line = format!("[resource link: {}", clip(field("uri"), 500));
             if !field("name").is_empty() {
-                line.push_str(&format!(" ({})", cut(field("name"), 200)));
+                line.push_str(&format!(" ({})", clip(field("name"), 200)));
             }
             if !field("description").is_empty() {
-                line.push_str(&format!(" — {}", cut(field("description"), 500)));
+                line.push_str(&format!(" — {}", clip(field("description"), 500)));
             }
             line.push(']');
             line
@@ -178,17 +179,17 @@ pub fn content_text(block: &Value) -> String {
             let resource = block.get("resource").cloned().unwrap_or(Value::Null);
             let get = |name: &str| resource.get(name).and_then(Value::as_str).unwrap_or("");
             if let Some(text) = resource.get("text").and_then(Value::as_str) {
-                format!("[resource {}]\n{text}", cut(get("uri"), 500))
+                format!("[resource {}]\n{text}", clip(get("uri"), 500))
             } else {
                 format!(
                     "[binary resource {} ({}, about {} bytes) — not shown]",
-                    cut(get("uri"), 500),
+                    clip(get("uri"), 500),
                     mime_or(get("mimeType")),
                     get("blob").len() / 4 * 3
                 )
             }
         }
-        other => format!("[content of type {:?} — not shown]", cut(other, 40)),
+        other => format!("[content of type {:?} — not shown]", clip(other, 40)),
     }
 }
 
@@ -196,7 +197,7 @@ fn mime_or(mime: &str) -> String {
     if mime.is_empty() {
         "unknown type".to_string()
     } else {
-        cut(mime, 100)
+        clip(mime, 100)
     }
 }
 
@@ -223,7 +224,7 @@ pub fn prompt_listing(server: &str, prompt: &Value) -> Result<PromptListing, Str
         .and_then(Value::as_str)
         .ok_or_else(|| "a prompt without a name".to_string())?;
     if let Some(problem) = name_problem(server, name) {
-        return Err(format!("prompt {:?} {problem}", cut(name, 80)));
+        return Err(format!("prompt {:?} {problem}", clip(name, 80)));
     }
     let mut arguments = Vec::new();
     for arg in prompt
@@ -243,12 +244,12 @@ pub fn prompt_listing(server: &str, prompt: &Value) -> Result<PromptListing, Str
         {
             return Err(format!(
                 "prompt {name} has an argument with an unusable name {:?}",
-                cut(arg_name, 80)
+                clip(arg_name, 80)
             ));
         }
         arguments.push(PromptArgument {
             name: arg_name.to_string(),
-            description: cut(
+            description: clip(
                 arg.get("description").and_then(Value::as_str).unwrap_or(""),
                 300,
             ),
@@ -257,7 +258,7 @@ pub fn prompt_listing(server: &str, prompt: &Value) -> Result<PromptListing, Str
     }
     Ok(PromptListing {
         name: name.to_string(),
-        description: cut(
+        description: clip(
             prompt
                 .get("description")
                 .and_then(Value::as_str)
@@ -338,22 +339,14 @@ pub fn prompt_text(result: &Value) -> String {
         if role == "user" {
             parts.push(text);
         } else {
-            parts.push(format!("[{}]\n{text}", cut(role, 20)));
+            parts.push(format!("[{}]\n{text}", clip(role, 20)));
         }
     }
     let text = parts.join("\n\n");
     if text.len() > MAX_RESULT_BYTES {
-        cut(&text, MAX_RESULT_BYTES)
+        clip(&text, MAX_RESULT_BYTES)
     } else {
         text
-    }
-}
-
-/// At most `max` characters of `text`, with `…` when cut.
-pub fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
     }
 }
 

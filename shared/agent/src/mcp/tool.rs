@@ -10,7 +10,7 @@ use rmcp::{Peer, ServiceError};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::convert::{ToolListing, call_result, cut, qualified_name};
+use super::convert::{ToolListing, call_result, qualified_name};
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
 
 /// What the tools of one connected server share.
@@ -132,7 +132,7 @@ impl Tool for McpTool {
 
     fn summarize(&self, input: &Value) -> String {
         let args = serde_json::to_string(input).unwrap_or_default();
-        format!("{}({})", self.name, cut(&args, 80))
+        format!("{}({})", self.name, roo_term::clip(&args, 80))
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -81,8 +81,11 @@ pub struct Rule {
     content: Option<Content>,
 }
 
-/// Built-in tool names: a rule naming something close to one of them is a typo.
-const KNOWN_TOOLS: &[&str] = &[
+/// The tools that read, search, change or run code, and plan mode's (which only
+/// restricts those): what permission rules are about, so a rule naming something close
+/// to one of them is a typo; and what a `--coordinator` lead loses. The one list: a test
+/// in roo-app checks it against every tool a lead and a teammate get.
+pub const CODE_TOOLS: [&str; 8] = [
     "Bash",
     "ReadFile",
     "WriteFile",
@@ -274,11 +277,11 @@ impl fmt::Display for Rule {
 /// `bash` for `Bash`, `Bsah` for `Bash`: a tool name that is not a built-in one
 /// but close to one (case-insensitively equal, or two edits away).
 fn near_known_tool(tool: &str) -> Option<&'static str> {
-    if tool.contains('*') || KNOWN_TOOLS.contains(&tool) {
+    if tool.contains('*') || CODE_TOOLS.contains(&tool) {
         return None;
     }
     let lower = tool.to_ascii_lowercase();
-    KNOWN_TOOLS.iter().copied().find(|known| {
+    CODE_TOOLS.iter().copied().find(|known| {
         let known_lower = known.to_ascii_lowercase();
         known_lower == lower || (lower.len() >= 4 && edit_distance(&lower, &known_lower) <= 2)
     })

@@ -278,11 +278,5 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if line.chars().count() <= max {
-        line
-    } else {
-        let mut cut: String = line.chars().take(max).collect();
-        cut.push('…');
-        cut
-    }
+    roo_term::clip(&line, max)
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::runtime::{Launch, SubagentRuntime};
 use super::tasks::{BackgroundTasks, Stop};
-use crate::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
+use crate::tool::{Delegation, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Input of the Agent tool.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -93,6 +93,14 @@ fn one_line(text: &str, max: usize) -> String {
 }
 
 impl TypedTool for SubagentTool {
+    fn delegation(&self) -> Delegation {
+        Delegation::BuiltInAgents
+    }
+
+    fn manages_sub_agents(&self) -> bool {
+        true
+    }
+
     type Input = AgentInput;
     const NAME: &'static str = "Agent";
 
@@ -159,6 +167,14 @@ impl TaskStopTool {
 }
 
 impl TypedTool for TaskStopTool {
+    fn delegation(&self) -> Delegation {
+        Delegation::BuiltInAgents
+    }
+
+    fn manages_sub_agents(&self) -> bool {
+        true
+    }
+
     type Input = StopInput;
     const NAME: &'static str = "TaskStop";
 

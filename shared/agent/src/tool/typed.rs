@@ -70,6 +70,16 @@ pub trait TypedTool: Send + Sync {
         false
     }
 
+    /// See [`Tool::delegation`].
+    fn delegation(&self) -> super::Delegation {
+        super::Delegation::AnyAgent
+    }
+
+    /// See [`Tool::manages_sub_agents`].
+    fn manages_sub_agents(&self) -> bool {
+        false
+    }
+
     /// See [`Tool::rebind`].
     fn rebind(&self, _registry: &super::ToolRegistry) -> Option<std::sync::Arc<dyn Tool>> {
         None
@@ -114,6 +124,14 @@ impl<T: TypedTool> Tool for T {
 
     fn needs_conversation(&self) -> bool {
         TypedTool::needs_conversation(self)
+    }
+
+    fn delegation(&self) -> super::Delegation {
+        TypedTool::delegation(self)
+    }
+
+    fn manages_sub_agents(&self) -> bool {
+        TypedTool::manages_sub_agents(self)
     }
 
     fn rebind(&self, registry: &super::ToolRegistry) -> Option<std::sync::Arc<dyn Tool>> {

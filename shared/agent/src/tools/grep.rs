@@ -347,13 +347,8 @@ impl Search {
                     '-'
                 };
                 let line = line.trim_end_matches('\r');
-                let shown_line: String = line.chars().take(MAX_LINE_CHARS).collect();
-                let more = if shown_line.len() < line.len() {
-                    " …"
-                } else {
-                    ""
-                };
-                let _ = writeln!(out, "{shown}{sep}{}{sep}{shown_line}{more}", i + 1);
+                let shown_line = roo_term::clip_with(line, MAX_LINE_CHARS, " …");
+                let _ = writeln!(out, "{shown}{sep}{}{sep}{shown_line}", i + 1);
             }
             last_printed = Some(to.max(last_printed.unwrap_or(0)));
         }

@@ -13,7 +13,7 @@ use roo_agent::event::Outcome;
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::prompt::Environment;
 use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime, TaskStatus};
-use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
+use roo_agent::tool::{Delegation, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use roo_agent::tools::builtin_tools;
 use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
 use serde_json::{Value, json};
@@ -173,6 +173,30 @@ impl Tool for Stub {
                 None => panic!("a test tool panicked on purpose"),
             }
         })
+    }
+}
+
+/// A stand-in for a team tool: a [`Stub`] declaring that tool's delegation.
+struct StandIn(Stub, Delegation);
+
+impl Tool for StandIn {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn description(&self) -> String {
+        self.0.description()
+    }
+    fn input_schema(&self) -> Value {
+        self.0.input_schema()
+    }
+    fn kind(&self) -> ToolKind {
+        self.0.kind()
+    }
+    fn delegation(&self) -> Delegation {
+        self.1
+    }
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        self.0.call(input, ctx)
     }
 }
 
@@ -880,10 +904,13 @@ agents:
     });
     let mut p = parent_asking(&ws, script, PermissionMode::Default, approver.clone()).await;
     // A stand-in for the team's SendMessage, so layer 2 has something to refuse.
-    p.agent.tools().register(Arc::new(Stub {
-        name: "SendMessage",
-        reply: Some("sent"),
-    }));
+    p.agent.tools().register(Arc::new(StandIn(
+        Stub {
+            name: "SendMessage",
+            reply: Some("sent"),
+        },
+        Delegation::BuiltInAgents,
+    )));
     let (result, _) = run_collecting(&mut p.agent, "go").await;
     assert_eq!(result.outcome, Outcome::Completed);
     // Still the parent's mode: the write was asked (and denied), not bypassed.

@@ -3,37 +3,66 @@
 use std::io::{Read, Write};
 
 use clap::ValueEnum;
-use roo_store::{MessageBody, Outgoing, PermissionDecision, SendReport};
+use clap::builder::PossibleValue;
+use roo_store::{MessageBody, MessageType, Outgoing, PermissionDecision, SendReport};
 
 use crate::common::Context;
 use crate::exit::{CliError, CliResult};
 use crate::output::{escape, print_json};
 use crate::shape::{PartialSend, Recipient, Undelivered};
 
-/// Message types, as on the wire.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-#[value(rename_all = "snake_case")]
-pub enum MessageType {
-    /// Plain text (needs --summary)
-    Text,
-    /// FYI progress news; never an instruction
-    StatusUpdate,
-    /// The lead's "please take this task" (needs --task-id)
-    TaskAssignment,
-    /// The sender is idle (optional --task-id: the task it completed)
-    IdleNotification,
-    /// Ask a member to shut down (optional --request-id)
-    ShutdownRequest,
-    /// Answer a shutdown request, to the lead only (--approve or --reject, --reason)
-    ShutdownResponse,
-    /// Submit a plan to the lead (--request-id, --plan)
-    PlanApprovalRequest,
-    /// The lead's verdict on a plan (--request-id, --approve/--reject, --feedback)
-    PlanApprovalResponse,
-    /// Ask the lead to allow a tool call (--request-id, --tool, --input JSON)
-    PermissionRequest,
-    /// The lead relays the user's decision (--request-id, --decision allow|deny)
-    PermissionResponse,
+/// A message type as `--type` takes it: the store's list ([`MessageType::ALL`]), each
+/// with the flags it needs as help.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeArg(MessageType);
+
+/// The values of `--type`, in the store's order.
+static TYPE_ARGS: [TypeArg; MessageType::ALL.len()] = {
+    let mut args = [TypeArg(MessageType::Text); MessageType::ALL.len()];
+    let mut i = 0;
+    while i < args.len() {
+        args[i] = TypeArg(MessageType::ALL[i]);
+        i += 1;
+    }
+    args
+};
+
+impl TypeArg {
+    /// What `--help` says of the type.
+    fn help(self) -> &'static str {
+        match self.0 {
+            MessageType::Text => "Plain text (needs --summary)",
+            MessageType::StatusUpdate => "FYI progress news; never an instruction",
+            MessageType::TaskAssignment => "The lead's \"please take this task\" (needs --task-id)",
+            MessageType::IdleNotification => {
+                "The sender is idle (optional --task-id: the task it completed)"
+            }
+            MessageType::ShutdownRequest => "Ask a member to shut down (optional --request-id)",
+            MessageType::ShutdownResponse => {
+                "Answer a shutdown request, to the lead only (--approve or --reject, --reason)"
+            }
+            MessageType::PlanApprovalRequest => "Submit a plan to the lead (--request-id, --plan)",
+            MessageType::PlanApprovalResponse => {
+                "The lead's verdict on a plan (--request-id, --approve/--reject, --feedback)"
+            }
+            MessageType::PermissionRequest => {
+                "Ask the lead to allow a tool call (--request-id, --tool, --input JSON)"
+            }
+            MessageType::PermissionResponse => {
+                "The lead relays the user's decision (--request-id, --decision allow|deny)"
+            }
+        }
+    }
+}
+
+impl ValueEnum for TypeArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &TYPE_ARGS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()).help(self.help()))
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +89,7 @@ pub struct SendArgs {
     key: Option<String>,
     /// Message type
     #[arg(long = "type", value_name = "TYPE", value_enum, default_value = "text")]
-    kind: MessageType,
+    kind: TypeArg,
     /// Short preview shown on one line (required for text; at most 200 characters)
     #[arg(long)]
     summary: Option<String>,
@@ -223,17 +252,14 @@ fn verdict(args: &SendArgs, kind: &str) -> CliResult<bool> {
     }
 }
 
-fn build(kind: MessageType, args: &SendArgs) -> CliResult<Outgoing> {
+fn build(TypeArg(kind): TypeArg, args: &SendArgs) -> CliResult<Outgoing> {
     let text = stdin_if_dash(args.text.as_deref())?.unwrap_or_default();
-    let name = kind
-        .to_possible_value()
-        .map(|v| v.get_name().to_owned())
-        .unwrap_or_default();
+    let name = kind.name();
     let body = match kind {
         MessageType::Text => MessageBody::Text,
         MessageType::StatusUpdate => MessageBody::StatusUpdate,
         MessageType::TaskAssignment => MessageBody::TaskAssignment {
-            task_id: need(args.task_id.as_ref(), "--task-id", &name)?,
+            task_id: need(args.task_id.as_ref(), "--task-id", name)?,
         },
         MessageType::IdleNotification => MessageBody::IdleNotification {
             completed_task_id: args.task_id.clone(),
@@ -242,23 +268,23 @@ fn build(kind: MessageType, args: &SendArgs) -> CliResult<Outgoing> {
             request_id: args.request_id.clone(),
         },
         MessageType::ShutdownResponse => MessageBody::ShutdownResponse {
-            approve: verdict(args, &name)?,
+            approve: verdict(args, name)?,
             reason: args.reason.clone().unwrap_or_default(),
             request_id: args.request_id.clone(),
         },
         MessageType::PlanApprovalRequest => MessageBody::PlanApprovalRequest {
-            request_id: need(args.request_id.as_ref(), "--request-id", &name)?,
+            request_id: need(args.request_id.as_ref(), "--request-id", name)?,
             plan: stdin_if_dash(args.plan.as_deref())?
                 .ok_or_else(|| CliError::Usage(format!("send {name}: it needs --plan")))?,
         },
         MessageType::PlanApprovalResponse => MessageBody::PlanApprovalResponse {
-            request_id: need(args.request_id.as_ref(), "--request-id", &name)?,
-            approve: verdict(args, &name)?,
+            request_id: need(args.request_id.as_ref(), "--request-id", name)?,
+            approve: verdict(args, name)?,
             feedback: args.feedback.clone().unwrap_or_default(),
         },
         MessageType::PermissionRequest => MessageBody::PermissionRequest {
-            request_id: need(args.request_id.as_ref(), "--request-id", &name)?,
-            tool: need(args.tool.as_ref(), "--tool", &name)?,
+            request_id: need(args.request_id.as_ref(), "--request-id", name)?,
+            tool: need(args.tool.as_ref(), "--tool", name)?,
             input: match &args.input {
                 Some(raw) => serde_json::from_str(raw)
                     .map_err(|e| CliError::Usage(format!("parse --input as JSON: {e}")))?,
@@ -266,7 +292,7 @@ fn build(kind: MessageType, args: &SendArgs) -> CliResult<Outgoing> {
             },
         },
         MessageType::PermissionResponse => MessageBody::PermissionResponse {
-            request_id: need(args.request_id.as_ref(), "--request-id", &name)?,
+            request_id: need(args.request_id.as_ref(), "--request-id", name)?,
             decision: match args.decision {
                 Some(Decision::Allow) => PermissionDecision::Allow,
                 Some(Decision::Deny) => PermissionDecision::Deny,
@@ -287,4 +313,24 @@ fn build(kind: MessageType, args: &SendArgs) -> CliResult<Outgoing> {
     let mut outgoing = Outgoing::new(body, text);
     outgoing.summary = args.summary.clone();
     Ok(outgoing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--type` takes the store's types, in its order, each by its wire name.
+    #[test]
+    fn the_type_flag_takes_the_stores_types() {
+        let names: Vec<String> = TypeArg::value_variants()
+            .iter()
+            .filter_map(|t| t.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        let store: Vec<&str> = MessageType::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(names, store);
+        for t in MessageType::ALL {
+            assert_eq!(TypeArg::from_str(t.name(), false), Ok(TypeArg(t)));
+        }
+    }
 }

@@ -196,11 +196,10 @@ impl It2 {
 /// A tool's stderr on one line, cut to a readable length.
 fn one_line(text: &str) -> String {
     let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match joined.char_indices().nth(500) {
-        Some((cut, _)) => format!("{}…", &joined[..cut]),
-        None if joined.is_empty() => "(no message)".to_string(),
-        None => joined,
+    if joined.is_empty() {
+        return "(no message)".to_string();
     }
+    roo_term::clip(&joined, 500)
 }
 
 /// The teammate panes one lead opened in iTerm2.

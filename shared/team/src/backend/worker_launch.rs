@@ -44,18 +44,9 @@ pub struct WorkerLaunch {
     /// Send a plan for the lead's approval before any write.
     #[arg(long)]
     pub plan_mode_required: bool,
-    /// Model provider: anthropic, openai (any OpenAI-compatible server) or script.
-    #[arg(long, env = "ROO_PROVIDER", value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Model name, e.g. claude-sonnet-4-5, gpt-4.1, qwen2.5-coder.
-    #[arg(long, env = "ROO_MODEL", value_name = "MODEL")]
-    pub model: Option<String>,
-    /// API base URL (OpenAI-compatible: up to and including /v1; Anthropic: the root).
-    #[arg(long, env = "ROO_BASE_URL", value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Script file for --provider script (replayed turns; see docs/LLM.md).
-    #[arg(long, value_name = "FILE")]
-    pub script: Option<PathBuf>,
+    /// The model provider flags, as `roo-lead` takes them.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// Run commands without the OS sandbox (passed on from the lead's --no-sandbox).
     #[arg(long)]
     pub no_sandbox: bool,
@@ -93,6 +84,24 @@ pub struct WorkerLaunch {
     /// (never a flag: it comes through the handoff, [`WorkerHandoff`]).
     #[arg(skip)]
     pub project_config: Option<HandedProjectConfig>,
+}
+
+/// The model provider flags of `roo-lead` and `roo-worker`: one struct both flatten, so
+/// what a lead passes its pane teammate is what it takes itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct ProviderArgs {
+    /// Model provider: anthropic, openai (any OpenAI-compatible server) or script.
+    #[arg(long, env = "ROO_PROVIDER", value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, e.g. claude-sonnet-4-5, gpt-4.1, qwen2.5-coder.
+    #[arg(long, env = "ROO_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// API base URL (OpenAI-compatible: up to and including /v1; Anthropic: the root).
+    #[arg(long, env = "ROO_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Script file for --provider script (replayed turns; see docs/LLM.md).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
 }
 
 /// What a lead hands its pane or ssh worker with its environment, never on the command
@@ -136,19 +145,21 @@ impl WorkerLaunch {
             lead_key: launch.lead_key.clone(),
             permission_mode: settings.permission_mode.map(|m| m.to_string()),
             plan_mode_required: launch.plan_mode_required,
-            provider: llm.provider.clone(),
-            model: launch.model.clone().or_else(|| llm.model.clone()),
-            base_url: llm.base_url.clone(),
-            // The pane starts elsewhere: a relative script path is the lead's.
-            script: llm.script.as_ref().map(|script| {
-                if script.is_absolute() {
-                    script.clone()
-                } else {
-                    std::env::current_dir()
-                        .map(|d| d.join(script))
-                        .unwrap_or_else(|_| script.clone())
-                }
-            }),
+            provider: ProviderArgs {
+                provider: llm.provider.clone(),
+                model: launch.model.clone().or_else(|| llm.model.clone()),
+                base_url: llm.base_url.clone(),
+                // The pane starts elsewhere: a relative script path is the lead's.
+                script: llm.script.as_ref().map(|script| {
+                    if script.is_absolute() {
+                        script.clone()
+                    } else {
+                        std::env::current_dir()
+                            .map(|d| d.join(script))
+                            .unwrap_or_else(|_| script.clone())
+                    }
+                }),
+            },
             no_sandbox: settings.no_sandbox,
             trust_project: matches!(settings.trust, crate::trust::Trust::Granted),
             prompt: Some(launch.prompt.clone()).filter(|p| !p.is_empty()),
@@ -202,12 +213,13 @@ impl WorkerLaunch {
         value("--lead", self.lead.clone());
         value("--lead-key", self.lead_key.clone());
         value("--permission-mode", self.permission_mode.clone());
-        value("--provider", self.provider.clone());
-        value("--model", self.model.clone());
-        value("--base-url", self.base_url.clone());
+        let provider = &self.provider;
+        value("--provider", provider.provider.clone());
+        value("--model", provider.model.clone());
+        value("--base-url", provider.base_url.clone());
         value(
             "--script",
-            self.script.as_ref().map(|p| p.display().to_string()),
+            provider.script.as_ref().map(|p| p.display().to_string()),
         );
         value("--cwd", self.cwd.as_ref().map(|p| p.display().to_string()));
         value(

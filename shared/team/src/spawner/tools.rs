@@ -13,7 +13,9 @@ use futures_util::future::BoxFuture;
 use roo_agent::permissions::PermissionMode;
 use roo_agent::subagent::tool::{SUBAGENT_USE, stop_task};
 use roo_agent::subagent::{BackgroundTasks, SubagentTool};
-use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, TypedTool, input_schema};
+use roo_agent::tool::{
+    Delegation, Tool, ToolContext, ToolKind, ToolOutput, TypedTool, input_schema,
+};
 use roo_store::{ClaimOptions, Name, NewTask, TaskId};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -89,6 +91,14 @@ pub struct AgentInput {
 }
 
 impl Tool for AgentTool {
+    fn delegation(&self) -> Delegation {
+        Delegation::BuiltInAgents
+    }
+
+    fn manages_sub_agents(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         AGENT
     }
@@ -413,6 +423,14 @@ pub struct StopInput {
 }
 
 impl TypedTool for TaskStop {
+    fn delegation(&self) -> Delegation {
+        Delegation::BuiltInAgents
+    }
+
+    fn manages_sub_agents(&self) -> bool {
+        true
+    }
+
     type Input = StopInput;
     const NAME: &'static str = STOP;
 

@@ -8,7 +8,7 @@
 //! repository's. It writes the project, so the permission layers judge it as a write
 //! of the project root (asked in `default`, refused in `plan`).
 
-use roo_agent::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
+use roo_agent::tool::{Delegation, PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,6 +40,10 @@ pub struct MergeInput {
 const MERGE: &str = "TeamMerge";
 
 impl TypedTool for TeamMerge {
+    fn delegation(&self) -> Delegation {
+        Delegation::NoSubAgent
+    }
+
     type Input = MergeInput;
     const NAME: &'static str = MERGE;
 

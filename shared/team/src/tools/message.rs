@@ -19,8 +19,8 @@
 //! An unknown recipient is an error and writes no file (the store resolves names against
 //! the team config before it touches an inbox).
 
-use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
-use roo_store::{MAX_SUMMARY_CHARS, MessageBody, Outgoing};
+use roo_agent::tool::{Delegation, ToolContext, ToolKind, ToolOutput, TypedTool};
+use roo_store::{MAX_SUMMARY_CHARS, MessageBody, MessageType, Outgoing};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -31,8 +31,39 @@ use super::{TeamToolError, TeamTools, bounded, parse_name, run_blocking};
 
 const NAME: &str = "SendMessage";
 
-/// The message types a model may send.
-const MODEL_TYPES: [&str; 3] = ["text", "status_update", "shutdown_request"];
+/// What a model's `type` becomes: the body it sends, or why it may not send it. The one
+/// place the team's rule stands; [`model_types`] offers the types it accepts.
+fn model_body(kind: MessageType) -> Result<MessageBody, ModelRefusal> {
+    match kind {
+        MessageType::Text => Ok(MessageBody::Text),
+        MessageType::StatusUpdate => Ok(MessageBody::StatusUpdate),
+        MessageType::ShutdownRequest => Ok(MessageBody::ShutdownRequest { request_id: None }),
+        MessageType::ShutdownResponse
+        | MessageType::PlanApprovalResponse
+        | MessageType::PermissionResponse => Err(ModelRefusal::Answer),
+        MessageType::TaskAssignment
+        | MessageType::IdleNotification
+        | MessageType::PlanApprovalRequest
+        | MessageType::PermissionRequest => Err(ModelRefusal::NotOffered),
+    }
+}
+
+/// Why a model may not send a type.
+enum ModelRefusal {
+    /// It answers a request whose id the model never sees: the runtime's to send.
+    Answer,
+    /// Another tool or the runtime sends it.
+    NotOffered,
+}
+
+/// The message types a model may send, in protocol order.
+fn model_types() -> Vec<&'static str> {
+    MessageType::ALL
+        .into_iter()
+        .filter(|&kind| model_body(kind).is_ok())
+        .map(MessageType::name)
+        .collect()
+}
 
 /// Sends a message to a teammate, or to all.
 #[derive(Debug, Clone)]
@@ -57,11 +88,15 @@ pub struct Input {
     summary: Option<String>,
     /// Default `text`; `status_update`: news that wakes no one; `shutdown_request` (lead only): asks a teammate to finish and exit.
     #[serde(default, rename = "type")]
-    #[schemars(extend("enum" = MODEL_TYPES))]
+    #[schemars(extend("enum" = model_types()))]
     kind: Option<String>,
 }
 
 impl TypedTool for SendMessage {
+    fn delegation(&self) -> Delegation {
+        Delegation::BuiltInAgents
+    }
+
     type Input = Input;
     const NAME: &'static str = NAME;
 
@@ -109,11 +144,10 @@ impl SendMessage {
             Some(parse_name(NAME, "to", &to)?)
         };
         let kind = input.kind.as_deref().map_or("text", str::trim);
-        let body = match kind {
-            "" | "text" => MessageBody::Text,
-            "status_update" => MessageBody::StatusUpdate,
-            "shutdown_request" => MessageBody::ShutdownRequest { request_id: None },
-            "shutdown_response" | "plan_approval_response" | "permission_response" => {
+        let named = if kind.is_empty() { "text" } else { kind };
+        let body = match MessageType::from_name(named).map(model_body) {
+            Some(Ok(body)) => body,
+            Some(Err(ModelRefusal::Answer)) => {
                 return Err(TeamToolError::Refused(format!(
                     "send a {kind}: the runtime answers requests (the user decides \
                      permissions and plans at the lead's terminal; a teammate answers its \
@@ -121,10 +155,10 @@ impl SendMessage {
                      message to explain instead"
                 )));
             }
-            other => {
+            Some(Err(ModelRefusal::NotOffered)) | None => {
                 return Err(invalid(format!(
-                    "`type` {other:?} cannot be sent with SendMessage; use one of {}",
-                    MODEL_TYPES.join(", ")
+                    "`type` {kind:?} cannot be sent with SendMessage; use one of {}",
+                    model_types().join(", ")
                 )));
             }
         };
@@ -204,5 +238,27 @@ impl SendMessage {
             )))
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The types offered to a model are the store's list filtered by [`model_body`], and
+    /// the schema the model reads offers exactly those.
+    #[test]
+    fn the_types_a_model_may_send_come_from_the_stores_list() {
+        assert_eq!(model_types(), ["text", "status_update", "shutdown_request"]);
+        for kind in MessageType::ALL {
+            if let Ok(body) = model_body(kind) {
+                assert_eq!(body.message_type(), kind);
+            }
+        }
+        let schema = schemars::schema_for!(Input);
+        assert_eq!(
+            schema.as_value()["properties"]["type"]["enum"],
+            serde_json::json!(model_types())
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! the lead changes tasks it does not own. There is no way for the model to force a
 //! change.
 
-use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
+use roo_agent::tool::{Delegation, ToolContext, ToolKind, ToolOutput, TypedTool};
 use roo_store::authority::TaskChange;
 use roo_store::{
     ClaimOptions, ClaimOutcome, Name, NewTask, Task, TaskFilter, TaskId, TaskPatch, TaskStatus,
@@ -247,6 +247,10 @@ pub struct CreateInput {
 const CREATE: &str = "TaskCreate";
 
 impl TypedTool for TaskCreate {
+    fn delegation(&self) -> Delegation {
+        Delegation::BuiltInAgents
+    }
+
     type Input = CreateInput;
     const NAME: &'static str = CREATE;
 
@@ -674,6 +678,10 @@ pub struct UpdateInput {
 const UPDATE: &str = "TaskUpdate";
 
 impl TypedTool for TaskUpdate {
+    fn delegation(&self) -> Delegation {
+        Delegation::BuiltInAgents
+    }
+
     type Input = UpdateInput;
     const NAME: &'static str = UPDATE;
 

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use roo_agent::event::AgentEvent;
-use roo_agent::tool::{ToolContext, ToolKind, ToolOutput, TypedTool};
+use roo_agent::tool::{Delegation, ToolContext, ToolKind, ToolOutput, TypedTool};
 use roo_store::{Member, MemberState, MessageBody, Name, Outgoing, RooHome, Team, pid_alive};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -77,6 +77,10 @@ pub struct CreateInput {
 pub(crate) const CREATE: &str = "TeamCreate";
 
 impl TypedTool for TeamCreate {
+    fn delegation(&self) -> Delegation {
+        Delegation::NoSubAgent
+    }
+
     type Input = CreateInput;
     const NAME: &'static str = CREATE;
 
@@ -264,6 +268,10 @@ pub struct DeleteInput {}
 pub(crate) const DELETE: &str = "TeamDelete";
 
 impl TypedTool for TeamDelete {
+    fn delegation(&self) -> Delegation {
+        Delegation::NoSubAgent
+    }
+
     type Input = DeleteInput;
     const NAME: &'static str = DELETE;
 

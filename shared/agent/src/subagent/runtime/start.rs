@@ -500,11 +500,11 @@ fn layers(
     background: bool,
     registry: &ToolRegistry,
 ) -> Result<Vec<ToolScope>, crate::tool::ScopeError> {
-    let mut scopes = vec![filter::global_scope(depth_reached)?];
+    let mut scopes = vec![filter::global_scope(depth_reached)];
     if let Some(def) = definition
         && def.source != Source::BuiltIn
     {
-        scopes.push(filter::custom_scope(&def.name)?);
+        scopes.push(filter::custom_scope(&def.name));
     }
     if background && let Some(scope) = filter::background_deny(registry)? {
         scopes.push(scope);
