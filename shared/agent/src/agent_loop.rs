@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt, stream};
 use roo_llm::{ContentBlock, Message, Provider, Request, Role, StopReason, StreamEvent, Usage};
 use serde_json::Value;
@@ -31,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::{CompactionOptions, compact, estimate_text, estimate_tokens};
 use crate::conversation::{push_user, repair_chain};
 use crate::event::{AgentEvent, EventSink, Outcome};
-use crate::hooks::{LifecycleHook, ToolCallInfo, Verdict};
+use crate::hooks::{AgentHook, ToolCallInfo, TurnAction, Verdict};
 use crate::permissions::{Approval, Approver, PermissionDecision, PermissionPolicy};
 use crate::prompt::{plan_mode_reminder, system_reminder};
 use crate::session::Session;
@@ -43,56 +42,6 @@ use tool_order::ToolOrder;
 /// The permission policy, shared with tools that change the mode (plan mode) and
 /// with the UI (`/mode`).
 pub type SharedPolicy = Arc<RwLock<PermissionPolicy>>;
-
-/// What a [`TurnHook`] wants the loop to do at the top of a turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TurnAction {
-    /// Go on as planned.
-    Continue,
-    /// Send these texts as system reminders with the next model call. They join the
-    /// conversation (and the transcript) only once a call carrying them succeeded; until
-    /// then every call carries them. A text that changes the task redirects the run.
-    Inject(Vec<String>),
-    /// End the run before the next model call; the run's outcome is
-    /// [`Outcome::Stopped`] with this reason.
-    Stop(String),
-}
-
-/// Something consulted at the top of every turn (the first one and every one after a
-/// batch of tool results), so it can act between the tool calls of a long run: inject
-/// text, or stop the run. The loop knows nothing of what hooks are for; teammates use
-/// one to deliver inbox messages and to end a run on a shutdown request.
-pub trait TurnHook: Send + Sync {
-    /// Decides what happens before the next model call.
-    fn before_turn(&self) -> BoxFuture<'_, TurnAction>;
-
-    /// Called once a model call carrying the texts of this hook's [`TurnAction::Inject`]s
-    /// **succeeded**, after they were added to the conversation and the transcript. A
-    /// hook that records delivery (an inbox receipt) does it here: a call that fails or
-    /// is cancelled, a run that stops first, or a crash leaves the texts undelivered (the
-    /// agent's next model call carries them again).
-    fn injected(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-
-    /// Called when the provider refused a request carrying this hook's pending texts
-    /// ([`LlmError::is_rejection`](roo_llm::LlmError::is_rejection)) and then accepted
-    /// the same request without them: those texts will never reach the model and are
-    /// dropped (the model is told that some were). `reason` is the provider's error. A
-    /// hook that records delivery says here that they were not delivered.
-    fn undeliverable(&self, reason: &str) -> BoxFuture<'_, ()> {
-        let _ = reason;
-        Box::pin(async {})
-    }
-
-    /// Text to put back into the conversation right after a compaction replaced the
-    /// oldest rounds with a summary, as a system reminder next to the re-injected
-    /// instructions (e.g. a lead's team state, which the summary may have lost).
-    /// `None` (the default) adds nothing.
-    fn after_compaction(&self) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async { None })
-    }
-}
 
 /// Tunables of one agent.
 #[derive(Debug, Clone)]
@@ -180,9 +129,9 @@ pub struct Agent {
     session: Option<Session>,
     context: ToolContext,
     options: AgentOptions,
-    hooks: Vec<Arc<dyn TurnHook>>,
-    /// The hook point around sessions, prompts, tool calls and stops.
-    lifecycle: Vec<Arc<dyn LifecycleHook>>,
+    /// The hooks, in the order they were added: asked at session start, on each
+    /// prompt, at the top of every turn, around tool calls and compactions, at the end.
+    hooks: Vec<Arc<dyn AgentHook>>,
     /// Whether the first run began (`session_start` fired).
     started: bool,
     total_usage: Usage,
@@ -193,7 +142,7 @@ pub struct Agent {
     /// with every call, added to the conversation once one succeeds.
     injection: Vec<ContentBlock>,
     /// The hooks whose texts are in `injection`, told by `injected()` on success.
-    injecting: Vec<Arc<dyn TurnHook>>,
+    injecting: Vec<Arc<dyn AgentHook>>,
     /// The order the last request sent its tools in, which the next one keeps.
     tool_order: ToolOrder,
     /// Whether the model server's context window was checked (once per agent).
@@ -207,7 +156,7 @@ pub struct Agent {
 /// is tried without it.
 struct SetAside {
     blocks: Vec<ContentBlock>,
-    hooks: Vec<Arc<dyn TurnHook>>,
+    hooks: Vec<Arc<dyn AgentHook>>,
     /// The provider's error.
     reason: String,
 }
@@ -243,7 +192,6 @@ impl Agent {
             context,
             options,
             hooks: Vec::new(),
-            lifecycle: Vec::new(),
             started: false,
             total_usage: Usage::default(),
             measured: None,
@@ -271,16 +219,11 @@ impl Agent {
         self
     }
 
-    /// Adds a hook consulted at the top of every turn.
-    pub fn add_hook(&mut self, hook: Arc<dyn TurnHook>) {
+    /// Adds a hook: asked at session start, on each submitted prompt, at the top of
+    /// every turn, around every tool call and compaction and when a run stops, after
+    /// the hooks added before it.
+    pub fn add_hook(&mut self, hook: Arc<dyn AgentHook>) {
         self.hooks.push(hook);
-    }
-
-    /// Adds a lifecycle hook: asked at session start, on each submitted prompt,
-    /// around every tool call and when a run stops (config hooks, and whatever a
-    /// sub-agent or skill needs there).
-    pub fn add_lifecycle_hook(&mut self, hook: Arc<dyn LifecycleHook>) {
-        self.lifecycle.push(hook);
     }
 
     /// Sets the instruction-file text (ROOCODE.md stack), injected as a system
@@ -370,7 +313,7 @@ impl Agent {
             .await;
         let final_text = std::mem::take(&mut self.answer);
         if outcome != Outcome::Cancelled {
-            for hook in &self.lifecycle {
+            for hook in &self.hooks {
                 hook.stop(&outcome, &final_text, &cancel, events).await;
             }
         }
@@ -406,12 +349,12 @@ impl Agent {
     ) -> Outcome {
         if !std::mem::replace(&mut self.started, true) {
             let resumed = !self.messages.is_empty();
-            for hook in &self.lifecycle {
+            for hook in &self.hooks {
                 let context = hook.session_start(resumed, cancel, events).await;
                 self.pending_reminders.extend(context);
             }
         }
-        for hook in &self.lifecycle {
+        for hook in &self.hooks {
             let decision = hook.user_prompt_submit(input, cancel, events).await;
             if let Some(reason) = decision.block {
                 return Outcome::Stopped { reason };
@@ -818,7 +761,7 @@ impl Agent {
         let window = self.server_window.map_or(model_window, |server| {
             server_window::in_estimate(server).min(model_window)
         });
-        for hook in &self.lifecycle {
+        for hook in &self.hooks {
             hook.pre_compact(estimate, cancel, events).await;
         }
         let base = self.request();
@@ -993,14 +936,14 @@ impl Agent {
         context: &ToolContext,
         events: &EventSink,
     ) -> ToolOutput {
-        if !self.lifecycle.is_empty() {
+        if !self.hooks.is_empty() {
             let info = ToolCallInfo {
                 id,
                 tool,
                 input: &input,
                 context,
             };
-            for hook in &self.lifecycle {
+            for hook in &self.hooks {
                 if let Verdict::Block { reason } = hook.pre_tool_use(info, events).await {
                     return ToolOutput::error(reason);
                 }
@@ -1016,7 +959,7 @@ impl Agent {
                 input: &input,
                 context,
             };
-            for hook in &self.lifecycle {
+            for hook in &self.hooks {
                 hook.post_tool_use(info, &mut output, events).await;
             }
         }
@@ -1265,6 +1208,7 @@ fn partition(calls: Vec<(String, String, Value)>, tools: &ToolRegistry) -> Vec<B
 mod tests {
     use super::*;
     use crate::tool::{PermissionTarget, ToolKind};
+    use futures_util::future::BoxFuture;
     use serde_json::json;
 
     struct Fake {

@@ -9,11 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
+use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
 use roo_agent::agents::AgentCatalog;
 use roo_agent::config::{ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust};
 use roo_agent::exec::Launcher;
-use roo_agent::hooks::{CommandHooks, HookSetup, LifecycleHook};
+use roo_agent::hooks::{AgentHook, CommandHooks, HookSetup};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
 use roo_agent::permissions::{
     Approver, DenyApprover, ParseModeError, PermissionMode, PermissionPolicy,
@@ -231,7 +231,7 @@ pub struct AgentSettings {
     /// Whether ExitPlanMode can be approved by anyone.
     pub plan_approver: PlanApprover,
     /// Consulted at the top of every turn.
-    pub hooks: Vec<Arc<dyn TurnHook>>,
+    pub hooks: Vec<Arc<dyn AgentHook>>,
     pub max_turns: u32,
     /// `None`: the role's default persona.
     pub persona: Option<Persona>,
@@ -1040,7 +1040,7 @@ fn subagent_runtime(
         lifecycle: if parts.command_hooks.is_empty() {
             Vec::new()
         } else {
-            vec![parts.command_hooks.clone() as Arc<dyn LifecycleHook>]
+            vec![parts.command_hooks.clone() as Arc<dyn AgentHook>]
         },
         skills: parts.skills.clone(),
         plan_file: parts.plan_file.clone(),
@@ -1107,7 +1107,7 @@ fn register_agent_tools(
 async fn attach_hooks(
     agent: &mut Agent,
     ws: &Workspace,
-    hooks: Vec<Arc<dyn TurnHook>>,
+    hooks: Vec<Arc<dyn AgentHook>>,
     command_hooks: &Arc<CommandHooks>,
     mcp: Option<&McpServers>,
     skills: Option<&Skills>,
@@ -1118,13 +1118,13 @@ async fn attach_hooks(
         agent.add_hook(hook);
     }
     if !command_hooks.is_empty() {
-        agent.add_lifecycle_hook(command_hooks.clone());
+        agent.add_hook(command_hooks.clone());
     }
     if let Some(mcp) = mcp {
-        agent.add_lifecycle_hook(Arc::new(McpHook::new(mcp.clone())));
+        agent.add_hook(Arc::new(McpHook::new(mcp.clone())));
     }
     if let Some(skills) = skills {
-        agent.add_lifecycle_hook(Arc::new(skills.scopes.clone()));
+        agent.add_hook(Arc::new(skills.scopes.clone()));
         notices.extend(skill_notices(skills, ws).await);
     }
     if let Some(runtime) = subagents {

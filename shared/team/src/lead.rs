@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{SharedPolicy, TurnAction, TurnHook};
+use roo_agent::agent_loop::SharedPolicy;
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::permissions::{Approval, Approver, PermissionMode, PermissionRequest};
 use roo_agent::tool::ToolRegistry;
 use roo_store::{
@@ -83,7 +84,7 @@ impl SlotDelivery {
     }
 }
 
-impl TurnHook for SlotDelivery {
+impl AgentHook for SlotDelivery {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             let Some(delivery) = self.delivery() else {
@@ -137,7 +138,7 @@ impl TeamStateReminder {
     }
 }
 
-impl TurnHook for TeamStateReminder {
+impl AgentHook for TeamStateReminder {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async { TurnAction::Continue })
     }

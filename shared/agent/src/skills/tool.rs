@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::load::{Catalog, Mode, Skill};
 use super::script_tool::{SkillTool, registered_name};
 use crate::event::{EventSink, Outcome};
-use crate::hooks::{LifecycleHook, PromptDecision};
+use crate::hooks::{AgentHook, PromptDecision};
 use crate::subagent::runtime::WeakSubagentRuntime;
 use crate::tool::{
     ScopeError, ScopeId, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope, TypedTool,
@@ -151,7 +151,7 @@ impl SkillScopes {
     }
 }
 
-impl LifecycleHook for SkillScopes {
+impl AgentHook for SkillScopes {
     fn user_prompt_submit<'a>(
         &'a self,
         _prompt: &'a str,
@@ -341,7 +341,7 @@ pub enum SkillCommand {
 
 impl Skills {
     /// Registers LoadSkill over `catalog` in `tools`; the returned handle's `scopes`
-    /// must be added to the agent as a lifecycle hook (it lifts them after each run).
+    /// must be added to the agent as a hook (it lifts them after each run).
     pub fn install(catalog: Catalog, tools: &ToolRegistry) -> Self {
         let scopes = SkillScopes::new(tools);
         tools.register(Arc::new(LoadSkill::new(catalog.clone(), scopes.clone())));
@@ -355,7 +355,7 @@ impl Skills {
 
     /// The same catalog bound to `registry` — a sub-agent's [`ToolRegistry::detached`]
     /// copy, whose LoadSkill would otherwise narrow the parent's registry. Add the
-    /// returned `scopes` to the sub-agent as a lifecycle hook.
+    /// returned `scopes` to the sub-agent as a hook.
     pub fn for_registry(&self, registry: &ToolRegistry) -> Self {
         Self::install(self.catalog.clone(), registry)
     }

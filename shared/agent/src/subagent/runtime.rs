@@ -20,7 +20,7 @@ use crate::agent_loop::{Agent, AgentOptions, RunResult, SharedPolicy};
 use crate::agents::{AgentCatalog, AgentDefinition, Source};
 use crate::config::strictness;
 use crate::event::{AgentEvent, EventSink, Outcome};
-use crate::hooks::LifecycleHook;
+use crate::hooks::AgentHook;
 use crate::permissions::{Approver, PermissionMode};
 use crate::prompt::{Environment, Persona, system_prompt};
 use crate::session::Session;
@@ -49,7 +49,7 @@ pub struct ParentParts {
     /// reminder.
     pub instructions: Option<String>,
     /// Hooks that run inside children too (the config's command hooks).
-    pub lifecycle: Vec<Arc<dyn LifecycleHook>>,
+    pub lifecycle: Vec<Arc<dyn AgentHook>>,
     /// The parent's skills; a child gets its own LoadSkill over the same catalog.
     pub skills: Option<Skills>,
     pub plan_file: PathBuf,
@@ -540,10 +540,10 @@ impl SubagentRuntime {
             agent.set_instructions(inner.parts.instructions.clone());
         }
         for hook in &inner.parts.lifecycle {
-            agent.add_lifecycle_hook(hook.clone());
+            agent.add_hook(hook.clone());
         }
         if let Some(skills) = child_skills {
-            agent.add_lifecycle_hook(Arc::new(skills.scopes));
+            agent.add_hook(Arc::new(skills.scopes));
         }
         if !depth_reached {
             agent.add_hook(child_runtime.notifications());
