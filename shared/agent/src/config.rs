@@ -29,6 +29,7 @@
 //!   remote: {url: "http://127.0.0.1:8000/mcp", headers: {Authorization: "Bearer x"}}
 //! ```
 
+mod hook_condition;
 pub mod hosts;
 mod local;
 mod sections;
@@ -42,11 +43,13 @@ use serde_yaml_ng::Value;
 
 use crate::permissions::{PermissionMode, RuleSet};
 
+pub use hook_condition::{HookCondition, HookFacts};
 pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
 pub(crate) use sections::sandbox as sandbox_section;
 pub use sections::{
     AgentsSection, Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection,
+    SubagentLimits,
 };
 pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
 
@@ -541,9 +544,9 @@ impl ConfigFiles {
 }
 
 /// The values an unset `agents:` key has, for judging what narrows them (the same
-/// as `roo_agent::subagent::SubagentLimits::default`).
+/// as [`SubagentLimits::default`]).
 fn agents_defaults() -> AgentsSection {
-    let limits = crate::subagent::SubagentLimits::default();
+    let limits = SubagentLimits::default();
     AgentsSection {
         max_depth: Some(limits.max_depth),
         max_concurrent: Some(limits.max_concurrent as u32),

@@ -9,14 +9,13 @@
 //! - the user's configured shell commands ([`CommandHooks`], `command.rs`): the
 //!   `hooks:` of the config files, one implementation of that seam.
 //!
-//! [`condition`] parses and matches a hook's `if:`.
+//! A hook's `if:` is parsed with the rest of the config
+//! ([`crate::config::HookCondition`]).
 
 mod command;
-pub mod condition;
 mod hook;
 
 pub use command::{
     CommandHooks, DEFAULT_TIMEOUT_MS, HookSetup, MAX_TIMEOUT_MS, SharedCommandHooks, event_name,
 };
-pub use condition::{Facts, HookCondition};
 pub use hook::{AgentHook, PromptDecision, ToolCallInfo, TurnAction, Verdict};

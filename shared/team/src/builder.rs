@@ -11,7 +11,9 @@ use std::sync::{Arc, RwLock};
 
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
 use roo_agent::agents::AgentCatalog;
-use roo_agent::config::{ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust};
+use roo_agent::config::{
+    ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust, SubagentLimits,
+};
 use roo_agent::exec::Launcher;
 use roo_agent::hooks::{AgentHook, CommandHooks, HookSetup};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
@@ -28,7 +30,7 @@ use roo_agent::session::{
     Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
 };
 use roo_agent::skills::{Catalog, Skills};
-use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime};
+use roo_agent::subagent::{ParentParts, SubagentRuntime};
 use roo_agent::tool::{EnvSource, ReadFilter, Tool, ToolContext, ToolRegistry, WorkspaceGate};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};

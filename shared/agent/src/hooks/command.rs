@@ -28,9 +28,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::condition::{Facts, HookCondition};
 use super::hook::{AgentHook, PromptDecision, ToolCallInfo, Verdict};
-use crate::config::{Hook, HookAction, HookEvent, Source};
+use crate::config::{Hook, HookAction, HookCondition, HookEvent, HookFacts, Source};
 use crate::event::{AgentEvent, EventSink, Outcome};
 use crate::exec::{self, Ending};
 use crate::tool::{PermissionTarget, ToolContext, ToolOutput};
@@ -213,7 +212,7 @@ impl CommandHooks {
         let extra = vec![("TEAMMATE_NAME".to_string(), teammate.to_string())];
         self.run_all(
             HookEvent::TeammateIdle,
-            &Facts::default(),
+            &HookFacts::default(),
             payload,
             extra,
             cancel,
@@ -244,7 +243,7 @@ impl CommandHooks {
         ];
         self.run_all(
             HookEvent::TaskCompleted,
-            &Facts::default(),
+            &HookFacts::default(),
             payload,
             extra,
             cancel,
@@ -276,7 +275,7 @@ impl CommandHooks {
         events: &EventSink,
     ) -> Report {
         let report = self
-            .run_all(event, &Facts::default(), payload, Vec::new(), cancel)
+            .run_all(event, &HookFacts::default(), payload, Vec::new(), cancel)
             .await;
         emit_failures(&report, events);
         report
@@ -285,7 +284,7 @@ impl CommandHooks {
     async fn run_all(
         &self,
         event: HookEvent,
-        facts: &Facts<'_>,
+        facts: &HookFacts<'_>,
         payload: Payload<'_>,
         extra_env: Vec<(String, String)>,
         cancel: &CancellationToken,
@@ -449,8 +448,8 @@ impl CommandHooks {
         file_path: Option<&'a PathBuf>,
         relative: Option<&'a str>,
         command: Option<&'a str>,
-    ) -> (Facts<'a>, Payload<'a>, Vec<(String, String)>) {
-        let facts = Facts {
+    ) -> (HookFacts<'a>, Payload<'a>, Vec<(String, String)>) {
+        let facts = HookFacts {
             tool: Some(call.tool.name()),
             path: relative,
             command,
