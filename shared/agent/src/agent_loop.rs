@@ -161,6 +161,61 @@ struct SetAside {
     reason: String,
 }
 
+/// How one model call came out.
+enum ModelReply {
+    /// The model answered; `sent_tools` is the tool list the request carried.
+    Answer {
+        response: roo_llm::Response,
+        sent_tools: Vec<roo_llm::ToolSpec>,
+    },
+    /// The provider refused the request carrying the pending injection: the same
+    /// request goes again without it.
+    Retry,
+    /// The run ends.
+    End(Outcome),
+}
+
+/// Consecutive turns whose calls all went nowhere, which end a run at their limits.
+#[derive(Default)]
+struct Streaks {
+    /// Turns whose calls all named unknown tools.
+    unknown: u32,
+    /// Turns whose calls all had unusable arguments.
+    malformed: u32,
+}
+
+impl Streaks {
+    /// Counts a turn whose calls named `unknown` tools the registry lacks; the outcome
+    /// when a streak reached its limit.
+    fn after_turn(
+        &mut self,
+        unknown: Vec<String>,
+        all_unknown: bool,
+        all_malformed: bool,
+        options: &AgentOptions,
+    ) -> Option<Outcome> {
+        if all_unknown {
+            self.unknown += 1;
+            if self.unknown >= options.unknown_tool_limit {
+                return Some(Outcome::UnknownTools { names: unknown });
+            }
+        } else {
+            self.unknown = 0;
+        }
+        if all_malformed {
+            self.malformed += 1;
+            if self.malformed >= options.malformed_call_limit {
+                return Some(Outcome::MalformedToolCalls {
+                    turns: self.malformed,
+                });
+            }
+        } else {
+            self.malformed = 0;
+        }
+        None
+    }
+}
+
 impl Agent {
     /// Builds an agent. `context.cancel` is replaced by each run's token.
     #[expect(
@@ -339,6 +394,9 @@ impl Agent {
         result
     }
 
+    /// One run, step by step: the hooks' say on the prompt and the input appended, then
+    /// turns — each a model call whose tool calls run and feed the next — until the
+    /// model answers without calls or a stop condition hits.
     async fn run_inner(
         &mut self,
         input: &str,
@@ -347,6 +405,76 @@ impl Agent {
         usage: &mut Usage,
         turns: &mut u32,
     ) -> Outcome {
+        if let Err(outcome) = self.begin(input, events, cancel).await {
+            return outcome;
+        }
+        let mut streaks = Streaks::default();
+        // The injection set aside while the same request is tried without it.
+        let mut probe: Option<SetAside> = None;
+        loop {
+            if let Some(outcome) = self.stop_before_turn(*turns, events, cancel).await {
+                self.put_back(probe.take());
+                return outcome;
+            }
+            *turns += 1;
+            self.compact_if_needed(events, cancel, usage).await;
+
+            events.emit(AgentEvent::TurnStart { turn: *turns });
+            tracing::debug!(
+                agent = %self.options.agent_name,
+                turn = *turns,
+                messages = self.messages.len(),
+                estimated_tokens = self.estimated_prompt_tokens(),
+                "model request"
+            );
+            let (response, sent_tools) = match self.call_model(&mut probe, events, cancel).await {
+                ModelReply::Answer {
+                    response,
+                    sent_tools,
+                } => (response, sent_tools),
+                ModelReply::Retry => continue,
+                ModelReply::End(outcome) => return outcome,
+            };
+            self.record_usage(&response, usage, events);
+            let (calls, invalid) = self.take_answer(response, events);
+            if calls.is_empty() {
+                return Outcome::Completed;
+            }
+
+            let unknown: Vec<String> = calls
+                .iter()
+                .filter(|(_, name, _)| self.tools.get(name).is_none())
+                .map(|(_, name, _)| name.clone())
+                .collect();
+            let all_unknown = unknown.len() == calls.len();
+            let all_malformed = calls.iter().all(|(id, _, _)| invalid.contains_key(id));
+            let snapshot = self.snapshot_for(&calls, sent_tools);
+            let results = self
+                .execute(calls, &invalid, snapshot, events, cancel)
+                .await;
+            self.append_user(results, events);
+
+            if cancel.is_cancelled() {
+                return Outcome::Cancelled;
+            }
+            if let Some(outcome) =
+                streaks.after_turn(unknown, all_unknown, all_malformed, &self.options)
+            {
+                return outcome;
+            }
+        }
+    }
+
+    /// The start of a run: `session_start` hooks on the first run, then the
+    /// `user_prompt_submit` hooks (which may refuse the prompt), then the input joins
+    /// the conversation behind the instructions (first input only) and pending
+    /// reminders. `Err`: the run ends before any model call, with this outcome.
+    async fn begin(
+        &mut self,
+        input: &str,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), Outcome> {
         if !std::mem::replace(&mut self.started, true) {
             let resumed = !self.messages.is_empty();
             for hook in &self.hooks {
@@ -357,12 +485,12 @@ impl Agent {
         for hook in &self.hooks {
             let decision = hook.user_prompt_submit(input, cancel, events).await;
             if let Some(reason) = decision.block {
-                return Outcome::Stopped { reason };
+                return Err(Outcome::Stopped { reason });
             }
             self.pending_reminders.extend(decision.context);
         }
         if cancel.is_cancelled() {
-            return Outcome::Cancelled;
+            return Err(Outcome::Cancelled);
         }
         let instructions = self
             .instructions
@@ -379,222 +507,219 @@ impl Agent {
             text: input.to_string(),
         });
         self.append_user(blocks, events);
+        Ok(())
+    }
 
-        let mut unknown_streak = 0;
-        let mut malformed_streak = 0;
-        // The injection set aside while the same request is tried without it.
-        let mut probe: Option<SetAside> = None;
-        loop {
-            if cancel.is_cancelled() {
-                self.put_back(probe.take());
-                return Outcome::Cancelled;
-            }
-            if *turns >= self.options.max_turns {
-                self.put_back(probe.take());
-                events.emit(AgentEvent::Notice {
-                    text: format!(
-                        "The agent ran {} turns without finishing and was stopped. Continue with a new message, or raise the limit with --max-turns.",
-                        self.options.max_turns
-                    ),
-                });
-                return Outcome::MaxTurns {
-                    limit: self.options.max_turns,
-                };
-            }
-            if let Some(reason) = self.run_turn_hooks(events).await {
-                self.put_back(probe.take());
-                return Outcome::Stopped { reason };
-            }
-            *turns += 1;
-            self.compact_if_needed(events, cancel, usage).await;
+    /// Whether the run ends before the next turn: cancelled, out of turns, or stopped
+    /// by a hook (whose texts, and the other hooks', are injected either way).
+    async fn stop_before_turn(
+        &mut self,
+        turns: u32,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Option<Outcome> {
+        if cancel.is_cancelled() {
+            return Some(Outcome::Cancelled);
+        }
+        if turns >= self.options.max_turns {
+            events.emit(AgentEvent::Notice {
+                text: format!(
+                    "The agent ran {} turns without finishing and was stopped. Continue with a new message, or raise the limit with --max-turns.",
+                    self.options.max_turns
+                ),
+            });
+            return Some(Outcome::MaxTurns {
+                limit: self.options.max_turns,
+            });
+        }
+        let reason = self.run_turn_hooks(events).await?;
+        Some(Outcome::Stopped { reason })
+    }
 
-            events.emit(AgentEvent::TurnStart { turn: *turns });
-            tracing::debug!(
-                agent = %self.options.agent_name,
-                turn = *turns,
-                messages = self.messages.len(),
-                estimated_tokens = self.estimated_prompt_tokens(),
-                "model request"
-            );
-            let request = self.request();
-            if self.options.check_server_window
-                && !std::mem::replace(&mut self.server_window_checked, true)
-            {
-                let provider = self.provider.clone();
-                let check = server_window::warn_if_too_small(provider.as_ref(), &request, events);
-                tokio::select! {
-                    window = check => self.server_window = window,
-                    _ = cancel.cancelled() => {
-                        self.put_back(probe.take());
-                        return Outcome::Cancelled;
-                    }
-                }
-            }
-            self.tool_order = ToolOrder::of(&request.tools);
-            let sent_tools = request.tools.clone();
-            let call = roo_llm::collect(self.provider.stream(request), |event| {
-                forward_stream_event(event, events)
-            })
-            .fuse();
-            let response = tokio::select! {
-                r = call => r,
+    /// One model call (the server's window checked before the first): its response,
+    /// a retry without the pending injection when the provider refused the request
+    /// carrying it (`probe` then holds what was set aside), or the end of the run.
+    async fn call_model(
+        &mut self,
+        probe: &mut Option<SetAside>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> ModelReply {
+        let request = self.request();
+        if self.options.check_server_window
+            && !std::mem::replace(&mut self.server_window_checked, true)
+        {
+            let provider = self.provider.clone();
+            let check = server_window::warn_if_too_small(provider.as_ref(), &request, events);
+            tokio::select! {
+                window = check => self.server_window = window,
                 _ = cancel.cancelled() => {
                     self.put_back(probe.take());
-                    return Outcome::Cancelled;
+                    return ModelReply::End(Outcome::Cancelled);
                 }
-            };
-            let response = match response {
-                Ok(response) => {
-                    if let Some(aside) = probe.take() {
-                        // Refused with the injection, accepted without: it was the cause.
-                        for hook in aside.hooks {
-                            hook.undeliverable(&aside.reason).await;
-                        }
-                    }
-                    self.injection_delivered(events).await;
-                    response
-                }
-                Err(e) if e.is_rejection() && probe.is_none() && !self.injecting.is_empty() => {
-                    // Whether what the hooks handed over is what the provider refuses
-                    // (e.g. a teammate's message it will never accept) shows by trying
-                    // the same request without it; otherwise every later call would
-                    // carry it and fail the same way.
-                    let reason = e.to_string();
-                    tracing::warn!(agent = %self.options.agent_name, error = %reason, "model call carrying injected messages refused; trying without them");
-                    let blocks = std::mem::take(&mut self.injection);
-                    let notice = format!(
-                        "{} injected message(s) could not be delivered: the model provider refused the request carrying them ({reason}). Their senders were told.",
-                        blocks.len()
-                    );
-                    self.injection.push(ContentBlock::Text {
-                        text: system_reminder(&notice),
-                    });
-                    probe = Some(SetAside {
-                        blocks,
-                        hooks: std::mem::take(&mut self.injecting),
-                        reason,
-                    });
-                    continue;
-                }
-                Err(e) => {
-                    // Refused without the injection too: it was not the cause.
-                    self.put_back(probe.take());
-                    let message = e.to_string();
-                    tracing::warn!(agent = %self.options.agent_name, error = %message, "model call failed");
-                    events.emit(AgentEvent::Error {
-                        message: message.clone(),
-                    });
-                    return Outcome::Error { message };
-                }
-            };
-
-            usage.add(&response.usage);
-            self.total_usage.add(&response.usage);
-            events.emit(AgentEvent::Usage {
-                turn: response.usage,
-                total: self.total_usage,
-                cost_usd: self.options.prices.cost(self.model(), &self.total_usage),
-            });
-            if response.stop_reason == StopReason::MaxTokens {
-                events.emit(AgentEvent::Notice {
-                    text: format!(
-                        "the response hit the output limit of {} tokens",
-                        self.options.max_tokens
-                    ),
-                });
-            }
-
-            let mut message = response.message;
-            if self.options.text_tool_calls
-                && message.tool_uses().next().is_none()
-                && let Some(name) = self.adopt_text_tool_call(&mut message)
-            {
-                events.emit(AgentEvent::Notice {
-                    text: format!("the model wrote a {name} call as text; running it as a call"),
-                });
-            }
-            let last_call = message.tool_uses().last().map(|(id, _, _)| id.to_string());
-            let cut_off = response.stop_reason == StopReason::MaxTokens;
-            let invalid: HashMap<String, String> = response
-                .invalid_tool_calls
-                .into_iter()
-                .map(|call| {
-                    events.emit(AgentEvent::Notice {
-                        text: format!("the model's {} call was not run: {}", call.name, call.error),
-                    });
-                    let truncated = cut_off && last_call.as_deref() == Some(call.id.as_str());
-                    let text = invalid_call_result(&call.name, &call.error, truncated);
-                    (call.id, text)
-                })
-                .collect();
-            let calls: Vec<(String, String, Value)> = message
-                .tool_uses()
-                .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
-                .collect();
-            if !message.content.is_empty() {
-                events.emit(AgentEvent::AssistantMessage {
-                    message: message.clone(),
-                });
-                let text = message.text();
-                if !text.trim().is_empty() {
-                    self.answer = text;
-                }
-                self.append(message, events);
-            }
-            self.measured = Some((
-                self.messages.len(),
-                response.usage.context_tokens() + response.usage.output_tokens,
-            ));
-            if calls.is_empty() {
-                return Outcome::Completed;
-            }
-
-            let unknown: Vec<String> = calls
-                .iter()
-                .filter(|(_, name, _)| self.tools.get(name).is_none())
-                .map(|(_, name, _)| name.clone())
-                .collect();
-            let all_unknown = unknown.len() == calls.len();
-            let all_malformed = calls.iter().all(|(id, _, _)| invalid.contains_key(id));
-
-            // Tools that start work from this context (a fork) get what the model saw.
-            let snapshot = calls
-                .iter()
-                .any(|(_, name, _)| self.tools.get(name).is_some_and(|t| t.needs_conversation()))
-                .then(|| {
-                    Arc::new(ConversationSnapshot {
-                        system: self.system.clone(),
-                        tools: sent_tools,
-                        messages: self.messages.clone(),
-                    })
-                });
-            let results = self
-                .execute(calls, &invalid, snapshot, events, cancel)
-                .await;
-            self.append_user(results, events);
-
-            if cancel.is_cancelled() {
-                return Outcome::Cancelled;
-            }
-            if all_unknown {
-                unknown_streak += 1;
-                if unknown_streak >= self.options.unknown_tool_limit {
-                    return Outcome::UnknownTools { names: unknown };
-                }
-            } else {
-                unknown_streak = 0;
-            }
-            if all_malformed {
-                malformed_streak += 1;
-                if malformed_streak >= self.options.malformed_call_limit {
-                    return Outcome::MalformedToolCalls {
-                        turns: malformed_streak,
-                    };
-                }
-            } else {
-                malformed_streak = 0;
             }
         }
+        self.tool_order = ToolOrder::of(&request.tools);
+        let sent_tools = request.tools.clone();
+        let call = roo_llm::collect(self.provider.stream(request), |event| {
+            forward_stream_event(event, events)
+        })
+        .fuse();
+        let response = tokio::select! {
+            r = call => r,
+            _ = cancel.cancelled() => {
+                self.put_back(probe.take());
+                return ModelReply::End(Outcome::Cancelled);
+            }
+        };
+        match response {
+            Ok(response) => {
+                if let Some(aside) = probe.take() {
+                    // Refused with the injection, accepted without: it was the cause.
+                    for hook in aside.hooks {
+                        hook.undeliverable(&aside.reason).await;
+                    }
+                }
+                self.injection_delivered(events).await;
+                ModelReply::Answer {
+                    response,
+                    sent_tools,
+                }
+            }
+            Err(e) if e.is_rejection() && probe.is_none() && !self.injecting.is_empty() => {
+                // Whether what the hooks handed over is what the provider refuses
+                // (e.g. a teammate's message it will never accept) shows by trying
+                // the same request without it; otherwise every later call would
+                // carry it and fail the same way.
+                *probe = Some(self.set_aside_injection(e.to_string()));
+                ModelReply::Retry
+            }
+            Err(e) => {
+                // Refused without the injection too: it was not the cause.
+                self.put_back(probe.take());
+                let message = e.to_string();
+                tracing::warn!(agent = %self.options.agent_name, error = %message, "model call failed");
+                events.emit(AgentEvent::Error {
+                    message: message.clone(),
+                });
+                ModelReply::End(Outcome::Error { message })
+            }
+        }
+    }
+
+    /// Takes the pending injection out of the next request (the provider refused it
+    /// with `reason`), leaving a notice in its place that some messages were lost.
+    fn set_aside_injection(&mut self, reason: String) -> SetAside {
+        tracing::warn!(agent = %self.options.agent_name, error = %reason, "model call carrying injected messages refused; trying without them");
+        let blocks = std::mem::take(&mut self.injection);
+        let notice = format!(
+            "{} injected message(s) could not be delivered: the model provider refused the request carrying them ({reason}). Their senders were told.",
+            blocks.len()
+        );
+        self.injection.push(ContentBlock::Text {
+            text: system_reminder(&notice),
+        });
+        SetAside {
+            blocks,
+            hooks: std::mem::take(&mut self.injecting),
+            reason,
+        }
+    }
+
+    /// Adds a response's usage to the run's and the agent's, and says when the
+    /// response hit the output limit.
+    fn record_usage(
+        &mut self,
+        response: &roo_llm::Response,
+        usage: &mut Usage,
+        events: &EventSink,
+    ) {
+        usage.add(&response.usage);
+        self.total_usage.add(&response.usage);
+        events.emit(AgentEvent::Usage {
+            turn: response.usage,
+            total: self.total_usage,
+            cost_usd: self.options.prices.cost(self.model(), &self.total_usage),
+        });
+        if response.stop_reason == StopReason::MaxTokens {
+            events.emit(AgentEvent::Notice {
+                text: format!(
+                    "the response hit the output limit of {} tokens",
+                    self.options.max_tokens
+                ),
+            });
+        }
+    }
+
+    /// The model's answer joins the conversation (a call written as text adopted as a
+    /// call when allowed); returns its tool calls and, by call id, the error result of
+    /// each call whose arguments were unusable.
+    fn take_answer(
+        &mut self,
+        response: roo_llm::Response,
+        events: &EventSink,
+    ) -> (Vec<(String, String, Value)>, HashMap<String, String>) {
+        let mut message = response.message;
+        if self.options.text_tool_calls
+            && message.tool_uses().next().is_none()
+            && let Some(name) = self.adopt_text_tool_call(&mut message)
+        {
+            events.emit(AgentEvent::Notice {
+                text: format!("the model wrote a {name} call as text; running it as a call"),
+            });
+        }
+        let last_call = message.tool_uses().last().map(|(id, _, _)| id.to_string());
+        let cut_off = response.stop_reason == StopReason::MaxTokens;
+        let invalid: HashMap<String, String> = response
+            .invalid_tool_calls
+            .into_iter()
+            .map(|call| {
+                events.emit(AgentEvent::Notice {
+                    text: format!("the model's {} call was not run: {}", call.name, call.error),
+                });
+                let truncated = cut_off && last_call.as_deref() == Some(call.id.as_str());
+                let text = invalid_call_result(&call.name, &call.error, truncated);
+                (call.id, text)
+            })
+            .collect();
+        let calls: Vec<(String, String, Value)> = message
+            .tool_uses()
+            .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
+            .collect();
+        if !message.content.is_empty() {
+            events.emit(AgentEvent::AssistantMessage {
+                message: message.clone(),
+            });
+            let text = message.text();
+            if !text.trim().is_empty() {
+                self.answer = text;
+            }
+            self.append(message, events);
+        }
+        self.measured = Some((
+            self.messages.len(),
+            response.usage.context_tokens() + response.usage.output_tokens,
+        ));
+        (calls, invalid)
+    }
+
+    /// What the model saw, for tools that start work from this context (a fork);
+    /// `None` when no call needs it.
+    fn snapshot_for(
+        &self,
+        calls: &[(String, String, Value)],
+        sent_tools: Vec<roo_llm::ToolSpec>,
+    ) -> Option<Arc<ConversationSnapshot>> {
+        calls
+            .iter()
+            .any(|(_, name, _)| self.tools.get(name).is_some_and(|t| t.needs_conversation()))
+            .then(|| {
+                Arc::new(ConversationSnapshot {
+                    system: self.system.clone(),
+                    tools: sent_tools,
+                    messages: self.messages.clone(),
+                })
+            })
     }
 
     /// If the text of `message` (which has no tool calls) is one tool call written as
