@@ -26,6 +26,7 @@ pub mod fork;
 pub mod isolation;
 pub mod model;
 pub mod runtime;
+mod skill_fork;
 pub mod tasks;
 pub mod tool;
 

@@ -1066,7 +1066,7 @@ fn subagent_runtime(
     };
     let runtime = SubagentRuntime::new(parent, SubagentLimits::from_section(section), tools);
     if let Some(skills) = &parts.skills {
-        skills.set_fork_runtime(&runtime);
+        skills.set_fork_runtime(Box::new(runtime.downgrade()));
     }
     runtime
 }

@@ -417,7 +417,7 @@ impl SubagentRuntime {
         if let Some(skills) = &child_skills
             && !depth_reached
         {
-            skills.set_fork_runtime(&child_runtime);
+            skills.set_fork_runtime(Box::new(child_runtime.downgrade()));
         }
         let scopes = layers(
             depth_reached,

@@ -91,7 +91,7 @@ async fn parent_with_skills(
     };
     let runtime = SubagentRuntime::new(parts, limits, &tools);
     if let Some(skills) = &skills {
-        skills.set_fork_runtime(&runtime);
+        skills.set_fork_runtime(Box::new(runtime.downgrade()));
     }
     let (agent_tool, stop) = runtime.tools();
     tools.register(agent_tool);
