@@ -41,7 +41,8 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml_ng::Value;
 
-use crate::permissions::{PermissionMode, RuleSet};
+use crate::permissions::PermissionMode;
+use crate::permissions::RuleSet;
 
 pub use hook_condition::{HookCondition, HookFacts};
 pub use hosts::{HostConfig, Hosts, user_hosts};

@@ -12,7 +12,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_yaml_ng::Value;
 
 use super::{ConfigError, Source};
-use crate::permissions::{PermissionMode, Rule, RuleKind, RuleSet};
+use crate::permissions::PermissionMode;
+use crate::permissions::rules::{Rule, RuleKind, RuleSet};
 
 /// When a hook runs. Only events the agent fires are accepted, so a hook on an
 /// event nothing fires is a config error rather than a hook that never runs.
