@@ -183,6 +183,13 @@ enum ModelReply {
     End(Outcome),
 }
 
+/// The tool calls of one answer, and by call id the error result of each call whose
+/// arguments were unusable.
+struct TurnCalls {
+    calls: Vec<(String, String, Value)>,
+    invalid: HashMap<String, String>,
+}
+
 /// Consecutive turns whose calls all went nowhere, which end a run at their limits.
 #[derive(Default)]
 struct Streaks {
@@ -444,7 +451,7 @@ impl Agent {
                 ModelReply::End(outcome) => return outcome,
             };
             self.record_usage(&response, usage, events);
-            let (calls, invalid) = self.take_answer(response, events);
+            let TurnCalls { calls, invalid } = self.take_answer(response, events);
             if calls.is_empty() {
                 return Outcome::Completed;
             }
@@ -660,13 +667,8 @@ impl Agent {
     }
 
     /// The model's answer joins the conversation (a call written as text adopted as a
-    /// call when allowed); returns its tool calls and, by call id, the error result of
-    /// each call whose arguments were unusable.
-    fn take_answer(
-        &mut self,
-        response: roo_llm::Response,
-        events: &EventSink,
-    ) -> (Vec<(String, String, Value)>, HashMap<String, String>) {
+    /// call when allowed); returns its tool calls.
+    fn take_answer(&mut self, response: roo_llm::Response, events: &EventSink) -> TurnCalls {
         let mut message = response.message;
         if self.options.text_tool_calls
             && message.tool_uses().next().is_none()
@@ -708,7 +710,7 @@ impl Agent {
             self.messages.len(),
             response.usage.context_tokens() + response.usage.output_tokens,
         ));
-        (calls, invalid)
+        TurnCalls { calls, invalid }
     }
 
     /// What the model saw, for tools that start work from this context (a fork);
