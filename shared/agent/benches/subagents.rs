@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
 use roo_agent::agents::AgentCatalog;
+use roo_agent::config::SubagentLimits;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::prompt::Environment;
-use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime};
+use roo_agent::subagent::{ParentParts, SubagentRuntime};
 use roo_agent::tool::{ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
 use roo_llm::mock_server::{MockServer, Protocol};

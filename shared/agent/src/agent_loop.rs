@@ -11,88 +11,45 @@
 //! JSON object (broken, or cut off at `max_tokens`) gets an error result the model can
 //! correct, and a call written as text can be run as a call
 //! ([`crate::text_tool_call`]).
+//!
+//! This file holds the agent and its turn loop, each turn a few named steps (begin,
+//! stop before the turn, call the model, take its answer, run its calls). Beside it:
+//! `tool_calls` runs the calls of one response (batches, hooks, permission, spill),
+//! `compaction` keeps the conversation inside the window, `server_window` asks a
+//! local model server for its window, and `tool_order` keeps the request's tool list
+//! stable for the prompt cache. Hooks ([`crate::hooks::AgentHook`]) are asked at each
+//! point of a run.
 
+mod compaction;
 mod server_window;
+mod tool_calls;
 mod tool_order;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use futures_util::future::BoxFuture;
-use futures_util::{FutureExt, StreamExt, stream};
+use futures_util::FutureExt;
 use roo_llm::{ContentBlock, Message, Provider, Request, Role, StopReason, StreamEvent, Usage};
 use serde_json::Value;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{CompactionOptions, compact, estimate_text, estimate_tokens};
+use crate::context::CompactionOptions;
 use crate::conversation::{push_user, repair_chain};
 use crate::event::{AgentEvent, EventSink, Outcome};
-use crate::hooks::{LifecycleHook, ToolCallInfo, Verdict};
-use crate::permissions::{Approval, Approver, PermissionDecision, PermissionPolicy};
+use crate::hooks::{AgentHook, TurnAction};
+use crate::permissions::{Approver, PermissionPolicy};
 use crate::prompt::{plan_mode_reminder, system_reminder};
 use crate::session::Session;
 use crate::text_tool_call::parse_text_tool_call;
-use crate::tool::{ConversationSnapshot, Lookup, Tool, ToolContext, ToolOutput, ToolRegistry};
-use crate::tools::spill_if_large;
+use crate::tool::{ConversationSnapshot, ToolContext, ToolRegistry};
 use tool_order::ToolOrder;
 
 /// The permission policy, shared with tools that change the mode (plan mode) and
 /// with the UI (`/mode`).
 pub type SharedPolicy = Arc<RwLock<PermissionPolicy>>;
-
-/// What a [`TurnHook`] wants the loop to do at the top of a turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TurnAction {
-    /// Go on as planned.
-    Continue,
-    /// Send these texts as system reminders with the next model call. They join the
-    /// conversation (and the transcript) only once a call carrying them succeeded; until
-    /// then every call carries them. A text that changes the task redirects the run.
-    Inject(Vec<String>),
-    /// End the run before the next model call; the run's outcome is
-    /// [`Outcome::Stopped`] with this reason.
-    Stop(String),
-}
-
-/// Something consulted at the top of every turn (the first one and every one after a
-/// batch of tool results), so it can act between the tool calls of a long run: inject
-/// text, or stop the run. The loop knows nothing of what hooks are for; teammates use
-/// one to deliver inbox messages and to end a run on a shutdown request.
-pub trait TurnHook: Send + Sync {
-    /// Decides what happens before the next model call.
-    fn before_turn(&self) -> BoxFuture<'_, TurnAction>;
-
-    /// Called once a model call carrying the texts of this hook's [`TurnAction::Inject`]s
-    /// **succeeded**, after they were added to the conversation and the transcript. A
-    /// hook that records delivery (an inbox receipt) does it here: a call that fails or
-    /// is cancelled, a run that stops first, or a crash leaves the texts undelivered (the
-    /// agent's next model call carries them again).
-    fn injected(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-
-    /// Called when the provider refused a request carrying this hook's pending texts
-    /// ([`LlmError::is_rejection`](roo_llm::LlmError::is_rejection)) and then accepted
-    /// the same request without them: those texts will never reach the model and are
-    /// dropped (the model is told that some were). `reason` is the provider's error. A
-    /// hook that records delivery says here that they were not delivered.
-    fn undeliverable(&self, reason: &str) -> BoxFuture<'_, ()> {
-        let _ = reason;
-        Box::pin(async {})
-    }
-
-    /// Text to put back into the conversation right after a compaction replaced the
-    /// oldest rounds with a summary, as a system reminder next to the re-injected
-    /// instructions (e.g. a lead's team state, which the summary may have lost).
-    /// `None` (the default) adds nothing.
-    fn after_compaction(&self) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async { None })
-    }
-}
 
 /// Tunables of one agent.
 #[derive(Debug, Clone)]
@@ -180,9 +137,9 @@ pub struct Agent {
     session: Option<Session>,
     context: ToolContext,
     options: AgentOptions,
-    hooks: Vec<Arc<dyn TurnHook>>,
-    /// The hook point around sessions, prompts, tool calls and stops.
-    lifecycle: Vec<Arc<dyn LifecycleHook>>,
+    /// The hooks, in the order they were added: asked at session start, on each
+    /// prompt, at the top of every turn, around tool calls and compactions, at the end.
+    hooks: Vec<Arc<dyn AgentHook>>,
     /// Whether the first run began (`session_start` fired).
     started: bool,
     total_usage: Usage,
@@ -193,7 +150,7 @@ pub struct Agent {
     /// with every call, added to the conversation once one succeeds.
     injection: Vec<ContentBlock>,
     /// The hooks whose texts are in `injection`, told by `injected()` on success.
-    injecting: Vec<Arc<dyn TurnHook>>,
+    injecting: Vec<Arc<dyn AgentHook>>,
     /// The order the last request sent its tools in, which the next one keeps.
     tool_order: ToolOrder,
     /// Whether the model server's context window was checked (once per agent).
@@ -207,9 +164,71 @@ pub struct Agent {
 /// is tried without it.
 struct SetAside {
     blocks: Vec<ContentBlock>,
-    hooks: Vec<Arc<dyn TurnHook>>,
+    hooks: Vec<Arc<dyn AgentHook>>,
     /// The provider's error.
     reason: String,
+}
+
+/// How one model call came out.
+enum ModelReply {
+    /// The model answered; `sent_tools` is the tool list the request carried.
+    Answer {
+        response: roo_llm::Response,
+        sent_tools: Vec<roo_llm::ToolSpec>,
+    },
+    /// The provider refused the request carrying the pending injection: the same
+    /// request goes again without it.
+    Retry,
+    /// The run ends.
+    End(Outcome),
+}
+
+/// The tool calls of one answer, and by call id the error result of each call whose
+/// arguments were unusable.
+struct TurnCalls {
+    calls: Vec<(String, String, Value)>,
+    invalid: HashMap<String, String>,
+}
+
+/// Consecutive turns whose calls all went nowhere, which end a run at their limits.
+#[derive(Default)]
+struct Streaks {
+    /// Turns whose calls all named unknown tools.
+    unknown: u32,
+    /// Turns whose calls all had unusable arguments.
+    malformed: u32,
+}
+
+impl Streaks {
+    /// Counts a turn whose calls named `unknown` tools the registry lacks; the outcome
+    /// when a streak reached its limit.
+    fn after_turn(
+        &mut self,
+        unknown: Vec<String>,
+        all_unknown: bool,
+        all_malformed: bool,
+        options: &AgentOptions,
+    ) -> Option<Outcome> {
+        if all_unknown {
+            self.unknown += 1;
+            if self.unknown >= options.unknown_tool_limit {
+                return Some(Outcome::UnknownTools { names: unknown });
+            }
+        } else {
+            self.unknown = 0;
+        }
+        if all_malformed {
+            self.malformed += 1;
+            if self.malformed >= options.malformed_call_limit {
+                return Some(Outcome::MalformedToolCalls {
+                    turns: self.malformed,
+                });
+            }
+        } else {
+            self.malformed = 0;
+        }
+        None
+    }
 }
 
 impl Agent {
@@ -243,7 +262,6 @@ impl Agent {
             context,
             options,
             hooks: Vec::new(),
-            lifecycle: Vec::new(),
             started: false,
             total_usage: Usage::default(),
             measured: None,
@@ -271,16 +289,11 @@ impl Agent {
         self
     }
 
-    /// Adds a hook consulted at the top of every turn.
-    pub fn add_hook(&mut self, hook: Arc<dyn TurnHook>) {
+    /// Adds a hook: asked at session start, on each submitted prompt, at the top of
+    /// every turn, around every tool call and compaction and when a run stops, after
+    /// the hooks added before it.
+    pub fn add_hook(&mut self, hook: Arc<dyn AgentHook>) {
         self.hooks.push(hook);
-    }
-
-    /// Adds a lifecycle hook: asked at session start, on each submitted prompt,
-    /// around every tool call and when a run stops (config hooks, and whatever a
-    /// sub-agent or skill needs there).
-    pub fn add_lifecycle_hook(&mut self, hook: Arc<dyn LifecycleHook>) {
-        self.lifecycle.push(hook);
     }
 
     /// Sets the instruction-file text (ROOCODE.md stack), injected as a system
@@ -370,7 +383,7 @@ impl Agent {
             .await;
         let final_text = std::mem::take(&mut self.answer);
         if outcome != Outcome::Cancelled {
-            for hook in &self.lifecycle {
+            for hook in &self.hooks {
                 hook.stop(&outcome, &final_text, &cancel, events).await;
             }
         }
@@ -396,6 +409,9 @@ impl Agent {
         result
     }
 
+    /// One run, step by step: the hooks' say on the prompt and the input appended, then
+    /// turns — each a model call whose tool calls run and feed the next — until the
+    /// model answers without calls or a stop condition hits.
     async fn run_inner(
         &mut self,
         input: &str,
@@ -404,22 +420,92 @@ impl Agent {
         usage: &mut Usage,
         turns: &mut u32,
     ) -> Outcome {
+        if let Err(outcome) = self.begin(input, events, cancel).await {
+            return outcome;
+        }
+        let mut streaks = Streaks::default();
+        // The injection set aside while the same request is tried without it.
+        let mut probe: Option<SetAside> = None;
+        loop {
+            if let Some(outcome) = self.stop_before_turn(*turns, events, cancel).await {
+                self.put_back(probe.take());
+                return outcome;
+            }
+            *turns += 1;
+            self.compact_if_needed(events, cancel, usage).await;
+
+            events.emit(AgentEvent::TurnStart { turn: *turns });
+            tracing::debug!(
+                agent = %self.options.agent_name,
+                turn = *turns,
+                messages = self.messages.len(),
+                estimated_tokens = self.estimated_prompt_tokens(),
+                "model request"
+            );
+            let (response, sent_tools) = match self.call_model(&mut probe, events, cancel).await {
+                ModelReply::Answer {
+                    response,
+                    sent_tools,
+                } => (response, sent_tools),
+                ModelReply::Retry => continue,
+                ModelReply::End(outcome) => return outcome,
+            };
+            self.record_usage(&response, usage, events);
+            let TurnCalls { calls, invalid } = self.take_answer(response, events);
+            if calls.is_empty() {
+                return Outcome::Completed;
+            }
+
+            let unknown: Vec<String> = calls
+                .iter()
+                .filter(|(_, name, _)| self.tools.get(name).is_none())
+                .map(|(_, name, _)| name.clone())
+                .collect();
+            let all_unknown = unknown.len() == calls.len();
+            let all_malformed = calls.iter().all(|(id, _, _)| invalid.contains_key(id));
+            let snapshot = self.snapshot_for(&calls, sent_tools);
+            let results = self
+                .execute(calls, &invalid, snapshot, events, cancel)
+                .await;
+            self.append_user(results, events);
+
+            if cancel.is_cancelled() {
+                return Outcome::Cancelled;
+            }
+            if let Some(outcome) =
+                streaks.after_turn(unknown, all_unknown, all_malformed, &self.options)
+            {
+                return outcome;
+            }
+        }
+    }
+
+    /// The start of a run: `session_start` hooks on the first run, then the
+    /// `user_prompt_submit` hooks (which may refuse the prompt), then the input joins
+    /// the conversation behind the instructions (first input only) and pending
+    /// reminders. `Err`: the run ends before any model call, with this outcome.
+    async fn begin(
+        &mut self,
+        input: &str,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), Outcome> {
         if !std::mem::replace(&mut self.started, true) {
             let resumed = !self.messages.is_empty();
-            for hook in &self.lifecycle {
+            for hook in &self.hooks {
                 let context = hook.session_start(resumed, cancel, events).await;
                 self.pending_reminders.extend(context);
             }
         }
-        for hook in &self.lifecycle {
+        for hook in &self.hooks {
             let decision = hook.user_prompt_submit(input, cancel, events).await;
             if let Some(reason) = decision.block {
-                return Outcome::Stopped { reason };
+                return Err(Outcome::Stopped { reason });
             }
             self.pending_reminders.extend(decision.context);
         }
         if cancel.is_cancelled() {
-            return Outcome::Cancelled;
+            return Err(Outcome::Cancelled);
         }
         let instructions = self
             .instructions
@@ -436,222 +522,214 @@ impl Agent {
             text: input.to_string(),
         });
         self.append_user(blocks, events);
+        Ok(())
+    }
 
-        let mut unknown_streak = 0;
-        let mut malformed_streak = 0;
-        // The injection set aside while the same request is tried without it.
-        let mut probe: Option<SetAside> = None;
-        loop {
-            if cancel.is_cancelled() {
-                self.put_back(probe.take());
-                return Outcome::Cancelled;
-            }
-            if *turns >= self.options.max_turns {
-                self.put_back(probe.take());
-                events.emit(AgentEvent::Notice {
-                    text: format!(
-                        "The agent ran {} turns without finishing and was stopped. Continue with a new message, or raise the limit with --max-turns.",
-                        self.options.max_turns
-                    ),
-                });
-                return Outcome::MaxTurns {
-                    limit: self.options.max_turns,
-                };
-            }
-            if let Some(reason) = self.run_turn_hooks(events).await {
-                self.put_back(probe.take());
-                return Outcome::Stopped { reason };
-            }
-            *turns += 1;
-            self.compact_if_needed(events, cancel, usage).await;
+    /// Whether the run ends before the next turn: cancelled, out of turns, or stopped
+    /// by a hook (whose texts, and the other hooks', are injected either way).
+    async fn stop_before_turn(
+        &mut self,
+        turns: u32,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Option<Outcome> {
+        if cancel.is_cancelled() {
+            return Some(Outcome::Cancelled);
+        }
+        if turns >= self.options.max_turns {
+            events.emit(AgentEvent::Notice {
+                text: format!(
+                    "The agent ran {} turns without finishing and was stopped. Continue with a new message, or raise the limit with --max-turns.",
+                    self.options.max_turns
+                ),
+            });
+            return Some(Outcome::MaxTurns {
+                limit: self.options.max_turns,
+            });
+        }
+        let reason = self.run_turn_hooks(events).await?;
+        Some(Outcome::Stopped { reason })
+    }
 
-            events.emit(AgentEvent::TurnStart { turn: *turns });
-            tracing::debug!(
-                agent = %self.options.agent_name,
-                turn = *turns,
-                messages = self.messages.len(),
-                estimated_tokens = self.estimated_prompt_tokens(),
-                "model request"
-            );
-            let request = self.request();
-            if self.options.check_server_window
-                && !std::mem::replace(&mut self.server_window_checked, true)
-            {
-                let provider = self.provider.clone();
-                let check = server_window::warn_if_too_small(provider.as_ref(), &request, events);
-                tokio::select! {
-                    window = check => self.server_window = window,
-                    _ = cancel.cancelled() => {
-                        self.put_back(probe.take());
-                        return Outcome::Cancelled;
-                    }
-                }
-            }
-            self.tool_order = ToolOrder::of(&request.tools);
-            let sent_tools = request.tools.clone();
-            let call = roo_llm::collect(self.provider.stream(request), |event| {
-                forward_stream_event(event, events)
-            })
-            .fuse();
-            let response = tokio::select! {
-                r = call => r,
+    /// One model call (the server's window checked before the first): its response,
+    /// a retry without the pending injection when the provider refused the request
+    /// carrying it (`probe` then holds what was set aside), or the end of the run.
+    async fn call_model(
+        &mut self,
+        probe: &mut Option<SetAside>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> ModelReply {
+        let request = self.request();
+        if self.options.check_server_window
+            && !std::mem::replace(&mut self.server_window_checked, true)
+        {
+            let provider = self.provider.clone();
+            let check = server_window::warn_if_too_small(provider.as_ref(), &request, events);
+            tokio::select! {
+                window = check => self.server_window = window,
                 _ = cancel.cancelled() => {
                     self.put_back(probe.take());
-                    return Outcome::Cancelled;
+                    return ModelReply::End(Outcome::Cancelled);
                 }
-            };
-            let response = match response {
-                Ok(response) => {
-                    if let Some(aside) = probe.take() {
-                        // Refused with the injection, accepted without: it was the cause.
-                        for hook in aside.hooks {
-                            hook.undeliverable(&aside.reason).await;
-                        }
-                    }
-                    self.injection_delivered(events).await;
-                    response
-                }
-                Err(e) if e.is_rejection() && probe.is_none() && !self.injecting.is_empty() => {
-                    // Whether what the hooks handed over is what the provider refuses
-                    // (e.g. a teammate's message it will never accept) shows by trying
-                    // the same request without it; otherwise every later call would
-                    // carry it and fail the same way.
-                    let reason = e.to_string();
-                    tracing::warn!(agent = %self.options.agent_name, error = %reason, "model call carrying injected messages refused; trying without them");
-                    let blocks = std::mem::take(&mut self.injection);
-                    let notice = format!(
-                        "{} injected message(s) could not be delivered: the model provider refused the request carrying them ({reason}). Their senders were told.",
-                        blocks.len()
-                    );
-                    self.injection.push(ContentBlock::Text {
-                        text: system_reminder(&notice),
-                    });
-                    probe = Some(SetAside {
-                        blocks,
-                        hooks: std::mem::take(&mut self.injecting),
-                        reason,
-                    });
-                    continue;
-                }
-                Err(e) => {
-                    // Refused without the injection too: it was not the cause.
-                    self.put_back(probe.take());
-                    let message = e.to_string();
-                    tracing::warn!(agent = %self.options.agent_name, error = %message, "model call failed");
-                    events.emit(AgentEvent::Error {
-                        message: message.clone(),
-                    });
-                    return Outcome::Error { message };
-                }
-            };
-
-            usage.add(&response.usage);
-            self.total_usage.add(&response.usage);
-            events.emit(AgentEvent::Usage {
-                turn: response.usage,
-                total: self.total_usage,
-                cost_usd: self.options.prices.cost(self.model(), &self.total_usage),
-            });
-            if response.stop_reason == StopReason::MaxTokens {
-                events.emit(AgentEvent::Notice {
-                    text: format!(
-                        "the response hit the output limit of {} tokens",
-                        self.options.max_tokens
-                    ),
-                });
-            }
-
-            let mut message = response.message;
-            if self.options.text_tool_calls
-                && message.tool_uses().next().is_none()
-                && let Some(name) = self.adopt_text_tool_call(&mut message)
-            {
-                events.emit(AgentEvent::Notice {
-                    text: format!("the model wrote a {name} call as text; running it as a call"),
-                });
-            }
-            let last_call = message.tool_uses().last().map(|(id, _, _)| id.to_string());
-            let cut_off = response.stop_reason == StopReason::MaxTokens;
-            let invalid: HashMap<String, String> = response
-                .invalid_tool_calls
-                .into_iter()
-                .map(|call| {
-                    events.emit(AgentEvent::Notice {
-                        text: format!("the model's {} call was not run: {}", call.name, call.error),
-                    });
-                    let truncated = cut_off && last_call.as_deref() == Some(call.id.as_str());
-                    let text = invalid_call_result(&call.name, &call.error, truncated);
-                    (call.id, text)
-                })
-                .collect();
-            let calls: Vec<(String, String, Value)> = message
-                .tool_uses()
-                .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
-                .collect();
-            if !message.content.is_empty() {
-                events.emit(AgentEvent::AssistantMessage {
-                    message: message.clone(),
-                });
-                let text = message.text();
-                if !text.trim().is_empty() {
-                    self.answer = text;
-                }
-                self.append(message, events);
-            }
-            self.measured = Some((
-                self.messages.len(),
-                response.usage.context_tokens() + response.usage.output_tokens,
-            ));
-            if calls.is_empty() {
-                return Outcome::Completed;
-            }
-
-            let unknown: Vec<String> = calls
-                .iter()
-                .filter(|(_, name, _)| self.tools.get(name).is_none())
-                .map(|(_, name, _)| name.clone())
-                .collect();
-            let all_unknown = unknown.len() == calls.len();
-            let all_malformed = calls.iter().all(|(id, _, _)| invalid.contains_key(id));
-
-            // Tools that start work from this context (a fork) get what the model saw.
-            let snapshot = calls
-                .iter()
-                .any(|(_, name, _)| self.tools.get(name).is_some_and(|t| t.needs_conversation()))
-                .then(|| {
-                    Arc::new(ConversationSnapshot {
-                        system: self.system.clone(),
-                        tools: sent_tools,
-                        messages: self.messages.clone(),
-                    })
-                });
-            let results = self
-                .execute(calls, &invalid, snapshot, events, cancel)
-                .await;
-            self.append_user(results, events);
-
-            if cancel.is_cancelled() {
-                return Outcome::Cancelled;
-            }
-            if all_unknown {
-                unknown_streak += 1;
-                if unknown_streak >= self.options.unknown_tool_limit {
-                    return Outcome::UnknownTools { names: unknown };
-                }
-            } else {
-                unknown_streak = 0;
-            }
-            if all_malformed {
-                malformed_streak += 1;
-                if malformed_streak >= self.options.malformed_call_limit {
-                    return Outcome::MalformedToolCalls {
-                        turns: malformed_streak,
-                    };
-                }
-            } else {
-                malformed_streak = 0;
             }
         }
+        self.tool_order = ToolOrder::of(&request.tools);
+        let sent_tools = request.tools.clone();
+        let call = roo_llm::collect(self.provider.stream(request), |event| {
+            forward_stream_event(event, events)
+        })
+        .fuse();
+        let response = tokio::select! {
+            r = call => r,
+            _ = cancel.cancelled() => {
+                self.put_back(probe.take());
+                return ModelReply::End(Outcome::Cancelled);
+            }
+        };
+        match response {
+            Ok(response) => {
+                if let Some(aside) = probe.take() {
+                    // Refused with the injection, accepted without: it was the cause.
+                    for hook in aside.hooks {
+                        hook.undeliverable(&aside.reason).await;
+                    }
+                }
+                self.injection_delivered(events).await;
+                ModelReply::Answer {
+                    response,
+                    sent_tools,
+                }
+            }
+            Err(e) if e.is_rejection() && probe.is_none() && !self.injecting.is_empty() => {
+                // Whether what the hooks handed over is what the provider refuses
+                // (e.g. a teammate's message it will never accept) shows by trying
+                // the same request without it; otherwise every later call would
+                // carry it and fail the same way.
+                *probe = Some(self.set_aside_injection(e.to_string()));
+                ModelReply::Retry
+            }
+            Err(e) => {
+                // Refused without the injection too: it was not the cause.
+                self.put_back(probe.take());
+                let message = e.to_string();
+                tracing::warn!(agent = %self.options.agent_name, error = %message, "model call failed");
+                events.emit(AgentEvent::Error {
+                    message: message.clone(),
+                });
+                ModelReply::End(Outcome::Error { message })
+            }
+        }
+    }
+
+    /// Takes the pending injection out of the next request (the provider refused it
+    /// with `reason`), leaving a notice in its place that some messages were lost.
+    fn set_aside_injection(&mut self, reason: String) -> SetAside {
+        tracing::warn!(agent = %self.options.agent_name, error = %reason, "model call carrying injected messages refused; trying without them");
+        let blocks = std::mem::take(&mut self.injection);
+        let notice = format!(
+            "{} injected message(s) could not be delivered: the model provider refused the request carrying them ({reason}). Their senders were told.",
+            blocks.len()
+        );
+        self.injection.push(ContentBlock::Text {
+            text: system_reminder(&notice),
+        });
+        SetAside {
+            blocks,
+            hooks: std::mem::take(&mut self.injecting),
+            reason,
+        }
+    }
+
+    /// Adds a response's usage to the run's and the agent's, and says when the
+    /// response hit the output limit.
+    fn record_usage(
+        &mut self,
+        response: &roo_llm::Response,
+        usage: &mut Usage,
+        events: &EventSink,
+    ) {
+        usage.add(&response.usage);
+        self.total_usage.add(&response.usage);
+        events.emit(AgentEvent::Usage {
+            turn: response.usage,
+            total: self.total_usage,
+            cost_usd: self.options.prices.cost(self.model(), &self.total_usage),
+        });
+        if response.stop_reason == StopReason::MaxTokens {
+            events.emit(AgentEvent::Notice {
+                text: format!(
+                    "the response hit the output limit of {} tokens",
+                    self.options.max_tokens
+                ),
+            });
+        }
+    }
+
+    /// The model's answer joins the conversation (a call written as text adopted as a
+    /// call when allowed); returns its tool calls.
+    fn take_answer(&mut self, response: roo_llm::Response, events: &EventSink) -> TurnCalls {
+        let mut message = response.message;
+        if self.options.text_tool_calls
+            && message.tool_uses().next().is_none()
+            && let Some(name) = self.adopt_text_tool_call(&mut message)
+        {
+            events.emit(AgentEvent::Notice {
+                text: format!("the model wrote a {name} call as text; running it as a call"),
+            });
+        }
+        let last_call = message.tool_uses().last().map(|(id, _, _)| id.to_string());
+        let cut_off = response.stop_reason == StopReason::MaxTokens;
+        let invalid: HashMap<String, String> = response
+            .invalid_tool_calls
+            .into_iter()
+            .map(|call| {
+                events.emit(AgentEvent::Notice {
+                    text: format!("the model's {} call was not run: {}", call.name, call.error),
+                });
+                let truncated = cut_off && last_call.as_deref() == Some(call.id.as_str());
+                let text = invalid_call_result(&call.name, &call.error, truncated);
+                (call.id, text)
+            })
+            .collect();
+        let calls: Vec<(String, String, Value)> = message
+            .tool_uses()
+            .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
+            .collect();
+        if !message.content.is_empty() {
+            events.emit(AgentEvent::AssistantMessage {
+                message: message.clone(),
+            });
+            let text = message.text();
+            if !text.trim().is_empty() {
+                self.answer = text;
+            }
+            self.append(message, events);
+        }
+        self.measured = Some((
+            self.messages.len(),
+            response.usage.context_tokens() + response.usage.output_tokens,
+        ));
+        TurnCalls { calls, invalid }
+    }
+
+    /// What the model saw, for tools that start work from this context (a fork);
+    /// `None` when no call needs it.
+    fn snapshot_for(
+        &self,
+        calls: &[(String, String, Value)],
+        sent_tools: Vec<roo_llm::ToolSpec>,
+    ) -> Option<Arc<ConversationSnapshot>> {
+        calls
+            .iter()
+            .any(|(_, name, _)| self.tools.get(name).is_some_and(|t| t.needs_conversation()))
+            .then(|| {
+                Arc::new(ConversationSnapshot {
+                    system: self.system.clone(),
+                    tools: sent_tools,
+                    messages: self.messages.clone(),
+                })
+            })
     }
 
     /// If the text of `message` (which has no tool calls) is one tool call written as
@@ -768,371 +846,6 @@ impl Agent {
         }
     }
 
-    /// Estimated size of the next prompt: the last measured usage plus an estimate of
-    /// what was appended since.
-    fn estimated_prompt_tokens(&self) -> u64 {
-        let (measured, estimated) = self.prompt_tokens_parts();
-        measured + estimated
-    }
-
-    /// The next prompt's size in two parts: what the provider measured (its own tokens)
-    /// and what is estimated (four bytes a token) on top.
-    fn prompt_tokens_parts(&self) -> (u64, u64) {
-        let fixed: u64 = self.system.iter().map(|s| estimate_text(s)).sum();
-        let pending: u64 = self
-            .injection
-            .iter()
-            .map(|b| match b {
-                ContentBlock::Text { text } => estimate_text(text),
-                _ => 0,
-            })
-            .sum();
-        match self.measured {
-            Some((covered, tokens)) if covered <= self.messages.len() => {
-                (tokens, pending + estimate_tokens(&self.messages[covered..]))
-            }
-            _ => (0, pending + fixed + estimate_tokens(&self.messages)),
-        }
-    }
-
-    async fn compact_if_needed(
-        &mut self,
-        events: &EventSink,
-        cancel: &CancellationToken,
-        usage: &mut Usage,
-    ) {
-        let model_window = self.provider.context_window();
-        let threshold = self.options.compaction.threshold;
-        let estimate = self.estimated_prompt_tokens();
-        // Against a local server's window the prompt is counted in the server's tokens:
-        // what it measured as is, the estimated rest a fifth higher (the estimate runs
-        // low there).
-        let over_server = self.server_window.is_some_and(|server| {
-            let (measured, estimated) = self.prompt_tokens_parts();
-            (measured + server_window::local_tokens(estimated)) as f64 >= server as f64 * threshold
-        });
-        if !over_server && (estimate as f64) < model_window as f64 * threshold {
-            return;
-        }
-        // What `compact` budgets is estimated: the server's window in the estimate.
-        let window = self.server_window.map_or(model_window, |server| {
-            server_window::in_estimate(server).min(model_window)
-        });
-        for hook in &self.lifecycle {
-            hook.pre_compact(estimate, cancel, events).await;
-        }
-        let base = self.request();
-        let Some(compacted) = compact(
-            self.provider.as_ref(),
-            &base,
-            &self.messages,
-            window,
-            &self.options.compaction,
-            cancel,
-        )
-        .await
-        else {
-            return;
-        };
-        if let Some(reason) = &compacted.fallback_reason {
-            events.emit(AgentEvent::Notice {
-                text: format!(
-                    "context summary not used ({reason}); dropped the oldest rounds instead"
-                ),
-            });
-        }
-        tracing::info!(
-            method = ?compacted.method,
-            before = self.messages.len(),
-            after = compacted.messages.len(),
-            estimated_tokens = estimate,
-            "context compacted"
-        );
-        usage.add(&compacted.usage);
-        self.total_usage.add(&compacted.usage);
-        events.emit(AgentEvent::Compaction {
-            method: compacted.method,
-            messages_before: self.messages.len(),
-            messages_after: compacted.messages.len(),
-            tokens_before: estimate,
-        });
-        self.messages = compacted.messages;
-        // What must survive every compaction goes back in front of the kept rounds:
-        // the instructions, then what the hooks restore (in hook order).
-        let mut restored: Vec<String> = self.instructions.iter().cloned().collect();
-        for hook in &self.hooks {
-            if let Some(text) = hook.after_compaction().await {
-                restored.push(text);
-            }
-        }
-        if let Some(first) = self.messages.first_mut() {
-            for (at, text) in restored.iter().enumerate() {
-                first.content.insert(
-                    at,
-                    ContentBlock::Text {
-                        text: system_reminder(text),
-                    },
-                );
-            }
-        }
-        self.measured = None;
-        self.persist_replace("compaction", events);
-    }
-
-    /// Runs the calls of one response: consecutive concurrency-safe calls together
-    /// (at most `tool_concurrency` at once), the others one by one. Results come back
-    /// in call order.
-    async fn execute(
-        &self,
-        calls: Vec<(String, String, Value)>,
-        invalid: &HashMap<String, String>,
-        snapshot: Option<Arc<ConversationSnapshot>>,
-        events: &EventSink,
-        cancel: &CancellationToken,
-    ) -> Vec<ContentBlock> {
-        let mut context = self.context.clone();
-        context.cancel = cancel.clone();
-        context.conversation = snapshot;
-        context.events = events.clone();
-        if let Some(gate) = context.workspace.take() {
-            let ready = tokio::select! {
-                ready = gate.ready() => ready,
-                () = cancel.cancelled() => Ok(()),
-            };
-            if let Err(why) = ready {
-                let text = format!(
-                    "The working directory {} could not be prepared ({why}); this call was not run.",
-                    context.cwd.display()
-                );
-                return calls
-                    .into_iter()
-                    .map(|(id, _, _)| ContentBlock::ToolResult {
-                        tool_use_id: id,
-                        content: text.clone(),
-                        is_error: true,
-                    })
-                    .collect();
-            }
-        }
-        let mut results = Vec::with_capacity(calls.len());
-        for batch in partition(calls, &self.tools) {
-            if batch.concurrent {
-                let outputs: Vec<ContentBlock> = stream::iter(
-                    batch
-                        .calls
-                        .into_iter()
-                        .map(|call| self.execute_one(call, invalid, &context, events)),
-                )
-                .buffered(self.options.tool_concurrency.max(1))
-                .collect()
-                .await;
-                results.extend(outputs);
-            } else {
-                for call in batch.calls {
-                    results.push(self.execute_one(call, invalid, &context, events).await);
-                }
-            }
-        }
-        results
-    }
-
-    async fn execute_one(
-        &self,
-        (id, name, input): (String, String, Value),
-        invalid: &HashMap<String, String>,
-        context: &ToolContext,
-        events: &EventSink,
-    ) -> ContentBlock {
-        let output = if context.cancel.is_cancelled() {
-            ToolOutput::error("Interrupted by the user before this call ran.")
-        } else {
-            match (self.tools.lookup(&name), invalid.get(&id)) {
-                (Lookup::Unknown, _) => ToolOutput::error(format!(
-                    "Unknown tool \"{name}\". Available tools: {}.",
-                    self.tools.names().join(", ")
-                )),
-                // Enforced here, whatever tool list the model saw.
-                (Lookup::Refused { scope }, _) => ToolOutput::error(format!(
-                    "The tool \"{name}\" is not available in this run (narrowed by {scope}); \
-                     this call was not run. Available tools: {}.",
-                    self.tools.names().join(", ")
-                )),
-                (Lookup::Deferred(_), _) => {
-                    self.tools.reveal(&[name.as_str()]);
-                    ToolOutput::error(format!(
-                        "The schema of {name} had not been loaded, so this call was not run. \
-                         It is loaded now: call {name} again with arguments that match its schema."
-                    ))
-                }
-                (Lookup::Ready(_), Some(why)) => ToolOutput::error(why.clone()),
-                (Lookup::Ready(tool), None) if !input.is_object() => ToolOutput::error(format!(
-                    "The input of {} must be a JSON object matching its schema; this call was not run.",
-                    tool.name()
-                )),
-                (Lookup::Ready(tool), None) => {
-                    self.call_hooked(tool.as_ref(), &id, input, context, events)
-                        .await
-                }
-            }
-        };
-        let output = spill_if_large(output, &id, context);
-        ContentBlock::ToolResult {
-            tool_use_id: id,
-            content: output.content,
-            is_error: output.is_error,
-        }
-    }
-
-    /// The one hook point around every call: `pre_tool_use` hooks (which may block
-    /// it), the permission check and the call, then `post_tool_use` hooks.
-    async fn call_hooked(
-        &self,
-        tool: &dyn Tool,
-        id: &str,
-        input: Value,
-        context: &ToolContext,
-        events: &EventSink,
-    ) -> ToolOutput {
-        if !self.lifecycle.is_empty() {
-            let info = ToolCallInfo {
-                id,
-                tool,
-                input: &input,
-                context,
-            };
-            for hook in &self.lifecycle {
-                if let Verdict::Block { reason } = hook.pre_tool_use(info, events).await {
-                    return ToolOutput::error(reason);
-                }
-            }
-        }
-        let (mut output, ran) = self
-            .call_permitted(tool, id, input.clone(), context, events)
-            .await;
-        if ran {
-            let info = ToolCallInfo {
-                id,
-                tool,
-                input: &input,
-                context,
-            };
-            for hook in &self.lifecycle {
-                hook.post_tool_use(info, &mut output, events).await;
-            }
-        }
-        output
-    }
-
-    /// Checks the call's permission and runs it if allowed; the flag says whether
-    /// the tool ran.
-    async fn call_permitted(
-        &self,
-        tool: &dyn Tool,
-        id: &str,
-        input: Value,
-        context: &ToolContext,
-        events: &EventSink,
-    ) -> (ToolOutput, bool) {
-        let summary = tool.summarize(&input);
-        // The roots the check judged against go with the call, so the file
-        // tools open paths under the same roots (see `ToolContext::allowed_roots`).
-        let mut context = context.clone();
-        let decision = match self.policy.read() {
-            Ok(policy) => {
-                context.allowed_roots = policy
-                    .allowed_roots()
-                    .into_iter()
-                    .map(Path::to_path_buf)
-                    .collect();
-                policy.check(tool, &input, &context.cwd)
-            }
-            Err(_) => PermissionDecision::Deny {
-                reason: "the permission policy is unavailable".to_string(),
-            },
-        };
-        let context = &context;
-        let denied = |reason: String| {
-            events.emit(AgentEvent::PermissionDenied {
-                id: id.to_string(),
-                summary: summary.clone(),
-                reason: reason.clone(),
-            });
-            (
-                ToolOutput::error(format!("Permission denied for {summary}: {reason}")),
-                false,
-            )
-        };
-        match decision {
-            PermissionDecision::Allow => {}
-            PermissionDecision::Deny { reason } => return denied(reason),
-            PermissionDecision::Ask { reason } => {
-                let request = match self.policy.read() {
-                    Ok(policy) => policy.request(tool, &input, reason),
-                    Err(_) => return denied("the permission policy is unavailable".to_string()),
-                };
-                let _one_question_at_a_time = self.ask_lock.lock().await;
-                events.emit(AgentEvent::PermissionRequest {
-                    request: request.clone(),
-                });
-                let approval = tokio::select! {
-                    a = self.approver.ask(&request) => a,
-                    _ = context.cancel.cancelled() => Approval::Deny { feedback: Some("the run was cancelled".to_string()) },
-                };
-                match approval {
-                    Approval::AllowOnce => {}
-                    Approval::AllowAlways => {
-                        let saved = match self.policy.write() {
-                            Ok(mut policy) => policy.allow_always(&request.suggested_rule),
-                            Err(_) => Ok(()),
-                        };
-                        if let Err(e) = saved {
-                            events.emit(AgentEvent::Error {
-                                message: format!(
-                                    "could not save the rule {}: {e}",
-                                    request.suggested_rule
-                                ),
-                            });
-                        }
-                    }
-                    Approval::Deny { feedback } => {
-                        // The approver words its own feedback (the user's note, the
-                        // lead's answer, or why nobody could approve).
-                        let reason = match feedback {
-                            Some(f) if !f.trim().is_empty() => f.trim().to_string(),
-                            _ => "the user refused this call".to_string(),
-                        };
-                        return denied(reason);
-                    }
-                }
-            }
-        }
-
-        events.emit(AgentEvent::ToolStart {
-            id: id.to_string(),
-            name: tool.name().to_string(),
-            summary: summary.clone(),
-            input: input.clone(),
-        });
-        let started = Instant::now();
-        let output = tool.call(input, context).await;
-        tracing::debug!(
-            tool = tool.name(),
-            id,
-            is_error = output.is_error,
-            ms = started.elapsed().as_millis() as u64,
-            "tool call"
-        );
-        events.emit(AgentEvent::ToolEnd {
-            id: id.to_string(),
-            name: tool.name().to_string(),
-            summary,
-            is_error: output.is_error,
-            preview: preview(&output.content),
-            duration_ms: started.elapsed().as_millis() as u64,
-        });
-        (output, true)
-    }
-
     fn append(&mut self, message: Message, events: &EventSink) {
         if let Some(session) = &mut self.session
             && let Err(e) = session.append_message(&message)
@@ -1214,123 +927,5 @@ fn forward_stream_event(event: &StreamEvent, events: &EventSink) {
             events.emit(AgentEvent::ThinkingDelta { text: text.clone() })
         }
         _ => {}
-    }
-}
-
-/// First lines of a result, for UIs.
-fn preview(content: &str) -> String {
-    const MAX_LINES: usize = 4;
-    const MAX_CHARS: usize = 400;
-    let mut out: String = content
-        .lines()
-        .take(MAX_LINES)
-        .collect::<Vec<_>>()
-        .join("\n");
-    if out.chars().count() > MAX_CHARS {
-        out = out.chars().take(MAX_CHARS).collect();
-        out.push('…');
-    } else if content.lines().count() > MAX_LINES {
-        out.push_str("\n…");
-    }
-    out
-}
-
-/// Calls that run together or alone.
-#[derive(Debug, PartialEq)]
-struct Batch {
-    concurrent: bool,
-    calls: Vec<(String, String, Value)>,
-}
-
-/// Partitions calls into batches: consecutive concurrency-safe calls share one
-/// batch; every other call gets a batch of its own. Unknown tools count as unsafe.
-fn partition(calls: Vec<(String, String, Value)>, tools: &ToolRegistry) -> Vec<Batch> {
-    let mut batches: Vec<Batch> = Vec::new();
-    for call in calls {
-        let safe = tools
-            .get(&call.1)
-            .is_some_and(|t| t.is_concurrency_safe(&call.2));
-        match batches.last_mut() {
-            Some(last) if safe && last.concurrent => last.calls.push(call),
-            _ => batches.push(Batch {
-                concurrent: safe,
-                calls: vec![call],
-            }),
-        }
-    }
-    batches
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tool::{PermissionTarget, ToolKind};
-    use serde_json::json;
-
-    struct Fake {
-        name: &'static str,
-        safe: bool,
-    }
-
-    impl Tool for Fake {
-        fn name(&self) -> &str {
-            self.name
-        }
-        fn description(&self) -> String {
-            String::new()
-        }
-        fn input_schema(&self) -> Value {
-            json!({"type": "object"})
-        }
-        fn kind(&self) -> ToolKind {
-            ToolKind::Read
-        }
-        fn is_concurrency_safe(&self, _: &Value) -> bool {
-            self.safe
-        }
-        fn permission_target(&self, _: &Value) -> PermissionTarget {
-            PermissionTarget::None
-        }
-        fn call<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-            Box::pin(async { ToolOutput::ok("") })
-        }
-    }
-
-    #[test]
-    fn partition_batches_consecutive_safe_calls_and_runs_the_others_alone() {
-        let tools = ToolRegistry::new();
-        tools.register(Arc::new(Fake {
-            name: "Read",
-            safe: true,
-        }));
-        tools.register(Arc::new(Fake {
-            name: "Edit",
-            safe: false,
-        }));
-        let names = ["Read", "Read", "Edit", "Read", "Read", "Nope", "Read"];
-        let calls = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (i.to_string(), n.to_string(), json!({})))
-            .collect();
-        let shape: Vec<(bool, usize)> = partition(calls, &tools)
-            .iter()
-            .map(|b| (b.concurrent, b.calls.len()))
-            .collect();
-        assert_eq!(
-            shape,
-            vec![(true, 2), (false, 1), (true, 2), (false, 1), (true, 1)]
-        );
-    }
-
-    #[test]
-    fn preview_is_short() {
-        let long = (0..100)
-            .map(|i| format!("line {i}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let p = preview(&long);
-        assert_eq!(p.lines().count(), 5);
-        assert!(p.ends_with('…'));
     }
 }

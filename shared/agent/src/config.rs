@@ -29,60 +29,31 @@
 //!   remote: {url: "http://127.0.0.1:8000/mcp", headers: {Authorization: "Bearer x"}}
 //! ```
 
+mod hook_condition;
 pub mod hosts;
 mod local;
 mod sections;
+mod source;
 pub mod trust;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_yaml_ng::Value;
 
-use crate::permissions::{PermissionMode, RuleSet};
+use crate::permissions::PermissionMode;
+use crate::permissions::RuleSet;
 
+pub use hook_condition::{HookCondition, HookFacts};
 pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
 pub(crate) use sections::sandbox as sandbox_section;
 pub use sections::{
     AgentsSection, Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection,
+    SubagentLimits,
 };
+pub use source::Source;
 pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
-
-/// Where a config value comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Source {
-    /// `~/.roocode/config.yaml` (under `ROO_HOME`): personal, every project.
-    User,
-    /// `<project>/.roocode/config.yaml`: shared with the team through git.
-    Project,
-    /// `<project>/.roocode/config.local.yaml`: personal, this project; highest
-    /// priority; where "always allow" writes.
-    Local,
-}
-
-impl Source {
-    /// All sources in increasing priority (the order files are loaded and merged).
-    pub const ALL: [Source; 3] = [Source::User, Source::Project, Source::Local];
-    /// All sources in decreasing priority (the order rules are consulted).
-    pub const BY_PRIORITY: [Source; 3] = [Source::Local, Source::Project, Source::User];
-
-    /// `user`, `project` or `local`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Project => "project",
-            Self::Local => "local",
-        }
-    }
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
-    }
-}
 
 /// Why configuration could not be loaded or saved.
 #[derive(Debug, thiserror::Error)]
@@ -224,30 +195,6 @@ pub struct ConfigFiles {
 }
 
 impl ConfigFiles {
-    /// The sandbox's settings: the `sandbox:` sections of these files merged (paths
-    /// relative to `project_root`, `~/` from `home`; only the user's file widens)
-    /// and the `--no-sandbox` flag.
-    pub fn sandbox_settings(
-        &self,
-        project_root: &Path,
-        home: Option<&Path>,
-        no_sandbox_flag: bool,
-    ) -> Result<crate::sandbox::SandboxSettings, ConfigError> {
-        let mut sections = Vec::new();
-        for file in self.files() {
-            let Some(value) = &file.value else { continue };
-            if let Some(section) = sandbox_section(value, &file.path)? {
-                sections.push((file.source, file.path.clone(), section));
-            }
-        }
-        let mut settings = crate::sandbox::SandboxSettings::merge(&sections, project_root, home);
-        if no_sandbox_flag {
-            settings.enabled = false;
-            settings.disabled_by = Some("--no-sandbox".to_string());
-        }
-        Ok(settings)
-    }
-
     /// Loads the user file under `roo_home` and the project and local files
     /// under `project_root`, honouring the project files as far as `trust`
     /// allows (see [`ProjectTrust`]).
@@ -541,9 +488,9 @@ impl ConfigFiles {
 }
 
 /// The values an unset `agents:` key has, for judging what narrows them (the same
-/// as `roo_agent::subagent::SubagentLimits::default`).
+/// as [`SubagentLimits::default`]).
 fn agents_defaults() -> AgentsSection {
-    let limits = crate::subagent::SubagentLimits::default();
+    let limits = SubagentLimits::default();
     AgentsSection {
         max_depth: Some(limits.max_depth),
         max_concurrent: Some(limits.max_concurrent as u32),

@@ -16,6 +16,7 @@
 
 pub(crate) mod approvable;
 pub mod dangerous;
+mod decision;
 pub mod mode;
 pub mod policy;
 pub mod rules;
@@ -26,36 +27,10 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+pub use decision::{PermissionDecision, PermissionRequest};
 pub use mode::{ParseModeError, PermissionMode};
 pub use policy::PermissionPolicy;
 pub use rules::{CODE_TOOLS, Rule, RuleError, RuleHit, RuleKind, RuleSet, SourceRules};
-
-/// The verdict of the policy on one call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-pub enum PermissionDecision {
-    /// Run the call.
-    Allow,
-    /// Do not run it; the model gets `reason` as an error result.
-    Deny { reason: String },
-    /// Ask the human; `reason` says why the call needs approval.
-    Ask { reason: String },
-}
-
-/// What the human is asked to approve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PermissionRequest {
-    /// Tool name.
-    pub tool: String,
-    /// One-line summary of the call, e.g. `Bash(cargo test)`.
-    pub summary: String,
-    /// The full input of the call.
-    pub input: serde_json::Value,
-    /// Why approval is needed.
-    pub reason: String,
-    /// The rule "always allow" would save, e.g. `Bash(cargo test *)`.
-    pub suggested_rule: String,
-}
 
 /// The human's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

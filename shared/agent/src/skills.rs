@@ -27,5 +27,6 @@ mod tool;
 pub use load::{Catalog, Mode, Scan, Skill, SkillError, Source, parse_skill};
 pub use script_tool::{SkillTool, SkillToolSpec, parse_tool_json, registered_name};
 pub use tool::{
-    LoadSkill, LoadSkillInput, MAX_LISTING_CHARS, SkillCommand, SkillScopes, Skills, expand,
+    LoadSkill, LoadSkillInput, MAX_LISTING_CHARS, SkillCommand, SkillFork, SkillScopes, Skills,
+    expand,
 };

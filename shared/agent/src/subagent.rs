@@ -12,7 +12,7 @@
 //!
 //! What a child may call is narrowed in four layers, each a [`ToolScope`] on its
 //! registry and so enforced when a call executes ([`filter`]). Limits
-//! ([`SubagentLimits`], config section `agents:`) cap nesting depth, concurrency,
+//! ([`SubagentLimits`](crate::config::SubagentLimits), config section `agents:`) cap nesting depth, concurrency,
 //! starts per session and result length. A child runs in its own tokio task with its
 //! own cancellation: a panic or an error becomes an error result, the parent's Esc
 //! cancels a foreground child, and a foreground child still running after
@@ -26,10 +26,9 @@ pub mod fork;
 pub mod isolation;
 pub mod model;
 pub mod runtime;
+mod skill_fork;
 pub mod tasks;
 pub mod tool;
-
-use std::time::Duration;
 
 pub use filter::BACKGROUND_LABEL;
 pub use fork::{FORK_TAG, is_fork_context};
@@ -37,63 +36,3 @@ pub use isolation::{IsolatedWorkspace, WorktreeIsolation};
 pub use runtime::{ParentParts, SubagentRuntime};
 pub use tasks::{BackgroundTasks, TaskInfo, TaskNotifications, TaskStatus};
 pub use tool::{AgentInput, SubagentTool, TaskStopTool};
-
-/// How far sub-agents may go: config section `agents:` (see `config::AgentsSection`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubagentLimits {
-    /// Nesting depth: 1 means the lead's sub-agents cannot start sub-agents.
-    pub max_depth: u32,
-    /// Sub-agents running at once (all depths together); more calls wait.
-    pub max_concurrent: usize,
-    /// Sub-agents started in one session (all depths together).
-    pub max_per_session: u32,
-    /// Characters of a result returned to the parent; the full text spills to a file.
-    pub max_result_chars: usize,
-    /// A foreground sub-agent still running after this moves to the background;
-    /// `None` never.
-    pub auto_background: Option<Duration>,
-    /// Whether sub-agents may run in the background at all.
-    pub background: bool,
-}
-
-impl SubagentLimits {
-    /// The most `max_depth` may be.
-    pub const MAX_DEPTH: u32 = 3;
-
-    /// The limits a merged `agents:` section sets (unset keys keep their defaults).
-    pub fn from_section(section: &crate::config::AgentsSection) -> Self {
-        let default = Self::default();
-        Self {
-            max_depth: section
-                .max_depth
-                .unwrap_or(default.max_depth)
-                .min(Self::MAX_DEPTH),
-            max_concurrent: section
-                .max_concurrent
-                .map_or(default.max_concurrent, |n| n.max(1) as usize),
-            max_per_session: section.max_per_session.unwrap_or(default.max_per_session),
-            max_result_chars: section
-                .max_result_chars
-                .map_or(default.max_result_chars, |n| n as usize),
-            auto_background: match section.auto_background_secs {
-                Some(0) => None,
-                Some(secs) => Some(Duration::from_secs(secs)),
-                None => default.auto_background,
-            },
-            background: section.background.unwrap_or(default.background),
-        }
-    }
-}
-
-impl Default for SubagentLimits {
-    fn default() -> Self {
-        Self {
-            max_depth: 1,
-            max_concurrent: 4,
-            max_per_session: 50,
-            max_result_chars: 10_000,
-            auto_background: Some(Duration::from_secs(120)),
-            background: true,
-        }
-    }
-}

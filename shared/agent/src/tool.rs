@@ -18,23 +18,13 @@ use crate::event::EventSink;
 use crate::exec::Launcher;
 use crate::permissions::Rule;
 
+mod error;
+mod kind;
 mod typed;
 
+pub use error::ToolError;
+pub use kind::ToolKind;
 pub use typed::{TypedTool, input_schema};
-
-/// What kind of effect a call has; the permission mode decides on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolKind {
-    /// Reads files or state only (ReadFile, Glob, Grep).
-    Read,
-    /// Writes files (WriteFile, EditFile).
-    Write,
-    /// Runs commands (Bash).
-    Execute,
-    /// Touches no files and runs nothing outside the agent (plan mode, task and
-    /// message tools). Always allowed by the mode layer.
-    Internal,
-}
 
 /// What a call will touch, for the dangerous-command, sandbox and rule layers.
 #[derive(Debug, Clone, PartialEq, Eq)]

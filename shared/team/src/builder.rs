@@ -9,11 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnHook};
+use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
 use roo_agent::agents::AgentCatalog;
-use roo_agent::config::{ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust};
+use roo_agent::config::{ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust, SubagentLimits};
 use roo_agent::exec::Launcher;
-use roo_agent::hooks::{CommandHooks, HookSetup, LifecycleHook};
+use roo_agent::hooks::{AgentHook, CommandHooks, HookSetup};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
 use roo_agent::permissions::{Approver, ParseModeError, PermissionMode, PermissionPolicy};
 use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
@@ -26,7 +26,7 @@ use roo_agent::session::{
     Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
 };
 use roo_agent::skills::{Catalog, Skills};
-use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime};
+use roo_agent::subagent::{ParentParts, SubagentRuntime};
 use roo_agent::tool::{EnvSource, ReadFilter, ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
@@ -772,7 +772,7 @@ fn subagent_runtime(
         lifecycle: if parts.command_hooks.is_empty() {
             Vec::new()
         } else {
-            vec![parts.command_hooks.clone() as Arc<dyn LifecycleHook>]
+            vec![parts.command_hooks.clone() as Arc<dyn AgentHook>]
         },
         skills: parts.skills.clone(),
         plan_file: parts.plan_file.clone(),
@@ -796,7 +796,7 @@ fn subagent_runtime(
     };
     let runtime = SubagentRuntime::new(parent, SubagentLimits::from_section(section), tools);
     if let Some(skills) = &parts.skills {
-        skills.set_fork_runtime(&runtime);
+        skills.set_fork_runtime(Box::new(runtime.downgrade()));
     }
     runtime
 }
@@ -829,7 +829,7 @@ fn register_agent_tools(
 async fn attach_hooks(
     agent: &mut Agent,
     ws: &Workspace,
-    hooks: Vec<Arc<dyn TurnHook>>,
+    hooks: Vec<Arc<dyn AgentHook>>,
     command_hooks: &Arc<CommandHooks>,
     mcp: Option<&McpServers>,
     skills: Option<&Skills>,
@@ -840,13 +840,13 @@ async fn attach_hooks(
         agent.add_hook(hook);
     }
     if !command_hooks.is_empty() {
-        agent.add_lifecycle_hook(command_hooks.clone());
+        agent.add_hook(command_hooks.clone());
     }
     if let Some(mcp) = mcp {
-        agent.add_lifecycle_hook(Arc::new(McpHook::new(mcp.clone())));
+        agent.add_hook(Arc::new(McpHook::new(mcp.clone())));
     }
     if let Some(skills) = skills {
-        agent.add_lifecycle_hook(Arc::new(skills.scopes.clone()));
+        agent.add_hook(Arc::new(skills.scopes.clone()));
         notices.extend(skill_notices(skills, ws).await);
     }
     if let Some(runtime) = subagents {

@@ -20,14 +20,14 @@
 //! call carries them again (or the next process reads them again). While an injection is
 //! pending this hook injects nothing more, so a request never holds two turns' share.
 //! When the provider refuses a request carrying them but accepts it without them (see
-//! `TurnHook::undeliverable`), they are marked read but not delivered and each sender is
+//! `AgentHook::undeliverable`), they are marked read but not delivered and each sender is
 //! told which of its messages were lost: one message a provider never accepts cannot
 //! jam a member's every later call.
 
 use std::sync::Mutex;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{TurnAction, TurnHook};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_store::{
     DELIVERY_BUDGET, FLOOD_SHOWN, Message, MessageId, Name, TEAMMATE_MESSAGE_NOTICE,
     render_collapsed, render_delivery,
@@ -83,7 +83,7 @@ impl InboxDelivery {
     }
 }
 
-impl TurnHook for InboxDelivery {
+impl AgentHook for InboxDelivery {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             if !self.injecting().is_empty() {

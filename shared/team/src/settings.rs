@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use roo_agent::agent_loop::TurnHook;
+use roo_agent::hooks::AgentHook;
 use roo_agent::config::HandedProjectConfig;
 use roo_agent::mcp::McpServers;
 use roo_agent::permissions::{Approver, DenyApprover, PermissionMode};
@@ -219,7 +219,7 @@ pub struct AgentSettings {
     /// Whether ExitPlanMode can be approved by anyone.
     pub plan_approver: PlanApprover,
     /// Consulted at the top of every turn.
-    pub hooks: Vec<Arc<dyn TurnHook>>,
+    pub hooks: Vec<Arc<dyn AgentHook>>,
     pub max_turns: u32,
     /// `None`: the role's default persona.
     pub persona: Option<Persona>,

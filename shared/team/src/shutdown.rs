@@ -28,7 +28,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{TurnAction, TurnHook};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::tool::{
     Delegation, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, TypedTool, WeakToolRegistry,
 };
@@ -188,7 +188,7 @@ impl ShutdownOnRequest {
     }
 }
 
-impl TurnHook for ShutdownOnRequest {
+impl AgentHook for ShutdownOnRequest {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             if self.approved() {

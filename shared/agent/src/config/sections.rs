@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_yaml_ng::Value;
 
 use super::{ConfigError, Source};
-use crate::permissions::{PermissionMode, Rule, RuleKind, RuleSet};
+use crate::permissions::PermissionMode;
+use crate::permissions::rules::{Rule, RuleKind, RuleSet};
 
 /// When a hook runs. Only events the agent fires are accepted, so a hook on an
 /// event nothing fires is a config error rather than a hook that never runs.
@@ -256,7 +258,7 @@ pub(crate) fn hooks(value: &Value, source: Source, path: &Path) -> Result<Vec<Ho
             let raw: RawHook = serde_yaml_ng::from_value(item.clone())
                 .map_err(|e| invalid(path, &format!("hooks[{i}]"), e.to_string()))?;
             if let Some(condition) = &raw.condition {
-                crate::hooks::HookCondition::parse(condition)
+                super::HookCondition::parse(condition)
                     .map_err(|e| invalid(path, &format!("hooks[{i}].if"), e))?;
             }
             let HookAction::Command { command, .. } = &raw.action;
@@ -385,7 +387,7 @@ pub(crate) fn sandbox(value: &Value, path: &Path) -> Result<Option<SandboxSectio
     }
 }
 
-/// `agents:` — the limits of sub-agents (`roo_agent::subagent::SubagentLimits`). Every
+/// `agents:` — the limits of sub-agents ([`SubagentLimits`]). Every
 /// key is optional; a file sets only what it names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -501,6 +503,66 @@ impl AgentsSection {
             _ => {}
         }
         ignored
+    }
+}
+
+/// How far sub-agents may go: the merged `agents:` section with its defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentLimits {
+    /// Nesting depth: 1 means the lead's sub-agents cannot start sub-agents.
+    pub max_depth: u32,
+    /// Sub-agents running at once (all depths together); more calls wait.
+    pub max_concurrent: usize,
+    /// Sub-agents started in one session (all depths together).
+    pub max_per_session: u32,
+    /// Characters of a result returned to the parent; the full text spills to a file.
+    pub max_result_chars: usize,
+    /// A foreground sub-agent still running after this moves to the background;
+    /// `None` never.
+    pub auto_background: Option<Duration>,
+    /// Whether sub-agents may run in the background at all.
+    pub background: bool,
+}
+
+impl SubagentLimits {
+    /// The most `max_depth` may be.
+    pub const MAX_DEPTH: u32 = 3;
+
+    /// The limits a merged `agents:` section sets (unset keys keep their defaults).
+    pub fn from_section(section: &AgentsSection) -> Self {
+        let default = Self::default();
+        Self {
+            max_depth: section
+                .max_depth
+                .unwrap_or(default.max_depth)
+                .min(Self::MAX_DEPTH),
+            max_concurrent: section
+                .max_concurrent
+                .map_or(default.max_concurrent, |n| n.max(1) as usize),
+            max_per_session: section.max_per_session.unwrap_or(default.max_per_session),
+            max_result_chars: section
+                .max_result_chars
+                .map_or(default.max_result_chars, |n| n as usize),
+            auto_background: match section.auto_background_secs {
+                Some(0) => None,
+                Some(secs) => Some(Duration::from_secs(secs)),
+                None => default.auto_background,
+            },
+            background: section.background.unwrap_or(default.background),
+        }
+    }
+}
+
+impl Default for SubagentLimits {
+    fn default() -> Self {
+        Self {
+            max_depth: 1,
+            max_concurrent: 4,
+            max_per_session: 50,
+            max_result_chars: 10_000,
+            auto_background: Some(Duration::from_secs(120)),
+            background: true,
+        }
     }
 }
 

@@ -630,7 +630,7 @@ fn agents_limits_merge_and_an_untrusted_project_only_narrows_them() {
     assert_eq!(a.auto_background_secs, Some(60));
     assert_eq!(a.background, Some(false));
     assert_eq!(a.verification, None);
-    let limits = crate::subagent::SubagentLimits::from_section(a);
+    let limits = crate::config::SubagentLimits::from_section(a);
     assert_eq!(limits.max_depth, 2);
     assert!(!limits.background);
     // What was not applied is listed with the other ignored settings (the notice).

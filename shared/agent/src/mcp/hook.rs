@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::servers::McpServers;
 use crate::event::{AgentEvent, EventSink};
-use crate::hooks::{LifecycleHook, PromptDecision, ToolCallInfo};
+use crate::hooks::{AgentHook, PromptDecision, ToolCallInfo};
 use crate::tool::ToolOutput;
 
 /// Add to every agent that uses [`McpServers`]: a submitted prompt waits until
@@ -30,7 +30,7 @@ impl McpHook {
     }
 }
 
-impl LifecycleHook for McpHook {
+impl AgentHook for McpHook {
     fn user_prompt_submit<'a>(
         &'a self,
         _prompt: &'a str,

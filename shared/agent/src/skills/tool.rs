@@ -12,12 +12,28 @@ use tokio_util::sync::CancellationToken;
 use super::load::{Catalog, Mode, Skill};
 use super::script_tool::{SkillTool, registered_name};
 use crate::event::{EventSink, Outcome};
-use crate::hooks::{LifecycleHook, PromptDecision};
-use crate::subagent::runtime::WeakSubagentRuntime;
+use crate::hooks::{AgentHook, PromptDecision};
 use crate::tool::{
     ScopeError, ScopeId, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope, TypedTool,
     WeakToolRegistry,
 };
+
+/// Starts a fork-mode skill as a sub-agent with a fresh context: the agent's
+/// sub-agent runtime, held so that it does not keep the runtime alive (the runtime
+/// keeps these skills). Skills know no sub-agents; the runtime implements this.
+pub trait SkillFork: Send + Sync {
+    /// Runs `skill` with `arguments` as a sub-agent and returns its report; `None`
+    /// when the runtime is gone.
+    fn run<'a>(
+        &'a self,
+        skill: &'a Skill,
+        arguments: &'a str,
+        ctx: &'a ToolContext,
+    ) -> Option<BoxFuture<'a, ToolOutput>>;
+
+    /// Whether the runtime can still start a sub-agent.
+    fn available(&self) -> bool;
+}
 
 /// The body of `skill` as the model reads it, with `$ARGUMENTS` replaced by
 /// `arguments` (appended when the body does not use it and arguments were given).
@@ -75,7 +91,7 @@ pub struct SkillScopes {
     state: Arc<Mutex<ScopeState>>,
     /// Runs fork-mode skills: the agent's sub-agent runtime, once it has one (weak:
     /// the runtime keeps these skills).
-    fork: Arc<OnceLock<WeakSubagentRuntime>>,
+    fork: Arc<OnceLock<Box<dyn SkillFork>>>,
 }
 
 #[derive(Default)]
@@ -151,7 +167,7 @@ impl SkillScopes {
     }
 }
 
-impl LifecycleHook for SkillScopes {
+impl AgentHook for SkillScopes {
     fn user_prompt_submit<'a>(
         &'a self,
         _prompt: &'a str,
@@ -293,11 +309,12 @@ impl TypedTool for LoadSkill {
         }
         if skill.mode == Mode::Fork {
             // A sub-agent with a fresh context runs it; only its report comes back.
-            let Some(runtime) = self
+            let arguments = input.arguments.as_deref().unwrap_or("");
+            let Some(report) = self
                 .scopes
                 .fork
                 .get()
-                .and_then(WeakSubagentRuntime::upgrade)
+                .and_then(|fork| fork.run(skill, arguments, ctx))
             else {
                 return ToolOutput::error(format!(
                     "failed to load skill \"{}\": it runs in fork mode (a sub-agent with a \
@@ -307,9 +324,7 @@ impl TypedTool for LoadSkill {
                     skill.name
                 ));
             };
-            return runtime
-                .run_skill(skill, input.arguments.as_deref().unwrap_or(""), ctx)
-                .await;
+            return report.await;
         }
         match SkillScopes::scope_of(skill) {
             Ok(Some(scope)) => self.scopes.apply(scope),
@@ -341,21 +356,22 @@ pub enum SkillCommand {
 
 impl Skills {
     /// Registers LoadSkill over `catalog` in `tools`; the returned handle's `scopes`
-    /// must be added to the agent as a lifecycle hook (it lifts them after each run).
+    /// must be added to the agent as a hook (it lifts them after each run).
     pub fn install(catalog: Catalog, tools: &ToolRegistry) -> Self {
         let scopes = SkillScopes::new(tools);
         tools.register(Arc::new(LoadSkill::new(catalog.clone(), scopes.clone())));
         Self { catalog, scopes }
     }
 
-    /// Lets fork-mode skills run as sub-agents of `runtime` (the agent's own).
-    pub fn set_fork_runtime(&self, runtime: &crate::subagent::SubagentRuntime) {
-        let _ = self.scopes.fork.set(runtime.downgrade());
+    /// Lets fork-mode skills run as sub-agents of `runtime` (the agent's own, held
+    /// weakly: `SubagentRuntime::downgrade`).
+    pub fn set_fork_runtime(&self, runtime: Box<dyn SkillFork>) {
+        let _ = self.scopes.fork.set(runtime);
     }
 
     /// The same catalog bound to `registry` — a sub-agent's [`ToolRegistry::detached`]
     /// copy, whose LoadSkill would otherwise narrow the parent's registry. Add the
-    /// returned `scopes` to the sub-agent as a lifecycle hook.
+    /// returned `scopes` to the sub-agent as a hook.
     pub fn for_registry(&self, registry: &ToolRegistry) -> Self {
         Self::install(self.catalog.clone(), registry)
     }
@@ -372,13 +388,7 @@ impl Skills {
         };
         if skill.mode == Mode::Fork {
             // One path for fork skills: the model loads it, LoadSkill starts the sub-agent.
-            if self
-                .scopes
-                .fork
-                .get()
-                .and_then(WeakSubagentRuntime::upgrade)
-                .is_none()
-            {
+            if !self.scopes.fork.get().is_some_and(|fork| fork.available()) {
                 return SkillCommand::Refused(format!(
                     "skill {} runs in fork mode (a sub-agent with a fresh context), and this \
                      session cannot start sub-agents",

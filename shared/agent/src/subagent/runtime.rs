@@ -21,12 +21,12 @@ use roo_llm::Provider;
 use tokio::sync::{Mutex as AsyncMutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::SubagentLimits;
+use crate::config::SubagentLimits;
 use super::tasks::{BackgroundTasks, TaskNotifications};
 use super::tool::{AgentInput, SubagentTool, TaskStopTool};
 use crate::agent_loop::{AgentOptions, SharedPolicy};
 use crate::agents::{AgentCatalog, AgentDefinition};
-use crate::hooks::LifecycleHook;
+use crate::hooks::AgentHook;
 use crate::permissions::Approver;
 use crate::prompt::Environment;
 use crate::skills::Skills;
@@ -53,7 +53,7 @@ pub struct ParentParts {
     /// reminder.
     pub instructions: Option<String>,
     /// Hooks that run inside children too (the config's command hooks).
-    pub lifecycle: Vec<Arc<dyn LifecycleHook>>,
+    pub lifecycle: Vec<Arc<dyn AgentHook>>,
     /// The parent's skills; a child gets its own LoadSkill over the same catalog.
     pub skills: Option<Skills>,
     pub plan_file: PathBuf,

@@ -22,8 +22,8 @@ use roo_llm::Usage;
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_loop::{TurnAction, TurnHook};
 use crate::event::{AgentEvent, EventSink};
+use crate::hooks::{AgentHook, TurnAction};
 
 /// Where a task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -473,7 +473,7 @@ impl TaskNotifications {
     }
 }
 
-impl TurnHook for TaskNotifications {
+impl AgentHook for TaskNotifications {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             let texts = self.tasks.take_pending(self.owner);

@@ -158,7 +158,7 @@ impl<T: TypedTool> Tool for T {
         async move {
             match serde_json::from_value::<T::Input>(input) {
                 Ok(input) => self.run(input, ctx).await,
-                Err(e) => crate::tools::ToolError::InvalidInput {
+                Err(e) => super::ToolError::InvalidInput {
                     tool: T::NAME,
                     message: e.to_string(),
                 }

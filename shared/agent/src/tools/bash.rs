@@ -19,10 +19,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::ToolError;
 use super::input::opt_usize;
 use crate::exec::{Ending, Outcome, RunError};
 pub use crate::exec::{OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES};
+use crate::tool::ToolError;
 use crate::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Timeout when the call gives none.

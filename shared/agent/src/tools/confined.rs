@@ -30,8 +30,8 @@ use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{Mode, SFlag, fchmod, fstatat, mkdirat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
 
-use super::ToolError;
 use crate::permissions::sandbox::{self, ResolveError};
+use crate::tool::ToolError;
 
 /// Whole attempts (resolve, walk, open) before a path that keeps changing is
 /// given up on.

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy, TurnAction, TurnHook};
+use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
 use roo_agent::context::CompactionOptions;
 use roo_agent::event::{AgentEvent, CompactionMethod, EventSink, Outcome};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::session::Session;
 use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
@@ -597,7 +598,7 @@ async fn compaction_drops_oldest_when_the_summary_would_not_fit() {
 /// Restores a text after every compaction (how a lead keeps its team state).
 struct RestoreAfterCompaction(&'static str);
 
-impl TurnHook for RestoreAfterCompaction {
+impl AgentHook for RestoreAfterCompaction {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async { TurnAction::Continue })
     }
@@ -711,7 +712,7 @@ async fn the_pre_compact_hook_runs_once_before_a_compaction() {
             context: ToolContext::new(fx.dir.clone(), fx.dir.join("session")),
         },
     );
-    agent.add_lifecycle_hook(Arc::new(hooks));
+    agent.add_hook(Arc::new(hooks));
     let (result, events) = run(&mut agent, "read everything").await;
     assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
     let text = std::fs::read_to_string(&log).unwrap();
@@ -726,7 +727,7 @@ async fn the_pre_compact_hook_runs_once_before_a_compaction() {
 
 struct Inbox(Mutex<Vec<String>>);
 
-impl TurnHook for Inbox {
+impl AgentHook for Inbox {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move { TurnAction::Inject(std::mem::take(&mut *self.0.lock().unwrap())) })
     }
@@ -740,7 +741,7 @@ struct StopAfter {
     consulted: Mutex<u32>,
 }
 
-impl TurnHook for StopAfter {
+impl AgentHook for StopAfter {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             *self.consulted.lock().unwrap() += 1;
@@ -811,7 +812,7 @@ struct InjectAfter {
     injected: Mutex<u32>,
 }
 
-impl TurnHook for InjectAfter {
+impl AgentHook for InjectAfter {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             let ran = self
@@ -876,7 +877,7 @@ impl InjectOnce {
     }
 }
 
-impl TurnHook for InjectOnce {
+impl AgentHook for InjectOnce {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             match self.text.lock().unwrap().take() {

@@ -79,7 +79,7 @@ hooks:
         builtins(),
     )
     .await;
-    agent.add_lifecycle_hook(command_hooks(&ws, ProjectTrust::Untrusted));
+    agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, events) = run_collecting(&mut agent, "write").await;
     assert_eq!(result.outcome, Outcome::Completed);
     assert!(
@@ -138,7 +138,7 @@ hooks:
         builtins(),
     )
     .await;
-    agent.add_lifecycle_hook(command_hooks(&ws, ProjectTrust::Untrusted));
+    agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, _) = run_collecting(&mut agent, "write").await;
     assert_eq!(result.outcome, Outcome::Completed);
     let seen: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
@@ -201,7 +201,7 @@ hooks:
         builtins(),
     )
     .await;
-    agent.add_lifecycle_hook(command_hooks(&ws, ProjectTrust::Untrusted));
+    agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let started = Instant::now();
     let (result, events) = run_collecting(&mut agent, "go").await;
     assert!(
@@ -254,7 +254,7 @@ hooks:
         builtins(),
     )
     .await;
-    agent.add_lifecycle_hook(command_hooks(&ws, ProjectTrust::Untrusted));
+    agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, events) = run_collecting(&mut agent, "go").await;
     assert_eq!(result.outcome, Outcome::Completed);
     assert!(!ws.project.join("w.txt").exists());
@@ -287,7 +287,7 @@ async fn regression_an_untrusted_projects_hooks_never_run() {
         (ProjectTrust::Trusted, true),
     ] {
         let (mut agent, _server) = scripted_agent(&ws, "- text: hi\n", builtins()).await;
-        agent.add_lifecycle_hook(command_hooks(&ws, trust));
+        agent.add_hook(command_hooks(&ws, trust));
         let (result, _) = run_collecting(&mut agent, "hello").await;
         assert_eq!(result.outcome, Outcome::Completed);
         assert_eq!(marker.exists(), runs, "{trust:?}");
@@ -312,7 +312,7 @@ hooks:
 "#,
     );
     let (mut agent, server) = scripted_agent(&ws, "- text: one\n- text: two\n", builtins()).await;
-    agent.add_lifecycle_hook(command_hooks(&ws, ProjectTrust::Untrusted));
+    agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, _) = run_collecting(&mut agent, "hello").await;
     assert_eq!(result.outcome, Outcome::Completed);
     let first = server.requests()[0].body["messages"].to_string();
@@ -425,7 +425,7 @@ hooks:
         tools,
     )
     .await;
-    agent.add_lifecycle_hook(command_hooks(&ws, ProjectTrust::Untrusted));
+    agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, _) = run_collecting(&mut agent, "go").await;
     assert_eq!(result.outcome, Outcome::Completed);
     let results = last_tool_results(&server.requests()[1]);

@@ -227,7 +227,7 @@ async fn regression_a_loaded_skills_allowed_tools_are_enforced_when_a_call_execu
         tools.clone(),
     )
     .await;
-    agent.add_lifecycle_hook(Arc::new(scopes));
+    agent.add_hook(Arc::new(scopes));
     let (result, _) = run_collecting(&mut agent, "look at lib.rs with the skill").await;
     assert_eq!(result.outcome, Outcome::Completed);
     let requests = server.requests();
@@ -273,7 +273,7 @@ async fn a_skill_queued_by_a_slash_command_narrows_the_next_run() {
         tools.clone(),
     )
     .await;
-    agent.add_lifecycle_hook(Arc::new(scopes.clone()));
+    agent.add_hook(Arc::new(scopes.clone()));
     let scan = Catalog::new(&ws.roo_home, &ws.project, false).scan();
     let commit = scan.get("commit").unwrap();
     scopes.queue(SkillScopes::scope_of(commit).unwrap().unwrap());
@@ -302,7 +302,7 @@ async fn a_new_or_changed_skill_is_picked_up_without_a_restart() {
         tools,
     )
     .await;
-    agent.add_lifecycle_hook(Arc::new(scopes));
+    agent.add_hook(Arc::new(scopes));
     run_collecting(&mut agent, "first").await;
     // Added and changed while the agent lives.
     skill_file(&dir, "fresh", "", "fresh body");
@@ -341,7 +341,7 @@ async fn a_fork_skill_is_refused_clearly_where_no_sub_agent_can_run() {
         tools.clone(),
     )
     .await;
-    agent.add_lifecycle_hook(Arc::new(scopes));
+    agent.add_hook(Arc::new(scopes));
     run_collecting(&mut agent, "review").await;
     let results = last_tool_results(&server.requests()[1]);
     assert!(results.contains("fork mode"), "{results}");
@@ -398,7 +398,7 @@ async fn a_skill_loaded_in_a_detached_registry_narrows_only_that_registry() {
         child.clone(),
     )
     .await;
-    agent.add_lifecycle_hook(Arc::new(child_skills.scopes.clone()));
+    agent.add_hook(Arc::new(child_skills.scopes.clone()));
     // Observe the scope mid-run: the run's stop lifts it.
     let (sink, _rx) = roo_agent::event::EventSink::channel();
     let run = agent.run("commit", &sink, tokio_util::sync::CancellationToken::new());
@@ -459,7 +459,7 @@ async fn a_skills_own_tool_from_tool_json_runs_its_script_with_the_input_on_stdi
         tools.clone(),
     )
     .await;
-    agent.add_lifecycle_hook(Arc::new(scopes));
+    agent.add_hook(Arc::new(scopes));
     // Like any command, the skill's tool needs a rule (or a human) to run.
     let mut rules = roo_agent::permissions::RuleSet::new();
     rules

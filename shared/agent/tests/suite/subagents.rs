@@ -9,10 +9,11 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
 use roo_agent::agents::AgentCatalog;
+use roo_agent::config::SubagentLimits;
 use roo_agent::event::Outcome;
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::prompt::Environment;
-use roo_agent::subagent::{ParentParts, SubagentLimits, SubagentRuntime, TaskStatus};
+use roo_agent::subagent::{ParentParts, SubagentRuntime, TaskStatus};
 use roo_agent::tool::{Delegation, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use roo_agent::tools::builtin_tools;
 use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
@@ -90,7 +91,7 @@ async fn parent_with_skills(
     };
     let runtime = SubagentRuntime::new(parts, limits, &tools);
     if let Some(skills) = &skills {
-        skills.set_fork_runtime(&runtime);
+        skills.set_fork_runtime(Box::new(runtime.downgrade()));
     }
     let (agent_tool, stop) = runtime.tools();
     tools.register(agent_tool);

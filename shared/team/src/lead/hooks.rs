@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{TurnAction, TurnHook};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_store::TaskFilter;
 
 use super::status::team_summary;
@@ -58,7 +58,7 @@ impl SlotDelivery {
     }
 }
 
-impl TurnHook for SlotDelivery {
+impl AgentHook for SlotDelivery {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             let Some(delivery) = self.delivery() else {
@@ -112,7 +112,7 @@ impl TeamStateReminder {
     }
 }
 
-impl TurnHook for TeamStateReminder {
+impl AgentHook for TeamStateReminder {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async { TurnAction::Continue })
     }

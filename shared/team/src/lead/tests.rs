@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{TurnAction, TurnHook};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::ToolRegistry;
 use roo_store::{Member, MessageBody, MessageId, Name, Outgoing, RooHome, Team};

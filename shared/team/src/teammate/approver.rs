@@ -25,8 +25,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{SharedPolicy, TurnAction, TurnHook};
+use roo_agent::agent_loop::SharedPolicy;
 use roo_agent::event::{AgentEvent, EventSink};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::permissions::{Approval, Approver, PermissionMode, PermissionRequest};
 use roo_store::limits::MAX_MESSAGE_FIELDS;
 use roo_store::{Mailbox, MessageBody, Name, Outgoing};
@@ -77,7 +78,7 @@ impl PlanGate {
     }
 }
 
-impl TurnHook for PlanGate {
+impl AgentHook for PlanGate {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             // ExitPlanMode leaves plan mode for the mode before it (default for a run

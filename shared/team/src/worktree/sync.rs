@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{TurnAction, TurnHook};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_store::Name;
 
 use super::{Discovered, Git, LeadRepo, SYNC_FETCH_TIMEOUT, WORKTREES_DIR, is_clone_dir};
@@ -150,7 +150,7 @@ impl BranchSync {
     }
 }
 
-impl TurnHook for BranchSync {
+impl AgentHook for BranchSync {
     fn before_turn(&self) -> BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             let Some(binding) = self.slot.get().filter(|b| b.is_lead()) else {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{TurnAction, TurnHook};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
 use roo_store::{Message, MessageBody, ReadFilter, Team};
 use roo_team::{

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use roo_agent::agent_loop::{TurnAction, TurnHook};
 use roo_agent::event::{EventSink, Outcome};
+use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use roo_store::{Member, MessageBody, ReadFilter, RooHome, TaskStatus, Team};
@@ -1002,7 +1002,7 @@ async fn team_merge_merges_with_no_ff_and_aborts_a_conflict_naming_the_files() {
 /// Adds member alice at the top of the first turn that finds the slot bound.
 struct Joiner(TeamSlot);
 
-impl TurnHook for Joiner {
+impl AgentHook for Joiner {
     fn before_turn(&self) -> futures_util::future::BoxFuture<'_, TurnAction> {
         Box::pin(async move {
             if let Some(binding) = self.0.get()

@@ -219,8 +219,8 @@ mod linux {
     use nix::unistd::{Pid, getppid};
     use tokio::signal::unix::{SignalKind, signal};
 
-    use super::super::{HelperSpec, landlock, namespace};
     use super::{Enforcement, HelperError, HelperReport, LEFTOVER_GRACE};
+    use crate::exec::sandbox::{HelperSpec, landlock, namespace};
     use crate::sandbox::proc_stat;
 
     fn sys(action: &'static str) -> impl FnOnce(Errno) -> HelperError {
@@ -289,7 +289,7 @@ mod linux {
                 }
                 None => Command::new(program),
             };
-            command.env(super::super::IN_COMMAND_ENV, "1");
+            command.env(crate::exec::sandbox::IN_COMMAND_ENV, "1");
             if let Some(fd) = &relay {
                 use std::os::fd::AsRawFd;
                 command.env(roo_store::relay::ENV_FD, fd.as_raw_fd().to_string());

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{SandboxSection, Source};
+use crate::config::{ConfigError, ConfigFiles, SandboxSection, Source};
 
 /// The resolved sandbox settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,4 +167,32 @@ pub fn default_deny_read(home: Option<&Path>, roo_home: &Path) -> Vec<PathBuf> {
     }
     paths.push(crate::config::user_config_path(roo_home));
     paths
+}
+
+/// Read here rather than in the config module, which stays plain data and parsing
+/// (the config does not know the sandbox; the sandbox reads its section).
+impl ConfigFiles {
+    /// The sandbox's settings: the `sandbox:` sections of these files merged (paths
+    /// relative to `project_root`, `~/` from `home`; only the user's file widens)
+    /// and the `--no-sandbox` flag.
+    pub fn sandbox_settings(
+        &self,
+        project_root: &Path,
+        home: Option<&Path>,
+        no_sandbox_flag: bool,
+    ) -> Result<SandboxSettings, ConfigError> {
+        let mut sections = Vec::new();
+        for file in self.files() {
+            let Some(value) = &file.value else { continue };
+            if let Some(section) = crate::config::sandbox_section(value, &file.path)? {
+                sections.push((file.source, file.path.clone(), section));
+            }
+        }
+        let mut settings = SandboxSettings::merge(&sections, project_root, home);
+        if no_sandbox_flag {
+            settings.enabled = false;
+            settings.disabled_by = Some("--no-sandbox".to_string());
+        }
+        Ok(settings)
+    }
 }

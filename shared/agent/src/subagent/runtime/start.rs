@@ -319,7 +319,7 @@ impl SubagentRuntime {
         if let Some(skills) = &skills
             && !depth_reached
         {
-            skills.set_fork_runtime(&runtime);
+            skills.set_fork_runtime(Box::new(runtime.downgrade()));
         }
         let scopes = layers(
             depth_reached,
@@ -439,10 +439,10 @@ impl SubagentRuntime {
             agent.set_instructions(parts.instructions.clone());
         }
         for hook in &parts.lifecycle {
-            agent.add_lifecycle_hook(hook.clone());
+            agent.add_hook(hook.clone());
         }
         if let Some(skills) = child.skills.take() {
-            agent.add_lifecycle_hook(Arc::new(skills.scopes));
+            agent.add_hook(Arc::new(skills.scopes));
         }
         if !child.depth_reached {
             agent.add_hook(child.runtime.notifications());

@@ -14,12 +14,16 @@
 //! Values are quoted with `"` or `'`. `&&` binds tighter than `||`; there are no
 //! parentheses. A field the event does not have (no path for Bash, no tool for
 //! `session_start`) is empty: `==` and `matches` are false, `!=` is true.
+//!
+//! It lives with the config because it is part of what a config file says: the
+//! reader parses every `if:` and rejects a file whose condition does not parse;
+//! [`crate::hooks::CommandHooks`] matches it against each event.
 
 use globset::{Glob, GlobBuilder, GlobMatcher};
 
 /// What a condition is evaluated against.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Facts<'a> {
+pub struct HookFacts<'a> {
     pub tool: Option<&'a str>,
     /// Relative to the project root when inside it, else absolute.
     pub path: Option<&'a str>,
@@ -93,7 +97,7 @@ impl HookCondition {
     }
 
     /// Whether the condition holds.
-    pub fn matches(&self, facts: &Facts<'_>) -> bool {
+    pub fn matches(&self, facts: &HookFacts<'_>) -> bool {
         self.any
             .iter()
             .any(|all| all.iter().all(|c| c.holds(facts)))
@@ -157,7 +161,7 @@ fn glob(field: Field, pattern: &str) -> Result<GlobMatcher, String> {
 }
 
 impl Comparison {
-    fn holds(&self, facts: &Facts<'_>) -> bool {
+    fn holds(&self, facts: &HookFacts<'_>) -> bool {
         let value = match self.field {
             Field::Tool => facts.tool,
             Field::Path => facts.path,
@@ -252,12 +256,12 @@ mod tests {
 
     use super::*;
 
-    fn holds(condition: &str, facts: Facts<'_>) -> bool {
+    fn holds(condition: &str, facts: HookFacts<'_>) -> bool {
         HookCondition::parse(condition).unwrap().matches(&facts)
     }
 
-    fn call<'a>(tool: &'a str, path: Option<&'a str>) -> Facts<'a> {
-        Facts {
+    fn call<'a>(tool: &'a str, path: Option<&'a str>) -> HookFacts<'a> {
+        HookFacts {
             tool: Some(tool),
             path,
             command: None,
@@ -269,7 +273,7 @@ mod tests {
         let c = "tool == \"WriteFile\"";
         assert!(holds(c, call("WriteFile", Some("a.rs"))));
         assert!(!holds(c, call("EditFile", Some("a.rs"))));
-        assert!(!holds(c, Facts::default()));
+        assert!(!holds(c, HookFacts::default()));
     }
 
     #[test]
@@ -290,7 +294,7 @@ mod tests {
             "tool matches 'mcp__github__*'",
             call("mcp__github__create_issue", None)
         ));
-        let push = Facts {
+        let push = HookFacts {
             tool: Some("Bash"),
             path: None,
             command: Some("git push --force origin main"),

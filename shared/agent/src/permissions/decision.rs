@@ -1,0 +1,32 @@
+//! What the policy decides about one call and what the human is asked: plain data,
+//! shared by the policy, the loop and the events a UI reads, so that none of them
+//! needs the policy itself.
+
+use serde::{Deserialize, Serialize};
+
+/// The verdict of the policy on one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum PermissionDecision {
+    /// Run the call.
+    Allow,
+    /// Do not run it; the model gets `reason` as an error result.
+    Deny { reason: String },
+    /// Ask the human; `reason` says why the call needs approval.
+    Ask { reason: String },
+}
+
+/// What the human is asked to approve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionRequest {
+    /// Tool name.
+    pub tool: String,
+    /// One-line summary of the call, e.g. `Bash(cargo test)`.
+    pub summary: String,
+    /// The full input of the call.
+    pub input: serde_json::Value,
+    /// Why approval is needed.
+    pub reason: String,
+    /// The rule "always allow" would save, e.g. `Bash(cargo test *)`.
+    pub suggested_rule: String,
+}
