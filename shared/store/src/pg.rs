@@ -956,7 +956,8 @@ impl PgStore {
 }
 
 /// Connects (a thread of its own drives the connection and hands its notifications to
-/// `watchers`), creates or checks the schema, prepares the statements.
+/// `watchers`), sets the session's timeouts, creates or checks the schema, prepares the
+/// statements.
 fn open_connection(
     config: &Config,
     tls: &PgTls,
@@ -968,6 +969,42 @@ fn open_connection(
         target: target.to_owned(),
         detail: e.to_string(),
     };
+    let client = connect_on_own_thread(config, tls, watchers, engine)?;
+    // Like a file lock's queue deadline (§3): a change never waits more than 10 s for a
+    // row another participant holds, and a participant stopped inside a transaction
+    // (SIGSTOP, a cut link the server has not noticed yet) loses it after a minute.
+    block_on(client.batch_execute(&format!(
+        "SET lock_timeout = '{}ms'; SET idle_in_transaction_session_timeout = '60s'",
+        LOCK_WAIT.as_millis()
+    )))
+    .map_err(|e| engine("set the session's timeouts", &engine_detail(&e)))?;
+    migrate(&client).map_err(|e| match e {
+        Migration::Newer(found) => Error::Engine {
+            action: "open the store".into(),
+            target: target.to_owned(),
+            detail: format!(
+                "its schema is version {found}, newer than this build's {SCHEMA_VERSION}; \
+                 upgrade RooCode"
+            ),
+        },
+        Migration::Failed(e) => engine("create the schema", &engine_detail(&e)),
+    })?;
+    let statements = Statements::prepare(&client, engine)?;
+    Ok(Conn {
+        client,
+        statements,
+        lost: Default::default(),
+    })
+}
+
+/// Connects on a thread of its own, which runs the connection until the client is
+/// dropped or the link fails, handing each notification to the watchers of its key.
+fn connect_on_own_thread(
+    config: &Config,
+    tls: &PgTls,
+    watchers: Arc<Watchers>,
+    engine: impl Fn(&str, &dyn std::fmt::Display) -> Error,
+) -> Result<Client> {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let dispatch = watchers;
     let config = config.clone();
@@ -989,8 +1026,6 @@ fn open_connection(
                 match config.connect(tls).await {
                     Ok((client, mut connection)) => {
                         let _ = ready_tx.send(Ok(client));
-                        // Runs until the client is dropped or the link fails, handing
-                        // each notification to the watchers of its key.
                         futures_util::future::poll_fn(|cx| {
                             loop {
                                 match connection.poll_message(cx) {
@@ -1013,86 +1048,69 @@ fn open_connection(
             });
         })
         .map_err(|e| engine("start the connection thread", &e))?;
-    let client = match ready_rx.recv() {
-        Ok(Ok(client)) => client,
-        Ok(Err(detail)) => return Err(engine("connect", &detail)),
-        Err(_) => return Err(engine("connect", &"the connection thread stopped")),
-    };
-    // Like a file lock's queue deadline (§3): a change never waits more than 10 s for a
-    // row another participant holds, and a participant stopped inside a transaction
-    // (SIGSTOP, a cut link the server has not noticed yet) loses it after a minute.
-    block_on(client.batch_execute(&format!(
-        "SET lock_timeout = '{}ms'; SET idle_in_transaction_session_timeout = '60s'",
-        LOCK_WAIT.as_millis()
-    )))
-    .map_err(|e| engine("set the session's timeouts", &engine_detail(&e)))?;
-    migrate(&client).map_err(|e| match e {
-        Migration::Newer(found) => Error::Engine {
-            action: "open the store".into(),
-            target: target.to_owned(),
-            detail: format!(
-                "its schema is version {found}, newer than this build's {SCHEMA_VERSION}; \
-                 upgrade RooCode"
-            ),
-        },
-        Migration::Failed(e) => engine("create the schema", &engine_detail(&e)),
-    })?;
-    // Every statement prepared at once, pipelined: one round trip for them all. Each is
-    // named by the comment above it, in the order of the destructuring below.
-    let sql = [
-        // read
-        "SELECT doc::text FROM roo_doc WHERE key = $1",
-        // read_in_team
-        "SELECT (SELECT doc::text FROM roo_doc WHERE key = $1), \
+    match ready_rx.recv() {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(detail)) => Err(engine("connect", &detail)),
+        Err(_) => Err(engine("connect", &"the connection thread stopped")),
+    }
+}
+
+/// Every statement a connection prepares, each named by the comment above it, in the
+/// order of [`Statements`]' fields.
+const STATEMENT_SQL: [&str; 26] = [
+    // read
+    "SELECT doc::text FROM roo_doc WHERE key = $1",
+    // read_in_team
+    "SELECT (SELECT doc::text FROM roo_doc WHERE key = $1), \
          EXISTS (SELECT 1 FROM roo_doc WHERE key = $2 AND doc IS NOT NULL)",
-        // placeholder
-        "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
-        // lock
-        "SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE",
-        // clock: milliseconds since the Unix epoch, by the server's clock, now
-        "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8",
-        // write
-        "UPDATE roo_doc SET doc = $2::text::json, rev = rev + 1, updated_at = now() \
+    // placeholder
+    "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
+    // lock
+    "SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE",
+    // clock: milliseconds since the Unix epoch, by the server's clock, now
+    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8",
+    // write
+    "UPDATE roo_doc SET doc = $2::text::json, rev = rev + 1, updated_at = now() \
          WHERE key = $1",
-        // notify
-        "SELECT pg_notify($1, $2)",
-        // quarantine
-        "INSERT INTO roo_quarantine (key, detail, doc) VALUES ($1, $2, $3)",
-        // archive
-        "INSERT INTO roo_archive (key, line) VALUES ($1, $2)",
-        // delete
-        "DELETE FROM roo_doc WHERE key = $1",
-        // share_config
-        "SELECT doc::text FROM roo_doc WHERE key = $1 AND doc IS NOT NULL FOR SHARE",
-        // xact
-        "SELECT pg_current_xact_id()::text, pg_backend_pid()",
-        // end_session
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+    // notify
+    "SELECT pg_notify($1, $2)",
+    // quarantine
+    "INSERT INTO roo_quarantine (key, detail, doc) VALUES ($1, $2, $3)",
+    // archive
+    "INSERT INTO roo_archive (key, line) VALUES ($1, $2)",
+    // delete
+    "DELETE FROM roo_doc WHERE key = $1",
+    // share_config
+    "SELECT doc::text FROM roo_doc WHERE key = $1 AND doc IS NOT NULL FOR SHARE",
+    // xact
+    "SELECT pg_current_xact_id()::text, pg_backend_pid()",
+    // end_session
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE pid = $1 AND backend_xid::text = $2",
-        // xact_status
-        "SELECT pg_xact_status($1::text::xid8)",
-        // quarantined_texts
-        "SELECT doc FROM roo_quarantine WHERE key = $1 ORDER BY id",
-        // archive_lines
-        "SELECT line FROM roo_archive WHERE key = $1 ORDER BY id",
-        // list
-        "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
-        // exists
-        "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
-        // quarantined
-        "SELECT id, doc FROM roo_quarantine WHERE key = $1 AND (NOT acknowledged OR $2) \
+    // xact_status
+    "SELECT pg_xact_status($1::text::xid8)",
+    // quarantined_texts
+    "SELECT doc FROM roo_quarantine WHERE key = $1 ORDER BY id",
+    // archive_lines
+    "SELECT line FROM roo_archive WHERE key = $1 ORDER BY id",
+    // list
+    "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
+    // exists
+    "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
+    // quarantined
+    "SELECT id, doc FROM roo_quarantine WHERE key = $1 AND (NOT acknowledged OR $2) \
          ORDER BY id",
-        // quarantined_under
-        "SELECT id, key FROM roo_quarantine WHERE key LIKE $1 AND NOT acknowledged \
+    // quarantined_under
+    "SELECT id, key FROM roo_quarantine WHERE key LIKE $1 AND NOT acknowledged \
          ORDER BY id",
-        // new_epoch
-        "SELECT txid_current()",
-        // held_keys: which of the presence lock keys $1 some session holds (granted
-        // advisory locks of this database), and whether the server started — or
-        // reinitialized after a backend crash, which ends every session and resets the
-        // statistics (`stats_reset`) but not `pg_postmaster_start_time()` — less than $2
-        // seconds ago
-        "SELECT ARRAY(SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
+    // new_epoch
+    "SELECT txid_current()",
+    // held_keys: which of the presence lock keys $1 some session holds (granted
+    // advisory locks of this database), and whether the server started — or
+    // reinitialized after a backend crash, which ends every session and resets the
+    // statistics (`stats_reset`) but not `pg_postmaster_start_time()` — less than $2
+    // seconds ago
+    "SELECT ARRAY(SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
            SELECT 1 FROM pg_locks l \
            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
@@ -1100,80 +1118,85 @@ fn open_connection(
              AND l.objid = (k & 4294967295)::oid)), \
          now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
            < $2::float8 * interval '1 second'",
-        // delete_docs_under
-        "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
-        // delete_archive_under
-        "DELETE FROM roo_archive WHERE key LIKE ANY($1)",
-        // delete_quarantine_under
-        "DELETE FROM roo_quarantine WHERE key LIKE ANY($1)",
-        // held_all: every presence lock key held in this database (a change that judges
-        // liveness reads them in its first round trip), and whether the server started
-        // (or reinitialized after a backend crash: see held_keys) less than $1 seconds ago
-        "SELECT ARRAY(SELECT (l.classid::int8 << 32) | l.objid::int8 FROM pg_locks l \
+    // delete_docs_under
+    "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
+    // delete_archive_under
+    "DELETE FROM roo_archive WHERE key LIKE ANY($1)",
+    // delete_quarantine_under
+    "DELETE FROM roo_quarantine WHERE key LIKE ANY($1)",
+    // held_all: every presence lock key held in this database (a change that judges
+    // liveness reads them in its first round trip), and whether the server started
+    // (or reinitialized after a backend crash: see held_keys) less than $1 seconds ago
+    "SELECT ARRAY(SELECT (l.classid::int8 << 32) | l.objid::int8 FROM pg_locks l \
            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())), \
          now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
            < $1::float8 * interval '1 second'",
-    ];
-    let prepared = block_on(futures_util::future::join_all(
-        sql.iter().map(|sql| client.prepare(sql)),
-    ))
-    .into_iter()
-    .zip(sql)
-    .map(|(prepared, sql)| {
-        // A schema changed by hand fails here, at connect, naming the statement.
-        prepared.map_err(|e| {
-            let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-            engine(&format!("prepare {sql}"), &engine_detail(&e))
+];
+
+impl Statements {
+    /// Every statement prepared at once, pipelined: one round trip for them all.
+    fn prepare(
+        client: &Client,
+        engine: impl Fn(&str, &dyn std::fmt::Display) -> Error,
+    ) -> Result<Statements> {
+        let sql = STATEMENT_SQL;
+        let prepared = block_on(futures_util::future::join_all(
+            sql.iter().map(|sql| client.prepare(sql)),
+        ))
+        .into_iter()
+        .zip(sql)
+        .map(|(prepared, sql)| {
+            // A schema changed by hand fails here, at connect, naming the statement.
+            prepared.map_err(|e| {
+                let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                engine(&format!("prepare {sql}"), &engine_detail(&e))
+            })
         })
-    })
-    .collect::<Result<Vec<Statement>>>()?;
-    // In the order of `sql` above.
-    let mut prepared = prepared.into_iter();
-    let mut next = || {
-        prepared
-            .next()
-            .ok_or_else(|| engine("prepare the statements", &"a statement is missing"))
-    };
-    let statements = Statements {
-        read: next()?,
-        read_in_team: next()?,
-        placeholder: next()?,
-        lock: next()?,
-        clock: next()?,
-        write: next()?,
-        notify: next()?,
-        quarantine: next()?,
-        archive: next()?,
-        delete: next()?,
-        share_config: next()?,
-        xact: next()?,
-        end_session: next()?,
-        xact_status: next()?,
-        quarantined_texts: next()?,
-        archive_lines: next()?,
-        list: next()?,
-        exists: next()?,
-        quarantined: next()?,
-        quarantined_under: next()?,
-        new_epoch: next()?,
-        held_keys: next()?,
-        delete_docs_under: next()?,
-        delete_archive_under: next()?,
-        delete_quarantine_under: next()?,
-        held_all: next()?,
-    };
-    if prepared.next().is_some() {
-        return Err(engine(
-            "prepare the statements",
-            &"a statement is left over",
-        ));
+        .collect::<Result<Vec<Statement>>>()?;
+        // In the order of `sql` above.
+        let mut prepared = prepared.into_iter();
+        let mut next = || {
+            prepared
+                .next()
+                .ok_or_else(|| engine("prepare the statements", &"a statement is missing"))
+        };
+        let statements = Statements {
+            read: next()?,
+            read_in_team: next()?,
+            placeholder: next()?,
+            lock: next()?,
+            clock: next()?,
+            write: next()?,
+            notify: next()?,
+            quarantine: next()?,
+            archive: next()?,
+            delete: next()?,
+            share_config: next()?,
+            xact: next()?,
+            end_session: next()?,
+            xact_status: next()?,
+            quarantined_texts: next()?,
+            archive_lines: next()?,
+            list: next()?,
+            exists: next()?,
+            quarantined: next()?,
+            quarantined_under: next()?,
+            new_epoch: next()?,
+            held_keys: next()?,
+            delete_docs_under: next()?,
+            delete_archive_under: next()?,
+            delete_quarantine_under: next()?,
+            held_all: next()?,
+        };
+        if prepared.next().is_some() {
+            return Err(engine(
+                "prepare the statements",
+                &"a statement is left over",
+            ));
+        }
+        Ok(statements)
     }
-    Ok(Conn {
-        client,
-        statements,
-        lost: Default::default(),
-    })
 }
 
 /// The notification channel of the team a key belongs to: `roo_` and 16 hex digits of
