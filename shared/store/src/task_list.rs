@@ -351,144 +351,18 @@ impl TaskList {
     /// the team.
     pub fn update(&self, id: &TaskId, patch: TaskPatch) -> Result<Task> {
         self.update_doc(|config, list| {
-            let patch = patch.clone();
             let now = Timestamp::now();
-            let forced = {
-                let task = self.find(list, id)?;
-                let new_owner = patch
-                    .owner
-                    .as_ref()
-                    .filter(|o| **o != task.owner)
-                    .map(Option::as_ref);
-                let changes_status = patch.status.is_some_and(|s| s != task.status);
-                let mut change = Vec::new();
-                if let Some(owner) = new_owner {
-                    change.push(format!(
-                        "owner {} -> {}",
-                        owner_str(task.owner.as_ref()),
-                        owner_str(owner)
-                    ));
-                }
-                if changes_status {
-                    change.push(format!(
-                        "status {} -> {}",
-                        task.status,
-                        patch.status.unwrap_or(task.status)
-                    ));
-                }
-                let edited = patch.edited_fields();
-                let edits = edited.iter().any(|f| *f != "note");
-                change.extend(edited.into_iter().map(str::to_owned));
-                let what = change.join(", ");
-                let change = TaskChange::Update {
-                    what: &what,
-                    owner: new_owner,
-                    claim: new_owner.is_some() || changes_status,
-                    status: patch.status.filter(|_| changes_status),
-                    edits,
-                };
-                let forced =
-                    self.authorize_in(config, patch.by.as_ref(), patch.force, task, &change)?;
-                let by = patch.by.as_ref();
-                let noted = authority::note(by, Role::of(config, by), task, &change);
-                forced.into_iter().chain(noted).collect::<Vec<_>>()
-            };
-            // A dependency added to or dropped from another task changes that task too.
-            let mut forced_others = Vec::new();
-            for other in patch.add_blocks.iter().chain(&patch.remove_blocks) {
-                let task = self.find(list, other)?;
-                if let Some(note) =
-                    self.authorize_in(config, patch.by.as_ref(), patch.force, task, &DEPENDENCIES)?
-                {
-                    forced_others.push((other.clone(), note));
-                }
-            }
-            for blocker in &patch.add_blocked_by {
-                self.add_edge(list, id, blocker)?;
-            }
-            for waiter in &patch.add_blocks {
-                self.add_edge(list, waiter, id)?;
-            }
-            for blocker in &patch.remove_blocked_by {
-                remove_edge(list, id, blocker);
-            }
-            for waiter in &patch.remove_blocks {
-                remove_edge(list, waiter, id);
-            }
-            for (other, note) in forced_others {
-                let index = self.index(list, &other)?;
-                push_note(&mut list.tasks[index], now, patch.by.clone(), note);
-            }
+            let forced = self.authorize_update(config, list, id, &patch)?;
+            self.apply_dependencies(config, list, id, &patch, now)?;
             let unfinished = unfinished_blockers(list, id);
             let index = self.index(list, id)?;
             let task = &mut list.tasks[index];
-            if let Some(subject) = patch.subject {
-                if subject.trim().is_empty() {
-                    return Err(self.invalid("update", id, "the subject is empty"));
-                }
-                check_line("the subject", &subject)
-                    .map_err(|reason| self.invalid("update", id, &reason))?;
-                subject.trim().clone_into(&mut task.subject);
-            }
-            if let Some(description) = patch.description {
-                task.description = description;
-            }
-            if let Some(active_form) = patch.active_form {
-                check_line("the active form", &active_form)
-                    .map_err(|reason| self.invalid("update", id, &reason))?;
-                task.active_form = Some(active_form);
-            }
-            if let Some(paths) = patch.paths {
-                task.paths = paths;
-            }
-            for (key, value) in patch.metadata {
-                if value.is_null() {
-                    task.metadata.remove(&key);
-                } else {
-                    task.metadata.insert(key, value);
-                }
-            }
-            if let Some(owner) = patch.owner {
-                task.owner = owner;
-            }
-            if let Some(status) = patch.status {
-                if status == TaskStatus::InProgress
-                    && task.status != TaskStatus::InProgress
-                    && !unfinished.is_empty()
-                {
-                    return Err(self.invalid(
-                        "update",
-                        id,
-                        &format!("it is blocked by unfinished tasks {}", join(&unfinished)),
-                    ));
-                }
-                if status != task.status && status == TaskStatus::Completed {
-                    task.completed_at = Some(now);
-                }
-                if status != TaskStatus::Completed {
-                    task.completed_at = None;
-                }
-                task.status = status;
-            }
-            match (task.status, task.owner.clone()) {
-                (TaskStatus::InProgress, None) => {
-                    return Err(self.invalid(
-                        "update",
-                        id,
-                        "an in-progress task needs an owner (--owner NAME), or use claim",
-                    ));
-                }
-                (TaskStatus::InProgress, Some(owner)) => {
-                    if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
-                        task.lease = Some(new_lease(owner, now, DEFAULT_LEASE));
-                    }
-                }
-                _ => task.lease = None,
-            }
+            self.apply_edits(id, task, &patch)?;
+            self.apply_owner_and_status(id, task, &patch, &unfinished, now)?;
             for text in forced {
                 push_note(task, now, patch.by.clone(), text);
             }
-            if let Some(text) = patch.note {
+            if let Some(text) = patch.note.clone() {
                 push_note(task, now, patch.by.clone(), text);
             }
             if task.status == TaskStatus::InProgress
@@ -502,6 +376,177 @@ impl TaskList {
             self.check_limits("update", &task)?;
             Ok(Outcome::Write(task))
         })
+    }
+
+    /// Whether `patch.by` may make `patch` to task `id` ([`may`]): the notes to record
+    /// on it (a forced change, what the lead changed of another's task), or the refusal.
+    fn authorize_update(
+        &self,
+        config: &TeamConfig,
+        list: &TaskListDoc,
+        id: &TaskId,
+        patch: &TaskPatch,
+    ) -> Result<Vec<String>> {
+        let task = self.find(list, id)?;
+        let new_owner = patch
+            .owner
+            .as_ref()
+            .filter(|o| **o != task.owner)
+            .map(Option::as_ref);
+        let changes_status = patch.status.is_some_and(|s| s != task.status);
+        let mut change = Vec::new();
+        if let Some(owner) = new_owner {
+            change.push(format!(
+                "owner {} -> {}",
+                owner_str(task.owner.as_ref()),
+                owner_str(owner)
+            ));
+        }
+        if changes_status {
+            change.push(format!(
+                "status {} -> {}",
+                task.status,
+                patch.status.unwrap_or(task.status)
+            ));
+        }
+        let edited = patch.edited_fields();
+        let edits = edited.iter().any(|f| *f != "note");
+        change.extend(edited.into_iter().map(str::to_owned));
+        let what = change.join(", ");
+        let change = TaskChange::Update {
+            what: &what,
+            owner: new_owner,
+            claim: new_owner.is_some() || changes_status,
+            status: patch.status.filter(|_| changes_status),
+            edits,
+        };
+        let forced = self.authorize_in(config, patch.by.as_ref(), patch.force, task, &change)?;
+        let by = patch.by.as_ref();
+        let noted = authority::note(by, Role::of(config, by), task, &change);
+        Ok(forced.into_iter().chain(noted).collect())
+    }
+
+    /// The dependencies `patch` adds to or drops from task `id`. A dependency added to or
+    /// dropped from another task changes that task too: it is authorized on that task
+    /// (a forced change noted there).
+    fn apply_dependencies(
+        &self,
+        config: &TeamConfig,
+        list: &mut TaskListDoc,
+        id: &TaskId,
+        patch: &TaskPatch,
+        now: Timestamp,
+    ) -> Result<()> {
+        let mut forced_others = Vec::new();
+        for other in patch.add_blocks.iter().chain(&patch.remove_blocks) {
+            let task = self.find(list, other)?;
+            if let Some(note) =
+                self.authorize_in(config, patch.by.as_ref(), patch.force, task, &DEPENDENCIES)?
+            {
+                forced_others.push((other.clone(), note));
+            }
+        }
+        for blocker in &patch.add_blocked_by {
+            self.add_edge(list, id, blocker)?;
+        }
+        for waiter in &patch.add_blocks {
+            self.add_edge(list, waiter, id)?;
+        }
+        for blocker in &patch.remove_blocked_by {
+            remove_edge(list, id, blocker);
+        }
+        for waiter in &patch.remove_blocks {
+            remove_edge(list, waiter, id);
+        }
+        for (other, note) in forced_others {
+            let index = self.index(list, &other)?;
+            push_note(&mut list.tasks[index], now, patch.by.clone(), note);
+        }
+        Ok(())
+    }
+
+    /// The fields `patch` edits on task `id` (subject, description, active form, paths,
+    /// metadata — a null value removes a key), checked as a new task's are.
+    fn apply_edits(&self, id: &TaskId, task: &mut Task, patch: &TaskPatch) -> Result<()> {
+        if let Some(subject) = &patch.subject {
+            if subject.trim().is_empty() {
+                return Err(self.invalid("update", id, "the subject is empty"));
+            }
+            check_line("the subject", subject)
+                .map_err(|reason| self.invalid("update", id, &reason))?;
+            subject.trim().clone_into(&mut task.subject);
+        }
+        if let Some(description) = &patch.description {
+            task.description = description.clone();
+        }
+        if let Some(active_form) = &patch.active_form {
+            check_line("the active form", active_form)
+                .map_err(|reason| self.invalid("update", id, &reason))?;
+            task.active_form = Some(active_form.clone());
+        }
+        if let Some(paths) = &patch.paths {
+            task.paths = paths.clone();
+        }
+        for (key, value) in &patch.metadata {
+            if value.is_null() {
+                task.metadata.remove(key);
+            } else {
+                task.metadata.insert(key.clone(), value.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// The owner and status `patch` sets on task `id`: a blocked task does not start, a
+    /// completion is dated, and an in-progress task needs an owner, whose lease it gets
+    /// (kept if that owner holds one already); any other status holds no lease.
+    fn apply_owner_and_status(
+        &self,
+        id: &TaskId,
+        task: &mut Task,
+        patch: &TaskPatch,
+        unfinished: &[TaskId],
+        now: Timestamp,
+    ) -> Result<()> {
+        if let Some(owner) = &patch.owner {
+            task.owner = owner.clone();
+        }
+        if let Some(status) = patch.status {
+            if status == TaskStatus::InProgress
+                && task.status != TaskStatus::InProgress
+                && !unfinished.is_empty()
+            {
+                return Err(self.invalid(
+                    "update",
+                    id,
+                    &format!("it is blocked by unfinished tasks {}", join(unfinished)),
+                ));
+            }
+            if status != task.status && status == TaskStatus::Completed {
+                task.completed_at = Some(now);
+            }
+            if status != TaskStatus::Completed {
+                task.completed_at = None;
+            }
+            task.status = status;
+        }
+        match (task.status, task.owner.clone()) {
+            (TaskStatus::InProgress, None) => Err(self.invalid(
+                "update",
+                id,
+                "an in-progress task needs an owner (--owner NAME), or use claim",
+            )),
+            (TaskStatus::InProgress, Some(owner)) => {
+                if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
+                    task.lease = Some(new_lease(owner, now, DEFAULT_LEASE));
+                }
+                Ok(())
+            }
+            _ => {
+                task.lease = None;
+                Ok(())
+            }
+        }
     }
 
     /// Atomically claims task `id` for `owner`: succeeds only if it is pending, unowned (or
