@@ -262,7 +262,6 @@ pub async fn build_in(
         &team_tasks,
     )?;
     set_host_executors(&spawner, &hosts, &team_tasks)?;
-    let team_tools = TeamTools::new(slot.clone()).with_on_sent(spawner.on_sent());
     let lead = LeadTools {
         events: Some(team_sender.clone()),
         runtime: team_tasks.clone(),
@@ -270,15 +269,7 @@ pub async fn build_in(
         hosts: Some(remote_repos.clone()),
         ..LeadTools::new(home.clone(), lead_name.clone())
     };
-    // A team's tools wait for the team: TeamCreate alone is sent until one is bound.
-    let (deferred, now): (Vec<_>, Vec<_>) = lead_tools(&team_tools, lead)
-        .into_iter()
-        .partition(|tool| roo_team::waits_for_team(tool.as_ref()));
-    let team_tool_names: Vec<String> = deferred.iter().map(|t| t.name().to_string()).collect();
-    settings.tools.extra.extend(now);
-    settings.tools.deferred.extend(deferred);
-    // `Agent` and `TaskStop`: teammates through the spawner, sub-agents otherwise.
-    settings.tools.spawner = Some(spawner.clone());
+    let team_tool_names = add_team_tools(&mut settings, &slot, &spawner, lead);
     let template = teammate_template(&settings);
     let approver = settings.approver.clone();
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
@@ -353,6 +344,26 @@ fn add_team_hooks(
         ));
     }
     settings.env_source = Some(slot.env_source());
+}
+
+/// The lead's team tools and the spawner behind `Agent` and `TaskStop` (teammates
+/// through the spawner, sub-agents otherwise). A team's tools wait for the team:
+/// TeamCreate alone is sent until one is bound. Returns the names of those that wait.
+fn add_team_tools(
+    settings: &mut AgentSettings,
+    slot: &TeamSlot,
+    spawner: &Spawner,
+    lead: LeadTools,
+) -> Vec<String> {
+    let team_tools = TeamTools::new(slot.clone()).with_on_sent(spawner.on_sent());
+    let (deferred, now): (Vec<_>, Vec<_>) = lead_tools(&team_tools, lead)
+        .into_iter()
+        .partition(|tool| roo_team::waits_for_team(tool.as_ref()));
+    let team_tool_names: Vec<String> = deferred.iter().map(|t| t.name().to_string()).collect();
+    settings.tools.extra.extend(now);
+    settings.tools.deferred.extend(deferred);
+    settings.tools.spawner = Some(spawner.clone());
+    team_tool_names
 }
 
 /// The executor of pane teammates (`roo-worker`s in tmux or iTerm2 panes) for

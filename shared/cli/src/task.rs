@@ -316,11 +316,7 @@ fn run(cli: TaskCli) -> CliResult {
                 owner: owner.as_deref().map(member_name).transpose()?,
                 by: ctx.agent_opt()?,
             })?;
-            if ctx.json() {
-                print_json(out, &task)?;
-            } else {
-                writeln!(out, "{}", task.id)?;
-            }
+            print_id_or_task(&ctx, out, &task, "")?;
         }
         TaskCommand::List { status, owner } => {
             let filter = TaskFilter {
@@ -349,8 +345,7 @@ fn run(cli: TaskCli) -> CliResult {
             }
         }
         TaskCommand::Renew { id, lease } => {
-            let me = ctx.agent()?;
-            let task = tasks.renew(&id, &me, Duration::from_secs(lease))?;
+            let task = tasks.renew(&id, &ctx.agent()?, Duration::from_secs(lease))?;
             print_task(&ctx, out, &task)?;
         }
         TaskCommand::Assign { id, to, force } => {
@@ -384,11 +379,7 @@ fn run(cli: TaskCli) -> CliResult {
         TaskCommand::Doctor { .. } | TaskCommand::Team(_) => {}
         TaskCommand::Delete { id, force } => {
             let task = tasks.delete(&id, ctx.agent_opt()?.as_ref(), force)?;
-            if ctx.json() {
-                print_json(out, &task)?;
-            } else {
-                writeln!(out, "deleted task {}", task.id)?;
-            }
+            print_id_or_task(&ctx, out, &task, "deleted task ")?;
         }
     }
     Ok(())
@@ -400,6 +391,21 @@ fn print_task(ctx: &Context, out: &mut impl Write, task: &roo_store::Task) -> Cl
         print_json(out, task)?;
     } else {
         write_task(out, ctx.style, task)?;
+    }
+    Ok(())
+}
+
+/// A task created or deleted: as JSON, or its id after `prefix`.
+fn print_id_or_task(
+    ctx: &Context,
+    out: &mut impl Write,
+    task: &roo_store::Task,
+    prefix: &str,
+) -> CliResult {
+    if ctx.json() {
+        print_json(out, task)?;
+    } else {
+        writeln!(out, "{prefix}{}", task.id)?;
     }
     Ok(())
 }
