@@ -34,30 +34,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
-use crate::flags::{LeadArgs, TeammateMode};
+use crate::flags::{DemoArgs, LeadArgs, TeammateMode};
 use crate::headless::{self, TEAM_TURN_INPUT, TeamRun};
 use crate::render::Style;
 use crate::render::interleaved::Interleaved;
 use crate::setup::{self, Built};
-
-/// `roo-lead demo` flags.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DemoArgs {
-    /// Keep the temporary directory and the team (the lead does not delete it), to
-    /// inspect the repository, the tasks and the inboxes afterwards.
-    #[arg(long)]
-    pub keep: bool,
-    /// Pause before each scripted model answer, in milliseconds (0: full speed).
-    #[arg(long, default_value_t = 400, value_name = "MS")]
-    pub pace_ms: u64,
-    /// Where teammates run: auto, in-process, tmux or iterm2 (default: roo-lead's
-    /// --teammate-mode, i.e. ROO_TEAMMATE_MODE or auto).
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub teammate_mode: Option<TeammateMode>,
-    /// The longest the demo waits for the team in each step, in seconds.
-    #[arg(long, default_value_t = 300, value_name = "SECS")]
-    pub timeout: u64,
-}
 
 /// The user's first prompt: form the team and get the work done.
 pub const PROMPT_WORK: &str = "The tests of textkit fail in two modules (run `sh run-tests`). \
