@@ -176,7 +176,7 @@ impl Team {
         // An entry a presence vouches for (PostgreSQL) is held while its lock is.
         let presence = pg && old.epoch.is_some();
         let evidence = match presence && old.dead_at.is_none() {
-            true => self.evidence_now(&old)?,
+            true => self.evidence_now(old)?,
             false => Some(false),
         };
         // Right after a server restart a missing lock proves nothing (its holder may

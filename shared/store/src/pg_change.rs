@@ -445,11 +445,11 @@ impl PgStore {
             }
         };
         // What became of the attempt whose link was lost after its COMMIT was sent.
-        if let Some(lost) = attempts.unsettled.take() {
-            if let Some(settled) = self.settle(key, lost, read.status.flatten().as_deref()) {
-                return Attempt::Done(settled);
-            }
-            // Rolled back: the change runs again from scratch, below.
+        // (Rolled back: the change runs again from scratch, below.)
+        if let Some(lost) = attempts.unsettled.take()
+            && let Some(settled) = self.settle(key, lost, read.status.flatten().as_deref())
+        {
+            return Attempt::Done(settled);
         }
         let config = match scope.team_config(read.team, wants) {
             Ok(config) => config,
