@@ -34,30 +34,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
-use crate::flags::{LeadArgs, TeammateMode};
+use crate::flags::{DemoArgs, LeadArgs, TeammateMode};
 use crate::headless::{self, TEAM_TURN_INPUT, TeamRun};
 use crate::render::Style;
 use crate::render::interleaved::Interleaved;
 use crate::setup::{self, Built};
-
-/// `roo-lead demo` flags.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DemoArgs {
-    /// Keep the temporary directory and the team (the lead does not delete it), to
-    /// inspect the repository, the tasks and the inboxes afterwards.
-    #[arg(long)]
-    pub keep: bool,
-    /// Pause before each scripted model answer, in milliseconds (0: full speed).
-    #[arg(long, default_value_t = 400, value_name = "MS")]
-    pub pace_ms: u64,
-    /// Where teammates run: auto, in-process, tmux or iterm2 (default: roo-lead's
-    /// --teammate-mode, i.e. ROO_TEAMMATE_MODE or auto).
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub teammate_mode: Option<TeammateMode>,
-    /// The longest the demo waits for the team in each step, in seconds.
-    #[arg(long, default_value_t = 300, value_name = "SECS")]
-    pub timeout: u64,
-}
 
 /// The user's first prompt: form the team and get the work done.
 pub const PROMPT_WORK: &str = "The tests of textkit fail in two modules (run `sh run-tests`). \
@@ -230,161 +211,49 @@ async fn play(
     started: Instant,
 ) -> Result<Report, Failure> {
     let mut built = setup::build_in(args, false, RooHome::new(world.roo_home())).await?;
-    let (output, mut member_events) = TeammateOutput::channel();
+    let (output, member_events) = TeammateOutput::channel();
     built.spawner.set_output(output);
-    let (shown_tx, mut shown) = mpsc::unbounded_channel::<Shown>();
-    let (sink, mut lead_events) = EventSink::channel();
+    let (shown_tx, shown) = mpsc::unbounded_channel::<Shown>();
+    let (sink, lead_events) = EventSink::channel();
     let (_, placeholder) = roo_team::team_events();
-    let mut team_events = std::mem::replace(&mut built.team_events, placeholder);
-    // One writer: every source is forwarded into one ordered queue, until the lead's
-    // and the teammates' event streams end (the team's event sender lives as long as
-    // the lead's team binding, which `--keep` leaves in place: what it reported by then
-    // is drained, not waited for).
-    let forward = {
-        let shown_tx = shown_tx.clone();
-        tokio::spawn(async move {
-            let (mut lead_open, mut members_open) = (true, true);
-            while lead_open || members_open {
-                let item = tokio::select! {
-                    biased;
-                    e = lead_events.recv(), if lead_open => match e {
-                        Some(e) => Shown::Lead(e),
-                        None => { lead_open = false; continue; }
-                    },
-                    e = member_events.recv(), if members_open => match e {
-                        Some(e) => Shown::Member(e),
-                        None => { members_open = false; continue; }
-                    },
-                    Some(e) = team_events.recv() => Shown::Team(e),
-                };
-                if shown_tx.send(item).is_err() {
-                    return;
-                }
-            }
-            while let Ok(e) = team_events.try_recv() {
-                let _ = shown_tx.send(Shown::Team(e));
-            }
-        })
+    let team_events = std::mem::replace(&mut built.team_events, placeholder);
+    let forward = spawn_forward(lead_events, member_events, team_events, shown_tx.clone());
+    let printer = spawn_screen(shown, built.team.clone(), style);
+    let cancel = CancellationToken::new();
+    let mut director = Director {
+        shown: shown_tx,
+        sink,
+        cancel: cancel.clone(),
+        timeout: Duration::from_secs(demo.timeout),
+        style,
+        lead_usage: roo_llm::Usage::default(),
+        lead_requests: 0,
     };
-    let slot = built.team.clone();
-    let printer = tokio::spawn(async move {
-        let mut screen = Interleaved::new(std::io::stdout(), style);
-        let mut seen = std::collections::HashSet::new();
-        while let Some(item) = shown.recv().await {
-            match item {
-                Shown::Lead(event) => screen.lead_event(&event),
-                Shown::Member(MemberEvent { member, event }) => {
-                    if seen.insert(member.clone())
-                        && let Some(colour) = roster_colour(&slot, &member).await
-                    {
-                        screen.set_colour(member.as_str(), &colour);
-                    }
-                    screen.member_event(member.as_str(), &event)
-                }
-                Shown::Team(event) => screen.line(&style.dim(&event.line())),
-                Shown::Line(text) => screen.line(&text),
-            }
-        }
-        screen.finish();
-    });
-    let say = |text: String| {
-        let _ = shown_tx.send(Shown::Line(text));
-    };
-    say(style.bold(&format!(
+    director.say(style.bold(&format!(
         "RooCode Teams demo — a scripted lead and two teammates fix a repository in {}",
         world.repo().display()
     )));
-    say(style.dim(&format!(
+    director.say(style.dim(&format!(
         "teammates run {} · no API key, no network: the models are scripted, the tools are real",
         backend_words(built.teammate_mode)
     )));
-
-    let cancel = CancellationToken::new();
-    let signal_cancel = cancel.clone();
     let signals = tokio::spawn(async move {
         headless::wait_for_termination().await;
-        signal_cancel.cancel();
+        cancel.cancel();
     });
-    let timeout = Duration::from_secs(demo.timeout);
-    let mut lead_usage = roo_llm::Usage::default();
-    let mut lead_requests = 0u64;
-    let mut step = async |built: &mut Built, heading: &str, prompt: &str| {
-        say(String::new());
-        say(style.bold(&format!("── {heading}")));
-        say(format!("{} {}", style.cyan("you ›"), prompt));
-        let run = headless::run_with_team(built, prompt, &sink, &cancel, timeout).await;
-        lead_usage.add(&run.usage);
-        lead_requests += u64::from(run.turns);
-        check(&run)?;
-        // Settle: every teammate idle with nothing waiting that would wake it, and
-        // nothing for the lead (an answer that came late is a turn of its own).
-        loop {
-            settle(built, timeout).await?;
-            if !lead_has_input(built).await {
-                return Ok::<(), Failure>(());
-            }
-            let run =
-                headless::run_with_team(built, TEAM_TURN_INPUT, &sink, &cancel, timeout).await;
-            lead_usage.add(&run.usage);
-            lead_requests += u64::from(run.turns);
-            check(&run)?;
-        }
-    };
-
-    let result = async {
-        step(
-            &mut built,
-            "1. The lead forms a team and splits the work",
-            PROMPT_WORK,
-        )
-        .await?;
-        step(
-            &mut built,
-            "2. The lead merges both branches and verifies",
-            PROMPT_MERGE,
-        )
-        .await?;
-        let team =
-            built.team.get().map(|b| b.team.clone()).ok_or_else(|| {
-                Failure::Unfinished("the lead has no team after step 2".to_string())
-            })?;
-        let snapshot = tokio::task::spawn_blocking(move || summary::TeamRecord::read(&team))
-            .await
-            .map_err(|e| AppError::Io(format!("failed to read the team: {e}")))??;
-        if !demo.keep {
-            step(&mut built, "3. The lead cleans up", PROMPT_CLEAN_UP).await?;
-            if built.team.get().is_some() {
-                return Err(Failure::Unfinished(
-                    "the lead's team still exists after the clean-up step".to_string(),
-                ));
-            }
-        }
-        Ok(snapshot)
-    }
-    .await;
+    let result = director.steps(&mut built, demo.keep).await;
     signals.abort();
-    // What the lead's sub-agents spent (a model request per turn).
-    let subagents: Vec<(String, roo_llm::Usage, u64)> = built
-        .subagents
-        .as_ref()
-        .map(|runtime| {
-            runtime
-                .tasks()
-                .list()
-                .into_iter()
-                .map(|t| {
-                    (
-                        format!("{} {}", t.id, t.agent_type),
-                        t.usage,
-                        u64::from(t.turns),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let subagents = subagent_usage(&built);
     let running = built.spawner.names();
     // Pane teammates are ended and their panes closed (nothing is left running).
     built.spawner.shutdown(false).await;
+    let Director {
+        shown: shown_tx,
+        sink,
+        lead_usage,
+        lead_requests,
+        ..
+    } = director;
     // Ends the lead's team tasks and every in-process teammate.
     drop(built);
     drop(sink);
@@ -411,6 +280,177 @@ async fn play(
         exit::NOT_COMPLETED
     };
     Ok(Report { summary, code })
+}
+
+/// One writer: every source is forwarded into one ordered queue, until the lead's and
+/// the teammates' event streams end (the team's event sender lives as long as the
+/// lead's team binding, which `--keep` leaves in place: what it reported by then is
+/// drained, not waited for).
+fn spawn_forward(
+    mut lead_events: mpsc::UnboundedReceiver<AgentEvent>,
+    mut member_events: mpsc::UnboundedReceiver<MemberEvent>,
+    mut team_events: mpsc::Receiver<TeamEvent>,
+    shown_tx: mpsc::UnboundedSender<Shown>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let (mut lead_open, mut members_open) = (true, true);
+        while lead_open || members_open {
+            let item = tokio::select! {
+                biased;
+                e = lead_events.recv(), if lead_open => match e {
+                    Some(e) => Shown::Lead(e),
+                    None => { lead_open = false; continue; }
+                },
+                e = member_events.recv(), if members_open => match e {
+                    Some(e) => Shown::Member(e),
+                    None => { members_open = false; continue; }
+                },
+                Some(e) = team_events.recv() => Shown::Team(e),
+            };
+            if shown_tx.send(item).is_err() {
+                return;
+            }
+        }
+        while let Ok(e) = team_events.try_recv() {
+            let _ = shown_tx.send(Shown::Team(e));
+        }
+    })
+}
+
+/// The terminal: what `shown` brings, interleaved, each teammate in its roster colour.
+fn spawn_screen(
+    mut shown: mpsc::UnboundedReceiver<Shown>,
+    slot: roo_team::TeamSlot,
+    style: Style,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut screen = Interleaved::new(std::io::stdout(), style);
+        let mut seen = std::collections::HashSet::new();
+        while let Some(item) = shown.recv().await {
+            match item {
+                Shown::Lead(event) => screen.lead_event(&event),
+                Shown::Member(MemberEvent { member, event }) => {
+                    if seen.insert(member.clone())
+                        && let Some(colour) = roster_colour(&slot, &member).await
+                    {
+                        screen.set_colour(member.as_str(), &colour);
+                    }
+                    screen.member_event(member.as_str(), &event)
+                }
+                Shown::Team(event) => screen.line(&style.dim(&event.line())),
+                Shown::Line(text) => screen.line(&text),
+            }
+        }
+        screen.finish();
+    })
+}
+
+/// What the lead's sub-agents spent (a model request per turn).
+fn subagent_usage(built: &Built) -> Vec<(String, roo_llm::Usage, u64)> {
+    built
+        .subagents
+        .as_ref()
+        .map(|runtime| {
+            runtime
+                .tasks()
+                .list()
+                .into_iter()
+                .map(|t| {
+                    (
+                        format!("{} {}", t.id, t.agent_type),
+                        t.usage,
+                        u64::from(t.turns),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Plays the lead's part: the steps' headings and prompts on the screen, the lead's
+/// runs, and what they spent.
+struct Director {
+    shown: mpsc::UnboundedSender<Shown>,
+    sink: EventSink,
+    cancel: CancellationToken,
+    timeout: Duration,
+    style: Style,
+    lead_usage: roo_llm::Usage,
+    lead_requests: u64,
+}
+
+impl Director {
+    fn say(&self, text: String) {
+        let _ = self.shown.send(Shown::Line(text));
+    }
+
+    /// The three steps; the team's record as it stood after the merge.
+    async fn steps(
+        &mut self,
+        built: &mut Built,
+        keep: bool,
+    ) -> Result<summary::TeamRecord, Failure> {
+        self.step(
+            built,
+            "1. The lead forms a team and splits the work",
+            PROMPT_WORK,
+        )
+        .await?;
+        self.step(
+            built,
+            "2. The lead merges both branches and verifies",
+            PROMPT_MERGE,
+        )
+        .await?;
+        let team =
+            built.team.get().map(|b| b.team.clone()).ok_or_else(|| {
+                Failure::Unfinished("the lead has no team after step 2".to_string())
+            })?;
+        let snapshot = tokio::task::spawn_blocking(move || summary::TeamRecord::read(&team))
+            .await
+            .map_err(|e| AppError::Io(format!("failed to read the team: {e}")))??;
+        if !keep {
+            self.step(built, "3. The lead cleans up", PROMPT_CLEAN_UP)
+                .await?;
+            if built.team.get().is_some() {
+                return Err(Failure::Unfinished(
+                    "the lead's team still exists after the clean-up step".to_string(),
+                ));
+            }
+        }
+        Ok(snapshot)
+    }
+
+    /// One step: the lead runs `prompt`, then the team settles — every teammate idle
+    /// with nothing waiting that would wake it, and nothing for the lead (an answer
+    /// that came late is a turn of its own).
+    async fn step(
+        &mut self,
+        built: &mut Built,
+        heading: &str,
+        prompt: &str,
+    ) -> Result<(), Failure> {
+        self.say(String::new());
+        self.say(self.style.bold(&format!("── {heading}")));
+        self.say(format!("{} {}", self.style.cyan("you ›"), prompt));
+        self.lead_run(built, prompt).await?;
+        loop {
+            settle(built, self.timeout).await?;
+            if !lead_has_input(built).await {
+                return Ok(());
+            }
+            self.lead_run(built, TEAM_TURN_INPUT).await?;
+        }
+    }
+
+    /// One lead run with its team, counted.
+    async fn lead_run(&mut self, built: &mut Built, input: &str) -> Result<(), Failure> {
+        let run =
+            headless::run_with_team(built, input, &self.sink, &self.cancel, self.timeout).await;
+        self.lead_usage.add(&run.usage);
+        self.lead_requests += u64::from(run.turns);
+        check(&run)
+    }
 }
 
 /// A lead run that did not complete, or a team that did not settle in time, ends the

@@ -156,5 +156,24 @@ pub struct LeadArgs {
 pub enum LeadCommand {
     /// Watch a scripted lead and two teammates fix a small repository: no API key, no
     /// network. Runs in a temporary directory that is removed at the end.
-    Demo(crate::demo::DemoArgs),
+    Demo(DemoArgs),
+}
+
+/// `roo-lead demo` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// Keep the temporary directory and the team (the lead does not delete it), to
+    /// inspect the repository, the tasks and the inboxes afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    /// Pause before each scripted model answer, in milliseconds (0: full speed).
+    #[arg(long, default_value_t = 400, value_name = "MS")]
+    pub pace_ms: u64,
+    /// Where teammates run: auto, in-process, tmux or iterm2 (default: roo-lead's
+    /// --teammate-mode, i.e. ROO_TEAMMATE_MODE or auto).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub teammate_mode: Option<TeammateMode>,
+    /// The longest the demo waits for the team in each step, in seconds.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub timeout: u64,
 }

@@ -52,28 +52,14 @@ pub const MAX_BACKGROUND_TURNS: u32 = 5;
 /// turn ends with every teammate idle or dead and nothing unread, or at the team
 /// timeout (exit 1, naming the busy teammates).
 pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<ExitCode, AppError> {
-    let Options {
-        format,
-        verbose,
-        team_timeout,
-    } = options;
     let started = Instant::now();
     let style = Style::for_stderr();
-    // `-p "/commit fix typo"` runs the skill as the REPL would.
-    let mut command = crate::skill_command::skill_prompt(built.skills.as_ref(), prompt);
-    if command.is_none() {
-        command = crate::skill_command::mcp_prompt(built.mcp.as_ref(), prompt).await;
-    }
-    let expanded = match command {
-        Some(Ok(expanded)) => Some(expanded),
-        Some(Err(why)) => return Err(AppError::Usage(why)),
-        None => None,
-    };
+    let expanded = expand_prompt(built, prompt).await?;
     let prompt = expanded.as_deref().unwrap_or(prompt);
     for notice in &built.notices {
         eprintln!("{}", style.dim(&format!("note: {notice}")));
     }
-    let (sink, mut events) = EventSink::channel();
+    let (sink, events) = EventSink::channel();
     if let Some(subagents) = &built.subagents {
         subagents.tasks().set_listener(Some(sink.clone()));
     }
@@ -87,16 +73,68 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     });
 
     let (_, placeholder) = roo_team::team_events();
-    let mut team_events = std::mem::replace(&mut built.team_events, placeholder);
+    let team_events = std::mem::replace(&mut built.team_events, placeholder);
     // With --verbose (text and json), in-process teammates' work goes to stderr beside
     // the lead's progress, each line prefixed with the teammate's name.
-    let (output, mut member_events) = roo_team::TeammateOutput::channel();
-    if verbose && format != OutputFormat::StreamJson {
+    let (output, member_events) = roo_team::TeammateOutput::channel();
+    if options.verbose && options.format != OutputFormat::StreamJson {
         built.spawner.set_output(output);
     }
-    // Returns the errors it printed (the run's outcome does not repeat them) and the
-    // last state it printed for each teammate.
-    let printer = tokio::spawn(async move {
+    let printer = spawn_printer(events, member_events, team_events, options, style);
+    let team_run = run_with_team(built, prompt, &sink, &cancel, options.team_timeout).await;
+    let shown_errors = finish_printing(built, sink, printer, options, style).await;
+    signals.abort();
+
+    let verdict = Verdict::of(built, &team_run, options.team_timeout).await;
+    print_result(
+        built,
+        &team_run,
+        &verdict,
+        &shown_errors,
+        options.format,
+        started,
+    );
+    // Task subjects (in the lost work) were written by models.
+    for message in verdict.messages() {
+        eprintln!("roo-lead: {}", roo_term::escape(message));
+    }
+    if let Outcome::Error { message } = &team_run.result.outcome
+        && options.format == OutputFormat::Text
+    {
+        tracing::debug!("run failed: {message}");
+    }
+    Ok(ExitCode::from(verdict.code))
+}
+
+/// `prompt` as the REPL would run it: `-p "/commit fix typo"` runs the skill (or the
+/// MCP prompt); `None` for a plain prompt.
+async fn expand_prompt(built: &Built, prompt: &str) -> Result<Option<String>, AppError> {
+    let mut command = crate::skill_command::skill_prompt(built.skills.as_ref(), prompt);
+    if command.is_none() {
+        command = crate::skill_command::mcp_prompt(built.mcp.as_ref(), prompt).await;
+    }
+    match command {
+        Some(Ok(expanded)) => Ok(Some(expanded)),
+        Some(Err(why)) => Err(AppError::Usage(why)),
+        None => Ok(None),
+    }
+}
+
+/// The task that prints the lead's events, its in-process teammates' and the team's
+/// as they come, until the lead's events end. Returns the errors it printed (the
+/// run's outcome does not repeat them) and the last state it printed for each
+/// teammate.
+fn spawn_printer(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+    mut member_events: tokio::sync::mpsc::UnboundedReceiver<roo_team::MemberEvent>,
+    mut team_events: tokio::sync::mpsc::Receiver<TeamEvent>,
+    options: Options,
+    style: Style,
+) -> tokio::task::JoinHandle<(Vec<String>, PrintedStates)> {
+    let Options {
+        format, verbose, ..
+    } = options;
+    tokio::spawn(async move {
         let mut stdout = std::io::stdout();
         let mut teammates = Interleaved::new(std::io::stderr(), style);
         let mut printed = PrintedStates::new();
@@ -136,16 +174,19 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
             }
         }
         (shown_errors, printed)
-    });
+    })
+}
 
-    let TeamRun {
-        result,
-        usage,
-        turns,
-        lead_runs,
-        timed_out,
-        broken,
-    } = run_with_team(built, prompt, &sink, &cancel, team_timeout).await;
+/// After the runs: lets the team monitor catch up, ends the sub-agents, lets the
+/// printer drain and end each teammate's lines on the state its config holds now.
+/// Returns the errors the printer showed.
+async fn finish_printing(
+    built: &mut Built,
+    sink: EventSink,
+    printer: tokio::task::JoinHandle<(Vec<String>, PrintedStates)>,
+    options: Options,
+    style: Style,
+) -> Vec<String> {
     if let Some(binding) = built.team.get() {
         // Let the monitor report the states the team ended in before the printer drains.
         roo_team::lead::status::monitor_caught_up(
@@ -172,71 +213,109 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         {
             let mut stdout = std::io::stdout();
             for event in printed.corrections(&status) {
-                print_team_event(&mut stdout, format, verbose, &style, &event);
+                print_team_event(&mut stdout, options.format, options.verbose, &style, &event);
             }
         }
     }
-    signals.abort();
+    shown_errors
+}
 
-    let session_id = built
-        .agent
-        .session()
-        .map(|s| s.id().to_string())
-        .unwrap_or_default();
-    let cost = built.agent.cost(&usage);
-    let mut code = exit::for_outcome(&result.outcome);
-    let mut is_error = !result.outcome.is_success();
-    let timeout_message = timed_out.map(|busy| {
-        let names: Vec<String> = busy.iter().map(|n| n.to_string()).collect();
-        let kept = match built.team.get() {
-            Some(binding) => format!(
-                "; team {} is kept: {}",
-                binding.team.name(),
-                roo_team::tools::left_team_advice(binding.team.name())
-            ),
-            None => String::new(),
-        };
-        format!(
-            "teammates still busy after the team timeout of {} s (--team-timeout): {}; the lead stopped waiting{kept}",
-            team_timeout.as_secs(),
-            if names.is_empty() { "unknown".to_string() } else { names.join(", ") }
-        )
-    });
-    if timeout_message.is_some() {
-        code = exit::NOT_COMPLETED;
-        is_error = true;
-    }
-    // Work a teammate's death sent back to pending and nobody finished: not a success.
-    let lost_message = match built.team.get() {
-        Some(binding) => {
-            let (team, lead) = (binding.team.clone(), binding.me.clone());
-            let lost = tokio::task::spawn_blocking(move || roo_team::lead::lost_work(&team, &lead))
-                .await
-                .unwrap_or_default();
-            (!lost.is_empty()).then(|| {
-                let tasks: Vec<String> = lost
-                    .iter()
-                    .map(|t| format!("#{} {}", t.id, t.subject))
-                    .collect();
-                format!(
-                    "work was lost: a teammate died and these tasks were not finished: {}",
-                    tasks.join("; ")
-                )
-            })
+/// How a headless run ended: its exit code, whether the result is an error, and what
+/// went wrong with the team besides the run's own outcome.
+struct Verdict {
+    code: u8,
+    is_error: bool,
+    /// Teammates still busy at the team timeout.
+    timeout: Option<String>,
+    /// Work a teammate's death sent back to pending and nobody finished.
+    lost: Option<String>,
+    /// The team could not be read.
+    broken: Option<String>,
+}
+
+impl Verdict {
+    async fn of(built: &Built, run: &TeamRun, team_timeout: Duration) -> Verdict {
+        let mut code = exit::for_outcome(&run.result.outcome);
+        let mut is_error = !run.result.outcome.is_success();
+        let timeout = run.timed_out.as_ref().map(|busy| {
+            let names: Vec<String> = busy.iter().map(|n| n.to_string()).collect();
+            let kept = match built.team.get() {
+                Some(binding) => format!(
+                    "; team {} is kept: {}",
+                    binding.team.name(),
+                    roo_team::tools::left_team_advice(binding.team.name())
+                ),
+                None => String::new(),
+            };
+            format!(
+                "teammates still busy after the team timeout of {} s (--team-timeout): {}; the lead stopped waiting{kept}",
+                team_timeout.as_secs(),
+                if names.is_empty() { "unknown".to_string() } else { names.join(", ") }
+            )
+        });
+        if timeout.is_some() {
+            code = exit::NOT_COMPLETED;
+            is_error = true;
         }
-        None => None,
-    };
-    let broken_message = broken.map(|error| {
-        format!("the team could not be read, so the lead stopped waiting for it: {error}")
-    });
-    if broken_message.is_some() {
-        code = exit::IO;
-        is_error = true;
+        let lost = lost_work(built).await;
+        let broken = run.broken.as_ref().map(|error| {
+            format!("the team could not be read, so the lead stopped waiting for it: {error}")
+        });
+        if broken.is_some() {
+            code = exit::IO;
+            is_error = true;
+        }
+        if lost.is_some() && code == exit::OK {
+            code = exit::NOT_COMPLETED;
+            is_error = true;
+        }
+        Verdict {
+            code,
+            is_error,
+            timeout,
+            lost,
+            broken,
+        }
     }
-    if lost_message.is_some() && code == exit::OK {
-        code = exit::NOT_COMPLETED;
-        is_error = true;
+
+    /// What went wrong with the team, in the order they are printed.
+    fn messages(&self) -> impl Iterator<Item = &String> {
+        [&self.timeout, &self.lost, &self.broken]
+            .into_iter()
+            .flatten()
     }
+}
+
+/// Work a teammate's death sent back to pending and nobody finished (not a success).
+async fn lost_work(built: &Built) -> Option<String> {
+    let binding = built.team.get()?;
+    let (team, lead) = (binding.team.clone(), binding.me.clone());
+    let lost = tokio::task::spawn_blocking(move || roo_team::lead::lost_work(&team, &lead))
+        .await
+        .unwrap_or_default();
+    (!lost.is_empty()).then(|| {
+        let tasks: Vec<String> = lost
+            .iter()
+            .map(|t| format!("#{} {}", t.id, t.subject))
+            .collect();
+        format!(
+            "work was lost: a teammate died and these tasks were not finished: {}",
+            tasks.join("; ")
+        )
+    })
+}
+
+/// The run's result on stdout: the answer as text (the outcome on stderr unless the
+/// printer showed it), or one `result` JSON object.
+fn print_result(
+    built: &Built,
+    run: &TeamRun,
+    verdict: &Verdict,
+    shown_errors: &[String],
+    format: OutputFormat,
+    started: Instant,
+) {
+    let result = &run.result;
     let mut stdout = std::io::stdout();
     match format {
         OutputFormat::Text => {
@@ -252,47 +331,39 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
+            let session_id = built
+                .agent
+                .session()
+                .map(|s| s.id().to_string())
+                .unwrap_or_default();
             let mut value = json!({
                 "type": "result",
                 "outcome": result.outcome,
-                "is_error": is_error,
+                "is_error": verdict.is_error,
                 "result": result.final_text,
                 "session_id": session_id,
-                "turns": turns,
-                "usage": usage,
-                "cost_usd": cost,
+                "turns": run.turns,
+                "usage": run.usage,
+                "cost_usd": built.agent.cost(&run.usage),
                 "duration_ms": started.elapsed().as_millis() as u64,
                 "model": built.agent.model(),
             });
             if let Some(binding) = built.team.get() {
-                value["team"] = json!({"name": binding.team.name(), "lead_runs": lead_runs});
+                value["team"] = json!({"name": binding.team.name(), "lead_runs": run.lead_runs});
             }
-            if let Some(message) = &timeout_message {
+            if let Some(message) = &verdict.timeout {
                 value["team_timeout"] = json!(message);
             }
-            if let Some(message) = &lost_message {
+            if let Some(message) = &verdict.lost {
                 value["lost_work"] = json!(message);
             }
-            if let Some(message) = &broken_message {
+            if let Some(message) = &verdict.broken {
                 value["team_error"] = json!(message);
             }
             let _ = writeln!(stdout, "{value}");
         }
     }
     let _ = stdout.flush();
-    // Task subjects (in the lost work) were written by models.
-    for message in [&timeout_message, &lost_message, &broken_message]
-        .into_iter()
-        .flatten()
-    {
-        eprintln!("roo-lead: {}", roo_term::escape(message));
-    }
-    if let Outcome::Error { message } = &result.outcome
-        && format == OutputFormat::Text
-    {
-        tracing::debug!("run failed: {message}");
-    }
-    Ok(ExitCode::from(code))
 }
 
 /// A lead's run and the turns its team gave it.

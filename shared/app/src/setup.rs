@@ -231,24 +231,7 @@ pub async fn build_in(
     let slot = TeamSlot::new();
     let (team_sender, team_events) = team_events();
     let team_tasks = CancellationToken::new();
-    settings
-        .hooks
-        .push(Arc::new(SlotDelivery::new(slot.clone())));
-    settings
-        .hooks
-        .push(Arc::new(TeamStateReminder::new(slot.clone())));
-    // Teammates' new commits reach the lead's `roo/<team>/<name>` before each turn.
-    let lead_cwd = match &settings.cwd {
-        Some(cwd) => Some(cwd.clone()),
-        None => std::env::current_dir().ok(),
-    };
-    if let Some(cwd) = lead_cwd {
-        settings.hooks.push(Arc::new(
-            roo_team::worktree::BranchSync::new(slot.clone(), cwd, Git::new())
-                .with_hosts(remote_repos.clone()),
-        ));
-    }
-    settings.env_source = Some(slot.env_source());
+    add_team_hooks(&mut settings, &slot, &remote_repos);
     // The team tools (kept by a coordinator, which loses only the code tools). The git
     // of TeamDelete's cleanup and of the spawner's worktrees runs in the sandbox of the
     // lead's tool call.
@@ -258,44 +241,15 @@ pub async fn build_in(
         Some(team_sender.clone()),
         team_tasks.clone(),
     );
-    if teammate_mode == BackendType::Tmux {
-        // Pane teammates: `roo-worker`s in tmux panes (the lead's window, or a detached
-        // session `roo-<team>`).
-        let worker = roo_team::backend::TmuxExecutor::sibling_worker()
-            .map_err(|e| AppError::Usage(e.to_string()))?;
-        let tmux = teammate_detection
-            .as_ref()
-            .and_then(|d| d.binary.clone())
-            .unwrap_or_else(|| std::path::PathBuf::from("tmux"));
-        let panes = roo_team::backend::TmuxExecutor::from_env(tmux, worker, &settings.roo_home);
-        panes.watch_panes(team_tasks.clone());
-        spawner.set_executor(roo_team::backend::Location::Worker, Arc::new(panes));
-    }
-    if teammate_mode == BackendType::Iterm2
-        && let Some(it2) = teammate_detection.as_ref().and_then(|d| d.binary.clone())
-    {
-        // Pane teammates: `roo-worker`s in iTerm2 panes split from the lead's session,
-        // through `it2`. Without a detection (inside iTerm2 with neither it2 nor tmux)
-        // there is no executor, and a spawn says so.
-        let worker = roo_team::backend::pane::sibling_worker()
-            .map_err(|e| AppError::Usage(e.to_string()))?;
-        let panes = roo_team::backend::ITerm2Executor::from_env(it2, worker, &settings.roo_home)
-            .map_err(|e| AppError::Usage(format!("teammates: failed to {e}")))?;
-        panes.watch_sessions(team_tasks.clone());
-        spawner.set_executor(roo_team::backend::Location::Worker, Arc::new(panes));
-    }
-    if !hosts.is_empty() {
-        // Teammates on other hosts: `roo-worker`s in tmux sessions there, over ssh.
-        let mut executors = std::collections::BTreeMap::new();
-        for (name, host) in &hosts {
-            let executor = roo_team::backend::SshExecutor::new(host.clone())
-                .map_err(|e| AppError::Config(format!("hosts: host {name}: {e}")))?;
-            executor.watch(team_tasks.clone());
-            executors.insert(name.clone(), Arc::new(executor));
-        }
-        spawner.set_hosts(executors);
-    }
-    let team_tools = TeamTools::new(slot.clone()).with_on_sent(spawner.on_sent());
+    let detected_binary = teammate_detection.as_ref().and_then(|d| d.binary.clone());
+    set_pane_executor(
+        &spawner,
+        teammate_mode,
+        detected_binary,
+        &settings,
+        &team_tasks,
+    )?;
+    set_host_executors(&spawner, &hosts, &team_tasks)?;
     let lead = LeadTools {
         events: Some(team_sender.clone()),
         runtime: team_tasks.clone(),
@@ -303,47 +257,12 @@ pub async fn build_in(
         hosts: Some(remote_repos.clone()),
         ..LeadTools::new(home.clone(), lead_name.clone())
     };
-    // A team's tools wait for the team: TeamCreate alone is sent until one is bound.
-    let (deferred, now): (Vec<_>, Vec<_>) = lead_tools(&team_tools, lead)
-        .into_iter()
-        .partition(|tool| roo_team::waits_for_team(tool.as_ref()));
-    let team_tool_names: Vec<String> = deferred.iter().map(|t| t.name().to_string()).collect();
-    settings.tools.extra.extend(now);
-    settings.tools.deferred.extend(deferred);
-    // `Agent` and `TaskStop`: teammates through the spawner, sub-agents otherwise.
-    settings.tools.spawn_tools = Some(spawner.spawn_tools());
-    let mut template = AgentSettings::new(settings.identity.clone(), settings.roo_home.clone());
-    template.store_setting = settings.store_setting.clone();
-    template.llm = settings.llm.clone();
-    template.no_sandbox = settings.no_sandbox;
-    template.max_turns = settings.max_turns;
+    let team_tool_names = add_team_tools(&mut settings, &slot, &spawner, lead);
+    let template = teammate_template(&settings);
     let approver = settings.approver.clone();
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
     roo_team::reveal_on_bind(&slot, built.agent.tools(), team_tool_names);
-    // What teammates inherit: the lead's provider, its trust, mode and sandbox choice.
-    template.provider = Some(built.agent.provider().clone());
-    // In-process teammates use this process's MCP connections.
-    template.mcp = match &built.mcp {
-        Some(servers) => roo_team::McpPlan::Shared(servers.clone()),
-        None => roo_team::McpPlan::Off,
-    };
-    template.trust = if built.trusted {
-        Trust::Granted
-    } else {
-        Trust::AsListed
-    };
-    let lead_mode = built
-        .agent
-        .policy()
-        .read()
-        .map(|p| p.mode())
-        .unwrap_or(PermissionMode::Default);
-    spawner.set_base(TeammateBase {
-        settings: template,
-        lead_mode,
-        git: Git::new(),
-        project_trusted: built.trusted,
-    });
+    spawner.set_base(teammate_base(template, &built));
     let decider: Arc<dyn RequestDecider> = if interactive {
         Arc::new(ApproverDecider { approver })
     } else {
@@ -356,54 +275,14 @@ pub async fn build_in(
     let team_status =
         roo_team::spawn_monitor(slot.clone(), team_sender.clone(), team_tasks.clone());
     roo_team::spawn_request_answerer(slot.clone(), decider, team_tasks.clone());
-    let mut rejoined = Vec::new();
-    if let Some(team) = &args.team {
-        let team = Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
-        let binding = roo_team::join_as_lead(
-            &slot,
-            &home,
-            team,
-            lead_name,
-            team_sender.clone(),
-            args.take_over,
-        )
-        .map_err(|e| match e {
-            roo_team::lead::JoinError::Store(e) => crate::exit::store_error(e),
-            e @ roo_team::lead::JoinError::InsideCommand { .. } => AppError::Refused(e.to_string()),
-            other => AppError::Usage(other.to_string()),
-        })?;
-        let cancel = team_tasks.clone();
-        tokio::spawn(async move {
-            if let Err(e) = binding.router.run(cancel).await {
-                tracing::warn!(error = %e, "the lead's inbox router stopped");
-            }
-        });
-    } else if (args.continue_latest || args.resume.is_some())
-        && let Some(team) = roo_team::lead::team_led_in(built.agent.messages())
-    {
-        // A resumed session that led a team leads it again (and adopts its teammates).
-        match roo_team::join_as_lead(
-            &slot,
-            &home,
-            team.clone(),
-            lead_name,
-            team_sender.clone(),
-            false,
-        ) {
-            Ok(binding) => {
-                rejoined.push(format!("leading team {team} again, as this session did"));
-                let cancel = team_tasks.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = binding.router.run(cancel).await {
-                        tracing::warn!(error = %e, "the lead's inbox router stopped");
-                    }
-                });
-            }
-            Err(e) => rejoined.push(format!(
-                "this session led team {team}, which it does not lead now: {e}"
-            )),
-        }
-    }
+    let lead_of = LeadOf {
+        slot: &slot,
+        home: &home,
+        name: lead_name,
+        events: &team_sender,
+        runtime: &team_tasks,
+    };
+    let rejoined = lead_team_at_start(args, lead_of, &built.agent)?;
     Ok(Built {
         team_sender,
         team_events,
@@ -425,6 +304,215 @@ pub async fn build_in(
         approvals,
         team_turns: built.team_turns,
     })
+}
+
+/// The turn hooks that follow the team bound to `slot`: teammates' messages into the
+/// next turn, the team state back after a compaction, teammates' new commits onto the
+/// lead's `roo/<team>/<name>` branches; and the team's environment for commands.
+fn add_team_hooks(
+    settings: &mut AgentSettings,
+    slot: &TeamSlot,
+    remote_repos: &roo_team::worktree::RemoteRepos,
+) {
+    settings
+        .hooks
+        .push(Arc::new(SlotDelivery::new(slot.clone())));
+    settings
+        .hooks
+        .push(Arc::new(TeamStateReminder::new(slot.clone())));
+    // Teammates' new commits reach the lead's `roo/<team>/<name>` before each turn.
+    let lead_cwd = match &settings.cwd {
+        Some(cwd) => Some(cwd.clone()),
+        None => std::env::current_dir().ok(),
+    };
+    if let Some(cwd) = lead_cwd {
+        settings.hooks.push(Arc::new(
+            roo_team::worktree::BranchSync::new(slot.clone(), cwd, Git::new())
+                .with_hosts(remote_repos.clone()),
+        ));
+    }
+    settings.env_source = Some(slot.env_source());
+}
+
+/// The lead's team tools and the spawner behind `Agent` and `TaskStop` (teammates
+/// through the spawner, sub-agents otherwise). A team's tools wait for the team:
+/// TeamCreate alone is sent until one is bound. Returns the names of those that wait.
+fn add_team_tools(
+    settings: &mut AgentSettings,
+    slot: &TeamSlot,
+    spawner: &Spawner,
+    lead: LeadTools,
+) -> Vec<String> {
+    let team_tools = TeamTools::new(slot.clone()).with_on_sent(spawner.on_sent());
+    let (deferred, now): (Vec<_>, Vec<_>) = lead_tools(&team_tools, lead)
+        .into_iter()
+        .partition(|tool| roo_team::waits_for_team(tool.as_ref()));
+    let team_tool_names: Vec<String> = deferred.iter().map(|t| t.name().to_string()).collect();
+    settings.tools.extra.extend(now);
+    settings.tools.deferred.extend(deferred);
+    settings.tools.spawn_tools = Some(spawner.spawn_tools());
+    team_tool_names
+}
+
+/// The executor of pane teammates (`roo-worker`s in tmux or iTerm2 panes) for
+/// `teammate_mode`; `binary` is the detected tmux or `it2`.
+fn set_pane_executor(
+    spawner: &Spawner,
+    teammate_mode: BackendType,
+    binary: Option<PathBuf>,
+    settings: &AgentSettings,
+    team_tasks: &CancellationToken,
+) -> Result<(), AppError> {
+    if teammate_mode == BackendType::Tmux {
+        // Pane teammates: `roo-worker`s in tmux panes (the lead's window, or a detached
+        // session `roo-<team>`).
+        let worker = roo_team::backend::TmuxExecutor::sibling_worker()
+            .map_err(|e| AppError::Usage(e.to_string()))?;
+        let tmux = binary.unwrap_or_else(|| std::path::PathBuf::from("tmux"));
+        let panes = roo_team::backend::TmuxExecutor::from_env(tmux, worker, &settings.roo_home);
+        panes.watch_panes(team_tasks.clone());
+        spawner.set_executor(roo_team::backend::Location::Worker, Arc::new(panes));
+    } else if teammate_mode == BackendType::Iterm2
+        && let Some(it2) = binary
+    {
+        // Pane teammates: `roo-worker`s in iTerm2 panes split from the lead's session,
+        // through `it2`. Without a detection (inside iTerm2 with neither it2 nor tmux)
+        // there is no executor, and a spawn says so.
+        let worker = roo_team::backend::pane::sibling_worker()
+            .map_err(|e| AppError::Usage(e.to_string()))?;
+        let panes = roo_team::backend::ITerm2Executor::from_env(it2, worker, &settings.roo_home)
+            .map_err(|e| AppError::Usage(format!("teammates: failed to {e}")))?;
+        panes.watch_sessions(team_tasks.clone());
+        spawner.set_executor(roo_team::backend::Location::Worker, Arc::new(panes));
+    }
+    Ok(())
+}
+
+/// Teammates on other hosts: `roo-worker`s in tmux sessions there, over ssh, one
+/// executor per host of the user's config.
+fn set_host_executors(
+    spawner: &Spawner,
+    hosts: &roo_agent::config::Hosts,
+    team_tasks: &CancellationToken,
+) -> Result<(), AppError> {
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let mut executors = std::collections::BTreeMap::new();
+    for (name, host) in hosts {
+        let executor = roo_team::backend::SshExecutor::new(host.clone())
+            .map_err(|e| AppError::Config(format!("hosts: host {name}: {e}")))?;
+        executor.watch(team_tasks.clone());
+        executors.insert(name.clone(), Arc::new(executor));
+    }
+    spawner.set_hosts(executors);
+    Ok(())
+}
+
+/// The settings teammates start from, taken from the lead's before its agent is built:
+/// its identity and home, store, model settings, sandbox choice and turn limit.
+fn teammate_template(settings: &AgentSettings) -> AgentSettings {
+    let mut template = AgentSettings::new(settings.identity.clone(), settings.roo_home.clone());
+    template.store_setting = settings.store_setting.clone();
+    template.llm = settings.llm.clone();
+    template.no_sandbox = settings.no_sandbox;
+    template.max_turns = settings.max_turns;
+    template
+}
+
+/// What teammates inherit from the built lead: its provider, its MCP connections (for
+/// in-process teammates), its trust and permission mode.
+fn teammate_base(mut template: AgentSettings, built: &roo_team::BuiltAgent) -> TeammateBase {
+    template.provider = Some(built.agent.provider().clone());
+    // In-process teammates use this process's MCP connections.
+    template.mcp = match &built.mcp {
+        Some(servers) => roo_team::McpPlan::Shared(servers.clone()),
+        None => roo_team::McpPlan::Off,
+    };
+    template.trust = if built.trusted {
+        Trust::Granted
+    } else {
+        Trust::AsListed
+    };
+    let lead_mode = built
+        .agent
+        .policy()
+        .read()
+        .map(|p| p.mode())
+        .unwrap_or(PermissionMode::Default);
+    TeammateBase {
+        settings: template,
+        lead_mode,
+        git: Git::new(),
+        project_trusted: built.trusted,
+    }
+}
+
+/// Who leads a team from this process, and what its binding needs.
+struct LeadOf<'a> {
+    slot: &'a TeamSlot,
+    home: &'a RooHome,
+    name: Name,
+    events: &'a TeamEventSender,
+    /// The lifetime of the team's tasks (the inbox router among them).
+    runtime: &'a CancellationToken,
+}
+
+/// Leads a team from the start: the one `--team` names (an error if that fails), or
+/// the one a resumed session led (a notice either way). Returns the notices.
+fn lead_team_at_start(
+    args: &LeadArgs,
+    lead: LeadOf<'_>,
+    agent: &Agent,
+) -> Result<Vec<String>, AppError> {
+    let mut rejoined = Vec::new();
+    if let Some(team) = &args.team {
+        let team = Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
+        let binding = roo_team::join_as_lead(
+            lead.slot,
+            lead.home,
+            team,
+            lead.name,
+            lead.events.clone(),
+            args.take_over,
+        )
+        .map_err(|e| match e {
+            roo_team::lead::JoinError::Store(e) => crate::exit::store_error(e),
+            e @ roo_team::lead::JoinError::InsideCommand { .. } => AppError::Refused(e.to_string()),
+            other => AppError::Usage(other.to_string()),
+        })?;
+        spawn_router(binding, lead.runtime.clone());
+    } else if (args.continue_latest || args.resume.is_some())
+        && let Some(team) = roo_team::lead::team_led_in(agent.messages())
+    {
+        // A resumed session that led a team leads it again (and adopts its teammates).
+        match roo_team::join_as_lead(
+            lead.slot,
+            lead.home,
+            team.clone(),
+            lead.name,
+            lead.events.clone(),
+            false,
+        ) {
+            Ok(binding) => {
+                rejoined.push(format!("leading team {team} again, as this session did"));
+                spawn_router(binding, lead.runtime.clone());
+            }
+            Err(e) => rejoined.push(format!(
+                "this session led team {team}, which it does not lead now: {e}"
+            )),
+        }
+    }
+    Ok(rejoined)
+}
+
+/// Runs the lead's inbox router of `binding` until `cancel`.
+fn spawn_router(binding: Arc<roo_team::TeamBinding>, cancel: CancellationToken) {
+    tokio::spawn(async move {
+        if let Err(e) = binding.router.run(cancel).await {
+            tracing::warn!(error = %e, "the lead's inbox router stopped");
+        }
+    });
 }
 
 /// The provider flags as the builder takes them.

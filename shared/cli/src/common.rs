@@ -194,7 +194,7 @@ pub fn main_with<C: Parser>(
     if !roo_store::relay::bound_to_relaying_agent() {
         return ExitCode::from(crate::exit::REFUSED);
     }
-    if let Some(code) = crate::relay::forward_if_relayed(program, &args) {
+    if let Some(code) = crate::forward::if_relayed(program, &args) {
         return code;
     }
     crate::entry::run(program, command::<C>(program), args, |cli| {

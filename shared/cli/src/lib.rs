@@ -8,6 +8,7 @@
 mod common;
 pub mod entry;
 pub mod exit;
+mod forward;
 pub mod mail;
 mod output;
 pub mod relay;

@@ -3,15 +3,13 @@
 //!
 //! A command an agent runs sees none of the team's files; `roo-mail` and `roo-task`
 //! there find [`roo_store::relay::ENV_FD`] and hand their arguments and stdio to
-//! the agent ([`forward_if_relayed`]), which runs them as itself after [`check`].
-
-use std::ffi::OsString;
-use std::process::ExitCode;
+//! the agent ([`crate::forward`]), which runs them as itself after [`check`]. This
+//! module is the agent's side: it parses the forwarded arguments with each CLI's
+//! own commands and decides what the agent lets them do.
 
 use clap::Parser;
-use roo_store::relay::{self, Reply, Request};
+use roo_store::relay::Request;
 
-use crate::exit::{IO, REFUSED, USAGE};
 use crate::mail::{MailCli, MailCommand};
 use crate::task::{TaskCli, TaskCommand};
 use crate::team::TeamCommand;
@@ -25,38 +23,6 @@ pub struct Member {
     pub name: Option<String>,
     /// Whether it leads the team.
     pub lead: bool,
-}
-
-/// Sends this invocation to the agent if the process runs inside an agent's
-/// command; `None` otherwise (the CLI then works on the store itself).
-pub(crate) fn forward_if_relayed(program: &str, args: &[OsString]) -> Option<ExitCode> {
-    let fd = relay::inherited()?;
-    let mut strings = Vec::new();
-    for arg in args.iter().skip(1) {
-        match arg.to_str() {
-            Some(s) => strings.push(s.to_string()),
-            None => {
-                eprintln!("{program}: arguments must be UTF-8 inside an agent's command");
-                return Some(ExitCode::from(USAGE));
-            }
-        }
-    }
-    let request = Request {
-        program: program.to_string(),
-        args: strings,
-        cwd: std::env::current_dir().unwrap_or_default(),
-    };
-    Some(match relay::forward(&fd, &request) {
-        Ok(Reply::Exited(code)) => ExitCode::from(u8::try_from(code).unwrap_or(REFUSED)),
-        Ok(Reply::Refused(why)) => {
-            eprintln!("{program}: {why}");
-            ExitCode::from(REFUSED)
-        }
-        Err(e) => {
-            eprintln!("{program}: could not reach the agent that runs this command: {e}");
-            ExitCode::from(IO)
-        }
-    })
 }
 
 /// Whether `me` may run `request`: only as itself, only on its own team. A

@@ -277,6 +277,8 @@ fn member_name(raw: &str) -> CliResult<Name> {
     Ok(Name::parse_as("member name", raw)?)
 }
 
+/// Runs one `roo-task` command: `doctor` and `team` on their own, every other one on
+/// the team's task list.
 fn run(cli: TaskCli) -> CliResult {
     let ctx = Context::new(PROGRAM, cli.common);
     let stdout = io::stdout();
@@ -292,15 +294,6 @@ fn run(cli: TaskCli) -> CliResult {
     }
     let team = ctx.team()?;
     let tasks = team.tasks();
-    let style = ctx.style;
-    let print_one = |out: &mut io::StdoutLock<'_>, task: &roo_store::Task| -> CliResult {
-        if ctx.json() {
-            print_json(out, task)?;
-        } else {
-            write_task(out, style, task)?;
-        }
-        Ok(())
-    };
     match cli.command {
         TaskCommand::Create {
             subject,
@@ -323,55 +316,17 @@ fn run(cli: TaskCli) -> CliResult {
                 owner: owner.as_deref().map(member_name).transpose()?,
                 by: ctx.agent_opt()?,
             })?;
-            if ctx.json() {
-                print_json(out, &task)?;
-            } else {
-                writeln!(out, "{}", task.id)?;
-            }
+            print_id_or_task(&ctx, out, &task, "")?;
         }
         TaskCommand::List { status, owner } => {
-            let list = tasks.list(&TaskFilter {
+            let filter = TaskFilter {
                 status,
                 owner: owner.as_deref().map(member_name).transpose()?,
-            })?;
-            if ctx.json() {
-                print_json(out, &list)?;
-            } else if list.is_empty() {
-                writeln!(out, "no tasks")?;
-            } else {
-                for t in &list {
-                    write_task_line(out, style, t)?;
-                }
-            }
-        }
-        TaskCommand::Get { id } => print_one(out, &tasks.get(&id)?)?,
-        TaskCommand::Update(args) => {
-            let owner = match (args.owner, args.no_owner) {
-                (Some(o), _) => Some(Some(member_name(&o)?)),
-                (None, true) => Some(None),
-                (None, false) => None,
             };
-            let task = tasks.update(
-                &args.id,
-                TaskPatch {
-                    subject: args.subject,
-                    description: args.description,
-                    active_form: args.active_form,
-                    status: args.status,
-                    owner,
-                    add_blocks: args.add_blocks,
-                    add_blocked_by: args.add_blocked_by,
-                    remove_blocks: args.remove_blocks,
-                    remove_blocked_by: args.remove_blocked_by,
-                    paths: (!args.paths.is_empty()).then_some(args.paths),
-                    metadata: args.metadata.into_iter().collect(),
-                    note: args.note,
-                    by: ctx.agent_opt()?,
-                    force: args.force,
-                },
-            )?;
-            print_one(out, &task)?;
+            list(&ctx, &tasks.list(&filter)?, out)?;
         }
+        TaskCommand::Get { id } => print_task(&ctx, out, &tasks.get(&id)?)?,
+        TaskCommand::Update(args) => update(&ctx, &tasks, args, out)?,
         TaskCommand::Claim {
             id,
             next,
@@ -384,51 +339,18 @@ fn run(cli: TaskCli) -> CliResult {
                 ignore_scope,
             };
             if next {
-                match tasks.claim_next(&me, &options)? {
-                    Some(task) => print_one(out, &task)?,
-                    None => {
-                        if ctx.json() {
-                            print_json(
-                                out,
-                                &shape::ClaimRefused {
-                                    claimed: false,
-                                    id: None,
-                                    refusal: ClaimRefusal::NoneReady,
-                                },
-                            )?;
-                        }
-                        return Err(CliError::Refused("claim a task: none is ready".into()));
-                    }
-                }
+                claim_next(&ctx, &tasks, &me, &options, out)?;
             } else if let Some(id) = id {
                 claim(&ctx, &tasks, team.name(), &id, &me, &options, out)?;
             }
         }
         TaskCommand::Renew { id, lease } => {
-            let me = ctx.agent()?;
-            let task = tasks.renew(&id, &me, Duration::from_secs(lease))?;
-            print_one(out, &task)?;
+            let task = tasks.renew(&id, &ctx.agent()?, Duration::from_secs(lease))?;
+            print_task(&ctx, out, &task)?;
         }
         TaskCommand::Assign { id, to, force } => {
-            let me = ctx.agent()?;
-            let assignment = team.assign_task(&id, &to, &me, force)?;
-            if ctx.json() {
-                print_json(
-                    out,
-                    &shape::Assigned {
-                        task: &assignment.task,
-                        message: &assignment.message,
-                    },
-                )?;
-            } else {
-                write_task(out, style, &assignment.task)?;
-                writeln!(
-                    out,
-                    "sent task_assignment {} to {}",
-                    assignment.message.id,
-                    crate::output::escape(&assignment.message.to)
-                )?;
-            }
+            let assignment = team.assign_task(&id, &to, &ctx.agent()?, force)?;
+            assigned(&ctx, &assignment, out)?;
         }
         TaskCommand::AddUsage {
             id,
@@ -448,65 +370,190 @@ fn run(cli: TaskCli) -> CliResult {
                 requests,
                 cost_usd: cost,
             };
-            print_one(out, &tasks.add_usage(&id, &me, &usage)?)?;
+            print_task(&ctx, out, &tasks.add_usage(&id, &me, &usage)?)?;
         }
         TaskCommand::Reclaim => {
-            let reclaimed = tasks.reclaim_gone(ctx.agent_opt()?.as_ref())?;
-            if ctx.json() {
-                let rows: Vec<_> = reclaimed
-                    .iter()
-                    .map(|r| shape::Reclaimed {
-                        task: &r.task,
-                        previous_owner: &r.previous_owner,
-                        reason: &r.reason,
-                    })
-                    .collect();
-                print_json(out, &rows)?;
-            } else if reclaimed.is_empty() {
-                writeln!(out, "nothing to reclaim")?;
-            } else {
-                for r in &reclaimed {
-                    writeln!(
-                        out,
-                        "reclaimed {} from {}: {}",
-                        r.task.id,
-                        r.previous_owner,
-                        crate::output::escape(&r.reason)
-                    )?;
-                }
-            }
+            reclaimed(&ctx, &tasks.reclaim_gone(ctx.agent_opt()?.as_ref())?, out)?;
         }
-        TaskCommand::Ready => {
-            let report = tasks.ready_report()?;
-            if ctx.json() {
-                print_json(out, &report.ready)?;
-            } else {
-                if report.ready.is_empty() {
-                    writeln!(out, "no task is ready")?;
-                }
-                for t in &report.ready {
-                    write_task_line(out, style, t)?;
-                }
-                for (t, with) in &report.held_back {
-                    writeln!(
-                        out,
-                        "{}",
-                        style.dim(&format!(
-                            "held back: task {} overlaps the paths of in-progress task {with}",
-                            t.id
-                        ))
-                    )?;
-                }
-            }
-        }
+        TaskCommand::Ready => ready(&ctx, &tasks.ready_report()?, out)?,
         TaskCommand::Doctor { .. } | TaskCommand::Team(_) => {}
         TaskCommand::Delete { id, force } => {
             let task = tasks.delete(&id, ctx.agent_opt()?.as_ref(), force)?;
+            print_id_or_task(&ctx, out, &task, "deleted task ")?;
+        }
+    }
+    Ok(())
+}
+
+/// One task: as JSON, or in full.
+fn print_task(ctx: &Context, out: &mut impl Write, task: &roo_store::Task) -> CliResult {
+    if ctx.json() {
+        print_json(out, task)?;
+    } else {
+        write_task(out, ctx.style, task)?;
+    }
+    Ok(())
+}
+
+/// A task created or deleted: as JSON, or its id after `prefix`.
+fn print_id_or_task(
+    ctx: &Context,
+    out: &mut impl Write,
+    task: &roo_store::Task,
+    prefix: &str,
+) -> CliResult {
+    if ctx.json() {
+        print_json(out, task)?;
+    } else {
+        writeln!(out, "{prefix}{}", task.id)?;
+    }
+    Ok(())
+}
+
+/// `list`: the tasks found, one line each.
+fn list(ctx: &Context, list: &[roo_store::Task], out: &mut impl Write) -> CliResult {
+    if ctx.json() {
+        print_json(out, &list)?;
+    } else if list.is_empty() {
+        writeln!(out, "no tasks")?;
+    } else {
+        for t in list {
+            write_task_line(out, ctx.style, t)?;
+        }
+    }
+    Ok(())
+}
+
+/// `update`: the patch the arguments make, applied as the calling member.
+fn update(
+    ctx: &Context,
+    tasks: &roo_store::TaskList,
+    args: UpdateArgs,
+    out: &mut impl Write,
+) -> CliResult {
+    let owner = match (args.owner, args.no_owner) {
+        (Some(o), _) => Some(Some(member_name(&o)?)),
+        (None, true) => Some(None),
+        (None, false) => None,
+    };
+    let task = tasks.update(
+        &args.id,
+        TaskPatch {
+            subject: args.subject,
+            description: args.description,
+            active_form: args.active_form,
+            status: args.status,
+            owner,
+            add_blocks: args.add_blocks,
+            add_blocked_by: args.add_blocked_by,
+            remove_blocks: args.remove_blocks,
+            remove_blocked_by: args.remove_blocked_by,
+            paths: (!args.paths.is_empty()).then_some(args.paths),
+            metadata: args.metadata.into_iter().collect(),
+            note: args.note,
+            by: ctx.agent_opt()?,
+            force: args.force,
+        },
+    )?;
+    print_task(ctx, out, &task)
+}
+
+/// `claim --next`: the task claimed, or a refusal when none is ready.
+fn claim_next(
+    ctx: &Context,
+    tasks: &roo_store::TaskList,
+    me: &Name,
+    options: &ClaimOptions,
+    out: &mut impl Write,
+) -> CliResult {
+    match tasks.claim_next(me, options)? {
+        Some(task) => print_task(ctx, out, &task),
+        None => {
             if ctx.json() {
-                print_json(out, &task)?;
-            } else {
-                writeln!(out, "deleted task {}", task.id)?;
+                print_json(
+                    out,
+                    &shape::ClaimRefused {
+                        claimed: false,
+                        id: None,
+                        refusal: ClaimRefusal::NoneReady,
+                    },
+                )?;
             }
+            Err(CliError::Refused("claim a task: none is ready".into()))
+        }
+    }
+}
+
+/// `assign`: the task assigned and the message that told its new owner.
+fn assigned(ctx: &Context, assignment: &roo_store::Assignment, out: &mut impl Write) -> CliResult {
+    if ctx.json() {
+        print_json(
+            out,
+            &shape::Assigned {
+                task: &assignment.task,
+                message: &assignment.message,
+            },
+        )?;
+    } else {
+        write_task(out, ctx.style, &assignment.task)?;
+        writeln!(
+            out,
+            "sent task_assignment {} to {}",
+            assignment.message.id,
+            crate::output::escape(&assignment.message.to)
+        )?;
+    }
+    Ok(())
+}
+
+/// `reclaim`: the tasks taken back from members that are gone, and why.
+fn reclaimed(ctx: &Context, reclaimed: &[roo_store::Reclaimed], out: &mut impl Write) -> CliResult {
+    if ctx.json() {
+        let rows: Vec<_> = reclaimed
+            .iter()
+            .map(|r| shape::Reclaimed {
+                task: &r.task,
+                previous_owner: &r.previous_owner,
+                reason: &r.reason,
+            })
+            .collect();
+        print_json(out, &rows)?;
+    } else if reclaimed.is_empty() {
+        writeln!(out, "nothing to reclaim")?;
+    } else {
+        for r in reclaimed {
+            writeln!(
+                out,
+                "reclaimed {} from {}: {}",
+                r.task.id,
+                r.previous_owner,
+                crate::output::escape(&r.reason)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `ready`: the tasks ready to claim, and those held back by another's scope.
+fn ready(ctx: &Context, report: &roo_store::ReadyReport, out: &mut impl Write) -> CliResult {
+    if ctx.json() {
+        print_json(out, &report.ready)?;
+    } else {
+        if report.ready.is_empty() {
+            writeln!(out, "no task is ready")?;
+        }
+        for t in &report.ready {
+            write_task_line(out, ctx.style, t)?;
+        }
+        for (t, with) in &report.held_back {
+            writeln!(
+                out,
+                "{}",
+                ctx.style.dim(&format!(
+                    "held back: task {} overlaps the paths of in-progress task {with}",
+                    t.id
+                ))
+            )?;
         }
     }
     Ok(())

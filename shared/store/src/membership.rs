@@ -144,112 +144,108 @@ impl Team {
             if old.name != member.name {
                 return Err(exists());
             }
-            let action = || format!("join team {team:?} as {}", member.name);
-            if old.agent_id == lead_agent_id {
-                return Err(Error::NotPermitted {
-                    action: action(),
-                    reason: "that is the team's lead; a worker joins under its own name".into(),
-                });
-            }
-            // An entry a presence vouches for (PostgreSQL) is held while its lock is.
-            let presence = pg && old.epoch.is_some();
-            let evidence = match presence && old.dead_at.is_none() {
-                true => self.evidence_now(&old)?,
-                false => Some(false),
-            };
-            // Right after a server restart a missing lock proves nothing (its holder may
-            // be reconnecting): the name stays held until the lock says more.
-            if evidence.is_none() {
-                return Err(Error::NotPermitted {
-                    action: action(),
-                    reason: format!(
-                        "member {name}'s presence (epoch {epoch}) cannot be judged yet: the \
-                         store's server restarted less than {grace} s ago and its holder may \
-                         be taking it again; try again in a few seconds",
-                        name = old.name,
-                        epoch = old.epoch.unwrap_or_default(),
-                        grace = crate::pg::RESTART_GRACE.as_secs()
-                    ),
-                });
-            }
-            if evidence == Some(true) {
-                return Err(Error::NotPermitted {
-                    action: action(),
-                    reason: format!(
-                        "a live process already is member {name} (its presence, epoch {epoch}, is \
-                         held); stop it first, or join under another name (or, if that process \
-                         is no longer {name}, run `roo-mail team mark-dead --team {team} {name} \
-                         --reason ...` first)",
-                        name = old.name,
-                        epoch = old.epoch.unwrap_or_default()
-                    ),
-                });
-            }
-            // The same process joining again: the same pid on the same host.
-            let same_process = old.pid == member.pid && old.host == member.host;
-            if let Some(pid) = old.pid
-                && !presence
-                && old.dead_at.is_none()
-                && !same_process
-                && old.local_pid().is_none()
-            {
-                // Its pid is a process of another host: nothing here can tell whether it
-                // lives, so the name stays held until it is marked dead.
-                return Err(Error::NotPermitted {
-                    action: action(),
-                    reason: format!(
-                        "member {name} runs on host {host} (pid {pid} there), which this host \
-                         cannot check; stop it there, or run `roo-mail team mark-dead --team \
-                         {team} {name} --reason ...` first",
-                        name = old.name,
-                        host = old.host.as_deref().unwrap_or("of the lead"),
-                    ),
-                });
-            }
-            if let Some(pid) = old.local_pid()
-                && !presence
-                && old.dead_at.is_none()
-                && !same_process
-                && pid_alive(pid)
-            {
-                return Err(Error::NotPermitted {
-                    action: action(),
-                    reason: format!(
-                        "a live process (pid {pid}) already is member {name}; stop it first, or \
-                         join under another name (if pid {pid} is no longer that member, its pid \
-                         was reused: run `roo-mail team mark-dead --team {team} {name} --reason \
-                         ...` first)",
-                        name = old.name
-                    ),
-                });
-            }
-            let joined = Member {
-                name: old.name.clone(),
-                agent_id: old.agent_id.clone(),
-                agent_type: member.agent_type.clone().or(old.agent_type.clone()),
-                model: member.model.clone().or(old.model.clone()),
-                worktree_path: member.worktree_path.clone(),
-                backend_type: member.backend_type,
-                pane_id: member.pane_id.clone(),
-                pid: member.pid,
-                host: member.host.clone(),
-                is_active: Some(true),
-                plan_mode_required: member.plan_mode_required || old.plan_mode_required,
-                color: member.color.clone().or(old.color.clone()),
-                joined_at: Timestamp::now(),
-                dead_at: None,
-                dead_reason: None,
-                idle_fingerprint: old.idle_fingerprint.clone(),
-                // The old holder's presence vouches no more; the joiner's records its own.
-                epoch: None,
-                extra: old.extra.clone(),
-            };
+            self.check_entry_free(&old, &member, &lead_agent_id, pg)?;
+            let joined = rejoined(&old, &member);
             config.members[index] = joined.clone();
             Ok(Outcome::Write(Joined {
                 member: joined,
                 replaced: Some(old),
             }))
         })
+    }
+
+    /// Whether `member` may take over `old`, the entry of its name: refused for the
+    /// lead's entry, and while the entry's holder may still live — its presence held
+    /// (PostgreSQL; unknown right after a server restart), or its pid alive here or on a
+    /// host this one cannot check. The same process joining again may.
+    fn check_entry_free(
+        &self,
+        old: &Member,
+        member: &Member,
+        lead_agent_id: &str,
+        pg: bool,
+    ) -> Result<()> {
+        let team = self.name();
+        let action = || format!("join team {team:?} as {}", member.name);
+        if old.agent_id == lead_agent_id {
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: "that is the team's lead; a worker joins under its own name".into(),
+            });
+        }
+        // An entry a presence vouches for (PostgreSQL) is held while its lock is.
+        let presence = pg && old.epoch.is_some();
+        let evidence = match presence && old.dead_at.is_none() {
+            true => self.evidence_now(old)?,
+            false => Some(false),
+        };
+        // Right after a server restart a missing lock proves nothing (its holder may
+        // be reconnecting): the name stays held until the lock says more.
+        if evidence.is_none() {
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: format!(
+                    "member {name}'s presence (epoch {epoch}) cannot be judged yet: the \
+                     store's server restarted less than {grace} s ago and its holder may \
+                     be taking it again; try again in a few seconds",
+                    name = old.name,
+                    epoch = old.epoch.unwrap_or_default(),
+                    grace = crate::pg::RESTART_GRACE.as_secs()
+                ),
+            });
+        }
+        if evidence == Some(true) {
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: format!(
+                    "a live process already is member {name} (its presence, epoch {epoch}, is \
+                     held); stop it first, or join under another name (or, if that process \
+                     is no longer {name}, run `roo-mail team mark-dead --team {team} {name} \
+                     --reason ...` first)",
+                    name = old.name,
+                    epoch = old.epoch.unwrap_or_default()
+                ),
+            });
+        }
+        // The same process joining again: the same pid on the same host.
+        let same_process = old.pid == member.pid && old.host == member.host;
+        if let Some(pid) = old.pid
+            && !presence
+            && old.dead_at.is_none()
+            && !same_process
+            && old.local_pid().is_none()
+        {
+            // Its pid is a process of another host: nothing here can tell whether it
+            // lives, so the name stays held until it is marked dead.
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: format!(
+                    "member {name} runs on host {host} (pid {pid} there), which this host \
+                     cannot check; stop it there, or run `roo-mail team mark-dead --team \
+                     {team} {name} --reason ...` first",
+                    name = old.name,
+                    host = old.host.as_deref().unwrap_or("of the lead"),
+                ),
+            });
+        }
+        if let Some(pid) = old.local_pid()
+            && !presence
+            && old.dead_at.is_none()
+            && !same_process
+            && pid_alive(pid)
+        {
+            return Err(Error::NotPermitted {
+                action: action(),
+                reason: format!(
+                    "a live process (pid {pid}) already is member {name}; stop it first, or \
+                     join under another name (if pid {pid} is no longer that member, its pid \
+                     was reused: run `roo-mail team mark-dead --team {team} {name} --reason \
+                     ...` first)",
+                    name = old.name
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Marks member `name_or_id` dead (`dead_at` now, `dead_reason`, `is_active: false`) in
@@ -558,4 +554,31 @@ fn truncate(text: &str, max: usize) -> String {
 /// `text` cut to at most `max` characters.
 fn truncate_chars(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
+}
+
+/// The entry of `member` joining under the name of `old`: who it is now (its process,
+/// pane, host, worktree), what it keeps of the old entry (id, colour, model and type if
+/// it names none, idle fingerprint), alive as of now.
+fn rejoined(old: &Member, member: &Member) -> Member {
+    Member {
+        name: old.name.clone(),
+        agent_id: old.agent_id.clone(),
+        agent_type: member.agent_type.clone().or(old.agent_type.clone()),
+        model: member.model.clone().or(old.model.clone()),
+        worktree_path: member.worktree_path.clone(),
+        backend_type: member.backend_type,
+        pane_id: member.pane_id.clone(),
+        pid: member.pid,
+        host: member.host.clone(),
+        is_active: Some(true),
+        plan_mode_required: member.plan_mode_required || old.plan_mode_required,
+        color: member.color.clone().or(old.color.clone()),
+        joined_at: Timestamp::now(),
+        dead_at: None,
+        dead_reason: None,
+        idle_fingerprint: old.idle_fingerprint.clone(),
+        // The old holder's presence vouches no more; the joiner's records its own.
+        epoch: None,
+        extra: old.extra.clone(),
+    }
 }

@@ -11,7 +11,8 @@
 //! team's channel, which PostgreSQL delivers only if the transaction commits. Requests are
 //! pipelined: a change takes two round trips (lock and read; write, notify and commit),
 //! a read one. `pg_change` runs a change's transaction and learns the outcome of one whose
-//! link was lost at its `COMMIT`.
+//! link was lost at its `COMMIT`; `pg/connection.rs` opens a connection (its thread, the
+//! schema, the prepared statements); `pg/presence.rs` keeps the presence connection.
 //!
 //! The client is `tokio-postgres` (the `postgres` crate wraps the same client in a runtime
 //! of its own per connection and cannot pipeline): its connection task runs on a thread of
@@ -23,13 +24,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use tokio_postgres::{AsyncMessage, Client, Config, Statement};
+use tokio_postgres::Config;
 
 use crate::doc::FormatVersion;
 use crate::error::{Error, Result};
 use crate::pg_tls::PgTls;
 
+mod connection;
 mod presence;
+
+use connection::{Conn, open_connection};
 
 pub(crate) use presence::PresenceConn;
 pub use presence::{
@@ -51,37 +55,6 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// How long an operation keeps trying to connect again after the link was lost (a
 /// server restart takes a few seconds).
 const RECONNECT_FOR: Duration = Duration::from_secs(10);
-
-/// Serializes schema creation across processes (`pg_advisory_xact_lock`): concurrent
-/// `CREATE TABLE IF NOT EXISTS` can still collide in the catalog.
-const SCHEMA_LOCK: i64 = 0x726f_6f5f_7363_6831; // "roo_sch1"
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS roo_meta (
-    key text PRIMARY KEY,
-    value text NOT NULL
-);
-CREATE TABLE IF NOT EXISTS roo_doc (
-    key text PRIMARY KEY,
-    doc json,
-    rev bigint NOT NULL DEFAULT 0,
-    updated_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE TABLE IF NOT EXISTS roo_archive (
-    id bigserial PRIMARY KEY,
-    key text NOT NULL,
-    line text NOT NULL
-);
-CREATE INDEX IF NOT EXISTS roo_archive_key ON roo_archive (key, id);
-CREATE TABLE IF NOT EXISTS roo_quarantine (
-    id bigserial PRIMARY KEY,
-    key text NOT NULL,
-    moved_at timestamptz NOT NULL DEFAULT now(),
-    detail text NOT NULL,
-    doc text NOT NULL,
-    acknowledged boolean NOT NULL DEFAULT false
-);
-";
 
 thread_local! {
     /// The stores whose connection this thread holds, once per [`PgStore::serialize`].
@@ -436,45 +409,6 @@ struct Inner {
     transaction: Mutex<()>,
     /// The server, for messages: host or socket directory, port, database.
     target: String,
-}
-
-/// One connection: its client (its connection task runs on a thread of its own) and its
-/// prepared statements.
-struct Conn {
-    client: Client,
-    statements: Statements,
-    /// Set when a request on it failed because the link was lost: the next operation
-    /// connects again, even before the client has noticed the close.
-    lost: std::sync::atomic::AtomicBool,
-}
-
-struct Statements {
-    read: Statement,
-    read_in_team: Statement,
-    placeholder: Statement,
-    lock: Statement,
-    clock: Statement,
-    write: Statement,
-    notify: Statement,
-    quarantine: Statement,
-    archive: Statement,
-    delete: Statement,
-    share_config: Statement,
-    xact: Statement,
-    end_session: Statement,
-    xact_status: Statement,
-    quarantined_texts: Statement,
-    archive_lines: Statement,
-    list: Statement,
-    exists: Statement,
-    quarantined: Statement,
-    quarantined_under: Statement,
-    new_epoch: Statement,
-    held_keys: Statement,
-    delete_docs_under: Statement,
-    delete_archive_under: Statement,
-    delete_quarantine_under: Statement,
-    held_all: Statement,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -955,227 +889,6 @@ impl PgStore {
     }
 }
 
-/// Connects (a thread of its own drives the connection and hands its notifications to
-/// `watchers`), creates or checks the schema, prepares the statements.
-fn open_connection(
-    config: &Config,
-    tls: &PgTls,
-    target: &str,
-    watchers: Arc<Watchers>,
-) -> Result<Conn> {
-    let engine = |action: &str, e: &dyn std::fmt::Display| Error::Engine {
-        action: action.to_owned(),
-        target: target.to_owned(),
-        detail: e.to_string(),
-    };
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let dispatch = watchers;
-    let config = config.clone();
-    let tls = tls.clone();
-    std::thread::Builder::new()
-        .name("roo-store-pg".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e.to_string()));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                match config.connect(tls).await {
-                    Ok((client, mut connection)) => {
-                        let _ = ready_tx.send(Ok(client));
-                        // Runs until the client is dropped or the link fails, handing
-                        // each notification to the watchers of its key.
-                        futures_util::future::poll_fn(|cx| {
-                            loop {
-                                match connection.poll_message(cx) {
-                                    Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
-                                        dispatch.notify(n.payload());
-                                    }
-                                    Poll::Ready(Some(Ok(_))) => {}
-                                    Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
-                                    Poll::Pending => return Poll::Pending,
-                                }
-                            }
-                        })
-                        .await;
-                        dispatch.closed();
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(engine_detail(&e)));
-                    }
-                }
-            });
-        })
-        .map_err(|e| engine("start the connection thread", &e))?;
-    let client = match ready_rx.recv() {
-        Ok(Ok(client)) => client,
-        Ok(Err(detail)) => return Err(engine("connect", &detail)),
-        Err(_) => return Err(engine("connect", &"the connection thread stopped")),
-    };
-    // Like a file lock's queue deadline (§3): a change never waits more than 10 s for a
-    // row another participant holds, and a participant stopped inside a transaction
-    // (SIGSTOP, a cut link the server has not noticed yet) loses it after a minute.
-    block_on(client.batch_execute(&format!(
-        "SET lock_timeout = '{}ms'; SET idle_in_transaction_session_timeout = '60s'",
-        LOCK_WAIT.as_millis()
-    )))
-    .map_err(|e| engine("set the session's timeouts", &engine_detail(&e)))?;
-    migrate(&client).map_err(|e| match e {
-        Migration::Newer(found) => Error::Engine {
-            action: "open the store".into(),
-            target: target.to_owned(),
-            detail: format!(
-                "its schema is version {found}, newer than this build's {SCHEMA_VERSION}; \
-                 upgrade RooCode"
-            ),
-        },
-        Migration::Failed(e) => engine("create the schema", &engine_detail(&e)),
-    })?;
-    // Every statement prepared at once, pipelined: one round trip for them all. Each is
-    // named by the comment above it, in the order of the destructuring below.
-    let sql = [
-        // read
-        "SELECT doc::text FROM roo_doc WHERE key = $1",
-        // read_in_team
-        "SELECT (SELECT doc::text FROM roo_doc WHERE key = $1), \
-         EXISTS (SELECT 1 FROM roo_doc WHERE key = $2 AND doc IS NOT NULL)",
-        // placeholder
-        "INSERT INTO roo_doc (key, doc) VALUES ($1, NULL) ON CONFLICT (key) DO NOTHING",
-        // lock
-        "SELECT doc::text FROM roo_doc WHERE key = $1 FOR UPDATE",
-        // clock: milliseconds since the Unix epoch, by the server's clock, now
-        "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8",
-        // write
-        "UPDATE roo_doc SET doc = $2::text::json, rev = rev + 1, updated_at = now() \
-         WHERE key = $1",
-        // notify
-        "SELECT pg_notify($1, $2)",
-        // quarantine
-        "INSERT INTO roo_quarantine (key, detail, doc) VALUES ($1, $2, $3)",
-        // archive
-        "INSERT INTO roo_archive (key, line) VALUES ($1, $2)",
-        // delete
-        "DELETE FROM roo_doc WHERE key = $1",
-        // share_config
-        "SELECT doc::text FROM roo_doc WHERE key = $1 AND doc IS NOT NULL FOR SHARE",
-        // xact
-        "SELECT pg_current_xact_id()::text, pg_backend_pid()",
-        // end_session
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE pid = $1 AND backend_xid::text = $2",
-        // xact_status
-        "SELECT pg_xact_status($1::text::xid8)",
-        // quarantined_texts
-        "SELECT doc FROM roo_quarantine WHERE key = $1 ORDER BY id",
-        // archive_lines
-        "SELECT line FROM roo_archive WHERE key = $1 ORDER BY id",
-        // list
-        "SELECT key FROM roo_doc WHERE key LIKE $1 AND doc IS NOT NULL ORDER BY key",
-        // exists
-        "SELECT 1 FROM roo_doc WHERE key = $1 AND doc IS NOT NULL",
-        // quarantined
-        "SELECT id, doc FROM roo_quarantine WHERE key = $1 AND (NOT acknowledged OR $2) \
-         ORDER BY id",
-        // quarantined_under
-        "SELECT id, key FROM roo_quarantine WHERE key LIKE $1 AND NOT acknowledged \
-         ORDER BY id",
-        // new_epoch
-        "SELECT txid_current()",
-        // held_keys: which of the presence lock keys $1 some session holds (granted
-        // advisory locks of this database), and whether the server started — or
-        // reinitialized after a backend crash, which ends every session and resets the
-        // statistics (`stats_reset`) but not `pg_postmaster_start_time()` — less than $2
-        // seconds ago
-        "SELECT ARRAY(SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
-           SELECT 1 FROM pg_locks l \
-           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-             AND l.classid = ((k >> 32) & 4294967295)::oid \
-             AND l.objid = (k & 4294967295)::oid)), \
-         now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
-           < $2::float8 * interval '1 second'",
-        // delete_docs_under
-        "DELETE FROM roo_doc WHERE key LIKE ANY($1)",
-        // delete_archive_under
-        "DELETE FROM roo_archive WHERE key LIKE ANY($1)",
-        // delete_quarantine_under
-        "DELETE FROM roo_quarantine WHERE key LIKE ANY($1)",
-        // held_all: every presence lock key held in this database (a change that judges
-        // liveness reads them in its first round trip), and whether the server started
-        // (or reinitialized after a backend crash: see held_keys) less than $1 seconds ago
-        "SELECT ARRAY(SELECT (l.classid::int8 << 32) | l.objid::int8 FROM pg_locks l \
-           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())), \
-         now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
-           < $1::float8 * interval '1 second'",
-    ];
-    let prepared = block_on(futures_util::future::join_all(
-        sql.iter().map(|sql| client.prepare(sql)),
-    ))
-    .into_iter()
-    .zip(sql)
-    .map(|(prepared, sql)| {
-        // A schema changed by hand fails here, at connect, naming the statement.
-        prepared.map_err(|e| {
-            let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-            engine(&format!("prepare {sql}"), &engine_detail(&e))
-        })
-    })
-    .collect::<Result<Vec<Statement>>>()?;
-    // In the order of `sql` above.
-    let mut prepared = prepared.into_iter();
-    let mut next = || {
-        prepared
-            .next()
-            .ok_or_else(|| engine("prepare the statements", &"a statement is missing"))
-    };
-    let statements = Statements {
-        read: next()?,
-        read_in_team: next()?,
-        placeholder: next()?,
-        lock: next()?,
-        clock: next()?,
-        write: next()?,
-        notify: next()?,
-        quarantine: next()?,
-        archive: next()?,
-        delete: next()?,
-        share_config: next()?,
-        xact: next()?,
-        end_session: next()?,
-        xact_status: next()?,
-        quarantined_texts: next()?,
-        archive_lines: next()?,
-        list: next()?,
-        exists: next()?,
-        quarantined: next()?,
-        quarantined_under: next()?,
-        new_epoch: next()?,
-        held_keys: next()?,
-        delete_docs_under: next()?,
-        delete_archive_under: next()?,
-        delete_quarantine_under: next()?,
-        held_all: next()?,
-    };
-    if prepared.next().is_some() {
-        return Err(engine(
-            "prepare the statements",
-            &"a statement is left over",
-        ));
-    }
-    Ok(Conn {
-        client,
-        statements,
-        lost: Default::default(),
-    })
-}
-
 /// The notification channel of the team a key belongs to: `roo_` and 16 hex digits of
 /// FNV-1a 64 of the team name (a channel name is an identifier of at most 63 bytes; a
 /// team name may be longer). Keys outside a team use the channel `roo`.
@@ -1241,77 +954,6 @@ pub(crate) fn shown_url(url: &str) -> std::result::Result<String, String> {
         .map(|user| format!("{user}@"))
         .unwrap_or_default();
     Ok(format!("postgresql://{user}{}", describe(&config)))
-}
-
-enum Migration {
-    Newer(String),
-    Failed(tokio_postgres::Error),
-}
-
-/// Creates the schema if missing, records its version, refuses a newer major. A store
-/// whose schema is there already is only read: a role with row privileges alone (no
-/// CREATE on the schema, not the tables' owner) can use it.
-fn migrate(client: &Client) -> std::result::Result<(), Migration> {
-    async fn found(client: &Client) -> std::result::Result<Option<String>, tokio_postgres::Error> {
-        let present = client
-            .query_one(
-                "SELECT to_regclass('roo_meta') IS NOT NULL AND to_regclass('roo_doc') IS NOT NULL \
-                 AND to_regclass('roo_archive') IS NOT NULL \
-                 AND to_regclass('roo_quarantine') IS NOT NULL",
-                &[],
-            )
-            .await?
-            .get::<_, bool>(0);
-        if !present {
-            return Ok(None);
-        }
-        Ok(client
-            .query(
-                "SELECT value FROM roo_meta WHERE key = 'schema_version'",
-                &[],
-            )
-            .await?
-            .first()
-            .map(|row| row.get::<_, String>(0)))
-    }
-    let existing = block_on(found(client)).map_err(Migration::Failed)?;
-    let version = match existing {
-        Some(version) => version,
-        None => {
-            let create = async {
-                client.batch_execute("BEGIN").await?;
-                client
-                    .execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                    .await?;
-                client.batch_execute(SCHEMA).await?;
-                client
-                    .execute(
-                        "INSERT INTO roo_meta (key, value) VALUES ('schema_version', $1) \
-                         ON CONFLICT (key) DO NOTHING",
-                        &[&SCHEMA_VERSION.to_string()],
-                    )
-                    .await?;
-                client.batch_execute("COMMIT").await?;
-                Ok::<_, tokio_postgres::Error>(())
-            };
-            if let Err(e) = block_on(create) {
-                let _ = block_on(client.batch_execute("ROLLBACK"));
-                return Err(Migration::Failed(e));
-            }
-            block_on(found(client))
-                .map_err(Migration::Failed)?
-                .unwrap_or_else(|| SCHEMA_VERSION.to_string())
-        }
-    };
-    let major = version
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u32>().ok())
-        .unwrap_or(u32::MAX);
-    if major > SCHEMA_VERSION.major {
-        return Err(Migration::Newer(version));
-    }
-    Ok(())
 }
 
 /// Waits for `future` on this thread. The client's futures only talk over channels to

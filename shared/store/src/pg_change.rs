@@ -23,14 +23,15 @@
 //! never a guess. So whatever a change reports is what the document holds, and a change
 //! that committed is never made twice.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
 use super::{
-    Conn, LOCK_WAIT, Open, PgChange, PgStore, PgWrites, block_on, channel_of, engine_detail,
-    is_lock_timeout, team_config_key,
+    Conn, Fence, Hold, LOCK_WAIT, Open, PgChange, PgStore, PgWrites, block_on, channel_of,
+    engine_detail, is_lock_timeout, team_config_key,
 };
 use crate::error::{Error, Result};
 
@@ -70,6 +71,236 @@ struct Unsettled<R> {
     value: R,
     /// How the link was lost.
     detail: String,
+}
+
+impl<R> Unsettled<R> {
+    fn session(&self) -> LostSession {
+        LostSession {
+            pid: self.pid,
+            short_xid: short_xid(&self.xact),
+            xact: self.xact.clone(),
+        }
+    }
+}
+
+/// The session and transaction of a lost attempt, as round trip 1 asks about them.
+struct LostSession {
+    pid: i32,
+    /// Its transaction as `pg_stat_activity.backend_xid` shows it.
+    short_xid: String,
+    /// Its transaction (`xid8` as text).
+    xact: String,
+}
+
+/// What a change carries from one attempt to the next.
+struct Attempts<R> {
+    /// The attempt whose link was lost after its `COMMIT` was sent.
+    unsettled: Option<Unsettled<R>>,
+    /// Links lost so far.
+    lost_links: usize,
+    /// Times the row vanished between the placeholder and the lock.
+    vanished: usize,
+}
+
+impl<R> Attempts<R> {
+    /// Whether a change at `depth` that lost its link connects again (counted): only
+    /// the outermost one, and only [`ATTEMPTS`] times.
+    fn may_connect_again(&mut self, depth: usize) -> bool {
+        if depth == 0 && self.lost_links < ATTEMPTS {
+            self.lost_links += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// How one attempt at a change ended.
+enum Attempt<R> {
+    /// With this result.
+    Done(Result<R>),
+    /// It must start over on the (new) connection.
+    Again,
+}
+
+/// Which team config a change of one document holds, and which fences it checks.
+struct Scope {
+    /// The team's config an inbox or a task list belongs to: it must exist, held shared
+    /// until the commit, so a team delete cannot slip between (a late send would leave
+    /// an inbox for a new team of that name). Inside a change of the config itself (a
+    /// team's creation) the outer change holds it.
+    config_key: Option<String>,
+    /// A handle writing as a member of this team (`PgStore::set_fence`): its entry is
+    /// checked in the config read with the share lock, in this same round trip.
+    fence: Option<Arc<Fence>>,
+    /// A change of that team's config itself is fenced on the config it locks.
+    own_config_fence: Option<Arc<Fence>>,
+}
+
+impl Scope {
+    fn of(store: &PgStore, key: &str, team_check: bool, depth: usize) -> Scope {
+        let config_key = team_config_key(key).filter(|_| team_check && depth == 0);
+        let fence_now = store.fence();
+        let fence = fence_now.clone().filter(|fence| {
+            config_key.as_deref() == Some(format!("teams/{}/config.json", fence.team).as_str())
+        });
+        let own_config_fence =
+            fence_now.filter(|fence| key == format!("teams/{}/config.json", fence.team));
+        Scope {
+            config_key,
+            fence,
+            own_config_fence,
+        }
+    }
+
+    /// The team's config text as the change gets it: `team` is what round trip 1 read
+    /// (`None` when no config was asked for); a missing team is refused unless the
+    /// change wants the config (and decides itself).
+    fn team_config(&self, team: Option<Option<String>>, wants: Wants) -> Result<Option<String>> {
+        match team {
+            Some(None) if !wants.config => {
+                let config = self.config_key.clone().unwrap_or_default();
+                let team = config.split('/').nth(1).unwrap_or_default().to_owned();
+                Err(Error::TeamNotFound {
+                    team,
+                    path: std::path::PathBuf::from(config),
+                })
+            }
+            Some(config) => Ok(config),
+            None => Ok(None),
+        }
+    }
+}
+
+/// What round trip 1 of a change read.
+struct FirstRead {
+    /// The team's config (`Some(None)`: asked for and missing).
+    team: Option<Option<String>>,
+    /// The document's locked row (none if it vanished).
+    rows: Vec<tokio_postgres::Row>,
+    /// The server's clock, in milliseconds since the epoch.
+    server_ms: i64,
+    /// The transaction's id and the session's server process (outermost change only).
+    xact: Option<(String, i32)>,
+    /// What became of the lost attempt's transaction, if there is one.
+    status: Option<Option<String>>,
+    quarantined: Vec<String>,
+    presence: Option<super::HeldKeys>,
+}
+
+impl FirstRead {
+    /// Round trip 1. The team's config first, the document's row after: every change
+    /// takes its locks in that order. The lost attempt's status is asked after the row
+    /// lock, which waits for that attempt's transaction to end, and so is the server's
+    /// clock (the time the change happens at).
+    fn ask(
+        conn: &Conn,
+        open: &Open<'_>,
+        depth: usize,
+        key: &str,
+        scope: &Scope,
+        wants: Wants,
+        lost: Option<LostSession>,
+    ) -> std::result::Result<FirstRead, tokio_postgres::Error> {
+        let (client, statements) = (&conn.client, &conn.statements);
+        let key_param: [&(dyn ToSql + Sync); 1] = [&key];
+        let config_param: [&(dyn ToSql + Sync); 1] = [&scope.config_key];
+        let lost_xact = lost.as_ref().map(|lost| lost.xact.clone());
+        let status_param: [&(dyn ToSql + Sync); 1] = [&lost_xact];
+        let begin = client.batch_execute(&open.begin_sql);
+        // The lost session may still be alive on the server (a cut link it has not
+        // noticed), idle in the transaction and holding the row: it is ended, which
+        // rolls back what has not committed. Only if it still runs that transaction
+        // (a process id alone may have been reused).
+        let end_lost = async {
+            match &lost {
+                Some(lost) => client
+                    .execute(&statements.end_session, &[&lost.pid, &lost.short_xid])
+                    .await
+                    .map(|_| ()),
+                None => Ok(()),
+            }
+        };
+        let team = async {
+            match &scope.config_key {
+                Some(_) => client
+                    .query(&statements.share_config, &config_param)
+                    .await
+                    .map(|rows| Some(rows.first().map(|row| row.get::<_, String>(0)))),
+                None => Ok(None),
+            }
+        };
+        let placeholder = client.execute(&statements.placeholder, &key_param);
+        let lock = client.query(&statements.lock, &key_param);
+        let clock = client.query_one(&statements.clock, &[]);
+        let xact = async {
+            match depth {
+                0 => client
+                    .query_one(&statements.xact, &[])
+                    .await
+                    .map(|row| Some((row.get::<_, String>(0), row.get::<_, i32>(1)))),
+                _ => Ok(None),
+            }
+        };
+        let status = async {
+            match &lost_xact {
+                Some(_) => client
+                    .query_one(&statements.xact_status, &status_param)
+                    .await
+                    .map(|row| Some(row.get::<_, Option<String>>(0))),
+                None => Ok(None),
+            }
+        };
+        let quarantined = async {
+            match wants.quarantine {
+                true => client
+                    .query(&statements.quarantined_texts, &key_param)
+                    .await
+                    .map(|rows| rows.iter().map(|row| row.get::<_, String>(0)).collect()),
+                false => Ok(Vec::new()),
+            }
+        };
+        let ((begun, ended, team, placed), ((locked, clock, xact, status, quarantined), presence)) =
+            block_on(futures_util::future::join(
+                futures_util::future::join4(begin, end_lost, team, placeholder),
+                futures_util::future::join(
+                    futures_util::future::join5(lock, clock, xact, status, quarantined),
+                    held_keys(conn, wants.presence),
+                ),
+            ));
+        begun?;
+        ended?;
+        let team = team?;
+        placed?;
+        Ok(FirstRead {
+            team,
+            rows: locked?,
+            server_ms: clock?.get::<_, i64>(0),
+            xact: xact?,
+            status: status?,
+            quarantined: quarantined?,
+            presence: presence?,
+        })
+    }
+}
+
+/// After the row lock: every presence lock held while this change holds it, if `want`.
+async fn held_keys(
+    conn: &Conn,
+    want: bool,
+) -> std::result::Result<Option<super::HeldKeys>, tokio_postgres::Error> {
+    if !want {
+        return Ok(None);
+    }
+    let grace = super::RESTART_GRACE.as_secs_f64();
+    let row = conn
+        .client
+        .query_one(&conn.statements.held_all, &[&grace])
+        .await?;
+    Ok(Some(super::HeldKeys {
+        held: row.get::<_, Vec<i64>>(0).into_iter().collect(),
+        server_restarted: row.get(1),
+    }))
 }
 
 /// Whether a failed request lost the link (its session is gone or going), rather than
@@ -162,314 +393,234 @@ impl PgStore {
         wants: Wants,
         mut change: impl FnMut(Option<String>, &Reads, &mut PgWrites) -> Result<PgChange<R>>,
     ) -> Result<R> {
-        let action = || format!("update {key}");
-        let mut unsettled: Option<Unsettled<R>> = None;
-        let (mut lost_links, mut vanished) = (0, 0);
+        let mut attempts = Attempts {
+            unsettled: None,
+            lost_links: 0,
+            vanished: 0,
+        };
         loop {
             let hold = match self.serialize() {
                 Ok(hold) => hold,
-                Err(e) => return Err(self.unsettled_or(key, &unsettled, e)),
+                Err(e) => return Err(self.unsettled_or(key, &attempts.unsettled, e)),
             };
-            let depth = hold.depth;
-            let client = &hold.conn.client;
-            let statements = &hold.conn.statements;
-            // An inbox or a task list belongs to a team: its config must exist, held shared
-            // until the commit, so a team delete cannot slip between (a late send would
-            // leave an inbox for a new team of that name). Inside a change of the config
-            // itself (a team's creation) the outer change holds it.
-            let config_key = team_config_key(key).filter(|_| team_check && depth == 0);
-            // A handle writing as a member of this team (`PgStore::set_fence`): its entry is
-            // checked in the config read with the share lock, in this same round trip.
-            let fence_now = self.fence();
-            let fence = fence_now.as_deref().filter(|fence| {
-                config_key.as_deref() == Some(format!("teams/{}/config.json", fence.team).as_str())
-            });
-            // A change of that team's config itself is fenced on the config it locks.
-            let own_config = fence_now
-                .as_deref()
-                .filter(|fence| key == format!("teams/{}/config.json", fence.team));
-            // Round trip 1. The team's config first, the document's row after: every
-            // change takes its locks in that order. The lost attempt's status is asked
-            // after the row lock, which waits for that attempt's transaction to end, and
-            // so is the server's clock (the time the change happens at).
-            let open = Open::begin(&hold.conn, &hold);
-            let key_param: [&(dyn ToSql + Sync); 1] = [&key];
-            let config_param: [&(dyn ToSql + Sync); 1] = [&config_key];
-            let lost_xact = unsettled.as_ref().map(|lost| lost.xact.clone());
-            let status_param: [&(dyn ToSql + Sync); 1] = [&lost_xact];
-            // The lost session may still be alive on the server (a cut link it has not
-            // noticed), idle in the transaction and holding the row: it is ended, which
-            // rolls back what has not committed. Only if it still runs that transaction
-            // (a process id alone may have been reused).
-            let lost_session = unsettled
-                .as_ref()
-                .map(|lost| (lost.pid, short_xid(&lost.xact)));
-            let begin = client.batch_execute(&open.begin_sql);
-            let end_lost = async {
-                match &lost_session {
-                    Some((pid, xid)) => client
-                        .execute(&statements.end_session, &[pid, xid])
-                        .await
-                        .map(|_| ()),
-                    None => Ok(()),
+            let scope = Scope::of(self, key, team_check, hold.depth);
+            let change = &mut change;
+            if let Attempt::Done(result) =
+                self.attempt(&hold, key, &scope, wants, change, &mut attempts)
+            {
+                return result;
+            }
+        }
+    }
+
+    /// One attempt at a change on the connection `hold` holds: round trip 1, the lost
+    /// attempt settled, the change run, round trip 2.
+    fn attempt<R>(
+        &self,
+        hold: &Hold<'_>,
+        key: &str,
+        scope: &Scope,
+        wants: Wants,
+        change: &mut impl FnMut(Option<String>, &Reads, &mut PgWrites) -> Result<PgChange<R>>,
+        attempts: &mut Attempts<R>,
+    ) -> Attempt<R> {
+        let open = Open::begin(&hold.conn, hold);
+        let first = FirstRead::ask(&hold.conn, &open, hold.depth, key, scope, wants, {
+            attempts.unsettled.as_ref().map(Unsettled::session)
+        });
+        let read = match first {
+            Ok(read) => read,
+            Err(e) if link_lost(&e, &hold.conn.client) => {
+                hold.conn.mark_lost();
+                drop(open);
+                if attempts.may_connect_again(hold.depth) {
+                    return Attempt::Again;
                 }
-            };
-            let team = async {
-                match &config_key {
-                    Some(_) => client
-                        .query(&statements.share_config, &config_param)
-                        .await
-                        .map(|rows| Some(rows.first().map(|row| row.get::<_, String>(0)))),
-                    None => Ok(None),
+                let e = self.db_error(format!("update {key}"), &e);
+                return Attempt::Done(Err(self.unsettled_or(key, &attempts.unsettled, e)));
+            }
+            Err(e) => {
+                let e = self.first_round_trip_error(key, &e);
+                return Attempt::Done(Err(self.unsettled_or(key, &attempts.unsettled, e)));
+            }
+        };
+        // What became of the attempt whose link was lost after its COMMIT was sent.
+        // (Rolled back: the change runs again from scratch, below.)
+        if let Some(lost) = attempts.unsettled.take()
+            && let Some(settled) = self.settle(key, lost, read.status.flatten().as_deref())
+        {
+            return Attempt::Done(settled);
+        }
+        let config = match scope.team_config(read.team, wants) {
+            Ok(config) => config,
+            Err(e) => return Attempt::Done(Err(e)),
+        };
+        // Written as a member: refused unless its entry, read under the share lock,
+        // still vouches for this process — checked on every run, so a change run again
+        // after a lost link is fenced as its first run was. (No config: the change
+        // itself refuses the missing team.)
+        if let (Some(fence), Some(config)) = (&scope.fence, &config)
+            && let Err(e) = fence.check(config)
+        {
+            return Attempt::Done(Err(e));
+        }
+        // A row deleted between the placeholder and the lock (a concurrent team
+        // delete or quarantine committed): start again, a change must not write into
+        // nothing.
+        let text = match read.rows.first() {
+            Some(row) => row.get::<_, Option<String>>(0),
+            None if attempts.vanished < 5 => {
+                attempts.vanished += 1;
+                return Attempt::Again;
+            }
+            None => {
+                return Attempt::Done(Err(self.error(
+                    format!("update {key}"),
+                    "the row kept vanishing under the change (deleted by others)",
+                )));
+            }
+        };
+        if let (Some(fence), Some(text)) = (&scope.own_config_fence, &text)
+            && let Err(e) = fence.check(text)
+        {
+            return Attempt::Done(Err(e));
+        }
+        let reads = Reads {
+            config,
+            quarantined: read.quarantined,
+        };
+        let mut writes = PgWrites::default();
+        // A failed (or panicking) change rolls back as `open` drops. One that failed
+        // because the link went under it (a read of its own) runs again.
+        // The times it writes are the server's (`StoreClock`).
+        let clock = crate::time::StoreClock::enter(read.server_ms);
+        let prefetched = read
+            .presence
+            .map(|held| super::Prefetched::enter(self, held));
+        let outcome = change(text, &reads, &mut writes);
+        drop(prefetched);
+        drop(clock);
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let lost = hold.conn.client.is_closed() || hold.conn.is_lost();
+                drop(open);
+                if lost && attempts.may_connect_again(hold.depth) {
+                    hold.conn.mark_lost();
+                    return Attempt::Again;
                 }
-            };
-            let placeholder = client.execute(&statements.placeholder, &key_param);
-            let lock = client.query(&statements.lock, &key_param);
-            let clock = client.query_one(&statements.clock, &[]);
-            let xact = async {
-                match depth {
-                    0 => client
-                        .query_one(&statements.xact, &[])
-                        .await
-                        .map(|row| Some((row.get::<_, String>(0), row.get::<_, i32>(1)))),
-                    _ => Ok(None),
-                }
-            };
-            let status = async {
-                match &lost_xact {
-                    Some(_) => client
-                        .query_one(&statements.xact_status, &status_param)
-                        .await
-                        .map(|row| Some(row.get::<_, Option<String>>(0))),
-                    None => Ok(None),
-                }
-            };
-            let quarantined = async {
-                match wants.quarantine {
-                    true => client
-                        .query(&statements.quarantined_texts, &key_param)
-                        .await
-                        .map(|rows| rows.iter().map(|row| row.get::<_, String>(0)).collect()),
-                    false => Ok(Vec::new()),
-                }
-            };
-            let grace = super::RESTART_GRACE.as_secs_f64();
-            let grace_param: [&(dyn ToSql + Sync); 1] = [&grace];
-            // After the row lock: what is held while this change holds it.
-            let presence = async {
-                match wants.presence {
-                    true => client
-                        .query_one(&statements.held_all, &grace_param)
-                        .await
-                        .map(|row| {
-                            Some(super::HeldKeys {
-                                held: row.get::<_, Vec<i64>>(0).into_iter().collect(),
-                                server_restarted: row.get(1),
-                            })
-                        }),
-                    false => Ok(None),
-                }
-            };
-            let (
-                (begun, ended, team, placed),
-                ((locked, clock, xact, status, quarantined), presence),
-            ) = block_on(futures_util::future::join(
-                futures_util::future::join4(begin, end_lost, team, placeholder),
-                futures_util::future::join(
-                    futures_util::future::join5(lock, clock, xact, status, quarantined),
-                    presence,
-                ),
-            ));
-            let first = (|| {
-                begun?;
-                ended?;
-                let team = team?;
-                placed?;
-                let rows = locked?;
-                let server_ms = clock?.get::<_, i64>(0);
-                let xact = xact?;
-                let status = status?;
-                let quarantined = quarantined?;
-                let presence = presence?;
-                Ok::<_, tokio_postgres::Error>((
-                    team,
-                    rows,
-                    server_ms,
+                return Attempt::Done(Err(e));
+            }
+        };
+        self.commit(hold, open, key, &writes, outcome, read.xact, attempts)
+    }
+
+    /// The error of round trip 1 answered by the server: a lock not granted in time is
+    /// [`Error::LockTimeout`] on the document's row.
+    fn first_round_trip_error(&self, key: &str, e: &tokio_postgres::Error) -> Error {
+        if is_lock_timeout(e) {
+            Error::LockTimeout {
+                path: std::path::PathBuf::from(format!("postgresql row {key}")),
+                attempts: 1,
+                waited: LOCK_WAIT,
+                holder: crate::error::LockHolder {
+                    pid: None,
+                    age: None,
+                },
+            }
+        } else {
+            self.db_error(format!("update {key}"), e)
+        }
+    }
+
+    /// What the server says of `lost`'s transaction (`status`, read after the row lock):
+    /// committed — its result; aborted — `None`, the change runs again; anything else —
+    /// an error saying the outcome is unknown.
+    fn settle<R>(&self, key: &str, lost: Unsettled<R>, status: Option<&str>) -> Option<Result<R>> {
+        match status {
+            Some("committed") => Some(Ok(lost.value)),
+            Some("aborted") => None,
+            other => {
+                let e = self.error(
+                    format!("update {key}"),
+                    format!(
+                        "its transaction is {}",
+                        other.unwrap_or("unknown to the server")
+                    ),
+                );
+                Some(Err(self.unsettled_or(key, &Some(lost), e)))
+            }
+        }
+    }
+
+    /// What the change decided, written: nothing to write ends the transaction (rolled
+    /// back as `open` drops); else round trip 2 sends the writes, the notification and
+    /// the commit. A link lost under it leaves the change unsettled: the next attempt
+    /// learns what became of it.
+    #[allow(clippy::too_many_arguments)]
+    fn commit<R>(
+        &self,
+        hold: &Hold<'_>,
+        open: Open<'_>,
+        key: &str,
+        writes: &PgWrites,
+        outcome: PgChange<R>,
+        xact: Option<(String, i32)>,
+        attempts: &mut Attempts<R>,
+    ) -> Attempt<R> {
+        let (value, new_text, delete) = match outcome {
+            PgChange::Keep(value) if writes.is_empty() => {
+                drop(open);
+                return Attempt::Done(Ok(value));
+            }
+            PgChange::Keep(value) => (value, None, false),
+            PgChange::Write(value, text) => (value, Some(text), false),
+            PgChange::Delete(value) => (value, None, true),
+        };
+        // Round trip 2: the writes, the notification, the commit — every statement
+        // prepared, so all are sent at once and in this order.
+        let result = self.write_and_commit(
+            &hold.conn,
+            &open.commit_sql,
+            key,
+            writes,
+            new_text.as_deref(),
+            delete,
+        );
+        let action = || format!("update {key}");
+        match result {
+            Ok(written) if written == 1 || delete => {
+                open.finish();
+                Attempt::Done(Ok(value))
+            }
+            Ok(written) => Attempt::Done(Err(self.error(
+                action(),
+                format!("the locked row was not there to write ({written} rows)"),
+            ))),
+            Err(e) if link_lost(&e, &hold.conn.client) => {
+                hold.conn.mark_lost();
+                drop(open);
+                let detail = engine_detail(&e);
+                // A savepoint's loss is its outer change's: that one runs again.
+                let Some((xact, pid)) = xact.filter(|_| hold.depth == 0) else {
+                    return Attempt::Done(Err(self.db_error(action(), &e)));
+                };
+                attempts.unsettled = Some(Unsettled {
                     xact,
-                    status,
-                    quarantined,
-                    presence,
-                ))
-            })();
-            let (team, rows, server_ms, xact, status, quarantined, presence) = match first {
-                Ok(read) => read,
-                Err(e) if link_lost(&e, client) => {
-                    hold.conn.mark_lost();
-                    drop(open);
-                    if depth == 0 && lost_links < ATTEMPTS {
-                        lost_links += 1;
-                        continue;
-                    }
-                    return Err(self.unsettled_or(key, &unsettled, self.db_error(action(), &e)));
+                    pid,
+                    value,
+                    detail,
+                });
+                if attempts.lost_links >= ATTEMPTS {
+                    let e = self.error(action(), "the link was lost again and again");
+                    return Attempt::Done(Err(self.unsettled_or(key, &attempts.unsettled, e)));
                 }
-                Err(e) => {
-                    let error = if is_lock_timeout(&e) {
-                        Error::LockTimeout {
-                            path: std::path::PathBuf::from(format!("postgresql row {key}")),
-                            attempts: 1,
-                            waited: LOCK_WAIT,
-                            holder: crate::error::LockHolder {
-                                pid: None,
-                                age: None,
-                            },
-                        }
-                    } else {
-                        self.db_error(action(), &e)
-                    };
-                    return Err(self.unsettled_or(key, &unsettled, error));
-                }
-            };
-            // What became of the attempt whose link was lost after its COMMIT was sent.
-            if let Some(lost) = unsettled.take() {
-                match status.flatten().as_deref() {
-                    Some("committed") => {
-                        drop(open);
-                        return Ok(lost.value);
-                    }
-                    // Rolled back: the change runs again from scratch, below.
-                    Some("aborted") => {}
-                    other => {
-                        drop(open);
-                        let e = self.error(
-                            action(),
-                            format!(
-                                "its transaction is {}",
-                                other.unwrap_or("unknown to the server")
-                            ),
-                        );
-                        return Err(self.unsettled_or(key, &Some(lost), e));
-                    }
-                }
+                attempts.lost_links += 1;
+                Attempt::Again
             }
-            let config = match team {
-                Some(None) if !wants.config => {
-                    let config = config_key.unwrap_or_default();
-                    let team = config.split('/').nth(1).unwrap_or_default().to_owned();
-                    return Err(Error::TeamNotFound {
-                        team,
-                        path: std::path::PathBuf::from(config),
-                    });
-                }
-                Some(config) => config,
-                None => None,
-            };
-            // Written as a member: refused unless its entry, read under the share lock,
-            // still vouches for this process — checked on every run, so a change run again
-            // after a lost link is fenced as its first run was. (No config: the change
-            // itself refuses the missing team.)
-            if let (Some(fence), Some(config)) = (fence, &config) {
-                fence.check(config)?;
-            }
-            // A row deleted between the placeholder and the lock (a concurrent team
-            // delete or quarantine committed): start again, a change must not write into
-            // nothing.
-            let text = match rows.first() {
-                Some(row) => row.get::<_, Option<String>>(0),
-                None if vanished < 5 => {
-                    vanished += 1;
-                    drop(open);
-                    continue;
-                }
-                None => {
-                    return Err(self.error(
-                        action(),
-                        "the row kept vanishing under the change (deleted by others)",
-                    ));
-                }
-            };
-            if let (Some(fence), Some(text)) = (own_config, &text) {
-                fence.check(text)?;
-            }
-            let reads = Reads {
-                config,
-                quarantined,
-            };
-            let mut writes = PgWrites::default();
-            // A failed (or panicking) change rolls back as `open` drops. One that failed
-            // because the link went under it (a read of its own) runs again.
-            // The times it writes are the server's (`StoreClock`).
-            let clock = crate::time::StoreClock::enter(server_ms);
-            let prefetched = presence.map(|held| super::Prefetched::enter(self, held));
-            let outcome = change(text, &reads, &mut writes);
-            drop(prefetched);
-            drop(clock);
-            let outcome = match outcome {
-                Ok(outcome) => outcome,
-                Err(e) => {
-                    let lost = client.is_closed() || hold.conn.is_lost();
-                    drop(open);
-                    if lost && depth == 0 && lost_links < ATTEMPTS {
-                        hold.conn.mark_lost();
-                        lost_links += 1;
-                        continue;
-                    }
-                    return Err(e);
-                }
-            };
-            let (value, new_text, delete) = match outcome {
-                PgChange::Keep(value) if writes.is_empty() => {
-                    drop(open);
-                    return Ok(value);
-                }
-                PgChange::Keep(value) => (value, None, false),
-                PgChange::Write(value, text) => (value, Some(text), false),
-                PgChange::Delete(value) => (value, None, true),
-            };
-            // Round trip 2: the writes, the notification, the commit — every statement
-            // prepared, so all are sent at once and in this order.
-            let result = self.write_and_commit(
-                &hold.conn,
-                &open.commit_sql,
-                key,
-                &writes,
-                new_text.as_deref(),
-                delete,
-            );
-            match result {
-                Ok(written) if written == 1 || delete => {
-                    open.finish();
-                    return Ok(value);
-                }
-                Ok(written) => {
-                    return Err(self.error(
-                        action(),
-                        format!("the locked row was not there to write ({written} rows)"),
-                    ));
-                }
-                Err(e) if link_lost(&e, client) => {
-                    hold.conn.mark_lost();
-                    drop(open);
-                    let detail = engine_detail(&e);
-                    // A savepoint's loss is its outer change's: that one runs again.
-                    let Some((xact, pid)) = xact.filter(|_| depth == 0) else {
-                        return Err(self.db_error(action(), &e));
-                    };
-                    unsettled = Some(Unsettled {
-                        xact,
-                        pid,
-                        value,
-                        detail,
-                    });
-                    if lost_links >= ATTEMPTS {
-                        let e = self.error(action(), "the link was lost again and again");
-                        return Err(self.unsettled_or(key, &unsettled, e));
-                    }
-                    lost_links += 1;
-                }
-                // A failed statement aborted the transaction; the COMMIT then rolled back
-                // and `open` ends what is left.
-                Err(e) => return Err(self.error(action(), engine_detail(&e))),
-            }
+            // A failed statement aborted the transaction; the COMMIT then rolled back
+            // and `open` ends what is left.
+            Err(e) => Attempt::Done(Err(self.error(action(), engine_detail(&e)))),
         }
     }
 

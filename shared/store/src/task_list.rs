@@ -4,7 +4,8 @@
 //! to every other process: a claim checks and takes a task in the same write, ids come
 //! from a high-water mark kept in the file (never reused, even after deletes),
 //! `blocks`/`blocked_by` are kept symmetric, and a dependency that would close a cycle is
-//! refused. A failed operation writes nothing.
+//! refused. A failed operation writes nothing. Who holds a task (claims, leases,
+//! assignment, reclaiming, readiness) is in `task_list/claims.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -21,6 +22,8 @@ use crate::task::{Lease, Task, TaskId, TaskNote, TaskStatus, check_line, scopes_
 use crate::team::{MemberState, Team, TeamConfig};
 use crate::time::Timestamp;
 use crate::usage::TaskUsage;
+
+mod claims;
 
 /// Lease a claim gets unless the caller says otherwise.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(600);
@@ -351,144 +354,18 @@ impl TaskList {
     /// the team.
     pub fn update(&self, id: &TaskId, patch: TaskPatch) -> Result<Task> {
         self.update_doc(|config, list| {
-            let patch = patch.clone();
             let now = Timestamp::now();
-            let forced = {
-                let task = self.find(list, id)?;
-                let new_owner = patch
-                    .owner
-                    .as_ref()
-                    .filter(|o| **o != task.owner)
-                    .map(Option::as_ref);
-                let changes_status = patch.status.is_some_and(|s| s != task.status);
-                let mut change = Vec::new();
-                if let Some(owner) = new_owner {
-                    change.push(format!(
-                        "owner {} -> {}",
-                        owner_str(task.owner.as_ref()),
-                        owner_str(owner)
-                    ));
-                }
-                if changes_status {
-                    change.push(format!(
-                        "status {} -> {}",
-                        task.status,
-                        patch.status.unwrap_or(task.status)
-                    ));
-                }
-                let edited = patch.edited_fields();
-                let edits = edited.iter().any(|f| *f != "note");
-                change.extend(edited.into_iter().map(str::to_owned));
-                let what = change.join(", ");
-                let change = TaskChange::Update {
-                    what: &what,
-                    owner: new_owner,
-                    claim: new_owner.is_some() || changes_status,
-                    status: patch.status.filter(|_| changes_status),
-                    edits,
-                };
-                let forced =
-                    self.authorize_in(config, patch.by.as_ref(), patch.force, task, &change)?;
-                let by = patch.by.as_ref();
-                let noted = authority::note(by, Role::of(config, by), task, &change);
-                forced.into_iter().chain(noted).collect::<Vec<_>>()
-            };
-            // A dependency added to or dropped from another task changes that task too.
-            let mut forced_others = Vec::new();
-            for other in patch.add_blocks.iter().chain(&patch.remove_blocks) {
-                let task = self.find(list, other)?;
-                if let Some(note) =
-                    self.authorize_in(config, patch.by.as_ref(), patch.force, task, &DEPENDENCIES)?
-                {
-                    forced_others.push((other.clone(), note));
-                }
-            }
-            for blocker in &patch.add_blocked_by {
-                self.add_edge(list, id, blocker)?;
-            }
-            for waiter in &patch.add_blocks {
-                self.add_edge(list, waiter, id)?;
-            }
-            for blocker in &patch.remove_blocked_by {
-                remove_edge(list, id, blocker);
-            }
-            for waiter in &patch.remove_blocks {
-                remove_edge(list, waiter, id);
-            }
-            for (other, note) in forced_others {
-                let index = self.index(list, &other)?;
-                push_note(&mut list.tasks[index], now, patch.by.clone(), note);
-            }
+            let forced = self.authorize_update(config, list, id, &patch)?;
+            self.apply_dependencies(config, list, id, &patch, now)?;
             let unfinished = unfinished_blockers(list, id);
             let index = self.index(list, id)?;
             let task = &mut list.tasks[index];
-            if let Some(subject) = patch.subject {
-                if subject.trim().is_empty() {
-                    return Err(self.invalid("update", id, "the subject is empty"));
-                }
-                check_line("the subject", &subject)
-                    .map_err(|reason| self.invalid("update", id, &reason))?;
-                subject.trim().clone_into(&mut task.subject);
-            }
-            if let Some(description) = patch.description {
-                task.description = description;
-            }
-            if let Some(active_form) = patch.active_form {
-                check_line("the active form", &active_form)
-                    .map_err(|reason| self.invalid("update", id, &reason))?;
-                task.active_form = Some(active_form);
-            }
-            if let Some(paths) = patch.paths {
-                task.paths = paths;
-            }
-            for (key, value) in patch.metadata {
-                if value.is_null() {
-                    task.metadata.remove(&key);
-                } else {
-                    task.metadata.insert(key, value);
-                }
-            }
-            if let Some(owner) = patch.owner {
-                task.owner = owner;
-            }
-            if let Some(status) = patch.status {
-                if status == TaskStatus::InProgress
-                    && task.status != TaskStatus::InProgress
-                    && !unfinished.is_empty()
-                {
-                    return Err(self.invalid(
-                        "update",
-                        id,
-                        &format!("it is blocked by unfinished tasks {}", join(&unfinished)),
-                    ));
-                }
-                if status != task.status && status == TaskStatus::Completed {
-                    task.completed_at = Some(now);
-                }
-                if status != TaskStatus::Completed {
-                    task.completed_at = None;
-                }
-                task.status = status;
-            }
-            match (task.status, task.owner.clone()) {
-                (TaskStatus::InProgress, None) => {
-                    return Err(self.invalid(
-                        "update",
-                        id,
-                        "an in-progress task needs an owner (--owner NAME), or use claim",
-                    ));
-                }
-                (TaskStatus::InProgress, Some(owner)) => {
-                    if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
-                        task.lease = Some(new_lease(owner, now, DEFAULT_LEASE));
-                    }
-                }
-                _ => task.lease = None,
-            }
+            self.apply_edits(id, task, &patch)?;
+            self.apply_owner_and_status(id, task, &patch, &unfinished, now)?;
             for text in forced {
                 push_note(task, now, patch.by.clone(), text);
             }
-            if let Some(text) = patch.note {
+            if let Some(text) = patch.note.clone() {
                 push_note(task, now, patch.by.clone(), text);
             }
             if task.status == TaskStatus::InProgress
@@ -504,168 +381,175 @@ impl TaskList {
         })
     }
 
-    /// Atomically claims task `id` for `owner`: succeeds only if it is pending, unowned (or
-    /// pre-assigned to `owner`), all blockers are completed and (unless ignored) its scope
-    /// overlaps no in-progress task of another owner. Sets owner, `in_progress` and a lease
-    /// in the same write. Claiming a task one already holds renews its lease. A lease
-    /// longer than [`crate::authority::MAX_MEMBER_LEASE`] is the lead's (not permitted
-    /// for any other claimer).
-    pub fn claim(&self, id: &TaskId, owner: &Name, options: &ClaimOptions) -> Result<ClaimOutcome> {
-        check_lease("claim", id, options.lease)?;
-        self.update_doc(|config, list| {
-            self.check_claimer(config, "claim", id, owner)?;
-            let index = list.tasks.iter().position(|t| &t.id == id);
-            self.authorize_claim(config, owner, index.map(|i| &list.tasks[i]), options.lease)?;
-            let Some(index) = index else {
-                return Ok(Outcome::Keep(ClaimOutcome::NotFound));
-            };
-            let outcome = claim_at(list, index, owner, options);
-            Ok(match outcome {
-                ClaimOutcome::Claimed(_) => Outcome::Write(outcome),
-                _ => Outcome::Keep(outcome),
-            })
-        })
+    /// Whether `patch.by` may make `patch` to task `id` ([`may`]): the notes to record
+    /// on it (a forced change, what the lead changed of another's task), or the refusal.
+    fn authorize_update(
+        &self,
+        config: &TeamConfig,
+        list: &TaskListDoc,
+        id: &TaskId,
+        patch: &TaskPatch,
+    ) -> Result<Vec<String>> {
+        let task = self.find(list, id)?;
+        let new_owner = patch
+            .owner
+            .as_ref()
+            .filter(|o| **o != task.owner)
+            .map(Option::as_ref);
+        let changes_status = patch.status.is_some_and(|s| s != task.status);
+        let mut change = Vec::new();
+        if let Some(owner) = new_owner {
+            change.push(format!(
+                "owner {} -> {}",
+                owner_str(task.owner.as_ref()),
+                owner_str(owner)
+            ));
+        }
+        if changes_status {
+            change.push(format!(
+                "status {} -> {}",
+                task.status,
+                patch.status.unwrap_or(task.status)
+            ));
+        }
+        let edited = patch.edited_fields();
+        let edits = edited.iter().any(|f| *f != "note");
+        change.extend(edited.into_iter().map(str::to_owned));
+        let what = change.join(", ");
+        let change = TaskChange::Update {
+            what: &what,
+            owner: new_owner,
+            claim: new_owner.is_some() || changes_status,
+            status: patch.status.filter(|_| changes_status),
+            edits,
+        };
+        let forced = self.authorize_in(config, patch.by.as_ref(), patch.force, task, &change)?;
+        let by = patch.by.as_ref();
+        let noted = authority::note(by, Role::of(config, by), task, &change);
+        Ok(forced.into_iter().chain(noted).collect())
     }
 
-    /// [`claim`](Self::claim) only if task `id` is still pending and pre-assigned to
-    /// `owner` (a spawn that made the task for its teammate, once the teammate runs):
-    /// `Ok(None)`, writing nothing, when it is not (completed, released, reassigned or
-    /// gone). One locked write, so a teammate's own change in between stands.
-    pub fn claim_assigned(
+    /// The dependencies `patch` adds to or drops from task `id`. A dependency added to or
+    /// dropped from another task changes that task too: it is authorized on that task
+    /// (a forced change noted there).
+    fn apply_dependencies(
+        &self,
+        config: &TeamConfig,
+        list: &mut TaskListDoc,
+        id: &TaskId,
+        patch: &TaskPatch,
+        now: Timestamp,
+    ) -> Result<()> {
+        let mut forced_others = Vec::new();
+        for other in patch.add_blocks.iter().chain(&patch.remove_blocks) {
+            let task = self.find(list, other)?;
+            if let Some(note) =
+                self.authorize_in(config, patch.by.as_ref(), patch.force, task, &DEPENDENCIES)?
+            {
+                forced_others.push((other.clone(), note));
+            }
+        }
+        for blocker in &patch.add_blocked_by {
+            self.add_edge(list, id, blocker)?;
+        }
+        for waiter in &patch.add_blocks {
+            self.add_edge(list, waiter, id)?;
+        }
+        for blocker in &patch.remove_blocked_by {
+            remove_edge(list, id, blocker);
+        }
+        for waiter in &patch.remove_blocks {
+            remove_edge(list, waiter, id);
+        }
+        for (other, note) in forced_others {
+            let index = self.index(list, &other)?;
+            push_note(&mut list.tasks[index], now, patch.by.clone(), note);
+        }
+        Ok(())
+    }
+
+    /// The fields `patch` edits on task `id` (subject, description, active form, paths,
+    /// metadata — a null value removes a key), checked as a new task's are.
+    fn apply_edits(&self, id: &TaskId, task: &mut Task, patch: &TaskPatch) -> Result<()> {
+        if let Some(subject) = &patch.subject {
+            if subject.trim().is_empty() {
+                return Err(self.invalid("update", id, "the subject is empty"));
+            }
+            check_line("the subject", subject)
+                .map_err(|reason| self.invalid("update", id, &reason))?;
+            subject.trim().clone_into(&mut task.subject);
+        }
+        if let Some(description) = &patch.description {
+            task.description = description.clone();
+        }
+        if let Some(active_form) = &patch.active_form {
+            check_line("the active form", active_form)
+                .map_err(|reason| self.invalid("update", id, &reason))?;
+            task.active_form = Some(active_form.clone());
+        }
+        if let Some(paths) = &patch.paths {
+            task.paths = paths.clone();
+        }
+        for (key, value) in &patch.metadata {
+            if value.is_null() {
+                task.metadata.remove(key);
+            } else {
+                task.metadata.insert(key.clone(), value.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// The owner and status `patch` sets on task `id`: a blocked task does not start, a
+    /// completion is dated, and an in-progress task needs an owner, whose lease it gets
+    /// (kept if that owner holds one already); any other status holds no lease.
+    fn apply_owner_and_status(
         &self,
         id: &TaskId,
-        owner: &Name,
-        options: &ClaimOptions,
-    ) -> Result<Option<ClaimOutcome>> {
-        check_lease("claim", id, options.lease)?;
-        self.update_doc(|config, list| {
-            self.check_claimer(config, "claim", id, owner)?;
-            self.authorize_claim(config, owner, None, options.lease)?;
-            let Some(index) = list.tasks.iter().position(|t| {
-                &t.id == id && t.status == TaskStatus::Pending && t.owner.as_ref() == Some(owner)
-            }) else {
-                return Ok(Outcome::Keep(None));
-            };
-            let outcome = claim_at(list, index, owner, options);
-            Ok(match outcome {
-                ClaimOutcome::Claimed(_) => Outcome::Write(Some(outcome)),
-                _ => Outcome::Keep(Some(outcome)),
-            })
-        })
-    }
-
-    /// Atomically claims the first ready task (lowest id) for `owner`, if any.
-    pub fn claim_next(&self, owner: &Name, options: &ClaimOptions) -> Result<Option<Task>> {
-        check_lease("claim", &TaskId::from_number(0), options.lease)?;
-        self.update_doc(|config, list| {
-            self.check_claimer(config, "claim", &TaskId::from_number(0), owner)?;
-            self.authorize_claim(config, owner, None, options.lease)?;
-            let report = ready_report(list);
-            for task in report.ready {
-                let Some(index) = list.tasks.iter().position(|t| t.id == task.id) else {
-                    continue;
-                };
-                if let ClaimOutcome::Claimed(task) = claim_at(list, index, owner, options) {
-                    return Ok(Outcome::Write(Some(*task)));
-                }
+        task: &mut Task,
+        patch: &TaskPatch,
+        unfinished: &[TaskId],
+        now: Timestamp,
+    ) -> Result<()> {
+        if let Some(owner) = &patch.owner {
+            task.owner = owner.clone();
+        }
+        if let Some(status) = patch.status {
+            if status == TaskStatus::InProgress
+                && task.status != TaskStatus::InProgress
+                && !unfinished.is_empty()
+            {
+                return Err(self.invalid(
+                    "update",
+                    id,
+                    &format!("it is blocked by unfinished tasks {}", join(unfinished)),
+                ));
             }
-            Ok(Outcome::Keep(None))
-        })
-    }
-
-    /// Renews `owner`'s lease on task `id` for `lease` from now.
-    pub fn renew(&self, id: &TaskId, owner: &Name, lease: Duration) -> Result<Task> {
-        check_lease("renew", id, lease)?;
-        self.update_doc(|config, list| {
-            let index = self.index(list, id)?;
-            let task = &list.tasks[index];
-            may(
-                Some(owner),
-                Role::of(config, Some(owner)),
-                Some(task),
-                &TaskChange::Renew { lease },
-            )
-            .map_err(Error::from)?;
-            let task = &mut list.tasks[index];
-            if task.status != TaskStatus::InProgress || task.owner.as_ref() != Some(owner) {
-                return Err(Error::NotPermitted {
-                    action: format!("renew the lease on task {id} for {owner}"),
-                    reason: format!(
-                        "the task is {} and owned by {}; claim it first",
-                        task.status,
-                        task.owner.as_ref().map_or("nobody", Name::as_str)
-                    ),
-                });
+            if status != task.status && status == TaskStatus::Completed {
+                task.completed_at = Some(now);
             }
-            let now = Timestamp::now();
-            let lease = match task.lease.take() {
-                Some(mut l) => {
-                    l.renewed_at = now;
-                    l.expires_at = now.plus(lease);
-                    l
+            if status != TaskStatus::Completed {
+                task.completed_at = None;
+            }
+            task.status = status;
+        }
+        match (task.status, task.owner.clone()) {
+            (TaskStatus::InProgress, None) => Err(self.invalid(
+                "update",
+                id,
+                "an in-progress task needs an owner (--owner NAME), or use claim",
+            )),
+            (TaskStatus::InProgress, Some(owner)) => {
+                if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
+                    task.lease = Some(new_lease(owner, now, DEFAULT_LEASE));
                 }
-                None => new_lease(owner.clone(), now, lease),
-            };
-            task.lease = Some(lease);
-            task.updated_at = now;
-            Ok(Outcome::Write(task.clone()))
-        })
-    }
-
-    /// Returns in-progress (or pre-assigned) tasks whose owner `gone` judges gone to the
-    /// ready set: status `pending`, no owner, no lease, and a note with the reason `gone`
-    /// gives. `gone` sees each owned, unfinished task and the current time.
-    pub fn reclaim_where(
-        &self,
-        by: Option<&Name>,
-        gone: impl Fn(&Task, Timestamp) -> Option<String>,
-    ) -> Result<Vec<Reclaimed>> {
-        self.reclaim_in_team(by, |_| Ok(&gone))
-    }
-
-    /// [`TaskList::reclaim_where`] whose `gone` is made by `judge` from the team's config,
-    /// as the change reads it (once per run of the change).
-    fn reclaim_in_team<G: Fn(&Task, Timestamp) -> Option<String>>(
-        &self,
-        by: Option<&Name>,
-        judge: impl Fn(&TeamConfig) -> Result<G>,
-    ) -> Result<Vec<Reclaimed>> {
-        self.update_doc(|config, list| {
-            let gone = judge(config)?;
-            let now = Timestamp::now();
-            let mut reclaimed = Vec::new();
-            for task in list.tasks.iter_mut() {
-                if task.status == TaskStatus::Completed {
-                    continue;
-                }
-                let Some(owner) = task.owner.clone() else {
-                    continue;
-                };
-                let Some(reason) = gone(task, now) else {
-                    continue;
-                };
-                task.status = TaskStatus::Pending;
-                task.owner = None;
+                Ok(())
+            }
+            _ => {
                 task.lease = None;
-                task.updated_at = now;
-                push_note(
-                    task,
-                    now,
-                    by.cloned(),
-                    format!("reclaimed from {owner}: {reason}"),
-                );
-                reclaimed.push(Reclaimed {
-                    task: task.clone(),
-                    previous_owner: owner,
-                    reason,
-                });
+                Ok(())
             }
-            Ok(if reclaimed.is_empty() {
-                Outcome::Keep(reclaimed)
-            } else {
-                Outcome::Write(reclaimed)
-            })
-        })
+        }
     }
 
     /// Adds `usage` spent by `member` on task `id` to that member's running total, in one
@@ -691,107 +575,6 @@ impl TaskList {
             self.check_limits("add usage to", &task)?;
             Ok(Outcome::Write(task))
         })
-    }
-
-    /// Returns every unfinished task of `owner` (in progress or pre-assigned) to the ready
-    /// set with the note `"reclaimed from <owner>: <reason>"`, recorded as written by
-    /// `by`. What the lead does when a teammate dies ([`Team::declare_dead`] calls it).
-    pub fn release_owner(
-        &self,
-        owner: &Name,
-        by: Option<&Name>,
-        reason: &str,
-    ) -> Result<Vec<Reclaimed>> {
-        self.reclaim_where(by, |task, _| {
-            (task.owner.as_ref() == Some(owner)).then(|| reason.to_owned())
-        })
-    }
-
-    /// Reclaims the tasks of every owner that is gone by the team config's own account:
-    /// not a member, marked dead, or gone by the store's test (files: a recorded pid that
-    /// is not alive; PostgreSQL: a free presence lock) — or whose lease expired
-    /// ([`crate::Liveness::live_member_names`], [`owner_gone`]).
-    pub fn reclaim_gone(&self, by: Option<&Name>) -> Result<Vec<Reclaimed>> {
-        // The store's test of liveness, read under the config's share lock (PostgreSQL:
-        // every held presence lock, read in the change's first round trip).
-        let _presence = crate::pg::want_presence();
-        self.reclaim_in_team(by, |config| {
-            let live = self.team.liveness(config)?.live_member_names(config);
-            Ok(move |task: &Task, now| owner_gone(task, now, &live))
-        })
-    }
-
-    /// Sets `to` as the owner of task `id` on `by`'s behalf, in one locked write, and
-    /// records the note `"assigned to <to> by <by>"`. A pending task stays pending
-    /// (pre-assigned: only `to` can claim it); an in-progress task gets a new lease for
-    /// `to`. Giving a task away is the lead's, or `force`'s (PROTOCOL.md §6.3,
-    /// authority). A completed task is refused. Repeating the task's latest
-    /// assignment (same owner, same `by`, its note still the last) writes nothing. Sends
-    /// nothing: [`Team::assign_task`] sends the `task_assignment` after this write.
-    pub fn assign(&self, id: &TaskId, to: &Name, by: &Name, force: bool) -> Result<Task> {
-        self.update_doc(|config, list| {
-            let index = self.index(list, id)?;
-            let task = &list.tasks[index];
-            if task.status == TaskStatus::Completed {
-                return Err(self.invalid(
-                    "assign",
-                    id,
-                    "it is completed; reopen it (--status pending) before assigning it",
-                ));
-            }
-            let note = format!("assigned to {to} by {by}");
-            if task.owner.as_ref() == Some(to) && task.notes.last().is_some_and(|n| n.text == note)
-            {
-                // The same assignment again (a retry): nothing to write.
-                return Ok(Outcome::Keep(task.clone()));
-            }
-            let change = format!("owner {} -> {to}", owner_str(task.owner.as_ref()));
-            let forced = self.authorize_in(
-                config,
-                Some(by),
-                force,
-                task,
-                &TaskChange::Update {
-                    what: &change,
-                    owner: (task.owner.as_ref() != Some(to)).then_some(Some(to)),
-                    claim: task.owner.as_ref() != Some(to),
-                    status: None,
-                    edits: false,
-                },
-            )?;
-            let now = Timestamp::now();
-            let task = &mut list.tasks[index];
-            task.owner = Some(to.clone());
-            if task.status == TaskStatus::InProgress
-                && task.lease.as_ref().is_none_or(|l| &l.owner != to)
-            {
-                task.lease = Some(new_lease(to.clone(), now, DEFAULT_LEASE));
-            }
-            if let Some(text) = forced {
-                push_note(task, now, Some(by.clone()), text);
-            }
-            push_note(task, now, Some(by.clone()), note);
-            task.updated_at = now;
-            let task = task.clone();
-            self.check_limits("assign", &task)?;
-            Ok(Outcome::Write(task))
-        })
-    }
-
-    /// Reclaims tasks whose owner is not in `live_members`, or whose lease has expired.
-    pub fn reclaim(&self, by: Option<&Name>, live_members: &[Name]) -> Result<Vec<Reclaimed>> {
-        self.reclaim_where(by, |task, now| owner_gone(task, now, live_members))
-    }
-
-    /// Pending, unowned tasks whose blockers are all completed and whose scope does not
-    /// overlap an in-progress task's, in id order.
-    pub fn ready(&self) -> Result<Vec<Task>> {
-        Ok(self.ready_report()?.ready)
-    }
-
-    /// [`TaskList::ready`], plus the tasks held back only by scope.
-    pub fn ready_report(&self) -> Result<ReadyReport> {
-        Ok(ready_report(&self.load()?))
     }
 
     /// Deletes task `id` and drops it from every other task's dependencies. Its id is
@@ -1164,97 +947,6 @@ fn unfinished_blockers(list: &TaskListDoc, id: &TaskId) -> Vec<TaskId> {
         })
         .cloned()
         .collect()
-}
-
-fn claim_at(
-    list: &mut TaskListDoc,
-    index: usize,
-    owner: &Name,
-    options: &ClaimOptions,
-) -> ClaimOutcome {
-    let task = &list.tasks[index];
-    if let Some(current) = &task.owner
-        && current != owner
-    {
-        return ClaimOutcome::AlreadyOwned {
-            owner: current.clone(),
-            status: task.status,
-        };
-    }
-    let now = Timestamp::now();
-    match task.status {
-        TaskStatus::InProgress => {
-            // Ours already (checked above): renew.
-            let task = &mut list.tasks[index];
-            task.lease = Some(match task.lease.take() {
-                Some(mut l) => {
-                    l.renewed_at = now;
-                    l.expires_at = now.plus(options.lease);
-                    l
-                }
-                None => new_lease(owner.clone(), now, options.lease),
-            });
-            task.updated_at = now;
-            return ClaimOutcome::Claimed(Box::new(task.clone()));
-        }
-        TaskStatus::Completed => {
-            return ClaimOutcome::NotPending {
-                status: task.status,
-            };
-        }
-        TaskStatus::Pending => {}
-    }
-    let unfinished = unfinished_blockers(list, &task.id);
-    if !unfinished.is_empty() {
-        return ClaimOutcome::Blocked { by: unfinished };
-    }
-    if !options.ignore_scope
-        && let Some(other) = list.tasks.iter().find(|o| {
-            o.status == TaskStatus::InProgress
-                && o.owner.as_ref() != Some(owner)
-                && scopes_overlap(&o.paths, &task.paths)
-        })
-    {
-        return ClaimOutcome::ScopeConflict {
-            with: other.id.clone(),
-            owner: other.owner.clone(),
-        };
-    }
-    let task = &mut list.tasks[index];
-    task.owner = Some(owner.clone());
-    task.status = TaskStatus::InProgress;
-    task.lease = Some(new_lease(owner.clone(), now, options.lease));
-    task.updated_at = now;
-    ClaimOutcome::Claimed(Box::new(task.clone()))
-}
-
-fn ready_report(list: &TaskListDoc) -> ReadyReport {
-    let mut report = ReadyReport::default();
-    let in_progress: Vec<&Task> = list
-        .tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::InProgress)
-        .collect();
-    let mut candidates: Vec<&Task> = list
-        .tasks
-        .iter()
-        .filter(|t| {
-            t.status == TaskStatus::Pending
-                && t.owner.is_none()
-                && unfinished_blockers(list, &t.id).is_empty()
-        })
-        .collect();
-    candidates.sort_by_key(|t| t.id.number());
-    for task in candidates {
-        match in_progress
-            .iter()
-            .find(|o| scopes_overlap(&o.paths, &task.paths))
-        {
-            Some(other) => report.held_back.push((task.clone(), other.id.clone())),
-            None => report.ready.push(task.clone()),
-        }
-    }
-    report
 }
 
 /// Why `task`'s owner counts as gone: not among `live_members`, or its lease expired.
