@@ -11,7 +11,9 @@ use std::sync::{Arc, RwLock};
 
 use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
 use roo_agent::agents::AgentCatalog;
-use roo_agent::config::{ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust, SubagentLimits};
+use roo_agent::config::{
+    ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust, SubagentLimits,
+};
 use roo_agent::exec::Launcher;
 use roo_agent::hooks::{AgentHook, CommandHooks, HookSetup};
 use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};

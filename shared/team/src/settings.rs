@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use roo_agent::hooks::AgentHook;
 use roo_agent::config::HandedProjectConfig;
+use roo_agent::hooks::AgentHook;
 use roo_agent::mcp::McpServers;
 use roo_agent::permissions::{Approver, DenyApprover, PermissionMode};
 use roo_agent::plan_mode::PlanApprover;

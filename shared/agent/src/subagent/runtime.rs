@@ -21,11 +21,11 @@ use roo_llm::Provider;
 use tokio::sync::{Mutex as AsyncMutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::SubagentLimits;
 use super::tasks::{BackgroundTasks, TaskNotifications};
 use super::tool::{AgentInput, SubagentTool, TaskStopTool};
 use crate::agent_loop::{AgentOptions, SharedPolicy};
 use crate::agents::{AgentCatalog, AgentDefinition};
+use crate::config::SubagentLimits;
 use crate::hooks::AgentHook;
 use crate::permissions::Approver;
 use crate::prompt::Environment;
