@@ -27,5 +27,5 @@ pub use in_process::InProcessExecutor;
 pub use iterm2::ITerm2Executor;
 pub use pane_executor::{PaneExecutor, PaneHost};
 pub use ssh::SshExecutor;
-pub use table::{ExecutorTable, Location};
+pub use table::{BackendError, ExecutorTable, LeadBackends, Location};
 pub use tmux::{Placement, Socket, Tmux, TmuxExecutor, TmuxHost};
