@@ -7,7 +7,7 @@
 //! any) and each host of the user's `hosts:` (ssh). The spawner asks
 //! [`ExecutorTable::executor_for`] and speaks to what it gets only through the trait.
 //! Which backend runs the worker location is one `match` over the teammate mode
-//! ([`BackendType`]) in [`worker_executor`], matched nowhere else: a new backend is one
+//! ([`BackendType`]) in `worker_executor`, matched nowhere else: a new backend is one
 //! module under `backend/` implementing [`TeammateExecutor`] and one arm there that makes
 //! its executor (and starts its watcher); nothing in the spawner or the lead's set-up
 //! names a backend.
@@ -63,7 +63,7 @@ impl ExecutorTable {
     }
 
     /// Makes the executors of the lead's backends and sets them at their locations: the
-    /// team's worker backend `worker` ([`worker_executor`]) and one ssh executor per host
+    /// team's worker backend `worker` (`worker_executor`) and one ssh executor per host
     /// of `backends.hosts`, each with its watcher running until `backends.lifetime`.
     /// Nothing is set if one cannot be made.
     pub fn fill(&self, worker: BackendType, backends: &LeadBackends) -> Result<(), BackendError> {

@@ -926,7 +926,8 @@ async fn the_agent_schema_offers_host_only_when_hosts_are_configured() {
 
 /// A toy backend, not shipped: its teammates are names in a list, where a container or
 /// Kubernetes launcher would start a `roo-worker`. Plugging it in is one executor set at
-/// its location: nothing else in the spawner names a backend.
+/// its location — what a shipped backend's one arm in the executor table's match
+/// (`ExecutorTable::fill`) does: nothing else in the spawner names a backend.
 #[derive(Default)]
 struct Toy {
     /// (name, prompt, work directory, whether the lead's key was pinned) per start.
