@@ -216,7 +216,7 @@ pub async fn build_in(
         backend: teammate_mode,
         detection: teammate_detection,
         notice: backend_notice,
-    } = teammate_backend(&DetectEnv::capture(args.teammate_mode.into()))?;
+    } = teammate_backend(&DetectEnv::capture(args.teammate_mode))?;
     crate::logging::init(&roo_home, "roo-lead");
     // Hosts teammates may run on: the user's own config only (a bad entry: exit 2).
     let hosts = roo_agent::config::user_hosts(&roo_home)

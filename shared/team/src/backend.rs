@@ -14,8 +14,8 @@
 //! [`worker_launch`]) and one arm in that match; besides, the values it needs in the
 //! closed enums that name backends: a [`roo_store::BackendType`] (the roster records it;
 //! the demo's sentence about it in `roo-app` is then asked for by the compiler) and, if
-//! the user picks it, a [`detect::Mode`] with its detection (and its `--teammate-mode`
-//! value in `roo-app`'s flags).
+//! the user picks it, a [`detect::Mode`] (the `--teammate-mode` values) with its
+//! detection.
 
 pub mod detect;
 pub mod executor;
