@@ -187,3 +187,64 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::backend::InProcessExecutor;
+
+    fn host(name: &str, ssh: &str) -> roo_agent::config::HostConfig {
+        roo_agent::config::HostConfig {
+            name: Name::parse_as("host", name).unwrap(),
+            ssh: ssh.to_string(),
+            repo: PathBuf::from("/srv/app"),
+            roo_worker: "roo-worker".into(),
+            ssh_config: None,
+            tmux_socket: None,
+        }
+    }
+
+    /// A host whose ssh destination is refused makes `fill` fail with the lead's
+    /// config error text (`hosts: host <name>: …`) and set nothing, not even the good
+    /// host before it; in-process teammates need no executor but the fixed one.
+    #[tokio::test]
+    async fn a_bad_host_fills_nothing_and_says_which_host() {
+        let table = ExecutorTable::new(Arc::new(InProcessExecutor::new(None)));
+        let hosts: Hosts = [host("a", "alice@a.example"), host("b", "-oProxyCommand=x")]
+            .into_iter()
+            .map(|h| (h.name.clone(), h))
+            .collect();
+        let lifetime = CancellationToken::new();
+        let backends = LeadBackends {
+            binary: None,
+            hosts: &hosts,
+            roo_home: Path::new("/nonexistent"),
+            lifetime: &lifetime,
+        };
+        let error = table.fill(BackendType::InProcess, &backends).unwrap_err();
+        assert!(error.in_hosts_config());
+        assert!(
+            error
+                .to_string()
+                .starts_with("hosts: host b: ssh destination "),
+            "{error}"
+        );
+        assert!(table.hosts().is_empty());
+        assert!(table.executor_for(&Location::Worker).is_none());
+
+        let good: Hosts = [host("a", "alice@a.example")]
+            .into_iter()
+            .map(|h| (h.name.clone(), h))
+            .collect();
+        let backends = LeadBackends {
+            hosts: &good,
+            ..backends
+        };
+        table.fill(BackendType::InProcess, &backends).unwrap();
+        assert_eq!(table.hosts(), vec![Name::parse_as("host", "a").unwrap()]);
+        assert!(table.executor_for(&Location::Worker).is_none());
+        lifetime.cancel();
+    }
+}
