@@ -129,9 +129,10 @@ pub struct LeadBackends<'a> {
 /// Why an executor could not be made. Its text is the whole message.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
-    /// No `roo-worker` beside the running executable.
+    /// The worker backend's executor cannot be made (no `roo-worker` beside the running
+    /// executable).
     #[error(transparent)]
-    NoWorker(#[from] ExecError),
+    Worker(#[from] ExecError),
     /// The lead's iTerm2 session cannot be reached.
     #[error("teammates: failed to {0}")]
     ITerm2(#[from] It2Error),
