@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
-use crate::flags::{DemoArgs, LeadArgs, TeammateMode};
+use crate::flags::{DemoArgs, LeadArgs};
 use crate::headless::{self, TEAM_TURN_INPUT, TeamRun};
 use crate::render::Style;
 use crate::render::interleaved::Interleaved;
@@ -131,15 +131,15 @@ pub fn run(lead: &LeadArgs, demo: &DemoArgs) -> Result<ExitCode, AppError> {
 /// detached tmux session (a terminal outside tmux, with tmux installed) becomes
 /// in-process — the demo is watched on this terminal, which would show none of a
 /// detached session's panes. A mode the user forces is kept.
-fn demo_mode(mode: TeammateMode, env: &DetectEnv) -> TeammateMode {
-    if mode != TeammateMode::Auto {
+fn demo_mode(mode: DetectMode, env: &DetectEnv) -> DetectMode {
+    if mode != DetectMode::Auto {
         return mode;
     }
     match detect(env) {
         Ok(Detection {
             choice: Choice::Tmux(TmuxPlacement::DetachedSession),
             ..
-        }) => TeammateMode::InProcess,
+        }) => DetectMode::InProcess,
         _ => mode,
     }
 }
@@ -151,7 +151,7 @@ fn lead_args(
     lead: &LeadArgs,
     demo: &DemoArgs,
     world: &project::World,
-    mode: TeammateMode,
+    mode: DetectMode,
 ) -> Result<LeadArgs, AppError> {
     let mode = mode
         .to_possible_value()
@@ -561,7 +561,6 @@ mod tests {
     use roo_team::backend::detect::{DetectEnv, Mode};
 
     use super::demo_mode;
-    use crate::flags::TeammateMode;
 
     fn terminal(tmux_var: Option<&str>, tmux: bool) -> DetectEnv {
         DetectEnv {
@@ -579,19 +578,13 @@ mod tests {
     #[test]
     fn on_a_plain_terminal_with_tmux_installed_the_demo_runs_in_process_not_detached() {
         let plain = terminal(None, true);
-        assert_eq!(
-            demo_mode(TeammateMode::Auto, &plain),
-            TeammateMode::InProcess
-        );
+        assert_eq!(demo_mode(Mode::Auto, &plain), Mode::InProcess);
         // Forced, the user gets the detached session.
-        assert_eq!(demo_mode(TeammateMode::Tmux, &plain), TeammateMode::Tmux);
+        assert_eq!(demo_mode(Mode::Tmux, &plain), Mode::Tmux);
         // Inside tmux, detection's panes in the current window.
         let inside = terminal(Some("/tmp/tmux-1/default,1,0"), true);
-        assert_eq!(demo_mode(TeammateMode::Auto, &inside), TeammateMode::Auto);
+        assert_eq!(demo_mode(Mode::Auto, &inside), Mode::Auto);
         // No tmux at all: detection's in-process.
-        assert_eq!(
-            demo_mode(TeammateMode::Auto, &terminal(None, false)),
-            TeammateMode::Auto
-        );
+        assert_eq!(demo_mode(Mode::Auto, &terminal(None, false)), Mode::Auto);
     }
 }

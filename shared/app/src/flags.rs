@@ -19,33 +19,6 @@ pub enum OutputFormat {
     StreamJson,
 }
 
-/// Where teammates run (`--teammate-mode`, `ROO_TEAMMATE_MODE`); see docs/BACKENDS.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TeammateMode {
-    /// Detect: inside tmux → its panes; inside iTerm2 → it2 panes (else tmux); no
-    /// terminal → in-process; tmux installed → a detached session; else in-process.
-    Auto,
-    /// Tokio tasks inside the lead's process.
-    InProcess,
-    /// `roo-worker` processes in tmux panes (the lead's window inside tmux, else a
-    /// detached session `roo-<team>`; tmux must be installed).
-    Tmux,
-    /// `roo-worker` processes in iTerm2 panes (inside iTerm2, with the it2 CLI).
-    Iterm2,
-}
-
-impl From<TeammateMode> for roo_team::backend::detect::Mode {
-    fn from(mode: TeammateMode) -> Self {
-        use roo_team::backend::detect::Mode;
-        match mode {
-            TeammateMode::Auto => Mode::Auto,
-            TeammateMode::InProcess => Mode::InProcess,
-            TeammateMode::Tmux => Mode::Tmux,
-            TeammateMode::Iterm2 => Mode::ITerm2,
-        }
-    }
-}
-
 /// roo-lead — the RooCode Teams lead agent.
 #[derive(Debug, Parser)]
 #[command(
@@ -106,7 +79,7 @@ pub struct LeadArgs {
         default_value = "auto",
         value_name = "MODE"
     )]
-    pub teammate_mode: TeammateMode,
+    pub teammate_mode: roo_team::backend::detect::Mode,
 
     /// Leave pane teammates (tmux) running in their panes when the lead exits; without
     /// it they are shut down and their panes closed.
@@ -172,7 +145,7 @@ pub struct DemoArgs {
     /// Where teammates run: auto, in-process, tmux or iterm2 (default: roo-lead's
     /// --teammate-mode, i.e. ROO_TEAMMATE_MODE or auto).
     #[arg(long, value_enum, value_name = "MODE")]
-    pub teammate_mode: Option<TeammateMode>,
+    pub teammate_mode: Option<roo_team::backend::detect::Mode>,
     /// The longest the demo waits for the team in each step, in seconds.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub timeout: u64,

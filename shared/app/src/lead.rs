@@ -86,7 +86,7 @@ fn print_backend(args: &LeadArgs) -> Result<ExitCode, AppError> {
         .map(|team| roo_store::Name::parse_as("team", team))
         .transpose()
         .map_err(|e| AppError::Usage(e.to_string()))?;
-    let detection = detect(&DetectEnv::capture(args.teammate_mode.into()))
+    let detection = detect(&DetectEnv::capture(args.teammate_mode))
         .map_err(|e| AppError::Usage(format!("teammates: {e}")))?;
     print!("{}", detection.report(team.as_ref().map(|t| t.as_ref())));
     Ok(ExitCode::SUCCESS)

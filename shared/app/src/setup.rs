@@ -216,7 +216,7 @@ pub async fn build_in(
         backend: teammate_mode,
         detection: teammate_detection,
         notice: backend_notice,
-    } = teammate_backend(&DetectEnv::capture(args.teammate_mode.into()))?;
+    } = teammate_backend(&DetectEnv::capture(args.teammate_mode))?;
     crate::logging::init(&roo_home, "roo-lead");
     // Hosts teammates may run on: the user's own config only (a bad entry: exit 2).
     let hosts = roo_agent::config::user_hosts(&roo_home)
@@ -241,15 +241,13 @@ pub async fn build_in(
         Some(team_sender.clone()),
         team_tasks.clone(),
     );
-    let detected_binary = teammate_detection.as_ref().and_then(|d| d.binary.clone());
-    set_pane_executor(
-        &spawner,
-        teammate_mode,
-        detected_binary,
-        &settings,
-        &team_tasks,
-    )?;
-    set_host_executors(&spawner, &hosts, &team_tasks)?;
+    let backends = roo_team::backend::LeadBackends {
+        binary: teammate_detection.and_then(|d| d.binary),
+        hosts: &hosts,
+        roo_home: &settings.roo_home,
+        lifetime: &team_tasks,
+    };
+    spawner.set_executors(&backends).map_err(backend_error)?;
     let lead = LeadTools {
         events: Some(team_sender.clone()),
         runtime: team_tasks.clone(),
@@ -354,59 +352,14 @@ fn add_team_tools(
     team_tool_names
 }
 
-/// The executor of pane teammates (`roo-worker`s in tmux or iTerm2 panes) for
-/// `teammate_mode`; `binary` is the detected tmux or `it2`.
-fn set_pane_executor(
-    spawner: &Spawner,
-    teammate_mode: BackendType,
-    binary: Option<PathBuf>,
-    settings: &AgentSettings,
-    team_tasks: &CancellationToken,
-) -> Result<(), AppError> {
-    if teammate_mode == BackendType::Tmux {
-        // Pane teammates: `roo-worker`s in tmux panes (the lead's window, or a detached
-        // session `roo-<team>`).
-        let worker = roo_team::backend::TmuxExecutor::sibling_worker()
-            .map_err(|e| AppError::Usage(e.to_string()))?;
-        let tmux = binary.unwrap_or_else(|| std::path::PathBuf::from("tmux"));
-        let panes = roo_team::backend::TmuxExecutor::from_env(tmux, worker, &settings.roo_home);
-        panes.watch_panes(team_tasks.clone());
-        spawner.set_executor(roo_team::backend::Location::Worker, Arc::new(panes));
-    } else if teammate_mode == BackendType::Iterm2
-        && let Some(it2) = binary
-    {
-        // Pane teammates: `roo-worker`s in iTerm2 panes split from the lead's session,
-        // through `it2`. Without a detection (inside iTerm2 with neither it2 nor tmux)
-        // there is no executor, and a spawn says so.
-        let worker = roo_team::backend::pane::sibling_worker()
-            .map_err(|e| AppError::Usage(e.to_string()))?;
-        let panes = roo_team::backend::ITerm2Executor::from_env(it2, worker, &settings.roo_home)
-            .map_err(|e| AppError::Usage(format!("teammates: failed to {e}")))?;
-        panes.watch_sessions(team_tasks.clone());
-        spawner.set_executor(roo_team::backend::Location::Worker, Arc::new(panes));
+/// A backend's executor that cannot be made: a bad `hosts:` entry is a config error,
+/// anything else (no `roo-worker`, no iTerm2 session) a usage error.
+fn backend_error(e: roo_team::backend::BackendError) -> AppError {
+    if e.in_hosts_config() {
+        AppError::Config(e.to_string())
+    } else {
+        AppError::Usage(e.to_string())
     }
-    Ok(())
-}
-
-/// Teammates on other hosts: `roo-worker`s in tmux sessions there, over ssh, one
-/// executor per host of the user's config.
-fn set_host_executors(
-    spawner: &Spawner,
-    hosts: &roo_agent::config::Hosts,
-    team_tasks: &CancellationToken,
-) -> Result<(), AppError> {
-    if hosts.is_empty() {
-        return Ok(());
-    }
-    let mut executors = std::collections::BTreeMap::new();
-    for (name, host) in hosts {
-        let executor = roo_team::backend::SshExecutor::new(host.clone())
-            .map_err(|e| AppError::Config(format!("hosts: host {name}: {e}")))?;
-        executor.watch(team_tasks.clone());
-        executors.insert(name.clone(), Arc::new(executor));
-    }
-    spawner.set_hosts(executors);
-    Ok(())
 }
 
 /// The settings teammates start from, taken from the lead's before its agent is built:

@@ -6,8 +6,16 @@
 //! worker backends share one worker table and one worker command line
 //! ([`worker_launch`]). Choosing the pane backend once per team is [`detect`].
 //!
-//! A new backend is one module here implementing [`TeammateExecutor`] and one executor
-//! set in the table at its [`Location`].
+//! Which backend runs the team's workers is decided and its executor made in one place:
+//! the one `match` over [`roo_store::BackendType`] in [`table`] ([`ExecutorTable::fill`],
+//! which the lead's set-up calls once through `Spawner::set_executors`). A new backend
+//! (say a container launcher chosen by `--teammate-mode container`) is one module here
+//! implementing [`TeammateExecutor`] (a `roo-worker` backend reuses the worker table and
+//! [`worker_launch`]) and one arm in that match; besides, the values it needs in the
+//! closed enums that name backends: a [`roo_store::BackendType`] (the roster records it;
+//! the demo's sentence about it in `roo-app` is then asked for by the compiler) and, if
+//! the user picks it, a [`detect::Mode`] (the `--teammate-mode` values) with its
+//! detection.
 
 pub mod detect;
 pub mod executor;
@@ -27,5 +35,5 @@ pub use in_process::InProcessExecutor;
 pub use iterm2::ITerm2Executor;
 pub use pane_executor::{PaneExecutor, PaneHost};
 pub use ssh::SshExecutor;
-pub use table::{ExecutorTable, Location};
+pub use table::{BackendError, ExecutorTable, LeadBackends, Location};
 pub use tmux::{Placement, Socket, Tmux, TmuxExecutor, TmuxHost};

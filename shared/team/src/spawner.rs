@@ -4,8 +4,9 @@
 //!
 //! Every teammate starts through a [`TeammateExecutor`] from one [`Launch`]: the
 //! teammate loop as a tokio task of the lead's process ([`InProcessExecutor`]), or, with
-//! a worker executor ([`Spawner::set_executor`] at [`Location::Worker`],
-//! e.g. [`crate::backend::TmuxExecutor`]), a `roo-worker` process in a terminal pane:
+//! a worker executor (made for the spawner's backend by [`Spawner::set_executors`], set
+//! at [`Location::Worker`], e.g. [`crate::backend::TmuxExecutor`]), a `roo-worker`
+//! process in a terminal pane:
 //! SendMessage to it nudges it ([`TeammateExecutor::wake`]), TaskStop and the slot's
 //! clearing end its process and close its pane, [`Spawner::shutdown`] does so for all
 //! at the lead's exit (unless the panes are kept), and a message to a stopped one starts
@@ -40,7 +41,8 @@ use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{
-    ExecError, ExecutorTable, InProcessExecutor, Launch, Location, SshExecutor, TeammateExecutor,
+    BackendError, ExecError, ExecutorTable, InProcessExecutor, Launch, LeadBackends, Location,
+    TeammateExecutor,
 };
 use crate::binding::{TeamBinding, TeamSlot};
 use crate::event::{TeamEvent, TeamEventSender};
@@ -373,18 +375,15 @@ impl Spawner {
         self.inner.executors.set(location, executor);
     }
 
-    /// Gives the spawner the hosts teammates may run on (an executor each, set at
-    /// [`Location::Host`]); the first call wins.
-    pub fn set_hosts(&self, hosts: BTreeMap<Name, Arc<SshExecutor>>) {
-        let configs = hosts
-            .iter()
-            .map(|(name, executor)| (name.clone(), executor.host().clone()))
-            .collect();
-        if self.inner.hosts.set(configs).is_ok() {
-            for (name, executor) in hosts {
-                self.set_executor(Location::Host(name), executor);
-            }
+    /// Makes the executors of this spawner's backend and of `backends.hosts` and sets
+    /// them in its table ([`ExecutorTable::fill`]); the first call wins.
+    pub fn set_executors(&self, backends: &LeadBackends) -> Result<(), BackendError> {
+        if self.inner.hosts.get().is_some() {
+            return Ok(());
         }
+        self.inner.executors.fill(self.inner.backend, backends)?;
+        let _ = self.inner.hosts.set(backends.hosts.clone());
+        Ok(())
     }
 
     /// The names of the hosts teammates may run on (empty: none configured).
@@ -913,10 +912,10 @@ impl Spawner {
 
     /// Where a teammate runs: on `host`, else on this spawner's backend.
     fn location_of_host(&self, host: Option<&Name>) -> Location {
-        match (host, self.inner.backend) {
-            (Some(host), _) => Location::Host(host.clone()),
-            (None, BackendType::InProcess) => Location::InProcess,
-            (None, BackendType::Tmux | BackendType::Iterm2) => Location::Worker,
+        match host {
+            Some(host) => Location::Host(host.clone()),
+            None if self.inner.backend == BackendType::InProcess => Location::InProcess,
+            None => Location::Worker,
         }
     }
 

@@ -1140,10 +1140,7 @@ fn idle_text(me: &Name, last: Option<&LastRun>, owned: &[Task]) -> String {
     match last.map(|l| l.answer.trim()).filter(|a| !a.is_empty()) {
         None => head,
         Some(answer) => {
-            let mut cut: String = answer.chars().take(IDLE_ANSWER_CHARS).collect();
-            if cut.len() < answer.len() {
-                cut.push_str(" […]");
-            }
+            let cut = roo_term::clip_with(answer, IDLE_ANSWER_CHARS, " […]");
             format!("{head}\nIts final answer:\n{cut}")
         }
     }

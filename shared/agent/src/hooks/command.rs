@@ -44,6 +44,8 @@ const MAX_TEXT_CHARS: usize = 10_000;
 const MAX_STDOUT_BYTES: u64 = 64 * 1024;
 /// Characters of a tool result passed to a `post_tool_use` hook on stdin.
 const MAX_RESULT_CHARS: usize = 100_000;
+/// What ends a hook's text that was cut: a marker a reader tells from the text's own `…`.
+const CUT: &str = "… [cut]";
 /// `$TOOL_INPUT` is left out of the environment above this size (stdin has it).
 const MAX_ENV_INPUT_BYTES: usize = 32 * 1024;
 
@@ -306,7 +308,7 @@ impl CommandHooks {
             let name = shown(&hook.command);
             match run {
                 Run::Passed { stdout } => {
-                    let stdout = cut(stdout.trim(), MAX_TEXT_CHARS);
+                    let stdout = roo_term::clip_with(stdout.trim(), MAX_TEXT_CHARS, CUT);
                     if !stdout.is_empty() {
                         report.stdout.push(stdout);
                     }
@@ -316,7 +318,7 @@ impl CommandHooks {
                     break;
                 }
                 Run::Failed { why, stderr } => {
-                    let stderr = cut(stderr.trim(), MAX_TEXT_CHARS);
+                    let stderr = roo_term::clip_with(stderr.trim(), MAX_TEXT_CHARS, CUT);
                     let line = stderr.lines().next().unwrap_or("").to_string();
                     report.failures.push(format!(
                         "the {} hook `{name}` ({} config) {why}{}",
@@ -654,7 +656,7 @@ impl AgentHook for CommandHooks {
                 command.as_deref(),
             );
             payload.tool_result = Some(ResultPayload {
-                content: cut(&output.content, MAX_RESULT_CHARS),
+                content: roo_term::clip_with(&output.content, MAX_RESULT_CHARS, CUT),
                 is_error: output.is_error,
             });
             env.push(("TOOL_IS_ERROR".to_string(), output.is_error.to_string()));
@@ -745,21 +747,14 @@ pub fn event_name(event: HookEvent) -> &'static str {
     }
 }
 
-/// A command as shown in messages: its first line, at most 80 characters.
+/// A command as shown in messages: its first line, at most 80 characters, with `…`
+/// when anything was left out (the rest of the line or further lines).
 fn shown(command: &str) -> String {
-    let first = command.trim().lines().next().unwrap_or("");
-    let mut text: String = first.chars().take(80).collect();
-    if text.len() < first.len() || command.trim().lines().nth(1).is_some() {
-        text.push('…');
-    }
-    text
-}
-
-/// At most `max` characters of `text`, with a marker when cut.
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_string(),
-        Some((at, _)) => format!("{}… [cut]", &text[..at]),
+    let mut lines = command.trim().lines();
+    let first = lines.next().unwrap_or("");
+    match lines.next() {
+        Some(_) => format!("{}…", roo_term::clip_with(first, 80, "")),
+        None => roo_term::clip(first, 80),
     }
 }
 

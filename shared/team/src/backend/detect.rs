@@ -22,16 +22,20 @@ use std::path::PathBuf;
 
 use roo_store::BackendType;
 
-/// What the user asked for (`--teammate-mode`, `ROO_TEAMMATE_MODE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the user asked for (`--teammate-mode`, `ROO_TEAMMATE_MODE`); the docs of its
+/// values are the flag's help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
-    /// Detect (the order in the module documentation).
+    /// Detect: inside tmux → its panes; inside iTerm2 → it2 panes (else tmux); no
+    /// terminal → in-process; tmux installed → a detached session; else in-process.
     Auto,
-    /// Teammates as tasks in the lead's process.
+    /// Tokio tasks inside the lead's process.
     InProcess,
-    /// `roo-worker` processes in tmux panes.
+    /// `roo-worker` processes in tmux panes (the lead's window inside tmux, else a
+    /// detached session `roo-<team>`; tmux must be installed).
     Tmux,
-    /// `roo-worker` processes in iTerm2 panes through the `it2` CLI.
+    /// `roo-worker` processes in iTerm2 panes (inside iTerm2, with the it2 CLI).
+    #[value(name = "iterm2")]
     ITerm2,
 }
 

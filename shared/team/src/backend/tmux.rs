@@ -46,7 +46,6 @@ use roo_store::{BackendType, Name};
 use tokio::process::Command;
 
 use crate::backend::executor::{ExecError, Launch};
-use crate::backend::pane;
 use crate::backend::pane_executor::{Opened, PaneExecutor, PaneHost};
 
 pub use crate::backend::pane::{PALETTE, START_TIMEOUT, STOP_GRACE};
@@ -260,11 +259,6 @@ impl PaneExecutor<TmuxHost> {
             _ => Placement::Session { name: None },
         };
         TmuxExecutor::new(Tmux::new(tmux, socket), placement, worker, roo_home)
-    }
-
-    /// The `roo-worker` next to the running executable ([`pane::sibling_worker`]).
-    pub fn sibling_worker() -> Result<PathBuf, ExecError> {
-        pane::sibling_worker()
     }
 
     /// The tmux CLI it uses.

@@ -115,10 +115,7 @@ pub(crate) const FETCH_ENV: &[(&str, &str)] = &[("GIT_NO_LAZY_FETCH", "1")];
 fn shown(git_dir: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(git_dir).unwrap_or(path);
     let text = format!("{:?}", Path::new(".git").join(rel));
-    match text.char_indices().nth(120) {
-        Some((cut, _)) => format!("{}…\"", &text[..cut]),
-        None => text,
-    }
+    roo_term::clip_with(&text, 120, "…\"")
 }
 
 /// Why the clone at `clone` is not safe to fetch from with the lead's rights, if it is

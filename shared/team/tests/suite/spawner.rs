@@ -899,16 +899,21 @@ async fn the_agent_schema_offers_host_only_when_hosts_are_configured() {
         ssh_config: None,
         tmux_socket: None,
     };
-    let executors = ["gpu", "b"]
+    let hosts = ["gpu", "b"]
         .into_iter()
-        .map(|n| {
-            (
-                name(n),
-                Arc::new(roo_team::backend::SshExecutor::new(host(n)).unwrap()),
-            )
-        })
+        .map(|n| (name(n), host(n)))
         .collect();
-    spawner.set_hosts(executors);
+    let home = tempfile::TempDir::new().unwrap();
+    let lifetime = CancellationToken::new();
+    let _watchers = lifetime.clone().drop_guard();
+    spawner
+        .set_executors(&roo_team::backend::LeadBackends {
+            binary: None,
+            hosts: &hosts,
+            roo_home: home.path(),
+            lifetime: &lifetime,
+        })
+        .unwrap();
     let tools = spawner.tools();
     let agent = tools.iter().find(|t| t.name() == "Agent").unwrap();
     let schema = agent.input_schema();
@@ -921,7 +926,8 @@ async fn the_agent_schema_offers_host_only_when_hosts_are_configured() {
 
 /// A toy backend, not shipped: its teammates are names in a list, where a container or
 /// Kubernetes launcher would start a `roo-worker`. Plugging it in is one executor set at
-/// its location: nothing else in the spawner names a backend.
+/// its location — what a shipped backend's one arm in the executor table's match
+/// (`ExecutorTable::fill`) does: nothing else in the spawner names a backend.
 #[derive(Default)]
 struct Toy {
     /// (name, prompt, work directory, whether the lead's key was pinned) per start.
