@@ -235,6 +235,12 @@ impl Running {
     /// Stops it now, on `runtime`: an in-process loop is cancelled; a worker is ended
     /// and its pane or session closed.
     fn stop(&self, runtime: &tokio::runtime::Handle) {
+        if self.location == Location::InProcess {
+            // Cancelled at once, in this call (the future only reports an unknown name),
+            // so a message sent right after a stop finds the teammate stopped.
+            drop(self.executor.kill(&self.name));
+            return;
+        }
         let (executor, name) = (self.executor.clone(), self.name.clone());
         runtime.spawn(async move {
             if let Err(e) = executor.kill(&name).await {

@@ -108,7 +108,8 @@ impl ExecutorTable {
     /// Stops what every executor started (the lead's exit): in-process teammates always;
     /// workers unless `keep`, where their backend can leave them running.
     pub async fn shutdown_all(&self, keep: bool) {
-        self.in_process.shutdown_all(keep).await;
+        // In-process teammates end with the lead whatever `keep` says.
+        self.in_process.shutdown_all(false).await;
         let others: Vec<Arc<dyn TeammateExecutor>> = read(&self.others).values().cloned().collect();
         futures_util::future::join_all(others.iter().map(|e| e.shutdown_all(keep))).await;
     }
