@@ -1,20 +1,20 @@
 //! Waking a pane teammate right after its inbox was written: the sending side is
 //! [`roo_store::wake`] (the lead, teammates and `roo-mail send` all use it); this is the
-//! worker's side, which turns [`NUDGE_SIGNAL`] into an immediate inbox read, and the
+//! worker's side, which turns [`WAKE_SIGNAL`] into an immediate inbox read, and the
 //! hook that wakes each recipient of a worker's own messages.
 
 use roo_store::{Name, Team};
 
 use crate::router::InboxRouter;
 
-pub use roo_store::wake::{WAKE_SIGNAL as NUDGE_SIGNAL, member, send};
+use roo_store::wake::{WAKE_SIGNAL, member};
 
-/// Starts a task that nudges `router` whenever this process receives [`NUDGE_SIGNAL`].
+/// Starts a task that nudges `router` whenever this process receives [`WAKE_SIGNAL`].
 /// The handler is installed before this returns (call it before joining the team, so
 /// the pid in the roster always has it). Fails only if the handler cannot be installed.
 pub fn listen(router: InboxRouter) -> std::io::Result<tokio::task::JoinHandle<()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut nudges = signal(SignalKind::from_raw(NUDGE_SIGNAL as i32))?;
+    let mut nudges = signal(SignalKind::from_raw(WAKE_SIGNAL as i32))?;
     Ok(tokio::spawn(async move {
         while nudges.recv().await.is_some() {
             router.nudge();
@@ -99,7 +99,7 @@ mod tests {
         team.mailbox()
             .send(&name("lead"), "alice", Outgoing::text("hello", "hi"))
             .unwrap();
-        assert!(send(std::process::id()));
+        assert!(roo_store::wake::send(std::process::id()));
         tokio::time::timeout(Duration::from_secs(10), router.input())
             .await
             .expect("the signal nudged the router");

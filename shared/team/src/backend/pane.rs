@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use roo_store::{Name, pid_alive};
 
 use crate::backend::executor::{ExecError, Launch};
-use crate::backend::nudge;
 use crate::backend::worker_launch::WorkerLaunch;
 
 /// How long a worker may take to join its team after its pane started it.
@@ -134,14 +133,14 @@ pub async fn wait_joined(launch: &Launch, pid: u32) -> Result<(), String> {
     }
 }
 
-/// Sends `pid`, the worker of `name` on `backend`, [`nudge::NUDGE_SIGNAL`] if it lives.
+/// Sends `pid`, the worker of `name` on `backend`, [`roo_store::wake::WAKE_SIGNAL`] if it lives.
 pub fn wake(backend: &'static str, name: &Name, pid: Option<u32>) -> Result<(), ExecError> {
     let pid = pid.ok_or(ExecError::Unknown {
         backend,
         name: name.clone(),
     })?;
     if pid_alive(pid) {
-        nudge::send(pid);
+        roo_store::wake::send(pid);
     }
     Ok(())
 }

@@ -301,7 +301,7 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
         })
     }
 
-    /// Sends the worker's pid [`super::nudge::NUDGE_SIGNAL`].
+    /// Sends the worker's pid [`roo_store::wake::WAKE_SIGNAL`].
     fn wake(&self, name: &Name) -> Result<(), ExecError> {
         let pid = self.inner.workers.get(name).map(|w| w.pid);
         pane::wake(self.inner.host.label(), name, pid)

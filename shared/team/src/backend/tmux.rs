@@ -48,8 +48,6 @@ use tokio::process::Command;
 use crate::backend::executor::{ExecError, Launch};
 use crate::backend::pane_executor::{Opened, PaneExecutor, PaneHost};
 
-pub use crate::backend::pane::{PALETTE, START_TIMEOUT, STOP_GRACE};
-
 /// How often the executor checks that its panes still exist.
 pub const PANE_WATCH_INTERVAL: Duration = Duration::from_millis(500);
 
