@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::CompactionOptions;
 use crate::conversation::{push_user, repair_chain};
-use crate::event::{AgentEvent, EventSink, Outcome};
+use crate::event::{AgentEvent, EventSink, RunOutcome};
 use crate::hooks::{AgentHook, TurnAction};
 use crate::permissions::{Approver, PermissionPolicy};
 use crate::prompt::{plan_mode_reminder, system_reminder};
@@ -111,7 +111,7 @@ impl Default for AgentOptions {
 /// What a run returns (also sent as [`AgentEvent::Done`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
-    pub outcome: Outcome,
+    pub outcome: RunOutcome,
     pub final_text: String,
     pub turns: u32,
     /// Usage of this run alone.
@@ -180,7 +180,7 @@ enum ModelReply {
     /// request goes again without it.
     Retry,
     /// The run ends.
-    End(Outcome),
+    End(RunOutcome),
 }
 
 /// The tool calls of one answer, and by call id the error result of each call whose
@@ -208,11 +208,11 @@ impl Streaks {
         all_unknown: bool,
         all_malformed: bool,
         options: &AgentOptions,
-    ) -> Option<Outcome> {
+    ) -> Option<RunOutcome> {
         if all_unknown {
             self.unknown += 1;
             if self.unknown >= options.unknown_tool_limit {
-                return Some(Outcome::UnknownTools { names: unknown });
+                return Some(RunOutcome::UnknownTools { names: unknown });
             }
         } else {
             self.unknown = 0;
@@ -220,7 +220,7 @@ impl Streaks {
         if all_malformed {
             self.malformed += 1;
             if self.malformed >= options.malformed_call_limit {
-                return Some(Outcome::MalformedToolCalls {
+                return Some(RunOutcome::MalformedToolCalls {
                     turns: self.malformed,
                 });
             }
@@ -382,7 +382,7 @@ impl Agent {
             .run_inner(input, events, &cancel, &mut usage, &mut turns)
             .await;
         let final_text = std::mem::take(&mut self.answer);
-        if outcome != Outcome::Cancelled {
+        if outcome != RunOutcome::Cancelled {
             for hook in &self.hooks {
                 hook.stop(&outcome, &final_text, &cancel, events).await;
             }
@@ -419,7 +419,7 @@ impl Agent {
         cancel: &CancellationToken,
         usage: &mut Usage,
         turns: &mut u32,
-    ) -> Outcome {
+    ) -> RunOutcome {
         if let Err(outcome) = self.begin(input, events, cancel).await {
             return outcome;
         }
@@ -453,7 +453,7 @@ impl Agent {
             self.record_usage(&response, usage, events);
             let TurnCalls { calls, invalid } = self.take_answer(response, events);
             if calls.is_empty() {
-                return Outcome::Completed;
+                return RunOutcome::Completed;
             }
 
             let unknown: Vec<String> = calls
@@ -470,7 +470,7 @@ impl Agent {
             self.append_user(results, events);
 
             if cancel.is_cancelled() {
-                return Outcome::Cancelled;
+                return RunOutcome::Cancelled;
             }
             if let Some(outcome) =
                 streaks.after_turn(unknown, all_unknown, all_malformed, &self.options)
@@ -489,7 +489,7 @@ impl Agent {
         input: &str,
         events: &EventSink,
         cancel: &CancellationToken,
-    ) -> Result<(), Outcome> {
+    ) -> Result<(), RunOutcome> {
         if !std::mem::replace(&mut self.started, true) {
             let resumed = !self.messages.is_empty();
             for hook in &self.hooks {
@@ -500,12 +500,12 @@ impl Agent {
         for hook in &self.hooks {
             let decision = hook.user_prompt_submit(input, cancel, events).await;
             if let Some(reason) = decision.block {
-                return Err(Outcome::Stopped { reason });
+                return Err(RunOutcome::Stopped { reason });
             }
             self.pending_reminders.extend(decision.context);
         }
         if cancel.is_cancelled() {
-            return Err(Outcome::Cancelled);
+            return Err(RunOutcome::Cancelled);
         }
         let instructions = self
             .instructions
@@ -532,9 +532,9 @@ impl Agent {
         turns: u32,
         events: &EventSink,
         cancel: &CancellationToken,
-    ) -> Option<Outcome> {
+    ) -> Option<RunOutcome> {
         if cancel.is_cancelled() {
-            return Some(Outcome::Cancelled);
+            return Some(RunOutcome::Cancelled);
         }
         if turns >= self.options.max_turns {
             events.emit(AgentEvent::Notice {
@@ -543,12 +543,12 @@ impl Agent {
                     self.options.max_turns
                 ),
             });
-            return Some(Outcome::MaxTurns {
+            return Some(RunOutcome::MaxTurns {
                 limit: self.options.max_turns,
             });
         }
         let reason = self.run_turn_hooks(events).await?;
-        Some(Outcome::Stopped { reason })
+        Some(RunOutcome::Stopped { reason })
     }
 
     /// One model call (the server's window checked before the first): its response,
@@ -570,7 +570,7 @@ impl Agent {
                 window = check => self.server_window = window,
                 _ = cancel.cancelled() => {
                     self.put_back(probe.take());
-                    return ModelReply::End(Outcome::Cancelled);
+                    return ModelReply::End(RunOutcome::Cancelled);
                 }
             }
         }
@@ -584,7 +584,7 @@ impl Agent {
             r = call => r,
             _ = cancel.cancelled() => {
                 self.put_back(probe.take());
-                return ModelReply::End(Outcome::Cancelled);
+                return ModelReply::End(RunOutcome::Cancelled);
             }
         };
         match response {
@@ -617,7 +617,7 @@ impl Agent {
                 events.emit(AgentEvent::Error {
                     message: message.clone(),
                 });
-                ModelReply::End(Outcome::Error { message })
+                ModelReply::End(RunOutcome::Error { message })
             }
         }
     }

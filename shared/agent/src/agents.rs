@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use crate::front_matter::Source;
+pub use crate::front_matter::DefinitionSource;
 use crate::front_matter::{self, one_line};
 use crate::permissions::PermissionMode;
 use crate::tool::{ScopeError, ToolScope};
@@ -81,7 +81,7 @@ pub struct AgentDefinition {
     pub isolation: Option<Isolation>,
     /// The body: the role's system prompt.
     pub prompt: String,
-    pub source: Source,
+    pub source: DefinitionSource,
     /// The file it was read from; `None` for a built-in one.
     pub path: Option<PathBuf>,
 }
@@ -209,7 +209,7 @@ pub fn parse_definition(
     text: &str,
     path: &Path,
     stem: &str,
-    source: Source,
+    source: DefinitionSource,
 ) -> Result<AgentDefinition, DefinitionError> {
     let (front, body) =
         front_matter::parse::<FrontMatter>(text).map_err(|message| invalid(path, message))?;
@@ -316,7 +316,7 @@ pub fn builtin(verification: bool) -> Vec<AgentDefinition> {
         .filter(|(_, _, opt_in)| verification || !opt_in)
         .filter_map(|(stem, text, _)| {
             let path = PathBuf::from(format!("<built-in>/agents/{stem}.md"));
-            parse_definition(text, &path, stem, Source::BuiltIn)
+            parse_definition(text, &path, stem, DefinitionSource::BuiltIn)
                 .inspect_err(|e| tracing::error!("{e}"))
                 .ok()
         })
@@ -392,8 +392,8 @@ impl AgentCatalog {
             }
         }
         for (dir, source) in [
-            (&self.user_dir, Source::User),
-            (&self.project_dir, Source::Project),
+            (&self.user_dir, DefinitionSource::User),
+            (&self.project_dir, DefinitionSource::Project),
         ] {
             if let Some(dir) = dir {
                 scan_dir(dir, source, &mut scan);
@@ -403,7 +403,7 @@ impl AgentCatalog {
     }
 }
 
-fn scan_dir(dir: &Path, source: Source, scan: &mut AgentScan) {
+fn scan_dir(dir: &Path, source: DefinitionSource, scan: &mut AgentScan) {
     let files = front_matter::list_dir(
         dir,
         front_matter::Entries::MarkdownFiles,
@@ -435,7 +435,11 @@ fn scan_dir(dir: &Path, source: Source, scan: &mut AgentScan) {
     }
 }
 
-fn load_file(path: &Path, stem: &str, source: Source) -> Result<AgentDefinition, DefinitionError> {
+fn load_file(
+    path: &Path,
+    stem: &str,
+    source: DefinitionSource,
+) -> Result<AgentDefinition, DefinitionError> {
     let text = front_matter::read_bounded(path, MAX_DEFINITION_BYTES).map_err(|e| match e {
         front_matter::ReadError::Invalid(message) => invalid(path, message),
         front_matter::ReadError::Io(source) => DefinitionError::Io {

@@ -14,7 +14,7 @@ use crate::permissions::PermissionRequest;
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Outcome {
+pub enum RunOutcome {
     /// The model ended its turn without calling tools.
     Completed,
     /// The turn limit was reached while the model still wanted tools.
@@ -33,31 +33,31 @@ pub enum Outcome {
     Stopped { reason: String },
 }
 
-impl Outcome {
+impl RunOutcome {
     /// Whether the run did what it was asked.
     pub fn is_success(&self) -> bool {
-        matches!(self, Outcome::Completed)
+        matches!(self, RunOutcome::Completed)
     }
 
     /// A one-line human description.
     pub fn describe(&self) -> String {
         match self {
-            Outcome::Completed => "completed".to_string(),
-            Outcome::MaxTurns { limit } => {
+            RunOutcome::Completed => "completed".to_string(),
+            RunOutcome::MaxTurns { limit } => {
                 format!("stopped after {limit} turns without finishing (raise it with --max-turns)")
             }
-            Outcome::Cancelled => "cancelled".to_string(),
-            Outcome::UnknownTools { names } => format!(
+            RunOutcome::Cancelled => "cancelled".to_string(),
+            RunOutcome::UnknownTools { names } => format!(
                 "stopped: the model kept calling tools that do not exist ({})",
                 names.join(", ")
             ),
-            Outcome::MalformedToolCalls { turns } => format!(
+            RunOutcome::MalformedToolCalls { turns } => format!(
                 "stopped: the model sent only tool calls with invalid arguments {turns} turns in a row \
                  (not valid JSON, or cut off at the output limit); raise max_tokens or use a model \
                  that handles tool calls better"
             ),
-            Outcome::Error { message } => format!("failed: {message}"),
-            Outcome::Stopped { reason } => format!("stopped: {reason}"),
+            RunOutcome::Error { message } => format!("failed: {message}"),
+            RunOutcome::Stopped { reason } => format!("stopped: {reason}"),
         }
     }
 }
@@ -156,7 +156,7 @@ pub enum AgentEvent {
     },
     /// The run ended.
     Done {
-        outcome: Outcome,
+        outcome: RunOutcome,
         /// Text of the last assistant message.
         final_text: String,
         turns: u32,

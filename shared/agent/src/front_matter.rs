@@ -15,18 +15,18 @@ use serde::de::DeserializeOwned;
 /// Where a definition (skill, agent) came from; a later one replaces an earlier one of
 /// the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Source {
+pub enum DefinitionSource {
     BuiltIn,
     User,
     Project,
 }
 
-impl fmt::Display for Source {
+impl fmt::Display for DefinitionSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Source::BuiltIn => "built-in",
-            Source::User => "user",
-            Source::Project => "project",
+            DefinitionSource::BuiltIn => "built-in",
+            DefinitionSource::User => "user",
+            DefinitionSource::Project => "project",
         })
     }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use crate::exec::{Confine, Launcher};
-use crate::permissions::sandbox;
+use crate::permissions::confinement;
 
 /// Facts about where the agent runs, gathered once per session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,7 +222,7 @@ fn load_stack(
     let mut candidates = Vec::new();
     if let Some(project_root) = project_root {
         let project = Scope {
-            root: sandbox::resolve_root(project_root),
+            root: confinement::resolve_root(project_root),
             label: "the project",
             user: false,
         };
@@ -231,7 +231,7 @@ fn load_stack(
     }
     if let Some(roo_home) = roo_home {
         let user = Scope {
-            root: sandbox::resolve_root(roo_home),
+            root: confinement::resolve_root(roo_home),
             label: "ROO_HOME",
             user: true,
         };
@@ -245,7 +245,7 @@ fn load_stack(
             continue;
         }
         let resolved = scope.absolute(path);
-        let resolved = sandbox::resolve(&resolved).unwrap_or(resolved);
+        let resolved = confinement::resolve(&resolved).unwrap_or(resolved);
         if !seen_files.insert(resolved) {
             continue;
         }
@@ -417,12 +417,12 @@ impl Loader<'_> {
     /// regular file and not too large; returns its resolved path and text.
     fn read_confined(&mut self, path: &Path, scope: &Scope) -> Result<(PathBuf, String), Refusal> {
         let absolute = scope.absolute(path);
-        self.read.push(sandbox::normalize_lexically(&absolute));
-        let resolved = sandbox::resolve(&absolute)
+        self.read.push(confinement::normalize_lexically(&absolute));
+        let resolved = confinement::resolve(&absolute)
             .map_err(|_| Refusal::Refused("its symlinks form a loop".to_string()))?;
         self.read.push(resolved.clone());
-        if !sandbox::is_within(&resolved, &scope.root) {
-            let via = if resolved != sandbox::normalize_lexically(&absolute) {
+        if !confinement::is_within(&resolved, &scope.root) {
+            let via = if resolved != confinement::normalize_lexically(&absolute) {
                 format!(" (it leads to {})", resolved.display())
             } else {
                 String::new()

@@ -346,7 +346,7 @@ pub(crate) fn mcp_servers(
     Ok(servers)
 }
 
-/// One file's `sandbox:` section as written; [`crate::sandbox::SandboxSettings`]
+/// One file's `sandbox:` section as written; [`crate::exec::sandbox::SandboxSettings`]
 /// merges the files and decides what each source may change.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]

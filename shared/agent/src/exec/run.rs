@@ -47,9 +47,9 @@ pub enum Ending {
     Cancelled,
 }
 
-/// The observable result of one run.
+/// The observable result of one shell command run.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct CommandOutcome {
     pub ending: Ending,
     pub output: String,
     /// How many processes were still running after the shell exited and were
@@ -142,7 +142,7 @@ pub async fn run(
     launcher: &Launcher,
     cwd: &Path,
     cancel: &CancellationToken,
-) -> Result<Outcome, RunError> {
+) -> Result<CommandOutcome, RunError> {
     if !cwd.is_dir() {
         return Err(RunError {
             action: "run the command in",
@@ -188,7 +188,7 @@ pub async fn run(
     if let Some(report) = &report {
         leftovers = leftovers.max(report.leftovers);
     }
-    Ok(Outcome {
+    Ok(CommandOutcome {
         ending,
         output: capture.output.render(),
         leftovers,

@@ -16,7 +16,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::event::{EventSink, Outcome};
+use crate::event::{EventSink, RunOutcome};
 use crate::tool::{Tool, ToolContext, ToolOutput};
 
 /// A tool call as hooks see it.
@@ -57,7 +57,7 @@ pub enum TurnAction {
     /// then every call carries them. A text that changes the task redirects the run.
     Inject(Vec<String>),
     /// End the run before the next model call; the run's outcome is
-    /// [`Outcome::Stopped`] with this reason.
+    /// [`RunOutcome::Stopped`] with this reason.
     Stop(String),
 }
 
@@ -154,7 +154,7 @@ pub trait AgentHook: Send + Sync {
     /// A run ended (not when it was cancelled).
     fn stop<'a>(
         &'a self,
-        _outcome: &'a Outcome,
+        _outcome: &'a RunOutcome,
         _final_text: &'a str,
         _cancel: &'a CancellationToken,
         _events: &'a EventSink,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::script_tool::{SkillToolSpec, parse_tool_json};
-pub use crate::front_matter::Source;
+pub use crate::front_matter::DefinitionSource;
 use crate::front_matter::{self, one_line};
 use crate::tool::ToolScope;
 
@@ -55,7 +55,7 @@ pub struct Skill {
     pub arguments: Option<String>,
     /// The Markdown instructions.
     pub body: String,
-    pub source: Source,
+    pub source: DefinitionSource,
     /// The skill's directory; `None` for a built-in one.
     pub dir: Option<PathBuf>,
     /// The tools its `tool.json` declares, registered when it is loaded.
@@ -125,7 +125,7 @@ pub fn parse_skill(
     text: &str,
     path: &Path,
     dir_name: &str,
-    source: Source,
+    source: DefinitionSource,
 ) -> Result<Skill, SkillError> {
     let (front, body) =
         front_matter::parse::<FrontMatter>(text).map_err(|message| invalid(path, message))?;
@@ -202,7 +202,7 @@ pub fn builtin() -> Vec<Skill> {
         .iter()
         .filter_map(|(name, text)| {
             let path = PathBuf::from(format!("<built-in>/skills/{name}/SKILL.md"));
-            match parse_skill(text, &path, name, Source::BuiltIn) {
+            match parse_skill(text, &path, name, DefinitionSource::BuiltIn) {
                 Ok(skill) => Some(skill),
                 Err(e) => {
                     tracing::error!("{e}");
@@ -267,8 +267,8 @@ impl Catalog {
             }
         }
         for (dir, source) in [
-            (&self.user_dir, Source::User),
-            (&self.project_dir, Source::Project),
+            (&self.user_dir, DefinitionSource::User),
+            (&self.project_dir, DefinitionSource::Project),
         ] {
             if let Some(dir) = dir {
                 scan_dir(dir, source, &mut scan);
@@ -278,7 +278,7 @@ impl Catalog {
     }
 }
 
-fn scan_dir(dir: &Path, source: Source, scan: &mut Scan) {
+fn scan_dir(dir: &Path, source: DefinitionSource, scan: &mut Scan) {
     let names = front_matter::list_dir(
         dir,
         front_matter::Entries::Folders,
@@ -307,7 +307,7 @@ fn read_bounded(path: &Path, max: u64) -> Result<String, SkillError> {
     })
 }
 
-fn load_dir(dir: &Path, name: &str, source: Source) -> Result<Skill, SkillError> {
+fn load_dir(dir: &Path, name: &str, source: DefinitionSource) -> Result<Skill, SkillError> {
     let file = dir.join("SKILL.md");
     if !valid_name(name) {
         return Err(invalid(
@@ -420,7 +420,7 @@ mod tests {
     fn every_builtin_skill_parses() {
         for (name, text) in BUILTIN {
             let path = PathBuf::from(format!("skills/{name}/SKILL.md"));
-            let skill = parse_skill(text, &path, name, Source::BuiltIn)
+            let skill = parse_skill(text, &path, name, DefinitionSource::BuiltIn)
                 .unwrap_or_else(|e| panic!("built-in skill {name} is broken: {e}"));
             assert!(
                 skill.body.contains("$ARGUMENTS"),
@@ -439,7 +439,7 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<Skill, SkillError> {
-        parse_skill(text, Path::new("x/SKILL.md"), "x", Source::User)
+        parse_skill(text, Path::new("x/SKILL.md"), "x", DefinitionSource::User)
     }
 
     #[test]

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::load::{Catalog, Mode, Skill};
 use super::script_tool::{SkillTool, registered_name};
-use crate::event::{EventSink, Outcome};
+use crate::event::{EventSink, RunOutcome};
 use crate::hooks::{AgentHook, PromptDecision};
 use crate::tool::{
     ScopeError, ScopeId, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope, TypedTool,
@@ -185,7 +185,7 @@ impl AgentHook for SkillScopes {
 
     fn stop<'a>(
         &'a self,
-        _outcome: &'a Outcome,
+        _outcome: &'a RunOutcome,
         _final_text: &'a str,
         _cancel: &'a CancellationToken,
         _events: &'a EventSink,

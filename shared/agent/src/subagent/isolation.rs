@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use crate::exec::sandbox::CommandSandbox;
 use crate::permissions::PermissionPolicy;
-use crate::sandbox::CommandSandbox;
 
 /// A new worktree for one child, and what confines it there.
 pub struct IsolatedWorkspace {

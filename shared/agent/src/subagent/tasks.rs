@@ -456,9 +456,18 @@ pub fn notification(info: &TaskInfo) -> String {
     )
 }
 
+/// At most `max` characters of `text` on one line.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    roo_term::clip(&line, max)
+}
+
 fn first_line(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    crate::subagent::runtime::clip(line, 120)
+    clip(line, 120)
 }
 
 /// The turn hook that delivers `owner`'s notifications at the top of its next turn.

@@ -220,8 +220,8 @@ mod linux {
     use tokio::signal::unix::{SignalKind, signal};
 
     use super::{Enforcement, HelperError, HelperReport, LEFTOVER_GRACE};
+    use crate::exec::sandbox::proc_stat;
     use crate::exec::sandbox::{HelperSpec, landlock, namespace};
-    use crate::sandbox::proc_stat;
 
     fn sys(action: &'static str) -> impl FnOnce(Errno) -> HelperError {
         move |errno| HelperError::Sys { action, errno }

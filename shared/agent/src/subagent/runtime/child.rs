@@ -10,9 +10,10 @@ use futures_util::FutureExt;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, SubagentRuntime, clip};
+use super::{Shared, SubagentRuntime};
 use crate::agent_loop::{Agent, RunResult};
-use crate::event::{AgentEvent, EventSink, Outcome};
+use crate::event::{AgentEvent, EventSink, RunOutcome};
+use crate::subagent::tasks::clip;
 use crate::subagent::tasks::{BackgroundTasks, Started, TaskEnd, TaskStatus};
 use crate::subagent::{IsolatedWorkspace, WorktreeIsolation};
 use crate::tool::{ToolContext, ToolOutput};
@@ -159,15 +160,15 @@ fn report(
     spill: &ToolContext,
 ) -> TaskEnd {
     let status = match result.outcome {
-        Outcome::Completed => TaskStatus::Completed,
-        Outcome::Cancelled => TaskStatus::Killed,
+        RunOutcome::Completed => TaskStatus::Completed,
+        RunOutcome::Cancelled => TaskStatus::Killed,
         _ => TaskStatus::Failed,
     };
     let mut text = match &result.outcome {
-        Outcome::Completed if result.final_text.trim().is_empty() => {
+        RunOutcome::Completed if result.final_text.trim().is_empty() => {
             "(the sub-agent finished without a final message)".to_string()
         }
-        Outcome::Completed => result.final_text.clone(),
+        RunOutcome::Completed => result.final_text.clone(),
         other => {
             let mut text = format!("sub-agent {id} ({agent_type}) {}", other.describe());
             if !result.final_text.trim().is_empty() {
