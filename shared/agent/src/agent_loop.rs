@@ -74,6 +74,7 @@ pub struct AgentOptions {
     /// structured calls is one `{"name", "arguments"}` object naming a registered
     /// tool) as a call. See `LlmSettings::text_tool_calls_enabled`.
     pub text_tool_calls: bool,
+    /// How and when the conversation is compacted to fit the context window.
     pub compaction: CompactionOptions,
     /// Prices for the cost figures in usage events (built-in plus config overrides).
     pub prices: roo_llm::PriceTable,
@@ -111,8 +112,11 @@ impl Default for AgentOptions {
 /// What a run returns (also sent as [`AgentEvent::Done`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
+    /// How the run ended.
     pub outcome: RunOutcome,
+    /// Text of the last assistant message.
     pub final_text: String,
+    /// Model requests made in this run.
     pub turns: u32,
     /// Usage of this run alone.
     pub usage: Usage,

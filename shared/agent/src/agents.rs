@@ -74,13 +74,17 @@ pub struct AgentDefinition {
     pub disallowed_tools: Vec<String>,
     /// `None`: the parent's model; otherwise a model name or an alias (`haiku`).
     pub model: Option<String>,
+    /// Most turns a run of it may take, if it sets a limit.
     pub max_turns: Option<u32>,
+    /// The permission mode its runs use, if it sets one.
     pub permission_mode: Option<PermissionMode>,
     /// It always runs in the background.
     pub background: bool,
+    /// Where it works, if not in the parent's working directory.
     pub isolation: Option<Isolation>,
     /// The body: the role's system prompt.
     pub prompt: String,
+    /// Where the definition came from.
     pub source: DefinitionSource,
     /// The file it was read from; `None` for a built-in one.
     pub path: Option<PathBuf>,
@@ -105,10 +109,19 @@ impl AgentDefinition {
 #[derive(Debug, thiserror::Error)]
 pub enum DefinitionError {
     #[error("agent file {}: {message}", path.display())]
-    Invalid { path: PathBuf, message: String },
-    #[error("failed to read agent file {}: {source}", path.display())]
-    Io {
+    /// The file does not parse or breaks a rule; `message` says which.
+    Invalid {
+        /// The definition file.
         path: PathBuf,
+        /// What is wrong, in words a user can act on.
+        message: String,
+    },
+    #[error("failed to read agent file {}: {source}", path.display())]
+    /// The file could not be read.
+    Io {
+        /// The definition file.
+        path: PathBuf,
+        /// Why reading failed.
         source: std::io::Error,
     },
 }
@@ -326,6 +339,7 @@ pub fn builtin(verification: bool) -> Vec<AgentDefinition> {
 /// The result of one scan: the definitions by lowercase name and what was skipped.
 #[derive(Debug, Clone, Default)]
 pub struct AgentScan {
+    /// The definitions by lowercase name.
     pub agents: BTreeMap<String, AgentDefinition>,
     /// One line per skipped file or folder, naming it.
     pub warnings: Vec<String>,

@@ -16,8 +16,11 @@ use serde::de::DeserializeOwned;
 /// the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum DefinitionSource {
+    /// Shipped with the program.
     BuiltIn,
+    /// From the user's home (`~/.roocode`).
     User,
+    /// From the project (`.roocode/`).
     Project,
 }
 

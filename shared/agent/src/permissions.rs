@@ -41,7 +41,10 @@ pub enum Approval {
     /// Run this call and save the suggested rule to the local config.
     AllowAlways,
     /// Do not run it; optional feedback for the model ("use the staging DB").
-    Deny { feedback: Option<String> },
+    Deny {
+        /// What the human told the model, if anything.
+        feedback: Option<String>,
+    },
 }
 
 /// Whoever answers permission prompts: a terminal prompt, the lead answering a

@@ -18,15 +18,20 @@ use crate::permissions::confinement;
 /// Facts about where the agent runs, gathered once per session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Environment {
+    /// The working directory.
     pub cwd: PathBuf,
+    /// The operating system.
     pub os: String,
+    /// Today's date (UTC).
     pub date: String,
+    /// Git state, when the directory is in a repository.
     pub git: Option<GitInfo>,
 }
 
 /// Git state of the working directory at session start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitInfo {
+    /// The current branch.
     pub branch: String,
     /// `git status --short` output, capped.
     pub status: String,

@@ -30,9 +30,12 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 #[derive(Debug, thiserror::Error)]
 #[error("failed to {action} {}: {source}", path.display())]
 pub struct RunError {
+    /// What was being done.
     pub action: &'static str,
+    /// The path it was done on.
     pub path: PathBuf,
     #[source]
+    /// Why it failed.
     pub source: std::io::Error,
 }
 
@@ -50,7 +53,9 @@ pub enum Ending {
 /// The observable result of one shell command run.
 #[derive(Debug)]
 pub struct CommandOutcome {
+    /// How the command ended.
     pub ending: Ending,
+    /// What the command wrote, head and tail kept.
     pub output: String,
     /// How many processes were still running after the shell exited and were
     /// ended (at least 1 when only the fact is known).
@@ -77,8 +82,11 @@ fn shell() -> &'static PathBuf {
 /// stderr (head and tail, like a Bash call's output).
 #[derive(Debug)]
 pub struct PipedOutcome {
+    /// How the command ended.
     pub ending: Ending,
+    /// Its standard output, capped.
     pub stdout: String,
+    /// Its standard error, head and tail kept.
     pub stderr: String,
 }
 

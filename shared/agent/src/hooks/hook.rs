@@ -22,8 +22,11 @@ use crate::tool::{Tool, ToolContext, ToolOutput};
 /// A tool call as hooks see it.
 #[derive(Clone, Copy)]
 pub struct ToolCallInfo<'a> {
+    /// The call's id.
     pub id: &'a str,
+    /// The tool being called.
     pub tool: &'a dyn Tool,
+    /// The call's input.
     pub input: &'a Value,
     /// The call's context: working directory and cancellation.
     pub context: &'a ToolContext,
@@ -35,7 +38,10 @@ pub enum Verdict {
     /// Go on.
     Continue,
     /// Do not run it; `reason` is what the model (or the user) is told.
-    Block { reason: String },
+    Block {
+        /// What the model (or the user) is told.
+        reason: String,
+    },
 }
 
 /// What hooks decided about a submitted prompt.

@@ -45,16 +45,21 @@ pub enum Mode {
 /// One parsed skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skill {
+    /// The skill's name.
     pub name: String,
+    /// What it does, shown to the model.
     pub description: String,
+    /// When to use it, shown to the model after the description.
     pub when_to_use: Option<String>,
     /// `None`: every tool of the run; `Some`: only these (plus LoadSkill).
     pub allowed_tools: Option<Vec<String>>,
+    /// Whether it runs inline or as a forked sub-agent.
     pub mode: Mode,
     /// What the arguments are, for the model and `/help` (`[message]`).
     pub arguments: Option<String>,
     /// The Markdown instructions.
     pub body: String,
+    /// Where it came from (built in, the user's, the project's).
     pub source: DefinitionSource,
     /// The skill's directory; `None` for a built-in one.
     pub dir: Option<PathBuf>,
@@ -68,10 +73,19 @@ pub struct Skill {
 #[derive(Debug, thiserror::Error)]
 pub enum SkillError {
     #[error("skill file {}: {message}", path.display())]
-    Invalid { path: PathBuf, message: String },
-    #[error("failed to read skill file {}: {source}", path.display())]
-    Io {
+    /// The file does not parse or breaks a rule.
+    Invalid {
+        /// The skill file.
         path: PathBuf,
+        /// What is wrong, in words a user can act on.
+        message: String,
+    },
+    #[error("failed to read skill file {}: {source}", path.display())]
+    /// The file could not be read.
+    Io {
+        /// The skill file.
+        path: PathBuf,
+        /// Why reading failed.
         source: std::io::Error,
     },
 }
@@ -216,6 +230,7 @@ pub fn builtin() -> Vec<Skill> {
 /// The result of one scan: the skills by name and what was skipped.
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
+    /// The skills by name.
     pub skills: BTreeMap<String, Skill>,
     /// One line per skipped skill or folder, naming the file.
     pub warnings: Vec<String>,

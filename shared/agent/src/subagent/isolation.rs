@@ -15,6 +15,7 @@ use crate::permissions::PermissionPolicy;
 pub struct IsolatedWorkspace {
     /// The worktree: the child's working directory and project root.
     pub dir: PathBuf,
+    /// The worktree's branch.
     pub branch: String,
     /// A permission policy rooted at the worktree (the parent's rules; the runtime
     /// sets the child's mode).

@@ -17,6 +17,10 @@ pub struct AgentInput {
     /// 3-5 words for the UI.
     #[serde(default)]
     pub description: Option<String>,
+    #[allow(
+        missing_docs,
+        reason = "a doc comment would become part of the tool's input schema, which the model reads; the schema stays as it is"
+    )]
     pub prompt: String,
     /// An agent type listed above.
     #[serde(default, alias = "agent_type")]

@@ -36,6 +36,7 @@ use crate::tool::{ToolContext, ToolOutput, ToolRegistry, WeakToolRegistry};
 /// the Agent tool never learns whether its agent is a lead, a teammate or a sub-agent.
 #[derive(Clone)]
 pub struct ParentParts {
+    /// The model provider children call.
     pub provider: Arc<dyn Provider>,
     /// The parent's policy: shared when the child has the same mode (one "always
     /// allow" ledger), copied with a stricter mode otherwise.
@@ -56,6 +57,7 @@ pub struct ParentParts {
     pub lifecycle: Vec<Arc<dyn AgentHook>>,
     /// The parent's skills; a child gets its own LoadSkill over the same catalog.
     pub skills: Option<Skills>,
+    /// The plan file of plan mode.
     pub plan_file: PathBuf,
     /// The agent definitions, re-read at each call.
     pub catalog: AgentCatalog,
@@ -94,6 +96,7 @@ struct Inner {
 pub struct WeakSubagentRuntime(Weak<Inner>);
 
 impl WeakSubagentRuntime {
+    /// The runtime, if it still exists.
     pub fn upgrade(&self) -> Option<SubagentRuntime> {
         self.0.upgrade().map(|inner| SubagentRuntime { inner })
     }

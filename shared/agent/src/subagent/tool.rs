@@ -31,6 +31,7 @@ pub struct SubagentTool {
 }
 
 impl SubagentTool {
+    /// The Agent tool over `runtime`.
     pub fn new(runtime: SubagentRuntime) -> Self {
         Self { runtime }
     }
@@ -144,6 +145,7 @@ pub struct TaskStopTool {
 }
 
 impl TaskStopTool {
+    /// TaskStop over `tasks`; `owner`: only the tasks of that agent (a sub-agent's), `None`: any.
     pub fn new(tasks: BackgroundTasks, owner: Option<u64>) -> Self {
         Self { tasks, owner }
     }

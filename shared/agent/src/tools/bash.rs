@@ -37,6 +37,7 @@ const NAME: &str = "Bash";
 pub struct Bash;
 
 #[derive(Debug, Deserialize, JsonSchema)]
+/// Input of Bash.
 pub struct BashInput {
     command: String,
     #[serde(default, deserialize_with = "opt_usize")]

@@ -32,6 +32,7 @@ const MAX_LISTED_MATCHES: usize = 20;
 pub struct EditFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
+/// Input of EditFile.
 pub struct EditFileInput {
     /// Absolute or relative to the working directory.
     path: String,

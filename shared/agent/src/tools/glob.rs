@@ -31,6 +31,7 @@ const NAME: &str = "Glob";
 pub struct Glob;
 
 #[derive(Debug, Deserialize, JsonSchema)]
+/// Input of Glob.
 pub struct GlobInput {
     /// Matched against paths relative to `path`: `**/*.rs`, `src/**/*.{ts,tsx}`, `*.md` (top level only).
     pattern: String,

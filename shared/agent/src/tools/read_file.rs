@@ -41,6 +41,7 @@ const NAME: &str = "ReadFile";
 pub struct ReadFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
+/// Input of ReadFile.
 pub struct ReadFileInput {
     /// Absolute or relative to the working directory.
     path: String,

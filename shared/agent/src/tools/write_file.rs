@@ -25,6 +25,7 @@ const NAME: &str = "WriteFile";
 pub struct WriteFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
+/// Input of WriteFile.
 pub struct WriteFileInput {
     /// Absolute or relative to the working directory.
     path: String,

@@ -48,6 +48,7 @@ pub struct HelperReport {
     /// Processes still running after the command ended (or when the helper was
     /// stopped) that the helper had to end.
     pub leftovers: usize,
+    /// Which confinement was in force for the command.
     pub enforcement: Enforcement,
 }
 
