@@ -54,10 +54,16 @@ const BUILTIN: &[(&str, &str, bool)] = &[
     ),
 ];
 
-/// Where a sub-agent works.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a sub-agent works: in a definition's `isolation:` and in an Agent call's
+/// `isolation` (so it is part of the Agent tool's input schema).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(
+    missing_docs,
+    reason = "variant doc comments would turn the schema's `enum` into a `oneOf`"
+)]
 pub enum Isolation {
-    /// In a new git worktree of the project, on its own branch.
+    // In a new git worktree of the project, on its own branch.
     Worktree,
 }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::agents::Isolation;
 use crate::tool::{Tool, ToolScope};
 
 /// Input of the Agent tool.
@@ -37,13 +38,6 @@ pub struct AgentInput {
     /// Work in a new git worktree.
     #[serde(default)]
     pub isolation: Option<Isolation>,
-}
-
-/// Where a sub-agent works.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Isolation {
-    Worktree,
 }
 
 /// One child to start, as decided from the call.

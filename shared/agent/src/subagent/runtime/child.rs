@@ -20,7 +20,7 @@ use crate::tool::{ToolContext, ToolOutput};
 use crate::tools::spill_if_large;
 
 /// A child's worktree and where it came from.
-type Isolation = (Arc<dyn WorktreeIsolation>, IsolatedWorkspace);
+type ChildWorktree = (Arc<dyn WorktreeIsolation>, IsolatedWorkspace);
 
 impl SubagentRuntime {
     /// Runs the child in its own task; its end (or panic) goes to the task table.
@@ -30,7 +30,7 @@ impl SubagentRuntime {
         input: String,
         started: &Started,
         agent_type: String,
-        isolation: Option<Isolation>,
+        isolation: Option<ChildWorktree>,
     ) {
         let shared = self.inner.shared.clone();
         let number = started.number;
