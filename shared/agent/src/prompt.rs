@@ -182,7 +182,7 @@ pub const MAX_INSTRUCTION_FILE_BYTES: u64 = 128 * 1024;
 /// include must resolve (symlinks followed) inside `project_root`, the user's file
 /// and its includes inside `roo_home` (`~/` is expanded only there, and must still
 /// land inside `roo_home`). Paths `denied` refuses, anything that is not a regular
-/// file, and files over [`MAX_INSTRUCTION_FILE_BYTES`] are refused too. A refusal
+/// file, and files over `MAX_INSTRUCTION_FILE_BYTES` (128 KiB) are refused too. A refusal
 /// is never read: it becomes a note inline and in [`Instructions::notices`].
 pub fn load_instructions(
     project_root: &Path,

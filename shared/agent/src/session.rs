@@ -202,8 +202,8 @@ impl Session {
         })
     }
 
-    /// Appends blocks to the user message that ends the history (see
-    /// [`Record::UserBlocks`]).
+    /// Appends blocks to the user message that ends the history (as a `user_blocks`
+    /// record).
     pub fn append_user_blocks(&mut self, blocks: &[ContentBlock]) -> Result<()> {
         self.append(&Record::UserBlocks {
             blocks: blocks.to_vec(),
