@@ -13,15 +13,13 @@
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use roo_agent::AgentCatalog;
-use roo_agent::Environment;
 use roo_agent::config::SubagentLimits;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::subagent::{ParentParts, SubagentRuntime};
 use roo_agent::tool::{ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
-use roo_agent::{Agent, AgentOptions, SharedPolicy};
+use roo_agent::{Agent, AgentCatalog, AgentOptions, Environment, SharedPolicy};
 use roo_llm::mock_server::{MockServer, Protocol};
 use tokio_util::sync::CancellationToken;
 

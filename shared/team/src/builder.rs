@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use roo_agent::AgentCatalog;
 use roo_agent::config::{
     ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust, SubagentLimits,
 };
@@ -20,16 +19,12 @@ use roo_agent::skills::{Catalog, Skills};
 use roo_agent::subagent::{ParentParts, SubagentRuntime};
 use roo_agent::tool::{EnvSource, ReadFilter, ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
-use roo_agent::{Agent, AgentOptions, SharedPolicy};
-use roo_agent::{AgentHook, CommandHooks, HookSetup};
 use roo_agent::{
-    Environment, Instructions, Persona, instruction_parts, join_instructions, load_instructions,
+    Agent, AgentCatalog, AgentHook, AgentOptions, CommandHooks, Environment, HookSetup,
+    Instructions, McpHook, McpLaunch, McpServers, McpSettings, Persona, PlanApprover, Session,
+    SessionError, SharedPolicy, instruction_parts, join_instructions, latest_session,
+    load_instructions, new_session_id, plan_mode_tools, project_sessions_dir, session_path,
     system_prompt,
-};
-use roo_agent::{McpHook, McpLaunch, McpServers, McpSettings};
-use roo_agent::{PlanApprover, plan_mode_tools};
-use roo_agent::{
-    Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
 };
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
 

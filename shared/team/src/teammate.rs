@@ -33,12 +33,10 @@ mod usage;
 
 use std::sync::Arc;
 
-use roo_agent::Agent;
-use roo_agent::CommandHooks;
-use roo_agent::PlanApprover;
 use roo_agent::event::{AgentEvent, EventSink, RunOutcome};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::Tool;
+use roo_agent::{Agent, CommandHooks, PlanApprover};
 use roo_store::{
     Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Presence, Task,
     TaskFilter, TaskId, TaskStatus, Team,

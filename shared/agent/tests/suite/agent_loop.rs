@@ -7,13 +7,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::CompactionOptions;
-use roo_agent::Session;
 use roo_agent::event::{AgentEvent, CompactionMethod, EventSink, RunOutcome};
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
-use roo_agent::{Agent, AgentOptions, SharedPolicy};
-use roo_agent::{AgentHook, TurnAction};
+use roo_agent::{
+    Agent, AgentHook, AgentOptions, CompactionOptions, Session, SharedPolicy, TurnAction,
+};
 use roo_llm::{
     ContentBlock, EventStream, Message, Provider, Request, Role, StopReason, StreamEvent, Usage,
 };

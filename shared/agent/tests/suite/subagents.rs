@@ -7,15 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::AgentCatalog;
-use roo_agent::Environment;
 use roo_agent::config::SubagentLimits;
 use roo_agent::event::RunOutcome;
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::subagent::{ParentParts, SubagentRuntime, TaskStatus};
 use roo_agent::tool::{Delegation, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use roo_agent::tools::builtin_tools;
-use roo_agent::{Agent, AgentOptions, SharedPolicy};
+use roo_agent::{Agent, AgentCatalog, AgentOptions, Environment, SharedPolicy};
 use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
