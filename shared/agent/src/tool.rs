@@ -86,8 +86,6 @@ pub struct ConversationSnapshot {
     pub messages: Vec<roo_llm::Message>,
 }
 
-pub use crate::exec::EnvSource;
-
 /// Opens a [`WorkspaceGate`]: once with the outcome of preparing the working
 /// directory. Dropped without opening, the gate reports the preparation abandoned.
 #[derive(Debug)]

@@ -12,12 +12,12 @@ use std::sync::{Arc, RwLock};
 use roo_agent::config::{
     ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust, SubagentLimits,
 };
-use roo_agent::exec::Launcher;
 use roo_agent::exec::sandbox::CommandSetup;
+use roo_agent::exec::{EnvSource, Launcher};
 use roo_agent::permissions::{Approver, ParseModeError, PermissionMode, PermissionPolicy};
 use roo_agent::skills::{Catalog, Skills};
 use roo_agent::subagent::{ParentParts, SubagentRuntime};
-use roo_agent::tool::{EnvSource, ReadFilter, ToolContext, ToolRegistry};
+use roo_agent::tool::{ReadFilter, ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
 use roo_agent::{
     Agent, AgentCatalog, AgentHook, AgentOptions, CommandHooks, Environment, HookSetup,

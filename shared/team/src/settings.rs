@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use roo_agent::config::HandedProjectConfig;
+use roo_agent::exec::EnvSource;
 use roo_agent::permissions::{Approver, DenyApprover, PermissionMode};
 use roo_agent::subagent::SubagentRuntime;
-use roo_agent::tool::{EnvSource, Tool, WorkspaceGate};
+use roo_agent::tool::{Tool, WorkspaceGate};
 use roo_agent::{AgentHook, Environment, McpServers, Persona, PlanApprover};
 use roo_llm::{LlmFlags, Provider};
 use roo_store::Name;

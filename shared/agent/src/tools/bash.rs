@@ -4,8 +4,8 @@
 //! closed, in its own process group so a timeout or a cancel ends the command and
 //! everything it started, however deep. stdout and stderr are read as they come
 //! and kept interleaved, the way a terminal shows them; a command that prints
-//! megabytes keeps only its first and last [`OUTPUT_HEAD_BYTES`] /
-//! [`OUTPUT_TAIL_BYTES`] bytes in memory. The result always ends with how the
+//! megabytes keeps only its first and last [`OUTPUT_HEAD_BYTES`](crate::exec::OUTPUT_HEAD_BYTES) /
+//! [`OUTPUT_TAIL_BYTES`](crate::exec::OUTPUT_TAIL_BYTES) bytes in memory. The result always ends with how the
 //! command ended: its exit code, the signal that killed it, a timeout or a cancel.
 //! Background processes left behind when the shell exits are ended too, so no
 //! agent leaks processes. With a [`crate::exec::sandbox::CommandSandbox`] in the
@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::input::opt_usize;
 use crate::exec::{CommandOutcome, Ending, RunError};
-pub use crate::exec::{OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES};
+use crate::exec::{OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES};
 use crate::tool::ToolError;
 use crate::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
 
