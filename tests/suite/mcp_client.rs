@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use roo_agent::mcp::McpServers;
+use roo_agent::McpServers;
 use roo_agent::tool::{ToolContext, ToolRegistry};
 use roo_store::Name;
 use roo_team::{AgentSettings, Identity, McpPlan, build_agent};

@@ -258,7 +258,7 @@ fn fetch(world: &World, team: &str, member: &str) {
 /// `--no-ff` while a planted hook (had one got there) never runs.
 #[test]
 fn a_teammate_cannot_damage_the_users_refs_stash_index_hooks_or_config() {
-    use roo_agent::sandbox::{CommandSandbox, PolicyEnv, SandboxSettings};
+    use roo_agent::exec::sandbox::{CommandSandbox, PolicyEnv, SandboxSettings};
     use roo_team::worktree::{Discovered, LeadRepo, MergeOutcome};
     if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
         eprintln!("skipped: {why}");

@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use roo_agent::exec::Launcher;
-use roo_agent::sandbox::{CommandSandbox, PolicyEnv, SandboxPolicy, SandboxSettings};
+use roo_agent::exec::sandbox::{CommandSandbox, PolicyEnv, SandboxPolicy, SandboxSettings};
 use roo_agent::tool::{Tool, ToolContext};
-use roo_agent::tools::bash::Bash;
+use roo_agent::tools::Bash;
 use serde_json::json;
 
 fn helper() -> PathBuf {
@@ -123,7 +123,7 @@ fn main() {
         ..with_namespaces.clone()
     };
     let cold = Instant::now();
-    let found = roo_agent::sandbox::home_sockets::search(
+    let found = roo_agent::exec::sandbox::home_sockets::search(
         &home_search.search,
         &home_search.hide,
         &home_search.write,

@@ -13,15 +13,13 @@
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
-use roo_agent::agents::AgentCatalog;
 use roo_agent::config::SubagentLimits;
 use roo_agent::event::EventSink;
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
-use roo_agent::prompt::Environment;
 use roo_agent::subagent::{ParentParts, SubagentRuntime};
 use roo_agent::tool::{ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
+use roo_agent::{Agent, AgentCatalog, AgentOptions, Environment, SharedPolicy};
 use roo_llm::mock_server::{MockServer, Protocol};
 use tokio_util::sync::CancellationToken;
 
@@ -107,7 +105,7 @@ async fn once(fork: bool) -> Duration {
     let (agent_tool, stop) = runtime.tools();
     tools.register(agent_tool);
     tools.register(stop);
-    let system = roo_agent::prompt::system_prompt(&Default::default(), &environment);
+    let system = roo_agent::system_prompt(&Default::default(), &environment);
     let mut agent = Agent::new(
         provider,
         tools,

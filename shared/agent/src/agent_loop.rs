@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::CompactionOptions;
 use crate::conversation::{push_user, repair_chain};
-use crate::event::{AgentEvent, EventSink, Outcome};
+use crate::event::{AgentEvent, EventSink, RunOutcome};
 use crate::hooks::{AgentHook, TurnAction};
 use crate::permissions::{Approver, PermissionPolicy};
 use crate::prompt::{plan_mode_reminder, system_reminder};
@@ -74,6 +74,7 @@ pub struct AgentOptions {
     /// structured calls is one `{"name", "arguments"}` object naming a registered
     /// tool) as a call. See `LlmSettings::text_tool_calls_enabled`.
     pub text_tool_calls: bool,
+    /// How and when the conversation is compacted to fit the context window.
     pub compaction: CompactionOptions,
     /// Prices for the cost figures in usage events (built-in plus config overrides).
     pub prices: roo_llm::PriceTable,
@@ -111,8 +112,11 @@ impl Default for AgentOptions {
 /// What a run returns (also sent as [`AgentEvent::Done`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
-    pub outcome: Outcome,
+    /// How the run ended.
+    pub outcome: RunOutcome,
+    /// Text of the last assistant message.
     pub final_text: String,
+    /// Model requests made in this run.
     pub turns: u32,
     /// Usage of this run alone.
     pub usage: Usage,
@@ -180,7 +184,7 @@ enum ModelReply {
     /// request goes again without it.
     Retry,
     /// The run ends.
-    End(Outcome),
+    End(RunOutcome),
 }
 
 /// The tool calls of one answer, and by call id the error result of each call whose
@@ -208,11 +212,11 @@ impl Streaks {
         all_unknown: bool,
         all_malformed: bool,
         options: &AgentOptions,
-    ) -> Option<Outcome> {
+    ) -> Option<RunOutcome> {
         if all_unknown {
             self.unknown += 1;
             if self.unknown >= options.unknown_tool_limit {
-                return Some(Outcome::UnknownTools { names: unknown });
+                return Some(RunOutcome::UnknownTools { names: unknown });
             }
         } else {
             self.unknown = 0;
@@ -220,7 +224,7 @@ impl Streaks {
         if all_malformed {
             self.malformed += 1;
             if self.malformed >= options.malformed_call_limit {
-                return Some(Outcome::MalformedToolCalls {
+                return Some(RunOutcome::MalformedToolCalls {
                     turns: self.malformed,
                 });
             }
@@ -382,7 +386,7 @@ impl Agent {
             .run_inner(input, events, &cancel, &mut usage, &mut turns)
             .await;
         let final_text = std::mem::take(&mut self.answer);
-        if outcome != Outcome::Cancelled {
+        if outcome != RunOutcome::Cancelled {
             for hook in &self.hooks {
                 hook.stop(&outcome, &final_text, &cancel, events).await;
             }
@@ -419,7 +423,7 @@ impl Agent {
         cancel: &CancellationToken,
         usage: &mut Usage,
         turns: &mut u32,
-    ) -> Outcome {
+    ) -> RunOutcome {
         if let Err(outcome) = self.begin(input, events, cancel).await {
             return outcome;
         }
@@ -453,7 +457,7 @@ impl Agent {
             self.record_usage(&response, usage, events);
             let TurnCalls { calls, invalid } = self.take_answer(response, events);
             if calls.is_empty() {
-                return Outcome::Completed;
+                return RunOutcome::Completed;
             }
 
             let unknown: Vec<String> = calls
@@ -470,7 +474,7 @@ impl Agent {
             self.append_user(results, events);
 
             if cancel.is_cancelled() {
-                return Outcome::Cancelled;
+                return RunOutcome::Cancelled;
             }
             if let Some(outcome) =
                 streaks.after_turn(unknown, all_unknown, all_malformed, &self.options)
@@ -489,7 +493,7 @@ impl Agent {
         input: &str,
         events: &EventSink,
         cancel: &CancellationToken,
-    ) -> Result<(), Outcome> {
+    ) -> Result<(), RunOutcome> {
         if !std::mem::replace(&mut self.started, true) {
             let resumed = !self.messages.is_empty();
             for hook in &self.hooks {
@@ -500,12 +504,12 @@ impl Agent {
         for hook in &self.hooks {
             let decision = hook.user_prompt_submit(input, cancel, events).await;
             if let Some(reason) = decision.block {
-                return Err(Outcome::Stopped { reason });
+                return Err(RunOutcome::Stopped { reason });
             }
             self.pending_reminders.extend(decision.context);
         }
         if cancel.is_cancelled() {
-            return Err(Outcome::Cancelled);
+            return Err(RunOutcome::Cancelled);
         }
         let instructions = self
             .instructions
@@ -532,9 +536,9 @@ impl Agent {
         turns: u32,
         events: &EventSink,
         cancel: &CancellationToken,
-    ) -> Option<Outcome> {
+    ) -> Option<RunOutcome> {
         if cancel.is_cancelled() {
-            return Some(Outcome::Cancelled);
+            return Some(RunOutcome::Cancelled);
         }
         if turns >= self.options.max_turns {
             events.emit(AgentEvent::Notice {
@@ -543,12 +547,12 @@ impl Agent {
                     self.options.max_turns
                 ),
             });
-            return Some(Outcome::MaxTurns {
+            return Some(RunOutcome::MaxTurns {
                 limit: self.options.max_turns,
             });
         }
         let reason = self.run_turn_hooks(events).await?;
-        Some(Outcome::Stopped { reason })
+        Some(RunOutcome::Stopped { reason })
     }
 
     /// One model call (the server's window checked before the first): its response,
@@ -570,7 +574,7 @@ impl Agent {
                 window = check => self.server_window = window,
                 _ = cancel.cancelled() => {
                     self.put_back(probe.take());
-                    return ModelReply::End(Outcome::Cancelled);
+                    return ModelReply::End(RunOutcome::Cancelled);
                 }
             }
         }
@@ -584,7 +588,7 @@ impl Agent {
             r = call => r,
             _ = cancel.cancelled() => {
                 self.put_back(probe.take());
-                return ModelReply::End(Outcome::Cancelled);
+                return ModelReply::End(RunOutcome::Cancelled);
             }
         };
         match response {
@@ -617,7 +621,7 @@ impl Agent {
                 events.emit(AgentEvent::Error {
                     message: message.clone(),
                 });
-                ModelReply::End(Outcome::Error { message })
+                ModelReply::End(RunOutcome::Error { message })
             }
         }
     }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use crate::front_matter::Source;
+pub use crate::front_matter::DefinitionSource;
 use crate::front_matter::{self, one_line};
 use crate::permissions::PermissionMode;
 use crate::tool::{ScopeError, ToolScope};
@@ -54,10 +54,16 @@ const BUILTIN: &[(&str, &str, bool)] = &[
     ),
 ];
 
-/// Where a sub-agent works.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a sub-agent works: in a definition's `isolation:` and in an Agent call's
+/// `isolation` (so it is part of the Agent tool's input schema).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(
+    missing_docs,
+    reason = "variant doc comments would turn the schema's `enum` into a `oneOf`"
+)]
 pub enum Isolation {
-    /// In a new git worktree of the project, on its own branch.
+    // In a new git worktree of the project, on its own branch.
     Worktree,
 }
 
@@ -74,14 +80,18 @@ pub struct AgentDefinition {
     pub disallowed_tools: Vec<String>,
     /// `None`: the parent's model; otherwise a model name or an alias (`haiku`).
     pub model: Option<String>,
+    /// Most turns a run of it may take, if it sets a limit.
     pub max_turns: Option<u32>,
+    /// The permission mode its runs use, if it sets one.
     pub permission_mode: Option<PermissionMode>,
     /// It always runs in the background.
     pub background: bool,
+    /// Where it works, if not in the parent's working directory.
     pub isolation: Option<Isolation>,
     /// The body: the role's system prompt.
     pub prompt: String,
-    pub source: Source,
+    /// Where the definition came from.
+    pub source: DefinitionSource,
     /// The file it was read from; `None` for a built-in one.
     pub path: Option<PathBuf>,
 }
@@ -105,10 +115,19 @@ impl AgentDefinition {
 #[derive(Debug, thiserror::Error)]
 pub enum DefinitionError {
     #[error("agent file {}: {message}", path.display())]
-    Invalid { path: PathBuf, message: String },
-    #[error("failed to read agent file {}: {source}", path.display())]
-    Io {
+    /// The file does not parse or breaks a rule; `message` says which.
+    Invalid {
+        /// The definition file.
         path: PathBuf,
+        /// What is wrong, in words a user can act on.
+        message: String,
+    },
+    #[error("failed to read agent file {}: {source}", path.display())]
+    /// The file could not be read.
+    Io {
+        /// The definition file.
+        path: PathBuf,
+        /// Why reading failed.
         source: std::io::Error,
     },
 }
@@ -209,7 +228,7 @@ pub fn parse_definition(
     text: &str,
     path: &Path,
     stem: &str,
-    source: Source,
+    source: DefinitionSource,
 ) -> Result<AgentDefinition, DefinitionError> {
     let (front, body) =
         front_matter::parse::<FrontMatter>(text).map_err(|message| invalid(path, message))?;
@@ -316,7 +335,7 @@ pub fn builtin(verification: bool) -> Vec<AgentDefinition> {
         .filter(|(_, _, opt_in)| verification || !opt_in)
         .filter_map(|(stem, text, _)| {
             let path = PathBuf::from(format!("<built-in>/agents/{stem}.md"));
-            parse_definition(text, &path, stem, Source::BuiltIn)
+            parse_definition(text, &path, stem, DefinitionSource::BuiltIn)
                 .inspect_err(|e| tracing::error!("{e}"))
                 .ok()
         })
@@ -326,6 +345,7 @@ pub fn builtin(verification: bool) -> Vec<AgentDefinition> {
 /// The result of one scan: the definitions by lowercase name and what was skipped.
 #[derive(Debug, Clone, Default)]
 pub struct AgentScan {
+    /// The definitions by lowercase name.
     pub agents: BTreeMap<String, AgentDefinition>,
     /// One line per skipped file or folder, naming it.
     pub warnings: Vec<String>,
@@ -392,8 +412,8 @@ impl AgentCatalog {
             }
         }
         for (dir, source) in [
-            (&self.user_dir, Source::User),
-            (&self.project_dir, Source::Project),
+            (&self.user_dir, DefinitionSource::User),
+            (&self.project_dir, DefinitionSource::Project),
         ] {
             if let Some(dir) = dir {
                 scan_dir(dir, source, &mut scan);
@@ -403,7 +423,7 @@ impl AgentCatalog {
     }
 }
 
-fn scan_dir(dir: &Path, source: Source, scan: &mut AgentScan) {
+fn scan_dir(dir: &Path, source: DefinitionSource, scan: &mut AgentScan) {
     let files = front_matter::list_dir(
         dir,
         front_matter::Entries::MarkdownFiles,
@@ -435,7 +455,11 @@ fn scan_dir(dir: &Path, source: Source, scan: &mut AgentScan) {
     }
 }
 
-fn load_file(path: &Path, stem: &str, source: Source) -> Result<AgentDefinition, DefinitionError> {
+fn load_file(
+    path: &Path,
+    stem: &str,
+    source: DefinitionSource,
+) -> Result<AgentDefinition, DefinitionError> {
     let text = front_matter::read_bounded(path, MAX_DEFINITION_BYTES).map_err(|e| match e {
         front_matter::ReadError::Invalid(message) => invalid(path, message),
         front_matter::ReadError::Io(source) => DefinitionError::Io {

@@ -61,47 +61,66 @@ pub enum ConfigError {
     /// A config file being changed cannot be locked against other writers.
     #[error("lock config file {path}: {source}; nothing was written, try again")]
     Lock {
+        /// The config file.
         path: PathBuf,
         #[source]
+        /// Why the lock was not taken.
         source: Box<roo_store::Error>,
     },
     /// A config file exists but cannot be read.
     #[error("read config file {path}: {source}; check its permissions")]
     Read {
+        /// The config file.
         path: PathBuf,
         #[source]
+        /// Why reading failed.
         source: std::io::Error,
     },
     /// A config file is not valid YAML.
     #[error("parse config file {path}: {message}; fix the YAML syntax")]
     Syntax {
+        /// The config file.
         path: PathBuf,
         /// 1-based line of the error, when known (the message names it too).
         line: Option<usize>,
+        /// What the YAML parser said.
         message: String,
     },
     /// A known key has a value of the wrong shape.
     #[error("load config file {path}: `{key}` {message}")]
     Invalid {
+        /// The config file.
         path: PathBuf,
+        /// The key whose value is wrong.
         key: String,
+        /// What is wrong with the value.
         message: String,
     },
     /// A permission rule does not parse.
     #[error("load permission rule `{rule}` from {path}: {message}")]
     InvalidRule {
+        /// The config file.
         path: PathBuf,
+        /// The rule as written.
         rule: String,
+        /// Why it does not parse.
         message: String,
     },
     /// The provider settings of a config file do not have the expected shape.
     #[error("load config file {path}: {message}; see docs/LLM.md for the keys")]
-    Settings { path: PathBuf, message: String },
+    Settings {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong with the settings.
+        message: String,
+    },
     /// A config file could not be written.
     #[error("write config file {path}: {source}")]
     Write {
+        /// The config file.
         path: PathBuf,
         #[source]
+        /// Why writing failed.
         source: std::io::Error,
     },
 }
@@ -167,7 +186,9 @@ impl HandedProjectConfig {
 /// One config file as loaded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigFile {
+    /// Which of the config files this is.
     pub source: Source,
+    /// Where it was read from.
     pub path: PathBuf,
     /// The parsed document; `None` when the file does not exist. An empty file is
     /// an empty mapping.

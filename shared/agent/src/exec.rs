@@ -35,7 +35,8 @@ use std::sync::Arc;
 
 pub use bounded::{BoundedOutput, output_within};
 pub use run::{
-    Ending, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, Outcome, PipedOutcome, RunError, run, run_piped,
+    CommandOutcome, Ending, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, PipedOutcome, RunError, run,
+    run_piped,
 };
 pub use sandbox::CommandSandbox;
 

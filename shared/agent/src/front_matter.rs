@@ -15,18 +15,21 @@ use serde::de::DeserializeOwned;
 /// Where a definition (skill, agent) came from; a later one replaces an earlier one of
 /// the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Source {
+pub enum DefinitionSource {
+    /// Shipped with the program.
     BuiltIn,
+    /// From the user's home (`~/.roocode`).
     User,
+    /// From the project (`.roocode/`).
     Project,
 }
 
-impl fmt::Display for Source {
+impl fmt::Display for DefinitionSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Source::BuiltIn => "built-in",
-            Source::User => "user",
-            Source::Project => "project",
+            DefinitionSource::BuiltIn => "built-in",
+            DefinitionSource::User => "user",
+            DefinitionSource::Project => "project",
         })
     }
 }

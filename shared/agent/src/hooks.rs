@@ -15,7 +15,5 @@
 mod command;
 mod hook;
 
-pub use command::{
-    CommandHooks, DEFAULT_TIMEOUT_MS, HookSetup, MAX_TIMEOUT_MS, SharedCommandHooks, event_name,
-};
+pub use command::{CommandHooks, HookSetup, SharedCommandHooks};
 pub use hook::{AgentHook, PromptDecision, ToolCallInfo, TurnAction, Verdict};

@@ -19,8 +19,7 @@ mod servers;
 mod settings;
 mod tool;
 
-pub use connection::{Launch, STOP_GRACE, log_path};
+pub use connection::McpLaunch;
 pub use hook::McpHook;
-pub use servers::{McpServers, PromptCommand, ServerState, ServerStatus};
-pub use settings::{DeferMode, McpSettings};
-pub use tool::{McpTool, ServerLink};
+pub use servers::McpServers;
+pub use settings::McpSettings;

@@ -2,7 +2,7 @@
 //!
 //! Every call passes, in order (docs/PERMISSIONS.md):
 //! 1. **dangerous commands** ([`dangerous`]) — Bash commands that are never run;
-//! 2. **path sandbox** ([`sandbox`]) — file tools stay inside the project (and the
+//! 2. **path confinement** ([`confinement`]) — file tools stay inside the project (and the
 //!    extra allowed roots), judged after resolving symlinks;
 //! 3. **rules** ([`rules`]) — `allow`/`ask`/`deny` lists from the user, project
 //!    and local config files, local > project > user;
@@ -15,12 +15,12 @@
 //! the human) becomes an error result for the model and the loop goes on.
 
 pub(crate) mod approvable;
+pub mod confinement;
 pub mod dangerous;
 mod decision;
 pub mod mode;
 pub mod policy;
 pub mod rules;
-pub mod sandbox;
 pub(crate) mod shell;
 
 use futures_util::FutureExt;
@@ -41,7 +41,10 @@ pub enum Approval {
     /// Run this call and save the suggested rule to the local config.
     AllowAlways,
     /// Do not run it; optional feedback for the model ("use the staging DB").
-    Deny { feedback: Option<String> },
+    Deny {
+        /// What the human told the model, if anything.
+        feedback: Option<String>,
+    },
 }
 
 /// Whoever answers permission prompts: a terminal prompt, the lead answering a

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::agent_loop::SharedPolicy;
 use crate::permissions::PermissionMode;
-use crate::permissions::sandbox::resolve_root;
+use crate::permissions::confinement::resolve_root;
 use crate::prompt::plan_mode_reminder;
 use crate::tool::{Delegation, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::confined::{Parents, locate};

@@ -13,20 +13,25 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use crate::exec::{Confine, Launcher};
-use crate::permissions::sandbox;
+use crate::permissions::confinement;
 
 /// Facts about where the agent runs, gathered once per session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Environment {
+    /// The working directory.
     pub cwd: PathBuf,
+    /// The operating system.
     pub os: String,
+    /// Today's date (UTC).
     pub date: String,
+    /// Git state, when the directory is in a repository.
     pub git: Option<GitInfo>,
 }
 
 /// Git state of the working directory at session start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitInfo {
+    /// The current branch.
     pub branch: String,
     /// `git status --short` output, capped.
     pub status: String,
@@ -177,7 +182,7 @@ pub const MAX_INSTRUCTION_FILE_BYTES: u64 = 128 * 1024;
 /// include must resolve (symlinks followed) inside `project_root`, the user's file
 /// and its includes inside `roo_home` (`~/` is expanded only there, and must still
 /// land inside `roo_home`). Paths `denied` refuses, anything that is not a regular
-/// file, and files over [`MAX_INSTRUCTION_FILE_BYTES`] are refused too. A refusal
+/// file, and files over `MAX_INSTRUCTION_FILE_BYTES` (128 KiB) are refused too. A refusal
 /// is never read: it becomes a note inline and in [`Instructions::notices`].
 pub fn load_instructions(
     project_root: &Path,
@@ -222,7 +227,7 @@ fn load_stack(
     let mut candidates = Vec::new();
     if let Some(project_root) = project_root {
         let project = Scope {
-            root: sandbox::resolve_root(project_root),
+            root: confinement::resolve_root(project_root),
             label: "the project",
             user: false,
         };
@@ -231,7 +236,7 @@ fn load_stack(
     }
     if let Some(roo_home) = roo_home {
         let user = Scope {
-            root: sandbox::resolve_root(roo_home),
+            root: confinement::resolve_root(roo_home),
             label: "ROO_HOME",
             user: true,
         };
@@ -245,7 +250,7 @@ fn load_stack(
             continue;
         }
         let resolved = scope.absolute(path);
-        let resolved = sandbox::resolve(&resolved).unwrap_or(resolved);
+        let resolved = confinement::resolve(&resolved).unwrap_or(resolved);
         if !seen_files.insert(resolved) {
             continue;
         }
@@ -417,12 +422,12 @@ impl Loader<'_> {
     /// regular file and not too large; returns its resolved path and text.
     fn read_confined(&mut self, path: &Path, scope: &Scope) -> Result<(PathBuf, String), Refusal> {
         let absolute = scope.absolute(path);
-        self.read.push(sandbox::normalize_lexically(&absolute));
-        let resolved = sandbox::resolve(&absolute)
+        self.read.push(confinement::normalize_lexically(&absolute));
+        let resolved = confinement::resolve(&absolute)
             .map_err(|_| Refusal::Refused("its symlinks form a loop".to_string()))?;
         self.read.push(resolved.clone());
-        if !sandbox::is_within(&resolved, &scope.root) {
-            let via = if resolved != sandbox::normalize_lexically(&absolute) {
+        if !confinement::is_within(&resolved, &scope.root) {
+            let via = if resolved != confinement::normalize_lexically(&absolute) {
                 format!(" (it leads to {})", resolved.display())
             } else {
                 String::new()

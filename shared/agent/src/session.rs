@@ -29,25 +29,49 @@ pub const SESSION_FORMAT_VERSION: u32 = 2;
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error("failed to {action} {path}: {source}")]
+    /// The file could not be read or written.
     Io {
+        /// What was being done (`create`, `append to`).
         action: &'static str,
+        /// The session file.
         path: PathBuf,
+        /// Why it failed.
         source: io::Error,
     },
     #[error("session file {path} is corrupt at line {line}: {message}")]
+    /// A line of the file is not a record.
     Corrupt {
+        /// The session file.
         path: PathBuf,
+        /// The 1-based line.
         line: usize,
+        /// What is wrong with it.
         message: String,
     },
     #[error(
         "session file {path} has format version {found}, newer than this build understands ({SESSION_FORMAT_VERSION}); upgrade roo"
     )]
-    NewerVersion { path: PathBuf, found: u32 },
+    /// The file was written by a newer build.
+    NewerVersion {
+        /// The session file.
+        path: PathBuf,
+        /// Its format version.
+        found: u32,
+    },
     #[error("no session {id} in {dir}")]
-    NotFound { id: String, dir: PathBuf },
+    /// No session has that id.
+    NotFound {
+        /// The id asked for.
+        id: String,
+        /// The project's session directory.
+        dir: PathBuf,
+    },
     #[error("no earlier session for this project in {dir}")]
-    NoneToContinue { dir: PathBuf },
+    /// `--continue` found no session to continue.
+    NoneToContinue {
+        /// The project's session directory.
+        dir: PathBuf,
+    },
 }
 
 /// Result alias of this module.
@@ -89,7 +113,9 @@ pub struct Session {
 /// A transcript read back from disk.
 #[derive(Debug)]
 pub struct Restored {
+    /// The open session, appended to from now on.
     pub session: Session,
+    /// The conversation as restored.
     pub messages: Vec<Message>,
     /// What had to be repaired (torn last line, cut unfinished round).
     pub notices: Vec<String>,
@@ -176,8 +202,8 @@ impl Session {
         })
     }
 
-    /// Appends blocks to the user message that ends the history (see
-    /// [`Record::UserBlocks`]).
+    /// Appends blocks to the user message that ends the history (as a `user_blocks`
+    /// record).
     pub fn append_user_blocks(&mut self, blocks: &[ContentBlock]) -> Result<()> {
         self.append(&Record::UserBlocks {
             blocks: blocks.to_vec(),

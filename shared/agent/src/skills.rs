@@ -24,7 +24,7 @@ mod load;
 mod script_tool;
 mod tool;
 
-pub use load::{Catalog, Mode, Scan, Skill, SkillError, Source, parse_skill};
+pub use load::{Catalog, DefinitionSource, Mode, Scan, Skill, SkillError, parse_skill};
 pub use script_tool::{SkillTool, SkillToolSpec, parse_tool_json, registered_name};
 pub use tool::{
     LoadSkill, LoadSkillInput, MAX_LISTING_CHARS, SkillCommand, SkillFork, SkillScopes, Skills,

@@ -78,12 +78,13 @@ pub struct ToolContext {
 /// the call. A tool that starts work from the same context (a fork) reads it here.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationSnapshot {
+    /// The system prompt parts.
     pub system: Vec<String>,
+    /// The tool list sent.
     pub tools: Vec<ToolSpec>,
+    /// The messages up to the call.
     pub messages: Vec<roo_llm::Message>,
 }
-
-pub use crate::exec::EnvSource;
 
 /// Opens a [`WorkspaceGate`]: once with the outcome of preparing the working
 /// directory. Dropped without opening, the gate reports the preparation abandoned.
@@ -177,7 +178,9 @@ impl ToolContext {
 /// The result of one call, as returned to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
+    /// The text the model gets.
     pub content: String,
+    /// The call failed; the model sees an error result.
     pub is_error: bool,
 }
 
@@ -316,8 +319,11 @@ pub struct ToolScope {
 #[derive(Debug, thiserror::Error)]
 #[error("tool filter of {label}: `{name}` {message}")]
 pub struct ScopeError {
+    /// What the filter belongs to.
     pub label: String,
+    /// The name that is not a tool.
     pub name: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
@@ -423,7 +429,10 @@ pub enum Lookup {
     /// A deferred tool whose schema has not been sent yet.
     Deferred(Arc<dyn Tool>),
     /// A registered tool that a scope keeps this run from calling; says which.
-    Refused { scope: String },
+    Refused {
+        /// The scope that refuses it.
+        scope: String,
+    },
     /// No tool of that name.
     Unknown,
 }

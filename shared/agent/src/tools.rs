@@ -50,7 +50,7 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 }
 
 /// Resolves a path the model gave against the working directory. A leading
-/// `~` or `~user` is expanded as a shell would (the path sandbox then judges
+/// `~` or `~user` is expanded as a shell would (the path confinement then judges
 /// the real location), so `~/x` never becomes a directory named `~`.
 pub(crate) fn resolve_path(cwd: &Path, path: &str) -> Result<PathBuf, ToolError> {
     let expanded = expand_home(path)?;

@@ -30,24 +30,24 @@ pub fn main<C: CommandFactory + FromArgMatches>(
     run: impl FnOnce(C) -> Result<ExitCode, AppError>,
 ) -> ExitCode {
     let name = program.name;
-    if let Some(code) = roo_agent::sandbox::run_helper_if_requested() {
+    if let Some(code) = roo_agent::exec::sandbox::run_helper_if_requested() {
         return code;
     }
     // Started by a lead in a pane: take the environment it handed over (never on argv).
     let handoff = program
         .takes_handoff
-        .then(roo_agent::sandbox::handoff::enter_handoff)
+        .then(roo_agent::exec::sandbox::handoff::enter_handoff)
         .flatten();
     if let Some(error) = handoff {
         return roo_cli::entry::fail(name, AppError::Usage(error));
     }
-    match roo_agent::sandbox::seal_secret_env() {
-        roo_agent::sandbox::Sealing::Done => {}
-        roo_agent::sandbox::Sealing::Warning(warning) => {
+    match roo_agent::exec::sandbox::seal_secret_env() {
+        roo_agent::exec::sandbox::Sealing::Done => {}
+        roo_agent::exec::sandbox::Sealing::Warning(warning) => {
             eprintln!("{name}: warning: {warning}; commands may read API keys from /proc");
         }
         // Never run without what was handed over (a remote worker's project config).
-        roo_agent::sandbox::Sealing::Failed(error) => {
+        roo_agent::exec::sandbox::Sealing::Failed(error) => {
             return roo_cli::entry::fail(name, AppError::Usage(error));
         }
     }
@@ -63,7 +63,7 @@ pub fn block_on<T>(work: impl Future<Output = T>) -> Result<T, AppError> {
         .map_err(|e| AppError::Io(format!("failed to start the async runtime: {e}")))?;
     let result = runtime.block_on(async move {
         let result = work.await;
-        roo_agent::mcp::McpServers::shutdown_all().await;
+        roo_agent::McpServers::shutdown_all().await;
         result
     });
     // A tool call abandoned on cancel may still sit in a blocking read on a worker

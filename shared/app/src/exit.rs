@@ -8,7 +8,7 @@
 //! | 3 | file or session I/O error |
 //! | 4 | the model could not be reached or refused the request |
 
-use roo_agent::event::Outcome;
+use roo_agent::event::RunOutcome;
 use roo_cli::entry::Failure;
 
 /// The run completed.
@@ -66,15 +66,15 @@ impl From<AppError> for Failure {
 }
 
 /// Exit code for how a run ended.
-pub fn for_outcome(outcome: &Outcome) -> u8 {
+pub fn for_outcome(outcome: &RunOutcome) -> u8 {
     match outcome {
-        Outcome::Completed => OK,
-        Outcome::MaxTurns { .. }
-        | Outcome::Cancelled
-        | Outcome::UnknownTools { .. }
-        | Outcome::MalformedToolCalls { .. }
-        | Outcome::Stopped { .. } => NOT_COMPLETED,
-        Outcome::Error { .. } => MODEL,
+        RunOutcome::Completed => OK,
+        RunOutcome::MaxTurns { .. }
+        | RunOutcome::Cancelled
+        | RunOutcome::UnknownTools { .. }
+        | RunOutcome::MalformedToolCalls { .. }
+        | RunOutcome::Stopped { .. } => NOT_COMPLETED,
+        RunOutcome::Error { .. } => MODEL,
     }
 }
 

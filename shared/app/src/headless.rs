@@ -11,8 +11,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use roo_agent::agent_loop::RunResult;
-use roo_agent::event::{AgentEvent, EventSink, Outcome};
+use roo_agent::RunResult;
+use roo_agent::event::{AgentEvent, EventSink, RunOutcome};
 use roo_llm::Usage;
 use roo_store::{MemberState, Name};
 use roo_team::{TeamEvent, TeamWait};
@@ -98,7 +98,7 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     for message in verdict.messages() {
         eprintln!("roo-lead: {}", roo_term::escape(message));
     }
-    if let Outcome::Error { message } = &team_run.result.outcome
+    if let RunOutcome::Error { message } = &team_run.result.outcome
         && options.format == OutputFormat::Text
     {
         tracing::debug!("run failed: {message}");
@@ -325,7 +325,7 @@ fn print_result(
             }
             // A failed model call was printed as an error when it happened: once is
             // enough.
-            let shown = matches!(&result.outcome, Outcome::Error { message } if shown_errors.contains(message));
+            let shown = matches!(&result.outcome, RunOutcome::Error { message } if shown_errors.contains(message));
             if !result.outcome.is_success() && !shown {
                 eprintln!("roo-lead: {}", roo_term::escape(&result.outcome.describe()));
             }
@@ -405,7 +405,7 @@ pub async fn run_with_team(
         {
             subagents.tasks().wait_background(cancel).await;
             if cancel.is_cancelled() {
-                result.outcome = Outcome::Cancelled;
+                result.outcome = RunOutcome::Cancelled;
                 break;
             }
             result = built
@@ -425,7 +425,7 @@ pub async fn run_with_team(
         let wait = tokio::select! {
             wait = roo_team::wait_for_team(&built.team, &mut built.team_status, deadline) => wait,
             _ = cancel.cancelled() => {
-                result.outcome = Outcome::Cancelled;
+                result.outcome = RunOutcome::Cancelled;
                 break;
             }
         };
@@ -434,7 +434,7 @@ pub async fn run_with_team(
                 tokio::select! {
                     () = roo_team::lead::gather_input(&built.team, deadline) => {}
                     _ = cancel.cancelled() => {
-                        result.outcome = Outcome::Cancelled;
+                        result.outcome = RunOutcome::Cancelled;
                         break;
                     }
                 }

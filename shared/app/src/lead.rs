@@ -33,7 +33,7 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
     // Refused before anything is written; `join_as_lead` refuses every other path (a
     // resumed session that led a team) the same way.
     if let Some(team) = &args.team
-        && let Some(why) = roo_agent::sandbox::inside_agent_command()
+        && let Some(why) = roo_agent::exec::sandbox::inside_agent_command()
     {
         let team =
             roo_store::Name::parse_as("team", team).map_err(|e| AppError::Usage(e.to_string()))?;
@@ -94,7 +94,9 @@ fn print_backend(args: &LeadArgs) -> Result<ExitCode, AppError> {
 
 fn print_sandbox(args: &LeadArgs) -> Result<ExitCode, AppError> {
     use roo_agent::config::{ConfigFiles, ProjectTrust};
-    use roo_agent::sandbox::{Layers, PolicyEnv, SandboxPolicy, home_sockets, removed_env_names};
+    use roo_agent::exec::sandbox::{
+        Layers, PolicyEnv, SandboxPolicy, home_sockets, removed_env_names,
+    };
     let cwd =
         std::env::current_dir().map_err(|e| AppError::Io(format!("no working directory: {e}")))?;
     let roo_home = crate::setup::roo_home()?;

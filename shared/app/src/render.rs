@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use roo_agent::event::{AgentEvent, CompactionMethod, Outcome};
+use roo_agent::event::{AgentEvent, CompactionMethod, RunOutcome};
 
 pub use roo_term::Style;
 
@@ -175,8 +175,8 @@ impl<W: Write> Renderer<W> {
                 self.break_line();
                 match outcome {
                     // A failed run's error event came just before: once is enough.
-                    Outcome::Completed | Outcome::Error { .. } => {}
-                    Outcome::Cancelled => {
+                    RunOutcome::Completed | RunOutcome::Error { .. } => {}
+                    RunOutcome::Cancelled => {
                         let _ = writeln!(self.out, "{}", s.yellow("⏹ stopped"));
                     }
                     other => {
@@ -402,7 +402,7 @@ mod tests {
                 message: format!("provider said {attack}"),
             },
             AgentEvent::Done {
-                outcome: Outcome::UnknownTools {
+                outcome: RunOutcome::UnknownTools {
                     names: vec![attack.clone()],
                 },
                 final_text: String::new(),

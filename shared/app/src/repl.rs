@@ -13,12 +13,11 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::terminal;
-use roo_agent::agent_loop::Agent;
 use roo_agent::event::{AgentEvent, EventSink};
-use roo_agent::mcp::McpServers;
 use roo_agent::permissions::{Approval, PermissionMode};
 use roo_agent::skills::Skills;
 use roo_agent::subagent::SubagentRuntime;
+use roo_agent::{Agent, McpServers};
 use roo_store::TaskFilter;
 use roo_team::lead::status::{members_table, tasks_table};
 use roo_team::{TeamEvent, TeamSlot, TeamStatus};
@@ -640,7 +639,7 @@ enum Flow {
 
 fn slash_command(
     command: &str,
-    agent: &mut roo_agent::agent_loop::Agent,
+    agent: &mut roo_agent::Agent,
     team: &TeamSlot,
     subagents: Option<&roo_agent::subagent::SubagentRuntime>,
     out: &mut RawWriter<Stdout>,

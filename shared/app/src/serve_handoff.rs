@@ -7,7 +7,7 @@
 //! its own tree) from stdin — never from its command line — merges the env over this host's
 //! own environment (the lead's values win), offers the result on a private one-time
 //! socket under this host's `ROO_HOME` (`run/handoff`, mode 0700; the same handoff a
-//! local pane worker takes, `roo_agent::sandbox::handoff`), prints the `ROO_ENV_HANDOFF`
+//! local pane worker takes, `roo_agent::exec::sandbox::handoff`), prints the `ROO_ENV_HANDOFF`
 //! value as its first line, and keeps serving until the worker took it (exit 0) or
 //! `START_TIMEOUT` passed (exit 1). Bad input is exit 2, a handoff it cannot offer exit 3.
 
@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use roo_agent::sandbox::handoff::{current_env_for_handoff, offer_handoff};
+use roo_agent::exec::sandbox::handoff::{current_env_for_handoff, offer_handoff};
 use roo_team::backend::pane::{START_TIMEOUT, handoff_dir};
 
 use crate::exit;

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::Agent;
+use roo_agent::Agent;
+use roo_agent::PlanApprover;
 use roo_agent::permissions::{Approval, Approver, DenyApprover, PermissionMode, PermissionRequest};
-use roo_agent::plan_mode::PlanApprover;
 use roo_llm::LlmFlags;
 use roo_store::{BackendType, Name, RooHome};
 use roo_team::backend::detect::{DetectEnv, DetectError, Detection, Mode as DetectMode, detect};
@@ -94,7 +94,7 @@ pub struct Built {
     pub subagents: Option<roo_agent::subagent::SubagentRuntime>,
     /// The process's MCP servers (`None`: none configured): `/mcp`, prompt commands,
     /// shared with in-process teammates, shut down at exit.
-    pub mcp: Option<roo_agent::mcp::McpServers>,
+    pub mcp: Option<roo_agent::McpServers>,
     /// The config's `team_turns`: the idle interactive lead takes its teammates'
     /// messages as a turn of its own.
     pub team_turns: bool,
@@ -494,7 +494,7 @@ pub fn app_error(error: BuildError) -> AppError {
 /// names, connected here (unreachable: exit 3, naming the server; a bad value: exit 2).
 pub fn store_home() -> Result<RooHome, AppError> {
     let root = roo_store::root_from_env().map_err(|e| AppError::Config(e.to_string()))?;
-    let lookup = |name: &str| roo_agent::sandbox::secret_env(name);
+    let lookup = |name: &str| roo_agent::exec::sandbox::secret_env(name);
     RooHome::open(root, &lookup).map_err(crate::exit::store_error)
 }
 

@@ -1,7 +1,7 @@
 //! `/<skill> args` and `/mcp__<server>__<prompt> args` typed by the user (REPL) or
 //! given as the prompt (`-p`).
 
-use roo_agent::mcp::McpServers;
+use roo_agent::McpServers;
 use roo_agent::skills::{SkillCommand, Skills};
 
 /// The REPL's own commands: a skill of the same name is reached with LoadSkill only.

@@ -201,7 +201,7 @@ pub fn main() -> ExitCode {
 async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
     // What the lead handed over with the environment: the prompt, a remote teammate's
     // project config (never on the command line).
-    if let Some(doc) = roo_agent::sandbox::handed_launch() {
+    if let Some(doc) = roo_agent::exec::sandbox::handed_launch() {
         args.launch.take(
             WorkerHandoff::from_json(doc)
                 .map_err(|e| AppError::Usage(format!("failed to take {e}")))?,

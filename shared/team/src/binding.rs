@@ -169,9 +169,9 @@ impl TeamSlot {
     /// `ROO_TEAM` and `ROO_AGENT_NAME` of the current binding (none while unbound), for
     /// the agent's commands: a lead's `roo-mail` and `roo-task` need no arguments once
     /// it created or joined a team.
-    pub fn env_source(&self) -> roo_agent::tool::EnvSource {
+    pub fn env_source(&self) -> roo_agent::exec::EnvSource {
         let slot = self.clone();
-        roo_agent::tool::EnvSource::new(move || match slot.get() {
+        roo_agent::exec::EnvSource::new(move || match slot.get() {
             Some(binding) => vec![
                 ("ROO_TEAM".to_string(), binding.team.name().to_string()),
                 ("ROO_AGENT_NAME".to_string(), binding.me.to_string()),

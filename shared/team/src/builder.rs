@@ -9,28 +9,23 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
-use roo_agent::agents::AgentCatalog;
 use roo_agent::config::{
     ConfigError, ConfigFiles, HandedProjectConfig, ProjectTrust, SubagentLimits,
 };
-use roo_agent::exec::Launcher;
-use roo_agent::hooks::{AgentHook, CommandHooks, HookSetup};
-use roo_agent::mcp::{Launch, McpHook, McpServers, McpSettings};
+use roo_agent::exec::sandbox::CommandSetup;
+use roo_agent::exec::{EnvSource, Launcher};
 use roo_agent::permissions::{Approver, ParseModeError, PermissionMode, PermissionPolicy};
-use roo_agent::plan_mode::{PlanApprover, plan_mode_tools};
-use roo_agent::prompt::{
-    Environment, Instructions, Persona, instruction_parts, join_instructions, load_instructions,
-    system_prompt,
-};
-use roo_agent::sandbox::CommandSetup;
-use roo_agent::session::{
-    Session, SessionError, latest_session, new_session_id, project_sessions_dir, session_path,
-};
 use roo_agent::skills::{Catalog, Skills};
 use roo_agent::subagent::{ParentParts, SubagentRuntime};
-use roo_agent::tool::{EnvSource, ReadFilter, ToolContext, ToolRegistry};
+use roo_agent::tool::{ReadFilter, ToolContext, ToolRegistry};
 use roo_agent::tools::builtin_tools;
+use roo_agent::{
+    Agent, AgentCatalog, AgentHook, AgentOptions, CommandHooks, Environment, HookSetup,
+    Instructions, McpHook, McpLaunch, McpServers, McpSettings, Persona, PlanApprover, Session,
+    SessionError, SharedPolicy, instruction_parts, join_instructions, latest_session,
+    load_instructions, new_session_id, plan_mode_tools, project_sessions_dir, session_path,
+    system_prompt,
+};
 use roo_llm::{LlmError, LlmFlags, LlmSettings, Provider};
 
 use crate::settings::{
@@ -466,7 +461,7 @@ fn model(
     provider: Option<Arc<dyn Provider>>,
 ) -> Result<(LlmSettings, Arc<dyn Provider>), BuildError> {
     let files = config.llm_settings()?;
-    let llm = LlmSettings::resolve(flags, &roo_agent::sandbox::secret_env, &files)?;
+    let llm = LlmSettings::resolve(flags, &roo_agent::exec::sandbox::secret_env, &files)?;
     let provider = match provider {
         Some(provider) => provider,
         None => roo_llm::build_provider(&llm)?,
@@ -607,7 +602,7 @@ fn mcp_servers(
         McpPlan::Start if !ws.config.mcp_servers().is_empty() => Some(McpServers::start(
             ws.config.mcp_servers(),
             McpSettings::from_config(&ws.config)?,
-            Launch {
+            McpLaunch {
                 project_root: ws.project_root.clone(),
                 log_dir: ws.roo_home.join("logs"),
                 launcher: sandboxed_launcher(commands),

@@ -27,7 +27,7 @@
 use std::sync::Mutex;
 
 use futures_util::future::BoxFuture;
-use roo_agent::hooks::{AgentHook, TurnAction};
+use roo_agent::{AgentHook, TurnAction};
 use roo_store::{
     DELIVERY_BUDGET, FLOOD_SHOWN, Message, MessageId, Name, TEAMMATE_MESSAGE_NOTICE,
     render_collapsed, render_delivery,

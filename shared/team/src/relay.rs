@@ -44,11 +44,11 @@ impl RelayEnv {
         let store = self
             .store
             .clone()
-            .or_else(|| roo_agent::sandbox::secret_env(roo_store::ROO_STORE_ENV));
+            .or_else(|| roo_agent::exec::sandbox::secret_env(roo_store::ROO_STORE_ENV));
         if let Some(store) = store {
             vars.push((roo_store::ROO_STORE_ENV.to_string(), store));
         }
-        if let Some(password) = roo_agent::sandbox::secret_env("PGPASSWORD") {
+        if let Some(password) = roo_agent::exec::sandbox::secret_env("PGPASSWORD") {
             vars.push(("PGPASSWORD".to_string(), password));
         }
         vars

@@ -10,13 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use roo_agent::config::HandedProjectConfig;
-use roo_agent::hooks::AgentHook;
-use roo_agent::mcp::McpServers;
+use roo_agent::exec::EnvSource;
 use roo_agent::permissions::{Approver, DenyApprover, PermissionMode};
-use roo_agent::plan_mode::PlanApprover;
-use roo_agent::prompt::{Environment, Persona};
 use roo_agent::subagent::SubagentRuntime;
-use roo_agent::tool::{EnvSource, Tool, WorkspaceGate};
+use roo_agent::tool::{Tool, WorkspaceGate};
+use roo_agent::{AgentHook, Environment, McpServers, Persona, PlanApprover};
 use roo_llm::{LlmFlags, Provider};
 use roo_store::Name;
 

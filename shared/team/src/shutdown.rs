@@ -13,7 +13,7 @@
 //!
 //! - approve: the `shutdown_response` (approve, reason, the request's id) goes to the
 //!   lead and the run stops before the next model call ([`TurnAction::Stop`], so
-//!   `Outcome::Stopped`);
+//!   `RunOutcome::Stopped`);
 //! - reject: the `shutdown_response` with `approve: false` and the model's reason goes
 //!   to the lead and the member keeps working;
 //! - no answer by the end of the run: the request is approved then
@@ -28,10 +28,10 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use futures_util::future::BoxFuture;
-use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::tool::{
     Delegation, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, TypedTool, WeakToolRegistry,
 };
+use roo_agent::{AgentHook, TurnAction};
 use roo_store::{Mailbox, Message, MessageBody, Name, Outgoing};
 use schemars::JsonSchema;
 use serde::Deserialize;

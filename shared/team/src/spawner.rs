@@ -33,9 +33,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use roo_agent::Environment;
 use roo_agent::config::{HandedProjectConfig, HostConfig};
 use roo_agent::permissions::PermissionMode;
-use roo_agent::prompt::Environment;
 use roo_agent::tool::WorkspaceGate;
 use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
@@ -98,8 +98,7 @@ fn handed_project(
         config.rules(),
     )
     .read_filter();
-    let read =
-        roo_agent::prompt::instruction_parts(Some(root), None, &|path: &Path| filter.denied(path));
+    let read = roo_agent::instruction_parts(Some(root), None, &|path: &Path| filter.denied(path));
     let size: usize = read.parts.iter().map(String::len).sum();
     if size > MAX_HANDED_INSTRUCTIONS {
         return Err(format!(

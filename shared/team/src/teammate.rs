@@ -22,7 +22,7 @@
 //!
 //! While a run is going, the lead's `shutdown_request` is put before the model, which
 //! answers it with the `ShutdownResponse` tool ([`ShutdownOnRequest`]): approved, the run
-//! stops (`Outcome::Stopped`) and the loop ends; rejected, it keeps working; unanswered
+//! stops (`RunOutcome::Stopped`) and the loop ends; rejected, it keeps working; unanswered
 //! when the run ends, it is approved then and the loop ends. Each model request's usage
 //! (and cost, at the agent's price) is added to the task the teammate owns ([`usage`]).
 
@@ -33,12 +33,10 @@ mod usage;
 
 use std::sync::Arc;
 
-use roo_agent::agent_loop::Agent;
-use roo_agent::event::{AgentEvent, EventSink, Outcome};
-use roo_agent::hooks::CommandHooks;
+use roo_agent::event::{AgentEvent, EventSink, RunOutcome};
 use roo_agent::permissions::PermissionMode;
-use roo_agent::plan_mode::PlanApprover;
 use roo_agent::tool::Tool;
+use roo_agent::{Agent, CommandHooks, PlanApprover};
 use roo_store::{
     Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Presence, Task,
     TaskFilter, TaskId, TaskStatus, Team,
@@ -544,7 +542,7 @@ async fn run_loop(
             }
             // Stopped: the model approved the lead's shutdown request (or another hook
             // stopped the run). A request the model left unanswered is approved now.
-            if matches!(outcome, Outcome::Stopped { .. }) || shutdown.after_run().await {
+            if matches!(outcome, RunOutcome::Stopped { .. }) || shutdown.after_run().await {
                 return Ok(member.shut_down().await);
             }
             last = Some(LastRun { outcome, answer });
@@ -715,7 +713,7 @@ async fn run_once(
     output: &EventSink,
     meter: &mut UsageMeter,
     cancel: CancellationToken,
-) -> (Outcome, String) {
+) -> (RunOutcome, String) {
     let (sink, mut events) = EventSink::channel();
     let run = async move {
         let result = agent.run(input, &sink, cancel).await;
@@ -741,7 +739,7 @@ async fn run_once(
 /// How a teammate's last run ended and what its model answered last, for the idle
 /// notification: the answer is the teammate's report, so reporting needs no SendMessage.
 pub struct LastRun {
-    pub outcome: Outcome,
+    pub outcome: RunOutcome,
     pub answer: String,
 }
 
@@ -1078,13 +1076,13 @@ pub fn idle_fingerprint(last: Option<&LastRun>, owned: &[Task], with_answer: boo
     let mut canonical = String::from("v2;");
     canonical.push_str(match last.map(|l| &l.outcome) {
         None => "none",
-        Some(Outcome::Completed) => "completed",
-        Some(Outcome::MaxTurns { .. }) => "max_turns",
-        Some(Outcome::Cancelled) => "cancelled",
-        Some(Outcome::UnknownTools { .. }) => "unknown_tools",
-        Some(Outcome::MalformedToolCalls { .. }) => "malformed_tool_calls",
-        Some(Outcome::Error { .. }) => "error",
-        Some(Outcome::Stopped { .. }) => "stopped",
+        Some(RunOutcome::Completed) => "completed",
+        Some(RunOutcome::MaxTurns { .. }) => "max_turns",
+        Some(RunOutcome::Cancelled) => "cancelled",
+        Some(RunOutcome::UnknownTools { .. }) => "unknown_tools",
+        Some(RunOutcome::MalformedToolCalls { .. }) => "malformed_tool_calls",
+        Some(RunOutcome::Error { .. }) => "error",
+        Some(RunOutcome::Stopped { .. }) => "stopped",
     });
     for task in owned {
         canonical.push_str(&format!(";{}={}", task.id, task.status.as_str()));

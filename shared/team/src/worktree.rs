@@ -330,7 +330,7 @@ fn verified_git_dir(root: &Path, reported: &Path) -> Option<PathBuf> {
     let verified = if std::fs::symlink_metadata(&dot_git).ok()?.is_dir() {
         std::fs::canonicalize(&dot_git).ok()?
     } else {
-        roo_agent::sandbox::linked_git_dirs(root)
+        roo_agent::exec::sandbox::linked_git_dirs(root)
             .into_iter()
             .next()?
     };
@@ -442,7 +442,7 @@ impl LeadRepo {
     /// The repository's shared git directory (where worktrees and their branches are
     /// recorded; a teammate's commits write it), when git's answer matches what the
     /// checkout itself shows: its `.git` directory, or the verified target of its
-    /// `.git` file ([`roo_agent::sandbox::linked_git_dirs`]). `None` when they differ.
+    /// `.git` file ([`roo_agent::exec::sandbox::linked_git_dirs`]). `None` when they differ.
     pub fn git_dir(&self) -> Option<&Path> {
         self.git_dir.as_deref()
     }

@@ -3,7 +3,12 @@ use std::fs;
 use super::*;
 
 fn parse(text: &str) -> Result<AgentDefinition, DefinitionError> {
-    parse_definition(text, Path::new("x/scout.md"), "scout", Source::User)
+    parse_definition(
+        text,
+        Path::new("x/scout.md"),
+        "scout",
+        DefinitionSource::User,
+    )
 }
 
 fn write(dir: &Path, file: &str, text: &str) {
@@ -19,7 +24,7 @@ fn file_text(name: &str, description: &str) -> String {
 fn every_builtin_definition_parses() {
     for (stem, text, _) in BUILTIN {
         let path = PathBuf::from(format!("agents/{stem}.md"));
-        let definition = parse_definition(text, &path, stem, Source::BuiltIn)
+        let definition = parse_definition(text, &path, stem, DefinitionSource::BuiltIn)
             .unwrap_or_else(|e| panic!("built-in agent {stem} is broken: {e}"));
         assert!(definition.prompt.len() > 200, "{stem} has a thin prompt");
         // Built-ins run on every provider: an alias might not map everywhere.
@@ -69,7 +74,7 @@ fn parses_every_field_in_both_spellings() {
             background: true,
             isolation: Some(Isolation::Worktree),
             prompt: "You scout.".to_string(),
-            source: Source::User,
+            source: DefinitionSource::User,
             path: None,
         }
     );
@@ -185,7 +190,7 @@ fn project_overrides_user_overrides_builtin_whole_and_case_insensitively() {
     // Whole-file override: nothing of the built-in's filter survives.
     assert_eq!(
         (explore.source, explore.prompt.as_str()),
-        (Source::User, "User explore.")
+        (DefinitionSource::User, "User explore.")
     );
     assert!(explore.disallowed_tools.is_empty());
     assert_eq!(explore.model.as_deref(), Some("haiku"));
@@ -196,12 +201,15 @@ fn project_overrides_user_overrides_builtin_whole_and_case_insensitively() {
     let scout = trusted.get("scout").unwrap();
     assert_eq!(
         (scout.source, scout.description.as_str()),
-        (Source::Project, "project scout")
+        (DefinitionSource::Project, "project scout")
     );
 
     // An untrusted project's definitions are not read at all.
     let untrusted = AgentCatalog::new(home.path(), project.path(), false, false).scan();
-    assert_eq!(untrusted.get("scout").unwrap().source, Source::User);
+    assert_eq!(
+        untrusted.get("scout").unwrap().source,
+        DefinitionSource::User
+    );
     assert!(untrusted.get("verification").is_none());
     assert_eq!(
         AgentCatalog::new(home.path(), project.path(), false, true)
@@ -209,7 +217,7 @@ fn project_overrides_user_overrides_builtin_whole_and_case_insensitively() {
             .get("verification")
             .unwrap()
             .source,
-        Source::BuiltIn
+        DefinitionSource::BuiltIn
     );
 }
 
@@ -246,9 +254,9 @@ fn a_bad_user_file_is_skipped_with_a_warning_and_the_rest_load() {
     assert_eq!(scan.warnings.len(), 5, "{warnings}");
     assert!(warnings.contains("a symlink"), "{warnings}");
     assert!(warnings.contains("case-insensitive"), "{warnings}");
-    assert_eq!(scan.get("good").unwrap().source, Source::User);
+    assert_eq!(scan.get("good").unwrap().source, DefinitionSource::User);
     assert_eq!(scan.get("good2").unwrap().description, "a");
-    assert_eq!(scan.get("plan").unwrap().source, Source::BuiltIn);
+    assert_eq!(scan.get("plan").unwrap().source, DefinitionSource::BuiltIn);
     assert!(scan.get("notes").is_none());
 }
 

@@ -24,9 +24,11 @@ use globset::{Glob, GlobBuilder, GlobMatcher};
 /// What a condition is evaluated against.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HookFacts<'a> {
+    /// The tool being called, for `tool ==` conditions.
     pub tool: Option<&'a str>,
     /// Relative to the project root when inside it, else absolute.
     pub path: Option<&'a str>,
+    /// The Bash command being run, for `command` conditions.
     pub command: Option<&'a str>,
 }
 

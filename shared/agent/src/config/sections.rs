@@ -45,6 +45,7 @@ pub enum HookAction {
     /// Runs a shell command; context variables such as `$FILE_PATH` and
     /// `$TOOL_NAME` are provided in its environment.
     Command {
+        /// The command line, run by the shell.
         command: String,
         /// Optional limit; the hook runner picks a default.
         #[serde(default)]
@@ -55,9 +56,11 @@ pub enum HookAction {
 /// One configured hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hook {
+    /// When the hook runs.
     pub event: HookEvent,
     /// The optional `if:` condition, as written (e.g. `tool == "WriteFile"`).
     pub condition: Option<String>,
+    /// What it does then.
     pub action: HookAction,
     /// The file it was configured in.
     pub source: Source,
@@ -77,15 +80,20 @@ struct RawHook {
 pub enum McpTransport {
     /// A child process speaking MCP over stdio.
     Stdio {
+        /// The program to start.
         command: String,
+        /// Its arguments.
         args: Vec<String>,
+        /// Variables added to its environment.
         env: BTreeMap<String, String>,
         /// Working directory; the project root when absent.
         cwd: Option<PathBuf>,
     },
     /// A streamable-HTTP server.
     Http {
+        /// The server's endpoint.
         url: String,
+        /// Headers sent with every request (e.g. authorization).
         headers: BTreeMap<String, String>,
     },
 }
@@ -93,6 +101,7 @@ pub enum McpTransport {
 /// One configured MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServerConfig {
+    /// How the server is reached.
     pub transport: McpTransport,
     /// The file whose definition won.
     pub source: Source,
@@ -346,7 +355,7 @@ pub(crate) fn mcp_servers(
     Ok(servers)
 }
 
-/// One file's `sandbox:` section as written; [`crate::sandbox::SandboxSettings`]
+/// One file's `sandbox:` section as written; [`crate::exec::sandbox::SandboxSettings`]
 /// merges the files and decides what each source may change.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -20,7 +20,9 @@ use super::group::ProcessGroup;
 pub struct BoundedOutput {
     /// [`Ending::Exited`] or [`Ending::TimedOut`].
     pub ending: Ending,
+    /// The captured standard output, capped.
     pub stdout: Vec<u8>,
+    /// The captured standard error, capped.
     pub stderr: Vec<u8>,
 }
 

@@ -105,7 +105,7 @@ fn has_running_member(pgid: i32) -> bool {
 /// `(state, pgrp)` from a `/proc/<pid>/stat` line. The command name may contain
 /// spaces and parentheses, so fields are counted from the last `)`.
 fn parse_stat(stat: &str) -> Option<(char, i32)> {
-    crate::sandbox::proc_stat(stat).map(|s| (s.state, s.pgrp))
+    crate::exec::sandbox::proc_stat(stat).map(|s| (s.state, s.pgrp))
 }
 
 #[cfg(test)]

@@ -30,9 +30,12 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 #[derive(Debug, thiserror::Error)]
 #[error("failed to {action} {}: {source}", path.display())]
 pub struct RunError {
+    /// What was being done.
     pub action: &'static str,
+    /// The path it was done on.
     pub path: PathBuf,
     #[source]
+    /// Why it failed.
     pub source: std::io::Error,
 }
 
@@ -47,10 +50,12 @@ pub enum Ending {
     Cancelled,
 }
 
-/// The observable result of one run.
+/// The observable result of one shell command run.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct CommandOutcome {
+    /// How the command ended.
     pub ending: Ending,
+    /// What the command wrote, head and tail kept.
     pub output: String,
     /// How many processes were still running after the shell exited and were
     /// ended (at least 1 when only the fact is known).
@@ -77,8 +82,11 @@ fn shell() -> &'static PathBuf {
 /// stderr (head and tail, like a Bash call's output).
 #[derive(Debug)]
 pub struct PipedOutcome {
+    /// How the command ended.
     pub ending: Ending,
+    /// Its standard output, capped.
     pub stdout: String,
+    /// Its standard error, head and tail kept.
     pub stderr: String,
 }
 
@@ -142,7 +150,7 @@ pub async fn run(
     launcher: &Launcher,
     cwd: &Path,
     cancel: &CancellationToken,
-) -> Result<Outcome, RunError> {
+) -> Result<CommandOutcome, RunError> {
     if !cwd.is_dir() {
         return Err(RunError {
             action: "run the command in",
@@ -188,7 +196,7 @@ pub async fn run(
     if let Some(report) = &report {
         leftovers = leftovers.max(report.leftovers);
     }
-    Ok(Outcome {
+    Ok(CommandOutcome {
         ending,
         output: capture.output.render(),
         leftovers,

@@ -100,6 +100,7 @@ pub struct PolicyEnv {
     /// The user's home directory (`$HOME`), for `~` and the default secrets.
     pub home: Option<PathBuf>,
 
+    /// RooCode's own state directory (`ROO_HOME`), kept out of commands' reach.
     pub roo_home: PathBuf,
     /// The system temp dirs (`/tmp`, `/var/tmp`, `$TMPDIR`).
     pub temp_dirs: Vec<PathBuf>,
@@ -150,13 +151,21 @@ impl PolicyEnv {
 
 /// Where [`escape_sockets`] looks.
 pub struct SocketEnv<'a> {
+    /// The system temp dirs.
     pub temp_dirs: &'a [PathBuf],
+    /// The user's home directory.
     pub home: Option<&'a Path>,
+    /// `$TMUX`: the tmux server's socket.
     pub tmux: Option<OsString>,
+    /// `$TMUX_TMPDIR`: where tmux keeps its sockets.
     pub tmux_tmpdir: Option<PathBuf>,
+    /// `$XDG_RUNTIME_DIR`: the user's runtime sockets.
     pub xdg_runtime_dir: Option<PathBuf>,
+    /// `$DBUS_SESSION_BUS_ADDRESS`: the session bus.
     pub dbus_session: Option<OsString>,
+    /// `$SSH_AUTH_SOCK`: the ssh agent.
     pub ssh_auth_sock: Option<PathBuf>,
+    /// `$SCREENDIR`: GNU screen's sockets.
     pub screendir: Option<PathBuf>,
     /// `$PGHOST`: host names, or socket directories (absolute paths), comma-separated.
     pub pghost: Option<OsString>,
@@ -380,7 +389,9 @@ fn dedup(paths: &mut Vec<PathBuf>) {
 /// [`HELPER_ARG`]), confined by `policy` unless it is `None`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandSandbox {
+    /// The executable that starts each command (it honours [`HELPER_ARG`]).
     pub helper: PathBuf,
+    /// What confines commands; `None`: not confined.
     pub policy: Option<SandboxPolicy>,
 }
 
@@ -452,11 +463,13 @@ const MIN_SCRUBBED_LEN: usize = 8;
 /// the variables to remove and to add, and notices for the user.
 #[derive(Debug, Clone)]
 pub struct CommandSetup {
+    /// How commands are started.
     pub sandbox: CommandSandbox,
     /// Names removed from commands' environment (API keys, [`SEALED_ENV_FD`]).
     pub env_remove: Vec<String>,
     /// Sealed keys the user passes on with `sandbox.pass_env`.
     pub env_add: Vec<(String, String)>,
+    /// What the user should be told about the sandbox (e.g. that it is off).
     pub notices: Vec<String>,
 }
 

@@ -1,6 +1,6 @@
 //! [`CommandHooks`]: the `hooks:` of the config files as an [`AgentHook`]. Each hook
 //! is a shell command, run like a Bash command (through the agent's
-//! [`crate::sandbox::CommandSandbox`], own process group, killed on timeout or cancel)
+//! [`crate::exec::sandbox::CommandSandbox`], own process group, killed on timeout or cancel)
 //! with the context as environment variables (`$TOOL_NAME`, `$FILE_PATH`, …) and as
 //! one JSON object on stdin.
 //!
@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::hook::{AgentHook, PromptDecision, ToolCallInfo, Verdict};
 use crate::config::{Hook, HookAction, HookCondition, HookEvent, HookFacts, Source};
-use crate::event::{AgentEvent, EventSink, Outcome};
+use crate::event::{AgentEvent, EventSink, RunOutcome};
 use crate::exec::{self, Ending};
 use crate::tool::{PermissionTarget, ToolContext, ToolOutput};
 
@@ -705,7 +705,7 @@ impl AgentHook for CommandHooks {
 
     fn stop<'a>(
         &'a self,
-        outcome: &'a Outcome,
+        outcome: &'a RunOutcome,
         final_text: &'a str,
         cancel: &'a CancellationToken,
         events: &'a EventSink,

@@ -16,14 +16,17 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::event::{EventSink, Outcome};
+use crate::event::{EventSink, RunOutcome};
 use crate::tool::{Tool, ToolContext, ToolOutput};
 
 /// A tool call as hooks see it.
 #[derive(Clone, Copy)]
 pub struct ToolCallInfo<'a> {
+    /// The call's id.
     pub id: &'a str,
+    /// The tool being called.
     pub tool: &'a dyn Tool,
+    /// The call's input.
     pub input: &'a Value,
     /// The call's context: working directory and cancellation.
     pub context: &'a ToolContext,
@@ -35,7 +38,10 @@ pub enum Verdict {
     /// Go on.
     Continue,
     /// Do not run it; `reason` is what the model (or the user) is told.
-    Block { reason: String },
+    Block {
+        /// What the model (or the user) is told.
+        reason: String,
+    },
 }
 
 /// What hooks decided about a submitted prompt.
@@ -57,7 +63,7 @@ pub enum TurnAction {
     /// then every call carries them. A text that changes the task redirects the run.
     Inject(Vec<String>),
     /// End the run before the next model call; the run's outcome is
-    /// [`Outcome::Stopped`] with this reason.
+    /// [`RunOutcome::Stopped`] with this reason.
     Stop(String),
 }
 
@@ -154,7 +160,7 @@ pub trait AgentHook: Send + Sync {
     /// A run ended (not when it was cancelled).
     fn stop<'a>(
         &'a self,
-        _outcome: &'a Outcome,
+        _outcome: &'a RunOutcome,
         _final_text: &'a str,
         _cancel: &'a CancellationToken,
         _events: &'a EventSink,

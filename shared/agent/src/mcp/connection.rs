@@ -36,7 +36,7 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Where and how servers are started.
 #[derive(Debug, Clone)]
-pub struct Launch {
+pub struct McpLaunch {
     /// Relative `cwd:`s are resolved against it, and it is the default.
     pub project_root: PathBuf,
     /// Server stderr goes to `logs/mcp-<server>.log` below it.
@@ -98,7 +98,7 @@ impl Connection {
     pub async fn open(
         name: &str,
         transport: &McpTransport,
-        launch: &Launch,
+        launch: &McpLaunch,
         starting: impl FnOnce(&Starting),
     ) -> Result<Connection, String> {
         match transport {
@@ -250,7 +250,7 @@ fn spawn(
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
-    launch: &Launch,
+    launch: &McpLaunch,
 ) -> Result<(tokio::process::Child, Pid), String> {
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     let dir = match cwd {

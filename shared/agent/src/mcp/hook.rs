@@ -19,6 +19,7 @@ pub struct McpHook {
 }
 
 impl McpHook {
+    /// The hook over `servers`, for the agent that uses their tools.
     pub fn new(servers: McpServers) -> Self {
         Self { servers }
     }

@@ -9,7 +9,7 @@ use rmcp::model::GetPromptRequestParams;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::connection::{Connection, Launch, Starting};
+use super::connection::{Connection, McpLaunch, Starting};
 use super::convert::{
     MAX_TOOLS_PER_SERVER, PromptListing, ToolListing, prompt_arguments, prompt_listing,
     prompt_text, qualified_name, tool_listing,
@@ -63,7 +63,7 @@ pub struct McpServers {
 struct Inner {
     settings: McpSettings,
     /// How servers are started (again, on a restart).
-    launch: Launch,
+    launch: McpLaunch,
     state: Mutex<State>,
     /// True once start-up is over (every server answered or the startup timeout
     /// passed): tools are then in the registries.
@@ -101,11 +101,11 @@ struct Server {
 
 impl McpServers {
     /// Starts every server of `configs` concurrently and returns at once. Call on
-    /// the thread that lives as long as the agent (see [`crate::sandbox`]).
+    /// the thread that lives as long as the agent (see [`crate::exec::sandbox`]).
     pub fn start(
         configs: &BTreeMap<String, McpServerConfig>,
         settings: McpSettings,
-        launch: Launch,
+        launch: McpLaunch,
     ) -> Self {
         let (settled, _) = watch::channel(configs.is_empty());
         let servers = McpServers {
@@ -175,7 +175,7 @@ impl McpServers {
 
     /// Starts server `name`, lists its tools and prompts, publishes them and then
     /// watches for it to go away; a failure on the way is its status.
-    async fn run_server(self, name: String, transport: McpTransport, launch: Launch) {
+    async fn run_server(self, name: String, transport: McpTransport, launch: McpLaunch) {
         let connection = match self.connect(&name, &transport, &launch).await {
             Ok(connection) => connection,
             Err(why) => return self.fail(&name, why).await,
@@ -213,7 +213,7 @@ impl McpServers {
         &self,
         name: &str,
         transport: &McpTransport,
-        launch: &Launch,
+        launch: &McpLaunch,
     ) -> Result<Connection, String> {
         let opened = tokio::time::timeout(
             self.inner.settings.connect_timeout,

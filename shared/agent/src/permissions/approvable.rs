@@ -21,7 +21,7 @@
 
 use std::path::Path;
 
-use super::sandbox;
+use super::confinement;
 use super::shell::{Segment, Word, basename, is_operator, program_name};
 
 /// Where a command runs: what "inside the project" means for its paths.
@@ -398,8 +398,8 @@ fn path_inside(word: &Word, scope: &Scope<'_>) -> bool {
     } else {
         scope.cwd.join(value)
     };
-    match sandbox::resolve(&path) {
-        Ok(resolved) => sandbox::is_within(&resolved, scope.project_root),
+    match confinement::resolve(&path) {
+        Ok(resolved) => confinement::is_within(&resolved, scope.project_root),
         Err(_) => false,
     }
 }

@@ -11,9 +11,15 @@ pub enum PermissionDecision {
     /// Run the call.
     Allow,
     /// Do not run it; the model gets `reason` as an error result.
-    Deny { reason: String },
+    Deny {
+        /// Why, for the model.
+        reason: String,
+    },
     /// Ask the human; `reason` says why the call needs approval.
-    Ask { reason: String },
+    Ask {
+        /// Why, for the human.
+        reason: String,
+    },
 }
 
 /// What the human is asked to approve.

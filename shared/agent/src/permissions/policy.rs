@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::approvable::{self, Scope};
+use super::confinement::{self, ResolveError};
 use super::dangerous;
 use super::mode::{self, CallFacts, PermissionMode};
 use super::rules::{PathTarget, Rule, RuleKind, RuleSet, RuleTarget};
-use super::sandbox::{self, ResolveError};
 use super::shell::ParsedCommand;
 use super::{PermissionDecision, PermissionRequest};
 use crate::config::{ConfigError, ConfigFiles, Source, append_local_allow, local_config_path};
@@ -77,7 +77,7 @@ impl PermissionPolicy {
     /// the rules of the config files.
     pub fn new(project_root: PathBuf, mode: PermissionMode, rules: RuleSet) -> Self {
         Self {
-            project_root: sandbox::resolve_root(&project_root),
+            project_root: confinement::resolve_root(&project_root),
             mode,
             rules,
             extra_roots: Vec::new(),
@@ -91,7 +91,7 @@ impl PermissionPolicy {
     /// (`sandbox::TEAM_STATE_DIRS`), which commands cannot see either. An extra root
     /// inside it (the session directory) stays reachable.
     pub fn hide(&mut self, dir: PathBuf) {
-        let dir = sandbox::resolve_root(&dir);
+        let dir = confinement::resolve_root(&dir);
         if !self.hidden.contains(&dir) {
             self.hidden.push(dir);
         }
@@ -109,11 +109,11 @@ impl PermissionPolicy {
         let dir = self
             .hidden
             .iter()
-            .find(|dir| sandbox::is_within(resolved, dir))?;
+            .find(|dir| confinement::is_within(resolved, dir))?;
         if self
             .extra_roots
             .iter()
-            .any(|root| root.starts_with(dir) && sandbox::is_within(resolved, root))
+            .any(|root| root.starts_with(dir) && confinement::is_within(resolved, root))
         {
             return None;
         }
@@ -160,13 +160,13 @@ impl PermissionPolicy {
     /// Sets (or clears) the plan file: in plan mode writing it needs no approval,
     /// and its directory is an allowed root.
     pub fn set_plan_file(&mut self, plan_file: Option<PathBuf>) {
-        self.plan_file = plan_file.map(|p| sandbox::resolve_root(&p));
+        self.plan_file = plan_file.map(|p| confinement::resolve_root(&p));
     }
 
     /// Lets file tools reach `root` too (the session directory, where large
     /// results spill; a worktree).
     pub fn add_allowed_root(&mut self, root: PathBuf) {
-        let root = sandbox::resolve_root(&root);
+        let root = confinement::resolve_root(&root);
         if !self.extra_roots.contains(&root) {
             self.extra_roots.push(root);
         }
@@ -239,7 +239,7 @@ impl PermissionPolicy {
                 } else {
                     cwd.join(&path)
                 };
-                let resolved = match sandbox::resolve(&absolute) {
+                let resolved = match confinement::resolve(&absolute) {
                     Ok(resolved) => resolved,
                     Err(ResolveError::TooManySymlinks) => {
                         return PermissionDecision::Deny {
@@ -253,7 +253,7 @@ impl PermissionPolicy {
                 if !self
                     .allowed_roots()
                     .iter()
-                    .any(|root| sandbox::is_within(&resolved, root))
+                    .any(|root| confinement::is_within(&resolved, root))
                 {
                     return PermissionDecision::Deny {
                         reason: self.outside_reason(&path, &absolute, &resolved),
@@ -300,7 +300,7 @@ impl PermissionPolicy {
         } else {
             self.project_root.join(path)
         };
-        let resolved = sandbox::resolve(&absolute).unwrap_or(absolute);
+        let resolved = confinement::resolve(&absolute).unwrap_or(absolute);
         self.read_denied_resolved(&resolved)
     }
 
@@ -334,8 +334,10 @@ impl PermissionPolicy {
     }
 
     fn outside_reason(&self, given: &Path, absolute: &Path, resolved: &Path) -> String {
-        let via = if sandbox::is_within(&sandbox::normalize_lexically(absolute), &self.project_root)
-        {
+        let via = if confinement::is_within(
+            &confinement::normalize_lexically(absolute),
+            &self.project_root,
+        ) {
             format!(" (it leads through a symlink to {})", resolved.display())
         } else {
             String::new()
@@ -435,7 +437,7 @@ impl PermissionPolicy {
                 } else {
                     self.project_root.join(path)
                 };
-                let resolved = sandbox::resolve(&absolute).unwrap_or(absolute);
+                let resolved = confinement::resolve(&absolute).unwrap_or(absolute);
                 let (shown, is_dir) = match resolved.strip_prefix(&self.project_root) {
                     Ok(rel) => (rel.to_path_buf(), resolved.is_dir()),
                     Err(_) => (resolved.clone(), resolved.is_dir()),

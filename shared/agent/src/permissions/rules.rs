@@ -395,8 +395,11 @@ fn squash(text: &str) -> String {
 /// The allow, ask and deny rules of one source.
 #[derive(Debug, Clone, Default)]
 pub struct SourceRules {
+    /// Calls these rules allow.
     pub allow: Vec<Rule>,
+    /// Calls these rules send to the human.
     pub ask: Vec<Rule>,
+    /// Calls these rules deny.
     pub deny: Vec<Rule>,
 }
 
@@ -452,6 +455,7 @@ pub(crate) struct PathTarget<'a> {
 /// The rule that decided a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleHit {
+    /// Whether the rule allows, asks or denies.
     pub kind: RuleKind,
     /// Where the deciding rule is configured; `None` when allow rules of several
     /// sources together approved the parts of a compound command.

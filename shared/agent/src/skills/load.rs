@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::script_tool::{SkillToolSpec, parse_tool_json};
-pub use crate::front_matter::Source;
+pub use crate::front_matter::DefinitionSource;
 use crate::front_matter::{self, one_line};
 use crate::tool::ToolScope;
 
@@ -45,17 +45,22 @@ pub enum Mode {
 /// One parsed skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skill {
+    /// The skill's name.
     pub name: String,
+    /// What it does, shown to the model.
     pub description: String,
+    /// When to use it, shown to the model after the description.
     pub when_to_use: Option<String>,
     /// `None`: every tool of the run; `Some`: only these (plus LoadSkill).
     pub allowed_tools: Option<Vec<String>>,
+    /// Whether it runs inline or as a forked sub-agent.
     pub mode: Mode,
     /// What the arguments are, for the model and `/help` (`[message]`).
     pub arguments: Option<String>,
     /// The Markdown instructions.
     pub body: String,
-    pub source: Source,
+    /// Where it came from (built in, the user's, the project's).
+    pub source: DefinitionSource,
     /// The skill's directory; `None` for a built-in one.
     pub dir: Option<PathBuf>,
     /// The tools its `tool.json` declares, registered when it is loaded.
@@ -68,10 +73,19 @@ pub struct Skill {
 #[derive(Debug, thiserror::Error)]
 pub enum SkillError {
     #[error("skill file {}: {message}", path.display())]
-    Invalid { path: PathBuf, message: String },
-    #[error("failed to read skill file {}: {source}", path.display())]
-    Io {
+    /// The file does not parse or breaks a rule.
+    Invalid {
+        /// The skill file.
         path: PathBuf,
+        /// What is wrong, in words a user can act on.
+        message: String,
+    },
+    #[error("failed to read skill file {}: {source}", path.display())]
+    /// The file could not be read.
+    Io {
+        /// The skill file.
+        path: PathBuf,
+        /// Why reading failed.
         source: std::io::Error,
     },
 }
@@ -125,7 +139,7 @@ pub fn parse_skill(
     text: &str,
     path: &Path,
     dir_name: &str,
-    source: Source,
+    source: DefinitionSource,
 ) -> Result<Skill, SkillError> {
     let (front, body) =
         front_matter::parse::<FrontMatter>(text).map_err(|message| invalid(path, message))?;
@@ -202,7 +216,7 @@ pub fn builtin() -> Vec<Skill> {
         .iter()
         .filter_map(|(name, text)| {
             let path = PathBuf::from(format!("<built-in>/skills/{name}/SKILL.md"));
-            match parse_skill(text, &path, name, Source::BuiltIn) {
+            match parse_skill(text, &path, name, DefinitionSource::BuiltIn) {
                 Ok(skill) => Some(skill),
                 Err(e) => {
                     tracing::error!("{e}");
@@ -216,6 +230,7 @@ pub fn builtin() -> Vec<Skill> {
 /// The result of one scan: the skills by name and what was skipped.
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
+    /// The skills by name.
     pub skills: BTreeMap<String, Skill>,
     /// One line per skipped skill or folder, naming the file.
     pub warnings: Vec<String>,
@@ -267,8 +282,8 @@ impl Catalog {
             }
         }
         for (dir, source) in [
-            (&self.user_dir, Source::User),
-            (&self.project_dir, Source::Project),
+            (&self.user_dir, DefinitionSource::User),
+            (&self.project_dir, DefinitionSource::Project),
         ] {
             if let Some(dir) = dir {
                 scan_dir(dir, source, &mut scan);
@@ -278,7 +293,7 @@ impl Catalog {
     }
 }
 
-fn scan_dir(dir: &Path, source: Source, scan: &mut Scan) {
+fn scan_dir(dir: &Path, source: DefinitionSource, scan: &mut Scan) {
     let names = front_matter::list_dir(
         dir,
         front_matter::Entries::Folders,
@@ -307,7 +322,7 @@ fn read_bounded(path: &Path, max: u64) -> Result<String, SkillError> {
     })
 }
 
-fn load_dir(dir: &Path, name: &str, source: Source) -> Result<Skill, SkillError> {
+fn load_dir(dir: &Path, name: &str, source: DefinitionSource) -> Result<Skill, SkillError> {
     let file = dir.join("SKILL.md");
     if !valid_name(name) {
         return Err(invalid(
@@ -420,7 +435,7 @@ mod tests {
     fn every_builtin_skill_parses() {
         for (name, text) in BUILTIN {
             let path = PathBuf::from(format!("skills/{name}/SKILL.md"));
-            let skill = parse_skill(text, &path, name, Source::BuiltIn)
+            let skill = parse_skill(text, &path, name, DefinitionSource::BuiltIn)
                 .unwrap_or_else(|e| panic!("built-in skill {name} is broken: {e}"));
             assert!(
                 skill.body.contains("$ARGUMENTS"),
@@ -439,7 +454,7 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<Skill, SkillError> {
-        parse_skill(text, Path::new("x/SKILL.md"), "x", Source::User)
+        parse_skill(text, Path::new("x/SKILL.md"), "x", DefinitionSource::User)
     }
 
     #[test]

@@ -37,11 +37,13 @@ const MAX_COMMAND_CHARS: usize = 4096;
 pub struct SkillToolSpec {
     /// The name in `tool.json` (`count_lines`).
     pub name: String,
+    /// What the tool does, shown to the model.
     pub description: String,
     /// JSON Schema of the input: an object schema.
     pub input_schema: Value,
     /// The shell command line that implements it, run in the agent's working directory.
     pub command: String,
+    /// How long a call may run before it is killed.
     pub timeout_ms: u64,
 }
 

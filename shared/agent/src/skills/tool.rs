@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::load::{Catalog, Mode, Skill};
 use super::script_tool::{SkillTool, registered_name};
-use crate::event::{EventSink, Outcome};
+use crate::event::{EventSink, RunOutcome};
 use crate::hooks::{AgentHook, PromptDecision};
 use crate::tool::{
     ScopeError, ScopeId, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope, TypedTool,
@@ -101,6 +101,7 @@ struct ScopeState {
 }
 
 impl SkillScopes {
+    /// The scopes of the agent whose tools are `registry`.
     pub fn new(registry: &ToolRegistry) -> Self {
         Self {
             registry: registry.downgrade(),
@@ -185,7 +186,7 @@ impl AgentHook for SkillScopes {
 
     fn stop<'a>(
         &'a self,
-        _outcome: &'a Outcome,
+        _outcome: &'a RunOutcome,
         _final_text: &'a str,
         _cancel: &'a CancellationToken,
         _events: &'a EventSink,
@@ -202,6 +203,10 @@ pub const MAX_LISTING_CHARS: usize = 8 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSkillInput {
+    #[allow(
+        missing_docs,
+        reason = "a doc comment would become part of the tool's input schema, which the model reads; the schema stays as it is"
+    )]
     pub name: String,
     /// The user's arguments for the skill.
     #[serde(default)]
@@ -218,6 +223,7 @@ pub struct LoadSkill {
 }
 
 impl LoadSkill {
+    /// A LoadSkill over `catalog`, activating scopes in `scopes`.
     pub fn new(catalog: Catalog, scopes: SkillScopes) -> Self {
         Self { catalog, scopes }
     }
@@ -339,7 +345,9 @@ impl TypedTool for LoadSkill {
 /// An agent's skills, for a UI: the catalog and the scopes hook of its LoadSkill.
 #[derive(Clone)]
 pub struct Skills {
+    /// The skills the agent can load.
     pub catalog: Catalog,
+    /// The scopes hook of its LoadSkill (which skill's tools are active).
     pub scopes: SkillScopes,
 }
 

@@ -22,6 +22,7 @@ pub struct ChildApprover {
 }
 
 impl ChildApprover {
+    /// An approver for the child `who` that asks `parent`, one question at a time.
     pub fn new(
         parent: Arc<dyn Approver>,
         one_at_a_time: Arc<AsyncMutex<()>>,

@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use crate::exec::sandbox::CommandSandbox;
 use crate::permissions::PermissionPolicy;
-use crate::sandbox::CommandSandbox;
 
 /// A new worktree for one child, and what confines it there.
 pub struct IsolatedWorkspace {
     /// The worktree: the child's working directory and project root.
     pub dir: PathBuf,
+    /// The worktree's branch.
     pub branch: String,
     /// A permission policy rooted at the worktree (the parent's rules; the runtime
     /// sets the child's mode).

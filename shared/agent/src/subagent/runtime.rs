@@ -21,8 +21,8 @@ use roo_llm::Provider;
 use tokio::sync::{Mutex as AsyncMutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::launch::{AgentInput, ChildLaunch};
 use super::tasks::{BackgroundTasks, TaskNotifications};
-use super::tool::{AgentInput, SubagentTool, TaskStopTool};
 use crate::agent_loop::{AgentOptions, SharedPolicy};
 use crate::agents::{AgentCatalog, AgentDefinition};
 use crate::config::SubagentLimits;
@@ -30,12 +30,13 @@ use crate::hooks::AgentHook;
 use crate::permissions::Approver;
 use crate::prompt::Environment;
 use crate::skills::Skills;
-use crate::tool::{ToolContext, ToolOutput, ToolRegistry, ToolScope, WeakToolRegistry};
+use crate::tool::{ToolContext, ToolOutput, ToolRegistry, WeakToolRegistry};
 
 /// What a sub-agent takes from the agent that starts it. The builder hands these in;
 /// the Agent tool never learns whether its agent is a lead, a teammate or a sub-agent.
 #[derive(Clone)]
 pub struct ParentParts {
+    /// The model provider children call.
     pub provider: Arc<dyn Provider>,
     /// The parent's policy: shared when the child has the same mode (one "always
     /// allow" ledger), copied with a stricter mode otherwise.
@@ -56,6 +57,7 @@ pub struct ParentParts {
     pub lifecycle: Vec<Arc<dyn AgentHook>>,
     /// The parent's skills; a child gets its own LoadSkill over the same catalog.
     pub skills: Option<Skills>,
+    /// The plan file of plan mode.
     pub plan_file: PathBuf,
     /// The agent definitions, re-read at each call.
     pub catalog: AgentCatalog,
@@ -94,6 +96,7 @@ struct Inner {
 pub struct WeakSubagentRuntime(Weak<Inner>);
 
 impl WeakSubagentRuntime {
+    /// The runtime, if it still exists.
     pub fn upgrade(&self) -> Option<SubagentRuntime> {
         self.0.upgrade().map(|inner| SubagentRuntime { inner })
     }
@@ -109,15 +112,6 @@ struct Shared {
     ask_lock: Arc<AsyncMutex<()>>,
     /// Parent of every child's own token: cancelled when the session ends.
     session: CancellationToken,
-}
-
-/// One child to start, as decided from the call.
-pub(crate) struct Launch {
-    pub input: AgentInput,
-    /// Layer 4 for a fork skill (its `allowed_tools`); a definition brings its own.
-    pub extra_scope: Option<ToolScope>,
-    /// Tools only this child gets (a fork skill's own `tool.json` tools).
-    pub extra_tools: Vec<Arc<dyn crate::tool::Tool>>,
 }
 
 impl SubagentRuntime {
@@ -175,7 +169,7 @@ impl SubagentRuntime {
             isolation: None,
         };
         self.call(
-            Launch {
+            ChildLaunch {
                 input,
                 extra_scope: scope,
                 extra_tools: crate::skills::SkillTool::of(skill)
@@ -188,15 +182,10 @@ impl SubagentRuntime {
         .await
     }
 
-    /// The Agent and TaskStop tools bound to this runtime.
-    pub fn tools(&self) -> (Arc<SubagentTool>, Arc<TaskStopTool>) {
-        (
-            Arc::new(SubagentTool::new(self.clone())),
-            Arc::new(TaskStopTool::new(
-                self.inner.shared.tasks.clone(),
-                (self.inner.depth > 0).then_some(self.inner.owner),
-            )),
-        )
+    /// Whose tasks this agent's TaskStop may stop: `None` for a top-level agent (any
+    /// task of the session), else only the tasks this sub-agent started.
+    pub(crate) fn stoppable_owner(&self) -> Option<u64> {
+        (self.inner.depth > 0).then_some(self.inner.owner)
     }
 
     /// The turn hook delivering this agent's task notifications.
@@ -246,7 +235,7 @@ impl SubagentRuntime {
     }
 
     /// Runs one Agent call; every failure is an error result.
-    pub(crate) async fn call(&self, launch: Launch, ctx: &ToolContext) -> ToolOutput {
+    pub(crate) async fn call(&self, launch: ChildLaunch, ctx: &ToolContext) -> ToolOutput {
         match self.start(launch, ctx).await {
             Ok(running) => self.wait(running, ctx).await,
             Err(message) => ToolOutput::error(format!("failed to {message}")),
@@ -270,13 +259,4 @@ impl SubagentRuntime {
             )
         })
     }
-}
-
-/// At most `max` characters of `text` on one line.
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    let line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    roo_term::clip(&line, max)
 }

@@ -28,13 +28,18 @@ use crate::hooks::{AgentHook, TurnAction};
 /// Where a task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskStatus {
+    /// The child is running.
     Running,
+    /// The child finished its task.
     Completed,
+    /// The child failed.
     Failed,
+    /// The child was stopped before it finished.
     Killed,
 }
 
 impl TaskStatus {
+    /// The status as a word (`running`).
     pub fn as_str(self) -> &'static str {
         match self {
             TaskStatus::Running => "running",
@@ -50,17 +55,25 @@ impl TaskStatus {
 pub struct TaskInfo {
     /// `a1`, `a2`, …
     pub id: String,
+    /// The name the call gave it, if any.
     pub name: Option<String>,
     /// The definition's name, or `fork`.
     pub agent_type: String,
+    /// The call's short description.
     pub description: String,
+    /// Where the task is.
     pub status: TaskStatus,
     /// Runs (or ran, or moved) in the background.
     pub background: bool,
+    /// How long it ran (so far).
     pub duration: Duration,
+    /// Its model usage.
     pub usage: Usage,
+    /// Its turns.
     pub turns: u32,
+    /// Tool calls it made.
     pub tool_count: u32,
+    /// The newest tool call, as one line.
     pub last_tool: Option<String>,
     /// The result as returned to the parent (capped, with its footer); empty while
     /// running.
@@ -81,9 +94,11 @@ pub enum Stop {
 /// How a child ended, from its runner.
 #[derive(Debug, Clone)]
 pub struct TaskEnd {
+    /// How it ended.
     pub status: TaskStatus,
     /// Result text for the parent (already capped, with its footer).
     pub result: String,
+    /// Turns it took.
     pub turns: u32,
 }
 
@@ -122,9 +137,13 @@ pub struct BackgroundTasks {
 
 /// A started task, for its runner and the waiting call.
 pub struct Started {
+    /// The task id (`a1`).
     pub id: String,
+    /// The task's number in the session.
     pub number: u64,
+    /// Cancels the child.
     pub cancel: CancellationToken,
+    /// Set when the task moves to the background.
     pub background: Arc<AtomicBool>,
     /// Fires when the task ends, unless it moved to the background first.
     pub done: oneshot::Receiver<TaskEnd>,
@@ -133,6 +152,7 @@ pub struct Started {
 }
 
 impl BackgroundTasks {
+    /// An empty task table.
     pub fn new() -> Self {
         Self::default()
     }
@@ -456,9 +476,18 @@ pub fn notification(info: &TaskInfo) -> String {
     )
 }
 
+/// At most `max` characters of `text` on one line.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    roo_term::clip(&line, max)
+}
+
 fn first_line(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    crate::subagent::runtime::clip(line, 120)
+    clip(line, 120)
 }
 
 /// The turn hook that delivers `owner`'s notifications at the top of its next turn.
@@ -468,6 +497,7 @@ pub struct TaskNotifications {
 }
 
 impl TaskNotifications {
+    /// The hook delivering `owner`'s notifications from `tasks`.
     pub fn new(tasks: BackgroundTasks, owner: u64) -> Self {
         Self { tasks, owner }
     }

@@ -1,45 +1,28 @@
 //! The `Agent` tool (sub-agent path) and `TaskStop` for background tasks.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::runtime::{Launch, SubagentRuntime};
+use super::launch::{AgentInput, ChildLaunch};
+use super::runtime::SubagentRuntime;
 use super::tasks::{BackgroundTasks, Stop};
 use crate::tool::{Delegation, ToolContext, ToolKind, ToolOutput, TypedTool};
 
-/// Input of the Agent tool.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AgentInput {
-    /// 3-5 words for the UI.
-    #[serde(default)]
-    pub description: Option<String>,
-    pub prompt: String,
-    /// An agent type listed above.
-    #[serde(default, alias = "agent_type")]
-    pub subagent_type: Option<String>,
-    /// `inherit` (default), `haiku`, `sonnet`, `opus` or a model name.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Return at once; the report comes later as a <task-notification>.
-    #[serde(default)]
-    pub run_in_background: bool,
-    /// Names the task, for TaskStop.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// Work in a new git worktree.
-    #[serde(default)]
-    pub isolation: Option<Isolation>,
-}
-
-/// Where a sub-agent works.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Isolation {
-    Worktree,
+impl SubagentRuntime {
+    /// The Agent and TaskStop tools bound to this runtime.
+    pub fn tools(&self) -> (Arc<SubagentTool>, Arc<TaskStopTool>) {
+        (
+            Arc::new(SubagentTool::new(self.clone())),
+            Arc::new(TaskStopTool::new(
+                self.tasks().clone(),
+                self.stoppable_owner(),
+            )),
+        )
+    }
 }
 
 /// Starts a sub-agent: definition-based or a fork of the caller.
@@ -48,6 +31,7 @@ pub struct SubagentTool {
 }
 
 impl SubagentTool {
+    /// The Agent tool over `runtime`.
     pub fn new(runtime: SubagentRuntime) -> Self {
         Self { runtime }
     }
@@ -89,7 +73,7 @@ pub const SUBAGENT_USE: &str = "Starts a sub-agent on a task: it works in its ow
      Calls in one response run in parallel.";
 
 fn one_line(text: &str, max: usize) -> String {
-    super::runtime::clip(text.trim(), max)
+    super::tasks::clip(text.trim(), max)
 }
 
 impl TypedTool for SubagentTool {
@@ -133,7 +117,7 @@ impl TypedTool for SubagentTool {
     async fn run(&self, input: AgentInput, ctx: &ToolContext) -> ToolOutput {
         self.runtime
             .call(
-                Launch {
+                ChildLaunch {
                     input,
                     extra_scope: None,
                     extra_tools: Vec::new(),
@@ -161,6 +145,7 @@ pub struct TaskStopTool {
 }
 
 impl TaskStopTool {
+    /// TaskStop over `tasks`; `owner`: only the tasks of that agent (a sub-agent's), `None`: any.
     pub fn new(tasks: BackgroundTasks, owner: Option<u64>) -> Self {
         Self { tasks, owner }
     }

@@ -4,11 +4,11 @@
 //! closed, in its own process group so a timeout or a cancel ends the command and
 //! everything it started, however deep. stdout and stderr are read as they come
 //! and kept interleaved, the way a terminal shows them; a command that prints
-//! megabytes keeps only its first and last [`OUTPUT_HEAD_BYTES`] /
-//! [`OUTPUT_TAIL_BYTES`] bytes in memory. The result always ends with how the
+//! megabytes keeps only its first and last [`OUTPUT_HEAD_BYTES`](crate::exec::OUTPUT_HEAD_BYTES) /
+//! [`OUTPUT_TAIL_BYTES`](crate::exec::OUTPUT_TAIL_BYTES) bytes in memory. The result always ends with how the
 //! command ended: its exit code, the signal that killed it, a timeout or a cancel.
 //! Background processes left behind when the shell exits are ended too, so no
-//! agent leaks processes. With a [`crate::sandbox::CommandSandbox`] in the
+//! agent leaks processes. With a [`crate::exec::sandbox::CommandSandbox`] in the
 //! context the shell runs under the sandbox helper, which confines it and also
 //! ends processes that left the group (`set -m` jobs, double-forked daemons),
 //! reporting how many; API keys named in `ctx.env_remove` are not passed on.
@@ -20,8 +20,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::input::opt_usize;
-use crate::exec::{Ending, Outcome, RunError};
-pub use crate::exec::{OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES};
+use crate::exec::{CommandOutcome, Ending, RunError};
+use crate::exec::{OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES};
 use crate::tool::ToolError;
 use crate::tool::{PermissionTarget, ToolContext, ToolKind, ToolOutput, TypedTool};
 
@@ -37,7 +37,8 @@ const NAME: &str = "Bash";
 pub struct Bash;
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Input {
+/// Input of Bash.
+pub struct BashInput {
     command: String,
     #[serde(default, deserialize_with = "opt_usize")]
     #[schemars(
@@ -52,7 +53,7 @@ pub struct Input {
 }
 
 impl TypedTool for Bash {
-    type Input = Input;
+    type Input = BashInput;
     const NAME: &'static str = NAME;
 
     // What the runtime reports when it happens (a timeout, a sandbox denial, a killed
@@ -93,7 +94,7 @@ impl TypedTool for Bash {
         Some(format!("{NAME}({shown})"))
     }
 
-    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+    async fn run(&self, input: BashInput, ctx: &ToolContext) -> ToolOutput {
         let timeout_ms = input
             .timeout_ms
             .map_or(DEFAULT_TIMEOUT_MS, |t| t as u64)
@@ -110,7 +111,7 @@ pub(crate) async fn run(
     command: &str,
     timeout: Duration,
     ctx: &ToolContext,
-) -> Result<Outcome, ToolError> {
+) -> Result<CommandOutcome, ToolError> {
     crate::exec::run(command, timeout, &ctx.launcher, &ctx.cwd, &ctx.cancel)
         .await
         .map_err(
@@ -127,7 +128,7 @@ pub(crate) async fn run(
 }
 
 /// The tool result for how a command ended.
-fn into_output(outcome: Outcome, timeout_ms: u64) -> ToolOutput {
+fn into_output(outcome: CommandOutcome, timeout_ms: u64) -> ToolOutput {
     {
         use std::os::unix::process::ExitStatusExt;
         let this = outcome;

@@ -3,7 +3,7 @@
 //! a device.
 //!
 //! The permission layer judges a path by where it leads when it checks it
-//! (layer 2, `permissions::sandbox`). A symlink changed between that check and
+//! (layer 2, `permissions::confinement`). A symlink changed between that check and
 //! the open would redirect the tool, so the tools do not open the path by name.
 //! [`locate`] resolves it again, checks the result is under one of the allowed
 //! roots, then walks to its parent directory one component at a time with
@@ -30,7 +30,7 @@ use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{Mode, SFlag, fchmod, fstatat, mkdirat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
 
-use crate::permissions::sandbox::{self, ResolveError};
+use crate::permissions::confinement::{self, ResolveError};
 use crate::tool::ToolError;
 
 /// Whole attempts (resolve, walk, open) before a path that keeps changing is
@@ -61,7 +61,7 @@ pub(crate) enum Parents {
 /// none are given.
 pub(crate) fn effective_roots(roots: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
     if roots.is_empty() {
-        vec![sandbox::resolve_root(cwd)]
+        vec![confinement::resolve_root(cwd)]
     } else {
         roots.to_vec()
     }
@@ -72,7 +72,10 @@ pub(crate) fn effective_roots(roots: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
 /// symlink in it rather than one a swapped link could redirect.
 pub(crate) fn search_root(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, ToolError> {
     let resolved = resolve(path)?;
-    if roots.iter().any(|root| sandbox::is_within(&resolved, root)) {
+    if roots
+        .iter()
+        .any(|root| confinement::is_within(&resolved, root))
+    {
         Ok(resolved)
     } else {
         Err(ToolError::Outside {
@@ -84,7 +87,7 @@ pub(crate) fn search_root(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, Too
 
 /// Where `path` leads, as layer 2 judges it; a symlink loop is an error.
 fn resolve(path: &Path) -> Result<PathBuf, ToolError> {
-    sandbox::resolve(path).map_err(|ResolveError::TooManySymlinks| ToolError::Io {
+    confinement::resolve(path).map_err(|ResolveError::TooManySymlinks| ToolError::Io {
         action: "resolve",
         path: path.to_path_buf(),
         source: io::Error::from_raw_os_error(Errno::ELOOP as i32),
@@ -134,7 +137,7 @@ fn locate_once(path: &Path, roots: &[PathBuf], parents: Parents) -> Result<Locat
     let resolved = resolve(path).map_err(Attempt::Failed)?;
     let Some(root) = roots
         .iter()
-        .filter(|root| sandbox::is_within(&resolved, root))
+        .filter(|root| confinement::is_within(&resolved, root))
         .max_by_key(|root| root.as_os_str().len())
     else {
         return Err(Attempt::Failed(ToolError::Outside {

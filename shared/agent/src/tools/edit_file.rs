@@ -32,7 +32,8 @@ const MAX_LISTED_MATCHES: usize = 20;
 pub struct EditFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Input {
+/// Input of EditFile.
+pub struct EditFileInput {
     /// Absolute or relative to the working directory.
     path: String,
     old_string: String,
@@ -44,7 +45,7 @@ pub struct Input {
 }
 
 impl TypedTool for EditFile {
-    type Input = Input;
+    type Input = EditFileInput;
     const NAME: &'static str = NAME;
 
     // A failed match is answered with the matching line numbers or the closest lines,
@@ -66,7 +67,7 @@ impl TypedTool for EditFile {
         })
     }
 
-    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+    async fn run(&self, input: EditFileInput, ctx: &ToolContext) -> ToolOutput {
         let path = match resolve_path(&ctx.cwd, &input.path) {
             Ok(path) => path,
             Err(e) => return e.into_output(),

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::confined::{effective_roots, search_root};
 use super::walk::{Skipped, is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, resolve_path, run_blocking};
-use crate::permissions::sandbox::resolve_root;
+use crate::permissions::confinement::resolve_root;
 use crate::tool::{PermissionTarget, ReadFilter, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Most paths returned by one call.
@@ -31,7 +31,8 @@ const NAME: &str = "Glob";
 pub struct Glob;
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Input {
+/// Input of Glob.
+pub struct GlobInput {
     /// Matched against paths relative to `path`: `**/*.rs`, `src/**/*.{ts,tsx}`, `*.md` (top level only).
     pattern: String,
     /// Directory to search, absolute or relative to the working directory (the default).
@@ -40,7 +41,7 @@ pub struct Input {
 }
 
 impl TypedTool for Glob {
-    type Input = Input;
+    type Input = GlobInput;
     const NAME: &'static str = NAME;
 
     fn description(&self) -> String {
@@ -67,7 +68,7 @@ impl TypedTool for Glob {
         Some(search_summary(NAME, input))
     }
 
-    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+    async fn run(&self, input: GlobInput, ctx: &ToolContext) -> ToolOutput {
         let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
         let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
             .and_then(|root| search_root(&root, &roots))

@@ -20,7 +20,7 @@ use super::confined::{effective_roots, open_regular, search_root};
 use super::input::{opt_bool, opt_usize};
 use super::walk::{Skipped, is_file, search_summary, search_target, walker};
 use super::{ToolError, display_path, looks_binary, resolve_path, run_blocking};
-use crate::permissions::sandbox::resolve_root;
+use crate::permissions::confinement::resolve_root;
 use crate::tool::{PermissionTarget, ReadFilter, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 /// Results (files, lines or counts) returned when the call gives no `max_results`.
@@ -40,6 +40,10 @@ pub struct Grep;
 
 /// What Grep prints.
 // Variants carry no doc comments: they would turn the schema's `enum` into a `oneOf`.
+#[allow(
+    missing_docs,
+    reason = "variant doc comments would turn the schema's `enum` into a `oneOf`"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputMode {
@@ -53,7 +57,8 @@ pub enum OutputMode {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Input {
+/// Input of Grep.
+pub struct GrepInput {
     pattern: String,
     /// File or directory, absolute or relative to the working directory (the default).
     #[serde(default)]
@@ -78,7 +83,7 @@ pub struct Input {
 }
 
 impl TypedTool for Grep {
-    type Input = Input;
+    type Input = GrepInput;
     const NAME: &'static str = NAME;
 
     // Files over the size limit are named in the result, so the limit is not repeated here.
@@ -105,7 +110,7 @@ impl TypedTool for Grep {
         Some(search_summary(NAME, input))
     }
 
-    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+    async fn run(&self, input: GrepInput, ctx: &ToolContext) -> ToolOutput {
         let roots = effective_roots(&ctx.allowed_roots, &ctx.cwd);
         let root = match resolve_path(&ctx.cwd, input.path.as_deref().unwrap_or("."))
             .and_then(|root| search_root(&root, &roots))
@@ -145,7 +150,7 @@ struct Search {
 }
 
 impl Search {
-    fn new(input: &Input, root: PathBuf, cwd: PathBuf) -> Result<Self, ToolError> {
+    fn new(input: &GrepInput, root: PathBuf, cwd: PathBuf) -> Result<Self, ToolError> {
         let regex = RegexBuilder::new(&input.pattern)
             .case_insensitive(input.case_insensitive.unwrap_or(false))
             .build()
@@ -423,7 +428,7 @@ mod tests {
     use std::process::Command;
 
     fn search(root: &Path, input: Value) -> String {
-        let input: Input = serde_json::from_value(input).unwrap();
+        let input: GrepInput = serde_json::from_value(input).unwrap();
         Search::new(&input, root.to_path_buf(), root.to_path_buf())
             .unwrap()
             .run(&CancellationToken::new())
@@ -465,7 +470,7 @@ mod tests {
         for i in 0..12 {
             fs::write(root.join(format!("big{i:02}.log")), "add\n".repeat(100)).unwrap();
         }
-        let input: Input = serde_json::from_value(json!({"pattern": "add"})).unwrap();
+        let input: GrepInput = serde_json::from_value(json!({"pattern": "add"})).unwrap();
         let mut search = Search::new(&input, root.to_path_buf(), root.to_path_buf()).unwrap();
         search.max_file_bytes = 100;
         let out = search.run(&CancellationToken::new()).unwrap();
@@ -478,7 +483,7 @@ mod tests {
         assert!(!out.contains("big10.log"), "{out}");
 
         // Also when nothing else matched.
-        let input: Input =
+        let input: GrepInput =
             serde_json::from_value(json!({"pattern": "add", "glob": "*.log"})).unwrap();
         let mut search = Search::new(&input, root.to_path_buf(), root.to_path_buf()).unwrap();
         search.max_file_bytes = 100;
@@ -575,7 +580,7 @@ mod tests {
 
     #[test]
     fn invalid_regex_is_a_clear_error() {
-        let input: Input = serde_json::from_value(json!({"pattern": "fn("})).unwrap();
+        let input: GrepInput = serde_json::from_value(json!({"pattern": "fn("})).unwrap();
         let err = Search::new(&input, PathBuf::from("."), PathBuf::from("."))
             .err()
             .unwrap();

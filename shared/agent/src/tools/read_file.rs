@@ -41,7 +41,8 @@ const NAME: &str = "ReadFile";
 pub struct ReadFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Input {
+/// Input of ReadFile.
+pub struct ReadFileInput {
     /// Absolute or relative to the working directory.
     path: String,
     /// 1-based line to start at.
@@ -54,7 +55,7 @@ pub struct Input {
 }
 
 impl TypedTool for ReadFile {
-    type Input = Input;
+    type Input = ReadFileInput;
     const NAME: &'static str = NAME;
 
     // The limits it enforces (line length, binary files, directories) it reports when
@@ -80,7 +81,7 @@ impl TypedTool for ReadFile {
         })
     }
 
-    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+    async fn run(&self, input: ReadFileInput, ctx: &ToolContext) -> ToolOutput {
         let path = match resolve_path(&ctx.cwd, &input.path) {
             Ok(path) => path,
             Err(e) => return e.into_output(),

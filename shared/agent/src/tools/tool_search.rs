@@ -36,6 +36,10 @@ pub struct ToolSearchInput {
         range(min = 1, max = MAX_RESULTS),
         extend("description" = format!("Most tools to return (default {DEFAULT_RESULTS}).")),
     )]
+    #[allow(
+        missing_docs,
+        reason = "a doc comment would become part of the tool's input schema, which the model reads; the schema stays as it is"
+    )]
     pub max_results: Option<usize>,
 }
 
@@ -45,6 +49,7 @@ pub struct ToolSearch {
 }
 
 impl ToolSearch {
+    /// The tool's name.
     pub const NAME: &'static str = "ToolSearch";
 
     /// A ToolSearch over `registry` (held weakly: the registry holds the tool).

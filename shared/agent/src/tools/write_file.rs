@@ -25,7 +25,8 @@ const NAME: &str = "WriteFile";
 pub struct WriteFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Input {
+/// Input of WriteFile.
+pub struct WriteFileInput {
     /// Absolute or relative to the working directory.
     path: String,
     /// The complete new content.
@@ -33,7 +34,7 @@ pub struct Input {
 }
 
 impl TypedTool for WriteFile {
-    type Input = Input;
+    type Input = WriteFileInput;
     const NAME: &'static str = NAME;
 
     fn description(&self) -> String {
@@ -53,7 +54,7 @@ impl TypedTool for WriteFile {
         })
     }
 
-    async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
+    async fn run(&self, input: WriteFileInput, ctx: &ToolContext) -> ToolOutput {
         let path = match resolve_path(&ctx.cwd, &input.path) {
             Ok(path) => path,
             Err(e) => return e.into_output(),

@@ -7,13 +7,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
-use roo_agent::context::CompactionOptions;
-use roo_agent::event::{AgentEvent, CompactionMethod, EventSink, Outcome};
-use roo_agent::hooks::{AgentHook, TurnAction};
+use roo_agent::event::{AgentEvent, CompactionMethod, EventSink, RunOutcome};
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
-use roo_agent::session::Session;
 use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
+use roo_agent::{
+    Agent, AgentHook, AgentOptions, CompactionOptions, Session, SharedPolicy, TurnAction,
+};
 use roo_llm::{
     ContentBlock, EventStream, Message, Provider, Request, Role, StopReason, StreamEvent, Usage,
 };
@@ -280,10 +279,7 @@ impl Drop for Fixture {
     }
 }
 
-async fn run(
-    agent: &mut Agent,
-    input: &str,
-) -> (roo_agent::agent_loop::RunResult, Vec<AgentEvent>) {
+async fn run(agent: &mut Agent, input: &str) -> (roo_agent::RunResult, Vec<AgentEvent>) {
     let (sink, mut rx) = EventSink::channel();
     let result = agent.run(input, &sink, CancellationToken::new()).await;
     drop(sink);
@@ -315,7 +311,7 @@ async fn ends_when_the_model_answers_without_tools() {
     let provider = FakeProvider::new(vec![turn("All done.", &[])]);
     let mut agent = fx.agent(provider.clone(), vec![], AgentOptions::default());
     let (result, events) = run(&mut agent, "hello").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     assert_eq!(result.final_text, "All done.");
     assert_eq!(result.turns, 1);
     assert!(matches!(events.last(), Some(AgentEvent::Done { .. })));
@@ -345,7 +341,7 @@ async fn safe_calls_run_together_and_results_keep_call_order() {
     let (result, _) = tokio::time::timeout(Duration::from_secs(10), run(&mut agent, "go"))
         .await
         .expect("the two safe calls must run concurrently");
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let log = fx.log();
     let edit_start = log.iter().position(|l| l == "start e1").unwrap();
     assert!(log.iter().position(|l| l == "end r1").unwrap() < edit_start);
@@ -370,7 +366,7 @@ async fn max_turns_stops_with_a_clear_outcome() {
     };
     let mut agent = fx.agent(provider.clone(), vec![fx.probe("Read", true)], options);
     let (result, events) = run(&mut agent, "loop forever").await;
-    assert_eq!(result.outcome, Outcome::MaxTurns { limit: 3 });
+    assert_eq!(result.outcome, RunOutcome::MaxTurns { limit: 3 });
     assert_eq!(provider.requests().len(), 3);
     assert!(
         events
@@ -396,7 +392,7 @@ async fn repeated_unknown_tools_stop_the_run() {
     let (result, _) = run(&mut agent, "x").await;
     assert_eq!(
         result.outcome,
-        Outcome::UnknownTools {
+        RunOutcome::UnknownTools {
             names: vec!["Nope".to_string()]
         }
     );
@@ -420,7 +416,7 @@ async fn an_unknown_tool_once_is_just_an_error_result() {
         AgentOptions::default(),
     );
     let (result, _) = run(&mut agent, "x").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
 }
 
 #[tokio::test]
@@ -449,7 +445,7 @@ async fn cancel_during_a_tool_stops_it_and_keeps_pairs() {
     let result = agent.run("go", &sink, cancel).await;
     drop(sink);
     watcher.await.unwrap();
-    assert_eq!(result.outcome, Outcome::Cancelled);
+    assert_eq!(result.outcome, RunOutcome::Cancelled);
     assert_eq!(
         fx.log(),
         ["start s", "cancelled s"],
@@ -475,7 +471,7 @@ async fn cancel_while_waiting_for_the_model() {
     let result = tokio::time::timeout(Duration::from_secs(10), agent.run("x", &sink, cancel))
         .await
         .expect("cancel must end the run");
-    assert_eq!(result.outcome, Outcome::Cancelled);
+    assert_eq!(result.outcome, RunOutcome::Cancelled);
     assert_eq!(agent.messages(), &[Message::user_text("x")]);
 }
 
@@ -520,7 +516,7 @@ async fn compaction_summarizes_old_rounds_and_keeps_pairs() {
     agent.set_instructions(Some("Always use tabs.".to_string()));
 
     let (result, events) = run(&mut agent, "read everything").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{events:?}");
     let compactions: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
@@ -554,7 +550,7 @@ async fn compaction_summarizes_old_rounds_and_keeps_pairs() {
     );
     // Every call still has its result.
     let mut repaired = after.messages.clone();
-    assert_eq!(roo_agent::conversation::repair_chain(&mut repaired), None);
+    assert_eq!(roo_agent::repair_chain(&mut repaired), None);
 
     // The transcript replays to the compacted conversation.
     let restored = Session::open(&session_path).unwrap();
@@ -581,7 +577,7 @@ async fn compaction_drops_oldest_when_the_summary_would_not_fit() {
         AgentOptions::default(),
     );
     let (result, events) = run(&mut agent, "the original task").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{events:?}");
     assert!(events.iter().any(|e| matches!(
         e,
         AgentEvent::Compaction {
@@ -592,7 +588,7 @@ async fn compaction_drops_oldest_when_the_summary_would_not_fit() {
     let last = provider.requests().last().unwrap().clone();
     assert!(last.messages[0].text().contains("the original task"));
     let mut repaired = last.messages.clone();
-    assert_eq!(roo_agent::conversation::repair_chain(&mut repaired), None);
+    assert_eq!(roo_agent::repair_chain(&mut repaired), None);
 }
 
 /// Restores a text after every compaction (how a lead keeps its team state).
@@ -641,7 +637,7 @@ async fn a_hook_restores_its_text_after_compaction() {
     agent.set_instructions(Some("Always use tabs.".to_string()));
     agent.add_hook(Arc::new(RestoreAfterCompaction("TEAM: alice busy")));
     let (result, events) = run(&mut agent, "read everything").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{events:?}");
     let requests = provider.requests();
     let before: Vec<_> = requests[..3].iter().map(|r| r.messages[0].text()).collect();
     assert!(
@@ -667,7 +663,7 @@ async fn a_hook_restores_its_text_after_compaction() {
 #[tokio::test]
 async fn the_pre_compact_hook_runs_once_before_a_compaction() {
     use roo_agent::config::{Hook, HookAction, HookEvent, Source};
-    use roo_agent::hooks::{CommandHooks, HookSetup};
+    use roo_agent::{CommandHooks, HookSetup};
     let fx = Fixture::new();
     let read = |i: u64, input_tokens: u64| {
         turn_sized(
@@ -714,7 +710,7 @@ async fn the_pre_compact_hook_runs_once_before_a_compaction() {
     );
     agent.add_hook(Arc::new(hooks));
     let (result, events) = run(&mut agent, "read everything").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{events:?}");
     let text = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<Value> = text
         .lines()
@@ -781,7 +777,7 @@ async fn a_stop_from_a_turn_hook_ends_the_run_between_two_tool_calls() {
     let (result, events) = run(&mut agent, "two writes").await;
     assert_eq!(
         result.outcome,
-        Outcome::Stopped {
+        RunOutcome::Stopped {
             reason: "shutdown approved".to_string()
         },
         "{events:?}"
@@ -794,13 +790,13 @@ async fn a_stop_from_a_turn_hook_ends_the_run_between_two_tool_calls() {
     assert!(matches!(
         events.last(),
         Some(AgentEvent::Done {
-            outcome: Outcome::Stopped { .. },
+            outcome: RunOutcome::Stopped { .. },
             ..
         })
     ));
     // The history is whole (the call has its result) and the agent runs again.
     let mut history = agent.messages().to_vec();
-    assert_eq!(roo_agent::conversation::repair_chain(&mut history), None);
+    assert_eq!(roo_agent::repair_chain(&mut history), None);
     assert!(result.outcome.describe().contains("shutdown approved"));
 }
 
@@ -853,7 +849,7 @@ async fn texts_injected_in_the_turn_a_hook_stops_wait_for_the_next_successful_ca
     });
     agent.add_hook(news.clone());
     let (result, _) = run(&mut agent, "go").await;
-    assert!(matches!(result.outcome, Outcome::Stopped { .. }));
+    assert!(matches!(result.outcome, RunOutcome::Stopped { .. }));
     // No model call carried them: not delivered, not in the history, but not dropped.
     assert_eq!(*news.injected.lock().unwrap(), 0);
     assert!(!format!("{:?}", agent.messages()).contains("late news"));
@@ -908,7 +904,7 @@ async fn injected_texts_are_delivered_only_after_a_successful_call() {
     agent.add_hook(news.clone());
     let (result, _) = run(&mut agent, "go").await;
     assert!(
-        matches!(result.outcome, Outcome::Error { .. }),
+        matches!(result.outcome, RunOutcome::Error { .. }),
         "{result:?}"
     );
     let requests = provider.requests();
@@ -920,7 +916,7 @@ async fn injected_texts_are_delivered_only_after_a_successful_call() {
     assert!(!format!("{:?}", agent.messages()).contains("late news"));
 
     let (result, _) = run(&mut agent, "again").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let third = format!("{:?}", provider.requests()[2].messages);
     assert_eq!(third.matches("late news").count(), 1, "{third}");
     assert!(!third.contains("could not be delivered"), "{third}");
@@ -945,7 +941,7 @@ async fn a_text_the_provider_refuses_is_dropped_once_the_request_without_it_succ
     let news = InjectOnce::new("poisoned news");
     agent.add_hook(news.clone());
     let (result, _) = run(&mut agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{result:?}");
     let requests = provider.requests();
     assert_eq!(requests.len(), 2);
     let second = format!("{:?}", requests[1].messages);
@@ -980,7 +976,7 @@ async fn turn_hooks_inject_messages_between_tool_calls() {
     ])));
     agent.add_hook(inbox.clone());
     let (result, _) = run(&mut agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let first = &provider.requests()[0];
     let text = first.messages.last().unwrap().text();
     assert!(text.contains("<system-reminder>") && text.contains("from=\"bob\""));
@@ -1042,10 +1038,10 @@ async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
         RuleSet::default(),
     )));
     let registry = ToolRegistry::new();
-    for tool in roo_agent::plan_mode::plan_mode_tools(
+    for tool in roo_agent::plan_mode_tools(
         policy.clone(),
         plan_file.clone(),
-        roo_agent::plan_mode::PlanApprover::Present,
+        roo_agent::PlanApprover::Present,
     ) {
         registry.register(tool);
     }
@@ -1070,7 +1066,7 @@ async fn plan_mode_round_trip_asks_for_approval_and_restores_the_mode() {
         plan_file.clone(),
     );
     let (result, _) = run(&mut agent, "plan it").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     // While in plan mode the request carried the plan-mode rules.
     let requests = provider.requests();
     assert!(
@@ -1107,7 +1103,7 @@ async fn a_run_reports_only_its_own_answer() {
     let cancel = CancellationToken::new();
     cancel.cancel();
     let second = agent.run("two", &sink, cancel).await;
-    assert_eq!(second.outcome, Outcome::Cancelled);
+    assert_eq!(second.outcome, RunOutcome::Cancelled);
     assert_eq!(second.final_text, "", "not the previous run's answer");
 }
 
@@ -1126,7 +1122,7 @@ async fn run_against_server_window(fx: &Fixture, replies: Vec<Reply>) -> Vec<Age
     };
     let mut agent = fx.agent(provider.clone(), vec![fx.probe("Read", true)], options);
     let (result, events) = run(&mut agent, "read").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{events:?}");
     events
 }
 

@@ -88,12 +88,9 @@ pub async fn scripted_agent(
     ws: &Workspace,
     script: &str,
     tools: roo_agent::tool::ToolRegistry,
-) -> (
-    roo_agent::agent_loop::Agent,
-    roo_llm::mock_server::MockServer,
-) {
-    use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
+) -> (roo_agent::Agent, roo_llm::mock_server::MockServer) {
     use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
+    use roo_agent::{Agent, AgentOptions, SharedPolicy};
     use roo_llm::mock_server::{MockServer, Protocol};
     use std::sync::{Arc, RwLock};
 
@@ -128,12 +125,9 @@ pub async fn scripted_agent(
 
 /// Runs `prompt` to its end; returns the result and every event.
 pub async fn run_collecting(
-    agent: &mut roo_agent::agent_loop::Agent,
+    agent: &mut roo_agent::Agent,
     prompt: &str,
-) -> (
-    roo_agent::agent_loop::RunResult,
-    Vec<roo_agent::event::AgentEvent>,
-) {
+) -> (roo_agent::RunResult, Vec<roo_agent::event::AgentEvent>) {
     let (sink, mut rx) = roo_agent::event::EventSink::channel();
     let result = agent
         .run(prompt, &sink, tokio_util::sync::CancellationToken::new())

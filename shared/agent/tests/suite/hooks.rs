@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use roo_agent::config::{ConfigFiles, ProjectTrust};
-use roo_agent::event::{AgentEvent, Outcome};
-use roo_agent::hooks::{CommandHooks, HookSetup};
+use roo_agent::event::{AgentEvent, RunOutcome};
 use roo_agent::tool::ToolRegistry;
 use roo_agent::tools::builtin_tools;
+use roo_agent::{CommandHooks, HookSetup};
 use serde_json::Value;
 
 use super::common::{Workspace, last_tool_results, run_collecting, scripted_agent, write};
@@ -81,7 +81,7 @@ hooks:
     .await;
     agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, events) = run_collecting(&mut agent, "write").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     assert!(
         !ws.project.join("keys.secret").exists(),
         "the blocked call must not have run"
@@ -140,7 +140,7 @@ hooks:
     .await;
     agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, _) = run_collecting(&mut agent, "write").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let seen: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
     assert_eq!(seen["event"], "post_tool_use");
     assert_eq!(seen["tool_name"], "WriteFile");
@@ -208,7 +208,7 @@ hooks:
         started.elapsed() < Duration::from_secs(20),
         "hooks must not hang the agent"
     );
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     // A guard that hangs fails closed.
     assert!(!ws.project.join("guarded.txt").exists());
     assert!(ws.project.join("w.txt").exists());
@@ -256,7 +256,7 @@ hooks:
     .await;
     agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, events) = run_collecting(&mut agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     assert!(!ws.project.join("w.txt").exists());
     let results = last_tool_results(&server.requests()[1]);
     assert!(
@@ -289,7 +289,7 @@ async fn regression_an_untrusted_projects_hooks_never_run() {
         let (mut agent, _server) = scripted_agent(&ws, "- text: hi\n", builtins()).await;
         agent.add_hook(command_hooks(&ws, trust));
         let (result, _) = run_collecting(&mut agent, "hello").await;
-        assert_eq!(result.outcome, Outcome::Completed);
+        assert_eq!(result.outcome, RunOutcome::Completed);
         assert_eq!(marker.exists(), runs, "{trust:?}");
     }
 }
@@ -314,13 +314,13 @@ hooks:
     let (mut agent, server) = scripted_agent(&ws, "- text: one\n- text: two\n", builtins()).await;
     agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, _) = run_collecting(&mut agent, "hello").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let first = server.requests()[0].body["messages"].to_string();
     assert!(first.contains("Read ARCHITECTURE.md first."), "{first}");
     assert!(first.contains("branch: main"), "{first}");
     let (result, _) = run_collecting(&mut agent, "deploy to prod").await;
     match &result.outcome {
-        Outcome::Stopped { reason } => {
+        RunOutcome::Stopped { reason } => {
             assert!(reason.contains("deploys go through CI"), "{reason}")
         }
         other => panic!("expected a blocked prompt, got {other:?}"),
@@ -427,7 +427,7 @@ hooks:
     .await;
     agent.add_hook(command_hooks(&ws, ProjectTrust::Untrusted));
     let (result, _) = run_collecting(&mut agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let results = last_tool_results(&server.requests()[1]);
     assert!(results.contains("slow work finished"), "{results}");
 }

@@ -7,11 +7,11 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use roo_agent::agent_loop::{Agent, AgentOptions, RunResult, SharedPolicy};
-use roo_agent::event::{AgentEvent, EventSink, Outcome};
+use roo_agent::event::{AgentEvent, EventSink, RunOutcome};
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
 use roo_agent::tool::ToolRegistry;
 use roo_agent::tools::builtin_tools;
+use roo_agent::{Agent, AgentOptions, RunResult, SharedPolicy};
 use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
 use roo_llm::script::Script;
 use roo_llm::{
@@ -141,7 +141,7 @@ async fn broken_tool_arguments_become_an_error_result_the_model_corrects() {
             false,
         )
         .await;
-        assert_eq!(run.result.outcome, Outcome::Completed, "{kind}");
+        assert_eq!(run.result.outcome, RunOutcome::Completed, "{kind}");
         assert_eq!(run.result.final_text, "Done.", "{kind}");
         assert_eq!(
             std::fs::read_to_string(ws.project.join("out.txt")).unwrap(),
@@ -201,7 +201,7 @@ async fn a_call_cut_at_max_tokens_asks_for_smaller_calls_without_echoing_the_inp
             false,
         )
         .await;
-        assert_eq!(run.result.outcome, Outcome::Completed, "{kind}");
+        assert_eq!(run.result.outcome, RunOutcome::Completed, "{kind}");
         assert!(ws.project.join("big.txt").exists(), "{kind}");
         let results = last_results(&run.requests[1]);
         assert!(results.contains("output limit"), "{kind}: {results}");
@@ -244,7 +244,7 @@ async fn repeated_malformed_calls_end_the_run_as_not_finished() {
         .await;
         assert_eq!(
             run.result.outcome,
-            Outcome::MalformedToolCalls { turns: 3 },
+            RunOutcome::MalformedToolCalls { turns: 3 },
             "{kind}"
         );
         assert!(!run.result.outcome.is_success());
@@ -280,7 +280,7 @@ async fn a_good_call_resets_the_malformed_streak() {
         false,
     )
     .await;
-    assert_eq!(run.result.outcome, Outcome::Completed);
+    assert_eq!(run.result.outcome, RunOutcome::Completed);
 }
 
 const CALL: &str =
@@ -304,7 +304,7 @@ async fn tool_calls_written_as_text_are_run_as_calls() {
             ]))
             .unwrap();
             let run = run(&ws, kind, &script, true).await;
-            assert_eq!(run.result.outcome, Outcome::Completed, "{kind} {text}");
+            assert_eq!(run.result.outcome, RunOutcome::Completed, "{kind} {text}");
             assert_eq!(run.result.final_text, "Done.", "{kind} {text}");
             assert_eq!(
                 std::fs::read_to_string(ws.project.join("from-text.txt")).unwrap(),
@@ -335,7 +335,7 @@ async fn with_text_tool_calls_off_the_text_stays_an_answer() {
         let ws = Workspace::new();
         let script = serde_json::to_string(&json!([{ "text": CALL }])).unwrap();
         let run = run(&ws, kind, &script, false).await;
-        assert_eq!(run.result.outcome, Outcome::Completed, "{kind}");
+        assert_eq!(run.result.outcome, RunOutcome::Completed, "{kind}");
         assert_eq!(run.result.final_text, CALL);
         assert!(!ws.project.join("from-text.txt").exists(), "{kind}");
         assert_eq!(run.requests.len(), 1);
@@ -350,7 +350,7 @@ async fn a_text_call_to_an_unregistered_tool_stays_text() {
             r#"<tool_call>{"name": "DeleteEverything", "arguments": {"path": "/"}}</tool_call>"#;
         let script = serde_json::to_string(&json!([{ "text": text }])).unwrap();
         let run = run(&ws, kind, &script, true).await;
-        assert_eq!(run.result.outcome, Outcome::Completed, "{kind}");
+        assert_eq!(run.result.outcome, RunOutcome::Completed, "{kind}");
         assert_eq!(run.result.final_text, text);
         assert!(assistant_calls(&run.agent)[0].is_empty());
         assert_eq!(run.requests.len(), 1);

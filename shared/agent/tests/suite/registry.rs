@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use roo_agent::event::Outcome;
+use roo_agent::event::RunOutcome;
 use roo_agent::tool::{
     Lookup, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry, ToolScope, WeakToolRegistry,
 };
@@ -84,7 +84,7 @@ async fn a_tool_registered_or_revealed_mid_run_is_in_the_next_request() {
     )
     .await;
     let (result, _) = run_collecting(&mut agent, "find tools").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     assert_eq!(request_tools(&requests[0]), vec!["Discover"]);
@@ -116,7 +116,7 @@ async fn a_deferred_tool_called_before_it_was_revealed_is_revealed_and_not_run()
     )
     .await;
     let (result, _) = run_collecting(&mut agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let requests = server.requests();
     assert_eq!(request_tools(&requests[0]), vec!["Plain"], "names only");
     let first = last_tool_results(&requests[1]);
@@ -151,7 +151,7 @@ async fn regression_a_call_outside_a_narrowed_set_is_refused_when_it_executes() 
     )
     .await;
     let (result, _) = run_collecting(&mut agent, "review").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     assert!(
         !ws.project.join("pwned.txt").exists(),
         "the refused call must not have run"

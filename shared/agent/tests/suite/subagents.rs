@@ -7,15 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::{Agent, AgentOptions, SharedPolicy};
-use roo_agent::agents::AgentCatalog;
 use roo_agent::config::SubagentLimits;
-use roo_agent::event::Outcome;
+use roo_agent::event::RunOutcome;
 use roo_agent::permissions::{DenyApprover, PermissionMode, PermissionPolicy, RuleSet};
-use roo_agent::prompt::Environment;
 use roo_agent::subagent::{ParentParts, SubagentRuntime, TaskStatus};
 use roo_agent::tool::{Delegation, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
 use roo_agent::tools::builtin_tools;
+use roo_agent::{Agent, AgentCatalog, AgentOptions, Environment, SharedPolicy};
 use roo_llm::mock_server::{MockServer, Protocol, RecordedRequest};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -246,7 +244,7 @@ agents:
 "#;
     let mut p = parent(&ws, script, limits()).await;
     let (result, events) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:#?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{events:#?}");
     assert_eq!(result.final_text, "parent done");
     let child = requests_with(&p.server, "ROLE-TESTER");
     assert_eq!(child.len(), 1);
@@ -286,7 +284,7 @@ agents:
 "#;
     let mut p = parent(&ws, script, limits()).await;
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let last = p.server.requests().last().unwrap().clone();
     let results = last_user_text(&last);
     assert!(results.contains("no agent type \\\"nope\\\""), "{results}");
@@ -313,7 +311,7 @@ agents:
 "#;
     let mut p = parent(&ws, script, limits()).await;
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let cheap = &requests_with(&p.server, "ROLE-CHEAP")[0];
     assert_eq!(cheap.body["model"], "claude-haiku-4-5");
     let plain = &requests_with(&p.server, "ROLE-PLAIN")[0];
@@ -418,7 +416,7 @@ agents:
 "#;
     let mut p = parent(&ws, script, limits()).await;
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     assert!(!ws.project.join("pwned.txt").exists());
     let child = requests_with(&p.server, "ROLE-READER");
     // The schema was never sent…
@@ -454,7 +452,7 @@ agents:
 "#;
     let mut p = parent(&ws, script, limits()).await;
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let child = requests_with(&p.server, "ROLE-NESTER");
     assert_eq!(child.len(), 2, "only the first child ran");
     assert!(!request_tools(&child[0]).contains(&"Agent".to_string()));
@@ -514,7 +512,7 @@ agents:
     };
     let mut p = parent(&ws, &script, limits).await;
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let task = p.runtime.tasks().get("a1").unwrap();
     let spilled = ws.session.join("tool-results/subagent-a1.txt");
     assert!(
@@ -566,7 +564,7 @@ agents:
     };
     let mut p = parent(&ws, &script, limits).await;
     let (result, events) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{events:#?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{events:#?}");
     let order: Vec<String> = requests_with(&p.server, "ROLE-WORKER")
         .iter()
         .map(last_user_text)
@@ -816,7 +814,7 @@ agents:
     });
     let mut p = parent_asking(&ws, script, PermissionMode::Default, approver.clone()).await;
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     p.runtime
         .tasks()
         .wait_background(&tokio_util::sync::CancellationToken::new())
@@ -870,7 +868,7 @@ agents:
     let result = p.agent.run("go", &sink, cancel).await;
     drop(sink);
     stopper.await.unwrap();
-    assert_eq!(result.outcome, Outcome::Cancelled);
+    assert_eq!(result.outcome, RunOutcome::Cancelled);
     let task = p.runtime.tasks().get("a1").unwrap();
     assert_eq!(task.status, TaskStatus::Killed);
 }
@@ -913,7 +911,7 @@ agents:
         Delegation::BuiltInAgents,
     )));
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     // Still the parent's mode: the write was asked (and denied), not bypassed.
     assert!(!ws.project.join("evil.txt").exists());
     assert_eq!(approver.asked.lock().unwrap().len(), 1);
@@ -946,7 +944,7 @@ agents:
 "#;
     let mut p = parent(&ws, script, limits()).await;
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let child = requests_with(&p.server, "ROLE-MY-EXPLORE");
     assert_eq!(child.len(), 1);
     assert!(!system_of(&child[0]).contains("You are Explore"));
@@ -973,7 +971,7 @@ agents:
     };
     let mut p = parent(&ws, script, limits).await;
     let (result, _) = run_collecting(&mut p.agent, "go").await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let results = last_user_text(p.server.requests().last().unwrap());
     assert!(
         results.contains("background sub-agents are disabled"),

@@ -68,7 +68,7 @@ pub fn handoff_dir(roo_home: &Path) -> PathBuf {
 /// Offers the lead's environment (API keys included), `launch`'s `ROO_HOME` and store, and
 /// its prompt ([`WorkerLaunch::handoff`]) on a private socket under `dir` for `launch`'s
 /// worker, for [`START_TIMEOUT`]
-/// (`roo_agent::sandbox::handoff`); returns the socket (to remove if the start fails)
+/// (`roo_agent::exec::sandbox::handoff`); returns the socket (to remove if the start fails)
 /// and the value of `ROO_ENV_HANDOFF`, the only thing a pane's command line or
 /// launcher may name.
 pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<(PathBuf, String), ExecError> {
@@ -77,7 +77,7 @@ pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<(PathBuf, Stri
         name: name.clone(),
         message,
     };
-    let mut env = roo_agent::sandbox::handoff::current_env_for_handoff();
+    let mut env = roo_agent::exec::sandbox::handoff::current_env_for_handoff();
     env.insert(
         "ROO_HOME".to_string(),
         launch.settings.roo_home.display().to_string(),
@@ -93,7 +93,13 @@ pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<(PathBuf, Stri
     // The colour is on the command line; the handoff's part does not depend on it.
     let handed = WorkerLaunch::of(launch, "").handoff().to_json();
     let offer = tokio::task::spawn_blocking(move || {
-        roo_agent::sandbox::handoff::offer_handoff(&dir, &label, &env, Some(&handed), START_TIMEOUT)
+        roo_agent::exec::sandbox::handoff::offer_handoff(
+            &dir,
+            &label,
+            &env,
+            Some(&handed),
+            START_TIMEOUT,
+        )
     })
     .await
     .map_err(|e| start(e.to_string()))?

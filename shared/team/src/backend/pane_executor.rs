@@ -225,7 +225,7 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
                 pane::write_handoff(&self.inner.handoff_dir, &launch).await?;
             let argv = pane::worker_argv(&self.inner.worker, &launch, &color);
             let env = (
-                roo_agent::sandbox::handoff::HANDOFF_ENV.to_string(),
+                roo_agent::exec::sandbox::handoff::HANDOFF_ENV.to_string(),
                 handoff_env,
             );
             let opened = match host.open(&launch, &color, argv, env).await {

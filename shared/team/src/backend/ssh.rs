@@ -10,7 +10,7 @@
 //! 1. **The environment** — the lead's secrets (API keys, `ROO_STORE`, `PGPASSWORD`) —
 //!    is written to the stdin of one ssh running `roo-worker --serve-handoff <label>`
 //!    there, which offers it on a private one-time socket of that host (the same handoff
-//!    as for a local pane, `roo_agent::sandbox::handoff`, merged over that host's own
+//!    as for a local pane, `roo_agent::exec::sandbox::handoff`, merged over that host's own
 //!    environment) and prints the `ROO_ENV_HANDOFF` value; it serves until the worker
 //!    took it or [`START_TIMEOUT`] passed. No secret is ever on a command line.
 //! 2. **The session**: a second ssh runs `tmux [-L socket] new-session -d -s
@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use roo_agent::config::HostConfig;
-use roo_agent::sandbox::handoff::HANDOFF_ENV;
+use roo_agent::exec::sandbox::handoff::HANDOFF_ENV;
 use roo_store::{BackendType, Name, Team};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -413,16 +413,17 @@ fn ssh_failure(stderr: &[u8], status: std::process::ExitStatus) -> String {
 /// it comes from `store:` in the user's config) and `PGPASSWORD` — merged over that
 /// host's own environment by the handoff server there.
 pub fn handoff_env(settings: &crate::settings::AgentSettings) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = roo_agent::sandbox::handoff::current_env_for_handoff()
-        .into_iter()
-        .filter(|(name, _)| roo_agent::sandbox::is_secret_env_name(name))
-        .collect();
+    let mut env: BTreeMap<String, String> =
+        roo_agent::exec::sandbox::handoff::current_env_for_handoff()
+            .into_iter()
+            .filter(|(name, _)| roo_agent::exec::sandbox::is_secret_env_name(name))
+            .collect();
     if let Some(store) = &settings.store_setting {
         env.insert(roo_store::ROO_STORE_ENV.to_string(), store.clone());
     } else if !env.contains_key(roo_store::ROO_STORE_ENV)
         && let Ok(roo_store::StoreChoice::Postgres { url, .. }) =
             roo_store::StoreChoice::resolve_in(&settings.roo_home, &|name: &str| {
-                roo_agent::sandbox::secret_env(name)
+                roo_agent::exec::sandbox::secret_env(name)
             })
     {
         env.insert(roo_store::ROO_STORE_ENV.to_string(), url);

@@ -23,7 +23,7 @@
 //!   exits first is an error carrying the pane's last lines.
 //! - **Credentials**: nothing secret is on tmux's argv. The lead's environment, API
 //!   keys included, goes through a private one-time socket named with its token by
-//!   `ROO_ENV_HANDOFF` (`roo_agent::sandbox::handoff`); the worker takes it at start.
+//!   `ROO_ENV_HANDOFF` (`roo_agent::exec::sandbox::handoff`); the worker takes it at start.
 //! - **Wake**: after an inbox write the worker's pid gets `SIGURG` ([`super::nudge`]).
 //! - **Liveness**: the worker's pid is in the roster, so the lead's monitor (the one
 //!   liveness check) declares a worker whose process is gone dead within its 200 ms

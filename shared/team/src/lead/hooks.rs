@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
-use roo_agent::hooks::{AgentHook, TurnAction};
+use roo_agent::{AgentHook, TurnAction};
 use roo_store::TaskFilter;
 
 use super::status::team_summary;

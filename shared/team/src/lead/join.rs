@@ -97,7 +97,7 @@ pub enum JoinError {
 /// sees that and stops leading). Teammates waiting for a lead are adopted: the lead
 /// entry names a live process again.
 ///
-/// Refused inside an agent's command ([`roo_agent::sandbox::inside_agent_command`]),
+/// Refused inside an agent's command ([`roo_agent::exec::sandbox::inside_agent_command`]),
 /// whichever way the lead got here (`--team`, `--continue`, `--resume`): a
 /// prompt-injected teammate must not take its own team over.
 pub fn join_as_lead(
@@ -108,7 +108,7 @@ pub fn join_as_lead(
     events: TeamEventSender,
     take_over: bool,
 ) -> Result<Arc<TeamBinding>, JoinError> {
-    if let Some(why) = roo_agent::sandbox::inside_agent_command() {
+    if let Some(why) = roo_agent::exec::sandbox::inside_agent_command() {
         return Err(JoinError::InsideCommand { team, why });
     }
     let team = Team::open(home, team)?;

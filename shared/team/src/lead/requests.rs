@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::SharedPolicy;
+use roo_agent::SharedPolicy;
 use roo_agent::permissions::{Approval, Approver, PermissionMode, PermissionRequest};
 use roo_agent::tool::ToolRegistry;
 use roo_store::{Message, MessageBody, Name, Outgoing, PermissionDecision};

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::ToolRegistry;
+use roo_agent::{AgentHook, TurnAction};
 use roo_store::{Member, MessageBody, MessageId, Name, Outgoing, RooHome, Team};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;

@@ -25,10 +25,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use roo_agent::agent_loop::SharedPolicy;
 use roo_agent::event::{AgentEvent, EventSink};
-use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::permissions::{Approval, Approver, PermissionMode, PermissionRequest};
+use roo_agent::{AgentHook, SharedPolicy, TurnAction};
 use roo_store::limits::MAX_MESSAGE_FIELDS;
 use roo_store::{Mailbox, MessageBody, Name, Outgoing};
 use serde_json::Value;

@@ -83,7 +83,7 @@ impl Git {
 
     /// Runs every git command through `sandbox` (its helper, confined by its policy):
     /// what git starts — hooks, filters, merge drivers, an fsmonitor — is confined too.
-    pub fn sandboxed(mut self, sandbox: roo_agent::sandbox::CommandSandbox) -> Self {
+    pub fn sandboxed(mut self, sandbox: roo_agent::exec::sandbox::CommandSandbox) -> Self {
         self.launcher = Some(Launcher::new(Some(std::sync::Arc::new(sandbox))));
         self
     }
@@ -112,7 +112,7 @@ impl Git {
             if let Some(policy) = sandbox.policy.as_mut() {
                 let mut write = vec![root.to_path_buf()];
                 write.extend(
-                    roo_agent::sandbox::WRITABLE_DEVICES
+                    roo_agent::exec::sandbox::WRITABLE_DEVICES
                         .iter()
                         .map(PathBuf::from),
                 );

@@ -536,7 +536,7 @@ impl LeadRepo {
         }
         let instructions: Vec<String> = projects
             .iter()
-            .flat_map(|dir| roo_agent::prompt::project_instruction_paths(dir))
+            .flat_map(|dir| roo_agent::project_instruction_paths(dir))
             .collect::<Vec<_>>()
             .iter()
             .filter_map(|path| roots.iter().find_map(|root| path.strip_prefix(root).ok()))

@@ -1,7 +1,7 @@
 //! What a teammate's tools may reach.
 //!
 //! A teammate in a clone works with the clone as its project root: its permission
-//! policy (layer 2, the path sandbox of the file tools, and the `allowed_roots` the
+//! policy (layer 2, the path confinement of the file tools, and the `allowed_roots` the
 //! loop hands the tools) and its command sandbox (`CommandSetup::for_agent` with the
 //! clone as root) are rooted there. So its file tools and commands cannot write into
 //! another teammate's clone or the lead's tree and git directory —

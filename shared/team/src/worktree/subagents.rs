@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use roo_agent::config::ConfigFiles;
-use roo_agent::sandbox::CommandSetup;
+use roo_agent::exec::sandbox::CommandSetup;
 use roo_agent::subagent::{IsolatedWorkspace, WorktreeIsolation};
 use roo_store::Name;
 

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::BoxFuture;
-use roo_agent::hooks::{AgentHook, TurnAction};
+use roo_agent::{AgentHook, TurnAction};
 use roo_store::Name;
 
 use super::{Discovered, Git, LeadRepo, SYNC_FETCH_TIMEOUT, WORKTREES_DIR, is_clone_dir};

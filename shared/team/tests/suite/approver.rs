@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use roo_agent::event::{EventSink, Outcome};
+use roo_agent::event::{EventSink, RunOutcome};
 use roo_agent::permissions::PermissionMode;
 use roo_store::{MessageBody, ReadFilter};
 use roo_team::authority::{Answer, LeadKey};
@@ -159,7 +159,7 @@ agents:
     cancel.cancel();
     routing.await.unwrap().unwrap();
 
-    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{result:?}");
     assert_eq!(
         std::fs::read_to_string(cwd.path().join("out.txt")).unwrap(),
         "v2\n"

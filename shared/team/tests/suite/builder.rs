@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use roo_agent::event::{EventSink, Outcome};
+use roo_agent::event::{EventSink, RunOutcome};
 use roo_store::Name;
 use roo_team::{AgentSettings, Identity, SessionPlan, build_agent};
 use tokio_util::sync::CancellationToken;
@@ -58,7 +58,7 @@ agents:
         .agent
         .run("where is the parser?", &sink, CancellationToken::new())
         .await;
-    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{result:?}");
     assert_eq!(result.final_text, "The parser is in src/parse.rs.");
     assert_eq!(result.turns, 2);
 
@@ -130,7 +130,7 @@ async fn handed_project_config_replaces_the_clones_own() {
         built.mcp.is_some(),
         "the control: the clone's config is read"
     );
-    roo_agent::mcp::McpServers::shutdown_all().await;
+    roo_agent::McpServers::shutdown_all().await;
     let _ = std::fs::remove_file(&canary);
 
     let mut settings = alice(home.path(), clone.path(), &script);
@@ -203,7 +203,7 @@ async fn a_handed_config_the_lead_does_not_trust_only_narrows_whatever_this_host
     assert!(built.mcp.is_some(), "the trusted project's MCP server");
     let rules = format!("{:?}", built.agent.policy().read().unwrap().rules());
     assert!(rules.contains("rm -rf"), "the allow rule: {rules}");
-    roo_agent::mcp::McpServers::shutdown_all().await;
+    roo_agent::McpServers::shutdown_all().await;
 }
 
 /// What a hostile teammate plants in the clone it works in (issue 29 items 10/11,

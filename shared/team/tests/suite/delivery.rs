@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use roo_agent::event::{EventSink, Outcome};
+use roo_agent::event::{EventSink, RunOutcome};
 use roo_store::ReadFilter;
 use roo_team::{InboxDelivery, InboxRouter, build_agent};
 use tokio_util::sync::CancellationToken;
@@ -45,7 +45,7 @@ agents:
         .agent
         .run("port the client", &sink, CancellationToken::new())
         .await;
-    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{result:?}");
     assert_eq!(result.final_text, "Done with v2.");
     assert_eq!(*log.lock().unwrap(), vec!["v1", "v2"]);
     // In the conversation once, wrapped, with the standing notice.
@@ -80,7 +80,7 @@ agents:
     let mut built = build_agent(settings).await.unwrap();
     let (sink, _events) = EventSink::channel();
     let first = built.agent.run("go", &sink, CancellationToken::new()).await;
-    assert_eq!(first.outcome, Outcome::MaxTurns { limit: 1 });
+    assert_eq!(first.outcome, RunOutcome::MaxTurns { limit: 1 });
     // Not in the conversation, so not delivered: still unread on disk.
     let inbox = alice_inbox(&home);
     assert!(!inbox[0].read && inbox[0].delivered_at.is_none());
@@ -122,7 +122,10 @@ agents:
         .unwrap();
     let (sink, _events) = EventSink::channel();
     let first = built.agent.run("go", &sink, CancellationToken::new()).await;
-    assert!(matches!(first.outcome, Outcome::Error { .. }), "{first:?}");
+    assert!(
+        matches!(first.outcome, RunOutcome::Error { .. }),
+        "{first:?}"
+    );
     let inbox = alice_inbox(&home);
     assert!(
         !inbox[0].read && inbox[0].delivered_at.is_none(),
@@ -182,7 +185,7 @@ agents:
         .unwrap();
     let (sink, _events) = EventSink::channel();
     let first = built.agent.run("go", &sink, CancellationToken::new()).await;
-    assert_eq!(first.outcome, Outcome::Completed, "{first:?}");
+    assert_eq!(first.outcome, RunOutcome::Completed, "{first:?}");
     assert_eq!(first.final_text, "Went on without it.");
     let inbox = alice_inbox(&home);
     assert!(
@@ -250,7 +253,7 @@ async fn a_flood_is_collapsed_into_one_digest_entry_and_costs_one_turn() {
         .unwrap();
     let (sink, _events) = EventSink::channel();
     let result = built.agent.run("go", &sink, CancellationToken::new()).await;
-    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{result:?}");
     router.poll().await.unwrap();
     assert!(!router.has_conversation(), "something still waits");
     let mut seen = Vec::new();
@@ -348,7 +351,7 @@ async fn a_digest_quotes_hostile_summaries_escaped_cut_and_within_the_budget() {
     }
     let (sink, _events) = EventSink::channel();
     let result = built.agent.run("go", &sink, CancellationToken::new()).await;
-    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    assert_eq!(result.outcome, RunOutcome::Completed, "{result:?}");
     let reminders: Vec<String> = built
         .agent
         .messages()

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use roo_agent::event::{EventSink, Outcome};
+use roo_agent::event::{EventSink, RunOutcome};
 use roo_store::{MessageBody, ReadFilter};
 use roo_team::{InboxDelivery, InboxRouter, ShutdownOnRequest, build_agent};
 use tokio_util::sync::CancellationToken;
@@ -48,7 +48,7 @@ async fn a_shutdown_request_from_the_lead_ends_the_run_between_two_tool_calls() 
     // and the run stopped before step three.
     assert_eq!(
         result.outcome,
-        Outcome::Stopped {
+        RunOutcome::Stopped {
             reason: "alice approved the lead lead's request to shut down".to_string()
         }
     );

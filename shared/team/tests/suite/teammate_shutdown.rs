@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
-use roo_agent::hooks::{AgentHook, TurnAction};
 use roo_agent::tool::{PermissionTarget, Tool, ToolContext, ToolKind, ToolOutput};
+use roo_agent::{AgentHook, TurnAction};
 use roo_store::{Message, MessageBody, ReadFilter, Team};
 use roo_team::{
     InboxDelivery, InboxRouter, LeadTools, TeamBinding, TeamEvent, TeamSlot, TeamTools,

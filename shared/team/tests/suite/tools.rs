@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use roo_agent::event::{EventSink, Outcome};
-use roo_agent::hooks::{AgentHook, TurnAction};
+use roo_agent::event::{EventSink, RunOutcome};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::{Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry};
+use roo_agent::{AgentHook, TurnAction};
 use roo_store::{Member, MessageBody, ReadFilter, RooHome, TaskStatus, Team};
 use roo_team::{
     AgentSettings, Identity, InboxRouter, LeadTools, OnSent, SessionPlan, TeamBinding, TeamSlot,
@@ -144,8 +144,8 @@ agents:
         bob.agent
             .run("claim task 1", &sink, CancellationToken::new()),
     );
-    assert_eq!(a.outcome, Outcome::Completed);
-    assert_eq!(b.outcome, Outcome::Completed);
+    assert_eq!(a.outcome, RunOutcome::Completed);
+    assert_eq!(b.outcome, RunOutcome::Completed);
     let task = home
         .team
         .tasks()
@@ -838,7 +838,7 @@ agents:
         .unwrap();
     let (sink, _events) = EventSink::channel();
     let result = alice.agent.run("go", &sink, CancellationToken::new()).await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     // dontAsk mode: the task was created; the deny rule kept the message from bob.
     assert_eq!(
         home.team.tasks().list(&Default::default()).unwrap().len(),
@@ -1061,7 +1061,7 @@ agents:
         .agent
         .run("ship the form with alice", &sink, CancellationToken::new())
         .await;
-    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.outcome, RunOutcome::Completed);
     let conversation = serde_json::to_string(lead.agent.messages()).unwrap();
     assert!(!conversation.contains("failed to"), "{conversation}");
     let team = slot.get().unwrap().team.clone();

@@ -61,21 +61,39 @@ const MAX_HANDOFF: u64 = 1024 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum HandoffError {
     #[error("create the private handoff directory {path}: {source}")]
+    /// The handoff directory could not be created.
     Dir {
+        /// The directory.
         path: PathBuf,
+        /// Why creating it failed.
         source: std::io::Error,
     },
     #[error(
         "use the handoff directory {path}: {reason}; remove it (roo recreates it with mode 0700)"
     )]
-    UnsafeDir { path: PathBuf, reason: String },
-    #[error("write the handoff file {path}: {source}")]
-    Write {
+    /// The handoff directory is not private to this user.
+    UnsafeDir {
+        /// The directory.
         path: PathBuf,
+        /// What is unsafe about it.
+        reason: String,
+    },
+    #[error("write the handoff file {path}: {source}")]
+    /// The handoff file could not be written.
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why writing failed.
         source: std::io::Error,
     },
     #[error("take the environment handed over in {path}: {reason}")]
-    Take { path: PathBuf, reason: String },
+    /// The handed environment could not be taken.
+    Take {
+        /// The socket.
+        path: PathBuf,
+        /// Why it could not be taken.
+        reason: String,
+    },
 }
 
 /// The environment of this process as a handoff: every variable but the terminal's
@@ -93,7 +111,9 @@ pub fn current_env_for_handoff() -> BTreeMap<String, String> {
 /// started process's [`HANDOFF_ENV`] must hold.
 #[derive(Debug, Clone)]
 pub struct Offer {
+    /// The socket the started process takes the environment from.
     pub socket: PathBuf,
+    /// The value of [`HANDOFF_ENV`] for the started process.
     pub env_value: String,
 }
 
@@ -282,7 +302,9 @@ fn private_dir(dir: &Path) -> Result<(), HandoffError> {
 /// What a handoff carried.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Handed {
+    /// The environment variables handed over.
     pub env: BTreeMap<String, String>,
+    /// What was handed over beside the environment, if anything.
     pub launch: Option<serde_json::Value>,
 }
 

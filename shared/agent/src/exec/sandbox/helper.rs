@@ -48,6 +48,7 @@ pub struct HelperReport {
     /// Processes still running after the command ended (or when the helper was
     /// stopped) that the helper had to end.
     pub leftovers: usize,
+    /// Which confinement was in force for the command.
     pub enforcement: Enforcement,
 }
 
@@ -220,8 +221,8 @@ mod linux {
     use tokio::signal::unix::{SignalKind, signal};
 
     use super::{Enforcement, HelperError, HelperReport, LEFTOVER_GRACE};
+    use crate::exec::sandbox::proc_stat;
     use crate::exec::sandbox::{HelperSpec, landlock, namespace};
-    use crate::sandbox::proc_stat;
 
     fn sys(action: &'static str) -> impl FnOnce(Errno) -> HelperError {
         move |errno| HelperError::Sys { action, errno }

@@ -408,7 +408,7 @@ fn parses_proc_stat_lines() {
 #[cfg(target_os = "linux")]
 mod landlock_rules {
     use super::*;
-    use crate::sandbox::landlock::{apply, read_grants};
+    use crate::exec::sandbox::landlock::{apply, read_grants};
 
     #[test]
     fn read_grants_cover_everything_but_the_denied_path() {

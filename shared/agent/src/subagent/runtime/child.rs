@@ -10,16 +10,17 @@ use futures_util::FutureExt;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, SubagentRuntime, clip};
+use super::{Shared, SubagentRuntime};
 use crate::agent_loop::{Agent, RunResult};
-use crate::event::{AgentEvent, EventSink, Outcome};
+use crate::event::{AgentEvent, EventSink, RunOutcome};
+use crate::subagent::tasks::clip;
 use crate::subagent::tasks::{BackgroundTasks, Started, TaskEnd, TaskStatus};
 use crate::subagent::{IsolatedWorkspace, WorktreeIsolation};
 use crate::tool::{ToolContext, ToolOutput};
 use crate::tools::spill_if_large;
 
 /// A child's worktree and where it came from.
-type Isolation = (Arc<dyn WorktreeIsolation>, IsolatedWorkspace);
+type ChildWorktree = (Arc<dyn WorktreeIsolation>, IsolatedWorkspace);
 
 impl SubagentRuntime {
     /// Runs the child in its own task; its end (or panic) goes to the task table.
@@ -29,7 +30,7 @@ impl SubagentRuntime {
         input: String,
         started: &Started,
         agent_type: String,
-        isolation: Option<Isolation>,
+        isolation: Option<ChildWorktree>,
     ) {
         let shared = self.inner.shared.clone();
         let number = started.number;
@@ -159,15 +160,15 @@ fn report(
     spill: &ToolContext,
 ) -> TaskEnd {
     let status = match result.outcome {
-        Outcome::Completed => TaskStatus::Completed,
-        Outcome::Cancelled => TaskStatus::Killed,
+        RunOutcome::Completed => TaskStatus::Completed,
+        RunOutcome::Cancelled => TaskStatus::Killed,
         _ => TaskStatus::Failed,
     };
     let mut text = match &result.outcome {
-        Outcome::Completed if result.final_text.trim().is_empty() => {
+        RunOutcome::Completed if result.final_text.trim().is_empty() => {
             "(the sub-agent finished without a final message)".to_string()
         }
-        Outcome::Completed => result.final_text.clone(),
+        RunOutcome::Completed => result.final_text.clone(),
         other => {
             let mut text = format!("sub-agent {id} ({agent_type}) {}", other.describe());
             if !result.final_text.trim().is_empty() {

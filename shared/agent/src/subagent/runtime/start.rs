@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{Inner, Launch, SubagentRuntime};
+use super::{Inner, SubagentRuntime};
 use crate::agent_loop::{Agent, AgentOptions, SharedPolicy};
-use crate::agents::{AgentDefinition, Source};
+use crate::agents::{AgentDefinition, DefinitionSource};
 use crate::config::strictness;
 use crate::event::{AgentEvent, EventSink};
 use crate::permissions::PermissionMode;
@@ -17,8 +17,9 @@ use crate::prompt::{Environment, Persona, system_prompt};
 use crate::session::Session;
 use crate::skills::Skills;
 use crate::subagent::approver::ChildApprover;
+use crate::subagent::launch::AgentInput;
+use crate::subagent::launch::ChildLaunch;
 use crate::subagent::tasks::{Started, TaskEnd, TaskStatus};
-use crate::subagent::tool::AgentInput;
 use crate::subagent::{IsolatedWorkspace, WorktreeIsolation, filter, fork, model};
 use crate::tool::{ToolContext, ToolRegistry, ToolScope};
 
@@ -71,8 +72,12 @@ struct ChildTools {
 impl SubagentRuntime {
     /// Starts the child `launch` asks for in its own task; every refusal is a message
     /// that reads after "failed to".
-    pub(super) async fn start(&self, launch: Launch, ctx: &ToolContext) -> Result<Running, String> {
-        let Launch {
+    pub(super) async fn start(
+        &self,
+        launch: ChildLaunch,
+        ctx: &ToolContext,
+    ) -> Result<Running, String> {
+        let ChildLaunch {
             input,
             extra_scope,
             extra_tools,
@@ -502,7 +507,7 @@ fn layers(
 ) -> Result<Vec<ToolScope>, crate::tool::ScopeError> {
     let mut scopes = vec![filter::global_scope(depth_reached)];
     if let Some(def) = definition
-        && def.source != Source::BuiltIn
+        && def.source != DefinitionSource::BuiltIn
     {
         scopes.push(filter::custom_scope(&def.name));
     }
@@ -538,7 +543,7 @@ fn child_mode(
         .as_ref()
         .map(|p| format!(" ({})", p.display()))
         .unwrap_or_default();
-    if wanted == PermissionMode::BypassPermissions && def.source != Source::BuiltIn {
+    if wanted == PermissionMode::BypassPermissions && def.source != DefinitionSource::BuiltIn {
         let note = format!(
             "agent type {}{file} asks for permissionMode bypassPermissions, which a definition \
              file cannot grant; it runs in {}",

@@ -22,7 +22,7 @@ pub const COLOR_OPTION: &str = "@roo-color";
 pub const BORDER_FORMAT: &str = "#{?@roo-color,#[fg=#{@roo-color}] #{pane_title} #[default],}";
 
 /// The variable naming the credentials handoff file in the worker's environment.
-pub use roo_agent::sandbox::handoff::HANDOFF_ENV;
+pub use roo_agent::exec::sandbox::handoff::HANDOFF_ENV;
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| (*a).to_string()).collect()

@@ -315,9 +315,9 @@ fn the_sandbox_grants_a_clone_no_git_dir_of_the_lead_and_a_submodule_its_own() {
     let alice = w.add(&repo, "alice");
     // A teammate's clone has its own `.git` inside it: nothing of the lead's is granted.
     assert!(alice.path.join(".git").is_dir());
-    assert!(roo_agent::sandbox::linked_git_dirs(&alice.path).is_empty());
+    assert!(roo_agent::exec::sandbox::linked_git_dirs(&alice.path).is_empty());
     // The main checkout's `.git` is inside it already.
-    assert!(roo_agent::sandbox::linked_git_dirs(&repo).is_empty());
+    assert!(roo_agent::exec::sandbox::linked_git_dirs(&repo).is_empty());
 
     // A submodule checkout: its git dir lives in the superproject's.
     let lib = w.base.join("lib");
@@ -360,7 +360,7 @@ fn the_sandbox_grants_a_clone_no_git_dir_of_the_lead_and_a_submodule_its_own() {
         git_dir.display()
     );
     assert_eq!(
-        roo_agent::sandbox::linked_git_dirs(&sub),
+        roo_agent::exec::sandbox::linked_git_dirs(&sub),
         vec![git_dir.clone()]
     );
 
@@ -368,7 +368,7 @@ fn the_sandbox_grants_a_clone_no_git_dir_of_the_lead_and_a_submodule_its_own() {
     // grant of the submodule's git dir.
     let in_sub = w.add(&sub, "alice");
     assert_eq!(in_sub.path, sub.join(".roocode/worktrees/team+alice"));
-    assert!(roo_agent::sandbox::linked_git_dirs(&in_sub.path).is_empty());
+    assert!(roo_agent::exec::sandbox::linked_git_dirs(&in_sub.path).is_empty());
     w.sh(&sub, &["config", "user.name", "Lead"]);
     w.sh(&sub, &["config", "user.email", "lead@example.invalid"]);
     w.sh(&in_sub.path, &["config", "user.name", "Alice"]);
