@@ -15,5 +15,5 @@
 mod command;
 mod hook;
 
-pub use command::{CommandHooks, HookSetup, SharedCommandHooks};
+pub use command::{CommandHooks, HookSetup};
 pub use hook::{AgentHook, PromptDecision, ToolCallInfo, TurnAction, Verdict};

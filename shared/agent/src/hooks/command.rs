@@ -20,7 +20,6 @@
 //! [`CommandHooks::teammate_idle`] and [`CommandHooks::task_completed`] itself.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -773,6 +772,3 @@ fn normalize(path: &Path) -> PathBuf {
     }
     out
 }
-
-/// A shareable handle on an agent's command hooks.
-pub type SharedCommandHooks = Arc<CommandHooks>;
