@@ -10,16 +10,16 @@
 //! - a write goes to a temp file in the same directory, is fsynced, then renamed over the
 //!   original, so readers see the old or the new document, never half of one.
 
-use std::fmt;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
+use crate::format_version::{FORMAT_MAJOR, FormatVersion};
 use crate::fsio;
 use crate::home::RooHome;
 use crate::limits;
@@ -27,62 +27,6 @@ use crate::lock::{FileLock, Rng, pid_alive};
 use crate::pg::{PgChange, PgStore, PgWrites, Wants};
 use crate::team::TeamConfig;
 use crate::time::Timestamp;
-
-/// Major format version this build reads and writes.
-pub const FORMAT_MAJOR: u32 = 1;
-/// Minor format version this build writes.
-pub const FORMAT_MINOR: u32 = 0;
-
-/// A `MAJOR.MINOR` format version, serialized as a string such as `"1.0"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FormatVersion {
-    /// Incompatible changes bump this; readers refuse a newer major.
-    pub major: u32,
-    /// Compatible additions bump this; readers accept any minor.
-    pub minor: u32,
-}
-
-impl FormatVersion {
-    /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion {
-        major: FORMAT_MAJOR,
-        minor: FORMAT_MINOR,
-    };
-
-    fn parse(s: &str) -> Option<FormatVersion> {
-        let (major, minor) = s.split_once('.').unwrap_or((s, "0"));
-        Some(FormatVersion {
-            major: major.parse().ok()?,
-            minor: minor.parse().ok()?,
-        })
-    }
-}
-
-impl Default for FormatVersion {
-    fn default() -> Self {
-        FormatVersion::CURRENT
-    }
-}
-
-impl fmt::Display for FormatVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
-
-impl Serialize for FormatVersion {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for FormatVersion {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let raw = String::deserialize(deserializer)?;
-        FormatVersion::parse(&raw)
-            .ok_or_else(|| serde::de::Error::custom(format!("invalid format version {raw:?}")))
-    }
-}
 
 /// A document type stored in one file.
 pub(crate) trait Document: Serialize + DeserializeOwned {
@@ -781,6 +725,7 @@ fn encode_checked<T: Document>(path: &Path, doc: &T) -> Result<String> {
 mod tests {
     use super::*;
     use crate::lock::LockPolicy;
+    use serde::Deserialize;
 
     #[derive(Serialize, Deserialize, Debug, PartialEq)]
     struct Doc {

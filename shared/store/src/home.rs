@@ -10,17 +10,12 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::env::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV};
 use crate::error::{Error, Result};
 use crate::lock::LockPolicy;
 use crate::name::Name;
 use crate::pg::PgStore;
 use crate::pgpass::EnvLookup;
-
-/// Environment variable naming the home directory.
-pub const ROO_HOME_ENV: &str = "ROO_HOME";
-/// Environment variable that selects where the shared documents live: `file` (or unset:
-/// files under `ROO_HOME`) or a `postgresql://…` URL (see [`StoreChoice`]).
-pub const ROO_STORE_ENV: &str = "ROO_STORE";
 
 /// Where the shared documents live, as `ROO_STORE` says.
 #[derive(Clone, PartialEq, Eq)]
@@ -168,10 +163,6 @@ impl StoreChoice {
             .collect()
     }
 }
-
-/// Environment variable that selects the lock mode: `protocol` disables the queue layer
-/// (see [`LockPolicy::protocol`]); anything else, or unset, uses [`LockPolicy::default`].
-pub const ROO_LOCK_MODE_ENV: &str = "ROO_LOCK_MODE";
 
 /// The root directory of RooCode state (`$ROO_HOME`, default `~/.roocode`).
 ///

@@ -38,7 +38,9 @@
 
 pub mod authority;
 mod doc;
+mod env;
 mod error;
+mod format_version;
 mod fsio;
 mod home;
 pub mod limits;
@@ -57,6 +59,7 @@ pub mod quarantine;
 pub mod relay;
 mod task;
 mod task_list;
+mod task_list_doc;
 mod team;
 mod time;
 mod untrusted;
@@ -64,12 +67,12 @@ pub mod usage;
 pub mod wake;
 mod watch;
 
-pub use doc::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion, replace_file};
+pub use doc::replace_file;
+pub use env::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV};
 pub use error::{Error, LockHolder, Result};
+pub use format_version::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion};
 pub use fsio::{create_new_regular, make_real_dirs, read_regular};
-pub use home::{
-    ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV, RooHome, StoreChoice, root_from_env, user_home,
-};
+pub use home::{RooHome, StoreChoice, root_from_env, user_home};
 pub use liveness::{Liveness, Presence, PresenceState};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
@@ -92,8 +95,9 @@ pub use task::{
 };
 pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,
-    TaskList, TaskListDoc, TaskPatch, owner_gone,
+    TaskList, TaskPatch, owner_gone,
 };
+pub use task_list_doc::TaskListDoc;
 pub use team::{
     BackendType, LeadClaim, Member, MemberState, SHUT_DOWN_REASON, Team, TeamConfig, set_this_host,
     this_host,

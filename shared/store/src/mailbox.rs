@@ -23,8 +23,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::doc::{self, Document, FormatVersion, Guard, Outcome};
+use crate::doc::{self, Document, Guard, Outcome};
 use crate::error::{Error, Result};
+use crate::format_version::FormatVersion;
 use crate::limits::{MAX_UNREAD_BYTES, MAX_UNREAD_PER_SENDER, PROTOCOL_RESERVE};
 use crate::message::{Message, MessageId, Outgoing};
 use crate::name::Name;

@@ -26,8 +26,9 @@ use std::time::Duration;
 
 use tokio_postgres::Config;
 
-use crate::doc::FormatVersion;
+use crate::env::ROO_STORE_ENV;
 use crate::error::{Error, Result};
+use crate::format_version::FormatVersion;
 use crate::pg_tls::PgTls;
 
 mod connection;
@@ -473,17 +474,17 @@ impl PgStore {
     /// [`PgStore::connect`] with the password variables looked up by `env`.
     pub fn connect_with(url: &str, env: crate::pgpass::EnvLookup<'_>) -> Result<PgStore> {
         let shown = shown_url(url).map_err(|reason| Error::InvalidSetting {
-            name: crate::home::ROO_STORE_ENV,
+            name: ROO_STORE_ENV,
             reason,
         })?;
         let config = crate::pg_url::parse(url).map_err(|_| Error::InvalidSetting {
-            name: crate::home::ROO_STORE_ENV,
+            name: ROO_STORE_ENV,
             reason: format!("{shown} does not parse"),
         })?;
         let target = describe(&config);
         let mut config = config;
         let tls = PgTls::from_url(url, &mut config).map_err(|reason| Error::InvalidSetting {
-            name: crate::home::ROO_STORE_ENV,
+            name: ROO_STORE_ENV,
             reason: format!("{shown}: {reason}"),
         })?;
         crate::pgpass::fill_password(&mut config, env);

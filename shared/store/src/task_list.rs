@@ -11,14 +11,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::authority::{self, Role, TaskChange, may};
-use crate::doc::{self, Document, FormatVersion, Outcome};
+use crate::doc::{self, Outcome};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_LEASE, MAX_TASK_NOTES};
 use crate::name::Name;
 use crate::task::{Lease, Task, TaskId, TaskNote, TaskStatus, check_line, scopes_overlap};
+use crate::task_list_doc::TaskListDoc;
 use crate::team::{MemberState, Team, TeamConfig};
 use crate::time::Timestamp;
 use crate::usage::TaskUsage;
@@ -27,56 +26,6 @@ mod claims;
 
 /// Lease a claim gets unless the caller says otherwise.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(600);
-
-/// The task-list document.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct TaskListDoc {
-    /// Format version.
-    #[serde(default)]
-    pub version: FormatVersion,
-    /// High-water mark: the id the next task gets.
-    #[serde(default = "one")]
-    pub next_id: u64,
-    /// The tasks, in id order.
-    #[serde(default)]
-    pub tasks: Vec<Task>,
-    /// Members this version does not know (from a newer minor version), kept on rewrite.
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
-}
-
-fn one() -> u64 {
-    1
-}
-
-impl TaskListDoc {
-    /// An empty list.
-    pub fn empty() -> TaskListDoc {
-        TaskListDoc {
-            version: FormatVersion::CURRENT,
-            next_id: 1,
-            tasks: Vec::new(),
-            extra: Default::default(),
-        }
-    }
-}
-
-impl Document for TaskListDoc {
-    const RECORDS: Option<&'static str> = Some("tasks");
-
-    fn version(&self) -> FormatVersion {
-        self.version
-    }
-
-    const COUNTS_QUARANTINE: bool = true;
-
-    /// Makes sure `next_id` is above every id that ever existed: those in the list and
-    /// those in its quarantined copies (a damaged record or a whole damaged list must not
-    /// let an id be handed out twice).
-    fn after_quarantine(&mut self, quarantined: &[Vec<u8>]) {
-        raise_high_water(self, quarantined);
-    }
-}
 
 /// A task to create.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -241,6 +190,13 @@ pub struct Reclaimed {
     pub previous_owner: Name,
     /// Why it was reclaimed.
     pub reason: String,
+}
+
+impl Team {
+    /// The team's task list.
+    pub fn tasks(&self) -> TaskList {
+        TaskList::new(self.clone())
+    }
 }
 
 /// The task list of one team. Cheap to clone, `Send + Sync`.
@@ -832,18 +788,6 @@ const DEPENDENCIES: TaskChange<'static> = TaskChange::Update {
     status: None,
     edits: true,
 };
-
-/// [`TaskListDoc::after_quarantine`].
-fn raise_high_water(list: &mut TaskListDoc, quarantined: &[Vec<u8>]) {
-    let listed = list.tasks.iter().map(|t| t.id.number()).max().unwrap_or(0);
-    let quarantined = quarantined
-        .iter()
-        .map(|bytes| crate::quarantine::highest_task_id(bytes))
-        .max()
-        .unwrap_or(0);
-    let floor = listed.max(quarantined).saturating_add(1);
-    list.next_id = list.next_id.max(floor);
-}
 
 fn owner_str(owner: Option<&Name>) -> &str {
     owner.map_or("nobody", Name::as_str)

@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::doc::{self, Document, FormatVersion, Outcome};
+use crate::doc::{self, Document, Outcome};
 use crate::error::{Error, Result};
+use crate::format_version::FormatVersion;
 use crate::home::RooHome;
 use crate::lock::pid_alive;
 use crate::mailbox::Mailbox;
 use crate::name::Name;
-use crate::task_list::{TaskList, TaskListDoc};
+use crate::task_list_doc::TaskListDoc;
 use crate::time::Timestamp;
 
 /// Where a member runs (per member: one team may mix backends).
@@ -486,11 +487,6 @@ impl Team {
     /// The team's mailbox.
     pub fn mailbox(&self) -> Mailbox {
         Mailbox::new(self.clone())
-    }
-
-    /// The team's task list.
-    pub fn tasks(&self) -> TaskList {
-        TaskList::new(self.clone())
     }
 
     /// Adds a member; refuses a duplicate name or agent id. Names that differ only in case
