@@ -26,8 +26,6 @@ pub(crate) use parse::AnthropicParser;
 
 /// API version header value (the stable Messages API version).
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// Default base URL (the client appends `/v1/messages`).
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
 /// Streams from the Anthropic Messages API.
 pub struct AnthropicProvider {

@@ -17,6 +17,7 @@ pub mod mock_server;
 pub mod models;
 pub mod openai;
 pub mod provider;
+mod provider_table;
 pub mod retry;
 pub mod script;
 pub mod server_context;
@@ -30,11 +31,10 @@ pub use collect::{MessageBuilder, collect};
 pub use error::{LlmError, Result};
 pub use models::{Price, PriceTable, cost};
 pub use provider::{EventStream, Provider};
+pub use provider_table::build_provider;
 pub use retry::RetryPolicy;
 pub use script::ScriptProvider;
 pub use server_context::{LocalServer, OllamaWindow, ServerContext};
-pub use settings::{
-    FileSettings, LlmFlags, LlmSettings, ProviderKind, TextToolCalls, Timeouts, build_provider,
-};
+pub use settings::{FileSettings, LlmFlags, LlmSettings, ProviderKind, TextToolCalls, Timeouts};
 pub use tool_input::parse_tool_input;
 pub use types::*;

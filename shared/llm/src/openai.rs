@@ -28,9 +28,6 @@ use crate::types::{ContentBlock, Message, Request, Role};
 
 pub(crate) use parse::OpenAiParser;
 
-/// Default base URL (the client appends `/chat/completions`).
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-
 /// Streams from an OpenAI-compatible Chat Completions endpoint.
 pub struct OpenAiProvider {
     target: Arc<HttpTarget>,

@@ -1,8 +1,8 @@
 //! Which model to talk to, and how: provider, model, base URL, key, limits, timeouts,
 //! retries, prices and the script file — resolved from flags, environment and config
 //! files with one precedence rule (flags > env > config layers in the order the
-//! caller gives them > defaults), plus [`build_provider`] turning the result into a
-//! [`Provider`]. The app passes the layers as project < local < user, so the user's
+//! caller gives them > defaults); [`crate::build_provider`] turns the result into a
+//! [`crate::Provider`]. The app passes the layers as project < local < user, so the user's
 //! own file outranks a project's, and an untrusted project passes none (see
 //! docs/PERMISSIONS.md, "Project trust").
 //!
@@ -15,18 +15,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::anthropic::{self, AnthropicProvider};
 use crate::error::{LlmError, Result};
 use crate::models::{PriceSpec, PriceTable};
-use crate::openai::{self, OpenAiProvider};
-use crate::provider::Provider;
 use crate::retry::RetryPolicy;
-use crate::script::ScriptProvider;
 use crate::types::Usage;
 
 /// Which protocol to speak.
@@ -64,8 +59,10 @@ impl ProviderKind {
     /// Base URL used when none is configured.
     pub fn default_base_url(self) -> &'static str {
         match self {
-            ProviderKind::Anthropic => anthropic::DEFAULT_BASE_URL,
-            ProviderKind::OpenAi => openai::DEFAULT_BASE_URL,
+            // The client appends `/v1/messages`.
+            ProviderKind::Anthropic => "https://api.anthropic.com",
+            // The client appends `/chat/completions`.
+            ProviderKind::OpenAi => "https://api.openai.com/v1",
             ProviderKind::Script => "",
         }
     }
@@ -573,16 +570,6 @@ fn apply_secs(slot: &mut Duration, value: Option<f64>, key: &str) -> Result<()> 
         *slot = Duration::from_secs_f64(secs);
     }
     Ok(())
-}
-
-/// Builds the provider `settings` describe.
-pub fn build_provider(settings: &LlmSettings) -> Result<Arc<dyn Provider>> {
-    settings.validate()?;
-    Ok(match settings.provider {
-        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(settings)?),
-        ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(settings)?),
-        ProviderKind::Script => Arc::new(ScriptProvider::from_settings(settings)?),
-    })
 }
 
 #[cfg(test)]
