@@ -218,11 +218,7 @@ impl Agent {
         match decision {
             PermissionDecision::Allow => {}
             PermissionDecision::Deny { reason } => return denied(reason),
-            PermissionDecision::Ask { reason } => {
-                let request = match self.policy.read() {
-                    Ok(policy) => policy.request(tool, &input, reason),
-                    Err(_) => return denied("the permission policy is unavailable".to_string()),
-                };
+            PermissionDecision::Ask(request) => {
                 let _one_question_at_a_time = self.ask_lock.lock().await;
                 events.emit(AgentEvent::PermissionRequest {
                     request: request.clone(),
