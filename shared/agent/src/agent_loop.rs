@@ -23,6 +23,8 @@
 mod compaction;
 mod server_window;
 mod tool_calls;
+
+use tool_calls::Call;
 mod tool_order;
 
 use std::collections::HashMap;
@@ -32,7 +34,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::FutureExt;
 use roo_llm::{ContentBlock, Message, Provider, Request, Role, StopReason, StreamEvent, Usage};
-use serde_json::Value;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 
@@ -190,7 +191,7 @@ enum ModelReply {
 /// The tool calls of one answer, and by call id the error result of each call whose
 /// arguments were unusable.
 struct TurnCalls {
-    calls: Vec<(String, String, Value)>,
+    calls: Vec<Call>,
     invalid: HashMap<String, String>,
 }
 
@@ -462,11 +463,11 @@ impl Agent {
 
             let unknown: Vec<String> = calls
                 .iter()
-                .filter(|(_, name, _)| self.tools.get(name).is_none())
-                .map(|(_, name, _)| name.clone())
+                .filter(|call| self.tools.get(&call.name).is_none())
+                .map(|call| call.name.clone())
                 .collect();
             let all_unknown = unknown.len() == calls.len();
-            let all_malformed = calls.iter().all(|(id, _, _)| invalid.contains_key(id));
+            let all_malformed = calls.iter().all(|call| invalid.contains_key(&call.id));
             let snapshot = self.snapshot_for(&calls, sent_tools);
             let results = self
                 .execute(calls, &invalid, snapshot, events, cancel)
@@ -696,9 +697,13 @@ impl Agent {
                 (call.id, text)
             })
             .collect();
-        let calls: Vec<(String, String, Value)> = message
+        let calls: Vec<Call> = message
             .tool_uses()
-            .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
+            .map(|(id, name, input)| Call {
+                id: id.to_string(),
+                name: name.to_string(),
+                input: input.clone(),
+            })
             .collect();
         if !message.content.is_empty() {
             events.emit(AgentEvent::AssistantMessage {
@@ -721,12 +726,16 @@ impl Agent {
     /// `None` when no call needs it.
     fn snapshot_for(
         &self,
-        calls: &[(String, String, Value)],
+        calls: &[Call],
         sent_tools: Vec<roo_llm::ToolSpec>,
     ) -> Option<Arc<ConversationSnapshot>> {
         calls
             .iter()
-            .any(|(_, name, _)| self.tools.get(name).is_some_and(|t| t.needs_conversation()))
+            .any(|call| {
+                self.tools
+                    .get(&call.name)
+                    .is_some_and(|t| t.needs_conversation())
+            })
             .then(|| {
                 Arc::new(ConversationSnapshot {
                     system: self.system.clone(),

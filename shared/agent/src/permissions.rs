@@ -104,7 +104,8 @@ mod tests {
 
     #[test]
     fn decisions_serialize_with_a_tag() {
-        let json = serde_json::to_value(PermissionDecision::Deny { reason: "x".into() }).unwrap();
+        let decision: PermissionDecision = PermissionDecision::Deny { reason: "x".into() };
+        let json = serde_json::to_value(decision).unwrap();
         assert_eq!(json, serde_json::json!({"decision": "deny", "reason": "x"}));
     }
 }

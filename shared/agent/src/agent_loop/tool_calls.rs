@@ -20,13 +20,24 @@ use crate::permissions::{Approval, PermissionDecision};
 use crate::tool::{ConversationSnapshot, Lookup, Tool, ToolContext, ToolOutput, ToolRegistry};
 use crate::tools::spill_if_large;
 
+/// One tool call of a model's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Call {
+    /// The provider's id of the call; its result answers to it.
+    pub id: String,
+    /// The tool's name as the model wrote it.
+    pub name: String,
+    /// The call's arguments.
+    pub input: Value,
+}
+
 impl Agent {
     /// Runs the calls of one response: consecutive concurrency-safe calls together
     /// (at most `tool_concurrency` at once), the others one by one. Results come back
     /// in call order.
     pub(super) async fn execute(
         &self,
-        calls: Vec<(String, String, Value)>,
+        calls: Vec<Call>,
         invalid: &HashMap<String, String>,
         snapshot: Option<Arc<ConversationSnapshot>>,
         events: &EventSink,
@@ -48,8 +59,8 @@ impl Agent {
                 );
                 return calls
                     .into_iter()
-                    .map(|(id, _, _)| ContentBlock::ToolResult {
-                        tool_use_id: id,
+                    .map(|call| ContentBlock::ToolResult {
+                        tool_use_id: call.id,
                         content: text.clone(),
                         is_error: true,
                     })
@@ -80,7 +91,7 @@ impl Agent {
 
     async fn execute_one(
         &self,
-        (id, name, input): (String, String, Value),
+        Call { id, name, input }: Call,
         invalid: &HashMap<String, String>,
         context: &ToolContext,
         events: &EventSink,
@@ -207,11 +218,7 @@ impl Agent {
         match decision {
             PermissionDecision::Allow => {}
             PermissionDecision::Deny { reason } => return denied(reason),
-            PermissionDecision::Ask { reason } => {
-                let request = match self.policy.read() {
-                    Ok(policy) => policy.request(tool, &input, reason),
-                    Err(_) => return denied("the permission policy is unavailable".to_string()),
-                };
+            PermissionDecision::Ask(request) => {
                 let _one_question_at_a_time = self.ask_lock.lock().await;
                 events.emit(AgentEvent::PermissionRequest {
                     request: request.clone(),
@@ -298,17 +305,17 @@ fn preview(content: &str) -> String {
 #[derive(Debug, PartialEq)]
 struct Batch {
     concurrent: bool,
-    calls: Vec<(String, String, Value)>,
+    calls: Vec<Call>,
 }
 
 /// Partitions calls into batches: consecutive concurrency-safe calls share one
 /// batch; every other call gets a batch of its own. Unknown tools count as unsafe.
-fn partition(calls: Vec<(String, String, Value)>, tools: &ToolRegistry) -> Vec<Batch> {
+fn partition(calls: Vec<Call>, tools: &ToolRegistry) -> Vec<Batch> {
     let mut batches: Vec<Batch> = Vec::new();
     for call in calls {
         let safe = tools
-            .get(&call.1)
-            .is_some_and(|t| t.is_concurrency_safe(&call.2));
+            .get(&call.name)
+            .is_some_and(|t| t.is_concurrency_safe(&call.input));
         match batches.last_mut() {
             Some(last) if safe && last.concurrent => last.calls.push(call),
             _ => batches.push(Batch {
@@ -371,7 +378,11 @@ mod tests {
         let calls = names
             .iter()
             .enumerate()
-            .map(|(i, n)| (i.to_string(), n.to_string(), json!({})))
+            .map(|(i, n)| Call {
+                id: i.to_string(),
+                name: n.to_string(),
+                input: json!({}),
+            })
             .collect();
         let shape: Vec<(bool, usize)> = partition(calls, &tools)
             .iter()

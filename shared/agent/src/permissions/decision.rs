@@ -4,10 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The verdict of the policy on one call.
+/// The verdict of the policy on one call. `Ask` carries what the human is asked (a
+/// [`PermissionRequest`]); inside the policy, a layer's verdict carries only the reason
+/// (`PermissionDecision<String>`) until [`PermissionDecision::map_ask`] builds the request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
-pub enum PermissionDecision {
+pub enum PermissionDecision<Q = PermissionRequest> {
     /// Run the call.
     Allow,
     /// Do not run it; the model gets `reason` as an error result.
@@ -15,11 +17,19 @@ pub enum PermissionDecision {
         /// Why, for the model.
         reason: String,
     },
-    /// Ask the human; `reason` says why the call needs approval.
-    Ask {
-        /// Why, for the human.
-        reason: String,
-    },
+    /// Ask the human.
+    Ask(Q),
+}
+
+impl<Q> PermissionDecision<Q> {
+    /// The same verdict with what `Ask` carries turned by `f`.
+    pub fn map_ask<R>(self, f: impl FnOnce(Q) -> R) -> PermissionDecision<R> {
+        match self {
+            PermissionDecision::Allow => PermissionDecision::Allow,
+            PermissionDecision::Deny { reason } => PermissionDecision::Deny { reason },
+            PermissionDecision::Ask(question) => PermissionDecision::Ask(f(question)),
+        }
+    }
 }
 
 /// What the human is asked to approve.

@@ -163,8 +163,8 @@ fn is_hfs_ignorable(c: char) -> bool {
 }
 
 /// The mode layer's verdict (before `dontAsk` turns asks into denials).
-pub(crate) fn decide(mode: PermissionMode, facts: CallFacts) -> PermissionDecision {
-    let ask = |reason: String| PermissionDecision::Ask { reason };
+pub(crate) fn decide(mode: PermissionMode, facts: CallFacts) -> PermissionDecision<String> {
+    let ask = |reason: String| PermissionDecision::Ask(reason);
     match facts.kind {
         ToolKind::Internal | ToolKind::Read => PermissionDecision::Allow,
         _ if mode == PermissionMode::BypassPermissions => PermissionDecision::Allow,
@@ -213,8 +213,8 @@ mod tests {
         }
     }
 
-    fn is_ask(d: &PermissionDecision) -> bool {
-        matches!(d, PermissionDecision::Ask { .. })
+    fn is_ask<Q>(d: &PermissionDecision<Q>) -> bool {
+        matches!(d, PermissionDecision::Ask(_))
     }
 
     #[test]

@@ -183,8 +183,15 @@ impl PermissionPolicy {
         roots
     }
 
-    /// Layers 1–4 for one call. `cwd` resolves relative paths.
+    /// Layers 1–4 for one call. `cwd` resolves relative paths. An `Ask` carries the
+    /// request the human is shown.
     pub fn check(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> PermissionDecision {
+        self.judge(tool, input, cwd)
+            .map_ask(|reason| self.request(tool, input, reason))
+    }
+
+    /// Layers 1–4 for one call, an `Ask` carrying only its reason.
+    fn judge(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> PermissionDecision<String> {
         let name = tool.name();
         let mut facts = CallFacts {
             kind: tool.kind(),
@@ -217,17 +224,15 @@ impl PermissionPolicy {
                 };
                 let decision = self.rules_then_mode(name, &target, facts);
                 match decision {
-                    PermissionDecision::Ask { reason }
+                    PermissionDecision::Ask(reason)
                         if parsed.all_segments().iter().any(|s| s.program_unresolved())
                             && self.rules.has_restrictive_patterns(name) =>
                     {
-                        PermissionDecision::Ask {
-                            reason: format!(
-                                "{reason}; its program comes from an expansion RooCode cannot \
-                                 resolve, so no allow rule applies and the deny and ask rules \
-                                 cannot tell what it runs"
-                            ),
-                        }
+                        PermissionDecision::Ask(format!(
+                            "{reason}; its program comes from an expansion RooCode cannot \
+                             resolve, so no allow rule applies and the deny and ask rules \
+                             cannot tell what it runs"
+                        ))
                     }
                     other => other,
                 }
@@ -356,7 +361,7 @@ impl PermissionPolicy {
         tool: &str,
         target: &RuleTarget<'_>,
         facts: CallFacts,
-    ) -> PermissionDecision {
+    ) -> PermissionDecision<String> {
         let decision = match self.rules.decide(tool, target) {
             Some(hit) => {
                 let origin = match hit.source {
@@ -374,18 +379,16 @@ impl PermissionPolicy {
                             hit.rule
                         ),
                     },
-                    RuleKind::Ask => PermissionDecision::Ask {
-                        reason: format!(
-                            "the permission rule `{}` {origin} asks for approval",
-                            hit.rule
-                        ),
-                    },
+                    RuleKind::Ask => PermissionDecision::Ask(format!(
+                        "the permission rule `{}` {origin} asks for approval",
+                        hit.rule
+                    )),
                 }
             }
             None => mode::decide(self.mode, facts),
         };
         match decision {
-            PermissionDecision::Ask { reason } if self.mode == PermissionMode::DontAsk => {
+            PermissionDecision::Ask(reason) if self.mode == PermissionMode::DontAsk => {
                 PermissionDecision::Deny {
                     reason: format!(
                         "{reason}, but this agent runs in dontAsk mode where nobody can approve it; \

@@ -29,7 +29,7 @@ fn check(
 fn kind(d: &PermissionDecision) -> &'static str {
     match d {
         PermissionDecision::Allow => "allow",
-        PermissionDecision::Ask { .. } => "ask",
+        PermissionDecision::Ask(_) => "ask",
         PermissionDecision::Deny { .. } => "deny",
     }
 }
@@ -97,10 +97,9 @@ fn always_allow_persists_for_the_next_session() {
     ws.project_config("config.local.yaml", "model: mine\n");
     let mut first = policy(&ws, None);
     let input = json!({"command": "cargo test --workspace"});
-    let PermissionDecision::Ask { reason } = check(&first, &ws, &Bash, input.clone()) else {
+    let PermissionDecision::Ask(request) = check(&first, &ws, &Bash, input.clone()) else {
         panic!("a command asks in default mode");
     };
-    let request = first.request(&Bash, &input, reason);
     assert_eq!(request.suggested_rule, "Bash(cargo test *)");
     first.allow_always(&request.suggested_rule).unwrap();
     assert_eq!(kind(&check(&first, &ws, &Bash, input.clone())), "allow");

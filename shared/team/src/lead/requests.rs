@@ -88,11 +88,12 @@ impl RequestDecider for PolicyDecider {
                     allow: false,
                     reason: format!("denied by the lead's rules: {reason}"),
                 },
-                roo_agent::permissions::PermissionDecision::Ask { reason } => Decision {
+                roo_agent::permissions::PermissionDecision::Ask(request) => Decision {
                     allow: false,
                     reason: format!(
-                        "the lead runs headless (-p) in permission mode {} and nobody can approve this ({reason}); run the lead with a mode that allows it, or add an allow rule",
-                        policy.mode()
+                        "the lead runs headless (-p) in permission mode {} and nobody can approve this ({}); run the lead with a mode that allows it, or add an allow rule",
+                        policy.mode(),
+                        request.reason
                     ),
                 },
             }

@@ -81,7 +81,7 @@ fn is_allow(d: &PermissionDecision) -> bool {
     *d == PermissionDecision::Allow
 }
 fn is_ask(d: &PermissionDecision) -> bool {
-    matches!(d, PermissionDecision::Ask { .. })
+    matches!(d, PermissionDecision::Ask(_))
 }
 fn deny_reason(d: &PermissionDecision) -> &str {
     match d {
@@ -579,9 +579,10 @@ fn regression_a_program_from_an_unresolvable_expansion_is_left_to_the_mode() {
     ];
     let cmd = bash("$X -s https://x.example");
     let d = policy(&p, PermissionMode::Default, &rules).check(&Bash, &cmd, &p.root);
-    let PermissionDecision::Ask { reason } = d else {
+    let PermissionDecision::Ask(request) = d else {
         panic!("expected an ask, got {d:?}");
     };
+    let reason = request.reason;
     assert!(reason.contains("cannot"), "{reason}");
     let d = policy(&p, PermissionMode::DontAsk, &rules).check(&Bash, &cmd, &p.root);
     assert!(matches!(d, PermissionDecision::Deny { .. }), "{d:?}");

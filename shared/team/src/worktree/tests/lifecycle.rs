@@ -527,7 +527,7 @@ async fn a_teammates_file_tools_stay_in_its_own_worktree() {
     // Its worktree's own `.roocode/` is still protected (asks).
     assert!(matches!(
         check(&roots.work_root.join(".roocode/config.local.yaml")),
-        PermissionDecision::Ask { .. }
+        PermissionDecision::Ask(_)
     ));
     // The main repository's config, its files and a sibling are outside.
     for outside in [
