@@ -619,10 +619,10 @@ impl Spawner {
             name: name.clone(),
             message,
         };
-        let made = checkout
-            .await
-            .map_err(|e| worktree_error(e.to_string()))?
-            .map_err(|e| worktree_error(e.to_string()));
+        let made = match checkout.await {
+            Ok(made) => made.map_err(|e| worktree_error(e.to_string())),
+            Err(e) => Err(worktree_error(e.to_string())),
+        };
         match (started, made) {
             (Ok(handle), Ok(worktree)) => Ok((handle, recipe, Workspace::Worktree(worktree))),
             (Err(e), made) => {
@@ -632,8 +632,8 @@ impl Spawner {
                 Err(e)
             }
             (Ok(handle), Err(e)) => {
-                // Cancelled before any tool call: its calls wait for the checkout.
-                drop(handle);
+                // Stopped before any tool call: its calls wait for the checkout.
+                handle.stop(&self.inner.runtime);
                 Err(e)
             }
         }

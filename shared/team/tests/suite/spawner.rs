@@ -724,6 +724,43 @@ async fn a_worktree_that_fails_while_its_teammate_starts_fails_the_spawn_and_run
     );
 }
 
+/// A teammate whose worktree failed while it started is stopped with the failed spawn:
+/// its loop does not live on unseen (TaskStop could not reach it), and its name can be
+/// spawned again at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_whose_worktree_failed_is_stopped_and_its_name_spawns_again() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (git, release, fail) = held_git(scratch.path());
+    let lead = Arc::new(lead_with(LOOK, BackendType::InProcess, git));
+    commit_readme(lead.cwd.path());
+    std::fs::write(&fail, "").unwrap();
+    std::fs::write(&release, "").unwrap();
+    let error = lead
+        .spawner
+        .spawn(request(&lead, "alice", "look around"))
+        .await
+        .unwrap_err();
+    assert!(matches!(&error, SpawnError::Worktree { .. }), "{error}");
+    std::fs::remove_file(&fail).unwrap();
+    // The stop lands as the loop notices its cancellation; until then the name is taken.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match lead
+            .spawner
+            .spawn(request(&lead, "alice", "look around"))
+            .await
+        {
+            Ok(_) => break,
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "the first alice was never stopped: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(lead.spawner.names(), vec![name("alice")]);
+}
+
 const SUB_AGENT: &str = r#"
 agents:
   alice:
