@@ -83,11 +83,11 @@ impl Question {
         }
     }
 
-    pub(super) fn hiding(&self) -> bool {
+    fn hiding(&self) -> bool {
         !self.expanded && self.view.hidden() > 0
     }
 
-    pub(super) fn keys(&self, style: &Style, running: bool) -> String {
+    fn keys(&self, style: &Style, running: bool) -> String {
         format!(
             "  {} yes   {} no   {} always (saves: {}){}   {}",
             style.bold("[y]"),
@@ -143,7 +143,7 @@ impl Question {
     }
 }
 
-pub(super) fn answer(key: &KeyEvent) -> Option<Approval> {
+fn answer(key: &KeyEvent) -> Option<Approval> {
     match key.code {
         KeyCode::Char('y') | KeyCode::Char('Y') => Some(Approval::AllowOnce),
         KeyCode::Char('a') | KeyCode::Char('A') => Some(Approval::AllowAlways),
@@ -154,7 +154,7 @@ pub(super) fn answer(key: &KeyEvent) -> Option<Approval> {
     }
 }
 
-pub(super) fn answer_label(approval: &Approval) -> &'static str {
+fn answer_label(approval: &Approval) -> &'static str {
     match approval {
         Approval::AllowOnce => "  → allowed once",
         Approval::AllowAlways => "  → always allowed",

@@ -12,7 +12,7 @@ use roo_team::lead::status::{members_table, tasks_table};
 
 use crate::render::{RawWriter, Style};
 
-pub(super) const HELP: &str = "Commands:
+const HELP: &str = "Commands:
   /help            this help
   /clear           forget the conversation (the transcript keeps it)
   /cost            tokens used and cost of this session

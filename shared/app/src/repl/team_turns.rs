@@ -14,7 +14,7 @@ pub(super) const MAX_TEAM_TURNS: u32 = 25;
 /// When teammates' messages start a turn of their own while the lead is idle.
 pub(super) struct TeamTurns {
     /// The `team_turns` setting.
-    pub(super) enabled: bool,
+    enabled: bool,
     /// A team turn was stopped or failed, or there were too many in a row: messages
     /// wait for the person's next prompt.
     pub(super) paused: bool,
