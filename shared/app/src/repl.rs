@@ -6,94 +6,46 @@
 //! events. While the user types, a second `select!` takes keys and team events, so a
 //! teammate's message appears as one line above the prompt without disturbing the line
 //! being edited. Slash commands are handled here and never reach the model.
+//!
+//! This file holds the session and its two loops; the pieces they call live beside
+//! it: [`raw_terminal`] (raw mode, the key-reader thread, key chords), [`slash`] (the
+//! commands answered without the model), [`question`] (a permission question pinned
+//! on screen and its keys) and [`team_turns`] (team event lines and when teammates'
+//! messages start a turn of the lead's own).
 
 use std::io::{Stdout, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{Event, KeyCode, KeyEventKind};
 use crossterm::terminal;
 use roo_agent::event::{AgentEvent, EventSink};
-use roo_agent::permissions::{Approval, PermissionMode};
+use roo_agent::permissions::Approval;
 use roo_agent::skills::Skills;
 use roo_agent::subagent::SubagentRuntime;
 use roo_agent::{Agent, McpServers};
-use roo_store::TaskFilter;
-use roo_team::lead::status::{members_table, tasks_table};
 use roo_team::{TeamEvent, TeamSlot, TeamStatus};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::approval_view::{ApprovalView, TooLarge, visible};
 use crate::exit::{self, AppError};
 use crate::line_editor::{EditAction, LineEditor};
 use crate::render::{RawWriter, Renderer, Style};
 use crate::setup::{Built, PendingApproval};
 
+mod question;
+mod raw_terminal;
+mod slash;
+mod team_turns;
+
+use question::{Question, withdrawn};
+use raw_terminal::{RawMode, is_ctrl_b, is_ctrl_c, spawn_key_reader};
+use slash::{Flow, slash_command};
+use team_turns::{MAX_TEAM_TURNS, TeamTurns, team_line, team_wake};
+
 const PROMPT: &str = "› ";
 /// Two Ctrl+C presses within this window exit.
 const DOUBLE_PRESS: Duration = Duration::from_secs(2);
-
-const HELP: &str = "Commands:
-  /help            this help
-  /clear           forget the conversation (the transcript keeps it)
-  /cost            tokens used and cost of this session
-  /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions, dontAsk
-  /team            the team's members and their states (busy, idle, dead)
-  /tasks [ID]      sub-agent tasks (id, type, status, time, tokens, result) and the team's task list; with an id, that task's whole result
-  /exit            leave (also Ctrl+D, or Ctrl+C twice)
-  /<skill> [ARGS]  run a skill: commit, review, test, and those in ~/.roocode/skills and .roocode/skills
-  /mcp             the MCP servers: connected (tools, prompts), failed and why
-  /mcp restart S   start MCP server S again (after it failed or exited)
-  /mcp__<server>__<prompt> [ARGS]  send an MCP server's prompt
-While the lead is idle, teammates' messages start a turn of its own (team_turns: false in a config file turns that off).
-Keys: Esc stops the current run; Ctrl+B moves the sub-agents it waits for to the background; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
-
-/// Puts the terminal in raw mode for the session and restores it on drop.
-struct RawMode;
-
-impl RawMode {
-    fn enable() -> Result<Self, AppError> {
-        terminal::enable_raw_mode()
-            .map_err(|e| AppError::Io(format!("failed to set up the terminal: {e}")))?;
-        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
-        Ok(Self)
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableBracketedPaste);
-        let _ = terminal::disable_raw_mode();
-    }
-}
-
-/// Reads terminal events on a thread of its own (crossterm's reader blocks).
-fn spawn_key_reader() -> mpsc::UnboundedReceiver<Event> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        while let Ok(event) = crossterm::event::read() {
-            if tx.send(event).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Whether a key is Ctrl+C.
-fn is_ctrl_c(key: &KeyEvent) -> bool {
-    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)
-}
-
-/// Ctrl+B while the agent works: the sub-agents it waits for go on in the background.
-fn is_ctrl_b(key: &KeyEvent) -> bool {
-    key.code == KeyCode::Char('b') && key.modifiers.contains(KeyModifiers::CONTROL)
-}
-
-/// Team turns in a row, without the person's prompt, before they pause: a lead and
-/// teammates answering each other without end cost tokens nobody asked for.
-const MAX_TEAM_TURNS: u32 = 25;
 
 /// Runs the interactive session until the user leaves.
 pub async fn run(built: Built) -> Result<ExitCode, AppError> {
@@ -210,54 +162,6 @@ struct RunEnd {
     exit: bool,
     /// The run completed (not stopped, not failed).
     completed: bool,
-}
-
-/// When teammates' messages start a turn of their own while the lead is idle.
-struct TeamTurns {
-    /// The `team_turns` setting.
-    enabled: bool,
-    /// A team turn was stopped or failed, or there were too many in a row: messages
-    /// wait for the person's next prompt.
-    paused: bool,
-    /// Team turns since the person's last prompt.
-    in_a_row: u32,
-    /// When messages that wake the lead were first seen waiting ([`TEAM_MAX_DELAY`](roo_team::lead::TEAM_MAX_DELAY)).
-    waiting_since: Option<tokio::time::Instant>,
-}
-
-impl TeamTurns {
-    fn new(enabled: bool) -> TeamTurns {
-        TeamTurns {
-            enabled,
-            paused: false,
-            in_a_row: 0,
-            waiting_since: None,
-        }
-    }
-
-    fn ready(&self) -> bool {
-        self.enabled && !self.paused
-    }
-
-    /// The person submitted a prompt: team turns may start again afterwards.
-    fn person_spoke(&mut self) {
-        self.paused = false;
-        self.in_a_row = 0;
-    }
-}
-
-/// Resolves when teammates' messages have waited for the lead long enough to take them
-/// up: [`TEAM_QUIET`](roo_team::lead::TEAM_QUIET) after now (the caller starts this again after every message or
-/// key, so typing and a burst of messages postpone it), at most [`TEAM_MAX_DELAY`](roo_team::lead::TEAM_MAX_DELAY)
-/// after they were first seen (`since`).
-async fn team_wake(slot: &TeamSlot, since: &mut Option<tokio::time::Instant>) {
-    roo_team::lead::team_input(slot).await;
-    let now = tokio::time::Instant::now();
-    let first = *since.get_or_insert(now);
-    tokio::time::sleep_until(
-        (now + roo_team::lead::TEAM_QUIET).min(first + roo_team::lead::TEAM_MAX_DELAY),
-    )
-    .await;
 }
 
 /// The interactive session's state, between runs and during them.
@@ -632,158 +536,6 @@ impl Session {
     }
 }
 
-enum Flow {
-    Continue,
-    Exit,
-}
-
-fn slash_command(
-    command: &str,
-    agent: &mut roo_agent::Agent,
-    team: &TeamSlot,
-    subagents: Option<&roo_agent::subagent::SubagentRuntime>,
-    out: &mut RawWriter<Stdout>,
-    style: &Style,
-) -> Flow {
-    let mut words = command.split_whitespace();
-    let name = words.next().unwrap_or("");
-    let arg = words.next();
-    match name {
-        "exit" | "quit" => return Flow::Exit,
-        "help" | "" => {
-            let _ = writeln!(out, "{HELP}");
-        }
-        "clear" => match agent.clear() {
-            Ok(()) => {
-                let _ = writeln!(out, "{}", style.dim("conversation cleared"));
-            }
-            Err(e) => {
-                let _ = writeln!(out, "{}", style.red(&format!("error: {e}")));
-            }
-        },
-        "cost" => {
-            let usage = agent.total_usage();
-            let cost = agent.cost(&usage).map_or_else(
-                || "unknown (no price for this model)".to_string(),
-                |c| format!("${c:.4}"),
-            );
-            let _ = writeln!(
-                out,
-                "model {}\ninput {} · output {} · cache read {} · cache write {} tokens\ncost {}",
-                agent.model(),
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-                cost
-            );
-        }
-        "mode" => match arg {
-            None => {
-                let mode = agent
-                    .policy()
-                    .read()
-                    .map(|p| p.mode().to_string())
-                    .unwrap_or_default();
-                let _ = writeln!(out, "permission mode: {mode}");
-            }
-            Some(m) => match m.parse::<PermissionMode>() {
-                Ok(mode) => {
-                    if let Ok(mut policy) = agent.policy().write() {
-                        policy.set_mode(mode);
-                    }
-                    let _ = writeln!(out, "{}", style.dim(&format!("permission mode: {mode}")));
-                }
-                Err(e) => {
-                    let _ = writeln!(out, "{}", style.red(&format!("error: {e}")));
-                }
-            },
-        },
-        "tasks" if arg.is_some() => {
-            let id = arg.unwrap_or_default();
-            match subagents.and_then(|s| crate::tasks_view::task_detail(s.tasks(), id)) {
-                Some(text) => {
-                    let _ = write!(out, "{text}");
-                }
-                None => {
-                    let _ = writeln!(out, "{}", style.red(&format!("error: no task {id}")));
-                }
-            }
-        }
-        "tasks" => {
-            if let Some(table) = subagents.and_then(|s| crate::tasks_view::tasks_table(s.tasks())) {
-                let _ = write!(out, "{table}");
-            }
-            let _ = write!(out, "{}", team_command(name, team));
-        }
-        "team" => {
-            let _ = write!(out, "{}", team_command(name, team));
-        }
-        other => {
-            let _ = writeln!(
-                out,
-                "{}",
-                style.red(&format!(
-                    "unknown command /{other}; /help lists the commands"
-                ))
-            );
-        }
-    }
-    Flow::Continue
-}
-
-/// The output of `/team` or `/tasks` for the team `slot` is bound to.
-pub fn team_command(name: &str, slot: &TeamSlot) -> String {
-    let Some(binding) = slot.get() else {
-        return "no team yet: the lead creates one with its TeamCreate tool (or start roo-lead with --team NAME)\n".to_string();
-    };
-    // Reads take no lock (PROTOCOL.md §2.3) and the files are small.
-    let shown = if name == "team" {
-        binding
-            .team
-            .config()
-            .and_then(|c| Ok(members_table(&c, &binding.team.liveness(&c)?)))
-    } else {
-        binding
-            .team
-            .tasks()
-            .list(&TaskFilter::default())
-            .map(|tasks| {
-                format!(
-                    "tasks of team {}\n{}",
-                    binding.team.name(),
-                    tasks_table(&tasks)
-                )
-            })
-    };
-    shown.unwrap_or_else(|e| format!("error: {e}\n"))
-}
-
-/// One styled line for a team event; a state change shows the whole status line, read
-/// when the event is shown — so several changes seen in one poll would print the same
-/// line several times: `last_status` (the status line shown last) leaves those out.
-fn team_line(
-    style: &Style,
-    event: &TeamEvent,
-    status: &Option<TeamStatus>,
-    last_status: &mut Option<String>,
-) -> Option<String> {
-    Some(match event {
-        TeamEvent::MemberState { .. } if status.is_some() => {
-            let line = status.as_ref().map(TeamStatus::line).unwrap_or_default();
-            if last_status.as_deref() == Some(line.as_str()) {
-                return None;
-            }
-            *last_status = Some(line.clone());
-            style.dim(&line)
-        }
-        TeamEvent::Message { .. } => style.cyan(&event.line()),
-        TeamEvent::Joined { .. } | TeamEvent::MemberState { .. } | TeamEvent::Notice { .. } => {
-            style.dim(&event.line())
-        }
-    })
-}
-
 fn print_lines(out: &mut RawWriter<Stdout>, lines: &[String]) {
     for line in lines {
         let _ = writeln!(out, "{line}");
@@ -791,233 +543,5 @@ fn print_lines(out: &mut RawWriter<Stdout>, lines: &[String]) {
     let _ = out.flush();
 }
 
-/// Resolves when the open question's asker stopped waiting for it (its reply channel
-/// closed); never while no question is open.
-async fn withdrawn(question: &mut Option<Question>) {
-    match question {
-        Some(question) => question.pending.reply.closed().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// A permission question on screen: the call shown whole (`ApprovalView`), compact
-/// until `v` when long, and not approvable while part of it is hidden.
-struct Question {
-    pending: PendingApproval,
-    view: ApprovalView,
-    expanded: bool,
-}
-
-impl Question {
-    /// Shows `pending`: the question, or, for a call too large to show whole, the
-    /// denial it got without asking (`None`).
-    fn open(
-        pending: PendingApproval,
-        style: &Style,
-        running: bool,
-    ) -> (Option<Question>, Vec<String>) {
-        if pending.reply.is_closed() {
-            // Withdrawn while it waited behind another question.
-            return (None, Vec::new());
-        }
-        let request = &pending.request;
-        // Every text of the question is made visible: no escape sequence reaches the
-        // terminal to redraw what the person reads.
-        let mut lines = vec![format!(
-            "{} {}",
-            style.yellow("?"),
-            style.bold(&visible(&request.summary))
-        )];
-        if !request.reason.is_empty() {
-            lines.push(format!("  {}", style.dim(&visible(&request.reason))));
-        }
-        // Rows of the terminal's width, less the indent: the compact view counts rows.
-        let width = usize::from(terminal::size().map(|(w, _)| w).unwrap_or(80)).saturating_sub(4);
-        match ApprovalView::of(request, width) {
-            Err(TooLarge(why)) => {
-                lines.push(style.dim(&format!("  → denied: {why}")));
-                let _ = pending.reply.send(Approval::Deny {
-                    feedback: Some(why),
-                });
-                (None, lines)
-            }
-            Ok(view) => {
-                let question = Question {
-                    pending,
-                    view,
-                    expanded: false,
-                };
-                for line in question.view.compact() {
-                    lines.push(format!("    {line}"));
-                }
-                if question.view.hidden() > 0 {
-                    lines.push(style.dim(&format!(
-                        "    … {} more rows: press v to see them all before answering",
-                        question.view.hidden()
-                    )));
-                }
-                lines.push(question.keys(style, running));
-                (Some(question), lines)
-            }
-        }
-    }
-
-    fn hiding(&self) -> bool {
-        !self.expanded && self.view.hidden() > 0
-    }
-
-    fn keys(&self, style: &Style, running: bool) -> String {
-        format!(
-            "  {} yes   {} no   {} always (saves: {}){}   {}",
-            style.bold("[y]"),
-            style.bold("[n]"),
-            style.bold("[a]"),
-            visible(&self.pending.request.suggested_rule),
-            if self.hiding() {
-                format!("   {} view all", style.bold("[v]"))
-            } else {
-                String::new()
-            },
-            style.dim(if running {
-                "(Esc: no, and stop)"
-            } else {
-                "(Esc: no)"
-            })
-        )
-    }
-
-    /// Takes `key`: the question back while it stays open, and the lines to print.
-    fn key(
-        mut self,
-        key: &KeyEvent,
-        style: &Style,
-        running: bool,
-    ) -> (Option<Question>, Vec<String>) {
-        match key.code {
-            KeyCode::Char('v') | KeyCode::Char('V') if self.hiding() => {
-                self.expanded = true;
-                let mut lines: Vec<String> = self.view.lines[self.view.compact().len()..]
-                    .iter()
-                    .map(|line| format!("    {line}"))
-                    .collect();
-                lines.push(self.keys(style, running));
-                (Some(self), lines)
-            }
-            _ => match answer(key) {
-                Some(Approval::AllowOnce | Approval::AllowAlways) if self.hiding() => {
-                    let hint = style.dim(&format!(
-                        "  {} rows of this call are hidden: press v to see them before allowing it",
-                        self.view.hidden()
-                    ));
-                    (Some(self), vec![hint])
-                }
-                Some(approval) => {
-                    let label = style.dim(answer_label(&approval)).to_string();
-                    let _ = self.pending.reply.send(approval);
-                    (None, vec![label])
-                }
-                None => (Some(self), Vec::new()),
-            },
-        }
-    }
-}
-
-fn answer(key: &KeyEvent) -> Option<Approval> {
-    match key.code {
-        KeyCode::Char('y') | KeyCode::Char('Y') => Some(Approval::AllowOnce),
-        KeyCode::Char('a') | KeyCode::Char('A') => Some(Approval::AllowAlways),
-        KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
-            Some(Approval::Deny { feedback: None })
-        }
-        _ => None,
-    }
-}
-
-fn answer_label(approval: &Approval) -> &'static str {
-    match approval {
-        Approval::AllowOnce => "  → allowed once",
-        Approval::AllowAlways => "  → always allowed",
-        Approval::Deny { .. } => "  → denied",
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use roo_store::{MemberState, Name};
-    use roo_team::TeamEvent;
-    use roo_team::lead::status::{MemberStatus, TeamStatus};
-
-    use super::team_line;
-    use crate::render::Style;
-
-    fn status(states: &[(&str, MemberState)]) -> Option<TeamStatus> {
-        Some(TeamStatus {
-            team: Name::parse("crew").unwrap(),
-            members: states
-                .iter()
-                .map(|(name, state)| MemberStatus {
-                    name: Name::parse(name).unwrap(),
-                    state: *state,
-                    shut_down: false,
-                })
-                .collect(),
-        })
-    }
-
-    fn change(name: &str, state: MemberState) -> TeamEvent {
-        TeamEvent::MemberState {
-            name: Name::parse(name).unwrap(),
-            state,
-        }
-    }
-
-    #[test]
-    fn state_changes_seen_in_one_poll_print_the_status_line_once() {
-        let style = Style::plain();
-        let mut last = None;
-        let now = status(&[("alice", MemberState::Idle), ("bob", MemberState::Busy)]);
-        // The monitor reported alice and bob together: the status already holds both.
-        let first = team_line(&style, &change("alice", MemberState::Idle), &now, &mut last);
-        assert_eq!(first.as_deref(), Some("team crew · alice idle · bob busy"));
-        assert_eq!(
-            team_line(&style, &change("bob", MemberState::Busy), &now, &mut last),
-            None
-        );
-        // Other events are always shown, and a new status is shown again.
-        assert!(
-            team_line(
-                &style,
-                &TeamEvent::Notice { text: "x".into() },
-                &now,
-                &mut last
-            )
-            .is_some()
-        );
-        let later = status(&[("alice", MemberState::Idle), ("bob", MemberState::Idle)]);
-        assert_eq!(
-            team_line(&style, &change("bob", MemberState::Idle), &later, &mut last).as_deref(),
-            Some("team crew · alice idle · bob idle")
-        );
-    }
-    #[test]
-    fn no_text_of_a_question_reaches_the_terminal_raw() {
-        use roo_agent::permissions::PermissionRequest;
-        let (reply, _answer) = tokio::sync::oneshot::channel();
-        let pending = crate::setup::PendingApproval {
-            request: PermissionRequest {
-                tool: "Bash".to_string(),
-                summary: "Bash(:\u{1b}[1;2r; touch own.txt)".to_string(),
-                input: serde_json::json!({"command": ":\u{1b}[1;2r; touch own.txt"}),
-                reason: "why\u{1b}[2J".to_string(),
-                suggested_rule: "Bash(:\u{1b}[H *)".to_string(),
-            },
-            reply,
-        };
-        let (question, lines) = super::Question::open(pending, &Style::plain(), true);
-        assert!(question.is_some());
-        for line in &lines {
-            assert!(!line.contains('\u{1b}'), "{line:?}");
-        }
-        assert!(lines[0].contains("\\u{1b}[1;2r"), "{lines:?}");
-    }
-}
+mod tests;

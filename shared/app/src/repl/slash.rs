@@ -1,0 +1,155 @@
+//! The slash commands the session answers itself (`/help`, `/clear`, `/cost`,
+//! `/mode`, `/team`, `/tasks`, `/exit`): they never reach the model. Skills and
+//! MCP prompts, which expand into a prompt for the model, are resolved by the
+//! session before it asks here.
+
+use std::io::{Stdout, Write};
+
+use roo_agent::permissions::PermissionMode;
+use roo_store::TaskFilter;
+use roo_team::TeamSlot;
+use roo_team::lead::status::{members_table, tasks_table};
+
+use crate::render::{RawWriter, Style};
+
+const HELP: &str = "Commands:
+  /help            this help
+  /clear           forget the conversation (the transcript keeps it)
+  /cost            tokens used and cost of this session
+  /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions, dontAsk
+  /team            the team's members and their states (busy, idle, dead)
+  /tasks [ID]      sub-agent tasks (id, type, status, time, tokens, result) and the team's task list; with an id, that task's whole result
+  /exit            leave (also Ctrl+D, or Ctrl+C twice)
+  /<skill> [ARGS]  run a skill: commit, review, test, and those in ~/.roocode/skills and .roocode/skills
+  /mcp             the MCP servers: connected (tools, prompts), failed and why
+  /mcp restart S   start MCP server S again (after it failed or exited)
+  /mcp__<server>__<prompt> [ARGS]  send an MCP server's prompt
+While the lead is idle, teammates' messages start a turn of its own (team_turns: false in a config file turns that off).
+Keys: Esc stops the current run; Ctrl+B moves the sub-agents it waits for to the background; Enter sends; a trailing \\ or Ctrl+J adds a line; Up/Down browse history.";
+
+pub(super) enum Flow {
+    Continue,
+    Exit,
+}
+
+pub(super) fn slash_command(
+    command: &str,
+    agent: &mut roo_agent::Agent,
+    team: &TeamSlot,
+    subagents: Option<&roo_agent::subagent::SubagentRuntime>,
+    out: &mut RawWriter<Stdout>,
+    style: &Style,
+) -> Flow {
+    let mut words = command.split_whitespace();
+    let name = words.next().unwrap_or("");
+    let arg = words.next();
+    match name {
+        "exit" | "quit" => return Flow::Exit,
+        "help" | "" => {
+            let _ = writeln!(out, "{HELP}");
+        }
+        "clear" => match agent.clear() {
+            Ok(()) => {
+                let _ = writeln!(out, "{}", style.dim("conversation cleared"));
+            }
+            Err(e) => {
+                let _ = writeln!(out, "{}", style.red(&format!("error: {e}")));
+            }
+        },
+        "cost" => {
+            let usage = agent.total_usage();
+            let cost = agent.cost(&usage).map_or_else(
+                || "unknown (no price for this model)".to_string(),
+                |c| format!("${c:.4}"),
+            );
+            let _ = writeln!(
+                out,
+                "model {}\ninput {} · output {} · cache read {} · cache write {} tokens\ncost {}",
+                agent.model(),
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                cost
+            );
+        }
+        "mode" => match arg {
+            None => {
+                let mode = agent
+                    .policy()
+                    .read()
+                    .map(|p| p.mode().to_string())
+                    .unwrap_or_default();
+                let _ = writeln!(out, "permission mode: {mode}");
+            }
+            Some(m) => match m.parse::<PermissionMode>() {
+                Ok(mode) => {
+                    if let Ok(mut policy) = agent.policy().write() {
+                        policy.set_mode(mode);
+                    }
+                    let _ = writeln!(out, "{}", style.dim(&format!("permission mode: {mode}")));
+                }
+                Err(e) => {
+                    let _ = writeln!(out, "{}", style.red(&format!("error: {e}")));
+                }
+            },
+        },
+        "tasks" if arg.is_some() => {
+            let id = arg.unwrap_or_default();
+            match subagents.and_then(|s| crate::tasks_view::task_detail(s.tasks(), id)) {
+                Some(text) => {
+                    let _ = write!(out, "{text}");
+                }
+                None => {
+                    let _ = writeln!(out, "{}", style.red(&format!("error: no task {id}")));
+                }
+            }
+        }
+        "tasks" => {
+            if let Some(table) = subagents.and_then(|s| crate::tasks_view::tasks_table(s.tasks())) {
+                let _ = write!(out, "{table}");
+            }
+            let _ = write!(out, "{}", team_command(name, team));
+        }
+        "team" => {
+            let _ = write!(out, "{}", team_command(name, team));
+        }
+        other => {
+            let _ = writeln!(
+                out,
+                "{}",
+                style.red(&format!(
+                    "unknown command /{other}; /help lists the commands"
+                ))
+            );
+        }
+    }
+    Flow::Continue
+}
+
+/// The output of `/team` or `/tasks` for the team `slot` is bound to.
+pub fn team_command(name: &str, slot: &TeamSlot) -> String {
+    let Some(binding) = slot.get() else {
+        return "no team yet: the lead creates one with its TeamCreate tool (or start roo-lead with --team NAME)\n".to_string();
+    };
+    // Reads take no lock (PROTOCOL.md §2.3) and the files are small.
+    let shown = if name == "team" {
+        binding
+            .team
+            .config()
+            .and_then(|c| Ok(members_table(&c, &binding.team.liveness(&c)?)))
+    } else {
+        binding
+            .team
+            .tasks()
+            .list(&TaskFilter::default())
+            .map(|tasks| {
+                format!(
+                    "tasks of team {}\n{}",
+                    binding.team.name(),
+                    tasks_table(&tasks)
+                )
+            })
+    };
+    shown.unwrap_or_else(|e| format!("error: {e}\n"))
+}
