@@ -285,7 +285,7 @@ pub(super) async fn attach_hooks(
 
 /// Skills skipped at start, and an untrusted project's skills (or a clone's on another
 /// host) left unread.
-pub(super) async fn skill_notices(skills: &Skills, ws: &Workspace) -> Vec<String> {
+async fn skill_notices(skills: &Skills, ws: &Workspace) -> Vec<String> {
     let catalog = skills.catalog.clone();
     let mut notices = tokio::task::spawn_blocking(move || catalog.scan().warnings)
         .await

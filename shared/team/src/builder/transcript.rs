@@ -27,7 +27,7 @@ pub(super) fn transcript(
 
 /// The session the conversation is recorded in, with the messages it resumes and the
 /// repairs made reading them (as notices).
-pub(super) fn open_session(
+fn open_session(
     plan: &SessionPlan,
     sessions: &Path,
     cwd: &Path,

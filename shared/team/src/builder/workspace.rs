@@ -80,7 +80,7 @@ impl Definitions {
 
 /// The working directory (`None`: the process's) and project root, resolved. A pending
 /// workspace's are given resolved: there is nothing to inspect yet.
-pub(super) async fn directories(
+async fn directories(
     cwd: Option<PathBuf>,
     project_root: Option<PathBuf>,
     pending: bool,
@@ -101,7 +101,7 @@ pub(super) async fn directories(
 /// is final: this host's trust list is not consulted), and the trust decision on them,
 /// with its notices. They are loaded untrusted first: what that leaves out is what
 /// trust would enable.
-pub(super) async fn configuration(
+async fn configuration(
     cwd: PathBuf,
     project_root: PathBuf,
     config_root: Option<PathBuf>,
@@ -169,7 +169,7 @@ pub(super) async fn configuration(
 }
 
 /// The resolved working directory and project root of a directory that exists.
-pub(super) async fn existing_workspace(
+async fn existing_workspace(
     cwd: PathBuf,
     project_root: Option<PathBuf>,
 ) -> Result<(PathBuf, PathBuf), BuildError> {
@@ -197,7 +197,7 @@ pub(super) async fn existing_workspace(
 /// The model settings (flags, then the environment, then the config files after the
 /// trust filter: user over local over project) and the provider: the one given, or one
 /// built from the settings.
-pub(super) fn model(
+fn model(
     flags: &LlmFlags,
     config: &ConfigFiles,
     provider: Option<Arc<dyn Provider>>,
