@@ -59,7 +59,7 @@ pub struct BuiltAgent {
     /// The agent's sub-agents and background tasks (`None` without them): `/tasks`,
     /// and [`SubagentRuntime::shutdown`] when the session ends.
     pub subagents: Option<SubagentRuntime>,
-    /// Its MCP servers (`None`: none configured, or [`McpPlan::Off`]): for `/mcp`,
+    /// Its MCP servers (`None`: none configured, or [`McpPlan::Off`](crate::settings::McpPlan::Off)): for `/mcp`,
     /// prompts as commands, teammates sharing them and the shutdown at exit.
     pub mcp: Option<McpServers>,
     /// The config's `team_turns`: whether an idle interactive lead takes its teammates'

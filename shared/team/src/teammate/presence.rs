@@ -42,7 +42,7 @@ pub async fn join(spec: &TeammateSpec, pid: u32) -> Result<Joined, TeammateError
 }
 
 /// Joins the team as the spec's member with `pid` ([`join`]) and holds its presence
-/// through the binding's team handle ([`Team::hold_presence`]): on PostgreSQL, from
+/// through the binding's team handle ([`Team::hold_presence`](roo_store::Team::hold_presence)): on PostgreSQL, from
 /// then on every write of the teammate — its router's, its tools', its approver's, all
 /// clones of that handle — is fenced as this member. A presence refused leaves the
 /// member joined but idle, so the lead does not wait for it.

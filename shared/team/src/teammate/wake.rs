@@ -16,7 +16,7 @@ use super::lead_watch;
 use super::{TeammateError, TeammateExit};
 
 /// Added to the wake prompt when the teammate's next final answer will not be forwarded
-/// unless its run changes the task list ([`MAX_ANSWER_ONLY_NOTICES`]).
+/// unless its run changes the task list ([`MAX_ANSWER_ONLY_NOTICES`](super::idle::MAX_ANSWER_ONLY_NOTICES)).
 pub const ANSWER_WITHHELD: &str = "Your last answers changed nothing on the task list, so your \
      next final answer will not reach the lead unless this run changes it (answers must not go \
      back and forth without end). Send what the lead must read with SendMessage.";
