@@ -516,7 +516,7 @@ fn quiet(team: &Team) -> Result<bool, AppError> {
         let waiting = mailbox
             .read(&member.name, &unread)
             .map_err(exit::store_error)?;
-        if waiting.iter().any(roo_team::teammate::wakes_teammate) {
+        if waiting.iter().any(roo_team::teammate::wake::wakes_teammate) {
             return Ok(false);
         }
     }

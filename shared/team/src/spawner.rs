@@ -26,17 +26,18 @@
 //! (the lead exits), when the lead's team slot is cleared or rebound (TeamDelete), or at
 //! [`Spawner::shutdown`].
 
+mod checkout;
 pub mod output;
+mod remote;
+mod running;
 pub mod tools;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use roo_agent::Environment;
-use roo_agent::config::{HandedProjectConfig, HostConfig};
+use roo_agent::config::HostConfig;
 use roo_agent::permissions::PermissionMode;
-use roo_agent::tool::WorkspaceGate;
 use roo_store::{BackendType, Name};
 use tokio_util::sync::CancellationToken;
 
@@ -45,11 +46,14 @@ use crate::backend::{
     TeammateExecutor,
 };
 use crate::binding::{TeamBinding, TeamSlot};
-use crate::event::{TeamEvent, TeamEventSender};
-use crate::settings::{AgentSettings, Identity, PendingWorkspace};
+use crate::event::TeamEventSender;
+use crate::settings::{AgentSettings, Identity};
 use crate::teammate::TeammateEnd;
 use crate::tools::OnSent;
-use crate::worktree::{self, Discovered, Git, LeadRepo, Workspace};
+use crate::worktree::{Discovered, Git, LeadRepo, Workspace};
+
+use checkout::blocking;
+use running::{Entry, Recipe, Running, lock};
 
 /// What every teammate of this lead inherits, known once the lead is built.
 #[derive(Clone)]
@@ -68,48 +72,6 @@ pub struct TeammateBase {
     /// list or the user's answer): handed to a teammate on another host with the
     /// project config, where it is final.
     pub project_trusted: bool,
-}
-
-/// Largest total of the project instructions handed to a teammate on another host.
-const MAX_HANDED_INSTRUCTIONS: usize = 256 * 1024;
-
-/// What a teammate on another host is handed, read in the lead's tree `root`: the
-/// project's config files, the lead's trust decision on them, and its `ROOCODE.md`
-/// instructions (read under that config's deny rules, at most
-/// [`MAX_HANDED_INSTRUCTIONS`]). Its error reads after "failed to …".
-fn handed_project(
-    root: &Path,
-    roo_home: &Path,
-    trusted: bool,
-) -> Result<HandedProjectConfig, String> {
-    use roo_agent::config::{ConfigFiles, ProjectTrust};
-    let mut handed = HandedProjectConfig::read(root, trusted)
-        .map_err(|e| format!("read its project config: {e}"))?;
-    let trust = if trusted {
-        ProjectTrust::Trusted
-    } else {
-        ProjectTrust::Untrusted
-    };
-    let config = ConfigFiles::load_handed(roo_home, &handed, trust)
-        .map_err(|e| format!("read its project config: {e}"))?;
-    let filter = roo_agent::permissions::PermissionPolicy::new(
-        root.to_path_buf(),
-        PermissionMode::Default,
-        config.rules(),
-    )
-    .read_filter();
-    let read = roo_agent::instruction_parts(Some(root), None, &|path: &Path| filter.denied(path));
-    let size: usize = read.parts.iter().map(String::len).sum();
-    if size > MAX_HANDED_INSTRUCTIONS {
-        return Err(format!(
-            "hand over its project instructions: ROOCODE.md in {} with what it includes is \
-             {size} bytes, more than the {} KiB a teammate on another host takes; shorten it",
-            root.display(),
-            MAX_HANDED_INSTRUCTIONS / 1024
-        ));
-    }
-    handed.instructions = read.parts;
-    Ok(handed)
 }
 
 /// What the Agent tool asks for.
@@ -185,23 +147,6 @@ pub enum SpawnError {
     Host { name: Name, host: Name, why: String },
 }
 
-/// Whether process `pid` is `roo-worker` for `name` of `team`: its command line is
-/// read from `/proc` (where there is none, nothing is signalled).
-fn is_worker_of(pid: u32, team: &Name, name: &Name) -> bool {
-    let Some(args) = crate::process::argv(pid) else {
-        return false;
-    };
-    let is_worker = args.first().is_some_and(|exe| exe.ends_with(b"roo-worker"));
-    let has = |flag: &str, value: &str| {
-        args.windows(2)
-            .any(|w| w[0] == flag.as_bytes() && w[1] == value.as_bytes())
-            || args
-                .iter()
-                .any(|a| *a == format!("{flag}={value}").as_bytes())
-    };
-    is_worker && has("--team", team.as_str()) && has("--name", name.as_str())
-}
-
 /// What a spawn did, for the lead's model.
 #[derive(Debug, Clone)]
 pub struct Spawned {
@@ -214,61 +159,6 @@ pub struct Spawned {
     pub notices: Vec<String>,
     /// The host it runs on (`None`: this machine).
     pub host: Option<Name>,
-}
-
-/// A started teammate: where it runs and the executor that runs it.
-struct Running {
-    location: Location,
-    executor: Arc<dyn TeammateExecutor>,
-    name: Name,
-    /// What the executor said at the start (how to attach), for the spawn result.
-    notices: Vec<String>,
-}
-
-impl Running {
-    /// Whether its loop (in-process) or process (a worker) is running.
-    fn running(&self) -> bool {
-        self.executor.is_active(&self.name)
-    }
-
-    /// Stops it now, on `runtime`: an in-process loop is cancelled; a worker is ended
-    /// and its pane or session closed.
-    fn stop(&self, runtime: &tokio::runtime::Handle) {
-        if self.location == Location::InProcess {
-            // Cancelled at once, in this call (the future only reports an unknown name),
-            // so a message sent right after a stop finds the teammate stopped.
-            drop(self.executor.kill(&self.name));
-            return;
-        }
-        let (executor, name) = (self.executor.clone(), self.name.clone());
-        runtime.spawn(async move {
-            if let Err(e) = executor.kill(&name).await {
-                tracing::debug!(member = %name, error = %e, "failed to stop a teammate");
-            }
-        });
-    }
-}
-
-/// One teammate this lead spawned.
-struct Entry {
-    team: Name,
-    handle: Running,
-    /// The spec's parts needed to start it again (an empty prompt: it resumes from its
-    /// transcript and takes up the waiting messages).
-    recipe: Recipe,
-    restarting: bool,
-}
-
-#[derive(Clone)]
-struct Recipe {
-    /// The host it runs on (`None`: this machine).
-    host: Option<Name>,
-    settings: AgentSettings,
-    plan_mode_required: bool,
-    mode_after_plan: PermissionMode,
-    agent_type: Option<String>,
-    model: Option<String>,
-    work_dir: PathBuf,
 }
 
 struct Inner {
@@ -576,335 +466,6 @@ impl Spawner {
         Ok((base, mode))
     }
 
-    /// Starts `recipe`'s teammate in a new worktree at `path` (branch `branch`) of
-    /// `repo` while git checks it out: it sends its first model request meanwhile, and
-    /// its tool calls wait for the checkout. A failed checkout fails the spawn before
-    /// any call ran; a failed start removes the checkout.
-    async fn start_during_checkout(
-        &self,
-        binding: &TeamBinding,
-        request: &SpawnRequest,
-        mut recipe: Recipe,
-        repo: LeadRepo,
-        path: PathBuf,
-        branch: String,
-    ) -> Result<(Running, Recipe, Workspace), SpawnError> {
-        let (name, team) = (request.name.clone(), binding.team.name().clone());
-        recipe.settings.cwd = Some(path.clone());
-        recipe.settings.project_root = Some(path.clone());
-        recipe.settings.config_root = Some(repo.root().to_path_buf());
-        recipe.work_dir = path.clone();
-        let (opener, gate) = WorkspaceGate::new();
-        let mut first = recipe.clone();
-        first.settings.pending_workspace = Some(PendingWorkspace {
-            environment: Environment::for_new_checkout(&path, &branch),
-            // The clone's git directory is inside it: nothing of the lead's to grant.
-            git_dirs: Vec::new(),
-            gate,
-            instructions_root: repo.root().to_path_buf(),
-        });
-        let lead_repo = repo.clone();
-        let checkout = {
-            let member = name.clone();
-            tokio::task::spawn_blocking(move || {
-                let made = repo.add_worktree(&team, &member);
-                opener.open(made.as_ref().map(|_| ()).map_err(ToString::to_string));
-                made
-            })
-        };
-        let started = self
-            .start(binding, &name, first, request.prompt.clone())
-            .await;
-        let worktree_error = |message: String| SpawnError::Worktree {
-            name: name.clone(),
-            message,
-        };
-        let made = match checkout.await {
-            Ok(made) => made.map_err(|e| worktree_error(e.to_string())),
-            Err(e) => Err(worktree_error(e.to_string())),
-        };
-        match (started, made) {
-            (Ok(handle), Ok(worktree)) => Ok((handle, recipe, Workspace::Worktree(worktree))),
-            (Err(e), made) => {
-                if let Ok(worktree) = made {
-                    discard(&name, lead_repo, worktree).await;
-                }
-                Err(e)
-            }
-            (Ok(handle), Err(e)) => {
-                // Stopped before any tool call: its calls wait for the checkout.
-                handle.stop(&self.inner.runtime);
-                Err(e)
-            }
-        }
-    }
-
-    /// Starts `recipe`'s teammate in what `discovered` offers: a worktree made first
-    /// (removed again if the start fails), or the lead's directory outside a repository.
-    async fn start_in_workspace(
-        &self,
-        binding: &TeamBinding,
-        request: &SpawnRequest,
-        mut recipe: Recipe,
-        discovered: Discovered,
-    ) -> Result<(Running, Recipe, Workspace), SpawnError> {
-        let (name, team) = (request.name.clone(), binding.team.name().clone());
-        let mut lead_repo = None;
-        let workspace = match discovered {
-            Discovered::Repo(repo) => {
-                let member = name.clone();
-                lead_repo = Some(repo.clone());
-                Workspace::Worktree(
-                    blocking(&name, move || repo.add_worktree(&team, &member)).await?,
-                )
-            }
-            Discovered::Shared { dir, why } => Workspace::Shared { dir, why },
-        };
-        let (work_dir, config_root) = match &workspace {
-            Workspace::Worktree(w) => (w.path.clone(), Some(w.repo_root.clone())),
-            Workspace::Shared { dir, .. } => (dir.clone(), None),
-        };
-        recipe.settings.cwd = Some(work_dir.clone());
-        recipe.settings.project_root = Some(work_dir.clone());
-        // The lead's config (its uncommitted local rules too) and trust apply to it.
-        recipe.settings.config_root = config_root;
-        recipe.work_dir = work_dir;
-        match self
-            .start(binding, &name, recipe.clone(), request.prompt.clone())
-            .await
-        {
-            Ok(handle) => Ok((handle, recipe, workspace)),
-            Err(e) => {
-                if let (Some(repo), Workspace::Worktree(worktree)) = (lead_repo, workspace) {
-                    discard(&name, repo, worktree).await;
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Keeps a started teammate's handle and recipe; refused (and stopped) when another
-    /// call spawned it meanwhile.
-    fn register(
-        &self,
-        binding: &TeamBinding,
-        name: &Name,
-        handle: Running,
-        recipe: Recipe,
-    ) -> Result<(), SpawnError> {
-        let name = name.clone();
-        let mut running = lock(&self.inner.running);
-        // Spawned meanwhile by another call. (An in-process entry names the executor's
-        // current handle, which is the one just started: nothing to compare.)
-        if running
-            .get(&name)
-            .is_some_and(|e| e.handle.location != Location::InProcess && e.handle.running())
-        {
-            drop(running);
-            handle.stop(&self.inner.runtime);
-            drop(handle);
-            return Err(SpawnError::AlreadyRunning { name });
-        }
-        running.insert(
-            name,
-            Entry {
-                team: binding.team.name().clone(),
-                handle,
-                recipe,
-                restarting: false,
-            },
-        );
-        Ok(())
-    }
-
-    /// The configuration of `host`, or an error naming the configured hosts.
-    fn host_config(&self, name: &Name, host: &Name) -> Result<HostConfig, SpawnError> {
-        if let Some(config) = self.inner.hosts.get().and_then(|h| h.get(host)) {
-            return Ok(config.clone());
-        }
-        let configured = self.host_names();
-        Err(SpawnError::Host {
-            name: name.clone(),
-            host: host.clone(),
-            why: if configured.is_empty() {
-                "no hosts are configured; add `hosts:` to your own config \
-                 ($ROO_HOME/config.yaml, see docs/BACKENDS.md)"
-                    .to_string()
-            } else {
-                format!(
-                    "no such host; the configured ones are {}",
-                    configured
-                        .iter()
-                        .map(Name::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            },
-        })
-    }
-
-    /// [`Spawner::spawn`] on another host: its clone made there (from the lead's commit,
-    /// over ssh), then its `roo-worker` started there (`SshExecutor`). The team must be
-    /// on the PostgreSQL store: the other host cannot see this machine's files.
-    async fn spawn_remote(
-        &self,
-        request: SpawnRequest,
-        host: Name,
-        binding: Arc<TeamBinding>,
-        base: TeammateBase,
-        mode: PermissionMode,
-    ) -> Result<Spawned, SpawnError> {
-        let name = request.name.clone();
-        let host_config = self.host_config(&name, &host)?;
-        let host_error = |why: String| SpawnError::Host {
-            name: name.clone(),
-            host: host.clone(),
-            why,
-        };
-        if binding.team.home().pg().is_none() {
-            return Err(host_error(
-                "the team is kept in files under ROO_HOME on this machine, which the other \
-                 host cannot see; run the lead on the PostgreSQL store (ROO_STORE=postgresql://… \
-                 or `store:` in your config, reachable from that host; see docs/BACKENDS.md)"
-                    .to_string(),
-            ));
-        }
-        let remote = worktree::RemoteRepo::of(&host_config).map_err(&host_error)?;
-        let git = base.git.clone().in_launcher_of(&request.launcher);
-        let discovered = {
-            let (cwd, git) = (request.cwd.clone(), git.clone());
-            blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
-        };
-        let repo = match discovered {
-            Discovered::Repo(repo) => repo,
-            Discovered::Shared { dir, .. } => {
-                return Err(host_error(format!(
-                    "{} is not in a git repository with a commit, and a teammate on another \
-                     host works in a clone of it; commit first",
-                    dir.display()
-                )));
-            }
-        };
-        // Its project config is the lead's, read here in the lead's tree and handed over
-        // with its environment: the clone there is the teammate's to write, so a worker
-        // started there never reads project config from it.
-        let project_config = {
-            let root = repo.root().to_path_buf();
-            let trusted = base.project_trusted;
-            let roo_home = base.settings.roo_home.clone();
-            tokio::task::spawn_blocking(move || handed_project(&root, &roo_home, trusted))
-                .await
-                .map_err(|e| host_error(e.to_string()))?
-                .map_err(&host_error)?
-        };
-        let team = binding.team.name().clone();
-        let made = {
-            let (repo, team, member, remote) =
-                (repo.clone(), team.clone(), name.clone(), remote.clone());
-            blocking(&name, move || {
-                repo.add_remote_worktree(&team, &member, &remote)
-            })
-            .await?
-        };
-        let mut settings = teammate_settings(&base, &binding, &request, mode);
-        settings.cwd = Some(made.path.clone());
-        settings.project_root = Some(made.path.clone());
-        // The lead's repository is not there: its config goes with the handoff.
-        settings.config_root = None;
-        settings.project_config = Some(project_config);
-        let recipe = Recipe {
-            host: Some(host.clone()),
-            settings,
-            plan_mode_required: request.plan_mode_required,
-            mode_after_plan: base.lead_mode,
-            agent_type: request.agent_type.clone(),
-            model: request.model.clone(),
-            work_dir: made.path.clone(),
-        };
-        let handle = match self
-            .start(&binding, &name, recipe.clone(), request.prompt)
-            .await
-        {
-            Ok(handle) => handle,
-            Err(e) => {
-                let (made, remote) = (made.clone(), remote.clone());
-                if let Err(undo) =
-                    blocking(&name, move || repo.discard_remote(&made, &remote)).await
-                {
-                    tracing::warn!("could not remove the clone of refused teammate {name}: {undo}");
-                }
-                return Err(e);
-            }
-        };
-        let mut handle = handle;
-        let mut notices = made.notices.clone();
-        notices.append(&mut handle.notices);
-        self.register(&binding, &name, handle, recipe)?;
-        Ok(Spawned {
-            name,
-            work_dir: made.path,
-            branch: Some(made.branch),
-            notices,
-            host: Some(host),
-        })
-    }
-
-    /// Stops a spawned teammate's loop now: its run is cancelled (its commands are
-    /// ended), it is recorded idle, and its transcript stays: a later message starts it
-    /// again with its history. Returns whether it was running.
-    ///
-    /// A `roo-worker` of the team this lead did not start (started by an earlier lead it
-    /// adopted, or by hand) is stopped through its process: SIGTERM, which cancels its
-    /// run and leaves it idle, once its command line shows it is that member's
-    /// `roo-worker` (so a reused pid is never signalled).
-    pub fn stop(&self, name: &Name) -> Result<bool, SpawnError> {
-        let binding = self.lead_binding()?;
-        {
-            let running = lock(&self.inner.running);
-            if let Some(entry) = running.get(name)
-                && &entry.team == binding.team.name()
-            {
-                let was = entry.handle.running();
-                entry.handle.stop(&self.inner.runtime);
-                return Ok(was);
-            }
-        }
-        let not_spawned = || SpawnError::NotSpawned {
-            name: name.clone(),
-            team: binding.team.name().clone(),
-        };
-        let config = binding.team.config().map_err(|_| not_spawned())?;
-        let member = config.member(name.as_str()).ok_or_else(not_spawned)?;
-        // A worker on another host is not signalled here: its pid is not a process here.
-        match member.local_pid() {
-            Some(pid) if pid != std::process::id() && roo_store::pid_alive(pid) => {
-                if !is_worker_of(pid, binding.team.name(), name) {
-                    return Err(not_spawned());
-                }
-                let signalled = i32::try_from(pid).is_ok_and(|raw| {
-                    nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(raw),
-                        nix::sys::signal::Signal::SIGTERM,
-                    )
-                    .is_ok()
-                });
-                if signalled {
-                    Ok(true)
-                } else {
-                    Err(not_spawned())
-                }
-            }
-            Some(pid) if pid != std::process::id() => Ok(false),
-            _ => Err(not_spawned()),
-        }
-    }
-
-    fn is_running(&self, name: &Name) -> bool {
-        lock(&self.inner.running)
-            .get(name)
-            .is_some_and(|e| e.handle.running() || e.restarting)
-    }
-
     pub(crate) fn lead_binding(&self) -> Result<Arc<TeamBinding>, SpawnError> {
         let binding = self.inner.slot.get().ok_or(SpawnError::NoTeam)?;
         if !binding.is_lead() {
@@ -962,55 +523,6 @@ impl Spawner {
             notices,
         })
     }
-
-    fn restart_if_stopped(&self, to: &Name) {
-        let Some(binding) = self.inner.slot.get().filter(|b| b.is_lead()) else {
-            return;
-        };
-        let recipe = {
-            let mut running = lock(&self.inner.running);
-            match running.get_mut(to) {
-                // A running teammate is nudged to read its inbox now (an in-process one
-                // watches its inbox itself).
-                Some(entry) if &entry.team == binding.team.name() && entry.handle.running() => {
-                    if let Err(e) = entry.handle.executor.wake(&entry.handle.name) {
-                        tracing::debug!(member = %to, error = %e, "failed to wake a teammate");
-                    }
-                    return;
-                }
-                Some(entry) if &entry.team == binding.team.name() && !entry.restarting => {
-                    entry.restarting = true;
-                    entry.recipe.clone()
-                }
-                _ => return,
-            }
-        };
-        let this = self.clone();
-        let to = to.clone();
-        self.inner.runtime.spawn(async move {
-            let started = this.start(&binding, &to, recipe, String::new()).await;
-            let mut running = lock(&this.inner.running);
-            let Some(entry) = running.get_mut(&to) else {
-                return;
-            };
-            entry.restarting = false;
-            match started {
-                Ok(handle) if &entry.team == binding.team.name() => {
-                    tracing::info!(member = %to, "restarted a stopped teammate for a message");
-                    entry.handle = handle;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(member = %to, error = %e, "failed to restart a teammate");
-                    if let Some(events) = &this.inner.events {
-                        events.send(TeamEvent::Notice {
-                            text: format!("failed to restart {to} for a message: {e}"),
-                        });
-                    }
-                }
-            }
-        });
-    }
 }
 
 /// A teammate's settings from the lead's template: its identity in `binding`'s team,
@@ -1056,41 +568,11 @@ fn launch(binding: &TeamBinding, name: &Name, recipe: Recipe, prompt: String) ->
     }
 }
 
-/// Runs blocking worktree work off the runtime; its failure is the spawn's.
-async fn blocking<T: Send + 'static>(
-    name: &Name,
-    work: impl FnOnce() -> worktree::Result<T> + Send + 'static,
-) -> Result<T, SpawnError> {
-    let failed = |message: String| SpawnError::Worktree {
-        name: name.clone(),
-        message,
-    };
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| failed(e.to_string()))?
-        .map_err(|e| failed(e.to_string()))
-}
-
-/// Removes the clone (and branch) a refused spawn just made; a failure is only
-/// logged, the spawn's own error is what the lead hears.
-async fn discard(name: &Name, repo: LeadRepo, worktree: worktree::Worktree) {
-    if let Err(e) = blocking(name, move || repo.discard_new(&worktree)).await {
-        tracing::warn!("could not remove the clone of refused teammate {name}: {e}");
-    }
-}
-
 fn backend_name(backend: BackendType) -> String {
     serde_json::to_value(backend)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| format!("{backend:?}"))
-}
-
-/// The registry's lock; a panic while it was held leaves the map usable.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Whether `name` has the form of a background task id (`a` and digits, any case).

@@ -10,13 +10,15 @@
 //! 1. runs the prompt (if any) as a run; messages arriving meanwhile are injected at the
 //!    top of every turn;
 //! 2. when a run ends, goes idle ([`Team::become_idle`]): `is_active: false` and one
-//!    compact `idle_notification` to the lead, unless the [fingerprint](idle_fingerprint)
-//!    is the one of its last notification;
+//!    compact `idle_notification` to the lead, unless the
+//!    [fingerprint](idle::idle_fingerprint) is the one of its last notification
+//!    ([`idle`]);
 //! 3. waits on the router (file notification with a polling fallback) — a
 //!    `shutdown_request` from the lead is approved at once and ends the loop (idle, it
 //!    has nothing to finish), one from anybody else is acknowledged and ignored; a
-//!    conversation message wakes it, except FYI ones ([`wakes_teammate`]: `status_update`,
-//!    `idle_notification`), which wait for the next real message;
+//!    conversation message wakes it, except FYI ones
+//!    ([`wakes_teammate`](wake::wakes_teammate): `status_update`, `idle_notification`),
+//!    which wait for the next real message ([`wake`]);
 //! 4. marks itself busy and resumes with its full history as a new run, in which the
 //!    delivery hook injects the waiting messages; back to 2.
 //!
@@ -27,20 +29,20 @@
 //! (and cost, at the agent's price) is added to the task the teammate owns ([`usage`]).
 
 pub mod approver;
+pub mod idle;
 pub mod in_process;
 pub mod lead_watch;
+pub mod presence;
 mod usage;
+pub mod wake;
 
 use std::sync::Arc;
 
 use roo_agent::event::{AgentEvent, EventSink, RunOutcome};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::Tool;
-use roo_agent::{Agent, CommandHooks, PlanApprover};
-use roo_store::{
-    Joined, Mailbox, Member, MemberState, Message, MessageBody, Name, Outgoing, Presence, Task,
-    TaskFilter, TaskId, TaskStatus, Team,
-};
+use roo_agent::{Agent, PlanApprover};
+use roo_store::{Mailbox, Member, Name, Presence, Task, Team};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -48,25 +50,18 @@ use crate::approver::LeadApprover;
 use crate::binding::TeamBinding;
 use crate::builder::{BuildError, build_agent};
 use crate::delivery::InboxDelivery;
-use crate::event::{TeamEvent, TeamEventSender, one_line};
+use crate::event::TeamEventSender;
 use crate::router::{InboxRouter, RouterError};
 use crate::settings::{AgentSettings, Identity, SessionPlan};
-use crate::shutdown::{ShutdownOnRequest, approve_shutdown};
+use crate::shutdown::ShutdownOnRequest;
 
 pub use approver::{NoLead, PlanGate, TeammateApprover};
 pub use in_process::{TeammateEnd, TeammateHandle, spawn_in_process};
 use usage::UsageMeter;
 
-/// Added to the wake prompt when the teammate's next final answer will not be forwarded
-/// unless its run changes the task list ([`MAX_ANSWER_ONLY_NOTICES`]).
-pub const ANSWER_WITHHELD: &str = "Your last answers changed nothing on the task list, so your \
-     next final answer will not reach the lead unless this run changes it (answers must not go \
-     back and forth without end). Send what the lead must read with SendMessage.";
-
-/// The input of a run that an inbox message started; the messages themselves follow as
-/// a system reminder injected by the delivery hook (and are marked delivered only then).
-pub const WAKE_PROMPT: &str = "New messages from your team arrived while you were idle; they follow. \
-     Act on them if they concern your work, then end your turn.";
+use idle::{AnswerStreak, LastRun, OwnEntry, STATE_RETRY_FOR, fire_team_hooks};
+use presence::{Keeper, enter, keep_presence};
+use wake::{messages_wait, wait_for_input, wake_input};
 
 /// Everything a teammate needs. Start from [`TeammateSpec::new`] and override fields.
 pub struct TeammateSpec {
@@ -195,76 +190,6 @@ pub enum TeammateError {
     State { name: Name, error: String },
 }
 
-/// How long a teammate retries recording its idle state before it stops.
-pub const STATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The roster entry the spec's member joins with, as process `pid`.
-fn entry(spec: &TeammateSpec, pid: u32) -> Member {
-    let mut member = spec.member.clone();
-    member.name = spec.binding.me.clone();
-    member.pid = Some(pid);
-    member.plan_mode_required |= spec.plan_mode_required;
-    member
-}
-
-/// Joins the team as the spec's member with `pid`, in one locked write (refused if a
-/// live process already is that member). A roster entry that requires a plan keeps
-/// requiring one: the caller adopts `joined.member.plan_mode_required`.
-pub async fn join(spec: &TeammateSpec, pid: u32) -> Result<Joined, TeammateError> {
-    let member = entry(spec, pid);
-    let team = spec.binding.team.clone();
-    let (team_name, name) = (team.name().clone(), member.name.clone());
-    let joined = tokio::task::spawn_blocking(move || team.join(member))
-        .await
-        .map_err(|e| TeammateError::Task {
-            name: name.clone(),
-            what: e.to_string(),
-        })?;
-    joined.map_err(|source| TeammateError::Join {
-        team: team_name,
-        name,
-        source,
-    })
-}
-
-/// Joins the team as the spec's member with `pid` ([`join`]) and holds its presence
-/// through the binding's team handle ([`Team::hold_presence`]): on PostgreSQL, from
-/// then on every write of the teammate — its router's, its tools', its approver's, all
-/// clones of that handle — is fenced as this member. A presence refused leaves the
-/// member joined but idle, so the lead does not wait for it.
-pub async fn enter(spec: &mut TeammateSpec, pid: u32) -> Result<(Member, Presence), TeammateError> {
-    let joined = join(spec, pid).await?;
-    spec.plan_mode_required |= joined.member.plan_mode_required;
-    let team = spec.binding.team.clone();
-    let me = spec.binding.me.clone();
-    let held = {
-        let (team, me) = (team.clone(), me.clone());
-        tokio::task::spawn_blocking(move || team.hold_presence(&me)).await
-    };
-    let held = match held {
-        Ok(held) => held,
-        Err(e) => {
-            return Err(TeammateError::Task {
-                name: me,
-                what: e.to_string(),
-            });
-        }
-    };
-    match held {
-        Ok(presence) => Ok((entry(spec, pid), presence)),
-        Err(source) => {
-            let (store, who) = (team.clone(), me.clone());
-            let _ =
-                tokio::task::spawn_blocking(move || store.set_active(who.as_str(), false)).await;
-            Err(TeammateError::Join {
-                team: team.name().clone(),
-                name: me,
-                source,
-            })
-        }
-    }
-}
-
 /// Joins the team with this process's pid, holds its presence ([`enter`]) and runs the
 /// teammate until the lead shuts it down or `cancel` fires. See the module
 /// documentation.
@@ -274,139 +199,6 @@ pub async fn run(
 ) -> Result<TeammateExit, TeammateError> {
     let (entry, presence) = enter(&mut spec, std::process::id()).await?;
     run_joined(spec, entry, presence, cancel).await
-}
-
-/// What [`keep_presence`] works with.
-struct Keeper {
-    presence: Arc<Presence>,
-    /// The roster entry it joins again with.
-    entry: Member,
-    lead: Name,
-    output: EventSink,
-    activity: Activity,
-    /// Why it stopped the teammate, if it did.
-    displaced: Arc<std::sync::Mutex<Option<String>>>,
-    /// The loop's token: cancelled to stop the teammate when displaced.
-    cancel: CancellationToken,
-    /// Cancelled when the loop has ended.
-    stop: CancellationToken,
-}
-
-/// How often a teammate looks at its presence ([`keep_presence`]).
-pub const PRESENCE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Keeps a teammate's presence (PostgreSQL) while its loop runs. Every
-/// [`PRESENCE_CHECK`] it reads whether the presence still vouches for this process
-/// ([`Presence::check`]). Once lost — the member was declared dead while its link was
-/// cut, its writes are refused — it joins again with `entry` and holds a new presence
-/// through the same handle, which moves every clone (router, tools, approver) to the new
-/// epoch, and tells the lead. If it cannot join again because another process is that
-/// member now (the lead respawned it), or must not (it was removed from the roster, or
-/// shut down), it stops the teammate: `displaced` says why.
-async fn keep_presence(keeper: Keeper) {
-    let Keeper {
-        mut presence,
-        entry,
-        lead,
-        output,
-        activity,
-        displaced,
-        cancel,
-        stop,
-    } = keeper;
-    let team = presence.team().clone();
-    let me = presence.member().clone();
-    loop {
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(PRESENCE_CHECK) => {}
-        }
-        let checking = presence.clone();
-        let state = tokio::task::spawn_blocking(move || checking.check()).await;
-        let reason = match state {
-            Ok(Ok(roo_store::PresenceState::Lost(reason))) => reason,
-            // Held, being restored, or unreadable now (a cut link): look again later.
-            _ => continue,
-        };
-        tracing::warn!(member = %me, %reason, "presence lost; joining again");
-        output.emit(AgentEvent::Notice {
-            text: format!("{me} was cut off from the team: {reason}; joining again"),
-        });
-        // Joining marks the entry busy: what the loop last recorded is put back, under
-        // the lock the loop's own state writes (and its shutdown record) take.
-        let busy = activity.lock().await;
-        // The loop ended meanwhile (it recorded its end under that lock): nothing to keep.
-        if stop.is_cancelled() || cancel.is_cancelled() {
-            return;
-        }
-        let again = {
-            let (team, me, entry, busy) = (team.clone(), me.clone(), entry.clone(), *busy);
-            tokio::task::spawn_blocking(move || {
-                // Removed from the roster, or shut down at the lead's request: what the
-                // lead (or the member itself) decided is not undone by joining again —
-                // checked in the join's own locked write.
-                let config = team.config()?;
-                match config.member(me.as_str()) {
-                    None => return Ok(Err(format!("{me} was removed from the team"))),
-                    Some(m) if m.shut_down() => {
-                        return Ok(Err(format!("{me} shut down at the lead's request")));
-                    }
-                    Some(_) => {}
-                }
-                team.join_again(entry)?;
-                let held = team.hold_presence(&me)?;
-                if !busy {
-                    team.set_active(me.as_str(), false)?;
-                }
-                Ok::<_, roo_store::Error>(Ok(held))
-            })
-            .await
-        };
-        drop(busy);
-        match again {
-            Ok(Ok(Err(why))) => {
-                tracing::warn!(member = %me, "{why}; stopping");
-                *displaced
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
-                cancel.cancel();
-                return;
-            }
-            Ok(Ok(Ok(held))) => {
-                presence = Arc::new(held);
-                let text = format!(
-                    "{me} lost its connection to the team store and was declared dead \
-                     meanwhile ({reason}); it has joined again and goes on. The tasks released \
-                     at its death stay released: assign them to {me} again if it should finish \
-                     them."
-                );
-                let (team, me2, lead) = (team.clone(), me.clone(), lead.clone());
-                let _ = tokio::task::spawn_blocking(move || {
-                    team.mailbox()
-                        .send(&me2, lead.as_str(), Outgoing::text(text, "joined again"))
-                })
-                .await;
-                output.emit(AgentEvent::Notice {
-                    text: format!("{me} joined the team again"),
-                });
-            }
-            Ok(Err(
-                e @ (roo_store::Error::NotPermitted { .. } | roo_store::Error::MemberExists { .. }),
-            )) => {
-                let why = format!("{me} was declared dead ({reason}) and cannot join again: {e}");
-                tracing::error!(member = %me, "{why}");
-                *displaced
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
-                cancel.cancel();
-                return;
-            }
-            // The store is unreachable again: try on the next look.
-            Ok(Err(e)) => tracing::warn!(member = %me, error = %e, "joining again failed"),
-            Err(_) => {}
-        }
-    }
 }
 
 /// Whether the teammate's loop last recorded itself busy, and the lock its state writes
@@ -603,14 +395,6 @@ async fn build_teammate(
     Ok(built)
 }
 
-/// Whether messages that wake a teammate wait in its inbox now (read first).
-async fn messages_wait(router: &InboxRouter, me: &Name) -> bool {
-    if let Err(e) = router.poll().await {
-        tracing::warn!(member = %me, error = %e, "failed to read the inbox");
-    }
-    router.has_input_where(wakes_teammate)
-}
-
 /// Answers need the lead's signature. The key is pinned now: the spawner's (from the
 /// lead's memory or `--lead-key`), else the team config's as it is at the start — later
 /// changes to the config are not trusted.
@@ -676,36 +460,6 @@ fn wire_to_lead(
     (gate, shutdown)
 }
 
-/// What an idle teammate does on `wake`: the next run's input, or how its loop ends.
-async fn wake_input(
-    wake: Wake,
-    member: &OwnEntry,
-    output: &EventSink,
-) -> Result<String, TeammateExit> {
-    match wake {
-        Wake::Conversation => {
-            // The streak of answer-only notifications is spent: the next answer reaches
-            // the lead only if the run changes the task list. The model must know, or it
-            // would take that answer for a report.
-            let withheld = member.answers.lock().is_ok_and(|s| s.next_withheld());
-            Ok(if withheld {
-                format!("{WAKE_PROMPT}\n\n{ANSWER_WITHHELD}")
-            } else {
-                WAKE_PROMPT.to_string()
-            })
-        }
-        Wake::ShutDown => Err(member.shut_down().await),
-        Wake::Cancelled => Err(TeammateExit::Cancelled),
-        Wake::LeadGone(why) => {
-            tracing::warn!(member = %member.me, "{why}; stopping");
-            output.emit(AgentEvent::Notice {
-                text: format!("{why}; stopping (restart it with roo-worker once a lead runs)"),
-            });
-            Err(TeammateExit::LeadGone(why))
-        }
-    }
-}
-
 /// One run, with the agent's events forwarded to `output` and its usage metered.
 async fn run_once(
     agent: &mut Agent,
@@ -734,472 +488,4 @@ async fn run_once(
     };
     let (result, ()) = tokio::join!(run, forward);
     (result.outcome, result.final_text)
-}
-
-/// How a teammate's last run ended and what its model answered last, for the idle
-/// notification: the answer is the teammate's report, so reporting needs no SendMessage.
-pub struct LastRun {
-    pub outcome: RunOutcome,
-    pub answer: String,
-}
-
-/// At most this many characters of a run's final answer go into the idle notification
-/// (the rest is cut with a mark): a report, not a transcript.
-pub const IDLE_ANSWER_CHARS: usize = 2_000;
-
-enum Wake {
-    Conversation,
-    ShutDown,
-    Cancelled,
-    LeadGone(String),
-}
-
-/// Whether a message wakes an idle teammate. `status_update` (progress news) and
-/// `idle_notification` are FYI: they wait for the next run a real message (text, a task
-/// assignment, a request) starts, and are delivered with it; a busy teammate gets them
-/// between tool calls like any message.
-pub fn wakes_teammate(message: &Message) -> bool {
-    !matches!(
-        message.body,
-        MessageBody::StatusUpdate | MessageBody::IdleNotification { .. }
-    )
-}
-
-/// Waits while idle until a message that [wakes](wakes_teammate) it arrives, the lead
-/// asks for a shutdown (approved here: idle, it has nothing to finish), or `cancel`.
-/// Requests not from the lead, and requests a teammate does not answer (permission and
-/// plan requests), are acknowledged and ignored.
-async fn wait_for_input(
-    router: &InboxRouter,
-    mailbox: &Mailbox,
-    me: &Name,
-    lead: &Name,
-    cancel: &CancellationToken,
-    router_task: &mut JoinHandle<Result<(), RouterError>>,
-    orphan: Option<(std::time::Duration, &EventSink)>,
-) -> Result<Wake, TeammateError> {
-    // While idle: a lead whose process is gone for the whole orphan timeout ends the
-    // wait; its going and a new lead's adoption are told on the way.
-    let orphaned = async {
-        let Some((timeout, output)) = orphan else {
-            return std::future::pending().await;
-        };
-        let team = mailbox.team();
-        lead_watch::orphaned(
-            team,
-            timeout,
-            |pid| {
-                let text = format!(
-                    "the lead's process {pid} is gone; waiting up to {}s for a lead to adopt team {} (roo-lead --team {})",
-                    timeout.as_secs(),
-                    team.name(),
-                    team.name()
-                );
-                tracing::warn!(member = %me, "{text}");
-                output.emit(AgentEvent::Notice { text });
-            },
-            |pid| {
-                let text = format!("adopted by the lead's process {pid}");
-                tracing::info!(member = %me, "{text}");
-                output.emit(AgentEvent::Notice { text });
-            },
-        )
-        .await
-    };
-    tokio::pin!(orphaned);
-    loop {
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Ok(Wake::Cancelled),
-            why = &mut orphaned => return Ok(Wake::LeadGone(why)),
-            ended = &mut *router_task => {
-                let source = match ended {
-                    Ok(Ok(())) => RouterError::Task("the inbox task stopped".to_string()),
-                    Ok(Err(e)) => e,
-                    Err(e) => RouterError::Task(e.to_string()),
-                };
-                return Err(TeammateError::Router { name: me.clone(), source });
-            }
-            _ = router.input_where(wakes_teammate) => {}
-        }
-        let requests = router.take_requests();
-        let mut shut_down = false;
-        for request in &requests {
-            match &request.body {
-                MessageBody::ShutdownRequest { .. } if &request.from == lead => {
-                    approve_shutdown(mailbox, me, request, "idle; shutting down").await;
-                    shut_down = true;
-                }
-                _ => {
-                    tracing::warn!(member = %me, from = %request.from, kind = request.body.type_name(), "ignored a request a teammate does not answer")
-                }
-            }
-        }
-        let ids = requests.iter().map(|m| m.id.clone()).collect();
-        if let Err(e) = router.handled(ids).await {
-            tracing::warn!(member = %me, error = %e, "failed to acknowledge requests");
-        }
-        if shut_down {
-            return Ok(Wake::ShutDown);
-        }
-        if router.has_input_where(wakes_teammate) {
-            return Ok(Wake::Conversation);
-        }
-    }
-}
-
-/// The teammate's own roster entry and tasks.
-struct OwnEntry {
-    team: Team,
-    me: Name,
-    events: Option<TeamEventSender>,
-    /// Notifications in a row that carried only a new answer (see [`AnswerStreak`]).
-    answers: std::sync::Mutex<AnswerStreak>,
-    /// What it last recorded (busy or idle), held while it records.
-    activity: Activity,
-}
-
-/// At most this many idle notifications in a row may carry only a new final answer (the
-/// tasks and the way the run ended unchanged): a question of the lead and a follow-up
-/// get their answers, but a lead that thanks every report and a teammate that answers
-/// every thanks stop waking each other after that. A change of tasks or outcome starts
-/// the count again.
-pub const MAX_ANSWER_ONLY_NOTICES: u32 = 2;
-
-/// The fingerprint without the answer at the last idle, the fingerprint used then, and
-/// how many idles in a row differed from the one before only by their answer.
-#[derive(Default)]
-struct AnswerStreak {
-    base: Option<String>,
-    used: Option<String>,
-    count: u32,
-}
-
-impl AnswerStreak {
-    /// Whether the next idle's answer goes unforwarded if the run changes no task.
-    fn next_withheld(&self) -> bool {
-        self.used.is_some() && self.count >= MAX_ANSWER_ONLY_NOTICES
-    }
-
-    /// The fingerprint of this idle: `full` (with the answer) unless the streak of
-    /// answer-only changes is spent, then the one used last, which the store finds
-    /// unchanged and so sends nothing.
-    fn fingerprint(&mut self, base: String, full: String) -> String {
-        if self.base.as_deref() == Some(base.as_str()) {
-            // The same answer as the notification before: the store sends nothing, so
-            // it is no answer-only notification and does not use up the streak.
-            if self.used.as_deref() == Some(full.as_str()) {
-                return full;
-            }
-            self.count += 1;
-        } else {
-            self.base = Some(base);
-            self.count = 0;
-        }
-        let used = match &self.used {
-            Some(used) if self.count > MAX_ANSWER_ONLY_NOTICES => used.clone(),
-            _ => full,
-        };
-        self.used = Some(used.clone());
-        used
-    }
-}
-
-impl OwnEntry {
-    async fn set_active(&self, active: bool) {
-        let mut recorded = self.activity.lock().await;
-        *recorded = active;
-        let (team, me) = (self.team.clone(), self.me.clone());
-        match tokio::task::spawn_blocking(move || team.set_active(me.as_str(), active)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                tracing::warn!(member = %self.me, error = %e, "failed to record the state")
-            }
-            Err(e) => tracing::warn!(member = %self.me, error = %e, "failed to record the state"),
-        }
-        self.state(if active {
-            MemberState::Busy
-        } else {
-            MemberState::Idle
-        });
-    }
-
-    /// Records that this member stops at its lead's request (`Team::record_shut_down`:
-    /// the lead then says it shut down, not that it died) and returns the exit.
-    async fn shut_down(&self) -> TeammateExit {
-        // After a re-join under way, which would otherwise clear the record.
-        let _recorded = self.activity.lock().await;
-        let (team, me) = (self.team.clone(), self.me.clone());
-        match tokio::task::spawn_blocking(move || team.record_shut_down(&me)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                tracing::warn!(member = %self.me, error = %e, "failed to record the shutdown")
-            }
-            Err(e) => {
-                tracing::warn!(member = %self.me, error = %e, "failed to record the shutdown")
-            }
-        }
-        TeammateExit::ShutDown
-    }
-
-    fn state(&self, state: MemberState) {
-        if let Some(events) = &self.events {
-            events.send(TeamEvent::MemberState {
-                name: self.me.clone(),
-                state,
-            });
-        }
-    }
-
-    /// The tasks this member owns (any status), in id order; empty if unreadable.
-    async fn owned_tasks(&self) -> Vec<Task> {
-        let (tasks, me) = (self.team.tasks(), self.me.clone());
-        let filter = TaskFilter {
-            owner: Some(me),
-            ..TaskFilter::default()
-        };
-        match tokio::task::spawn_blocking(move || tasks.list(&filter)).await {
-            Ok(Ok(tasks)) => tasks,
-            Ok(Err(e)) => {
-                tracing::warn!(member = %self.me, error = %e, "failed to read the task list");
-                Vec::new()
-            }
-            Err(_) => Vec::new(),
-        }
-    }
-
-    /// `is_active: false` and, if something changed since the last one, one
-    /// `idle_notification` to the lead. Failures are logged: an idle teammate that
-    /// could not tell the lead still waits for messages.
-    async fn go_idle(&self, last: Option<&LastRun>, before: &[Task]) -> Result<Vec<Task>, String> {
-        let now = self.owned_tasks().await;
-        let (base, full) = (
-            idle_fingerprint(last, &now, false),
-            idle_fingerprint(last, &now, true),
-        );
-        let fingerprint = match self.answers.lock() {
-            Ok(mut streak) => streak.fingerprint(base, full),
-            Err(_) => full,
-        };
-        let completed = newly_completed(before, &now);
-        let text = idle_text(&self.me, last, &now);
-        let notice = Outgoing::new(
-            MessageBody::IdleNotification {
-                completed_task_id: completed.map(|id| id.to_string()),
-            },
-            text,
-        )
-        .with_summary(match completed {
-            Some(id) => format!("idle, completed task {id}"),
-            None => "idle".to_string(),
-        });
-        // Retried for a while (a full disk may clear); a state that cannot be recorded
-        // at all ends the teammate instead of leaving it "busy" for ever.
-        let deadline = tokio::time::Instant::now() + STATE_RETRY_FOR;
-        loop {
-            // Held for one attempt, not across the retries: a member declared dead
-            // meanwhile has its writes refused until the presence keeper joins it again,
-            // which takes this lock.
-            let mut recorded = self.activity.lock().await;
-            *recorded = false;
-            let (team, me, fingerprint, notice) = (
-                self.team.clone(),
-                self.me.clone(),
-                fingerprint.clone(),
-                notice.clone(),
-            );
-            let error = match tokio::task::spawn_blocking(move || {
-                team.become_idle(&me, &fingerprint, notice)
-            })
-            .await
-            {
-                Ok(Ok(idle)) => {
-                    tracing::info!(member = %self.me, notified = idle.sent.is_some(), "idle");
-                    break;
-                }
-                Ok(Err(e)) => e.to_string(),
-                Err(e) => e.to_string(),
-            };
-            drop(recorded);
-            tracing::warn!(member = %self.me, %error, "failed to go idle");
-            if tokio::time::Instant::now() >= deadline {
-                return Err(error);
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
-        self.state(MemberState::Idle);
-        Ok(now
-            .into_iter()
-            .filter(|t| t.status == TaskStatus::Completed)
-            .filter(|t| {
-                !before
-                    .iter()
-                    .any(|b| b.id == t.id && b.status == TaskStatus::Completed)
-            })
-            .collect())
-    }
-}
-
-/// The config's `task_completed` hooks for each task the run completed, then its
-/// `teammate_idle` hooks. Failures go to the log: nobody watches an idle teammate.
-async fn fire_team_hooks(
-    hooks: &CommandHooks,
-    me: &Name,
-    completed: &[Task],
-    cancel: &CancellationToken,
-) {
-    let mut failures = Vec::new();
-    for task in completed {
-        let id = task.id.to_string();
-        failures.extend(
-            hooks
-                .task_completed(&id, &task.subject, me.as_str(), cancel)
-                .await,
-        );
-    }
-    failures.extend(hooks.teammate_idle(me.as_str(), cancel).await);
-    for failure in failures {
-        tracing::warn!(member = %me, "{failure}");
-    }
-}
-
-/// What an idle notification's fingerprint covers: how the last run ended (its kind,
-/// not its text), the id and status of every task the member owns and, with
-/// `with_answer`, the run's final answer (the report). Claiming, completing or releasing
-/// a task, a run ending differently (an error, the turn limit) or a new answer notify
-/// the lead again; a run that changes none of them does not. The answer counts for at
-/// most [`MAX_ANSWER_ONLY_NOTICES`] notifications in a row that differ only by it (the
-/// teammate loop decides), which breaks notification ping-pong (a lead thanking every
-/// report, a teammate answering every thanks). FNV-1a 64 over a canonical text, so the value is
-/// stable across builds and survives a restart in the team config.
-pub fn idle_fingerprint(last: Option<&LastRun>, owned: &[Task], with_answer: bool) -> String {
-    let mut canonical = String::from("v2;");
-    canonical.push_str(match last.map(|l| &l.outcome) {
-        None => "none",
-        Some(RunOutcome::Completed) => "completed",
-        Some(RunOutcome::MaxTurns { .. }) => "max_turns",
-        Some(RunOutcome::Cancelled) => "cancelled",
-        Some(RunOutcome::UnknownTools { .. }) => "unknown_tools",
-        Some(RunOutcome::MalformedToolCalls { .. }) => "malformed_tool_calls",
-        Some(RunOutcome::Error { .. }) => "error",
-        Some(RunOutcome::Stopped { .. }) => "stopped",
-    });
-    for task in owned {
-        canonical.push_str(&format!(";{}={}", task.id, task.status.as_str()));
-    }
-    // A new answer is news for the lead even when the tasks did not change.
-    if let Some(answer) = last
-        .filter(|_| with_answer)
-        .map(|l| l.answer.trim())
-        .filter(|a| !a.is_empty())
-    {
-        canonical.push_str(";answer=");
-        canonical.push_str(answer);
-    }
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in canonical.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("fnv1a64:{hash:016x}")
-}
-
-/// The highest-numbered task that is completed now and was not before the run.
-fn newly_completed<'a>(before: &[Task], now: &'a [Task]) -> Option<&'a TaskId> {
-    now.iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .filter(|t| {
-            !before
-                .iter()
-                .any(|b| b.id == t.id && b.status == TaskStatus::Completed)
-        })
-        .max_by_key(|t| t.id.number())
-        .map(|t| &t.id)
-}
-
-/// The notification's text: one line for the outcome and the tasks, then the run's
-/// final answer (cut at [`IDLE_ANSWER_CHARS`]), if it gave one.
-fn idle_text(me: &Name, last: Option<&LastRun>, owned: &[Task]) -> String {
-    let outcome = match last {
-        None => "waiting for messages".to_string(),
-        Some(last) => format!("last run {}", one_line(&last.outcome.describe(), 200)),
-    };
-    let open: Vec<String> = owned
-        .iter()
-        .filter(|t| t.status != TaskStatus::Completed)
-        .map(|t| format!("#{} {}", t.id, t.status.as_str()))
-        .collect();
-    let tasks = if open.is_empty() {
-        "no open tasks".to_string()
-    } else {
-        format!("open tasks: {}", open.join(", "))
-    };
-    let head = format!("{me} is idle: {outcome}; {tasks}.");
-    match last.map(|l| l.answer.trim()).filter(|a| !a.is_empty()) {
-        None => head,
-        Some(answer) => {
-            let cut = roo_term::clip_with(answer, IDLE_ANSWER_CHARS, " […]");
-            format!("{head}\nIts final answer:\n{cut}")
-        }
-    }
-}
-
-#[cfg(test)]
-mod answer_streak_tests {
-    use super::{AnswerStreak, MAX_ANSWER_ONLY_NOTICES};
-
-    /// What the store does with a fingerprint: sends a notification when it differs from
-    /// the one stored, and stores it.
-    fn sent(stored: &mut Option<String>, fingerprint: String) -> bool {
-        let changed = stored.as_deref() != Some(fingerprint.as_str());
-        *stored = Some(fingerprint);
-        changed
-    }
-
-    /// The doc: "at most two notifications in a row may differ only by their answer". An
-    /// idle whose answer repeats the last one sends nothing and must not use up the streak:
-    /// the first report, a repeated answer (nothing sent), then two new answers must all
-    /// notify (the first report and two answer-only notifications).
-    #[test]
-    fn a_repeated_answer_that_sends_nothing_does_not_use_up_the_streak() {
-        let mut streak = AnswerStreak::default();
-        let mut stored = None;
-        let base = || "base".to_string();
-        let mut notices = 0;
-        for answer in ["report", "ok", "ok", "the word is quokka"] {
-            if sent(
-                &mut stored,
-                streak.fingerprint(base(), format!("full:{answer}")),
-            ) {
-                notices += 1;
-            }
-        }
-        assert_eq!(
-            notices,
-            1 + MAX_ANSWER_ONLY_NOTICES,
-            "a repeated answer that sent nothing counted as an answer-only notification"
-        );
-    }
-
-    /// And the cap still holds: a fourth new answer in a row is not sent.
-    #[test]
-    fn the_streak_still_stops_the_ping_pong() {
-        let mut streak = AnswerStreak::default();
-        let mut stored = None;
-        let sends: Vec<bool> = ["a", "b", "c", "d", "e"]
-            .iter()
-            .map(|answer| {
-                sent(
-                    &mut stored,
-                    streak.fingerprint("base".into(), format!("full:{answer}")),
-                )
-            })
-            .collect();
-        assert_eq!(sends, [true, true, true, false, false]);
-        // A change of tasks starts the count again.
-        assert!(sent(
-            &mut stored,
-            streak.fingerprint("other".into(), "full:f".into())
-        ));
-    }
 }

@@ -17,7 +17,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{TeamEvent, TeamEventSender};
-use crate::teammate::{TeammateError, TeammateExit, TeammateSpec, enter, run_joined};
+use crate::teammate::presence::enter;
+use crate::teammate::{TeammateError, TeammateExit, TeammateSpec, run_joined};
 
 /// How an in-process teammate ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
