@@ -342,7 +342,8 @@ fn the_task_pipeline_example_completes_every_task_in_dependency_order() {
     let last = stdout.rsplit("== all tasks completed").next().unwrap();
     assert_eq!(last.matches("completed @").count(), 4, "{last}");
     // Dependencies held: the docs (4) were claimed only after 2 and 3 were completed,
-    // and 2 and 3 only after 1.
+    // and 2 and 3 only after 1. A loop prints "completes" before its update and
+    // "claimed" after its claim, so the order of the lines is the order of the changes.
     let claimed = |id: &str| {
         ["alice", "bob"]
             .iter()
@@ -353,7 +354,7 @@ fn the_task_pipeline_example_completes_every_task_in_dependency_order() {
     let completed = |id: &str| {
         ["alice", "bob"]
             .iter()
-            .filter_map(|m| stdout.find(&format!("{m} completed #{id}")))
+            .filter_map(|m| stdout.find(&format!("{m} completes #{id}")))
             .min()
             .unwrap_or_else(|| panic!("#{id} never completed:\n{stdout}"))
     };
