@@ -448,6 +448,53 @@ fn oversized_message_text_is_refused_with_the_limit() {
         .assert_stderr_contains("the limit is 65536 bytes");
 }
 
+/// `roo-mail send -` reads stdin only up to the limit: a huge (here: endless) input is
+/// refused as soon as it passes 64 KiB, not read whole first.
+#[test]
+fn text_on_stdin_past_the_limit_is_refused_without_reading_the_rest() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let env = TempHome::new();
+    env.team("t", "lead", &["bob"]);
+    let mut child = Command::new(roo_tests::bin("roo-mail"))
+        .env("ROO_HOME", env.path())
+        .args(["send", "--team", "t", "--from", "bob", "--to", "lead"])
+        .args(["--summary", "endless", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Written until the reader goes away; 256 MiB at most, which the old reader took
+    // whole before it looked at the length.
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 64 * 1024];
+        let mut written = 0usize;
+        while written < 256 * 1024 * 1024 {
+            if stdin.write_all(&chunk).is_err() {
+                break;
+            }
+            written += chunk.len();
+        }
+        written
+    });
+    let out = child.wait_with_output().unwrap();
+    let written = writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the limit is 65536 bytes"), "{stderr}");
+    assert!(
+        written < 8 * 1024 * 1024,
+        "stdin was read on: {written} bytes"
+    );
+    let read = env
+        .mail()
+        .args(["read", "--team", "t", "--as", "lead", "--json"])
+        .run();
+    assert_eq!(read.json(), serde_json::json!([]), "nothing was sent");
+}
+
 /// A child process killed when the test ends, passed or not.
 struct Listener(std::process::Child);
 

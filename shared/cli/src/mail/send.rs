@@ -223,13 +223,25 @@ fn partial_failure(ctx: &Context, report: SendReport, out: &mut impl Write) -> C
     Err(CliError::Store(first))
 }
 
-fn stdin_if_dash(value: Option<&str>) -> CliResult<Option<String>> {
+/// `value`, or stdin when it is `-`. At most `max` bytes are taken: stdin is read only
+/// one byte past the limit, so an endless or huge input is refused at once instead of
+/// being read whole first.
+fn stdin_if_dash(value: Option<&str>, what: &str, max: usize) -> CliResult<Option<String>> {
     match value {
         Some("-") => {
-            let mut text = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| CliError::Usage(format!("read the text from stdin: {e}")))?;
+                .take(max as u64 + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| CliError::Usage(format!("read {what} from stdin: {e}")))?;
+            if bytes.len() > max {
+                return Err(CliError::Usage(format!(
+                    "{what} on stdin is over {max} bytes; the limit is {max} bytes ({} KiB)",
+                    max / 1024
+                )));
+            }
+            let text = String::from_utf8(bytes)
+                .map_err(|_| CliError::Usage(format!("read {what} from stdin: it is not UTF-8")))?;
             Ok(Some(text))
         }
         other => Ok(other.map(str::to_owned)),
@@ -253,7 +265,12 @@ fn verdict(args: &SendArgs, kind: &str) -> CliResult<bool> {
 }
 
 fn build(TypeArg(kind): TypeArg, args: &SendArgs) -> CliResult<Outgoing> {
-    let text = stdin_if_dash(args.text.as_deref())?.unwrap_or_default();
+    let text = stdin_if_dash(
+        args.text.as_deref(),
+        "the text",
+        roo_store::limits::MAX_MESSAGE_TEXT,
+    )?
+    .unwrap_or_default();
     let name = kind.name();
     let body = match kind {
         MessageType::Text => MessageBody::Text,
@@ -274,8 +291,12 @@ fn build(TypeArg(kind): TypeArg, args: &SendArgs) -> CliResult<Outgoing> {
         },
         MessageType::PlanApprovalRequest => MessageBody::PlanApprovalRequest {
             request_id: need(args.request_id.as_ref(), "--request-id", name)?,
-            plan: stdin_if_dash(args.plan.as_deref())?
-                .ok_or_else(|| CliError::Usage(format!("send {name}: it needs --plan")))?,
+            plan: stdin_if_dash(
+                args.plan.as_deref(),
+                "the plan",
+                roo_store::limits::MAX_MESSAGE_FIELDS,
+            )?
+            .ok_or_else(|| CliError::Usage(format!("send {name}: it needs --plan")))?,
         },
         MessageType::PlanApprovalResponse => MessageBody::PlanApprovalResponse {
             request_id: need(args.request_id.as_ref(), "--request-id", name)?,
