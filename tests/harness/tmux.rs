@@ -141,6 +141,12 @@ impl Tmux {
         self.run(&["capture-pane", "-p", "-t", "main"])
     }
 
+    /// The visible screen with the lines the terminal wrapped joined again (`-J`), for
+    /// checks on text whose length depends on a path (a long `TMPDIR` wraps it).
+    pub fn joined_screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-J", "-t", "main"])
+    }
+
     /// Types `text` literally.
     pub fn type_text(&self, text: &str) {
         self.run(&["send-keys", "-t", "main", "-l", text]);

@@ -335,11 +335,14 @@ fn the_interactive_lead_asks_once_per_project_and_saves_a_yes() {
 
     // "n": runs untrusted, says what it ignored, saves nothing.
     let tmux = interactive(&home, &script);
-    let screen = tmux.wait_for("the trust question", |s| s.contains("Trust this folder?"));
+    tmux.wait_for("the trust question", |s| s.contains("Trust this folder?"));
+    // Joined: the lines name the project's path, which wraps when TMPDIR is long.
+    let screen = tmux.joined_screen();
     assert!(screen.contains("permission_mode, hooks"), "{screen}");
     tmux.type_text("n");
     tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("the banner", |s| s.contains("RooCode") && s.contains('›'));
+    tmux.wait_for("the banner", |s| s.contains("RooCode") && s.contains('›'));
+    let screen = tmux.joined_screen();
     assert!(screen.contains("mode default"), "{screen}");
     assert!(
         screen.contains("config.yaml: hooks (this project is not trusted)"),
