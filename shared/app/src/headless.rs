@@ -49,8 +49,9 @@ pub const MAX_BACKGROUND_TURNS: u32 = 5;
 
 /// Runs `prompt` and prints the result. With a team (the slot is bound when the turn
 /// ends), the lead stays: it takes teammates' messages as new turns, and ends when a
-/// turn ends with every teammate idle or dead and nothing unread, or at the team
-/// timeout (exit 1, naming the busy teammates).
+/// turn ends with every teammate idle, dead or not started and nothing unread, or at the
+/// team timeout (exit 1, naming the busy teammates). Teammates still not started at
+/// the end make it exit 1 too, saying how to start them.
 pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<ExitCode, AppError> {
     let started = Instant::now();
     let style = Style::for_stderr();
@@ -231,6 +232,8 @@ struct Verdict {
     lost: Option<String>,
     /// The team could not be read.
     broken: Option<String>,
+    /// Teammates no process ever joined, whom the lead did not wait for.
+    not_started: Option<String>,
 }
 
 impl Verdict {
@@ -265,7 +268,8 @@ impl Verdict {
             code = exit::IO;
             is_error = true;
         }
-        if lost.is_some() && code == exit::OK {
+        let not_started = not_started(built).await;
+        if (lost.is_some() || not_started.is_some()) && code == exit::OK {
             code = exit::NOT_COMPLETED;
             is_error = true;
         }
@@ -275,12 +279,13 @@ impl Verdict {
             timeout,
             lost,
             broken,
+            not_started,
         }
     }
 
     /// What went wrong with the team, in the order they are printed.
     fn messages(&self) -> impl Iterator<Item = &String> {
-        [&self.timeout, &self.lost, &self.broken]
+        [&self.timeout, &self.lost, &self.broken, &self.not_started]
             .into_iter()
             .flatten()
     }
@@ -301,6 +306,25 @@ async fn lost_work(built: &Built) -> Option<String> {
         format!(
             "work was lost: a teammate died and these tasks were not finished: {}",
             tasks.join("; ")
+        )
+    })
+}
+
+/// Teammates no process ever joined when the run ended: the team did not finish (not a
+/// success), and how to start them.
+async fn not_started(built: &Built) -> Option<String> {
+    let team = built.team.get()?.team.clone();
+    let status = tokio::task::spawn_blocking(move || roo_team::TeamStatus::read(&team))
+        .await
+        .ok()?
+        .ok()?;
+    let names = status.not_started();
+    (!names.is_empty()).then(|| {
+        format!(
+            "team {team} did not finish: {}; the team is kept: {}",
+            roo_team::lead::status::not_started_advice(&status.team, &names),
+            roo_team::tools::left_team_advice(&status.team),
+            team = status.team,
         )
     })
 }
@@ -359,6 +383,9 @@ fn print_result(
             }
             if let Some(message) = &verdict.broken {
                 value["team_error"] = json!(message);
+            }
+            if let Some(message) = &verdict.not_started {
+                value["team_not_started"] = json!(message);
             }
             let _ = writeln!(stdout, "{value}");
         }
@@ -541,7 +568,8 @@ fn print_team_event(
 }
 
 /// A team event as a stream-json line: `teammate_spawned`, `teammate_message`,
-/// `teammate_busy`, `teammate_idle`, `teammate_dead`, `team_notice` (the `type` tag
+/// `teammate_busy`, `teammate_idle`, `teammate_dead`, `teammate_not_started`,
+/// `team_notice` (the `type` tag
 /// and snake_case fields of the agent events).
 pub fn team_event_json(event: &TeamEvent) -> serde_json::Value {
     match event {

@@ -434,6 +434,9 @@ fn lead_team_at_start(
             e @ roo_team::lead::JoinError::InsideCommand { .. } => AppError::Refused(e.to_string()),
             other => AppError::Usage(other.to_string()),
         })?;
+        // Roster members no process ever joined are said at once: the lead does not
+        // wait for them, and the person learns how to start them.
+        rejoined.extend(roo_team::lead::status::not_started_notice(&binding.team));
         spawn_router(binding, lead.runtime.clone());
     } else if (args.continue_latest || args.resume.is_some())
         && let Some(team) = roo_team::lead::team_led_in(agent.messages())
@@ -449,6 +452,7 @@ fn lead_team_at_start(
         ) {
             Ok(binding) => {
                 rejoined.push(format!("leading team {team} again, as this session did"));
+                rejoined.extend(roo_team::lead::status::not_started_notice(&binding.team));
                 spawn_router(binding, lead.runtime.clone());
             }
             Err(e) => rejoined.push(format!(

@@ -183,7 +183,7 @@ fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
     }
     for r in &rows {
         let role = if r.lead { " (lead)" } else { "" };
-        let state = r.state.as_str();
+        let state = r.state.label();
         let unread = if r.unread > 0 {
             ctx.style.yellow(&format!("{} unread", r.unread))
         } else {

@@ -51,7 +51,8 @@ impl Liveness {
     }
 
     /// The member's state as observed now: dead if marked dead or if its process is gone
-    /// ([`Liveness::evidence`]), else busy or idle as recorded.
+    /// ([`Liveness::evidence`]), else as recorded: busy, idle, or not started (no process
+    /// ever joined as it, so nothing vouches either way: [`Member::never_joined`]).
     pub fn observed_state(&self, member: &Member) -> MemberState {
         if self.evidence(member) == Some(false) {
             MemberState::Dead

@@ -153,10 +153,24 @@ impl Member {
         self.is_active != Some(false)
     }
 
-    /// The recorded state: dead if marked dead, else busy (active) or idle.
+    /// Whether no process ever joined as it: a roster entry as `team create --member` and
+    /// `team add` write it — no `pid`, no `epoch`, no `is_active` (every join writes
+    /// `is_active: true`, going idle `false`) and not marked dead. A member that ran and
+    /// died or shut down is not one (it is marked dead, or its pid is recorded).
+    pub fn never_joined(&self) -> bool {
+        self.dead_at.is_none()
+            && self.pid.is_none()
+            && self.epoch.is_none()
+            && self.is_active.is_none()
+    }
+
+    /// The recorded state: dead if marked dead, not started if no process ever joined as
+    /// it ([`Member::never_joined`]), else busy (active) or idle.
     pub fn state(&self) -> MemberState {
         if self.dead_at.is_some() {
             MemberState::Dead
+        } else if self.never_joined() {
+            MemberState::NotStarted
         } else if self.is_active() {
             MemberState::Busy
         } else {
@@ -194,22 +208,34 @@ pub enum MemberState {
     Idle,
     /// Gone without shutting down (`dead_at` set, or observed: its pid is not alive).
     Dead,
+    /// A roster entry no process ever joined ([`Member::never_joined`]): nobody works
+    /// as it, so nobody waits for it, and deleting the team does not need `--force`.
+    NotStarted,
 }
 
 impl MemberState {
-    /// `busy`, `idle` or `dead`.
+    /// The name on the wire (JSON, stream-json): `busy`, `idle`, `dead` or `not_started`.
     pub fn as_str(self) -> &'static str {
         match self {
             MemberState::Busy => "busy",
             MemberState::Idle => "idle",
             MemberState::Dead => "dead",
+            MemberState::NotStarted => "not_started",
+        }
+    }
+
+    /// The name people read: as [`MemberState::as_str`], but `not started`.
+    pub fn label(self) -> &'static str {
+        match self {
+            MemberState::NotStarted => "not started",
+            other => other.as_str(),
         }
     }
 }
 
 impl std::fmt::Display for MemberState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.label())
     }
 }
 
@@ -621,7 +647,7 @@ impl Team {
 
     /// Deletes the team directory and its task list. Unless `force`, refuses while any
     /// member other than the lead is active (busy and not dead: a member whose process
-    /// was killed does not hold the team up).
+    /// was killed, or a roster entry no process ever joined, does not hold the team up).
     pub fn delete(&self, force: bool) -> Result<()> {
         let path = self.config_path();
         if let Some(pg) = self.home.pg() {

@@ -71,7 +71,7 @@ impl TeamEvent {
                 }
             }
             TeamEvent::Joined { name } => format!("+ {name} joined the team"),
-            TeamEvent::MemberState { name, state } => format!("● {name} is {}", state.as_str()),
+            TeamEvent::MemberState { name, state } => format!("● {name} is {state}"),
             TeamEvent::Notice { text } => one_line(text, 200),
         }
     }

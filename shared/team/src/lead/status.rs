@@ -1,6 +1,6 @@
 //! What the lead knows and shows about its team: each teammate's state (busy, idle,
 //! dead — as observed, so a teammate whose process is gone counts as dead before anyone
-//! marks it), the task list, and the one-screen summaries the UI prints (`/team`,
+//! marks it — or not started: a roster entry no process ever joined), the task list, and the one-screen summaries the UI prints (`/team`,
 //! `/tasks`) and the model gets back after a compaction.
 //!
 //! [`spawn_monitor`] keeps a [`TeamStatus`] current while the lead's [`TeamSlot`] is
@@ -71,7 +71,18 @@ impl TeamStatus {
             .collect()
     }
 
-    /// Whether every teammate is idle or dead (also true without teammates).
+    /// Teammates no process ever joined (`not started`): nobody works as them, so
+    /// nobody waits for them.
+    pub fn not_started(&self) -> Vec<Name> {
+        self.members
+            .iter()
+            .filter(|m| m.state == MemberState::NotStarted)
+            .map(|m| m.name.clone())
+            .collect()
+    }
+
+    /// Whether every teammate is idle, dead or not started (also true without
+    /// teammates): nobody is working.
     pub fn settled(&self) -> bool {
         self.members.iter().all(|m| m.state != MemberState::Busy)
     }
@@ -93,6 +104,57 @@ impl TeamStatus {
     }
 }
 
+/// Most names [`not_started_advice`] lists a command for.
+const ADVICE_NAMES: usize = 5;
+
+/// What a lead says of teammates of `team` that never started (`names`, not empty):
+/// who, that it does not wait for them, and how to start them (`teammate alice never
+/// started (…), so the lead does not wait for it; start it in another terminal with
+/// `roo-worker --team demo --name alice`, or ask the lead to spawn it`).
+pub fn not_started_advice(team: &Name, names: &[Name]) -> String {
+    let who = match names {
+        [one] => format!("teammate {one} never started"),
+        [init @ .., last] => format!(
+            "teammates {} and {last} never started",
+            init.iter().map(Name::as_str).collect::<Vec<_>>().join(", ")
+        ),
+        [] => "no teammate is waiting to start".to_string(),
+    };
+    let commands: Vec<String> = names
+        .iter()
+        .take(ADVICE_NAMES)
+        .map(|name| format!("`roo-worker --team {team} --name {name}`"))
+        .collect();
+    let more = names.len().saturating_sub(ADVICE_NAMES);
+    let more = if more > 0 {
+        format!(" and {more} more like them")
+    } else {
+        String::new()
+    };
+    format!(
+        "{who} (no process has joined team {team} as {them}), so the lead does not \
+         wait for {them}; start {each} in another terminal with {}{more}, or ask the lead to \
+         spawn {them}",
+        commands.join(", "),
+        them = if names.len() == 1 { "it" } else { "them" },
+        each = if names.len() == 1 { "it" } else { "each" },
+    )
+}
+
+/// [`not_started_advice`] for the teammates of `team` that never started, read now
+/// (blocking); `None` when there are none (or the team cannot be read: its other
+/// readers say why).
+pub fn not_started_notice(team: &Team) -> Option<String> {
+    let names = TeamStatus::read(team).ok()?.not_started();
+    (!names.is_empty()).then(|| {
+        format!(
+            "team {}: {}",
+            team.name(),
+            not_started_advice(team.name(), &names)
+        )
+    })
+}
+
 fn teammates(config: &TeamConfig) -> impl Iterator<Item = &Member> {
     config
         .members
@@ -112,7 +174,7 @@ pub fn members_table(config: &TeamConfig, liveness: &Liveness) -> String {
         let role = if config.is_lead(m.name.as_str()) {
             "lead"
         } else {
-            liveness.observed_state(m).as_str()
+            liveness.observed_state(m).label()
         };
         let _ = write!(out, "  {:<20} {:<5}", m.name.as_str(), role);
         if let Some(backend) = m.backend_type {

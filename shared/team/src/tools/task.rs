@@ -535,7 +535,7 @@ fn members_line(
             let state = if lead {
                 "lead"
             } else {
-                liveness.observed_state(m).as_str()
+                liveness.observed_state(m).label()
             };
             let you = if m.name == *me { ", you" } else { "" };
             let rank = u8::from(!lead && m.name != *me);
