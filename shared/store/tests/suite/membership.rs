@@ -656,3 +656,72 @@ fn a_killed_member_does_not_hold_up_deleting_the_team() {
     holder.kill();
     f.team.delete(false).unwrap();
 }
+
+/// Issue 31: roster entries that no process ever joined (`team create --member`, `team
+/// add`) counted as busy, so a lead waited for them and `team delete` refused without
+/// `--force`. They are `not started`; a member that joined and then died is `dead`.
+#[test]
+fn a_member_no_process_joined_is_not_started_and_holds_nothing_up() {
+    let f = team();
+    f.team
+        .add_member(Member::new(name("dave"), f.team.name()))
+        .unwrap();
+    let config = f.team.config().unwrap();
+    let liveness = f.team.liveness(&config).unwrap();
+    for m in ["alice", "bob", "dave"] {
+        let entry = config.member(m).unwrap();
+        assert_eq!(entry.state(), MemberState::NotStarted, "{m}");
+        assert_eq!(
+            liveness.observed_state(entry),
+            MemberState::NotStarted,
+            "{m}"
+        );
+    }
+    assert_eq!(
+        serde_json::to_value(MemberState::NotStarted).unwrap(),
+        "not_started"
+    );
+    assert_eq!(MemberState::NotStarted.to_string(), "not started");
+    // Not dead: a task may still be assigned to it, and is not reclaimed from it.
+    assert_eq!(liveness.live_member_names(&config).len(), 4);
+    // A process that really runs as a member still holds the delete up.
+    let mut holder = live_member(&f, carol(&f, None));
+    let err = f.team.delete(false).unwrap_err();
+    let Error::TeamActive { active, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(active, &vec!["carol".to_owned()]);
+    // Joined, then gone: dead, never "not started" again — observed, then declared.
+    holder.kill();
+    let dead = || {
+        let config = f.team.config().unwrap();
+        let liveness = f.team.liveness(&config).unwrap();
+        liveness.observed_state(config.member("carol").unwrap())
+    };
+    assert_eq!(dead(), MemberState::Dead);
+    f.team
+        .declare_dead("carol", None, "killed by the test")
+        .unwrap();
+    assert_eq!(dead(), MemberState::Dead);
+    // A member that ran and stopped at its lead's request is dead (shut down) too, and a
+    // pid-less join (a script playing the member) is busy, then idle.
+    f.team
+        .join(Member::new(name("alice"), f.team.name()))
+        .unwrap();
+    assert_eq!(
+        f.team.config().unwrap().member("alice").unwrap().state(),
+        MemberState::Busy
+    );
+    f.team.set_active("alice", false).unwrap();
+    assert_eq!(
+        f.team.config().unwrap().member("alice").unwrap().state(),
+        MemberState::Idle
+    );
+    f.team.record_shut_down(&name("alice")).unwrap();
+    assert_eq!(
+        f.team.config().unwrap().member("alice").unwrap().state(),
+        MemberState::Dead
+    );
+    // Nobody runs: the delete needs no force for bob and dave, who never started.
+    f.team.delete(false).unwrap();
+}

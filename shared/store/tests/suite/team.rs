@@ -99,6 +99,10 @@ fn resolve_by_name_agent_id_and_broadcast() {
 #[test]
 fn delete_refuses_active_members_unless_forced() {
     let f = team();
+    // Joined (a join records `is_active`): roster entries that never started do not
+    // hold a delete up (`members_that_never_started_...` below).
+    f.team.set_active("alice", true).unwrap();
+    f.team.set_active("bob", true).unwrap();
     let err = f.team.delete(false).unwrap_err();
     let Error::TeamActive { active, .. } = &err else {
         panic!("{err}")

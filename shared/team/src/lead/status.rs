@@ -568,6 +568,8 @@ mod tests {
             members,
         )
         .unwrap();
+        // Joined (a join records `is_active`): roster entries alone never started.
+        team.set_active("alice", true).unwrap();
         team.set_active("bob", false).unwrap();
         team.mark_dead("carol", "its process 4242 is no longer running")
             .unwrap();
@@ -623,6 +625,40 @@ mod tests {
             TeamStatus::read(&team).unwrap().settled(),
             "dead counts as gone"
         );
+    }
+
+    #[test]
+    fn a_teammate_no_process_joined_is_not_started_keeps_nobody_waiting_and_is_told_how_to_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = crew(dir.path());
+        team.add_member(Member::new(name("dave"), team.name()))
+            .unwrap();
+        team.set_active("alice", false).unwrap();
+        let status = TeamStatus::read(&team).unwrap();
+        assert_eq!(
+            status.line(),
+            "team crew · alice idle · bob idle · carol dead · dave not started"
+        );
+        assert_eq!(status.not_started(), vec![name("dave")]);
+        assert!(status.busy().is_empty());
+        assert!(status.settled(), "nobody waits for a member that never ran");
+        let notice = not_started_notice(&team).unwrap();
+        assert_eq!(
+            notice,
+            "team crew: teammate dave never started (no process has joined team crew as it), so \
+             the lead does not wait for it; start it in another terminal with `roo-worker \
+             --team crew --name dave`, or ask the lead to spawn it"
+        );
+        let config = team.config().unwrap();
+        let table = members_table(&config, &team.liveness(&config).unwrap());
+        assert!(
+            table.contains("  dave                 not started\n"),
+            "{table}"
+        );
+        // Joined, it is busy: somebody works as it now.
+        team.set_active("dave", true).unwrap();
+        assert!(not_started_notice(&team).is_none());
+        assert_eq!(TeamStatus::read(&team).unwrap().busy(), vec![name("dave")]);
     }
 
     #[test]

@@ -23,16 +23,20 @@ fn name(s: &str) -> Name {
     Name::parse_as("name", s).unwrap()
 }
 
+/// Team `team` led by `lead`, with `alice` joined and busy (a join records
+/// `is_active`; a roster entry alone never started).
 fn create(dir: &Path, team: &str) -> Team {
     let team = name(team);
-    Team::create(
+    let team = Team::create(
         &RooHome::new(dir),
         team.clone(),
         "",
         Member::new(name("lead"), &team),
         vec![Member::new(name("alice"), &team)],
     )
-    .unwrap()
+    .unwrap();
+    team.set_active("alice", true).unwrap();
+    team
 }
 
 /// The lead's binding to `team`, its router built the way TeamCreate builds it
@@ -236,6 +240,35 @@ async fn the_team_wait_returns_input_settled_or_timed_out() {
         wait_for_team(&slot, &mut status, soon()).await,
         TeamWait::Settled
     );
+}
+
+/// Issue 31: a roster member no process ever joined kept a headless lead waiting for the
+/// whole team timeout.
+#[tokio::test]
+async fn the_team_wait_does_not_wait_for_a_member_that_never_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = create(dir.path(), "one");
+    team.add_member(Member::new(name("bob"), team.name()))
+        .unwrap();
+    let slot = TeamSlot::new();
+    let (_, mut status) = watch::channel(None);
+    slot.bind(lead_binding(&team)).unwrap();
+    let far = || tokio::time::Instant::now() + Duration::from_secs(3600);
+    // Alice works: the wait is for her, never for bob.
+    let soon = tokio::time::Instant::now() + Duration::from_millis(300);
+    assert_eq!(
+        wait_for_team(&slot, &mut status, soon).await,
+        TeamWait::TimedOut {
+            busy: vec![name("alice")]
+        }
+    );
+    team.set_active("alice", false).unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        wait_for_team(&slot, &mut status, far()).await,
+        TeamWait::Settled
+    );
+    assert!(started.elapsed() < Duration::from_secs(60), "it waited");
 }
 
 fn decider(dir: &Path, mode: PermissionMode) -> PolicyDecider {

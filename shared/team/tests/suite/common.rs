@@ -33,6 +33,10 @@ impl TeamHome {
             vec![Member::new(name("alice"), &t), Member::new(name("bob"), &t)],
         )
         .unwrap();
+        // The tests act as alice and bob: joined (a join records `is_active`), so busy
+        // rather than roster entries that never started.
+        team.set_active("alice", true).unwrap();
+        team.set_active("bob", true).unwrap();
         TeamHome { dir, team }
     }
 
