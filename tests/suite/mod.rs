@@ -23,6 +23,7 @@ mod mcp_bench;
 mod mcp_client;
 mod newcomer_errors;
 mod panes_interactive;
+mod phantom_members;
 mod project_trust;
 mod roocode_writes;
 mod sandbox;
