@@ -358,11 +358,21 @@ fn team_setup_without_the_lead() {
         .map(|m| m["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["lead", "alice", "carol"]);
+    // Alice joins (a script plays her): a busy member holds the delete up; carol, whom
+    // no process ever joined, does not (issue 31: `not started`).
     env.mail()
-        .args(["team", "delete", "--team", "t"])
+        .args(["team", "join", "--team", "t", "alice"])
         .run()
+        .assert_ok();
+    let refused = env.mail().args(["team", "delete", "--team", "t"]).run();
+    refused
         .assert_code(1)
         .assert_stderr_contains("still active");
+    assert!(
+        refused.stderr().contains("alice") && !refused.stderr().contains("carol"),
+        "{}",
+        refused.stderr()
+    );
     env.mail()
         .args(["team", "delete", "--team", "t", "--force"])
         .run()

@@ -12,12 +12,17 @@ use serde_json::Value;
 
 const TEAM: &str = "crew";
 
-/// Team `crew` led by `lead`, with `alice` busy (a roster entry: `is_active` absent).
+/// Team `crew` led by `lead`, with `alice` busy: joined by the test, which plays her (a
+/// roster entry no process joined is `not started`, and nobody waits for it).
 fn crew(home: &TempHome) {
     home.mail()
         .args([
             "team", "create", "--team", TEAM, "--lead", "lead", "--member", "alice",
         ])
+        .run()
+        .assert_ok();
+    home.mail()
+        .args(["team", "join", "--team", TEAM, "alice"])
         .run()
         .assert_ok();
 }
