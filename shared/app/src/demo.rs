@@ -498,7 +498,8 @@ async fn settle(built: &Built, timeout: Duration) -> Result<(), Failure> {
     }
 }
 
-/// Every member but the lead idle or dead, and no unread message that wakes one.
+/// Every member but the lead idle, dead or not started (nobody works as it), and no unread
+/// message that wakes one.
 fn quiet(team: &Team) -> Result<bool, AppError> {
     let config = team.config().map_err(exit::store_error)?;
     let mailbox = team.mailbox();
