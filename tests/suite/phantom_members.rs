@@ -229,8 +229,16 @@ fn a_member_that_ran_is_never_not_started(store: &Store) {
     );
     let _ = live.kill();
     let _ = live.wait();
-    // Its process gone, dave is dead, and nobody holds the team up.
+    // Its process gone, dave is dead, and nobody holds the team up. A join takes alice's
+    // roster entry over and says it had never started.
     assert_eq!(state_of(&store.states("crew"), "dave"), "dead");
+    store
+        .mail(&[
+            "team", "join", "--team", "crew", "alice", "--pid", &gone_pid,
+        ])
+        .assert_ok()
+        .assert_stdout_contains("joined as alice (its roster entry, which had never started)");
+    assert_eq!(state_of(&store.states("crew"), "alice"), "dead");
     store
         .mail(&["team", "delete", "--team", "crew"])
         .assert_ok();

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use clap::Subcommand;
-use roo_store::{BackendType, Error as StoreError, Member, Name, Team};
+use roo_store::{BackendType, Error as StoreError, Member, MemberState, Name, Team};
 
 use crate::common::Context;
 use crate::exit::CliResult;
@@ -209,6 +209,9 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             } else {
                 let how = match &joined.replaced {
                     None => String::new(),
+                    Some(old) if old.observed_state() == MemberState::NotStarted => {
+                        " (its roster entry, which had never started)".to_string()
+                    }
                     Some(old) => format!(
                         " (took over the entry of {}{})",
                         old.observed_state(),

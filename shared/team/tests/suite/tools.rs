@@ -594,6 +594,33 @@ async fn team_create_then_team_delete_refuses_a_busy_member_and_shuts_down_idle_
     stop_router(&runtime, &slot).await;
 }
 
+/// Issue 31: a roster member no process ever joined (`team add`) counted as busy, so
+/// TeamDelete refused; it neither holds the delete up nor is asked to shut down.
+#[tokio::test]
+async fn team_delete_neither_waits_for_nor_asks_a_member_that_never_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let slot = TeamSlot::new();
+    let config = lead_config(dir.path());
+    let runtime = config.runtime.clone();
+    let lead = registry(lead_tools(&TeamTools::new(slot.clone()), config));
+    ok(&lead, cwd.path(), "TeamCreate", json!({"team_name": "t2"})).await;
+    let binding = slot.get().unwrap();
+    binding
+        .team
+        .add_member(Member::new(name("carol"), &name("t2")))
+        .unwrap();
+    let out = ok(&lead, cwd.path(), "TeamDelete", json!({})).await;
+    assert!(
+        out.starts_with("deleted team t2") && !out.contains("shut down"),
+        "{out}"
+    );
+    assert!(!dir.path().join("teams/t2").exists());
+    // The router TeamCreate started stopped with the team.
+    router_stopped(&binding.router).await;
+    runtime.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn team_delete_keeps_the_team_when_a_member_does_not_answer() {
     let dir = tempfile::tempdir().unwrap();
