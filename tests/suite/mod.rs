@@ -25,6 +25,7 @@ mod mcp_client;
 mod newcomer_errors;
 mod panes_interactive;
 mod project_trust;
+mod readme;
 mod roocode_writes;
 mod sandbox;
 mod sandbox_reach;
