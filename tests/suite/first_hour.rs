@@ -50,7 +50,10 @@ fn scripts_run_with_a_prompt_works_in_the_directory_it_was_called_from() {
     let wrote_in_checkout = in_checkout.exists();
     let _ = std::fs::remove_file(&in_checkout);
     out.assert_ok();
-    assert!(!wrote_in_checkout, "the agent worked in the RooCode checkout");
+    assert!(
+        !wrote_in_checkout,
+        "the agent worked in the RooCode checkout"
+    );
     assert_eq!(
         std::fs::read_to_string(project.join("here.txt")).unwrap_or_default(),
         "written here\n",

@@ -59,9 +59,8 @@ fn fresh_clone(dir: &Path) -> PathBuf {
 /// Runs one block with bash in `clone`, as a newcomer's shell would: `HOME` and `TMPDIR`
 /// of the test, no API key, not inside tmux, a git identity (a developer's git has one).
 fn run_block(root: &TempDir, clone: &Path, block: &str) -> roo_tests::RunOutput {
-    let script = format!(
-        "set -e\ntrap 'echo \"readme-test: failed: $BASH_COMMAND\" >&2' ERR\n{block}\n"
-    );
+    let script =
+        format!("set -e\ntrap 'echo \"readme-test: failed: $BASH_COMMAND\" >&2' ERR\n{block}\n");
     let mut cmd = TestCommand::new("bash")
         .arg("-c")
         .arg(script)
@@ -163,8 +162,7 @@ fn processes_under(dir: &Path) -> Vec<String> {
         let cwd = std::fs::read_link(entry.path().join("cwd"))
             .map(|p| p.to_string_lossy().to_string())
             .unwrap_or_default();
-        if (cmdline.contains(&dir) || cwd.starts_with(&dir)) && !roo_tests::process_gone(pid_num)
-        {
+        if (cmdline.contains(&dir) || cwd.starts_with(&dir)) && !roo_tests::process_gone(pid_num) {
             found.push(format!("{pid}: {cmdline} (cwd {cwd})"));
         }
     }

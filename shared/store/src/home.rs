@@ -448,7 +448,10 @@ pub fn user_config_shown() -> String {
 /// directory (`$HOME`, not `/`), else the whole path.
 pub fn shown_path(path: &Path) -> String {
     let home = user_home().filter(|home| home.parent().is_some());
-    match home.as_deref().and_then(|home| path.strip_prefix(home).ok()) {
+    match home
+        .as_deref()
+        .and_then(|home| path.strip_prefix(home).ok())
+    {
         Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
         Some(rest) => format!("~/{}", rest.display()),
         None => path.display().to_string(),
