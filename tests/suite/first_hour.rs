@@ -1,6 +1,6 @@
 //! Issue 31's smaller traps of a newcomer's first hour, through the real scripts and
 //! binaries: `scripts/run -p` works in the directory it was called from, not in the
-//! RooCode checkout; messages name the user config where `ROO_HOME` really is (not
+//! RooCode checkout, and with no key runs the demo team; messages name the user config where `ROO_HOME` really is (not
 //! `~/.roocode/config.yaml` whatever it is); the harness's private tmux servers leave no
 //! socket file behind, also when a test panics.
 
@@ -60,6 +60,29 @@ fn scripts_run_with_a_prompt_works_in_the_directory_it_was_called_from() {
         "the agent did not work in the caller's directory: {}",
         out.stderr()
     );
+}
+
+#[test]
+fn scripts_run_without_a_key_runs_the_demo_team() {
+    let root = TempDir::new();
+    for dir in ["home", "tmp"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    let out = TestCommand::new(checkout().join("scripts/run"))
+        .env("ROO_BIN_DIR", bins())
+        .env("HOME", root.join("home"))
+        .env("TMPDIR", root.join("tmp"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .current_dir(root.path())
+        .args(["--pace-ms", "0"])
+        .run();
+    out.assert_ok();
+    out.assert_stdout_contains("running the scripted demo (roo-lead demo)");
+    out.assert_stdout_contains("3/3 completed");
 }
 
 /// `roo-lead -p hi` with no provider, `ROO_HOME` at `roo_home` and `HOME` at `home`.
