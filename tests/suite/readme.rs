@@ -1,4 +1,4 @@
-//! The README's commands, run as a newcomer runs them: every fenced `sh` block that follows
+//! The README's commands, run as a newcomer runs them: every fenced `bash` block that follows
 //! a `<!-- readme-test … -->` line of README.md runs with bash (`set -e`) in a fresh clone
 //! of this repository whose `target/release` is the binaries this test drives (so nothing
 //! is rebuilt), with a temp `HOME`, no `ROO_*` variable and no API key. Each block must
@@ -20,7 +20,7 @@ fn checkout() -> PathBuf {
         .to_path_buf()
 }
 
-/// The fenced `sh` blocks that follow a marker line, with the marker's text.
+/// The fenced `bash` blocks that follow a marker line, with the marker's text.
 fn marked_blocks(readme: &str) -> Vec<(String, String)> {
     let mut blocks = Vec::new();
     let mut lines = readme.lines();
@@ -32,8 +32,8 @@ fn marked_blocks(readme: &str) -> Vec<(String, String)> {
         let label = label.trim().trim_start_matches(':').trim().to_string();
         let fence = lines.next().unwrap_or_default().trim();
         assert_eq!(
-            fence, "```sh",
-            "README: a `{MARKER}` line must be followed by a ```sh block ({label})"
+            fence, "```bash",
+            "README: a `{MARKER}` line must be followed by a ```bash block ({label})"
         );
         let body: Vec<&str> = lines.by_ref().take_while(|l| l.trim() != "```").collect();
         blocks.push((label, body.join("\n")));
@@ -170,8 +170,8 @@ fn processes_under(dir: &Path) -> Vec<String> {
 }
 
 #[test]
-fn marked_blocks_are_the_sh_blocks_after_a_marker() {
-    let readme = "intro\n```sh\nnot marked\n```\n<!-- readme-test: one -->\n```sh\na\nb\n```\n";
+fn marked_blocks_are_the_bash_blocks_after_a_marker() {
+    let readme = "intro\n```bash\nnot marked\n```\n<!-- readme-test: one -->\n```bash\na\nb\n```\n";
     assert_eq!(
         marked_blocks(readme),
         [("one".to_string(), "a\nb".to_string())]
