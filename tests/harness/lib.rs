@@ -25,7 +25,7 @@ pub use dir::{TempDir, TempHome};
 pub use mock_llm::MockLlm;
 pub use process::{process_gone, read_pid};
 pub use repo::{bugfix_repo, demo_data, git, git_init_commit, git_repo_with_identity};
-pub use tmux::{Pane, Tmux};
+pub use tmux::{Pane, Tmux, TmuxServer, end_tmux_server, tmux_socket_path};
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,7 +1,9 @@
 //! A private tmux server per test (`tmux -L roo-test-<pid>-<n> -f /dev/null`), killed on
-//! drop, for driving interactive programs in a real terminal.
+//! drop, for driving interactive programs in a real terminal. tmux leaves a server's socket
+//! file behind when the server ends (killed or by itself), so ending one here also removes
+//! that file ([`end_tmux_server`]); a test's own private servers use the same function.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -197,6 +199,38 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = self.command().arg("kill-server").output();
+        end_tmux_server(&self.socket);
+    }
+}
+
+/// Where tmux keeps the socket of the server named `name` (`-L`):
+/// `$TMUX_TMPDIR/tmux-<uid>/<name>`, `/tmp` when `TMUX_TMPDIR` is unset or empty.
+pub fn tmux_socket_path(name: &str) -> PathBuf {
+    let base = std::env::var_os("TMUX_TMPDIR")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    base.join(format!("tmux-{}", nix::unistd::getuid()))
+        .join(name)
+}
+
+/// Ends the tmux server named `name` (`-L`), if one runs, and removes its socket file,
+/// which tmux leaves behind. Safe to call for a server that already ended.
+pub fn end_tmux_server(name: &str) {
+    let _ = Command::new("tmux")
+        .args(["-L", name, "kill-server"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    let _ = std::fs::remove_file(tmux_socket_path(name));
+}
+
+/// Ends a private tmux server named `name` (and removes its socket file) when dropped,
+/// also when the test panics: for a test that starts its own server.
+#[derive(Debug)]
+pub struct TmuxServer(pub String);
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        end_tmux_server(&self.0);
     }
 }

@@ -450,4 +450,17 @@ fn a_verbose_headless_lead_shows_its_in_process_teammates_work_prefixed_on_stder
         assert!(stderr.contains(needle), "{needle:?} missing in:\n{stderr}");
     }
     assert!(!stderr.contains('\x1b'), "{stderr}");
+    // Each teammate's `joined` comes before its state and its messages (a teammate done
+    // within one monitor interval had its idle notification printed first).
+    for who in ["alice", "bob"] {
+        let joined = stderr
+            .find(&format!("+ {who} joined the team"))
+            .unwrap_or_else(|| panic!("{who} never joined in:\n{stderr}"));
+        let first = [format!("✉ {who}"), format!("● {who} is")]
+            .iter()
+            .filter_map(|needle| stderr.find(needle.as_str()))
+            .min()
+            .unwrap_or_else(|| panic!("no line of {who} in:\n{stderr}"));
+        assert!(joined < first, "{who}'s lines before its join:\n{stderr}");
+    }
 }

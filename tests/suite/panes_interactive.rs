@@ -246,15 +246,12 @@ fn ctrl_d_at_the_interactive_leads_prompt_ends_a_busy_pane_teammate_and_closes_i
     );
 }
 
-/// Kills a private tmux server on drop.
+/// Kills a private tmux server on drop, and removes its socket file.
 struct Server(String);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
-            .stderr(std::process::Stdio::null())
-            .status();
+        roo_tests::end_tmux_server(&self.0);
     }
 }
 

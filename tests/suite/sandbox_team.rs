@@ -107,7 +107,7 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
+        roo_tests::end_tmux_server(&self.tmux_socket);
     }
 }
 

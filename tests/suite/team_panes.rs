@@ -645,15 +645,12 @@ fn with_keep_panes_a_pane_teammate_outlives_the_lead_and_still_takes_messages() 
     );
 }
 
-/// Kills a private tmux server on drop.
+/// Kills a private tmux server on drop, and removes its socket file.
 struct Server(String);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
-            .stderr(std::process::Stdio::null())
-            .status();
+        roo_tests::end_tmux_server(&self.0);
     }
 }
 

@@ -93,6 +93,7 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
         socket,
         script,
     } = prepare(&hosts, &sshd, "ssh", SCRIPT);
+    let _server = roo_tests::TmuxServer(socket.clone());
     let password: &'static str = Box::leak(pg.password().to_owned().into_boxed_str());
     let key_sampler = ArgvSampler::start(KEY);
     let password_sampler = ArgvSampler::start(password);
@@ -426,8 +427,12 @@ fn a_teammate_on_another_host_cannot_plant_project_config_in_its_clone() {
         .replace("EVIL", &evil.display().to_string())
         .replace("ROOMAIL", &bin("roo-mail").display().to_string());
     let Prepared {
-        layout, project, ..
+        layout,
+        project,
+        socket,
+        ..
     } = prepare(&hosts, &sshd, "plant", &script);
+    let _server = roo_tests::TmuxServer(socket);
     // The lead's own rule, in its uncommitted local config: only the lead's tree has it.
     std::fs::create_dir_all(project.join(".roocode")).unwrap();
     let lead_server_log = outside.join("lead-server.log");
@@ -695,8 +700,10 @@ fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_
         layout,
         project,
         script,
+        socket,
         ..
     } = prepare(&hosts, &sshd, "cut", CUT_SCRIPT);
+    let _server = roo_tests::TmuxServer(socket);
     let lead_process = lead_on_a(
         &hosts,
         &pg,
@@ -908,8 +915,12 @@ agents:
 "#
     .replace("CANARY", &canary.display().to_string());
     let Prepared {
-        layout, project, ..
+        layout,
+        project,
+        socket,
+        ..
     } = prepare(&hosts, &sshd, "grafts", &script);
+    let _server = roo_tests::TmuxServer(socket);
     std::fs::write(&canary, format!("https://user:{TOKEN}@github.com\n")).unwrap();
     let before = git(&project, &["rev-parse", "HEAD"]);
     let lead = lead_on_a(

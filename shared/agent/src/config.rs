@@ -127,7 +127,7 @@ pub enum ConfigError {
 
 /// Path of the user config file.
 pub fn user_config_path(roo_home: &Path) -> PathBuf {
-    roo_home.join("config.yaml")
+    roo_store::user_config_file(roo_home)
 }
 
 /// Path of the project config file.

@@ -417,13 +417,13 @@ impl LlmSettings {
             None if env("ANTHROPIC_API_KEY").is_some() => ProviderKind::Anthropic,
             None if env("OPENAI_API_KEY").is_some() => ProviderKind::OpenAi,
             None => {
-                return Err(LlmError::Config(
+                return Err(LlmError::Config(format!(
                     "choose a model provider: none is configured; set ANTHROPIC_API_KEY or \
-                     OPENAI_API_KEY (or `provider` and `api_key` in ~/.roocode/config.yaml), \
+                     OPENAI_API_KEY (or `provider` and `api_key` in {}), \
                      or pass --provider openai --base-url URL for a local server; \
-                     to watch a team at work without a key, run `roo-lead demo`"
-                        .to_owned(),
-                ));
+                     to watch a team at work without a key, run `roo-lead demo`",
+                    roo_store::user_config_shown()
+                )));
             }
         };
 
@@ -539,9 +539,10 @@ impl LlmSettings {
                 if official && self.api_key.is_none() {
                     let key = self.provider.key_env().unwrap_or("the API key");
                     return Err(LlmError::Config(format!(
-                        "use the {} provider: no API key; set {key} (or `api_key` in ~/.roocode/config.yaml), \
+                        "use the {} provider: no API key; set {key} (or `api_key` in {}), \
                          or point --base-url at a local server",
-                        self.provider
+                        self.provider,
+                        roo_store::user_config_shown()
                     )));
                 }
             }

@@ -518,8 +518,9 @@ fn status_error(target: &HttpTarget, status: StatusCode, body: &str) -> LlmError
              tool calls need: restart it with --jinja"
             .to_owned(),
         401 => format!(
-            "the API key was rejected; set {} (or `api_key` in ~/.roocode/config.yaml) to a valid key",
-            target.key_env
+            "the API key was rejected; set {} (or `api_key` in {}) to a valid key",
+            target.key_env,
+            roo_store::user_config_shown()
         ),
         403 => format!(
             "the API key may not use model `{}` or this endpoint; check the key's permissions and --model",

@@ -428,6 +428,36 @@ pub fn user_home() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// The user's own config file under a home root: `<root>/config.yaml`. Named here, beside
+/// the home lookup, so every crate's messages name the file roo-agent's config reads.
+pub fn user_config_file(root: &Path) -> PathBuf {
+    root.join("config.yaml")
+}
+
+/// The user's own config file as messages show it: `$ROO_HOME/config.yaml` (by default
+/// `~/.roocode/config.yaml`), shortened by [`shown_path`]. With neither `ROO_HOME` nor
+/// `HOME` set, the default's spelling.
+pub fn user_config_shown() -> String {
+    match root_from_env() {
+        Ok(root) => shown_path(&user_config_file(&root)),
+        Err(_) => "~/.roocode/config.yaml".to_string(),
+    }
+}
+
+/// A path as messages show it: `~/…` only when it really is under the user's home
+/// directory (`$HOME`, not `/`), else the whole path.
+pub fn shown_path(path: &Path) -> String {
+    let home = user_home().filter(|home| home.parent().is_some());
+    match home
+        .as_deref()
+        .and_then(|home| path.strip_prefix(home).ok())
+    {
+        Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
+    }
+}
+
 /// Creates `dir` and its missing parents with mode 0700.
 pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
     DirBuilder::new()

@@ -72,7 +72,9 @@ pub use env::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV};
 pub use error::{Error, LockHolder, Result};
 pub use format_version::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion};
 pub use fsio::{create_new_regular, make_real_dirs, read_regular};
-pub use home::{RooHome, StoreChoice, root_from_env, user_home};
+pub use home::{
+    RooHome, StoreChoice, root_from_env, shown_path, user_config_file, user_config_shown, user_home,
+};
 pub use liveness::{Liveness, Presence, PresenceState};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{

@@ -402,7 +402,7 @@ impl PermissionPolicy {
 
     fn source_path(&self, source: Source) -> String {
         match source {
-            Source::User => "~/.roocode/config.yaml".to_string(),
+            Source::User => roo_store::user_config_shown(),
             Source::Project => ".roocode/config.yaml".to_string(),
             Source::Local => ".roocode/config.local.yaml".to_string(),
         }

@@ -13,7 +13,7 @@ use roo_store::{Liveness, Member, MemberState, Name, Task, TaskStatus, Team, Tea
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::binding::TeamSlot;
+use crate::binding::{TeamBinding, TeamSlot};
 use crate::event::{TeamEvent, TeamEventSender, one_line};
 use crate::tools::budget::{task_ranks, within_budget};
 
@@ -321,12 +321,18 @@ pub fn team_summary(config: &TeamConfig, liveness: &Liveness, tasks: &[Task]) ->
 /// departures, and declares dead (releasing their tasks, `Team::detect_dead`) the
 /// teammates whose process is gone. The receiver holds `None` while unbound. Ends with
 /// `cancel`.
+///
+/// The router's message events pass through the monitor: a message from a teammate the
+/// monitor has not reported yet (one that joined and spoke within one interval) makes it
+/// read the config first, so `joined` always comes before that teammate's messages.
 pub fn spawn_monitor(
     slot: TeamSlot,
     events: TeamEventSender,
     cancel: CancellationToken,
 ) -> watch::Receiver<Option<TeamStatus>> {
     let (tx, rx) = watch::channel(None);
+    // One channel for every binding: a router keeps the first sender attached to it.
+    let (routed, mut incoming) = crate::event::team_events();
     tokio::spawn(async move {
         let mut bindings = slot.subscribe();
         loop {
@@ -335,64 +341,117 @@ pub fn spawn_monitor(
                 tx.send_replace(None);
                 tokio::select! {
                     changed = bindings.changed() => if changed.is_err() { return },
+                    Some(event) = incoming.recv() => events.send(event),
                     _ = cancel.cancelled() => return,
                 }
                 continue;
             };
-            binding.router.attach_events(events.clone());
-            let mut previous: Option<TeamStatus> = None;
-            let mut failing = false;
-            loop {
-                let (team, me) = (binding.team.clone(), binding.me.clone());
-                let key = binding.lead_key.as_ref().map(|k| k.public().to_hex());
-                let read =
-                    tokio::task::spawn_blocking(move || observe(&team, &me, key.as_deref())).await;
-                match read {
-                    Ok(Ok((status, deaths))) => {
-                        failing = false;
-                        for text in deaths {
-                            events.send(TeamEvent::Notice { text });
-                        }
-                        for event in changes(previous.as_ref(), &status) {
-                            events.send(event);
-                        }
-                        tx.send_replace(Some(status.clone()));
-                        previous = Some(status);
-                    }
-                    Ok(Err(e)) if e.to_string().contains(TAKEN_OVER) => {
-                        // Another lead owns the team now: stop reading its inbox and
-                        // answering for it; this lead is unbound.
-                        binding.router.close();
-                        slot.clear();
-                        tx.send_replace(None);
-                        events.send(TeamEvent::Notice {
-                            text: format!(
-                                "team {}: {e}; this lead no longer leads it",
-                                binding.team.name()
-                            ),
-                        });
-                        break;
-                    }
-                    Ok(Err(e)) if !failing => {
-                        failing = true;
-                        events.send(TeamEvent::Notice {
-                            text: format!("failed to read team {}: {e}", binding.team.name()),
-                        });
-                    }
-                    _ => {}
+            binding.router.attach_events(routed.clone());
+            let mut watcher = Watcher {
+                slot: &slot,
+                binding: &binding,
+                events: &events,
+                tx: &tx,
+                previous: None,
+                failing: false,
+            };
+            'reading: loop {
+                if !watcher.look().await {
+                    break;
                 }
-                tokio::select! {
-                    _ = tokio::time::sleep(MONITOR_INTERVAL) => {}
-                    changed = bindings.changed() => {
-                        if changed.is_err() { return }
-                        break;
+                let next = tokio::time::sleep(MONITOR_INTERVAL);
+                tokio::pin!(next);
+                loop {
+                    tokio::select! {
+                        _ = &mut next => continue 'reading,
+                        changed = bindings.changed() => {
+                            if changed.is_err() { return }
+                            break 'reading;
+                        }
+                        Some(event) = incoming.recv() => {
+                            // A teammate not reported yet: its join first.
+                            let unbound = watcher.unknown_sender(&event) && !watcher.look().await;
+                            events.send(event);
+                            if unbound {
+                                break 'reading;
+                            }
+                        }
+                        _ = cancel.cancelled() => return,
                     }
-                    _ = cancel.cancelled() => return,
                 }
             }
         }
     });
     rx
+}
+
+/// One binding's reading of the team: what the monitor reported last.
+struct Watcher<'a> {
+    slot: &'a TeamSlot,
+    binding: &'a TeamBinding,
+    events: &'a TeamEventSender,
+    tx: &'a watch::Sender<Option<TeamStatus>>,
+    previous: Option<TeamStatus>,
+    failing: bool,
+}
+
+impl Watcher<'_> {
+    /// Reads the team and reports what changed. `false` when another lead took the team
+    /// over: this lead is unbound.
+    async fn look(&mut self) -> bool {
+        let binding = self.binding;
+        let (team, me) = (binding.team.clone(), binding.me.clone());
+        let key = binding.lead_key.as_ref().map(|k| k.public().to_hex());
+        let read = tokio::task::spawn_blocking(move || observe(&team, &me, key.as_deref())).await;
+        match read {
+            Ok(Ok((status, deaths))) => {
+                self.failing = false;
+                for text in deaths {
+                    self.events.send(TeamEvent::Notice { text });
+                }
+                for event in changes(self.previous.as_ref(), &status) {
+                    self.events.send(event);
+                }
+                self.tx.send_replace(Some(status.clone()));
+                self.previous = Some(status);
+            }
+            Ok(Err(e)) if e.to_string().contains(TAKEN_OVER) => {
+                // Another lead owns the team now: stop reading its inbox and answering
+                // for it; this lead is unbound.
+                binding.router.close();
+                self.slot.clear();
+                self.tx.send_replace(None);
+                self.events.send(TeamEvent::Notice {
+                    text: format!(
+                        "team {}: {e}; this lead no longer leads it",
+                        binding.team.name()
+                    ),
+                });
+                return false;
+            }
+            Ok(Err(e)) if !self.failing => {
+                self.failing = true;
+                self.events.send(TeamEvent::Notice {
+                    text: format!("failed to read team {}: {e}", binding.team.name()),
+                });
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Whether `event` is a message from a teammate the last reading did not show (read
+    /// once before the monitor's first reading, never for the lead itself).
+    fn unknown_sender(&self, event: &TeamEvent) -> bool {
+        let TeamEvent::Message { from, .. } = event else {
+            return false;
+        };
+        *from != self.binding.me
+            && self
+                .previous
+                .as_ref()
+                .is_some_and(|p| !p.members.iter().any(|m| m.name == *from))
+    }
 }
 
 /// Waits (at most `limit`) until the monitor's status shows what `team`'s config shows

@@ -193,6 +193,46 @@ async fn the_monitor_reports_messages_of_a_router_bound_without_events() {
     cancel.cancel();
 }
 
+/// A teammate that joins and speaks within one monitor interval is reported as joined
+/// before its message (`roo-lead -p --verbose` printed bob's `idle` before `joined`).
+#[tokio::test]
+async fn a_teammate_that_speaks_at_once_is_reported_joined_before_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = create(dir.path(), "one");
+    let slot = TeamSlot::new();
+    let (sender, mut events) = team_events();
+    let cancel = CancellationToken::new();
+    let mut status = status::spawn_monitor(slot.clone(), sender, cancel.clone());
+    let bound = slot.bind(lead_binding(&team)).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), status.wait_for(Option::is_some))
+        .await
+        .unwrap()
+        .unwrap();
+    team.add_member(Member::new(name("bob"), team.name()))
+        .unwrap();
+    team.mailbox()
+        .send(&name("bob"), "lead", Outgoing::text("body", "idle at once"))
+        .unwrap();
+    bound.router.poll().await.unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("an event in time")
+            .expect("the channel is open");
+        let from_bob = matches!(&event, TeamEvent::Message { from, .. } if *from == name("bob"));
+        seen.push(event);
+        if from_bob {
+            break;
+        }
+    }
+    assert!(
+        seen.contains(&TeamEvent::Joined { name: name("bob") }),
+        "bob's message came before his join: {seen:?}"
+    );
+    cancel.cancel();
+}
+
 #[tokio::test]
 async fn the_team_wait_returns_input_settled_or_timed_out() {
     let dir = tempfile::tempdir().unwrap();

@@ -412,6 +412,13 @@ async fn a_running_name_is_refused_and_task_stop_stops_it() {
         .await
         .unwrap();
     assert_eq!(lead.spawner.names(), vec![name("alice")]);
+    // Stopped again before the test's directory goes: a run still writing its transcript
+    // would make that directory again after the test removed it (a leftover `.tmp*`).
+    lead.spawner.stop(&name("alice")).unwrap();
+    eventually("alice stopped again", || {
+        lead.spawner.names().is_empty().then_some(())
+    })
+    .await;
 }
 
 const HANG: &str = r#"
