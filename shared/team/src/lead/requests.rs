@@ -128,8 +128,8 @@ impl RequestDecider for PolicyDecider {
 }
 
 /// An interactive lead's decisions: the person answers, through the lead's
-/// [`Approver`] (the REPL's question channel). "Always" is taken as "yes, once": a
-/// teammate's call saves no rule in the lead's config.
+/// [`Approver`] (the REPL's question channel). "Always" is not offered: a teammate's
+/// call saves no rule in the lead's config (an "always" answer counts as "yes, once").
 pub struct ApproverDecider {
     pub approver: Arc<dyn Approver>,
 }
@@ -164,7 +164,9 @@ impl RequestDecider for ApproverDecider {
             summary: format!("teammate {from}: {}", one_line(summary, 200)),
             input: input.clone(),
             reason: format!("{from} asks the lead to allow this call (once)"),
-            suggested_rule: "not saved for a teammate's call; a and y both allow once".to_string(),
+            suggested_rule: String::new(),
+            // Nothing is saved for a teammate's call: "always" is not offered.
+            offer_always: false,
         }))
     }
 
@@ -174,7 +176,8 @@ impl RequestDecider for ApproverDecider {
             summary: format!("teammate {from} asks to approve its plan"),
             input: serde_json::json!({ "plan": plan }),
             reason: one_line(plan, 400),
-            suggested_rule: "nothing, a plan is approved once".to_string(),
+            suggested_rule: String::new(),
+            offer_always: false,
         }))
     }
 }
