@@ -57,7 +57,7 @@ impl Dock {
     ) {
         let width = usize::from(width.max(10));
         for row in rows {
-            let _ = write!(out, "{row}\n");
+            let _ = writeln!(out, "{row}");
             self.rows_above += screen_rows(row, width);
         }
         if let Some(last) = last {
