@@ -25,23 +25,24 @@ impl World {
         World { root }
     }
 
-    /// The interactive lead with `script`, in tmux, at its prompt.
-    fn lead(&self, script: &str) -> Tmux {
+    /// The interactive lead with `script`, in tmux, at its prompt; `NO_COLOR` when
+    /// `plain`.
+    fn lead(&self, script: &str, plain: bool) -> Tmux {
         let script = self.root.write("script.yaml", script);
         let command = format!(
             "{} --provider script --script {} --trust-project --teammate-mode in-process",
             bin("roo-lead").display(),
             script.display()
         );
-        let tmux = Tmux::start(
-            &self.root.join("project"),
-            &[
-                ("ROO_HOME", self.root.join("roo").display().to_string()),
-                ("HOME", self.root.join("home").display().to_string()),
-                ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
-            ],
-            &command,
-        );
+        let mut env = vec![
+            ("ROO_HOME", self.root.join("roo").display().to_string()),
+            ("HOME", self.root.join("home").display().to_string()),
+            ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+        ];
+        if plain {
+            env.push(("NO_COLOR", "1".to_string()));
+        }
+        let tmux = Tmux::start(&self.root.join("project"), &env, &command);
         tmux.wait_for("the prompt", |s| s.contains("RooCode") && s.contains('›'));
         tmux
     }
@@ -93,7 +94,9 @@ agents:
 #[test]
 fn a_question_stays_pinned_and_answerable_while_lines_stream_and_another_teammate_asks() {
     let world = World::new();
-    let tmux = world.lead(TWO_ASK);
+    // A small terminal without colours.
+    let tmux = world.lead(TWO_ASK, true);
+    tmux.run(&["resize-window", "-t", "main", "-x", "80", "-y", "24"]);
     tmux.type_text("Build it with alice and bob.");
     tmux.keys(&["Enter"]);
     tmux.wait_for("alice's question", |s| {
@@ -117,6 +120,9 @@ fn a_question_stays_pinned_and_answerable_while_lines_stream_and_another_teammat
     );
     // A teammate's call saves no rule: no "always".
     assert!(!screen.contains("[a] always"), "{screen}");
+    assert_eq!(screen.lines().count(), 24, "{screen}");
+    let styled = tmux.run(&["capture-pane", "-p", "-e", "-t", "main"]);
+    assert!(!styled.contains('\x1b'), "NO_COLOR: {styled:?}");
     assert!(!world.worktree_file("alice", "alpha.txt").exists());
 
     // y answers alice's (the oldest), and the record names it.
@@ -176,6 +182,7 @@ agents:
     - delay_ms: 3500
       text: "Thought it over."
 "#,
+        false,
     );
     tmux.type_text("think slowly");
     tmux.keys(&["Enter"]);

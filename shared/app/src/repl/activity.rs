@@ -52,17 +52,19 @@ impl Activity {
         self.reported + (self.streaming_chars as u64).div_ceil(4)
     }
 
-    /// The spinner line, e.g. `⠹ working · 12s · ↓ 340 tokens · Esc stops`.
-    pub(super) fn line(&self, style: &Style) -> String {
+    /// The spinner line, e.g. `⠹ working · 12s · ↓ 340 tokens · Esc stops`; without
+    /// the Esc hint when `short` (questions wait, and their keys line says it).
+    pub(super) fn line(&self, style: &Style, short: bool) -> String {
         let elapsed = self.started.elapsed();
         let frame = FRAMES[(elapsed.as_millis() / TICK.as_millis()) as usize % FRAMES.len()];
         format!(
             "{} {}",
             style.cyan(&frame.to_string()),
             style.dim(&format!(
-                "working · {} · ↓ {} tokens · Esc stops",
+                "working · {} · ↓ {} tokens{}",
                 seconds(elapsed),
-                self.tokens()
+                self.tokens(),
+                if short { "" } else { " · Esc stops" }
             ))
         )
     }
@@ -101,8 +103,13 @@ mod tests {
         assert_eq!(activity.tokens(), 30);
         activity.saw(&AgentEvent::ThinkingDelta { text: "abc".into() });
         assert_eq!(activity.tokens(), 31);
-        let line = activity.line(&Style::plain());
-        assert!(line.contains("working · 0s · ↓ 31 tokens"), "{line}");
+        let line = activity.line(&Style::plain(), false);
+        assert!(
+            line.contains("working · 0s · ↓ 31 tokens · Esc stops"),
+            "{line}"
+        );
+        let line = activity.line(&Style::plain(), true);
+        assert!(line.ends_with("↓ 31 tokens"), "{line}");
         assert_eq!(seconds(Duration::from_secs(125)), "2m 05s");
     }
 }

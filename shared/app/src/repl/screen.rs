@@ -180,10 +180,10 @@ impl Screen {
             )
         });
         let last = match (&self.activity, waits) {
-            (Some(activity), None) => Some(activity.line(style)),
+            (Some(activity), None) => Some(activity.line(style, false)),
             (Some(activity), Some(waits)) => Some(format!(
                 "{} {}",
-                activity.line(style),
+                activity.line(style, true),
                 style.yellow(&format!("· {waits}"))
             )),
             (None, Some(waits)) => Some(format!("{PROMPT}{}", style.yellow(&waits))),
