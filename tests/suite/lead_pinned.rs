@@ -105,7 +105,7 @@ fn a_question_stays_pinned_and_answerable_while_lines_stream_and_another_teammat
     // 20 lines stream, bob joins and asks: alice's question is still there, under them,
     // and bob's waits behind it; the last line says so (no free prompt).
     let screen = tmux.wait_for("bob's question queued behind alice's", |s| {
-        s.contains("line 20") && s.contains("then ? teammate bob: WriteFile(beta.txt)")
+        s.contains("line 20") && s.contains("then (Tab) ? teammate bob: WriteFile(beta.txt)")
     });
     let question = screen
         .find("? teammate alice: WriteFile(alpha.txt)")
@@ -125,7 +125,17 @@ fn a_question_stays_pinned_and_answerable_while_lines_stream_and_another_teammat
     assert!(!styled.contains('\x1b'), "NO_COLOR: {styled:?}");
     assert!(!world.worktree_file("alice", "alpha.txt").exists());
 
-    // y answers alice's (the oldest), and the record names it.
+    // Tab brings bob's first, and again alice's.
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("bob's question first", |s| {
+        s.contains("then (Tab) ? teammate alice: WriteFile(alpha.txt)")
+            && last_line(s).contains("y/n answers bob's")
+    });
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("alice's question first again", |s| {
+        last_line(s).contains("y/n answers alice's")
+    });
+    // y answers alice's (the first), and the record names it.
     tmux.keys(&["y"]);
     let screen = tmux.wait_for("the answer's record and bob's question first", |s| {
         s.contains("? teammate alice: WriteFile(alpha.txt) → allowed once")

@@ -159,7 +159,7 @@ impl Screen {
             rows.extend(first.pinned(style, self.activity.is_some()));
         }
         for question in self.questions.iter().skip(1).take(LISTED) {
-            let line = format!("  {} {}", style.dim("then"), question.headline(style));
+            let line = format!("  {} {}", style.dim("then (Tab)"), question.headline(style));
             rows.push(head_fitting(&line, width));
         }
         if self.questions.len() > LISTED + 1 {
@@ -220,9 +220,15 @@ impl Screen {
         }
     }
 
-    /// `key` for the first question, if one waits: `None` when none does (the key is
-    /// the caller's), else whether the key answered it with Esc.
+    /// `key` for the first question, if one waits (Tab brings the next one first): `None`
+    /// when none does (the key is the caller's), else whether the key answered it with Esc.
     pub(super) fn answer_key(&mut self, key: &KeyEvent) -> Option<bool> {
+        if key.code == KeyCode::Tab && self.questions.len() > 1 {
+            // The next question comes first; the first waits at the end.
+            self.questions.rotate_left(1);
+            self.redraw();
+            return Some(false);
+        }
         let question = self.questions.pop_front()?;
         let (kept, lines) = question.key(key, &self.style);
         let answered_esc = kept.is_none() && key.code == KeyCode::Esc;
