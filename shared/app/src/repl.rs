@@ -469,7 +469,7 @@ impl Session {
                     }
                     Some(pending) = self.approvals.recv() => self.screen.ask(pending),
                     index = withdrawn(&mut self.screen.questions) => self.screen.withdraw(index),
-                    _ = tick.tick() => self.screen.redraw(),
+                    _ = tick.tick() => self.screen.tick(),
                     Some(event) = self.keys.recv() => {
                         let Event::Key(key) = event else { continue };
                         if key.kind == KeyEventKind::Release {

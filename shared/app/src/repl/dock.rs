@@ -17,10 +17,13 @@ use crossterm::queue;
 use crossterm::terminal::{BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate};
 use unicode_width::UnicodeWidthChar;
 
-/// The rows the dock drew above the cursor's row.
+/// What the dock drew: the rows above the cursor's row, and the block's lines (its last
+/// line apart), so a change of the last line alone rewrites only that row.
 #[derive(Default)]
 pub(super) struct Dock {
     rows_above: u16,
+    drawn: Vec<String>,
+    last: Option<String>,
 }
 
 impl Dock {
@@ -44,6 +47,33 @@ impl Dock {
         }
         let _ = queue!(out, Clear(ClearType::FromCursorDown));
         self.rows_above = 0;
+        self.drawn.clear();
+        self.last = None;
+    }
+
+    /// Rewrites the last line in place when only it changed since the block was drawn
+    /// with `rows` (the spinner's tick): one row instead of the whole block. `false`
+    /// when more changed, or the last line takes more than one row.
+    pub(super) fn update_last(
+        &mut self,
+        out: &mut impl Write,
+        rows: &[String],
+        last: &str,
+        width: u16,
+    ) -> bool {
+        let (Some(drawn_last), true) = (&self.last, self.drawn == rows) else {
+            return false;
+        };
+        let width = usize::from(width.max(10));
+        if screen_rows(drawn_last, width) != 1 || screen_rows(last, width) != 1 {
+            return false;
+        }
+        if drawn_last != last {
+            let _ = queue!(out, MoveToColumn(0), Clear(ClearType::UntilNewLine));
+            let _ = write!(out, "{last}");
+            self.last = Some(last.to_string());
+        }
+        true
     }
 
     /// Draws `rows`, each on rows of its own, then `last` (if any) without a newline, the
@@ -60,10 +90,12 @@ impl Dock {
             let _ = writeln!(out, "{row}");
             self.rows_above += screen_rows(row, width);
         }
+        self.drawn = rows.to_vec();
         if let Some(last) = last {
             let _ = write!(out, "{last}");
             self.rows_above += screen_rows(last, width) - 1;
         }
+        self.last = last.map(str::to_string);
     }
 }
 
@@ -180,6 +212,23 @@ mod tests {
         let shown = String::from_utf8(out).unwrap();
         assert!(shown.contains("\x1b[3A"), "{shown:?}");
         assert_eq!(dock.rows_above, 0);
+    }
+
+    #[test]
+    fn a_tick_rewrites_only_the_last_line_when_nothing_else_changed() {
+        let mut dock = Dock::default();
+        let rows = vec!["? question".to_string(), "  [y] yes".to_string()];
+        let mut out = Vec::new();
+        dock.draw(&mut out, &rows, Some("⠋ working · 1s"), 40);
+        out.clear();
+        assert!(dock.update_last(&mut out, &rows, "⠙ working · 1s", 40));
+        let shown = String::from_utf8(out).unwrap();
+        assert!(!shown.contains("question"), "{shown:?}");
+        assert!(shown.ends_with("⠙ working · 1s"), "{shown:?}");
+        // Another row changed: the whole block is drawn again.
+        let mut out = Vec::new();
+        assert!(!dock.update_last(&mut out, &rows[..1], "⠙ working · 1s", 40));
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -74,19 +74,41 @@ impl Screen {
         Dock::end(&mut self.out);
     }
 
-    /// Draws the block again (the spinner's tick, a key that changed a question).
+    /// Draws the block again (a key that changed a question, a new question).
     pub(super) fn redraw(&mut self) {
         self.stream(&[]);
     }
 
-    /// One agent event: its complete lines to the stream, a started line to the block.
+    /// The spinner's tick: its line rewritten in place when nothing else in the block
+    /// changed (the usual case), else the block drawn again.
+    pub(super) fn tick(&mut self) {
+        if self.editor_shown {
+            return;
+        }
+        let width = width();
+        let (rows, last) = self.bottom(usize::from(width));
+        let updated = last
+            .as_deref()
+            .is_some_and(|last| self.dock.update_last(&mut self.out, &rows, last, width));
+        if updated {
+            let _ = self.out.flush();
+        } else {
+            self.redraw();
+        }
+    }
+
+    /// One agent event: its complete lines to the stream, a started line to the block —
+    /// shown by the spinner's next tick, so a fast stream of small pieces redraws the
+    /// block at most ten times a second.
     pub(super) fn event(&mut self, event: &AgentEvent) {
         if let Some(activity) = &mut self.activity {
             activity.saw(event);
         }
         self.render.event(event);
         let lines = complete_lines(self.render.out());
-        self.stream(&lines);
+        if !lines.is_empty() || self.activity.is_none() {
+            self.stream(&lines);
+        }
     }
 
     /// A run starts: the spinner shows until [`Screen::end_run`].
