@@ -80,11 +80,13 @@ agents:
     tmux.type_text("tidy the docstring");
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("the second answer", |s| s.contains("Second edit done."));
+    // An answered question leaves the pinned block and one record in the stream.
     assert_eq!(
-        screen.matches("[y] yes").count(),
+        screen.matches("? EditFile(calc.py)").count(),
         1,
         "asked again:\n{screen}"
     );
+    assert!(!screen.contains("[y] yes"), "{screen}");
     assert!(home.cwd.read("calc.py").contains("(mean, spread)"));
 
     // Slash commands never reach the model.

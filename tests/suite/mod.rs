@@ -15,6 +15,7 @@ mod lead_interactive;
 mod lead_local_server;
 mod lead_misbehaving_model;
 mod lead_permissions;
+mod lead_pinned;
 mod lead_skills;
 mod lead_subagents;
 mod lead_team;

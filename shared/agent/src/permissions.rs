@@ -91,6 +91,7 @@ mod tests {
             input: serde_json::json!({"command": "cargo test"}),
             reason: "commands need approval in default mode".into(),
             suggested_rule: "Bash(cargo test *)".into(),
+            offer_always: true,
         };
         let Approval::Deny {
             feedback: Some(text),

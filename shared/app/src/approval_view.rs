@@ -104,14 +104,14 @@ impl ApprovalView {
         Ok(ApprovalView { lines })
     }
 
-    /// Lines the compact view leaves out.
-    pub fn hidden(&self) -> usize {
-        self.lines.len().saturating_sub(COMPACT_LINES)
+    /// Lines a compact view of `rows` rows leaves out.
+    pub fn hidden(&self, rows: usize) -> usize {
+        self.lines.len().saturating_sub(rows)
     }
 
-    /// The compact view: the first lines, whole.
-    pub fn compact(&self) -> &[String] {
-        &self.lines[..self.lines.len().min(COMPACT_LINES)]
+    /// A compact view of at most `rows` rows: the first lines, whole.
+    pub fn compact(&self, rows: usize) -> &[String] {
+        &self.lines[..self.lines.len().min(rows)]
     }
 }
 
@@ -205,6 +205,7 @@ mod tests {
             input,
             reason: String::new(),
             suggested_rule: String::new(),
+            offer_always: false,
         }
     }
 
@@ -225,7 +226,7 @@ mod tests {
                 "  rm -rf ~/.ssh".to_string()
             ]
         );
-        assert_eq!(view.hidden(), 0);
+        assert_eq!(view.hidden(COMPACT_LINES), 0);
     }
 
     #[test]
@@ -284,8 +285,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(view.lines.len(), 41);
-        assert_eq!(view.compact().len(), COMPACT_LINES);
-        assert_eq!(view.hidden(), 41 - COMPACT_LINES);
+        assert_eq!(view.compact(COMPACT_LINES).len(), COMPACT_LINES);
+        assert_eq!(view.hidden(COMPACT_LINES), 41 - COMPACT_LINES);
         let huge = "y\n".repeat(MAX_LINES + 1);
         let err = ApprovalView::of(&request("Bash", serde_json::json!({"command": huge})), 200)
             .unwrap_err();

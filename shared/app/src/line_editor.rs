@@ -220,26 +220,6 @@ impl LineEditor {
     pub fn reset_render(&mut self) {
         self.rendered_rows_above = 0;
     }
-
-    /// Prints `line` (one line: no newline, no cursor movement) where the prompt is, and
-    /// redraws the prompt with the unfinished input below it, the cursor where it was.
-    /// This is how a notice (a teammate's message) appears while the user is typing
-    /// without corrupting the line being edited.
-    pub fn print_above(
-        &mut self,
-        out: &mut impl Write,
-        line: &str,
-        prompt: &str,
-        width: u16,
-    ) -> std::io::Result<()> {
-        if self.rendered_rows_above > 0 {
-            queue!(out, MoveUp(self.rendered_rows_above))?;
-        }
-        queue!(out, MoveToColumn(0), Clear(ClearType::FromCursorDown))?;
-        write!(out, "{line}\r\n")?;
-        self.rendered_rows_above = 0;
-        self.render(out, prompt, width)
-    }
 }
 
 /// Where each character of a line lands on a terminal that wraps a character which
@@ -494,8 +474,10 @@ mod tests {
 
     fn notice(screen: &mut Screen, ed: &mut LineEditor, prompt: &str, line: &str) {
         let mut out = Vec::new();
-        ed.print_above(&mut out, line, prompt, screen.width as u16)
-            .unwrap();
+        // As the session's screen prints a line above the prompt: erase, print, redraw.
+        ed.erase(&mut out).unwrap();
+        write!(out, "{line}\r\n").unwrap();
+        ed.render(&mut out, prompt, screen.width as u16).unwrap();
         screen.feed(&out);
     }
 

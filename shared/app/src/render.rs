@@ -202,6 +202,13 @@ impl<W: Write> Renderer<W> {
     }
 }
 
+impl Renderer<Vec<u8>> {
+    /// What was rendered into the buffer and not taken out yet.
+    pub fn buffered(&self) -> &[u8] {
+        &self.out
+    }
+}
+
 /// The line for a sub-agent event, or `None` when it is not worth a line: progress
 /// is shown at the 1st, 2nd, 4th, 8th, … tool call, so a long child prints a few
 /// lines, not one per call.

@@ -2,25 +2,27 @@
 //!
 //! One `select!` loop linearizes everything that can happen while a run is under
 //! way: agent events (rendered as they stream), keys (Esc stops the run, Ctrl+C twice
-//! exits), permission questions from the agent (answered with y / n / a) and team
-//! events. While the user types, a second `select!` takes keys and team events, so a
-//! teammate's message appears as one line above the prompt without disturbing the line
-//! being edited. Slash commands are handled here and never reach the model.
+//! exits), permission questions (the agent's own and teammates', answered with y / n /
+//! a), team events and the spinner's tick. While the user types, a second `select!`
+//! takes keys and team events, so a teammate's message appears as one line above the
+//! prompt without disturbing the line being edited. Questions are pinned in a block
+//! above the prompt until answered, oldest first, whatever streams meanwhile. Slash
+//! commands are handled here and never reach the model.
 //!
 //! This file holds the session and its two loops; the pieces they call live beside
 //! it: [`raw_terminal`] (raw mode, the key-reader thread, key chords), [`slash`] (the
-//! commands answered without the model), [`question`] (a permission question pinned
-//! on screen and its keys) and [`team_turns`] (team event lines and when teammates'
-//! messages start a turn of the lead's own).
+//! commands answered without the model), [`screen`] (the stream and the pinned block,
+//! drawn by [`dock`]), [`question`] (a permission question and its keys),
+//! [`activity`] (the spinner's line) and [`team_turns`] (team event lines and when
+//! teammates' messages start a turn of the lead's own).
 
-use std::io::{Stdout, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEventKind};
 use crossterm::terminal;
 use roo_agent::event::{AgentEvent, EventSink};
-use roo_agent::permissions::Approval;
 use roo_agent::skills::Skills;
 use roo_agent::subagent::SubagentRuntime;
 use roo_agent::{Agent, McpServers};
@@ -29,21 +31,23 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
-use crate::line_editor::{EditAction, LineEditor};
-use crate::render::{RawWriter, Renderer, Style};
+use crate::line_editor::EditAction;
+use crate::render::Style;
 use crate::setup::{Built, PendingApproval};
 
+mod activity;
+mod dock;
 mod question;
 mod raw_terminal;
+mod screen;
 mod slash;
 mod team_turns;
 
-use question::{Question, withdrawn};
+use question::withdrawn;
 use raw_terminal::{RawMode, is_ctrl_b, is_ctrl_c, spawn_key_reader};
+use screen::Screen;
 use slash::{Flow, slash_command};
 use team_turns::{MAX_TEAM_TURNS, TeamTurns, team_line, team_wake};
-
-const PROMPT: &str = "› ";
 /// Two Ctrl+C presses within this window exit.
 const DOUBLE_PRESS: Duration = Duration::from_secs(2);
 
@@ -100,15 +104,13 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         task_events,
         approvals: approvals.unwrap_or_else(|| mpsc::channel(1).1),
         keys: spawn_key_reader(),
-        render: Renderer::new(RawWriter::new(std::io::stdout()), style),
-        editor: LineEditor::new(),
+        screen: Screen::new(style),
         style,
         skills,
         subagents,
         mcp,
         last_status: None,
         last_ctrl_c: None,
-        idle_question: None,
         team_turns: TeamTurns::new(team_turns),
     };
     session.banner(&notices);
@@ -173,8 +175,8 @@ struct Session {
     task_events: mpsc::UnboundedReceiver<AgentEvent>,
     approvals: mpsc::Receiver<PendingApproval>,
     keys: mpsc::UnboundedReceiver<Event>,
-    render: Renderer<RawWriter<Stdout>>,
-    editor: LineEditor,
+    /// The stream, the pinned questions and the prompt.
+    screen: Screen,
     style: Style,
     skills: Option<Skills>,
     subagents: Option<SubagentRuntime>,
@@ -182,8 +184,6 @@ struct Session {
     /// The team status line shown last (see [`team_line`]).
     last_status: Option<String>,
     last_ctrl_c: Option<Instant>,
-    /// A teammate's question asked while the lead is idle, answered at the prompt.
-    idle_question: Option<Question>,
     team_turns: TeamTurns,
 }
 
@@ -207,7 +207,7 @@ impl Session {
             self.agent.model().to_string(),
             self.agent.provider().name().to_string(),
         );
-        let out = self.render.out();
+        let out = &mut self.screen.out;
         let _ = writeln!(
             out,
             "{} {}",
@@ -229,42 +229,32 @@ impl Session {
         }
     }
 
-    /// One line above the prompt, the line being edited redrawn below it.
+    /// One line in the stream, above the pinned questions and the prompt.
     fn above(&mut self, line: &str) {
-        let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-        let _ = self
-            .editor
-            .print_above(self.render.out(), line, PROMPT, width);
+        self.screen.stream(&[line.to_string()]);
     }
 
     /// Reads one line at the prompt. Meanwhile teammates' events and finished
-    /// background tasks print above it, a teammate's question is asked and answered
-    /// there, and teammates' messages may start a turn ([`Input::Team`]).
+    /// background tasks print above it, teammates' questions are pinned above it and
+    /// answered there (keys answer the first question while any waits; none reaches
+    /// the prompt), and teammates' messages may start a turn ([`Input::Team`]).
     async fn read_input(&mut self) -> Input {
-        let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-        let _ = self.editor.render(self.render.out(), PROMPT, width);
+        self.screen.redraw();
         let style = self.style;
         loop {
-            let team_ready = self.team_turns.ready() && self.idle_question.is_none();
+            let team_ready = self.team_turns.ready() && self.screen.questions.is_empty();
             let event = tokio::select! {
                 key = self.keys.recv() => match key {
                     Some(event) => event,
                     None => return Input::Exit,
                 },
-                // A teammate's question while the lead is idle: asked above the prompt,
-                // answered with the next y / n / a key.
-                Some(pending) = self.approvals.recv(), if self.idle_question.is_none() => {
-                    let (question, lines) = Question::open(pending, &style, false);
-                    for line in lines {
-                        self.above(&line);
-                    }
-                    self.idle_question = question;
+                Some(pending) = self.approvals.recv() => {
+                    self.screen.ask(pending);
                     continue;
                 }
-                // The asker withdrew its question (it ended, died or was answered).
-                () = withdrawn(&mut self.idle_question) => {
-                    self.idle_question = None;
-                    self.above(&style.dim("  → withdrawn: the question no longer waits for an answer"));
+                // An asker withdrew its question (it ended, died or was answered).
+                index = withdrawn(&mut self.screen.questions) => {
+                    self.screen.withdraw(index);
                     continue;
                 }
                 Some(team) = self.team_events.recv() => {
@@ -287,13 +277,12 @@ impl Session {
             if let Event::Key(key) = &event
                 && key.kind != KeyEventKind::Release
                 && !is_ctrl_c(key)
-                && let Some(question) = self.idle_question.take()
+                && self.screen.answer_key(key).is_some()
             {
-                let (kept, lines) = question.key(key, &style, false);
-                for line in lines {
-                    self.above(&line);
-                }
-                self.idle_question = kept;
+                continue;
+            }
+            if !self.screen.questions.is_empty() && !matches!(event, Event::Key(_)) {
+                // A paste while a question waits goes nowhere, like a stray key.
                 continue;
             }
             let action = match event {
@@ -301,42 +290,48 @@ impl Session {
                     if !is_ctrl_c(&key) {
                         self.last_ctrl_c = None;
                     }
-                    self.editor.key(key)
+                    self.screen.editor.key(key)
                 }
                 Event::Paste(text) => {
-                    self.editor.paste(&text);
+                    self.screen.editor.paste(&text);
                     EditAction::Continue
                 }
                 Event::Resize(..) => EditAction::Continue,
                 _ => continue,
             };
-            let width = terminal::size().map(|(w, _)| w).unwrap_or(80);
-            let out = self.render.out();
-            match action {
-                EditAction::Continue => {
-                    let _ = self.editor.render(out, PROMPT, width);
+            if let Some(input) = self.edited(action) {
+                return input;
+            }
+        }
+    }
+
+    /// What an edit of the prompt's line does: redraw it, or end the reading.
+    fn edited(&mut self, action: EditAction) -> Option<Input> {
+        let style = self.style;
+        match action {
+            EditAction::Continue => {
+                if self.screen.questions.is_empty() {
+                    self.screen.render_editor();
                 }
-                EditAction::Submit(line) => {
-                    let _ = writeln!(out);
-                    self.editor.reset_render();
-                    return Input::Line(line);
+                None
+            }
+            EditAction::Submit(line) => {
+                self.screen.leave_editor();
+                Some(Input::Line(line))
+            }
+            EditAction::Eof => {
+                self.screen.leave_editor();
+                Some(Input::Exit)
+            }
+            EditAction::Interrupt => {
+                if self.last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
+                    self.screen.leave_editor();
+                    return Some(Input::Exit);
                 }
-                EditAction::Eof => {
-                    let _ = writeln!(out);
-                    return Input::Exit;
-                }
-                EditAction::Interrupt => {
-                    if self.last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
-                        let _ = writeln!(out);
-                        return Input::Exit;
-                    }
-                    self.last_ctrl_c = Some(Instant::now());
-                    self.editor.clear();
-                    let _ = writeln!(out);
-                    self.editor.reset_render();
-                    let _ = writeln!(out, "{}", style.dim("(press Ctrl+C again to exit)"));
-                    let _ = self.editor.render(out, PROMPT, width);
-                }
+                self.last_ctrl_c = Some(Instant::now());
+                self.screen.editor.clear();
+                self.above(&style.dim("(press Ctrl+C again to exit)"));
+                None
             }
         }
     }
@@ -353,7 +348,7 @@ impl Session {
                 || "No MCP servers are configured (mcp_servers: in a config file).\n".to_string(),
                 McpServers::report,
             );
-            let _ = write!(self.render.out(), "{report}");
+            let _ = write!(&mut self.screen.out, "{report}");
             return Command::Done;
         }
         if let Some(rest) = trimmed.strip_prefix("/mcp ") {
@@ -361,7 +356,7 @@ impl Session {
             let line = match (words.as_slice(), self.mcp.as_ref()) {
                 (["restart", server], Some(servers)) => {
                     let _ = writeln!(
-                        self.render.out(),
+                        &mut self.screen.out,
                         "{}",
                         style.dim(&format!("(restarting {server}…)"))
                     );
@@ -374,7 +369,7 @@ impl Session {
                     .red("error: no MCP servers are configured (mcp_servers: in a config file)"),
                 _ => style.red("error: usage: /mcp, or /mcp restart <server>"),
             };
-            let _ = writeln!(self.render.out(), "{line}");
+            let _ = writeln!(&mut self.screen.out, "{line}");
             return Command::Done;
         }
         let mut skill = crate::skill_command::skill_prompt(self.skills.as_ref(), trimmed);
@@ -384,7 +379,11 @@ impl Session {
         match skill {
             Some(Ok(prompt)) => return Command::Prompt(prompt),
             Some(Err(why)) => {
-                let _ = writeln!(self.render.out(), "{}", style.red(&format!("error: {why}")));
+                let _ = writeln!(
+                    &mut self.screen.out,
+                    "{}",
+                    style.red(&format!("error: {why}"))
+                );
                 return Command::Done;
             }
             None => {}
@@ -397,14 +396,14 @@ impl Session {
             &mut self.agent,
             &self.team,
             self.subagents.as_ref(),
-            self.render.out(),
+            &mut self.screen.out,
             &style,
         ) {
             Flow::Continue if command.trim() == "help" => {
                 let help = crate::skill_command::skills_help(self.skills.as_ref());
-                let _ = write!(self.render.out(), "{help}");
+                let _ = write!(&mut self.screen.out, "{help}");
                 let help = crate::skill_command::mcp_help(self.mcp.as_ref());
-                let _ = write!(self.render.out(), "{help}");
+                let _ = write!(&mut self.screen.out, "{help}");
                 Command::Done
             }
             Flow::Continue => Command::Done,
@@ -418,9 +417,9 @@ impl Session {
     /// the person's next prompt, so a failing provider is not asked again and again.
     async fn team_turn(&mut self) -> RunEnd {
         let style = self.style;
-        let _ = self.editor.erase(self.render.out());
+        self.screen.hide_bottom();
         let _ = writeln!(
-            self.render.out(),
+            &mut self.screen.out,
             "{}",
             style.cyan("» teammates' messages (Esc stops)")
         );
@@ -436,85 +435,50 @@ impl Session {
         if let Some(why) = why {
             self.team_turns.paused = true;
             let text = format!("({why}: teammates' messages now wait for your next prompt)");
-            let _ = writeln!(self.render.out(), "{}", style.dim(&text));
+            let _ = writeln!(&mut self.screen.out, "{}", style.dim(&text));
         }
         end
     }
 
-    /// Runs the agent on `input`, rendering its events as they stream: Esc stops it,
-    /// Ctrl+C twice leaves, Ctrl+B moves the sub-agents it waits for to the background,
-    /// and permission questions (its own and teammates') are asked and answered here.
+    /// Runs the agent on `input`, rendering its events as they stream under a spinner:
+    /// Esc stops it, Ctrl+C twice leaves, Ctrl+B moves the sub-agents it waits for to
+    /// the background, and permission questions (its own and teammates') are pinned
+    /// and answered here.
     async fn run(&mut self, input: &str) -> RunEnd {
-        let style = self.style;
         self.team_turns.waiting_since = None;
         let cancel = CancellationToken::new();
         let (sink, mut events) = EventSink::channel();
-        let mut asking: Option<Question> = None;
         let mut exit_after = false;
+        let mut tick = tokio::time::interval(activity::TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        self.screen.start_run();
         let result = {
             let run = self.agent.run(input, &sink, cancel.clone());
             tokio::pin!(run);
             loop {
                 tokio::select! {
                     result = &mut run => break result,
-                    Some(event) = events.recv() => self.render.event(&event),
-                    Some(event) = self.task_events.recv() => self.render.event(&event),
+                    Some(event) = events.recv() => self.screen.event(&event),
+                    Some(event) = self.task_events.recv() => self.screen.event(&event),
                     Some(event) = self.team_events.recv() => {
                         if let Some(line) =
-                            team_line(&style, &event, &self.team_status.borrow(), &mut self.last_status)
+                            team_line(&self.style, &event, &self.team_status.borrow(), &mut self.last_status)
                         {
-                            self.render.break_line();
-                            let _ = writeln!(self.render.out(), "{line}");
+                            self.screen.stream(&[line]);
                         }
                     }
-                    Some(pending) = self.approvals.recv(), if asking.is_none() => {
-                        self.render.break_line();
-                        let (question, lines) = Question::open(pending, &style, true);
-                        print_lines(self.render.out(), &lines);
-                        asking = question;
-                    }
-                    () = withdrawn(&mut asking) => {
-                        asking = None;
-                        let _ = writeln!(self.render.out(), "{}", style.dim("  → withdrawn: the question no longer waits for an answer"));
-                    }
+                    Some(pending) = self.approvals.recv() => self.screen.ask(pending),
+                    index = withdrawn(&mut self.screen.questions) => self.screen.withdraw(index),
+                    _ = tick.tick() => self.screen.tick(),
                     Some(event) = self.keys.recv() => {
                         let Event::Key(key) = event else { continue };
                         if key.kind == KeyEventKind::Release {
                             continue;
                         }
-                        if is_ctrl_c(&key) {
-                            if self.last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
-                                exit_after = true;
-                            } else {
-                                self.last_ctrl_c = Some(Instant::now());
-                                self.render.break_line();
-                                let _ = writeln!(self.render.out(), "{}", style.dim("(stopping; press Ctrl+C again to exit)"));
-                            }
-                            if let Some(question) = asking.take() {
-                                let _ = question.pending.reply.send(Approval::Deny { feedback: None });
-                            }
+                        let stop = run_key(&key, &mut self.screen, &mut self.last_ctrl_c, self.subagents.as_ref());
+                        exit_after |= stop == RunKey::Exit;
+                        if stop != RunKey::Continue {
                             cancel.cancel();
-                            continue;
-                        }
-                        self.last_ctrl_c = None;
-                        if let Some(question) = asking.take() {
-                            let (kept, lines) = question.key(&key, &style, true);
-                            print_lines(self.render.out(), &lines);
-                            if kept.is_none() && key.code == KeyCode::Esc {
-                                cancel.cancel();
-                            }
-                            asking = kept;
-                        } else if key.code == KeyCode::Esc {
-                            cancel.cancel();
-                        } else if is_ctrl_b(&key) {
-                            let moved = self.subagents.as_ref().map_or(0, |s| s.detach_foreground());
-                            let text = match moved {
-                                0 => "(no sub-agent is running in the foreground)".to_string(),
-                                1 => "(moved 1 sub-agent to the background; /tasks lists it)".to_string(),
-                                n => format!("(moved {n} sub-agents to the background; /tasks lists them)"),
-                            };
-                            self.render.break_line();
-                            let _ = writeln!(self.render.out(), "{}", style.dim(&text));
                         }
                     }
                 }
@@ -522,13 +486,11 @@ impl Session {
         };
         drop(sink);
         while let Ok(event) = events.try_recv() {
-            self.render.event(&event);
+            self.screen.event(&event);
         }
-        // A teammate's question still open when the lead's run ended stays open: it is
-        // answered at the prompt (the lead's own questions end with its run).
-        if let Some(question) = asking.take() {
-            self.idle_question = Some(question);
-        }
+        // A teammate's question still open when the lead's run ended stays pinned: it
+        // is answered at the prompt (the lead's own questions end with its run).
+        self.screen.end_run();
         RunEnd {
             exit: exit_after,
             completed: result.outcome.is_success(),
@@ -536,11 +498,52 @@ impl Session {
     }
 }
 
-fn print_lines(out: &mut RawWriter<Stdout>, lines: &[String]) {
-    for line in lines {
-        let _ = writeln!(out, "{line}");
+/// What a key did during a run.
+#[derive(PartialEq, Eq)]
+enum RunKey {
+    Continue,
+    /// Stop the run.
+    Stop,
+    /// Stop the run and leave (Ctrl+C twice).
+    Exit,
+}
+
+/// A key during a run: Ctrl+C (twice: leave), the first pinned question's answer
+/// (Esc there: no, and stop), Esc (stop), Ctrl+B (sub-agents to the background).
+fn run_key(
+    key: &crossterm::event::KeyEvent,
+    screen: &mut Screen,
+    last_ctrl_c: &mut Option<Instant>,
+    subagents: Option<&SubagentRuntime>,
+) -> RunKey {
+    let style = screen.style;
+    if is_ctrl_c(key) {
+        if last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
+            return RunKey::Exit;
+        }
+        *last_ctrl_c = Some(Instant::now());
+        screen.stream(&[style.dim("(stopping; press Ctrl+C again to exit)")]);
+        return RunKey::Stop;
     }
-    let _ = out.flush();
+    *last_ctrl_c = None;
+    match screen.answer_key(key) {
+        Some(true) => return RunKey::Stop,
+        Some(false) => return RunKey::Continue,
+        None => {}
+    }
+    if key.code == KeyCode::Esc {
+        return RunKey::Stop;
+    }
+    if is_ctrl_b(key) {
+        let moved = subagents.map_or(0, |s| s.detach_foreground());
+        let text = match moved {
+            0 => "(no sub-agent is running in the foreground)".to_string(),
+            1 => "(moved 1 sub-agent to the background; /tasks lists it)".to_string(),
+            n => format!("(moved {n} sub-agents to the background; /tasks lists them)"),
+        };
+        screen.stream(&[style.dim(&text)]);
+    }
+    RunKey::Continue
 }
 
 #[cfg(test)]

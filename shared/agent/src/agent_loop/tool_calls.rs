@@ -228,7 +228,9 @@ impl Agent {
                     _ = context.cancel.cancelled() => Approval::Deny { feedback: Some("the run was cancelled".to_string()) },
                 };
                 match approval {
+                    // "Always" where it was not offered saves nothing: allowed once.
                     Approval::AllowOnce => {}
+                    Approval::AllowAlways if !request.offer_always => {}
                     Approval::AllowAlways => {
                         let saved = match self.policy.write() {
                             Ok(mut policy) => policy.allow_always(&request.suggested_rule),

@@ -45,4 +45,10 @@ pub struct PermissionRequest {
     pub reason: String,
     /// The rule "always allow" would save, e.g. `Bash(cargo test *)`.
     pub suggested_rule: String,
+    /// Whether "always allow" is offered: only where saving `suggested_rule` would
+    /// approve this same call again and not far more than it (not for a compound or
+    /// multi-line command, nor where a deny or ask rule, a dangerous command or a path
+    /// outside the project would still ask). A teammate's call or plan saves nothing.
+    #[serde(default)]
+    pub offer_always: bool,
 }

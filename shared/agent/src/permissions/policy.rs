@@ -186,8 +186,11 @@ impl PermissionPolicy {
     /// Layers 1–4 for one call. `cwd` resolves relative paths. An `Ask` carries the
     /// request the human is shown.
     pub fn check(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> PermissionDecision {
-        self.judge(tool, input, cwd)
-            .map_ask(|reason| self.request(tool, input, reason))
+        self.judge(tool, input, cwd).map_ask(|reason| {
+            let mut request = self.request(tool, input, reason);
+            request.offer_always = self.offers_always(tool, input, cwd, &request.suggested_rule);
+            request
+        })
     }
 
     /// Layers 1–4 for one call, an `Ask` carrying only its reason.
@@ -416,7 +419,36 @@ impl PermissionPolicy {
             input: input.clone(),
             reason,
             suggested_rule: self.suggested_rule(tool, input),
+            offer_always: false,
         }
+    }
+
+    /// Whether "always allow" may be offered for this call with `rule` as what it
+    /// saves: the rule must approve this same call again (a deny or ask rule, a
+    /// dangerous command or a path outside the project may still ask whatever allow
+    /// rule exists: then saving it would only mislead), and a command must be one
+    /// simple command — a compound or multi-line command, or one that runs others
+    /// (`$(…)`, `bash -c`), gets no "always".
+    pub fn offers_always(&self, tool: &dyn Tool, input: &Value, cwd: &Path, rule: &str) -> bool {
+        if let PermissionTarget::Command(command) = tool.permission_target(input) {
+            let parsed = ParsedCommand::parse(&command);
+            if parsed.segments.len() != 1
+                || !parsed.nested.is_empty()
+                || parsed.substitutes_anywhere()
+                || command.trim().contains('\n')
+            {
+                return false;
+            }
+        }
+        let mut with_rule = self.clone();
+        if with_rule
+            .rules
+            .add(Source::Local, RuleKind::Allow, rule)
+            .is_err()
+        {
+            return false;
+        }
+        matches!(with_rule.judge(tool, input, cwd), PermissionDecision::Allow)
     }
 
     /// The rule "always allow" would save for this call: `Bash(cargo test *)` for

@@ -131,7 +131,7 @@ impl<W: Write> Interleaved<W> {
 
 /// Takes the complete lines out of `buffer` (without their newlines), leaving a
 /// started line in it.
-fn complete_lines(buffer: &mut Vec<u8>) -> Vec<String> {
+pub fn complete_lines(buffer: &mut Vec<u8>) -> Vec<String> {
     let Some(end) = buffer.iter().rposition(|&b| b == b'\n') else {
         return Vec::new();
     };

@@ -1,24 +1,33 @@
 //! A permission question pinned on screen (the agent's own or a teammate's):
 //! shown whole through [`ApprovalView`], compact until `v` when long, never
 //! approvable while part of it is hidden, and answered with y / n / a. The
-//! session decides when a question opens; this module owns what it shows and
-//! which keys answer it.
+//! session decides when a question opens and where it is drawn (the pinned block,
+//! [`super::dock`]); this module owns what it shows, which keys answer it and the
+//! line its answer leaves in the stream.
+
+use std::collections::VecDeque;
+use std::task::Poll;
 
 use crossterm::event::{KeyCode, KeyEvent};
 use crossterm::terminal;
 use roo_agent::permissions::Approval;
 
-use crate::approval_view::{ApprovalView, TooLarge, visible};
+use crate::approval_view::{ApprovalView, COMPACT_LINES, TooLarge, visible};
 use crate::render::Style;
 use crate::setup::PendingApproval;
 
-/// Resolves when the open question's asker stopped waiting for it (its reply channel
-/// closed); never while no question is open.
-pub(super) async fn withdrawn(question: &mut Option<Question>) {
-    match question {
-        Some(question) => question.pending.reply.closed().await,
-        None => std::future::pending().await,
-    }
+/// Resolves with the index of a question whose asker stopped waiting for it (its reply
+/// channel closed); never while no question is open.
+pub(super) async fn withdrawn(questions: &mut VecDeque<Question>) -> usize {
+    std::future::poll_fn(|cx| {
+        for (i, question) in questions.iter_mut().enumerate() {
+            if question.pending.reply.poll_closed(cx).is_ready() {
+                return Poll::Ready(i);
+            }
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// A permission question on screen: the call shown whole (`ApprovalView`), compact
@@ -26,75 +35,104 @@ pub(super) async fn withdrawn(question: &mut Option<Question>) {
 pub(super) struct Question {
     pub(super) pending: PendingApproval,
     view: ApprovalView,
+    /// Rows of the call the pinned block shows before `v` (fewer on a short terminal).
+    rows: usize,
     expanded: bool,
+    /// A hint shown under the question after a key that did not answer it.
+    note: Option<String>,
 }
 
 impl Question {
-    /// Shows `pending`: the question, or, for a call too large to show whole, the
-    /// denial it got without asking (`None`).
-    pub(super) fn open(
-        pending: PendingApproval,
-        style: &Style,
-        running: bool,
-    ) -> (Option<Question>, Vec<String>) {
+    /// Opens the question for `pending`, or gives the lines for the stream when it
+    /// cannot be asked: a call too large to show whole is denied without asking, and
+    /// a question withdrawn while it waited leaves nothing.
+    pub(super) fn open(pending: PendingApproval, style: &Style) -> Result<Question, Vec<String>> {
         if pending.reply.is_closed() {
-            // Withdrawn while it waited behind another question.
-            return (None, Vec::new());
+            return Err(Vec::new());
         }
-        let request = &pending.request;
-        // Every text of the question is made visible: no escape sequence reaches the
-        // terminal to redraw what the person reads.
-        let mut lines = vec![format!(
-            "{} {}",
-            style.yellow("?"),
-            style.bold(&visible(&request.summary))
-        )];
-        if !request.reason.is_empty() {
-            lines.push(format!("  {}", style.dim(&visible(&request.reason))));
-        }
+        let (width, height) = terminal::size().unwrap_or((80, 24));
         // Rows of the terminal's width, less the indent: the compact view counts rows.
-        let width = usize::from(terminal::size().map(|(w, _)| w).unwrap_or(80)).saturating_sub(4);
-        match ApprovalView::of(request, width) {
+        let width = usize::from(width).saturating_sub(4);
+        match ApprovalView::of(&pending.request, width) {
             Err(TooLarge(why)) => {
-                lines.push(style.dim(&format!("  → denied: {why}")));
+                let line = format!(
+                    "{} {}",
+                    headline(&pending, style),
+                    style.dim(&format!("→ denied: {why}"))
+                );
                 let _ = pending.reply.send(Approval::Deny {
                     feedback: Some(why),
                 });
-                (None, lines)
+                Err(vec![line])
             }
-            Ok(view) => {
-                let question = Question {
-                    pending,
-                    view,
-                    expanded: false,
-                };
-                for line in question.view.compact() {
-                    lines.push(format!("    {line}"));
-                }
-                if question.view.hidden() > 0 {
-                    lines.push(style.dim(&format!(
-                        "    … {} more rows: press v to see them all before answering",
-                        question.view.hidden()
-                    )));
-                }
-                lines.push(question.keys(style, running));
-                (Some(question), lines)
-            }
+            Ok(view) => Ok(Question {
+                pending,
+                view,
+                // Leave room for the question's other lines, the status and the stream.
+                rows: COMPACT_LINES.min(usize::from(height).saturating_sub(12).max(3)),
+                expanded: false,
+                note: None,
+            }),
         }
     }
 
-    fn hiding(&self) -> bool {
-        !self.expanded && self.view.hidden() > 0
+    /// Whether "always" is offered: only where a rule would be saved that matches this
+    /// call again and not far more (decided by the permission policy).
+    pub(super) fn offers_always(&self) -> bool {
+        self.pending.request.offer_always
+    }
+
+    fn hidden(&self) -> usize {
+        if self.expanded {
+            0
+        } else {
+            self.view.hidden(self.rows)
+        }
+    }
+
+    /// The question as pinned above the prompt. Every text of it is made visible: no
+    /// escape sequence reaches the terminal to redraw what the person reads.
+    pub(super) fn pinned(&self, style: &Style, running: bool) -> Vec<String> {
+        let request = &self.pending.request;
+        let mut lines = vec![headline(&self.pending, style)];
+        if !request.reason.is_empty() {
+            lines.push(format!("  {}", style.dim(&visible(&request.reason))));
+        }
+        if self.expanded {
+            lines.push(style.dim("    (the whole call is printed above)"));
+        } else {
+            for line in self.view.compact(self.rows) {
+                lines.push(format!("    {line}"));
+            }
+            if self.hidden() > 0 {
+                lines.push(style.dim(&format!(
+                    "    … {} more rows: press v to see them all before answering",
+                    self.hidden()
+                )));
+            }
+        }
+        if let Some(note) = &self.note {
+            lines.push(note.clone());
+        }
+        lines.push(self.keys(style, running));
+        lines
     }
 
     fn keys(&self, style: &Style, running: bool) -> String {
+        let always = if self.offers_always() {
+            format!(
+                "   {} always (saves: {})",
+                style.bold("[a]"),
+                visible(&self.pending.request.suggested_rule)
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "  {} yes   {} no   {} always (saves: {}){}   {}",
+            "  {} yes   {} no{always}{}   {}",
             style.bold("[y]"),
             style.bold("[n]"),
-            style.bold("[a]"),
-            visible(&self.pending.request.suggested_rule),
-            if self.hiding() {
+            if self.hidden() > 0 {
                 format!("   {} view all", style.bold("[v]"))
             } else {
                 String::new()
@@ -107,40 +145,74 @@ impl Question {
         )
     }
 
-    /// Takes `key`: the question back while it stays open, and the lines to print.
-    pub(super) fn key(
-        mut self,
-        key: &KeyEvent,
-        style: &Style,
-        running: bool,
-    ) -> (Option<Question>, Vec<String>) {
+    /// Whose question it is, for the status line: `alice's`, or `the lead's`.
+    pub(super) fn whose(&self) -> String {
+        let summary = &self.pending.request.summary;
+        summary
+            .strip_prefix("teammate ")
+            .and_then(|rest| rest.split([':', ' ']).next())
+            .filter(|name| !name.is_empty())
+            .map_or_else(
+                || "the lead's".to_string(),
+                |name| format!("{}'s", visible(name)),
+            )
+    }
+
+    /// The question in one line (`? summary`), for the queue and the stream's record.
+    pub(super) fn headline(&self, style: &Style) -> String {
+        headline(&self.pending, style)
+    }
+
+    /// Takes `key`: the question back while it stays open, and the lines for the
+    /// stream (the whole call after `v`, the record of the answer).
+    pub(super) fn key(mut self, key: &KeyEvent, style: &Style) -> (Option<Question>, Vec<String>) {
+        self.note = None;
         match key.code {
-            KeyCode::Char('v') | KeyCode::Char('V') if self.hiding() => {
+            KeyCode::Char('v') | KeyCode::Char('V') if self.hidden() > 0 => {
                 self.expanded = true;
-                let mut lines: Vec<String> = self.view.lines[self.view.compact().len()..]
-                    .iter()
-                    .map(|line| format!("    {line}"))
-                    .collect();
-                lines.push(self.keys(style, running));
+                let mut lines = vec![self.headline(style)];
+                lines.extend(self.view.lines.iter().map(|line| format!("    {line}")));
                 (Some(self), lines)
             }
             _ => match answer(key) {
-                Some(Approval::AllowOnce | Approval::AllowAlways) if self.hiding() => {
-                    let hint = style.dim(&format!(
+                Some(Approval::AllowOnce | Approval::AllowAlways) if self.hidden() > 0 => {
+                    self.note = Some(style.dim(&format!(
                         "  {} rows of this call are hidden: press v to see them before allowing it",
-                        self.view.hidden()
+                        self.hidden()
+                    )));
+                    (Some(self), Vec::new())
+                }
+                Some(Approval::AllowAlways) if !self.offers_always() => {
+                    self.note = Some(style.dim(
+                        "  \"always\" is not offered here (no rule would match just this call): y allows it once",
                     ));
-                    (Some(self), vec![hint])
+                    (Some(self), Vec::new())
                 }
                 Some(approval) => {
-                    let label = style.dim(answer_label(&approval)).to_string();
+                    let label = match &approval {
+                        Approval::AllowOnce => "→ allowed once".to_string(),
+                        Approval::AllowAlways => format!(
+                            "→ always allowed (saved {})",
+                            visible(&self.pending.request.suggested_rule)
+                        ),
+                        Approval::Deny { .. } => "→ denied".to_string(),
+                    };
+                    let line = format!("{} {}", self.headline(style), style.dim(&label));
                     let _ = self.pending.reply.send(approval);
-                    (None, vec![label])
+                    (None, vec![line])
                 }
                 None => (Some(self), Vec::new()),
             },
         }
     }
+}
+
+fn headline(pending: &PendingApproval, style: &Style) -> String {
+    format!(
+        "{} {}",
+        style.yellow("?"),
+        style.bold(&visible(&pending.request.summary))
+    )
 }
 
 fn answer(key: &KeyEvent) -> Option<Approval> {
@@ -151,13 +223,5 @@ fn answer(key: &KeyEvent) -> Option<Approval> {
             Some(Approval::Deny { feedback: None })
         }
         _ => None,
-    }
-}
-
-fn answer_label(approval: &Approval) -> &'static str {
-    match approval {
-        Approval::AllowOnce => "  → allowed once",
-        Approval::AllowAlways => "  → always allowed",
-        Approval::Deny { .. } => "  → denied",
     }
 }

@@ -56,24 +56,69 @@ fn state_changes_seen_in_one_poll_print_the_status_line_once() {
         Some("team crew · alice idle · bob idle")
     );
 }
-#[test]
-fn no_text_of_a_question_reaches_the_terminal_raw() {
+fn question(summary: &str, command: &str, offer_always: bool) -> super::question::Question {
     use roo_agent::permissions::PermissionRequest;
-    let (reply, _answer) = tokio::sync::oneshot::channel();
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    // The answer's receiver is kept open for the test's length: the question waits.
+    std::mem::forget(answer);
     let pending = crate::setup::PendingApproval {
         request: PermissionRequest {
             tool: "Bash".to_string(),
-            summary: "Bash(:\u{1b}[1;2r; touch own.txt)".to_string(),
-            input: serde_json::json!({"command": ":\u{1b}[1;2r; touch own.txt"}),
+            summary: summary.to_string(),
+            input: serde_json::json!({ "command": command }),
             reason: "why\u{1b}[2J".to_string(),
             suggested_rule: "Bash(:\u{1b}[H *)".to_string(),
+            offer_always,
         },
         reply,
     };
-    let (question, lines) = super::question::Question::open(pending, &Style::plain(), true);
-    assert!(question.is_some());
+    match super::question::Question::open(pending, &Style::plain()) {
+        Ok(question) => question,
+        Err(lines) => panic!("not asked: {lines:?}"),
+    }
+}
+
+#[test]
+fn no_text_of_a_question_reaches_the_terminal_raw() {
+    let question = question(
+        "Bash(:\u{1b}[1;2r; touch own.txt)",
+        ":\u{1b}[1;2r; touch own.txt",
+        true,
+    );
+    let lines = question.pinned(&Style::plain(), true);
     for line in &lines {
         assert!(!line.contains('\u{1b}'), "{line:?}");
     }
     assert!(lines[0].contains("\\u{1b}[1;2r"), "{lines:?}");
+}
+
+#[test]
+fn always_is_offered_only_where_the_policy_says_and_a_names_the_asker() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let style = Style::plain();
+    let a = KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE);
+    let teammate = question("teammate alice: Bash(make)", "make", false);
+    assert_eq!(teammate.whose(), "alice's");
+    let keys = teammate.pinned(&style, false).pop().unwrap();
+    assert!(keys.contains("[y] yes") && !keys.contains("[a]"), "{keys}");
+    // `a` where "always" is not offered answers nothing.
+    let (kept, lines) = teammate.key(&a, &style);
+    let kept = kept.expect("still open");
+    assert!(lines.is_empty(), "{lines:?}");
+    assert!(
+        kept.pinned(&style, false)
+            .iter()
+            .any(|l| l.contains("not offered")),
+        "the hint says why"
+    );
+    let own = question("Bash(make)", "make", true);
+    assert_eq!(own.whose(), "the lead's");
+    let keys = own.pinned(&style, false).pop().unwrap();
+    assert!(keys.contains("[a] always (saves:"), "{keys}");
+    let (kept, lines) = own.key(&a, &style);
+    assert!(kept.is_none());
+    assert!(
+        lines[0].contains("Bash(make) → always allowed"),
+        "{lines:?}"
+    );
 }

@@ -1,9 +1,12 @@
 //! Teammates' questions to the lead: permission and plan-approval requests are answered
 //! as they arrive ([`spawn_request_answerer`]) by a [`RequestDecider`] — the person at
 //! the terminal ([`ApproverDecider`]) or, in a headless run, the lead's own permission
-//! policy ([`PolicyDecider`]) — never left waiting. A question is withdrawn once its
+//! policy ([`PolicyDecider`]) — never left waiting. Each teammate's questions are
+//! answered in order, different teammates' at the same time (so the person sees every
+//! question that waits, not only the first asker's). A question is withdrawn once its
 //! asker no longer waits for it, and an answer goes out signed with the lead's key.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -128,8 +131,8 @@ impl RequestDecider for PolicyDecider {
 }
 
 /// An interactive lead's decisions: the person answers, through the lead's
-/// [`Approver`] (the REPL's question channel). "Always" is taken as "yes, once": a
-/// teammate's call saves no rule in the lead's config.
+/// [`Approver`] (the REPL's question channel). "Always" is not offered: a teammate's
+/// call saves no rule in the lead's config (an "always" answer counts as "yes, once").
 pub struct ApproverDecider {
     pub approver: Arc<dyn Approver>,
 }
@@ -164,7 +167,9 @@ impl RequestDecider for ApproverDecider {
             summary: format!("teammate {from}: {}", one_line(summary, 200)),
             input: input.clone(),
             reason: format!("{from} asks the lead to allow this call (once)"),
-            suggested_rule: "not saved for a teammate's call; a and y both allow once".to_string(),
+            suggested_rule: String::new(),
+            // Nothing is saved for a teammate's call: "always" is not offered.
+            offer_always: false,
         }))
     }
 
@@ -174,7 +179,8 @@ impl RequestDecider for ApproverDecider {
             summary: format!("teammate {from} asks to approve its plan"),
             input: serde_json::json!({ "plan": plan }),
             reason: one_line(plan, 400),
-            suggested_rule: "nothing, a plan is approved once".to_string(),
+            suggested_rule: String::new(),
+            offer_always: false,
         }))
     }
 }
@@ -187,6 +193,16 @@ impl RequestDecider for ApproverDecider {
 /// taken.
 pub async fn answer_requests(binding: &TeamBinding, decider: &dyn RequestDecider) -> usize {
     let requests = binding.router.take_requests();
+    answer_taken(binding, decider, requests).await
+}
+
+/// Answers `requests` (taken from `binding`'s router) in order, as [`answer_requests`]
+/// does; returns how many were acknowledged.
+async fn answer_taken(
+    binding: &TeamBinding,
+    decider: &dyn RequestDecider,
+    requests: Vec<Message>,
+) -> usize {
     if requests.is_empty() {
         return 0;
     }
@@ -364,31 +380,60 @@ pub fn spawn_request_answerer(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut bindings = slot.subscribe();
+        // Teammates whose questions are being answered: their newer requests stay queued
+        // (where the open question sees them and is withdrawn) until those end.
+        let mut asking: HashSet<Name> = HashSet::new();
+        let mut answering = tokio::task::JoinSet::new();
         loop {
             let binding = bindings.borrow_and_update().clone();
-            match binding {
-                Some(binding) => {
-                    tokio::select! {
-                        open = binding.router.requests() => {
-                            if open {
-                                answer_requests(&binding, decider.as_ref()).await;
-                                continue;
-                            }
-                            // The router stopped: wait for another binding.
-                            tokio::select! {
-                                changed = bindings.changed() => if changed.is_err() { return },
-                                _ = cancel.cancelled() => return,
-                            }
+            let Some(binding) = binding else {
+                tokio::select! {
+                    changed = bindings.changed() => if changed.is_err() { return },
+                    _ = cancel.cancelled() => return,
+                }
+                continue;
+            };
+            let busy = asking.clone();
+            tokio::select! {
+                open = binding.router.request_queued(move |m| !busy.contains(&m.from)) => {
+                    if open {
+                        let taken = binding.router.take_requests_where(|m| !asking.contains(&m.from));
+                        for (asker, requests) in by_asker(taken) {
+                            asking.insert(asker.clone());
+                            let (binding, decider) = (binding.clone(), decider.clone());
+                            answering.spawn(async move {
+                                answer_taken(&binding, decider.as_ref(), requests).await;
+                                asker
+                            });
                         }
+                        continue;
+                    }
+                    // The router stopped: wait for another binding.
+                    tokio::select! {
                         changed = bindings.changed() => if changed.is_err() { return },
                         _ = cancel.cancelled() => return,
                     }
                 }
-                None => tokio::select! {
-                    changed = bindings.changed() => if changed.is_err() { return },
-                    _ = cancel.cancelled() => return,
-                },
+                Some(done) = answering.join_next(), if !answering.is_empty() => {
+                    if let Ok(asker) = done {
+                        asking.remove(&asker);
+                    }
+                }
+                changed = bindings.changed() => if changed.is_err() { return },
+                _ = cancel.cancelled() => return,
             }
         }
     })
+}
+
+/// `requests` grouped by asker, each group in its order, groups in order of first ask.
+fn by_asker(requests: Vec<Message>) -> Vec<(Name, Vec<Message>)> {
+    let mut groups: Vec<(Name, Vec<Message>)> = Vec::new();
+    for request in requests {
+        match groups.iter_mut().find(|(asker, _)| *asker == request.from) {
+            Some((_, group)) => group.push(request),
+            None => groups.push((request.from.clone(), vec![request])),
+        }
+    }
+    groups
 }

@@ -241,6 +241,7 @@ async fn the_lead_refusing_denies_the_call_with_its_reason() {
         input: serde_json::json!({"command": "git push"}),
         reason: "commands need approval".to_string(),
         suggested_rule: "Bash(git push *)".to_string(),
+        offer_always: true,
     };
     use roo_agent::permissions::{Approval, Approver};
     let approval = tokio::time::timeout(Duration::from_secs(10), approver.ask(&request))

@@ -687,3 +687,34 @@ fn the_team_state_under_roo_home_is_hidden_from_file_tools_even_inside_the_proje
         PermissionDecision::Allow
     );
 }
+
+#[test]
+fn always_is_offered_only_where_the_saved_rule_matches_the_call_again_and_not_far_more() {
+    let p = project();
+    let policy = policy(
+        &p,
+        PermissionMode::Default,
+        &[
+            (Local, RuleKind::Ask, "Bash(git push *)"),
+            (User, RuleKind::Deny, "Bash(curl *)"),
+        ],
+    );
+    let offered = |tool: &dyn Tool, input: Value| match policy.check(tool, &input, &p.root) {
+        PermissionDecision::Ask(request) => request.offer_always,
+        other => panic!("expected a question for {input}, got {other:?}"),
+    };
+    // One simple command, a file: the saved rule approves the same call next time.
+    assert!(offered(&Bash, bash("cargo test --all")));
+    assert!(offered(&Bash, bash("python3 script.py")));
+    assert!(offered(&EditFile, path("src/main.rs")));
+    // A compound or multi-line command, or one that runs another: no "always".
+    assert!(!offered(&Bash, bash("npm ci && npm test")));
+    assert!(!offered(&Bash, bash("make; make install")));
+    assert!(!offered(&Bash, bash("echo one\necho two")));
+    assert!(!offered(&Bash, bash("echo $(cat notes.md)")));
+    // An ask rule still asks whatever allow rule is saved beside it: no "always".
+    assert!(!offered(&Bash, bash("git push origin main")));
+    // A program named by a variable: no allow rule may approve it while a deny rule
+    // with a pattern exists.
+    assert!(!offered(&Bash, bash("$TOOL -s https://example.com")));
+}

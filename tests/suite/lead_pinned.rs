@@ -1,0 +1,214 @@
+//! The interactive lead never buries a question: questions (teammates' and its own) stay
+//! pinned above the prompt while the stream scrolls above them, keys answer the oldest,
+//! the answer's record names the question it answered, and a spinner shows while the
+//! model works. A private tmux server per test, the lead on a scripted model, its
+//! teammates in-process.
+//!
+//! Directories live under Cargo's target tmp dir, as in `team_approvals`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use roo_tests::{TempDir, Tmux, bin, wait_until};
+
+struct World {
+    root: TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("roo")).unwrap();
+        root.write("project/README.md", "# demo\n");
+        roo_tests::git_repo_with_identity(&root.join("project"));
+        World { root }
+    }
+
+    /// The interactive lead with `script`, in tmux, at its prompt; `NO_COLOR` when
+    /// `plain`.
+    fn lead(&self, script: &str, plain: bool) -> Tmux {
+        let script = self.root.write("script.yaml", script);
+        let command = format!(
+            "{} --provider script --script {} --trust-project --teammate-mode in-process",
+            bin("roo-lead").display(),
+            script.display()
+        );
+        let mut env = vec![
+            ("ROO_HOME", self.root.join("roo").display().to_string()),
+            ("HOME", self.root.join("home").display().to_string()),
+            ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+        ];
+        if plain {
+            env.push(("NO_COLOR", "1".to_string()));
+        }
+        let tmux = Tmux::start(&self.root.join("project"), &env, &command);
+        tmux.wait_for("the prompt", |s| s.contains("RooCode") && s.contains('›'));
+        tmux
+    }
+
+    fn worktree_file(&self, member: &str, name: &str) -> PathBuf {
+        self.root
+            .join("project/.roocode/worktrees")
+            .join(format!("crew+{member}"))
+            .join(name)
+    }
+}
+
+/// The last line of the screen that is not blank.
+fn last_line(screen: &str) -> &str {
+    screen
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+}
+
+/// Alice asks; while her question waits the lead streams 20 lines, spawns bob, and bob
+/// asks too; the lead's turn then takes 3 s more.
+const TWO_ASK: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Write alpha.txt."}}
+    - delay_ms: 2500
+      text: "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\nline 11\nline 12\nline 13\nline 14\nline 15\nline 16\nline 17\nline 18\nline 19\nline 20\n"
+      tool_calls:
+        - {name: Agent, input: {name: bob, prompt: "Write beta.txt."}}
+    - delay_ms: 3000
+      text: "Both are on it."
+    - text: "Noted."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - tool_calls:
+        - {name: WriteFile, input: {path: alpha.txt, content: "a\n"}}
+    - text: "Done."
+  bob:
+    - tool_calls:
+        - {name: WriteFile, input: {path: beta.txt, content: "b\n"}}
+    - text: "Done."
+"#;
+
+#[test]
+fn a_question_stays_pinned_and_answerable_while_lines_stream_and_another_teammate_asks() {
+    let world = World::new();
+    // A small terminal without colours.
+    let tmux = world.lead(TWO_ASK, true);
+    tmux.run(&["resize-window", "-t", "main", "-x", "80", "-y", "24"]);
+    tmux.type_text("Build it with alice and bob.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("alice's question", |s| {
+        s.contains("? teammate alice: WriteFile(alpha.txt)") && s.contains("[y] yes")
+    });
+    // 20 lines stream, bob joins and asks: alice's question is still there, under them,
+    // and bob's waits behind it; the last line says so (no free prompt).
+    let screen = tmux.wait_for("bob's question queued behind alice's", |s| {
+        s.contains("line 20") && s.contains("then (Tab) ? teammate bob: WriteFile(beta.txt)")
+    });
+    let question = screen
+        .find("? teammate alice: WriteFile(alpha.txt)")
+        .unwrap();
+    assert!(question > screen.find("line 20").unwrap(), "{screen}");
+    assert!(question > screen.find("bob joined").unwrap(), "{screen}");
+    assert!(screen[question..].contains("write alpha.txt"), "{screen}");
+    let last = last_line(&screen);
+    assert!(
+        last.contains("working") && last.contains("2 questions wait — y/n answers alice's"),
+        "{screen}"
+    );
+    // A teammate's call saves no rule: no "always".
+    assert!(!screen.contains("[a] always"), "{screen}");
+    assert_eq!(screen.lines().count(), 24, "{screen}");
+    let styled = tmux.run(&["capture-pane", "-p", "-e", "-t", "main"]);
+    assert!(!styled.contains('\x1b'), "NO_COLOR: {styled:?}");
+    assert!(!world.worktree_file("alice", "alpha.txt").exists());
+
+    // Tab brings bob's first, and again alice's.
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("bob's question first", |s| {
+        s.contains("then (Tab) ? teammate alice: WriteFile(alpha.txt)")
+            && last_line(s).contains("y/n answers bob's")
+    });
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("alice's question first again", |s| {
+        last_line(s).contains("y/n answers alice's")
+    });
+    // y answers alice's (the first), and the record names it.
+    tmux.keys(&["y"]);
+    let screen = tmux.wait_for("the answer's record and bob's question first", |s| {
+        s.contains("? teammate alice: WriteFile(alpha.txt) → allowed once")
+            && last_line(s).contains("1 question waits — y/n answers bob's")
+    });
+    assert!(screen.contains("  write beta.txt"), "{screen}");
+    wait_until(
+        "alice's file",
+        Duration::from_secs(20),
+        || {
+            world
+                .worktree_file("alice", "alpha.txt")
+                .is_file()
+                .then_some(())
+        },
+        || tmux.screen(),
+    );
+    assert!(!world.worktree_file("bob", "beta.txt").exists());
+
+    // Stray keys while a question waits go nowhere, during the run and after it.
+    tmux.type_text("zq");
+    let screen = tmux.wait_for("the run's end with bob's question still pinned", |s| {
+        s.contains("Both are on it.") && last_line(s).starts_with("› 1 question waits")
+    });
+    tmux.type_text("xw");
+    tmux.keys(&["n"]);
+    let screen_after = tmux.wait_for("bob's answer", |s| {
+        s.contains("? teammate bob: WriteFile(beta.txt) → denied")
+    });
+    for screen in [&screen, &screen_after] {
+        assert!(
+            !screen.contains("zq") && !screen.contains("xw"),
+            "a stray key reached the prompt:\n{screen}"
+        );
+    }
+    assert!(!world.worktree_file("bob", "beta.txt").exists());
+    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}
+
+#[test]
+fn a_spinner_shows_elapsed_time_and_tokens_while_the_model_works_and_goes_after() {
+    let world = World::new();
+    let tmux = world.lead(
+        r#"
+agents:
+  "*":
+    - text: "Reading."
+      usage: {input_tokens: 10, output_tokens: 42}
+      tool_calls:
+        - {name: ReadFile, input: {path: README.md}}
+    - delay_ms: 3500
+      text: "Thought it over."
+"#,
+        false,
+    );
+    tmux.type_text("think slowly");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the spinner at two seconds", |s| {
+        last_line(s).contains("working · 2s · ↓ 42 tokens · Esc stops")
+    });
+    // The first response's reported usage counts; the second has not streamed yet.
+    assert!(screen.contains("● ReadFile(README.md)"), "{screen}");
+    assert!(!screen.contains("Thought it over."), "{screen}");
+    let screen = tmux.wait_for("the answer", |s| s.contains("Thought it over."));
+    assert!(
+        !screen.contains("working ·"),
+        "the spinner stays:\n{screen}"
+    );
+    assert_eq!(last_line(&screen).trim(), "›", "{screen}");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}
