@@ -514,38 +514,53 @@ fn os_description() -> String {
     }
 }
 
+/// The script of the one confined launch of [`git_info`]: `git status --short`, a NUL
+/// (which that output cannot hold: git quotes or refuses such paths), then `git log`.
+/// One launch, not two, because each pays the sandbox helper's start and its second
+/// stage (two execs of the agent's binary).
+const STATUS_AND_LOG: &str = "git status --short; printf '\\0'; exec git log --oneline -n 5";
+
 fn git_info(cwd: &Path, launcher: &Launcher) -> Option<GitInfo> {
-    // rev-parse and branch only read files; the others run confined.
-    let start = |args: &[&str], confine: Confine| -> Option<std::process::Child> {
+    let start = |program: &str, args: &[&str], confine: Confine| {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
         launcher
-            .command(Path::new("git"), &args, cwd, confine)
+            .command(Path::new(program), &args, cwd, confine)
             .env("GIT_OPTIONAL_LOCKS", "0")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .ok()
     };
-    let finish = |child: Option<std::process::Child>| -> Option<String> {
-        let out = child?.wait_with_output().ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    let output = |child: Option<std::process::Child>| child?.wait_with_output().ok();
+    // `branch` only reads files: it runs directly, and it fails outside a repository,
+    // so nothing is confined there. Status and log run confined, in one launch.
+    let branch = output(start("git", &["branch", "--show-current"], Confine::No))
+        .filter(|out| out.status.success())?;
+    let both = output(start("sh", &["-c", STATUS_AND_LOG], Confine::Yes));
+    let branch = String::from_utf8_lossy(&branch.stdout)
+        .trim_end()
+        .to_string();
+    let branch = if branch.is_empty() {
+        "(detached HEAD)".to_string()
+    } else {
+        branch
     };
-    finish(start(&["rev-parse", "--is-inside-work-tree"], Confine::No))?;
-    // The confined two start together: each pays the sandbox helper's start-up.
-    let status = start(&["status", "--short"], Confine::Yes);
-    let log = start(&["log", "--oneline", "-n", "5"], Confine::Yes);
-    let branch = finish(start(&["branch", "--show-current"], Confine::No))
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| "(detached HEAD)".to_string());
-    let status = cap_lines(&finish(status).unwrap_or_default(), 40);
-    let recent_commits = finish(log).unwrap_or_default();
+    let (status, recent_commits) = both.map(split_status_and_log).unwrap_or_default();
     Some(GitInfo {
         branch,
-        status,
+        status: cap_lines(&status, 40),
         recent_commits,
     })
+}
+
+/// The status and log of [`STATUS_AND_LOG`]'s output: the status is what precedes the
+/// first NUL; the log what follows it, when the log succeeded (it fails before the
+/// first commit).
+fn split_status_and_log(out: std::process::Output) -> (String, String) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (status, log) = text.split_once('\0').unwrap_or((&text, ""));
+    let log = if out.status.success() { log } else { "" };
+    (status.trim_end().to_string(), log.trim_end().to_string())
 }
 
 fn cap_lines(text: &str, max: usize) -> String {
@@ -733,6 +748,52 @@ mod tests {
         assert!(text.contains("[@include big.md refused: it is"), "{text}");
         assert!(text.contains("[@include missing.md failed:"), "{text}");
         assert_eq!(loaded.notices.len(), 3, "{:?}", loaded.notices);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    #[test]
+    fn git_state_comes_from_one_status_and_log_run() {
+        let dir = temp_dir("gitinfo");
+        let launcher = Launcher::default();
+        assert_eq!(git_info(&dir, &launcher), None, "outside a repository");
+
+        git(&dir, &["init", "-q", "-b", "trunk"]);
+        fs::write(dir.join("a.txt"), "a\n").unwrap();
+        let fresh = git_info(&dir, &launcher).unwrap();
+        assert_eq!(fresh.branch, "trunk");
+        // Before the first commit the log fails; the status still shows.
+        assert_eq!(fresh.status, "?? a.txt");
+        assert_eq!(fresh.recent_commits, "");
+
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-q", "-m", "first"]);
+        git(&dir, &["commit", "-q", "--allow-empty", "-m", "second"]);
+        // A name that git must quote cannot end the status early or reach the log part.
+        fs::write(dir.join("line\nbreak"), "x").unwrap();
+        fs::write(dir.join("a.txt"), "changed\n").unwrap();
+        let info = git_info(&dir, &launcher).unwrap();
+        assert_eq!(info.branch, "trunk");
+        assert_eq!(info.status, " M a.txt\n?? \"line\\nbreak\"", "{info:?}");
+        let subjects: Vec<&str> = info
+            .recent_commits
+            .lines()
+            .map(|l| l.split_once(' ').unwrap().1)
+            .collect();
+        assert_eq!(subjects, ["second", "first"]);
+
+        git(&dir, &["checkout", "-q", "--detach"]);
+        assert_eq!(git_info(&dir, &launcher).unwrap().branch, "(detached HEAD)");
         fs::remove_dir_all(dir).unwrap();
     }
 

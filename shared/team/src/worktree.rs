@@ -566,29 +566,25 @@ impl LeadRepo {
     /// checkout of `branch` (its short name: never a detached HEAD) at `base`, with
     /// the lead's commit identity.
     fn make_clone(&self, path: &Path, branch: &str, base: &str) -> Result<()> {
-        let path_arg = path.as_os_str().to_os_string();
-        let root_arg = self.root.as_os_str().to_os_string();
-        self.git.ok(
-            &self.root,
-            &[
-                "clone".as_ref(),
-                "--quiet".as_ref(),
-                "--shared".as_ref(),
-                "--no-checkout".as_ref(),
-                "--no-tags".as_ref(),
-                root_arg.as_os_str(),
-                path_arg.as_os_str(),
-            ],
-        )?;
+        let mut args: Vec<std::ffi::OsString> = ["clone", "--quiet", "--shared", "--no-checkout"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        // The identity is written into the clone's config by the clone itself: one git
+        // run fewer per key than setting it afterwards (each a sandboxed launch).
+        for (key, value) in self.identity()? {
+            args.push("--config".into());
+            args.push(format!("{key}={value}").into());
+        }
+        args.extend([
+            "--no-tags".into(),
+            self.root.as_os_str().to_os_string(),
+            path.as_os_str().to_os_string(),
+        ]);
+        self.git.ok(&self.root, &args)?;
         // The checkout must not have turned our directory into a link.
         check_not_symlink(path, false)?;
         let git = self.git.confined_to(path);
-        for key in ["user.name", "user.email"] {
-            let value = self.git.run(&self.root, &["config", "--get", key])?;
-            if value.success {
-                git.ok(path, &["config", key, value.stdout.trim_end_matches('\n')])?;
-            }
-        }
         git.ok(path, &["checkout", "--quiet", "-B", branch, base])?;
         let on = git.run(path, &["symbolic-ref", "-q", "HEAD"])?;
         if on.stdout.trim() != format!("refs/heads/{branch}") {
@@ -601,6 +597,26 @@ impl LeadRepo {
             });
         }
         Ok(())
+    }
+
+    /// The lead's commit identity (`user.name`, `user.email`, each as `git config --get`
+    /// reads it: the last value, trailing newlines cut), read by one git run.
+    fn identity(&self) -> Result<Vec<(&'static str, String)>> {
+        let out = self.git.run(
+            &self.root,
+            &["config", "-z", "--get-regexp", r"^user\.(name|email)$"],
+        )?;
+        let mut identity: Vec<(&'static str, String)> = Vec::new();
+        // Exit 1 is "none set"; the entries are `key\nvalue\0`.
+        for entry in nul_fields(&out.stdout).filter(|_| out.success) {
+            let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
+            let Some(key) = ["user.name", "user.email"].into_iter().find(|k| *k == key) else {
+                continue;
+            };
+            identity.retain(|(k, _)| *k != key);
+            identity.push((key, value.trim_end_matches('\n').to_string()));
+        }
+        Ok(identity)
     }
 
     /// The clone at `path` when it is one on `branch` (a restarted teammate);

@@ -645,3 +645,39 @@ fn a_held_worktrees_lock_is_an_error_naming_the_file_after_the_wait() {
     // Free again: taken at once.
     lock_worktrees_within(dir.path(), std::time::Duration::ZERO).unwrap();
 }
+
+#[test]
+fn the_clone_gets_the_leads_identity_written_by_the_clone_itself() {
+    let w = World::new();
+    let repo = w.repo();
+    let config = |dir: &Path, key: &str| {
+        let out = Command::new("git")
+            .args(["config", "--get", key])
+            .current_dir(dir)
+            .env("HOME", w.base.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    // A multi-valued name (the last one is what git commits with), an `=` and spaces.
+    w.sh(&repo, &["config", "--add", "user.name", "Old Name"]);
+    w.sh(&repo, &["config", "--add", "user.name", "Lead = Name "]);
+    let alice = w.add(&repo, "alice");
+    assert_eq!(
+        config(&alice.path, "user.name").as_deref(),
+        Some("Lead = Name \n")
+    );
+    assert_eq!(
+        config(&alice.path, "user.email").as_deref(),
+        Some("roo@example.invalid\n")
+    );
+    // No identity: none is invented for the clone.
+    w.sh(&repo, &["config", "--unset-all", "user.name"]);
+    w.sh(&repo, &["config", "--unset-all", "user.email"]);
+    let bob = w.add(&repo, "bob");
+    assert_eq!(config(&bob.path, "user.name"), None);
+    assert_eq!(config(&bob.path, "user.email"), None);
+}
