@@ -53,6 +53,16 @@ impl Environment {
         }
     }
 
+    /// The environment of a checkout made just now on `branch` in `cwd` (a lead's new
+    /// clone for a teammate), known without running git: only once the clone's own
+    /// `.git/HEAD` file says it is on `branch`. Its files are checked as untrusted: `.git`
+    /// must be a directory (not a link or a `gitdir:` file) and `HEAD` a small regular file
+    /// opened without following a link or blocking, so a link, FIFO or huge file there
+    /// gives `None` (the caller then detects the state with git, confined).
+    pub fn for_fresh_checkout(cwd: &Path, branch: &str) -> Option<Self> {
+        head_names_branch(cwd, branch).then(|| Self::for_new_checkout(cwd, branch))
+    }
+
     /// The environment of a checkout still being made on `branch` (a teammate's new
     /// worktree, created from a commit, so clean): known without running git in it.
     pub fn for_new_checkout(cwd: &Path, branch: &str) -> Self {
@@ -453,6 +463,21 @@ enum Refusal {
     Failed(std::io::Error),
 }
 
+/// Whether the checkout in `dir` is on `branch` by its own files, read without git and as
+/// untrusted: `dir/.git` is a directory (not a link or a `gitdir:` file) whose `HEAD` is a
+/// small regular file, opened without following a link or blocking, that says `ref:
+/// refs/heads/<branch>`. A link, FIFO, device or huge file there answers `false` at once.
+pub fn head_names_branch(dir: &Path, branch: &str) -> bool {
+    /// A HEAD file holds one ref line; anything much longer is not one.
+    const MAX_HEAD_BYTES: u64 = 1024;
+    let git_dir = dir.join(".git");
+    if !fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    read_regular_file(&git_dir.join("HEAD"), MAX_HEAD_BYTES)
+        .is_ok_and(|head| head == format!("ref: refs/heads/{branch}\n"))
+}
+
 /// Reads a regular file of at most `max` bytes. Opened without following a
 /// final symlink and without blocking, so a FIFO or device swapped in after the
 /// check is refused rather than waited on.
@@ -795,6 +820,56 @@ mod tests {
         git(&dir, &["checkout", "-q", "--detach"]);
         assert_eq!(git_info(&dir, &launcher).unwrap().branch, "(detached HEAD)");
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_fresh_checkouts_state_is_read_from_its_head_file_only_when_it_is_plain() {
+        use std::os::unix::fs::symlink;
+        let dir = temp_dir("fresh");
+        let branch = "roo/team/alice";
+        // Not a repository (no `.git`): unknown.
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        git(&dir, &["init", "-q", "-b", branch]);
+        let env = Environment::for_fresh_checkout(&dir, branch).unwrap();
+        assert_eq!(env, Environment::for_new_checkout(&dir, branch));
+        // Another branch than the lead said: unknown, so detected instead.
+        assert_eq!(Environment::for_fresh_checkout(&dir, "roo/team/bob"), None);
+
+        let head = dir.join(".git/HEAD");
+        let elsewhere = dir.join("elsewhere");
+        fs::write(&elsewhere, format!("ref: refs/heads/{branch}\n")).unwrap();
+        // HEAD a symlink (even to the right text): not followed.
+        fs::remove_file(&head).unwrap();
+        symlink(&elsewhere, &head).unwrap();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        // HEAD a FIFO: refused at once, never waited on.
+        fs::remove_file(&head).unwrap();
+        nix::unistd::mkfifo(&head, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        // A huge HEAD: refused without reading it whole.
+        fs::remove_file(&head).unwrap();
+        let mut huge = format!("ref: refs/heads/{branch}\n").into_bytes();
+        huge.resize(64 << 20, b'\n');
+        fs::write(&head, huge).unwrap();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        // `.git` a link to a real git directory: not read either.
+        let other = temp_dir("fresh-other");
+        git(&other, &["init", "-q", "-b", branch]);
+        fs::remove_dir_all(dir.join(".git")).unwrap();
+        symlink(other.join(".git"), dir.join(".git")).unwrap();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        // A `gitdir:` file: not read either.
+        fs::remove_file(dir.join(".git")).unwrap();
+        fs::write(
+            dir.join(".git"),
+            format!("gitdir: {}\n", other.join(".git").display()),
+        )
+        .unwrap();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        fs::remove_dir_all(dir).unwrap();
+        fs::remove_dir_all(other).unwrap();
     }
 
     #[test]

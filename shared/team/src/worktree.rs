@@ -504,10 +504,18 @@ impl LeadRepo {
         if std::fs::symlink_metadata(&path).is_ok() {
             return self.reuse_clone(path, branch, notices);
         }
-        let head = self.head()?;
-        let existing = self
-            .git
-            .run(&self.root, &["rev-parse", "-q", "--verify", &full_ref])?;
+        // What the lead's repository says, read concurrently (each a sandboxed launch):
+        // its HEAD, the member's branch if it exists, and the commit identity.
+        let (head, existing, identity) = std::thread::scope(|scope| {
+            let existing = scope.spawn(|| {
+                self.git
+                    .run(&self.root, &["rev-parse", "-q", "--verify", &full_ref])
+            });
+            let identity = scope.spawn(|| self.identity());
+            let head = self.head();
+            (head, joined(existing), joined(identity))
+        });
+        let (head, existing) = (head?, existing?);
         let base = if existing.success {
             let ahead = self.count(&format!("HEAD..{full_ref}"))?;
             notices.push(format!(
@@ -518,7 +526,18 @@ impl LeadRepo {
         } else {
             head.clone()
         };
-        let made = self.make_clone(&path, &branch, &base);
+        // The notices' reads of the lead's tree run while the clone is made.
+        let (made, dirty, on_branch) = std::thread::scope(|scope| {
+            let dirty = scope.spawn(|| self.uncommitted(&self.root, false));
+            let on_branch = scope.spawn(|| {
+                self.git
+                    .run(&self.root, &["symbolic-ref", "-q", "HEAD"])
+                    .map(|out| out.success)
+            });
+            let made =
+                identity.and_then(|identity| self.make_clone(&path, &branch, &base, identity));
+            (made, joined(dirty), joined(on_branch))
+        });
         if let Err(e) = made {
             // Nothing half-made stays behind.
             let _ = std::fs::remove_dir_all(&path);
@@ -530,7 +549,7 @@ impl LeadRepo {
                 .ok(&self.root, &["branch", "--no-track", &branch, &base])?;
         }
 
-        let dirty = self.uncommitted(&self.root, false)?;
+        let dirty = dirty?;
         if !dirty.is_empty() {
             notices.push(format!(
                 "the lead's working tree has uncommitted changes ({}); the clone {} starts \
@@ -540,11 +559,7 @@ impl LeadRepo {
                 short(&head)
             ));
         }
-        let on_branch = self
-            .git
-            .run(&self.root, &["symbolic-ref", "-q", "HEAD"])?
-            .success;
-        if !on_branch {
+        if !on_branch? {
             notices.push(format!(
                 "the lead is on a detached HEAD ({}); {branch} starts there, and merging it \
                  back adds a merge commit on the detached HEAD",
@@ -565,14 +580,20 @@ impl LeadRepo {
     /// `git clone --shared --no-checkout` of the lead's repository at `path`, then a
     /// checkout of `branch` (its short name: never a detached HEAD) at `base`, with
     /// the lead's commit identity.
-    fn make_clone(&self, path: &Path, branch: &str, base: &str) -> Result<()> {
+    fn make_clone(
+        &self,
+        path: &Path,
+        branch: &str,
+        base: &str,
+        identity: Vec<(&'static str, String)>,
+    ) -> Result<()> {
         let mut args: Vec<std::ffi::OsString> = ["clone", "--quiet", "--shared", "--no-checkout"]
             .iter()
             .map(Into::into)
             .collect();
         // The identity is written into the clone's config by the clone itself: one git
         // run fewer per key than setting it afterwards (each a sandboxed launch).
-        for (key, value) in self.identity()? {
+        for (key, value) in identity {
             args.push("--config".into());
             args.push(format!("{key}={value}").into());
         }
@@ -586,6 +607,11 @@ impl LeadRepo {
         check_not_symlink(path, false)?;
         let git = self.git.confined_to(path);
         git.ok(path, &["checkout", "--quiet", "-B", branch, base])?;
+        // Read from the clone's HEAD file (no git run); only a clone that is not on the
+        // branch asks git what it is on, for the error.
+        if roo_agent::head_names_branch(path, branch) {
+            return Ok(());
+        }
         let on = git.run(path, &["symbolic-ref", "-q", "HEAD"])?;
         if on.stdout.trim() != format!("refs/heads/{branch}") {
             return Err(WorktreeError::Occupied {
@@ -1008,6 +1034,13 @@ pub(crate) fn summarize_files(entries: &[String]) -> String {
         text.push_str(&format!(" and {} more", entries.len() - SHOWN));
     }
     text
+}
+
+/// The result of a scoped thread of [`LeadRepo::add_worktree`]; its panic goes on.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 #[cfg(test)]
