@@ -370,6 +370,9 @@ pub fn prepare(cwd: &Path, team: &Name, member: &Name, git: &Git) -> Result<Work
     }
 }
 
+/// How long [`LeadRepo::discover`]'s one git run may take.
+const DISCOVERY_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl LeadRepo {
     /// Finds the repository `cwd` is in. Outside a repository, in one without
     /// a commit, in a bare one, or without git, teammates share `cwd`.
@@ -382,8 +385,13 @@ impl LeadRepo {
         };
         // One git run answers all four questions, in order: a working tree or not, its
         // top level, the shared git directory, and the commit worktrees branch from
-        // (the last fails, exit 1, while there is no commit).
-        let probe = match git.run(
+        // (the last fails, exit 1, while there is no commit). It reads only the
+        // repository's files and refs, never an object (so no lazy fetch) nor a program
+        // the config names: it runs directly, not through the sandbox's two launches, and
+        // bounded in time (a FIFO planted as a ref cannot hold it). Whether HEAD is a
+        // commit is checked when a clone is made from it, confined (`LeadRepo::head`).
+        git::existing_dir(cwd)?;
+        let probe = match git.run_limited(
             cwd,
             &[
                 "rev-parse",
@@ -392,8 +400,9 @@ impl LeadRepo {
                 "--git-common-dir",
                 "--verify",
                 "-q",
-                "HEAD^{commit}",
+                "HEAD",
             ],
+            DISCOVERY_LIMIT,
         ) {
             Ok(out) => out,
             Err(WorktreeError::GitUnavailable { source, .. }) => {

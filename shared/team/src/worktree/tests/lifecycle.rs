@@ -681,3 +681,39 @@ fn the_clone_gets_the_leads_identity_written_by_the_clone_itself() {
     assert_eq!(config(&bob.path, "user.name"), None);
     assert_eq!(config(&bob.path, "user.email"), None);
 }
+
+#[test]
+fn discovery_reads_no_object_and_a_planted_fifo_cannot_hold_it() {
+    let w = World::new();
+    let repo = w.repo();
+    // HEAD names a commit that is not there: discovery (refs only) finds the repository,
+    // and making the clone (which checks HEAD's commit, confined) fails and leaves nothing.
+    std::fs::write(
+        repo.join(".git/refs/heads/ghost"),
+        format!("{}\n", "1".repeat(40)),
+    )
+    .unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/ghost\n").unwrap();
+    let lead = w.lead(&repo);
+    let err = lead
+        .add_worktree(&name("team"), &name("alice"))
+        .unwrap_err();
+    assert!(err.to_string().contains("rev-parse"), "{err}");
+    assert!(!lead.worktree_path(&name("team"), &name("alice")).exists());
+
+    // A FIFO as HEAD would block git's read forever: discovery gives up within its limit.
+    std::fs::remove_file(repo.join(".git/HEAD")).unwrap();
+    nix::unistd::mkfifo(
+        &repo.join(".git/HEAD"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let found = LeadRepo::discover(&repo, &w.git).unwrap();
+    assert!(
+        started.elapsed() < DISCOVERY_LIMIT * 2,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(found, Discovered::Shared { .. }), "{found:?}");
+}
