@@ -10,7 +10,9 @@
 //!   first model request (wall), and the CPU time (user + system) of the whole run — a
 //!   one-turn run answered at once, so nearly all of it is start-up: its process and every
 //!   process it started and waited for (the sandbox's helpers and `git`), from
-//!   `/proc/self/stat`'s `cutime` and `cstime` before and after.
+//!   `/proc/self/stat`'s `cutime` and `cstime` before and after; and the same CPU time
+//!   for each whole in-process team run above (the lead and its teammate are one process),
+//!   which other load bends less than the wall clock.
 //!
 //! The four kinds alternate within each round, so load hits them alike.
 
@@ -81,13 +83,19 @@ pub(crate) async fn startup_child(n: usize) {
     let env = tmux.env();
     // [in-process, pane] × [no repository, git repository]
     let mut spawn: [[Vec<Duration>; 2]; 2] = Default::default();
+    // CPU ticks of the in-process runs (lead and teammate: one process), by git.
+    let mut team_cpu = [0u64; 2];
     let (mut start, mut cpu) = (Vec::new(), 0u64);
     for i in 0..=n {
         for git in [i % 2 == 0, i % 2 != 0] {
             for pane in [false, true] {
+                let ticks = children_ticks();
                 let [first, _, _] = agent_spawn_once(git, pane.then_some(&env[..])).await;
                 if i > 0 {
                     spawn[usize::from(pane)][usize::from(git)].push(first);
+                    if !pane {
+                        team_cpu[usize::from(git)] += children_ticks() - ticks;
+                    }
                 }
             }
         }
@@ -110,6 +118,12 @@ pub(crate) async fn startup_child(n: usize) {
                 Stats(spans).line()
             );
         }
+    }
+    for (git, place) in [(1, "git repository (clone)"), (0, "no repository")] {
+        println!(
+            "in-process team run (lead + teammate, whole run), CPU, {place}: mean {:.1} ms",
+            team_cpu[git] as f64 * tick_ms / n as f64
+        );
     }
     println!(
         "roo-lead -p start → first request, git repository   {}",
