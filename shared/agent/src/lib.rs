@@ -44,8 +44,8 @@ pub use hooks::{
 pub use mcp::{McpHook, McpLaunch, McpServers, McpSettings};
 pub use plan_mode::{PlanApprover, plan_mode_tools};
 pub use prompt::{
-    Environment, GitInfo, Instructions, Persona, instruction_parts, join_instructions,
-    load_instructions, project_instruction_paths, system_prompt,
+    Environment, GitInfo, Instructions, Persona, head_names_branch, instruction_parts,
+    join_instructions, load_instructions, project_instruction_paths, system_prompt,
 };
 pub use session::{
     Restored, Session, SessionError, latest_session, new_session_id, project_sessions_dir,

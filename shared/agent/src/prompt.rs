@@ -53,6 +53,16 @@ impl Environment {
         }
     }
 
+    /// The environment of a checkout made just now on `branch` in `cwd` (a lead's new
+    /// clone for a teammate), known without running git: only once the clone's own
+    /// `.git/HEAD` file says it is on `branch`. Its files are checked as untrusted: `.git`
+    /// must be a directory (not a link or a `gitdir:` file) and `HEAD` a small regular file
+    /// opened without following a link or blocking, so a link, FIFO or huge file there
+    /// gives `None` (the caller then detects the state with git, confined).
+    pub fn for_fresh_checkout(cwd: &Path, branch: &str) -> Option<Self> {
+        head_names_branch(cwd, branch).then(|| Self::for_new_checkout(cwd, branch))
+    }
+
     /// The environment of a checkout still being made on `branch` (a teammate's new
     /// worktree, created from a commit, so clean): known without running git in it.
     pub fn for_new_checkout(cwd: &Path, branch: &str) -> Self {
@@ -453,6 +463,21 @@ enum Refusal {
     Failed(std::io::Error),
 }
 
+/// Whether the checkout in `dir` is on `branch` by its own files, read without git and as
+/// untrusted: `dir/.git` is a directory (not a link or a `gitdir:` file) whose `HEAD` is a
+/// small regular file, opened without following a link or blocking, that says `ref:
+/// refs/heads/<branch>`. A link, FIFO, device or huge file there answers `false` at once.
+pub fn head_names_branch(dir: &Path, branch: &str) -> bool {
+    /// A HEAD file holds one ref line; anything much longer is not one.
+    const MAX_HEAD_BYTES: u64 = 1024;
+    let git_dir = dir.join(".git");
+    if !fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    read_regular_file(&git_dir.join("HEAD"), MAX_HEAD_BYTES)
+        .is_ok_and(|head| head == format!("ref: refs/heads/{branch}\n"))
+}
+
 /// Reads a regular file of at most `max` bytes. Opened without following a
 /// final symlink and without blocking, so a FIFO or device swapped in after the
 /// check is refused rather than waited on.
@@ -514,38 +539,53 @@ fn os_description() -> String {
     }
 }
 
+/// The script of the one confined launch of [`git_info`]: `git status --short`, a NUL
+/// (which that output cannot hold: git quotes or refuses such paths), then `git log`.
+/// One launch, not two, because each pays the sandbox helper's start and its second
+/// stage (two execs of the agent's binary).
+const STATUS_AND_LOG: &str = "git status --short; printf '\\0'; exec git log --oneline -n 5";
+
 fn git_info(cwd: &Path, launcher: &Launcher) -> Option<GitInfo> {
-    // rev-parse and branch only read files; the others run confined.
-    let start = |args: &[&str], confine: Confine| -> Option<std::process::Child> {
+    let start = |program: &str, args: &[&str], confine: Confine| {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
         launcher
-            .command(Path::new("git"), &args, cwd, confine)
+            .command(Path::new(program), &args, cwd, confine)
             .env("GIT_OPTIONAL_LOCKS", "0")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .ok()
     };
-    let finish = |child: Option<std::process::Child>| -> Option<String> {
-        let out = child?.wait_with_output().ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    let output = |child: Option<std::process::Child>| child?.wait_with_output().ok();
+    // `branch` only reads files: it runs directly, and it fails outside a repository,
+    // so nothing is confined there. Status and log run confined, in one launch.
+    let branch = output(start("git", &["branch", "--show-current"], Confine::No))
+        .filter(|out| out.status.success())?;
+    let both = output(start("sh", &["-c", STATUS_AND_LOG], Confine::Yes));
+    let branch = String::from_utf8_lossy(&branch.stdout)
+        .trim_end()
+        .to_string();
+    let branch = if branch.is_empty() {
+        "(detached HEAD)".to_string()
+    } else {
+        branch
     };
-    finish(start(&["rev-parse", "--is-inside-work-tree"], Confine::No))?;
-    // The confined two start together: each pays the sandbox helper's start-up.
-    let status = start(&["status", "--short"], Confine::Yes);
-    let log = start(&["log", "--oneline", "-n", "5"], Confine::Yes);
-    let branch = finish(start(&["branch", "--show-current"], Confine::No))
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| "(detached HEAD)".to_string());
-    let status = cap_lines(&finish(status).unwrap_or_default(), 40);
-    let recent_commits = finish(log).unwrap_or_default();
+    let (status, recent_commits) = both.map(split_status_and_log).unwrap_or_default();
     Some(GitInfo {
         branch,
-        status,
+        status: cap_lines(&status, 40),
         recent_commits,
     })
+}
+
+/// The status and log of [`STATUS_AND_LOG`]'s output: the status is what precedes the
+/// first NUL; the log what follows it, when the log succeeded (it fails before the
+/// first commit).
+fn split_status_and_log(out: std::process::Output) -> (String, String) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (status, log) = text.split_once('\0').unwrap_or((&text, ""));
+    let log = if out.status.success() { log } else { "" };
+    (status.trim_end().to_string(), log.trim_end().to_string())
 }
 
 fn cap_lines(text: &str, max: usize) -> String {
@@ -734,6 +774,102 @@ mod tests {
         assert!(text.contains("[@include missing.md failed:"), "{text}");
         assert_eq!(loaded.notices.len(), 3, "{:?}", loaded.notices);
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    #[test]
+    fn git_state_comes_from_one_status_and_log_run() {
+        let dir = temp_dir("gitinfo");
+        let launcher = Launcher::default();
+        assert_eq!(git_info(&dir, &launcher), None, "outside a repository");
+
+        git(&dir, &["init", "-q", "-b", "trunk"]);
+        fs::write(dir.join("a.txt"), "a\n").unwrap();
+        let fresh = git_info(&dir, &launcher).unwrap();
+        assert_eq!(fresh.branch, "trunk");
+        // Before the first commit the log fails; the status still shows.
+        assert_eq!(fresh.status, "?? a.txt");
+        assert_eq!(fresh.recent_commits, "");
+
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-q", "-m", "first"]);
+        git(&dir, &["commit", "-q", "--allow-empty", "-m", "second"]);
+        // A name that git must quote cannot end the status early or reach the log part.
+        fs::write(dir.join("line\nbreak"), "x").unwrap();
+        fs::write(dir.join("a.txt"), "changed\n").unwrap();
+        let info = git_info(&dir, &launcher).unwrap();
+        assert_eq!(info.branch, "trunk");
+        assert_eq!(info.status, " M a.txt\n?? \"line\\nbreak\"", "{info:?}");
+        let subjects: Vec<&str> = info
+            .recent_commits
+            .lines()
+            .map(|l| l.split_once(' ').unwrap().1)
+            .collect();
+        assert_eq!(subjects, ["second", "first"]);
+
+        git(&dir, &["checkout", "-q", "--detach"]);
+        assert_eq!(git_info(&dir, &launcher).unwrap().branch, "(detached HEAD)");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_fresh_checkouts_state_is_read_from_its_head_file_only_when_it_is_plain() {
+        use std::os::unix::fs::symlink;
+        let dir = temp_dir("fresh");
+        let branch = "roo/team/alice";
+        // Not a repository (no `.git`): unknown.
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        git(&dir, &["init", "-q", "-b", branch]);
+        let env = Environment::for_fresh_checkout(&dir, branch).unwrap();
+        assert_eq!(env, Environment::for_new_checkout(&dir, branch));
+        // Another branch than the lead said: unknown, so detected instead.
+        assert_eq!(Environment::for_fresh_checkout(&dir, "roo/team/bob"), None);
+
+        let head = dir.join(".git/HEAD");
+        let elsewhere = dir.join("elsewhere");
+        fs::write(&elsewhere, format!("ref: refs/heads/{branch}\n")).unwrap();
+        // HEAD a symlink (even to the right text): not followed.
+        fs::remove_file(&head).unwrap();
+        symlink(&elsewhere, &head).unwrap();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        // HEAD a FIFO: refused at once, never waited on.
+        fs::remove_file(&head).unwrap();
+        nix::unistd::mkfifo(&head, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        // A huge HEAD: refused without reading it whole.
+        fs::remove_file(&head).unwrap();
+        let mut huge = format!("ref: refs/heads/{branch}\n").into_bytes();
+        huge.resize(64 << 20, b'\n');
+        fs::write(&head, huge).unwrap();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        // `.git` a link to a real git directory: not read either.
+        let other = temp_dir("fresh-other");
+        git(&other, &["init", "-q", "-b", branch]);
+        fs::remove_dir_all(dir.join(".git")).unwrap();
+        symlink(other.join(".git"), dir.join(".git")).unwrap();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        // A `gitdir:` file: not read either.
+        fs::remove_file(dir.join(".git")).unwrap();
+        fs::write(
+            dir.join(".git"),
+            format!("gitdir: {}\n", other.join(".git").display()),
+        )
+        .unwrap();
+        assert_eq!(Environment::for_fresh_checkout(&dir, branch), None);
+        fs::remove_dir_all(dir).unwrap();
+        fs::remove_dir_all(other).unwrap();
     }
 
     #[test]

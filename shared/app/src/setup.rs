@@ -212,6 +212,7 @@ pub async fn build_in(
     home: RooHome,
 ) -> Result<Built, AppError> {
     let roo_home = home.root().to_path_buf();
+    probe_sandbox_ahead(args.no_sandbox);
     let TeammateBackend {
         backend: teammate_mode,
         detection: teammate_detection,
@@ -470,6 +471,15 @@ fn spawn_router(binding: Arc<roo_team::TeamBinding>, cancel: CancellationToken) 
             tracing::warn!(error = %e, "the lead's inbox router stopped");
         }
     });
+}
+
+/// The first start-up step of an agent's process (lead or worker): the sandbox's
+/// namespace probe, an exec of this binary, starts now on a thread of its own and runs
+/// while the rest starts (see `roo_agent::exec::sandbox::probe_ahead`).
+pub fn probe_sandbox_ahead(no_sandbox: bool) {
+    if !no_sandbox && let Ok(helper) = std::env::current_exe() {
+        roo_agent::exec::sandbox::probe_ahead(helper);
+    }
 }
 
 /// The provider flags as the builder takes them.

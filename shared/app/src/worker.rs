@@ -80,6 +80,11 @@ impl WorkerArgs {
         settings.session = session;
         settings.cwd = self.launch.cwd.clone();
         settings.config_root = self.launch.config_root.clone();
+        // A clone the lead made just now: its root is the project root (no git asked).
+        if let Some(branch) = &self.launch.new_clone {
+            settings.project_root = self.launch.cwd.clone();
+            settings.fresh_checkout = Some(branch.clone());
+        }
         // On another host: the project config the lead read in its own tree, never the
         // clone's (which the teammate can write); without one, none at all.
         settings.project_config = self.launch.project_config.clone().or_else(|| {
@@ -199,6 +204,7 @@ pub fn main() -> ExitCode {
 /// Joins the team, runs the teammate loop until the lead shuts it down (exit 0) or a
 /// signal (SIGINT, SIGTERM) ends it (exit 1, after marking it idle).
 async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
+    crate::setup::probe_sandbox_ahead(args.launch.no_sandbox);
     // What the lead handed over with the environment: the prompt, a remote teammate's
     // project config (never on the command line).
     if let Some(doc) = roo_agent::exec::sandbox::handed_launch() {
@@ -414,6 +420,7 @@ mod tests {
             prompt: Some("--help me: claim task 1".into()),
             cwd: Some("/repo/.roocode/worktrees/crew+alice".into()),
             config_root: Some("/repo".into()),
+            new_clone: Some("roo/crew/alice".into()),
             max_turns: Some(7),
             orphan_timeout: Some(0),
             host: Some("gpu".into()),
@@ -455,6 +462,7 @@ mod tests {
             prompt: None,
             cwd: None,
             config_root: None,
+            new_clone: None,
             max_turns: None,
             orphan_timeout: None,
             host: None,

@@ -29,13 +29,17 @@
 //!    (before issue 18) against the teammate's clone, and the lead's Agent call → the
 //!    teammate's first request there.
 //! 7. merge: `LeadRepo::merge_checked` (TeamMerge) of a 50-file branch.
+//! 8. startup: the lead's Agent call → the teammate's first request in process and in a
+//!    tmux pane, and one agent's start-up wall and CPU time, side by side ([`startup`]).
 //!
 //! `ROO_BENCH_QUICK=1` runs fewer iterations;
-//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git|merge` runs one section.
+//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git|merge|startup` runs one section.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "team/panes.rs"]
 mod panes;
+#[path = "team/startup.rs"]
+mod startup;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -1346,6 +1350,9 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("--pane-child") {
         return runtime.block_on(panes::pane_child(args[2].parse().unwrap()));
     }
+    if args.get(1).map(String::as_str) == Some("--startup-child") {
+        return runtime.block_on(startup::startup_child(args[2].parse().unwrap()));
+    }
     // `cargo bench` passes `--bench`; anything else is ignored.
     let quick = std::env::var_os("ROO_BENCH_QUICK").is_some();
     let only = std::env::var("ROO_BENCH_ONLY").ok();
@@ -1382,6 +1389,10 @@ fn main() {
         }
         if run("merge") {
             merge_section(if quick { 5 } else { 40 });
+            println!("load average: {}", load_average());
+        }
+        if run("startup") {
+            startup::startup_section(n).await;
             println!("load average: {}", load_average());
         }
     });

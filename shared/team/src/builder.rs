@@ -160,7 +160,8 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     let mut commands = command_setup(&ws, identity, &llm, no_sandbox, helper.clone(), pending)?;
     notices.append(&mut commands.notices);
     let mcp = mcp_servers(std::mem::take(&mut settings.mcp), &ws, &commands, &tools)?;
-    let environment = environment(pending, &ws.cwd, &commands).await?;
+    let fresh_checkout = settings.fresh_checkout.take();
+    let environment = environment(pending, fresh_checkout, &ws.cwd, &commands).await?;
     let context = tool_context(
         identity,
         &ws,

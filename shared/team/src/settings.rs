@@ -224,6 +224,11 @@ pub struct AgentSettings {
     /// The working directory is still being made while the agent is built (a
     /// teammate's new worktree): see [`PendingWorkspace`]. `None`: it exists.
     pub pending_workspace: Option<PendingWorkspace>,
+    /// The branch of a checkout made for this agent just now in its working directory (a
+    /// lead's new clone for a pane teammate): the environment of its system prompt is
+    /// taken from that, without git, once the clone's `HEAD` file agrees
+    /// (`Environment::for_fresh_checkout`); else it is detected. `None`: detected.
+    pub fresh_checkout: Option<String>,
     /// Variables its commands get, read as each starts (a lead's team, once it made
     /// one: [`crate::TeamSlot::env_source`]).
     pub env_source: Option<EnvSource>,
@@ -279,6 +284,7 @@ impl std::fmt::Debug for AgentSettings {
             .field("max_turns", &self.max_turns)
             .field("persona", &self.persona)
             .field("pending_workspace", &self.pending_workspace)
+            .field("fresh_checkout", &self.fresh_checkout)
             .field("env_source", &self.env_source.is_some())
             .field("mcp", &self.mcp)
             .finish_non_exhaustive()
@@ -312,6 +318,7 @@ impl AgentSettings {
             max_turns: 50,
             persona: None,
             pending_workspace: None,
+            fresh_checkout: None,
             env_source: None,
             mcp: McpPlan::Start,
         }

@@ -370,6 +370,9 @@ pub fn prepare(cwd: &Path, team: &Name, member: &Name, git: &Git) -> Result<Work
     }
 }
 
+/// How long [`LeadRepo::discover`]'s one git run may take.
+const DISCOVERY_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl LeadRepo {
     /// Finds the repository `cwd` is in. Outside a repository, in one without
     /// a commit, in a bare one, or without git, teammates share `cwd`.
@@ -382,8 +385,13 @@ impl LeadRepo {
         };
         // One git run answers all four questions, in order: a working tree or not, its
         // top level, the shared git directory, and the commit worktrees branch from
-        // (the last fails, exit 1, while there is no commit).
-        let probe = match git.run(
+        // (the last fails, exit 1, while there is no commit). It reads only the
+        // repository's files and refs, never an object (so no lazy fetch) nor a program
+        // the config names: it runs directly, not through the sandbox's two launches, and
+        // bounded in time (a FIFO planted as a ref cannot hold it). Whether HEAD is a
+        // commit is checked when a clone is made from it, confined (`LeadRepo::head`).
+        git::existing_dir(cwd)?;
+        let probe = match git.run_limited(
             cwd,
             &[
                 "rev-parse",
@@ -392,8 +400,9 @@ impl LeadRepo {
                 "--git-common-dir",
                 "--verify",
                 "-q",
-                "HEAD^{commit}",
+                "HEAD",
             ],
+            DISCOVERY_LIMIT,
         ) {
             Ok(out) => out,
             Err(WorktreeError::GitUnavailable { source, .. }) => {
@@ -504,10 +513,18 @@ impl LeadRepo {
         if std::fs::symlink_metadata(&path).is_ok() {
             return self.reuse_clone(path, branch, notices);
         }
-        let head = self.head()?;
-        let existing = self
-            .git
-            .run(&self.root, &["rev-parse", "-q", "--verify", &full_ref])?;
+        // What the lead's repository says, read concurrently (each a sandboxed launch):
+        // its HEAD, the member's branch if it exists, and the commit identity.
+        let (head, existing, identity) = std::thread::scope(|scope| {
+            let existing = scope.spawn(|| {
+                self.git
+                    .run(&self.root, &["rev-parse", "-q", "--verify", &full_ref])
+            });
+            let identity = scope.spawn(|| self.identity());
+            let head = self.head();
+            (head, joined(existing), joined(identity))
+        });
+        let (head, existing) = (head?, existing?);
         let base = if existing.success {
             let ahead = self.count(&format!("HEAD..{full_ref}"))?;
             notices.push(format!(
@@ -518,7 +535,18 @@ impl LeadRepo {
         } else {
             head.clone()
         };
-        let made = self.make_clone(&path, &branch, &base);
+        // The notices' reads of the lead's tree run while the clone is made.
+        let (made, dirty, on_branch) = std::thread::scope(|scope| {
+            let dirty = scope.spawn(|| self.uncommitted(&self.root, false));
+            let on_branch = scope.spawn(|| {
+                self.git
+                    .run(&self.root, &["symbolic-ref", "-q", "HEAD"])
+                    .map(|out| out.success)
+            });
+            let made =
+                identity.and_then(|identity| self.make_clone(&path, &branch, &base, identity));
+            (made, joined(dirty), joined(on_branch))
+        });
         if let Err(e) = made {
             // Nothing half-made stays behind.
             let _ = std::fs::remove_dir_all(&path);
@@ -530,7 +558,7 @@ impl LeadRepo {
                 .ok(&self.root, &["branch", "--no-track", &branch, &base])?;
         }
 
-        let dirty = self.uncommitted(&self.root, false)?;
+        let dirty = dirty?;
         if !dirty.is_empty() {
             notices.push(format!(
                 "the lead's working tree has uncommitted changes ({}); the clone {} starts \
@@ -540,11 +568,7 @@ impl LeadRepo {
                 short(&head)
             ));
         }
-        let on_branch = self
-            .git
-            .run(&self.root, &["symbolic-ref", "-q", "HEAD"])?
-            .success;
-        if !on_branch {
+        if !on_branch? {
             notices.push(format!(
                 "the lead is on a detached HEAD ({}); {branch} starts there, and merging it \
                  back adds a merge commit on the detached HEAD",
@@ -565,31 +589,38 @@ impl LeadRepo {
     /// `git clone --shared --no-checkout` of the lead's repository at `path`, then a
     /// checkout of `branch` (its short name: never a detached HEAD) at `base`, with
     /// the lead's commit identity.
-    fn make_clone(&self, path: &Path, branch: &str, base: &str) -> Result<()> {
-        let path_arg = path.as_os_str().to_os_string();
-        let root_arg = self.root.as_os_str().to_os_string();
-        self.git.ok(
-            &self.root,
-            &[
-                "clone".as_ref(),
-                "--quiet".as_ref(),
-                "--shared".as_ref(),
-                "--no-checkout".as_ref(),
-                "--no-tags".as_ref(),
-                root_arg.as_os_str(),
-                path_arg.as_os_str(),
-            ],
-        )?;
+    fn make_clone(
+        &self,
+        path: &Path,
+        branch: &str,
+        base: &str,
+        identity: Vec<(&'static str, String)>,
+    ) -> Result<()> {
+        let mut args: Vec<std::ffi::OsString> = ["clone", "--quiet", "--shared", "--no-checkout"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        // The identity is written into the clone's config by the clone itself: one git
+        // run fewer per key than setting it afterwards (each a sandboxed launch).
+        for (key, value) in identity {
+            args.push("--config".into());
+            args.push(format!("{key}={value}").into());
+        }
+        args.extend([
+            "--no-tags".into(),
+            self.root.as_os_str().to_os_string(),
+            path.as_os_str().to_os_string(),
+        ]);
+        self.git.ok(&self.root, &args)?;
         // The checkout must not have turned our directory into a link.
         check_not_symlink(path, false)?;
         let git = self.git.confined_to(path);
-        for key in ["user.name", "user.email"] {
-            let value = self.git.run(&self.root, &["config", "--get", key])?;
-            if value.success {
-                git.ok(path, &["config", key, value.stdout.trim_end_matches('\n')])?;
-            }
-        }
         git.ok(path, &["checkout", "--quiet", "-B", branch, base])?;
+        // Read from the clone's HEAD file (no git run); only a clone that is not on the
+        // branch asks git what it is on, for the error.
+        if roo_agent::head_names_branch(path, branch) {
+            return Ok(());
+        }
         let on = git.run(path, &["symbolic-ref", "-q", "HEAD"])?;
         if on.stdout.trim() != format!("refs/heads/{branch}") {
             return Err(WorktreeError::Occupied {
@@ -601,6 +632,26 @@ impl LeadRepo {
             });
         }
         Ok(())
+    }
+
+    /// The lead's commit identity (`user.name`, `user.email`, each as `git config --get`
+    /// reads it: the last value, trailing newlines cut), read by one git run.
+    fn identity(&self) -> Result<Vec<(&'static str, String)>> {
+        let out = self.git.run(
+            &self.root,
+            &["config", "-z", "--get-regexp", r"^user\.(name|email)$"],
+        )?;
+        let mut identity: Vec<(&'static str, String)> = Vec::new();
+        // Exit 1 is "none set"; the entries are `key\nvalue\0`.
+        for entry in nul_fields(&out.stdout).filter(|_| out.success) {
+            let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
+            let Some(key) = ["user.name", "user.email"].into_iter().find(|k| *k == key) else {
+                continue;
+            };
+            identity.retain(|(k, _)| *k != key);
+            identity.push((key, value.trim_end_matches('\n').to_string()));
+        }
+        Ok(identity)
     }
 
     /// The clone at `path` when it is one on `branch` (a restarted teammate);
@@ -992,6 +1043,13 @@ pub(crate) fn summarize_files(entries: &[String]) -> String {
         text.push_str(&format!(" and {} more", entries.len() - SHOWN));
     }
     text
+}
+
+/// The result of a scoped thread of [`LeadRepo::add_worktree`]; its panic goes on.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 #[cfg(test)]

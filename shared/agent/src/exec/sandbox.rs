@@ -690,16 +690,39 @@ impl Layers {
     }
 }
 
-/// Whether `helper` can build the namespace layer here (cached per helper path).
-fn probe_namespaces(helper: &Path) -> Result<(), String> {
-    use std::sync::Mutex;
-    static CACHE: Mutex<Vec<(PathBuf, Result<(), String>)>> = Mutex::new(Vec::new());
-    if let Ok(cache) = CACHE.lock()
-        && let Some((_, result)) = cache.iter().find(|(h, _)| h == helper)
-    {
-        return result.clone();
+/// Starts the namespace probe of `helper` ([`Layers::probe`]) on a thread of its own, at
+/// a process's start: the agent built next finds its answer ready, or waits for this one
+/// run (never a second), instead of starting the helper on its own path. Nothing is
+/// decided here; an agent whose sandbox is off just never asks.
+pub fn probe_ahead(helper: PathBuf) {
+    if cfg!(target_os = "linux") {
+        std::thread::spawn(move || probe_namespaces(&helper));
     }
-    let result = match std::process::Command::new(helper)
+}
+
+/// Whether `helper` can build the namespace layer here (one probe per helper path and
+/// process; a caller while it runs waits for it).
+fn probe_namespaces(helper: &Path) -> Result<(), String> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Probed = Arc<OnceLock<Result<(), String>>>;
+    static CACHE: Mutex<Vec<(PathBuf, Probed)>> = Mutex::new(Vec::new());
+    let probed = match CACHE.lock() {
+        Ok(mut cache) => match cache.iter().find(|(h, _)| h == helper) {
+            Some((_, probed)) => probed.clone(),
+            None => {
+                let probed = Probed::default();
+                cache.push((helper.to_path_buf(), probed.clone()));
+                probed
+            }
+        },
+        Err(_) => Probed::default(),
+    };
+    probed.get_or_init(|| start_probe(helper)).clone()
+}
+
+/// One start of `helper` in its probe mode.
+fn start_probe(helper: &Path) -> Result<(), String> {
+    match std::process::Command::new(helper)
         .arg(PROBE_ARG)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -716,11 +739,7 @@ fn probe_namespaces(helper: &Path) -> Result<(), String> {
             })
         }
         Err(e) => Err(format!("the probe could not start: {e}")),
-    };
-    if let Ok(mut cache) = CACHE.lock() {
-        cache.push((helper.to_path_buf(), result.clone()));
     }
-    result
 }
 
 /// First argument that switches the agent's binary into the namespace probe.

@@ -33,7 +33,7 @@ pub(crate) struct PrivateTmux {
 }
 
 impl PrivateTmux {
-    fn start() -> PrivateTmux {
+    pub(crate) fn start() -> PrivateTmux {
         let socket = format!("roo-bench-{}", std::process::id());
         let tmux = |args: &[&str]| {
             let out = Command::new("tmux")

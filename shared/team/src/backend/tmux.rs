@@ -273,12 +273,13 @@ impl PaneExecutor<TmuxHost> {
 
 impl TmuxHost {
     /// The pane a new teammate starts in: the session's unused first pane, or a new
-    /// split. Returns its id.
+    /// split. Returns its id, the notices, and the lead's pane when it is the first split
+    /// of the lead's window (whose borders then get titles: [`TmuxHost::show_titles`]).
     async fn new_pane(
         &self,
         team: &Name,
         work_dir: &Path,
-    ) -> Result<(String, Vec<String>), ExecError> {
+    ) -> Result<(String, Vec<String>, Option<String>), ExecError> {
         let tmux = &self.tmux;
         let mut notices = Vec::new();
         match &self.placement {
@@ -305,16 +306,13 @@ impl TmuxHost {
                              teammate got a window of its own in the same session"
                                 .to_string(),
                         );
-                        return Ok((pane, notices));
+                        return Ok((pane, notices, None));
                     }
                     Err(e) => return Err(e.into()),
                 };
-                let pane = commands::pane_id(&out, "split-window")?;
                 let first = lock(&self.state).opened == 0;
-                if first {
-                    self.show_titles(lead_pane).await;
-                }
-                Ok((pane, notices))
+                let titles = first.then(|| lead_pane.clone());
+                Ok((commands::pane_id(&out, "split-window")?, notices, titles))
             }
             Placement::Session { name } => {
                 let name = lock(&self.state)
@@ -344,12 +342,12 @@ impl TmuxHost {
                         "teammates run in the detached tmux session {name}; watch them with: {}",
                         tmux.attach_command(name)
                     ));
-                    return Ok((pane, notices));
+                    return Ok((pane, notices, None));
                 }
                 let out = tmux
                     .run(&commands::split_window(&format!("={name}:"), work_dir))
                     .await?;
-                Ok((commands::pane_id(&out, "split-window")?, notices))
+                Ok((commands::pane_id(&out, "split-window")?, notices, None))
             }
         }
     }
@@ -407,15 +405,50 @@ impl TmuxHost {
         }
     }
 
-    /// The worker's pid in `pane`, after `respawn-pane` started it.
-    async fn pid_of(&self, pane: &str) -> Result<u32, ExecError> {
-        let out = self.tmux.run(&commands::pane_pid(pane)).await?;
-        out.trim().parse::<u32>().map_err(|_| {
-            ExecError::from(TmuxError::Answer {
-                args: "display-message #{pane_pid}".into(),
-                answer: out.clone(),
+    /// Dresses `pane` (its failures only logged: an older tmux lacks some options), then
+    /// starts `argv` in it and returns the worker's pid; meanwhile shows the titles on the
+    /// borders of `titles`, the lead's pane (see [`TmuxHost::new_pane`]). Each tmux run is
+    /// a process of its own, so the ones that do not depend on each other run together.
+    async fn start_in(
+        &self,
+        pane: &str,
+        launch: &Launch,
+        color: &str,
+        argv: &[String],
+        (handoff, titles): (&str, Option<String>),
+    ) -> Result<u32, ExecError> {
+        let tmux = &self.tmux;
+        let titles = async {
+            if let Some(lead_pane) = titles {
+                self.show_titles(&lead_pane).await;
+            }
+        };
+        let start = async {
+            let dress = commands::dress_pane(pane, launch.name.as_str(), color);
+            for (args, done) in dress
+                .iter()
+                .zip(futures_util::future::join_all(dress.iter().map(|a| tmux.run(a))).await)
+            {
+                if let Err(e) = done {
+                    tracing::debug!(pane = %pane, args = ?args, error = %e, "failed to dress a pane");
+                }
+            }
+            let out = tmux
+                .run(&commands::respawn_pane_and_pid(
+                    pane,
+                    &launch.work_dir,
+                    handoff,
+                    argv,
+                ))
+                .await?;
+            out.trim().parse::<u32>().map_err(|_| {
+                ExecError::from(TmuxError::Answer {
+                    args: "respawn-pane ; display-message #{pane_pid}".into(),
+                    answer: out.clone(),
+                })
             })
-        })
+        };
+        futures_util::future::join(titles, start).await.1
     }
 }
 
@@ -442,25 +475,11 @@ impl PaneHost for TmuxHost {
         env: (String, String),
     ) -> BoxFuture<'a, Result<Opened<String>, ExecError>> {
         Box::pin(async move {
-            let (pane, notices) = self.new_pane(launch.team.name(), &launch.work_dir).await?;
-            let tmux = &self.tmux;
-            for args in commands::dress_pane(&pane, launch.name.as_str(), color) {
-                if let Err(e) = tmux.run(&args).await {
-                    tracing::debug!(pane = %pane, error = %e, "failed to dress a pane");
-                }
-            }
-            let started = match tmux
-                .run(&commands::respawn_pane(
-                    &pane,
-                    &launch.work_dir,
-                    &env.1,
-                    &argv,
-                ))
-                .await
-            {
-                Ok(_) => self.pid_of(&pane).await,
-                Err(e) => Err(e.into()),
-            };
+            let (pane, notices, titles) =
+                self.new_pane(launch.team.name(), &launch.work_dir).await?;
+            let started = self
+                .start_in(&pane, launch, color, &argv, (&env.1, titles))
+                .await;
             let pid = match started {
                 Ok(pid) => pid,
                 Err(e) => {

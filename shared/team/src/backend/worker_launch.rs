@@ -66,6 +66,11 @@ pub struct WorkerLaunch {
     /// default: the project root of --cwd.
     #[arg(long, value_name = "DIR")]
     pub config_root: Option<PathBuf>,
+    /// The lead made --cwd just now, a clone on this branch: the worker's project root is
+    /// --cwd and its environment is taken from that, without git, once the clone's `HEAD`
+    /// file agrees (else it is detected, as without the flag).
+    #[arg(long, value_name = "BRANCH")]
+    pub new_clone: Option<String>,
     /// Maximum model turns per run (a lead passes its own).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
@@ -165,6 +170,7 @@ impl WorkerLaunch {
             prompt: Some(launch.prompt.clone()).filter(|p| !p.is_empty()),
             cwd: Some(launch.work_dir.clone()),
             config_root: settings.config_root.clone(),
+            new_clone: settings.fresh_checkout.clone(),
             max_turns: Some(settings.max_turns),
             // The worker's default, or the environment the lead hands over.
             orphan_timeout: None,
@@ -226,6 +232,7 @@ impl WorkerLaunch {
             "--config-root",
             self.config_root.as_ref().map(|p| p.display().to_string()),
         );
+        value("--new-clone", self.new_clone.clone());
         value("--max-turns", self.max_turns.map(|n| n.to_string()));
         value(
             "--orphan-timeout",

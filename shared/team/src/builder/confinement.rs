@@ -100,10 +100,11 @@ pub(super) fn sandboxed_launcher(commands: &CommandSetup) -> Launcher {
 }
 
 /// What the system prompt says about where the agent works: given for a checkout still
-/// being made, else detected, its git run in the agent's sandbox (see
-/// `Environment::detect`).
+/// being made, or for one made just now on `fresh_checkout` when its `HEAD` file agrees,
+/// else detected, its git run in the agent's sandbox (see `Environment::detect`).
 pub(super) async fn environment(
     pending: Option<&PendingWorkspace>,
+    fresh_checkout: Option<String>,
     cwd: &Path,
     commands: &CommandSetup,
 ) -> Result<Environment, BuildError> {
@@ -112,9 +113,13 @@ pub(super) async fn environment(
     }
     let cwd = cwd.to_path_buf();
     let launcher = sandboxed_launcher(commands);
-    tokio::task::spawn_blocking(move || Environment::detect(&cwd, &launcher))
-        .await
-        .map_err(|e| BuildError::Inspect(e.to_string()))
+    tokio::task::spawn_blocking(move || {
+        fresh_checkout
+            .and_then(|branch| Environment::for_fresh_checkout(&cwd, &branch))
+            .unwrap_or_else(|| Environment::detect(&cwd, &launcher))
+    })
+    .await
+    .map_err(|e| BuildError::Inspect(e.to_string()))
 }
 
 /// What every tool call runs with: the directories, the read filter, a pending

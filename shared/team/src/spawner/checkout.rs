@@ -134,8 +134,15 @@ impl Spawner {
         // The lead's config (its uncommitted local rules too) and trust apply to it.
         recipe.settings.config_root = config_root;
         recipe.work_dir = work_dir;
+        let mut first = recipe.clone();
+        // A clone made just now: its state is known (a restart detects it again).
+        if let Workspace::Worktree(w) = &workspace
+            && !w.reused
+        {
+            first.settings.fresh_checkout = Some(w.branch.clone());
+        }
         match self
-            .start(binding, &name, recipe.clone(), request.prompt.clone())
+            .start(binding, &name, first, request.prompt.clone())
             .await
         {
             Ok(handle) => Ok((handle, recipe, workspace)),

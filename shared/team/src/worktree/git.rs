@@ -63,6 +63,24 @@ impl Default for Git {
     }
 }
 
+/// `dir` is a directory to run git in: spawning in a missing one would fail like a missing
+/// program, so it is its own error.
+pub(crate) fn existing_dir(dir: &Path) -> Result<()> {
+    std::fs::metadata(dir)
+        .and_then(|m| {
+            if m.is_dir() {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("not a directory"))
+            }
+        })
+        .map_err(|source| WorktreeError::Io {
+            action: "run git in",
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
 /// What one git run printed.
 #[derive(Debug)]
 pub(crate) struct GitOutput {
@@ -167,20 +185,7 @@ impl Git {
 
     /// Runs `git args` in `dir`; a non-zero exit is not an error here.
     pub(crate) fn run<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<GitOutput> {
-        // Spawning in a missing directory fails like a missing program would.
-        if let Err(source) = std::fs::metadata(dir).and_then(|m| {
-            if m.is_dir() {
-                Ok(())
-            } else {
-                Err(std::io::Error::other("not a directory"))
-            }
-        }) {
-            return Err(WorktreeError::Io {
-                action: "run git in",
-                path: dir.to_path_buf(),
-                source,
-            });
-        }
+        existing_dir(dir)?;
         let mut command = self.command(dir, args, true);
         let out = command
             .output()

@@ -649,3 +649,28 @@ fn the_home_is_searched_and_a_cover_over_a_write_root_becomes_a_search() {
         [PathBuf::from("/home/u"), PathBuf::from("/run/user")]
     );
 }
+
+/// The probe started ahead at a process's start and the agent's own ask share one run of
+/// the helper, even when the ask comes while it still runs.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_probe_started_ahead_is_the_one_the_agent_gets() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let helper = dir.path().join("helper.sh");
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = {PROBE_ARG} ] || exit 9\necho run >> '{}'\nsleep 0.3\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    probe_ahead(helper.clone());
+    let layers = Layers::probe(&SandboxSettings::default(), &helper);
+    assert_eq!(layers.namespaces, Ok(()));
+    assert_eq!(Layers::probe(&SandboxSettings::default(), &helper), layers);
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
+}

@@ -123,6 +123,15 @@ pub fn respawn_pane(pane: &str, dir: &Path, handoff: &str, argv: &[String]) -> V
     args
 }
 
+/// [`respawn_pane`] then [`pane_pid`] as one tmux command sequence (one client run, not
+/// two): it prints the pid of the worker it started; a failed respawn runs nothing after.
+pub fn respawn_pane_and_pid(pane: &str, dir: &Path, handoff: &str, argv: &[String]) -> Vec<String> {
+    let mut args = respawn_pane(pane, dir, handoff, argv);
+    args.push(";".to_string());
+    args.extend(pane_pid(pane));
+    args
+}
+
 /// Prints the pid of the pane's process.
 pub fn pane_pid(pane: &str) -> Vec<String> {
     strings(&["display-message", "-p", "-t", pane, "#{pane_pid}"])
@@ -273,6 +282,15 @@ mod tests {
                 .last()
                 .unwrap(),
             "--prompt=fix it\\;"
+        );
+        // Started and asked for its pid in one run: the only bare `;` is the separator,
+        // so an argument ending in `;` cannot end the respawn early.
+        let both = respawn_pane_and_pid("%3", Path::new("/w"), "/s#0", &argv);
+        assert_eq!(both.iter().filter(|a| *a == ";").count(), 1, "{both:?}");
+        assert_eq!(
+            both.join(" "),
+            "respawn-pane -k -t %3 -c /w -e ROO_ENV_HANDOFF=/s#0 -- /bin/roo-worker \
+             --prompt=fix it\\; ; display-message -p -t %3 #{pane_pid}"
         );
         assert_eq!(
             dress_pane("%3", "alice", "blue")

@@ -645,3 +645,75 @@ fn a_held_worktrees_lock_is_an_error_naming_the_file_after_the_wait() {
     // Free again: taken at once.
     lock_worktrees_within(dir.path(), std::time::Duration::ZERO).unwrap();
 }
+
+#[test]
+fn the_clone_gets_the_leads_identity_written_by_the_clone_itself() {
+    let w = World::new();
+    let repo = w.repo();
+    let config = |dir: &Path, key: &str| {
+        let out = Command::new("git")
+            .args(["config", "--get", key])
+            .current_dir(dir)
+            .env("HOME", w.base.join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    // A multi-valued name (the last one is what git commits with), an `=` and spaces.
+    w.sh(&repo, &["config", "--add", "user.name", "Old Name"]);
+    w.sh(&repo, &["config", "--add", "user.name", "Lead = Name "]);
+    let alice = w.add(&repo, "alice");
+    assert_eq!(
+        config(&alice.path, "user.name").as_deref(),
+        Some("Lead = Name \n")
+    );
+    assert_eq!(
+        config(&alice.path, "user.email").as_deref(),
+        Some("roo@example.invalid\n")
+    );
+    // No identity: none is invented for the clone.
+    w.sh(&repo, &["config", "--unset-all", "user.name"]);
+    w.sh(&repo, &["config", "--unset-all", "user.email"]);
+    let bob = w.add(&repo, "bob");
+    assert_eq!(config(&bob.path, "user.name"), None);
+    assert_eq!(config(&bob.path, "user.email"), None);
+}
+
+#[test]
+fn discovery_reads_no_object_and_a_planted_fifo_cannot_hold_it() {
+    let w = World::new();
+    let repo = w.repo();
+    // HEAD names a commit that is not there: discovery (refs only) finds the repository,
+    // and making the clone (which checks HEAD's commit, confined) fails and leaves nothing.
+    std::fs::write(
+        repo.join(".git/refs/heads/ghost"),
+        format!("{}\n", "1".repeat(40)),
+    )
+    .unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/ghost\n").unwrap();
+    let lead = w.lead(&repo);
+    let err = lead
+        .add_worktree(&name("team"), &name("alice"))
+        .unwrap_err();
+    assert!(err.to_string().contains("rev-parse"), "{err}");
+    assert!(!lead.worktree_path(&name("team"), &name("alice")).exists());
+
+    // A FIFO as HEAD would block git's read forever: discovery gives up within its limit.
+    std::fs::remove_file(repo.join(".git/HEAD")).unwrap();
+    nix::unistd::mkfifo(
+        &repo.join(".git/HEAD"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let found = LeadRepo::discover(&repo, &w.git).unwrap();
+    assert!(
+        started.elapsed() < DISCOVERY_LIMIT * 2,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(found, Discovered::Shared { .. }), "{found:?}");
+}
