@@ -931,7 +931,8 @@ mod tests {
         let archive = dir.path().join("alice.archive.jsonl");
         let policy = LockPolicy::protocol();
         let ours = FileLock::acquire(&inbox, &policy).unwrap();
-        let mut guard = Guard::File(&ours);
+        let home = crate::RooHome::new(dir.path());
+        let mut guard = Guard::file(&ours, &home);
         let fence = Fence {
             guard: std::cell::RefCell::new(&mut guard),
             inbox: &inbox,
