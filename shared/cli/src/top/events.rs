@@ -1,23 +1,29 @@
-//! The view's EVENTS section: what happened in the team, newest last. Until the store
-//! keeps an event log, the messages still in the inboxes (sender, recipient, type and
-//! summary, never the body) are the record the view can show.
+//! The view's EVENTS section: the newest records of the team's event log
+//! ([`Team::events`], files and PostgreSQL alike), each as one line.
 
-use roo_store::Team;
+use roo_store::{Event, Team};
 
-use super::model::{EventLine, MessageLine};
+use super::model::EventLine;
 use crate::exit::CliResult;
 
-/// The newest `limit` events of `team`, oldest first (`messages`: what the snapshot read
-/// from the inboxes, oldest first).
-pub fn newest(_team: &Team, limit: usize, messages: &[MessageLine]) -> CliResult<Vec<EventLine>> {
-    let skip = messages.len().saturating_sub(limit);
-    Ok(messages[skip..]
-        .iter()
-        .map(|m| EventLine {
-            time: m.time,
-            actor: Some(m.from.to_string()),
-            kind: "message_sent".into(),
-            text: format!("{} -> {}: {}", m.from, m.to, m.summary),
-        })
-        .collect())
+/// An event as the view shows it: the kind's own description (the log's words).
+pub fn line(e: &Event) -> EventLine {
+    let name = e.kind.name().to_owned();
+    // The log's one-line form ends with `<kind>: <description>`.
+    let summary = e.summary_line();
+    let text = summary
+        .split_once(&format!(" {name}: "))
+        .map_or(summary.as_str(), |(_, what)| what)
+        .to_owned();
+    EventLine {
+        time: e.time,
+        actor: Some(e.actor.clone()),
+        kind: name,
+        text,
+    }
+}
+
+/// The newest `limit` events of `team`, oldest first.
+pub fn newest(team: &Team, limit: usize) -> CliResult<Vec<EventLine>> {
+    Ok(team.events(None, limit)?.events.iter().map(line).collect())
 }

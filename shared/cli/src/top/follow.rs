@@ -1,5 +1,6 @@
 //! The followed member's detail (Enter or `f` in the live view): where it runs, its
-//! task and spend, the tasks it owns, and its newest messages and events.
+//! task and spend, the tasks it owns, its newest events and the messages from or to it
+//! still in the inboxes (summaries only).
 
 use roo_term::Style;
 
@@ -9,6 +10,8 @@ use crate::output::escape;
 
 /// Most of the member's own tasks listed.
 const TASKS_SHOWN: usize = 5;
+/// Most of the member's own events listed.
+const EVENTS_SHOWN: usize = 6;
 
 fn fit(text: &str, width: usize) -> String {
     if text.chars().count() > width {
@@ -102,6 +105,28 @@ pub fn lines(view: &TeamView, index: usize, width: usize, style: Style) -> Vec<S
             )
         })
         .collect();
+    let events: Vec<String> = view
+        .events
+        .iter()
+        .rev()
+        .filter(|e| e.actor.as_deref() == Some(m.name.as_str()))
+        .take(EVENTS_SHOWN)
+        .map(|e| {
+            fit(
+                &format!(
+                    "  {} {} {}",
+                    super::frame::clock(e.time),
+                    escape(&e.kind),
+                    escape(&e.text)
+                ),
+                width,
+            )
+        })
+        .collect();
+    if !events.is_empty() {
+        out.push(style.bold(&fit(&format!("EVENTS OF {name} (newest first)"), width)));
+        out.extend(events);
+    }
     out.push(style.bold(&fit(
         &format!("MESSAGES FROM OR TO {name} (newest first)"),
         width,

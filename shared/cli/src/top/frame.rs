@@ -126,6 +126,9 @@ fn column_styled(style: Style, column: Column, text: &str) -> String {
     }
 }
 
+/// Spaces between two columns of the members table.
+const GAP: usize = 2;
+
 /// One column of the members table.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Field {
@@ -221,8 +224,8 @@ fn layout(view: &TeamView, width: usize) -> Vec<(Field, usize)> {
             (f, w)
         })
         .collect();
-    // Two columns of gutter for the selection marker, one space between columns.
-    let used = |ws: &[(Field, usize)]| 2 + ws.iter().map(|(_, w)| w + 1).sum::<usize>();
+    // Two columns of gutter for the selection marker, two spaces between columns.
+    let used = |ws: &[(Field, usize)]| 2 + ws.iter().map(|(_, w)| w + GAP).sum::<usize>();
     while widths.len() > 1 && used(&widths) > width {
         widths.pop();
     }
@@ -258,7 +261,7 @@ fn member_line(
             _ => text,
         };
         line.push_str(&shown);
-        line.push(' ');
+        line.push_str(&" ".repeat(GAP));
     }
     line.trim_end().to_owned()
 }
@@ -335,20 +338,15 @@ fn event_line(e: &super::model::EventLine, width: usize) -> String {
 
 fn title(view: &TeamView, opts: &FrameOptions) -> String {
     let busy = view.members.iter().filter(|m| m.state == "busy").count();
-    let c = view.counts;
     let spend = if view.total.cost_usd.is_some() {
-        format!(", spent {}", cost(&view.total))
+        format!(", {} spent on tasks", cost(&view.total))
     } else {
         String::new()
     };
     let text = format!(
-        "team {}: {} members ({busy} busy), tasks {} in progress, {} pending, {} blocked, {} done{spend}, {} UTC",
+        "team {}: {} members, {busy} busy{spend}  {} UTC",
         escape(view.team.as_str()),
         view.members.len(),
-        c.in_progress,
-        c.pending,
-        c.blocked,
-        c.done,
         clock(view.now),
     );
     opts.style.bold(&fit(&text, opts.width))
@@ -392,7 +390,7 @@ pub fn render(view: &TeamView, opts: &FrameOptions) -> Vec<String> {
     };
     let head: String = cols
         .iter()
-        .map(|(f, w)| format!("{} ", cell(f.title(), *w)))
+        .map(|(f, w)| format!("{}{}", cell(f.title(), *w), " ".repeat(GAP)))
         .collect();
     lines.push(heading(style, &format!("  {}", head.trim_end()), width));
     let (start, end) = window(view.members.len(), room_m, selected);

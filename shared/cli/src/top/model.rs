@@ -100,7 +100,7 @@ impl Snapshot {
             }
         }
         messages.sort_by_key(|m| m.time);
-        let events = super::events::newest(team, EVENTS_READ, &messages)?;
+        let events = super::events::newest(team, EVENTS_READ)?;
         Ok(Snapshot {
             config,
             states,
@@ -173,7 +173,7 @@ pub struct MemberRow {
     pub since: Timestamp,
     /// Its spend recorded on tasks.
     pub usage: TaskUsage,
-    /// When it last sent a message (among those still in an inbox).
+    /// When it last sent a message (by the event log, or the inboxes).
     pub last_message: Option<Timestamp>,
     /// `tmux`, `iterm2`, `in-process`, or none recorded.
     pub backend: Option<BackendType>,
@@ -287,6 +287,13 @@ impl TeamView {
         for m in &messages {
             let at = last_message.entry(m.from.as_str()).or_insert(m.time);
             *at = (*at).max(m.time);
+        }
+        // The log records every message sent, also those read and archived since.
+        for e in events.iter().filter(|e| e.kind == "message_sent") {
+            if let Some(actor) = &e.actor {
+                let at = last_message.entry(actor.as_str()).or_insert(e.time);
+                *at = (*at).max(e.time);
+            }
         }
         let mut working: HashMap<&str, &Task> = HashMap::new();
         for task in tasks.iter().filter(|t| t.status == TaskStatus::InProgress) {

@@ -1,7 +1,7 @@
 //! The live view's terminal loop: the alternate screen and raw mode (restored on every
 //! way out: return, error, panic, SIGTERM, SIGHUP), keys, and a redraw when the store
-//! changes (the inbox, roster and task-list watchers of the store, files and PostgreSQL
-//! alike), when the terminal is resized, and each second (for ages, and for what no
+//! changes (the store's watchers on the event log, roster, task list and inboxes on
+//! files, on the inboxes on PostgreSQL), when the terminal is resized, and each second (for ages, and for what no
 //! watcher covers).
 
 use std::io::{self, Write};
@@ -98,7 +98,8 @@ impl StoreWatch {
         // Files: the roster and the task list are files in directories of their own;
         // PostgreSQL has no such files (its inboxes are watched; the tick does the rest).
         if team.home().pg().is_none() {
-            for path in [team.config_path(), team.tasks().path()] {
+            let events = team.config_path().with_file_name(roo_store::EVENTS_FILE);
+            for path in [team.config_path(), team.tasks().path(), events] {
                 if let Ok(w) = InboxWatcher::new(path) {
                     watchers.push(w);
                 }
