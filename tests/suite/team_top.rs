@@ -1,0 +1,309 @@
+//! Issue 31's done criterion for the team view: a real lead (`roo-lead -p`, scripted
+//! model) in a private tmux (`tmux -L roo-test-… -f /dev/null`) drives a two-teammate
+//! team in panes; mid-run, while both teammates hold their tasks (their commands wait for
+//! a file the test creates), `roo-mail team top --once` shows each member with its task
+//! and state, the task that waits on both shown blocked, and a cost per member; the live
+//! view in a terminal of its own follows a member and quits on `q`; after the run the
+//! team's event log holds what the run did, in order, consistent with the final state.
+//! The same on the PostgreSQL store (skipped without `ROO_TEST_PG_DSN`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use roo_store::{Name, PgStore, RooHome, Team};
+use roo_tests::{TempDir, TestCommand, Tmux, bin, path_with_bins, wait_until};
+
+struct World {
+    root: TempDir,
+    /// The PostgreSQL store's URL; `None`: files.
+    url: Option<String>,
+    /// The file the teammates' commands wait for.
+    go: PathBuf,
+}
+
+impl World {
+    fn new(url: Option<String>) -> World {
+        let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("roo")).unwrap();
+        root.write("project/README.md", "# demo\n");
+        roo_tests::git_repo_with_identity(&root.join("project"));
+        // The sandbox leaves the system temp dir readable to the teammates' commands.
+        let go = std::env::temp_dir().join(format!(
+            "roo-top-go-{}-{}",
+            std::process::id(),
+            root.path().file_name().unwrap().to_string_lossy()
+        ));
+        let _ = std::fs::remove_file(&go);
+        World { root, url, go }
+    }
+
+    fn env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![
+            ("ROO_HOME", self.root.join("roo").display().to_string()),
+            ("HOME", self.root.join("home").display().to_string()),
+            ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+            ("NO_COLOR", "1".to_string()),
+        ];
+        if let Some(url) = &self.url {
+            env.push(("ROO_STORE", url.clone()));
+        }
+        env
+    }
+
+    fn team(&self) -> Option<Team> {
+        let home = RooHome::new(self.root.join("roo"));
+        let home = match &self.url {
+            Some(url) => home.with_store(PgStore::connect(url).unwrap()),
+            None => home,
+        };
+        Team::open(&home, Name::parse_as("team", "crew").unwrap()).ok()
+    }
+
+    fn roo_mail(&self, args: &[&str]) -> TestCommand {
+        let mut cmd = TestCommand::new(bin("roo-mail")).args(args);
+        for (k, v) in self.env() {
+            cmd = cmd.env(k, v);
+        }
+        cmd.env_remove("ROO_TEAM").env_remove("ROO_AGENT_NAME")
+    }
+
+    fn top_once(&self) -> String {
+        let out = self.top_once_run();
+        out.assert_ok();
+        out.stdout()
+    }
+
+    fn top_once_run(&self) -> roo_tests::RunOutput {
+        self.roo_mail(&["team", "top", "--team", "crew", "--once"])
+            .env("COLUMNS", "100")
+            .env("LINES", "30")
+            .run()
+    }
+
+    fn output(&self) -> String {
+        format!(
+            "stdout:\n{}\nstderr:\n{}",
+            std::fs::read_to_string(self.root.join("lead.out")).unwrap_or_default(),
+            std::fs::read_to_string(self.root.join("lead.err")).unwrap_or_default(),
+        )
+    }
+
+    /// The scripted team: the lead creates three tasks (the third waits on the other
+    /// two), spawns alice and bob in panes; each claims its task in one turn, then runs a
+    /// command that waits for the test's file, then completes the task and reports.
+    fn script(&self) -> PathBuf {
+        let wait = format!(
+            "until [ -f '{}' ]; do sleep 0.05; done; echo ok",
+            self.go.display()
+        );
+        let teammate = |who: &str, id: &str, file: &str| {
+            format!(
+                r#"  {who}:
+    - tool_calls:
+        - {{name: TaskUpdate, input: {{id: "{id}", owner: {who}}}}}
+    - tool_calls:
+        - {{name: Bash, input: {{command: "{wait} && echo {who} > {file}"}}}}
+    - tool_calls:
+        - {{name: TaskUpdate, input: {{id: "{id}", status: completed}}}}
+        - {{name: SendMessage, input: {{to: lead, summary: "{file} written", message: "{file} is written"}}}}
+    - text: "Task {id} done."
+    - text: "Done."
+"#
+            )
+        };
+        let script = format!(
+            r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew, description: "two files"}}}}
+        - {{name: TaskCreate, input: {{subject: "Write a.txt"}}}}
+        - {{name: TaskCreate, input: {{subject: "Write b.txt"}}}}
+        - {{name: TaskCreate, input: {{subject: "Check both files", blocked_by: ["1", "2"]}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: alice, description: "writes a", prompt: "Claim task 1 and write a.txt."}}}}
+        - {{name: Agent, input: {{name: bob, description: "writes b", prompt: "Claim task 2 and write b.txt."}}}}
+    - text: "Waiting for my teammates."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+    - text: "Waiting."
+{}{}"#,
+            teammate("alice", "1", "a.txt"),
+            teammate("bob", "2", "b.txt")
+        );
+        self.root.write("script.yaml", script)
+    }
+
+    /// Starts the lead in a private tmux server; it writes its exit status to a file.
+    fn start_lead(&self) -> Tmux {
+        let script = self.script();
+        // A model with a known price, so each member's spend has a cost.
+        let run = self.root.write(
+            "run-lead.sh",
+            format!(
+                "PATH='{path}'\nexport PATH\n\
+                 '{lead}' -p 'Write a.txt and b.txt with two pane teammates.' \
+                 --provider script --script '{script}' --model claude-sonnet-4-5 \
+                 --permission-mode bypassPermissions --output-format stream-json \
+                 --teammate-mode tmux --team-timeout 120 \
+                 > '{out}' 2> '{err}'\necho $? > '{code}.part' && mv '{code}.part' '{code}'\n",
+                path = path_with_bins(),
+                lead = bin("roo-lead").display(),
+                script = script.display(),
+                out = self.root.join("lead.out").display(),
+                err = self.root.join("lead.err").display(),
+                code = self.root.join("lead.code").display(),
+            ),
+        );
+        Tmux::start(
+            &self.root.join("project"),
+            &self.env(),
+            &format!("sh '{}'", run.display()),
+        )
+    }
+
+    fn lead_exit(&self, tmux: &Tmux) -> i32 {
+        wait_until(
+            "the lead to exit",
+            Duration::from_secs(120),
+            || {
+                std::fs::read_to_string(self.root.join("lead.code"))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()
+            },
+            || format!("{}\n{}", tmux.all_screens(), self.output()),
+        )
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.go);
+    }
+}
+
+/// The line of `frame` that starts (after the marker gutter) with `word`.
+fn line_of<'a>(frame: &'a str, word: &str) -> &'a str {
+    frame
+        .lines()
+        .find(|l| l.trim_start().starts_with(word))
+        .unwrap_or_else(|| panic!("no line for {word}:\n{frame}"))
+}
+
+/// Mid-run: both teammates on their tasks, with a cost; the third task blocked.
+fn check_top_mid_run(world: &World, tmux: &Tmux) -> String {
+    let frame = wait_until(
+        "team top to show alice and bob busy on their tasks, each with a cost",
+        Duration::from_secs(60),
+        || {
+            // Until the lead has created the team, there is nothing to show.
+            let out = world.top_once_run();
+            let frame = (out.code() == 0).then(|| out.stdout())?;
+            let ok = |who: &str, task: &str| {
+                frame.lines().any(|l| {
+                    l.trim_start().starts_with(who)
+                        && l.contains("busy")
+                        && l.contains(task)
+                        && l.contains('$')
+                })
+            };
+            (ok("alice", "#1 Write a.txt") && ok("bob", "#2 Write b.txt")).then_some(frame)
+        },
+        || {
+            let out = world.top_once_run();
+            format!(
+                "{}{}\n{}\n{}",
+                out.stdout(),
+                out.stderr(),
+                tmux.all_screens(),
+                world.output()
+            )
+        },
+    );
+    assert!(!frame.contains('\x1b'), "plain text: {frame:?}");
+    for l in frame.lines() {
+        assert!(l.chars().count() <= 100, "wider than asked: {l:?}");
+    }
+    let check = line_of(&frame, "#3");
+    assert!(
+        check.contains("blocked") && check.contains("waits on #1, #2"),
+        "{frame}"
+    );
+    assert!(line_of(&frame, "#1").contains("in progress"), "{frame}");
+    assert!(line_of(&frame, "alice").contains("tmux %"), "{frame}");
+    frame
+}
+
+/// The live view in a terminal of its own: it shows the team, follows bob, and `q`
+/// ends it with the terminal given back.
+fn check_live_view(world: &World) {
+    let view = Tmux::start(
+        &world.root.join("project"),
+        &world.env(),
+        // The status goes to a file: what is printed after the alternate screen is left
+        // is not kept on the screen of a pane that then dies.
+        &format!(
+            "'{}' team top --team crew; echo $? > '{}'",
+            bin("roo-mail").display(),
+            world.root.join("view.code").display()
+        ),
+    );
+    view.wait_for("the live view", |s| {
+        s.contains("MEMBER") && s.contains("alice") && s.contains("q quit")
+    });
+    // The lead, alice, bob: two down is bob.
+    view.keys(&["j", "j", "Enter"]);
+    view.wait_for("bob followed", |s| s.contains("FOLLOWING bob"));
+    view.keys(&["Escape"]);
+    view.wait_for("the board again", |s| s.contains("TASKS"));
+    view.keys(&["q"]);
+    let code = wait_until(
+        "the view to exit",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(world.root.join("view.code")).ok(),
+        || view.screen(),
+    );
+    assert_eq!(code.trim(), "0", "{}", view.screen());
+    let after = view.screen();
+    assert!(
+        !after.contains("MEMBER"),
+        "the alternate screen was left: {after}"
+    );
+}
+
+fn run_team(world: &World) {
+    let tmux = world.start_lead();
+    check_top_mid_run(world, &tmux);
+    check_live_view(world);
+    std::fs::write(&world.go, "go").unwrap();
+    let code = world.lead_exit(&tmux);
+    assert_eq!(code, 0, "{}", world.output());
+    // After the run: both tasks done, so the check task is no longer blocked.
+    let frame = world.top_once();
+    assert!(line_of(&frame, "#1").contains("done"), "{frame}");
+    assert!(line_of(&frame, "#2").contains("done"), "{frame}");
+    assert!(line_of(&frame, "#3").contains("pending"), "{frame}");
+    let team = world.team().expect("the team is kept after the run");
+    let tasks = team.tasks().list(&Default::default()).unwrap();
+    assert_eq!(tasks.len(), 3);
+}
+
+#[test]
+fn team_top_shows_a_pane_team_mid_run_with_its_blocked_task_and_costs() {
+    let world = World::new(None);
+    run_team(&world);
+}
+
+#[test]
+fn team_top_shows_a_pane_team_on_the_postgresql_store() {
+    let Some(url) = roo_tests::pg::store_url() else {
+        return;
+    };
+    let world = World::new(Some(url));
+    run_team(&world);
+}
