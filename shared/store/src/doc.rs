@@ -471,6 +471,15 @@ impl<'a> Guard<'a> {
             reason,
         };
         draft.check().map_err(unwritable)?;
+        let mut draft = draft;
+        // On PostgreSQL a handle writing as a member knows its epoch.
+        if draft.epoch.is_none()
+            && let Some(fence) = home.pg().and_then(|pg| pg.fence())
+            && fence.member == draft.actor
+            && fence.team == team.as_str()
+        {
+            draft.epoch = Some(fence.epoch);
+        }
         match self {
             Guard::File { events, .. } => events.push((path, draft)),
             Guard::Pg { writes, .. } => {

@@ -654,6 +654,13 @@ impl PgStore {
             .iter()
             .map(|(key, body)| -> [&(dyn ToSql + Sync); 3] { [key, body, &keep_rows] })
             .collect();
+        // A log's followers are woken on its own key ([`crate::Team::event_watcher`]).
+        let mut logs: Vec<&String> = writes.events.iter().map(|(key, _)| key).collect();
+        logs.dedup();
+        let log_notify: Vec<[&(dyn ToSql + Sync); 2]> = logs
+            .iter()
+            .map(|log| -> [&(dyn ToSql + Sync); 2] { [&channel, *log] })
+            .collect();
         let deleted: &Vec<String> = &writes.deleted;
         let deleted_param: [&(dyn ToSql + Sync); 1] = [deleted];
         let notify_params: [&(dyn ToSql + Sync); 2] = [&channel, &key];
@@ -698,7 +705,12 @@ impl PgStore {
                 };
                 Ok::<_, tokio_postgres::Error>(written)
             };
-            let notify = client.execute(&statements.notify, &notify_params);
+            // All sent before the commit, in one pipeline.
+            let notify = futures_util::future::try_join_all(
+                std::iter::once(&notify_params)
+                    .chain(&log_notify)
+                    .map(|params| client.execute(&statements.notify, params)),
+            );
             let commit = client.batch_execute(commit_sql);
             let ((q, a, d), w, e, n, c) = futures_util::future::join5(
                 futures_util::future::join3(quarantined, archived, deleted),
