@@ -21,6 +21,16 @@ fn fit(text: &str, width: usize) -> String {
     }
 }
 
+/// `text` in `width` columns keeping its end (a path's last components say most).
+fn tail(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().skip(n + 3 - width.max(4)).collect();
+    format!("  …{kept}")
+}
+
 /// The detail lines of member `index` (none if there is no such member).
 pub fn lines(view: &TeamView, index: usize, width: usize, style: Style) -> Vec<String> {
     let Some(m) = view.members.get(index) else {
@@ -37,6 +47,7 @@ pub fn lines(view: &TeamView, index: usize, width: usize, style: Style) -> Vec<S
     if let Some(model) = &m.model {
         facts.push(format!("model {}", escape(model)));
     }
+
     let mut out = vec![style.bold(&fit(
         &format!(
             "FOLLOWING {name} ({})  {}",
@@ -45,6 +56,12 @@ pub fn lines(view: &TeamView, index: usize, width: usize, style: Style) -> Vec<S
         ),
         width,
     ))];
+    if let Some(dir) = &m.worktree {
+        out.push(tail(
+            &format!("  in {}", escape(&dir.display().to_string())),
+            width,
+        ));
+    }
     if let Some(reason) = &m.dead_reason {
         out.push(fit(&format!("  dead: {}", escape(reason)), width));
     }

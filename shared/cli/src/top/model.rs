@@ -189,6 +189,8 @@ pub struct MemberRow {
     pub agent_type: Option<String>,
     /// Model override.
     pub model: Option<String>,
+    /// The git worktree (or clone) it works in.
+    pub worktree: Option<std::path::PathBuf>,
     /// Display colour.
     pub color: Option<String>,
 }
@@ -327,6 +329,7 @@ impl TeamView {
                     dead_reason: m.dead_reason.clone(),
                     agent_type: m.agent_type.clone(),
                     model: m.model.clone(),
+                    worktree: m.worktree_path.clone(),
                     color: m.color.clone(),
                 }
             })

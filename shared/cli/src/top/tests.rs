@@ -41,6 +41,13 @@ fn snapshot() -> Snapshot {
     let mut alice = Member::new(name("alice"), &team);
     alice.backend_type = Some(BackendType::Tmux);
     alice.pane_id = Some("%3".into());
+    alice.worktree_path = Some(
+        format!(
+            "/{}/project/.roocode/worktrees/demo+alice",
+            "deep/".repeat(20)
+        )
+        .into(),
+    );
     alice.joined_at = Timestamp::from_unix_ms(NOW - 300_000);
     let mut bob = Member::new(name("bob"), &team);
     bob.joined_at = Timestamp::from_unix_ms(NOW - 20_000);
