@@ -291,6 +291,118 @@ fn run_team(world: &World) {
     let team = world.team().expect("the team is kept after the run");
     let tasks = team.tasks().list(&Default::default()).unwrap();
     assert_eq!(tasks.len(), 3);
+    check_log(world);
+}
+
+/// `roo-mail log --json` after the run: every kind of change the run made, in order
+/// (seq strictly increasing, times never going back), consistent with the final state.
+fn check_log(world: &World) {
+    let out = world.roo_mail(&["log", "--team", "crew", "--json"]).run();
+    out.assert_ok();
+    let events: Vec<serde_json::Value> = out
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let shown = || {
+        events
+            .iter()
+            .map(|e| format!("{} {} {}", e["seq"], e["actor"], e["kind"]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // In order: seq 1, 2, 3, … and the store's times never going back.
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64 + 1, "{}", shown());
+        if i > 0 {
+            assert!(
+                events[i - 1]["time"].as_str() <= e["time"].as_str(),
+                "{}",
+                shown()
+            );
+        }
+    }
+    let seq_of = |what: &str, test: &dyn Fn(&serde_json::Value) -> bool| -> u64 {
+        events
+            .iter()
+            .find(|e| test(e))
+            .and_then(|e| e["seq"].as_u64())
+            .unwrap_or_else(|| panic!("no event {what} in the log:\n{}", shown()))
+    };
+    let kind = |e: &serde_json::Value, k: &str| e["kind"] == k;
+    assert!(kind(&events[0], "team_created") && events[0]["actor"] == "lead");
+    for (id, who, subject) in [
+        ("1", "alice", "Write a.txt"),
+        ("2", "bob", "Write b.txt"),
+        ("3", "", "Check both files"),
+    ] {
+        let created = seq_of(&format!("task {id} created"), &|e| {
+            kind(e, "task_created") && e["task"] == id && e["subject"] == subject
+        });
+        if who.is_empty() {
+            // The check task waited on both: nobody claimed it.
+            assert!(
+                !events
+                    .iter()
+                    .any(|e| e["task"] == id && !kind(e, "task_created")),
+                "{}",
+                shown()
+            );
+            continue;
+        }
+        let joined = seq_of(&format!("{who} joined"), &|e| {
+            kind(e, "join") && e["member"] == who
+        });
+        let claimed = seq_of(&format!("task {id} claimed by {who}"), &|e| {
+            kind(e, "task_claimed") && e["task"] == id && e["owner"] == who && e["actor"] == who
+        });
+        let completed = seq_of(&format!("task {id} completed"), &|e| {
+            kind(e, "task_completed") && e["task"] == id
+        });
+        assert!(
+            created < claimed && joined < claimed && claimed < completed,
+            "{}",
+            shown()
+        );
+        let sent = seq_of(&format!("{who}'s report"), &|e| {
+            kind(e, "message_sent") && e["from"] == who && e["to"] == "lead"
+        });
+        assert!(completed < sent, "{}", shown());
+    }
+    // Consistent with the final state: what the log last says of each task is its state.
+    let team = world.team().unwrap();
+    for task in team.tasks().list(&Default::default()).unwrap() {
+        let last = events
+            .iter()
+            .rev()
+            .find(|e| e["task"] == task.id.as_str())
+            .unwrap();
+        let expected = match task.status {
+            roo_store::TaskStatus::Completed => "task_completed",
+            roo_store::TaskStatus::InProgress => "task_claimed",
+            roo_store::TaskStatus::Pending => "task_created",
+        };
+        assert_eq!(last["kind"], expected, "task {}: {}", task.id, shown());
+    }
+    let config = team.config().unwrap();
+    for e in events.iter().filter(|e| kind(e, "join")) {
+        let member = e["member"].as_str().unwrap();
+        assert!(
+            config.member(member).is_some(),
+            "{member} joined but is not in the roster"
+        );
+    }
+    // Delivered messages are sent ones, delivered after they were sent.
+    for e in events.iter().filter(|e| kind(e, "message_delivered")) {
+        for id in e["ids"].as_array().unwrap() {
+            let sent = seq_of(&format!("message {id} sent"), &|s| {
+                kind(s, "message_sent") && &s["id"] == id
+            });
+            assert!(sent < e["seq"].as_u64().unwrap(), "{}", shown());
+        }
+    }
+    // Never a body: only ids and summaries.
+    assert!(!out.stdout().contains("is written\""), "{}", out.stdout());
 }
 
 #[test]
