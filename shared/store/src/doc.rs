@@ -813,9 +813,21 @@ mod tests {
         n: u32,
     }
 
+    impl Doc {
+        /// A value the reader refuses.
+        const REFUSED: u32 = 666;
+    }
+
     impl Document for Doc {
         fn version(&self) -> FormatVersion {
             self.version
+        }
+
+        fn check(&self) -> std::result::Result<(), String> {
+            match self.n {
+                Doc::REFUSED => Err("refused".into()),
+                _ => Ok(()),
+            }
         }
     }
 
@@ -1056,13 +1068,26 @@ mod tests {
             guard.emit(&team, join("bob"))?;
             let lock = dir.path().join("d.json.lock");
             std::fs::remove_file(&lock).unwrap();
-            std::fs::write(&lock, br#"{"pid":1,"time":"2026-01-01T00:00:00.000Z","token":"x"}"#)
-                .unwrap();
+            std::fs::write(
+                &lock,
+                br#"{"pid":1,"time":"2026-01-01T00:00:00.000Z","token":"x"}"#,
+            )
+            .unwrap();
             Ok(Outcome::Write(()))
         });
         assert!(matches!(lost, Err(Error::LockLost { .. })), "{lost:?}");
-        assert!(!log.exists(), "a failed change logged an event");
         std::fs::remove_file(dir.path().join("d.json.lock")).unwrap();
+        // A document its reader would refuse (not written, nor its events).
+        let unwritable = update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = Doc::REFUSED;
+            guard.emit(&team, join("dave"))?;
+            Ok(Outcome::Write(()))
+        });
+        assert!(
+            matches!(unwritable, Err(Error::Unwritable { .. })),
+            "{unwritable:?}"
+        );
+        assert!(!log.exists(), "a failed change logged an event");
         // A change that succeeds logs its event after its document.
         update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
             d.n = 3;
@@ -1072,7 +1097,10 @@ mod tests {
         .unwrap();
         let text = std::fs::read_to_string(&log).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");
-        assert!(text.contains("\"seq\":1") && text.contains("carol"), "{text}");
+        assert!(
+            text.contains("\"seq\":1") && text.contains("carol"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1029,7 +1029,9 @@ mod tests {
         let forged = line.replace("…", &"y".repeat(400));
         assert!(parse_line(&forged).is_err());
         // Many long wide ids still make a line a reader takes.
-        let ids: Vec<String> = (0..MAX_EVENT_IDS).map(|n| format!("{n}{}", "é".repeat(400))).collect();
+        let ids: Vec<String> = (0..MAX_EVENT_IDS)
+            .map(|n| format!("{n}{}", "é".repeat(400)))
+            .collect();
         let d = Draft::new(
             EventKind::MessageDelivered {
                 to: "alice".into(),
@@ -1092,6 +1094,27 @@ mod tests {
         assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
         assert_eq!(*seqs.last().unwrap(), 40);
         assert!(seqs[0] > 1, "the oldest file was dropped: {seqs:?}");
+    }
+
+    #[test]
+    fn concurrent_appends_get_distinct_consecutive_seqs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        std::thread::scope(|scope| {
+            for _ in 0..6 {
+                scope.spawn(|| {
+                    let home = RooHome::new(dir.path());
+                    for n in 0..60 {
+                        append_to_file(&home, &path, &[draft(n)], Rotation::DEFAULT).unwrap();
+                    }
+                });
+            }
+        });
+        let page = read_files(&path, None, usize::MAX, 4).unwrap();
+        assert_eq!(page.skipped, 0, "a torn line");
+        let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
+        let expected: Vec<u64> = (1..=360).collect();
+        assert_eq!(seqs, expected);
     }
 
     #[test]
