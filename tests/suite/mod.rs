@@ -6,6 +6,7 @@ mod cli_task;
 mod cli_team_runtime;
 mod demo;
 mod demo_tmux;
+mod event_log;
 mod hooks;
 mod instructions_include;
 mod lead_headless;

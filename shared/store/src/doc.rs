@@ -813,9 +813,21 @@ mod tests {
         n: u32,
     }
 
+    impl Doc {
+        /// A value the reader refuses.
+        const REFUSED: u32 = 666;
+    }
+
     impl Document for Doc {
         fn version(&self) -> FormatVersion {
             self.version
+        }
+
+        fn check(&self) -> std::result::Result<(), String> {
+            match self.n {
+                Doc::REFUSED => Err("refused".into()),
+                _ => Ok(()),
+            }
         }
     }
 
@@ -1029,6 +1041,66 @@ mod tests {
         assert!(!dead.exists(), "a dead writer's temp file stayed");
         assert!(live.exists(), "a live writer's temp file was removed");
         assert!(other.exists(), "another document's temp file was touched");
+    }
+
+    #[test]
+    fn a_change_that_fails_after_emitting_logs_nothing() {
+        use crate::events::{Draft, EVENTS_FILE, EventKind};
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let team = Name::parse("t").unwrap();
+        let log = home.team_dir(&team).join(EVENTS_FILE);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let path = dir.path().join("d.json");
+        let join = |n: &str| Draft::new(EventKind::Join { member: n.into() }, n, None);
+        // Refused by the change itself after it emitted.
+        let refused = update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = 1;
+            guard.emit(&team, join("alice"))?;
+            Err::<Outcome<()>, _>(Error::InvalidMessage {
+                reason: "no".into(),
+            })
+        });
+        assert!(refused.is_err());
+        // The document's lock lost (judged stale, taken by another) before its write.
+        let lost = update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = 2;
+            guard.emit(&team, join("bob"))?;
+            let lock = dir.path().join("d.json.lock");
+            std::fs::remove_file(&lock).unwrap();
+            std::fs::write(
+                &lock,
+                br#"{"pid":1,"time":"2026-01-01T00:00:00.000Z","token":"x"}"#,
+            )
+            .unwrap();
+            Ok(Outcome::Write(()))
+        });
+        assert!(matches!(lost, Err(Error::LockLost { .. })), "{lost:?}");
+        std::fs::remove_file(dir.path().join("d.json.lock")).unwrap();
+        // A document its reader would refuse (not written, nor its events).
+        let unwritable = update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = Doc::REFUSED;
+            guard.emit(&team, join("dave"))?;
+            Ok(Outcome::Write(()))
+        });
+        assert!(
+            matches!(unwritable, Err(Error::Unwritable { .. })),
+            "{unwritable:?}"
+        );
+        assert!(!log.exists(), "a failed change logged an event");
+        // A change that succeeds logs its event after its document.
+        update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = 3;
+            guard.emit(&team, join("carol"))?;
+            Ok(Outcome::Write(()))
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.contains("\"seq\":1") && text.contains("carol"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -28,6 +28,10 @@ use crate::lock::FileLock;
 use crate::name::Name;
 use crate::time::Timestamp;
 
+/// What every text field is cut to when a line with [`MAX_EVENT_TEXT`] still does not fit
+/// in [`MAX_EVENT_LINE`] (32 ids of 64 characters fit).
+const SHORT_EVENT_TEXT: usize = 64;
+
 /// The file name of a team's current event log, in its team directory.
 pub const EVENTS_FILE: &str = "events.jsonl";
 
@@ -305,8 +309,8 @@ impl EventKind {
 
     /// Cuts every text field to [`MAX_EVENT_TEXT`] characters and the id list to
     /// [`MAX_EVENT_IDS`]: what a writer does before it checks the line.
-    fn clamp(&mut self) {
-        let cut = |s: &mut String| *s = clamp_text(s);
+    fn clamp(&mut self, max_chars: usize) {
+        let cut = |s: &mut String| *s = clamp_text(s, max_chars);
         match self {
             EventKind::TeamCreated { lead: a }
             | EventKind::Join { member: a }
@@ -389,13 +393,13 @@ fn request_name(request: ApprovalRequest) -> &'static str {
 
 /// `s` cut to [`MAX_EVENT_TEXT`] characters, ending in `…` when cut; control characters
 /// become spaces (a line is one line, and a terminal shows no escapes from it).
-fn clamp_text(s: &str) -> String {
+fn clamp_text(s: &str, max_chars: usize) -> String {
     let mut out: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_EVENT_TEXT)
+        .take(max_chars)
         .collect();
-    if s.chars().count() > MAX_EVENT_TEXT {
+    if s.chars().count() > max_chars {
         out.pop();
         out.push('…');
     }
@@ -497,11 +501,23 @@ pub(crate) struct Draft {
 
 impl Draft {
     pub(crate) fn new(kind: EventKind, actor: impl Into<String>, epoch: Option<u64>) -> Draft {
+        let actor = actor.into();
+        let mut clamped = kind.clone();
+        clamped.clamp(MAX_EVENT_TEXT);
+        let draft = Draft {
+            kind: clamped,
+            actor: clamp_text(&actor, MAX_EVENT_TEXT),
+            epoch,
+        };
+        if draft.check().is_ok() {
+            return draft;
+        }
+        // Still too long for a line (many long ids, wide characters): every text shorter.
         let mut kind = kind;
-        kind.clamp();
+        kind.clamp(SHORT_EVENT_TEXT);
         Draft {
             kind,
-            actor: clamp_text(&actor.into()),
+            actor: clamp_text(&actor, SHORT_EVENT_TEXT),
             epoch,
         }
     }
@@ -573,8 +589,8 @@ pub(crate) fn parse_line(line: &str) -> std::result::Result<Event, String> {
         },
     };
     let mut clamped = kind.clone();
-    clamped.clamp();
-    if clamped != kind || clamp_text(&common.actor) != common.actor {
+    clamped.clamp(MAX_EVENT_TEXT);
+    if clamped != kind || clamp_text(&common.actor, MAX_EVENT_TEXT) != common.actor {
         return Err(format!(
             "a field is longer than {MAX_EVENT_TEXT} characters, lists more than \
              {MAX_EVENT_IDS} ids or holds a control character"
@@ -1012,6 +1028,20 @@ mod tests {
         assert!(!line.contains('\u{1b}'));
         let forged = line.replace("…", &"y".repeat(400));
         assert!(parse_line(&forged).is_err());
+        // Many long wide ids still make a line a reader takes.
+        let ids: Vec<String> = (0..MAX_EVENT_IDS)
+            .map(|n| format!("{n}{}", "é".repeat(400)))
+            .collect();
+        let d = Draft::new(
+            EventKind::MessageDelivered {
+                to: "alice".into(),
+                ids,
+            },
+            "alice",
+            None,
+        );
+        let line = d.line(u64::MAX, crate::limits::MAX_TIMESTAMP).unwrap();
+        assert!(line.len() <= MAX_EVENT_LINE, "{}", line.len());
     }
 
     #[test]
@@ -1064,6 +1094,27 @@ mod tests {
         assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
         assert_eq!(*seqs.last().unwrap(), 40);
         assert!(seqs[0] > 1, "the oldest file was dropped: {seqs:?}");
+    }
+
+    #[test]
+    fn concurrent_appends_get_distinct_consecutive_seqs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        std::thread::scope(|scope| {
+            for _ in 0..6 {
+                scope.spawn(|| {
+                    let home = RooHome::new(dir.path());
+                    for n in 0..60 {
+                        append_to_file(&home, &path, &[draft(n)], Rotation::DEFAULT).unwrap();
+                    }
+                });
+            }
+        });
+        let page = read_files(&path, None, usize::MAX, 4).unwrap();
+        assert_eq!(page.skipped, 0, "a torn line");
+        let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
+        let expected: Vec<u64> = (1..=360).collect();
+        assert_eq!(seqs, expected);
     }
 
     #[test]

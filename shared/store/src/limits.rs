@@ -55,7 +55,7 @@ pub const MAX_IDLE_FINGERPRINT: usize = 256;
 
 /// Longest line of the event log (`teams/<team>/events.jsonl`, one event), in bytes: a
 /// reader skips a longer one as damaged; writers shorten text fields to fit first.
-pub const MAX_EVENT_LINE: usize = 4096;
+pub const MAX_EVENT_LINE: usize = 16 * 1024;
 /// Longest text field of an event (a summary, a subject, a reason, a commit), in
 /// characters: a writer cuts a longer one and ends it with `…`.
 pub const MAX_EVENT_TEXT: usize = 300;

@@ -292,7 +292,7 @@ const STATEMENT_SQL: [&str; 31] = [
     // log's last seq
     "SELECT seq, floor(extract(epoch FROM at) * 1000)::int8, body, \
          (SELECT seq FROM roo_event_seq WHERE key = $1) \
-     FROM roo_event WHERE key = $1 AND seq > $2 ORDER BY seq DESC LIMIT $3",
+     FROM roo_event e WHERE e.key = $1 AND e.seq > $2 ORDER BY e.seq DESC LIMIT $3",
     // delete_events_under
     "DELETE FROM roo_event WHERE key LIKE ANY($1)",
     // delete_event_seq_under
