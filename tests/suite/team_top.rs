@@ -419,3 +419,84 @@ fn team_top_shows_a_pane_team_on_the_postgresql_store() {
     let world = World::new(Some(url));
     run_team(&world);
 }
+
+/// The pid of the child of `parent` whose command line holds `needle`.
+fn child_of(parent: u32, needle: &str) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: i32 = entry.file_name().to_string_lossy().parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid …`: the ppid is the second field after the `)`.
+            let ppid: u32 = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (ppid == parent && cmdline.contains(needle)).then_some(pid)
+        })
+}
+
+#[test]
+fn the_live_view_gives_the_terminal_back_on_sigterm_and_sighup() {
+    let world = World::new(None);
+    world
+        .roo_mail(&["team", "create", "--team", "crew", "--lead", "lead"])
+        .args(["--member", "alice"])
+        .run()
+        .assert_ok();
+    for (signal, name) in [
+        (nix::sys::signal::Signal::SIGTERM, "term"),
+        (nix::sys::signal::Signal::SIGHUP, "hup"),
+    ] {
+        let code = world.root.join(format!("{name}.code"));
+        let stty = world.root.join(format!("{name}.stty"));
+        // What the terminal's modes are once the view is gone: raw mode would show
+        // `-icanon -echo`.
+        let view = Tmux::start(
+            &world.root.join("project"),
+            &world.env(),
+            &format!(
+                "'{}' team top --team crew; echo $? > '{}'; stty -a > '{}'",
+                bin("roo-mail").display(),
+                code.display(),
+                stty.display()
+            ),
+        );
+        view.wait_for("the live view", |s| {
+            s.contains("MEMBER") && s.contains("alice")
+        });
+        let shell = view.panes()[0].pid;
+        let pid = wait_until(
+            "the view's process",
+            Duration::from_secs(10),
+            || child_of(shell, "team top"),
+            || view.screen(),
+        );
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).unwrap();
+        let modes = wait_until(
+            "the view to exit and the modes to be read",
+            Duration::from_secs(10),
+            || {
+                std::fs::read_to_string(&stty)
+                    .ok()
+                    .filter(|s| !s.is_empty())
+            },
+            || view.screen(),
+        );
+        assert_eq!(
+            std::fs::read_to_string(&code).unwrap().trim(),
+            "0",
+            "{name}"
+        );
+        assert!(
+            modes.contains(" icanon") && modes.contains(" echo "),
+            "{name}: the terminal stayed raw: {modes}"
+        );
+    }
+}

@@ -97,7 +97,8 @@ pub fn once(team: &Team, width: u16, height: u16, style: Style) -> CliResult<Str
 pub fn run(ctx: &Context, args: TopArgs, out: &mut impl Write) -> CliResult {
     if ctx.json() {
         return Err(CliError::Usage(format!(
-            "team top has no JSON form; use `{} team show --json` or `roo-task list --json`",
+            "print the team view as JSON: it has none; use `{} team show --json`, \
+             `roo-task list --json` or `roo-mail log --json`",
             ctx.program
         )));
     }

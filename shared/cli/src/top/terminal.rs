@@ -1,5 +1,5 @@
 //! The live view's terminal loop: the alternate screen and raw mode (restored on every
-//! way out: return, error, panic, SIGTERM, SIGHUP), keys, and a redraw when the store
+//! way out: return, error, panic, SIGTERM, SIGHUP, SIGINT), keys, and a redraw when the store
 //! changes (the store's watchers on the event log, roster, task list and inboxes on
 //! files, on the inboxes on PostgreSQL), when the terminal is resized, and each second (for ages, and for what no
 //! watcher covers).
@@ -142,7 +142,8 @@ impl Drop for StoreWatch {
     }
 }
 
-/// SIGTERM and SIGHUP as a flag the loop looks at (only when the view owns the terminal:
+/// SIGTERM, SIGHUP and SIGINT (Ctrl-C is a key in raw mode; this is `kill -INT`) as a
+/// flag the loop looks at (only when the view owns the terminal:
 /// the interactive lead keeps its own handling).
 struct Signals {
     flag: Arc<AtomicBool>,
@@ -154,7 +155,11 @@ impl Signals {
         let flag = Arc::new(AtomicBool::new(false));
         let mut ids = Vec::new();
         if owner == Owner::Own {
-            for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+            for sig in [
+                signal_hook::consts::SIGTERM,
+                signal_hook::consts::SIGHUP,
+                signal_hook::consts::SIGINT,
+            ] {
                 if let Ok(id) = signal_hook::flag::register(sig, Arc::clone(&flag)) {
                     ids.push(id);
                 }
