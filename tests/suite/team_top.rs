@@ -276,10 +276,55 @@ fn check_live_view(world: &World) {
     );
 }
 
+/// `o` in a view running in the lead's tmux makes the selected teammate's pane the
+/// active one.
+fn check_open_pane(world: &World, tmux: &Tmux) {
+    let env: String = world
+        .env()
+        .iter()
+        .map(|(k, v)| format!("{k}='{v}' "))
+        .collect();
+    tmux.run(&[
+        "new-window",
+        "-d",
+        "-n",
+        "view",
+        &format!(
+            "env {env}'{}' team top --team crew",
+            bin("roo-mail").display()
+        ),
+    ]);
+    let screen = || tmux.run(&["capture-pane", "-p", "-t", "main:view"]);
+    let alice = world.team().unwrap().config().unwrap();
+    let alice = alice.member("alice").unwrap().pane_id.clone().unwrap();
+    let active = || {
+        tmux.run(&["display-message", "-p", "-t", &alice, "#{pane_active}"])
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(active(), "0", "the lead's pane is the active one at first");
+    wait_until(
+        "the view in the lead's tmux",
+        Duration::from_secs(20),
+        || screen().contains("q quit").then_some(()),
+        &screen,
+    );
+    // The lead, alice, bob: one down is alice.
+    tmux.run(&["send-keys", "-t", "main:view", "j", "o"]);
+    wait_until(
+        "alice's pane switched to",
+        Duration::from_secs(20),
+        || (screen().contains("switched to alice's pane") && active() == "1").then_some(()),
+        || format!("{}\nactive: {}", screen(), active()),
+    );
+    tmux.run(&["send-keys", "-t", "main:view", "q"]);
+}
+
 fn run_team(world: &World) {
     let tmux = world.start_lead();
     check_top_mid_run(world, &tmux);
     check_live_view(world);
+    check_open_pane(world, &tmux);
     std::fs::write(&world.go, "go").unwrap();
     let code = world.lead_exit(&tmux);
     assert_eq!(code, 0, "{}", world.output());
