@@ -36,8 +36,10 @@ pub fn open(m: &MemberRow, team: &str) -> String {
             .as_deref()
             .map_or(String::new(), |p| format!(" (pane {})", escape(p)));
         return format!(
-            "{name} runs on host {}{pane}: ssh there and attach to its tmux session",
-            escape(host)
+            "{name} runs on host {}{pane}: ssh there and attach to its tmux session \
+             (roo-{}-{name}, as its spawn said)",
+            escape(host),
+            escape(team)
         );
     }
     match (m.backend, m.pane.as_deref()) {
@@ -71,6 +73,45 @@ pub fn open(m: &MemberRow, team: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn member(backend: Option<BackendType>, pane: Option<&str>, host: Option<&str>) -> MemberRow {
+        MemberRow {
+            name: roo_store::Name::parse("alice").unwrap(),
+            lead: false,
+            state: "busy",
+            task: None,
+            since: roo_store::Timestamp::from_unix_ms(0),
+            usage: Default::default(),
+            last_message: None,
+            backend,
+            host: host.map(Into::into),
+            pane: pane.map(Into::into),
+            pid: None,
+            dead_reason: None,
+            agent_type: None,
+            model: None,
+            worktree: None,
+            color: None,
+        }
+    }
+
+    #[test]
+    fn says_how_to_reach_a_member_it_cannot_switch_to() {
+        let hint = |m: MemberRow| open(&m, "crew");
+        let remote = hint(member(Some(BackendType::Tmux), Some("%4"), Some("gpu")));
+        assert!(
+            remote.contains("host gpu") && remote.contains("roo-crew-alice"),
+            "{remote}"
+        );
+        let iterm = hint(member(Some(BackendType::Iterm2), Some("w0t0p1:ABC"), None));
+        assert!(iterm.contains("iTerm2 session w0t0p1:ABC"), "{iterm}");
+        let inside = hint(member(Some(BackendType::InProcess), None, None));
+        assert!(inside.contains("inside the lead's process"), "{inside}");
+        assert!(hint(member(None, None, None)).contains("no pane"));
+        // A pane id that is not one never reaches tmux.
+        let odd = hint(member(Some(BackendType::Tmux), Some("-k"), None));
+        assert!(odd.contains("no pane"), "{odd}");
+    }
 
     #[test]
     fn only_pane_ids_reach_tmux() {
