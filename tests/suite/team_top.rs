@@ -307,7 +307,7 @@ fn check_open_pane(world: &World, tmux: &Tmux) {
         "the view in the lead's tmux",
         Duration::from_secs(20),
         || screen().contains("q quit").then_some(()),
-        &screen,
+        screen,
     );
     // The lead, alice, bob: one down is alice.
     tmux.run(&["send-keys", "-t", "main:view", "j", "o"]);
