@@ -301,7 +301,7 @@ fn heading(style: Style, text: &str, width: usize) -> String {
     style.bold(&fit(text, width))
 }
 
-fn task_line(view: &TeamView, t: &TaskRow, width: usize, style: Style) -> String {
+fn task_line(t: &TaskRow, width: usize, style: Style) -> String {
     let owner = t.owner.as_ref().map_or("-".into(), |o| escape(o.as_str()));
     let waits = if t.waits_on.is_empty() {
         String::new()
@@ -309,7 +309,6 @@ fn task_line(view: &TeamView, t: &TaskRow, width: usize, style: Style) -> String
         let ids: Vec<String> = t.waits_on.iter().map(|id| format!("#{id}")).collect();
         format!(" (waits on {})", ids.join(", "))
     };
-    let _ = view;
     let id = cell(&format!("#{}", t.id), 5);
     let label = cell(t.column.label(), 11);
     let owner = cell(&owner, 10);
@@ -416,7 +415,7 @@ pub fn render(view: &TeamView, opts: &FrameOptions) -> Vec<String> {
             lines.extend(rows_in(
                 &view.tasks,
                 room_t,
-                |t| task_line(view, t, width, style),
+                |t| task_line(t, width, style),
                 width,
             ));
             lines.push(heading(style, "EVENTS (newest last)", width));
