@@ -239,6 +239,37 @@ fn check_top_mid_run(world: &World, tmux: &Tmux) -> String {
     frame
 }
 
+/// Selects member `who` in a live view: as many `j` as rows above it (the view starts on
+/// the first; the roster's order is the order the teammates were spawned in, which the
+/// lead's parallel spawns do not fix), then waits for the marker on its row.
+fn select(screen: &dyn Fn() -> String, keys: &dyn Fn(&[&str]), who: &str) {
+    let shown = screen();
+    let rows: Vec<String> = shown
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("MEMBER"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("TASKS"))
+        .filter_map(|l| l.split_whitespace().find(|w| *w != ">").map(str::to_owned))
+        .collect();
+    let index = rows
+        .iter()
+        .position(|r| r == who)
+        .unwrap_or_else(|| panic!("no {who} in {rows:?}:\n{shown}"));
+    keys(&vec!["j"; index]);
+    let marked = format!("> {who} ");
+    wait_until(
+        &format!("{who} selected"),
+        Duration::from_secs(10),
+        || {
+            screen()
+                .lines()
+                .any(|l| l.starts_with(&marked))
+                .then_some(())
+        },
+        screen,
+    );
+}
+
 /// The live view in a terminal of its own: it shows the team, follows bob, and `q`
 /// ends it with the terminal given back.
 fn check_live_view(world: &World) {
@@ -256,8 +287,8 @@ fn check_live_view(world: &World) {
     view.wait_for("the live view", |s| {
         s.contains("MEMBER") && s.contains("alice") && s.contains("q quit")
     });
-    // The lead, alice, bob: two down is bob.
-    view.keys(&["j", "j", "Enter"]);
+    select(&|| view.screen(), &|k| view.keys(k), "bob");
+    view.keys(&["Enter"]);
     view.wait_for("bob followed", |s| s.contains("FOLLOWING bob"));
     view.keys(&["Escape"]);
     view.wait_for("the board again", |s| s.contains("TASKS"));
@@ -309,8 +340,13 @@ fn check_open_pane(world: &World, tmux: &Tmux) {
         || screen().contains("q quit").then_some(()),
         screen,
     );
-    // The lead, alice, bob: one down is alice.
-    tmux.run(&["send-keys", "-t", "main:view", "j", "o"]);
+    let keys = |k: &[&str]| {
+        let mut args = vec!["send-keys", "-t", "main:view"];
+        args.extend_from_slice(k);
+        tmux.run(&args);
+    };
+    select(&screen, &keys, "alice");
+    keys(&["o"]);
     wait_until(
         "alice's pane switched to",
         Duration::from_secs(20),
