@@ -758,10 +758,18 @@ agents:
     tmux.wait_for("the banner and the team's status line", |s| {
         s.contains("RooCode") && s.contains("team crew · alice busy")
     });
+    // /team opens the live team view (issue 31); q comes back to the prompt.
     tmux.type_text("/team");
     tmux.keys(&["Enter"]);
     tmux.wait_for("/team", |s| {
-        s.contains("team crew") && s.contains("  alice                busy")
+        s.contains("team crew: ")
+            && s.lines()
+                .any(|l| l.trim_start().starts_with("alice") && l.contains("busy"))
+            && s.contains("q quit")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for("the prompt again", |s| {
+        s.contains("RooCode") && !s.contains("q quit")
     });
     tmux.type_text("/tasks");
     tmux.keys(&["Enter"]);

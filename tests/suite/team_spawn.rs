@@ -715,11 +715,19 @@ fn the_interactive_lead_shows_a_spawned_teammates_preview_question_and_state() {
     tmux.wait_for("alice idle in the status line", |s| {
         s.contains("team crew · alice idle")
     });
+    // /team opens the live team view (issue 31): alice (second, after the lead) followed
+    // shows where she runs; q comes back to the prompt.
     tmux.type_text("/team");
     tmux.keys(&["Enter"]);
     tmux.wait_for("/team", |s| {
-        s.contains("in-process") && s.contains("crew+alice")
+        s.contains("in-process") && s.contains("q quit")
     });
+    tmux.keys(&["j", "Enter"]);
+    tmux.wait_for("alice followed", |s| {
+        s.contains("FOLLOWING alice") && s.contains("crew+alice")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for("the prompt again", |s| !s.contains("FOLLOWING"));
     tmux.type_text("/exit");
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());

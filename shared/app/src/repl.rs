@@ -408,6 +408,10 @@ impl Session {
             }
             Flow::Continue => Command::Done,
             Flow::Exit => Command::Exit,
+            Flow::TeamView => {
+                slash::team_view(&self.team, &mut self.keys, self.render.out(), &style).await;
+                Command::Done
+            }
         }
     }
 

@@ -15,3 +15,4 @@ pub mod relay;
 mod shape;
 pub mod task;
 mod team;
+pub mod top;

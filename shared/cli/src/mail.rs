@@ -1,5 +1,7 @@
-//! `roo-mail`: the mailbox CLI (send, read, list, watch, status, ack, team setup).
+//! `roo-mail`: the mailbox CLI (send, read, list, watch, status, ack, the team's event
+//! log, team setup).
 
+mod log;
 mod send;
 mod watch;
 
@@ -24,6 +26,7 @@ Examples:
   roo-mail read --team demo --as alice --unread --mark-read
   roo-mail watch --team demo --as alice --json
   roo-mail list --team demo
+  roo-mail log --team demo --follow
   roo-mail status msg-1767225600000-4242-0
 
 --team defaults to $ROO_TEAM, --as/--from to $ROO_AGENT_NAME, the home to $ROO_HOME
@@ -59,6 +62,8 @@ pub(crate) enum MailCommand {
     List,
     /// Print messages as they arrive (until interrupted, --count or --timeout)
     Watch(watch::WatchArgs),
+    /// Print the team's event log: who joined, sent, claimed, answered, merged, died
+    Log(log::LogArgs),
     /// Show where a message is and its receipts (delivered, acknowledged)
     Status {
         /// Message id
@@ -117,6 +122,7 @@ fn run(cli: MailCli) -> CliResult {
         MailCommand::Read(args) => read(&ctx, args, &mut out),
         MailCommand::List => list(&ctx, &mut out),
         MailCommand::Watch(args) => watch::run(&ctx, args, &mut out),
+        MailCommand::Log(args) => log::run(&ctx, args, &mut out),
         MailCommand::Status { id } => status(&ctx, &id, &mut out),
         MailCommand::Ack { ids } => ack(&ctx, &ids, &mut out),
         MailCommand::Team(command) => team::run(&ctx, command, &mut out),

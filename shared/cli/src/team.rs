@@ -81,6 +81,8 @@ A name held by another live process (its pid is alive) is refused with exit 1.")
     },
     /// Print the team config
     Show,
+    /// Watch the team live: members, the task board and the newest events (q quits)
+    Top(crate::top::TopArgs),
     /// Delete the team and its task list (refused while members other than the lead are
     /// active, unless --force)
     Delete {
@@ -258,6 +260,7 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             Ok(())
         }
         TeamCommand::Show => show(ctx, &ctx.team()?, out),
+        TeamCommand::Top(args) => crate::top::run(ctx, args, out),
         TeamCommand::Delete { force } => {
             let team = ctx.team()?;
             team.delete(force)?;

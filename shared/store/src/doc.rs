@@ -19,11 +19,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
+use crate::events::Draft;
 use crate::format_version::{FORMAT_MAJOR, FormatVersion};
 use crate::fsio;
 use crate::home::RooHome;
 use crate::limits;
 use crate::lock::{FileLock, Rng, pid_alive};
+use crate::name::Name;
 use crate::pg::{PgChange, PgStore, PgWrites, Wants};
 use crate::team::TeamConfig;
 use crate::time::Timestamp;
@@ -432,19 +434,91 @@ pub(crate) fn update<T: Document, R>(
 /// own (the inbox's archive appends): the file's [`FileLock`] (such a write is fenced
 /// with [`FileLock::verify`]), or the PostgreSQL transaction (it is part of it).
 pub(crate) enum Guard<'a> {
-    File(&'a FileLock),
+    File {
+        lock: &'a FileLock,
+        home: &'a RooHome,
+        /// Events the change emitted, appended once its document is written.
+        events: Vec<(PathBuf, Draft)>,
+    },
     Pg {
         home: &'a RooHome,
         writes: &'a mut PgWrites,
     },
 }
 
-impl Guard<'_> {
+impl<'a> Guard<'a> {
+    /// The guard of a change of a file held by `lock`.
+    pub(crate) fn file(lock: &'a FileLock, home: &'a RooHome) -> Guard<'a> {
+        Guard::File {
+            lock,
+            home,
+            events: Vec::new(),
+        }
+    }
+
+    /// Emits an event of `team`'s log, written in this same change: on files appended
+    /// after the document (still under its lock, taking the log's own lock innermost),
+    /// on PostgreSQL in the same transaction. Refused now, before anything is written, if
+    /// a reader would reject its line; nothing is logged if the change then fails.
+    pub(crate) fn emit(&mut self, team: &Name, draft: Draft) -> Result<()> {
+        let (home, path) = match self {
+            Guard::File { home, .. } | Guard::Pg { home, .. } => {
+                (*home, crate::events::events_path(home, team))
+            }
+        };
+        let unwritable = |reason| Error::Unwritable {
+            path: path.clone(),
+            reason,
+        };
+        draft.check().map_err(unwritable)?;
+        let mut draft = draft;
+        // On PostgreSQL a handle writing as a member knows its epoch.
+        if draft.epoch.is_none()
+            && let Some(fence) = home.pg().and_then(|pg| pg.fence())
+            && fence.member == draft.actor
+            && fence.team == team.as_str()
+        {
+            draft.epoch = Some(fence.epoch);
+        }
+        match self {
+            Guard::File { events, .. } => events.push((path, draft)),
+            Guard::Pg { writes, .. } => {
+                let body = draft.body().map_err(unwritable)?;
+                writes.event(&home.key(&path)?, body);
+            }
+        }
+        Ok(())
+    }
+
+    /// On files: appends the events the change emitted, after its document at `path` was
+    /// written (or kept), while its lock is still held and still ours.
+    fn flush_events(&mut self, path: &Path) -> Result<()> {
+        let Guard::File { lock, home, events } = self else {
+            return Ok(());
+        };
+        if events.is_empty() {
+            return Ok(());
+        }
+        lock.verify(path)?;
+        let pending = std::mem::take(events);
+        let mut logs: Vec<(PathBuf, Vec<Draft>)> = Vec::new();
+        for (log, draft) in pending {
+            match logs.iter_mut().find(|(l, _)| *l == log) {
+                Some((_, drafts)) => drafts.push(draft),
+                None => logs.push((log, vec![draft])),
+            }
+        }
+        for (log, drafts) in logs {
+            crate::events::append_to_file(home, &log, &drafts, crate::events::Rotation::DEFAULT)?;
+        }
+        Ok(())
+    }
+
     /// The lines of the archive at `archive` as the PostgreSQL store holds them, read in
     /// the transaction; `None` for files (the caller reads the file).
     pub(crate) fn archive_lines(&self, archive: &Path) -> Result<Option<Vec<String>>> {
         match self {
-            Guard::File(_) => Ok(None),
+            Guard::File { .. } => Ok(None),
             Guard::Pg { home, .. } => match home.pg() {
                 Some(pg) => pg
                     .archive_lines_in_transaction(&home.key(archive)?)
@@ -463,7 +537,7 @@ impl Guard<'_> {
         lines: &[String],
     ) -> Result<()> {
         match self {
-            Guard::File(lock) => {
+            Guard::File { lock, .. } => {
                 lock.verify(path)?;
                 fsio::append_lines(archive, lines)
             }
@@ -541,13 +615,18 @@ fn update_core<T: Document, R>(
         // Read under the lock: a record the load just quarantined counts.
         doc.after_quarantine(&crate::quarantine::texts_of(home, path)?);
     }
-    match change(config.as_ref(), &mut doc, &mut Guard::File(&lock))? {
+    let mut guard = Guard::file(&lock, home);
+    match change(config.as_ref(), &mut doc, &mut guard)? {
         Outcome::Write(r) => {
             sweep_temp_files(path);
             store(path, &doc, &lock)?;
+            guard.flush_events(path)?;
             Ok(r)
         }
-        Outcome::Keep(r) => Ok(r),
+        Outcome::Keep(r) => {
+            guard.flush_events(path)?;
+            Ok(r)
+        }
     }
 }
 
@@ -734,9 +813,21 @@ mod tests {
         n: u32,
     }
 
+    impl Doc {
+        /// A value the reader refuses.
+        const REFUSED: u32 = 666;
+    }
+
     impl Document for Doc {
         fn version(&self) -> FormatVersion {
             self.version
+        }
+
+        fn check(&self) -> std::result::Result<(), String> {
+            match self.n {
+                Doc::REFUSED => Err("refused".into()),
+                _ => Ok(()),
+            }
         }
     }
 
@@ -950,6 +1041,66 @@ mod tests {
         assert!(!dead.exists(), "a dead writer's temp file stayed");
         assert!(live.exists(), "a live writer's temp file was removed");
         assert!(other.exists(), "another document's temp file was touched");
+    }
+
+    #[test]
+    fn a_change_that_fails_after_emitting_logs_nothing() {
+        use crate::events::{Draft, EVENTS_FILE, EventKind};
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let team = Name::parse("t").unwrap();
+        let log = home.team_dir(&team).join(EVENTS_FILE);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let path = dir.path().join("d.json");
+        let join = |n: &str| Draft::new(EventKind::Join { member: n.into() }, n, None);
+        // Refused by the change itself after it emitted.
+        let refused = update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = 1;
+            guard.emit(&team, join("alice"))?;
+            Err::<Outcome<()>, _>(Error::InvalidMessage {
+                reason: "no".into(),
+            })
+        });
+        assert!(refused.is_err());
+        // The document's lock lost (judged stale, taken by another) before its write.
+        let lost = update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = 2;
+            guard.emit(&team, join("bob"))?;
+            let lock = dir.path().join("d.json.lock");
+            std::fs::remove_file(&lock).unwrap();
+            std::fs::write(
+                &lock,
+                br#"{"pid":1,"time":"2026-01-01T00:00:00.000Z","token":"x"}"#,
+            )
+            .unwrap();
+            Ok(Outcome::Write(()))
+        });
+        assert!(matches!(lost, Err(Error::LockLost { .. })), "{lost:?}");
+        std::fs::remove_file(dir.path().join("d.json.lock")).unwrap();
+        // A document its reader would refuse (not written, nor its events).
+        let unwritable = update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = Doc::REFUSED;
+            guard.emit(&team, join("dave"))?;
+            Ok(Outcome::Write(()))
+        });
+        assert!(
+            matches!(unwritable, Err(Error::Unwritable { .. })),
+            "{unwritable:?}"
+        );
+        assert!(!log.exists(), "a failed change logged an event");
+        // A change that succeeds logs its event after its document.
+        update_fenced(&home, &path, mk, |d: &mut Doc, guard| {
+            d.n = 3;
+            guard.emit(&team, join("carol"))?;
+            Ok(Outcome::Write(()))
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.contains("\"seq\":1") && text.contains("carol"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub mod authority;
 mod doc;
 mod env;
 mod error;
+mod events;
 mod format_version;
 mod fsio;
 mod home;
@@ -70,6 +71,7 @@ mod watch;
 pub use doc::replace_file;
 pub use env::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV};
 pub use error::{Error, LockHolder, Result};
+pub use events::{ApprovalRequest, EVENTS_FILE, Event, EventKind, EventPage};
 pub use format_version::{FORMAT_MAJOR, FORMAT_MINOR, FormatVersion};
 pub use fsio::{create_new_regular, make_real_dirs, read_regular};
 pub use home::{

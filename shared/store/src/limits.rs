@@ -53,6 +53,23 @@ pub const MAX_DEAD_REASON: usize = 1024;
 /// Longest idle-notification fingerprint, in bytes.
 pub const MAX_IDLE_FINGERPRINT: usize = 256;
 
+/// Longest line of the event log (`teams/<team>/events.jsonl`, one event), in bytes: a
+/// reader skips a longer one as damaged; writers shorten text fields to fit first.
+pub const MAX_EVENT_LINE: usize = 16 * 1024;
+/// Longest text field of an event (a summary, a subject, a reason, a commit), in
+/// characters: a writer cuts a longer one and ends it with `…`.
+pub const MAX_EVENT_TEXT: usize = 300;
+/// Most message ids one `message_delivered` event lists (a larger delivery is recorded as
+/// several events).
+pub const MAX_EVENT_IDS: usize = 32;
+/// Size past which `events.jsonl` is rotated to `events.1.jsonl` before the next append.
+pub const EVENT_LOG_ROTATE_BYTES: u64 = 1024 * 1024;
+/// Rotated event files kept (`events.1.jsonl` … `events.N.jsonl`); the oldest is dropped.
+pub const EVENT_LOG_KEEP: usize = 4;
+/// Events the PostgreSQL store keeps per team: older rows are pruned in the change that
+/// adds one (about what the files keep: 5 files of 1 MiB at ~200 bytes an event).
+pub const EVENT_LOG_MAX_ROWS: i64 = 25_000;
+
 /// Longest lease a claim or renewal may ask for.
 pub const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
 

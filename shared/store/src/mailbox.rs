@@ -485,6 +485,9 @@ impl Mailbox {
                     ),
                 });
             }
+            for draft in crate::events::sent(&stored, recipient, config) {
+                fence.emit(self.team.name(), draft)?;
+            }
             inbox.messages.push(stored.clone());
             Ok(Outcome::Write(Delivery::Delivered(Box::new(
                 stored.clone(),
@@ -519,14 +522,18 @@ impl Mailbox {
     /// Marks the given messages read; returns how many changed.
     pub fn mark_read(&self, name: &Name, ids: &[MessageId]) -> Result<usize> {
         let wanted: HashSet<&MessageId> = ids.iter().collect();
-        self.update(name, |inbox, _| {
-            let mut changed = 0;
+        self.update(name, |inbox, fence| {
+            let mut changed = Vec::new();
             for m in inbox.messages.iter_mut().filter(|m| wanted.contains(&m.id)) {
                 if !m.read {
                     m.read = true;
-                    changed += 1;
+                    changed.push(m.clone());
                 }
             }
+            for draft in crate::events::delivered(name, &changed) {
+                fence.emit(self.team.name(), draft)?;
+            }
+            let changed = changed.len();
             Ok(if changed > 0 {
                 Outcome::Write(changed)
             } else {
@@ -544,7 +551,7 @@ impl Mailbox {
         if self.team.home().pg().is_none() && self.unread_count(name)? == 0 {
             return Ok(Vec::new());
         }
-        self.update(name, |inbox, _| {
+        self.update(name, |inbox, fence| {
             // Inside the change: the store's clock (PostgreSQL: the server's).
             let now = Timestamp::now();
             let mut taken = Vec::new();
@@ -552,6 +559,9 @@ impl Mailbox {
                 m.read = true;
                 m.delivered_at.get_or_insert(now);
                 taken.push(m.clone());
+            }
+            for draft in crate::events::delivered(name, &taken) {
+                fence.emit(self.team.name(), draft)?;
             }
             Ok(if taken.is_empty() {
                 Outcome::Keep(taken)
@@ -582,9 +592,13 @@ impl Mailbox {
             // Each run starts from every id (a change may run again).
             let mut missing = wanted.clone();
             let mut found = 0;
+            let mut newly_delivered = Vec::new();
             for m in inbox.messages.iter_mut() {
                 if missing.remove(&m.id) {
                     found += 1;
+                    if !m.read {
+                        newly_delivered.push(m.clone());
+                    }
                     m.read = true;
                     if kind == "acknowledged" {
                         m.acknowledged_at.get_or_insert(now);
@@ -592,6 +606,9 @@ impl Mailbox {
                         m.delivered_at.get_or_insert(now);
                     }
                 }
+            }
+            for draft in crate::events::delivered(name, &newly_delivered) {
+                fence.emit(self.team.name(), draft)?;
             }
             if !missing.is_empty() {
                 let archived: HashSet<MessageId> = fence
@@ -817,6 +834,11 @@ struct Fence<'a, 'g> {
 }
 
 impl Fence<'_, '_> {
+    /// Emits an event of the team's log in this change ([`Guard::emit`]).
+    fn emit(&self, team: &Name, draft: crate::events::Draft) -> Result<()> {
+        self.guard.borrow_mut().emit(team, draft)
+    }
+
     /// The archive at `path`, read under the inbox's guard (in the PostgreSQL store, in
     /// the update's transaction).
     fn read_archive(&self, path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
@@ -931,7 +953,8 @@ mod tests {
         let archive = dir.path().join("alice.archive.jsonl");
         let policy = LockPolicy::protocol();
         let ours = FileLock::acquire(&inbox, &policy).unwrap();
-        let mut guard = Guard::File(&ours);
+        let home = crate::RooHome::new(dir.path());
+        let mut guard = Guard::file(&ours, &home);
         let fence = Fence {
             guard: std::cell::RefCell::new(&mut guard),
             inbox: &inbox,

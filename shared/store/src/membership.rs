@@ -103,7 +103,8 @@ impl Team {
         }
         // Its own checks decide who may be the member: a fence of an earlier epoch of
         // this handle (a member joining again after it was declared dead) does not.
-        self.detached().update(|config| {
+        let team_handle = self.detached();
+        team_handle.update_logged(|config, guard| {
             let lead_agent_id = config.lead_agent_id.clone();
             let same_name = config
                 .members
@@ -135,6 +136,7 @@ impl Team {
                 // Only a presence records an epoch (`hold_presence`).
                 joined.epoch = None;
                 config.members.push(joined.clone());
+                guard.emit(&team, crate::events::joined(&joined))?;
                 return Ok(Outcome::Write(Joined {
                     member: joined,
                     replaced: None,
@@ -147,6 +149,7 @@ impl Team {
             self.check_entry_free(&old, &member, &lead_agent_id, pg)?;
             let joined = rejoined(&old, &member);
             config.members[index] = joined.clone();
+            guard.emit(&team, crate::events::joined(&joined))?;
             Ok(Outcome::Write(Joined {
                 member: joined,
                 replaced: Some(old),
@@ -252,7 +255,18 @@ impl Team {
     /// one locked write; the reason is cut to 1 KiB. Already dead: left as it is. The lead
     /// cannot be marked dead. Returns the entry and whether this call marked it.
     pub fn mark_dead(&self, name_or_id: &str, reason: &str) -> Result<(Member, bool)> {
-        self.update(|config| {
+        self.mark_dead_by(name_or_id, None, reason)
+    }
+
+    /// [`Team::mark_dead`] as `by` (the lead when `None`), for the event log.
+    fn mark_dead_by(
+        &self,
+        name_or_id: &str,
+        by: Option<&Name>,
+        reason: &str,
+    ) -> Result<(Member, bool)> {
+        self.update_logged(|config, guard| {
+            let events = crate::events::died;
             let lead = config.lead_agent_id.clone();
             let member = config
                 .members
@@ -271,7 +285,9 @@ impl Team {
             member.dead_at = Some(Timestamp::now());
             member.dead_reason = Some(truncate(reason, MAX_DEAD_REASON));
             member.is_active = Some(false);
-            Ok(Outcome::Write((member.clone(), true)))
+            let marked = member.clone();
+            guard.emit(self.name(), events(config, &marked, by, reason))?;
+            Ok(Outcome::Write((marked, true)))
         })
     }
 
@@ -281,7 +297,7 @@ impl Team {
     /// order, so the dead member can no longer claim what is being released; if the
     /// second fails, calling again finishes it (both steps are idempotent).
     pub fn declare_dead(&self, name_or_id: &str, by: Option<&Name>, reason: &str) -> Result<Death> {
-        let (member, newly_dead) = self.mark_dead(name_or_id, reason)?;
+        let (member, newly_dead) = self.mark_dead_by(name_or_id, by, reason)?;
         let note = format!("{} died: {reason}", member.name);
         let released =
             self.tasks()
@@ -299,7 +315,8 @@ impl Team {
     /// the note `"<name> shut down at the lead's request"`. Called by the member itself,
     /// just before its process or task ends; idempotent like [`Team::declare_dead`].
     pub fn record_shut_down(&self, name: &Name) -> Result<Death> {
-        let (member, newly_dead) = self.mark_dead(name.as_str(), SHUT_DOWN_REASON)?;
+        let (member, newly_dead) =
+            self.mark_dead_by(name.as_str(), Some(name), SHUT_DOWN_REASON)?;
         let note = format!("{} {SHUT_DOWN_REASON}", member.name);
         let released = self
             .tasks()
@@ -335,7 +352,7 @@ impl Team {
                 (_, _, Some(pid)) => format!("its process {pid} is no longer running"),
                 _ => continue,
             };
-            let marked = self.update(|config| {
+            let marked = self.update_logged(|config, guard| {
                 // The same entry (same process, same presence) still unmarked.
                 let Some(member) = config.members.iter_mut().find(|m| {
                     m.name == suspect.name
@@ -351,7 +368,12 @@ impl Team {
                 member.dead_at = Some(Timestamp::now());
                 member.dead_reason = Some(reason.clone());
                 member.is_active = Some(false);
-                Ok(Outcome::Write(Some(member.clone())))
+                let marked = member.clone();
+                guard.emit(
+                    self.name(),
+                    crate::events::died(config, &marked, by, &reason),
+                )?;
+                Ok(Outcome::Write(Some(marked)))
             })?;
             if let Some(member) = marked {
                 let note = format!("{} died: {reason}", member.name);

@@ -47,7 +47,7 @@ pub(crate) use change::{Reads, Wants};
 
 /// The schema version this build creates and reads, recorded in `roo_meta`. A database
 /// with a newer major is refused, like a file from a newer format.
-pub const SCHEMA_VERSION: FormatVersion = FormatVersion { major: 1, minor: 0 };
+pub const SCHEMA_VERSION: FormatVersion = FormatVersion { major: 1, minor: 1 };
 
 /// The longest a change waits for a row lock another participant holds (the file store's
 /// lock queue gives up after the same time).
@@ -427,6 +427,8 @@ pub(crate) struct PgWrites {
     archived: Vec<(String, String)>,
     /// Prefixes whose documents and archives are deleted (a team's).
     deleted: Vec<String>,
+    /// Events appended to logs: `(log key, body)`, in order.
+    pub(crate) events: Vec<(String, String)>,
 }
 
 impl PgWrites {
@@ -448,8 +450,17 @@ impl PgWrites {
         self.deleted.push(format!("{}%", like_escape(prefix)));
     }
 
+    /// Appends an event (its `body`, without seq and time) to the log `key`
+    /// (`roo_event`): its seq and time are given by the server in the same transaction.
+    pub(crate) fn event(&mut self, key: &str, body: String) {
+        self.events.push((key.to_owned(), body));
+    }
+
     fn is_empty(&self) -> bool {
-        self.quarantined.is_empty() && self.archived.is_empty() && self.deleted.is_empty()
+        self.quarantined.is_empty()
+            && self.archived.is_empty()
+            && self.deleted.is_empty()
+            && self.events.is_empty()
     }
 }
 
@@ -798,6 +809,39 @@ impl PgStore {
             block_on(conn.client.query(&conn.statements.archive_lines, &[&key]))
         })?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    /// The newest `limit` events of log `key` with seq > `after`, newest first, as
+    /// `(seq, time in ms, body)`, and the log's last seq (0: none).
+    pub(crate) fn events(
+        &self,
+        key: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<(i64, i64, String)>, u64)> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.request(&format!("read {key}"), |conn| {
+            block_on(
+                conn.client
+                    .query(&conn.statements.events_page, &[&key, &after, &limit]),
+            )
+        })?;
+        let mut last = rows
+            .first()
+            .and_then(|row| row.get::<_, Option<i64>>(3))
+            .unwrap_or(0);
+        if rows.is_empty() {
+            let seq = self.request(&format!("read {key}"), |conn| {
+                block_on(conn.client.query(&conn.statements.last_event_seq, &[&key]))
+            })?;
+            last = seq.first().map(|row| row.get::<_, i64>(0)).unwrap_or(0);
+        }
+        let events = rows
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect();
+        Ok((events, u64::try_from(last).unwrap_or(0)))
     }
 
     /// Keys of the documents (not placeholders) under `prefix` (a directory of the file

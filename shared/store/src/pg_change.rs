@@ -648,6 +648,19 @@ impl PgStore {
             .iter()
             .map(|(key, line)| -> [&(dyn ToSql + Sync); 2] { [key, line] })
             .collect();
+        let keep_rows = crate::limits::EVENT_LOG_MAX_ROWS;
+        let event_params: Vec<[&(dyn ToSql + Sync); 3]> = writes
+            .events
+            .iter()
+            .map(|(key, body)| -> [&(dyn ToSql + Sync); 3] { [key, body, &keep_rows] })
+            .collect();
+        // A log's followers are woken on its own key ([`crate::Team::event_watcher`]).
+        let mut logs: Vec<&String> = writes.events.iter().map(|(key, _)| key).collect();
+        logs.dedup();
+        let log_notify: Vec<[&(dyn ToSql + Sync); 2]> = logs
+            .iter()
+            .map(|log| -> [&(dyn ToSql + Sync); 2] { [&channel, *log] })
+            .collect();
         let deleted: &Vec<String> = &writes.deleted;
         let deleted_param: [&(dyn ToSql + Sync); 1] = [deleted];
         let notify_params: [&(dyn ToSql + Sync); 2] = [&channel, &key];
@@ -668,6 +681,8 @@ impl PgStore {
                 vec![
                     &statements.delete_archive_under,
                     &statements.delete_quarantine_under,
+                    &statements.delete_events_under,
+                    &statements.delete_event_seq_under,
                     &statements.delete_docs_under,
                 ]
             };
@@ -675,6 +690,12 @@ impl PgStore {
                 under
                     .into_iter()
                     .map(|statement| client.execute(statement, &deleted_param)),
+            );
+            // Last of the writes: the team's event counter row is the innermost lock.
+            let evented = futures_util::future::try_join_all(
+                event_params
+                    .iter()
+                    .map(|params| client.execute(&statements.event, params)),
             );
             let write = async {
                 let written = match (new_text, delete) {
@@ -684,11 +705,17 @@ impl PgStore {
                 };
                 Ok::<_, tokio_postgres::Error>(written)
             };
-            let notify = client.execute(&statements.notify, &notify_params);
+            // All sent before the commit, in one pipeline.
+            let notify = futures_util::future::try_join_all(
+                std::iter::once(&notify_params)
+                    .chain(&log_notify)
+                    .map(|params| client.execute(&statements.notify, params)),
+            );
             let commit = client.batch_execute(commit_sql);
-            let ((q, a, d), w, n, c) = futures_util::future::join4(
+            let ((q, a, d), w, e, n, c) = futures_util::future::join5(
                 futures_util::future::join3(quarantined, archived, deleted),
                 write,
+                evented,
                 notify,
                 commit,
             )
@@ -696,6 +723,7 @@ impl PgStore {
             q.map(|_| ())
                 .and(a.map(|_| ()))
                 .and(d.map(|_| ()))
+                .and(e.map(|_| ()))
                 .and(n.map(|_| ()))
                 .and(w)
                 .and_then(|written| c.map(|()| written))

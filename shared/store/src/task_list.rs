@@ -230,7 +230,7 @@ impl TaskList {
         if let Some(active_form) = &new.active_form {
             check_line("the active form", active_form).map_err(invalid)?;
         }
-        self.update_doc(|config, list| {
+        self.update_doc(new.by.as_ref(), |config, list| {
             let by = new.by.as_ref();
             let role = Role::of(config, by);
             may(
@@ -309,7 +309,7 @@ impl TaskList {
     /// (recorded in the task's notes); a task becomes in progress only for a member of
     /// the team.
     pub fn update(&self, id: &TaskId, patch: TaskPatch) -> Result<Task> {
-        self.update_doc(|config, list| {
+        self.update_doc(patch.by.as_ref(), |config, list| {
             let now = Timestamp::now();
             let forced = self.authorize_update(config, list, id, &patch)?;
             self.apply_dependencies(config, list, id, &patch, now)?;
@@ -516,7 +516,7 @@ impl TaskList {
     /// written; an all-zero `usage` writes nothing either. `updated_at` is left alone
     /// (spend is not a change of the task's work). Returns the task after the change.
     pub fn add_usage(&self, id: &TaskId, member: &Name, usage: &TaskUsage) -> Result<Task> {
-        self.update_doc(|_, list| {
+        self.update_doc(Some(member), |_, list| {
             let index = self.index(list, id)?;
             let task = &mut list.tasks[index];
             if *usage == TaskUsage::default() {
@@ -556,7 +556,7 @@ impl TaskList {
         force: bool,
         only: impl Fn(&Task) -> bool,
     ) -> Result<Option<Task>> {
-        self.update_doc(|config, list| {
+        self.update_doc(by, |config, list| {
             let index = self.index(list, id)?;
             if !only(&list.tasks[index]) {
                 return Ok(Outcome::Keep(None));
@@ -598,8 +598,12 @@ impl TaskList {
     /// creating a stray task list. The id high-water mark is raised above the ids of the
     /// list's quarantined copies first ([`Document::after_quarantine`]). `change` may run
     /// more than once (on PostgreSQL, again when the link was lost before it committed).
+    ///
+    /// The change's events (tasks created, claimed, released, completed, …) are derived
+    /// from what it changed and logged in it, as `actor` (the lead when `None`).
     fn update_doc<R>(
         &self,
+        actor: Option<&Name>,
         mut change: impl FnMut(&TeamConfig, &mut TaskListDoc) -> Result<Outcome<R>>,
     ) -> Result<R> {
         let home = self.team.home();
@@ -617,7 +621,16 @@ impl TaskList {
                 missing: &missing,
             },
             || Ok(TaskListDoc::empty()),
-            |config, list, _| change(config, list),
+            |config, list, guard| {
+                let before = crate::events::TaskMarks::of(list);
+                let outcome = change(config, list)?;
+                if let Outcome::Write(_) = &outcome {
+                    for draft in before.changes(list, config, actor) {
+                        guard.emit(self.team.name(), draft)?;
+                    }
+                }
+                Ok(outcome)
+            },
         )
     }
 

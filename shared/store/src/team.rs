@@ -413,7 +413,7 @@ impl Team {
             return Err(corrupt);
         }
         let created = std::cell::Cell::new(false);
-        doc::update(
+        doc::update_fenced(
             home,
             &config_path,
             || {
@@ -429,7 +429,7 @@ impl Team {
                     extra: Default::default(),
                 })
             },
-            |_| {
+            |_, guard| {
                 // Set by this run's `missing` only (a change may run again).
                 if !created.replace(false) {
                     return Err(Error::TeamExists {
@@ -454,6 +454,7 @@ impl Team {
                     || Ok(TaskListDoc::empty()),
                     |_| Ok(Outcome::Write(())),
                 )?;
+                guard.emit(&team.name, crate::events::team_created(&lead))?;
                 Ok(Outcome::Write(()))
             },
         )?;
@@ -519,7 +520,7 @@ impl Team {
     /// count as duplicates: they would share one inbox file on a case-insensitive file
     /// system (macOS's default).
     pub fn add_member(&self, member: Member) -> Result<Member> {
-        self.update(|config| {
+        self.update_logged(|config, guard| {
             if config.members.iter().any(|m| {
                 m.name.as_str().eq_ignore_ascii_case(member.name.as_str())
                     || m.agent_id == member.agent_id
@@ -529,6 +530,7 @@ impl Team {
                     name: member.name.to_string(),
                 });
             }
+            guard.emit(&self.name, crate::events::spawned(config, &member))?;
             config.members.push(member.clone());
             Ok(Outcome::Write(member.clone()))
         })
@@ -629,7 +631,7 @@ impl Team {
 
     /// Removes a member (it terminated). The lead cannot be removed.
     pub fn remove_member(&self, name_or_id: &str) -> Result<Member> {
-        self.update(|config| {
+        self.update_logged(|config, guard| {
             let index = config
                 .members
                 .iter()
@@ -641,7 +643,9 @@ impl Team {
                     reason: "it is the team's lead; delete the team instead".into(),
                 });
             }
-            Ok(Outcome::Write(config.members.remove(index)))
+            let removed = config.members.remove(index);
+            guard.emit(&self.name, crate::events::removed(config, &removed))?;
+            Ok(Outcome::Write(removed))
         })
     }
 
@@ -741,6 +745,19 @@ impl Team {
             return Err(self.not_found(&path));
         }
         doc::update(&self.home, &path, || Err(self.not_found(&path)), change)
+    }
+
+    /// [`Team::update`] whose change also gets the [`doc::Guard`], to emit the events of
+    /// the change ([`doc::Guard::emit`]).
+    pub(crate) fn update_logged<R>(
+        &self,
+        change: impl FnMut(&mut TeamConfig, &mut doc::Guard) -> Result<Outcome<R>>,
+    ) -> Result<R> {
+        let path = self.config_path();
+        if self.home.pg().is_none() && !path.is_file() {
+            return Err(self.not_found(&path));
+        }
+        doc::update_fenced(&self.home, &path, || Err(self.not_found(&path)), change)
     }
 
     pub(crate) fn not_found(&self, path: &Path) -> Error {

@@ -17,7 +17,7 @@ const HELP: &str = "Commands:
   /clear           forget the conversation (the transcript keeps it)
   /cost            tokens used and cost of this session
   /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions, dontAsk
-  /team            the team's members and their states (busy, idle, dead)
+  /team            the live team view: members, task board, events (q returns here)
   /tasks [ID]      sub-agent tasks (id, type, status, time, tokens, result) and the team's task list; with an id, that task's whole result
   /exit            leave (also Ctrl+D, or Ctrl+C twice)
   /<skill> [ARGS]  run a skill: commit, review, test, and those in ~/.roocode/skills and .roocode/skills
@@ -30,6 +30,8 @@ Keys: Esc stops the current run; Ctrl+B moves the sub-agents it waits for to the
 pub(super) enum Flow {
     Continue,
     Exit,
+    /// `/team`: open the live team view ([`team_view`]), which needs the session's keys.
+    TeamView,
 }
 
 pub(super) fn slash_command(
@@ -111,9 +113,7 @@ pub(super) fn slash_command(
             }
             let _ = write!(out, "{}", team_command(name, team));
         }
-        "team" => {
-            let _ = write!(out, "{}", team_command(name, team));
-        }
+        "team" => return Flow::TeamView,
         other => {
             let _ = writeln!(
                 out,
@@ -152,4 +152,63 @@ pub fn team_command(name: &str, slot: &TeamSlot) -> String {
             })
     };
     shown.unwrap_or_else(|e| format!("error: {e}\n"))
+}
+
+/// Keys the session's reader thread forwards to the view's thread.
+struct ForwardedKeys(std::sync::mpsc::Receiver<crossterm::event::Event>);
+
+impl roo_cli::top::KeySource for ForwardedKeys {
+    fn next(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> std::io::Result<Option<crossterm::event::Event>> {
+        Ok(self.0.recv_timeout(timeout).ok())
+    }
+}
+
+/// `/team`: the same live view as `roo-mail team top` (full screen; `q` comes back to the
+/// prompt), or, when stdout is not a terminal, one frame of it. The view runs on a
+/// blocking thread (the session's runtime keeps serving in-process teammates) and gets
+/// the keys the session's reader thread reads, so nothing else reads the terminal.
+pub(super) async fn team_view(
+    slot: &TeamSlot,
+    keys: &mut tokio::sync::mpsc::UnboundedReceiver<crossterm::event::Event>,
+    out: &mut RawWriter<Stdout>,
+    style: &Style,
+) {
+    let Some(binding) = slot.get() else {
+        let _ = write!(out, "{}", team_command("team", slot));
+        return;
+    };
+    let team = binding.team.clone();
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        let (w, h) = roo_cli::top::DEFAULT_SIZE;
+        let shown = roo_cli::top::once(&team, w, h, roo_term::Style::for_stdout())
+            .unwrap_or_else(|e| format!("error: {e}\n"));
+        let _ = write!(out, "{shown}");
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut view = tokio::task::spawn_blocking(move || {
+        roo_cli::top::terminal::run(
+            &team,
+            &mut ForwardedKeys(rx),
+            roo_cli::top::terminal::Owner::Caller,
+        )
+        .map_err(|e| e.to_string())
+    });
+    let ended = loop {
+        tokio::select! {
+            ended = &mut view => break ended,
+            Some(event) = keys.recv() => {
+                let _ = tx.send(event);
+            }
+        }
+    };
+    let failed = match ended {
+        Ok(Ok(())) => return,
+        Ok(Err(why)) => why,
+        Err(e) => format!("the team view stopped: {e}"),
+    };
+    let _ = writeln!(out, "{}", style.red(&format!("error: {failed}")));
 }

@@ -44,6 +44,17 @@ CREATE TABLE IF NOT EXISTS roo_quarantine (
     doc text NOT NULL,
     acknowledged boolean NOT NULL DEFAULT false
 );
+CREATE TABLE IF NOT EXISTS roo_event (
+    key text NOT NULL,
+    seq bigint NOT NULL,
+    at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    body text NOT NULL,
+    PRIMARY KEY (key, seq)
+);
+CREATE TABLE IF NOT EXISTS roo_event_seq (
+    key text PRIMARY KEY,
+    seq bigint NOT NULL
+);
 ";
 
 /// One connection: its client (its connection task runs on a thread of its own) and its
@@ -83,6 +94,11 @@ pub(super) struct Statements {
     pub(super) delete_archive_under: Statement,
     pub(super) delete_quarantine_under: Statement,
     pub(super) held_all: Statement,
+    pub(super) event: Statement,
+    pub(super) events_page: Statement,
+    pub(super) delete_events_under: Statement,
+    pub(super) delete_event_seq_under: Statement,
+    pub(super) last_event_seq: Statement,
 }
 
 /// Connects (a thread of its own drives the connection and hands its notifications to
@@ -187,7 +203,7 @@ fn connect_on_own_thread(
 
 /// Every statement a connection prepares, each named by the comment above it, in the
 /// order of [`Statements`]' fields.
-const STATEMENT_SQL: [&str; 26] = [
+const STATEMENT_SQL: [&str; 31] = [
     // read
     "SELECT doc::text FROM roo_doc WHERE key = $1",
     // read_in_team
@@ -262,6 +278,27 @@ const STATEMENT_SQL: [&str; 26] = [
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())), \
          now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
            < $1::float8 * interval '1 second'",
+    // event: the team's next seq (its counter row, locked until the commit: the events
+    // lock, taken last), the event's row at the server's clock, and the rows older than
+    // the $3 newest pruned
+    "WITH next AS (\
+           INSERT INTO roo_event_seq AS s (key, seq) VALUES ($1, 1) \
+           ON CONFLICT (key) DO UPDATE SET seq = s.seq + 1 RETURNING seq), \
+         added AS (\
+           INSERT INTO roo_event (key, seq, at, body) \
+           SELECT $1, seq, clock_timestamp(), $2 FROM next RETURNING seq) \
+     DELETE FROM roo_event WHERE key = $1 AND seq <= (SELECT seq FROM added) - $3",
+    // events_page: the newest $3 events of log $1 with seq > $2, newest first, and the
+    // log's last seq
+    "SELECT seq, floor(extract(epoch FROM at) * 1000)::int8, body, \
+         (SELECT seq FROM roo_event_seq WHERE key = $1) \
+     FROM roo_event e WHERE e.key = $1 AND e.seq > $2 ORDER BY e.seq DESC LIMIT $3",
+    // delete_events_under
+    "DELETE FROM roo_event WHERE key LIKE ANY($1)",
+    // delete_event_seq_under
+    "DELETE FROM roo_event_seq WHERE key LIKE ANY($1)",
+    // last_event_seq
+    "SELECT seq FROM roo_event_seq WHERE key = $1",
 ];
 
 impl Statements {
@@ -318,6 +355,11 @@ impl Statements {
             delete_archive_under: next()?,
             delete_quarantine_under: next()?,
             held_all: next()?,
+            event: next()?,
+            events_page: next()?,
+            delete_events_under: next()?,
+            delete_event_seq_under: next()?,
+            last_event_seq: next()?,
         };
         if prepared.next().is_some() {
             return Err(engine(
@@ -343,7 +385,9 @@ fn migrate(client: &Client) -> std::result::Result<(), Migration> {
             .query_one(
                 "SELECT to_regclass('roo_meta') IS NOT NULL AND to_regclass('roo_doc') IS NOT NULL \
                  AND to_regclass('roo_archive') IS NOT NULL \
-                 AND to_regclass('roo_quarantine') IS NOT NULL",
+                 AND to_regclass('roo_quarantine') IS NOT NULL \
+                 AND to_regclass('roo_event') IS NOT NULL \
+                 AND to_regclass('roo_event_seq') IS NOT NULL",
                 &[],
             )
             .await?
@@ -372,8 +416,10 @@ fn migrate(client: &Client) -> std::result::Result<(), Migration> {
                 client.batch_execute(SCHEMA).await?;
                 client
                     .execute(
+                        // A 1.0 store (no event log) is upgraded to this minor.
                         "INSERT INTO roo_meta (key, value) VALUES ('schema_version', $1) \
-                         ON CONFLICT (key) DO NOTHING",
+                         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value \
+                         WHERE roo_meta.value = '1.0'",
                         &[&SCHEMA_VERSION.to_string()],
                     )
                     .await?;

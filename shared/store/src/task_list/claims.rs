@@ -15,7 +15,7 @@ impl TaskList {
     /// for any other claimer).
     pub fn claim(&self, id: &TaskId, owner: &Name, options: &ClaimOptions) -> Result<ClaimOutcome> {
         check_lease("claim", id, options.lease)?;
-        self.update_doc(|config, list| {
+        self.update_doc(Some(owner), |config, list| {
             self.check_claimer(config, "claim", id, owner)?;
             let index = list.tasks.iter().position(|t| &t.id == id);
             self.authorize_claim(config, owner, index.map(|i| &list.tasks[i]), options.lease)?;
@@ -41,7 +41,7 @@ impl TaskList {
         options: &ClaimOptions,
     ) -> Result<Option<ClaimOutcome>> {
         check_lease("claim", id, options.lease)?;
-        self.update_doc(|config, list| {
+        self.update_doc(Some(owner), |config, list| {
             self.check_claimer(config, "claim", id, owner)?;
             self.authorize_claim(config, owner, None, options.lease)?;
             let Some(index) = list.tasks.iter().position(|t| {
@@ -60,7 +60,7 @@ impl TaskList {
     /// Atomically claims the first ready task (lowest id) for `owner`, if any.
     pub fn claim_next(&self, owner: &Name, options: &ClaimOptions) -> Result<Option<Task>> {
         check_lease("claim", &TaskId::from_number(0), options.lease)?;
-        self.update_doc(|config, list| {
+        self.update_doc(Some(owner), |config, list| {
             self.check_claimer(config, "claim", &TaskId::from_number(0), owner)?;
             self.authorize_claim(config, owner, None, options.lease)?;
             let report = ready_report(list);
@@ -79,7 +79,7 @@ impl TaskList {
     /// Renews `owner`'s lease on task `id` for `lease` from now.
     pub fn renew(&self, id: &TaskId, owner: &Name, lease: Duration) -> Result<Task> {
         check_lease("renew", id, lease)?;
-        self.update_doc(|config, list| {
+        self.update_doc(Some(owner), |config, list| {
             let index = self.index(list, id)?;
             let task = &list.tasks[index];
             may(
@@ -133,7 +133,7 @@ impl TaskList {
         by: Option<&Name>,
         judge: impl Fn(&TeamConfig) -> Result<G>,
     ) -> Result<Vec<Reclaimed>> {
-        self.update_doc(|config, list| {
+        self.update_doc(by, |config, list| {
             let gone = judge(config)?;
             let now = Timestamp::now();
             let mut reclaimed = Vec::new();
@@ -207,7 +207,7 @@ impl TaskList {
     /// assignment (same owner, same `by`, its note still the last) writes nothing. Sends
     /// nothing: [`Team::assign_task`] sends the `task_assignment` after this write.
     pub fn assign(&self, id: &TaskId, to: &Name, by: &Name, force: bool) -> Result<Task> {
-        self.update_doc(|config, list| {
+        self.update_doc(Some(by), |config, list| {
             let index = self.index(list, id)?;
             let task = &list.tasks[index];
             if task.status == TaskStatus::Completed {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{LeadTools, TeamToolError, TeamTools, bounded, parse_name, run_blocking};
-use crate::worktree::{Discovered, LeadRepo};
+use crate::worktree::{Discovered, LeadRepo, MergeOutcome};
 
 /// Merges a teammate's branch into the lead's current branch.
 pub struct TeamMerge {
@@ -100,15 +100,32 @@ impl TeamMerge {
             input.protected,
         );
         let (lead, store) = (self.lead.clone(), binding.team.clone());
+        let lead_name = binding.lead.clone();
         run_blocking(MERGE, &ctx.cancel, move || {
             let refused =
                 |e: String| TeamToolError::Refused(format!("merge {member}'s branch: {e}"));
             match LeadRepo::discover(&cwd, &git).map_err(|e| refused(e.to_string()))? {
-                Discovered::Repo(repo) => lead
-                    .with_remotes(repo.with_project_root(cwd.clone()), &store)
-                    .merge_checked(&team, &member, protected)
-                    .map(|outcome| outcome.summary())
-                    .map_err(|e| refused(e.to_string())),
+                Discovered::Repo(repo) => {
+                    let outcome = lead
+                        .with_remotes(repo.with_project_root(cwd.clone()), &store)
+                        .merge_checked(&team, &member, protected)
+                        .map_err(|e| refused(e.to_string()))?;
+                    let mut summary = outcome.summary();
+                    // The team's event log records the merge commit (it changes no
+                    // document of the store); the merge stands if that fails.
+                    if let MergeOutcome::Merged { commit, .. } = &outcome {
+                        let event = roo_store::EventKind::Merge {
+                            commit: commit.clone(),
+                            member: Some(member.to_string()),
+                        };
+                        if let Err(e) = store.record_event(lead_name.as_str(), event) {
+                            summary.push_str(&format!(
+                                "\n(the merge was not recorded in the team's event log: {e})"
+                            ));
+                        }
+                    }
+                    Ok(summary)
+                }
                 Discovered::Shared { dir, .. } => Err(refused(format!(
                     "{} is not a git repository with a commit: teammates work in it directly",
                     dir.display()

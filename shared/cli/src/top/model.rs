@@ -1,0 +1,392 @@
+//! The team view's model: what `team top` shows, built from one read of the store
+//! ([`Snapshot::load`]: the roster with each member's observed state, the task list, the
+//! messages in the inboxes and the newest events) by a pure function ([`TeamView::build`]),
+//! so the frame renderer and the tests never touch the store.
+//!
+//! A member's spend is the usage recorded on tasks (PROTOCOL.md: each model request's
+//! tokens and cost are added to the task its teammate owns), summed per member over all
+//! tasks; what a member spent outside any task is not in the store, so not here.
+
+use std::collections::HashMap;
+
+use roo_store::{
+    BackendType, Message, Name, ReadFilter, Task, TaskId, TaskStatus, TaskUsage, Team, TeamConfig,
+    Timestamp,
+};
+
+use crate::exit::CliResult;
+
+/// One event of the team's log, as the view shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventLine {
+    /// When it happened (the store's time).
+    pub time: Timestamp,
+    /// Who did it (a member name), if anyone.
+    pub actor: Option<String>,
+    /// What kind of change (`task_claimed`, `message_sent`, …).
+    pub kind: String,
+    /// A one-line description (untrusted: escaped when shown).
+    pub text: String,
+}
+
+/// One message as the view shows it (its summary, never its body's data).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageLine {
+    /// Sender.
+    pub from: Name,
+    /// The inbox it is in.
+    pub to: Name,
+    /// When it was sent.
+    pub time: Timestamp,
+    /// Its type (`message`, `task_assignment`, …).
+    pub kind: &'static str,
+    /// Its summary, or the first line of its text.
+    pub summary: String,
+}
+
+impl MessageLine {
+    fn of(to: &Name, m: &Message) -> MessageLine {
+        let summary = m
+            .summary
+            .clone()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| m.text.lines().next().unwrap_or_default().to_owned());
+        MessageLine {
+            from: m.from.clone(),
+            to: to.clone(),
+            time: m.timestamp,
+            kind: m.body.type_name(),
+            summary,
+        }
+    }
+}
+
+/// Everything the view reads from the store at one moment.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// The team config (roster).
+    pub config: TeamConfig,
+    /// Each roster member's observed state (`busy`, `idle`, `dead`, …), in roster order.
+    pub states: Vec<&'static str>,
+    /// The task list.
+    pub tasks: Vec<Task>,
+    /// The messages in every inbox (oldest first within an inbox).
+    pub messages: Vec<MessageLine>,
+    /// The newest events, oldest first.
+    pub events: Vec<EventLine>,
+    /// When it was read.
+    pub now: Timestamp,
+}
+
+/// How many of the newest events a snapshot reads.
+pub const EVENTS_READ: usize = 200;
+
+impl Snapshot {
+    /// Reads the team: config and liveness, tasks, every inbox, the newest events.
+    pub fn load(team: &Team) -> CliResult<Snapshot> {
+        let config = team.config()?;
+        let liveness = team.liveness(&config)?;
+        let states = config
+            .members
+            .iter()
+            .map(|m| liveness.observed_state(m).as_str())
+            .collect();
+        let tasks = team.tasks().list(&roo_store::TaskFilter::default())?;
+        let mailbox = team.mailbox();
+        let mut messages = Vec::new();
+        for name in mailbox.inbox_names()? {
+            for m in mailbox.read(&name, &ReadFilter::default())? {
+                messages.push(MessageLine::of(&name, &m));
+            }
+        }
+        messages.sort_by_key(|m| m.time);
+        let events = super::events::newest(team, EVENTS_READ)?;
+        Ok(Snapshot {
+            config,
+            states,
+            tasks,
+            messages,
+            events,
+            now: Timestamp::now(),
+        })
+    }
+}
+
+/// Where a task stands on the board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Column {
+    /// Claimed and being worked on.
+    InProgress,
+    /// Pending, every dependency done: it can be claimed.
+    Pending,
+    /// Pending while a task it waits on is unfinished.
+    Blocked,
+    /// Completed.
+    Done,
+}
+
+impl Column {
+    /// The word the board shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            Column::InProgress => "in progress",
+            Column::Pending => "pending",
+            Column::Blocked => "blocked",
+            Column::Done => "done",
+        }
+    }
+}
+
+/// One task on the board.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskRow {
+    /// Its id.
+    pub id: TaskId,
+    /// Its subject (untrusted).
+    pub subject: String,
+    /// Where it stands.
+    pub column: Column,
+    /// Who owns it.
+    pub owner: Option<Name>,
+    /// The tasks it waits on that are not done yet.
+    pub waits_on: Vec<TaskId>,
+    /// Every task it depends on.
+    pub blocked_by: Vec<TaskId>,
+    /// Spend recorded on it, all members together.
+    pub usage: TaskUsage,
+    /// Its first description line (untrusted).
+    pub description: String,
+}
+
+/// One member's row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemberRow {
+    /// Its name.
+    pub name: Name,
+    /// Whether it is the lead.
+    pub lead: bool,
+    /// Its observed state (`busy`, `idle`, `dead`, or a state a newer store names).
+    pub state: &'static str,
+    /// The task it works on (the lowest-numbered in progress one it owns).
+    pub task: Option<(TaskId, String)>,
+    /// Since when: it claimed that task, or (without one) it joined.
+    pub since: Timestamp,
+    /// Its spend recorded on tasks.
+    pub usage: TaskUsage,
+    /// When it last sent a message (by the event log, or the inboxes).
+    pub last_message: Option<Timestamp>,
+    /// `tmux`, `iterm2`, `in-process`, or none recorded.
+    pub backend: Option<BackendType>,
+    /// The host it runs on, when not the lead's.
+    pub host: Option<String>,
+    /// Its pane id, when it runs in one.
+    pub pane: Option<String>,
+    /// Its process id.
+    pub pid: Option<u32>,
+    /// Why it is dead, if it is.
+    pub dead_reason: Option<String>,
+    /// Its agent type and model, when recorded.
+    pub agent_type: Option<String>,
+    /// Model override.
+    pub model: Option<String>,
+    /// The git worktree (or clone) it works in.
+    pub worktree: Option<std::path::PathBuf>,
+    /// Display colour.
+    pub color: Option<String>,
+}
+
+/// How many tasks stand in each column.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// In progress.
+    pub in_progress: usize,
+    /// Pending and claimable.
+    pub pending: usize,
+    /// Pending, waiting on unfinished tasks.
+    pub blocked: usize,
+    /// Done.
+    pub done: usize,
+}
+
+/// The whole view at one moment.
+#[derive(Clone, Debug)]
+pub struct TeamView {
+    /// The team's name.
+    pub team: Name,
+    /// What it is for (untrusted).
+    pub description: String,
+    /// When the snapshot was read.
+    pub now: Timestamp,
+    /// The roster, lead first.
+    pub members: Vec<MemberRow>,
+    /// The board: in progress, pending, blocked, then done (newest first).
+    pub tasks: Vec<TaskRow>,
+    /// Tasks per column.
+    pub counts: Counts,
+    /// Every member's spend together.
+    pub total: TaskUsage,
+    /// Messages, oldest first.
+    pub messages: Vec<MessageLine>,
+    /// The newest events, oldest first.
+    pub events: Vec<EventLine>,
+}
+
+fn column(task: &Task, status: &HashMap<&str, TaskStatus>) -> (Column, Vec<TaskId>) {
+    match task.status {
+        TaskStatus::InProgress => (Column::InProgress, Vec::new()),
+        TaskStatus::Completed => (Column::Done, Vec::new()),
+        TaskStatus::Pending => {
+            // A dependency that no longer exists (deleted) waits on nothing.
+            let waits_on: Vec<TaskId> = task
+                .blocked_by
+                .iter()
+                .filter(|id| {
+                    status
+                        .get(id.as_str())
+                        .is_some_and(|s| *s != TaskStatus::Completed)
+                })
+                .cloned()
+                .collect();
+            if waits_on.is_empty() {
+                (Column::Pending, waits_on)
+            } else {
+                (Column::Blocked, waits_on)
+            }
+        }
+    }
+}
+
+/// Adds `u` to `total` (the store's own sum; a total past its bounds, which no real
+/// team reaches, stays where it was).
+fn add(total: &mut TaskUsage, u: &TaskUsage) {
+    if let Ok(sum) = total.checked_add(u) {
+        *total = sum;
+    }
+}
+
+impl TeamView {
+    /// The view of `snapshot`: pure, so it can be tested and timed without a store.
+    pub fn build(snapshot: Snapshot) -> TeamView {
+        let Snapshot {
+            config,
+            states,
+            tasks,
+            messages,
+            events,
+            now,
+        } = snapshot;
+        let status: HashMap<&str, TaskStatus> =
+            tasks.iter().map(|t| (t.id.as_str(), t.status)).collect();
+        let mut spend: HashMap<&str, TaskUsage> = HashMap::new();
+        let mut total = TaskUsage::default();
+        for task in &tasks {
+            for (who, u) in &task.usage {
+                add(spend.entry(who.as_str()).or_default(), u);
+                add(&mut total, u);
+            }
+        }
+        let mut last_message: HashMap<&str, Timestamp> = HashMap::new();
+        for m in &messages {
+            let at = last_message.entry(m.from.as_str()).or_insert(m.time);
+            *at = (*at).max(m.time);
+        }
+        // The log records every message sent, also those read and archived since.
+        for e in events.iter().filter(|e| e.kind == "message_sent") {
+            if let Some(actor) = &e.actor {
+                let at = last_message.entry(actor.as_str()).or_insert(e.time);
+                *at = (*at).max(e.time);
+            }
+        }
+        let mut working: HashMap<&str, &Task> = HashMap::new();
+        for task in tasks.iter().filter(|t| t.status == TaskStatus::InProgress) {
+            if let Some(owner) = &task.owner {
+                let slot = working.entry(owner.as_str()).or_insert(task);
+                if task.id.number() < slot.id.number() {
+                    *slot = task;
+                }
+            }
+        }
+        let mut members: Vec<MemberRow> = config
+            .members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let task = working.get(m.name.as_str());
+                MemberRow {
+                    name: m.name.clone(),
+                    lead: m.agent_id == config.lead_agent_id,
+                    state: states.get(i).copied().unwrap_or("unknown"),
+                    task: task.map(|t| (t.id.clone(), t.subject.clone())),
+                    since: task
+                        .map(|t| t.lease.as_ref().map_or(t.updated_at, |l| l.acquired_at))
+                        .unwrap_or(m.joined_at),
+                    usage: spend.get(m.name.as_str()).copied().unwrap_or_default(),
+                    last_message: last_message.get(m.name.as_str()).copied(),
+                    backend: m.backend_type,
+                    host: m.host.clone(),
+                    pane: m.pane_id.clone(),
+                    pid: m.pid,
+                    dead_reason: m.dead_reason.clone(),
+                    agent_type: m.agent_type.clone(),
+                    model: m.model.clone(),
+                    worktree: m.worktree_path.clone(),
+                    color: m.color.clone(),
+                }
+            })
+            .collect();
+        // The lead first, then the roster's order.
+        members.sort_by_key(|m| !m.lead);
+        let mut counts = Counts::default();
+        let mut rows: Vec<(TaskRow, Option<Timestamp>)> = tasks
+            .iter()
+            .map(|t| {
+                let (column, waits_on) = column(t, &status);
+                match column {
+                    Column::InProgress => counts.in_progress += 1,
+                    Column::Pending => counts.pending += 1,
+                    Column::Blocked => counts.blocked += 1,
+                    Column::Done => counts.done += 1,
+                }
+                let row = TaskRow {
+                    id: t.id.clone(),
+                    subject: t.subject.clone(),
+                    column,
+                    owner: t.owner.clone(),
+                    waits_on,
+                    blocked_by: t.blocked_by.clone(),
+                    usage: t.usage_total(),
+                    description: t.description.lines().next().unwrap_or_default().to_owned(),
+                };
+                (row, t.completed_at)
+            })
+            .collect();
+        // In progress, pending, blocked by id; done newest first.
+        rows.sort_by(|(a, a_done), (b, b_done)| {
+            a.column.cmp(&b.column).then_with(|| {
+                if a.column == Column::Done {
+                    b_done.cmp(a_done).then(b.id.number().cmp(&a.id.number()))
+                } else {
+                    a.id.number().cmp(&b.id.number())
+                }
+            })
+        });
+        TeamView {
+            team: config.name.clone(),
+            description: config.description.clone(),
+            now,
+            members,
+            tasks: rows.into_iter().map(|(r, _)| r).collect(),
+            counts,
+            total,
+            messages,
+            events,
+        }
+    }
+
+    /// The tasks `name` owns, any status, board order.
+    pub fn tasks_of<'a>(&'a self, name: &'a Name) -> impl Iterator<Item = &'a TaskRow> + 'a {
+        self.tasks
+            .iter()
+            .filter(move |t| t.owner.as_ref() == Some(name))
+    }
+}

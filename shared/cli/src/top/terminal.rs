@@ -1,0 +1,326 @@
+//! The live view's terminal loop: the alternate screen and raw mode (restored on every
+//! way out: return, error, panic, SIGTERM, SIGHUP, SIGINT), keys, and a redraw when the store
+//! changes (the store's watchers on the event log, roster, task list and inboxes on
+//! files, on the inboxes on PostgreSQL), when the terminal is resized, and each second (for ages, and for what no
+//! watcher covers).
+
+use std::io::{self, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::{cursor, queue, terminal};
+use roo_store::{InboxWatcher, Team, WaitOutcome, WatchWaker};
+use roo_term::Style;
+
+use super::frame::{FrameOptions, render};
+use super::model::{Snapshot, TeamView};
+use crate::exit::CliResult;
+
+/// Where the view's keys come from.
+pub trait KeySource {
+    /// The next terminal event within `timeout`, if any.
+    fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>>;
+}
+
+/// Keys read from the terminal by this thread (`roo-mail team top`).
+#[derive(Debug, Default)]
+pub struct TerminalKeys;
+
+impl KeySource for TerminalKeys {
+    fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>> {
+        if crossterm::event::poll(timeout)? {
+            crossterm::event::read().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// Who owns raw mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The view: it enables raw mode, restores it on every exit, and handles SIGTERM,
+    /// SIGHUP and panics (`roo-mail team top`).
+    Own,
+    /// The caller, already in raw mode (the interactive lead): the view leaves it on.
+    Caller,
+}
+
+/// The redraw interval without a change (ages move each second).
+const TICK: Duration = Duration::from_secs(1);
+/// How long one wait for a key lasts before store changes and signals are looked at.
+const STEP: Duration = Duration::from_millis(50);
+
+/// The alternate screen (and raw mode if it owns it) until dropped.
+struct Screen {
+    owner: Owner,
+}
+
+fn leave(owner: Owner) {
+    let mut out = io::stdout();
+    let _ = crossterm::execute!(out, cursor::Show, terminal::LeaveAlternateScreen);
+    if owner == Owner::Own {
+        let _ = terminal::disable_raw_mode();
+    }
+}
+
+impl Screen {
+    fn enter(owner: Owner) -> io::Result<Screen> {
+        if owner == Owner::Own {
+            terminal::enable_raw_mode()?;
+        }
+        let screen = Screen { owner };
+        crossterm::execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
+        Ok(screen)
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        leave(self.owner);
+    }
+}
+
+/// Wakes the loop when the team's roster, task list or an inbox changes.
+struct StoreWatch {
+    changes: mpsc::Receiver<()>,
+    wakers: Vec<WatchWaker>,
+}
+
+impl StoreWatch {
+    fn start(team: &Team) -> StoreWatch {
+        let (tx, changes) = mpsc::channel();
+        let mailbox = team.mailbox();
+        let mut watchers: Vec<InboxWatcher> = Vec::new();
+        // Files: the roster and the task list are files in directories of their own;
+        // PostgreSQL has no such files (its inboxes are watched; the tick does the rest).
+        if team.home().pg().is_none() {
+            let events = team.config_path().with_file_name(roo_store::EVENTS_FILE);
+            for path in [team.config_path(), team.tasks().path(), events] {
+                if let Ok(w) = InboxWatcher::new(path) {
+                    watchers.push(w);
+                }
+            }
+        }
+        for name in mailbox.inbox_names().unwrap_or_default() {
+            if let Ok(w) = mailbox.watcher(&name) {
+                watchers.push(w);
+            }
+        }
+        let wakers = watchers.iter().map(InboxWatcher::waker).collect();
+        for mut w in watchers {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                while w.wait(Duration::from_secs(3600)) != WaitOutcome::Stopped {
+                    if tx.send(()).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        StoreWatch { changes, wakers }
+    }
+
+    /// Whether anything changed since last asked.
+    fn changed(&self) -> bool {
+        let mut any = false;
+        while self.changes.try_recv().is_ok() {
+            any = true;
+        }
+        any
+    }
+}
+
+impl Drop for StoreWatch {
+    fn drop(&mut self) {
+        for w in &self.wakers {
+            w.stop();
+        }
+    }
+}
+
+/// SIGTERM, SIGHUP and SIGINT (Ctrl-C is a key in raw mode; this is `kill -INT`) as a
+/// flag the loop looks at (only when the view owns the terminal:
+/// the interactive lead keeps its own handling).
+struct Signals {
+    flag: Arc<AtomicBool>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Signals {
+    fn install(owner: Owner) -> Signals {
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut ids = Vec::new();
+        if owner == Owner::Own {
+            for sig in [
+                signal_hook::consts::SIGTERM,
+                signal_hook::consts::SIGHUP,
+                signal_hook::consts::SIGINT,
+            ] {
+                if let Ok(id) = signal_hook::flag::register(sig, Arc::clone(&flag)) {
+                    ids.push(id);
+                }
+            }
+        }
+        Signals { flag, ids }
+    }
+
+    fn raised(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// The view's state between frames.
+struct Live {
+    view: Option<TeamView>,
+    selected: usize,
+    follow: bool,
+    notice: Option<String>,
+}
+
+/// What a key asks for.
+enum Act {
+    Quit,
+    Redraw,
+    Nothing,
+}
+
+impl Live {
+    fn load(&mut self, team: &Team) {
+        match Snapshot::load(team) {
+            Ok(s) => {
+                self.view = Some(TeamView::build(s));
+                if self
+                    .notice
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("failed"))
+                {
+                    self.notice = None;
+                }
+            }
+            Err(e) => self.notice = Some(format!("failed to read the team: {e}")),
+        }
+    }
+
+    fn key(&mut self, key: KeyEvent, team: &Team) -> Act {
+        if key.kind == KeyEventKind::Release {
+            return Act::Nothing;
+        }
+        let members = self.view.as_ref().map_or(0, |v| v.members.len());
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('c') if ctrl => return Act::Quit,
+            KeyCode::Char('q') => return Act::Quit,
+            KeyCode::Esc if self.follow => self.follow = false,
+            KeyCode::Esc => return Act::Quit,
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.selected = (self.selected + 1).min(members.saturating_sub(1));
+            }
+            KeyCode::Enter | KeyCode::Char('f') => self.follow = !self.follow,
+            KeyCode::Char('o') => {
+                self.notice = self
+                    .view
+                    .as_ref()
+                    .and_then(|v| v.members.get(self.selected))
+                    .map(|m| super::pane::open(m, team.name().as_str()));
+            }
+            _ => return Act::Nothing,
+        }
+        Act::Redraw
+    }
+
+    fn draw(&self, out: &mut impl Write, style: Style) -> io::Result<()> {
+        let (w, h) = terminal::size().unwrap_or(super::DEFAULT_SIZE);
+        let Some(view) = &self.view else {
+            return Ok(());
+        };
+        let options = FrameOptions {
+            width: usize::from(w),
+            height: usize::from(h),
+            style,
+            selected: self.selected,
+            follow: self.follow,
+            interactive: true,
+            notice: self.notice.clone(),
+        };
+        queue!(out, crossterm::terminal::BeginSynchronizedUpdate)?;
+        for (i, line) in render(view, &options).iter().enumerate() {
+            let row = u16::try_from(i).unwrap_or(u16::MAX);
+            queue!(out, cursor::MoveTo(0, row))?;
+            write!(out, "{line}")?;
+            queue!(out, terminal::Clear(terminal::ClearType::UntilNewLine))?;
+        }
+        queue!(
+            out,
+            terminal::Clear(terminal::ClearType::FromCursorDown),
+            crossterm::terminal::EndSynchronizedUpdate
+        )?;
+        out.flush()
+    }
+}
+
+/// Restores the terminal before a panic's message is printed (then the hook before).
+fn restore_on_panic(owner: Owner) {
+    if owner == Owner::Own {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            leave(Owner::Own);
+            before(info);
+        }));
+    }
+}
+
+/// Runs the live view of `team` until a quit key (or, owning the terminal, SIGTERM or
+/// SIGHUP). The terminal is restored on every way out.
+pub fn run(team: &Team, keys: &mut dyn KeySource, owner: Owner) -> CliResult {
+    let style = Style::for_stdout();
+    let signals = Signals::install(owner);
+    restore_on_panic(owner);
+    let watch = StoreWatch::start(team);
+    let _screen = Screen::enter(owner)?;
+    let mut out = io::BufWriter::new(io::stdout());
+    let mut live = Live {
+        view: None,
+        selected: 0,
+        follow: false,
+        notice: None,
+    };
+    live.load(team);
+    live.draw(&mut out, style)?;
+    let mut last = Instant::now();
+    loop {
+        if signals.raised() {
+            return Ok(());
+        }
+        let mut redraw = false;
+        if watch.changed() || last.elapsed() >= TICK {
+            live.load(team);
+            last = Instant::now();
+            redraw = true;
+        }
+        match keys.next(STEP)? {
+            Some(Event::Key(key)) => match live.key(key, team) {
+                Act::Quit => return Ok(()),
+                Act::Redraw => redraw = true,
+                Act::Nothing => {}
+            },
+            Some(Event::Resize(..)) => redraw = true,
+            _ => {}
+        }
+        if redraw {
+            live.draw(&mut out, style)?;
+        }
+    }
+}
