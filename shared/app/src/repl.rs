@@ -409,7 +409,7 @@ impl Session {
             Flow::Continue => Command::Done,
             Flow::Exit => Command::Exit,
             Flow::TeamView => {
-                slash::team_view(&self.team, &mut self.keys, self.render.out(), &style).await;
+                slash::team_view(&self.team, &mut self.keys, &mut self.screen.out, &style).await;
                 Command::Done
             }
         }
