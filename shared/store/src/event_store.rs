@@ -45,7 +45,9 @@ impl Rotation {
 /// Appends `drafts` to the file log at `current`, under its own lock (taken innermost:
 /// the caller holds the document's lock, and this lock never waits on another): each
 /// gets the next seq and the store's time; rotates first when the file is past
-/// `rotation.bytes`. Synced like the inbox's archive. Returns the last seq written.
+/// `rotation.bytes`. One open of the file, whose tail gives the last seq. Not synced: the
+/// change's document is (§2.3), and a power loss may only lose or tear the newest events
+/// (a torn line is skipped), never the state. Returns the last seq written.
 pub(crate) fn append_to_file(
     home: &RooHome,
     current: &Path,
@@ -56,18 +58,26 @@ pub(crate) fn append_to_file(
         return Ok(0);
     }
     let lock = FileLock::acquire(current, home.lock_policy())?;
-    let mut last = last_seq_in_files(current, rotation.keep)?;
-    let size = match std::fs::symlink_metadata(current) {
-        Ok(meta) => meta.len(),
-        Err(_) => 0,
-    };
-    if size >= rotation.bytes {
+    let mut file = open_log(current)?;
+    let mut len = file
+        .metadata()
+        .map_err(|e| Error::io("read the event log", current, e))?
+        .len();
+    if len >= rotation.bytes {
         lock.verify(current)?;
+        drop(file);
         rotate(current, rotation.keep)?;
+        file = open_log(current)?;
+        len = 0;
     }
+    let tail = read_tail(&file, current, len)?;
+    let mut last = match max_seq(&tail) {
+        Some(seq) => seq,
+        None => last_seq_before(&file, current, len, tail.len(), rotation.keep)?,
+    };
     let mut buf = Vec::new();
     // A line torn by a crash gets its own line (damaged, skipped), not the next one's.
-    if !ends_with_newline(current)? {
+    if tail.last().is_some_and(|b| *b != b'\n') {
         buf.push(b'\n');
     }
     for draft in drafts {
@@ -81,51 +91,74 @@ pub(crate) fn append_to_file(
         buf.extend_from_slice(line.as_bytes());
         buf.push(b'\n');
     }
-    let mut file = fsio::open_regular(
-        current,
+    lock.verify(current)?;
+    file.write_all(&buf)
+        .map_err(|e| Error::io("append to the event log", current, e))?;
+    Ok(last)
+}
+
+/// The log file at `path`, opened to read and append (created 0600), never through a
+/// symbolic link or onto a special file.
+fn open_log(path: &Path) -> Result<std::fs::File> {
+    fsio::open_regular(
+        path,
         std::fs::OpenOptions::new()
-            .create(true)
+            .read(true)
             .append(true)
+            .create(true)
             .mode(0o600),
         "open the event log",
     )?
     .ok_or_else(|| {
         Error::io(
             "open the event log",
-            current,
+            path,
             std::io::ErrorKind::NotFound.into(),
         )
-    })?;
-    lock.verify(current)?;
-    file.write_all(&buf)
-        .map_err(|e| Error::io("append to the event log", current, e))?;
-    file.sync_data()
-        .map_err(|e| Error::io("sync the event log", current, e))?;
-    Ok(last)
+    })
 }
 
-/// Whether the file at `path` is missing, empty, or ends with a newline.
-fn ends_with_newline(path: &Path) -> Result<bool> {
-    let Some(mut file) = fsio::open_regular(
-        path,
-        std::fs::OpenOptions::new().read(true),
-        "read the event log",
-    )?
-    else {
-        return Ok(true);
-    };
-    let len = file
-        .seek(SeekFrom::End(0))
+/// The last bytes of `file` (`len` long): room for two lines, so the last complete one
+/// is in it.
+fn read_tail(file: &std::fs::File, path: &Path, len: u64) -> Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let tail = (2 * MAX_EVENT_LINE as u64 + 2).min(len);
+    let mut bytes = vec![0u8; usize::try_from(tail).unwrap_or(0)];
+    file.read_exact_at(&mut bytes, len - tail)
         .map_err(|e| Error::io("read the event log", path, e))?;
-    if len == 0 {
-        return Ok(true);
+    Ok(bytes)
+}
+
+/// The last seq when the tail of the current file has no valid line: the whole file's,
+/// else the rotated files' (newest first); 0 for an empty log.
+fn last_seq_before(
+    file: &std::fs::File,
+    current: &Path,
+    len: u64,
+    tail: usize,
+    keep: usize,
+) -> Result<u64> {
+    if len > tail as u64 {
+        let all = read_tail_all(file, current, len)?;
+        if let Some(seq) = max_seq(&all) {
+            return Ok(seq);
+        }
     }
-    file.seek(SeekFrom::End(-1))
+    for n in 1..=keep {
+        if let Some(seq) = last_seq_in(&rotated(current, n))? {
+            return Ok(seq);
+        }
+    }
+    Ok(0)
+}
+
+/// The whole of `file` (`len` long).
+fn read_tail_all(file: &std::fs::File, path: &Path, len: u64) -> Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+    file.read_exact_at(&mut bytes, 0)
         .map_err(|e| Error::io("read the event log", path, e))?;
-    let mut last = [0u8; 1];
-    file.read_exact(&mut last)
-        .map_err(|e| Error::io("read the event log", path, e))?;
-    Ok(last[0] == b'\n')
+    Ok(bytes)
 }
 
 /// `events.jsonl` → `events.1.jsonl` → … → `events.<keep>.jsonl`; the oldest is dropped.
@@ -145,19 +178,6 @@ fn rotate(current: &Path, keep: usize) -> Result<()> {
     }
     let first = rotated(current, 1);
     std::fs::rename(current, &first).map_err(|e| Error::io("rotate the event log", current, e))
-}
-
-/// The highest seq of a valid line, from the end of the current file, else of the
-/// rotated ones (newest first); 0 when the log is empty. Reads the tail only, unless no
-/// line there is valid.
-fn last_seq_in_files(current: &Path, keep: usize) -> Result<u64> {
-    let files = std::iter::once(current.to_owned()).chain((1..=keep).map(|n| rotated(current, n)));
-    for path in files {
-        if let Some(seq) = last_seq_in(&path)? {
-            return Ok(seq);
-        }
-    }
-    Ok(0)
 }
 
 /// The seq of the last valid line of `path`, if any.
