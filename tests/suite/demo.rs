@@ -236,6 +236,33 @@ fn the_demos_summary_matches_the_kept_team_on_disk() {
         merges.contains("roo/demo/alice") && merges.contains("roo/demo/bob"),
         "{merges}"
     );
+    // The team's event log (issue 31): the spawns, joins, the three completions and the
+    // two merges with the commits git holds, in seq order.
+    let log = team.events(None, usize::MAX).unwrap();
+    assert_eq!(log.skipped, 0);
+    assert!(log.events.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    let count = |kind: &str| log.events.iter().filter(|e| e.kind.name() == kind).count();
+    assert_eq!((count("spawn"), count("task_completed")), (2, 3));
+    assert!(count("join") >= 2, "{:#?}", log.events);
+    let heads = std::process::Command::new("git")
+        .args(["log", "--merges", "--format=%H"])
+        .current_dir(kept.join("textkit"))
+        .output()
+        .unwrap();
+    let heads = String::from_utf8(heads.stdout).unwrap();
+    let merged: Vec<&roo_store::Event> = log
+        .events
+        .iter()
+        .filter(|e| e.kind.name() == "merge")
+        .collect();
+    assert_eq!(merged.len(), 2, "{:#?}", log.events);
+    for event in merged {
+        let roo_store::EventKind::Merge { commit, .. } = &event.kind else {
+            unreachable!()
+        };
+        assert!(heads.contains(commit.as_str()), "{commit} not in {heads}");
+        assert_eq!(event.actor, "lead");
+    }
 }
 
 /// The lead's model requests: the assistant messages in its session transcript

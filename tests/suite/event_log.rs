@@ -313,6 +313,8 @@ fn session(store: &Store) {
         .mail(&["log", "--team", "t", "--json", "--since", "20"])
         .run();
     assert_eq!(since.stdout().lines().count(), events.len() - 19);
+    let recent = store.mail(&["log", "--team", "t", "--since", "1h"]).run();
+    assert_eq!(recent.stdout().lines().count(), events.len());
     let newest = store
         .mail(&["log", "--team", "t", "--json", "--limit", "2"])
         .run();

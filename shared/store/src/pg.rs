@@ -464,6 +464,9 @@ impl PgWrites {
     }
 }
 
+/// A row of an event log: its seq, its time in milliseconds since the epoch, its body.
+pub(crate) type EventRow = (i64, i64, String);
+
 /// What a change does with its document.
 pub(crate) enum PgChange<R> {
     /// Write this text (and the other writes), notify, commit; return the value.
@@ -811,14 +814,14 @@ impl PgStore {
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
-    /// The newest `limit` events of log `key` with seq > `after`, newest first, as
-    /// `(seq, time in ms, body)`, and the log's last seq (0: none).
+    /// The newest `limit` events of log `key` with seq > `after`, newest first, and the
+    /// log's last seq (0: none).
     pub(crate) fn events(
         &self,
         key: &str,
         after: u64,
         limit: usize,
-    ) -> Result<(Vec<(i64, i64, String)>, u64)> {
+    ) -> Result<(Vec<EventRow>, u64)> {
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.request(&format!("read {key}"), |conn| {

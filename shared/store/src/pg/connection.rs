@@ -279,15 +279,16 @@ const STATEMENT_SQL: [&str; 31] = [
          now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
            < $1::float8 * interval '1 second'",
     // event: the team's next seq (its counter row, locked until the commit: the events
-    // lock, taken last), the event's row at the server's clock, and the rows older than
-    // the $3 newest pruned
+    // lock, taken last), the event's row at the server's clock, and, every 256th event,
+    // the rows older than the $3 newest pruned
     "WITH next AS (\
            INSERT INTO roo_event_seq AS s (key, seq) VALUES ($1, 1) \
            ON CONFLICT (key) DO UPDATE SET seq = s.seq + 1 RETURNING seq), \
          added AS (\
            INSERT INTO roo_event (key, seq, at, body) \
            SELECT $1, seq, clock_timestamp(), $2 FROM next RETURNING seq) \
-     DELETE FROM roo_event WHERE key = $1 AND seq <= (SELECT seq FROM added) - $3",
+     DELETE FROM roo_event WHERE (SELECT seq FROM added) % 256 = 0 \
+       AND key = $1 AND seq <= (SELECT seq FROM added) - $3",
     // events_page: the newest $3 events of log $1 with seq > $2, newest first, and the
     // log's last seq
     "SELECT seq, floor(extract(epoch FROM at) * 1000)::int8, body, \

@@ -11,6 +11,42 @@ use roo_store::{
 
 use super::common::{dsn, fresh_schema_url, home_at, name, pg_home, psql, team_named};
 
+/// A store of schema 1.0 (no event log) gets the event tables and schema 1.1 at the
+/// first connect of this version, and its teams' changes are logged from then on.
+#[test]
+fn a_schema_1_0_store_is_upgraded_with_the_event_log() {
+    let Some((dir, home, url)) = pg_home() else {
+        return;
+    };
+    let team = team_named(&home, "t", &["alice"]);
+    drop((team, home));
+    psql(
+        &url,
+        "DROP TABLE roo_event; DROP TABLE roo_event_seq; \
+         UPDATE roo_meta SET value = '1.0' WHERE key = 'schema_version'",
+    );
+    let home = RooHome::new(dir.path().join("home")).with_store(PgStore::connect(&url).unwrap());
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT value FROM roo_meta WHERE key = 'schema_version'"
+        ),
+        "1.1"
+    );
+    let team = Team::open(&home, name("t")).unwrap();
+    team.mailbox()
+        .send(
+            &name("lead"),
+            "alice",
+            Outgoing::text("hi", "after the upgrade"),
+        )
+        .unwrap();
+    let page = team.events(None, 10).unwrap();
+    let kinds: Vec<&str> = page.events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(kinds, ["message_sent"]);
+    assert_eq!(page.events[0].seq, 1);
+}
+
 /// The documents are rows keyed by their path under ROO_HOME, and nothing is written
 /// under the home directory itself.
 #[test]
@@ -51,7 +87,7 @@ fn documents_are_rows_keyed_by_their_path_and_no_file_is_written() {
             &url,
             "SELECT value FROM roo_meta WHERE key = 'schema_version'"
         ),
-        "1.0"
+        "1.1"
     );
 }
 
@@ -193,7 +229,7 @@ fn newer_documents_and_newer_schemas_are_refused_untouched() {
     let err = PgStore::connect(&url).unwrap_err();
     assert!(matches!(err, Error::Engine { .. }), "{err}");
     assert!(
-        err.to_string().contains("newer than this build's 1.0"),
+        err.to_string().contains("newer than this build's 1.1"),
         "{err}"
     );
 }

@@ -120,7 +120,7 @@ impl Spawner {
             return Err(SpawnError::AlreadyRunning { name });
         }
         running.insert(
-            name,
+            name.clone(),
             Entry {
                 team: binding.team.name().clone(),
                 handle,
@@ -128,6 +128,22 @@ impl Spawner {
                 restarting: false,
             },
         );
+        drop(running);
+        // The team's event log records the spawn (it changes no document of the store),
+        // off this task: a failure to record it leaves the teammate running.
+        let (team, lead) = (binding.team.clone(), binding.lead.clone());
+        let backend = serde_json::to_value(self.inner.backend)
+            .ok()
+            .and_then(|b| b.as_str().map(str::to_owned));
+        self.inner.runtime.spawn_blocking(move || {
+            let spawned = roo_store::EventKind::Spawn {
+                member: name.to_string(),
+                backend,
+            };
+            if let Err(e) = team.record_event(lead.as_str(), spawned) {
+                tracing::warn!(member = %name, error = %e, "failed to log a spawn");
+            }
+        });
         Ok(())
     }
 
