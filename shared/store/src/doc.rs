@@ -620,7 +620,15 @@ fn update_core<T: Document, R>(
         Outcome::Write(r) => {
             sweep_temp_files(path);
             store(path, &doc, &lock)?;
-            guard.flush_events(path)?;
+            // The change is made: a log that cannot take its lines (a full disk, a
+            // damaged log) is reported, never turned into a failure a caller would retry.
+            if let Err(error) = guard.flush_events(path) {
+                crate::quarantine::warn(format!(
+                    "the change to {} was made, but its events were not added to the team's \
+                     event log: {error}",
+                    path.display()
+                ));
+            }
             Ok(r)
         }
         Outcome::Keep(r) => {
