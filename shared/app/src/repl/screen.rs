@@ -269,11 +269,12 @@ impl Screen {
             } else {
                 "y/n"
             };
-            format!(
-                "{n} question{} — {keys} answers {}",
-                if n == 1 { " waits" } else { "s wait" },
-                first.whose()
-            )
+            let waits = if n == 1 { " waits" } else { "s wait" };
+            if armed {
+                format!("{n} question{waits} — {keys} answers {}", first.whose())
+            } else {
+                format!("{n} question{waits} — {} opens in a moment", first.whose())
+            }
         });
         let mut last = match (&self.activity, waits) {
             (Some(activity), None) => Some(activity.line(style, false)),
