@@ -253,7 +253,11 @@ fn letters_typed_as_a_question_opens_do_not_answer_it() {
         let c = keys.next().unwrap_or('y');
         tmux.type_text(&c.to_string());
         std::thread::sleep(Duration::from_millis(100));
-        if after.is_none() && tmux.screen().contains("? teammate alice: WriteFile(alpha.txt)") {
+        if after.is_none()
+            && tmux
+                .screen()
+                .contains("? teammate alice: WriteFile(alpha.txt)")
+        {
             after = Some(0);
         }
         after = after.map(|n| n + 1);
@@ -316,7 +320,10 @@ fn a_question_that_arrives_while_team_view_is_open_closes_the_view_and_is_pinned
             && s.contains("? teammate alice: WriteFile(alpha.txt)")
             && s.contains("[y] yes")
     });
-    assert!(!world.worktree_file("alice", "alpha.txt").exists(), "{screen}");
+    assert!(
+        !world.worktree_file("alice", "alpha.txt").exists(),
+        "{screen}"
+    );
     tmux.keys(&["y"]);
     wait_until(
         "alice's file",
@@ -351,7 +358,10 @@ fn ctrl_t_types_at_the_prompt_while_a_question_stays_pinned() {
     let screen = tmux.wait_for("the line at the prompt under the question", |s| {
         last_line(s).starts_with("› hello yes") && s.contains("Ctrl+T answers")
     });
-    assert!(screen.contains("? teammate alice: WriteFile(alpha.txt)"), "{screen}");
+    assert!(
+        screen.contains("? teammate alice: WriteFile(alpha.txt)"),
+        "{screen}"
+    );
     assert!(!screen.contains("→ allowed"), "{screen}");
     tmux.keys(&["C-t"]);
     tmux.wait_for("the keys back at the question", |s| {

@@ -49,7 +49,7 @@ mod team_turns;
 
 use question::withdrawn;
 use raw_terminal::{RawMode, is_ctrl_b, is_ctrl_c, spawn_key_reader};
-use screen::{Screen, Taken};
+use screen::{KeyFor, Screen};
 use slash::{Flow, slash_command};
 use team_turns::{MAX_TEAM_TURNS, TeamTurns, team_line, team_wake};
 /// Two Ctrl+C presses within this window exit.
@@ -288,7 +288,7 @@ impl Session {
             if let Event::Key(key) = &event
                 && key.kind != KeyEventKind::Release
                 && !is_ctrl_c(key)
-                && self.screen.answer_key(key) != Taken::NotMine
+                && self.screen.answer_key(key) != KeyFor::NotMine
             {
                 continue;
             }
@@ -565,9 +565,9 @@ fn run_key(
     }
     *last_ctrl_c = None;
     match screen.answer_key(key) {
-        Taken::AnsweredEsc => return RunKey::Stop,
-        Taken::Taken => return RunKey::Continue,
-        Taken::NotMine => {}
+        KeyFor::AnsweredEsc => return RunKey::Stop,
+        KeyFor::Taken => return RunKey::Continue,
+        KeyFor::NotMine => {}
     }
     if key.code == KeyCode::Esc {
         return RunKey::Stop;

@@ -36,7 +36,7 @@ pub(super) fn is_focus_key(key: &KeyEvent) -> bool {
 
 /// What [`Screen::answer_key`] did with a key.
 #[derive(PartialEq, Eq, Debug)]
-pub(super) enum Taken {
+pub(super) enum KeyFor {
     /// No question takes keys (none waits, or the person types at the prompt): the
     /// key is the caller's.
     NotMine,
@@ -357,11 +357,11 @@ impl Screen {
     /// Ctrl+T moves the keys to the prompt and back). A key before the front question
     /// is armed ([`super::arming`]) is dropped, Esc during a run apart (it stops the run
     /// and leaves the question pinned).
-    pub(super) fn answer_key(&mut self, key: &KeyEvent) -> Taken {
+    pub(super) fn answer_key(&mut self, key: &KeyEvent) -> KeyFor {
         let now = Instant::now();
         if self.questions.is_empty() {
             self.arming.key(now);
-            return Taken::NotMine;
+            return KeyFor::NotMine;
         }
         if is_focus_key(key) && self.activity.is_none() {
             self.typing = !self.typing;
@@ -369,27 +369,27 @@ impl Screen {
                 self.arming.rearm(now);
             }
             self.redraw();
-            return Taken::Taken;
+            return KeyFor::Taken;
         }
         if self.typing {
-            return Taken::NotMine;
+            return KeyFor::NotMine;
         }
         if !self.arming.key(now) {
             if key.code == KeyCode::Esc && self.activity.is_some() {
-                return Taken::NotMine;
+                return KeyFor::NotMine;
             }
             self.redraw();
-            return Taken::Taken;
+            return KeyFor::Taken;
         }
         if key.code == KeyCode::Tab && self.questions.len() > 1 {
             // The next question comes first; the first waits at the end.
             self.questions.rotate_left(1);
             self.front_changed(true);
             self.redraw();
-            return Taken::Taken;
+            return KeyFor::Taken;
         }
         let Some(question) = self.questions.pop_front() else {
-            return Taken::NotMine;
+            return KeyFor::NotMine;
         };
         let (kept, lines) = question.key(key, &self.style);
         let answered_esc = kept.is_none() && key.code == KeyCode::Esc;
@@ -399,9 +399,9 @@ impl Screen {
         self.front_changed(true);
         self.stream(&lines);
         if answered_esc {
-            Taken::AnsweredEsc
+            KeyFor::AnsweredEsc
         } else {
-            Taken::Taken
+            KeyFor::Taken
         }
     }
 }
@@ -421,12 +421,12 @@ mod tests {
         let mut screen = Screen::new(Style::plain());
         // "please try again" half typed at the prompt when alice's question opens.
         for c in "please ".chars() {
-            assert_eq!(screen.answer_key(&key(c)), Taken::NotMine);
+            assert_eq!(screen.answer_key(&key(c)), KeyFor::NotMine);
         }
         let (asked, mut answer) = pending("teammate alice: WriteFile(a.txt)", "x", "", false);
         screen.ask(asked);
         for c in "try".chars() {
-            assert_eq!(screen.answer_key(&key(c)), Taken::Taken);
+            assert_eq!(screen.answer_key(&key(c)), KeyFor::Taken);
         }
         assert!(
             answer.try_recv().is_err(),
@@ -451,7 +451,7 @@ mod tests {
         screen.ask(bob);
         screen.withdraw(0);
         // The `y` meant for alice's does not answer bob's, which moved up.
-        assert_eq!(screen.answer_key(&key('y')), Taken::Taken);
+        assert_eq!(screen.answer_key(&key('y')), KeyFor::Taken);
         assert!(b.try_recv().is_err());
         let (rows, _) = screen.bottom(80);
         assert!(
@@ -466,8 +466,12 @@ mod tests {
         let (alice, mut a) = pending("teammate alice: WriteFile(a.txt)", "x", "", false);
         screen.ask(alice);
         let ctrl_t = KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL);
-        assert_eq!(screen.answer_key(&ctrl_t), Taken::Taken);
-        assert_eq!(screen.answer_key(&key('y')), Taken::NotMine, "the prompt's");
+        assert_eq!(screen.answer_key(&ctrl_t), KeyFor::Taken);
+        assert_eq!(
+            screen.answer_key(&key('y')),
+            KeyFor::NotMine,
+            "the prompt's"
+        );
         let (rows, last) = screen.bottom(80);
         assert!(last.is_none(), "the prompt is the last line");
         assert!(
@@ -478,7 +482,7 @@ mod tests {
             rows.iter().any(|r| r.contains("? teammate alice")),
             "{rows:?}"
         );
-        assert_eq!(screen.answer_key(&ctrl_t), Taken::Taken);
+        assert_eq!(screen.answer_key(&ctrl_t), KeyFor::Taken);
         assert!(
             screen.arms_at().is_some(),
             "back at the question: it arms again"
