@@ -212,3 +212,175 @@ agents:
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
 }
+
+/// The lead spawns alice and is done; alice asks after a pause, while the person is
+/// at the prompt.
+const LATE_ASK: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Write alpha.txt."}}
+    - text: "Alice is on it."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - delay_ms: 2500
+      tool_calls:
+        - {name: WriteFile, input: {path: alpha.txt, content: "a\n"}}
+    - text: "Done."
+"#;
+
+/// Issue 31 review, item 1: letters typed at the prompt as a teammate's question opens
+/// (`please try again`, its `y`) answered the question. They are dropped while the
+/// person types on; the question is answered only once it is armed and `[y]` shows.
+#[test]
+fn letters_typed_as_a_question_opens_do_not_answer_it() {
+    let world = World::new();
+    let tmux = world.lead(LATE_ASK, true);
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the lead's turn done", |s| {
+        s.contains("Alice is on it.") && last_line(s).trim() == "›"
+    });
+    // Type on, a key every 100 ms, until the question is there, and for two seconds
+    // after: `y`s and `a`s among them.
+    tmux.type_text("please ");
+    let typed = "try again and say yes, always, yes yes yes";
+    let mut keys = typed.chars().cycle();
+    // The screen is read every fourth key only, so the keys stay well within the
+    // typing gap even on a loaded machine.
+    let mut after = None;
+    let mut sent = 0;
+    while after.is_none_or(|n| n < 20) {
+        let c = keys.next().unwrap_or('y');
+        tmux.type_text(&c.to_string());
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(80));
+        if after.is_none()
+            && sent % 4 == 0
+            && tmux
+                .screen()
+                .contains("? teammate alice: WriteFile(alpha.txt)")
+        {
+            after = Some(0);
+        }
+        after = after.map(|n| n + 1);
+    }
+    let screen = tmux.wait_for("alice's question armed", |s| {
+        s.contains("[y] yes") && last_line(s).contains("y/n answers alice's")
+    });
+    assert!(
+        !screen.contains("→ allowed") && !screen.contains("→ denied"),
+        "a typed letter answered the question:\n{screen}"
+    );
+    assert!(
+        screen.contains("typed before the question was ready dropped"),
+        "{screen}"
+    );
+    assert!(!world.worktree_file("alice", "alpha.txt").exists());
+    tmux.keys(&["y"]);
+    tmux.wait_for("the answer's record", |s| {
+        s.contains("? teammate alice: WriteFile(alpha.txt) → allowed once")
+    });
+    wait_until(
+        "alice's file",
+        Duration::from_secs(20),
+        || {
+            world
+                .worktree_file("alice", "alpha.txt")
+                .is_file()
+                .then_some(())
+        },
+        || tmux.screen(),
+    );
+    // The line typed before the question opened is still at the prompt.
+    tmux.wait_for("the prompt with the typed line", |s| {
+        last_line(s).starts_with("› please ")
+    });
+    tmux.keys(&["C-u"]);
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}
+
+/// Issue 31 review, item 3: `/team`'s full-screen view hid a teammate's question that
+/// arrived while it was open. The view leaves, and the question is pinned.
+#[test]
+fn a_question_that_arrives_while_team_view_is_open_closes_the_view_and_is_pinned() {
+    let world = World::new();
+    let tmux = world.lead(LATE_ASK, true);
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the lead's turn done", |s| {
+        s.contains("Alice is on it.") && last_line(s).trim() == "›"
+    });
+    tmux.type_text("/team");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the team view", |s| {
+        s.contains("team crew: ") && s.contains("q quit")
+    });
+    let screen = tmux.wait_for("the view gone and alice's question pinned", |s| {
+        !s.contains("q quit")
+            && s.contains("? teammate alice: WriteFile(alpha.txt)")
+            && s.contains("[y] yes")
+    });
+    assert!(
+        !world.worktree_file("alice", "alpha.txt").exists(),
+        "{screen}"
+    );
+    tmux.keys(&["y"]);
+    wait_until(
+        "alice's file",
+        Duration::from_secs(20),
+        || {
+            world
+                .worktree_file("alice", "alpha.txt")
+                .is_file()
+                .then_some(())
+        },
+        || tmux.screen(),
+    );
+    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}
+
+/// Issue 31 review, item 4: while questions wait, Ctrl+T gives the prompt the keys
+/// (the question stays pinned), and Ctrl+T again gives them back.
+#[test]
+fn ctrl_t_types_at_the_prompt_while_a_question_stays_pinned() {
+    let world = World::new();
+    let tmux = world.lead(LATE_ASK, true);
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("alice's question armed", |s| {
+        s.contains("Alice is on it.") && last_line(s).contains("y/n answers alice's")
+    });
+    tmux.keys(&["C-t"]);
+    tmux.type_text("hello yes");
+    let screen = tmux.wait_for("the line at the prompt under the question", |s| {
+        last_line(s).starts_with("› hello yes") && s.contains("Ctrl+T answers")
+    });
+    assert!(
+        screen.contains("? teammate alice: WriteFile(alpha.txt)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("→ allowed"), "{screen}");
+    tmux.keys(&["C-t"]);
+    tmux.wait_for("the keys back at the question", |s| {
+        last_line(s).contains("y/n answers alice's")
+    });
+    tmux.keys(&["y"]);
+    tmux.wait_for("the answer's record", |s| {
+        s.contains("? teammate alice: WriteFile(alpha.txt) → allowed once")
+    });
+    tmux.wait_for("the kept line at the prompt", |s| {
+        last_line(s).starts_with("› hello yes")
+    });
+    tmux.keys(&["C-u"]);
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}

@@ -6,8 +6,11 @@
 //! a), team events and the spinner's tick. While the user types, a second `select!`
 //! takes keys and team events, so a teammate's message appears as one line above the
 //! prompt without disturbing the line being edited. Questions are pinned in a block
-//! above the prompt until answered, oldest first, whatever streams meanwhile. Slash
-//! commands are handled here and never reach the model.
+//! above the prompt until answered, oldest first, whatever streams meanwhile; keys
+//! answer the front one only once it is armed ([`arming`]: a moment after it came to
+//! the front and a pause in typing), and Ctrl+T at the prompt moves the keys to the
+//! prompt and back while questions stay pinned. Slash commands are handled here and
+//! never reach the model.
 //!
 //! This file holds the session and its two loops; the pieces they call live beside
 //! it: [`raw_terminal`] (raw mode, the key-reader thread, key chords), [`slash`] (the
@@ -36,6 +39,7 @@ use crate::render::Style;
 use crate::setup::{Built, PendingApproval};
 
 mod activity;
+mod arming;
 mod dock;
 mod question;
 mod raw_terminal;
@@ -45,7 +49,7 @@ mod team_turns;
 
 use question::withdrawn;
 use raw_terminal::{RawMode, is_ctrl_b, is_ctrl_c, spawn_key_reader};
-use screen::Screen;
+use screen::{KeyFor, Screen};
 use slash::{Flow, slash_command};
 use team_turns::{MAX_TEAM_TURNS, TeamTurns, team_line, team_wake};
 /// Two Ctrl+C presses within this window exit.
@@ -236,13 +240,15 @@ impl Session {
 
     /// Reads one line at the prompt. Meanwhile teammates' events and finished
     /// background tasks print above it, teammates' questions are pinned above it and
-    /// answered there (keys answer the first question while any waits; none reaches
-    /// the prompt), and teammates' messages may start a turn ([`Input::Team`]).
+    /// answered there (keys answer the first question while any waits and none reaches
+    /// the prompt, until Ctrl+T gives the prompt the keys), and teammates' messages may
+    /// start a turn ([`Input::Team`]).
     async fn read_input(&mut self) -> Input {
         self.screen.redraw();
         let style = self.style;
         loop {
             let team_ready = self.team_turns.ready() && self.screen.questions.is_empty();
+            let arms_at = self.screen.arms_at();
             let event = tokio::select! {
                 key = self.keys.recv() => match key {
                     Some(event) => event,
@@ -273,15 +279,23 @@ impl Session {
                 () = team_wake(&self.team, &mut self.team_turns.waiting_since), if team_ready => {
                     return Input::Team;
                 }
+                // The front question arms: its answer keys are shown.
+                () = until(arms_at), if arms_at.is_some() => {
+                    self.screen.redraw();
+                    continue;
+                }
             };
             if let Event::Key(key) = &event
                 && key.kind != KeyEventKind::Release
                 && !is_ctrl_c(key)
-                && self.screen.answer_key(key).is_some()
+                && self.screen.answer_key(key) != KeyFor::NotMine
             {
                 continue;
             }
-            if !self.screen.questions.is_empty() && !matches!(event, Event::Key(_)) {
+            if !self.screen.questions.is_empty()
+                && !self.screen.typing()
+                && !matches!(event, Event::Key(_))
+            {
                 // A paste while a question waits goes nowhere, like a stray key.
                 continue;
             }
@@ -310,7 +324,7 @@ impl Session {
         let style = self.style;
         match action {
             EditAction::Continue => {
-                if self.screen.questions.is_empty() {
+                if self.screen.questions.is_empty() || self.screen.typing() {
                     self.screen.render_editor();
                 }
                 None
@@ -409,7 +423,19 @@ impl Session {
             Flow::Continue => Command::Done,
             Flow::Exit => Command::Exit,
             Flow::TeamView => {
-                slash::team_view(&self.team, &mut self.keys, &mut self.screen.out, &style).await;
+                let asked = slash::team_view(
+                    &self.team,
+                    &mut self.keys,
+                    &mut self.approvals,
+                    &mut self.screen.out,
+                    &style,
+                )
+                .await;
+                // A question arrived while the view was open: the view left, and the
+                // question is pinned here.
+                if let Some(pending) = asked {
+                    self.screen.ask(pending);
+                }
                 Command::Done
             }
         }
@@ -502,6 +528,14 @@ impl Session {
     }
 }
 
+/// Resolves at `at` (never when `None`).
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// What a key did during a run.
 #[derive(PartialEq, Eq)]
 enum RunKey {
@@ -531,9 +565,9 @@ fn run_key(
     }
     *last_ctrl_c = None;
     match screen.answer_key(key) {
-        Some(true) => return RunKey::Stop,
-        Some(false) => return RunKey::Continue,
-        None => {}
+        KeyFor::AnsweredEsc => return RunKey::Stop,
+        KeyFor::Taken => return RunKey::Continue,
+        KeyFor::NotMine => {}
     }
     if key.code == KeyCode::Esc {
         return RunKey::Stop;

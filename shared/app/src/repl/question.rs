@@ -12,6 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use crossterm::terminal;
 use roo_agent::permissions::Approval;
 
+use super::dock::{head_fitting, shown_width};
 use crate::approval_view::{ApprovalView, COMPACT_LINES, TooLarge, visible};
 use crate::render::Style;
 use crate::setup::PendingApproval;
@@ -34,12 +35,16 @@ pub(super) async fn withdrawn(questions: &mut VecDeque<Question>) -> usize {
 /// until `v` when long, and not approvable while part of it is hidden.
 pub(super) struct Question {
     pub(super) pending: PendingApproval,
+    /// Which question this is, for noticing that another came to the front.
+    pub(super) serial: u64,
     view: ApprovalView,
     /// Rows of the call the pinned block shows before `v` (fewer on a short terminal).
     rows: usize,
     expanded: bool,
     /// A hint shown under the question after a key that did not answer it.
     note: Option<String>,
+    /// The terminal's width when the question opened: its one-line rows are fitted to it.
+    width: usize,
 }
 
 impl Question {
@@ -50,9 +55,9 @@ impl Question {
         if pending.reply.is_closed() {
             return Err(Vec::new());
         }
-        let (width, height) = terminal::size().unwrap_or((80, 24));
+        let (columns, height) = terminal::size().unwrap_or((80, 24));
         // Rows of the terminal's width, less the indent: the compact view counts rows.
-        let width = usize::from(width).saturating_sub(4);
+        let width = usize::from(columns).saturating_sub(4);
         match ApprovalView::of(&pending.request, width) {
             Err(TooLarge(why)) => {
                 let line = format!(
@@ -67,11 +72,15 @@ impl Question {
             }
             Ok(view) => Ok(Question {
                 pending,
+                serial: 0,
                 view,
-                // Leave room for the question's other lines, the status and the stream.
-                rows: COMPACT_LINES.min(usize::from(height).saturating_sub(12).max(3)),
+                // Leave room for the question's other lines (headline, reason, hints,
+                // keys), the queue under it, the status and a row of the stream: the
+                // whole block stays shorter than the terminal.
+                rows: COMPACT_LINES.min(usize::from(height).saturating_sub(OTHER_ROWS).max(3)),
                 expanded: false,
                 note: None,
+                width: usize::from(columns),
             }),
         }
     }
@@ -90,13 +99,30 @@ impl Question {
         }
     }
 
+    /// The reason's line as pinned (one row: cut when longer; `v` prints it whole).
+    fn reason_line(&self, style: &Style) -> Option<String> {
+        let reason = &self.pending.request.reason;
+        (!reason.is_empty())
+            .then(|| head_fitting(&format!("  {}", style.dim(&visible(reason))), self.width))
+    }
+
+    /// Whether part of the question is not in the block: rows of the call, or the
+    /// reason's end.
+    fn cut(&self) -> bool {
+        self.hidden() > 0
+            || (!self.expanded
+                && self.reason_line(&Style::plain()).is_some_and(|line| {
+                    shown_width(&line) < shown_width(&visible(&self.pending.request.reason)) + 2
+                }))
+    }
+
     /// The question as pinned above the prompt. Every text of it is made visible: no
-    /// escape sequence reaches the terminal to redraw what the person reads.
-    pub(super) fn pinned(&self, style: &Style, running: bool) -> Vec<String> {
-        let request = &self.pending.request;
-        let mut lines = vec![headline(&self.pending, style)];
-        if !request.reason.is_empty() {
-            lines.push(format!("  {}", style.dim(&visible(&request.reason))));
+    /// escape sequence reaches the terminal to redraw what the person reads. Until it
+    /// is `armed` (see [`super::arming`]) the answer keys are not shown.
+    pub(super) fn pinned(&self, style: &Style, running: bool, armed: bool) -> Vec<String> {
+        let mut lines = vec![head_fitting(&headline(&self.pending, style), self.width)];
+        if let Some(reason) = self.reason_line(style) {
+            lines.push(reason);
         }
         if self.expanded {
             lines.push(style.dim("    (the whole call is printed above)"));
@@ -112,9 +138,16 @@ impl Question {
             }
         }
         if let Some(note) = &self.note {
-            lines.push(note.clone());
+            lines.push(head_fitting(note, self.width));
         }
-        lines.push(self.keys(style, running));
+        if armed {
+            lines.push(self.keys(style, running));
+        } else {
+            lines.push(style.dim(&format!(
+                "  (the answer keys open in a moment: keys typed until [y] shows are dropped{})",
+                if running { "; Esc stops" } else { "" }
+            )));
+        }
         lines
     }
 
@@ -132,7 +165,7 @@ impl Question {
             "  {} yes   {} no{always}{}   {}",
             style.bold("[y]"),
             style.bold("[n]"),
-            if self.hidden() > 0 {
+            if self.cut() {
                 format!("   {} view all", style.bold("[v]"))
             } else {
                 String::new()
@@ -168,9 +201,13 @@ impl Question {
     pub(super) fn key(mut self, key: &KeyEvent, style: &Style) -> (Option<Question>, Vec<String>) {
         self.note = None;
         match key.code {
-            KeyCode::Char('v') | KeyCode::Char('V') if self.hidden() > 0 => {
+            KeyCode::Char('v') | KeyCode::Char('V') if self.cut() => {
                 self.expanded = true;
                 let mut lines = vec![self.headline(style)];
+                let reason = &self.pending.request.reason;
+                if !reason.is_empty() {
+                    lines.push(format!("  {}", style.dim(&visible(reason))));
+                }
                 lines.extend(self.view.lines.iter().map(|line| format!("    {line}")));
                 (Some(self), lines)
             }
@@ -206,6 +243,11 @@ impl Question {
         }
     }
 }
+
+/// Rows of the pinned block besides the call's compact view: the question's headline,
+/// reason, hints and keys, the queue under it, the started line and the status line,
+/// and two rows of the stream.
+const OTHER_ROWS: usize = 16;
 
 fn headline(pending: &PendingApproval, style: &Style) -> String {
     format!(

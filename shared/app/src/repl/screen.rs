@@ -11,13 +11,15 @@
 
 use std::collections::VecDeque;
 use std::io::{Stdout, Write};
+use std::time::Instant;
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use crossterm::terminal;
 use roo_agent::event::AgentEvent;
 
 use super::activity::Activity;
-use super::dock::{Dock, head_fitting, tail_fitting};
+use super::arming::Arming;
+use super::dock::{Dock, head_fitting, screen_rows, tail_fitting};
 use super::question::Question;
 use crate::line_editor::LineEditor;
 use crate::render::interleaved::complete_lines;
@@ -25,6 +27,24 @@ use crate::render::{RawWriter, Renderer, Style};
 use crate::setup::PendingApproval;
 
 pub(super) const PROMPT: &str = "› ";
+
+/// The key that moves the keys between the pinned questions and the prompt (at the
+/// prompt, between runs): a stream of questions never locks the person out of typing.
+pub(super) fn is_focus_key(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Char('t') && key.modifiers.contains(KeyModifiers::CONTROL)
+}
+
+/// What [`Screen::answer_key`] did with a key.
+#[derive(PartialEq, Eq, Debug)]
+pub(super) enum KeyFor {
+    /// No question takes keys (none waits, or the person types at the prompt): the
+    /// key is the caller's.
+    NotMine,
+    /// The questions took it (an answer, Tab, `v`, a dropped key).
+    Taken,
+    /// It answered the front question with Esc (no; during a run: and stop).
+    AnsweredEsc,
+}
 
 /// Queued questions listed one line each under the first; the rest are counted.
 const LISTED: usize = 3;
@@ -42,6 +62,12 @@ pub(super) struct Screen {
     pub(super) questions: VecDeque<Question>,
     /// The run under way, counted for the spinner.
     activity: Option<Activity>,
+    /// When keys may answer the front question.
+    arming: Arming,
+    /// The serial number the next question gets.
+    next_serial: u64,
+    /// The person moved the keys to the prompt (Ctrl+T) while questions stay pinned.
+    typing: bool,
     pub(super) style: Style,
 }
 
@@ -59,6 +85,9 @@ impl Screen {
             editor_shown: false,
             questions: VecDeque::new(),
             activity: None,
+            arming: Arming::default(),
+            next_serial: 0,
+            typing: false,
             style,
         }
     }
@@ -165,53 +194,131 @@ impl Screen {
         let _ = writeln!(self.out);
         self.editor.reset_render();
         self.editor_shown = false;
+        if self.typing {
+            self.typing = false;
+            self.arming.rearm(Instant::now());
+        }
     }
 
-    /// The block's rows and its last line (`None`: the prompt is the last line).
+    /// Whether the prompt takes keys while questions wait (Ctrl+T).
+    pub(super) fn typing(&self) -> bool {
+        self.typing
+    }
+
+    /// When the front question arms, while it waits to (the idle prompt redraws then).
+    pub(super) fn arms_at(&self) -> Option<Instant> {
+        if self.typing {
+            return None;
+        }
+        self.arming.arms_at(Instant::now())
+    }
+
+    /// The front question may have changed: it arms again when it did (`by_user`: the
+    /// person's answer or Tab changed it, so it is not marked as changed).
+    fn front_changed(&mut self, by_user: bool) {
+        let front = self.questions.front().map(|q| q.serial);
+        self.arming.front_is(front, Instant::now(), by_user);
+        if self.questions.is_empty() {
+            self.typing = false;
+        }
+    }
+
+    /// The block's rows and its last line (`None`: the prompt is the last line). The
+    /// block is kept shorter than the terminal: the queue and the started line go
+    /// first, and the front question's own rows are fitted when it opened.
     fn bottom(&self, width: usize) -> (Vec<String>, Option<String>) {
         let style = &self.style;
-        let mut rows = Vec::new();
+        let height = usize::from(terminal::size().map(|(_, h)| h).unwrap_or(24));
+        let armed = !self.typing && self.arming.armed(Instant::now());
+        let mut started = None;
         if self.activity.is_some() {
-            let started = String::from_utf8_lossy(self.render_buffer());
-            if !started.is_empty() {
-                rows.push(tail_fitting(&started, width));
+            let text = String::from_utf8_lossy(self.render_buffer());
+            if !text.is_empty() {
+                started = Some(tail_fitting(&text, width));
             }
         }
+        let mut front = Vec::new();
         if let Some(first) = self.questions.front() {
-            rows.extend(first.pinned(style, self.activity.is_some()));
+            if self.arming.changed {
+                front.push(
+                    style.yellow("  (the question changed: the one here before was withdrawn)"),
+                );
+            }
+            front.extend(first.pinned(style, self.activity.is_some(), armed));
+            if self.arming.dropped > 0 && !self.typing {
+                front.push(style.dim(&format!(
+                    "  ({} key{} typed before the question was ready dropped)",
+                    self.arming.dropped,
+                    if self.arming.dropped == 1 { "" } else { "s" }
+                )));
+            }
         }
+        let mut queue = Vec::new();
         for question in self.questions.iter().skip(1).take(LISTED) {
             let line = format!("  {} {}", style.dim("then (Tab)"), question.headline(style));
-            rows.push(head_fitting(&line, width));
+            queue.push(head_fitting(&line, width));
         }
         if self.questions.len() > LISTED + 1 {
             let more = self.questions.len() - LISTED - 1;
-            rows.push(style.dim(&format!("  … and {more} more")));
+            queue.push(style.dim(&format!("  … and {more} more")));
         }
+        let n = self.questions.len();
         let waits = self.questions.front().map(|first| {
-            let n = self.questions.len();
             let keys = if first.offers_always() {
                 "y/n/a"
             } else {
                 "y/n"
             };
-            format!(
-                "{n} question{} — {keys} answers {}",
-                if n == 1 { " waits" } else { "s wait" },
-                first.whose()
-            )
+            let waits = if n == 1 { " waits" } else { "s wait" };
+            if armed {
+                format!("{n} question{waits} — {keys} answers {}", first.whose())
+            } else {
+                format!("{n} question{waits} — {} opens in a moment", first.whose())
+            }
         });
-        let last = match (&self.activity, waits) {
+        let mut last = match (&self.activity, waits) {
             (Some(activity), None) => Some(activity.line(style, false)),
             (Some(activity), Some(waits)) => Some(format!(
                 "{} {}",
                 activity.line(style, true),
                 style.yellow(&format!("· {waits}"))
             )),
-            (None, Some(waits)) => Some(format!("{PROMPT}{}", style.yellow(&waits))),
+            (None, Some(_)) if self.typing => {
+                queue.push(style.yellow(&format!(
+                    "  {n} question{} — Ctrl+T answers (your line stays)",
+                    if n == 1 { " waits" } else { "s wait" },
+                )));
+                None
+            }
+            (None, Some(waits)) => Some(format!(
+                "{PROMPT}{} {}",
+                style.yellow(&waits),
+                style.dim("· Ctrl+T types at the prompt")
+            )),
             (None, None) => None,
         };
-        (rows, last.map(|line| head_fitting(&line, width)))
+        last = last.map(|line| head_fitting(&line, width));
+        // Rows for the block: the terminal less two, the last line (or prompt) apart.
+        let budget = height.saturating_sub(3);
+        let rows_of = |lines: &[String]| -> usize {
+            lines
+                .iter()
+                .map(|l| usize::from(screen_rows(l, width)))
+                .sum()
+        };
+        let mut rows: Vec<String> = started.into_iter().collect();
+        rows.extend(front);
+        rows.extend(queue);
+        if rows_of(&rows) > budget && self.questions.len() > 1 {
+            // The queue gives way to a count.
+            rows.retain(|row| !row.contains("then (Tab)") && !row.contains("… and "));
+            rows.push(style.dim(&format!("  … and {} more (Tab)", n - 1)));
+        }
+        if rows_of(&rows) > budget && self.activity.is_some() && !self.questions.is_empty() {
+            // So does the started line (it is printed when it ends).
+            rows.remove(0);
+        }
+        (rows, last)
     }
 
     fn render_buffer(&self) -> &[u8] {
@@ -221,8 +328,11 @@ impl Screen {
     /// A question arrived: pinned at the end of the queue (or its refusal printed).
     pub(super) fn ask(&mut self, pending: PendingApproval) {
         match Question::open(pending, &self.style) {
-            Ok(question) => {
+            Ok(mut question) => {
+                question.serial = self.next_serial;
+                self.next_serial += 1;
                 self.questions.push_back(question);
+                self.front_changed(false);
                 self.redraw();
             }
             Err(lines) => self.stream(&lines),
@@ -232,6 +342,7 @@ impl Screen {
     /// The asker of question `index` stopped waiting: it leaves the block, with a record.
     pub(super) fn withdraw(&mut self, index: usize) {
         if let Some(question) = self.questions.remove(index) {
+            self.front_changed(false);
             let line = format!(
                 "{} {}",
                 question.headline(&self.style),
@@ -242,22 +353,166 @@ impl Screen {
         }
     }
 
-    /// `key` for the first question, if one waits (Tab brings the next one first): `None`
-    /// when none does (the key is the caller's), else whether the key answered it with Esc.
-    pub(super) fn answer_key(&mut self, key: &KeyEvent) -> Option<bool> {
+    /// `key` for the front question, if one takes keys (Tab brings the next one first;
+    /// Ctrl+T moves the keys to the prompt and back). A key before the front question
+    /// is armed ([`super::arming`]) is dropped, Esc during a run apart (it stops the run
+    /// and leaves the question pinned).
+    pub(super) fn answer_key(&mut self, key: &KeyEvent) -> KeyFor {
+        let now = Instant::now();
+        if self.questions.is_empty() {
+            self.arming.key(now);
+            return KeyFor::NotMine;
+        }
+        if is_focus_key(key) && self.activity.is_none() {
+            self.typing = !self.typing;
+            if !self.typing {
+                self.arming.rearm(now);
+            }
+            self.redraw();
+            return KeyFor::Taken;
+        }
+        if self.typing {
+            return KeyFor::NotMine;
+        }
+        if !self.arming.key(now) {
+            if key.code == KeyCode::Esc && self.activity.is_some() {
+                return KeyFor::NotMine;
+            }
+            self.redraw();
+            return KeyFor::Taken;
+        }
         if key.code == KeyCode::Tab && self.questions.len() > 1 {
             // The next question comes first; the first waits at the end.
             self.questions.rotate_left(1);
+            self.front_changed(true);
             self.redraw();
-            return Some(false);
+            return KeyFor::Taken;
         }
-        let question = self.questions.pop_front()?;
+        let Some(question) = self.questions.pop_front() else {
+            return KeyFor::NotMine;
+        };
         let (kept, lines) = question.key(key, &self.style);
         let answered_esc = kept.is_none() && key.code == KeyCode::Esc;
         if let Some(question) = kept {
             self.questions.push_front(question);
         }
+        self.front_changed(true);
         self.stream(&lines);
-        Some(answered_esc)
+        if answered_esc {
+            KeyFor::AnsweredEsc
+        } else {
+            KeyFor::Taken
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repl::tests::pending;
+    use crossterm::event::KeyModifiers;
+
+    fn key(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn a_letter_typed_as_a_question_opens_does_not_answer_it() {
+        let mut screen = Screen::new(Style::plain());
+        // "please try again" half typed at the prompt when alice's question opens.
+        for c in "please ".chars() {
+            assert_eq!(screen.answer_key(&key(c)), KeyFor::NotMine);
+        }
+        let (asked, mut answer) = pending("teammate alice: WriteFile(a.txt)", "x", "", false);
+        screen.ask(asked);
+        for c in "try".chars() {
+            assert_eq!(screen.answer_key(&key(c)), KeyFor::Taken);
+        }
+        assert!(
+            answer.try_recv().is_err(),
+            "a typed letter answered the question"
+        );
+        assert_eq!(screen.questions.len(), 1);
+        let (rows, _) = screen.bottom(80);
+        assert!(
+            rows.iter()
+                .any(|r| r.contains("3 keys typed before the question was ready")),
+            "{rows:?}"
+        );
+        assert!(!rows.iter().any(|r| r.contains("[y] yes")), "{rows:?}");
+    }
+
+    #[test]
+    fn a_withdrawn_front_question_marks_the_next_one_changed() {
+        let mut screen = Screen::new(Style::plain());
+        let (alice, _a) = pending("teammate alice: WriteFile(a.txt)", "x", "", false);
+        let (bob, mut b) = pending("teammate bob: WriteFile(b.txt)", "y", "", false);
+        screen.ask(alice);
+        screen.ask(bob);
+        screen.withdraw(0);
+        // The `y` meant for alice's does not answer bob's, which moved up.
+        assert_eq!(screen.answer_key(&key('y')), KeyFor::Taken);
+        assert!(b.try_recv().is_err());
+        let (rows, _) = screen.bottom(80);
+        assert!(
+            rows.iter().any(|r| r.contains("the question changed")),
+            "{rows:?}"
+        );
+    }
+
+    #[test]
+    fn ctrl_t_gives_the_prompt_the_keys_while_questions_stay_pinned() {
+        let mut screen = Screen::new(Style::plain());
+        let (alice, mut a) = pending("teammate alice: WriteFile(a.txt)", "x", "", false);
+        screen.ask(alice);
+        let ctrl_t = KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL);
+        assert_eq!(screen.answer_key(&ctrl_t), KeyFor::Taken);
+        assert_eq!(
+            screen.answer_key(&key('y')),
+            KeyFor::NotMine,
+            "the prompt's"
+        );
+        let (rows, last) = screen.bottom(80);
+        assert!(last.is_none(), "the prompt is the last line");
+        assert!(
+            rows.iter().any(|r| r.contains("Ctrl+T answers")),
+            "{rows:?}"
+        );
+        assert!(
+            rows.iter().any(|r| r.contains("? teammate alice")),
+            "{rows:?}"
+        );
+        assert_eq!(screen.answer_key(&ctrl_t), KeyFor::Taken);
+        assert!(
+            screen.arms_at().is_some(),
+            "back at the question: it arms again"
+        );
+        assert!(a.try_recv().is_err());
+    }
+
+    #[test]
+    fn the_block_stays_shorter_than_an_80_by_24_terminal() {
+        let mut screen = Screen::new(Style::plain());
+        screen.start_run();
+        let command: String = (0..40).map(|i| format!("echo step{i}\n")).collect();
+        let reason = "r".repeat(400);
+        let mut kept = Vec::new();
+        for name in ["alice", "bob", "carol", "dave", "erin", "frank"] {
+            let summary = format!("teammate {name}: Bash({})", "x".repeat(120));
+            let (asked, answer) = pending(&summary, &command, &reason, true);
+            kept.push(answer);
+            screen.ask(asked);
+        }
+        let (rows, last) = screen.bottom(80);
+        let used: usize = rows
+            .iter()
+            .map(|r| usize::from(screen_rows(r, 80)))
+            .sum::<usize>()
+            + last.map_or(1, |l| usize::from(screen_rows(&l, 80)));
+        assert!(used <= 22, "{used} rows: {rows:#?}");
+        assert!(
+            rows.iter().any(|r| r.contains("press v to see them")),
+            "{rows:?}"
+        );
     }
 }

@@ -11,6 +11,7 @@ use roo_team::TeamSlot;
 use roo_team::lead::status::{members_table, tasks_table};
 
 use crate::render::{RawWriter, Style};
+use crate::setup::PendingApproval;
 
 const HELP: &str = "Commands:
   /help            this help
@@ -170,15 +171,18 @@ impl roo_cli::top::KeySource for ForwardedKeys {
 /// prompt), or, when stdout is not a terminal, one frame of it. The view runs on a
 /// blocking thread (the session's runtime keeps serving in-process teammates) and gets
 /// the keys the session's reader thread reads, so nothing else reads the terminal.
+/// A permission question that arrives meanwhile closes the view (as `q` would) and is
+/// returned, to be pinned at the prompt: the full-screen view never hides a question.
 pub(super) async fn team_view(
     slot: &TeamSlot,
     keys: &mut tokio::sync::mpsc::UnboundedReceiver<crossterm::event::Event>,
+    approvals: &mut tokio::sync::mpsc::Receiver<PendingApproval>,
     out: &mut RawWriter<Stdout>,
     style: &Style,
-) {
+) -> Option<PendingApproval> {
     let Some(binding) = slot.get() else {
         let _ = write!(out, "{}", team_command("team", slot));
-        return;
+        return None;
     };
     let team = binding.team.clone();
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -186,7 +190,7 @@ pub(super) async fn team_view(
         let shown = roo_cli::top::once(&team, w, h, roo_term::Style::for_stdout())
             .unwrap_or_else(|e| format!("error: {e}\n"));
         let _ = write!(out, "{shown}");
-        return;
+        return None;
     }
     let (tx, rx) = std::sync::mpsc::channel();
     let mut view = tokio::task::spawn_blocking(move || {
@@ -197,18 +201,28 @@ pub(super) async fn team_view(
         )
         .map_err(|e| e.to_string())
     });
+    let mut asked = None;
     let ended = loop {
         tokio::select! {
             ended = &mut view => break ended,
             Some(event) = keys.recv() => {
                 let _ = tx.send(event);
             }
+            Some(pending) = approvals.recv(), if asked.is_none() => {
+                asked = Some(pending);
+                let quit = crossterm::event::KeyEvent::new(
+                    crossterm::event::KeyCode::Char('q'),
+                    crossterm::event::KeyModifiers::NONE,
+                );
+                let _ = tx.send(crossterm::event::Event::Key(quit));
+            }
         }
     };
     let failed = match ended {
-        Ok(Ok(())) => return,
+        Ok(Ok(())) => return asked,
         Ok(Err(why)) => why,
         Err(e) => format!("the team view stopped: {e}"),
     };
     let _ = writeln!(out, "{}", style.red(&format!("error: {failed}")));
+    asked
 }

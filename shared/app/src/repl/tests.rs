@@ -56,22 +56,39 @@ fn state_changes_seen_in_one_poll_print_the_status_line_once() {
         Some("team crew · alice idle · bob idle")
     );
 }
-fn question(summary: &str, command: &str, offer_always: bool) -> super::question::Question {
+pub(super) fn pending(
+    summary: &str,
+    command: &str,
+    reason: &str,
+    offer_always: bool,
+) -> (
+    crate::setup::PendingApproval,
+    tokio::sync::oneshot::Receiver<roo_agent::permissions::Approval>,
+) {
     use roo_agent::permissions::PermissionRequest;
     let (reply, answer) = tokio::sync::oneshot::channel();
-    // The answer's receiver is kept open for the test's length: the question waits.
-    std::mem::forget(answer);
     let pending = crate::setup::PendingApproval {
         request: PermissionRequest {
             tool: "Bash".to_string(),
             summary: summary.to_string(),
             input: serde_json::json!({ "command": command }),
-            reason: "why\u{1b}[2J".to_string(),
+            reason: reason.to_string(),
             suggested_rule: "Bash(:\u{1b}[H *)".to_string(),
             offer_always,
         },
         reply,
     };
+    (pending, answer)
+}
+
+pub(super) fn question(
+    summary: &str,
+    command: &str,
+    offer_always: bool,
+) -> super::question::Question {
+    let (pending, answer) = pending(summary, command, "why\u{1b}[2J", offer_always);
+    // The answer's receiver is kept open for the test's length: the question waits.
+    std::mem::forget(answer);
     match super::question::Question::open(pending, &Style::plain()) {
         Ok(question) => question,
         Err(lines) => panic!("not asked: {lines:?}"),
@@ -85,7 +102,7 @@ fn no_text_of_a_question_reaches_the_terminal_raw() {
         ":\u{1b}[1;2r; touch own.txt",
         true,
     );
-    let lines = question.pinned(&Style::plain(), true);
+    let lines = question.pinned(&Style::plain(), true, true);
     for line in &lines {
         assert!(!line.contains('\u{1b}'), "{line:?}");
     }
@@ -99,26 +116,59 @@ fn always_is_offered_only_where_the_policy_says_and_a_names_the_asker() {
     let a = KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE);
     let teammate = question("teammate alice: Bash(make)", "make", false);
     assert_eq!(teammate.whose(), "alice's");
-    let keys = teammate.pinned(&style, false).pop().unwrap();
+    let keys = teammate.pinned(&style, false, true).pop().unwrap();
     assert!(keys.contains("[y] yes") && !keys.contains("[a]"), "{keys}");
     // `a` where "always" is not offered answers nothing.
     let (kept, lines) = teammate.key(&a, &style);
     let kept = kept.expect("still open");
     assert!(lines.is_empty(), "{lines:?}");
     assert!(
-        kept.pinned(&style, false)
+        kept.pinned(&style, false, true)
             .iter()
             .any(|l| l.contains("not offered")),
         "the hint says why"
     );
     let own = question("Bash(make)", "make", true);
     assert_eq!(own.whose(), "the lead's");
-    let keys = own.pinned(&style, false).pop().unwrap();
+    let keys = own.pinned(&style, false, true).pop().unwrap();
     assert!(keys.contains("[a] always (saves:"), "{keys}");
     let (kept, lines) = own.key(&a, &style);
     assert!(kept.is_none());
     assert!(
         lines[0].contains("Bash(make) → always allowed"),
         "{lines:?}"
+    );
+}
+
+#[test]
+fn an_unarmed_question_shows_no_answer_keys() {
+    let style = Style::plain();
+    let q = question("teammate alice: Bash(make)", "make", false);
+    let keys = q.pinned(&style, true, false).pop().unwrap();
+    assert!(
+        !keys.contains("[y] yes") && keys.contains("open in a moment"),
+        "{keys}"
+    );
+}
+
+#[test]
+fn a_long_reason_takes_one_row_and_v_prints_it_whole() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let style = Style::plain();
+    let reason = format!("plan: {}", "word ".repeat(80));
+    let (pending, _answer) = pending("Bash(make)", "make", &reason, false);
+    let q = super::question::Question::open(pending, &style).unwrap();
+    let lines = q.pinned(&style, false, true);
+    let width = usize::from(crossterm::terminal::size().map_or(80, |(w, _)| w));
+    for line in &lines[..lines.len() - 1] {
+        assert_eq!(super::dock::screen_rows(line, width), 1, "{line:?}");
+    }
+    assert!(lines.last().unwrap().contains("[v] view all"), "{lines:?}");
+    let v = KeyEvent::new(KeyCode::Char('v'), KeyModifiers::NONE);
+    let (kept, printed) = q.key(&v, &style);
+    assert!(kept.is_some());
+    assert!(
+        printed.iter().any(|l| l.contains(reason.trim_end())),
+        "{printed:?}"
     );
 }

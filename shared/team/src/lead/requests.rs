@@ -6,7 +6,7 @@
 //! question that waits, not only the first asker's). A question is withdrawn once its
 //! asker no longer waits for it, and an answer goes out signed with the lead's key.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -384,6 +384,10 @@ pub fn spawn_request_answerer(
         // (where the open question sees them and is withdrawn) until those end.
         let mut asking: HashSet<Name> = HashSet::new();
         let mut answering = tokio::task::JoinSet::new();
+        // Whose questions each answering task answers: a task that panicked (its
+        // result a `JoinError`) still frees its asker, whose later questions are then
+        // taken up instead of waiting forever.
+        let mut askers: HashMap<tokio::task::Id, Name> = HashMap::new();
         loop {
             let binding = bindings.borrow_and_update().clone();
             let Some(binding) = binding else {
@@ -401,10 +405,10 @@ pub fn spawn_request_answerer(
                         for (asker, requests) in by_asker(taken) {
                             asking.insert(asker.clone());
                             let (binding, decider) = (binding.clone(), decider.clone());
-                            answering.spawn(async move {
+                            let task = answering.spawn(async move {
                                 answer_taken(&binding, decider.as_ref(), requests).await;
-                                asker
                             });
+                            askers.insert(task.id(), asker);
                         }
                         continue;
                     }
@@ -414,8 +418,15 @@ pub fn spawn_request_answerer(
                         _ = cancel.cancelled() => return,
                     }
                 }
-                Some(done) = answering.join_next(), if !answering.is_empty() => {
-                    if let Ok(asker) = done {
+                Some(done) = answering.join_next_with_id(), if !answering.is_empty() => {
+                    let id = match done {
+                        Ok((id, ())) => id,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "answering a teammate's questions failed");
+                            e.id()
+                        }
+                    };
+                    if let Some(asker) = askers.remove(&id) {
                         asking.remove(&asker);
                     }
                 }

@@ -623,3 +623,62 @@ async fn a_newer_question_from_the_same_teammate_withdraws_the_older() {
         matches!(&queued[0].body, MessageBody::PermissionRequest { request_id, .. } if request_id == "req-2")
     );
 }
+
+/// A decider whose first question panics, and which allows the rest.
+struct PanicsOnce(std::sync::atomic::AtomicUsize);
+
+impl RequestDecider for PanicsOnce {
+    fn permission<'a>(
+        &'a self,
+        _from: &'a Name,
+        _tool: &'a str,
+        _input: &'a serde_json::Value,
+        _summary: &'a str,
+    ) -> BoxFuture<'a, Decision> {
+        let calls = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move {
+            assert!(calls > 0, "the first question's answering panics");
+            Decision {
+                allow: true,
+                reason: String::new(),
+            }
+        })
+    }
+
+    fn plan<'a>(&'a self, _from: &'a Name, _plan: &'a str) -> BoxFuture<'a, Decision> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Issue 31 review, item 6: a panic while answering one teammate's question left it
+/// among the askers for ever, so its later questions were never taken up.
+#[tokio::test]
+async fn a_panic_answering_a_teammates_question_does_not_stop_its_later_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = create(dir.path(), "w");
+    let (binding, _rx) = keyed_lead_binding(&team);
+    let slot = TeamSlot::new();
+    let bound = slot.bind(binding).unwrap();
+    let decider = Arc::new(PanicsOnce(std::sync::atomic::AtomicUsize::new(0)));
+    let cancel = CancellationToken::new();
+    let answerer = spawn_request_answerer(slot.clone(), decider.clone(), cancel.clone());
+    ask_permission(&team, "req-1");
+    let calls = || decider.0.load(std::sync::atomic::Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while calls() < 1 {
+        assert!(tokio::time::Instant::now() < deadline, "req-1 never asked");
+        bound.router.poll().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ask_permission(&team, "req-2");
+    while calls() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "alice's next question was never taken up after the panic"
+        );
+        bound.router.poll().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cancel.cancel();
+    answerer.await.unwrap();
+}
