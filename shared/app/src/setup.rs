@@ -254,7 +254,6 @@ pub async fn build_in(
         runtime: team_tasks.clone(),
         worktrees: Some(Git::new()),
         hosts: Some(remote_repos.clone()),
-        on_created: Some(spawner.on_team_created()),
         ..LeadTools::new(home.clone(), lead_name.clone())
     };
     let team_tool_names = add_team_tools(&mut settings, &slot, &spawner, lead);

@@ -176,8 +176,6 @@ struct Inner {
     /// The hosts of the user's `hosts:` that have an executor: where a teammate's clone
     /// there is made.
     hosts: OnceLock<BTreeMap<Name, HostConfig>>,
-    /// The ready clones this lead prepared ([`crate::worktree::ReadyClones`]).
-    ready: Arc<crate::worktree::ReadyClones>,
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -217,7 +215,6 @@ impl Spawner {
                 running: Mutex::new(HashMap::new()),
                 runtime: tokio::runtime::Handle::current(),
                 hosts: OnceLock::new(),
-                ready: Arc::default(),
             }),
         };
         spawner.inner.in_process.set_on_sent(spawner.on_sent());
@@ -296,8 +293,6 @@ impl Spawner {
         let all: Vec<Entry> = lock(&self.inner.running).drain().map(|(_, e)| e).collect();
         drop(all);
         self.inner.executors.shutdown_all(keep_panes).await;
-        let ready = self.inner.ready.clone();
-        let _ = tokio::task::spawn_blocking(move || ready.remove_all()).await;
     }
 
     /// Sends in-process teammates' agent events, tagged with their names, to `output`
@@ -391,7 +386,6 @@ impl Spawner {
             let (cwd, git) = (request.cwd.clone(), git.clone());
             blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
         };
-        let discovered = self.with_ready(discovered);
         let team = binding.team.name().clone();
         // A worker needs its directory to exist when it starts.
         let planned = match &discovered {
@@ -417,14 +411,10 @@ impl Spawner {
                     .await?
             }
             None => {
-                self.start_in_workspace(&binding, &request, recipe, discovered.clone())
+                self.start_in_workspace(&binding, &request, recipe, discovered)
                     .await?
             }
         };
-        // A clone made: the next one is prepared meanwhile.
-        if let (Discovered::Repo(repo), Workspace::Worktree(_)) = (&discovered, &workspace) {
-            self.prepare_ready(repo.clone(), team.clone());
-        }
         let mut notices = workspace.notices();
         notices.append(&mut handle.notices);
         let (work_dir, branch) = match &workspace {

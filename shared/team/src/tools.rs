@@ -122,13 +122,7 @@ pub struct LeadTools {
     /// The configured hosts (`hosts:`): TeamMerge and TeamDelete's cleanup fetch the
     /// branches of teammates there over the lead's ssh.
     pub hosts: Option<crate::worktree::RemoteRepos>,
-    /// Called once TeamCreate has bound the team, with the call's working directory and
-    /// launcher (the spawner prepares a ready clone there: [`crate::Spawner::on_team_created`]).
-    pub on_created: Option<OnCreated>,
 }
-
-/// What TeamCreate calls once the team is bound: its working directory and launcher.
-pub type OnCreated = Arc<dyn Fn(&std::path::Path, &roo_agent::exec::Launcher) + Send + Sync>;
 
 impl LeadTools {
     /// Defaults: no UI events, a fresh lifetime token, a 15 s shutdown wait, worktree
@@ -142,7 +136,6 @@ impl LeadTools {
             shutdown_wait: Duration::from_secs(15),
             worktrees: Some(Git::new()),
             hosts: None,
-            on_created: None,
         }
     }
 

@@ -45,7 +45,6 @@ mod cleanup;
 mod git;
 mod guard;
 mod merge;
-mod ready;
 pub mod remote;
 pub mod roots;
 pub mod subagents;
@@ -59,7 +58,6 @@ pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChan
 pub use git::Git;
 pub use guard::{FETCH_TIMEOUT, LOCAL_FETCH_TIMEOUT, SYNC_FETCH_TIMEOUT, check_clone_for_fetch};
 pub use merge::{MAX_MERGE_BYTES, MAX_MERGE_FILES, MergeOutcome};
-pub use ready::{READY_BRANCH, ReadyClones, ready_dir_name};
 pub use remote::{RemoteRepo, RemoteRepos, RemoteWorktree, remote_members};
 pub use roots::{TeammateRoots, teammate_policy};
 pub use sync::{BranchSync, REMOTE_RETRY_AFTER, SyncState};
@@ -303,8 +301,6 @@ pub struct LeadRepo {
     /// The lead agent's project root when it is a directory inside the repository
     /// ([`LeadRepo::with_project_root`]): its instructions are protected on a merge too.
     project_root: Option<PathBuf>,
-    /// The lead's ready clones ([`LeadRepo::with_ready`]).
-    ready: Option<std::sync::Arc<ReadyClones>>,
 }
 
 /// What [`LeadRepo::discover`] found.
@@ -449,7 +445,6 @@ impl LeadRepo {
             git_dir,
             remotes: Default::default(),
             project_root: None,
-            ready: None,
         }))
     }
 
@@ -518,9 +513,6 @@ impl LeadRepo {
         if std::fs::symlink_metadata(&path).is_ok() {
             return self.reuse_clone(path, branch, notices);
         }
-        if let Some(worktree) = self.take_ready(team, &path, &branch)? {
-            return Ok(worktree);
-        }
         // What the lead's repository says, read concurrently (each a sandboxed launch):
         // its HEAD, the member's branch if it exists, and the commit identity.
         let (head, existing, identity) = std::thread::scope(|scope| {
@@ -566,9 +558,23 @@ impl LeadRepo {
                 .ok(&self.root, &["branch", "--no-track", &branch, &base])?;
         }
 
-        notices.extend(new_clone_notices(
-            &dirty?, on_branch?, &path, &head, &branch,
-        ));
+        let dirty = dirty?;
+        if !dirty.is_empty() {
+            notices.push(format!(
+                "the lead's working tree has uncommitted changes ({}); the clone {} starts \
+                 from HEAD {} without them: commit them first if teammates need them",
+                summarize_files(&dirty),
+                path.display(),
+                short(&head)
+            ));
+        }
+        if !on_branch? {
+            notices.push(format!(
+                "the lead is on a detached HEAD ({}); {branch} starts there, and merging it \
+                 back adds a merge commit on the detached HEAD",
+                short(&head)
+            ));
+        }
         Ok(Worktree {
             path,
             branch,
@@ -1017,35 +1023,6 @@ fn same_path(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     }
-}
-
-/// What the lead is told of a new clone at `path` on `branch` from the lead's `head`: its
-/// uncommitted changes (`dirty`, which the clone starts without) and a detached HEAD.
-fn new_clone_notices(
-    dirty: &[String],
-    on_branch: bool,
-    path: &Path,
-    head: &str,
-    branch: &str,
-) -> Vec<String> {
-    let mut notices = Vec::new();
-    if !dirty.is_empty() {
-        notices.push(format!(
-            "the lead's working tree has uncommitted changes ({}); the clone {} starts \
-             from HEAD {} without them: commit them first if teammates need them",
-            summarize_files(dirty),
-            path.display(),
-            short(head)
-        ));
-    }
-    if !on_branch {
-        notices.push(format!(
-            "the lead is on a detached HEAD ({}); {branch} starts there, and merging it \
-             back adds a merge commit on the detached HEAD",
-            short(head)
-        ));
-    }
-    notices
 }
 
 /// The first 12 characters of a commit id.

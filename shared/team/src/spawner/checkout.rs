@@ -1,9 +1,8 @@
 //! Where a teammate on this machine works: a new git worktree of the lead's repository,
 //! checked out while the teammate starts (its tool calls wait for the checkout) or made
 //! first, or the lead's directory outside a repository. A refused or failed start removes
-//! the clone it made. The next teammate's clone is prepared in the background after
-//! TeamCreate and after each spawn that made one ([`crate::worktree::ReadyClones`]). Apart
-//! from the spawner's face because it is the only part that touches the lead's repository.
+//! the clone it made. Apart from the spawner's face because it is the only part that
+//! touches the lead's repository.
 
 use std::path::PathBuf;
 
@@ -42,58 +41,6 @@ async fn discard(name: &Name, repo: LeadRepo, worktree: worktree::Worktree) {
 }
 
 impl Spawner {
-    /// `discovered` with this lead's ready clones, when it is a repository.
-    pub(super) fn with_ready(&self, discovered: Discovered) -> Discovered {
-        match discovered {
-            Discovered::Repo(repo) => Discovered::Repo(repo.with_ready(self.inner.ready.clone())),
-            shared => shared,
-        }
-    }
-
-    /// Prepares `team`'s ready clone in `repo` on a blocking thread, never waited for; a
-    /// failure is only logged (a spawn then makes its clone as before).
-    pub(super) fn prepare_ready(&self, repo: LeadRepo, team: Name) {
-        let repo = repo.with_ready(self.inner.ready.clone());
-        self.inner.runtime.spawn_blocking(move || {
-            if let Err(e) = repo.prepare_ready(&team) {
-                tracing::debug!("no ready clone for team {team}: {e}");
-            }
-        });
-    }
-
-    /// The hook for the lead's TeamCreate ([`crate::tools::LeadTools::on_created`]): finds
-    /// the repository of the call's directory with the call's launcher, as a spawn does,
-    /// and prepares the team's ready clone there, in the background.
-    pub fn on_team_created(&self) -> crate::tools::OnCreated {
-        let weak = std::sync::Arc::downgrade(&self.inner);
-        std::sync::Arc::new(
-            move |cwd: &std::path::Path, launcher: &roo_agent::exec::Launcher| {
-                let Some(inner) = weak.upgrade() else {
-                    return;
-                };
-                let spawner = Spawner { inner };
-                let (Some(base), Some(binding)) =
-                    (spawner.inner.base.get(), spawner.inner.slot.get())
-                else {
-                    return;
-                };
-                let git = base.git.clone().in_launcher_of(launcher);
-                let (cwd, team) = (cwd.to_path_buf(), binding.team.name().clone());
-                let ready = spawner.inner.ready.clone();
-                spawner.inner.runtime.spawn_blocking(move || {
-                    let prepared = match LeadRepo::discover(&cwd, &git) {
-                        Ok(Discovered::Repo(repo)) => repo.with_ready(ready).prepare_ready(&team),
-                        Ok(Discovered::Shared { .. }) => Ok(false),
-                        Err(e) => Err(e),
-                    };
-                    if let Err(e) = prepared {
-                        tracing::debug!("no ready clone for team {team}: {e}");
-                    }
-                });
-            },
-        )
-    }
-
     /// Starts `recipe`'s teammate in a new worktree at `path` (branch `branch`) of
     /// `repo` while git checks it out: it sends its first model request meanwhile, and
     /// its tool calls wait for the checkout. A failed checkout fails the spawn before

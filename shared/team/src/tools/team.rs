@@ -220,10 +220,6 @@ impl TeamCreate {
                 team.name()
             )));
         }
-        // The spawner may prepare a teammate's clone meanwhile (never blocking this call).
-        if let Some(on_created) = &self.lead.on_created {
-            on_created(&ctx.cwd, &ctx.launcher);
-        }
         let token = self.lead.runtime.child_token();
         {
             let mut slot = self.router_task.lock().unwrap_or_else(|e| e.into_inner());

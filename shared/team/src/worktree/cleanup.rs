@@ -228,10 +228,6 @@ impl LeadRepo {
         } else {
             None
         };
-        // The team's ready clone (no member's): removed with the team.
-        if only.is_none() && dir.is_dir() {
-            super::ready::remove_entry(&self.ready_path(team))?;
-        }
         let mut handled = std::collections::BTreeSet::new();
         // Worktrees of earlier versions (`git worktree add`).
         let listed = self.list()?;

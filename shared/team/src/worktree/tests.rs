@@ -100,4 +100,3 @@ fn name(s: &str) -> Name {
 mod lifecycle;
 mod merge;
 mod merge_writes;
-mod ready;
