@@ -33,7 +33,9 @@
 //!    tmux pane, and one agent's start-up wall and CPU time, side by side ([`startup`]).
 //!
 //! `ROO_BENCH_QUICK=1` runs fewer iterations;
-//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git|merge|startup` runs one section.
+//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git|merge|startup` runs one section;
+//! `ROO_BENCH_TURN_MS=N` makes the lead's model turn between TeamCreate and the Agent call of
+//! the spawn runs last N ms.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "team/panes.rs"]
@@ -861,10 +863,19 @@ async fn agent_spawn_in(
             "    - when: {{system_contains: \"{TEAMMATE_PROMPT}\"}}\n      text: ok\n"
         ));
     }
+    // `ROO_BENCH_TURN_MS`: how long the lead's model turn between TeamCreate and the Agent
+    // call takes (a real model's takes seconds).
+    let turn_ms: u64 = std::env::var("ROO_BENCH_TURN_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    yaml.push_str(&format!(
+        "    - tool_calls: [{{name: TeamCreate, input: {{team_name: bench}}}}]\n      \
+         delay_ms: 0\n    - tool_calls: [{{name: TaskList, input: {{}}}}]\n      delay_ms: \
+         {turn_ms}\n"
+    ));
     yaml.push_str(
-        r#"    - tool_calls: [{name: TeamCreate, input: {team_name: bench}}]
-    - tool_calls: [{name: TaskList, input: {}}]
-    - tool_calls: [{name: Agent, input: {name: alice, prompt: "bench-spawn: answer ok"}}]
+        r#"    - tool_calls: [{name: Agent, input: {name: alice, prompt: "bench-spawn: answer ok"}}]
     - text: Spawned.
 "#,
     );
