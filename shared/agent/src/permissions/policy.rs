@@ -16,7 +16,7 @@ use super::approvable::{self, Scope};
 use super::confinement::{self, ResolveError};
 use super::dangerous;
 use super::mode::{self, CallFacts, PermissionMode};
-use super::rules::{PathTarget, Rule, RuleKind, RuleSet, RuleTarget};
+use super::rules::{self, PathTarget, Rule, RuleKind, RuleSet, RuleTarget};
 use super::shell::ParsedCommand;
 use super::{PermissionDecision, PermissionRequest};
 use crate::config::{ConfigError, ConfigFiles, Source, append_local_allow, local_config_path};
@@ -374,6 +374,15 @@ impl PermissionPolicy {
                     None => "in the config files".to_string(),
                 };
                 match hit.kind {
+                    // A rule never lifts the question for .git/ and .roocode/: an allow
+                    // rule there would let a write plant a hook or grant permissions.
+                    RuleKind::Allow if mode::asks_despite_rules(self.mode, facts) => {
+                        PermissionDecision::Ask(format!(
+                            "{}; an allow rule (here `{}` {origin}) does not lift that",
+                            mode::PROTECTED_REASON,
+                            hit.rule
+                        ))
+                    }
                     RuleKind::Allow => PermissionDecision::Allow,
                     RuleKind::Deny => PermissionDecision::Deny {
                         reason: format!(
@@ -449,6 +458,51 @@ impl PermissionPolicy {
             return false;
         }
         matches!(with_rule.judge(tool, input, cwd), PermissionDecision::Allow)
+            && !self.reaches_protected(tool, input, rule)
+    }
+
+    /// Whether `rule`, saved as an allow rule, would also approve `tool` writing
+    /// somewhere under a protected directory (`.git/`, `.roocode/`, at the root or
+    /// nested): probes named after this call's file and the files that matter
+    /// there (`config`, hooks, RooCode's config files). Such a rule promises far
+    /// more than this call, so "always" is not offered for it.
+    fn reaches_protected(&self, tool: &dyn Tool, input: &Value, rule: &str) -> bool {
+        if tool.kind() != ToolKind::Write {
+            return false;
+        }
+        let mut only = RuleSet::new();
+        if only.add(Source::Local, RuleKind::Allow, rule).is_err() {
+            return true;
+        }
+        let mut names = vec![
+            PathBuf::from("config"),
+            PathBuf::from("hooks/pre-commit"),
+            PathBuf::from("config.yaml"),
+            PathBuf::from("config.local.yaml"),
+        ];
+        if let PermissionTarget::Path(path) = tool.permission_target(input) {
+            let relative = path
+                .strip_prefix(&self.project_root)
+                .unwrap_or(&path)
+                .to_path_buf();
+            names.extend(relative.file_name().map(PathBuf::from));
+            if relative.is_relative() {
+                names.push(relative);
+            }
+        }
+        mode::PROTECTED_DIRS.iter().any(|dir| {
+            [PathBuf::from(dir), Path::new("nested").join(dir)]
+                .iter()
+                .flat_map(|base| names.iter().map(move |name| base.join(name)))
+                .any(|probe| {
+                    let absolute = self.project_root.join(&probe);
+                    let target = RuleTarget::Path(PathTarget {
+                        absolute: &absolute,
+                        relative: Some(&probe),
+                    });
+                    only.decide(tool.name(), &target).is_some()
+                })
+        })
     }
 
     /// The rule "always allow" would save for this call: `Bash(cargo test *)` for
@@ -480,6 +534,7 @@ impl PermissionPolicy {
                 if shown.as_os_str().is_empty() {
                     return name.to_string();
                 }
+                let dir_rule = |dir: &Path| format!("{name}({}/**)", rules::escape_glob(dir));
                 if is_dir || tool.kind() == ToolKind::Read {
                     let dir = if is_dir {
                         shown.as_path()
@@ -489,13 +544,11 @@ impl PermissionPolicy {
                     if dir.as_os_str().is_empty() {
                         return name.to_string();
                     }
-                    return format!("{name}({}/**)", dir.display());
+                    return dir_rule(dir);
                 }
                 match shown.parent() {
-                    Some(dir) if !dir.as_os_str().is_empty() => {
-                        format!("{name}({}/**)", dir.display())
-                    }
-                    _ => format!("{name}({})", shown.display()),
+                    Some(dir) if !dir.as_os_str().is_empty() => dir_rule(dir),
+                    _ => format!("{name}({})", rules::literal_path_pattern(&shown)),
                 }
             }
         }
