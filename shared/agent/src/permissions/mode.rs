@@ -12,7 +12,9 @@
 //! for agents nobody watches (sub-agents, background runs): whatever would be
 //! asked is denied instead, so they never wait for an answer that cannot come;
 //! what they may do is granted by allow rules. The mode only decides what the
-//! earlier layers left open: it never lifts a deny.
+//! earlier layers left open: it never lifts a deny. Writes under `.git/` and
+//! `.roocode/` are asked outside `bypassPermissions` even where an allow rule
+//! matches ([`asks_despite_rules`]).
 
 use std::fmt;
 use std::str::FromStr;

@@ -3,8 +3,10 @@
 //! [`PermissionPolicy::check`] is what the loop calls before every tool call. It
 //! walks the layers in order and returns at the first one that decides, so a
 //! deny from the dangerous-command list or the sandbox can never be overturned by
-//! a rule or a mode, and an allow or deny rule is never overturned by the mode.
-//! Only `dontAsk` touches the outcome afterwards, turning an ask into a deny.
+//! a rule or a mode, and an allow or deny rule is never overturned by the mode —
+//! except that no allow rule lifts the question for a write under `.git/` or
+//! `.roocode/` (outside `bypassPermissions`). Only `dontAsk` touches the outcome
+//! afterwards, turning an ask into a deny.
 //! The policy is plain data (`Clone`): each agent owns its own copy, so one
 //! agent's approvals and mode changes do not leak to another.
 
@@ -435,7 +437,8 @@ impl PermissionPolicy {
     /// Whether "always allow" may be offered for this call with `rule` as what it
     /// saves: the rule must approve this same call again (a deny or ask rule, a
     /// dangerous command or a path outside the project may still ask whatever allow
-    /// rule exists: then saving it would only mislead), and a command must be one
+    /// rule exists: then saving it would only mislead), it must not also approve a
+    /// write under `.git/` or `.roocode/` (`reaches_protected`), and a command must be one
     /// simple command — a compound or multi-line command, or one that runs others
     /// (`$(…)`, `bash -c`), gets no "always".
     pub fn offers_always(&self, tool: &dyn Tool, input: &Value, cwd: &Path, rule: &str) -> bool {
@@ -507,8 +510,9 @@ impl PermissionPolicy {
 
     /// The rule "always allow" would save for this call: `Bash(cargo test *)` for
     /// `cargo test --all` (a known-safe prefix), the exact command line for any
-    /// other command, `EditFile(src/**)` for a file in `src/`, the bare tool name
-    /// for calls without a target.
+    /// other command, `EditFile(src/**)` for a file in `src/`, `WriteFile(:/notes.md)`
+    /// for a file at the root (anchored there, glob characters escaped), the bare
+    /// tool name for calls without a target.
     pub fn suggested_rule(&self, tool: &dyn Tool, input: &Value) -> String {
         let name = tool.name();
         match tool.permission_target(input) {

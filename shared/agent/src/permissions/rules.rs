@@ -5,7 +5,7 @@
 //! trailing ` *` or the legacy `:*` suffix also matches the bare prefix
 //! (`Bash(git *)` matches `git` and `git status`). For file tools the pattern is
 //! a path glob relative to the project root (`src/**`, `*.md` at any depth,
-//! `/abs/path/**` for absolute paths). Tool names may use `*`
+//! `:/config` anchored at the root, `/abs/path/**` for absolute paths). Tool names may use `*`
 //! (`mcp__github__*`).
 //!
 //! Rules come from three sources, and **the highest-priority source that has a
