@@ -62,7 +62,7 @@ agents:
         "tool line:\n{screen}"
     );
     assert!(
-        screen.contains("always (saves: EditFile(calc.py))"),
+        screen.contains("always (saves: EditFile(:/calc.py))"),
         "the rule \"always\" saves is shown:\n{screen}"
     );
     tmux.keys(&["a"]);

@@ -17,6 +17,7 @@ mod lead_local_server;
 mod lead_misbehaving_model;
 mod lead_permissions;
 mod lead_pinned;
+mod lead_protected;
 mod lead_skills;
 mod lead_subagents;
 mod lead_team;

@@ -12,7 +12,9 @@
 //! for agents nobody watches (sub-agents, background runs): whatever would be
 //! asked is denied instead, so they never wait for an answer that cannot come;
 //! what they may do is granted by allow rules. The mode only decides what the
-//! earlier layers left open: it never lifts a deny.
+//! earlier layers left open: it never lifts a deny. Writes under `.git/` and
+//! `.roocode/` are asked outside `bypassPermissions` even where an allow rule
+//! matches ([`asks_despite_rules`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -134,7 +136,22 @@ pub(crate) struct CallFacts {
 
 /// Directories whose files hold history and configuration: changing them needs
 /// approval even in acceptEdits mode.
-const PROTECTED_DIRS: [&str; 2] = [".git", ".roocode"];
+pub(crate) const PROTECTED_DIRS: [&str; 2] = [".git", ".roocode"];
+
+/// Why a write under a protected directory is asked.
+pub(crate) const PROTECTED_REASON: &str = "files under .git/ and .roocode/ hold history and \
+     configuration (a hook or a config change there runs or grants more later); changing them \
+     needs approval";
+
+/// Whether this call is asked even where an allow rule matches it: a write under
+/// `.git/` or `.roocode/` in every mode but `bypassPermissions` (which skips
+/// asking, for sandboxes and CI). Rules cannot lift it, so neither can "always".
+pub(crate) fn asks_despite_rules(mode: PermissionMode, facts: CallFacts) -> bool {
+    facts.kind == ToolKind::Write
+        && facts.protected
+        && mode != PermissionMode::BypassPermissions
+        && !(mode == PermissionMode::Plan && facts.is_plan_file)
+}
 
 /// Whether `relative` (a path inside the project) lies in a `.git/` or
 /// `.roocode/` directory, at any depth (a nested repository's hooks run too).

@@ -3,8 +3,10 @@
 //! [`PermissionPolicy::check`] is what the loop calls before every tool call. It
 //! walks the layers in order and returns at the first one that decides, so a
 //! deny from the dangerous-command list or the sandbox can never be overturned by
-//! a rule or a mode, and an allow or deny rule is never overturned by the mode.
-//! Only `dontAsk` touches the outcome afterwards, turning an ask into a deny.
+//! a rule or a mode, and an allow or deny rule is never overturned by the mode —
+//! except that no allow rule lifts the question for a write under `.git/` or
+//! `.roocode/` (outside `bypassPermissions`). Only `dontAsk` touches the outcome
+//! afterwards, turning an ask into a deny.
 //! The policy is plain data (`Clone`): each agent owns its own copy, so one
 //! agent's approvals and mode changes do not leak to another.
 
@@ -16,7 +18,7 @@ use super::approvable::{self, Scope};
 use super::confinement::{self, ResolveError};
 use super::dangerous;
 use super::mode::{self, CallFacts, PermissionMode};
-use super::rules::{PathTarget, Rule, RuleKind, RuleSet, RuleTarget};
+use super::rules::{self, PathTarget, Rule, RuleKind, RuleSet, RuleTarget};
 use super::shell::ParsedCommand;
 use super::{PermissionDecision, PermissionRequest};
 use crate::config::{ConfigError, ConfigFiles, Source, append_local_allow, local_config_path};
@@ -374,6 +376,15 @@ impl PermissionPolicy {
                     None => "in the config files".to_string(),
                 };
                 match hit.kind {
+                    // A rule never lifts the question for .git/ and .roocode/: an allow
+                    // rule there would let a write plant a hook or grant permissions.
+                    RuleKind::Allow if mode::asks_despite_rules(self.mode, facts) => {
+                        PermissionDecision::Ask(format!(
+                            "{}; an allow rule (here `{}` {origin}) does not lift that",
+                            mode::PROTECTED_REASON,
+                            hit.rule
+                        ))
+                    }
                     RuleKind::Allow => PermissionDecision::Allow,
                     RuleKind::Deny => PermissionDecision::Deny {
                         reason: format!(
@@ -426,7 +437,8 @@ impl PermissionPolicy {
     /// Whether "always allow" may be offered for this call with `rule` as what it
     /// saves: the rule must approve this same call again (a deny or ask rule, a
     /// dangerous command or a path outside the project may still ask whatever allow
-    /// rule exists: then saving it would only mislead), and a command must be one
+    /// rule exists: then saving it would only mislead), it must not also approve a
+    /// write under `.git/` or `.roocode/` (`reaches_protected`), and a command must be one
     /// simple command — a compound or multi-line command, or one that runs others
     /// (`$(…)`, `bash -c`), gets no "always".
     pub fn offers_always(&self, tool: &dyn Tool, input: &Value, cwd: &Path, rule: &str) -> bool {
@@ -449,12 +461,58 @@ impl PermissionPolicy {
             return false;
         }
         matches!(with_rule.judge(tool, input, cwd), PermissionDecision::Allow)
+            && !self.reaches_protected(tool, input, rule)
+    }
+
+    /// Whether `rule`, saved as an allow rule, would also approve `tool` writing
+    /// somewhere under a protected directory (`.git/`, `.roocode/`, at the root or
+    /// nested): probes named after this call's file and the files that matter
+    /// there (`config`, hooks, RooCode's config files). Such a rule promises far
+    /// more than this call, so "always" is not offered for it.
+    fn reaches_protected(&self, tool: &dyn Tool, input: &Value, rule: &str) -> bool {
+        if tool.kind() != ToolKind::Write {
+            return false;
+        }
+        let mut only = RuleSet::new();
+        if only.add(Source::Local, RuleKind::Allow, rule).is_err() {
+            return true;
+        }
+        let mut names = vec![
+            PathBuf::from("config"),
+            PathBuf::from("hooks/pre-commit"),
+            PathBuf::from("config.yaml"),
+            PathBuf::from("config.local.yaml"),
+        ];
+        if let PermissionTarget::Path(path) = tool.permission_target(input) {
+            let relative = path
+                .strip_prefix(&self.project_root)
+                .unwrap_or(&path)
+                .to_path_buf();
+            names.extend(relative.file_name().map(PathBuf::from));
+            if relative.is_relative() {
+                names.push(relative);
+            }
+        }
+        mode::PROTECTED_DIRS.iter().any(|dir| {
+            [PathBuf::from(dir), Path::new("nested").join(dir)]
+                .iter()
+                .flat_map(|base| names.iter().map(move |name| base.join(name)))
+                .any(|probe| {
+                    let absolute = self.project_root.join(&probe);
+                    let target = RuleTarget::Path(PathTarget {
+                        absolute: &absolute,
+                        relative: Some(&probe),
+                    });
+                    only.decide(tool.name(), &target).is_some()
+                })
+        })
     }
 
     /// The rule "always allow" would save for this call: `Bash(cargo test *)` for
     /// `cargo test --all` (a known-safe prefix), the exact command line for any
-    /// other command, `EditFile(src/**)` for a file in `src/`, the bare tool name
-    /// for calls without a target.
+    /// other command, `EditFile(src/**)` for a file in `src/`, `WriteFile(:/notes.md)`
+    /// for a file at the root (anchored there, glob characters escaped), the bare
+    /// tool name for calls without a target.
     pub fn suggested_rule(&self, tool: &dyn Tool, input: &Value) -> String {
         let name = tool.name();
         match tool.permission_target(input) {
@@ -480,6 +538,7 @@ impl PermissionPolicy {
                 if shown.as_os_str().is_empty() {
                     return name.to_string();
                 }
+                let dir_rule = |dir: &Path| format!("{name}({}/**)", rules::escape_glob(dir));
                 if is_dir || tool.kind() == ToolKind::Read {
                     let dir = if is_dir {
                         shown.as_path()
@@ -489,13 +548,11 @@ impl PermissionPolicy {
                     if dir.as_os_str().is_empty() {
                         return name.to_string();
                     }
-                    return format!("{name}({}/**)", dir.display());
+                    return dir_rule(dir);
                 }
                 match shown.parent() {
-                    Some(dir) if !dir.as_os_str().is_empty() => {
-                        format!("{name}({}/**)", dir.display())
-                    }
-                    _ => format!("{name}({})", shown.display()),
+                    Some(dir) if !dir.as_os_str().is_empty() => dir_rule(dir),
+                    _ => format!("{name}({})", rules::literal_path_pattern(&shown)),
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! trailing ` *` or the legacy `:*` suffix also matches the bare prefix
 //! (`Bash(git *)` matches `git` and `git status`). For file tools the pattern is
 //! a path glob relative to the project root (`src/**`, `*.md` at any depth,
-//! `/abs/path/**` for absolute paths). Tool names may use `*`
+//! `:/config` anchored at the root, `/abs/path/**` for absolute paths). Tool names may use `*`
 //! (`mcp__github__*`).
 //!
 //! Rules come from three sources, and **the highest-priority source that has a
@@ -354,17 +354,24 @@ fn wildcard_regex(pattern: &str, command: bool) -> Result<Regex, String> {
 }
 
 /// Compiles a path pattern: relative patterns without `/` match at any depth;
-/// `dir/**` also matches `dir` itself.
+/// `:/` anchors one at the project root (`:/config` is only the root's `config`,
+/// as in git's pathspecs); `dir/**` also matches `dir` itself.
 fn path_pattern(pattern: &str) -> Option<PathPattern> {
-    let mut pattern = pattern.trim_start_matches("./").to_string();
-    let absolute = if let Some(rest) = pattern.strip_prefix("~/") {
+    let (anchored, pattern) = match pattern.strip_prefix(ROOT_ANCHOR) {
+        Some(rest) => (true, rest),
+        None => (false, pattern.trim_start_matches("./")),
+    };
+    let mut pattern = pattern.to_string();
+    let absolute = if anchored {
+        false
+    } else if let Some(rest) = pattern.strip_prefix("~/") {
         let home = roo_store::user_home()?;
         pattern = format!("{}/{rest}", Path::new(&home).display());
         true
     } else {
         pattern.starts_with('/')
     };
-    let mut sources = vec![if !absolute && !pattern.contains('/') {
+    let mut sources = vec![if !anchored && !absolute && !pattern.contains('/') {
         format!("**/{pattern}")
     } else {
         pattern.clone()
@@ -385,6 +392,37 @@ fn path_pattern(pattern: &str) -> Option<PathPattern> {
         .collect::<Result<Vec<_>, _>>()
         .ok()?;
     Some(PathPattern { absolute, globs })
+}
+
+/// The prefix that anchors a path pattern at the project root: `EditFile(:/config)`
+/// matches the root's `config` only, where `EditFile(config)` matches one at any depth.
+pub const ROOT_ANCHOR: &str = ":/";
+
+/// `path` as a path pattern that matches exactly it: glob metacharacters
+/// escaped (see [`escape_glob`]), and anchored at the project root (`:/name`)
+/// when it has no `/`, so the pattern is never widened to any depth.
+pub fn literal_path_pattern(path: &Path) -> String {
+    let escaped = escape_glob(path);
+    if escaped.contains('/') {
+        escaped
+    } else {
+        format!("{ROOT_ANCHOR}{escaped}")
+    }
+}
+
+/// `path` with every glob metacharacter (`\ * ? [ ] { }`) escaped, and a leading
+/// `~` or `:` too (so it is not read as the home directory or the root anchor).
+pub fn escape_glob(path: &Path) -> String {
+    let mut escaped = String::new();
+    for (i, c) in path.to_string_lossy().chars().enumerate() {
+        if matches!(c, '\\' | '*' | '?' | '[' | ']' | '{' | '}')
+            || (i == 0 && matches!(c, '~' | ':'))
+        {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
 }
 
 /// Collapses runs of whitespace, for comparing command lines.

@@ -362,7 +362,7 @@ fn requests_carry_summary_and_a_useful_suggested_rule() {
     );
     assert_eq!(rule(&Bash, bash("FOO=1 make")), "Bash(FOO=1 make)");
     assert_eq!(rule(&EditFile, path("src/main.rs")), "EditFile(src/**)");
-    assert_eq!(rule(&WriteFile, path("notes.md")), "WriteFile(notes.md)");
+    assert_eq!(rule(&WriteFile, path("notes.md")), "WriteFile(:/notes.md)");
     assert_eq!(rule(&Glob, json!({"pattern": "*"})), "Glob");
     assert_eq!(
         rule(&Glob, json!({"pattern": "*", "path": "src"})),
@@ -717,4 +717,100 @@ fn always_is_offered_only_where_the_saved_rule_matches_the_call_again_and_not_fa
     // A program named by a variable: no allow rule may approve it while a deny rule
     // with a pattern exists.
     assert!(!offered(&Bash, bash("$TOOL -s https://example.com")));
+}
+
+#[test]
+fn regression_always_for_a_root_file_does_not_reach_git_or_roocode() {
+    let p = project();
+    fs::create_dir_all(p.root.join(".git")).unwrap();
+    fs::create_dir_all(p.root.join(".roocode")).unwrap();
+    let mut policy = policy(&p, PermissionMode::Default, &[]);
+    for (file, protected) in [
+        ("config", ".git/config"),
+        ("config.yaml", ".roocode/config.yaml"),
+    ] {
+        let request = match policy.check(&WriteFile, &path(file), &p.root) {
+            PermissionDecision::Ask(request) => request,
+            other => panic!("expected a question, got {other:?}"),
+        };
+        assert_eq!(request.suggested_rule, format!("WriteFile(:/{file})"));
+        assert!(request.offer_always);
+        policy.allow_always(&request.suggested_rule).unwrap();
+        assert!(is_allow(&policy.check(&WriteFile, &path(file), &p.root)));
+        assert!(
+            is_ask(&policy.check(&WriteFile, &path(protected), &p.root)),
+            "{protected}"
+        );
+    }
+}
+
+#[test]
+fn regression_writes_under_git_and_roocode_are_asked_whatever_allow_rules_say() {
+    let p = project();
+    let rules = [
+        (Local, RuleKind::Allow, "WriteFile"),
+        (Local, RuleKind::Allow, "EditFile(.git/**)"),
+        (User, RuleKind::Allow, "WriteFile(config)"),
+    ];
+    for mode in [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+    ] {
+        let policy = policy(&p, mode, &rules);
+        for (tool, file) in [
+            (&WriteFile as &dyn Tool, ".git/config"),
+            (&WriteFile, ".roocode/config.local.yaml"),
+            (&WriteFile, "sub/.GIT/hooks/pre-commit"),
+            (&EditFile, ".git/config"),
+        ] {
+            match policy.check(tool, &path(file), &p.root) {
+                PermissionDecision::Ask(request) => {
+                    assert!(!request.offer_always, "{mode} {file}");
+                    assert!(
+                        request.reason.contains(".git/ and .roocode/"),
+                        "{}",
+                        request.reason
+                    );
+                }
+                other => panic!("{mode} {file}: expected a question, got {other:?}"),
+            }
+        }
+        // Elsewhere the allow rules still decide.
+        assert!(is_allow(&policy.check(
+            &WriteFile,
+            &path("config"),
+            &p.root
+        )));
+    }
+    // dontAsk denies what would be asked; bypassPermissions skips asking, as documented.
+    let dont_ask = policy(&p, PermissionMode::DontAsk, &rules);
+    deny_reason(&dont_ask.check(&WriteFile, &path(".git/config"), &p.root));
+    let bypass = policy(&p, PermissionMode::BypassPermissions, &rules);
+    assert!(is_allow(&bypass.check(
+        &WriteFile,
+        &path(".git/config"),
+        &p.root
+    )));
+}
+
+#[test]
+fn always_is_not_offered_for_a_rule_that_would_reach_a_protected_directory() {
+    let p = project();
+    let policy = policy(&p, PermissionMode::Default, &[]);
+    // Each of these approves this call again, but also a write under .git/ or .roocode/.
+    for rule in [
+        "WriteFile",
+        "WriteFile(config)",
+        "WriteFile(*)",
+        "WriteFile(**)",
+    ] {
+        assert!(
+            !policy.offers_always(&WriteFile, &path("config"), &p.root, rule),
+            "{rule}"
+        );
+    }
+    assert!(!policy.offers_always(&WriteFile, &path("a.yaml"), &p.root, "WriteFile(*.yaml)"));
+    assert!(policy.offers_always(&WriteFile, &path("config"), &p.root, "WriteFile(:/config)"));
+    assert!(policy.offers_always(&EditFile, &path("src/main.rs"), &p.root, "EditFile(src/**)"));
 }

@@ -131,6 +131,48 @@ fn path_patterns_are_globs_relative_to_the_project() {
 }
 
 #[test]
+fn root_anchored_path_patterns_match_only_at_the_root() {
+    let rules = set(&[
+        (User, Allow, "WriteFile(:/config)"),
+        (User, Allow, "EditFile(:/src/**)"),
+        (User, Allow, "EditFile(./notes.md)"),
+    ]);
+    assert_eq!(decide_path(&rules, "WriteFile", "config"), Some(Allow));
+    assert_eq!(decide_path(&rules, "WriteFile", ".git/config"), None);
+    assert_eq!(decide_path(&rules, "WriteFile", "sub/config"), None);
+    assert_eq!(decide_path(&rules, "EditFile", "src/a/b.rs"), Some(Allow));
+    assert_eq!(decide_path(&rules, "EditFile", "lib/src/b.rs"), None);
+    // Existing spellings keep their meaning: `./name` still matches at any depth.
+    assert_eq!(
+        decide_path(&rules, "EditFile", "docs/notes.md"),
+        Some(Allow)
+    );
+}
+
+#[test]
+fn literal_path_patterns_match_exactly_their_path() {
+    for (path, pattern) in [
+        ("config", ":/config"),
+        ("a[1]*.txt", ":/a\\[1\\]\\*.txt"),
+        ("{x,y}?", ":/\\{x,y\\}\\?"),
+        ("~", ":/\\~"),
+        ("src/main.rs", "src/main.rs"),
+    ] {
+        assert_eq!(literal_path_pattern(Path::new(path)), pattern);
+        let rules = set(&[(User, Allow, &format!("WriteFile({pattern})"))]);
+        assert_eq!(
+            decide_path(&rules, "WriteFile", path),
+            Some(Allow),
+            "{path}"
+        );
+    }
+    let rules = set(&[(User, Allow, "WriteFile(:/a\\[1\\]\\*.txt)")]);
+    assert_eq!(decide_path(&rules, "WriteFile", "a1-b.txt"), None);
+    assert_eq!(decide_path(&rules, "WriteFile", "sub/a[1]*.txt"), None);
+    assert_eq!(escape_glob(Path::new(":x/**")), "\\:x/\\*\\*");
+}
+
+#[test]
 fn absolute_path_patterns_match_outside_the_project() {
     let rules = set(&[(User, Allow, "ReadFile(/tmp/shared/**)")]);
     let absolute = Path::new("/tmp/shared/x/y.txt");
