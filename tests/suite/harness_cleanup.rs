@@ -42,5 +42,9 @@ fn a_socket_that_still_answers_after_kill_server_is_kept() {
     let kept = path.exists();
     drop(listener);
     let _ = std::fs::remove_file(&path);
-    assert!(kept, "{} removed while something answered on it", path.display());
+    assert!(
+        kept,
+        "{} removed while something answered on it",
+        path.display()
+    );
 }

@@ -116,7 +116,12 @@ agents:
         .env("ROO_PROVIDER", "script")
         .env("ROO_SCRIPT", &script)
         .current_dir(&project)
-        .args(["-p", "write path.txt", "--permission-mode", "bypassPermissions"])
+        .args([
+            "-p",
+            "write path.txt",
+            "--permission-mode",
+            "bypassPermissions",
+        ])
         .run();
     out.assert_ok();
     let path = std::fs::read_to_string(project.join("path.txt")).unwrap_or_default();

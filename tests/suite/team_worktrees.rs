@@ -692,7 +692,11 @@ fn roo_lead_in_a_repository_whose_head_is_a_fifo_ends_promptly_saying_why() {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .current_dir(world.path("project"))
         .args(["-p", "hi", "--provider", "script", "--script"])
-        .arg(world.root.write("script.yaml", "agents:\n  \"*\":\n    - text: \"Done.\"\n"))
+        .arg(
+            world
+                .root
+                .write("script.yaml", "agents:\n  \"*\":\n    - text: \"Done.\"\n"),
+        )
         .run();
     assert!(
         began.elapsed() < std::time::Duration::from_secs(30),

@@ -572,9 +572,7 @@ fn git_info(cwd: &Path, launcher: &Launcher) -> Option<GitInfo> {
             stderr: Vec::new(),
         }
     });
-    let branch = String::from_utf8_lossy(&branch)
-        .trim_end()
-        .to_string();
+    let branch = String::from_utf8_lossy(&branch).trim_end().to_string();
     let branch = if branch.is_empty() {
         "(detached HEAD)".to_string()
     } else {
