@@ -214,14 +214,39 @@ pub fn tmux_socket_path(name: &str) -> PathBuf {
 }
 
 /// Ends the tmux server named `name` (`-L`), if one runs, and removes its socket file,
-/// which tmux leaves behind. Safe to call for a server that already ended.
+/// which tmux leaves behind, but only once nothing answers on it: a server that
+/// `kill-server` did not end (or a listener that is no tmux, which `kill-server` would
+/// wait on for ever: it is given 5 s) keeps its file, so it stays reachable and is
+/// reported. Safe to call for a server that already ended.
 pub fn end_tmux_server(name: &str) {
-    let _ = Command::new("tmux")
+    let path = tmux_socket_path(name);
+    if let Ok(mut kill) = Command::new("tmux")
         .args(["-L", name, "kill-server"])
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .status();
-    let _ = std::fs::remove_file(tmux_socket_path(name));
+        .spawn()
+    {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while kill.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = kill.kill();
+        let _ = kill.wait();
+    }
+    // The server ends just after it answers `kill-server`: wait for its socket to refuse.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::os::unix::net::UnixStream::connect(&path).is_ok() {
+        if std::time::Instant::now() >= deadline {
+            eprintln!(
+                "tmux server {name} still answers on {} after kill-server: its socket is kept",
+                path.display()
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 /// Ends a private tmux server named `name` (and removes its socket file) when dropped,

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use roo_tests::{TempDir, Tmux, tmux_socket_path};
+use roo_tests::{TempDir, Tmux, end_tmux_server, tmux_socket_path};
 
 #[test]
 fn a_private_tmux_server_leaves_no_socket_file_when_it_ends() {
@@ -25,4 +25,26 @@ fn a_private_tmux_server_leaves_no_socket_file_when_it_ends() {
     .downcast::<PathBuf>()
     .unwrap();
     assert!(!socket.exists(), "{} left behind", socket.display());
+}
+
+#[test]
+fn a_socket_that_still_answers_after_kill_server_is_kept() {
+    // Something that listens on a tmux socket path and does not end on `kill-server` (it is
+    // no tmux): removing its file would leave a live server nobody can reach.
+    let name = format!("roo-test-{}-live", std::process::id());
+    let path = tmux_socket_path(&name);
+    // tmux's own mode for its directory, in case this test makes it.
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(path.parent().unwrap())
+        .unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    end_tmux_server(&name);
+    let kept = path.exists();
+    drop(listener);
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        kept,
+        "{} removed while something answered on it",
+        path.display()
+    );
 }

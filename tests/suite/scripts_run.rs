@@ -82,3 +82,63 @@ fn scripts_run_without_a_key_runs_the_demo_team() {
     out.assert_stdout_contains("running the scripted demo (roo-lead demo)");
     out.assert_stdout_contains("3/3 completed");
 }
+
+/// `path` (absolute) written relative to `from` (absolute): `../` up to `/`, then the path.
+fn relative_to(path: &Path, from: &Path) -> PathBuf {
+    let mut rel = PathBuf::new();
+    for _ in from.components().skip(1) {
+        rel.push("..");
+    }
+    rel.join(path.strip_prefix("/").unwrap())
+}
+
+#[test]
+fn scripts_run_puts_a_relative_roo_bin_dir_on_path_as_an_absolute_directory() {
+    let root = TempDir::new();
+    let project = root.join("my-project");
+    std::fs::create_dir_all(&project).unwrap();
+    let script = root.write(
+        "script.yaml",
+        r#"
+agents:
+  "*":
+    - tool_calls:
+        - {name: Bash, input: {command: "printf '%s' \"$PATH\" > path.txt"}}
+    - text: "Wrote path.txt."
+"#,
+    );
+    let project = std::fs::canonicalize(&project).unwrap();
+    let relative = relative_to(&bins(), &project);
+    let out = TestCommand::new(checkout().join("scripts/run"))
+        .env("ROO_BIN_DIR", &relative)
+        .env("ROO_HOME", root.join("roo"))
+        .env("HOME", root.join("home"))
+        .env("ROO_PROVIDER", "script")
+        .env("ROO_SCRIPT", &script)
+        .current_dir(&project)
+        .args([
+            "-p",
+            "write path.txt",
+            "--permission-mode",
+            "bypassPermissions",
+        ])
+        .run();
+    out.assert_ok();
+    let path = std::fs::read_to_string(project.join("path.txt")).unwrap_or_default();
+    assert!(!path.is_empty(), "no PATH written: {}", out.stderr());
+    let relative_entries: Vec<&str> = path.split(':').filter(|e| !e.starts_with('/')).collect();
+    assert!(
+        relative_entries.is_empty(),
+        "relative PATH entries {relative_entries:?} in {path}"
+    );
+
+    // A ROO_BIN_DIR that is no directory: a clear error, exit 2.
+    let out = TestCommand::new(checkout().join("scripts/run"))
+        .env("ROO_BIN_DIR", "no-such-bins")
+        .env("HOME", root.join("home"))
+        .current_dir(&project)
+        .args(["-p", "hi"])
+        .run();
+    assert_eq!(out.code(), 2, "{}", out.stderr());
+    out.assert_stderr_contains("ROO_BIN_DIR no-such-bins is not a directory");
+}

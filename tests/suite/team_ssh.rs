@@ -205,6 +205,9 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
         "the private tmux server still runs: {}",
         tmux.stdout()
     );
+    // Nor its socket file, which tmux leaves behind: the lead removed it with the server.
+    let file = roo_tests::tmux_socket_path(&socket);
+    assert!(!file.exists(), "{} left behind", file.display());
 }
 
 /// What [`prepare`] made.

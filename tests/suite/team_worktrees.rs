@@ -643,3 +643,70 @@ fn team_merge_protects_the_includes_of_a_project_in_a_subdirectory() {
         "Use tabs.\n"
     );
 }
+
+/// Replaces the project's `.git/HEAD` by a FIFO nobody writes: git opening it waits for ever.
+fn plant_fifo_head(world: &World) {
+    let head = world.path("project/.git/HEAD");
+    std::fs::remove_file(&head).unwrap();
+    nix::unistd::mkfifo(&head, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+}
+
+#[test]
+fn worktree_discovery_in_a_repository_whose_head_is_a_fifo_stops_the_spawn_saying_why() {
+    let world = World::new();
+    plant_fifo_head(&world);
+    let began = std::time::Instant::now();
+    let outcome = prepare(
+        &world.path("project"),
+        &Name::parse("team").unwrap(),
+        &Name::parse("alice").unwrap(),
+        &world.git(),
+    );
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    // Not a silent fallback to the lead's tree: a timeout is an error naming the cause.
+    let error = match outcome {
+        Err(e) => e.to_string(),
+        Ok(ws) => panic!("the teammate got a workspace: {ws:?}"),
+    };
+    assert!(
+        error.contains("took longer than") && error.contains(".git/HEAD"),
+        "{error}"
+    );
+}
+
+#[test]
+fn roo_lead_in_a_repository_whose_head_is_a_fifo_ends_promptly_saying_why() {
+    let world = World::new();
+    plant_fifo_head(&world);
+    let began = std::time::Instant::now();
+    // Under `timeout`: the old code waited for ever (exit 124 then).
+    let out = TestCommand::new("timeout")
+        .arg("60")
+        .arg(bin("roo-lead"))
+        .env("ROO_HOME", world.path("roo"))
+        .env("HOME", world.path("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .current_dir(world.path("project"))
+        .args(["-p", "hi", "--provider", "script", "--script"])
+        .arg(
+            world
+                .root
+                .write("script.yaml", "agents:\n  \"*\":\n    - text: \"Done.\"\n"),
+        )
+        .run();
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(out.code(), 3, "{}", out.stderr());
+    assert!(
+        out.stderr().contains("did not answer within") && out.stderr().contains(".git/HEAD"),
+        "{}",
+        out.stderr()
+    );
+}

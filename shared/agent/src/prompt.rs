@@ -10,7 +10,6 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use crate::exec::{Confine, Launcher};
 use crate::permissions::confinement;
@@ -545,26 +544,35 @@ fn os_description() -> String {
 /// stage (two execs of the agent's binary).
 const STATUS_AND_LOG: &str = "git status --short; printf '\\0'; exec git log --oneline -n 5";
 
+/// How long each git launch of [`git_info`] may take: a repository that holds git (a
+/// FIFO planted as `.git/HEAD`) costs at most this, and the prompt goes without git.
+const GIT_INFO_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn git_info(cwd: &Path, launcher: &Launcher) -> Option<GitInfo> {
-    let start = |program: &str, args: &[&str], confine: Confine| {
+    let output = |program: &str, args: &[&str], confine: Confine| {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        launcher
-            .command(Path::new(program), &args, cwd, confine)
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
+        let mut command = launcher.command(Path::new(program), &args, cwd, confine);
+        command.env("GIT_OPTIONAL_LOCKS", "0");
+        crate::exec::output_within(&mut command, None, GIT_INFO_LIMIT)
             .ok()
+            .and_then(|out| match out.ending {
+                crate::exec::Ending::Exited(status) => Some((status, out.stdout)),
+                _ => None,
+            })
     };
-    let output = |child: Option<std::process::Child>| child?.wait_with_output().ok();
     // `branch` only reads files: it runs directly, and it fails outside a repository,
     // so nothing is confined there. Status and log run confined, in one launch.
-    let branch = output(start("git", &["branch", "--show-current"], Confine::No))
-        .filter(|out| out.status.success())?;
-    let both = output(start("sh", &["-c", STATUS_AND_LOG], Confine::Yes));
-    let branch = String::from_utf8_lossy(&branch.stdout)
-        .trim_end()
-        .to_string();
+    let branch = output("git", &["branch", "--show-current"], Confine::No)
+        .filter(|(status, _)| status.success())
+        .map(|(_, stdout)| stdout)?;
+    let both = output("sh", &["-c", STATUS_AND_LOG], Confine::Yes).map(|(status, stdout)| {
+        std::process::Output {
+            status,
+            stdout,
+            stderr: Vec::new(),
+        }
+    });
+    let branch = String::from_utf8_lossy(&branch).trim_end().to_string();
     let branch = if branch.is_empty() {
         "(detached HEAD)".to_string()
     } else {

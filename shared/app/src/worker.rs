@@ -80,9 +80,16 @@ impl WorkerArgs {
         settings.session = session;
         settings.cwd = self.launch.cwd.clone();
         settings.config_root = self.launch.config_root.clone();
-        // A clone the lead made just now: its root is the project root (no git asked).
+        // A clone the lead made just now: its root is the project root (no git asked), but
+        // only when its own HEAD file names that branch. `--new-clone` given by hand on
+        // another directory (`--cwd ~`) must not make that directory the sandbox's
+        // writable project root: the root is then detected as for any worker.
         if let Some(branch) = &self.launch.new_clone {
-            settings.project_root = self.launch.cwd.clone();
+            settings.project_root = self
+                .launch
+                .cwd
+                .clone()
+                .filter(|cwd| roo_agent::head_names_branch(cwd, branch));
             settings.fresh_checkout = Some(branch.clone());
         }
         // On another host: the project config the lead read in its own tree, never the
@@ -510,6 +517,37 @@ mod tests {
         );
         assert_eq!(settings.llm.script, Some(PathBuf::from("s.yaml")));
         assert!(matches!(settings.trust, Trust::Granted));
+    }
+
+    #[test]
+    fn new_clone_sets_the_project_root_only_when_the_clones_head_names_the_branch() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let clone = dir.path().join("clone");
+        std::fs::create_dir_all(clone.join(".git")).unwrap();
+        std::fs::write(clone.join(".git/HEAD"), "ref: refs/heads/roo/t/alice\n").unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let root = |cwd: &std::path::Path, branch: &str| {
+            let cwd = cwd.to_str().unwrap();
+            let args = WorkerArgs::try_parse_from([
+                "roo-worker",
+                "--team",
+                "t",
+                "--name",
+                "alice",
+                "--new-clone",
+                branch,
+                "--cwd",
+                cwd,
+            ])
+            .unwrap();
+            args.settings(PathBuf::from("/h")).unwrap().project_root
+        };
+        assert_eq!(root(&clone, "roo/t/alice"), Some(clone.clone()));
+        // A hand-run `--new-clone x --cwd ~`: the root is detected, not taken.
+        assert_eq!(root(&home, "x"), None);
+        // A clone on another branch is not the one named.
+        assert_eq!(root(&clone, "roo/t/bob"), None);
     }
 
     #[test]

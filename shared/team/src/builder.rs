@@ -314,16 +314,32 @@ pub fn default_persona(identity: &Identity) -> Persona {
     }
 }
 
+/// How long [`detect_project_root`]'s git run may take: it reads a few files, so only a
+/// repository that holds it (a FIFO planted as `.git/HEAD`) reaches the limit.
+const ROOT_DETECTION_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The git top level of `cwd`, or `cwd` itself outside a repository. Blocking. Git runs
 /// as all of the crate's git does ([`crate::worktree::Git`]: no hooks, no fsmonitor, no
-/// variables that redirect it), before the project is trusted.
-pub fn detect_project_root(cwd: &Path) -> PathBuf {
-    crate::worktree::Git::new()
-        .run(cwd, &["rev-parse", "--show-toplevel"])
-        .ok()
+/// variables that redirect it), before the project is trusted, and bounded in time: a
+/// git that does not answer is an error naming the directory, never a silent `cwd`.
+pub fn detect_project_root(cwd: &Path) -> Result<PathBuf, BuildError> {
+    let began = std::time::Instant::now();
+    let out = crate::worktree::Git::new()
+        .run_limited(cwd, &["rev-parse", "--show-toplevel"], ROOT_DETECTION_LIMIT)
+        .ok();
+    if out.as_ref().is_some_and(|out| !out.success) && began.elapsed() >= ROOT_DETECTION_LIMIT {
+        return Err(BuildError::Inspect(format!(
+            "`git rev-parse --show-toplevel` in {} did not answer within {} s and was ended; \
+             a FIFO or device in the repository's .git (such as .git/HEAD) can hold git: \
+             check the repository, or run from another directory",
+            cwd.display(),
+            ROOT_DETECTION_LIMIT.as_secs()
+        )));
+    }
+    Ok(out
         .filter(|out| out.success)
         .map(|out| PathBuf::from(out.stdout.trim()))
         .filter(|p| p.is_dir())
         .and_then(|p| std::fs::canonicalize(p).ok())
-        .unwrap_or_else(|| cwd.to_path_buf())
+        .unwrap_or_else(|| cwd.to_path_buf()))
 }

@@ -391,6 +391,7 @@ impl LeadRepo {
         // bounded in time (a FIFO planted as a ref cannot hold it). Whether HEAD is a
         // commit is checked when a clone is made from it, confined (`LeadRepo::head`).
         git::existing_dir(cwd)?;
+        let began = std::time::Instant::now();
         let probe = match git.run_limited(
             cwd,
             &[
@@ -410,6 +411,19 @@ impl LeadRepo {
             }
             Err(e) => return Err(e),
         };
+        // A git that did not answer is not "no repository": sharing the lead's tree then
+        // would hand every teammate the lead's files. It stops the spawn, saying why.
+        if !probe.success && began.elapsed() >= DISCOVERY_LIMIT {
+            return Err(WorktreeError::Git {
+                command: "rev-parse --show-toplevel".to_string(),
+                dir: cwd.to_path_buf(),
+                stderr: format!(
+                    "{}; a FIFO or device in the repository's .git (such as .git/HEAD) can \
+                     hold git: check the repository",
+                    probe.stderr
+                ),
+            });
+        }
         let mut lines = probe.stdout.split_terminator('\n');
         match lines.next() {
             Some("true") => {}

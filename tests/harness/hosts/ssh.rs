@@ -68,9 +68,16 @@ impl Hosts {
              ClientAliveInterval 2\n\
              ClientAliveCountMax 3\n\
              # VERBOSE logs \"Server listening on\", which tells when it is ready.\n\
-             LogLevel VERBOSE\n",
+             LogLevel VERBOSE\n{tmux_tmpdir}",
             addr = host.addr,
             dir = dir.display(),
+            // The test's own tmux directory (scripts/test's per-run one) on the host too, so
+            // the test finds, ends and counts the private servers the sessions start.
+            tmux_tmpdir = std::env::var("TMUX_TMPDIR")
+                .ok()
+                .filter(|d| !d.is_empty())
+                .map(|d| format!("SetEnv TMUX_TMPDIR={d}\n"))
+                .unwrap_or_default(),
         );
         std::fs::write(dir.join("sshd_config"), config).unwrap();
         let process = start_sshd(self, &host.name, host.addr, &dir);

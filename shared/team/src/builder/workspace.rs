@@ -186,7 +186,7 @@ async fn existing_workspace(
                     source,
                 })?
             }
-            None => detect_project_root(&inspect),
+            None => detect_project_root(&inspect)?,
         })
     })
     .await

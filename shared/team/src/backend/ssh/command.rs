@@ -220,16 +220,30 @@ impl RemoteTmux {
     /// A shell script that stops session `session`: its pane's process gets SIGTERM (the
     /// worker marks itself idle and ends its commands) and up to 3 s to end, then the
     /// session is killed (which ends whatever is left). Succeeds when there is no such
-    /// session.
+    /// session. On the private server (`tmux_socket`), once its last session is gone and
+    /// the server with it, the socket file tmux leaves behind is removed too: only when
+    /// tmux itself says no server runs on it (never the user's default server's).
     pub fn stop_script(&self, session: &str) -> Result<String, QuoteError> {
         let tmux = sh_join(&self.server_args())?;
         let pane = sh_quote(&format!("={session}:"))?;
         let whole = sh_quote(&format!("={session}"))?;
-        Ok(format!(
+        let stop = format!(
             "p=$({tmux} display-message -p -t {pane} '#{{pane_pid}}' 2>/dev/null) && \
              [ -n \"$p\" ] && kill -TERM \"$p\" 2>/dev/null && {{ n=0; while kill -0 \"$p\" \
              2>/dev/null && [ $n -lt 30 ]; do sleep 0.1; n=$((n+1)); done; }}; \
-             {tmux} kill-session -t {whole} 2>/dev/null; true"
+             {tmux} kill-session -t {whole} 2>/dev/null; "
+        );
+        let Some(socket) = &self.socket else {
+            return Ok(stop + "true");
+        };
+        // An emptied server ends by itself a moment later (up to 1 s is waited for: while
+        // it still answers with no session); one that keeps other sessions keeps its file.
+        let name = sh_quote(&format!("/{socket}"))?;
+        Ok(format!(
+            "{stop}n=0; while o=$({tmux} list-sessions 2>&1) && [ -z \"$o\" ] && [ $n -lt 10 ]; \
+             do sleep 0.1; n=$((n+1)); done; \
+             case $o in 'no server running on '*{name}) s=${{o#no server running on }}; \
+             [ -S \"$s\" ] && rm -f -- \"$s\";; esac; true"
         ))
     }
 
@@ -465,5 +479,49 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success(), "{script}");
+    }
+
+    #[test]
+    fn the_stop_script_removes_its_private_servers_socket_once_the_server_is_gone() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let socket = format!("roo-probe-{}", std::process::id());
+        let tmux = |args: &[&str]| {
+            std::process::Command::new("tmux")
+                .arg("-L")
+                .arg(&socket)
+                .args(["-f", "/dev/null"])
+                .args(args)
+                .env("TMUX_TMPDIR", dir.path())
+                .output()
+                .unwrap()
+        };
+        let path = std::fs::canonicalize(dir.path())
+            .unwrap()
+            .join(format!("tmux-{}", nix::unistd::getuid()))
+            .join(&socket);
+        let stop = |session: &str| {
+            let script = RemoteTmux::new(Some(socket.clone()))
+                .stop_script(session)
+                .unwrap();
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&script)
+                .env("TMUX_TMPDIR", dir.path())
+                .status()
+                .unwrap();
+            assert!(status.success(), "{script}");
+        };
+        tmux(&["new-session", "-d", "-s", "one", "sleep", "100"]);
+        tmux(&["new-session", "-d", "-s", "two", "sleep", "100"]);
+        assert!(path.exists(), "{}", path.display());
+        // Another session still runs on the server: its socket stays.
+        stop("one");
+        assert!(path.exists(), "removed while the server runs");
+        assert!(tmux(&["has-session", "-t", "=two"]).status.success());
+        // The last one: the server ends, and its file goes with it.
+        stop("two");
+        let gone = path.exists();
+        tmux(&["kill-server"]);
+        assert!(!gone, "{} left behind", path.display());
     }
 }
