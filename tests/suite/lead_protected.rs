@@ -98,7 +98,11 @@ fn regression_always_for_a_root_file_never_approves_a_write_under_git_or_roocode
     let screen = question(&tmux, "EditFile(.git/config)");
     let pinned = &screen[screen.rfind("? EditFile(.git/config)").unwrap()..];
     assert!(!pinned.contains("[a]"), "always offered:\n{screen}");
-    assert!(pinned.contains("EditFile(.git/**)"), "{screen}");
+    // The reason, cut to one row in the block, names the user's rule in full after `v`.
+    tmux.keys(&["v"]);
+    tmux.wait_for("the whole reason, naming the user's rule", |s| {
+        s.contains("EditFile(.git/**)")
+    });
     // `a` where it is not offered does not answer.
     tmux.keys(&["a"]);
     tmux.wait_for("the note that always is not offered", |s| {

@@ -296,7 +296,12 @@ fn check_live_view(world: &World) {
     let code = wait_until(
         "the view to exit",
         Duration::from_secs(10),
-        || std::fs::read_to_string(world.root.join("view.code")).ok(),
+        // The shell creates the file before it writes the status: wait for the line.
+        || {
+            std::fs::read_to_string(world.root.join("view.code"))
+                .ok()
+                .filter(|code| code.ends_with('\n'))
+        },
         || view.screen(),
     );
     assert_eq!(code.trim(), "0", "{}", view.screen());
