@@ -7,7 +7,7 @@
 //! redraw (read + build + draw). Target: under 5 ms a frame.
 //!
 //! Then the same for a big team (issue 31 review): 51 members, 10,000 tasks and about
-//! 19 MB in the inboxes (six messages of 60 KB from each member), where a frame must
+//! 19 MB in the inboxes (six messages of 60 KB from each member to the next), where a frame must
 //! cost what it shows, not what the store holds (`ROO_BENCH_BIG=0` skips it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -88,6 +88,31 @@ fn setup(home: &RooHome, shape: Shape) -> Team {
         members,
     )
     .unwrap();
+    if count > 1000 {
+        write_tasks(home, &t, count, all);
+    } else {
+        create_tasks(&team, count, all);
+    }
+    let body = "progress ".repeat(shape.message_bytes / 9 + 1);
+    for i in 0..all - 1 {
+        let from = name(&format!("member{i:02}"));
+        // The small team's messages go to the lead; the big team's around the roster
+        // (an inbox holds at most 4 MiB unread).
+        let to = match shape.messages {
+            1 => "lead".to_owned(),
+            _ => format!("member{:02}", (i + 1) % (all - 1)),
+        };
+        for _ in 0..shape.messages {
+            team.mailbox()
+                .send(&from, &to, Outgoing::text(body.as_str(), "progress report"))
+                .unwrap();
+        }
+    }
+    team
+}
+
+/// Creates `count` tasks through the store, as a team would (the small team).
+fn create_tasks(team: &Team, count: usize, all: usize) {
     let tasks = team.tasks();
     let lead = name("lead");
     for i in 0..count {
@@ -130,20 +155,53 @@ fn setup(home: &RooHome, shape: Shape) -> Team {
             _ => {}
         }
     }
-    let body = "progress ".repeat(shape.message_bytes / 9 + 1);
-    for i in 0..all - 1 {
-        let from = name(&format!("member{i:02}"));
-        for _ in 0..shape.messages {
-            team.mailbox()
-                .send(
-                    &from,
-                    "lead",
-                    Outgoing::text(body.as_str(), "progress report"),
-                )
-                .unwrap();
-        }
-    }
-    team
+}
+
+/// Writes `count` tasks of the same mix as [`create_tasks`] as one task list file: one
+/// create at a time rewrites the whole list, so 10,000 of them would take the bench
+/// longer than the frames it times.
+fn write_tasks(home: &RooHome, team: &Name, count: usize, all: usize) {
+    let now = roo_store::Timestamp::now();
+    let tasks: Vec<serde_json::Value> = (0..count)
+        .map(|i| {
+            let owner = format!("member{:02}", i % (all - 1));
+            let (status, owner, usage) = match i % 3 {
+                0 => (
+                    "in_progress",
+                    Some(owner.clone()),
+                    serde_json::json!({ owner: {
+                        "input_tokens": 12_000, "output_tokens": 800,
+                        "requests": 3, "cost_usd": 0.05 } }),
+                ),
+                2 => ("completed", None, serde_json::json!({})),
+                _ => ("pending", None, serde_json::json!({})),
+            };
+            let blocked_by: Vec<String> = if i % 3 == 1 && i > 3 {
+                vec![(i - 1).to_string()]
+            } else {
+                Vec::new()
+            };
+            serde_json::json!({
+                "id": (i + 1).to_string(),
+                "subject": format!("task number {i} with a subject of some length"),
+                "status": status,
+                "owner": owner,
+                "blocked_by": blocked_by,
+                "usage": usage,
+                "created_by": "lead",
+                "created_at": now,
+                "updated_at": now,
+            })
+        })
+        .collect();
+    let list = serde_json::json!({ "version": "1.0", "next_id": count + 1, "tasks": tasks });
+    let path = home
+        .root()
+        .join("tasks")
+        .join(team.as_str())
+        .join("tasks.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_vec_pretty(&list).unwrap()).unwrap();
 }
 
 fn main() {
