@@ -586,3 +586,79 @@ fn the_live_view_gives_the_terminal_back_on_sigterm_and_sighup() {
         );
     }
 }
+
+/// Threads and inotify instances of process `pid`.
+fn threads_and_inotify(pid: i32) -> (usize, usize) {
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+    let inotify = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .filter(|l| l.to_string_lossy().contains("inotify"))
+            .count()
+    });
+    (threads, inotify)
+}
+
+/// Issue 31 review: the live view made one watcher per inbox, each a notify instance
+/// with a thread of its own (51 members: 107 threads and 53 of the user's 128 inotify
+/// instances), and read every message of every inbox each frame. One watcher on the
+/// team's event log now wakes it, whatever the team's size, and a change still shows.
+#[test]
+fn the_live_view_watches_a_big_team_with_one_watcher() {
+    let world = World::new(None);
+    let members: Vec<String> = (0..30).map(|i| format!("m{i:02}")).collect();
+    let mut create = world.roo_mail(&["team", "create", "--team", "crew", "--lead", "lead"]);
+    for m in &members {
+        create = create.args(["--member", m]);
+    }
+    create.run().assert_ok();
+    let team = world.team().unwrap();
+    for m in &members {
+        let from = Name::parse(m).unwrap();
+        team.mailbox()
+            .send(
+                &from,
+                "lead",
+                roo_store::Outgoing::text("body", format!("from {m}")),
+            )
+            .unwrap();
+    }
+    let view = Tmux::start(
+        &world.root.join("project"),
+        &world.env(),
+        &format!("'{}' team top --team crew", bin("roo-mail").display()),
+    );
+    view.wait_for("the live view", |s| {
+        s.contains("MEMBER") && s.contains("m00")
+    });
+    let shell = view.panes()[0].pid;
+    let pid = wait_until(
+        "the view's process",
+        Duration::from_secs(10),
+        || child_of(shell, "team top"),
+        || view.screen(),
+    );
+    let (threads, inotify) = threads_and_inotify(pid);
+    assert!(threads <= 4, "{threads} threads for 31 inboxes");
+    assert!(inotify <= 1, "{inotify} inotify instances for 31 inboxes");
+    // The one watcher still sees a change: a new task shows without a key.
+    let mut create = TestCommand::new(bin("roo-task")).args([
+        "create",
+        "--team",
+        "crew",
+        "--as",
+        "lead",
+        "--subject",
+        "fresh work",
+    ]);
+    for (k, v) in world.env() {
+        create = create.env(k, v);
+    }
+    create.run().assert_ok();
+    view.wait_for("the new task", |s| s.contains("fresh work"));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+}

@@ -5,6 +5,10 @@
 //! liveness, tasks, inboxes, the newest 200 events), building the view and drawing one
 //! frame at 80×24 and 200×60 (pure, what a redraw costs beyond the reads), and the whole
 //! redraw (read + build + draw). Target: under 5 ms a frame.
+//!
+//! Then the same for a big team (issue 31 review): 51 members, 10,000 tasks and about
+//! 19 MB in the inboxes (six messages of 60 KB from each member to the next), where a frame must
+//! cost what it shows, not what the store holds (`ROO_BENCH_BIG=0` skips it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -17,8 +21,28 @@ use roo_store::{
 };
 use roo_term::Style;
 
-const MEMBERS: usize = 50;
-const TASKS: usize = 500;
+/// A team to time: members (lead included), tasks, and messages of `message_bytes`
+/// each member sends the lead.
+#[derive(Clone, Copy)]
+struct Shape {
+    members: usize,
+    tasks: usize,
+    messages: usize,
+    message_bytes: usize,
+}
+
+const SMALL: Shape = Shape {
+    members: 50,
+    tasks: 500,
+    messages: 1,
+    message_bytes: 8,
+};
+const BIG: Shape = Shape {
+    members: 51,
+    tasks: 10_000,
+    messages: 6,
+    message_bytes: 60_000,
+};
 
 fn name(s: &str) -> Name {
     Name::parse(s).unwrap()
@@ -46,9 +70,14 @@ fn time(n: usize, mut f: impl FnMut()) -> Vec<Duration> {
         .collect()
 }
 
-fn setup(home: &RooHome) -> Team {
+fn setup(home: &RooHome, shape: Shape) -> Team {
+    let Shape {
+        members: all,
+        tasks: count,
+        ..
+    } = shape;
     let t = name("bench");
-    let members = (0..MEMBERS - 1)
+    let members = (0..all - 1)
         .map(|i| Member::new(name(&format!("member{i:02}")), &t))
         .collect();
     let team = Team::create(
@@ -59,9 +88,34 @@ fn setup(home: &RooHome) -> Team {
         members,
     )
     .unwrap();
+    if count > 1000 {
+        write_tasks(home, &t, count, all);
+    } else {
+        create_tasks(&team, count, all);
+    }
+    let body = "progress ".repeat(shape.message_bytes / 9 + 1);
+    for i in 0..all - 1 {
+        let from = name(&format!("member{i:02}"));
+        // The small team's messages go to the lead; the big team's around the roster
+        // (an inbox holds at most 4 MiB unread).
+        let to = match shape.messages {
+            1 => "lead".to_owned(),
+            _ => format!("member{:02}", (i + 1) % (all - 1)),
+        };
+        for _ in 0..shape.messages {
+            team.mailbox()
+                .send(&from, &to, Outgoing::text(body.as_str(), "progress report"))
+                .unwrap();
+        }
+    }
+    team
+}
+
+/// Creates `count` tasks through the store, as a team would (the small team).
+fn create_tasks(team: &Team, count: usize, all: usize) {
     let tasks = team.tasks();
     let lead = name("lead");
-    for i in 0..TASKS {
+    for i in 0..count {
         let blocked_by = if i % 3 == 1 && i > 3 {
             vec![TaskId::parse(&(i - 2).to_string()).unwrap()]
         } else {
@@ -76,9 +130,9 @@ fn setup(home: &RooHome) -> Team {
             })
             .unwrap();
     }
-    for i in 0..TASKS {
+    for i in 0..count {
         let id = TaskId::parse(&(i + 1).to_string()).unwrap();
-        let owner = name(&format!("member{:02}", i % (MEMBERS - 1)));
+        let owner = name(&format!("member{:02}", i % (all - 1)));
         match i % 3 {
             0 => {
                 tasks.claim(&id, &owner, &ClaimOptions::default()).unwrap();
@@ -101,13 +155,53 @@ fn setup(home: &RooHome) -> Team {
             _ => {}
         }
     }
-    for i in 0..MEMBERS - 1 {
-        let from = name(&format!("member{i:02}"));
-        team.mailbox()
-            .send(&from, "lead", Outgoing::text("progress", "progress report"))
-            .unwrap();
-    }
-    team
+}
+
+/// Writes `count` tasks of the same mix as [`create_tasks`] as one task list file: one
+/// create at a time rewrites the whole list, so 10,000 of them would take the bench
+/// longer than the frames it times.
+fn write_tasks(home: &RooHome, team: &Name, count: usize, all: usize) {
+    let now = roo_store::Timestamp::now();
+    let tasks: Vec<serde_json::Value> = (0..count)
+        .map(|i| {
+            let owner = format!("member{:02}", i % (all - 1));
+            let (status, owner, usage) = match i % 3 {
+                0 => (
+                    "in_progress",
+                    Some(owner.clone()),
+                    serde_json::json!({ owner: {
+                        "input_tokens": 12_000, "output_tokens": 800,
+                        "requests": 3, "cost_usd": 0.05 } }),
+                ),
+                2 => ("completed", None, serde_json::json!({})),
+                _ => ("pending", None, serde_json::json!({})),
+            };
+            let blocked_by: Vec<String> = if i % 3 == 1 && i > 3 {
+                vec![(i - 1).to_string()]
+            } else {
+                Vec::new()
+            };
+            serde_json::json!({
+                "id": (i + 1).to_string(),
+                "subject": format!("task number {i} with a subject of some length"),
+                "status": status,
+                "owner": owner,
+                "blocked_by": blocked_by,
+                "usage": usage,
+                "created_by": "lead",
+                "created_at": now,
+                "updated_at": now,
+            })
+        })
+        .collect();
+    let list = serde_json::json!({ "version": "1.0", "next_id": count + 1, "tasks": tasks });
+    let path = home
+        .root()
+        .join("tasks")
+        .join(team.as_str())
+        .join("tasks.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_vec_pretty(&list).unwrap()).unwrap();
 }
 
 fn main() {
@@ -115,14 +209,22 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
+    run(SMALL, n);
+    if std::env::var("ROO_BENCH_BIG").as_deref() != Ok("0") {
+        run(BIG, (n / 10).max(10));
+    }
+}
+
+fn run(shape: Shape, n: usize) {
     let dir = tempfile::tempdir().unwrap();
     let home = RooHome::new(dir.path().join("roo"));
-    let team = setup(&home);
+    let team = setup(&home, shape);
     let snapshot = Snapshot::load(&team).unwrap();
     println!(
-        "team top redraw: {} members, {} tasks, {} events read (n = {n})",
+        "team top redraw: {} members, {} tasks, {} MB of inboxes, {} events shown (n = {n})",
         snapshot.config.members.len(),
         snapshot.tasks.len(),
+        inbox_bytes(&home) / 1_000_000,
         snapshot.events.len()
     );
     for (w, h) in [(80, 24), (200, 60)] {
@@ -165,4 +267,26 @@ fn main() {
             std::hint::black_box(render(&view, &options));
         }),
     );
+}
+
+/// The bytes of every inbox file under `home`.
+fn inbox_bytes(home: &RooHome) -> u64 {
+    fn walk(dir: &std::path::Path, inboxes: bool) -> u64 {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        entries
+            .filter_map(Result::ok)
+            .map(|e| {
+                let path = e.path();
+                let inside = inboxes || e.file_name() == "inboxes";
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => walk(&path, inside),
+                    Ok(_) if inside => e.metadata().map_or(0, |m| m.len()),
+                    _ => 0,
+                }
+            })
+            .sum()
+    }
+    walk(home.root(), false)
 }

@@ -40,6 +40,12 @@ pub fn print_json_line<T: Serialize + ?Sized>(out: &mut impl Write, value: &T) -
     writeln!(out, "{}", json_shown(json))
 }
 
+/// Prints `line`, one line of JSON made elsewhere (such as an event's line as stored),
+/// as [`print_json_line`] prints its own.
+pub fn print_json_text(out: &mut impl Write, line: &str) -> io::Result<()> {
+    writeln!(out, "{}", json_shown(line.to_owned()))
+}
+
 /// `json` as printed: relayed for an agent, every `<` and every invisible or control
 /// character serde leaves raw (DEL, C1, bidi, zero-width, tags) written as a `\uXXXX`
 /// escape — still valid JSON that parses to the same strings (such characters occur

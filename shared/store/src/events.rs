@@ -226,8 +226,10 @@ impl EventKind {
         }
     }
 
-    /// The kind's own fields in words, for one line.
-    fn describe(&self) -> String {
+    /// The kind's own fields in words, for one line (`task #1 claimed by alice`): what
+    /// [`Event::summary_line`] writes after the kind's name. Its fields are as written,
+    /// untrusted: a caller that prints them escapes them.
+    pub fn describe(&self) -> String {
         let task = |t: &str| format!("#{t}");
         match self {
             EventKind::TeamCreated { lead } => format!("team created, lead {lead}"),

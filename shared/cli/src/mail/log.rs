@@ -9,6 +9,7 @@ use roo_store::{Event, Timestamp, WaitOutcome};
 
 use crate::common::Context;
 use crate::exit::{CliError, CliResult};
+use crate::output;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -133,10 +134,12 @@ pub fn run(ctx: &Context, args: LogArgs, out: &mut impl Write) -> CliResult {
 }
 
 fn print(ctx: &Context, out: &mut impl Write, event: &Event) -> CliResult {
+    // The fields are what members wrote (subjects, summaries, reasons): untrusted, so
+    // shown as every other output shows them.
     if ctx.json() {
-        writeln!(out, "{}", event.json_line())?;
+        output::print_json_text(out, event.json_line())?;
     } else {
-        writeln!(out, "{}", event.summary_line())?;
+        writeln!(out, "{}", output::escape(&event.summary_line()))?;
     }
     Ok(())
 }

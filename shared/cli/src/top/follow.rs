@@ -4,7 +4,9 @@
 
 use roo_term::Style;
 
-use super::frame::{age, cost, place, tokens};
+use unicode_width::UnicodeWidthChar;
+
+use super::frame::{age, columns, cost, fit, place, tokens};
 use super::model::TeamView;
 use crate::output::escape;
 
@@ -13,21 +15,24 @@ const TASKS_SHOWN: usize = 5;
 /// Most of the member's own events listed.
 const EVENTS_SHOWN: usize = 6;
 
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() > width {
-        roo_term::clip(text, width.saturating_sub(1))
-    } else {
-        text.to_owned()
-    }
-}
-
 /// `text` in `width` columns keeping its end (a path's last components say most).
 fn tail(text: &str, width: usize) -> String {
-    let n = text.chars().count();
-    if n <= width {
+    if columns(text) <= width {
         return text.to_owned();
     }
-    let kept: String = text.chars().skip(n + 3 - width.max(4)).collect();
+    let room = width.max(4) - 3;
+    let mut used = 0;
+    let mut start = text.len();
+    for (i, c) in text.char_indices().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        start = i;
+    }
+    // Combining marks at the start belong to a character cut away.
+    let kept = text[start..].trim_start_matches(|c: char| c.width() == Some(0));
     format!("  …{kept}")
 }
 
@@ -106,16 +111,16 @@ pub fn lines(view: &TeamView, index: usize, width: usize, style: Style) -> Vec<S
     let mut recent: Vec<String> = view
         .messages
         .iter()
-        .filter(|msg| msg.from == m.name || msg.to == m.name)
+        .filter(|msg| msg.from == m.name.as_str() || msg.to == m.name.as_str())
         .rev()
         .map(|msg| {
             fit(
                 &format!(
                     "  {} {} -> {} {}: {}",
                     super::frame::clock(msg.time),
-                    escape(msg.from.as_str()),
-                    escape(msg.to.as_str()),
-                    msg.kind,
+                    escape(&msg.from),
+                    escape(&msg.to),
+                    escape(&msg.kind),
                     escape(&msg.summary)
                 ),
                 width,

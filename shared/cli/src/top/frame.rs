@@ -1,12 +1,14 @@
 //! The team view's frame: a [`TeamView`] as lines of text for a terminal of a given width
 //! and height. Pure (no terminal, no store), so `--once`, the live view, the tests and the
-//! benchmark share it. Every line fits the width (untrusted text is escaped, then cut with
-//! [`roo_term::clip`]); on a narrow terminal the less important columns go first; colour
+//! benchmark share it. Every line fits the width in terminal columns (untrusted text is
+//! escaped, then cut by display width, a wide character as two columns and never apart
+//! from its combining marks); on a narrow terminal the less important columns go first; colour
 //! comes only from the [`Style`] given, so `NO_COLOR` and a pipe get plain text. Only
 //! ASCII is drawn besides the `…` of a cut.
 
 use roo_store::{BackendType, TaskUsage, Timestamp};
 use roo_term::Style;
+use unicode_width::UnicodeWidthChar;
 
 use super::model::{Column, MemberRow, TaskRow, TeamView};
 use crate::output::escape;
@@ -30,23 +32,44 @@ pub struct FrameOptions {
     pub notice: Option<String>,
 }
 
+/// The terminal columns `text` takes: a wide (CJK, emoji) character two, a combining
+/// mark none (text is escaped first, so no control character is left to count).
+pub(super) fn columns(text: &str) -> usize {
+    text.chars().map(|c| c.width().unwrap_or(0)).sum()
+}
+
+/// The longest start of `text` within `max` columns, never cut between a character and
+/// the combining marks that follow it (they take no column, so they go with it).
+fn head(text: &str, max: usize) -> &str {
+    let mut used = 0;
+    for (i, c) in text.char_indices() {
+        let w = c.width().unwrap_or(0);
+        if w > 0 && used + w > max {
+            return &text[..i];
+        }
+        used += w;
+    }
+    text
+}
+
 /// `text` in exactly `width` columns: cut with `…`, or padded with spaces.
 fn cell(text: &str, width: usize) -> String {
-    let n = text.chars().count();
+    let n = columns(text);
     if n > width {
-        roo_term::clip(text, width.saturating_sub(1))
-            .chars()
-            .take(width)
-            .collect()
+        if width == 0 {
+            return String::new();
+        }
+        let kept = head(text, width - 1);
+        format!("{kept}…{}", " ".repeat(width - 1 - columns(kept)))
     } else {
         format!("{text}{}", " ".repeat(width - n))
     }
 }
 
-/// A whole line cut to `width` (without padding).
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() > width {
-        cell(text, width)
+/// A whole line cut to `width` columns (without padding).
+pub(super) fn fit(text: &str, width: usize) -> String {
+    if columns(text) > width {
+        cell(text, width).trim_end_matches(' ').to_owned()
     } else {
         text.to_owned()
     }
@@ -207,7 +230,7 @@ fn layout(view: &TeamView, width: usize) -> Vec<(Field, usize)> {
     let natural = |f: Field| {
         view.members
             .iter()
-            .map(|m| f.text(view, m).chars().count())
+            .map(|m| columns(&f.text(view, m)))
             .chain([f.title().len()])
             .max()
             .unwrap_or(0)

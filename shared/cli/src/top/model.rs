@@ -1,6 +1,6 @@
 //! The team view's model: what `team top` shows, built from one read of the store
-//! ([`Snapshot::load`]: the roster with each member's observed state, the task list, the
-//! messages in the inboxes and the newest events) by a pure function ([`TeamView::build`]),
+//! ([`Snapshot::load`]: the roster with each member's observed state, the task list and
+//! the newest events, the messages among them) by a pure function ([`TeamView::build`]),
 //! so the frame renderer and the tests never touch the store.
 //!
 //! A member's spend is the usage recorded on tasks (PROTOCOL.md: each model request's
@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use roo_store::{
-    BackendType, Message, Name, ReadFilter, Task, TaskId, TaskStatus, TaskUsage, Team, TeamConfig,
+    BackendType, Event, EventKind, Name, Task, TaskId, TaskStatus, TaskUsage, Team, TeamConfig,
     Timestamp,
 };
 
@@ -29,35 +29,42 @@ pub struct EventLine {
     pub text: String,
 }
 
-/// One message as the view shows it (its summary, never its body's data).
+/// One message as the view shows it: what the event log recorded when it was sent (ids
+/// and summaries, never bodies), so a frame reads no inbox.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MessageLine {
-    /// Sender.
-    pub from: Name,
-    /// The inbox it is in.
-    pub to: Name,
-    /// When it was sent.
+    /// Sender (untrusted as recorded).
+    pub from: String,
+    /// Its recipient as addressed (`*` for a broadcast).
+    pub to: String,
+    /// When it was sent (the store's time).
     pub time: Timestamp,
-    /// Its type (`message`, `task_assignment`, …).
-    pub kind: &'static str,
-    /// Its summary, or the first line of its text.
+    /// Its wire type (`text`, `task_assignment`, …).
+    pub kind: String,
+    /// Its summary, if it had one.
     pub summary: String,
 }
 
 impl MessageLine {
-    fn of(to: &Name, m: &Message) -> MessageLine {
-        let summary = m
-            .summary
-            .clone()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| m.text.lines().next().unwrap_or_default().to_owned());
-        MessageLine {
-            from: m.from.clone(),
-            to: to.clone(),
-            time: m.timestamp,
-            kind: m.body.type_name(),
+    /// The message a `message_sent` event records, if `e` is one.
+    pub fn of(e: &Event) -> Option<MessageLine> {
+        let EventKind::MessageSent {
+            from,
+            to,
+            message_type,
             summary,
-        }
+            ..
+        } = &e.kind
+        else {
+            return None;
+        };
+        Some(MessageLine {
+            from: from.clone(),
+            to: to.clone(),
+            time: e.time,
+            kind: message_type.clone(),
+            summary: summary.clone().unwrap_or_default(),
+        })
     }
 }
 
@@ -70,7 +77,7 @@ pub struct Snapshot {
     pub states: Vec<&'static str>,
     /// The task list.
     pub tasks: Vec<Task>,
-    /// The messages in every inbox (oldest first within an inbox).
+    /// The messages the newest [`LOG_READ`] events record, oldest first.
     pub messages: Vec<MessageLine>,
     /// The newest events, oldest first.
     pub events: Vec<EventLine>,
@@ -78,11 +85,17 @@ pub struct Snapshot {
     pub now: Timestamp,
 }
 
-/// How many of the newest events a snapshot reads.
+/// How many of the newest events a snapshot keeps for the EVENTS section.
 pub const EVENTS_READ: usize = 200;
+/// How many of the newest events a snapshot looks through for messages (each member's
+/// last message, a followed member's messages). The files store parses its current log
+/// file (at most `EVENT_LOG_ROTATE_BYTES`) whatever the count; PostgreSQL reads this many rows.
+pub const LOG_READ: usize = 2000;
 
 impl Snapshot {
-    /// Reads the team: config and liveness, tasks, every inbox, the newest events.
+    /// Reads the team: config and liveness, tasks, and the newest events (messages
+    /// included: no inbox is read, so a frame costs the same however much the members
+    /// wrote).
     pub fn load(team: &Team) -> CliResult<Snapshot> {
         let config = team.config()?;
         let liveness = team.liveness(&config)?;
@@ -92,15 +105,10 @@ impl Snapshot {
             .map(|m| liveness.observed_state(m).as_str())
             .collect();
         let tasks = team.tasks().list(&roo_store::TaskFilter::default())?;
-        let mailbox = team.mailbox();
-        let mut messages = Vec::new();
-        for name in mailbox.inbox_names()? {
-            for m in mailbox.read(&name, &ReadFilter::default())? {
-                messages.push(MessageLine::of(&name, &m));
-            }
-        }
-        messages.sort_by_key(|m| m.time);
-        let events = super::events::newest(team, EVENTS_READ)?;
+        let log = team.events(None, LOG_READ)?.events;
+        let messages = log.iter().filter_map(MessageLine::of).collect();
+        let shown = log.len().saturating_sub(EVENTS_READ);
+        let events = log[shown..].iter().map(super::events::line).collect();
         Ok(Snapshot {
             config,
             states,
@@ -285,17 +293,11 @@ impl TeamView {
                 add(&mut total, u);
             }
         }
+        // The log records every message sent, also those read and archived since.
         let mut last_message: HashMap<&str, Timestamp> = HashMap::new();
         for m in &messages {
             let at = last_message.entry(m.from.as_str()).or_insert(m.time);
             *at = (*at).max(m.time);
-        }
-        // The log records every message sent, also those read and archived since.
-        for e in events.iter().filter(|e| e.kind == "message_sent") {
-            if let Some(actor) = &e.actor {
-                let at = last_message.entry(actor.as_str()).or_insert(e.time);
-                *at = (*at).max(e.time);
-            }
         }
         let mut working: HashMap<&str, &Task> = HashMap::new();
         for task in tasks.iter().filter(|t| t.status == TaskStatus::InProgress) {

@@ -1,8 +1,10 @@
 //! The live view's terminal loop: the alternate screen and raw mode (restored on every
 //! way out: return, error, panic, SIGTERM, SIGHUP, SIGINT), keys, and a redraw when the store
-//! changes (the store's watchers on the event log, roster, task list and inboxes on
-//! files, on the inboxes on PostgreSQL), when the terminal is resized, and each second (for ages, and for what no
-//! watcher covers).
+//! changes, when the terminal is resized, and each second (for ages, and for what no
+//! watcher covers, such as a process that died). One watcher for the whole team, on its
+//! event log (files and PostgreSQL alike): every change of the roster, the tasks and the
+//! messages appends to it in the same locked change, so it alone says when to re-read;
+//! a busy team re-reads at most [`RELOADS`] times a second.
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::{cursor, queue, terminal};
-use roo_store::{InboxWatcher, Team, WaitOutcome, WatchWaker};
+use roo_store::{Team, WaitOutcome, WatchWaker};
 use roo_term::Style;
 
 use super::frame::{FrameOptions, render};
@@ -53,6 +55,8 @@ pub enum Owner {
 const TICK: Duration = Duration::from_secs(1);
 /// How long one wait for a key lasts before store changes and signals are looked at.
 const STEP: Duration = Duration::from_millis(50);
+/// At most this many reads of the store a second, however fast it changes.
+const RELOADS: u32 = 4;
 
 /// The alternate screen (and raw mode if it owns it) until dropped.
 struct Screen {
@@ -84,44 +88,32 @@ impl Drop for Screen {
     }
 }
 
-/// Wakes the loop when the team's roster, task list or an inbox changes.
+/// Wakes the loop when the team's event log grows: one watcher and one thread, however
+/// many members and inboxes the team has.
 struct StoreWatch {
     changes: mpsc::Receiver<()>,
-    wakers: Vec<WatchWaker>,
+    waker: Option<WatchWaker>,
 }
 
 impl StoreWatch {
+    /// Starts watching `team`'s log (without a watcher, the tick alone redraws).
     fn start(team: &Team) -> StoreWatch {
         let (tx, changes) = mpsc::channel();
-        let mailbox = team.mailbox();
-        let mut watchers: Vec<InboxWatcher> = Vec::new();
-        // Files: the roster and the task list are files in directories of their own;
-        // PostgreSQL has no such files (its inboxes are watched; the tick does the rest).
-        if team.home().pg().is_none() {
-            let events = team.config_path().with_file_name(roo_store::EVENTS_FILE);
-            for path in [team.config_path(), team.tasks().path(), events] {
-                if let Ok(w) = InboxWatcher::new(path) {
-                    watchers.push(w);
+        let Ok(mut watcher) = team.event_watcher() else {
+            return StoreWatch {
+                changes,
+                waker: None,
+            };
+        };
+        let waker = Some(watcher.waker());
+        std::thread::spawn(move || {
+            while watcher.wait(Duration::from_secs(3600)) != WaitOutcome::Stopped {
+                if tx.send(()).is_err() {
+                    break;
                 }
             }
-        }
-        for name in mailbox.inbox_names().unwrap_or_default() {
-            if let Ok(w) = mailbox.watcher(&name) {
-                watchers.push(w);
-            }
-        }
-        let wakers = watchers.iter().map(InboxWatcher::waker).collect();
-        for mut w in watchers {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                while w.wait(Duration::from_secs(3600)) != WaitOutcome::Stopped {
-                    if tx.send(()).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        StoreWatch { changes, wakers }
+        });
+        StoreWatch { changes, waker }
     }
 
     /// Whether anything changed since last asked.
@@ -136,7 +128,7 @@ impl StoreWatch {
 
 impl Drop for StoreWatch {
     fn drop(&mut self) {
-        for w in &self.wakers {
+        if let Some(w) = &self.waker {
             w.stop();
         }
     }
@@ -241,22 +233,34 @@ impl Live {
         Act::Redraw
     }
 
-    fn draw(&self, out: &mut impl Write, style: Style) -> io::Result<()> {
-        let (w, h) = terminal::size().unwrap_or(super::DEFAULT_SIZE);
+    /// The frame's lines at `width`×`height`: the view, or, before the team could be
+    /// read once, why not (never a blank screen).
+    fn lines(&self, width: usize, height: usize, style: Style) -> Vec<String> {
         let Some(view) = &self.view else {
-            return Ok(());
+            let why = self.notice.as_deref().unwrap_or("reading the team…");
+            return [why, "", "q quit"]
+                .iter()
+                .take(height)
+                .map(|l| super::frame::fit(&crate::output::escape(l), width))
+                .collect();
         };
         let options = FrameOptions {
-            width: usize::from(w),
-            height: usize::from(h),
+            width,
+            height,
             style,
             selected: self.selected,
             follow: self.follow,
             interactive: true,
             notice: self.notice.clone(),
         };
+        render(view, &options)
+    }
+
+    fn draw(&self, out: &mut impl Write, style: Style) -> io::Result<()> {
+        let (w, h) = terminal::size().unwrap_or(super::DEFAULT_SIZE);
+        let lines = self.lines(usize::from(w), usize::from(h), style);
         queue!(out, crossterm::terminal::BeginSynchronizedUpdate)?;
-        for (i, line) in render(view, &options).iter().enumerate() {
+        for (i, line) in lines.iter().enumerate() {
             let row = u16::try_from(i).unwrap_or(u16::MAX);
             queue!(out, cursor::MoveTo(0, row))?;
             write!(out, "{line}")?;
@@ -300,14 +304,18 @@ pub fn run(team: &Team, keys: &mut dyn KeySource, owner: Owner) -> CliResult {
     live.load(team);
     live.draw(&mut out, style)?;
     let mut last = Instant::now();
+    let mut changed = false;
     loop {
         if signals.raised() {
             return Ok(());
         }
         let mut redraw = false;
-        if watch.changed() || last.elapsed() >= TICK {
+        changed |= watch.changed();
+        let since = last.elapsed();
+        if (changed && since >= TICK / RELOADS) || since >= TICK {
             live.load(team);
             last = Instant::now();
+            changed = false;
             redraw = true;
         }
         match keys.next(STEP)? {
@@ -322,5 +330,34 @@ pub fn run(team: &Team, keys: &mut dyn KeySource, owner: Owner) -> CliResult {
         if redraw {
             live.draw(&mut out, style)?;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 31 review: a team that cannot be read at start drew nothing at all.
+    #[test]
+    fn a_failed_first_read_shows_why_instead_of_a_blank_screen() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = roo_store::RooHome::new(dir.path());
+        let name = |s: &str| roo_store::Name::parse(s).unwrap();
+        let lead = roo_store::Member::new(name("lead"), &name("missing"));
+        let team = Team::create(&home, name("missing"), "", lead, Vec::new()).unwrap();
+        // A roster that cannot be read (a file where the store wants JSON).
+        std::fs::write(team.config_path(), "{ not json").unwrap();
+        let mut live = Live {
+            view: None,
+            selected: 0,
+            follow: false,
+            notice: None,
+        };
+        live.load(&team);
+        let lines = live.lines(80, 24, Style::plain());
+        let frame = lines.join("\n");
+        assert!(frame.contains("failed to read the team"), "{frame}");
+        assert!(frame.contains("missing"), "{frame}");
+        assert!(frame.contains("q quit"), "{frame}");
     }
 }

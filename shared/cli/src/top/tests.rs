@@ -85,10 +85,10 @@ fn snapshot() -> Snapshot {
         states: vec!["busy", "busy", "idle"],
         tasks: vec![done, alpha, blocked, ready],
         messages: vec![MessageLine {
-            from: name("alice"),
-            to: name("lead"),
+            from: "alice".into(),
+            to: "lead".into(),
             time: Timestamp::from_unix_ms(NOW - 12_000),
-            kind: "message",
+            kind: "text".into(),
             summary: "alpha half done".into(),
         }],
         events: vec![EventLine {
@@ -113,8 +113,10 @@ fn options(width: usize, height: usize, style: Style) -> FrameOptions {
     }
 }
 
+/// Terminal columns (a wide character takes two, a combining mark none).
 fn visible_width(line: &str) -> usize {
-    line.chars().count()
+    use unicode_width::UnicodeWidthChar;
+    line.chars().map(|c| c.width().unwrap_or(0)).sum()
 }
 
 #[test]
@@ -278,4 +280,45 @@ fn fifty_members_and_five_hundred_tasks_fit_and_keep_the_selection_visible() {
         "the selected member is shown:\n{frame}"
     );
     assert!(frame.contains("more"), "a cut list says so:\n{frame}");
+}
+
+/// Issue 31 review: the frame counted characters, not columns: a CJK or emoji subject
+/// drew 128 columns in an 80-column frame, and a cut could split a letter from its
+/// combining marks.
+#[test]
+fn wide_characters_fit_the_width_and_a_cut_keeps_combining_marks() {
+    let mut s = snapshot();
+    s.tasks[2].subject = "漢字のタスク🚀".repeat(12);
+    s.tasks[3].subject = "e\u{301}".repeat(200);
+    s.messages[0].summary = "表".repeat(100);
+    s.config.description = "説明".repeat(60);
+    let view = TeamView::build(s);
+    let alice = view
+        .members
+        .iter()
+        .position(|m| m.name.as_str() == "alice")
+        .unwrap();
+    let mut followed = options(80, 24, Style::plain());
+    followed.follow = true;
+    followed.selected = alice;
+    for opts in [
+        options(80, 24, Style::plain()),
+        options(40, 24, Style::plain()),
+        followed,
+    ] {
+        for line in render(&view, &opts) {
+            assert!(
+                visible_width(&line) <= opts.width,
+                "{} columns: {line}",
+                visible_width(&line)
+            );
+            assert!(
+                !line.contains("…\u{301}") && !line.starts_with('\u{301}'),
+                "{line:?}"
+            );
+        }
+    }
+    let frame = render(&view, &options(80, 24, Style::plain())).join("\n");
+    assert!(frame.contains("漢字"), "{frame}");
+    assert!(frame.contains("e\u{301}e\u{301}"), "{frame}");
 }
