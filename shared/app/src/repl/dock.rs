@@ -107,20 +107,10 @@ pub(super) fn screen_rows(line: &str, width: usize) -> u16 {
 
 /// Columns `line` takes on screen: styles (`ESC [ … m`) take none.
 pub(super) fn shown_width(line: &str) -> usize {
-    let mut columns = 0;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' && chars.peek() == Some(&'[') {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-            continue;
-        }
-        columns += c.width().unwrap_or(0);
-    }
-    columns
+    without_styles(line)
+        .chars()
+        .map(|c| c.width().unwrap_or(0))
+        .sum()
 }
 
 /// `line` without styles, cut to at most `width - 1` columns keeping its end (a started
