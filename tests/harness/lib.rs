@@ -23,7 +23,7 @@ pub use command::{ChildGuard, RunOutput, TestCommand};
 pub use diff::line_diff;
 pub use dir::{TempDir, TempHome};
 pub use mock_llm::MockLlm;
-pub use process::{process_gone, read_pid};
+pub use process::{child_of, process_gone, read_pid};
 pub use repo::{bugfix_repo, demo_data, git, git_init_commit, git_repo_with_identity};
 pub use tmux::{Pane, Tmux, TmuxServer, end_tmux_server, tmux_socket_path};
 

@@ -306,3 +306,47 @@ agents:
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0);
 }
+
+/// Issue 31: the session's key reader span for ever once its terminal hung up (crossterm
+/// reads a terminal until a read would block, and a hung-up terminal's reads return 0 at
+/// once); only SIGHUP ended the session. Started with SIGHUP ignored (`nohup`, or a hang-up
+/// that sends none), its terminal gone, the session now ends.
+#[test]
+fn the_session_ends_when_its_terminal_hangs_up() {
+    let home = TempHome::new();
+    bugfix_repo(home.cwd.path());
+    let script = home
+        .home
+        .write("idle.yaml", "agents:\n  \"*\":\n    - text: \"ok\"\n");
+    let tmux = Tmux::start(
+        home.cwd.path(),
+        &[("ROO_HOME", home.path().display().to_string())],
+        &format!(
+            "trap '' HUP; {} --provider script --script {} --trust-project",
+            bin("roo-lead").display(),
+            script.display()
+        ),
+    );
+    tmux.wait_for("the banner and prompt", |s| {
+        s.contains("RooCode") && s.contains('›')
+    });
+    let shell = tmux.panes()[0].pid;
+    let pid = wait_until(
+        "the lead's process",
+        Duration::from_secs(10),
+        || roo_tests::child_of(shell, "roo-lead"),
+        || tmux.screen(),
+    );
+    roo_tests::end_tmux_server(tmux.socket());
+    let gone = wait_until(
+        "the session to end after its terminal hung up",
+        Duration::from_secs(10),
+        || process_gone(pid).then_some(true),
+        || {
+            // Do not leave it spinning when the check fails.
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            format!("pid {pid} still runs")
+        },
+    );
+    assert!(gone);
+}

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use roo_store::{Name, PgStore, RooHome, Team};
-use roo_tests::{TempDir, TestCommand, Tmux, bin, path_with_bins, wait_until};
+use roo_tests::{
+    TempDir, TestCommand, Tmux, bin, child_of, path_with_bins, process_gone, wait_until,
+};
 
 struct World {
     root: TempDir,
@@ -506,28 +508,6 @@ fn team_top_shows_a_pane_team_on_the_postgresql_store() {
     run_team(&world);
 }
 
-/// The pid of the child of `parent` whose command line holds `needle`.
-fn child_of(parent: u32, needle: &str) -> Option<i32> {
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: i32 = entry.file_name().to_string_lossy().parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid …`: the ppid is the second field after the `)`.
-            let ppid: u32 = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            (ppid == parent && cmdline.contains(needle)).then_some(pid)
-        })
-}
-
 #[test]
 fn the_live_view_gives_the_terminal_back_on_sigterm_and_sighup() {
     let world = World::new(None);
@@ -661,4 +641,48 @@ fn the_live_view_watches_a_big_team_with_one_watcher() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
+}
+
+/// Issue 31: a view whose terminal hung up (its tmux server killed, its ssh session
+/// dropped) span for ever at a third of a core, deaf to SIGTERM: crossterm reads a
+/// terminal until a read would block, and a hung-up terminal's reads return 0 at once.
+/// It now ends.
+#[test]
+fn the_live_view_ends_when_its_terminal_hangs_up() {
+    let world = World::new(None);
+    world
+        .roo_mail(&["team", "create", "--team", "crew", "--lead", "lead"])
+        .args(["--member", "alice"])
+        .run()
+        .assert_ok();
+    let view = Tmux::start(
+        &world.root.join("project"),
+        &world.env(),
+        &format!("'{}' team top --team crew", bin("roo-mail").display()),
+    );
+    view.wait_for("the live view", |s| {
+        s.contains("MEMBER") && s.contains("alice")
+    });
+    let shell = view.panes()[0].pid;
+    let pid = wait_until(
+        "the view's process",
+        Duration::from_secs(10),
+        || child_of(shell, "team top"),
+        || view.screen(),
+    );
+    roo_tests::end_tmux_server(view.socket());
+    let gone = wait_until(
+        "the view to end after its terminal hung up",
+        Duration::from_secs(10),
+        || process_gone(pid).then_some(true),
+        || {
+            // Do not leave it spinning when the check fails.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            format!("pid {pid} still runs")
+        },
+    );
+    assert!(gone);
 }

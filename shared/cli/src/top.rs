@@ -109,7 +109,7 @@ pub fn run(ctx: &Context, args: TopArgs, out: &mut impl Write) -> CliResult {
         out.write_all(once(&team, width, height, ctx.style)?.as_bytes())?;
         return Ok(());
     }
-    terminal::run(&team, &mut TerminalKeys, terminal::Owner::Own)
+    terminal::run(&team, &mut TerminalKeys::new(), terminal::Owner::Own)
 }
 
 #[cfg(test)]

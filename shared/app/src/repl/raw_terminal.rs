@@ -28,13 +28,22 @@ impl Drop for RawMode {
     }
 }
 
-/// Reads terminal events on a thread of its own (crossterm's reader blocks).
+/// Reads terminal events on a thread of its own (crossterm's reader blocks). The channel
+/// closes when the terminal hangs up (or fails), which ends the session at its prompt.
 pub(super) fn spawn_key_reader() -> mpsc::UnboundedReceiver<Event> {
+    use roo_cli::top::KeySource;
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
-        while let Ok(event) = crossterm::event::read() {
-            if tx.send(event).is_err() {
-                break;
+        let mut keys = roo_cli::top::TerminalKeys::new();
+        loop {
+            match keys.next(std::time::Duration::from_secs(60)) {
+                Ok(Some(event)) => {
+                    if tx.send(event).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => break,
             }
         }
     });

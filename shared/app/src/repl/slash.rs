@@ -163,7 +163,15 @@ impl roo_cli::top::KeySource for ForwardedKeys {
         &mut self,
         timeout: std::time::Duration,
     ) -> std::io::Result<Option<crossterm::event::Event>> {
-        Ok(self.0.recv_timeout(timeout).ok())
+        match self.0.recv_timeout(timeout) {
+            Ok(event) => Ok(Some(event)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            // The session's reader ended: the terminal hung up.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the terminal hung up",
+            )),
+        }
     }
 }
 
@@ -193,6 +201,7 @@ pub(super) async fn team_view(
         return None;
     }
     let (tx, rx) = std::sync::mpsc::channel();
+    let mut tx = Some(tx);
     let mut view = tokio::task::spawn_blocking(move || {
         roo_cli::top::terminal::run(
             &team,
@@ -205,16 +214,22 @@ pub(super) async fn team_view(
     let ended = loop {
         tokio::select! {
             ended = &mut view => break ended,
-            Some(event) = keys.recv() => {
-                let _ = tx.send(event);
-            }
+            key = keys.recv(), if tx.is_some() => match (key, &tx) {
+                (Some(event), Some(tx)) => {
+                    let _ = tx.send(event);
+                }
+                // The terminal hung up: the view's keys end, and so does the view.
+                _ => tx = None,
+            },
             Some(pending) = approvals.recv(), if asked.is_none() => {
                 asked = Some(pending);
                 let quit = crossterm::event::KeyEvent::new(
                     crossterm::event::KeyCode::Char('q'),
                     crossterm::event::KeyModifiers::NONE,
                 );
-                let _ = tx.send(crossterm::event::Event::Key(quit));
+                if let Some(tx) = &tx {
+                    let _ = tx.send(crossterm::event::Event::Key(quit));
+                }
             }
         }
     };

@@ -27,17 +27,70 @@ pub trait KeySource {
     fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>>;
 }
 
-/// Keys read from the terminal by this thread (`roo-mail team top`).
-#[derive(Debug, Default)]
-pub struct TerminalKeys;
+/// Keys read from the terminal by this thread (`roo-mail team top`, and the interactive
+/// lead's key reader). A terminal that hung up ends the keys with a `BrokenPipe` error.
+#[derive(Debug)]
+pub struct TerminalKeys {
+    /// Whether stdin was a terminal when the keys began (a hung-up terminal no longer
+    /// says it is one).
+    stdin_terminal: bool,
+}
+
+impl TerminalKeys {
+    /// Keys from this process's terminal.
+    pub fn new() -> TerminalKeys {
+        TerminalKeys {
+            stdin_terminal: std::io::IsTerminal::is_terminal(&io::stdin()),
+        }
+    }
+}
+
+impl Default for TerminalKeys {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl KeySource for TerminalKeys {
     fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>> {
-        if crossterm::event::poll(timeout)? {
+        // crossterm reads a terminal that hung up over and over (its reads return 0 at
+        // once): with its default reader for ever, a spinning process deaf to signals.
+        // Built with `use-dev-tty` it polls the terminal (level-triggered) and stops at
+        // the timeout; so it is asked for short spans, and the hang-up is looked for
+        // between them.
+        if self.stdin_terminal && stdin_hung_up() {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the terminal hung up",
+            ));
+        }
+        if crossterm::event::poll(timeout.clamp(Duration::from_millis(1), MAX_WAIT))? {
             crossterm::event::read().map(Some)
         } else {
             Ok(None)
         }
+    }
+}
+
+/// The longest one wait for a key lasts, so a hang-up is seen within it.
+const MAX_WAIT: Duration = Duration::from_millis(250);
+
+/// Whether stdin, a terminal, hung up (or failed). Only on Linux, where `poll` supports
+/// terminals; elsewhere, and when stdin is no terminal (crossterm then reads `/dev/tty`),
+/// a hang-up ends the view through SIGHUP.
+fn stdin_hung_up() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let stdin = io::stdin();
+        // No events asked: only a hang-up, an error or a closed descriptor are reported.
+        let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::empty())];
+        matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
     }
 }
 
