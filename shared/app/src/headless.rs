@@ -83,10 +83,10 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     }
     let printer = spawn_printer(events, member_events, team_events, options, style);
     let team_run = run_with_team(built, prompt, &sink, &cancel, options.team_timeout).await;
-    let shown_errors = finish_printing(built, sink, printer, options, style).await;
+    let (shown_errors, team_calls) = finish_printing(built, sink, printer, options, style).await;
     signals.abort();
 
-    let verdict = Verdict::of(built, &team_run, options.team_timeout).await;
+    let verdict = Verdict::of(built, &team_run, &team_calls, options.team_timeout).await;
     print_result(
         built,
         &team_run,
@@ -98,6 +98,10 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     // Task subjects (in the lost work) were written by models.
     for message in verdict.messages() {
         eprintln!("roo-lead: {}", roo_term::escape(message));
+    }
+    // A team left on disk is said, with what it holds, whatever the exit code.
+    for lines in left_teams(built, &team_calls).await {
+        crate::left_team::print(&lines, style);
     }
     if let RunOutcome::Error { message } = &team_run.result.outcome
         && options.format == OutputFormat::Text
@@ -121,17 +125,142 @@ async fn expand_prompt(built: &Built, prompt: &str) -> Result<Option<String>, Ap
     }
 }
 
+/// The notices of the teams this run leaves on disk: its own, still bound (no
+/// TeamDelete), and those its TeamCreate found left by an earlier run (whose lead is
+/// gone), which it does not take over.
+async fn left_teams(built: &Built, calls: &TeamCalls) -> Vec<Vec<String>> {
+    let context = built.agent.tool_context();
+    let mut notices = Vec::new();
+    let bound = built.team.get().map(|b| b.team.clone());
+    if let Some(team) = &bound {
+        let header = crate::left_team::left_header(team.name());
+        notices.push(crate::left_team::lines(team.clone(), context, header).await);
+    }
+    let mut taken: Vec<Name> = calls
+        .failed
+        .iter()
+        .filter(|c| c.tool == CREATE)
+        .filter_map(|c| Name::parse(&c.target).ok())
+        .filter(|name| bound.as_ref().is_none_or(|b| b.name() != name))
+        .collect();
+    taken.dedup();
+    if taken.is_empty() {
+        return notices;
+    }
+    let Ok(home) = crate::setup::store_home() else {
+        return notices;
+    };
+    for name in taken {
+        let left = tokio::task::spawn_blocking({
+            let home = home.clone();
+            let name = name.clone();
+            move || {
+                let team = roo_store::Team::open(&home, name).ok()?;
+                use roo_team::teammate::lead_watch::{LeadState, lead_state};
+                matches!(lead_state(&team), LeadState::Gone(_) | LeadState::Absent).then_some(team)
+            }
+        })
+        .await;
+        if let Ok(Some(team)) = left {
+            let header = crate::left_team::taken_header(&name);
+            notices.push(crate::left_team::lines(team, context, header).await);
+        }
+    }
+    notices
+}
+
+/// The tool names whose failures [`TeamCalls`] counts.
+const CREATE: &str = "TeamCreate";
+const AGENT: &str = "Agent";
+
+/// The lead's TeamCreate calls and its Agent calls that name a teammate, and those of
+/// them that failed (an error result or a denial): a run whose team was not formed as
+/// it asked did not finish.
+#[derive(Debug, Default)]
+struct TeamCalls {
+    /// Call id → (tool, the team or teammate it names).
+    asked: HashMap<String, (&'static str, String)>,
+    failed: Vec<FailedCall>,
+}
+
+#[derive(Debug)]
+struct FailedCall {
+    tool: &'static str,
+    target: String,
+    /// The first line of the call's error.
+    why: String,
+}
+
+impl TeamCalls {
+    fn note(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::AssistantMessage { message } => {
+                for (id, name, input) in message.tool_uses() {
+                    let (tool, field) = match name {
+                        CREATE => (CREATE, "team_name"),
+                        AGENT => (AGENT, "name"),
+                        _ => continue,
+                    };
+                    let target = input[field].as_str().map(str::trim).unwrap_or_default();
+                    // An Agent call without `name` starts a sub-agent, not a teammate.
+                    if tool == AGENT && target.is_empty() {
+                        continue;
+                    }
+                    self.asked
+                        .insert(id.to_string(), (tool, target.to_string()));
+                }
+            }
+            AgentEvent::ToolEnd {
+                id,
+                is_error: true,
+                preview,
+                ..
+            } => self.fail(id, preview),
+            AgentEvent::PermissionDenied { id, reason, .. } => self.fail(id, reason),
+            _ => {}
+        }
+    }
+
+    fn fail(&mut self, id: &str, why: &str) {
+        if let Some((tool, target)) = self.asked.remove(id) {
+            // What failed, without the advice after it (a warning showed it in full).
+            let line = first_line(why);
+            let why = roo_term::clip(line.split("; ").next().unwrap_or(line), 200);
+            self.failed.push(FailedCall { tool, target, why });
+        }
+    }
+
+    /// Why the run did not finish, when a call failed.
+    fn message(&self) -> Option<String> {
+        if self.failed.is_empty() {
+            return None;
+        }
+        let calls: Vec<String> = self
+            .failed
+            .iter()
+            .map(|c| {
+                let what = if c.tool == CREATE { "team" } else { "teammate" };
+                format!("{} of {what} {} failed ({})", c.tool, c.target, c.why)
+            })
+            .collect();
+        Some(format!(
+            "the team was not formed as asked, so the run did not finish: {}",
+            calls.join("; ")
+        ))
+    }
+}
+
 /// The task that prints the lead's events, its in-process teammates' and the team's
 /// as they come, until the lead's events end. Returns the errors it printed (the
-/// run's outcome does not repeat them) and the last state it printed for each
-/// teammate.
+/// run's outcome does not repeat them), the last state it printed for each
+/// teammate and the lead's team calls.
 fn spawn_printer(
     mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     mut member_events: tokio::sync::mpsc::UnboundedReceiver<roo_team::MemberEvent>,
     mut team_events: tokio::sync::mpsc::Receiver<TeamEvent>,
     options: Options,
     style: Style,
-) -> tokio::task::JoinHandle<(Vec<String>, PrintedStates)> {
+) -> tokio::task::JoinHandle<(Vec<String>, PrintedStates, TeamCalls)> {
     let Options {
         format, verbose, ..
     } = options;
@@ -141,10 +270,12 @@ fn spawn_printer(
         let mut printed = PrintedStates::new();
         let mut agent_open = true;
         let mut shown_errors = Vec::new();
+        let mut team_calls = TeamCalls::default();
         loop {
             tokio::select! {
                 event = events.recv(), if agent_open => match event {
                     Some(event) => {
+                        team_calls.note(&event);
                         if let AgentEvent::Error { message } = &event
                             && format != OutputFormat::StreamJson
                         {
@@ -174,20 +305,20 @@ fn spawn_printer(
                 break;
             }
         }
-        (shown_errors, printed)
+        (shown_errors, printed, team_calls)
     })
 }
 
 /// After the runs: lets the team monitor catch up, ends the sub-agents, lets the
 /// printer drain and end each teammate's lines on the state its config holds now.
-/// Returns the errors the printer showed.
+/// Returns the errors the printer showed and the lead's team calls.
 async fn finish_printing(
     built: &mut Built,
     sink: EventSink,
-    printer: tokio::task::JoinHandle<(Vec<String>, PrintedStates)>,
+    printer: tokio::task::JoinHandle<(Vec<String>, PrintedStates, TeamCalls)>,
     options: Options,
     style: Style,
-) -> Vec<String> {
+) -> (Vec<String>, TeamCalls) {
     if let Some(binding) = built.team.get() {
         // Let the monitor report the states the team ended in before the printer drains.
         roo_team::lead::status::monitor_caught_up(
@@ -203,7 +334,7 @@ async fn finish_printing(
         subagents.tasks().set_listener(None);
     }
     drop(sink);
-    let (shown_errors, printed) = printer.await.unwrap_or_default();
+    let (shown_errors, printed, team_calls) = printer.await.unwrap_or_default();
     // The team event channel drops events when it is full (a burst of messages or
     // states), and the catch-up above is bounded: end each teammate's lines on the
     // state its config holds now.
@@ -218,7 +349,7 @@ async fn finish_printing(
             }
         }
     }
-    shown_errors
+    (shown_errors, team_calls)
 }
 
 /// How a headless run ended: its exit code, whether the result is an error, and what
@@ -234,10 +365,17 @@ struct Verdict {
     broken: Option<String>,
     /// Teammates no process ever joined, whom the lead did not wait for.
     not_started: Option<String>,
+    /// TeamCreate or named Agent calls that failed.
+    team_calls: Option<String>,
 }
 
 impl Verdict {
-    async fn of(built: &Built, run: &TeamRun, team_timeout: Duration) -> Verdict {
+    async fn of(
+        built: &Built,
+        run: &TeamRun,
+        calls: &TeamCalls,
+        team_timeout: Duration,
+    ) -> Verdict {
         let mut code = exit::for_outcome(&run.result.outcome);
         let mut is_error = !run.result.outcome.is_success();
         let timeout = run.timed_out.as_ref().map(|busy| {
@@ -269,7 +407,8 @@ impl Verdict {
             is_error = true;
         }
         let not_started = not_started(built).await;
-        if (lost.is_some() || not_started.is_some()) && code == exit::OK {
+        let team_calls = calls.message();
+        if (lost.is_some() || not_started.is_some() || team_calls.is_some()) && code == exit::OK {
             code = exit::NOT_COMPLETED;
             is_error = true;
         }
@@ -280,13 +419,20 @@ impl Verdict {
             lost,
             broken,
             not_started,
+            team_calls,
         }
     }
 
     /// What went wrong with the team, in the order they are printed.
     fn messages(&self) -> impl Iterator<Item = &String> {
-        [&self.timeout, &self.lost, &self.broken, &self.not_started]
-            .into_iter()
+        [
+            &self.timeout,
+            &self.lost,
+            &self.broken,
+            &self.not_started,
+            &self.team_calls,
+        ]
+        .into_iter()
             .flatten()
     }
 }
@@ -386,6 +532,9 @@ fn print_result(
             }
             if let Some(message) = &verdict.not_started {
                 value["team_not_started"] = json!(message);
+            }
+            if let Some(message) = &verdict.team_calls {
+                value["team_calls_failed"] = json!(message);
             }
             let _ = writeln!(stdout, "{value}");
         }

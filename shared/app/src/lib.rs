@@ -11,6 +11,7 @@ mod entry;
 mod exit;
 mod flags;
 mod headless;
+mod left_team;
 pub mod lead;
 mod line_editor;
 mod logging;
