@@ -95,13 +95,14 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         options.format,
         started,
     );
+    // A team left on disk is said, with what it holds, whatever the exit code; the
+    // verdict comes last.
+    for lines in left_teams(built, &team_calls).await {
+        crate::left_team::print(&lines, style);
+    }
     // Task subjects (in the lost work) were written by models.
     for message in verdict.messages() {
         eprintln!("roo-lead: {}", roo_term::escape(message));
-    }
-    // A team left on disk is said, with what it holds, whatever the exit code.
-    for lines in left_teams(built, &team_calls).await {
-        crate::left_team::print(&lines, style);
     }
     if let RunOutcome::Error { message } = &team_run.result.outcome
         && options.format == OutputFormat::Text

@@ -96,7 +96,12 @@ impl LeftTeam {
                         work.changes.uncommitted_count > 0 || !work.ignored.is_empty();
                     work_text(work)
                 }
-                Ok(None) => "it worked in the lead's directory".to_string(),
+                Ok(None) if member.state == MemberState::NotStarted => {
+                    "it never started".to_string()
+                }
+                Ok(None) => "no clone: it works in the lead's directory, which is no git \
+                             repository"
+                    .to_string(),
                 Err(e) => format!("its work could not be read: {e}"),
             };
             lines.push(format!("  {} ({}): {what}", member.name, member.state));
@@ -162,8 +167,13 @@ impl LeftTeam {
         }
         lines.push(delete);
         lines.push(format!(
-            "or resume it: `roo-lead --team {team}` (TeamDelete there removes the clones \
-             that hold nothing the lead's branch lacks)"
+            "or resume it: `roo-lead --team {team}`{}",
+            if clones.is_empty() {
+                ""
+            } else {
+                " (TeamDelete there removes the clones that hold nothing the lead's branch \
+                 lacks)"
+            }
         ));
         lines
     }
