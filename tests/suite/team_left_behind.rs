@@ -102,9 +102,8 @@ fn a_run_that_leaves_its_team_says_what_is_left_and_a_rerun_refuses_it_with_exit
     first.assert_code(0);
     let stderr = first.stderr();
     assert!(
-        stderr.contains(
-            "team crew is left behind: the lead ended without deleting it (TeamDelete)"
-        ),
+        stderr
+            .contains("team crew is left behind: the lead ended without deleting it (TeamDelete)"),
         "{stderr}"
     );
     assert_inventory(&stderr, &project);

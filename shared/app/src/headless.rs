@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
 use crate::flags::OutputFormat;
+use crate::left_team::TeamCalls;
 use crate::render::interleaved::Interleaved;
 use crate::render::{Style, headline};
 use crate::setup::Built;
@@ -97,7 +98,7 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     );
     // A team left on disk is said, with what it holds, whatever the exit code; the
     // verdict comes last.
-    for lines in left_teams(built, &team_calls).await {
+    for lines in crate::left_team::left_teams(built, &team_calls).await {
         crate::left_team::print(&lines, style);
     }
     // Task subjects (in the lost work) were written by models.
@@ -123,131 +124,6 @@ async fn expand_prompt(built: &Built, prompt: &str) -> Result<Option<String>, Ap
         Some(Ok(expanded)) => Ok(Some(expanded)),
         Some(Err(why)) => Err(AppError::Usage(why)),
         None => Ok(None),
-    }
-}
-
-/// The notices of the teams this run leaves on disk: its own, still bound (no
-/// TeamDelete), and those its TeamCreate found left by an earlier run (whose lead is
-/// gone), which it does not take over.
-async fn left_teams(built: &Built, calls: &TeamCalls) -> Vec<Vec<String>> {
-    let context = built.agent.tool_context();
-    let mut notices = Vec::new();
-    let bound = built.team.get().map(|b| b.team.clone());
-    if let Some(team) = &bound {
-        let header = crate::left_team::left_header(team.name());
-        notices.push(crate::left_team::lines(team.clone(), context, header).await);
-    }
-    let mut taken: Vec<Name> = calls
-        .failed
-        .iter()
-        .filter(|c| c.tool == CREATE)
-        .filter_map(|c| Name::parse(&c.target).ok())
-        .filter(|name| bound.as_ref().is_none_or(|b| b.name() != name))
-        .collect();
-    taken.dedup();
-    if taken.is_empty() {
-        return notices;
-    }
-    let Ok(home) = crate::setup::store_home() else {
-        return notices;
-    };
-    for name in taken {
-        let left = tokio::task::spawn_blocking({
-            let home = home.clone();
-            let name = name.clone();
-            move || {
-                let team = roo_store::Team::open(&home, name).ok()?;
-                use roo_team::teammate::lead_watch::{LeadState, lead_state};
-                matches!(lead_state(&team), LeadState::Gone(_) | LeadState::Absent).then_some(team)
-            }
-        })
-        .await;
-        if let Ok(Some(team)) = left {
-            let header = crate::left_team::taken_header(&name);
-            notices.push(crate::left_team::lines(team, context, header).await);
-        }
-    }
-    notices
-}
-
-/// The tool names whose failures [`TeamCalls`] counts.
-const CREATE: &str = "TeamCreate";
-const AGENT: &str = "Agent";
-
-/// The lead's TeamCreate calls and its Agent calls that name a teammate, and those of
-/// them that failed (an error result or a denial): a run whose team was not formed as
-/// it asked did not finish.
-#[derive(Debug, Default)]
-struct TeamCalls {
-    /// Call id → (tool, the team or teammate it names).
-    asked: HashMap<String, (&'static str, String)>,
-    failed: Vec<FailedCall>,
-}
-
-#[derive(Debug)]
-struct FailedCall {
-    tool: &'static str,
-    target: String,
-    /// The first line of the call's error.
-    why: String,
-}
-
-impl TeamCalls {
-    fn note(&mut self, event: &AgentEvent) {
-        match event {
-            AgentEvent::AssistantMessage { message } => {
-                for (id, name, input) in message.tool_uses() {
-                    let (tool, field) = match name {
-                        CREATE => (CREATE, "team_name"),
-                        AGENT => (AGENT, "name"),
-                        _ => continue,
-                    };
-                    let target = input[field].as_str().map(str::trim).unwrap_or_default();
-                    // An Agent call without `name` starts a sub-agent, not a teammate.
-                    if tool == AGENT && target.is_empty() {
-                        continue;
-                    }
-                    self.asked
-                        .insert(id.to_string(), (tool, target.to_string()));
-                }
-            }
-            AgentEvent::ToolEnd {
-                id,
-                is_error: true,
-                preview,
-                ..
-            } => self.fail(id, preview),
-            AgentEvent::PermissionDenied { id, reason, .. } => self.fail(id, reason),
-            _ => {}
-        }
-    }
-
-    fn fail(&mut self, id: &str, why: &str) {
-        if let Some((tool, target)) = self.asked.remove(id) {
-            // What failed, without the advice after it (a warning showed it in full).
-            let line = first_line(why);
-            let why = roo_term::clip(line.split("; ").next().unwrap_or(line), 200);
-            self.failed.push(FailedCall { tool, target, why });
-        }
-    }
-
-    /// Why the run did not finish, when a call failed.
-    fn message(&self) -> Option<String> {
-        if self.failed.is_empty() {
-            return None;
-        }
-        let calls: Vec<String> = self
-            .failed
-            .iter()
-            .map(|c| {
-                let what = if c.tool == CREATE { "team" } else { "teammate" };
-                format!("{} of {what} {} failed ({})", c.tool, c.target, c.why)
-            })
-            .collect();
-        Some(format!(
-            "the team was not formed as asked, so the run did not finish: {}",
-            calls.join("; ")
-        ))
     }
 }
 
@@ -434,7 +310,7 @@ impl Verdict {
             &self.team_calls,
         ]
         .into_iter()
-            .flatten()
+        .flatten()
     }
 }
 

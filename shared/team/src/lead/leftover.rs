@@ -92,8 +92,7 @@ impl LeftTeam {
                     if let Some(clone) = &work.clone {
                         clones.push(clone.clone());
                     }
-                    files_left |=
-                        work.changes.uncommitted_count > 0 || !work.ignored.is_empty();
+                    files_left |= work.changes.uncommitted_count > 0 || !work.ignored.is_empty();
                     work_text(work)
                 }
                 Ok(None) if member.state == MemberState::NotStarted => {
@@ -195,7 +194,11 @@ fn work_text(work: &LeftWork) -> String {
             changes.unmerged_count,
             work.branch,
             subjects.join("; "),
-            if changes.unmerged_count > 3 { "; …" } else { "" }
+            if changes.unmerged_count > 3 {
+                "; …"
+            } else {
+                ""
+            }
         ));
     }
     if let Some(clone) = &work.clone {
@@ -216,7 +219,11 @@ fn work_text(work: &LeftWork) -> String {
         if files.is_empty() {
             parts.push(format!("clone {}", clone.display()));
         } else {
-            parts.push(format!("in clone {}: {}", clone.display(), files.join(", ")));
+            parts.push(format!(
+                "in clone {}: {}",
+                clone.display(),
+                files.join(", ")
+            ));
         }
     }
     if let Some(why) = &work.unread {
