@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use roo_tests::{TempDir, TestCommand, bin, git};
+use roo_tests::{TempDir, TestCommand, Tmux, bin, git, wait_until};
 
 struct World {
     root: TempDir,
@@ -36,9 +36,9 @@ impl World {
         self.root.join("fsmonitor-ran")
     }
 
-    /// The same `roo-lead -p` each time: TeamCreate crew, spawn alice, wait for her,
-    /// end without TeamDelete.
-    fn lead(&self) -> TestCommand {
+    /// The script of both runs: TeamCreate crew, spawn alice, wait for her, end
+    /// without TeamDelete.
+    fn script(&self) -> PathBuf {
         let script = format!(
             r#"agents:
   lead:
@@ -57,7 +57,12 @@ impl World {
 "#,
             canary = self.canary().display()
         );
-        let script = self.root.write("script.yaml", script);
+        self.root.write("script.yaml", script)
+    }
+
+    /// The same `roo-lead -p` each time.
+    fn lead(&self) -> TestCommand {
+        let script = self.script();
         TestCommand::new(bin("roo-lead"))
             .env("ROO_HOME", self.root.join("roo"))
             .env("HOME", self.root.join("home"))
@@ -138,4 +143,49 @@ fn a_run_that_leaves_its_team_says_what_is_left_and_a_rerun_refuses_it_with_exit
         std::fs::read_to_string(clone.join("draft.txt")).unwrap(),
         "draft\n"
     );
+}
+
+/// The interactive lead the person leaves with its team says the same when it exits.
+#[test]
+fn the_interactive_lead_left_with_its_team_says_what_is_left_at_exit() {
+    let world = World::new();
+    let project = world.project();
+    let command = format!(
+        "{} --provider script --script {} --trust-project --teammate-mode in-process \
+         --permission-mode bypassPermissions",
+        bin("roo-lead").display(),
+        world.script().display()
+    );
+    let env = [
+        ("ROO_HOME", world.root.join("roo").display().to_string()),
+        ("HOME", world.root.join("home").display().to_string()),
+        ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+    ];
+    let tmux = Tmux::start(&project, &env, &command);
+    tmux.wait_for("the prompt", |s| s.contains('›'));
+    tmux.type_text("Have alice do the work.");
+    tmux.keys(&["Enter"]);
+    // Alice's last file is written and her clone's config set: she is done.
+    let clone = project.join(".roocode/worktrees/crew+alice");
+    wait_until(
+        "alice's work",
+        std::time::Duration::from_secs(30),
+        || {
+            std::fs::read_to_string(clone.join(".git/config"))
+                .ok()
+                .filter(|c| c.contains("fsmonitor"))
+        },
+        || tmux.screen(),
+    );
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0);
+    let screen = tmux.joined_screen();
+    assert!(
+        screen
+            .contains("team crew is left behind: the lead ended without deleting it (TeamDelete)"),
+        "{screen}"
+    );
+    assert_inventory(&screen, &project);
+    assert!(!world.canary().exists(), "alice's fsmonitor ran");
 }
