@@ -189,3 +189,44 @@ fn the_interactive_lead_left_with_its_team_says_what_is_left_at_exit() {
     assert_inventory(&screen, &project);
     assert!(!world.canary().exists(), "alice's fsmonitor ran");
 }
+
+/// A named Agent call that fails — here with no team to spawn into — is a run that did
+/// not finish, even though the model then answered: exit 1, said on stderr and in the
+/// json result; no team is left, so there is no notice.
+#[test]
+fn a_failed_named_agent_call_exits_1_and_says_so() {
+    let world = World::new();
+    let script = world.root.write(
+        "alone.yaml",
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {name: Agent, input: {name: bob, description: "helps", prompt: "Help."}}
+    - text: "Done without bob."
+"#,
+    );
+    let out = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", world.root.join("roo"))
+        .env("HOME", world.root.join("home"))
+        .current_dir(world.project())
+        .args(["-p", "Get bob to help.", "--output-format", "json"])
+        .args(["--provider", "script", "--script"])
+        .arg(script)
+        .run();
+    out.assert_code(1);
+    out.assert_stderr_contains(
+        "the team was not formed as asked, so the run did not finish: Agent of teammate bob \
+         failed (failed to spawn a teammate: you lead no team)",
+    );
+    assert!(!out.stderr().contains("left behind"), "{}", out.stderr());
+    let result: serde_json::Value = serde_json::from_str(out.stdout().trim()).unwrap();
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(result["result"], "Done without bob.", "{result}");
+    assert!(
+        result["team_calls_failed"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Agent of teammate bob failed"),
+        "{result}"
+    );
+}
