@@ -48,6 +48,7 @@ mod team_fetch_guard;
 mod team_frugal;
 mod team_iterm2;
 mod team_lead_lifetime;
+mod team_left_behind;
 mod team_model_input;
 mod team_panes;
 mod team_pg;

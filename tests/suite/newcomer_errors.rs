@@ -349,6 +349,11 @@ agents:
         second.stdout()
     );
     second.assert_stdout("Done here.\n");
+    // Issue 32: a run whose TeamCreate and named Agent call failed did not finish.
+    second.assert_code(1);
+    second.assert_stderr_contains(
+        "the team was not formed as asked, so the run did not finish: TeamCreate of team crew failed",
+    );
 }
 
 #[test]

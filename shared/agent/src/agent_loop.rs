@@ -361,6 +361,13 @@ impl Agent {
         &self.tools
     }
 
+    /// What this agent's tool calls run with (working directory, the launcher of its
+    /// command sandbox): for commands the runtime runs on the agent's behalf between
+    /// runs, confined as its tools' are.
+    pub fn tool_context(&self) -> &ToolContext {
+        &self.context
+    }
+
     /// Forgets the conversation (`/clear`); the transcript records it.
     pub fn clear(&mut self) -> Result<(), crate::session::SessionError> {
         self.messages.clear();

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, AppError};
 use crate::flags::OutputFormat;
+use crate::left_team::TeamCalls;
 use crate::render::interleaved::Interleaved;
 use crate::render::{Style, headline};
 use crate::setup::Built;
@@ -83,10 +84,10 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
     }
     let printer = spawn_printer(events, member_events, team_events, options, style);
     let team_run = run_with_team(built, prompt, &sink, &cancel, options.team_timeout).await;
-    let shown_errors = finish_printing(built, sink, printer, options, style).await;
+    let (shown_errors, team_calls) = finish_printing(built, sink, printer, options, style).await;
     signals.abort();
 
-    let verdict = Verdict::of(built, &team_run, options.team_timeout).await;
+    let verdict = Verdict::of(built, &team_run, &team_calls, options.team_timeout).await;
     print_result(
         built,
         &team_run,
@@ -95,6 +96,11 @@ pub async fn run(built: &mut Built, prompt: &str, options: Options) -> Result<Ex
         options.format,
         started,
     );
+    // A team left on disk is said, with what it holds, whatever the exit code; the
+    // verdict comes last.
+    for lines in crate::left_team::left_teams(built, &team_calls).await {
+        crate::left_team::print(&lines, style);
+    }
     // Task subjects (in the lost work) were written by models.
     for message in verdict.messages() {
         eprintln!("roo-lead: {}", roo_term::escape(message));
@@ -123,15 +129,15 @@ async fn expand_prompt(built: &Built, prompt: &str) -> Result<Option<String>, Ap
 
 /// The task that prints the lead's events, its in-process teammates' and the team's
 /// as they come, until the lead's events end. Returns the errors it printed (the
-/// run's outcome does not repeat them) and the last state it printed for each
-/// teammate.
+/// run's outcome does not repeat them), the last state it printed for each
+/// teammate and the lead's team calls.
 fn spawn_printer(
     mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     mut member_events: tokio::sync::mpsc::UnboundedReceiver<roo_team::MemberEvent>,
     mut team_events: tokio::sync::mpsc::Receiver<TeamEvent>,
     options: Options,
     style: Style,
-) -> tokio::task::JoinHandle<(Vec<String>, PrintedStates)> {
+) -> tokio::task::JoinHandle<(Vec<String>, PrintedStates, TeamCalls)> {
     let Options {
         format, verbose, ..
     } = options;
@@ -141,10 +147,12 @@ fn spawn_printer(
         let mut printed = PrintedStates::new();
         let mut agent_open = true;
         let mut shown_errors = Vec::new();
+        let mut team_calls = TeamCalls::default();
         loop {
             tokio::select! {
                 event = events.recv(), if agent_open => match event {
                     Some(event) => {
+                        team_calls.note(&event);
                         if let AgentEvent::Error { message } = &event
                             && format != OutputFormat::StreamJson
                         {
@@ -174,20 +182,20 @@ fn spawn_printer(
                 break;
             }
         }
-        (shown_errors, printed)
+        (shown_errors, printed, team_calls)
     })
 }
 
 /// After the runs: lets the team monitor catch up, ends the sub-agents, lets the
 /// printer drain and end each teammate's lines on the state its config holds now.
-/// Returns the errors the printer showed.
+/// Returns the errors the printer showed and the lead's team calls.
 async fn finish_printing(
     built: &mut Built,
     sink: EventSink,
-    printer: tokio::task::JoinHandle<(Vec<String>, PrintedStates)>,
+    printer: tokio::task::JoinHandle<(Vec<String>, PrintedStates, TeamCalls)>,
     options: Options,
     style: Style,
-) -> Vec<String> {
+) -> (Vec<String>, TeamCalls) {
     if let Some(binding) = built.team.get() {
         // Let the monitor report the states the team ended in before the printer drains.
         roo_team::lead::status::monitor_caught_up(
@@ -203,7 +211,7 @@ async fn finish_printing(
         subagents.tasks().set_listener(None);
     }
     drop(sink);
-    let (shown_errors, printed) = printer.await.unwrap_or_default();
+    let (shown_errors, printed, team_calls) = printer.await.unwrap_or_default();
     // The team event channel drops events when it is full (a burst of messages or
     // states), and the catch-up above is bounded: end each teammate's lines on the
     // state its config holds now.
@@ -218,7 +226,7 @@ async fn finish_printing(
             }
         }
     }
-    shown_errors
+    (shown_errors, team_calls)
 }
 
 /// How a headless run ended: its exit code, whether the result is an error, and what
@@ -234,10 +242,17 @@ struct Verdict {
     broken: Option<String>,
     /// Teammates no process ever joined, whom the lead did not wait for.
     not_started: Option<String>,
+    /// TeamCreate or named Agent calls that failed.
+    team_calls: Option<String>,
 }
 
 impl Verdict {
-    async fn of(built: &Built, run: &TeamRun, team_timeout: Duration) -> Verdict {
+    async fn of(
+        built: &Built,
+        run: &TeamRun,
+        calls: &TeamCalls,
+        team_timeout: Duration,
+    ) -> Verdict {
         let mut code = exit::for_outcome(&run.result.outcome);
         let mut is_error = !run.result.outcome.is_success();
         let timeout = run.timed_out.as_ref().map(|busy| {
@@ -269,7 +284,8 @@ impl Verdict {
             is_error = true;
         }
         let not_started = not_started(built).await;
-        if (lost.is_some() || not_started.is_some()) && code == exit::OK {
+        let team_calls = calls.message();
+        if (lost.is_some() || not_started.is_some() || team_calls.is_some()) && code == exit::OK {
             code = exit::NOT_COMPLETED;
             is_error = true;
         }
@@ -280,14 +296,21 @@ impl Verdict {
             lost,
             broken,
             not_started,
+            team_calls,
         }
     }
 
     /// What went wrong with the team, in the order they are printed.
     fn messages(&self) -> impl Iterator<Item = &String> {
-        [&self.timeout, &self.lost, &self.broken, &self.not_started]
-            .into_iter()
-            .flatten()
+        [
+            &self.timeout,
+            &self.lost,
+            &self.broken,
+            &self.not_started,
+            &self.team_calls,
+        ]
+        .into_iter()
+        .flatten()
     }
 }
 
@@ -386,6 +409,9 @@ fn print_result(
             }
             if let Some(message) = &verdict.not_started {
                 value["team_not_started"] = json!(message);
+            }
+            if let Some(message) = &verdict.team_calls {
+                value["team_calls_failed"] = json!(message);
             }
             let _ = writeln!(stdout, "{value}");
         }

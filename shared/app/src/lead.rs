@@ -65,7 +65,17 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
                 };
                 headless::run(&mut built, &prompt, options).await
             }
-            None => repl::run(built).await,
+            None => {
+                let context = built.agent.tool_context().clone();
+                let result = repl::run(built).await;
+                // A team the person leaves is said with what it holds, as a `-p` run does.
+                if let Some(binding) = team_slot.get() {
+                    let header = crate::left_team::left_header(binding.team.name());
+                    let lines = crate::left_team::lines(binding.team.clone(), &context, header);
+                    crate::left_team::print(&lines.await, crate::render::Style::for_stderr());
+                }
+                result
+            }
         };
         // Pane teammates are processes of their own: shut them down (or keep them).
         spawner.shutdown(args.keep_panes).await;

@@ -12,6 +12,7 @@ mod exit;
 mod flags;
 mod headless;
 pub mod lead;
+mod left_team;
 mod line_editor;
 mod logging;
 mod render;

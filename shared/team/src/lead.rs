@@ -19,11 +19,13 @@
 //!   [`lost_work`]);
 //! - `join`: taking up and letting go of an existing team ([`join_as_lead`],
 //!   [`team_led_in`], [`release_lead`]);
-//! - [`status`]: teammates' states, the monitor that reports them, `/team` and `/tasks`.
+//! - [`status`]: teammates' states, the monitor that reports them, `/team` and `/tasks`;
+//! - `leftover`: what a lead that leaves its team behind leaves ([`LeftTeam`]).
 
 mod deaths;
 mod hooks;
 mod join;
+mod leftover;
 mod requests;
 pub mod status;
 mod wait;
@@ -34,6 +36,7 @@ mod tests;
 pub use deaths::{lost_work, tell_lead_of_death};
 pub use hooks::{SlotDelivery, TeamStateReminder};
 pub use join::{JoinError, join_as_lead, release_lead, team_led_in};
+pub use leftover::{LeftMember, LeftTeam};
 pub use requests::{
     ApproverDecider, Decision, PolicyDecider, RequestDecider, answer_requests,
     spawn_request_answerer,

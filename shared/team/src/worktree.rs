@@ -54,7 +54,7 @@ use std::path::{Path, PathBuf};
 
 use roo_store::Name;
 
-pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, Removed, WorkChanges};
+pub use cleanup::{CleanupReport, CommitSummary, Kept, KeptWhy, LeftWork, Removed, WorkChanges};
 pub use git::Git;
 pub use guard::{FETCH_TIMEOUT, LOCAL_FETCH_TIMEOUT, SYNC_FETCH_TIMEOUT, check_clone_for_fetch};
 pub use merge::{MAX_MERGE_BYTES, MAX_MERGE_FILES, MergeOutcome};

@@ -204,7 +204,67 @@ impl CleanupReport {
     }
 }
 
+/// What a teammate of a team its lead left behind holds that the lead's HEAD lacks, read
+/// without changing the clone ([`LeadRepo::left_work`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftWork {
+    /// The teammate's clone, when there is one.
+    pub clone: Option<PathBuf>,
+    /// The teammate's branch (`roo/<team>/<name>`) in the lead's repository.
+    pub branch: String,
+    /// Its unmerged commits and (in its clone) uncommitted files.
+    pub changes: WorkChanges,
+    /// Git-ignored files and directories in its clone (`!! path` lines, at most
+    /// [`REPORT_LIMIT`]).
+    pub ignored: Vec<String>,
+    /// Why part of it could not be read: a clone the guard refused (nothing run in it),
+    /// a branch that could not be fetched (its commits as last fetched).
+    pub unread: Option<String>,
+}
+
+impl LeftWork {
+    /// Nothing in it that the lead's HEAD lacks.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty() && self.ignored.is_empty() && self.unread.is_none()
+    }
+}
+
 impl LeadRepo {
+    /// What `member` of `team`, left behind by its lead, holds that the lead's HEAD
+    /// lacks: its branch fetched first (as [`BranchSync`](super::BranchSync) would, with
+    /// its short limit), its clone's uncommitted and ignored files listed by git
+    /// confined to the clone — and only once the clone passed the guard
+    /// (`worktree/guard.rs`): a refused clone is reported, not read.
+    pub fn left_work(&self, team: &Name, member: &Name) -> Result<LeftWork> {
+        let branch = branch_name(team, member);
+        let full_ref = format!("refs/heads/{branch}");
+        let path = self.worktree_path(team, member);
+        let mut left = LeftWork {
+            clone: None,
+            branch: branch.clone(),
+            changes: WorkChanges::default(),
+            ignored: Vec::new(),
+            unread: None,
+        };
+        if !super::is_clone_dir(&path) {
+            left.changes = self.changes(None, &full_ref)?;
+            return Ok(left);
+        }
+        left.clone = Some(path.clone());
+        if let Err(why) = self.check_clone(&path) {
+            let e = super::WorktreeError::UnsafeClone { branch, path, why };
+            left.unread = Some(e.to_string());
+            left.changes = self.changes(None, &full_ref)?;
+            return Ok(left);
+        }
+        if let Err(e) = self.fetch_member_within(team, member, super::SYNC_FETCH_TIMEOUT) {
+            left.unread = Some(e.to_string());
+        }
+        left.changes = self.changes(Some(&path), &full_ref)?;
+        left.ignored = self.ignored(&path)?;
+        Ok(left)
+    }
+
     /// Cleans up the worktrees of `team` (all members found under
     /// `.roocode/worktrees/<team>+…`).
     pub fn cleanup(&self, team: &Name) -> Result<CleanupReport> {

@@ -719,3 +719,43 @@ fn discovery_reads_no_object_and_a_planted_fifo_cannot_hold_it() {
     let err = found.unwrap_err().to_string();
     assert!(err.contains("took longer than"), "{err}");
 }
+
+/// What a teammate of a team left behind holds is listed: its new commit (fetched),
+/// its uncommitted and its git-ignored files; a clone whose config includes another file
+/// is named, and nothing is run in it.
+#[test]
+fn left_work_lists_a_clones_commits_and_files_and_reads_no_refused_clone() {
+    let w = World::new();
+    let repo = w.repo();
+    std::fs::write(repo.join(".gitignore"), "*.log\n").unwrap();
+    w.sh(&repo, &["add", ".gitignore"]);
+    w.sh(&repo, &["commit", "-q", "-m", "ignore logs"]);
+    let lead = w.lead(&repo);
+    let alice = w.add(&repo, "alice");
+    w.commit_in(&alice.path, "c.txt", "c\n", "alice: c");
+    std::fs::write(alice.path.join("draft.txt"), "d\n").unwrap();
+    std::fs::write(alice.path.join("notes.log"), "secret\n").unwrap();
+    let left = lead.left_work(&name("team"), &name("alice")).unwrap();
+    assert_eq!(left.clone.as_deref(), Some(alice.path.as_path()));
+    assert_eq!(left.branch, "roo/team/alice");
+    assert_eq!(left.changes.unmerged_count, 1, "{left:?}");
+    assert_eq!(left.changes.unmerged[0].subject, "alice: c");
+    assert_eq!(left.changes.uncommitted, vec!["?? draft.txt".to_string()]);
+    assert_eq!(left.ignored, vec!["!! notes.log".to_string()]);
+    assert!(left.unread.is_none(), "{left:?}");
+
+    let bob = w.add(&repo, "bob");
+    std::fs::write(bob.path.join("draft.txt"), "d\n").unwrap();
+    w.sh(
+        &bob.path,
+        &["config", "include.path", "/nonexistent/roo-include"],
+    );
+    let left = lead.left_work(&name("team"), &name("bob")).unwrap();
+    let unread = left.unread.clone().unwrap_or_default();
+    assert!(unread.contains("config include"), "{left:?}");
+    assert!(
+        left.changes.uncommitted.is_empty() && left.ignored.is_empty(),
+        "{left:?}"
+    );
+    assert!(!left.is_empty());
+}
