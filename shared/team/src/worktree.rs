@@ -389,7 +389,7 @@ impl LeadRepo {
         // repository's files and refs, never an object (so no lazy fetch) nor a program
         // the config names: it runs directly, not through the sandbox's two launches, and
         // bounded in time (a FIFO planted as a ref cannot hold it). Whether HEAD is a
-        // commit is checked when a clone is made from it, confined (`LeadRepo::head`).
+        // commit is checked when a clone is made from it, confined (`new_clone.rs`).
         git::existing_dir(cwd)?;
         let began = std::time::Instant::now();
         let probe = match git.run_limited(
@@ -529,7 +529,7 @@ impl LeadRepo {
         }
         // What the lead's repository says, read concurrently by direct git runs that read
         // refs only (bounded, as discovery): its HEAD, the member's branch if it exists,
-        // and whether HEAD is on a branch (docs/WORKTREES.md "Making a clone").
+        // and whether HEAD is on a branch (docs/WORKTREES.md "Making a clone: what runs where").
         let (head, existing, on_branch) = std::thread::scope(|scope| {
             let existing = scope.spawn(|| self.read_ref(&full_ref));
             let on_branch = scope.spawn(|| self.on_branch());

@@ -13,7 +13,10 @@
 //! the lead's git directory; git the runtime runs *inside* a teammate's clone
 //! (whose config the teammate wrote) goes through [`Git::confined_to`], a
 //! command sandbox that may write that clone only. Git for the lead runs
-//! [`Git::sandboxed`] in the lead's own command sandbox.
+//! [`Git::sandboxed`] in the lead's own command sandbox, but for the runs that read
+//! refs only ([`Git::run_limited`]: discovery, the reads before a clone is made), which
+//! start git directly, bounded in time; runs that must stay confined can share one
+//! launch ([`Git::run_script`]).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
