@@ -395,6 +395,92 @@ fn a_teammate_cannot_damage_the_users_refs_stash_index_hooks_or_config() {
     assert!(!hooked.exists());
 }
 
+/// Making a teammate's clone costs one launch of the sandbox helper (it used to cost eight,
+/// four of them one after the other: the spawn waited for each helper start), and the
+/// lead's identity that the clone gets is read inside it: an include in the lead's
+/// `.git/config` naming a file the sandbox hides cannot copy that file into the clone.
+#[test]
+fn a_new_clone_is_one_sandboxed_launch_that_reads_no_hidden_file_into_the_clone() {
+    use roo_agent::exec::sandbox::{CommandSandbox, PolicyEnv, SandboxSettings};
+    use roo_team::worktree::{Discovered, LeadRepo};
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let world = World::new();
+    if !landlock_available(&world) {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let project = world.path("project");
+    let hidden = world
+        .root
+        .write("vault/identity", "[user]\n\tname = SECRET-NAME-31\n");
+    let log = world.path("launches.log");
+    let helper = world.root.write(
+        "helper.sh",
+        format!(
+            "#!/bin/sh\necho launch >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            bin("roo-lead").display()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let env = PolicyEnv {
+        home: Some(world.path("home")),
+        roo_home: world.path("roo"),
+        temp_dirs: vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")],
+        sockets: Vec::new(),
+        secrets: vec![hidden.clone()],
+    };
+    let (sandbox, _) =
+        CommandSandbox::for_agent(&project, &SandboxSettings::default(), &env, helper.clone());
+    let Discovered::Repo(repo) =
+        LeadRepo::discover(&project, &world.git().sandboxed(sandbox)).unwrap()
+    else {
+        panic!("not a repository");
+    };
+    let launches = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let add = |member: &str| {
+        repo.add_worktree(&Name::parse("team").unwrap(), &Name::parse(member).unwrap())
+    };
+    // (Building the sandbox may have probed it through the helper.)
+    let before = launches();
+    let alice = add("alice").unwrap();
+    assert_eq!(launches(), before + 1);
+    assert!(alice.path.join("README.md").is_file());
+    assert_eq!(
+        git(&alice.path, &["symbolic-ref", "HEAD"]),
+        "refs/heads/roo/team/alice\n"
+    );
+    assert_eq!(
+        git(&project, &["rev-parse", "roo/team/alice"]),
+        git(&project, &["rev-parse", "HEAD"])
+    );
+
+    // A secret in git's config syntax that the lead's config includes after its identity.
+    git(
+        &project,
+        &["config", "include.path", hidden.to_str().unwrap()],
+    );
+    // With the namespace layer the hidden file reads as missing (git skips the include);
+    // with Landlock alone git cannot read it and refuses to go on. Either way nothing of
+    // it reaches the clone or the error.
+    match add("bob") {
+        Ok(bob) => {
+            let config = std::fs::read_to_string(bob.path.join(".git/config")).unwrap();
+            assert!(!config.contains("SECRET"), "{config}");
+        }
+        Err(e) => assert!(!e.to_string().contains("SECRET"), "{e}"),
+    }
+}
+
 /// The lead's Agent tool makes the teammate's clone while the teammate starts. A commit
 /// there must work, and writes outside must still fail.
 #[test]

@@ -45,6 +45,7 @@ mod cleanup;
 mod git;
 mod guard;
 mod merge;
+mod new_clone;
 pub mod remote;
 pub mod roots;
 pub mod subagents;
@@ -61,8 +62,6 @@ pub use merge::{MAX_MERGE_BYTES, MAX_MERGE_FILES, MergeOutcome};
 pub use remote::{RemoteRepo, RemoteRepos, RemoteWorktree, remote_members};
 pub use roots::{TeammateRoots, teammate_policy};
 pub use sync::{BranchSync, REMOTE_RETRY_AFTER, SyncState};
-
-use git::nul_fields;
 
 /// `.roocode/worktrees` under the repository root.
 pub const WORKTREES_DIR: &str = ".roocode/worktrees";
@@ -370,7 +369,8 @@ pub fn prepare(cwd: &Path, team: &Name, member: &Name, git: &Git) -> Result<Work
     }
 }
 
-/// How long [`LeadRepo::discover`]'s one git run may take.
+/// How long each direct git run of the lead's repository may take: [`LeadRepo::discover`]'s,
+/// and the reads of its refs when a clone is made.
 const DISCOVERY_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl LeadRepo {
@@ -389,7 +389,7 @@ impl LeadRepo {
         // repository's files and refs, never an object (so no lazy fetch) nor a program
         // the config names: it runs directly, not through the sandbox's two launches, and
         // bounded in time (a FIFO planted as a ref cannot hold it). Whether HEAD is a
-        // commit is checked when a clone is made from it, confined (`LeadRepo::head`).
+        // commit is checked when a clone is made from it, confined (`new_clone.rs`).
         git::existing_dir(cwd)?;
         let began = std::time::Instant::now();
         let probe = match git.run_limited(
@@ -527,52 +527,43 @@ impl LeadRepo {
         if std::fs::symlink_metadata(&path).is_ok() {
             return self.reuse_clone(path, branch, notices);
         }
-        // What the lead's repository says, read concurrently (each a sandboxed launch):
-        // its HEAD, the member's branch if it exists, and the commit identity.
-        let (head, existing, identity) = std::thread::scope(|scope| {
-            let existing = scope.spawn(|| {
-                self.git
-                    .run(&self.root, &["rev-parse", "-q", "--verify", &full_ref])
-            });
-            let identity = scope.spawn(|| self.identity());
-            let head = self.head();
-            (head, joined(existing), joined(identity))
+        // What the lead's repository says, read concurrently by direct git runs that read
+        // refs only (bounded, as discovery): its HEAD, the member's branch if it exists,
+        // and whether HEAD is on a branch (docs/WORKTREES.md "Making a clone: what runs where").
+        let (head, existing, on_branch) = std::thread::scope(|scope| {
+            let existing = scope.spawn(|| self.read_ref(&full_ref));
+            let on_branch = scope.spawn(|| self.on_branch());
+            (self.read_ref("HEAD"), joined(existing), joined(on_branch))
         });
-        let (head, existing) = (head?, existing?);
-        let base = if existing.success {
-            let ahead = self.count(&format!("HEAD..{full_ref}"))?;
-            notices.push(format!(
-                "branch {branch} existed already ({ahead} commit(s) not in the lead's HEAD); \
-                 its clone continues from it"
-            ));
-            existing.stdout.trim().to_string()
-        } else {
-            head.clone()
+        let (head, existing, on_branch) = (head?, existing?, on_branch?);
+        let Some(head) = head else {
+            return Err(WorktreeError::Git {
+                command: "rev-parse -q --verify HEAD".to_string(),
+                dir: self.root.clone(),
+                stderr: "HEAD names no commit".to_string(),
+            });
         };
-        // The notices' reads of the lead's tree run while the clone is made.
-        let (made, dirty, on_branch) = std::thread::scope(|scope| {
-            let dirty = scope.spawn(|| self.uncommitted(&self.root, false));
-            let on_branch = scope.spawn(|| {
-                self.git
-                    .run(&self.root, &["symbolic-ref", "-q", "HEAD"])
-                    .map(|out| out.success)
-            });
-            let made =
-                identity.and_then(|identity| self.make_clone(&path, &branch, &base, identity));
-            (made, joined(dirty), joined(on_branch))
-        });
-        if let Err(e) = made {
-            // Nothing half-made stays behind.
-            let _ = std::fs::remove_dir_all(&path);
-            return Err(e);
-        }
-        let created_branch = !existing.success;
-        if created_branch {
-            self.git
-                .ok(&self.root, &["branch", "--no-track", &branch, &base])?;
-        }
-
-        let dirty = dirty?;
+        let base = match &existing {
+            Some(tip) => {
+                let ahead = self.count(&format!("HEAD..{full_ref}"))?;
+                notices.push(format!(
+                    "branch {branch} existed already ({ahead} commit(s) not in the lead's \
+                     HEAD); its clone continues from it"
+                ));
+                tip.clone()
+            }
+            None => head.clone(),
+        };
+        // Everything else is one confined launch, the lead's status for the notice too.
+        let created_branch = existing.is_none();
+        let dirty = match self.make_clone(&path, &branch, &base, created_branch) {
+            Ok(dirty) => dirty,
+            Err(e) => {
+                // Nothing half-made stays behind.
+                let _ = std::fs::remove_dir_all(&path);
+                return Err(e);
+            }
+        };
         if !dirty.is_empty() {
             notices.push(format!(
                 "the lead's working tree has uncommitted changes ({}); the clone {} starts \
@@ -582,7 +573,7 @@ impl LeadRepo {
                 short(&head)
             ));
         }
-        if !on_branch? {
+        if !on_branch {
             notices.push(format!(
                 "the lead is on a detached HEAD ({}); {branch} starts there, and merging it \
                  back adds a merge commit on the detached HEAD",
@@ -598,74 +589,6 @@ impl LeadRepo {
             created_branch,
             notices,
         })
-    }
-
-    /// `git clone --shared --no-checkout` of the lead's repository at `path`, then a
-    /// checkout of `branch` (its short name: never a detached HEAD) at `base`, with
-    /// the lead's commit identity.
-    fn make_clone(
-        &self,
-        path: &Path,
-        branch: &str,
-        base: &str,
-        identity: Vec<(&'static str, String)>,
-    ) -> Result<()> {
-        let mut args: Vec<std::ffi::OsString> = ["clone", "--quiet", "--shared", "--no-checkout"]
-            .iter()
-            .map(Into::into)
-            .collect();
-        // The identity is written into the clone's config by the clone itself: one git
-        // run fewer per key than setting it afterwards (each a sandboxed launch).
-        for (key, value) in identity {
-            args.push("--config".into());
-            args.push(format!("{key}={value}").into());
-        }
-        args.extend([
-            "--no-tags".into(),
-            self.root.as_os_str().to_os_string(),
-            path.as_os_str().to_os_string(),
-        ]);
-        self.git.ok(&self.root, &args)?;
-        // The checkout must not have turned our directory into a link.
-        check_not_symlink(path, false)?;
-        let git = self.git.confined_to(path);
-        git.ok(path, &["checkout", "--quiet", "-B", branch, base])?;
-        // Read from the clone's HEAD file (no git run); only a clone that is not on the
-        // branch asks git what it is on, for the error.
-        if roo_agent::head_names_branch(path, branch) {
-            return Ok(());
-        }
-        let on = git.run(path, &["symbolic-ref", "-q", "HEAD"])?;
-        if on.stdout.trim() != format!("refs/heads/{branch}") {
-            return Err(WorktreeError::Occupied {
-                path: path.to_path_buf(),
-                why: format!(
-                    "after the checkout HEAD is {:?}, not branch {branch}",
-                    on.stdout.trim()
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// The lead's commit identity (`user.name`, `user.email`, each as `git config --get`
-    /// reads it: the last value, trailing newlines cut), read by one git run.
-    fn identity(&self) -> Result<Vec<(&'static str, String)>> {
-        let out = self.git.run(
-            &self.root,
-            &["config", "-z", "--get-regexp", r"^user\.(name|email)$"],
-        )?;
-        let mut identity: Vec<(&'static str, String)> = Vec::new();
-        // Exit 1 is "none set"; the entries are `key\nvalue\0`.
-        for entry in nul_fields(&out.stdout).filter(|_| out.success) {
-            let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
-            let Some(key) = ["user.name", "user.email"].into_iter().find(|k| *k == key) else {
-                continue;
-            };
-            identity.retain(|(k, _)| *k != key);
-            identity.push((key, value.trim_end_matches('\n').to_string()));
-        }
-        Ok(identity)
     }
 
     /// The clone at `path` when it is one on `branch` (a restarted teammate);
@@ -888,16 +811,7 @@ impl LeadRepo {
                 mode,
             ],
         )?;
-        let mut files = Vec::new();
-        let mut fields = nul_fields(&out);
-        while let Some(entry) = fields.next() {
-            // A rename or copy is followed by its source path.
-            if entry.starts_with('R') || entry.starts_with('C') {
-                fields.next();
-            }
-            files.push(entry.to_string());
-        }
-        Ok(files)
+        Ok(new_clone::status_entries(&out))
     }
 
     /// `git worktree list --porcelain -z`.

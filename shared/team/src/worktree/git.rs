@@ -13,7 +13,10 @@
 //! the lead's git directory; git the runtime runs *inside* a teammate's clone
 //! (whose config the teammate wrote) goes through [`Git::confined_to`], a
 //! command sandbox that may write that clone only. Git for the lead runs
-//! [`Git::sandboxed`] in the lead's own command sandbox.
+//! [`Git::sandboxed`] in the lead's own command sandbox, but for the runs that read
+//! refs only ([`Git::run_limited`]: discovery, the reads before a clone is made), which
+//! start git directly, bounded in time; runs that must stay confined can share one
+//! launch ([`Git::run_script`]).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -79,6 +82,14 @@ pub(crate) fn existing_dir(dir: &Path) -> Result<()> {
             path: dir.to_path_buf(),
             source,
         })
+}
+
+/// What a [`Git::run_script`] launch printed, and its exit code (`None`: killed).
+#[derive(Debug)]
+pub(crate) struct ScriptOutput {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// What one git run printed.
@@ -163,11 +174,16 @@ impl Git {
             .map(OsString::from)
             .chain(args.iter().map(|a| a.as_ref().to_owned()))
             .collect();
+        self.command_of(&self.program, &args, dir, launched)
+    }
+
+    /// `program args` in `dir` with git's environment (see [`Git::command`]).
+    fn command_of(&self, program: &Path, args: &[OsString], dir: &Path, launched: bool) -> Command {
         let mut command = match &self.launcher {
-            Some(launcher) if launched => launcher.command(&self.program, &args, dir, Confine::Yes),
+            Some(launcher) if launched => launcher.command(program, args, dir, Confine::Yes),
             _ => {
-                let mut command = Command::new(&self.program);
-                command.args(&args).current_dir(dir).stdin(Stdio::null());
+                let mut command = Command::new(program);
+                command.args(args).current_dir(dir).stdin(Stdio::null());
                 command
             }
         };
@@ -195,6 +211,40 @@ impl Git {
             })?;
         Ok(GitOutput {
             success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+
+    /// Runs the shell `script` in `dir` in one launch (confined, as [`Git::run`]): git
+    /// runs that must stay confined, batched so they pay the sandbox helper's start and
+    /// its second stage once. The script gets `$1` = the git program and calls git as
+    /// `g ARGS` (a shell function adding [`SAFE_CONFIG`]); `args` follow as `$2`, `$3`, ….
+    /// A non-zero exit is not an error here.
+    pub(crate) fn run_script<S: AsRef<OsStr>>(
+        &self,
+        dir: &Path,
+        script: &str,
+        args: &[S],
+    ) -> Result<ScriptOutput> {
+        existing_dir(dir)?;
+        let safe: Vec<String> = SAFE_CONFIG.iter().map(|a| format!("'{a}'")).collect();
+        let script = format!(
+            "g() {{ \"$G\" {} \"$@\"; }}\nG=$1\n{script}",
+            safe.join(" ")
+        );
+        let mut argv: Vec<OsString> = vec!["-c".into(), script.into(), "sh".into()];
+        argv.push(self.program.clone().into_os_string());
+        argv.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        let out = self
+            .command_of(Path::new("sh"), &argv, dir, true)
+            .output()
+            .map_err(|source| WorktreeError::GitUnavailable {
+                program: PathBuf::from("sh"),
+                source,
+            })?;
+        Ok(ScriptOutput {
+            code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })

@@ -759,3 +759,47 @@ fn left_work_lists_a_clones_commits_and_files_and_reads_no_refused_clone() {
     );
     assert!(!left.is_empty());
 }
+
+#[test]
+fn a_new_clone_borrows_the_leads_objects_and_hardlinks_none_of_them() {
+    use std::os::unix::fs::MetadataExt;
+    let w = World::new();
+    let repo = w.repo();
+    // Packed and loose objects both.
+    w.sh(&repo, &["gc", "-q"]);
+    w.commit_in(&repo, "c.txt", "sea\n", "loose");
+    let files = |dir: &Path| {
+        let mut found = Vec::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(dir) = todo.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let entry = entry.unwrap();
+                let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+                if meta.is_dir() {
+                    todo.push(entry.path());
+                } else {
+                    found.push((entry.path(), meta));
+                }
+            }
+        }
+        found
+    };
+    let lead: std::collections::HashSet<(u64, u64)> = files(&repo.join(".git/objects"))
+        .iter()
+        .map(|(_, m)| (m.dev(), m.ino()))
+        .collect();
+    let alice = w.add(&repo, "alice");
+    // A teammate could write through a hardlink into the lead's object store: none.
+    for (path, meta) in files(&alice.path.join(".git")) {
+        assert!(
+            !lead.contains(&(meta.dev(), meta.ino())),
+            "{} is a hardlink of the lead's object",
+            path.display()
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(alice.path.join(".git/objects/info/alternates")).unwrap(),
+        format!("{}\n", repo.join(".git/objects").display())
+    );
+    assert_eq!(w.head(&alice.path), w.head(&repo));
+}
