@@ -45,22 +45,28 @@ impl World {
         root.write("project/.roocode/config.yaml", config);
         roo_tests::git_repo_with_identity(&root.join("project"));
         let world = World { root };
-        TestCommand::new(bin("roo-mail"))
-            .env("ROO_HOME", world.path("roo"))
-            .args(["team", "create", "--team", "team", "--lead", "lead"])
-            .args(["--member", "alice", "--member", "bob"])
-            .run()
-            .assert_ok();
-        // Joined and idle: the lead does not wait for them.
-        for member in ["alice", "bob"] {
+        world.add_team("team", &["alice", "bob"]);
+        world
+    }
+
+    /// Team `team` led by `lead` with `members`, joined and idle: the lead does not wait
+    /// for them (the test plays them).
+    fn add_team(&self, team: &str, members: &[&str]) {
+        let mut create = TestCommand::new(bin("roo-mail"))
+            .env("ROO_HOME", self.path("roo"))
+            .args(["team", "create", "--team", team, "--lead", "lead"]);
+        for member in members {
+            create = create.args(["--member", member]);
+        }
+        create.run().assert_ok();
+        for member in members {
             TestCommand::new(bin("roo-mail"))
-                .env("ROO_HOME", world.path("roo"))
-                .args(["team", "join", "--team", "team", member])
+                .env("ROO_HOME", self.path("roo"))
+                .args(["team", "join", "--team", team, member])
                 .run()
                 .assert_ok();
-            world.team().set_active(member, false).unwrap();
+            self.team_named(team).set_active(member, false).unwrap();
         }
-        world
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -72,9 +78,13 @@ impl World {
     }
 
     fn team(&self) -> Team {
+        self.team_named("team")
+    }
+
+    fn team_named(&self, team: &str) -> Team {
         Team::open(
             &RooHome::new(self.path("roo")),
-            Name::parse_as("team", "team").unwrap(),
+            Name::parse_as("team", team).unwrap(),
         )
         .unwrap()
     }
@@ -82,12 +92,17 @@ impl World {
     /// `member`'s clone with one commit writing `value` into `value.txt` and a file of
     /// its own, and a task it completed.
     fn teammate_commits(&self, member: &str, value: &str) -> (PathBuf, Task) {
+        self.teammate_of("team", member, value)
+    }
+
+    /// [`World::teammate_commits`] for a member of `team`.
+    fn teammate_of(&self, team: &str, member: &str, value: &str) -> (PathBuf, Task) {
         let git_env = Git::new()
             .env("HOME", self.path("home"))
             .env("GIT_CONFIG_NOSYSTEM", "1");
         let ws = prepare(
             &self.project(),
-            &Name::parse("team").unwrap(),
+            &Name::parse(team).unwrap(),
             &Name::parse(member).unwrap(),
             &git_env,
         )
@@ -102,7 +117,7 @@ impl World {
             &clone.path,
             &["commit", "-q", "-m", &format!("{member}: value {value}")],
         );
-        let tasks = self.team().tasks();
+        let tasks = self.team_named(team).tasks();
         let lead = Name::parse("lead").unwrap();
         let task = tasks
             .create(NewTask {
@@ -137,30 +152,42 @@ impl World {
 
     /// `roo-lead -p` of team `team` in the project, the scripted lead making `calls`.
     fn lead(&self, calls: &[Value], trust: bool) -> roo_tests::RunOutput {
+        self.lead_command("team", calls, trust).run()
+    }
+
+    /// The `roo-lead -p` of [`World::lead`] for `team`, not started.
+    fn lead_command(&self, team: &str, calls: &[Value], trust: bool) -> TestCommand {
         let mut script = String::from("agents:\n  lead:\n");
         for call in calls {
             script.push_str(&format!("    - tool_calls:\n        - {call}\n"));
         }
         script.push_str("    - text: \"Done.\"\n");
-        let script_path = self.root.write("script.yaml", script);
+        let script_path = self.root.write(&format!("script-{team}.yaml"), script);
         let mut command = TestCommand::new(bin("roo-lead"))
             .env("ROO_HOME", self.path("roo"))
             .env("HOME", self.path("home"))
             .env("TMPDIR", self.path("tmp"))
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .current_dir(self.project())
-            .args(["-p", "merge the work", "--team", "team"])
+            .args(["-p", "merge the work", "--team", team])
             .args(["--provider", "script", "--script"])
             .arg(script_path)
             .args(["--permission-mode", "bypassPermissions"]);
         if trust {
             command = command.arg("--trust-project");
         }
-        command.run()
+        command
     }
 
     /// The tool results of the latest session, in order.
     fn tool_results(&self) -> Vec<String> {
+        let mut sessions = self.sessions();
+        sessions.sort_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap());
+        session_results(sessions.last().unwrap())
+    }
+
+    /// The lead sessions' transcripts.
+    fn sessions(&self) -> Vec<PathBuf> {
         let mut sessions = Vec::new();
         for project in std::fs::read_dir(self.path("roo/projects")).unwrap() {
             for entry in std::fs::read_dir(project.unwrap().path()).unwrap() {
@@ -170,25 +197,7 @@ impl World {
                 }
             }
         }
-        sessions.sort_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap());
-        let text = std::fs::read_to_string(sessions.last().unwrap()).unwrap();
-        let mut results = Vec::new();
-        for line in text.lines() {
-            let record: Value = serde_json::from_str(line).unwrap();
-            if record["type"] != "message" {
-                continue;
-            }
-            for block in record["message"]["content"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                if block["type"] == "tool_result" {
-                    results.push(block["content"].as_str().unwrap_or_default().to_string());
-                }
-            }
-        }
-        results
+        sessions
     }
 
     /// Everything of the user's repository a refused merge must leave alone.
@@ -439,6 +448,54 @@ fn a_verify_command_cannot_reach_the_users_repository_or_outlive_the_merge() {
     assert!(world.scratch_left().is_empty(), "{:?}", world.scratch_left());
 }
 
+/// Two lead processes (two teams in one repository) merge at once: the second waits
+/// for the first's verified merge to land (the merge queue), then verifies its own
+/// merge on top of it — both land, one after the other. Without the queue the second
+/// lands first and the first is refused (the user's branch moved under it).
+#[test]
+fn merges_of_one_repository_take_turns() {
+    let world = World::new("permission_mode: default\n");
+    let project = world.project();
+    world.add_team("other", &["carol"]);
+    world.teammate_commits("alice", "good");
+    world.teammate_of("other", "carol", "good");
+    let before = git(&project, &["rev-parse", "HEAD"]).trim().to_string();
+    let slow = world
+        .lead_command("team", &[team_merge("alice", Some("sleep 3; sh check.sh"))], false)
+        .spawn();
+    wait_until(
+        "the first merge's scratch tree",
+        Duration::from_secs(30),
+        || (!world.scratch_left().is_empty()).then_some(()),
+        || "no scratch tree yet".to_string(),
+    );
+    let quick = world
+        .lead_command("other", &[team_merge("carol", Some("sh check.sh"))], false)
+        .run();
+    quick.assert_ok();
+    slow.wait().assert_ok();
+    let results: Vec<String> = world
+        .sessions()
+        .iter()
+        .flat_map(|s| session_results(s))
+        .collect();
+    assert_eq!(results.len(), 2, "{results:#?}");
+    assert!(
+        results.iter().all(|r| r.contains("passed") && r.contains("merged roo/")),
+        "{results:#?}"
+    );
+    // alice's merge first (it held the queue), carol's on top of it.
+    let subjects = git(&project, &["log", "--first-parent", "--format=%s", &format!("{before}..HEAD")]);
+    let subjects: Vec<&str> = subjects.lines().collect();
+    assert!(
+        subjects.len() == 2
+            && subjects[0].starts_with("Merge roo/other/carol")
+            && subjects[1].starts_with("Merge roo/team/alice"),
+        "{subjects:?}"
+    );
+    assert!(project.join("alice.txt").is_file() && project.join("carol.txt").is_file());
+}
+
 /// Whether a process with `token` in its command line runs.
 fn running(token: &str) -> bool {
     std::fs::read_dir("/proc")
@@ -449,4 +506,26 @@ fn running(token: &str) -> bool {
             std::fs::read(e.path().join("cmdline"))
                 .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(token))
         })
+}
+
+/// The tool results of one session transcript, in order.
+fn session_results(transcript: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(transcript).unwrap();
+    let mut results = Vec::new();
+    for line in text.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        if record["type"] != "message" {
+            continue;
+        }
+        for block in record["message"]["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if block["type"] == "tool_result" {
+                results.push(block["content"].as_str().unwrap_or_default().to_string());
+            }
+        }
+    }
+    results
 }

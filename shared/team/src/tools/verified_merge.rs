@@ -199,11 +199,17 @@ impl Merge {
                     ));
                 }
             };
-            let confined = if outcome.sandboxed {
-                ""
+            let mut confined = if outcome.sandboxed {
+                String::new()
             } else {
-                " (unconfined: the OS sandbox is off or unavailable)"
+                " (unconfined: the OS sandbox is off or unavailable)".to_string()
             };
+            if outcome.leftovers > 0 && matches!(outcome.ending, Ending::Exited(_)) {
+                confined.push_str(&format!(
+                    " (it left {} process(es) running, which were ended)",
+                    outcome.leftovers
+                ));
+            }
             let why = match outcome.ending {
                 Ending::Exited(status) if status.success() => {
                     passed.push(format!(
