@@ -162,7 +162,7 @@ impl World {
             script.push_str(&format!("    - tool_calls:\n        - {call}\n"));
         }
         script.push_str("    - text: \"Done.\"\n");
-        let script_path = self.root.write(&format!("script-{team}.yaml"), script);
+        let script_path = self.root.write(format!("script-{team}.yaml"), script);
         let mut command = TestCommand::new(bin("roo-lead"))
             .env("ROO_HOME", self.path("roo"))
             .env("HOME", self.path("home"))
@@ -208,16 +208,25 @@ impl World {
             head: git(&project, &["rev-parse", "HEAD"]),
             // The teammates' branches are fetched into the user's repository (as on
             // every merge); the user's own refs must stay.
-            refs: git(&project, &["for-each-ref", "--format=%(refname) %(objectname)"])
-                .lines()
-                .filter(|line| !line.starts_with("refs/heads/roo/"))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            refs: git(
+                &project,
+                &["for-each-ref", "--format=%(refname) %(objectname)"],
+            )
+            .lines()
+            .filter(|line| !line.starts_with("refs/heads/roo/"))
+            .collect::<Vec<_>>()
+            .join("\n"),
             index: read(".git/index"),
-            files: ["value.txt", "notes.txt", "staged.txt", "draft.txt", "check.sh"]
-                .iter()
-                .map(|f| read(f))
-                .collect(),
+            files: [
+                "value.txt",
+                "notes.txt",
+                "staged.txt",
+                "draft.txt",
+                "check.sh",
+            ]
+            .iter()
+            .map(|f| read(f))
+            .collect(),
         }
     }
 
@@ -254,7 +263,9 @@ struct UserState {
 
 fn team_merge(member: &str, verify: Option<&str>) -> Value {
     match verify {
-        Some(verify) => serde_json::json!({"name": "TeamMerge", "input": {"name": member, "verify": verify}}),
+        Some(verify) => {
+            serde_json::json!({"name": "TeamMerge", "input": {"name": member, "verify": verify}})
+        }
         None => serde_json::json!({"name": "TeamMerge", "input": {"name": member}}),
     }
 }
@@ -291,7 +302,11 @@ fn a_verified_merge_refuses_a_branch_that_breaks_the_check_and_lands_one_that_pa
         )),
         "{refused}"
     );
-    assert_eq!(world.user_state(), before, "a refused merge changed nothing");
+    assert_eq!(
+        world.user_state(),
+        before,
+        "a refused merge changed nothing"
+    );
     let task = world.team().tasks().get(&alice_task.id).unwrap();
     assert_eq!(task.status, TaskStatus::InProgress);
     assert_eq!(task.owner.as_ref().map(Name::as_str), Some("alice"));
@@ -305,7 +320,11 @@ fn a_verified_merge_refuses_a_branch_that_breaks_the_check_and_lands_one_that_pa
         text.contains("sh check.sh") && text.contains("FAIL: value is bad"),
         "{told:#}"
     );
-    assert!(world.scratch_left().is_empty(), "{:?}", world.scratch_left());
+    assert!(
+        world.scratch_left().is_empty(),
+        "{:?}",
+        world.scratch_left()
+    );
 
     world
         .lead(&[team_merge("bob", Some("sh check.sh"))], false)
@@ -335,7 +354,11 @@ fn a_verified_merge_refuses_a_branch_that_breaks_the_check_and_lands_one_that_pa
         "staged.txt\n"
     );
     assert_eq!(git(&project, &["diff", "--name-only"]), "notes.txt\n");
-    assert!(world.scratch_left().is_empty(), "{:?}", world.scratch_left());
+    assert!(
+        world.scratch_left().is_empty(),
+        "{:?}",
+        world.scratch_left()
+    );
 }
 
 /// `verify:` in the project config runs on every TeamMerge once the project is trusted
@@ -380,7 +403,10 @@ fn a_verify_command_cannot_reach_the_users_repository_or_outlive_the_merge() {
     }
     let world = World::new("permission_mode: default\n");
     let project = world.project();
-    let probe = world.lead(&[serde_json::json!({"name": "Bash", "input": {"command": "true"}})], false);
+    let probe = world.lead(
+        &[serde_json::json!({"name": "Bash", "input": {"command": "true"}})],
+        false,
+    );
     if probe.stderr().contains("sandbox is unavailable") {
         eprintln!("skipped: this machine has no OS sandbox");
         return;
@@ -420,7 +446,11 @@ fn a_verify_command_cannot_reach_the_users_repository_or_outlive_the_merge() {
     );
     assert_eq!(world.user_state().files[1], before.files[1], "notes.txt");
     // alice's merge landed as the verified commit: the command did not move main.
-    assert!(results[0].contains("merged roo/team/alice"), "{}", results[0]);
+    assert!(
+        results[0].contains("merged roo/team/alice"),
+        "{}",
+        results[0]
+    );
     let head = git(&project, &["rev-parse", "HEAD"]);
     assert_eq!(
         git(&project, &["rev-parse", "HEAD^1"]),
@@ -428,7 +458,8 @@ fn a_verify_command_cannot_reach_the_users_repository_or_outlive_the_merge() {
         "one merge on the user's HEAD"
     );
     assert!(
-        git(&project, &["log", "--format=%s", "-n1", head.trim()]).starts_with("Merge roo/team/alice")
+        git(&project, &["log", "--format=%s", "-n1", head.trim()])
+            .starts_with("Merge roo/team/alice")
     );
     // The process it left is gone.
     wait_until(
@@ -439,13 +470,18 @@ fn a_verify_command_cannot_reach_the_users_repository_or_outlive_the_merge() {
     );
     // bob's hanging command was ended at 2 s; nothing of his was merged.
     assert!(
-        results[1].contains("did not finish within 2 s") && results[1].contains("nothing was merged"),
+        results[1].contains("did not finish within 2 s")
+            && results[1].contains("nothing was merged"),
         "{}",
         results[1]
     );
     assert_eq!(git(&project, &["rev-parse", "HEAD"]), head);
     assert!(!project.join("bob.txt").exists());
-    assert!(world.scratch_left().is_empty(), "{:?}", world.scratch_left());
+    assert!(
+        world.scratch_left().is_empty(),
+        "{:?}",
+        world.scratch_left()
+    );
 }
 
 /// Two lead processes (two teams in one repository) merge at once: the second waits
@@ -461,7 +497,11 @@ fn merges_of_one_repository_take_turns() {
     world.teammate_of("other", "carol", "good");
     let before = git(&project, &["rev-parse", "HEAD"]).trim().to_string();
     let slow = world
-        .lead_command("team", &[team_merge("alice", Some("sleep 3; sh check.sh"))], false)
+        .lead_command(
+            "team",
+            &[team_merge("alice", Some("sleep 3; sh check.sh"))],
+            false,
+        )
         .spawn();
     wait_until(
         "the first merge's scratch tree",
@@ -481,11 +521,21 @@ fn merges_of_one_repository_take_turns() {
         .collect();
     assert_eq!(results.len(), 2, "{results:#?}");
     assert!(
-        results.iter().all(|r| r.contains("passed") && r.contains("merged roo/")),
+        results
+            .iter()
+            .all(|r| r.contains("passed") && r.contains("merged roo/")),
         "{results:#?}"
     );
     // alice's merge first (it held the queue), carol's on top of it.
-    let subjects = git(&project, &["log", "--first-parent", "--format=%s", &format!("{before}..HEAD")]);
+    let subjects = git(
+        &project,
+        &[
+            "log",
+            "--first-parent",
+            "--format=%s",
+            &format!("{before}..HEAD"),
+        ],
+    );
     let subjects: Vec<&str> = subjects.lines().collect();
     assert!(
         subjects.len() == 2
@@ -501,7 +551,12 @@ fn running(token: &str) -> bool {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
         .any(|e| {
             std::fs::read(e.path().join("cmdline"))
                 .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(token))

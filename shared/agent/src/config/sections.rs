@@ -628,7 +628,8 @@ pub const MAX_VERIFY_TIMEOUT_SECS: u64 = 86_400;
 
 /// Reads `verify:` (see [`VerifySetting`]).
 pub(crate) fn verify(value: &Value, path: &Path) -> Result<Option<VerifySetting>, ConfigError> {
-    let shape = "must be a command (`verify: cargo test`) or a mapping `{command: ..., timeout: SECONDS}`";
+    let shape =
+        "must be a command (`verify: cargo test`) or a mapping `{command: ..., timeout: SECONDS}`";
     let (command, timeout) = match value.get("verify") {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(command)) => (command.clone(), None),
@@ -654,7 +655,9 @@ pub(crate) fn verify(value: &Value, path: &Path) -> Result<Option<VerifySetting>
                         return Err(invalid(
                             path,
                             "verify.timeout",
-                            format!("must be a number of seconds from 1 to {MAX_VERIFY_TIMEOUT_SECS}"),
+                            format!(
+                                "must be a number of seconds from 1 to {MAX_VERIFY_TIMEOUT_SECS}"
+                            ),
                         ));
                     }
                 },

@@ -20,8 +20,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{LeadTools, TeamToolError, TeamTools, bounded, parse_name, run_blocking};
 use super::verified_merge::{self as verified, refused};
+use super::{LeadTools, TeamToolError, TeamTools, bounded, parse_name, run_blocking};
 use crate::worktree::{Discovered, LeadRepo, MergeOutcome, MergeTurn};
 
 /// Merges a teammate's branch into the lead's current branch.
@@ -199,4 +199,3 @@ impl TeamMerge {
         summary
     }
 }
-

@@ -331,8 +331,7 @@ impl LeadRepo {
                 let mut repo: Vec<PathBuf> = vec![self.root.clone()];
                 repo.extend(std::fs::canonicalize(&self.root));
                 repo.extend(self.git_dir.iter().cloned());
-                let overlaps =
-                    |w: &Path| repo.iter().any(|r| w.starts_with(r) || r.starts_with(w));
+                let overlaps = |w: &Path| repo.iter().any(|r| w.starts_with(r) || r.starts_with(w));
                 policy.write.retain(|w| !overlaps(w));
                 policy.write.insert(0, scratch.to_path_buf());
             }
