@@ -135,12 +135,15 @@ impl TeamMerge {
         })
         .await?;
         let lock = MergeTurn::path(&self.lead.roo_home.root().join("run"), repo.root());
-        let Some(_turn) = verified::take_turn(&lock, &ctx.cancel).await? else {
+        let Some(turn) = verified::take_turn(&lock, &ctx.cancel).await? else {
             return Err(TeamToolError::Cancelled { tool: MERGE });
         };
         let outcome = if checks.is_empty() {
             let (repo, member) = (repo.clone(), member.clone());
+            // The turn goes with the work: a call given up on still holds it until
+            // its merge has ended.
             run_blocking(MERGE, &ctx.cancel, move || {
+                let _turn = turn;
                 repo.merge_checked(&team, &member, protected)
                     .map_err(|e| refused(&member, e))
             })
@@ -154,7 +157,7 @@ impl TeamMerge {
                 protected,
                 cwd,
             };
-            match merge.run(&checks, ctx).await? {
+            match merge.run(turn, &checks, ctx).await? {
                 verified::Verified::Landed(outcome, passed) => {
                     return Ok(self.landed(&binding, &member, &outcome, Some(passed)).await);
                 }
@@ -186,14 +189,15 @@ impl TeamMerge {
             let (store, lead) = (binding.team.clone(), binding.lead.clone());
             let recorded =
                 tokio::task::spawn_blocking(move || store.record_event(lead.as_str(), event)).await;
-            match recorded {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => summary.push_str(&format!(
+            let failed = match recorded {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(e) = failed {
+                summary.push_str(&format!(
                     "\n(the merge was not recorded in the team's event log: {e})"
-                )),
-                Err(e) => summary.push_str(&format!(
-                    "\n(the merge was not recorded in the team's event log: {e})"
-                )),
+                ));
             }
         }
         summary

@@ -148,9 +148,12 @@ pub(super) enum Verified {
 
 impl Merge {
     /// Prepares the merge commit and its scratch tree, runs `checks` there, and lands it
-    /// or sends the work back. The scratch tree is removed whatever happens.
+    /// or sends the work back, holding the merge queue's `turn` until the end (the
+    /// landing keeps it even if the call is given up on). The scratch tree is removed
+    /// whatever happens.
     pub(super) async fn run(
         self,
+        turn: MergeTurn,
         checks: &[Check],
         ctx: &ToolContext,
     ) -> Result<Verified, TeamToolError> {
@@ -238,6 +241,7 @@ impl Merge {
         let repo = self.repo.clone();
         let member = self.member.clone();
         let landed = run_blocking(MERGE, &CancellationToken::new(), move || {
+            let _turn = turn;
             let landed = repo.finish_verified(&prepared);
             drop(prepared);
             landed.map_err(|e| refused(&member, e))
