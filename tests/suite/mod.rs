@@ -56,6 +56,7 @@ mod team_pg_presence;
 mod team_spawn;
 mod team_ssh;
 mod team_top;
+mod team_verify;
 mod team_worker;
 mod team_worktrees;
 mod terminal_safety;

@@ -173,7 +173,13 @@ fn hand_written() -> Vec<(&'static str, Value)> {
             "TeamMerge",
             json!({
                 "type": "object",
-                "properties": {"name": string, "protected": {"type": "boolean"}},
+                // Issue 32: the verify command of a verified merge.
+                "properties": {
+                    "name": string,
+                    "protected": {"type": "boolean"},
+                    "verify": string,
+                    "verify_timeout": {"type": "integer", "minimum": 0}
+                },
                 "required": ["name"],
                 "additionalProperties": false
             }),

@@ -49,8 +49,8 @@ pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
 pub(crate) use sections::sandbox as sandbox_section;
 pub use sections::{
-    AgentsSection, Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection,
-    SubagentLimits,
+    AgentsSection, Hook, HookAction, HookEvent, MAX_VERIFY_TIMEOUT_SECS, McpServerConfig,
+    McpTransport, SandboxSection, SubagentLimits, VerifySetting,
 };
 pub use source::Source;
 pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
@@ -211,6 +211,7 @@ pub struct ConfigFiles {
     mcp_servers: BTreeMap<String, McpServerConfig>,
     agents: AgentsSection,
     team_turns: bool,
+    verify: Option<VerifySetting>,
     hosts: Hosts,
     user_only: Vec<String>,
 }
@@ -329,10 +330,14 @@ impl ConfigFiles {
         let mut mcp_servers = BTreeMap::new();
         let mut agents = AgentsSection::default();
         let mut team_turns = true;
+        let mut verify = None;
         for file in &files {
             let Some(value) = &file.value else { continue };
             if let Some(on) = sections::team_turns(value, &file.path)? {
                 team_turns = on;
+            }
+            if let Some(setting) = sections::verify(value, &file.path)? {
+                verify = Some(setting);
             }
             if let Some(section) = sections::agents(value, &file.path)? {
                 if file.source == Source::User || trust == ProjectTrust::Trusted {
@@ -366,6 +371,7 @@ impl ConfigFiles {
             mcp_servers,
             agents,
             team_turns,
+            verify,
             hosts,
             user_only,
         })
@@ -499,6 +505,13 @@ impl ConfigFiles {
     /// wins (an untrusted project can only turn it off).
     pub fn team_turns(&self) -> bool {
         self.team_turns
+    }
+
+    /// `verify:`, the command a verified merge runs (docs/TEAM.md "Verified merges"):
+    /// the highest-priority file that sets it wins. An untrusted project's is left out
+    /// (and listed among the ignored settings), as its hooks are.
+    pub fn verify(&self) -> Option<&VerifySetting> {
+        self.verify.as_ref()
     }
 
     /// MCP servers by name; a server defined in several files takes the

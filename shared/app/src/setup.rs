@@ -256,10 +256,14 @@ pub async fn build_in(
         hosts: Some(remote_repos.clone()),
         ..LeadTools::new(home.clone(), lead_name.clone())
     };
+    let verify = lead.verify.clone();
     let team_tool_names = add_team_tools(&mut settings, &slot, &spawner, lead);
     let template = teammate_template(&settings);
     let approver = settings.approver.clone();
     let built = roo_team::build_agent(settings).await.map_err(app_error)?;
+    if let Some(setting) = &built.verify {
+        let _ = verify.set(setting.clone());
+    }
     roo_team::reveal_on_bind(&slot, built.agent.tools(), team_tool_names);
     spawner.set_base(teammate_base(template, &built));
     let decider: Arc<dyn RequestDecider> = if interactive {

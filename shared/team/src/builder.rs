@@ -65,6 +65,9 @@ pub struct BuiltAgent {
     /// The config's `team_turns`: whether an idle interactive lead takes its teammates'
     /// messages as a turn of its own.
     pub team_turns: bool,
+    /// The config's `verify:` (trusted files only): the command the lead's TeamMerge
+    /// runs on a merge before the user's branch moves.
+    pub verify: Option<roo_agent::config::VerifySetting>,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -243,6 +246,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         subagents,
         mcp,
         team_turns: ws.config.team_turns(),
+        verify: ws.config.verify().cloned(),
     })
 }
 

@@ -26,6 +26,7 @@ mod message;
 pub(crate) mod schema;
 mod task;
 pub(crate) mod team;
+mod verified_merge;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -122,6 +123,9 @@ pub struct LeadTools {
     /// The configured hosts (`hosts:`): TeamMerge and TeamDelete's cleanup fetch the
     /// branches of teammates there over the lead's ssh.
     pub hosts: Option<crate::worktree::RemoteRepos>,
+    /// The config's `verify:`, set once the lead's config is read (after the tools are
+    /// made): TeamMerge runs it on every merge before the user's branch moves.
+    pub verify: Arc<std::sync::OnceLock<roo_agent::config::VerifySetting>>,
 }
 
 impl LeadTools {
@@ -136,6 +140,7 @@ impl LeadTools {
             shutdown_wait: Duration::from_secs(15),
             worktrees: Some(Git::new()),
             hosts: None,
+            verify: Arc::default(),
         }
     }
 

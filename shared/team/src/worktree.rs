@@ -50,6 +50,7 @@ pub mod remote;
 pub mod roots;
 pub mod subagents;
 mod sync;
+mod verify;
 
 use std::path::{Path, PathBuf};
 
@@ -62,6 +63,7 @@ pub use merge::{MAX_MERGE_BYTES, MAX_MERGE_FILES, MergeOutcome};
 pub use remote::{RemoteRepo, RemoteRepos, RemoteWorktree, remote_members};
 pub use roots::{TeammateRoots, teammate_policy};
 pub use sync::{BranchSync, REMOTE_RETRY_AFTER, SyncState};
+pub use verify::{MergeTurn, PreparedMerge, ScratchTree, Verification};
 
 /// `.roocode/worktrees` under the repository root.
 pub const WORKTREES_DIR: &str = ".roocode/worktrees";
@@ -154,6 +156,25 @@ pub enum WorktreeError {
         mib = merge::MAX_MERGE_BYTES >> 20
     )]
     MergeTooLarge { branch: String, what: String },
+    /// The user's uncommitted changes are in files a verified merge changes.
+    #[error(
+        "merge {branch}: your uncommitted changes to {files} are in files the merge changes; nothing was merged. A verified merge never touches uncommitted work: commit them (or move them away) and merge again"
+    )]
+    DirtyOverlap { branch: String, files: String },
+    /// The lead's branch moved while a merge was verified.
+    #[error(
+        "merge {branch}: the lead's branch moved from {before} to {now} while the merge was verified, so the verified merge is not what would land; nothing was merged. Merge again to verify the merge with the new commits"
+    )]
+    BranchMoved {
+        branch: String,
+        before: String,
+        now: String,
+    },
+    /// A verified merge needs `git merge-tree --write-tree`.
+    #[error(
+        "merge {branch} with verify: this git cannot compute a merge without a working tree (`git merge-tree --write-tree` needs git 2.38 or later); update git, or merge without verify"
+    )]
+    VerifyNeedsMergeTree { branch: String },
     /// The teammate's branch does not exist.
     #[error("merge {branch}: no such branch in {root}", root = .root.display())]
     NoBranch { branch: String, root: PathBuf },
@@ -876,40 +897,64 @@ pub(crate) fn lock_worktrees_within(
     dir: &Path,
     wait: std::time::Duration,
 ) -> Result<nix::fcntl::Flock<std::fs::File>> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(".lock");
-    let io = |source| WorktreeError::Io {
-        action: "lock",
-        path: path.clone(),
-        source,
-    };
-    let file = std::fs::OpenOptions::new()
+    let deadline = std::time::Instant::now() + wait;
+    let mut file = open_lock_file(&path)?;
+    loop {
+        match try_flock(file, &path)? {
+            Ok(lock) => return Ok(lock),
+            Err(back) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(WorktreeError::Io {
+                        action: "lock",
+                        path: path.clone(),
+                        source: std::io::Error::other(format!(
+                            "another process has held it for {} s; if no roo is adding or \
+                             removing a worktree of this repository, end the process holding it \
+                             (`fuser {}`)",
+                            wait.as_secs(),
+                            path.display()
+                        )),
+                    });
+                }
+                file = back;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Opens (creating, mode 0600, never through a symlink) the lock file `path`.
+pub(crate) fn open_lock_file(path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
         .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&path)
-        .map_err(io)?;
-    let deadline = std::time::Instant::now() + wait;
-    let mut file = file;
-    loop {
-        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => return Ok(lock),
-            Err((back, nix::errno::Errno::EWOULDBLOCK)) => {
-                if std::time::Instant::now() >= deadline {
-                    return Err(io(std::io::Error::other(format!(
-                        "another process has held it for {} s; if no roo is adding or removing \
-                         a worktree of this repository, end the process holding it (`fuser {}`)",
-                        wait.as_secs(),
-                        path.display()
-                    ))));
-                }
-                file = back;
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            Err((_, errno)) => return Err(io(std::io::Error::from(errno))),
-        }
+        .open(path)
+        .map_err(|source| WorktreeError::Io {
+            action: "lock",
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// One attempt at an exclusive `flock` of `file` (the lock file `path`): the lock, or
+/// the file back when another process holds it.
+pub(crate) fn try_flock(
+    file: std::fs::File,
+    path: &Path,
+) -> Result<std::result::Result<nix::fcntl::Flock<std::fs::File>, std::fs::File>> {
+    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Ok(lock)),
+        Err((back, nix::errno::Errno::EWOULDBLOCK)) => Ok(Err(back)),
+        Err((_, errno)) => Err(WorktreeError::Io {
+            action: "lock",
+            path: path.to_path_buf(),
+            source: std::io::Error::from(errno),
+        }),
     }
 }
 

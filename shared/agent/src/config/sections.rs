@@ -609,3 +609,72 @@ pub(crate) fn team_turns(value: &Value, path: &Path) -> Result<Option<bool>, Con
         Some(_) => Err(invalid(path, "team_turns", "must be true or false")),
     }
 }
+
+/// The `verify:` key: the command a verified merge runs on the merged tree before the
+/// user's branch moves (docs/TEAM.md "Verified merges"), as `verify: cargo test` or
+/// `verify: {command: cargo test, timeout: 900}` (seconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifySetting {
+    /// The shell command line.
+    pub command: String,
+    /// How long it may run, in seconds (`None`: the default).
+    pub timeout_secs: Option<u64>,
+}
+
+/// Longest `verify:` command accepted, in bytes.
+const MAX_VERIFY_COMMAND: usize = 4096;
+/// Longest `verify:` timeout, in seconds (a day).
+pub const MAX_VERIFY_TIMEOUT_SECS: u64 = 86_400;
+
+/// Reads `verify:` (see [`VerifySetting`]).
+pub(crate) fn verify(value: &Value, path: &Path) -> Result<Option<VerifySetting>, ConfigError> {
+    let shape =
+        "must be a command (`verify: cargo test`) or a mapping `{command: ..., timeout: SECONDS}`";
+    let (command, timeout) = match value.get("verify") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(command)) => (command.clone(), None),
+        Some(Value::Mapping(map)) => {
+            if let Some(key) = map
+                .keys()
+                .find(|k| !matches!(k.as_str(), Some("command" | "timeout")))
+            {
+                return Err(invalid(
+                    path,
+                    "verify",
+                    format!("has an unknown key {key:?}; {shape}"),
+                ));
+            }
+            let Some(command) = map.get("command").and_then(Value::as_str) else {
+                return Err(invalid(path, "verify.command", shape));
+            };
+            let timeout = match map.get("timeout") {
+                None | Some(Value::Null) => None,
+                Some(t) => match t.as_u64() {
+                    Some(secs) if (1..=MAX_VERIFY_TIMEOUT_SECS).contains(&secs) => Some(secs),
+                    _ => {
+                        return Err(invalid(
+                            path,
+                            "verify.timeout",
+                            format!(
+                                "must be a number of seconds from 1 to {MAX_VERIFY_TIMEOUT_SECS}"
+                            ),
+                        ));
+                    }
+                },
+            };
+            (command.to_string(), timeout)
+        }
+        Some(_) => return Err(invalid(path, "verify", shape)),
+    };
+    if command.trim().is_empty() || command.len() > MAX_VERIFY_COMMAND || command.contains('\0') {
+        return Err(invalid(
+            path,
+            "verify",
+            format!("must be a non-empty command of at most {MAX_VERIFY_COMMAND} bytes"),
+        ));
+    }
+    Ok(Some(VerifySetting {
+        command,
+        timeout_secs: timeout,
+    }))
+}

@@ -203,6 +203,50 @@ fn team_turns_default_on_the_highest_file_wins_and_an_untrusted_project_only_tur
 }
 
 #[test]
+fn verify_is_a_command_or_a_mapping_and_an_untrusted_projects_is_ignored() {
+    let d = dirs();
+    let load = |trust| ConfigFiles::load(&d.home, &d.project, trust).unwrap();
+    assert_eq!(load(ProjectTrust::Trusted).verify(), None);
+    write(&d, Source::Project, "verify: cargo test\n");
+    assert_eq!(
+        load(ProjectTrust::Trusted).verify(),
+        Some(&super::VerifySetting {
+            command: "cargo test".into(),
+            timeout_secs: None
+        })
+    );
+    write(
+        &d,
+        Source::Local,
+        "verify: {command: make check, timeout: 900}\n",
+    );
+    assert_eq!(
+        load(ProjectTrust::Trusted).verify(),
+        Some(&super::VerifySetting {
+            command: "make check".into(),
+            timeout_secs: Some(900)
+        })
+    );
+    // Untrusted, the project's command does not run: ignored like its hooks.
+    let untrusted = load(ProjectTrust::Untrusted);
+    assert_eq!(untrusted.verify(), None);
+    assert!(untrusted.ignored().iter().any(|i| i.key == "verify"));
+    for (text, says) in [
+        ("verify: 3\n", "`verify` must be a command"),
+        ("verify: \"  \"\n", "`verify` must be a non-empty command"),
+        (
+            "verify: {command: x, timeout: 0}\n",
+            "`verify.timeout` must be",
+        ),
+        ("verify: {cmd: x}\n", "unknown key"),
+    ] {
+        write(&d, Source::Local, text);
+        let error = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Trusted).unwrap_err();
+        assert!(error.to_string().contains(says), "{text}: {error}");
+    }
+}
+
+#[test]
 fn empty_files_are_empty_mappings() {
     let d = dirs();
     write(&d, Source::Project, "");

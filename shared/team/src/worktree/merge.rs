@@ -85,6 +85,16 @@ impl MergeOutcome {
     }
 }
 
+/// The teammate's branch fetched for a merge ([`LeadRepo::fetch_for_merge`]).
+pub(super) struct Fetched {
+    /// `roo/<team>/<member>`.
+    pub(super) branch: String,
+    /// Its commit, read once.
+    pub(super) commit: String,
+    /// Files left uncommitted in the teammate's clone.
+    pub(super) left_uncommitted: Vec<String>,
+}
+
 /// Files whose presence in the git dir means an operation is in progress.
 const IN_PROGRESS: &[(&str, &str)] = &[
     ("MERGE_HEAD", "merge"),
@@ -122,6 +132,28 @@ impl LeadRepo {
         member: &Name,
         allow_protected: bool,
     ) -> Result<MergeOutcome> {
+        let fetched = self.fetch_for_merge(team, member, false)?;
+        if self.count(&format!("HEAD..{}", fetched.commit))? == 0 {
+            return Ok(MergeOutcome::UpToDate {
+                branch: fetched.branch,
+                left_uncommitted: fetched.left_uncommitted,
+            });
+        }
+        let renames_checked =
+            self.check_what_merge_writes(&fetched.branch, &fetched.commit, allow_protected)?;
+        self.run_merge(team, member, fetched, renames_checked)
+    }
+
+    /// What every merge does first: fetches `roo/<team>/<member>` from the teammate's
+    /// clone, reads the branch's commit once, and refuses a lead's tree with a merge,
+    /// rebase, cherry-pick or revert in progress or — unless `dirty_ok` — uncommitted
+    /// changes to tracked files. Lists what is left uncommitted in the clone.
+    pub(super) fn fetch_for_merge(
+        &self,
+        team: &Name,
+        member: &Name,
+        dirty_ok: bool,
+    ) -> Result<Fetched> {
         self.fetch_member(team, member)?;
         let branch = branch_name(team, member);
         let full_ref = format!("refs/heads/{branch}");
@@ -151,12 +183,14 @@ impl LeadRepo {
                 root: root.clone(),
             });
         }
-        let dirty = self.uncommitted(root, false)?;
-        if !dirty.is_empty() {
-            return Err(WorktreeError::LeadTreeDirty {
-                branch,
-                files: summarize_files(&dirty),
-            });
+        if !dirty_ok {
+            let dirty = self.uncommitted(root, false)?;
+            if !dirty.is_empty() {
+                return Err(WorktreeError::LeadTreeDirty {
+                    branch,
+                    files: summarize_files(&dirty),
+                });
+            }
         }
         let worktree = self.worktree_path(team, member);
         let left_uncommitted = if worktree.is_dir() {
@@ -164,14 +198,28 @@ impl LeadRepo {
         } else {
             Vec::new()
         };
-        if self.count(&format!("HEAD..{commit}"))? == 0 {
-            return Ok(MergeOutcome::UpToDate {
-                branch,
-                left_uncommitted,
-            });
-        }
-        let renames_checked = self.check_what_merge_writes(&branch, &commit, allow_protected)?;
+        Ok(Fetched {
+            branch,
+            commit,
+            left_uncommitted,
+        })
+    }
 
+    /// `git merge --no-ff` of the checked `commit` in the lead's tree, a merge that
+    /// stops aborted at once.
+    fn run_merge(
+        &self,
+        team: &Name,
+        member: &Name,
+        fetched: Fetched,
+        renames_checked: bool,
+    ) -> Result<MergeOutcome> {
+        let Fetched {
+            branch,
+            commit,
+            left_uncommitted,
+        } = fetched;
+        let root = &self.root;
         let before = self.head()?;
         let message = format!("Merge {branch} (teammate {member} of team {team})");
         // No directory-rename detection: it would move the branch's new files to paths
@@ -252,7 +300,7 @@ impl LeadRepo {
     }
 
     /// Which operation is in progress in the lead's tree, if any.
-    fn in_progress(&self) -> Result<Option<&'static str>> {
+    pub(super) fn in_progress(&self) -> Result<Option<&'static str>> {
         let mut args = vec!["rev-parse", "--path-format=absolute"];
         for (file, _) in IN_PROGRESS {
             args.extend(["--git-path", file]);
@@ -307,7 +355,7 @@ impl LeadRepo {
     /// submodule's checkout. Returns whether the paths checked are the merge's own
     /// result (`git merge-tree`, renames followed); `false` when this git has no
     /// `merge-tree --write-tree` and the merge must then run without rename detection.
-    fn check_what_merge_writes(
+    pub(super) fn check_what_merge_writes(
         &self,
         branch: &str,
         commit: &str,

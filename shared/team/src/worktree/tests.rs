@@ -100,3 +100,4 @@ fn name(s: &str) -> Name {
 mod lifecycle;
 mod merge;
 mod merge_writes;
+mod verify;
