@@ -49,7 +49,7 @@ pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
 pub(crate) use sections::sandbox as sandbox_section;
 pub use sections::{
-    AgentsSection, Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection,
+    AgentsSection, CheckpointsSection, Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection,
     SubagentLimits,
 };
 pub use source::Source;
@@ -211,6 +211,7 @@ pub struct ConfigFiles {
     mcp_servers: BTreeMap<String, McpServerConfig>,
     agents: AgentsSection,
     team_turns: bool,
+    checkpoints: CheckpointsSection,
     hosts: Hosts,
     user_only: Vec<String>,
 }
@@ -329,10 +330,17 @@ impl ConfigFiles {
         let mut mcp_servers = BTreeMap::new();
         let mut agents = AgentsSection::default();
         let mut team_turns = true;
+        let mut checkpoints = CheckpointsSection::default();
         for file in &files {
             let Some(value) = &file.value else { continue };
             if let Some(on) = sections::team_turns(value, &file.path)? {
                 team_turns = on;
+            }
+            // An untrusted project cannot change where and how much is kept.
+            if let Some(section) = sections::checkpoints(value, &file.path)?
+                && (file.source == Source::User || trust == ProjectTrust::Trusted)
+            {
+                checkpoints.override_with(section);
             }
             if let Some(section) = sections::agents(value, &file.path)? {
                 if file.source == Source::User || trust == ProjectTrust::Trusted {
@@ -366,6 +374,7 @@ impl ConfigFiles {
             mcp_servers,
             agents,
             team_turns,
+            checkpoints,
             hosts,
             user_only,
         })
@@ -492,6 +501,11 @@ impl ConfigFiles {
     /// trusted project's values replace the user's; an untrusted one's only narrow).
     pub fn agents(&self) -> &AgentsSection {
         &self.agents
+    }
+
+    /// The `checkpoints:` section merged: the user file, then a trusted project's files.
+    pub fn checkpoints(&self) -> &CheckpointsSection {
+        &self.checkpoints
     }
 
     /// `team_turns` (default `true`): whether the idle interactive lead takes its
