@@ -18,6 +18,7 @@ mod lead_misbehaving_model;
 mod lead_permissions;
 mod lead_pinned;
 mod lead_protected;
+mod lead_rewind;
 mod lead_skills;
 mod lead_subagents;
 mod lead_team;
