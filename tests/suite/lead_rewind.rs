@@ -141,9 +141,7 @@ fn rewind_puts_back_the_agents_files_and_conversation_and_nothing_of_the_users()
     // Rewind the last two prompts: code and conversation.
     tmux.type_text("/rewind 2 both");
     tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("the rewind report", |s| {
-        s.contains("conversation rewound")
-    });
+    let screen = tmux.wait_for("the rewind report", |s| s.contains("conversation rewound"));
     assert!(screen.contains("restored app.txt"), "{screen}");
     assert!(screen.contains("removed made.txt"), "{screen}");
     assert!(screen.contains("removed src/new.txt"), "{screen}");
@@ -165,7 +163,11 @@ fn rewind_puts_back_the_agents_files_and_conversation_and_nothing_of_the_users()
     let last = conversation(&requests.last().unwrap().body);
     assert!(last.contains("first change please"), "{last}");
     assert!(last.contains("what now"), "{last}");
-    for gone in ["second change please", "third change please", "Second change done."] {
+    for gone in [
+        "second change please",
+        "third change please",
+        "Second change done.",
+    ] {
         assert!(!last.contains(gone), "{gone} is still sent:\n{last}");
     }
 
@@ -175,4 +177,20 @@ fn rewind_puts_back_the_agents_files_and_conversation_and_nothing_of_the_users()
     });
     tmux.keys(&["C-c"]);
     assert_eq!(tmux.wait_exit(), 0);
+
+    // Headless, the past session's checkpoints are listed, newest first.
+    let out = home.cmd("roo-lead").arg("--rewind").run();
+    out.assert_ok();
+    let listed = out.stdout();
+    let now = listed.find("3  what now").expect(&listed);
+    let undo = listed
+        .find("2  (the files as they were before rewinding to 2)")
+        .expect(&listed);
+    let first = listed.find("1  first change please").expect(&listed);
+    assert!(now < undo && undo < first, "{listed}");
+    assert!(listed[undo..first].contains("~src/new.txt"), "{listed}");
+    assert!(
+        listed.contains("rewind with: roo-lead --resume"),
+        "{listed}"
+    );
 }

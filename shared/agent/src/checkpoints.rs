@@ -128,9 +128,7 @@ impl CheckpointLimits {
             max_total_bytes: section
                 .max_total_mb
                 .map_or(d.max_total_bytes, |mb| mb << 20),
-            max_file_bytes: section
-                .max_file_kb
-                .map_or(d.max_file_bytes, |kb| kb << 10),
+            max_file_bytes: section.max_file_kb.map_or(d.max_file_bytes, |kb| kb << 10),
             max_files: section
                 .max_files
                 .map_or(d.max_files, |n| usize::try_from(n).unwrap_or(usize::MAX)),
@@ -152,8 +150,12 @@ impl CallScope {
     /// no file (reads, team and task tools).
     pub fn of(tool: &dyn Tool, input: &serde_json::Value, cwd: &Path) -> Option<Self> {
         match tool.kind() {
+            // A write judged as a write of a directory (a merge into the project) may
+            // change anything under it.
             ToolKind::Write => match tool.permission_target(input) {
-                PermissionTarget::Path(path) => Some(CallScope::Path(cwd.join(path))),
+                PermissionTarget::Path(path) if !cwd.join(&path).is_dir() => {
+                    Some(CallScope::Path(cwd.join(path)))
+                }
                 _ => Some(CallScope::Tree),
             },
             ToolKind::Execute => Some(CallScope::Tree),
@@ -231,6 +233,19 @@ impl Checkpoints {
         let store = base.join(project_key(root));
         let log_path = store.join("sessions").join(format!("{session_id}.json"));
         let log = SessionLog::read(&log_path)?.unwrap_or_else(|| SessionLog::new(root));
+        Ok(Self::with_log(root, store, log_path, log, limits))
+    }
+
+    /// The checkpoints session `session_id` recorded in the project at `root`, read back
+    /// to be listed (nothing pruned).
+    pub fn read(roo_home: &Path, root: &Path, session_id: &str) -> Result<Self, CheckpointError> {
+        let store = roo_home.join("checkpoints").join(project_key(root));
+        let sessions = store.join("sessions");
+        let log_path = sessions.join(format!("{session_id}.json"));
+        let Some(log) = SessionLog::read(&log_path)? else {
+            return Err(CheckpointError::NoCheckpoints { dir: sessions });
+        };
+        let limits = CheckpointLimits::default();
         Ok(Self::with_log(root, store, log_path, log, limits))
     }
 

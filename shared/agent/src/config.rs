@@ -49,8 +49,8 @@ pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
 pub(crate) use sections::sandbox as sandbox_section;
 pub use sections::{
-    AgentsSection, CheckpointsSection, Hook, HookAction, HookEvent, McpServerConfig, McpTransport, SandboxSection,
-    SubagentLimits,
+    AgentsSection, CheckpointsSection, Hook, HookAction, HookEvent, McpServerConfig, McpTransport,
+    SandboxSection, SubagentLimits,
 };
 pub use source::Source;
 pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};

@@ -39,8 +39,8 @@ pub mod tools;
 pub use agent_loop::{Agent, AgentOptions, RewindOutcome, RewindScope, RunResult, SharedPolicy};
 pub use agents::{AgentCatalog, AgentDefinition, AgentScan, DefinitionError};
 pub use checkpoints::{
-    CallScope, CheckpointError, CheckpointLimits, CheckpointSummary, Checkpoints,
-    ConversationMark, PendingCall, RestoreReport,
+    CallScope, CheckpointError, CheckpointLimits, CheckpointSummary, Checkpoints, ConversationMark,
+    PendingCall, RestoreReport,
 };
 pub use context::CompactionOptions;
 pub use conversation::repair_chain;

@@ -15,8 +15,8 @@ use roo_agent::skills::Skills;
 use roo_agent::subagent::SubagentRuntime;
 use roo_agent::tool::ToolContext;
 use roo_agent::{
-    Agent, AgentOptions, CheckpointLimits, Checkpoints, CommandHooks, Environment, McpServers, Persona, SessionError,
-    SharedPolicy, system_prompt,
+    Agent, AgentOptions, CheckpointLimits, Checkpoints, CommandHooks, Environment, McpServers,
+    Persona, SessionError, SharedPolicy, system_prompt,
 };
 use roo_llm::{LlmError, LlmSettings, Provider};
 

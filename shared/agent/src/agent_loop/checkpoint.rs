@@ -10,11 +10,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Agent;
+use crate::RestoreReport;
 use crate::checkpoints::{CallScope, CheckpointError, Checkpoints, ConversationMark, PendingCall};
 use crate::conversation::repair_chain;
 use crate::event::{AgentEvent, EventSink};
 use crate::tool::{Tool, ToolContext};
-use crate::RestoreReport;
 
 /// What a rewind puts back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -108,7 +108,10 @@ impl Objects {
         let path = self.path_of(blob);
         let content = std::fs::read(&path).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => "its saved content was pruned".to_string(),
-            _ => format!("its saved content {} could not be read: {e}", path.display()),
+            _ => format!(
+                "its saved content {} could not be read: {e}",
+                path.display()
+            ),
         })?;
         if digest(&content) != blob {
             return Err(format!(

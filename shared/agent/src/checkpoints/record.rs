@@ -5,13 +5,13 @@
 //! each change; the file contents it names live in the object store beside it.
 
 use std::collections::BTreeMap;
-use std::io;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::CheckpointError;
-use crate::tools::confined::{self, Parents};
 
 /// Format version of a session's checkpoint file.
 pub(super) const FORMAT_VERSION: u32 = 1;
@@ -107,11 +107,10 @@ impl SessionLog {
                 });
             }
         };
-        let log: Self =
-            serde_json::from_slice(&bytes).map_err(|e| CheckpointError::Corrupt {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+        let log: Self = serde_json::from_slice(&bytes).map_err(|e| CheckpointError::Corrupt {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         if log.version > FORMAT_VERSION {
             return Err(CheckpointError::Corrupt {
                 path: path.to_path_buf(),
@@ -124,7 +123,9 @@ impl SessionLog {
         Ok(Some(log))
     }
 
-    /// Writes the log to `path` atomically (a temporary file renamed over it), 0600.
+    /// Writes the log to `path` atomically (a temporary file renamed over it), 0600. Not
+    /// flushed to the disk: a crash may lose the last checkpoint, never leave half a file
+    /// read back (a torn file is refused as corrupt, and a session starts a new one).
     pub(super) fn write(&self, path: &Path) -> Result<(), CheckpointError> {
         let io_error = |action, source| CheckpointError::Io {
             action,
@@ -134,10 +135,19 @@ impl SessionLog {
         let bytes = serde_json::to_vec(self).map_err(|e| io_error("encode", e.into()))?;
         let dir = path.parent().unwrap_or(Path::new("/"));
         super::create_private_dir(dir)?;
-        let dir = std::fs::canonicalize(dir).map_err(|e| io_error("resolve", e))?;
-        let name = path.file_name().unwrap_or_default();
-        confined::locate(&dir.join(name), &[dir.clone()], Parents::Existing)
-            .and_then(|located| located.write_atomic(&bytes, Some(0o600)))
-            .map_err(|e| io_error("write", io::Error::other(e.to_string())))
+        let temp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&temp)
+            .and_then(|mut file| file.write_all(&bytes))
+            .and_then(|()| std::fs::rename(&temp, path));
+        written.map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            io_error("write", e)
+        })
     }
 }

@@ -74,12 +74,10 @@ pub(super) fn restore(
                 .map(|()| true)
                 .map_err(|e| format!("could not be removed: {e}")),
         },
-        Entry::Symlink { target } => {
-            remove_link_or_file(&path, now.is_some())
-                .and_then(|()| std::os::unix::fs::symlink(target, &path))
-                .map_err(|e| format!("could not be restored: {e}"))
-                .map(|()| false)
-        }
+        Entry::Symlink { target } => remove_link_or_file(&path, now.is_some())
+            .and_then(|()| std::os::unix::fs::symlink(target, &path))
+            .map_err(|e| format!("could not be restored: {e}"))
+            .map(|()| false),
         Entry::File { blob, mode, .. } => objects.get(blob).and_then(|content| {
             // A symlink at the name is replaced, never written through.
             if now.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
