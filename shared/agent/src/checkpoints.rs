@@ -312,6 +312,11 @@ impl Checkpoints {
             return Ok(());
         }
         let mut state = self.state();
+        // Another process may have rewound this session's files since (a lead rewinding
+        // its stopped teammate's clone): its file is the truth, not what is in memory.
+        if let Ok(Some(log)) = SessionLog::read(&self.log_path) {
+            state.log = log;
+        }
         state.log.prompts.push(PromptRecord {
             text: headline(text),
             at_ms: now_ms(),

@@ -3,7 +3,8 @@
 //!
 //! The tree walk honours the project's `.gitignore` files (ignored directories such as
 //! `target/` are never entered, which keeps a walk of a big project in milliseconds),
-//! skips every `.git` entry (the user's repository, and hostile in a hostile tree), never
+//! skips every `.git` entry (the user's repository, and hostile in a hostile tree) and
+//! every nested repository (a teammate's clone, a submodule), never
 //! follows a symlink, and stops at a bounded number of entries. Each file is known by its
 //! stamp (size, times, inode, mode); only a file whose stamp changed is read again.
 
@@ -115,8 +116,15 @@ pub(super) fn walk(
         .git_ignore(true)
         .git_exclude(true)
         .follow_links(false)
+        // A nested repository (a teammate's clone under `.roocode/worktrees`, a
+        // submodule) is a project of its own, checkpointed by whoever works in it.
         .filter_entry(move |entry| {
-            entry.file_name() != ".git" && skip.as_deref().is_none_or(|s| entry.path() != s)
+            let nested = entry.depth() > 0
+                && entry.file_type().is_some_and(|t| t.is_dir())
+                && std::fs::symlink_metadata(entry.path().join(".git")).is_ok();
+            entry.file_name() != ".git"
+                && !nested
+                && skip.as_deref().is_none_or(|s| entry.path() != s)
         })
         .build();
     let mut files = HashMap::new();

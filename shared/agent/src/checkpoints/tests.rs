@@ -125,3 +125,18 @@ fn a_rewind_is_itself_a_checkpoint_that_undoes_it() {
     let again = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
     assert_eq!(again.list().len(), 1);
 }
+
+#[test]
+fn a_nested_repository_is_not_walked() {
+    let (_dir, root, home) = project();
+    std::fs::create_dir_all(root.join(".roocode/worktrees/crew+alice/.git")).unwrap();
+    std::fs::write(root.join(".roocode/worktrees/crew+alice/a.txt"), "a").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    // A teammate writes in its clone while the lead's command runs.
+    std::fs::write(root.join(".roocode/worktrees/crew+alice/a.txt"), "changed").unwrap();
+    std::fs::write(root.join("lead.txt"), "lead").unwrap();
+    cp.after_call(pending).unwrap();
+    assert_eq!(cp.list()[0].files, vec!["+lead.txt"]);
+}
