@@ -140,3 +140,49 @@ fn a_nested_repository_is_not_walked() {
     cp.after_call(pending).unwrap();
     assert_eq!(cp.list()[0].files, vec!["+lead.txt"]);
 }
+
+#[test]
+fn hostile_files_neither_block_nor_escape_a_checkpoint() {
+    let (dir, root, home) = project();
+    // A FIFO (opening it would block), a file over the size limit, git-looking names, a
+    // filter an attributes file asks for, and a symlink out of the project.
+    nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::write(root.join("big.bin"), vec![7u8; 4096]).unwrap();
+    std::fs::create_dir_all(root.join("refs/heads")).unwrap();
+    std::fs::write(root.join("refs/heads/main"), "not a ref").unwrap();
+    std::fs::write(root.join("HEAD"), "ref: refs/heads/main").unwrap();
+    std::fs::write(root.join(".gitattributes"), "* filter=evil\n").unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "secret").unwrap();
+    std::os::unix::fs::symlink(&secret, root.join("link")).unwrap();
+    let limits = CheckpointLimits {
+        max_file_bytes: 1024,
+        ..CheckpointLimits::default()
+    };
+    let cp = Checkpoints::open(&home, &root, "s1", limits).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("big.bin"), b"small now").unwrap();
+    std::fs::write(root.join("HEAD"), "changed").unwrap();
+    std::fs::remove_file(root.join("link")).unwrap();
+    std::fs::write(root.join("link"), "a file now").unwrap();
+    cp.after_call(pending).unwrap();
+
+    let report = cp.rewind_code(1).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("HEAD")).unwrap(),
+        "ref: refs/heads/main"
+    );
+    // The link is a link again, to where it pointed; its target was never written.
+    assert_eq!(std::fs::read_link(root.join("link")).unwrap(), secret);
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
+    // The file over the limit was not kept: left as it is, and said.
+    assert!(
+        report
+            .skipped
+            .iter()
+            .any(|(path, why)| path == "big.bin" && why.contains("limit")),
+        "{report:?}"
+    );
+    assert_eq!(std::fs::read(root.join("big.bin")).unwrap(), b"small now");
+}
