@@ -83,7 +83,11 @@ fn hand_written() -> Vec<(&'static str, Value)> {
             "TaskStop",
             json!({
                 "type": "object",
-                "properties": {"task_id": string},
+                "properties": {
+                    "task_id": string,
+                    // Added since (issue 32): rewind a stopped teammate's clone.
+                    "rewind_to": {"type": "integer", "minimum": 0}
+                },
                 "required": ["task_id"],
                 "additionalProperties": false
             }),

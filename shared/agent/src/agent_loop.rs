@@ -20,6 +20,7 @@
 //! stable for the prompt cache. Hooks ([`crate::hooks::AgentHook`]) are asked at each
 //! point of a run.
 
+mod checkpoint;
 mod compaction;
 mod server_window;
 mod tool_calls;
@@ -37,6 +38,9 @@ use roo_llm::{ContentBlock, Message, Provider, Request, Role, StopReason, Stream
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 
+pub use checkpoint::{RewindOutcome, RewindScope};
+
+use crate::checkpoints::Checkpoints;
 use crate::context::CompactionOptions;
 use crate::conversation::{push_user, repair_chain};
 use crate::event::{AgentEvent, EventSink, RunOutcome};
@@ -89,6 +93,12 @@ pub struct AgentOptions {
     /// its sub-agents and teammates use the same server and leave it off, so the user
     /// is told once.
     pub check_server_window: bool,
+    /// Where the files the agent changes are checkpointed before each file-changing call
+    /// (`None`: not at all). Sub-agents share their parent's.
+    pub checkpoints: Option<Arc<Checkpoints>>,
+    /// Whether each run's input opens a checkpoint (the agent the person or lead
+    /// prompts); a sub-agent's calls count toward its parent's prompt instead.
+    pub checkpoint_prompts: bool,
 }
 
 impl Default for AgentOptions {
@@ -106,6 +116,8 @@ impl Default for AgentOptions {
             prices: roo_llm::PriceTable::default(),
             pinned_tools: None,
             check_server_window: false,
+            checkpoints: None,
+            checkpoint_prompts: true,
         }
     }
 }
@@ -372,6 +384,7 @@ impl Agent {
     pub fn clear(&mut self) -> Result<(), crate::session::SessionError> {
         self.messages.clear();
         self.measured = None;
+        self.history_replaced();
         if let Some(session) = &mut self.session {
             session.replace("clear", &[])?;
         }
@@ -519,6 +532,7 @@ impl Agent {
         if cancel.is_cancelled() {
             return Err(RunOutcome::Cancelled);
         }
+        self.checkpoint_prompt(input, events);
         let instructions = self
             .instructions
             .clone()
@@ -898,6 +912,9 @@ impl Agent {
     }
 
     fn persist_replace(&mut self, reason: &str, events: &EventSink) {
+        if reason != "repair" {
+            self.history_replaced();
+        }
         if let Some(session) = &mut self.session
             && let Err(e) = session.replace(reason, &self.messages)
         {

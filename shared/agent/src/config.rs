@@ -49,8 +49,8 @@ pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
 pub(crate) use sections::sandbox as sandbox_section;
 pub use sections::{
-    AgentsSection, Hook, HookAction, HookEvent, MAX_VERIFY_TIMEOUT_SECS, McpServerConfig,
-    McpTransport, SandboxSection, SubagentLimits, VerifySetting,
+    AgentsSection, CheckpointsSection, Hook, HookAction, HookEvent, MAX_VERIFY_TIMEOUT_SECS,
+    McpServerConfig, McpTransport, SandboxSection, SubagentLimits, VerifySetting,
 };
 pub use source::Source;
 pub use trust::{IgnoredSetting, ProjectTrust, TRUST_LIST_KEY, strictness, trust_project};
@@ -212,6 +212,7 @@ pub struct ConfigFiles {
     agents: AgentsSection,
     team_turns: bool,
     verify: Option<VerifySetting>,
+    checkpoints: CheckpointsSection,
     hosts: Hosts,
     user_only: Vec<String>,
 }
@@ -331,6 +332,7 @@ impl ConfigFiles {
         let mut agents = AgentsSection::default();
         let mut team_turns = true;
         let mut verify = None;
+        let mut checkpoints = CheckpointsSection::default();
         for file in &files {
             let Some(value) = &file.value else { continue };
             if let Some(on) = sections::team_turns(value, &file.path)? {
@@ -338,6 +340,12 @@ impl ConfigFiles {
             }
             if let Some(setting) = sections::verify(value, &file.path)? {
                 verify = Some(setting);
+            }
+            // An untrusted project cannot change where and how much is kept.
+            if let Some(section) = sections::checkpoints(value, &file.path)?
+                && (file.source == Source::User || trust == ProjectTrust::Trusted)
+            {
+                checkpoints.override_with(section);
             }
             if let Some(section) = sections::agents(value, &file.path)? {
                 if file.source == Source::User || trust == ProjectTrust::Trusted {
@@ -372,6 +380,7 @@ impl ConfigFiles {
             agents,
             team_turns,
             verify,
+            checkpoints,
             hosts,
             user_only,
         })
@@ -498,6 +507,11 @@ impl ConfigFiles {
     /// trusted project's values replace the user's; an untrusted one's only narrow).
     pub fn agents(&self) -> &AgentsSection {
         &self.agents
+    }
+
+    /// The `checkpoints:` section merged: the user file, then a trusted project's files.
+    pub fn checkpoints(&self) -> &CheckpointsSection {
+        &self.checkpoints
     }
 
     /// `team_turns` (default `true`): whether the idle interactive lead takes its

@@ -10,12 +10,14 @@
 //! sub-agents ([`subagent`]), the tool seam ([`tool`]) and the built-in tools ([`tools`]).
 //! Everything else is private; what the team runtime and the binaries use of it is
 //! re-exported here: the loop and its options, the hook seam, the system prompt and
-//! project instructions, sessions, agent definitions, plan mode and MCP servers.
+//! project instructions, sessions, checkpoints, agent definitions, plan mode and MCP
+//! servers.
 
 #![warn(missing_docs)]
 
 mod agent_loop;
 mod agents;
+mod checkpoints;
 pub mod config;
 mod context;
 mod conversation;
@@ -34,8 +36,12 @@ mod text_tool_call;
 pub mod tool;
 pub mod tools;
 
-pub use agent_loop::{Agent, AgentOptions, RunResult, SharedPolicy};
+pub use agent_loop::{Agent, AgentOptions, RewindOutcome, RewindScope, RunResult, SharedPolicy};
 pub use agents::{AgentCatalog, AgentDefinition, AgentScan, DefinitionError};
+pub use checkpoints::{
+    CallScope, CheckpointError, CheckpointLimits, CheckpointSummary, Checkpoints, ConversationMark,
+    PendingCall, RestoreReport,
+};
 pub use context::CompactionOptions;
 pub use conversation::repair_chain;
 pub use hooks::{

@@ -54,6 +54,12 @@ pub struct LeadArgs {
     #[arg(short = 'c', long = "continue")]
     pub continue_latest: bool,
 
+    /// List the checkpoints of this project's latest session (or of --resume ID): its
+    /// prompts, newest first, with the files each changed; then exit. Resume the session
+    /// and `/rewind N code|conversation|both` to go back to before one.
+    #[arg(long)]
+    pub rewind: bool,
+
     /// Work in this directory instead of the current one.
     #[arg(short = 'C', long = "cwd", value_name = "DIR")]
     pub cwd: Option<PathBuf>,

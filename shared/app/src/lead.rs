@@ -30,6 +30,9 @@ fn run(args: LeadArgs) -> Result<ExitCode, AppError> {
     if args.print_sandbox {
         return print_sandbox(&args);
     }
+    if args.rewind {
+        return print_checkpoints(&args);
+    }
     // Refused before anything is written; `join_as_lead` refuses every other path (a
     // resumed session that led a team) the same way.
     if let Some(team) = &args.team
@@ -99,6 +102,38 @@ fn print_backend(args: &LeadArgs) -> Result<ExitCode, AppError> {
     let detection = detect(&DetectEnv::capture(args.teammate_mode))
         .map_err(|e| AppError::Usage(format!("teammates: {e}")))?;
     print!("{}", detection.report(team.as_ref().map(|t| t.as_ref())));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--rewind`: the checkpoints of this project's latest session (or `--resume ID`'s).
+fn print_checkpoints(args: &LeadArgs) -> Result<ExitCode, AppError> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| AppError::Io(format!("failed to read the working directory: {e}")))?,
+    };
+    let cwd = std::fs::canonicalize(&cwd)
+        .map_err(|e| AppError::Usage(format!("failed to open {}: {e}", cwd.display())))?;
+    let root =
+        roo_team::builder::detect_project_root(&cwd).map_err(|e| AppError::Usage(e.to_string()))?;
+    let roo_home = crate::setup::roo_home()?;
+    let sessions = roo_agent::project_sessions_dir(&roo_home, &root);
+    let transcript = match &args.resume {
+        Some(id) => roo_agent::session_path(&sessions, id),
+        None => roo_agent::latest_session(&sessions),
+    }
+    .map_err(|e| AppError::Usage(e.to_string()))?;
+    let id = transcript
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let checkpoints = roo_agent::Checkpoints::read(&roo_home, &root, &id)
+        .map_err(|e| AppError::Usage(format!("failed to {e}")))?;
+    println!("checkpoints of session {id} in {}", root.display());
+    print!("{}", checkpoints.describe());
+    println!(
+        "rewind with: roo-lead --resume {id}, then /rewind N code|conversation|both (to before prompt N)"
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -15,8 +15,8 @@ use roo_agent::skills::Skills;
 use roo_agent::subagent::SubagentRuntime;
 use roo_agent::tool::ToolContext;
 use roo_agent::{
-    Agent, AgentOptions, CommandHooks, Environment, McpServers, Persona, SessionError,
-    SharedPolicy, system_prompt,
+    Agent, AgentOptions, CheckpointLimits, Checkpoints, CommandHooks, Environment, McpServers,
+    Persona, SessionError, SharedPolicy, system_prompt,
 };
 use roo_llm::{LlmError, LlmSettings, Provider};
 
@@ -175,7 +175,8 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         session_dir,
     )?;
     // What it is told, and what runs around its turns.
-    let options = agent_options(identity, settings.max_turns, &llm);
+    let mut options = agent_options(identity, settings.max_turns, &llm);
+    options.checkpoints = checkpoints(&ws, session.id(), &mut notices);
     let persona = settings
         .persona
         .take()
@@ -262,6 +263,26 @@ fn agent_options(identity: &Identity, max_turns: u32, llm: &LlmSettings) -> Agen
         // teammates use the same server.
         check_server_window: identity.role == Role::Lead,
         ..AgentOptions::default()
+    }
+}
+
+/// The agent's checkpoints in its project (its own clone for a teammate), under the
+/// config's `checkpoints:` limits; `None` when they are off or cannot be opened (said).
+fn checkpoints(
+    ws: &workspace::Workspace,
+    session_id: &str,
+    notices: &mut Vec<String>,
+) -> Option<Arc<Checkpoints>> {
+    let limits = CheckpointLimits::from_section(ws.config.checkpoints());
+    if !limits.enabled {
+        return None;
+    }
+    match Checkpoints::open(&ws.roo_home, &ws.project_root, session_id, limits) {
+        Ok(checkpoints) => Some(Arc::new(checkpoints)),
+        Err(e) => {
+            notices.push(format!("checkpoints are off for this session: {e}"));
+            None
+        }
     }
 }
 

@@ -29,6 +29,7 @@
 mod checkout;
 pub mod output;
 mod remote;
+mod rewind;
 mod running;
 pub mod tools;
 

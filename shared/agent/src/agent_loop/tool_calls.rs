@@ -258,6 +258,8 @@ impl Agent {
             }
         }
 
+        // The files it may change are checkpointed first (the tool never knows).
+        let checkpoint = self.checkpoint_before(tool, &input, context, events).await;
         events.emit(AgentEvent::ToolStart {
             id: id.to_string(),
             name: tool.name().to_string(),
@@ -266,6 +268,7 @@ impl Agent {
         });
         let started = Instant::now();
         let output = tool.call(input, context).await;
+        self.checkpoint_after(checkpoint, events).await;
         tracing::debug!(
             tool = tool.name(),
             id,

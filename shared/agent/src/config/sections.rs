@@ -599,6 +599,47 @@ pub(crate) fn agents(value: &Value, path: &Path) -> Result<Option<AgentsSection>
     Ok(Some(section))
 }
 
+/// `checkpoints:` of a config file: the limits of the checkpoints every agent records
+/// before changing files (docs/AGENT.md "Checkpoints"). Each key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointsSection {
+    /// `false`: no checkpoints (and no rewind).
+    pub enabled: Option<bool>,
+    /// Sessions' checkpoints older than this many days are pruned.
+    pub max_age_days: Option<u64>,
+    /// All projects' checkpoints together are pruned to this many MiB.
+    pub max_total_mb: Option<u64>,
+    /// Files larger than this many KiB are not kept.
+    pub max_file_kb: Option<u64>,
+    /// A project with more files than this is not checkpointed before commands.
+    pub max_files: Option<u64>,
+}
+
+impl CheckpointsSection {
+    /// `other` over `self`: what `other` names replaces.
+    pub(crate) fn override_with(&mut self, other: CheckpointsSection) {
+        self.enabled = other.enabled.or(self.enabled);
+        self.max_age_days = other.max_age_days.or(self.max_age_days);
+        self.max_total_mb = other.max_total_mb.or(self.max_total_mb);
+        self.max_file_kb = other.max_file_kb.or(self.max_file_kb);
+        self.max_files = other.max_files.or(self.max_files);
+    }
+}
+
+/// `checkpoints:` of one file, checked.
+pub(crate) fn checkpoints(
+    value: &Value,
+    path: &Path,
+) -> Result<Option<CheckpointsSection>, ConfigError> {
+    match value.get("checkpoints") {
+        None | Some(Value::Null) => Ok(None),
+        Some(item) => serde_yaml_ng::from_value(item.clone())
+            .map(Some)
+            .map_err(|e| invalid(path, "checkpoints", e.to_string())),
+    }
+}
+
 /// The `team_turns` key: whether the idle interactive lead takes its teammates'
 /// messages as a turn of its own (`true`, the default) or leaves them for the person's
 /// next prompt (`false`).

@@ -57,9 +57,10 @@ pub use settings::{SandboxSettings, default_deny_read};
 
 /// The agent's own state under `ROO_HOME`: the team's config, inboxes, task lists, locks
 /// and transcripts (reached through the team tools and the CLIs' relay), pane workers'
-/// credentials in flight, every project's session transcripts. Hidden from every
+/// credentials in flight, every project's session transcripts, and the checkpoints a
+/// rewind restores from (an agent must not rewrite its own undo). Hidden from every
 /// command, and from file tools (`PermissionPolicy::hide`).
-pub const TEAM_STATE_DIRS: [&str; 4] = ["teams", "tasks", "run", "projects"];
+pub const TEAM_STATE_DIRS: [&str; 5] = ["teams", "tasks", "run", "projects", "checkpoints"];
 
 /// First argument that switches `roo-lead`/`roo-worker` into the helper mode.
 pub const HELPER_ARG: &str = "__roo-command-helper";

@@ -1,10 +1,11 @@
 //! The slash commands the session answers itself (`/help`, `/clear`, `/cost`,
-//! `/mode`, `/team`, `/tasks`, `/exit`): they never reach the model. Skills and
+//! `/rewind`, `/mode`, `/team`, `/tasks`, `/exit`): they never reach the model. Skills and
 //! MCP prompts, which expand into a prompt for the model, are resolved by the
 //! session before it asks here.
 
 use std::io::{Stdout, Write};
 
+use roo_agent::RewindScope;
 use roo_agent::permissions::PermissionMode;
 use roo_store::TaskFilter;
 use roo_team::TeamSlot;
@@ -17,6 +18,8 @@ const HELP: &str = "Commands:
   /help            this help
   /clear           forget the conversation (the transcript keeps it)
   /cost            tokens used and cost of this session
+  /rewind          the session's checkpoints: its prompts, newest first, with the files each changed
+  /rewind N [code|conversation|both]  put the files the agent changed, the conversation, or both (default) back to before prompt N
   /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions, dontAsk
   /team            the live team view: members, task board, events (q returns here)
   /tasks [ID]      sub-agent tasks (id, type, status, time, tokens, result) and the team's task list; with an id, that task's whole result
@@ -76,6 +79,17 @@ pub(super) fn slash_command(
                 cost
             );
         }
+        "rewind" => {
+            let rest: Vec<&str> = arg.into_iter().chain(words).collect();
+            match rewind_command(agent, &rest) {
+                Ok(text) => {
+                    let _ = write!(out, "{text}");
+                }
+                Err(e) => {
+                    let _ = writeln!(out, "{}", style.red(&format!("error: failed to {e}")));
+                }
+            }
+        }
         "mode" => match arg {
             None => {
                 let mode = agent
@@ -126,6 +140,34 @@ pub(super) fn slash_command(
         }
     }
     Flow::Continue
+}
+
+/// `/rewind` (the checkpoints, newest first) or `/rewind N [code|conversation|both]`.
+fn rewind_command(agent: &mut roo_agent::Agent, args: &[&str]) -> Result<String, String> {
+    let Some(checkpoints) = agent.checkpoints() else {
+        return Err(
+            "rewind: checkpoints are off for this session (checkpoints.enabled in the config)"
+                .to_string(),
+        );
+    };
+    let Some(number) = args.first() else {
+        return Ok(format!(
+            "{}rewind with /rewind N code|conversation|both (to before prompt N)\n",
+            checkpoints.describe()
+        ));
+    };
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("read the checkpoint number \"{number}\": /rewind lists them"))?;
+    let scope: RewindScope = args.get(1).copied().unwrap_or("both").parse()?;
+    if args.len() > 2 {
+        return Err("read /rewind: use /rewind N code|conversation|both".to_string());
+    }
+    let outcome = agent.rewind(number, scope).map_err(|e| {
+        let text = e.to_string();
+        text.strip_prefix("failed to ").unwrap_or(&text).to_string()
+    })?;
+    Ok(outcome.describe())
 }
 
 /// The output of `/team` or `/tasks` for the team `slot` is bound to.

@@ -420,6 +420,9 @@ pub struct StopInput {
     /// A task's id (`a3`) or name, or a teammate's name.
     #[serde(alias = "name", alias = "teammate")]
     task_id: String,
+    /// A teammate only: once stopped, put the files it changed in its clone back to before its prompt N (1: all of this session); 0 lists its prompts with the files each changed.
+    #[serde(default)]
+    rewind_to: Option<usize>,
 }
 
 impl TypedTool for TaskStop {
@@ -466,14 +469,29 @@ impl TypedTool for TaskStop {
                     .map(|was| (name, was))
                     .map_err(|e| e.to_string())
             });
-        match result {
-            Ok((name, true)) => ToolOutput::ok(bounded(format!(
+        match (result, input.rewind_to) {
+            (Ok((name, was)), Some(number)) => {
+                let spawner = self.spawner.clone();
+                let teammate = name.clone();
+                let rewound =
+                    tokio::task::spawn_blocking(move || spawner.rewind_clone(&teammate, number))
+                        .await
+                        .unwrap_or_else(|e| Err(format!("rewind {name}'s clone: {e}")));
+                let stopped = if was { "stopped" } else { "was not running" };
+                match rewound {
+                    Ok(text) => ToolOutput::ok(bounded(format!("{name} {stopped}; {text}"))),
+                    Err(e) => {
+                        ToolOutput::error(bounded(format!("{name} {stopped}; failed to {e}")))
+                    }
+                }
+            }
+            (Ok((name, true)), None) => ToolOutput::ok(bounded(format!(
                 "stopped {name}; a message to it starts it again with its history"
             ))),
-            Ok((name, false)) => ToolOutput::ok(bounded(format!(
+            (Ok((name, false)), None) => ToolOutput::ok(bounded(format!(
                 "{name} was not running; a message to it starts it again"
             ))),
-            Err(e) => ToolOutput::error(bounded(format!("failed to {e}"))),
+            (Err(e), _) => ToolOutput::error(bounded(format!("failed to {e}"))),
         }
     }
 }

@@ -159,7 +159,7 @@ fn the_policy_writes_to_the_root_temp_and_devices_and_hides_the_team_state() {
         assert!(policy.write.contains(&PathBuf::from(path)), "{path}");
     }
     // The team's state is reached through the agent's relay only.
-    for path in ["teams", "tasks", "run", "projects"] {
+    for path in ["teams", "tasks", "run", "projects", "checkpoints"] {
         let path = PathBuf::from("/home/u/.roocode").join(path);
         assert!(!policy.write.contains(&path), "{}", path.display());
         assert!(policy.deny_read.contains(&path), "{}", path.display());

@@ -411,6 +411,8 @@ impl SubagentRuntime {
             pinned_tools: pinned,
             // The lead checked the server it shares with its sub-agents.
             check_server_window: false,
+            // Its file changes count toward the parent's prompt (shared checkpoints).
+            checkpoint_prompts: false,
             ..parts.options.clone()
         };
         let context = child_context(&parts.context, workspace);

@@ -1,0 +1,648 @@
+//! Checkpoints: what the files an agent changes held before it changed them, recorded in
+//! a shadow store under `ROO_HOME`, so a person can rewind the code (and the
+//! conversation) to before any prompt of the session.
+//!
+//! Each submitted prompt opens a checkpoint ([`Checkpoints::begin_prompt`]). Before every
+//! file-changing tool call the loop asks for a [`CallScope`]: a file tool's target path, or,
+//! for a command in a git project, the whole tree (the `.gitignore`d directories left out,
+//! bounded in files and bytes); after the call, what changed is compared with what was
+//! recorded, and each path the call changed keeps the state it had before the prompt's
+//! first change. A rewind puts back only those paths: a file the agent neither created nor
+//! changed is never touched, whatever else changed since.
+//!
+//! The store is no git repository: contents are kept by their SHA-256 in an object
+//! directory of RooCode's own and read back and written without git, so nothing of the
+//! project (`.gitattributes` filters, hooks, a planted `.git`, config) can run, and the
+//! user's repository (refs, stash, index, config, objects) is never read or written. The
+//! loop calls it for the lead, teammates and sub-agents alike; tools know nothing of it.
+
+mod objects;
+mod prune;
+mod record;
+mod restore;
+mod scan;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use objects::Objects;
+pub use record::ConversationMark;
+use record::{Entry, PromptRecord, SessionLog};
+pub use restore::RestoreReport;
+use scan::Stamp;
+
+use crate::config::CheckpointsSection;
+use crate::tool::{PermissionTarget, Tool, ToolKind};
+
+/// Errors of checkpoints.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// A file of the store could not be read or written.
+    #[error("failed to {action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        source: io::Error,
+    },
+    /// A session's checkpoint file is not one.
+    #[error("checkpoint file {path} is corrupt: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// No prompt has that number.
+    #[error(
+        "no checkpoint {number}: this session has {count} (numbered from 1, oldest first; /rewind lists them)"
+    )]
+    NoSuchCheckpoint {
+        /// The number asked for.
+        number: usize,
+        /// How many there are.
+        count: usize,
+    },
+    /// The conversation before that prompt was replaced (compaction, `/clear`, rewind).
+    #[error(
+        "rewind the conversation to before checkpoint {number}: the conversation was compacted, cleared or rewound since; rewind the code only (`code`)"
+    )]
+    ConversationGone {
+        /// The number asked for.
+        number: usize,
+    },
+    /// Checkpoints are off (`checkpoints: {enabled: false}`) for this agent.
+    #[error("rewind: checkpoints are off for this session (checkpoints.enabled in the config)")]
+    Disabled,
+    /// No session of that project has checkpoints.
+    #[error("find checkpoints in {dir}: none were recorded for this project")]
+    NoCheckpoints {
+        /// Where they were looked for.
+        dir: PathBuf,
+    },
+}
+
+/// The limits of checkpoints, from the `checkpoints:` config section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointLimits {
+    /// Whether checkpoints are recorded at all.
+    pub enabled: bool,
+    /// Session files older than this are pruned.
+    pub max_age: Duration,
+    /// All stores together are pruned to this many bytes (oldest sessions first).
+    pub max_total_bytes: u64,
+    /// A file larger than this is not kept (a rewind leaves it and says so).
+    pub max_file_bytes: u64,
+    /// A tree with more files than this is not checkpointed before commands.
+    pub max_files: usize,
+}
+
+impl Default for CheckpointLimits {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_age: Duration::from_secs(7 * 24 * 3600),
+            max_total_bytes: 2 << 30,
+            max_file_bytes: 8 << 20,
+            max_files: 50_000,
+        }
+    }
+}
+
+impl CheckpointLimits {
+    /// The limits a merged `checkpoints:` section sets (defaults for what it leaves out).
+    pub fn from_section(section: &CheckpointsSection) -> Self {
+        let d = Self::default();
+        Self {
+            enabled: section.enabled.unwrap_or(d.enabled),
+            max_age: section
+                .max_age_days
+                .map_or(d.max_age, |days| Duration::from_secs(days * 24 * 3600)),
+            max_total_bytes: section
+                .max_total_mb
+                .map_or(d.max_total_bytes, |mb| mb << 20),
+            max_file_bytes: section.max_file_kb.map_or(d.max_file_bytes, |kb| kb << 10),
+            max_files: section
+                .max_files
+                .map_or(d.max_files, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        }
+    }
+}
+
+/// What a file-changing call may change, as the loop sees it before running it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallScope {
+    /// One path (a file tool's target), absolute.
+    Path(PathBuf),
+    /// Anything under the working directory (a command).
+    Tree,
+}
+
+impl CallScope {
+    /// The scope of calling `tool` with `input` in `cwd`: `None` for a call that changes
+    /// no file (reads, team and task tools).
+    pub fn of(tool: &dyn Tool, input: &serde_json::Value, cwd: &Path) -> Option<Self> {
+        match tool.kind() {
+            // A write judged as a write of a directory (a merge into the project) may
+            // change anything under it.
+            ToolKind::Write => match tool.permission_target(input) {
+                PermissionTarget::Path(path) if !cwd.join(&path).is_dir() => {
+                    Some(CallScope::Path(cwd.join(path)))
+                }
+                _ => Some(CallScope::Tree),
+            },
+            ToolKind::Execute => Some(CallScope::Tree),
+            ToolKind::Read | ToolKind::Internal => None,
+        }
+    }
+}
+
+/// What was recorded before a call, compared after it.
+#[derive(Debug)]
+pub struct PendingCall {
+    what: PendingWhat,
+}
+
+#[derive(Debug)]
+enum PendingWhat {
+    Path {
+        rel: String,
+        before: Entry,
+        stamp: Option<Stamp>,
+    },
+    Tree,
+}
+
+/// One prompt of the session as a listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointSummary {
+    /// Its number (1 = the session's oldest).
+    pub number: usize,
+    /// The prompt's first line, shortened.
+    pub text: String,
+    /// When it was submitted (ms since the epoch).
+    pub at_ms: u64,
+    /// The paths the agent changed answering it, each with `+` (created) or `~`.
+    pub files: Vec<String>,
+    /// Whether its conversation can still be rewound.
+    pub conversation: bool,
+}
+
+/// An agent's checkpoints in one project: the session's file and the project's store.
+#[derive(Debug)]
+pub struct Checkpoints {
+    root: PathBuf,
+    store: PathBuf,
+    log_path: PathBuf,
+    objects: Objects,
+    limits: CheckpointLimits,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    log: SessionLog,
+    /// The tree's files by stamp, and what each held when last read (`None`: not read
+    /// since it changed).
+    tree: HashMap<String, (Stamp, Option<Entry>)>,
+    /// The tree has more files than the limit: commands are not checkpointed.
+    too_big: bool,
+    /// Whether a failure was told already (once per session).
+    warned: bool,
+}
+
+impl Checkpoints {
+    /// The checkpoints of session `session_id` in the project at `root` (canonical),
+    /// stored under `roo_home`; a resumed session's earlier checkpoints are read back.
+    /// Prunes old stores first. Nothing is written before the first prompt.
+    pub fn open(
+        roo_home: &Path,
+        root: &Path,
+        session_id: &str,
+        limits: CheckpointLimits,
+    ) -> Result<Self, CheckpointError> {
+        let base = roo_home.join("checkpoints");
+        prune::prune(&base, &limits);
+        let store = base.join(project_key(root));
+        let log_path = store.join("sessions").join(format!("{session_id}.json"));
+        let log = SessionLog::read(&log_path)?.unwrap_or_else(|| SessionLog::new(root));
+        Ok(Self::with_log(root, store, log_path, log, limits))
+    }
+
+    /// The checkpoints session `session_id` recorded in the project at `root`, read back
+    /// to be listed (nothing pruned).
+    pub fn read(roo_home: &Path, root: &Path, session_id: &str) -> Result<Self, CheckpointError> {
+        let store = roo_home.join("checkpoints").join(project_key(root));
+        let sessions = store.join("sessions");
+        let log_path = sessions.join(format!("{session_id}.json"));
+        let Some(log) = SessionLog::read(&log_path)? else {
+            return Err(CheckpointError::NoCheckpoints { dir: sessions });
+        };
+        let limits = CheckpointLimits::default();
+        Ok(Self::with_log(root, store, log_path, log, limits))
+    }
+
+    /// The checkpoints of the most recent session in the project at `root` (a
+    /// teammate's clone, rewound by its lead).
+    pub fn open_latest(roo_home: &Path, root: &Path) -> Result<Self, CheckpointError> {
+        let store = roo_home.join("checkpoints").join(project_key(root));
+        let sessions = store.join("sessions");
+        let latest = std::fs::read_dir(&sessions)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .max();
+        let Some((_, log_path)) = latest else {
+            return Err(CheckpointError::NoCheckpoints { dir: sessions });
+        };
+        let Some(log) = SessionLog::read(&log_path)? else {
+            return Err(CheckpointError::NoCheckpoints { dir: sessions });
+        };
+        let limits = CheckpointLimits::default();
+        Ok(Self::with_log(root, store, log_path, log, limits))
+    }
+
+    fn with_log(
+        root: &Path,
+        store: PathBuf,
+        log_path: PathBuf,
+        log: SessionLog,
+        limits: CheckpointLimits,
+    ) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            objects: Objects::new(store.join("objects")),
+            store,
+            log_path,
+            limits,
+            state: Mutex::new(State {
+                log,
+                tree: HashMap::new(),
+                too_big: false,
+                warned: false,
+            }),
+        }
+    }
+
+    /// The project root the checkpoints cover.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether checkpoints are recorded.
+    pub fn enabled(&self) -> bool {
+        self.limits.enabled
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A prompt was submitted; `mark` is where the conversation stood before it.
+    pub fn begin_prompt(&self, text: &str, mark: ConversationMark) -> Result<(), CheckpointError> {
+        if !self.limits.enabled {
+            return Ok(());
+        }
+        let mut state = self.state();
+        // Another process may have rewound this session's files since (a lead rewinding
+        // its stopped teammate's clone): its file is the truth, not what is in memory.
+        if let Ok(Some(log)) = SessionLog::read(&self.log_path) {
+            state.log = log;
+        }
+        state.log.prompts.push(PromptRecord {
+            text: headline(text),
+            at_ms: now_ms(),
+            conversation: Some(mark),
+            changes: Default::default(),
+            rewind: false,
+        });
+        state.log.write(&self.log_path)
+    }
+
+    /// The history was replaced (compaction, `/clear`): no earlier prompt's conversation
+    /// can be cut back to any more.
+    pub fn history_replaced(&self) {
+        let mut state = self.state();
+        for prompt in &mut state.log.prompts {
+            prompt.conversation = None;
+        }
+        let _ = state.log.write(&self.log_path);
+    }
+
+    /// Records what `scope` may change before a call in `cwd` runs; `Ok(None)` when
+    /// nothing needs recording (outside the project, a command outside a git project,
+    /// before any prompt, or a tree over the file limit).
+    pub fn before_call(
+        &self,
+        scope: &CallScope,
+        cwd: &Path,
+    ) -> Result<Option<PendingCall>, CheckpointError> {
+        let mut state = self.state();
+        if !self.limits.enabled || state.log.prompts.is_empty() {
+            return Ok(None);
+        }
+        match scope {
+            CallScope::Path(path) => {
+                let Some(rel) = scan::relative(&self.root, &resolved(path)) else {
+                    return Ok(None);
+                };
+                let absolute = scan::absolute(&self.root, &rel);
+                let stamp = scan::stamp_of(&absolute);
+                let before = match state.tree.get(&rel) {
+                    Some((known, Some(entry))) if Some(*known) == stamp => entry.clone(),
+                    _ => scan::capture(&absolute, &self.objects, self.limits.max_file_bytes)?,
+                };
+                Ok(Some(PendingCall {
+                    what: PendingWhat::Path { rel, before, stamp },
+                }))
+            }
+            CallScope::Tree => {
+                // A command is checkpointed in a git project only (elsewhere the tree
+                // may be a home directory); looked at each time, as a teammate's clone
+                // is made after its agent.
+                let git = self.root.join(".git").exists();
+                if !git || !cwd.starts_with(&self.root) || state.too_big {
+                    return Ok(None);
+                }
+                self.refresh_tree(&mut state)?;
+                Ok((!state.too_big).then_some(PendingCall {
+                    what: PendingWhat::Tree,
+                }))
+            }
+        }
+    }
+
+    /// Compares what a call changed with what [`before_call`](Self::before_call)
+    /// recorded, and keeps the earlier state of each changed path in the prompt.
+    pub fn after_call(&self, pending: PendingCall) -> Result<(), CheckpointError> {
+        let mut state = self.state();
+        let mut changed: Vec<(String, Entry)> = Vec::new();
+        match pending.what {
+            PendingWhat::Path { rel, before, stamp } => {
+                let now = scan::stamp_of(&scan::absolute(&self.root, &rel));
+                if now != stamp {
+                    state.tree.remove(&rel);
+                    changed.push((rel, before));
+                }
+            }
+            PendingWhat::Tree => {
+                let skip = self.store_inside_root();
+                let Some(now) = scan::walk(&self.root, self.limits.max_files, skip.as_deref())
+                else {
+                    state.too_big = true;
+                    return Ok(());
+                };
+                let tree = std::mem::take(&mut state.tree);
+                for (rel, (stamp, entry)) in &tree {
+                    if now.get(rel) != Some(stamp) {
+                        let before = entry.clone().unwrap_or(Entry::Unrecorded {
+                            why: "it changed before it could be kept".to_string(),
+                        });
+                        changed.push((rel.clone(), before));
+                    }
+                }
+                for rel in now.keys().filter(|rel| !tree.contains_key(*rel)) {
+                    changed.push((rel.clone(), Entry::Missing));
+                }
+                state.tree = tree
+                    .into_iter()
+                    .filter(|(rel, (stamp, _))| now.get(rel) == Some(stamp))
+                    .collect();
+            }
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let Some(prompt) = state.log.prompts.last_mut() else {
+            return Ok(());
+        };
+        for (rel, before) in changed {
+            prompt.changes.entry(rel).or_insert(before);
+        }
+        state.log.write(&self.log_path)
+    }
+
+    /// Walks the tree and keeps every file whose stamp changed since the last walk.
+    fn refresh_tree(&self, state: &mut State) -> Result<(), CheckpointError> {
+        let skip = self.store_inside_root();
+        let Some(now) = scan::walk(&self.root, self.limits.max_files, skip.as_deref()) else {
+            state.too_big = true;
+            state.tree.clear();
+            return Ok(());
+        };
+        let mut tree = HashMap::with_capacity(now.len());
+        for (rel, stamp) in now {
+            let entry = match state.tree.remove(&rel) {
+                Some((known, Some(entry))) if known == stamp => entry,
+                _ => scan::capture(
+                    &scan::absolute(&self.root, &rel),
+                    &self.objects,
+                    self.limits.max_file_bytes,
+                )?,
+            };
+            tree.insert(rel, (stamp, Some(entry)));
+        }
+        state.tree = tree;
+        Ok(())
+    }
+
+    /// The store itself, when `ROO_HOME` lies inside the project (left out of walks).
+    fn store_inside_root(&self) -> Option<PathBuf> {
+        let store = std::fs::canonicalize(&self.store).ok()?;
+        let base = store.parent()?.to_path_buf();
+        base.starts_with(&self.root).then_some(base)
+    }
+
+    /// Tells whether this failure is the first (the caller says it once).
+    pub fn first_failure(&self) -> bool {
+        !std::mem::replace(&mut self.state().warned, true)
+    }
+
+    /// The session's prompts, newest first, with the files each changed.
+    pub fn list(&self) -> Vec<CheckpointSummary> {
+        let state = self.state();
+        let mut out: Vec<CheckpointSummary> = state
+            .log
+            .prompts
+            .iter()
+            .enumerate()
+            .map(|(i, prompt)| CheckpointSummary {
+                number: i + 1,
+                text: prompt.text.clone(),
+                at_ms: prompt.at_ms,
+                files: prompt
+                    .changes
+                    .iter()
+                    .map(|(rel, before)| match before {
+                        Entry::Missing => format!("+{rel}"),
+                        _ => format!("~{rel}"),
+                    })
+                    .collect(),
+                conversation: prompt.conversation.is_some(),
+            })
+            .collect();
+        out.reverse();
+        out
+    }
+
+    /// The listing as text: one line per prompt (newest first), then the files it
+    /// changed.
+    pub fn describe(&self) -> String {
+        let list = self.list();
+        if list.is_empty() {
+            return "no checkpoints yet: each prompt of the session makes one\n".to_string();
+        }
+        let mut out = String::new();
+        for item in list {
+            let _ = write!(out, "{:>3}  {}", item.number, item.text);
+            if !item.conversation {
+                out.push_str("  (code only)");
+            }
+            out.push('\n');
+            if item.files.is_empty() {
+                out.push_str("       no file changed\n");
+            }
+            for file in item.files {
+                let _ = writeln!(out, "       {file}");
+            }
+        }
+        out
+    }
+
+    fn check_number(state: &State, number: usize) -> Result<usize, CheckpointError> {
+        let count = state.log.prompts.len();
+        if number == 0 || number > count {
+            return Err(CheckpointError::NoSuchCheckpoint { number, count });
+        }
+        Ok(number - 1)
+    }
+
+    /// Where the conversation stood before prompt `number`.
+    pub fn conversation_mark(&self, number: usize) -> Result<ConversationMark, CheckpointError> {
+        let state = self.state();
+        let at = Self::check_number(&state, number)?;
+        state.log.prompts[at]
+            .conversation
+            .ok_or(CheckpointError::ConversationGone { number })
+    }
+
+    /// The conversation was cut back to before prompt `number`: that prompt and the
+    /// later ones keep their files but can no longer rewind the conversation.
+    pub fn conversation_rewound(&self, number: usize) -> Result<(), CheckpointError> {
+        let mut state = self.state();
+        let at = Self::check_number(&state, number)?;
+        for prompt in &mut state.log.prompts[at..] {
+            prompt.conversation = None;
+        }
+        state.log.write(&self.log_path)
+    }
+
+    /// Puts every path the agent changed since before prompt `number` back to what it
+    /// held then; files the agent did not change are left alone. The state replaced is
+    /// kept as a checkpoint of its own (a later rewind to it undoes this one), and the
+    /// rewound prompts leave the list.
+    pub fn rewind_code(&self, number: usize) -> Result<RestoreReport, CheckpointError> {
+        let mut state = self.state();
+        let at = Self::check_number(&state, number)?;
+        let mut targets: Vec<(String, Entry)> = Vec::new();
+        for prompt in &state.log.prompts[at..] {
+            for (rel, before) in &prompt.changes {
+                if !targets.iter().any(|(r, _)| r == rel) {
+                    targets.push((rel.clone(), before.clone()));
+                }
+            }
+        }
+        let mut replaced = std::collections::BTreeMap::new();
+        for (rel, _) in &targets {
+            let now = scan::capture(
+                &scan::absolute(&self.root, rel),
+                &self.objects,
+                self.limits.max_file_bytes,
+            )?;
+            replaced.insert(rel.clone(), now);
+        }
+        let mut report = RestoreReport::default();
+        for (rel, before) in &targets {
+            restore::restore(&self.root, rel, before, &self.objects, &mut report);
+            state.tree.remove(rel);
+        }
+        state.log.prompts.truncate(at);
+        if !replaced.is_empty() {
+            state.log.prompts.push(PromptRecord {
+                text: format!("(the files as they were before rewinding to {number})"),
+                at_ms: now_ms(),
+                conversation: None,
+                changes: replaced,
+                rewind: true,
+            });
+        }
+        state.log.write(&self.log_path)?;
+        Ok(report)
+    }
+}
+
+/// The store directory name of a project: its last component and a hash of its path.
+fn project_key(root: &Path) -> String {
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(40)
+        .collect();
+    let hash = ring::digest::digest(&ring::digest::SHA256, root.as_os_str().as_encoded_bytes());
+    let hex: String = hash.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{}-{hex}", name.trim_start_matches('.'))
+}
+
+/// Where a file tool's target leads (symlinks followed, as the tool opens it).
+fn resolved(path: &Path) -> PathBuf {
+    crate::permissions::confinement::resolve(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The first line of `text`, at most 72 characters.
+fn headline(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let line = line.trim();
+    if line.chars().count() > 72 {
+        let cut: String = line.chars().take(71).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Creates `dir` and its parents, private to the user (0700).
+fn create_private_dir(dir: &Path) -> Result<(), CheckpointError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| CheckpointError::Io {
+            action: "create the directory",
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,188 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+
+fn mark() -> ConversationMark {
+    ConversationMark {
+        messages: 0,
+        tail_blocks: 0,
+    }
+}
+
+fn project() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let home = dir.path().join("home");
+    let root = std::fs::canonicalize(&root).unwrap();
+    (dir, root, home)
+}
+
+#[test]
+fn a_file_tool_call_is_rewound_and_a_created_file_removed() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("change a", mark()).unwrap();
+    let pending = cp
+        .before_call(&CallScope::Path(root.join("a.txt")), &root)
+        .unwrap()
+        .unwrap();
+    std::fs::write(root.join("a.txt"), "two, longer").unwrap();
+    cp.after_call(pending).unwrap();
+    let pending = cp
+        .before_call(&CallScope::Path(root.join("new.txt")), &root)
+        .unwrap()
+        .unwrap();
+    std::fs::write(root.join("new.txt"), "new").unwrap();
+    cp.after_call(pending).unwrap();
+    std::fs::write(root.join("mine.txt"), "the user's").unwrap();
+
+    let listed = cp.list();
+    assert_eq!(listed[0].files, vec!["~a.txt", "+new.txt"]);
+    let report = cp.rewind_code(1).unwrap();
+    assert_eq!(report.restored, vec!["a.txt"]);
+    assert_eq!(report.removed, vec!["new.txt"]);
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "one");
+    assert!(!root.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("mine.txt")).unwrap(),
+        "the user's"
+    );
+}
+
+#[test]
+fn a_command_in_a_git_project_is_rewound_from_the_tree_walk() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "fn a() {}").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("run a command", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("src/lib.rs"), "broken").unwrap();
+    std::fs::write(root.join("src/new.rs"), "new").unwrap();
+    std::fs::create_dir_all(root.join("ignored")).unwrap();
+    std::fs::write(root.join("ignored/out"), "x").unwrap();
+    cp.after_call(pending).unwrap();
+    // A later user change between calls is not the agent's.
+    std::fs::write(root.join("notes.txt"), "user").unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    cp.after_call(pending).unwrap();
+
+    assert_eq!(cp.list()[0].files, vec!["~src/lib.rs", "+src/new.rs"]);
+    cp.rewind_code(1).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/lib.rs")).unwrap(),
+        "fn a() {}"
+    );
+    assert!(!root.join("src/new.rs").exists());
+    assert!(root.join("notes.txt").exists());
+    assert!(root.join("ignored/out").exists());
+}
+
+#[test]
+fn a_restore_never_writes_through_a_symlinked_directory() {
+    let (dir, root, home) = project();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("d/f.txt"), "before").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp
+        .before_call(&CallScope::Path(root.join("d/f.txt")), &root)
+        .unwrap()
+        .unwrap();
+    std::fs::write(root.join("d/f.txt"), "after").unwrap();
+    cp.after_call(pending).unwrap();
+    // The directory is swapped for a link out of the project.
+    std::fs::remove_dir_all(root.join("d")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("d")).unwrap();
+    let report = cp.rewind_code(1).unwrap();
+    assert_eq!(report.skipped.len(), 1, "{report:?}");
+    assert!(!outside.join("f.txt").exists());
+}
+
+#[test]
+fn a_rewind_is_itself_a_checkpoint_that_undoes_it() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp
+        .before_call(&CallScope::Path(root.join("a.txt")), &root)
+        .unwrap()
+        .unwrap();
+    std::fs::write(root.join("a.txt"), "two").unwrap();
+    cp.after_call(pending).unwrap();
+    cp.rewind_code(1).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "one");
+    assert_eq!(cp.list().len(), 1);
+    cp.rewind_code(1).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two");
+    // A resumed session reads its checkpoints back.
+    let again = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    assert_eq!(again.list().len(), 1);
+}
+
+#[test]
+fn a_nested_repository_is_not_walked() {
+    let (_dir, root, home) = project();
+    std::fs::create_dir_all(root.join(".roocode/worktrees/crew+alice/.git")).unwrap();
+    std::fs::write(root.join(".roocode/worktrees/crew+alice/a.txt"), "a").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    // A teammate writes in its clone while the lead's command runs.
+    std::fs::write(root.join(".roocode/worktrees/crew+alice/a.txt"), "changed").unwrap();
+    std::fs::write(root.join("lead.txt"), "lead").unwrap();
+    cp.after_call(pending).unwrap();
+    assert_eq!(cp.list()[0].files, vec!["+lead.txt"]);
+}
+
+#[test]
+fn hostile_files_neither_block_nor_escape_a_checkpoint() {
+    let (dir, root, home) = project();
+    // A FIFO (opening it would block), a file over the size limit, git-looking names, a
+    // filter an attributes file asks for, and a symlink out of the project.
+    nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::write(root.join("big.bin"), vec![7u8; 4096]).unwrap();
+    std::fs::create_dir_all(root.join("refs/heads")).unwrap();
+    std::fs::write(root.join("refs/heads/main"), "not a ref").unwrap();
+    std::fs::write(root.join("HEAD"), "ref: refs/heads/main").unwrap();
+    std::fs::write(root.join(".gitattributes"), "* filter=evil\n").unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "secret").unwrap();
+    std::os::unix::fs::symlink(&secret, root.join("link")).unwrap();
+    let limits = CheckpointLimits {
+        max_file_bytes: 1024,
+        ..CheckpointLimits::default()
+    };
+    let cp = Checkpoints::open(&home, &root, "s1", limits).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("big.bin"), b"small now").unwrap();
+    std::fs::write(root.join("HEAD"), "changed").unwrap();
+    std::fs::remove_file(root.join("link")).unwrap();
+    std::fs::write(root.join("link"), "a file now").unwrap();
+    cp.after_call(pending).unwrap();
+
+    let report = cp.rewind_code(1).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("HEAD")).unwrap(),
+        "ref: refs/heads/main"
+    );
+    // The link is a link again, to where it pointed; its target was never written.
+    assert_eq!(std::fs::read_link(root.join("link")).unwrap(), secret);
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
+    // The file over the limit was not kept: left as it is, and said.
+    assert!(
+        report
+            .skipped
+            .iter()
+            .any(|(path, why)| path == "big.bin" && why.contains("limit")),
+        "{report:?}"
+    );
+    assert_eq!(std::fs::read(root.join("big.bin")).unwrap(), b"small now");
+}
