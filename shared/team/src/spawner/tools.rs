@@ -337,6 +337,7 @@ impl AgentTool {
             metadata: serde_json::Map::new(),
             owner: Some(owner.clone()),
             by: Some(binding.me.clone()),
+            budget: None,
         };
         let tasks = binding.team.tasks();
         tokio::task::spawn_blocking(move || tasks.create(new))

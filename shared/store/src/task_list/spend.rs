@@ -1,0 +1,124 @@
+//! The team's spend and caps in the task list: adding a model request's spend to a
+//! member (and to the task it works on) in one locked write, reading where a member's
+//! spend stands, setting caps, and refusing a claim the team or the task cannot pay for
+//! (see [`crate::budget`]). The rest of [`TaskList`] stays in `task_list.rs`.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::budget::{SpendCap, SpendState, TeamCaps, describe_spend, team_total};
+
+impl TaskList {
+    /// Adds `spent` to `member`'s total, and `task_spent` (if any) to that task's usage
+    /// by `member`, in one locked write; returns where the member's spend stands after
+    /// it. A value over the bounds of [`crate::usage`] is refused and nothing is written.
+    pub fn add_spend(
+        &self,
+        member: &Name,
+        spent: &TaskUsage,
+        task_spent: Option<(&TaskId, &TaskUsage)>,
+    ) -> Result<SpendState> {
+        self.update_doc(Some(member), |_, list| {
+            let invalid = |reason: String| Error::InvalidTask {
+                action: "add usage to",
+                id: task_spent.map(|(id, _)| id.to_string()).unwrap_or_default(),
+                reason: format!("{member}'s {reason}"),
+            };
+            let before = list.spend.get(member).copied().unwrap_or_default();
+            let after = before.checked_add(spent).map_err(invalid)?;
+            list.spend.insert(member.clone(), after);
+            if let Some((id, usage)) = task_spent
+                && *usage != TaskUsage::default()
+            {
+                let index = self.index(list, id)?;
+                let task = &mut list.tasks[index];
+                let before = task.usage.get(member).copied().unwrap_or_default();
+                let after = before.checked_add(usage).map_err(invalid)?;
+                task.usage.insert(member.clone(), after);
+                let task = task.clone();
+                self.check_limits("add usage to", &task)?;
+            }
+            Ok(Outcome::Write(state_of(list, member, task_spent.map(|(id, _)| id))))
+        })
+    }
+
+    /// Where `member`'s spend stands now (and that of `task`, if given and listed).
+    pub fn spend_state(&self, member: &Name, task: Option<&TaskId>) -> Result<SpendState> {
+        Ok(state_of(&self.load()?, member, task))
+    }
+
+    /// Every member's total spend and the caps in force.
+    pub fn spend(&self) -> Result<(BTreeMap<Name, TaskUsage>, TeamCaps)> {
+        let list = self.load()?;
+        Ok((list.spend, list.caps))
+    }
+
+    /// Changes the caps in force with `change`, in one locked write; refused (nothing
+    /// written) when a cap is out of range.
+    pub fn set_caps(&self, by: Option<&Name>, change: impl Fn(&mut TeamCaps)) -> Result<TeamCaps> {
+        self.update_doc(by, |_, list| {
+            let mut caps = list.caps.clone();
+            change(&mut caps);
+            caps.check().map_err(|reason| Error::InvalidSetting {
+                name: "budget",
+                reason,
+            })?;
+            list.caps = caps.clone();
+            Ok(Outcome::Write(caps))
+        })
+    }
+
+    /// `Err` when claiming `task` must wait for money: the team reached its cap, or the
+    /// task reached its own (or the default) cap.
+    pub(super) fn refuse_unpaid_claim(
+        &self,
+        list: &TaskListDoc,
+        task: Option<&Task>,
+        owner: &Name,
+    ) -> Result<()> {
+        let id = task.map(|t| t.id.clone()).unwrap_or(TaskId::from_number(0));
+        let state = state_of(list, owner, task.map(|t| &t.id));
+        if let Some(cap) = state.team_cap
+            && cap.reached(&state.team)
+        {
+            return Err(self.invalid(
+                "claim",
+                &id,
+                &format!(
+                    "the team reached its budget of {} (spent {}); no new work starts",
+                    cap.describe(),
+                    describe_spend(&state.team)
+                ),
+            ));
+        }
+        if let Some((_, spent, Some(cap))) = &state.task
+            && cap.reached(spent)
+        {
+            return Err(self.invalid(
+                "claim",
+                &id,
+                &format!(
+                    "the task reached its budget of {} (spent {})",
+                    cap.describe(),
+                    describe_spend(spent)
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// [`SpendState`] of `member` (and `task`) in `list`.
+fn state_of(list: &TaskListDoc, member: &Name, task: Option<&TaskId>) -> SpendState {
+    let task = task.and_then(|id| list.tasks.iter().find(|t| &t.id == id));
+    SpendState {
+        member: list.spend.get(member).copied().unwrap_or_default(),
+        member_cap: list.caps.members.get(member).copied(),
+        team: team_total(&list.spend),
+        team_cap: list.caps.team,
+        task: task.map(|t| {
+            let cap: Option<SpendCap> = t.budget.or(list.caps.task_default);
+            (t.id.clone(), t.usage_total(), cap)
+        }),
+    }
+}
