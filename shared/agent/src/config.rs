@@ -29,6 +29,7 @@
 //!   remote: {url: "http://127.0.0.1:8000/mcp", headers: {Authorization: "Bearer x"}}
 //! ```
 
+mod budget;
 mod hook_condition;
 pub mod hosts;
 mod local;
@@ -44,6 +45,7 @@ use serde_yaml_ng::Value;
 use crate::permissions::PermissionMode;
 use crate::permissions::RuleSet;
 
+pub use budget::BudgetConfig;
 pub use hook_condition::{HookCondition, HookFacts};
 pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
@@ -211,6 +213,7 @@ pub struct ConfigFiles {
     mcp_servers: BTreeMap<String, McpServerConfig>,
     agents: AgentsSection,
     team_turns: bool,
+    budget: BudgetConfig,
     hosts: Hosts,
     user_only: Vec<String>,
 }
@@ -329,8 +332,16 @@ impl ConfigFiles {
         let mut mcp_servers = BTreeMap::new();
         let mut agents = AgentsSection::default();
         let mut team_turns = true;
+        let mut budget = BudgetConfig::default();
         for file in &files {
             let Some(value) = &file.value else { continue };
+            if let Some(section) = budget::budget(value, &file.path)? {
+                if file.source == Source::User || trust == ProjectTrust::Trusted {
+                    budget.override_with(&section);
+                } else {
+                    budget.lower_with(&section);
+                }
+            }
             if let Some(on) = sections::team_turns(value, &file.path)? {
                 team_turns = on;
             }
@@ -366,6 +377,7 @@ impl ConfigFiles {
             mcp_servers,
             agents,
             team_turns,
+            budget,
             hosts,
             user_only,
         })
@@ -499,6 +511,12 @@ impl ConfigFiles {
     /// wins (an untrusted project can only turn it off).
     pub fn team_turns(&self) -> bool {
         self.team_turns
+    }
+
+    /// `budget:` (spending caps): a trusted file's values replace those of the files
+    /// before it; an untrusted project's only lower them.
+    pub fn budget(&self) -> BudgetConfig {
+        self.budget
     }
 
     /// MCP servers by name; a server defined in several files takes the
