@@ -120,12 +120,26 @@ pub struct TeamCaps {
     /// The cap of a task without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_default: Option<SpendCap>,
+    /// Every member's cap besides its own (the lower of the two holds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_default: Option<SpendCap>,
 }
 
 impl TeamCaps {
     /// Whether no cap is set.
     pub fn is_empty(&self) -> bool {
-        self.team.is_none() && self.members.is_empty() && self.task_default.is_none()
+        self.team.is_none()
+            && self.members.is_empty()
+            && self.task_default.is_none()
+            && self.member_default.is_none()
+    }
+
+    /// The cap of `member`: the lower of its own and the default.
+    pub fn member(&self, member: &Name) -> Option<SpendCap> {
+        match (self.members.get(member), &self.member_default) {
+            (Some(own), Some(default)) => Some(own.min(default)),
+            (own, default) => own.or(default.as_ref()).copied(),
+        }
     }
 
     /// `Err(reason)` unless every cap is in range.
@@ -135,6 +149,9 @@ impl TeamCaps {
         }
         if let Some(cap) = &self.task_default {
             cap.check().map_err(|r| format!("the tasks' {r}"))?;
+        }
+        if let Some(cap) = &self.member_default {
+            cap.check().map_err(|r| format!("the members' {r}"))?;
         }
         for (member, cap) in &self.members {
             cap.check().map_err(|r| format!("{member}'s {r}"))?;
@@ -155,8 +172,9 @@ pub struct SpendState {
     pub team: TaskUsage,
     /// The team's cap.
     pub team_cap: Option<SpendCap>,
-    /// The task charged (or asked about): its id, its total spend and its cap (its own,
-    /// else the team's default).
+    /// The task charged (or asked about; else the member's in-progress task, the most
+    /// recently claimed): its id, its total spend and its cap (its own, else the team's
+    /// default).
     pub task: Option<(crate::task::TaskId, TaskUsage, Option<SpendCap>)>,
 }
 

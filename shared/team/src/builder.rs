@@ -65,6 +65,9 @@ pub struct BuiltAgent {
     /// The config's `team_turns`: whether an idle interactive lead takes its teammates'
     /// messages as a turn of its own.
     pub team_turns: bool,
+    /// Its spend gate (`None`: built without a [`crate::budget::BudgetPlan`]): what it
+    /// spent, for the summaries.
+    pub budget: Option<Arc<crate::budget::TeamSpendGate>>,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -172,7 +175,14 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         session_dir,
     )?;
     // What it is told, and what runs around its turns.
-    let options = agent_options(identity, settings.max_turns, &llm);
+    let mut options = agent_options(identity, settings.max_turns, &llm);
+    let budget = settings
+        .budget
+        .take()
+        .map(|plan| crate::budget::TeamSpendGate::new(plan, ws.config.budget()));
+    options.spend_gate = budget
+        .clone()
+        .map(|gate| roo_agent::SharedSpendGate(gate as Arc<dyn roo_agent::SpendGate>));
     let persona = settings
         .persona
         .take()
@@ -243,6 +253,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         subagents,
         mcp,
         team_turns: ws.config.team_turns(),
+        budget,
     })
 }
 

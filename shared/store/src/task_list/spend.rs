@@ -91,7 +91,8 @@ impl TaskList {
                 ),
             ));
         }
-        if let Some((_, spent, Some(cap))) = &state.task
+        if task.is_some()
+            && let Some((_, spent, Some(cap))) = &state.task
             && cap.reached(spent)
         {
             return Err(self.invalid(
@@ -110,10 +111,22 @@ impl TaskList {
 
 /// [`SpendState`] of `member` (and `task`) in `list`.
 fn state_of(list: &TaskListDoc, member: &Name, task: Option<&TaskId>) -> SpendState {
-    let task = task.and_then(|id| list.tasks.iter().find(|t| &t.id == id));
+    let task = match task {
+        Some(id) => list.tasks.iter().find(|t| &t.id == id),
+        None => list
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::InProgress && t.owner.as_ref() == Some(member))
+            .max_by_key(|t| {
+                (
+                    t.lease.as_ref().map(|l| l.acquired_at.to_string()),
+                    t.id.number(),
+                )
+            }),
+    };
     SpendState {
         member: list.spend.get(member).copied().unwrap_or_default(),
-        member_cap: list.caps.members.get(member).copied(),
+        member_cap: list.caps.member(member),
         team: team_total(&list.spend),
         team_cap: list.caps.team,
         task: task.map(|t| {
