@@ -415,7 +415,6 @@ mod tests {
                 final_text: String::new(),
                 turns: 1,
                 usage: Default::default(),
-                budget: None,
             },
         ];
         let mut r = Renderer::new(Vec::new(), Style::coloured());

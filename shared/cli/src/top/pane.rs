@@ -82,7 +82,6 @@ mod tests {
             task: None,
             since: roo_store::Timestamp::from_unix_ms(0),
             usage: Default::default(),
-            budget: None,
             last_message: None,
             backend,
             host: host.map(Into::into),
