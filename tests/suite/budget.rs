@@ -11,14 +11,13 @@ use roo_store::{Name, RooHome, TaskId, TaskStatus, Team};
 use roo_tests::{MockLlm, TempDir, TestCommand, bin};
 use serde_json::Value;
 
-/// The cost of one scripted turn (1000 input + 1000 output tokens on Sonnet 4.5).
-const TURN_USD: f64 = 0.018;
-
 /// Usage of every scripted turn.
 const USAGE: &str = "usage: {input_tokens: 1000, output_tokens: 1000}";
 
 struct World {
     root: TempDir,
+    /// The PostgreSQL store's URL (`ROO_STORE`), else the file store.
+    url: Option<String>,
 }
 
 impl World {
@@ -28,7 +27,25 @@ impl World {
         std::fs::create_dir_all(root.join("roo")).unwrap();
         root.write("project/a.txt", "The word is quokka.\n");
         roo_tests::git_repo_with_identity(&root.join("project"));
-        World { root }
+        World { root, url: None }
+    }
+
+    /// The same on the PostgreSQL test server (`None` without `ROO_TEST_PG_DSN`).
+    fn on_pg() -> Option<World> {
+        let url = roo_tests::pg::store_url()?;
+        Some(World {
+            url: Some(url),
+            ..World::new()
+        })
+    }
+
+    /// `roo-task`, `roo-mail` or `roo-lead` on this world's home and store.
+    fn cmd(&self, program: &str) -> TestCommand {
+        let cmd = TestCommand::new(bin(program)).env("ROO_HOME", self.root.join("roo"));
+        match &self.url {
+            Some(url) => cmd.env("ROO_STORE", url),
+            None => cmd,
+        }
     }
 
     fn project(&self) -> PathBuf {
@@ -37,8 +54,7 @@ impl World {
 
     /// `roo-lead -p` in the project against `mock`, in-process teammates, bypass mode.
     fn lead(&self, mock: &MockLlm) -> TestCommand {
-        TestCommand::new(bin("roo-lead"))
-            .env("ROO_HOME", self.root.join("roo"))
+        self.cmd("roo-lead")
             .env("HOME", self.root.join("home"))
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("ANTHROPIC_API_KEY", "test-key")
@@ -58,11 +74,17 @@ impl World {
     }
 
     fn team(&self) -> Team {
-        Team::open(
-            &RooHome::new(self.root.join("roo")),
-            Name::parse_as("team", "crew").unwrap(),
-        )
-        .unwrap()
+        self.team_now().expect("team crew")
+    }
+
+    /// The team `crew` as the store holds it, if it exists.
+    fn team_now(&self) -> Option<Team> {
+        let home = RooHome::new(self.root.join("roo"));
+        let home = match &self.url {
+            Some(url) => home.with_store(roo_store::PgStore::connect(url).ok()?),
+            None => home,
+        };
+        Team::open(&home, Name::parse_as("team", "crew").unwrap()).ok()
     }
 }
 
@@ -216,7 +238,19 @@ fn assert_lead_told(world: &World, cap: &str) {
 
 #[test]
 fn a_team_over_its_usd_cap_stops_its_teammate_and_its_lead_with_exit_5() {
-    let world = World::new();
+    team_over_its_usd_cap(World::new());
+}
+
+#[test]
+fn a_team_over_its_usd_cap_is_stopped_on_the_postgresql_store_too() {
+    let Some(world) = World::on_pg() else {
+        eprintln!("skipped: ROO_TEST_PG_DSN is not set");
+        return;
+    };
+    team_over_its_usd_cap(world);
+}
+
+fn team_over_its_usd_cap(world: World) {
     // The lead's three requests (the last one ends its turn) are 0.054 USD; alice's claim
     // and two reads bring the team to 0.108 USD, past 0.1: she stops, and so does the
     // lead, whose turn on her report starts no request.
@@ -235,15 +269,7 @@ fn a_team_over_its_usd_cap_stops_its_teammate_and_its_lead_with_exit_5() {
         "the lead's three requests accounted in the team",
         std::time::Duration::from_secs(60),
         || {
-            let spend = Team::open(
-                &RooHome::new(world.root.join("roo")),
-                Name::parse_as("team", "crew").unwrap(),
-            )
-            .ok()?
-            .tasks()
-            .spend()
-            .ok()?
-            .0;
+            let spend = world.team_now()?.tasks().spend().ok()?.0;
             (spend.get(&lead_name)?.requests == 3).then_some(())
         },
         || format!("{} requests so far", mock.requests().len()),
@@ -257,13 +283,12 @@ fn a_team_over_its_usd_cap_stops_its_teammate_and_its_lead_with_exit_5() {
     assert_released_with_note(&world, "the team's cap");
     assert_lead_told(&world, "the team's cap");
     // Claims are refused while the team is over its cap.
-    let claim = TestCommand::new(bin("roo-task"))
-        .env("ROO_HOME", world.root.join("roo"))
+    let claim = world
+        .cmd("roo-task")
         .args(["claim", "1", "--team", "crew", "--as", "alice"])
         .run();
     assert_ne!(claim.code(), 0, "{}", claim.stdout());
     assert!(claim.stderr().contains("budget"), "{}", claim.stderr());
-    let _ = TURN_USD;
 }
 
 #[test]
@@ -276,9 +301,22 @@ fn a_teammate_over_its_request_cap_releases_its_task_and_the_lead_goes_on() {
     assert_eq!(requests_of(&mock, Some("alice")).len(), 3, "alice: none past her cap");
     assert_released_with_note(&world, "alice's cap of 3 requests");
     assert_lead_told(&world, "alice's cap");
-    // Her spend is hers and the task's.
-    let (spend, _) = world.team().tasks().spend().unwrap();
-    assert_eq!(spend[&Name::parse("alice").unwrap()].requests, 3);
+    // Her spend and cap, per member.
+    let members = world
+        .cmd("roo-mail")
+        .args(["list", "--team", "crew", "--json"])
+        .run()
+        .json();
+    let alice = members
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "alice")
+        .unwrap_or_else(|| panic!("{members}"));
+    assert_eq!(alice["spend"]["requests"], 3, "{members}");
+    assert_eq!(alice["budget"]["requests"], 3, "{members}");
+    let cost = alice["spend"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - 3.0 * 0.018).abs() < 1e-9, "{members}");
 }
 
 #[test]
@@ -293,8 +331,8 @@ fn a_task_over_its_usd_cap_is_released_and_its_teammate_starts_no_more_requests_
     assert_eq!(requests_of(&mock, Some("alice")).len(), 3, "alice: none past the task's cap");
     assert_released_with_note(&world, "task #1's cap of 0.05 USD");
     assert_lead_told(&world, "task #1's cap");
-    let json = TestCommand::new(bin("roo-task"))
-        .env("ROO_HOME", world.root.join("roo"))
+    let json = world
+        .cmd("roo-task")
         .args(["get", "1", "--team", "crew", "--json"])
         .run()
         .json();

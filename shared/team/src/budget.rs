@@ -443,3 +443,43 @@ fn target_task(
     }
     Ok(current.filter(|id| owned.iter().any(|t| &t.id == id)))
 }
+
+/// Every member's and every task's spend in `team`, with their caps: one line each, for
+/// `/cost` and the headless summary. Empty when nothing was spent.
+pub fn spend_lines(team: &roo_store::Team) -> roo_store::Result<Vec<String>> {
+    let tasks = team.tasks();
+    let (spend, caps) = tasks.spend()?;
+    let mut lines = Vec::new();
+    let capped = |cap: Option<SpendCap>| {
+        cap.map(|c| format!(" (cap {})", c.describe()))
+            .unwrap_or_default()
+    };
+    if !spend.is_empty() {
+        let total = roo_store::budget::team_total(&spend);
+        lines.push(format!(
+            "team {}: {}{}",
+            team.name(),
+            describe_spend(&total),
+            capped(caps.team)
+        ));
+    }
+    for (member, spent) in &spend {
+        lines.push(format!(
+            "  {member}: {}{}",
+            describe_spend(spent),
+            capped(caps.member(member))
+        ));
+    }
+    for task in tasks.list(&TaskFilter::default())? {
+        if task.usage.is_empty() {
+            continue;
+        }
+        lines.push(format!(
+            "  task #{}: {}{}",
+            task.id,
+            describe_spend(&task.usage_total()),
+            capped(task.budget.or(caps.task_default))
+        ));
+    }
+    Ok(lines)
+}

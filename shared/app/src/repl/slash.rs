@@ -16,7 +16,7 @@ use crate::setup::PendingApproval;
 const HELP: &str = "Commands:
   /help            this help
   /clear           forget the conversation (the transcript keeps it)
-  /cost            tokens used and cost of this session
+  /cost            tokens used and cost of this session (and of the team per member and task)
   /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions, dontAsk
   /team            the live team view: members, task board, events (q returns here)
   /tasks [ID]      sub-agent tasks (id, type, status, time, tokens, result) and the team's task list; with an id, that task's whole result
@@ -75,6 +75,19 @@ pub(super) fn slash_command(
                 usage.cache_write_tokens,
                 cost
             );
+            // The team's spend per member and task, with their caps.
+            if let Some(binding) = team.get() {
+                match roo_team::budget::spend_lines(&binding.team) {
+                    Ok(lines) => {
+                        for line in lines {
+                            let _ = writeln!(out, "{}", roo_term::escape(&line));
+                        }
+                    }
+                    Err(e) => {
+                        let _ = writeln!(out, "{}", style.red(&format!("error: {e}")));
+                    }
+                }
+            }
         }
         "mode" => match arg {
             None => {
