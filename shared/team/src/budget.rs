@@ -21,7 +21,7 @@ use roo_agent::config::BudgetConfig;
 use roo_agent::{SpendGate, SpendVerdict};
 use roo_llm::Usage;
 use roo_store::budget::{SpendCap, SpendState, TeamCaps, describe_spend};
-use roo_store::{Name, Outgoing, TaskFilter, TaskId, TaskList, TaskStatus, TaskUsage};
+use roo_store::{Name, Outgoing, TaskFilter, TaskId, TaskStatus, TaskUsage};
 use tokio::sync::Mutex;
 
 use crate::binding::{TeamBinding, TeamSlot};
@@ -165,13 +165,12 @@ impl TeamSpendGate {
         let (unrecorded, current, lead) = (state.unrecorded, state.current.clone(), self.plan.lead);
         let task_spend = add(&state.carry, &spend);
         let charged = tokio::task::spawn_blocking(move || {
-            let target = if lead {
-                None
-            } else {
-                target_task(&tasks, &me, current)?
-            };
-            let task = target.as_ref().map(|id| (id, &task_spend));
-            tasks.add_spend(&me, &unrecorded, task).map(|_| target)
+            if lead {
+                return tasks.add_spend(&me, &unrecorded, None).map(|_| None);
+            }
+            tasks
+                .add_spend_held(&me, &unrecorded, &task_spend, current.as_ref())
+                .map(|(_, held)| held)
         })
         .await;
         match charged {
@@ -416,32 +415,6 @@ fn minus(a: &TaskUsage, b: &TaskUsage) -> TaskUsage {
             (a, b) => Some((a.unwrap_or(0.0) - b.unwrap_or(0.0)).max(0.0)),
         },
     }
-}
-
-/// The task to charge: the member's in-progress task (latest claim), else `current` if
-/// the member still owns it (the request after a `TaskUpdate completed`).
-fn target_task(
-    tasks: &TaskList,
-    me: &Name,
-    current: Option<TaskId>,
-) -> roo_store::Result<Option<TaskId>> {
-    let owned = tasks.list(&TaskFilter {
-        owner: Some(me.clone()),
-        ..TaskFilter::default()
-    })?;
-    let working = owned
-        .iter()
-        .filter(|t| t.status == TaskStatus::InProgress)
-        .max_by_key(|t| {
-            (
-                t.lease.as_ref().map(|l| l.acquired_at.to_string()),
-                t.id.number(),
-            )
-        });
-    if let Some(task) = working {
-        return Ok(Some(task.id.clone()));
-    }
-    Ok(current.filter(|id| owned.iter().any(|t| &t.id == id)))
 }
 
 /// Every member's and every task's spend in `team`, with their caps: one line each, for

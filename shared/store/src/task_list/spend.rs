@@ -42,6 +42,46 @@ impl TaskList {
         })
     }
 
+    /// [`add_spend`](Self::add_spend) to the task `member` holds, found in the same locked
+    /// write: its in-progress task (the latest claim), else `fallback` if it still owns it
+    /// (the request after it completed the task). `task_spent` goes to that task; with no
+    /// such task it is not charged to any. Returns where the spend stands and the task
+    /// charged.
+    pub fn add_spend_held(
+        &self,
+        member: &Name,
+        spent: &TaskUsage,
+        task_spent: &TaskUsage,
+        fallback: Option<&TaskId>,
+    ) -> Result<(SpendState, Option<TaskId>)> {
+        self.update_doc(Some(member), |_, list| {
+            let invalid = |id: &TaskId, reason: String| Error::InvalidTask {
+                action: "add usage to",
+                id: id.to_string(),
+                reason: format!("{member}'s {reason}"),
+            };
+            let before = list.spend.get(member).copied().unwrap_or_default();
+            let after = before
+                .checked_add(spent)
+                .map_err(|r| invalid(&TaskId::from_number(0), r))?;
+            list.spend.insert(member.clone(), after);
+            let held = held_task(list, member, fallback);
+            if let Some(id) = &held
+                && *task_spent != TaskUsage::default()
+            {
+                let index = self.index(list, id)?;
+                let task = &mut list.tasks[index];
+                let before = task.usage.get(member).copied().unwrap_or_default();
+                let after = before.checked_add(task_spent).map_err(|r| invalid(id, r))?;
+                task.usage.insert(member.clone(), after);
+                let task = task.clone();
+                self.check_limits("add usage to", &task)?;
+            }
+            let state = state_of(list, member, held.as_ref());
+            Ok(Outcome::Write((state, held)))
+        })
+    }
+
     /// Where `member`'s spend stands now (and that of `task`, if given and listed).
     pub fn spend_state(&self, member: &Name, task: Option<&TaskId>) -> Result<SpendState> {
         Ok(state_of(&self.load()?, member, task))
@@ -109,20 +149,39 @@ impl TaskList {
     }
 }
 
-/// [`SpendState`] of `member` (and `task`) in `list`.
+/// The task `member` holds: its in-progress task (the latest claim), else `fallback` if
+/// it still owns it.
+fn held_task(list: &TaskListDoc, member: &Name, fallback: Option<&TaskId>) -> Option<TaskId> {
+    in_progress(list, member)
+        .map(|t| t.id.clone())
+        .or_else(|| {
+            fallback.filter(|id| {
+                list.tasks
+                    .iter()
+                    .any(|t| &t.id == *id && t.owner.as_ref() == Some(member))
+            })
+            .cloned()
+        })
+}
+
+/// `member`'s in-progress task, the most recently claimed if several.
+fn in_progress<'a>(list: &'a TaskListDoc, member: &Name) -> Option<&'a Task> {
+    list.tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::InProgress && t.owner.as_ref() == Some(member))
+        .max_by_key(|t| {
+            (
+                t.lease.as_ref().map(|l| l.acquired_at.to_string()),
+                t.id.number(),
+            )
+        })
+}
+
+/// [`SpendState`] of `member` (and `task`, else its in-progress task) in `list`.
 fn state_of(list: &TaskListDoc, member: &Name, task: Option<&TaskId>) -> SpendState {
     let task = match task {
         Some(id) => list.tasks.iter().find(|t| &t.id == id),
-        None => list
-            .tasks
-            .iter()
-            .filter(|t| t.status == TaskStatus::InProgress && t.owner.as_ref() == Some(member))
-            .max_by_key(|t| {
-                (
-                    t.lease.as_ref().map(|l| l.acquired_at.to_string()),
-                    t.id.number(),
-                )
-            }),
+        None => in_progress(list, member),
     };
     SpendState {
         member: list.spend.get(member).copied().unwrap_or_default(),
