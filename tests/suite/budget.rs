@@ -92,7 +92,9 @@ impl World {
 /// by their `when`) that each read a.txt and report [`USAGE`].
 fn reading_turns(who: Option<&str>, n: usize) -> String {
     let when = who
-        .map(|name| format!("      when: {{system_contains: \"You are {name}, a RooCode teammate\"}}\n"))
+        .map(|name| {
+            format!("      when: {{system_contains: \"You are {name}, a RooCode teammate\"}}\n")
+        })
         .unwrap_or_default();
     let mut out = String::new();
     for _ in 0..n {
@@ -211,7 +213,11 @@ fn assert_released_with_note(world: &World, cap: &str) {
         .unwrap();
     assert_eq!(task.status, TaskStatus::Pending, "{task:#?}");
     assert_eq!(task.owner, None, "{task:#?}");
-    let note = task.notes.last().map(|n| n.text.clone()).unwrap_or_default();
+    let note = task
+        .notes
+        .last()
+        .map(|n| n.text.clone())
+        .unwrap_or_default();
     assert!(note.contains(cap), "{note}");
 }
 
@@ -277,9 +283,21 @@ fn team_over_its_usd_cap(world: World) {
     std::fs::write(&go, "").unwrap();
     let out = lead.wait();
     assert_eq!(out.code(), 5, "{}", out.stderr());
-    assert_eq!(requests_of(&mock, Some("alice")).len(), 3, "alice: none past the cap");
-    assert_eq!(requests_of(&mock, None).len(), 3, "the lead: none past the cap");
-    assert!(out.stderr().contains("the team's cap of 0.1 USD"), "{}", out.stderr());
+    assert_eq!(
+        requests_of(&mock, Some("alice")).len(),
+        3,
+        "alice: none past the cap"
+    );
+    assert_eq!(
+        requests_of(&mock, None).len(),
+        3,
+        "the lead: none past the cap"
+    );
+    assert!(
+        out.stderr().contains("the team's cap of 0.1 USD"),
+        "{}",
+        out.stderr()
+    );
     assert_released_with_note(&world, "the team's cap");
     assert_lead_told(&world, "the team's cap");
     // Claims are refused while the team is over its cap.
@@ -298,7 +316,11 @@ fn a_teammate_over_its_request_cap_releases_its_task_and_the_lead_goes_on() {
     let mock = MockLlm::start(&team_script(PLAIN_TASK, spawn));
     let out = world.lead(&mock).run();
     out.assert_ok();
-    assert_eq!(requests_of(&mock, Some("alice")).len(), 3, "alice: none past her cap");
+    assert_eq!(
+        requests_of(&mock, Some("alice")).len(),
+        3,
+        "alice: none past her cap"
+    );
     assert_released_with_note(&world, "alice's cap of 3 requests");
     assert_lead_told(&world, "alice's cap");
     // Her spend and cap, per member.
@@ -328,7 +350,11 @@ fn a_task_over_its_usd_cap_is_released_and_its_teammate_starts_no_more_requests_
     let mock = MockLlm::start(&team_script(task, SPAWN_ALICE));
     let out = world.lead(&mock).run();
     out.assert_ok();
-    assert_eq!(requests_of(&mock, Some("alice")).len(), 3, "alice: none past the task's cap");
+    assert_eq!(
+        requests_of(&mock, Some("alice")).len(),
+        3,
+        "alice: none past the task's cap"
+    );
     assert_released_with_note(&world, "task #1's cap of 0.05 USD");
     assert_lead_told(&world, "task #1's cap");
     let json = world

@@ -382,7 +382,8 @@ fn session_caps(args: &LeadArgs) -> Result<roo_store::budget::SpendCap, AppError
         usd: args.max_cost_usd,
         requests: args.max_requests,
     };
-    cap.check().map_err(|e| AppError::Usage(format!("--max-cost-usd/--max-requests: {e}")))?;
+    cap.check()
+        .map_err(|e| AppError::Usage(format!("--max-cost-usd/--max-requests: {e}")))?;
     Ok(cap)
 }
 

@@ -213,8 +213,7 @@ impl TeamSpendGate {
         if self.plan.lead && !self.plan.session.is_empty() {
             scopes.push(Scope {
                 key: "session".into(),
-                label: "the session's cap (--max-cost-usd, --max-requests, budget.requests)"
-                    .into(),
+                label: "the session's cap (--max-cost-usd, --max-requests, budget.requests)".into(),
                 spent: session_spent,
                 cap: self.plan.session,
             });
@@ -335,7 +334,12 @@ fn team_scopes(now: &SpendState, me: &Name, lead: bool) -> Vec<Scope> {
 
 /// A teammate stopped by a cap: its in-progress tasks go back to pending with a note
 /// saying why (a task's cap: that task only), and the lead is told, once per task.
-async fn report_stop(binding: &Arc<TeamBinding>, state: &mut GateState, reason: &str, over: &Scope) {
+async fn report_stop(
+    binding: &Arc<TeamBinding>,
+    state: &mut GateState,
+    reason: &str,
+    over: &Scope,
+) {
     let tasks = binding.team.tasks();
     let me = binding.me.clone();
     let only = over.key.strip_prefix("task:").map(str::to_owned);
@@ -350,17 +354,17 @@ async fn report_stop(binding: &Arc<TeamBinding>, state: &mut GateState, reason: 
     })
     .await;
     let ids: Vec<String> = match released {
-        Ok(Ok(released)) => released
-            .iter()
-            .map(|r| format!("#{}", r.task.id))
-            .collect(),
+        Ok(Ok(released)) => released.iter().map(|r| format!("#{}", r.task.id)).collect(),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "failed to release a task over its budget");
             Vec::new()
         }
         Err(_) => Vec::new(),
     };
-    if !state.released.insert(format!("{}:{}", over.key, ids.join(","))) {
+    if !state
+        .released
+        .insert(format!("{}:{}", over.key, ids.join(",")))
+    {
         return;
     }
     let released = match ids.is_empty() {
@@ -380,8 +384,7 @@ async fn tell_lead(binding: &Arc<TeamBinding>, summary: &str, text: String) {
     let mailbox = binding.team.mailbox();
     let (me, lead) = (binding.me.clone(), binding.lead.clone());
     let message = Outgoing::text(text, summary);
-    let sent =
-        tokio::task::spawn_blocking(move || mailbox.send(&me, lead.as_str(), message)).await;
+    let sent = tokio::task::spawn_blocking(move || mailbox.send(&me, lead.as_str(), message)).await;
     if let Ok(Err(e)) = sent {
         tracing::warn!(error = %e, "failed to tell the lead about the budget");
     }

@@ -38,7 +38,11 @@ impl TaskList {
                 let task = task.clone();
                 self.check_limits("add usage to", &task)?;
             }
-            Ok(Outcome::Write(state_of(list, member, task_spent.map(|(id, _)| id))))
+            Ok(Outcome::Write(state_of(
+                list,
+                member,
+                task_spent.map(|(id, _)| id),
+            )))
         })
     }
 
@@ -152,16 +156,15 @@ impl TaskList {
 /// The task `member` holds: its in-progress task (the latest claim), else `fallback` if
 /// it still owns it.
 fn held_task(list: &TaskListDoc, member: &Name, fallback: Option<&TaskId>) -> Option<TaskId> {
-    in_progress(list, member)
-        .map(|t| t.id.clone())
-        .or_else(|| {
-            fallback.filter(|id| {
+    in_progress(list, member).map(|t| t.id.clone()).or_else(|| {
+        fallback
+            .filter(|id| {
                 list.tasks
                     .iter()
                     .any(|t| &t.id == *id && t.owner.as_ref() == Some(member))
             })
             .cloned()
-        })
+    })
 }
 
 /// `member`'s in-progress task, the most recently claimed if several.
