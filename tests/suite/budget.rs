@@ -365,3 +365,65 @@ fn a_task_over_its_usd_cap_is_released_and_its_teammate_starts_no_more_requests_
     assert_eq!(json["budget"]["usd"], 0.05, "{json}");
     assert_eq!(json["usage"]["alice"]["requests"], 3, "{json}");
 }
+
+/// A lead that starts the `scout` sub-agent (a user definition with `budget:`), whose
+/// turns keep reading; then the lead answers.
+fn scout_world(requests: u64) -> (World, MockLlm) {
+    let world = World::new();
+    world.root.write(
+        "roo/agents/scout.md",
+        &format!(
+            "---\nname: scout\ndescription: Reads files.\nbudget:\n  requests: {requests}\n---\nYou are the scout of this test.\n"
+        ),
+    );
+    let mut scout = String::new();
+    for _ in 0..5 {
+        scout.push_str(&format!(
+            "    - when: {{system_contains: \"You are the scout of this test\"}}\n      tool_calls: [{{name: ReadFile, input: {{path: a.txt}}}}]\n      {USAGE}\n"
+        ));
+    }
+    let mock = MockLlm::start(&format!(
+        r#"agents:
+  "*":
+{scout}    - tool_calls:
+        - {{name: Agent, input: {{subagent_type: scout, description: "read", prompt: "Read a.txt until told."}}}}
+      {USAGE}
+    - text: "The scout stopped."
+      {USAGE}
+"#
+    ));
+    (world, mock)
+}
+
+fn scout_requests(mock: &MockLlm) -> usize {
+    mock.requests()
+        .iter()
+        .filter(|r| {
+            r.body["system"]
+                .to_string()
+                .contains("You are the scout of this test")
+        })
+        .count()
+}
+
+#[test]
+fn a_sub_agent_stops_at_its_definitions_cap_and_counts_toward_its_parent() {
+    // Its own cap: two requests, then the lead goes on.
+    let (world, mock) = scout_world(2);
+    let out = world.lead(&mock).run();
+    out.assert_ok();
+    assert_eq!(scout_requests(&mock), 2, "none past the definition's cap");
+    assert_eq!(mock.requests().len(), 4);
+
+    // Its parent's cap: the lead's request and the scout's two reach --max-requests 3;
+    // neither starts another, and the run exits 5.
+    let (world, mock) = scout_world(10);
+    let out = world.lead(&mock).args(["--max-requests", "3"]).run();
+    assert_eq!(out.code(), 5, "{}", out.stderr());
+    assert_eq!(scout_requests(&mock), 2);
+    assert_eq!(
+        mock.requests().len(),
+        3,
+        "no request past the session's cap"
+    );
+}

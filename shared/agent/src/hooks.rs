@@ -21,4 +21,4 @@ mod spend;
 
 pub use command::{CommandHooks, HookSetup};
 pub use hook::{AgentHook, PromptDecision, ToolCallInfo, TurnAction, Verdict};
-pub use spend::{SharedSpendGate, SpendGate, SpendVerdict};
+pub use spend::{CappedGate, SharedSpendGate, SpendGate, SpendVerdict};

@@ -8,7 +8,7 @@
 //! shared with the agent's sub-agents (they start from their parent's options), so
 //! their spend counts toward their parent.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
 use roo_llm::Usage;
@@ -43,5 +43,79 @@ pub struct SharedSpendGate(pub Arc<dyn SpendGate>);
 impl std::fmt::Debug for SharedSpendGate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SpendGate")
+    }
+}
+
+/// A cap of its own in front of a parent's gate: a sub-agent whose definition sets
+/// `budget:`. Its requests stop at its own cap or at its parent's, and count for both.
+pub struct CappedGate {
+    parent: Option<SharedSpendGate>,
+    label: String,
+    usd: Option<f64>,
+    requests: Option<u64>,
+    /// Requests and USD spent through this gate.
+    spent: Mutex<(u64, f64)>,
+}
+
+impl CappedGate {
+    /// A gate for `label` (e.g. "sub-agent scout") with these caps, in front of `parent`.
+    pub fn new(
+        parent: Option<SharedSpendGate>,
+        label: String,
+        usd: Option<f64>,
+        requests: Option<u64>,
+    ) -> CappedGate {
+        CappedGate {
+            parent,
+            label,
+            usd,
+            requests,
+            spent: Mutex::new((0, 0.0)),
+        }
+    }
+
+    fn over(&self) -> Option<String> {
+        let (n, usd) = *self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        let reached =
+            self.requests.is_some_and(|cap| n >= cap) || self.usd.is_some_and(|cap| usd >= cap);
+        reached.then(|| {
+            let cap = match (self.usd, self.requests) {
+                (Some(u), Some(r)) => format!("{u} USD or {r} requests"),
+                (Some(u), None) => format!("{u} USD"),
+                (None, Some(r)) => format!("{r} requests"),
+                (None, None) => String::new(),
+            };
+            format!(
+                "{}'s cap of {cap} was reached: spent {usd:.4} USD in {n} requests",
+                self.label
+            )
+        })
+    }
+}
+
+impl SpendGate for CappedGate {
+    fn before_request(&self) -> BoxFuture<'_, SpendVerdict> {
+        Box::pin(async move {
+            if let Some(reason) = self.over() {
+                return SpendVerdict::Stop(reason);
+            }
+            match &self.parent {
+                Some(parent) => parent.0.before_request().await,
+                None => SpendVerdict::Go,
+            }
+        })
+    }
+
+    fn spent(&self, usage: Usage, cost_usd: Option<f64>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            {
+                let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+                spent.0 += 1;
+                spent.1 += cost_usd.unwrap_or(0.0);
+            }
+            if let Some(parent) = &self.parent {
+                parent.0.spent(usage, cost_usd).await;
+            }
+        })
     }
 }
