@@ -372,7 +372,7 @@ fn scout_world(requests: u64) -> (World, MockLlm) {
     let world = World::new();
     world.root.write(
         "roo/agents/scout.md",
-        &format!(
+        format!(
             "---\nname: scout\ndescription: Reads files.\nbudget:\n  requests: {requests}\n---\nYou are the scout of this test.\n"
         ),
     );
