@@ -1,5 +1,6 @@
 //! Test modules.
 mod backend_detect;
+mod budget;
 mod cli_mail;
 mod cli_snapshots;
 mod cli_task;

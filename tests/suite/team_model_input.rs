@@ -26,6 +26,7 @@ fn plain_task(subject: &str) -> NewTask {
         metadata: Default::default(),
         owner: None,
         by: None,
+        budget: None,
     }
 }
 
@@ -149,6 +150,7 @@ fn teammate_text_enters_the_leads_model_input_only_neutralised() {
             metadata: serde_json::from_value(serde_json::json!({ "k": HOSTILE })).unwrap(),
             owner: Some(alice.clone()),
             by: None,
+            budget: None,
         })
         .unwrap();
     tasks.create(plain_task("Second")).unwrap();
@@ -502,6 +504,7 @@ fn taskget_cannot_show_a_forged_lead_note() {
             metadata: Default::default(),
             owner: Some(alice.clone()),
             by: None,
+            budget: None,
         })
         .unwrap();
     tasks

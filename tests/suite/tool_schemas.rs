@@ -73,7 +73,16 @@ fn hand_written() -> Vec<(&'static str, Value)> {
                         "enum": ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
                     },
                     // Added since (issue 20): the spawn also makes the teammate's task.
-                    "task": {"type": "boolean"}
+                    "task": {"type": "boolean"},
+                    // Added since (issue 32): the teammate's spending cap.
+                    "budget": {
+                        "type": "object",
+                        "properties": {
+                            "usd": {"type": "number"},
+                            "requests": {"type": "integer", "minimum": 0}
+                        },
+                        "additionalProperties": false
+                    }
                 },
                 "required": ["prompt"],
                 "additionalProperties": false
@@ -103,7 +112,9 @@ fn hand_written() -> Vec<(&'static str, Value)> {
                     "blocked_by": ids,
                     "paths": ids,
                     "metadata": {"type": "object"},
-                    "owner": string
+                    "owner": string,
+                    // Added since (issue 32): the task's spending cap.
+                    "budget_usd": {"type": "number"}
                 },
                 "required": ["subject"],
                 "additionalProperties": false

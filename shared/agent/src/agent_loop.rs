@@ -99,6 +99,9 @@ pub struct AgentOptions {
     /// Whether each run's input opens a checkpoint (the agent the person or lead
     /// prompts); a sub-agent's calls count toward its parent's prompt instead.
     pub checkpoint_prompts: bool,
+    /// Asked before every model request and told after every response (spending
+    /// caps); shared with sub-agents, whose spend counts toward this agent's.
+    pub spend_gate: Option<crate::hooks::SharedSpendGate>,
 }
 
 impl Default for AgentOptions {
@@ -118,6 +121,7 @@ impl Default for AgentOptions {
             check_server_window: false,
             checkpoints: None,
             checkpoint_prompts: true,
+            spend_gate: None,
         }
     }
 }
@@ -476,6 +480,10 @@ impl Agent {
                 ModelReply::End(outcome) => return outcome,
             };
             self.record_usage(&response, usage, events);
+            if let Some(gate) = &self.options.spend_gate {
+                let cost = self.options.prices.cost(self.model(), &response.usage);
+                gate.0.spent(response.usage, cost).await;
+            }
             let TurnCalls { calls, invalid } = self.take_answer(response, events);
             if calls.is_empty() {
                 return RunOutcome::Completed;
@@ -586,6 +594,10 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> ModelReply {
+        if let Some(outcome) = self.ask_spend_gate(events).await {
+            self.put_back(probe.take());
+            return ModelReply::End(outcome);
+        }
         let request = self.request();
         if self.options.check_server_window
             && !std::mem::replace(&mut self.server_window_checked, true)
@@ -644,6 +656,28 @@ impl Agent {
                     message: message.clone(),
                 });
                 ModelReply::End(RunOutcome::Error { message })
+            }
+        }
+    }
+
+    /// Asks the spend gate whether the next request may start: `Some(outcome)` ends the
+    /// run before it; a warning goes to the user and, with the request, to the model.
+    async fn ask_spend_gate(&mut self, events: &EventSink) -> Option<RunOutcome> {
+        let gate = self.options.spend_gate.clone()?;
+        match gate.0.before_request().await {
+            crate::hooks::SpendVerdict::Go => None,
+            crate::hooks::SpendVerdict::Warn(text) => {
+                events.emit(AgentEvent::Notice { text: text.clone() });
+                self.injection.push(ContentBlock::Text {
+                    text: system_reminder(&text),
+                });
+                None
+            }
+            crate::hooks::SpendVerdict::Stop(reason) => {
+                events.emit(AgentEvent::Notice {
+                    text: format!("budget: {reason}"),
+                });
+                Some(RunOutcome::OverBudget { reason })
             }
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! A definition is a Markdown file `<name>.md` with YAML front matter (name,
 //! description, tools, disallowed_tools, model, max_turns, permission_mode,
-//! background, isolation) and a body that is the role's system prompt. Built-in ones
+//! background, isolation, budget) and a body that is the role's system prompt. Built-in ones
 //! (`agents/` at the repository's top level: Explore, Plan, general-purpose, and the
 //! opt-in Verification) are embedded in the binary; more come from
 //! `<ROO_HOME>/agents/` and, for a trusted project only, `<project>/.roocode/agents/`.
@@ -68,7 +68,7 @@ pub enum Isolation {
 }
 
 /// One parsed agent definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentDefinition {
     /// As written (`Explore`); lookups are case-insensitive.
     pub name: String,
@@ -88,12 +88,27 @@ pub struct AgentDefinition {
     pub background: bool,
     /// Where it works, if not in the parent's working directory.
     pub isolation: Option<Isolation>,
+    /// Its spending cap per run (`budget: {usd, requests}`); its spend counts toward its
+    /// parent's caps as well.
+    pub budget: Option<DefinitionBudget>,
     /// The body: the role's system prompt.
     pub prompt: String,
     /// Where the definition came from.
     pub source: DefinitionSource,
     /// The file it was read from; `None` for a built-in one.
     pub path: Option<PathBuf>,
+}
+
+/// A definition's spending cap (`budget:` in its front matter).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefinitionBudget {
+    /// Most USD a run of it spends.
+    #[serde(default)]
+    pub usd: Option<f64>,
+    /// Most model requests a run of it makes.
+    #[serde(default)]
+    pub requests: Option<u64>,
 }
 
 impl AgentDefinition {
@@ -158,6 +173,8 @@ struct FrontMatter {
     background: bool,
     #[serde(default)]
     isolation: Option<String>,
+    #[serde(default)]
+    budget: Option<DefinitionBudget>,
     /// Accepted for files written for other agents; the UI picks colours itself.
     #[serde(default)]
     #[expect(dead_code, reason = "accepted and ignored")]
@@ -297,6 +314,14 @@ pub fn parse_definition(
             ));
         }
     };
+    if let Some(usd) = front.budget.and_then(|b| b.usd)
+        && !(usd.is_finite() && usd >= 0.0)
+    {
+        return Err(invalid(
+            path,
+            format!("budget.usd must be an amount of USD of 0 or more, not {usd}"),
+        ));
+    }
     if body.is_empty() {
         return Err(invalid(
             path,
@@ -316,6 +341,7 @@ pub fn parse_definition(
         permission_mode,
         background: front.background,
         isolation,
+        budget: front.budget,
         prompt: body,
         source,
         path: None,

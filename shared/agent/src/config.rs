@@ -29,6 +29,7 @@
 //!   remote: {url: "http://127.0.0.1:8000/mcp", headers: {Authorization: "Bearer x"}}
 //! ```
 
+mod budget;
 mod hook_condition;
 pub mod hosts;
 mod local;
@@ -44,6 +45,7 @@ use serde_yaml_ng::Value;
 use crate::permissions::PermissionMode;
 use crate::permissions::RuleSet;
 
+pub use budget::BudgetConfig;
 pub use hook_condition::{HookCondition, HookFacts};
 pub use hosts::{HostConfig, Hosts, user_hosts};
 pub use local::append_local_allow;
@@ -213,6 +215,7 @@ pub struct ConfigFiles {
     team_turns: bool,
     verify: Option<VerifySetting>,
     checkpoints: CheckpointsSection,
+    budget: BudgetConfig,
     hosts: Hosts,
     user_only: Vec<String>,
 }
@@ -333,8 +336,16 @@ impl ConfigFiles {
         let mut team_turns = true;
         let mut verify = None;
         let mut checkpoints = CheckpointsSection::default();
+        let mut budget = BudgetConfig::default();
         for file in &files {
             let Some(value) = &file.value else { continue };
+            if let Some(section) = budget::budget(value, &file.path)? {
+                if file.source == Source::User || trust == ProjectTrust::Trusted {
+                    budget.override_with(&section);
+                } else {
+                    budget.lower_with(&section);
+                }
+            }
             if let Some(on) = sections::team_turns(value, &file.path)? {
                 team_turns = on;
             }
@@ -381,6 +392,7 @@ impl ConfigFiles {
             team_turns,
             verify,
             checkpoints,
+            budget,
             hosts,
             user_only,
         })
@@ -526,6 +538,12 @@ impl ConfigFiles {
     /// (and listed among the ignored settings), as its hooks are.
     pub fn verify(&self) -> Option<&VerifySetting> {
         self.verify.as_ref()
+    }
+
+    /// `budget:` (spending caps): a trusted file's values replace those of the files
+    /// before it; an untrusted project's only lower them.
+    pub fn budget(&self) -> BudgetConfig {
+        self.budget
     }
 
     /// MCP servers by name; a server defined in several files takes the

@@ -46,6 +46,12 @@ pub enum RunOutcome {
         /// Why the hook stopped the run.
         reason: String,
     },
+    /// A spending cap was reached: no new model request was started
+    /// ([`crate::hooks::SpendGate`]); `reason` says which cap and what was spent.
+    OverBudget {
+        /// Which cap, and what was spent.
+        reason: String,
+    },
 }
 
 impl RunOutcome {
@@ -73,6 +79,7 @@ impl RunOutcome {
             ),
             RunOutcome::Error { message } => format!("failed: {message}"),
             RunOutcome::Stopped { reason } => format!("stopped: {reason}"),
+            RunOutcome::OverBudget { reason } => format!("stopped by a budget: {reason}"),
         }
     }
 }

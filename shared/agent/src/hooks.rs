@@ -9,11 +9,16 @@
 //! - the user's configured shell commands ([`CommandHooks`], `command.rs`): the
 //!   `hooks:` of the config files, one implementation of that seam.
 //!
+//! Beside them, the spend gate ([`SpendGate`], `spend.rs`): asked before every model
+//! request, told after every response, so that spending caps stop new requests.
+//!
 //! A hook's `if:` is parsed with the rest of the config
 //! ([`crate::config::HookCondition`]).
 
 mod command;
 mod hook;
+mod spend;
 
 pub use command::{CommandHooks, HookSetup};
 pub use hook::{AgentHook, PromptDecision, ToolCallInfo, TurnAction, Verdict};
+pub use spend::{CappedGate, SharedSpendGate, SpendGate, SpendVerdict};

@@ -45,7 +45,8 @@ pub use checkpoints::{
 pub use context::CompactionOptions;
 pub use conversation::repair_chain;
 pub use hooks::{
-    AgentHook, CommandHooks, HookSetup, PromptDecision, ToolCallInfo, TurnAction, Verdict,
+    AgentHook, CommandHooks, HookSetup, PromptDecision, SharedSpendGate, SpendGate, SpendVerdict,
+    ToolCallInfo, TurnAction, Verdict,
 };
 pub use mcp::{McpHook, McpLaunch, McpServers, McpSettings};
 pub use plan_mode::{PlanApprover, plan_mode_tools};

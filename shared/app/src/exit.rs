@@ -7,6 +7,7 @@
 //! | 2 | usage or configuration error (bad flag, no model configured, bad config file; `roo-worker`: no such team, or what its lead handed over could not be taken or its sealed document read) |
 //! | 3 | file or session I/O error |
 //! | 4 | the model could not be reached or refused the request |
+//! | 5 | a budget cap stopped the run: `--max-cost-usd`/`--max-requests` or `budget:` (the session's or the team's); it says which cap and what was spent |
 
 use roo_agent::event::RunOutcome;
 use roo_cli::entry::Failure;
@@ -26,6 +27,8 @@ const _: () = assert!(USAGE == roo_cli::exit::USAGE);
 pub const IO: u8 = 3;
 /// The model could not be reached or refused the request.
 pub const MODEL: u8 = 4;
+/// A budget cap stopped the run (no new model request was started).
+pub const BUDGET: u8 = 5;
 
 /// Errors that end `roo-lead` before or outside a run. Messages read after "roo-lead: ".
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +78,7 @@ pub fn for_outcome(outcome: &RunOutcome) -> u8 {
         | RunOutcome::MalformedToolCalls { .. }
         | RunOutcome::Stopped { .. } => NOT_COMPLETED,
         RunOutcome::Error { .. } => MODEL,
+        RunOutcome::OverBudget { .. } => BUDGET,
     }
 }
 

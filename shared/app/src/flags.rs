@@ -46,6 +46,16 @@ pub struct LeadArgs {
     #[arg(long, default_value_t = 50, value_name = "N")]
     pub max_turns: u32,
 
+    /// Spending cap of the session in USD (and, once it leads a team, of the whole team):
+    /// once reached, no new model request starts; a -p run then exits 5.
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+
+    /// Cap on the model requests of the session (and of its whole team), as
+    /// --max-cost-usd.
+    #[arg(long, value_name = "N")]
+    pub max_requests: Option<u64>,
+
     /// Resume a session by id.
     #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
     pub resume: Option<String>,

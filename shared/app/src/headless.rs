@@ -397,6 +397,19 @@ fn print_result(
             });
             if let Some(binding) = built.team.get() {
                 value["team"] = json!({"name": binding.team.name(), "lead_runs": run.lead_runs});
+                // What each member and each task spent, with the caps in force.
+                if let Ok((spend, caps)) = binding.team.tasks().spend() {
+                    value["team"]["spend"] = json!(spend);
+                    value["team"]["caps"] = json!(caps);
+                }
+                if let Ok(tasks) = binding.team.tasks().list(&Default::default()) {
+                    let spent: serde_json::Map<String, serde_json::Value> = tasks
+                        .iter()
+                        .filter(|t| !t.usage.is_empty())
+                        .map(|t| (t.id.to_string(), json!(t.usage_total())))
+                        .collect();
+                    value["team"]["task_spend"] = json!(spent);
+                }
             }
             if let Some(message) = &verdict.timeout {
                 value["team_timeout"] = json!(message);

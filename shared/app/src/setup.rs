@@ -230,6 +230,11 @@ pub async fn build_in(
     // The team machinery exists before the agent, so the team tools (in
     // `settings.tools.extra`) can get the slot, the event sender and the lifetime token.
     let slot = TeamSlot::new();
+    settings.budget = Some(roo_team::budget::BudgetPlan {
+        session: session_caps(args)?,
+        slot: slot.clone(),
+        lead: true,
+    });
     let (team_sender, team_events) = team_events();
     let team_tasks = CancellationToken::new();
     add_team_hooks(&mut settings, &slot, &remote_repos);
@@ -365,6 +370,25 @@ fn backend_error(e: roo_team::backend::BackendError) -> AppError {
     } else {
         AppError::Usage(e.to_string())
     }
+}
+
+/// The session's caps from `--max-cost-usd` and `--max-requests`; a negative or
+/// non-finite amount is a usage error.
+fn session_caps(args: &LeadArgs) -> Result<roo_store::budget::SpendCap, AppError> {
+    if let Some(usd) = args.max_cost_usd
+        && !(usd.is_finite() && usd >= 0.0)
+    {
+        return Err(AppError::Usage(format!(
+            "--max-cost-usd must be an amount of USD of 0 or more, not {usd}"
+        )));
+    }
+    let cap = roo_store::budget::SpendCap {
+        usd: args.max_cost_usd,
+        requests: args.max_requests,
+    };
+    cap.check()
+        .map_err(|e| AppError::Usage(format!("--max-cost-usd/--max-requests: {e}")))?;
+    Ok(cap)
 }
 
 /// The settings teammates start from, taken from the lead's before its agent is built:

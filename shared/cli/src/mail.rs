@@ -171,6 +171,7 @@ fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
     // The store's own test: on PostgreSQL the presence locks, not pids (another host's).
     let liveness = team.liveness(&config)?;
     let mailbox = team.mailbox();
+    let (spend, caps) = team.tasks().spend()?;
     let mut rows = Vec::new();
     for m in &config.members {
         rows.push(shape::MemberRow {
@@ -181,6 +182,8 @@ fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
             lead: m.agent_id == config.lead_agent_id,
             state: liveness.observed_state(m),
             unread: mailbox.unread_count(&m.name)?,
+            spend: spend.get(&m.name).copied(),
+            budget: caps.member(&m.name),
         });
     }
     if ctx.json() {
@@ -195,11 +198,16 @@ fn list(ctx: &Context, out: &mut impl Write) -> CliResult {
         } else {
             ctx.style.dim("0 unread")
         };
+        let spent = r
+            .spend
+            .map(|s| format!("  {}", roo_store::budget::describe_spend(&s)))
+            .unwrap_or_default();
         writeln!(
             out,
-            "{}{role}  {}  {unread}",
+            "{}{role}  {}  {unread}{}",
             ctx.style.bold(&r.name),
-            ctx.style.dim(state)
+            ctx.style.dim(state),
+            ctx.style.dim(&spent)
         )?;
     }
     Ok(())

@@ -24,6 +24,12 @@ pub struct MemberRow {
     pub lead: bool,
     pub state: MemberState,
     pub unread: usize,
+    /// The member's model spend in this team (tokens, requests, USD where priced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spend: Option<roo_store::TaskUsage>,
+    /// The member's spending cap, if any (its own, or the team's default for members).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<roo_store::budget::SpendCap>,
 }
 
 /// `roo-mail status --json`: where a message is and its receipts, then the message. The

@@ -96,6 +96,13 @@ pub(crate) enum TaskCommand {
         /// Metadata KEY=VALUE (VALUE parsed as JSON if it can be; repeatable)
         #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_meta)]
         metadata: Vec<(String, serde_json::Value)>,
+        /// Spending cap of the task in USD: once its model spend reaches it, no new
+        /// request is started for it
+        #[arg(long = "budget-usd", value_name = "USD")]
+        budget_usd: Option<f64>,
+        /// Spending cap of the task in model requests
+        #[arg(long = "budget-requests", value_name = "N")]
+        budget_requests: Option<u64>,
     },
     /// List tasks
     List {
@@ -304,7 +311,13 @@ fn run(cli: TaskCli) -> CliResult {
             paths,
             owner,
             metadata,
+            budget_usd,
+            budget_requests,
         } => {
+            let budget = roo_store::budget::SpendCap {
+                usd: budget_usd,
+                requests: budget_requests,
+            };
             let task = tasks.create(NewTask {
                 subject,
                 description,
@@ -315,6 +328,7 @@ fn run(cli: TaskCli) -> CliResult {
                 metadata: metadata.into_iter().collect(),
                 owner: owner.as_deref().map(member_name).transpose()?,
                 by: ctx.agent_opt()?,
+                budget: (!budget.is_empty()).then_some(budget),
             })?;
             print_id_or_task(&ctx, out, &task, "")?;
         }

@@ -347,6 +347,7 @@ mod tests {
             updated_at: now,
             completed_at: None,
             usage: Default::default(),
+            budget: None,
             extra: Default::default(),
         }
     }

@@ -37,6 +37,7 @@
 //! ```
 
 pub mod authority;
+pub mod budget;
 mod doc;
 mod env;
 mod error;

@@ -180,6 +180,10 @@ pub struct Task {
     /// [`crate::TaskList::add_usage`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub usage: BTreeMap<Name, TaskUsage>,
+    /// The task's own spending cap (else the team's default applies, see
+    /// [`crate::budget`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::SpendCap>,
     /// Members this version does not know (from a newer minor version), kept on rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -221,6 +225,9 @@ impl Task {
                 "the task records the usage of {} members; the limit is {MAX_USAGE_MEMBERS}",
                 self.usage.len()
             ));
+        }
+        if let Some(cap) = &self.budget {
+            cap.check()?;
         }
         for (member, usage) in &self.usage {
             usage

@@ -23,6 +23,7 @@ use crate::time::Timestamp;
 use crate::usage::TaskUsage;
 
 mod claims;
+mod spend;
 
 /// Lease a claim gets unless the caller says otherwise.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(600);
@@ -49,6 +50,8 @@ pub struct NewTask {
     /// Who creates it (checked by [`crate::authority::may`]: only the lead may create a
     /// task for another member, nor make another's task wait on it); `None`: unnamed.
     pub by: Option<Name>,
+    /// The task's own spending cap.
+    pub budget: Option<crate::budget::SpendCap>,
 }
 
 /// A change to a task; `None`/empty fields are left alone.
@@ -267,6 +270,7 @@ impl TaskList {
                 updated_at: now,
                 completed_at: None,
                 usage: Default::default(),
+                budget: new.budget,
                 extra: Default::default(),
             });
             for blocker in &new.blocked_by {

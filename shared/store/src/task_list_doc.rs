@@ -2,7 +2,13 @@
 //! high-water mark and what a quarantine does to it. A leaf apart from the operations in
 //! `task_list`, so a team can create and repair its list without reaching into them.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+use crate::budget::TeamCaps;
+use crate::name::Name;
+use crate::usage::TaskUsage;
 
 use crate::doc::Document;
 use crate::format_version::FormatVersion;
@@ -20,6 +26,12 @@ pub struct TaskListDoc {
     /// The tasks, in id order.
     #[serde(default)]
     pub tasks: Vec<Task>,
+    /// Each member's total spend in this team (see [`crate::TaskList::add_spend`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spend: BTreeMap<Name, TaskUsage>,
+    /// The spending caps in force (see [`crate::budget`]).
+    #[serde(default, skip_serializing_if = "TeamCaps::is_empty")]
+    pub caps: TeamCaps,
     /// Members this version does not know (from a newer minor version), kept on rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -36,6 +48,8 @@ impl TaskListDoc {
             version: FormatVersion::CURRENT,
             next_id: 1,
             tasks: Vec::new(),
+            spend: BTreeMap::new(),
+            caps: TeamCaps::default(),
             extra: Default::default(),
         }
     }

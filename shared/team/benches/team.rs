@@ -32,12 +32,17 @@
 //! 8. startup: the lead's Agent call → the teammate's first request in process and in a
 //!    tmux pane, and one agent's start-up wall and CPU time, side by side ([`startup`]).
 //!
+//! 9. budget: what the caps' accounting adds per model request ([`budget`]).
+//!
 //! `ROO_BENCH_QUICK=1` runs fewer iterations;
-//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git|merge|startup` runs one section;
+//! `ROO_BENCH_ONLY=spawn|delivery|memory|tokens|panes|git|merge|startup|budget` runs one
+//! section;
 //! `ROO_BENCH_TURN_MS=N` makes the lead's model turn between TeamCreate and the Agent call of
 //! the spawn runs last N ms.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "team/budget.rs"]
+mod budget;
 #[path = "team/panes.rs"]
 mod panes;
 #[path = "team/startup.rs"]
@@ -1404,6 +1409,10 @@ fn main() {
         }
         if run("startup") {
             startup::startup_section(n).await;
+            println!("load average: {}", load_average());
+        }
+        if run("budget") {
+            budget::budget_section(n).await;
             println!("load average: {}", load_average());
         }
     });

@@ -68,6 +68,9 @@ pub struct BuiltAgent {
     /// The config's `verify:` (trusted files only): the command the lead's TeamMerge
     /// runs on a merge before the user's branch moves.
     pub verify: Option<roo_agent::config::VerifySetting>,
+    /// Its spend gate (`None`: built without a [`crate::budget::BudgetPlan`]): what it
+    /// spent, for the summaries.
+    pub budget: Option<Arc<crate::budget::TeamSpendGate>>,
 }
 
 /// Why an agent could not be built. Each message says what failed and on what.
@@ -177,6 +180,13 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
     // What it is told, and what runs around its turns.
     let mut options = agent_options(identity, settings.max_turns, &llm);
     options.checkpoints = checkpoints(&ws, session.id(), &mut notices);
+    let budget = settings
+        .budget
+        .take()
+        .map(|plan| crate::budget::TeamSpendGate::new(plan, ws.config.budget()));
+    options.spend_gate = budget
+        .clone()
+        .map(|gate| roo_agent::SharedSpendGate(gate as Arc<dyn roo_agent::SpendGate>));
     let persona = settings
         .persona
         .take()
@@ -248,6 +258,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         mcp,
         team_turns: ws.config.team_turns(),
         verify: ws.config.verify().cloned(),
+        budget,
     })
 }
 

@@ -20,6 +20,7 @@ pub mod approver;
 pub mod authority;
 pub mod backend;
 pub mod binding;
+pub mod budget;
 pub mod builder;
 pub mod delivery;
 pub mod event;

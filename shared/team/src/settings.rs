@@ -234,6 +234,8 @@ pub struct AgentSettings {
     pub env_source: Option<EnvSource>,
     /// Its MCP servers: started here, or shared with the process's first agent.
     pub mcp: McpPlan,
+    /// Its spending caps and the team they count in (`None`: no spend gate).
+    pub budget: Option<crate::budget::BudgetPlan>,
 }
 
 /// A working directory being checked out while its agent is built and sends its first
@@ -321,6 +323,7 @@ impl AgentSettings {
             fresh_checkout: None,
             env_source: None,
             mcp: McpPlan::Start,
+            budget: None,
         }
     }
 }

@@ -26,14 +26,14 @@
 //! answers it with the `ShutdownResponse` tool ([`ShutdownOnRequest`]): approved, the run
 //! stops (`RunOutcome::Stopped`) and the loop ends; rejected, it keeps working; unanswered
 //! when the run ends, it is approved then and the loop ends. Each model request's usage
-//! (and cost, at the agent's price) is added to the task the teammate owns ([`usage`]).
+//! (and cost, at the agent's price) is added to the teammate's total and the task it
+//! owns, and its caps are checked before every request ([`crate::budget`]).
 
 pub mod approver;
 pub mod idle;
 pub mod in_process;
 pub mod lead_watch;
 pub mod presence;
-mod usage;
 pub mod wake;
 
 use std::sync::Arc;
@@ -57,7 +57,6 @@ use crate::shutdown::ShutdownOnRequest;
 
 pub use approver::{NoLead, PlanGate, TeammateApprover};
 pub use in_process::{TeammateEnd, TeammateHandle, spawn_in_process};
-use usage::UsageMeter;
 
 use idle::{AnswerStreak, LastRun, OwnEntry, STATE_RETRY_FOR, fire_team_hooks};
 use presence::{Keeper, enter, keep_presence};
@@ -265,6 +264,12 @@ async fn run_loop(
         output,
         orphan_timeout,
     } = spec;
+    // Its spend counts in the team (and its task), under the caps its lead wrote there.
+    settings.budget = Some(crate::budget::BudgetPlan {
+        session: Default::default(),
+        slot: crate::binding::TeamSlot::bound(binding.clone()),
+        lead: false,
+    });
     let TeamBinding {
         team,
         me,
@@ -309,12 +314,6 @@ async fn run_loop(
         async move { router.run(router_cancel).await }
     });
 
-    let mut meter = UsageMeter::new(
-        team.tasks(),
-        me.clone(),
-        built.llm.prices.clone(),
-        built.agent.model().to_string(),
-    );
     let mut input = Some(prompt).filter(|p| !p.trim().is_empty());
     let mut last: Option<LastRun> = None;
     let mut before: Vec<Task> = member.owned_tasks().await;
@@ -324,9 +323,8 @@ async fn run_loop(
         if let Some(text) = input.take() {
             member.set_active(true).await;
             before = member.owned_tasks().await;
-            meter.new_run();
             let (outcome, answer) =
-                run_once(&mut built.agent, &text, &output, &mut meter, cancel.clone()).await;
+                run_once(&mut built.agent, &text, &output, cancel.clone()).await;
             tracing::info!(member = %me, outcome = %outcome.describe(), "run ended");
             if cancel.is_cancelled() {
                 member.set_active(false).await;
@@ -460,12 +458,12 @@ fn wire_to_lead(
     (gate, shutdown)
 }
 
-/// One run, with the agent's events forwarded to `output` and its usage metered.
+/// One run, with the agent's events forwarded to `output` (its spend is accounted by its
+/// spend gate, [`crate::budget`]).
 async fn run_once(
     agent: &mut Agent,
     input: &str,
     output: &EventSink,
-    meter: &mut UsageMeter,
     cancel: CancellationToken,
 ) -> (RunOutcome, String) {
     let (sink, mut events) = EventSink::channel();
@@ -476,14 +474,7 @@ async fn run_once(
     };
     let forward = async {
         while let Some(event) = events.recv().await {
-            let total = match &event {
-                AgentEvent::Usage { total, .. } => Some(*total),
-                _ => None,
-            };
             output.emit(event);
-            if let Some(total) = total {
-                meter.record(total).await;
-            }
         }
     };
     let (result, ()) = tokio::join!(run, forward);

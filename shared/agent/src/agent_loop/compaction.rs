@@ -64,6 +64,20 @@ impl Agent {
         let window = self.server_window.map_or(model_window, |server| {
             server_window::in_estimate(server).min(model_window)
         });
+        // A summary is a model request too: none starts past a spending cap (the turn's
+        // own request then ends the run with the reason).
+        if let Some(gate) = self.options.spend_gate.clone() {
+            match gate.0.before_request().await {
+                crate::hooks::SpendVerdict::Stop(_) => return,
+                crate::hooks::SpendVerdict::Warn(text) => {
+                    events.emit(AgentEvent::Notice { text: text.clone() });
+                    self.injection.push(roo_llm::ContentBlock::Text {
+                        text: crate::prompt::system_reminder(&text),
+                    });
+                }
+                crate::hooks::SpendVerdict::Go => {}
+            }
+        }
         for hook in &self.hooks {
             hook.pre_compact(estimate, cancel, events).await;
         }
@@ -96,6 +110,12 @@ impl Agent {
         );
         usage.add(&compacted.usage);
         self.total_usage.add(&compacted.usage);
+        if let Some(gate) = &self.options.spend_gate
+            && compacted.usage.input_tokens + compacted.usage.output_tokens > 0
+        {
+            let cost = self.options.prices.cost(self.model(), &compacted.usage);
+            gate.0.spent(compacted.usage, cost).await;
+        }
         events.emit(AgentEvent::Compaction {
             method: compacted.method,
             messages_before: self.messages.len(),

@@ -73,6 +73,7 @@ fn parses_every_field_in_both_spellings() {
             permission_mode: Some(PermissionMode::Plan),
             background: true,
             isolation: Some(Isolation::Worktree),
+            budget: None,
             prompt: "You scout.".to_string(),
             source: DefinitionSource::User,
             path: None,

@@ -773,3 +773,36 @@ fn hosts_come_from_the_user_file_only() {
     );
     assert!(user_hosts(&d.home).is_err());
 }
+
+#[test]
+fn budget_caps_a_trusted_project_replaces_and_an_untrusted_one_only_lowers() {
+    let d = dirs();
+    let load = |trust| ConfigFiles::load(&d.home, &d.project, trust).unwrap();
+    write(
+        &d,
+        Source::User,
+        "budget:\n  team_usd: 5\n  teammate_usd: 1\n  requests: 100\n",
+    );
+    write(
+        &d,
+        Source::Project,
+        "budget:\n  team_usd: 50\n  teammate_usd: 0.5\n  task_usd: 0.2\n",
+    );
+    let trusted = load(ProjectTrust::Trusted).budget();
+    assert_eq!(trusted.team_usd, Some(50.0));
+    assert_eq!(trusted.teammate_usd, Some(0.5));
+    assert_eq!(trusted.requests, Some(100));
+    // Untrusted: the project's 50 would raise the user's 5 and is not taken; its lower
+    // caps (and one the user did not set) are.
+    let untrusted = load(ProjectTrust::Untrusted).budget();
+    assert_eq!(untrusted.team_usd, Some(5.0));
+    assert_eq!(untrusted.teammate_usd, Some(0.5));
+    assert_eq!(untrusted.task_usd, Some(0.2));
+    assert_eq!(untrusted.requests, Some(100));
+    write(&d, Source::Local, "budget:\n  team_usd: -1\n");
+    let error = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Trusted).unwrap_err();
+    assert!(error.to_string().contains("team_usd"), "{error}");
+    write(&d, Source::Local, "budget:\n  teamusd: 1\n");
+    let error = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Trusted).unwrap_err();
+    assert!(error.to_string().contains("budget"), "{error}");
+}

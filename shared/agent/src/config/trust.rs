@@ -136,6 +136,11 @@ pub(crate) fn narrow(
             "agents" => {
                 kept.insert(key.clone(), item.clone());
             }
+            // The budget reader takes an untrusted project's caps only where they
+            // are lower (`ConfigFiles::budget`).
+            "budget" => {
+                kept.insert(key.clone(), item.clone());
+            }
             // Teammates' messages waiting for the person's prompt only narrows.
             "team_turns" if item.as_bool() == Some(false) => {
                 kept.insert(key.clone(), item.clone());

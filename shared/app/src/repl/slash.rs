@@ -17,7 +17,7 @@ use crate::setup::PendingApproval;
 const HELP: &str = "Commands:
   /help            this help
   /clear           forget the conversation (the transcript keeps it)
-  /cost            tokens used and cost of this session
+  /cost            tokens used and cost of this session (and of the team per member and task)
   /rewind          the session's checkpoints: its prompts, newest first, with the files each changed
   /rewind N [code|conversation|both]  put the files the agent changed, the conversation, or both (default) back to before prompt N
   /mode [MODE]     show or set the permission mode: default, acceptEdits, plan, bypassPermissions, dontAsk
@@ -78,6 +78,19 @@ pub(super) fn slash_command(
                 usage.cache_write_tokens,
                 cost
             );
+            // The team's spend per member and task, with their caps.
+            if let Some(binding) = team.get() {
+                match roo_team::budget::spend_lines(&binding.team) {
+                    Ok(lines) => {
+                        for line in lines {
+                            let _ = writeln!(out, "{}", roo_term::escape(&line));
+                        }
+                    }
+                    Err(e) => {
+                        let _ = writeln!(out, "{}", style.red(&format!("error: {e}")));
+                    }
+                }
+            }
         }
         "rewind" => {
             let rest: Vec<&str> = arg.into_iter().chain(words).collect();

@@ -22,6 +22,11 @@ impl TaskList {
             let Some(index) = index else {
                 return Ok(Outcome::Keep(ClaimOutcome::NotFound));
             };
+            if list.tasks[index].owner.as_ref() != Some(owner)
+                || list.tasks[index].status != TaskStatus::InProgress
+            {
+                self.refuse_unpaid_claim(list, Some(&list.tasks[index]), owner)?;
+            }
             let outcome = claim_at(list, index, owner, options);
             Ok(match outcome {
                 ClaimOutcome::Claimed(_) => Outcome::Write(outcome),
@@ -49,6 +54,7 @@ impl TaskList {
             }) else {
                 return Ok(Outcome::Keep(None));
             };
+            self.refuse_unpaid_claim(list, Some(&list.tasks[index]), owner)?;
             let outcome = claim_at(list, index, owner, options);
             Ok(match outcome {
                 ClaimOutcome::Claimed(_) => Outcome::Write(Some(outcome)),
@@ -63,6 +69,7 @@ impl TaskList {
         self.update_doc(Some(owner), |config, list| {
             self.check_claimer(config, "claim", &TaskId::from_number(0), owner)?;
             self.authorize_claim(config, owner, None, options.lease)?;
+            self.refuse_unpaid_claim(list, None, owner)?;
             let report = ready_report(list);
             for task in report.ready {
                 let Some(index) = list.tasks.iter().position(|t| t.id == task.id) else {

@@ -88,6 +88,22 @@ pub struct AgentInput {
     /// A configured host to run it on, over ssh.
     #[serde(default)]
     host: Option<String>,
+    /// The teammate's spending cap: once reached, it stops, releases its task and reports.
+    #[serde(default)]
+    budget: Option<BudgetInput>,
+}
+
+/// A spending cap given to a spawned teammate (the lower of it and `budget.teammate_usd`
+/// of the config holds).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetInput {
+    /// Most USD.
+    #[serde(default)]
+    usd: Option<f64>,
+    /// Most model requests.
+    #[serde(default)]
+    requests: Option<u64>,
 }
 
 impl Tool for AgentTool {
@@ -176,6 +192,8 @@ impl Tool for AgentTool {
                     map.remove("permission_mode");
                     map.remove("task");
                     map.remove("host");
+                    // A sub-agent's spend counts toward its parent's caps.
+                    map.remove("budget");
                 }
                 return sub.call(input, ctx).await;
             }
@@ -249,6 +267,7 @@ impl AgentTool {
             .map(str::parse::<PermissionMode>)
             .transpose()
             .map_err(|e| format!("spawn {name}: `permission_mode`: {e}"))?;
+        self.set_budget(&name, input.budget.as_ref()).await?;
         // The task first, owned by the teammate-to-be, so that its id can be in the
         // prompt; a spawn that fails takes it away again.
         let task = if input.task {
@@ -318,6 +337,41 @@ impl AgentTool {
         Ok(out)
     }
 
+    /// Refuses a spawn while the team is over its cap; records the teammate's own cap.
+    async fn set_budget(&self, name: &Name, budget: Option<&BudgetInput>) -> Result<(), String> {
+        let binding = self.spawner.lead_binding().map_err(|e| e.to_string())?;
+        let cap = budget.map(|b| roo_store::budget::SpendCap {
+            usd: b.usd,
+            requests: b.requests,
+        });
+        let tasks = binding.team.tasks();
+        let (me, who) = (binding.me.clone(), name.clone());
+        let result = tokio::task::spawn_blocking(move || {
+            let now = tasks.spend_state(&me, None)?;
+            if let Some(cap) = now.team_cap
+                && cap.reached(&now.team)
+            {
+                return Ok(Err(format!(
+                    "spawn {who}: the team reached its budget of {} (spent {}); no new work                      starts",
+                    cap.describe(),
+                    roo_store::budget::describe_spend(&now.team)
+                )));
+            }
+            if let Some(cap) = cap {
+                tasks.set_caps(Some(&me), |caps| {
+                    caps.members.insert(who.clone(), cap);
+                })?;
+            }
+            Ok::<_, roo_store::Error>(Ok(()))
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        match result {
+            Ok(inner) => inner,
+            Err(e) => Err(format!("spawn {name}: set its budget: {e}")),
+        }
+    }
+
     /// Creates the task of an Agent call with `task: true`, owned by `owner` (pending
     /// until it is claimed for it after the spawn). Returns its id.
     async fn create_task(
@@ -337,6 +391,7 @@ impl AgentTool {
             metadata: serde_json::Map::new(),
             owner: Some(owner.clone()),
             by: Some(binding.me.clone()),
+            budget: None,
         };
         let tasks = binding.team.tasks();
         tokio::task::spawn_blocking(move || tasks.create(new))

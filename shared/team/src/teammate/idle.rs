@@ -268,6 +268,7 @@ pub fn idle_fingerprint(last: Option<&LastRun>, owned: &[Task], with_answer: boo
         Some(RunOutcome::MalformedToolCalls { .. }) => "malformed_tool_calls",
         Some(RunOutcome::Error { .. }) => "error",
         Some(RunOutcome::Stopped { .. }) => "stopped",
+        Some(RunOutcome::OverBudget { .. }) => "over_budget",
     });
     for task in owned {
         canonical.push_str(&format!(";{}={}", task.id, task.status.as_str()));

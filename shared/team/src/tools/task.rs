@@ -242,6 +242,10 @@ pub struct CreateInput {
     /// Your name claims it; another member's assigns it.
     #[serde(default)]
     owner: Option<String>,
+    /// Spending cap of the task in USD: once the model spend on it reaches it, whoever
+    /// works on it stops and releases it.
+    #[serde(default)]
+    budget_usd: Option<f64>,
 }
 
 const CREATE: &str = "TaskCreate";
@@ -290,6 +294,10 @@ impl TaskCreate {
             metadata: input.metadata.unwrap_or_default(),
             owner: None,
             by: None,
+            budget: input.budget_usd.map(|usd| roo_store::budget::SpendCap {
+                usd: Some(usd),
+                requests: None,
+            }),
         };
         let owner = input
             .owner

@@ -905,7 +905,20 @@ async fn the_teammate_only_agent_and_task_stop_schemas_take_what_they_took() {
                     "type": "string",
                     "enum": ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
                 },
-                "task": {"type": "boolean"}
+                "task": {"type": "boolean"},
+                // Added by issue 32: the teammate's spending cap.
+                "budget": {
+                    "type": "object",
+                    "properties": {
+                        "usd": {"description": "Most USD.", "type": "number"},
+                        "requests": {
+                            "description": "Most model requests.",
+                            "type": "integer",
+                            "minimum": 0
+                        }
+                    },
+                    "additionalProperties": false
+                }
             },
             "required": ["prompt", "name"],
             "additionalProperties": false

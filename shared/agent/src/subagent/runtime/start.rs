@@ -413,6 +413,19 @@ impl SubagentRuntime {
             check_server_window: false,
             // Its file changes count toward the parent's prompt (shared checkpoints).
             checkpoint_prompts: false,
+            // Its spend counts toward its parent's caps; a definition's `budget:` caps it
+            // too.
+            spend_gate: match plan.definition.as_ref().and_then(|d| d.budget) {
+                Some(budget) => Some(crate::hooks::SharedSpendGate(Arc::new(
+                    crate::hooks::CappedGate::new(
+                        parts.options.spend_gate.clone(),
+                        format!("sub-agent {}", plan.agent_type),
+                        budget.usd,
+                        budget.requests,
+                    ),
+                ))),
+                None => parts.options.spend_gate.clone(),
+            },
             ..parts.options.clone()
         };
         let context = child_context(&parts.context, workspace);

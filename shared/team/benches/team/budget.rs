@@ -1,0 +1,143 @@
+//! What the caps' accounting adds per model request (issue 32, "Budgets").
+//!
+//! A teammate's spend gate per request: `before_request` (reads where the member's,
+//! its task's and the team's spend stand) and `spent` (adds the request to the member's
+//! total and its task's in one locked write), against what a request cost before the
+//! caps — the usage meter's list of the member's tasks and `add_usage` — on the same
+//! team (20 tasks, 8 members, file store), interleaved. And a lead's gate without a
+//! team (the session's caps only, in memory).
+
+use std::time::{Duration, Instant};
+
+use roo_agent::SpendGate;
+use roo_llm::Usage;
+use roo_store::{
+    ClaimOptions, Member, Name, NewTask, RooHome, TaskFilter, TaskId, TaskUsage, Team,
+};
+use roo_team::budget::{BudgetPlan, TeamSpendGate};
+use roo_team::{InboxRouter, TeamBinding, TeamSlot};
+
+fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+fn pct(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort();
+    let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[i].as_secs_f64() * 1000.0
+}
+
+fn line(label: &str, samples: &mut [Duration]) {
+    println!(
+        "{label:>52}: p50 {:.3} ms, p90 {:.3} ms, max {:.3} ms",
+        pct(samples, 0.5),
+        pct(samples, 0.9),
+        pct(samples, 1.0)
+    );
+}
+
+pub async fn budget_section(n: usize) {
+    let n = n * 20;
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let lead = Member::new(name("lead"), &name("crew"));
+    let members: Vec<Member> = (0..7)
+        .map(|i| Member::new(name(&format!("w{i}")), &name("crew")))
+        .collect();
+    let team = Team::create(&home, name("crew"), "", lead, members).unwrap();
+    let tasks = team.tasks();
+    for i in 0..20 {
+        tasks
+            .create(NewTask {
+                subject: format!("task {i} of a realistic list"),
+                description: "x".repeat(500),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let (w0, id) = (name("w0"), TaskId::parse("1").unwrap());
+    tasks.claim(&id, &w0, &ClaimOptions::default()).unwrap();
+    tasks
+        .set_caps(None, |caps| {
+            caps.team = Some(roo_store::budget::SpendCap {
+                usd: Some(1e6),
+                requests: Some(1 << 40),
+            });
+        })
+        .unwrap();
+    let binding = TeamBinding {
+        router: InboxRouter::new(team.mailbox(), w0.clone()),
+        team: team.clone(),
+        me: w0.clone(),
+        lead: name("lead"),
+        lead_key: None,
+        presence: None,
+    };
+    let gate = TeamSpendGate::new(
+        BudgetPlan {
+            slot: TeamSlot::bound(binding),
+            ..BudgetPlan::default()
+        },
+        Default::default(),
+    );
+    let solo = TeamSpendGate::new(
+        BudgetPlan {
+            session: roo_store::budget::SpendCap {
+                usd: Some(1e6),
+                requests: Some(1 << 40),
+            },
+            lead: true,
+            ..BudgetPlan::default()
+        },
+        Default::default(),
+    );
+    let usage = Usage {
+        input_tokens: 1200,
+        output_tokens: 300,
+        cache_read_tokens: 20_000,
+        cache_write_tokens: 0,
+    };
+    let spend = TaskUsage {
+        input_tokens: 1200,
+        output_tokens: 300,
+        cache_read_tokens: 20_000,
+        cache_write_tokens: 0,
+        requests: 1,
+        cost_usd: Some(0.0123),
+    };
+    let (mut before, mut with_gate, mut solo_gate) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..n {
+        // Before the caps: the meter's list of the member's tasks and add_usage.
+        let (t, who, task) = (tasks.clone(), w0.clone(), id.clone());
+        let started = Instant::now();
+        tokio::task::spawn_blocking(move || {
+            let filter = TaskFilter {
+                owner: Some(who.clone()),
+                ..TaskFilter::default()
+            };
+            t.list(&filter).unwrap();
+            t.add_usage(&task, &who, &spend).unwrap();
+        })
+        .await
+        .unwrap();
+        before.push(started.elapsed());
+        let started = Instant::now();
+        gate.before_request().await;
+        gate.spent(usage, Some(0.0123)).await;
+        with_gate.push(started.elapsed());
+        let started = Instant::now();
+        solo.before_request().await;
+        solo.spent(usage, Some(0.0123)).await;
+        solo_gate.push(started.elapsed());
+    }
+    let mut added: Vec<Duration> = with_gate
+        .iter()
+        .zip(&before)
+        .map(|(a, b)| a.saturating_sub(*b))
+        .collect();
+    println!("\n## Budgets: accounting per model request (n = {n}, 20 tasks, 8 members, files)");
+    line("before the caps: list own tasks + add_usage", &mut before);
+    line("teammate's gate: before_request + spent", &mut with_gate);
+    line("added by the caps (paired difference)", &mut added);
+    line("lead's gate without a team (in memory)", &mut solo_gate);
+}
