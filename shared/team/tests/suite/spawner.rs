@@ -928,7 +928,10 @@ async fn the_teammate_only_agent_and_task_stop_schemas_take_what_they_took() {
         schema("TaskStop"),
         json!({
             "type": "object",
-            "properties": {"task_id": string},
+            "properties": {
+                "task_id": string,
+                "rewind_to": {"type": "integer", "minimum": 0}
+            },
             "required": ["task_id"],
             "additionalProperties": false
         })
