@@ -97,12 +97,24 @@ pub fn has_session(name: &str) -> Vec<String> {
 }
 
 /// Title, colour (read by [`BORDER_FORMAT`]) and "stay open if the worker fails" for a
-/// new pane: pane options only, which go away with the pane.
+/// new pane: pane options only, which go away with the pane. Two independent tmux runs:
+/// the title and then the colour in one sequence, so a coloured border never shows the
+/// pane's default title; `remain-on-exit failed` apart (an older tmux refuses it, which
+/// would end the sequence).
 pub fn dress_pane(pane: &str, title: &str, color: &str) -> Vec<Vec<String>> {
+    let mut named = strings(&["select-pane", "-t", pane, "-T"]);
+    named.extend([tmux_arg(title), ";".to_string()]);
+    named.extend(strings(&[
+        "set-option",
+        "-p",
+        "-t",
+        pane,
+        COLOR_OPTION,
+        color,
+    ]));
     vec![
         strings(&["set-option", "-p", "-t", pane, "remain-on-exit", "failed"]),
-        strings(&["select-pane", "-t", pane, "-T", title]),
-        strings(&["set-option", "-p", "-t", pane, COLOR_OPTION, color]),
+        named,
     ]
 }
 
@@ -299,8 +311,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             [
                 "set-option -p -t %3 remain-on-exit failed",
-                "select-pane -t %3 -T alice",
-                "set-option -p -t %3 @roo-color blue",
+                "select-pane -t %3 -T alice ; set-option -p -t %3 @roo-color blue",
             ]
         );
         assert_eq!(
