@@ -371,9 +371,10 @@ impl LeadRepo {
     }
 
     /// The second half: moves the user's branch (or detached HEAD) to the verified merge
-    /// commit with `git merge --ff-only`, which keeps the user's uncommitted changes —
-    /// refused when HEAD moved since [`LeadRepo::prepare_verified`] (what was verified
-    /// would not be what lands) or an operation is in progress.
+    /// commit with `git merge --ff-only --no-overwrite-ignore`, which keeps the user's
+    /// uncommitted changes and ignored files — refused when HEAD moved since
+    /// [`LeadRepo::prepare_verified`] (what was verified would not be what lands) or an
+    /// operation is in progress.
     pub fn finish_verified(&self, prepared: &PreparedMerge) -> Result<MergeOutcome> {
         let branch = prepared.branch.clone();
         let now = self.head()?;
@@ -391,7 +392,15 @@ impl LeadRepo {
                 root: self.root.clone(),
             });
         }
-        let args = ["merge", "--ff-only", "--quiet", &prepared.merge_commit];
+        // The user's tree went on while the command ran: an ignored file that appeared
+        // where the merge writes is refused, not overwritten (git's default).
+        let args = [
+            "merge",
+            "--ff-only",
+            "--no-overwrite-ignore",
+            "--quiet",
+            &prepared.merge_commit,
+        ];
         let out = self.git.run(&self.root, &args)?;
         let after = self.head()?;
         if !out.success {
