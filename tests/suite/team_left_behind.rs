@@ -230,3 +230,75 @@ fn a_failed_named_agent_call_exits_1_and_says_so() {
         "{result}"
     );
 }
+
+/// The report of a left team runs git in the teammate's clone, which reads the config
+/// the teammate wrote: a clean filter that never ends (`sleep`) on a file whose stat
+/// changed would hang `git status`, and with it the lead's exit, for ever. Each of
+/// those git runs is bounded: the run ends, saying alice's work could not be read.
+#[test]
+fn a_clone_whose_git_never_ends_does_not_hang_the_run_at_exit() {
+    let world = World::new();
+    let token = format!(
+        "roo-left-sleeper-{}",
+        world.root.path().file_name().unwrap().to_string_lossy()
+    );
+    let alice = serde_json::json!({"name": "Bash", "input": {"command": format!(
+        "echo work > work.txt && git add work.txt && git commit -q -m 'alice: add work.txt' \
+         && git config filter.slow.clean \"sh -c 'sleep 600' {token}\" \
+         && echo 'work.txt filter=slow' > .gitattributes \
+         && touch -m -d @1000000000 work.txt && echo ready"
+    )}});
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: alice, description: "works", prompt: "Commit work.txt."}}}}
+    - text: "Waiting for alice."
+    - text: "Done."
+    - text: "Done."
+    - text: "Done."
+  alice:
+    - tool_calls:
+        - {alice}
+    - text: "Committed work.txt."
+"#
+    );
+    let script = world.root.write("script-slow.yaml", script);
+    let mut run = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", world.root.join("roo"))
+        .env("HOME", world.root.join("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .current_dir(world.project())
+        .args(["-p", "Have alice do the work."])
+        .args(["--provider", "script", "--script"])
+        .arg(script)
+        .args(["--permission-mode", "bypassPermissions"])
+        .args(["--team-timeout", "60"])
+        .spawn();
+    wait_until(
+        "the run to end",
+        std::time::Duration::from_secs(150),
+        || run.child().try_wait().unwrap().map(|_| ()),
+        || "roo-lead still runs: the report of the left team hangs".to_string(),
+    );
+    let out = run.wait();
+    let stderr = out.stderr();
+    assert!(
+        stderr.contains("team crew is left behind") && stderr.contains("took longer than 15 s"),
+        "{stderr}"
+    );
+    wait_until(
+        "the filter to be ended",
+        std::time::Duration::from_secs(10),
+        || {
+            let ps = std::process::Command::new("pgrep")
+                .args(["-f", &token])
+                .output()
+                .unwrap();
+            (!ps.status.success()).then_some(())
+        },
+        || format!("a process named {token} still runs"),
+    );
+}

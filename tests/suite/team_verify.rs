@@ -230,11 +230,11 @@ impl World {
         }
     }
 
-    /// The scratch trees left in the lead's `TMPDIR`.
+    /// The scratch trees left in the lead's `TMPDIR` or its git directory.
     fn scratch_left(&self) -> Vec<String> {
-        std::fs::read_dir(self.path("tmp"))
-            .unwrap()
-            .flatten()
+        [self.path("tmp"), self.project().join(".git/roo-verify")]
+            .iter()
+            .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|name| name.starts_with("roo-verify-"))
             .collect()
@@ -482,6 +482,96 @@ fn a_verify_command_cannot_reach_the_users_repository_or_outlive_the_merge() {
         "{:?}",
         world.scratch_left()
     );
+}
+
+/// Every agent's commands, a teammate's included, may write the temp dirs: a scratch
+/// tree there could be rewritten while it is verified. Another agent's sandboxed Bash
+/// (the same write roots as a teammate's: its own directory and the temp dirs) looks
+/// for the scratch tree in the shared `TMPDIR` and in the lead's git directory while
+/// the verify command waits for it, and writes the value the check wants into it: it
+/// finds nothing it may write, the check sees alice's bad value, and nothing is merged.
+#[test]
+fn a_teammates_command_cannot_rewrite_the_tree_being_verified() {
+    if let Some(why) = roo_tests::confinement_untestable(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let world = World::new("permission_mode: default\n");
+    let project = world.project();
+    let probe = world.lead(
+        &[serde_json::json!({"name": "Bash", "input": {"command": "true"}})],
+        false,
+    );
+    if probe.stderr().contains("sandbox is unavailable") {
+        eprintln!("skipped: this machine has no OS sandbox");
+        return;
+    }
+    world.teammate_commits("alice", "bad");
+    let before = git(&project, &["rev-parse", "HEAD"]);
+    // The attacker: an agent of its own (its own ROO_HOME and directory), sharing the
+    // lead's TMPDIR as teammates do.
+    let attack = format!(
+        "for i in $(seq 200); do \
+           for d in \"$TMPDIR\"/roo-verify-* {git}/roo-verify/roo-verify-*; do \
+             if [ -f \"$d/check.sh\" ] && printf 'good\\n' > \"$d/value.txt\" \
+                && touch \"$d/tampered\"; then echo TAMPERED \"$d\"; exit 0; fi; \
+           done 2>/dev/null; sleep 0.05; done; echo NOT-TAMPERED",
+        git = project.join(".git").display()
+    );
+    let script = format!(
+        "agents:\n  lead:\n    - tool_calls:\n        - {}\n    - text: \"Done.\"\n",
+        serde_json::json!({"name": "Bash", "input": {"command": attack, "timeout_ms": 60000}})
+    );
+    let script_path = world.root.write("attacker.yaml", script);
+    std::fs::create_dir_all(world.path("attacker-roo")).unwrap();
+    world.root.write("attacker/README.md", "# elsewhere\n");
+    roo_tests::git_repo_with_identity(&world.path("attacker"));
+    let attacker = TestCommand::new(bin("roo-lead"))
+        .env("ROO_HOME", world.path("attacker-roo"))
+        .env("HOME", world.path("home"))
+        .env("TMPDIR", world.path("tmp"))
+        .current_dir(world.path("attacker"))
+        .args(["-p", "attack", "--provider", "script", "--script"])
+        .arg(script_path)
+        .args(["--permission-mode", "bypassPermissions"])
+        .spawn();
+    // The verify command gives the attacker up to 10 s, then runs the check.
+    let verify = "i=0; while [ ! -e tampered ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
+                  sh check.sh";
+    world.lead(&[team_merge("alice", Some(verify))], false);
+    let attacked = attacker.wait();
+    let results = world.tool_results();
+    assert!(
+        results[0].contains("nothing was merged") && results[0].contains("FAIL: value is bad"),
+        "the check must see alice's value: {}\nattacker: {}",
+        results[0],
+        attacked.stdout()
+    );
+    assert_eq!(git(&project, &["rev-parse", "HEAD"]), before);
+    assert_eq!(
+        std::fs::read_to_string(project.join("value.txt")).unwrap(),
+        "good\n"
+    );
+    let attacker_results = session_results(&newest_session(&world.path("attacker-roo")));
+    assert!(
+        attacker_results.iter().any(|r| r.contains("NOT-TAMPERED")),
+        "{attacker_results:?}"
+    );
+}
+
+/// The newest session transcript under `roo_home`.
+fn newest_session(roo_home: &Path) -> PathBuf {
+    let mut sessions = Vec::new();
+    for project in std::fs::read_dir(roo_home.join("projects")).unwrap() {
+        for entry in std::fs::read_dir(project.unwrap().path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|x| x == "jsonl") {
+                sessions.push(path);
+            }
+        }
+    }
+    sessions.sort_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap());
+    sessions.pop().unwrap()
 }
 
 /// Two lead processes (two teams in one repository) merge at once: the second waits

@@ -29,7 +29,7 @@ pub struct BoundedOutput {
 /// Runs `command` in a process group of its own with stdout and stderr captured and
 /// `input` (if any) written to its stdin by a thread of its own (the caller pipes
 /// stdin), so a program that reads none of it cannot block past `limit`. Past `limit`
-/// the whole group is killed. `Err` only if it could not be started or waited for.
+/// the whole group is ended (SIGTERM, then SIGKILL after a grace). `Err` only if it could not be started or waited for.
 pub fn output_within(
     command: &mut Command,
     input: Option<Vec<u8>>,
@@ -59,7 +59,18 @@ pub fn output_within(
         }),
         Err(_) => {
             if let Some(group) = group {
-                group.signal(Signal::SIGKILL);
+                // A command sandbox's helper (the leader of a launched command) ends the
+                // whole tree it supervises on SIGTERM — what it confines runs in
+                // sessions of their own, out of this group's reach, and would outlive a
+                // SIGKILL of the helper. SIGKILL after its grace.
+                group.signal(Signal::SIGTERM);
+                group.signal(Signal::SIGCONT);
+                if waited
+                    .recv_timeout(super::sandbox::LEFTOVER_GRACE * 4)
+                    .is_err()
+                {
+                    group.signal(Signal::SIGKILL);
+                }
             }
             Ok(BoundedOutput {
                 ending: Ending::TimedOut,

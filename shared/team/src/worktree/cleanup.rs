@@ -204,6 +204,9 @@ impl CleanupReport {
     }
 }
 
+/// How long each git run of [`LeadRepo::left_work`] may take.
+const LEFT_WORK_GIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// What a teammate of a team its lead left behind holds that the lead's HEAD lacks, read
 /// without changing the clone ([`LeadRepo::left_work`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,8 +263,14 @@ impl LeadRepo {
         if let Err(e) = self.fetch_member_within(team, member, super::SYNC_FETCH_TIMEOUT) {
             left.unread = Some(e.to_string());
         }
-        left.changes = self.changes(Some(&path), &full_ref)?;
-        left.ignored = self.ignored(&path)?;
+        // Git in the clone reads the teammate's config (a clean filter may never end):
+        // each run is bounded, so the report, printed as the lead exits, always ends.
+        let bounded = LeadRepo {
+            git: self.git.clone().limited(LEFT_WORK_GIT_LIMIT),
+            ..self.clone()
+        };
+        left.changes = bounded.changes(Some(&path), &full_ref)?;
+        left.ignored = bounded.ignored(&path)?;
         Ok(left)
     }
 

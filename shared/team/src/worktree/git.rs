@@ -58,6 +58,9 @@ pub struct Git {
     program: PathBuf,
     env: Vec<(OsString, OsString)>,
     launcher: Option<Launcher>,
+    /// How long each [`Git::run`] may take before git and what it started are ended
+    /// ([`Git::limited`]); `None`: no bound.
+    limit: Option<std::time::Duration>,
 }
 
 impl Default for Git {
@@ -107,7 +110,17 @@ impl Git {
             program: PathBuf::from("git"),
             env: Vec::new(),
             launcher: None,
+            limit: None,
         }
+    }
+
+    /// The same git, each [`Git::run`] of which (confined or not) is ended with
+    /// everything it started after `limit`, a failure saying so: for git that runs in a
+    /// teammate's clone where nothing waits for an answer, as the report of a team left
+    /// behind (a filter the clone's config names could otherwise hang it for ever).
+    pub fn limited(mut self, limit: std::time::Duration) -> Self {
+        self.limit = Some(limit);
+        self
     }
 
     /// Runs every git command through `sandbox` (its helper, confined by its policy):
@@ -203,6 +216,14 @@ impl Git {
     pub(crate) fn run<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<GitOutput> {
         existing_dir(dir)?;
         let mut command = self.command(dir, args, true);
+        if let Some(limit) = self.limit {
+            return output_within(&mut command, limit, "git").map_err(|source| {
+                WorktreeError::GitUnavailable {
+                    program: self.program.clone(),
+                    source,
+                }
+            });
+        }
         let out = command
             .output()
             .map_err(|source| WorktreeError::GitUnavailable {

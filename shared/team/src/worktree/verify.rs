@@ -5,12 +5,12 @@
 //! ([`MergeTurn`]), the merge commit made without touching the user's tree, index or
 //! refs (`git merge-tree --write-tree` and `git commit-tree`, after the same checks as
 //! a plain merge), the scratch checkout of that commit the command runs in
-//! ([`ScratchTree`], a `git clone --shared` in the temp dir, removed when dropped), the
-//! sandbox of the command (the lead's, with the project's tree and git directory
-//! replaced by the scratch tree), and the fast-forward that moves the user's branch to
-//! exactly the verified commit. The user's uncommitted changes are never in the scratch
-//! tree; the fast-forward leaves them where they are and is refused when the merge
-//! changes a file they touch. Running the command is the caller's (it is async).
+//! ([`ScratchTree`], a `git clone --shared` under the lead's git directory, out of
+//! teammates' reach, removed when dropped), the sandbox of the command (the lead's,
+//! with the project's tree and git directory replaced by the scratch tree), and the
+//! fast-forward that moves the user's branch to exactly the verified commit. The
+//! user's uncommitted changes are never in the scratch tree; the fast-forward leaves
+//! them where they are and is refused when the merge changes a file they touch. Running the command is the caller's (it is async).
 
 use std::collections::BTreeSet;
 use std::os::unix::ffi::OsStrExt;
@@ -93,21 +93,47 @@ pub struct PreparedMerge {
     pub workdir: PathBuf,
 }
 
-/// A scratch checkout in the temp dir (mode 0700), removed with everything in it when
-/// dropped, whatever ended the verification.
+/// A scratch checkout under the lead's git directory (mode 0700), removed with
+/// everything in it when dropped, whatever ended the verification.
 #[derive(Debug)]
 pub struct ScratchTree {
     path: PathBuf,
 }
 
+/// The directory of the scratch trees in the lead's git directory. Not the temp dir:
+/// every agent's commands, teammates' included, may write `/tmp`, `/var/tmp` and
+/// `$TMPDIR`, so a teammate's command could rewrite the tree while it is verified and
+/// make a failing merge pass; a teammate may write its own clone only.
+pub const SCRATCH_DIR: &str = "roo-verify";
+
 impl ScratchTree {
-    /// A new empty directory `roo-verify-<pid>-<n>` in the system temp dir, made with
-    /// `mkdir` (never one that existed).
-    pub fn create() -> Result<ScratchTree> {
+    /// A new empty directory `roo-verify-<pid>-<n>` in `base` (made, mode 0700, when
+    /// missing; refused when it is no directory or a symlink), made with `mkdir` (never
+    /// one that existed).
+    pub fn create(base: &Path) -> Result<ScratchTree> {
         use std::os::unix::fs::DirBuilderExt;
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir();
+        match std::fs::DirBuilder::new().mode(0o700).create(base) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(source) => {
+                return Err(WorktreeError::Io {
+                    action: "create the scratch trees' directory",
+                    path: base.to_path_buf(),
+                    source,
+                });
+            }
+        }
+        if !std::fs::symlink_metadata(base).is_ok_and(|meta| meta.is_dir()) {
+            return Err(WorktreeError::Io {
+                action: "use the scratch trees' directory",
+                path: base.to_path_buf(),
+                source: std::io::Error::other(
+                    "it is no directory (or a symlink): remove it and merge again",
+                ),
+            });
+        }
         loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let path = base.join(format!("roo-verify-{}-{n}", std::process::id()));
@@ -223,7 +249,11 @@ impl LeadRepo {
             .trim()
             .to_string();
         self.check_uncommitted_apart(&branch, &before, &merge_commit)?;
-        let scratch = ScratchTree::create()?;
+        let git_dir = self
+            .git_dir
+            .clone()
+            .unwrap_or_else(|| self.root.join(".git"));
+        let scratch = ScratchTree::create(&git_dir.join(SCRATCH_DIR))?;
         let root = self.root.as_os_str();
         let target = scratch.path().as_os_str();
         let clone: [&std::ffi::OsStr; 7] = [
@@ -341,9 +371,10 @@ impl LeadRepo {
     }
 
     /// The second half: moves the user's branch (or detached HEAD) to the verified merge
-    /// commit with `git merge --ff-only`, which keeps the user's uncommitted changes —
-    /// refused when HEAD moved since [`LeadRepo::prepare_verified`] (what was verified
-    /// would not be what lands) or an operation is in progress.
+    /// commit with `git merge --ff-only --no-overwrite-ignore`, which keeps the user's
+    /// uncommitted changes and ignored files — refused when HEAD moved since
+    /// [`LeadRepo::prepare_verified`] (what was verified would not be what lands) or an
+    /// operation is in progress.
     pub fn finish_verified(&self, prepared: &PreparedMerge) -> Result<MergeOutcome> {
         let branch = prepared.branch.clone();
         let now = self.head()?;
@@ -361,7 +392,15 @@ impl LeadRepo {
                 root: self.root.clone(),
             });
         }
-        let args = ["merge", "--ff-only", "--quiet", &prepared.merge_commit];
+        // The user's tree went on while the command ran: an ignored file that appeared
+        // where the merge writes is refused, not overwritten (git's default).
+        let args = [
+            "merge",
+            "--ff-only",
+            "--no-overwrite-ignore",
+            "--quiet",
+            &prepared.merge_commit,
+        ];
         let out = self.git.run(&self.root, &args)?;
         let after = self.head()?;
         if !out.success {

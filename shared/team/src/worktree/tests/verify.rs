@@ -110,3 +110,29 @@ fn a_conflict_a_dirty_overlap_and_a_moved_branch_merge_nothing() {
     assert_ne!(moved, before);
     assert!(!repo.join("c.txt").exists());
 }
+
+/// While the command runs, the user's tree goes on: a git-ignored file that appears at a
+/// path the merge adds (checked only before the verification) is not overwritten by
+/// the landing's fast-forward, which git would otherwise do without a word.
+#[test]
+fn an_ignored_file_made_while_verifying_is_not_overwritten_by_the_landing() {
+    let w = World::new();
+    let repo = w.repo();
+    let alice = w.add(&repo, "alice");
+    w.commit_in(&alice.path, "c.txt", "sea\n", "alice: c");
+    let lead = w.lead(&repo);
+    let before = w.head(&repo);
+    let p = prepared(
+        lead.prepare_verified(&name("team"), &name("alice"), false, &repo)
+            .unwrap(),
+    );
+    std::fs::write(repo.join(".git/info/exclude"), "c.txt\n").unwrap();
+    std::fs::write(repo.join("c.txt"), "the user's secret\n").unwrap();
+    let landed = lead.finish_verified(&p);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("c.txt")).unwrap(),
+        "the user's secret\n"
+    );
+    assert!(landed.is_err(), "{landed:?}");
+    assert_eq!(w.head(&repo), before);
+}
