@@ -384,3 +384,43 @@ fn ctrl_t_types_at_the_prompt_while_a_question_stays_pinned() {
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
 }
+
+/// Issue 31 review: on a terminal under about 14 rows the pinned block outgrew the
+/// screen and its headline scrolled away. At 80×7 the headline, a marker of what is
+/// cut, the answer keys and the status line stay; `v` shows the whole call, `y` runs it.
+#[test]
+fn on_a_short_terminal_the_question_keeps_its_headline_keys_and_prompt() {
+    let world = World::new();
+    let steps: String = (1..=30).map(|i| format!("echo step{i}\\n")).collect();
+    let script = format!(
+        "agents:\n  \"*\":\n    - text: \"Running the steps.\"\n      tool_calls:\n        \
+         - {{name: Bash, input: {{command: \"{steps}\"}}}}\n    - text: \"All steps ran.\"\n"
+    );
+    let tmux = world.lead(&script, true);
+    tmux.run(&["resize-window", "-t", "main", "-x", "80", "-y", "7"]);
+    tmux.wait_for("the short window", |s| s.lines().count() <= 7);
+    tmux.type_text("run the steps");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the question armed", |s| {
+        last_line(s).contains("y/n answers the lead's")
+    });
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(lines.len() <= 7, "{screen}");
+    assert!(
+        screen.contains("? Bash(echo step1"),
+        "headline gone:\n{screen}"
+    );
+    assert!(screen.contains("[y] yes"), "keys gone:\n{screen}");
+    assert!(screen.contains("[v] view all"), "{screen}");
+    assert!(
+        screen.contains("cut: the terminal is only 7 rows high"),
+        "{screen}"
+    );
+    tmux.keys(&["v"]);
+    tmux.keys(&["y"]);
+    tmux.wait_for("the steps run", |s| s.contains("All steps ran."));
+    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}

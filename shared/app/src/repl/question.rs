@@ -76,8 +76,9 @@ impl Question {
                 view,
                 // Leave room for the question's other lines (headline, reason, hints,
                 // keys), the queue under it, the status and a row of the stream: the
-                // whole block stays shorter than the terminal.
-                rows: COMPACT_LINES.min(usize::from(height).saturating_sub(OTHER_ROWS).max(3)),
+                // whole block stays shorter than the terminal (on a short one the rest
+                // is behind `v`, which an answer then needs first).
+                rows: COMPACT_LINES.min(usize::from(height).saturating_sub(OTHER_ROWS).max(1)),
                 expanded: false,
                 note: None,
                 width: usize::from(columns),

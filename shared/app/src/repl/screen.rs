@@ -306,6 +306,8 @@ impl Screen {
                 .map(|l| usize::from(screen_rows(l, width)))
                 .sum()
         };
+        let mut front_at = usize::from(started.is_some());
+        let front_len = front.len();
         let mut rows: Vec<String> = started.into_iter().collect();
         rows.extend(front);
         rows.extend(queue);
@@ -314,9 +316,41 @@ impl Screen {
             rows.retain(|row| !row.contains("then (Tab)") && !row.contains("… and "));
             rows.push(style.dim(&format!("  … and {} more (Tab)", n - 1)));
         }
-        if rows_of(&rows) > budget && self.activity.is_some() && !self.questions.is_empty() {
+        if rows_of(&rows) > budget && front_at == 1 && !self.questions.is_empty() {
             // So does the started line (it is printed when it ends).
             rows.remove(0);
+            front_at = 0;
+        }
+        if rows_of(&rows) > budget && front_len > 2 {
+            // A short terminal: the question's headline and answer keys stay, with
+            // as many rows between them as fit and a marker of what is cut.
+            let after: Vec<String> = rows.split_off(front_at + front_len);
+            let keys = rows.pop().unwrap_or_default();
+            let middle = rows.split_off(front_at + 1);
+            let fixed = rows_of(&rows) + rows_of(std::slice::from_ref(&keys)) + rows_of(&after);
+            let room = budget.saturating_sub(fixed + 1);
+            let mut used = 0;
+            let mut cut = 0;
+            for row in middle {
+                let taken = rows_of(std::slice::from_ref(&row));
+                if cut == 0 && used + taken <= room {
+                    used += taken;
+                    rows.push(row);
+                } else {
+                    cut += 1;
+                }
+            }
+            if cut > 0 {
+                rows.push(head_fitting(
+                    &style.dim(&format!(
+                        "  … {cut} row{} cut: the terminal is only {height} rows high",
+                        if cut == 1 { "" } else { "s" }
+                    )),
+                    width,
+                ));
+            }
+            rows.push(keys);
+            rows.extend(after);
         }
         (rows, last)
     }
