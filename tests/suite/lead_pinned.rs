@@ -424,3 +424,50 @@ fn on_a_short_terminal_the_question_keeps_its_headline_keys_and_prompt() {
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
 }
+
+/// Issue 31 review: a question pinned before `/team` opened (the prompt had the keys
+/// through Ctrl+T) stayed out of sight behind the view until a new one came. `/team`
+/// now does not open while questions wait, says why, and the question stays answerable.
+#[test]
+fn team_view_does_not_open_over_a_question_already_waiting() {
+    let world = World::new();
+    let tmux = world.lead(LATE_ASK, true);
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("alice's question armed", |s| {
+        s.contains("Alice is on it.") && last_line(s).contains("y/n answers alice's")
+    });
+    tmux.keys(&["C-t"]);
+    tmux.type_text("/team");
+    tmux.wait_for("the command at the prompt", |s| {
+        last_line(s).starts_with("› /team")
+    });
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the refusal", |s| {
+        s.contains("/team did not open: 1 question waits below")
+    });
+    assert!(!screen.contains("q quit"), "{screen}");
+    assert!(
+        screen.contains("? teammate alice: WriteFile(alpha.txt)"),
+        "{screen}"
+    );
+    tmux.wait_for("the keys back at the question", |s| {
+        last_line(s).contains("y/n answers alice's")
+    });
+    tmux.keys(&["y"]);
+    wait_until(
+        "alice's file",
+        Duration::from_secs(20),
+        || {
+            world
+                .worktree_file("alice", "alpha.txt")
+                .is_file()
+                .then_some(())
+        },
+        || tmux.screen(),
+    );
+    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}

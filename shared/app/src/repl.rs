@@ -422,6 +422,21 @@ impl Session {
             }
             Flow::Continue => Command::Done,
             Flow::Exit => Command::Exit,
+            // Questions already pinned would be out of sight behind the view (an
+            // arriving one closes it): they are answered first.
+            Flow::TeamView if !self.screen.questions.is_empty() => {
+                let n = self.screen.questions.len();
+                let (waits, them) = if n == 1 {
+                    ("question waits", "it")
+                } else {
+                    ("questions wait", "them")
+                };
+                self.screen.stream(&[style.yellow(&format!(
+                    "/team did not open: {n} {waits} below; answer {them} first (the view \
+                     would hide {them})"
+                ))]);
+                Command::Done
+            }
             Flow::TeamView => {
                 let asked = slash::team_view(
                     &self.team,
