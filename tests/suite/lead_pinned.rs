@@ -471,3 +471,51 @@ fn team_view_does_not_open_over_a_question_already_waiting() {
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
 }
+
+/// Alice asks to write alpha.txt; denied, she would go on to beta.txt.
+const PAUSE_ASK: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Write alpha.txt."}}
+    - text: "Alice is on it."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - delay_ms: 2500
+      tool_calls:
+        - {name: WriteFile, input: {path: alpha.txt, content: "a\n"}}
+    - tool_calls:
+        - {name: WriteFile, input: {path: beta.txt, content: "b\n"}}
+    - text: "Done."
+"#;
+
+/// Issue 31 review: no answer stopped a teammate. `p` on a teammate's question (shown
+/// in the key legend) denies the call and stops the teammate's current work: it goes
+/// idle and does not take its next step.
+#[test]
+fn p_denies_a_teammates_call_and_pauses_the_teammate() {
+    let world = World::new();
+    let tmux = world.lead(PAUSE_ASK, true);
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("alice's question armed", |s| {
+        s.contains("Alice is on it.") && last_line(s).contains("y/n answers alice's")
+    });
+    assert!(screen.contains("[p] no, pause alice"), "{screen}");
+    tmux.keys(&["p"]);
+    tmux.wait_for("the record and alice idle", |s| {
+        s.contains("? teammate alice: WriteFile(alpha.txt) → denied, alice paused")
+            && s.contains("alice idle")
+    });
+    // Alice's next step would ask about beta.txt: a message to the lead would come
+    // first if she went on, so the lead's prompt being free and quiet is the check.
+    let screen = tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    assert!(!screen.contains("beta.txt"), "{screen}");
+    assert!(!world.worktree_file("alice", "alpha.txt").exists());
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    assert!(!world.worktree_file("alice", "beta.txt").exists());
+}

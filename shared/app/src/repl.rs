@@ -83,6 +83,7 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         subagents,
         mcp,
         team_turns,
+        spawner,
         ..
     } = built;
     // Background tasks that end print one line at once, even while the user types.
@@ -108,7 +109,10 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         task_events,
         approvals: approvals.unwrap_or_else(|| mpsc::channel(1).1),
         keys: spawn_key_reader(),
-        screen: Screen::new(style),
+        screen: Screen::new(style).pausing(Box::new(move |name: &str| {
+            let name = roo_store::Name::parse(name).map_err(|e| e.to_string())?;
+            spawner.stop(&name).map(|_| ()).map_err(|e| e.to_string())
+        })),
         style,
         skills,
         subagents,

@@ -30,6 +30,9 @@ pub(super) const PROMPT: &str = "› ";
 
 /// The key that moves the keys between the pinned questions and the prompt (at the
 /// prompt, between runs): a stream of questions never locks the person out of typing.
+/// Stops the named teammate's current run; the error says why it could not.
+pub(super) type PauseTeammate = Box<dyn Fn(&str) -> Result<(), String> + Send>;
+
 pub(super) fn is_focus_key(key: &KeyEvent) -> bool {
     key.code == KeyCode::Char('t') && key.modifiers.contains(KeyModifiers::CONTROL)
 }
@@ -68,6 +71,8 @@ pub(super) struct Screen {
     next_serial: u64,
     /// The person moved the keys to the prompt (Ctrl+T) while questions stay pinned.
     typing: bool,
+    /// Stops a teammate's current run (the spawner's TaskStop), for the `p` answer.
+    pause: Option<PauseTeammate>,
     pub(super) style: Style,
 }
 
@@ -88,8 +93,16 @@ impl Screen {
             arming: Arming::default(),
             next_serial: 0,
             typing: false,
+            pause: None,
             style,
         }
+    }
+
+    /// The same screen, whose `p` answer to a teammate's question also stops that
+    /// teammate's current run through `pause`.
+    pub(super) fn pausing(mut self, pause: PauseTeammate) -> Screen {
+        self.pause = Some(pause);
+        self
     }
 
     /// Prints `lines` in the stream, above the pinned block, and draws the block again.
@@ -425,6 +438,22 @@ impl Screen {
         let Some(question) = self.questions.pop_front() else {
             return KeyFor::NotMine;
         };
+        if let (KeyCode::Char('p' | 'P'), Some(pause), Some(name)) =
+            (key.code, &self.pause, question.teammate())
+        {
+            // Stopped first, so the denial cannot start its next step.
+            let paused = pause(&name);
+            let mut lines = question.deny_and_pause(&name, &self.style);
+            if let Err(why) = paused {
+                lines.push(
+                    self.style
+                        .red(&format!("error: failed to pause {name}: {why}")),
+                );
+            }
+            self.front_changed(true);
+            self.stream(&lines);
+            return KeyFor::Taken;
+        }
         let (kept, lines) = question.key(key, &self.style);
         let answered_esc = kept.is_none() && key.code == KeyCode::Esc;
         if let Some(question) = kept {
