@@ -31,6 +31,10 @@ pub const GUARDED: [&str; 6] = [
     ".roocode",
 ];
 
+/// Teammates' clones (docs/WORKTREES.md): the team runtime's, written by teammates
+/// while the lead's commands run, and holding no configuration of the project.
+const NOT_GUARDED: &str = ".roocode/worktrees";
+
 /// Most entries a snapshot records; beyond it the rest is reported, not guarded.
 const MAX_ENTRIES: usize = 5_000;
 /// Most bytes of file content a snapshot keeps in all.
@@ -78,6 +82,9 @@ impl ProtectedSnapshot {
     }
 
     fn walk(&mut self, relative: &Path, bytes: &mut u64) {
+        if relative == Path::new(NOT_GUARDED) {
+            return;
+        }
         if self.entries.len() >= MAX_ENTRIES {
             self.partial = true;
             return;
@@ -265,5 +272,19 @@ mod tests {
             std::fs::read_to_string(root.join(".git/HEAD")).unwrap(),
             "ref: refs/heads/other\n"
         );
+    }
+
+    #[test]
+    fn teammates_clones_under_roocode_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".roocode/worktrees/crew+alice")).unwrap();
+        std::fs::write(root.join(".roocode/config.yaml"), "a: 1\n").unwrap();
+        let snapshot = ProtectedSnapshot::take(root);
+        std::fs::write(root.join(".roocode/worktrees/crew+alice/a.txt"), "a\n").unwrap();
+        std::fs::create_dir(root.join(".roocode/worktrees/crew+bob")).unwrap();
+        assert!(snapshot.undo_changes().is_empty());
+        assert!(root.join(".roocode/worktrees/crew+alice/a.txt").is_file());
+        assert!(root.join(".roocode/worktrees/crew+bob").is_dir());
     }
 }
