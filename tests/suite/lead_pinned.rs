@@ -384,3 +384,138 @@ fn ctrl_t_types_at_the_prompt_while_a_question_stays_pinned() {
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
 }
+
+/// Issue 31 review: on a terminal under about 14 rows the pinned block outgrew the
+/// screen and its headline scrolled away. At 80×7 the headline, a marker of what is
+/// cut, the answer keys and the status line stay; `v` shows the whole call, `y` runs it.
+#[test]
+fn on_a_short_terminal_the_question_keeps_its_headline_keys_and_prompt() {
+    let world = World::new();
+    let steps: String = (1..=30).map(|i| format!("echo step{i}\\n")).collect();
+    let script = format!(
+        "agents:\n  \"*\":\n    - text: \"Running the steps.\"\n      tool_calls:\n        \
+         - {{name: Bash, input: {{command: \"{steps}\"}}}}\n    - text: \"All steps ran.\"\n"
+    );
+    let tmux = world.lead(&script, true);
+    tmux.run(&["resize-window", "-t", "main", "-x", "80", "-y", "7"]);
+    tmux.wait_for("the short window", |s| s.lines().count() <= 7);
+    tmux.type_text("run the steps");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the question armed", |s| {
+        last_line(s).contains("y/n answers the lead's")
+    });
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(lines.len() <= 7, "{screen}");
+    assert!(
+        screen.contains("? Bash(echo step1"),
+        "headline gone:\n{screen}"
+    );
+    assert!(screen.contains("[y] yes"), "keys gone:\n{screen}");
+    assert!(screen.contains("[v] view all"), "{screen}");
+    assert!(
+        screen.contains("cut: the terminal is only 7 rows high"),
+        "{screen}"
+    );
+    tmux.keys(&["v"]);
+    tmux.keys(&["y"]);
+    tmux.wait_for("the steps run", |s| s.contains("All steps ran."));
+    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}
+
+/// Issue 31 review: a question pinned before `/team` opened (the prompt had the keys
+/// through Ctrl+T) stayed out of sight behind the view until a new one came. `/team`
+/// now does not open while questions wait, says why, and the question stays answerable.
+#[test]
+fn team_view_does_not_open_over_a_question_already_waiting() {
+    let world = World::new();
+    let tmux = world.lead(LATE_ASK, true);
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("alice's question armed", |s| {
+        s.contains("Alice is on it.") && last_line(s).contains("y/n answers alice's")
+    });
+    tmux.keys(&["C-t"]);
+    tmux.type_text("/team");
+    tmux.wait_for("the command at the prompt", |s| {
+        last_line(s).starts_with("› /team")
+    });
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the refusal", |s| {
+        s.contains("/team did not open: 1 question waits below")
+    });
+    assert!(!screen.contains("q quit"), "{screen}");
+    assert!(
+        screen.contains("? teammate alice: WriteFile(alpha.txt)"),
+        "{screen}"
+    );
+    tmux.wait_for("the keys back at the question", |s| {
+        last_line(s).contains("y/n answers alice's")
+    });
+    tmux.keys(&["y"]);
+    wait_until(
+        "alice's file",
+        Duration::from_secs(20),
+        || {
+            world
+                .worktree_file("alice", "alpha.txt")
+                .is_file()
+                .then_some(())
+        },
+        || tmux.screen(),
+    );
+    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+}
+
+/// Alice asks to write alpha.txt; denied, she would go on to beta.txt.
+const PAUSE_ASK: &str = r#"
+agents:
+  lead:
+    - tool_calls:
+        - {name: TeamCreate, input: {team_name: crew}}
+        - {name: Agent, input: {name: alice, prompt: "Write alpha.txt."}}
+    - text: "Alice is on it."
+    - text: "Noted."
+    - text: "Noted."
+  alice:
+    - delay_ms: 2500
+      tool_calls:
+        - {name: WriteFile, input: {path: alpha.txt, content: "a\n"}}
+    - tool_calls:
+        - {name: WriteFile, input: {path: beta.txt, content: "b\n"}}
+    - text: "Done."
+"#;
+
+/// Issue 31 review: no answer stopped a teammate. `p` on a teammate's question (shown
+/// in the key legend) denies the call and stops the teammate's current work: it goes
+/// idle and does not take its next step.
+#[test]
+fn p_denies_a_teammates_call_and_pauses_the_teammate() {
+    let world = World::new();
+    let tmux = world.lead(PAUSE_ASK, true);
+    tmux.type_text("Build it with alice.");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("alice's question armed", |s| {
+        s.contains("Alice is on it.") && last_line(s).contains("y/n answers alice's")
+    });
+    assert!(screen.contains("[p] no, pause alice"), "{screen}");
+    tmux.keys(&["p"]);
+    tmux.wait_for("the record and alice idle", |s| {
+        s.contains("? teammate alice: WriteFile(alpha.txt) → denied, alice paused")
+            && s.contains("alice idle")
+    });
+    // Alice's next step would ask about beta.txt: a message to the lead would come
+    // first if she went on, so the lead's prompt being free and quiet is the check.
+    let screen = tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    assert!(!screen.contains("beta.txt"), "{screen}");
+    assert!(!world.worktree_file("alice", "alpha.txt").exists());
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    assert!(!world.worktree_file("alice", "beta.txt").exists());
+}

@@ -131,3 +131,68 @@ fn regression_always_for_a_root_file_never_approves_a_write_under_git_or_roocode
     tmux.keys(&["C-c"]);
     assert_eq!(tmux.wait_exit(), 0);
 }
+
+/// The review's repro for commands: allow rules such as `Bash(git config *)` let a
+/// command change git's config, add a hook or create `.roocode/` unasked. Each change
+/// is undone once the command ends and the model is told; what a commit writes stays.
+#[test]
+fn regression_a_command_an_allow_rule_ran_leaves_no_change_under_git_or_roocode() {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let home = roo_tests::TempHome {
+        home: TempDir::new_in(target),
+        cwd: TempDir::new_in(target),
+    };
+    let project = home.cwd.path().to_path_buf();
+    home.cwd.write("hook.sh", "#!/bin/sh\ntouch pwned\n");
+    roo_tests::git_repo_with_identity(&project);
+    home.home.write(
+        "config.yaml",
+        "permissions:\n  allow: [\"Bash(git config *)\", \"Bash(cp *)\", \"Bash(mkdir *)\", \
+         \"Bash(git commit *)\"]\n",
+    );
+    let git_config = std::fs::read_to_string(project.join(".git/config")).unwrap();
+    let head = |p: &Path| roo_tests::git(p, &["rev-parse", "HEAD"]);
+    let before = head(&project);
+    let script = home.home.write(
+        "script.yaml",
+        r#"
+agents:
+  "*":
+    - tool_calls:
+        - {name: Bash, input: {command: "git config core.hooksPath hooks-elsewhere"}}
+    - tool_calls:
+        - {name: Bash, input: {command: "git config alias.st '!touch pwned'"}}
+    - tool_calls:
+        - {name: Bash, input: {command: "cp hook.sh .git/hooks/pre-commit"}}
+    - tool_calls:
+        - {name: Bash, input: {command: "mkdir -p .roocode/agents"}}
+    - tool_calls:
+        - {name: Bash, input: {command: "git commit --allow-empty -m still-works"}}
+    - text: "Done."
+"#,
+    );
+    let out = home
+        .cmd("roo-lead")
+        .args(["-p", "set up git", "--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--output-format", "stream-json"])
+        .run();
+    out.assert_ok();
+    let stdout = out.stdout();
+    assert!(!stdout.contains("permission_denied"), "{stdout}");
+    for undone in [
+        "undone: restored .git/config",
+        "removed .git/hooks/pre-commit",
+        "removed .roocode/agents; removed .roocode",
+    ] {
+        assert!(stdout.contains(undone), "{undone}:\n{stdout}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(project.join(".git/config")).unwrap(),
+        git_config,
+        "git's config changed"
+    );
+    assert!(!project.join(".git/hooks/pre-commit").exists());
+    assert!(!project.join(".roocode").exists());
+    assert_ne!(head(&project), before, "the commit did not stay");
+}

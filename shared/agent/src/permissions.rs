@@ -20,6 +20,7 @@ pub mod dangerous;
 mod decision;
 pub mod mode;
 pub mod policy;
+pub mod protected_undo;
 pub mod rules;
 pub(crate) mod shell;
 

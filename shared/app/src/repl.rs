@@ -83,6 +83,7 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         subagents,
         mcp,
         team_turns,
+        spawner,
         ..
     } = built;
     // Background tasks that end print one line at once, even while the user types.
@@ -108,7 +109,10 @@ async fn run_session(built: Built) -> Result<ExitCode, AppError> {
         task_events,
         approvals: approvals.unwrap_or_else(|| mpsc::channel(1).1),
         keys: spawn_key_reader(),
-        screen: Screen::new(style),
+        screen: Screen::new(style).pausing(Box::new(move |name: &str| {
+            let name = roo_store::Name::parse(name).map_err(|e| e.to_string())?;
+            spawner.stop(&name).map(|_| ()).map_err(|e| e.to_string())
+        })),
         style,
         skills,
         subagents,
@@ -422,6 +426,21 @@ impl Session {
             }
             Flow::Continue => Command::Done,
             Flow::Exit => Command::Exit,
+            // Questions already pinned would be out of sight behind the view (an
+            // arriving one closes it): they are answered first.
+            Flow::TeamView if !self.screen.questions.is_empty() => {
+                let n = self.screen.questions.len();
+                let (waits, them) = if n == 1 {
+                    ("question waits", "it")
+                } else {
+                    ("questions wait", "them")
+                };
+                self.screen.stream(&[style.yellow(&format!(
+                    "/team did not open: {n} {waits} below; answer {them} first (the view \
+                     would hide {them})"
+                ))]);
+                Command::Done
+            }
             Flow::TeamView => {
                 let asked = slash::team_view(
                     &self.team,

@@ -4,7 +4,9 @@
 //! every member; then, n times each: reading the store ([`Snapshot::load`]: roster,
 //! liveness, tasks, inboxes, the newest 200 events), building the view and drawing one
 //! frame at 80×24 and 200×60 (pure, what a redraw costs beyond the reads), and the whole
-//! redraw (read + build + draw). Target: under 5 ms a frame.
+//! redraw (read + build + draw), and the same with the task list kept from the last read
+//! (what the live view does while the event log records no task change). Target: under
+//! 5 ms a frame.
 //!
 //! Then the same for a big team (issue 31 review): 51 members, 10,000 tasks and about
 //! 19 MB in the inboxes (six messages of 60 KB from each member to the next), where a frame must
@@ -14,7 +16,7 @@
 use std::time::{Duration, Instant};
 
 use roo_cli::top::frame::{FrameOptions, render};
-use roo_cli::top::model::{Snapshot, TeamView};
+use roo_cli::top::model::{Snapshot, TaskCache, TeamView};
 use roo_store::{
     ClaimOptions, Member, Name, NewTask, Outgoing, RooHome, TaskId, TaskPatch, TaskStatus,
     TaskUsage, Team,
@@ -264,6 +266,17 @@ fn run(shape: Shape, n: usize) {
         "whole redraw: read + build + draw (80x24)",
         time(n, || {
             let view = TeamView::build(Snapshot::load(&team).unwrap());
+            std::hint::black_box(render(&view, &options));
+        }),
+    );
+    // What the live view does between task events: the task list kept from the last
+    // read (`TaskCache`), the roster, liveness and log read again.
+    let mut cache = TaskCache::default();
+    Snapshot::load_kept(&team, &mut cache).unwrap();
+    stats(
+        "whole redraw, task list kept (no task event since)",
+        time(n, || {
+            let view = TeamView::build(Snapshot::load_kept(&team, &mut cache).unwrap());
             std::hint::black_box(render(&view, &options));
         }),
     );

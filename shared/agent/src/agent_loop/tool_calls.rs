@@ -16,8 +16,11 @@ use tokio_util::sync::CancellationToken;
 use super::Agent;
 use crate::event::{AgentEvent, EventSink};
 use crate::hooks::{ToolCallInfo, Verdict};
-use crate::permissions::{Approval, PermissionDecision};
-use crate::tool::{ConversationSnapshot, Lookup, Tool, ToolContext, ToolOutput, ToolRegistry};
+use crate::permissions::protected_undo::ProtectedSnapshot;
+use crate::permissions::{Approval, PermissionDecision, PermissionMode};
+use crate::tool::{
+    ConversationSnapshot, Lookup, Tool, ToolContext, ToolKind, ToolOutput, ToolRegistry,
+};
 use crate::tools::spill_if_large;
 
 /// One tool call of a model's answer.
@@ -203,6 +206,16 @@ impl Agent {
                 reason: "the permission policy is unavailable".to_string(),
             },
         };
+        // A command nobody answered leaves nothing changed under `.git/` or `.roocode/`.
+        let mut guard = match (&decision, self.policy.read()) {
+            (PermissionDecision::Allow, Ok(policy))
+                if tool.kind() == ToolKind::Execute
+                    && policy.mode() != PermissionMode::BypassPermissions =>
+            {
+                Some(policy.project_root().to_path_buf())
+            }
+            _ => None,
+        };
         let context = &context;
         let denied = |reason: String| {
             events.emit(AgentEvent::PermissionDenied {
@@ -227,6 +240,7 @@ impl Agent {
                     a = self.approver.ask(&request) => a,
                     _ = context.cancel.cancelled() => Approval::Deny { feedback: Some("the run was cancelled".to_string()) },
                 };
+                guard = None;
                 match approval {
                     // "Always" where it was not offered saves nothing: allowed once.
                     Approval::AllowOnce => {}
@@ -267,7 +281,22 @@ impl Agent {
             input: input.clone(),
         });
         let started = Instant::now();
-        let output = tool.call(input, context).await;
+        let snapshot = guard.map(|root| ProtectedSnapshot::take(&root));
+        let mut output = tool.call(input, context).await;
+        if let Some(undone) = snapshot.map(|s| s.undo_changes())
+            && !undone.is_empty()
+        {
+            let message = format!(
+                "the command changed what configures git or RooCode, which only a call the \
+                 user answers may change; undone: {}",
+                undone.join("; ")
+            );
+            events.emit(AgentEvent::Error {
+                message: format!("{summary}: {message}"),
+            });
+            output.content.push_str(&format!("\n[{message}]"));
+            output.is_error = true;
+        }
         self.checkpoint_after(checkpoint, events).await;
         tracing::debug!(
             tool = tool.name(),

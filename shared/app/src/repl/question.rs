@@ -76,8 +76,9 @@ impl Question {
                 view,
                 // Leave room for the question's other lines (headline, reason, hints,
                 // keys), the queue under it, the status and a row of the stream: the
-                // whole block stays shorter than the terminal.
-                rows: COMPACT_LINES.min(usize::from(height).saturating_sub(OTHER_ROWS).max(3)),
+                // whole block stays shorter than the terminal (on a short one the rest
+                // is behind `v`, which an answer then needs first).
+                rows: COMPACT_LINES.min(usize::from(height).saturating_sub(OTHER_ROWS).max(1)),
                 expanded: false,
                 note: None,
                 width: usize::from(columns),
@@ -161,8 +162,11 @@ impl Question {
         } else {
             String::new()
         };
+        let pause = self.teammate().map_or_else(String::new, |name| {
+            format!("   {} no, pause {}", style.bold("[p]"), visible(&name))
+        });
         format!(
-            "  {} yes   {} no{always}{}   {}",
+            "  {} yes   {} no{pause}{always}{}   {}",
             style.bold("[y]"),
             style.bold("[n]"),
             if self.cut() {
@@ -176,6 +180,31 @@ impl Question {
                 "(Esc: no)"
             })
         )
+    }
+
+    /// The teammate who asked, when a teammate did (`teammate alice: …`).
+    pub(super) fn teammate(&self) -> Option<String> {
+        self.pending
+            .request
+            .summary
+            .strip_prefix("teammate ")
+            .and_then(|rest| rest.split([':', ' ']).next())
+            .filter(|name| !name.is_empty())
+            .map(str::to_string)
+    }
+
+    /// `p`: the call is denied and the teammate told to stop and wait (the caller
+    /// stops its current run); the record for the stream.
+    pub(super) fn deny_and_pause(self, name: &str, style: &Style) -> Vec<String> {
+        let line = format!(
+            "{} {}",
+            self.headline(style),
+            style.dim(&format!("→ denied, {} paused", visible(name)))
+        );
+        let _ = self.pending.reply.send(Approval::Deny {
+            feedback: Some(PAUSED.to_string()),
+        });
+        vec![line]
     }
 
     /// Whose question it is, for the status line: `alice's`, or `the lead's`.
@@ -243,6 +272,10 @@ impl Question {
         }
     }
 }
+
+/// What a teammate paused with `p` is told (its run is stopped as well).
+const PAUSED: &str = "the user denied this call and paused you: stop your current work and \
+                      wait for the lead's next message";
 
 /// Rows of the pinned block besides the call's compact view: the question's headline,
 /// reason, hints and keys, the queue under it, the started line and the status line,

@@ -30,6 +30,9 @@ pub(super) const PROMPT: &str = "› ";
 
 /// The key that moves the keys between the pinned questions and the prompt (at the
 /// prompt, between runs): a stream of questions never locks the person out of typing.
+/// Stops the named teammate's current run; the error says why it could not.
+pub(super) type PauseTeammate = Box<dyn Fn(&str) -> Result<(), String> + Send>;
+
 pub(super) fn is_focus_key(key: &KeyEvent) -> bool {
     key.code == KeyCode::Char('t') && key.modifiers.contains(KeyModifiers::CONTROL)
 }
@@ -68,6 +71,8 @@ pub(super) struct Screen {
     next_serial: u64,
     /// The person moved the keys to the prompt (Ctrl+T) while questions stay pinned.
     typing: bool,
+    /// Stops a teammate's current run (the spawner's TaskStop), for the `p` answer.
+    pause: Option<PauseTeammate>,
     pub(super) style: Style,
 }
 
@@ -88,8 +93,16 @@ impl Screen {
             arming: Arming::default(),
             next_serial: 0,
             typing: false,
+            pause: None,
             style,
         }
+    }
+
+    /// The same screen, whose `p` answer to a teammate's question also stops that
+    /// teammate's current run through `pause`.
+    pub(super) fn pausing(mut self, pause: PauseTeammate) -> Screen {
+        self.pause = Some(pause);
+        self
     }
 
     /// Prints `lines` in the stream, above the pinned block, and draws the block again.
@@ -306,6 +319,8 @@ impl Screen {
                 .map(|l| usize::from(screen_rows(l, width)))
                 .sum()
         };
+        let mut front_at = usize::from(started.is_some());
+        let front_len = front.len();
         let mut rows: Vec<String> = started.into_iter().collect();
         rows.extend(front);
         rows.extend(queue);
@@ -314,9 +329,41 @@ impl Screen {
             rows.retain(|row| !row.contains("then (Tab)") && !row.contains("… and "));
             rows.push(style.dim(&format!("  … and {} more (Tab)", n - 1)));
         }
-        if rows_of(&rows) > budget && self.activity.is_some() && !self.questions.is_empty() {
+        if rows_of(&rows) > budget && front_at == 1 && !self.questions.is_empty() {
             // So does the started line (it is printed when it ends).
             rows.remove(0);
+            front_at = 0;
+        }
+        if rows_of(&rows) > budget && front_len > 2 {
+            // A short terminal: the question's headline and answer keys stay, with
+            // as many rows between them as fit and a marker of what is cut.
+            let after: Vec<String> = rows.split_off(front_at + front_len);
+            let keys = rows.pop().unwrap_or_default();
+            let middle = rows.split_off(front_at + 1);
+            let fixed = rows_of(&rows) + rows_of(std::slice::from_ref(&keys)) + rows_of(&after);
+            let room = budget.saturating_sub(fixed + 1);
+            let mut used = 0;
+            let mut cut = 0;
+            for row in middle {
+                let taken = rows_of(std::slice::from_ref(&row));
+                if cut == 0 && used + taken <= room {
+                    used += taken;
+                    rows.push(row);
+                } else {
+                    cut += 1;
+                }
+            }
+            if cut > 0 {
+                rows.push(head_fitting(
+                    &style.dim(&format!(
+                        "  … {cut} row{} cut: the terminal is only {height} rows high",
+                        if cut == 1 { "" } else { "s" }
+                    )),
+                    width,
+                ));
+            }
+            rows.push(keys);
+            rows.extend(after);
         }
         (rows, last)
     }
@@ -391,6 +438,22 @@ impl Screen {
         let Some(question) = self.questions.pop_front() else {
             return KeyFor::NotMine;
         };
+        if let (KeyCode::Char('p' | 'P'), Some(pause), Some(name)) =
+            (key.code, &self.pause, question.teammate())
+        {
+            // Stopped first, so the denial cannot start its next step.
+            let paused = pause(&name);
+            let mut lines = question.deny_and_pause(&name, &self.style);
+            if let Err(why) = paused {
+                lines.push(
+                    self.style
+                        .red(&format!("error: failed to pause {name}: {why}")),
+                );
+            }
+            self.front_changed(true);
+            self.stream(&lines);
+            return KeyFor::Taken;
+        }
         let (kept, lines) = question.key(key, &self.style);
         let answered_esc = kept.is_none() && key.code == KeyCode::Esc;
         if let Some(question) = kept {

@@ -97,6 +97,12 @@ impl Snapshot {
     /// included: no inbox is read, so a frame costs the same however much the members
     /// wrote).
     pub fn load(team: &Team) -> CliResult<Snapshot> {
+        Self::load_kept(team, &mut TaskCache::default())
+    }
+
+    /// [`Self::load`] for a view that redraws: the task list in `cache` is used again
+    /// while the event log records no task change since it was read ([`TaskCache`]).
+    pub fn load_kept(team: &Team, cache: &mut TaskCache) -> CliResult<Snapshot> {
         let config = team.config()?;
         let liveness = team.liveness(&config)?;
         let states = config
@@ -104,8 +110,10 @@ impl Snapshot {
             .iter()
             .map(|m| liveness.observed_state(m).as_str())
             .collect();
-        let tasks = team.tasks().list(&roo_store::TaskFilter::default())?;
+        // The log first: a task change made after it was read has a newer event, so
+        // the next load reads the list again.
         let log = team.events(None, LOG_READ)?.events;
+        let tasks = cache.tasks(team, &log)?;
         let messages = log.iter().filter_map(MessageLine::of).collect();
         let shown = log.len().saturating_sub(EVENTS_READ);
         let events = log[shown..].iter().map(super::events::line).collect();
@@ -118,6 +126,68 @@ impl Snapshot {
             now: Timestamp::now(),
         })
     }
+}
+
+/// How long a task list read once may serve at most: the spend recorded on tasks and a
+/// deleted task are not in the event log, so they show within this time.
+pub const TASKS_KEPT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The task list a live view read last, and the newest event seq then. A team of
+/// 10,000 tasks costs a parse of the whole list; the view reads it again only when an
+/// event newer than that seq records a task change (created, claimed, assigned,
+/// released, completed, a status; a death or removal, which release tasks; a kind
+/// from a newer version), when the log's window does not reach back to it, or after
+/// [`TASKS_KEPT`].
+#[derive(Debug, Default)]
+pub struct TaskCache {
+    kept: Option<(Vec<Task>, std::time::Instant, u64)>,
+}
+
+impl TaskCache {
+    fn tasks(&mut self, team: &Team, log: &[Event]) -> CliResult<Vec<Task>> {
+        let newest = log.last().map_or(0, |e| e.seq);
+        if let Some((tasks, read, seq)) = &self.kept
+            && read.elapsed() < TASKS_KEPT
+            && !tasks_changed(log, *seq)
+        {
+            let tasks = tasks.clone();
+            if let Some(kept) = &mut self.kept {
+                kept.2 = newest.max(kept.2);
+            }
+            return Ok(tasks);
+        }
+        let tasks = team.tasks().list(&roo_store::TaskFilter::default())?;
+        self.kept = Some((tasks.clone(), std::time::Instant::now(), newest));
+        Ok(tasks)
+    }
+}
+
+/// Whether the events of `log` after seq `since` may have changed the task list.
+fn tasks_changed(log: &[Event], since: u64) -> bool {
+    let Some(newest) = log.last() else {
+        return false;
+    };
+    if newest.seq <= since {
+        return false;
+    }
+    // Newer events the window does not hold: nothing says what they were.
+    if log.first().is_some_and(|e| e.seq > since + 1) {
+        return true;
+    }
+    log.iter().filter(|e| e.seq > since).any(|e| {
+        matches!(
+            e.kind,
+            EventKind::TaskCreated { .. }
+                | EventKind::TaskClaimed { .. }
+                | EventKind::TaskAssigned { .. }
+                | EventKind::TaskReleased { .. }
+                | EventKind::TaskCompleted { .. }
+                | EventKind::TaskStatus { .. }
+                | EventKind::Death { .. }
+                | EventKind::MemberRemoved { .. }
+                | EventKind::Newer { .. }
+        )
+    })
 }
 
 /// Where a task stands on the board.

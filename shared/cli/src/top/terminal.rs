@@ -18,7 +18,7 @@ use roo_store::{Team, WaitOutcome, WatchWaker};
 use roo_term::Style;
 
 use super::frame::{FrameOptions, render};
-use super::model::{Snapshot, TeamView};
+use super::model::{Snapshot, TaskCache, TeamView};
 use crate::exit::CliResult;
 
 /// Where the view's keys come from.
@@ -229,6 +229,7 @@ impl Drop for Signals {
 /// The view's state between frames.
 struct Live {
     view: Option<TeamView>,
+    tasks: TaskCache,
     selected: usize,
     follow: bool,
     notice: Option<String>,
@@ -243,7 +244,7 @@ enum Act {
 
 impl Live {
     fn load(&mut self, team: &Team) {
-        match Snapshot::load(team) {
+        match Snapshot::load_kept(team, &mut self.tasks) {
             Ok(s) => {
                 self.view = Some(TeamView::build(s));
                 if self
@@ -350,6 +351,7 @@ pub fn run(team: &Team, keys: &mut dyn KeySource, owner: Owner) -> CliResult {
     let mut out = io::BufWriter::new(io::stdout());
     let mut live = Live {
         view: None,
+        tasks: TaskCache::default(),
         selected: 0,
         follow: false,
         notice: None,
@@ -402,6 +404,7 @@ mod tests {
         std::fs::write(team.config_path(), "{ not json").unwrap();
         let mut live = Live {
             view: None,
+            tasks: TaskCache::default(),
             selected: 0,
             follow: false,
             notice: None,

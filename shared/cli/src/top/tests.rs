@@ -322,3 +322,53 @@ fn wide_characters_fit_the_width_and_a_cut_keeps_combining_marks() {
     assert!(frame.contains("漢字"), "{frame}");
     assert!(frame.contains("e\u{301}e\u{301}"), "{frame}");
 }
+
+/// Issue 31 review: `team top` parsed the whole task list on every frame. A live view
+/// reads it again only when the event log records a task change (or after
+/// `TASKS_KEPT`): a message leaves the kept list in use, a new task is read.
+#[test]
+fn a_redraw_reads_the_task_list_again_only_after_a_task_event() {
+    use roo_store::{NewTask, Outgoing, RooHome, Team};
+
+    use super::model::TaskCache;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path().join("roo"));
+    let t = name("crew");
+    let team = Team::create(
+        &home,
+        t.clone(),
+        "cache",
+        Member::new(name("lead"), &t),
+        vec![Member::new(name("alice"), &t)],
+    )
+    .unwrap();
+    let new = |subject: &str| NewTask {
+        subject: subject.to_string(),
+        by: Some(name("lead")),
+        ..Default::default()
+    };
+    team.tasks().create(new("first")).unwrap();
+    let mut cache = TaskCache::default();
+    assert_eq!(
+        Snapshot::load_kept(&team, &mut cache).unwrap().tasks.len(),
+        1
+    );
+    // A change the log does not record (spend), then a message: the kept list serves.
+    let spend = usage(1_000, 0.5);
+    let first = roo_store::TaskId::parse("1").unwrap();
+    team.tasks()
+        .add_usage(&first, &name("alice"), &spend)
+        .unwrap();
+    team.mailbox()
+        .send(&name("alice"), "lead", Outgoing::text("hi", "hello"))
+        .unwrap();
+    let kept = Snapshot::load_kept(&team, &mut cache).unwrap();
+    assert!(kept.tasks[0].usage.is_empty(), "the list was read again");
+    assert_eq!(kept.messages.len(), 1);
+    // A task event: read again, the spend with it.
+    team.tasks().create(new("second")).unwrap();
+    let read = Snapshot::load_kept(&team, &mut cache).unwrap();
+    assert_eq!(read.tasks.len(), 2);
+    assert!(!read.tasks[0].usage.is_empty());
+}
