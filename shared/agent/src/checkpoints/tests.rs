@@ -186,3 +186,17 @@ fn hostile_files_neither_block_nor_escape_a_checkpoint() {
     );
     assert_eq!(std::fs::read(root.join("big.bin")).unwrap(), b"small now");
 }
+
+#[test]
+fn huge_limits_in_the_config_saturate_rather_than_wrap() {
+    let limits = CheckpointLimits::from_section(&CheckpointsSection {
+        max_age_days: Some(u64::MAX),
+        max_total_mb: Some(u64::MAX / 2),
+        max_file_kb: Some(u64::MAX / 2),
+        ..Default::default()
+    });
+    // A wrapped product would make the age a few seconds and prune every session.
+    assert!(limits.max_age > Duration::from_secs(1 << 40));
+    assert_eq!(limits.max_total_bytes, u64::MAX);
+    assert_eq!(limits.max_file_bytes, u64::MAX);
+}
