@@ -585,16 +585,17 @@ impl Checkpoints {
         for (rel, before) in &targets {
             // What is there now but could not be kept (over `max_file_kb`, unreadable)
             // would be lost for good: it is left, so the rewind can always be undone.
-            if let Some(Entry::Unrecorded { why }) = replaced.get(rel) {
-                if scan::stamp_of(&scan::absolute(&self.root, rel)).is_some() {
-                    report.skipped.push((
-                        rel.clone(),
-                        format!(
-                            "what it holds now could not be kept to undo the rewind ({why});                              move it away and rewind again"
-                        ),
-                    ));
-                    continue;
-                }
+            if let Some(Entry::Unrecorded { why }) = replaced.get(rel)
+                && scan::stamp_of(&scan::absolute(&self.root, rel)).is_some()
+            {
+                report.skipped.push((
+                    rel.clone(),
+                    format!(
+                        "what it holds now could not be kept to undo the rewind ({why}); \
+                         move it away and rewind again"
+                    ),
+                ));
+                continue;
             }
             restore::restore(&self.root, rel, before, &self.objects, &mut report);
             state.tree.remove(rel);
