@@ -427,3 +427,22 @@ fn a_sub_agent_stops_at_its_definitions_cap_and_counts_toward_its_parent() {
         "no request past the session's cap"
     );
 }
+
+/// A `budget:` amount past what the task list holds (here a team cap of 2e9 USD, over the
+/// store's 1e9) must not make the lead's write of the caps fail as a whole: before, the
+/// refused write was only logged, and the task cap beside it was never in force.
+#[test]
+fn a_huge_team_cap_in_the_config_leaves_the_other_caps_in_force() {
+    let world = World::new();
+    world.user_config("budget:\n  team_usd: 2000000000\n  task_usd: 0.05\n");
+    let task = r#"{name: TaskCreate, input: {subject: "Read a.txt"}}"#;
+    let mock = MockLlm::start(&team_script(task, SPAWN_ALICE));
+    let out = world.lead(&mock).run();
+    out.assert_ok();
+    assert_eq!(
+        requests_of(&mock, Some("alice")).len(),
+        3,
+        "alice: none past the task's cap"
+    );
+    assert_released_with_note(&world, "task #1's cap of 0.05 USD");
+}

@@ -194,3 +194,66 @@ fn rewind_puts_back_the_agents_files_and_conversation_and_nothing_of_the_users()
         "{listed}"
     );
 }
+
+/// Bytes of every file under `dir`.
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => bytes_under(&e.path()),
+            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+        })
+        .sum()
+}
+
+/// A command's checkpoint keeps the whole tree: one whose files together are larger than
+/// the store may hold (`max_total_mb`) is not copied into `ROO_HOME` at all, as one with too
+/// many files is not walked (before, the first command of a session copied every file of
+/// up to `max_file_kb` into the store, whatever their total: a project's untracked data
+/// could fill the disk and stall the agent).
+#[test]
+fn a_command_in_a_tree_larger_than_the_store_limit_copies_nothing_into_roo_home() {
+    let home = TempHome::new();
+    let cwd = home.cwd.path();
+    home.cwd.write("app.txt", "v0\n");
+    git_init_commit(cwd);
+    // Six untracked files of 600 KiB each (3.5 MiB, distinct contents), each under the
+    // per-file limit; the store may hold 1 MiB.
+    for i in 0..6u8 {
+        let content: Vec<u8> = (0..600 * 1024u32)
+            .map(|n| (n.wrapping_mul(31).wrapping_add(u32::from(i) * 7) % 251) as u8)
+            .collect();
+        home.cwd.write(format!("data/part{i}.bin"), content);
+    }
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "checkpoints:\n  max_total_mb: 1\n  max_file_kb: 1024\n",
+    )
+    .unwrap();
+    let script = home.home.write(
+        "script.yaml",
+        r#"
+agents:
+  "*":
+    - tool_calls:
+        - {name: Bash, input: {command: "echo ran > ran.txt"}}
+    - text: "Done."
+"#,
+    );
+    let out = home
+        .cmd("roo-lead")
+        .args(["-p", "run it", "--provider", "script", "--script"])
+        .arg(&script)
+        .args(["--permission-mode", "bypassPermissions", "--trust-project"])
+        .run();
+    out.assert_ok();
+    assert_eq!(home.cwd.read("ran.txt"), "ran\n");
+    let kept = bytes_under(&home.path().join("checkpoints"));
+    assert!(
+        kept < 1 << 20,
+        "{kept} bytes kept under ROO_HOME/checkpoints for a store limit of 1 MiB"
+    );
+}

@@ -122,13 +122,15 @@ impl CheckpointLimits {
         let d = Self::default();
         Self {
             enabled: section.enabled.unwrap_or(d.enabled),
-            max_age: section
-                .max_age_days
-                .map_or(d.max_age, |days| Duration::from_secs(days * 24 * 3600)),
+            max_age: section.max_age_days.map_or(d.max_age, |days| {
+                Duration::from_secs(days.saturating_mul(24 * 3600))
+            }),
             max_total_bytes: section
                 .max_total_mb
-                .map_or(d.max_total_bytes, |mb| mb << 20),
-            max_file_bytes: section.max_file_kb.map_or(d.max_file_bytes, |kb| kb << 10),
+                .map_or(d.max_total_bytes, |mb| mb.saturating_mul(1 << 20)),
+            max_file_bytes: section
+                .max_file_kb
+                .map_or(d.max_file_bytes, |kb| kb.saturating_mul(1 << 10)),
             max_files: section
                 .max_files
                 .map_or(d.max_files, |n| usize::try_from(n).unwrap_or(usize::MAX)),
@@ -430,10 +432,20 @@ impl Checkpoints {
         state.log.write(&self.log_path)
     }
 
-    /// Walks the tree and keeps every file whose stamp changed since the last walk.
+    /// Walks the tree and keeps every file whose stamp changed since the last walk. A
+    /// tree whose keepable files (those within `max_file_bytes`) add up to more than the
+    /// whole store may hold (`max_total_bytes`) is too big, like one over `max_files`:
+    /// nothing of it is copied, so a project's data cannot fill the disk under `ROO_HOME`.
     fn refresh_tree(&self, state: &mut State) -> Result<(), CheckpointError> {
         let skip = self.store_inside_root();
-        let Some(now) = scan::walk(&self.root, self.limits.max_files, skip.as_deref()) else {
+        let now = scan::walk(&self.root, self.limits.max_files, skip.as_deref()).filter(|now| {
+            now.values()
+                .map(|stamp| stamp.size())
+                .filter(|size| *size <= self.limits.max_file_bytes)
+                .fold(0u64, u64::saturating_add)
+                <= self.limits.max_total_bytes
+        });
+        let Some(now) = now else {
             state.too_big = true;
             state.tree.clear();
             return Ok(());
@@ -571,6 +583,20 @@ impl Checkpoints {
         }
         let mut report = RestoreReport::default();
         for (rel, before) in &targets {
+            // What is there now but could not be kept (over `max_file_kb`, unreadable)
+            // would be lost for good: it is left, so the rewind can always be undone.
+            if let Some(Entry::Unrecorded { why }) = replaced.get(rel)
+                && scan::stamp_of(&scan::absolute(&self.root, rel)).is_some()
+            {
+                report.skipped.push((
+                    rel.clone(),
+                    format!(
+                        "what it holds now could not be kept to undo the rewind ({why}); \
+                         move it away and rewind again"
+                    ),
+                ));
+                continue;
+            }
             restore::restore(&self.root, rel, before, &self.objects, &mut report);
             state.tree.remove(rel);
         }

@@ -68,8 +68,12 @@ impl SpendCap {
     }
 
     /// How much of the cap `spent` used: the larger of its parts' fractions (0 for a
-    /// cap without parts).
+    /// cap without parts). A spend no writer writes (a negative or out-of-range cost in
+    /// a document another program changed) uses the whole cap: it stops, never lifts it.
     pub fn used(&self, spent: &TaskUsage) -> f64 {
+        if !self.is_empty() && spent.check().is_err() {
+            return f64::INFINITY;
+        }
         let usd = match self.usd {
             Some(cap) if cap > 0.0 => spent.cost_usd.unwrap_or(0.0) / cap,
             Some(_) => f64::INFINITY,

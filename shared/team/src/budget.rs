@@ -21,6 +21,7 @@ use roo_agent::config::BudgetConfig;
 use roo_agent::{SpendGate, SpendVerdict};
 use roo_llm::Usage;
 use roo_store::budget::{SpendCap, SpendState, TeamCaps, describe_spend};
+use roo_store::usage::{MAX_USAGE_COST_USD, MAX_USAGE_COUNT};
 use roo_store::{Name, Outgoing, TaskFilter, TaskId, TaskStatus, TaskUsage};
 use tokio::sync::Mutex;
 
@@ -289,13 +290,22 @@ fn team_cap(config: &BudgetConfig, session: &SpendCap, base: &TaskUsage) -> Opti
         usd: session.usd.map(|usd| base.cost_usd.unwrap_or(0.0) + usd),
         requests: session.requests.map(|n| base.requests.saturating_add(n)),
     };
-    Some(from_config.min(&from_session)).filter(|cap| !cap.is_empty())
+    Some(bounded(from_config.min(&from_session))).filter(|cap| !cap.is_empty())
 }
 
 fn usd_cap(usd: f64) -> SpendCap {
-    SpendCap {
+    bounded(SpendCap {
         usd: Some(usd),
         requests: None,
+    })
+}
+
+/// `cap` within what the task list holds (a larger amount is no cap in practice): a cap
+/// the store refuses would fail the write of every cap beside it.
+fn bounded(cap: SpendCap) -> SpendCap {
+    SpendCap {
+        usd: cap.usd.map(|usd| usd.clamp(0.0, MAX_USAGE_COST_USD)),
+        requests: cap.requests.map(|n| n.min(MAX_USAGE_COUNT)),
     }
 }
 

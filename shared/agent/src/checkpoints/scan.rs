@@ -36,6 +36,11 @@ impl Stamp {
             mode: meta.mode(),
         }
     }
+
+    /// The file's size in bytes.
+    pub(super) fn size(&self) -> u64 {
+        self.size
+    }
 }
 
 /// The stamp of `path` without following a symlink; `None` if nothing is there.

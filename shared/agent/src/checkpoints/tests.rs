@@ -186,3 +186,50 @@ fn hostile_files_neither_block_nor_escape_a_checkpoint() {
     );
     assert_eq!(std::fs::read(root.join("big.bin")).unwrap(), b"small now");
 }
+
+#[test]
+fn huge_limits_in_the_config_saturate_rather_than_wrap() {
+    let limits = CheckpointLimits::from_section(&CheckpointsSection {
+        max_age_days: Some(u64::MAX),
+        max_total_mb: Some(u64::MAX / 2),
+        max_file_kb: Some(u64::MAX / 2),
+        ..Default::default()
+    });
+    // A wrapped product would make the age a few seconds and prune every session.
+    assert!(limits.max_age > Duration::from_secs(1 << 40));
+    assert_eq!(limits.max_total_bytes, u64::MAX);
+    assert_eq!(limits.max_file_bytes, u64::MAX);
+}
+
+#[test]
+fn a_rewind_leaves_a_file_whose_present_state_it_could_not_keep_for_an_undo() {
+    let (_dir, root, home) = project();
+    let limits = CheckpointLimits {
+        max_file_bytes: 16,
+        ..CheckpointLimits::default()
+    };
+    let cp = Checkpoints::open(&home, &root, "s1", limits).unwrap();
+    cp.begin_prompt("make a log", mark()).unwrap();
+    let pending = cp
+        .before_call(&CallScope::Path(root.join("big.log")), &root)
+        .unwrap()
+        .unwrap();
+    std::fs::write(root.join("big.log"), "agent").unwrap();
+    cp.after_call(pending).unwrap();
+    // The user's work lands in the file afterwards, past what a checkpoint keeps.
+    let users = "the user's own work, longer than the limit";
+    std::fs::write(root.join("big.log"), users).unwrap();
+
+    let report = cp.rewind_code(1).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("big.log")).unwrap(),
+        users
+    );
+    assert!(report.removed.is_empty(), "{report:?}");
+    assert_eq!(report.skipped.len(), 1, "{report:?}");
+    assert!(
+        report.describe().contains("big.log"),
+        "{}",
+        report.describe()
+    );
+}

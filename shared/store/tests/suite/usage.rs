@@ -176,3 +176,35 @@ fn a_task_list_without_usage_reads_and_one_with_it_is_kept_by_rewrites() {
         .unwrap();
     assert_eq!(tasks.get(&id).unwrap().usage[&name("bob")].input_tokens, 2);
 }
+
+/// A spend value no writer writes (a negative or out-of-range cost, put there by another
+/// program) must not disable a cap: the team's total with it, and the member's own, count
+/// as over every cap, never as less spent.
+#[test]
+fn a_corrupt_spend_in_the_list_stops_rather_than_lifts_the_caps() {
+    if super::common::not_files() {
+        return; // It writes the file itself.
+    }
+    let f = team();
+    let tasks = f.team.tasks();
+    std::fs::write(
+        tasks.path(),
+        r#"{"version":"1.0","next_id":1,"tasks":[],
+        "spend":{"alice":{"requests":1,"cost_usd":-1000.0},"bob":{"requests":1,"cost_usd":5.0}},
+        "caps":{"team":{"usd":1.0},"member_default":{"usd":1.0}}}"#,
+    )
+    .unwrap();
+    let state = tasks.spend_state(&name("alice"), None).unwrap();
+    let team_cap = state.team_cap.unwrap();
+    assert!(
+        team_cap.reached(&state.team),
+        "the team's 1 USD cap is not reached with {:?} spent (bob alone spent 5 USD)",
+        state.team
+    );
+    let member_cap = state.member_cap.unwrap();
+    assert!(
+        member_cap.reached(&state.member),
+        "alice's cap is not reached with {:?}",
+        state.member
+    );
+}
