@@ -567,6 +567,27 @@ fn the_live_view_gives_the_terminal_back_on_sigterm_and_sighup() {
     }
 }
 
+/// `roo-mail team top --team crew` in a private tmux, once it shows `member`: the server
+/// and the view's pid.
+fn open_view(world: &World, member: &str) -> (Tmux, i32) {
+    let view = Tmux::start(
+        &world.root.join("project"),
+        &world.env(),
+        &format!("'{}' team top --team crew", bin("roo-mail").display()),
+    );
+    view.wait_for("the live view", |s| {
+        s.contains("MEMBER") && s.contains(member)
+    });
+    let shell = view.panes()[0].pid;
+    let pid = wait_until(
+        "the view's process",
+        Duration::from_secs(10),
+        || child_of(shell, "team top"),
+        || view.screen(),
+    );
+    (view, pid)
+}
+
 /// Threads and inotify instances of process `pid`.
 fn threads_and_inotify(pid: i32) -> (usize, usize) {
     let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
@@ -603,21 +624,7 @@ fn the_live_view_watches_a_big_team_with_one_watcher() {
             )
             .unwrap();
     }
-    let view = Tmux::start(
-        &world.root.join("project"),
-        &world.env(),
-        &format!("'{}' team top --team crew", bin("roo-mail").display()),
-    );
-    view.wait_for("the live view", |s| {
-        s.contains("MEMBER") && s.contains("m00")
-    });
-    let shell = view.panes()[0].pid;
-    let pid = wait_until(
-        "the view's process",
-        Duration::from_secs(10),
-        || child_of(shell, "team top"),
-        || view.screen(),
-    );
+    let (view, pid) = open_view(&world, "m00");
     let (threads, inotify) = threads_and_inotify(pid);
     assert!(threads <= 4, "{threads} threads for 31 inboxes");
     assert!(inotify <= 1, "{inotify} inotify instances for 31 inboxes");
@@ -655,21 +662,7 @@ fn the_live_view_ends_when_its_terminal_hangs_up() {
         .args(["--member", "alice"])
         .run()
         .assert_ok();
-    let view = Tmux::start(
-        &world.root.join("project"),
-        &world.env(),
-        &format!("'{}' team top --team crew", bin("roo-mail").display()),
-    );
-    view.wait_for("the live view", |s| {
-        s.contains("MEMBER") && s.contains("alice")
-    });
-    let shell = view.panes()[0].pid;
-    let pid = wait_until(
-        "the view's process",
-        Duration::from_secs(10),
-        || child_of(shell, "team top"),
-        || view.screen(),
-    );
+    let (view, pid) = open_view(&world, "alice");
     roo_tests::end_tmux_server(view.socket());
     let gone = wait_until(
         "the view to end after its terminal hung up",
