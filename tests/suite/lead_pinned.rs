@@ -111,7 +111,13 @@ fn a_question_stays_pinned_and_answerable_while_lines_stream_and_another_teammat
         .find("? teammate alice: WriteFile(alpha.txt)")
         .unwrap();
     assert!(question > screen.find("line 20").unwrap(), "{screen}");
-    assert!(question > screen.find("bob joined").unwrap(), "{screen}");
+    // Bob's spawn may have scrolled off the 24 rows (and his join may come after his
+    // question): the question stays under his spawn, looked for in the history.
+    let history = tmux.run(&["capture-pane", "-p", "-S", "-", "-t", "main"]);
+    let pinned = history
+        .rfind("? teammate alice: WriteFile(alpha.txt)")
+        .unwrap();
+    assert!(pinned > history.find("Agent(bob)").unwrap(), "{history}");
     assert!(screen[question..].contains("write alpha.txt"), "{screen}");
     let last = last_line(&screen);
     assert!(
@@ -172,10 +178,7 @@ fn a_question_stays_pinned_and_answerable_while_lines_stream_and_another_teammat
         );
     }
     assert!(!world.worktree_file("bob", "beta.txt").exists());
-    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
-    tmux.type_text("/exit");
-    tmux.keys(&["Enter"]);
-    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    leave_at_the_free_prompt(&tmux);
 }
 
 #[test]
@@ -341,10 +344,7 @@ fn a_question_that_arrives_while_team_view_is_open_closes_the_view_and_is_pinned
         },
         || tmux.screen(),
     );
-    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
-    tmux.type_text("/exit");
-    tmux.keys(&["Enter"]);
-    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    leave_at_the_free_prompt(&tmux);
 }
 
 /// Issue 31 review, item 4: while questions wait, Ctrl+T gives the prompt the keys
@@ -419,10 +419,7 @@ fn on_a_short_terminal_the_question_keeps_its_headline_keys_and_prompt() {
     tmux.keys(&["v"]);
     tmux.keys(&["y"]);
     tmux.wait_for("the steps run", |s| s.contains("All steps ran."));
-    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
-    tmux.type_text("/exit");
-    tmux.keys(&["Enter"]);
-    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    leave_at_the_free_prompt(&tmux);
 }
 
 /// Issue 31 review: a question pinned before `/team` opened (the prompt had the keys
@@ -466,10 +463,7 @@ fn team_view_does_not_open_over_a_question_already_waiting() {
         },
         || tmux.screen(),
     );
-    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
-    tmux.type_text("/exit");
-    tmux.keys(&["Enter"]);
-    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
+    leave_at_the_free_prompt(&tmux);
 }
 
 /// Alice asks to write alpha.txt; denied, she would go on to beta.txt.
@@ -518,4 +512,12 @@ fn p_denies_a_teammates_call_and_pauses_the_teammate() {
     tmux.keys(&["Enter"]);
     assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
     assert!(!world.worktree_file("alice", "beta.txt").exists());
+}
+
+/// Waits for the free prompt, types `/exit` and checks the lead ends with 0.
+fn leave_at_the_free_prompt(tmux: &Tmux) {
+    tmux.wait_for("the free prompt", |s| last_line(s).trim() == "›");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    assert_eq!(tmux.wait_exit(), 0, "{}", tmux.screen());
 }
