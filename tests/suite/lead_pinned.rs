@@ -422,6 +422,37 @@ fn on_a_short_terminal_the_question_keeps_its_headline_keys_and_prompt() {
     leave_at_the_free_prompt(&tmux);
 }
 
+/// Issue 31 review: at 80×6 the screen cut the call's only row (its headline cut short
+/// too), and `y` ran a command the person never saw whole. Now `y` asks for `v` first.
+#[test]
+fn on_a_very_short_terminal_yes_needs_the_call_seen_first() {
+    let world = World::new();
+    let command = format!("echo {}", "a".repeat(69));
+    let script = format!(
+        "agents:\n  \"*\":\n    - text: \"Running it.\"\n      tool_calls:\n        \
+         - {{name: Bash, input: {{command: \"{command}\"}}}}\n    - text: \"It ran.\"\n"
+    );
+    let tmux = world.lead(&script, true);
+    tmux.run(&["resize-window", "-t", "main", "-x", "80", "-y", "6"]);
+    tmux.wait_for("the short window", |s| s.lines().count() <= 6);
+    tmux.type_text("run it");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the question armed", |s| {
+        last_line(s).contains("answers the lead's")
+    });
+    assert!(screen.contains("rows cut"), "{screen}");
+    tmux.keys(&["y"]);
+    tmux.wait_for("the hint", |s| {
+        s.contains("press v to see them before allowing it")
+    });
+    assert!(!tmux.screen().contains("It ran."));
+    tmux.keys(&["v"]);
+    tmux.wait_for("the whole call", |s| s.contains(&command));
+    tmux.keys(&["y"]);
+    tmux.wait_for("the command run", |s| s.contains("It ran."));
+    leave_at_the_free_prompt(&tmux);
+}
+
 /// Issue 31 review: a question pinned before `/team` opened (the prompt had the keys
 /// through Ctrl+T) stayed out of sight behind the view until a new one came. `/team`
 /// now does not open while questions wait, says why, and the question stays answerable.

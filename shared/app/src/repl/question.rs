@@ -92,6 +92,11 @@ impl Question {
         self.pending.request.offer_always
     }
 
+    /// Whether a hint shows under the question (the row before its keys).
+    pub(super) fn has_note(&self) -> bool {
+        self.note.is_some()
+    }
+
     fn hidden(&self) -> usize {
         if self.expanded {
             0
@@ -227,10 +232,19 @@ impl Question {
 
     /// Takes `key`: the question back while it stays open, and the lines for the
     /// stream (the whole call after `v`, the record of the answer).
-    pub(super) fn key(mut self, key: &KeyEvent, style: &Style) -> (Option<Question>, Vec<String>) {
+    /// `clipped`: rows of the pinned block a short terminal cut, which count as hidden
+    /// until `v` printed the whole call.
+    pub(super) fn key(
+        mut self,
+        key: &KeyEvent,
+        style: &Style,
+        clipped: usize,
+    ) -> (Option<Question>, Vec<String>) {
         self.note = None;
+        let clipped = if self.expanded { 0 } else { clipped };
+        let hidden = self.hidden() + clipped;
         match key.code {
-            KeyCode::Char('v') | KeyCode::Char('V') if self.cut() => {
+            KeyCode::Char('v') | KeyCode::Char('V') if self.cut() || clipped > 0 => {
                 self.expanded = true;
                 let mut lines = vec![self.headline(style)];
                 let reason = &self.pending.request.reason;
@@ -241,10 +255,9 @@ impl Question {
                 (Some(self), lines)
             }
             _ => match answer(key) {
-                Some(Approval::AllowOnce | Approval::AllowAlways) if self.hidden() > 0 => {
+                Some(Approval::AllowOnce | Approval::AllowAlways) if hidden > 0 => {
                     self.note = Some(style.dim(&format!(
-                        "  {} rows of this call are hidden: press v to see them before allowing it",
-                        self.hidden()
+                        "  {hidden} rows of this call are hidden: press v to see them before allowing it"
                     )));
                     (Some(self), Vec::new())
                 }

@@ -240,6 +240,12 @@ impl Screen {
     /// block is kept shorter than the terminal: the queue and the started line go
     /// first, and the front question's own rows are fitted when it opened.
     fn bottom(&self, width: usize) -> (Vec<String>, Option<String>) {
+        let (rows, last, _) = self.bottom_cut(width);
+        (rows, last)
+    }
+
+    /// [`Self::bottom`], and how many of the front question's rows a short terminal cut.
+    fn bottom_cut(&self, width: usize) -> (Vec<String>, Option<String>, usize) {
         let style = &self.style;
         let height = usize::from(terminal::size().map(|(_, h)| h).unwrap_or(24));
         let armed = !self.typing && self.arming.armed(Instant::now());
@@ -251,7 +257,13 @@ impl Screen {
             }
         }
         let mut front = Vec::new();
+        // Rows at the front block's start and end a short terminal never cuts: the
+        // headline (and the line saying it changed); the note, the keys and the line
+        // about dropped keys.
+        let (mut head, mut tail) = (1, 1);
         if let Some(first) = self.questions.front() {
+            head += usize::from(self.arming.changed);
+            tail += usize::from(first.has_note());
             if self.arming.changed {
                 front.push(
                     style.yellow("  (the question changed: the one here before was withdrawn)"),
@@ -264,6 +276,7 @@ impl Screen {
                     self.arming.dropped,
                     if self.arming.dropped == 1 { "" } else { "s" }
                 )));
+                tail += 1;
             }
         }
         let mut queue = Vec::new();
@@ -320,6 +333,7 @@ impl Screen {
                 .sum()
         };
         let mut front_at = usize::from(started.is_some());
+        let mut cut = 0;
         let front_len = front.len();
         let mut rows: Vec<String> = started.into_iter().collect();
         rows.extend(front);
@@ -334,16 +348,15 @@ impl Screen {
             rows.remove(0);
             front_at = 0;
         }
-        if rows_of(&rows) > budget && front_len > 2 {
+        if rows_of(&rows) > budget && front_len > head + tail {
             // A short terminal: the question's headline and answer keys stay, with
             // as many rows between them as fit and a marker of what is cut.
             let after: Vec<String> = rows.split_off(front_at + front_len);
-            let keys = rows.pop().unwrap_or_default();
-            let middle = rows.split_off(front_at + 1);
-            let fixed = rows_of(&rows) + rows_of(std::slice::from_ref(&keys)) + rows_of(&after);
+            let keys = rows.split_off(front_at + front_len - tail);
+            let middle = rows.split_off(front_at + head);
+            let fixed = rows_of(&rows) + rows_of(&keys) + rows_of(&after);
             let room = budget.saturating_sub(fixed + 1);
             let mut used = 0;
-            let mut cut = 0;
             for row in middle {
                 let taken = rows_of(std::slice::from_ref(&row));
                 if cut == 0 && used + taken <= room {
@@ -356,16 +369,16 @@ impl Screen {
             if cut > 0 {
                 rows.push(head_fitting(
                     &style.dim(&format!(
-                        "  … {cut} row{} cut: the terminal is only {height} rows high",
+                        "  … {cut} row{} cut: the terminal is only {height} rows high (v shows all)",
                         if cut == 1 { "" } else { "s" }
                     )),
                     width,
                 ));
             }
-            rows.push(keys);
+            rows.extend(keys);
             rows.extend(after);
         }
-        (rows, last)
+        (rows, last, cut)
     }
 
     fn render_buffer(&self) -> &[u8] {
@@ -435,6 +448,8 @@ impl Screen {
             self.redraw();
             return KeyFor::Taken;
         }
+        // Rows a short terminal cut count as hidden: `y` needs `v` first.
+        let (_, _, clipped) = self.bottom_cut(usize::from(width()));
         let Some(question) = self.questions.pop_front() else {
             return KeyFor::NotMine;
         };
@@ -454,7 +469,7 @@ impl Screen {
             self.stream(&lines);
             return KeyFor::Taken;
         }
-        let (kept, lines) = question.key(key, &self.style);
+        let (kept, lines) = question.key(key, &self.style, clipped);
         let answered_esc = kept.is_none() && key.code == KeyCode::Esc;
         if let Some(question) = kept {
             self.questions.push_front(question);

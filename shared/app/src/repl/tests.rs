@@ -119,7 +119,7 @@ fn always_is_offered_only_where_the_policy_says_and_a_names_the_asker() {
     let keys = teammate.pinned(&style, false, true).pop().unwrap();
     assert!(keys.contains("[y] yes") && !keys.contains("[a]"), "{keys}");
     // `a` where "always" is not offered answers nothing.
-    let (kept, lines) = teammate.key(&a, &style);
+    let (kept, lines) = teammate.key(&a, &style, 0);
     let kept = kept.expect("still open");
     assert!(lines.is_empty(), "{lines:?}");
     assert!(
@@ -132,7 +132,7 @@ fn always_is_offered_only_where_the_policy_says_and_a_names_the_asker() {
     assert_eq!(own.whose(), "the lead's");
     let keys = own.pinned(&style, false, true).pop().unwrap();
     assert!(keys.contains("[a] always (saves:"), "{keys}");
-    let (kept, lines) = own.key(&a, &style);
+    let (kept, lines) = own.key(&a, &style, 0);
     assert!(kept.is_none());
     assert!(
         lines[0].contains("Bash(make) → always allowed"),
@@ -165,10 +165,37 @@ fn a_long_reason_takes_one_row_and_v_prints_it_whole() {
     }
     assert!(lines.last().unwrap().contains("[v] view all"), "{lines:?}");
     let v = KeyEvent::new(KeyCode::Char('v'), KeyModifiers::NONE);
-    let (kept, printed) = q.key(&v, &style);
+    let (kept, printed) = q.key(&v, &style, 0);
     assert!(kept.is_some());
     assert!(
         printed.iter().any(|l| l.contains(reason.trim_end())),
         "{printed:?}"
     );
+}
+
+/// Issue 31 review: on a terminal so short that the screen cut the call's only row,
+/// `y` ran a call the person never saw whole. Rows the screen cut count as hidden:
+/// `y` asks for `v` first, and after `v` it answers.
+#[test]
+fn rows_a_short_terminal_cut_need_v_before_yes() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let style = Style::plain();
+    let y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
+    let v = KeyEvent::new(KeyCode::Char('v'), KeyModifiers::NONE);
+    let q = question("teammate alice: Bash(make)", "make", false);
+    let (kept, lines) = q.key(&y, &style, 1);
+    let q = kept.expect("still open: a row was cut");
+    assert!(lines.is_empty(), "{lines:?}");
+    assert!(
+        q.pinned(&style, false, true)
+            .iter()
+            .any(|l| l.contains("press v to see them")),
+        "the hint says why"
+    );
+    let (kept, printed) = q.key(&v, &style, 1);
+    let q = kept.expect("v keeps it open");
+    assert!(printed.iter().any(|l| l.contains("make")), "{printed:?}");
+    let (kept, lines) = q.key(&y, &style, 1);
+    assert!(kept.is_none(), "after v, y answers");
+    assert!(lines[0].contains("→ allowed once"), "{lines:?}");
 }
