@@ -45,6 +45,24 @@ fn help_has_examples_and_the_exit_code_table() {
     env.mail().arg("--bogus").run().assert_code(2);
 }
 
+/// Issue 33: ids were `msg-<ms>-<pid>-<counter>`, unique per host only: processes on two
+/// hosts with the same pid (every container's first process is 1) in the same millisecond
+/// made the same id, and the store took the second message for a resend. What is left of
+/// two processes' ids without the clock and the pid must still differ.
+#[test]
+fn message_ids_differ_beyond_the_clock_and_the_pid() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    let rest = |id: &str| -> String {
+        let parts: Vec<&str> = id.splitn(4, '-').collect();
+        assert_eq!(parts[0], "msg", "{id}");
+        parts[3].to_owned()
+    };
+    let a = send(&env, "lead", "alice", "one", "first");
+    let b = send(&env, "lead", "alice", "two", "second");
+    assert_ne!(rest(&a), rest(&b), "{a} / {b}");
+}
+
 #[test]
 fn send_read_mark_read_and_json_shape() {
     let env = TempHome::new();

@@ -153,7 +153,7 @@ fn redact(text: &str, env: &TempHome) -> String {
             r"\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}\.\d{3}Z",
             "[time]",
         ),
-        (r"msg-\d+-\d+-\d+", "[msg-id]"),
+        (r"msg-\d+-\d+-\d+(-[0-9a-f]{12})?", "[msg-id]"),
         (r#""pid": \d+"#, r#""pid": "[pid]""#),
         (r"assign-(\d+)-\d+", "assign-$1-[ms]"),
     ] {

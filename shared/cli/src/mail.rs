@@ -27,7 +27,7 @@ Examples:
   roo-mail watch --team demo --as alice --json
   roo-mail list --team demo
   roo-mail log --team demo --follow
-  roo-mail status msg-1767225600000-4242-0
+  roo-mail status msg-1767225600000-4242-0-5f3a9c0e12b4
 
 --team defaults to $ROO_TEAM, --as/--from to $ROO_AGENT_NAME, the home to $ROO_HOME
 (default ~/.roocode). Colours only on a terminal and never with NO_COLOR set.

@@ -58,6 +58,7 @@ mod pg_tls;
 mod pg_url;
 pub mod pgpass;
 pub mod quarantine;
+mod random;
 pub mod relay;
 mod task;
 mod task_list;
@@ -95,6 +96,7 @@ pub use pg::{
     KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PgStore, PresenceSettings, RESTART_GRACE,
     SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,
 };
+pub use random::random_u64;
 pub use task::{
     Lease, Task, TaskId, TaskNote, TaskStatus, check_line, paths_overlap, scopes_overlap,
 };

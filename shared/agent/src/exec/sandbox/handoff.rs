@@ -150,9 +150,15 @@ pub fn offer_handoff(
         })
         .take(64)
         .collect();
-    let token = format!("{:016x}{:016x}", random_u64(), random_u64());
+    let random = || {
+        roo_store::random_u64().map_err(|source| HandoffError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })
+    };
+    let token = format!("{:016x}{:016x}", random()?, random()?);
     for _ in 0..8 {
-        let path = dir.join(format!("{label}-{:016x}.sock", random_u64()));
+        let path = dir.join(format!("{label}-{:016x}.sock", random()?));
         match within_sun_len(&path, |p| UnixListener::bind(p)) {
             Ok(listener) => {
                 let write_error = |source| HandoffError::Write {
@@ -401,20 +407,6 @@ pub fn enter_handoff() -> Option<String> {
         .collect();
     plain.extend(keep);
     super::env::reexec_with(&secrets, Some(&plain), launch).err()
-}
-
-fn random_u64() -> u64 {
-    let mut bytes = [0u8; 8];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .is_err()
-    {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        return (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32);
-    }
-    u64::from_le_bytes(bytes)
 }
 
 #[cfg(test)]
