@@ -213,6 +213,18 @@ impl SpendState {
     }
 }
 
+impl SpendState {
+    /// Whether a cap in requests applies to the next request: the team's, and unless
+    /// `team_only` the member's or its task's.
+    pub fn request_capped(&self, team_only: bool) -> bool {
+        let capped = |cap: &Option<SpendCap>| cap.is_some_and(|c| c.requests.is_some());
+        capped(&self.team_cap)
+            || (!team_only
+                && (capped(&self.member_cap)
+                    || self.task.as_ref().is_some_and(|(_, _, cap)| capped(cap))))
+    }
+}
+
 /// A scope with a cap of its own in a team.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CapScope {
@@ -225,14 +237,17 @@ pub enum CapScope {
 }
 
 /// What [`crate::TaskList::reserve_request`] did: the spend as it stood before the
-/// request (what the caps were compared with), and whether the request was counted.
+/// request (what the caps were compared with), and whether it may start and was counted.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestSlot {
     /// The member's, its task's and the team's spend before this request.
     pub state: SpendState,
-    /// `None`: the request was counted and may start; else the scope whose cap it would
-    /// pass (nothing was counted).
+    /// `None`: the request may start; else the scope whose cap it would pass (nothing
+    /// was counted).
     pub refused_by: Option<CapScope>,
+    /// Whether the request was counted now (a cap in requests applies to it); if not, it
+    /// is counted with its response.
+    pub counted: bool,
     /// The task the request was counted to as well (the member's in-progress task).
     pub task: Option<crate::task::TaskId>,
 }

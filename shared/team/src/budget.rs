@@ -4,10 +4,12 @@
 //! a [`BudgetPlan`]. After every model response (its own or a sub-agent's) it adds the
 //! spend to the agent's session total and, in a team, to the member's total in the
 //! team's task list and to the task the member works on, in one locked write
-//! ([`roo_store::TaskList::add_spend`]). Before every request it reads where the spend
+//! ([`roo_store::TaskList::add_spend`]). Before every request it checks where the spend
 //! stands and stops the request once a cap is reached: the session's (a lead's
 //! `--max-cost-usd`/`--max-requests`, which cover its team), the team's, the member's or
-//! its task's. At 80 % of a cap the agent is told once (and a teammate tells its lead);
+//! its task's; in a team, under a cap in requests, the check and the count of the request
+//! are one locked write ([`roo_store::TaskList::reserve_request`]), so agents running at
+//! once cannot pass it. A spend that cannot be read fails closed: no request starts. At 80 % of a cap the agent is told once (and a teammate tells its lead);
 //! a teammate stopped by a cap releases its task with a note and reports to the lead.
 //! Spend of a model whose price is unknown counts as requests only, which the agent is
 //! told once. A lead that joins a team writes its caps into the team's list (the
@@ -80,6 +82,9 @@ struct GateState {
     released: BTreeSet<String>,
     /// Requests counted in a task when they started whose response is not recorded yet.
     task_counted: u64,
+    /// Requests started in a team but not counted then (no cap in requests applied), to
+    /// be counted with their response.
+    member_uncounted: u64,
     /// Why the spend could not be read: the gate then starts no request (fails closed).
     broken: Option<String>,
 }
@@ -147,9 +152,8 @@ impl TeamSpendGate {
     }
 
     async fn record(&self, usage: Usage, cost_usd: Option<f64>) {
-        // The request itself was counted when it started ([`Self::decide`]): the
-        // response adds its tokens and cost only (and the request to a task that was not
-        // charged at the start, e.g. the one the member claims with this response).
+        // The request itself was counted when it started ([`Self::decide`]) where a cap
+        // in requests applied to it: the response then adds its tokens and cost only.
         let spend = TaskUsage {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
@@ -163,7 +167,18 @@ impl TeamSpendGate {
             state.unpriced = Unpriced::ToTell;
         }
         state.own = add(&state.own, &spend);
-        state.unrecorded = add(&state.unrecorded, &spend);
+        let member_requests = match state.member_uncounted {
+            0 => 0,
+            _ => {
+                state.member_uncounted -= 1;
+                1
+            }
+        };
+        let member_spend = TaskUsage {
+            requests: member_requests,
+            ..spend
+        };
+        state.unrecorded = add(&state.unrecorded, &member_spend);
         let task_spend = match state.task_counted {
             0 => TaskUsage {
                 requests: 1,
@@ -299,7 +314,7 @@ impl TeamSpendGate {
                 describe_spend(&over.spent)
             );
             if let (Some(binding), Some(slot)) = (&binding, &slot)
-                && !refused
+                && slot.counted
             {
                 release(binding, slot.task.clone()).await;
             }
@@ -316,7 +331,9 @@ impl TeamSpendGate {
         state.own.requests = state.own.requests.saturating_add(1);
         match &slot {
             // Counted in the team's list (and in the task charged then).
-            Some(slot) => state.task_counted += u64::from(slot.task.is_some()),
+            Some(slot) if slot.counted => state.task_counted += u64::from(slot.task.is_some()),
+            // No cap in requests applies: counted with the response.
+            Some(_) => state.member_uncounted += 1,
             // Not in a team yet: counted here, added to the list once in one.
             None => state.unrecorded.requests = state.unrecorded.requests.saturating_add(1),
         }

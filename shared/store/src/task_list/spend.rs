@@ -88,14 +88,16 @@ impl TaskList {
         })
     }
 
-    /// Counts a model request of `member` before it starts, if the caps allow it: in one
-    /// locked write, adds `pending` (its spend not yet added) to its total, then, unless
-    /// a cap in force is reached (the team's; unless `team_only`, also the member's and
-    /// its in-progress task's), adds one request to its total and (unless `team_only`)
-    /// to that task's usage. Because the check and the count are one write, members
-    /// starting requests at once never start more than a request cap allows. The
-    /// response's tokens and cost are added later by [`add_spend`](Self::add_spend) /
-    /// [`add_spend_held`](Self::add_spend_held) with zero requests.
+    /// Decides whether a model request of `member` may start, and counts it: in one
+    /// locked change, adds `pending` (its spend not yet added) to its total, then refuses
+    /// the request if a cap in force is reached (the team's; unless `team_only`, also the
+    /// member's and its in-progress task's). A request that may start, and to which a cap
+    /// in requests applies, is counted now: one request to the member's total and (unless
+    /// `team_only`) to that task's usage. Because the check and the count are one write,
+    /// members starting requests at once never start more than a request cap allows. The
+    /// response's tokens and cost (and the request, if not counted now) are added later
+    /// by [`add_spend`](Self::add_spend) / [`add_spend_held`](Self::add_spend_held).
+    /// Without a request cap and pending spend, nothing is written (a locked read).
     pub fn reserve_request(
         &self,
         member: &Name,
@@ -116,8 +118,9 @@ impl TaskList {
             }
             let state = state_of(list, member, None);
             let refused_by = state.reached(team_only);
+            let counted = refused_by.is_none() && state.request_capped(team_only);
             let mut task = None;
-            if refused_by.is_none() {
+            if counted {
                 let one = TaskUsage {
                     requests: 1,
                     ..TaskUsage::default()
@@ -140,6 +143,7 @@ impl TaskList {
             let slot = RequestSlot {
                 state,
                 refused_by,
+                counted,
                 task,
             };
             Ok(match changed {

@@ -369,3 +369,26 @@ fn claims_are_refused_to_a_member_or_a_task_over_its_cap() {
         .to_string();
     assert!(error.contains("the task reached its budget"), "{error}");
 }
+
+/// Under caps in USD only, a request is not counted as it starts (its response adds it):
+/// the reservation writes nothing, and the cap still refuses once reached.
+#[test]
+fn under_a_usd_cap_only_a_reservation_writes_nothing() {
+    let f = team();
+    let tasks = f.team.tasks();
+    tasks
+        .set_caps(None, |caps| caps.team = Some(cap(Some(1.0), None)))
+        .unwrap();
+    let slot = tasks
+        .reserve_request(&name("alice"), &TaskUsage::default(), false)
+        .unwrap();
+    assert_eq!((slot.refused_by, slot.counted), (None, false));
+    assert!(tasks.spend().unwrap().0.is_empty());
+    tasks
+        .add_spend(&name("bob"), &spend(1, 1, Some(1.0)), None)
+        .unwrap();
+    let slot = tasks
+        .reserve_request(&name("alice"), &TaskUsage::default(), false)
+        .unwrap();
+    assert_eq!(slot.refused_by, Some(roo_store::budget::CapScope::Team));
+}
