@@ -446,3 +446,230 @@ fn a_huge_team_cap_in_the_config_leaves_the_other_caps_in_force() {
     );
     assert_released_with_note(&world, "task #1's cap of 0.05 USD");
 }
+
+/// The Bash call that holds alice's first turn (bounded) until the test creates the
+/// returned file: the order of the team's requests is then the same on every run.
+fn hold_alice(world: &World) -> (String, PathBuf) {
+    let go = world.root.join("go");
+    let wait = format!(
+        ", {{name: Bash, input: {{command: \"i=0; while [ ! -e '{}' ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\"}}}}",
+        go.display()
+    );
+    (wait, go)
+}
+
+/// Waits until the lead's first `n` requests are accounted in the team.
+fn wait_for_leads_requests(world: &World, mock: &MockLlm, n: u64) {
+    let lead_name = Name::parse("lead").unwrap();
+    roo_tests::wait_until(
+        "the lead's requests accounted in the team",
+        std::time::Duration::from_secs(60),
+        || {
+            let spend = world.team_now()?.tasks().spend().ok()?.0;
+            (spend.get(&lead_name)?.requests == n).then_some(())
+        },
+        || format!("{} requests so far", mock.requests().len()),
+    );
+}
+
+/// A claim of task 1 by alice, which must be refused for a budget, saying `why`.
+fn assert_claim_refused(world: &World, args: &[&str], why: &str) {
+    let claim = world
+        .cmd("roo-task")
+        .arg("claim")
+        .args(args)
+        .args(["--team", "crew", "--as", "alice"])
+        .run();
+    assert_ne!(claim.code(), 0, "{}", claim.stdout());
+    assert!(claim.stderr().contains(why), "{}", claim.stderr());
+}
+
+#[test]
+fn a_team_over_its_request_cap_stops_its_teammate_and_its_lead_with_exit_5() {
+    // --max-requests covers the lead's team: the lead's three requests and alice's claim
+    // and one read are 5; her next request and the lead's on her notice do not start.
+    let world = World::new();
+    let (wait, go) = hold_alice(&world);
+    let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
+    let lead = world.lead(&mock).args(["--max-requests", "5"]).spawn();
+    wait_for_leads_requests(&world, &mock, 3);
+    std::fs::write(&go, "").unwrap();
+    let out = lead.wait();
+    assert_eq!(out.code(), 5, "{}", out.stderr());
+    assert_eq!(mock.requests().len(), 5, "no request past the cap");
+    assert_eq!(requests_of(&mock, Some("alice")).len(), 2);
+    assert!(
+        out.stderr().contains("of 5 requests was reached"),
+        "{}",
+        out.stderr()
+    );
+    // alice's 80 % notice wakes the lead, whose request is refused at once: the run may
+    // end before alice reports, so only the refusals are certain here.
+    assert_claim_refused(&world, &["1"], "the team reached its budget of 5 requests");
+}
+
+#[test]
+fn a_teammate_over_its_usd_cap_releases_its_task_and_claims_no_more() {
+    // `teammate_usd` in the config: alice's three requests (0.054 USD) reach 0.05 USD.
+    let world = World::new();
+    world.user_config("budget:\n  teammate_usd: 0.05\n");
+    let mock = MockLlm::start(&team_script(PLAIN_TASK, SPAWN_ALICE));
+    let out = world.lead(&mock).run();
+    out.assert_ok();
+    assert_eq!(
+        requests_of(&mock, Some("alice")).len(),
+        3,
+        "alice: none past her cap"
+    );
+    assert_released_with_note(&world, "alice's cap of 0.05 USD");
+    assert_lead_told(&world, "alice's cap of 0.05 USD");
+    // Neither the task by name nor the next ready one is hers to claim any more.
+    assert_claim_refused(&world, &["1"], "alice reached its budget of 0.05 USD");
+    assert_claim_refused(&world, &["--next"], "alice reached its budget of 0.05 USD");
+}
+
+#[test]
+fn a_task_over_its_request_cap_is_released_and_not_claimed_again() {
+    // The claiming request is charged to the task with the next one: two requests.
+    let world = World::new();
+    let task = r#"{name: TaskCreate, input: {subject: "Read a.txt", budget_requests: 2}}"#;
+    let mock = MockLlm::start(&team_script(task, SPAWN_ALICE));
+    let out = world.lead(&mock).run();
+    out.assert_ok();
+    assert_eq!(
+        requests_of(&mock, Some("alice")).len(),
+        2,
+        "alice: none past the task's cap"
+    );
+    assert_released_with_note(&world, "task #1's cap of 2 requests");
+    assert_lead_told(&world, "task #1's cap of 2 requests");
+    let json = world
+        .cmd("roo-task")
+        .args(["get", "1", "--team", "crew", "--json"])
+        .run()
+        .json();
+    assert_eq!(json["budget"]["requests"], 2, "{json}");
+    assert_eq!(json["usage"]["alice"]["requests"], 2, "{json}");
+    assert_claim_refused(&world, &["1"], "the task reached its budget of 2 requests");
+}
+
+/// A task's own cap only lowers the config's `task_usd`: a task created with 1 USD
+/// stops at the config's 0.05 USD all the same (before, its own cap replaced it).
+#[test]
+fn a_tasks_own_cap_cannot_raise_the_configs_task_cap() {
+    let world = World::new();
+    world.user_config("budget:\n  task_usd: 0.05\n");
+    let task = r#"{name: TaskCreate, input: {subject: "Read a.txt", budget_usd: 1.0}}"#;
+    let mock = MockLlm::start(&team_script(task, SPAWN_ALICE));
+    let out = world.lead(&mock).run();
+    out.assert_ok();
+    assert_eq!(
+        requests_of(&mock, Some("alice")).len(),
+        3,
+        "alice: none past the config's task cap"
+    );
+    assert_released_with_note(&world, "task #1's cap of 0.05 USD");
+}
+
+/// The team's spend cannot be read (its task list was written by a newer program): the
+/// gate fails closed. alice starts no request and tells the lead why; the lead's next
+/// request does not start either and the run exits 5.
+#[test]
+fn a_team_whose_spend_cannot_be_read_starts_no_request() {
+    let world = World::new();
+    let (wait, go) = hold_alice(&world);
+    let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
+    let lead = world.lead(&mock).spawn();
+    wait_for_leads_requests(&world, &mock, 3);
+    roo_tests::wait_until(
+        "alice holds task 1",
+        std::time::Duration::from_secs(60),
+        || {
+            let task = world
+                .team_now()?
+                .tasks()
+                .get(&TaskId::parse("1").ok()?)
+                .ok()?;
+            (task.owner.as_ref().map(Name::as_str) == Some("alice")).then_some(())
+        },
+        || format!("{} requests so far", mock.requests().len()),
+    );
+    std::fs::write(
+        world.team().tasks().path(),
+        r#"{"version":"99.0","next_id":1,"tasks":[]}"#,
+    )
+    .unwrap();
+    std::fs::write(&go, "").unwrap();
+    let out = lead.wait();
+    assert_eq!(out.code(), 5, "{}", out.stderr());
+    assert_eq!(requests_of(&mock, Some("alice")).len(), 1, "alice: none");
+    assert_eq!(requests_of(&mock, None).len(), 3, "the lead: none");
+    assert!(
+        out.stderr().contains("the team's spend could not be read"),
+        "{}",
+        out.stderr()
+    );
+    assert_lead_told(&world, "the team's spend could not be read");
+}
+
+/// Three teammates reading at once, each response taking 300 ms: a team's request cap
+/// (the lead's --max-requests) lets exactly as many requests start as it allows. Before,
+/// each teammate checked the spend and counted its request only after the response, so
+/// all three started one more at the cap.
+fn concurrent_teammates_stop_at_the_request_cap(world: World) {
+    let slow = |name: &str| {
+        let mut out = String::new();
+        for _ in 0..8 {
+            out.push_str(&format!(
+                "    - tool_calls: [{{name: ReadFile, input: {{path: a.txt}}}}]\n      when: {{system_contains: \"You are {name}, a RooCode teammate\"}}\n      delay_ms: 300\n      {USAGE}\n"
+            ));
+        }
+        out
+    };
+    let spawn = |name: &str| {
+        format!(
+            "        - {{name: Agent, input: {{name: {name}, prompt: \"Read a.txt until told.\"}}}}\n"
+        )
+    };
+    let mock = MockLlm::start(&format!(
+        "agents:\n  \"*\":\n{}{}{}    - tool_calls:\n        - {{name: TeamCreate, input: {{team_name: crew}}}}\n      {USAGE}\n    - tool_calls:\n{}{}{}      {USAGE}\n    - text: \"Waiting.\"\n      {USAGE}\n{noted}",
+        slow("alice"),
+        slow("bob"),
+        slow("carol"),
+        spawn("alice"),
+        spawn("bob"),
+        spawn("carol"),
+        noted = format!("    - text: \"Noted.\"\n      {USAGE}\n").repeat(8),
+    ));
+    // The lead's three requests leave 7 for the three teammates.
+    let out = world.lead(&mock).args(["--max-requests", "10"]).run();
+    assert_eq!(out.code(), 5, "{}", out.stderr());
+    let started = mock.requests().len();
+    assert!(started <= 10, "{started} requests started on a cap of 10");
+    let (spend, _) = world.team().tasks().spend().unwrap();
+    let counted = roo_store::budget::team_total(&spend).requests;
+    assert_eq!(
+        counted, 10,
+        "the team counted {counted} requests: {spend:?}"
+    );
+    for name in ["alice", "bob", "carol"] {
+        assert!(
+            !requests_of(&mock, Some(name)).is_empty(),
+            "{name} started no request"
+        );
+    }
+}
+
+#[test]
+fn concurrent_teammates_never_start_more_requests_than_the_teams_cap() {
+    concurrent_teammates_stop_at_the_request_cap(World::new());
+}
+
+#[test]
+fn concurrent_teammates_stop_at_the_teams_request_cap_on_the_postgresql_store_too() {
+    let Some(world) = World::on_pg() else {
+        eprintln!("skipped: ROO_TEST_PG_DSN is not set");
+        return;
+    };
+    concurrent_teammates_stop_at_the_request_cap(world);
+}

@@ -113,8 +113,9 @@ fn hand_written() -> Vec<(&'static str, Value)> {
                     "paths": ids,
                     "metadata": {"type": "object"},
                     "owner": string,
-                    // Added since (issue 32): the task's spending cap.
-                    "budget_usd": {"type": "number"}
+                    // Added since (issue 32): the task's spending caps.
+                    "budget_usd": {"type": "number"},
+                    "budget_requests": {"type": "integer", "minimum": 0}
                 },
                 "required": ["subject"],
                 "additionalProperties": false

@@ -121,7 +121,7 @@ pub struct TeamCaps {
     /// Each member's cap, on its own spend (its sub-agents' included).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub members: BTreeMap<Name, SpendCap>,
-    /// The cap of a task without its own.
+    /// The cap of every task (a task's own cap may only lower it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_default: Option<SpendCap>,
     /// Every member's cap besides its own (the lower of the two holds).
@@ -143,6 +143,15 @@ impl TeamCaps {
         match (self.members.get(member), &self.member_default) {
             (Some(own), Some(default)) => Some(own.min(default)),
             (own, default) => own.or(default.as_ref()).copied(),
+        }
+    }
+
+    /// The cap of a task whose own is `own`: the lower of it and the default, part by
+    /// part (a task's cap may lower the team's default, never raise it).
+    pub fn task(&self, own: Option<SpendCap>) -> Option<SpendCap> {
+        match (own, self.task_default) {
+            (Some(own), Some(default)) => Some(own.min(&default)),
+            (own, default) => own.or(default),
         }
     }
 
@@ -180,6 +189,67 @@ pub struct SpendState {
     /// recently claimed): its id, its total spend and its cap (its own, else the team's
     /// default).
     pub task: Option<(crate::task::TaskId, TaskUsage, Option<SpendCap>)>,
+}
+
+impl SpendState {
+    /// The first scope whose cap `self` reached: the team's, and unless `team_only` (a
+    /// lead, whose own spend counts in the team's) the member's and its task's.
+    pub fn reached(&self, team_only: bool) -> Option<CapScope> {
+        let over =
+            |cap: &Option<SpendCap>, spent: &TaskUsage| cap.is_some_and(|c| c.reached(spent));
+        if over(&self.team_cap, &self.team) {
+            return Some(CapScope::Team);
+        }
+        if team_only {
+            return None;
+        }
+        if over(&self.member_cap, &self.member) {
+            return Some(CapScope::Member);
+        }
+        match &self.task {
+            Some((_, spent, cap)) if over(cap, spent) => Some(CapScope::Task),
+            _ => None,
+        }
+    }
+}
+
+impl SpendState {
+    /// Whether a cap in requests applies to the next request: the team's, and unless
+    /// `team_only` the member's or its task's.
+    pub fn request_capped(&self, team_only: bool) -> bool {
+        let capped = |cap: &Option<SpendCap>| cap.is_some_and(|c| c.requests.is_some());
+        capped(&self.team_cap)
+            || (!team_only
+                && (capped(&self.member_cap)
+                    || self.task.as_ref().is_some_and(|(_, _, cap)| capped(cap))))
+    }
+}
+
+/// A scope with a cap of its own in a team.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapScope {
+    /// The whole team's.
+    Team,
+    /// One member's.
+    Member,
+    /// One task's.
+    Task,
+}
+
+/// What [`crate::TaskList::reserve_request`] did: the spend as it stood before the
+/// request (what the caps were compared with), and whether it may start and was counted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestSlot {
+    /// The member's, its task's and the team's spend before this request.
+    pub state: SpendState,
+    /// `None`: the request may start; else the scope whose cap it would pass (nothing
+    /// was counted).
+    pub refused_by: Option<CapScope>,
+    /// Whether the request was counted now (a cap in requests applies to it); if not, it
+    /// is counted with its response.
+    pub counted: bool,
+    /// The task the request was counted to as well (the member's in-progress task).
+    pub task: Option<crate::task::TaskId>,
 }
 
 /// The sum of every member's spend.

@@ -4,10 +4,12 @@
 //! a [`BudgetPlan`]. After every model response (its own or a sub-agent's) it adds the
 //! spend to the agent's session total and, in a team, to the member's total in the
 //! team's task list and to the task the member works on, in one locked write
-//! ([`roo_store::TaskList::add_spend`]). Before every request it reads where the spend
+//! ([`roo_store::TaskList::add_spend`]). Before every request it checks where the spend
 //! stands and stops the request once a cap is reached: the session's (a lead's
 //! `--max-cost-usd`/`--max-requests`, which cover its team), the team's, the member's or
-//! its task's. At 80 % of a cap the agent is told once (and a teammate tells its lead);
+//! its task's; in a team, under a cap in requests, the check and the count of the request
+//! are one locked write ([`roo_store::TaskList::reserve_request`]), so agents running at
+//! once cannot pass it. A spend that cannot be read fails closed: no request starts. At 80 % of a cap the agent is told once (and a teammate tells its lead);
 //! a teammate stopped by a cap releases its task with a note and reports to the lead.
 //! Spend of a model whose price is unknown counts as requests only, which the agent is
 //! told once. A lead that joins a team writes its caps into the team's list (the
@@ -20,7 +22,7 @@ use futures_util::future::BoxFuture;
 use roo_agent::config::BudgetConfig;
 use roo_agent::{SpendGate, SpendVerdict};
 use roo_llm::Usage;
-use roo_store::budget::{SpendCap, SpendState, TeamCaps, describe_spend};
+use roo_store::budget::{RequestSlot, SpendCap, SpendState, TeamCaps, describe_spend};
 use roo_store::usage::{MAX_USAGE_COST_USD, MAX_USAGE_COUNT};
 use roo_store::{Name, Outgoing, TaskFilter, TaskId, TaskStatus, TaskUsage};
 use tokio::sync::Mutex;
@@ -78,6 +80,13 @@ struct GateState {
     unpriced: Unpriced,
     /// The task released for a cap (reported once).
     released: BTreeSet<String>,
+    /// Requests counted in a task when they started whose response is not recorded yet.
+    task_counted: u64,
+    /// Requests started in a team but not counted then (no cap in requests applied), to
+    /// be counted with their response.
+    member_uncounted: u64,
+    /// Why the spend could not be read: the gate then starts no request (fails closed).
+    broken: Option<String>,
 }
 
 /// The [`SpendGate`] of a lead or a teammate. See the module documentation.
@@ -143,12 +152,14 @@ impl TeamSpendGate {
     }
 
     async fn record(&self, usage: Usage, cost_usd: Option<f64>) {
+        // The request itself was counted when it started ([`Self::decide`]) where a cap
+        // in requests applied to it: the response then adds its tokens and cost only.
         let spend = TaskUsage {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
             cache_read_tokens: usage.cache_read_tokens,
             cache_write_tokens: usage.cache_write_tokens,
-            requests: 1,
+            requests: 0,
             cost_usd,
         };
         let mut state = self.state.lock().await;
@@ -156,15 +167,39 @@ impl TeamSpendGate {
             state.unpriced = Unpriced::ToTell;
         }
         state.own = add(&state.own, &spend);
-        state.unrecorded = add(&state.unrecorded, &spend);
+        let member_requests = match state.member_uncounted {
+            0 => 0,
+            _ => {
+                state.member_uncounted -= 1;
+                1
+            }
+        };
+        let member_spend = TaskUsage {
+            requests: member_requests,
+            ..spend
+        };
+        state.unrecorded = add(&state.unrecorded, &member_spend);
+        let task_spend = match state.task_counted {
+            0 => TaskUsage {
+                requests: 1,
+                ..spend
+            },
+            _ => {
+                state.task_counted -= 1;
+                spend
+            }
+        };
         let Some(binding) = self.plan.slot.get() else {
             return;
         };
+        if state.broken.is_some() {
+            return;
+        }
         self.set_up(&binding, &mut state).await;
         let tasks = binding.team.tasks();
         let me = binding.me.clone();
         let (unrecorded, current, lead) = (state.unrecorded, state.current.clone(), self.plan.lead);
-        let task_spend = add(&state.carry, &spend);
+        let task_spend = add(&state.carry, &task_spend);
         let charged = tokio::task::spawn_blocking(move || {
             if lead {
                 return tasks.add_spend(&me, &unrecorded, None).map(|_| None);
@@ -190,25 +225,69 @@ impl TeamSpendGate {
         }
     }
 
+    /// In a team: counts the request in the team's task list if its caps allow (see
+    /// [`roo_store::TaskList::reserve_request`]), adding the spend not yet recorded.
+    /// `Err`: the spend could not be read or written; the gate then fails closed.
+    async fn reserve(
+        &self,
+        binding: &Arc<TeamBinding>,
+        state: &mut GateState,
+    ) -> Result<RequestSlot, String> {
+        let tasks = binding.team.tasks();
+        let me = binding.me.clone();
+        let (pending, lead) = (state.unrecorded, self.plan.lead);
+        let slot = tokio::task::spawn_blocking(move || tasks.reserve_request(&me, &pending, lead))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        state.unrecorded = TaskUsage::default();
+        Ok(slot)
+    }
+
+    /// The spend could not be read: no request starts, now or later in this session (a
+    /// cap that cannot be checked holds as reached), and a teammate tells its lead.
+    async fn fail_closed(
+        &self,
+        binding: &Arc<TeamBinding>,
+        state: &mut GateState,
+        error: String,
+    ) -> SpendVerdict {
+        let reason = format!(
+            "the team's spend could not be read ({error}); no model request starts while \
+             the caps cannot be checked"
+        );
+        state.broken = Some(reason.clone());
+        if !self.plan.lead {
+            tell_lead(
+                binding,
+                "stopped: spend unreadable",
+                format!("Budget: {reason}. I start no new model request and go idle."),
+            )
+            .await;
+        }
+        SpendVerdict::Stop(reason)
+    }
+
     async fn decide(&self) -> SpendVerdict {
         let mut state = self.state.lock().await;
+        if let Some(reason) = &state.broken {
+            return SpendVerdict::Stop(reason.clone());
+        }
         let binding = self.plan.slot.get();
         let mut scopes = Vec::new();
-        let mut team_state = None;
+        let mut slot = None;
         if let Some(binding) = &binding {
             self.set_up(binding, &mut state).await;
-            let tasks = binding.team.tasks();
-            let me = binding.me.clone();
-            match tokio::task::spawn_blocking(move || tasks.spend_state(&me, None)).await {
-                Ok(Ok(now)) => team_state = Some(now),
-                Ok(Err(e)) => tracing::warn!(error = %e, "failed to read the team's spend"),
-                Err(e) => tracing::warn!(error = %e, "failed to read the team's spend"),
+            match self.reserve(binding, &mut state).await {
+                Ok(reserved) => slot = Some(reserved),
+                Err(e) => return self.fail_closed(binding, &mut state, e).await,
             }
         }
-        let session_spent = match (&team_state, &state.bound) {
-            // In a team: the team's spend since this session joined it (its own
-            // earlier spend is in it once recorded, the rest is still unrecorded).
-            (Some(now), Some((_, base))) => add(&minus(&now.team, base), &state.unrecorded),
+        let team_state = slot.as_ref().map(|s| &s.state);
+        let session_spent = match (team_state, &state.bound) {
+            // In a team: the team's spend since this session joined it (its own earlier
+            // spend included: the reservation just added what was unrecorded).
+            (Some(now), Some((_, base))) => minus(&now.team, base),
             _ => state.own,
         };
         if self.plan.lead && !self.plan.session.is_empty() {
@@ -219,13 +298,14 @@ impl TeamSpendGate {
                 cap: self.plan.session,
             });
         }
-        if let (Some(now), Some(binding)) = (&team_state, &binding) {
+        if let (Some(now), Some(binding)) = (team_state, &binding) {
             scopes.extend(team_scopes(now, &binding.me, self.plan.lead));
         }
         let unpriced = state.unpriced == Unpriced::ToTell;
         if unpriced {
             state.unpriced = Unpriced::Told;
         }
+        let refused = slot.as_ref().is_some_and(|s| s.refused_by.is_some());
         if let Some(over) = scopes.iter().find(|s| s.cap.reached(&s.spent)) {
             let reason = format!(
                 "{} of {} was reached: spent {}",
@@ -233,13 +313,44 @@ impl TeamSpendGate {
                 over.cap.describe(),
                 describe_spend(&over.spent)
             );
+            if let (Some(binding), Some(slot)) = (&binding, &slot)
+                && slot.counted
+            {
+                release(binding, slot.task.clone()).await;
+            }
             if let (Some(binding), false) = (&binding, self.plan.lead) {
                 report_stop(binding, &mut state, &reason, over).await;
             }
             return SpendVerdict::Stop(reason);
         }
+        if refused {
+            // The list refused by a cap the scopes above do not show (a change between
+            // the two looks is not possible: they are one state): stop all the same.
+            return SpendVerdict::Stop("a cap in the team's task list was reached".into());
+        }
+        state.own.requests = state.own.requests.saturating_add(1);
+        match &slot {
+            // Counted in the team's list (and in the task charged then).
+            Some(slot) if slot.counted => state.task_counted += u64::from(slot.task.is_some()),
+            // No cap in requests applies: counted with the response.
+            Some(_) => state.member_uncounted += 1,
+            // Not in a team yet: counted here, added to the list once in one.
+            None => state.unrecorded.requests = state.unrecorded.requests.saturating_add(1),
+        }
+        self.warnings(&binding, &mut state, &scopes, unpriced).await
+    }
+
+    /// The 80 % notices of `scopes` not told yet (a teammate's go to its lead too), and
+    /// the one about an unknown price.
+    async fn warnings(
+        &self,
+        binding: &Option<Arc<TeamBinding>>,
+        state: &mut GateState,
+        scopes: &[Scope],
+        unpriced: bool,
+    ) -> SpendVerdict {
         let mut told = Vec::new();
-        for scope in &scopes {
+        for scope in scopes {
             if scope.cap.used(&scope.spent) >= WARN_AT && state.warned.insert(scope.key.clone()) {
                 told.push(format!(
                     "Budget: {} of {} is {:.0} % spent ({}); at 100 % no new model request starts.",
@@ -251,7 +362,7 @@ impl TeamSpendGate {
             }
         }
         if !told.is_empty()
-            && let (Some(binding), false) = (&binding, self.plan.lead)
+            && let (Some(binding), false) = (binding, self.plan.lead)
         {
             tell_lead(binding, "budget at 80 %", told.join("\n")).await;
         }
@@ -266,6 +377,17 @@ impl TeamSpendGate {
             true => SpendVerdict::Go,
             false => SpendVerdict::Warn(told.join("\n")),
         }
+    }
+}
+
+/// Takes back a request counted in the team's list that does not start after all.
+async fn release(binding: &Arc<TeamBinding>, task: Option<TaskId>) {
+    let tasks = binding.team.tasks();
+    let me = binding.me.clone();
+    let released =
+        tokio::task::spawn_blocking(move || tasks.release_request(&me, task.as_ref())).await;
+    if let Ok(Err(e)) = released {
+        tracing::warn!(error = %e, "failed to take back a request that did not start");
     }
 }
 
@@ -464,7 +586,7 @@ pub fn spend_lines(team: &roo_store::Team) -> roo_store::Result<Vec<String>> {
             "  task #{}: {}{}",
             task.id,
             describe_spend(&task.usage_total()),
-            capped(task.budget.or(caps.task_default))
+            capped(caps.task(task.budget))
         ));
     }
     Ok(lines)

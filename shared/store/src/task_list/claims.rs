@@ -25,7 +25,8 @@ impl TaskList {
             if list.tasks[index].owner.as_ref() != Some(owner)
                 || list.tasks[index].status != TaskStatus::InProgress
             {
-                self.refuse_unpaid_claim(list, Some(&list.tasks[index]), owner)?;
+                let lead = Role::of(config, Some(owner)) == Role::Lead;
+                self.refuse_unpaid_claim(list, Some(&list.tasks[index]), owner, lead)?;
             }
             let outcome = claim_at(list, index, owner, options);
             Ok(match outcome {
@@ -54,7 +55,8 @@ impl TaskList {
             }) else {
                 return Ok(Outcome::Keep(None));
             };
-            self.refuse_unpaid_claim(list, Some(&list.tasks[index]), owner)?;
+            let lead = Role::of(config, Some(owner)) == Role::Lead;
+            self.refuse_unpaid_claim(list, Some(&list.tasks[index]), owner, lead)?;
             let outcome = claim_at(list, index, owner, options);
             Ok(match outcome {
                 ClaimOutcome::Claimed(_) => Outcome::Write(Some(outcome)),
@@ -69,15 +71,26 @@ impl TaskList {
         self.update_doc(Some(owner), |config, list| {
             self.check_claimer(config, "claim", &TaskId::from_number(0), owner)?;
             self.authorize_claim(config, owner, None, options.lease)?;
-            self.refuse_unpaid_claim(list, None, owner)?;
+            let lead = Role::of(config, Some(owner)) == Role::Lead;
+            self.refuse_unpaid_claim(list, None, owner, lead)?;
             let report = ready_report(list);
+            // A ready task whose own cap is spent is left; if only such tasks are ready,
+            // the claim is refused naming the first.
+            let mut unpaid = None;
             for task in report.ready {
                 let Some(index) = list.tasks.iter().position(|t| t.id == task.id) else {
                     continue;
                 };
+                if spend::task_cap_reached(list, owner, &task.id) {
+                    unpaid.get_or_insert(index);
+                    continue;
+                }
                 if let ClaimOutcome::Claimed(task) = claim_at(list, index, owner, options) {
                     return Ok(Outcome::Write(Some(*task)));
                 }
+            }
+            if let Some(index) = unpaid {
+                self.refuse_unpaid_claim(list, Some(&list.tasks[index]), owner, lead)?;
             }
             Ok(Outcome::Keep(None))
         })

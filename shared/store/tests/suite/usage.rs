@@ -208,3 +208,187 @@ fn a_corrupt_spend_in_the_list_stops_rather_than_lifts_the_caps() {
         state.member
     );
 }
+
+fn cap(usd: Option<f64>, requests: Option<u64>) -> roo_store::budget::SpendCap {
+    roo_store::budget::SpendCap { usd, requests }
+}
+
+/// Members starting requests at once: the check against the cap and the count are one
+/// write, so exactly as many start as the team's request cap allows.
+#[test]
+fn concurrent_requests_never_pass_a_request_cap() {
+    let f = team();
+    let tasks = f.team.tasks();
+    tasks
+        .set_caps(None, |caps| caps.team = Some(cap(None, Some(10))))
+        .unwrap();
+    let started = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for who in ["alice", "bob", "lead", "alice"] {
+            let (tasks, started) = (f.team.tasks(), &started);
+            s.spawn(move || {
+                for _ in 0..6 {
+                    let slot = tasks
+                        .reserve_request(&name(who), &TaskUsage::default(), who == "lead")
+                        .unwrap();
+                    if slot.refused_by.is_none() {
+                        started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(started.into_inner(), 10);
+    let (spend, _) = tasks.spend().unwrap();
+    assert_eq!(roo_store::budget::team_total(&spend).requests, 10);
+    // A request that did not start after all is taken back.
+    tasks.release_request(&name("bob"), None).unwrap();
+    let slot = tasks
+        .reserve_request(&name("bob"), &TaskUsage::default(), false)
+        .unwrap();
+    assert_eq!(slot.refused_by, None);
+}
+
+/// A request is counted to the member's in-progress task when it starts, and the pending
+/// spend goes in with it; the task's own request cap then refuses the next one.
+#[test]
+fn a_request_is_counted_to_the_held_task_and_its_cap_refuses_the_next() {
+    let f = team();
+    let tasks = f.team.tasks();
+    let id = tasks
+        .create(NewTask {
+            subject: "capped".into(),
+            budget: Some(cap(None, Some(1))),
+            ..Default::default()
+        })
+        .unwrap()
+        .id;
+    tasks
+        .claim(&id, &name("alice"), &Default::default())
+        .unwrap();
+    let pending = spend(5, 5, Some(0.5));
+    let slot = tasks
+        .reserve_request(&name("alice"), &pending, false)
+        .unwrap();
+    assert_eq!(
+        (slot.refused_by, slot.task.clone()),
+        (None, Some(id.clone()))
+    );
+    assert_eq!(tasks.get(&id).unwrap().usage[&name("alice")].requests, 1);
+    let slot = tasks
+        .reserve_request(&name("alice"), &TaskUsage::default(), false)
+        .unwrap();
+    assert_eq!(
+        slot.refused_by,
+        Some(roo_store::budget::CapScope::Task),
+        "{slot:?}"
+    );
+    let (spend, _) = tasks.spend().unwrap();
+    // The pending request and the one counted; the refused one is not.
+    assert_eq!(spend[&name("alice")].requests, 2);
+    assert_eq!(spend[&name("alice")].cost_usd, Some(0.5));
+}
+
+/// A task's own cap may lower the team's default, never raise it: the lower holds, part
+/// by part.
+#[test]
+fn a_tasks_own_cap_only_lowers_the_default() {
+    let f = team();
+    let tasks = f.team.tasks();
+    tasks
+        .set_caps(None, |caps| caps.task_default = Some(cap(Some(0.05), None)))
+        .unwrap();
+    let id = tasks
+        .create(NewTask {
+            subject: "generous".into(),
+            budget: Some(cap(Some(1.0), Some(5))),
+            ..Default::default()
+        })
+        .unwrap()
+        .id;
+    let state = tasks.spend_state(&name("alice"), Some(&id)).unwrap();
+    assert_eq!(state.task.unwrap().2, Some(cap(Some(0.05), Some(5))));
+}
+
+/// A member over its own cap claims nothing (by id or the next ready task); a task over
+/// its cap is not claimed, by id or as the next one (another ready task is).
+#[test]
+fn claims_are_refused_to_a_member_or_a_task_over_its_cap() {
+    let f = team();
+    let tasks = f.team.tasks();
+    let new = |subject: &str, budget| {
+        tasks
+            .create(NewTask {
+                subject: subject.into(),
+                budget,
+                ..Default::default()
+            })
+            .unwrap()
+            .id
+    };
+    let spent_task = new("spent", Some(cap(None, Some(1))));
+    let other = new("other", None);
+    tasks
+        .set_caps(None, |caps| {
+            caps.members.insert(name("alice"), cap(None, Some(1)));
+        })
+        .unwrap();
+    tasks
+        .add_spend(&name("alice"), &spend(1, 1, None), None)
+        .unwrap();
+    for claim in [
+        tasks
+            .claim(&other, &name("alice"), &Default::default())
+            .map(|_| ()),
+        tasks
+            .claim_next(&name("alice"), &Default::default())
+            .map(|_| ()),
+    ] {
+        let error = claim.unwrap_err().to_string();
+        assert!(
+            error.contains("alice reached its budget of 1 requests"),
+            "{error}"
+        );
+    }
+    tasks
+        .add_usage(&spent_task, &name("bob"), &spend(1, 1, None))
+        .unwrap();
+    let error = tasks
+        .claim(&spent_task, &name("bob"), &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("the task reached its budget"), "{error}");
+    let next = tasks
+        .claim_next(&name("bob"), &Default::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.id, other, "the task over its cap is left");
+    let error = tasks
+        .claim_next(&name("lead"), &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("the task reached its budget"), "{error}");
+}
+
+/// Under caps in USD only, a request is not counted as it starts (its response adds it):
+/// the reservation writes nothing, and the cap still refuses once reached.
+#[test]
+fn under_a_usd_cap_only_a_reservation_writes_nothing() {
+    let f = team();
+    let tasks = f.team.tasks();
+    tasks
+        .set_caps(None, |caps| caps.team = Some(cap(Some(1.0), None)))
+        .unwrap();
+    let slot = tasks
+        .reserve_request(&name("alice"), &TaskUsage::default(), false)
+        .unwrap();
+    assert_eq!((slot.refused_by, slot.counted), (None, false));
+    assert!(tasks.spend().unwrap().0.is_empty());
+    tasks
+        .add_spend(&name("bob"), &spend(1, 1, Some(1.0)), None)
+        .unwrap();
+    let slot = tasks
+        .reserve_request(&name("alice"), &TaskUsage::default(), false)
+        .unwrap();
+    assert_eq!(slot.refused_by, Some(roo_store::budget::CapScope::Team));
+}

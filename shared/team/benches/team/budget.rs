@@ -1,11 +1,13 @@
 //! What the caps' accounting adds per model request (issue 32, "Budgets").
 //!
-//! A teammate's spend gate per request: `before_request` (reads where the member's,
-//! its task's and the team's spend stand) and `spent` (adds the request to the member's
+//! A teammate's spend gate per request: `before_request` (`TaskList::reserve_request`:
+//! one locked change that checks the member's, its task's and the team's spend and, under
+//! a cap in requests, counts the request) and `spent` (adds the response to the member's
 //! total and its task's in one locked write), against what a request cost before the
 //! caps — the usage meter's list of the member's tasks and `add_usage` — on the same
-//! team (20 tasks, 8 members, file store), interleaved. And a lead's gate without a
-//! team (the session's caps only, in memory).
+//! team (20 tasks, 8 members, file store), interleaved; first with a team cap in USD and
+//! requests, then in USD only. And a lead's gate without a team (the session's caps
+//! only, in memory).
 
 use std::time::{Duration, Instant};
 
@@ -106,7 +108,20 @@ pub async fn budget_section(n: usize) {
         cost_usd: Some(0.0123),
     };
     let (mut before, mut with_gate, mut solo_gate) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..n {
+    let mut usd_only = Vec::new();
+    for round in 0..2 * n {
+        // First a team cap in USD and requests (each request counted as it starts: two
+        // locked writes), then one in USD only (a locked read and a write).
+        if round == n {
+            tasks
+                .set_caps(None, |caps| {
+                    caps.team = Some(roo_store::budget::SpendCap {
+                        usd: Some(1e6),
+                        requests: None,
+                    });
+                })
+                .unwrap();
+        }
         // Before the caps: the meter's list of the member's tasks and add_usage.
         let (t, who, task) = (tasks.clone(), w0.clone(), id.clone());
         let started = Instant::now();
@@ -124,20 +139,28 @@ pub async fn budget_section(n: usize) {
         let started = Instant::now();
         gate.before_request().await;
         gate.spent(usage, Some(0.0123)).await;
-        with_gate.push(started.elapsed());
+        match round < n {
+            true => with_gate.push(started.elapsed()),
+            false => usd_only.push(started.elapsed()),
+        }
         let started = Instant::now();
         solo.before_request().await;
         solo.spent(usage, Some(0.0123)).await;
         solo_gate.push(started.elapsed());
     }
-    let mut added: Vec<Duration> = with_gate
-        .iter()
-        .zip(&before)
-        .map(|(a, b)| a.saturating_sub(*b))
-        .collect();
+    let paired = |gate: &[Duration], before: &[Duration]| -> Vec<Duration> {
+        gate.iter()
+            .zip(before)
+            .map(|(a, b)| a.saturating_sub(*b))
+            .collect()
+    };
+    let mut added = paired(&with_gate, &before[..n]);
+    let mut added_usd = paired(&usd_only, &before[n..]);
     println!("\n## Budgets: accounting per model request (n = {n}, 20 tasks, 8 members, files)");
     line("before the caps: list own tasks + add_usage", &mut before);
-    line("teammate's gate: before_request + spent", &mut with_gate);
-    line("added by the caps (paired difference)", &mut added);
+    line("gate, request cap: before_request + spent", &mut with_gate);
+    line("added by a request cap (paired difference)", &mut added);
+    line("gate, USD cap only: before_request + spent", &mut usd_only);
+    line("added by a USD cap (paired difference)", &mut added_usd);
     line("lead's gate without a team (in memory)", &mut solo_gate);
 }

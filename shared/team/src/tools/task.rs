@@ -246,6 +246,9 @@ pub struct CreateInput {
     /// works on it stops and releases it.
     #[serde(default)]
     budget_usd: Option<f64>,
+    /// Cap of the task in model requests, like `budget_usd`.
+    #[serde(default)]
+    budget_requests: Option<u64>,
 }
 
 const CREATE: &str = "TaskCreate";
@@ -294,10 +297,11 @@ impl TaskCreate {
             metadata: input.metadata.unwrap_or_default(),
             owner: None,
             by: None,
-            budget: input.budget_usd.map(|usd| roo_store::budget::SpendCap {
-                usd: Some(usd),
-                requests: None,
-            }),
+            budget: Some(roo_store::budget::SpendCap {
+                usd: input.budget_usd,
+                requests: input.budget_requests,
+            })
+            .filter(|cap| !cap.is_empty()),
         };
         let owner = input
             .owner
