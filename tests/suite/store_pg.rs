@@ -151,7 +151,53 @@ fn the_team_runtime_uses_the_postgresql_store_and_never_falls_back_to_files() {
         .args(["--team", "t", "--name", "alice"])
         .run();
     assert_eq!(out.code(), 2, "{}", out.stderr());
-    assert!(out.stderr().contains("does not exist"), "{}", out.stderr());
+    assert!(
+        out.stderr().contains("the PostgreSQL store at ")
+            && out.stderr().contains("has no team of that name"),
+        "{}",
+        out.stderr()
+    );
+}
+
+/// Errors on the PostgreSQL store speak of the store, never of files it does not have:
+/// a missing team is "the PostgreSQL store at … has no team of that name", not
+/// "`teams/x/config.json` does not exist"; a row held past the lock wait is not a "lock
+/// file" to remove (`shared/store/tests/pg/row_locks.rs`).
+#[test]
+fn a_missing_team_on_postgresql_names_the_store_not_a_file() {
+    let Some(url) = store_url() else { return };
+    let env = TempHome::new();
+    for (bin, args) in [
+        ("roo-task", vec!["list", "--team", "nope"]),
+        (
+            "roo-mail",
+            vec![
+                "send",
+                "--team",
+                "nope",
+                "--from",
+                "lead",
+                "--to",
+                "alice",
+                "--summary",
+                "s",
+                "hi",
+            ],
+        ),
+        ("roo-mail", vec!["read", "--team", "nope", "--as", "alice"]),
+    ] {
+        let out = env.cmd(bin).env("ROO_STORE", &url).args(&args).run();
+        assert_eq!(out.code(), 2, "{bin} {args:?}: {}", out.stderr());
+        let text = out.stderr();
+        assert!(
+            text.contains("the PostgreSQL store at ") && text.contains("has no team of that name"),
+            "{bin} {args:?}: {text}"
+        );
+        assert!(
+            !text.contains("config.json") && !text.contains("does not exist"),
+            "{bin} {args:?}: names a file: {text}"
+        );
+    }
 }
 
 /// Eight `roo-task claim` processes race for one task, 100 rounds: exactly one wins each
@@ -342,7 +388,7 @@ fn store_in_the_user_config_selects_the_store_for_the_clis_and_the_runtime() {
         .run();
     assert_eq!(worker.code(), 2, "{}", worker.stderr());
     assert!(
-        worker.stderr().contains("does not exist"),
+        worker.stderr().contains("has no team of that name"),
         "{}",
         worker.stderr()
     );
