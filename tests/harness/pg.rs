@@ -111,6 +111,24 @@ impl OwnCluster {
         })
     }
 
+    /// Stops the server (fast: its sessions are ended), keeps it stopped for `down` (its
+    /// socket gone: connections are refused), starts it again, and returns once it
+    /// accepts connections (`scripts/pg-cluster restart --down`).
+    pub fn restart_after(&self, down: std::time::Duration) {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-cluster");
+        let out = Command::new(script)
+            .arg("restart")
+            .arg(&self.dir)
+            .args(["--down", &format!("{:.1}", down.as_secs_f64())])
+            .output()
+            .expect("run scripts/pg-cluster");
+        assert!(
+            out.status.success(),
+            "scripts/pg-cluster restart: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The directory of the server's unix socket.
     pub fn socket_dir(&self) -> &std::path::Path {
         &self.dir

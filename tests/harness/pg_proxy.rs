@@ -168,7 +168,9 @@ impl PgProxy {
 
     /// `url` (`postgresql://user@host/db?host=…&…`) made to connect through the proxy:
     /// the authority's host becomes `127.0.0.1:<port>`, `host=` and `port=` are dropped,
-    /// the other parameters (e.g. `options=`) kept.
+    /// the other parameters (e.g. `options=`) kept, and `sslmode=disable` written (the
+    /// proxy relays to a unix socket, which has no TLS; a TCP host without `sslmode`
+    /// means `verify-full`).
     pub fn url_for(&self, url: &str) -> String {
         let (scheme, rest) = url.split_once("://").expect("a postgresql:// URL");
         let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
@@ -177,18 +179,21 @@ impl PgProxy {
             .rsplit_once('@')
             .map(|(user, _)| format!("{user}@"))
             .unwrap_or_default();
-        let kept: Vec<&str> = query
+        let mut kept: Vec<&str> = query
             .split('&')
             .filter(|pair| {
-                !pair.is_empty() && !pair.starts_with("host=") && !pair.starts_with("port=")
+                !pair.is_empty()
+                    && !pair.starts_with("host=")
+                    && !pair.starts_with("port=")
+                    && !pair.starts_with("sslmode=")
             })
             .collect();
-        let mut out = format!("{scheme}://{user}127.0.0.1:{}/{path}", self.port());
-        if !kept.is_empty() {
-            out.push('?');
-            out.push_str(&kept.join("&"));
-        }
-        out
+        kept.push("sslmode=disable");
+        format!(
+            "{scheme}://{user}127.0.0.1:{}/{path}?{}",
+            self.port(),
+            kept.join("&")
+        )
     }
 
     /// Hands the server's bytes to a client only once it has been quiet for `hold` (for

@@ -4,7 +4,7 @@
 //! `store_pg_credentials.rs`.
 
 use roo_tests::TempHome;
-use roo_tests::pg::{psql, store_url, test_dsn, with_database};
+use roo_tests::pg::{OwnCluster, fresh_schema_url, psql, store_url, test_dsn, with_database};
 
 /// A team's whole coordination through `roo-mail` and `roo-task` on the PostgreSQL store:
 /// nothing is written under ROO_HOME, and a second home (another machine's) sees it all.
@@ -151,7 +151,53 @@ fn the_team_runtime_uses_the_postgresql_store_and_never_falls_back_to_files() {
         .args(["--team", "t", "--name", "alice"])
         .run();
     assert_eq!(out.code(), 2, "{}", out.stderr());
-    assert!(out.stderr().contains("does not exist"), "{}", out.stderr());
+    assert!(
+        out.stderr().contains("the PostgreSQL store at ")
+            && out.stderr().contains("has no team of that name"),
+        "{}",
+        out.stderr()
+    );
+}
+
+/// Errors on the PostgreSQL store speak of the store, never of files it does not have:
+/// a missing team is "the PostgreSQL store at … has no team of that name", not
+/// "`teams/x/config.json` does not exist"; a row held past the lock wait is not a "lock
+/// file" to remove (`shared/store/tests/pg/row_locks.rs`).
+#[test]
+fn a_missing_team_on_postgresql_names_the_store_not_a_file() {
+    let Some(url) = store_url() else { return };
+    let env = TempHome::new();
+    for (bin, args) in [
+        ("roo-task", vec!["list", "--team", "nope"]),
+        (
+            "roo-mail",
+            vec![
+                "send",
+                "--team",
+                "nope",
+                "--from",
+                "lead",
+                "--to",
+                "alice",
+                "--summary",
+                "s",
+                "hi",
+            ],
+        ),
+        ("roo-mail", vec!["read", "--team", "nope", "--as", "alice"]),
+    ] {
+        let out = env.cmd(bin).env("ROO_STORE", &url).args(&args).run();
+        assert_eq!(out.code(), 2, "{bin} {args:?}: {}", out.stderr());
+        let text = out.stderr();
+        assert!(
+            text.contains("the PostgreSQL store at ") && text.contains("has no team of that name"),
+            "{bin} {args:?}: {text}"
+        );
+        assert!(
+            !text.contains("config.json") && !text.contains("does not exist"),
+            "{bin} {args:?}: names a file: {text}"
+        );
+    }
 }
 
 /// Eight `roo-task claim` processes race for one task, 100 rounds: exactly one wins each
@@ -342,7 +388,7 @@ fn store_in_the_user_config_selects_the_store_for_the_clis_and_the_runtime() {
         .run();
     assert_eq!(worker.code(), 2, "{}", worker.stderr());
     assert!(
-        worker.stderr().contains("does not exist"),
+        worker.stderr().contains("has no team of that name"),
         "{}",
         worker.stderr()
     );
@@ -441,6 +487,13 @@ fn doctor_over_tcp_from_another_host_says_death_detection_takes_seconds() {
         "{text}"
     );
     assert!(text.contains("death detection: seconds"), "{text}");
+    // The harness's server has no TLS, so its URL writes sslmode=disable: said.
+    assert!(
+        text.contains(
+            "warning: the store URL's sslmode=disable does not check the server's certificate"
+        ),
+        "{text}"
+    );
     assert!(!text.contains(pg.password()), "{text}");
 }
 
@@ -771,4 +824,118 @@ fn roo_mail_watch_survives_a_server_restart() {
         "{}",
         out.stdout()
     );
+}
+
+/// A CLI rides out a server restart: 8 shell loops of 60 `roo-mail send` each, the server
+/// stopped for 3 s in the middle (`pg_ctl stop`, then start) — a CLI started meanwhile
+/// waits for it (connection refused, its socket gone, `57P03` while it starts: tried
+/// again for up to 10 s before any statement ran), one cut mid-send connects again and
+/// learns its change's outcome. Every send exits 0 and every message is delivered
+/// exactly once. On a cluster of the test's own (restarting the shared one would fail
+/// other tests).
+#[test]
+fn a_three_second_restart_during_eight_loops_of_sixty_sends_loses_and_fails_none() {
+    let Some(cluster) = OwnCluster::start() else {
+        return;
+    };
+    let url = fresh_schema_url(&cluster.dsn);
+    let env = TempHome::new();
+    let mut create = vec!["team", "create", "--team", "t", "--lead", "lead"];
+    let members: Vec<String> = (0..8).map(|n| format!("m{n}")).collect();
+    for member in &members {
+        create.extend(["--member", member.as_str()]);
+    }
+    env.mail()
+        .env("ROO_STORE", &url)
+        .args(&create)
+        .run()
+        .assert_ok();
+    let logs = roo_tests::TempDir::new();
+    // Each loop logs `<i> <exit code>` per send, and a failure's stderr.
+    let script = r#"for i in $(seq 1 60); do
+        "$ROO_MAIL" send --team t --from lead --to "$TO" --summary "s $i" "m $TO $i" 2>>"$LOG.err"
+        echo "$i $?" >>"$LOG"
+    done"#;
+    let loops: Vec<std::process::Child> = members
+        .iter()
+        .map(|member| {
+            std::process::Command::new("sh")
+                .args(["-c", script])
+                .env("ROO_MAIL", roo_tests::bin("roo-mail"))
+                .env("ROO_HOME", env.path())
+                .env("ROO_STORE", &url)
+                .env("TO", member)
+                .env("LOG", logs.path().join(member))
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let sent = || {
+        members
+            .iter()
+            .map(|m| {
+                std::fs::read_to_string(logs.path().join(m))
+                    .unwrap_or_default()
+                    .lines()
+                    .count()
+            })
+            .sum::<usize>()
+    };
+    // The restart in the middle: once about a quarter of the sends are done.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while sent() < 120 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sends did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let before_restart = sent();
+    cluster.restart_after(std::time::Duration::from_secs(3));
+    for mut child in loops {
+        assert!(child.wait().unwrap().success());
+    }
+    assert!(
+        before_restart < 480,
+        "every send was done before the restart began: it proves nothing"
+    );
+    let mut failures = Vec::new();
+    for member in &members {
+        let log = std::fs::read_to_string(logs.path().join(member)).unwrap();
+        failures.extend(
+            log.lines()
+                .filter(|line| !line.ends_with(" 0"))
+                .map(|line| format!("{member}: send {line}")),
+        );
+        let errors =
+            std::fs::read_to_string(logs.path().join(format!("{member}.err"))).unwrap_or_default();
+        failures.extend(errors.lines().map(|line| format!("{member}: {line}")));
+    }
+    assert!(
+        failures.is_empty(),
+        "sends failed:\n{}",
+        failures.join("\n")
+    );
+    for member in &members {
+        let out = env
+            .mail()
+            .env("ROO_STORE", &url)
+            .args(["read", "--team", "t", "--as", member, "--json"])
+            .run();
+        out.assert_ok();
+        let mut texts: Vec<String> = out
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["text"].as_str().unwrap().to_owned())
+            .collect();
+        texts.sort();
+        let mut wanted: Vec<String> = (1..=60).map(|i| format!("m {member} {i}")).collect();
+        wanted.sort();
+        assert_eq!(
+            texts, wanted,
+            "{member}'s inbox is not each send exactly once"
+        );
+    }
 }

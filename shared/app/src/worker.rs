@@ -397,6 +397,7 @@ mod tests {
         let unknown = join(StoreError::TeamNotFound {
             team: "t".into(),
             path: "/h/teams/t".into(),
+            store: None,
         });
         assert_eq!(teammate_error(unknown).exit_code(), 2);
     }

@@ -245,6 +245,7 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
         Some(pg) => Some(pg.presence_settings()?),
         None => None,
     };
+    let unverified = home.pg().and_then(roo_store::PgStore::unverified_tls);
     if ctx.json() {
         crate::output::print_json(
             out,
@@ -289,6 +290,14 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
             shown.join(" ")
         )?;
         writeln!(out, "death detection: {}", settings.verdict())?;
+    }
+    if let Some(why) = unverified {
+        writeln!(
+            out,
+            "warning: the store URL's {why}: a teammate on another host given it can be \
+             read and impersonated by anyone on the network path; use sslmode=verify-full \
+             with sslrootcert=<the server's CA> (the default when sslmode is not written)"
+        )?;
     }
     Ok(())
 }

@@ -110,6 +110,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         StoreError::Io { .. }
         | StoreError::Engine { .. }
         | StoreError::LockTimeout { .. }
+        | StoreError::RowLocked { .. }
         | StoreError::LockLost { .. }
         | StoreError::NotRegularFile { .. }
         | StoreError::Corrupt { .. }

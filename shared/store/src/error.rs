@@ -34,6 +34,15 @@ impl std::fmt::Display for LockHolder {
     }
 }
 
+/// Where a missing team was looked for, in words that fit the store: its config file,
+/// or the PostgreSQL store (which has no files).
+fn missing_team(path: &std::path::Path, store: Option<&str>) -> String {
+    match store {
+        None => format!("{} does not exist", path.display()),
+        Some(target) => format!("the PostgreSQL store at {target} has no team of that name"),
+    }
+}
+
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -86,6 +95,22 @@ pub enum Error {
         target: String,
         /// The server's or the client's message.
         detail: String,
+    },
+
+    /// A change of the PostgreSQL store waited longer than the lock wait for its row,
+    /// which another session held.
+    #[error(
+        "update {key} (PostgreSQL store at {target}): another session held it for {} ms; retry \
+         later (a session stopped inside a transaction loses its locks after 60 s)",
+        waited.as_millis()
+    )]
+    RowLocked {
+        /// The document.
+        key: String,
+        /// The server (host or socket directory, port, database).
+        target: String,
+        /// How long the change waited.
+        waited: Duration,
     },
 
     /// The lock could not be taken within the retry budget.
@@ -185,16 +210,20 @@ pub enum Error {
         supported: u32,
     },
 
-    /// The team has no config file.
+    /// The team has no config (no file; or no row in the PostgreSQL store).
     #[error(
-        "find team {team:?}: {path} does not exist; create it with `roo-mail team create --team \
-         {team} --lead NAME`"
+        "find team {team:?}: {}; create it with `roo-mail team create --team {team} --lead NAME`",
+        missing_team(path, store.as_deref())
     )]
     TeamNotFound {
         /// The team.
         team: String,
-        /// The config path that is missing.
+        /// The config path that is missing (on the PostgreSQL store, where the file
+        /// layout names its document).
         path: PathBuf,
+        /// The PostgreSQL store the team was looked for in (its target: host or socket
+        /// directory, port, database); `None` on the file store.
+        store: Option<String>,
     },
 
     /// The team already exists.

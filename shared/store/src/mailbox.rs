@@ -798,6 +798,7 @@ impl Mailbox {
             Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::TeamNotFound {
                 team: self.team.name().to_string(),
                 path: self.team.config_path(),
+                store: None,
             }),
             Err(e) => Err(Error::io("create directory", &dir, e)),
         }

@@ -34,7 +34,7 @@ use crate::pg_tls::PgTls;
 mod connection;
 mod presence;
 
-use connection::{Conn, open_connection};
+use connection::{Conn, open_connection_patiently};
 
 pub(crate) use presence::PresenceConn;
 pub use presence::{
@@ -53,8 +53,10 @@ pub const SCHEMA_VERSION: FormatVersion = FormatVersion { major: 1, minor: 1 };
 /// lock queue gives up after the same time).
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 
-/// How long an operation keeps trying to connect again after the link was lost (a
-/// server restart takes a few seconds).
+/// How long a connection being opened — the first of a process, or again after the link
+/// was lost — keeps being tried while the server refuses it for now (a restart takes a
+/// few seconds; a full server frees a session soon): see
+/// `connection::open_connection_patiently`.
 const RECONNECT_FOR: Duration = Duration::from_secs(10);
 
 thread_local! {
@@ -513,7 +515,9 @@ impl PgStore {
             .keepalives_retries(KEEPALIVE_COUNT)
             .tcp_user_timeout(USER_TIMEOUT);
         let watchers = Arc::new(Watchers::default());
-        let conn = open_connection(&config, &tls, &target, watchers.clone())?;
+        // A CLI started while the server restarts, or is full, waits for it: nothing has
+        // run yet.
+        let conn = open_connection_patiently(&config, &tls, &target, &watchers, RECONNECT_FOR)?;
         Ok(PgStore {
             inner: Arc::new(Inner {
                 config,
@@ -654,6 +658,14 @@ impl PgStore {
         })
     }
 
+    /// Over TCP, why this store's URL does not check the server's identity (`sslmode`
+    /// disable, prefer or require written): a teammate on another host handed this URL
+    /// may be talking to a man in the middle. `None` when it does (the default over TCP),
+    /// or for a unix socket. What the remote spawn and `doctor` warn of.
+    pub fn unverified_tls(&self) -> Option<String> {
+        self.inner.tls.unverified()
+    }
+
     /// The server, as messages name it.
     pub fn target(&self) -> &str {
         &self.inner.target
@@ -708,29 +720,15 @@ impl PgStore {
         })
     }
 
-    /// [`PgStore::reconnect`], tried again with backoff for [`RECONNECT_FOR`]: a server
-    /// restarting refuses connections for a moment.
+    /// A new connection in place of one whose link was lost, tried again with backoff
+    /// for [`RECONNECT_FOR`] while the server refuses it for now (a restart).
     fn reconnect_patiently(&self) -> Result<Conn> {
-        let deadline = std::time::Instant::now() + RECONNECT_FOR;
-        let mut pause = Duration::from_millis(50);
-        loop {
-            match self.reconnect() {
-                Ok(conn) => return Ok(conn),
-                Err(e) if std::time::Instant::now() + pause >= deadline => return Err(e),
-                Err(_) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_secs(1));
-                }
-            }
-        }
-    }
-
-    fn reconnect(&self) -> Result<Conn> {
-        let conn = open_connection(
+        let conn = open_connection_patiently(
             &self.inner.config,
             &self.inner.tls,
             &self.inner.target,
-            self.inner.watchers.clone(),
+            &self.inner.watchers,
+            RECONNECT_FOR,
         )?;
         // The LISTENs live on the presence connection, which restores its own; a watcher
         // woken here only reads once more.

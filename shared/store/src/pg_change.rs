@@ -156,7 +156,12 @@ impl Scope {
     /// The team's config text as the change gets it: `team` is what round trip 1 read
     /// (`None` when no config was asked for); a missing team is refused unless the
     /// change wants the config (and decides itself).
-    fn team_config(&self, team: Option<Option<String>>, wants: Wants) -> Result<Option<String>> {
+    fn team_config(
+        &self,
+        store: &PgStore,
+        team: Option<Option<String>>,
+        wants: Wants,
+    ) -> Result<Option<String>> {
         match team {
             Some(None) if !wants.config => {
                 let config = self.config_key.clone().unwrap_or_default();
@@ -164,6 +169,7 @@ impl Scope {
                 Err(Error::TeamNotFound {
                     team,
                     path: std::path::PathBuf::from(config),
+                    store: Some(store.target().to_owned()),
                 })
             }
             Some(config) => Ok(config),
@@ -451,7 +457,7 @@ impl PgStore {
         {
             return Attempt::Done(settled);
         }
-        let config = match scope.team_config(read.team, wants) {
+        let config = match scope.team_config(self, read.team, wants) {
             Ok(config) => config,
             Err(e) => return Attempt::Done(Err(e)),
         };
@@ -516,17 +522,13 @@ impl PgStore {
     }
 
     /// The error of round trip 1 answered by the server: a lock not granted in time is
-    /// [`Error::LockTimeout`] on the document's row.
+    /// [`Error::RowLocked`].
     fn first_round_trip_error(&self, key: &str, e: &tokio_postgres::Error) -> Error {
         if is_lock_timeout(e) {
-            Error::LockTimeout {
-                path: std::path::PathBuf::from(format!("postgresql row {key}")),
-                attempts: 1,
+            Error::RowLocked {
+                key: key.to_owned(),
+                target: self.target().to_owned(),
                 waited: LOCK_WAIT,
-                holder: crate::error::LockHolder {
-                    pid: None,
-                    age: None,
-                },
             }
         } else {
             self.db_error(format!("update {key}"), e)

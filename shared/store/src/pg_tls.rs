@@ -1,19 +1,27 @@
-//! TLS to the PostgreSQL store, chosen in its URL as libpq chooses it: `sslmode` and
-//! `sslrootcert`, on rustls (the `ring` provider, like the LLM transport).
+//! TLS to the PostgreSQL store, chosen in its URL as libpq chooses it (`sslmode` and
+//! `sslrootcert`, on rustls with the `ring` provider, like the LLM transport) — except
+//! the default, which is safe: **a TCP host without `sslmode` means `verify-full`**.
+//! libpq's default, `prefer`, lets anyone on the path answer "no TLS" and read the
+//! session, and `require` takes any certificate; a lead hands its URL to teammates on
+//! other hosts, so the URL that says nothing must resist a man in the middle.
 //!
-//! - `disable`: never TLS.
-//! - `prefer` (the default): TLS if the server offers it, else plain; the certificate is
-//!   not checked — unless `sslrootcert` is given, then the chain is (as libpq does).
-//! - `require`: TLS or no connection; certificates as for `prefer`.
+//! - `disable`: never TLS (only when written).
+//! - `prefer`: TLS if the server offers it, else plain; the certificate is not checked —
+//!   unless `sslrootcert` is given, then the chain is (as libpq does). Only when written.
+//! - `require`: TLS or no connection; certificates as for `prefer`. Only when written.
 //! - `verify-ca`: TLS, the chain checked against the root certificates.
-//! - `verify-full`: as `verify-ca`, and the server's name (the URL's host) against the
-//!   certificate's subjectAltName.
+//! - `verify-full` (the default over TCP): as `verify-ca`, and the server's name (the
+//!   URL's host) against the certificate's subjectAltName.
 //! - `allow` is refused (plain first, TLS only if the server insists: not supported).
 //!
 //! `sslrootcert` is a PEM file of one or more CA certificates, or `system` (the
-//! platform's roots; only with `verify-full`, as libpq demands). A unix socket never uses
-//! TLS, whatever the mode (as libpq). Client certificates (`sslcert`, `sslkey`) are
-//! refused. Every refusal is a setting error at connect, never a silent plain connection.
+//! platform's roots; only with `verify-full`, as libpq demands). `verify-full` without
+//! `sslrootcert` checks against the platform's roots (a server with a certificate from a
+//! public CA needs nothing more). A unix socket never uses TLS, whatever the mode (as
+//! libpq): it does not cross a network. Client certificates (`sslcert`, `sslkey`) are
+//! refused. Every refusal is a setting error at connect, never a silent plain connection;
+//! a failed handshake or a server without TLS is an error that says, in a sentence, what
+//! failed, with which host, and what to set.
 //!
 //! One [`PgTls`] is built per store and connects both its connections and their
 //! reconnects.
@@ -58,63 +66,88 @@ enum Roots {
 #[derive(Clone)]
 pub(crate) struct PgTls {
     config: Option<Arc<ClientConfig>>,
+    /// Where the roots come from, and the mode, for the error sentences.
+    roots: Arc<str>,
+    mode: SslMode,
+    /// Whether `sslmode` was written (else the default over TCP, `verify-full`).
+    written: bool,
+    /// Over TCP, whether the server's identity goes unchecked (see [`PgTls::unverified`]).
+    unverified: bool,
+}
+
+/// The URL's `sslmode` and `sslrootcert`, read: the mode, whether `sslmode` was written,
+/// the roots.
+fn read_params(url: &str) -> Result<(SslMode, bool, Option<Roots>), String> {
+    let params = crate::pg_url::tls_params(url);
+    let param = |key: &str| {
+        params
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    for key in ["sslcert", "sslkey"] {
+        if param(key).is_some() {
+            return Err(format!(
+                "{key}: client certificates are not supported; log in with a password"
+            ));
+        }
+    }
+    let roots = match param("sslrootcert") {
+        None | Some("") => None,
+        Some("system") => Some(Roots::System),
+        Some(path) => Some(Roots::File(path.to_owned())),
+    };
+    let mode = match param("sslmode") {
+        // Safe by default (see the module): TLS, the certificate and the name checked.
+        None => SslMode::VerifyFull,
+        Some("prefer") => SslMode::Prefer,
+        Some("disable") => SslMode::Disable,
+        Some("require") => SslMode::Require,
+        Some("verify-ca") => SslMode::VerifyCa,
+        Some("verify-full") => SslMode::VerifyFull,
+        Some("allow") => {
+            return Err("sslmode=allow is not supported; use prefer or require".into());
+        }
+        Some(other) => {
+            return Err(format!(
+                "sslmode={other:?} is not one of disable, prefer, require, verify-ca, \
+                 verify-full"
+            ));
+        }
+    };
+    if matches!(roots, Some(Roots::System)) && mode != SslMode::VerifyFull {
+        return Err(format!(
+            "sslrootcert=system needs sslmode=verify-full (a public CA signs certificates \
+             for anyone's server, so only the host name check makes it safe), not {}",
+            mode.name()
+        ));
+    }
+    if mode == SslMode::VerifyCa && roots.is_none() {
+        return Err("sslmode=verify-ca needs the root certificates: sslrootcert=<PEM file>".into());
+    }
+    Ok((mode, param("sslmode").is_some(), roots))
 }
 
 impl PgTls {
     /// The TLS of the store at `url` (its `sslmode` and `sslrootcert`), with `config`'s
     /// own TLS mode set to match. `Err` says what is wrong, for a setting error.
     pub(crate) fn from_url(url: &str, config: &mut Config) -> Result<PgTls, String> {
-        let params = crate::pg_url::tls_params(url);
-        let param = |key: &str| {
-            params
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| v.as_str())
+        let (mode, written, roots) = read_params(url)?;
+        // verify-full without a root file: the platform's roots.
+        let roots = match (mode, roots) {
+            (SslMode::VerifyFull, None) => Some(Roots::System),
+            (_, roots) => roots,
         };
-        for key in ["sslcert", "sslkey"] {
-            if param(key).is_some() {
-                return Err(format!(
-                    "{key}: client certificates are not supported; log in with a password"
-                ));
-            }
-        }
-        let roots = match param("sslrootcert") {
-            None | Some("") => None,
-            Some("system") => Some(Roots::System),
-            Some(path) => Some(Roots::File(path.to_owned())),
-        };
-        let mode = match param("sslmode") {
-            // libpq 16: the system's roots make verify-full the default.
-            None if matches!(roots, Some(Roots::System)) => SslMode::VerifyFull,
-            None | Some("prefer") => SslMode::Prefer,
-            Some("disable") => SslMode::Disable,
-            Some("require") => SslMode::Require,
-            Some("verify-ca") => SslMode::VerifyCa,
-            Some("verify-full") => SslMode::VerifyFull,
-            Some("allow") => {
-                return Err("sslmode=allow is not supported; use prefer or require".into());
-            }
-            Some(other) => {
-                return Err(format!(
-                    "sslmode={other:?} is not one of disable, prefer, require, verify-ca, \
-                     verify-full"
-                ));
+        let plain = |config: &mut Config, unverified| {
+            config.ssl_mode(ClientSslMode::Disable);
+            PgTls {
+                config: None,
+                roots: Arc::from(""),
+                mode,
+                written,
+                unverified,
             }
         };
-        if matches!(roots, Some(Roots::System)) && mode != SslMode::VerifyFull {
-            return Err(format!(
-                "sslrootcert=system needs sslmode=verify-full (a public CA signs certificates \
-                 for anyone's server, so only the host name check makes it safe), not {}",
-                mode.name()
-            ));
-        }
-        if matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) && roots.is_none() {
-            return Err(format!(
-                "sslmode={} needs the root certificates: sslrootcert=<PEM file> or \
-                 sslrootcert=system",
-                mode.name()
-            ));
-        }
         // tokio-postgres connects each entry to its `hostaddr` over TCP when one is given
         // (whatever its `host`), else to its host; the TLS name is the host when it is a
         // TCP name, and without one it makes no TLS session at all.
@@ -127,21 +160,28 @@ impl PgTls {
             .filter(|&i| addrs.get(i).is_none() && !is_tcp_name(i))
             .count();
         let nameless = (0..entries).any(|i| addrs.get(i).is_some() && !is_tcp_name(i));
-        if mode == SslMode::Disable || sockets == entries && sockets > 0 {
-            config.ssl_mode(ClientSslMode::Disable);
-            return Ok(PgTls { config: None });
+        if sockets == entries && sockets > 0 {
+            return Ok(plain(config, false));
         }
+        if mode == SslMode::Disable {
+            return Ok(plain(config, true));
+        }
+        let default = if written {
+            String::new()
+        } else {
+            " (the default for a TCP host)".to_owned()
+        };
         if nameless && mode != SslMode::Prefer {
             return Err(format!(
-                "sslmode={} with a hostaddr= whose host= is not a server name (missing, or a \
-                 socket directory): TLS needs the name; give host=<the server's name> with \
-                 each hostaddr=",
+                "sslmode={}{default} with a hostaddr= whose host= is not a server name \
+                 (missing, or a socket directory): TLS needs the name; give host=<the \
+                 server's name> with each hostaddr=",
                 mode.name()
             ));
         }
         if sockets > 0 && mode != SslMode::Prefer {
             return Err(format!(
-                "sslmode={} with both a unix socket and TCP hosts: list one kind",
+                "sslmode={}{default} with both a unix socket and TCP hosts: list one kind",
                 mode.name()
             ));
         }
@@ -149,14 +189,84 @@ impl PgTls {
             SslMode::Prefer => ClientSslMode::Prefer,
             _ => ClientSslMode::Require,
         });
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier: Arc<dyn ServerCertVerifier> = match roots {
-            None => Arc::new(Unchecked(provider.clone())),
-            Some(roots) => {
-                let store = Arc::new(root_store(&roots)?);
-                let webpki = WebPkiServerVerifier::builder_with_provider(store, provider.clone())
-                    .build()
-                    .map_err(|e| format!("sslrootcert: {e}"))?;
+        let roots_shown: Arc<str> = match &roots {
+            Some(Roots::File(path)) => Arc::from(format!("sslrootcert {path}")),
+            Some(Roots::System) => Arc::from("this system's trusted roots"),
+            None => Arc::from(""),
+        };
+        let unverified = !matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull);
+        let client = client_config(mode, roots.as_ref())?;
+        Ok(PgTls {
+            config: Some(Arc::new(client)),
+            roots: roots_shown,
+            mode,
+            written,
+            unverified,
+        })
+    }
+
+    /// Over TCP, why the server's identity goes unchecked (`sslmode` disable, prefer or
+    /// require): whoever holds this URL may be talking to a man in the middle. `None`
+    /// when it is checked, or for a unix socket.
+    pub(crate) fn unverified(&self) -> Option<String> {
+        self.unverified.then(|| {
+            format!(
+                "sslmode={} does not check the server's certificate{}",
+                self.mode.name(),
+                match self.mode {
+                    SslMode::Disable => " (no TLS at all)",
+                    SslMode::Prefer => " and falls back to plain text",
+                    _ => "",
+                }
+            )
+        })
+    }
+
+    /// The failure of a connect `e` as a sentence, when it is TLS's: a server (or someone
+    /// on the path) that answered "no TLS" to a mode that needs it. `None` for anything
+    /// else (a handshake's failure is worded by the handshake: see [`explained`]).
+    pub(crate) fn explain(&self, e: &tokio_postgres::Error) -> Option<String> {
+        let mut source: Option<&dyn std::error::Error> = Some(e);
+        let mut refused_tls = false;
+        while let Some(cause) = source {
+            refused_tls |= cause.to_string() == "server does not support TLS";
+            source = cause.source();
+        }
+        refused_tls.then(|| {
+            let default = if self.written {
+                ""
+            } else {
+                ", the default for a TCP host,"
+            };
+            format!(
+                "the server answered that it does not support TLS, and sslmode={}{default} \
+                 never sends the login or the team's messages in plain text (whoever answered \
+                 may be someone on the path between here and the server); turn TLS on at the \
+                 server (ssl=on), or write sslmode=disable in the URL if the network between \
+                 here and the server is trusted",
+                self.mode.name()
+            )
+        })
+    }
+}
+
+/// The rustls client of `mode` checking certificates against `roots` (none: any
+/// certificate, the signatures still checked).
+fn client_config(mode: SslMode, roots: Option<&Roots>) -> Result<ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier: Arc<dyn ServerCertVerifier> = match roots {
+        None => Arc::new(Unchecked(provider.clone())),
+        Some(roots) => {
+            let store = root_store(roots)?;
+            if store.is_empty() {
+                // No root on this system: every certificate is refused at the handshake,
+                // with the sentence that says what to set.
+                Arc::new(NoRoots(provider.clone()))
+            } else {
+                let webpki =
+                    WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
+                        .build()
+                        .map_err(|e| format!("sslrootcert: {e}"))?;
                 if mode == SslMode::VerifyFull {
                     webpki
                 } else {
@@ -164,19 +274,17 @@ impl PgTls {
                     Arc::new(ChainOnly(webpki))
                 }
             }
-        };
-        let mut client = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS set-up: {e}"))?
-            .dangerous()
-            .with_custom_certificate_verifier(verifier)
-            .with_no_client_auth();
-        // What libpq 17 sends; servers before 17 ignore it.
-        client.alpn_protocols = vec![b"postgresql".to_vec()];
-        Ok(PgTls {
-            config: Some(Arc::new(client)),
-        })
-    }
+        }
+    };
+    let mut client = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS set-up: {e}"))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    // What libpq 17 sends; servers before 17 ignore it.
+    client.alpn_protocols = vec![b"postgresql".to_vec()];
+    Ok(client)
 }
 
 impl SslMode {
@@ -212,15 +320,10 @@ fn root_store(roots: &Roots) -> Result<RootCertStore, String> {
             }
         }
         Roots::System => {
+            // None found is not refused here: the handshake then refuses every
+            // certificate, saying to set sslrootcert (`NoRoots`).
             let found = rustls_native_certs::load_native_certs();
             store.add_parsable_certificates(found.certs);
-            if store.is_empty() {
-                let why: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
-                return Err(format!(
-                    "sslrootcert=system: no root certificate found on this system ({})",
-                    why.join("; ")
-                ));
-            }
         }
     }
     Ok(store)
@@ -312,6 +415,48 @@ impl ServerCertVerifier for Unchecked {
     }
 }
 
+/// `verify-full` with no root certificate on this system: every certificate is refused
+/// as of an unknown issuer (the handshake's error then says to set `sslrootcert`).
+#[derive(Debug)]
+struct NoRoots(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoRoots {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Err(rustls::Error::InvalidCertificate(
+            CertificateError::UnknownIssuer,
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Unchecked(self.0.clone()).verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Unchecked(self.0.clone()).verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
 /// `verify-ca`: the chain checked, the host name not. webpki checks the chain before the
 /// name, so a name mismatch means the chain was good.
 #[derive(Debug)]
@@ -378,6 +523,9 @@ impl MakeTlsConnect<Socket> for PgTls {
         Ok(PgTlsConnect {
             config: self.config.clone(),
             name,
+            host: host.to_owned(),
+            roots: self.roots.clone(),
+            written: self.written,
         })
     }
 }
@@ -386,6 +534,11 @@ impl MakeTlsConnect<Socket> for PgTls {
 pub(crate) struct PgTlsConnect {
     config: Option<Arc<ClientConfig>>,
     name: Option<ServerName<'static>>,
+    /// For the error sentences: the host, where the roots come from, whether `sslmode`
+    /// was written.
+    host: String,
+    roots: Arc<str>,
+    written: bool,
 }
 
 impl TlsConnect<Socket> for PgTlsConnect {
@@ -395,35 +548,73 @@ impl TlsConnect<Socket> for PgTlsConnect {
 
     fn connect(self, socket: Socket) -> Self::Future {
         Box::pin(async move {
-            let (Some(config), Some(name)) = (self.config, self.name) else {
+            let (Some(config), Some(name)) = (self.config.clone(), self.name.clone()) else {
                 return Err(io::Error::other("TLS is off for this server"));
             };
             let stream = tokio_rustls::TlsConnector::from(config)
                 .connect(name, socket)
                 .await
-                .map_err(explained)?;
+                .map_err(|e| self.explained(e))?;
             Ok(PgTlsStream(stream))
         })
     }
 }
 
-/// The handshake's error, saying what an unknown issuer means here.
-fn explained(e: io::Error) -> io::Error {
-    let unknown_issuer = e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .is_some_and(|inner| {
-            matches!(
-                inner,
-                rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)
-            )
-        });
-    if unknown_issuer {
-        io::Error::other(format!(
-            "{e}: the server's certificate is not signed by a CA of sslrootcert"
-        ))
-    } else {
-        e
+impl PgTlsConnect {
+    /// The handshake's error as a sentence: what failed, with which host, what to set.
+    fn explained(&self, e: io::Error) -> io::Error {
+        let Some(certificate) = e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .and_then(|inner| match inner {
+                rustls::Error::InvalidCertificate(why) => Some(why.clone()),
+                _ => None,
+            })
+        else {
+            return e;
+        };
+        let host = &self.host;
+        let default = if self.written {
+            ""
+        } else {
+            " (sslmode=verify-full is the default for a TCP host)"
+        };
+        let sentence = match certificate {
+            CertificateError::UnknownIssuer => {
+                let roots = if self.roots.is_empty() {
+                    "sslrootcert"
+                } else {
+                    &self.roots
+                };
+                format!(
+                    "the certificate the server at {host} presented is not signed by a CA of \
+                     {roots}, so it may not be the server at all{default}; give the CA that \
+                     signed the server's certificate as sslrootcert=<PEM file> in the URL, or \
+                     write sslmode=require to encrypt without checking who answers"
+                )
+            }
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                format!(
+                    "the certificate the server at {host} presented is not valid for the name \
+                 {host}{default}; connect by a name the certificate carries, or write \
+                 sslmode=verify-ca to check the CA only"
+                )
+            }
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet
+            | CertificateError::NotValidYetContext { .. } => format!(
+                "the certificate the server at {host} presented is expired or not yet valid; \
+                 renew it on the server (or check this machine's clock)"
+            ),
+            other => format!(
+                "the certificate the server at {host} presented was refused ({other:?}), so \
+                 it may not be the server at all{default}; give the CA that signed the \
+                 server's certificate as sslrootcert=<PEM file> in the URL, or write \
+                 sslmode=require to encrypt without checking who answers"
+            ),
+        };
+        io::Error::other(format!("{e}: {sentence}"))
     }
 }
 
@@ -499,8 +690,41 @@ mod tests {
     }
 
     #[test]
-    fn modes_read_as_libpq_reads_them() {
-        assert_eq!(mode("postgresql://r@db/r"), (true, ClientSslMode::Prefer));
+    fn modes_read_as_libpq_reads_them_but_a_tcp_host_verifies_by_default() {
+        // No sslmode over TCP: verify-full (TLS or nothing), whatever the host — a
+        // loopback address too.
+        for url in [
+            "postgresql://r@db/r",
+            "postgresql://r@localhost:5432/r",
+            "postgresql://r@127.0.0.1/r?connect_timeout=3",
+        ] {
+            assert_eq!(mode(url), (true, ClientSslMode::Require), "{url}");
+            let mut config = crate::pg_url::parse(url).unwrap();
+            let tls = PgTls::from_url(url, &mut config).unwrap();
+            assert_eq!(tls.mode, SslMode::VerifyFull, "{url}");
+            assert_eq!(tls.unverified(), None, "{url}");
+        }
+        // The weaker modes only when written, and said to be unverified.
+        for (query, tls_on) in [("disable", false), ("prefer", true), ("require", true)] {
+            let url = format!("postgresql://r@db/r?sslmode={query}");
+            let mut config = crate::pg_url::parse(&url).unwrap();
+            let tls = PgTls::from_url(&url, &mut config).unwrap();
+            assert_eq!(tls.config.is_some(), tls_on, "{url}");
+            assert!(
+                tls.unverified()
+                    .unwrap()
+                    .contains(&format!("sslmode={query}")),
+                "{url}"
+            );
+        }
+        // A unix socket: no TLS, and nothing unverified to warn of.
+        let url = "postgresql://r@localhost/r?host=/run/pg";
+        assert_eq!(mode(url), (false, ClientSslMode::Disable));
+        let mut config = crate::pg_url::parse(url).unwrap();
+        assert_eq!(
+            PgTls::from_url(url, &mut config).unwrap().unverified(),
+            None
+        );
         assert_eq!(
             mode("postgresql://r@db/r?sslmode=require"),
             (true, ClientSslMode::Require)

@@ -642,6 +642,7 @@ impl TaskList {
         Error::TeamNotFound {
             team: self.team.name().to_string(),
             path: self.team.config_path(),
+            store: self.team.home().pg().map(|pg| pg.target().to_owned()),
         }
     }
 

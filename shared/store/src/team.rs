@@ -468,6 +468,7 @@ impl Team {
             return Err(Error::TeamNotFound {
                 team: name.to_string(),
                 path,
+                store: home.pg().map(|pg| pg.target().to_owned()),
             });
         }
         Ok(Team {
@@ -764,6 +765,7 @@ impl Team {
         Error::TeamNotFound {
             team: self.name.to_string(),
             path: path.to_owned(),
+            store: self.home.pg().map(|pg| pg.target().to_owned()),
         }
     }
 

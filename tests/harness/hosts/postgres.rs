@@ -133,20 +133,25 @@ impl Hosts {
 }
 
 impl Postgres {
-    /// `postgresql://roo_test:<password>@<addr>:5432/roo_test`, for `ROO_STORE`. It holds
+    /// `postgresql://roo_test:<password>@<addr>:5432/roo_test?sslmode=disable`, for
+    /// `ROO_STORE` (the server has no TLS, and a TCP host without `sslmode` means
+    /// `verify-full`, so the harness writes `disable`). It holds
     /// the password: never print it (the store itself shows only
     /// `postgresql://user@host:port/db`); give a command line
     /// [`Postgres::url_without_password`] and `PGPASSFILE` instead.
     pub fn url(&self) -> String {
         format!(
-            "postgresql://{ROLE}:{}@{}:{}/{ROLE}",
+            "postgresql://{ROLE}:{}@{}:{}/{ROLE}?sslmode=disable",
             self.password, self.addr, self.port
         )
     }
 
-    /// `postgresql://roo_test@<addr>:5432/roo_test`.
+    /// `postgresql://roo_test@<addr>:5432/roo_test?sslmode=disable`.
     pub fn url_without_password(&self) -> String {
-        format!("postgresql://{ROLE}@{}:{}/{ROLE}", self.addr, self.port)
+        format!(
+            "postgresql://{ROLE}@{}:{}/{ROLE}?sslmode=disable",
+            self.addr, self.port
+        )
     }
 
     /// The role's password.

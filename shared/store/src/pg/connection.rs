@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
@@ -101,21 +102,121 @@ pub(super) struct Statements {
     pub(super) last_event_seq: Statement,
 }
 
+/// [`open_connection`], tried again with backoff while the server says "not now" —
+/// connection refused or its socket gone (a restart), `57P03` (starting up, shutting
+/// down), `53300` (too many connections), the session ended while it was being set up —
+/// for at most `window` from the first try. Nothing of the caller's has run yet on a
+/// connection being opened (its set-up is idempotent), so trying again can never make
+/// anything happen twice. Any other failure (a refused login, a certificate, a bad
+/// schema) is returned at once.
+pub(super) fn open_connection_patiently(
+    config: &Config,
+    tls: &PgTls,
+    target: &str,
+    watchers: &Arc<Watchers>,
+    window: Duration,
+) -> Result<Conn> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match open_connection(config, tls, target, watchers.clone()) {
+            Ok(conn) => return Ok(conn),
+            Err(Opening { error, transient }) => {
+                let waited = started.elapsed();
+                if !transient || waited + pause >= window {
+                    return Err(match error {
+                        Error::Engine {
+                            action,
+                            target,
+                            detail,
+                        } if transient => Error::Engine {
+                            action,
+                            target,
+                            detail: format!(
+                                "{detail} (tried again for {} s; is the server running?)",
+                                waited.as_secs()
+                            ),
+                        },
+                        other => other,
+                    });
+                }
+                std::thread::sleep(jittered(pause));
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// `pause` spread over 50–150 % of itself, so processes refused together (a restart,
+/// a full server) do not all come back in the same instant.
+fn jittered(pause: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let spread = (u64::from(nanos) ^ u64::from(std::process::id())) % 1000;
+    pause / 2 + pause * u32::try_from(spread).unwrap_or(500) / 1000
+}
+
+/// Why a connection could not be opened, and whether trying again soon may succeed.
+pub(super) struct Opening {
+    error: Error,
+    transient: bool,
+}
+
+/// Whether `e`, met while opening a connection, says "not now" rather than "never":
+/// see [`open_connection_patiently`].
+fn is_transient(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    if let Some(code) = e.code() {
+        return [
+            SqlState::TOO_MANY_CONNECTIONS,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+        ]
+        .contains(code);
+    }
+    if e.is_closed() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            return matches!(
+                io.kind(),
+                ConnectionRefused
+                    | NotFound
+                    | ConnectionReset
+                    | ConnectionAborted
+                    | UnexpectedEof
+                    | BrokenPipe
+                    | TimedOut
+            );
+        }
+        source = cause.source();
+    }
+    false
+}
+
 /// Connects (a thread of its own drives the connection and hands its notifications to
 /// `watchers`), sets the session's timeouts, creates or checks the schema, prepares the
 /// statements.
-pub(super) fn open_connection(
+fn open_connection(
     config: &Config,
     tls: &PgTls,
     target: &str,
     watchers: Arc<Watchers>,
-) -> Result<Conn> {
-    let engine = |action: &str, e: &dyn std::fmt::Display| Error::Engine {
-        action: action.to_owned(),
-        target: target.to_owned(),
-        detail: e.to_string(),
+) -> std::result::Result<Conn, Opening> {
+    let failed = |action: &str, e: &tokio_postgres::Error| Opening {
+        error: Error::Engine {
+            action: action.to_owned(),
+            target: target.to_owned(),
+            detail: engine_detail(e),
+        },
+        transient: is_transient(e),
     };
-    let client = connect_on_own_thread(config, tls, watchers, engine)?;
+    let client = connect_on_own_thread(config, tls, watchers, target)?;
     // Like a file lock's queue deadline (§3): a change never waits more than 10 s for a
     // row another participant holds, and a participant stopped inside a transaction
     // (SIGSTOP, a cut link the server has not noticed yet) loses it after a minute.
@@ -123,19 +224,22 @@ pub(super) fn open_connection(
         "SET lock_timeout = '{}ms'; SET idle_in_transaction_session_timeout = '60s'",
         LOCK_WAIT.as_millis()
     )))
-    .map_err(|e| engine("set the session's timeouts", &engine_detail(&e)))?;
+    .map_err(|e| failed("set the session's timeouts", &e))?;
     migrate(&client).map_err(|e| match e {
-        Migration::Newer(found) => Error::Engine {
-            action: "open the store".into(),
-            target: target.to_owned(),
-            detail: format!(
-                "its schema is version {found}, newer than this build's {SCHEMA_VERSION}; \
-                 upgrade RooCode"
-            ),
+        Migration::Newer(found) => Opening {
+            error: Error::Engine {
+                action: "open the store".into(),
+                target: target.to_owned(),
+                detail: format!(
+                    "its schema is version {found}, newer than this build's {SCHEMA_VERSION}; \
+                     upgrade RooCode"
+                ),
+            },
+            transient: false,
         },
-        Migration::Failed(e) => engine("create the schema", &engine_detail(&e)),
+        Migration::Failed(e) => failed("create the schema", &e),
     })?;
-    let statements = Statements::prepare(&client, engine)?;
+    let statements = Statements::prepare(&client, target, failed)?;
     Ok(Conn {
         client,
         statements,
@@ -149,8 +253,16 @@ fn connect_on_own_thread(
     config: &Config,
     tls: &PgTls,
     watchers: Arc<Watchers>,
-    engine: impl Fn(&str, &dyn std::fmt::Display) -> Error,
-) -> Result<Client> {
+    target: &str,
+) -> std::result::Result<Client, Opening> {
+    let fatal = |action: &str, detail: String| Opening {
+        error: Error::Engine {
+            action: action.to_owned(),
+            target: target.to_owned(),
+            detail,
+        },
+        transient: false,
+    };
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let dispatch = watchers;
     let config = config.clone();
@@ -164,12 +276,12 @@ fn connect_on_own_thread(
             {
                 Ok(runtime) => runtime,
                 Err(e) => {
-                    let _ = ready_tx.send(Err(e.to_string()));
+                    let _ = ready_tx.send(Err((e.to_string(), false)));
                     return;
                 }
             };
             runtime.block_on(async move {
-                match config.connect(tls).await {
+                match config.connect(tls.clone()).await {
                     Ok((client, mut connection)) => {
                         let _ = ready_tx.send(Ok(client));
                         futures_util::future::poll_fn(|cx| {
@@ -188,16 +300,20 @@ fn connect_on_own_thread(
                         dispatch.closed();
                     }
                     Err(e) => {
-                        let _ = ready_tx.send(Err(engine_detail(&e)));
+                        let detail = tls.explain(&e).unwrap_or_else(|| engine_detail(&e));
+                        let _ = ready_tx.send(Err((detail, is_transient(&e))));
                     }
                 }
             });
         })
-        .map_err(|e| engine("start the connection thread", &e))?;
+        .map_err(|e| fatal("start the connection thread", e.to_string()))?;
     match ready_rx.recv() {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(detail)) => Err(engine("connect", &detail)),
-        Err(_) => Err(engine("connect", &"the connection thread stopped")),
+        Ok(Err((detail, transient))) => Err(Opening {
+            transient,
+            ..fatal("connect", detail)
+        }),
+        Err(_) => Err(fatal("connect", "the connection thread stopped".into())),
     }
 }
 
@@ -306,8 +422,17 @@ impl Statements {
     /// Every statement prepared at once, pipelined: one round trip for them all.
     fn prepare(
         client: &Client,
-        engine: impl Fn(&str, &dyn std::fmt::Display) -> Error,
-    ) -> Result<Statements> {
+        target: &str,
+        failed: impl Fn(&str, &tokio_postgres::Error) -> Opening,
+    ) -> std::result::Result<Statements, Opening> {
+        let engine = |action: &str, detail: &str| Opening {
+            error: Error::Engine {
+                action: action.to_owned(),
+                target: target.to_owned(),
+                detail: detail.to_owned(),
+            },
+            transient: false,
+        };
         let sql = STATEMENT_SQL;
         let prepared = block_on(futures_util::future::join_all(
             sql.iter().map(|sql| client.prepare(sql)),
@@ -318,16 +443,16 @@ impl Statements {
             // A schema changed by hand fails here, at connect, naming the statement.
             prepared.map_err(|e| {
                 let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-                engine(&format!("prepare {sql}"), &engine_detail(&e))
+                failed(&format!("prepare {sql}"), &e)
             })
         })
-        .collect::<Result<Vec<Statement>>>()?;
+        .collect::<std::result::Result<Vec<Statement>, Opening>>()?;
         // In the order of `sql` above.
         let mut prepared = prepared.into_iter();
         let mut next = || {
             prepared
                 .next()
-                .ok_or_else(|| engine("prepare the statements", &"a statement is missing"))
+                .ok_or_else(|| engine("prepare the statements", "a statement is missing"))
         };
         let statements = Statements {
             read: next()?,
@@ -363,10 +488,7 @@ impl Statements {
             last_event_seq: next()?,
         };
         if prepared.next().is_some() {
-            return Err(engine(
-                "prepare the statements",
-                &"a statement is left over",
-            ));
+            return Err(engine("prepare the statements", "a statement is left over"));
         }
         Ok(statements)
     }

@@ -1,10 +1,15 @@
-//! TLS to the store, with libpq's `sslmode` and `sslrootcert`: clusters of the test's own
-//! listening on 127.0.0.1 (`scripts/pg-cluster start --listen … --ssl …`), with a test CA
-//! and a server certificate for `localhost` and `127.0.0.1` made by the `openssl` CLI.
+//! TLS to the store, with libpq's `sslmode` and `sslrootcert` — and `verify-full` when a
+//! TCP URL says nothing: clusters of the test's own listening on 127.0.0.1
+//! (`scripts/pg-cluster start --listen … --ssl …`), with a test CA and a server
+//! certificate for `localhost` and `127.0.0.1` made by the `openssl` CLI, and a man in
+//! the middle between the store and such a cluster.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use std::sync::Arc;
+
 use roo_store::{Error, Outgoing, PgStore, ReadFilter, Team};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::common::{dsn, fresh_schema_url, home_at, name, psql, team_named};
 
@@ -244,12 +249,24 @@ fn each_mode_checks_what_libpq_checks() {
         );
     }
 
-    // No sslmode: prefer, libpq's default — encrypted, as the server offers TLS.
-    let url = fresh_schema_url(&cluster.url("127.0.0.1", "application_name=default"));
+    // No sslmode over TCP: verify-full. With the right root, encrypted and checked.
+    let url = fresh_schema_url(&cluster.url(
+        "127.0.0.1",
+        &format!("sslrootcert={ca}&application_name=default"),
+    ));
     let (_dir2, home) = home_at(&url);
     let team = team_named(&home, "t", &["alice"]);
     let _presence = team.hold_presence(&name("lead")).unwrap();
     assert_eq!(cluster.sessions("default"), "t|f\nt|t");
+    // Without a root: the system's, which never signed the test CA — refused, saying
+    // what to set.
+    let text = refusal(&cluster.url("127.0.0.1", "application_name=x")).to_string();
+    assert!(
+        text.contains("not signed by a CA of this system's trusted roots")
+            && text.contains("sslmode=verify-full is the default for a TCP host")
+            && text.contains("sslrootcert=<PEM file>"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -263,6 +280,9 @@ fn without_tls_on_the_server_require_is_refused_and_prefer_is_plain() {
     for query in [
         "sslmode=require".to_owned(),
         format!("sslmode=verify-full&sslrootcert={ca}"),
+        // No sslmode: verify-full, the default over TCP.
+        format!("sslrootcert={ca}"),
+        "connect_timeout=10".to_owned(),
     ] {
         let refused = refusal(&cluster.url("127.0.0.1", &query));
         let text = refused.to_string();
@@ -272,7 +292,8 @@ fn without_tls_on_the_server_require_is_refused_and_prefer_is_plain() {
             "{query}: the server is not named: {text}"
         );
         assert!(
-            text.contains("server does not support TLS"),
+            text.contains("the server answered that it does not support TLS")
+                && text.contains("write sslmode=disable"),
             "{query}: {text}"
         );
     }
@@ -307,7 +328,7 @@ fn tls_settings_that_cannot_hold_are_setting_errors() {
     for (query, says) in [
         ("sslmode=bogus", "sslmode=\"bogus\" is not one of"),
         ("sslmode=allow", "sslmode=allow is not supported"),
-        ("sslmode=verify-full", "needs the root certificates"),
+        ("sslmode=verify-ca", "needs the root certificates"),
         (
             &format!("sslmode=verify-ca&sslrootcert={missing}") as &str,
             "cannot read it",
@@ -394,4 +415,173 @@ fn a_root_file_that_is_no_regular_file_is_refused_without_hanging() {
             .unwrap_or_else(|| panic!("sslrootcert={root}: accepted"));
         assert!(text.contains("not a regular file"), "{root}: {text}");
     }
+}
+
+/// What the man in the middle does with a client's `SSLRequest`.
+#[derive(Clone)]
+enum Attack {
+    /// Answers `N` ("no TLS") and relays the plaintext session: a downgrade.
+    Downgrade,
+    /// Answers `S` and ends TLS itself, with its own self-signed certificate for
+    /// 127.0.0.1 and localhost, relaying the decrypted session.
+    SelfSigned(Arc<rustls::ServerConfig>),
+}
+
+/// The 8 bytes of PostgreSQL's `SSLRequest`.
+const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
+
+/// A man in the middle on 127.0.0.1 (its port returned) relaying every connection to the
+/// real server at 127.0.0.1:`upstream` in plain text (which the server accepts from
+/// 127.0.0.1 with the role's password, TLS or not), doing `attack` to the client's
+/// `SSLRequest`; a client that sends none is relayed as it is. Runs until the test ends.
+fn man_in_the_middle(upstream: u16, attack: Attack) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(relay(client, upstream, attack.clone()));
+            }
+        });
+    });
+    port
+}
+
+/// One connection through the man in the middle (see [`man_in_the_middle`]).
+async fn relay(mut client: tokio::net::TcpStream, upstream: u16, attack: Attack) {
+    let mut first = [0u8; 8];
+    if client.read_exact(&mut first).await.is_err() {
+        return;
+    }
+    let Ok(mut server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await else {
+        return;
+    };
+    if first != SSL_REQUEST {
+        if server.write_all(&first).await.is_ok() {
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+        }
+        return;
+    }
+    match attack {
+        Attack::Downgrade => {
+            if client.write_all(b"N").await.is_ok() {
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            }
+        }
+        Attack::SelfSigned(config) => {
+            if client.write_all(b"S").await.is_err() {
+                return;
+            }
+            let Ok(mut client) = tokio_rustls::TlsAcceptor::from(config).accept(client).await
+            else {
+                return;
+            };
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+        }
+    }
+}
+
+/// The attacker's TLS server: a self-signed certificate for 127.0.0.1 and localhost,
+/// made by the `openssl` CLI in `dir`.
+fn self_signed_server(dir: &Path) -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-nodes",
+        ])
+        .args(["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+        .args(["-keyout", "mitm.key", "-out", "mitm.crt"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        // An end-entity certificate, as a careful attacker's would be.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .current_dir(dir)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cert = CertificateDer::from_pem_file(dir.join("mitm.crt")).unwrap();
+    let key = PrivateKeyDer::from_pem_file(dir.join("mitm.key")).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    Arc::new(config)
+}
+
+/// The man in the middle: between the store and a real server with TLS, one
+/// that answers "no TLS" (a downgrade) and one that ends TLS with its own self-signed
+/// certificate. The URL that says nothing of TLS (`verify-full` over TCP) refuses both,
+/// with a sentence naming the host and what to set — with or without the real server's
+/// root — while the same URL reaches the real server; `sslmode=disable`, `prefer` and
+/// `require` written do what they say (the attacker gets the session).
+#[test]
+fn the_default_url_refuses_a_man_in_the_middle_and_weaker_modes_do_as_written() {
+    if dsn().is_none() {
+        return;
+    }
+    let certs = certificates();
+    let cluster = TcpCluster::start(Some(certs.path()));
+    let ca = certs.path().join("ca.crt").display().to_string();
+    let at = |port: u16, query: &str| {
+        format!("postgresql://roo:{PASSWORD}@127.0.0.1:{port}/roo?{query}")
+    };
+    // The real server: the default URL with its root connects.
+    PgStore::connect(&at(cluster.port, &format!("sslrootcert={ca}"))).unwrap();
+
+    let downgrade = man_in_the_middle(cluster.port, Attack::Downgrade);
+    let self_signed = man_in_the_middle(
+        cluster.port,
+        Attack::SelfSigned(self_signed_server(certs.path())),
+    );
+    for (port, says) in [
+        (
+            downgrade,
+            "the server answered that it does not support TLS",
+        ),
+        // webpki's reason varies with the roots it tried (an unknown issuer, a
+        // signature no root's key makes); the sentence is the same.
+        (self_signed, "so it may not be the server at all"),
+    ] {
+        for query in [String::new(), format!("sslrootcert={ca}")] {
+            let refused = refusal(&at(port, &query));
+            let text = refused.to_string();
+            assert!(matches!(refused, Error::Engine { .. }), "{query}: {text}");
+            assert!(text.contains(says), "{port} {query}: {text}");
+            assert!(
+                text.contains("write sslmode=disable") || text.contains("sslrootcert=<PEM file>"),
+                "{query}: the sentence does not say what to set: {text}"
+            );
+            assert!(
+                text.contains(&format!("127.0.0.1:{port}")),
+                "{query}: the server is not named: {text}"
+            );
+            assert!(!text.contains(PASSWORD), "{query}: {text}");
+        }
+    }
+    // Written weaker modes do as written: the attacker relays the session.
+    PgStore::connect(&at(downgrade, "sslmode=disable")).unwrap();
+    PgStore::connect(&at(downgrade, "sslmode=prefer")).unwrap();
+    PgStore::connect(&at(self_signed, "sslmode=require")).unwrap();
+    // require is refused by the downgrade (TLS or nothing).
+    let text = refusal(&at(downgrade, "sslmode=require")).to_string();
+    assert!(text.contains("does not support TLS"), "{text}");
 }

@@ -182,6 +182,9 @@ impl Spawner {
         let mut handle = handle;
         let mut notices = made.notices.clone();
         notices.append(&mut handle.notices);
+        if let Some(why) = binding.team.home().pg().and_then(|pg| pg.unverified_tls()) {
+            notices.push(unverified_store_notice(&name, &host, &why));
+        }
         self.register(&binding, &name, handle, recipe)?;
         Ok(Spawned {
             name,
@@ -191,4 +194,16 @@ impl Spawner {
             host: Some(host),
         })
     }
+}
+
+/// What the lead is told when teammate `name` on `host` was handed a store URL that does
+/// not check the server's identity (`why`, from `PgStore::unverified_tls`).
+fn unverified_store_notice(name: &Name, host: &Name, why: &str) -> String {
+    format!(
+        "warning: {name} on host {host} was given the lead's store URL, and its {why}: \
+         anyone on the network path from {host} to the server can read and change the \
+         team's messages and tasks; give the URL sslmode=verify-full with \
+         sslrootcert=<the server's CA> (the default when sslmode is not written; see \
+         docs/DISTRIBUTED.md)"
+    )
 }
