@@ -1,19 +1,23 @@
 //! Where the event log lives and how it is appended and read: on files
-//! `teams/<team>/events.jsonl` under its own lock (taken innermost), rotated by size to
-//! `events.1.jsonl` … with the seq continuing, a damaged line skipped and counted; on
-//! PostgreSQL rows of `roo_event`, read a page at a time. The line format is the parent
+//! `teams/<team>/events.jsonl` under its own lock (a `flock` on it, taken innermost),
+//! rotated by size to `events.1.jsonl` … with the seq continuing, a damaged line skipped
+//! and counted; on PostgreSQL rows of `roo_event`, read a page at a time. The line format is the parent
 //! module's; this one only moves lines.
 
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use nix::fcntl::Flock;
 
 use super::{Draft, EVENTS_FILE, Event, EventPage, parse_line};
-use crate::error::{Error, Result};
+use crate::error::{Error, LockHolder, Result};
 use crate::fsio;
 use crate::home::RooHome;
 use crate::limits::{EVENT_LOG_KEEP, EVENT_LOG_ROTATE_BYTES, MAX_EVENT_LINE};
-use crate::lock::FileLock;
+use crate::lock::flock_within;
 use crate::name::Name;
 use crate::time::Timestamp;
 
@@ -42,12 +46,13 @@ impl Rotation {
     };
 }
 
-/// Appends `drafts` to the file log at `current`, under its own lock (taken innermost:
-/// the caller holds the document's lock, and this lock never waits on another): each
-/// gets the next seq and the store's time; rotates first when the file is past
-/// `rotation.bytes`. One open of the file, whose tail gives the last seq. Not synced: the
-/// change's document is (§2.3), and a power loss may only lose or tear the newest events
-/// (a torn line is skipped), never the state. Returns the last seq written.
+/// Appends `drafts` to the file log at `current`, holding an exclusive `flock` on the
+/// log file itself (taken innermost: the caller holds the document's lock, and this
+/// lock never waits on another): each gets the next seq and the store's time; rotates
+/// first when the file is past `rotation.bytes`. The last seq is the newest valid line's,
+/// read from the end of the file. Not synced: the change's document is (§2.3), and a
+/// power loss may only lose or tear the newest events (a torn line is skipped), never
+/// the state. Returns the last seq written.
 pub(crate) fn append_to_file(
     home: &RooHome,
     current: &Path,
@@ -57,27 +62,14 @@ pub(crate) fn append_to_file(
     if drafts.is_empty() {
         return Ok(0);
     }
-    let lock = FileLock::acquire(current, home.lock_policy())?;
-    let mut file = open_log(current)?;
-    let mut len = file
-        .metadata()
-        .map_err(|e| Error::io("read the event log", current, e))?
-        .len();
-    if len >= rotation.bytes {
-        lock.verify(current)?;
-        drop(file);
-        rotate(current, rotation.keep)?;
-        file = open_log(current)?;
-        len = 0;
-    }
-    let tail = read_tail(&file, current, len)?;
-    let mut last = match max_seq(&tail) {
+    let (file, len) = lock_log(home, current, rotation)?;
+    let mut last = match last_seq_in_file(&file, current, len)? {
         Some(seq) => seq,
-        None => last_seq_before(&file, current, len, tail.len(), rotation.keep)?,
+        None => last_seq_rotated(current, rotation.keep)?,
     };
     let mut buf = Vec::new();
     // A line torn by a crash gets its own line (damaged, skipped), not the next one's.
-    if tail.last().is_some_and(|b| *b != b'\n') {
+    if len > 0 && read_end(&file, current, len, 1)? != b"\n" {
         buf.push(b'\n');
     }
     for draft in drafts {
@@ -91,15 +83,63 @@ pub(crate) fn append_to_file(
         buf.extend_from_slice(line.as_bytes());
         buf.push(b'\n');
     }
-    lock.verify(current)?;
-    file.write_all(&buf)
+    (&*file)
+        .write_all(&buf)
         .map_err(|e| Error::io("append to the event log", current, e))?;
     Ok(last)
 }
 
+/// The log file at `current`, opened and held with an exclusive `flock` (waited for at
+/// most the lock policy's queue deadline, else its stale age), and its length. The file
+/// held is the one `current` names once the lock is had: a holder may have rotated the
+/// one opened first, and then it is opened again. A file of `rotation.bytes` or more is
+/// rotated first, under its lock.
+fn lock_log(home: &RooHome, current: &Path, rotation: Rotation) -> Result<(Flock<File>, u64)> {
+    let policy = home.lock_policy();
+    let deadline = policy.queue.unwrap_or(policy.stale_after);
+    let started = Instant::now();
+    let timeout = || Error::LockTimeout {
+        path: current.to_owned(),
+        attempts: 1,
+        waited: started.elapsed(),
+        holder: LockHolder {
+            pid: None,
+            age: None,
+        },
+    };
+    loop {
+        let left = deadline
+            .checked_sub(started.elapsed())
+            .ok_or_else(timeout)?;
+        let held = flock_within(
+            open_log(current)?,
+            current,
+            "lock the event log",
+            left,
+            timeout,
+        )?;
+        let meta = held
+            .metadata()
+            .map_err(|e| Error::io("read the event log", current, e))?;
+        let named = match std::fs::symlink_metadata(current) {
+            Ok(now) => now.dev() == meta.dev() && now.ino() == meta.ino(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(Error::io("read the event log", current, e)),
+        };
+        if !named {
+            continue;
+        }
+        if meta.len() >= rotation.bytes {
+            rotate(current, rotation.keep)?;
+            continue;
+        }
+        return Ok((held, meta.len()));
+    }
+}
+
 /// The log file at `path`, opened to read and append (created 0600), never through a
 /// symbolic link or onto a special file.
-fn open_log(path: &Path) -> Result<std::fs::File> {
+fn open_log(path: &Path) -> Result<File> {
     fsio::open_regular(
         path,
         std::fs::OpenOptions::new()
@@ -118,47 +158,67 @@ fn open_log(path: &Path) -> Result<std::fs::File> {
     })
 }
 
-/// The last bytes of `file` (`len` long): room for two lines, so the last complete one
-/// is in it.
-fn read_tail(file: &std::fs::File, path: &Path, len: u64) -> Result<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let tail = (2 * MAX_EVENT_LINE as u64 + 2).min(len);
-    let mut bytes = vec![0u8; usize::try_from(tail).unwrap_or(0)];
-    file.read_exact_at(&mut bytes, len - tail)
+/// How much of the end of a log file is read first for its last seq: a few lines.
+const TAIL_FIRST: u64 = 4096;
+
+/// The last `size` bytes of `file` (`len` long).
+fn read_end(file: &File, path: &Path, len: u64, size: u64) -> Result<Vec<u8>> {
+    let size = size.min(len);
+    let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(0)];
+    file.read_exact_at(&mut bytes, len - size)
         .map_err(|e| Error::io("read the event log", path, e))?;
     Ok(bytes)
 }
 
-/// The last seq when the tail of the current file has no valid line: the whole file's,
-/// else the rotated files' (newest first); 0 for an empty log.
-fn last_seq_before(
-    file: &std::fs::File,
-    current: &Path,
-    len: u64,
-    tail: usize,
-    keep: usize,
-) -> Result<u64> {
-    if len > tail as u64 {
-        let all = read_tail_all(file, current, len)?;
-        if let Some(seq) = max_seq(&all) {
-            return Ok(seq);
+/// The seq of the last valid line of `file` (`len` long), if any: its end read first,
+/// then room for two lines (so the last complete one is in it), then all of it.
+fn last_seq_in_file(file: &File, path: &Path, len: u64) -> Result<Option<u64>> {
+    let two_lines = 2 * MAX_EVENT_LINE as u64 + 2;
+    let mut size = TAIL_FIRST.min(len);
+    loop {
+        if let Some(seq) = last_valid_seq(&read_end(file, path, len, size)?) {
+            return Ok(Some(seq));
         }
+        if size >= len {
+            return Ok(None);
+        }
+        size = if size < two_lines { two_lines } else { len };
     }
+}
+
+/// The last seq of the rotated files (newest first), when the current one has no valid
+/// line; 0 for an empty log.
+fn last_seq_rotated(current: &Path, keep: usize) -> Result<u64> {
     for n in 1..=keep {
-        if let Some(seq) = last_seq_in(&rotated(current, n))? {
+        let path = rotated(current, n);
+        let Some(file) = fsio::open_regular(
+            &path,
+            std::fs::OpenOptions::new().read(true),
+            "read the event log",
+        )?
+        else {
+            continue;
+        };
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("read the event log", &path, e))?
+            .len();
+        if let Some(seq) = last_seq_in_file(&file, &path, len)? {
             return Ok(seq);
         }
     }
     Ok(0)
 }
 
-/// The whole of `file` (`len` long).
-fn read_tail_all(file: &std::fs::File, path: &Path, len: u64) -> Result<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-    file.read_exact_at(&mut bytes, 0)
-        .map_err(|e| Error::io("read the event log", path, e))?;
-    Ok(bytes)
+/// The seq of the last valid line in `bytes`, parsed from the end: lines are appended in
+/// seq order, so it is the newest. A line cut at the start of `bytes` is not valid JSON.
+fn last_valid_seq(bytes: &[u8]) -> Option<u64> {
+    bytes
+        .rsplit(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .filter_map(|line| std::str::from_utf8(line).ok())
+        .find_map(|line| parse_line(line).ok())
+        .map(|event| event.seq)
 }
 
 /// `events.jsonl` → `events.1.jsonl` → … → `events.<keep>.jsonl`; the oldest is dropped.
@@ -178,49 +238,6 @@ fn rotate(current: &Path, keep: usize) -> Result<()> {
     }
     let first = rotated(current, 1);
     std::fs::rename(current, &first).map_err(|e| Error::io("rotate the event log", current, e))
-}
-
-/// The seq of the last valid line of `path`, if any.
-fn last_seq_in(path: &Path) -> Result<Option<u64>> {
-    let Some(mut file) = fsio::open_regular(
-        path,
-        std::fs::OpenOptions::new().read(true),
-        "read the event log",
-    )?
-    else {
-        return Ok(None);
-    };
-    let len = file
-        .seek(SeekFrom::End(0))
-        .map_err(|e| Error::io("read the event log", path, e))?;
-    let tail = (2 * MAX_EVENT_LINE as u64 + 2).min(len);
-    file.seek(SeekFrom::Start(len - tail))
-        .map_err(|e| Error::io("read the event log", path, e))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| Error::io("read the event log", path, e))?;
-    if let Some(seq) = max_seq(&bytes) {
-        return Ok(Some(seq));
-    }
-    if tail == len {
-        return Ok(None);
-    }
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| Error::io("read the event log", path, e))?;
-    bytes.clear();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| Error::io("read the event log", path, e))?;
-    Ok(max_seq(&bytes))
-}
-
-/// The highest seq of the valid lines in `bytes`.
-fn max_seq(bytes: &[u8]) -> Option<u64> {
-    bytes
-        .split(|b| *b == b'\n')
-        .filter_map(|line| std::str::from_utf8(line).ok())
-        .filter_map(|line| parse_line(line).ok())
-        .map(|event| event.seq)
-        .max()
 }
 
 /// What reading the lines of one or more files found.
@@ -435,6 +452,121 @@ mod tests {
         let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
         let expected: Vec<u64> = (1..=360).collect();
         assert_eq!(seqs, expected);
+    }
+
+    #[test]
+    fn concurrent_appends_across_rotations_get_consecutive_seqs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        // Many rotations while others wait on the file being rotated.
+        let rotation = Rotation {
+            bytes: 1500,
+            keep: 100,
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..6 {
+                scope.spawn(|| {
+                    let home = RooHome::new(dir.path());
+                    for n in 0..50 {
+                        append_to_file(&home, &path, &[draft(n)], rotation).unwrap();
+                    }
+                });
+            }
+        });
+        let page = read_files(&path, None, usize::MAX, rotation.keep).unwrap();
+        assert_eq!(page.skipped, 0, "a torn line");
+        let mut seqs = Vec::new();
+        for n in (1..=rotation.keep).rev() {
+            if let Ok(text) = std::fs::read_to_string(rotated(&path, n)) {
+                seqs.extend(text.lines().map(|l| parse_line(l).unwrap().seq));
+            }
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        seqs.extend(text.lines().map(|l| parse_line(l).unwrap().seq));
+        let expected: Vec<u64> = (1..=300).collect();
+        assert_eq!(
+            seqs, expected,
+            "every line once, in seq order, across the files"
+        );
+    }
+
+    #[test]
+    fn an_append_waits_for_the_flock_on_the_log_file() {
+        use nix::fcntl::{Flock, FlockArg};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        std::fs::write(&path, b"").unwrap();
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let held = Flock::lock(file, FlockArg::LockExclusive).unwrap();
+        std::thread::scope(|scope| {
+            let appender = scope.spawn(|| {
+                let home = RooHome::new(dir.path());
+                append_to_file(&home, &path, &[draft(2)], Rotation::DEFAULT).unwrap()
+            });
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            assert!(
+                !appender.is_finished(),
+                "the append did not wait for the lock"
+            );
+            // What another writer appends while it holds the lock comes first.
+            let line = draft(1).line(1, Timestamp::now()).unwrap();
+            (&*held).write_all(format!("{line}\n").as_bytes()).unwrap();
+            drop(held);
+            assert_eq!(appender.join().unwrap(), 2);
+        });
+        let page = read_files(&path, None, 10, 4).unwrap();
+        let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 2]);
+        assert!(
+            !dir.path().join("events.jsonl.lock").exists(),
+            "no lock file is made"
+        );
+    }
+
+    #[test]
+    fn an_append_gives_up_on_a_log_locked_past_the_deadline() {
+        use nix::fcntl::{Flock, FlockArg};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        std::fs::write(&path, b"").unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let _held = Flock::lock(file, FlockArg::LockExclusive).unwrap();
+        let policy = crate::lock::LockPolicy {
+            queue: Some(std::time::Duration::from_millis(200)),
+            ..Default::default()
+        };
+        let home = RooHome::new(dir.path()).with_lock_policy(policy);
+        let err = append_to_file(&home, &path, &[draft(1)], Rotation::DEFAULT).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"", "nothing was written");
+    }
+
+    #[test]
+    fn the_last_seq_is_found_behind_damaged_lines_of_any_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join(EVENTS_FILE);
+        let drafts: Vec<Draft> = (1..=400).map(draft).collect();
+        append_to_file(&home, &path, &drafts, Rotation::DEFAULT).unwrap();
+        // Damage longer than the first read of the end, then longer than two lines.
+        for (damage, next) in [(5_000, 401), (40_000, 402)] {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            let junk = "x".repeat(damage);
+            f.write_all(format!("{junk}\n{{\"damaged\n").as_bytes())
+                .unwrap();
+            drop(f);
+            let seq = append_to_file(&home, &path, &[draft(next)], Rotation::DEFAULT).unwrap();
+            assert_eq!(seq, next as u64);
+        }
+        let page = read_files(&path, None, usize::MAX, 4).unwrap();
+        assert_eq!(page.events.len(), 402);
+        assert_eq!(page.skipped, 4);
     }
 
     #[test]

@@ -242,11 +242,8 @@ fn sidecar(target: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(os)
 }
 
-/// Waits for the `flock` queue on `<target>.lock.queue` for at most `deadline`.
-///
-/// The uncontended case costs one non-blocking `flock`. Under contention a helper thread
-/// blocks in the kernel so we are woken the instant the queue is free; if we give up
-/// first, the helper releases the queue as soon as it gets it.
+/// Waits for the `flock` queue on `<target>.lock.queue` for at most `deadline`
+/// ([`flock_within`]).
 fn enter_queue(
     target: &Path,
     lock_path: &Path,
@@ -254,34 +251,51 @@ fn enter_queue(
     started: Instant,
 ) -> Result<Flock<File>> {
     let queue_path = sidecar(target, ".lock.queue");
-    let open = || {
-        fsio::open_regular(
-            &queue_path,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600),
+    let file = fsio::open_regular(
+        &queue_path,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600),
+        "open lock queue",
+    )?
+    .ok_or_else(|| {
+        Error::io(
             "open lock queue",
-        )?
-        .ok_or_else(|| {
-            Error::io(
-                "open lock queue",
-                &queue_path,
-                std::io::Error::from(ErrorKind::NotFound),
-            )
-        })
-    };
-    let file = open()?;
-    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(held) => return Ok(held),
-        Err((_, Errno::EWOULDBLOCK)) => {}
-        Err((_, errno)) => {
-            return Err(Error::io("lock queue", &queue_path, errno.into()));
+            &queue_path,
+            std::io::Error::from(ErrorKind::NotFound),
+        )
+    })?;
+    flock_within(file, &queue_path, "lock queue", deadline, || {
+        Error::LockTimeout {
+            path: lock_path.to_owned(),
+            attempts: 1,
+            waited: started.elapsed(),
+            holder: inspect(lock_path).as_holder(),
         }
-    }
-    let file = open()?;
+    })
+}
+
+/// An exclusive `flock` on `file` (at `path`, named in errors with `action`), waited for
+/// at most `deadline`; `timeout` is the error when it was not had by then.
+///
+/// The uncontended case costs one non-blocking `flock`. Under contention a helper thread
+/// blocks in the kernel so we are woken the instant the file is free; if we give up
+/// first, the helper releases it as soon as it gets it.
+pub(crate) fn flock_within(
+    file: File,
+    path: &Path,
+    action: &'static str,
+    deadline: Duration,
+    timeout: impl FnOnce() -> Error,
+) -> Result<Flock<File>> {
+    let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(held) => return Ok(held),
+        Err((file, Errno::EWOULDBLOCK)) => file,
+        Err((_, errno)) => return Err(Error::io(action, path, errno.into())),
+    };
     let (tx, rx) = mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("roo-lock-queue".into())
@@ -290,16 +304,11 @@ fn enter_queue(
             // If the waiter gave up, the send fails and the lock is released on drop.
             let _ = tx.send(outcome);
         })
-        .map_err(|e| Error::io("spawn lock queue waiter", &queue_path, e))?;
+        .map_err(|e| Error::io("spawn a lock waiter", path, e))?;
     match rx.recv_timeout(deadline) {
         Ok(Ok(held)) => Ok(held),
-        Ok(Err(errno)) => Err(Error::io("lock queue", &queue_path, errno.into())),
-        Err(_) => Err(Error::LockTimeout {
-            path: lock_path.to_owned(),
-            attempts: 1,
-            waited: started.elapsed(),
-            holder: inspect(lock_path).as_holder(),
-        }),
+        Ok(Err(errno)) => Err(Error::io(action, path, errno.into())),
+        Err(_) => Err(timeout()),
     }
 }
 

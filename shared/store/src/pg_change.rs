@@ -651,17 +651,20 @@ impl PgStore {
             .map(|(key, line)| -> [&(dyn ToSql + Sync); 2] { [key, line] })
             .collect();
         let keep_rows = crate::limits::EVENT_LOG_MAX_ROWS;
-        let event_params: Vec<[&(dyn ToSql + Sync); 3]> = writes
-            .events
+        // One statement per log (a change writes to its team's), its events in order; it
+        // wakes the log's followers ([`crate::Team::event_watcher`]) on the log's key.
+        let mut logs: Vec<(&String, Vec<&str>)> = Vec::new();
+        for (log, body) in &writes.events {
+            match logs.iter_mut().find(|(key, _)| *key == log) {
+                Some((_, bodies)) => bodies.push(body),
+                None => logs.push((log, vec![body])),
+            }
+        }
+        let event_params: Vec<[&(dyn ToSql + Sync); 4]> = logs
             .iter()
-            .map(|(key, body)| -> [&(dyn ToSql + Sync); 3] { [key, body, &keep_rows] })
-            .collect();
-        // A log's followers are woken on its own key ([`crate::Team::event_watcher`]).
-        let mut logs: Vec<&String> = writes.events.iter().map(|(key, _)| key).collect();
-        logs.dedup();
-        let log_notify: Vec<[&(dyn ToSql + Sync); 2]> = logs
-            .iter()
-            .map(|log| -> [&(dyn ToSql + Sync); 2] { [&channel, *log] })
+            .map(|(log, bodies)| -> [&(dyn ToSql + Sync); 4] {
+                [*log, bodies, &keep_rows, &channel]
+            })
             .collect();
         let deleted: &Vec<String> = &writes.deleted;
         let deleted_param: [&(dyn ToSql + Sync); 1] = [deleted];
@@ -708,11 +711,7 @@ impl PgStore {
                 Ok::<_, tokio_postgres::Error>(written)
             };
             // All sent before the commit, in one pipeline.
-            let notify = futures_util::future::try_join_all(
-                std::iter::once(&notify_params)
-                    .chain(&log_notify)
-                    .map(|params| client.execute(&statements.notify, params)),
-            );
+            let notify = client.execute(&statements.notify, &notify_params);
             let commit = client.batch_execute(commit_sql);
             let ((q, a, d), w, e, n, c) = futures_util::future::join5(
                 futures_util::future::join3(quarantined, archived, deleted),

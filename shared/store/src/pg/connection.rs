@@ -394,17 +394,24 @@ const STATEMENT_SQL: [&str; 31] = [
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())), \
          now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
            < $1::float8 * interval '1 second'",
-    // event: the team's next seq (its counter row, locked until the commit: the events
-    // lock, taken last), the event's row at the server's clock, and, every 256th event,
-    // the rows older than the $3 newest pruned
+    // event: the events $2 of log $1 in one statement: their seqs from the team's
+    // counter row (locked until the commit: the events lock, taken last), their rows at
+    // the server's clock, the log's followers notified on channel $4 and, each time the
+    // counter passes a multiple of 256, the rows older than the $3 newest pruned
     "WITH next AS (\
-           INSERT INTO roo_event_seq AS s (key, seq) VALUES ($1, 1) \
-           ON CONFLICT (key) DO UPDATE SET seq = s.seq + 1 RETURNING seq), \
+           INSERT INTO roo_event_seq AS s (key, seq) VALUES ($1, cardinality($2::text[])) \
+           ON CONFLICT (key) DO UPDATE SET seq = s.seq + cardinality($2::text[]) \
+           RETURNING seq), \
          added AS (\
            INSERT INTO roo_event (key, seq, at, body) \
-           SELECT $1, seq, clock_timestamp(), $2 FROM next RETURNING seq) \
-     DELETE FROM roo_event WHERE (SELECT seq FROM added) % 256 = 0 \
-       AND key = $1 AND seq <= (SELECT seq FROM added) - $3",
+           SELECT $1, next.seq - cardinality($2::text[]) + b.n, clock_timestamp(), b.body \
+           FROM next, unnest($2::text[]) WITH ORDINALITY AS b(body, n)), \
+         pruned AS (\
+           DELETE FROM roo_event WHERE key = $1 \
+             AND (SELECT seq FROM next) / 256 \
+               <> ((SELECT seq FROM next) - cardinality($2::text[])) / 256 \
+             AND seq <= (SELECT seq FROM next) - $3) \
+     SELECT pg_notify($4, $1)",
     // events_page: the newest $3 events of log $1 with seq > $2, newest first, and the
     // log's last seq
     "SELECT seq, floor(extract(epoch FROM at) * 1000)::int8, body, \

@@ -371,3 +371,51 @@ fn a_role_with_row_privileges_can_use_an_existing_store() {
     let connected = PgStore::connect(&as_role);
     assert!(connected.is_ok(), "{:?}", connected.err());
 }
+
+/// The events of one change are written by one statement: consecutive seqs, and the log
+/// pruned to its newest rows when the team's counter passes a multiple of 256 within
+/// them (not only when one lands on it).
+#[test]
+fn a_changes_events_get_consecutive_seqs_and_the_log_is_pruned_when_they_pass_256() {
+    let Some((_dir, home, url)) = pg_home() else {
+        return;
+    };
+    let team = team_named(&home, "t", &["alice"]);
+    let mailbox = team.mailbox();
+    for i in 0..40 {
+        mailbox
+            .send(&name("lead"), "alice", Outgoing::text(format!("m{i}"), "s"))
+            .unwrap();
+    }
+    let log = "'teams/t/events.jsonl'";
+    // A long log: rows up to 25,599 (the counter with them).
+    psql(
+        &url,
+        &format!(
+            "INSERT INTO roo_event (key, seq, body) \
+               SELECT {log}, g, (SELECT body FROM roo_event WHERE key = {log} LIMIT 1) \
+               FROM generate_series((SELECT seq FROM roo_event_seq WHERE key = {log}) + 1, \
+                                    25599) g; \
+             UPDATE roo_event_seq SET seq = 25599 WHERE key = {log}"
+        ),
+    );
+    // 40 messages taken: two `message_delivered` events (32 ids at most each) in one change.
+    assert_eq!(mailbox.take_unread(&name("alice")).unwrap().len(), 40);
+    // Their seqs pass 25,600 = 100 × 256 without the counter ever holding it.
+    let page = team.events(Some(25599), 10).unwrap();
+    let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [25600, 25601]);
+    assert!(
+        page.events
+            .iter()
+            .all(|e| e.kind.name() == "message_delivered")
+    );
+    let kept = psql(
+        &url,
+        &format!("SELECT min(seq) || ' ' || count(*) FROM roo_event WHERE key = {log}"),
+    );
+    assert_eq!(
+        kept, "602 25000",
+        "the rows more than 25,000 behind the newest are pruned"
+    );
+}
