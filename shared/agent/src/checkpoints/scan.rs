@@ -232,12 +232,18 @@ impl Walk {
         let Ok(reader) = std::fs::read_dir(path) else {
             return Ok(());
         };
-        let entries: Vec<std::fs::DirEntry> = reader.flatten().collect();
-        let names = || entries.iter().map(|e| e.file_name());
-        if depth > 0 && names().any(|n| n == ".git") {
+        let entries: Vec<(std::fs::DirEntry, std::ffi::OsString)> = reader
+            .flatten()
+            .map(|entry| {
+                let name = entry.file_name();
+                (entry, name)
+            })
+            .collect();
+        let has = |wanted: &str| entries.iter().any(|(_, name)| name == wanted);
+        if depth > 0 && has(".git") {
             return Ok(());
         }
-        if names().any(|n| n == ".gitignore") {
+        if has(".gitignore") {
             let mut builder = GitignoreBuilder::new(path);
             builder.add(path.join(".gitignore"));
             if let Ok(matcher) = builder.build()
@@ -247,9 +253,8 @@ impl Walk {
             }
         }
         let mut rel = String::with_capacity(dir.len() + 32);
-        for entry in &entries {
+        for (entry, name) in &entries {
             self.tick()?;
-            let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             let Ok(kind) = entry.file_type() else {
                 continue;
