@@ -477,7 +477,7 @@ impl Checkpoints {
             .filter(|size| *size <= self.limits.max_file_bytes)
             .fold(0u64, u64::saturating_add);
         if bytes > self.limits.max_total_bytes {
-            self.tree_off(state, WalkStop::TooManyBytes(self.limits.max_total_bytes));
+            self.tree_off(state, WalkStop::Bytes(self.limits.max_total_bytes));
             return Ok(());
         }
         let deadline = started + self.limits.max_walk;
@@ -526,15 +526,15 @@ impl Checkpoints {
     /// Commands are no longer checkpointed this session, because of `stop`: said once.
     fn tree_off(&self, state: &mut State, stop: WalkStop) {
         let why = match stop {
-            WalkStop::TooManyFiles(max) => {
+            WalkStop::Files(max) => {
                 format!("the project holds more than {max} files (checkpoints.max_files)")
             }
-            WalkStop::TooManyBytes(max) => format!(
+            WalkStop::Bytes(max) => format!(
                 "the project's files add up to more than the checkpoint store may hold \
                  ({} MiB, checkpoints.max_total_mb)",
                 max >> 20
             ),
-            WalkStop::TooSlow => format!(
+            WalkStop::Time => format!(
                 "looking through the project's files took longer than {} ms \
                  (checkpoints.max_walk_ms)",
                 self.limits.max_walk.as_millis()

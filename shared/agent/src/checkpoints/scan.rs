@@ -117,11 +117,11 @@ pub(super) fn checked_relative(rel: &Path) -> Option<String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum WalkStop {
     /// The tree holds more files than the limit.
-    TooManyFiles(usize),
+    Files(usize),
     /// The walk took longer than the limit.
-    TooSlow,
+    Time,
     /// The files to keep add up to more than the store may hold.
-    TooManyBytes(u64),
+    Bytes(u64),
 }
 
 /// The files of the tree at `root` and their stamps, walked on a thread of its own and
@@ -154,12 +154,10 @@ pub(super) fn walk(
         .spawn(walker)
         .is_err()
     {
-        return Err(WalkStop::TooSlow);
+        return Err(WalkStop::Time);
     }
     let wait = deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(50);
-    receiver
-        .recv_timeout(wait)
-        .unwrap_or(Err(WalkStop::TooSlow))
+    receiver.recv_timeout(wait).unwrap_or(Err(WalkStop::Time))
 }
 
 /// One walk of a tree: read each directory through its handle (`getdents`, the entry's
@@ -276,7 +274,7 @@ impl Walk {
                 continue;
             }
             if self.files.len() >= self.max_files {
-                return Err(WalkStop::TooManyFiles(self.max_files));
+                return Err(WalkStop::Files(self.max_files));
             }
             self.files.insert(rel.clone(), Stamp::of(&meta));
         }
@@ -289,7 +287,7 @@ impl Walk {
         if self.seen >= 64 {
             self.seen = 0;
             if Instant::now() >= self.deadline {
-                return Err(WalkStop::TooSlow);
+                return Err(WalkStop::Time);
             }
         }
         Ok(())
