@@ -22,7 +22,7 @@ mod record;
 mod restore;
 mod scan;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
@@ -425,22 +425,29 @@ impl Checkpoints {
                         return Ok(());
                     }
                 };
-                let tree = std::mem::take(&mut state.tree);
-                for (rel, (stamp, entry)) in &tree {
-                    if now.get(rel) != Some(stamp) {
-                        let before = entry.clone().unwrap_or(Entry::Unrecorded {
-                            why: "it changed before it could be kept".to_string(),
-                        });
-                        changed.push((rel.clone(), before));
+                // What changed leaves the known tree (it is read again before the next
+                // command); what is new was not there before.
+                let mut common = 0;
+                state.tree.retain(|rel, (stamp, entry)| {
+                    let now_stamp = now.get(rel);
+                    common += usize::from(now_stamp.is_some());
+                    if now_stamp == Some(stamp) {
+                        return true;
+                    }
+                    let before = entry.take().unwrap_or(Entry::Unrecorded {
+                        why: "it changed before it could be kept".to_string(),
+                    });
+                    changed.push((rel.clone(), before));
+                    false
+                });
+                if now.len() > common {
+                    let known: HashSet<String> = changed.iter().map(|(r, _)| r.clone()).collect();
+                    for rel in now.into_keys() {
+                        if !state.tree.contains_key(&rel) && !known.contains(&rel) {
+                            changed.push((rel, Entry::Missing));
+                        }
                     }
                 }
-                for rel in now.keys().filter(|rel| !tree.contains_key(*rel)) {
-                    changed.push((rel.clone(), Entry::Missing));
-                }
-                state.tree = tree
-                    .into_iter()
-                    .filter(|(rel, (stamp, _))| now.get(rel) == Some(stamp))
-                    .collect();
             }
         }
         if changed.is_empty() {
@@ -482,23 +489,26 @@ impl Checkpoints {
         }
         let deadline = started + self.limits.max_walk;
         let mut late = 0usize;
-        let mut tree = HashMap::with_capacity(now.len());
+        // Updated in place: files gone leave it, files whose stamp changed are kept anew.
+        state.tree.retain(|rel, _| now.contains_key(rel));
         for (rel, stamp) in now {
-            let entry = match state.tree.remove(&rel) {
-                Some((known, Some(entry))) if known == stamp => Some(entry),
-                _ if Instant::now() >= deadline => {
-                    late += 1;
-                    None
-                }
-                _ => Some(scan::capture(
+            if let Some((known, Some(_))) = state.tree.get(&rel)
+                && *known == stamp
+            {
+                continue;
+            }
+            let entry = if Instant::now() >= deadline {
+                late += 1;
+                None
+            } else {
+                Some(scan::capture(
                     &scan::absolute(&self.root, &rel),
                     &self.objects,
                     self.limits.max_file_bytes,
-                )?),
+                )?)
             };
-            tree.insert(rel, (stamp, entry));
+            state.tree.insert(rel, (stamp, entry));
         }
-        state.tree = tree;
         if late > 0 && !std::mem::replace(&mut state.partial_told, true) {
             state.notice = Some(format!(
                 "checkpoints: this checkpoint is partial: {late} changed files could not be \
