@@ -418,7 +418,7 @@ impl Checkpoints {
                 }
             }
             PendingWhat::Tree => {
-                let now = match self.walk() {
+                let now = match self.walk(state.tree.len()) {
                     Ok(now) => now,
                     Err(stop) => {
                         self.tree_off(&mut state, stop);
@@ -471,7 +471,7 @@ impl Checkpoints {
     /// says of any that changed meanwhile that it was not kept.
     fn refresh_tree(&self, state: &mut State) -> Result<(), CheckpointError> {
         let started = Instant::now();
-        let now = match self.walk() {
+        let now = match self.walk(state.tree.len()) {
             Ok(now) => now,
             Err(stop) => {
                 self.tree_off(state, stop);
@@ -521,7 +521,7 @@ impl Checkpoints {
     }
 
     /// The tree's files and their stamps, within the limits.
-    fn walk(&self) -> Result<HashMap<String, Stamp>, WalkStop> {
+    fn walk(&self, expected: usize) -> Result<HashMap<String, Stamp>, WalkStop> {
         let skip = self
             .store_inside_root()
             .and_then(|store| scan::relative(&self.root, &store));
@@ -530,6 +530,7 @@ impl Checkpoints {
             self.limits.max_files,
             self.limits.max_walk,
             skip,
+            expected,
         )
     }
 

@@ -128,19 +128,20 @@ pub(super) enum WalkStop {
 /// waited for at most `max_time`: a walk that is not over by then (a huge tree, a slow or
 /// hung file system) is given up, and the thread, told to stop, is left to end by itself.
 /// `skip` (relative to `root`) is left out: the checkpoint store itself, when it lies
-/// inside the project.
+/// inside the project. `expected`: how many files the last walk found.
 pub(super) fn walk(
     root: &Path,
     max_files: usize,
     max_time: Duration,
     skip: Option<String>,
+    expected: usize,
 ) -> Result<HashMap<String, Stamp>, WalkStop> {
     let deadline = Instant::now() + max_time;
     let (sender, receiver) = std::sync::mpsc::sync_channel(1);
     let root = root.to_path_buf();
     let walker = move || {
         let mut walk = Walk {
-            files: HashMap::with_capacity(1024),
+            files: HashMap::with_capacity(expected.clamp(1024, max_files)),
             max_files,
             deadline,
             skip,
@@ -263,7 +264,10 @@ impl Walk {
                 rel.push('/');
             }
             rel.push_str(name);
-            if name == ".git" || excluded(&rel) || ignored(rules, &rel, depth, kind.is_dir()) {
+            // `.git` anywhere, and `.roocode/worktrees` (see [`excluded`]; the parents of
+            // an entry were checked when they were entered).
+            let skipped = name == ".git" || (kind.is_dir() && rel == WORKTREES);
+            if skipped || ignored(rules, &rel, depth, kind.is_dir()) {
                 continue;
             }
             let Ok(meta) = entry.metadata() else { continue };
