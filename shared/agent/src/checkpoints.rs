@@ -5,7 +5,7 @@
 //! Each submitted prompt opens a checkpoint ([`Checkpoints::begin_prompt`]). Before every
 //! file-changing tool call the loop asks for a [`CallScope`]: a file tool's target path, or,
 //! for a command in a git project, the whole tree (the `.gitignore`d directories left out,
-//! bounded in files and bytes); after the call, what changed is compared with what was
+//! bounded in files, bytes and time); after the call, what changed is compared with what was
 //! recorded, and each path the call changed keeps the state it had before the prompt's
 //! first change. A rewind puts back only those paths: a file the agent neither created nor
 //! changed is never touched, whatever else changed since.
