@@ -213,7 +213,7 @@ fn bytes_under(dir: &Path) -> u64 {
 /// the store may hold (`max_total_mb`) is not copied into `ROO_HOME` at all, as one with too
 /// many files is not walked (before, the first command of a session copied every file of
 /// up to `max_file_kb` into the store, whatever their total: a project's untracked data
-/// could fill the disk and stall the agent).
+/// could fill the disk and stall the agent). It is said once, to the person and the agent.
 #[test]
 fn a_command_in_a_tree_larger_than_the_store_limit_copies_nothing_into_roo_home() {
     let home = TempHome::new();
@@ -240,6 +240,8 @@ agents:
   "*":
     - tool_calls:
         - {name: Bash, input: {command: "echo ran > ran.txt"}}
+    - tool_calls:
+        - {name: Bash, input: {command: "echo again >> ran.txt"}}
     - text: "Done."
 "#,
     );
@@ -250,10 +252,20 @@ agents:
         .args(["--permission-mode", "bypassPermissions", "--trust-project"])
         .run();
     out.assert_ok();
-    assert_eq!(home.cwd.read("ran.txt"), "ran\n");
+    assert_eq!(home.cwd.read("ran.txt"), "ran\nagain\n");
     let kept = bytes_under(&home.path().join("checkpoints"));
     assert!(
         kept < 1 << 20,
         "{kept} bytes kept under ROO_HOME/checkpoints for a store limit of 1 MiB"
     );
+    // The person is told, once, even in a quiet `-p` run (before, nothing was said).
+    let stderr = out.stderr();
+    assert_eq!(
+        stderr
+            .matches("shell commands are not checkpointed for the rest of this session")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("max_total_mb"), "{stderr}");
 }

@@ -1,6 +1,7 @@
 //! Test modules.
 mod backend_detect;
 mod budget;
+mod checkpoint_store;
 mod cli_mail;
 mod cli_snapshots;
 mod cli_task;

@@ -5,7 +5,7 @@
 //! Each submitted prompt opens a checkpoint ([`Checkpoints::begin_prompt`]). Before every
 //! file-changing tool call the loop asks for a [`CallScope`]: a file tool's target path, or,
 //! for a command in a git project, the whole tree (the `.gitignore`d directories left out,
-//! bounded in files and bytes); after the call, what changed is compared with what was
+//! bounded in files, bytes and time); after the call, what changed is compared with what was
 //! recorded, and each path the call changed keeps the state it had before the prompt's
 //! first change. A rewind puts back only those paths: a file the agent neither created nor
 //! changed is never touched, whatever else changed since.
@@ -22,19 +22,19 @@ mod record;
 mod restore;
 mod scan;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use objects::Objects;
 pub use record::ConversationMark;
 use record::{Entry, PromptRecord, SessionLog};
 pub use restore::RestoreReport;
-use scan::Stamp;
+use scan::{Stamp, WalkStop};
 
 use crate::config::CheckpointsSection;
 use crate::tool::{PermissionTarget, Tool, ToolKind};
@@ -102,6 +102,11 @@ pub struct CheckpointLimits {
     pub max_file_bytes: u64,
     /// A tree with more files than this is not checkpointed before commands.
     pub max_files: usize,
+    /// A tree walk (before or after a command) or the keeping of what it found that
+    /// takes longer than this is cut short: the walk's checkpoint is skipped (and
+    /// commands are not checkpointed for the rest of the session), what was not kept in
+    /// time is kept on the next call.
+    pub max_walk: Duration,
 }
 
 impl Default for CheckpointLimits {
@@ -112,6 +117,7 @@ impl Default for CheckpointLimits {
             max_total_bytes: 2 << 30,
             max_file_bytes: 8 << 20,
             max_files: 50_000,
+            max_walk: Duration::from_secs(2),
         }
     }
 }
@@ -134,6 +140,9 @@ impl CheckpointLimits {
             max_files: section
                 .max_files
                 .map_or(d.max_files, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+            max_walk: section
+                .max_walk_ms
+                .map_or(d.max_walk, Duration::from_millis),
         }
     }
 }
@@ -214,8 +223,12 @@ struct State {
     /// The tree's files by stamp, and what each held when last read (`None`: not read
     /// since it changed).
     tree: HashMap<String, (Stamp, Option<Entry>)>,
-    /// The tree has more files than the limit: commands are not checkpointed.
-    too_big: bool,
+    /// Why commands are no longer checkpointed this session (a tree over a limit).
+    tree_off: Option<String>,
+    /// What the person and the agent are to be told, once ([`Checkpoints::take_notice`]).
+    notice: Option<String>,
+    /// Whether a checkpoint cut short in time was told already.
+    partial_told: bool,
     /// Whether a failure was told already (once per session).
     warned: bool,
 }
@@ -234,7 +247,7 @@ impl Checkpoints {
         prune::prune(&base, &limits);
         let store = base.join(project_key(root));
         let log_path = store.join("sessions").join(format!("{session_id}.json"));
-        let log = SessionLog::read(&log_path)?.unwrap_or_else(|| SessionLog::new(root));
+        let log = SessionLog::read(&log_path, root)?.unwrap_or_else(|| SessionLog::new(root));
         Ok(Self::with_log(root, store, log_path, log, limits))
     }
 
@@ -244,7 +257,7 @@ impl Checkpoints {
         let store = roo_home.join("checkpoints").join(project_key(root));
         let sessions = store.join("sessions");
         let log_path = sessions.join(format!("{session_id}.json"));
-        let Some(log) = SessionLog::read(&log_path)? else {
+        let Some(log) = SessionLog::read(&log_path, root)? else {
             return Err(CheckpointError::NoCheckpoints { dir: sessions });
         };
         let limits = CheckpointLimits::default();
@@ -265,7 +278,7 @@ impl Checkpoints {
         let Some((_, log_path)) = latest else {
             return Err(CheckpointError::NoCheckpoints { dir: sessions });
         };
-        let Some(log) = SessionLog::read(&log_path)? else {
+        let Some(log) = SessionLog::read(&log_path, root)? else {
             return Err(CheckpointError::NoCheckpoints { dir: sessions });
         };
         let limits = CheckpointLimits::default();
@@ -288,7 +301,9 @@ impl Checkpoints {
             state: Mutex::new(State {
                 log,
                 tree: HashMap::new(),
-                too_big: false,
+                tree_off: None,
+                notice: None,
+                partial_told: false,
                 warned: false,
             }),
         }
@@ -315,10 +330,16 @@ impl Checkpoints {
         }
         let mut state = self.state();
         // Another process may have rewound this session's files since (a lead rewinding
-        // its stopped teammate's clone): its file is the truth, not what is in memory.
-        if let Ok(Some(log)) = SessionLog::read(&self.log_path) {
-            state.log = log;
-        }
+        // its stopped teammate's clone): its file is the truth, not what is in memory. A
+        // damaged file is moved aside and said; what is in memory is written anew.
+        let damaged = match SessionLog::read(&self.log_path, &self.root) {
+            Ok(Some(log)) => {
+                state.log = log;
+                None
+            }
+            Ok(None) => None,
+            Err(e) => Some(e),
+        };
         state.log.prompts.push(PromptRecord {
             text: headline(text),
             at_ms: now_ms(),
@@ -326,7 +347,8 @@ impl Checkpoints {
             changes: Default::default(),
             rewind: false,
         });
-        state.log.write(&self.log_path)
+        state.log.write(&self.log_path)?;
+        damaged.map_or(Ok(()), Err)
     }
 
     /// The history was replaced (compaction, `/clear`): no earlier prompt's conversation
@@ -371,11 +393,11 @@ impl Checkpoints {
                 // may be a home directory); looked at each time, as a teammate's clone
                 // is made after its agent.
                 let git = self.root.join(".git").exists();
-                if !git || !cwd.starts_with(&self.root) || state.too_big {
+                if !git || !cwd.starts_with(&self.root) || state.tree_off.is_some() {
                     return Ok(None);
                 }
                 self.refresh_tree(&mut state)?;
-                Ok((!state.too_big).then_some(PendingCall {
+                Ok(state.tree_off.is_none().then_some(PendingCall {
                     what: PendingWhat::Tree,
                 }))
             }
@@ -396,28 +418,36 @@ impl Checkpoints {
                 }
             }
             PendingWhat::Tree => {
-                let skip = self.store_inside_root();
-                let Some(now) = scan::walk(&self.root, self.limits.max_files, skip.as_deref())
-                else {
-                    state.too_big = true;
-                    return Ok(());
+                let now = match self.walk(state.tree.len()) {
+                    Ok(now) => now,
+                    Err(stop) => {
+                        self.tree_off(&mut state, stop);
+                        return Ok(());
+                    }
                 };
-                let tree = std::mem::take(&mut state.tree);
-                for (rel, (stamp, entry)) in &tree {
-                    if now.get(rel) != Some(stamp) {
-                        let before = entry.clone().unwrap_or(Entry::Unrecorded {
-                            why: "it changed before it could be kept".to_string(),
-                        });
-                        changed.push((rel.clone(), before));
+                // What changed leaves the known tree (it is read again before the next
+                // command); what is new was not there before.
+                let mut common = 0;
+                state.tree.retain(|rel, (stamp, entry)| {
+                    let now_stamp = now.get(rel);
+                    common += usize::from(now_stamp.is_some());
+                    if now_stamp == Some(stamp) {
+                        return true;
+                    }
+                    let before = entry.take().unwrap_or(Entry::Unrecorded {
+                        why: "it changed before it could be kept".to_string(),
+                    });
+                    changed.push((rel.clone(), before));
+                    false
+                });
+                if now.len() > common {
+                    let known: HashSet<String> = changed.iter().map(|(r, _)| r.clone()).collect();
+                    for rel in now.into_keys() {
+                        if !state.tree.contains_key(&rel) && !known.contains(&rel) {
+                            changed.push((rel, Entry::Missing));
+                        }
                     }
                 }
-                for rel in now.keys().filter(|rel| !tree.contains_key(*rel)) {
-                    changed.push((rel.clone(), Entry::Missing));
-                }
-                state.tree = tree
-                    .into_iter()
-                    .filter(|(rel, (stamp, _))| now.get(rel) == Some(stamp))
-                    .collect();
             }
         }
         if changed.is_empty() {
@@ -434,36 +464,106 @@ impl Checkpoints {
 
     /// Walks the tree and keeps every file whose stamp changed since the last walk. A
     /// tree whose keepable files (those within `max_file_bytes`) add up to more than the
-    /// whole store may hold (`max_total_bytes`) is too big, like one over `max_files`:
-    /// nothing of it is copied, so a project's data cannot fill the disk under `ROO_HOME`.
+    /// whole store may hold (`max_total_bytes`) is too big, like one over `max_files` or
+    /// one whose walk takes over `max_walk`: nothing of it is copied, so a project's data
+    /// cannot fill the disk under `ROO_HOME`. Keeping the files that changed stops at
+    /// `max_walk` too: those not kept by then are kept on the next call, and a rewind
+    /// says of any that changed meanwhile that it was not kept.
     fn refresh_tree(&self, state: &mut State) -> Result<(), CheckpointError> {
-        let skip = self.store_inside_root();
-        let now = scan::walk(&self.root, self.limits.max_files, skip.as_deref()).filter(|now| {
-            now.values()
-                .map(|stamp| stamp.size())
-                .filter(|size| *size <= self.limits.max_file_bytes)
-                .fold(0u64, u64::saturating_add)
-                <= self.limits.max_total_bytes
-        });
-        let Some(now) = now else {
-            state.too_big = true;
-            state.tree.clear();
-            return Ok(());
+        let started = Instant::now();
+        let now = match self.walk(state.tree.len()) {
+            Ok(now) => now,
+            Err(stop) => {
+                self.tree_off(state, stop);
+                return Ok(());
+            }
         };
-        let mut tree = HashMap::with_capacity(now.len());
+        let bytes = now
+            .values()
+            .map(|stamp| stamp.size())
+            .filter(|size| *size <= self.limits.max_file_bytes)
+            .fold(0u64, u64::saturating_add);
+        if bytes > self.limits.max_total_bytes {
+            self.tree_off(state, WalkStop::Bytes(self.limits.max_total_bytes));
+            return Ok(());
+        }
+        let deadline = started + self.limits.max_walk;
+        let mut late = 0usize;
+        // Updated in place: files gone leave it, files whose stamp changed are kept anew.
+        state.tree.retain(|rel, _| now.contains_key(rel));
         for (rel, stamp) in now {
-            let entry = match state.tree.remove(&rel) {
-                Some((known, Some(entry))) if known == stamp => entry,
-                _ => scan::capture(
+            if let Some((known, Some(_))) = state.tree.get(&rel)
+                && *known == stamp
+            {
+                continue;
+            }
+            let entry = if Instant::now() >= deadline {
+                late += 1;
+                None
+            } else {
+                Some(scan::capture(
                     &scan::absolute(&self.root, &rel),
                     &self.objects,
                     self.limits.max_file_bytes,
-                )?,
+                )?)
             };
-            tree.insert(rel, (stamp, Some(entry)));
+            state.tree.insert(rel, (stamp, entry));
         }
-        state.tree = tree;
+        if late > 0 && !std::mem::replace(&mut state.partial_told, true) {
+            state.notice = Some(format!(
+                "checkpoints: this checkpoint is partial: {late} changed files could not be \
+                 kept within {} ms (checkpoints.max_walk_ms); they are kept on the next call, \
+                 and a rewind says of any this command changes that it was not kept",
+                self.limits.max_walk.as_millis()
+            ));
+        }
         Ok(())
+    }
+
+    /// The tree's files and their stamps, within the limits.
+    fn walk(&self, expected: usize) -> Result<HashMap<String, Stamp>, WalkStop> {
+        let skip = self
+            .store_inside_root()
+            .and_then(|store| scan::relative(&self.root, &store));
+        scan::walk(
+            &self.root,
+            self.limits.max_files,
+            self.limits.max_walk,
+            skip,
+            expected,
+        )
+    }
+
+    /// Commands are no longer checkpointed this session, because of `stop`: said once.
+    fn tree_off(&self, state: &mut State, stop: WalkStop) {
+        let why = match stop {
+            WalkStop::Files(max) => {
+                format!("the project holds more than {max} files (checkpoints.max_files)")
+            }
+            WalkStop::Bytes(max) => format!(
+                "the project's files add up to more than the checkpoint store may hold \
+                 ({} MiB, checkpoints.max_total_mb)",
+                max >> 20
+            ),
+            WalkStop::Time => format!(
+                "looking through the project's files took longer than {} ms \
+                 (checkpoints.max_walk_ms)",
+                self.limits.max_walk.as_millis()
+            ),
+        };
+        state.tree.clear();
+        state.notice = Some(format!(
+            "checkpoints: shell commands are not checkpointed for the rest of this session: \
+             {why}; a rewind cannot undo what they change (file tools' writes still are \
+             checkpointed)"
+        ));
+        state.tree_off = Some(why);
+    }
+
+    /// What the person and the agent are to be told about checkpoints, once: a
+    /// checkpoint skipped or cut short.
+    pub fn take_notice(&self) -> Option<String> {
+        self.state().notice.take()
     }
 
     /// The store itself, when `ROO_HOME` lies inside the project (left out of walks).

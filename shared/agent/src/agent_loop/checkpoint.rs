@@ -101,40 +101,52 @@ impl Agent {
         }
     }
 
-    /// Records what an allowed call of `tool` may change, before it runs.
+    /// Records what an allowed call of `tool` may change, before it runs; with what the
+    /// agent is to be told of a checkpoint skipped or cut short (said once, also to the
+    /// person).
     pub(super) async fn checkpoint_before(
         &self,
         tool: &dyn Tool,
         input: &Value,
         context: &ToolContext,
         events: &EventSink,
-    ) -> Option<PendingCall> {
-        let checkpoints = self.checkpoints()?.clone();
-        let scope = CallScope::of(tool, input, &context.cwd)?;
+    ) -> (Option<PendingCall>, Option<String>) {
+        let Some(checkpoints) = self.checkpoints().cloned() else {
+            return (None, None);
+        };
+        let Some(scope) = CallScope::of(tool, input, &context.cwd) else {
+            return (None, None);
+        };
         let cwd = context.cwd.clone();
         let recorder = checkpoints.clone();
         let recorded =
             tokio::task::spawn_blocking(move || recorder.before_call(&scope, &cwd)).await;
-        match recorded {
+        let pending = match recorded {
             Ok(Ok(pending)) => pending,
             Ok(Err(e)) => {
                 failed(&checkpoints, &e, events);
                 None
             }
             Err(_) => None,
-        }
+        };
+        (pending, told(&checkpoints, events))
     }
 
-    /// Keeps what the call changed, after it ran.
-    pub(super) async fn checkpoint_after(&self, pending: Option<PendingCall>, events: &EventSink) {
+    /// Keeps what the call changed, after it ran; with what the agent is to be told.
+    pub(super) async fn checkpoint_after(
+        &self,
+        pending: Option<PendingCall>,
+        events: &EventSink,
+    ) -> Option<String> {
         let (Some(pending), Some(checkpoints)) = (pending, self.checkpoints()) else {
-            return;
+            return None;
         };
         let recorder = checkpoints.clone();
         if let Ok(Err(e)) = tokio::task::spawn_blocking(move || recorder.after_call(pending)).await
         {
             failed(checkpoints, &e, events);
         }
+        told(checkpoints, events)
     }
 
     /// Puts `scope` back to before prompt `number` (1 = the session's first; the
@@ -188,6 +200,14 @@ impl Agent {
         }
         Ok(before.saturating_sub(self.messages.len()))
     }
+}
+
+/// Tells the person a checkpoint skipped or cut short (a warning, shown even in a quiet
+/// `-p` run) and returns it for the agent.
+fn told(checkpoints: &Checkpoints, events: &EventSink) -> Option<String> {
+    let text = checkpoints.take_notice()?;
+    events.emit(AgentEvent::Warning { text: text.clone() });
+    Some(text)
 }
 
 /// Tells the session's first checkpoint failure.

@@ -273,7 +273,7 @@ impl Agent {
         }
 
         // The files it may change are checkpointed first (the tool never knows).
-        let checkpoint = self.checkpoint_before(tool, &input, context, events).await;
+        let (checkpoint, told) = self.checkpoint_before(tool, &input, context, events).await;
         events.emit(AgentEvent::ToolStart {
             id: id.to_string(),
             name: tool.name().to_string(),
@@ -297,7 +297,11 @@ impl Agent {
             output.content.push_str(&format!("\n[{message}]"));
             output.is_error = true;
         }
-        self.checkpoint_after(checkpoint, events).await;
+        // A checkpoint skipped or cut short is told to the agent with the result, once.
+        let told_after = self.checkpoint_after(checkpoint, events).await;
+        for text in [told, told_after].into_iter().flatten() {
+            output.content.push_str(&format!("\n[{text}]"));
+        }
         tracing::debug!(
             tool = tool.name(),
             id,

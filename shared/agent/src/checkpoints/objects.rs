@@ -5,14 +5,14 @@
 //! and a content read back is checked against its name before a rewind writes it.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ring::digest::{Context, SHA256};
 
 use super::CheckpointError;
-use super::record::Entry;
+use super::record::{Entry, is_blob_name};
 use crate::tools::confined;
 
 /// The content-addressed files of one project's checkpoints.
@@ -103,19 +103,38 @@ impl Objects {
         Ok(blob)
     }
 
-    /// The content named `blob`, checked against its name.
+    /// The content named `blob`, checked against its name. The store may have been
+    /// written by another program: a name that is not a SHA-256 is refused (it could
+    /// lead out of the store), the file is opened without following a symlink or
+    /// blocking (a FIFO planted there), and only a regular file is read.
     pub(super) fn get(&self, blob: &str) -> Result<Vec<u8>, String> {
+        if !is_blob_name(blob) {
+            return Err(format!(
+                "its saved content's name {blob:?} is not a SHA-256 (a damaged checkpoint file)"
+            ));
+        }
         let path = self.path_of(blob);
-        let content = std::fs::read(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => "its saved content was pruned".to_string(),
-            _ => format!(
-                "its saved content {} could not be read: {e}",
-                path.display()
-            ),
-        })?;
+        let mut content = Vec::new();
+        confined::open_regular(&path)
+            .map_err(|e| match e {
+                crate::tool::ToolError::NotFound { .. } => {
+                    "its saved content was pruned".to_string()
+                }
+                e => format!(
+                    "its saved content {} could not be read: {e}",
+                    path.display()
+                ),
+            })?
+            .read_to_end(&mut content)
+            .map_err(|e| {
+                format!(
+                    "its saved content {} could not be read: {e}",
+                    path.display()
+                )
+            })?;
         if digest(&content) != blob {
             return Err(format!(
-                "its saved content {} does not match its checksum",
+                "its saved content {} does not match its checksum (refused)",
                 path.display()
             ));
         }

@@ -86,7 +86,7 @@ fn is_old(path: &Path, now: SystemTime) -> bool {
 fn sweep(project: &Path, now: SystemTime) {
     let mut named = HashSet::new();
     for (_, path) in session_files(project) {
-        let Ok(Some(log)) = SessionLog::read(&path) else {
+        let Ok(Some(log)) = SessionLog::parse(&path) else {
             // A session file that cannot be read protects everything.
             return;
         };

@@ -12,6 +12,48 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::CheckpointError;
+use super::scan::checked_relative;
+
+/// Why a session's checkpoint file was not read.
+#[derive(Debug)]
+pub(super) enum Damage {
+    /// It could not be read (it stays where it is).
+    Unreadable(CheckpointError),
+    /// A newer build wrote it (it stays where it is).
+    Newer(CheckpointError),
+    /// It is not a checkpoint file.
+    Corrupt(String),
+}
+
+/// Whether `name` is a content's name: a SHA-256 in lowercase hex.
+pub(super) fn is_blob_name(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Moves the damaged checkpoint file at `path` to `<store>/corrupt/` and says so.
+fn move_aside(path: &Path, message: String) -> CheckpointError {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let store = path.parent().and_then(Path::parent);
+    let aside = store.zip(name).map(|(store, name)| {
+        store
+            .join("corrupt")
+            .join(format!("{}-{name}", super::now_ms()))
+    });
+    let moved = aside.filter(|aside| {
+        aside
+            .parent()
+            .is_some_and(|dir| super::create_private_dir(dir).is_ok())
+            && std::fs::rename(path, aside).is_ok()
+    });
+    let message = match moved {
+        Some(aside) => format!("{message}; it was moved aside to {}", aside.display()),
+        None => format!("{message}; it could not be moved aside"),
+    };
+    CheckpointError::Corrupt {
+        path: path.to_path_buf(),
+        message,
+    }
+}
 
 /// Format version of a session's checkpoint file.
 pub(super) const FORMAT_VERSION: u32 = 1;
@@ -94,33 +136,80 @@ impl SessionLog {
         }
     }
 
-    /// Reads the log at `path`; `Ok(None)` if there is none.
-    pub(super) fn read(path: &Path) -> Result<Option<Self>, CheckpointError> {
+    /// Reads the log at `path` as this build writes it for the project at `root`;
+    /// `Ok(None)` if there is none. Another program may have written it: a file that is
+    /// not a log, names another project, or holds a path that is not a plain path in the
+    /// project or a content name that is not a SHA-256 is damaged, and is moved aside (to
+    /// `<store>/corrupt/`) and refused, never used.
+    pub(super) fn read(path: &Path, root: &Path) -> Result<Option<Self>, CheckpointError> {
+        let log = match Self::parse(path) {
+            Ok(Some(log)) => log,
+            Ok(None) => return Ok(None),
+            Err(Damage::Newer(e)) | Err(Damage::Unreadable(e)) => return Err(e),
+            Err(Damage::Corrupt(message)) => return Err(move_aside(path, message)),
+        };
+        match log.check(root) {
+            Ok(()) => Ok(Some(log)),
+            Err(message) => Err(move_aside(path, message)),
+        }
+    }
+
+    /// Reads the log at `path` as it is, unchecked and left in place (what pruning reads:
+    /// a damaged file makes it keep every content).
+    pub(super) fn parse(path: &Path) -> Result<Option<Self>, Damage> {
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(source) => {
-                return Err(CheckpointError::Io {
+                return Err(Damage::Unreadable(CheckpointError::Io {
                     action: "read",
                     path: path.to_path_buf(),
                     source,
-                });
+                }));
             }
         };
-        let log: Self = serde_json::from_slice(&bytes).map_err(|e| CheckpointError::Corrupt {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        let log: Self =
+            serde_json::from_slice(&bytes).map_err(|e| Damage::Corrupt(e.to_string()))?;
         if log.version > FORMAT_VERSION {
-            return Err(CheckpointError::Corrupt {
+            return Err(Damage::Newer(CheckpointError::Corrupt {
                 path: path.to_path_buf(),
                 message: format!(
                     "format version {} is newer than this build understands ({FORMAT_VERSION}); upgrade roo",
                     log.version
                 ),
-            });
+            }));
         }
         Ok(Some(log))
+    }
+
+    /// Whether every path and content the log names is one this build would have
+    /// written for the project at `root`.
+    fn check(&self, root: &Path) -> Result<(), String> {
+        if self.root != root {
+            return Err(format!(
+                "it names the project {}, not {}",
+                self.root.display(),
+                root.display()
+            ));
+        }
+        for prompt in &self.prompts {
+            for (rel, entry) in &prompt.changes {
+                if checked_relative(Path::new(rel)).as_deref() != Some(rel.as_str()) {
+                    return Err(format!(
+                        "the path {rel:?} is not a plain path in the project"
+                    ));
+                }
+                if let Entry::File { blob, mode, .. } = entry {
+                    if !is_blob_name(blob) {
+                        return Err(format!("{rel}: {blob:?} is not a SHA-256 in hex"));
+                    }
+                    if *mode > 0o7777 {
+                        return Err(format!("{rel}: the mode {mode:o} is not permission bits"));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes the log to `path` atomically (a temporary file renamed over it), 0600. Not

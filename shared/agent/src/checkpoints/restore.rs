@@ -1,5 +1,7 @@
 //! Writing a recorded state back into the project: only the paths the agent changed, and
-//! never through a symlink. Every directory between the root and a path must be a real
+//! never through a symlink. Only regular files are written (never a symlink, a device or
+//! a FIFO, and never with setuid, setgid or world-writable bits), whatever the checkpoint
+//! file says: another program may have written it. Every directory between the root and a path must be a real
 //! directory (a symlink swapped in for one makes that path skipped, never followed); the
 //! file is written through the file tools' confined open (a temporary file renamed over
 //! the name, relative to a directory handle reached without following links), so nothing
@@ -74,17 +76,20 @@ pub(super) fn restore(
                 .map(|()| true)
                 .map_err(|e| format!("could not be removed: {e}")),
         },
-        Entry::Symlink { target } => remove_link_or_file(&path, now.is_some())
-            .and_then(|()| std::os::unix::fs::symlink(target, &path))
-            .map_err(|e| format!("could not be restored: {e}"))
-            .map(|()| false),
+        // A link is never planted: the checkpoint file could have been written by another
+        // program, and a link is a way out of the project for whatever follows it.
+        Entry::Symlink { target } => Err(format!(
+            "it was a symbolic link to {}, which a rewind never creates (make it again \
+             with `ln -s` if you want it back)",
+            target.display()
+        )),
         Entry::File { blob, mode, .. } => objects.get(blob).and_then(|content| {
             // A symlink at the name is replaced, never written through.
             if now.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
                 remove_link_or_file(&path, true).map_err(|e| e.to_string())?;
             }
             confined::locate(&path, &[root.to_path_buf()], Parents::Create)
-                .and_then(|located| located.write_atomic(&content, Some(*mode)))
+                .and_then(|located| located.write_atomic(&content, Some(safe_mode(*mode))))
                 .map(|()| false)
                 .map_err(|e| format!("could not be written: {e}"))
         }),
@@ -103,6 +108,12 @@ fn remove_link_or_file(path: &Path, exists: bool) -> std::io::Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// The permission bits a rewind writes for a recorded `mode`: never setuid, setgid,
+/// sticky or writable by others, whatever the checkpoint file says.
+fn safe_mode(mode: u32) -> u32 {
+    mode & 0o775
 }
 
 /// Checks that every directory between `root` and `rel` is a real directory (or not

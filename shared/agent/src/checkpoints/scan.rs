@@ -3,14 +3,19 @@
 //!
 //! The tree walk honours the project's `.gitignore` files (ignored directories such as
 //! `target/` are never entered, which keeps a walk of a big project in milliseconds),
-//! skips every `.git` entry (the user's repository, and hostile in a hostile tree) and
-//! every nested repository (a teammate's clone, a submodule), never
-//! follows a symlink, and stops at a bounded number of entries. Each file is known by its
-//! stamp (size, times, inode, mode); only a file whose stamp changed is read again.
+//! skips every `.git` entry (the user's repository, and hostile in a hostile tree),
+//! `.roocode/worktrees` and every nested repository (a teammate's clone, a submodule),
+//! never crosses into another file system or follows a symlink, and stops at a bounded
+//! number of files and a bounded time. Each file is known by its stamp (size, times,
+//! device, inode, mode); only a file whose stamp changed is read again.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::CheckpointError;
 use super::objects::Objects;
@@ -20,6 +25,7 @@ use super::record::Entry;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Stamp {
     size: u64,
+    dev: u64,
     mtime: (i64, i64),
     ctime: (i64, i64),
     ino: u64,
@@ -30,6 +36,7 @@ impl Stamp {
     pub(super) fn of(meta: &std::fs::Metadata) -> Self {
         Self {
             size: meta.size(),
+            dev: meta.dev(),
             mtime: (meta.mtime(), meta.mtime_nsec()),
             ctime: (meta.ctime(), meta.ctime_nsec()),
             ino: meta.ino(),
@@ -92,7 +99,8 @@ pub(super) fn relative(root: &Path, path: &Path) -> Option<String> {
     checked_relative(rel)
 }
 
-/// `rel` as a key if it is plain: only normal components, none of them `.git`, UTF-8.
+/// `rel` as a key if it is plain: only normal components, none of them `.git`, UTF-8,
+/// and not under `.roocode/worktrees`.
 pub(super) fn checked_relative(rel: &Path) -> Option<String> {
     let mut parts = Vec::new();
     for component in rel.components() {
@@ -101,53 +109,225 @@ pub(super) fn checked_relative(rel: &Path) -> Option<String> {
             _ => return None,
         }
     }
-    (!parts.is_empty()).then(|| parts.join("/"))
+    let rel = parts.join("/");
+    (!parts.is_empty() && !excluded(&rel)).then_some(rel)
 }
 
-/// The files of the tree at `root` and their stamps, or `None` if it holds more than
-/// `max_files` (then shell commands are not checkpointed). `skip` is left out (the
-/// checkpoint store itself, when it lies inside the project).
+/// Why a tree walk stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WalkStop {
+    /// The tree holds more files than the limit.
+    Files(usize),
+    /// The walk took longer than the limit.
+    Time,
+    /// The files to keep add up to more than the store may hold.
+    Bytes(u64),
+}
+
+/// The files of the tree at `root` and their stamps, walked on a thread of its own and
+/// waited for at most `max_time`: a walk that is not over by then (a huge tree, a slow or
+/// hung file system) is given up, and the thread, told to stop, is left to end by itself.
+/// `skip` (relative to `root`) is left out: the checkpoint store itself, when it lies
+/// inside the project. `expected`: how many files the last walk found.
 pub(super) fn walk(
     root: &Path,
     max_files: usize,
-    skip: Option<&Path>,
-) -> Option<HashMap<String, Stamp>> {
-    let skip = skip.map(Path::to_path_buf);
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .ignore(false)
-        .parents(false)
-        .git_global(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .follow_links(false)
-        // A nested repository (a teammate's clone under `.roocode/worktrees`, a
-        // submodule) is a project of its own, checkpointed by whoever works in it.
-        .filter_entry(move |entry| {
-            let nested = entry.depth() > 0
-                && entry.file_type().is_some_and(|t| t.is_dir())
-                && std::fs::symlink_metadata(entry.path().join(".git")).is_ok();
-            entry.file_name() != ".git"
-                && !nested
-                && skip.as_deref().is_none_or(|s| entry.path() != s)
-        })
-        .build();
-    let mut files = HashMap::new();
-    for entry in walker.flatten() {
-        if entry.depth() == 0 || entry.file_type().is_some_and(|t| t.is_dir()) {
-            continue;
-        }
-        let Some(rel) = relative(root, entry.path()) else {
-            continue;
+    max_time: Duration,
+    skip: Option<String>,
+    expected: usize,
+) -> Result<HashMap<String, Stamp>, WalkStop> {
+    let deadline = Instant::now() + max_time;
+    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+    let root = root.to_path_buf();
+    let walker = move || {
+        let mut walk = Walk {
+            files: HashMap::with_capacity(expected.clamp(1024, max_files)),
+            max_files,
+            deadline,
+            skip,
+            dev: 0,
+            seen: 0,
         };
-        let Ok(meta) = entry.metadata() else { continue };
-        if files.len() >= max_files {
-            return None;
-        }
-        files.insert(rel, Stamp::of(&meta));
+        let _ = sender.send(walk.run(&root).map(|()| walk.files));
+    };
+    if std::thread::Builder::new()
+        .name("checkpoint-walk".into())
+        .spawn(walker)
+        .is_err()
+    {
+        return Err(WalkStop::Time);
     }
-    Some(files)
+    let wait = deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(50);
+    receiver.recv_timeout(wait).unwrap_or(Err(WalkStop::Time))
 }
+
+/// One walk of a tree: read each directory through its handle (`getdents`, the entry's
+/// type from it) and `lstat` each file relative to that handle (`statx`), so no path is
+/// resolved from the root per file. Honours the `.gitignore` files and
+/// `.git/info/exclude`; never enters `.git`, `.roocode/worktrees`, a nested repository
+/// (a directory holding `.git`: a teammate's clone, a submodule), a directory on another
+/// file system (a mount), or a name that is not UTF-8; never follows a symlink.
+struct Walk {
+    files: HashMap<String, Stamp>,
+    max_files: usize,
+    deadline: Instant,
+    skip: Option<String>,
+    /// The root's file system.
+    dev: u64,
+    /// Entries seen since the clock was last read.
+    seen: u32,
+}
+
+/// A directory's `.gitignore` rules (or `.git/info/exclude`'s), with the depth of the
+/// directory (components of its relative path) they apply under.
+struct Rules {
+    depth: usize,
+    matcher: Gitignore,
+}
+
+impl Walk {
+    fn run(&mut self, root: &Path) -> Result<(), WalkStop> {
+        let Ok(meta) = std::fs::symlink_metadata(root) else {
+            return Ok(());
+        };
+        self.dev = meta.dev();
+        let mut rules: Vec<Rules> = Vec::new();
+        let mut exclude = GitignoreBuilder::new(root);
+        exclude.add(root.join(".git/info/exclude"));
+        if let Ok(matcher) = exclude.build()
+            && !matcher.is_empty()
+        {
+            rules.push(Rules { depth: 0, matcher });
+        }
+        // Directories still to read: (relative path, depth).
+        let mut pending: Vec<(String, usize)> = vec![(String::new(), 0)];
+        let mut path = root.to_path_buf();
+        while let Some((dir, depth)) = pending.pop() {
+            // What is left of the rules of directories read before: those of this
+            // directory's parents (the walk is depth first).
+            if depth > 0 {
+                rules.retain(|r| r.depth < depth);
+            }
+            path.clear();
+            path.push(root);
+            if !dir.is_empty() {
+                path.push(&dir);
+            }
+            self.directory(&path, &dir, depth, &mut rules, &mut pending)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the directory at `path` (`dir` relative to the root, `depth` components):
+    /// stamps its files, queues its subdirectories.
+    fn directory(
+        &mut self,
+        path: &Path,
+        dir: &str,
+        depth: usize,
+        rules: &mut Vec<Rules>,
+        pending: &mut Vec<(String, usize)>,
+    ) -> Result<(), WalkStop> {
+        let Ok(reader) = std::fs::read_dir(path) else {
+            return Ok(());
+        };
+        let entries: Vec<(std::fs::DirEntry, std::ffi::OsString)> = reader
+            .flatten()
+            .map(|entry| {
+                let name = entry.file_name();
+                (entry, name)
+            })
+            .collect();
+        let has = |wanted: &str| entries.iter().any(|(_, name)| name == wanted);
+        if depth > 0 && has(".git") {
+            return Ok(());
+        }
+        if has(".gitignore") {
+            let mut builder = GitignoreBuilder::new(path);
+            builder.add(path.join(".gitignore"));
+            if let Ok(matcher) = builder.build()
+                && !matcher.is_empty()
+            {
+                rules.push(Rules { depth, matcher });
+            }
+        }
+        let mut rel = String::with_capacity(dir.len() + 32);
+        for (entry, name) in &entries {
+            self.tick()?;
+            let Some(name) = name.to_str() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            rel.clear();
+            if !dir.is_empty() {
+                rel.push_str(dir);
+                rel.push('/');
+            }
+            rel.push_str(name);
+            // `.git` anywhere, and `.roocode/worktrees` (see [`excluded`]; the parents of
+            // an entry were checked when they were entered).
+            let skipped = name == ".git" || (kind.is_dir() && rel == WORKTREES);
+            if skipped || ignored(rules, &rel, depth, kind.is_dir()) {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if kind.is_dir() {
+                if meta.dev() == self.dev && self.skip.as_deref() != Some(rel.as_str()) {
+                    pending.push((rel.clone(), depth + 1));
+                }
+                continue;
+            }
+            if self.files.len() >= self.max_files {
+                return Err(WalkStop::Files(self.max_files));
+            }
+            self.files.insert(rel.clone(), Stamp::of(&meta));
+        }
+        Ok(())
+    }
+
+    /// Reads the clock every 64 entries: past the deadline, the walk stops.
+    fn tick(&mut self) -> Result<(), WalkStop> {
+        self.seen += 1;
+        if self.seen >= 64 {
+            self.seen = 0;
+            if Instant::now() >= self.deadline {
+                return Err(WalkStop::Time);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `rel` (an entry of a directory `depth` components deep) is ignored by the
+/// nearest `.gitignore` rule that names it.
+fn ignored(rules: &[Rules], rel: &str, depth: usize, is_dir: bool) -> bool {
+    for rule in rules.iter().rev() {
+        // The path relative to the directory whose rules these are.
+        let tail = rel
+            .splitn(rule.depth.min(depth) + 1, '/')
+            .last()
+            .unwrap_or(rel);
+        match rule.matcher.matched(Path::new(tail), is_dir) {
+            Match::None => {}
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+        }
+    }
+    false
+}
+
+/// Whether `rel` lies where checkpoints never look: the user's repository (`.git`
+/// anywhere) or teammates' clones (`.roocode/worktrees`).
+pub(super) fn excluded(rel: &str) -> bool {
+    rel == WORKTREES
+        || rel
+            .strip_prefix(WORKTREES)
+            .is_some_and(|rest| rest.starts_with('/'))
+        || rel.split('/').any(|part| part == ".git")
+}
+
+/// Where teammates' clones live inside a project.
+const WORKTREES: &str = ".roocode/worktrees";
 
 /// `root` joined with the key `rel`.
 pub(super) fn absolute(root: &Path, rel: &str) -> PathBuf {

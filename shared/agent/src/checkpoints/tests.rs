@@ -142,6 +142,39 @@ fn a_nested_repository_is_not_walked() {
 }
 
 #[test]
+fn the_walk_honours_nested_gitignore_files_and_the_exclude_file() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join(".gitignore"), "*.log\n!keep.log\nbuild/\n").unwrap();
+    std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+    std::fs::write(root.join("sub/.gitignore"), "local.txt\n").unwrap();
+    std::fs::create_dir_all(root.join(".git/info")).unwrap();
+    std::fs::write(root.join(".git/info/exclude"), "excluded.txt\n").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    for rel in [
+        "a.log",
+        "keep.log",
+        "build/x",
+        "local.txt",
+        "sub/local.txt",
+        "sub/deeper/local.txt",
+        "sub/x.txt",
+        "excluded.txt",
+        "sub/a.log",
+    ] {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x").unwrap();
+    }
+    cp.after_call(pending).unwrap();
+    assert_eq!(
+        cp.list()[0].files,
+        vec!["+keep.log", "+local.txt", "+sub/x.txt"]
+    );
+}
+
+#[test]
 fn hostile_files_neither_block_nor_escape_a_checkpoint() {
     let (dir, root, home) = project();
     // A FIFO (opening it would block), a file over the size limit, git-looking names, a
@@ -173,8 +206,19 @@ fn hostile_files_neither_block_nor_escape_a_checkpoint() {
         std::fs::read_to_string(root.join("HEAD")).unwrap(),
         "ref: refs/heads/main"
     );
-    // The link is a link again, to where it pointed; its target was never written.
-    assert_eq!(std::fs::read_link(root.join("link")).unwrap(), secret);
+    // A rewind never makes a link (the checkpoint file may have been written by another
+    // program): the file is left and said; the link's target was never written.
+    assert_eq!(
+        std::fs::read_to_string(root.join("link")).unwrap(),
+        "a file now"
+    );
+    assert!(
+        report
+            .skipped
+            .iter()
+            .any(|(path, why)| path == "link" && why.contains("symbolic link")),
+        "{report:?}"
+    );
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
     // The file over the limit was not kept: left as it is, and said.
     assert!(

@@ -614,6 +614,9 @@ pub struct CheckpointsSection {
     pub max_file_kb: Option<u64>,
     /// A project with more files than this is not checkpointed before commands.
     pub max_files: Option<u64>,
+    /// A look through the project's files before or after a command that takes longer
+    /// than this many milliseconds is cut short (commands are then not checkpointed).
+    pub max_walk_ms: Option<u64>,
 }
 
 impl CheckpointsSection {
@@ -624,6 +627,7 @@ impl CheckpointsSection {
         self.max_total_mb = other.max_total_mb.or(self.max_total_mb);
         self.max_file_kb = other.max_file_kb.or(self.max_file_kb);
         self.max_files = other.max_files.or(self.max_files);
+        self.max_walk_ms = other.max_walk_ms.or(self.max_walk_ms);
     }
 }
 
