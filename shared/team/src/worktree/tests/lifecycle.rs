@@ -284,7 +284,11 @@ fn a_failing_status_beside_the_clone_fails_the_spawn_and_leaves_no_clone_or_bran
     let err = prepare(&repo, &name("team"), &name("alice"), &w.git).unwrap_err();
     assert!(err.to_string().contains("status"), "{err}");
     let path = repo.join(".roocode/worktrees/team+alice");
-    assert!(!path.exists(), "a half-made clone stayed: {}", path.display());
+    assert!(
+        !path.exists(),
+        "a half-made clone stayed: {}",
+        path.display()
+    );
     assert!(
         w.sh(&repo, &["branch", "--list", "roo/team/alice"])
             .trim()
