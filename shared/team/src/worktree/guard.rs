@@ -262,7 +262,7 @@ fn read_small(path: &Path) -> std::result::Result<String, String> {
 }
 
 /// [`read_small`]'s bytes.
-fn read_small_bytes(path: &Path) -> std::result::Result<Vec<u8>, String> {
+pub(super) fn read_small_bytes(path: &Path) -> std::result::Result<Vec<u8>, String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = match std::fs::OpenOptions::new()

@@ -15,18 +15,22 @@ use super::{DISCOVERY_LIMIT, LeadRepo, Result, WorktreeError, check_not_symlink,
 /// `$4` its branch, `$5` the commit it starts from, `$6` `1` when the lead's repository
 /// gets the branch too). Its stdout is the lead's `git status --porcelain=v1 -z` and
 /// nothing else; each step that fails exits with its own code (see [`Step`]), so a
-/// failure names its git command. The identity is read as `git config --get` reads it
+/// failure names its git command. The status runs beside the clone and its checkout
+/// (its output is the only stdout), and is waited for before the lead's branch is made,
+/// so a failed status still leaves no branch behind. The identity is read as `git config --get` reads it
 /// (the last value, trailing newlines cut by `$(…)`), in the sandbox: an include in the
 /// lead's config cannot copy a file the sandbox hides into the clone's config.
 const MAKE_CLONE: &str = r#"root=$2 path=$3 branch=$4 base=$5 create=$6
 g rev-parse --verify "$base^{commit}" >/dev/null || exit 101
-g status --porcelain=v1 -z --ignore-submodules=none --untracked-files=no || exit 102
+g status --porcelain=v1 -z --ignore-submodules=none --untracked-files=no & status=$!
+fail() { wait "$status"; exit "$1"; }
 set --
 if v=$(g config --get user.name); then set -- "$@" --config "user.name=$v"; fi
 if v=$(g config --get user.email); then set -- "$@" --config "user.email=$v"; fi
-g clone --quiet --shared --no-checkout "$@" --no-tags "$root" "$path" >&2 || exit 103
-[ -d "$path" ] && [ ! -L "$path" ] && cd "$path" || exit 104
-g checkout --quiet -B "$branch" "$base" >&2 || exit 105
+g clone --quiet --shared --no-checkout "$@" --no-tags "$root" "$path" >&2 || fail 103
+[ -d "$path" ] && [ ! -L "$path" ] && cd "$path" || fail 104
+g checkout --quiet -B "$branch" "$base" >&2 || fail 105
+wait "$status" || exit 102
 if [ "$create" = 1 ]; then
   cd "$root" && g branch --no-track "$branch" "$base" >&2 || exit 106
 fi

@@ -223,7 +223,7 @@ fn serve_offer(listener: &UnixListener, socket: &Path, token: &str, text: &[u8],
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(10));
+                wait_for_connection(listener, deadline);
             }
             Err(_) => break,
         }
@@ -233,6 +233,21 @@ fn serve_offer(listener: &UnixListener, socket: &Path, token: &str, text: &[u8],
         }
     }
     let _ = std::fs::remove_file(socket);
+}
+
+/// Sleeps until `listener` has a connection waiting, at most 100 ms (so a removed socket
+/// and the deadline are noticed) and never past `deadline`: a worker connecting is
+/// answered at once, not at the next tick of a timer.
+fn wait_for_connection(listener: &UnixListener, deadline: Instant) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let left = deadline.saturating_duration_since(Instant::now());
+    let ms = u16::try_from(left.min(Duration::from_millis(100)).as_millis()).unwrap_or(100);
+    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+    if poll(&mut fds, PollTimeout::from(ms)).is_err() {
+        // EINTR or worse: do not spin.
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Runs `f` (bind or connect) on `path`, or, where `path` is too long for a socket

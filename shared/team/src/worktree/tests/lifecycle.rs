@@ -276,6 +276,28 @@ fn an_existing_worktree_is_reused_when_it_is_ours_and_refused_otherwise() {
 }
 
 #[test]
+fn a_failing_status_beside_the_clone_fails_the_spawn_and_leaves_no_clone_or_branch() {
+    let w = World::new();
+    let repo = w.repo();
+    // An index git cannot read: the lead's status fails, the clone and checkout do not.
+    std::fs::write(repo.join(".git/index"), "not an index\n").unwrap();
+    let err = prepare(&repo, &name("team"), &name("alice"), &w.git).unwrap_err();
+    assert!(err.to_string().contains("status"), "{err}");
+    let path = repo.join(".roocode/worktrees/team+alice");
+    assert!(
+        !path.exists(),
+        "a half-made clone stayed: {}",
+        path.display()
+    );
+    assert!(
+        w.sh(&repo, &["branch", "--list", "roo/team/alice"])
+            .trim()
+            .is_empty(),
+        "the lead's branch was made"
+    );
+}
+
+#[test]
 fn a_dirty_lead_tree_and_a_detached_head_are_reported() {
     let w = World::new();
     let repo = w.repo();
