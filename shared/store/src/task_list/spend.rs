@@ -50,46 +50,6 @@ impl TaskList {
         })
     }
 
-    /// [`add_spend`](Self::add_spend) to the task `member` holds, found in the same locked
-    /// write: its in-progress task (the latest claim), else `fallback` if it still owns it
-    /// (the request after it completed the task). `task_spent` goes to that task; with no
-    /// such task it is not charged to any. Returns where the spend stands and the task
-    /// charged.
-    pub fn add_spend_held(
-        &self,
-        member: &Name,
-        spent: &TaskUsage,
-        task_spent: &TaskUsage,
-        fallback: Option<&TaskId>,
-    ) -> Result<(SpendState, Option<TaskId>)> {
-        self.update_doc(Some(member), |_, list| {
-            let invalid = |id: &TaskId, reason: String| Error::InvalidTask {
-                action: "add usage to",
-                id: id.to_string(),
-                reason: format!("{member}'s {reason}"),
-            };
-            let before = list.spend.get(member).copied().unwrap_or_default();
-            let after = before
-                .checked_add(spent)
-                .map_err(|r| invalid(&TaskId::from_number(0), r))?;
-            list.spend.insert(member.clone(), after);
-            let held = held_task(list, member, fallback);
-            if let Some(id) = &held
-                && *task_spent != TaskUsage::default()
-            {
-                let index = self.index(list, id)?;
-                let task = &mut list.tasks[index];
-                let before = task.usage.get(member).copied().unwrap_or_default();
-                let after = before.checked_add(task_spent).map_err(|r| invalid(id, r))?;
-                task.usage.insert(member.clone(), after);
-                let task = task.clone();
-                self.check_limits("add usage to", &task)?;
-            }
-            let state = state_of(list, member, held.as_ref(), None);
-            Ok(Outcome::Write((state, held)))
-        })
-    }
-
     /// Decides whether a model request of `member` may start, and reserves it: in one
     /// locked change, adds `pending` (its spend not yet added) to its total, then refuses
     /// the request if a cap in force is reached (the team's; unless `team_only`, also the
