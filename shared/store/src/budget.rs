@@ -2,11 +2,13 @@
 //!
 //! A team's task list keeps, besides the tasks, each member's total spend (`spend`) and
 //! the caps in force (`caps`): the team's, each member's, and the default of a task
-//! without its own ([`crate::Task::budget`]). The team runtime adds a model request's
-//! spend to the member, and to the task it works on, in one locked write
-//! ([`crate::TaskList::add_spend`]) and gets back what it needs to decide whether the
-//! next request may start ([`SpendState`]). The store knows nothing about models or
-//! prices: it adds, bounds and compares numbers.
+//! without its own ([`crate::Task::budget`]), and the requests each member reserved and
+//! not answered yet (`reserved`, counted by every check, in no total). The team runtime
+//! adds a model request's spend to the member, and to the task it works on, in one locked
+//! write that may also reserve the member's next request ([`crate::TaskList::settle_spend`]),
+//! and gets back what it needs to decide whether the next request may start
+//! ([`SpendState`]). The store knows nothing about models or prices: it adds, bounds and
+//! compares numbers.
 
 use std::collections::BTreeMap;
 
