@@ -341,6 +341,26 @@ fn a_teammate_over_its_request_cap_releases_its_task_and_the_lead_goes_on() {
     assert!((cost - 3.0 * 0.018).abs() < 1e-9, "{members}");
 }
 
+/// A teammate under a cap in requests whose run ends by itself: the request reserved with
+/// its last response is given back when the run ends, so nothing stays reserved.
+#[test]
+fn a_teammate_whose_run_ends_under_a_request_cap_leaves_nothing_reserved() {
+    let world = World::new();
+    let spawn = r#"{name: Agent, input: {name: alice, budget: {requests: 50}, prompt: "Claim task 1 and read a.txt until told."}}"#;
+    let mock = MockLlm::start(&team_script(PLAIN_TASK, spawn));
+    let out = world.lead(&mock).run();
+    out.assert_ok();
+    let alice = roo_store::Name::parse("alice").unwrap();
+    let tasks = world.team().tasks();
+    let (spend, _) = tasks.spend().unwrap();
+    let state = tasks.spend_state(&alice, None).unwrap();
+    assert_eq!(spend[&alice].requests, 10, "{spend:?}");
+    assert_eq!(
+        state.member.requests, 10,
+        "a request left reserved: {state:?}"
+    );
+}
+
 #[test]
 fn a_task_over_its_usd_cap_is_released_and_its_teammate_starts_no_more_requests_for_it() {
     let world = World::new();
@@ -652,6 +672,10 @@ fn concurrent_teammates_stop_at_the_request_cap(world: World) {
         counted, 10,
         "the team counted {counted} requests: {spend:?}"
     );
+    // No reservation is left behind: every run gave back what it did not use.
+    let lead = roo_store::Name::parse("lead").unwrap();
+    let state = world.team().tasks().spend_state(&lead, None).unwrap();
+    assert_eq!(state.team.requests, 10, "requests left reserved: {state:?}");
     for name in ["alice", "bob", "carol"] {
         assert!(
             !requests_of(&mock, Some(name)).is_empty(),

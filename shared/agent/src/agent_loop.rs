@@ -410,6 +410,9 @@ impl Agent {
         let outcome = self
             .run_inner(input, events, &cancel, &mut usage, &mut turns)
             .await;
+        if let Some(gate) = &self.options.spend_gate {
+            gate.0.run_ended().await;
+        }
         let final_text = std::mem::take(&mut self.answer);
         if outcome != RunOutcome::Cancelled {
             for hook in &self.hooks {

@@ -2,11 +2,13 @@
 //!
 //! A team's task list keeps, besides the tasks, each member's total spend (`spend`) and
 //! the caps in force (`caps`): the team's, each member's, and the default of a task
-//! without its own ([`crate::Task::budget`]). The team runtime adds a model request's
-//! spend to the member, and to the task it works on, in one locked write
-//! ([`crate::TaskList::add_spend`]) and gets back what it needs to decide whether the
-//! next request may start ([`SpendState`]). The store knows nothing about models or
-//! prices: it adds, bounds and compares numbers.
+//! without its own ([`crate::Task::budget`]), and the requests each member reserved and
+//! not answered yet (`reserved`, counted by every check, in no total). The team runtime
+//! adds a model request's spend to the member, and to the task it works on, in one locked
+//! write that may also reserve the member's next request ([`crate::TaskList::settle_spend`]),
+//! and gets back what it needs to decide whether the next request may start
+//! ([`SpendState`]). The store knows nothing about models or prices: it adds, bounds and
+//! compares numbers.
 
 use std::collections::BTreeMap;
 
@@ -245,11 +247,50 @@ pub struct RequestSlot {
     /// `None`: the request may start; else the scope whose cap it would pass (nothing
     /// was counted).
     pub refused_by: Option<CapScope>,
-    /// Whether the request was counted now (a cap in requests applies to it); if not, it
-    /// is counted with its response.
+    /// Whether the request is reserved (a cap in requests applies to it): its response
+    /// takes the reservation off ([`SpendRecord::consumed`]).
     pub counted: bool,
-    /// The task the request was counted to as well (the member's in-progress task).
+    /// The task the request counts toward as well (the member's in-progress task).
     pub task: Option<crate::task::TaskId>,
+}
+
+/// How [`crate::TaskList::reserve_request`] reserves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reserve {
+    /// The first reservation of the member's process: one left by an earlier process of
+    /// the same member is replaced.
+    Fresh,
+    /// A new reservation beside those the member holds (requests in flight).
+    More,
+    /// Use the reservation the member's last response made.
+    Held,
+}
+
+/// A model response's spend for [`crate::TaskList::settle_spend`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SpendRecord {
+    /// Added to the member's total (the request itself included).
+    pub spent: TaskUsage,
+    /// Added to the task the member holds; `None`: charged to no task, and only the
+    /// team's cap decides the next reservation (a lead).
+    pub task_spent: Option<TaskUsage>,
+    /// The task charged when the member holds none in progress (if it still owns it).
+    pub fallback: Option<crate::task::TaskId>,
+    /// The request answered was reserved: one reservation is taken off.
+    pub consumed: bool,
+    /// Reserve the next request in the same write (a cap in requests permitting).
+    pub next: bool,
+}
+
+/// What [`crate::TaskList::settle_spend`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settled {
+    /// The spend after the write (reserved requests counted, the next one not).
+    pub state: SpendState,
+    /// The task charged.
+    pub task: Option<crate::task::TaskId>,
+    /// Whether the member's next request was reserved.
+    pub reserved_next: bool,
 }
 
 /// The sum of every member's spend.

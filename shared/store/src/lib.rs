@@ -104,7 +104,7 @@ pub use task_list::{
     ClaimOptions, ClaimOutcome, DEFAULT_LEASE, NewTask, ReadyReport, Reclaimed, TaskFilter,
     TaskList, TaskPatch, owner_gone,
 };
-pub use task_list_doc::TaskListDoc;
+pub use task_list_doc::{Reserved, TaskListDoc};
 pub use team::{
     BackendType, LeadClaim, Member, MemberState, SHUT_DOWN_REASON, Team, TeamConfig, set_this_host,
     this_host,

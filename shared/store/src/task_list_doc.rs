@@ -32,9 +32,23 @@ pub struct TaskListDoc {
     /// The spending caps in force (see [`crate::budget`]).
     #[serde(default, skip_serializing_if = "TeamCaps::is_empty")]
     pub caps: TeamCaps,
+    /// Requests reserved and not answered yet, per member: counted by every cap check
+    /// but in no total (see [`crate::TaskList::reserve_request`]; PROTOCOL.md §6.5).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reserved: BTreeMap<Name, Reserved>,
     /// Members this version does not know (from a newer minor version), kept on rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A member's reserved requests: started or about to start, not answered yet.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reserved {
+    /// How many (one per request a cap in requests applies to).
+    pub requests: u64,
+    /// The task they count toward (the member's in-progress task when reserved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<crate::task::TaskId>,
 }
 
 fn one() -> u64 {
@@ -50,6 +64,7 @@ impl TaskListDoc {
             tasks: Vec::new(),
             spend: BTreeMap::new(),
             caps: TeamCaps::default(),
+            reserved: BTreeMap::new(),
             extra: Default::default(),
         }
     }

@@ -4,12 +4,16 @@
 //! a [`BudgetPlan`]. After every model response (its own or a sub-agent's) it adds the
 //! spend to the agent's session total and, in a team, to the member's total in the
 //! team's task list and to the task the member works on, in one locked write
-//! ([`roo_store::TaskList::add_spend`]). Before every request it checks where the spend
-//! stands and stops the request once a cap is reached: the session's (a lead's
-//! `--max-cost-usd`/`--max-requests`, which cover its team), the team's, the member's or
-//! its task's; in a team, under a cap in requests, the check and the count of the request
-//! are one locked write ([`roo_store::TaskList::reserve_request`]), so agents running at
-//! once cannot pass it. A spend that cannot be read fails closed: no request starts. At 80 % of a cap the agent is told once (and a teammate tells its lead);
+//! ([`roo_store::TaskList::settle_spend`]), which under a cap in requests also reserves
+//! the next request. Before every request it checks where the spend stands and stops the
+//! request once a cap is reached: the session's (a lead's `--max-cost-usd`/
+//! `--max-requests`, which cover its team), the team's, the member's or its task's; in a
+//! team, under a cap in requests, the request must hold a reservation made in the same
+//! locked change as a check ([`roo_store::TaskList::reserve_request`]), so agents running
+//! at once cannot pass it: the first request of a run reserves alone (a write), the next
+//! ones use the reservation of the previous response (a locked read), and one unused when
+//! the run ends is given back. A spend that cannot be read fails closed: no request
+//! starts. At 80 % of a cap the agent is told once (and a teammate tells its lead);
 //! a teammate stopped by a cap releases its task with a note and reports to the lead.
 //! Spend of a model whose price is unknown counts as requests only, which the agent is
 //! told once. A lead that joins a team writes its caps into the team's list (the
@@ -22,7 +26,9 @@ use futures_util::future::BoxFuture;
 use roo_agent::config::BudgetConfig;
 use roo_agent::{SpendGate, SpendVerdict};
 use roo_llm::Usage;
-use roo_store::budget::{RequestSlot, SpendCap, SpendState, TeamCaps, describe_spend};
+use roo_store::budget::{
+    RequestSlot, Reserve, SpendCap, SpendRecord, SpendState, TeamCaps, describe_spend,
+};
 use roo_store::usage::{MAX_USAGE_COST_USD, MAX_USAGE_COUNT};
 use roo_store::{Name, Outgoing, TaskFilter, TaskId, TaskStatus, TaskUsage};
 use tokio::sync::Mutex;
@@ -80,11 +86,13 @@ struct GateState {
     unpriced: Unpriced,
     /// The task released for a cap (reported once).
     released: BTreeSet<String>,
-    /// Requests counted in a task when they started whose response is not recorded yet.
-    task_counted: u64,
-    /// Requests started in a team but not counted then (no cap in requests applied), to
-    /// be counted with their response.
-    member_uncounted: u64,
+    /// Requests reserved in the team's list with a response (the next one), not started.
+    idle: u64,
+    /// Requests reserved in the team's list that started and are not answered yet.
+    flying: u64,
+    /// Whether this gate reserved a request yet (its first replaces any reservation an
+    /// earlier process of the same member left).
+    reserved_ever: bool,
     /// Why the spend could not be read: the gate then starts no request (fails closed).
     broken: Option<String>,
 }
@@ -152,8 +160,9 @@ impl TeamSpendGate {
     }
 
     async fn record(&self, usage: Usage, cost_usd: Option<f64>) {
-        // The request itself was counted when it started ([`Self::decide`]) where a cap
-        // in requests applied to it: the response then adds its tokens and cost only.
+        // The request is counted now, with its tokens and cost; if it was reserved when
+        // it started, the same write takes the reservation off and reserves the next
+        // request (a cap in requests permitting), so that one needs no write of its own.
         let spend = TaskUsage {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
@@ -167,28 +176,11 @@ impl TeamSpendGate {
             state.unpriced = Unpriced::ToTell;
         }
         state.own = add(&state.own, &spend);
-        let member_requests = match state.member_uncounted {
-            0 => 0,
-            _ => {
-                state.member_uncounted -= 1;
-                1
-            }
-        };
-        let member_spend = TaskUsage {
-            requests: member_requests,
+        let counted = TaskUsage {
+            requests: 1,
             ..spend
         };
-        state.unrecorded = add(&state.unrecorded, &member_spend);
-        let task_spend = match state.task_counted {
-            0 => TaskUsage {
-                requests: 1,
-                ..spend
-            },
-            _ => {
-                state.task_counted -= 1;
-                spend
-            }
-        };
+        state.unrecorded = add(&state.unrecorded, &counted);
         let Some(binding) = self.plan.slot.get() else {
             return;
         };
@@ -196,28 +188,32 @@ impl TeamSpendGate {
             return;
         }
         self.set_up(&binding, &mut state).await;
+        let consumed = state.flying > 0;
+        state.flying = state.flying.saturating_sub(1);
+        let record = SpendRecord {
+            spent: state.unrecorded,
+            task_spent: (!self.plan.lead).then(|| add(&state.carry, &counted)),
+            fallback: state.current.clone(),
+            consumed,
+            next: state.idle == 0,
+        };
         let tasks = binding.team.tasks();
         let me = binding.me.clone();
-        let (unrecorded, current, lead) = (state.unrecorded, state.current.clone(), self.plan.lead);
-        let task_spend = add(&state.carry, &task_spend);
-        let charged = tokio::task::spawn_blocking(move || {
-            if lead {
-                return tasks.add_spend(&me, &unrecorded, None).map(|_| None);
-            }
-            tasks
-                .add_spend_held(&me, &unrecorded, &task_spend, current.as_ref())
-                .map(|(_, held)| held)
-        })
-        .await;
-        match charged {
-            Ok(Ok(target)) => {
+        let sent = record.clone();
+        let settled = tokio::task::spawn_blocking(move || tasks.settle_spend(&me, &sent)).await;
+        match settled {
+            Ok(Ok(settled)) => {
                 state.unrecorded = TaskUsage::default();
-                match target {
+                if settled.reserved_next {
+                    state.idle += 1;
+                    state.reserved_ever = true;
+                }
+                match settled.task {
                     Some(id) => {
                         state.current = Some(id);
                         state.carry = TaskUsage::default();
                     }
-                    None => state.carry = task_spend,
+                    None => state.carry = record.task_spent.unwrap_or_default(),
                 }
             }
             Ok(Err(e)) => tracing::warn!(member = %binding.me, error = %e, "failed to add usage"),
@@ -225,7 +221,27 @@ impl TeamSpendGate {
         }
     }
 
-    /// In a team: counts the request in the team's task list if its caps allow (see
+    /// The run ended: the request reserved with its last response will not start; it is
+    /// given back (one write per run, none per request).
+    async fn end_run(&self) {
+        let mut state = self.state.lock().await;
+        let (Some(binding), idle) = (self.plan.slot.get(), state.idle) else {
+            return;
+        };
+        if idle == 0 {
+            return;
+        }
+        state.idle = 0;
+        let tasks = binding.team.tasks();
+        let me = binding.me.clone();
+        let released = tokio::task::spawn_blocking(move || tasks.release_request(&me, idle)).await;
+        if let Ok(Err(e)) = released {
+            tracing::warn!(error = %e, "failed to give back a reserved request");
+        }
+    }
+
+    /// In a team: reserves the request in the team's task list if its caps allow, or
+    /// uses the one reserved with the last response (see
     /// [`roo_store::TaskList::reserve_request`]), adding the spend not yet recorded.
     /// `Err`: the spend could not be read or written; the gate then fails closed.
     async fn reserve(
@@ -236,11 +252,25 @@ impl TeamSpendGate {
         let tasks = binding.team.tasks();
         let me = binding.me.clone();
         let (pending, lead) = (state.unrecorded, self.plan.lead);
-        let slot = tokio::task::spawn_blocking(move || tasks.reserve_request(&me, &pending, lead))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+        let how = match (state.idle > 0, state.reserved_ever) {
+            (true, _) => Reserve::Held,
+            (false, false) => Reserve::Fresh,
+            (false, true) => Reserve::More,
+        };
+        let slot =
+            tokio::task::spawn_blocking(move || tasks.reserve_request(&me, &pending, lead, how))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
         state.unrecorded = TaskUsage::default();
+        if how == Reserve::Held {
+            // Used, or given back by the store when refused.
+            state.idle -= 1;
+        }
+        if slot.counted {
+            state.flying += 1;
+            state.reserved_ever = true;
+        }
         Ok(slot)
     }
 
@@ -316,7 +346,8 @@ impl TeamSpendGate {
             if let (Some(binding), Some(slot)) = (&binding, &slot)
                 && slot.counted
             {
-                release(binding, slot.task.clone()).await;
+                state.flying = state.flying.saturating_sub(1);
+                release(binding).await;
             }
             if let (Some(binding), false) = (&binding, self.plan.lead) {
                 report_stop(binding, &mut state, &reason, over).await;
@@ -328,15 +359,9 @@ impl TeamSpendGate {
             // the two looks is not possible: they are one state): stop all the same.
             return SpendVerdict::Stop("a cap in the team's task list was reached".into());
         }
+        // Counted in the team's list with its response (reserved there until then, under
+        // a cap in requests); not in a team yet: added to the list once in one.
         state.own.requests = state.own.requests.saturating_add(1);
-        match &slot {
-            // Counted in the team's list (and in the task charged then).
-            Some(slot) if slot.counted => state.task_counted += u64::from(slot.task.is_some()),
-            // No cap in requests applies: counted with the response.
-            Some(_) => state.member_uncounted += 1,
-            // Not in a team yet: counted here, added to the list once in one.
-            None => state.unrecorded.requests = state.unrecorded.requests.saturating_add(1),
-        }
         self.warnings(&binding, &mut state, &scopes, unpriced).await
     }
 
@@ -380,12 +405,11 @@ impl TeamSpendGate {
     }
 }
 
-/// Takes back a request counted in the team's list that does not start after all.
-async fn release(binding: &Arc<TeamBinding>, task: Option<TaskId>) {
+/// Gives back a request reserved in the team's list that does not start after all.
+async fn release(binding: &Arc<TeamBinding>) {
     let tasks = binding.team.tasks();
     let me = binding.me.clone();
-    let released =
-        tokio::task::spawn_blocking(move || tasks.release_request(&me, task.as_ref())).await;
+    let released = tokio::task::spawn_blocking(move || tasks.release_request(&me, 1)).await;
     if let Ok(Err(e)) = released {
         tracing::warn!(error = %e, "failed to take back a request that did not start");
     }
@@ -398,6 +422,10 @@ impl SpendGate for TeamSpendGate {
 
     fn spent(&self, usage: Usage, cost_usd: Option<f64>) -> BoxFuture<'_, ()> {
         Box::pin(self.record(usage, cost_usd))
+    }
+
+    fn run_ended(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.end_run())
     }
 }
 

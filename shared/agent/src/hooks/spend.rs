@@ -4,7 +4,8 @@
 //! The loop knows nothing about caps, teams or prices' meaning: it asks
 //! [`SpendGate::before_request`] right before it starts a request (the first of a run
 //! included) and reports each response's usage and cost to [`SpendGate::spent`] before
-//! it runs the response's tool calls. A gate in [`crate::AgentOptions::spend_gate`] is
+//! it runs the response's tool calls, and tells [`SpendGate::run_ended`] when a run ends
+//! (whatever it set aside for a next request can go back). A gate in [`crate::AgentOptions::spend_gate`] is
 //! shared with the agent's sub-agents (they start from their parent's options), so
 //! their spend counts toward their parent.
 
@@ -34,6 +35,12 @@ pub trait SpendGate: Send + Sync {
     /// After every model response: its usage, and its cost in USD at the model's price
     /// (`None`: the price is unknown, e.g. a local model).
     fn spent(&self, usage: Usage, cost_usd: Option<f64>) -> BoxFuture<'_, ()>;
+
+    /// After a run (one user input) ended, however it ended: no request of that run
+    /// follows, so whatever the gate set aside for the next one can be given back.
+    fn run_ended(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// A gate as the agent's options hold it (cheap to clone, printable).
@@ -115,6 +122,14 @@ impl SpendGate for CappedGate {
             }
             if let Some(parent) = &self.parent {
                 parent.0.spent(usage, cost_usd).await;
+            }
+        })
+    }
+
+    fn run_ended(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(parent) = &self.parent {
+                parent.0.run_ended().await;
             }
         })
     }

@@ -143,18 +143,21 @@ impl TaskList {
         by: Option<&Name>,
         gone: impl Fn(&Task, Timestamp) -> Option<String>,
     ) -> Result<Vec<Reclaimed>> {
-        self.reclaim_in_team(by, |_| Ok(&gone))
+        self.reclaim_in_team(by, None, |_| Ok(&gone))
     }
 
     /// [`TaskList::reclaim_where`] whose `gone` is made by `judge` from the team's config,
-    /// as the change reads it (once per run of the change).
+    /// as the change reads it (once per run of the change); the reserved requests of
+    /// `gone_member`, if given, are dropped in the same write.
     fn reclaim_in_team<G: Fn(&Task, Timestamp) -> Option<String>>(
         &self,
         by: Option<&Name>,
+        gone_member: Option<&Name>,
         judge: impl Fn(&TeamConfig) -> Result<G>,
     ) -> Result<Vec<Reclaimed>> {
         self.update_doc(by, |config, list| {
             let gone = judge(config)?;
+            let dropped = gone_member.is_some_and(|m| TaskList::drop_reservations(list, m));
             let now = Timestamp::now();
             let mut reclaimed = Vec::new();
             for task in list.tasks.iter_mut() {
@@ -183,7 +186,7 @@ impl TaskList {
                     reason,
                 });
             }
-            Ok(if reclaimed.is_empty() {
+            Ok(if reclaimed.is_empty() && !dropped {
                 Outcome::Keep(reclaimed)
             } else {
                 Outcome::Write(reclaimed)
@@ -193,16 +196,16 @@ impl TaskList {
 
     /// Returns every unfinished task of `owner` (in progress or pre-assigned) to the ready
     /// set with the note `"reclaimed from <owner>: <reason>"`, recorded as written by
-    /// `by`. What the lead does when a teammate dies ([`Team::declare_dead`] calls it).
+    /// `by`, and drops the requests `owner` reserved (they will not be answered). What the
+    /// lead does when a teammate dies or leaves ([`Team::declare_dead`] calls it).
     pub fn release_owner(
         &self,
         owner: &Name,
         by: Option<&Name>,
         reason: &str,
     ) -> Result<Vec<Reclaimed>> {
-        self.reclaim_where(by, |task, _| {
-            (task.owner.as_ref() == Some(owner)).then(|| reason.to_owned())
-        })
+        let gone = |task: &Task, _| (task.owner.as_ref() == Some(owner)).then(|| reason.to_owned());
+        self.reclaim_in_team(by, Some(owner), |_| Ok(&gone))
     }
 
     /// Reclaims the tasks of every owner that is gone by the team config's own account:
@@ -213,7 +216,7 @@ impl TaskList {
         // The store's test of liveness, read under the config's share lock (PostgreSQL:
         // every held presence lock, read in the change's first round trip).
         let _presence = crate::pg::want_presence();
-        self.reclaim_in_team(by, |config| {
+        self.reclaim_in_team(by, None, |config| {
             let live = self.team.liveness(config)?.live_member_names(config);
             Ok(move |task: &Task, now| owner_gone(task, now, &live))
         })

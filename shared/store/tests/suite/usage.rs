@@ -1,4 +1,5 @@
 //! Per-task usage and cost, per member.
+use roo_store::budget::{CapScope, Reserve, SpendRecord};
 use roo_store::{Error, NewTask, TaskId, TaskUsage};
 
 use super::common::{name, team};
@@ -213,8 +214,10 @@ fn cap(usd: Option<f64>, requests: Option<u64>) -> roo_store::budget::SpendCap {
     roo_store::budget::SpendCap { usd, requests }
 }
 
-/// Members starting requests at once: the check against the cap and the count are one
-/// write, so exactly as many start as the team's request cap allows.
+/// Members starting requests at once, as their spend gates do: the first request of each
+/// reserved alone, every next one with the previous response (`settle_spend`), used with
+/// a locked read. The check and the reservation are one write, so exactly as many start
+/// as the team's request cap allows.
 #[test]
 fn concurrent_requests_never_pass_a_request_cap() {
     let f = team();
@@ -227,13 +230,30 @@ fn concurrent_requests_never_pass_a_request_cap() {
         for who in ["alice", "bob", "lead", "alice"] {
             let (tasks, started) = (f.team.tasks(), &started);
             s.spawn(move || {
+                let mut held = false;
                 for _ in 0..6 {
+                    let how = if held { Reserve::Held } else { Reserve::More };
                     let slot = tasks
-                        .reserve_request(&name(who), &TaskUsage::default(), who == "lead")
+                        .reserve_request(&name(who), &TaskUsage::default(), who == "lead", how)
                         .unwrap();
-                    if slot.refused_by.is_none() {
-                        started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if slot.refused_by.is_some() {
+                        held = false;
+                        continue;
                     }
+                    started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let record = SpendRecord {
+                        spent: spend(1, 1, None),
+                        consumed: slot.counted,
+                        next: true,
+                        ..Default::default()
+                    };
+                    held = tasks
+                        .settle_spend(&name(who), &record)
+                        .unwrap()
+                        .reserved_next;
+                }
+                if held {
+                    tasks.release_request(&name(who), 1).unwrap();
                 }
             });
         }
@@ -241,16 +261,15 @@ fn concurrent_requests_never_pass_a_request_cap() {
     assert_eq!(started.into_inner(), 10);
     let (spend, _) = tasks.spend().unwrap();
     assert_eq!(roo_store::budget::team_total(&spend).requests, 10);
-    // A request that did not start after all is taken back.
-    tasks.release_request(&name("bob"), None).unwrap();
-    let slot = tasks
-        .reserve_request(&name("bob"), &TaskUsage::default(), false)
-        .unwrap();
-    assert_eq!(slot.refused_by, None);
+    assert_eq!(
+        tasks.spend_state(&name("bob"), None).unwrap().team.requests,
+        10
+    );
 }
 
-/// A request is counted to the member's in-progress task when it starts, and the pending
-/// spend goes in with it; the task's own request cap then refuses the next one.
+/// A reservation counts toward the member's in-progress task, and the pending spend goes
+/// in with it; the task's own request cap then refuses the next request until the first
+/// is answered and given back; the response counts the request on the task.
 #[test]
 fn a_request_is_counted_to_the_held_task_and_its_cap_refuses_the_next() {
     let f = team();
@@ -268,25 +287,124 @@ fn a_request_is_counted_to_the_held_task_and_its_cap_refuses_the_next() {
         .unwrap();
     let pending = spend(5, 5, Some(0.5));
     let slot = tasks
-        .reserve_request(&name("alice"), &pending, false)
+        .reserve_request(&name("alice"), &pending, false, Reserve::Fresh)
         .unwrap();
     assert_eq!(
         (slot.refused_by, slot.task.clone()),
         (None, Some(id.clone()))
     );
-    assert_eq!(tasks.get(&id).unwrap().usage[&name("alice")].requests, 1);
+    let state = tasks.spend_state(&name("alice"), None).unwrap();
+    assert_eq!(state.task.unwrap().1.requests, 1, "the reservation counts");
     let slot = tasks
-        .reserve_request(&name("alice"), &TaskUsage::default(), false)
+        .reserve_request(&name("alice"), &TaskUsage::default(), false, Reserve::More)
         .unwrap();
     assert_eq!(
         slot.refused_by,
         Some(roo_store::budget::CapScope::Task),
         "{slot:?}"
     );
+    let record = SpendRecord {
+        spent: spend(1, 1, Some(0.25)),
+        task_spent: Some(spend(1, 1, Some(0.25))),
+        consumed: true,
+        next: true,
+        ..Default::default()
+    };
+    let settled = tasks.settle_spend(&name("alice"), &record).unwrap();
+    // The task's cap is reached: no next request is reserved.
+    assert!(!settled.reserved_next, "{settled:?}");
+    assert_eq!(tasks.get(&id).unwrap().usage[&name("alice")].requests, 1);
     let (spend, _) = tasks.spend().unwrap();
-    // The pending request and the one counted; the refused one is not.
+    // The pending request and the one answered; the refused one is not counted.
     assert_eq!(spend[&name("alice")].requests, 2);
-    assert_eq!(spend[&name("alice")].cost_usd, Some(0.5));
+    assert_eq!(spend[&name("alice")].cost_usd, Some(0.75));
+}
+
+/// Under a cap in requests, the response's write reserves the next request: using that
+/// reservation writes nothing (the list's bytes stay as they were), and the run's end
+/// gives an unused one back.
+#[test]
+fn a_request_after_a_response_uses_its_reservation_without_a_write() {
+    let f = team();
+    let tasks = f.team.tasks();
+    tasks
+        .set_caps(None, |caps| caps.team = Some(cap(None, Some(3))))
+        .unwrap();
+    let alice = name("alice");
+    let slot = tasks
+        .reserve_request(&alice, &TaskUsage::default(), false, Reserve::Fresh)
+        .unwrap();
+    assert!(slot.counted);
+    let record = SpendRecord {
+        spent: spend(1, 1, None),
+        consumed: true,
+        next: true,
+        ..Default::default()
+    };
+    assert!(tasks.settle_spend(&alice, &record).unwrap().reserved_next);
+    // The file store's list (the PostgreSQL store has no file: the counts are checked).
+    let bytes = std::fs::read(tasks.path()).ok();
+    let slot = tasks
+        .reserve_request(&alice, &TaskUsage::default(), false, Reserve::Held)
+        .unwrap();
+    assert_eq!((slot.refused_by, slot.counted), (None, true));
+    assert_eq!(
+        slot.state.team.requests, 1,
+        "its own reservation is left out"
+    );
+    assert_eq!(
+        std::fs::read(tasks.path()).ok(),
+        bytes,
+        "a used reservation wrote"
+    );
+    assert!(tasks.settle_spend(&alice, &record).unwrap().reserved_next);
+    // The run ends: the reservation goes back, and 3 − 2 answered leaves one to bob.
+    tasks.release_request(&alice, 1).unwrap();
+    for (how, refused) in [
+        (Reserve::Fresh, None),
+        (Reserve::More, Some(CapScope::Team)),
+    ] {
+        let slot = tasks
+            .reserve_request(&name("bob"), &TaskUsage::default(), false, how)
+            .unwrap();
+        assert_eq!(slot.refused_by, refused, "{slot:?}");
+    }
+}
+
+/// A member that dies holding a reservation (its process gone before the response): the
+/// reservation counts until the member is declared dead, then no longer; and a new
+/// process of the same member replaces what an earlier one left.
+#[test]
+fn a_dead_members_reservation_stops_counting() {
+    let f = team();
+    let tasks = f.team.tasks();
+    tasks
+        .set_caps(None, |caps| caps.team = Some(cap(None, Some(2))))
+        .unwrap();
+    for who in ["alice", "bob"] {
+        let slot = tasks
+            .reserve_request(&name(who), &TaskUsage::default(), false, Reserve::Fresh)
+            .unwrap();
+        assert_eq!(slot.refused_by, None);
+    }
+    let refused = tasks
+        .reserve_request(&name("lead"), &TaskUsage::default(), true, Reserve::Fresh)
+        .unwrap();
+    assert_eq!(refused.refused_by, Some(roo_store::budget::CapScope::Team));
+    // bob's process is gone; its next process starts with a fresh reservation, which
+    // replaces the one left behind.
+    let again = tasks
+        .reserve_request(&name("bob"), &TaskUsage::default(), false, Reserve::Fresh)
+        .unwrap();
+    assert_eq!(again.refused_by, None, "{again:?}");
+    // alice dies: her reservation stops counting.
+    tasks
+        .release_owner(&name("alice"), Some(&name("lead")), "died")
+        .unwrap();
+    let slot = tasks
+        .reserve_request(&name("lead"), &TaskUsage::default(), true, Reserve::Fresh)
+        .unwrap();
+    assert_eq!(slot.refused_by, None, "{slot:?}");
 }
 
 /// A task's own cap may lower the team's default, never raise it: the lower holds, part
@@ -380,7 +498,7 @@ fn under_a_usd_cap_only_a_reservation_writes_nothing() {
         .set_caps(None, |caps| caps.team = Some(cap(Some(1.0), None)))
         .unwrap();
     let slot = tasks
-        .reserve_request(&name("alice"), &TaskUsage::default(), false)
+        .reserve_request(&name("alice"), &TaskUsage::default(), false, Reserve::Fresh)
         .unwrap();
     assert_eq!((slot.refused_by, slot.counted), (None, false));
     assert!(tasks.spend().unwrap().0.is_empty());
@@ -388,7 +506,7 @@ fn under_a_usd_cap_only_a_reservation_writes_nothing() {
         .add_spend(&name("bob"), &spend(1, 1, Some(1.0)), None)
         .unwrap();
     let slot = tasks
-        .reserve_request(&name("alice"), &TaskUsage::default(), false)
+        .reserve_request(&name("alice"), &TaskUsage::default(), false, Reserve::More)
         .unwrap();
     assert_eq!(slot.refused_by, Some(roo_store::budget::CapScope::Team));
 }

@@ -1,18 +1,22 @@
 //! What the caps' accounting adds per model request (issue 32, "Budgets").
 //!
 //! A teammate's spend gate per request: `before_request` (`TaskList::reserve_request`:
-//! one locked change that checks the member's, its task's and the team's spend and, under
-//! a cap in requests, counts the request) and `spent` (adds the response to the member's
-//! total and its task's in one locked write), against what a request cost before the
-//! caps — the usage meter's list of the member's tasks and `add_usage` — on the same
+//! a locked read that checks the member's, its task's and the team's spend, using the
+//! request reserved with the previous response) and `spent` (`TaskList::settle_spend`:
+//! adds the response to the member's total and its task's and, under a cap in requests,
+//! reserves the next request, in one locked write), against what a request cost before
+//! the caps — the usage meter's list of the member's tasks and `add_usage` — on the same
 //! team (20 tasks, 8 members, file store), interleaved; first with a team cap in USD and
-//! requests, then in USD only. And a lead's gate without a team (the session's caps
-//! only, in memory).
+//! requests, then in USD only. In the same rounds: the previous way under a cap in
+//! requests (each request reserved alone, a second write), one locked write alone
+//! (`add_usage`: the floor of anything that writes per request), and a lead's gate
+//! without a team (the session's caps only, in memory).
 
 use std::time::{Duration, Instant};
 
 use roo_agent::SpendGate;
 use roo_llm::Usage;
+use roo_store::budget::{Reserve, SpendRecord};
 use roo_store::{
     ClaimOptions, Member, Name, NewTask, RooHome, TaskFilter, TaskId, TaskUsage, Team,
 };
@@ -59,6 +63,8 @@ pub async fn budget_section(n: usize) {
     }
     let (w0, id) = (name("w0"), TaskId::parse("1").unwrap());
     tasks.claim(&id, &w0, &ClaimOptions::default()).unwrap();
+    let (w1, id1) = (name("w1"), TaskId::parse("2").unwrap());
+    tasks.claim(&id1, &w1, &ClaimOptions::default()).unwrap();
     tasks
         .set_caps(None, |caps| {
             caps.team = Some(roo_store::budget::SpendCap {
@@ -109,6 +115,7 @@ pub async fn budget_section(n: usize) {
     };
     let (mut before, mut with_gate, mut solo_gate) = (Vec::new(), Vec::new(), Vec::new());
     let mut usd_only = Vec::new();
+    let (mut alone, mut one_write) = (Vec::new(), Vec::new());
     for round in 0..2 * n {
         // First a team cap in USD and requests (each request counted as it starts: two
         // locked writes), then one in USD only (a locked read and a write).
@@ -143,6 +150,33 @@ pub async fn budget_section(n: usize) {
             true => with_gate.push(started.elapsed()),
             false => usd_only.push(started.elapsed()),
         }
+        if round < n {
+            // The previous way: the request reserved alone, then the response.
+            let (t, who) = (tasks.clone(), w1.clone());
+            let started = Instant::now();
+            tokio::task::spawn_blocking(move || {
+                let slot = t
+                    .reserve_request(&who, &TaskUsage::default(), false, Reserve::More)
+                    .unwrap();
+                let record = SpendRecord {
+                    spent: spend,
+                    task_spent: Some(spend),
+                    consumed: slot.counted,
+                    ..SpendRecord::default()
+                };
+                t.settle_spend(&who, &record).unwrap();
+            })
+            .await
+            .unwrap();
+            alone.push(started.elapsed());
+            // One locked write alone.
+            let (t, who, task) = (tasks.clone(), w1.clone(), id1.clone());
+            let started = Instant::now();
+            tokio::task::spawn_blocking(move || t.add_usage(&task, &who, &spend).unwrap())
+                .await
+                .unwrap();
+            one_write.push(started.elapsed());
+        }
         let started = Instant::now();
         solo.before_request().await;
         solo.spent(usage, Some(0.0123)).await;
@@ -156,10 +190,17 @@ pub async fn budget_section(n: usize) {
     };
     let mut added = paired(&with_gate, &before[..n]);
     let mut added_usd = paired(&usd_only, &before[n..]);
+    let mut added_alone = paired(&alone, &before[..n]);
     println!("\n## Budgets: accounting per model request (n = {n}, 20 tasks, 8 members, files)");
     line("before the caps: list own tasks + add_usage", &mut before);
     line("gate, request cap: before_request + spent", &mut with_gate);
     line("added by a request cap (paired difference)", &mut added);
+    line("previous: reserve alone + settle (request cap)", &mut alone);
+    line(
+        "added the previous way (paired difference)",
+        &mut added_alone,
+    );
+    line("one locked write alone (add_usage)", &mut one_write);
     line("gate, USD cap only: before_request + spent", &mut usd_only);
     line("added by a USD cap (paired difference)", &mut added_usd);
     line("lead's gate without a team (in memory)", &mut solo_gate);
