@@ -104,7 +104,7 @@ pub(super) struct Statements {
 
 /// [`open_connection`], tried again with backoff while the server says "not now" —
 /// connection refused or its socket gone (a restart), `57P03` (starting up, shutting
-/// down), `53300` (too many connections), the session ended while it was being set up —
+/// down), `53300` (too many connections), `55000` (the database closed to connections), the session ended while it was being set up —
 /// for at most `window` from the first try. Nothing of the caller's has run yet on a
 /// connection being opened (its set-up is idempotent), so trying again can never make
 /// anything happen twice. Any other failure (a refused login, a certificate, a bad
@@ -171,6 +171,9 @@ fn is_transient(e: &tokio_postgres::Error) -> bool {
         return [
             SqlState::TOO_MANY_CONNECTIONS,
             SqlState::CANNOT_CONNECT_NOW,
+            // `55000` at login: the database does not accept connections now
+            // (`ALLOW_CONNECTIONS false` for maintenance).
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
             SqlState::ADMIN_SHUTDOWN,
             SqlState::CRASH_SHUTDOWN,
         ]
