@@ -632,6 +632,97 @@ fn a_team_whose_spend_cannot_be_read_starts_no_request() {
     assert_lead_told(&world, "the team's spend could not be read");
 }
 
+/// Review of issue 32: a task list reset (a damaged one moved aside, a new empty one in
+/// its place) lost every cap and the spend with it, and the gates went on as if nothing
+/// had been spent. A gate that sees the team's recorded spend go down fails closed: alice
+/// starts no request and tells the lead; the lead's next request does not start either
+/// and the run exits 5.
+#[test]
+fn a_task_list_reset_under_a_running_team_lifts_no_cap() {
+    let world = World::new();
+    let (wait, go) = hold_alice(&world);
+    let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
+    let lead = world.lead(&mock).spawn();
+    wait_for_leads_requests(&world, &mock, 3);
+    roo_tests::wait_until(
+        "alice holds task 1",
+        std::time::Duration::from_secs(60),
+        || {
+            let task = world
+                .team_now()?
+                .tasks()
+                .get(&TaskId::parse("1").ok()?)
+                .ok()?;
+            (task.owner.as_ref().map(Name::as_str) == Some("alice")).then_some(())
+        },
+        || format!("{} requests so far", mock.requests().len()),
+    );
+    std::fs::write(
+        world.team().tasks().path(),
+        r#"{"version":"1.0","next_id":2,"tasks":[]}"#,
+    )
+    .unwrap();
+    std::fs::write(&go, "").unwrap();
+    let out = lead.wait();
+    assert_eq!(out.code(), 5, "{}", out.stderr());
+    assert_eq!(requests_of(&mock, Some("alice")).len(), 1, "alice: none");
+    assert_eq!(requests_of(&mock, None).len(), 3, "the lead: none");
+    assert!(
+        out.stderr().contains("the task list was reset or replaced"),
+        "{}",
+        out.stderr()
+    );
+    assert_lead_told(&world, "the task list was reset or replaced");
+}
+
+/// Review of issue 32: one store error that passes (here the task list's row held by
+/// another session past the 10 s lock wait) stopped the gate for the rest of the session.
+/// Now the gate tries again for 30 s: alice goes on once the row is free, and the run
+/// ends 0.
+#[test]
+fn a_task_list_held_for_a_while_pauses_the_gate_and_does_not_stop_it() {
+    let Some(world) = World::on_pg() else {
+        eprintln!("skipped: ROO_TEST_PG_DSN is not set");
+        return;
+    };
+    let url = world.url.clone().unwrap();
+    let (wait, go) = hold_alice(&world);
+    let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
+    let lead = world.lead(&mock).spawn();
+    wait_for_leads_requests(&world, &mock, 3);
+    roo_tests::wait_until(
+        "alice holds task 1",
+        std::time::Duration::from_secs(60),
+        || {
+            let task = world
+                .team_now()?
+                .tasks()
+                .get(&TaskId::parse("1").ok()?)
+                .ok()?;
+            (task.owner.as_ref().map(Name::as_str) == Some("alice")).then_some(())
+        },
+        || format!("{} requests so far", mock.requests().len()),
+    );
+    let holder = std::process::Command::new("psql")
+        .args([url.as_str(), "-v", "ON_ERROR_STOP=1", "-c"])
+        .arg(
+            "BEGIN; SELECT 1 FROM roo_doc WHERE key = 'tasks/crew/tasks.json' FOR UPDATE; \
+             SELECT pg_sleep(13); COMMIT",
+        )
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    std::fs::write(&go, "").unwrap();
+    let out = lead.wait();
+    let held = holder.wait_with_output().unwrap();
+    assert!(held.status.success(), "the row was not held");
+    assert_eq!(out.code(), 0, "{}", out.stderr());
+    assert!(
+        requests_of(&mock, Some("alice")).len() >= 2,
+        "alice went on after the row was free"
+    );
+}
+
 /// Three teammates reading at once, each response taking 300 ms: a team's request cap
 /// (the lead's --max-requests) lets exactly as many requests start as it allows. Before,
 /// each teammate checked the spend and counted its request only after the response, so

@@ -185,6 +185,10 @@ pub struct SpendState {
     pub member_cap: Option<SpendCap>,
     /// The sum of every member's spend.
     pub team: TaskUsage,
+    /// The sum of every member's recorded spend, reserved requests left out: it never
+    /// goes down while the list holds its record (a reader that sees it go down knows
+    /// the list was reset).
+    pub team_recorded: TaskUsage,
     /// The team's cap.
     pub team_cap: Option<SpendCap>,
     /// The task charged (or asked about; else the member's in-progress task, the most

@@ -93,9 +93,28 @@ struct GateState {
     /// Whether this gate reserved a request yet (its first replaces any reservation an
     /// earlier process of the same member left).
     reserved_ever: bool,
-    /// Why the spend could not be read: the gate then starts no request (fails closed).
+    /// Why the spend cannot be trusted (the list damaged, reset or gone): the gate then
+    /// starts no request for the rest of the session (fails closed).
     broken: Option<String>,
+    /// The team's recorded spend seen last: a later read below it means the list was
+    /// reset (damaged and moved aside, or replaced), and its caps with it.
+    seen_team: TaskUsage,
+    /// Whether the lead was told that the spend could not be read for a while (once per
+    /// outage).
+    told_unreadable: bool,
 }
+
+/// Why a reservation failed: `lasting` when trying again cannot help (the list is
+/// damaged, of a newer format, or the team gone), else a store that did not answer in
+/// time (a lock held, a server away).
+struct Unread {
+    lasting: bool,
+    error: String,
+}
+
+/// How long a gate tries again to read a store that does not answer before it stops
+/// the run (not the session: the next run tries again).
+const UNREAD_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The [`SpendGate`] of a lead or a teammate. See the module documentation.
 pub struct TeamSpendGate {
@@ -248,7 +267,7 @@ impl TeamSpendGate {
         &self,
         binding: &Arc<TeamBinding>,
         state: &mut GateState,
-    ) -> Result<RequestSlot, String> {
+    ) -> Result<RequestSlot, Unread> {
         let tasks = binding.team.tasks();
         let me = binding.me.clone();
         let (pending, lead) = (state.unrecorded, self.plan.lead);
@@ -260,8 +279,14 @@ impl TeamSpendGate {
         let slot =
             tokio::task::spawn_blocking(move || tasks.reserve_request(&me, &pending, lead, how))
                 .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Unread {
+                    lasting: false,
+                    error: e.to_string(),
+                })?
+                .map_err(|e| Unread {
+                    lasting: !passing(&e),
+                    error: e.to_string(),
+                })?;
         state.unrecorded = TaskUsage::default();
         if how == Reserve::Held {
             // Used, or given back by the store when refused.
@@ -274,13 +299,94 @@ impl TeamSpendGate {
         Ok(slot)
     }
 
-    /// The spend could not be read: no request starts, now or later in this session (a
+    /// [`Self::reserve`], tried again with backoff for [`UNREAD_WINDOW`] while the store
+    /// does not answer in time. `Err`: the gate's verdict (a stop).
+    async fn reserve_patiently(
+        &self,
+        binding: &Arc<TeamBinding>,
+        state: &mut GateState,
+    ) -> Result<RequestSlot, SpendVerdict> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(250);
+        loop {
+            match self.reserve(binding, state).await {
+                Ok(slot) => {
+                    state.told_unreadable = false;
+                    return self.check_record(binding, state, slot).await;
+                }
+                Err(Unread {
+                    lasting: true,
+                    error,
+                }) => return Err(self.fail_closed(binding, state, &error).await),
+                Err(Unread { error, .. }) if started.elapsed() + pause > UNREAD_WINDOW => {
+                    return Err(self.stop_unread(binding, state, &error).await);
+                }
+                Err(_) => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(4));
+                }
+            }
+        }
+    }
+
+    /// The slot, unless its team's recorded spend went below what this gate saw: the
+    /// list was reset (its caps and spend gone), so the gate fails closed.
+    async fn check_record(
+        &self,
+        binding: &Arc<TeamBinding>,
+        state: &mut GateState,
+        slot: RequestSlot,
+    ) -> Result<RequestSlot, SpendVerdict> {
+        let now = slot.state.team_recorded;
+        let seen = state.seen_team;
+        let lower = now.requests < seen.requests
+            || now.cost_usd.unwrap_or(0.0) + 1e-9 < seen.cost_usd.unwrap_or(0.0);
+        if lower {
+            let error = format!(
+                "its record went back from {} to {}: the task list was reset or replaced, \
+                 and its caps with it",
+                describe_spend(&seen),
+                describe_spend(&now)
+            );
+            return Err(self.fail_closed(binding, state, &error).await);
+        }
+        state.seen_team = now;
+        Ok(slot)
+    }
+
+    /// The store did not answer for [`UNREAD_WINDOW`]: this run starts no request (a cap
+    /// that cannot be checked holds as reached); the next run tries again. A teammate
+    /// tells its lead once per outage.
+    async fn stop_unread(
+        &self,
+        binding: &Arc<TeamBinding>,
+        state: &mut GateState,
+        error: &str,
+    ) -> SpendVerdict {
+        let reason = format!(
+            "the team's spend could not be read for {} s ({error}); no model request starts \
+             while the caps cannot be checked (the next run tries again)",
+            UNREAD_WINDOW.as_secs()
+        );
+        if !self.plan.lead && !state.told_unreadable {
+            state.told_unreadable = true;
+            tell_lead(
+                binding,
+                "paused: spend unreadable",
+                format!("Budget: {reason}. I go idle; a new message starts me again."),
+            )
+            .await;
+        }
+        SpendVerdict::Stop(reason)
+    }
+
+    /// The spend cannot be trusted: no request starts, now or later in this session (a
     /// cap that cannot be checked holds as reached), and a teammate tells its lead.
     async fn fail_closed(
         &self,
         binding: &Arc<TeamBinding>,
         state: &mut GateState,
-        error: String,
+        error: &str,
     ) -> SpendVerdict {
         let reason = format!(
             "the team's spend could not be read ({error}); no model request starts while \
@@ -308,16 +414,17 @@ impl TeamSpendGate {
         let mut slot = None;
         if let Some(binding) = &binding {
             self.set_up(binding, &mut state).await;
-            match self.reserve(binding, &mut state).await {
+            match self.reserve_patiently(binding, &mut state).await {
                 Ok(reserved) => slot = Some(reserved),
-                Err(e) => return self.fail_closed(binding, &mut state, e).await,
+                Err(verdict) => return verdict,
             }
         }
         let team_state = slot.as_ref().map(|s| &s.state);
         let session_spent = match (team_state, &state.bound) {
             // In a team: the team's spend since this session joined it (its own earlier
             // spend included: the reservation just added what was unrecorded).
-            (Some(now), Some((_, base))) => minus(&now.team, base),
+            // Never less than its own spend.
+            (Some(now), Some((_, base))) => max_spend(&minus(&now.team, base), &state.own),
             _ => state.own,
         };
         if self.plan.lead && !self.plan.session.is_empty() {
@@ -566,6 +673,35 @@ fn add(a: &TaskUsage, b: &TaskUsage) -> TaskUsage {
 }
 
 /// `a − b`, each part at least 0.
+/// Each part of `a` and `b`, the larger.
+fn max_spend(a: &TaskUsage, b: &TaskUsage) -> TaskUsage {
+    TaskUsage {
+        input_tokens: a.input_tokens.max(b.input_tokens),
+        output_tokens: a.output_tokens.max(b.output_tokens),
+        cache_read_tokens: a.cache_read_tokens.max(b.cache_read_tokens),
+        cache_write_tokens: a.cache_write_tokens.max(b.cache_write_tokens),
+        requests: a.requests.max(b.requests),
+        cost_usd: match (a.cost_usd, b.cost_usd) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        },
+    }
+}
+
+/// Whether `e` says "not now" (a lock held past its wait, a server away) rather than
+/// "never" (a damaged list, a newer format, the team gone).
+fn passing(e: &roo_store::Error) -> bool {
+    use roo_store::Error;
+    matches!(
+        e,
+        Error::Io { .. }
+            | Error::Engine { .. }
+            | Error::RowLocked { .. }
+            | Error::LockTimeout { .. }
+            | Error::LockLost { .. }
+    )
+}
+
 fn minus(a: &TaskUsage, b: &TaskUsage) -> TaskUsage {
     TaskUsage {
         input_tokens: a.input_tokens.saturating_sub(b.input_tokens),

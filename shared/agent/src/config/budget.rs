@@ -22,7 +22,7 @@ pub struct BudgetConfig {
     /// Each teammate's spend in USD (its sub-agents' included).
     #[serde(default)]
     pub teammate_usd: Option<f64>,
-    /// Each task's spend in USD (a task's own `budget_usd` wins).
+    /// Each task's spend in USD (a task's own lower `budget_usd` holds).
     #[serde(default)]
     pub task_usd: Option<f64>,
     /// Model requests of the session and, for a lead, its whole team.

@@ -347,13 +347,15 @@ fn state_of(
         spent.requests = spent.requests.saturating_add(n);
         spent
     };
+    let recorded = team_total(&list.spend);
     SpendState {
         member: plus(
             list.spend.get(member).copied().unwrap_or_default(),
             own_reserved,
         ),
         member_cap: list.caps.member(member),
-        team: plus(team_total(&list.spend), team_reserved),
+        team: plus(recorded, team_reserved),
+        team_recorded: recorded,
         team_cap: list.caps.team,
         task: task.map(|t| {
             let cap: Option<SpendCap> = list.caps.task(t.budget);
