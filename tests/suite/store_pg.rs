@@ -154,7 +154,7 @@ fn silent_server(logs_in: bool) -> u16 {
 /// A server that accepts the connection and then never answers — at the start-up (the
 /// TLS request, the login) or at the session's set-up statements — must not hold a CLI
 /// for ever: it gives up and says so (exit 3), within the bound docs/DISTRIBUTED.md
-/// states (about 20 s). The 60 s here only keeps a regression from hanging the suite.
+/// states (21 s). The 60 s here only keeps a regression from hanging the suite.
 #[test]
 fn a_server_that_accepts_and_never_answers_ends_the_cli_with_a_sentence() {
     let env = TempHome::new();

@@ -64,7 +64,8 @@ const RECONNECT_FOR: Duration = Duration::from_secs(10);
 /// accepts and never answers (another program on the port, a hung server) ends the
 /// attempt here instead of holding the caller — and, on a reconnect, every store
 /// operation of the process — for ever. With [`RECONNECT_FOR`], an open ends within
-/// `RECONNECT_FOR + START_UP` for a one-host URL (docs/DISTRIBUTED.md).
+/// `RECONNECT_FOR + START_UP` (and a jittered pause) for a one-host URL
+/// (docs/DISTRIBUTED.md).
 const START_UP: Duration = Duration::from_secs(10);
 
 /// [`START_UP`] for each host `config` names (each may take its connect timeout).

@@ -318,15 +318,33 @@ mod tests {
     fn a_url_naming_only_this_machine_is_told_apart_from_one_naming_a_server() {
         let local = |url: &str| only_this_machine(&parse(url).unwrap());
         for (url, says) in [
-            ("postgresql://r@localhost/r?host=/tmp/pg", "the unix socket in /tmp/pg"),
+            (
+                "postgresql://r@localhost/r?host=/tmp/pg",
+                "the unix socket in /tmp/pg",
+            ),
             ("postgresql://r@localhost/r", "the loopback host localhost"),
-            ("postgresql://r@LOCALHOST:5433/r", "the loopback host LOCALHOST"),
-            ("postgresql://r@127.0.0.1/r?sslmode=disable", "the loopback host 127.0.0.1"),
-            ("postgresql://r@127.8.9.10/r", "the loopback host 127.8.9.10"),
+            (
+                "postgresql://r@LOCALHOST:5433/r",
+                "the loopback host LOCALHOST",
+            ),
+            (
+                "postgresql://r@127.0.0.1/r?sslmode=disable",
+                "the loopback host 127.0.0.1",
+            ),
+            (
+                "postgresql://r@127.8.9.10/r",
+                "the loopback host 127.8.9.10",
+            ),
             ("postgresql://r@[::1]:5432/r", "the loopback host ::1"),
-            ("postgresql://r@[::ffff:127.0.0.1]/r", "the loopback host ::ffff:127.0.0.1"),
+            (
+                "postgresql://r@[::ffff:127.0.0.1]/r",
+                "the loopback host ::ffff:127.0.0.1",
+            ),
             ("postgresql://r@0.0.0.0/r", "the loopback host 0.0.0.0"),
-            ("postgresql://r@db.localhost/r", "the loopback host db.localhost"),
+            (
+                "postgresql://r@db.localhost/r",
+                "the loopback host db.localhost",
+            ),
             (
                 "postgresql://r@db.example/r?hostaddr=127.0.0.1",
                 "the loopback address 127.0.0.1",

@@ -496,15 +496,15 @@ impl Statements {
         let prepared = futures_util::future::join_all(sql.iter().map(|sql| client.prepare(sql)))
             .await
             .into_iter()
-        .zip(sql)
-        .map(|(prepared, sql)| {
-            // A schema changed by hand fails here, at connect, naming the statement.
-            prepared.map_err(|e| {
-                let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-                failed(&format!("prepare {sql}"), &e)
+            .zip(sql)
+            .map(|(prepared, sql)| {
+                // A schema changed by hand fails here, at connect, naming the statement.
+                prepared.map_err(|e| {
+                    let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                    failed(&format!("prepare {sql}"), &e)
+                })
             })
-        })
-        .collect::<std::result::Result<Vec<Statement>, Opening>>()?;
+            .collect::<std::result::Result<Vec<Statement>, Opening>>()?;
         // In the order of `sql` above.
         let mut prepared = prepared.into_iter();
         let mut next = || {

@@ -115,7 +115,12 @@ impl Spawner {
         // A socket or loopback URL names a server on whatever machine reads it: on that
         // host, another server (or any local user listening on the port, asking for the
         // password in clear text).
-        if let Some(here) = binding.team.home().pg().and_then(|pg| pg.only_this_machine()) {
+        if let Some(here) = binding
+            .team
+            .home()
+            .pg()
+            .and_then(|pg| pg.only_this_machine())
+        {
             return Err(host_error(format!(
                 "the store URL names only {here}, which on host {host} is that machine, not \
                  this one: the teammate would reach another server there, or whatever local \
