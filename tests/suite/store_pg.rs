@@ -116,6 +116,88 @@ fn an_unreachable_or_unknown_store_is_a_loud_error_and_never_files() {
     assert!(out.stderr().contains("ROO_STORE"), "{}", out.stderr());
 }
 
+/// A fake server on 127.0.0.1 (its port returned) that accepts every connection and keeps
+/// it open; with `logs_in`, it answers the start-up (no password, then ready) and then
+/// nothing more. Each connection is kept until the test process ends.
+fn silent_server(logs_in: bool) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                if logs_in {
+                    let mut length = [0u8; 4];
+                    if stream.read_exact(&mut length).is_err() {
+                        return;
+                    }
+                    let mut body = vec![0u8; u32::from_be_bytes(length) as usize - 4];
+                    if stream.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    // AuthenticationOk, BackendKeyData, ReadyForQuery (idle).
+                    let mut answer = b"R\0\0\0\x08\0\0\0\0".to_vec();
+                    answer.extend_from_slice(b"K\0\0\0\x0c\0\0\0\x01\0\0\0\x02");
+                    answer.extend_from_slice(b"Z\0\0\0\x05I");
+                    let _ = stream.write_all(&answer);
+                }
+                // Read whatever comes, answer nothing.
+                let mut sink = [0u8; 4096];
+                while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    port
+}
+
+/// A server that accepts the connection and then never answers — at the start-up (the
+/// TLS request, the login) or at the session's set-up statements — must not hold a CLI
+/// for ever: it gives up and says so (exit 3), within the bound docs/DISTRIBUTED.md
+/// states (21 s). The 60 s here only keeps a regression from hanging the suite.
+#[test]
+fn a_server_that_accepts_and_never_answers_ends_the_cli_with_a_sentence() {
+    let env = TempHome::new();
+    let (mute, logs_in) = (silent_server(false), silent_server(true));
+    let cases = [
+        (
+            format!("postgresql://x@127.0.0.1:{mute}/x?sslmode=disable"),
+            "did not answer the connection's start-up (TCP, TLS, login) in 10 s",
+        ),
+        // The default: verify-full, whose TLS request gets no answer.
+        (
+            format!("postgresql://x@127.0.0.1:{mute}/x"),
+            "did not answer the connection's start-up (TCP, TLS, login) in 10 s",
+        ),
+        (
+            format!("postgresql://x@127.0.0.1:{logs_in}/x?sslmode=disable"),
+            "did not answer the session's set-up statements in 10 s",
+        ),
+    ];
+    let mut running: Vec<_> = cases
+        .iter()
+        .map(|(url, _)| {
+            env.task()
+                .env("ROO_STORE", url)
+                .args(["--team", "t1", "doctor"])
+                .spawn()
+        })
+        .collect();
+    for ((url, _), child) in cases.iter().zip(&mut running) {
+        roo_tests::wait_until(
+            &format!("roo-task doctor on {url} to end"),
+            std::time::Duration::from_secs(60),
+            || child.child().try_wait().unwrap(),
+            || "it still runs".into(),
+        );
+    }
+    for ((url, says), child) in cases.iter().zip(running) {
+        let out = child.wait();
+        assert_eq!(out.code(), 3, "{url}: {}", out.stderr());
+        assert!(out.stderr().contains(says), "{url}: {}", out.stderr());
+    }
+}
+
 /// roo-lead and roo-worker run on the store `ROO_STORE` names, never quietly on files: an
 /// unreachable server stops them at start (exit 3, naming it, never its password), and a
 /// team that exists only in files is not found there.

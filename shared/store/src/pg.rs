@@ -22,7 +22,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_postgres::Config;
 
@@ -58,6 +58,43 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// few seconds; a full server frees a session soon): see
 /// `connection::open_connection_patiently`.
 const RECONNECT_FOR: Duration = Duration::from_secs(10);
+
+/// How long one attempt to open a connection may take, per host the URL names: its
+/// start-up (TCP, TLS, login) and its set-up statements together. A listener that
+/// accepts and never answers (another program on the port, a hung server) ends the
+/// attempt here instead of holding the caller — and, on a reconnect, every store
+/// operation of the process — for ever. With [`RECONNECT_FOR`], an open ends within
+/// `RECONNECT_FOR + START_UP` (and a jittered pause) for a one-host URL
+/// (docs/DISTRIBUTED.md).
+const START_UP: Duration = Duration::from_secs(10);
+
+/// [`START_UP`] for each host `config` names (each may take its connect timeout).
+fn start_up_limit(config: &Config) -> Duration {
+    START_UP * u32::try_from(config.get_hosts().len().max(1)).unwrap_or(u32::MAX / 16)
+}
+
+/// The sentence for an attempt that got no answer within `limit`, at `stage`.
+fn silent_server(stage: Stage, limit: Duration) -> String {
+    match stage {
+        Stage::StartUp => format!(
+            "the server did not answer the connection's start-up (TCP, TLS, login) in {} s; \
+             another program may be listening on that port, or the server is hung",
+            limit.as_secs()
+        ),
+        Stage::SetUp => format!(
+            "the server accepted the login but did not answer the session's set-up \
+             statements in {} s; is it hung?",
+            limit.as_secs()
+        ),
+    }
+}
+
+/// Where an attempt to open a connection got no answer: see [`silent_server`].
+#[derive(Clone, Copy)]
+enum Stage {
+    StartUp,
+    SetUp,
+}
 
 thread_local! {
     /// The stores whose connection this thread holds, once per [`PgStore::serialize`].
@@ -666,6 +703,13 @@ impl PgStore {
         self.inner.tls.unverified()
     }
 
+    /// When every host of this store's URL is on this machine (a unix socket, a loopback
+    /// address), what they are: handed to another host, the URL would name a server
+    /// there (see `pg_url::only_this_machine`). What the remote spawn refuses.
+    pub fn only_this_machine(&self) -> Option<String> {
+        crate::pg_url::only_this_machine(&self.inner.config)
+    }
+
     /// The server, as messages name it.
     pub fn target(&self) -> &str {
         &self.inner.target
@@ -1006,6 +1050,17 @@ pub(crate) fn shown_url(url: &str) -> std::result::Result<String, String> {
 /// the connection task (which the store's own thread drives), so they need no runtime
 /// here, and this works from any thread, inside an async runtime or not.
 fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    loop {
+        let hour = Instant::now() + Duration::from_secs(3600);
+        if let Some(output) = block_on_until(hour, future.as_mut()) {
+            return output;
+        }
+    }
+}
+
+/// [`block_on`] until `deadline`: `None` if `future` is not done by then (it is dropped).
+fn block_on_until<F: Future>(deadline: Instant, future: F) -> Option<F::Output> {
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {
         fn wake(self: Arc<Self>) {
@@ -1020,8 +1075,14 @@ fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     loop {
         match future.as_mut().poll(&mut context) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
+            Poll::Ready(output) => return Some(output),
+            Poll::Pending => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return None;
+                }
+                std::thread::park_timeout(left);
+            }
         }
     }
 }

@@ -14,7 +14,9 @@
 //!   URL's host) against the certificate's subjectAltName.
 //! - `allow` is refused (plain first, TLS only if the server insists: not supported).
 //!
-//! `sslrootcert` is a PEM file of one or more CA certificates, or `system` (the
+//! `sslrootcert` is the absolute path of a PEM file of one or more CA certificates (a
+//! relative one is refused: it would be read from the current directory, perhaps a
+//! hostile repository), or `system` (the
 //! platform's roots; only with `verify-full`, as libpq demands). `verify-full` without
 //! `sslrootcert` checks against the platform's roots (a server with a certificate from a
 //! public CA needs nothing more). A unix socket never uses TLS, whatever the mode (as
@@ -95,6 +97,15 @@ fn read_params(url: &str) -> Result<(SslMode, bool, Option<Roots>), String> {
     let roots = match param("sslrootcert") {
         None | Some("") => None,
         Some("system") => Some(Roots::System),
+        // A relative path would be read from the current directory — a repository the
+        // process was started in, which may be anyone's.
+        Some(path) if !std::path::Path::new(path).is_absolute() => {
+            return Err(format!(
+                "sslrootcert {path}: not an absolute path; a relative one would be read from \
+                 whatever directory a command starts in (a repository may plant a CA there); \
+                 give the CA file's full path"
+            ));
+        }
         Some(path) => Some(Roots::File(path.to_owned())),
     };
     let mode = match param("sslmode") {
@@ -589,8 +600,7 @@ impl PgTlsConnect {
                 format!(
                     "the certificate the server at {host} presented is not signed by a CA of \
                      {roots}, so it may not be the server at all{default}; give the CA that \
-                     signed the server's certificate as sslrootcert=<PEM file> in the URL, or \
-                     write sslmode=require to encrypt without checking who answers"
+                     signed the server's certificate as sslrootcert=<PEM file> in the URL"
                 )
             }
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
@@ -610,8 +620,7 @@ impl PgTlsConnect {
             other => format!(
                 "the certificate the server at {host} presented was refused ({other:?}), so \
                  it may not be the server at all{default}; give the CA that signed the \
-                 server's certificate as sslrootcert=<PEM file> in the URL, or write \
-                 sslmode=require to encrypt without checking who answers"
+                 server's certificate as sslrootcert=<PEM file> in the URL"
             ),
         };
         io::Error::other(format!("{e}: {sentence}"))
@@ -750,6 +759,15 @@ mod tests {
                 .contains("needs sslmode=verify-full")
         );
         assert!(refusal("postgresql://r@db/r?sslcert=/c.pem").contains("client certificates"));
+        // A relative root file would be read from the current directory (a repository).
+        for root in ["ca.pem", "./ca.pem", "certs/ca.pem", "~/ca.pem"] {
+            let url = format!("postgresql://r@db/r?sslmode=verify-full&sslrootcert={root}");
+            let reason = refusal(&url);
+            assert!(
+                reason.contains(&format!("sslrootcert {root}: not an absolute path")),
+                "{reason}"
+            );
+        }
         let missing =
             refusal("postgresql://r@db/r?sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem");
         assert!(

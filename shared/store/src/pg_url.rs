@@ -164,6 +164,46 @@ fn percent_decoded(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// When every host of `config` is on the machine that reads the URL — a unix socket
+/// directory, `localhost`, a loopback or unspecified address (by `hostaddr=` when given)
+/// — what they are, for a sentence ("the unix socket in /run/pg"); `None` when one may
+/// be another machine. Handed to another host, such a URL names a server *there*: any
+/// local user of that host may listen on the port and ask for the password.
+pub(crate) fn only_this_machine(config: &Config) -> Option<String> {
+    use std::net::IpAddr;
+    use tokio_postgres::config::Host;
+    let local_ip = |ip: IpAddr| {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+            v4 => v4,
+        };
+        ip.is_loopback() || ip.is_unspecified()
+    };
+    let addrs = config.get_hostaddrs();
+    let mut named = Vec::new();
+    for (i, host) in config.get_hosts().iter().enumerate() {
+        let local = match (addrs.get(i), host) {
+            (Some(ip), _) => local_ip(*ip).then(|| format!("the loopback address {ip}")),
+            #[cfg(unix)]
+            (None, Host::Unix(dir)) => Some(format!("the unix socket in {}", dir.display())),
+            (None, Host::Tcp(name)) => {
+                let name = name.trim_start_matches('[').trim_end_matches(']');
+                let lower = name.to_ascii_lowercase();
+                let loopback = lower == "localhost"
+                    || lower.ends_with(".localhost")
+                    || name.parse::<IpAddr>().is_ok_and(local_ip);
+                loopback.then(|| format!("the loopback host {name}"))
+            }
+        };
+        named.push(local?);
+    }
+    if named.is_empty() {
+        // No host: the default unix socket, as libpq.
+        return Some("the default unix socket".into());
+    }
+    Some(named.join(" and "))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -272,5 +312,60 @@ mod tests {
         assert_eq!(config.get_dbname(), Some("team"));
         assert_eq!(config.get_options(), Some("-c search_path=x"));
         assert_eq!(config.get_ports(), [5433]);
+    }
+
+    #[test]
+    fn a_url_naming_only_this_machine_is_told_apart_from_one_naming_a_server() {
+        let local = |url: &str| only_this_machine(&parse(url).unwrap());
+        for (url, says) in [
+            (
+                "postgresql://r@localhost/r?host=/tmp/pg",
+                "the unix socket in /tmp/pg",
+            ),
+            ("postgresql://r@localhost/r", "the loopback host localhost"),
+            (
+                "postgresql://r@LOCALHOST:5433/r",
+                "the loopback host LOCALHOST",
+            ),
+            (
+                "postgresql://r@127.0.0.1/r?sslmode=disable",
+                "the loopback host 127.0.0.1",
+            ),
+            (
+                "postgresql://r@127.8.9.10/r",
+                "the loopback host 127.8.9.10",
+            ),
+            ("postgresql://r@[::1]:5432/r", "the loopback host ::1"),
+            (
+                "postgresql://r@[::ffff:127.0.0.1]/r",
+                "the loopback host ::ffff:127.0.0.1",
+            ),
+            ("postgresql://r@0.0.0.0/r", "the loopback host 0.0.0.0"),
+            (
+                "postgresql://r@db.localhost/r",
+                "the loopback host db.localhost",
+            ),
+            (
+                "postgresql://r@db.example/r?hostaddr=127.0.0.1",
+                "the loopback address 127.0.0.1",
+            ),
+            (
+                "postgresql://r@localhost,127.0.0.1/r",
+                "the loopback host localhost and the loopback host 127.0.0.1",
+            ),
+        ] {
+            assert_eq!(local(url).as_deref(), Some(says), "{url}");
+        }
+        // One host elsewhere is enough: the URL may reach the server from another host.
+        for url in [
+            "postgresql://r@db.example/r",
+            "postgresql://r@10.0.0.2/r?sslmode=disable",
+            "postgresql://r@[fd00::2]/r",
+            "postgresql://r@localhost,db.example/r",
+            "postgresql://r@localhost/r?hostaddr=10.0.0.2",
+            "postgresql://r@mylocalhost/r",
+        ] {
+            assert_eq!(local(url), None, "{url}");
+        }
     }
 }

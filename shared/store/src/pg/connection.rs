@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
-use super::{LOCK_WAIT, SCHEMA_VERSION, Watchers, block_on, engine_detail};
+use super::{
+    LOCK_WAIT, SCHEMA_VERSION, START_UP, Stage, Watchers, block_on_until, engine_detail,
+    silent_server, start_up_limit,
+};
 use crate::error::{Error, Result};
 use crate::pg_tls::PgTls;
 
@@ -204,13 +207,41 @@ fn is_transient(e: &tokio_postgres::Error) -> bool {
 
 /// Connects (a thread of its own drives the connection and hands its notifications to
 /// `watchers`), sets the session's timeouts, creates or checks the schema, prepares the
-/// statements.
+/// statements — all within [`start_up_limit`]: a server that stops answering at any step
+/// ends the attempt (transient: a server starting may be slow) instead of holding the
+/// caller.
 fn open_connection(
     config: &Config,
     tls: &PgTls,
     target: &str,
     watchers: Arc<Watchers>,
 ) -> std::result::Result<Conn, Opening> {
+    let limit = start_up_limit(config);
+    let deadline = Instant::now() + limit;
+    let (client, abandon) = connect_on_own_thread(config, tls, watchers, target, limit)?;
+    match block_on_until(deadline, set_up(&client, target)) {
+        Some(statements) => Ok(Conn {
+            client,
+            statements: statements?,
+            lost: Default::default(),
+        }),
+        None => {
+            // The request in flight keeps the connection waiting: close it now.
+            let _ = abandon.send(());
+            Err(Opening {
+                error: Error::Engine {
+                    action: "set up the session".into(),
+                    target: target.to_owned(),
+                    detail: silent_server(Stage::SetUp, limit),
+                },
+                transient: true,
+            })
+        }
+    }
+}
+
+/// The session's set-up on a new connection: its timeouts, the schema, the statements.
+async fn set_up(client: &Client, target: &str) -> std::result::Result<Statements, Opening> {
     let failed = |action: &str, e: &tokio_postgres::Error| Opening {
         error: Error::Engine {
             action: action.to_owned(),
@@ -219,16 +250,21 @@ fn open_connection(
         },
         transient: is_transient(e),
     };
-    let client = connect_on_own_thread(config, tls, watchers, target)?;
     // Like a file lock's queue deadline (§3): a change never waits more than 10 s for a
     // row another participant holds, and a participant stopped inside a transaction
-    // (SIGSTOP, a cut link the server has not noticed yet) loses it after a minute.
-    block_on(client.batch_execute(&format!(
-        "SET lock_timeout = '{}ms'; SET idle_in_transaction_session_timeout = '60s'",
-        LOCK_WAIT.as_millis()
-    )))
-    .map_err(|e| failed("set the session's timeouts", &e))?;
-    migrate(&client).map_err(|e| match e {
+    // (SIGSTOP, a cut link the server has not noticed yet) loses it after a minute. The
+    // set-up's own statements (the schema lock among them) get a statement timeout,
+    // reset once they are done.
+    client
+        .batch_execute(&format!(
+            "SET statement_timeout = '{}ms'; SET lock_timeout = '{}ms'; \
+             SET idle_in_transaction_session_timeout = '60s'",
+            START_UP.as_millis(),
+            LOCK_WAIT.as_millis()
+        ))
+        .await
+        .map_err(|e| failed("set the session's timeouts", &e))?;
+    migrate(client).await.map_err(|e| match e {
         Migration::Newer(found) => Opening {
             error: Error::Engine {
                 action: "open the store".into(),
@@ -242,22 +278,25 @@ fn open_connection(
         },
         Migration::Failed(e) => failed("create the schema", &e),
     })?;
-    let statements = Statements::prepare(&client, target, failed)?;
-    Ok(Conn {
-        client,
-        statements,
-        lost: Default::default(),
-    })
+    let statements = Statements::prepare(client, target, failed).await?;
+    client
+        .batch_execute("RESET statement_timeout")
+        .await
+        .map_err(|e| failed("set the session's timeouts", &e))?;
+    Ok(statements)
 }
 
 /// Connects on a thread of its own, which runs the connection until the client is
-/// dropped or the link fails, handing each notification to the watchers of its key.
+/// dropped or the link fails (or it is told to [`Abandon`] it), handing each
+/// notification to the watchers of its key. The start-up (TCP, TLS, login) is given up
+/// after `limit`.
 fn connect_on_own_thread(
     config: &Config,
     tls: &PgTls,
     watchers: Arc<Watchers>,
     target: &str,
-) -> std::result::Result<Client, Opening> {
+    limit: Duration,
+) -> std::result::Result<(Client, Abandon), Opening> {
     let fatal = |action: &str, detail: String| Opening {
         error: Error::Engine {
             action: action.to_owned(),
@@ -267,6 +306,7 @@ fn connect_on_own_thread(
         transient: false,
     };
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (abandon, mut abandoned) = tokio::sync::oneshot::channel::<()>();
     let dispatch = watchers;
     let config = config.clone();
     let tls = tls.clone();
@@ -284,10 +324,10 @@ fn connect_on_own_thread(
                 }
             };
             runtime.block_on(async move {
-                match config.connect(tls.clone()).await {
-                    Ok((client, mut connection)) => {
+                match tokio::time::timeout(limit, config.connect(tls.clone())).await {
+                    Ok(Ok((client, mut connection))) => {
                         let _ = ready_tx.send(Ok(client));
-                        futures_util::future::poll_fn(|cx| {
+                        let driving = futures_util::future::poll_fn(|cx| {
                             loop {
                                 match connection.poll_message(cx) {
                                     Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
@@ -298,20 +338,28 @@ fn connect_on_own_thread(
                                     Poll::Pending => return Poll::Pending,
                                 }
                             }
-                        })
-                        .await;
-                        dispatch.closed();
+                        });
+                        // An abandoned set-up closes the connection at once; a dropped
+                        // `Abandon` (the usual case) only disables this branch.
+                        tokio::select! {
+                            () = driving => dispatch.closed(),
+                            Ok(()) = &mut abandoned => {}
+                        }
                     }
-                    Err(e) => {
+                    Ok(Err(e)) => {
                         let detail = tls.explain(&e).unwrap_or_else(|| engine_detail(&e));
                         let _ = ready_tx.send(Err((detail, is_transient(&e))));
+                    }
+                    Err(_) => {
+                        let detail = silent_server(Stage::StartUp, limit);
+                        let _ = ready_tx.send(Err((detail, true)));
                     }
                 }
             });
         })
         .map_err(|e| fatal("start the connection thread", e.to_string()))?;
     match ready_rx.recv() {
-        Ok(Ok(client)) => Ok(client),
+        Ok(Ok(client)) => Ok((client, abandon)),
         Ok(Err((detail, transient))) => Err(Opening {
             transient,
             ..fatal("connect", detail)
@@ -319,6 +367,10 @@ fn connect_on_own_thread(
         Err(_) => Err(fatal("connect", "the connection thread stopped".into())),
     }
 }
+
+/// Told (sent `()`), the thread driving a connection drops it at once, even with a
+/// request in flight; dropped, it changes nothing.
+type Abandon = tokio::sync::oneshot::Sender<()>;
 
 /// Every statement a connection prepares, each named by the comment above it, in the
 /// order of [`Statements`]' fields.
@@ -430,7 +482,7 @@ const STATEMENT_SQL: [&str; 31] = [
 
 impl Statements {
     /// Every statement prepared at once, pipelined: one round trip for them all.
-    fn prepare(
+    async fn prepare(
         client: &Client,
         target: &str,
         failed: impl Fn(&str, &tokio_postgres::Error) -> Opening,
@@ -444,19 +496,18 @@ impl Statements {
             transient: false,
         };
         let sql = STATEMENT_SQL;
-        let prepared = block_on(futures_util::future::join_all(
-            sql.iter().map(|sql| client.prepare(sql)),
-        ))
-        .into_iter()
-        .zip(sql)
-        .map(|(prepared, sql)| {
-            // A schema changed by hand fails here, at connect, naming the statement.
-            prepared.map_err(|e| {
-                let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-                failed(&format!("prepare {sql}"), &e)
+        let prepared = futures_util::future::join_all(sql.iter().map(|sql| client.prepare(sql)))
+            .await
+            .into_iter()
+            .zip(sql)
+            .map(|(prepared, sql)| {
+                // A schema changed by hand fails here, at connect, naming the statement.
+                prepared.map_err(|e| {
+                    let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                    failed(&format!("prepare {sql}"), &e)
+                })
             })
-        })
-        .collect::<std::result::Result<Vec<Statement>, Opening>>()?;
+            .collect::<std::result::Result<Vec<Statement>, Opening>>()?;
         // In the order of `sql` above.
         let mut prepared = prepared.into_iter();
         let mut next = || {
@@ -512,7 +563,7 @@ enum Migration {
 /// Creates the schema if missing, records its version, refuses a newer major. A store
 /// whose schema is there already is only read: a role with row privileges alone (no
 /// CREATE on the schema, not the tables' owner) can use it.
-fn migrate(client: &Client) -> std::result::Result<(), Migration> {
+async fn migrate(client: &Client) -> std::result::Result<(), Migration> {
     async fn found(client: &Client) -> std::result::Result<Option<String>, tokio_postgres::Error> {
         let present = client
             .query_one(
@@ -537,7 +588,7 @@ fn migrate(client: &Client) -> std::result::Result<(), Migration> {
             .first()
             .map(|row| row.get::<_, String>(0)))
     }
-    let existing = block_on(found(client)).map_err(Migration::Failed)?;
+    let existing = found(client).await.map_err(Migration::Failed)?;
     let version = match existing {
         Some(version) => version,
         None => {
@@ -559,11 +610,12 @@ fn migrate(client: &Client) -> std::result::Result<(), Migration> {
                 client.batch_execute("COMMIT").await?;
                 Ok::<_, tokio_postgres::Error>(())
             };
-            if let Err(e) = block_on(create) {
-                let _ = block_on(client.batch_execute("ROLLBACK"));
+            if let Err(e) = create.await {
+                let _ = client.batch_execute("ROLLBACK").await;
                 return Err(Migration::Failed(e));
             }
-            block_on(found(client))
+            found(client)
+                .await
                 .map_err(Migration::Failed)?
                 .unwrap_or_else(|| SCHEMA_VERSION.to_string())
         }

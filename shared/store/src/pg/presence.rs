@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
-use super::{Fence, Watchers, block_on, engine_detail};
+use super::{Fence, Stage, Watchers, block_on, engine_detail, silent_server, start_up_limit};
 use crate::error::{Error, Result};
 use crate::pg_tls::PgTls;
 
@@ -362,8 +362,12 @@ async fn run(
     let mut pending: Vec<(Instant, Command)> = Vec::new();
     let mut pause = Duration::from_millis(50);
     loop {
-        // Commands keep being served while connecting (up to the connect timeout).
-        let connecting = config.connect(tls.clone());
+        // Commands keep being served while connecting. The start-up and the set-up
+        // together get `limit` (a listener that accepts and never answers would
+        // otherwise hold this loop — and every lock wanted meanwhile — for ever).
+        let limit = start_up_limit(&config);
+        let deadline = tokio::time::Instant::now() + limit;
+        let connecting = tokio::time::timeout_at(deadline, config.connect(tls.clone()));
         tokio::pin!(connecting);
         let attempt = loop {
             tokio::select! {
@@ -375,17 +379,22 @@ async fn run(
             }
         };
         let connected = match attempt {
-            Ok((client, connection)) => {
+            Ok(Ok((client, connection))) => {
                 let driving = tokio::spawn(drive(connection, watchers.clone()));
-                match set_up(client, &channels).await {
-                    Ok(live) => Ok((Arc::new(live), driving)),
-                    Err(e) => {
+                match tokio::time::timeout_at(deadline, set_up(client, &channels)).await {
+                    Ok(Ok(live)) => Ok((Arc::new(live), driving)),
+                    Ok(Err(e)) => {
                         driving.abort();
                         Err(e)
                     }
+                    Err(_) => {
+                        driving.abort();
+                        Err(silent_server(Stage::SetUp, limit))
+                    }
                 }
             }
-            Err(e) => Err(engine_detail(&e)),
+            Ok(Err(e)) => Err(engine_detail(&e)),
+            Err(_) => Err(silent_server(Stage::StartUp, limit)),
         };
         let (live, mut driving) = match connected {
             Ok(pair) => pair,

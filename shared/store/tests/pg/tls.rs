@@ -264,7 +264,9 @@ fn each_mode_checks_what_libpq_checks() {
     assert!(
         text.contains("not signed by a CA of this system's trusted roots")
             && text.contains("sslmode=verify-full is the default for a TCP host")
-            && text.contains("sslrootcert=<PEM file>"),
+            && text.contains("sslrootcert=<PEM file>")
+            // Never a hint to take any certificate (require accepts any interceptor).
+            && !text.contains("sslmode=require"),
         "{text}"
     );
 }
@@ -584,4 +586,65 @@ fn the_default_url_refuses_a_man_in_the_middle_and_weaker_modes_do_as_written() 
     // require is refused by the downgrade (TLS or nothing).
     let text = refusal(&at(downgrade, "sslmode=require")).to_string();
     assert!(text.contains("does not support TLS"), "{text}");
+}
+
+/// A relay on 127.0.0.1 (its port returned) to the cluster's `port` for the first
+/// `forwarded` connections; every later one is accepted and never answered (a hung
+/// server, or another program on the port, as a reconnect or a second connection meets
+/// it).
+fn relay_then_silence(port: u16, forwarded: usize) -> u16 {
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for (i, client) in listener.incoming().enumerate() {
+            let Ok(client) = client else { continue };
+            if i >= forwarded {
+                kept.push(client);
+                continue;
+            }
+            let server = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    relay
+}
+
+/// The presence connection gives up a server that accepts and never answers its
+/// start-up (as the requests' connection does), with a sentence, instead of holding the
+/// member's join for ever. The 60 s only keeps a regression from hanging the suite.
+#[test]
+fn a_presence_connection_to_a_server_that_never_answers_gives_up_with_a_sentence() {
+    if dsn().is_none() {
+        return;
+    }
+    let cluster = TcpCluster::start(None);
+    let url = fresh_schema_url(&cluster.url("127.0.0.1", "sslmode=disable"));
+    let relay = relay_then_silence(cluster.port, 1);
+    let relayed = url.replacen(&format!(":{}/", cluster.port), &format!(":{relay}/"), 1);
+    let (_dir, home) = home_at(&relayed);
+    let team = team_named(&home, "t", &["alice"]);
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(team.hold_presence(&name("lead")).map(|_| ()));
+    });
+    let outcome = outcome
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the presence connection still waits after 60 s");
+    let text = outcome
+        .expect_err("a silent server gave a presence")
+        .to_string();
+    assert!(
+        text.contains("did not answer the connection's start-up (TCP, TLS, login) in 10 s"),
+        "{text}"
+    );
 }

@@ -112,6 +112,23 @@ impl Spawner {
                     .to_string(),
             ));
         }
+        // A socket or loopback URL names a server on whatever machine reads it: on that
+        // host, another server (or any local user listening on the port, asking for the
+        // password in clear text).
+        if let Some(here) = binding
+            .team
+            .home()
+            .pg()
+            .and_then(|pg| pg.only_this_machine())
+        {
+            return Err(host_error(format!(
+                "the store URL names only {here}, which on host {host} is that machine, not \
+                 this one: the teammate would reach another server there, or whatever local \
+                 program listens on the port and asks for the password; give the lead a URL \
+                 with the server's network name or address, reachable from {host} (see \
+                 docs/DISTRIBUTED.md)"
+            )));
+        }
         let remote = worktree::RemoteRepo::of(&host_config).map_err(&host_error)?;
         let git = base.git.clone().in_launcher_of(&request.launcher);
         let discovered = {
