@@ -970,29 +970,32 @@ fn member_holding_task_1() {
     }
 }
 
-/// Issue 33: a member's presence connection dropped 20 times, 0.4 s apart
-/// (`pg_terminate_backend`, as a proxy reset or an idle killer would) while the lead's
-/// side runs `detect_dead` every 10 ms (tighter than the lead's 200 ms monitor, so one
-/// look at the lock while the member reconnects is caught) → nobody is declared dead and
-/// the member keeps its task; then `kill -9` of the member → declared dead, its task
-/// released, within a generous bound (the time measured is printed).
-#[test]
-fn dropped_presence_connections_declare_nobody_dead_and_a_kill_9_is_still_seen() {
-    use roo_store::{Member, Name, NewTask, PgStore, RooHome, TaskId, TaskStatus, Team};
-    use roo_tests::{TempDir, TestCommand, wait_until};
+/// Team `t` on the store at `url` (lead `lead`, task 1), and carol holding her presence
+/// and task 1 in a process of her own ([`member_holding_task_1`]); with the lead's side's
+/// handle and the query that finds the pid of the session holding carol's presence lock
+/// (0: none).
+fn carol_on_task_1(
+    url: &str,
+) -> (
+    roo_tests::TempDir,
+    roo_store::Team,
+    roo_tests::ChildGuard,
+    String,
+) {
+    use roo_store::{Member, Name, NewTask, PgStore, RooHome, Team};
     use std::io::BufRead;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
-    use std::time::{Duration, Instant};
-    let Some(url) = store_url() else {
-        return;
-    };
-    let root = TempDir::new_in(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let root = roo_tests::TempDir::new_in(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")));
     root.make_dirs(&["lead", "member"]);
-    let home = RooHome::new(root.join("lead")).with_store(PgStore::connect(&url).unwrap());
+    let home = RooHome::new(root.join("lead")).with_store(PgStore::connect(url).unwrap());
     let t = Name::parse("t").unwrap();
-    let lead = Name::parse("lead").unwrap();
-    let team = Team::create(&home, t.clone(), "", Member::new(lead.clone(), &t), vec![]).unwrap();
+    let team = Team::create(
+        &home,
+        t.clone(),
+        "",
+        Member::new(Name::parse("lead").unwrap(), &t),
+        vec![],
+    )
+    .unwrap();
     team.tasks()
         .create(NewTask {
             subject: "carol's".into(),
@@ -1007,10 +1010,10 @@ fn dropped_presence_connections_declare_nobody_dead_and_a_kill_9_is_still_seen()
             budget: None,
         })
         .unwrap();
-    let mut member = TestCommand::new(std::env::current_exe().unwrap())
+    let mut member = roo_tests::TestCommand::new(std::env::current_exe().unwrap())
         .args(["--exact", "suite::store_pg::member_holding_task_1"])
         .args(["--ignored", "--nocapture", "--test-threads=1"])
-        .env(MEMBER_URL, &url)
+        .env(MEMBER_URL, url)
         .env(MEMBER_HOME, root.join("member"))
         .spawn();
     let stdout = member.child().stdout.take().unwrap();
@@ -1020,21 +1023,9 @@ fn dropped_presence_connections_declare_nobody_dead_and_a_kill_9_is_still_seen()
         // libtest prints the test's name first, on the same line.
         .any(|line| line.ends_with("ready"));
     assert!(ready, "the member ended before holding its presence");
-    let epoch = team
-        .config()
-        .unwrap()
-        .member("carol")
-        .unwrap()
-        .epoch
-        .unwrap();
-    let agent_id = team
-        .config()
-        .unwrap()
-        .member("carol")
-        .unwrap()
-        .agent_id
-        .clone();
-    let key = roo_store::presence_key("t", &agent_id, epoch) as u64;
+    let config = team.config().unwrap();
+    let carol = config.member("carol").unwrap();
+    let key = roo_store::presence_key("t", &carol.agent_id, carol.epoch.unwrap()) as u64;
     let holder = format!(
         "SELECT coalesce(max(pid), 0) FROM pg_locks WHERE locktype = 'advisory' AND granted \
          AND objsubid = 1 AND classid = {}::oid AND objid = {}::oid \
@@ -1042,6 +1033,27 @@ fn dropped_presence_connections_declare_nobody_dead_and_a_kill_9_is_still_seen()
         key >> 32,
         key & 0xffff_ffff
     );
+    (root, team, member, holder)
+}
+
+/// Issue 33: a member's presence connection dropped 20 times, 0.4 s apart
+/// (`pg_terminate_backend`, as a proxy reset or an idle killer would) while the lead's
+/// side runs `detect_dead` every 10 ms (tighter than the lead's 200 ms monitor, so one
+/// look at the lock while the member reconnects is caught) → nobody is declared dead and
+/// the member keeps its task; then `kill -9` of the member → declared dead, its task
+/// released, within a generous bound (the time measured is printed).
+#[test]
+fn dropped_presence_connections_declare_nobody_dead_and_a_kill_9_is_still_seen() {
+    use roo_store::{Name, TaskId, TaskStatus};
+    use roo_tests::wait_until;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    let Some(url) = store_url() else {
+        return;
+    };
+    let (_root, team, member, holder) = carol_on_task_1(&url);
+    let lead = Name::parse("lead").unwrap();
     let task_1 = TaskId::parse("1").unwrap();
 
     // The lead's side looks every 10 ms while the member's connection is dropped.
@@ -1061,11 +1073,22 @@ fn dropped_presence_connections_declare_nobody_dead_and_a_kill_9_is_still_seen()
         }
     });
     let mut last = 0;
-    for drop in 1..=20 {
+    for n in 1..=20 {
         let pid: i64 = wait_until(
-            &format!("carol's presence lock to be held again before drop {drop}"),
+            &format!("carol's presence lock to be held again before drop {n}"),
             Duration::from_secs(10),
             || {
+                let declared = deaths.lock().unwrap();
+                assert!(
+                    declared.is_empty(),
+                    "declared dead after {} drop(s): {:?}",
+                    n - 1,
+                    declared
+                        .iter()
+                        .map(|d| &d.member.dead_reason)
+                        .collect::<Vec<_>>()
+                );
+                drop(declared);
                 let pid: i64 = psql(&url, &holder).parse().ok()?;
                 (pid != 0 && pid != last).then_some(pid)
             },
