@@ -79,7 +79,7 @@ pub use fsio::{create_new_regular, make_real_dirs, read_regular};
 pub use home::{
     RooHome, StoreChoice, root_from_env, shown_path, user_config_file, user_config_shown, user_home,
 };
-pub use liveness::{Liveness, Presence, PresenceState};
+pub use liveness::{ABSENCE_RECHECK_EVERY, ABSENCE_WINDOW, Liveness, Presence, PresenceState};
 pub use lock::{FileLock, LockInfo, LockPolicy, pid_alive};
 pub use mailbox::{
     ARCHIVE_BATCH, ASSIGN_KEY_PREFIX, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter,

@@ -11,8 +11,18 @@
 //! without an epoch (no presence vouches for it: a member joined by hand, or by a runtime
 //! that holds no presence) is judged by its pid as on files, and only on its own host
 //! ([`crate::Member::local_pid`]): a pid of another host is no evidence either way.
+//!
+//! One look at a presence lock is not enough to declare a death: when a member's
+//! presence connection drops (its session terminated, a proxy or NAT reset, an idle
+//! killer) the lock is free for the moment the member takes to reconnect and take it
+//! again (12–25 ms on one host). [`Team::detect_dead`] therefore declares a member whose
+//! presence lock is free only if the lock is still free on every look, every
+//! [`ABSENCE_RECHECK_EVERY`], over [`ABSENCE_WINDOW`] — its first and last look at least
+//! that far apart, the last under the config's lock. A pid that is gone is final (it
+//! does not come back): it is declared on one look.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::doc::Outcome;
 use crate::error::{Error, Result};
@@ -20,6 +30,16 @@ use crate::lock::pid_alive;
 use crate::name::Name;
 use crate::pg::{Fence, HeldKeys, PresenceConn, presence_key};
 use crate::team::{Member, MemberState, Team, TeamConfig};
+
+/// How long a member's presence lock must stay free, on every look, before
+/// [`Team::detect_dead`] declares the member dead: longer than a member's worst reconnect
+/// (a new session, TLS and login — a few round trips — plus one retry of the relock, 0.5
+/// s), short enough that a `kill -9` is still declared within about 2 s (a 200 ms poll,
+/// this window, a few queries).
+pub const ABSENCE_WINDOW: Duration = Duration::from_secs(1);
+
+/// How often a free presence lock is looked at again within [`ABSENCE_WINDOW`].
+pub const ABSENCE_RECHECK_EVERY: Duration = Duration::from_millis(100);
 
 /// Who is alive in one team at one moment, by the store's own test: on files each
 /// member's recorded pid, on PostgreSQL each member's presence lock (read in one query).
@@ -214,6 +234,30 @@ impl Team {
             team: self.name().clone(),
             held,
         })
+    }
+
+    /// Those of `suspects` (members [`Liveness::evidence`] found gone) that stay gone:
+    /// a member judged by its presence lock only if the lock is free on every look, every
+    /// [`ABSENCE_RECHECK_EVERY`], until [`ABSENCE_WINDOW`] has passed since `first_look`
+    /// (a reconnecting member takes it again meanwhile); a member judged by its pid at
+    /// once (a dead pid does not come back). Blocks for up to the window when a presence
+    /// is suspected; no I/O otherwise.
+    pub(crate) fn still_gone(
+        &self,
+        config: &TeamConfig,
+        mut suspects: Vec<Member>,
+        first_look: Instant,
+    ) -> Result<Vec<Member>> {
+        let by_presence = |m: &Member| self.home().pg().is_some() && m.epoch.is_some();
+        loop {
+            let elapsed = first_look.elapsed();
+            if elapsed >= ABSENCE_WINDOW || !suspects.iter().any(by_presence) {
+                return Ok(suspects);
+            }
+            std::thread::sleep(ABSENCE_RECHECK_EVERY.min(ABSENCE_WINDOW - elapsed));
+            let liveness = self.liveness(config)?;
+            suspects.retain(|m| !by_presence(m) || liveness.evidence(m) == Some(false));
+        }
     }
 
     /// [`Liveness::evidence`] for one member, read now (inside a change: under its lock).

@@ -332,18 +332,28 @@ impl Team {
     /// store's test ([`crate::Liveness`]: a recorded pid that is no longer a live process;
     /// on PostgreSQL, for an entry with an epoch, a presence lock that is free), and
     /// [`Team::declare_dead`]s each (re-checked under the lock, so a member that rejoined
-    /// meanwhile is left alone). One config read and one `kill(pid, 0)` per member
-    /// (PostgreSQL: one query on `pg_locks` for all) when nobody died: cheap enough to
-    /// poll every second. Returns the deaths this call recorded.
+    /// meanwhile is left alone). A free presence lock counts only if it stays free on
+    /// every look over [`crate::ABSENCE_WINDOW`] (a member reconnecting after a dropped
+    /// connection is not dead): this call then blocks for that window. One config read
+    /// and one `kill(pid, 0)` per member (PostgreSQL: one query on `pg_locks` for all)
+    /// when nobody died: cheap enough to poll every 200 ms. Returns the deaths this call
+    /// recorded.
     pub fn detect_dead(&self, by: Option<&Name>) -> Result<Vec<Death>> {
         let config = self.config()?;
+        let first_look = std::time::Instant::now();
         let liveness = self.liveness(&config)?;
+        let suspects: Vec<Member> = config
+            .members
+            .iter()
+            .filter(|m| {
+                m.agent_id != config.lead_agent_id
+                    && m.dead_at.is_none()
+                    && liveness.evidence(m) == Some(false)
+            })
+            .cloned()
+            .collect();
         let mut deaths = Vec::new();
-        for suspect in config.members.iter().filter(|m| {
-            m.agent_id != config.lead_agent_id
-                && m.dead_at.is_none()
-                && liveness.evidence(m) == Some(false)
-        }) {
+        for suspect in &self.still_gone(&config, suspects, first_look)? {
             let reason = match (self.home().pg(), suspect.epoch, suspect.pid) {
                 (Some(_), Some(epoch), _) => format!(
                     "its presence (epoch {epoch}) is gone: its process ended or lost its \
