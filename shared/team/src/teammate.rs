@@ -28,6 +28,11 @@
 //! when the run ends, it is approved then and the loop ends. Each model request's usage
 //! (and cost, at the agent's price) is added to the teammate's total and the task it
 //! owns, and its caps are checked before every request ([`crate::budget`]).
+//!
+//! Each run has its own token, a child of the loop's: when the presence keeper finds the
+//! teammate declared dead (PostgreSQL), it cancels that run alone — the tool call in
+//! flight ends, a command's process group is killed — and the loop puts the death before
+//! the model as the input of the next run ([`fence`]).
 
 pub mod approver;
 mod fence;
