@@ -185,3 +185,162 @@ fn a_running_worker_removed_from_the_roster_stops_instead_of_adding_itself_back(
     );
     assert!(team.config().unwrap().member("carol").is_none());
 }
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet: it runs nothing).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Issue 33 (zombie work): a worker declared dead while its command runs — its task
+/// released, then taken and completed by the lead — stops: the command's processes are
+/// killed well before the command would end, the marker it would write never appears,
+/// its model is told plainly that the task was released and not to continue it, the task
+/// is completed once (by the lead), and the worker tells the lead it does not go on.
+#[test]
+fn a_worker_declared_dead_mid_command_stops_it_and_its_task_is_completed_once() {
+    use roo_store::{NewTask, ReadFilter, TaskId, TaskPatch, TaskStatus};
+    let Some(url) = roo_tests::pg::store_url() else {
+        return;
+    };
+    let (root, team) = team_t(&url);
+    let (lead, carol_name) = (name("lead"), name("carol"));
+    let task = team
+        .tasks()
+        .create(NewTask {
+            subject: "carol's long job".into(),
+            description: String::new(),
+            active_form: None,
+            blocked_by: Vec::new(),
+            blocks: Vec::new(),
+            paths: Vec::new(),
+            metadata: Default::default(),
+            owner: None,
+            by: None,
+            budget: None,
+        })
+        .unwrap();
+    let mock = MockLlm::start(
+        r#"
+agents:
+  "*":
+    - when: {last_user_contains: "team-fence"}
+      text: "Understood: I stopped and take work only through the task list."
+    - when: {last_user_contains: "work"}
+      tool_calls:
+        - {name: Bash, input: {command: "echo $$ > sh.pid; sleep 30 & echo $! > sleep.pid; wait; touch done-marker"}}
+    - text: "Done."
+"#,
+    );
+    let mut worker = carol(&root, &url, &mock);
+    let pids = |file: &str| std::fs::read_to_string(root.join("work").join(file)).ok();
+    let (shell, sleep) = wait_until(
+        "carol's command to start",
+        WAIT,
+        || {
+            Some((
+                pids("sh.pid")?,
+                pids("sleep.pid").filter(|p| !p.trim().is_empty())?,
+            ))
+        },
+        || format!("{:#?}", team.config().map(|c| c.members)),
+    );
+    // Carol owns the task while her command runs.
+    team.tasks()
+        .update(
+            &task.id,
+            TaskPatch {
+                status: Some(TaskStatus::InProgress),
+                owner: Some(Some(carol_name.clone())),
+                by: Some(lead.clone()),
+                ..TaskPatch::default()
+            },
+        )
+        .unwrap();
+    let first_epoch = team.config().unwrap().member("carol").unwrap().epoch;
+    assert!(!gone(&shell) && !gone(&sleep), "carol's command runs");
+
+    // The lead declares her dead (as after a cut link), takes her task and completes it.
+    let death = team
+        .declare_dead("carol", Some(&lead), "declared dead by the test")
+        .unwrap();
+    assert_eq!(death.released.len(), 1);
+    team.tasks()
+        .update(
+            &task.id,
+            TaskPatch {
+                status: Some(TaskStatus::Completed),
+                owner: Some(Some(lead.clone())),
+                by: Some(lead.clone()),
+                ..TaskPatch::default()
+            },
+        )
+        .unwrap();
+
+    // Her command is killed (it would run 30 s), and it never writes its marker.
+    wait_until(
+        "carol's command to be killed",
+        Duration::from_secs(15),
+        || (gone(&shell) && gone(&sleep)).then_some(()),
+        || format!("shell {shell}, sleep {sleep} still run"),
+    );
+    assert!(!root.join("work/done-marker").exists());
+
+    // She joins again as a new epoch and tells the lead she does not go on.
+    let told = wait_until(
+        "carol to join again and tell the lead",
+        WAIT,
+        || {
+            if let Some(status) = worker.child().try_wait().unwrap() {
+                panic!("roo-worker ended ({status}) instead of joining again");
+            }
+            let config = team.config().ok()?;
+            let carol = config.member("carol")?;
+            if carol.dead_at.is_some() || carol.epoch == first_epoch {
+                return None;
+            }
+            let inbox = team.mailbox().read(&lead, &ReadFilter::default()).ok()?;
+            inbox
+                .into_iter()
+                .find(|m| m.from == carol_name && m.text.contains("declared dead"))
+                .map(|m| m.text)
+        },
+        || format!("{:#?}", team.config().map(|c| c.members)),
+    );
+    assert!(!told.contains("goes on"), "{told}");
+    assert!(told.contains("does not continue"), "{told}");
+    // Her model was told, plainly, in a request of its own.
+    wait_until(
+        "carol's model to be told it was declared dead",
+        WAIT,
+        || {
+            mock.requests()
+                .iter()
+                .any(|r| {
+                    let body = r.body.to_string();
+                    body.contains("team-fence")
+                        && body.contains("declared dead")
+                        && body.contains("Do not continue that work")
+                        && body.contains(&format!("#{}", task.id))
+                })
+                .then_some(())
+        },
+        || format!("{} requests", mock.requests().len()),
+    );
+    // The task was completed once, by the lead; the marker still never appears.
+    std::thread::sleep(Duration::from_secs(2));
+    let done = team
+        .tasks()
+        .get(&TaskId::parse(task.id.as_str()).unwrap())
+        .unwrap();
+    assert_eq!(
+        (done.status, done.owner),
+        (TaskStatus::Completed, Some(lead))
+    );
+    assert!(!root.join("work/done-marker").exists());
+    drop(worker);
+}

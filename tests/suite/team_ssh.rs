@@ -672,7 +672,7 @@ agents:
       tool_calls:
         - {name: SendMessage, input: {to: lead, summary: "after the restart", message: "got it after the restart"}}
     - tool_calls:
-        - {name: Bash, input: {command: "touch started; while [ ! -e go1 ]; do sleep 0.2; done; echo go", timeout: 600000}}
+        - {name: Bash, input: {command: "touch started; while [ ! -e go1 ]; do touch beat; sleep 0.2; done; touch done-marker; echo go", timeout: 600000}}
     - text: "Waiting."
     - text: "Done."
     - text: "Done."
@@ -811,17 +811,49 @@ fn a_teammate_on_another_host_cut_off_is_declared_dead_joins_again_and_outlives_
             .then_some(())
     });
     assert!(
-        log_b().contains("presence lost; joining again"),
+        log_b().contains("presence lost; run stopped; joining again"),
         "{}",
         context()
     );
     assert_eq!(team.tasks().get(&task.id).unwrap().owner, None);
-
-    // Alice's wait ends; she goes idle.
+    // Issue 33: she stopped the released work — her command was killed — and does not
+    // tell the lead she goes on with it.
+    // (Its processes may live in a sandbox's pid namespace: it is seen stopped by its
+    // heartbeat file, touched every 0.2 s while it runs — about every second on a busy
+    // machine — left unchanged for 3 s.)
+    let beat = || {
+        std::fs::metadata(clone.join("beat"))
+            .and_then(|m| m.modified())
+            .ok()
+    };
+    wait("alice's command to be killed", &mut || {
+        let before = beat();
+        std::thread::sleep(Duration::from_secs(3));
+        (before.is_some() && beat() == before).then_some(())
+    });
+    // Her wait would have ended now: it never does (the marker never appears); she is
+    // idle after telling her model, and the task stays released — never completed twice.
     std::fs::write(clone.join("go1"), "").unwrap();
     wait("alice to go idle", &mut || {
         (entry().is_active == Some(false)).then_some(())
     });
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!clone.join("done-marker").exists(), "{}", context());
+    let released = team.tasks().get(&task.id).unwrap();
+    assert_eq!(
+        (released.owner, released.status),
+        (None, TaskStatus::Pending)
+    );
+    let told: Vec<String> = texts(&lead)
+        .into_iter()
+        .filter(|(from, text)| from == "alice" && text.contains("has joined again"))
+        .map(|(_, text)| text)
+        .collect();
+    assert!(
+        told.iter()
+            .all(|t| !t.contains("goes on") && t.contains("does not continue")),
+        "{told:?}"
+    );
 
     // The server stops; a message to alice is sent while it is down (the sender's
     // store connects again once it is back); it starts again.

@@ -28,8 +28,14 @@
 //! when the run ends, it is approved then and the loop ends. Each model request's usage
 //! (and cost, at the agent's price) is added to the teammate's total and the task it
 //! owns, and its caps are checked before every request ([`crate::budget`]).
+//!
+//! Each run has its own token, a child of the loop's: when the presence keeper finds the
+//! teammate declared dead (PostgreSQL), it cancels that run alone — the tool call in
+//! flight ends, a command's process group is killed — and the loop puts the death before
+//! the model as the input of the next run ([`fence`]).
 
 pub mod approver;
+mod fence;
 pub mod idle;
 pub mod in_process;
 pub mod lead_watch;
@@ -42,7 +48,7 @@ use roo_agent::event::{AgentEvent, EventSink, RunOutcome};
 use roo_agent::permissions::PermissionMode;
 use roo_agent::tool::Tool;
 use roo_agent::{Agent, PlanApprover};
-use roo_store::{Mailbox, Member, Name, Presence, Task, Team};
+use roo_store::{Mailbox, Member, Name, Presence, Task, Team, Timestamp};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -219,6 +225,7 @@ pub(crate) async fn run_joined(
     // completes or is not begun — and aborted if the loop unwinds; its presence is
     // released as it ends.
     let stop = CancellationToken::new();
+    let fence = Arc::new(fence::TurnFence::default());
     let keeper = presence.epoch().is_some().then(|| {
         tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_presence(Keeper {
             presence: Arc::new(presence),
@@ -229,9 +236,10 @@ pub(crate) async fn run_joined(
             displaced: displaced.clone(),
             cancel: cancel.clone(),
             stop: stop.clone(),
+            fence: fence.clone(),
         })))
     });
-    let exit = run_loop(spec, activity, cancel).await;
+    let exit = run_loop(spec, activity, fence, cancel).await;
     stop.cancel();
     if let Some(keeper) = keeper {
         let _ = keeper.await;
@@ -250,6 +258,7 @@ pub(crate) async fn run_joined(
 async fn run_loop(
     spec: TeammateSpec,
     activity: Activity,
+    fence: Arc<fence::TurnFence>,
     cancel: CancellationToken,
 ) -> Result<TeammateExit, TeammateError> {
     let TeammateSpec {
@@ -317,18 +326,37 @@ async fn run_loop(
     let mut input = Some(prompt).filter(|p| !p.trim().is_empty());
     let mut last: Option<LastRun> = None;
     let mut before: Vec<Task> = member.owned_tasks().await;
+    // When the last run began: tasks reclaimed at a death since then were its.
+    let mut run_start = Timestamp::now();
     // Restarted without a prompt while messages wait: take them up without going idle.
     let mut skip_idle = input.is_none() && messages_wait(&router, &me).await;
     loop {
-        if let Some(text) = input.take() {
+        if let Some(mut text) = input.take() {
             member.set_active(true).await;
+            // Its own token, a child of the loop's: cancelled alone when the teammate
+            // learns it was declared dead ([`fence`]).
+            let turn = cancel.child_token();
+            let since = std::mem::replace(&mut run_start, Timestamp::now());
+            if let Some(reason) = fence.begin(turn.clone()) {
+                let told =
+                    fence::notice_for_model(&me, &reason, &released(&member, &before, since).await);
+                text = format!("{told}\n\n{text}");
+            }
             before = member.owned_tasks().await;
-            let (outcome, answer) =
-                run_once(&mut built.agent, &text, &output, cancel.clone()).await;
+            let (outcome, answer) = run_once(&mut built.agent, &text, &output, turn).await;
+            let death = fence.end();
             tracing::info!(member = %me, outcome = %outcome.describe(), "run ended");
             if cancel.is_cancelled() {
                 member.set_active(false).await;
                 return Ok(TeammateExit::Cancelled);
+            }
+            // Declared dead during the run: it was stopped; the model is told at once, in
+            // a run of its own, and its answer is not a result of the released work.
+            if let Some(reason) = death {
+                tracing::warn!(member = %me, %reason, "declared dead during its run; telling its model");
+                let released = released(&member, &before, run_start).await;
+                input = Some(fence::notice_for_model(&me, &reason, &released));
+                continue;
             }
             // Stopped: the model approved the lead's shutdown request (or another hook
             // stopped the run). A request the model left unanswered is approved now.
@@ -363,6 +391,35 @@ async fn run_loop(
             Err(exit) => return Ok(exit),
         }
     }
+}
+
+/// The tasks released at `member`'s death: those of `before` it owns no more, and those
+/// reclaimed from it at a death since `since` (claimed during the run, so not in
+/// `before`; the store notes "reclaimed from <me>: <me> died: …").
+async fn released(member: &OwnEntry, before: &[Task], since: Timestamp) -> Vec<Task> {
+    let now = member.owned_tasks().await;
+    let tasks = member.team.tasks();
+    let all = tokio::task::spawn_blocking(move || tasks.list(&roo_store::TaskFilter::default()))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let died = format!("reclaimed from {me}: {me} died", me = member.me);
+    let mut released: Vec<Task> = before
+        .iter()
+        .filter(|t| !now.iter().any(|n| n.id == t.id))
+        .cloned()
+        .collect();
+    for task in all {
+        let at_death = task
+            .notes
+            .iter()
+            .any(|n| n.at >= since && n.text.starts_with(&died));
+        if at_death && !released.iter().any(|t| t.id == task.id) {
+            released.push(task);
+        }
+    }
+    released
 }
 
 /// Builds the teammate's agent and binds `hooks` (its plan gate and shutdown hook) to

@@ -10,6 +10,7 @@ use roo_agent::event::{AgentEvent, EventSink};
 use roo_store::{Joined, Member, Name, Outgoing, Presence};
 use tokio_util::sync::CancellationToken;
 
+use super::fence::TurnFence;
 use super::{Activity, TeammateError, TeammateSpec};
 
 /// The roster entry the spec's member joins with, as process `pid`.
@@ -93,6 +94,8 @@ pub(super) struct Keeper {
     pub(super) cancel: CancellationToken,
     /// Cancelled when the loop has ended.
     pub(super) stop: CancellationToken,
+    /// The run in flight, cancelled when the teammate learns it was declared dead.
+    pub(super) fence: Arc<TurnFence>,
 }
 
 /// How often a teammate looks at its presence ([`keep_presence`]).
@@ -101,7 +104,8 @@ pub const PRESENCE_CHECK: std::time::Duration = std::time::Duration::from_secs(1
 /// Keeps a teammate's presence (PostgreSQL) while its loop runs. Every
 /// [`PRESENCE_CHECK`] it reads whether the presence still vouches for this process
 /// ([`Presence::check`]). Once lost — the member was declared dead while its link was
-/// cut, its writes are refused — it joins again with `entry` and holds a new presence
+/// cut, its writes are refused — it first stops the run in flight and keeps the death for
+/// the model ([`TurnFence::declared_dead`]), then joins again with `entry` and holds a new presence
 /// through the same handle, which moves every clone (router, tools, approver) to the new
 /// epoch, and tells the lead. If it cannot join again because another process is that
 /// member now (the lead respawned it), or must not (it was removed from the roster, or
@@ -116,6 +120,7 @@ pub(super) async fn keep_presence(keeper: Keeper) {
         displaced,
         cancel,
         stop,
+        fence,
     } = keeper;
     let team = presence.team().clone();
     let me = presence.member().clone();
@@ -132,9 +137,15 @@ pub(super) async fn keep_presence(keeper: Keeper) {
             // Held, being restored, or unreadable now (a cut link): look again later.
             _ => continue,
         };
-        tracing::warn!(member = %me, %reason, "presence lost; joining again");
+        // Its tasks were released, maybe to a peer already: the run in flight stops now
+        // (its command killed), before anything else, and its model is told.
+        let stopped = fence.declared_dead(&reason);
+        tracing::warn!(member = %me, %reason, stopped, "presence lost; run stopped; joining again");
         output.emit(AgentEvent::Notice {
-            text: format!("{me} was cut off from the team: {reason}; joining again"),
+            text: format!(
+                "{me} was cut off from the team: {reason}; {}joining again",
+                if stopped { "its run was stopped; " } else { "" }
+            ),
         });
         // Joining marks the entry busy: what the loop last recorded is put back, under
         // the lock the loop's own state writes (and its shutdown record) take.
@@ -180,9 +191,10 @@ pub(super) async fn keep_presence(keeper: Keeper) {
                 presence = Arc::new(held);
                 let text = format!(
                     "{me} lost its connection to the team store and was declared dead \
-                     meanwhile ({reason}); it has joined again and goes on. The tasks released \
-                     at its death stay released: assign them to {me} again if it should finish \
-                     them."
+                     meanwhile ({reason}); it stopped the work in flight and has joined again \
+                     as a new member epoch. The tasks released at its death stay released and \
+                     {me} does not continue them: it takes work again only through the task \
+                     list, or assign them to {me} again if it should finish them."
                 );
                 let (team, me2, lead) = (team.clone(), me.clone(), lead.clone());
                 let _ = tokio::task::spawn_blocking(move || {
