@@ -237,6 +237,10 @@ pub async fn build_in(
     });
     let (team_sender, team_events) = team_events();
     let team_tasks = CancellationToken::new();
+    // The lead's routers report through the monitor, which reports a teammate's join
+    // before its first message.
+    let (team_status, routed) =
+        roo_team::spawn_monitor(slot.clone(), team_sender.clone(), team_tasks.clone());
     add_team_hooks(&mut settings, &slot, &remote_repos);
     // The team tools (kept by a coordinator, which loses only the code tools). The git
     // of TeamDelete's cleanup and of the spawner's worktrees runs in the sandbox of the
@@ -255,7 +259,7 @@ pub async fn build_in(
     };
     spawner.set_executors(&backends).map_err(backend_error)?;
     let lead = LeadTools {
-        events: Some(team_sender.clone()),
+        events: Some(routed.clone()),
         runtime: team_tasks.clone(),
         worktrees: Some(Git::new()),
         hosts: Some(remote_repos.clone()),
@@ -280,14 +284,12 @@ pub async fn build_in(
             project_root: built.project_root.clone(),
         })
     };
-    let team_status =
-        roo_team::spawn_monitor(slot.clone(), team_sender.clone(), team_tasks.clone());
     roo_team::spawn_request_answerer(slot.clone(), decider, team_tasks.clone());
     let lead_of = LeadOf {
         slot: &slot,
         home: &home,
         name: lead_name,
-        events: &team_sender,
+        events: &routed,
         runtime: &team_tasks,
     };
     let rejoined = lead_team_at_start(args, lead_of, &built.agent)?;

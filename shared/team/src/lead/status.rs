@@ -325,14 +325,18 @@ pub fn team_summary(config: &TeamConfig, liveness: &Liveness, tasks: &[Task]) ->
 /// The router's message events pass through the monitor: a message from a teammate the
 /// monitor has not reported yet (one that joined and spoke within one interval) makes it
 /// read the config first, so `joined` always comes before that teammate's messages.
+///
+/// Returns the status, and the sender to give the lead's routers (TeamCreate's, a
+/// rejoin's): their messages then pass through the monitor too.
 pub fn spawn_monitor(
     slot: TeamSlot,
     events: TeamEventSender,
     cancel: CancellationToken,
-) -> watch::Receiver<Option<TeamStatus>> {
+) -> (watch::Receiver<Option<TeamStatus>>, TeamEventSender) {
     let (tx, rx) = watch::channel(None);
     // One channel for every binding: a router keeps the first sender attached to it.
     let (routed, mut incoming) = crate::event::team_events();
+    let for_routers = routed.clone();
     tokio::spawn(async move {
         let mut bindings = slot.subscribe();
         loop {
@@ -370,7 +374,7 @@ pub fn spawn_monitor(
                         }
                         Some(event) = incoming.recv() => {
                             // A teammate not reported yet: its join first.
-                            let unbound = watcher.unknown_sender(&event) && !watcher.look().await;
+                            let unbound = !watcher.join_first(&event).await;
                             events.send(event);
                             if unbound {
                                 break 'reading;
@@ -382,7 +386,7 @@ pub fn spawn_monitor(
             }
         }
     });
-    rx
+    (rx, for_routers)
 }
 
 /// One binding's reading of the team: what the monitor reported last.
@@ -440,6 +444,25 @@ impl Watcher<'_> {
         true
     }
 
+    /// Before `event`, a message from a teammate the last reading did not show: reads
+    /// the team again until it shows the sender (its join reported first), a few times
+    /// 20 ms apart at most (a reading can come just before the join is seen). `false`
+    /// when another lead took the team over.
+    async fn join_first(&mut self, event: &TeamEvent) -> bool {
+        for _ in 0..JOIN_FIRST_TRIES {
+            if !self.unknown_sender(event) {
+                break;
+            }
+            if !self.look().await {
+                return false;
+            }
+            if self.unknown_sender(event) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        true
+    }
+
     /// Whether `event` is a message from a teammate the last reading did not show (read
     /// once before the monitor's first reading, never for the lead itself).
     fn unknown_sender(&self, event: &TeamEvent) -> bool {
@@ -468,6 +491,9 @@ pub async fn monitor_caught_up(
     };
     let _ = tokio::time::timeout(limit, status.wait_for(|seen| seen.as_ref() == Some(&now))).await;
 }
+
+/// Readings a message from a teammate not reported yet waits for at most.
+const JOIN_FIRST_TRIES: usize = 10;
 
 /// What a lead's monitor reports when another `roo-lead` took its team over.
 const TAKEN_OVER: &str = "the team was taken over by another roo-lead";

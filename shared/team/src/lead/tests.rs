@@ -166,7 +166,7 @@ async fn the_monitor_reports_messages_of_a_router_bound_without_events() {
     let slot = TeamSlot::new();
     let (sender, mut events) = team_events();
     let cancel = CancellationToken::new();
-    let mut status = status::spawn_monitor(slot.clone(), sender, cancel.clone());
+    let (mut status, _) = status::spawn_monitor(slot.clone(), sender, cancel.clone());
     let bound = slot.bind(lead_binding(&team)).unwrap();
     // The monitor reports alice's state once bound, then the router's messages.
     let alice = tokio::time::timeout(Duration::from_secs(10), async {
@@ -202,7 +202,7 @@ async fn a_teammate_that_speaks_at_once_is_reported_joined_before_its_message() 
     let slot = TeamSlot::new();
     let (sender, mut events) = team_events();
     let cancel = CancellationToken::new();
-    let mut status = status::spawn_monitor(slot.clone(), sender, cancel.clone());
+    let (mut status, _) = status::spawn_monitor(slot.clone(), sender, cancel.clone());
     let bound = slot.bind(lead_binding(&team)).unwrap();
     tokio::time::timeout(Duration::from_secs(10), status.wait_for(Option::is_some))
         .await

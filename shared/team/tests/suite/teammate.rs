@@ -680,7 +680,7 @@ async fn the_leads_watch_reports_a_killed_teammate_process_and_releases_its_task
             roo_team::authority::LeadKey::load_or_create(&home.team).unwrap(),
         )),
     });
-    let _status = roo_team::spawn_monitor(slot, sender, cancel.clone());
+    let (_status, _) = roo_team::spawn_monitor(slot, sender, cancel.clone());
     process.kill().unwrap();
     process.wait().unwrap();
     let dead = within(async {
