@@ -73,7 +73,13 @@ pub(crate) fn append_to_file(
         buf.push(b'\n');
     }
     for draft in drafts {
-        last += 1;
+        last = last
+            .checked_add(1)
+            .filter(|seq| *seq <= crate::events::MAX_SEQ)
+            .ok_or_else(|| Error::Unwritable {
+                path: current.to_owned(),
+                reason: "the log's seq reached its limit; rotate or remove the log".into(),
+            })?;
         let line = draft
             .line(last, Timestamp::now())
             .map_err(|reason| Error::Unwritable {
@@ -567,6 +573,28 @@ mod tests {
         let page = read_files(&path, None, usize::MAX, 4).unwrap();
         assert_eq!(page.events.len(), 402);
         assert_eq!(page.skipped, 4);
+    }
+
+    /// Review of issue 31: a hostile line with seq 2^64 - 1 made the next seq wrap to 0
+    /// (a panic in a debug build), and every later event was written as damaged. A seq
+    /// over the bigint range is a damaged line; the largest valid one refuses the append.
+    #[test]
+    fn a_seq_at_the_top_of_its_range_neither_wraps_nor_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = RooHome::new(dir.path());
+        let path = dir.path().join(EVENTS_FILE);
+        let line = |seq: u64| draft(1).line(seq, Timestamp::now()).unwrap();
+        let hostile = line(8).replace("\"seq\":8", &format!("\"seq\":{}", u64::MAX));
+        assert!(hostile.contains(&u64::MAX.to_string()), "{hostile}");
+        std::fs::write(&path, format!("{}\n{hostile}\n", line(7))).unwrap();
+        assert_eq!(
+            append_to_file(&home, &path, &[draft(2)], Rotation::DEFAULT).unwrap(),
+            8,
+            "the line over the range is damaged; the count goes on from 7"
+        );
+        std::fs::write(&path, format!("{}\n", line(i64::MAX as u64))).unwrap();
+        let err = append_to_file(&home, &path, &[draft(3)], Rotation::DEFAULT).unwrap_err();
+        assert!(matches!(err, Error::Unwritable { .. }), "{err}");
     }
 
     #[test]

@@ -560,6 +560,10 @@ impl Draft {
 }
 
 /// The reader's judgement of one line: `Err(why)` makes it damaged (skipped, counted).
+/// The largest seq a line may carry: PostgreSQL's `bigint`, so a log copied between the
+/// stores keeps its numbers, and a hostile line cannot make the next seq wrap.
+pub(crate) const MAX_SEQ: u64 = i64::MAX as u64;
+
 pub(crate) fn parse_line(line: &str) -> std::result::Result<Event, String> {
     if line.len() > MAX_EVENT_LINE {
         return Err(format!(
@@ -579,6 +583,11 @@ pub(crate) fn parse_line(line: &str) -> std::result::Result<Event, String> {
     }
     if common.seq == 0 {
         return Err("its seq is 0 (the log counts from 1)".into());
+    }
+    if common.seq > MAX_SEQ {
+        return Err(format!(
+            "its seq is over {MAX_SEQ} (the PostgreSQL store's bigint)"
+        ));
     }
     if !crate::limits::timestamp_in_range(common.time) {
         return Err("its time is out of range".into());
@@ -749,7 +758,7 @@ mod tests {
             "alice",
             None,
         );
-        let line = d.line(u64::MAX, crate::limits::MAX_TIMESTAMP).unwrap();
+        let line = d.line(MAX_SEQ, crate::limits::MAX_TIMESTAMP).unwrap();
         assert!(line.len() <= MAX_EVENT_LINE, "{}", line.len());
     }
 }
