@@ -75,7 +75,8 @@ impl Objects {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let blob = digest(content);
         let path = self.path_of(&blob);
-        if path.is_file() {
+        // Not followed: a symlink planted at the name is not the content.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             return Ok(blob);
         }
         let io_error = |action, source| CheckpointError::Io {
