@@ -75,7 +75,8 @@ impl Objects {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let blob = digest(content);
         let path = self.path_of(&blob);
-        if path.is_file() {
+        // Not followed: a symlink planted at the name is not the content.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             return Ok(blob);
         }
         let io_error = |action, source| CheckpointError::Io {
@@ -152,4 +153,25 @@ fn digest(content: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_symlink_planted_at_a_contents_name_is_replaced_not_taken_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = Objects::new(dir.path().join("objects"));
+        let blob = digest(b"kept");
+        let path = objects.path_of(&blob);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(dir.path().join("elsewhere"), b"kept").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &path).unwrap();
+        assert_eq!(objects.put(b"kept").unwrap(), blob);
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(objects.get(&blob).unwrap(), b"kept");
+    }
 }

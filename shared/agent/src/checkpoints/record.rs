@@ -5,7 +5,7 @@
 //! each change; the file contents it names live in the object store beside it.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::CheckpointError;
 use super::scan::checked_relative;
+use crate::tool::ToolError;
+use crate::tools::confined;
 
 /// Why a session's checkpoint file was not read.
 #[derive(Debug)]
@@ -53,6 +55,14 @@ fn move_aside(path: &Path, message: String) -> CheckpointError {
         path: path.to_path_buf(),
         message,
     }
+}
+
+/// The largest session checkpoint file read back: 64 MiB (one holds only the paths the
+/// agent changed and their content names, far below this).
+pub(super) const MAX_LOG_BYTES: u64 = 64 << 20;
+
+fn libc_eloop() -> i32 {
+    nix::errno::Errno::ELOOP as i32
 }
 
 /// Format version of a session's checkpoint file.
@@ -156,18 +166,47 @@ impl SessionLog {
 
     /// Reads the log at `path` as it is, unchecked and left in place (what pruning reads:
     /// a damaged file makes it keep every content).
+    /// The file is opened without following a symlink or blocking (a FIFO), and read
+    /// only if it is a regular file of at most [`MAX_LOG_BYTES`]: anything else is
+    /// damaged.
     pub(super) fn parse(path: &Path) -> Result<Option<Self>, Damage> {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
+        let file = match confined::open_regular(path) {
+            Ok(file) => file,
+            Err(ToolError::NotFound { .. }) => return Ok(None),
+            Err(e @ (ToolError::NotRegular { .. } | ToolError::IsDirectory { .. })) => {
+                return Err(Damage::Corrupt(e.to_string()));
+            }
+            Err(ToolError::Io { source, .. }) if source.raw_os_error() == Some(libc_eloop()) => {
+                return Err(Damage::Corrupt("it is a symbolic link".to_string()));
+            }
+            Err(ToolError::Io { source, .. }) => {
                 return Err(Damage::Unreadable(CheckpointError::Io {
                     action: "read",
                     path: path.to_path_buf(),
                     source,
                 }));
             }
+            Err(e) => {
+                return Err(Damage::Unreadable(CheckpointError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source: io::Error::other(e.to_string()),
+                }));
+            }
         };
+        let mut bytes = Vec::new();
+        if let Err(source) = file.take(MAX_LOG_BYTES + 1).read_to_end(&mut bytes) {
+            return Err(Damage::Unreadable(CheckpointError::Io {
+                action: "read",
+                path: path.to_path_buf(),
+                source,
+            }));
+        }
+        if bytes.len() as u64 > MAX_LOG_BYTES {
+            return Err(Damage::Corrupt(format!(
+                "it is larger than {MAX_LOG_BYTES} bytes, the most a checkpoint file holds"
+            )));
+        }
         let log: Self =
             serde_json::from_slice(&bytes).map_err(|e| Damage::Corrupt(e.to_string()))?;
         if log.version > FORMAT_VERSION {

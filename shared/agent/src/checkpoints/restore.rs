@@ -3,7 +3,7 @@
 //! a FIFO, and never with setuid, setgid or world-writable bits), whatever the checkpoint
 //! file says: another program may have written it. Every directory between the root and a path must be a real
 //! directory (a symlink swapped in for one makes that path skipped, never followed); the
-//! file is written through the file tools' confined open (a temporary file renamed over
+//! file is written, and a file the agent created removed, through the file tools' confined open (a temporary file renamed over
 //! the name, relative to a directory handle reached without following links), so nothing
 //! is ever written outside the project. What could not be restored is said, with why.
 
@@ -72,7 +72,7 @@ pub(super) fn restore(
         Entry::Unrecorded { why } => Err(format!("its earlier state was not kept ({why})")),
         Entry::Missing => match now {
             None => Ok(false),
-            Some(_) => std::fs::remove_file(&path)
+            Some(_) => remove(root, &path)
                 .map(|()| true)
                 .map_err(|e| format!("could not be removed: {e}")),
         },
@@ -86,7 +86,7 @@ pub(super) fn restore(
         Entry::File { blob, mode, .. } => objects.get(blob).and_then(|content| {
             // A symlink at the name is replaced, never written through.
             if now.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
-                remove_link_or_file(&path, true).map_err(|e| e.to_string())?;
+                remove(root, &path).map_err(|e| format!("could not be replaced: {e}"))?;
             }
             confined::locate(&path, &[root.to_path_buf()], Parents::Create)
                 .and_then(|located| located.write_atomic(&content, Some(safe_mode(*mode))))
@@ -102,12 +102,11 @@ pub(super) fn restore(
     }
 }
 
-fn remove_link_or_file(path: &Path, exists: bool) -> std::io::Result<()> {
-    if exists {
-        std::fs::remove_file(path)
-    } else {
-        Ok(())
-    }
+/// Removes the file or symlink at `path` through a handle on its directory reached
+/// without following links (never by path: a directory swapped for a symlink after
+/// [`plain_parents`] looked cannot make the removal land outside the project).
+fn remove(root: &Path, path: &Path) -> Result<(), crate::tool::ToolError> {
+    confined::locate_name(path, &[root.to_path_buf()])?.remove()
 }
 
 /// The permission bits a rewind writes for a recorded `mode`: never setuid, setgid,

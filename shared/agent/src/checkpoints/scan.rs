@@ -10,6 +10,7 @@
 //! device, inode, mode); only a file whose stamp changed is read again.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,6 +21,8 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use super::CheckpointError;
 use super::objects::Objects;
 use super::record::Entry;
+use crate::tool::ToolError;
+use crate::tools::confined;
 
 /// What identifies a file's version without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +108,10 @@ pub(super) fn checked_relative(rel: &Path) -> Option<String> {
     let mut parts = Vec::new();
     for component in rel.components() {
         match component {
-            Component::Normal(part) if part != ".git" => parts.push(part.to_str()?),
+            // Case-insensitive: on a case-insensitive file system `.GIT` is `.git`.
+            Component::Normal(part) if !part.eq_ignore_ascii_case(".git") => {
+                parts.push(part.to_str()?)
+            }
             _ => return None,
         }
     }
@@ -141,12 +147,13 @@ pub(super) fn walk(
     let root = root.to_path_buf();
     let walker = move || {
         let mut walk = Walk {
-            files: HashMap::with_capacity(expected.clamp(1024, max_files)),
+            files: HashMap::with_capacity(expected.max(1024).min(max_files)),
             max_files,
             deadline,
             skip,
             dev: 0,
             seen: 0,
+            warned: false,
         };
         let _ = sender.send(walk.run(&root).map(|()| walk.files));
     };
@@ -176,7 +183,12 @@ struct Walk {
     dev: u64,
     /// Entries seen since the clock was last read.
     seen: u32,
+    /// An ignore file was skipped and said.
+    warned: bool,
 }
+
+/// The most of one `.gitignore` (or `.git/info/exclude`) a walk reads: 1 MiB.
+const MAX_IGNORE_BYTES: u64 = 1 << 20;
 
 /// A directory's `.gitignore` rules (or `.git/info/exclude`'s), with the depth of the
 /// directory (components of its relative path) they apply under.
@@ -193,7 +205,7 @@ impl Walk {
         self.dev = meta.dev();
         let mut rules: Vec<Rules> = Vec::new();
         let mut exclude = GitignoreBuilder::new(root);
-        exclude.add(root.join(".git/info/exclude"));
+        self.add_ignore_file(&mut exclude, &root.join(".git/info/exclude"));
         if let Ok(matcher) = exclude.build()
             && !matcher.is_empty()
         {
@@ -238,13 +250,17 @@ impl Walk {
                 (entry, name)
             })
             .collect();
-        let has = |wanted: &str| entries.iter().any(|(_, name)| name == wanted);
+        let has = |wanted: &str| {
+            entries
+                .iter()
+                .any(|(_, name)| name.eq_ignore_ascii_case(wanted))
+        };
         if depth > 0 && has(".git") {
             return Ok(());
         }
         if has(".gitignore") {
             let mut builder = GitignoreBuilder::new(path);
-            builder.add(path.join(".gitignore"));
+            self.add_ignore_file(&mut builder, &path.join(".gitignore"));
             if let Ok(matcher) = builder.build()
                 && !matcher.is_empty()
             {
@@ -266,7 +282,8 @@ impl Walk {
             rel.push_str(name);
             // `.git` anywhere, and `.roocode/worktrees` (see [`excluded`]; the parents of
             // an entry were checked when they were entered).
-            let skipped = name == ".git" || (kind.is_dir() && rel == WORKTREES);
+            let skipped = name.eq_ignore_ascii_case(".git")
+                || (kind.is_dir() && rel.eq_ignore_ascii_case(WORKTREES));
             if skipped || ignored(rules, &rel, depth, kind.is_dir()) {
                 continue;
             }
@@ -283,6 +300,41 @@ impl Walk {
             self.files.insert(rel.clone(), Stamp::of(&meta));
         }
         Ok(())
+    }
+
+    /// Adds the rules of the ignore file at `path` to `builder`. The file is another
+    /// program's: it is opened without following a symlink or blocking (a FIFO), read
+    /// only if it is a regular file, and only up to [`MAX_IGNORE_BYTES`]; one that is not
+    /// is skipped (its rules not applied) and said once per walk.
+    fn add_ignore_file(&mut self, builder: &mut GitignoreBuilder, path: &Path) {
+        let mut content = Vec::new();
+        let read = confined::open_regular(path)
+            .map_err(|e| match e {
+                ToolError::NotFound { .. } => None,
+                e => Some(e.to_string()),
+            })
+            .and_then(|file| {
+                file.take(MAX_IGNORE_BYTES + 1)
+                    .read_to_end(&mut content)
+                    .map_err(|e| Some(format!("{}: {e}", path.display())))
+            });
+        let why = match read {
+            Err(None) => return,
+            Err(Some(why)) => why,
+            Ok(_) if content.len() as u64 > MAX_IGNORE_BYTES => {
+                format!("{} is larger than {MAX_IGNORE_BYTES} bytes", path.display())
+            }
+            Ok(_) => {
+                for line in String::from_utf8_lossy(&content).lines() {
+                    let _ = builder.add_line(Some(path.to_path_buf()), line);
+                }
+                return;
+            }
+        };
+        if !self.warned {
+            self.warned = true;
+            tracing::warn!("checkpoints: an ignore file was skipped, its rules not applied: {why}");
+        }
     }
 
     /// Reads the clock every 64 entries: past the deadline, the walk stops.
@@ -318,12 +370,14 @@ fn ignored(rules: &[Rules], rel: &str, depth: usize, is_dir: bool) -> bool {
 
 /// Whether `rel` lies where checkpoints never look: the user's repository (`.git`
 /// anywhere) or teammates' clones (`.roocode/worktrees`).
+/// Names compare without regard to ASCII case: on a case-insensitive file system (macOS)
+/// `.GIT` and `.RooCode/Worktrees` are the same entries.
 pub(super) fn excluded(rel: &str) -> bool {
-    rel == WORKTREES
-        || rel
-            .strip_prefix(WORKTREES)
-            .is_some_and(|rest| rest.starts_with('/'))
-        || rel.split('/').any(|part| part == ".git")
+    let under_worktrees = rel
+        .get(..WORKTREES.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(WORKTREES))
+        && matches!(rel.as_bytes().get(WORKTREES.len()), None | Some(b'/'));
+    under_worktrees || rel.split('/').any(|part| part.eq_ignore_ascii_case(".git"))
 }
 
 /// Where teammates' clones live inside a project.

@@ -277,3 +277,119 @@ fn a_rewind_leaves_a_file_whose_present_state_it_could_not_keep_for_an_undo() {
         report.describe()
     );
 }
+
+/// Runs `f` on a thread of its own, failing (not hanging) if it takes longer than 20 s;
+/// on a timeout `unblock` runs first so a reader stuck on a FIFO is released.
+fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static, unblock: impl FnOnce()) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(value) => value,
+        Err(_) => {
+            unblock();
+            panic!("blocked on a non-regular file");
+        }
+    }
+}
+
+/// Opens the write end of `fifo` without blocking, so a reader blocked on it gets EOF.
+fn release(fifo: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(fifo);
+}
+
+#[test]
+fn a_gitignore_linked_to_dev_zero_or_a_fifo_does_not_stop_the_walk() {
+    for hostile in ["zero", "fifo", "exclude-fifo"] {
+        let (_dir, root, _home) = project();
+        std::fs::write(root.join("kept.txt"), "k").unwrap();
+        let planted = match hostile {
+            "zero" => {
+                std::os::unix::fs::symlink("/dev/zero", root.join(".gitignore")).unwrap();
+                root.join(".gitignore")
+            }
+            "fifo" => root.join(".gitignore"),
+            _ => {
+                std::fs::create_dir_all(root.join(".git/info")).unwrap();
+                root.join(".git/info/exclude")
+            }
+        };
+        if hostile != "zero" {
+            nix::unistd::mkfifo(&planted, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        }
+        let walked_root = root.clone();
+        let files = within(
+            move || scan::walk(&walked_root, 1000, Duration::from_secs(10), None, 0),
+            || release(&planted),
+        )
+        .unwrap_or_else(|stop| panic!("{hostile}: the walk stopped: {stop:?}"));
+        assert!(files.contains_key("kept.txt"), "{hostile}: {files:?}");
+    }
+}
+
+#[test]
+fn a_file_limit_below_the_initial_capacity_walks_the_tree() {
+    let (_dir, root, _home) = project();
+    std::fs::write(root.join("a.txt"), "a").unwrap();
+    std::fs::write(root.join("b.txt"), "b").unwrap();
+    let files = scan::walk(&root, 10, Duration::from_secs(10), None, 0).unwrap();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(
+        scan::walk(&root, 1, Duration::from_secs(10), None, 5000),
+        Err(scan::WalkStop::Files(1))
+    );
+}
+
+#[test]
+fn a_fifo_at_the_session_file_is_moved_aside_not_waited_on() {
+    let (_dir, root, home) = project();
+    let sessions = home
+        .join("checkpoints")
+        .join(project_key(&root))
+        .join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let fifo = sessions.join("s1.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let (opened_home, opened_root) = (home.clone(), root.clone());
+    let opened = within(
+        move || {
+            Checkpoints::open(
+                &opened_home,
+                &opened_root,
+                "s1",
+                CheckpointLimits::default(),
+            )
+            .map(|_| ())
+        },
+        || release(&fifo),
+    );
+    let err = opened.unwrap_err().to_string();
+    assert!(err.contains("FIFO") && err.contains("moved aside"), "{err}");
+    assert!(std::fs::symlink_metadata(&fifo).is_err());
+    // Opened again, the session starts afresh.
+    Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+}
+
+#[test]
+fn git_and_worktree_names_are_refused_in_any_case() {
+    for rel in [
+        ".GIT/config",
+        "a/.Git/HEAD",
+        ".RooCode/Worktrees/x",
+        ".roocode/WORKTREES",
+    ] {
+        assert_eq!(scan::checked_relative(Path::new(rel)), None, "{rel}");
+    }
+    for rel in ["a/.gitx", ".roocode/worktreesx/a", ".gitignore"] {
+        assert_eq!(
+            scan::checked_relative(Path::new(rel)).as_deref(),
+            Some(rel),
+            "{rel}"
+        );
+    }
+}

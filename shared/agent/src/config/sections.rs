@@ -638,9 +638,18 @@ pub(crate) fn checkpoints(
 ) -> Result<Option<CheckpointsSection>, ConfigError> {
     match value.get("checkpoints") {
         None | Some(Value::Null) => Ok(None),
-        Some(item) => serde_yaml_ng::from_value(item.clone())
-            .map(Some)
-            .map_err(|e| invalid(path, "checkpoints", e.to_string())),
+        Some(item) => {
+            let section: CheckpointsSection = serde_yaml_ng::from_value(item.clone())
+                .map_err(|e| invalid(path, "checkpoints", e.to_string()))?;
+            if section.max_files == Some(0) {
+                return Err(invalid(
+                    path,
+                    "checkpoints",
+                    "max_files must be at least 1 (set enabled: false to record no checkpoints)",
+                ));
+            }
+            Ok(Some(section))
+        }
     }
 }
 
@@ -722,4 +731,24 @@ pub(crate) fn verify(value: &Value, path: &Path) -> Result<Option<VerifySetting>
         command,
         timeout_secs: timeout,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_checkpoint_file_limit_of_zero_is_refused_with_its_key() {
+        let value: Value = serde_yaml_ng::from_str("checkpoints: {max_files: 0}").unwrap();
+        let err = checkpoints(&value, Path::new("config.yaml")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("max_files must be at least 1"), "{text}");
+        let value: Value = serde_yaml_ng::from_str("checkpoints: {max_files: 1}").unwrap();
+        let section = checkpoints(&value, Path::new("config.yaml"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(section.max_files, Some(1));
+    }
 }

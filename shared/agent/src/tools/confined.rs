@@ -108,9 +108,32 @@ pub(crate) fn locate(
     roots: &[PathBuf],
     parents: Parents,
 ) -> Result<Located, ToolError> {
+    locate_with(path, roots, parents, Last::Follow)
+}
+
+/// Like [`locate`] with [`Parents::Existing`], but the last component is not resolved:
+/// the entry is the name itself (a symlink there is the link, not where it leads), in
+/// its parent directory reached without following links. What removes a name uses it.
+pub(crate) fn locate_name(path: &Path, roots: &[PathBuf]) -> Result<Located, ToolError> {
+    locate_with(path, roots, Parents::Existing, Last::Keep)
+}
+
+/// Whether [`locate_once`] resolves the last component of the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Follow,
+    Keep,
+}
+
+fn locate_with(
+    path: &Path,
+    roots: &[PathBuf],
+    parents: Parents,
+    last_component: Last,
+) -> Result<Located, ToolError> {
     let mut last = None;
     for _ in 0..ATTEMPTS {
-        match locate_once(path, roots, parents) {
+        match locate_once(path, roots, parents, last_component) {
             Err(Attempt::Changed) => {
                 last = Some(ToolError::Changed {
                     path: path.to_path_buf(),
@@ -133,8 +156,18 @@ enum Attempt {
     Failed(ToolError),
 }
 
-fn locate_once(path: &Path, roots: &[PathBuf], parents: Parents) -> Result<Located, Attempt> {
-    let resolved = resolve(path).map_err(Attempt::Failed)?;
+fn locate_once(
+    path: &Path,
+    roots: &[PathBuf],
+    parents: Parents,
+    last_component: Last,
+) -> Result<Located, Attempt> {
+    let resolved = match (last_component, path.parent(), path.file_name()) {
+        (Last::Keep, Some(parent), Some(name)) => {
+            resolve(parent).map_err(Attempt::Failed)?.join(name)
+        }
+        _ => resolve(path).map_err(Attempt::Failed)?,
+    };
     let Some(root) = roots
         .iter()
         .filter(|root| confinement::is_within(&resolved, root))
@@ -281,6 +314,19 @@ impl Located {
             }
             Err(Errno::ENOENT) => Ok(None),
             Err(e) => Err(ToolError::io("inspect", &self.path, e.into())),
+        }
+    }
+
+    /// Removes the entry (a file or a symlink, never a directory) from the directory
+    /// handle: a directory on the way swapped for a symlink since [`locate`] cannot
+    /// redirect it. Nothing there is not an error.
+    pub(crate) fn remove(&self) -> Result<(), ToolError> {
+        match unlinkat(&self.dir, self.name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(Errno::ENOENT) => Ok(()),
+            Err(Errno::EISDIR) => Err(ToolError::IsDirectory {
+                path: self.path.clone(),
+            }),
+            Err(e) => Err(ToolError::io("remove", &self.path, e.into())),
         }
     }
 
@@ -547,5 +593,45 @@ mod tests {
         );
         let err = locate(&project.join("missing/f.txt"), &roots, Parents::Existing).unwrap_err();
         assert!(matches!(err, ToolError::NotFound { .. }), "{err}");
+    }
+
+    /// A scratch directory under the target's `tmp/` (what `CARGO_TARGET_TMPDIR` names
+    /// for integration tests), never the shared `/tmp`.
+    fn target_tmpdir() -> tempfile::TempDir {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tmp");
+        fs::create_dir_all(&base).unwrap();
+        tempfile::tempdir_in(base).unwrap()
+    }
+
+    #[test]
+    fn a_located_remove_stays_in_its_directory_when_the_parent_is_swapped_for_a_link() {
+        let dir = target_tmpdir();
+        let base = fs::canonicalize(dir.path()).unwrap();
+        let project = base.join("project");
+        let outside = base.join("outside");
+        fs::create_dir_all(project.join("sub")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(project.join("sub/f.txt"), "inside").unwrap();
+        fs::write(outside.join("f.txt"), "outside").unwrap();
+        let roots = [project.clone()];
+        let located = locate_name(&project.join("sub/f.txt"), &roots).unwrap();
+        // The directory is swapped for a link out of the project after the locate.
+        fs::rename(project.join("sub"), project.join("sub-old")).unwrap();
+        std::os::unix::fs::symlink(&outside, project.join("sub")).unwrap();
+        located.remove().unwrap();
+        assert_eq!(
+            fs::read_to_string(outside.join("f.txt")).unwrap(),
+            "outside"
+        );
+        assert!(!project.join("sub-old/f.txt").exists());
+
+        // A symlink at the name is removed itself, never where it leads.
+        std::os::unix::fs::symlink(outside.join("f.txt"), project.join("link")).unwrap();
+        locate_name(&project.join("link"), &roots)
+            .unwrap()
+            .remove()
+            .unwrap();
+        assert!(fs::symlink_metadata(project.join("link")).is_err());
+        assert!(outside.join("f.txt").exists());
     }
 }
