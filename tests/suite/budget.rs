@@ -478,6 +478,23 @@ fn hold_alice(world: &World) -> (String, PathBuf) {
     (wait, go)
 }
 
+/// Waits until alice holds task 1.
+fn wait_for_alice_on_task_1(world: &World, mock: &MockLlm) {
+    roo_tests::wait_until(
+        "alice holds task 1",
+        std::time::Duration::from_secs(60),
+        || {
+            let task = world
+                .team_now()?
+                .tasks()
+                .get(&TaskId::parse("1").ok()?)
+                .ok()?;
+            (task.owner.as_ref().map(Name::as_str) == Some("alice")).then_some(())
+        },
+        || format!("{} requests so far", mock.requests().len()),
+    );
+}
+
 /// Waits until the lead's first `n` requests are accounted in the team.
 fn wait_for_leads_requests(world: &World, mock: &MockLlm, n: u64) {
     let lead_name = Name::parse("lead").unwrap();
@@ -601,19 +618,7 @@ fn a_team_whose_spend_cannot_be_read_starts_no_request() {
     let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
     let lead = world.lead(&mock).spawn();
     wait_for_leads_requests(&world, &mock, 3);
-    roo_tests::wait_until(
-        "alice holds task 1",
-        std::time::Duration::from_secs(60),
-        || {
-            let task = world
-                .team_now()?
-                .tasks()
-                .get(&TaskId::parse("1").ok()?)
-                .ok()?;
-            (task.owner.as_ref().map(Name::as_str) == Some("alice")).then_some(())
-        },
-        || format!("{} requests so far", mock.requests().len()),
-    );
+    wait_for_alice_on_task_1(&world, &mock);
     std::fs::write(
         world.team().tasks().path(),
         r#"{"version":"99.0","next_id":1,"tasks":[]}"#,
@@ -644,19 +649,7 @@ fn a_task_list_reset_under_a_running_team_lifts_no_cap() {
     let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
     let lead = world.lead(&mock).spawn();
     wait_for_leads_requests(&world, &mock, 3);
-    roo_tests::wait_until(
-        "alice holds task 1",
-        std::time::Duration::from_secs(60),
-        || {
-            let task = world
-                .team_now()?
-                .tasks()
-                .get(&TaskId::parse("1").ok()?)
-                .ok()?;
-            (task.owner.as_ref().map(Name::as_str) == Some("alice")).then_some(())
-        },
-        || format!("{} requests so far", mock.requests().len()),
-    );
+    wait_for_alice_on_task_1(&world, &mock);
     std::fs::write(
         world.team().tasks().path(),
         r#"{"version":"1.0","next_id":2,"tasks":[]}"#,
@@ -690,19 +683,7 @@ fn a_task_list_held_for_a_while_pauses_the_gate_and_does_not_stop_it() {
     let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
     let lead = world.lead(&mock).spawn();
     wait_for_leads_requests(&world, &mock, 3);
-    roo_tests::wait_until(
-        "alice holds task 1",
-        std::time::Duration::from_secs(60),
-        || {
-            let task = world
-                .team_now()?
-                .tasks()
-                .get(&TaskId::parse("1").ok()?)
-                .ok()?;
-            (task.owner.as_ref().map(Name::as_str) == Some("alice")).then_some(())
-        },
-        || format!("{} requests so far", mock.requests().len()),
-    );
+    wait_for_alice_on_task_1(&world, &mock);
     let holder = std::process::Command::new("psql")
         .args([url.as_str(), "-v", "ON_ERROR_STOP=1", "-c"])
         .arg(

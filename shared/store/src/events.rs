@@ -543,8 +543,7 @@ impl Draft {
     /// Checks now that the line will be accepted whatever its seq and time (the widest
     /// ones), so a change fails before it writes anything.
     pub(crate) fn check(&self) -> std::result::Result<(), String> {
-        self.line(u64::MAX, crate::limits::MAX_TIMESTAMP)
-            .map(|_| ())
+        self.line(MAX_SEQ, crate::limits::MAX_TIMESTAMP).map(|_| ())
     }
 
     /// The row's body on PostgreSQL: the line without `seq` and `time`, which the row's
