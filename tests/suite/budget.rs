@@ -608,64 +608,45 @@ fn a_tasks_own_cap_cannot_raise_the_configs_task_cap() {
     assert_released_with_note(&world, "task #1's cap of 0.05 USD");
 }
 
-/// The team's spend cannot be read (its task list was written by a newer program): the
-/// gate fails closed. alice starts no request and tells the lead why; the lead's next
+/// While alice holds task 1, her team's task list is replaced by `list`; then the gate
+/// must fail closed: alice starts no request and tells the lead `told`; the lead's next
 /// request does not start either and the run exits 5.
-#[test]
-fn a_team_whose_spend_cannot_be_read_starts_no_request() {
+fn replaced_list_stops_the_team(list: &str, told: &str) {
     let world = World::new();
     let (wait, go) = hold_alice(&world);
     let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
     let lead = world.lead(&mock).spawn();
     wait_for_leads_requests(&world, &mock, 3);
     wait_for_alice_on_task_1(&world, &mock);
-    std::fs::write(
-        world.team().tasks().path(),
-        r#"{"version":"99.0","next_id":1,"tasks":[]}"#,
-    )
-    .unwrap();
+    std::fs::write(world.team().tasks().path(), list).unwrap();
     std::fs::write(&go, "").unwrap();
     let out = lead.wait();
     assert_eq!(out.code(), 5, "{}", out.stderr());
     assert_eq!(requests_of(&mock, Some("alice")).len(), 1, "alice: none");
     assert_eq!(requests_of(&mock, None).len(), 3, "the lead: none");
-    assert!(
-        out.stderr().contains("the team's spend could not be read"),
-        "{}",
-        out.stderr()
+    assert!(out.stderr().contains(told), "{}", out.stderr());
+    assert_lead_told(&world, told);
+}
+
+/// The team's spend cannot be read (its task list was written by a newer program): the
+/// gate fails closed.
+#[test]
+fn a_team_whose_spend_cannot_be_read_starts_no_request() {
+    replaced_list_stops_the_team(
+        r#"{"version":"99.0","next_id":1,"tasks":[]}"#,
+        "the team's spend could not be read",
     );
-    assert_lead_told(&world, "the team's spend could not be read");
 }
 
 /// Review of issue 32: a task list reset (a damaged one moved aside, a new empty one in
 /// its place) lost every cap and the spend with it, and the gates went on as if nothing
-/// had been spent. A gate that sees the team's recorded spend go down fails closed: alice
-/// starts no request and tells the lead; the lead's next request does not start either
-/// and the run exits 5.
+/// had been spent. A gate that sees the team's recorded spend go down fails closed.
 #[test]
 fn a_task_list_reset_under_a_running_team_lifts_no_cap() {
-    let world = World::new();
-    let (wait, go) = hold_alice(&world);
-    let mock = MockLlm::start(&team_script_with(PLAIN_TASK, SPAWN_ALICE, &wait));
-    let lead = world.lead(&mock).spawn();
-    wait_for_leads_requests(&world, &mock, 3);
-    wait_for_alice_on_task_1(&world, &mock);
-    std::fs::write(
-        world.team().tasks().path(),
+    replaced_list_stops_the_team(
         r#"{"version":"1.0","next_id":2,"tasks":[]}"#,
-    )
-    .unwrap();
-    std::fs::write(&go, "").unwrap();
-    let out = lead.wait();
-    assert_eq!(out.code(), 5, "{}", out.stderr());
-    assert_eq!(requests_of(&mock, Some("alice")).len(), 1, "alice: none");
-    assert_eq!(requests_of(&mock, None).len(), 3, "the lead: none");
-    assert!(
-        out.stderr().contains("the task list was reset or replaced"),
-        "{}",
-        out.stderr()
+        "the task list was reset or replaced",
     );
-    assert_lead_told(&world, "the task list was reset or replaced");
 }
 
 /// Review of issue 32: one store error that passes (here the task list's row held by
