@@ -185,13 +185,20 @@ async fn wrong_base_url_gives_a_404_that_says_what_to_check() {
 /// full backoff (23.6 s by default) before the error came.
 #[tokio::test]
 async fn a_refused_local_port_fails_at_once_without_retries() {
-    // A port nobody listens on: bind, note it, close.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // The mock server starts first: a port freed before it binds can be the very port
+    // it takes (CI once saw the mock answer where a refusal was expected).
     let server = MockServer::start().await.unwrap();
+    // A port nobody listens on: bind, note it, close; never the mock's own.
+    let port = loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if port != server.addr().port() {
+            break port;
+        }
+    };
     for host in ["127.0.0.1", "localhost"] {
         let mut s = settings(ProviderKind::OpenAi, &server);
         s.base_url = format!("http://{host}:{port}/v1");
