@@ -1230,3 +1230,119 @@ fn dropped_presence_connections_declare_nobody_dead_and_a_kill_9_is_still_seen()
     let task = team.tasks().get(&task_1).unwrap();
     assert_eq!((task.status, task.owner), (TaskStatus::Pending, None));
 }
+
+/// Issue 33: a member's presence connection dropped 10 times, 0.4 s apart (its lock free
+/// for the 12–25 ms of each reconnect), while a peer's side reclaims tasks of gone owners
+/// and claims the next ready task every 5 ms (`roo-task reclaim`, then `roo-task claim`)
+/// → the peer never gets the member's task; then `kill -9` of the member → the reclaim
+/// releases it (after the absence window) and the peer claims it.
+#[test]
+fn dropped_presence_connections_release_no_task_to_a_peer_that_reclaims_and_claims() {
+    use roo_store::{ClaimOptions, Member, Name, TaskId, TaskStatus};
+    use roo_tests::wait_until;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    let Some(url) = store_url() else {
+        return;
+    };
+    let (_root, team, member, holder) = carol_on_task_1(&url);
+    let (lead, dave) = (Name::parse("lead").unwrap(), Name::parse("dave").unwrap());
+    team.add_member(Member::new(dave.clone(), team.name()))
+        .unwrap();
+    let task_1 = TaskId::parse("1").unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let taken = Arc::new(Mutex::new(Vec::new()));
+    let peer = std::thread::spawn({
+        let (team, lead, dave, stop, taken) = (
+            team.clone(),
+            lead.clone(),
+            dave.clone(),
+            stop.clone(),
+            taken.clone(),
+        );
+        move || {
+            let mut rounds = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                let list = team.tasks();
+                let reclaimed = list.reclaim_gone(Some(&lead)).unwrap();
+                let claimed = list.claim_next(&dave, &ClaimOptions::default()).unwrap();
+                let mut taken = taken.lock().unwrap();
+                taken.extend(
+                    reclaimed
+                        .into_iter()
+                        .map(|r| format!("reclaimed: {}", r.reason)),
+                );
+                taken.extend(claimed.map(|t| format!("dave claimed task {}", t.id)));
+                rounds += 1;
+                drop(taken);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            rounds
+        }
+    });
+    let mut last = 0;
+    for n in 1..=10 {
+        let pid: i64 = wait_until(
+            &format!("carol's presence lock to be held again before drop {n}"),
+            Duration::from_secs(10),
+            || {
+                let taken = taken.lock().unwrap();
+                assert!(taken.is_empty(), "after {} drop(s): {taken:?}", n - 1);
+                drop(taken);
+                let pid: i64 = psql(&url, &holder).parse().ok()?;
+                (pid != 0 && pid != last).then_some(pid)
+            },
+            || format!("{:#?}", team.config().map(|c| c.members)),
+        );
+        assert_eq!(
+            psql(&url, &format!("SELECT pg_terminate_backend({pid})")),
+            "t"
+        );
+        last = pid;
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = peer.join().unwrap();
+    eprintln!("measured: 10 drops of carol's presence connection, {rounds} reclaim+claim rounds");
+    let taken = taken.lock().unwrap().clone();
+    assert!(taken.is_empty(), "{taken:?}");
+    let task = team.tasks().get(&task_1).unwrap();
+    assert_eq!(
+        (task.status, task.owner),
+        (TaskStatus::InProgress, Some(Name::parse("carol").unwrap()))
+    );
+
+    // kill -9: the lock is freed for good; the reclaim releases the task after the window.
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &member.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let at = Instant::now();
+    let claimed = wait_until(
+        "dave to claim carol's task after kill -9",
+        Duration::from_secs(30),
+        || {
+            let list = team.tasks();
+            list.reclaim_gone(Some(&lead)).unwrap();
+            let claimed = list.claim_next(&dave, &ClaimOptions::default()).unwrap();
+            if claimed.is_none() {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            claimed
+        },
+        || format!("{:#?}", team.tasks().get(&task_1)),
+    );
+    eprintln!(
+        "measured: carol's task claimed by dave {:.2} s after kill -9 (reclaim every 200 ms)",
+        at.elapsed().as_secs_f64()
+    );
+    assert_eq!(claimed.id, task_1);
+    let notes: Vec<_> = claimed.notes.iter().map(|n| n.text.clone()).collect();
+    assert!(
+        notes.iter().any(|n| n.contains("reclaimed from carol")),
+        "{notes:?}"
+    );
+}

@@ -4,7 +4,10 @@
 //! editing, deleting tasks and their dependencies) stays in `task_list.rs`; both go
 //! through the one locked change, `TaskList::update_doc`.
 
+use std::cell::RefCell;
+
 use super::*;
+use crate::team::Member;
 
 impl TaskList {
     /// Atomically claims task `id` for `owner`: succeeds only if it is pending, unowned (or
@@ -212,14 +215,96 @@ impl TaskList {
     /// not a member, marked dead, or gone by the store's test (files: a recorded pid that
     /// is not alive; PostgreSQL: a free presence lock) — or whose lease expired
     /// ([`crate::Liveness::live_member_names`], [`owner_gone`]).
+    ///
+    /// A free presence lock counts only as [`Team::detect_dead`] counts it: free on every
+    /// look over [`crate::ABSENCE_WINDOW`], the last look under the config's lock (a
+    /// member reconnecting after a dropped connection is not gone). When no owner's lock
+    /// is free this is one change, as before (PostgreSQL: the held locks read in its
+    /// first round trip); when one is, that owner's tasks are left in that change, the
+    /// lock is looked at again over the window ([`Team::still_gone`]), and a second
+    /// change releases the tasks of the owners whose lock stayed free — same entry, same
+    /// epoch, lock still free on that change's own look.
     pub fn reclaim_gone(&self, by: Option<&Name>) -> Result<Vec<Reclaimed>> {
         // The store's test of liveness, read under the config's share lock (PostgreSQL:
         // every held presence lock, read in the change's first round trip).
         let _presence = crate::pg::want_presence();
-        self.reclaim_in_team(by, None, |config| {
-            let live = self.team.liveness(config)?.live_member_names(config);
-            Ok(move |task: &Task, now| owner_gone(task, now, &live))
-        })
+        let first_look = std::time::Instant::now();
+        // Owners of unfinished tasks whose presence lock was free on the first look,
+        // and the config that look judged (for the looks again).
+        let suspects = RefCell::new(Vec::<Member>::new());
+        let judged = RefCell::new(None::<TeamConfig>);
+        let mut reclaimed = self.reclaim_in_team(by, None, |config| {
+            suspects.borrow_mut().clear();
+            let liveness = self.team.liveness(config)?;
+            *judged.borrow_mut() = Some(config.clone());
+            Ok(self.judge_gone(config, &liveness, &[], Some(&suspects)))
+        })?;
+        let (suspects, Some(config)) = (suspects.into_inner(), judged.into_inner()) else {
+            return Ok(reclaimed);
+        };
+        if suspects.is_empty() {
+            return Ok(reclaimed);
+        }
+        let confirmed = self.team.still_gone(&config, suspects, first_look)?;
+        if confirmed.is_empty() {
+            return Ok(reclaimed);
+        }
+        reclaimed.extend(self.reclaim_in_team(by, None, |config| {
+            let liveness = self.team.liveness(config)?;
+            Ok(self.judge_gone(config, &liveness, &confirmed, None))
+        })?);
+        Ok(reclaimed)
+    }
+
+    /// Which owned, unfinished task [`TaskList::reclaim_gone`] releases, by `liveness`
+    /// read for `config`: [`owner_gone`], except that an owner not marked dead whose
+    /// presence lock is free counts as gone only if it is in `confirmed` with the same
+    /// epoch (its lock stayed free over the absence window); otherwise it is pushed to
+    /// `suspects` (once) and its task kept unless its lease expired.
+    fn judge_gone<'a>(
+        &self,
+        config: &TeamConfig,
+        liveness: &crate::Liveness,
+        confirmed: &'a [Member],
+        suspects: Option<&'a RefCell<Vec<Member>>>,
+    ) -> impl Fn(&Task, Timestamp) -> Option<String> + use<'a> {
+        let pg = self.team.home().pg().is_some();
+        let absent: Vec<Member> = config
+            .members
+            .iter()
+            .filter(|m| {
+                pg && m.epoch.is_some()
+                    && m.dead_at.is_none()
+                    && liveness.evidence(m) == Some(false)
+            })
+            .cloned()
+            .collect();
+        let mut live = liveness.live_member_names(config);
+        live.extend(absent.iter().map(|m| m.name.clone()));
+        move |task: &Task, now| {
+            if let Some(member) = task
+                .owner
+                .as_ref()
+                .and_then(|owner| absent.iter().find(|m| &m.name == owner))
+            {
+                if confirmed
+                    .iter()
+                    .any(|c| c.name == member.name && c.epoch == member.epoch)
+                {
+                    return Some(format!(
+                        "{} is no longer a live member of the team (its presence stayed gone)",
+                        member.name
+                    ));
+                }
+                if let Some(suspects) = suspects {
+                    let mut suspects = suspects.borrow_mut();
+                    if !suspects.iter().any(|s| s.name == member.name) {
+                        suspects.push(member.clone());
+                    }
+                }
+            }
+            owner_gone(task, now, &live)
+        }
     }
 
     /// Sets `to` as the owner of task `id` on `by`'s behalf, in one locked write, and
