@@ -587,3 +587,32 @@ fn quarantined_data_is_reported_until_the_doctor_acknowledges_it() {
     assert!(!quiet.stderr().contains("corrupt"), "{}", quiet.stderr());
     assert_eq!(create(&env, &["--subject", "d"]), "4");
 }
+
+/// Issue 33: a task list deleted outside roo while the team exists is damage, not an
+/// empty list: `roo-task list` fails with exit 3 and says what to do; `doctor` says so;
+/// `doctor --acknowledge` starts an empty list.
+#[test]
+fn a_deleted_task_list_is_reported_as_damage_not_an_empty_list() {
+    let env = TempHome::new();
+    env.team("t", "lead", &["alice"]);
+    create(&env, &["--subject", "a"]);
+    std::fs::remove_file(env.home.join("tasks/t/tasks.json")).unwrap();
+    env.task()
+        .args(["list", "--team", "t"])
+        .run()
+        .assert_code(3)
+        .assert_stderr_contains("missing though the team exists");
+    env.task()
+        .args(["doctor", "--team", "t"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("the task list of team t is missing");
+    env.task()
+        .args(["doctor", "--team", "t", "--acknowledge"])
+        .run()
+        .assert_ok()
+        .assert_stdout_contains("started an empty task list");
+    let out = env.task().args(["list", "--team", "t", "--json"]).run();
+    out.assert_ok();
+    assert_eq!(out.json(), serde_json::json!([]));
+}

@@ -241,6 +241,18 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
     } else {
         Vec::new()
     };
+    // A task list missing as damage (the team exists, no quarantined copy explains it);
+    // `--acknowledge` starts an empty one. A team without a config has no list to judge.
+    let task_list = match roo_store::Team::open(&home, team.clone()) {
+        Ok(opened) if opened.tasks().is_missing()? => {
+            Some(if acknowledge && opened.tasks().restore_missing()? {
+                "restored"
+            } else {
+                "missing"
+            })
+        }
+        _ => None,
+    };
     let presence = match home.pg() {
         Some(pg) => Some(pg.presence_settings()?),
         None => None,
@@ -252,6 +264,7 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
             &crate::shape::Quarantine {
                 quarantined: &found,
                 acknowledged: &acknowledged,
+                task_list,
                 presence: presence.as_ref().map(crate::shape::Presence::of),
             },
         )?;
@@ -272,6 +285,19 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
             "inspect these files and restore what you need, then run `{} doctor --acknowledge`",
             ctx.program
         )?;
+    }
+    match task_list {
+        Some("restored") => writeln!(
+            out,
+            "started an empty task list for team {team}: the missing list's tasks are lost"
+        )?,
+        Some(_) => writeln!(
+            out,
+            "the task list of team {team} is missing (deleted outside roo): restore it from a \
+             backup, or run `{} doctor --acknowledge` to start an empty one",
+            ctx.program
+        )?,
+        None => {}
     }
     if let Some(settings) = &presence {
         let shown: Vec<String> = settings

@@ -115,6 +115,7 @@ pub fn store_code(error: &StoreError) -> u8 {
         | StoreError::NotRegularFile { .. }
         | StoreError::Corrupt { .. }
         | StoreError::Damaged { .. }
+        | StoreError::TaskListMissing { .. }
         | StoreError::NewerFormat { .. } => IO,
         // The task write happened; the code is the failed delivery's.
         StoreError::AssignmentUndelivered { source, .. } => store_code(source),

@@ -107,6 +107,10 @@ pub struct TeamDeleted<'a> {
 pub struct Quarantine<'a> {
     pub quarantined: &'a [PathBuf],
     pub acknowledged: &'a [PathBuf],
+    /// The team's task list is missing as damage (present only then): `"missing"`, or
+    /// `"restored"` when `--acknowledge` started an empty one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_list: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub presence: Option<Presence>,
 }

@@ -210,6 +210,24 @@ pub enum Error {
         supported: u32,
     },
 
+    /// The team exists but its task list does not, and no quarantined copy explains it
+    /// (the list is created with the team and only moved to quarantine by a change): it
+    /// was deleted outside roo. Damage, not an empty list; nothing was written.
+    #[error(
+        "read the task list of team {team:?}: it is missing though the team exists (deleted \
+         outside roo, or lost); this is damage, not an empty list, and nothing was written. \
+         Restore it ({path}) from a backup, or start an empty list with `roo-task doctor \
+         --team {team} --acknowledge` (its tasks are then lost)",
+        path = path.display()
+    )]
+    TaskListMissing {
+        /// The team.
+        team: String,
+        /// The task list's path (on the PostgreSQL store, where the file layout names its
+        /// document).
+        path: PathBuf,
+    },
+
     /// The team has no config (no file; or no row in the PostgreSQL store).
     #[error(
         "find team {team:?}: {}; create it with `roo-mail team create --team {team} --lead NAME`",

@@ -584,17 +584,88 @@ impl TaskList {
         })
     }
 
-    /// The list; refuses a team without a config (one round trip on PostgreSQL).
+    /// The list; refuses a team without a config (one round trip on PostgreSQL), and a
+    /// team whose list is missing with no quarantined copy to explain it
+    /// ([`Error::TaskListMissing`]).
     fn load(&self) -> Result<TaskListDoc> {
-        let (list, team) = doc::load_in_team::<TaskListDoc>(
-            self.team.home(),
-            &self.path(),
-            &self.team.config_path(),
-        )?;
+        let (list, team) = self.load_in_team()?;
         if !team {
             return Err(self.team_not_found());
         }
-        Ok(list.unwrap_or_else(TaskListDoc::empty))
+        if let Some(list) = list {
+            return Ok(list);
+        }
+        // Files: the list was read before the config, and a team being created writes its
+        // list before its config: read it again before calling it missing.
+        if self.team.home().pg().is_none()
+            && let (Some(list), _) = self.load_in_team()?
+        {
+            return Ok(list);
+        }
+        if self.missing_unexplained()? {
+            return Err(self.list_missing());
+        }
+        Ok(TaskListDoc::empty())
+    }
+
+    fn load_in_team(&self) -> Result<(Option<TaskListDoc>, bool)> {
+        doc::load_in_team::<TaskListDoc>(self.team.home(), &self.path(), &self.team.config_path())
+    }
+
+    /// Whether no quarantined copy of the list (acknowledged or not) explains its
+    /// absence: a list moved aside whole by a change is an empty list until the next
+    /// change writes one.
+    fn missing_unexplained(&self) -> Result<bool> {
+        Ok(crate::quarantine::siblings_of(self.team.home(), &self.path(), true)?.is_empty())
+    }
+
+    fn list_missing(&self) -> Error {
+        Error::TaskListMissing {
+            team: self.team.name().to_string(),
+            path: self.path(),
+        }
+    }
+
+    /// Whether the team's task list is missing as damage ([`Error::TaskListMissing`]):
+    /// the team exists, the list does not, and no quarantined copy explains it. What
+    /// `doctor` reports.
+    pub fn is_missing(&self) -> Result<bool> {
+        match self.load() {
+            Err(Error::TaskListMissing { .. }) => Ok(true),
+            Err(e) => Err(e),
+            Ok(_) => Ok(false),
+        }
+    }
+
+    /// Starts an empty task list for a team whose list is missing
+    /// ([`TaskList::is_missing`]): what `doctor --acknowledge` does, the owner's
+    /// acceptance that the lost tasks are gone. Its ids start above every id its
+    /// quarantined copies mention (none are known of the lost list). Returns whether it
+    /// wrote one; a list that exists, or whose absence a quarantine explains, is left.
+    pub fn restore_missing(&self) -> Result<bool> {
+        if !self.is_missing()? {
+            return Ok(false);
+        }
+        let fresh = std::cell::Cell::new(false);
+        doc::update_in_team(
+            self.team.home(),
+            &self.path(),
+            doc::InTeam {
+                config: &self.team.config_path(),
+                missing: &|| self.team_not_found(),
+            },
+            || {
+                fresh.set(true);
+                Ok(TaskListDoc::empty())
+            },
+            |_, _, _| {
+                Ok(if fresh.replace(false) {
+                    Outcome::Write(true)
+                } else {
+                    Outcome::Keep(false)
+                })
+            },
+        )
     }
 
     /// One locked change of the list, which also gets the team's config (read in the
@@ -617,6 +688,9 @@ impl TaskList {
         }
         home.ensure_doc_dir(&home.tasks_dir(self.team.name()))?;
         let missing = || self.team_not_found();
+        // Set when the list was missing in this run of the change: damage unless a
+        // quarantined copy explains it (read with the list, under its lock).
+        let fresh = std::cell::Cell::new(false);
         doc::update_in_team(
             home,
             &self.path(),
@@ -624,8 +698,14 @@ impl TaskList {
                 config: &config,
                 missing: &missing,
             },
-            || Ok(TaskListDoc::empty()),
+            || {
+                fresh.set(true);
+                Ok(TaskListDoc::empty())
+            },
             |config, list, guard| {
+                if fresh.replace(false) && !list.quarantined {
+                    return Err(self.list_missing());
+                }
                 let before = crate::events::TaskMarks::of(list);
                 let outcome = change(config, list)?;
                 if let Outcome::Write(_) = &outcome {

@@ -39,6 +39,11 @@ pub struct TaskListDoc {
     /// Members this version does not know (from a newer minor version), kept on rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Whether a change found quarantined copies of the list (read with it, under its
+    /// lock): a missing list is then explained (moved there whole), not damage. Not
+    /// stored.
+    #[serde(skip)]
+    pub(crate) quarantined: bool,
 }
 
 /// A member's reserved requests: started or about to start, not answered yet.
@@ -66,6 +71,7 @@ impl TaskListDoc {
             caps: TeamCaps::default(),
             reserved: BTreeMap::new(),
             extra: Default::default(),
+            quarantined: false,
         }
     }
 }
@@ -83,6 +89,7 @@ impl Document for TaskListDoc {
     /// those in its quarantined copies (a damaged record or a whole damaged list must not
     /// let an id be handed out twice).
     fn after_quarantine(&mut self, quarantined: &[Vec<u8>]) {
+        self.quarantined = !quarantined.is_empty();
         raise_high_water(self, quarantined);
     }
 }

@@ -202,3 +202,65 @@ fn a_team_can_be_created_over_an_unreadable_task_list_on_files() {
     assert!(matches!(first, Err(Error::Corrupt { .. })), "{first:?}");
     assert!(create().is_ok());
 }
+
+/// Issue 33: a task list deleted outside roo (its row deleted) while the team exists is
+/// damage, not an empty list: reads and changes fail with `TaskListMissing` and write
+/// nothing (no new list whose ids would start again at 1); `restore_missing` (what
+/// `doctor --acknowledge` does) starts an empty one. A list moved to quarantine whole is
+/// not missing (its quarantined copy explains it): see
+/// `ids_stay_above_a_whole_quarantined_task_list_even_acknowledged`.
+#[test]
+fn a_deleted_task_list_is_damage_not_an_empty_list() {
+    let Some((_d, home, url)) = pg_home() else {
+        return;
+    };
+    let team = team_named(&home, "t", &["alice"]);
+    missing_task_list_is_damage(&team, || {
+        psql(&url, "DELETE FROM roo_doc WHERE key = 'tasks/t/tasks.json'");
+    });
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT count(*) FROM roo_doc WHERE key = 'tasks/t/tasks.json'"
+        ),
+        "1"
+    );
+}
+
+#[test]
+fn a_deleted_task_list_is_damage_not_an_empty_list_on_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = RooHome::new(dir.path());
+    let team = team_named(&home, "t", &["alice"]);
+    let path = home.task_list(&name("t"));
+    missing_task_list_is_damage(&team, || std::fs::remove_file(&path).unwrap());
+    assert!(path.exists());
+}
+
+fn missing_task_list_is_damage(team: &Team, delete: impl FnOnce()) {
+    let list = team.tasks();
+    list.create(new_task("one")).unwrap();
+    assert!(!list.is_missing().unwrap());
+    delete();
+    let missing = |err: Error| {
+        assert!(matches!(err, Error::TaskListMissing { .. }), "{err}");
+        assert!(
+            err.to_string().contains("doctor --team t --acknowledge"),
+            "{err}"
+        );
+    };
+    missing(list.list(&Default::default()).unwrap_err());
+    missing(list.get(&TaskId::parse("1").unwrap()).unwrap_err());
+    missing(list.create(new_task("two")).unwrap_err());
+    missing(
+        list.claim_next(&name("alice"), &Default::default())
+            .unwrap_err(),
+    );
+    assert!(list.is_missing().unwrap());
+    // The owner's acceptance: an empty list, once.
+    assert!(list.restore_missing().unwrap());
+    assert!(!list.restore_missing().unwrap());
+    assert!(!list.is_missing().unwrap());
+    assert!(list.list(&Default::default()).unwrap().is_empty());
+    list.create(new_task("three")).unwrap();
+}
