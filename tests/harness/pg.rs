@@ -129,6 +129,21 @@ impl OwnCluster {
         );
     }
 
+    /// Restarts the server with `max_connections` set to `n` (the script starts it with
+    /// 200), and returns once it accepts connections again.
+    pub fn set_max_connections(&self, n: u32) {
+        let opts = self.dir.join("data/postmaster.opts");
+        let text = std::fs::read_to_string(&opts).expect("read postmaster.opts");
+        assert!(text.contains("max_connections=200"), "{text}");
+        std::fs::write(
+            &opts,
+            text.replace("max_connections=200", &format!("max_connections={n}")),
+        )
+        .expect("write postmaster.opts");
+        self.restart_after(std::time::Duration::ZERO);
+        assert_eq!(psql(&self.dsn, "SHOW max_connections"), n.to_string());
+    }
+
     /// The directory of the server's unix socket.
     pub fn socket_dir(&self) -> &std::path::Path {
         &self.dir

@@ -824,3 +824,33 @@ fn member_names_differing_only_in_case_are_refused() {
         .assert_code(1);
     assert!(!env.path().join("teams/t/inboxes/ALICE.json").exists());
 }
+
+/// Issue 33 (connection budget): what the command line alone decides is checked before
+/// the store is opened, so a refused command takes no database session. The store here is
+/// a PostgreSQL URL whose port refuses connections: a command that connected first would
+/// wait for the server (10 s) and fail with exit 3; these fail with exit 2 at once.
+#[test]
+fn a_command_refused_for_its_flags_opens_no_store_session() {
+    let env = TempHome::new();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("postgresql://roo@127.0.0.1:{port}/roo?sslmode=disable");
+    // A text message without its summary.
+    env.mail()
+        .env("ROO_STORE", &url)
+        .args([
+            "send", "--team", "t", "--from", "lead", "--to", "alice", "hi",
+        ])
+        .run()
+        .assert_code(2)
+        .assert_stderr_contains("summary");
+    // No member to read as.
+    env.mail()
+        .env("ROO_STORE", &url)
+        .env_remove("ROO_AGENT_NAME")
+        .args(["read", "--team", "t"])
+        .run()
+        .assert_code(2);
+}

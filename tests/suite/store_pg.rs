@@ -1346,3 +1346,156 @@ fn dropped_presence_connections_release_no_task_to_a_peer_that_reclaims_and_clai
         "{notes:?}"
     );
 }
+
+/// Issue 33 (connection budget): 50 `roo-mail watch` and then 50 `roo-mail send` started
+/// at once, at a server with `max_connections=100` (a cluster of the test's own): every
+/// send exits 0 and every watcher prints its message. A watcher holds one session while
+/// it waits (its presence connection, with the LISTENs; its request session is closed
+/// between reads and opened again by the next read); a send takes one, retried while the
+/// server is full. Before, a watcher held two: 50 filled the server and 0 of 50 sends got
+/// in (each failed with exit 3 after 10 s).
+#[test]
+fn fifty_watchers_and_fifty_senders_deliver_every_message_in_a_hundred_connections() {
+    use std::io::BufRead;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+    /// Every child killed and reaped, whatever the test's outcome.
+    struct Children(Vec<Child>);
+    impl Drop for Children {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+    let Some(cluster) = OwnCluster::start() else {
+        return;
+    };
+    cluster.set_max_connections(100);
+    let url = fresh_schema_url(&cluster.dsn);
+    let env = TempHome::new();
+    let members: Vec<String> = (1..=50).map(|n| format!("m{n}")).collect();
+    let mut create = vec!["team", "create", "--team", "t", "--lead", "lead"];
+    for member in &members {
+        create.extend(["--member", member.as_str()]);
+    }
+    env.mail()
+        .env("ROO_STORE", &url)
+        .args(&create)
+        .run()
+        .assert_ok();
+    let outputs = roo_tests::TempDir::new();
+    let mail = |args: &[&str]| {
+        let mut command = Command::new(roo_tests::bin("roo-mail"));
+        command
+            .args(args)
+            .env("ROO_HOME", env.path())
+            .env("ROO_STORE", &url)
+            .env_remove("ROO_TEAM")
+            .env_remove("ROO_AGENT_NAME");
+        command
+    };
+    // The watchers, one after another: each says it watches before the next starts.
+    let begun = Instant::now();
+    let mut watchers = Children(Vec::new());
+    for member in &members {
+        let mut child = mail(&[
+            "watch",
+            "--team",
+            "t",
+            "--as",
+            member,
+            "--count",
+            "1",
+            "--timeout",
+            "120",
+        ])
+        .stdout(std::fs::File::create(outputs.path().join(member)).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        watchers.0.push(child);
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        assert!(
+            first.contains("watching the inbox"),
+            "watcher {member}: {first}"
+        );
+        // Its stderr stays drained (nothing more is expected).
+        std::thread::spawn(move || lines.for_each(drop));
+    }
+    // Each waits with one session once its first read is done.
+    let sessions = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
+                    AND pid <> pg_backend_pid()";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let held: usize = psql(&cluster.dsn, sessions).parse().unwrap();
+        if held <= members.len() {
+            eprintln!(
+                "measured: {held} sessions held by 50 waiting watchers, {:.1} s after the \
+                 first started",
+                begun.elapsed().as_secs_f64()
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "50 watchers still hold {held} sessions"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The senders, all at once.
+    let started = Instant::now();
+    let senders: Vec<(String, Child)> = members
+        .iter()
+        .map(|member| {
+            let child = mail(&[
+                "send",
+                "--team",
+                "t",
+                "--from",
+                "lead",
+                "--to",
+                member,
+                "--summary",
+                "hello",
+                &format!("for {member}"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+            (member.clone(), child)
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for (member, child) in senders {
+        let out = child.wait_with_output().unwrap();
+        if !out.status.success() {
+            failed.push(format!(
+                "to {member}: {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    eprintln!(
+        "measured: 50 sends done {:.2} s after they started",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(failed.is_empty(), "sends failed:\n{}", failed.join("\n"));
+    for (member, child) in members.iter().zip(&mut watchers.0) {
+        assert!(child.wait().unwrap().success(), "watcher {member}");
+        let printed = std::fs::read_to_string(outputs.path().join(member)).unwrap();
+        assert!(
+            printed.contains(&format!("for {member}")),
+            "{member}: {printed}"
+        );
+    }
+    eprintln!(
+        "measured: every watcher printed its message {:.2} s after the sends started",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -131,8 +131,9 @@ fn run(cli: MailCli) -> CliResult {
 }
 
 fn read(ctx: &Context, args: ReadArgs, out: &mut impl Write) -> CliResult {
-    let team = ctx.team()?;
+    ctx.team_name()?;
     let me = ctx.agent()?;
+    let team = ctx.team()?;
     team::require_member(&team, &me)?;
     let mailbox = team.mailbox();
     let messages = mailbox.read(
@@ -258,8 +259,9 @@ fn status(ctx: &Context, id: &str, out: &mut impl Write) -> CliResult {
 }
 
 fn ack(ctx: &Context, ids: &[String], out: &mut impl Write) -> CliResult {
-    let team = ctx.team()?;
+    ctx.team_name()?;
     let me = ctx.agent()?;
+    let team = ctx.team()?;
     team::require_member(&team, &me)?;
     // The same id twice is one message: acknowledge it once, count it once.
     let mut unique: Vec<MessageId> = Vec::with_capacity(ids.len());

@@ -434,7 +434,7 @@ impl Outgoing {
     }
 
     /// Checks the rules that do not depend on the team.
-    pub(crate) fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         let invalid = |reason: String| Err(Error::InvalidMessage { reason });
         let summary = self.summary.as_deref().map(str::trim).unwrap_or("");
         check_parts(

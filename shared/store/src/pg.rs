@@ -438,8 +438,9 @@ struct Inner {
     config: Config,
     /// TLS for both connections and their reconnects, built once from the URL.
     tls: PgTls,
-    /// The current connection; replaced by the next operation once it is closed.
-    conn: Mutex<Arc<Conn>>,
+    /// The current connection; replaced by the next operation once it is closed, opened
+    /// again by the next operation once released ([`PgStore::release_idle_connection`]).
+    conn: Mutex<Option<Arc<Conn>>>,
     /// The presence connection (LISTEN, the watchers' polls, presence locks), opened when
     /// first needed.
     presence: Mutex<Option<Arc<PresenceConn>>>,
@@ -559,7 +560,7 @@ impl PgStore {
             inner: Arc::new(Inner {
                 config,
                 tls,
-                conn: Mutex::new(Arc::new(conn)),
+                conn: Mutex::new(Some(Arc::new(conn))),
                 presence: Mutex::new(None),
                 watchers,
                 transaction: Mutex::new(()),
@@ -751,10 +752,31 @@ impl PgStore {
             // A lost link (server restart, failover, a cut network) is replaced at the
             // next operation, never inside a transaction: what was open there failed
             // with it, and its outcome is the caller's to re-read.
-            if depth == 0 && (current.client.is_closed() || current.is_lost()) {
-                *current = Arc::new(self.reconnect_patiently()?);
+            match current.as_ref() {
+                Some(conn) if depth == 0 && (conn.client.is_closed() || conn.is_lost()) => {
+                    let conn = Arc::new(self.reconnect_patiently()?);
+                    *current = Some(conn.clone());
+                    conn
+                }
+                Some(conn) => conn.clone(),
+                // Released while idle: opened again, patiently (the server may be full
+                // for a moment). Nothing was lost, so no watcher is woken now, nor when
+                // it is released again: it dispatches to watchers of its own (it LISTENs
+                // on nothing; the LISTENs live on the presence connection, which wakes
+                // the watchers when its own link is lost). Woken by each release, a
+                // watcher would read, open, release and be woken again, forever.
+                None => {
+                    let conn = Arc::new(open_connection_patiently(
+                        &self.inner.config,
+                        &self.inner.tls,
+                        &self.inner.target,
+                        &Arc::new(Watchers::default()),
+                        RECONNECT_FOR,
+                    )?);
+                    *current = Some(conn.clone());
+                    conn
+                }
             }
-            current.clone()
         };
         HELD.with(|held| held.borrow_mut().push(id));
         Ok(Hold {
@@ -762,6 +784,25 @@ impl PgStore {
             depth,
             conn,
         })
+    }
+
+    /// Closes the request connection (its session ends) until the next operation needs
+    /// it, which opens it again (trying for [`RECONNECT_FOR`] while the server is full).
+    /// What a process that waits long between operations and holds no presence does
+    /// (`roo-mail watch`: its LISTENs live on the presence connection), so it holds one
+    /// session while it waits. Waits for an operation in progress on another thread;
+    /// must not be called inside a change's closure.
+    pub fn release_idle_connection(&self) {
+        let _no_transaction = self
+            .inner
+            .transaction
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.inner
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 
     /// A new connection in place of one whose link was lost, tried again with backoff

@@ -129,9 +129,13 @@ pub struct SendArgs {
 
 /// Runs `roo-mail send`.
 pub fn run(ctx: &Context, args: SendArgs, out: &mut impl Write) -> CliResult {
-    let team = ctx.team()?;
+    // Everything the command line alone decides is checked before the store is opened:
+    // a send refused for its flags takes no database session (nor waits for one).
+    ctx.team_name()?;
     let from = ctx.agent()?;
     let outgoing = build(args.kind, &args)?;
+    outgoing.validate()?;
+    let team = ctx.team()?;
     let report = team
         .mailbox()
         .send_keyed(&from, &args.to, outgoing, args.key.as_deref())?;

@@ -35,8 +35,9 @@ pub struct WatchArgs {
 
 /// Runs `roo-mail watch`.
 pub fn run(ctx: &Context, args: WatchArgs, out: &mut impl Write) -> CliResult {
-    let team = ctx.team()?;
+    ctx.team_name()?;
     let me = ctx.agent()?;
+    let team = ctx.team()?;
     crate::team::require_member(&team, &me)?;
     let mailbox = team.mailbox();
     // Subscribe before looking, so nothing sent in between is missed.
@@ -100,6 +101,11 @@ pub fn run(ctx: &Context, args: WatchArgs, out: &mut impl Write) -> CliResult {
             }
             None => Duration::from_secs(3600),
         };
+        // While it waits it holds its presence connection only (the LISTENs): the
+        // request session is closed, and opened again by the next read.
+        if let Some(pg) = team.home().pg() {
+            pg.release_idle_connection();
+        }
         match watcher.wait(wait) {
             WaitOutcome::Stopped => return Ok(()),
             WaitOutcome::Changed | WaitOutcome::Woken | WaitOutcome::TimedOut => {}
