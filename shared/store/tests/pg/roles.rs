@@ -121,6 +121,13 @@ fn a_member_role_does_its_members_work() {
     mine.mailbox()
         .send(&name("alice"), "lead", Outgoing::text("hi lead", "hi"))
         .unwrap();
+    assert_eq!(
+        mine.mailbox()
+            .send(&name("alice"), "*", Outgoing::text("hi all", "hi"))
+            .unwrap()
+            .len(),
+        2
+    );
     assert!(matches!(
         mine.tasks()
             .claim(&task.id, &name("alice"), &ClaimOptions::default())
@@ -131,8 +138,8 @@ fn a_member_role_does_its_members_work() {
         t.a.mailbox()
             .read(&name("bob"), &ReadFilter::default())
             .unwrap();
-    assert_eq!(to_bob.len(), 1);
-    assert_eq!(to_bob[0].from, "alice");
+    assert_eq!(to_bob.len(), 2);
+    assert!(to_bob.iter().all(|m| m.from == "alice"));
     // The lead (the owner's login) sees alice alive by her presence, proven.
     let config = t.a.config().unwrap();
     assert_eq!(
@@ -529,4 +536,36 @@ fn only_a_login_that_may_create_roles_creates_member_roles() {
         &dsn,
         &format!("DROP SCHEMA {schema} CASCADE; DROP ROLE {plain}; DROP ROLE {lead}"),
     );
+}
+
+/// A send that bounds the peer's inbox (PROTOCOL.md §5.4: over 150 read messages, the
+/// sender moves the oldest to the archive) is a member's right: read messages may go.
+#[test]
+fn a_member_role_may_move_a_peers_read_messages_to_the_archive() {
+    let Some(t) = two() else {
+        return;
+    };
+    for n in 0..151 {
+        t.a.mailbox()
+            .send(&name("lead"), "bob", Outgoing::text(&format!("m{n}"), "m"))
+            .unwrap();
+    }
+    assert_eq!(t.a.mailbox().take_unread(&name("bob")).unwrap().len(), 151);
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    Team::open(&alice_home, name("a"))
+        .unwrap()
+        .mailbox()
+        .send(
+            &name("alice"),
+            "bob",
+            Outgoing::text("one more", "one more"),
+        )
+        .unwrap();
+    let inbox =
+        t.a.mailbox()
+            .read(&name("bob"), &ReadFilter::default())
+            .unwrap();
+    assert!(inbox.len() <= 101, "{}", inbox.len());
+    assert_eq!(inbox.last().unwrap().from, "alice");
+    assert!(t.a.mailbox().archived(&name("bob")).unwrap().len() >= 51);
 }
