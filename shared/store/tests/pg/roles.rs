@@ -547,7 +547,7 @@ fn a_member_role_may_move_a_peers_read_messages_to_the_archive() {
     };
     for n in 0..151 {
         t.a.mailbox()
-            .send(&name("lead"), "bob", Outgoing::text(&format!("m{n}"), "m"))
+            .send(&name("lead"), "bob", Outgoing::text(format!("m{n}"), "m"))
             .unwrap();
     }
     assert_eq!(t.a.mailbox().take_unread(&name("bob")).unwrap().len(), 151);
