@@ -182,9 +182,9 @@ CREATE OR REPLACE FUNCTION roo_m_check_send(t text, m text, oj json, nj json) RE
 LANGUAGE plpgsql STABLE AS $f$
 DECLARE
     me_id text;
-    o json;
-    n json;
-    before json;
+    olds json := roo_inbox_messages(oj);
+    news json := roo_inbox_messages(nj);
+    bad text;
 BEGIN
     IF nj IS NULL OR json_typeof(nj) NOT IN ('object', 'array') THEN
         RAISE EXCEPTION 'member % may not remove the inbox of a peer', m USING ERRCODE = '42501';
@@ -194,28 +194,28 @@ BEGIN
            json_array_elements(CASE WHEN json_typeof(d.doc -> 'members') = 'array'
                                THEN d.doc -> 'members' ELSE '[]'::json END) x
      WHERE d.key = 'teams/' || t || '/config.json' AND x ->> 'name' = m;
-    FOR o IN SELECT value FROM json_array_elements(roo_inbox_messages(oj)) LOOP
-        IF NOT coalesce(json_typeof(o -> 'read') = 'boolean' AND (o ->> 'read')::boolean, false)
-           AND NOT EXISTS (SELECT 1 FROM json_array_elements(roo_inbox_messages(nj)) x
-                           WHERE x ->> 'id' IS NOT DISTINCT FROM o ->> 'id'
-                             AND roo_json_same(x, o)) THEN
-            RAISE EXCEPTION 'member % may not remove or change an unread message of a peer''s inbox', m
-                USING ERRCODE = '42501';
-        END IF;
-    END LOOP;
-    FOR n IN SELECT value FROM json_array_elements(roo_inbox_messages(nj)) LOOP
-        SELECT x INTO before FROM json_array_elements(roo_inbox_messages(oj)) x
-         WHERE x ->> 'id' IS NOT DISTINCT FROM n ->> 'id' LIMIT 1;
-        IF before IS NULL THEN
-            IF (n ->> 'from') IS DISTINCT FROM m AND (me_id IS NULL OR (n ->> 'from') IS DISTINCT FROM me_id) THEN
-                RAISE EXCEPTION 'member % may send only as itself (a message from %)', m, n ->> 'from'
-                    USING ERRCODE = '42501';
-            END IF;
-        ELSIF NOT roo_json_same(before, n) THEN
-            RAISE EXCEPTION 'member % may not change a message of a peer''s inbox', m
-                USING ERRCODE = '42501';
-        END IF;
-    END LOOP;
+    -- Each array parsed once; messages matched by id (a hash join).
+    IF EXISTS (SELECT 1 FROM json_array_elements(olds) o
+               LEFT JOIN json_array_elements(news) n ON (n ->> 'id') = (o ->> 'id')
+               WHERE NOT coalesce(json_typeof(o -> 'read') = 'boolean' AND (o ->> 'read')::boolean, false)
+                 AND (n IS NULL OR NOT roo_json_same(n, o))) THEN
+        RAISE EXCEPTION 'member % may not remove or change an unread message of a peer''s inbox', m
+            USING ERRCODE = '42501';
+    END IF;
+    SELECT CASE WHEN o IS NULL THEN coalesce(n ->> 'from', '(none)') ELSE '' END INTO bad
+      FROM json_array_elements(news) n
+      LEFT JOIN json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+     WHERE (o IS NULL AND (n ->> 'from') IS DISTINCT FROM m
+            AND (me_id IS NULL OR (n ->> 'from') IS DISTINCT FROM me_id))
+        OR (o IS NOT NULL AND NOT roo_json_same(o, n))
+     LIMIT 1;
+    IF bad = '' THEN
+        RAISE EXCEPTION 'member % may not change a message of a peer''s inbox', m
+            USING ERRCODE = '42501';
+    ELSIF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may send only as itself (a message from %)', m, bad
+            USING ERRCODE = '42501';
+    END IF;
 END
 $f$;
 
