@@ -396,6 +396,13 @@ BEGIN
         EXECUTE format('REVOKE ALL ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq FROM %I', r);
         EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM %I', current_schema(), r);
         DELETE FROM roo_member_role WHERE role = r;
+        -- Its sessions end with it (the owner is a member of the role).
+        BEGIN
+            PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity a
+              WHERE a.usename::text = r AND a.pid <> pg_backend_pid();
+        EXCEPTION WHEN insufficient_privilege THEN
+            NULL;
+        END;
         IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
             EXECUTE format('DROP ROLE %I', r);
         END IF;
@@ -610,8 +617,8 @@ impl PgStore {
         })
     }
 
-    /// A new login role for `member` of `team`, replacing one it had (its sessions
-    /// keep running until they end, but every write they try is refused): it reads only
+    /// A new login role for `member` of `team`, replacing one it had (whose sessions are
+    /// ended): it reads only
     /// `team`'s rows and writes only through the checks of docs/DISTRIBUTED.md. Installs
     /// member roles in this store the first time. Refused when this login may not create
     /// roles ([`PgStore::can_create_member_roles`]).
@@ -639,7 +646,8 @@ impl PgStore {
         Ok(MemberLogin { role, password })
     }
 
-    /// Drops the member roles of `team` (TeamDelete); how many there were.
+    /// Drops the member roles of `team` (TeamDelete), ending their sessions; how many
+    /// there were.
     pub fn drop_member_roles(&self, team: &Name) -> Result<usize> {
         let installed = self.request("look for member roles", |conn| {
             block_on(async { Ok(mode(&conn.client).await? != Mode::Plain) })

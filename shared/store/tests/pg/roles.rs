@@ -390,14 +390,26 @@ fn a_peers_presence_key_held_by_another_role_does_not_count() {
     assert_eq!(bob_alive(), MemberState::Dead);
 }
 
-/// TeamDelete's part: the team's roles are gone, and a second drop finds none.
+/// TeamDelete's part: the team's roles are gone, their sessions ended, and a second
+/// drop finds none.
 #[test]
 fn member_roles_are_dropped_with_their_team() {
     let Some(t) = two() else {
         return;
     };
     let store = t.home.pg().unwrap();
+    let alice = Raw::connect(&as_member(&t.url, &t.alice));
+    alice.exec("SELECT 1");
     assert_eq!(store.drop_member_roles(&name("a")).unwrap(), 2);
+    // Ended by a signal: the session goes a moment later.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alice.try_exec("SELECT 1").is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alice's session runs on"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert_eq!(
         psql(
             &t.url,
