@@ -177,7 +177,8 @@ $f$;
 
 -- A member's write of a peer's inbox: a send. Every unread message stays as it was;
 -- a message that was not there before (by id) carries `from` = the caller (its name or
--- agent id); read messages may go (the bounded inbox moves them to the archive).
+-- agent id) and is none of the types only the lead may send (PROTOCOL.md §5.2); read
+-- messages may go (the bounded inbox moves them to the archive).
 CREATE OR REPLACE FUNCTION roo_m_check_send(t text, m text, oj json, nj json) RETURNS void
 LANGUAGE plpgsql STABLE AS $f$
 DECLARE
@@ -200,6 +201,16 @@ BEGIN
                WHERE NOT coalesce(json_typeof(o -> 'read') = 'boolean' AND (o ->> 'read')::boolean, false)
                  AND (n IS NULL OR NOT roo_json_same(n, o))) THEN
         RAISE EXCEPTION 'member % may not remove or change an unread message of a peer''s inbox', m
+            USING ERRCODE = '42501';
+    END IF;
+    SELECT n ->> 'type' INTO bad
+      FROM json_array_elements(news) n
+      LEFT JOIN json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+     WHERE o IS NULL
+       AND (n ->> 'type') IN ('task_assignment', 'plan_approval_response', 'permission_response')
+     LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may not send a % (only the lead may)', m, bad
             USING ERRCODE = '42501';
     END IF;
     SELECT CASE WHEN o IS NULL THEN coalesce(n ->> 'from', '(none)') ELSE '' END INTO bad

@@ -228,6 +228,37 @@ fn a_member_role_cannot_send_as_the_lead() {
     );
 }
 
+/// Issue 33: answering a request is the lead's (PROTOCOL.md §5.2: only the lead sends
+/// `permission_response`, `plan_approval_response`, `task_assignment`); a member role
+/// sending one as itself is refused by the server too.
+#[test]
+fn a_member_role_cannot_answer_a_request() {
+    let Some(t) = two() else {
+        return;
+    };
+    for kind in [
+        "permission_response",
+        "plan_approval_response",
+        "task_assignment",
+    ] {
+        let e = refused(
+            kind,
+            psql_as(
+                &t.url,
+                &t.alice,
+                &format!(
+                    "SELECT roo_m_write('teams/a/inboxes/bob.json', \
+                     '{{\"version\":\"1.0\",\"messages\":[{{\"id\":\"x\",\"from\":\"alice\",\
+                     \"to\":\"bob\",\"type\":\"{kind}\",\"request_id\":\"r1\",\
+                     \"decision\":\"allow\",\"approve\":true,\"task_id\":\"1\",\
+                     \"text\":\"\",\"summary\":null,\"read\":false}}]}}')"
+                ),
+            ),
+        );
+        assert!(e.contains("only the lead may"), "{e}");
+    }
+}
+
 /// Issue 33: another team's `lead_key` rewritten; the roster is the config too.
 #[test]
 fn a_member_role_cannot_rewrite_the_roster_or_lead_key() {
