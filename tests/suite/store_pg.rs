@@ -515,6 +515,12 @@ fn doctor_shows_the_presence_connections_keepalives_on_postgresql() {
     );
     assert!(text.contains("tcp_user_timeout="), "{text}");
     assert!(text.contains("death detection: unix socket"), "{text}");
+    // The test server's login is its superuser (docs/DISTRIBUTED.md "Authority in the
+    // database").
+    assert!(
+        text.contains("member roles: this login may create them"),
+        "{text}"
+    );
     let json = home
         .mail()
         .env("ROO_STORE", &url)

@@ -99,7 +99,7 @@ fn main() {
     println!("date: {}\n", Timestamp::now());
 
     // ROO_BENCH_ONLY=team runs one section (names: send, process, delivery, throughput,
-    // sizes, team).
+    // sizes, team, pg, roles).
     let only = std::env::var("ROO_BENCH_ONLY").ok();
     let run = |section: &str| only.as_deref().is_none_or(|o| o == section);
     if run("send") {
@@ -128,6 +128,12 @@ fn main() {
                 pg_restart(n(5, 2));
             }
             _ => println!("(PostgreSQL store: ROO_TEST_PG_DSN is not set; skipped)"),
+        }
+    }
+    if run("roles") {
+        match std::env::var("ROO_TEST_PG_DSN") {
+            Ok(dsn) if !dsn.is_empty() => member_roles(&dsn, n(300, 50)),
+            _ => println!("(member roles: ROO_TEST_PG_DSN is not set; skipped)"),
         }
     }
 }
@@ -299,6 +305,79 @@ fn file_and_postgresql(dsn: &str, iterations: usize) {
             "{backend:>10}: kill -9 -> detect_dead declares it    {} (detect every 100 ms)",
             death_detection(&team, &root, &store, iterations.min(20)).line()
         );
+    }
+}
+
+/// Member roles (docs/DISTRIBUTED.md "Authority in the database"), in one run: a member's
+/// send to a peer and its claims, as the store's own login in a store without member
+/// roles, as that login in a store with them (its row locks first look for stuck member
+/// sessions), and as the member's own role (every write through the checking functions).
+fn member_roles(dsn: &str, iterations: usize) {
+    println!("\n## Member roles (PostgreSQL, unix socket): alice's send to bob, alice's claims");
+    for setup in [
+        "owner login, no roles",
+        "owner login, roles on",
+        "member role",
+    ] {
+        let (_dir, home, url) = pg_home(dsn);
+        let team = team(&home, &["alice".to_string(), "bob".to_string()]);
+        let store = home.pg().unwrap();
+        let alice_url = match setup {
+            "owner login, no roles" => url.clone(),
+            _ => {
+                let login = store
+                    .create_member_role(&name("bench"), &name("alice"))
+                    .unwrap();
+                if setup == "member role" {
+                    let start = url.find("://").unwrap() + 3;
+                    let at = start + url[start..].find('@').unwrap();
+                    format!(
+                        "{}{}:{}{}",
+                        &url[..start],
+                        login.role(),
+                        login.password(),
+                        &url[at..]
+                    )
+                } else {
+                    url.clone()
+                }
+            }
+        };
+        let alice_dir = tempfile::tempdir().unwrap();
+        let alice_home = RooHome::new(alice_dir.path().join("home"))
+            .with_store(PgStore::connect(&alice_url).unwrap());
+        let mine = Team::open(&alice_home, name("bench")).unwrap();
+        let (alice, bob) = (name("alice"), name("bob"));
+        let mut samples = Vec::new();
+        for i in 0..iterations {
+            let started = Instant::now();
+            mine.mailbox()
+                .send(&alice, "bob", Outgoing::text(format!("m{i}"), "benchmark"))
+                .unwrap();
+            samples.push(started.elapsed());
+            team.mailbox().take_unread(&bob).unwrap();
+        }
+        println!("{setup:>22}: send            {}", Stats(samples).line());
+        let ids: Vec<TaskId> = (0..iterations)
+            .map(|i| {
+                team.tasks()
+                    .create(NewTask {
+                        subject: format!("t{i}"),
+                        ..Default::default()
+                    })
+                    .unwrap()
+                    .id
+            })
+            .collect();
+        let started = Instant::now();
+        for id in &ids {
+            mine.tasks()
+                .claim(id, &alice, &ClaimOptions::default())
+                .unwrap();
+        }
+        let per_s = ids.len() as f64 / started.elapsed().as_secs_f64();
+        println!("{setup:>22}: claim, one claimer {per_s:>8.0} claims/s");
+        let _ = store.drop_member_roles(&name("bench"));
     }
 }
 

@@ -232,7 +232,8 @@ fn print_warnings(program: &str) {
 /// `doctor`: lists the team's quarantined files, or acknowledges them (renamed to
 /// `<name>.acknowledged`, which ends the warnings; the files are kept). On the PostgreSQL
 /// store it also shows the presence connection's keepalive settings as the server applies
-/// them, and whether the death of a member is seen in seconds.
+/// them, whether the death of a member is seen in seconds, and whether the store's login
+/// may create member roles.
 pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResult {
     let (home, team) = (ctx.home()?, ctx.team_name()?);
     let found = roo_store::quarantine::quarantined(&home, &team)?;
@@ -258,6 +259,10 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
         None => None,
     };
     let unverified = home.pg().and_then(roo_store::PgStore::unverified_tls);
+    let member_roles = match home.pg() {
+        Some(pg) => Some(pg.can_create_member_roles()?),
+        None => None,
+    };
     if ctx.json() {
         crate::output::print_json(
             out,
@@ -316,6 +321,19 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
             shown.join(" ")
         )?;
         writeln!(out, "death detection: {}", settings.verdict())?;
+    }
+    match member_roles {
+        Some(true) => writeln!(
+            out,
+            "member roles: this login may create them (not yet given to teammates: they use \
+             this login; docs/DISTRIBUTED.md)"
+        )?,
+        Some(false) => writeln!(
+            out,
+            "member roles: this login may not create them (it needs CREATEROLE and to own \
+             the tables); teammates use this login, and every check is the client's"
+        )?,
+        None => {}
     }
     if let Some(why) = unverified {
         writeln!(

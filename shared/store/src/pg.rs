@@ -33,8 +33,10 @@ use crate::pg_tls::PgTls;
 
 mod connection;
 mod presence;
+mod roles;
 
 use connection::{Conn, open_connection_patiently};
+pub use roles::MemberLogin;
 
 pub(crate) use presence::PresenceConn;
 pub use presence::{

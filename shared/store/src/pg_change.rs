@@ -721,12 +721,14 @@ impl PgStore {
                 commit,
             )
             .await;
+            // The first failure in the pipeline's order: a refused write (a member
+            // role's rule) is the cause of the aborted transaction the later ones meet.
             q.map(|_| ())
                 .and(a.map(|_| ()))
                 .and(d.map(|_| ()))
-                .and(e.map(|_| ()))
-                .and(n.map(|_| ()))
                 .and(w)
+                .and_then(|written| e.map(|_| written))
+                .and_then(|written| n.map(|_| written))
                 .and_then(|written| c.map(|()| written))
         })
     }

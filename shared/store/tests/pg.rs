@@ -53,3 +53,6 @@ mod row_locks;
 
 #[path = "pg/team_delete.rs"]
 mod team_delete;
+
+#[path = "pg/roles.rs"]
+mod roles;

@@ -21,7 +21,7 @@ use crate::pg_tls::PgTls;
 
 /// Serializes schema creation across processes (`pg_advisory_xact_lock`): concurrent
 /// `CREATE TABLE IF NOT EXISTS` can still collide in the catalog.
-const SCHEMA_LOCK: i64 = 0x726f_6f5f_7363_6831; // "roo_sch1"
+pub(super) const SCHEMA_LOCK: i64 = 0x726f_6f5f_7363_6831; // "roo_sch1"
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS roo_meta (
@@ -278,7 +278,10 @@ async fn set_up(client: &Client, target: &str) -> std::result::Result<Statements
         },
         Migration::Failed(e) => failed("create the schema", &e),
     })?;
-    let statements = Statements::prepare(client, target, failed).await?;
+    let mode = super::roles::mode(client)
+        .await
+        .map_err(|e| failed("read the session's member role", &e))?;
+    let statements = Statements::prepare(client, target, mode, failed).await?;
     client
         .batch_execute("RESET statement_timeout")
         .await
@@ -374,7 +377,7 @@ type Abandon = tokio::sync::oneshot::Sender<()>;
 
 /// Every statement a connection prepares, each named by the comment above it, in the
 /// order of [`Statements`]' fields.
-const STATEMENT_SQL: [&str; 31] = [
+pub(super) const STATEMENT_SQL: [&str; 31] = [
     // read
     "SELECT doc::text FROM roo_doc WHERE key = $1",
     // read_in_team
@@ -485,6 +488,7 @@ impl Statements {
     async fn prepare(
         client: &Client,
         target: &str,
+        mode: super::roles::Mode,
         failed: impl Fn(&str, &tokio_postgres::Error) -> Opening,
     ) -> std::result::Result<Statements, Opening> {
         let engine = |action: &str, detail: &str| Opening {
@@ -495,7 +499,8 @@ impl Statements {
             },
             transient: false,
         };
-        let sql = STATEMENT_SQL;
+        // A member role's session writes through the functions that check it.
+        let sql = super::roles::statement_sql(STATEMENT_SQL, mode);
         let prepared = futures_util::future::join_all(sql.iter().map(|sql| client.prepare(sql)))
             .await
             .into_iter()

@@ -183,6 +183,19 @@ impl Raw {
     pub fn exec(&self, sql: &str) {
         self.rt.block_on(self.client.batch_execute(sql)).unwrap();
     }
+
+    /// [`Raw::exec`], its error as text.
+    pub fn try_exec(&self, sql: &str) -> Result<(), String> {
+        self.rt
+            .block_on(self.client.batch_execute(sql))
+            .map_err(|e| format!("{e} {:?}", e.as_db_error().map(|d| d.message())))
+    }
+
+    /// The first column of the one row `sql` returns, as text.
+    pub fn value(&self, sql: &str) -> String {
+        let row = self.rt.block_on(self.client.query_one(sql, &[])).unwrap();
+        row.get::<_, String>(0)
+    }
 }
 
 /// A member kept alive by its presence (the PostgreSQL store's test: a pid means nothing

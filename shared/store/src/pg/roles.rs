@@ -1,0 +1,750 @@
+//! Member roles (docs/DISTRIBUTED.md "Authority in the database"): a login role per
+//! member of a team, which the server lets read only its own team's rows and write only
+//! through `SECURITY DEFINER` functions that check `session_user` against the rules the
+//! protocol gives a member.
+//!
+//! Installed by the store's owner (the lead's login) on the first member role it creates,
+//! and only when that login may create roles and owns the tables ([`can_create`]); a
+//! store without them works as before. What is installed:
+//!
+//! - `roo_member_role (role, team, member)`: which login is which member (only the owner
+//!   writes it);
+//! - row-level security on every table but `roo_meta`: a member role sees the rows of
+//!   its team's keys only; other roles (the owner, a role with row privileges) see all;
+//! - a member role gets `SELECT` on the tables and nothing else: no `INSERT`, `UPDATE`,
+//!   `DELETE`, and so no `SELECT … FOR UPDATE` of its own;
+//! - `roo_m_*` functions, the only way a member role writes: each checks that the key is
+//!   of the caller's team and the rules of that key (see [`INSTALL`]);
+//! - `roo_presence_counts(pid, key)`: a presence lock held by a session of a member role
+//!   counts only if it is that member's own key at the epoch its config entry records.
+//!
+//! A session finds which kind it is when it opens ([`mode`]), and a member's session
+//! prepares the `roo_m_*` calls in place of the plain writes ([`statement_sql`]).
+
+use tokio_postgres::Client;
+
+use super::{PgStore, block_on};
+use crate::error::{Error, Result};
+use crate::name::Name;
+use crate::random::random_u64;
+
+/// What a session of this store is, as far as member roles go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// The store has no member roles: everything as before.
+    Plain,
+    /// Member roles are installed; this session is not one of them (the owner, the lead):
+    /// its writes are direct, its presence reads count only proven locks.
+    Trusted,
+    /// This session is a member role: its writes go through the `roo_m_*` functions.
+    Member,
+}
+
+/// The schema objects of member roles, idempotent; run by the owner in a transaction
+/// under the schema lock, `@STUCK@` replaced by [`STUCK_AFTER_SECONDS`]. Every function's
+/// `search_path` is fixed to the schema, then `pg_temp`, so a caller's own objects can
+/// never stand in for ours.
+pub(super) const INSTALL: &str = r#"
+CREATE TABLE IF NOT EXISTS roo_member_role (
+    role text PRIMARY KEY,
+    team text NOT NULL,
+    member text NOT NULL,
+    UNIQUE (team, member)
+);
+
+-- The team a key belongs to: `teams/<team>/…` or `tasks/<team>/…`; NULL for any other.
+CREATE OR REPLACE FUNCTION roo_key_team(k text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $f$
+    SELECT CASE WHEN split_part(k, '/', 1) IN ('teams', 'tasks') AND split_part(k, '/', 2) <> ''
+                 AND split_part(k, '/', 3) <> ''
+           THEN split_part(k, '/', 2) END
+$f$;
+
+-- The caller's team and member when the session's login is a member role; NULL else.
+CREATE OR REPLACE FUNCTION roo_session_team() RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER AS $f$
+    SELECT team FROM roo_member_role WHERE role = session_user::text
+$f$;
+CREATE OR REPLACE FUNCTION roo_session_member() RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER AS $f$
+    SELECT member FROM roo_member_role WHERE role = session_user::text
+$f$;
+
+-- Row-level security: a member role's rows are its team's; anyone else's are all rows.
+CREATE OR REPLACE FUNCTION roo_may_see(k text) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER AS $f$
+    SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM roo_member_role WHERE role = session_user::text)
+           THEN true
+           ELSE roo_key_team(k) IS NOT DISTINCT FROM
+                (SELECT team FROM roo_member_role WHERE role = session_user::text)
+                AND roo_key_team(k) IS NOT NULL END
+$f$;
+
+-- A member role's call: its team (refused for anyone else, and for a key outside it).
+CREATE OR REPLACE FUNCTION roo_m_team_of(k text) RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER AS $f$
+DECLARE t text := roo_session_team();
+BEGIN
+    IF t IS NULL THEN
+        RAISE EXCEPTION 'role % is not a member role of this store', session_user
+            USING ERRCODE = '42501';
+    END IF;
+    IF roo_key_team(k) IS DISTINCT FROM t THEN
+        RAISE EXCEPTION 'member role % of team % may not touch %', session_user, t, k
+            USING ERRCODE = '42501';
+    END IF;
+    RETURN t;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION roo_m_placeholder(k text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+BEGIN
+    PERFORM roo_m_team_of(k);
+    INSERT INTO roo_doc (key, doc) VALUES (k, NULL) ON CONFLICT (key) DO NOTHING;
+END
+$f$;
+
+-- Ends the sessions of member roles whose transaction has held a write lock on one of
+-- our tables (a row locked, a row written) for more than @STUCK@ s: a member cannot hold
+-- a row longer, whatever it SETs in its own session. Called before every row lock a
+-- change takes; true. The limit is no parameter: a member calling it cannot end a
+-- peer's change in flight.
+CREATE OR REPLACE FUNCTION roo_end_stuck_members() RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+DECLARE p int;
+BEGIN
+    FOR p IN SELECT DISTINCT a.pid FROM pg_stat_activity a
+             JOIN roo_member_role r ON r.role = a.usename::text
+             JOIN pg_locks l ON l.pid = a.pid
+             WHERE a.xact_start < clock_timestamp() - make_interval(secs => @STUCK@)
+               AND a.pid <> pg_backend_pid()
+               AND l.locktype = 'relation' AND l.granted AND l.mode <> 'AccessShareLock'
+               AND l.relation IN ('roo_doc'::regclass, 'roo_archive'::regclass,
+                                  'roo_quarantine'::regclass, 'roo_event'::regclass,
+                                  'roo_event_seq'::regclass) LOOP
+        BEGIN
+            PERFORM pg_terminate_backend(p);
+        EXCEPTION WHEN insufficient_privilege THEN
+            NULL;
+        END;
+    END LOOP;
+    RETURN true;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION roo_m_lock(k text) RETURNS TABLE (doc text)
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+BEGIN
+    PERFORM roo_m_team_of(k);
+    PERFORM roo_end_stuck_members();
+    RETURN QUERY SELECT d.doc::text FROM roo_doc d WHERE d.key = k FOR UPDATE;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION roo_m_share_config(k text) RETURNS TABLE (doc text)
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+BEGIN
+    PERFORM roo_m_team_of(k);
+    RETURN QUERY SELECT d.doc::text FROM roo_doc d WHERE d.key = k AND d.doc IS NOT NULL
+        FOR SHARE;
+END
+$f$;
+
+-- Two JSON values equal: as written, else as jsonb (a value jsonb cannot hold, a string
+-- with \u0000, compares as written only).
+CREATE OR REPLACE FUNCTION roo_json_same(a json, b json) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE AS $f$
+BEGIN
+    IF a::text = b::text THEN
+        RETURN true;
+    END IF;
+    RETURN a::jsonb = b::jsonb;
+EXCEPTION WHEN others THEN
+    RETURN false;
+END
+$f$;
+
+-- The messages of an inbox document (the bare array of before versions, or `messages`).
+CREATE OR REPLACE FUNCTION roo_inbox_messages(d json) RETURNS json
+LANGUAGE sql IMMUTABLE AS $f$
+    SELECT CASE WHEN d IS NULL THEN '[]'::json
+                WHEN json_typeof(d) = 'array' THEN d
+                WHEN json_typeof(d) = 'object' AND json_typeof(d -> 'messages') = 'array'
+                THEN d -> 'messages'
+                ELSE '[]'::json END
+$f$;
+
+-- A member's write of a peer's inbox: a send. Every unread message stays as it was;
+-- a message that was not there before (by id) carries `from` = the caller (its name or
+-- agent id) and is none of the types only the lead may send (PROTOCOL.md §5.2); read
+-- messages may go (the bounded inbox moves them to the archive).
+CREATE OR REPLACE FUNCTION roo_m_check_send(t text, m text, oj json, nj json) RETURNS void
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+    me_id text;
+    olds json := roo_inbox_messages(oj);
+    news json := roo_inbox_messages(nj);
+    bad text;
+BEGIN
+    IF nj IS NULL OR json_typeof(nj) NOT IN ('object', 'array') THEN
+        RAISE EXCEPTION 'member % may not remove the inbox of a peer', m USING ERRCODE = '42501';
+    END IF;
+    SELECT x ->> 'agent_id' INTO me_id
+      FROM roo_doc d,
+           json_array_elements(CASE WHEN json_typeof(d.doc -> 'members') = 'array'
+                               THEN d.doc -> 'members' ELSE '[]'::json END) x
+     WHERE d.key = 'teams/' || t || '/config.json' AND x ->> 'name' = m;
+    -- Each array parsed once; messages matched by id (a hash join).
+    IF EXISTS (SELECT 1 FROM json_array_elements(olds) o
+               LEFT JOIN json_array_elements(news) n ON (n ->> 'id') = (o ->> 'id')
+               WHERE NOT coalesce(json_typeof(o -> 'read') = 'boolean' AND (o ->> 'read')::boolean, false)
+                 AND (n IS NULL OR NOT roo_json_same(n, o))) THEN
+        RAISE EXCEPTION 'member % may not remove or change an unread message of a peer''s inbox', m
+            USING ERRCODE = '42501';
+    END IF;
+    SELECT n ->> 'type' INTO bad
+      FROM json_array_elements(news) n
+      LEFT JOIN json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+     WHERE o IS NULL
+       AND (n ->> 'type') IN ('task_assignment', 'plan_approval_response', 'permission_response')
+     LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may not send a % (only the lead may)', m, bad
+            USING ERRCODE = '42501';
+    END IF;
+    SELECT CASE WHEN o IS NULL THEN coalesce(n ->> 'from', '(none)') ELSE '' END INTO bad
+      FROM json_array_elements(news) n
+      LEFT JOIN json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+     WHERE (o IS NULL AND (n ->> 'from') IS DISTINCT FROM m
+            AND (me_id IS NULL OR (n ->> 'from') IS DISTINCT FROM me_id))
+        OR (o IS NOT NULL AND NOT roo_json_same(o, n))
+     LIMIT 1;
+    IF bad = '' THEN
+        RAISE EXCEPTION 'member % may not change a message of a peer''s inbox', m
+            USING ERRCODE = '42501';
+    ELSIF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may send only as itself (a message from %)', m, bad
+            USING ERRCODE = '42501';
+    END IF;
+END
+$f$;
+
+-- A member's write of its team's config: the roster (names and agent ids, in order),
+-- the lead's entry and every team-level field (the lead key, the lead's id, the name)
+-- stay as they were. What it changes in the other entries stays the client's rule.
+CREATE OR REPLACE FUNCTION roo_m_check_config(t text, m text, oj json, nj json) RETURNS void
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+    roster_old text;
+    roster_new text;
+    lead text;
+BEGIN
+    IF oj IS NULL OR nj IS NULL OR json_typeof(nj) <> 'object' OR json_typeof(oj) <> 'object' THEN
+        RAISE EXCEPTION 'member % may not create or remove the team''s config', m USING ERRCODE = '42501';
+    END IF;
+    IF (oj::jsonb - 'members') IS DISTINCT FROM (nj::jsonb - 'members') THEN
+        RAISE EXCEPTION 'member % may not change the team''s settings (lead key, lead, name)', m
+            USING ERRCODE = '42501';
+    END IF;
+    IF json_typeof(nj -> 'members') IS DISTINCT FROM 'array'
+       OR json_typeof(oj -> 'members') IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'member % may not change the roster', m USING ERRCODE = '42501';
+    END IF;
+    SELECT string_agg(json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
+      INTO roster_old FROM json_array_elements(oj -> 'members') WITH ORDINALITY AS e(x, i);
+    SELECT string_agg(json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
+      INTO roster_new FROM json_array_elements(nj -> 'members') WITH ORDINALITY AS e(x, i);
+    IF roster_old IS DISTINCT FROM roster_new THEN
+        RAISE EXCEPTION 'member % may not change the roster', m USING ERRCODE = '42501';
+    END IF;
+    lead := oj ->> 'lead_agent_id';
+    IF EXISTS (SELECT 1 FROM json_array_elements(oj -> 'members') o,
+                             json_array_elements(nj -> 'members') n
+               WHERE o ->> 'agent_id' = lead AND n ->> 'agent_id' = lead
+                 AND NOT roo_json_same(o, n)) THEN
+        RAISE EXCEPTION 'member % may not change the lead''s entry', m USING ERRCODE = '42501';
+    END IF;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION roo_m_write(k text, txt text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+DECLARE
+    t text := roo_m_team_of(k);
+    m text := roo_session_member();
+    nj json := txt::json;
+    oj json;
+BEGIN
+    SELECT d.doc INTO oj FROM roo_doc d WHERE d.key = k;
+    IF k = 'teams/' || t || '/config.json' THEN
+        PERFORM roo_m_check_config(t, m, oj, nj);
+    ELSIF starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json' THEN
+        PERFORM roo_m_check_send(t, m, oj, nj);
+    ELSIF k = 'tasks/' || t || '/tasks.json' AND (nj IS NULL OR json_typeof(nj) <> 'object') THEN
+        RAISE EXCEPTION 'member % may not remove the task list', m USING ERRCODE = '42501';
+    END IF;
+    UPDATE roo_doc SET doc = nj, rev = rev + 1, updated_at = now() WHERE key = k;
+    RETURN FOUND;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION roo_m_delete(k text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+DECLARE
+    t text := roo_m_team_of(k);
+    m text := roo_session_member();
+BEGIN
+    IF k = 'teams/' || t || '/config.json' OR k = 'tasks/' || t || '/tasks.json'
+       OR (starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json') THEN
+        RAISE EXCEPTION 'member % may not delete %', m, k USING ERRCODE = '42501';
+    END IF;
+    DELETE FROM roo_doc WHERE key = k;
+    RETURN FOUND;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION roo_m_quarantine(k text, detail text, d text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+BEGIN
+    PERFORM roo_m_team_of(k);
+    INSERT INTO roo_quarantine (key, detail, doc) VALUES (k, detail, d);
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION roo_m_archive(k text, line text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+BEGIN
+    PERFORM roo_m_team_of(k);
+    INSERT INTO roo_archive (key, line) VALUES (k, line);
+END
+$f$;
+
+-- The event statement of a plain session (connection.rs), for a member's key.
+CREATE OR REPLACE FUNCTION roo_m_event(k text, bodies text[], keep int8, channel text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER AS $f$
+DECLARE last int8;
+BEGIN
+    PERFORM roo_m_team_of(k);
+    INSERT INTO roo_event_seq AS s (key, seq) VALUES (k, cardinality(bodies))
+        ON CONFLICT (key) DO UPDATE SET seq = s.seq + cardinality(bodies)
+        RETURNING seq INTO last;
+    INSERT INTO roo_event (key, seq, at, body)
+        SELECT k, last - cardinality(bodies) + b.n, clock_timestamp(), b.body
+        FROM unnest(bodies) WITH ORDINALITY AS b(body, n);
+    IF last / 256 <> (last - cardinality(bodies)) / 256 THEN
+        DELETE FROM roo_event WHERE key = k AND seq <= last - keep;
+    END IF;
+    PERFORM pg_notify(channel, k);
+END
+$f$;
+
+-- The presence key of docs/PROTOCOL.md §8 (FNV-1a, 64 bits, of
+-- "roo-presence\0<team>\0<agent id>\0<epoch>"), as `presence_key` computes it.
+CREATE OR REPLACE FUNCTION roo_presence_key(t text, a text, e text) RETURNS int8
+LANGUAGE plpgsql IMMUTABLE AS $f$
+DECLARE
+    b bytea := convert_to('roo-presence', 'UTF8') || '\x00'::bytea || convert_to(t, 'UTF8')
+        || '\x00'::bytea || convert_to(a, 'UTF8') || '\x00'::bytea || convert_to(e, 'UTF8');
+    h numeric := 14695981039346656037;
+    i int;
+BEGIN
+    FOR i IN 0 .. length(b) - 1 LOOP
+        h := h - mod(h, 256) + ((mod(h, 256)::int) # get_byte(b, i));
+        h := mod(h * 1099511628211, 18446744073709551616);
+    END LOOP;
+    IF h >= 9223372036854775808 THEN
+        h := h - 18446744073709551616;
+    END IF;
+    RETURN h::int8;
+END
+$f$;
+
+-- Whether presence lock `k`, held by backend `p`, counts: always when `p` is not a
+-- member role's session; when it is, only if `k` is that member's own key at the epoch
+-- its config entry records.
+CREATE OR REPLACE FUNCTION roo_presence_counts(p int, k int8) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER AS $f$
+    SELECT coalesce((
+        SELECT CASE WHEN r.role IS NULL THEN true ELSE EXISTS (
+                   SELECT 1 FROM roo_doc d,
+                          json_array_elements(CASE WHEN json_typeof(d.doc -> 'members') = 'array'
+                                              THEN d.doc -> 'members' ELSE '[]'::json END) x
+                   WHERE d.key = 'teams/' || r.team || '/config.json'
+                     AND x ->> 'name' = r.member AND x ->> 'epoch' IS NOT NULL
+                     AND roo_presence_key(r.team, coalesce(x ->> 'agent_id', r.member),
+                                          x ->> 'epoch') = k) END
+        FROM pg_stat_activity a LEFT JOIN roo_member_role r ON r.role = a.usename::text
+        WHERE a.pid = p), true)
+$f$;
+
+ALTER TABLE roo_doc ENABLE ROW LEVEL SECURITY;
+ALTER TABLE roo_archive ENABLE ROW LEVEL SECURITY;
+ALTER TABLE roo_quarantine ENABLE ROW LEVEL SECURITY;
+ALTER TABLE roo_event ENABLE ROW LEVEL SECURITY;
+ALTER TABLE roo_event_seq ENABLE ROW LEVEL SECURITY;
+ALTER TABLE roo_member_role ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS roo_team_rows ON roo_doc;
+CREATE POLICY roo_team_rows ON roo_doc USING (roo_may_see(key));
+DROP POLICY IF EXISTS roo_team_rows ON roo_archive;
+CREATE POLICY roo_team_rows ON roo_archive USING (roo_may_see(key));
+DROP POLICY IF EXISTS roo_team_rows ON roo_quarantine;
+CREATE POLICY roo_team_rows ON roo_quarantine USING (roo_may_see(key));
+DROP POLICY IF EXISTS roo_team_rows ON roo_event;
+CREATE POLICY roo_team_rows ON roo_event USING (roo_may_see(key));
+DROP POLICY IF EXISTS roo_team_rows ON roo_event_seq;
+CREATE POLICY roo_team_rows ON roo_event_seq USING (roo_may_see(key));
+
+-- The owner's administration: a member's role replaced (retried after a lost link, a
+-- second call replaces the first's role), and a team's roles dropped.
+CREATE OR REPLACE FUNCTION roo_admin_drop_member_roles(t text, m text) RETURNS int
+LANGUAGE plpgsql AS $f$
+DECLARE
+    r text;
+    n int := 0;
+BEGIN
+    FOR r IN SELECT role FROM roo_member_role WHERE team = t AND (m IS NULL OR member = m) LOOP
+        EXECUTE format('REVOKE ALL ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq FROM %I', r);
+        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM %I', current_schema(), r);
+        DELETE FROM roo_member_role WHERE role = r;
+        -- Its sessions end with it (the owner is a member of the role).
+        BEGIN
+            PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity a
+              WHERE a.usename::text = r AND a.pid <> pg_backend_pid();
+        EXCEPTION WHEN insufficient_privilege THEN
+            NULL;
+        END;
+        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+            EXECUTE format('DROP ROLE %I', r);
+        END IF;
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION roo_admin_create_member_role(t text, m text, r text, verifier text) RETURNS void
+LANGUAGE plpgsql AS $f$
+BEGIN
+    IF r !~ '^roo_m_[a-z0-9_]{1,57}$' THEN
+        RAISE EXCEPTION 'invalid member role name %', r;
+    END IF;
+    PERFORM roo_admin_drop_member_roles(t, m);
+    EXECUTE format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS PASSWORD %L', r, verifier);
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), r);
+    -- The owner may end the role's sessions (roo_end_stuck_members).
+    EXECUTE format('GRANT %I TO %I', r, current_user);
+    EXECUTE format('GRANT SELECT ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq TO %I', r);
+    -- A default only: the member's own session may SET it otherwise (docs/DISTRIBUTED.md).
+    EXECUTE format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L', r, '60s');
+    INSERT INTO roo_member_role (role, team, member) VALUES (r, t, m);
+END
+$f$;
+REVOKE ALL ON FUNCTION roo_admin_drop_member_roles(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION roo_admin_create_member_role(text, text, text, text) FROM PUBLIC;
+
+DO $d$
+DECLARE f text;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure::text FROM pg_proc p
+             WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+               AND (p.proname LIKE 'roo\_m\_%' OR p.proname IN ('roo_session_team',
+                    'roo_session_member', 'roo_may_see', 'roo_presence_counts',
+                    'roo_key_team', 'roo_json_same', 'roo_inbox_messages', 'roo_presence_key',
+                    'roo_admin_drop_member_roles', 'roo_admin_create_member_role',
+                    'roo_end_stuck_members')) LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
+        EXECUTE format('ALTER FUNCTION %s SET lock_timeout = %L', f, '10s');
+    END LOOP;
+END
+$d$;
+INSERT INTO roo_meta (key, value) VALUES ('member_roles', '1') ON CONFLICT (key) DO NOTHING;
+"#;
+
+/// [`INSTALL`] with its settings in place.
+fn install_sql() -> String {
+    INSTALL.replace("@STUCK@", &STUCK_AFTER_SECONDS.to_string())
+}
+
+/// Which [`Mode`] the session of `client` is in.
+pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {
+    let installed: bool = client
+        .query_one(
+            "SELECT to_regprocedure('roo_session_team()') IS NOT NULL \
+             AND to_regprocedure('roo_presence_counts(int, int8)') IS NOT NULL",
+            &[],
+        )
+        .await?
+        .get(0);
+    if !installed {
+        return Ok(Mode::Plain);
+    }
+    let member: bool = client
+        .query_one("SELECT roo_session_team() IS NOT NULL", &[])
+        .await?
+        .get(0);
+    Ok(if member { Mode::Member } else { Mode::Trusted })
+}
+
+/// Positions in `connection::STATEMENT_SQL` of the statements a mode replaces.
+const PLACEHOLDER: usize = 2;
+const LOCK: usize = 3;
+const WRITE: usize = 5;
+const QUARANTINE: usize = 7;
+const ARCHIVE: usize = 8;
+const DELETE: usize = 9;
+const SHARE_CONFIG: usize = 10;
+const HELD_KEYS: usize = 21;
+const HELD_ALL: usize = 25;
+const EVENT: usize = 26;
+
+/// The presence reads of an installed store: a lock counts only if
+/// `roo_presence_counts` says so.
+const HELD_KEYS_PROVEN: &str = "SELECT ARRAY(SELECT k FROM unnest($1::int8[]) AS k WHERE EXISTS (\
+       SELECT 1 FROM pg_locks l \
+       WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         AND l.classid = ((k >> 32) & 4294967295)::oid \
+         AND l.objid = (k & 4294967295)::oid \
+         AND roo_presence_counts(l.pid, k))), \
+     now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
+       < $2::float8 * interval '1 second'";
+const HELD_ALL_PROVEN: &str = "SELECT ARRAY(SELECT k FROM (\
+       SELECT (l.classid::int8 << 32) | l.objid::int8 AS k, l.pid FROM pg_locks l \
+       WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())) h \
+       WHERE roo_presence_counts(h.pid, h.k)), \
+     now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
+       < $1::float8 * interval '1 second'";
+
+/// The row lock of a trusted session, which first ends member sessions stuck holding
+/// rows (as `roo_m_lock` does for a member's).
+const LOCK_ENDING_STUCK: &str = "SELECT doc::text FROM roo_doc \
+     WHERE key = $1 AND roo_end_stuck_members() FOR UPDATE";
+
+/// How long a member role's transaction may hold a write lock on the store's tables
+/// before the next change that wants a row ends its session: twice [`super::LOCK_WAIT`],
+/// the longest a change waits for a row (docs/DISTRIBUTED.md).
+pub(super) const STUCK_AFTER_SECONDS: u64 = 20;
+
+/// The statements of a session in `mode`: `plain` (every statement of a store without
+/// member roles) with those the mode replaces replaced, each with the same parameters
+/// and the same result columns.
+pub(super) fn statement_sql<const N: usize>(
+    plain: [&'static str; N],
+    mode: Mode,
+) -> [&'static str; N] {
+    let mut sql = plain;
+    if mode == Mode::Plain {
+        return sql;
+    }
+    sql[HELD_KEYS] = HELD_KEYS_PROVEN;
+    sql[HELD_ALL] = HELD_ALL_PROVEN;
+    sql[LOCK] = LOCK_ENDING_STUCK;
+    if mode == Mode::Member {
+        sql[PLACEHOLDER] = "SELECT roo_m_placeholder($1)";
+        sql[LOCK] = "SELECT doc FROM roo_m_lock($1)";
+        // One row when the document was written (or deleted), none when it was not
+        // there: the row count of the plain UPDATE (DELETE).
+        sql[WRITE] = "SELECT 1 WHERE roo_m_write($1, $2::text)";
+        sql[DELETE] = "SELECT 1 WHERE roo_m_delete($1)";
+        sql[QUARANTINE] = "SELECT roo_m_quarantine($1, $2, $3)";
+        sql[ARCHIVE] = "SELECT roo_m_archive($1, $2)";
+        sql[SHARE_CONFIG] = "SELECT doc FROM roo_m_share_config($1)";
+        sql[EVENT] = "SELECT roo_m_event($1, $2::text[], $3, $4)";
+    }
+    sql
+}
+
+/// Whether the login of `client` may create member roles here: a superuser, or a role
+/// with CREATEROLE that owns the store's tables.
+pub(super) async fn can_create(
+    client: &Client,
+) -> std::result::Result<bool, tokio_postgres::Error> {
+    Ok(client
+        .query_one(
+            "SELECT r.rolsuper OR (r.rolcreaterole AND c.relowner = r.oid) \
+             FROM pg_roles r, pg_class c \
+             WHERE r.rolname = current_user AND c.oid = to_regclass('roo_doc')",
+            &[],
+        )
+        .await?
+        .get(0))
+}
+
+/// A role name for `member` of `team`: `roo_m_`, the lowercase letters and digits of
+/// both (shortened), and 16 random hex digits, so names never collide across teams,
+/// schemas or a team created again.
+pub(super) fn role_name(team: &str, member: &str, random: u64) -> String {
+    let clean = |s: &str, max: usize| -> String {
+        s.chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .map(|c| c.to_ascii_lowercase())
+            .take(max)
+            .collect()
+    };
+    format!(
+        "roo_m_{}_{}_{random:016x}",
+        clean(team, 16),
+        clean(member, 16)
+    )
+}
+
+/// The login of a member role: its name and its password. The password is for the
+/// member's process only (handed over like the store's URL, never on a command line,
+/// in a command's environment or on disk); `Debug` does not show it.
+pub struct MemberLogin {
+    role: String,
+    password: String,
+}
+
+impl MemberLogin {
+    /// The role's name (the `user` of the member's URL).
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The role's password.
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+}
+
+impl std::fmt::Debug for MemberLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemberLogin")
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Whether this store's login may create member roles: a superuser, or a role with
+    /// CREATEROLE that owns the tables. Without it, teammates use the store's own login,
+    /// as before member roles.
+    pub fn can_create_member_roles(&self) -> Result<bool> {
+        self.request("check the right to create roles", |conn| {
+            block_on(can_create(&conn.client))
+        })
+    }
+
+    /// A new login role for `member` of `team`, replacing one it had (whose sessions are
+    /// ended): it reads only
+    /// `team`'s rows and writes only through the checks of docs/DISTRIBUTED.md. Installs
+    /// member roles in this store the first time. Refused when this login may not create
+    /// roles ([`PgStore::can_create_member_roles`]).
+    pub fn create_member_role(&self, team: &Name, member: &Name) -> Result<MemberLogin> {
+        let action = format!("create a role for member {member} of team {team}");
+        if !self.can_create_member_roles()? {
+            return Err(Error::NotPermitted {
+                action,
+                reason: "the store's login may not create roles (it needs CREATEROLE and to \
+                         own the tables)"
+                    .into(),
+            });
+        }
+        self.install_member_roles()?;
+        let draw = || random_u64().map_err(|e| self.error(&action, e));
+        let role = role_name(team.as_str(), member.as_str(), draw()?);
+        let password = format!("{:016x}{:016x}{:016x}", draw()?, draw()?, draw()?);
+        let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
+        self.request(&action, |conn| {
+            block_on(conn.client.execute(
+                "SELECT roo_admin_create_member_role($1, $2, $3, $4)",
+                &[&team.as_str(), &member.as_str(), &role, &verifier],
+            ))
+        })?;
+        Ok(MemberLogin { role, password })
+    }
+
+    /// Drops the member roles of `team` (TeamDelete), ending their sessions; how many
+    /// there were.
+    pub fn drop_member_roles(&self, team: &Name) -> Result<usize> {
+        let installed = self.request("look for member roles", |conn| {
+            block_on(async { Ok(mode(&conn.client).await? != Mode::Plain) })
+        })?;
+        if !installed {
+            return Ok(0);
+        }
+        let row = self.request(&format!("drop the member roles of team {team}"), |conn| {
+            block_on(conn.client.query_one(
+                "SELECT roo_admin_drop_member_roles($1, NULL)",
+                &[&team.as_str()],
+            ))
+        })?;
+        Ok(usize::try_from(row.get::<_, i32>(0)).unwrap_or(0))
+    }
+
+    /// Installs member roles ([`INSTALL`]) unless they are; this store's connection is
+    /// then opened again, to prepare the statements of an installed store.
+    fn install_member_roles(&self) -> Result<()> {
+        let action = "install member roles";
+        self.request(action, |conn| {
+            block_on(async {
+                let installed: bool = conn
+                    .client
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM roo_meta WHERE key = 'member_roles')",
+                        &[],
+                    )
+                    .await?
+                    .get(0);
+                if installed && mode(&conn.client).await? != Mode::Plain {
+                    return Ok(());
+                }
+                let install = async {
+                    conn.client.batch_execute("BEGIN").await?;
+                    conn.client
+                        .execute(
+                            "SELECT pg_advisory_xact_lock($1)",
+                            &[&super::connection::SCHEMA_LOCK],
+                        )
+                        .await?;
+                    conn.client.batch_execute(&install_sql()).await?;
+                    conn.client.batch_execute("COMMIT").await
+                };
+                let done = install.await;
+                if done.is_err() {
+                    let _ = conn.client.batch_execute("ROLLBACK").await;
+                }
+                done?;
+                // Prepared for a store without member roles: opened again at the next use.
+                conn.lost.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaced_statements_are_where_expected() {
+        assert!(install_sql().contains(&format!("make_interval(secs => {STUCK_AFTER_SECONDS})")));
+        assert_eq!(STUCK_AFTER_SECONDS, 2 * super::super::LOCK_WAIT.as_secs());
+        let plain = super::super::connection::STATEMENT_SQL;
+        assert!(plain[PLACEHOLDER].starts_with("INSERT INTO roo_doc"));
+        assert!(plain[LOCK].ends_with("FOR UPDATE"));
+        assert!(plain[WRITE].starts_with("UPDATE roo_doc"));
+        assert!(plain[QUARANTINE].starts_with("INSERT INTO roo_quarantine"));
+        assert!(plain[ARCHIVE].starts_with("INSERT INTO roo_archive"));
+        assert!(plain[DELETE].starts_with("DELETE FROM roo_doc WHERE key = $1"));
+        assert!(plain[SHARE_CONFIG].ends_with("FOR SHARE"));
+        assert!(plain[HELD_KEYS].contains("unnest($1::int8[])"));
+        assert!(plain[HELD_ALL].starts_with("SELECT ARRAY(SELECT (l.classid"));
+        assert!(plain[EVENT].starts_with("WITH next AS"));
+    }
+
+    #[test]
+    fn role_names_are_plain_and_short() {
+        let name = role_name(&"A.b-C_d".repeat(9), &"x".repeat(64), u64::MAX);
+        assert!(name.len() <= 63, "{name}");
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        );
+        assert!(name.starts_with("roo_m_abcdabcd"));
+    }
+}

@@ -1,0 +1,614 @@
+//! Member roles (docs/DISTRIBUTED.md "Authority in the database"): as a member role of
+//! team `a`, the attacks of issue 33 are each refused by the server, while the member's
+//! own work (join, presence, sends as itself, claims) goes through. The server is the
+//! real one named by `ROO_TEST_PG_DSN`; each test has a schema of its own.
+use std::process::Command;
+
+use roo_store::{
+    ClaimOptions, ClaimOutcome, MemberLogin, MemberState, Outgoing, ReadFilter, RooHome, Team,
+    presence_key,
+};
+
+use super::common::{
+    Raw, fresh_schema_url, home_at, name, new_task, psql, team_named, wait_out_restart_grace,
+};
+
+/// Teams `a` (alice, bob) and `b` (carol) in one schema, led by the owner's login, with a
+/// member role for alice and bob.
+struct Two {
+    url: String,
+    _dir: tempfile::TempDir,
+    home: RooHome,
+    a: Team,
+    alice: MemberLogin,
+    bob: MemberLogin,
+}
+
+fn two() -> Option<Two> {
+    let dsn = super::common::dsn()?;
+    let url = fresh_schema_url(&dsn);
+    let (dir, home) = home_at(&url);
+    let a = team_named(&home, "a", &["alice", "bob"]);
+    let b = team_named(&home, "b", &["carol"]);
+    b.mailbox()
+        .send(
+            &name("lead"),
+            "carol",
+            Outgoing::text("deploy password is hunter2", "secret"),
+        )
+        .unwrap();
+    let store = home.pg().unwrap();
+    assert!(store.can_create_member_roles().unwrap());
+    let alice = store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+    let bob = store.create_member_role(&name("a"), &name("bob")).unwrap();
+    Some(Two {
+        url,
+        _dir: dir,
+        home,
+        a,
+        alice,
+        bob,
+    })
+}
+
+impl Drop for Two {
+    fn drop(&mut self) {
+        if let Some(store) = self.home.pg() {
+            let _ = store.drop_member_roles(&name("a"));
+        }
+    }
+}
+
+/// `url` with `login`'s user and password in place of the owner's.
+fn as_member(url: &str, login: &MemberLogin) -> String {
+    let start = url.find("://").unwrap() + 3;
+    let at = start + url[start..].find('@').unwrap();
+    format!(
+        "{}{}:{}{}",
+        &url[..start],
+        login.role(),
+        login.password(),
+        &url[at..]
+    )
+}
+
+/// Runs `sql` as `login` with psql: its output, or its error.
+fn psql_as(url: &str, login: &MemberLogin, sql: &str) -> Result<String, String> {
+    let out = Command::new("psql")
+        .args([
+            &as_member(url, login),
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-At",
+            "-c",
+            sql,
+        ])
+        .output()
+        .expect("run psql");
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
+        false => Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
+    }
+}
+
+/// The refusal of `result`, which must be one.
+fn refused(what: &str, result: Result<String, String>) -> String {
+    match result {
+        Ok(out) => panic!("{what} was allowed: {out:?}"),
+        Err(e) => e,
+    }
+}
+
+/// The member's own work goes through its role: joining, presence (proven: the lead sees
+/// it alive), sending as itself to a peer and to the lead, reading, claiming a task.
+#[test]
+fn a_member_role_does_its_members_work() {
+    let Some(t) = two() else {
+        return;
+    };
+    let task = t.a.tasks().create(new_task("work")).unwrap();
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    let team = Team::open(&alice_home, name("a")).unwrap();
+    team.join(roo_store::Member::new(name("alice"), team.name()))
+        .unwrap();
+    let presence = team.hold_presence(&name("alice")).unwrap();
+    let mine = presence.team();
+    mine.mailbox()
+        .send(&name("alice"), "bob", Outgoing::text("hi bob", "hi"))
+        .unwrap();
+    mine.mailbox()
+        .send(&name("alice"), "lead", Outgoing::text("hi lead", "hi"))
+        .unwrap();
+    assert_eq!(
+        mine.mailbox()
+            .send(&name("alice"), "*", Outgoing::text("hi all", "hi"))
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(matches!(
+        mine.tasks()
+            .claim(&task.id, &name("alice"), &ClaimOptions::default())
+            .unwrap(),
+        ClaimOutcome::Claimed(_)
+    ));
+    let to_bob =
+        t.a.mailbox()
+            .read(&name("bob"), &ReadFilter::default())
+            .unwrap();
+    assert_eq!(to_bob.len(), 2);
+    assert!(to_bob.iter().all(|m| m.from == "alice"));
+    // The lead (the owner's login) sees alice alive by her presence, proven.
+    let config = t.a.config().unwrap();
+    assert_eq!(
+        t.a.liveness(&config)
+            .unwrap()
+            .observed_state(config.member("alice").unwrap()),
+        MemberState::Busy
+    );
+    // Alice takes what the lead sent her (a write of her own inbox).
+    t.a.mailbox()
+        .send(&name("lead"), "alice", Outgoing::text("go", "go"))
+        .unwrap();
+    assert_eq!(mine.mailbox().take_unread(&name("alice")).unwrap().len(), 1);
+    assert_eq!(t.a.mailbox().unread_count(&name("alice")).unwrap(), 0);
+}
+
+/// Issue 33: a teammate host read another team's inbox ("deploy password is hunter2").
+#[test]
+fn a_member_role_cannot_read_another_team() {
+    let Some(t) = two() else {
+        return;
+    };
+    let seen = psql_as(
+        &t.url,
+        &t.alice,
+        "SELECT count(*) FROM roo_doc WHERE key LIKE 'teams/b/%' OR key LIKE 'tasks/b/%'",
+    );
+    assert_eq!(seen.as_deref(), Ok("0"));
+    let own = psql_as(
+        &t.url,
+        &t.alice,
+        "SELECT count(*) > 0 FROM roo_doc WHERE key LIKE 'teams/a/%'",
+    );
+    assert_eq!(own.as_deref(), Ok("t"));
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    assert!(Team::open(&alice_home, name("b")).is_err());
+    assert_ne!(
+        psql(
+            &t.url,
+            "SELECT count(*) FROM roo_doc WHERE key LIKE 'teams/b/%'"
+        ),
+        "0"
+    );
+}
+
+/// Issue 33: `roo-mail send --from boss` and a raw UPDATE of the inbox row both
+/// delivered as the lead.
+#[test]
+fn a_member_role_cannot_send_as_the_lead() {
+    let Some(t) = two() else {
+        return;
+    };
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    let team = Team::open(&alice_home, name("a")).unwrap();
+    let forged = team
+        .mailbox()
+        .send(&name("lead"), "bob", Outgoing::text("approved", "approved"));
+    let e = forged.expect_err("a send as the lead");
+    assert!(e.to_string().contains("may send only as itself"), "{e}");
+    let raw = refused(
+        "a raw UPDATE of bob's inbox",
+        psql_as(
+            &t.url,
+            &t.alice,
+            "UPDATE roo_doc SET doc = '{\"version\":\"1.0\",\"messages\":[]}' \
+             WHERE key = 'teams/a/inboxes/bob.json'",
+        ),
+    );
+    assert!(raw.contains("permission denied"), "{raw}");
+    let through = refused(
+        "a forged message through roo_m_write",
+        psql_as(
+            &t.url,
+            &t.alice,
+            "SELECT roo_m_write('teams/a/inboxes/bob.json', \
+             '{\"version\":\"1.0\",\"messages\":[{\"id\":\"x\",\"from\":\"lead\",\"to\":\"bob\",\
+             \"type\":\"text\",\"text\":\"approved\",\"summary\":\"ok\",\"read\":false}]}')",
+        ),
+    );
+    assert!(through.contains("may send only as itself"), "{through}");
+    assert!(
+        t.a.mailbox()
+            .read(&name("bob"), &ReadFilter::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Issue 33: answering a request is the lead's (PROTOCOL.md §5.2: only the lead sends
+/// `permission_response`, `plan_approval_response`, `task_assignment`); a member role
+/// sending one as itself is refused by the server too.
+#[test]
+fn a_member_role_cannot_answer_a_request() {
+    let Some(t) = two() else {
+        return;
+    };
+    for kind in [
+        "permission_response",
+        "plan_approval_response",
+        "task_assignment",
+    ] {
+        let e = refused(
+            kind,
+            psql_as(
+                &t.url,
+                &t.alice,
+                &format!(
+                    "SELECT roo_m_write('teams/a/inboxes/bob.json', \
+                     '{{\"version\":\"1.0\",\"messages\":[{{\"id\":\"x\",\"from\":\"alice\",\
+                     \"to\":\"bob\",\"type\":\"{kind}\",\"request_id\":\"r1\",\
+                     \"decision\":\"allow\",\"approve\":true,\"task_id\":\"1\",\
+                     \"text\":\"\",\"summary\":null,\"read\":false}}]}}')"
+                ),
+            ),
+        );
+        assert!(e.contains("only the lead may"), "{e}");
+    }
+}
+
+/// Issue 33: another team's `lead_key` rewritten; the roster is the config too.
+#[test]
+fn a_member_role_cannot_rewrite_the_roster_or_lead_key() {
+    let Some(t) = two() else {
+        return;
+    };
+    t.a.set_lead_key(&"ab".repeat(32)).unwrap();
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    let team = Team::open(&alice_home, name("a")).unwrap();
+    let e = team
+        .set_lead_key(&"cd".repeat(32))
+        .expect_err("a new lead key");
+    assert!(e.to_string().contains("may not change the team"), "{e}");
+    let roster = refused(
+        "a member added to the roster",
+        psql_as(
+            &t.url,
+            &t.alice,
+            "SELECT roo_m_write('teams/a/config.json', json_build_object(\
+               'version', doc->'version', 'name', doc->'name', \
+               'description', doc->'description', 'lead_agent_id', doc->'lead_agent_id', \
+               'created_at', doc->'created_at', 'lead_key', doc->'lead_key', \
+               'members', (doc->'members')::jsonb || '[{\"name\":\"mallory\",\
+                 \"agent_id\":\"mallory@a\",\"joined_at\":\"2026-01-01T00:00:00Z\"}]'::jsonb\
+             )::text) FROM roo_doc WHERE key = 'teams/a/config.json'",
+        ),
+    );
+    assert!(roster.contains("may not change the roster"), "{roster}");
+    let raw = refused(
+        "a raw UPDATE of the config",
+        psql_as(
+            &t.url,
+            &t.alice,
+            "UPDATE roo_doc SET doc = '{}' WHERE key = 'teams/a/config.json'",
+        ),
+    );
+    assert!(raw.contains("permission denied"), "{raw}");
+    let config = t.a.config().unwrap();
+    assert_eq!(config.lead_key.as_deref(), Some("ab".repeat(32).as_str()));
+    assert_eq!(config.members.len(), 3);
+}
+
+/// Issue 33: the task list deleted (`roo-task list` then printed `[]`).
+#[test]
+fn a_member_role_cannot_delete_the_task_list() {
+    let Some(t) = two() else {
+        return;
+    };
+    t.a.tasks().create(new_task("keep me")).unwrap();
+    for (what, sql) in [
+        (
+            "a raw DELETE",
+            "DELETE FROM roo_doc WHERE key = 'tasks/a/tasks.json'",
+        ),
+        (
+            "a delete through roo_m_delete",
+            "SELECT roo_m_delete('tasks/a/tasks.json')",
+        ),
+        (
+            "a null task list through roo_m_write",
+            "SELECT roo_m_write('tasks/a/tasks.json', 'null')",
+        ),
+    ] {
+        refused(what, psql_as(&t.url, &t.alice, sql));
+    }
+    assert_eq!(
+        t.a.tasks()
+            .list(&roo_store::TaskFilter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// Issue 33: `SELECT … FOR UPDATE` of the task list made every claim fail after 10 s.
+#[test]
+fn a_member_role_cannot_lock_rows_itself() {
+    let Some(t) = two() else {
+        return;
+    };
+    let e = refused(
+        "SELECT … FOR UPDATE",
+        psql_as(
+            &t.url,
+            &t.alice,
+            "SELECT 1 FROM roo_doc WHERE key = 'tasks/a/tasks.json' FOR UPDATE",
+        ),
+    );
+    assert!(e.contains("permission denied"), "{e}");
+}
+
+/// Issue 33: `pg_terminate_backend` of a member's presence session (same role).
+#[test]
+fn a_member_role_cannot_end_a_peers_session() {
+    let Some(t) = two() else {
+        return;
+    };
+    let bob = Raw::connect(&as_member(&t.url, &t.bob));
+    bob.exec("CREATE TEMP TABLE alive (x int)");
+    let pid = bob.value("SELECT pg_backend_pid()::text");
+    let e = refused(
+        "pg_terminate_backend of bob's session",
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!("SELECT pg_terminate_backend({pid})"),
+        ),
+    );
+    assert!(e.contains("must be a member of the role"), "{e}");
+    bob.exec("SELECT 1 FROM alive");
+}
+
+/// Issue 33: a member's presence lock held from psql (its key is computable from the
+/// config) kept a killed member "alive" with its task.
+#[test]
+fn a_peers_presence_key_held_by_another_role_does_not_count() {
+    let Some(t) = two() else {
+        return;
+    };
+    // A missing lock is evidence of death only once the server is past its start.
+    wait_out_restart_grace(&t.url);
+    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
+    let bob_team = Team::open(&bob_home, name("a")).unwrap();
+    bob_team
+        .join(roo_store::Member::new(name("bob"), bob_team.name()))
+        .unwrap();
+    let presence = bob_team.hold_presence(&name("bob")).unwrap();
+    let epoch = presence.epoch().unwrap();
+    let key = presence_key("a", "bob@a", epoch);
+    // The server derives the same key.
+    assert_eq!(
+        psql(
+            &t.url,
+            &format!("SELECT roo_presence_key('a', 'bob@a', '{epoch}')")
+        ),
+        key.to_string()
+    );
+    let bob_alive = || {
+        let config = t.a.config().unwrap();
+        t.a.liveness(&config)
+            .unwrap()
+            .observed_state(config.member("bob").unwrap())
+    };
+    assert_eq!(bob_alive(), MemberState::Busy);
+    // Bob's process dies; alice takes his key at once, on a session of her role.
+    drop(presence);
+    let alice = Raw::connect(&as_member(&t.url, &t.alice));
+    alice.exec(&format!("SELECT pg_advisory_lock({key})"));
+    assert_eq!(
+        psql(
+            &t.url,
+            &format!(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND ((classid::int8 << 32) | objid::int8) = {key}"
+            )
+        ),
+        "1",
+        "alice holds bob's key"
+    );
+    assert_eq!(bob_alive(), MemberState::Dead);
+}
+
+/// TeamDelete's part: the team's roles are gone, their sessions ended, and a second
+/// drop finds none.
+#[test]
+fn member_roles_are_dropped_with_their_team() {
+    let Some(t) = two() else {
+        return;
+    };
+    let store = t.home.pg().unwrap();
+    let alice = Raw::connect(&as_member(&t.url, &t.alice));
+    alice.exec("SELECT 1");
+    assert_eq!(store.drop_member_roles(&name("a")).unwrap(), 2);
+    // Ended by a signal: the session goes a moment later.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alice.try_exec("SELECT 1").is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alice's session runs on"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        psql(
+            &t.url,
+            &format!(
+                "SELECT count(*) FROM pg_roles WHERE rolname IN ('{}', '{}')",
+                t.alice.role(),
+                t.bob.role()
+            )
+        ),
+        "0"
+    );
+    assert_eq!(store.drop_member_roles(&name("a")).unwrap(), 0);
+}
+
+/// Issue 33: a row lock held past the statement timeout made every claim fail. A member
+/// role locks rows only through `roo_m_lock`, inside a change; one that then keeps its
+/// transaction open (whatever it SETs) loses its session to the next change that wants a
+/// row once it has held it longer than twice the lock wait.
+#[test]
+fn a_member_role_cannot_hold_a_row_past_the_limit() {
+    let Some(t) = two() else {
+        return;
+    };
+    let task = t.a.tasks().create(new_task("wanted")).unwrap();
+    let alice = Raw::connect(&as_member(&t.url, &t.alice));
+    alice.exec(
+        "BEGIN; SET idle_in_transaction_session_timeout = 0; SET statement_timeout = 0; \
+         SELECT * FROM roo_m_lock('tasks/a/tasks.json')",
+    );
+    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
+    let bob = Team::open(&bob_home, name("a")).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let claimed = loop {
+        match bob
+            .tasks()
+            .claim(&task.id, &name("bob"), &ClaimOptions::default())
+        {
+            Ok(outcome) => break outcome,
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "bob never got the task list alice holds: {e}"
+            ),
+        }
+    };
+    assert!(matches!(claimed, ClaimOutcome::Claimed(_)), "{claimed:?}");
+    assert!(
+        alice
+            .try_exec("SELECT 1")
+            .is_err_and(|e| e.contains("terminat") || e.contains("closed")),
+        "alice's session still runs"
+    );
+}
+
+/// A store whose login is not a superuser but has CREATEROLE and owns the tables (the
+/// deployment of docs/DISTRIBUTED.md) creates member roles; one without CREATEROLE is
+/// told so and works as before.
+#[test]
+fn only_a_login_that_may_create_roles_creates_member_roles() {
+    let Some(dsn) = super::common::dsn() else {
+        return;
+    };
+    let n = std::process::id();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let (lead, plain, schema) = (
+        format!("roo_lead_{n}_{nanos}"),
+        format!("roo_plain_{n}_{nanos}"),
+        format!("roo_owned_{n}_{nanos}"),
+    );
+    psql(
+        &dsn,
+        &format!(
+            "CREATE ROLE {lead} LOGIN CREATEROLE; CREATE ROLE {plain} LOGIN; \
+             CREATE SCHEMA {schema} AUTHORIZATION {lead}"
+        ),
+    );
+    let url_as = |role: &str| {
+        let start = dsn.find("://").unwrap() + 3;
+        let at = start + dsn[start..].find('@').unwrap();
+        let sep = if dsn.contains('?') { '&' } else { '?' };
+        format!(
+            "{}{role}{}{sep}options=-c%20search_path%3D{schema}",
+            &dsn[..start],
+            &dsn[at..]
+        )
+    };
+    {
+        let (_dir, home) = home_at(&url_as(&lead));
+        let team = team_named(&home, "a", &["alice", "bob"]);
+        let store = home.pg().unwrap();
+        assert!(store.can_create_member_roles().unwrap());
+        let alice = store
+            .create_member_role(&name("a"), &name("alice"))
+            .unwrap();
+        let (_alice_dir, alice_home) = home_at(&as_member(&url_as(&lead), &alice));
+        Team::open(&alice_home, name("a"))
+            .unwrap()
+            .mailbox()
+            .send(&name("alice"), "lead", Outgoing::text("hi", "hi"))
+            .unwrap();
+        assert_eq!(team.mailbox().unread_count(&name("lead")).unwrap(), 1);
+        let e = Team::open(&alice_home, name("a"))
+            .unwrap()
+            .mailbox()
+            .send(&name("lead"), "bob", Outgoing::text("forged", "forged"))
+            .expect_err("a send as the lead");
+        assert!(e.to_string().contains("may send only as itself"), "{e}");
+        psql(
+            &dsn,
+            &format!(
+                "GRANT USAGE ON SCHEMA {schema} TO {plain}; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {plain}"
+            ),
+        );
+        // A login with row privileges only: as before member roles, it sees every row.
+        let (_plain_dir, plain_home) = home_at(&url_as(&plain));
+        let store = plain_home.pg().unwrap();
+        assert!(!store.can_create_member_roles().unwrap());
+        let e = store
+            .create_member_role(&name("a"), &name("alice"))
+            .expect_err("a member role from a login without CREATEROLE");
+        assert!(e.to_string().contains("may not create roles"), "{e}");
+        Team::open(&plain_home, name("a"))
+            .unwrap()
+            .mailbox()
+            .send(
+                &name("lead"),
+                "alice",
+                Outgoing::text("as today", "as today"),
+            )
+            .unwrap();
+        assert_eq!(home.pg().unwrap().drop_member_roles(&name("a")).unwrap(), 1);
+    }
+    psql(
+        &dsn,
+        &format!("DROP SCHEMA {schema} CASCADE; DROP ROLE {plain}; DROP ROLE {lead}"),
+    );
+}
+
+/// A send that bounds the peer's inbox (PROTOCOL.md §5.4: over 150 read messages, the
+/// sender moves the oldest to the archive) is a member's right: read messages may go.
+#[test]
+fn a_member_role_may_move_a_peers_read_messages_to_the_archive() {
+    let Some(t) = two() else {
+        return;
+    };
+    for n in 0..151 {
+        t.a.mailbox()
+            .send(&name("lead"), "bob", Outgoing::text(format!("m{n}"), "m"))
+            .unwrap();
+    }
+    assert_eq!(t.a.mailbox().take_unread(&name("bob")).unwrap().len(), 151);
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    Team::open(&alice_home, name("a"))
+        .unwrap()
+        .mailbox()
+        .send(
+            &name("alice"),
+            "bob",
+            Outgoing::text("one more", "one more"),
+        )
+        .unwrap();
+    let inbox =
+        t.a.mailbox()
+            .read(&name("bob"), &ReadFilter::default())
+            .unwrap();
+    assert!(inbox.len() <= 101, "{}", inbox.len());
+    assert_eq!(inbox.last().unwrap().from, "alice");
+    assert!(t.a.mailbox().archived(&name("bob")).unwrap().len() >= 51);
+}
