@@ -1052,3 +1052,176 @@ fn a_pane_teammates_prompt_is_on_no_command_line_and_still_reaches_it() {
         "the prompt was on tmux's argv: {log}"
     );
 }
+
+/// Puts a `git` first on the lead's `PATH` that runs `action` (a shell snippet) before
+/// every `git clone` and then the real git: the lead's clone of a teammate is held back
+/// (or fails) while everything else runs as usual.
+fn hold_clones(world: &World, action: &str) {
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let wrapper = world.root.write(
+        "wrap/git",
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = clone ]; then {action}; break; fi; done\n\
+             exec {} \"$@\"\n",
+            real.trim()
+        ),
+    );
+    make_executable(&wrapper);
+}
+
+/// Watches, while the lead runs, whether alice's `roo-worker` ran before her clone was
+/// there (its `.git/HEAD`).
+fn worker_before_clone(world: &World) -> (Arc<AtomicBool>, Arc<AtomicBool>) {
+    let (stop, seen) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let head = world
+        .project()
+        .join(".roocode/worktrees/crew+alice/.git/HEAD");
+    let root = world.root.path().to_path_buf();
+    std::thread::spawn({
+        let (stop, seen) = (stop.clone(), seen.clone());
+        move || {
+            while !stop.load(Ordering::Relaxed) {
+                if !head.exists() && !workers_under(&root).is_empty() && !head.exists() {
+                    seen.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    });
+    (stop, seen)
+}
+
+/// Issue 31 item 7: a pane teammate's worker starts while the lead makes its clone (here held
+/// back 1.5 s), and its first turn — a tool call — runs only once the clone is complete:
+/// it sees the clone's branch and files. With the gate removed (the worker's workspace
+/// opened at once) the call ran in a directory that was not there yet and this fails.
+#[test]
+fn a_pane_teammate_starts_while_its_clone_is_made_and_its_first_tool_call_sees_it_complete() {
+    let world = World::new();
+    hold_clones(&world, "sleep 1.5");
+    let signals = TempDir::new();
+    let seen = signals.join("seen.txt");
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: alice, prompt: "Look around."}}}}
+    - text: "Waiting."
+    - text: "Done."
+    - text: "Done."
+    - text: "Done."
+  alice:
+    - tool_calls:
+        - {{name: Bash, input: {{command: "git symbolic-ref HEAD > '{seen}' 2>&1; cat README.md >> '{seen}' 2>&1"}}}}
+    - text: "Looked."
+    - text: "Looked."
+"#,
+        seen = seen.display(),
+    );
+    let (stop, early) = worker_before_clone(&world);
+    let (tmux, _lead_pane) = world.start_lead(&script);
+    let code = lead_exit(&tmux, &world);
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(code, 0, "{}\n{}", world.lead_output(), tmux.all_screens());
+    let seen = std::fs::read_to_string(&seen).unwrap_or_default();
+    assert!(
+        seen.contains("refs/heads/roo/crew/alice") && seen.contains("# demo"),
+        "alice's first tool call did not see her finished clone: {seen:?}\n{}\n{}",
+        world.lead_output(),
+        tmux.all_screens()
+    );
+    assert!(
+        early.load(Ordering::Relaxed),
+        "alice's worker did not start before her clone was made"
+    );
+    let gates: Vec<_> = std::fs::read_dir(world.root.join("roo/run/handoff"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        gates
+            .iter()
+            .all(|p| p.extension().is_none_or(|e| e != "clone")),
+        "clone gates left: {gates:?}"
+    );
+}
+
+/// A clone that fails while the pane teammate starts: the spawn fails saying why, the
+/// teammate ran no tool call and is stopped, and no worker, clone, branch or gate is left.
+#[test]
+fn a_failed_clone_stops_the_started_pane_teammate_and_fails_the_spawn_leaving_nothing() {
+    let world = World::new();
+    hold_clones(
+        &world,
+        "sleep 0.5; echo 'fatal: clone refused by the test' >&2; exit 1",
+    );
+    let signals = TempDir::new();
+    let ran = signals.join("ran.txt");
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: alice, prompt: "Look around."}}}}
+    - text: "Alice could not start."
+    - text: "Done."
+  alice:
+    - tool_calls:
+        - {{name: Bash, input: {{command: "echo ran > '{ran}'"}}}}
+    - text: "Looked."
+"#,
+        ran = ran.display(),
+    );
+    let (tmux, _lead_pane) = world.start_lead(&script);
+    let code = lead_exit(&tmux, &world);
+    // The team was not formed as asked: `-p` says so and exits 1.
+    assert_eq!(code, 1, "{}", world.lead_output());
+    let out = world.lead_output();
+    assert!(
+        out.contains("failed to prepare the worktree of alice")
+            && out.contains("clone refused by the test"),
+        "the lead was not told why: {out}"
+    );
+    assert!(!ran.exists(), "alice ran a tool call without her clone");
+    wait_until(
+        "alice's worker to end",
+        Duration::from_secs(10),
+        || workers_under(world.root.path()).is_empty().then_some(()),
+        || format!("{:?}", workers_under(world.root.path())),
+    );
+    assert!(
+        !world
+            .project()
+            .join(".roocode/worktrees/crew+alice")
+            .exists(),
+        "a half-made clone was left"
+    );
+    assert!(
+        world
+            .git_out(&["branch", "--list", "roo/crew/alice"])
+            .trim()
+            .is_empty(),
+        "the teammate's branch was left"
+    );
+    let gates: Vec<_> = std::fs::read_dir(world.root.join("roo/run/handoff"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        gates
+            .iter()
+            .all(|p| p.extension().is_none_or(|e| e != "clone")),
+        "clone gates left: {gates:?}"
+    );
+}

@@ -45,8 +45,12 @@ impl WorkerArgs {
     /// The teammate's settings for the one agent builder (`roo_team::build_agent`):
     /// who it is, its provider, mode and trust, its transcript under the team. It never
     /// asks about trust (it may have no terminal); its permission questions are denied
-    /// until the team runtime sets an approver that asks the lead.
-    fn settings(&self, roo_home: PathBuf) -> Result<AgentSettings, AppError> {
+    /// until the team runtime sets an approver that asks the lead. With a handed clone
+    /// gate, also the task that opens its workspace (see [`CloneWatcher`]).
+    fn settings(
+        &self,
+        roo_home: PathBuf,
+    ) -> Result<(AgentSettings, Option<CloneWatcher>), AppError> {
         let parse = |what: &'static str, value: &str| {
             Name::parse_as(what, value).map_err(|e| AppError::Usage(e.to_string()))
         };
@@ -80,6 +84,9 @@ impl WorkerArgs {
         settings.session = session;
         settings.cwd = self.launch.cwd.clone();
         settings.config_root = self.launch.config_root.clone();
+        if let Some(max_turns) = self.launch.max_turns {
+            settings.max_turns = max_turns;
+        }
         // A clone the lead made just now: its root is the project root (no git asked), but
         // only when its own HEAD file names that branch. `--new-clone` given by hand on
         // another directory (`--cwd ~`) must not make that directory the sandbox's
@@ -104,10 +111,35 @@ impl WorkerArgs {
                 ..HandedProjectConfig::default()
             })
         });
-        if let Some(max_turns) = self.launch.max_turns {
-            settings.max_turns = max_turns;
+        // Handed a clone gate: the lead is still making the clone. Its root is `--cwd`, but
+        // no tool call or hook runs, and nothing of it is read, until the lead says the
+        // clone is complete and its HEAD file names the branch (`clone_gate::watch`).
+        let mut watcher = None;
+        if let (Some(branch), Some(cwd), Some(gate)) = (
+            &self.launch.new_clone,
+            &self.launch.cwd,
+            &self.launch.clone_gate,
+        ) {
+            let (workspace, watch) =
+                roo_team::backend::clone_gate::watch(gate.clone(), cwd.clone(), branch.clone());
+            settings.project_root = Some(cwd.clone());
+            settings.fresh_checkout = None;
+            settings.pending_workspace = Some(roo_team::settings::PendingWorkspace {
+                environment: roo_agent::Environment::for_new_checkout(cwd, branch),
+                // The clone's git directory is inside it: nothing of the lead's to grant.
+                git_dirs: Vec::new(),
+                gate: workspace,
+                // Its instructions are read in the tree its config comes from (the
+                // lead's), never in the clone.
+                instructions_root: self
+                    .launch
+                    .config_root
+                    .clone()
+                    .unwrap_or_else(|| cwd.clone()),
+            });
+            watcher = Some(watch);
         }
-        Ok(settings)
+        Ok((settings, watcher))
     }
 
     /// The teammate's spec: its settings, its binding to team `team` (which must exist)
@@ -118,7 +150,7 @@ impl WorkerArgs {
         roo_home: PathBuf,
         team: Team,
         team_lead: Name,
-    ) -> Result<TeammateSpec, AppError> {
+    ) -> Result<(TeammateSpec, Option<CloneWatcher>), AppError> {
         if let Some(lead) = &self.launch.lead
             && lead != team_lead.as_str()
         {
@@ -127,7 +159,7 @@ impl WorkerArgs {
                 team.name()
             )));
         }
-        let mut settings = self.settings(roo_home)?;
+        let (mut settings, watcher) = self.settings(roo_home)?;
         let me = settings.identity.name.clone();
         settings.identity.role = Role::Teammate {
             lead: team_lead.clone(),
@@ -186,9 +218,12 @@ impl WorkerArgs {
             .cwd
             .as_ref()
             .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()));
-        Ok(spec)
+        Ok((spec, watcher))
     }
 }
+
+/// The task that opens a pending clone's workspace; it ends with the outcome.
+type CloneWatcher = tokio::task::JoinHandle<Result<(), String>>;
 
 /// Entry point of the `roo-worker` binary.
 pub fn main() -> ExitCode {
@@ -227,8 +262,10 @@ async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
     }
     let home = crate::setup::store_home()?;
     let roo_home = home.root().to_path_buf();
-    // Before joining: a worker that cannot start must not appear in the roster.
+    // Before joining: a worker that cannot start must not appear in the roster. (A clone
+    // the lead is still making is waited for before it is used.)
     if let Some(dir) = &args.launch.cwd
+        && args.launch.clone_gate.is_none()
         && !dir.is_dir()
     {
         return Err(AppError::Usage(format!(
@@ -258,7 +295,7 @@ async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
             "team {team_name} names no lead among its members; its config is damaged"
         ))
     })?;
-    let mut spec = args.spec(roo_home, team.clone(), lead)?;
+    let (mut spec, clone_watcher) = args.spec(roo_home, team.clone(), lead)?;
     spec.member.host = args.launch.host.clone();
     spec.settings.store_setting = home.store_setting();
     let me = spec.binding.me.clone();
@@ -309,6 +346,17 @@ async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
             cancel.cancel();
         }
     });
+    // A clone the lead could not make: its tool calls fail saying why, and it stops.
+    let clone_failed = clone_watcher.map(|watcher| {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if let Ok(Err(why)) = watcher.await {
+                tracing::error!(error = %why, "no clone to work in");
+                eprintln!("roo-worker: {why}; stopping");
+                cancel.cancel();
+            }
+        })
+    });
     let printer = tokio::spawn(async move {
         let mut renderer = Renderer::new(std::io::stdout(), style);
         loop {
@@ -327,6 +375,9 @@ async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
     });
     let exit = teammate::run(spec, cancel).await;
     signals.abort();
+    if let Some(task) = clone_failed {
+        task.abort();
+    }
     nudges.abort();
     let _ = printer.await;
     match exit {
@@ -439,6 +490,7 @@ mod tests {
                 trusted: true,
                 instructions: Vec::new(),
             }),
+            clone_gate: Some("/h/run/handoff/crew+alice-1.clone".into()),
         };
         let mut argv = vec!["roo-worker".to_string()];
         argv.extend(launch.to_args());
@@ -446,12 +498,13 @@ mod tests {
         assert!(
             !argv
                 .iter()
-                .any(|a| a.contains("claim task") || a.contains("rules")),
+                .any(|a| a.contains("claim task") || a.contains("rules") || a.contains(".clone")),
             "{argv:?}"
         );
         let mut parsed = WorkerArgs::try_parse_from(&argv).unwrap();
         assert_eq!(parsed.launch.prompt, None);
         assert_eq!(parsed.launch.project_config, None);
+        assert_eq!(parsed.launch.clone_gate, None);
         let handed =
             roo_team::backend::worker_launch::WorkerHandoff::from_json(launch.handoff().to_json())
                 .unwrap();
@@ -475,6 +528,7 @@ mod tests {
             orphan_timeout: None,
             host: None,
             project_config: None,
+            clone_gate: None,
             agent_type: "general-purpose".into(),
             ..launch
         };
@@ -505,7 +559,7 @@ mod tests {
             "--trust-project",
         ])
         .unwrap();
-        let settings = args.settings(PathBuf::from("/h")).unwrap();
+        let settings = args.settings(PathBuf::from("/h")).unwrap().0;
         assert_eq!(settings.identity.name.as_str(), "alice");
         assert_eq!(settings.identity.team.as_ref().unwrap().as_str(), "t");
         assert!(
@@ -542,7 +596,7 @@ mod tests {
                 cwd,
             ])
             .unwrap();
-            args.settings(PathBuf::from("/h")).unwrap().project_root
+            args.settings(PathBuf::from("/h")).unwrap().0.project_root
         };
         assert_eq!(root(&clone, "roo/t/alice"), Some(clone.clone()));
         // A hand-run `--new-clone x --cwd ~`: the root is detected, not taken.
@@ -569,7 +623,8 @@ mod tests {
             WorkerArgs::try_parse_from(["roo-worker", "--team", "t", "--name", "carol"]).unwrap();
         let spec = args
             .spec(dir.path().to_path_buf(), team.clone(), boss.clone())
-            .unwrap();
+            .unwrap()
+            .0;
         assert_eq!(spec.binding.lead, boss);
         assert!(matches!(&spec.settings.identity.role, Role::Teammate { lead } if *lead == boss));
         let args = WorkerArgs::try_parse_from([

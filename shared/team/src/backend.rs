@@ -17,6 +17,7 @@
 //! the user picks it, a [`detect::Mode`] (the `--teammate-mode` values) with its
 //! detection.
 
+pub mod clone_gate;
 pub mod detect;
 pub mod executor;
 pub mod in_process;

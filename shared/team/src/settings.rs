@@ -229,6 +229,11 @@ pub struct AgentSettings {
     /// taken from that, without git, once the clone's `HEAD` file agrees
     /// (`Environment::for_fresh_checkout`); else it is detected. `None`: detected.
     pub fresh_checkout: Option<String>,
+    /// The file the lead writes once this agent's new clone (`cwd`, on the branch
+    /// [`AgentSettings::fresh_checkout`] names) is complete or failed: a pane teammate
+    /// starts while the clone is made and waits on it ([`crate::backend::clone_gate`])
+    /// before any tool call or hook. `None`: the clone is there already.
+    pub clone_gate: Option<PathBuf>,
     /// Variables its commands get, read as each starts (a lead's team, once it made
     /// one: [`crate::TeamSlot::env_source`]).
     pub env_source: Option<EnvSource>,
@@ -287,6 +292,7 @@ impl std::fmt::Debug for AgentSettings {
             .field("persona", &self.persona)
             .field("pending_workspace", &self.pending_workspace)
             .field("fresh_checkout", &self.fresh_checkout)
+            .field("clone_gate", &self.clone_gate)
             .field("env_source", &self.env_source.is_some())
             .field("mcp", &self.mcp)
             .finish_non_exhaustive()
@@ -321,6 +327,7 @@ impl AgentSettings {
             persona: None,
             pending_workspace: None,
             fresh_checkout: None,
+            clone_gate: None,
             env_source: None,
             mcp: McpPlan::Start,
             budget: None,

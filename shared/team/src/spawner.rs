@@ -15,8 +15,10 @@
 //! (the lead is told). A new worktree is checked out while the teammate is built and
 //! sends its first model request: its path, branch and the repository's shared git
 //! directory (which its sandbox must let it write) are known beforehand, and its tool
-//! calls wait for the checkout ([`roo_agent::tool::WorkspaceGate`]); if the checkout
-//! fails, the teammate is stopped before any call ran and the spawn fails. A worktree
+//! calls wait for the checkout ([`roo_agent::tool::WorkspaceGate`] in process; for a pane's
+//! `roo-worker`, the gate file of [`crate::backend::clone_gate`], its pane opened in the
+//! lead's repository); if the checkout fails, the teammate is stopped before any call ran
+//! and the spawn fails. A worktree
 //! that exists already is checked first. It inherits the lead's provider,
 //! trust (granted if the lead's project is trusted), `--no-sandbox` and max turns; its
 //! permission mode may be the lead's or stricter, never looser.
@@ -388,9 +390,13 @@ impl Spawner {
             blocking(&name, move || LeadRepo::discover(&cwd, &git)).await?
         };
         let team = binding.team.name().clone();
-        // A worker needs its directory to exist when it starts.
+        // A new clone is made while the teammate starts (in process or in a pane). A pane's
+        // worker starts its MCP servers (the lead's, as configured) in the clone at once:
+        // with servers configured, its clone is made first.
+        let worker_mcp = self.inner.backend != BackendType::InProcess
+            && matches!(base.settings.mcp, crate::settings::McpPlan::Shared(_));
         let planned = match &discovered {
-            Discovered::Repo(_) if self.inner.backend != BackendType::InProcess => None,
+            Discovered::Repo(_) if worker_mcp => None,
             Discovered::Repo(repo) => repo
                 .planned_worktree(&team, &name)
                 .zip(repo.git_dir().map(Path::to_path_buf))

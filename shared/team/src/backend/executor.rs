@@ -53,6 +53,18 @@ pub struct Launch {
     pub lead_key: Option<String>,
 }
 
+impl Launch {
+    /// Where a worker's pane or process starts: its working directory, or, while the lead
+    /// still makes its clone there ([`AgentSettings::clone_gate`]), the lead's repository
+    /// (the directory its config comes from), which exists.
+    pub fn start_dir(&self) -> &std::path::Path {
+        match (&self.settings.clone_gate, &self.settings.config_root) {
+            (Some(_), Some(root)) => root,
+            _ => &self.work_dir,
+        }
+    }
+}
+
 impl std::fmt::Debug for Launch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Launch")

@@ -771,6 +771,7 @@ mod tests {
         let handed = WorkerHandoff {
             prompt: Some("prompt-canary-7730".into()),
             project_config: launch.settings.project_config.clone(),
+            clone_gate: None,
         };
         let (handoff, value) = executor.offer_env(&launch, &env, &handed).await.unwrap();
         drop(handoff);

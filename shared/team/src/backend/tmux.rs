@@ -436,7 +436,7 @@ impl TmuxHost {
             let out = tmux
                 .run(&commands::respawn_pane_and_pid(
                     pane,
-                    &launch.work_dir,
+                    launch.start_dir(),
                     handoff,
                     argv,
                 ))
@@ -475,8 +475,9 @@ impl PaneHost for TmuxHost {
         env: (String, String),
     ) -> BoxFuture<'a, Result<Opened<String>, ExecError>> {
         Box::pin(async move {
-            let (pane, notices, titles) =
-                self.new_pane(launch.team.name(), &launch.work_dir).await?;
+            let (pane, notices, titles) = self
+                .new_pane(launch.team.name(), launch.start_dir())
+                .await?;
             let started = self
                 .start_in(&pane, launch, color, &argv, (&env.1, titles))
                 .await;

@@ -89,6 +89,11 @@ pub struct WorkerLaunch {
     /// (never a flag: it comes through the handoff, [`WorkerHandoff`]).
     #[arg(skip)]
     pub project_config: Option<HandedProjectConfig>,
+    /// The gate file the lead writes once the clone `--new-clone` names is complete: the
+    /// worker starts before it is and waits on it before any tool call
+    /// ([`crate::backend::clone_gate`]; never a flag: it comes through the handoff).
+    #[arg(skip)]
+    pub clone_gate: Option<PathBuf>,
 }
 
 /// The model provider flags of `roo-lead` and `roo-worker`: one struct both flatten, so
@@ -115,6 +120,8 @@ pub struct ProviderArgs {
 pub struct WorkerHandoff {
     pub prompt: Option<String>,
     pub project_config: Option<HandedProjectConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone_gate: Option<PathBuf>,
 }
 
 impl WorkerHandoff {
@@ -176,6 +183,7 @@ impl WorkerLaunch {
             orphan_timeout: None,
             host: None,
             project_config: settings.project_config.clone(),
+            clone_gate: settings.clone_gate.clone(),
         }
     }
 
@@ -184,6 +192,7 @@ impl WorkerLaunch {
         WorkerHandoff {
             prompt: self.prompt.clone(),
             project_config: self.project_config.clone(),
+            clone_gate: self.clone_gate.clone(),
         }
     }
 
@@ -195,6 +204,9 @@ impl WorkerLaunch {
         }
         if handed.project_config.is_some() {
             self.project_config = handed.project_config;
+        }
+        if handed.clone_gate.is_some() {
+            self.clone_gate = handed.clone_gate;
         }
     }
 

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use roo_agent::Environment;
 use roo_agent::tool::WorkspaceGate;
-use roo_store::Name;
+use roo_store::{BackendType, Name};
 
+use crate::backend::clone_gate;
 use crate::binding::TeamBinding;
 use crate::settings::PendingWorkspace;
 use crate::worktree::{self, Discovered, LeadRepo, Workspace};
@@ -43,8 +44,11 @@ async fn discard(name: &Name, repo: LeadRepo, worktree: worktree::Worktree) {
 impl Spawner {
     /// Starts `recipe`'s teammate in a new worktree at `path` (branch `branch`) of
     /// `repo` while git checks it out: it sends its first model request meanwhile, and
-    /// its tool calls wait for the checkout. A failed checkout fails the spawn before
-    /// any call ran; a failed start removes the checkout.
+    /// its tool calls wait for the checkout — in process on a [`WorkspaceGate`], in a
+    /// pane on the gate file the lead writes when the clone is complete
+    /// ([`crate::backend::clone_gate`]; the pane opens in the lead's repository). A failed
+    /// checkout fails the spawn before any call ran and stops the teammate; a failed start
+    /// removes the checkout.
     pub(super) async fn start_during_checkout(
         &self,
         binding: &TeamBinding,
@@ -55,39 +59,59 @@ impl Spawner {
         branch: String,
     ) -> Result<(Running, Recipe, Workspace), SpawnError> {
         let (name, team) = (request.name.clone(), binding.team.name().clone());
+        let worktree_error = |message: String| SpawnError::Worktree {
+            name: name.clone(),
+            message,
+        };
         recipe.settings.cwd = Some(path.clone());
         recipe.settings.project_root = Some(path.clone());
         recipe.settings.config_root = Some(repo.root().to_path_buf());
         recipe.work_dir = path.clone();
-        let (opener, gate) = WorkspaceGate::new();
         let mut first = recipe.clone();
-        first.settings.pending_workspace = Some(PendingWorkspace {
-            environment: Environment::for_new_checkout(&path, &branch),
-            // The clone's git directory is inside it: nothing of the lead's to grant.
-            git_dirs: Vec::new(),
-            gate,
-            instructions_root: repo.root().to_path_buf(),
-        });
+        let (opener, gate) = WorkspaceGate::new();
+        let gate_file = if self.inner.backend == BackendType::InProcess {
+            first.settings.pending_workspace = Some(PendingWorkspace {
+                environment: Environment::for_new_checkout(&path, &branch),
+                // The clone's git directory is inside it: nothing of the lead's to grant.
+                git_dirs: Vec::new(),
+                gate,
+                instructions_root: repo.root().to_path_buf(),
+            });
+            None
+        } else {
+            // A worker: its environment is the new clone's (`--new-clone`), and its
+            // calls wait for the gate file.
+            let file = clone_gate::gate_path(&recipe.settings.roo_home, &team, &name)
+                .map_err(|e| worktree_error(format!("make the clone gate: {e}")))?;
+            first.settings.fresh_checkout = Some(branch.clone());
+            first.settings.clone_gate = Some(file.clone());
+            Some(file)
+        };
         let lead_repo = repo.clone();
         let checkout = {
-            let member = name.clone();
+            let (member, gate_file) = (name.clone(), gate_file.clone());
             tokio::task::spawn_blocking(move || {
                 let made = repo.add_worktree(&team, &member);
-                opener.open(made.as_ref().map(|_| ()).map_err(ToString::to_string));
+                let outcome = made.as_ref().map(|_| ()).map_err(ToString::to_string);
+                if let Some(file) = &gate_file {
+                    clone_gate::open_gate(file, &outcome);
+                }
+                opener.open(outcome);
                 made
             })
         };
         let started = self
             .start(binding, &name, first, request.prompt.clone())
             .await;
-        let worktree_error = |message: String| SpawnError::Worktree {
-            name: name.clone(),
-            message,
-        };
         let made = match checkout.await {
             Ok(made) => made.map_err(|e| worktree_error(e.to_string())),
             Err(e) => Err(worktree_error(e.to_string())),
         };
+        if (started.is_err() || made.is_err())
+            && let Some(file) = &gate_file
+        {
+            clone_gate::discard_gate(file);
+        }
         match (started, made) {
             (Ok(handle), Ok(worktree)) => Ok((handle, recipe, Workspace::Worktree(worktree))),
             (Err(e), made) => {

@@ -162,7 +162,7 @@ impl PaneHost for ITerm2Host {
             ));
             let _ = std::fs::remove_file(&pid_file);
             let pane_launch = PaneLaunch {
-                cwd: launch.work_dir.clone(),
+                cwd: launch.start_dir().to_path_buf(),
                 env: vec![env],
                 argv,
                 pid_file: Some(pid_file.clone()),
