@@ -4,8 +4,10 @@
 //! The project: 10,000 files of about 1 KiB in 100 directories, a `.git`, and a
 //! `.gitignore`d `target/` of 5,000 more files that a walk must not enter. Timed:
 //! - the first command checkpoint, which walks the tree and keeps every file;
-//! - each later command checkpoint (walk, stamps compared, the one file the previous
-//!   command changed kept), and the scan after the command that finds what it changed;
+//! - each later command checkpoint: before it, one walk that finds what the previous
+//!   command changed and keeps what this one may change (stamps compared, the one file
+//!   the previous command changed kept); after it, only the time it returned is noted;
+//! - the end of a run after a command (one walk that finds what the command changed);
 //! - a file tool's checkpoint (one path) before and after its write.
 //!
 //! `scripts/bench-checkpoints` (release build; `ROO_BENCH_N`, default 200). Results:
@@ -111,6 +113,25 @@ fn main() {
         after.push(started.elapsed());
     }
 
+    // A run that ends after its command: the walk that finds what the command changed.
+    let mut settle = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let pending = checkpoints
+            .before_call(&CallScope::Tree, &root)
+            .unwrap()
+            .unwrap();
+        let file = root.join(format!(
+            "src/m{:03}/f{:05}.rs",
+            (i + 3) % DIRS,
+            (i + 5000) % FILES
+        ));
+        std::fs::write(&file, format!("// run {i}\n")).unwrap();
+        checkpoints.after_call(pending).unwrap();
+        let started = Instant::now();
+        checkpoints.settle().unwrap();
+        settle.push(started.elapsed());
+    }
+
     let mut write_before = Vec::with_capacity(runs);
     let mut write_after = Vec::with_capacity(runs);
     for i in 0..runs {
@@ -147,10 +168,17 @@ fn main() {
     println!("| step | p50 | p90 |");
     println!("|---|---|---|");
     row("floor: read every directory, lstat every file", &mut floor);
-    row("before a command (walk, keep what changed)", &mut before);
-    row("after a command (walk, find what it changed)", &mut after);
+    row(
+        "before a command (one walk: what the last command changed, keep what changed)",
+        &mut before,
+    );
+    row("after a command (its end noted, no walk)", &mut after);
     let mut command: Vec<Duration> = before.iter().zip(&after).map(|(a, b)| *a + *b).collect();
     row("a command in all (before + after)", &mut command);
+    row(
+        "the end of a run after a command (one walk: what it changed)",
+        &mut settle,
+    );
     row("before a file tool's write (one path)", &mut write_before);
     row("after a file tool's write (one path)", &mut write_after);
 }

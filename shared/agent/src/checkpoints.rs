@@ -7,8 +7,12 @@
 //! for a command in a git project, the whole tree (the `.gitignore`d directories left out,
 //! bounded in files, bytes and time); after the call, what changed is compared with what was
 //! recorded, and each path the call changed keeps the state it had before the prompt's
-//! first change. A rewind puts back only those paths: a file the agent neither created nor
-//! changed is never touched, whatever else changed since.
+//! first change. A file tool's path is compared at once; a command's tree is compared by the
+//! next walk ([`Checkpoints::settle`]: the walk before the agent's next file-changing call,
+//! the end of its run, a listing or a rewind), so a command costs one walk, not two; the
+//! files' change and birth times tell what changed before the command returned. A rewind
+//! puts back only those paths: a file the agent neither created nor changed is never
+//! touched, whatever else changed since.
 //!
 //! The store is no git repository: contents are kept by their SHA-256 in an object
 //! directory of RooCode's own and read back and written without git, so nothing of the
@@ -102,7 +106,8 @@ pub struct CheckpointLimits {
     pub max_file_bytes: u64,
     /// A tree with more files than this is not checkpointed before commands.
     pub max_files: usize,
-    /// A tree walk (before or after a command) or the keeping of what it found that
+    /// A tree walk (before a command, or one that finds what commands changed) or the
+    /// keeping of what it found that
     /// takes longer than this is cut short: the walk's checkpoint is skipped (and
     /// commands are not checkpointed for the rest of the session), what was not kept in
     /// time is kept on the next call.
@@ -225,12 +230,27 @@ struct State {
     tree: HashMap<String, (Stamp, Option<Entry>)>,
     /// Why commands are no longer checkpointed this session (a tree over a limit).
     tree_off: Option<String>,
+    /// The commands whose changes the next walk finds ([`Checkpoints::settle`]).
+    unsettled: Option<Unsettled>,
     /// What the person and the agent are to be told, once ([`Checkpoints::take_notice`]).
     notice: Option<String>,
     /// Whether a checkpoint cut short in time was told already.
     partial_told: bool,
     /// Whether a failure was told already (once per session).
     warned: bool,
+}
+
+/// Commands run since the known tree was walked, whose changes are not yet compared: the
+/// next walk finds them and keeps them in their prompt.
+#[derive(Debug, Clone, Copy)]
+struct Unsettled {
+    /// The prompt they answered (an index into the log's prompts).
+    prompt: usize,
+    /// How many of them have not returned yet.
+    running: usize,
+    /// When the last of them returned (`None` while one runs, or if one never returned:
+    /// then every change found is theirs).
+    ended: Option<SystemTime>,
 }
 
 impl Checkpoints {
@@ -302,6 +322,7 @@ impl Checkpoints {
                 log,
                 tree: HashMap::new(),
                 tree_off: None,
+                unsettled: None,
                 notice: None,
                 partial_told: false,
                 warned: false,
@@ -329,6 +350,9 @@ impl Checkpoints {
             return Ok(());
         }
         let mut state = self.state();
+        // What the last run's commands changed belongs to its prompt, not this one.
+        self.settle_locked(&mut state)?;
+        state.unsettled = None;
         // Another process may have rewound this session's files since (a lead rewinding
         // its stopped teammate's clone): its file is the truth, not what is in memory. A
         // damaged file is moved aside and said; what is in memory is written anew.
@@ -378,6 +402,9 @@ impl Checkpoints {
                 let Some(rel) = scan::relative(&self.root, &resolved(path)) else {
                     return Ok(None);
                 };
+                // What a command just changed is found first: it is the command's, and
+                // the path's state before the command is what this prompt keeps.
+                self.settle_locked(&mut state)?;
                 let absolute = scan::absolute(&self.root, &rel);
                 let stamp = scan::stamp_of(&absolute);
                 let before = match state.tree.get(&rel) {
@@ -396,64 +423,155 @@ impl Checkpoints {
                 if !git || !cwd.starts_with(&self.root) || state.tree_off.is_some() {
                     return Ok(None);
                 }
+                // One walk finds what the previous command changed and keeps what this
+                // one may change.
                 self.refresh_tree(&mut state)?;
-                Ok(state.tree_off.is_none().then_some(PendingCall {
+                if state.tree_off.is_some() {
+                    return Ok(None);
+                }
+                let prompt = state.log.prompts.len() - 1;
+                let running = state
+                    .unsettled
+                    .filter(|u| u.prompt == prompt)
+                    .map_or(0, |u| u.running);
+                state.unsettled = Some(Unsettled {
+                    prompt,
+                    running: running + 1,
+                    ended: None,
+                });
+                Ok(Some(PendingCall {
                     what: PendingWhat::Tree,
                 }))
             }
         }
     }
 
-    /// Compares what a call changed with what [`before_call`](Self::before_call)
-    /// recorded, and keeps the earlier state of each changed path in the prompt.
+    /// After a call: a file tool's path is compared with what
+    /// [`before_call`](Self::before_call) recorded, and its earlier state kept in the
+    /// prompt if it changed. A command's changes are found by the next walk
+    /// ([`settle`](Self::settle)); here only the time it returned is noted.
     pub fn after_call(&self, pending: PendingCall) -> Result<(), CheckpointError> {
         let mut state = self.state();
-        let mut changed: Vec<(String, Entry)> = Vec::new();
-        match pending.what {
+        let (rel, before) = match pending.what {
             PendingWhat::Path { rel, before, stamp } => {
                 let now = scan::stamp_of(&scan::absolute(&self.root, &rel));
-                if now != stamp {
-                    state.tree.remove(&rel);
-                    changed.push((rel, before));
+                if now == stamp {
+                    return Ok(());
                 }
+                state.tree.remove(&rel);
+                (rel, before)
             }
             PendingWhat::Tree => {
-                let now = match self.walk(state.tree.len()) {
-                    Ok(now) => now,
-                    Err(stop) => {
-                        self.tree_off(&mut state, stop);
-                        return Ok(());
-                    }
-                };
-                // What changed leaves the known tree (it is read again before the next
-                // command); what is new was not there before.
-                let mut common = 0;
-                state.tree.retain(|rel, (stamp, entry)| {
-                    let now_stamp = now.get(rel);
-                    common += usize::from(now_stamp.is_some());
-                    if now_stamp == Some(stamp) {
-                        return true;
-                    }
-                    let before = entry.take().unwrap_or(Entry::Unrecorded {
-                        why: "it changed before it could be kept".to_string(),
-                    });
-                    changed.push((rel.clone(), before));
-                    false
-                });
-                if now.len() > common {
-                    let known: HashSet<String> = changed.iter().map(|(r, _)| r.clone()).collect();
-                    for rel in now.into_keys() {
-                        if !state.tree.contains_key(&rel) && !known.contains(&rel) {
-                            changed.push((rel, Entry::Missing));
-                        }
+                if let Some(unsettled) = &mut state.unsettled {
+                    unsettled.running = unsettled.running.saturating_sub(1);
+                    if unsettled.running == 0 {
+                        unsettled.ended = Some(SystemTime::now());
                     }
                 }
+                return Ok(());
             }
+        };
+        let Some(prompt) = state.log.prompts.last_mut() else {
+            return Ok(());
+        };
+        prompt.changes.entry(rel).or_insert(before);
+        state.log.write(&self.log_path)
+    }
+
+    /// Finds what the commands run since the last walk changed and keeps each changed
+    /// path's earlier state in their prompt (one walk; nothing to do when no command ran
+    /// since). The loop calls it when a run ends; a listing, a rewind, a new prompt and
+    /// the next file-changing call do it first.
+    pub fn settle(&self) -> Result<(), CheckpointError> {
+        let mut state = self.state();
+        let result = self.settle_locked(&mut state);
+        // A run is over: no command of it is still running.
+        state.unsettled = None;
+        result
+    }
+
+    fn settle_locked(&self, state: &mut State) -> Result<(), CheckpointError> {
+        if state.unsettled.is_none() {
+            return Ok(());
+        }
+        match self.walk(state.tree.len()) {
+            Ok(now) => self.attribute(state, &now),
+            Err(stop) => {
+                self.tree_off(state, stop);
+                Ok(())
+            }
+        }
+    }
+
+    /// Compares the walk `now` with the known tree and keeps, in the unsettled commands'
+    /// prompt, the earlier state of each path they changed: a changed file whose change
+    /// time is not after they returned, a file gone (a deletion leaves no time; putting
+    /// it back destroys nothing), and a new file born (birth time, else change time) by
+    /// then. A file created or changed only after they returned (a person's edit between
+    /// calls) is not theirs. What changed leaves the known tree: it is read again before
+    /// the next command.
+    fn attribute(
+        &self,
+        state: &mut State,
+        now: &HashMap<String, Stamp>,
+    ) -> Result<(), CheckpointError> {
+        let Some(unsettled) = state.unsettled.take() else {
+            return Ok(());
+        };
+        // Commands still running go on changing: later changes are theirs too.
+        if unsettled.running > 0 {
+            state.unsettled = Some(Unsettled {
+                ended: None,
+                ..unsettled
+            });
+        }
+        let by = |time: Option<SystemTime>| match (unsettled.ended, time) {
+            (Some(ended), Some(time)) => time <= ended,
+            _ => true,
+        };
+        let mut changed: Vec<(String, Entry)> = Vec::new();
+        // Changed, but not theirs (after they returned): neither theirs nor new.
+        let mut later: Vec<String> = Vec::new();
+        let mut common = 0;
+        state.tree.retain(|rel, (stamp, entry)| {
+            let now_stamp = now.get(rel);
+            common += usize::from(now_stamp.is_some());
+            let theirs = match now_stamp {
+                Some(now_stamp) if now_stamp == stamp => return true,
+                Some(now_stamp) => by(now_stamp.changed()),
+                None => true,
+            };
+            if theirs {
+                let before = entry.take().unwrap_or(Entry::Unrecorded {
+                    why: "it changed before it could be kept".to_string(),
+                });
+                changed.push((rel.clone(), before));
+            } else {
+                later.push(rel.clone());
+            }
+            false
+        });
+        if now.len() > common {
+            let known: HashSet<&str> = changed
+                .iter()
+                .map(|(r, _)| r.as_str())
+                .chain(later.iter().map(String::as_str))
+                .collect();
+            let created: Vec<String> = now
+                .iter()
+                .filter(|(rel, stamp)| {
+                    !state.tree.contains_key(*rel)
+                        && !known.contains(rel.as_str())
+                        && by(scan::born(&scan::absolute(&self.root, rel), stamp))
+                })
+                .map(|(rel, _)| rel.clone())
+                .collect();
+            changed.extend(created.into_iter().map(|rel| (rel, Entry::Missing)));
         }
         if changed.is_empty() {
             return Ok(());
         }
-        let Some(prompt) = state.log.prompts.last_mut() else {
+        let Some(prompt) = state.log.prompts.get_mut(unsettled.prompt) else {
             return Ok(());
         };
         for (rel, before) in changed {
@@ -462,7 +580,8 @@ impl Checkpoints {
         state.log.write(&self.log_path)
     }
 
-    /// Walks the tree and keeps every file whose stamp changed since the last walk. A
+    /// Walks the tree, finds what the unsettled commands changed ([`attribute`](Self::attribute)),
+    /// and keeps every file whose stamp changed since the last walk. A
     /// tree whose keepable files (those within `max_file_bytes`) add up to more than the
     /// whole store may hold (`max_total_bytes`) is too big, like one over `max_files` or
     /// one whose walk takes over `max_walk`: nothing of it is copied, so a project's data
@@ -478,6 +597,7 @@ impl Checkpoints {
                 return Ok(());
             }
         };
+        self.attribute(state, &now)?;
         let bytes = now
             .values()
             .map(|stamp| stamp.size())
@@ -552,6 +672,7 @@ impl Checkpoints {
             ),
         };
         state.tree.clear();
+        state.unsettled = None;
         state.notice = Some(format!(
             "checkpoints: shell commands are not checkpointed for the rest of this session: \
              {why}; a rewind cannot undo what they change (file tools' writes still are \
@@ -579,7 +700,11 @@ impl Checkpoints {
     }
 
     /// The session's prompts, newest first, with the files each changed.
+    /// What the last commands changed is found first ([`settle`](Self::settle)).
     pub fn list(&self) -> Vec<CheckpointSummary> {
+        if let Err(e) = self.settle() {
+            tracing::warn!(error = %e, "checkpoints: settle before listing");
+        }
         let state = self.state();
         let mut out: Vec<CheckpointSummary> = state
             .log
@@ -662,6 +787,7 @@ impl Checkpoints {
     /// kept as a checkpoint of its own (a later rewind to it undoes this one), and the
     /// rewound prompts leave the list.
     pub fn rewind_code(&self, number: usize) -> Result<RestoreReport, CheckpointError> {
+        self.settle()?;
         let mut state = self.state();
         let at = Self::check_number(&state, number)?;
         let mut targets: Vec<(String, Entry)> = Vec::new();

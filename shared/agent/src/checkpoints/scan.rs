@@ -1,5 +1,6 @@
 //! Looking at the project's files for a checkpoint: one path (before a file tool writes
-//! it) or the whole tree (before and after a shell command in a git project).
+//! it) or the whole tree (before a shell command in a git project, and to find what it
+//! changed).
 //!
 //! The tree walk honours the project's `.gitignore` files (ignored directories such as
 //! `target/` are never entered, which keeps a walk of a big project in milliseconds),
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -51,6 +52,28 @@ impl Stamp {
     pub(super) fn size(&self) -> u64 {
         self.size
     }
+
+    /// When the file (content or metadata) last changed: its change time (`ctime`).
+    pub(super) fn changed(&self) -> Option<SystemTime> {
+        time(self.ctime)
+    }
+}
+
+/// `(seconds, nanoseconds)` since the epoch as a time (`None` before the epoch).
+fn time((secs, nsecs): (i64, i64)) -> Option<SystemTime> {
+    let secs = u64::try_from(secs).ok()?;
+    let nsecs = u32::try_from(nsecs).ok()?;
+    UNIX_EPOCH.checked_add(Duration::new(secs, nsecs))
+}
+
+/// When the file at `path`, found with `stamp`, came to be: its birth time where the file
+/// system keeps one (a rename keeps it), else its change time.
+pub(super) fn born(path: &Path, stamp: &Stamp) -> Option<SystemTime> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|meta| Stamp::of(meta) == *stamp)
+        .and_then(|meta| meta.created().ok())
+        .or_else(|| stamp.changed())
 }
 
 /// The stamp of `path` without following a symlink; `None` if nothing is there.
