@@ -26,7 +26,7 @@ mod record;
 mod restore;
 mod scan;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
@@ -38,7 +38,7 @@ use objects::Objects;
 pub use record::ConversationMark;
 use record::{Entry, PromptRecord, SessionLog};
 pub use restore::RestoreReport;
-use scan::{Stamp, WalkStop};
+use scan::{Found, Known, Stamp, WalkStop};
 
 use crate::config::CheckpointsSection;
 use crate::tool::{PermissionTarget, Tool, ToolKind};
@@ -227,7 +227,9 @@ struct State {
     log: SessionLog,
     /// The tree's files by stamp, and what each held when last read (`None`: not read
     /// since it changed).
-    tree: HashMap<String, (Stamp, Option<Entry>)>,
+    tree: HashMap<String, Known>,
+    /// The walks made so far (the last one's number marks the files it found).
+    generation: u64,
     /// Why commands are no longer checkpointed this session (a tree over a limit).
     tree_off: Option<String>,
     /// The commands whose changes the next walk finds ([`Checkpoints::settle`]).
@@ -321,6 +323,7 @@ impl Checkpoints {
             state: Mutex::new(State {
                 log,
                 tree: HashMap::new(),
+                generation: 0,
                 tree_off: None,
                 unsettled: None,
                 notice: None,
@@ -408,7 +411,11 @@ impl Checkpoints {
                 let absolute = scan::absolute(&self.root, &rel);
                 let stamp = scan::stamp_of(&absolute);
                 let before = match state.tree.get(&rel) {
-                    Some((known, Some(entry))) if Some(*known) == stamp => entry.clone(),
+                    Some(Known {
+                        stamp: known,
+                        entry: Some(entry),
+                        ..
+                    }) if Some(*known) == stamp => entry.clone(),
                     _ => scan::capture(&absolute, &self.objects, self.limits.max_file_bytes)?,
                 };
                 Ok(Some(PendingCall {
@@ -494,8 +501,8 @@ impl Checkpoints {
         if state.unsettled.is_none() {
             return Ok(());
         }
-        match self.walk(state.tree.len()) {
-            Ok(now) => self.attribute(state, &now),
+        match self.walk(state) {
+            Ok(found) => self.attribute(state, found).map(|_| ()),
             Err(stop) => {
                 self.tree_off(state, stop);
                 Ok(())
@@ -503,81 +510,73 @@ impl Checkpoints {
         }
     }
 
-    /// Compares the walk `now` with the known tree and keeps, in the unsettled commands'
-    /// prompt, the earlier state of each path they changed: a changed file whose change
-    /// time is not after they returned, a file gone (a deletion leaves no time; putting
-    /// it back destroys nothing), and a new file born (birth time, else change time) by
-    /// then. A file created or changed only after they returned (a person's edit between
-    /// calls) is not theirs. What changed leaves the known tree: it is read again before
-    /// the next command.
-    fn attribute(
-        &self,
-        state: &mut State,
-        now: &HashMap<String, Stamp>,
-    ) -> Result<(), CheckpointError> {
-        let Some(unsettled) = state.unsettled.take() else {
-            return Ok(());
-        };
+    /// Brings the known tree up to the walk `found` made, and keeps, in the unsettled
+    /// commands' prompt, the earlier state of each path they changed: a changed file whose
+    /// change time is not after they returned, a file gone (a deletion leaves no time;
+    /// putting it back destroys nothing), and a new file born (birth time, else change
+    /// time) by then. A file created or changed only after they returned (a person's edit
+    /// between calls) is not theirs. A file that changed is known by its new stamp, not
+    /// read yet (it is read before the next command). Returns the keepable bytes found.
+    fn attribute(&self, state: &mut State, found: Found) -> Result<u64, CheckpointError> {
+        let Found {
+            known,
+            differ,
+            found_known,
+            keepable_bytes,
+        } = found;
+        state.tree = known;
+        let generation = state.generation;
+        let unsettled = state.unsettled.take();
         // Commands still running go on changing: later changes are theirs too.
-        if unsettled.running > 0 {
-            state.unsettled = Some(Unsettled {
-                ended: None,
-                ..unsettled
-            });
+        if let Some(u) = unsettled
+            && u.running > 0
+        {
+            state.unsettled = Some(Unsettled { ended: None, ..u });
         }
-        let by = |time: Option<SystemTime>| match (unsettled.ended, time) {
-            (Some(ended), Some(time)) => time <= ended,
-            _ => true,
+        let theirs = |time: Option<SystemTime>| match unsettled.map(|u| u.ended) {
+            None => false,
+            Some(Some(ended)) => time.is_none_or(|time| time <= ended),
+            Some(None) => true,
+        };
+        let unrecorded = || Entry::Unrecorded {
+            why: "it changed before it could be kept".to_string(),
         };
         let mut changed: Vec<(String, Entry)> = Vec::new();
-        // Changed, but not theirs (after they returned): neither theirs nor new.
-        let mut later: Vec<String> = Vec::new();
-        let mut common = 0;
-        state.tree.retain(|rel, (stamp, entry)| {
-            let now_stamp = now.get(rel);
-            common += usize::from(now_stamp.is_some());
-            let theirs = match now_stamp {
-                Some(now_stamp) if now_stamp == stamp => return true,
-                Some(now_stamp) => by(now_stamp.changed()),
-                None => true,
-            };
-            if theirs {
-                let before = entry.take().unwrap_or(Entry::Unrecorded {
-                    why: "it changed before it could be kept".to_string(),
-                });
-                changed.push((rel.clone(), before));
+        // Files gone: known files the walk did not find.
+        if found_known < state.tree.len() {
+            state.tree.retain(|rel, known| {
+                if known.seen_by(generation) {
+                    return true;
+                }
+                if unsettled.is_some() {
+                    changed.push((rel.clone(), known.entry.take().unwrap_or_else(unrecorded)));
+                }
+                false
+            });
+        }
+        for (rel, stamp) in differ {
+            if let Some(known) = state.tree.get_mut(&rel) {
+                if theirs(stamp.changed()) {
+                    changed.push((rel, known.entry.take().unwrap_or_else(unrecorded)));
+                }
+                known.stamp = stamp;
+                known.entry = None;
             } else {
-                later.push(rel.clone());
+                if theirs(scan::born(&scan::absolute(&self.root, &rel), &stamp)) {
+                    changed.push((rel.clone(), Entry::Missing));
+                }
+                state.tree.insert(rel, Known::new(stamp, generation));
             }
-            false
-        });
-        if now.len() > common {
-            let known: HashSet<&str> = changed
-                .iter()
-                .map(|(r, _)| r.as_str())
-                .chain(later.iter().map(String::as_str))
-                .collect();
-            let created: Vec<String> = now
-                .iter()
-                .filter(|(rel, stamp)| {
-                    !state.tree.contains_key(*rel)
-                        && !known.contains(rel.as_str())
-                        && by(scan::born(&scan::absolute(&self.root, rel), stamp))
-                })
-                .map(|(rel, _)| rel.clone())
-                .collect();
-            changed.extend(created.into_iter().map(|rel| (rel, Entry::Missing)));
         }
-        if changed.is_empty() {
-            return Ok(());
-        }
-        let Some(prompt) = state.log.prompts.get_mut(unsettled.prompt) else {
-            return Ok(());
+        let prompt = unsettled.and_then(|u| state.log.prompts.get_mut(u.prompt));
+        let (Some(prompt), false) = (prompt, changed.is_empty()) else {
+            return Ok(keepable_bytes);
         };
         for (rel, before) in changed {
             prompt.changes.entry(rel).or_insert(before);
         }
-        state.log.write(&self.log_path)
+        state.log.write(&self.log_path)?;
+        Ok(keepable_bytes)
     }
 
     /// Walks the tree, finds what the unsettled commands changed ([`attribute`](Self::attribute)),
@@ -590,44 +589,31 @@ impl Checkpoints {
     /// says of any that changed meanwhile that it was not kept.
     fn refresh_tree(&self, state: &mut State) -> Result<(), CheckpointError> {
         let started = Instant::now();
-        let now = match self.walk(state.tree.len()) {
-            Ok(now) => now,
+        let found = match self.walk(state) {
+            Ok(found) => found,
             Err(stop) => {
                 self.tree_off(state, stop);
                 return Ok(());
             }
         };
-        self.attribute(state, &now)?;
-        let bytes = now
-            .values()
-            .map(|stamp| stamp.size())
-            .filter(|size| *size <= self.limits.max_file_bytes)
-            .fold(0u64, u64::saturating_add);
+        let bytes = self.attribute(state, found)?;
         if bytes > self.limits.max_total_bytes {
             self.tree_off(state, WalkStop::Bytes(self.limits.max_total_bytes));
             return Ok(());
         }
         let deadline = started + self.limits.max_walk;
         let mut late = 0usize;
-        // Updated in place: files gone leave it, files whose stamp changed are kept anew.
-        state.tree.retain(|rel, _| now.contains_key(rel));
-        for (rel, stamp) in now {
-            if let Some((known, Some(_))) = state.tree.get(&rel)
-                && *known == stamp
-            {
+        // Files whose stamp changed (or that are new) are read and kept anew.
+        for (rel, known) in state.tree.iter_mut().filter(|(_, k)| k.entry.is_none()) {
+            if Instant::now() >= deadline {
+                late += 1;
                 continue;
             }
-            let entry = if Instant::now() >= deadline {
-                late += 1;
-                None
-            } else {
-                Some(scan::capture(
-                    &scan::absolute(&self.root, &rel),
-                    &self.objects,
-                    self.limits.max_file_bytes,
-                )?)
-            };
-            state.tree.insert(rel, (stamp, entry));
+            known.entry = Some(scan::capture(
+                &scan::absolute(&self.root, rel),
+                &self.objects,
+                self.limits.max_file_bytes,
+            )?);
         }
         if late > 0 && !std::mem::replace(&mut state.partial_told, true) {
             state.notice = Some(format!(
@@ -640,17 +626,23 @@ impl Checkpoints {
         Ok(())
     }
 
-    /// The tree's files and their stamps, within the limits.
-    fn walk(&self, expected: usize) -> Result<HashMap<String, Stamp>, WalkStop> {
+    /// Walks the tree against the known one (taken: a walk given up keeps it, and the
+    /// caller turns tree checkpoints off), within the limits.
+    fn walk(&self, state: &mut State) -> Result<Found, WalkStop> {
         let skip = self
             .store_inside_root()
             .and_then(|store| scan::relative(&self.root, &store));
+        state.generation += 1;
         scan::walk(
             &self.root,
-            self.limits.max_files,
-            self.limits.max_walk,
+            std::mem::take(&mut state.tree),
+            state.generation,
+            (
+                self.limits.max_files,
+                self.limits.max_file_bytes,
+                self.limits.max_walk,
+            ),
             skip,
-            expected,
         )
     }
 

@@ -326,7 +326,7 @@ fn a_gitignore_linked_to_dev_zero_or_a_fifo_does_not_stop_the_walk() {
         }
         let walked_root = root.clone();
         let files = within(
-            move || scan::walk(&walked_root, 1000, Duration::from_secs(10), None, 0),
+            move || scan::walk_files(&walked_root, 1000, Duration::from_secs(10)),
             || release(&planted),
         )
         .unwrap_or_else(|stop| panic!("{hostile}: the walk stopped: {stop:?}"));
@@ -339,10 +339,10 @@ fn a_file_limit_below_the_initial_capacity_walks_the_tree() {
     let (_dir, root, _home) = project();
     std::fs::write(root.join("a.txt"), "a").unwrap();
     std::fs::write(root.join("b.txt"), "b").unwrap();
-    let files = scan::walk(&root, 10, Duration::from_secs(10), None, 0).unwrap();
+    let files = scan::walk_files(&root, 10, Duration::from_secs(10)).unwrap();
     assert_eq!(files.len(), 2, "{files:?}");
     assert_eq!(
-        scan::walk(&root, 1, Duration::from_secs(10), None, 5000),
+        scan::walk_files(&root, 1, Duration::from_secs(10)),
         Err(scan::WalkStop::Files(1))
     );
 }
