@@ -55,6 +55,21 @@ fn lstat_all(dir: &Path) -> usize {
     n
 }
 
+/// CPU time of the whole process (every thread) so far, from `/proc/self/stat` (10 ms
+/// ticks: read over a loop of calls, not one). Less moved by other processes' load than
+/// wall time.
+fn cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(") ").map_or("", |(_, a)| a);
+    let fields: Vec<u64> = after.split(' ').map(|f| f.parse().unwrap_or(0)).collect();
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+fn per_call(total: Duration, calls: usize) -> String {
+    ms(total / u32::try_from(calls.max(1)).unwrap_or(u32::MAX))
+}
+
 fn percentile(times: &mut [Duration], p: f64) -> Duration {
     times.sort();
     times[((times.len() as f64 - 1.0) * p).round() as usize]
@@ -98,6 +113,7 @@ fn main() {
 
     let mut before = Vec::with_capacity(runs);
     let mut after = Vec::with_capacity(runs);
+    let cpu_started = cpu();
     for i in 0..runs {
         let started = Instant::now();
         let pending = checkpoints
@@ -112,9 +128,11 @@ fn main() {
         checkpoints.after_call(pending).unwrap();
         after.push(started.elapsed());
     }
+    let command_cpu = cpu() - cpu_started;
 
     // A run that ends after its command: the walk that finds what the command changed.
     let mut settle = Vec::with_capacity(runs);
+    let mut settle_cpu = Duration::ZERO;
     for i in 0..runs {
         let pending = checkpoints
             .before_call(&CallScope::Tree, &root)
@@ -128,7 +146,9 @@ fn main() {
         std::fs::write(&file, format!("// run {i}\n")).unwrap();
         checkpoints.after_call(pending).unwrap();
         let started = Instant::now();
+        let cpu_started = cpu();
         checkpoints.settle().unwrap();
+        settle_cpu += cpu() - cpu_started;
         settle.push(started.elapsed());
     }
 
@@ -180,5 +200,13 @@ fn main() {
         &mut settle,
     );
     row("before a file tool's write (one path)", &mut write_before);
+    println!(
+        "CPU per command, every thread, mean (before + after + the one-file write): {}",
+        per_call(command_cpu, runs)
+    );
+    println!(
+        "CPU per end of a run, every thread, mean: {}",
+        per_call(settle_cpu, runs)
+    );
     row("after a file tool's write (one path)", &mut write_after);
 }
