@@ -4,8 +4,10 @@
 //! The project: 10,000 files of about 1 KiB in 100 directories, a `.git`, and a
 //! `.gitignore`d `target/` of 5,000 more files that a walk must not enter. Timed:
 //! - the first command checkpoint, which walks the tree and keeps every file;
-//! - each later command checkpoint (walk, stamps compared, the one file the previous
-//!   command changed kept), and the scan after the command that finds what it changed;
+//! - each later command checkpoint: before it, one walk that finds what the previous
+//!   command changed and keeps what this one may change (stamps compared, the one file
+//!   the previous command changed kept); after it, only the time it returned is noted;
+//! - the end of a run after a command (one walk that finds what the command changed);
 //! - a file tool's checkpoint (one path) before and after its write.
 //!
 //! `scripts/bench-checkpoints` (release build; `ROO_BENCH_N`, default 200). Results:
@@ -53,6 +55,21 @@ fn lstat_all(dir: &Path) -> usize {
     n
 }
 
+/// CPU time of the whole process (every thread) so far, from `/proc/self/stat` (10 ms
+/// ticks: read over a loop of calls, not one). Less moved by other processes' load than
+/// wall time.
+fn cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(") ").map_or("", |(_, a)| a);
+    let fields: Vec<u64> = after.split(' ').map(|f| f.parse().unwrap_or(0)).collect();
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+fn per_call(total: Duration, calls: usize) -> String {
+    ms(total / u32::try_from(calls.max(1)).unwrap_or(u32::MAX))
+}
+
 fn percentile(times: &mut [Duration], p: f64) -> Duration {
     times.sort();
     times[((times.len() as f64 - 1.0) * p).round() as usize]
@@ -96,6 +113,7 @@ fn main() {
 
     let mut before = Vec::with_capacity(runs);
     let mut after = Vec::with_capacity(runs);
+    let cpu_started = cpu();
     for i in 0..runs {
         let started = Instant::now();
         let pending = checkpoints
@@ -109,6 +127,29 @@ fn main() {
         let started = Instant::now();
         checkpoints.after_call(pending).unwrap();
         after.push(started.elapsed());
+    }
+    let command_cpu = cpu() - cpu_started;
+
+    // A run that ends after its command: the walk that finds what the command changed.
+    let mut settle = Vec::with_capacity(runs);
+    let mut settle_cpu = Duration::ZERO;
+    for i in 0..runs {
+        let pending = checkpoints
+            .before_call(&CallScope::Tree, &root)
+            .unwrap()
+            .unwrap();
+        let file = root.join(format!(
+            "src/m{:03}/f{:05}.rs",
+            (i + 3) % DIRS,
+            (i + 5000) % FILES
+        ));
+        std::fs::write(&file, format!("// run {i}\n")).unwrap();
+        checkpoints.after_call(pending).unwrap();
+        let started = Instant::now();
+        let cpu_started = cpu();
+        checkpoints.settle().unwrap();
+        settle_cpu += cpu() - cpu_started;
+        settle.push(started.elapsed());
     }
 
     let mut write_before = Vec::with_capacity(runs);
@@ -147,10 +188,25 @@ fn main() {
     println!("| step | p50 | p90 |");
     println!("|---|---|---|");
     row("floor: read every directory, lstat every file", &mut floor);
-    row("before a command (walk, keep what changed)", &mut before);
-    row("after a command (walk, find what it changed)", &mut after);
+    row(
+        "before a command (one walk: what the last command changed, keep what changed)",
+        &mut before,
+    );
+    row("after a command (its end noted, no walk)", &mut after);
     let mut command: Vec<Duration> = before.iter().zip(&after).map(|(a, b)| *a + *b).collect();
     row("a command in all (before + after)", &mut command);
+    row(
+        "the end of a run after a command (one walk: what it changed)",
+        &mut settle,
+    );
     row("before a file tool's write (one path)", &mut write_before);
+    println!(
+        "CPU per command, every thread, mean (before + after + the one-file write): {}",
+        per_call(command_cpu, runs)
+    );
+    println!(
+        "CPU per end of a run, every thread, mean: {}",
+        per_call(settle_cpu, runs)
+    );
     row("after a file tool's write (one path)", &mut write_after);
 }

@@ -410,6 +410,7 @@ impl Agent {
         let outcome = self
             .run_inner(input, events, &cancel, &mut usage, &mut turns)
             .await;
+        self.checkpoint_settle(events).await;
         if let Some(gate) = &self.options.spend_gate {
             gate.0.run_ended().await;
         }

@@ -7,8 +7,12 @@
 //! for a command in a git project, the whole tree (the `.gitignore`d directories left out,
 //! bounded in files, bytes and time); after the call, what changed is compared with what was
 //! recorded, and each path the call changed keeps the state it had before the prompt's
-//! first change. A rewind puts back only those paths: a file the agent neither created nor
-//! changed is never touched, whatever else changed since.
+//! first change. A file tool's path is compared at once; a command's tree is compared by the
+//! next walk ([`Checkpoints::settle`]: the walk before the agent's next file-changing call,
+//! the end of its run, a listing or a rewind), so a command costs one walk, not two; the
+//! files' change and birth times tell what changed before the command returned. A rewind
+//! puts back only those paths: a file the agent neither created nor changed is never
+//! touched, whatever else changed since.
 //!
 //! The store is no git repository: contents are kept by their SHA-256 in an object
 //! directory of RooCode's own and read back and written without git, so nothing of the
@@ -22,7 +26,7 @@ mod record;
 mod restore;
 mod scan;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
@@ -34,7 +38,7 @@ use objects::Objects;
 pub use record::ConversationMark;
 use record::{Entry, PromptRecord, SessionLog};
 pub use restore::RestoreReport;
-use scan::{Stamp, WalkStop};
+use scan::{Found, Known, Stamp, WalkStop};
 
 use crate::config::CheckpointsSection;
 use crate::tool::{PermissionTarget, Tool, ToolKind};
@@ -102,7 +106,8 @@ pub struct CheckpointLimits {
     pub max_file_bytes: u64,
     /// A tree with more files than this is not checkpointed before commands.
     pub max_files: usize,
-    /// A tree walk (before or after a command) or the keeping of what it found that
+    /// A tree walk (before a command, or one that finds what commands changed) or the
+    /// keeping of what it found that
     /// takes longer than this is cut short: the walk's checkpoint is skipped (and
     /// commands are not checkpointed for the rest of the session), what was not kept in
     /// time is kept on the next call.
@@ -222,15 +227,32 @@ struct State {
     log: SessionLog,
     /// The tree's files by stamp, and what each held when last read (`None`: not read
     /// since it changed).
-    tree: HashMap<String, (Stamp, Option<Entry>)>,
+    tree: HashMap<String, Known>,
+    /// The walks made so far (the last one's number marks the files it found).
+    generation: u64,
     /// Why commands are no longer checkpointed this session (a tree over a limit).
     tree_off: Option<String>,
+    /// The commands whose changes the next walk finds ([`Checkpoints::settle`]).
+    unsettled: Option<Unsettled>,
     /// What the person and the agent are to be told, once ([`Checkpoints::take_notice`]).
     notice: Option<String>,
     /// Whether a checkpoint cut short in time was told already.
     partial_told: bool,
     /// Whether a failure was told already (once per session).
     warned: bool,
+}
+
+/// Commands run since the known tree was walked, whose changes are not yet compared: the
+/// next walk finds them and keeps them in their prompt.
+#[derive(Debug, Clone, Copy)]
+struct Unsettled {
+    /// The prompt they answered (an index into the log's prompts).
+    prompt: usize,
+    /// How many of them have not returned yet.
+    running: usize,
+    /// When the last of them returned (`None` while one runs, or if one never returned:
+    /// then every change found is theirs).
+    ended: Option<SystemTime>,
 }
 
 impl Checkpoints {
@@ -301,7 +323,9 @@ impl Checkpoints {
             state: Mutex::new(State {
                 log,
                 tree: HashMap::new(),
+                generation: 0,
                 tree_off: None,
+                unsettled: None,
                 notice: None,
                 partial_told: false,
                 warned: false,
@@ -329,6 +353,9 @@ impl Checkpoints {
             return Ok(());
         }
         let mut state = self.state();
+        // What the last run's commands changed belongs to its prompt, not this one.
+        self.settle_locked(&mut state)?;
+        state.unsettled = None;
         // Another process may have rewound this session's files since (a lead rewinding
         // its stopped teammate's clone): its file is the truth, not what is in memory. A
         // damaged file is moved aside and said; what is in memory is written anew.
@@ -378,10 +405,17 @@ impl Checkpoints {
                 let Some(rel) = scan::relative(&self.root, &resolved(path)) else {
                     return Ok(None);
                 };
+                // What a command just changed is found first: it is the command's, and
+                // the path's state before the command is what this prompt keeps.
+                self.settle_locked(&mut state)?;
                 let absolute = scan::absolute(&self.root, &rel);
                 let stamp = scan::stamp_of(&absolute);
                 let before = match state.tree.get(&rel) {
-                    Some((known, Some(entry))) if Some(*known) == stamp => entry.clone(),
+                    Some(Known {
+                        stamp: known,
+                        entry: Some(entry),
+                        ..
+                    }) if Some(*known) == stamp => entry.clone(),
                     _ => scan::capture(&absolute, &self.objects, self.limits.max_file_bytes)?,
                 };
                 Ok(Some(PendingCall {
@@ -396,73 +430,157 @@ impl Checkpoints {
                 if !git || !cwd.starts_with(&self.root) || state.tree_off.is_some() {
                     return Ok(None);
                 }
+                // One walk finds what the previous command changed and keeps what this
+                // one may change.
                 self.refresh_tree(&mut state)?;
-                Ok(state.tree_off.is_none().then_some(PendingCall {
+                if state.tree_off.is_some() {
+                    return Ok(None);
+                }
+                let prompt = state.log.prompts.len() - 1;
+                let running = state
+                    .unsettled
+                    .filter(|u| u.prompt == prompt)
+                    .map_or(0, |u| u.running);
+                state.unsettled = Some(Unsettled {
+                    prompt,
+                    running: running + 1,
+                    ended: None,
+                });
+                Ok(Some(PendingCall {
                     what: PendingWhat::Tree,
                 }))
             }
         }
     }
 
-    /// Compares what a call changed with what [`before_call`](Self::before_call)
-    /// recorded, and keeps the earlier state of each changed path in the prompt.
+    /// After a call: a file tool's path is compared with what
+    /// [`before_call`](Self::before_call) recorded, and its earlier state kept in the
+    /// prompt if it changed. A command's changes are found by the next walk
+    /// ([`settle`](Self::settle)); here only the time it returned is noted.
     pub fn after_call(&self, pending: PendingCall) -> Result<(), CheckpointError> {
         let mut state = self.state();
-        let mut changed: Vec<(String, Entry)> = Vec::new();
-        match pending.what {
+        let (rel, before) = match pending.what {
             PendingWhat::Path { rel, before, stamp } => {
                 let now = scan::stamp_of(&scan::absolute(&self.root, &rel));
-                if now != stamp {
-                    state.tree.remove(&rel);
-                    changed.push((rel, before));
+                if now == stamp {
+                    return Ok(());
                 }
+                state.tree.remove(&rel);
+                (rel, before)
             }
             PendingWhat::Tree => {
-                let now = match self.walk(state.tree.len()) {
-                    Ok(now) => now,
-                    Err(stop) => {
-                        self.tree_off(&mut state, stop);
-                        return Ok(());
-                    }
-                };
-                // What changed leaves the known tree (it is read again before the next
-                // command); what is new was not there before.
-                let mut common = 0;
-                state.tree.retain(|rel, (stamp, entry)| {
-                    let now_stamp = now.get(rel);
-                    common += usize::from(now_stamp.is_some());
-                    if now_stamp == Some(stamp) {
-                        return true;
-                    }
-                    let before = entry.take().unwrap_or(Entry::Unrecorded {
-                        why: "it changed before it could be kept".to_string(),
-                    });
-                    changed.push((rel.clone(), before));
-                    false
-                });
-                if now.len() > common {
-                    let known: HashSet<String> = changed.iter().map(|(r, _)| r.clone()).collect();
-                    for rel in now.into_keys() {
-                        if !state.tree.contains_key(&rel) && !known.contains(&rel) {
-                            changed.push((rel, Entry::Missing));
-                        }
+                if let Some(unsettled) = &mut state.unsettled {
+                    unsettled.running = unsettled.running.saturating_sub(1);
+                    if unsettled.running == 0 {
+                        unsettled.ended = Some(SystemTime::now());
                     }
                 }
+                return Ok(());
             }
-        }
-        if changed.is_empty() {
-            return Ok(());
-        }
+        };
         let Some(prompt) = state.log.prompts.last_mut() else {
             return Ok(());
+        };
+        prompt.changes.entry(rel).or_insert(before);
+        state.log.write(&self.log_path)
+    }
+
+    /// Finds what the commands run since the last walk changed and keeps each changed
+    /// path's earlier state in their prompt (one walk; nothing to do when no command ran
+    /// since). The loop calls it when a run ends; a listing, a rewind, a new prompt and
+    /// the next file-changing call do it first.
+    pub fn settle(&self) -> Result<(), CheckpointError> {
+        let mut state = self.state();
+        let result = self.settle_locked(&mut state);
+        // A run is over: no command of it is still running.
+        state.unsettled = None;
+        result
+    }
+
+    fn settle_locked(&self, state: &mut State) -> Result<(), CheckpointError> {
+        if state.unsettled.is_none() {
+            return Ok(());
+        }
+        match self.walk(state) {
+            Ok(found) => self.attribute(state, found).map(|_| ()),
+            Err(stop) => {
+                self.tree_off(state, stop);
+                Ok(())
+            }
+        }
+    }
+
+    /// Brings the known tree up to the walk `found` made, and keeps, in the unsettled
+    /// commands' prompt, the earlier state of each path they changed: a changed file whose
+    /// change time is not after they returned, a file gone (a deletion leaves no time;
+    /// putting it back destroys nothing), and a new file born (birth time, else change
+    /// time) by then. A file created or changed only after they returned (a person's edit
+    /// between calls) is not theirs. A file that changed is known by its new stamp, not
+    /// read yet (it is read before the next command). Returns the keepable bytes found.
+    fn attribute(&self, state: &mut State, found: Found) -> Result<u64, CheckpointError> {
+        let Found {
+            known,
+            differ,
+            found_known,
+            keepable_bytes,
+        } = found;
+        state.tree = known;
+        let generation = state.generation;
+        let unsettled = state.unsettled.take();
+        // Commands still running go on changing: later changes are theirs too.
+        if let Some(u) = unsettled
+            && u.running > 0
+        {
+            state.unsettled = Some(Unsettled { ended: None, ..u });
+        }
+        let theirs = |time: Option<SystemTime>| match unsettled.map(|u| u.ended) {
+            None => false,
+            Some(Some(ended)) => time.is_none_or(|time| time <= ended),
+            Some(None) => true,
+        };
+        let unrecorded = || Entry::Unrecorded {
+            why: "it changed before it could be kept".to_string(),
+        };
+        let mut changed: Vec<(String, Entry)> = Vec::new();
+        // Files gone: known files the walk did not find.
+        if found_known < state.tree.len() {
+            state.tree.retain(|rel, known| {
+                if known.seen_by(generation) {
+                    return true;
+                }
+                if unsettled.is_some() {
+                    changed.push((rel.clone(), known.entry.take().unwrap_or_else(unrecorded)));
+                }
+                false
+            });
+        }
+        for (rel, stamp) in differ {
+            if let Some(known) = state.tree.get_mut(&rel) {
+                if theirs(stamp.changed()) {
+                    changed.push((rel, known.entry.take().unwrap_or_else(unrecorded)));
+                }
+                known.stamp = stamp;
+                known.entry = None;
+            } else {
+                if theirs(scan::born(&scan::absolute(&self.root, &rel), &stamp)) {
+                    changed.push((rel.clone(), Entry::Missing));
+                }
+                state.tree.insert(rel, Known::new(stamp, generation));
+            }
+        }
+        let prompt = unsettled.and_then(|u| state.log.prompts.get_mut(u.prompt));
+        let (Some(prompt), false) = (prompt, changed.is_empty()) else {
+            return Ok(keepable_bytes);
         };
         for (rel, before) in changed {
             prompt.changes.entry(rel).or_insert(before);
         }
-        state.log.write(&self.log_path)
+        state.log.write(&self.log_path)?;
+        Ok(keepable_bytes)
     }
 
-    /// Walks the tree and keeps every file whose stamp changed since the last walk. A
+    /// Walks the tree, finds what the unsettled commands changed ([`attribute`](Self::attribute)),
+    /// and keeps every file whose stamp changed since the last walk. A
     /// tree whose keepable files (those within `max_file_bytes`) add up to more than the
     /// whole store may hold (`max_total_bytes`) is too big, like one over `max_files` or
     /// one whose walk takes over `max_walk`: nothing of it is copied, so a project's data
@@ -471,43 +589,31 @@ impl Checkpoints {
     /// says of any that changed meanwhile that it was not kept.
     fn refresh_tree(&self, state: &mut State) -> Result<(), CheckpointError> {
         let started = Instant::now();
-        let now = match self.walk(state.tree.len()) {
-            Ok(now) => now,
+        let found = match self.walk(state) {
+            Ok(found) => found,
             Err(stop) => {
                 self.tree_off(state, stop);
                 return Ok(());
             }
         };
-        let bytes = now
-            .values()
-            .map(|stamp| stamp.size())
-            .filter(|size| *size <= self.limits.max_file_bytes)
-            .fold(0u64, u64::saturating_add);
+        let bytes = self.attribute(state, found)?;
         if bytes > self.limits.max_total_bytes {
             self.tree_off(state, WalkStop::Bytes(self.limits.max_total_bytes));
             return Ok(());
         }
         let deadline = started + self.limits.max_walk;
         let mut late = 0usize;
-        // Updated in place: files gone leave it, files whose stamp changed are kept anew.
-        state.tree.retain(|rel, _| now.contains_key(rel));
-        for (rel, stamp) in now {
-            if let Some((known, Some(_))) = state.tree.get(&rel)
-                && *known == stamp
-            {
+        // Files whose stamp changed (or that are new) are read and kept anew.
+        for (rel, known) in state.tree.iter_mut().filter(|(_, k)| k.entry.is_none()) {
+            if Instant::now() >= deadline {
+                late += 1;
                 continue;
             }
-            let entry = if Instant::now() >= deadline {
-                late += 1;
-                None
-            } else {
-                Some(scan::capture(
-                    &scan::absolute(&self.root, &rel),
-                    &self.objects,
-                    self.limits.max_file_bytes,
-                )?)
-            };
-            state.tree.insert(rel, (stamp, entry));
+            known.entry = Some(scan::capture(
+                &scan::absolute(&self.root, rel),
+                &self.objects,
+                self.limits.max_file_bytes,
+            )?);
         }
         if late > 0 && !std::mem::replace(&mut state.partial_told, true) {
             state.notice = Some(format!(
@@ -520,17 +626,23 @@ impl Checkpoints {
         Ok(())
     }
 
-    /// The tree's files and their stamps, within the limits.
-    fn walk(&self, expected: usize) -> Result<HashMap<String, Stamp>, WalkStop> {
+    /// Walks the tree against the known one (taken: a walk given up keeps it, and the
+    /// caller turns tree checkpoints off), within the limits.
+    fn walk(&self, state: &mut State) -> Result<Found, WalkStop> {
         let skip = self
             .store_inside_root()
             .and_then(|store| scan::relative(&self.root, &store));
+        state.generation += 1;
         scan::walk(
             &self.root,
-            self.limits.max_files,
-            self.limits.max_walk,
+            std::mem::take(&mut state.tree),
+            state.generation,
+            (
+                self.limits.max_files,
+                self.limits.max_file_bytes,
+                self.limits.max_walk,
+            ),
             skip,
-            expected,
         )
     }
 
@@ -552,6 +664,7 @@ impl Checkpoints {
             ),
         };
         state.tree.clear();
+        state.unsettled = None;
         state.notice = Some(format!(
             "checkpoints: shell commands are not checkpointed for the rest of this session: \
              {why}; a rewind cannot undo what they change (file tools' writes still are \
@@ -579,7 +692,11 @@ impl Checkpoints {
     }
 
     /// The session's prompts, newest first, with the files each changed.
+    /// What the last commands changed is found first ([`settle`](Self::settle)).
     pub fn list(&self) -> Vec<CheckpointSummary> {
+        if let Err(e) = self.settle() {
+            tracing::warn!(error = %e, "checkpoints: settle before listing");
+        }
         let state = self.state();
         let mut out: Vec<CheckpointSummary> = state
             .log
@@ -662,6 +779,7 @@ impl Checkpoints {
     /// kept as a checkpoint of its own (a later rewind to it undoes this one), and the
     /// rewound prompts leave the list.
     pub fn rewind_code(&self, number: usize) -> Result<RestoreReport, CheckpointError> {
+        self.settle()?;
         let mut state = self.state();
         let at = Self::check_number(&state, number)?;
         let mut targets: Vec<(String, Entry)> = Vec::new();

@@ -149,6 +149,19 @@ impl Agent {
         told(checkpoints, events)
     }
 
+    /// A run ended: what its last commands changed is found and kept now (one walk), so
+    /// a person's edit after the run is never taken for the agent's.
+    pub(super) async fn checkpoint_settle(&self, events: &EventSink) {
+        let Some(checkpoints) = self.checkpoints().cloned() else {
+            return;
+        };
+        let recorder = checkpoints.clone();
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || recorder.settle()).await {
+            failed(&checkpoints, &e, events);
+        }
+        told(&checkpoints, events);
+    }
+
     /// Puts `scope` back to before prompt `number` (1 = the session's first; the
     /// numbers [`Checkpoints::list`] shows). The code: only the files the agent changed
     /// since; the conversation: cut back to where it stood, in the transcript too.

@@ -1,5 +1,6 @@
 //! Looking at the project's files for a checkpoint: one path (before a file tool writes
-//! it) or the whole tree (before and after a shell command in a git project).
+//! it) or the whole tree (before a shell command in a git project, and to find what it
+//! changed).
 //!
 //! The tree walk honours the project's `.gitignore` files (ignored directories such as
 //! `target/` are never entered, which keeps a walk of a big project in milliseconds),
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -47,10 +48,67 @@ impl Stamp {
         }
     }
 
-    /// The file's size in bytes.
-    pub(super) fn size(&self) -> u64 {
-        self.size
+    /// When the file (content or metadata) last changed: its change time (`ctime`).
+    pub(super) fn changed(&self) -> Option<SystemTime> {
+        time(self.ctime)
     }
+}
+
+/// What the walks know of one file: its stamp when last walked, what it held then
+/// (`None`: not read since it changed), and the last walk that found it.
+#[derive(Debug)]
+pub(super) struct Known {
+    pub(super) stamp: Stamp,
+    pub(super) entry: Option<Entry>,
+    seen: u64,
+}
+
+impl Known {
+    /// A file found by walk `generation`, not read yet.
+    pub(super) fn new(stamp: Stamp, generation: u64) -> Self {
+        Self {
+            stamp,
+            entry: None,
+            seen: generation,
+        }
+    }
+
+    /// Whether walk `generation` found it.
+    pub(super) fn seen_by(&self, generation: u64) -> bool {
+        self.seen == generation
+    }
+}
+
+/// What a walk found, against what the walks before knew.
+#[derive(Debug)]
+pub(super) struct Found {
+    /// The known files, each one this walk found marked with its generation (stamps and
+    /// contents as they were: the caller compares).
+    pub(super) known: HashMap<String, Known>,
+    /// The files found whose stamp is not the known one, or that were not known, with the
+    /// stamp found.
+    pub(super) differ: Vec<(String, Stamp)>,
+    /// How many known files were found: fewer than were known, and some are gone.
+    pub(super) found_known: usize,
+    /// Bytes of the files found that are within the size kept.
+    pub(super) keepable_bytes: u64,
+}
+
+/// `(seconds, nanoseconds)` since the epoch as a time (`None` before the epoch).
+fn time((secs, nsecs): (i64, i64)) -> Option<SystemTime> {
+    let secs = u64::try_from(secs).ok()?;
+    let nsecs = u32::try_from(nsecs).ok()?;
+    UNIX_EPOCH.checked_add(Duration::new(secs, nsecs))
+}
+
+/// When the file at `path`, found with `stamp`, came to be: its birth time where the file
+/// system keeps one (a rename keeps it), else its change time.
+pub(super) fn born(path: &Path, stamp: &Stamp) -> Option<SystemTime> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|meta| Stamp::of(meta) == *stamp)
+        .and_then(|meta| meta.created().ok())
+        .or_else(|| stamp.changed())
 }
 
 /// The stamp of `path` without following a symlink; `None` if nothing is there.
@@ -130,32 +188,43 @@ pub(super) enum WalkStop {
     Bytes(u64),
 }
 
-/// The files of the tree at `root` and their stamps, walked on a thread of its own and
-/// waited for at most `max_time`: a walk that is not over by then (a huge tree, a slow or
-/// hung file system) is given up, and the thread, told to stop, is left to end by itself.
-/// `skip` (relative to `root`) is left out: the checkpoint store itself, when it lies
-/// inside the project. `expected`: how many files the last walk found.
+/// Walks the tree at `root` against `known` (what the walks before found), on a thread of
+/// its own, waited for at most `max_time`: a walk that is not over by then (a huge tree,
+/// a slow or hung file system) is given up, and the thread, told to stop, is left to end
+/// by itself (with `known`). A file whose stamp is the known one costs a lookup, nothing
+/// is allocated for it. `generation` marks the files found; `skip` (relative to `root`)
+/// is left out: the checkpoint store itself, when it lies inside the project.
+/// `max_file_bytes`: the size above which a file is not kept (counted apart).
 pub(super) fn walk(
     root: &Path,
-    max_files: usize,
-    max_time: Duration,
+    known: HashMap<String, Known>,
+    generation: u64,
+    limits: (usize, u64, Duration),
     skip: Option<String>,
-    expected: usize,
-) -> Result<HashMap<String, Stamp>, WalkStop> {
+) -> Result<Found, WalkStop> {
+    let (max_files, max_file_bytes, max_time) = limits;
     let deadline = Instant::now() + max_time;
     let (sender, receiver) = std::sync::mpsc::sync_channel(1);
     let root = root.to_path_buf();
     let walker = move || {
         let mut walk = Walk {
-            files: HashMap::with_capacity(expected.max(1024).min(max_files)),
+            found: Found {
+                known,
+                differ: Vec::new(),
+                found_known: 0,
+                keepable_bytes: 0,
+            },
+            generation,
+            files: 0,
             max_files,
+            max_file_bytes,
             deadline,
             skip,
             dev: 0,
             seen: 0,
             warned: false,
         };
-        let _ = sender.send(walk.run(&root).map(|()| walk.files));
+        let _ = sender.send(walk.run(&root).map(|()| walk.found));
     };
     if std::thread::Builder::new()
         .name("checkpoint-walk".into())
@@ -168,6 +237,23 @@ pub(super) fn walk(
     receiver.recv_timeout(wait).unwrap_or(Err(WalkStop::Time))
 }
 
+/// The files of the tree at `root` and their stamps (a walk against nothing known).
+#[cfg(test)]
+pub(super) fn walk_files(
+    root: &Path,
+    max_files: usize,
+    max_time: Duration,
+) -> Result<HashMap<String, Stamp>, WalkStop> {
+    let found = walk(
+        root,
+        HashMap::new(),
+        1,
+        (max_files, u64::MAX, max_time),
+        None,
+    )?;
+    Ok(found.differ.into_iter().collect())
+}
+
 /// One walk of a tree: read each directory through its handle (`getdents`, the entry's
 /// type from it) and `lstat` each file relative to that handle (`statx`), so no path is
 /// resolved from the root per file. Honours the `.gitignore` files and
@@ -175,8 +261,12 @@ pub(super) fn walk(
 /// (a directory holding `.git`: a teammate's clone, a submodule), a directory on another
 /// file system (a mount), or a name that is not UTF-8; never follows a symlink.
 struct Walk {
-    files: HashMap<String, Stamp>,
+    found: Found,
+    generation: u64,
+    /// Files found so far.
+    files: usize,
     max_files: usize,
+    max_file_bytes: u64,
     deadline: Instant,
     skip: Option<String>,
     /// The root's file system.
@@ -294,10 +384,24 @@ impl Walk {
                 }
                 continue;
             }
-            if self.files.len() >= self.max_files {
+            if self.files >= self.max_files {
                 return Err(WalkStop::Files(self.max_files));
             }
-            self.files.insert(rel.clone(), Stamp::of(&meta));
+            self.files += 1;
+            let stamp = Stamp::of(&meta);
+            if stamp.size <= self.max_file_bytes {
+                self.found.keepable_bytes = self.found.keepable_bytes.saturating_add(stamp.size);
+            }
+            match self.found.known.get_mut(rel.as_str()) {
+                Some(known) => {
+                    known.seen = self.generation;
+                    self.found.found_known += 1;
+                    if known.stamp != stamp {
+                        self.found.differ.push((rel.clone(), stamp));
+                    }
+                }
+                None => self.found.differ.push((rel.clone(), stamp)),
+            }
         }
         Ok(())
     }

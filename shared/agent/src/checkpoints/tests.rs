@@ -65,7 +65,9 @@ fn a_command_in_a_git_project_is_rewound_from_the_tree_walk() {
     std::fs::create_dir_all(root.join("ignored")).unwrap();
     std::fs::write(root.join("ignored/out"), "x").unwrap();
     cp.after_call(pending).unwrap();
-    // A later user change between calls is not the agent's.
+    // A later user change between calls is not the agent's (later than the file system
+    // clock's tick: the command's changes are told by their times).
+    later();
     std::fs::write(root.join("notes.txt"), "user").unwrap();
     let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
     cp.after_call(pending).unwrap();
@@ -324,7 +326,7 @@ fn a_gitignore_linked_to_dev_zero_or_a_fifo_does_not_stop_the_walk() {
         }
         let walked_root = root.clone();
         let files = within(
-            move || scan::walk(&walked_root, 1000, Duration::from_secs(10), None, 0),
+            move || scan::walk_files(&walked_root, 1000, Duration::from_secs(10)),
             || release(&planted),
         )
         .unwrap_or_else(|stop| panic!("{hostile}: the walk stopped: {stop:?}"));
@@ -337,10 +339,10 @@ fn a_file_limit_below_the_initial_capacity_walks_the_tree() {
     let (_dir, root, _home) = project();
     std::fs::write(root.join("a.txt"), "a").unwrap();
     std::fs::write(root.join("b.txt"), "b").unwrap();
-    let files = scan::walk(&root, 10, Duration::from_secs(10), None, 0).unwrap();
+    let files = scan::walk_files(&root, 10, Duration::from_secs(10)).unwrap();
     assert_eq!(files.len(), 2, "{files:?}");
     assert_eq!(
-        scan::walk(&root, 1, Duration::from_secs(10), None, 5000),
+        scan::walk_files(&root, 1, Duration::from_secs(10)),
         Err(scan::WalkStop::Files(1))
     );
 }
@@ -392,4 +394,142 @@ fn git_and_worktree_names_are_refused_in_any_case() {
             "{rel}"
         );
     }
+}
+
+/// Waits past the file system clock's tick (file times come from a coarse clock): a change
+/// made after this is later, by its times, than a command that returned before.
+fn later() {
+    std::thread::sleep(Duration::from_millis(50));
+}
+
+fn read(root: &Path, rel: &str) -> String {
+    std::fs::read_to_string(root.join(rel)).unwrap()
+}
+
+#[test]
+fn a_command_costs_one_walk_and_the_next_walk_finds_what_it_changed() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("a.txt"), "two").unwrap();
+    cp.after_call(pending).unwrap();
+    // Nothing compared yet: the command's return only noted its time.
+    assert!(cp.state().log.prompts[0].changes.is_empty());
+    // The walk before the next command finds it, and keeps what the next may change.
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    assert_eq!(
+        cp.state().log.prompts[0].changes.keys().collect::<Vec<_>>(),
+        vec!["a.txt"]
+    );
+    std::fs::write(root.join("a.txt"), "three").unwrap();
+    cp.after_call(pending).unwrap();
+    cp.rewind_code(1).unwrap();
+    assert_eq!(read(&root, "a.txt"), "one");
+}
+
+/// A process the command started and left running deletes a file after the command
+/// returned and goes on writing the log it created: both are the command's. On the code
+/// before settling (a walk right after the command), the deletion was never kept and the
+/// rewind left `data.txt` gone.
+#[test]
+fn regression_what_a_commands_background_process_deletes_after_it_returned_is_put_back() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("data.txt"), "precious").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("start the server", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    // The command: starts a server in the background, which writes its log, and returns.
+    std::fs::write(root.join("server.log"), "started\n").unwrap();
+    let mut server = std::process::Command::new("sh")
+        .args(["-c", "sleep 0.2; rm data.txt; echo serving >> server.log"])
+        .current_dir(&root)
+        .spawn()
+        .unwrap();
+    cp.after_call(pending).unwrap();
+    server.wait().unwrap();
+
+    let report = cp.rewind_code(1).unwrap();
+    assert_eq!(read(&root, "data.txt"), "precious", "{report:?}");
+    assert!(!root.join("server.log").exists(), "{report:?}");
+}
+
+#[test]
+fn a_file_a_command_created_and_a_file_tool_then_changed_is_removed_by_a_rewind() {
+    let (_dir, root, home) = project();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("gen.rs"), "generated").unwrap();
+    cp.after_call(pending).unwrap();
+    // The file tool's call finds the command's changes first: the file was the
+    // command's creation, not a file that held "generated" before the prompt.
+    let target = root.join("gen.rs");
+    let pending = cp
+        .before_call(&CallScope::Path(target.clone()), &root)
+        .unwrap()
+        .unwrap();
+    std::fs::write(&target, "edited").unwrap();
+    cp.after_call(pending).unwrap();
+    assert_eq!(cp.list()[0].files, vec!["+gen.rs"]);
+    cp.rewind_code(1).unwrap();
+    assert!(!target.exists());
+}
+
+#[test]
+fn a_persons_edit_after_the_command_returned_is_not_the_commands() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    std::fs::write(root.join("mine.txt"), "mine").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("a.txt"), "two").unwrap();
+    cp.after_call(pending).unwrap();
+    later();
+    // Between the agent's calls, the person edits their file and makes a new one.
+    std::fs::write(root.join("mine.txt"), "mine, edited").unwrap();
+    std::fs::write(root.join("new.txt"), "the person's").unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    cp.after_call(pending).unwrap();
+    assert_eq!(cp.list()[0].files, vec!["~a.txt"]);
+    cp.rewind_code(1).unwrap();
+    assert_eq!(read(&root, "a.txt"), "one");
+    assert_eq!(read(&root, "mine.txt"), "mine, edited");
+    assert_eq!(read(&root, "new.txt"), "the person's");
+}
+
+#[test]
+fn the_end_of_a_run_settles_so_later_deletions_are_not_the_agents() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    std::fs::write(root.join("mine.txt"), "mine").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("a.txt"), "two").unwrap();
+    cp.after_call(pending).unwrap();
+    // The run ends (the loop settles), then the person deletes their file.
+    cp.settle().unwrap();
+    std::fs::remove_file(root.join("mine.txt")).unwrap();
+    cp.begin_prompt("q", mark()).unwrap();
+    let listed = cp.list();
+    assert_eq!(listed[1].files, vec!["~a.txt"]);
+    assert!(listed[0].files.is_empty(), "{listed:?}");
+    cp.rewind_code(1).unwrap();
+    assert!(!root.join("mine.txt").exists());
+}
+
+#[test]
+fn a_command_that_never_returned_owns_every_change_found() {
+    let (_dir, root, home) = project();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    // Its call was cancelled: no after_call.
+    let _pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    later();
+    std::fs::write(root.join("half.txt"), "half written").unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["+half.txt"]);
 }
