@@ -78,7 +78,13 @@ pub fn check_gate_path(
         return refuse("its path has `.` or `..` in it");
     }
     let dir = handoff_dir(roo_home);
-    if path.parent() != Some(dir.as_path()) {
+    // The same directory spelled another way (a ROO_HOME given through a link) is it too.
+    let same_dir = |parent: &Path| {
+        parent == dir
+            || std::fs::canonicalize(parent)
+                .is_ok_and(|p| std::fs::canonicalize(&dir).is_ok_and(|d| p == d))
+    };
+    if !path.parent().is_some_and(same_dir) {
         return refuse(&format!("it is not directly in {}", dir.display()));
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -374,6 +380,17 @@ mod tests {
             let refused = check_gate_path(home, &team, &member, &bad);
             assert!(refused.is_err(), "{}", bad.display());
         }
+        // Through a link to ROO_HOME: the same directory.
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir_all(handoff_dir(&real)).unwrap();
+        std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
+        let linked = gate_path(&tmp.path().join("link"), &team, &member).unwrap();
+        assert_eq!(check_gate_path(&real, &team, &member, &linked), Ok(()));
+        let elsewhere = tmp.path().join("other/run/handoff");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let other = elsewhere.join(made.file_name().unwrap());
+        assert!(check_gate_path(&real, &team, &member, &other).is_err());
     }
 
     #[test]
