@@ -1225,3 +1225,89 @@ fn a_failed_clone_stops_the_started_pane_teammate_and_fails_the_spawn_leaving_no
         "clone gates left: {gates:?}"
     );
 }
+
+/// A clone made, but its gate not written (here the lead's handoff directory is replaced by
+/// a file while the clone is held back, once alice's worker took its handoff): the spawn
+/// fails as for a failed clone — the worker is stopped before any tool call and the clone and
+/// branch are removed. When the lead only logged the failed write, the spawn succeeded and
+/// alice waited on a gate that never opened.
+#[test]
+fn a_clone_gate_the_lead_cannot_write_fails_the_spawn_leaving_nothing() {
+    let world = World::new();
+    let handoff = world.root.join("roo/run/handoff");
+    // The clone runs confined (it cannot reach ROO_HOME): the test itself spoils the
+    // directory, once the lead removed alice's handoff socket (she joined).
+    hold_clones(&world, "sleep 3");
+    let spoiler = std::thread::spawn({
+        let handoff = handoff.clone();
+        move || {
+            let socks = || {
+                std::fs::read_dir(&handoff)
+                    .map(|d| {
+                        d.flatten()
+                            .filter(|e| e.path().extension().is_some_and(|x| x == "sock"))
+                            .count()
+                    })
+                    .unwrap_or(0)
+            };
+            let start = std::time::Instant::now();
+            while socks() == 0 && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            while socks() > 0 && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::fs::rename(&handoff, handoff.with_extension("away")).unwrap();
+            std::fs::write(&handoff, "in the way\n").unwrap();
+        }
+    });
+    let signals = TempDir::new();
+    let ran = signals.join("ran.txt");
+    let script = format!(
+        r#"agents:
+  lead:
+    - tool_calls:
+        - {{name: TeamCreate, input: {{team_name: crew}}}}
+    - tool_calls:
+        - {{name: Agent, input: {{name: alice, prompt: "Look around."}}}}
+    - text: "Alice could not start."
+    - text: "Done."
+  alice:
+    - tool_calls:
+        - {{name: Bash, input: {{command: "echo ran > '{ran}'"}}}}
+    - text: "Looked."
+"#,
+        ran = ran.display(),
+    );
+    let (tmux, _lead_pane) = world.start_lead(&script);
+    let code = lead_exit(&tmux, &world);
+    spoiler.join().unwrap();
+    assert_eq!(code, 1, "{}", world.lead_output());
+    let out = world.lead_output();
+    assert!(
+        out.contains("failed to prepare the worktree of alice")
+            && out.contains(&*handoff.to_string_lossy()),
+        "the lead was not told why: {out}"
+    );
+    assert!(!ran.exists(), "alice ran a tool call without her gate");
+    wait_until(
+        "alice's worker to end",
+        Duration::from_secs(10),
+        || workers_under(world.root.path()).is_empty().then_some(()),
+        || format!("{:?}", workers_under(world.root.path())),
+    );
+    assert!(
+        !world
+            .project()
+            .join(".roocode/worktrees/crew+alice")
+            .exists(),
+        "the clone was left"
+    );
+    assert!(
+        world
+            .git_out(&["branch", "--list", "roo/crew/alice"])
+            .trim()
+            .is_empty(),
+        "the teammate's branch was left"
+    );
+}

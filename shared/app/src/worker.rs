@@ -66,6 +66,12 @@ impl WorkerArgs {
             )?,
         );
         let session = SessionPlan::member(&roo_home, &team, &name);
+        // A gate path from the handoff: only one the lead makes for this member, in its
+        // private handoff directory; the worker waits on it and removes it once read.
+        if let Some(gate) = &self.launch.clone_gate {
+            roo_team::backend::clone_gate::check_gate_path(&roo_home, &team, &name, gate)
+                .map_err(AppError::Usage)?;
+        }
         let mut settings = AgentSettings::new(Identity::teammate(name, team, lead), roo_home);
         settings.llm = crate::setup::llm_flags(&self.launch.provider);
         settings.permission_mode = self
@@ -650,5 +656,44 @@ mod tests {
             WorkerArgs::try_parse_from(["roo-worker", "--team", "t", "--name", "../x"]).unwrap();
         let err = args.settings(PathBuf::from("/h")).unwrap_err();
         assert!(err.to_string().contains("member name"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_clone_gate_outside_the_handoff_directory_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, clone) = (dir.path().join("home"), dir.path().join("clone"));
+        std::fs::create_dir_all(clone.join(".git")).unwrap();
+        std::fs::write(clone.join(".git/HEAD"), "ref: refs/heads/roo/t/alice\n").unwrap();
+        // Shaped like a gate, but not in `run/handoff`: a file of the user's.
+        let victim = dir.path().join("t+alice-0123456789abcdef.clone");
+        std::fs::write(&victim, "ok\n").unwrap();
+        let mut args = WorkerArgs::try_parse_from([
+            "roo-worker",
+            "--team",
+            "t",
+            "--name",
+            "alice",
+            "--new-clone",
+            "roo/t/alice",
+            "--cwd",
+            clone.to_str().unwrap(),
+        ])
+        .unwrap();
+        args.launch.clone_gate = Some(victim.clone());
+        let refused = args.settings(home.clone());
+        // Had it been taken, its watcher would have read the file and removed it by now.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "ok\n");
+        let Err(err) = refused else {
+            panic!("a foreign gate taken")
+        };
+        assert!(matches!(err, AppError::Usage(_)), "{err}");
+        assert!(err.to_string().contains("refusing the clone gate"), "{err}");
+        // The path the lead makes is taken.
+        let team = Name::parse("t").unwrap();
+        let alice = Name::parse("alice").unwrap();
+        args.launch.clone_gate =
+            Some(roo_team::backend::clone_gate::gate_path(&home, &team, &alice).unwrap());
+        assert!(args.settings(home).unwrap().1.is_some());
     }
 }

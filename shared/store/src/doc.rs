@@ -272,8 +272,9 @@ fn check_version(path: &Path, version: FormatVersion) -> Result<()> {
     Ok(())
 }
 
-/// Renames a corrupt `path` to `<name>.corrupt-<timestamp>` (made unique).
-fn move_aside(path: &Path) -> Result<PathBuf> {
+/// Renames a corrupt `path` to `<name>.corrupt-<timestamp>` (made unique) and returns
+/// where it went.
+pub fn move_aside(path: &Path) -> Result<PathBuf> {
     let target = corrupt_sibling(path);
     std::fs::rename(path, &target).map_err(|e| Error::io("move corrupt file aside", path, e))?;
     Ok(target)

@@ -70,7 +70,7 @@ pub mod usage;
 pub mod wake;
 mod watch;
 
-pub use doc::replace_file;
+pub use doc::{move_aside, replace_file};
 pub use env::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV};
 pub use error::{Error, LockHolder, Result};
 pub use events::{ApprovalRequest, EVENTS_FILE, Event, EventKind, EventPage};

@@ -14,7 +14,8 @@
 //!   dead worker dead; [`PaneExecutor::watch`] also ends a worker whose pane the host no
 //!   longer lists while its process lives on.
 //! - **Cleanup**: only panes this executor opened are ever closed; at the lead's exit
-//!   every worker gets SIGTERM and its pane is closed, unless kept.
+//!   every worker gets SIGTERM and its pane is closed, unless kept. A worker's handoff and
+//!   clone gate go with it (a kept worker keeps its gate).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -99,6 +100,17 @@ struct Worker<Id> {
     pane: Id,
     pid: u32,
     handoff: Option<PathBuf>,
+    /// The clone gate it was handed ([`crate::backend::clone_gate`]): removed when it is
+    /// ended (a worker that died before reading it leaves nothing behind).
+    clone_gate: Option<PathBuf>,
+}
+
+impl<Id> Worker<Id> {
+    /// Removes what the lead left for the worker: its handoff and its clone gate.
+    fn discard_files(&self) {
+        pane::discard_handoff(self.handoff.as_deref());
+        pane::discard_handoff(self.clone_gate.as_deref());
+    }
 }
 
 struct Inner<H: PaneHost> {
@@ -188,13 +200,20 @@ impl<H: PaneHost> PaneExecutor<H> {
     }
 
     #[cfg(test)]
-    pub(crate) fn insert_worker(&self, name: Name, pane: H::Id, pid: u32) {
+    pub(crate) fn insert_worker(
+        &self,
+        name: Name,
+        pane: H::Id,
+        pid: u32,
+        clone_gate: Option<PathBuf>,
+    ) {
         self.inner.workers.insert(
             name,
             Worker {
                 pane,
                 pid,
                 handoff: None,
+                clone_gate,
             },
         );
     }
@@ -216,7 +235,7 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
             // Started again (its worker ended): its old pane goes first.
             let old = self.inner.workers.remove(&name);
             if let Some(old) = old {
-                pane::discard_handoff(old.handoff.as_deref());
+                old.discard_files();
                 host.close(&old.pane).await;
             }
             let color = self.inner.workers.next_color(&launch);
@@ -241,6 +260,7 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
                     pane: opened.id.clone(),
                     pid: opened.pid,
                     handoff: Some(handoff.clone()),
+                    clone_gate: launch.settings.clone_gate.clone(),
                 },
             );
             let joined = pane::wait_joined(&launch, opened.pid).await;
@@ -281,7 +301,7 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
                 name,
             })?;
             end_process(worker.pid).await;
-            pane::discard_handoff(worker.handoff.as_deref());
+            worker.discard_files();
             self.inner.host.close(&worker.pane).await;
             Ok(())
         })
@@ -293,8 +313,12 @@ impl<H: PaneHost> TeammateExecutor for PaneExecutor<H> {
             for worker in &workers {
                 pane::discard_handoff(worker.handoff.as_deref());
             }
+            // A kept worker may not have read its clone gate yet: it stays.
             if !keep {
                 futures_util::future::join_all(workers.iter().map(|w| end_process(w.pid))).await;
+                for worker in &workers {
+                    worker.discard_files();
+                }
             }
             let ids = workers.into_iter().map(|w| w.pane).collect();
             self.inner.host.finish(ids, keep).await;
@@ -327,7 +351,7 @@ impl<H: PaneHost> Drop for Inner<H> {
         let workers = self.workers.drain();
         let mut ids = Vec::with_capacity(workers.len());
         for worker in workers {
-            pane::discard_handoff(worker.handoff.as_deref());
+            worker.discard_files();
             signal(worker.pid, nix::sys::signal::Signal::SIGTERM);
             ids.push(worker.pane);
         }

@@ -92,20 +92,32 @@ impl Spawner {
             let (member, gate_file) = (name.clone(), gate_file.clone());
             tokio::task::spawn_blocking(move || {
                 let made = repo.add_worktree(&team, &member);
-                let outcome = made.as_ref().map(|_| ()).map_err(ToString::to_string);
-                if let Some(file) = &gate_file {
-                    clone_gate::open_gate(file, &outcome);
+                let mut outcome = made.as_ref().map(|_| ()).map_err(ToString::to_string);
+                // A gate the worker never sees would hold it for good: the spawn fails.
+                let unwritten = gate_file
+                    .as_ref()
+                    .and_then(|file| clone_gate::open_gate(file, &outcome).err());
+                if let Some(why) = &unwritten {
+                    outcome = Err(why.clone());
                 }
                 opener.open(outcome);
-                made
+                (made, unwritten)
             })
         };
         let started = self
             .start(binding, &name, first, request.prompt.clone())
             .await;
-        let made = match checkout.await {
-            Ok(made) => made.map_err(|e| worktree_error(e.to_string())),
-            Err(e) => Err(worktree_error(e.to_string())),
+        let (made, unwritten) = match checkout.await {
+            Ok((made, unwritten)) => (made.map_err(|e| worktree_error(e.to_string())), unwritten),
+            Err(e) => (Err(worktree_error(e.to_string())), None),
+        };
+        // A clone made, but its gate not written: failed as if the clone had failed.
+        let made = match (made, unwritten) {
+            (Ok(worktree), Some(why)) => {
+                discard(&name, lead_repo.clone(), worktree).await;
+                Err(worktree_error(why))
+            }
+            (made, _) => made,
         };
         if (started.is_err() || made.is_err())
             && let Some(file) = &gate_file

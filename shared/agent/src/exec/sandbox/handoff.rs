@@ -278,7 +278,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// Makes sure `dir` is a private directory of this user: created 0700 if missing; an
 /// existing one must not be a link, must be ours, and is made 0700 if it is looser.
-fn private_dir(dir: &Path) -> Result<(), HandoffError> {
+pub fn private_dir(dir: &Path) -> Result<(), HandoffError> {
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent).map_err(|source| HandoffError::Dir {
             path: parent.to_path_buf(),

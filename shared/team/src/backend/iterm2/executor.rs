@@ -273,7 +273,12 @@ mod tests {
             .spawn()
             .unwrap();
         let alice = Name::parse("alice").unwrap();
-        executor.insert_worker(alice.clone(), SessionId::parse(ALICE).unwrap(), child.id());
+        executor.insert_worker(
+            alice.clone(),
+            SessionId::parse(ALICE).unwrap(),
+            child.id(),
+            None,
+        );
         let list = |text: String| std::fs::write(dir.path().join("list.json"), text).unwrap();
         // Listed: it stays.
         list(format!(r#"[{{"id": "{LEAD}"}}, {{"id": "{ALICE}"}}]"#));
@@ -306,5 +311,42 @@ mod tests {
         let err = executor.wake(&bob).unwrap_err().to_string();
         assert!(err.contains("iTerm2 backend"), "{err}");
         assert!(!executor.is_active(&bob));
+    }
+
+    #[tokio::test]
+    async fn ending_a_worker_removes_the_clone_gate_it_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let executor = executor(dir.path());
+        std::fs::write(
+            dir.path().join("list.json"),
+            format!(r#"[{{"id": "{LEAD}"}}, {{"id": "{ALICE}"}}]"#),
+        )
+        .unwrap();
+        let gates = crate::backend::pane::handoff_dir(dir.path());
+        std::fs::create_dir_all(&gates).unwrap();
+        let mut children = Vec::new();
+        // alice is killed, bob ended at shutdown.
+        for member in ["alice", "bob"] {
+            let child = std::process::Command::new("sleep")
+                .arg("300")
+                .spawn()
+                .unwrap();
+            let gate = gates.join(format!("t+{member}-0123456789abcdef.clone"));
+            std::fs::write(&gate, "ok\n").unwrap();
+            executor.insert_worker(
+                Name::parse(member).unwrap(),
+                SessionId::parse(ALICE).unwrap(),
+                child.id(),
+                Some(gate.clone()),
+            );
+            children.push((child, gate));
+        }
+        executor.kill(&Name::parse("alice").unwrap()).await.unwrap();
+        executor.shutdown_all(false).await;
+        for (mut child, gate) in children {
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(!gate.exists(), "{} left behind", gate.display());
+        }
     }
 }
