@@ -305,22 +305,7 @@ async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
     spec.member.host = args.launch.host.clone();
     spec.settings.store_setting = home.store_setting();
     let me = spec.binding.me.clone();
-    // In a tmux or iTerm2 pane: the roster records the pane, so the lead can reach and
-    // nudge it.
-    if let Some(pane) = std::env::var("TMUX_PANE")
-        .ok()
-        .filter(|p| p.starts_with('%'))
-    {
-        spec.member.pane_id = Some(pane);
-        spec.member.backend_type = Some(roo_store::BackendType::Tmux);
-    } else if let Some(session) = std::env::var("ITERM_SESSION_ID")
-        .ok()
-        .and_then(|s| roo_team::backend::iterm2::SessionId::parse(&s).ok())
-    {
-        // In an iTerm2 pane: its session (the GUID `it2 --session` takes).
-        spec.member.pane_id = Some(session.as_str().to_string());
-        spec.member.backend_type = Some(roo_store::BackendType::Iterm2);
-    }
+    record_pane(&mut spec.member);
     // Nudges (after each inbox write the lead signals this pid) make the router read the
     // inbox at once; installed before joining, so the recorded pid always listens.
     let nudges = roo_team::backend::nudge::listen(spec.binding.router.clone())
@@ -386,6 +371,34 @@ async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
     }
     nudges.abort();
     let _ = printer.await;
+    finish(exit, &me, style)
+}
+
+/// In a tmux or iTerm2 pane: the roster records the pane, so the lead can reach and
+/// nudge it.
+fn record_pane(member: &mut roo_store::Member) {
+    if let Some(pane) = std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'))
+    {
+        member.pane_id = Some(pane);
+        member.backend_type = Some(roo_store::BackendType::Tmux);
+    } else if let Some(session) = std::env::var("ITERM_SESSION_ID")
+        .ok()
+        .and_then(|s| roo_team::backend::iterm2::SessionId::parse(&s).ok())
+    {
+        // In an iTerm2 pane: its session (the GUID `it2 --session` takes).
+        member.pane_id = Some(session.as_str().to_string());
+        member.backend_type = Some(roo_store::BackendType::Iterm2);
+    }
+}
+
+/// The worker's exit for how its teammate loop ended.
+fn finish(
+    exit: Result<TeammateExit, TeammateError>,
+    me: &Name,
+    style: Style,
+) -> Result<ExitCode, AppError> {
     match exit {
         Ok(TeammateExit::ShutDown) => {
             tracing::info!(member = %me, "shut down at the lead's request");
