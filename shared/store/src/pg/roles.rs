@@ -396,30 +396,58 @@ DROP POLICY IF EXISTS roo_team_rows ON roo_event_seq;
 CREATE POLICY roo_team_rows ON roo_event_seq USING (roo_may_see(key));
 
 -- The owner's administration: a member's role replaced (retried after a lost link, a
--- second call replaces the first's role), and a team's roles dropped.
-CREATE OR REPLACE FUNCTION roo_admin_drop_member_roles(t text, m text) RETURNS int
+-- second call replaces the first's role), and a team's roles dropped. In two steps, each
+-- its own transaction, so that a role its member made hard to drop (objects it owns,
+-- default privileges, in this database or another) has lost its login all the same:
+-- first every role of the team (or the member) loses its login, its password, its rights
+-- on the store and its sessions; then each role is dropped, alone, and one that cannot
+-- be is reported (its row stays, a later drop tries again).
+DROP FUNCTION IF EXISTS roo_admin_drop_member_roles(text, text);
+CREATE OR REPLACE FUNCTION roo_admin_revoke_member_roles(t text, m text) RETURNS text[]
 LANGUAGE plpgsql AS $f$
 DECLARE
     r text;
-    n int := 0;
+    roles text[] := '{}';
 BEGIN
-    FOR r IN SELECT role FROM roo_member_role WHERE team = t AND (m IS NULL OR member = m) LOOP
-        EXECUTE format('REVOKE ALL ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq FROM %I', r);
-        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM %I', current_schema(), r);
-        DELETE FROM roo_member_role WHERE role = r;
-        -- Its sessions end with it (the owner is a member of the role).
-        BEGIN
-            PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity a
-              WHERE a.usename::text = r AND a.pid <> pg_backend_pid();
-        EXCEPTION WHEN insufficient_privilege THEN
-            NULL;
-        END;
-        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-            EXECUTE format('DROP ROLE %I', r);
+    FOR r IN SELECT role FROM roo_member_role WHERE team = t AND (m IS NULL OR member = m)
+             ORDER BY role LOOP
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r) THEN
+            EXECUTE pg_catalog.format('ALTER ROLE %I NOLOGIN PASSWORD NULL', r);
+            EXECUTE pg_catalog.format('REVOKE ALL ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq FROM %I', r);
+            EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA %I FROM %I', pg_catalog.current_schema(), r);
+            -- Its sessions end with its login (the owner is a member of the role).
+            BEGIN
+                PERFORM pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a
+                  WHERE a.usename::text = r AND a.pid <> pg_catalog.pg_backend_pid();
+            EXCEPTION WHEN insufficient_privilege THEN
+                NULL;
+            END;
         END IF;
-        n := n + 1;
+        roles := roles || r;
     END LOOP;
-    RETURN n;
+    RETURN roles;
+END
+$f$;
+
+-- Drops role r (revoked first): what it owns in this database becomes the owner's, its
+-- privileges and default privileges go, then the role. NULL when done, else why not.
+CREATE OR REPLACE FUNCTION roo_admin_drop_member_role(r text) RETURNS text
+LANGUAGE plpgsql AS $f$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM roo_member_role WHERE role = r) THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r) THEN
+            EXECUTE pg_catalog.format('REASSIGN OWNED BY %I TO %I', r, current_user);
+            EXECUTE pg_catalog.format('DROP OWNED BY %I', r);
+            EXECUTE pg_catalog.format('DROP ROLE %I', r);
+        END IF;
+        DELETE FROM roo_member_role WHERE role = r;
+        RETURN NULL;
+    EXCEPTION WHEN others THEN
+        RETURN SQLERRM;
+    END;
 END
 $f$;
 
@@ -429,7 +457,9 @@ BEGIN
     IF r !~ '^roo_m_[a-z0-9_]{1,57}$' THEN
         RAISE EXCEPTION 'invalid member role name %', r;
     END IF;
-    PERFORM roo_admin_drop_member_roles(t, m);
+    IF EXISTS (SELECT 1 FROM roo_member_role WHERE team = t AND member = m) THEN
+        RAISE EXCEPTION 'member % of team % still has a role', m, t;
+    END IF;
     EXECUTE format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS PASSWORD %L', r, verifier);
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), r);
     -- The owner may end the role's sessions (roo_end_stuck_members).
@@ -440,7 +470,8 @@ BEGIN
     INSERT INTO roo_member_role (role, team, member) VALUES (r, t, m);
 END
 $f$;
-REVOKE ALL ON FUNCTION roo_admin_drop_member_roles(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION roo_admin_revoke_member_roles(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION roo_admin_drop_member_role(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION roo_admin_create_member_role(text, text, text, text) FROM PUBLIC;
 
 DO $d$
@@ -451,20 +482,28 @@ BEGIN
                AND (p.proname LIKE 'roo\_m\_%' OR p.proname IN ('roo_session_team',
                     'roo_session_member', 'roo_may_see', 'roo_presence_counts',
                     'roo_key_team', 'roo_json_same', 'roo_inbox_messages', 'roo_presence_key',
-                    'roo_admin_drop_member_roles', 'roo_admin_create_member_role',
+                    'roo_admin_revoke_member_roles', 'roo_admin_drop_member_role',
+                    'roo_admin_create_member_role',
                     'roo_end_stuck_members')) LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
         EXECUTE format('ALTER FUNCTION %s SET lock_timeout = %L', f, '10s');
     END LOOP;
 END
 $d$;
-INSERT INTO roo_meta (key, value) VALUES ('member_roles', '1') ON CONFLICT (key) DO NOTHING;
+INSERT INTO roo_meta (key, value) VALUES ('member_roles', '@VERSION@')
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 "#;
 
 /// [`INSTALL`] with its settings in place.
 fn install_sql() -> String {
-    INSTALL.replace("@STUCK@", &STUCK_AFTER_SECONDS.to_string())
+    INSTALL
+        .replace("@STUCK@", &STUCK_AFTER_SECONDS.to_string())
+        .replace("@VERSION@", INSTALL_VERSION)
 }
+
+/// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
+/// installed again (every statement is idempotent).
+const INSTALL_VERSION: &str = "2";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {
@@ -648,6 +687,7 @@ impl PgStore {
         let role = role_name(team.as_str(), member.as_str(), draw()?);
         let password = format!("{:016x}{:016x}{:016x}", draw()?, draw()?, draw()?);
         let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
+        self.revoke_and_drop(team, Some(member), &action)?;
         self.request(&action, |conn| {
             block_on(conn.client.execute(
                 "SELECT roo_admin_create_member_role($1, $2, $3, $4)",
@@ -658,7 +698,9 @@ impl PgStore {
     }
 
     /// Drops the member roles of `team` (TeamDelete), ending their sessions; how many
-    /// there were.
+    /// there were. Every role loses its login first, for good; a role that cannot then
+    /// be dropped (its member made objects or privileges elsewhere) is named in the
+    /// error, and a later call tries again.
     pub fn drop_member_roles(&self, team: &Name) -> Result<usize> {
         let installed = self.request("look for member roles", |conn| {
             block_on(async { Ok(mode(&conn.client).await? != Mode::Plain) })
@@ -666,13 +708,45 @@ impl PgStore {
         if !installed {
             return Ok(0);
         }
-        let row = self.request(&format!("drop the member roles of team {team}"), |conn| {
-            block_on(conn.client.query_one(
-                "SELECT roo_admin_drop_member_roles($1, NULL)",
-                &[&team.as_str()],
-            ))
-        })?;
-        Ok(usize::try_from(row.get::<_, i32>(0)).unwrap_or(0))
+        self.revoke_and_drop(team, None, &format!("drop the member roles of team {team}"))
+    }
+
+    /// [`PgStore::drop_member_roles`] for `team`, or only its `member`'s role.
+    fn revoke_and_drop(&self, team: &Name, member: Option<&Name>, action: &str) -> Result<usize> {
+        let member = member.map(Name::as_str);
+        // Its own transaction: committed whatever the drops do.
+        let roles: Vec<String> = self
+            .request(action, |conn| {
+                block_on(conn.client.query_one(
+                    "SELECT roo_admin_revoke_member_roles($1, $2)",
+                    &[&team.as_str(), &member],
+                ))
+            })?
+            .get(0);
+        let mut left = Vec::new();
+        for role in &roles {
+            let why: Option<String> = self
+                .request(action, |conn| {
+                    block_on(
+                        conn.client
+                            .query_one("SELECT roo_admin_drop_member_role($1)", &[role]),
+                    )
+                })?
+                .get(0);
+            if let Some(why) = why {
+                left.push(format!("{role} ({why})"));
+            }
+        }
+        if !left.is_empty() {
+            return Err(self.error(
+                action,
+                format!(
+                    "these roles lost their login but could not be dropped: {}",
+                    left.join("; ")
+                ),
+            ));
+        }
+        Ok(roles.len())
     }
 
     /// Installs member roles ([`INSTALL`]) unless they are; this store's connection is
@@ -684,8 +758,9 @@ impl PgStore {
                 let installed: bool = conn
                     .client
                     .query_one(
-                        "SELECT EXISTS (SELECT 1 FROM roo_meta WHERE key = 'member_roles')",
-                        &[],
+                        "SELECT EXISTS (SELECT 1 FROM roo_meta WHERE key = 'member_roles' \
+                         AND value = $1)",
+                        &[&INSTALL_VERSION],
                     )
                     .await?
                     .get(0);

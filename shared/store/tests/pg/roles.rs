@@ -612,3 +612,73 @@ fn a_member_role_may_move_a_peers_read_messages_to_the_archive() {
     assert_eq!(inbox.last().unwrap().from, "alice");
     assert!(t.a.mailbox().archived(&name("bob")).unwrap().len() >= 51);
 }
+
+/// `url` on database `db` of the same server.
+fn in_database(url: &str, db: &str) -> String {
+    let start = url.find("://").unwrap() + 3;
+    let slash = start + url[start..].find('/').unwrap();
+    let end = url[slash..].find('?').map_or(url.len(), |q| slash + q);
+    format!("{}/{db}{}", &url[..slash], &url[end..])
+}
+
+/// Hostile review H1: a member that owns objects or default privileges made the drop of
+/// the team's roles fail and roll back, leaving every role its login. Now what it owns
+/// here is taken back and every role goes; what it owns in another database keeps its
+/// role, named in the error, but without its login.
+#[test]
+fn a_member_role_cannot_make_itself_undroppable() {
+    let Some(t) = two() else {
+        return;
+    };
+    let store = t.home.pg().unwrap();
+    psql_as(
+        &t.url,
+        &t.alice,
+        "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO PUBLIC; SELECT lo_create(0)",
+    )
+    .unwrap();
+    assert_eq!(store.drop_member_roles(&name("a")).unwrap(), 2);
+    let roles_left = |roles: &str| {
+        psql(
+            &t.url,
+            &format!("SELECT count(*) FROM pg_roles WHERE rolname IN ({roles})"),
+        )
+    };
+    assert_eq!(
+        roles_left(&format!("'{}', '{}'", t.alice.role(), t.bob.role())),
+        "0"
+    );
+    // Again, with a large object in another database, which this one cannot reach.
+    let alice = store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+    let bob = store.create_member_role(&name("a"), &name("bob")).unwrap();
+    let other = in_database(&t.url, "template1");
+    let lo = psql_as(&other, &alice, "SELECT lo_create(0)").unwrap();
+    let e = store
+        .drop_member_roles(&name("a"))
+        .expect_err("a role owning an object elsewhere");
+    assert!(e.to_string().contains(alice.role()), "{e}");
+    assert!(!e.to_string().contains(bob.role()), "{e}");
+    assert_eq!(roles_left(&format!("'{}'", bob.role())), "0");
+    assert_eq!(
+        psql(
+            &t.url,
+            &format!(
+                "SELECT rolcanlogin FROM pg_roles WHERE rolname = '{}'",
+                alice.role()
+            )
+        ),
+        "f"
+    );
+    refused(
+        "a login of a revoked role",
+        psql_as(&t.url, &alice, "SELECT 1"),
+    );
+    psql(
+        &in_database(&t.url, "template1"),
+        &format!("SELECT lo_unlink({lo})"),
+    );
+    assert_eq!(store.drop_member_roles(&name("a")).unwrap(), 1);
+    assert_eq!(roles_left(&format!("'{}'", alice.role())), "0");
+}
