@@ -360,22 +360,23 @@ BEGIN
 END
 $f$;
 
--- Whether presence lock `k`, held by backend `p`, counts: always when `p` is not a
--- member role's session; when it is, only if `k` is that member's own key at the epoch
--- its config entry records.
+-- Whether presence lock `k`, held by backend `p`, counts: only when `p` is a live
+-- backend (a lock with no backend, a prepared transaction's, proves no process); then
+-- always when it is not a member role's session, and when it is, only if `k` is that
+-- member's own key at the epoch its config entry records.
 CREATE OR REPLACE FUNCTION roo_presence_counts(p int, k int8) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER AS $f$
     SELECT coalesce((
         SELECT CASE WHEN r.role IS NULL THEN true ELSE EXISTS (
                    SELECT 1 FROM roo_doc d,
-                          json_array_elements(CASE WHEN json_typeof(d.doc -> 'members') = 'array'
+                          pg_catalog.json_array_elements(CASE WHEN pg_catalog.json_typeof(d.doc -> 'members') = 'array'
                                               THEN d.doc -> 'members' ELSE '[]'::json END) x
                    WHERE d.key = 'teams/' || r.team || '/config.json'
                      AND x ->> 'name' = r.member AND x ->> 'epoch' IS NOT NULL
                      AND roo_presence_key(r.team, coalesce(x ->> 'agent_id', r.member),
                                           x ->> 'epoch') = k) END
-        FROM pg_stat_activity a LEFT JOIN roo_member_role r ON r.role = a.usename::text
-        WHERE a.pid = p), true)
+        FROM pg_catalog.pg_stat_activity a LEFT JOIN roo_member_role r ON r.role = a.usename::text
+        WHERE p IS NOT NULL AND a.pid = p), false)
 $f$;
 
 ALTER TABLE roo_doc ENABLE ROW LEVEL SECURITY;
@@ -503,7 +504,7 @@ fn install_sql() -> String {
 
 /// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
 /// installed again (every statement is idempotent).
-const INSTALL_VERSION: &str = "2";
+const INSTALL_VERSION: &str = "3";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {
@@ -611,6 +612,33 @@ pub(super) async fn can_create(
         .get(0))
 }
 
+/// Why member roles may not be created in this store, if they may not: what lets a
+/// member escape the server's checks, read by [`refusal_of`].
+pub(super) async fn refusal(
+    client: &Client,
+) -> std::result::Result<Option<String>, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT pg_catalog.current_setting('max_prepared_transactions')::int",
+            &[],
+        )
+        .await?;
+    Ok(refusal_of(row.get(0)))
+}
+
+/// [`refusal`] from what the server said: `max_prepared_transactions` above 0 lets a
+/// member keep a row lock or a presence lock past its session (`PREPARE TRANSACTION`),
+/// out of reach of the stuck-lock limit and of the presence proof.
+pub(super) fn refusal_of(max_prepared: i32) -> Option<String> {
+    (max_prepared > 0).then(|| {
+        format!(
+            "the server allows prepared transactions (max_prepared_transactions = \
+             {max_prepared}), with which a member could hold a lock past its session; set it \
+             to 0 to use member roles"
+        )
+    })
+}
+
 /// A role name for `member` of `team`: `roo_m_`, the lowercase letters and digits of
 /// both (shortened), and 16 random hex digits, so names never collide across teams,
 /// schemas or a team created again.
@@ -667,6 +695,14 @@ impl PgStore {
         })
     }
 
+    /// Why this store may not have member roles though its login may create them
+    /// ([`refusal_of`]); `None` when it may.
+    pub fn member_roles_refused(&self) -> Result<Option<String>> {
+        self.request("check the server for member roles", |conn| {
+            block_on(refusal(&conn.client))
+        })
+    }
+
     /// A new login role for `member` of `team`, replacing one it had (whose sessions are
     /// ended): it reads only
     /// `team`'s rows and writes only through the checks of docs/DISTRIBUTED.md. Installs
@@ -681,6 +717,9 @@ impl PgStore {
                          own the tables)"
                     .into(),
             });
+        }
+        if let Some(reason) = self.member_roles_refused()? {
+            return Err(Error::NotPermitted { action, reason });
         }
         self.install_member_roles()?;
         let draw = || random_u64().map_err(|e| self.error(&action, e));
@@ -810,6 +849,14 @@ mod tests {
         assert!(plain[HELD_KEYS].contains("unnest($1::int8[])"));
         assert!(plain[HELD_ALL].starts_with("SELECT ARRAY(SELECT (l.classid"));
         assert!(plain[EVENT].starts_with("WITH next AS"));
+    }
+
+    /// Hostile review H2: a prepared transaction outlives its session with its locks.
+    #[test]
+    fn prepared_transactions_refuse_member_roles() {
+        assert_eq!(refusal_of(0), None);
+        let why = refusal_of(5).expect("refused with prepared transactions");
+        assert!(why.contains("max_prepared_transactions = 5"), "{why}");
     }
 
     #[test]

@@ -682,3 +682,18 @@ fn a_member_role_cannot_make_itself_undroppable() {
     assert_eq!(store.drop_member_roles(&name("a")).unwrap(), 1);
     assert_eq!(roles_left(&format!("'{}'", alice.role())), "0");
 }
+
+/// Hostile review H2: a presence lock with no live backend (a prepared transaction's,
+/// whose pid is NULL, or a pid gone) counted as a live member.
+#[test]
+fn a_presence_lock_without_a_live_backend_does_not_count() {
+    let Some(t) = two() else {
+        return;
+    };
+    let key = presence_key("a", "bob@a", 1);
+    let counts = |pid: &str| psql(&t.url, &format!("SELECT roo_presence_counts({pid}, {key})"));
+    assert_eq!(counts("NULL"), "f");
+    assert_eq!(counts("2147483647"), "f");
+    // A live backend of the owner's login counts.
+    assert_eq!(counts("pg_backend_pid()"), "t");
+}
