@@ -55,9 +55,9 @@ CREATE TABLE IF NOT EXISTS roo_member_role (
 -- The team a key belongs to: `teams/<team>/…` or `tasks/<team>/…`; NULL for any other.
 CREATE OR REPLACE FUNCTION roo_key_team(k text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $f$
-    SELECT CASE WHEN split_part(k, '/', 1) IN ('teams', 'tasks') AND split_part(k, '/', 2) <> ''
-                 AND split_part(k, '/', 3) <> ''
-           THEN split_part(k, '/', 2) END
+    SELECT CASE WHEN pg_catalog.split_part(k, '/', 1) IN ('teams', 'tasks') AND pg_catalog.split_part(k, '/', 2) <> ''
+                 AND pg_catalog.split_part(k, '/', 3) <> ''
+           THEN pg_catalog.split_part(k, '/', 2) END
 $f$;
 
 -- The caller's team and member when the session's login is a member role; NULL else.
@@ -117,14 +117,14 @@ BEGIN
     FOR p IN SELECT DISTINCT a.pid FROM pg_stat_activity a
              JOIN roo_member_role r ON r.role = a.usename::text
              JOIN pg_locks l ON l.pid = a.pid
-             WHERE a.xact_start < clock_timestamp() - make_interval(secs => @STUCK@)
-               AND a.pid <> pg_backend_pid()
+             WHERE a.xact_start < pg_catalog.clock_timestamp() - pg_catalog.make_interval(secs => @STUCK@)
+               AND a.pid <> pg_catalog.pg_backend_pid()
                AND l.locktype = 'relation' AND l.granted AND l.mode <> 'AccessShareLock'
                AND l.relation IN ('roo_doc'::regclass, 'roo_archive'::regclass,
                                   'roo_quarantine'::regclass, 'roo_event'::regclass,
                                   'roo_event_seq'::regclass) LOOP
         BEGIN
-            PERFORM pg_terminate_backend(p);
+            PERFORM pg_catalog.pg_terminate_backend(p);
         EXCEPTION WHEN insufficient_privilege THEN
             NULL;
         END;
@@ -169,8 +169,8 @@ $f$;
 CREATE OR REPLACE FUNCTION roo_inbox_messages(d json) RETURNS json
 LANGUAGE sql IMMUTABLE AS $f$
     SELECT CASE WHEN d IS NULL THEN '[]'::json
-                WHEN json_typeof(d) = 'array' THEN d
-                WHEN json_typeof(d) = 'object' AND json_typeof(d -> 'messages') = 'array'
+                WHEN pg_catalog.json_typeof(d) = 'array' THEN d
+                WHEN pg_catalog.json_typeof(d) = 'object' AND pg_catalog.json_typeof(d -> 'messages') = 'array'
                 THEN d -> 'messages'
                 ELSE '[]'::json END
 $f$;
@@ -187,25 +187,25 @@ DECLARE
     news json := roo_inbox_messages(nj);
     bad text;
 BEGIN
-    IF nj IS NULL OR json_typeof(nj) NOT IN ('object', 'array') THEN
+    IF nj IS NULL OR pg_catalog.json_typeof(nj) NOT IN ('object', 'array') THEN
         RAISE EXCEPTION 'member % may not remove the inbox of a peer', m USING ERRCODE = '42501';
     END IF;
     SELECT x ->> 'agent_id' INTO me_id
       FROM roo_doc d,
-           json_array_elements(CASE WHEN json_typeof(d.doc -> 'members') = 'array'
+           pg_catalog.json_array_elements(CASE WHEN pg_catalog.json_typeof(d.doc -> 'members') = 'array'
                                THEN d.doc -> 'members' ELSE '[]'::json END) x
      WHERE d.key = 'teams/' || t || '/config.json' AND x ->> 'name' = m;
     -- Each array parsed once; messages matched by id (a hash join).
-    IF EXISTS (SELECT 1 FROM json_array_elements(olds) o
-               LEFT JOIN json_array_elements(news) n ON (n ->> 'id') = (o ->> 'id')
-               WHERE NOT coalesce(json_typeof(o -> 'read') = 'boolean' AND (o ->> 'read')::boolean, false)
+    IF EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(olds) o
+               LEFT JOIN pg_catalog.json_array_elements(news) n ON (n ->> 'id') = (o ->> 'id')
+               WHERE NOT coalesce(pg_catalog.json_typeof(o -> 'read') = 'boolean' AND (o ->> 'read')::boolean, false)
                  AND (n IS NULL OR NOT roo_json_same(n, o))) THEN
         RAISE EXCEPTION 'member % may not remove or change an unread message of a peer''s inbox', m
             USING ERRCODE = '42501';
     END IF;
     SELECT n ->> 'type' INTO bad
-      FROM json_array_elements(news) n
-      LEFT JOIN json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+      FROM pg_catalog.json_array_elements(news) n
+      LEFT JOIN pg_catalog.json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
      WHERE o IS NULL
        AND (n ->> 'type') IN ('task_assignment', 'plan_approval_response', 'permission_response')
      LIMIT 1;
@@ -214,8 +214,8 @@ BEGIN
             USING ERRCODE = '42501';
     END IF;
     SELECT CASE WHEN o IS NULL THEN coalesce(n ->> 'from', '(none)') ELSE '' END INTO bad
-      FROM json_array_elements(news) n
-      LEFT JOIN json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+      FROM pg_catalog.json_array_elements(news) n
+      LEFT JOIN pg_catalog.json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
      WHERE (o IS NULL AND (n ->> 'from') IS DISTINCT FROM m
             AND (me_id IS NULL OR (n ->> 'from') IS DISTINCT FROM me_id))
         OR (o IS NOT NULL AND NOT roo_json_same(o, n))
@@ -240,27 +240,27 @@ DECLARE
     roster_new text;
     lead text;
 BEGIN
-    IF oj IS NULL OR nj IS NULL OR json_typeof(nj) <> 'object' OR json_typeof(oj) <> 'object' THEN
+    IF oj IS NULL OR nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object' OR pg_catalog.json_typeof(oj) <> 'object' THEN
         RAISE EXCEPTION 'member % may not create or remove the team''s config', m USING ERRCODE = '42501';
     END IF;
     IF (oj::jsonb - 'members') IS DISTINCT FROM (nj::jsonb - 'members') THEN
         RAISE EXCEPTION 'member % may not change the team''s settings (lead key, lead, name)', m
             USING ERRCODE = '42501';
     END IF;
-    IF json_typeof(nj -> 'members') IS DISTINCT FROM 'array'
-       OR json_typeof(oj -> 'members') IS DISTINCT FROM 'array' THEN
+    IF pg_catalog.json_typeof(nj -> 'members') IS DISTINCT FROM 'array'
+       OR pg_catalog.json_typeof(oj -> 'members') IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'member % may not change the roster', m USING ERRCODE = '42501';
     END IF;
-    SELECT string_agg(json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
-      INTO roster_old FROM json_array_elements(oj -> 'members') WITH ORDINALITY AS e(x, i);
-    SELECT string_agg(json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
-      INTO roster_new FROM json_array_elements(nj -> 'members') WITH ORDINALITY AS e(x, i);
+    SELECT pg_catalog.string_agg(pg_catalog.json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
+      INTO roster_old FROM pg_catalog.json_array_elements(oj -> 'members') WITH ORDINALITY AS e(x, i);
+    SELECT pg_catalog.string_agg(pg_catalog.json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
+      INTO roster_new FROM pg_catalog.json_array_elements(nj -> 'members') WITH ORDINALITY AS e(x, i);
     IF roster_old IS DISTINCT FROM roster_new THEN
         RAISE EXCEPTION 'member % may not change the roster', m USING ERRCODE = '42501';
     END IF;
     lead := oj ->> 'lead_agent_id';
-    IF EXISTS (SELECT 1 FROM json_array_elements(oj -> 'members') o,
-                             json_array_elements(nj -> 'members') n
+    IF EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(oj -> 'members') o,
+                             pg_catalog.json_array_elements(nj -> 'members') n
                WHERE o ->> 'agent_id' = lead AND n ->> 'agent_id' = lead
                  AND NOT roo_json_same(o, n)) THEN
         RAISE EXCEPTION 'member % may not change the lead''s entry', m USING ERRCODE = '42501';
@@ -279,12 +279,12 @@ BEGIN
     SELECT d.doc INTO oj FROM roo_doc d WHERE d.key = k;
     IF k = 'teams/' || t || '/config.json' THEN
         PERFORM roo_m_check_config(t, m, oj, nj);
-    ELSIF starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json' THEN
+    ELSIF pg_catalog.starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json' THEN
         PERFORM roo_m_check_send(t, m, oj, nj);
-    ELSIF k = 'tasks/' || t || '/tasks.json' AND (nj IS NULL OR json_typeof(nj) <> 'object') THEN
+    ELSIF k = 'tasks/' || t || '/tasks.json' AND (nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object') THEN
         RAISE EXCEPTION 'member % may not remove the task list', m USING ERRCODE = '42501';
     END IF;
-    UPDATE roo_doc SET doc = nj, rev = rev + 1, updated_at = now() WHERE key = k;
+    UPDATE roo_doc SET doc = nj, rev = rev + 1, updated_at = pg_catalog.now() WHERE key = k;
     RETURN FOUND;
 END
 $f$;
@@ -296,7 +296,7 @@ DECLARE
     m text := roo_session_member();
 BEGIN
     IF k = 'teams/' || t || '/config.json' OR k = 'tasks/' || t || '/tasks.json'
-       OR (starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json') THEN
+       OR (pg_catalog.starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json') THEN
         RAISE EXCEPTION 'member % may not delete %', m, k USING ERRCODE = '42501';
     END IF;
     DELETE FROM roo_doc WHERE key = k;
@@ -326,16 +326,16 @@ LANGUAGE plpgsql SECURITY DEFINER AS $f$
 DECLARE last int8;
 BEGIN
     PERFORM roo_m_team_of(k);
-    INSERT INTO roo_event_seq AS s (key, seq) VALUES (k, cardinality(bodies))
-        ON CONFLICT (key) DO UPDATE SET seq = s.seq + cardinality(bodies)
+    INSERT INTO roo_event_seq AS s (key, seq) VALUES (k, pg_catalog.cardinality(bodies))
+        ON CONFLICT (key) DO UPDATE SET seq = s.seq + pg_catalog.cardinality(bodies)
         RETURNING seq INTO last;
     INSERT INTO roo_event (key, seq, at, body)
-        SELECT k, last - cardinality(bodies) + b.n, clock_timestamp(), b.body
-        FROM unnest(bodies) WITH ORDINALITY AS b(body, n);
-    IF last / 256 <> (last - cardinality(bodies)) / 256 THEN
+        SELECT k, last - pg_catalog.cardinality(bodies) + b.n, pg_catalog.clock_timestamp(), b.body
+        FROM pg_catalog.unnest(bodies) WITH ORDINALITY AS b(body, n);
+    IF last / 256 <> (last - pg_catalog.cardinality(bodies)) / 256 THEN
         DELETE FROM roo_event WHERE key = k AND seq <= last - keep;
     END IF;
-    PERFORM pg_notify(channel, k);
+    PERFORM pg_catalog.pg_notify(channel, k);
 END
 $f$;
 
@@ -344,14 +344,14 @@ $f$;
 CREATE OR REPLACE FUNCTION roo_presence_key(t text, a text, e text) RETURNS int8
 LANGUAGE plpgsql IMMUTABLE AS $f$
 DECLARE
-    b bytea := convert_to('roo-presence', 'UTF8') || '\x00'::bytea || convert_to(t, 'UTF8')
-        || '\x00'::bytea || convert_to(a, 'UTF8') || '\x00'::bytea || convert_to(e, 'UTF8');
+    b bytea := pg_catalog.convert_to('roo-presence', 'UTF8') || '\x00'::bytea || pg_catalog.convert_to(t, 'UTF8')
+        || '\x00'::bytea || pg_catalog.convert_to(a, 'UTF8') || '\x00'::bytea || pg_catalog.convert_to(e, 'UTF8');
     h numeric := 14695981039346656037;
     i int;
 BEGIN
-    FOR i IN 0 .. length(b) - 1 LOOP
-        h := h - mod(h, 256) + ((mod(h, 256)::int) # get_byte(b, i));
-        h := mod(h * 1099511628211, 18446744073709551616);
+    FOR i IN 0 .. pg_catalog.length(b) - 1 LOOP
+        h := h - pg_catalog.mod(h, 256) + ((pg_catalog.mod(h, 256)::int) # pg_catalog.get_byte(b, i));
+        h := pg_catalog.mod(h * 1099511628211, 18446744073709551616);
     END LOOP;
     IF h >= 9223372036854775808 THEN
         h := h - 18446744073709551616;
@@ -461,13 +461,13 @@ BEGIN
     IF EXISTS (SELECT 1 FROM roo_member_role WHERE team = t AND member = m) THEN
         RAISE EXCEPTION 'member % of team % still has a role', m, t;
     END IF;
-    EXECUTE format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS PASSWORD %L', r, verifier);
-    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), r);
+    EXECUTE pg_catalog.format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS PASSWORD %L', r, verifier);
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO %I', pg_catalog.current_schema(), r);
     -- The owner may end the role's sessions (roo_end_stuck_members).
-    EXECUTE format('GRANT %I TO %I', r, current_user);
-    EXECUTE format('GRANT SELECT ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq TO %I', r);
+    EXECUTE pg_catalog.format('GRANT %I TO %I', r, current_user);
+    EXECUTE pg_catalog.format('GRANT SELECT ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq TO %I', r);
     -- A default only: the member's own session may SET it otherwise (docs/DISTRIBUTED.md).
-    EXECUTE format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L', r, '60s');
+    EXECUTE pg_catalog.format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L', r, '60s');
     INSERT INTO roo_member_role (role, team, member) VALUES (r, t, m);
 END
 $f$;
@@ -479,15 +479,15 @@ DO $d$
 DECLARE f text;
 BEGIN
     FOR f IN SELECT p.oid::regprocedure::text FROM pg_proc p
-             WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+             WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = pg_catalog.current_schema())
                AND (p.proname LIKE 'roo\_m\_%' OR p.proname IN ('roo_session_team',
                     'roo_session_member', 'roo_may_see', 'roo_presence_counts',
                     'roo_key_team', 'roo_json_same', 'roo_inbox_messages', 'roo_presence_key',
                     'roo_admin_revoke_member_roles', 'roo_admin_drop_member_role',
                     'roo_admin_create_member_role',
                     'roo_end_stuck_members')) LOOP
-        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
-        EXECUTE format('ALTER FUNCTION %s SET lock_timeout = %L', f, '10s');
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, pg_catalog.current_schema());
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET lock_timeout = %L', f, '10s');
     END LOOP;
 END
 $d$;
@@ -619,24 +619,57 @@ pub(super) async fn refusal(
 ) -> std::result::Result<Option<String>, tokio_postgres::Error> {
     let row = client
         .query_one(
-            "SELECT pg_catalog.current_setting('max_prepared_transactions')::int",
+            "WITH o AS (SELECT coalesce(\
+                 (SELECT c.relowner FROM pg_catalog.pg_class c \
+                  WHERE c.oid = pg_catalog.to_regclass('roo_doc')), \
+                 (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user)) AS owner) \
+             SELECT pg_catalog.current_setting('max_prepared_transactions')::int, \
+                    pg_catalog.current_schema()::text, \
+                    CASE WHEN pg_catalog.has_schema_privilege('public', pg_catalog.current_schema(), 'CREATE') \
+                    THEN ARRAY['PUBLIC'] \
+                    ELSE ARRAY(SELECT r.rolname::text FROM pg_catalog.pg_roles r, o \
+                         WHERE NOT r.rolsuper AND r.oid <> o.owner \
+                           AND NOT (r.rolname = 'pg_database_owner' \
+                                    AND pg_catalog.pg_has_role(o.owner, r.oid, 'MEMBER')) \
+                           AND pg_catalog.has_schema_privilege(r.oid, pg_catalog.current_schema(), 'CREATE') \
+                         ORDER BY 1) END",
             &[],
         )
         .await?;
-    Ok(refusal_of(row.get(0)))
+    let creators: Vec<String> = row.get(2);
+    Ok(refusal_of(row.get(0), row.get(1), &creators))
 }
 
-/// [`refusal`] from what the server said: `max_prepared_transactions` above 0 lets a
-/// member keep a row lock or a presence lock past its session (`PREPARE TRANSACTION`),
-/// out of reach of the stuck-lock limit and of the presence proof.
-pub(super) fn refusal_of(max_prepared: i32) -> Option<String> {
-    (max_prepared > 0).then(|| {
-        format!(
+/// [`refusal`] from what the server said:
+/// - `max_prepared_transactions` above 0 lets a member keep a row lock or a presence
+///   lock past its session (`PREPARE TRANSACTION`), out of reach of the stuck-lock limit
+///   and of the presence proof;
+/// - a role other than the owner (and superusers) that may `CREATE` in the store's
+///   schema (`PUBLIC`: the default for `public` before PostgreSQL 15) could put there a
+///   function or operator that the owner's functions would call in place of the
+///   built-in one.
+pub(super) fn refusal_of(max_prepared: i32, schema: &str, creators: &[String]) -> Option<String> {
+    if max_prepared > 0 {
+        return Some(format!(
             "the server allows prepared transactions (max_prepared_transactions = \
              {max_prepared}), with which a member could hold a lock past its session; set it \
              to 0 to use member roles"
-        )
-    })
+        ));
+    }
+    let first = creators.first()?;
+    let who = match first.as_str() {
+        "PUBLIC" => "every role (PUBLIC)".to_owned(),
+        _ => creators.join(", "),
+    };
+    Some(format!(
+        "{who} may create objects in schema {schema}, where a member could plant a function \
+         that the store's own would call; run REVOKE CREATE ON SCHEMA {schema} FROM {}",
+        if first == "PUBLIC" {
+            "PUBLIC"
+        } else {
+            "<role>"
+        }
+    ))
 }
 
 /// A role name for `member` of `team`: `roo_m_`, the lowercase letters and digits of
@@ -718,9 +751,6 @@ impl PgStore {
                     .into(),
             });
         }
-        if let Some(reason) = self.member_roles_refused()? {
-            return Err(Error::NotPermitted { action, reason });
-        }
         self.install_member_roles()?;
         let draw = || random_u64().map_err(|e| self.error(&action, e));
         let role = role_name(team.as_str(), member.as_str(), draw()?);
@@ -792,6 +822,12 @@ impl PgStore {
     /// then opened again, to prepare the statements of an installed store.
     fn install_member_roles(&self) -> Result<()> {
         let action = "install member roles";
+        if let Some(reason) = self.member_roles_refused()? {
+            return Err(Error::NotPermitted {
+                action: action.into(),
+                reason,
+            });
+        }
         self.request(action, |conn| {
             block_on(async {
                 let installed: bool = conn
@@ -854,8 +890,8 @@ mod tests {
     /// Hostile review H2: a prepared transaction outlives its session with its locks.
     #[test]
     fn prepared_transactions_refuse_member_roles() {
-        assert_eq!(refusal_of(0), None);
-        let why = refusal_of(5).expect("refused with prepared transactions");
+        assert_eq!(refusal_of(0, "s", &[]), None);
+        let why = refusal_of(5, "s", &[]).expect("refused with prepared transactions");
         assert!(why.contains("max_prepared_transactions = 5"), "{why}");
     }
 

@@ -697,3 +697,36 @@ fn a_presence_lock_without_a_live_backend_does_not_count() {
     // A live backend of the owner's login counts.
     assert_eq!(counts("pg_backend_pid()"), "t");
 }
+
+/// Hostile review H3: with `CREATE` on the store's schema (PUBLIC's before PostgreSQL
+/// 15), a member could plant an exact-type overload (`cardinality(text[])`) that the
+/// owner's functions would call. Member roles are then refused, with the fix.
+#[test]
+fn member_roles_are_refused_where_others_may_create_in_the_schema() {
+    let Some(t) = two() else {
+        return;
+    };
+    let schema = psql(&t.url, "SELECT current_schema()");
+    psql(
+        &t.url,
+        &format!("GRANT CREATE ON SCHEMA {schema} TO PUBLIC"),
+    );
+    let store = t.home.pg().unwrap();
+    let e = store
+        .create_member_role(&name("a"), &name("alice"))
+        .expect_err("a member role where PUBLIC may create");
+    assert!(
+        e.to_string()
+            .contains(&format!("REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC")),
+        "{e}"
+    );
+    assert!(store.member_roles_refused().unwrap().is_some());
+    psql(
+        &t.url,
+        &format!("REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC"),
+    );
+    assert_eq!(store.member_roles_refused().unwrap(), None);
+    store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+}
