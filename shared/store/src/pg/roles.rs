@@ -232,7 +232,8 @@ $f$;
 
 -- A member's write of its team's config: the roster (names and agent ids, in order),
 -- the lead's entry and every team-level field (the lead key, the lead's id, the name)
--- stay as they were. What it changes in the other entries stays the client's rule.
+-- stay as they were; of a peer's entry only what marking it dead writes (`dead_at`,
+-- `dead_reason`, `is_active`) may change. Its own entry is the member's.
 CREATE OR REPLACE FUNCTION roo_m_check_config(t text, m text, oj json, nj json) RETURNS void
 LANGUAGE plpgsql STABLE AS $f$
 DECLARE
@@ -264,6 +265,14 @@ BEGIN
                WHERE o ->> 'agent_id' = lead AND n ->> 'agent_id' = lead
                  AND NOT roo_json_same(o, n)) THEN
         RAISE EXCEPTION 'member % may not change the lead''s entry', m USING ERRCODE = '42501';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(oj -> 'members') WITH ORDINALITY AS a(o, i)
+               JOIN pg_catalog.json_array_elements(nj -> 'members') WITH ORDINALITY AS b(n, j) ON i = j
+               WHERE (o ->> 'name') IS DISTINCT FROM m
+                 AND (o::jsonb - 'dead_at' - 'dead_reason' - 'is_active')
+                     IS DISTINCT FROM (n::jsonb - 'dead_at' - 'dead_reason' - 'is_active')) THEN
+        RAISE EXCEPTION 'member % may change only its own entry and whether a peer is dead', m
+            USING ERRCODE = '42501';
     END IF;
 END
 $f$;
@@ -504,7 +513,7 @@ fn install_sql() -> String {
 
 /// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
 /// installed again (every statement is idempotent).
-const INSTALL_VERSION: &str = "3";
+const INSTALL_VERSION: &str = "4";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {
@@ -725,6 +734,14 @@ impl PgStore {
     pub fn can_create_member_roles(&self) -> Result<bool> {
         self.request("check the right to create roles", |conn| {
             block_on(can_create(&conn.client))
+        })
+    }
+
+    /// Whether this store has member roles installed (a member's pid is then no
+    /// evidence of its liveness: it writes its own entry).
+    pub(crate) fn has_member_roles(&self) -> Result<bool> {
+        self.request("read the session's kind", |conn| {
+            Ok(conn.statements.mode != Mode::Plain)
         })
     }
 

@@ -730,3 +730,84 @@ fn member_roles_are_refused_where_others_may_create_in_the_schema() {
         .create_member_role(&name("a"), &name("alice"))
         .unwrap();
 }
+
+/// `SELECT roo_m_write` of team `a`'s config with `field` of `member`'s entry set to
+/// `value` (JSON), as `login`.
+fn set_in_entry(
+    url: &str,
+    login: &MemberLogin,
+    member: &str,
+    field: &str,
+    value: &str,
+) -> Result<String, String> {
+    psql_as(
+        url,
+        login,
+        &format!(
+            "SELECT roo_m_write('teams/a/config.json', \
+               jsonb_set(d.doc::jsonb, ARRAY['members', (i - 1)::text, '{field}'], \
+                         '{value}'::jsonb)::text) \
+             FROM roo_doc d, json_array_elements(d.doc -> 'members') WITH ORDINALITY e(x, i) \
+             WHERE d.key = 'teams/a/config.json' AND x ->> 'name' = '{member}'"
+        ),
+    )
+}
+
+/// Hostile review M2: a member changed a peer's entry (its epoch, pid, host, plan mode).
+/// Of a peer's entry it may change only what marking it dead writes; its own is its own.
+#[test]
+fn a_member_role_changes_only_its_own_entry_and_a_peers_death() {
+    let Some(t) = two() else {
+        return;
+    };
+    for (field, value) in [
+        ("epoch", "7"),
+        ("pid", "1"),
+        ("host", "\"elsewhere\""),
+        ("plan_mode_required", "true"),
+    ] {
+        let e = refused(
+            &format!("a peer's {field}"),
+            set_in_entry(&t.url, &t.alice, "bob", field, value),
+        );
+        assert!(e.contains("only its own entry"), "{e}");
+    }
+    set_in_entry(&t.url, &t.alice, "alice", "plan_mode_required", "true").unwrap();
+    set_in_entry(&t.url, &t.alice, "bob", "is_active", "false").unwrap();
+    set_in_entry(
+        &t.url,
+        &t.alice,
+        "bob",
+        "dead_at",
+        "\"2026-01-01T00:00:00Z\"",
+    )
+    .unwrap();
+    set_in_entry(&t.url, &t.alice, "bob", "dead_reason", "\"gone\"").unwrap();
+    let config = t.a.config().unwrap();
+    assert!(config.member("bob").unwrap().dead_at.is_some());
+}
+
+/// Hostile review M2: with member roles, a member's recorded pid is its own word: the
+/// lead does not declare it dead by it (only by its presence).
+#[test]
+fn with_member_roles_a_pid_is_no_evidence() {
+    let Some(t) = two() else {
+        return;
+    };
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    let team = Team::open(&alice_home, name("a")).unwrap();
+    team.join(roo_store::Member::new(name("alice"), team.name()))
+        .unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    set_in_entry(&t.url, &t.alice, "alice", "pid", &gone.id().to_string()).unwrap();
+    assert_eq!(t.a.detect_dead(None).unwrap().len(), 0);
+    assert!(
+        t.a.config()
+            .unwrap()
+            .member("alice")
+            .unwrap()
+            .dead_at
+            .is_none()
+    );
+}
