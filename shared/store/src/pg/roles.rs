@@ -186,9 +186,35 @@ DECLARE
     olds json := roo_inbox_messages(oj);
     news json := roo_inbox_messages(nj);
     bad text;
+    w_old json;
+    w_new json;
 BEGIN
     IF nj IS NULL OR pg_catalog.json_typeof(nj) NOT IN ('object', 'array') THEN
         RAISE EXCEPTION 'member % may not remove the inbox of a peer', m USING ERRCODE = '42501';
+    END IF;
+    -- The wrapper is the owner's: only `messages` (an array) changes; a new one has a
+    -- version of this major (a newer one would make the inbox unreadable).
+    IF pg_catalog.json_typeof(nj) = 'object' THEN
+        IF pg_catalog.json_typeof(nj -> 'messages') IS DISTINCT FROM 'array' THEN
+            RAISE EXCEPTION 'member % may not write a peer''s inbox whose messages are not a list', m
+                USING ERRCODE = '42501';
+        END IF;
+        w_new := (SELECT pg_catalog.json_object_agg(e.key, e.value ORDER BY e.key)
+                  FROM pg_catalog.json_each(nj) e WHERE e.key <> 'messages');
+        IF pg_catalog.json_typeof(oj) = 'object' THEN
+            w_old := (SELECT pg_catalog.json_object_agg(e.key, e.value ORDER BY e.key)
+                      FROM pg_catalog.json_each(oj) e WHERE e.key <> 'messages');
+            IF NOT ((w_old IS NULL AND w_new IS NULL) OR coalesce(roo_json_same(w_old, w_new), false)) THEN
+                RAISE EXCEPTION 'member % may not change a peer''s inbox but its messages', m
+                    USING ERRCODE = '42501';
+            END IF;
+        ELSIF EXISTS (SELECT 1 FROM pg_catalog.json_object_keys(nj) k WHERE k NOT IN ('version', 'messages'))
+              OR ((nj -> 'version') IS NOT NULL
+                  AND (pg_catalog.json_typeof(nj -> 'version') IS DISTINCT FROM 'string'
+                       OR (nj ->> 'version') !~ '^@MAJOR@\.[0-9]{1,9}$')) THEN
+            RAISE EXCEPTION 'member % may not start a peer''s inbox but as version @MAJOR@ with messages', m
+                USING ERRCODE = '42501';
+        END IF;
     END IF;
     SELECT x ->> 'agent_id' INTO me_id
       FROM roo_doc d,
@@ -509,11 +535,12 @@ fn install_sql() -> String {
     INSTALL
         .replace("@STUCK@", &STUCK_AFTER_SECONDS.to_string())
         .replace("@VERSION@", INSTALL_VERSION)
+        .replace("@MAJOR@", &crate::format_version::FORMAT_MAJOR.to_string())
 }
 
 /// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
 /// installed again (every statement is idempotent).
-const INSTALL_VERSION: &str = "4";
+const INSTALL_VERSION: &str = "5";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {

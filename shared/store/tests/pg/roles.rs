@@ -811,3 +811,56 @@ fn with_member_roles_a_pid_is_no_evidence() {
             .is_none()
     );
 }
+
+/// Hostile review M3: a member rewrote the wrapper of a peer's inbox (its version, other
+/// members, messages not a list). Only the messages of a peer's inbox change.
+#[test]
+fn a_member_role_cannot_change_a_peers_inbox_wrapper() {
+    let Some(t) = two() else {
+        return;
+    };
+    t.a.mailbox()
+        .send(&name("lead"), "bob", Outgoing::text("hi", "hi"))
+        .unwrap();
+    let rewrite = |set: &str| {
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!(
+                "SELECT roo_m_write(key, ({set})::text) FROM roo_doc \
+                 WHERE key = 'teams/a/inboxes/bob.json'"
+            ),
+        )
+    };
+    for set in [
+        "jsonb_set(doc::jsonb, '{version}', '\"9.0\"')",
+        "jsonb_set(doc::jsonb, '{extra}', '1')",
+        "jsonb_set(doc::jsonb, '{messages}', '{}')",
+    ] {
+        let e = refused(set, rewrite(set));
+        assert!(e.contains("inbox"), "{e}");
+    }
+    // A new peer inbox starts at this major version.
+    let start = |doc: &str| {
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!(
+                "SELECT roo_m_placeholder('teams/a/inboxes/zed.json'); \
+                 SELECT roo_m_write('teams/a/inboxes/zed.json', '{doc}')"
+            ),
+        )
+    };
+    refused(
+        "a peer inbox of a newer major",
+        start(r#"{"version": "9.0", "messages": []}"#),
+    );
+    start(r#"{"version": "1.0", "messages": []}"#).unwrap();
+    // Her own send, which changes the messages only, goes through.
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    Team::open(&alice_home, name("a"))
+        .unwrap()
+        .mailbox()
+        .send(&name("alice"), "bob", Outgoing::text("hi bob", "hi"))
+        .unwrap();
+}
