@@ -239,6 +239,19 @@ BEGIN
         RAISE EXCEPTION 'member % may not send a % (only the lead may)', m, bad
             USING ERRCODE = '42501';
     END IF;
+    -- An id of the lead's assignments (PROTOCOL.md §5.2), or a text over the limit.
+    SELECT CASE WHEN pg_catalog.lower(n ->> 'id') LIKE '@ASSIGN@%' THEN 'an id starting with @ASSIGN@'
+                ELSE 'a text over @MAX_TEXT@ bytes' END INTO bad
+      FROM pg_catalog.json_array_elements(news) n
+      LEFT JOIN pg_catalog.json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+     WHERE o IS NULL
+       AND (pg_catalog.lower(n ->> 'id') LIKE '@ASSIGN@%'
+            OR pg_catalog.octet_length(n ->> 'text') > @MAX_TEXT@)
+     LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may not send a message with %', m, bad
+            USING ERRCODE = '42501';
+    END IF;
     SELECT CASE WHEN o IS NULL THEN coalesce(n ->> 'from', '(none)') ELSE '' END INTO bad
       FROM pg_catalog.json_array_elements(news) n
       LEFT JOIN pg_catalog.json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
@@ -361,6 +374,13 @@ LANGUAGE plpgsql SECURITY DEFINER AS $f$
 DECLARE last int8;
 BEGIN
     PERFORM roo_m_team_of(k);
+    -- The log keeps at least what the store keeps; each line within the protocol's limit.
+    keep := GREATEST(keep, @KEEP@);
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(bodies) b
+               WHERE b IS NULL OR pg_catalog.octet_length(b) > @EVENT_LINE@) THEN
+        RAISE EXCEPTION 'member % may not log an event over @EVENT_LINE@ bytes', session_user
+            USING ERRCODE = '42501';
+    END IF;
     INSERT INTO roo_event_seq AS s (key, seq) VALUES (k, pg_catalog.cardinality(bodies))
         ON CONFLICT (key) DO UPDATE SET seq = s.seq + pg_catalog.cardinality(bodies)
         RETURNING seq INTO last;
@@ -536,11 +556,15 @@ fn install_sql() -> String {
         .replace("@STUCK@", &STUCK_AFTER_SECONDS.to_string())
         .replace("@VERSION@", INSTALL_VERSION)
         .replace("@MAJOR@", &crate::format_version::FORMAT_MAJOR.to_string())
+        .replace("@ASSIGN@", crate::mailbox::ASSIGN_KEY_PREFIX)
+        .replace("@MAX_TEXT@", &crate::limits::MAX_MESSAGE_TEXT.to_string())
+        .replace("@KEEP@", &crate::limits::EVENT_LOG_MAX_ROWS.to_string())
+        .replace("@EVENT_LINE@", &crate::limits::MAX_EVENT_LINE.to_string())
 }
 
 /// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
 /// installed again (every statement is idempotent).
-const INSTALL_VERSION: &str = "5";
+const INSTALL_VERSION: &str = "6";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {

@@ -864,3 +864,61 @@ fn a_member_role_cannot_change_a_peers_inbox_wrapper() {
         .send(&name("alice"), "bob", Outgoing::text("hi bob", "hi"))
         .unwrap();
 }
+
+/// Hostile review L1: a member sent a message with an id of the lead's assignments
+/// (`assign-…`, any case), which the lead's delivery check takes as its own.
+#[test]
+fn a_member_role_cannot_send_an_assignment_id() {
+    let Some(t) = two() else {
+        return;
+    };
+    t.a.mailbox()
+        .send(&name("lead"), "bob", Outgoing::text("hi", "hi"))
+        .unwrap();
+    let send = |id: &str| {
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!(
+                "SELECT roo_m_write(key, jsonb_set(doc::jsonb, '{{messages}}', \
+                   (doc::jsonb -> 'messages') || \
+                   '[{{\"id\": \"{id}\", \"from\": \"alice\", \"text\": \"x\"}}]')::text) \
+                 FROM roo_doc WHERE key = 'teams/a/inboxes/bob.json'"
+            ),
+        )
+    };
+    let e = refused("an assignment's id", send("ASSIGN-1-2"));
+    assert!(e.contains("assign-"), "{e}");
+    send("m-1").unwrap();
+}
+
+/// Hostile review L2: a member's event call chose how many rows the log keeps (1: the
+/// team's history gone) and logged lines of any size.
+#[test]
+fn a_member_role_cannot_shorten_the_event_log() {
+    let Some(t) = two() else {
+        return;
+    };
+    let log = |body: &str, n: usize, keep: i64| {
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!(
+                "SELECT roo_m_event('teams/a/x.log', array_fill('{body}'::text, ARRAY[{n}]), \
+                 {keep}, 'x')"
+            ),
+        )
+    };
+    log("e", 300, 1).unwrap();
+    assert_eq!(
+        psql(
+            &t.url,
+            "SELECT count(*) FROM roo_event WHERE key = 'teams/a/x.log'"
+        ),
+        "300"
+    );
+    refused(
+        "an event line over the limit",
+        log(&"x".repeat(20_000), 1, 1_000_000),
+    );
+}
