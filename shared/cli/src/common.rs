@@ -260,7 +260,13 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
     };
     let unverified = home.pg().and_then(roo_store::PgStore::unverified_tls);
     let member_roles = match home.pg() {
-        Some(pg) => Some(pg.can_create_member_roles()?),
+        Some(pg) => Some(match pg.can_create_member_roles()? {
+            true => pg.member_roles_refused()?,
+            false => Some(
+                "this login may not create them (it needs CREATEROLE and to own the tables)"
+                    .to_owned(),
+            ),
+        }),
         None => None,
     };
     if ctx.json() {
@@ -323,15 +329,15 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
         writeln!(out, "death detection: {}", settings.verdict())?;
     }
     match member_roles {
-        Some(true) => writeln!(
+        Some(None) => writeln!(
             out,
             "member roles: this login may create them (not yet given to teammates: they use \
              this login; docs/DISTRIBUTED.md)"
         )?,
-        Some(false) => writeln!(
+        Some(Some(why)) => writeln!(
             out,
-            "member roles: this login may not create them (it needs CREATEROLE and to own \
-             the tables); teammates use this login, and every check is the client's"
+            "member roles: not here: {why}; teammates use this login, and every check is the \
+             client's"
         )?,
         None => {}
     }

@@ -267,6 +267,8 @@ impl Team {
                 let key = presence_key(self.name().as_str(), &member.agent_id, epoch);
                 Ok(pg.held_keys(&[key])?.evidence(key))
             }
+            // With member roles, the pid is the member's own word.
+            (Some(pg), None) if pg.has_member_roles()? => Ok(None),
             _ => Ok(member.local_pid().map(pid_alive)),
         }
     }

@@ -72,6 +72,8 @@ pub(super) struct Conn {
 }
 
 pub(super) struct Statements {
+    /// The session's kind, as the statements were prepared for it.
+    pub(super) mode: super::roles::Mode,
     pub(super) read: Statement,
     pub(super) read_in_team: Statement,
     pub(super) placeholder: Statement,
@@ -521,6 +523,7 @@ impl Statements {
                 .ok_or_else(|| engine("prepare the statements", "a statement is missing"))
         };
         let statements = Statements {
+            mode,
             read: next()?,
             read_in_team: next()?,
             placeholder: next()?,

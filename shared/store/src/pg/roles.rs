@@ -55,9 +55,9 @@ CREATE TABLE IF NOT EXISTS roo_member_role (
 -- The team a key belongs to: `teams/<team>/…` or `tasks/<team>/…`; NULL for any other.
 CREATE OR REPLACE FUNCTION roo_key_team(k text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $f$
-    SELECT CASE WHEN split_part(k, '/', 1) IN ('teams', 'tasks') AND split_part(k, '/', 2) <> ''
-                 AND split_part(k, '/', 3) <> ''
-           THEN split_part(k, '/', 2) END
+    SELECT CASE WHEN pg_catalog.split_part(k, '/', 1) IN ('teams', 'tasks') AND pg_catalog.split_part(k, '/', 2) <> ''
+                 AND pg_catalog.split_part(k, '/', 3) <> ''
+           THEN pg_catalog.split_part(k, '/', 2) END
 $f$;
 
 -- The caller's team and member when the session's login is a member role; NULL else.
@@ -117,14 +117,14 @@ BEGIN
     FOR p IN SELECT DISTINCT a.pid FROM pg_stat_activity a
              JOIN roo_member_role r ON r.role = a.usename::text
              JOIN pg_locks l ON l.pid = a.pid
-             WHERE a.xact_start < clock_timestamp() - make_interval(secs => @STUCK@)
-               AND a.pid <> pg_backend_pid()
+             WHERE a.xact_start < pg_catalog.clock_timestamp() - pg_catalog.make_interval(secs => @STUCK@)
+               AND a.pid <> pg_catalog.pg_backend_pid()
                AND l.locktype = 'relation' AND l.granted AND l.mode <> 'AccessShareLock'
                AND l.relation IN ('roo_doc'::regclass, 'roo_archive'::regclass,
                                   'roo_quarantine'::regclass, 'roo_event'::regclass,
                                   'roo_event_seq'::regclass) LOOP
         BEGIN
-            PERFORM pg_terminate_backend(p);
+            PERFORM pg_catalog.pg_terminate_backend(p);
         EXCEPTION WHEN insufficient_privilege THEN
             NULL;
         END;
@@ -169,8 +169,8 @@ $f$;
 CREATE OR REPLACE FUNCTION roo_inbox_messages(d json) RETURNS json
 LANGUAGE sql IMMUTABLE AS $f$
     SELECT CASE WHEN d IS NULL THEN '[]'::json
-                WHEN json_typeof(d) = 'array' THEN d
-                WHEN json_typeof(d) = 'object' AND json_typeof(d -> 'messages') = 'array'
+                WHEN pg_catalog.json_typeof(d) = 'array' THEN d
+                WHEN pg_catalog.json_typeof(d) = 'object' AND pg_catalog.json_typeof(d -> 'messages') = 'array'
                 THEN d -> 'messages'
                 ELSE '[]'::json END
 $f$;
@@ -186,26 +186,52 @@ DECLARE
     olds json := roo_inbox_messages(oj);
     news json := roo_inbox_messages(nj);
     bad text;
+    w_old json;
+    w_new json;
 BEGIN
-    IF nj IS NULL OR json_typeof(nj) NOT IN ('object', 'array') THEN
+    IF nj IS NULL OR pg_catalog.json_typeof(nj) NOT IN ('object', 'array') THEN
         RAISE EXCEPTION 'member % may not remove the inbox of a peer', m USING ERRCODE = '42501';
+    END IF;
+    -- The wrapper is the owner's: only `messages` (an array) changes; a new one has a
+    -- version of this major (a newer one would make the inbox unreadable).
+    IF pg_catalog.json_typeof(nj) = 'object' THEN
+        IF pg_catalog.json_typeof(nj -> 'messages') IS DISTINCT FROM 'array' THEN
+            RAISE EXCEPTION 'member % may not write a peer''s inbox whose messages are not a list', m
+                USING ERRCODE = '42501';
+        END IF;
+        w_new := (SELECT pg_catalog.json_object_agg(e.key, e.value ORDER BY e.key)
+                  FROM pg_catalog.json_each(nj) e WHERE e.key <> 'messages');
+        IF pg_catalog.json_typeof(oj) = 'object' THEN
+            w_old := (SELECT pg_catalog.json_object_agg(e.key, e.value ORDER BY e.key)
+                      FROM pg_catalog.json_each(oj) e WHERE e.key <> 'messages');
+            IF NOT ((w_old IS NULL AND w_new IS NULL) OR coalesce(roo_json_same(w_old, w_new), false)) THEN
+                RAISE EXCEPTION 'member % may not change a peer''s inbox but its messages', m
+                    USING ERRCODE = '42501';
+            END IF;
+        ELSIF EXISTS (SELECT 1 FROM pg_catalog.json_object_keys(nj) k WHERE k NOT IN ('version', 'messages'))
+              OR ((nj -> 'version') IS NOT NULL
+                  AND (pg_catalog.json_typeof(nj -> 'version') IS DISTINCT FROM 'string'
+                       OR (nj ->> 'version') !~ '^@MAJOR@\.[0-9]{1,9}$')) THEN
+            RAISE EXCEPTION 'member % may not start a peer''s inbox but as version @MAJOR@ with messages', m
+                USING ERRCODE = '42501';
+        END IF;
     END IF;
     SELECT x ->> 'agent_id' INTO me_id
       FROM roo_doc d,
-           json_array_elements(CASE WHEN json_typeof(d.doc -> 'members') = 'array'
+           pg_catalog.json_array_elements(CASE WHEN pg_catalog.json_typeof(d.doc -> 'members') = 'array'
                                THEN d.doc -> 'members' ELSE '[]'::json END) x
      WHERE d.key = 'teams/' || t || '/config.json' AND x ->> 'name' = m;
     -- Each array parsed once; messages matched by id (a hash join).
-    IF EXISTS (SELECT 1 FROM json_array_elements(olds) o
-               LEFT JOIN json_array_elements(news) n ON (n ->> 'id') = (o ->> 'id')
-               WHERE NOT coalesce(json_typeof(o -> 'read') = 'boolean' AND (o ->> 'read')::boolean, false)
+    IF EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(olds) o
+               LEFT JOIN pg_catalog.json_array_elements(news) n ON (n ->> 'id') = (o ->> 'id')
+               WHERE NOT coalesce(pg_catalog.json_typeof(o -> 'read') = 'boolean' AND (o ->> 'read')::boolean, false)
                  AND (n IS NULL OR NOT roo_json_same(n, o))) THEN
         RAISE EXCEPTION 'member % may not remove or change an unread message of a peer''s inbox', m
             USING ERRCODE = '42501';
     END IF;
     SELECT n ->> 'type' INTO bad
-      FROM json_array_elements(news) n
-      LEFT JOIN json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+      FROM pg_catalog.json_array_elements(news) n
+      LEFT JOIN pg_catalog.json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
      WHERE o IS NULL
        AND (n ->> 'type') IN ('task_assignment', 'plan_approval_response', 'permission_response')
      LIMIT 1;
@@ -213,9 +239,22 @@ BEGIN
         RAISE EXCEPTION 'member % may not send a % (only the lead may)', m, bad
             USING ERRCODE = '42501';
     END IF;
+    -- An id of the lead's assignments (PROTOCOL.md §5.2), or a text over the limit.
+    SELECT CASE WHEN pg_catalog.lower(n ->> 'id') LIKE '@ASSIGN@%' THEN 'an id starting with @ASSIGN@'
+                ELSE 'a text over @MAX_TEXT@ bytes' END INTO bad
+      FROM pg_catalog.json_array_elements(news) n
+      LEFT JOIN pg_catalog.json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+     WHERE o IS NULL
+       AND (pg_catalog.lower(n ->> 'id') LIKE '@ASSIGN@%'
+            OR pg_catalog.octet_length(n ->> 'text') > @MAX_TEXT@)
+     LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may not send a message with %', m, bad
+            USING ERRCODE = '42501';
+    END IF;
     SELECT CASE WHEN o IS NULL THEN coalesce(n ->> 'from', '(none)') ELSE '' END INTO bad
-      FROM json_array_elements(news) n
-      LEFT JOIN json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
+      FROM pg_catalog.json_array_elements(news) n
+      LEFT JOIN pg_catalog.json_array_elements(olds) o ON (o ->> 'id') = (n ->> 'id')
      WHERE (o IS NULL AND (n ->> 'from') IS DISTINCT FROM m
             AND (me_id IS NULL OR (n ->> 'from') IS DISTINCT FROM me_id))
         OR (o IS NOT NULL AND NOT roo_json_same(o, n))
@@ -232,7 +271,8 @@ $f$;
 
 -- A member's write of its team's config: the roster (names and agent ids, in order),
 -- the lead's entry and every team-level field (the lead key, the lead's id, the name)
--- stay as they were. What it changes in the other entries stays the client's rule.
+-- stay as they were; of a peer's entry only what marking it dead writes (`dead_at`,
+-- `dead_reason`, `is_active`) may change. Its own entry is the member's.
 CREATE OR REPLACE FUNCTION roo_m_check_config(t text, m text, oj json, nj json) RETURNS void
 LANGUAGE plpgsql STABLE AS $f$
 DECLARE
@@ -240,30 +280,38 @@ DECLARE
     roster_new text;
     lead text;
 BEGIN
-    IF oj IS NULL OR nj IS NULL OR json_typeof(nj) <> 'object' OR json_typeof(oj) <> 'object' THEN
+    IF oj IS NULL OR nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object' OR pg_catalog.json_typeof(oj) <> 'object' THEN
         RAISE EXCEPTION 'member % may not create or remove the team''s config', m USING ERRCODE = '42501';
     END IF;
     IF (oj::jsonb - 'members') IS DISTINCT FROM (nj::jsonb - 'members') THEN
         RAISE EXCEPTION 'member % may not change the team''s settings (lead key, lead, name)', m
             USING ERRCODE = '42501';
     END IF;
-    IF json_typeof(nj -> 'members') IS DISTINCT FROM 'array'
-       OR json_typeof(oj -> 'members') IS DISTINCT FROM 'array' THEN
+    IF pg_catalog.json_typeof(nj -> 'members') IS DISTINCT FROM 'array'
+       OR pg_catalog.json_typeof(oj -> 'members') IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'member % may not change the roster', m USING ERRCODE = '42501';
     END IF;
-    SELECT string_agg(json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
-      INTO roster_old FROM json_array_elements(oj -> 'members') WITH ORDINALITY AS e(x, i);
-    SELECT string_agg(json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
-      INTO roster_new FROM json_array_elements(nj -> 'members') WITH ORDINALITY AS e(x, i);
+    SELECT pg_catalog.string_agg(pg_catalog.json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
+      INTO roster_old FROM pg_catalog.json_array_elements(oj -> 'members') WITH ORDINALITY AS e(x, i);
+    SELECT pg_catalog.string_agg(pg_catalog.json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
+      INTO roster_new FROM pg_catalog.json_array_elements(nj -> 'members') WITH ORDINALITY AS e(x, i);
     IF roster_old IS DISTINCT FROM roster_new THEN
         RAISE EXCEPTION 'member % may not change the roster', m USING ERRCODE = '42501';
     END IF;
     lead := oj ->> 'lead_agent_id';
-    IF EXISTS (SELECT 1 FROM json_array_elements(oj -> 'members') o,
-                             json_array_elements(nj -> 'members') n
+    IF EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(oj -> 'members') o,
+                             pg_catalog.json_array_elements(nj -> 'members') n
                WHERE o ->> 'agent_id' = lead AND n ->> 'agent_id' = lead
                  AND NOT roo_json_same(o, n)) THEN
         RAISE EXCEPTION 'member % may not change the lead''s entry', m USING ERRCODE = '42501';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(oj -> 'members') WITH ORDINALITY AS a(o, i)
+               JOIN pg_catalog.json_array_elements(nj -> 'members') WITH ORDINALITY AS b(n, j) ON i = j
+               WHERE (o ->> 'name') IS DISTINCT FROM m
+                 AND (o::jsonb - 'dead_at' - 'dead_reason' - 'is_active')
+                     IS DISTINCT FROM (n::jsonb - 'dead_at' - 'dead_reason' - 'is_active')) THEN
+        RAISE EXCEPTION 'member % may change only its own entry and whether a peer is dead', m
+            USING ERRCODE = '42501';
     END IF;
 END
 $f$;
@@ -279,12 +327,12 @@ BEGIN
     SELECT d.doc INTO oj FROM roo_doc d WHERE d.key = k;
     IF k = 'teams/' || t || '/config.json' THEN
         PERFORM roo_m_check_config(t, m, oj, nj);
-    ELSIF starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json' THEN
+    ELSIF pg_catalog.starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json' THEN
         PERFORM roo_m_check_send(t, m, oj, nj);
-    ELSIF k = 'tasks/' || t || '/tasks.json' AND (nj IS NULL OR json_typeof(nj) <> 'object') THEN
+    ELSIF k = 'tasks/' || t || '/tasks.json' AND (nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object') THEN
         RAISE EXCEPTION 'member % may not remove the task list', m USING ERRCODE = '42501';
     END IF;
-    UPDATE roo_doc SET doc = nj, rev = rev + 1, updated_at = now() WHERE key = k;
+    UPDATE roo_doc SET doc = nj, rev = rev + 1, updated_at = pg_catalog.now() WHERE key = k;
     RETURN FOUND;
 END
 $f$;
@@ -296,7 +344,7 @@ DECLARE
     m text := roo_session_member();
 BEGIN
     IF k = 'teams/' || t || '/config.json' OR k = 'tasks/' || t || '/tasks.json'
-       OR (starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json') THEN
+       OR (pg_catalog.starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json') THEN
         RAISE EXCEPTION 'member % may not delete %', m, k USING ERRCODE = '42501';
     END IF;
     DELETE FROM roo_doc WHERE key = k;
@@ -326,16 +374,23 @@ LANGUAGE plpgsql SECURITY DEFINER AS $f$
 DECLARE last int8;
 BEGIN
     PERFORM roo_m_team_of(k);
-    INSERT INTO roo_event_seq AS s (key, seq) VALUES (k, cardinality(bodies))
-        ON CONFLICT (key) DO UPDATE SET seq = s.seq + cardinality(bodies)
+    -- The log keeps at least what the store keeps; each line within the protocol's limit.
+    keep := GREATEST(keep, @KEEP@);
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(bodies) b
+               WHERE b IS NULL OR pg_catalog.octet_length(b) > @EVENT_LINE@) THEN
+        RAISE EXCEPTION 'member % may not log an event over @EVENT_LINE@ bytes', session_user
+            USING ERRCODE = '42501';
+    END IF;
+    INSERT INTO roo_event_seq AS s (key, seq) VALUES (k, pg_catalog.cardinality(bodies))
+        ON CONFLICT (key) DO UPDATE SET seq = s.seq + pg_catalog.cardinality(bodies)
         RETURNING seq INTO last;
     INSERT INTO roo_event (key, seq, at, body)
-        SELECT k, last - cardinality(bodies) + b.n, clock_timestamp(), b.body
-        FROM unnest(bodies) WITH ORDINALITY AS b(body, n);
-    IF last / 256 <> (last - cardinality(bodies)) / 256 THEN
+        SELECT k, last - pg_catalog.cardinality(bodies) + b.n, pg_catalog.clock_timestamp(), b.body
+        FROM pg_catalog.unnest(bodies) WITH ORDINALITY AS b(body, n);
+    IF last / 256 <> (last - pg_catalog.cardinality(bodies)) / 256 THEN
         DELETE FROM roo_event WHERE key = k AND seq <= last - keep;
     END IF;
-    PERFORM pg_notify(channel, k);
+    PERFORM pg_catalog.pg_notify(channel, k);
 END
 $f$;
 
@@ -344,14 +399,14 @@ $f$;
 CREATE OR REPLACE FUNCTION roo_presence_key(t text, a text, e text) RETURNS int8
 LANGUAGE plpgsql IMMUTABLE AS $f$
 DECLARE
-    b bytea := convert_to('roo-presence', 'UTF8') || '\x00'::bytea || convert_to(t, 'UTF8')
-        || '\x00'::bytea || convert_to(a, 'UTF8') || '\x00'::bytea || convert_to(e, 'UTF8');
+    b bytea := pg_catalog.convert_to('roo-presence', 'UTF8') || '\x00'::bytea || pg_catalog.convert_to(t, 'UTF8')
+        || '\x00'::bytea || pg_catalog.convert_to(a, 'UTF8') || '\x00'::bytea || pg_catalog.convert_to(e, 'UTF8');
     h numeric := 14695981039346656037;
     i int;
 BEGIN
-    FOR i IN 0 .. length(b) - 1 LOOP
-        h := h - mod(h, 256) + ((mod(h, 256)::int) # get_byte(b, i));
-        h := mod(h * 1099511628211, 18446744073709551616);
+    FOR i IN 0 .. pg_catalog.length(b) - 1 LOOP
+        h := h - pg_catalog.mod(h, 256) + ((pg_catalog.mod(h, 256)::int) # pg_catalog.get_byte(b, i));
+        h := pg_catalog.mod(h * 1099511628211, 18446744073709551616);
     END LOOP;
     IF h >= 9223372036854775808 THEN
         h := h - 18446744073709551616;
@@ -360,22 +415,23 @@ BEGIN
 END
 $f$;
 
--- Whether presence lock `k`, held by backend `p`, counts: always when `p` is not a
--- member role's session; when it is, only if `k` is that member's own key at the epoch
--- its config entry records.
+-- Whether presence lock `k`, held by backend `p`, counts: only when `p` is a live
+-- backend (a lock with no backend, a prepared transaction's, proves no process); then
+-- always when it is not a member role's session, and when it is, only if `k` is that
+-- member's own key at the epoch its config entry records.
 CREATE OR REPLACE FUNCTION roo_presence_counts(p int, k int8) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER AS $f$
     SELECT coalesce((
         SELECT CASE WHEN r.role IS NULL THEN true ELSE EXISTS (
                    SELECT 1 FROM roo_doc d,
-                          json_array_elements(CASE WHEN json_typeof(d.doc -> 'members') = 'array'
+                          pg_catalog.json_array_elements(CASE WHEN pg_catalog.json_typeof(d.doc -> 'members') = 'array'
                                               THEN d.doc -> 'members' ELSE '[]'::json END) x
                    WHERE d.key = 'teams/' || r.team || '/config.json'
                      AND x ->> 'name' = r.member AND x ->> 'epoch' IS NOT NULL
                      AND roo_presence_key(r.team, coalesce(x ->> 'agent_id', r.member),
                                           x ->> 'epoch') = k) END
-        FROM pg_stat_activity a LEFT JOIN roo_member_role r ON r.role = a.usename::text
-        WHERE a.pid = p), true)
+        FROM pg_catalog.pg_stat_activity a LEFT JOIN roo_member_role r ON r.role = a.usename::text
+        WHERE p IS NOT NULL AND a.pid = p), false)
 $f$;
 
 ALTER TABLE roo_doc ENABLE ROW LEVEL SECURITY;
@@ -396,30 +452,58 @@ DROP POLICY IF EXISTS roo_team_rows ON roo_event_seq;
 CREATE POLICY roo_team_rows ON roo_event_seq USING (roo_may_see(key));
 
 -- The owner's administration: a member's role replaced (retried after a lost link, a
--- second call replaces the first's role), and a team's roles dropped.
-CREATE OR REPLACE FUNCTION roo_admin_drop_member_roles(t text, m text) RETURNS int
+-- second call replaces the first's role), and a team's roles dropped. In two steps, each
+-- its own transaction, so that a role its member made hard to drop (objects it owns,
+-- default privileges, in this database or another) has lost its login all the same:
+-- first every role of the team (or the member) loses its login, its password, its rights
+-- on the store and its sessions; then each role is dropped, alone, and one that cannot
+-- be is reported (its row stays, a later drop tries again).
+DROP FUNCTION IF EXISTS roo_admin_drop_member_roles(text, text);
+CREATE OR REPLACE FUNCTION roo_admin_revoke_member_roles(t text, m text) RETURNS text[]
 LANGUAGE plpgsql AS $f$
 DECLARE
     r text;
-    n int := 0;
+    roles text[] := '{}';
 BEGIN
-    FOR r IN SELECT role FROM roo_member_role WHERE team = t AND (m IS NULL OR member = m) LOOP
-        EXECUTE format('REVOKE ALL ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq FROM %I', r);
-        EXECUTE format('REVOKE USAGE ON SCHEMA %I FROM %I', current_schema(), r);
-        DELETE FROM roo_member_role WHERE role = r;
-        -- Its sessions end with it (the owner is a member of the role).
-        BEGIN
-            PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity a
-              WHERE a.usename::text = r AND a.pid <> pg_backend_pid();
-        EXCEPTION WHEN insufficient_privilege THEN
-            NULL;
-        END;
-        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-            EXECUTE format('DROP ROLE %I', r);
+    FOR r IN SELECT role FROM roo_member_role WHERE team = t AND (m IS NULL OR member = m)
+             ORDER BY role LOOP
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r) THEN
+            EXECUTE pg_catalog.format('ALTER ROLE %I NOLOGIN PASSWORD NULL', r);
+            EXECUTE pg_catalog.format('REVOKE ALL ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq FROM %I', r);
+            EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA %I FROM %I', pg_catalog.current_schema(), r);
+            -- Its sessions end with its login (the owner is a member of the role).
+            BEGIN
+                PERFORM pg_catalog.pg_terminate_backend(a.pid) FROM pg_catalog.pg_stat_activity a
+                  WHERE a.usename::text = r AND a.pid <> pg_catalog.pg_backend_pid();
+            EXCEPTION WHEN insufficient_privilege THEN
+                NULL;
+            END;
         END IF;
-        n := n + 1;
+        roles := roles || r;
     END LOOP;
-    RETURN n;
+    RETURN roles;
+END
+$f$;
+
+-- Drops role r (revoked first): what it owns in this database becomes the owner's, its
+-- privileges and default privileges go, then the role. NULL when done, else why not.
+CREATE OR REPLACE FUNCTION roo_admin_drop_member_role(r text) RETURNS text
+LANGUAGE plpgsql AS $f$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM roo_member_role WHERE role = r) THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r) THEN
+            EXECUTE pg_catalog.format('REASSIGN OWNED BY %I TO %I', r, current_user);
+            EXECUTE pg_catalog.format('DROP OWNED BY %I', r);
+            EXECUTE pg_catalog.format('DROP ROLE %I', r);
+        END IF;
+        DELETE FROM roo_member_role WHERE role = r;
+        RETURN NULL;
+    EXCEPTION WHEN others THEN
+        RETURN SQLERRM;
+    END;
 END
 $f$;
 
@@ -429,42 +513,58 @@ BEGIN
     IF r !~ '^roo_m_[a-z0-9_]{1,57}$' THEN
         RAISE EXCEPTION 'invalid member role name %', r;
     END IF;
-    PERFORM roo_admin_drop_member_roles(t, m);
-    EXECUTE format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS PASSWORD %L', r, verifier);
-    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), r);
+    IF EXISTS (SELECT 1 FROM roo_member_role WHERE team = t AND member = m) THEN
+        RAISE EXCEPTION 'member % of team % still has a role', m, t;
+    END IF;
+    EXECUTE pg_catalog.format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS PASSWORD %L', r, verifier);
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO %I', pg_catalog.current_schema(), r);
     -- The owner may end the role's sessions (roo_end_stuck_members).
-    EXECUTE format('GRANT %I TO %I', r, current_user);
-    EXECUTE format('GRANT SELECT ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq TO %I', r);
+    EXECUTE pg_catalog.format('GRANT %I TO %I', r, current_user);
+    EXECUTE pg_catalog.format('GRANT SELECT ON roo_meta, roo_doc, roo_archive, roo_quarantine, roo_event, roo_event_seq TO %I', r);
     -- A default only: the member's own session may SET it otherwise (docs/DISTRIBUTED.md).
-    EXECUTE format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L', r, '60s');
+    EXECUTE pg_catalog.format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L', r, '60s');
     INSERT INTO roo_member_role (role, team, member) VALUES (r, t, m);
 END
 $f$;
-REVOKE ALL ON FUNCTION roo_admin_drop_member_roles(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION roo_admin_revoke_member_roles(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION roo_admin_drop_member_role(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION roo_admin_create_member_role(text, text, text, text) FROM PUBLIC;
 
 DO $d$
 DECLARE f text;
 BEGIN
     FOR f IN SELECT p.oid::regprocedure::text FROM pg_proc p
-             WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+             WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = pg_catalog.current_schema())
                AND (p.proname LIKE 'roo\_m\_%' OR p.proname IN ('roo_session_team',
                     'roo_session_member', 'roo_may_see', 'roo_presence_counts',
                     'roo_key_team', 'roo_json_same', 'roo_inbox_messages', 'roo_presence_key',
-                    'roo_admin_drop_member_roles', 'roo_admin_create_member_role',
+                    'roo_admin_revoke_member_roles', 'roo_admin_drop_member_role',
+                    'roo_admin_create_member_role',
                     'roo_end_stuck_members')) LOOP
-        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
-        EXECUTE format('ALTER FUNCTION %s SET lock_timeout = %L', f, '10s');
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, pg_catalog.current_schema());
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET lock_timeout = %L', f, '10s');
     END LOOP;
 END
 $d$;
-INSERT INTO roo_meta (key, value) VALUES ('member_roles', '1') ON CONFLICT (key) DO NOTHING;
+INSERT INTO roo_meta (key, value) VALUES ('member_roles', '@VERSION@')
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 "#;
 
 /// [`INSTALL`] with its settings in place.
 fn install_sql() -> String {
-    INSTALL.replace("@STUCK@", &STUCK_AFTER_SECONDS.to_string())
+    INSTALL
+        .replace("@STUCK@", &STUCK_AFTER_SECONDS.to_string())
+        .replace("@VERSION@", INSTALL_VERSION)
+        .replace("@MAJOR@", &crate::format_version::FORMAT_MAJOR.to_string())
+        .replace("@ASSIGN@", crate::mailbox::ASSIGN_KEY_PREFIX)
+        .replace("@MAX_TEXT@", &crate::limits::MAX_MESSAGE_TEXT.to_string())
+        .replace("@KEEP@", &crate::limits::EVENT_LOG_MAX_ROWS.to_string())
+        .replace("@EVENT_LINE@", &crate::limits::MAX_EVENT_LINE.to_string())
 }
+
+/// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
+/// installed again (every statement is idempotent).
+const INSTALL_VERSION: &str = "6";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {
@@ -572,6 +672,66 @@ pub(super) async fn can_create(
         .get(0))
 }
 
+/// Why member roles may not be created in this store, if they may not: what lets a
+/// member escape the server's checks, read by [`refusal_of`].
+pub(super) async fn refusal(
+    client: &Client,
+) -> std::result::Result<Option<String>, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "WITH o AS (SELECT coalesce(\
+                 (SELECT c.relowner FROM pg_catalog.pg_class c \
+                  WHERE c.oid = pg_catalog.to_regclass('roo_doc')), \
+                 (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user)) AS owner) \
+             SELECT pg_catalog.current_setting('max_prepared_transactions')::int, \
+                    pg_catalog.current_schema()::text, \
+                    CASE WHEN pg_catalog.has_schema_privilege('public', pg_catalog.current_schema(), 'CREATE') \
+                    THEN ARRAY['PUBLIC'] \
+                    ELSE ARRAY(SELECT r.rolname::text FROM pg_catalog.pg_roles r, o \
+                         WHERE NOT r.rolsuper AND r.oid <> o.owner \
+                           AND NOT (r.rolname = 'pg_database_owner' \
+                                    AND pg_catalog.pg_has_role(o.owner, r.oid, 'MEMBER')) \
+                           AND pg_catalog.has_schema_privilege(r.oid, pg_catalog.current_schema(), 'CREATE') \
+                         ORDER BY 1) END",
+            &[],
+        )
+        .await?;
+    let creators: Vec<String> = row.get(2);
+    Ok(refusal_of(row.get(0), row.get(1), &creators))
+}
+
+/// [`refusal`] from what the server said:
+/// - `max_prepared_transactions` above 0 lets a member keep a row lock or a presence
+///   lock past its session (`PREPARE TRANSACTION`), out of reach of the stuck-lock limit
+///   and of the presence proof;
+/// - a role other than the owner (and superusers) that may `CREATE` in the store's
+///   schema (`PUBLIC`: the default for `public` before PostgreSQL 15) could put there a
+///   function or operator that the owner's functions would call in place of the
+///   built-in one.
+pub(super) fn refusal_of(max_prepared: i32, schema: &str, creators: &[String]) -> Option<String> {
+    if max_prepared > 0 {
+        return Some(format!(
+            "the server allows prepared transactions (max_prepared_transactions = \
+             {max_prepared}), with which a member could hold a lock past its session; set it \
+             to 0 to use member roles"
+        ));
+    }
+    let first = creators.first()?;
+    let who = match first.as_str() {
+        "PUBLIC" => "every role (PUBLIC)".to_owned(),
+        _ => creators.join(", "),
+    };
+    Some(format!(
+        "{who} may create objects in schema {schema}, where a member could plant a function \
+         that the store's own would call; run REVOKE CREATE ON SCHEMA {schema} FROM {}",
+        if first == "PUBLIC" {
+            "PUBLIC"
+        } else {
+            "<role>"
+        }
+    ))
+}
+
 /// A role name for `member` of `team`: `roo_m_`, the lowercase letters and digits of
 /// both (shortened), and 16 random hex digits, so names never collide across teams,
 /// schemas or a team created again.
@@ -628,6 +788,22 @@ impl PgStore {
         })
     }
 
+    /// Whether this store has member roles installed (a member's pid is then no
+    /// evidence of its liveness: it writes its own entry).
+    pub(crate) fn has_member_roles(&self) -> Result<bool> {
+        self.request("read the session's kind", |conn| {
+            Ok(conn.statements.mode != Mode::Plain)
+        })
+    }
+
+    /// Why this store may not have member roles though its login may create them
+    /// ([`refusal_of`]); `None` when it may.
+    pub fn member_roles_refused(&self) -> Result<Option<String>> {
+        self.request("check the server for member roles", |conn| {
+            block_on(refusal(&conn.client))
+        })
+    }
+
     /// A new login role for `member` of `team`, replacing one it had (whose sessions are
     /// ended): it reads only
     /// `team`'s rows and writes only through the checks of docs/DISTRIBUTED.md. Installs
@@ -648,6 +824,7 @@ impl PgStore {
         let role = role_name(team.as_str(), member.as_str(), draw()?);
         let password = format!("{:016x}{:016x}{:016x}", draw()?, draw()?, draw()?);
         let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
+        self.revoke_and_drop(team, Some(member), &action)?;
         self.request(&action, |conn| {
             block_on(conn.client.execute(
                 "SELECT roo_admin_create_member_role($1, $2, $3, $4)",
@@ -658,7 +835,9 @@ impl PgStore {
     }
 
     /// Drops the member roles of `team` (TeamDelete), ending their sessions; how many
-    /// there were.
+    /// there were. Every role loses its login first, for good; a role that cannot then
+    /// be dropped (its member made objects or privileges elsewhere) is named in the
+    /// error, and a later call tries again.
     pub fn drop_member_roles(&self, team: &Name) -> Result<usize> {
         let installed = self.request("look for member roles", |conn| {
             block_on(async { Ok(mode(&conn.client).await? != Mode::Plain) })
@@ -666,26 +845,65 @@ impl PgStore {
         if !installed {
             return Ok(0);
         }
-        let row = self.request(&format!("drop the member roles of team {team}"), |conn| {
-            block_on(conn.client.query_one(
-                "SELECT roo_admin_drop_member_roles($1, NULL)",
-                &[&team.as_str()],
-            ))
-        })?;
-        Ok(usize::try_from(row.get::<_, i32>(0)).unwrap_or(0))
+        self.revoke_and_drop(team, None, &format!("drop the member roles of team {team}"))
+    }
+
+    /// [`PgStore::drop_member_roles`] for `team`, or only its `member`'s role.
+    fn revoke_and_drop(&self, team: &Name, member: Option<&Name>, action: &str) -> Result<usize> {
+        let member = member.map(Name::as_str);
+        // Its own transaction: committed whatever the drops do.
+        let roles: Vec<String> = self
+            .request(action, |conn| {
+                block_on(conn.client.query_one(
+                    "SELECT roo_admin_revoke_member_roles($1, $2)",
+                    &[&team.as_str(), &member],
+                ))
+            })?
+            .get(0);
+        let mut left = Vec::new();
+        for role in &roles {
+            let why: Option<String> = self
+                .request(action, |conn| {
+                    block_on(
+                        conn.client
+                            .query_one("SELECT roo_admin_drop_member_role($1)", &[role]),
+                    )
+                })?
+                .get(0);
+            if let Some(why) = why {
+                left.push(format!("{role} ({why})"));
+            }
+        }
+        if !left.is_empty() {
+            return Err(self.error(
+                action,
+                format!(
+                    "these roles lost their login but could not be dropped: {}",
+                    left.join("; ")
+                ),
+            ));
+        }
+        Ok(roles.len())
     }
 
     /// Installs member roles ([`INSTALL`]) unless they are; this store's connection is
     /// then opened again, to prepare the statements of an installed store.
     fn install_member_roles(&self) -> Result<()> {
         let action = "install member roles";
+        if let Some(reason) = self.member_roles_refused()? {
+            return Err(Error::NotPermitted {
+                action: action.into(),
+                reason,
+            });
+        }
         self.request(action, |conn| {
             block_on(async {
                 let installed: bool = conn
                     .client
                     .query_one(
-                        "SELECT EXISTS (SELECT 1 FROM roo_meta WHERE key = 'member_roles')",
-                        &[],
+                        "SELECT EXISTS (SELECT 1 FROM roo_meta WHERE key = 'member_roles' \
+                         AND value = $1)",
+                        &[&INSTALL_VERSION],
                     )
                     .await?
                     .get(0);
@@ -735,6 +953,14 @@ mod tests {
         assert!(plain[HELD_KEYS].contains("unnest($1::int8[])"));
         assert!(plain[HELD_ALL].starts_with("SELECT ARRAY(SELECT (l.classid"));
         assert!(plain[EVENT].starts_with("WITH next AS"));
+    }
+
+    /// Hostile review H2: a prepared transaction outlives its session with its locks.
+    #[test]
+    fn prepared_transactions_refuse_member_roles() {
+        assert_eq!(refusal_of(0, "s", &[]), None);
+        let why = refusal_of(5, "s", &[]).expect("refused with prepared transactions");
+        assert!(why.contains("max_prepared_transactions = 5"), "{why}");
     }
 
     #[test]

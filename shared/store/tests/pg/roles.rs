@@ -612,3 +612,313 @@ fn a_member_role_may_move_a_peers_read_messages_to_the_archive() {
     assert_eq!(inbox.last().unwrap().from, "alice");
     assert!(t.a.mailbox().archived(&name("bob")).unwrap().len() >= 51);
 }
+
+/// `url` on database `db` of the same server.
+fn in_database(url: &str, db: &str) -> String {
+    let start = url.find("://").unwrap() + 3;
+    let slash = start + url[start..].find('/').unwrap();
+    let end = url[slash..].find('?').map_or(url.len(), |q| slash + q);
+    format!("{}/{db}{}", &url[..slash], &url[end..])
+}
+
+/// Hostile review H1: a member that owns objects or default privileges made the drop of
+/// the team's roles fail and roll back, leaving every role its login. Now what it owns
+/// here is taken back and every role goes; what it owns in another database keeps its
+/// role, named in the error, but without its login.
+#[test]
+fn a_member_role_cannot_make_itself_undroppable() {
+    let Some(t) = two() else {
+        return;
+    };
+    let store = t.home.pg().unwrap();
+    psql_as(
+        &t.url,
+        &t.alice,
+        "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO PUBLIC; SELECT lo_create(0)",
+    )
+    .unwrap();
+    assert_eq!(store.drop_member_roles(&name("a")).unwrap(), 2);
+    let roles_left = |roles: &str| {
+        psql(
+            &t.url,
+            &format!("SELECT count(*) FROM pg_roles WHERE rolname IN ({roles})"),
+        )
+    };
+    assert_eq!(
+        roles_left(&format!("'{}', '{}'", t.alice.role(), t.bob.role())),
+        "0"
+    );
+    // Again, with a large object in another database, which this one cannot reach.
+    let alice = store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+    let bob = store.create_member_role(&name("a"), &name("bob")).unwrap();
+    let other = in_database(&t.url, "template1");
+    let lo = psql_as(&other, &alice, "SELECT lo_create(0)").unwrap();
+    let e = store
+        .drop_member_roles(&name("a"))
+        .expect_err("a role owning an object elsewhere");
+    assert!(e.to_string().contains(alice.role()), "{e}");
+    assert!(!e.to_string().contains(bob.role()), "{e}");
+    assert_eq!(roles_left(&format!("'{}'", bob.role())), "0");
+    assert_eq!(
+        psql(
+            &t.url,
+            &format!(
+                "SELECT rolcanlogin FROM pg_roles WHERE rolname = '{}'",
+                alice.role()
+            )
+        ),
+        "f"
+    );
+    refused(
+        "a login of a revoked role",
+        psql_as(&t.url, &alice, "SELECT 1"),
+    );
+    psql(
+        &in_database(&t.url, "template1"),
+        &format!("SELECT lo_unlink({lo})"),
+    );
+    assert_eq!(store.drop_member_roles(&name("a")).unwrap(), 1);
+    assert_eq!(roles_left(&format!("'{}'", alice.role())), "0");
+}
+
+/// Hostile review H2: a presence lock with no live backend (a prepared transaction's,
+/// whose pid is NULL, or a pid gone) counted as a live member.
+#[test]
+fn a_presence_lock_without_a_live_backend_does_not_count() {
+    let Some(t) = two() else {
+        return;
+    };
+    let key = presence_key("a", "bob@a", 1);
+    let counts = |pid: &str| psql(&t.url, &format!("SELECT roo_presence_counts({pid}, {key})"));
+    assert_eq!(counts("NULL"), "f");
+    assert_eq!(counts("2147483647"), "f");
+    // A live backend of the owner's login counts.
+    assert_eq!(counts("pg_backend_pid()"), "t");
+}
+
+/// Hostile review H3: with `CREATE` on the store's schema (PUBLIC's before PostgreSQL
+/// 15), a member could plant an exact-type overload (`cardinality(text[])`) that the
+/// owner's functions would call. Member roles are then refused, with the fix.
+#[test]
+fn member_roles_are_refused_where_others_may_create_in_the_schema() {
+    let Some(t) = two() else {
+        return;
+    };
+    let schema = psql(&t.url, "SELECT current_schema()");
+    psql(
+        &t.url,
+        &format!("GRANT CREATE ON SCHEMA {schema} TO PUBLIC"),
+    );
+    let store = t.home.pg().unwrap();
+    let e = store
+        .create_member_role(&name("a"), &name("alice"))
+        .expect_err("a member role where PUBLIC may create");
+    assert!(
+        e.to_string()
+            .contains(&format!("REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC")),
+        "{e}"
+    );
+    assert!(store.member_roles_refused().unwrap().is_some());
+    psql(
+        &t.url,
+        &format!("REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC"),
+    );
+    assert_eq!(store.member_roles_refused().unwrap(), None);
+    store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+}
+
+/// `SELECT roo_m_write` of team `a`'s config with `field` of `member`'s entry set to
+/// `value` (JSON), as `login`.
+fn set_in_entry(
+    url: &str,
+    login: &MemberLogin,
+    member: &str,
+    field: &str,
+    value: &str,
+) -> Result<String, String> {
+    psql_as(
+        url,
+        login,
+        &format!(
+            "SELECT roo_m_write('teams/a/config.json', \
+               jsonb_set(d.doc::jsonb, ARRAY['members', (i - 1)::text, '{field}'], \
+                         '{value}'::jsonb)::text) \
+             FROM roo_doc d, json_array_elements(d.doc -> 'members') WITH ORDINALITY e(x, i) \
+             WHERE d.key = 'teams/a/config.json' AND x ->> 'name' = '{member}'"
+        ),
+    )
+}
+
+/// Hostile review M2: a member changed a peer's entry (its epoch, pid, host, plan mode).
+/// Of a peer's entry it may change only what marking it dead writes; its own is its own.
+#[test]
+fn a_member_role_changes_only_its_own_entry_and_a_peers_death() {
+    let Some(t) = two() else {
+        return;
+    };
+    for (field, value) in [
+        ("epoch", "7"),
+        ("pid", "1"),
+        ("host", "\"elsewhere\""),
+        ("plan_mode_required", "true"),
+    ] {
+        let e = refused(
+            &format!("a peer's {field}"),
+            set_in_entry(&t.url, &t.alice, "bob", field, value),
+        );
+        assert!(e.contains("only its own entry"), "{e}");
+    }
+    set_in_entry(&t.url, &t.alice, "alice", "plan_mode_required", "true").unwrap();
+    set_in_entry(&t.url, &t.alice, "bob", "is_active", "false").unwrap();
+    set_in_entry(
+        &t.url,
+        &t.alice,
+        "bob",
+        "dead_at",
+        "\"2026-01-01T00:00:00Z\"",
+    )
+    .unwrap();
+    set_in_entry(&t.url, &t.alice, "bob", "dead_reason", "\"gone\"").unwrap();
+    let config = t.a.config().unwrap();
+    assert!(config.member("bob").unwrap().dead_at.is_some());
+}
+
+/// Hostile review M2: with member roles, a member's recorded pid is its own word: the
+/// lead does not declare it dead by it (only by its presence).
+#[test]
+fn with_member_roles_a_pid_is_no_evidence() {
+    let Some(t) = two() else {
+        return;
+    };
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    let team = Team::open(&alice_home, name("a")).unwrap();
+    team.join(roo_store::Member::new(name("alice"), team.name()))
+        .unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    set_in_entry(&t.url, &t.alice, "alice", "pid", &gone.id().to_string()).unwrap();
+    assert_eq!(t.a.detect_dead(None).unwrap().len(), 0);
+    assert!(
+        t.a.config()
+            .unwrap()
+            .member("alice")
+            .unwrap()
+            .dead_at
+            .is_none()
+    );
+}
+
+/// Hostile review M3: a member rewrote the wrapper of a peer's inbox (its version, other
+/// members, messages not a list). Only the messages of a peer's inbox change.
+#[test]
+fn a_member_role_cannot_change_a_peers_inbox_wrapper() {
+    let Some(t) = two() else {
+        return;
+    };
+    t.a.mailbox()
+        .send(&name("lead"), "bob", Outgoing::text("hi", "hi"))
+        .unwrap();
+    let rewrite = |set: &str| {
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!(
+                "SELECT roo_m_write(key, ({set})::text) FROM roo_doc \
+                 WHERE key = 'teams/a/inboxes/bob.json'"
+            ),
+        )
+    };
+    for set in [
+        "jsonb_set(doc::jsonb, '{version}', '\"9.0\"')",
+        "jsonb_set(doc::jsonb, '{extra}', '1')",
+        "jsonb_set(doc::jsonb, '{messages}', '{}')",
+    ] {
+        let e = refused(set, rewrite(set));
+        assert!(e.contains("inbox"), "{e}");
+    }
+    // A new peer inbox starts at this major version.
+    let start = |doc: &str| {
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!(
+                "SELECT roo_m_placeholder('teams/a/inboxes/zed.json'); \
+                 SELECT roo_m_write('teams/a/inboxes/zed.json', '{doc}')"
+            ),
+        )
+    };
+    refused(
+        "a peer inbox of a newer major",
+        start(r#"{"version": "9.0", "messages": []}"#),
+    );
+    start(r#"{"version": "1.0", "messages": []}"#).unwrap();
+    // Her own send, which changes the messages only, goes through.
+    let (_dir, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    Team::open(&alice_home, name("a"))
+        .unwrap()
+        .mailbox()
+        .send(&name("alice"), "bob", Outgoing::text("hi bob", "hi"))
+        .unwrap();
+}
+
+/// Hostile review L1: a member sent a message with an id of the lead's assignments
+/// (`assign-…`, any case), which the lead's delivery check takes as its own.
+#[test]
+fn a_member_role_cannot_send_an_assignment_id() {
+    let Some(t) = two() else {
+        return;
+    };
+    t.a.mailbox()
+        .send(&name("lead"), "bob", Outgoing::text("hi", "hi"))
+        .unwrap();
+    let send = |id: &str| {
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!(
+                "SELECT roo_m_write(key, jsonb_set(doc::jsonb, '{{messages}}', \
+                   (doc::jsonb -> 'messages') || \
+                   '[{{\"id\": \"{id}\", \"from\": \"alice\", \"text\": \"x\"}}]')::text) \
+                 FROM roo_doc WHERE key = 'teams/a/inboxes/bob.json'"
+            ),
+        )
+    };
+    let e = refused("an assignment's id", send("ASSIGN-1-2"));
+    assert!(e.contains("assign-"), "{e}");
+    send("m-1").unwrap();
+}
+
+/// Hostile review L2: a member's event call chose how many rows the log keeps (1: the
+/// team's history gone) and logged lines of any size.
+#[test]
+fn a_member_role_cannot_shorten_the_event_log() {
+    let Some(t) = two() else {
+        return;
+    };
+    let log = |body: &str, n: usize, keep: i64| {
+        psql_as(
+            &t.url,
+            &t.alice,
+            &format!(
+                "SELECT roo_m_event('teams/a/x.log', array_fill('{body}'::text, ARRAY[{n}]), \
+                 {keep}, 'x')"
+            ),
+        )
+    };
+    log("e", 300, 1).unwrap();
+    assert_eq!(
+        psql(
+            &t.url,
+            "SELECT count(*) FROM roo_event WHERE key = 'teams/a/x.log'"
+        ),
+        "300"
+    );
+    refused(
+        "an event line over the limit",
+        log(&"x".repeat(20_000), 1, 1_000_000),
+    );
+}
