@@ -151,9 +151,7 @@ impl SendReport {
     }
 }
 
-/// The prefix of the keys of the lead's task assignments ([`crate::Team::assign_task`]):
-/// reserved for the lead, so no member can take the key of an assignment first.
-pub const ASSIGN_KEY_PREFIX: &str = "assign-";
+pub use crate::message::ASSIGN_KEY_PREFIX;
 
 /// One send, as [`Mailbox::send_keyed`] was asked for it.
 struct Send<'a> {

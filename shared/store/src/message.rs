@@ -15,6 +15,10 @@ use crate::error::{Error, Result};
 use crate::name::Name;
 use crate::time::Timestamp;
 
+/// The prefix of the keys of the lead's task assignments ([`crate::Team::assign_task`]):
+/// reserved for the lead, so no member can take the key of an assignment first.
+pub const ASSIGN_KEY_PREFIX: &str = "assign-";
+
 mod render;
 
 pub use render::{

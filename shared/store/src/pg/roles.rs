@@ -556,7 +556,7 @@ fn install_sql() -> String {
         .replace("@STUCK@", &STUCK_AFTER_SECONDS.to_string())
         .replace("@VERSION@", INSTALL_VERSION)
         .replace("@MAJOR@", &crate::format_version::FORMAT_MAJOR.to_string())
-        .replace("@ASSIGN@", crate::mailbox::ASSIGN_KEY_PREFIX)
+        .replace("@ASSIGN@", crate::message::ASSIGN_KEY_PREFIX)
         .replace("@MAX_TEXT@", &crate::limits::MAX_MESSAGE_TEXT.to_string())
         .replace("@KEEP@", &crate::limits::EVENT_LOG_MAX_ROWS.to_string())
         .replace("@EVENT_LINE@", &crate::limits::MAX_EVENT_LINE.to_string())
