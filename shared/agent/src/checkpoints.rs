@@ -513,8 +513,8 @@ impl Checkpoints {
     /// Brings the known tree up to the walk `found` made, and keeps, in the unsettled
     /// commands' prompt, the earlier state of each path they changed: a changed file whose
     /// change time is not after they returned, a file gone (a deletion leaves no time;
-    /// putting it back destroys nothing), and a new file born (birth time, else change
-    /// time) by then. A file created or changed only after they returned (a person's edit
+    /// putting it back destroys nothing), and a new file whose birth time (where kept) and
+    /// change time are both by then (a file moved or linked in later is not theirs). A file created or changed only after they returned (a person's edit
     /// between calls) is not theirs. A file that changed is known by its new stamp, not
     /// read yet (it is read before the next command). Returns the keepable bytes found.
     fn attribute(&self, state: &mut State, found: Found) -> Result<u64, CheckpointError> {

@@ -430,9 +430,10 @@ fn a_command_costs_one_walk_and_the_next_walk_finds_what_it_changed() {
 }
 
 /// A process the command started and left running deletes a file after the command
-/// returned and goes on writing the log it created: both are the command's. On the code
-/// before settling (a walk right after the command), the deletion was never kept and the
-/// rewind left `data.txt` gone.
+/// returned: the deletion is the command's. On the code before settling (a walk right
+/// after the command), the deletion was never kept and the rewind left `data.txt` gone.
+/// The log it created and goes on writing after the return changed later than the
+/// command returned: like a person's file, it is not the command's, and a rewind leaves it.
 #[test]
 fn regression_what_a_commands_background_process_deletes_after_it_returned_is_put_back() {
     let (_dir, root, home) = project();
@@ -452,7 +453,11 @@ fn regression_what_a_commands_background_process_deletes_after_it_returned_is_pu
 
     let report = cp.rewind_code(1).unwrap();
     assert_eq!(read(&root, "data.txt"), "precious", "{report:?}");
-    assert!(!root.join("server.log").exists(), "{report:?}");
+    assert_eq!(
+        read(&root, "server.log"),
+        "started\nserving\n",
+        "{report:?}"
+    );
 }
 
 #[test]
@@ -532,4 +537,30 @@ fn a_command_that_never_returned_owns_every_change_found() {
     std::fs::write(root.join("half.txt"), "half written").unwrap();
     cp.settle().unwrap();
     assert_eq!(cp.list()[0].files, vec!["+half.txt"]);
+}
+
+/// A person's file moved into the project after the command returned keeps its old birth
+/// time; its change time (set by the rename) tells it is not the command's. On the code
+/// that went by the birth time alone, the rewind deleted `data.csv`, its only copy.
+#[test]
+fn regression_a_file_moved_in_after_the_command_returned_is_not_the_commands() {
+    let (dir, root, home) = project();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("data.csv"), "the person's data").unwrap();
+    std::fs::write(outside.join("linked.csv"), "linked").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("a.txt"), "made by the command").unwrap();
+    cp.after_call(pending).unwrap();
+    later();
+    std::fs::rename(outside.join("data.csv"), root.join("data.csv")).unwrap();
+    std::fs::hard_link(outside.join("linked.csv"), root.join("linked.csv")).unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["+a.txt"]);
+    let report = cp.rewind_code(1).unwrap();
+    assert!(!root.join("a.txt").exists(), "{report:?}");
+    assert_eq!(read(&root, "data.csv"), "the person's data");
+    assert_eq!(read(&root, "linked.csv"), "linked");
 }
