@@ -564,3 +564,66 @@ fn regression_a_file_moved_in_after_the_command_returned_is_not_the_commands() {
     assert_eq!(read(&root, "data.csv"), "the person's data");
     assert_eq!(read(&root, "linked.csv"), "linked");
 }
+
+/// Sub-agents share the checkpoints, and a background one runs beside its parent: a run's
+/// end settles while another agent's command still runs. On the code with one record for
+/// every command, that settle dropped the running command's record (the rewind left
+/// "two"), and the older command's return ended the newer one's record early (the rewind
+/// left `b.txt`).
+#[test]
+fn regression_a_settle_while_a_command_runs_keeps_its_record() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let first = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    // Another agent's run ends while this command runs.
+    cp.settle().unwrap();
+    let second = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("a.txt"), "two").unwrap();
+    cp.after_call(first).unwrap();
+    later();
+    // The second command, still running, writes after the first returned.
+    std::fs::write(root.join("b.txt"), "by the second").unwrap();
+    cp.settle().unwrap();
+    cp.after_call(second).unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["~a.txt", "+b.txt"]);
+    let report = cp.rewind_code(1).unwrap();
+    assert_eq!(read(&root, "a.txt"), "one", "{report:?}");
+    assert!(!root.join("b.txt").exists(), "{report:?}");
+}
+
+/// A command whose call is dropped (cancelled) counts as returned then: a later change is
+/// not its.
+#[test]
+fn a_dropped_commands_record_ends_when_it_is_dropped() {
+    let (_dir, root, home) = project();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("half.txt"), "half written").unwrap();
+    drop(pending);
+    later();
+    std::fs::write(root.join("mine.txt"), "the person's").unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["+half.txt"]);
+}
+
+/// A run's end (another agent's) settles while a command runs: on the code that cleared
+/// every record there, the command's change was never kept and the rewind left "two".
+#[test]
+fn regression_a_run_end_while_a_command_runs_keeps_its_record() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    cp.settle().unwrap();
+    std::fs::write(root.join("a.txt"), "two").unwrap();
+    cp.after_call(pending).unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["~a.txt"]);
+    cp.rewind_code(1).unwrap();
+    assert_eq!(read(&root, "a.txt"), "one");
+}
