@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use objects::Objects;
@@ -193,7 +193,26 @@ enum PendingWhat {
         before: Entry,
         stamp: Option<Stamp>,
     },
-    Tree,
+    Tree(Ticket),
+}
+
+/// A running command's claim on its record: [`Checkpoints::after_call`] notes its return;
+/// dropped without it (the call cancelled, its process killed), it counts as returned when
+/// dropped, so a command that never returns does not own every later change.
+#[derive(Debug)]
+struct Ticket {
+    id: u64,
+    dropped: Arc<Mutex<Vec<(u64, SystemTime)>>>,
+    returned: bool,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if !self.returned {
+            let mut dropped = self.dropped.lock().unwrap_or_else(|e| e.into_inner());
+            dropped.push((self.id, SystemTime::now()));
+        }
+    }
 }
 
 /// One prompt of the session as a listing shows it.
@@ -220,6 +239,8 @@ pub struct Checkpoints {
     objects: Objects,
     limits: CheckpointLimits,
     state: Mutex<State>,
+    /// Commands whose call was dropped before it returned, with when.
+    dropped: Arc<Mutex<Vec<(u64, SystemTime)>>>,
 }
 
 #[derive(Debug)]
@@ -232,8 +253,11 @@ struct State {
     generation: u64,
     /// Why commands are no longer checkpointed this session (a tree over a limit).
     tree_off: Option<String>,
-    /// The commands whose changes the next walk finds ([`Checkpoints::settle`]).
-    unsettled: Option<Unsettled>,
+    /// The commands whose changes the next walk finds ([`Checkpoints::settle`]): those
+    /// still running and those returned since the last walk, oldest first.
+    commands: Vec<Command>,
+    /// The id the next command gets.
+    next_command: u64,
     /// What the person and the agent are to be told, once ([`Checkpoints::take_notice`]).
     notice: Option<String>,
     /// Whether a checkpoint cut short in time was told already.
@@ -242,16 +266,17 @@ struct State {
     warned: bool,
 }
 
-/// Commands run since the known tree was walked, whose changes are not yet compared: the
-/// next walk finds them and keeps them in their prompt.
+/// A command run since the known tree was walked, whose changes are not yet compared: the
+/// next walk finds them and keeps them in its prompt. Each is tracked apart: sub-agents
+/// share the checkpoints, and a background sub-agent's command may run beside the
+/// parent's.
 #[derive(Debug, Clone, Copy)]
-struct Unsettled {
-    /// The prompt they answered (an index into the log's prompts).
+struct Command {
+    id: u64,
+    /// The prompt it answered (an index into the log's prompts).
     prompt: usize,
-    /// How many of them have not returned yet.
-    running: usize,
-    /// When the last of them returned (`None` while one runs, or if one never returned:
-    /// then every change found is theirs).
+    /// When it returned (`None` while it runs: every change a walk finds meanwhile may be
+    /// its, and is kept as its, so no earlier state is lost).
     ended: Option<SystemTime>,
 }
 
@@ -325,11 +350,13 @@ impl Checkpoints {
                 tree: HashMap::new(),
                 generation: 0,
                 tree_off: None,
-                unsettled: None,
+                commands: Vec::new(),
+                next_command: 0,
                 notice: None,
                 partial_told: false,
                 warned: false,
             }),
+            dropped: Arc::default(),
         }
     }
 
@@ -353,9 +380,9 @@ impl Checkpoints {
             return Ok(());
         }
         let mut state = self.state();
-        // What the last run's commands changed belongs to its prompt, not this one.
+        // What the last run's commands changed belongs to its prompt, not this one (a
+        // command still running, a background sub-agent's, keeps its own prompt).
         self.settle_locked(&mut state)?;
-        state.unsettled = None;
         // Another process may have rewound this session's files since (a lead rewinding
         // its stopped teammate's clone): its file is the truth, not what is in memory. A
         // damaged file is moved aside and said; what is in memory is written anew.
@@ -437,17 +464,19 @@ impl Checkpoints {
                     return Ok(None);
                 }
                 let prompt = state.log.prompts.len() - 1;
-                let running = state
-                    .unsettled
-                    .filter(|u| u.prompt == prompt)
-                    .map_or(0, |u| u.running);
-                state.unsettled = Some(Unsettled {
+                let id = state.next_command;
+                state.next_command += 1;
+                state.commands.push(Command {
+                    id,
                     prompt,
-                    running: running + 1,
                     ended: None,
                 });
                 Ok(Some(PendingCall {
-                    what: PendingWhat::Tree,
+                    what: PendingWhat::Tree(Ticket {
+                        id,
+                        dropped: self.dropped.clone(),
+                        returned: false,
+                    }),
                 }))
             }
         }
@@ -468,12 +497,11 @@ impl Checkpoints {
                 state.tree.remove(&rel);
                 (rel, before)
             }
-            PendingWhat::Tree => {
-                if let Some(unsettled) = &mut state.unsettled {
-                    unsettled.running = unsettled.running.saturating_sub(1);
-                    if unsettled.running == 0 {
-                        unsettled.ended = Some(SystemTime::now());
-                    }
+            PendingWhat::Tree(mut ticket) => {
+                ticket.returned = true;
+                let ended = SystemTime::now();
+                if let Some(command) = state.commands.iter_mut().find(|c| c.id == ticket.id) {
+                    command.ended = Some(ended);
                 }
                 return Ok(());
             }
@@ -488,17 +516,16 @@ impl Checkpoints {
     /// Finds what the commands run since the last walk changed and keeps each changed
     /// path's earlier state in their prompt (one walk; nothing to do when no command ran
     /// since). The loop calls it when a run ends; a listing, a rewind, a new prompt and
-    /// the next file-changing call do it first.
+    /// the next file-changing call do it first. A command still running (another agent's
+    /// sharing these checkpoints) stays unsettled: what it changes is found by a later walk.
     pub fn settle(&self) -> Result<(), CheckpointError> {
         let mut state = self.state();
-        let result = self.settle_locked(&mut state);
-        // A run is over: no command of it is still running.
-        state.unsettled = None;
-        result
+        self.settle_locked(&mut state)
     }
 
     fn settle_locked(&self, state: &mut State) -> Result<(), CheckpointError> {
-        if state.unsettled.is_none() {
+        self.note_dropped(state);
+        if state.commands.is_empty() {
             return Ok(());
         }
         match self.walk(state) {
@@ -510,11 +537,21 @@ impl Checkpoints {
         }
     }
 
+    /// Commands whose call was dropped before it returned count as returned then.
+    fn note_dropped(&self, state: &mut State) {
+        let dropped = std::mem::take(&mut *self.dropped.lock().unwrap_or_else(|e| e.into_inner()));
+        for (id, at) in dropped {
+            if let Some(command) = state.commands.iter_mut().find(|c| c.id == id) {
+                command.ended.get_or_insert(at);
+            }
+        }
+    }
+
     /// Brings the known tree up to the walk `found` made, and keeps, in the unsettled
     /// commands' prompt, the earlier state of each path they changed: a changed file whose
     /// change time is not after they returned, a file gone (a deletion leaves no time;
-    /// putting it back destroys nothing), and a new file born (birth time, else change
-    /// time) by then. A file created or changed only after they returned (a person's edit
+    /// putting it back destroys nothing), and a new file whose birth time (where kept) and
+    /// change time are both by then (a file moved or linked in later is not theirs). A file created or changed only after they returned (a person's edit
     /// between calls) is not theirs. A file that changed is known by its new stamp, not
     /// read yet (it is read before the next command). Returns the keepable bytes found.
     fn attribute(&self, state: &mut State, found: Found) -> Result<u64, CheckpointError> {
@@ -526,56 +563,71 @@ impl Checkpoints {
         } = found;
         state.tree = known;
         let generation = state.generation;
-        let unsettled = state.unsettled.take();
-        // Commands still running go on changing: later changes are theirs too.
-        if let Some(u) = unsettled
-            && u.running > 0
-        {
-            state.unsettled = Some(Unsettled { ended: None, ..u });
-        }
-        let theirs = |time: Option<SystemTime>| match unsettled.map(|u| u.ended) {
-            None => false,
-            Some(Some(ended)) => time.is_none_or(|time| time <= ended),
-            Some(None) => true,
+        self.note_dropped(state);
+        let commands = std::mem::take(&mut state.commands);
+        // Commands still running go on changing: they stay for the next walk, and what
+        // changed meanwhile is kept as theirs (no earlier state is lost).
+        state.commands = commands
+            .iter()
+            .filter(|c| c.ended.is_none())
+            .copied()
+            .collect();
+        let running = state.commands.first().map(|c| c.prompt);
+        // Whose a change made at `time` is: the oldest command that had not returned by
+        // then, else one still running; a time unknown (a deletion) is the oldest's.
+        let theirs = |time: Option<SystemTime>| -> Option<usize> {
+            let Some(time) = time else {
+                return commands.first().map(|c| c.prompt);
+            };
+            commands
+                .iter()
+                .find(|c| c.ended.is_some_and(|ended| time <= ended))
+                .map(|c| c.prompt)
+                .or(running)
         };
         let unrecorded = || Entry::Unrecorded {
             why: "it changed before it could be kept".to_string(),
         };
-        let mut changed: Vec<(String, Entry)> = Vec::new();
+        let mut changed: Vec<(usize, String, Entry)> = Vec::new();
         // Files gone: known files the walk did not find.
         if found_known < state.tree.len() {
             state.tree.retain(|rel, known| {
                 if known.seen_by(generation) {
                     return true;
                 }
-                if unsettled.is_some() {
-                    changed.push((rel.clone(), known.entry.take().unwrap_or_else(unrecorded)));
+                if let Some(prompt) = theirs(None) {
+                    let before = known.entry.take().unwrap_or_else(unrecorded);
+                    changed.push((prompt, rel.clone(), before));
                 }
                 false
             });
         }
         for (rel, stamp) in differ {
             if let Some(known) = state.tree.get_mut(&rel) {
-                if theirs(stamp.changed()) {
-                    changed.push((rel, known.entry.take().unwrap_or_else(unrecorded)));
+                if let Some(prompt) = theirs(stamp.changed().or(Some(UNIX_EPOCH))) {
+                    let before = known.entry.take().unwrap_or_else(unrecorded);
+                    changed.push((prompt, rel, before));
                 }
                 known.stamp = stamp;
                 known.entry = None;
             } else {
-                if theirs(scan::born(&scan::absolute(&self.root, &rel), &stamp)) {
-                    changed.push((rel.clone(), Entry::Missing));
+                let born = scan::born(&scan::absolute(&self.root, &rel), &stamp);
+                if let Some(prompt) = theirs(born.or(Some(UNIX_EPOCH))) {
+                    changed.push((prompt, rel.clone(), Entry::Missing));
                 }
                 state.tree.insert(rel, Known::new(stamp, generation));
             }
         }
-        let prompt = unsettled.and_then(|u| state.log.prompts.get_mut(u.prompt));
-        let (Some(prompt), false) = (prompt, changed.is_empty()) else {
-            return Ok(keepable_bytes);
-        };
-        for (rel, before) in changed {
-            prompt.changes.entry(rel).or_insert(before);
+        let mut wrote = false;
+        for (at, rel, before) in changed {
+            if let Some(prompt) = state.log.prompts.get_mut(at) {
+                prompt.changes.entry(rel).or_insert(before);
+                wrote = true;
+            }
         }
-        state.log.write(&self.log_path)?;
+        if wrote {
+            state.log.write(&self.log_path)?;
+        }
         Ok(keepable_bytes)
     }
 
@@ -664,7 +716,7 @@ impl Checkpoints {
             ),
         };
         state.tree.clear();
-        state.unsettled = None;
+        state.commands.clear();
         state.notice = Some(format!(
             "checkpoints: shell commands are not checkpointed for the rest of this session: \
              {why}; a rewind cannot undo what they change (file tools' writes still are \

@@ -712,12 +712,14 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
 
-/// Resolves on SIGINT or SIGTERM.
+/// Resolves on SIGINT, SIGTERM or SIGHUP (a closed terminal or tmux pane hangs up its
+/// process: the run ends as on SIGTERM, its checkpoints settled, rather than dying).
 pub async fn wait_for_termination() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
     ) else {
         std::future::pending::<()>().await;
         return;
@@ -725,5 +727,30 @@ pub async fn wait_for_termination() {
     tokio::select! {
         _ = int.recv() => {}
         _ = term.recv() => {}
+        _ = hup.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    /// A hang-up (a closed tmux pane) ends the run like SIGTERM. On the code that did not
+    /// listen for SIGHUP, its default action killed the process (this test's, as nextest
+    /// runs each test in a process of its own) before the run could end and settle.
+    #[tokio::test]
+    async fn regression_a_hang_up_ends_the_run_like_sigterm() {
+        let waiting = tokio::spawn(super::wait_for_termination());
+        // Let the handlers be installed before the signal comes.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let sent = std::process::Command::new("kill")
+            .args(["-HUP", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
+            .await
+            .expect("SIGHUP ends the wait")
+            .unwrap();
     }
 }

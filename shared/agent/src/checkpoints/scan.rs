@@ -101,14 +101,19 @@ fn time((secs, nsecs): (i64, i64)) -> Option<SystemTime> {
     UNIX_EPOCH.checked_add(Duration::new(secs, nsecs))
 }
 
-/// When the file at `path`, found with `stamp`, came to be: its birth time where the file
-/// system keeps one (a rename keeps it), else its change time.
+/// When the file at `path`, found with `stamp`, came to be where it is: the later of its
+/// birth time (where the file system keeps one) and its change time. A rename or a hard
+/// link keeps the birth time but sets the change time, so a person's file moved or linked
+/// into the project is as late as the move, whenever it was made.
 pub(super) fn born(path: &Path, stamp: &Stamp) -> Option<SystemTime> {
-    std::fs::symlink_metadata(path)
+    let birth = std::fs::symlink_metadata(path)
         .ok()
         .filter(|meta| Stamp::of(meta) == *stamp)
-        .and_then(|meta| meta.created().ok())
-        .or_else(|| stamp.changed())
+        .and_then(|meta| meta.created().ok());
+    match (birth, stamp.changed()) {
+        (Some(birth), Some(changed)) => Some(birth.max(changed)),
+        (birth, changed) => birth.or(changed),
+    }
 }
 
 /// The stamp of `path` without following a symlink; `None` if nothing is there.

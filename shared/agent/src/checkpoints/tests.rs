@@ -430,9 +430,10 @@ fn a_command_costs_one_walk_and_the_next_walk_finds_what_it_changed() {
 }
 
 /// A process the command started and left running deletes a file after the command
-/// returned and goes on writing the log it created: both are the command's. On the code
-/// before settling (a walk right after the command), the deletion was never kept and the
-/// rewind left `data.txt` gone.
+/// returned: the deletion is the command's. On the code before settling (a walk right
+/// after the command), the deletion was never kept and the rewind left `data.txt` gone.
+/// The log it created and goes on writing after the return changed later than the
+/// command returned: like a person's file, it is not the command's, and a rewind leaves it.
 #[test]
 fn regression_what_a_commands_background_process_deletes_after_it_returned_is_put_back() {
     let (_dir, root, home) = project();
@@ -452,7 +453,11 @@ fn regression_what_a_commands_background_process_deletes_after_it_returned_is_pu
 
     let report = cp.rewind_code(1).unwrap();
     assert_eq!(read(&root, "data.txt"), "precious", "{report:?}");
-    assert!(!root.join("server.log").exists(), "{report:?}");
+    assert_eq!(
+        read(&root, "server.log"),
+        "started\nserving\n",
+        "{report:?}"
+    );
 }
 
 #[test]
@@ -532,4 +537,93 @@ fn a_command_that_never_returned_owns_every_change_found() {
     std::fs::write(root.join("half.txt"), "half written").unwrap();
     cp.settle().unwrap();
     assert_eq!(cp.list()[0].files, vec!["+half.txt"]);
+}
+
+/// A person's file moved into the project after the command returned keeps its old birth
+/// time; its change time (set by the rename) tells it is not the command's. On the code
+/// that went by the birth time alone, the rewind deleted `data.csv`, its only copy.
+#[test]
+fn regression_a_file_moved_in_after_the_command_returned_is_not_the_commands() {
+    let (dir, root, home) = project();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("data.csv"), "the person's data").unwrap();
+    std::fs::write(outside.join("linked.csv"), "linked").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("a.txt"), "made by the command").unwrap();
+    cp.after_call(pending).unwrap();
+    later();
+    std::fs::rename(outside.join("data.csv"), root.join("data.csv")).unwrap();
+    std::fs::hard_link(outside.join("linked.csv"), root.join("linked.csv")).unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["+a.txt"]);
+    let report = cp.rewind_code(1).unwrap();
+    assert!(!root.join("a.txt").exists(), "{report:?}");
+    assert_eq!(read(&root, "data.csv"), "the person's data");
+    assert_eq!(read(&root, "linked.csv"), "linked");
+}
+
+/// Sub-agents share the checkpoints, and a background one runs beside its parent: a run's
+/// end settles while another agent's command still runs. On the code with one record for
+/// every command, that settle dropped the running command's record (the rewind left
+/// "two"), and the older command's return ended the newer one's record early (the rewind
+/// left `b.txt`).
+#[test]
+fn regression_a_settle_while_a_command_runs_keeps_its_record() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let first = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    // Another agent's run ends while this command runs.
+    cp.settle().unwrap();
+    let second = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("a.txt"), "two").unwrap();
+    cp.after_call(first).unwrap();
+    later();
+    // The second command, still running, writes after the first returned.
+    std::fs::write(root.join("b.txt"), "by the second").unwrap();
+    cp.settle().unwrap();
+    cp.after_call(second).unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["~a.txt", "+b.txt"]);
+    let report = cp.rewind_code(1).unwrap();
+    assert_eq!(read(&root, "a.txt"), "one", "{report:?}");
+    assert!(!root.join("b.txt").exists(), "{report:?}");
+}
+
+/// A command whose call is dropped (cancelled) counts as returned then: a later change is
+/// not its.
+#[test]
+fn a_dropped_commands_record_ends_when_it_is_dropped() {
+    let (_dir, root, home) = project();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    std::fs::write(root.join("half.txt"), "half written").unwrap();
+    drop(pending);
+    later();
+    std::fs::write(root.join("mine.txt"), "the person's").unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["+half.txt"]);
+}
+
+/// A run's end (another agent's) settles while a command runs: on the code that cleared
+/// every record there, the command's change was never kept and the rewind left "two".
+#[test]
+fn regression_a_run_end_while_a_command_runs_keeps_its_record() {
+    let (_dir, root, home) = project();
+    std::fs::write(root.join("a.txt"), "one").unwrap();
+    let cp = Checkpoints::open(&home, &root, "s1", CheckpointLimits::default()).unwrap();
+    cp.begin_prompt("p", mark()).unwrap();
+    let pending = cp.before_call(&CallScope::Tree, &root).unwrap().unwrap();
+    cp.settle().unwrap();
+    std::fs::write(root.join("a.txt"), "two").unwrap();
+    cp.after_call(pending).unwrap();
+    cp.settle().unwrap();
+    assert_eq!(cp.list()[0].files, vec!["~a.txt"]);
+    cp.rewind_code(1).unwrap();
+    assert_eq!(read(&root, "a.txt"), "one");
 }
