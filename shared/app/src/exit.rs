@@ -3,7 +3,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | the run completed (`roo-worker`: it shut down at the lead's request) |
-//! | 1 | the run ended without completing (max turns, cancelled, stopped between turns, repeated unknown tools or malformed tool calls; a `-p` run whose team did not finish: teammates still busy at the team timeout, work lost to a teammate's death, or teammates that never started (docs/TEAM.md "Headless teams"); a `-p` run whose TeamCreate or named Agent call failed, e.g. a team an earlier run left in the way; `roo-worker`: stopped by SIGINT or SIGTERM, or refused to join: its name is held by a live process or is the lead's, as `roo-mail team join` exits 1) |
+//! | 1 | the run ended without completing (max turns, cancelled, stopped between turns, repeated unknown tools or malformed tool calls; a `-p` run whose team did not finish: teammates still busy at the team timeout, work lost to a teammate's death, or teammates that never started (docs/TEAM.md "Headless teams"); a `-p` run whose TeamCreate or named Agent call failed, e.g. a team an earlier run left in the way; `roo-worker`: stopped by SIGINT, SIGTERM or SIGHUP (its pane closed), or refused to join: its name is held by a live process or is the lead's, as `roo-mail team join` exits 1) |
 //! | 2 | usage or configuration error (bad flag, no model configured, bad config file; `roo-worker`: no such team, or what its lead handed over could not be taken or its sealed document read) |
 //! | 3 | file or session I/O error |
 //! | 4 | the model could not be reached or refused the request |

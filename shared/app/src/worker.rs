@@ -250,7 +250,7 @@ pub fn main() -> ExitCode {
 }
 
 /// Joins the team, runs the teammate loop until the lead shuts it down (exit 0) or a
-/// signal (SIGINT, SIGTERM) ends it (exit 1, after marking it idle).
+/// signal (SIGINT, SIGTERM, SIGHUP) ends it (exit 1, after marking it idle).
 async fn run(mut args: WorkerArgs) -> Result<ExitCode, AppError> {
     crate::setup::probe_sandbox_ahead(args.launch.no_sandbox);
     // What the lead handed over with the environment: the prompt, a remote teammate's
