@@ -150,6 +150,30 @@ fn path_with_bins(wrap: &Path) -> String {
     )
 }
 
+/// After a failed spawn of alice: her worker ended, and no clone or branch of hers is left.
+fn assert_alice_left_nothing(world: &World) {
+    wait_until(
+        "alice's worker to end",
+        Duration::from_secs(10),
+        || workers_under(world.root.path()).is_empty().then_some(()),
+        || format!("{:?}", workers_under(world.root.path())),
+    );
+    assert!(
+        !world
+            .project()
+            .join(".roocode/worktrees/crew+alice")
+            .exists(),
+        "a clone was left"
+    );
+    assert!(
+        world
+            .git_out(&["branch", "--list", "roo/crew/alice"])
+            .trim()
+            .is_empty(),
+        "the teammate's branch was left"
+    );
+}
+
 /// Waits for the lead to exit (its script writes the status to a file).
 fn lead_exit(tmux: &Tmux, world: &World) -> i32 {
     wait_until(
@@ -1195,26 +1219,7 @@ fn a_failed_clone_stops_the_started_pane_teammate_and_fails_the_spawn_leaving_no
         "the lead was not told why: {out}"
     );
     assert!(!ran.exists(), "alice ran a tool call without her clone");
-    wait_until(
-        "alice's worker to end",
-        Duration::from_secs(10),
-        || workers_under(world.root.path()).is_empty().then_some(()),
-        || format!("{:?}", workers_under(world.root.path())),
-    );
-    assert!(
-        !world
-            .project()
-            .join(".roocode/worktrees/crew+alice")
-            .exists(),
-        "a half-made clone was left"
-    );
-    assert!(
-        world
-            .git_out(&["branch", "--list", "roo/crew/alice"])
-            .trim()
-            .is_empty(),
-        "the teammate's branch was left"
-    );
+    assert_alice_left_nothing(&world);
     let gates: Vec<_> = std::fs::read_dir(world.root.join("roo/run/handoff"))
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -1290,24 +1295,5 @@ fn a_clone_gate_the_lead_cannot_write_fails_the_spawn_leaving_nothing() {
         "the lead was not told why: {out}"
     );
     assert!(!ran.exists(), "alice ran a tool call without her gate");
-    wait_until(
-        "alice's worker to end",
-        Duration::from_secs(10),
-        || workers_under(world.root.path()).is_empty().then_some(()),
-        || format!("{:?}", workers_under(world.root.path())),
-    );
-    assert!(
-        !world
-            .project()
-            .join(".roocode/worktrees/crew+alice")
-            .exists(),
-        "the clone was left"
-    );
-    assert!(
-        world
-            .git_out(&["branch", "--list", "roo/crew/alice"])
-            .trim()
-            .is_empty(),
-        "the teammate's branch was left"
-    );
+    assert_alice_left_nothing(&world);
 }
