@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::lock::LockPolicy;
 use crate::name::Name;
 use crate::pg::PgStore;
-use crate::pgpass::EnvLookup;
+use crate::pg::pgpass::EnvLookup;
 
 /// Where the shared documents live, as `ROO_STORE` says.
 #[derive(Clone, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl StoreChoice {
     pub fn resolve(root: &Path) -> Result<StoreChoice> {
         // A value that is not UTF-8 is refused, not taken as unset.
         StoreChoice::from_env()?;
-        StoreChoice::resolve_in(root, &crate::pgpass::process_env)
+        StoreChoice::resolve_in(root, &crate::pg::pgpass::process_env)
     }
 
     /// [`StoreChoice::resolve`] with `ROO_STORE` looked up by `env` (an agent keeps it
@@ -135,7 +135,7 @@ impl StoreChoice {
             return Vec::new();
         };
         let mut values = vec![url.clone()];
-        if let Ok(config) = crate::pg_url::parse(url)
+        if let Ok(config) = crate::pg::url::parse(url)
             && let Some(password) = config.get_password().filter(|p| !p.is_empty())
         {
             values.push(String::from_utf8_lossy(password).into_owned());
@@ -150,7 +150,7 @@ impl StoreChoice {
         let StoreChoice::Postgres { url, .. } = self else {
             return Vec::new();
         };
-        let Ok(config) = crate::pg_url::parse(url) else {
+        let Ok(config) = crate::pg::url::parse(url) else {
             return Vec::new();
         };
         config
@@ -206,7 +206,7 @@ impl RooHome {
     /// an unreachable one is an [`Error::Engine`]).
     pub fn from_env() -> Result<RooHome> {
         StoreChoice::from_env()?;
-        RooHome::open(root_from_env()?, &crate::pgpass::process_env)
+        RooHome::open(root_from_env()?, &crate::pg::pgpass::process_env)
     }
 
     /// The home at `root` on the store `env` selects (`ROO_STORE`, else `store:` in the

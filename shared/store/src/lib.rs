@@ -54,9 +54,6 @@ mod membership;
 mod message;
 mod name;
 mod pg;
-mod pg_tls;
-mod pg_url;
-pub mod pgpass;
 pub mod quarantine;
 mod random;
 pub mod relay;
@@ -92,6 +89,7 @@ pub use message::{
     render_delivery, render_reminder,
 };
 pub use name::{MAX_NAME_LEN, Name};
+pub use pg::pgpass;
 pub use pg::{
     KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, MemberLogin, PgStore, PresenceSettings,
     RESTART_GRACE, SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,

@@ -10,7 +10,7 @@
 //! runs on the bytes, and the new text is written together with a `pg_notify` on the
 //! team's channel, which PostgreSQL delivers only if the transaction commits. Requests are
 //! pipelined: a change takes two round trips (lock and read; write, notify and commit),
-//! a read one. `pg_change` runs a change's transaction and learns the outcome of one whose
+//! a read one. `pg/change.rs` runs a change's transaction and learns the outcome of one whose
 //! link was lost at its `COMMIT`; `pg/connection.rs` opens a connection (its thread, the
 //! schema, the prepared statements); `pg/presence.rs` keeps the presence connection.
 //!
@@ -29,23 +29,25 @@ use tokio_postgres::Config;
 use crate::env::ROO_STORE_ENV;
 use crate::error::{Error, Result};
 use crate::format_version::FormatVersion;
-use crate::pg_tls::PgTls;
+use tls::PgTls;
 
+mod change;
 mod connection;
+pub mod pgpass;
 mod presence;
 mod roles;
+pub(crate) mod tls;
+pub(crate) mod url;
 
 use connection::{Conn, open_connection_patiently};
 pub use roles::MemberLogin;
 
+pub(crate) use change::{Reads, Wants};
 pub(crate) use presence::PresenceConn;
 pub use presence::{
     KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, PresenceSettings, USER_TIMEOUT,
     presence_key,
 };
-#[path = "pg_change.rs"]
-mod change;
-pub(crate) use change::{Reads, Wants};
 
 /// The schema version this build creates and reads, recorded in `roo_meta`. A database
 /// with a newer major is refused, like a file from a newer format.
@@ -521,19 +523,19 @@ pub(crate) enum PgChange<R> {
 
 impl PgStore {
     /// Connects to the store at `url` (`postgresql://…`; the password from the URL, else
-    /// `PGPASSWORD`, else the password file: see [`crate::pgpass`]) and creates or checks
+    /// `PGPASSWORD`, else the password file: see [`pgpass`]) and creates or checks
     /// the schema.
     pub fn connect(url: &str) -> Result<PgStore> {
-        PgStore::connect_with(url, &crate::pgpass::process_env)
+        PgStore::connect_with(url, &pgpass::process_env)
     }
 
     /// [`PgStore::connect`] with the password variables looked up by `env`.
-    pub fn connect_with(url: &str, env: crate::pgpass::EnvLookup<'_>) -> Result<PgStore> {
+    pub fn connect_with(url: &str, env: pgpass::EnvLookup<'_>) -> Result<PgStore> {
         let shown = shown_url(url).map_err(|reason| Error::InvalidSetting {
             name: ROO_STORE_ENV,
             reason,
         })?;
-        let config = crate::pg_url::parse(url).map_err(|_| Error::InvalidSetting {
+        let config = url::parse(url).map_err(|_| Error::InvalidSetting {
             name: ROO_STORE_ENV,
             reason: format!("{shown} does not parse"),
         })?;
@@ -543,7 +545,7 @@ impl PgStore {
             name: ROO_STORE_ENV,
             reason: format!("{shown}: {reason}"),
         })?;
-        crate::pgpass::fill_password(&mut config, env);
+        pgpass::fill_password(&mut config, env);
         // A server lost behind a cut link is seen in seconds, not hours (issue 21); the
         // presence connection's session asks the server for the same about this side.
         // Neither applies to a unix socket.
@@ -708,9 +710,9 @@ impl PgStore {
 
     /// When every host of this store's URL is on this machine (a unix socket, a loopback
     /// address), what they are: handed to another host, the URL would name a server
-    /// there (see `pg_url::only_this_machine`). What the remote spawn refuses.
+    /// there (see `url::only_this_machine`). What the remote spawn refuses.
     pub fn only_this_machine(&self) -> Option<String> {
-        crate::pg_url::only_this_machine(&self.inner.config)
+        url::only_this_machine(&self.inner.config)
     }
 
     /// The server, as messages name it.
@@ -849,7 +851,7 @@ impl PgStore {
     /// gets the current text (`None`: no document) and says what to write. A failed
     /// `change` writes nothing. The team's channel is notified with `key` when the
     /// transaction commits a change. `change` may run more than once: again from scratch
-    /// when the link was lost before its transaction committed (`pg_change`).
+    /// when the link was lost before its transaction committed (`change`).
     pub(crate) fn update<R>(
         &self,
         key: &str,
@@ -1077,7 +1079,7 @@ pub(crate) fn shown_url(url: &str) -> std::result::Result<String, String> {
                 .into(),
         );
     }
-    let config = crate::pg_url::parse(url).map_err(|_| {
+    let config = url::parse(url).map_err(|_| {
         "its postgresql:// URL does not parse (check the host, port and options; \
          percent-encode `@`, `/` and `?` in a password)"
             .to_string()

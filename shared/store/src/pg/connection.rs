@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
+use super::tls::PgTls;
 use super::{
     LOCK_WAIT, SCHEMA_VERSION, START_UP, Stage, Watchers, block_on_until, engine_detail,
     silent_server, start_up_limit,
 };
 use crate::error::{Error, Result};
-use crate::pg_tls::PgTls;
 
 /// Serializes schema creation across processes (`pg_advisory_xact_lock`): concurrent
 /// `CREATE TABLE IF NOT EXISTS` can still collide in the catalog.

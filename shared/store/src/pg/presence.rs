@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
+use super::tls::PgTls;
 use super::{Fence, Stage, Watchers, block_on, engine_detail, silent_server, start_up_limit};
 use crate::error::{Error, Result};
-use crate::pg_tls::PgTls;
 
 /// Idle time before the first TCP keepalive probe, on both ends of the presence
 /// connection (`tcp_keepalives_idle` on the server, the client's socket option).

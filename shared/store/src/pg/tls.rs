@@ -80,7 +80,7 @@ pub(crate) struct PgTls {
 /// The URL's `sslmode` and `sslrootcert`, read: the mode, whether `sslmode` was written,
 /// the roots.
 fn read_params(url: &str) -> Result<(SslMode, bool, Option<Roots>), String> {
-    let params = crate::pg_url::tls_params(url);
+    let params = super::url::tls_params(url);
     let param = |key: &str| {
         params
             .iter()
@@ -685,7 +685,7 @@ mod tests {
     use super::*;
 
     fn refusal(url: &str) -> String {
-        let mut config = crate::pg_url::parse(url).unwrap();
+        let mut config = crate::pg::url::parse(url).unwrap();
         match PgTls::from_url(url, &mut config) {
             Ok(_) => panic!("{url} was accepted"),
             Err(reason) => reason,
@@ -693,7 +693,7 @@ mod tests {
     }
 
     fn mode(url: &str) -> (bool, ClientSslMode) {
-        let mut config = crate::pg_url::parse(url).unwrap();
+        let mut config = crate::pg::url::parse(url).unwrap();
         let tls = PgTls::from_url(url, &mut config).unwrap();
         (tls.config.is_some(), config.get_ssl_mode())
     }
@@ -708,7 +708,7 @@ mod tests {
             "postgresql://r@127.0.0.1/r?connect_timeout=3",
         ] {
             assert_eq!(mode(url), (true, ClientSslMode::Require), "{url}");
-            let mut config = crate::pg_url::parse(url).unwrap();
+            let mut config = crate::pg::url::parse(url).unwrap();
             let tls = PgTls::from_url(url, &mut config).unwrap();
             assert_eq!(tls.mode, SslMode::VerifyFull, "{url}");
             assert_eq!(tls.unverified(), None, "{url}");
@@ -716,7 +716,7 @@ mod tests {
         // The weaker modes only when written, and said to be unverified.
         for (query, tls_on) in [("disable", false), ("prefer", true), ("require", true)] {
             let url = format!("postgresql://r@db/r?sslmode={query}");
-            let mut config = crate::pg_url::parse(&url).unwrap();
+            let mut config = crate::pg::url::parse(&url).unwrap();
             let tls = PgTls::from_url(&url, &mut config).unwrap();
             assert_eq!(tls.config.is_some(), tls_on, "{url}");
             assert!(
@@ -729,7 +729,7 @@ mod tests {
         // A unix socket: no TLS, and nothing unverified to warn of.
         let url = "postgresql://r@localhost/r?host=/run/pg";
         assert_eq!(mode(url), (false, ClientSslMode::Disable));
-        let mut config = crate::pg_url::parse(url).unwrap();
+        let mut config = crate::pg::url::parse(url).unwrap();
         assert_eq!(
             PgTls::from_url(url, &mut config).unwrap().unverified(),
             None

@@ -229,7 +229,7 @@ mod tests {
         let with = |text: String, url: &str| {
             std::fs::write(&file, text).unwrap();
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-            let mut config = crate::pg_url::parse(url).unwrap();
+            let mut config = crate::pg::url::parse(url).unwrap();
             fill_password(&mut config, &|name: &str| {
                 (name == "PGPASSFILE").then(|| file.display().to_string())
             });

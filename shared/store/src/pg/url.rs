@@ -11,7 +11,7 @@
 //!
 //! The TLS parameters libpq reads and `tokio-postgres` does not (`sslmode` beyond
 //! `disable`/`prefer`/`require`, `sslrootcert`, `sslcert`, `sslkey`) are taken out of the
-//! query before it is parsed and read by [`tls_params`] instead (see `crate::pg_tls`).
+//! query before it is parsed and read by [`tls_params`] instead (see `super::tls`).
 
 use std::borrow::Cow;
 
@@ -22,7 +22,7 @@ pub(crate) fn parse(url: &str) -> Result<Config, tokio_postgres::Error> {
     without_tls_params(&libpq_hosts(url)).parse()
 }
 
-/// The query parameters that choose TLS (see `crate::pg_tls`).
+/// The query parameters that choose TLS (see `super::tls`).
 const TLS_KEYS: [&str; 4] = ["sslmode", "sslrootcert", "sslcert", "sslkey"];
 
 /// The TLS parameters of `url`'s query: for each of [`TLS_KEYS`] present, its last value,
