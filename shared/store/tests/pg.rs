@@ -39,6 +39,9 @@ mod outcome;
 #[path = "pg/restart.rs"]
 mod restart;
 
+#[path = "pg/budget.rs"]
+mod budget;
+
 #[path = "pg/tls.rs"]
 mod tls;
 

@@ -109,11 +109,11 @@ pub(super) struct Statements {
 
 /// [`open_connection`], tried again with backoff while the server says "not now" —
 /// connection refused or its socket gone (a restart), `57P03` (starting up, shutting
-/// down), `53300` (too many connections), `55000` (the database closed to connections), the session ended while it was being set up —
-/// for at most `window` from the first try. Nothing of the caller's has run yet on a
-/// connection being opened (its set-up is idempotent), so trying again can never make
-/// anything happen twice. Any other failure (a refused login, a certificate, a bad
-/// schema) is returned at once.
+/// down), `53300` (too many connections), `55000` (the database closed to connections),
+/// the session ended while it was being set up — for at most `window` from the first try
+/// ([`Patience`]). Nothing of the caller's has run yet on a connection being opened (its
+/// set-up is idempotent), so trying again can never make anything happen twice. Any other
+/// failure (a refused login, a certificate, a bad schema) is returned at once.
 pub(super) fn open_connection_patiently(
     config: &Config,
     tls: &PgTls,
@@ -121,14 +121,13 @@ pub(super) fn open_connection_patiently(
     watchers: &Arc<Watchers>,
     window: Duration,
 ) -> Result<Conn> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(50);
+    let mut patience = Patience::new(window);
     loop {
         match open_connection(config, tls, target, watchers.clone()) {
             Ok(conn) => return Ok(conn),
-            Err(Opening { error, transient }) => {
-                let waited = started.elapsed();
-                if !transient || waited + pause >= window {
+            Err(Opening { error, transient }) => match patience.next_pause(transient) {
+                Some(pause) => std::thread::sleep(pause),
+                None => {
                     return Err(match error {
                         Error::Engine {
                             action,
@@ -137,18 +136,56 @@ pub(super) fn open_connection_patiently(
                         } if transient => Error::Engine {
                             action,
                             target,
-                            detail: format!(
-                                "{detail} (tried again for {} s; is the server running?)",
-                                waited.as_secs()
-                            ),
+                            detail: patience.gave_up(&detail),
                         },
                         other => other,
                     });
                 }
-                std::thread::sleep(jittered(pause));
-                pause = (pause * 2).min(Duration::from_secs(1));
-            }
+            },
         }
+    }
+}
+
+/// The one schedule by which a connection being opened for the first time is tried again
+/// (the work connection's, [`open_connection_patiently`], and the presence connection's,
+/// `presence::run`): after a transient failure ([`is_transient`]) a jittered pause
+/// doubling from 50 ms to 1 s, for at most a window from the first try.
+pub(super) struct Patience {
+    started: Instant,
+    pause: Duration,
+    window: Duration,
+    waited: Duration,
+}
+
+impl Patience {
+    /// A schedule starting now, giving up after `window`.
+    pub(super) fn new(window: Duration) -> Patience {
+        Patience {
+            started: Instant::now(),
+            pause: Duration::from_millis(50),
+            window,
+            waited: Duration::ZERO,
+        }
+    }
+
+    /// The pause before the next try after a failure (`transient`: the server said
+    /// "not now"), or `None`: give up.
+    pub(super) fn next_pause(&mut self, transient: bool) -> Option<Duration> {
+        self.waited = self.started.elapsed();
+        if !transient || self.waited + self.pause >= self.window {
+            return None;
+        }
+        let pause = jittered(self.pause);
+        self.pause = (self.pause * 2).min(Duration::from_secs(1));
+        Some(pause)
+    }
+
+    /// `detail` of the last transient failure, saying how long it was tried.
+    pub(super) fn gave_up(&self, detail: &str) -> String {
+        format!(
+            "{detail} (tried again for {} s; is the server running?)",
+            self.waited.as_secs()
+        )
     }
 }
 
@@ -170,7 +207,7 @@ pub(super) struct Opening {
 
 /// Whether `e`, met while opening a connection, says "not now" rather than "never":
 /// see [`open_connection_patiently`].
-fn is_transient(e: &tokio_postgres::Error) -> bool {
+pub(super) fn is_transient(e: &tokio_postgres::Error) -> bool {
     use tokio_postgres::error::SqlState;
     if let Some(code) = e.code() {
         return [

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
+use super::connection::{Patience, is_transient};
 use super::tls::PgTls;
 use super::{Fence, Stage, Watchers, block_on, engine_detail, silent_server, start_up_limit};
 use crate::error::{Error, Result};
@@ -110,8 +111,9 @@ pub(crate) struct PresenceConn {
 
 impl PresenceConn {
     /// Connects (on a thread of its own, which keeps it connected until this is dropped)
-    /// and sets the session's keepalive settings. An unreachable server is an error here;
-    /// later losses are repaired by the thread.
+    /// and sets the session's keepalive settings. A server that says "not now" (full,
+    /// restarting) is tried again as for the work connection (`connection::Patience`);
+    /// an unreachable server is an error here; later losses are repaired by the thread.
     pub(super) fn open(
         config: &Config,
         tls: &PgTls,
@@ -361,6 +363,9 @@ async fn run(
     // after [`super::RECONNECT_FOR`].
     let mut pending: Vec<(Instant, Command)> = Vec::new();
     let mut pause = Duration::from_millis(50);
+    // The first open is tried again as the work connection's is; a lost connection is
+    // restored for as long as the store lives.
+    let mut first_open = Patience::new(super::RECONNECT_FOR);
     loop {
         // Commands keep being served while connecting. The start-up and the set-up
         // together get `limit` (a listener that accepts and never answers would
@@ -389,23 +394,40 @@ async fn run(
                     }
                     Err(_) => {
                         driving.abort();
-                        Err(silent_server(Stage::SetUp, limit))
+                        Err((silent_server(Stage::SetUp, limit), true))
                     }
                 }
             }
-            Ok(Err(e)) => Err(engine_detail(&e)),
-            Err(_) => Err(silent_server(Stage::StartUp, limit)),
+            Ok(Err(e)) => Err((engine_detail(&e), is_transient(&e))),
+            Err(_) => Err((silent_server(Stage::StartUp, limit), true)),
         };
         let (live, mut driving) = match connected {
             Ok(pair) => pair,
-            Err(detail) => {
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(Err(detail));
-                    return;
-                }
-                expire(&mut pending, &detail);
+            Err((detail, transient)) => {
+                let this_pause = match ready.take() {
+                    Some(first) => match first_open.next_pause(transient) {
+                        Some(first_pause) => {
+                            ready = Some(first);
+                            first_pause
+                        }
+                        None => {
+                            let detail = match transient {
+                                true => first_open.gave_up(&detail),
+                                false => detail,
+                            };
+                            let _ = first.send(Err(detail));
+                            return;
+                        }
+                    },
+                    None => {
+                        expire(&mut pending, &detail);
+                        let this_pause = pause;
+                        pause = (pause * 2).min(Duration::from_secs(1));
+                        this_pause
+                    }
+                };
                 // Wait a moment, serving commands meanwhile (what they want is kept).
-                let wait = tokio::time::sleep(pause);
+                let wait = tokio::time::sleep(this_pause);
                 tokio::pin!(wait);
                 loop {
                     tokio::select! {
@@ -416,7 +438,6 @@ async fn run(
                         },
                     }
                 }
-                pause = (pause * 2).min(Duration::from_secs(1));
                 continue;
             }
         };
@@ -483,7 +504,12 @@ where
 }
 
 /// The session's settings (those this server has), the poll's statement, the `LISTEN`s.
-async fn set_up(client: Client, channels: &BTreeSet<String>) -> std::result::Result<Live, String> {
+/// A failure is `(detail, transient)`: see [`is_transient`].
+async fn set_up(
+    client: Client,
+    channels: &BTreeSet<String>,
+) -> std::result::Result<Live, (String, bool)> {
+    let failed = |e: tokio_postgres::Error| (engine_detail(&e), is_transient(&e));
     let settings = session_settings();
     let (names, values): (Vec<&str>, Vec<String>) = settings.iter().cloned().unzip();
     client
@@ -494,17 +520,20 @@ async fn set_up(client: Client, channels: &BTreeSet<String>) -> std::result::Res
             &[&names, &values],
         )
         .await
-        .map_err(|e| format!("set the session's keepalives: {}", engine_detail(&e)))?;
+        .map_err(|e| {
+            let (detail, transient) = failed(e);
+            (format!("set the session's keepalives: {detail}"), transient)
+        })?;
     let revision = client
         .prepare("SELECT rev FROM roo_doc WHERE key = $1")
         .await
-        .map_err(|e| engine_detail(&e))?;
+        .map_err(failed)?;
     for channel in channels {
         // `channel` is `roo_` and hex digits (`channel_of`): a plain identifier.
         client
             .batch_execute(&format!("LISTEN {channel}"))
             .await
-            .map_err(|e| engine_detail(&e))?;
+            .map_err(failed)?;
     }
     Ok(Live { client, revision })
 }

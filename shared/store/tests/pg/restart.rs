@@ -44,6 +44,23 @@ impl Cluster {
         Cluster { dir, dsn }
     }
 
+    /// Restarts the server with `max_connections` set to `n` (the script starts it with
+    /// 200 on its command line, which `postmaster.opts` keeps for a restart).
+    pub(super) fn set_max_connections(&self, n: u32) {
+        let opts = self.dir.join("data/postmaster.opts");
+        let text = std::fs::read_to_string(&opts).unwrap();
+        assert!(text.contains("max_connections=200"), "{text}");
+        let text = text.replace("max_connections=200", &format!("max_connections={n}"));
+        std::fs::write(&opts, text).unwrap();
+        self.restart();
+        assert_eq!(psql(&self.dsn, "SHOW max_connections"), n.to_string());
+    }
+
+    /// The server's log so far.
+    pub(super) fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
     /// `pg_ctl restart` (fast: every session is ended), back when it accepts connections.
     pub(super) fn restart(&self) {
         let out = Command::new(pg_cluster())
