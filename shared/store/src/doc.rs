@@ -74,10 +74,21 @@ struct Damaged<T> {
 /// (and a warning, [`crate::quarantine::take_warnings`]); one that cannot be read at all
 /// is an [`Error::Damaged`] — the next *change* moves it aside.
 pub(crate) fn load<T: Document>(home: &RooHome, path: &Path) -> Result<Option<T>> {
-    match home.pg() {
-        Some(pg) => judge_row(path, pg.read(&home.key(path)?)?.as_deref()),
-        None => settle(path, try_load(path)?),
-    }
+    home.engine().load(home, path)
+}
+
+/// [`load`] from a file.
+pub(crate) fn load_file<T: Document>(path: &Path) -> Result<Option<T>> {
+    settle(path, try_load(path)?)
+}
+
+/// [`load`] from a row of the PostgreSQL store.
+pub(crate) fn load_row<T: Document>(
+    home: &RooHome,
+    pg: &PgStore,
+    path: &Path,
+) -> Result<Option<T>> {
+    judge_row(path, pg.read(&home.key(path)?)?.as_deref())
 }
 
 /// [`load`] of a team's document (an inbox or the task list), and whether the team's
@@ -87,16 +98,17 @@ pub(crate) fn load_in_team<T: Document>(
     path: &Path,
     config: &Path,
 ) -> Result<(Option<T>, bool)> {
-    match home.pg() {
-        Some(pg) => {
-            let (text, team) = pg.read_in_team(&home.key(path)?)?;
-            Ok((judge_row(path, text.as_deref())?, team))
-        }
-        None => {
-            let team = home.doc_exists(config)?;
-            Ok((settle(path, try_load(path)?)?, team))
-        }
-    }
+    home.engine().load_in_team(home, path, config)
+}
+
+/// [`load_in_team`] from a row of the PostgreSQL store: one round trip for both.
+pub(crate) fn load_row_in_team<T: Document>(
+    home: &RooHome,
+    pg: &PgStore,
+    path: &Path,
+) -> Result<(Option<T>, bool)> {
+    let (text, team) = pg.read_in_team(&home.key(path)?)?;
+    Ok((judge_row(path, text.as_deref())?, team))
 }
 
 /// A row's text (`None`: no document) judged like a file by [`load`].
@@ -443,6 +455,7 @@ pub(crate) enum Guard<'a> {
     },
     Pg {
         home: &'a RooHome,
+        pg: &'a PgStore,
         writes: &'a mut PgWrites,
     },
 }
@@ -475,7 +488,8 @@ impl<'a> Guard<'a> {
         let mut draft = draft;
         // On PostgreSQL a handle writing as a member knows its epoch.
         if draft.epoch.is_none()
-            && let Some(fence) = home.pg().and_then(|pg| pg.fence())
+            && let Guard::Pg { pg, .. } = self
+            && let Some(fence) = pg.fence()
             && fence.member == draft.actor
             && fence.team == team.as_str()
         {
@@ -520,12 +534,9 @@ impl<'a> Guard<'a> {
     pub(crate) fn archive_lines(&self, archive: &Path) -> Result<Option<Vec<String>>> {
         match self {
             Guard::File { .. } => Ok(None),
-            Guard::Pg { home, .. } => match home.pg() {
-                Some(pg) => pg
-                    .archive_lines_in_transaction(&home.key(archive)?)
-                    .map(Some),
-                None => Ok(None),
-            },
+            Guard::Pg { home, pg, .. } => pg
+                .archive_lines_in_transaction(&home.key(archive)?)
+                .map(Some),
         }
     }
 
@@ -542,7 +553,7 @@ impl<'a> Guard<'a> {
                 lock.verify(path)?;
                 fsio::append_lines(archive, lines)
             }
-            Guard::Pg { home, writes } => {
+            Guard::Pg { home, writes, .. } => {
                 let key = home.key(archive)?;
                 for line in lines {
                     writes.archive(&key, line.clone());
@@ -597,12 +608,20 @@ fn update_core<T: Document, R>(
     home: &RooHome,
     path: &Path,
     team: Option<&InTeam<'_>>,
+    missing: impl FnMut() -> Result<T>,
+    change: impl FnMut(Option<&TeamConfig>, &mut T, &mut Guard) -> Result<Outcome<R>>,
+) -> Result<R> {
+    home.engine().update(home, path, team, missing, change)
+}
+
+/// [`update_core`] on a file, under its lock.
+pub(crate) fn update_file<T: Document, R>(
+    home: &RooHome,
+    path: &Path,
+    team: Option<&InTeam<'_>>,
     mut missing: impl FnMut() -> Result<T>,
     mut change: impl FnMut(Option<&TeamConfig>, &mut T, &mut Guard) -> Result<Outcome<R>>,
 ) -> Result<R> {
-    if let Some(pg) = home.pg() {
-        return update_row(home, pg, path, team, missing, change);
-    }
     let config = match team {
         Some(team) => Some(load::<TeamConfig>(home, team.config)?.ok_or_else(team.missing)?),
         None => None,
@@ -646,7 +665,7 @@ fn update_core<T: Document, R>(
 /// valid ones are written back, then the change runs again on them; a document that
 /// cannot be read at all goes there whole, the row is deleted, and the change fails with
 /// [`Error::Corrupt`] (the next change starts afresh, as with a file).
-fn update_row<T: Document, R>(
+pub(crate) fn update_row<T: Document, R>(
     home: &RooHome,
     pg: &PgStore,
     path: &Path,
@@ -696,6 +715,7 @@ fn update_row<T: Document, R>(
                 &mut doc,
                 &mut Guard::Pg {
                     home,
+                    pg,
                     writes: &mut *writes,
                 },
             )?;

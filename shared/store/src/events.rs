@@ -26,7 +26,7 @@ mod log_store;
 
 pub(crate) use drafts::{TaskMarks, delivered, died, joined, removed, sent, spawned, team_created};
 pub(crate) use log_store::{Rotation, append_to_file, events_path};
-use log_store::{read_files, read_rows};
+pub(crate) use log_store::{read_files, read_rows};
 
 /// What every text field is cut to when a line with [`MAX_EVENT_TEXT`] still does not fit
 /// in [`MAX_EVENT_LINE`] (32 ids of 64 characters fit).
@@ -646,10 +646,7 @@ impl crate::team::Team {
     pub fn events(&self, after: Option<u64>, limit: usize) -> Result<EventPage> {
         let home = self.home();
         let path = events_path(home, self.name());
-        let page = match home.pg() {
-            Some(pg) => read_rows(pg, &home.key(&path)?, after, limit)?,
-            None => read_files(&path, after, limit, Rotation::DEFAULT.keep)?,
-        };
+        let page = home.engine().events(home, &path, after, limit)?;
         if page.last_seq == 0 && page.skipped == 0 && !self.exists()? {
             return Err(self.not_found(&self.config_path()));
         }
@@ -663,7 +660,7 @@ impl crate::team::Team {
     pub fn record_event(&self, actor: &str, kind: EventKind) -> Result<()> {
         let path = self.config_path();
         let home = self.home();
-        if home.pg().is_none() && !path.is_file() {
+        if home.engine().surely_missing(&path) {
             return Err(self.not_found(&path));
         }
         crate::doc::update_fenced(
@@ -686,14 +683,7 @@ impl crate::team::Team {
     /// missed while the link to the store is re-established.
     pub fn event_watcher(&self) -> Result<crate::watch::InboxWatcher> {
         let home = self.home();
-        let path = events_path(home, self.name());
-        match home.pg() {
-            Some(pg) => {
-                let key = home.key(&path)?;
-                crate::watch::InboxWatcher::for_pg(path, pg.clone(), key)
-            }
-            None => crate::watch::InboxWatcher::new(path),
-        }
+        home.engine().watcher(home, events_path(home, self.name()))
     }
 }
 

@@ -10,6 +10,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::engine::Engine;
 use crate::env::{ROO_HOME_ENV, ROO_LOCK_MODE_ENV, ROO_STORE_ENV};
 use crate::error::{Error, Result};
 use crate::lock::LockPolicy;
@@ -173,7 +174,9 @@ impl StoreChoice {
 pub struct RooHome {
     root: Arc<Path>,
     lock_policy: LockPolicy,
-    pg: Option<PgStore>,
+    /// Where the shared documents live: chosen here, once ([`RooHome::open`],
+    /// [`RooHome::with_store`]).
+    engine: Engine,
     /// The store's URL when [`RooHome::open`] chose PostgreSQL (a secret).
     url: Option<Arc<str>>,
 }
@@ -184,7 +187,7 @@ impl std::fmt::Debug for RooHome {
         f.debug_struct("RooHome")
             .field("root", &self.root)
             .field("lock_policy", &self.lock_policy)
-            .field("pg", &self.pg)
+            .field("engine", &self.engine)
             .finish_non_exhaustive()
     }
 }
@@ -195,7 +198,7 @@ impl RooHome {
         RooHome {
             root: Arc::from(root.into()),
             lock_policy: LockPolicy::default(),
-            pg: None,
+            engine: Engine::Files,
             url: None,
         }
     }
@@ -233,7 +236,7 @@ impl RooHome {
 
     /// The same home with its shared documents in the PostgreSQL store `pg`.
     pub fn with_store(mut self, pg: PgStore) -> RooHome {
-        self.pg = Some(pg);
+        self.engine = Engine::Postgres(pg);
         self
     }
 
@@ -242,23 +245,24 @@ impl RooHome {
     /// URL it was opened with (credentials included: a secret, never to be shown or put
     /// on a command line). `None` for a PostgreSQL store attached without its URL.
     pub fn store_setting(&self) -> Option<String> {
-        match (&self.pg, &self.url) {
-            (None, _) => Some("file".to_string()),
-            (Some(_), Some(url)) => Some(url.to_string()),
-            (Some(_), None) => None,
-        }
+        self.engine.store_setting(self.url.as_ref())
     }
 
     /// The PostgreSQL store holding the shared documents, if they are not files.
     pub fn pg(&self) -> Option<&PgStore> {
-        self.pg.as_ref()
+        self.engine.postgres()
+    }
+
+    /// The engine holding the shared documents.
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// The same home with its PostgreSQL store handle replaced by `f`'s (e.g. a fenced
     /// one); a file home is returned as it is.
     pub(crate) fn map_pg(&self, f: impl FnOnce(&PgStore) -> PgStore) -> RooHome {
         let mut home = self.clone();
-        home.pg = self.pg.as_ref().map(f);
+        home.engine = self.engine.map_postgres(f);
         home
     }
 
@@ -280,57 +284,24 @@ impl RooHome {
     /// The stored text of the document at `path` as is (the file's bytes, or the row's
     /// JSON text), without judging it; `None` if there is none. For inspection.
     pub fn read_raw(&self, path: &Path) -> Result<Option<Vec<u8>>> {
-        match &self.pg {
-            Some(pg) => Ok(pg.read(&self.key(path)?)?.map(String::into_bytes)),
-            None => crate::fsio::read_regular(path, "read"),
-        }
+        self.engine.read_raw(self, path)
     }
 
     /// Whether the document at `path` exists (a file, or a row of the PostgreSQL store).
     pub(crate) fn doc_exists(&self, path: &Path) -> Result<bool> {
-        match &self.pg {
-            Some(pg) => pg.exists(&self.key(path)?),
-            None => Ok(path.is_file()),
-        }
+        self.engine.doc_exists(self, path)
     }
 
     /// Makes sure documents can be written in `dir`: creates it (and its parents, 0700)
     /// for files; nothing to do for the PostgreSQL store.
     pub(crate) fn ensure_doc_dir(&self, dir: &Path) -> Result<()> {
-        match &self.pg {
-            Some(_) => Ok(()),
-            None => ensure_dir(dir),
-        }
+        self.engine.ensure_doc_dir(dir)
     }
 
     /// The names of the documents directly in `dir` ending in `suffix` (file names, or
     /// the last part of the PostgreSQL store's keys), sorted; empty if `dir` is missing.
     pub(crate) fn doc_names(&self, dir: &Path, suffix: &str) -> Result<Vec<String>> {
-        let mut names = match &self.pg {
-            Some(pg) => {
-                let prefix = format!("{}/", self.key(dir)?);
-                pg.list(&prefix)?
-                    .into_iter()
-                    .filter_map(|key| key.strip_prefix(&prefix).map(str::to_owned))
-                    .filter(|rest| !rest.contains('/'))
-                    .collect::<Vec<_>>()
-            }
-            None => {
-                let entries = match std::fs::read_dir(dir) {
-                    Ok(entries) => entries,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                    Err(e) => return Err(Error::io("list", dir, e)),
-                };
-                let mut names = Vec::new();
-                for entry in entries {
-                    let entry = entry.map_err(|e| Error::io("list", dir, e))?;
-                    if let Some(name) = entry.file_name().to_str() {
-                        names.push(name.to_owned());
-                    }
-                }
-                names
-            }
-        };
+        let mut names = self.engine.doc_names(self, dir)?;
         names.retain(|n| n.ends_with(suffix) && !n.starts_with('.'));
         names.sort();
         Ok(names)
@@ -456,6 +427,23 @@ pub fn shown_path(path: &Path) -> String {
         Some(rest) => format!("~/{}", rest.display()),
         None => path.display().to_string(),
     }
+}
+
+/// The names of the entries in `dir` (empty if it is missing), unsorted.
+pub(crate) fn file_names(dir: &Path) -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("list", dir, e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("list", dir, e))?;
+        if let Some(name) = entry.file_name().to_str() {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(names)
 }
 
 /// Creates `dir` and its missing parents with mode 0700.

@@ -39,6 +39,7 @@
 pub mod authority;
 pub mod budget;
 mod doc;
+mod engine;
 mod env;
 mod error;
 mod events;

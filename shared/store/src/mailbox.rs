@@ -319,7 +319,7 @@ impl Mailbox {
         // read: the checks run on the config the change reads with the inbox, in the same
         // round trip (a send is two round trips; a refused one leaves no row). Files read
         // the config first, so an unknown recipient's inbox is never even locked.
-        if self.team.home().pg().is_some()
+        if !self.team.home().engine().documents_are_files()
             && to != "*"
             && let Ok(recipient) = Name::parse(to)
         {
@@ -546,7 +546,7 @@ impl Mailbox {
     pub fn take_unread(&self, name: &Name) -> Result<Vec<Message>> {
         // On PostgreSQL the change's own locked read is the look: a look first would make
         // a take with mail three round trips instead of two.
-        if self.team.home().pg().is_none() && self.unread_count(name)? == 0 {
+        if self.team.home().engine().documents_are_files() && self.unread_count(name)? == 0 {
             return Ok(Vec::new());
         }
         self.update(name, |inbox, fence| {
@@ -667,25 +667,13 @@ impl Mailbox {
 
     /// Archived messages of `name`, oldest first, receipts applied.
     pub fn archived(&self, name: &Name) -> Result<Vec<Message>> {
-        let path = self.archive_path(name);
-        match self.team.home().pg() {
-            Some(pg) => {
-                let lines = pg.archive_lines(&self.team.home().key(&path)?)?;
-                fold_archive(lines.into_iter().map(Ok), None, &path)
-            }
-            None => read_archive(&path),
-        }
+        self.archive_at(&self.archive_path(name), None)
     }
 
     /// The archive at `path` outside an update (see [`Fence::read_archive`] inside one).
     fn archive_at(&self, path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
-        match self.team.home().pg() {
-            Some(pg) => {
-                let lines = pg.archive_lines(&self.team.home().key(path)?)?;
-                fold_archive(lines.into_iter().map(Ok), only, path)
-            }
-            None => read_archive_filtered(path, only),
-        }
+        let home = self.team.home();
+        home.engine().archive(home, path, only)
     }
 
     /// Names of the inboxes that exist on disk.
@@ -706,14 +694,8 @@ impl Mailbox {
     /// A watcher that wakes when `name`'s inbox changes.
     pub fn watcher(&self, name: &Name) -> Result<InboxWatcher> {
         self.ensure_inbox_dir()?;
-        let path = self.inbox_path(name);
-        match self.team.home().pg() {
-            Some(pg) => {
-                let key = self.team.home().key(&path)?;
-                InboxWatcher::for_pg(path, pg.clone(), key)
-            }
-            None => InboxWatcher::new(path),
-        }
+        let home = self.team.home();
+        home.engine().watcher(home, self.inbox_path(name))
     }
 
     fn load(&self, name: &Name) -> Result<InboxDoc> {
@@ -782,7 +764,7 @@ impl Mailbox {
     /// itself: a concurrent `team delete` must not be undone by a late send). Nothing to
     /// do on PostgreSQL: every change of an inbox checks the team's config itself.
     fn ensure_inbox_dir(&self) -> Result<()> {
-        if self.team.home().pg().is_some() {
+        if !self.team.home().engine().documents_are_files() {
             return Ok(());
         }
         let dir = self.team.home().inboxes_dir(self.team.name());
@@ -865,13 +847,9 @@ fn append_lines<T: Serialize>(path: &Path, items: &[T], fence: &Fence) -> Result
         .append_lines(fence.inbox, path, &lines)
 }
 
-fn read_archive(path: &Path) -> Result<Vec<Message>> {
-    read_archive_filtered(path, None)
-}
-
 /// Reads an archive file, folding receipt lines into their messages (see
 /// [`fold_archive`]).
-fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
+pub(crate) fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Message>> {
     let Some(file) =
         crate::fsio::open_regular(path, std::fs::OpenOptions::new().read(true), "open archive")?
     else {
@@ -886,7 +864,7 @@ fn read_archive_filtered(path: &Path, only: Option<&MessageId>) -> Result<Vec<Me
 /// Folds archive lines (a file's or the PostgreSQL store's rows) into messages, receipts
 /// applied. Torn or foreign lines (e.g. a crash mid-append) are skipped; duplicates keep
 /// the first copy.
-fn fold_archive(
+pub(crate) fn fold_archive(
     lines: impl Iterator<Item = Result<String>>,
     only: Option<&MessageId>,
     path: &Path,

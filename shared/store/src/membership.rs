@@ -97,7 +97,7 @@ impl Team {
 
     fn join_as(&self, member: Member, again: bool) -> Result<Joined> {
         let team = self.name().clone();
-        let pg = self.home().pg().is_some();
+        let pg = self.home().engine().proves_presence();
         if let Some(host) = &member.host {
             Name::parse_as("host name", host)?;
         }
@@ -354,8 +354,9 @@ impl Team {
             .collect();
         let mut deaths = Vec::new();
         for suspect in &self.still_gone(&config, suspects, first_look)? {
-            let reason = match (self.home().pg(), suspect.epoch, suspect.pid) {
-                (Some(_), Some(epoch), _) => format!(
+            let presence = self.home().engine().proves_presence();
+            let reason = match (presence, suspect.epoch, suspect.pid) {
+                (true, Some(epoch), _) => format!(
                     "its presence (epoch {epoch}) is gone: its process ended or lost its \
                      connection to the store"
                 ),

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use crate::error::{Error, Result};
 use crate::home::RooHome;
 use crate::name::Name;
+use crate::pg::PgStore;
 
 /// The suffix `doctor --acknowledge` gives a quarantined file.
 pub const ACKNOWLEDGED_SUFFIX: &str = ".acknowledged";
@@ -78,49 +79,72 @@ fn corrupt_in(dir: &Path, prefix: &str, acknowledged: bool) -> Vec<PathBuf> {
 ///
 /// A store that cannot be read is an error, never "nothing quarantined".
 pub fn quarantined(home: &RooHome, team: &Name) -> Result<Vec<PathBuf>> {
-    if let Some(pg) = home.pg() {
-        let mut found = Vec::new();
-        for dir in [home.team_dir(team), home.tasks_dir(team)] {
-            let prefix = format!("{}/", home.key(&dir)?);
-            found.extend(pg.quarantined_under(&prefix)?.into_iter().map(|(id, key)| {
-                PathBuf::from(format!("postgresql roo_quarantine #{id} ({key})"))
-            }));
-        }
-        return Ok(found);
+    home.engine().quarantined(home, team)
+}
+
+/// [`quarantined`] in the PostgreSQL store.
+pub(crate) fn quarantined_rows(home: &RooHome, pg: &PgStore, team: &Name) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for dir in [home.team_dir(team), home.tasks_dir(team)] {
+        let prefix = format!("{}/", home.key(&dir)?);
+        found.extend(
+            pg.quarantined_under(&prefix)?
+                .into_iter()
+                .map(|(id, key)| PathBuf::from(format!("postgresql roo_quarantine #{id} ({key})"))),
+        );
     }
-    Ok(dirs(home, team)
+    Ok(found)
+}
+
+/// [`quarantined`] files.
+pub(crate) fn quarantined_files(home: &RooHome, team: &Name) -> Vec<PathBuf> {
+    dirs(home, team)
         .iter()
         .flat_map(|d| corrupt_in(d, "", false))
-        .collect())
+        .collect()
 }
 
 /// Quarantined copies of the document at `path` (acknowledged ones too if
 /// `acknowledged`): its `.corrupt-` siblings, or its rows of the PostgreSQL store's
 /// `roo_quarantine` (named `postgresql roo_quarantine #<id>`).
 pub(crate) fn siblings_of(home: &RooHome, path: &Path, acknowledged: bool) -> Result<Vec<PathBuf>> {
-    match home.pg() {
-        Some(pg) => Ok(pg
-            .quarantined(&home.key(path)?, acknowledged)?
-            .into_iter()
-            .map(|(id, _)| PathBuf::from(format!("postgresql roo_quarantine #{id}")))
-            .collect()),
-        None => Ok(siblings(path, acknowledged)),
-    }
+    home.engine().quarantined_copies(home, path, acknowledged)
+}
+
+/// [`siblings_of`] in the PostgreSQL store.
+pub(crate) fn copies_in_rows(
+    home: &RooHome,
+    pg: &PgStore,
+    path: &Path,
+    acknowledged: bool,
+) -> Result<Vec<PathBuf>> {
+    Ok(pg
+        .quarantined(&home.key(path)?, acknowledged)?
+        .into_iter()
+        .map(|(id, _)| PathBuf::from(format!("postgresql roo_quarantine #{id}")))
+        .collect())
 }
 
 /// The texts of every quarantined copy of the document at `path`, acknowledged ones too.
 pub(crate) fn texts_of(home: &RooHome, path: &Path) -> Result<Vec<Vec<u8>>> {
-    match home.pg() {
-        Some(pg) => Ok(pg
-            .quarantined(&home.key(path)?, true)?
-            .into_iter()
-            .map(|(_, text)| text.into_bytes())
-            .collect()),
-        None => Ok(siblings(path, true)
-            .iter()
-            .filter_map(|p| std::fs::read(p).ok())
-            .collect()),
-    }
+    home.engine().quarantined_texts(home, path)
+}
+
+/// [`texts_of`] in the PostgreSQL store.
+pub(crate) fn texts_in_rows(home: &RooHome, pg: &PgStore, path: &Path) -> Result<Vec<Vec<u8>>> {
+    Ok(pg
+        .quarantined(&home.key(path)?, true)?
+        .into_iter()
+        .map(|(_, text)| text.into_bytes())
+        .collect())
+}
+
+/// [`texts_of`] of files.
+pub(crate) fn texts_in_files(path: &Path) -> Vec<Vec<u8>> {
+    siblings(path, true)
+        .iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .collect()
 }
 
 /// Quarantined siblings of `path` (acknowledged ones too).
@@ -138,20 +162,27 @@ pub(crate) fn siblings(path: &Path, acknowledged: bool) -> Vec<PathBuf> {
 /// Renames every quarantined file of the team to `<name>.acknowledged`; returns the new
 /// paths. The files are kept for inspection.
 pub fn acknowledge(home: &RooHome, team: &Name) -> Result<Vec<PathBuf>> {
-    if let Some(pg) = home.pg() {
-        let mut done = Vec::new();
-        for dir in [home.team_dir(team), home.tasks_dir(team)] {
-            let prefix = format!("{}/", home.key(&dir)?);
-            done.extend(
-                pg.acknowledge_under(&prefix)?
-                    .into_iter()
-                    .map(|id| PathBuf::from(format!("postgresql roo_quarantine #{id}"))),
-            );
-        }
-        return Ok(done);
-    }
+    home.engine().acknowledge(home, team)
+}
+
+/// [`acknowledge`] in the PostgreSQL store.
+pub(crate) fn acknowledge_rows(home: &RooHome, pg: &PgStore, team: &Name) -> Result<Vec<PathBuf>> {
     let mut done = Vec::new();
-    for path in quarantined(home, team)? {
+    for dir in [home.team_dir(team), home.tasks_dir(team)] {
+        let prefix = format!("{}/", home.key(&dir)?);
+        done.extend(
+            pg.acknowledge_under(&prefix)?
+                .into_iter()
+                .map(|id| PathBuf::from(format!("postgresql roo_quarantine #{id}"))),
+        );
+    }
+    Ok(done)
+}
+
+/// [`acknowledge`] of files: each renamed to `<name>.acknowledged`.
+pub(crate) fn acknowledge_files(home: &RooHome, team: &Name) -> Result<Vec<PathBuf>> {
+    let mut done = Vec::new();
+    for path in quarantined_files(home, team) {
         let mut target = path.as_os_str().to_owned();
         target.push(ACKNOWLEDGED_SUFFIX);
         let target = PathBuf::from(target);

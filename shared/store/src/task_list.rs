@@ -597,7 +597,7 @@ impl TaskList {
         }
         // Files: the list was read before the config, and a team being created writes its
         // list before its config: read it again before calling it missing.
-        if self.team.home().pg().is_none()
+        if self.team.home().engine().documents_are_files()
             && let (Some(list), _) = self.load_in_team()?
         {
             return Ok(list);
@@ -683,7 +683,7 @@ impl TaskList {
     ) -> Result<R> {
         let home = self.team.home();
         let config = self.team.config_path();
-        if home.pg().is_none() && !home.doc_exists(&config)? {
+        if home.engine().surely_missing(&config) {
             return Err(self.team_not_found());
         }
         home.ensure_doc_dir(&home.tasks_dir(self.team.name()))?;
@@ -722,7 +722,7 @@ impl TaskList {
         Error::TeamNotFound {
             team: self.team.name().to_string(),
             path: self.team.config_path(),
-            store: self.team.home().pg().map(|pg| pg.target().to_owned()),
+            store: self.team.home().engine().target(),
         }
     }
 

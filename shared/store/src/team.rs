@@ -406,9 +406,9 @@ impl Team {
         // On PostgreSQL a damaged task list left by an earlier team of this name is
         // quarantined first, in a transaction of its own (a file's is moved aside by the
         // load below and stays so, whatever the creation does).
-        if let Some(pg) = home.pg()
-            && let Some(corrupt) =
-                doc::repair_row::<TaskListDoc>(home, pg, &home.task_list(&team.name))?
+        if let Some(corrupt) = home
+            .engine()
+            .repair::<TaskListDoc>(home, &home.task_list(&team.name))?
         {
             return Err(corrupt);
         }
@@ -442,7 +442,7 @@ impl Team {
                 // under the name belongs to an earlier team deleted from elsewhere, and a
                 // new member of the same name must not resume its conversation. Removed
                 // under the new config row's lock, before anyone can join.
-                if home.pg().is_some() {
+                if !home.engine().documents_are_files() {
                     team.remove_local_dirs()?;
                 }
                 // The task list is created before the config becomes visible, so a team
@@ -468,7 +468,7 @@ impl Team {
             return Err(Error::TeamNotFound {
                 team: name.to_string(),
                 path,
-                store: home.pg().map(|pg| pg.target().to_owned()),
+                store: home.engine().target(),
             });
         }
         Ok(Team {
@@ -654,12 +654,12 @@ impl Team {
     /// member other than the lead is active (busy and not dead: a member whose process
     /// was killed, or a roster entry no process ever joined, does not hold the team up).
     pub fn delete(&self, force: bool) -> Result<()> {
+        self.home.engine().delete_team(self, force)
+    }
+
+    /// [`Team::delete`] of files.
+    pub(crate) fn delete_files(&self, force: bool) -> Result<()> {
         let path = self.config_path();
-        if let Some(pg) = self.home.pg() {
-            self.delete_rows(pg, &path, force)?;
-            // This host's own files of the team (the lead's key, transcripts, logs).
-            return self.remove_local_dirs();
-        }
         let lock = crate::lock::FileLock::acquire(&path, self.home.lock_policy())?;
         let config =
             doc::load_locked::<TeamConfig>(&path, &lock)?.ok_or_else(|| self.not_found(&path))?;
@@ -700,8 +700,15 @@ impl Team {
     }
 
     /// [`Team::delete`] in the PostgreSQL store: the same check and every row of the team
-    /// gone in the config's transaction.
-    fn delete_rows(&self, pg: &crate::pg::PgStore, path: &Path, force: bool) -> Result<()> {
+    /// gone in the config's transaction, then this host's own files of the team (the
+    /// lead's key, transcripts, logs).
+    pub(crate) fn delete_rows(&self, pg: &crate::pg::PgStore, force: bool) -> Result<()> {
+        self.delete_team_rows(pg, &self.config_path(), force)?;
+        self.remove_local_dirs()
+    }
+
+    /// The rows of [`Team::delete_rows`].
+    fn delete_team_rows(&self, pg: &crate::pg::PgStore, path: &Path, force: bool) -> Result<()> {
         use crate::pg::PgChange;
         let key = self.home.key(path)?;
         let team_dir = format!("{}/", self.home.key(&self.home.team_dir(&self.name))?);
@@ -742,7 +749,7 @@ impl Team {
         change: impl FnMut(&mut TeamConfig) -> Result<Outcome<R>>,
     ) -> Result<R> {
         let path = self.config_path();
-        if self.home.pg().is_none() && !path.is_file() {
+        if self.home.engine().surely_missing(&path) {
             return Err(self.not_found(&path));
         }
         doc::update(&self.home, &path, || Err(self.not_found(&path)), change)
@@ -755,7 +762,7 @@ impl Team {
         change: impl FnMut(&mut TeamConfig, &mut doc::Guard) -> Result<Outcome<R>>,
     ) -> Result<R> {
         let path = self.config_path();
-        if self.home.pg().is_none() && !path.is_file() {
+        if self.home.engine().surely_missing(&path) {
             return Err(self.not_found(&path));
         }
         doc::update_fenced(&self.home, &path, || Err(self.not_found(&path)), change)
@@ -765,7 +772,7 @@ impl Team {
         Error::TeamNotFound {
             team: self.name.to_string(),
             path: path.to_owned(),
-            store: self.home.pg().map(|pg| pg.target().to_owned()),
+            store: self.home.engine().target(),
         }
     }
 

@@ -268,7 +268,7 @@ impl TaskList {
         confirmed: &'a [Member],
         suspects: Option<&'a RefCell<Vec<Member>>>,
     ) -> impl Fn(&Task, Timestamp) -> Option<String> + use<'a> {
-        let pg = self.team.home().pg().is_some();
+        let pg = self.team.home().engine().proves_presence();
         let absent: Vec<Member> = config
             .members
             .iter()
