@@ -10,6 +10,10 @@
 //! trips per operation counted at the test proxy (`tests/harness/pg_proxy.rs`), and a
 //! sender through `pg_ctl restart` of a cluster of its own (`scripts/pg-cluster`).
 //!
+//! `ROO_BENCH_ONLY=teams` (only when named; a cluster of its own): send→wake and claims/s
+//! for 1/10/50 teams on the file store, PostgreSQL with the store's own login and with
+//! member roles, interleaved in rounds, then the sessions each kind of process holds.
+//!
 //! Writers are this executable re-run with `--writer`, so they are real OS processes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -44,7 +48,11 @@ fn bin(name: &str) -> PathBuf {
 }
 
 fn team(home: &RooHome, members: &[String]) -> Team {
-    let t = name("bench");
+    team_named(home, "bench", members)
+}
+
+fn team_named(home: &RooHome, team: &str, members: &[String]) -> Team {
+    let t = name(team);
     let members = members.iter().map(|m| Member::new(name(m), &t)).collect();
     Team::create(
         home,
@@ -87,6 +95,9 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("--member") {
         return member_process(&args[2..]);
     }
+    if args.get(1).map(String::as_str) == Some("--teammate") {
+        return teammate_process(&args[2..]);
+    }
     // `cargo bench` passes `--bench`; anything else is ignored.
     let quick = std::env::var_os("ROO_BENCH_QUICK").is_some();
     let n = |full: usize, small: usize| if quick { small } else { full };
@@ -99,7 +110,7 @@ fn main() {
     println!("date: {}\n", Timestamp::now());
 
     // ROO_BENCH_ONLY=team runs one section (names: send, process, delivery, throughput,
-    // sizes, team, pg, roles).
+    // sizes, team, pg, roles; and teams, run only when named).
     let only = std::env::var("ROO_BENCH_ONLY").ok();
     let run = |section: &str| only.as_deref().is_none_or(|o| o == section);
     if run("send") {
@@ -129,6 +140,10 @@ fn main() {
             }
             _ => println!("(PostgreSQL store: ROO_TEST_PG_DSN is not set; skipped)"),
         }
+    }
+    // Only when asked for: it starts a cluster of its own and runs for minutes.
+    if only.as_deref() == Some("teams") {
+        teams(n(3, 1), quick);
     }
     if run("roles") {
         match std::env::var("ROO_TEST_PG_DSN") {
@@ -329,15 +344,7 @@ fn member_roles(dsn: &str, iterations: usize) {
                     .create_member_role(&name("bench"), &name("alice"))
                     .unwrap();
                 if setup == "member role" {
-                    let start = url.find("://").unwrap() + 3;
-                    let at = start + url[start..].find('@').unwrap();
-                    format!(
-                        "{}{}:{}{}",
-                        &url[..start],
-                        login.role(),
-                        login.password(),
-                        &url[at..]
-                    )
+                    login_url(&url, &login)
                 } else {
                     url.clone()
                 }
@@ -1046,4 +1053,453 @@ fn prefill(inbox: &Path, size: usize, read: bool) {
         ..Default::default()
     };
     std::fs::write(inbox, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+}
+
+/// The three set-ups of the teams benchmark, run in turn in every round.
+const SETUPS: [&str; 3] = ["file", "pg owner", "pg member"];
+
+/// Wall-clock nanoseconds: the one clock a sender and a teammate process share.
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// `url` with a member role's login in place of the owner's.
+fn login_url(url: &str, login: &roo_store::MemberLogin) -> String {
+    let start = url.find("://").unwrap() + 3;
+    let at = start + url[start..].find('@').unwrap();
+    format!(
+        "{}{}:{}{}",
+        &url[..start],
+        login.role(),
+        login.password(),
+        &url[at..]
+    )
+}
+
+/// A `--teammate` process: joined, holding its presence, its inbox watcher waiting.
+struct Mate {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Mate {
+    /// Starts one; the store URL (a member role's has its password) goes on stdin.
+    fn spawn(root: &Path, team: &str, url: &str) -> Mate {
+        use std::io::Write;
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--teammate", &root.display().to_string(), team, "mate"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{url}").unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Mate {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn line(&mut self) -> String {
+        self.lines.next().expect("teammate ended").unwrap()
+    }
+
+    fn say(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.stdin, "{line}").unwrap();
+    }
+
+    fn stop(mut self) {
+        self.say("quit");
+        drop(self.stdin);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+/// Child mode (`--teammate ROOT TEAM MEMBER`, the store URL on stdin, empty for files):
+/// joins, holds its presence and waits on its inbox watcher as a teammate does. For each
+/// message `probe <ns>` that `take_unread` returns it prints `wake <now - ns>`; on the
+/// line `claim <ns>` it waits for that wall-clock time, claims with `claim_next` until
+/// none is left and prints `claimed <count> <end ns>`; `quit` or the end of stdin ends it.
+fn teammate_process(args: &[String]) {
+    let mut url = String::new();
+    std::io::stdin().read_line(&mut url).unwrap();
+    let url = url.trim_end();
+    let home = RooHome::new(&args[0]);
+    let home = if url.is_empty() {
+        home
+    } else {
+        home.with_store(PgStore::connect(url).unwrap())
+    };
+    let team = Team::open(&home, name(&args[1])).unwrap();
+    let me = name(&args[2]);
+    let mut entry = Member::new(me.clone(), team.name());
+    entry.pid = Some(std::process::id());
+    team.join(entry).unwrap();
+    let _presence = team.hold_presence(&me).unwrap();
+    let mailbox = team.mailbox();
+    let mut watcher = mailbox.watcher(&me).unwrap();
+    let waker = watcher.waker();
+    let (tx, commands) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+            waker.wake();
+        }
+        let _ = tx.send("quit".into());
+        waker.wake();
+    });
+    println!("ready");
+    loop {
+        let outcome = watcher.wait(Duration::from_secs(10));
+        for message in mailbox.take_unread(&me).unwrap() {
+            if let Some(sent) = message.text.strip_prefix("probe ") {
+                let sent: u128 = sent.parse().unwrap();
+                println!("wake {}", now_ns().saturating_sub(sent));
+            }
+        }
+        if outcome != WaitOutcome::Woken {
+            continue;
+        }
+        while let Ok(command) = commands.try_recv() {
+            if command == "quit" {
+                return;
+            }
+            if let Some(at) = command.strip_prefix("claim ") {
+                let at: u128 = at.parse().unwrap();
+                let wait = at.saturating_sub(now_ns());
+                std::thread::sleep(Duration::from_nanos(wait as u64));
+                let list = team.tasks();
+                let mut count = 0;
+                while list
+                    .claim_next(&me, &ClaimOptions::default())
+                    .unwrap()
+                    .is_some()
+                {
+                    count += 1;
+                }
+                println!("claimed {count} {}", now_ns());
+            }
+        }
+    }
+}
+
+/// What one round of one set-up measured.
+struct RoundResult {
+    wakes: Vec<Duration>,
+    claims_per_s: f64,
+}
+
+/// One round of one set-up with `teams` teams (`t0`, `t1`, …), each a lead and `mate`, in
+/// a fresh file home or a fresh schema: every team's `mate` a `--teammate` process (its
+/// own member role's login in "pg member", the owner's otherwise); `sends` times, every
+/// team's lead (a thread with a store of its own, as a lead process has) sends one message
+/// to its mate at the same moment, each timed from just before its send to its mate's
+/// `take_unread` returning it; then every mate, at the same moment, claims its team's
+/// `claims` tasks created by the lead.
+fn teams_round(dsn: &str, setup: &str, teams: usize, sends: usize, claims: usize) -> RoundResult {
+    let file_dir = tempfile::tempdir().unwrap();
+    let (_pg_dir, home, url) = match setup {
+        "file" => (None, RooHome::new(file_dir.path()), String::new()),
+        _ => {
+            let (dir, home, url) = pg_home(dsn);
+            (Some(dir), home, url)
+        }
+    };
+    let names: Vec<String> = (0..teams).map(|i| format!("t{i}")).collect();
+    let mut mate_urls = Vec::new();
+    for t in &names {
+        let team = team_named(&home, t, &["mate".to_string()]);
+        for i in 0..claims {
+            team.tasks()
+                .create(NewTask {
+                    subject: format!("c{i}"),
+                    ..Default::default()
+                })
+                .unwrap();
+        }
+        mate_urls.push(match setup {
+            "pg member" => {
+                let store = home.pg().unwrap();
+                login_url(
+                    &url,
+                    &store
+                        .create_member_role(team.name(), &name("mate"))
+                        .unwrap(),
+                )
+            }
+            _ => url.clone(),
+        });
+    }
+    // Each lead a store of its own (its own connections), opened before any timing.
+    let leads: Vec<Team> = names
+        .iter()
+        .map(|t| {
+            let lead_home = match setup {
+                "file" => home.clone(),
+                _ => RooHome::new(file_dir.path().join("lead"))
+                    .with_store(PgStore::connect(&url).unwrap()),
+            };
+            Team::open(&lead_home, name(t)).unwrap()
+        })
+        .collect();
+    let mut mates: Vec<Mate> = names
+        .iter()
+        .zip(&mate_urls)
+        .map(|(t, u)| Mate::spawn(file_dir.path(), t, u))
+        .collect();
+    for mate in &mut mates {
+        assert_eq!(mate.line(), "ready");
+    }
+    let barrier = std::sync::Barrier::new(teams);
+    let wakes: Vec<Duration> = std::thread::scope(|s| {
+        let handles: Vec<_> = leads
+            .iter()
+            .zip(mates.iter_mut())
+            .map(|(lead, mate)| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mailbox = lead.mailbox();
+                    let mut samples = Vec::new();
+                    for _ in 0..sends {
+                        barrier.wait();
+                        let text = format!("probe {}", now_ns());
+                        mailbox
+                            .send(&name("lead"), "mate", Outgoing::text(text, "probe"))
+                            .unwrap();
+                        let line = mate.line();
+                        let ns: u64 = line.strip_prefix("wake ").unwrap().parse().unwrap();
+                        samples.push(Duration::from_nanos(ns));
+                    }
+                    samples
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let go = now_ns() + 300_000_000;
+    for mate in &mut mates {
+        mate.say(&format!("claim {go}"));
+    }
+    let (mut claimed, mut end) = (0usize, go);
+    for mate in &mut mates {
+        let line = mate.line();
+        let mut parts = line.strip_prefix("claimed ").unwrap().split(' ');
+        claimed += parts.next().unwrap().parse::<usize>().unwrap();
+        end = end.max(parts.next().unwrap().parse().unwrap());
+    }
+    assert_eq!(claimed, teams * claims, "{setup}: claims went missing");
+    for mate in mates {
+        mate.stop();
+    }
+    if setup == "pg member" {
+        for t in &names {
+            home.pg().unwrap().drop_member_roles(&name(t)).unwrap();
+        }
+    }
+    RoundResult {
+        wakes,
+        claims_per_s: claimed as f64 / ((end - go) as f64 / 1e9),
+    }
+}
+
+/// Send→wake and claims/s for 1, 10 and 50 teams on the file store, PostgreSQL with the
+/// store's own login (as today) and PostgreSQL with each member process logging in as its
+/// member role, all three in every round (so that the machine's noise hits them alike), on
+/// a throwaway cluster of the benchmark's own (`scripts/pg-cluster`, `max_connections`
+/// 200: 50 teams hold about 150 sessions).
+fn teams(rounds: usize, quick: bool) {
+    println!("\n## Teams: send -> wake and claims/s, file store, owner's login, member roles");
+    println!("load average before: {}", load_average());
+    let cluster = Cluster::start();
+    for teams in [1usize, 10, 50] {
+        let sends = if quick { 2 } else { (60 / teams).max(10) };
+        let claims = if quick { 3 } else { (400 / teams).max(10) };
+        let mut wakes: Vec<Vec<Duration>> = vec![Vec::new(); 3];
+        let mut rates: Vec<Vec<f64>> = vec![Vec::new(); 3];
+        for _ in 0..rounds {
+            for (i, setup) in SETUPS.iter().enumerate() {
+                let result = teams_round(&cluster.dsn, setup, teams, sends, claims);
+                wakes[i].extend(result.wakes);
+                rates[i].push(result.claims_per_s);
+            }
+        }
+        println!(
+            "\n{teams} team(s): {sends} sends per team per round, {claims} claims per team, \
+             {rounds} rounds"
+        );
+        let mut p = Vec::new();
+        for (i, setup) in SETUPS.iter().enumerate() {
+            let stats = Stats(wakes[i].clone());
+            let mean = rates[i].iter().sum::<f64>() / rates[i].len() as f64;
+            let each: Vec<String> = rates[i].iter().map(|r| format!("{r:.0}")).collect();
+            println!(
+                "{setup:>10}: send -> wake {}; claims/s {mean:.0} (rounds: {})",
+                stats.line(),
+                each.join(" / ")
+            );
+            p.push((ms(stats.pct(0.5)), ms(stats.pct(0.99)), mean));
+        }
+        let ratio = |a: usize, b: usize| {
+            format!(
+                "p50 {:.2}x  p99 {:.2}x  claims/s {:.2}x",
+                p[a].0 / p[b].0,
+                p[a].1 / p[b].1,
+                p[a].2 / p[b].2
+            )
+        };
+        println!("{:>10}: {}", "owner/file", ratio(1, 0));
+        println!("{:>10}: {}", "member/file", ratio(2, 0));
+        println!("{:>10}: {}", "member/own", ratio(2, 1));
+    }
+    connections(&cluster);
+    println!("\nload average after: {}", load_average());
+}
+
+fn psql(dsn: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([dsn, "-Atqc", sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Sessions on the server per kind of process, each given an `application_name` of its
+/// own in its URL: held (rows of `pg_stat_activity`) while it waits, and opened in all
+/// (`connection authorized` lines of the server log, with `log_connections` on).
+fn connections(cluster: &Cluster) {
+    println!("\n## Connections per process (owner's login unless said; PostgreSQL, unix socket)");
+    psql(&cluster.dsn, "ALTER SYSTEM SET log_connections = on");
+    psql(&cluster.dsn, "SELECT pg_reload_conf()");
+    let (dir, home, url) = pg_home(&cluster.dsn);
+    let team = team(&home, &["alice".into(), "bob".into(), "mate".into()]);
+    let with_app = |app: &str| format!("{url}&application_name={app}");
+    let held = |app: &str| -> String {
+        std::thread::sleep(Duration::from_millis(500));
+        psql(
+            &cluster.dsn,
+            &format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{app}'"),
+        )
+    };
+    let log = cluster.dir.join("server.log");
+    let opened = |app: &str| {
+        let suffix = format!("application_name={app}");
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("connection authorized") && l.trim_end().ends_with(&suffix))
+            .count()
+    };
+    let row = |what: &str, held: String, app: &str| {
+        println!("{what:>58}: {held} held, {} opened", opened(app));
+    };
+    // A member process as a lead or worker holds it: joined, holding its presence.
+    let mut member = Command::new(std::env::current_exe().unwrap())
+        .args(["--member", &dir.path().display().to_string()])
+        .args([with_app("b_member").as_str(), "alice"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(member.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    row(
+        "joined, holding its presence (lead-like), idle",
+        held("b_member"),
+        "b_member",
+    );
+    drop(member.stdin.take());
+    member.wait().unwrap();
+    // A teammate: also its inbox watcher; then after a wake and a claim (worker-like).
+    let store = home.pg().unwrap();
+    let role_url = login_url(
+        &url,
+        &store
+            .create_member_role(team.name(), &name("mate"))
+            .unwrap(),
+    );
+    for (who, app, mate_url) in [
+        ("owner's login", "b_mate", with_app("b_mate")),
+        (
+            "member role",
+            "b_role",
+            format!("{role_url}&application_name=b_role"),
+        ),
+    ] {
+        let mut mate = Mate::spawn(dir.path(), "bench", &mate_url);
+        assert_eq!(mate.line(), "ready");
+        row(&format!("+ inbox watcher waiting ({who})"), held(app), app);
+        team.mailbox()
+            .send(
+                &name("lead"),
+                "mate",
+                Outgoing::text(format!("probe {}", now_ns()), "p"),
+            )
+            .unwrap();
+        assert!(mate.line().starts_with("wake "));
+        team.tasks()
+            .create(NewTask {
+                subject: "c".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        mate.say(&format!("claim {}", now_ns()));
+        assert!(mate.line().starts_with("claimed 1 "));
+        row(
+            &format!("+ after a wake and a claim, waiting ({who})"),
+            held(app),
+            app,
+        );
+        mate.stop();
+    }
+    store.drop_member_roles(team.name()).unwrap();
+    let cli_home = dir.path().join("cli");
+    let mut watch = Command::new(bin("roo-mail"))
+        .args(["watch", "--team", "bench", "--as", "bob", "--json"])
+        .env("ROO_HOME", &cli_home)
+        .env("ROO_STORE", with_app("b_watch"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(watch.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    row("roo-mail watch, waiting", held("b_watch"), "b_watch");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let status = Command::new(bin("roo-mail"))
+        .args(["send", "--team", "bench", "--from", "lead", "--to", "alice"])
+        .args(["--summary", "count", "hello"])
+        .env("ROO_HOME", &cli_home)
+        .env("ROO_STORE", with_app("b_send"))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    row("roo-mail send, after it exited", held("b_send"), "b_send");
 }
