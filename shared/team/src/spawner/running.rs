@@ -35,8 +35,19 @@ impl Running {
     }
 
     /// Stops it now, on `runtime`: an in-process loop is cancelled; a worker is ended
-    /// and its pane or session closed.
+    /// and its pane or session closed. Its member role stays (a message may start it
+    /// again, which replaces the role; dropping it here could race with that start).
     pub(super) fn stop(&self, runtime: &tokio::runtime::Handle) {
+        self.stop_then(runtime, false);
+    }
+
+    /// [`Running::stop`] of a teammate whose spawn failed: once its process ended, its
+    /// member role (if it got one) is dropped too.
+    pub(super) fn stop_for_good(&self, runtime: &tokio::runtime::Handle) {
+        self.stop_then(runtime, true);
+    }
+
+    fn stop_then(&self, runtime: &tokio::runtime::Handle, drop_role: bool) {
         if self.location == Location::InProcess {
             // Cancelled at once, in this call (the future only reports an unknown name),
             // so a message sent right after a stop finds the teammate stopped.
@@ -44,13 +55,12 @@ impl Running {
             return;
         }
         let (executor, name) = (self.executor.clone(), self.name.clone());
-        let role_of = self.role_of.clone();
+        let role_of = self.role_of.clone().filter(|_| drop_role);
         runtime.spawn(async move {
             if let Err(e) = executor.kill(&name).await {
                 tracing::debug!(member = %name, error = %e, "failed to stop a teammate");
             }
-            // Its process ended (its last writes done): its login goes. A restart makes
-            // a new one.
+            // Its process ended (its last writes done): its login goes.
             if let Some(team) = role_of {
                 drop_member_role(team, name).await;
             }
