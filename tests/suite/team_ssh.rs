@@ -85,6 +85,11 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
         return;
     };
     let pg = hosts.postgres("a");
+    // The lead's login may create roles (issue 33): alice on B gets a member role, and
+    // the server logs who logs in.
+    roo_tests::pg::psql(pg.admin_url(), "ALTER ROLE roo_test CREATEROLE");
+    roo_tests::pg::psql(pg.admin_url(), "ALTER SYSTEM SET log_connections = on");
+    roo_tests::pg::psql(pg.admin_url(), "SELECT pg_reload_conf()");
     let sshd = hosts.sshd("b");
     let Prepared {
         layout,
@@ -155,6 +160,20 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
     assert!(
         roster.contains("alice") && roster.contains("host b"),
         "{roster}"
+    );
+    // She logged in over TCP as her member role, and TeamDelete dropped it.
+    assert!(!out.contains("member roles: not here"), "{context}");
+    assert!(
+        pg.log().contains("user=roo_m_crew_alice_"),
+        "no member role logged in: {}",
+        pg.log()
+    );
+    assert_eq!(
+        roo_tests::pg::psql(
+            pg.admin_url(),
+            "SELECT count(*) FROM pg_roles WHERE rolname LIKE 'roo\\_m\\_%'"
+        ),
+        "0"
     );
     // TeamDelete shut her down, deleted the team, and said her clone stays on B.
     assert!(

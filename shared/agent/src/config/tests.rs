@@ -202,6 +202,48 @@ fn team_turns_default_on_the_highest_file_wins_and_an_untrusted_project_only_tur
     );
 }
 
+/// Issue 33: `member_roles` decides whether teammates get the lead's database login; an
+/// untrusted project may make it stricter only, never `off`.
+#[test]
+fn member_roles_default_auto_and_an_untrusted_project_only_hardens_them() {
+    use roo_store::MemberRoles;
+    let d = dirs();
+    let load = |trust| ConfigFiles::load(&d.home, &d.project, trust).unwrap();
+    assert_eq!(
+        load(ProjectTrust::Untrusted).member_roles(),
+        MemberRoles::Auto
+    );
+    write(&d, Source::Project, "member_roles: off\n");
+    let untrusted = load(ProjectTrust::Untrusted);
+    assert_eq!(untrusted.member_roles(), MemberRoles::Auto);
+    assert!(untrusted.ignored().iter().any(|i| i.key == "member_roles"));
+    // A trusted project is the user's word.
+    assert_eq!(load(ProjectTrust::Trusted).member_roles(), MemberRoles::Off);
+    write(&d, Source::Project, "member_roles: required\n");
+    assert_eq!(
+        load(ProjectTrust::Untrusted).member_roles(),
+        MemberRoles::Required
+    );
+    write(&d, Source::User, "member_roles: off\n");
+    write(&d, Source::Project, "member_roles: auto\n");
+    assert_eq!(
+        load(ProjectTrust::Untrusted).member_roles(),
+        MemberRoles::Auto
+    );
+    write(&d, Source::Project, "{}\n");
+    assert_eq!(
+        load(ProjectTrust::Untrusted).member_roles(),
+        MemberRoles::Off
+    );
+    write(&d, Source::User, "member_roles: sometimes\n");
+    let error = ConfigFiles::load(&d.home, &d.project, ProjectTrust::Trusted).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("member_roles") && text.contains("auto, required or off"),
+        "{text}"
+    );
+}
+
 #[test]
 fn verify_is_a_command_or_a_mapping_and_an_untrusted_projects_is_ignored() {
     let d = dirs();

@@ -301,6 +301,105 @@ fn a_member_role_cannot_rewrite_the_roster_or_lead_key() {
     assert_eq!(config.members.len(), 3);
 }
 
+/// A pane or remote teammate's first join adds its own entry to the roster (the lead
+/// starts its process before it is in the roster): allowed for its own name and agent
+/// id only, and never with another entry.
+#[test]
+fn a_member_role_adds_only_itself_to_the_roster() {
+    let Some(t) = two() else {
+        return;
+    };
+    let store = t.home.pg().unwrap();
+    let dave = store.create_member_role(&name("a"), &name("dave")).unwrap();
+    let (_dir, dave_home) = home_at(&as_member(&t.url, &dave));
+    let team = Team::open(&dave_home, name("a")).unwrap();
+    team.join(roo_store::Member::new(name("dave"), team.name()))
+        .unwrap();
+    assert_eq!(t.a.config().unwrap().members.len(), 4);
+    let erin = store.create_member_role(&name("a"), &name("erin")).unwrap();
+    let append = |entries: &str| {
+        format!(
+            "SELECT roo_m_write('teams/a/config.json', jsonb_set(doc::jsonb, '{{members}}', \
+               (doc->'members')::jsonb || '{entries}'::jsonb)::text) \
+             FROM roo_doc WHERE key = 'teams/a/config.json'"
+        )
+    };
+    for (what, entries) in [
+        (
+            "its entry with the lead's agent id",
+            r#"[{"name":"erin","agent_id":"lead@a","joined_at":"2026-01-01T00:00:00Z"}]"#,
+        ),
+        (
+            "its entry and another",
+            r#"[{"name":"erin","agent_id":"erin@a","joined_at":"2026-01-01T00:00:00Z"},{"name":"mallory","agent_id":"mallory@a","joined_at":"2026-01-01T00:00:00Z"}]"#,
+        ),
+        (
+            "an entry of dave's name",
+            r#"[{"name":"Dave","agent_id":"erin@a","joined_at":"2026-01-01T00:00:00Z"}]"#,
+        ),
+    ] {
+        let e = refused(what, psql_as(&t.url, &erin, &append(entries)));
+        assert!(e.contains("may not change the roster"), "{what}: {e}");
+    }
+    assert_eq!(t.a.config().unwrap().members.len(), 4);
+    let _ = store.drop_member_roles(&name("a"));
+}
+
+/// The handoff of a member's login: `ROO_STORE` the lead's URL with the role and no
+/// password, `PGPASSWORD` the role's, and none of the lead's password anywhere; the URL
+/// and password log in as the role (a session of member `alice`).
+#[test]
+fn a_members_handoff_logs_in_as_its_role_and_holds_none_of_the_leads_password() {
+    let Some(t) = two() else {
+        return;
+    };
+    let lead_pw = "lead-pw-canary-5e1d";
+    // The lead's URL with a password (the server trusts the socket: any is taken).
+    let start = t.url.find("://").unwrap() + 3;
+    let at = start + t.url[start..].find('@').unwrap();
+    let lead_url = format!("{}:{lead_pw}{}", &t.url[..at], &t.url[at..]);
+    let mut env: std::collections::BTreeMap<String, String> = [
+        ("ROO_STORE", lead_url.as_str()),
+        ("PGPASSWORD", lead_pw),
+        ("PGPASSFILE", "/home/lead/.pgpass"),
+        ("DATABASE_URL", &format!("postgres://x:{lead_pw}@db/x")),
+        ("OPENAI_API_KEY", "sk-kept"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let store = t.home.pg().unwrap();
+    store
+        .hand_member_login(&t.alice, &lead_url, &mut env)
+        .unwrap();
+    assert!(
+        env.values().all(|v| !v.contains(lead_pw)),
+        "the lead's password handed over: {env:?}"
+    );
+    assert!(!env.contains_key("PGPASSFILE") && !env.contains_key("DATABASE_URL"));
+    assert_eq!(env["OPENAI_API_KEY"], "sk-kept");
+    assert_eq!(env["PGPASSWORD"], t.alice.password());
+    let url = &env["ROO_STORE"];
+    assert!(url.contains(&format!("{}@", t.alice.role())), "{url}");
+    // What the member's process does with it: its session is the role's.
+    let lookup = |name: &str| env.get(name).cloned();
+    let member = roo_store::PgStore::connect_with(url, &lookup).unwrap();
+    let home = RooHome::new(t._dir.path().join("member")).with_store(member);
+    let team = Team::open(&home, name("a")).unwrap();
+    team.join(roo_store::Member::new(name("alice"), team.name()))
+        .unwrap();
+    assert_eq!(
+        psql(
+            &t.url,
+            &format!(
+                "SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = '{}'",
+                t.alice.role()
+            )
+        ),
+        "t"
+    );
+}
+
 /// Issue 33: the task list deleted (`roo-task list` then printed `[]`).
 #[test]
 fn a_member_role_cannot_delete_the_task_list() {
