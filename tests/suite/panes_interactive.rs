@@ -338,6 +338,7 @@ fn teammate_colours_stay_on_their_own_panes_and_leave_the_leads_window_as_it_was
                     color: Some(colour.into()),
                     tools: Vec::new(),
                     lead_key: None,
+                    member_login: None,
                 })
                 .await
                 .unwrap_or_else(|e| panic!("spawn {who}: {e}"));

@@ -525,6 +525,7 @@ fn an_iterm2_worker_that_cannot_start_is_a_spawn_error_and_leaves_no_pane() {
                 color: None,
                 tools: Vec::new(),
                 lead_key: None,
+                member_login: None,
             })
             .await
             .unwrap_err()

@@ -739,6 +739,7 @@ fn outside_tmux_pane_teammates_get_a_detached_session_that_goes_away_with_them()
                 color: Some("magenta".into()),
                 tools: Vec::new(),
                 lead_key: None,
+                member_login: None,
             })
             .await
             .unwrap();
@@ -828,6 +829,7 @@ fn a_pane_worker_that_cannot_start_is_a_spawn_error_showing_why_and_leaves_no_pa
                 color: None,
                 tools: Vec::new(),
                 lead_key: None,
+                member_login: None,
             })
             .await
             .unwrap_err()
@@ -939,6 +941,7 @@ fn when_the_leads_window_is_full_a_teammate_gets_a_window_of_its_own_and_all_are
                     color: None,
                     tools: Vec::new(),
                     lead_key: None,
+                    member_login: None,
                 })
                 .await
                 .unwrap_or_else(|e| panic!("spawn {who}: {e}"));

@@ -218,6 +218,7 @@ pub struct ConfigFiles {
     budget: BudgetConfig,
     hosts: Hosts,
     user_only: Vec<String>,
+    member_roles: roo_store::MemberRoles,
 }
 
 impl ConfigFiles {
@@ -337,8 +338,31 @@ impl ConfigFiles {
         let mut verify = None;
         let mut checkpoints = CheckpointsSection::default();
         let mut budget = BudgetConfig::default();
+        let mut member_roles = roo_store::MemberRoles::default();
         for file in &files {
             let Some(value) = &file.value else { continue };
+            // The user's file and a trusted project's set it; an untrusted project's
+            // only makes it stricter (never `off`).
+            if let Some(setting) =
+                roo_store::MemberRoles::of_yaml(value).map_err(|message| ConfigError::Invalid {
+                    path: file.path.clone(),
+                    key: roo_store::MemberRoles::KEY.to_string(),
+                    message,
+                })?
+            {
+                if file.source == Source::User
+                    || trust == ProjectTrust::Trusted
+                    || setting > member_roles
+                {
+                    member_roles = setting;
+                } else if setting < member_roles {
+                    ignored.push(IgnoredSetting {
+                        path: file.path.clone(),
+                        source: file.source,
+                        key: roo_store::MemberRoles::KEY.to_string(),
+                    });
+                }
+            }
             if let Some(section) = budget::budget(value, &file.path)? {
                 if file.source == Source::User || trust == ProjectTrust::Trusted {
                     budget.override_with(&section);
@@ -395,7 +419,14 @@ impl ConfigFiles {
             budget,
             hosts,
             user_only,
+            member_roles,
         })
+    }
+
+    /// `member_roles` (default `auto`): whether a lead on the PostgreSQL store gives each
+    /// teammate in a process of its own a database role of its own (docs/DISTRIBUTED.md).
+    pub fn member_roles(&self) -> roo_store::MemberRoles {
+        self.member_roles
     }
 
     /// The same files filtered for another trust decision (no second read, so

@@ -429,6 +429,7 @@ fn teammate_base(mut template: AgentSettings, built: &roo_team::BuiltAgent) -> T
         lead_mode,
         git: Git::new(),
         project_trusted: built.trusted,
+        member_roles: built.member_roles,
     }
 }
 

@@ -260,13 +260,10 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
     };
     let unverified = home.pg().and_then(roo_store::PgStore::unverified_tls);
     let member_roles = match home.pg() {
-        Some(pg) => Some(match pg.can_create_member_roles()? {
-            true => pg.member_roles_refused()?,
-            false => Some(
-                "this login may not create them (it needs CREATEROLE and to own the tables)"
-                    .to_owned(),
-            ),
-        }),
+        Some(pg) => Some((
+            pg.member_roles_unavailable()?,
+            roo_store::MemberRoles::of_user_config(home.root())?,
+        )),
         None => None,
     };
     if ctx.json() {
@@ -329,15 +326,24 @@ pub fn doctor(ctx: &Context, acknowledge: bool, out: &mut impl Write) -> CliResu
         writeln!(out, "death detection: {}", settings.verdict())?;
     }
     match member_roles {
-        Some(None) => writeln!(
+        Some((None, setting)) => writeln!(
             out,
-            "member roles: this login may create them (not yet given to teammates: they use \
-             this login; docs/DISTRIBUTED.md)"
+            "member roles: this login may create them; member_roles: {setting} (your config): {}",
+            if setting == roo_store::MemberRoles::Off {
+                "teammates use this login"
+            } else {
+                "each teammate in a pane or on another host gets a role of its own \
+                 (docs/DISTRIBUTED.md)"
+            }
         )?,
-        Some(Some(why)) => writeln!(
+        Some((Some(why), setting)) => writeln!(
             out,
-            "member roles: not here: {why}; teammates use this login, and every check is the \
-             client's"
+            "member roles: not here: {why}; member_roles: {setting} (your config): {}",
+            if setting == roo_store::MemberRoles::Required {
+                "spawning a teammate in a pane or on another host fails"
+            } else {
+                "teammates use this login, and every check is the client's"
+            }
         )?,
         None => {}
     }

@@ -93,8 +93,8 @@ pub use message::{
 };
 pub use name::{MAX_NAME_LEN, Name};
 pub use pg::{
-    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, MemberLogin, PgStore, PresenceSettings,
-    RESTART_GRACE, SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,
+    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, MemberLogin, MemberRoles, PgStore,
+    PresenceSettings, RESTART_GRACE, SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,
 };
 pub use random::random_u64;
 pub use task::{

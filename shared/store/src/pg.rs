@@ -36,7 +36,7 @@ mod presence;
 mod roles;
 
 use connection::{Conn, open_connection_patiently};
-pub use roles::MemberLogin;
+pub use roles::{MemberLogin, MemberRoles};
 
 pub(crate) use presence::PresenceConn;
 pub use presence::{

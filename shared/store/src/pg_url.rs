@@ -143,7 +143,7 @@ fn libpq_hosts(url: &str) -> Cow<'_, str> {
 }
 
 /// `text` with `%XX` escapes decoded (a query key; invalid escapes stay as they are).
-fn percent_decoded(text: &str) -> String {
+pub(crate) fn percent_decoded(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -632,6 +632,17 @@ impl Team {
 
     /// Removes a member (it terminated). The lead cannot be removed.
     pub fn remove_member(&self, name_or_id: &str) -> Result<Member> {
+        let removed = self.remove_from_roster(name_or_id)?;
+        // Its member role, if it had one, loses its login with its place.
+        if let Some(pg) = self.home.pg()
+            && let Err(e) = pg.drop_member_role(&self.name, &removed.name)
+        {
+            crate::quarantine::warn(format!("removed {}, but failed to {e}", removed.name));
+        }
+        Ok(removed)
+    }
+
+    fn remove_from_roster(&self, name_or_id: &str) -> Result<Member> {
         self.update_logged(|config, guard| {
             let index = config
                 .members
@@ -657,6 +668,10 @@ impl Team {
         let path = self.config_path();
         if let Some(pg) = self.home.pg() {
             self.delete_rows(pg, &path, force)?;
+            // Its members' roles go with it (each loses its login first).
+            if let Err(e) = pg.drop_member_roles(&self.name) {
+                crate::quarantine::warn(format!("deleted team {}, but failed to {e}", self.name));
+            }
             // This host's own files of the team (the lead's key, transcripts, logs).
             return self.remove_local_dirs();
         }

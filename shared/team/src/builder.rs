@@ -65,6 +65,9 @@ pub struct BuiltAgent {
     /// The config's `team_turns`: whether an idle interactive lead takes its teammates'
     /// messages as a turn of its own.
     pub team_turns: bool,
+    /// The config's `member_roles`: what a lead's spawner gives teammates in processes
+    /// of their own on the PostgreSQL store.
+    pub member_roles: roo_store::MemberRoles,
     /// The config's `verify:` (trusted files only): the command the lead's TeamMerge
     /// runs on a merge before the user's branch moves.
     pub verify: Option<roo_agent::config::VerifySetting>,
@@ -257,6 +260,7 @@ pub async fn build_agent(settings: AgentSettings) -> Result<BuiltAgent, BuildErr
         subagents,
         mcp,
         team_turns: ws.config.team_turns(),
+        member_roles: ws.config.member_roles(),
         verify: ws.config.verify().cloned(),
         budget,
     })

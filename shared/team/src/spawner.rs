@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use roo_agent::config::HostConfig;
 use roo_agent::permissions::PermissionMode;
-use roo_store::{BackendType, Name};
+use roo_store::{BackendType, MemberRoles, Name, Team};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{
@@ -75,6 +75,9 @@ pub struct TeammateBase {
     /// list or the user's answer): handed to a teammate on another host with the
     /// project config, where it is final.
     pub project_trusted: bool,
+    /// The config's `member_roles`: whether a teammate in a process of its own gets a
+    /// member role of the PostgreSQL store instead of the lead's login.
+    pub member_roles: MemberRoles,
 }
 
 /// What the Agent tool asks for.
@@ -148,6 +151,13 @@ pub enum SpawnError {
     Pane { name: Name, source: Box<ExecError> },
     #[error("spawn {name} on host {host}: {why}")]
     Host { name: Name, host: Name, why: String },
+    #[error(
+        "spawn {name}: member roles: not here: {why}; `member_roles: required` in your \
+         config refuses to hand {name} the lead's login (docs/DISTRIBUTED.md)"
+    )]
+    MemberRolesRequired { name: Name, why: String },
+    #[error("spawn {name}: {message}")]
+    MemberRole { name: Name, message: String },
 }
 
 /// What a spawn did, for the lead's model.
@@ -179,6 +189,8 @@ struct Inner {
     /// The hosts of the user's `hosts:` that have an executor: where a teammate's clone
     /// there is made.
     hosts: OnceLock<BTreeMap<Name, HostConfig>>,
+    /// Whether the lead was told that this store gives no member roles (said once).
+    told_no_roles: std::sync::atomic::AtomicBool,
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -218,6 +230,7 @@ impl Spawner {
                 running: Mutex::new(HashMap::new()),
                 runtime: tokio::runtime::Handle::current(),
                 hosts: OnceLock::new(),
+                told_no_roles: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         spawner.inner.in_process.set_on_sent(spawner.on_sent());
@@ -294,8 +307,18 @@ impl Spawner {
     /// closed) unless `keep_panes`, in which case they keep running in their panes.
     pub async fn shutdown(&self, keep_panes: bool) {
         let all: Vec<Entry> = lock(&self.inner.running).drain().map(|(_, e)| e).collect();
+        let roles: Vec<(Team, Name)> = all
+            .iter()
+            .filter_map(|e| Some((e.handle.role_of.clone()?, e.handle.name.clone())))
+            .collect();
         drop(all);
         self.inner.executors.shutdown_all(keep_panes).await;
+        // Their processes ended: so do their logins. Kept panes keep theirs.
+        if !keep_panes {
+            for (team, name) in roles {
+                running::drop_member_role(team, name).await;
+            }
+        }
     }
 
     /// Sends in-process teammates' agent events, tagged with their names, to `output`
@@ -380,8 +403,15 @@ impl Spawner {
     pub async fn spawn(&self, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let binding = self.lead_binding()?;
         let (base, mode) = self.admit(&request)?;
+        // Decided before anything is made: `required` where roles are refused leaves
+        // nothing behind.
+        let (member_role, role_notice) = self.member_role_plan(&binding, &base, &request).await?;
         if let Some(host) = request.host.clone() {
-            return self.spawn_remote(request, host, binding, base, mode).await;
+            let mut spawned = self
+                .spawn_remote(request, host, binding, base, mode, member_role)
+                .await?;
+            spawned.notices.extend(role_notice);
+            return Ok(spawned);
         }
         let name = request.name.clone();
         let git = base.git.clone().in_launcher_of(&request.launcher);
@@ -405,6 +435,7 @@ impl Spawner {
         };
         let recipe = Recipe {
             host: None,
+            member_role,
             settings: teammate_settings(&base, &binding, &request, mode),
             plan_mode_required: request.plan_mode_required,
             mode_after_plan: base.lead_mode,
@@ -424,6 +455,7 @@ impl Spawner {
         };
         let mut notices = workspace.notices();
         notices.append(&mut handle.notices);
+        notices.extend(role_notice);
         let (work_dir, branch) = match &workspace {
             Workspace::Worktree(w) => (w.path.clone(), Some(w.branch.clone())),
             Workspace::Shared { dir, .. } => (dir.clone(), None),
@@ -473,6 +505,56 @@ impl Spawner {
         Ok((base, mode))
     }
 
+    /// Whether `request`'s teammate gets a member role of its own (a process of its
+    /// own — a pane, another host — on the PostgreSQL store, with `member_roles` not
+    /// `off`, where the server allows them), and what the lead is told when `auto`
+    /// falls back to its own login; refused under `required` where roles are not
+    /// possible.
+    async fn member_role_plan(
+        &self,
+        binding: &TeamBinding,
+        base: &TeammateBase,
+        request: &SpawnRequest,
+    ) -> Result<(bool, Option<String>), SpawnError> {
+        let own_process = request.host.is_some() || self.inner.backend != BackendType::InProcess;
+        let Some(pg) = binding.team.home().pg().cloned() else {
+            return Ok((false, None));
+        };
+        if !own_process || base.member_roles == MemberRoles::Off {
+            return Ok((false, None));
+        }
+        let name = request.name.clone();
+        let failed = |message: String| SpawnError::MemberRole {
+            name: name.clone(),
+            message: format!("failed to check for member roles: {message}"),
+        };
+        let why = tokio::task::spawn_blocking(move || pg.member_roles_unavailable())
+            .await
+            .map_err(|e| failed(e.to_string()))?
+            .map_err(|e| failed(e.to_string()))?;
+        let Some(why) = why else {
+            return Ok((true, None));
+        };
+        if base.member_roles == MemberRoles::Required {
+            return Err(SpawnError::MemberRolesRequired { name, why });
+        }
+        let notice =
+            format!("member roles: not here: {why}; teammate {name} uses the lead's login");
+        let first = !self
+            .inner
+            .told_no_roles
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        if first {
+            tracing::warn!("{notice}");
+            if let Some(events) = &self.inner.events {
+                events.send(crate::event::TeamEvent::Notice {
+                    text: notice.clone(),
+                });
+            }
+        }
+        Ok((false, Some(notice)))
+    }
+
     pub(crate) fn lead_binding(&self) -> Result<Arc<TeamBinding>, SpawnError> {
         let binding = self.inner.slot.get().ok_or(SpawnError::NoTeam)?;
         if !binding.is_lead() {
@@ -516,18 +598,46 @@ impl Spawner {
                 });
             }
         };
-        let notices = executor
-            .spawn(launch(binding, name, recipe, prompt))
-            .await
-            .map_err(|source| SpawnError::Pane {
-                name: name.clone(),
-                source: Box::new(source),
-            })?;
+        // Its role, made again at each start (a new one replaces the old, whose
+        // sessions end), off the runtime.
+        let login = match binding.team.home().pg() {
+            Some(pg) if recipe.member_role && location != Location::InProcess => {
+                let (pg, team, member) = (pg.clone(), binding.team.name().clone(), name.clone());
+                let made =
+                    tokio::task::spawn_blocking(move || pg.create_member_role(&team, &member))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|made| made.map_err(|e| e.to_string()));
+                Some(Arc::new(made.map_err(|message| {
+                    SpawnError::MemberRole {
+                        name: name.clone(),
+                        message: format!("failed to {message}"),
+                    }
+                })?))
+            }
+            _ => None,
+        };
+        let role_of = login.as_ref().map(|_| binding.team.clone());
+        let mut launch = launch(binding, name, recipe, prompt);
+        launch.member_login = login;
+        let notices = match executor.spawn(launch).await {
+            Ok(notices) => notices,
+            Err(source) => {
+                if let Some(team) = role_of {
+                    running::drop_member_role(team, name.clone()).await;
+                }
+                return Err(SpawnError::Pane {
+                    name: name.clone(),
+                    source: Box::new(source),
+                });
+            }
+        };
         Ok(Running {
             location,
             executor,
             name: name.clone(),
             notices,
+            role_of,
         })
     }
 }
@@ -572,6 +682,7 @@ fn launch(binding: &TeamBinding, name: &Name, recipe: Recipe, prompt: String) ->
         color: None,
         tools: Vec::new(),
         lead_key: binding.lead_key.as_ref().map(|k| k.public().to_hex()),
+        member_login: None,
     }
 }
 

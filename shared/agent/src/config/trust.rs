@@ -141,6 +141,11 @@ pub(crate) fn narrow(
             "budget" => {
                 kept.insert(key.clone(), item.clone());
             }
+            // The member roles reader takes only a stricter value from an untrusted
+            // project (`ConfigFiles::member_roles`).
+            roo_store::MemberRoles::KEY => {
+                kept.insert(key.clone(), item.clone());
+            }
             // Teammates' messages waiting for the person's prompt only narrows.
             "team_turns" if item.as_bool() == Some(false) => {
                 kept.insert(key.clone(), item.clone());

@@ -295,7 +295,13 @@ BEGIN
       INTO roster_old FROM pg_catalog.json_array_elements(oj -> 'members') WITH ORDINALITY AS e(x, i);
     SELECT pg_catalog.string_agg(pg_catalog.json_build_array(x ->> 'name', x ->> 'agent_id')::text, ',' ORDER BY i)
       INTO roster_new FROM pg_catalog.json_array_elements(nj -> 'members') WITH ORDINALITY AS e(x, i);
-    IF roster_old IS DISTINCT FROM roster_new THEN
+    -- Its first join adds its own entry, last, under its own name and agent id (a
+    -- pane or remote teammate joins after the lead started its process).
+    IF roster_old IS DISTINCT FROM roster_new
+       AND NOT (NOT EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(oj -> 'members') o
+                            WHERE pg_catalog.lower(o ->> 'name') = pg_catalog.lower(m))
+                AND roster_new = pg_catalog.concat_ws(',', roster_old,
+                        pg_catalog.json_build_array(m, m || '@' || t)::text)) THEN
         RAISE EXCEPTION 'member % may not change the roster', m USING ERRCODE = '42501';
     END IF;
     lead := oj ->> 'lead_agent_id';
@@ -564,7 +570,7 @@ fn install_sql() -> String {
 
 /// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
 /// installed again (every statement is idempotent).
-const INSTALL_VERSION: &str = "6";
+const INSTALL_VERSION: &str = "7";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {
@@ -770,6 +776,134 @@ impl MemberLogin {
     }
 }
 
+impl MemberLogin {
+    /// The URL of this member's process: `lead_url` (the lead's store URL) with this
+    /// role as its user and no password (the authority's, or a `password`, `user` or
+    /// `passfile` parameter, all left out); host, port, database and every other
+    /// parameter (`sslmode`, `sslrootcert`, `options`, …) as written. The password goes
+    /// apart ([`MemberLogin::password`], as `PGPASSWORD`).
+    pub fn url_for(&self, lead_url: &str) -> Result<String> {
+        let refused = |why: &str| Error::InvalidSetting {
+            name: crate::env::ROO_STORE_ENV,
+            reason: format!("make the URL of member role {}: {why}", self.role),
+        };
+        let (scheme, rest) = ["postgresql://", "postgres://"]
+            .iter()
+            .find_map(|scheme| lead_url.strip_prefix(scheme).map(|rest| (*scheme, rest)))
+            .ok_or_else(|| refused("the store URL is not a postgresql:// URL"))?;
+        // The credentials run to the first `@`, as the URL is read (`crate::pg_url`).
+        let rest = rest.find('@').map_or(rest, |at| &rest[at + 1..]);
+        let (base, query) = match rest.split_once('?') {
+            Some((base, query)) => (base, query),
+            None => (rest, ""),
+        };
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .filter(|pair| {
+                let key = pair.split_once('=').map_or(*pair, |(key, _)| key);
+                !matches!(
+                    crate::pg_url::percent_decoded(key).as_str(),
+                    "user" | "password" | "passfile"
+                )
+            })
+            .collect();
+        let mut url = format!("{scheme}{}@{base}", self.role);
+        if !kept.is_empty() {
+            url.push('?');
+            url.push_str(&kept.join("&"));
+        }
+        let config = crate::pg_url::parse(&url).map_err(|_| refused("it does not parse"))?;
+        if config.get_user() != Some(self.role.as_str()) || config.get_password().is_some() {
+            return Err(refused("its user or password would not be the member's"));
+        }
+        Ok(url)
+    }
+}
+
+/// `member_roles:` in the user's config (docs/DISTRIBUTED.md "Authority in the
+/// database"): whether a lead on the PostgreSQL store gives each teammate that runs in
+/// a process of its own (a pane, another host) a member role of its own. Ordered from
+/// the weakest: a project's file may only make it stricter unless trusted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MemberRoles {
+    /// Teammates use the lead's login, as before member roles.
+    Off,
+    /// A member role where the server allows them, else the lead's login (said once).
+    #[default]
+    Auto,
+    /// A member role, or no teammate at all: a spawn where member roles are not
+    /// possible fails and leaves nothing.
+    Required,
+}
+
+impl MemberRoles {
+    /// The config key.
+    pub const KEY: &'static str = "member_roles";
+
+    /// The setting as written (`auto`, `required`, `off`); `Err` says what is allowed.
+    pub fn parse(value: &str) -> std::result::Result<MemberRoles, String> {
+        match value.trim() {
+            "auto" => Ok(MemberRoles::Auto),
+            "required" => Ok(MemberRoles::Required),
+            "off" => Ok(MemberRoles::Off),
+            other => Err(format!(
+                "`{}: {}` is not a value it takes; use auto, required or off",
+                MemberRoles::KEY,
+                other.escape_debug()
+            )),
+        }
+    }
+
+    /// The setting of a config document (`None`: not set); `Err` says why it is not
+    /// one ([`MemberRoles::parse`]; YAML's `off` read as `false` is `off`).
+    pub fn of_yaml(
+        document: &serde_yaml_ng::Value,
+    ) -> std::result::Result<Option<MemberRoles>, String> {
+        match document.get(MemberRoles::KEY) {
+            None | Some(serde_yaml_ng::Value::Null) => Ok(None),
+            Some(serde_yaml_ng::Value::String(value)) => MemberRoles::parse(value).map(Some),
+            Some(serde_yaml_ng::Value::Bool(false)) => Ok(Some(MemberRoles::Off)),
+            Some(_) => Err(format!(
+                "`{}` must be auto, required or off",
+                MemberRoles::KEY
+            )),
+        }
+    }
+
+    /// The setting of the user's own config file, `<root>/config.yaml` (the default
+    /// without the file or the key): what `doctor` states.
+    pub fn of_user_config(root: &std::path::Path) -> Result<MemberRoles> {
+        let path = crate::home::user_config_file(root);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(MemberRoles::default());
+            }
+            Err(e) => return Err(Error::io("read", &path, e)),
+        };
+        let invalid = |reason: String| Error::InvalidSetting {
+            name: MemberRoles::KEY,
+            reason: format!("{reason} (in {})", path.display()),
+        };
+        let document: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&bytes)
+            .map_err(|e| invalid(format!("the file does not parse as YAML: {e}")))?;
+        Ok(MemberRoles::of_yaml(&document)
+            .map_err(invalid)?
+            .unwrap_or_default())
+    }
+}
+
+impl std::fmt::Display for MemberRoles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MemberRoles::Off => "off",
+            MemberRoles::Auto => "auto",
+            MemberRoles::Required => "required",
+        })
+    }
+}
+
 impl std::fmt::Debug for MemberLogin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemberLogin")
@@ -802,6 +936,73 @@ impl PgStore {
         self.request("check the server for member roles", |conn| {
             block_on(refusal(&conn.client))
         })
+    }
+
+    /// Why this store cannot give members roles of their own (its login may not
+    /// create roles, or [`PgStore::member_roles_refused`]); `None` when it can.
+    pub fn member_roles_unavailable(&self) -> Result<Option<String>> {
+        if !self.can_create_member_roles()? {
+            return Ok(Some(
+                "the store's login may not create roles (it needs CREATEROLE and to own the \
+                 tables)"
+                    .to_owned(),
+            ));
+        }
+        self.member_roles_refused()
+    }
+
+    /// `env`, what this store's login (the lead) hands to `login`'s member process,
+    /// made the member's: `ROO_STORE` its URL ([`MemberLogin::url_for`] of `lead_url`),
+    /// `PGPASSWORD` its password, and this login's password in no variable — the lead's
+    /// `PGPASSWORD` and `PGPASSFILE` and every variable whose value holds the password
+    /// this store logged in with (or the one of `lead_url`) are left out.
+    pub fn hand_member_login(
+        &self,
+        login: &MemberLogin,
+        lead_url: &str,
+        env: &mut std::collections::BTreeMap<String, String>,
+    ) -> Result<()> {
+        let url = login.url_for(lead_url)?;
+        let bytes = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let mut secrets: Vec<String> = Vec::new();
+        secrets.extend(self.inner.config.get_password().map(bytes));
+        if let Ok(config) = crate::pg_url::parse(lead_url) {
+            secrets.extend(config.get_password().map(bytes));
+        }
+        secrets.extend(env.get("PGPASSWORD").cloned());
+        secrets.retain(|s| !s.is_empty());
+        // A short password would match much else: only a value equal to it goes then.
+        let holds = |value: &str| {
+            secrets
+                .iter()
+                .any(|s| value == s || (s.len() >= 8 && value.contains(s.as_str())))
+        };
+        env.retain(|name, value| {
+            !matches!(
+                name.to_ascii_uppercase().as_str(),
+                "PGPASSWORD" | "PGPASSFILE" | "PGUSER" | "ROO_STORE"
+            ) && !holds(value)
+        });
+        env.insert(crate::env::ROO_STORE_ENV.to_owned(), url);
+        env.insert("PGPASSWORD".to_owned(), login.password.clone());
+        Ok(())
+    }
+
+    /// Drops the role of `member` of `team`, if it has one (a teammate stopped, removed
+    /// or whose spawn failed): its login goes first, then the role, as in
+    /// [`PgStore::drop_member_roles`]; how many there were.
+    pub fn drop_member_role(&self, team: &Name, member: &Name) -> Result<usize> {
+        let installed = self.request("look for member roles", |conn| {
+            block_on(async { Ok(mode(&conn.client).await? != Mode::Plain) })
+        })?;
+        if !installed {
+            return Ok(0);
+        }
+        self.revoke_and_drop(
+            team,
+            Some(member),
+            &format!("drop the role of member {member} of team {team}"),
+        )
     }
 
     /// A new login role for `member` of `team`, replacing one it had (whose sessions are
@@ -936,6 +1137,8 @@ impl PgStore {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -961,6 +1164,57 @@ mod tests {
         assert_eq!(refusal_of(0, "s", &[]), None);
         let why = refusal_of(5, "s", &[]).expect("refused with prepared transactions");
         assert!(why.contains("max_prepared_transactions = 5"), "{why}");
+    }
+
+    #[test]
+    fn a_members_url_is_the_leads_with_its_role_and_no_password() {
+        let login = MemberLogin {
+            role: "roo_m_crew_alice_00ff".into(),
+            password: "member-pw".into(),
+        };
+        for (lead, member) in [
+            (
+                "postgresql://roo:s3cr%40t@db.example:5433/roo?sslmode=verify-full&sslrootcert=%2Fca.pem&options=-c%20search_path%3Dx",
+                "postgresql://roo_m_crew_alice_00ff@db.example:5433/roo?sslmode=verify-full&sslrootcert=%2Fca.pem&options=-c%20search_path%3Dx",
+            ),
+            (
+                "postgres://postgres@localhost/postgres?host=/tmp/pg&password=leadpw&p%61ssfile=/p&user=roo&connect_timeout=3",
+                "postgres://roo_m_crew_alice_00ff@localhost/postgres?host=/tmp/pg&connect_timeout=3",
+            ),
+            (
+                "postgresql://[fd00::2]:5432/roo",
+                "postgresql://roo_m_crew_alice_00ff@[fd00::2]:5432/roo",
+            ),
+            (
+                "postgresql:///roo?host=/run/pg",
+                "postgresql://roo_m_crew_alice_00ff@/roo?host=/run/pg",
+            ),
+        ] {
+            let url = login.url_for(lead).unwrap();
+            assert_eq!(url, member, "{lead}");
+            assert!(!url.contains("s3cr") && !url.contains("leadpw"), "{url}");
+        }
+        assert!(login.url_for("mysql://x@y/z").is_err());
+    }
+
+    #[test]
+    fn the_setting_is_one_of_three_words() {
+        let yaml = |text: &str| serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text).unwrap();
+        assert_eq!(MemberRoles::of_yaml(&yaml("a: 1")), Ok(None));
+        for (text, value) in [
+            ("member_roles: auto", MemberRoles::Auto),
+            ("member_roles: required", MemberRoles::Required),
+            ("member_roles: off", MemberRoles::Off),
+        ] {
+            assert_eq!(MemberRoles::of_yaml(&yaml(text)), Ok(Some(value)));
+        }
+        let err = MemberRoles::of_yaml(&yaml("member_roles: maybe")).unwrap_err();
+        assert!(
+            err.contains("member_roles") && err.contains("auto, required or off"),
+            "{err}"
+        );
+        assert!(MemberRoles::of_yaml(&yaml("member_roles: [x]")).is_err());
+        assert!(MemberRoles::Off < MemberRoles::Auto && MemberRoles::Auto < MemberRoles::Required);
     }
 
     #[test]

@@ -301,6 +301,50 @@ fn a_member_role_cannot_rewrite_the_roster_or_lead_key() {
     assert_eq!(config.members.len(), 3);
 }
 
+/// A pane or remote teammate's first join adds its own entry to the roster (the lead
+/// starts its process before it is in the roster): allowed for its own name and agent
+/// id only, and never with another entry.
+#[test]
+fn a_member_role_adds_only_itself_to_the_roster() {
+    let Some(t) = two() else {
+        return;
+    };
+    let store = t.home.pg().unwrap();
+    let dave = store.create_member_role(&name("a"), &name("dave")).unwrap();
+    let (_dir, dave_home) = home_at(&as_member(&t.url, &dave));
+    let team = Team::open(&dave_home, name("a")).unwrap();
+    team.join(roo_store::Member::new(name("dave"), team.name()))
+        .unwrap();
+    assert_eq!(t.a.config().unwrap().members.len(), 4);
+    let erin = store.create_member_role(&name("a"), &name("erin")).unwrap();
+    let append = |entries: &str| {
+        format!(
+            "SELECT roo_m_write('teams/a/config.json', jsonb_set(doc::jsonb, '{{members}}', \
+               (doc->'members')::jsonb || '{entries}'::jsonb)::text) \
+             FROM roo_doc WHERE key = 'teams/a/config.json'"
+        )
+    };
+    for (what, entries) in [
+        (
+            "its entry with the lead's agent id",
+            r#"[{"name":"erin","agent_id":"lead@a","joined_at":"2026-01-01T00:00:00Z"}]"#,
+        ),
+        (
+            "its entry and another",
+            r#"[{"name":"erin","agent_id":"erin@a","joined_at":"2026-01-01T00:00:00Z"},{"name":"mallory","agent_id":"mallory@a","joined_at":"2026-01-01T00:00:00Z"}]"#,
+        ),
+        (
+            "an entry of dave's name",
+            r#"[{"name":"Dave","agent_id":"erin@a","joined_at":"2026-01-01T00:00:00Z"}]"#,
+        ),
+    ] {
+        let e = refused(what, psql_as(&t.url, &erin, &append(entries)));
+        assert!(e.contains("may not change the roster"), "{what}: {e}");
+    }
+    assert_eq!(t.a.config().unwrap().members.len(), 4);
+    let _ = store.drop_member_roles(&name("a"));
+}
+
 /// Issue 33: the task list deleted (`roo-task list` then printed `[]`).
 #[test]
 fn a_member_role_cannot_delete_the_task_list() {

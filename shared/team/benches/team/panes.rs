@@ -165,6 +165,7 @@ fn launch(world: &World, url: &str, who: &str, prompt: &str) -> Launch {
         color: None,
         tools: Vec::new(),
         lead_key: None,
+        member_login: None,
     }
 }
 

@@ -51,6 +51,11 @@ pub struct Launch {
     /// The lead's public key (hex), pinned by the teammate from its start: it takes
     /// answers to its questions only with this key's signature.
     pub lead_key: Option<String>,
+    /// The member role the lead made for this teammate's process on the PostgreSQL
+    /// store (docs/DISTRIBUTED.md "Authority in the database"): its handoff carries that
+    /// role's URL and password in place of the lead's login. `None`: the lead's login
+    /// (files, `member_roles: off`, a server that refuses them, in-process).
+    pub member_login: Option<Arc<roo_store::MemberLogin>>,
 }
 
 impl Launch {

@@ -86,6 +86,7 @@ pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<(PathBuf, Stri
     if let Some(store) = &launch.settings.store_setting {
         env.insert(roo_store::ROO_STORE_ENV.to_string(), store.clone());
     }
+    hand_member_login(launch, &mut env).map_err(|e| start(format!("failed to {e}")))?;
     let (dir, label) = (
         dir.to_path_buf(),
         format!("{}+{}", launch.team.name(), launch.name),
@@ -105,6 +106,33 @@ pub async fn write_handoff(dir: &Path, launch: &Launch) -> Result<(PathBuf, Stri
     .map_err(|e| start(e.to_string()))?
     .map_err(|e| start(format!("failed to {e}")))?;
     Ok((offer.socket, offer.env_value))
+}
+
+/// `env`, the handoff of `launch`'s worker (a pane's or another host's), with the
+/// member role the lead made for it in place of the lead's login, if it has one
+/// ([`Launch::member_login`]): `ROO_STORE` is the lead's URL (`env`'s) with the role as
+/// its user and no password, `PGPASSWORD` the role's password, and no variable holds
+/// the lead's password (`PgStore::hand_member_login`). The error reads after "failed to".
+pub fn hand_member_login(
+    launch: &Launch,
+    env: &mut std::collections::BTreeMap<String, String>,
+) -> Result<(), String> {
+    let Some(login) = &launch.member_login else {
+        return Ok(());
+    };
+    let refused = |why: &str| format!("hand over the member role {}: {why}", login.role());
+    let pg = launch
+        .team
+        .home()
+        .pg()
+        .ok_or_else(|| refused("the team is not on the PostgreSQL store"))?;
+    let lead_url = env
+        .get(roo_store::ROO_STORE_ENV)
+        .filter(|url| url.starts_with("postgres"))
+        .cloned()
+        .ok_or_else(|| refused("the lead's store URL is not known"))?;
+    pg.hand_member_login(login, &lead_url, env)
+        .map_err(|e| refused(&e.to_string()))
 }
 
 /// Waits until `launch`'s teammate has joined its team with `pid`, or its process ended,

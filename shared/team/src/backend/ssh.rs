@@ -411,7 +411,9 @@ fn ssh_failure(stderr: &[u8], status: std::process::ExitStatus) -> String {
 /// The environment handed to a teammate on another host: only the lead's secrets — the
 /// API keys, `ROO_STORE` (the store this lead uses, `settings.store_setting`, also when
 /// it comes from `store:` in the user's config) and `PGPASSWORD` — merged over that
-/// host's own environment by the handoff server there.
+/// host's own environment by the handoff server there. A teammate given a member role
+/// gets that role's URL and password in place of the lead's
+/// ([`crate::backend::pane::hand_member_login`], applied by the spawn).
 pub fn handoff_env(settings: &crate::settings::AgentSettings) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> =
         roo_agent::exec::sandbox::handoff::current_env_for_handoff()
@@ -502,7 +504,9 @@ impl TeammateExecutor for SshExecutor {
                 .ok()
                 .flatten()
             };
-            let env = handoff_env(&launch.settings);
+            let mut env = handoff_env(&launch.settings);
+            crate::backend::pane::hand_member_login(&launch, &mut env)
+                .map_err(|e| start_error(format!("failed to {e}")))?;
             let (argv, handed) = remote_worker_launch(&self.inner.host, &launch, &color);
             let (mut handoff, value) = self
                 .offer_env(&launch, &env, &handed)
@@ -691,6 +695,7 @@ mod tests {
             color: None,
             tools: Vec::new(),
             lead_key: None,
+            member_login: None,
         }
     }
 

@@ -96,6 +96,7 @@ impl Spawner {
         binding: Arc<TeamBinding>,
         base: TeammateBase,
         mode: PermissionMode,
+        member_role: bool,
     ) -> Result<Spawned, SpawnError> {
         let name = request.name.clone();
         let host_config = self.host_config(&name, &host)?;
@@ -174,6 +175,7 @@ impl Spawner {
         settings.project_config = Some(project_config);
         let recipe = Recipe {
             host: Some(host.clone()),
+            member_role,
             settings,
             plan_mode_required: request.plan_mode_required,
             mode_after_plan: base.lead_mode,

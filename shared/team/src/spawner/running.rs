@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use roo_agent::permissions::PermissionMode;
-use roo_store::Name;
+use roo_store::{Name, Team};
 
 use crate::backend::{Location, TeammateExecutor};
 use crate::binding::TeamBinding;
@@ -24,6 +24,8 @@ pub(super) struct Running {
     pub(super) name: Name,
     /// What the executor said at the start (how to attach), for the spawn result.
     pub(super) notices: Vec<String>,
+    /// The team whose member role this process was given (`None`: the lead's login).
+    pub(super) role_of: Option<Team>,
 }
 
 impl Running {
@@ -42,11 +44,33 @@ impl Running {
             return;
         }
         let (executor, name) = (self.executor.clone(), self.name.clone());
+        let role_of = self.role_of.clone();
         runtime.spawn(async move {
             if let Err(e) = executor.kill(&name).await {
                 tracing::debug!(member = %name, error = %e, "failed to stop a teammate");
             }
+            // Its process ended (its last writes done): its login goes. A restart makes
+            // a new one.
+            if let Some(team) = role_of {
+                drop_member_role(team, name).await;
+            }
         });
+    }
+}
+
+/// Drops the member role of `name` in `team`'s store, off the runtime; a failure is
+/// logged (the role lost its login first, or nothing was done).
+pub(super) async fn drop_member_role(team: Team, name: Name) {
+    let Some(pg) = team.home().pg().cloned() else {
+        return;
+    };
+    let member = name.clone();
+    let dropped =
+        tokio::task::spawn_blocking(move || pg.drop_member_role(team.name(), &member)).await;
+    match dropped {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(member = %name, error = %e, "failed to drop a member role"),
+        Err(e) => tracing::warn!(member = %name, error = %e, "failed to drop a member role"),
     }
 }
 
@@ -64,6 +88,8 @@ pub(super) struct Entry {
 pub(super) struct Recipe {
     /// The host it runs on (`None`: this machine).
     pub(super) host: Option<Name>,
+    /// Each start gives its process a member role of its own ([`Spawner::spawn`]).
+    pub(super) member_role: bool,
     pub(super) settings: AgentSettings,
     pub(super) plan_mode_required: bool,
     pub(super) mode_after_plan: PermissionMode,

@@ -196,6 +196,7 @@ fn lead_with(script: &str, backend: BackendType, git: Git) -> Lead {
         lead_mode: PermissionMode::AcceptEdits,
         git,
         project_trusted: false,
+        member_roles: roo_store::MemberRoles::Auto,
     });
     Lead {
         home,

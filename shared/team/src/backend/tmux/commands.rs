@@ -409,6 +409,7 @@ mod tests {
             color: None,
             tools: Vec::new(),
             lead_key: None,
+            member_login: None,
         };
         let argv = worker_argv(Path::new("/bin/roo-worker"), &launch, "green").join(" ");
         assert_eq!(
