@@ -310,6 +310,10 @@ fn a_hostile_teammate_host_is_refused_by_the_server_in_everything_beyond_its_mem
             if let Some(status) = hosts.exit_status(&lead) {
                 panic!("the lead ended ({status}) before {what}:\n{}", context());
             }
+            let mallory = std::fs::read_to_string(mallory_dir.join("mallory.log"));
+            if mallory.is_ok_and(|log| log.contains("panicked at")) {
+                panic!("mallory failed before {what}:\n{}", context());
+            }
             check()
         };
         wait_until(what, Duration::from_secs(secs), &mut checked, context);
@@ -366,6 +370,13 @@ fn a_hostile_teammate_host_is_refused_by_the_server_in_everything_beyond_its_mem
         alice_holder.contains(" roo_m_") && !alice_holder.ends_with(&user),
         "alice's presence session: {alice_holder}"
     );
+
+    // Alice's inbox has a message, so a forged one is added to a real inbox.
+    owner_cli(&hosts, &pg, &setup, "roo-mail")
+        .args(["send", "--team", TEAM, "--from", "lead", "--to", "alice"])
+        .args(["--summary", "note", "keep going"])
+        .run()
+        .assert_ok();
 
     // The attacks.
     go("go-attacks");
@@ -860,7 +871,8 @@ fn mallory_on_host_b() {
         let others = c
             .query(
                 "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity \
-                 WHERE backend_type = 'client backend' AND usename <> session_user",
+                 WHERE pid <> pg_backend_pid() AND usename IS NOT NULL \
+                 AND usename <> session_user",
             )
             .await
             .unwrap_or_default();
