@@ -649,6 +649,19 @@ fn a_hostile_teammate_host_is_refused_by_the_server_in_everything_beyond_its_mem
         "mallory let go of alice's key"
     );
     go("release");
+
+    // Not refused, by design (docs/DISTRIBUTED.md "Still the client's": the whole task
+    // list is one row a member may write): shown, not asserted.
+    wait("mallory's last write", 60, &mut || {
+        file("emptied.json").exists().then_some(())
+    });
+    eprintln!(
+        "known limit: a member role rewrote the task list with no tasks: {}; tasks left: {}",
+        read_json(&file("emptied.json")).unwrap_or_default(),
+        team.tasks()
+            .list(&Default::default())
+            .map_or(0, |t| t.len())
+    );
 }
 
 /// The hostile teammate: the worker of host b's entry (see [`prepare`]). Started by the
@@ -947,6 +960,20 @@ fn mallory_on_host_b() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         drop(c);
+        // Last, what the server leaves to the client (docs/DISTRIBUTED.md "Still the
+        // client's"): the task list is one row a member may write, so it may empty it.
+        let c = sql.connect().await;
+        let emptied = c
+            .attempt(
+                "empty the task list",
+                "the task list rewritten with no tasks through roo_m_write",
+                &format!(
+                    "SELECT roo_m_write(key, jsonb_set(doc::jsonb, '{{tasks}}', '[]')::text) \
+                     FROM roo_doc WHERE key = '{tasks}'"
+                ),
+            )
+            .await;
+        write(&dir.join("emptied.json"), &emptied);
     });
 }
 
