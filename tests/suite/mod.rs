@@ -58,6 +58,7 @@ mod team_pg;
 mod team_pg_presence;
 mod team_pg_roles;
 mod team_rewind;
+mod team_roles;
 mod team_spawn;
 mod team_ssh;
 mod team_top;

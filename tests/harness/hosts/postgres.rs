@@ -170,6 +170,34 @@ impl Postgres {
         &self.admin_url
     }
 
+    /// Lets the role create member roles (docs/DISTRIBUTED.md "Authority in the database"):
+    /// `ALTER ROLE roo_test CREATEROLE` (it owns the tables it makes), and admits every
+    /// role with a password — the member roles the store creates, `roo_m_…` — over TCP
+    /// to the role's database by password, as the only other `pg_hba.conf` line (then
+    /// reloaded).
+    pub fn allow_member_roles(&self) {
+        let psql = find_program("psql").expect("psql");
+        let out = crate::TestCommand::new(psql)
+            .args([self.admin_url(), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c"])
+            .arg(format!("ALTER ROLE {ROLE} CREATEROLE"))
+            .run();
+        out.assert_ok();
+        let hba = self.dir.join("data/pg_hba.conf");
+        let mut lines = std::fs::read_to_string(&hba).unwrap();
+        lines.push_str(&format!("host {ROLE} all samenet scram-sha-256\n"));
+        std::fs::write(&hba, lines).unwrap();
+        crate::TestCommand::new(find_program("psql").expect("psql"))
+            .args([
+                self.admin_url(),
+                "-X",
+                "-At",
+                "-c",
+                "SELECT pg_reload_conf()",
+            ])
+            .run()
+            .assert_ok();
+    }
+
     /// The address the server listens on.
     pub fn addr(&self) -> Ipv4Addr {
         self.addr
