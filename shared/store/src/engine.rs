@@ -269,4 +269,13 @@ impl Engine {
             Engine::Postgres(pg) => team.delete_rows(pg, force),
         }
     }
+
+    /// Takes the login of `member`'s member role of `team`, if it has one (files have
+    /// none): [`crate::Team::remove_member`].
+    pub(crate) fn drop_member_role(&self, team: &Name, member: &Name) -> Result<()> {
+        match self {
+            Engine::Files => Ok(()),
+            Engine::Postgres(pg) => pg.drop_member_role(team, member).map(|_| ()),
+        }
+    }
 }

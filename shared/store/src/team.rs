@@ -634,8 +634,10 @@ impl Team {
     pub fn remove_member(&self, name_or_id: &str) -> Result<Member> {
         let removed = self.remove_from_roster(name_or_id)?;
         // Its member role, if it had one, loses its login with its place.
-        if let Some(pg) = self.home.pg()
-            && let Err(e) = pg.drop_member_role(&self.name, &removed.name)
+        if let Err(e) = self
+            .home
+            .engine()
+            .drop_member_role(&self.name, &removed.name)
         {
             crate::quarantine::warn(format!("removed {}, but failed to {e}", removed.name));
         }
