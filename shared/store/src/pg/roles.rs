@@ -803,7 +803,7 @@ impl MemberLogin {
             .filter(|pair| {
                 let key = pair.split_once('=').map_or(*pair, |(key, _)| key);
                 !matches!(
-                    crate::pg_url::percent_decoded(key).as_str(),
+                    crate::pg::url::percent_decoded(key).as_str(),
                     "user" | "password" | "passfile"
                 )
             })
@@ -813,7 +813,7 @@ impl MemberLogin {
             url.push('?');
             url.push_str(&kept.join("&"));
         }
-        let config = crate::pg_url::parse(&url).map_err(|_| refused("it does not parse"))?;
+        let config = crate::pg::url::parse(&url).map_err(|_| refused("it does not parse"))?;
         if config.get_user() != Some(self.role.as_str()) || config.get_password().is_some() {
             return Err(refused("its user or password would not be the member's"));
         }
@@ -966,7 +966,7 @@ impl PgStore {
         let bytes = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let mut secrets: Vec<String> = Vec::new();
         secrets.extend(self.inner.config.get_password().map(bytes));
-        if let Ok(config) = crate::pg_url::parse(lead_url) {
+        if let Ok(config) = crate::pg::url::parse(lead_url) {
             secrets.extend(config.get_password().map(bytes));
         }
         secrets.extend(env.get("PGPASSWORD").cloned());
