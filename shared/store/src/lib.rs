@@ -51,6 +51,7 @@ mod liveness;
 mod lock;
 mod mailbox;
 mod member_files;
+mod member_roles;
 mod membership;
 mod message;
 mod name;
@@ -83,6 +84,7 @@ pub use mailbox::{
     ARCHIVE_BATCH, ASSIGN_KEY_PREFIX, InboxDoc, Mailbox, MessageStatus, RETAINED_READ, ReadFilter,
     Receipt, SendReport,
 };
+pub use member_roles::MemberRoles;
 pub use membership::{Assignment, Death, Idle, Joined};
 pub use message::{
     DELIVERY_BUDGET, Delivery, FLOOD_SHOWN, MAX_SUMMARY_CHARS, Message, MessageBody, MessageId,
@@ -92,8 +94,8 @@ pub use message::{
 pub use name::{MAX_NAME_LEN, Name};
 pub use pg::pgpass;
 pub use pg::{
-    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, MemberLogin, MemberRoles, PgStore,
-    PresenceSettings, RESTART_GRACE, SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,
+    KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, MemberLogin, PgStore, PresenceSettings,
+    RESTART_GRACE, SCHEMA_VERSION, USER_TIMEOUT, channel_of, presence_key,
 };
 pub use random::random_u64;
 pub use task::{

@@ -40,7 +40,7 @@ pub(crate) mod tls;
 pub(crate) mod url;
 
 use connection::{Conn, open_connection_patiently};
-pub use roles::{MemberLogin, MemberRoles};
+pub use roles::MemberLogin;
 
 pub(crate) use change::{Reads, Wants};
 pub(crate) use presence::PresenceConn;
