@@ -56,6 +56,7 @@ mod team_model_input;
 mod team_panes;
 mod team_pg;
 mod team_pg_presence;
+mod team_reaper;
 mod team_rewind;
 mod team_spawn;
 mod team_ssh;
