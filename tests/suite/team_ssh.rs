@@ -156,17 +156,20 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
         roster.contains("alice") && roster.contains("host b"),
         "{roster}"
     );
-    // TeamDelete shut her down, deleted the team, and said her clone stays on B.
+    // TeamDelete shut her down, deleted the team and, her branch merged, removed her
+    // clone on B over ssh (issue 33: `worktree/remote_gc.rs`); B's own clone stays.
     assert!(
-        out.contains("it is on host b (its branch was merged and is deleted here)"),
+        out.contains("crew+alice (roo/crew/alice, branch deleted)") && out.contains("removed "),
         "{context}"
     );
     assert!(
-        layout
+        !layout
             .remote()
-            .join(".roocode/worktrees/crew+alice/c.txt")
-            .is_file()
+            .join(".roocode/worktrees/crew+alice")
+            .exists(),
+        "{context}"
     );
+    assert!(layout.remote().join(".git").is_dir());
 
     // Nothing secret on any command line, on either host, during the whole run.
     assert!(rounds > 10, "the sampler ran");
