@@ -2,8 +2,8 @@
 //!
 //! Removing a clone there needs the lead's repository, its `hosts:` config and ssh —
 //! the team runtime's, which this crate does not link. The `roo-mail` binary installs
-//! the runtime's implementation ([`install`]) before it runs; without one, `gc-hosts`
-//! says so and `team delete` leaves the clones as before.
+//! the runtime's implementation ([`install`]) before it runs (so does `roo-task`);
+//! without one, `gc-hosts` says so and `team delete` leaves the clones as before.
 
 use std::sync::OnceLock;
 
