@@ -289,16 +289,17 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             // Teammates on other hosts, read while the roster exists: their clones there
             // are removed once merged (`crate::hosts`).
             let remote = match crate::hosts::cleaner() {
-                Some(cleaner) => Some(team.config()?)
-                    .filter(crate::hosts::has_remote_members)
-                    .map(|config| (cleaner, config)),
-                None => None,
+                Some(cleaner) if crate::hosts::has_remote_members(&team.config()?) => {
+                    Some((cleaner, stopped_only(&team)?))
+                }
+                _ => None,
             };
             team.delete(force)?;
-            if let Some((cleaner, config)) = remote {
+            if let Some((cleaner, (config, mut skipped))) = remote {
                 match cleaner.gc(&ctx.home()?, &config, None, false) {
                     Ok((lines, _)) => {
-                        for line in lines {
+                        skipped.extend(lines);
+                        for line in skipped {
                             eprintln!("{}: {}", ctx.program, escape(&line));
                         }
                     }
@@ -339,6 +340,28 @@ fn gc_hosts(ctx: &Context, host: Option<String>, dry_run: bool, out: &mut impl W
         )));
     };
     let team = ctx.team()?;
+    let (config, mut lines) = stopped_only(&team)?;
+    let (more, held_back) = cleaner
+        .gc(&ctx.home()?, &config, host.as_ref(), dry_run)
+        .map_err(CliError::Refused)?;
+    lines.extend(more);
+    for line in &lines {
+        writeln!(out, "{}", escape(line))?;
+    }
+    if lines.is_empty() {
+        writeln!(out, "no clones of team {} on other hosts", team.name())?;
+    }
+    if held_back || lines.iter().any(|l| l.contains(": skipped: ")) {
+        return Err(CliError::Refused(
+            "some clones were kept (named above)".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// The team's config without its teammates on other hosts that still run (their clones
+/// are in use), and a line for each of those.
+fn stopped_only(team: &Team) -> CliResult<(roo_store::TeamConfig, Vec<String>)> {
     let mut config = team.config()?;
     let liveness = team.liveness(&config)?;
     let mut lines = Vec::new();
@@ -356,22 +379,7 @@ fn gc_hosts(ctx: &Context, host: Option<String>, dry_run: bool, out: &mut impl W
         }
         !running
     });
-    let (more, held_back) = cleaner
-        .gc(&ctx.home()?, &config, host.as_ref(), dry_run)
-        .map_err(CliError::Refused)?;
-    lines.extend(more);
-    for line in &lines {
-        writeln!(out, "{}", escape(line))?;
-    }
-    if lines.is_empty() {
-        writeln!(out, "no clones of team {} on other hosts", team.name())?;
-    }
-    if held_back || lines.iter().any(|l| l.contains(": skipped: ")) {
-        return Err(CliError::Refused(
-            "some clones were kept (named above)".to_string(),
-        ));
-    }
-    Ok(())
+    Ok((config, lines))
 }
 
 fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {
