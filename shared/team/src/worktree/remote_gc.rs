@@ -13,8 +13,10 @@
 //! lead's HEAD lacks (merged, or never given work), and the host finds, without running
 //! anything of the clone's, that it is still that clone as fetched ([`remove_script`]): a
 //! real directory (no symlink on the way from `repo`, physical path checked), on the
-//! teammate's branch, its branches and stash exactly the fetched tip, and no file in
-//! its work tree changed after its index was last written (uncommitted work). Anything
+//! teammate's branch, its branches and stash exactly the fetched tip, nothing staged
+//! (its index against that tip, read by git with hooks and the fsmonitor off: no filter
+//! runs without a work tree) and no file in its work tree changed after its index was
+//! last written (uncommitted work). Anything
 //! else keeps it, with the reason.
 
 use std::path::{Path, PathBuf};
@@ -114,6 +116,7 @@ printf '%s\n' "$refs" | while read -r sha ref; do
     *) exit 1 ;;
   esac
 done || no "its other branches or its stash hold commits the lead did not fetch"
+$t git --git-dir="$g" -c core.hooksPath=/dev/null -c core.fsmonitor=false diff-index --cached --quiet "$tip" -- 2>/dev/null || no "it holds staged changes not committed"
 changed=$(find "$path" -path "$g" -prune -o -newer "$g/index" -print 2>/dev/null | head -n 1)
 [ -z "$changed" ] || no "it holds files changed since its last commit (${changed#"$path"/})"
 # Removed from inside the checked directory, never through a path a link could redirect.
@@ -452,6 +455,17 @@ mod tests {
         assert_eq!(out.status.code(), Some(3), "{out:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("changed since its last commit"));
         assert!(path.join("f").exists());
+        // A change staged (the index written after the file) but not committed: kept.
+        let (staged, staged_tip) = make("dave");
+        std::fs::write(staged.join("f"), "staged").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(&staged, &["add", "f"]);
+        let out = sh(&remove_script(&repo, &staged, "roo/crew/dave", &staged_tip).unwrap());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("staged changes"),
+            "{out:?}"
+        );
+        assert!(staged.join("f").exists());
         // A branch moved after the fetch: kept.
         let out = sh(&remove_script(&repo, &path, "roo/crew/bob", &"0".repeat(40)).unwrap());
         assert!(
