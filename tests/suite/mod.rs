@@ -57,6 +57,7 @@ mod team_panes;
 mod team_pg;
 mod team_pg_presence;
 mod team_pg_roles;
+mod team_reaper;
 mod team_rewind;
 mod team_roles;
 mod team_spawn;

@@ -55,20 +55,20 @@ agents:
 "#;
 
 /// Files of the test, in the hosts' directory (removed with it).
-struct Layout {
-    root: PathBuf,
+pub(super) struct Layout {
+    pub(super) root: PathBuf,
 }
 
 impl Layout {
-    fn project(&self) -> PathBuf {
+    pub(super) fn project(&self) -> PathBuf {
         self.root.join("project")
     }
-    fn remote(&self) -> PathBuf {
+    pub(super) fn remote(&self) -> PathBuf {
         self.root.join("remote")
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = TestCommand::new("git")
         .args(args)
         .current_dir(dir)
@@ -175,17 +175,20 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
         ),
         "0"
     );
-    // TeamDelete shut her down, deleted the team, and said her clone stays on B.
+    // TeamDelete shut her down, deleted the team and, her branch merged, removed her
+    // clone on B over ssh (issue 33: `worktree/remote_gc.rs`); B's own clone stays.
     assert!(
-        out.contains("it is on host b (its branch was merged and is deleted here)"),
+        out.contains("crew+alice (roo/crew/alice, branch deleted)") && out.contains("removed "),
         "{context}"
     );
     assert!(
-        layout
+        !layout
             .remote()
-            .join(".roocode/worktrees/crew+alice/c.txt")
-            .is_file()
+            .join(".roocode/worktrees/crew+alice")
+            .exists(),
+        "{context}"
     );
+    assert!(layout.remote().join(".git").is_dir());
 
     // Nothing secret on any command line, on either host, during the whole run.
     assert!(rounds > 10, "the sampler ran");
@@ -230,19 +233,19 @@ fn a_teammate_on_another_host_does_its_task_and_its_branch_is_merged_back() {
 }
 
 /// What [`prepare`] made.
-struct Prepared {
-    layout: Layout,
-    project: PathBuf,
-    ssh_config: PathBuf,
+pub(super) struct Prepared {
+    pub(super) layout: Layout,
+    pub(super) project: PathBuf,
+    pub(super) ssh_config: PathBuf,
     /// The private tmux server's socket name on B.
-    socket: String,
-    script: PathBuf,
+    pub(super) socket: String,
+    pub(super) script: PathBuf,
 }
 
 /// The lead's project (a git repository) and B's clone of it, the wrapper that starts
 /// roo-worker on B with a home of the test's, the ssh config that reaches B as `b`, the
 /// lead's user config naming host `b`, and the model script `script_text`.
-fn prepare(hosts: &Hosts, sshd: &Sshd<'_>, tag: &str, script_text: &str) -> Prepared {
+pub(super) fn prepare(hosts: &Hosts, sshd: &Sshd<'_>, tag: &str, script_text: &str) -> Prepared {
     let layout = Layout {
         root: hosts.dir().join("team"),
     };
@@ -326,7 +329,7 @@ fn prepare(hosts: &Hosts, sshd: &Sshd<'_>, tag: &str, script_text: &str) -> Prep
 
 /// A headless `roo-lead` in host `a`, in the project, on the store `pg`, with the model
 /// script `script` and the test's API key, asked `prompt` (a shell word: no `'`).
-fn lead_on_a<'h>(
+pub(super) fn lead_on_a<'h>(
     hosts: &'h Hosts,
     pg: &Postgres,
     layout: &Layout,

@@ -414,8 +414,13 @@ fn finish(
             Ok(ExitCode::from(exit::NOT_COMPLETED))
         }
         Ok(TeammateExit::LeadGone(why)) => {
-            eprintln!("roo-worker: {why}; {me} stopped, idle");
+            eprintln!("roo-worker: {why}; {me} stopped");
             Ok(ExitCode::from(exit::NOT_COMPLETED))
+        }
+        Ok(TeammateExit::LeftLeadGone(why)) => {
+            tracing::info!(member = %me, "{why}; left the team");
+            eprintln!("roo-worker: {why}; {me} left the team");
+            Ok(ExitCode::from(exit::OK))
         }
         Ok(TeammateExit::Displaced(why)) => {
             eprintln!("roo-worker: {why}; stopped");

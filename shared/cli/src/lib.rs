@@ -9,6 +9,7 @@ mod common;
 pub mod entry;
 pub mod exit;
 mod forward;
+pub mod hosts;
 pub mod mail;
 mod output;
 pub mod relay;

@@ -116,6 +116,11 @@ fn check_team_command(command: &TeamCommand, me: &Member) -> Result<(), String> 
              which shuts the teammates down first"
                 .into(),
         ),
+        TeamCommand::GcHosts { .. } => Err(
+            "clones on other hosts are not removed from an agent's command; the lead's \
+             TeamDelete removes merged ones, and a person runs roo-mail team gc-hosts"
+                .into(),
+        ),
         _ if me.lead => Ok(()),
         _ => Err("a teammate's commands may not change the team's membership".into()),
     }

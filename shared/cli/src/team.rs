@@ -9,7 +9,7 @@ use clap::Subcommand;
 use roo_store::{BackendType, Error as StoreError, Member, MemberState, Name, Team};
 
 use crate::common::Context;
-use crate::exit::CliResult;
+use crate::exit::{CliError, CliResult};
 use crate::output::{escape, print_json};
 use crate::shape;
 
@@ -89,6 +89,28 @@ A name held by another live process (its pid is alive) is refused with exit 1.")
         /// Delete even if members are active
         #[arg(long)]
         force: bool,
+    },
+    /// Remove the teammates' clones on other hosts whose branches are merged (a team
+    /// whose lead died); run it in the lead's repository
+    #[command(
+        name = "gc-hosts",
+        after_help = "Each teammate's clone is the one the lead makes there \
+(<repo>/.roocode/worktrees/<team>+<name>, repo: from your hosts: config); a roster \
+entry that records any other path is refused and nothing runs for it. Its branch is \
+fetched into this repository first; a clone is removed only when the branch has nothing \
+HEAD lacks and the host finds it unchanged since. Kept ones are named with why (exit 1).
+
+Examples:
+  {program} team gc-hosts --team demo --dry-run
+  {program} team gc-hosts --team demo --host b"
+    )]
+    GcHosts {
+        /// Only the clones on this host (a name of hosts:)
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+        /// Fetch and report, remove nothing
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -261,9 +283,33 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
         }
         TeamCommand::Show => show(ctx, &ctx.team()?, out),
         TeamCommand::Top(args) => crate::top::run(ctx, args, out),
+        TeamCommand::GcHosts { host, dry_run } => gc_hosts(ctx, host, dry_run, out),
         TeamCommand::Delete { force } => {
             let team = ctx.team()?;
+            // Teammates on other hosts, read while the roster exists: their clones there
+            // are removed once merged (`crate::hosts`).
+            let remote = match crate::hosts::cleaner() {
+                Some(cleaner) if crate::hosts::has_remote_members(&team.config()?) => {
+                    Some((cleaner, stopped_only(&team)?))
+                }
+                _ => None,
+            };
             team.delete(force)?;
+            if let Some((cleaner, (config, mut skipped))) = remote {
+                match cleaner.gc(&ctx.home()?, &config, None, false) {
+                    Ok((lines, _)) => {
+                        skipped.extend(lines);
+                        for line in skipped {
+                            eprintln!("{}: {}", ctx.program, escape(&line));
+                        }
+                    }
+                    Err(why) => eprintln!(
+                        "{}: the clones on other hosts were left: {}",
+                        ctx.program,
+                        escape(&why)
+                    ),
+                }
+            }
             if ctx.json() {
                 print_json(
                     out,
@@ -277,6 +323,63 @@ pub fn run(ctx: &Context, command: TeamCommand, out: &mut impl Write) -> CliResu
             Ok(())
         }
     }
+}
+
+/// `team gc-hosts`: the clones of the team's stopped teammates on other hosts removed
+/// once merged (see [`crate::hosts`]); a teammate still running is skipped.
+fn gc_hosts(ctx: &Context, host: Option<String>, dry_run: bool, out: &mut impl Write) -> CliResult {
+    let host = host
+        .map(|h| {
+            Name::parse_as("host name", &h).map_err(|e| CliError::Usage(format!("--host: {e}")))
+        })
+        .transpose()?;
+    let Some(cleaner) = crate::hosts::cleaner() else {
+        return Err(CliError::Usage(format!(
+            "{} was built without the team runtime; gc-hosts needs it",
+            ctx.program
+        )));
+    };
+    let team = ctx.team()?;
+    let (config, mut lines) = stopped_only(&team)?;
+    let (more, held_back) = cleaner
+        .gc(&ctx.home()?, &config, host.as_ref(), dry_run)
+        .map_err(CliError::Refused)?;
+    lines.extend(more);
+    for line in &lines {
+        writeln!(out, "{}", escape(line))?;
+    }
+    if lines.is_empty() {
+        writeln!(out, "no clones of team {} on other hosts", team.name())?;
+    }
+    if held_back || lines.iter().any(|l| l.contains(": skipped: ")) {
+        return Err(CliError::Refused(
+            "some clones were kept (named above)".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// The team's config without its teammates on other hosts that still run (their clones
+/// are in use), and a line for each of those.
+fn stopped_only(team: &Team) -> CliResult<(roo_store::TeamConfig, Vec<String>)> {
+    let mut config = team.config()?;
+    let liveness = team.liveness(&config)?;
+    let mut lines = Vec::new();
+    let lead = config.lead_agent_id.clone();
+    config.members.retain(|m| {
+        let running = m.agent_id != lead
+            && m.host.is_some()
+            && liveness.observed_state(m) != MemberState::Dead
+            && !m.never_joined();
+        if running {
+            lines.push(format!(
+                "{}: skipped: it is still running (stop it first)",
+                m.name
+            ));
+        }
+        !running
+    });
+    Ok((config, lines))
 }
 
 fn show(ctx: &Context, team: &Team, out: &mut impl Write) -> CliResult {

@@ -328,6 +328,23 @@ impl Team {
         })
     }
 
+    /// Records that member `name` stops on its own for `reason` (its lead is gone): its
+    /// unfinished tasks released with the note `"<name> stopped: <reason>"`, then its
+    /// entry marked dead with that reason, so the list says why and the roster keeps the
+    /// entry (its host and clone, for `roo-mail team gc-hosts`). Called by the member
+    /// itself: the release first, as its fenced writes are refused once it is marked dead.
+    pub fn record_stop(&self, name: &Name, reason: &str) -> Result<Death> {
+        let note = truncate(&format!("{name} stopped: {reason}"), MAX_DEAD_REASON);
+        let released = self.tasks().release_owner(name, Some(name), &note)?;
+        let (member, newly_dead) =
+            self.mark_dead_by(name.as_str(), Some(name), &format!("stopped: {reason}"))?;
+        Ok(Death {
+            member,
+            newly_dead,
+            released,
+        })
+    }
+
     /// Finds members (the lead excepted) not yet marked dead whose process is gone by the
     /// store's test ([`crate::Liveness`]: a recorded pid that is no longer a live process;
     /// on PostgreSQL, for an entry with an epoch, a presence lock that is free), and

@@ -164,6 +164,11 @@ pub enum TeammateExit {
     /// Its lead's process went away and no lead adopted the team within its orphan
     /// timeout, while it was idle (the reason says so).
     LeadGone(String),
+    /// On another host than its lead, the lead's presence was gone for
+    /// [`lead_watch::LEAD_GONE_WINDOW`], busy or idle: its run was stopped, its tasks
+    /// released and its entry marked stopped (the reason says so). Nothing is left to
+    /// inspect or answer: `roo-worker` exits 0, so its tmux session there ends with it.
+    LeftLeadGone(String),
     /// It was declared dead while cut off from the store (PostgreSQL) and could not join
     /// again: another process is that member now (the reason says so), so it stopped so
     /// that two processes never act as one member; or it was removed from the roster
@@ -239,7 +244,31 @@ pub(crate) async fn run_joined(
             fence: fence.clone(),
         })))
     });
-    let exit = run_loop(spec, activity, fence, cancel).await;
+    // A teammate on another host than its lead stops once the lead's presence is gone
+    // ([`lead_watch::lead_presence_gone`]): its loop is cancelled as a signal would
+    // cancel it (the run in flight and its command stopped), then it releases its tasks
+    // and records why.
+    let loop_cancel = cancel.child_token();
+    let reaped = Arc::new(std::sync::Mutex::new(None::<String>));
+    let reaper = reap_window(&spec).map(|window| {
+        let (team, host) = (spec.binding.team.clone(), spec.member.host.clone());
+        let (me, output) = (spec.binding.me.clone(), spec.output.clone());
+        let (loop_cancel, reaped) = (loop_cancel.clone(), reaped.clone());
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            let why = lead_watch::lead_presence_gone(&team, host, window).await;
+            tracing::warn!(member = %me, "{why}; stopping");
+            output.emit(AgentEvent::Notice {
+                text: format!("{why}; stopping its work and leaving the team"),
+            });
+            *reaped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+            loop_cancel.cancel();
+        }))
+    });
+    let (team, me) = (spec.binding.team.clone(), spec.binding.me.clone());
+    let exit = run_loop(spec, activity, fence, loop_cancel).await;
+    drop(reaper);
     stop.cancel();
     if let Some(keeper) = keeper {
         let _ = keeper.await;
@@ -248,9 +277,53 @@ pub(crate) async fn run_joined(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .take();
-    match (exit, displaced) {
-        (Ok(TeammateExit::Cancelled), Some(why)) => Ok(TeammateExit::Displaced(why)),
-        (exit, _) => exit,
+    let reaped = reaped
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    match (exit, displaced, reaped) {
+        (Ok(TeammateExit::Cancelled), Some(why), _) => Ok(TeammateExit::Displaced(why)),
+        (Ok(TeammateExit::Cancelled), None, Some(why)) if !cancel.is_cancelled() => {
+            Ok(leave_lead_gone(team, me, why).await)
+        }
+        (exit, _, _) => exit,
+    }
+}
+
+/// How long a teammate waits, its lead's presence gone, before it stops: on another host
+/// than its lead (its entry names a host) with an orphan timeout, the shorter of that
+/// timeout and [`lead_watch::LEAD_GONE_WINDOW`]. A teammate on the lead's host (a pane,
+/// in-process) has none: it judges its lead by the lead's pid, as before.
+fn reap_window(spec: &TeammateSpec) -> Option<std::time::Duration> {
+    spec.member.host.as_ref()?;
+    spec.orphan_timeout
+        .map(|orphan| orphan.min(lead_watch::LEAD_GONE_WINDOW))
+}
+
+/// Ends a teammate whose lead is gone (`why`) once its loop stopped: its unfinished tasks
+/// released with a note saying so and its entry marked stopped ([`Team::record_stop`]).
+async fn leave_lead_gone(team: Team, me: Name, why: String) -> TeammateExit {
+    let reason = format!("its lead is gone ({why})");
+    let who = me.clone();
+    match tokio::task::spawn_blocking(move || team.record_stop(&who, &reason)).await {
+        Ok(Ok(death)) => {
+            let ids: Vec<String> = death
+                .released
+                .iter()
+                .map(|r| format!("#{}", r.task.id))
+                .collect();
+            tracing::info!(member = %me, released = ?ids, "left the team: its lead is gone");
+            if ids.is_empty() {
+                TeammateExit::LeftLeadGone(why)
+            } else {
+                TeammateExit::LeftLeadGone(format!("{why}; released task(s) {}", ids.join(", ")))
+            }
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(member = %me, error = %e, "failed to record that it stopped");
+            TeammateExit::LeftLeadGone(format!("{why}; could not release its tasks: {e}"))
+        }
+        Err(e) => TeammateExit::LeftLeadGone(format!("{why}; could not release its tasks: {e}")),
     }
 }
 

@@ -209,6 +209,45 @@ fn join_keeps_names_unique_in_any_case_and_never_takes_the_leads_name() {
     assert!(joined.replaced.is_some());
 }
 
+/// A member that stops on its own (its lead gone) releases its unfinished tasks with a
+/// note saying why, written as itself, then is marked stopped with that reason; its entry
+/// stays in the roster; a second call changes nothing.
+#[test]
+fn record_stop_releases_with_a_note_then_marks_the_member_stopped() {
+    let f = team();
+    let tasks = f.team.tasks();
+    let working = create(&f, "working");
+    tasks
+        .claim(&working, &name("alice"), &ClaimOptions::default())
+        .unwrap();
+    let death = f
+        .team
+        .record_stop(&name("alice"), "its lead is gone (test)")
+        .unwrap();
+    assert!(death.newly_dead);
+    assert_eq!(death.released.len(), 1);
+    let task = tasks.get(&working).unwrap();
+    assert_eq!((task.owner, task.status), (None, TaskStatus::Pending));
+    assert!(
+        task.notes.iter().any(|n| n.text
+            == "reclaimed from alice: alice stopped: its lead is gone (test)"
+            && n.by.as_ref() == Some(&name("alice"))),
+        "{:?}",
+        task.notes
+    );
+    let entry = f.team.config().unwrap().member("alice").unwrap().clone();
+    assert_eq!(entry.state(), MemberState::Dead);
+    assert_eq!(
+        entry.dead_reason.as_deref(),
+        Some("stopped: its lead is gone (test)")
+    );
+    let again = f
+        .team
+        .record_stop(&name("alice"), "its lead is gone (test)")
+        .unwrap();
+    assert!(!again.newly_dead && again.released.is_empty());
+}
+
 #[test]
 fn declare_dead_releases_unfinished_tasks_with_who_and_why() {
     let f = team();

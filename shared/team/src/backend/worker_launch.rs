@@ -77,7 +77,8 @@ pub struct WorkerLaunch {
     /// Once the lead's process is gone, how long an idle teammate waits for a lead to
     /// adopt the team (`roo-lead --team`) before it stops; and while no lead runs, how
     /// long a permission question waits for one before it is denied; 0 waits forever
-    /// [default: 300].
+    /// [default: 300]. With --host, busy or idle, it stops once the lead's presence has
+    /// been gone for the shorter of this and 30 s, releasing its tasks.
     #[arg(long, value_name = "SECS", env = "ROO_ORPHAN_TIMEOUT")]
     pub orphan_timeout: Option<u64>,
     /// The host of the lead's `hosts:` this worker runs on (a lead passes it to a teammate

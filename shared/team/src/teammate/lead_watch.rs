@@ -165,6 +165,101 @@ pub async fn orphaned(
     }
 }
 
+/// How long a teammate on another host than its lead waits, its lead's presence lock
+/// absent on every look, before it stops ([`lead_presence_gone`]). Longer than the lead's
+/// worst reconnect: a dropped presence connection is back in well under a second
+/// ([`roo_store::ABSENCE_WINDOW`] covers it with room), a server restart proves nothing
+/// for [`roo_store::RESTART_GRACE`] (10 s) after the server is back, and a cut link keeps
+/// the lock held until the server drops the session (about 5 s of keepalives, 10 s
+/// measured) — so a lead whose link comes back within about 30 s keeps its teammates.
+/// Short enough that, with the server's own detection of a dead host (about 10 s), a look
+/// every [`LEAD_CHECK`] and the stop itself, a teammate of a dead lead is gone within
+/// 60 s (docs/DISTRIBUTED.md "Liveness").
+pub const LEAD_GONE_WINDOW: Duration = Duration::from_secs(30);
+
+/// The absence of a lead's presence as seen on successive looks: gone once the lock was
+/// absent on the first look and on every look since, the first and the last at least the
+/// window apart. A look that finds it held ends the absence; a look that proves nothing
+/// (the store unreachable, the server just restarted, no presence recorded) neither ends
+/// it nor counts as absent: the last look before a verdict is always an absent one.
+#[derive(Debug, Clone, Default)]
+pub struct Absence {
+    /// When the absence was first seen, and the lead entry (agent id, epoch) it was seen for.
+    since: Option<(tokio::time::Instant, String, u64)>,
+}
+
+impl Absence {
+    /// Records one look at `lead`'s presence (`evidence`: held, absent, or nothing) at
+    /// `now`; returns whether it has been absent for at least `window`.
+    pub fn observe(
+        &mut self,
+        lead: Option<(&str, u64)>,
+        evidence: Option<bool>,
+        now: tokio::time::Instant,
+        window: Duration,
+    ) -> bool {
+        match (lead, evidence) {
+            (Some((id, epoch)), Some(false)) => match &self.since {
+                // Another lead entry (a new lead adopted the team) starts a new absence.
+                Some((since, i, e)) if i == id && *e == epoch => {
+                    now.duration_since(*since) >= window
+                }
+                _ => {
+                    self.since = Some((now, id.to_owned(), epoch));
+                    window.is_zero()
+                }
+            },
+            (_, Some(true)) => {
+                self.since = None;
+                false
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Resolves, with the reason, once the lead's presence lock (PostgreSQL) has been absent
+/// on every look over `window` ([`Absence`]), judged by the server from any host —
+/// never by the lead's pid, which means nothing on another host. Never resolves for a
+/// lead without a presence (files, or a lead entry with no epoch), nor while the lead
+/// runs on this teammate's host (`my_host`): those are judged as before (its pid).
+pub async fn lead_presence_gone(team: &Team, my_host: Option<String>, window: Duration) -> String {
+    let mut absence = Absence::default();
+    loop {
+        let look = {
+            let (team, my_host) = (team.clone(), my_host.clone());
+            tokio::task::spawn_blocking(move || {
+                let config = team.config().ok()?;
+                let lead = config.lead()?;
+                let epoch = lead.epoch?;
+                if lead.host == my_host {
+                    return None;
+                }
+                let evidence = team.liveness(&config).ok()?.evidence(lead);
+                Some((lead.agent_id.clone(), epoch, evidence))
+            })
+            .await
+            .ok()
+            .flatten()
+        };
+        let now = tokio::time::Instant::now();
+        let gone = match &look {
+            Some((id, epoch, evidence)) => {
+                absence.observe(Some((id, *epoch)), *evidence, now, window)
+            }
+            None => absence.observe(None, None, now, window),
+        };
+        if gone {
+            return format!(
+                "the lead's presence in the store has been gone for {}s (its process ended, \
+                 or its host or link did)",
+                window.as_secs()
+            );
+        }
+        tokio::time::sleep(LEAD_CHECK).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -223,5 +318,32 @@ mod tests {
             "gave up although a lead runs"
         );
         assert_eq!(told, 1);
+    }
+
+    #[test]
+    fn a_lead_is_gone_only_after_absent_looks_spanning_the_window() {
+        let w = Duration::from_secs(30);
+        let t0 = tokio::time::Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let lead = Some(("lead@t", 7));
+        let mut a = Absence::default();
+        assert!(!a.observe(lead, Some(false), at(0), w));
+        // Looks that prove nothing (a restart, an unreachable store) neither end nor
+        // conclude the absence.
+        assert!(!a.observe(lead, None, at(20), w));
+        assert!(!a.observe(None, None, at(31), w));
+        assert!(a.observe(lead, Some(false), at(31), w));
+        // Back within the window (a restart, a short cut link): the absence starts again.
+        let mut a = Absence::default();
+        assert!(!a.observe(lead, Some(false), at(0), w));
+        assert!(!a.observe(lead, Some(true), at(29), w));
+        assert!(!a.observe(lead, Some(false), at(30), w));
+        assert!(!a.observe(lead, Some(false), at(59), w));
+        assert!(a.observe(lead, Some(false), at(60), w));
+        // A new lead adopting the team starts its own absence.
+        let mut a = Absence::default();
+        assert!(!a.observe(lead, Some(false), at(0), w));
+        assert!(!a.observe(Some(("lead@t", 8)), Some(false), at(31), w));
+        assert!(a.observe(Some(("lead@t", 8)), Some(false), at(61), w));
     }
 }

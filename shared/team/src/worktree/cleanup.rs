@@ -64,10 +64,14 @@ pub enum KeptWhy {
     NotFetched(String),
     /// git refused to remove it; its message.
     RemoveFailed(String),
-    /// It is on another host (the teammate ran there): the runtime never runs git in it
-    /// there (its config is the teammate's) and leaves it; whether the lead's branch was
-    /// merged and deleted.
-    OnHost { host: Name, branch_deleted: bool },
+    /// It is on another host (the teammate ran there) and its branch is merged, but the
+    /// host kept it (`why`: changed since the fetch, not the clone the lead made, ssh
+    /// failed); whether the lead's branch was deleted.
+    OnHost {
+        host: Name,
+        branch_deleted: bool,
+        why: String,
+    },
 }
 
 /// Work in a teammate's worktree that the lead's HEAD does not have.
@@ -164,13 +168,19 @@ impl fmt::Display for Kept {
             KeptWhy::OnHost {
                 host,
                 branch_deleted,
+                why,
             } => write!(
                 f,
-                "it is on host {host}{}; remove it there by hand once nothing in it is needed",
+                "it is on host {host}{}{}; remove it there by hand once nothing in it is needed",
                 if *branch_deleted {
                     " (its branch was merged and is deleted here)"
                 } else {
                     ""
+                },
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(", kept there: {why}")
                 }
             ),
         }
@@ -375,16 +385,43 @@ impl LeadRepo {
             if let Some(host) = host
                 && changes.is_empty()
             {
+                // Merged (or never given work): its clone there is removed unless the
+                // host finds it changed since the fetch (`worktree/remote_gc.rs`).
+                let removal = match self.remotes().get(&member) {
+                    Some(remote) => self.remove_remote_clone(team, &member, remote),
+                    None => Ok(super::RemoteRemoval::Kept(String::new())),
+                };
                 let branch_deleted = self.delete_branch(&branch)?;
-                report.kept.push(Kept {
-                    member,
-                    path,
-                    branch,
-                    why: KeptWhy::OnHost {
-                        host,
-                        branch_deleted,
-                    },
-                });
+                match removal {
+                    Ok(super::RemoteRemoval::Removed | super::RemoteRemoval::Gone) => {
+                        report.removed.push(Removed {
+                            member,
+                            path,
+                            branch,
+                            branch_deleted,
+                        })
+                    }
+                    Ok(super::RemoteRemoval::Kept(why)) => report.kept.push(Kept {
+                        member,
+                        path,
+                        branch,
+                        why: KeptWhy::OnHost {
+                            host,
+                            branch_deleted,
+                            why,
+                        },
+                    }),
+                    Err(e) => report.kept.push(Kept {
+                        member,
+                        path,
+                        branch,
+                        why: KeptWhy::OnHost {
+                            host,
+                            branch_deleted,
+                            why: e.to_string(),
+                        },
+                    }),
+                }
             } else if changes.is_empty() {
                 let branch_deleted = self.delete_branch(&branch)?;
                 report.removed.push(Removed {
@@ -577,7 +614,11 @@ impl LeadRepo {
         self.changes(path.as_deref(), &full_ref)
     }
 
-    fn changes(&self, path: Option<&std::path::Path>, full_ref: &str) -> Result<WorkChanges> {
+    pub(super) fn changes(
+        &self,
+        path: Option<&std::path::Path>,
+        full_ref: &str,
+    ) -> Result<WorkChanges> {
         let mut changes = WorkChanges::default();
         if let Some(path) = path {
             let all = self.uncommitted(path, true)?;

@@ -130,7 +130,7 @@ pub struct RemoteWorktree {
 }
 
 /// Runs the command line `remote` on the host of `ssh`, stdin closed, for at most `limit`.
-fn run_ssh(ssh: &Ssh, remote: &str, limit: Duration) -> Result<GitOutput> {
+pub(super) fn run_ssh(ssh: &Ssh, remote: &str, limit: Duration) -> Result<GitOutput> {
     let mut command = std::process::Command::new(ssh.program());
     command
         .args(ssh.argv(remote))
