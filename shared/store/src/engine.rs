@@ -278,4 +278,41 @@ impl Engine {
             Engine::Postgres(pg) => pg.drop_member_role(team, member).map(|_| ()),
         }
     }
+
+    /// The presence locks held of `keys` ([`crate::Team::liveness`]); `None` for files,
+    /// where a member's pid is the evidence.
+    pub(crate) fn held_presence(
+        &self,
+        keys: impl FnOnce() -> Vec<i64>,
+    ) -> Result<Option<crate::pg::HeldKeys>> {
+        match self {
+            Engine::Files => Ok(None),
+            Engine::Postgres(pg) => pg.held_keys(&keys()).map(Some),
+        }
+    }
+
+    /// See [`crate::Team::evidence_now`].
+    pub(crate) fn evidence_now(
+        &self,
+        team: &Name,
+        member: &crate::team::Member,
+    ) -> Result<Option<bool>> {
+        match self {
+            Engine::Files => Ok(member.local_pid().map(crate::lock::pid_alive)),
+            Engine::Postgres(pg) => crate::Team::evidence_of_rows(pg, team, member),
+        }
+    }
+
+    /// See [`crate::Team::hold_presence`]: `entry` is `name`'s, found not marked dead.
+    pub(crate) fn hold_presence(
+        &self,
+        team: &crate::Team,
+        name: &Name,
+        entry: &crate::team::Member,
+    ) -> Result<crate::liveness::Presence> {
+        match self {
+            Engine::Files => Ok(team.presence_of_files(name)),
+            Engine::Postgres(pg) => team.presence_of_rows(pg, name, entry),
+        }
+    }
 }

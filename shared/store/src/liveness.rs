@@ -28,7 +28,7 @@ use crate::doc::Outcome;
 use crate::error::{Error, Result};
 use crate::lock::pid_alive;
 use crate::name::Name;
-use crate::pg::{Fence, HeldKeys, PresenceConn, presence_key};
+use crate::pg::{Fence, HeldKeys, PgStore, PresenceConn, presence_key};
 use crate::team::{Member, MemberState, Team, TeamConfig};
 
 /// How long a member's presence lock must stay free, on every look, before
@@ -216,20 +216,16 @@ impl Team {
     /// (read it first). Files: no I/O. PostgreSQL: one query on `pg_locks` for every
     /// member with an epoch (none if no member has one).
     pub fn liveness(&self, config: &TeamConfig) -> Result<Liveness> {
-        let held = match self.home().pg() {
-            None => None,
-            Some(pg) => {
-                let keys: Vec<i64> = config
-                    .members
-                    .iter()
-                    .filter_map(|m| {
-                        m.epoch
-                            .map(|epoch| presence_key(self.name().as_str(), &m.agent_id, epoch))
-                    })
-                    .collect();
-                Some(pg.held_keys(&keys)?)
-            }
-        };
+        let held = self.home().engine().held_presence(|| {
+            config
+                .members
+                .iter()
+                .filter_map(|m| {
+                    m.epoch
+                        .map(|epoch| presence_key(self.name().as_str(), &m.agent_id, epoch))
+                })
+                .collect()
+        })?;
         Ok(Liveness {
             team: self.name().clone(),
             held,
@@ -248,7 +244,7 @@ impl Team {
         mut suspects: Vec<Member>,
         first_look: Instant,
     ) -> Result<Vec<Member>> {
-        let by_presence = |m: &Member| self.home().pg().is_some() && m.epoch.is_some();
+        let by_presence = |m: &Member| self.home().engine().proves_presence() && m.epoch.is_some();
         loop {
             let elapsed = first_look.elapsed();
             if elapsed >= ABSENCE_WINDOW || !suspects.iter().any(by_presence) {
@@ -262,14 +258,23 @@ impl Team {
 
     /// [`Liveness::evidence`] for one member, read now (inside a change: under its lock).
     pub(crate) fn evidence_now(&self, member: &Member) -> Result<Option<bool>> {
-        match (self.home().pg(), member.epoch) {
-            (Some(pg), Some(epoch)) => {
-                let key = presence_key(self.name().as_str(), &member.agent_id, epoch);
+        self.home().engine().evidence_now(self.name(), member)
+    }
+
+    /// [`Team::evidence_now`] on PostgreSQL.
+    pub(crate) fn evidence_of_rows(
+        pg: &PgStore,
+        team: &Name,
+        member: &Member,
+    ) -> Result<Option<bool>> {
+        match member.epoch {
+            Some(epoch) => {
+                let key = presence_key(team.as_str(), &member.agent_id, epoch);
                 Ok(pg.held_keys(&[key])?.evidence(key))
             }
             // With member roles, the pid is the member's own word.
-            (Some(pg), None) if pg.has_member_roles()? => Ok(None),
-            _ => Ok(member.local_pid().map(pid_alive)),
+            None if pg.has_member_roles()? => Ok(None),
+            None => Ok(member.local_pid().map(pid_alive)),
         }
     }
 
@@ -288,12 +293,6 @@ impl Team {
     /// same handle: its clones then write with the new epoch. On files: checks the entry
     /// exists and is not marked dead, and holds nothing.
     pub fn hold_presence(&self, name: &Name) -> Result<Presence> {
-        let action = || {
-            format!(
-                "hold the presence of {name} in team {:?}",
-                self.name().as_str()
-            )
-        };
         // Its own checks decide; the fence of an earlier epoch must not refuse it.
         let unfenced = self.detached();
         let config = unfenced.config()?;
@@ -302,24 +301,50 @@ impl Team {
             .iter()
             .find(|m| &m.name == name)
             .ok_or_else(|| self.member_not_found(name.as_str()))?;
-        let dead = |entry: &Member| Error::NotPermitted {
-            action: action(),
+        if entry.dead_at.is_some() {
+            return Err(self.presence_of_dead(name, entry));
+        }
+        self.home().engine().hold_presence(self, name, entry)
+    }
+
+    /// Why `name` (its `entry`) may not hold its presence: it is marked dead.
+    fn presence_of_dead(&self, name: &Name, entry: &Member) -> Error {
+        Error::NotPermitted {
+            action: self.presence_action(name),
             reason: format!(
                 "{name} is marked dead ({}); it must join the team again first",
                 entry.dead_reason.as_deref().unwrap_or("no reason given")
             ),
-        };
-        if entry.dead_at.is_some() {
-            return Err(dead(entry));
         }
-        let Some(pg) = self.home().pg() else {
-            return Ok(Presence {
-                team: self.clone(),
-                member: name.clone(),
-                epoch: None,
-                lock: None,
-            });
-        };
+    }
+
+    fn presence_action(&self, name: &Name) -> String {
+        format!(
+            "hold the presence of {name} in team {:?}",
+            self.name().as_str()
+        )
+    }
+
+    /// [`Team::hold_presence`] of files: the checks were all.
+    pub(crate) fn presence_of_files(&self, name: &Name) -> Presence {
+        Presence {
+            team: self.clone(),
+            member: name.clone(),
+            epoch: None,
+            lock: None,
+        }
+    }
+
+    /// [`Team::hold_presence`] on PostgreSQL, for `entry` found alive.
+    pub(crate) fn presence_of_rows(
+        &self,
+        pg: &PgStore,
+        name: &Name,
+        entry: &Member,
+    ) -> Result<Presence> {
+        let action = || self.presence_action(name);
+        let dead = |entry: &Member| self.presence_of_dead(name, entry);
+        let unfenced = self.detached();
         if let Some(other) = pg.fence()
             && (other.team != self.name().as_str() || other.member != name.as_str())
         {
