@@ -2,7 +2,8 @@
 //! of a PostgreSQL store, docs/PROTOCOL.md §8). One closed enum, chosen once where a
 //! [`RooHome`] is opened ([`RooHome::open`] from the [`crate::StoreChoice`], or
 //! [`RooHome::with_store`]), and matched once per operation here; each arm calls its
-//! engine's code (the files' in the module of the document, PostgreSQL's in `pg/`), so
+//! engine's code (its connections and SQL in its folder, `pg/` for PostgreSQL; the rules a
+//! document follows on rows beside its file rules, in the document's module), so
 //! the rest of the store asks for an operation and never for the engine. A third engine
 //! is a folder of its own and one arm in each method below (docs/PROTOCOL.md §8
 //! "Engines").

@@ -191,7 +191,7 @@ impl Patience {
 
 /// `pause` spread over 50–150 % of itself, so processes refused together (a restart,
 /// a full server) do not all come back in the same instant.
-fn jittered(pause: Duration) -> Duration {
+pub(super) fn jittered(pause: Duration) -> Duration {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

@@ -421,7 +421,9 @@ async fn run(
                     },
                     None => {
                         expire(&mut pending, &detail);
-                        let this_pause = pause;
+                        // Jittered, like the first open's, so that the members a
+                        // restart cut off do not all come back at the same moment.
+                        let this_pause = super::connection::jittered(pause);
                         pause = (pause * 2).min(Duration::from_secs(1));
                         this_pause
                     }
