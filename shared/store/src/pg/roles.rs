@@ -343,6 +343,41 @@ BEGIN
 END
 $f$;
 
+-- A member's write of its team's task list: an object whose `tasks` is a list; no task
+-- disappears (so none is renumbered) but one the member created itself (a member may
+-- delete its own task); `next_id` never goes back (ids are never reused).
+CREATE OR REPLACE FUNCTION roo_m_check_tasks(m text, oj json, nj json) RETURNS void
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE gone text;
+BEGIN
+    IF nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object' THEN
+        RAISE EXCEPTION 'member % may not remove the task list', m USING ERRCODE = '42501';
+    END IF;
+    IF pg_catalog.json_typeof(nj -> 'tasks') IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'member % may not write a task list whose tasks are not a list', m
+            USING ERRCODE = '42501';
+    END IF;
+    IF oj IS NULL OR pg_catalog.json_typeof(oj) <> 'object'
+       OR pg_catalog.json_typeof(oj -> 'tasks') IS DISTINCT FROM 'array' THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(o ->> 'id', '(no id)') INTO gone
+      FROM pg_catalog.json_array_elements(oj -> 'tasks') o
+      LEFT JOIN pg_catalog.json_array_elements(nj -> 'tasks') n ON (n ->> 'id') = (o ->> 'id')
+     WHERE n IS NULL AND (o ->> 'created_by') IS DISTINCT FROM m
+     LIMIT 1;
+    IF gone IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may not remove or renumber task % (only its creator or the lead may delete it)', m, gone
+            USING ERRCODE = '42501';
+    END IF;
+    IF pg_catalog.json_typeof(oj -> 'next_id') = 'number'
+       AND (pg_catalog.json_typeof(nj -> 'next_id') IS DISTINCT FROM 'number'
+            OR (nj ->> 'next_id')::numeric < (oj ->> 'next_id')::numeric) THEN
+        RAISE EXCEPTION 'member % may not lower the task list''s next id', m USING ERRCODE = '42501';
+    END IF;
+END
+$f$;
+
 CREATE OR REPLACE FUNCTION roo_m_write(k text, txt text) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER AS $f$
 DECLARE
@@ -356,8 +391,8 @@ BEGIN
         PERFORM roo_m_check_config(t, m, oj, nj);
     ELSIF pg_catalog.starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json' THEN
         PERFORM roo_m_check_send(t, m, oj, nj);
-    ELSIF k = 'tasks/' || t || '/tasks.json' AND (nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object') THEN
-        RAISE EXCEPTION 'member % may not remove the task list', m USING ERRCODE = '42501';
+    ELSIF k = 'tasks/' || t || '/tasks.json' THEN
+        PERFORM roo_m_check_tasks(m, oj, nj);
     END IF;
     UPDATE roo_doc SET doc = nj, rev = rev + 1, updated_at = pg_catalog.now() WHERE key = k;
     RETURN FOUND;
@@ -593,7 +628,7 @@ fn install_sql() -> String {
 
 /// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
 /// installed again (every statement is idempotent).
-const INSTALL_VERSION: &str = "8";
+const INSTALL_VERSION: &str = "9";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {
