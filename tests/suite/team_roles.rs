@@ -650,17 +650,23 @@ fn a_hostile_teammate_host_is_refused_by_the_server_in_everything_beyond_its_mem
     );
     go("release");
 
-    // Not refused, by design (docs/DISTRIBUTED.md "Still the client's": the whole task
-    // list is one row a member may write): shown, not asserted.
+    // The task list rewritten with no tasks (the issue's "delete its task list" by
+    // another route): refused by the server, the list unchanged.
+    let tasks_now = team.tasks().list(&Default::default()).unwrap().len();
     wait("mallory's last write", 60, &mut || {
         file("emptied.json").exists().then_some(())
     });
-    eprintln!(
-        "known limit: a member role rewrote the task list with no tasks: {}; tasks left: {}",
-        read_json(&file("emptied.json")).unwrap_or_default(),
-        team.tasks()
-            .list(&Default::default())
-            .map_or(0, |t| t.len())
+    let emptied = read_json(&file("emptied.json")).unwrap_or_default();
+    assert_eq!(
+        emptied["sqlstate"].as_str(),
+        Some("42501"),
+        "empty the task list: not refused by the server: {}",
+        show(&emptied)
+    );
+    assert_eq!(
+        team.tasks().list(&Default::default()).unwrap().len(),
+        tasks_now,
+        "the task list lost tasks"
     );
 }
 
@@ -960,8 +966,7 @@ fn mallory_on_host_b() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         drop(c);
-        // Last, what the server leaves to the client (docs/DISTRIBUTED.md "Still the
-        // client's"): the task list is one row a member may write, so it may empty it.
+        // Last, the task list rewritten with no tasks (refused: no task may disappear).
         let c = sql.connect().await;
         let emptied = c
             .attempt(

@@ -38,6 +38,10 @@ pub(super) enum Mode {
     Trusted,
     /// This session is a member role: its writes go through the `roo_m_*` functions.
     Member,
+    /// As `Trusted`, in a store whose member roles an older version installed (without
+    /// `roo_lock_row`): its row lock is that version's, until the next member role
+    /// created installs the current one.
+    TrustedOlder,
 }
 
 /// The schema objects of member roles, idempotent; run by the owner in a transaction
@@ -133,12 +137,29 @@ BEGIN
 END
 $f$;
 
+-- The row lock of a change (the owner's, and a member's through roo_m_lock): the row of
+-- key k, locked. Stuck member sessions are looked for (roo_end_stuck_members, a join of
+-- pg_stat_activity and pg_locks) only when the row is held by another transaction: the
+-- row is first taken with SKIP LOCKED (no error, so no subtransaction); when that gives
+-- no row but the row is there, the stuck are ended and the row waited for. The rights
+-- of the caller (not SECURITY DEFINER).
+CREATE OR REPLACE FUNCTION roo_lock_row(k text) RETURNS TABLE (doc text)
+LANGUAGE plpgsql AS $f$
+BEGIN
+    RETURN QUERY SELECT d.doc::text FROM roo_doc d WHERE d.key = k FOR UPDATE SKIP LOCKED;
+    IF FOUND OR NOT EXISTS (SELECT 1 FROM roo_doc d WHERE d.key = k) THEN
+        RETURN;
+    END IF;
+    PERFORM roo_end_stuck_members();
+    RETURN QUERY SELECT d.doc::text FROM roo_doc d WHERE d.key = k FOR UPDATE;
+END
+$f$;
+
 CREATE OR REPLACE FUNCTION roo_m_lock(k text) RETURNS TABLE (doc text)
 LANGUAGE plpgsql SECURITY DEFINER AS $f$
 BEGIN
     PERFORM roo_m_team_of(k);
-    PERFORM roo_end_stuck_members();
-    RETURN QUERY SELECT d.doc::text FROM roo_doc d WHERE d.key = k FOR UPDATE;
+    RETURN QUERY SELECT l.doc FROM roo_lock_row(k) l;
 END
 $f$;
 
@@ -322,6 +343,41 @@ BEGIN
 END
 $f$;
 
+-- A member's write of its team's task list: an object whose `tasks` is a list; no task
+-- disappears (so none is renumbered) but one the member created itself (a member may
+-- delete its own task); `next_id` never goes back (ids are never reused).
+CREATE OR REPLACE FUNCTION roo_m_check_tasks(m text, oj json, nj json) RETURNS void
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE gone text;
+BEGIN
+    IF nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object' THEN
+        RAISE EXCEPTION 'member % may not remove the task list', m USING ERRCODE = '42501';
+    END IF;
+    IF pg_catalog.json_typeof(nj -> 'tasks') IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'member % may not write a task list whose tasks are not a list', m
+            USING ERRCODE = '42501';
+    END IF;
+    IF oj IS NULL OR pg_catalog.json_typeof(oj) <> 'object'
+       OR pg_catalog.json_typeof(oj -> 'tasks') IS DISTINCT FROM 'array' THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(o ->> 'id', '(no id)') INTO gone
+      FROM pg_catalog.json_array_elements(oj -> 'tasks') o
+      LEFT JOIN pg_catalog.json_array_elements(nj -> 'tasks') n ON (n ->> 'id') = (o ->> 'id')
+     WHERE n IS NULL AND (o ->> 'created_by') IS DISTINCT FROM m
+     LIMIT 1;
+    IF gone IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may not remove or renumber task % (only its creator or the lead may delete it)', m, gone
+            USING ERRCODE = '42501';
+    END IF;
+    IF pg_catalog.json_typeof(oj -> 'next_id') = 'number'
+       AND (pg_catalog.json_typeof(nj -> 'next_id') IS DISTINCT FROM 'number'
+            OR (nj ->> 'next_id')::numeric < (oj ->> 'next_id')::numeric) THEN
+        RAISE EXCEPTION 'member % may not lower the task list''s next id', m USING ERRCODE = '42501';
+    END IF;
+END
+$f$;
+
 CREATE OR REPLACE FUNCTION roo_m_write(k text, txt text) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER AS $f$
 DECLARE
@@ -335,8 +391,8 @@ BEGIN
         PERFORM roo_m_check_config(t, m, oj, nj);
     ELSIF pg_catalog.starts_with(k, 'teams/' || t || '/inboxes/') AND k <> 'teams/' || t || '/inboxes/' || m || '.json' THEN
         PERFORM roo_m_check_send(t, m, oj, nj);
-    ELSIF k = 'tasks/' || t || '/tasks.json' AND (nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object') THEN
-        RAISE EXCEPTION 'member % may not remove the task list', m USING ERRCODE = '42501';
+    ELSIF k = 'tasks/' || t || '/tasks.json' THEN
+        PERFORM roo_m_check_tasks(m, oj, nj);
     END IF;
     UPDATE roo_doc SET doc = nj, rev = rev + 1, updated_at = pg_catalog.now() WHERE key = k;
     RETURN FOUND;
@@ -424,7 +480,8 @@ $f$;
 -- Whether presence lock `k`, held by backend `p`, counts: only when `p` is a live
 -- backend (a lock with no backend, a prepared transaction's, proves no process); then
 -- always when it is not a member role's session, and when it is, only if `k` is that
--- member's own key at the epoch its config entry records.
+-- member's own key at the epoch its config entry records. (`pg_stat_get_activity(p)`:
+-- the one backend, not the whole of `pg_stat_activity` per lock.)
 CREATE OR REPLACE FUNCTION roo_presence_counts(p int, k int8) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER AS $f$
     SELECT coalesce((
@@ -436,7 +493,8 @@ LANGUAGE sql STABLE SECURITY DEFINER AS $f$
                      AND x ->> 'name' = r.member AND x ->> 'epoch' IS NOT NULL
                      AND roo_presence_key(r.team, coalesce(x ->> 'agent_id', r.member),
                                           x ->> 'epoch') = k) END
-        FROM pg_catalog.pg_stat_activity a LEFT JOIN roo_member_role r ON r.role = a.usename::text
+        FROM pg_catalog.pg_stat_get_activity(p) a
+             LEFT JOIN roo_member_role r ON r.role = pg_catalog.pg_get_userbyid(a.usesysid)::text
         WHERE p IS NOT NULL AND a.pid = p), false)
 $f$;
 
@@ -546,7 +604,7 @@ BEGIN
                     'roo_key_team', 'roo_json_same', 'roo_inbox_messages', 'roo_presence_key',
                     'roo_admin_revoke_member_roles', 'roo_admin_drop_member_role',
                     'roo_admin_create_member_role',
-                    'roo_end_stuck_members')) LOOP
+                    'roo_end_stuck_members', 'roo_lock_row')) LOOP
         EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, pg_catalog.current_schema());
         EXECUTE pg_catalog.format('ALTER FUNCTION %s SET lock_timeout = %L', f, '10s');
     END LOOP;
@@ -570,7 +628,7 @@ fn install_sql() -> String {
 
 /// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
 /// installed again (every statement is idempotent).
-const INSTALL_VERSION: &str = "7";
+const INSTALL_VERSION: &str = "9";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {
@@ -585,11 +643,22 @@ pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_pos
     if !installed {
         return Ok(Mode::Plain);
     }
-    let member: bool = client
-        .query_one("SELECT roo_session_team() IS NOT NULL", &[])
-        .await?
-        .get(0);
-    Ok(if member { Mode::Member } else { Mode::Trusted })
+    let row = client
+        .query_one(
+            "SELECT roo_session_team() IS NOT NULL, \
+             to_regprocedure('roo_lock_row(text)') IS NOT NULL",
+            &[],
+        )
+        .await?;
+    let (member, current): (bool, bool) = (row.get(0), row.get(1));
+    if member {
+        return Ok(Mode::Member);
+    }
+    Ok(if current {
+        Mode::Trusted
+    } else {
+        Mode::TrustedOlder
+    })
 }
 
 /// Positions in `connection::STATEMENT_SQL` of the statements a mode replaces.
@@ -623,9 +692,12 @@ const HELD_ALL_PROVEN: &str = "SELECT ARRAY(SELECT k FROM (\
      now() - greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)) \
        < $1::float8 * interval '1 second'";
 
-/// The row lock of a trusted session, which first ends member sessions stuck holding
-/// rows (as `roo_m_lock` does for a member's).
-const LOCK_ENDING_STUCK: &str = "SELECT doc::text FROM roo_doc \
+/// The row lock of a trusted session, which ends member sessions stuck holding rows
+/// when its row is held (`roo_lock_row`, as `roo_m_lock` does for a member's).
+const LOCK_ENDING_STUCK: &str = "SELECT doc FROM roo_lock_row($1)";
+/// [`LOCK_ENDING_STUCK`] in a store installed before version 8: stuck member sessions
+/// looked for before every row lock.
+const LOCK_ENDING_STUCK_BEFORE_8: &str = "SELECT doc::text FROM roo_doc \
      WHERE key = $1 AND roo_end_stuck_members() FOR UPDATE";
 
 /// How long a member role's transaction may hold a write lock on the store's tables
@@ -646,7 +718,11 @@ pub(super) fn statement_sql<const N: usize>(
     }
     sql[HELD_KEYS] = HELD_KEYS_PROVEN;
     sql[HELD_ALL] = HELD_ALL_PROVEN;
-    sql[LOCK] = LOCK_ENDING_STUCK;
+    sql[LOCK] = if mode == Mode::TrustedOlder {
+        LOCK_ENDING_STUCK_BEFORE_8
+    } else {
+        LOCK_ENDING_STUCK
+    };
     if mode == Mode::Member {
         sql[PLACEHOLDER] = "SELECT roo_m_placeholder($1)";
         sql[LOCK] = "SELECT doc FROM roo_m_lock($1)";

@@ -432,6 +432,81 @@ fn a_member_role_cannot_delete_the_task_list() {
     );
 }
 
+/// Issue 33: a member emptied the team's task list (`tasks: []`) through `roo_m_write`,
+/// the "delete its task list" of the issue by another route; nor may it remove or
+/// renumber a task it did not create, or lower the next id.
+#[test]
+fn a_member_role_cannot_empty_the_task_list_or_remove_a_task() {
+    let Some(t) = two() else {
+        return;
+    };
+    t.a.tasks().create(new_task("keep me")).unwrap();
+    t.a.tasks().create(new_task("and me")).unwrap();
+    let rewrite = |change: &str| {
+        format!(
+            "SELECT roo_m_write('tasks/a/tasks.json', ({change})::text) \
+             FROM (SELECT doc::jsonb AS d FROM roo_doc WHERE key = 'tasks/a/tasks.json') x"
+        )
+    };
+    for (what, change, why) in [
+        (
+            "an emptied task list",
+            "jsonb_set(d, '{tasks}', '[]')",
+            "may not remove or renumber task",
+        ),
+        (
+            "a removed task",
+            "jsonb_set(d, '{tasks}', (d -> 'tasks') - 0)",
+            "may not remove or renumber task",
+        ),
+        (
+            "a renumbered task",
+            "jsonb_set(d, '{tasks,0,id}', '\"77\"')",
+            "may not remove or renumber task",
+        ),
+        (
+            "tasks that are not a list",
+            "jsonb_set(d, '{tasks}', '{}')",
+            "tasks are not a list",
+        ),
+        (
+            "a lowered next id",
+            "jsonb_set(d, '{next_id}', '1')",
+            "may not lower the task list's next id",
+        ),
+    ] {
+        let e = refused(what, psql_as(&t.url, &t.alice, &rewrite(change)));
+        assert!(e.contains(why), "{what}: {e}");
+    }
+    let left = t.a.tasks().list(&roo_store::TaskFilter::default()).unwrap();
+    assert_eq!(left.len(), 2, "{left:?}");
+    // A task the member created itself it may still delete (its creator may).
+    psql_as(
+        &t.url,
+        &t.alice,
+        &rewrite(
+            "jsonb_set(d, '{tasks}', (d -> 'tasks') || jsonb_build_object('id', '9', \
+             'subject', 'mine', 'status', 'pending', 'created_by', 'alice', \
+             'created_at', (d -> 'tasks' -> 0 -> 'created_at'), \
+             'updated_at', (d -> 'tasks' -> 0 -> 'updated_at')))",
+        ),
+    )
+    .unwrap();
+    psql_as(
+        &t.url,
+        &t.alice,
+        &rewrite("jsonb_set(d, '{tasks}', (d -> 'tasks') - 2)"),
+    )
+    .unwrap();
+    assert_eq!(
+        t.a.tasks()
+            .list(&roo_store::TaskFilter::default())
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
 /// Issue 33: `SELECT … FOR UPDATE` of the task list made every claim fail after 10 s.
 #[test]
 fn a_member_role_cannot_lock_rows_itself() {
