@@ -293,13 +293,18 @@ $f$;
 -- A member's write of its team's config: the roster (names and agent ids, in order),
 -- the lead's entry and every team-level field (the lead key, the lead's id, the name)
 -- stay as they were; of a peer's entry only what marking it dead writes (`dead_at`,
--- `dead_reason`, `is_active`) may change. Its own entry is the member's.
+-- `dead_reason`, `is_active`) may change, and only to mark it dead: from no `dead_at` to
+-- one, while no presence lock of its key at the epoch its entry records counts
+-- (`roo_presence_counts`); a peer with no epoch has no presence, and its recorded pid is
+-- the client's evidence. A dead peer stays dead (only its own join clears its
+-- `dead_at`). Its own entry is the member's.
 CREATE OR REPLACE FUNCTION roo_m_check_config(t text, m text, oj json, nj json) RETURNS void
 LANGUAGE plpgsql STABLE AS $f$
 DECLARE
     roster_old text;
     roster_new text;
     lead text;
+    peer text;
 BEGIN
     IF oj IS NULL OR nj IS NULL OR pg_catalog.json_typeof(nj) <> 'object' OR pg_catalog.json_typeof(oj) <> 'object' THEN
         RAISE EXCEPTION 'member % may not create or remove the team''s config', m USING ERRCODE = '42501';
@@ -338,6 +343,37 @@ BEGIN
                  AND (o::jsonb - 'dead_at' - 'dead_reason' - 'is_active')
                      IS DISTINCT FROM (n::jsonb - 'dead_at' - 'dead_reason' - 'is_active')) THEN
         RAISE EXCEPTION 'member % may change only its own entry and whether a peer is dead', m
+            USING ERRCODE = '42501';
+    END IF;
+    SELECT o ->> 'name' INTO peer
+      FROM pg_catalog.json_array_elements(oj -> 'members') WITH ORDINALITY AS a(o, i)
+      JOIN pg_catalog.json_array_elements(nj -> 'members') WITH ORDINALITY AS b(n, j) ON i = j
+     WHERE (o ->> 'name') IS DISTINCT FROM m
+       AND NOT roo_json_same(o, n)
+       AND ((o -> 'dead_at') IS NOT NULL AND pg_catalog.json_typeof(o -> 'dead_at') <> 'null'
+            OR (n -> 'dead_at') IS NULL OR pg_catalog.json_typeof(n -> 'dead_at') = 'null')
+     LIMIT 1;
+    IF peer IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may change a peer''s entry (%) only to mark it dead, and never revive it', m, peer
+            USING ERRCODE = '42501';
+    END IF;
+    SELECT o ->> 'name' INTO peer
+      FROM pg_catalog.json_array_elements(oj -> 'members') WITH ORDINALITY AS a(o, i)
+      JOIN pg_catalog.json_array_elements(nj -> 'members') WITH ORDINALITY AS b(n, j) ON i = j
+     WHERE (o ->> 'name') IS DISTINCT FROM m
+       AND NOT roo_json_same(o, n)
+       AND (o ->> 'epoch') IS NOT NULL
+       AND EXISTS (
+           SELECT 1 FROM pg_catalog.pg_locks l,
+                  LATERAL (SELECT roo_presence_key(t, coalesce(o ->> 'agent_id', o ->> 'name'), o ->> 'epoch') AS k) pk
+            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+              AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+              AND l.classid = ((pk.k >> 32) & 4294967295)::oid
+              AND l.objid = (pk.k & 4294967295)::oid
+              AND roo_presence_counts(l.pid, pk.k))
+     LIMIT 1;
+    IF peer IS NOT NULL THEN
+        RAISE EXCEPTION 'member % may not mark % dead: its presence is held', m, peer
             USING ERRCODE = '42501';
     END IF;
 END
@@ -478,14 +514,22 @@ END
 $f$;
 
 -- Whether presence lock `k`, held by backend `p`, counts: only when `p` is a live
--- backend (a lock with no backend, a prepared transaction's, proves no process); then
--- always when it is not a member role's session, and when it is, only if `k` is that
--- member's own key at the epoch its config entry records. (`pg_stat_get_activity(p)`:
--- the one backend, not the whole of `pg_stat_activity` per lock.)
+-- backend (a lock with no backend, a prepared transaction's, proves no process); then,
+-- for a member role's session, only if `k` is that member's own key at the epoch its
+-- config entry records; for any other session, only if its login (not a role it SET)
+-- is a superuser or a member of the tables' owner (the lead's login): any other login
+-- of the server could take a key it read in `pg_locks` and keep a dead member alive.
+-- (`pg_stat_get_activity(p)`: the one backend, not the whole of `pg_stat_activity` per
+-- lock.)
 CREATE OR REPLACE FUNCTION roo_presence_counts(p int, k int8) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER AS $f$
     SELECT coalesce((
-        SELECT CASE WHEN r.role IS NULL THEN true ELSE EXISTS (
+        SELECT CASE WHEN r.role IS NULL THEN
+                   EXISTS (SELECT 1 FROM pg_catalog.pg_roles u WHERE u.oid = a.usesysid AND u.rolsuper)
+                   OR pg_catalog.pg_has_role(a.usesysid,
+                          (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = 'roo_doc'::regclass),
+                          'MEMBER')
+               ELSE EXISTS (
                    SELECT 1 FROM roo_doc d,
                           pg_catalog.json_array_elements(CASE WHEN pg_catalog.json_typeof(d.doc -> 'members') = 'array'
                                               THEN d.doc -> 'members' ELSE '[]'::json END) x
@@ -495,7 +539,7 @@ LANGUAGE sql STABLE SECURITY DEFINER AS $f$
                                           x ->> 'epoch') = k) END
         FROM pg_catalog.pg_stat_get_activity(p) a
              LEFT JOIN roo_member_role r ON r.role = pg_catalog.pg_get_userbyid(a.usesysid)::text
-        WHERE p IS NOT NULL AND a.pid = p), false)
+        WHERE p IS NOT NULL AND a.pid = p AND a.usesysid IS NOT NULL), false)
 $f$;
 
 ALTER TABLE roo_doc ENABLE ROW LEVEL SECURITY;
@@ -628,7 +672,7 @@ fn install_sql() -> String {
 
 /// The version of [`INSTALL`] recorded in `roo_meta`: a store with another one is
 /// installed again (every statement is idempotent).
-const INSTALL_VERSION: &str = "9";
+const INSTALL_VERSION: &str = "10";
 
 /// Which [`Mode`] the session of `client` is in.
 pub(super) async fn mode(client: &Client) -> std::result::Result<Mode, tokio_postgres::Error> {

@@ -947,7 +947,15 @@ fn a_member_role_changes_only_its_own_entry_and_a_peers_death() {
         assert!(e.contains("only its own entry"), "{e}");
     }
     set_in_entry(&t.url, &t.alice, "alice", "plan_mode_required", "true").unwrap();
-    set_in_entry(&t.url, &t.alice, "bob", "is_active", "false").unwrap();
+    // Of a live peer's entry, only its death, whole: not its state or reason alone.
+    for (field, value) in [("is_active", "false"), ("dead_reason", "\"gone\"")] {
+        let e = refused(
+            &format!("a peer's {field} alone"),
+            set_in_entry(&t.url, &t.alice, "bob", field, value),
+        );
+        assert!(e.contains("only to mark it dead"), "{e}");
+    }
+    // Bob holds no presence (no epoch): his death is the client's word, as before.
     set_in_entry(
         &t.url,
         &t.alice,
@@ -956,9 +964,111 @@ fn a_member_role_changes_only_its_own_entry_and_a_peers_death() {
         "\"2026-01-01T00:00:00Z\"",
     )
     .unwrap();
-    set_in_entry(&t.url, &t.alice, "bob", "dead_reason", "\"gone\"").unwrap();
     let config = t.a.config().unwrap();
     assert!(config.member("bob").unwrap().dead_at.is_some());
+}
+
+/// Hostile review: a member revived a peer the lead had marked dead (its `dead_at`
+/// cleared or rewritten). Only the member itself clears its own, by joining again.
+#[test]
+fn a_member_role_cannot_revive_a_dead_peer() {
+    let Some(t) = two() else {
+        return;
+    };
+    t.a.mark_dead("bob", "gone").unwrap();
+    for (field, value) in [
+        ("dead_at", "null"),
+        ("dead_at", "\"2030-01-01T00:00:00Z\""),
+        ("is_active", "true"),
+    ] {
+        let e = refused(
+            &format!("a dead peer's {field} = {value}"),
+            set_in_entry(&t.url, &t.alice, "bob", field, value),
+        );
+        assert!(e.contains("never revive it"), "{e}");
+    }
+    let e = refused(
+        "a dead peer's dead_at removed",
+        psql_as(
+            &t.url,
+            &t.alice,
+            "SELECT roo_m_write('teams/a/config.json', \
+               jsonb_set(d.doc::jsonb, ARRAY['members', (i - 1)::text], \
+                         (x::jsonb - 'dead_at'))::text) \
+             FROM roo_doc d, json_array_elements(d.doc -> 'members') WITH ORDINALITY e(x, i) \
+             WHERE d.key = 'teams/a/config.json' AND x ->> 'name' = 'bob'",
+        ),
+    );
+    assert!(e.contains("never revive it"), "{e}");
+    assert!(
+        t.a.config()
+            .unwrap()
+            .member("bob")
+            .unwrap()
+            .dead_at
+            .is_some()
+    );
+    // Bob himself joins again: his own entry, his own `dead_at` cleared.
+    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
+    let bob_team = Team::open(&bob_home, name("a")).unwrap();
+    bob_team
+        .join(roo_store::Member::new(name("bob"), bob_team.name()))
+        .unwrap();
+    assert!(
+        t.a.config()
+            .unwrap()
+            .member("bob")
+            .unwrap()
+            .dead_at
+            .is_none()
+    );
+}
+
+/// Hostile review: a member declared a peer dead while the peer's presence was held.
+/// The server lets it mark a peer with an epoch dead only when no presence lock of that
+/// peer's key counts; once the peer's presence is gone, its liveness check still does.
+#[test]
+fn a_member_role_cannot_mark_a_peer_dead_while_its_presence_is_held() {
+    let Some(t) = two() else {
+        return;
+    };
+    wait_out_restart_grace(&t.url);
+    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
+    let bob_team = Team::open(&bob_home, name("a")).unwrap();
+    bob_team
+        .join(roo_store::Member::new(name("bob"), bob_team.name()))
+        .unwrap();
+    let presence = bob_team.hold_presence(&name("bob")).unwrap();
+    let (_d2, alice_home) = home_at(&as_member(&t.url, &t.alice));
+    let alice_team = Team::open(&alice_home, name("a")).unwrap();
+    alice_team
+        .join(roo_store::Member::new(name("alice"), alice_team.name()))
+        .unwrap();
+    let forged = alice_team.declare_dead("bob", Some(&name("alice")), "forged");
+    let config = t.a.config().unwrap();
+    let bob = config.member("bob").unwrap();
+    assert!(
+        forged.is_err() && bob.dead_at.is_none(),
+        "alice declared live bob dead: {:?}",
+        bob.dead_at
+    );
+    assert_eq!(
+        t.a.liveness(&config).unwrap().observed_state(bob),
+        MemberState::Busy
+    );
+    // Bob's process ends: alice's own liveness check finds him gone and marks him.
+    drop(presence);
+    drop(bob_team);
+    let deaths = alice_team.detect_dead(Some(&name("alice"))).unwrap();
+    assert_eq!(deaths.len(), 1, "{deaths:?}");
+    assert!(
+        t.a.config()
+            .unwrap()
+            .member("bob")
+            .unwrap()
+            .dead_at
+            .is_some()
+    );
 }
 
 /// Hostile review M2: with member roles, a member's recorded pid is its own word: the
@@ -1095,4 +1205,45 @@ fn a_member_role_cannot_shorten_the_event_log() {
         "an event line over the limit",
         log(&"x".repeat(20_000), 1, 1_000_000),
     );
+}
+
+/// Hostile review: any other login of the server (a bare `CREATE ROLE … LOGIN`, another
+/// store's member role) took a dead member's presence key, read in `pg_locks`, and the
+/// lead still saw the member busy. A lock counts only for a member role (its own key)
+/// or a login that is the tables' owner, a member of it, or a superuser.
+#[test]
+fn a_presence_lock_taken_by_a_login_not_the_owners_keeps_no_dead_member_alive() {
+    let Some(t) = two() else {
+        return;
+    };
+    wait_out_restart_grace(&t.url);
+    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
+    let bob_team = Team::open(&bob_home, name("a")).unwrap();
+    bob_team
+        .join(roo_store::Member::new(name("bob"), bob_team.name()))
+        .unwrap();
+    let presence = bob_team.hold_presence(&name("bob")).unwrap();
+    let key = presence_key("a", "bob@a", presence.epoch().unwrap());
+    let bob_state = || {
+        let config = t.a.config().unwrap();
+        t.a.liveness(&config)
+            .unwrap()
+            .observed_state(config.member("bob").unwrap())
+    };
+    assert_eq!(bob_state(), MemberState::Busy);
+    let outsider = format!("roo_outsider_{}", std::process::id());
+    psql(
+        &t.url,
+        &format!("DROP ROLE IF EXISTS {outsider}; CREATE ROLE {outsider} LOGIN"),
+    );
+    drop(presence);
+    let start = t.url.find("://").unwrap() + 3;
+    let at = start + t.url[start..].find('@').unwrap();
+    let outsider_url = format!("{}{outsider}{}", &t.url[..start], &t.url[at..]);
+    let session = Raw::connect(&outsider_url);
+    session.exec(&format!("SELECT pg_advisory_lock({key})"));
+    let state = bob_state();
+    drop(session);
+    psql(&t.url, &format!("DROP ROLE IF EXISTS {outsider}"));
+    assert_eq!(state, MemberState::Dead, "an outsider login kept bob alive");
 }
