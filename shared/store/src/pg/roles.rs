@@ -16,7 +16,9 @@
 //! - `roo_m_*` functions, the only way a member role writes: each checks that the key is
 //!   of the caller's team and the rules of that key (see [`INSTALL`]);
 //! - `roo_presence_counts(pid, key)`: a presence lock held by a session of a member role
-//!   counts only if it is that member's own key at the epoch its config entry records.
+//!   counts only if it is that member's own key at the epoch its config entry records;
+//!   held by any other session, only if its login is the owner, a member of it, or a
+//!   superuser.
 //!
 //! A session finds which kind it is when it opens ([`mode`]), and a member's session
 //! prepares the `roo_m_*` calls in place of the plain writes ([`statement_sql`]).
