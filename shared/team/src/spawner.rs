@@ -442,6 +442,7 @@ impl Spawner {
             agent_type: request.agent_type.clone(),
             model: request.model.clone(),
             work_dir: PathBuf::new(),
+            clone_dir: None,
         };
         let (mut handle, recipe, workspace) = match planned {
             Some((repo, path, branch)) => {

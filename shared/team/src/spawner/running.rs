@@ -106,6 +106,10 @@ pub(super) struct Recipe {
     pub(super) agent_type: Option<String>,
     pub(super) model: Option<String>,
     pub(super) work_dir: PathBuf,
+    /// Its clone on this machine, as the lead made it (`None`: it works in the lead's
+    /// directory, or on another host). A rewind trusts this, never the roster's
+    /// `worktree_path`, which the teammate itself can rewrite.
+    pub(super) clone_dir: Option<PathBuf>,
 }
 
 /// Whether process `pid` is `roo-worker` for `name` of `team`: its command line is
@@ -231,6 +235,19 @@ impl Spawner {
             Some(pid) if pid != std::process::id() => Ok(false),
             _ => Err(not_spawned()),
         }
+    }
+
+    /// This lead's record of where `name` of `team` works: its host (`None`: here) and
+    /// its clone here (`None`: the lead's directory). `None`: this lead did not start it.
+    pub(super) fn recorded_clone(
+        &self,
+        team: &Name,
+        name: &Name,
+    ) -> Option<(Option<Name>, Option<PathBuf>)> {
+        lock(&self.inner.running)
+            .get(name)
+            .filter(|e| &e.team == team)
+            .map(|e| (e.recipe.host.clone(), e.recipe.clone_dir.clone()))
     }
 
     pub(super) fn is_running(&self, name: &Name) -> bool {
