@@ -307,7 +307,7 @@ impl Spawner {
     /// closed) unless `keep_panes`, in which case they keep running in their panes.
     pub async fn shutdown(&self, keep_panes: bool) {
         let all: Vec<Entry> = lock(&self.inner.running).drain().map(|(_, e)| e).collect();
-        let roles: Vec<(Team, Name)> = all
+        let roles: Vec<((Team, String), Name)> = all
             .iter()
             .filter_map(|e| Some((e.handle.role_of.clone()?, e.handle.name.clone())))
             .collect();
@@ -315,8 +315,8 @@ impl Spawner {
         self.inner.executors.shutdown_all(keep_panes).await;
         // Their processes ended: so do their logins. Kept panes keep theirs.
         if !keep_panes {
-            for (team, name) in roles {
-                running::drop_member_role(team, name).await;
+            for ((team, role), name) in roles {
+                running::drop_member_role(team, name, role).await;
             }
         }
     }
@@ -618,14 +618,16 @@ impl Spawner {
             }
             _ => None,
         };
-        let role_of = login.as_ref().map(|_| binding.team.clone());
+        let role_of = login
+            .as_ref()
+            .map(|login| (binding.team.clone(), login.role().to_string()));
         let mut launch = launch(binding, name, recipe, prompt);
         launch.member_login = login;
         let notices = match executor.spawn(launch).await {
             Ok(notices) => notices,
             Err(source) => {
-                if let Some(team) = role_of {
-                    running::drop_member_role(team, name.clone()).await;
+                if let Some((team, role)) = role_of {
+                    running::drop_member_role(team, name.clone(), role).await;
                 }
                 return Err(SpawnError::Pane {
                     name: name.clone(),

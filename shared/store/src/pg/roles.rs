@@ -922,6 +922,57 @@ impl PgStore {
         )
     }
 
+    /// Drops `role`, the role one start of `member` of `team` was given, only while
+    /// `roo_member_role` still maps it to that member: a later start's role (which
+    /// replaced it, revoking it then) is never touched. Two steps like the others: the
+    /// login goes first (when it is still the member's only role), then the role.
+    /// Whether there was such a role.
+    pub fn drop_member_role_named(&self, team: &Name, member: &Name, role: &str) -> Result<bool> {
+        let action = format!("drop role {role} of member {member} of team {team}");
+        let installed = self.request("look for member roles", |conn| {
+            block_on(async { Ok(mode(&conn.client).await? != Mode::Plain) })
+        })?;
+        if !installed {
+            return Ok(false);
+        }
+        // One statement: revoked only while it is the member's one role (a newer start's
+        // role, once made, had this one revoked already and must keep its own login).
+        let (mapped, _revoked): (bool, bool) = self
+            .request(&action, |conn| {
+                block_on(conn.client.query_one(
+                    "WITH mine AS (SELECT 1 FROM roo_member_role \
+                                    WHERE role = $3 AND team = $1 AND member = $2), \
+                          others AS (SELECT 1 FROM roo_member_role \
+                                    WHERE team = $1 AND member = $2 AND role <> $3) \
+                     SELECT EXISTS (SELECT 1 FROM mine), \
+                            CASE WHEN EXISTS (SELECT 1 FROM mine) \
+                                      AND NOT EXISTS (SELECT 1 FROM others) \
+                                 THEN roo_admin_revoke_member_roles($1, $2) IS NOT NULL \
+                                 ELSE false END",
+                    &[&team.as_str(), &member.as_str(), &role],
+                ))
+            })
+            .map(|row| (row.get(0), row.get(1)))?;
+        if !mapped {
+            return Ok(false);
+        }
+        let why: Option<String> = self
+            .request(&action, |conn| {
+                block_on(
+                    conn.client
+                        .query_one("SELECT roo_admin_drop_member_role($1)", &[&role]),
+                )
+            })?
+            .get(0);
+        match why {
+            None => Ok(true),
+            Some(why) => Err(self.error(
+                &action,
+                format!("it lost its login but could not be dropped: {why}"),
+            )),
+        }
+    }
+
     /// A new login role for `member` of `team`, replacing one it had (whose sessions are
     /// ended): it reads only
     /// `team`'s rows and writes only through the checks of docs/DISTRIBUTED.md. Installs

@@ -1021,3 +1021,41 @@ fn a_member_role_cannot_shorten_the_event_log() {
         log(&"x".repeat(20_000), 1, 1_000_000),
     );
 }
+
+/// Review M3: a start's role is dropped by its name. The drop of an old start's role
+/// (its process ended after a newer start of the same member got its own) leaves the
+/// newer role's login alone, as does a drop naming another member; the newer start's own
+/// drop ends it.
+#[test]
+fn dropping_an_old_starts_role_by_name_leaves_the_newer_starts_role() {
+    let Some(t) = two() else {
+        return;
+    };
+    let store = t.home.pg().unwrap();
+    let old = t.alice.role().to_string();
+    let newer = store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+    assert!(
+        !store
+            .drop_member_role_named(&name("a"), &name("alice"), &old)
+            .unwrap()
+    );
+    assert_eq!(psql_as(&t.url, &newer, "SELECT 1").unwrap(), "1");
+    assert!(
+        !store
+            .drop_member_role_named(&name("a"), &name("bob"), newer.role())
+            .unwrap()
+    );
+    assert_eq!(psql_as(&t.url, &newer, "SELECT 1").unwrap(), "1");
+    assert!(
+        store
+            .drop_member_role_named(&name("a"), &name("alice"), newer.role())
+            .unwrap()
+    );
+    refused(
+        "the dropped role's login",
+        psql_as(&t.url, &newer, "SELECT 1"),
+    );
+    assert_eq!(psql_as(&t.url, &t.bob, "SELECT 1").unwrap(), "1");
+}

@@ -135,7 +135,7 @@ impl Spawner {
             }
             (Ok(handle), Err(e)) => {
                 // Stopped before any tool call: its calls wait for the checkout.
-                handle.stop_for_good(&self.inner.runtime);
+                handle.stop(&self.inner.runtime);
                 Err(e)
             }
         }
