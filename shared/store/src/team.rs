@@ -388,6 +388,22 @@ impl Team {
                 ),
             });
         }
+        // On PostgreSQL, roles recorded for an earlier team of this name (its delete
+        // failed to drop them) would log in to the new team: they lose their login and go
+        // before anything is made, or the creation fails. Not while the team exists (the
+        // creation is refused below, and its members keep their roles).
+        if let Some(pg) = home.pg()
+            && !home.doc_exists(&config_path)?
+        {
+            pg.drop_member_roles(&team.name)
+                .map_err(|e| Error::NotPermitted {
+                    action: format!("create team {:?}", team.name.as_str()),
+                    reason: format!(
+                        "the member roles left by an earlier team of that name could not be \
+                         dropped, so nothing was created: {e}"
+                    ),
+                })?;
+        }
         home.ensure_doc_dir(&home.inboxes_dir(&team.name))?;
         home.ensure_doc_dir(&home.tasks_dir(&team.name))?;
         let mut roster = vec![lead.clone()];

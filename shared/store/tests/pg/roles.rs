@@ -1059,3 +1059,39 @@ fn dropping_an_old_starts_role_by_name_leaves_the_newer_starts_role() {
     );
     assert_eq!(psql_as(&t.url, &t.bob, "SELECT 1").unwrap(), "1");
 }
+
+/// Review M2: a team deleted while its roles' drop failed (simulated: its rows deleted
+/// behind the store's back, its roles left with their login) is created anew; the
+/// creation revokes and drops the roles recorded for the name first, so the old roles do
+/// not log in to the new team.
+#[test]
+fn a_role_left_from_a_deleted_team_does_not_log_in_to_a_new_team_of_its_name() {
+    let Some(t) = two() else {
+        return;
+    };
+    psql(
+        &t.url,
+        "DELETE FROM roo_doc WHERE key LIKE 'teams/a/%' OR key LIKE 'tasks/a/%'",
+    );
+    assert_eq!(psql_as(&t.url, &t.alice, "SELECT 1").unwrap(), "1");
+    let again = super::common::team_named(&t.home, "a", &["alice"]);
+    assert!(again.config().unwrap().member("alice").is_some());
+    refused("the old team's role", psql_as(&t.url, &t.alice, "SELECT 1"));
+    refused("the old team's role", psql_as(&t.url, &t.bob, "SELECT 1"));
+    // The team existing, a second creation is refused and leaves its roles alone.
+    let store = t.home.pg().unwrap();
+    let alice = store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+    assert!(
+        roo_store::Team::create(
+            &t.home,
+            name("a"),
+            "again",
+            roo_store::Member::new(name("lead"), &name("a")),
+            vec![],
+        )
+        .is_err()
+    );
+    assert_eq!(psql_as(&t.url, &alice, "SELECT 1").unwrap(), "1");
+}
