@@ -191,6 +191,21 @@ struct Inner {
     hosts: OnceLock<BTreeMap<Name, HostConfig>>,
     /// Whether the lead was told that this store gives no member roles (said once).
     told_no_roles: std::sync::atomic::AtomicBool,
+    /// The names being spawned now: a second spawn of one is refused before it makes
+    /// anything (its member role would replace the first one's).
+    spawning: Mutex<std::collections::HashSet<Name>>,
+}
+
+/// A name reserved while its spawn runs ([`Inner::spawning`]); released on drop.
+struct Reserved {
+    inner: Arc<Inner>,
+    name: Name,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        lock(&self.inner.spawning).remove(&self.name);
+    }
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -231,6 +246,7 @@ impl Spawner {
                 runtime: tokio::runtime::Handle::current(),
                 hosts: OnceLock::new(),
                 told_no_roles: std::sync::atomic::AtomicBool::new(false),
+                spawning: Mutex::new(Default::default()),
             }),
         };
         spawner.inner.in_process.set_on_sent(spawner.on_sent());
@@ -403,6 +419,9 @@ impl Spawner {
     pub async fn spawn(&self, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let binding = self.lead_binding()?;
         let (base, mode) = self.admit(&request)?;
+        // Reserved until this spawn ends: a second spawn of the name meanwhile is refused
+        // before its member role would replace this one's.
+        let _reserved = self.reserve(&request.name)?;
         // Decided before anything is made: `required` where roles are refused leaves
         // nothing behind.
         let (member_role, role_notice) = self.member_role_plan(&binding, &base, &request).await?;
@@ -504,6 +523,19 @@ impl Spawner {
             return Err(SpawnError::AlreadyRunning { name });
         }
         Ok((base, mode))
+    }
+
+    /// Reserves `name` for a spawn: refused while another spawn of it runs, or it runs.
+    fn reserve(&self, name: &Name) -> Result<Reserved, SpawnError> {
+        let mut spawning = lock(&self.inner.spawning);
+        if spawning.contains(name) || self.is_running(name) {
+            return Err(SpawnError::AlreadyRunning { name: name.clone() });
+        }
+        spawning.insert(name.clone());
+        Ok(Reserved {
+            inner: self.inner.clone(),
+            name: name.clone(),
+        })
     }
 
     /// Whether `request`'s teammate gets a member role of its own (a process of its

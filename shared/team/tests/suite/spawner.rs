@@ -1168,3 +1168,42 @@ async fn a_rewind_goes_by_the_leads_record_not_a_rewritten_roster_entry() {
     assert_eq!(read(&alice.work_dir), "# readme\n");
     assert_eq!(read(&bob.work_dir), "bob was here\n");
 }
+
+/// Review M3 (e): while one spawn of a name is under way (its clone held in checkout,
+/// not yet registered), a second spawn of the name is refused at once, before it starts
+/// anything (on PostgreSQL its member role would replace the first one's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_spawn_of_a_name_being_spawned_is_refused_before_it_starts() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (git, release, _) = held_git(scratch.path());
+    let lead = Arc::new(lead_with(LOOK, BackendType::InProcess, git));
+    commit_readme(lead.cwd.path());
+    let first = {
+        let lead = lead.clone();
+        tokio::spawn(async move {
+            let request = request(&lead, "alice", "look around");
+            lead.spawner.spawn(request).await
+        })
+    };
+    eventually("alice's first request", || {
+        (lead.requests.load(Ordering::SeqCst) >= 1).then_some(())
+    })
+    .await;
+    let second = tokio::time::timeout(
+        Duration::from_secs(5),
+        lead.spawner.spawn(request(&lead, "alice", "look around")),
+    )
+    .await;
+    // Only the first one's model was asked.
+    let asked = lead.requests.load(Ordering::SeqCst);
+    std::fs::write(&release, "").unwrap();
+    assert_eq!(asked, 1);
+    let refused = second
+        .expect("the second spawn waited on the first one's checkout")
+        .unwrap_err();
+    assert!(
+        matches!(refused, SpawnError::AlreadyRunning { .. }),
+        "{refused}"
+    );
+    first.await.unwrap().unwrap();
+}
