@@ -887,6 +887,16 @@ impl PgStore {
             secrets.extend(config.get_password().map(bytes));
         }
         secrets.extend(env.get("PGPASSWORD").cloned());
+        // Each also as a URL would carry it: percent-encoded (upper- and lower-case
+        // hex), and the lead URL's password exactly as written there.
+        let encoded: Vec<String> = secrets
+            .iter()
+            .flat_map(|s| [percent_encoded(s, false), percent_encoded(s, true)])
+            .collect();
+        secrets.extend(encoded);
+        secrets.extend(written_password(lead_url));
+        secrets.sort();
+        secrets.dedup();
         secrets.retain(|s| !s.is_empty());
         // A short password would match much else: only a value equal to it goes then.
         let holds = |value: &str| {
@@ -1101,6 +1111,31 @@ impl PgStore {
             })
         })
     }
+}
+
+/// `text` percent-encoded as in a URL's user info: every byte but the unreserved ones
+/// (`A-Z a-z 0-9 - . _ ~`) as `%XX`, in `lower`-case hex or upper.
+fn percent_encoded(text: &str, lower: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else if lower {
+            out.push_str(&format!("%{b:02x}"));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The password of `url` (`scheme://user:pw@host…`) exactly as written, undecoded.
+fn written_password(url: &str) -> Option<String> {
+    let rest = &url[url.find("://")? + 3..];
+    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+    let userinfo = &authority[..authority.rfind('@')?];
+    let (_, password) = userinfo.split_once(':')?;
+    Some(password.to_owned())
 }
 
 #[cfg(test)]

@@ -1095,3 +1095,35 @@ fn a_role_left_from_a_deleted_team_does_not_log_in_to_a_new_team_of_its_name() {
     );
     assert_eq!(psql_as(&t.url, &alice, "SELECT 1").unwrap(), "1");
 }
+
+/// Review L1: the lead's password percent-encoded in another variable's URL (as a URL
+/// must carry `@` or `/`) is left out of the handoff too, not only its decoded form.
+#[test]
+fn a_handoff_leaves_out_the_leads_password_percent_encoded() {
+    let Some(t) = two() else {
+        return;
+    };
+    let enc = "p%40ss%2Fcanary-5e1d";
+    let start = t.url.find("://").unwrap() + 3;
+    let at = start + t.url[start..].find('@').unwrap();
+    let lead_url = format!("{}:{enc}{}", &t.url[..at], &t.url[at..]);
+    let mut env: std::collections::BTreeMap<String, String> = [
+        ("ROO_STORE", lead_url.clone()),
+        ("DATABASE_URL", format!("postgres://x:{enc}@db/x")),
+        (
+            "LOWER_URL",
+            "postgres://x:p%40ss%2fcanary-5e1d@db/x".to_owned(),
+        ),
+        ("UNRELATED", "kept".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let store = t.home.pg().unwrap();
+    store
+        .hand_member_login(&t.alice, &lead_url, &mut env)
+        .unwrap();
+    assert!(!env.contains_key("DATABASE_URL"), "{env:?}");
+    assert!(!env.contains_key("LOWER_URL"), "{env:?}");
+    assert_eq!(env.get("UNRELATED").map(String::as_str), Some("kept"));
+}
