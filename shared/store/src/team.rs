@@ -388,6 +388,22 @@ impl Team {
                 ),
             });
         }
+        // On PostgreSQL, roles recorded for an earlier team of this name (its delete
+        // failed to drop them) would log in to the new team: they lose their login and go
+        // before anything is made, or the creation fails. Not while the team exists (the
+        // creation is refused below, and its members keep their roles).
+        if let Some(pg) = home.pg()
+            && !home.doc_exists(&config_path)?
+        {
+            pg.drop_member_roles(&team.name)
+                .map_err(|e| Error::NotPermitted {
+                    action: format!("create team {:?}", team.name.as_str()),
+                    reason: format!(
+                        "the member roles left by an earlier team of that name could not be \
+                         dropped, so nothing was created: {e}"
+                    ),
+                })?;
+        }
         home.ensure_doc_dir(&home.inboxes_dir(&team.name))?;
         home.ensure_doc_dir(&home.tasks_dir(&team.name))?;
         let mut roster = vec![lead.clone()];
@@ -630,18 +646,27 @@ impl Team {
         self.update_member(name_or_id, |m| m.is_active = Some(active))
     }
 
-    /// Removes a member (it terminated). The lead cannot be removed.
+    /// Removes a member (it terminated). The lead cannot be removed. Its member role, if
+    /// it had one, loses its login and goes first: if that fails, the removal fails with
+    /// the reason and nothing is removed (a roster without it and a role that still logs
+    /// in would be a login no one tracks).
     pub fn remove_member(&self, name_or_id: &str) -> Result<Member> {
-        let removed = self.remove_from_roster(name_or_id)?;
-        // Its member role, if it had one, loses its login with its place.
-        if let Err(e) = self
-            .home
-            .engine()
-            .drop_member_role(&self.name, &removed.name)
-        {
-            crate::quarantine::warn(format!("removed {}, but failed to {e}", removed.name));
+        let config = self.config()?;
+        let member = config
+            .members
+            .iter()
+            .find(|m| m.name == name_or_id || m.agent_id == name_or_id)
+            .ok_or_else(|| self.member_not_found(name_or_id))?;
+        if member.agent_id != config.lead_agent_id {
+            self.home
+                .engine()
+                .drop_member_role(&self.name, &member.name)
+                .map_err(|e| Error::NotPermitted {
+                    action: format!("remove member {}", member.name),
+                    reason: format!("its member role could not be dropped: {e}"),
+                })?;
         }
-        Ok(removed)
+        self.remove_from_roster(name_or_id)
     }
 
     fn remove_from_roster(&self, name_or_id: &str) -> Result<Member> {

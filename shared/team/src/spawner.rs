@@ -191,6 +191,21 @@ struct Inner {
     hosts: OnceLock<BTreeMap<Name, HostConfig>>,
     /// Whether the lead was told that this store gives no member roles (said once).
     told_no_roles: std::sync::atomic::AtomicBool,
+    /// The names being spawned now: a second spawn of one is refused before it makes
+    /// anything (its member role would replace the first one's).
+    spawning: Mutex<std::collections::HashSet<Name>>,
+}
+
+/// A name reserved while its spawn runs ([`Inner::spawning`]); released on drop.
+struct Reserved {
+    inner: Arc<Inner>,
+    name: Name,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        lock(&self.inner.spawning).remove(&self.name);
+    }
 }
 
 /// The lead's teammates. Cheap to clone; all clones share the handles.
@@ -231,6 +246,7 @@ impl Spawner {
                 runtime: tokio::runtime::Handle::current(),
                 hosts: OnceLock::new(),
                 told_no_roles: std::sync::atomic::AtomicBool::new(false),
+                spawning: Mutex::new(Default::default()),
             }),
         };
         spawner.inner.in_process.set_on_sent(spawner.on_sent());
@@ -307,7 +323,7 @@ impl Spawner {
     /// closed) unless `keep_panes`, in which case they keep running in their panes.
     pub async fn shutdown(&self, keep_panes: bool) {
         let all: Vec<Entry> = lock(&self.inner.running).drain().map(|(_, e)| e).collect();
-        let roles: Vec<(Team, Name)> = all
+        let roles: Vec<((Team, String), Name)> = all
             .iter()
             .filter_map(|e| Some((e.handle.role_of.clone()?, e.handle.name.clone())))
             .collect();
@@ -315,8 +331,8 @@ impl Spawner {
         self.inner.executors.shutdown_all(keep_panes).await;
         // Their processes ended: so do their logins. Kept panes keep theirs.
         if !keep_panes {
-            for (team, name) in roles {
-                running::drop_member_role(team, name).await;
+            for ((team, role), name) in roles {
+                running::drop_member_role(team, name, role).await;
             }
         }
     }
@@ -403,6 +419,9 @@ impl Spawner {
     pub async fn spawn(&self, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let binding = self.lead_binding()?;
         let (base, mode) = self.admit(&request)?;
+        // Reserved until this spawn ends: a second spawn of the name meanwhile is refused
+        // before its member role would replace this one's.
+        let _reserved = self.reserve(&request.name)?;
         // Decided before anything is made: `required` where roles are refused leaves
         // nothing behind.
         let (member_role, role_notice) = self.member_role_plan(&binding, &base, &request).await?;
@@ -442,6 +461,7 @@ impl Spawner {
             agent_type: request.agent_type.clone(),
             model: request.model.clone(),
             work_dir: PathBuf::new(),
+            clone_dir: None,
         };
         let (mut handle, recipe, workspace) = match planned {
             Some((repo, path, branch)) => {
@@ -503,6 +523,19 @@ impl Spawner {
             return Err(SpawnError::AlreadyRunning { name });
         }
         Ok((base, mode))
+    }
+
+    /// Reserves `name` for a spawn: refused while another spawn of it runs, or it runs.
+    fn reserve(&self, name: &Name) -> Result<Reserved, SpawnError> {
+        let mut spawning = lock(&self.inner.spawning);
+        if spawning.contains(name) || self.is_running(name) {
+            return Err(SpawnError::AlreadyRunning { name: name.clone() });
+        }
+        spawning.insert(name.clone());
+        Ok(Reserved {
+            inner: self.inner.clone(),
+            name: name.clone(),
+        })
     }
 
     /// Whether `request`'s teammate gets a member role of its own (a process of its
@@ -617,14 +650,16 @@ impl Spawner {
             }
             _ => None,
         };
-        let role_of = login.as_ref().map(|_| binding.team.clone());
+        let role_of = login
+            .as_ref()
+            .map(|login| (binding.team.clone(), login.role().to_string()));
         let mut launch = launch(binding, name, recipe, prompt);
         launch.member_login = login;
         let notices = match executor.spawn(launch).await {
             Ok(notices) => notices,
             Err(source) => {
-                if let Some(team) = role_of {
-                    running::drop_member_role(team, name.clone()).await;
+                if let Some((team, role)) = role_of {
+                    running::drop_member_role(team, name.clone(), role).await;
                 }
                 return Err(SpawnError::Pane {
                     name: name.clone(),

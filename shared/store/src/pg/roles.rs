@@ -1009,6 +1009,16 @@ impl PgStore {
             secrets.extend(config.get_password().map(bytes));
         }
         secrets.extend(env.get("PGPASSWORD").cloned());
+        // Each also as a URL would carry it: percent-encoded (upper- and lower-case
+        // hex), and the lead URL's password exactly as written there.
+        let encoded: Vec<String> = secrets
+            .iter()
+            .flat_map(|s| [percent_encoded(s, false), percent_encoded(s, true)])
+            .collect();
+        secrets.extend(encoded);
+        secrets.extend(written_password(lead_url));
+        secrets.sort();
+        secrets.dedup();
         secrets.retain(|s| !s.is_empty());
         // A short password would match much else: only a value equal to it goes then.
         let holds = |value: &str| {
@@ -1042,6 +1052,57 @@ impl PgStore {
             Some(member),
             &format!("drop the role of member {member} of team {team}"),
         )
+    }
+
+    /// Drops `role`, the role one start of `member` of `team` was given, only while
+    /// `roo_member_role` still maps it to that member: a later start's role (which
+    /// replaced it, revoking it then) is never touched. Two steps like the others: the
+    /// login goes first (when it is still the member's only role), then the role.
+    /// Whether there was such a role.
+    pub fn drop_member_role_named(&self, team: &Name, member: &Name, role: &str) -> Result<bool> {
+        let action = format!("drop role {role} of member {member} of team {team}");
+        let installed = self.request("look for member roles", |conn| {
+            block_on(async { Ok(mode(&conn.client).await? != Mode::Plain) })
+        })?;
+        if !installed {
+            return Ok(false);
+        }
+        // One statement: revoked only while it is the member's one role (a newer start's
+        // role, once made, had this one revoked already and must keep its own login).
+        let (mapped, _revoked): (bool, bool) = self
+            .request(&action, |conn| {
+                block_on(conn.client.query_one(
+                    "WITH mine AS (SELECT 1 FROM roo_member_role \
+                                    WHERE role = $3 AND team = $1 AND member = $2), \
+                          others AS (SELECT 1 FROM roo_member_role \
+                                    WHERE team = $1 AND member = $2 AND role <> $3) \
+                     SELECT EXISTS (SELECT 1 FROM mine), \
+                            CASE WHEN EXISTS (SELECT 1 FROM mine) \
+                                      AND NOT EXISTS (SELECT 1 FROM others) \
+                                 THEN roo_admin_revoke_member_roles($1, $2) IS NOT NULL \
+                                 ELSE false END",
+                    &[&team.as_str(), &member.as_str(), &role],
+                ))
+            })
+            .map(|row| (row.get(0), row.get(1)))?;
+        if !mapped {
+            return Ok(false);
+        }
+        let why: Option<String> = self
+            .request(&action, |conn| {
+                block_on(
+                    conn.client
+                        .query_one("SELECT roo_admin_drop_member_role($1)", &[&role]),
+                )
+            })?
+            .get(0);
+        match why {
+            None => Ok(true),
+            Some(why) => Err(self.error(
+                &action,
+                format!("it lost its login but could not be dropped: {why}"),
+            )),
+        }
     }
 
     /// A new login role for `member` of `team`, replacing one it had (whose sessions are
@@ -1172,6 +1233,31 @@ impl PgStore {
             })
         })
     }
+}
+
+/// `text` percent-encoded as in a URL's user info: every byte but the unreserved ones
+/// (`A-Z a-z 0-9 - . _ ~`) as `%XX`, in `lower`-case hex or upper.
+fn percent_encoded(text: &str, lower: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else if lower {
+            out.push_str(&format!("%{b:02x}"));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The password of `url` (`scheme://user:pw@host…`) exactly as written, undecoded.
+fn written_password(url: &str) -> Option<String> {
+    let rest = &url[url.find("://")? + 3..];
+    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+    let userinfo = &authority[..authority.rfind('@')?];
+    let (_, password) = userinfo.split_once(':')?;
+    Some(password.to_owned())
 }
 
 #[cfg(test)]

@@ -1247,3 +1247,109 @@ fn a_presence_lock_taken_by_a_login_not_the_owners_keeps_no_dead_member_alive() 
     psql(&t.url, &format!("DROP ROLE IF EXISTS {outsider}"));
     assert_eq!(state, MemberState::Dead, "an outsider login kept bob alive");
 }
+
+/// Review M3: a start's role is dropped by its name. The drop of an old start's role
+/// (its process ended after a newer start of the same member got its own) leaves the
+/// newer role's login alone, as does a drop naming another member; the newer start's own
+/// drop ends it.
+#[test]
+fn dropping_an_old_starts_role_by_name_leaves_the_newer_starts_role() {
+    let Some(t) = two() else {
+        return;
+    };
+    let store = t.home.pg().unwrap();
+    let old = t.alice.role().to_string();
+    let newer = store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+    assert!(
+        !store
+            .drop_member_role_named(&name("a"), &name("alice"), &old)
+            .unwrap()
+    );
+    assert_eq!(psql_as(&t.url, &newer, "SELECT 1").unwrap(), "1");
+    assert!(
+        !store
+            .drop_member_role_named(&name("a"), &name("bob"), newer.role())
+            .unwrap()
+    );
+    assert_eq!(psql_as(&t.url, &newer, "SELECT 1").unwrap(), "1");
+    assert!(
+        store
+            .drop_member_role_named(&name("a"), &name("alice"), newer.role())
+            .unwrap()
+    );
+    refused(
+        "the dropped role's login",
+        psql_as(&t.url, &newer, "SELECT 1"),
+    );
+    assert_eq!(psql_as(&t.url, &t.bob, "SELECT 1").unwrap(), "1");
+}
+
+/// Review M2: a team deleted while its roles' drop failed (simulated: its rows deleted
+/// behind the store's back, its roles left with their login) is created anew; the
+/// creation revokes and drops the roles recorded for the name first, so the old roles do
+/// not log in to the new team.
+#[test]
+fn a_role_left_from_a_deleted_team_does_not_log_in_to_a_new_team_of_its_name() {
+    let Some(t) = two() else {
+        return;
+    };
+    psql(
+        &t.url,
+        "DELETE FROM roo_doc WHERE key LIKE 'teams/a/%' OR key LIKE 'tasks/a/%'",
+    );
+    assert_eq!(psql_as(&t.url, &t.alice, "SELECT 1").unwrap(), "1");
+    let again = super::common::team_named(&t.home, "a", &["alice"]);
+    assert!(again.config().unwrap().member("alice").is_some());
+    refused("the old team's role", psql_as(&t.url, &t.alice, "SELECT 1"));
+    refused("the old team's role", psql_as(&t.url, &t.bob, "SELECT 1"));
+    // The team existing, a second creation is refused and leaves its roles alone.
+    let store = t.home.pg().unwrap();
+    let alice = store
+        .create_member_role(&name("a"), &name("alice"))
+        .unwrap();
+    assert!(
+        roo_store::Team::create(
+            &t.home,
+            name("a"),
+            "again",
+            roo_store::Member::new(name("lead"), &name("a")),
+            vec![],
+        )
+        .is_err()
+    );
+    assert_eq!(psql_as(&t.url, &alice, "SELECT 1").unwrap(), "1");
+}
+
+/// Review L1: the lead's password percent-encoded in another variable's URL (as a URL
+/// must carry `@` or `/`) is left out of the handoff too, not only its decoded form.
+#[test]
+fn a_handoff_leaves_out_the_leads_password_percent_encoded() {
+    let Some(t) = two() else {
+        return;
+    };
+    let enc = "p%40ss%2Fcanary-5e1d";
+    let start = t.url.find("://").unwrap() + 3;
+    let at = start + t.url[start..].find('@').unwrap();
+    let lead_url = format!("{}:{enc}{}", &t.url[..at], &t.url[at..]);
+    let mut env: std::collections::BTreeMap<String, String> = [
+        ("ROO_STORE", lead_url.clone()),
+        ("DATABASE_URL", format!("postgres://x:{enc}@db/x")),
+        (
+            "LOWER_URL",
+            "postgres://x:p%40ss%2fcanary-5e1d@db/x".to_owned(),
+        ),
+        ("UNRELATED", "kept".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let store = t.home.pg().unwrap();
+    store
+        .hand_member_login(&t.alice, &lead_url, &mut env)
+        .unwrap();
+    assert!(!env.contains_key("DATABASE_URL"), "{env:?}");
+    assert!(!env.contains_key("LOWER_URL"), "{env:?}");
+    assert_eq!(env.get("UNRELATED").map(String::as_str), Some("kept"));
+}

@@ -67,6 +67,7 @@ impl Spawner {
         recipe.settings.project_root = Some(path.clone());
         recipe.settings.config_root = Some(repo.root().to_path_buf());
         recipe.work_dir = path.clone();
+        recipe.clone_dir = Some(path.clone());
         let mut first = recipe.clone();
         let (opener, gate) = WorkspaceGate::new();
         let gate_file = if self.inner.backend == BackendType::InProcess {
@@ -134,7 +135,7 @@ impl Spawner {
             }
             (Ok(handle), Err(e)) => {
                 // Stopped before any tool call: its calls wait for the checkout.
-                handle.stop_for_good(&self.inner.runtime);
+                handle.stop(&self.inner.runtime);
                 Err(e)
             }
         }
@@ -169,6 +170,7 @@ impl Spawner {
         recipe.settings.project_root = Some(work_dir.clone());
         // The lead's config (its uncommitted local rules too) and trust apply to it.
         recipe.settings.config_root = config_root;
+        recipe.clone_dir = matches!(workspace, Workspace::Worktree(_)).then(|| work_dir.clone());
         recipe.work_dir = work_dir;
         let mut first = recipe.clone();
         // A clone made just now: its state is known (a restart detects it again).

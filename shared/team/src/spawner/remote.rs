@@ -182,6 +182,7 @@ impl Spawner {
             agent_type: request.agent_type.clone(),
             model: request.model.clone(),
             work_dir: made.path.clone(),
+            clone_dir: None,
         };
         let handle = match self
             .start(&binding, &name, recipe.clone(), request.prompt)

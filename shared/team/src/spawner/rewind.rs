@@ -41,16 +41,50 @@ impl Spawner {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        if let Some(host) = &member.host {
+        // Where its clone is comes from this lead's own record of the start, never from
+        // the roster: a teammate can rewrite its own entry (`host`, `worktree_path`) to
+        // point the user's rewind at another directory with checkpoints.
+        let Some((host, own_clone)) = self.recorded_clone(binding.team.name(), name) else {
+            return Err(format!(
+                "{what}: this lead did not start it, so it has no record of its clone \
+                 (the roster, which a teammate can write, is not trusted for this)"
+            ));
+        };
+        if let Some(host) = host {
             return Err(format!(
                 "{what}: it works on host {host}, where its checkpoints are"
             ));
         }
-        let Some(clone) = member.worktree_path else {
+        let Some(clone) = own_clone else {
             return Err(format!(
                 "{what}: it works in your directory, not a clone of its own"
             ));
         };
+        let same = |a: &std::path::Path, b: &std::path::Path| {
+            a == b
+                || matches!(
+                    (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+                    (Ok(x), Ok(y)) if x == y
+                )
+        };
+        let disagrees = member.host.is_some()
+            || member
+                .worktree_path
+                .as_deref()
+                .is_some_and(|recorded| !same(recorded, &clone));
+        if disagrees {
+            return Err(format!(
+                "{what}: refused: the roster says it works in {}, but you started it in {} \
+                 (a teammate can rewrite its own roster entry); nothing was rewound",
+                match (&member.host, &member.worktree_path) {
+                    (Some(h), Some(p)) => format!("{} on host {h}", p.display()),
+                    (Some(h), None) => format!("host {h}"),
+                    (None, Some(p)) => p.display().to_string(),
+                    (None, None) => "your directory".to_string(),
+                },
+                clone.display()
+            ));
+        }
         let root = std::fs::canonicalize(&clone)
             .map_err(|e| format!("{what}: {}: {e}", clone.display()))?;
         let checkpoints = Checkpoints::open_latest(binding.team.home().root(), &root)

@@ -24,8 +24,9 @@ pub(super) struct Running {
     pub(super) name: Name,
     /// What the executor said at the start (how to attach), for the spawn result.
     pub(super) notices: Vec<String>,
-    /// The team whose member role this process was given (`None`: the lead's login).
-    pub(super) role_of: Option<Team>,
+    /// The team whose member role this process was given, and that role's name (`None`:
+    /// the lead's login). Dropped by that name: a later start's role is never hit.
+    pub(super) role_of: Option<(Team, String)>,
 }
 
 impl Running {
@@ -35,19 +36,10 @@ impl Running {
     }
 
     /// Stops it now, on `runtime`: an in-process loop is cancelled; a worker is ended
-    /// and its pane or session closed. Its member role stays (a message may start it
-    /// again, which replaces the role; dropping it here could race with that start).
+    /// and its pane or session closed, then its start's member role (if it got one) is
+    /// dropped, by that role's name (a message starting it again gets a new role, which
+    /// this drop never touches).
     pub(super) fn stop(&self, runtime: &tokio::runtime::Handle) {
-        self.stop_then(runtime, false);
-    }
-
-    /// [`Running::stop`] of a teammate whose spawn failed: once its process ended, its
-    /// member role (if it got one) is dropped too.
-    pub(super) fn stop_for_good(&self, runtime: &tokio::runtime::Handle) {
-        self.stop_then(runtime, true);
-    }
-
-    fn stop_then(&self, runtime: &tokio::runtime::Handle, drop_role: bool) {
         if self.location == Location::InProcess {
             // Cancelled at once, in this call (the future only reports an unknown name),
             // so a message sent right after a stop finds the teammate stopped.
@@ -55,28 +47,29 @@ impl Running {
             return;
         }
         let (executor, name) = (self.executor.clone(), self.name.clone());
-        let role_of = self.role_of.clone().filter(|_| drop_role);
+        let role_of = self.role_of.clone();
         runtime.spawn(async move {
             if let Err(e) = executor.kill(&name).await {
                 tracing::debug!(member = %name, error = %e, "failed to stop a teammate");
             }
             // Its process ended (its last writes done): its login goes.
-            if let Some(team) = role_of {
-                drop_member_role(team, name).await;
+            if let Some((team, role)) = role_of {
+                drop_member_role(team, name, role).await;
             }
         });
     }
 }
 
-/// Drops the member role of `name` in `team`'s store, off the runtime; a failure is
-/// logged (the role lost its login first, or nothing was done).
-pub(super) async fn drop_member_role(team: Team, name: Name) {
+/// Drops `role`, the member role one start of `name` in `team`'s store was given, off
+/// the runtime; a failure is logged (the role lost its login first, or nothing was done).
+pub(super) async fn drop_member_role(team: Team, name: Name, role: String) {
     let Some(pg) = team.home().pg().cloned() else {
         return;
     };
     let member = name.clone();
     let dropped =
-        tokio::task::spawn_blocking(move || pg.drop_member_role(team.name(), &member)).await;
+        tokio::task::spawn_blocking(move || pg.drop_member_role_named(team.name(), &member, &role))
+            .await;
     match dropped {
         Ok(Ok(_)) => {}
         Ok(Err(e)) => tracing::warn!(member = %name, error = %e, "failed to drop a member role"),
@@ -106,6 +99,10 @@ pub(super) struct Recipe {
     pub(super) agent_type: Option<String>,
     pub(super) model: Option<String>,
     pub(super) work_dir: PathBuf,
+    /// Its clone on this machine, as the lead made it (`None`: it works in the lead's
+    /// directory, or on another host). A rewind trusts this, never the roster's
+    /// `worktree_path`, which the teammate itself can rewrite.
+    pub(super) clone_dir: Option<PathBuf>,
 }
 
 /// Whether process `pid` is `roo-worker` for `name` of `team`: its command line is
@@ -231,6 +228,19 @@ impl Spawner {
             Some(pid) if pid != std::process::id() => Ok(false),
             _ => Err(not_spawned()),
         }
+    }
+
+    /// This lead's record of where `name` of `team` works: its host (`None`: here) and
+    /// its clone here (`None`: the lead's directory). `None`: this lead did not start it.
+    pub(super) fn recorded_clone(
+        &self,
+        team: &Name,
+        name: &Name,
+    ) -> Option<(Option<Name>, Option<PathBuf>)> {
+        lock(&self.inner.running)
+            .get(name)
+            .filter(|e| &e.team == team)
+            .map(|e| (e.recipe.host.clone(), e.recipe.clone_dir.clone()))
     }
 
     pub(super) fn is_running(&self, name: &Name) -> bool {

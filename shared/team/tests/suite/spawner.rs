@@ -1094,3 +1094,116 @@ async fn a_toy_backend_plugs_in_at_its_location_in_the_executor_table() {
     lead.spawner.shutdown(true).await;
     assert_eq!(*toy.shut_down.lock().unwrap(), vec![true]);
 }
+
+const WRITE_README: &str = r#"
+agents:
+  alice:
+    - tool_calls:
+        - {name: WriteFile, input: {path: README.md, content: "alice was here\n"}}
+    - text: "Done."
+  bob:
+    - tool_calls:
+        - {name: WriteFile, input: {path: README.md, content: "bob was here\n"}}
+    - text: "Done."
+"#;
+
+/// Review M5: a teammate that rewrites its own roster entry (its `worktree_path` pointed
+/// at another directory with checkpoints, here bob's clone) does not steer the lead's
+/// rewind there: the rewind goes by the lead's own record of the start, refuses while
+/// the roster disagrees, and touches nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewind_goes_by_the_leads_record_not_a_rewritten_roster_entry() {
+    let lead = lead(WRITE_README, BackendType::InProcess);
+    commit_readme(lead.cwd.path());
+    let alice = lead
+        .spawner
+        .spawn(request(&lead, "alice", "write"))
+        .await
+        .unwrap();
+    let bob = lead
+        .spawner
+        .spawn(request(&lead, "bob", "write"))
+        .await
+        .unwrap();
+    let read = |dir: &std::path::Path| std::fs::read_to_string(dir.join("README.md")).unwrap();
+    eventually("both teammates' writes", || {
+        (read(&alice.work_dir) == "alice was here\n" && read(&bob.work_dir) == "bob was here\n")
+            .then_some(())
+    })
+    .await;
+    eventually("both teammates idle", || {
+        (state(&lead, "alice") != MemberState::Busy && state(&lead, "bob") != MemberState::Busy)
+            .then_some(())
+    })
+    .await;
+    lead.spawner.stop(&name("alice")).unwrap();
+    // alice (any teammate may write its own entry) points her entry at bob's clone.
+    let bob_dir = bob.work_dir.clone();
+    lead.home
+        .team
+        .update_member("alice", |m| {
+            m.host = None;
+            m.worktree_path = Some(bob_dir.clone());
+        })
+        .unwrap();
+    let rewind = |number: usize| {
+        let spawner = lead.spawner.clone();
+        tokio::task::spawn_blocking(move || spawner.rewind_clone(&name("alice"), number))
+    };
+    let refused = rewind(1).await.unwrap().unwrap_err();
+    assert!(
+        refused.contains("refused") && refused.contains("roster"),
+        "{refused}"
+    );
+    assert_eq!(read(&bob.work_dir), "bob was here\n");
+    assert_eq!(read(&alice.work_dir), "alice was here\n");
+    // Her entry as the lead wrote it: the rewind is of her own clone.
+    let alice_dir = alice.work_dir.clone();
+    lead.home
+        .team
+        .update_member("alice", |m| m.worktree_path = Some(alice_dir.clone()))
+        .unwrap();
+    let rewound = rewind(1).await.unwrap().unwrap();
+    assert!(rewound.contains("rewound alice's clone"), "{rewound}");
+    assert_eq!(read(&alice.work_dir), "# readme\n");
+    assert_eq!(read(&bob.work_dir), "bob was here\n");
+}
+
+/// Review M3 (e): while one spawn of a name is under way (its clone held in checkout,
+/// not yet registered), a second spawn of the name is refused at once, before it starts
+/// anything (on PostgreSQL its member role would replace the first one's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_spawn_of_a_name_being_spawned_is_refused_before_it_starts() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (git, release, _) = held_git(scratch.path());
+    let lead = Arc::new(lead_with(LOOK, BackendType::InProcess, git));
+    commit_readme(lead.cwd.path());
+    let first = {
+        let lead = lead.clone();
+        tokio::spawn(async move {
+            let request = request(&lead, "alice", "look around");
+            lead.spawner.spawn(request).await
+        })
+    };
+    eventually("alice's first request", || {
+        (lead.requests.load(Ordering::SeqCst) >= 1).then_some(())
+    })
+    .await;
+    let second = tokio::time::timeout(
+        Duration::from_secs(5),
+        lead.spawner.spawn(request(&lead, "alice", "look around")),
+    )
+    .await;
+    // Only the first one's model was asked.
+    let asked = lead.requests.load(Ordering::SeqCst);
+    std::fs::write(&release, "").unwrap();
+    assert_eq!(asked, 1);
+    let refused = second
+        .expect("the second spawn waited on the first one's checkout")
+        .unwrap_err();
+    assert!(
+        matches!(refused, SpawnError::AlreadyRunning { .. }),
+        "{refused}"
+    );
+    first.await.unwrap().unwrap();
+}
