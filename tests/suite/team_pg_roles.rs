@@ -3,7 +3,9 @@
 //! member role the lead made for it — the server says so — holds none of the lead's
 //! password, does its task, and its role is gone once the team is deleted; a login that
 //! may not create roles refuses a spawn under `member_roles: required` (leaving nothing)
-//! and hands over its own login under `auto`, saying so.
+//! and hands over its own login under `auto`, saying so; and so does a server whose
+//! `pg_hba.conf` admits the lead's login but refuses the member role's (the lead tries
+//! the member's login before handing it over).
 //!
 //! Skipped without `ROO_TEST_PG_DSN` (`scripts/test` starts a throwaway server).
 
@@ -303,6 +305,85 @@ fn a_login_that_may_not_create_roles_refuses_required_and_hands_itself_over_unde
     drop(tmux);
     psql(&dsn, &format!("DROP SCHEMA {plain} CASCADE"));
     psql(&dsn, &format!("DROP ROLE {plain}"));
+}
+
+#[test]
+fn a_server_refusing_the_member_roles_login_refuses_required_and_hands_the_leads_over_under_auto() {
+    // A cluster of the test's own: its authentication changes.
+    let Some(cluster) = roo_tests::pg::OwnCluster::start() else {
+        return;
+    };
+    // The lead's login (the superuser) is let in; every other login is refused.
+    std::fs::write(
+        cluster.socket_dir().join("data/pg_hba.conf"),
+        format!(
+            "local all {} trust\nlocal all all reject\n",
+            cluster.superuser
+        ),
+    )
+    .unwrap();
+    psql(&cluster.dsn, "CREATE ROLE roo_probe LOGIN");
+    psql(&cluster.dsn, "SELECT pg_reload_conf()");
+    let at = cluster.dsn.find('@').unwrap();
+    let probe = format!("postgresql://roo_probe{}", &cluster.dsn[at..]);
+    wait_until(
+        "the server to refuse other logins",
+        Duration::from_secs(10),
+        || {
+            let out = std::process::Command::new("psql")
+                .args(["-w", &probe, "-Atc", "SELECT 1"])
+                .output()
+                .unwrap();
+            (!out.status.success()).then_some(())
+        },
+        String::new,
+    );
+    let why = "member roles: not here: the server refused the member role's login (";
+
+    // `required`: the spawn fails with the sentence and leaves nothing.
+    let team = format!("hq{}", std::process::id());
+    let world = World::new(
+        roo_tests::pg::fresh_schema_url(&cluster.dsn),
+        &team,
+        "member_roles: required\n",
+    );
+    let tmux = world.start_lead(&script(&team, ""));
+    let _ = world.wait_for_exit(&tmux);
+    let out = std::fs::read_to_string(world.root.join("lead.out")).unwrap_or_default();
+    assert!(
+        out.contains(why) && out.contains("pg_hba.conf") && out.contains("member_roles: required"),
+        "{}",
+        world.output()
+    );
+    assert!(!out.contains("alice done"), "{}", world.output());
+    assert_eq!(workers_under(world.root.path()), Vec::<String>::new());
+    assert!(
+        !world
+            .project()
+            .join(format!(".roocode/worktrees/{team}+alice"))
+            .exists(),
+        "a clone was made"
+    );
+    let branches = roo_tests::git(&world.project(), &["branch", "--list", "roo/*"]);
+    assert_eq!(branches.trim(), "", "a branch was made");
+    assert_eq!(world.roles(), "", "{}", world.output());
+    drop(tmux);
+
+    // `auto` (the default): alice uses the lead's login, and the spawn says so.
+    let team = format!("ha{}", std::process::id());
+    let world = World::new(roo_tests::pg::fresh_schema_url(&cluster.dsn), &team, "{}\n");
+    let tmux = world.start_lead(&script(&team, ""));
+    let code = world.wait_for_exit(&tmux);
+    assert_eq!(code, 0, "{}", world.output());
+    let out = std::fs::read_to_string(world.root.join("lead.out")).unwrap();
+    assert!(
+        out.contains(why) && out.contains("teammate alice uses the lead's login"),
+        "{}",
+        world.output()
+    );
+    assert!(out.contains("alice done"), "{}", world.output());
+    assert_eq!(world.roles(), "", "{}", world.output());
+    drop(tmux);
 }
 
 fn rand_suffix() -> u128 {

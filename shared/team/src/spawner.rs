@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use roo_agent::config::HostConfig;
 use roo_agent::permissions::PermissionMode;
-use roo_store::{BackendType, MemberRoles, Name, Team};
+use roo_store::{BackendType, MemberLogin, MemberRoles, Name, ROO_STORE_ENV, Team};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{
@@ -571,6 +571,13 @@ impl Spawner {
         if base.member_roles == MemberRoles::Required {
             return Err(SpawnError::MemberRolesRequired { name, why });
         }
+        Ok((false, Some(self.no_roles_notice(&name, &why))))
+    }
+
+    /// What the lead is told when `auto` gives teammate `name` the lead's login since
+    /// member roles are not possible (`why`): said once in the lead's status and log, and
+    /// returned for each spawn's output.
+    fn no_roles_notice(&self, name: &Name, why: &str) -> String {
         let notice =
             format!("member roles: not here: {why}; teammate {name} uses the lead's login");
         let first = !self
@@ -585,7 +592,52 @@ impl Spawner {
                 });
             }
         }
-        Ok((false, Some(notice)))
+        notice
+    }
+
+    /// `login`, made for teammate `name` at `location`, once the server has let it in
+    /// with exactly the URL and password its process will be handed
+    /// (`PgStore::check_member_login`, off the runtime). Refused (its `pg_hba.conf`
+    /// admits the lead's login but not the member's): the role is dropped, and under
+    /// `member_roles: required` the start fails; else the lead's login is handed over,
+    /// with the notice of [`Spawner::no_roles_notice`].
+    async fn checked_login(
+        &self,
+        binding: &TeamBinding,
+        name: &Name,
+        location: &Location,
+        settings: &AgentSettings,
+        login: Arc<MemberLogin>,
+    ) -> Result<(Option<Arc<MemberLogin>>, Option<String>), SpawnError> {
+        let Some(lead_url) = handed_lead_url(settings, location) else {
+            // Not handed over at all: the hand-over itself fails and says why.
+            return Ok((Some(login), None));
+        };
+        let checked = login.clone();
+        let refused = tokio::task::spawn_blocking(move || {
+            roo_store::PgStore::check_member_login(&checked, &lead_url)
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|checked| checked);
+        let Err(sentence) = refused else {
+            return Ok((Some(login), None));
+        };
+        running::drop_member_role(binding.team.clone(), name.clone(), login.role().to_owned())
+            .await;
+        let why = format!("the server refused the member role's login ({sentence})");
+        let required = self
+            .inner
+            .base
+            .get()
+            .is_some_and(|base| base.member_roles == MemberRoles::Required);
+        if required {
+            return Err(SpawnError::MemberRolesRequired {
+                name: name.clone(),
+                why,
+            });
+        }
+        Ok((None, Some(self.no_roles_notice(name, &why))))
     }
 
     pub(crate) fn lead_binding(&self) -> Result<Arc<TeamBinding>, SpawnError> {
@@ -650,6 +702,14 @@ impl Spawner {
             }
             _ => None,
         };
+        // Let in where it is handed over, or (`auto`) the lead's login after all.
+        let (login, role_notice) = match login {
+            Some(login) => {
+                self.checked_login(binding, name, &location, &recipe.settings, login)
+                    .await?
+            }
+            None => (None, None),
+        };
         let role_of = login
             .as_ref()
             .map(|login| (binding.team.clone(), login.role().to_string()));
@@ -667,6 +727,8 @@ impl Spawner {
                 });
             }
         };
+        let mut notices = notices;
+        notices.extend(role_notice);
         Ok(Running {
             location,
             executor,
@@ -675,6 +737,19 @@ impl Spawner {
             role_of,
         })
     }
+}
+
+/// The lead's store URL the worker at `location` is handed (its handoff's `ROO_STORE`,
+/// as `backend::pane::write_handoff` and `backend::ssh::handoff_env` make it), from
+/// which its member role's URL is made; `None` when it is no PostgreSQL URL.
+fn handed_lead_url(settings: &AgentSettings, location: &Location) -> Option<String> {
+    let url = match location {
+        Location::Host(_) => crate::backend::ssh::handoff_env(settings).remove(ROO_STORE_ENV),
+        _ => settings.store_setting.clone().or_else(|| {
+            roo_agent::exec::sandbox::handoff::current_env_for_handoff().remove(ROO_STORE_ENV)
+        }),
+    };
+    url.filter(|url| url.starts_with("postgres"))
 }
 
 /// A teammate's settings from the lead's template: its identity in `binding`'s team,

@@ -1037,6 +1037,25 @@ impl PgStore {
         Ok(())
     }
 
+    /// Whether the server lets `login` in with what its member's process is handed: the
+    /// URL [`MemberLogin::url_for`] of `lead_url` and its password as `PGPASSWORD`, and
+    /// nothing else (no password file). One connection, opened as the member's own is
+    /// ([`PgStore::connect_with`]: a refused login at once, with no second try; a
+    /// server that does not answer, within its limit), then closed. The error is the
+    /// server's (or the connection's) sentence. Its `pg_hba.conf` may refuse a login the
+    /// lead's rights let it create (docs/DISTRIBUTED.md "Authority in the database").
+    pub fn check_member_login(
+        login: &MemberLogin,
+        lead_url: &str,
+    ) -> std::result::Result<(), String> {
+        let url = login.url_for(lead_url).map_err(|e| e.to_string())?;
+        let password = login.password.clone();
+        let env = move |name: &str| (name == "PGPASSWORD").then(|| password.clone());
+        PgStore::connect_with(&url, &env)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     /// Drops the role of `member` of `team`, if it has one (a teammate stopped, removed
     /// or whose spawn failed): its login goes first, then the role, as in
     /// [`PgStore::drop_member_roles`]; how many there were.
