@@ -61,6 +61,16 @@ impl Drop for Two {
     }
 }
 
+/// Team `a` opened on the server as `login`, whose member `member` has joined (its own
+/// first join: its entry added).
+fn joined_as(url: &str, login: &MemberLogin, member: &str) -> (tempfile::TempDir, Team) {
+    let (dir, home) = home_at(&as_member(url, login));
+    let team = Team::open(&home, name("a")).unwrap();
+    team.join(roo_store::Member::new(name(member), team.name()))
+        .unwrap();
+    (dir, team)
+}
+
 /// `url` with `login`'s user and password in place of the owner's.
 fn as_member(url: &str, login: &MemberLogin) -> String {
     let start = url.find("://").unwrap() + 3;
@@ -554,11 +564,7 @@ fn a_peers_presence_key_held_by_another_role_does_not_count() {
     };
     // A missing lock is evidence of death only once the server is past its start.
     wait_out_restart_grace(&t.url);
-    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
-    let bob_team = Team::open(&bob_home, name("a")).unwrap();
-    bob_team
-        .join(roo_store::Member::new(name("bob"), bob_team.name()))
-        .unwrap();
+    let (_dir, bob_team) = joined_as(&t.url, &t.bob, "bob");
     let presence = bob_team.hold_presence(&name("bob")).unwrap();
     let epoch = presence.epoch().unwrap();
     let key = presence_key("a", "bob@a", epoch);
@@ -1009,11 +1015,7 @@ fn a_member_role_cannot_revive_a_dead_peer() {
             .is_some()
     );
     // Bob himself joins again: his own entry, his own `dead_at` cleared.
-    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
-    let bob_team = Team::open(&bob_home, name("a")).unwrap();
-    bob_team
-        .join(roo_store::Member::new(name("bob"), bob_team.name()))
-        .unwrap();
+    let (_dir, bob_team) = joined_as(&t.url, &t.bob, "bob");
     assert!(
         t.a.config()
             .unwrap()
@@ -1033,17 +1035,9 @@ fn a_member_role_cannot_mark_a_peer_dead_while_its_presence_is_held() {
         return;
     };
     wait_out_restart_grace(&t.url);
-    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
-    let bob_team = Team::open(&bob_home, name("a")).unwrap();
-    bob_team
-        .join(roo_store::Member::new(name("bob"), bob_team.name()))
-        .unwrap();
+    let (_dir, bob_team) = joined_as(&t.url, &t.bob, "bob");
     let presence = bob_team.hold_presence(&name("bob")).unwrap();
-    let (_d2, alice_home) = home_at(&as_member(&t.url, &t.alice));
-    let alice_team = Team::open(&alice_home, name("a")).unwrap();
-    alice_team
-        .join(roo_store::Member::new(name("alice"), alice_team.name()))
-        .unwrap();
+    let (_d2, alice_team) = joined_as(&t.url, &t.alice, "alice");
     let forged = alice_team.declare_dead("bob", Some(&name("alice")), "forged");
     let config = t.a.config().unwrap();
     let bob = config.member("bob").unwrap();
@@ -1217,11 +1211,7 @@ fn a_presence_lock_taken_by_a_login_not_the_owners_keeps_no_dead_member_alive() 
         return;
     };
     wait_out_restart_grace(&t.url);
-    let (_dir, bob_home) = home_at(&as_member(&t.url, &t.bob));
-    let bob_team = Team::open(&bob_home, name("a")).unwrap();
-    bob_team
-        .join(roo_store::Member::new(name("bob"), bob_team.name()))
-        .unwrap();
+    let (_dir, bob_team) = joined_as(&t.url, &t.bob, "bob");
     let presence = bob_team.hold_presence(&name("bob")).unwrap();
     let key = presence_key("a", "bob@a", presence.epoch().unwrap());
     let bob_state = || {
