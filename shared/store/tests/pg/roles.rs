@@ -1015,7 +1015,7 @@ fn a_member_role_cannot_revive_a_dead_peer() {
             .is_some()
     );
     // Bob himself joins again: his own entry, his own `dead_at` cleared.
-    let (_dir, bob_team) = joined_as(&t.url, &t.bob, "bob");
+    let (_dir, _bob_team) = joined_as(&t.url, &t.bob, "bob");
     assert!(
         t.a.config()
             .unwrap()
